@@ -1,0 +1,1 @@
+//! The Rust builder API. STUB — to be implemented.

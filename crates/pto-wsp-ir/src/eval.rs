@@ -1,0 +1,1 @@
+//! Scalar expression evaluation. STUB — to be implemented.

@@ -1,0 +1,50 @@
+//! `pto-wsp-ir`: the one IR every pto-wsp front end produces and every back end consumes.
+//!
+//! A [`Module`] declares runtime symbols, slots, tensors, axes and kernels, then *workloads* —
+//! small programs that generate tasks — and CSP *pipelines*, and at most one [`Schedule`] saying
+//! how the generated tasks run. Modules come from the text format ([`parse`], printed back by
+//! `Display`) or from the [`builder`]. [`validate()`] checks one and reports every mistake with
+//! a source location or a path. [`expand()`] is the reference expander: a sequential, obviously
+//! correct enumeration of the tasks a module generates under given [`Bindings`], the oracle every
+//! back end is checked against.
+//!
+//! This crate knows nothing of threads, files or targets.
+
+#![forbid(unsafe_code)]
+
+pub mod builder;
+pub mod csp;
+pub mod eval;
+pub mod expand;
+pub mod expr;
+pub mod loc;
+pub mod module;
+pub mod parse;
+pub mod print;
+pub mod schedule;
+pub mod source;
+pub mod types;
+pub mod validate;
+pub mod value;
+pub mod workload;
+
+pub use csp::{Channel, Pipeline, Process};
+pub use expand::{
+    ExpandError, ExpandOptions, ExpandedRegion, ExpandedTask, Expansion, OrderEdge, expand,
+};
+pub use expr::{BinOp, Expr, UnOp};
+pub use loc::{Ident, Loc};
+pub use module::{
+    AxisDecl, AxisKind, KernelDecl, KernelParam, Module, ParamKind, SlotDecl, SymbolDecl,
+    TensorDecl, Tiers, Workload,
+};
+pub use parse::{ParseError, parse};
+pub use schedule::{
+    DepsMode, Dispatch, GateScope, Levels, PoolsPolicy, ReadyPolicy, Schedule, ScheduleConfig,
+    ScheduleItem, ScheduleItemKind, StartPolicy, TaskGraphItem, Timing, TracePolicy, WindowMode,
+};
+pub use source::{Diagnostic, SourceFile};
+pub use types::{Access, DType, ExecPool, ScalarType};
+pub use validate::{ValidationError, validate};
+pub use value::{Bindings, Value};
+pub use workload::{Arg, LoopOrder, Region, RegionDim, Stmt, StmtKind, TaskStmt};

@@ -1,0 +1,1 @@
+//! The text format printer. STUB — to be implemented.
