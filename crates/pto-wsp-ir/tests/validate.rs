@@ -47,7 +47,12 @@ tensor n: f16[4];
 workload main() { }
 ",
         r#"
-TODO
+error: tensor `n` is already declared as a symbol
+ --> t.wsp:2:8
+  |
+2 | tensor n: f16[4];
+  |        ^ declared twice
+  = note: in tensor n
 "#,
     );
 }
@@ -60,7 +65,12 @@ kernel k(x: i64, x: i64);
 workload main() { }
 ",
         r#"
-TODO
+error: kernel `k` has two parameters named `x`
+ --> t.wsp:1:18
+  |
+1 | kernel k(x: i64, x: i64);
+  |                  ^ duplicate parameter
+  = note: in kernel k > parameter x
 "#,
     );
 }
@@ -73,7 +83,12 @@ kernel k(n: i64);
 workload main() { task k(m); }
 ",
         r#"
-TODO
+error: unknown name `m`
+ --> t.wsp:2:26
+  |
+2 | workload main() { task k(m); }
+  |                          ^ not declared or bound here
+  = note: in workload main > task k > argument 1
 "#,
     );
 }
@@ -83,7 +98,12 @@ fn unknown_slot() {
     check(
         "workload main() { set s = 1; }\n",
         r#"
-TODO
+error: unknown slot `s`
+ --> t.wsp:1:23
+  |
+1 | workload main() { set s = 1; }
+  |                       ^ no such slot
+  = note: in workload main > set s
 "#,
     );
 }
@@ -96,7 +116,12 @@ kernel k(in a: f16[4]);
 workload main() { task k(A[0 +: 4]); }
 ",
         r#"
-TODO
+error: unknown tensor `A`
+ --> t.wsp:2:26
+  |
+2 | workload main() { task k(A[0 +: 4]); }
+  |                          ^ no such tensor
+  = note: in workload main > task k > argument 1
 "#,
     );
 }
@@ -106,7 +131,12 @@ fn unknown_axis() {
     check(
         "workload main() { parallel_for i in B { } }\n",
         r#"
-TODO
+error: unknown axis `B`
+ --> t.wsp:1:37
+  |
+1 | workload main() { parallel_for i in B { } }
+  |                                     ^ no such axis
+  = note: in workload main > parallel_for i
 "#,
     );
 }
@@ -119,7 +149,12 @@ kernel attn(n: i64);
 workload main() { task atn(1); }
 ",
         r#"
-TODO
+error: unknown kernel `atn`
+ --> t.wsp:2:24
+  |
+2 | workload main() { task atn(1); }
+  |                        ^^^ no such kernel
+  = note: in workload main > task atn
 "#,
     );
 }
@@ -129,7 +164,12 @@ fn unknown_workload() {
     check(
         "workload main() { call layer(); }\n",
         r#"
-TODO
+error: unknown workload `layer`
+ --> t.wsp:1:24
+  |
+1 | workload main() { call layer(); }
+  |                        ^^^^^ no such workload
+  = note: in workload main > call layer
 "#,
     );
 }
@@ -145,7 +185,12 @@ pipeline p {
 }
 ",
         r#"
-TODO
+error: unknown channel `d` in pipeline `p`
+ --> t.wsp:3:34
+  |
+3 |     process a(produces c) { send d(1); }
+  |                                  ^ no such channel
+  = note: in pipeline p > process a > send d
 "#,
     );
 }
@@ -158,7 +203,12 @@ workload main() { }
 schedule for mian { executors 2; }
 ",
         r#"
-TODO
+error: schedule target `mian` is not declared
+ --> t.wsp:2:14
+  |
+2 | schedule for mian { executors 2; }
+  |              ^^^^ no such workload or pipeline
+  = note: in schedule for mian
 "#,
     );
 }
@@ -171,7 +221,12 @@ tensor Q: f16[4];
 workload main() { parallel_for i in Q { } }
 ",
         r#"
-TODO
+error: `Q` is a tensor, not an axis
+ --> t.wsp:2:37
+  |
+2 | workload main() { parallel_for i in Q { } }
+  |                                     ^ wrong kind of name
+  = note: in workload main > parallel_for i
 "#,
     );
 }
@@ -185,7 +240,12 @@ tensor K: f16[kv, 128];
 workload main() { }
 ",
         r#"
-TODO
+error: dimension 0 of tensor `K` may name only symbols, but names slot `kv`
+ --> t.wsp:2:15
+  |
+2 | tensor K: f16[kv, 128];
+  |               ^^ not allowed here
+  = note: in tensor K > dimension 0
 "#,
     );
 }
@@ -199,7 +259,12 @@ axis T = dense(seq);
 workload main() { }
 ",
         r#"
-TODO
+error: the extent of dense axis `T` must be a constant, but names symbol `seq`
+ --> t.wsp:2:16
+  |
+2 | axis T = dense(seq);
+  |                ^^^ not allowed here
+  = note: in axis T
 "#,
     );
 }
@@ -215,7 +280,12 @@ kernel k(n: i64) tiers { n < s => small, else => big };
 workload main() { task k(1); }
 ",
         r#"
-TODO
+error: tier case 1 of kernel `k` may name only the kernel's scalar parameters and symbols, but names slot `s`
+ --> t.wsp:4:30
+  |
+4 | kernel k(n: i64) tiers { n < s => small, else => big };
+  |                              ^ not allowed here
+  = note: in kernel k > tiers > case 1
 "#,
     );
 }
@@ -229,7 +299,12 @@ axis H = dense(4);
 workload main() { parallel_for h in H { } }
 ",
         r#"
-TODO
+error: loop variable `h` shadows a symbol of the same name
+ --> t.wsp:3:32
+  |
+3 | workload main() { parallel_for h in H { } }
+  |                                ^ shadows another name
+  = note: in workload main > parallel_for h
 "#,
     );
 }
@@ -246,7 +321,12 @@ workload main() {
 }
 ",
         r#"
-TODO
+error: loop variable `h` shadows a loop variable of the same name
+ --> t.wsp:4:18
+  |
+4 |         for_each h in H { }
+  |                  ^ shadows another name
+  = note: in workload main > parallel_for h > for_each h
 "#,
     );
 }
@@ -264,7 +344,12 @@ kernel attn(in q: f16[64, 128], in k: f16[64, 128], out o: f16[64, 128], n: i64)
 workload main() { task attn(Q[0 +: 64, 0 +: 128], O[0 +: 64, 0 +: 128], 3); }
 ",
         r#"
-TODO
+error: kernel `attn` takes 4 arguments, task passes 3
+ --> t.wsp:4:24
+  |
+4 | workload main() { task attn(Q[0 +: 64, 0 +: 128], O[0 +: 64, 0 +: 128], 3); }
+  |                        ^^^^ wrong number of arguments
+  = note: in workload main > task attn
 "#,
     );
 }
@@ -277,7 +362,12 @@ workload layer(n: i64, m: i64) { }
 workload main() { call layer(1); }
 ",
         r#"
-TODO
+error: workload `layer` takes 2 arguments, call passes 1
+ --> t.wsp:2:24
+  |
+2 | workload main() { call layer(1); }
+  |                        ^^^^^ wrong number of arguments
+  = note: in workload main > call layer
 "#,
     );
 }
@@ -292,7 +382,12 @@ axis R = ragged(n, L);
 workload main() { parallel_for r in R { } }
 ",
         r#"
-TODO
+error: `parallel_for` over ragged axis `R` binds 2 variables, found 1
+ --> t.wsp:4:37
+  |
+4 | workload main() { parallel_for r in R { } }
+  |                                     ^ wrong number of loop variables
+  = note: in workload main > parallel_for r
 "#,
     );
 }
@@ -309,7 +404,12 @@ axis S = sparse(n, P, I);
 workload main() { select r in S { } }
 ",
         r#"
-TODO
+error: `select` over sparse axis `S` binds 2 variables, found 1
+ --> t.wsp:6:31
+  |
+6 | workload main() { select r in S { } }
+  |                               ^ wrong number of loop variables
+  = note: in workload main > select r
 "#,
     );
 }
@@ -326,7 +426,12 @@ axis S = sparse(n, P, I);
 workload main() { for_each r, i in S { } }
 ",
         r#"
-TODO
+error: `for_each` cannot range over sparse axis `S`; use `select`
+ --> t.wsp:6:36
+  |
+6 | workload main() { for_each r, i in S { } }
+  |                                    ^ sparse axis
+  = note: in workload main > for_each r, i
 "#,
     );
 }
@@ -339,7 +444,12 @@ axis B = dense(4);
 workload main() { select b, e in B { } }
 ",
         r#"
-TODO
+error: `select` needs a sparse axis, `B` is dense
+ --> t.wsp:2:34
+  |
+2 | workload main() { select b, e in B { } }
+  |                                  ^ not a sparse axis
+  = note: in workload main > select b, e
 "#,
     );
 }
@@ -364,7 +474,12 @@ fn region_rank() {
     check(
         &with_kernels("    task attn(Q[0 +: 32, 0 +: 64], 1);"),
         r#"
-TODO
+error: region of `Q` has 2 dimensions, tensor `Q` has 3
+ --> t.wsp:7:15
+  |
+7 |     task attn(Q[0 +: 32, 0 +: 64], 1);
+  |               ^ wrong number of dimensions
+  = note: in workload main > task attn > argument 1
 "#,
     );
 }
@@ -374,7 +489,12 @@ fn region_for_scalar() {
     check(
         &with_kernels("    task attn(W[0 +: 32, 0 +: 64], W[0, 0]);"),
         r#"
-TODO
+error: argument 2 of `attn` is scalar parameter `n: i64`, but a region is passed
+ --> t.wsp:7:36
+  |
+7 |     task attn(W[0 +: 32, 0 +: 64], W[0, 0]);
+  |                                    ^ region for a scalar parameter
+  = note: in workload main > task attn > argument 2
 "#,
     );
 }
@@ -384,7 +504,12 @@ fn expression_for_tile() {
     check(
         &with_kernels("    task attn(seq, 1);"),
         r#"
-TODO
+error: argument 1 of `attn` is tile parameter `in q: f16[32, 64]`, but an expression is passed
+ --> t.wsp:7:15
+  |
+7 |     task attn(seq, 1);
+  |               ^^^ expression for a tile parameter
+  = note: in workload main > task attn > argument 1
 "#,
     );
 }
@@ -394,7 +519,12 @@ fn dtype_mismatch() {
     check(
         &with_kernels("    task attn(X[0 +: 32, 0 +: 64], 1);"),
         r#"
-TODO
+error: argument 1 of `attn` (`q`) needs a tensor of element type f16, `X` is f32
+ --> t.wsp:7:15
+  |
+7 |     task attn(X[0 +: 32, 0 +: 64], 1);
+  |               ^ wrong element type
+  = note: in workload main > task attn > argument 1
 "#,
     );
 }
@@ -408,7 +538,12 @@ kernel k(in q: f16[32, 64]);
 workload main() { task k(V[0 +: 64]); }
 ",
         r#"
-TODO
+error: tile parameter `q` of `k` has 2 dimensions, region of `V` has 1
+ --> t.wsp:3:26
+  |
+3 | workload main() { task k(V[0 +: 64]); }
+  |                          ^ too few dimensions for the tile
+  = note: in workload main > task k > argument 1
 "#,
     );
 }
@@ -418,7 +553,12 @@ fn tile_shape_mismatch() {
     check(
         &with_kernels("    task attn(W[0 +: 32, 0 +: 128], 1);"),
         r#"
-TODO
+error: region of `W` has size 128 in dimension 1, tile parameter `q` of `attn` expects 64
+ --> t.wsp:7:15
+  |
+7 |     task attn(W[0 +: 32, 0 +: 128], 1);
+  |               ^ size differs from the tile
+  = note: in workload main > task attn > argument 1
 "#,
     );
 }
@@ -428,7 +568,12 @@ fn region_out_of_bounds() {
     check(
         &with_kernels("    task attn(W[0 +: 32, 4064 +: 64], 1);"),
         r#"
-TODO
+error: region of `W` is outside its static shape in dimension 1: 4064 +: 64 exceeds 4096
+ --> t.wsp:7:15
+  |
+7 |     task attn(W[0 +: 32, 4064 +: 64], 1);
+  |               ^ out of bounds
+  = note: in workload main > task attn > argument 1
 "#,
     );
 }
@@ -438,7 +583,12 @@ fn negative_region_start() {
     check(
         &with_kernels("    task attn(W[-32 +: 32, 0 +: 64], 1);"),
         r#"
-TODO
+error: region of `W` starts at -32 in dimension 0; starts must be at least 0
+ --> t.wsp:7:15
+  |
+7 |     task attn(W[-32 +: 32, 0 +: 64], 1);
+  |               ^ negative start
+  = note: in workload main > task attn > argument 1
 "#,
     );
 }
@@ -452,7 +602,12 @@ kernel k(in q: f16[?]);
 workload main() { task k(V[0 +: 0]); }
 ",
         r#"
-TODO
+error: region of `V` has size 0 in dimension 0; sizes must be at least 1
+ --> t.wsp:3:26
+  |
+3 | workload main() { task k(V[0 +: 0]); }
+  |                          ^ empty or negative size
+  = note: in workload main > task k > argument 1
 "#,
     );
 }
@@ -468,7 +623,12 @@ symbol n: i64;
 workload main() { if n + true > 1 { } }
 ",
         r#"
-TODO
+error: operator `+` needs integer operands, found bool
+ --> t.wsp:2:19
+  |
+2 | workload main() { if n + true > 1 { } }
+  |                   ^^^^^^^^^^^^^^^^^^^ wrong operand type
+  = note: in workload main > if
 "#,
     );
 }
@@ -481,7 +641,12 @@ symbol n: i64;
 workload main() { if n < 1u { } }
 ",
         r#"
-TODO
+error: operands of `<` have different types: i64 and u64
+ --> t.wsp:2:22
+  |
+2 | workload main() { if n < 1u { } }
+  |                      ^ mismatched types
+  = note: in workload main > if
 "#,
     );
 }
@@ -494,7 +659,12 @@ symbol n: i64;
 workload main() { if n { } }
 ",
         r#"
-TODO
+error: the condition of `if` must be bool, found i64
+ --> t.wsp:2:22
+  |
+2 | workload main() { if n { } }
+  |                      ^ wrong type
+  = note: in workload main > if
 "#,
     );
 }
@@ -504,7 +674,12 @@ fn scalar_argument_type() {
     check(
         &with_kernels("    task attn(W[0 +: 32, 0 +: 64], seq > 0);"),
         r#"
-TODO
+error: argument 2 of `attn` (`n: i64`) must be i64, found bool
+ --> t.wsp:7:36
+  |
+7 |     task attn(W[0 +: 32, 0 +: 64], seq > 0);
+  |                                    ^^^ wrong type
+  = note: in workload main > task attn > argument 2
 "#,
     );
 }
@@ -519,7 +694,12 @@ axis R = ragged(n, L);
 workload main() { }
 ",
         r#"
-TODO
+error: the lengths tensor of axis `R` must be a 1-D integer tensor, `L` is f16 with 1 dimension
+ --> t.wsp:3:20
+  |
+3 | axis R = ragged(n, L);
+  |                    ^ not a 1-D integer tensor
+  = note: in axis R > lengths
 "#,
     );
 }
@@ -532,7 +712,12 @@ axis H = dense(-4);
 workload main() { }
 ",
         r#"
-TODO
+error: the extent of dense axis `H` is negative: -4
+ --> t.wsp:1:6
+  |
+1 | axis H = dense(-4);
+  |      ^ negative
+  = note: in axis H
 "#,
     );
 }
@@ -549,7 +734,12 @@ kernel k(n: i64) tiers { else => big };
 workload main() { task k(1); }
 ",
         r#"
-TODO
+error: kernel `k` has tiers with no cases; it needs at least one `COND => VARIANT`
+ --> t.wsp:2:8
+  |
+2 | kernel k(n: i64) tiers { else => big };
+  |        ^ no tier cases
+  = note: in kernel k > tiers
 "#,
     );
 }
@@ -564,7 +754,12 @@ kernel k(n: i64) tiers { n < 2 => b, else => a };
 workload main() { task k(1); }
 ",
         r#"
-TODO
+error: tier variant `b` of `k` has tiers of its own
+ --> t.wsp:3:35
+  |
+3 | kernel k(n: i64) tiers { n < 2 => b, else => a };
+  |                                   ^ nested tiers
+  = note: in kernel k > tiers > case 1
 "#,
     );
 }
@@ -579,7 +774,12 @@ kernel k(n: i64) tiers { n < 2 => a, else => b };
 workload main() { task k(1); }
 ",
         r#"
-TODO
+error: tier variant `a` takes 2 parameters, `k` takes 1
+ --> t.wsp:3:35
+  |
+3 | kernel k(n: i64) tiers { n < 2 => a, else => b };
+  |                                   ^ different parameter list
+  = note: in kernel k > tiers > case 1
 "#,
     );
 }
@@ -594,7 +794,12 @@ kernel k(n: i64) tiers { n < 2 => a, else => b };
 workload main() { task k(1); }
 ",
         r#"
-TODO
+error: parameter 1 of tier variant `a` is `n: u64`, `k` declares `n: i64`
+ --> t.wsp:3:35
+  |
+3 | kernel k(n: i64) tiers { n < 2 => a, else => b };
+  |                                   ^ different parameter
+  = note: in kernel k > tiers > case 1
 "#,
     );
 }
@@ -609,7 +814,12 @@ kernel k(in q: f16[32], n: i64) tiers { n < 2 => a, else => b };
 workload main() { }
 ",
         r#"
-TODO
+error: argument 1 of `k` is `in`; tier variant `a` declares it `out` and would write to it
+ --> t.wsp:3:50
+  |
+3 | kernel k(in q: f16[32], n: i64) tiers { n < 2 => a, else => b };
+  |                                                  ^ writes an `in` parameter
+  = note: in kernel k > tiers > case 1
 "#,
     );
 }
@@ -625,7 +835,12 @@ symbol n: i64;
 workload main() { set n = 1; }
 ",
         r#"
-TODO
+error: `set` cannot write `n`: it is a symbol, which is read-only; only slots can be written
+ --> t.wsp:2:23
+  |
+2 | workload main() { set n = 1; }
+  |                       ^ read-only name
+  = note: in workload main > set n
 "#,
     );
 }
@@ -638,7 +853,12 @@ slot s: u64;
 workload main() { set s = 1; }
 ",
         r#"
-TODO
+error: the value of `set s` must be u64, found i64
+ --> t.wsp:2:19
+  |
+2 | workload main() { set s = 1; }
+  |                   ^^^^^^^^^^ wrong type
+  = note: in workload main > set s
 "#,
     );
 }
@@ -652,7 +872,12 @@ tensor L: i32[8];
 workload main() { load flag = L[0]; }
 ",
         r#"
-TODO
+error: `load` target slot `flag` is bool; it must be an integer slot
+ --> t.wsp:3:24
+  |
+3 | workload main() { load flag = L[0]; }
+  |                        ^^^^ not an integer slot
+  = note: in workload main > load flag
 "#,
     );
 }
@@ -666,7 +891,12 @@ tensor L: f32[8];
 workload main() { load s = L[0]; }
 ",
         r#"
-TODO
+error: `load` reads tensor `L` of element type f32; it must be an integer tensor
+ --> t.wsp:3:28
+  |
+3 | workload main() { load s = L[0]; }
+  |                            ^ not an integer tensor
+  = note: in workload main > load s
 "#,
     );
 }
@@ -680,7 +910,12 @@ tensor L: i32[8, 8];
 workload main() { load s = L[0]; }
 ",
         r#"
-TODO
+error: `load` indexes tensor `L` with 1 index, it has 2 dimensions
+ --> t.wsp:3:28
+  |
+3 | workload main() { load s = L[0]; }
+  |                            ^ wrong number of indices
+  = note: in workload main > load s
 "#,
     );
 }
@@ -696,7 +931,12 @@ workload main() { call layer(); }
 workload layer() { call main(); }
 ",
         r#"
-TODO
+error: recursion through calls: main -> layer -> main
+ --> t.wsp:2:25
+  |
+2 | workload layer() { call main(); }
+  |                         ^^^^ closes a call cycle
+  = note: in workload layer > call main
 "#,
     );
 }
@@ -706,7 +946,12 @@ fn csp_outside_process() {
     check(
         "workload main() { send c(1); }\n",
         r#"
-TODO
+error: `send c` is outside a process; `send` and `consume` are allowed only in pipeline processes
+ --> t.wsp:1:24
+  |
+1 | workload main() { send c(1); }
+  |                        ^ outside a process
+  = note: in workload main > send c
 "#,
     );
 }
@@ -722,7 +967,12 @@ pipeline p {
 }
 ",
         r#"
-TODO
+error: `send` on channel `c`, which process `b` does not list in `produces`
+ --> t.wsp:4:34
+  |
+4 |     process b(consumes c) { send c(2); }
+  |                                  ^ channel not listed
+  = note: in pipeline p > process b > send c
 "#,
     );
 }
@@ -738,7 +988,18 @@ pipeline p {
 }
 ",
         r#"
-TODO
+error: channel `c` has 2 producers; it needs exactly one
+ --> t.wsp:2:13
+  |
+2 |     channel c[2];
+  |             ^ needs exactly one
+  = note: in pipeline p > channel c
+error: channel `c` has 0 consumers; it needs exactly one
+ --> t.wsp:2:13
+  |
+2 |     channel c[2];
+  |             ^ needs exactly one
+  = note: in pipeline p > channel c
 "#,
     );
 }
@@ -754,7 +1015,12 @@ pipeline p {
 }
 ",
         r#"
-TODO
+error: the depth of channel `c` is 0; it must be at least 1
+ --> t.wsp:2:13
+  |
+2 |     channel c[0];
+  |             ^ zero
+  = note: in pipeline p > channel c
 "#,
     );
 }
@@ -770,7 +1036,9 @@ workload a() { }
 workload b() { }
 ",
         r#"
-TODO
+error: no entry point: no schedule, no workload `main`, and 2 workloads and 0 pipelines (need exactly one)
+ --> t.wsp
+  = note: in module
 "#,
     );
 }
@@ -780,7 +1048,12 @@ fn entry_has_params() {
     check(
         "workload main(n: i64) { }\n",
         r#"
-TODO
+error: entry workload `main` has parameters, which nothing binds
+ --> t.wsp:1:10
+  |
+1 | workload main(n: i64) { }
+  |          ^^^^ entry with parameters
+  = note: in workload main
 "#,
     );
 }
@@ -793,7 +1066,12 @@ workload main() { }
 schedule for main { task_window 0 stall; }
 ",
         r#"
-TODO
+error: `task_window` is 0; it must be at least 1
+ --> t.wsp:2:21
+  |
+2 | schedule for main { task_window 0 stall; }
+  |                     ^^^^^^^^^^^^^^^^^^^^ zero
+  = note: in schedule for main > task_window
 "#,
     );
 }
@@ -814,7 +1092,48 @@ schedule for main {
 }
 ",
         r#"
-TODO
+error: `executors` is 0; it must be at least 1
+ --> t.wsp:3:5
+  |
+3 |     executors 0;
+  |     ^^^^^^^^^^^^ zero
+  = note: in schedule for main > executors
+error: the executor count of `round_robin` is 0; it must be at least 1
+ --> t.wsp:4:5
+  |
+4 |     dispatch round_robin(0);
+  |     ^^^^^^^^^^^^^^^^^^^^^^^^ zero
+  = note: in schedule for main > dispatch
+error: `streams` is 0; it must be at least 1
+ --> t.wsp:5:5
+  |
+5 |     streams 0;
+  |     ^^^^^^^^^^ zero
+  = note: in schedule for main > streams
+error: the batch size of `batched` is 0; it must be at least 1
+ --> t.wsp:6:5
+  |
+6 |     timing batched(0);
+  |     ^^^^^^^^^^^^^^^^^^ zero
+  = note: in schedule for main > timing
+error: the task count of `start threshold` is 0; it must be at least 1
+ --> t.wsp:7:5
+  |
+7 |     task_graph { start threshold(0); }
+  |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ zero
+  = note: in schedule for main > task_graph > start
+error: `pipeline_depth` is 0; it must be at least 1
+ --> t.wsp:8:5
+  |
+8 |     pipeline_depth 0 global;
+  |     ^^^^^^^^^^^^^^^^^^^^^^^^ zero
+  = note: in schedule for main > pipeline_depth
+error: `batch_deps` is 0; it must be at least 1
+ --> t.wsp:9:5
+  |
+9 |     batch_deps 0;
+  |     ^^^^^^^^^^^^^ zero
+  = note: in schedule for main > batch_deps
 "#,
     );
 }
@@ -831,7 +1150,18 @@ schedule for main {
 }
 ",
         r#"
-TODO
+error: `deps` appears twice in `task_graph`
+ --> t.wsp:4:5
+  |
+4 |     task_graph { deps exact; deps overlap; }
+  |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ duplicate item
+  = note: in schedule for main > task_graph > deps
+error: `streams` appears twice in the schedule
+ --> t.wsp:5:5
+  |
+5 |     streams 4;
+  |     ^^^^^^^^^^ duplicate item
+  = note: in schedule for main > streams
 "#,
     );
 }
@@ -844,7 +1174,12 @@ workload main() { }
 schedule for main { dispatch static_partition(4, 8); }
 ",
         r#"
-TODO
+error: `static_partition` must start at 0, not 4
+ --> t.wsp:2:21
+  |
+2 | schedule for main { dispatch static_partition(4, 8); }
+  |                     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ first start is not 0
+  = note: in schedule for main > dispatch
 "#,
     );
 }
@@ -857,7 +1192,12 @@ workload main() { }
 schedule for main { dispatch static_partition(0, 8, 8); }
 ",
         r#"
-TODO
+error: `static_partition` starts must strictly increase: 8 after 8
+ --> t.wsp:2:21
+  |
+2 | schedule for main { dispatch static_partition(0, 8, 8); }
+  |                     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ not increasing
+  = note: in schedule for main > dispatch
 "#,
     );
 }
@@ -873,7 +1213,12 @@ schedule for main {
 }
 ",
         r#"
-TODO
+error: `static_partition` has 3 starts but `executors` is 4
+ --> t.wsp:4:5
+  |
+4 |     dispatch static_partition(0, 8, 16);
+  |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ length differs from `executors`
+  = note: in schedule for main > dispatch
 "#,
     );
 }
@@ -889,7 +1234,12 @@ schedule for main {
 }
 ",
         r#"
-TODO
+error: levels of `threshold` must strictly increase: `below 4` after `below 8`
+ --> t.wsp:4:5
+  |
+4 |     dispatch threshold(n) { below 8: round_robin(2), below 4: work_steal, else: work_steal };
+  |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ not increasing
+  = note: in schedule for main > dispatch > threshold
 "#,
     );
 }
@@ -911,7 +1261,12 @@ workload tail() {
 schedule for main { stream_by h; }
 ",
         r#"
-TODO
+error: `stream_by` names `h`, which is not bound at task `proj` (workload main > call tail > sequential > task proj)
+  --> t.wsp:11:31
+   |
+11 | schedule for main { stream_by h; }
+   |                               ^ not bound at every task
+   = note: in schedule for main > stream_by
 "#,
     );
 }
@@ -925,7 +1280,12 @@ workload main() { task proj(); }
 schedule for main { dispatch affinity(q); }
 ",
         r#"
-TODO
+error: `affinity` names `q`, which is not bound at task `proj` (workload main > task proj)
+ --> t.wsp:3:39
+  |
+3 | schedule for main { dispatch affinity(q); }
+  |                                       ^ not bound at every task
+  = note: in schedule for main > dispatch
 "#,
     );
 }
@@ -939,7 +1299,12 @@ workload main() { }
 schedule for main { task_graph { ready priority(flag); } }
 ",
         r#"
-TODO
+error: the expression of `priority` must be an integer (i64 or u64), found bool
+ --> t.wsp:3:49
+  |
+3 | schedule for main { task_graph { ready priority(flag); } }
+  |                                                 ^^^^ wrong type
+  = note: in schedule for main > task_graph > ready
 "#,
     );
 }
@@ -959,7 +1324,24 @@ workload main() {
 tensor T: f16[-1];
 ",
         r#"
-TODO
+error: argument 1 of `k` (`n: i64`) must be i64, found bool
+ --> t.wsp:3:5
+  |
+3 |     task k(true);
+  |     ^^^^^^^^^^^^^ wrong type
+  = note: in workload main > task k > argument 1
+error: unknown kernel `kk`
+ --> t.wsp:4:10
+  |
+4 |     task kk(1);
+  |          ^^ no such kernel
+  = note: in workload main > task kk
+error: dimension 0 of tensor `T` is negative: -1
+ --> t.wsp:6:8
+  |
+6 | tensor T: f16[-1];
+  |        ^ negative
+  = note: in tensor T > dimension 0
 "#,
     );
 }
@@ -1260,11 +1642,11 @@ mod built {
     fn errors_carry_the_path_when_there_is_no_text() {
         let task = Stmt::new(StmtKind::Task(TaskStmt {
             kernel: "attn".into(),
-            args: vec![Arg::Scalar(Expr::Bool(true)), Arg::Scalar(Expr::name("b"))],
+            args: vec![Arg::Scalar(Expr::Bool(true))],
         }));
         let m = main_with(vec![Stmt::new(StmtKind::Loop {
             order: LoopOrder::Parallel,
-            vars: vec!["b".into()],
+            vars: vec!["b".into(), "x".into()],
             axis: "B".into(),
             body: vec![task],
         })]);
@@ -1274,13 +1656,13 @@ mod built {
         assert_eq!(
             rendered,
             [
-                "error: kernel `attn` takes 1 argument, task passes 2\n --> built\n  = note: in workload main > parallel_for b > task attn\n",
-                "error: argument 1 of `attn` (`n: i64`) must be i64, found bool\n --> built\n  = note: in workload main > parallel_for b > task attn > argument 1\n",
+                "error: `parallel_for` over dense axis `B` binds 1 variable, found 2\n --> built\n  = note: in workload main > parallel_for b, x\n",
+                "error: argument 1 of `attn` (`n: i64`) must be i64, found bool\n --> built\n  = note: in workload main > parallel_for b, x > task attn > argument 1\n",
             ]
         );
         assert_eq!(
             errors[1].path(),
-            "workload main > parallel_for b > task attn > argument 1"
+            "workload main > parallel_for b, x > task attn > argument 1"
         );
         assert!(!errors[1].loc().is_known());
     }

@@ -272,8 +272,9 @@ impl<'m> Validator<'m> {
                 let kernel = self
                     .lookup(&t.kernel, Want::Kernel, &path)
                     .and_then(|i| self.m.kernels.get(i));
+                let arity_ok = kernel.is_none_or(|k| k.params.len() == t.args.len());
                 if let Some(k) = kernel
-                    && k.params.len() != t.args.len()
+                    && !arity_ok
                 {
                     self.push(ValidationError::TaskArity {
                         kernel: k.name.name.clone(),
@@ -285,7 +286,11 @@ impl<'m> Validator<'m> {
                 }
                 for (i, arg) in t.args.iter().enumerate() {
                     cx.path.push(format!("argument {}", i + 1));
-                    let param = kernel.and_then(|k| k.params.get(i).map(|p| (k, p)));
+                    // With the wrong number of arguments, pairing them with parameters by
+                    // position would only add noise: check each on its own.
+                    let param = kernel
+                        .filter(|_| arity_ok)
+                        .and_then(|k| k.params.get(i).map(|p| (k, p)));
                     self.check_arg(arg, i + 1, param, loc, cx);
                     cx.path.pop();
                 }
@@ -363,8 +368,9 @@ impl<'m> Validator<'m> {
                         path: path.clone(),
                     });
                 }
+                let arity_ok = w.is_none_or(|w| w.params.len() == args.len());
                 if let Some(w) = w
-                    && w.params.len() != args.len()
+                    && !arity_ok
                 {
                     self.push(ValidationError::CallArity {
                         workload: w.name.name.clone(),
@@ -376,7 +382,7 @@ impl<'m> Validator<'m> {
                 }
                 for (i, e) in args.iter().enumerate() {
                     cx.path.push(format!("argument {}", i + 1));
-                    match w.and_then(|w| w.params.get(i)) {
+                    match w.filter(|_| arity_ok).and_then(|w| w.params.get(i)) {
                         Some((p, ty)) => {
                             let ctx =
                                 || format!("argument {} of `call {workload}` (`{p}: {ty}`)", i + 1);

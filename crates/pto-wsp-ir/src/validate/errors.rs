@@ -297,7 +297,7 @@ validation_errors! {
     }
 
     /// A region of a tensor whose element type differs from the tile parameter's.
-    #[error("argument {index} of `{kernel}` (`{param}`) needs a {expected} tensor, `{tensor}` is {found}")]
+    #[error("argument {index} of `{kernel}` (`{param}`) needs a tensor of element type {expected}, `{tensor}` is {found}")]
     #[label = "wrong element type"]
     DTypeMismatch {
         /// The kernel.

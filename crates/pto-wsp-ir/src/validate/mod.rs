@@ -21,10 +21,12 @@
 //!   arguments and parameters are 1-based (`argument 1` is the first).
 //! - Constant checks (region bounds, tile sizes, negative extents) apply only to name-free
 //!   expressions that fold without overflow.
-//! - Schedule expressions: a name bound at some but not all reachable tasks is reported with the
-//!   first task (in program order) where it is missing; a name bound at no task (or with no task
-//!   reachable) and declared nowhere is an unknown name. Its type is taken from the first task
-//!   where it is bound.
+//! - Schedule expressions: a name that is not a symbol or slot and is missing at some reachable
+//!   task (even at all of them) is reported with the first task, in program order, where it is
+//!   missing; with no task reachable, such a name is an unknown name. Its type is taken from the
+//!   first task where it is bound.
+//! - With the wrong number of task or call arguments, arguments are checked on their own, not
+//!   paired with parameters by position.
 
 mod body;
 mod errors;
