@@ -1349,10 +1349,7 @@ error: dimension 0 of tensor `T` is negative: -1
 // ---------------------------------------------------------------------------------------------
 // Valid modules of every example shape
 
-#[test]
-fn valid_attention() {
-    valid(
-        "\
+const VALID_ATTENTION: &str = "\
 symbol seq: i64;
 tensor Q: f16[seq, 4096];
 tensor O: f16[seq, 4096];
@@ -1373,14 +1370,14 @@ schedule for main {
         ready work_steal;
     }
 }
-",
-    );
-}
+";
 
 #[test]
-fn valid_gemm_with_for_each() {
-    valid(
-        "\
+fn valid_attention() {
+    valid(VALID_ATTENTION);
+}
+
+const VALID_GEMM_WITH_FOR_EACH: &str = "\
 symbol M: i64;
 symbol N: i64;
 tensor A: f16[M, 4096];
@@ -1399,14 +1396,14 @@ workload gemm_tiled() {
         }
     }
 }
-",
-    );
-}
+";
 
 #[test]
-fn valid_ragged_decode() {
-    valid(
-        "\
+fn valid_gemm_with_for_each() {
+    valid(VALID_GEMM_WITH_FOR_EACH);
+}
+
+const VALID_RAGGED_DECODE: &str = "\
 symbol nreq: i64;
 symbol max_chunks: i64;
 slot len: i64;
@@ -1445,14 +1442,14 @@ schedule for decode {
         ready work_steal;
     }
 }
-",
-    );
-}
+";
 
 #[test]
-fn valid_moe_select() {
-    valid(
-        "\
+fn valid_ragged_decode() {
+    valid(VALID_RAGGED_DECODE);
+}
+
+const VALID_MOE_SELECT: &str = "\
 symbol tokens: i64;
 symbol routes: i64;
 tensor route_indptr: i32[tokens / 16 + 1];
@@ -1477,14 +1474,14 @@ schedule for moe {
     executors 16;
     dispatch affinity(t);
 }
-",
-    );
-}
+";
 
 #[test]
-fn valid_tiers_and_if() {
-    valid(
-        "\
+fn valid_moe_select() {
+    valid(VALID_MOE_SELECT);
+}
+
+const VALID_TIERS_AND_IF: &str = "\
 symbol nreq: i64;
 symbol maxlen: i64;
 symbol prefill: bool;
@@ -1521,14 +1518,14 @@ schedule for serve {
     dispatch affinity(r * 32 + h);
     task_graph { ready priority(kvlen); }
 }
-",
-    );
-}
+";
 
 #[test]
-fn valid_csp_pipeline() {
-    valid(
-        "\
+fn valid_tiers_and_if() {
+    valid(VALID_TIERS_AND_IF);
+}
+
+const VALID_CSP_PIPELINE: &str = "\
 symbol ntiles: i64;
 tensor Src: f16[ntiles * 256, 1024];
 tensor Stage: f16[512, 1024];
@@ -1555,14 +1552,14 @@ schedule for stream2 {
     dispatch work_steal;
     pipeline_depth 2 per_pool;
 }
-",
-    );
-}
+";
 
 #[test]
-fn valid_schedule_with_every_item() {
-    valid(
-        "\
+fn valid_csp_pipeline() {
+    valid(VALID_CSP_PIPELINE);
+}
+
+const VALID_SCHEDULE_WITH_EVERY_ITEM: &str = "\
 symbol n: i64;
 slot s: i64;
 tensor A: f32[n, 64];
@@ -1602,8 +1599,11 @@ schedule for main {
     batch_deps 4;
     dispatch_threshold(b) { below 2: cube, below 10: vector, else: any };
 }
-",
-    );
+";
+
+#[test]
+fn valid_schedule_with_every_item() {
+    valid(VALID_SCHEDULE_WITH_EVERY_ITEM);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1737,5 +1737,110 @@ mod built {
                 "no entry point: no schedule, no workload `main`, and 0 workloads and 0 pipelines (need exactly one)"
             ]
         );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Properties over mutated valid modules
+
+mod mutated {
+    use super::*;
+    use proptest::prelude::*;
+
+    const SOURCES: &[&str] = &[
+        VALID_ATTENTION,
+        VALID_GEMM_WITH_FOR_EACH,
+        VALID_RAGGED_DECODE,
+        VALID_MOE_SELECT,
+        VALID_TIERS_AND_IF,
+        VALID_CSP_PIPELINE,
+        VALID_SCHEDULE_WITH_EVERY_ITEM,
+    ];
+
+    /// Identifier (other than reserved words) and integer tokens of `src` as byte ranges.
+    fn tokens(src: &str) -> Vec<(usize, usize)> {
+        let b = src.as_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < b.len() {
+            let c = b[i];
+            if c.is_ascii_alphanumeric() || c == b'_' {
+                let start = i;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                    i += 1;
+                }
+                if !pto_wsp_ir::parse::is_reserved(&src[start..i]) {
+                    out.push((start, i));
+                }
+            } else {
+                i += 1;
+            }
+        }
+        out
+    }
+
+    /// `src` with token `at` replaced by the text of token `from` (indices modulo the count;
+    /// numbers are replaced by numbers, names by names).
+    fn mutate(src: &str, edits: &[(usize, usize)]) -> String {
+        let mut text = src.to_string();
+        for &(at, from) in edits {
+            let toks = tokens(&text);
+            let (a, b) = toks[at % toks.len()];
+            let digit = |(s, _): (usize, usize)| text.as_bytes()[s].is_ascii_digit();
+            let same: Vec<(usize, usize)> = toks
+                .iter()
+                .copied()
+                .filter(|&t| digit(t) == digit((a, b)))
+                .collect();
+            let (c, d) = same[from % same.len()];
+            let word = text[c..d].to_string();
+            text.replace_range(a..b, &word);
+        }
+        text
+    }
+
+    fn summary(errors: &[pto_wsp_ir::ValidationError]) -> Vec<String> {
+        let mut v: Vec<String> = errors
+            .iter()
+            .map(|e| format!("{e} | {}", e.path()))
+            .collect();
+        v.sort();
+        v
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Whatever a module looks like, validation returns (no panic), is deterministic, keeps
+        /// errors in source order with locations inside the text and non-empty paths, and does
+        /// not depend on locations: the printed and re-parsed module has the same mistakes.
+        #[test]
+        fn validation_is_total_ordered_and_location_independent(
+            which in 0..SOURCES.len(),
+            edits in prop::collection::vec((any::<usize>(), any::<usize>()), 1..4),
+        ) {
+            let text = mutate(SOURCES[which], &edits);
+            let Ok(module) = parse(&text) else { return Ok(()) };
+            let first = validate(&module).err().unwrap_or_default();
+            let again = validate(&module).err().unwrap_or_default();
+            prop_assert_eq!(&first, &again);
+            let starts: Vec<u32> = first
+                .iter()
+                .map(|e| e.loc())
+                .filter(|l| l.is_known())
+                .map(|l| l.start)
+                .collect();
+            prop_assert!(starts.windows(2).all(|w| w[0] <= w[1]), "not in source order");
+            for e in &first {
+                prop_assert!(!e.path().is_empty());
+                let loc = e.loc();
+                prop_assert!(!loc.is_known() || (loc.end as usize) <= text.len());
+                let _ = SourceFile::new("m.wsp", text.as_str()).render(e);
+            }
+            let printed = module.to_string();
+            let reparsed = parse(&printed).expect("printed module parses");
+            let second = validate(&reparsed).err().unwrap_or_default();
+            prop_assert_eq!(summary(&first), summary(&second), "printed:\n{}", printed);
+        }
     }
 }
