@@ -200,13 +200,13 @@ fn unknown_schedule_target() {
     check(
         "\
 workload main() { }
-schedule for mian { executors 2; }
+schedule for mian { stream_by h; }
 ",
         r#"
 error: schedule target `mian` is not declared
  --> t.wsp:2:14
   |
-2 | schedule for mian { executors 2; }
+2 | schedule for mian { stream_by h; }
   |              ^^^^ no such workload or pipeline
   = note: in schedule for mian
 "#,

@@ -15,7 +15,7 @@ use crate::expr::Expr;
 use crate::loc::{Ident, Loc};
 use crate::module::{AxisKind, KernelDecl, KernelParam, ParamKind, Workload};
 use crate::types::ScalarType;
-use crate::workload::{Arg, LoopOrder, Region, Stmt, StmtKind};
+use crate::workload::{Arg, Region, Stmt, StmtKind};
 use std::collections::HashSet;
 
 /// Where a body is being checked.
@@ -188,7 +188,6 @@ impl<'m> Validator<'m> {
                         }
                     }
                 }
-                let _: LoopOrder = *order;
                 let vs: Vec<&Ident> = vars.iter().collect();
                 self.with_vars(&vs, "loop variable", "a loop variable", loc, cx, |v, cx| {
                     v.check_body(body, cx)

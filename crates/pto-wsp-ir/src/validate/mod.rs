@@ -128,7 +128,7 @@ fn param_text(p: &KernelParam) -> String {
 impl<'m> Validator<'m> {
     fn run(&mut self) {
         let m = self.m;
-        for (i, t) in m.tensors.iter().enumerate() {
+        for t in &m.tensors {
             for (d, e) in t.shape.iter().enumerate() {
                 let path = format!("tensor {} > dimension {d}", t.name);
                 let ctx = || format!("dimension {d} of tensor `{}`", t.name);
@@ -142,7 +142,6 @@ impl<'m> Validator<'m> {
                 );
                 self.check_non_negative(e, &ctx, t.name.loc, &path);
             }
-            let _ = i;
         }
         for a in &m.axes {
             self.check_axis(a);
@@ -429,20 +428,27 @@ impl<'m> Validator<'m> {
             if kp == vp {
                 continue;
             }
-            let writes_in = match (&kp.kind, &vp.kind) {
-                (
-                    ParamKind::Tile {
-                        access: Access::In,
-                        dtype: d1,
-                        shape: s1,
-                    },
-                    ParamKind::Tile {
-                        access: a2,
-                        dtype: d2,
-                        shape: s2,
-                    },
-                ) if kp.name == vp.name && d1 == d2 && s1 == s2 && a2.writes() => Some(*a2),
-                _ => None,
+            // A variant that writes a tile the tiered kernel only reads (all else equal).
+            let writes_in = if let (
+                ParamKind::Tile {
+                    access: Access::In,
+                    dtype: d1,
+                    shape: s1,
+                },
+                ParamKind::Tile {
+                    access: a2,
+                    dtype: d2,
+                    shape: s2,
+                },
+            ) = (&kp.kind, &vp.kind)
+                && kp.name == vp.name
+                && d1 == d2
+                && s1 == s2
+                && a2.writes()
+            {
+                Some(*a2)
+            } else {
+                None
             };
             let err = match writes_in {
                 Some(access) => ValidationError::TierWritesInParam {

@@ -246,6 +246,11 @@ impl<'m> Validator<'m> {
                 }
             }
         }
+        if entry.is_none() {
+            // Without an entry there are no tasks to bind variables: checking the names would
+            // only repeat the target's error.
+            return;
+        }
         for se in exprs {
             let scope = NameScope::Schedule(&bound, se.item);
             let item = se.item;
