@@ -214,23 +214,27 @@ pub fn binary(op: BinOp, a: Value, b: Value) -> Result<Value, EvalError> {
         lhs: a,
     };
     match op {
-        BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem | BinOp::Min | BinOp::Max => {
-            match (a, b) {
-                (Value::I64(x), Value::I64(y)) => {
-                    if y == 0 && matches!(op, BinOp::Div | BinOp::Rem) {
-                        return Err(by_zero());
-                    }
-                    arith_i64(op, x, y).map(Value::I64).ok_or_else(overflow)
+        BinOp::Add
+        | BinOp::Sub
+        | BinOp::Mul
+        | BinOp::Div
+        | BinOp::Rem
+        | BinOp::Min
+        | BinOp::Max => match (a, b) {
+            (Value::I64(x), Value::I64(y)) => {
+                if y == 0 && matches!(op, BinOp::Div | BinOp::Rem) {
+                    return Err(by_zero());
                 }
-                (Value::U64(x), Value::U64(y)) => {
-                    if y == 0 && matches!(op, BinOp::Div | BinOp::Rem) {
-                        return Err(by_zero());
-                    }
-                    arith_u64(op, x, y).map(Value::U64).ok_or_else(overflow)
-                }
-                _ => Err(mismatch()),
+                arith_i64(op, x, y).map(Value::I64).ok_or_else(overflow)
             }
-        }
+            (Value::U64(x), Value::U64(y)) => {
+                if y == 0 && matches!(op, BinOp::Div | BinOp::Rem) {
+                    return Err(by_zero());
+                }
+                arith_u64(op, x, y).map(Value::U64).ok_or_else(overflow)
+            }
+            _ => Err(mismatch()),
+        },
         BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
             if a.ty() != b.ty() {
                 return Err(mismatch());
@@ -258,11 +262,9 @@ pub fn binary(op: BinOp, a: Value, b: Value) -> Result<Value, EvalError> {
             Ok(Value::Bool(r))
         }
         BinOp::And | BinOp::Or => match (a, b) {
-            (Value::Bool(x), Value::Bool(y)) => Ok(Value::Bool(if op == BinOp::And {
-                x && y
-            } else {
-                x || y
-            })),
+            (Value::Bool(x), Value::Bool(y)) => {
+                Ok(Value::Bool(if op == BinOp::And { x && y } else { x || y }))
+            }
             _ => Err(mismatch()),
         },
     }
@@ -515,10 +517,7 @@ mod tests {
         assert_eq!(both(&Expr::max(n("x"), 3)), Ok(Value::I64(7)));
         assert_eq!(both(&-n("x")), Ok(Value::I64(-7)));
         assert_eq!(both(&!n("t")), Ok(Value::Bool(false)));
-        assert_eq!(
-            both(&Expr::ternary(n("x").gt(3), 1, 2)),
-            Ok(Value::I64(1))
-        );
+        assert_eq!(both(&Expr::ternary(n("x").gt(3), 1, 2)), Ok(Value::I64(1)));
         assert_eq!(both(&n("t").eq_(true)), Ok(Value::Bool(true)));
     }
 
