@@ -19,7 +19,16 @@ use std::collections::VecDeque;
 use std::ops::Range;
 
 /// An integer from an evaluation result, or an error saying what was being evaluated.
+#[inline]
 pub(super) fn int(what: &str, r: Result<Value, EvalError>) -> Result<i64, ExpandError> {
+    match r {
+        Ok(Value::I64(v)) => Ok(v),
+        other => int_slow(what, other),
+    }
+}
+
+#[cold]
+fn int_slow(what: &str, r: Result<Value, EvalError>) -> Result<i64, ExpandError> {
     match r {
         Ok(Value::I64(v)) => Ok(v),
         Ok(Value::U64(v)) => i64::try_from(v).map_err(|_| ExpandError::Eval {
@@ -42,6 +51,7 @@ pub(super) fn int(what: &str, r: Result<Value, EvalError>) -> Result<i64, Expand
     }
 }
 
+#[inline]
 fn eval(e: &CExpr, env: &[Value]) -> Result<Value, ExpandError> {
     e.code.eval(env).map_err(|source| ExpandError::Eval {
         context: e.what.clone(),
@@ -49,6 +59,7 @@ fn eval(e: &CExpr, env: &[Value]) -> Result<Value, ExpandError> {
     })
 }
 
+#[inline]
 fn eval_int(e: &CExpr, env: &[Value]) -> Result<i64, ExpandError> {
     int(&e.what, e.code.eval(env))
 }
@@ -853,7 +864,8 @@ fn pick_level<'a, T>(l: &'a CLevels<T>, env: &[Value]) -> Result<&'a T, ExpandEr
 /// `v mod n`, Euclidean (never negative).
 fn modulo(v: Value, n: u64, what: &str) -> Result<u32, ExpandError> {
     let r = match v {
-        Value::I64(x) => i128::from(x).rem_euclid(i128::from(n)) as u64,
+        // n <= 2^32 (checked when the program was resolved), so it fits an i64.
+        Value::I64(x) => x.rem_euclid(n as i64) as u64,
         Value::U64(x) => x % n,
         Value::Bool(_) => {
             return Err(ExpandError::WrongType {
