@@ -1090,7 +1090,7 @@ mod random_nests {
     }
 
     fn node() -> impl Strategy<Value = Node> {
-        Just(Node::Task(0)).prop_recursive(4, 24, 3, |inner| {
+        Just(Node::Task(0)).prop_recursive(5, 48, 4, |inner| {
             prop_oneof![
                 (
                     any::<bool>(),
@@ -1242,7 +1242,7 @@ mod random_nests {
 
         #[test]
         fn expansion_matches_direct_recursion(
-            mut nodes in prop::collection::vec(node(), 0..4),
+            mut nodes in prop::collection::vec(node(), 1..5),
             limit_frac in 0.0f64..1.2,
         ) {
             number(&mut nodes, &mut 0);
