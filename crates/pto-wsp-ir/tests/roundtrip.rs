@@ -417,3 +417,108 @@ proptest! {
         prop_assert_eq!(parse_expr(&text), Ok(e), "printed text: {}", text);
     }
 }
+
+/// Token soup: sequences of words, literals and punctuation of the format, so that random input
+/// gets past the lexer and deep into the parser.
+fn token_soup() -> impl Strategy<Value = String> {
+    let token = select(
+        &[
+            "symbol",
+            "slot",
+            "tensor",
+            "axis",
+            "kernel",
+            "workload",
+            "pipeline",
+            "channel",
+            "process",
+            "schedule",
+            "for",
+            "in",
+            "out",
+            "tiers",
+            "else",
+            "if",
+            "parallel_for",
+            "for_each",
+            "select",
+            "combine",
+            "sequential",
+            "task",
+            "set",
+            "load",
+            "call",
+            "send",
+            "consume",
+            "as",
+            "consumes",
+            "produces",
+            "true",
+            "min",
+            "dense",
+            "ragged",
+            "sparse",
+            "f16",
+            "i64",
+            "bool",
+            "vector",
+            "dispatch",
+            "threshold",
+            "below",
+            "task_graph",
+            "deps",
+            "exact",
+            "ready",
+            "priority",
+            "trace",
+            "cycles",
+            "round_robin",
+            "a",
+            "b",
+            "0",
+            "7u",
+            "9223372036854775808",
+            "-",
+            "!",
+            "+",
+            "*",
+            "<",
+            "==",
+            "&&",
+            "||",
+            "?",
+            ":",
+            "+:",
+            "=>",
+            "=",
+            "(",
+            ")",
+            "[",
+            "]",
+            "{",
+            "}",
+            ",",
+            ";",
+            "@",
+        ][..],
+    );
+    prop::collection::vec(token, 0..60).prop_map(|t| t.join(" "))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn any_token_soup_parses_or_fails_cleanly(text in token_soup()) {
+        match parse(&text) {
+            Ok(m) => prop_assert_eq!(parse(&m.to_string()), Ok(m)),
+            // Errors point inside the text, at a character boundary.
+            Err(e) => {
+                let (start, end) = (e.loc.start as usize, e.loc.end as usize);
+                prop_assert!(start <= end && end <= text.len(), "{:?} in {:?}", e, text);
+                prop_assert!(text.is_char_boundary(start) && text.is_char_boundary(end));
+                prop_assert!(!e.message.is_empty());
+            }
+        }
+    }
+}

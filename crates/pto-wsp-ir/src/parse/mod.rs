@@ -31,46 +31,12 @@ use lexer::{Kind, Token};
 pub const MAX_DEPTH: usize = 256;
 
 /// The reserved words of the format: never identifiers.
+#[rustfmt::skip]
 pub const RESERVED_WORDS: &[&str] = &[
-    "symbol",
-    "slot",
-    "tensor",
-    "axis",
-    "kernel",
-    "workload",
-    "pipeline",
-    "channel",
-    "process",
-    "schedule",
-    "for",
-    "in",
-    "out",
-    "inout",
-    "tiers",
-    "else",
-    "if",
-    "parallel_for",
-    "for_each",
-    "select",
-    "combine",
-    "sequential",
-    "task",
-    "set",
-    "load",
-    "call",
-    "send",
-    "consume",
-    "as",
-    "consumes",
-    "produces",
-    "true",
-    "false",
-    "min",
-    "max",
-    "dense",
-    "dense_dyn",
-    "ragged",
-    "sparse",
+    "symbol", "slot", "tensor", "axis", "kernel", "workload", "pipeline", "channel", "process",
+    "schedule", "for", "in", "out", "inout", "tiers", "else", "if", "parallel_for", "for_each",
+    "select", "combine", "sequential", "task", "set", "load", "call", "send", "consume", "as",
+    "consumes", "produces", "true", "false", "min", "max", "dense", "dense_dyn", "ragged", "sparse",
 ];
 
 /// Whether `word` is a reserved word (and so cannot be an identifier).
@@ -102,13 +68,13 @@ impl crate::source::Diagnostic for ParseError {
         self.loc
     }
 
-    /// The part of an "expected X, found Y" message that says what was expected, or a short
-    /// description for the other errors.
+    /// What was expected, for "expected X, found Y" errors when X is short; "opened here" for
+    /// unclosed delimiters.
     fn label(&self) -> Option<String> {
         let m = &self.message;
         if let Some(rest) = m.strip_prefix("expected ") {
             let what = rest.split(", found ").next().unwrap_or(rest);
-            Some(format!("expected {what}"))
+            (what.len() <= 32).then(|| format!("expected {what}"))
         } else if m.starts_with("unterminated") || m.starts_with("unclosed") {
             Some("opened here".into())
         } else {
@@ -218,7 +184,13 @@ impl<'a> Parser<'a> {
             };
             return ParseError::new(message, loc);
         }
-        ParseError::new(format!("expected {what}, found {}", t.describe()), t.loc())
+        // At the end of the input, point just past the last token rather than at the end.
+        let loc = if t.kind == Kind::Eof {
+            Loc::new(self.prev_end, self.prev_end)
+        } else {
+            t.loc()
+        };
+        ParseError::new(format!("expected {what}, found {}", t.describe()), loc)
     }
 
     /// Consumes the punctuation `p`; `ctx` completes "expected `p` ...".
@@ -291,7 +263,6 @@ impl<'a> Parser<'a> {
         &mut self,
         close: &str,
         ctx: &str,
-        trailing: bool,
         mut item: impl FnMut(&mut Self) -> PResult<T>,
     ) -> PResult<Vec<T>> {
         let mut items = Vec::new();
@@ -300,13 +271,10 @@ impl<'a> Parser<'a> {
         }
         loop {
             items.push(item(self)?);
-            if self.eat_punct(",") {
-                if trailing && self.peek().is_punct(close) {
-                    break;
-                }
-            } else if self.peek().is_punct(close) {
+            if self.peek().is_punct(close) {
                 break;
-            } else {
+            }
+            if !self.eat_punct(",") {
                 return Err(self.err_expected(&format!("`,` or `{close}` {ctx}")));
             }
         }
@@ -500,50 +468,64 @@ impl<'a> Parser<'a> {
         Ok((Expr::Unary(op, Box::new(e)), h))
     }
 
+    /// `atom`. Kept small, like every function on the recursion path of nested expressions,
+    /// so that deep nesting uses little stack even in unoptimised builds.
     fn atom(&mut self) -> PResult<(Expr, usize)> {
         let t = self.peek();
+        if t.is_punct("(") {
+            self.open("(", "")?;
+            let inner = self.ternary()?;
+            self.close(")", "to close the parenthesised expression")?;
+            Ok(inner)
+        } else if t.is_word("min") || t.is_word("max") {
+            self.min_max(t)
+        } else {
+            Ok((self.leaf(t)?, 1))
+        }
+    }
+
+    /// `min(a, b)` / `max(a, b)`.
+    fn min_max(&mut self, t: Token<'a>) -> PResult<(Expr, usize)> {
+        let (op, ctx) = if t.text == "min" {
+            (
+                BinOp::Min,
+                [
+                    "after `min`",
+                    "between the operands of `min`",
+                    "after the operands of `min`",
+                ],
+            )
+        } else {
+            (
+                BinOp::Max,
+                [
+                    "after `max`",
+                    "between the operands of `max`",
+                    "after the operands of `max`",
+                ],
+            )
+        };
+        self.bump();
+        self.open("(", ctx[0])?;
+        let (a, ah) = self.ternary()?;
+        self.expect(",", ctx[1])?;
+        let (b, bh) = self.ternary()?;
+        self.close(")", ctx[2])?;
+        let h = self.height(1 + ah.max(bh), t.loc())?;
+        Ok((a.bin(op, b), h))
+    }
+
+    /// A literal or a name.
+    fn leaf(&mut self, t: Token<'a>) -> PResult<Expr> {
         let e = match t.kind {
-            Kind::Int => {
-                self.bump();
-                if t.text.ends_with('u') {
-                    Expr::UInt(self.literal_u64(t, "u64")?)
-                } else {
-                    Expr::Int(self.literal_i64(t, None)?)
-                }
-            }
-            Kind::Word if t.text == "true" || t.text == "false" => {
-                self.bump();
-                Expr::Bool(t.text == "true")
-            }
-            Kind::Word if t.text == "min" || t.text == "max" => {
-                self.bump();
-                let op = if t.text == "min" {
-                    BinOp::Min
-                } else {
-                    BinOp::Max
-                };
-                let ctx = format!("after `{}`", t.text);
-                self.open("(", &ctx)?;
-                let (a, ah) = self.ternary()?;
-                self.expect(",", &format!("between the operands of `{}`", t.text))?;
-                let (b, bh) = self.ternary()?;
-                self.close(")", &format!("after the operands of `{}`", t.text))?;
-                let h = self.height(1 + ah.max(bh), t.loc())?;
-                return Ok((a.bin(op, b), h));
-            }
-            Kind::Word if !is_reserved(t.text) => {
-                self.bump();
-                Expr::Name(Ident::at(t.text, t.loc()))
-            }
-            Kind::Punct if t.text == "(" => {
-                self.open("(", "")?;
-                let inner = self.ternary()?;
-                self.close(")", "to close the parenthesised expression")?;
-                return Ok(inner);
-            }
+            Kind::Int if t.text.ends_with('u') => Expr::UInt(self.literal_u64(t, "u64")?),
+            Kind::Int => Expr::Int(self.literal_i64(t, None)?),
+            Kind::Word if t.text == "true" || t.text == "false" => Expr::Bool(t.text == "true"),
+            Kind::Word if !is_reserved(t.text) => Expr::Name(Ident::at(t.text, t.loc())),
             _ => return Err(self.err_expected("an expression")),
         };
-        Ok((e, 1))
+        self.bump();
+        Ok(e)
     }
 
     // ----- declarations --------------------------------------------------------------------
@@ -626,7 +608,7 @@ impl<'a> Parser<'a> {
         self.expect(":", "after tensor name")?;
         let dtype = self.dtype()?;
         self.open("[", "before the tensor's dimensions")?;
-        let shape = self.list("]", "in tensor dimensions", false, Self::expr)?;
+        let shape = self.list("]", "in tensor dimensions", Self::expr)?;
         self.close("]", "")?;
         self.expect(";", "after tensor declaration")?;
         Ok(TensorDecl { name, dtype, shape })
@@ -673,7 +655,7 @@ impl<'a> Parser<'a> {
         self.bump();
         let name = self.ident("kernel name")?;
         self.open("(", "after kernel name")?;
-        let params = self.list(")", "in kernel parameters", false, Self::kernel_param)?;
+        let params = self.list(")", "in kernel parameters", Self::kernel_param)?;
         self.close(")", "")?;
         let pool = if self.eat_punct("@") {
             self.keyword("pool", ExecPool::ALL, ExecPool::keyword)?
@@ -705,7 +687,7 @@ impl<'a> Parser<'a> {
             self.expect(":", "after parameter name")?;
             let dtype = self.dtype()?;
             self.open("[", "before the tile's dimensions")?;
-            let shape = self.list("]", "in tile dimensions", false, |p| {
+            let shape = self.list("]", "in tile dimensions", |p| {
                 if p.eat_punct("?") {
                     Ok(None)
                 } else {
@@ -739,13 +721,18 @@ impl<'a> Parser<'a> {
                 return Ok(Tiers { cases, default });
             }
             if self.peek().is_punct("}") {
-                return Err(self.err_expected("`else => KERNEL` to end the tiers"));
+                return Err(ParseError::new(
+                    "missing `else => KERNEL` case at the end of tiers",
+                    self.peek().loc(),
+                ));
             }
             let cond = self.expr()?;
             self.expect("=>", "after tier condition")?;
             let kernel = self.ident("kernel name")?;
             cases.push((cond, kernel));
-            self.expect(",", "after tier case")?;
+            if !self.peek().is_punct("}") {
+                self.expect(",", "after tier case")?;
+            }
         }
     }
 
@@ -755,7 +742,7 @@ impl<'a> Parser<'a> {
         let start = self.bump().start;
         let name = self.ident("workload name")?;
         self.open("(", "after workload name")?;
-        let params = self.list(")", "in workload parameters", false, |p| {
+        let params = self.list(")", "in workload parameters", |p| {
             let name = p.ident("parameter name")?;
             p.expect(":", "after parameter name")?;
             Ok((name, p.scalar_type()?))
@@ -783,138 +770,154 @@ impl<'a> Parser<'a> {
         Ok(body)
     }
 
+    /// One statement. The statement kinds are parsed by separate small functions, picked
+    /// through a table, so that the recursion through nested blocks uses little stack.
     fn stmt(&mut self) -> PResult<Stmt> {
         let t = self.peek();
-        let start = t.start;
-        let kind = match t.text {
-            _ if t.kind != Kind::Word => None,
-            "parallel_for" | "for_each" => {
-                self.bump();
-                let (vars, axis) = self.loop_head(t.text)?;
-                let order = if t.text == "for_each" {
-                    LoopOrder::Sequential
-                } else {
-                    LoopOrder::Parallel
-                };
-                let body = self.block("to open the loop body")?;
-                Some(StmtKind::Loop {
-                    order,
-                    vars,
-                    axis,
-                    body,
-                })
-            }
-            "select" => {
-                self.bump();
-                let (vars, axis) = self.loop_head("select")?;
-                let body = self.block("to open the select body")?;
-                Some(StmtKind::Select { vars, axis, body })
-            }
-            "if" => {
-                self.bump();
-                let cond = self.expr()?;
-                let then_body = self.block("after the `if` condition")?;
-                let else_body = if self.eat_word("else") {
-                    self.block("after `else`")?
-                } else {
-                    Vec::new()
-                };
-                Some(StmtKind::Cond {
-                    cond,
-                    then_body,
-                    else_body,
-                })
-            }
-            "combine" | "sequential" => {
-                self.bump();
-                let body = self.block(&format!("after `{}`", t.text))?;
-                Some(if t.text == "combine" {
-                    StmtKind::Combine(body)
-                } else {
-                    StmtKind::Sequential(body)
-                })
-            }
-            "task" => {
-                self.bump();
-                let kernel = self.ident("kernel name")?;
-                self.open("(", "after kernel name")?;
-                let args = self.list(")", "in task arguments", false, Self::arg)?;
-                self.close(")", "")?;
-                self.expect(";", "after task statement")?;
-                Some(StmtKind::Task(TaskStmt { kernel, args }))
-            }
-            "set" => {
-                self.bump();
-                let slot = self.ident("slot name")?;
-                self.expect("=", "after slot name")?;
-                let value = self.expr()?;
-                self.expect(";", "after set statement")?;
-                Some(StmtKind::SlotSet { slot, value })
-            }
-            "load" => {
-                self.bump();
-                let slot = self.ident("slot name")?;
-                self.expect("=", "after slot name")?;
-                let tensor = self.ident("tensor name")?;
-                self.open("[", "after tensor name")?;
-                let index = self.list("]", "in element index", false, Self::expr)?;
-                self.close("]", "")?;
-                self.expect(";", "after load statement")?;
-                Some(StmtKind::SlotLoad {
-                    slot,
-                    tensor,
-                    index,
-                })
-            }
-            "call" => {
-                self.bump();
-                let workload = self.ident("workload name")?;
-                self.open("(", "after workload name")?;
-                let args = self.list(")", "in call arguments", false, Self::expr)?;
-                self.close(")", "")?;
-                self.expect(";", "after call statement")?;
-                Some(StmtKind::Call { workload, args })
-            }
-            "send" => {
-                self.bump();
-                let channel = self.ident("channel name")?;
-                self.open("(", "after channel name")?;
-                let value = self.expr()?;
-                self.close(")", "after the value sent")?;
-                self.expect(";", "after send statement")?;
-                Some(StmtKind::Send { channel, value })
-            }
-            "consume" => {
-                self.bump();
-                let channel = self.ident("channel name")?;
-                self.expect_word("as", "after channel name")?;
-                let var = self.ident("variable name")?;
-                let body = self.block("to open the consume body")?;
-                Some(StmtKind::Consume { channel, var, body })
-            }
-            _ => None,
+        type Rule<'a> = fn(&mut Parser<'a>, &str) -> PResult<StmtKind>;
+        let rule: Rule<'a> = match t.text {
+            _ if t.kind != Kind::Word => Self::no_stmt,
+            "parallel_for" | "for_each" | "select" => Self::loop_stmt,
+            "if" => Self::if_stmt,
+            "combine" | "sequential" => Self::group_stmt,
+            "task" => Self::task_stmt,
+            "set" => Self::set_stmt,
+            "load" => Self::load_stmt,
+            "call" => Self::call_stmt,
+            "send" => Self::send_stmt,
+            "consume" => Self::consume_stmt,
+            _ => Self::no_stmt,
         };
-        match kind {
-            Some(kind) => Ok(Stmt {
-                kind,
-                loc: self.loc_from(start),
-            }),
-            None => Err(self.err_expected(
-                "a statement (parallel_for, for_each, select, if, combine, sequential, task, \
-                 set, load, call, send or consume)",
-            )),
-        }
+        let kind = rule(self, t.text)?;
+        Ok(Stmt {
+            kind,
+            loc: self.loc_from(t.start),
+        })
     }
 
-    /// `VAR, ... in AXIS` of a loop or select.
-    fn loop_head(&mut self, kw: &str) -> PResult<(Vec<Ident>, Ident)> {
+    fn no_stmt(&mut self, _: &str) -> PResult<StmtKind> {
+        Err(self.err_expected(
+            "a statement (parallel_for, for_each, select, if, combine, sequential, task, set, \
+             load, call, send or consume)",
+        ))
+    }
+
+    fn loop_stmt(&mut self, kw: &str) -> PResult<StmtKind> {
+        self.bump();
         let mut vars = vec![self.ident(&format!("loop variable after `{kw}`"))?];
         while self.eat_punct(",") {
             vars.push(self.ident("loop variable")?);
         }
         self.expect_word("in", "after loop variables")?;
         let axis = self.ident("axis name")?;
-        Ok((vars, axis))
+        let order = match kw {
+            "select" => None,
+            "for_each" => Some(LoopOrder::Sequential),
+            _ => Some(LoopOrder::Parallel),
+        };
+        let body = self.block(if order.is_some() {
+            "to open the loop body"
+        } else {
+            "to open the select body"
+        })?;
+        Ok(match order {
+            Some(order) => StmtKind::Loop {
+                order,
+                vars,
+                axis,
+                body,
+            },
+            None => StmtKind::Select { vars, axis, body },
+        })
+    }
+
+    fn if_stmt(&mut self, _: &str) -> PResult<StmtKind> {
+        self.bump();
+        let cond = self.expr()?;
+        let then_body = self.block("after the `if` condition")?;
+        let else_body = if self.eat_word("else") {
+            self.block("after `else`")?
+        } else {
+            Vec::new()
+        };
+        Ok(StmtKind::Cond {
+            cond,
+            then_body,
+            else_body,
+        })
+    }
+
+    fn group_stmt(&mut self, kw: &str) -> PResult<StmtKind> {
+        self.bump();
+        if kw == "combine" {
+            Ok(StmtKind::Combine(self.block("after `combine`")?))
+        } else {
+            Ok(StmtKind::Sequential(self.block("after `sequential`")?))
+        }
+    }
+
+    fn task_stmt(&mut self, _: &str) -> PResult<StmtKind> {
+        self.bump();
+        let kernel = self.ident("kernel name")?;
+        self.open("(", "after kernel name")?;
+        let args = self.list(")", "in task arguments", Self::arg)?;
+        self.close(")", "")?;
+        self.expect(";", "after task statement")?;
+        Ok(StmtKind::Task(TaskStmt { kernel, args }))
+    }
+
+    fn set_stmt(&mut self, _: &str) -> PResult<StmtKind> {
+        self.bump();
+        let slot = self.ident("slot name")?;
+        self.expect("=", "after slot name")?;
+        let value = self.expr()?;
+        self.expect(";", "after set statement")?;
+        Ok(StmtKind::SlotSet { slot, value })
+    }
+
+    fn load_stmt(&mut self, _: &str) -> PResult<StmtKind> {
+        self.bump();
+        let slot = self.ident("slot name")?;
+        self.expect("=", "after slot name")?;
+        let tensor = self.ident("tensor name")?;
+        self.open("[", "after tensor name")?;
+        let index = self.list("]", "in element index", Self::expr)?;
+        self.close("]", "")?;
+        self.expect(";", "after load statement")?;
+        Ok(StmtKind::SlotLoad {
+            slot,
+            tensor,
+            index,
+        })
+    }
+
+    fn call_stmt(&mut self, _: &str) -> PResult<StmtKind> {
+        self.bump();
+        let workload = self.ident("workload name")?;
+        self.open("(", "after workload name")?;
+        let args = self.list(")", "in call arguments", Self::expr)?;
+        self.close(")", "")?;
+        self.expect(";", "after call statement")?;
+        Ok(StmtKind::Call { workload, args })
+    }
+
+    fn send_stmt(&mut self, _: &str) -> PResult<StmtKind> {
+        self.bump();
+        let channel = self.ident("channel name")?;
+        self.open("(", "after channel name")?;
+        let value = self.expr()?;
+        self.close(")", "after the value sent")?;
+        self.expect(";", "after send statement")?;
+        Ok(StmtKind::Send { channel, value })
+    }
+
+    fn consume_stmt(&mut self, _: &str) -> PResult<StmtKind> {
+        self.bump();
+        let channel = self.ident("channel name")?;
+        self.expect_word("as", "after channel name")?;
+        let var = self.ident("variable name")?;
+        let body = self.block("to open the consume body")?;
+        Ok(StmtKind::Consume { channel, var, body })
     }
 
     /// A task argument: a region if it is a name followed by `[`, else an expression.
@@ -924,7 +927,7 @@ impl<'a> Parser<'a> {
             self.bump();
             let tensor = Ident::at(t.text, t.loc());
             self.open("[", "")?;
-            let dims = self.list("]", "in region", false, |p| {
+            let dims = self.list("]", "in region", |p| {
                 let start = p.expr()?;
                 let size = if p.eat_punct("+:") {
                     Some(p.expr()?)
@@ -1137,9 +1140,8 @@ impl<'a> Parser<'a> {
             "static_partition" => {
                 self.bump();
                 self.open("(", "after `static_partition`")?;
-                let starts = self.list(")", "in static_partition", false, |p| {
-                    p.count("partition start")
-                })?;
+                let starts =
+                    self.list(")", "in static_partition", |p| p.count("partition start"))?;
                 self.close(")", "")?;
                 Dispatch::StaticPartition(starts)
             }
@@ -1181,13 +1183,21 @@ impl<'a> Parser<'a> {
                     otherwise,
                 });
             }
+            if self.peek().is_punct("}") {
+                return Err(ParseError::new(
+                    format!("missing `else: ...` level at the end of `{kw}` levels"),
+                    self.peek().loc(),
+                ));
+            }
             if !self.eat_word("below") {
                 return Err(self.err_expected("`below` or `else`"));
             }
             let bound = self.signed_int("level bound")?;
             self.expect(":", "after level bound")?;
             levels.push((bound, item(self)?));
-            self.expect(",", "after level")?;
+            if !self.peek().is_punct("}") {
+                self.expect(",", "after level")?;
+            }
         }
     }
 
