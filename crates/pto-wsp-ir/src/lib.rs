@@ -2,7 +2,7 @@
 //!
 //! A [`Module`] declares runtime symbols, slots, tensors, axes and kernels, then *workloads* —
 //! small programs that generate tasks — and CSP *pipelines*, and at most one [`Schedule`] saying
-//! how the generated tasks run. Modules come from the text format ([`parse`], printed back by
+//! how the generated tasks run. Modules come from the text format ([`parse()`], printed back by
 //! `Display`) or from the [`builder`]. [`validate()`] checks one and reports every mistake with
 //! a source location or a path. [`expand()`] is the reference expander: a sequential, obviously
 //! correct enumeration of the tasks a module generates under given [`Bindings`], the oracle every
@@ -46,5 +46,5 @@ pub use schedule::{
 pub use source::{Diagnostic, SourceFile};
 pub use types::{Access, DType, ExecPool, ScalarType};
 pub use validate::{ValidationError, validate};
-pub use value::{Bindings, Value};
+pub use value::{BindError, Bindings, Value};
 pub use workload::{Arg, LoopOrder, Region, RegionDim, Stmt, StmtKind, TaskStmt};
