@@ -89,7 +89,7 @@ fn render_all<D: Diagnostic>(source: &SourceFile, errors: &[D]) -> CliError {
 }
 
 /// `1 kernel`, `2 kernels`.
-fn count(n: usize, what: &str) -> String {
+pub(crate) fn count(n: usize, what: &str) -> String {
     if n == 1 {
         format!("{n} {what}")
     } else {
@@ -226,4 +226,42 @@ pub fn expand_loaded(
 ) -> Result<Expansion, CliError> {
     ir::expand(&loaded.module, bindings, options)
         .map_err(|e| CliError::plain(format!("expansion of {} failed: {e}", loaded.source.name)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leading_comment_block_is_kept_without_blank_edges() {
+        let text = "\n// a\n//@ bind n=1\n\n// b\n\nsymbol n: i64; // tail\n// c\n";
+        assert_eq!(leading_comments(text), "// a\n//@ bind n=1\n\n// b\n");
+        assert_eq!(first_dropped_comment(text), Some(7));
+        assert_eq!(first_dropped_comment("// a\nsymbol n: i64;\n"), None);
+        assert_eq!(leading_comments("symbol n: i64;\n"), "");
+    }
+
+    #[test]
+    fn first_difference_finds_the_line() {
+        assert_eq!(first_difference("a\nb\n", "a\nb\n"), None);
+        assert_eq!(first_difference("a\nb\n", "a\nc\n"), Some(2));
+        assert_eq!(first_difference("a\n", "a\nb\n"), Some(2));
+        assert_eq!(first_difference("a", "a\n"), Some(2));
+    }
+
+    #[test]
+    fn summary_counts_declarations() {
+        let m = Module::default();
+        assert_eq!(
+            check_summary("x.wsp", &m),
+            "ok: x.wsp (0 workloads, 0 pipelines, 0 kernels, 0 tensors, 0 axes, 0 symbols, no entry)"
+        );
+    }
+
+    #[test]
+    fn parse_errors_are_rendered_not_panicked() {
+        let err = parse_source("bad.wsp", "tensor A: f16[64 64];\n").expect_err("malformed");
+        assert!(err.rendered.starts_with("error: "), "{err}");
+        assert!(err.rendered.contains("bad.wsp"), "{err}");
+    }
 }

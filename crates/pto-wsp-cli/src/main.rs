@@ -61,6 +61,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // A panic is a bug in pto-wsp, never the user's fault: say so in one line, no backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("error: internal error in pto-wsp (please report it): {info}");
+    }));
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,

@@ -259,8 +259,8 @@ pub fn expand_report(
     push_counts(
         &mut out,
         &format!(
-            "per executor ({} executors, {} with tasks):",
-            expansion.executors,
+            "per executor ({}, {} with tasks):",
+            crate::count(expansion.executors as usize, "executor"),
             counts.per_executor.len()
         ),
         exec_rows,
@@ -272,9 +272,125 @@ pub fn expand_report(
         .collect();
     push_counts(
         &mut out,
-        &format!("per stream ({} streams):", expansion.streams),
+        &format!(
+            "per stream ({}):",
+            crate::count(expansion.streams as usize, "stream")
+        ),
         stream_rows,
     );
     let _ = writeln!(out, "order edges: {}", expansion.order.len());
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pto_wsp::ir::{
+        Access, DType, Ident, KernelDecl, KernelParam, OrderEdge, ScalarType, TensorDecl, Value,
+    };
+
+    fn module() -> Module {
+        let tile = |name: &str, access| KernelParam {
+            name: Ident::new(name),
+            kind: ParamKind::Tile {
+                access,
+                dtype: DType::F16,
+                shape: vec![None],
+            },
+        };
+        let mut m = Module::default();
+        m.tensors.push(TensorDecl {
+            name: Ident::new("A"),
+            dtype: DType::F16,
+            shape: vec![],
+        });
+        m.kernels.push(KernelDecl {
+            name: Ident::new("k"),
+            params: vec![
+                tile("x", Access::In),
+                KernelParam {
+                    name: Ident::new("n"),
+                    kind: ParamKind::Scalar(ScalarType::I64),
+                },
+            ],
+            pool: ExecPool::Vector,
+            tiers: None,
+        });
+        m.kernels.push(KernelDecl {
+            name: Ident::new("k_big"),
+            params: vec![tile("x", Access::In)],
+            pool: ExecPool::Cube,
+            tiers: None,
+        });
+        m
+    }
+
+    fn task(kernel: u32, target: Option<u32>, start: i64) -> ExpandedTask {
+        ExpandedTask {
+            kernel,
+            declared: 0,
+            params: vec![Value::I64(start)],
+            regions: vec![ExpandedRegion {
+                tensor: 0,
+                access: Access::In,
+                start: vec![0, start],
+                size: vec![1, 16],
+            }],
+            pool: if kernel == 0 {
+                ExecPool::Vector
+            } else {
+                ExecPool::Cube
+            },
+            target,
+            stream: 0,
+        }
+    }
+
+    #[test]
+    fn report_lists_tasks_and_counts_everything() {
+        let m = module();
+        let expansion = Expansion {
+            tasks: vec![task(0, Some(1), 0), task(1, None, 16), task(0, Some(1), 32)],
+            order: vec![OrderEdge {
+                before: 0..1,
+                after: 1..3,
+            }],
+            executors: 2,
+            streams: 1,
+            truncated: false,
+        };
+        let bindings = Bindings::new()
+            .symbol("seq", 8i64)
+            .array("lens", vec![1, 2]);
+        let text = expand_report(&m, &bindings, &expansion, &ReportOptions { limit: 2 });
+        let expected = "\
+entry: ?
+bindings: seq=8, lens=[1, 2]
+tasks: 3 (first 2 listed)
+  #0  k          @vector  exec 1  stream 0  n=0, in A[0, 0 +: 16]
+  #1  k_big (k)  @cube    exec -  stream 0  n=16, in A[0, 16 +: 16]
+  ... 1 more
+per kernel:
+  k      2
+  k_big  1
+per pool:
+  @vector  2
+  @cube    1
+per executor (2 executors, 1 with tasks):
+  1               2
+  - (work_steal)  1
+per stream (1 stream):
+  0  3
+order edges: 1
+";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn long_arrays_are_abbreviated() {
+        let b = Bindings::new().array("a", (0..20).collect::<Vec<i64>>());
+        let line = bindings_line(&b);
+        assert!(line.ends_with(", 15, ... (20 elements)]"), "{line}");
+        assert_eq!(bindings_line(&Bindings::new()), "");
+    }
 }

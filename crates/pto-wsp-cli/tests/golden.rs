@@ -49,8 +49,14 @@ fn golden(name: &str, actual: &str) {
         panic!(
             "{name} differs from the golden file at line {line}\n--- expected\n{}\n--- actual\n{}\n\
              (run with PTO_WSP_BLESS=1 to accept the new output)",
-            expected.lines().nth(line.saturating_sub(1)).unwrap_or("<end>"),
-            actual.lines().nth(line.saturating_sub(1)).unwrap_or("<end>"),
+            expected
+                .lines()
+                .nth(line.saturating_sub(1))
+                .unwrap_or("<end>"),
+            actual
+                .lines()
+                .nth(line.saturating_sub(1))
+                .unwrap_or("<end>"),
         );
     }
 }
@@ -221,8 +227,14 @@ fn bad_cli_binding_and_missing_file_are_user_errors() {
 fn usage_errors_exit_2() {
     assert_eq!(run(&["expand"]).0, 2);
     assert_eq!(run(&["frobnicate", "x.wsp"]).0, 2);
-    assert_eq!(run(&["expand", "examples/gemm.wsp", "--limit", "many"]).0, 2);
-    assert_eq!(run(&["fmt", "--check", "--write", "examples/gemm.wsp"]).0, 2);
+    assert_eq!(
+        run(&["expand", "examples/gemm.wsp", "--limit", "many"]).0,
+        2
+    );
+    assert_eq!(
+        run(&["fmt", "--check", "--write", "examples/gemm.wsp"]).0,
+        2
+    );
 }
 
 #[test]
@@ -240,7 +252,10 @@ fn expand_binary_prints_report_and_timing() {
     assert_eq!(code, 0, "{stderr}");
     // 16 x 16 output tiles x 2 K steps.
     assert!(stdout.contains("tasks: 512 (first 3 listed)"), "{stdout}");
-    assert!(stdout.contains("per executor (4 executors, 4 with tasks):"), "{stdout}");
+    assert!(
+        stdout.contains("per executor (4 executors, 4 with tasks):"),
+        "{stdout}"
+    );
     assert!(stdout.contains("order edges: 256"), "{stdout}");
     assert!(stderr.starts_with("expanded 512 tasks in "), "{stderr}");
     let (code, quiet, _) = run(&["expand", "examples/gemm.wsp", "--quiet"]);
