@@ -1,1 +1,584 @@
-//! Scalar expression evaluation. STUB — to be implemented.
+//! Scalar expression evaluation.
+//!
+//! Why: every number the expander and the back ends compute — loop extents, region starts and
+//! sizes, task parameters, conditions, dispatch and stream keys — is an [`Expr`] evaluated under
+//! some bindings, and they must all agree on what an expression means, including when it fails.
+//!
+//! Promises:
+//! - Values are typed (`bool`, `i64`, `u64`) with no implicit conversion; applying an operator to
+//!   operands of the wrong types is an [`EvalError::TypeMismatch`], never a guess.
+//! - Arithmetic is checked: overflow (including `i64::MIN / -1` and `i64::MIN % -1`, which Rust's
+//!   `checked_*` operations reject) and division or remainder by zero are errors naming the
+//!   operator. `/` truncates toward zero; `%` has the sign of the dividend.
+//! - `&&`, `||` and `?:` evaluate lazily: the right operand of `&&` (`||`) is evaluated only when
+//!   the left is `true` (`false`), and only the chosen arm of a ternary is evaluated, so
+//!   `x != 0 && 10 / x > 1` never divides by zero.
+//! - Nothing here panics on any input.
+//!
+//! Two forms: [`eval`] walks an [`Expr`] and looks names up through an [`Env`] (simple, for
+//! occasional use); [`Compiled`] is an expression *resolved* once — names replaced by indices into
+//! a flat slice of values and constant subexpressions folded — for evaluating many times, as the
+//! expander does per task.
+
+use crate::expr::{BinOp, Expr, UnOp};
+use crate::types::ScalarType;
+use crate::value::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+/// Why an expression could not be evaluated.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EvalError {
+    /// A name that the environment does not bind.
+    #[error("`{name}` is not bound")]
+    Unbound {
+        /// The name.
+        name: String,
+    },
+    /// An operator applied to operands of types it does not accept.
+    #[error("{}", type_mismatch_message(op, left, right))]
+    TypeMismatch {
+        /// The operator's spelling (`+`, `min`, `!`, `?:`).
+        op: &'static str,
+        /// Type of the (left) operand.
+        left: ScalarType,
+        /// Type of the right operand, for binary operators.
+        right: Option<ScalarType>,
+    },
+    /// The result does not fit its type.
+    #[error("overflow in `{op}` ({})", operands(lhs, rhs))]
+    Overflow {
+        /// The operator's spelling.
+        op: &'static str,
+        /// The (left) operand.
+        lhs: Value,
+        /// The right operand, for binary operators.
+        rhs: Option<Value>,
+    },
+    /// `/` or `%` with a zero divisor.
+    #[error("division by zero in `{op}` ({lhs} {op} 0)")]
+    DivisionByZero {
+        /// `/` or `%`.
+        op: &'static str,
+        /// The dividend.
+        lhs: Value,
+    },
+}
+
+fn type_mismatch_message(op: &str, left: &ScalarType, right: &Option<ScalarType>) -> String {
+    match (op, right) {
+        ("?:", _) => format!("the condition of `?:` must be bool, not {left}"),
+        (_, Some(r)) => format!("operator `{op}` cannot be applied to {left} and {r}"),
+        (_, None) => format!("operator `{op}` cannot be applied to {left}"),
+    }
+}
+
+fn operands(lhs: &Value, rhs: &Option<Value>) -> String {
+    match rhs {
+        Some(r) => format!("operands {lhs} and {r}"),
+        None => format!("operand {lhs}"),
+    }
+}
+
+/// Something that gives names their values, for [`eval`].
+pub trait Env {
+    /// The value bound to `name`, if any.
+    fn lookup(&self, name: &str) -> Option<Value>;
+}
+
+impl<F: Fn(&str) -> Option<Value>> Env for F {
+    fn lookup(&self, name: &str) -> Option<Value> {
+        self(name)
+    }
+}
+
+impl Env for BTreeMap<String, Value> {
+    fn lookup(&self, name: &str) -> Option<Value> {
+        self.get(name).copied()
+    }
+}
+
+impl Env for HashMap<String, Value> {
+    fn lookup(&self, name: &str) -> Option<Value> {
+        self.get(name).copied()
+    }
+}
+
+/// Evaluates `expr`, looking names up in `env`.
+pub fn eval(expr: &Expr, env: &impl Env) -> Result<Value, EvalError> {
+    match expr {
+        Expr::Int(v) => Ok(Value::I64(*v)),
+        Expr::UInt(v) => Ok(Value::U64(*v)),
+        Expr::Bool(b) => Ok(Value::Bool(*b)),
+        Expr::Name(id) => env.lookup(&id.name).ok_or_else(|| EvalError::Unbound {
+            name: id.name.clone(),
+        }),
+        Expr::Unary(op, a) => unary(*op, eval(a, env)?),
+        Expr::Binary(op, a, b) => {
+            let a = eval(a, env)?;
+            match short_circuit(*op, a)? {
+                Some(v) => Ok(v),
+                None => binary(*op, a, eval(b, env)?),
+            }
+        }
+        Expr::Ternary(c, a, b) => {
+            if condition(eval(c, env)?)? {
+                eval(a, env)
+            } else {
+                eval(b, env)
+            }
+        }
+    }
+}
+
+fn condition(v: Value) -> Result<bool, EvalError> {
+    match v {
+        Value::Bool(b) => Ok(b),
+        Value::I64(_) | Value::U64(_) => Err(EvalError::TypeMismatch {
+            op: "?:",
+            left: v.ty(),
+            right: None,
+        }),
+    }
+}
+
+/// For `&&` / `||`: the result if the left operand decides it (checking that it is a bool).
+fn short_circuit(op: BinOp, a: Value) -> Result<Option<Value>, EvalError> {
+    let decisive = match op {
+        BinOp::And => false,
+        BinOp::Or => true,
+        BinOp::Add
+        | BinOp::Sub
+        | BinOp::Mul
+        | BinOp::Div
+        | BinOp::Rem
+        | BinOp::Min
+        | BinOp::Max
+        | BinOp::Eq
+        | BinOp::Ne
+        | BinOp::Lt
+        | BinOp::Le
+        | BinOp::Gt
+        | BinOp::Ge => return Ok(None),
+    };
+    match a {
+        Value::Bool(b) if b == decisive => Ok(Some(Value::Bool(b))),
+        Value::Bool(_) => Ok(None),
+        Value::I64(_) | Value::U64(_) => Err(EvalError::TypeMismatch {
+            op: op.symbol(),
+            left: a.ty(),
+            right: None,
+        }),
+    }
+}
+
+/// Applies a unary operator.
+pub fn unary(op: UnOp, a: Value) -> Result<Value, EvalError> {
+    let overflow = || EvalError::Overflow {
+        op: "-",
+        lhs: a,
+        rhs: None,
+    };
+    match (op, a) {
+        (UnOp::Neg, Value::I64(v)) => v.checked_neg().map(Value::I64).ok_or_else(overflow),
+        (UnOp::Neg, Value::U64(v)) => v.checked_neg().map(Value::U64).ok_or_else(overflow),
+        (UnOp::Not, Value::Bool(b)) => Ok(Value::Bool(!b)),
+        (UnOp::Neg, Value::Bool(_)) | (UnOp::Not, Value::I64(_) | Value::U64(_)) => {
+            Err(EvalError::TypeMismatch {
+                op: match op {
+                    UnOp::Neg => "-",
+                    UnOp::Not => "!",
+                },
+                left: a.ty(),
+                right: None,
+            })
+        }
+    }
+}
+
+/// Applies a binary operator to two evaluated operands (`&&` and `||` included, without short
+/// circuit: both operands are already values).
+pub fn binary(op: BinOp, a: Value, b: Value) -> Result<Value, EvalError> {
+    let mismatch = || EvalError::TypeMismatch {
+        op: op.symbol(),
+        left: a.ty(),
+        right: Some(b.ty()),
+    };
+    let overflow = || EvalError::Overflow {
+        op: op.symbol(),
+        lhs: a,
+        rhs: Some(b),
+    };
+    let by_zero = || EvalError::DivisionByZero {
+        op: op.symbol(),
+        lhs: a,
+    };
+    match op {
+        BinOp::Add
+        | BinOp::Sub
+        | BinOp::Mul
+        | BinOp::Div
+        | BinOp::Rem
+        | BinOp::Min
+        | BinOp::Max => match (a, b) {
+            (Value::I64(x), Value::I64(y)) => {
+                if y == 0 && matches!(op, BinOp::Div | BinOp::Rem) {
+                    return Err(by_zero());
+                }
+                arith_i64(op, x, y).map(Value::I64).ok_or_else(overflow)
+            }
+            (Value::U64(x), Value::U64(y)) => {
+                if y == 0 && matches!(op, BinOp::Div | BinOp::Rem) {
+                    return Err(by_zero());
+                }
+                arith_u64(op, x, y).map(Value::U64).ok_or_else(overflow)
+            }
+            _ => Err(mismatch()),
+        },
+        BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
+            if a.ty() != b.ty() {
+                return Err(mismatch());
+            }
+            // Values of one type order like their payloads (`false < true`).
+            let ord = a.cmp(&b);
+            let r = match op {
+                BinOp::Eq => ord.is_eq(),
+                BinOp::Ne => ord.is_ne(),
+                BinOp::Lt => ord.is_lt(),
+                BinOp::Le => ord.is_le(),
+                BinOp::Gt => ord.is_gt(),
+                BinOp::Ge => ord.is_ge(),
+                // Not reached: the enclosing arm only holds comparisons.
+                BinOp::Add
+                | BinOp::Sub
+                | BinOp::Mul
+                | BinOp::Div
+                | BinOp::Rem
+                | BinOp::Min
+                | BinOp::Max
+                | BinOp::And
+                | BinOp::Or => return Err(mismatch()),
+            };
+            Ok(Value::Bool(r))
+        }
+        BinOp::And | BinOp::Or => match (a, b) {
+            (Value::Bool(x), Value::Bool(y)) => {
+                Ok(Value::Bool(if op == BinOp::And { x && y } else { x || y }))
+            }
+            _ => Err(mismatch()),
+        },
+    }
+}
+
+fn arith_i64(op: BinOp, x: i64, y: i64) -> Option<i64> {
+    match op {
+        BinOp::Add => x.checked_add(y),
+        BinOp::Sub => x.checked_sub(y),
+        BinOp::Mul => x.checked_mul(y),
+        BinOp::Div => x.checked_div(y),
+        BinOp::Rem => x.checked_rem(y),
+        BinOp::Min => Some(x.min(y)),
+        BinOp::Max => Some(x.max(y)),
+        BinOp::Eq
+        | BinOp::Ne
+        | BinOp::Lt
+        | BinOp::Le
+        | BinOp::Gt
+        | BinOp::Ge
+        | BinOp::And
+        | BinOp::Or => None,
+    }
+}
+
+fn arith_u64(op: BinOp, x: u64, y: u64) -> Option<u64> {
+    match op {
+        BinOp::Add => x.checked_add(y),
+        BinOp::Sub => x.checked_sub(y),
+        BinOp::Mul => x.checked_mul(y),
+        BinOp::Div => x.checked_div(y),
+        BinOp::Rem => x.checked_rem(y),
+        BinOp::Min => Some(x.min(y)),
+        BinOp::Max => Some(x.max(y)),
+        BinOp::Eq
+        | BinOp::Ne
+        | BinOp::Lt
+        | BinOp::Le
+        | BinOp::Gt
+        | BinOp::Ge
+        | BinOp::And
+        | BinOp::Or => None,
+    }
+}
+
+/// One node of a [`Compiled`] expression; children are indices of earlier nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Node {
+    Const(Value),
+    Var(u32),
+    Unary(UnOp, u32),
+    Binary(BinOp, u32, u32),
+    Ternary(u32, u32, u32),
+}
+
+/// An expression resolved against a flat environment: names are indices into a `&[Value]`, and
+/// constant subexpressions that evaluate without error are folded. Evaluating it gives exactly
+/// what [`eval`] gives on the original expression with the same bindings.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Compiled {
+    /// Nodes in post-order; the root is the last one.
+    nodes: Box<[Node]>,
+}
+
+impl fmt::Debug for Compiled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.nodes.iter()).finish()
+    }
+}
+
+impl Compiled {
+    /// Resolves `expr`: `slot_of(name)` gives the index in the environment slice that holds
+    /// `name`'s value, or `None` when the name is not in scope (an [`EvalError::Unbound`]).
+    pub fn resolve(
+        expr: &Expr,
+        slot_of: &mut impl FnMut(&str) -> Option<u32>,
+    ) -> Result<Compiled, EvalError> {
+        let mut nodes = Vec::new();
+        push_node(expr, slot_of, &mut nodes)?;
+        Ok(Compiled {
+            nodes: nodes.into_boxed_slice(),
+        })
+    }
+
+    /// A constant.
+    pub fn constant(v: Value) -> Compiled {
+        Compiled {
+            nodes: Box::new([Node::Const(v)]),
+        }
+    }
+
+    /// The value, if the expression is a constant (after folding).
+    pub fn as_constant(&self) -> Option<Value> {
+        match self.nodes.last() {
+            Some(Node::Const(v)) if self.nodes.len() == 1 => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// Evaluates under `env`. Every index the resolver handed out must be in range of `env`
+    /// (the caller's contract); an index out of range is reported as unbound, not a panic.
+    #[inline]
+    pub fn eval(&self, env: &[Value]) -> Result<Value, EvalError> {
+        self.eval_node(self.nodes.len().wrapping_sub(1), env)
+    }
+
+    fn eval_node(&self, i: usize, env: &[Value]) -> Result<Value, EvalError> {
+        let Some(node) = self.nodes.get(i) else {
+            return Err(EvalError::Unbound {
+                name: format!("<node {i}>"),
+            });
+        };
+        match *node {
+            Node::Const(v) => Ok(v),
+            Node::Var(s) => env.get(s as usize).copied().ok_or(EvalError::Unbound {
+                name: format!("<slot {s}>"),
+            }),
+            Node::Unary(op, a) => unary(op, self.eval_node(a as usize, env)?),
+            Node::Binary(op, a, b) => {
+                let a = self.eval_node(a as usize, env)?;
+                // Fast path for the common integer case.
+                if let (BinOp::Add | BinOp::Sub | BinOp::Mul, Value::I64(x)) = (op, a)
+                    && let Value::I64(y) = self.eval_node(b as usize, env)?
+                {
+                    return arith_i64(op, x, y)
+                        .map(Value::I64)
+                        .ok_or(EvalError::Overflow {
+                            op: op.symbol(),
+                            lhs: a,
+                            rhs: Some(Value::I64(y)),
+                        });
+                }
+                match short_circuit(op, a)? {
+                    Some(v) => Ok(v),
+                    None => binary(op, a, self.eval_node(b as usize, env)?),
+                }
+            }
+            Node::Ternary(c, a, b) => {
+                if condition(self.eval_node(c as usize, env)?)? {
+                    self.eval_node(a as usize, env)
+                } else {
+                    self.eval_node(b as usize, env)
+                }
+            }
+        }
+    }
+}
+
+fn push_node(
+    expr: &Expr,
+    slot_of: &mut impl FnMut(&str) -> Option<u32>,
+    nodes: &mut Vec<Node>,
+) -> Result<u32, EvalError> {
+    let node = match expr {
+        Expr::Int(v) => Node::Const(Value::I64(*v)),
+        Expr::UInt(v) => Node::Const(Value::U64(*v)),
+        Expr::Bool(b) => Node::Const(Value::Bool(*b)),
+        Expr::Name(id) => Node::Var(slot_of(&id.name).ok_or_else(|| EvalError::Unbound {
+            name: id.name.clone(),
+        })?),
+        Expr::Unary(op, a) => {
+            let a = push_node(a, slot_of, nodes)?;
+            match nodes[a as usize] {
+                Node::Const(v) if unary(*op, v).is_ok() => {
+                    nodes.truncate(a as usize);
+                    Node::Const(unary(*op, v)?)
+                }
+                _ => Node::Unary(*op, a),
+            }
+        }
+        Expr::Binary(op, a, b) => {
+            let start = nodes.len();
+            let a = push_node(a, slot_of, nodes)?;
+            let b = push_node(b, slot_of, nodes)?;
+            match (nodes[a as usize], nodes[b as usize]) {
+                (Node::Const(x), Node::Const(y)) if fold_binary(*op, x, y).is_some() => {
+                    nodes.truncate(start);
+                    Node::Const(fold_binary(*op, x, y).unwrap_or(x))
+                }
+                _ => Node::Binary(*op, a, b),
+            }
+        }
+        Expr::Ternary(c, a, b) => {
+            let start = nodes.len();
+            let c = push_node(c, slot_of, nodes)?;
+            let a = push_node(a, slot_of, nodes)?;
+            let b = push_node(b, slot_of, nodes)?;
+            match (nodes[c as usize], nodes[a as usize], nodes[b as usize]) {
+                (Node::Const(Value::Bool(k)), Node::Const(x), Node::Const(y)) => {
+                    nodes.truncate(start);
+                    Node::Const(if k { x } else { y })
+                }
+                _ => Node::Ternary(c, a, b),
+            }
+        }
+    };
+    nodes.push(node);
+    Ok((nodes.len() - 1) as u32)
+}
+
+/// The value of `x op y` for constants, when evaluating it (with short circuit) succeeds.
+fn fold_binary(op: BinOp, x: Value, y: Value) -> Option<Value> {
+    match short_circuit(op, x) {
+        Ok(Some(v)) => Some(v),
+        Ok(None) => binary(op, x, y).ok(),
+        Err(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env() -> BTreeMap<String, Value> {
+        let mut m = BTreeMap::new();
+        m.insert("x".to_string(), Value::I64(7));
+        m.insert("u".to_string(), Value::U64(3));
+        m.insert("z".to_string(), Value::I64(0));
+        m.insert("t".to_string(), Value::Bool(true));
+        m
+    }
+
+    fn both(e: &Expr) -> Result<Value, EvalError> {
+        let env = env();
+        let names: Vec<&String> = env.keys().collect();
+        let values: Vec<Value> = env.values().copied().collect();
+        let c = Compiled::resolve(e, &mut |n| {
+            names.iter().position(|k| k.as_str() == n).map(|i| i as u32)
+        });
+        let direct = eval(e, &env);
+        match c {
+            Ok(c) => assert_eq!(c.eval(&values), direct, "{e:?}"),
+            Err(err) => assert_eq!(Err(err), direct.clone(), "{e:?}"),
+        }
+        direct
+    }
+
+    fn n(s: &str) -> Expr {
+        Expr::name(s)
+    }
+
+    #[test]
+    fn arithmetic() {
+        assert_eq!(both(&(n("x") * 3 + 1)), Ok(Value::I64(22)));
+        assert_eq!(both(&(Expr::from(-7) / 2)), Ok(Value::I64(-3)));
+        assert_eq!(both(&(Expr::from(-7) % 2)), Ok(Value::I64(-1)));
+        assert_eq!(both(&(Expr::from(7) % -2)), Ok(Value::I64(1)));
+        assert_eq!(both(&(n("u") * 5u64)), Ok(Value::U64(15)));
+        assert_eq!(both(&Expr::min(n("x"), 3)), Ok(Value::I64(3)));
+        assert_eq!(both(&Expr::max(n("x"), 3)), Ok(Value::I64(7)));
+        assert_eq!(both(&-n("x")), Ok(Value::I64(-7)));
+        assert_eq!(both(&!n("t")), Ok(Value::Bool(false)));
+        assert_eq!(both(&Expr::ternary(n("x").gt(3), 1, 2)), Ok(Value::I64(1)));
+        assert_eq!(both(&n("t").eq_(true)), Ok(Value::Bool(true)));
+    }
+
+    #[test]
+    fn errors() {
+        assert!(matches!(
+            both(&(n("x") / n("z"))),
+            Err(EvalError::DivisionByZero { op: "/", .. })
+        ));
+        assert!(matches!(
+            both(&(n("x") % 0)),
+            Err(EvalError::DivisionByZero { op: "%", .. })
+        ));
+        assert!(matches!(
+            both(&(Expr::from(i64::MAX) + 1)),
+            Err(EvalError::Overflow { op: "+", .. })
+        ));
+        assert!(matches!(
+            both(&(Expr::from(i64::MIN) / -1)),
+            Err(EvalError::Overflow { op: "/", .. })
+        ));
+        assert!(matches!(
+            both(&(Expr::from(0u64) - 1u64)),
+            Err(EvalError::Overflow { op: "-", .. })
+        ));
+        assert!(matches!(
+            both(&(n("x") + n("u"))),
+            Err(EvalError::TypeMismatch { op: "+", .. })
+        ));
+        assert!(matches!(
+            both(&(n("x") + n("nope"))),
+            Err(EvalError::Unbound { name }) if name == "nope"
+        ));
+        assert!(matches!(
+            both(&Expr::ternary(n("x"), 1, 2)),
+            Err(EvalError::TypeMismatch { op: "?:", .. })
+        ));
+    }
+
+    #[test]
+    fn lazy() {
+        // x != 0 && 10 / z > 1 with z = 0: the right side is never evaluated.
+        let e = n("z")
+            .bin(BinOp::Ne, 0)
+            .bin(BinOp::And, (Expr::from(10) / n("z")).gt(1));
+        assert_eq!(both(&e), Ok(Value::Bool(false)));
+        let e = n("t").bin(BinOp::Or, Expr::from(1) / 0);
+        assert_eq!(both(&e), Ok(Value::Bool(true)));
+        let e = Expr::ternary(true, 1, Expr::from(1) / 0);
+        assert_eq!(both(&e), Ok(Value::I64(1)));
+        // A failing constant is not folded into an error at resolve time.
+        let c = Compiled::resolve(&Expr::ternary(n("t"), 1, Expr::from(1) / 0), &mut |_| {
+            Some(0)
+        })
+        .map(|c| c.eval(&[Value::Bool(true)]));
+        assert_eq!(c, Ok(Ok(Value::I64(1))));
+    }
+
+    #[test]
+    fn folding() {
+        let c = Compiled::resolve(&(Expr::from(3) * 4 + 1), &mut |_| None).ok();
+        assert_eq!(c.and_then(|c| c.as_constant()), Some(Value::I64(13)));
+    }
+}

@@ -315,7 +315,7 @@ impl Schedule {
             }
         }
         c.executors = executors
-            .or_else(|| match &dispatch {
+            .or(match &dispatch {
                 Some(Dispatch::RoundRobin(n)) => Some(*n),
                 Some(Dispatch::StaticPartition(starts)) => Some(starts.len() as u64),
                 _ => None,
