@@ -1,0 +1,177 @@
+//! The lexer of the `.wsp` text format: text in, tokens with byte ranges out.
+//!
+//! Why a separate pass: the parser then only ever looks at whole tokens (words, integer literals,
+//! punctuation), which keeps it small and makes one-token lookahead trivial.
+//! Promise: [`lex`] never panics; every byte of the input is either whitespace, a comment, or part
+//! of exactly one token, and anything else is reported with its location. The token list always
+//! ends with one [`Kind::Eof`] token.
+
+use super::ParseError;
+use crate::loc::Loc;
+
+/// What kind of token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// An identifier or a (reserved or contextual) keyword: `[A-Za-z_][A-Za-z0-9_]*`.
+    Word,
+    /// A decimal integer literal, `i64` unless the text ends in `u`.
+    Int,
+    /// Punctuation or an operator.
+    Punct,
+    /// The end of the input.
+    Eof,
+}
+
+/// One token: its kind, its text and where it is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Token<'a> {
+    /// What kind of token.
+    pub(crate) kind: Kind,
+    /// Its text (empty for [`Kind::Eof`]).
+    pub(crate) text: &'a str,
+    /// Byte offset of its first character.
+    pub(crate) start: usize,
+    /// Byte offset one past its last character.
+    pub(crate) end: usize,
+}
+
+impl Token<'_> {
+    /// The token's source range.
+    pub(crate) fn loc(&self) -> Loc {
+        Loc::new(self.start, self.end)
+    }
+
+    /// Whether this is the punctuation `p`.
+    pub(crate) fn is_punct(&self, p: &str) -> bool {
+        self.kind == Kind::Punct && self.text == p
+    }
+
+    /// Whether this is the word `w` (reserved or not).
+    pub(crate) fn is_word(&self, w: &str) -> bool {
+        self.kind == Kind::Word && self.text == w
+    }
+
+    /// How the token is shown in an error message ("`x`", "keyword `in`", "end of input").
+    pub(crate) fn describe(&self) -> String {
+        match self.kind {
+            Kind::Eof => "end of input".to_string(),
+            Kind::Word if super::is_reserved(self.text) => format!("keyword `{}`", self.text),
+            _ => format!("`{}`", self.text),
+        }
+    }
+}
+
+/// Punctuation, two-character tokens first so that the longest match wins.
+const PUNCT: &[&str] = &[
+    "+:", "=>", "==", "!=", "<=", ">=", "&&", "||", "(", ")", "[", "]", "{", "}", ",", ";", ":",
+    "=", "?", "@", ".", "+", "-", "*", "/", "%", "<", ">", "!",
+];
+
+fn is_word_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// Splits `text` into tokens.
+pub(crate) fn lex(text: &str) -> Result<Vec<Token<'_>>, ParseError> {
+    let bytes = text.as_bytes();
+    let mut toks = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let start = i;
+        let kind = if b.is_ascii_whitespace() {
+            i += 1;
+            continue;
+        } else if text[i..].starts_with("//") {
+            i = text[i..].find('\n').map_or(bytes.len(), |n| i + n + 1);
+            continue;
+        } else if b.is_ascii_alphabetic() || b == b'_' {
+            while i < bytes.len() && is_word_char(bytes[i]) {
+                i += 1;
+            }
+            Kind::Word
+        } else if b.is_ascii_digit() {
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+            let digits_end = i;
+            while i < bytes.len() && is_word_char(bytes[i]) {
+                i += 1;
+            }
+            let suffix = &text[digits_end..i];
+            if !suffix.is_empty() && suffix != "u" {
+                return Err(ParseError::new(
+                    format!(
+                        "invalid suffix `{suffix}` on integer literal `{}` (only `u` is allowed)",
+                        &text[start..i]
+                    ),
+                    Loc::new(digits_end, i),
+                ));
+            }
+            Kind::Int
+        } else if let Some(p) = PUNCT.iter().find(|p| text[i..].starts_with(**p)) {
+            i += p.len();
+            Kind::Punct
+        } else {
+            // Not ASCII-punctuation we know: report the whole character.
+            let c = text[i..].chars().next().unwrap_or('\u{fffd}');
+            return Err(ParseError::new(
+                format!("unexpected character `{}`", c.escape_debug()),
+                Loc::new(i, i + c.len_utf8()),
+            ));
+        };
+        toks.push(Token {
+            kind,
+            text: &text[start..i],
+            start,
+            end: i,
+        });
+    }
+    toks.push(Token {
+        kind: Kind::Eof,
+        text: "",
+        start: text.len(),
+        end: text.len(),
+    });
+    Ok(toks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(text: &str) -> Vec<(Kind, &str)> {
+        lex(text)
+            .unwrap()
+            .into_iter()
+            .map(|t| (t.kind, t.text))
+            .collect()
+    }
+
+    #[test]
+    fn longest_punctuation_wins_and_comments_vanish() {
+        assert_eq!(
+            kinds("a+:b // c\n<=7u"),
+            vec![
+                (Kind::Word, "a"),
+                (Kind::Punct, "+:"),
+                (Kind::Word, "b"),
+                (Kind::Punct, "<="),
+                (Kind::Int, "7u"),
+                (Kind::Eof, ""),
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_characters_and_suffixes_are_errors() {
+        let e = lex("x é").unwrap_err();
+        assert_eq!(e.message, "unexpected character `é`");
+        assert_eq!((e.loc.start, e.loc.end), (2, 4));
+        let e = lex("12ab").unwrap_err();
+        assert_eq!(
+            e.message,
+            "invalid suffix `ab` on integer literal `12ab` (only `u` is allowed)"
+        );
+    }
+}
