@@ -327,6 +327,64 @@ enum Node {
 pub struct Compiled {
     /// Nodes in post-order; the root is the last one.
     nodes: Box<[Node]>,
+    /// A shortcut for the most common shapes, tried before walking `nodes`.
+    fast: Fast,
+}
+
+/// Shapes of expression evaluated without walking the tree. Each gives the same value as the
+/// tree when it applies, and declines (falls back to the tree, which reports the exact error)
+/// when an operand has another type or the arithmetic overflows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fast {
+    None,
+    Const(Value),
+    Var(u32),
+    /// `var * mul + add` over `i64` (`h * 128`, `t * 32 + 16`, `i + 1`).
+    Affine {
+        var: u32,
+        mul: i64,
+        add: i64,
+    },
+}
+
+impl Fast {
+    fn of(nodes: &[Node]) -> Fast {
+        let node = |i: u32| nodes.get(i as usize).copied();
+        let int = |i: u32| match node(i) {
+            Some(Node::Const(Value::I64(v))) => Some(v),
+            _ => None,
+        };
+        // `var * mul` (either operand order) or a bare variable.
+        let scaled = |i: u32| match node(i)? {
+            Node::Var(v) => Some((v, 1)),
+            Node::Binary(BinOp::Mul, a, b) => match (node(a)?, node(b)?) {
+                (Node::Var(v), Node::Const(Value::I64(m)))
+                | (Node::Const(Value::I64(m)), Node::Var(v)) => Some((v, m)),
+                _ => None,
+            },
+            _ => None,
+        };
+        match nodes.last() {
+            Some(Node::Const(v)) => Fast::Const(*v),
+            Some(Node::Var(v)) => Fast::Var(*v),
+            Some(Node::Binary(BinOp::Mul, ..)) => match scaled(nodes.len() as u32 - 1) {
+                Some((var, mul)) => Fast::Affine { var, mul, add: 0 },
+                None => Fast::None,
+            },
+            Some(Node::Binary(op @ (BinOp::Add | BinOp::Sub), a, b)) => {
+                let k = match (op, int(*b)) {
+                    (BinOp::Add, Some(k)) => Some(k),
+                    (BinOp::Sub, Some(k)) => k.checked_neg(),
+                    _ => None,
+                };
+                match (scaled(*a), k) {
+                    (Some((var, mul)), Some(add)) => Fast::Affine { var, mul, add },
+                    _ => Fast::None,
+                }
+            }
+            _ => Fast::None,
+        }
+    }
 }
 
 impl fmt::Debug for Compiled {
@@ -345,6 +403,7 @@ impl Compiled {
         let mut nodes = Vec::new();
         push_node(expr, slot_of, &mut nodes)?;
         Ok(Compiled {
+            fast: Fast::of(&nodes),
             nodes: nodes.into_boxed_slice(),
         })
     }
@@ -353,6 +412,7 @@ impl Compiled {
     pub fn constant(v: Value) -> Compiled {
         Compiled {
             nodes: Box::new([Node::Const(v)]),
+            fast: Fast::Const(v),
         }
     }
 
@@ -368,6 +428,22 @@ impl Compiled {
     /// (the caller's contract); an index out of range is reported as unbound, not a panic.
     #[inline]
     pub fn eval(&self, env: &[Value]) -> Result<Value, EvalError> {
+        match self.fast {
+            Fast::Const(v) => return Ok(v),
+            Fast::Var(i) => {
+                if let Some(v) = env.get(i as usize) {
+                    return Ok(*v);
+                }
+            }
+            Fast::Affine { var, mul, add } => {
+                if let Some(Value::I64(x)) = env.get(var as usize)
+                    && let Some(v) = x.checked_mul(mul).and_then(|v| v.checked_add(add))
+                {
+                    return Ok(Value::I64(v));
+                }
+            }
+            Fast::None => {}
+        }
         self.eval_node(self.nodes.len().wrapping_sub(1), env)
     }
 
@@ -379,9 +455,12 @@ impl Compiled {
         };
         match *node {
             Node::Const(v) => Ok(v),
-            Node::Var(s) => env.get(s as usize).copied().ok_or(EvalError::Unbound {
-                name: format!("<slot {s}>"),
-            }),
+            Node::Var(s) => env
+                .get(s as usize)
+                .copied()
+                .ok_or_else(|| EvalError::Unbound {
+                    name: format!("<slot {s}>"),
+                }),
             Node::Unary(op, a) => unary(op, self.eval_node(a as usize, env)?),
             Node::Binary(op, a, b) => {
                 let a = self.eval_node(a as usize, env)?;
@@ -389,13 +468,13 @@ impl Compiled {
                 if let (BinOp::Add | BinOp::Sub | BinOp::Mul, Value::I64(x)) = (op, a)
                     && let Value::I64(y) = self.eval_node(b as usize, env)?
                 {
-                    return arith_i64(op, x, y)
-                        .map(Value::I64)
-                        .ok_or(EvalError::Overflow {
+                    return arith_i64(op, x, y).map(Value::I64).ok_or_else(|| {
+                        EvalError::Overflow {
                             op: op.symbol(),
                             lhs: a,
                             rhs: Some(Value::I64(y)),
-                        });
+                        }
+                    });
                 }
                 match short_circuit(op, a)? {
                     Some(v) => Ok(v),

@@ -1,0 +1,455 @@
+//! The reference expander: the oracle.
+//!
+//! Why: every back end (sequential, threaded, task-graph, generated code) must generate exactly
+//! the tasks a module means. This module defines that meaning operationally, following
+//! `docs/SEMANTICS.md` to the letter, as a sequential enumeration simple enough to trust.
+//!
+//! Promises:
+//! - [`expand`] returns the tasks of the module's entry point in program order (for a pipeline,
+//!   the Kahn-network order of `SEMANTICS.md`), with every argument evaluated, tiers chosen,
+//!   regions bounds-checked, pool, target executor and stream decided, and the structural order
+//!   edges (`for_each`, `sequential`, CSP) as index ranges.
+//! - It never panics, whatever the module (validated or not) and bindings: every failure is an
+//!   [`ExpandError`] naming what went wrong and where.
+//! - With [`ExpandOptions::limit`] `= n`, the tasks are the first `n` tasks of the full expansion;
+//!   `truncated` is set only when a task beyond the `n`-th exists. Order edges are those of the
+//!   full expansion clipped to the prefix (ranges cut at `n`, edges with an empty side dropped).
+//! - Up-front checks: every symbol the entry can read and every integer tensor it reads must be
+//!   bound (a binding with the wrong type is an error even when unused).
+//!
+//! Choices `SEMANTICS.md` leaves open, made here: a tiered task's pool is the pool of the variant
+//! that runs; `hash(e)` is `splitmix64(e as u64) mod E` with [`splitmix64`] the standard mixer
+//! (the state increment included); a `for_each` over a ragged axis orders each `(row, pos)`
+//! iteration after the previous one; `&&`, `||` and `?:` evaluate lazily (see [`crate::eval`]).
+//!
+//! How: [`compile`](self) resolves the entry once (names to indices into one flat environment,
+//! calls inlined), then an explicit-stack interpreter runs it — see the submodules.
+
+mod compile;
+mod run;
+
+use crate::eval::EvalError;
+use crate::module::{Module, ParamKind};
+use crate::types::{Access, ExecPool, ScalarType};
+use crate::value::{Bindings, Value};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::ops::Range;
+
+/// Options of an expansion.
+#[derive(Clone, Debug, Default)]
+pub struct ExpandOptions {
+    /// Stop after this many tasks (the expansion is then marked truncated).
+    pub limit: Option<usize>,
+    /// Override the schedule's executor count.
+    pub executors: Option<u64>,
+}
+
+/// The tasks a module generates, in program order, with the structural order constraints.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expansion {
+    /// Tasks in program (generation) order; a task's index is its position here.
+    pub tasks: Vec<ExpandedTask>,
+    /// Structural order constraints (`for_each`, `sequential`, CSP), each saying that every task
+    /// of one index range precedes every task of another.
+    pub order: Vec<OrderEdge>,
+    /// Number of executors dispatch targets range over.
+    pub executors: u64,
+    /// Number of streams.
+    pub streams: u64,
+    /// Whether generation stopped at [`ExpandOptions::limit`].
+    pub truncated: bool,
+}
+
+/// One generated task.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ExpandedTask {
+    /// Index into [`Module::kernels`] of the kernel that runs (after choosing a tier).
+    pub kernel: u32,
+    /// Index into [`Module::kernels`] of the kernel the task statement named (differs from
+    /// `kernel` when that kernel has tiers).
+    pub declared: u32,
+    /// Scalar arguments, in parameter order.
+    pub params: Vec<Value>,
+    /// Region arguments, in parameter order.
+    pub regions: Vec<ExpandedRegion>,
+    /// Pool the task runs in.
+    pub pool: ExecPool,
+    /// Executor the dispatch policy chose; `None` under `work_steal`.
+    pub target: Option<u32>,
+    /// Stream.
+    pub stream: u32,
+}
+
+/// A region argument with every expression evaluated.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ExpandedRegion {
+    /// Index into [`Module::tensors`].
+    pub tensor: u32,
+    /// How the kernel uses it.
+    pub access: Access,
+    /// First index per dimension.
+    pub start: Vec<i64>,
+    /// Size per dimension.
+    pub size: Vec<i64>,
+}
+
+/// Every task in `before` precedes every task in `after`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct OrderEdge {
+    /// Earlier tasks (indices into [`Expansion::tasks`]).
+    pub before: Range<u32>,
+    /// Later tasks.
+    pub after: Range<u32>,
+}
+
+/// Why an expansion failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExpandError {
+    /// The module has no entry point.
+    #[error("no entry point: {reason}")]
+    NoEntryPoint {
+        /// Why none was found.
+        reason: String,
+    },
+    /// A name that means nothing where it is used (an unvalidated module).
+    #[error("unknown {kind} `{name}` in {context}")]
+    UnknownName {
+        /// What kind of thing was expected (`axis`, `kernel`, `tensor`, `name`, ...).
+        kind: &'static str,
+        /// The name.
+        name: String,
+        /// Where it was used.
+        context: String,
+    },
+    /// A structural mistake the validator would report (wrong arity, wrong argument kind, ...).
+    #[error("malformed module: {message}")]
+    Malformed {
+        /// What is wrong, and where.
+        message: String,
+    },
+    /// Workloads call each other in a cycle.
+    #[error("recursive call: {}", chain.join(" -> "))]
+    Recursion {
+        /// The call chain, ending with the workload called again.
+        chain: Vec<String>,
+    },
+    /// A schedule setting the expander cannot honour (zero executors or streams, ...).
+    #[error("bad schedule: {message}")]
+    BadSchedule {
+        /// What is wrong.
+        message: String,
+    },
+    /// A runtime symbol the entry reads has no binding.
+    #[error("symbol `{name}` is not bound")]
+    MissingSymbol {
+        /// The symbol.
+        name: String,
+    },
+    /// An integer tensor the entry reads (ragged lengths, sparse arrays, `load`) is not bound.
+    #[error("the contents of tensor `{tensor}` are not bound")]
+    MissingArray {
+        /// The tensor.
+        tensor: String,
+    },
+    /// A symbol or slot is bound to a value of the wrong type.
+    #[error("`{name}` is declared {expected} but bound to a {found}")]
+    BindingType {
+        /// The symbol or slot.
+        name: String,
+        /// Its declared type.
+        expected: ScalarType,
+        /// The bound value's type.
+        found: ScalarType,
+    },
+    /// A bound array has fewer elements than needed.
+    #[error("tensor `{tensor}` is bound to {len} element(s), {needed} needed")]
+    ArrayTooShort {
+        /// The tensor.
+        tensor: String,
+        /// How many elements were needed.
+        needed: u64,
+        /// How many are bound.
+        len: usize,
+    },
+    /// A negative loop extent, row count, row length or tensor dimension.
+    #[error("{what} is negative ({value})")]
+    NegativeLength {
+        /// What was negative.
+        what: String,
+        /// Its value.
+        value: i64,
+    },
+    /// A CSR `indptr` array that is not `OUTER + 1` non-decreasing offsets into the indices.
+    #[error("bad sparse indptr `{tensor}`: {message}")]
+    BadIndptr {
+        /// The indptr tensor.
+        tensor: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A task region outside its tensor.
+    #[error(
+        "task #{task} (`{kernel}`): argument `{param}` region of `{tensor}` is out of bounds in \
+         dimension {dim}: start {start}, size {size}, extent {extent}"
+    )]
+    RegionOutOfBounds {
+        /// Index of the task.
+        task: u32,
+        /// The kernel the task statement names.
+        kernel: String,
+        /// The kernel parameter.
+        param: String,
+        /// The tensor.
+        tensor: String,
+        /// The offending dimension.
+        dim: usize,
+        /// Start in that dimension.
+        start: i64,
+        /// Size in that dimension.
+        size: i64,
+        /// The tensor's extent in that dimension.
+        extent: i64,
+    },
+    /// A `load` index outside the tensor's shape.
+    #[error(
+        "load from `{tensor}`: index {index} is out of bounds in dimension {dim} (extent {extent})"
+    )]
+    LoadOutOfBounds {
+        /// The tensor.
+        tensor: String,
+        /// The dimension.
+        dim: usize,
+        /// The index.
+        index: i64,
+        /// The extent.
+        extent: i64,
+    },
+    /// An expression failed to evaluate.
+    #[error("evaluating {context}: {source}")]
+    Eval {
+        /// What was being evaluated, and where.
+        context: String,
+        /// Why it failed.
+        source: EvalError,
+    },
+    /// A value of the wrong type where a specific type is needed.
+    #[error("{context}: expected {expected}, found a {found}")]
+    WrongType {
+        /// What was being evaluated, and where.
+        context: String,
+        /// The expected type.
+        expected: String,
+        /// The value's type.
+        found: ScalarType,
+    },
+    /// Every unfinished CSP process waits on an empty open channel.
+    #[error(
+        "deadlock: {}",
+        waiting.iter().map(|(p, c)| format!("process `{p}` waits on channel `{c}`"))
+            .collect::<Vec<_>>().join(", ")
+    )]
+    Deadlock {
+        /// `(process, channel)` for every waiting process.
+        waiting: Vec<(String, String)>,
+    },
+    /// More than `u32::MAX` tasks.
+    #[error("more than 2^32 - 1 tasks")]
+    TooManyTasks,
+}
+
+/// Receives the expansion as it is generated (see [`expand_with`]).
+pub trait ExpandSink {
+    /// A task; `index` is its position in generation order. The reference is only valid for
+    /// the call (the expander reuses the buffer).
+    fn task(&mut self, index: u32, task: &ExpandedTask);
+    /// A structural order edge; emitted once both its ranges are complete.
+    fn order(&mut self, edge: OrderEdge);
+}
+
+/// What a streaming expansion reports at the end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExpandSummary {
+    /// Number of tasks generated.
+    pub tasks: u32,
+    /// Number of executors dispatch targets range over.
+    pub executors: u64,
+    /// Number of streams.
+    pub streams: u64,
+    /// Whether generation stopped at [`ExpandOptions::limit`].
+    pub truncated: bool,
+}
+
+/// The standard SplitMix64 mixer (Steele, Lea, Flood; as in `java.util.SplittableRandom`): adds
+/// the golden-ratio increment, then two xor-shift-multiply rounds and a final xor-shift. The
+/// `hash(e)` dispatch policy sends a task to `splitmix64(e as u64) mod executors`.
+pub fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Enumerates the tasks of `module`'s entry point under `bindings`.
+pub fn expand(
+    module: &Module,
+    bindings: &Bindings,
+    options: &ExpandOptions,
+) -> Result<Expansion, ExpandError> {
+    struct Collect {
+        tasks: Vec<ExpandedTask>,
+        order: Vec<OrderEdge>,
+    }
+    impl ExpandSink for Collect {
+        fn task(&mut self, _index: u32, task: &ExpandedTask) {
+            self.tasks.push(task.clone());
+        }
+        fn order(&mut self, edge: OrderEdge) {
+            self.order.push(edge);
+        }
+    }
+    let mut sink = Collect {
+        tasks: Vec::new(),
+        order: Vec::new(),
+    };
+    let summary = expand_with(module, bindings, options, &mut sink)?;
+    Ok(Expansion {
+        tasks: sink.tasks,
+        order: sink.order,
+        executors: summary.executors,
+        streams: summary.streams,
+        truncated: summary.truncated,
+    })
+}
+
+/// Like [`expand`], but hands every task and order edge to `sink` as it is generated instead of
+/// storing them.
+pub fn expand_with(
+    module: &Module,
+    bindings: &Bindings,
+    options: &ExpandOptions,
+    sink: &mut impl ExpandSink,
+) -> Result<ExpandSummary, ExpandError> {
+    let program = compile::compile(module, bindings, options.executors)?;
+    let mut runner = run::Runner::new(&program, options.limit, sink);
+    let tasks = runner.run()?;
+    Ok(ExpandSummary {
+        tasks,
+        executors: program.executors,
+        streams: program.streams,
+        truncated: runner.truncated,
+    })
+}
+
+/// Like [`expand`], but calls `f(index, task)` for every task as it is generated, storing
+/// nothing (order edges are not reported; use [`expand_with`] for those).
+pub fn expand_each(
+    module: &Module,
+    bindings: &Bindings,
+    options: &ExpandOptions,
+    f: impl FnMut(u32, &ExpandedTask),
+) -> Result<ExpandSummary, ExpandError> {
+    struct Each<F>(F);
+    impl<F: FnMut(u32, &ExpandedTask)> ExpandSink for Each<F> {
+        fn task(&mut self, index: u32, task: &ExpandedTask) {
+            (self.0)(index, task)
+        }
+        fn order(&mut self, _edge: OrderEdge) {}
+    }
+    expand_with(module, bindings, options, &mut Each(f))
+}
+
+impl Expansion {
+    /// Number of tasks per kernel that runs (index into [`Module::kernels`]).
+    pub fn kernel_counts(&self) -> BTreeMap<u32, usize> {
+        let mut m = BTreeMap::new();
+        for t in &self.tasks {
+            *m.entry(t.kernel).or_insert(0) += 1;
+        }
+        m
+    }
+
+    /// Number of tasks per target executor (`None`: no fixed executor, `work_steal`).
+    pub fn executor_counts(&self) -> BTreeMap<Option<u32>, usize> {
+        let mut m = BTreeMap::new();
+        for t in &self.tasks {
+            *m.entry(t.target).or_insert(0) += 1;
+        }
+        m
+    }
+
+    /// One line describing task `index`, e.g.
+    /// `#12 attn[attn_2k] q=Q[0+:32, 128+:128] n=7 target 3 stream 0 pool vector`
+    /// (`attn[attn_2k]`: the task named `attn`, whose tiers chose `attn_2k`). Region dimensions
+    /// of size 1 print as the bare index. Never panics: an index out of range, or a module
+    /// that does not match, gives a line saying so.
+    pub fn describe_task(&self, module: &Module, index: usize) -> String {
+        let Some(t) = self.tasks.get(index) else {
+            return format!("#{index} (no such task; {} tasks)", self.tasks.len());
+        };
+        let kname = |k: u32| {
+            module
+                .kernels
+                .get(k as usize)
+                .map_or_else(|| format!("<kernel {k}>"), |d| d.name.name.clone())
+        };
+        let mut s = format!("#{index} {}", kname(t.declared));
+        if t.kernel != t.declared {
+            let _ = write!(s, "[{}]", kname(t.kernel));
+        }
+        let mut params = t.params.iter();
+        let mut regions = t.regions.iter();
+        let write_region = |s: &mut String, r: &ExpandedRegion| {
+            let tname = module
+                .tensors
+                .get(r.tensor as usize)
+                .map_or_else(|| format!("<tensor {}>", r.tensor), |d| d.name.name.clone());
+            let dims: Vec<String> = r
+                .start
+                .iter()
+                .zip(&r.size)
+                .map(|(a, z)| {
+                    if *z == 1 {
+                        a.to_string()
+                    } else {
+                        format!("{a}+:{z}")
+                    }
+                })
+                .collect();
+            let _ = write!(s, "{tname}[{}]", dims.join(", "));
+        };
+        if let Some(decl) = module.kernels.get(t.declared as usize) {
+            for p in &decl.params {
+                match p.kind {
+                    ParamKind::Tile { .. } => {
+                        if let Some(r) = regions.next() {
+                            let _ = write!(s, " {}=", p.name);
+                            write_region(&mut s, r);
+                        }
+                    }
+                    ParamKind::Scalar(_) => {
+                        if let Some(v) = params.next() {
+                            let _ = write!(s, " {}={v}", p.name);
+                        }
+                    }
+                }
+            }
+        }
+        // Anything the declaration did not account for.
+        for r in regions {
+            s.push(' ');
+            write_region(&mut s, r);
+        }
+        for v in params {
+            let _ = write!(s, " {v}");
+        }
+        match t.target {
+            Some(e) => {
+                let _ = write!(s, " target {e}");
+            }
+            None => s.push_str(" target -"),
+        }
+        let _ = write!(s, " stream {} pool {}", t.stream, t.pool);
+        s
+    }
+}

@@ -1,0 +1,912 @@
+//! Running a resolved program: the generator of the reference expander.
+//!
+//! Why an explicit stack rather than recursion: CSP processes must be suspended when they wait on
+//! an empty channel and resumed later, so each process's position is data (a stack of frames).
+//! A workload entry is just one process with no channels, so workloads and pipelines share this
+//! one interpreter — one implementation of every statement, so they cannot disagree.
+//!
+//! Promise: tasks are emitted in program order (for pipelines: the Kahn-network order of
+//! `SEMANTICS.md`), each with every expression evaluated and checked; structural order edges are
+//! emitted as soon as both of their ranges are complete. Nothing here panics on a program that
+//! [`super::compile`] accepted.
+
+use super::compile::{CArg, CAxis, CDispatch, CExpr, CLevels, CStmt, CTask, Program};
+use super::{ExpandError, ExpandSink, ExpandedRegion, ExpandedTask, OrderEdge, splitmix64};
+use crate::eval::EvalError;
+use crate::types::{Access, ExecPool, ScalarType};
+use crate::value::Value;
+use std::collections::VecDeque;
+use std::ops::Range;
+
+/// An integer from an evaluation result, or an error saying what was being evaluated.
+#[inline]
+pub(super) fn int(what: &str, r: Result<Value, EvalError>) -> Result<i64, ExpandError> {
+    match r {
+        Ok(Value::I64(v)) => Ok(v),
+        other => int_slow(what, other),
+    }
+}
+
+#[cold]
+fn int_slow(what: &str, r: Result<Value, EvalError>) -> Result<i64, ExpandError> {
+    match r {
+        Ok(Value::I64(v)) => Ok(v),
+        Ok(Value::U64(v)) => i64::try_from(v).map_err(|_| ExpandError::Eval {
+            context: what.to_string(),
+            source: EvalError::Overflow {
+                op: "as i64",
+                lhs: Value::U64(v),
+                rhs: None,
+            },
+        }),
+        Ok(v @ Value::Bool(_)) => Err(ExpandError::WrongType {
+            context: what.to_string(),
+            expected: "an integer".into(),
+            found: v.ty(),
+        }),
+        Err(source) => Err(ExpandError::Eval {
+            context: what.to_string(),
+            source,
+        }),
+    }
+}
+
+#[inline]
+fn eval(e: &CExpr, env: &[Value]) -> Result<Value, ExpandError> {
+    e.code.eval(env).map_err(|source| ExpandError::Eval {
+        context: e.what.clone(),
+        source,
+    })
+}
+
+#[inline]
+fn eval_int(e: &CExpr, env: &[Value]) -> Result<i64, ExpandError> {
+    int(&e.what, e.code.eval(env))
+}
+
+fn eval_bool(e: &CExpr, env: &[Value]) -> Result<bool, ExpandError> {
+    match eval(e, env)? {
+        Value::Bool(b) => Ok(b),
+        v @ (Value::I64(_) | Value::U64(_)) => Err(ExpandError::WrongType {
+            context: e.what.clone(),
+            expected: "bool".into(),
+            found: v.ty(),
+        }),
+    }
+}
+
+/// Adds task context to an error raised while evaluating a task's expressions.
+fn at_task(err: ExpandError, index: u32, kernel: &str) -> ExpandError {
+    match err {
+        ExpandError::Eval { context, source } => ExpandError::Eval {
+            context: format!("{context} of task #{index} (`{kernel}`)"),
+            source,
+        },
+        ExpandError::WrongType {
+            context,
+            expected,
+            found,
+        } => ExpandError::WrongType {
+            context: format!("{context} of task #{index} (`{kernel}`)"),
+            expected,
+            found,
+        },
+        other => other,
+    }
+}
+
+/// Order tracking of a `for_each` loop or a `sequential` block: the range of the last non-empty
+/// child and where the current child started.
+#[derive(Debug)]
+struct Track {
+    start: u32,
+    prev: Option<Range<u32>>,
+}
+
+impl Track {
+    fn new(now: u32) -> Track {
+        Track {
+            start: now,
+            prev: None,
+        }
+    }
+
+    /// The current child ends at `now`; the next one starts there.
+    fn boundary(&mut self, now: u32, sink: &mut impl ExpandSink) {
+        if now > self.start {
+            let cur = self.start..now;
+            if let Some(before) = self.prev.take() {
+                sink.order(OrderEdge {
+                    before,
+                    after: cur.clone(),
+                });
+            }
+            self.prev = Some(cur);
+        }
+        self.start = now;
+    }
+}
+
+enum Frame<'p> {
+    Block {
+        body: &'p [CStmt],
+        pos: usize,
+        track: Option<Track>,
+    },
+    Dense {
+        var: u32,
+        body: &'p [CStmt],
+        next: i64,
+        end: i64,
+        track: Option<Track>,
+    },
+    Ragged {
+        vars: [u32; 2],
+        body: &'p [CStmt],
+        lengths: &'p [i64],
+        row: i64,
+        rows: i64,
+        pos: i64,
+        track: Option<Track>,
+    },
+    Sparse {
+        vars: [u32; 2],
+        body: &'p [CStmt],
+        indptr: &'p [i64],
+        indices: &'p [i64],
+        row: usize,
+        rows: usize,
+        j: usize,
+    },
+    Consume {
+        channel: u32,
+        var: u32,
+        body: &'p [CStmt],
+        /// The producer task that must precede this iteration's first task, until it is emitted.
+        pending: Option<u32>,
+    },
+}
+
+impl Frame<'_> {
+    fn track(&mut self) -> Option<&mut Track> {
+        match self {
+            Frame::Block { track, .. }
+            | Frame::Dense { track, .. }
+            | Frame::Ragged { track, .. } => track.as_mut(),
+            Frame::Sparse { .. } | Frame::Consume { .. } => None,
+        }
+    }
+}
+
+struct Proc<'p> {
+    stack: Vec<Frame<'p>>,
+    /// Index of the last task this process emitted.
+    last_task: Option<u32>,
+    /// How many `Consume` frames on the stack have a pending edge.
+    pending: usize,
+    done: bool,
+}
+
+struct Token {
+    value: Value,
+    /// The producer's last task before the send.
+    after: Option<u32>,
+}
+
+struct ChannelState {
+    tokens: VecDeque<Token>,
+    closed: bool,
+}
+
+/// Why a process stopped running.
+enum Stop {
+    /// It waits on an empty open channel.
+    Blocked,
+    /// It ended.
+    Done,
+    /// The task limit was reached.
+    Limit,
+}
+
+pub(super) struct Runner<'p, 's, S: ExpandSink> {
+    prog: &'p Program<'p>,
+    env: Vec<Value>,
+    count: u32,
+    limit: Option<usize>,
+    buf: ExpandedTask,
+    sink: &'s mut S,
+    channels: Vec<ChannelState>,
+    pub truncated: bool,
+}
+
+impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
+    pub(super) fn new(prog: &'p Program<'p>, limit: Option<usize>, sink: &'s mut S) -> Self {
+        Runner {
+            prog,
+            env: prog.env.clone(),
+            count: 0,
+            limit,
+            buf: ExpandedTask {
+                kernel: 0,
+                declared: 0,
+                params: Vec::new(),
+                regions: Vec::new(),
+                pool: ExecPool::Any,
+                target: None,
+                stream: 0,
+            },
+            sink,
+            channels: prog
+                .channels
+                .iter()
+                .map(|_| ChannelState {
+                    tokens: VecDeque::new(),
+                    closed: false,
+                })
+                .collect(),
+            truncated: false,
+        }
+    }
+
+    /// Runs every process to the end (or the limit); returns the number of tasks emitted.
+    pub(super) fn run(&mut self) -> Result<u32, ExpandError> {
+        let prog = self.prog;
+        let mut procs: Vec<Proc<'p>> = prog
+            .processes
+            .iter()
+            .map(|p| Proc {
+                stack: vec![Frame::Block {
+                    body: &p.body,
+                    pos: 0,
+                    track: None,
+                }],
+                last_task: None,
+                pending: 0,
+                done: false,
+            })
+            .collect();
+        loop {
+            // The first process (in declaration order) that can make progress.
+            let runnable = procs.iter().position(|p| !p.done && self.can_progress(p));
+            let Some(i) = runnable else {
+                if procs.iter().all(|p| p.done) {
+                    return Ok(self.count);
+                }
+                let waiting = procs
+                    .iter()
+                    .zip(&prog.processes)
+                    .filter(|(p, _)| !p.done)
+                    .map(|(p, cp)| {
+                        let ch = match p.stack.last() {
+                            Some(Frame::Consume { channel, .. }) => {
+                                prog.channels[*channel as usize].clone()
+                            }
+                            _ => String::from("?"),
+                        };
+                        (cp.name.clone(), ch)
+                    })
+                    .collect();
+                return Err(ExpandError::Deadlock { waiting });
+            };
+            match self.run_proc(&mut procs[i])? {
+                Stop::Blocked => {}
+                Stop::Done => {
+                    procs[i].done = true;
+                    for &ch in &prog.processes[i].produces {
+                        self.channels[ch as usize].closed = true;
+                    }
+                }
+                Stop::Limit => {
+                    // Close every open order range at the truncation point, innermost first.
+                    for p in &mut procs {
+                        for f in p.stack.iter_mut().rev() {
+                            if let Some(t) = f.track() {
+                                t.boundary(self.count, self.sink);
+                            }
+                        }
+                    }
+                    return Ok(self.count);
+                }
+            }
+        }
+    }
+
+    fn can_progress(&self, p: &Proc<'_>) -> bool {
+        match p.stack.last() {
+            Some(Frame::Consume { channel, .. }) => {
+                let c = &self.channels[*channel as usize];
+                c.closed || !c.tokens.is_empty()
+            }
+            _ => true,
+        }
+    }
+
+    /// Runs one process until it blocks, ends or hits the limit.
+    fn run_proc(&mut self, proc: &mut Proc<'p>) -> Result<Stop, ExpandError> {
+        loop {
+            let now = self.count;
+            let Some(top) = proc.stack.last_mut() else {
+                return Ok(Stop::Done);
+            };
+            match top {
+                Frame::Block { body, pos, track } => {
+                    if let Some(t) = track {
+                        t.boundary(now, self.sink);
+                    }
+                    let body: &'p [CStmt] = body;
+                    match body.get(*pos) {
+                        Some(s) => {
+                            *pos += 1;
+                            if !self.exec(s, proc)? {
+                                return Ok(Stop::Limit);
+                            }
+                        }
+                        None => {
+                            proc.stack.pop();
+                        }
+                    }
+                }
+                Frame::Dense {
+                    var,
+                    body,
+                    next,
+                    end,
+                    track,
+                } => {
+                    if let Some(t) = track {
+                        t.boundary(now, self.sink);
+                    }
+                    if *next < *end {
+                        self.env[*var as usize] = Value::I64(*next);
+                        *next += 1;
+                        let body: &'p [CStmt] = body;
+                        proc.stack.push(Frame::Block {
+                            body,
+                            pos: 0,
+                            track: None,
+                        });
+                    } else {
+                        proc.stack.pop();
+                    }
+                }
+                Frame::Ragged {
+                    vars,
+                    body,
+                    lengths,
+                    row,
+                    rows,
+                    pos,
+                    track,
+                } => {
+                    if let Some(t) = track {
+                        t.boundary(now, self.sink);
+                    }
+                    // Skip finished (and empty) rows.
+                    while *row < *rows && *pos >= lengths[*row as usize] {
+                        *row += 1;
+                        *pos = 0;
+                    }
+                    if *row < *rows {
+                        self.env[vars[0] as usize] = Value::I64(*row);
+                        self.env[vars[1] as usize] = Value::I64(*pos);
+                        *pos += 1;
+                        let body: &'p [CStmt] = body;
+                        proc.stack.push(Frame::Block {
+                            body,
+                            pos: 0,
+                            track: None,
+                        });
+                    } else {
+                        proc.stack.pop();
+                    }
+                }
+                Frame::Sparse {
+                    vars,
+                    body,
+                    indptr,
+                    indices,
+                    row,
+                    rows,
+                    j,
+                } => {
+                    // indptr was checked: OUTER + 1 non-decreasing entries within the indices.
+                    while *row < *rows && *j >= indptr[*row + 1] as usize {
+                        *row += 1;
+                    }
+                    if *row < *rows {
+                        self.env[vars[0] as usize] = Value::I64(*row as i64);
+                        self.env[vars[1] as usize] = Value::I64(indices[*j]);
+                        *j += 1;
+                        let body: &'p [CStmt] = body;
+                        proc.stack.push(Frame::Block {
+                            body,
+                            pos: 0,
+                            track: None,
+                        });
+                    } else {
+                        proc.stack.pop();
+                    }
+                }
+                Frame::Consume {
+                    channel,
+                    var,
+                    body,
+                    pending,
+                } => {
+                    if pending.take().is_some() {
+                        // The previous iteration generated no task: its edge lapses.
+                        proc.pending -= 1;
+                    }
+                    let ch = &mut self.channels[*channel as usize];
+                    if let Some(tok) = ch.tokens.pop_front() {
+                        self.env[*var as usize] = tok.value;
+                        if let Some(t) = tok.after {
+                            *pending = Some(t);
+                            proc.pending += 1;
+                        }
+                        let body: &'p [CStmt] = body;
+                        proc.stack.push(Frame::Block {
+                            body,
+                            pos: 0,
+                            track: None,
+                        });
+                    } else if ch.closed {
+                        proc.stack.pop();
+                    } else {
+                        return Ok(Stop::Blocked);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Executes one statement (pushing a frame for compound ones). `Ok(false)`: limit reached.
+    fn exec(&mut self, s: &'p CStmt, proc: &mut Proc<'p>) -> Result<bool, ExpandError> {
+        let prog = self.prog;
+        let now = self.count;
+        match s {
+            CStmt::Loop(lp) => {
+                let track = lp.ordered.then(|| Track::new(now));
+                match &lp.kind {
+                    CAxis::Dense(extent) => {
+                        let end = eval_int(extent, &self.env)?;
+                        if end < 0 {
+                            return Err(ExpandError::NegativeLength {
+                                what: format!("the extent of axis `{}`", lp.axis),
+                                value: end,
+                            });
+                        }
+                        proc.stack.push(Frame::Dense {
+                            var: lp.vars[0],
+                            body: &lp.body,
+                            next: 0,
+                            end,
+                            track,
+                        });
+                    }
+                    CAxis::Ragged { outer, lengths } => {
+                        let rows = eval_int(outer, &self.env)?;
+                        let name = &prog.module.tensors[*lengths as usize].name.name;
+                        if rows < 0 {
+                            return Err(ExpandError::NegativeLength {
+                                what: format!("the row count of axis `{}`", lp.axis),
+                                value: rows,
+                            });
+                        }
+                        let data = prog.arrays[*lengths as usize].unwrap_or(&[]);
+                        if (data.len() as u64) < rows as u64 {
+                            return Err(ExpandError::ArrayTooShort {
+                                tensor: name.clone(),
+                                needed: rows as u64,
+                                len: data.len(),
+                            });
+                        }
+                        let data = &data[..rows as usize];
+                        if let Some(r) = data.iter().position(|&l| l < 0) {
+                            return Err(ExpandError::NegativeLength {
+                                what: format!("row length `{name}[{r}]` of axis `{}`", lp.axis),
+                                value: data[r],
+                            });
+                        }
+                        proc.stack.push(Frame::Ragged {
+                            vars: lp.vars,
+                            body: &lp.body,
+                            lengths: data,
+                            row: 0,
+                            rows,
+                            pos: 0,
+                            track,
+                        });
+                    }
+                }
+            }
+            CStmt::Select(sel) => {
+                let rows = eval_int(&sel.outer, &self.env)?;
+                if rows < 0 {
+                    return Err(ExpandError::NegativeLength {
+                        what: format!("the row count of axis `{}`", sel.axis),
+                        value: rows,
+                    });
+                }
+                let tensors = &prog.module.tensors;
+                let ip_name = &tensors[sel.indptr as usize].name.name;
+                let indptr = prog.arrays[sel.indptr as usize].unwrap_or(&[]);
+                let indices = prog.arrays[sel.indices as usize].unwrap_or(&[]);
+                let needed = rows as u64 + 1;
+                if (indptr.len() as u64) < needed {
+                    return Err(ExpandError::ArrayTooShort {
+                        tensor: ip_name.clone(),
+                        needed,
+                        len: indptr.len(),
+                    });
+                }
+                let indptr = &indptr[..needed as usize];
+                for (r, &v) in indptr.iter().enumerate() {
+                    let bad = if v < 0 || v as u64 > indices.len() as u64 {
+                        Some(format!(
+                            "entry {r} is {v}, outside 0..={} (the length of `{}`)",
+                            indices.len(),
+                            tensors[sel.indices as usize].name
+                        ))
+                    } else if r > 0 && v < indptr[r - 1] {
+                        Some(format!(
+                            "entry {r} ({v}) is less than entry {} ({})",
+                            r - 1,
+                            indptr[r - 1]
+                        ))
+                    } else {
+                        None
+                    };
+                    if let Some(message) = bad {
+                        return Err(ExpandError::BadIndptr {
+                            tensor: ip_name.clone(),
+                            message,
+                        });
+                    }
+                }
+                proc.stack.push(Frame::Sparse {
+                    vars: sel.vars,
+                    body: &sel.body,
+                    indptr,
+                    indices,
+                    row: 0,
+                    rows: rows as usize,
+                    j: indptr[0] as usize,
+                });
+            }
+            CStmt::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                let body = if eval_bool(cond, &self.env)? {
+                    then_body
+                } else {
+                    else_body
+                };
+                if !body.is_empty() {
+                    proc.stack.push(Frame::Block {
+                        body,
+                        pos: 0,
+                        track: None,
+                    });
+                }
+            }
+            CStmt::Block { ordered, body } => proc.stack.push(Frame::Block {
+                body,
+                pos: 0,
+                track: ordered.then(|| Track::new(now)),
+            }),
+            CStmt::Task(t) => return self.task(t, proc),
+            CStmt::Set {
+                slot,
+                name,
+                ty,
+                value,
+            } => {
+                let v = eval(value, &self.env)?;
+                if v.ty() != *ty {
+                    return Err(ExpandError::WrongType {
+                        context: value.what.clone(),
+                        expected: format!("{ty} (the type of slot `{name}`)"),
+                        found: v.ty(),
+                    });
+                }
+                self.env[*slot as usize] = v;
+            }
+            CStmt::Load {
+                slot,
+                name,
+                ty,
+                tensor,
+                index,
+            } => {
+                let tname = &prog.module.tensors[*tensor as usize].name.name;
+                let shape = &prog.shapes[*tensor as usize];
+                let mut flat: u64 = 0;
+                for (d, (e, &extent)) in index.iter().zip(shape).enumerate() {
+                    let i = eval_int(e, &self.env)?;
+                    if i < 0 || i >= extent {
+                        return Err(ExpandError::LoadOutOfBounds {
+                            tensor: tname.clone(),
+                            dim: d,
+                            index: i,
+                            extent,
+                        });
+                    }
+                    // In bounds of every dimension, so the product fits the element count.
+                    flat = flat.saturating_mul(extent as u64).saturating_add(i as u64);
+                }
+                let data = prog.arrays[*tensor as usize].unwrap_or(&[]);
+                let Some(&elem) = data.get(flat as usize) else {
+                    return Err(ExpandError::ArrayTooShort {
+                        tensor: tname.clone(),
+                        needed: flat.saturating_add(1),
+                        len: data.len(),
+                    });
+                };
+                let v = match ty {
+                    ScalarType::I64 => Value::I64(elem),
+                    ScalarType::U64 if elem >= 0 => Value::U64(elem as u64),
+                    ScalarType::U64 | ScalarType::Bool => {
+                        return Err(ExpandError::WrongType {
+                            context: format!("`load {name} = {tname}[..]` (element {elem})"),
+                            expected: format!("{ty} (the type of slot `{name}`)"),
+                            found: ScalarType::I64,
+                        });
+                    }
+                };
+                self.env[*slot as usize] = v;
+            }
+            CStmt::Call {
+                workload,
+                args,
+                body,
+            } => {
+                for (var, ty, e) in args {
+                    let v = eval(e, &self.env)?;
+                    if v.ty() != *ty {
+                        return Err(ExpandError::WrongType {
+                            context: format!("{} (calling `{workload}`)", e.what),
+                            expected: ty.to_string(),
+                            found: v.ty(),
+                        });
+                    }
+                    // Callee parameters live above every caller variable: no clobbering.
+                    self.env[*var as usize] = v;
+                }
+                proc.stack.push(Frame::Block {
+                    body,
+                    pos: 0,
+                    track: None,
+                });
+            }
+            CStmt::Send { channel, value } => {
+                let v = eval(value, &self.env)?;
+                if v.ty() == ScalarType::Bool {
+                    return Err(ExpandError::WrongType {
+                        context: value.what.clone(),
+                        expected: "an integer".into(),
+                        found: v.ty(),
+                    });
+                }
+                self.channels[*channel as usize].tokens.push_back(Token {
+                    value: v,
+                    after: proc.last_task,
+                });
+            }
+            CStmt::Consume { channel, var, body } => proc.stack.push(Frame::Consume {
+                channel: *channel,
+                var: *var,
+                body,
+                pending: None,
+            }),
+        }
+        Ok(true)
+    }
+
+    /// Emits one task. `Ok(false)`: the limit was reached first.
+    fn task(&mut self, t: &CTask, proc: &mut Proc<'p>) -> Result<bool, ExpandError> {
+        let prog = self.prog;
+        if self.limit.is_some_and(|l| self.count as usize >= l) {
+            self.truncated = true;
+            return Ok(false);
+        }
+        let index = self.count;
+        let kname = &prog.module.kernels[t.kernel as usize].name.name;
+        self.fill(t, index).map_err(|e| at_task(e, index, kname))?;
+        self.count = index.checked_add(1).ok_or(ExpandError::TooManyTasks)?;
+        if prog.csp {
+            if let Some(last) = proc.last_task {
+                self.sink.order(OrderEdge {
+                    before: last..last + 1,
+                    after: index..index + 1,
+                });
+            }
+            proc.last_task = Some(index);
+            if proc.pending > 0 {
+                for f in &mut proc.stack {
+                    if let Frame::Consume { pending, .. } = f
+                        && let Some(p) = pending.take()
+                    {
+                        self.sink.order(OrderEdge {
+                            before: p..p + 1,
+                            after: index..index + 1,
+                        });
+                        proc.pending -= 1;
+                    }
+                }
+            }
+        }
+        self.sink.task(index, &self.buf);
+        Ok(true)
+    }
+
+    /// Evaluates the task's arguments and schedule decisions into `self.buf`.
+    fn fill(&mut self, t: &CTask, index: u32) -> Result<(), ExpandError> {
+        let prog = self.prog;
+        let env = &mut self.env;
+        let buf = &mut self.buf;
+        buf.declared = t.kernel;
+        buf.params.clear();
+        let mut nreg = 0;
+        for arg in &t.args {
+            match arg {
+                CArg::Scalar {
+                    param,
+                    ty,
+                    value,
+                    tier_slot,
+                } => {
+                    let v = eval(value, env)?;
+                    if v.ty() != *ty {
+                        return Err(ExpandError::WrongType {
+                            context: format!("argument `{param}`"),
+                            expected: ty.to_string(),
+                            found: v.ty(),
+                        });
+                    }
+                    buf.params.push(v);
+                    env[*tier_slot as usize] = v;
+                }
+                CArg::Region {
+                    param,
+                    tensor,
+                    access,
+                    dims,
+                } => {
+                    if nreg == buf.regions.len() {
+                        buf.regions.push(ExpandedRegion {
+                            tensor: 0,
+                            access: Access::In,
+                            start: Vec::new(),
+                            size: Vec::new(),
+                        });
+                    }
+                    let r = &mut buf.regions[nreg];
+                    nreg += 1;
+                    r.tensor = *tensor;
+                    r.access = *access;
+                    r.start.clear();
+                    r.size.clear();
+                    let shape = &prog.shapes[*tensor as usize];
+                    for (d, ((start, size), &extent)) in dims.iter().zip(shape).enumerate() {
+                        let s = eval_int(start, env)?;
+                        let z = match size {
+                            Some(e) => eval_int(e, env)?,
+                            None => 1,
+                        };
+                        if s < 0 || z < 1 || s.checked_add(z).is_none_or(|e| e > extent) {
+                            return Err(ExpandError::RegionOutOfBounds {
+                                task: index,
+                                kernel: prog.module.kernels[t.kernel as usize].name.name.clone(),
+                                param: param.clone(),
+                                tensor: prog.module.tensors[*tensor as usize].name.name.clone(),
+                                dim: d,
+                                start: s,
+                                size: z,
+                                extent,
+                            });
+                        }
+                        r.start.push(s);
+                        r.size.push(z);
+                    }
+                }
+            }
+        }
+        buf.regions.truncate(nreg);
+        buf.kernel = match &prog.tiers[t.kernel as usize] {
+            Some(tiers) => {
+                let mut k = tiers.default;
+                for (cond, variant) in &tiers.cases {
+                    if eval_bool(cond, env)? {
+                        k = *variant;
+                        break;
+                    }
+                }
+                k
+            }
+            None => t.kernel,
+        };
+        buf.pool = match &t.pool_by {
+            Some(levels) => *pick_level(levels, env)?,
+            None => prog.module.kernels[buf.kernel as usize].pool,
+        };
+        buf.target = target(&t.dispatch, index, prog.executors, env)?;
+        buf.stream = match &t.stream_by {
+            Some(e) => modulo(eval(e, env)?, prog.streams, &e.what)?,
+            None => (u64::from(index) % prog.streams) as u32,
+        };
+        Ok(())
+    }
+}
+
+/// The choice of the first level whose bound is above the metric, else the default.
+fn pick_level<'a, T>(l: &'a CLevels<T>, env: &[Value]) -> Result<&'a T, ExpandError> {
+    let m = eval(&l.metric, env)?;
+    let m: i128 = match m {
+        Value::I64(v) => v.into(),
+        Value::U64(v) => v.into(),
+        Value::Bool(_) => {
+            return Err(ExpandError::WrongType {
+                context: l.metric.what.clone(),
+                expected: "an integer".into(),
+                found: m.ty(),
+            });
+        }
+    };
+    Ok(l.levels
+        .iter()
+        .find(|(b, _)| m < i128::from(*b))
+        .map_or(&l.otherwise, |(_, c)| c))
+}
+
+/// `v mod n`, Euclidean (never negative).
+fn modulo(v: Value, n: u64, what: &str) -> Result<u32, ExpandError> {
+    let r = match v {
+        // n <= 2^32 (checked when the program was resolved), so it fits an i64.
+        Value::I64(x) => x.rem_euclid(n as i64) as u64,
+        Value::U64(x) => x % n,
+        Value::Bool(_) => {
+            return Err(ExpandError::WrongType {
+                context: what.to_string(),
+                expected: "an integer".into(),
+                found: v.ty(),
+            });
+        }
+    };
+    Ok(r as u32)
+}
+
+fn target(
+    d: &CDispatch,
+    index: u32,
+    executors: u64,
+    env: &[Value],
+) -> Result<Option<u32>, ExpandError> {
+    Ok(match d {
+        CDispatch::RoundRobin(n) => Some((u64::from(index) % n) as u32),
+        CDispatch::Affinity(e) => Some(modulo(eval(e, env)?, executors, &e.what)?),
+        CDispatch::Hash(e) => {
+            let bits = match eval(e, env)? {
+                Value::I64(x) => x as u64,
+                Value::U64(x) => x,
+                v @ Value::Bool(_) => {
+                    return Err(ExpandError::WrongType {
+                        context: e.what.clone(),
+                        expected: "an integer".into(),
+                        found: v.ty(),
+                    });
+                }
+            };
+            Some((splitmix64(bits) % executors) as u32)
+        }
+        CDispatch::Threshold(levels) => target(pick_level(levels, env)?, index, executors, env)?,
+        CDispatch::StaticPartition(starts) => {
+            let k = starts.iter().rposition(|&s| s <= u64::from(index));
+            // starts[0] == 0 was checked, so some start always qualifies.
+            Some(k.unwrap_or(0) as u32)
+        }
+        CDispatch::WorkSteal => None,
+    })
+}
