@@ -46,7 +46,7 @@ pub fn default_binds(text: &str) -> Vec<BindLine> {
 
 /// Applies one `NAME=VALUE` binding to `bindings`, checked against `module`.
 pub fn apply(bindings: &mut Bindings, module: &Module, spec: &str) -> Result<(), String> {
-    fallback::bind_str(bindings, module, spec)
+    bindings.bind_str(module, spec).map_err(|e| e.to_string())
 }
 
 /// A bad `//@ bind` line, as a diagnostic pointing at it.
@@ -70,49 +70,6 @@ impl Diagnostic for BindLineError {
     }
     fn notes(&self) -> Vec<String> {
         vec!["default bindings are written `//@ bind NAME=VALUE`".to_string()]
-    }
-}
-
-/// Temporary binding parser until `Bindings::bind_str` lands on the expander branch.
-mod fallback {
-    use pto_wsp::ir::{Bindings, Module, ScalarType, Value};
-
-    pub(super) fn bind_str(b: &mut Bindings, m: &Module, spec: &str) -> Result<(), String> {
-        let (name, value) = spec
-            .split_once('=')
-            .ok_or_else(|| format!("expected NAME=VALUE, found `{spec}`"))?;
-        let (name, value) = (name.trim(), value.trim());
-        if let Some(sym) = m.symbol(name) {
-            b.symbols.insert(name.into(), scalar(sym.ty, value)?);
-        } else if let Some(slot) = m.slot(name) {
-            b.slots.insert(name.into(), scalar(slot.ty, value)?);
-        } else if m.tensor(name).is_some() {
-            let inner = value.trim_start_matches('[').trim_end_matches(']');
-            let data = inner
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(|s| s.parse::<i64>().map_err(|e| format!("`{s}`: {e}")))
-                .collect::<Result<Vec<_>, _>>()?;
-            b.arrays.insert(name.into(), data);
-        } else {
-            return Err(format!(
-                "`{name}` is not a symbol, slot or tensor of the module"
-            ));
-        }
-        Ok(())
-    }
-
-    fn scalar(ty: ScalarType, v: &str) -> Result<Value, String> {
-        match ty {
-            ScalarType::Bool => v.parse().map(Value::Bool).map_err(|e| e.to_string()),
-            ScalarType::I64 => v.parse().map(Value::I64).map_err(|e| e.to_string()),
-            ScalarType::U64 => v
-                .trim_end_matches('u')
-                .parse()
-                .map(Value::U64)
-                .map_err(|e| e.to_string()),
-        }
     }
 }
 

@@ -119,8 +119,7 @@ pub fn check_summary(name: &str, module: &Module) -> String {
 
 /// The canonical text of a module (the printer's output).
 pub fn canonical(module: &Module) -> String {
-    // Until the printer lands (branch `parser`), `Module` has no `Display`.
-    format!("{module:#?}\n")
+    module.to_string()
 }
 
 /// The leading comment block of a file: the lines before the first line that is neither blank

@@ -116,8 +116,9 @@ fn task_cells(module: &Module, index: usize, task: &ExpandedTask) -> [String; 6]
     ]
 }
 
-/// Appends rows as left-aligned columns (the first right-aligned), two spaces apart, indented.
-fn push_table<const N: usize>(out: &mut String, rows: &[[String; N]], right_first: bool) {
+/// Appends rows as columns two spaces apart, indented; column `right` (if any) is right-aligned,
+/// the others left-aligned.
+fn push_table<const N: usize>(out: &mut String, rows: &[[String; N]], right: Option<usize>) {
     let mut widths = [0usize; N];
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -129,7 +130,7 @@ fn push_table<const N: usize>(out: &mut String, rows: &[[String; N]], right_firs
         for (i, cell) in row.iter().enumerate() {
             line.push(' ');
             let pad = " ".repeat(widths[i] - cell.chars().count());
-            if i == 0 && right_first {
+            if right == Some(i) {
                 line.push_str(&pad);
                 line.push_str(cell);
             } else {
@@ -154,7 +155,7 @@ fn push_counts(out: &mut String, title: &str, rows: Vec<(String, usize)>) {
         .into_iter()
         .map(|(name, n)| [name, n.to_string()])
         .collect();
-    push_table(out, &table, false);
+    push_table(out, &table, Some(1));
 }
 
 /// Counts of an expansion, as numbers (what the report prints).
@@ -214,7 +215,7 @@ pub fn expand_report(
         if bound.is_empty() { "(none)" } else { &bound }
     );
     let shown = total.min(options.limit);
-    if shown < total {
+    if shown > 0 && shown < total {
         let _ = writeln!(out, "tasks: {total} (first {shown} listed)");
     } else {
         let _ = writeln!(out, "tasks: {total}");
@@ -227,7 +228,7 @@ pub fn expand_report(
         .enumerate()
         .map(|(i, t)| task_cells(module, i, t))
         .collect();
-    push_table(&mut out, &rows, true);
+    push_table(&mut out, &rows, Some(0));
     if shown > 0 && shown < total {
         let _ = writeln!(out, "  ... {} more", total - shown);
     }
