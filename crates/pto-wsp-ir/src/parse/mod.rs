@@ -31,46 +31,12 @@ use lexer::{Kind, Token};
 pub const MAX_DEPTH: usize = 256;
 
 /// The reserved words of the format: never identifiers.
+#[rustfmt::skip]
 pub const RESERVED_WORDS: &[&str] = &[
-    "symbol",
-    "slot",
-    "tensor",
-    "axis",
-    "kernel",
-    "workload",
-    "pipeline",
-    "channel",
-    "process",
-    "schedule",
-    "for",
-    "in",
-    "out",
-    "inout",
-    "tiers",
-    "else",
-    "if",
-    "parallel_for",
-    "for_each",
-    "select",
-    "combine",
-    "sequential",
-    "task",
-    "set",
-    "load",
-    "call",
-    "send",
-    "consume",
-    "as",
-    "consumes",
-    "produces",
-    "true",
-    "false",
-    "min",
-    "max",
-    "dense",
-    "dense_dyn",
-    "ragged",
-    "sparse",
+    "symbol", "slot", "tensor", "axis", "kernel", "workload", "pipeline", "channel", "process",
+    "schedule", "for", "in", "out", "inout", "tiers", "else", "if", "parallel_for", "for_each",
+    "select", "combine", "sequential", "task", "set", "load", "call", "send", "consume", "as",
+    "consumes", "produces", "true", "false", "min", "max", "dense", "dense_dyn", "ragged", "sparse",
 ];
 
 /// Whether `word` is a reserved word (and so cannot be an identifier).
@@ -102,8 +68,8 @@ impl crate::source::Diagnostic for ParseError {
         self.loc
     }
 
-    /// The part of an "expected X, found Y" message that says what was expected, or a short
-    /// description for the other errors.
+    /// What was expected, for "expected X, found Y" errors when X is short; "opened here" for
+    /// unclosed delimiters.
     fn label(&self) -> Option<String> {
         let m = &self.message;
         if let Some(rest) = m.strip_prefix("expected ") {
@@ -297,7 +263,6 @@ impl<'a> Parser<'a> {
         &mut self,
         close: &str,
         ctx: &str,
-        trailing: bool,
         mut item: impl FnMut(&mut Self) -> PResult<T>,
     ) -> PResult<Vec<T>> {
         let mut items = Vec::new();
@@ -306,13 +271,10 @@ impl<'a> Parser<'a> {
         }
         loop {
             items.push(item(self)?);
-            if self.eat_punct(",") {
-                if trailing && self.peek().is_punct(close) {
-                    break;
-                }
-            } else if self.peek().is_punct(close) {
+            if self.peek().is_punct(close) {
                 break;
-            } else {
+            }
+            if !self.eat_punct(",") {
                 return Err(self.err_expected(&format!("`,` or `{close}` {ctx}")));
             }
         }
@@ -646,7 +608,7 @@ impl<'a> Parser<'a> {
         self.expect(":", "after tensor name")?;
         let dtype = self.dtype()?;
         self.open("[", "before the tensor's dimensions")?;
-        let shape = self.list("]", "in tensor dimensions", false, Self::expr)?;
+        let shape = self.list("]", "in tensor dimensions", Self::expr)?;
         self.close("]", "")?;
         self.expect(";", "after tensor declaration")?;
         Ok(TensorDecl { name, dtype, shape })
@@ -693,7 +655,7 @@ impl<'a> Parser<'a> {
         self.bump();
         let name = self.ident("kernel name")?;
         self.open("(", "after kernel name")?;
-        let params = self.list(")", "in kernel parameters", false, Self::kernel_param)?;
+        let params = self.list(")", "in kernel parameters", Self::kernel_param)?;
         self.close(")", "")?;
         let pool = if self.eat_punct("@") {
             self.keyword("pool", ExecPool::ALL, ExecPool::keyword)?
@@ -725,7 +687,7 @@ impl<'a> Parser<'a> {
             self.expect(":", "after parameter name")?;
             let dtype = self.dtype()?;
             self.open("[", "before the tile's dimensions")?;
-            let shape = self.list("]", "in tile dimensions", false, |p| {
+            let shape = self.list("]", "in tile dimensions", |p| {
                 if p.eat_punct("?") {
                     Ok(None)
                 } else {
@@ -780,7 +742,7 @@ impl<'a> Parser<'a> {
         let start = self.bump().start;
         let name = self.ident("workload name")?;
         self.open("(", "after workload name")?;
-        let params = self.list(")", "in workload parameters", false, |p| {
+        let params = self.list(")", "in workload parameters", |p| {
             let name = p.ident("parameter name")?;
             p.expect(":", "after parameter name")?;
             Ok((name, p.scalar_type()?))
@@ -898,7 +860,7 @@ impl<'a> Parser<'a> {
         self.bump();
         let kernel = self.ident("kernel name")?;
         self.open("(", "after kernel name")?;
-        let args = self.list(")", "in task arguments", false, Self::arg)?;
+        let args = self.list(")", "in task arguments", Self::arg)?;
         self.close(")", "")?;
         self.expect(";", "after task statement")?;
         Ok(StmtKind::Task(TaskStmt { kernel, args }))
@@ -919,7 +881,7 @@ impl<'a> Parser<'a> {
         self.expect("=", "after slot name")?;
         let tensor = self.ident("tensor name")?;
         self.open("[", "after tensor name")?;
-        let index = self.list("]", "in element index", false, Self::expr)?;
+        let index = self.list("]", "in element index", Self::expr)?;
         self.close("]", "")?;
         self.expect(";", "after load statement")?;
         Ok(StmtKind::SlotLoad {
@@ -933,7 +895,7 @@ impl<'a> Parser<'a> {
         self.bump();
         let workload = self.ident("workload name")?;
         self.open("(", "after workload name")?;
-        let args = self.list(")", "in call arguments", false, Self::expr)?;
+        let args = self.list(")", "in call arguments", Self::expr)?;
         self.close(")", "")?;
         self.expect(";", "after call statement")?;
         Ok(StmtKind::Call { workload, args })
@@ -965,7 +927,7 @@ impl<'a> Parser<'a> {
             self.bump();
             let tensor = Ident::at(t.text, t.loc());
             self.open("[", "")?;
-            let dims = self.list("]", "in region", false, |p| {
+            let dims = self.list("]", "in region", |p| {
                 let start = p.expr()?;
                 let size = if p.eat_punct("+:") {
                     Some(p.expr()?)
@@ -1178,9 +1140,8 @@ impl<'a> Parser<'a> {
             "static_partition" => {
                 self.bump();
                 self.open("(", "after `static_partition`")?;
-                let starts = self.list(")", "in static_partition", false, |p| {
-                    p.count("partition start")
-                })?;
+                let starts =
+                    self.list(")", "in static_partition", |p| p.count("partition start"))?;
                 self.close(")", "")?;
                 Dispatch::StaticPartition(starts)
             }
