@@ -5,7 +5,7 @@
 //!
 //! Promise: the builder produces exactly the IR the text parser produces for the same program —
 //! same declarations in the same order, same statements, same expressions — with every
-//! [`Loc`](crate::Loc) equal to [`Loc::NONE`](crate::Loc::NONE). It checks nothing: run
+//! [`Loc`] equal to [`Loc::NONE`]. It checks nothing: run
 //! [`validate()`](crate::validate()) on the result as on a parsed module.
 //!
 //! Bodies are closures receiving a [`Body`] to append statements to; [`e`], [`span`], [`at`] and

@@ -22,7 +22,7 @@
 //! (the state increment included); a `for_each` over a ragged axis orders each `(row, pos)`
 //! iteration after the previous one; `&&`, `||` and `?:` evaluate lazily (see [`crate::eval`]).
 //!
-//! How: [`compile`](self) resolves the entry once (names to indices into one flat environment,
+//! How: the `compile` submodule resolves the entry once (names to indices into one flat environment,
 //! calls inlined), then an explicit-stack interpreter runs it — see the submodules.
 
 mod compile;

@@ -1,0 +1,1274 @@
+//! Tests of the reference expander against independent computations.
+//!
+//! The expander is the oracle every back end is checked against, so it is checked here against
+//! something simpler still: for each module, the expected task list (kernels, parameters,
+//! regions, targets, streams, pools) and order edges are computed with plain nested Rust loops
+//! in the test itself, and compared exactly.
+
+use pto_wsp_ir::expand::{
+    ExpandError, ExpandOptions, ExpandSink, ExpandedRegion, ExpandedTask, Expansion, OrderEdge,
+    expand, expand_each, expand_with, splitmix64,
+};
+use pto_wsp_ir::{Access, Bindings, ExecPool, Module, Value, parse};
+use std::ops::Range;
+
+fn module(text: &str) -> Module {
+    match parse(text) {
+        Ok(m) => m,
+        Err(e) => panic!("test module does not parse: {e}\n{text}"),
+    }
+}
+
+fn run(m: &Module, b: &Bindings) -> Expansion {
+    match expand(m, b, &ExpandOptions::default()) {
+        Ok(x) => x,
+        Err(e) => panic!("expansion failed: {e}"),
+    }
+}
+
+fn run_err(m: &Module, b: &Bindings) -> ExpandError {
+    match expand(m, b, &ExpandOptions::default()) {
+        Ok(x) => panic!("expected an error, got {} tasks", x.tasks.len()),
+        Err(e) => e,
+    }
+}
+
+fn kidx(m: &Module, name: &str) -> u32 {
+    m.kernels.iter().position(|k| k.name.name == name).unwrap() as u32
+}
+
+fn tidx(m: &Module, name: &str) -> u32 {
+    m.tensors.iter().position(|k| k.name.name == name).unwrap() as u32
+}
+
+fn reg(tensor: u32, access: Access, start: &[i64], size: &[i64]) -> ExpandedRegion {
+    ExpandedRegion {
+        tensor,
+        access,
+        start: start.to_vec(),
+        size: size.to_vec(),
+    }
+}
+
+fn edge(before: Range<u32>, after: Range<u32>) -> OrderEdge {
+    OrderEdge { before, after }
+}
+
+fn sorted(mut v: Vec<OrderEdge>) -> Vec<(u32, u32, u32, u32)> {
+    let mut out: Vec<_> = v
+        .drain(..)
+        .map(|e| (e.before.start, e.before.end, e.after.start, e.after.end))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Edges between consecutive non-empty ranges.
+fn chain(ranges: &[Range<u32>]) -> Vec<OrderEdge> {
+    let ne: Vec<_> = ranges.iter().filter(|r| !r.is_empty()).cloned().collect();
+    ne.windows(2)
+        .map(|w| edge(w[0].clone(), w[1].clone()))
+        .collect()
+}
+
+const NESTED: &str = "
+symbol n: i64;
+tensor A: f32[n, 64];
+tensor B: f32[n, 64];
+axis I = dense_dyn(n);
+axis J = dense(4);
+kernel k(in a: f32[1, 16], out b: f32[1, 16], j: i64) @vector;
+workload main() {
+    for_each i in I {
+        parallel_for j in J {
+            if i % 3 != 1 {
+                task k(A[i, j * 16 +: 16], B[i, j * 16 +: 16], i * 10 + j);
+            }
+        }
+    }
+}
+schedule for main {
+    dispatch round_robin(3);
+    streams 2;
+}
+";
+
+#[test]
+fn nested_dense_loops_with_for_each() {
+    let m = module(NESTED);
+    for n in [0i64, 1, 2, 5, 7] {
+        let x = run(&m, &Bindings::new().symbol("n", n));
+        let mut tasks = Vec::new();
+        let mut iters = Vec::new();
+        for i in 0..n {
+            let start = tasks.len() as u32;
+            for j in 0..4 {
+                if i % 3 != 1 {
+                    let idx = tasks.len() as u32;
+                    tasks.push(ExpandedTask {
+                        kernel: 0,
+                        declared: 0,
+                        params: vec![Value::I64(i * 10 + j)],
+                        regions: vec![
+                            reg(0, Access::In, &[i, j * 16], &[1, 16]),
+                            reg(1, Access::Out, &[i, j * 16], &[1, 16]),
+                        ],
+                        pool: ExecPool::Vector,
+                        target: Some(idx % 3),
+                        stream: idx % 2,
+                    });
+                }
+            }
+            iters.push(start..tasks.len() as u32);
+        }
+        assert_eq!(x.tasks, tasks, "n = {n}");
+        assert_eq!(sorted(x.order.clone()), sorted(chain(&iters)), "n = {n}");
+        assert_eq!((x.executors, x.streams, x.truncated), (3, 2, false));
+    }
+}
+
+#[test]
+fn ragged_loops() {
+    let m = module(
+        "
+symbol rows: i64;
+tensor LEN: i32[rows];
+tensor X: f16[rows, 8];
+axis R = ragged(rows, LEN);
+kernel k(inout x: f16[1, 1], r: i64, p: i64);
+workload main() {
+    for_each r, p in R {
+        task k(X[r, p], r, p);
+    }
+    parallel_for r, p in R {
+        task k(X[r, p], r, p);
+    }
+}
+",
+    );
+    let lens = [3i64, 0, 2, 1, 0];
+    let b = Bindings::new()
+        .symbol("rows", 4i64)
+        .array("LEN", lens.to_vec());
+    let x = run(&m, &b);
+    let mut tasks = Vec::new();
+    let mut iters = Vec::new();
+    for pass in 0..2 {
+        for r in 0..4 {
+            for p in 0..lens[r as usize] {
+                if pass == 0 {
+                    iters.push(tasks.len() as u32..tasks.len() as u32 + 1);
+                }
+                tasks.push(ExpandedTask {
+                    kernel: 0,
+                    declared: 0,
+                    params: vec![Value::I64(r), Value::I64(p)],
+                    regions: vec![reg(1, Access::InOut, &[r, p], &[1, 1])],
+                    pool: ExecPool::Any,
+                    target: Some(0),
+                    stream: 0,
+                });
+            }
+        }
+    }
+    assert_eq!(x.tasks, tasks);
+    assert_eq!(sorted(x.order.clone()), sorted(chain(&iters)));
+}
+
+#[test]
+fn sparse_select() {
+    let m = module(
+        "
+symbol rows: i64;
+tensor PTR: i64[rows];
+tensor IDX: i64[8];
+tensor X: f16[4, 16];
+axis S = sparse(rows, PTR, IDX);
+kernel k(in x: f16[1, 1], r: i64, c: i64);
+workload main() {
+    select r, c in S {
+        task k(X[r, c], r, c);
+    }
+}
+",
+    );
+    let ptr = [0i64, 2, 2, 5];
+    let idx = [7i64, 1, 3, 3, 0];
+    let b = Bindings::new()
+        .symbol("rows", 3i64)
+        .array("PTR", ptr.to_vec())
+        .array("IDX", idx.to_vec());
+    let x = run(&m, &b);
+    let mut expected = Vec::new();
+    for r in 0..3 {
+        for j in ptr[r]..ptr[r + 1] {
+            expected.push((r as i64, idx[j as usize]));
+        }
+    }
+    let got: Vec<_> = x
+        .tasks
+        .iter()
+        .map(|t| match (t.params[0], t.params[1]) {
+            (Value::I64(r), Value::I64(c)) => (r, c),
+            other => panic!("unexpected params {other:?}"),
+        })
+        .collect();
+    assert_eq!(got, expected);
+    let starts: Vec<_> = x.tasks.iter().map(|t| t.regions[0].start.clone()).collect();
+    let expected_starts: Vec<_> = expected.iter().map(|&(r, c)| vec![r, c]).collect();
+    assert_eq!(starts, expected_starts);
+    assert!(x.order.is_empty());
+}
+
+#[test]
+fn if_on_symbols_and_slots_with_set_and_load() {
+    let m = module(
+        "
+symbol big: bool;
+symbol n: i64;
+slot acc: i64;
+slot seen: u64;
+tensor T: i64[2, 3];
+axis I = dense_dyn(n);
+kernel k(a: i64, b: u64);
+workload main() {
+    parallel_for i in I {
+        load acc = T[i % 2, i % 3];
+        if big && acc > 4 {
+            task k(acc, seen);
+            set seen = seen + 1u;
+        } else {
+            if acc == 0 {
+                set acc = 100;
+            }
+            task k(acc, seen);
+        }
+    }
+}
+",
+    );
+    let t = [[5i64, 0, 9], [2, 7, 0]];
+    for big in [false, true] {
+        let b = Bindings::new()
+            .symbol("big", big)
+            .symbol("n", 7i64)
+            .slot("seen", 10u64)
+            .array("T", t.iter().flatten().copied().collect::<Vec<_>>());
+        let x = run(&m, &b);
+        let mut seen = 10u64;
+        let mut expected = Vec::new();
+        for i in 0..7usize {
+            let mut acc = t[i % 2][i % 3];
+            if big && acc > 4 {
+                expected.push((acc, seen));
+                seen += 1;
+            } else {
+                if acc == 0 {
+                    acc = 100;
+                }
+                expected.push((acc, seen));
+            }
+        }
+        let got: Vec<_> = x
+            .tasks
+            .iter()
+            .map(|t| match (t.params[0], t.params[1]) {
+                (Value::I64(a), Value::U64(b)) => (a, b),
+                other => panic!("unexpected params {other:?}"),
+            })
+            .collect();
+        assert_eq!(got, expected, "big = {big}");
+    }
+}
+
+#[test]
+fn tiers_choose_variant_and_pool() {
+    let m = module(
+        "
+symbol limit: i64;
+axis I = dense(6);
+kernel small(n: i64) @vector;
+kernel mid(n: i64) @cube;
+kernel large(n: i64);
+kernel op(n: i64) @vector tiers { n < 2 => small, n < limit => mid, else => large };
+workload main() {
+    parallel_for i in I {
+        task op(i);
+    }
+}
+",
+    );
+    let x = run(&m, &Bindings::new().symbol("limit", 4i64));
+    let op = kidx(&m, "op");
+    for (i, t) in x.tasks.iter().enumerate() {
+        let (k, pool) = if i < 2 {
+            ("small", ExecPool::Vector)
+        } else if i < 4 {
+            ("mid", ExecPool::Cube)
+        } else {
+            ("large", ExecPool::Any)
+        };
+        assert_eq!(t.declared, op);
+        assert_eq!(t.kernel, kidx(&m, k), "task {i}");
+        assert_eq!(t.pool, pool, "task {i}");
+        assert_eq!(t.params, vec![Value::I64(i as i64)]);
+    }
+    assert_eq!(x.tasks.len(), 6);
+    assert_eq!(
+        x.describe_task(&m, 3),
+        "#3 op[mid] n=3 target 0 stream 0 pool cube"
+    );
+    let counts = x.kernel_counts();
+    assert_eq!(counts.get(&kidx(&m, "small")), Some(&2));
+    assert_eq!(counts.get(&kidx(&m, "mid")), Some(&2));
+    assert_eq!(counts.get(&kidx(&m, "large")), Some(&2));
+}
+
+#[test]
+fn call_with_args_and_sequential() {
+    let m = module(
+        "
+tensor X: f32[16, 16];
+axis I = dense(3);
+axis J = dense(2);
+kernel k(out x: f32[?, ?], tag: i64);
+workload tile(r: i64, c: i64) {
+    parallel_for j in J {
+        task k(X[r +: 2, c + j], r * 100 + c * 10 + j);
+    }
+}
+workload main() {
+    sequential {
+        parallel_for i in I {
+            call tile(i * 2, 5);
+        }
+        combine { }
+        if false {
+            task k(X[0, 0], -1);
+        }
+        call tile(9, 1);
+        task k(X[15, 15], 7);
+    }
+}
+",
+    );
+    let x = run(&m, &Bindings::new());
+    let mut expected = Vec::new();
+    let mut children = Vec::new();
+    let mut start = 0u32;
+    for i in 0..3i64 {
+        let r = i * 2;
+        for j in 0..2 {
+            expected.push((vec![r, 5 + j], vec![2, 1], r * 100 + 50 + j));
+        }
+    }
+    children.push(start..expected.len() as u32);
+    start = expected.len() as u32;
+    children.push(start..start); // combine { }
+    children.push(start..start); // if false
+    for j in 0..2 {
+        expected.push((vec![9, 1 + j], vec![2, 1], 910 + j));
+    }
+    children.push(start..expected.len() as u32);
+    start = expected.len() as u32;
+    expected.push((vec![15, 15], vec![1, 1], 7));
+    children.push(start..expected.len() as u32);
+    let got: Vec<_> = x
+        .tasks
+        .iter()
+        .map(|t| {
+            let Value::I64(tag) = t.params[0] else {
+                panic!("tag is not i64")
+            };
+            (t.regions[0].start.clone(), t.regions[0].size.clone(), tag)
+        })
+        .collect();
+    assert_eq!(got, expected);
+    assert_eq!(sorted(x.order.clone()), sorted(chain(&children)));
+    assert_eq!(
+        x.describe_task(&m, 1),
+        "#1 k x=X[0+:2, 6] tag=51 target 0 stream 0 pool any"
+    );
+}
+
+const PIPELINE: &str = "
+symbol n: i64;
+axis N = dense_dyn(n);
+kernel fetch(i: i64);
+kernel compute(v: i64);
+kernel store(v: i64);
+pipeline p {
+    channel a[2];
+    channel b[2];
+    process sink(consumes b) {
+        consume b as v {
+            task store(v);
+        }
+    }
+    process src(produces a) {
+        parallel_for i in N {
+            task fetch(i);
+            send a(i * 3);
+        }
+    }
+    process mid(consumes a; produces b) {
+        consume a as v {
+            task compute(v);
+            send b(v + 1);
+        }
+    }
+}
+";
+
+#[test]
+fn csp_three_stage_pipeline() {
+    let m = module(PIPELINE);
+    let n = 4u32;
+    let x = run(&m, &Bindings::new().symbol("n", i64::from(n)));
+    // sink blocks at once; src runs to its end; mid then runs to its end; then sink.
+    let mut expected = Vec::new();
+    for i in 0..n {
+        expected.push(("fetch", i64::from(i)));
+    }
+    for i in 0..n {
+        expected.push(("compute", i64::from(i) * 3));
+    }
+    for i in 0..n {
+        expected.push(("store", i64::from(i) * 3 + 1));
+    }
+    let got: Vec<_> = x
+        .tasks
+        .iter()
+        .map(|t| (m.kernels[t.kernel as usize].name.name.as_str(), t.params[0]))
+        .map(|(k, v)| match v {
+            Value::I64(v) => (k, v),
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(got, expected);
+    let mut edges = Vec::new();
+    for stage in 0..3 {
+        for k in 0..n - 1 {
+            let t = stage * n + k;
+            edges.push(edge(t..t + 1, t + 1..t + 2));
+        }
+    }
+    for k in 0..n {
+        edges.push(edge(k..k + 1, n + k..n + k + 1)); // src's k-th send → mid's k-th iteration
+        edges.push(edge(n + k..n + k + 1, 2 * n + k..2 * n + k + 1));
+    }
+    assert_eq!(sorted(x.order.clone()), sorted(edges));
+}
+
+#[test]
+fn csp_deadlock_names_processes_and_channels() {
+    let m = module(
+        "
+kernel k(v: i64);
+pipeline p {
+    channel x[1];
+    channel y[1];
+    process a(consumes y; produces x) {
+        send x(0);
+        consume y as v {
+            task k(v);
+        }
+    }
+    process b(consumes x; produces y) {
+        consume x as v {
+            task k(v);
+            send y(v + 1);
+        }
+    }
+}
+",
+    );
+    let e = run_err(&m, &Bindings::new());
+    assert_eq!(
+        e,
+        ExpandError::Deadlock {
+            waiting: vec![("a".into(), "y".into()), ("b".into(), "x".into())]
+        }
+    );
+    assert!(e.to_string().contains("process `a` waits on channel `y`"));
+    // Before deadlocking, b's task (token 0) and a's task (token 1) were generated.
+    let mut seen = Vec::new();
+    let r = expand_each(&m, &Bindings::new(), &ExpandOptions::default(), |i, t| {
+        seen.push((i, t.params[0]))
+    });
+    assert!(r.is_err());
+    assert_eq!(seen, vec![(0, Value::I64(0)), (1, Value::I64(1))]);
+}
+
+/// A 10-task loop with the given schedule, returning (target, stream, pool) per task.
+fn scheduled(schedule: &str, opts: &ExpandOptions) -> (Vec<(Option<u32>, u32, ExecPool)>, u64) {
+    let text = format!(
+        "
+axis I = dense(10);
+kernel k(i: i64) @vector;
+workload main() {{
+    parallel_for i in I {{
+        task k(i);
+    }}
+}}
+schedule for main {{
+{schedule}
+}}
+"
+    );
+    let m = module(&text);
+    let x = match expand(&m, &Bindings::new(), opts) {
+        Ok(x) => x,
+        Err(e) => panic!("{e}"),
+    };
+    (
+        x.tasks
+            .iter()
+            .map(|t| (t.target, t.stream, t.pool))
+            .collect(),
+        x.executors,
+    )
+}
+
+fn targets(schedule: &str) -> Vec<Option<u32>> {
+    scheduled(schedule, &ExpandOptions::default())
+        .0
+        .into_iter()
+        .map(|t| t.0)
+        .collect()
+}
+
+#[test]
+fn dispatch_policies() {
+    let idx = 0..10i64;
+    assert_eq!(
+        targets("dispatch round_robin(3);"),
+        idx.clone()
+            .map(|i| Some((i % 3) as u32))
+            .collect::<Vec<_>>()
+    );
+    // Affinity is Euclidean: negative keys map into 0..E.
+    assert_eq!(
+        targets("executors 4; dispatch affinity(i * 7 - 20);"),
+        idx.clone()
+            .map(|i| Some((i * 7 - 20).rem_euclid(4) as u32))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        targets("executors 5; dispatch hash(i - 3);"),
+        idx.clone()
+            .map(|i| Some((splitmix64((i - 3) as u64) % 5) as u32))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        targets(
+            "executors 8; dispatch threshold(i) { below 3: round_robin(2), below 6: affinity(i + 1), else: work_steal };"
+        ),
+        idx.clone()
+            .map(|i| if i < 3 {
+                Some((i % 2) as u32)
+            } else if i < 6 {
+                Some((i + 1) as u32)
+            } else {
+                None
+            })
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        targets("dispatch static_partition(0, 4, 7);"),
+        [0, 0, 0, 0, 1, 1, 1, 2, 2, 2].map(Some).to_vec()
+    );
+    assert_eq!(targets("dispatch work_steal;"), vec![None; 10]);
+    // Default: one executor.
+    assert_eq!(targets("streams 1;"), vec![Some(0); 10]);
+    // executors override.
+    let (t, e) = scheduled(
+        "executors 4; dispatch affinity(i);",
+        &ExpandOptions {
+            executors: Some(3),
+            ..ExpandOptions::default()
+        },
+    );
+    assert_eq!(e, 3);
+    assert_eq!(
+        t.iter().map(|t| t.0).collect::<Vec<_>>(),
+        idx.clone()
+            .map(|i| Some((i % 3) as u32))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn splitmix64_reference_values() {
+    // The first outputs of the reference SplitMix64 generator seeded with 0.
+    assert_eq!(splitmix64(0), 0xE220_A839_7B1D_CDAF);
+    assert_eq!(splitmix64(0x9E37_79B9_7F4A_7C15), 0x6E78_9E6A_A1B9_65F4);
+}
+
+#[test]
+fn streams_and_pool_routing() {
+    let (t, _) = scheduled("streams 3;", &ExpandOptions::default());
+    assert_eq!(
+        t.iter().map(|t| t.1).collect::<Vec<_>>(),
+        (0..10u32).map(|i| i % 3).collect::<Vec<_>>()
+    );
+    let (t, _) = scheduled("streams 4; stream_by 5 - i * 3;", &ExpandOptions::default());
+    assert_eq!(
+        t.iter().map(|t| t.1).collect::<Vec<_>>(),
+        (0..10i64)
+            .map(|i| (5 - i * 3).rem_euclid(4) as u32)
+            .collect::<Vec<_>>()
+    );
+    let (t, _) = scheduled(
+        "dispatch_threshold(i) { below 3: cube, below 7: any, else: cube };",
+        &ExpandOptions::default(),
+    );
+    assert_eq!(
+        t.iter().map(|t| t.2).collect::<Vec<_>>(),
+        (0..10)
+            .map(|i| if i < 3 {
+                ExecPool::Cube
+            } else if i < 7 {
+                ExecPool::Any
+            } else {
+                ExecPool::Cube
+            })
+            .collect::<Vec<_>>()
+    );
+    let (t, _) = scheduled("streams 2;", &ExpandOptions::default());
+    assert!(t.iter().all(|t| t.2 == ExecPool::Vector));
+}
+
+#[test]
+fn limit_truncates_to_a_prefix_with_clipped_edges() {
+    let m = module(NESTED);
+    let b = Bindings::new().symbol("n", 6i64);
+    let full = run(&m, &b);
+    let total = full.tasks.len();
+    for limit in 0..=total + 1 {
+        let x = expand(
+            &m,
+            &b,
+            &ExpandOptions {
+                limit: Some(limit),
+                ..ExpandOptions::default()
+            },
+        )
+        .unwrap();
+        let n = limit.min(total);
+        assert_eq!(x.tasks, full.tasks[..n], "limit {limit}");
+        assert_eq!(x.truncated, limit < total, "limit {limit}");
+        let n = n as u32;
+        let clip = |r: &Range<u32>| r.start.min(n)..r.end.min(n);
+        let expected: Vec<_> = full
+            .order
+            .iter()
+            .map(|e| edge(clip(&e.before), clip(&e.after)))
+            .filter(|e| !e.before.is_empty() && !e.after.is_empty())
+            .collect();
+        assert_eq!(sorted(x.order.clone()), sorted(expected), "limit {limit}");
+    }
+}
+
+#[test]
+fn streaming_forms_agree_with_expand() {
+    let m = module(PIPELINE);
+    let b = Bindings::new().symbol("n", 5i64);
+    let x = run(&m, &b);
+    let mut tasks = Vec::new();
+    let s = expand_each(&m, &b, &ExpandOptions::default(), |i, t| {
+        assert_eq!(i as usize, tasks.len());
+        tasks.push(t.clone());
+    })
+    .unwrap();
+    assert_eq!(tasks, x.tasks);
+    assert_eq!(s.tasks as usize, x.tasks.len());
+    struct Sink(Vec<ExpandedTask>, Vec<OrderEdge>);
+    impl ExpandSink for Sink {
+        fn task(&mut self, _: u32, t: &ExpandedTask) {
+            self.0.push(t.clone());
+        }
+        fn order(&mut self, e: OrderEdge) {
+            self.1.push(e);
+        }
+    }
+    let mut sink = Sink(Vec::new(), Vec::new());
+    expand_with(&m, &b, &ExpandOptions::default(), &mut sink).unwrap();
+    assert_eq!(sink.0, x.tasks);
+    assert_eq!(sink.1, x.order);
+}
+
+#[test]
+fn counts_helpers() {
+    let (t, _) = scheduled("dispatch round_robin(4);", &ExpandOptions::default());
+    assert_eq!(t.len(), 10);
+    let m = module(NESTED);
+    let x = run(&m, &Bindings::new().symbol("n", 3i64));
+    // Iterations 0 and 2 run (i % 3 != 1): 8 tasks over round_robin(3).
+    let e = x.executor_counts();
+    assert_eq!(
+        e.into_iter().collect::<Vec<_>>(),
+        vec![(Some(0), 3), (Some(1), 3), (Some(2), 2)]
+    );
+    assert_eq!(
+        x.kernel_counts().into_iter().collect::<Vec<_>>(),
+        vec![(0, 8)]
+    );
+    assert_eq!(
+        x.describe_task(&m, 5),
+        "#5 k a=A[2, 16+:16] b=B[2, 16+:16] j=21 target 2 stream 1 pool vector"
+    );
+    assert!(x.describe_task(&m, 99).contains("no such task"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors: one test per ExpandError variant.
+
+#[test]
+fn error_no_entry_point() {
+    let m = module("workload a() { } workload b() { }");
+    assert!(matches!(
+        run_err(&m, &Bindings::new()),
+        ExpandError::NoEntryPoint { .. }
+    ));
+    let mut m = module("workload a() { } schedule for a { }");
+    m.schedule.as_mut().unwrap().target = "nothing".into();
+    let e = run_err(&m, &Bindings::new());
+    assert!(e.to_string().contains("`nothing`"), "{e}");
+}
+
+#[test]
+fn error_unknown_names() {
+    let m = module("workload main() { task nope(); }");
+    assert_eq!(
+        run_err(&m, &Bindings::new()),
+        ExpandError::UnknownName {
+            kind: "kernel",
+            name: "nope".into(),
+            context: "task `nope` in workload `main`".into()
+        }
+    );
+    let m = module("kernel k(x: i64); workload main() { task k(y + 1); }");
+    assert!(matches!(
+        run_err(&m, &Bindings::new()),
+        ExpandError::UnknownName { kind: "name", name, .. } if name == "y"
+    ));
+    let m = module("workload main() { parallel_for i in Nope { } }");
+    assert!(matches!(
+        run_err(&m, &Bindings::new()),
+        ExpandError::UnknownName { kind: "axis", .. }
+    ));
+    let m = module("workload main() { send c(1); }");
+    assert!(matches!(
+        run_err(&m, &Bindings::new()),
+        ExpandError::UnknownName {
+            kind: "channel",
+            ..
+        }
+    ));
+    // A callee does not see its caller's loop variables.
+    let m = module(
+        "axis I = dense(2); kernel k(x: i64);
+         workload w() { task k(i); }
+         workload main() { parallel_for i in I { call w(); } }",
+    );
+    assert!(matches!(
+        run_err(&m, &Bindings::new()),
+        ExpandError::UnknownName { kind: "name", name, .. } if name == "i"
+    ));
+}
+
+#[test]
+fn error_malformed() {
+    let m = module("kernel k(x: i64); workload main() { task k(1, 2); }");
+    assert!(matches!(
+        run_err(&m, &Bindings::new()),
+        ExpandError::Malformed { .. }
+    ));
+    let m = module("tensor T: f32[4]; kernel k(x: i64); workload main() { task k(T[0]); }");
+    assert!(matches!(
+        run_err(&m, &Bindings::new()),
+        ExpandError::Malformed { .. }
+    ));
+}
+
+#[test]
+fn error_recursion() {
+    let m = module(
+        "workload a() { call b(); } workload b() { call a(); } workload main() { call a(); }",
+    );
+    assert_eq!(
+        run_err(&m, &Bindings::new()),
+        ExpandError::Recursion {
+            chain: vec!["main".into(), "a".into(), "b".into(), "a".into()]
+        }
+    );
+}
+
+#[test]
+fn error_bad_schedule() {
+    let m = module(
+        "kernel k(); workload main() { task k(); } schedule for main { dispatch round_robin(0); }",
+    );
+    assert!(matches!(
+        run_err(&m, &Bindings::new()),
+        ExpandError::BadSchedule { .. }
+    ));
+    let m = module("workload main() { }");
+    let e = expand(
+        &m,
+        &Bindings::new(),
+        &ExpandOptions {
+            executors: Some(0),
+            ..ExpandOptions::default()
+        },
+    );
+    assert!(matches!(e, Err(ExpandError::BadSchedule { .. })));
+}
+
+#[test]
+fn error_bindings() {
+    let m = module(NESTED);
+    assert_eq!(
+        run_err(&m, &Bindings::new()),
+        ExpandError::MissingSymbol { name: "n".into() }
+    );
+    assert_eq!(
+        run_err(&m, &Bindings::new().symbol("n", true)),
+        ExpandError::BindingType {
+            name: "n".into(),
+            expected: pto_wsp_ir::ScalarType::I64,
+            found: pto_wsp_ir::ScalarType::Bool
+        }
+    );
+    let r = "symbol rows: i64; tensor LEN: i64[rows]; axis R = ragged(rows, LEN);
+             kernel k(a: i64); workload main() { parallel_for r, p in R { task k(p); } }";
+    let m = module(r);
+    assert_eq!(
+        run_err(&m, &Bindings::new().symbol("rows", 3i64)),
+        ExpandError::MissingArray {
+            tensor: "LEN".into()
+        }
+    );
+    assert_eq!(
+        run_err(
+            &m,
+            &Bindings::new()
+                .symbol("rows", 3i64)
+                .array("LEN", vec![1, 2])
+        ),
+        ExpandError::ArrayTooShort {
+            tensor: "LEN".into(),
+            needed: 3,
+            len: 2
+        }
+    );
+    let e = run_err(
+        &m,
+        &Bindings::new()
+            .symbol("rows", 3i64)
+            .array("LEN", vec![1, -2, 0]),
+    );
+    assert!(
+        matches!(&e, ExpandError::NegativeLength { what, value: -2 } if what.contains("LEN[1]")),
+        "{e}"
+    );
+    let e = run_err(
+        &m,
+        &Bindings::new().symbol("rows", -1i64).array("LEN", vec![]),
+    );
+    assert!(
+        matches!(e, ExpandError::NegativeLength { value: -1, .. }),
+        "{e}"
+    );
+}
+
+#[test]
+fn error_negative_extent() {
+    let m = module(NESTED);
+    let e = run_err(&m, &Bindings::new().symbol("n", -3i64));
+    // The tensor dimension `n` is checked first.
+    assert_eq!(
+        e,
+        ExpandError::NegativeLength {
+            what: "dimension 0 of tensor `A`".into(),
+            value: -3
+        }
+    );
+    let m =
+        module("symbol n: i64; axis I = dense_dyn(n); workload main() { parallel_for i in I { } }");
+    let e = run_err(&m, &Bindings::new().symbol("n", -3i64));
+    assert!(
+        matches!(e, ExpandError::NegativeLength { value: -3, .. }),
+        "{e}"
+    );
+}
+
+#[test]
+fn error_bad_indptr() {
+    let m = module(
+        "tensor PTR: i64[4]; tensor IDX: i64[4]; axis S = sparse(3, PTR, IDX); kernel k(c: i64);
+         workload main() { select r, c in S { task k(c); } }",
+    );
+    let b = |ptr: Vec<i64>| {
+        Bindings::new()
+            .array("PTR", ptr)
+            .array("IDX", vec![0, 1, 2, 3])
+    };
+    for bad in [vec![0, 2, 1, 3], vec![0, 1, 2, 5], vec![-1, 0, 0, 0]] {
+        let e = run_err(&m, &b(bad.clone()));
+        assert!(
+            matches!(&e, ExpandError::BadIndptr { tensor, .. } if tensor == "PTR"),
+            "{bad:?}: {e}"
+        );
+    }
+    assert!(matches!(
+        run_err(&m, &b(vec![0, 1, 2])),
+        ExpandError::ArrayTooShort { needed: 4, .. }
+    ));
+    assert_eq!(run(&m, &b(vec![1, 1, 3, 4])).tasks.len(), 3);
+}
+
+#[test]
+fn error_region_out_of_bounds() {
+    let m = module(
+        "tensor X: f32[8, 8]; axis I = dense(5); kernel k(in x: f32[?, ?]);
+         workload main() { parallel_for i in I { task k(X[1, i * 2 +: 2]); } }",
+    );
+    assert_eq!(
+        run_err(&m, &Bindings::new()),
+        ExpandError::RegionOutOfBounds {
+            task: 4,
+            kernel: "k".into(),
+            param: "x".into(),
+            tensor: "X".into(),
+            dim: 1,
+            start: 8,
+            size: 2,
+            extent: 8
+        }
+    );
+    for region in ["X[-1, 0]", "X[0, 0 +: 0]", "X[0 +: 9, 0]"] {
+        let m = module(&format!(
+            "tensor X: f32[8, 8]; kernel k(in x: f32[?, ?]); workload main() {{ task k({region}); }}"
+        ));
+        assert!(
+            matches!(
+                run_err(&m, &Bindings::new()),
+                ExpandError::RegionOutOfBounds { task: 0, .. }
+            ),
+            "{region}"
+        );
+    }
+}
+
+#[test]
+fn error_load_out_of_bounds() {
+    let m = module("slot s: i64; tensor T: i64[2, 3]; workload main() { load s = T[1, 3]; }");
+    assert_eq!(
+        run_err(&m, &Bindings::new().array("T", vec![0; 6])),
+        ExpandError::LoadOutOfBounds {
+            tensor: "T".into(),
+            dim: 1,
+            index: 3,
+            extent: 3
+        }
+    );
+    let m = module("slot s: i64; tensor T: i64[2, 3]; workload main() { load s = T[1, 2]; }");
+    assert!(matches!(
+        run_err(&m, &Bindings::new().array("T", vec![0; 5])),
+        ExpandError::ArrayTooShort {
+            needed: 6,
+            len: 5,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn error_evaluation_with_context() {
+    let m = module(
+        "axis I = dense(3); kernel k(x: i64);
+         workload main() { parallel_for i in I { task k(6 / (2 - i)); } }",
+    );
+    let e = run_err(&m, &Bindings::new());
+    assert!(
+        matches!(
+            &e,
+            ExpandError::Eval { context, source: pto_wsp_ir::eval::EvalError::DivisionByZero { .. } }
+                if context.contains("task #2") && context.contains("argument `x`")
+        ),
+        "{e}"
+    );
+    let m = module("slot s: i64; workload main() { set s = true; }");
+    assert!(matches!(
+        run_err(&m, &Bindings::new()),
+        ExpandError::WrongType { .. }
+    ));
+    let m = module("symbol n: i64; workload main() { if n { } }");
+    assert!(matches!(
+        run_err(&m, &Bindings::new().symbol("n", 1i64)),
+        ExpandError::WrongType { .. }
+    ));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bindings from strings.
+
+#[test]
+fn bind_str() {
+    let m = module(
+        "symbol n: i64; symbol flag: bool; symbol u: u64; slot s: i64;
+         tensor LEN: i32[n]; tensor SMALL: u8[3]; tensor F: f32[4]; axis A = dense(1);",
+    );
+    let mut b = Bindings::new();
+    b.bind_str(&m, "n=-3").unwrap();
+    b.bind_str(&m, " flag = true ").unwrap();
+    b.bind_str(&m, "u=7").unwrap();
+    b.bind_str(&m, "s=12").unwrap();
+    b.bind_str(&m, "LEN=3,5,2").unwrap();
+    b.bind_str(&m, "SMALL=[1, 255, 0]").unwrap();
+    assert_eq!(b.symbols["n"], Value::I64(-3));
+    assert_eq!(b.symbols["flag"], Value::Bool(true));
+    assert_eq!(b.symbols["u"], Value::U64(7));
+    assert_eq!(b.slots["s"], Value::I64(12));
+    assert_eq!(b.arrays["LEN"], vec![3, 5, 2]);
+    assert_eq!(b.arrays["SMALL"], vec![1, 255, 0]);
+    b.bind_str(&m, "LEN=[]").unwrap();
+    assert!(b.arrays["LEN"].is_empty());
+    b.bind_str(&m, "u=8u").unwrap();
+    assert_eq!(b.symbols["u"], Value::U64(8));
+
+    use pto_wsp_ir::value::BindError;
+    let err = |s: &str| Bindings::new().bind_str(&m, s).unwrap_err();
+    assert!(matches!(err("n"), BindError::Syntax { .. }));
+    assert!(matches!(err("nope=1"), BindError::UnknownName { name } if name == "nope"));
+    assert!(matches!(err("F=1,2"), BindError::NotBindable { .. }));
+    assert!(matches!(err("A=1"), BindError::NotBindable { .. }));
+    for bad in [
+        "n=true",
+        "n=1.5",
+        "flag=1",
+        "u=-1",
+        "n=",
+        "SMALL=1,256",
+        "LEN=1,,2",
+        "LEN=x",
+    ] {
+        let e = err(bad);
+        assert!(matches!(e, BindError::BadValue { .. }), "{bad}: {e:?}");
+        let name = bad.split('=').next().unwrap();
+        assert!(e.to_string().contains(&format!("`{name}`")), "{e}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Property: random nests of dense loops / for_each / if, checked against a recursive walker.
+
+mod random_nests {
+    use super::*;
+    use proptest::prelude::*;
+    use pto_wsp_ir::builder::{Body, ModuleBuilder, e};
+    use pto_wsp_ir::{BinOp, Expr, ScalarType};
+
+    #[derive(Clone, Debug)]
+    enum Node {
+        Loop {
+            ordered: bool,
+            extent: i64,
+            body: Vec<Node>,
+        },
+        /// `if v{depth-1} % m == r` (`true` at depth 0).
+        If {
+            m: i64,
+            r: i64,
+            then: Vec<Node>,
+            otherwise: Vec<Node>,
+        },
+        /// A task statement with its id (numbered in pre-order after generation).
+        Task(i64),
+    }
+
+    fn node() -> impl Strategy<Value = Node> {
+        Just(Node::Task(0)).prop_recursive(5, 48, 4, |inner| {
+            prop_oneof![
+                (
+                    any::<bool>(),
+                    0i64..4,
+                    prop::collection::vec(inner.clone(), 0..3)
+                )
+                    .prop_map(|(ordered, extent, body)| Node::Loop {
+                        ordered,
+                        extent,
+                        body
+                    }),
+                (
+                    1i64..3,
+                    0i64..2,
+                    prop::collection::vec(inner.clone(), 0..3),
+                    prop::collection::vec(inner, 0..2)
+                )
+                    .prop_map(|(m, r, then, otherwise)| Node::If {
+                        m,
+                        r,
+                        then,
+                        otherwise
+                    }),
+            ]
+        })
+    }
+
+    fn number(nodes: &mut [Node], next: &mut i64) {
+        for n in nodes {
+            match n {
+                Node::Loop { body, .. } => number(body, next),
+                Node::If {
+                    then, otherwise, ..
+                } => {
+                    number(then, next);
+                    number(otherwise, next);
+                }
+                Node::Task(id) => {
+                    *id = *next;
+                    *next += 1;
+                }
+            }
+        }
+    }
+
+    /// Builds the module: a loop `d` deep binds `v{d}` over axis `A{extent}`; every task passes
+    /// its statement id and a base-5 code of the enclosing loop variables.
+    fn build(nodes: &[Node]) -> Module {
+        fn body(w: &mut Body, nodes: &[Node], depth: usize) {
+            for n in nodes {
+                match n {
+                    Node::Loop {
+                        ordered,
+                        extent,
+                        body: b,
+                    } => {
+                        let var = format!("v{depth}");
+                        let axis = format!("A{extent}");
+                        let f = |w: &mut Body| body(w, b, depth + 1);
+                        if *ordered {
+                            w.for_each(var.as_str(), &axis, f);
+                        } else {
+                            w.parallel_for(var.as_str(), &axis, f);
+                        }
+                    }
+                    Node::If {
+                        m,
+                        r,
+                        then,
+                        otherwise,
+                    } => {
+                        let cond = if depth == 0 {
+                            Expr::Bool(true)
+                        } else {
+                            (e(&format!("v{}", depth - 1)) % *m).bin(BinOp::Eq, *r)
+                        };
+                        w.if_else(
+                            cond,
+                            |w| body(w, then, depth),
+                            |w| body(w, otherwise, depth),
+                        );
+                    }
+                    Node::Task(id) => {
+                        let mut code = Expr::Int(0);
+                        for d in 0..depth {
+                            code = code * 5 + e(&format!("v{d}"));
+                        }
+                        w.task("k", [Expr::Int(*id).into(), code.into()]);
+                    }
+                }
+            }
+        }
+        let mut m = ModuleBuilder::new();
+        for x in 0..4 {
+            m.dense(&format!("A{x}"), x);
+        }
+        m.kernel("k")
+            .scalar("id", ScalarType::I64)
+            .scalar("code", ScalarType::I64);
+        m.workload("main", |w| body(w, nodes, 0));
+        m.finish()
+    }
+
+    /// The expected (id, code) list and `for_each` edges, by direct recursion.
+    fn walk(
+        nodes: &[Node],
+        vars: &mut Vec<i64>,
+        out: &mut Vec<(i64, i64)>,
+        edges: &mut Vec<OrderEdge>,
+    ) {
+        for n in nodes {
+            match n {
+                Node::Loop {
+                    ordered,
+                    extent,
+                    body,
+                } => {
+                    let mut ranges = Vec::new();
+                    for i in 0..*extent {
+                        let start = out.len() as u32;
+                        vars.push(i);
+                        walk(body, vars, out, edges);
+                        vars.pop();
+                        ranges.push(start..out.len() as u32);
+                    }
+                    if *ordered {
+                        edges.extend(chain(&ranges));
+                    }
+                }
+                Node::If {
+                    m,
+                    r,
+                    then,
+                    otherwise,
+                } => {
+                    let holds = vars.last().is_none_or(|v| v % m == *r);
+                    walk(if holds { then } else { otherwise }, vars, out, edges);
+                }
+                Node::Task(id) => {
+                    let code = vars.iter().fold(0, |c, v| c * 5 + v);
+                    out.push((*id, code));
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn expansion_matches_direct_recursion(
+            mut nodes in prop::collection::vec(node(), 1..5),
+            limit_frac in 0.0f64..1.2,
+        ) {
+            number(&mut nodes, &mut 0);
+            let m = build(&nodes);
+            let x = expand(&m, &Bindings::new(), &ExpandOptions::default()).unwrap();
+            let mut expected = Vec::new();
+            let mut edges = Vec::new();
+            walk(&nodes, &mut Vec::new(), &mut expected, &mut edges);
+            let got: Vec<(i64, i64)> = x.tasks.iter().map(|t| match (t.params[0], t.params[1]) {
+                (Value::I64(a), Value::I64(b)) => (a, b),
+                other => panic!("{other:?}"),
+            }).collect();
+            prop_assert_eq!(&got, &expected);
+            prop_assert_eq!(sorted(x.order.clone()), sorted(edges));
+
+            let limit = (expected.len() as f64 * limit_frac) as usize;
+            let y = expand(&m, &Bindings::new(), &ExpandOptions { limit: Some(limit), executors: None }).unwrap();
+            let n = limit.min(expected.len());
+            prop_assert_eq!(&y.tasks[..], &x.tasks[..n]);
+            prop_assert_eq!(y.truncated, limit < expected.len());
+        }
+    }
+}
+
+#[test]
+fn region_helper_indices_are_module_indices() {
+    let m = module(NESTED);
+    assert_eq!(tidx(&m, "B"), 1);
+}
