@@ -51,8 +51,8 @@ enum Command {
         /// List at most this many tasks (counts always cover every task).
         #[arg(long, default_value_t = 40, value_name = "N")]
         limit: usize,
-        /// Override the schedule's number of executors.
-        #[arg(long, value_name = "N")]
+        /// Override the schedule's number of executors (at least 1).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
         executors: Option<u64>,
         /// List no tasks, only the counts.
         #[arg(long, short)]
