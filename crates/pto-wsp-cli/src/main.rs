@@ -1,5 +1,175 @@
-//! The `pto-wsp` command-line tool. STUB — to be implemented.
+//! The `pto-wsp` command-line tool: check, format and expand `.wsp` modules.
+//!
+//! Why: a user (or CI) needs one command to see whether a module is valid, what its canonical
+//! form is, and which tasks it generates under given bindings.
+//! Promise: exit code 0 on success, 1 on any error caused by the input (rendered with
+//! `file:line:column` when it has a location, never a panic or backtrace), 2 on a usage error.
+//! Printing lives in the `pto_wsp_cli` library so tests can call it directly.
 
-fn main() {
-    let _ = pto_wsp::ir::parse("");
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use pto_wsp::ir::ExpandOptions;
+use pto_wsp_cli::{CliError, report};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// Check, format and expand pto-wsp workload modules (`.wsp` files).
+#[derive(Parser, Debug)]
+#[command(name = "pto-wsp", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Parse and validate a module; print a one-line summary.
+    Check {
+        /// The `.wsp` file.
+        file: PathBuf,
+    },
+    /// Print the canonical form of a module (keeping its leading comment block).
+    Fmt {
+        /// The `.wsp` file.
+        file: PathBuf,
+        /// Print nothing; exit 1 if the file is not already canonical.
+        #[arg(long, conflicts_with = "write")]
+        check: bool,
+        /// Rewrite the file in canonical form.
+        #[arg(long)]
+        write: bool,
+    },
+    /// Validate and expand a module; print its tasks and counts.
+    Expand {
+        /// The `.wsp` file.
+        file: PathBuf,
+        /// Bind a symbol, slot or integer tensor (after the file's `//@ bind` defaults).
+        #[arg(long = "bind", value_name = "NAME=VALUE")]
+        binds: Vec<String>,
+        /// List at most this many tasks (counts always cover every task).
+        #[arg(long, default_value_t = 40, value_name = "N")]
+        limit: usize,
+        /// Override the schedule's number of executors (at least 1).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        executors: Option<u64>,
+        /// List no tasks, only the counts.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    // A panic is a bug in pto-wsp, never the user's fault: say so in one line, no backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("error: internal error in pto-wsp (please report it): {info}");
+    }));
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            match err.downcast_ref::<CliError>() {
+                Some(e) => eprint!("{e}"),
+                None => eprintln!("error: {err:#}"),
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Reads a source file as UTF-8 text.
+fn read(path: &Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("cannot read `{}`", path.display()))
+}
+
+/// Writes to stdout; a closed pipe (`pto-wsp expand ... | head`) is not an error.
+fn emit(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(e).context("cannot write to stdout")
+        }
+        _ => Ok(()),
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Check { file } => {
+            let name = file.display().to_string();
+            let loaded = pto_wsp_cli::load_source(&name, &read(&file)?)?;
+            emit(&format!(
+                "{}\n",
+                pto_wsp_cli::check_summary(&name, &loaded.module)
+            ))?;
+        }
+        Command::Fmt { file, check, write } => {
+            let name = file.display().to_string();
+            let text = read(&file)?;
+            let formatted = pto_wsp_cli::format_source(&name, &text)?;
+            if check {
+                if let Some(line) = pto_wsp_cli::first_difference(&text, &formatted) {
+                    return Err(CliError::plain(format!(
+                        "{name} is not in canonical form (first difference at line {line}; \
+                         run `pto-wsp fmt --write {name}`)"
+                    ))
+                    .into());
+                }
+            } else if write {
+                if let Some(line) = pto_wsp_cli::first_dropped_comment(&text) {
+                    return Err(CliError::plain(format!(
+                        "{name}:{line}: `fmt --write` would drop this comment (only the leading \
+                         comment block is kept); move it into the header or use `fmt` without \
+                         `--write`"
+                    ))
+                    .into());
+                }
+                if formatted != text {
+                    std::fs::write(&file, &formatted)
+                        .with_context(|| format!("cannot write `{name}`"))?;
+                }
+            } else {
+                emit(&formatted)?;
+            }
+        }
+        Command::Expand {
+            file,
+            binds,
+            limit,
+            executors,
+            quiet,
+        } => {
+            let name = file.display().to_string();
+            let loaded = pto_wsp_cli::load_source(&name, &read(&file)?)?;
+            let bindings = pto_wsp_cli::bindings_for(&loaded, &binds)?;
+            let options = ExpandOptions {
+                limit: None,
+                executors,
+            };
+            let start = Instant::now();
+            let expansion = pto_wsp_cli::expand_loaded(&loaded, &bindings, &options)?;
+            let elapsed = start.elapsed().as_secs_f64();
+            let opts = report::ReportOptions {
+                limit: if quiet { 0 } else { limit },
+            };
+            emit(&report::expand_report(
+                &loaded.module,
+                &bindings,
+                &expansion,
+                &opts,
+            ))?;
+            let n = expansion.tasks.len();
+            let rate = if elapsed > 0.0 {
+                format!("{:.0}", n as f64 / elapsed)
+            } else {
+                "inf".to_string()
+            };
+            eprintln!(
+                "expanded {n} tasks in {:.2} ms ({rate} tasks/s)",
+                elapsed * 1000.0
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -85,9 +85,10 @@ impl Display for Expr {
                     UnOp::Neg => "-",
                     UnOp::Not => "!",
                 })?;
-                // `-5` would read back as the literal -5, so `Neg(5)` is written `-(5)`.
+                // `-5` would read back as the literal -5, so `Neg(5)` is written `-(5)`; `Neg(-5)`
+                // is written `--5`, which nests no deeper than any other way of writing it.
                 let paren = match &**a {
-                    Expr::Int(_) => *op == UnOp::Neg,
+                    Expr::Int(v) => *op == UnOp::Neg && *v >= 0,
                     Expr::Ternary(..) => true,
                     Expr::Binary(o, ..) => o.precedence().is_some(),
                     _ => false,
@@ -100,11 +101,11 @@ impl Display for Expr {
                 write!(f, " {op} ")?;
                 wrap(f, b, infix_operand_needs_parens(b, *op, true))
             }
+            // Only a ternary condition needs parentheses: both branches are full expressions
+            // (and parentheses the input did not have would nest the text deeper).
             Expr::Ternary(c, t, e) => {
                 wrap(f, c, matches!(**c, Expr::Ternary(..)))?;
-                f.write_str(" ? ")?;
-                wrap(f, t, matches!(**t, Expr::Ternary(..)))?;
-                write!(f, " : {e}")
+                write!(f, " ? {t} : {e}")
             }
         }
     }

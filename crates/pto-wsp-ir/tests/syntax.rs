@@ -124,7 +124,7 @@ fn negative_literals_fold_only_directly_before_an_i64_literal() {
     assert_eq!(expr("-5 * x"), Expr::Int(-5) * "x");
     assert_eq!(expr("18446744073709551615u"), Expr::UInt(u64::MAX));
     assert_eq!((-Expr::Int(5)).to_string(), "-(5)");
-    assert_eq!((-Expr::Int(-5)).to_string(), "-(-5)");
+    assert_eq!((-Expr::Int(-5)).to_string(), "--5");
     assert_eq!(Expr::Int(i64::MIN).to_string(), "-9223372036854775808");
 }
 
@@ -172,12 +172,13 @@ fn printer_uses_the_fewest_parentheses() {
         "-min(a, b)",
         "--a",
         "(a ? b : c) + 1",
-        "a ? (b ? c : d) : e ? f : g",
+        "a ? b ? c : d : e ? f : g",
         "(a ? b : c) ? d : e",
         "a || b && c",
         "(a || b) && c",
         "a && b || c",
         "-(5) + -5 - 5u",
+        "--5 - -(5)",
     ];
     for text in cases {
         assert_eq!(expr(text).to_string(), text);
@@ -576,6 +577,17 @@ fn nesting_up_to_the_limit_parses_and_round_trips() {
     let texts = [
         in_set(&format!("{}1{}", "(".repeat(depth), ")".repeat(depth))),
         in_set(&format!("{}x", "!".repeat(depth))),
+        in_set(&format!(
+            "{}1{}",
+            "c ? ".repeat(depth),
+            " : 2".repeat(depth)
+        )),
+        // Printing must not nest deeper than the input did: `--5` stays `--5`, not `-(-5)`.
+        in_set(&format!(
+            "{}1 - --5{}",
+            "1 - (".repeat(depth - 1),
+            ")".repeat(depth - 1)
+        )),
         in_set(&vec!["1"; MAX_DEPTH].join(" + ")),
         in_set(&format!(
             "{}1{}",

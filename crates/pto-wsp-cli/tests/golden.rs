@@ -1,0 +1,284 @@
+//! Golden tests for the examples and end-to-end tests of the `pto-wsp` binary.
+//!
+//! Why: the canonical print and the expand report are the project's visible output; any change
+//! to either must be deliberate. Each example's canonical print and default expand report are
+//! compared exactly with `test_data/golden/`; setting `PTO_WSP_BLESS=1` rewrites those files
+//! instead. The binary tests check exit codes and that errors are rendered with
+//! `file:line:column`.
+
+use pto_wsp::ir::ExpandOptions;
+use pto_wsp_cli::report::{self, ReportOptions};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Every example, by file stem.
+const EXAMPLES: &[&str] = &[
+    "mha",
+    "gemm",
+    "decode_ragged",
+    "moe",
+    "tiered",
+    "csp_pipeline",
+    "llama7b_layer",
+];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn example_text(name: &str) -> String {
+    let path = root().join("examples").join(format!("{name}.wsp"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}
+
+/// Compares `actual` with the golden file `name`, or rewrites it under `PTO_WSP_BLESS=1`.
+fn golden(name: &str, actual: &str) {
+    let path = root().join("test_data/golden").join(name);
+    if std::env::var("PTO_WSP_BLESS").is_ok_and(|v| v == "1") {
+        std::fs::write(&path, actual).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "reading {}: {e} (run with PTO_WSP_BLESS=1 to create it)",
+            path.display()
+        )
+    });
+    if expected != actual {
+        let line = pto_wsp_cli::first_difference(&expected, actual).unwrap_or(0);
+        panic!(
+            "{name} differs from the golden file at line {line}\n--- expected\n{}\n--- actual\n{}\n\
+             (run with PTO_WSP_BLESS=1 to accept the new output)",
+            expected
+                .lines()
+                .nth(line.saturating_sub(1))
+                .unwrap_or("<end>"),
+            actual
+                .lines()
+                .nth(line.saturating_sub(1))
+                .unwrap_or("<end>"),
+        );
+    }
+}
+
+/// Loads an example (parse + validate), failing with the rendered errors.
+fn load(name: &str) -> pto_wsp_cli::Loaded {
+    let text = example_text(name);
+    pto_wsp_cli::load_source(&format!("examples/{name}.wsp"), &text)
+        .unwrap_or_else(|e| panic!("{name} does not load:\n{e}"))
+}
+
+/// The expand report of an example with its default bindings plus `binds`.
+fn report_of(name: &str, binds: &[&str], limit: usize) -> (String, usize) {
+    let loaded = load(name);
+    let binds: Vec<String> = binds.iter().map(|s| s.to_string()).collect();
+    let bindings =
+        pto_wsp_cli::bindings_for(&loaded, &binds).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let expansion = pto_wsp_cli::expand_loaded(&loaded, &bindings, &ExpandOptions::default())
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let text = report::expand_report(
+        &loaded.module,
+        &bindings,
+        &expansion,
+        &ReportOptions { limit },
+    );
+    (text, expansion.tasks.len())
+}
+
+#[test]
+fn canonical_prints_match_golden_and_reparse() {
+    for name in EXAMPLES {
+        let loaded = load(name);
+        let printed = pto_wsp_cli::canonical(&loaded.module);
+        golden(&format!("{name}.wsp"), &printed);
+        let reparsed = pto_wsp::ir::parse(&printed)
+            .unwrap_or_else(|e| panic!("{name}: canonical print does not parse: {e}"));
+        assert_eq!(reparsed, loaded.module, "{name}: print/parse round trip");
+        assert_eq!(
+            pto_wsp_cli::canonical(&reparsed),
+            printed,
+            "{name}: printing is not idempotent"
+        );
+    }
+}
+
+#[test]
+fn examples_are_in_canonical_form() {
+    for name in EXAMPLES {
+        let text = example_text(name);
+        let formatted = pto_wsp_cli::format_source(name, &text).expect("example parses");
+        assert_eq!(
+            pto_wsp_cli::first_difference(&text, &formatted),
+            None,
+            "examples/{name}.wsp is not canonical (run `pto-wsp fmt --write`)"
+        );
+        assert_eq!(pto_wsp_cli::first_dropped_comment(&text), None, "{name}");
+    }
+}
+
+#[test]
+fn expand_reports_match_golden() {
+    for name in EXAMPLES {
+        let (text, tasks) = report_of(name, &[], 40);
+        assert!(tasks > 0, "{name} generates no tasks");
+        golden(&format!("{name}.expand.txt"), &text);
+    }
+}
+
+#[test]
+fn llama_layer_task_counts_scale_with_seq() {
+    for seq in [1024usize, 4096, 8192, 16384] {
+        let bind = format!("seq={seq}");
+        let (text, tasks) = report_of("llama7b_layer", &[&bind], 0);
+        assert_eq!(tasks, 486 * (seq / 32), "tasks at seq={seq}");
+        if seq != 1024 {
+            golden(&format!("llama7b_layer.seq{seq}.expand.txt"), &text);
+        }
+    }
+}
+
+fn binary() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pto-wsp"));
+    cmd.current_dir(root());
+    cmd
+}
+
+/// Runs the binary in the repository root; returns (exit code, stdout, stderr).
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = binary().args(args).output().expect("the binary runs");
+    (
+        out.status.code().expect("exited normally"),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Asserts that a run failed with exit 1 and an error rendered at `file:line:`.
+fn assert_user_error(args: &[&str], position: &str) -> String {
+    let (code, _, stderr) = run(args);
+    assert_eq!(code, 1, "exit code of {args:?}; stderr:\n{stderr}");
+    assert!(stderr.starts_with("error: "), "stderr:\n{stderr}");
+    assert!(
+        stderr.contains(&format!("--> {position}")),
+        "expected `--> {position}` in:\n{stderr}"
+    );
+    assert!(stderr.contains('^'), "no caret in:\n{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+#[test]
+fn check_passes_on_every_example() {
+    for name in EXAMPLES {
+        let file = format!("examples/{name}.wsp");
+        let (code, stdout, stderr) = run(&["check", &file]);
+        assert_eq!(code, 0, "{file}: {stderr}");
+        assert!(stdout.starts_with(&format!("ok: {file} (")), "{stdout}");
+        let (code, _, stderr) = run(&["fmt", "--check", &file]);
+        assert_eq!(code, 0, "{file}: {stderr}");
+    }
+}
+
+#[test]
+fn malformed_file_is_a_rendered_syntax_error() {
+    for cmd in ["check", "fmt", "expand"] {
+        assert_user_error(
+            &[cmd, "test_data/errors/malformed.wsp"],
+            "test_data/errors/malformed.wsp:5:18",
+        );
+    }
+}
+
+#[test]
+fn validation_error_is_rendered_with_its_location() {
+    for cmd in ["check", "expand"] {
+        let stderr = assert_user_error(
+            &[cmd, "test_data/errors/invalid.wsp"],
+            "test_data/errors/invalid.wsp:10:",
+        );
+        assert!(stderr.contains("Missing"), "{stderr}");
+    }
+}
+
+#[test]
+fn bad_default_binding_points_at_its_line() {
+    assert_user_error(
+        &["expand", "test_data/errors/bad_bind.wsp"],
+        "test_data/errors/bad_bind.wsp:3:10",
+    );
+}
+
+#[test]
+fn bad_cli_binding_and_missing_file_are_user_errors() {
+    let (code, _, stderr) = run(&["expand", "examples/gemm.wsp", "--bind", "nosuch=3"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("nosuch"), "{stderr}");
+    let (code, _, stderr) = run(&["expand", "examples/gemm.wsp", "--bind", "M=oops"]);
+    assert_eq!(code, 1, "{stderr}");
+    let (code, _, stderr) = run(&["check", "test_data/errors/no_such_file.wsp"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.starts_with("error: cannot read `test_data/errors/no_such_file.wsp`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(run(&["expand"]).0, 2);
+    assert_eq!(run(&["frobnicate", "x.wsp"]).0, 2);
+    assert_eq!(
+        run(&["expand", "examples/gemm.wsp", "--limit", "many"]).0,
+        2
+    );
+    assert_eq!(
+        run(&["fmt", "--check", "--write", "examples/gemm.wsp"]).0,
+        2
+    );
+}
+
+#[test]
+fn expand_binary_prints_report_and_timing() {
+    let (code, stdout, stderr) = run(&[
+        "expand",
+        "examples/gemm.wsp",
+        "--bind",
+        "K=256",
+        "--limit",
+        "3",
+        "--executors",
+        "4",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    // 16 x 16 output tiles x 2 K steps.
+    assert!(stdout.contains("tasks: 512 (first 3 listed)"), "{stdout}");
+    assert!(
+        stdout.contains("per executor (4 executors, 4 with tasks):"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("order edges: 256"), "{stdout}");
+    assert!(stderr.starts_with("expanded 512 tasks in "), "{stderr}");
+    let (code, quiet, _) = run(&["expand", "examples/gemm.wsp", "--quiet"]);
+    assert_eq!(code, 0);
+    assert!(!quiet.contains("#0 "), "{quiet}");
+    assert!(quiet.contains("tasks: 4096"), "{quiet}");
+}
+
+#[test]
+fn fmt_write_rewrites_a_copy_into_canonical_form() {
+    let dir = std::env::temp_dir().join(format!("pto-wsp-fmt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("gemm.wsp");
+    let text = example_text("gemm");
+    // Squash the layout: the canonical form must come back.
+    let squashed = text.replace("\n    ", "\n").replace(";\n", "; ");
+    std::fs::write(&file, &squashed).expect("write copy");
+    let path = file.to_str().expect("utf-8 temp path");
+    let (code, _, stderr) = run(&["fmt", "--check", path]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("is not in canonical form"), "{stderr}");
+    let (code, _, stderr) = run(&["fmt", "--write", path]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(std::fs::read_to_string(&file).expect("read back"), text);
+    let _ = std::fs::remove_dir_all(&dir);
+}
