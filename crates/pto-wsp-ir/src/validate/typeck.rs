@@ -12,6 +12,7 @@ use super::errors::ValidationError;
 use crate::expr::{BinOp, Expr, UnOp};
 use crate::loc::{Ident, Loc};
 use crate::types::ScalarType;
+use crate::value::Value;
 
 /// What an expression is required to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -232,35 +233,12 @@ pub(crate) fn expect_type(
 }
 
 /// The value of a name-free integer expression, if it can be computed (no overflow, no division
-/// by zero, no booleans).
+/// by zero, no booleans). Evaluation is the evaluator's, so the validator folds exactly as the
+/// expander computes.
 pub(crate) fn const_value(expr: &Expr) -> Option<i64> {
-    match expr {
-        Expr::Int(v) => Some(*v),
-        Expr::UInt(v) => i64::try_from(*v).ok(),
-        Expr::Bool(_) | Expr::Name(_) | Expr::Ternary(..) => None,
-        Expr::Unary(op, a) => match op {
-            UnOp::Neg => const_value(a)?.checked_neg(),
-            UnOp::Not => None,
-        },
-        Expr::Binary(op, a, b) => {
-            let (x, y) = (const_value(a)?, const_value(b)?);
-            match op {
-                BinOp::Add => x.checked_add(y),
-                BinOp::Sub => x.checked_sub(y),
-                BinOp::Mul => x.checked_mul(y),
-                BinOp::Div => x.checked_div(y),
-                BinOp::Rem => x.checked_rem(y),
-                BinOp::Min => Some(x.min(y)),
-                BinOp::Max => Some(x.max(y)),
-                BinOp::Eq
-                | BinOp::Ne
-                | BinOp::Lt
-                | BinOp::Le
-                | BinOp::Gt
-                | BinOp::Ge
-                | BinOp::And
-                | BinOp::Or => None,
-            }
-        }
+    match crate::eval::eval(expr, &|_: &str| None).ok()? {
+        Value::I64(v) => Some(v),
+        Value::U64(v) => i64::try_from(v).ok(),
+        Value::Bool(_) => None,
     }
 }
