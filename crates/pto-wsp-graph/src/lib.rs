@@ -1,0 +1,25 @@
+//! `pto-wsp-graph`: the shared runtime core every pto-wsp back end uses (seeds 003, 004 §6).
+//!
+//! - [`types`]: task ids, pools, domains — plain data.
+//! - [`storage`]: the immutable, device-copyable task graph (`#[repr(C)]` nodes, CSR fan-out).
+//! - [`tensor_map`] and [`builder`]: tasks name the regions they read and write; the builder
+//!   infers read-after-write, write-after-write and write-after-read edges through a TensorMap
+//!   (exact region keys, bounded or unbounded; overlapping boxes, indexed), plus explicit edges.
+//! - [`state`]: the per-task atomic state that lets the builder wire edges while earlier tasks
+//!   are completing (the streaming protocol, checked with loom).
+//! - [`ready`]: ready-queue sets (FIFO, work stealing, priority; vector / cube / any pools).
+//! - [`window`], [`gate`], [`batcher`]: task window, issue gates, dependency batching.
+//! - [`sync`]: every atomic of the runtime comes through here so loom can replace it.
+
+pub mod batcher;
+pub mod builder;
+pub mod gate;
+pub mod ready;
+pub mod state;
+pub mod storage;
+pub mod sync;
+pub mod tensor_map;
+pub mod types;
+pub mod window;
+
+pub use types::{ExecDomain, TaskId};
