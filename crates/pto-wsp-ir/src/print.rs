@@ -2,8 +2,9 @@
 //!
 //! Why: `pto-wsp fmt`, golden tests and error messages all need one canonical spelling of the IR.
 //! Promises: printing a module gives the canonical form of `docs/FORMAT.md` (fixed order of kinds,
-//! four-space indentation, the fewest parentheses), and the text parses back to an equal module
-//! provided every name is an identifier that is not a reserved word. Fragments (`Expr`, `Stmt`,
+//! four-space indentation, the fewest parentheses), and the text parses back to an equal module,
+//! nested no deeper than any other spelling of it, provided every name is an identifier that is
+//! not a reserved word and every loop or `select` binds a variable. Fragments (`Expr`, `Stmt`,
 //! `Dispatch`, ...) print the way they appear inside a module, at indentation zero, without a
 //! trailing newline. Printing never fails and never reorders items within a kind.
 

@@ -303,6 +303,17 @@ const ERRORS: &[(&str, &str, (usize, usize))] = &[
         (1, 18),
     ),
     (
+        "axis A = dense(123456789012345678901234567890123456789012345);",
+        "integer literal `1234567890123456789012345678901234567890...` does not fit in i64",
+        (1, 16),
+    ),
+    (
+        "symbol n: i64_but_with_a_very_long_name_that_goes_on_and_on;",
+        "unknown type `i64_but_with_a_very_long_name_that_goes_...` (expected one of bool, i64, \
+         u64)",
+        (1, 11),
+    ),
+    (
         "axis A = blocked(4);",
         "expected an axis kind (dense, dense_dyn, ragged or sparse), found `blocked`",
         (1, 10),

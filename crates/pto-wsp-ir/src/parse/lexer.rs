@@ -56,8 +56,17 @@ impl Token<'_> {
         match self.kind {
             Kind::Eof => "end of input".to_string(),
             Kind::Word if super::is_reserved(self.text) => format!("keyword `{}`", self.text),
-            _ => format!("`{}`", self.text),
+            _ => format!("`{}`", shorten(self.text)),
         }
+    }
+}
+
+/// `text` cut to at most 40 characters (with `...`), so that a huge token does not make a huge
+/// message. Tokens are ASCII, so cutting at a byte index is safe.
+pub(crate) fn shorten(text: &str) -> String {
+    match text.get(..40) {
+        Some(head) if text.len() > 40 => format!("{head}..."),
+        _ => text.to_string(),
     }
 }
 
@@ -102,8 +111,9 @@ pub(crate) fn lex(text: &str) -> Result<Vec<Token<'_>>, ParseError> {
             if !suffix.is_empty() && suffix != "u" {
                 return Err(ParseError::new(
                     format!(
-                        "invalid suffix `{suffix}` on integer literal `{}` (only `u` is allowed)",
-                        &text[start..i]
+                        "invalid suffix `{}` on integer literal `{}` (only `u` is allowed)",
+                        shorten(suffix),
+                        shorten(&text[start..i])
                     ),
                     Loc::new(digits_end, i),
                 ));

@@ -295,7 +295,7 @@ impl<'a> Parser<'a> {
             None => Err(ParseError::new(
                 format!(
                     "unknown {what} `{}` (expected one of {})",
-                    t.text,
+                    lexer::shorten(t.text),
                     one_of(all, kw)
                 ),
                 t.loc(),
@@ -307,7 +307,10 @@ impl<'a> Parser<'a> {
         let t = self.peek();
         if t.kind == Kind::Word {
             ParseError::new(
-                format!("unknown {what} `{}` (expected one of {options})", t.text),
+                format!(
+                    "unknown {what} `{}` (expected one of {options})",
+                    lexer::shorten(t.text)
+                ),
                 t.loc(),
             )
         } else {
@@ -327,7 +330,10 @@ impl<'a> Parser<'a> {
 
     fn overflow(&self, text: &str, ty: &str, loc: Loc) -> ParseError {
         ParseError::new(
-            format!("integer literal `{text}` does not fit in {ty}"),
+            format!(
+                "integer literal `{}` does not fit in {ty}",
+                lexer::shorten(text)
+            ),
             loc,
         )
     }
