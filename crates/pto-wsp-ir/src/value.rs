@@ -195,14 +195,24 @@ impl Bindings {
             expected,
         };
         if let Some(sym) = module.symbol(name) {
-            let v = Value::parse_typed(value, sym.ty)
-                .ok_or_else(|| bad(format!("a {} (symbol `{name}: {}`)", sym.ty, sym.ty)))?;
+            let v = Value::parse_typed(value, sym.ty).ok_or_else(|| {
+                bad(format!(
+                    "{} (symbol `{name}: {}`)",
+                    type_phrase(sym.ty),
+                    sym.ty
+                ))
+            })?;
             self.symbols.insert(name.into(), v);
             return Ok(());
         }
         if let Some(slot) = module.slot(name) {
-            let v = Value::parse_typed(value, slot.ty)
-                .ok_or_else(|| bad(format!("a {} (slot `{name}: {}`)", slot.ty, slot.ty)))?;
+            let v = Value::parse_typed(value, slot.ty).ok_or_else(|| {
+                bad(format!(
+                    "{} (slot `{name}: {}`)",
+                    type_phrase(slot.ty),
+                    slot.ty
+                ))
+            })?;
             self.slots.insert(name.into(), v);
             return Ok(());
         }
@@ -268,5 +278,14 @@ impl From<u64> for Value {
 impl From<bool> for Value {
     fn from(v: bool) -> Value {
         Value::Bool(v)
+    }
+}
+
+/// "a bool", "an i64", "a u64": the type with its article, for messages.
+fn type_phrase(ty: ScalarType) -> &'static str {
+    match ty {
+        ScalarType::Bool => "a bool",
+        ScalarType::I64 => "an i64",
+        ScalarType::U64 => "a u64",
     }
 }

@@ -1060,6 +1060,14 @@ fn bind_str() {
         let name = bad.split('=').next().unwrap();
         assert!(e.to_string().contains(&format!("`{name}`")), "{e}");
     }
+    assert_eq!(
+        err("n=true").to_string(),
+        "cannot bind `n` to `true`: expected an i64 (symbol `n: i64`)"
+    );
+    assert_eq!(
+        err("flag=1").to_string(),
+        "cannot bind `flag` to `1`: expected a bool (symbol `flag: bool`)"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
