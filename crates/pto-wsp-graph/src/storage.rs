@@ -138,9 +138,11 @@ impl TaskGraphStorage {
 
     /// Every edge `(pred, succ)`, grouped by predecessor in id order.
     pub fn edges(&self) -> impl Iterator<Item = (TaskId, TaskId)> + '_ {
-        self.tasks
-            .iter()
-            .flat_map(move |t| self.fanout[t.fanout_range()].iter().map(move |&s| (t.id, s)))
+        self.tasks.iter().flat_map(move |t| {
+            self.fanout[t.fanout_range()]
+                .iter()
+                .map(move |&s| (t.id, s))
+        })
     }
 
     /// Bytes the graph's live contents take (lengths, not capacities).

@@ -160,7 +160,12 @@ impl TensorMap for FixedExactMap {
         }
         let mut live = std::mem::take(&mut self.buf);
         live.clear();
-        live.extend(self.slots.iter().filter(|s| s.entry != NIL).map(|s| s.entry));
+        live.extend(
+            self.slots
+                .iter()
+                .filter(|s| s.entry != NIL)
+                .map(|s| s.entry),
+        );
         self.slots.fill(EMPTY);
         for &e in &live {
             let h = self.keys[e as usize].key_hash();

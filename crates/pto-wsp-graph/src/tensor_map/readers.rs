@@ -149,7 +149,12 @@ impl ReaderList {
     }
 
     /// Keeps only readers `>= oldest` (in their original order).
-    pub(crate) fn retain_from(&mut self, oldest: TaskId, pool: &mut ReaderPool, buf: &mut Vec<u32>) {
+    pub(crate) fn retain_from(
+        &mut self,
+        oldest: TaskId,
+        pool: &mut ReaderPool,
+        buf: &mut Vec<u32>,
+    ) {
         buf.clear();
         self.for_each(pool, |t| buf.push(t.0));
         // for_each visits the inline part, then chunks newest first: restore task order.
@@ -197,7 +202,11 @@ impl ExactEntry {
         let has_writer = self.writer != NIL && self.writer != t.0;
         if access.writes() {
             if has_writer {
-                let kind = if access.reads() { EdgeKind::Raw } else { EdgeKind::Waw };
+                let kind = if access.reads() {
+                    EdgeKind::Raw
+                } else {
+                    EdgeKind::Waw
+                };
                 pred(TaskId(self.writer), kind);
             }
             self.readers.for_each(pool, |r| {
@@ -216,7 +225,12 @@ impl ExactEntry {
     }
 
     /// Forgets tasks older than `oldest`.
-    pub(crate) fn retire_before(&mut self, oldest: TaskId, pool: &mut ReaderPool, buf: &mut Vec<u32>) {
+    pub(crate) fn retire_before(
+        &mut self,
+        oldest: TaskId,
+        pool: &mut ReaderPool,
+        buf: &mut Vec<u32>,
+    ) {
         if self.writer != NIL && self.writer < oldest.0 {
             self.writer = NIL;
         }
