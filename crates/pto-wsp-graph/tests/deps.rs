@@ -98,12 +98,12 @@ type Bits = Vec<u64>;
 fn closure(n: usize, preds: &[Vec<usize>]) -> Vec<Bits> {
     let words = n.div_ceil(64);
     let mut reach: Vec<Bits> = Vec::with_capacity(n);
-    for j in 0..n {
+    for (j, ps) in preds.iter().enumerate().take(n) {
         let mut r = vec![0u64; words];
-        for &p in &preds[j] {
+        for &p in ps {
             assert!(p < j, "edge {p} -> {j} goes backwards");
-            for w in 0..words {
-                r[w] |= reach[p][w];
+            for (rw, pw) in r.iter_mut().zip(&reach[p]) {
+                *rw |= pw;
             }
             r[p / 64] |= 1 << (p % 64);
         }
