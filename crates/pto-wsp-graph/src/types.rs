@@ -270,19 +270,17 @@ impl Region {
         self.start[d] as u64 + self.size[d] as u64
     }
 
-    /// A 64-bit FxHash-style hash of the key (five multiply-rotate steps over packed words).
+    /// A 64-bit hash of the key: the five packed words are mixed by two independent
+    /// multiplications (so they overlap in the pipeline instead of forming one FxHash chain),
+    /// then the high half is folded into the low bits that tables index with.
     #[inline]
     pub fn key_hash(&self) -> u64 {
-        #[inline(always)]
-        fn step(h: u64, w: u64) -> u64 {
-            (h.rotate_left(5) ^ w).wrapping_mul(FX_K)
-        }
-        let mut h = step(0, (self.tensor as u64) | ((self.rank as u64) << 32));
-        for d in 0..MAX_RANK {
-            h = step(h, (self.start[d] as u64) | ((self.size[d] as u64) << 32));
-        }
-        // Fold the well-mixed high half into the low bits that tables index with.
-        h ^ (h >> 29)
+        let w = |d: usize| (self.start[d] as u64) | ((self.size[d] as u64) << 32);
+        let a = (self.tensor as u64) | ((self.rank as u64) << 32);
+        let x = (a ^ w(1).rotate_left(21) ^ w(3).rotate_left(43)).wrapping_mul(FX_K);
+        let y = (w(0) ^ w(2).rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let h = x ^ y.rotate_left(29);
+        h ^ (h >> 32)
     }
 }
 

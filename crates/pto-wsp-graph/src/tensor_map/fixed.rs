@@ -83,15 +83,34 @@ impl FixedExactMap {
         }
     }
 
-    fn insert_slot(&mut self, hash: u64, entry: u32) {
-        let mut i = hash as usize & self.mask;
-        while self.slots[i].entry != NIL {
-            i = (i + 1) & self.mask;
+    /// Removes `entry`'s slot with backward-shift deletion (no tombstones): later members of
+    /// the probe cluster move back when their home slot allows it.
+    fn remove_slot(&mut self, entry: u32) {
+        let mask = self.mask;
+        let mut i = self.keys[entry as usize].key_hash() as usize & mask;
+        while self.slots[i].entry != entry {
+            i = (i + 1) & mask;
         }
-        self.slots[i] = Slot {
-            tag: (hash >> 32) as u32,
-            entry,
-        };
+        let mut j = i;
+        loop {
+            j = (j + 1) & mask;
+            let s = self.slots[j];
+            if s.entry == NIL {
+                break;
+            }
+            // The slot's tag holds the low 32 bits of its hash, so its home is `tag & mask`.
+            let home = s.tag as usize & mask;
+            let stays = if i <= j {
+                i < home && home <= j
+            } else {
+                i < home || home <= j
+            };
+            if !stays {
+                self.slots[i] = s;
+                i = j;
+            }
+        }
+        self.slots[i] = EMPTY;
     }
 }
 
@@ -105,7 +124,7 @@ impl TensorMap for FixedExactMap {
         pred: &mut F,
     ) {
         let h = region.key_hash();
-        let tag = (h >> 32) as u32;
+        let tag = h as u32;
         let mut i = h as usize & self.mask;
         loop {
             let s = self.slots[i];
@@ -142,36 +161,20 @@ impl TensorMap for FixedExactMap {
     }
 
     fn retire_before(&mut self, oldest_live: TaskId) {
-        // Retire every entry, free the empty ones, then rebuild the table from the survivors
-        // (simpler than deleting from a linear-probing table one slot at a time, and the same
-        // O(table) cost as the sweep).
-        for s in self.slots.iter_mut() {
-            if s.entry == NIL {
-                continue;
+        // Sweep the entry pool in order (sequential memory), delete emptied keys from the table.
+        for e in 0..self.entries.len() {
+            let entry = &mut self.entries[e];
+            if entry.is_empty() {
+                continue; // free
             }
-            let e = &mut self.entries[s.entry as usize];
-            e.retire_before(oldest_live, &mut self.pool, &mut self.buf);
-            if e.is_empty() {
-                e.release(&mut self.pool);
-                self.free.push(s.entry);
+            entry.retire_before(oldest_live, &mut self.pool, &mut self.buf);
+            if entry.is_empty() {
+                entry.release(&mut self.pool);
+                self.free.push(e as u32);
                 self.stats.live -= 1;
-                *s = EMPTY;
+                self.remove_slot(e as u32);
             }
         }
-        let mut live = std::mem::take(&mut self.buf);
-        live.clear();
-        live.extend(
-            self.slots
-                .iter()
-                .filter(|s| s.entry != NIL)
-                .map(|s| s.entry),
-        );
-        self.slots.fill(EMPTY);
-        for &e in &live {
-            let h = self.keys[e as usize].key_hash();
-            self.insert_slot(h, e);
-        }
-        self.buf = live;
     }
 
     fn stats(&self) -> MapStats {

@@ -7,12 +7,13 @@
 //! How: every access is a *record* (box, task, read or write). Each tensor gets a coarse uniform
 //! grid over its first two dimensions, with the cell side in each dimension the largest power of
 //! two not above the first box recorded for that tensor (so tiles of a tiled loop usually fill
-//! one cell each). A record is listed in every cell its box touches (cells live in one FxHash map
-//! from (tensor, cell x, cell y) to a bucket with separate write and read lists); a record that
-//! would touch more than [`LARGE_CELLS`] cells goes on the tensor's short "large" list instead,
-//! which every lookup on that tensor scans. A lookup visits the cells its box touches — or, if
-//! that is more cells than the tensor has buckets, the tensor's buckets — and deduplicates
-//! records by a visit stamp. A read looks at write records only; a write at both.
+//! one cell each). A record is listed in the bucket of every cell its box touches (a bucket has
+//! separate write and read lists); cells with both coordinates below 4096 are found by indexing a
+//! per-tensor table grown on demand, others through an FxHash map. A record that would touch
+//! more than [`LARGE_CELLS`] cells goes on the tensor's "large" list instead, which every lookup
+//! on that tensor scans, and a lookup that large visits the tensor's existing buckets rather than
+//! every cell. Lookups deduplicate records by a visit stamp. A read looks at write records only;
+//! a write at both.
 //!
 //! A write drops every record its box covers (it follows each of them, so it stands in for them
 //! from now on); a record removed this way, or by [`TensorMap::retire_before`], is freed at once
@@ -70,6 +71,49 @@ struct Grid {
     large_writes: Vec<Ref>,
     large_reads: Vec<Ref>,
     buckets: Vec<u32>,
+    /// `dense[cx][cy]`: bucket of a cell with both coordinates below [`DENSE_CELLS`] (or `NIL`);
+    /// rows grow on demand. Other cells go through the shared hash map.
+    dense: Vec<Vec<u32>>,
+}
+
+/// Cells with both coordinates below this are found by indexing, not hashing.
+const DENSE_CELLS: u32 = 4096;
+
+/// The bucket of a cell, created if missing.
+#[inline]
+fn bucket_of(
+    grid: &mut Grid,
+    cells: &mut FxHashMap<CellKey, u32>,
+    buckets: &mut Vec<Bucket>,
+    free_buckets: &mut Vec<u32>,
+    key: CellKey,
+) -> u32 {
+    let slot = if key.cx < DENSE_CELLS && key.cy < DENSE_CELLS {
+        let (cx, cy) = (key.cx as usize, key.cy as usize);
+        if cx >= grid.dense.len() {
+            grid.dense.resize_with(cx + 1, Vec::new);
+        }
+        let row = &mut grid.dense[cx];
+        if cy >= row.len() {
+            row.resize(cy + 1, NIL);
+        }
+        &mut row[cy]
+    } else {
+        cells.entry(key).or_insert(NIL)
+    };
+    if *slot == NIL {
+        let b = match free_buckets.pop() {
+            Some(b) => b,
+            None => {
+                buckets.push(Bucket::default());
+                (buckets.len() - 1) as u32
+            }
+        };
+        buckets[b as usize].cell = key;
+        grid.buckets.push(b);
+        *slot = b;
+    }
+    *slot
 }
 
 /// Overlap TensorMap (see the module docs).
@@ -239,19 +283,22 @@ impl TensorMap for OverlapMap {
         let g = self.grid_of(region);
         let stamp = self.next_stamp();
         let writes = access.writes();
+        // The new record (an inout records only its write: the write covers the read). It is
+        // listed after each list is scanned, so the scan never meets it.
+        let rf = self.new_record(*region, task.0);
         let OverlapMap {
             records,
             free,
             cells,
             buckets,
+            free_buckets,
             grids,
             stats,
             ..
         } = self;
         let grid = &mut grids[g];
         let (x0, x1, y0, y1) = cell_range(grid.shift, region);
-        let ncells = (x1 - x0) as u64 + 1;
-        let ncells = ncells * ((y1 - y0) as u64 + 1);
+        let ncells = ((x1 - x0) as u64 + 1) * ((y1 - y0) as u64 + 1);
         let mut scan = Scan {
             records,
             free,
@@ -264,7 +311,7 @@ impl TensorMap for OverlapMap {
             reads: access.reads(),
             hit: false,
         };
-        if ncells <= grid.buckets.len() as u64 {
+        if ncells <= LARGE_CELLS {
             for cx in x0..=x1 {
                 for cy in y0..=y1 {
                     let key = CellKey {
@@ -272,8 +319,13 @@ impl TensorMap for OverlapMap {
                         cx,
                         cy,
                     };
-                    if let Some(&b) = cells.get(&key) {
-                        scan.bucket(&mut buckets[b as usize]);
+                    let b = bucket_of(grid, cells, buckets, free_buckets, key);
+                    let bucket = &mut buckets[b as usize];
+                    scan.bucket(bucket);
+                    if writes {
+                        bucket.writes.push(rf);
+                    } else {
+                        bucket.reads.push(rf);
                     }
                 }
             }
@@ -290,56 +342,18 @@ impl TensorMap for OverlapMap {
         if writes {
             scan.list(&mut grid.large_reads, false);
         }
-        if scan.hit {
-            self.stats.hits += 1;
-        } else {
-            self.stats.misses += 1;
-        }
-
-        // Record the access (an inout records only its write: the write covers the read).
-        let rf = self.new_record(*region, task.0);
-        let OverlapMap {
-            cells,
-            buckets,
-            free_buckets,
-            grids,
-            ..
-        } = self;
-        let grid = &mut grids[g];
+        let hit = scan.hit;
         if ncells > LARGE_CELLS {
             if writes {
                 grid.large_writes.push(rf);
             } else {
                 grid.large_reads.push(rf);
             }
-            return;
         }
-        for cx in x0..=x1 {
-            for cy in y0..=y1 {
-                let key = CellKey {
-                    tensor: region.tensor,
-                    cx,
-                    cy,
-                };
-                let b = *cells.entry(key).or_insert_with(|| {
-                    let b = match free_buckets.pop() {
-                        Some(b) => b,
-                        None => {
-                            buckets.push(Bucket::default());
-                            (buckets.len() - 1) as u32
-                        }
-                    };
-                    buckets[b as usize].cell = key;
-                    grid.buckets.push(b);
-                    b
-                });
-                let bucket = &mut buckets[b as usize];
-                if writes {
-                    bucket.writes.push(rf);
-                } else {
-                    bucket.reads.push(rf);
-                }
-            }
+        if hit {
+            self.stats.hits += 1;
+        } else {
+            self.stats.misses += 1;
         }
     }
 
@@ -383,12 +397,22 @@ impl TensorMap for OverlapMap {
         for g in grids.iter_mut() {
             compact(&mut g.large_writes);
             compact(&mut g.large_reads);
-            g.buckets.retain(|&b| {
+            let Grid {
+                buckets: list,
+                dense,
+                ..
+            } = g;
+            list.retain(|&b| {
                 let bucket = &mut buckets[b as usize];
                 compact(&mut bucket.writes);
                 compact(&mut bucket.reads);
                 if bucket.writes.is_empty() && bucket.reads.is_empty() {
-                    cells.remove(&bucket.cell);
+                    let c = bucket.cell;
+                    if c.cx < DENSE_CELLS && c.cy < DENSE_CELLS {
+                        dense[c.cx as usize][c.cy as usize] = NIL;
+                    } else {
+                        cells.remove(&c);
+                    }
                     free_buckets.push(b);
                     false
                 } else {

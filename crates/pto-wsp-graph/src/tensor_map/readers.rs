@@ -155,6 +155,10 @@ impl ReaderList {
         pool: &mut ReaderPool,
         buf: &mut Vec<u32>,
     ) {
+        // Readers arrive in task order, so the first is the oldest.
+        if self.len == 0 || self.inline[0] >= oldest.0 {
+            return;
+        }
         buf.clear();
         self.for_each(pool, |t| buf.push(t.0));
         // for_each visits the inline part, then chunks newest first: restore task order.
