@@ -1,0 +1,244 @@
+//! Task-graph build cost on the LLaMA-7B prefill layer (`examples/llama7b_layer.wsp`).
+//!
+//! Run with `cargo bench -p pto-wsp-graph --bench build`. The task stream is produced once by the
+//! reference expander and stored as plain records (regions already converted), so the timings
+//! hold no expander cost. For each task count it measures, in one process, best of several runs:
+//! - `copy`: the baseline — the same tasks pushed into flat vectors (nodes, params, regions) with
+//!   no inference at all;
+//! - `explicit`: the builder with no TensorMap (builder bookkeeping, CSR, nothing inferred);
+//! - `exact fixed`, `exact dyn`: exact-key inference with [`FixedExactMap`] (capacity for every
+//!   key: no window) and [`DynamicExactMap`];
+//! - `fixed+win`: the fixed map at 16K entries under the example's 8192-task window
+//!   (`retire_before(id - 8192)` every 2048 tasks): bounded memory;
+//! - `overlap`: box-intersection inference with [`OverlapMap`] (the mode the example needs).
+//!
+//! Every builder time includes `finish()` (the CSR fan-out). Prints ns/task, tasks/ms, edges per
+//! task and storage bytes per task and per edge.
+
+use pto_wsp_graph::builder::{BuildStats, CollectEdges, GraphBuilder};
+use pto_wsp_graph::storage::{StorageBytes, TaskGraphStorage, TaskNode};
+use pto_wsp_graph::tensor_map::{DynamicExactMap, FixedExactMap, OverlapMap, TensorMap};
+use pto_wsp_graph::types::{Access, ExecDomain, ExecPool, Region, TaskId, TaskIo};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+/// One task of the stream, as plain data.
+#[derive(Clone, Copy)]
+struct Task {
+    kernel: u32,
+    pool: ExecPool,
+    stream: u32,
+    target: Option<u32>,
+    nparams: usize,
+    params: [u64; 2],
+    nregions: usize,
+    regions: [(Region, Access); 4],
+}
+
+fn llama_stream(min_tasks: usize) -> Vec<Task> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/llama7b_layer.wsp"
+    );
+    let text = std::fs::read_to_string(path).expect("examples/llama7b_layer.wsp");
+    let module = pto_wsp_ir::parse(&text).expect("example parses");
+    let seq = min_tasks.div_ceil(486) as i64 * 32;
+    let bindings = pto_wsp_ir::Bindings::new().symbol("seq", seq);
+    let mut out = Vec::with_capacity(min_tasks + 486);
+    pto_wsp_ir::expand_each(&module, &bindings, &Default::default(), |_, t| {
+        let mut task = Task {
+            kernel: t.kernel,
+            pool: t.pool,
+            stream: t.stream,
+            target: t.target,
+            nparams: t.params.len(),
+            params: [0; 2],
+            nregions: t.regions.len(),
+            regions: [(Region::default(), Access::In); 4],
+        };
+        for (d, p) in task.params.iter_mut().zip(&t.params) {
+            *d = p.to_bits();
+        }
+        for (d, r) in task.regions.iter_mut().zip(&t.regions) {
+            *d = (
+                Region::new(r.tensor, &r.start, &r.size).expect("2-d"),
+                r.access,
+            );
+        }
+        out.push(task);
+    })
+    .expect("expands");
+    out
+}
+
+/// The floor: the same tasks into flat vectors, no inference.
+fn copy(tasks: &[Task]) -> usize {
+    let mut nodes: Vec<TaskNode> = Vec::with_capacity(tasks.len());
+    let mut params: Vec<u64> = Vec::with_capacity(tasks.len() * 2);
+    let mut io: Vec<TaskIo> = Vec::with_capacity(tasks.len() * 4);
+    for (i, t) in tasks.iter().enumerate() {
+        nodes.push(TaskNode {
+            id: TaskId(i as u32),
+            kernel: t.kernel,
+            stream: t.stream,
+            params_start: params.len() as u32,
+            io_start: io.len() as u32,
+            params_count: t.nparams as u16,
+            io_count: t.nregions as u16,
+            ..TaskNode::default()
+        });
+        params.extend_from_slice(&t.params[..t.nparams]);
+        for &(r, a) in &t.regions[..t.nregions] {
+            io.push(TaskIo::new(r, a));
+        }
+    }
+    black_box(&nodes);
+    nodes.len() + params.len() + io.len()
+}
+
+/// Builds the graph of `tasks` with `map`; `window` retires tasks older than `id - window`
+/// every 2048 tasks.
+fn build<M: TensorMap>(tasks: &[Task], map: M, window: Option<u32>) -> TaskGraphStorage {
+    build_stats(tasks, map, window).0
+}
+
+/// [`build`], also returning the builder's counters.
+fn build_stats<M: TensorMap>(
+    tasks: &[Task],
+    map: M,
+    window: Option<u32>,
+) -> (TaskGraphStorage, BuildStats) {
+    let mut b = GraphBuilder::with_map(map, CollectEdges::default());
+    b.reserve(tasks.len(), tasks.len() * 4, tasks.len() * 2);
+    for t in tasks {
+        let id = b.alloc_task(t.kernel, ExecDomain::HostCpu, t.pool, t.stream, t.target);
+        for &p in &t.params[..t.nparams] {
+            b.add_param(p);
+        }
+        for &(r, a) in &t.regions[..t.nregions] {
+            b.add_access(r, a);
+        }
+        b.submit().expect("fits");
+        if let Some(w) = window
+            && id.0 % 2048 == 2047
+            && id.0 >= w
+        {
+            b.retire_before(TaskId(id.0 + 1 - w));
+        }
+    }
+    let stats = b.stats();
+    (b.finish(), stats)
+}
+
+/// No inference at all: a map that finds nothing.
+struct NoMap;
+impl TensorMap for NoMap {
+    fn access<F: FnMut(TaskId, pto_wsp_graph::types::EdgeKind)>(
+        &mut self,
+        _: TaskId,
+        _: &Region,
+        _: Access,
+        _: &mut F,
+    ) {
+    }
+    fn retire_before(&mut self, _: TaskId) {}
+    fn stats(&self) -> pto_wsp_graph::tensor_map::MapStats {
+        Default::default()
+    }
+}
+
+/// Best wall time of `f` over at least 3 runs and ~0.3 s.
+fn best<R>(mut f: impl FnMut() -> R) -> (Duration, R) {
+    let mut best = Duration::MAX;
+    let start = Instant::now();
+    let mut runs = 0;
+    let mut last = None;
+    while runs < 3 || start.elapsed() < Duration::from_millis(300) {
+        let t = Instant::now();
+        let r = black_box(f());
+        best = best.min(t.elapsed());
+        last = Some(r);
+        runs += 1;
+    }
+    (best, last.expect("ran"))
+}
+
+fn main() {
+    // `PTO_BUILD_BENCH=exact-fixed|exact-dyn|overlap N` runs one builder on N tasks a few times
+    // (for profilers), nothing else.
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    if let (Ok(which), Some(n)) = (std::env::var("PTO_BUILD_BENCH"), args.first()) {
+        let n: usize = n.parse().expect("a task count");
+        let all = llama_stream(n);
+        let tasks = &all[..n];
+        for _ in 0..std::env::var("PTO_BUILD_REPEAT").map_or(5, |r| r.parse().expect("a count")) {
+            let g = match which.as_str() {
+                "exact-fixed" => build_stats(tasks, FixedExactMap::new(2 * n + 64), None),
+                "exact-dyn" => build_stats(tasks, DynamicExactMap::new(), None),
+                "fixed-win" => build_stats(tasks, FixedExactMap::new(16 * 1024), Some(8192)),
+                _ => build_stats(tasks, OverlapMap::new(), None),
+            };
+            black_box(&g);
+            eprintln!("{:?}", g.1);
+        }
+        return;
+    }
+    let sizes = [1_000usize, 10_000, 50_000, 200_000];
+    let all = llama_stream(*sizes.last().expect("sizes"));
+    println!(
+        "{:>7} | {:>8} | {:>8} | {:>12} | {:>12} | {:>12} | {:>12} | {:>12} |",
+        "tasks",
+        "copy",
+        "explicit",
+        "exact fixed",
+        "exact dyn",
+        "fixed+win",
+        "overlap",
+        "edges/task"
+    );
+    let mut bytes: Vec<(&str, usize, StorageBytes, usize)> = Vec::new();
+    for &n in &sizes {
+        let tasks = &all[..n];
+        let ns = |d: Duration| d.as_nanos() as f64 / n as f64;
+        let (t_copy, _) = best(|| copy(tasks));
+        let (t_expl, _) = best(|| build(tasks, NoMap, None));
+        let (t_fixed, g_fixed) = best(|| build(tasks, FixedExactMap::new(2 * n + 64), None));
+        let (t_dyn, g_dyn) = best(|| build(tasks, DynamicExactMap::new(), None));
+        let (t_win, _) = best(|| build(tasks, FixedExactMap::new(16 * 1024), Some(8192)));
+        let (t_ovl, g_ovl) = best(|| build(tasks, OverlapMap::new(), None));
+        assert_eq!(g_fixed, g_dyn, "fixed and dynamic exact maps agree");
+        let cell = |d: Duration| format!("{:>5.1} ({:>4.0})", ns(d), 1e6 / ns(d));
+        println!(
+            "{:>7} | {:>8.1} | {:>8.1} | {} | {} | {} | {} | {:>5.2} {:>5.2} |",
+            n,
+            ns(t_copy),
+            ns(t_expl),
+            cell(t_fixed),
+            cell(t_dyn),
+            cell(t_win),
+            cell(t_ovl),
+            g_dyn.edge_count() as f64 / n as f64,
+            g_ovl.edge_count() as f64 / n as f64,
+        );
+        if n == *sizes.last().expect("sizes") {
+            bytes.push(("exact", n, g_dyn.bytes(), g_dyn.edge_count()));
+            bytes.push(("overlap", n, g_ovl.bytes(), g_ovl.edge_count()));
+        }
+    }
+    println!("(ns/task, tasks/ms in parentheses; edges/task: exact, overlap)");
+    for (mode, n, b, e) in bytes {
+        println!(
+            "{mode:>7} @ {n}: {} edges; bytes/task: nodes {:.1} + params {:.1} + regions {:.1}; \
+             bytes/edge {:.1}; total {:.1} MB",
+            e,
+            b.tasks as f64 / n as f64,
+            b.params as f64 / n as f64,
+            b.io as f64 / n as f64,
+            b.fanout as f64 / e.max(1) as f64,
+            b.total() as f64 / 1e6
+        );
+    }
+}
