@@ -12,7 +12,9 @@
 //!   (`retire_before(id - 8192)` every 2048 tasks): bounded memory;
 //! - `overlap`: box-intersection inference with [`OverlapMap`] (the mode the example needs).
 //!
-//! Every builder time includes `finish()` (the CSR fan-out). Prints ns/task, tasks/ms, edges per
+//! Each is timed cold (a fresh builder, so fresh tables and vectors) and warm (one builder reused
+//! through `finish_into`, as a runtime rebuilding the workload every step would). Every builder
+//! time includes the CSR fan-out (`finish` / `finish_into`). Prints ns/task, tasks/ms, edges per
 //! task and storage bytes per task and per edge.
 
 use pto_wsp_graph::builder::{BuildStats, CollectEdges, GraphBuilder};
@@ -96,8 +98,8 @@ fn copy(tasks: &[Task]) -> usize {
     nodes.len() + params.len() + io.len()
 }
 
-/// Builds the graph of `tasks` with `map`; `window` retires tasks older than `id - window`
-/// every 2048 tasks.
+/// Builds the graph of `tasks` with a fresh builder over `map` (cold: every vector and table is
+/// new); `window` retires tasks older than `id - window` every 2048 tasks.
 fn build<M: TensorMap>(tasks: &[Task], map: M, window: Option<u32>) -> TaskGraphStorage {
     build_stats(tasks, map, window).0
 }
@@ -110,6 +112,25 @@ fn build_stats<M: TensorMap>(
 ) -> (TaskGraphStorage, BuildStats) {
     let mut b = GraphBuilder::with_map(map, CollectEdges::default());
     b.reserve(tasks.len(), tasks.len() * 4, tasks.len() * 2);
+    feed(&mut b, tasks, window);
+    let stats = b.stats();
+    (b.finish(), stats)
+}
+
+/// Warm: rebuilds into `out` with a builder that already built the workload (the decode-step
+/// loop: `feed` then `finish_into`, no allocation).
+fn build_warm<M: TensorMap>(
+    b: &mut GraphBuilder<M>,
+    out: &mut TaskGraphStorage,
+    tasks: &[Task],
+    window: Option<u32>,
+) -> usize {
+    feed(b, tasks, window);
+    b.finish_into(out);
+    out.edge_count()
+}
+
+fn feed<M: TensorMap>(b: &mut GraphBuilder<M>, tasks: &[Task], window: Option<u32>) {
     for t in tasks {
         let id = b.alloc_task(t.kernel, ExecDomain::HostCpu, t.pool, t.stream, t.target);
         for &p in &t.params[..t.nparams] {
@@ -126,8 +147,19 @@ fn build_stats<M: TensorMap>(
             b.retire_before(TaskId(id.0 + 1 - w));
         }
     }
-    let stats = b.stats();
-    (b.finish(), stats)
+}
+
+/// Best warm time: one builder and one output graph reused across runs.
+fn best_warm<M: TensorMap>(
+    tasks: &[Task],
+    map: M,
+    window: Option<u32>,
+) -> (Duration, TaskGraphStorage) {
+    let mut b = GraphBuilder::with_map(map, CollectEdges::default());
+    let mut out = TaskGraphStorage::default();
+    build_warm(&mut b, &mut out, tasks, window); // the first build grows every buffer
+    let (t, _) = best(|| build_warm(&mut b, &mut out, tasks, window));
+    (t, out)
 }
 
 /// No inference at all: a map that finds nothing.
@@ -142,6 +174,7 @@ impl TensorMap for NoMap {
     ) {
     }
     fn retire_before(&mut self, _: TaskId) {}
+    fn clear(&mut self) {}
     fn stats(&self) -> pto_wsp_graph::tensor_map::MapStats {
         Default::default()
     }
@@ -164,8 +197,9 @@ fn best<R>(mut f: impl FnMut() -> R) -> (Duration, R) {
 }
 
 fn main() {
-    // `PTO_BUILD_BENCH=exact-fixed|exact-dyn|overlap N` runs one builder on N tasks a few times
-    // (for profilers), nothing else.
+    // `PTO_BUILD_BENCH=exact-fixed|exact-dyn|fixed-win|overlap N` runs one builder on N tasks a
+    // few times (for profilers), nothing else; `PTO_BUILD_WARM=1` reuses one builder
+    // (`finish_into`), which also accepts `explicit`.
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with("--"))
@@ -174,7 +208,26 @@ fn main() {
         let n: usize = n.parse().expect("a task count");
         let all = llama_stream(n);
         let tasks = &all[..n];
-        for _ in 0..std::env::var("PTO_BUILD_REPEAT").map_or(5, |r| r.parse().expect("a count")) {
+        let repeat = std::env::var("PTO_BUILD_REPEAT").map_or(5, |r| r.parse().expect("a count"));
+        if std::env::var("PTO_BUILD_WARM").is_ok_and(|w| w == "1") {
+            fn warm<M: TensorMap>(tasks: &[Task], map: M, window: Option<u32>, repeat: usize) {
+                let mut b = GraphBuilder::with_map(map, CollectEdges::default());
+                let mut out = TaskGraphStorage::default();
+                for _ in 0..repeat {
+                    black_box(build_warm(&mut b, &mut out, tasks, window));
+                }
+                eprintln!("{} edges", out.edge_count());
+            }
+            match which.as_str() {
+                "exact-fixed" => warm(tasks, FixedExactMap::new(2 * n + 64), None, repeat),
+                "exact-dyn" => warm(tasks, DynamicExactMap::new(), None, repeat),
+                "fixed-win" => warm(tasks, FixedExactMap::new(16 * 1024), Some(8192), repeat),
+                "explicit" => warm(tasks, NoMap, None, repeat),
+                _ => warm(tasks, OverlapMap::new(), None, repeat),
+            }
+            return;
+        }
+        for _ in 0..repeat {
             let g = match which.as_str() {
                 "exact-fixed" => build_stats(tasks, FixedExactMap::new(2 * n + 64), None),
                 "exact-dyn" => build_stats(tasks, DynamicExactMap::new(), None),
@@ -188,21 +241,27 @@ fn main() {
     }
     let sizes = [1_000usize, 10_000, 50_000, 200_000];
     let all = llama_stream(*sizes.last().expect("sizes"));
-    println!(
-        "{:>7} | {:>8} | {:>8} | {:>12} | {:>12} | {:>12} | {:>12} | {:>12} |",
-        "tasks",
-        "copy",
-        "explicit",
-        "exact fixed",
-        "exact dyn",
-        "fixed+win",
-        "overlap",
-        "edges/task"
-    );
+    let head = |what: &str| {
+        println!("{what}");
+        println!(
+            "{:>7} | {:>8} | {:>8} | {:>12} | {:>12} | {:>12} | {:>12} | {:>12} |",
+            "tasks",
+            "copy",
+            "explicit",
+            "exact fixed",
+            "exact dyn",
+            "fixed+win",
+            "overlap",
+            "edges/task"
+        );
+    };
     let mut bytes: Vec<(&str, usize, StorageBytes, usize)> = Vec::new();
+    let mut warm_rows = Vec::new();
+    head("cold (fresh builder and graph each run)");
     for &n in &sizes {
         let tasks = &all[..n];
         let ns = |d: Duration| d.as_nanos() as f64 / n as f64;
+        let cell = |d: Duration| format!("{:>5.1} ({:>4.0})", ns(d), 1e6 / ns(d));
         let (t_copy, _) = best(|| copy(tasks));
         let (t_expl, _) = best(|| build(tasks, NoMap, None));
         let (t_fixed, g_fixed) = best(|| build(tasks, FixedExactMap::new(2 * n + 64), None));
@@ -210,9 +269,13 @@ fn main() {
         let (t_win, _) = best(|| build(tasks, FixedExactMap::new(16 * 1024), Some(8192)));
         let (t_ovl, g_ovl) = best(|| build(tasks, OverlapMap::new(), None));
         assert_eq!(g_fixed, g_dyn, "fixed and dynamic exact maps agree");
-        let cell = |d: Duration| format!("{:>5.1} ({:>4.0})", ns(d), 1e6 / ns(d));
+        let edges = format!(
+            "{:>5.2} {:>5.2}",
+            g_dyn.edge_count() as f64 / n as f64,
+            g_ovl.edge_count() as f64 / n as f64
+        );
         println!(
-            "{:>7} | {:>8.1} | {:>8.1} | {} | {} | {} | {} | {:>5.2} {:>5.2} |",
+            "{:>7} | {:>8.1} | {:>8.1} | {} | {} | {} | {} | {edges} |",
             n,
             ns(t_copy),
             ns(t_expl),
@@ -220,13 +283,32 @@ fn main() {
             cell(t_dyn),
             cell(t_win),
             cell(t_ovl),
-            g_dyn.edge_count() as f64 / n as f64,
-            g_ovl.edge_count() as f64 / n as f64,
         );
+        let (w_expl, _) = best_warm(tasks, NoMap, None);
+        let (w_fixed, h_fixed) = best_warm(tasks, FixedExactMap::new(2 * n + 64), None);
+        let (w_dyn, _) = best_warm(tasks, DynamicExactMap::new(), None);
+        let (w_win, _) = best_warm(tasks, FixedExactMap::new(16 * 1024), Some(8192));
+        let (w_ovl, h_ovl) = best_warm(tasks, OverlapMap::new(), None);
+        assert_eq!(h_fixed, g_fixed, "a reused builder builds the same graph");
+        assert_eq!(h_ovl, g_ovl, "a reused builder builds the same graph");
+        warm_rows.push(format!(
+            "{:>7} | {:>8.1} | {:>8.1} | {} | {} | {} | {} | {edges} |",
+            n,
+            ns(t_copy),
+            ns(w_expl),
+            cell(w_fixed),
+            cell(w_dyn),
+            cell(w_win),
+            cell(w_ovl),
+        ));
         if n == *sizes.last().expect("sizes") {
             bytes.push(("exact", n, g_dyn.bytes(), g_dyn.edge_count()));
             bytes.push(("overlap", n, g_ovl.bytes(), g_ovl.edge_count()));
         }
+    }
+    head("warm (one builder reused through finish_into; copy column repeated from cold)");
+    for r in warm_rows {
+        println!("{r}");
     }
     println!("(ns/task, tasks/ms in parentheses; edges/task: exact, overlap)");
     for (mode, n, b, e) in bytes {

@@ -40,6 +40,9 @@ pub trait EdgeSink {
     fn edge(&mut self, pred: TaskId, succ: TaskId);
     /// Every edge into `task` has been reported.
     fn submitted(&mut self, task: TaskId);
+    /// Forgets every edge: [`GraphBuilder::reset`] starts a new build with task 0. The default
+    /// does nothing (for sinks that hand edges on at once).
+    fn clear(&mut self) {}
 }
 
 /// The non-streaming sink: keeps each task's predecessors (CSR by successor) for
@@ -67,6 +70,11 @@ impl EdgeSink for CollectEdges {
     #[inline]
     fn submitted(&mut self, _task: TaskId) {
         self.ends.push(self.preds.len() as u32);
+    }
+
+    fn clear(&mut self) {
+        self.preds.clear();
+        self.ends.clear();
     }
 }
 
@@ -454,6 +462,22 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         self.map.retire_before(oldest_live);
     }
 
+    /// Forgets every task, edge and TensorMap record, keeping every allocation: the next task is
+    /// task 0 again and the build that follows gives exactly what a new builder with the same map
+    /// configuration would. A runtime that builds the same workload again (every decode step)
+    /// reuses one builder this way instead of faulting in fresh tables each time.
+    pub fn reset(&mut self) {
+        self.tasks.clear();
+        self.params.clear();
+        self.io.clear();
+        self.seen.clear();
+        self.explicit.clear();
+        self.open = false;
+        self.stats = BuildStats::default();
+        self.map.clear();
+        self.sink.clear();
+    }
+
     /// Number of tasks allocated (including an open one).
     pub fn len(&self) -> usize {
         self.tasks.len()
@@ -508,26 +532,58 @@ impl<M: TensorMap> GraphBuilder<M, CollectEdges> {
     /// If a task is open.
     pub fn finish(self) -> TaskGraphStorage {
         let (mut g, sink) = self.finish_with_sink();
-        let CollectEdges { preds, ends } = sink;
-        for &p in &preds {
-            g.tasks[p as usize].fanout_count += 1;
-        }
-        let mut at = 0u32;
-        for t in g.tasks.iter_mut() {
-            t.fanout_start = at;
-            at += t.fanout_count;
-        }
-        let mut cursor: Vec<u32> = g.tasks.iter().map(|t| t.fanout_start).collect();
-        g.fanout = vec![TaskId(0); preds.len()];
-        let mut begin = 0usize;
-        for (succ, &end) in ends.iter().enumerate() {
-            for &p in &preds[begin..end as usize] {
-                let c = &mut cursor[p as usize];
-                g.fanout[*c as usize] = TaskId(succ as u32);
-                *c += 1;
-            }
-            begin = end as usize;
-        }
+        let mut cursor = Vec::new();
+        lay_out_fanout(&mut g.tasks, &sink, &mut g.fanout, &mut cursor);
         g
+    }
+
+    /// Ends the build like [`GraphBuilder::finish`], writing the graph into `out` and
+    /// [`GraphBuilder::reset`]ting the builder, with no allocation once capacities have grown:
+    /// `out`'s previous contents are dropped and its vectors become the builder's buffers for the
+    /// next build. The reuse loop of a runtime that rebuilds a workload: `b.finish_into(&mut g)`.
+    ///
+    /// # Panics
+    /// If a task is open.
+    pub fn finish_into(&mut self, out: &mut TaskGraphStorage) {
+        assert!(!self.open, "finish: a task is still open");
+        std::mem::swap(&mut self.tasks, &mut out.tasks);
+        std::mem::swap(&mut self.params, &mut out.params);
+        std::mem::swap(&mut self.io, &mut out.io);
+        lay_out_fanout(&mut out.tasks, &self.sink, &mut out.fanout, &mut self.seen);
+        self.reset();
+    }
+}
+
+/// Lays the collected predecessor lists out as CSR fan-out (`cursor` is scratch).
+fn lay_out_fanout(
+    tasks: &mut [TaskNode],
+    sink: &CollectEdges,
+    fanout: &mut Vec<TaskId>,
+    cursor: &mut Vec<u32>,
+) {
+    let (preds, ends) = (&sink.preds, &sink.ends);
+    debug_assert_eq!(ends.len(), tasks.len());
+    cursor.clear();
+    cursor.resize(tasks.len(), 0);
+    for &p in preds {
+        cursor[p as usize] += 1;
+    }
+    let mut at = 0u32;
+    for (t, c) in tasks.iter_mut().zip(cursor.iter_mut()) {
+        t.fanout_start = at;
+        t.fanout_count = *c;
+        *c = at;
+        at += t.fanout_count;
+    }
+    fanout.clear();
+    fanout.resize(preds.len(), TaskId(0));
+    let mut begin = 0usize;
+    for (succ, &end) in ends.iter().enumerate() {
+        for &p in &preds[begin..end as usize] {
+            let c = &mut cursor[p as usize];
+            fanout[*c as usize] = TaskId(succ as u32);
+            *c += 1;
+        }
+        begin = end as usize;
     }
 }

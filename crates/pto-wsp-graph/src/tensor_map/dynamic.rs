@@ -75,6 +75,12 @@ impl TensorMap for DynamicExactMap {
         self.stats.live = self.map.len() as u64;
     }
 
+    fn clear(&mut self) {
+        self.map.clear();
+        self.pool.clear();
+        self.stats = MapStats::default();
+    }
+
     fn stats(&self) -> MapStats {
         self.stats
     }

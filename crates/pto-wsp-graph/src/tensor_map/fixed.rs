@@ -177,6 +177,24 @@ impl TensorMap for FixedExactMap {
         }
     }
 
+    fn clear(&mut self) {
+        if self.keys.len() * 8 < self.slots.len() {
+            // Few keys: empty their slots only (each key's slot is on its probe run).
+            for e in 0..self.keys.len() {
+                if !self.entries[e].is_empty() {
+                    self.remove_slot(e as u32);
+                }
+            }
+        } else {
+            self.slots.fill(EMPTY);
+        }
+        self.keys.clear();
+        self.entries.clear();
+        self.free.clear();
+        self.pool.clear();
+        self.stats = MapStats::default();
+    }
+
     fn stats(&self) -> MapStats {
         self.stats
     }

@@ -78,6 +78,11 @@ pub trait TensorMap {
     /// no new task needs to wait for them). Accesses by live tasks are kept as they are.
     fn retire_before(&mut self, oldest_live: TaskId);
 
+    /// Forgets every access and zeroes the counters, keeping the map's allocations (a runtime that
+    /// builds the same workload again reuses its tables instead of faulting in fresh pages).
+    /// Behaves like a new map of the same configuration afterwards.
+    fn clear(&mut self);
+
     /// The counters.
     fn stats(&self) -> MapStats;
 }
@@ -124,6 +129,15 @@ impl TensorMap for AnyTensorMap {
             AnyTensorMap::Fixed(m) => m.retire_before(oldest_live),
             AnyTensorMap::Dynamic(m) => m.retire_before(oldest_live),
             AnyTensorMap::Overlap(m) => m.retire_before(oldest_live),
+            AnyTensorMap::None => {}
+        }
+    }
+
+    fn clear(&mut self) {
+        match self {
+            AnyTensorMap::Fixed(m) => m.clear(),
+            AnyTensorMap::Dynamic(m) => m.clear(),
+            AnyTensorMap::Overlap(m) => m.clear(),
             AnyTensorMap::None => {}
         }
     }

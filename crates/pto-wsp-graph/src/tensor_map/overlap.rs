@@ -67,6 +67,8 @@ impl Hash for CellKey {
 
 #[derive(Clone, Debug, Default)]
 struct Grid {
+    /// Set by [`TensorMap::clear`]: the next record chooses the cell side again.
+    fresh: bool,
     shift: [u32; 2],
     large_writes: Vec<Ref>,
     large_reads: Vec<Ref>,
@@ -223,14 +225,19 @@ impl OverlapMap {
         } else {
             self.sparse.entry(r.tensor).or_insert(NIL)
         };
+        // Cell side: the largest power of two not above the first box's extent.
+        let shift = [r.size[0].ilog2(), r.size[1].ilog2()];
         if *slot == NIL {
             *slot = self.grids.len() as u32;
-            // Cell side: the largest power of two not above the first box's extent.
-            let shift = [r.size[0].ilog2(), r.size[1].ilog2()];
             self.grids.push(Grid {
                 shift,
                 ..Grid::default()
             });
+        }
+        let grid = &mut self.grids[*slot as usize];
+        if grid.fresh {
+            grid.fresh = false;
+            grid.shift = shift;
         }
         *slot as usize
     }
@@ -420,6 +427,28 @@ impl TensorMap for OverlapMap {
                 }
             });
         }
+    }
+
+    fn clear(&mut self) {
+        self.records.clear();
+        self.free.clear();
+        self.cells.clear();
+        self.free_buckets.clear();
+        for (i, b) in self.buckets.iter_mut().enumerate().rev() {
+            b.writes.clear();
+            b.reads.clear();
+            self.free_buckets.push(i as u32);
+        }
+        for g in &mut self.grids {
+            g.fresh = true;
+            g.large_writes.clear();
+            g.large_reads.clear();
+            g.buckets.clear();
+            for row in &mut g.dense {
+                row.fill(NIL);
+            }
+        }
+        self.stats = MapStats::default();
     }
 
     fn stats(&self) -> MapStats {

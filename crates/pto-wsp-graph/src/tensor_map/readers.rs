@@ -52,6 +52,12 @@ impl ReaderPool {
         }
     }
 
+    /// Drops every chunk (keeping the allocation): every list must be forgotten with it.
+    pub(crate) fn clear(&mut self) {
+        self.chunks.clear();
+        self.free = NIL;
+    }
+
     fn alloc(&mut self, next: u32) -> u32 {
         if self.free != NIL {
             let i = self.free;
