@@ -562,3 +562,65 @@ fn llama_layer_two_tiles_matches_the_oracle() {
     assert!(stats.raw > 0 && stats.war == 0, "{stats:?}");
     random_execution(&g, &tasks, true, 8, 12345);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// A builder reused through `reset` / `finish_into` (after a different stream, with records,
+    /// reader chunks and grids left over) builds exactly what a fresh builder builds.
+    #[test]
+    fn a_reused_builder_builds_the_same_graph(
+        first in stream_strategy(),
+        second in stream_strategy(),
+        retire_at in 0usize..200,
+    ) {
+        for (mode, exact) in [
+            (DepsMode::Exact, ExactMap::Fixed(1024)),
+            (DepsMode::Exact, ExactMap::Fixed(108 + 3)),
+            (DepsMode::Exact, ExactMap::Dynamic),
+            (DepsMode::Overlap, ExactMap::Dynamic),
+            (DepsMode::Explicit, ExactMap::Dynamic),
+        ] {
+            let fresh = build(&second, mode, exact);
+            let mut f = GraphBuilder::with_exact_map(mode, exact);
+            feed(&mut f, &first, retire_at);
+            let fresh_first = f.finish();
+            let mut b = GraphBuilder::with_exact_map(mode, exact);
+            let mut out = TaskGraphStorage::default();
+            // finish_into, twice (the second time `out` holds a graph to recycle).
+            for _ in 0..2 {
+                feed(&mut b, &first, retire_at);
+                b.finish_into(&mut out);
+                prop_assert_eq!(&out, &fresh_first, "{:?} first", mode);
+                prop_assert!(b.is_empty());
+                prop_assert_eq!(b.stats().tasks, 0);
+            }
+            feed(&mut b, &second, usize::MAX);
+            b.finish_into(&mut out);
+            prop_assert_eq!(&out, &fresh, "{:?} after finish_into", mode);
+            // reset, with a task left open.
+            feed(&mut b, &first, retire_at);
+            b.alloc_task(0, ExecDomain::HostCpu, ExecPool::Any, 0, None);
+            b.reset();
+            feed(&mut b, &second, usize::MAX);
+            prop_assert_eq!(&b.finish(), &fresh, "{:?} after reset", mode);
+        }
+    }
+}
+
+/// Feeds `tasks` (retiring everything older than `retire_at - 10` once, at task `retire_at`).
+fn feed<M: TensorMap>(b: &mut GraphBuilder<M>, tasks: &[GenTask], retire_at: usize) {
+    for (j, t) in tasks.iter().enumerate() {
+        if j == retire_at {
+            b.retire_before(TaskId(j.saturating_sub(10) as u32));
+        }
+        b.alloc_task(j as u32 % 5, ExecDomain::HostCpu, ExecPool::Any, 0, None);
+        for &(r, a) in &t.regions {
+            b.add_access(r, a);
+        }
+        for d in explicit_deps(tasks, j) {
+            b.add_explicit_dep(TaskId(d as u32)).unwrap();
+        }
+        b.submit().unwrap();
+    }
+}

@@ -2,7 +2,8 @@
 //! can run with no allocator.
 //!
 //! An open-addressing table (linear probing, at most half full) of 8-byte slots — a 32-bit hash
-//! tag and an entry index — over a fixed pool of entries (key, last writer, reader list). All
+//! tag and an entry index — over a fixed pool of entries (key, last writer, reader list: one
+//! 64-byte cache line each). All
 //! memory is reserved at construction, except reader-list chunks, which come from a pool with a
 //! free list.
 //!
@@ -27,13 +28,22 @@ struct Slot {
 
 const EMPTY: Slot = Slot { tag: 0, entry: NIL };
 
+/// A key and its entry in one 64-byte cache line: a hit touches the slot's line and this one.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct Keyed {
+    key: Region,
+    entry: ExactEntry,
+}
+
+const _: () = assert!(std::mem::size_of::<Keyed>() == 64);
+
 /// Exact-key TensorMap with a fixed capacity (see the module docs for what happens when full).
 #[derive(Debug)]
 pub struct FixedExactMap {
     slots: Vec<Slot>,
     mask: usize,
-    keys: Vec<Region>,
-    entries: Vec<ExactEntry>,
+    entries: Vec<Keyed>,
     free: Vec<u32>,
     capacity: usize,
     pool: ReaderPool,
@@ -50,7 +60,6 @@ impl FixedExactMap {
         FixedExactMap {
             slots: vec![EMPTY; n],
             mask: n - 1,
-            keys: Vec::with_capacity(capacity),
             entries: Vec::with_capacity(capacity),
             free: Vec::new(),
             capacity,
@@ -65,21 +74,24 @@ impl FixedExactMap {
         self.capacity
     }
 
+    #[inline]
     fn alloc(&mut self, key: Region) -> u32 {
         self.stats.live += 1;
         self.stats.high_water = self.stats.high_water.max(self.stats.live);
+        let keyed = Keyed {
+            key,
+            entry: ExactEntry::default(),
+        };
         if let Some(i) = self.free.pop() {
-            self.keys[i as usize] = key;
-            self.entries[i as usize] = ExactEntry::default();
+            self.entries[i as usize] = keyed;
             i
         } else {
             assert!(
-                self.keys.len() < self.capacity,
+                self.entries.len() < self.capacity,
                 "FixedExactMap is full: ask has_room before access"
             );
-            self.keys.push(key);
-            self.entries.push(ExactEntry::default());
-            (self.keys.len() - 1) as u32
+            self.entries.push(keyed);
+            (self.entries.len() - 1) as u32
         }
     }
 
@@ -87,7 +99,7 @@ impl FixedExactMap {
     /// the probe cluster move back when their home slot allows it.
     fn remove_slot(&mut self, entry: u32) {
         let mask = self.mask;
-        let mut i = self.keys[entry as usize].key_hash() as usize & mask;
+        let mut i = self.entries[entry as usize].key.key_hash() as usize & mask;
         while self.slots[i].entry != entry {
             i = (i + 1) & mask;
         }
@@ -132,11 +144,13 @@ impl TensorMap for FixedExactMap {
                 let e = self.alloc(*region);
                 self.slots[i] = Slot { tag, entry: e };
                 self.stats.misses += 1;
-                self.entries[e as usize].apply(task, access, &mut self.pool, pred);
+                self.entries[e as usize]
+                    .entry
+                    .apply(task, access, &mut self.pool, pred);
                 return;
             }
-            if s.tag == tag && self.keys[s.entry as usize] == *region {
-                let entry = &mut self.entries[s.entry as usize];
+            if s.tag == tag && self.entries[s.entry as usize].key == *region {
+                let entry = &mut self.entries[s.entry as usize].entry;
                 if entry.is_empty() {
                     self.stats.misses += 1;
                 } else {
@@ -163,7 +177,7 @@ impl TensorMap for FixedExactMap {
     fn retire_before(&mut self, oldest_live: TaskId) {
         // Sweep the entry pool in order (sequential memory), delete emptied keys from the table.
         for e in 0..self.entries.len() {
-            let entry = &mut self.entries[e];
+            let entry = &mut self.entries[e].entry;
             if entry.is_empty() {
                 continue; // free
             }
@@ -178,17 +192,16 @@ impl TensorMap for FixedExactMap {
     }
 
     fn clear(&mut self) {
-        if self.keys.len() * 8 < self.slots.len() {
+        if self.entries.len() * 8 < self.slots.len() {
             // Few keys: empty their slots only (each key's slot is on its probe run).
-            for e in 0..self.keys.len() {
-                if !self.entries[e].is_empty() {
+            for e in 0..self.entries.len() {
+                if !self.entries[e].entry.is_empty() {
                     self.remove_slot(e as u32);
                 }
             }
         } else {
             self.slots.fill(EMPTY);
         }
-        self.keys.clear();
         self.entries.clear();
         self.free.clear();
         self.pool.clear();
