@@ -22,6 +22,9 @@
 //!   live tasks are unchanged by it.
 //! - Nothing allocates per task in the steady state: regions, params and edges go to flat
 //!   vectors, dedup uses a stamp per task id.
+//! - [`GraphBuilder::reset`] and [`GraphBuilder::finish_into`] start the next build keeping every
+//!   allocation (maps, buffers, the previous graph's vectors); the graph built afterwards is the
+//!   one a fresh builder with the same map configuration builds.
 
 use crate::storage::{TaskGraphStorage, TaskNode};
 use crate::tensor_map::{
