@@ -112,8 +112,8 @@ impl FixedExactMap {
 
     #[inline]
     fn alloc(&mut self, key: Region) -> u32 {
+        // `high_water` is brought up to date where `live` falls (and in `stats`).
         self.stats.live += 1;
-        self.stats.high_water = self.stats.high_water.max(self.stats.live);
         let keyed = Keyed {
             key,
             entry: ExactEntry::default(),
@@ -133,6 +133,7 @@ impl FixedExactMap {
 
     /// Frees a live entry: its chunks, its table slot, its index.
     fn free_entry(&mut self, e: u32) {
+        self.stats.high_water = self.stats.high_water.max(self.stats.live);
         self.entries[e as usize].entry.release(&mut self.pool);
         self.free.push(e);
         self.stats.live -= 1;
@@ -292,6 +293,9 @@ impl TensorMap for FixedExactMap {
     }
 
     fn stats(&self) -> MapStats {
-        self.stats
+        MapStats {
+            high_water: self.stats.high_water.max(self.stats.live),
+            ..self.stats
+        }
     }
 }
