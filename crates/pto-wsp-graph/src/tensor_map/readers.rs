@@ -172,10 +172,8 @@ impl ReaderList {
     pub(crate) fn clear(&mut self, pool: &mut ReaderPool) {
         if self.newest != NIL {
             // Cut the ring after the newest chunk and put it in front of the free list.
-            let newest = self.newest as usize;
-            let oldest = pool.chunks[newest].next;
-            pool.chunks[newest].next = pool.free;
-            pool.free = oldest;
+            // (The oldest chunk becomes the free list's head; the newest links to the old head.)
+            std::mem::swap(&mut pool.chunks[self.newest as usize].next, &mut pool.free);
             self.newest = NIL;
         }
         self.len = 0;
