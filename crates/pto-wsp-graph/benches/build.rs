@@ -240,6 +240,10 @@ fn main() {
         return;
     }
     let sizes = [1_000usize, 10_000, 50_000, 200_000];
+    if std::env::var("PTO_BUILD_QUICK").is_ok_and(|q| q == "1") {
+        quick(&sizes);
+        return;
+    }
     let all = llama_stream(*sizes.last().expect("sizes"));
     let head = |what: &str| {
         println!("{what}");
@@ -321,6 +325,35 @@ fn main() {
             b.io as f64 / n as f64,
             b.fanout as f64 / e.max(1) as f64,
             b.total() as f64 / 1e6
+        );
+    }
+}
+
+/// `PTO_BUILD_QUICK=1`: explicit, exact fixed and fixed+win only, cold then warm (for A/B runs).
+fn quick(sizes: &[usize]) {
+    let all = llama_stream(*sizes.last().expect("sizes"));
+    println!(
+        "{:>7} | {:>8} | {:>11} | {:>9} | {:>8} | {:>11} | {:>9}",
+        "tasks", "expl", "fixed", "fixed+win", "expl w", "fixed w", "win w"
+    );
+    for &n in sizes {
+        let tasks = &all[..n];
+        let ns = |d: Duration| d.as_nanos() as f64 / n as f64;
+        let (t_expl, _) = best(|| build(tasks, NoMap, None));
+        let (t_fixed, _) = best(|| build(tasks, FixedExactMap::new(2 * n + 64), None));
+        let (t_win, _) = best(|| build(tasks, FixedExactMap::new(16 * 1024), Some(8192)));
+        let (w_expl, _) = best_warm(tasks, NoMap, None);
+        let (w_fixed, _) = best_warm(tasks, FixedExactMap::new(2 * n + 64), None);
+        let (w_win, _) = best_warm(tasks, FixedExactMap::new(16 * 1024), Some(8192));
+        println!(
+            "{:>7} | {:>8.1} | {:>11.1} | {:>9.1} | {:>8.1} | {:>11.1} | {:>9.1}",
+            n,
+            ns(t_expl),
+            ns(t_fixed),
+            ns(t_win),
+            ns(w_expl),
+            ns(w_fixed),
+            ns(w_win)
         );
     }
 }

@@ -369,10 +369,13 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         let node = self.tasks[task.index()];
         let nio = self.io.len() - node.io_start as usize;
         let nparams = self.params.len() - node.params_start as usize;
-        for (what, count) in [("regions", nio), ("params", nparams)] {
-            if count > u16::MAX as usize {
-                return Err(BuildError::TooMany { task, what, count });
-            }
+        if (nio | nparams) > u16::MAX as usize {
+            let (what, count) = if nio > u16::MAX as usize {
+                ("regions", nio)
+            } else {
+                ("params", nparams)
+            };
+            return Err(BuildError::TooMany { task, what, count });
         }
         if let Err(full) = self.map.has_room(nio) {
             return Err(BuildError::TensorMapFull {

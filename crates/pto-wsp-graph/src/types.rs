@@ -68,11 +68,8 @@ pub fn access_code(access: Access) -> u8 {
 /// The access an [`access_code`] stands for; codes without the write bit read as [`Access::In`].
 #[inline]
 pub fn access_from_code(code: u8) -> Access {
-    match code & 3 {
-        2 => Access::Out,
-        3 => Access::InOut,
-        _ => Access::In,
-    }
+    const BY_CODE: [Access; 4] = [Access::In, Access::In, Access::Out, Access::InOut];
+    BY_CODE[(code & 3) as usize]
 }
 
 /// Schedule tags of a task (seed 004 §6.2.1 `sched_tags`): a bitfield of the extended primitives
@@ -167,7 +164,7 @@ pub enum RegionError {
 /// change equality or intersection). Coordinates are `u32` with `start + size <= u32::MAX` in
 /// every dimension (checked by [`Region::new`]). Two regions are the same key when every field is
 /// equal; they conflict when they name the same tensor and their boxes intersect.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, Eq, Default)]
 #[repr(C)]
 pub struct Region {
     /// Index of the tensor (the expander's `Module::tensors` index).
@@ -270,17 +267,39 @@ impl Region {
         self.start[d] as u64 + self.size[d] as u64
     }
 
-    /// A 64-bit hash of the key: the five packed words are mixed by two independent
-    /// multiplications (so they overlap in the pipeline instead of forming one FxHash chain),
-    /// then the high half is folded into the low bits that tables index with.
+    /// The key as five words: (tensor, rank), the starts in pairs, the sizes in pairs (each
+    /// pair is two adjacent `u32` fields, so a word is one load).
+    #[inline]
+    fn words(&self) -> [u64; 5] {
+        let w = |lo: u32, hi: u32| (lo as u64) | ((hi as u64) << 32);
+        [
+            w(self.tensor, self.rank),
+            w(self.start[0], self.start[1]),
+            w(self.start[2], self.start[3]),
+            w(self.size[0], self.size[1]),
+            w(self.size[2], self.size[3]),
+        ]
+    }
+
+    /// A 64-bit hash of the key: the five words are mixed by two independent multiplications
+    /// (so they overlap in the pipeline instead of forming one FxHash chain), then the high half
+    /// is folded into the low bits that tables index with.
     #[inline]
     pub fn key_hash(&self) -> u64 {
-        let w = |d: usize| (self.start[d] as u64) | ((self.size[d] as u64) << 32);
-        let a = (self.tensor as u64) | ((self.rank as u64) << 32);
-        let x = (a ^ w(1).rotate_left(21) ^ w(3).rotate_left(43)).wrapping_mul(FX_K);
-        let y = (w(0) ^ w(2).rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let [a, s01, s23, z01, z23] = self.words();
+        let x = (a ^ z01.rotate_left(19) ^ s23.rotate_left(41)).wrapping_mul(FX_K);
+        let y = (s01 ^ z23.rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let h = x ^ y.rotate_left(29);
         h ^ (h >> 32)
+    }
+}
+
+impl PartialEq for Region {
+    /// Every field equal (compared as five words, without early exits).
+    #[inline]
+    fn eq(&self, other: &Region) -> bool {
+        let (a, b) = (self.words(), other.words());
+        ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4])) == 0
     }
 }
 

@@ -8,9 +8,11 @@
 //! once.
 
 use proptest::prelude::*;
-use pto_wsp_graph::builder::{BuildError, ExactMap, GraphBuilder};
+use pto_wsp_graph::builder::{BuildError, CollectEdges, ExactMap, GraphBuilder};
 use pto_wsp_graph::storage::TaskGraphStorage;
-use pto_wsp_graph::tensor_map::{DynamicExactMap, FixedExactMap, OverlapMap, TensorMap};
+use pto_wsp_graph::tensor_map::{
+    AnyTensorMap, DynamicExactMap, FixedExactMap, OverlapMap, TensorMap,
+};
 use pto_wsp_graph::types::{Access, ExecDomain, ExecPool, Region, TaskId};
 use pto_wsp_ir::DepsMode;
 
@@ -273,12 +275,12 @@ proptest! {
             (DepsMode::Overlap, ExactMap::Dynamic),
         ] {
             let full = build(&tasks, mode, exact);
+            let b = GraphBuilder::with_exact_map(mode, exact);
             // Before submitting task `at`, tasks older than `at - lag` are complete.
             let mut oldest = vec![0usize; tasks.len()];
             let mut cur = 0usize;
             let mut points: Vec<(usize, usize)> = retire.clone();
             points.sort_unstable();
-            let b = GraphBuilder::with_exact_map(mode, exact);
             let windowed = build_with(&tasks, b, |j, b| {
                 for &(at, lag) in points.iter().filter(|&&(at, _)| at == j) {
                     cur = cur.max(at.saturating_sub(lag));
@@ -298,6 +300,49 @@ proptest! {
                     prop_assert!(full_p[j].contains(p));
                 }
             }
+        }
+    }
+
+    /// The fixed map retires lazily (an access log, or a sweep once the log overflows), the
+    /// dynamic map eagerly: under the same retires they build the same graph and keep the same
+    /// number of live keys, and no task gets an edge from a task completed before it.
+    #[test]
+    fn lazy_retire_builds_what_eager_retire_builds(
+        tasks in stream_strategy(),
+        retire in prop::collection::vec((0usize..200, 0usize..20), 0..8),
+    ) {
+        let mut points: Vec<(usize, usize)> = retire.clone();
+        points.sort_unstable();
+        let run = |map: AnyTensorMap| {
+            let mut cur = 0usize;
+            let mut oldest = vec![0usize; tasks.len()];
+            let mut live = Vec::new();
+            let b = GraphBuilder::with_map(map, CollectEdges::default());
+            let g = build_with(&tasks, b, |j, b| {
+                for &(at, lag) in points.iter().filter(|&&(at, _)| at == j) {
+                    cur = cur.max(at.saturating_sub(lag));
+                    b.retire_before(TaskId(cur as u32));
+                    live.push(b.stats().map.live);
+                }
+                oldest[j] = cur;
+            });
+            (g, live, oldest)
+        };
+        let (eager, eager_live, oldest) = run(AnyTensorMap::Dynamic(DynamicExactMap::new()));
+        for (j, ps) in graph_preds(&eager).iter().enumerate() {
+            for &p in ps {
+                prop_assert!(p >= oldest[j] || explicit_deps(&tasks, j).contains(&p));
+            }
+        }
+        for map in [
+            FixedExactMap::new(1024),
+            FixedExactMap::new(108 + 3),
+            FixedExactMap::with_log_limit(1024, 0),
+            FixedExactMap::with_log_limit(108 + 3, 7),
+        ] {
+            let (lazy, lazy_live, _) = run(AnyTensorMap::Fixed(map));
+            prop_assert_eq!(&lazy, &eager);
+            prop_assert_eq!(&lazy_live, &eager_live);
         }
     }
 }

@@ -54,7 +54,7 @@ impl TensorMap for DynamicExactMap {
         } else {
             self.stats.hits += 1;
         }
-        entry.apply(task, access, &mut self.pool, pred);
+        entry.apply(task, access, &mut self.pool, 0, pred);
         if self.map.len() != len {
             self.stats.live += 1;
             self.stats.high_water = self.stats.high_water.max(self.stats.live);

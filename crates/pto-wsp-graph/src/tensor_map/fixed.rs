@@ -7,6 +7,16 @@
 //! memory is reserved at construction, except reader-list chunks, which come from a pool with a
 //! free list.
 //!
+//! **Retiring without a sweep:** an entry's newest task is its newest reader or else its writer
+//! (readers since the last write are newer than the writer), and the map logs `(task, entry)` for every access in submission order. The log starts at the first
+//! retire (which sweeps the entries once to build it, so a build that never retires never logs)
+//! and is bounded: past [`LOG_MAX`] records it stops, and the next retire sweeps again.
+//! [`TensorMap::retire_before`] pops the log records of completed tasks and frees exactly the
+//! entries whose newest task has completed — the keys an eager sweep would free — touching only
+//! those. Completed tasks still named inside live entries (a stale writer, old readers of a weight
+//! tile) are not reported by later accesses, and reader chunks of completed tasks are returned to
+//! the pool when their list next grows.
+//!
 //! **When full:** the map holds at most `capacity` distinct keys. It does not grow and does not
 //! evict (evicting a key would lose edges). Instead [`TensorMap::has_room`] tells the builder, before
 //! a task touches the map, whether the task's regions are sure to fit; if not, `submit` fails with
@@ -19,6 +29,9 @@ use super::{MapFull, MapStats, TensorMap};
 use crate::types::{Access, EdgeKind, Region, TaskId};
 
 const NIL: u32 = u32::MAX;
+
+/// Most access-log records kept (512 KiB); past this the next retire sweeps instead.
+const LOG_MAX: usize = 1 << 16;
 
 #[derive(Clone, Copy, Debug)]
 struct Slot {
@@ -47,7 +60,16 @@ pub struct FixedExactMap {
     free: Vec<u32>,
     capacity: usize,
     pool: ReaderPool,
-    buf: Vec<u32>,
+    /// Tasks older than this have completed.
+    oldest: u32,
+    /// `(task << 32) | entry` per access since `log_head`, in task order (unless `log_off`).
+    log: Vec<u64>,
+    log_head: usize,
+    /// Most records `log` keeps ([`LOG_MAX`]).
+    log_max: usize,
+    /// No log (before the first retire, or after an overflow): the next retire sweeps every
+    /// entry and starts the log from the survivors.
+    log_off: bool,
     stats: MapStats,
 }
 
@@ -64,8 +86,22 @@ impl FixedExactMap {
             free: Vec::new(),
             capacity,
             pool: ReaderPool::new(),
-            buf: Vec::new(),
+            oldest: 0,
+            log: Vec::new(),
+            log_head: 0,
+            log_off: true,
+            log_max: LOG_MAX,
             stats: MapStats::default(),
+        }
+    }
+
+    /// Like [`FixedExactMap::new`], logging at most `records` accesses between retires (the
+    /// default is 65,536): past that, the next [`TensorMap::retire_before`] sweeps every entry
+    /// instead of reading the log. Only the cost of retiring changes, never the edges.
+    pub fn with_log_limit(capacity: usize, records: usize) -> FixedExactMap {
+        FixedExactMap {
+            log_max: records,
+            ..FixedExactMap::new(capacity)
         }
     }
 
@@ -76,8 +112,8 @@ impl FixedExactMap {
 
     #[inline]
     fn alloc(&mut self, key: Region) -> u32 {
+        // `high_water` is brought up to date where `live` falls (and in `stats`).
         self.stats.live += 1;
-        self.stats.high_water = self.stats.high_water.max(self.stats.live);
         let keyed = Keyed {
             key,
             entry: ExactEntry::default(),
@@ -92,6 +128,39 @@ impl FixedExactMap {
             );
             self.entries.push(keyed);
             (self.entries.len() - 1) as u32
+        }
+    }
+
+    /// Frees a live entry: its chunks, its table slot, its index.
+    fn free_entry(&mut self, e: u32) {
+        self.stats.high_water = self.stats.high_water.max(self.stats.live);
+        self.entries[e as usize].entry.release(&mut self.pool);
+        self.free.push(e);
+        self.stats.live -= 1;
+        self.remove_slot(e);
+    }
+
+    /// Retires by sweeping every entry (after the log overflowed), then rebuilds the log from the
+    /// survivors' newest tasks.
+    #[cold]
+    fn sweep(&mut self) {
+        self.log.clear();
+        self.log_head = 0;
+        for e in 0..self.entries.len() as u32 {
+            let last = self.entries[e as usize].entry.last(&self.pool);
+            if last == NIL {
+                continue; // free
+            }
+            if last < self.oldest {
+                self.free_entry(e);
+            } else {
+                self.log.push(((last as u64) << 32) | e as u64);
+            }
+        }
+        self.log.sort_unstable();
+        self.log_off = self.log.len() > self.log_max;
+        if self.log_off {
+            self.log.clear();
         }
     }
 
@@ -138,29 +207,30 @@ impl TensorMap for FixedExactMap {
         let h = region.key_hash();
         let tag = h as u32;
         let mut i = h as usize & self.mask;
-        loop {
+        let e = loop {
             let s = self.slots[i];
             if s.entry == NIL {
                 let e = self.alloc(*region);
                 self.slots[i] = Slot { tag, entry: e };
                 self.stats.misses += 1;
-                self.entries[e as usize]
-                    .entry
-                    .apply(task, access, &mut self.pool, pred);
-                return;
+                break e;
             }
             if s.tag == tag && self.entries[s.entry as usize].key == *region {
-                let entry = &mut self.entries[s.entry as usize].entry;
-                if entry.is_empty() {
-                    self.stats.misses += 1;
-                } else {
-                    self.stats.hits += 1;
-                }
-                entry.apply(task, access, &mut self.pool, pred);
-                return;
+                self.stats.hits += 1;
+                break s.entry;
             }
             self.stats.probes += 1;
             i = (i + 1) & self.mask;
+        };
+        self.entries[e as usize]
+            .entry
+            .apply(task, access, &mut self.pool, self.oldest, pred);
+        if !self.log_off {
+            if self.log.len() - self.log_head < self.log_max {
+                self.log.push(((task.0 as u64) << 32) | e as u64);
+            } else {
+                self.log_off = true;
+            }
         }
     }
 
@@ -175,19 +245,29 @@ impl TensorMap for FixedExactMap {
     }
 
     fn retire_before(&mut self, oldest_live: TaskId) {
-        // Sweep the entry pool in order (sequential memory), delete emptied keys from the table.
-        for e in 0..self.entries.len() {
-            let entry = &mut self.entries[e].entry;
-            if entry.is_empty() {
-                continue; // free
+        let oldest = oldest_live.0.max(self.oldest);
+        self.oldest = oldest;
+        if self.log_off {
+            self.sweep();
+            return;
+        }
+        // Pop the records of completed tasks; free each entry whose newest task is among them.
+        let mut at = self.log_head;
+        while at < self.log.len() {
+            let r = self.log[at];
+            if (r >> 32) as u32 >= oldest {
+                break;
             }
-            entry.retire_before(oldest_live, &mut self.pool, &mut self.buf);
-            if entry.is_empty() {
-                entry.release(&mut self.pool);
-                self.free.push(e as u32);
-                self.stats.live -= 1;
-                self.remove_slot(e as u32);
+            at += 1;
+            let e = r as u32;
+            if self.entries[e as usize].entry.last(&self.pool) < oldest {
+                self.free_entry(e);
             }
+        }
+        self.log_head = at;
+        if at > self.log.len() / 2 {
+            self.log.drain(..at);
+            self.log_head = 0;
         }
     }
 
@@ -205,10 +285,17 @@ impl TensorMap for FixedExactMap {
         self.entries.clear();
         self.free.clear();
         self.pool.clear();
+        self.oldest = 0;
+        self.log.clear();
+        self.log_head = 0;
+        self.log_off = true;
         self.stats = MapStats::default();
     }
 
     fn stats(&self) -> MapStats {
-        self.stats
+        MapStats {
+            high_water: self.stats.high_water.max(self.stats.live),
+            ..self.stats
+        }
     }
 }

@@ -75,7 +75,8 @@ pub trait TensorMap {
     }
 
     /// Forgets every access by a task older than `oldest_live` (those tasks have completed, so
-    /// no new task needs to wait for them). Accesses by live tasks are kept as they are.
+    /// no new task needs to wait for them): they are never reported again, though a map may
+    /// reclaim their memory lazily. Accesses by live tasks are kept as they are.
     fn retire_before(&mut self, oldest_live: TaskId);
 
     /// Forgets every access and zeroes the counters, keeping the map's allocations (a runtime that
