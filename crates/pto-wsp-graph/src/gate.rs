@@ -10,10 +10,11 @@
 //!
 //! Each scope's count changes only by a compare-exchange that refuses to go above `D` and by the
 //! permit's `fetch_sub`, so at no point in the count's modification order are more than `D`
-//! permits of that scope alive: the bound is exact, not approximate. All accesses are `SeqCst`,
-//! which also gives the same no-lost-wakeup argument as the task window ([`crate::window`]): a
-//! waiter, holding the mutex, increments `waiters` and re-reads its count before sleeping; a
-//! releaser decrements the count, then reads `waiters` and notifies under the mutex. Releasing a
+//! permits of that scope alive: the bound is exact, not approximate. Sleeping uses the same
+//! no-lost-wakeup argument as the task window ([`crate::window`]): a waiter, holding the mutex,
+//! increments `waiters`, issues a `SeqCst` fence and re-reads its count before sleeping; a
+//! releaser decrements the count, issues a `SeqCst` fence, then reads `waiters` and notifies
+//! under the mutex. Releasing a
 //! permit happens before the acquisition that reuses its slot (a semaphore's usual
 //! release/acquire edge).
 
@@ -21,7 +22,7 @@ use crossbeam_utils::CachePadded;
 use pto_wsp_ir::{ExecPool, GateScope};
 
 use crate::counters::{Counters, pool_index};
-use crate::sync::{Arc, AtomicU32, AtomicUsize, Condvar, Mutex, Ordering, lock, wait};
+use crate::sync::{Arc, AtomicU32, AtomicUsize, Condvar, Mutex, Ordering, fence, lock, wait};
 
 /// A counting gate per scope instance (see the module docs).
 #[derive(Debug)]
@@ -139,6 +140,7 @@ impl IssueGate {
             {
                 let mut g = lock(&self.lock);
                 self.waiters.fetch_add(1, Ordering::SeqCst);
+                fence(Ordering::SeqCst);
                 while self.slots[slot].load(Ordering::SeqCst) >= self.depth {
                     g = wait(&self.freed, g);
                 }
@@ -166,6 +168,7 @@ impl IssueGate {
     fn release_slot(&self, slot: usize) {
         let before = self.slots[slot].fetch_sub(1, Ordering::SeqCst);
         debug_assert!(before > 0, "gate: release of an empty slot");
+        fence(Ordering::SeqCst);
         if self.waiters.load(Ordering::SeqCst) > 0 {
             let _g = lock(&self.lock);
             self.freed.notify_all();

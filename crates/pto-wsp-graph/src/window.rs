@@ -13,18 +13,21 @@
 //! `in_flight` is changed with a compare-exchange on entry and a `fetch_sub` on exit; `waiters`
 //! counts stalled submitters. A stalled submitter, holding the mutex, increments `waiters`, then
 //! re-reads `in_flight`, and waits only if the window is still full. A completer decrements
-//! `in_flight`, then reads `waiters`, and if it is non-zero takes the mutex and notifies. All four
-//! accesses are `SeqCst`: in their single total order either the completer's read of `waiters`
-//! comes after the submitter's increment (so it notifies, and since it must take the mutex first,
-//! the notification lands after the submitter is waiting), or the submitter's read of `in_flight`
-//! comes after the decrement (so it does not wait). On the fast path (window not full, nobody
-//! stalled) entry is one compare-exchange and exit one `fetch_sub` plus one load. The window is
-//! a pure count: it orders nothing else.
+//! `in_flight`, then reads `waiters`, and if it is non-zero takes the mutex and notifies. Each
+//! side puts a `SeqCst` fence between its write and its read (a store-buffering pattern): of the
+//! two fences, whichever comes second in their total order makes its side see the other's write.
+//! So either the completer sees the waiter (and notifies; since it must take the mutex first, the
+//! notification lands after the submitter is waiting), or the submitter sees the decrement (and
+//! does not wait). The fences are needed for loom, which models `SeqCst` *accesses* only as
+//! acquire/release (it reported a lost wakeup in the gate without them), and they make the
+//! argument independent of the accesses' own orderings. On the fast path (window not full,
+//! nobody stalled) entry is one compare-exchange and exit one `fetch_sub`, a fence and a load.
+//! The window is a pure count: it orders nothing else.
 
 use pto_wsp_ir::WindowMode;
 
 use crate::counters::Counters;
-use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, Ordering, lock, wait};
+use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, Ordering, fence, lock, wait};
 
 /// The task window refused a task (mode `abort`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -147,6 +150,7 @@ impl WindowState {
         self.counters.window_stall();
         let mut g = lock(&self.lock);
         self.waiters.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
         while self.in_flight.load(Ordering::SeqCst) >= self.capacity {
             g = wait(&self.space, g);
         }
@@ -170,6 +174,7 @@ impl WindowState {
             "window: {n} completions with {before} in flight"
         );
         self.counters.completed(n as u64);
+        fence(Ordering::SeqCst);
         if self.waiters.load(Ordering::SeqCst) > 0 {
             let _g = lock(&self.lock);
             self.space.notify_all();
