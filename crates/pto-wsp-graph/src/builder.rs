@@ -1,1 +1,533 @@
-//! STUB — being written.
+//! The task-graph builder (seed 004 §6.5): tasks come in one at a time, in program order, naming
+//! the regions they read and write; the builder infers the edges and stores everything flat.
+//!
+//! Why: dependency inference is the hard, shared part of every back end; generated code and the
+//! CPU simulation only call `alloc_task`, `add_input`/`add_output`/`add_inout`, `add_param`,
+//! `submit`.
+//!
+//! Promises:
+//! - Task ids are 0, 1, 2, ... in `alloc_task` order.
+//! - Edges by [`DepsMode`]: **exact** — a region depends on earlier accesses to the *same* region
+//!   key; **overlap** and **hybrid** — on earlier accesses to any *intersecting* box of the same
+//!   tensor (hybrid is served by the overlap map, so its edges are overlap's by construction);
+//!   **explicit** — no inference. In every mode, [`GraphBuilder::add_explicit_dep`] edges are
+//!   added. Inferred edges are read-after-write (input after the last writer), write-after-write
+//!   (output after the last writer) and write-after-read (output after every reader since the
+//!   last write).
+//! - A task never gets the same predecessor twice, never itself, and only earlier tasks.
+//! - Every edge goes to an [`EdgeSink`] the moment its successor is submitted: the default
+//!   [`CollectEdges`] keeps them for [`GraphBuilder::finish`], which lays them out as CSR
+//!   fan-out; a streaming runtime plugs in its own sink.
+//! - [`GraphBuilder::retire_before`] forgets TensorMap records of completed tasks; edges between
+//!   live tasks are unchanged by it.
+//! - Nothing allocates per task in the steady state: regions, params and edges go to flat
+//!   vectors, dedup uses a stamp per task id.
+
+use crate::storage::{TaskGraphStorage, TaskNode};
+use crate::tensor_map::{
+    AnyTensorMap, DynamicExactMap, FixedExactMap, MapStats, OverlapMap, TensorMap,
+};
+use crate::types::{
+    Access, EdgeKind, ExecDomain, ExecPool, NO_AFFINITY, Region, RegionError, SchedTags, TaskId,
+    TaskIo, pool_code,
+};
+use pto_wsp_ir::{DepsMode, ExpandedTask};
+
+/// Receives edges as the builder infers them.
+pub trait EdgeSink {
+    /// `succ` must wait for `pred` (`pred < succ`; reported once per pair, while `succ` is being
+    /// submitted, before [`EdgeSink::submitted`] for `succ`).
+    fn edge(&mut self, pred: TaskId, succ: TaskId);
+    /// Every edge into `task` has been reported.
+    fn submitted(&mut self, task: TaskId);
+}
+
+/// The non-streaming sink: keeps each task's predecessors (CSR by successor) for
+/// [`GraphBuilder::finish`].
+#[derive(Clone, Debug, Default)]
+pub struct CollectEdges {
+    preds: Vec<u32>,
+    ends: Vec<u32>,
+}
+
+impl CollectEdges {
+    /// The predecessors of every submitted task, in submission order: `(preds, ends)` where task
+    /// `i`'s are `preds[ends[i-1] .. ends[i]]`.
+    pub fn preds(&self) -> (&[u32], &[u32]) {
+        (&self.preds, &self.ends)
+    }
+}
+
+impl EdgeSink for CollectEdges {
+    #[inline]
+    fn edge(&mut self, pred: TaskId, _succ: TaskId) {
+        self.preds.push(pred.0);
+    }
+
+    #[inline]
+    fn submitted(&mut self, _task: TaskId) {
+        self.ends.push(self.preds.len() as u32);
+    }
+}
+
+/// Which exact-key map `exact` mode uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExactMap {
+    /// [`FixedExactMap`] with this many entries.
+    Fixed(usize),
+    /// [`DynamicExactMap`].
+    Dynamic,
+}
+
+/// A user mistake while building.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    /// A region with more dimensions than [`crate::types::MAX_RANK`].
+    #[error(
+        "task #{}: region of tensor {tensor} has rank {rank}; at most {max} dimensions are tracked",
+        task.0
+    )]
+    RankTooHigh {
+        /// The task.
+        task: TaskId,
+        /// The tensor.
+        tensor: u32,
+        /// The region's rank.
+        rank: usize,
+        /// [`crate::types::MAX_RANK`].
+        max: usize,
+    },
+    /// Any other region that cannot be represented.
+    #[error("task #{}: {source}", task.0)]
+    BadRegion {
+        /// The task.
+        task: TaskId,
+        /// What is wrong.
+        source: RegionError,
+    },
+    /// An explicit dependency on a task that is not earlier.
+    #[error("task #{}: explicit dependency on task #{}, which is not earlier", task.0, dep.0)]
+    ForwardDep {
+        /// The task.
+        task: TaskId,
+        /// The dependency named.
+        dep: TaskId,
+    },
+    /// More than 65,535 regions or params in one task.
+    #[error("task #{}: {count} {what}; at most 65535", task.0)]
+    TooMany {
+        /// The task.
+        task: TaskId,
+        /// `"regions"` or `"params"`.
+        what: &'static str,
+        /// How many.
+        count: usize,
+    },
+    /// The bounded TensorMap cannot be sure to hold the task's regions (see
+    /// [`FixedExactMap`]). Nothing of the task was recorded; it is still open.
+    #[error(
+        "task #{}: the fixed TensorMap ({capacity} entries) may not hold its {regions} region(s); \
+         retire completed tasks or use a larger or dynamic map",
+        task.0
+    )]
+    TensorMapFull {
+        /// The task.
+        task: TaskId,
+        /// The map's capacity.
+        capacity: usize,
+        /// The task's region count.
+        regions: usize,
+    },
+}
+
+/// Counters of a build.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BuildStats {
+    /// Tasks submitted.
+    pub tasks: u64,
+    /// Read-after-write edges.
+    pub raw: u64,
+    /// Write-after-write edges.
+    pub waw: u64,
+    /// Write-after-read edges.
+    pub war: u64,
+    /// Explicit edges (not already inferred).
+    pub explicit: u64,
+    /// Predecessor reports dropped because the task already had that predecessor.
+    pub duplicates: u64,
+    /// The TensorMap's counters.
+    pub map: MapStats,
+}
+
+impl BuildStats {
+    /// Edges of every kind.
+    pub fn edges(&self) -> u64 {
+        self.raw + self.waw + self.war + self.explicit
+    }
+}
+
+/// Builds a task graph, inferring edges through a [`TensorMap`] `M` and reporting them to an
+/// [`EdgeSink`] `S`.
+#[derive(Debug)]
+pub struct GraphBuilder<M: TensorMap = AnyTensorMap, S: EdgeSink = CollectEdges> {
+    map: M,
+    sink: S,
+    tasks: Vec<TaskNode>,
+    params: Vec<u64>,
+    io: Vec<TaskIo>,
+    /// `seen[p] == t` while task `t` is being submitted and already has predecessor `p`.
+    seen: Vec<u32>,
+    explicit: Vec<u32>,
+    open: bool,
+    stats: BuildStats,
+}
+
+impl GraphBuilder {
+    /// A builder for `deps` with the default maps: dynamic exact keys for `exact`, the overlap map
+    /// for `overlap` and `hybrid`, none for `explicit`.
+    pub fn new(deps: DepsMode) -> GraphBuilder {
+        GraphBuilder::with_exact_map(deps, ExactMap::Dynamic)
+    }
+
+    /// Like [`GraphBuilder::new`], choosing the exact-key map.
+    pub fn with_exact_map(deps: DepsMode, exact: ExactMap) -> GraphBuilder {
+        let map = match deps {
+            DepsMode::Exact => match exact {
+                ExactMap::Fixed(n) => AnyTensorMap::Fixed(FixedExactMap::new(n)),
+                ExactMap::Dynamic => AnyTensorMap::Dynamic(DynamicExactMap::new()),
+            },
+            DepsMode::Overlap | DepsMode::Hybrid => AnyTensorMap::Overlap(OverlapMap::new()),
+            DepsMode::Explicit => AnyTensorMap::None,
+        };
+        GraphBuilder::with_map(map, CollectEdges::default())
+    }
+}
+
+impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
+    /// A builder over a given map and sink.
+    pub fn with_map(map: M, sink: S) -> GraphBuilder<M, S> {
+        GraphBuilder {
+            map,
+            sink,
+            tasks: Vec::new(),
+            params: Vec::new(),
+            io: Vec::new(),
+            seen: Vec::new(),
+            explicit: Vec::new(),
+            open: false,
+            stats: BuildStats::default(),
+        }
+    }
+
+    /// Reserves room for `tasks` tasks with `regions` regions and `params` params in all.
+    pub fn reserve(&mut self, tasks: usize, regions: usize, params: usize) {
+        self.tasks.reserve(tasks);
+        self.seen.reserve(tasks);
+        self.io.reserve(regions);
+        self.params.reserve(params);
+    }
+
+    /// Opens a new task and returns its id; regions, params and explicit dependencies added next
+    /// belong to it until [`GraphBuilder::submit`].
+    ///
+    /// # Panics
+    /// If a task is already open (submit it first), or after `u32::MAX - 1` tasks.
+    pub fn alloc_task(
+        &mut self,
+        kernel: u32,
+        domain: ExecDomain,
+        pool: ExecPool,
+        stream: u32,
+        affinity: Option<u32>,
+    ) -> TaskId {
+        assert!(
+            !self.open,
+            "alloc_task: task #{} is still open",
+            self.tasks.len() - 1
+        );
+        let id = u32::try_from(self.tasks.len())
+            .ok()
+            .filter(|&i| i < u32::MAX)
+            .expect("alloc_task: more than 2^32 - 2 tasks");
+        self.tasks.push(TaskNode {
+            id: TaskId(id),
+            kernel,
+            stream,
+            affinity: affinity.unwrap_or(NO_AFFINITY),
+            fanin: 0,
+            fanout_start: 0,
+            fanout_count: 0,
+            params_start: self.params.len() as u32,
+            io_start: self.io.len() as u32,
+            params_count: 0,
+            io_count: 0,
+            tags: SchedTags::NONE,
+            domain,
+            pool: pool_code(pool),
+        });
+        self.seen.push(u32::MAX);
+        self.open = true;
+        TaskId(id)
+    }
+
+    #[inline]
+    fn current(&self) -> TaskId {
+        assert!(self.open, "no open task: call alloc_task first");
+        TaskId(self.tasks.len() as u32 - 1)
+    }
+
+    /// The open task reads `region`.
+    #[inline]
+    pub fn add_input(&mut self, region: Region) {
+        self.add_access(region, Access::In);
+    }
+
+    /// The open task writes `region` (without reading it).
+    #[inline]
+    pub fn add_output(&mut self, region: Region) {
+        self.add_access(region, Access::Out);
+    }
+
+    /// The open task reads and writes `region`.
+    #[inline]
+    pub fn add_inout(&mut self, region: Region) {
+        self.add_access(region, Access::InOut);
+    }
+
+    /// The open task accesses `region` as `access`.
+    ///
+    /// # Panics
+    /// If no task is open.
+    #[inline]
+    pub fn add_access(&mut self, region: Region, access: Access) {
+        let _ = self.current();
+        self.io.push(TaskIo::new(region, access));
+    }
+
+    /// The open task accesses the box `start .. start + size` of `tensor` as `access`; errors
+    /// name the task and the tensor.
+    pub fn add_region(
+        &mut self,
+        access: Access,
+        tensor: u32,
+        start: &[i64],
+        size: &[i64],
+    ) -> Result<(), BuildError> {
+        let task = self.current();
+        let region = Region::new(tensor, start, size).map_err(|e| match e {
+            RegionError::RankTooHigh { tensor, rank } => BuildError::RankTooHigh {
+                task,
+                tensor,
+                rank,
+                max: crate::types::MAX_RANK,
+            },
+            source => BuildError::BadRegion { task, source },
+        })?;
+        self.add_access(region, access);
+        Ok(())
+    }
+
+    /// Appends a scalar param to the open task.
+    #[inline]
+    pub fn add_param(&mut self, value: u64) {
+        let _ = self.current();
+        self.params.push(value);
+    }
+
+    /// Sets the open task's schedule tags.
+    pub fn set_tags(&mut self, tags: SchedTags) {
+        let t = self.current();
+        self.tasks[t.index()].tags = tags;
+    }
+
+    /// The open task must wait for `dep`, an earlier task.
+    pub fn add_explicit_dep(&mut self, dep: TaskId) -> Result<(), BuildError> {
+        let task = self.current();
+        if dep >= task {
+            return Err(BuildError::ForwardDep { task, dep });
+        }
+        self.explicit.push(dep.0);
+        Ok(())
+    }
+
+    /// Closes the open task: infers its edges, reports them to the sink, returns its id.
+    ///
+    /// On error the task stays open and nothing of it reached the map or the sink.
+    pub fn submit(&mut self) -> Result<TaskId, BuildError> {
+        let task = self.current();
+        let node = self.tasks[task.index()];
+        let nio = self.io.len() - node.io_start as usize;
+        let nparams = self.params.len() - node.params_start as usize;
+        for (what, count) in [("regions", nio), ("params", nparams)] {
+            if count > u16::MAX as usize {
+                return Err(BuildError::TooMany { task, what, count });
+            }
+        }
+        if let Err(full) = self.map.has_room(nio) {
+            return Err(BuildError::TensorMapFull {
+                task,
+                capacity: full.capacity,
+                regions: nio,
+            });
+        }
+        let cur = task.0;
+        let mut fanin = 0u32;
+        let mut kinds = [0u64; 4];
+        let mut dups = 0u64;
+        {
+            let seen = &mut self.seen;
+            let sink = &mut self.sink;
+            let mut pred = |p: TaskId, kind: EdgeKind| {
+                let s = &mut seen[p.index()];
+                if *s == cur {
+                    dups += 1;
+                    return;
+                }
+                *s = cur;
+                fanin += 1;
+                kinds[kind as usize] += 1;
+                sink.edge(p, task);
+            };
+            for io in &self.io[node.io_start as usize..] {
+                self.map.access(task, &io.region, io.access(), &mut pred);
+            }
+            for &d in &self.explicit {
+                pred(TaskId(d), EdgeKind::Explicit);
+            }
+        }
+        self.explicit.clear();
+        self.sink.submitted(task);
+        let n = &mut self.tasks[task.index()];
+        n.fanin = fanin;
+        n.io_count = nio as u16;
+        n.params_count = nparams as u16;
+        self.open = false;
+        let st = &mut self.stats;
+        st.tasks += 1;
+        st.raw += kinds[EdgeKind::Raw as usize];
+        st.waw += kinds[EdgeKind::Waw as usize];
+        st.war += kinds[EdgeKind::War as usize];
+        st.explicit += kinds[EdgeKind::Explicit as usize];
+        st.duplicates += dups;
+        Ok(task)
+    }
+
+    /// Opens, fills and submits a task the expander generated, running in `domain`. Scalar
+    /// params are stored as [`pto_wsp_ir::Value::to_bits`].
+    pub fn submit_expanded(
+        &mut self,
+        task: &ExpandedTask,
+        domain: ExecDomain,
+    ) -> Result<TaskId, BuildError> {
+        let id = self.alloc_task(task.kernel, domain, task.pool, task.stream, task.target);
+        let r = (|| {
+            for p in &task.params {
+                self.add_param(p.to_bits());
+            }
+            for r in &task.regions {
+                self.add_region(r.access, r.tensor, &r.start, &r.size)?;
+            }
+            self.submit()
+        })();
+        if r.is_err() {
+            self.abandon();
+        }
+        r.map(|_| id)
+    }
+
+    /// Drops the open task, if any (its id will be reused by the next `alloc_task`).
+    pub fn abandon(&mut self) {
+        if self.open {
+            let n = self.tasks.pop().expect("an open task exists");
+            self.io.truncate(n.io_start as usize);
+            self.params.truncate(n.params_start as usize);
+            self.seen.pop();
+            self.explicit.clear();
+            self.open = false;
+        }
+    }
+
+    /// Tasks older than `oldest_live` have completed: forget their TensorMap records, so the map
+    /// does not grow without bound under a task window. Edges between live tasks are unchanged;
+    /// later tasks simply get no edges from completed ones.
+    pub fn retire_before(&mut self, oldest_live: TaskId) {
+        self.map.retire_before(oldest_live);
+    }
+
+    /// Number of tasks allocated (including an open one).
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Whether no task was allocated.
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> BuildStats {
+        BuildStats {
+            map: self.map.stats(),
+            ..self.stats
+        }
+    }
+
+    /// The sink.
+    pub fn sink(&self) -> &S {
+        &self.sink
+    }
+
+    /// The map.
+    pub fn map(&self) -> &M {
+        &self.map
+    }
+
+    /// Ends the build for any sink: the storage has tasks, params and regions, fan-in counts but
+    /// no fan-out (the sink has the edges).
+    ///
+    /// # Panics
+    /// If a task is open.
+    pub fn finish_with_sink(self) -> (TaskGraphStorage, S) {
+        assert!(!self.open, "finish: a task is still open");
+        (
+            TaskGraphStorage {
+                tasks: self.tasks,
+                fanout: Vec::new(),
+                params: self.params,
+                io: self.io,
+            },
+            self.sink,
+        )
+    }
+}
+
+impl<M: TensorMap> GraphBuilder<M, CollectEdges> {
+    /// Ends the build: lays the collected edges out as CSR fan-out.
+    ///
+    /// # Panics
+    /// If a task is open.
+    pub fn finish(self) -> TaskGraphStorage {
+        let (mut g, sink) = self.finish_with_sink();
+        let CollectEdges { preds, ends } = sink;
+        for &p in &preds {
+            g.tasks[p as usize].fanout_count += 1;
+        }
+        let mut at = 0u32;
+        for t in g.tasks.iter_mut() {
+            t.fanout_start = at;
+            at += t.fanout_count;
+        }
+        let mut cursor: Vec<u32> = g.tasks.iter().map(|t| t.fanout_start).collect();
+        g.fanout = vec![TaskId(0); preds.len()];
+        let mut begin = 0usize;
+        for (succ, &end) in ends.iter().enumerate() {
+            for &p in &preds[begin..end as usize] {
+                let c = &mut cursor[p as usize];
+                g.fanout[*c as usize] = TaskId(succ as u32);
+                *c += 1;
+            }
+            begin = end as usize;
+        }
+        g
+    }
+}

@@ -1,5 +1,8 @@
-//! Plain-data vocabulary of the runtime: task ids and execution domains. Pools and access modes
-//! are the IR's ([`pto_wsp_ir::ExecPool`], [`pto_wsp_ir::Access`]), re-exported here.
+//! Plain-data vocabulary of the runtime: task ids, execution domains, regions, I/O entries,
+//! schedule tags, edge kinds. Everything stored in a task graph is `Copy` with no pointers, so the
+//! graph can be copied to a device as bytes. Pools and access modes are the IR's
+//! ([`pto_wsp_ir::ExecPool`], [`pto_wsp_ir::Access`]), re-exported here; stored nodes hold them as
+//! the one-byte codes of [`pool_code`] and [`access_code`].
 
 pub use pto_wsp_ir::{Access, ExecPool};
 
@@ -27,4 +30,297 @@ pub enum ExecDomain {
     AscendAiCore = 1,
     /// An AMD AIE tile.
     AmdAieTile = 2,
+}
+
+/// No fixed executor: the task may run anywhere (the `work_steal` dispatch policy).
+pub const NO_AFFINITY: u32 = u32::MAX;
+
+/// Device-stable one-byte code of an [`ExecPool`] (seed 004 §6.2.1: vector 0, cube 1, any 255).
+#[inline]
+pub fn pool_code(pool: ExecPool) -> u8 {
+    match pool {
+        ExecPool::Vector => 0,
+        ExecPool::Cube => 1,
+        ExecPool::Any => 255,
+    }
+}
+
+/// The pool a [`pool_code`] stands for; unknown codes read as [`ExecPool::Any`].
+#[inline]
+pub fn pool_from_code(code: u8) -> ExecPool {
+    match code {
+        0 => ExecPool::Vector,
+        1 => ExecPool::Cube,
+        _ => ExecPool::Any,
+    }
+}
+
+/// Device-stable one-byte code of an [`Access`]: bit 0 reads, bit 1 writes (in 1, out 2, inout 3).
+#[inline]
+pub fn access_code(access: Access) -> u8 {
+    match access {
+        Access::In => 1,
+        Access::Out => 2,
+        Access::InOut => 3,
+    }
+}
+
+/// The access an [`access_code`] stands for; codes without the write bit read as [`Access::In`].
+#[inline]
+pub fn access_from_code(code: u8) -> Access {
+    match code & 3 {
+        2 => Access::Out,
+        3 => Access::InOut,
+        _ => Access::In,
+    }
+}
+
+/// Schedule tags of a task (seed 004 §6.2.1 `sched_tags`): a bitfield of the extended primitives
+/// that act at this task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[repr(transparent)]
+pub struct SchedTags(pub u16);
+
+impl SchedTags {
+    /// No tag.
+    pub const NONE: SchedTags = SchedTags(0);
+    /// Every earlier task completes before this one starts, and no later task starts before it
+    /// completes.
+    pub const BARRIER: SchedTags = SchedTags(1);
+    /// Flush the dependency batcher after this task is submitted.
+    pub const FLUSH_BATCH: SchedTags = SchedTags(2);
+
+    /// Whether every bit of `other` is set.
+    #[inline]
+    pub fn contains(self, other: SchedTags) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl std::ops::BitOr for SchedTags {
+    type Output = SchedTags;
+    fn bitor(self, rhs: SchedTags) -> SchedTags {
+        SchedTags(self.0 | rhs.0)
+    }
+}
+
+/// Why an edge exists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EdgeKind {
+    /// Read after write: an input after the last task that wrote an overlapping region.
+    Raw,
+    /// Write after write: an output after the last task that wrote an overlapping region.
+    Waw,
+    /// Write after read: an output after every task that read an overlapping region since the
+    /// last write.
+    War,
+    /// Named with [`crate::builder::GraphBuilder::add_explicit_dep`].
+    Explicit,
+}
+
+/// Highest rank of a region the runtime tracks. Regions are fixed-size plain data so that a key
+/// hashes and compares in a handful of word operations with no pointer chasing; four dimensions
+/// cover every workload we know (LLaMA tiles are 2-d, batched attention 3-d or 4-d). A higher
+/// rank is a [`crate::builder::BuildError::RankTooHigh`] naming the task and tensor.
+pub const MAX_RANK: usize = 4;
+
+/// Why a region cannot be represented.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RegionError {
+    /// More than [`MAX_RANK`] dimensions (or start and size of different lengths).
+    #[error("region of tensor {tensor} has rank {rank}; at most {MAX_RANK} dimensions are tracked")]
+    RankTooHigh {
+        /// The tensor index.
+        tensor: u32,
+        /// The rank asked for.
+        rank: usize,
+    },
+    /// `start` and `size` have different lengths.
+    #[error("region of tensor {tensor}: {starts} start(s) but {sizes} size(s)")]
+    RankMismatch {
+        /// The tensor index.
+        tensor: u32,
+        /// Number of starts.
+        starts: usize,
+        /// Number of sizes.
+        sizes: usize,
+    },
+    /// A start below 0, a size below 1, or an end (`start + size`) beyond `u32::MAX`.
+    #[error(
+        "region of tensor {tensor}: dimension {dim} (start {start}, size {size}) is not within 0 .. 2^32 with size >= 1"
+    )]
+    OutOfRange {
+        /// The tensor index.
+        tensor: u32,
+        /// The dimension.
+        dim: usize,
+        /// Start in that dimension.
+        start: i64,
+        /// Size in that dimension.
+        size: i64,
+    },
+}
+
+/// An N-d box of one tensor: the unit of dependency tracking (and of a task's I/O list).
+///
+/// Fixed-size plain data: `rank` used dimensions, the rest are start 0, size 1 (so they never
+/// change equality or intersection). Coordinates are `u32` with `start + size <= u32::MAX` in
+/// every dimension (checked by [`Region::new`]). Two regions are the same key when every field is
+/// equal; they conflict when they name the same tensor and their boxes intersect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(C)]
+pub struct Region {
+    /// Index of the tensor (the expander's `Module::tensors` index).
+    pub tensor: u32,
+    /// Number of used dimensions (at most [`MAX_RANK`]).
+    pub rank: u32,
+    /// First index per dimension.
+    pub start: [u32; MAX_RANK],
+    /// Extent per dimension (at least 1 in used dimensions).
+    pub size: [u32; MAX_RANK],
+}
+
+const _: () = assert!(std::mem::size_of::<Region>() == 40);
+
+/// Multiplier of the FxHash family (rustc's hasher): odd, with well-spread bits.
+pub(crate) const FX_K: u64 = 0xf135_7aea_2e62_a9c5;
+
+impl Region {
+    /// The box `start .. start + size` of `tensor`, checked (see [`RegionError`]).
+    pub fn new(tensor: u32, start: &[i64], size: &[i64]) -> Result<Region, RegionError> {
+        if start.len() != size.len() {
+            return Err(RegionError::RankMismatch {
+                tensor,
+                starts: start.len(),
+                sizes: size.len(),
+            });
+        }
+        if start.len() > MAX_RANK {
+            return Err(RegionError::RankTooHigh {
+                tensor,
+                rank: start.len(),
+            });
+        }
+        let mut r = Region {
+            tensor,
+            rank: start.len() as u32,
+            start: [0; MAX_RANK],
+            size: [1; MAX_RANK],
+        };
+        for (dim, (&s, &z)) in start.iter().zip(size).enumerate() {
+            let ok = s >= 0 && z >= 1 && s.checked_add(z).is_some_and(|e| e <= u32::MAX as i64);
+            if !ok {
+                return Err(RegionError::OutOfRange {
+                    tensor,
+                    dim,
+                    start: s,
+                    size: z,
+                });
+            }
+            r.start[dim] = s as u32;
+            r.size[dim] = z as u32;
+        }
+        Ok(r)
+    }
+
+    /// A 2-d box `rows` × `cols` at (`row`, `col`); panics in debug builds if an end overflows.
+    #[inline]
+    pub fn new_2d(tensor: u32, row: u32, rows: u32, col: u32, cols: u32) -> Region {
+        debug_assert!(rows >= 1 && cols >= 1);
+        debug_assert!(row.checked_add(rows).is_some() && col.checked_add(cols).is_some());
+        Region {
+            tensor,
+            rank: 2,
+            start: [row, col, 0, 0],
+            size: [rows, cols, 1, 1],
+        }
+    }
+
+    /// Whether the two boxes share at least one element (same tensor, every dimension overlaps).
+    #[inline]
+    pub fn intersects(&self, other: &Region) -> bool {
+        if self.tensor != other.tensor {
+            return false;
+        }
+        let mut ok = true;
+        for d in 0..MAX_RANK {
+            let (a, b) = (self.start[d] as u64, other.start[d] as u64);
+            ok &= a < b + other.size[d] as u64 && b < a + self.size[d] as u64;
+        }
+        ok
+    }
+
+    /// Whether `self` contains every element of `other` (same tensor).
+    #[inline]
+    pub fn covers(&self, other: &Region) -> bool {
+        if self.tensor != other.tensor {
+            return false;
+        }
+        let mut ok = true;
+        for d in 0..MAX_RANK {
+            let (a, b) = (self.start[d] as u64, other.start[d] as u64);
+            ok &= a <= b && b + other.size[d] as u64 <= a + self.size[d] as u64;
+        }
+        ok
+    }
+
+    /// End (exclusive) in dimension `d`.
+    #[inline]
+    pub fn end(&self, d: usize) -> u64 {
+        self.start[d] as u64 + self.size[d] as u64
+    }
+
+    /// A 64-bit FxHash-style hash of the key (five multiply-rotate steps over packed words).
+    #[inline]
+    pub fn key_hash(&self) -> u64 {
+        #[inline(always)]
+        fn step(h: u64, w: u64) -> u64 {
+            (h.rotate_left(5) ^ w).wrapping_mul(FX_K)
+        }
+        let mut h = step(0, (self.tensor as u64) | ((self.rank as u64) << 32));
+        for d in 0..MAX_RANK {
+            h = step(h, (self.start[d] as u64) | ((self.size[d] as u64) << 32));
+        }
+        // Fold the well-mixed high half into the low bits that tables index with.
+        h ^ (h >> 29)
+    }
+}
+
+impl std::hash::Hash for Region {
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.key_hash());
+    }
+}
+
+/// One entry of a task's I/O list: a region and how the task uses it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(C)]
+pub struct TaskIo {
+    /// The region.
+    pub region: Region,
+    /// [`access_code`] of the access.
+    pub access: u8,
+    /// Zero.
+    pub reserved: [u8; 3],
+}
+
+const _: () = assert!(std::mem::size_of::<TaskIo>() == 44);
+
+impl TaskIo {
+    /// `region` accessed as `access`.
+    #[inline]
+    pub fn new(region: Region, access: Access) -> TaskIo {
+        TaskIo {
+            region,
+            access: access_code(access),
+            reserved: [0; 3],
+        }
+    }
+
+    /// How the task uses the region.
+    #[inline]
+    pub fn access(&self) -> Access {
+        access_from_code(self.access)
+    }
 }

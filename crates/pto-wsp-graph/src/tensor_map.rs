@@ -1,1 +1,0 @@
-//! STUB — being written.

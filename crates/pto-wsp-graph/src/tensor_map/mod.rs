@@ -1,0 +1,222 @@
+//! TensorMaps: from the regions a task reads and writes to the earlier tasks it must follow
+//! (seed 003 §2.2, seed 004 §6.2.3).
+//!
+//! Why: dependencies are inferred, and inference is the safety proof — an edge is the only thing
+//! that keeps two tasks from touching the same bytes at once. This module owns that inference for
+//! one access at a time; the builder ([`crate::builder`]) deduplicates, counts and stores edges.
+//!
+//! Promises, for every implementation (`access` called in submission order):
+//! - **read** of region `r` by task `t`: reports every task that wrote a conflicting region and
+//!   has not been superseded (read after write, [`EdgeKind::Raw`]).
+//! - **write**: reports the last conflicting writers ([`EdgeKind::Waw`]) and every task that read
+//!   a conflicting region since ([`EdgeKind::War`]). **inout** is a read followed by a write.
+//! - "Conflicting" is "same key" for the exact maps ([`FixedExactMap`], [`DynamicExactMap`]) and
+//!   "boxes intersect" for [`OverlapMap`]. A record is dropped only when a later write covers it
+//!   (so the covering task, which follows it, stands in for it) or when [`TensorMap::retire_before`]
+//!   says its task has completed: no edge between two live tasks is ever lost.
+//! - A map never reports `t` itself; it may report the same predecessor more than once (the
+//!   builder deduplicates).
+
+mod dynamic;
+mod fixed;
+mod overlap;
+mod readers;
+
+pub use dynamic::DynamicExactMap;
+pub use fixed::FixedExactMap;
+pub use overlap::{LARGE_CELLS, OverlapMap};
+
+use crate::types::{Access, EdgeKind, FX_K, Region, TaskId};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Counters every map keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MapStats {
+    /// Lookups that found at least one earlier access to a conflicting region.
+    pub hits: u64,
+    /// Lookups that found none.
+    pub misses: u64,
+    /// Wasted work: extra probe steps past the home slot (fixed map), or candidate records
+    /// examined that did not intersect (overlap map). The dynamic map cannot see its probes and
+    /// reports 0.
+    pub probes: u64,
+    /// Entries (exact maps: distinct keys; overlap map: access records) alive now.
+    pub live: u64,
+    /// Highest `live` ever.
+    pub high_water: u64,
+}
+
+/// Why a map refused an access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the fixed TensorMap is full ({capacity} entries)")]
+pub struct MapFull {
+    /// The map's capacity in entries.
+    pub capacity: usize,
+}
+
+/// The interface every TensorMap implements.
+pub trait TensorMap {
+    /// Records that `task` accesses `region` as `access`, calling `pred(p, kind)` for every
+    /// earlier task `p` it must follow (see the module promises).
+    fn access<F: FnMut(TaskId, EdgeKind)>(
+        &mut self,
+        task: TaskId,
+        region: &Region,
+        access: Access,
+        pred: &mut F,
+    );
+
+    /// Whether `regions` more accesses are sure to fit (always true for unbounded maps). The
+    /// builder asks before a task's first access so that a full map never leaves a task half
+    /// recorded.
+    fn has_room(&self, regions: usize) -> Result<(), MapFull> {
+        let _ = regions;
+        Ok(())
+    }
+
+    /// Forgets every access by a task older than `oldest_live` (those tasks have completed, so
+    /// no new task needs to wait for them). Accesses by live tasks are kept as they are.
+    fn retire_before(&mut self, oldest_live: TaskId);
+
+    /// The counters.
+    fn stats(&self) -> MapStats;
+}
+
+/// A TensorMap chosen at run time (by [`pto_wsp_ir::DepsMode`] and options).
+#[derive(Debug)]
+pub enum AnyTensorMap {
+    /// Exact keys, bounded table.
+    Fixed(FixedExactMap),
+    /// Exact keys, unbounded hash map.
+    Dynamic(DynamicExactMap),
+    /// Intersecting boxes.
+    Overlap(OverlapMap),
+    /// No inference (explicit edges only).
+    None,
+}
+
+impl TensorMap for AnyTensorMap {
+    #[inline]
+    fn access<F: FnMut(TaskId, EdgeKind)>(
+        &mut self,
+        task: TaskId,
+        region: &Region,
+        access: Access,
+        pred: &mut F,
+    ) {
+        match self {
+            AnyTensorMap::Fixed(m) => m.access(task, region, access, pred),
+            AnyTensorMap::Dynamic(m) => m.access(task, region, access, pred),
+            AnyTensorMap::Overlap(m) => m.access(task, region, access, pred),
+            AnyTensorMap::None => {}
+        }
+    }
+
+    fn has_room(&self, regions: usize) -> Result<(), MapFull> {
+        match self {
+            AnyTensorMap::Fixed(m) => m.has_room(regions),
+            AnyTensorMap::Dynamic(_) | AnyTensorMap::Overlap(_) | AnyTensorMap::None => Ok(()),
+        }
+    }
+
+    fn retire_before(&mut self, oldest_live: TaskId) {
+        match self {
+            AnyTensorMap::Fixed(m) => m.retire_before(oldest_live),
+            AnyTensorMap::Dynamic(m) => m.retire_before(oldest_live),
+            AnyTensorMap::Overlap(m) => m.retire_before(oldest_live),
+            AnyTensorMap::None => {}
+        }
+    }
+
+    fn stats(&self) -> MapStats {
+        match self {
+            AnyTensorMap::Fixed(m) => m.stats(),
+            AnyTensorMap::Dynamic(m) => m.stats(),
+            AnyTensorMap::Overlap(m) => m.stats(),
+            AnyTensorMap::None => MapStats::default(),
+        }
+    }
+}
+
+/// An FxHash-style hasher (rustc's): one rotate, xor and multiply per word. Keys that implement
+/// `Hash` by writing one pre-mixed `u64` (like [`Region`]) pass through almost unchanged.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FxHasher {
+    hash: u64,
+}
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, w: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ w).wrapping_mul(FX_K);
+    }
+}
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(w));
+        }
+    }
+
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.add(i as u64);
+    }
+
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        if self.hash == 0 {
+            // A single pre-mixed word: keep it (its high bits are already mixed for hashbrown's
+            // control bytes, its low bits for the bucket index).
+            self.hash = i;
+        } else {
+            self.add(i);
+        }
+    }
+
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
+/// `HashMap` with [`FxHasher`].
+pub type FxHashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::hash::BuildHasher;
+
+    #[test]
+    fn fx_hasher_spreads_region_keys() {
+        let b = BuildHasherDefault::<FxHasher>::default();
+        let mut seen = std::collections::HashSet::new();
+        for t in 0..4u32 {
+            for r in 0..64 {
+                for c in 0..64 {
+                    let reg = Region::new_2d(t, r * 32, 32, c * 128, 128);
+                    seen.insert(b.hash_one(reg) & 0xffff);
+                }
+            }
+        }
+        // 16,384 keys into 65,536 buckets: a decent hash leaves few collisions.
+        assert!(seen.len() > 12_000, "{}", seen.len());
+    }
+}
