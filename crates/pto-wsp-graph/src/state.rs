@@ -70,9 +70,13 @@
 //! or [`TaskStates::reserve`]). The protocol allows several concurrent wirers, but the builder
 //! is one thread in practice. Violations are caught by debug assertions where cheap.
 //!
+//! [`Wiring`] is the builder's streaming [`EdgeSink`]: each inferred edge becomes `add_edge`, each
+//! submission `seal`.
+//!
 //! Checked with loom in `tests/loom.rs` and stressed with random DAGs in `tests/sched.rs`.
 
 use crate::TaskId;
+use crate::builder::EdgeSink;
 use crate::sync::{AtomicU32, OnceLock, Ordering};
 
 /// Fan-out list terminator.
@@ -334,17 +338,8 @@ impl TaskStates {
     }
 }
 
-/// The builder's view of a dependency sink: each inferred edge `(pred, succ)` and each submitted
-/// task (after all its edges). Defined here until the builder's own trait lands; the two are
-/// meant to be one.
-pub trait EdgeSink {
-    /// `succ` depends on `pred` (reported before `submitted(succ)`).
-    fn edge(&mut self, pred: TaskId, succ: TaskId);
-    /// `task` has all its edges.
-    fn submitted(&mut self, task: TaskId);
-}
-
-/// Wires a builder's edges into [`TaskStates`] as they are inferred and reports each task that
+/// The streaming [`EdgeSink`] for [`crate::builder::GraphBuilder`]: wires the builder's edges
+/// into [`TaskStates`] as they are inferred and reports each task that
 /// becomes ready at submission to `on_ready` (tasks that become ready later are reported by the
 /// `complete` of their last predecessor).
 pub struct Wiring<'a, F: FnMut(TaskId)> {

@@ -9,14 +9,31 @@ use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering::R
 use std::sync::{Arc, mpsc};
 use std::thread;
 
+use pto_wsp_graph::ExecDomain;
 use pto_wsp_graph::TaskId;
 use pto_wsp_graph::batcher::DepBatcher;
+use pto_wsp_graph::builder::{EdgeSink, GraphBuilder};
 use pto_wsp_graph::counters::{Counters, pool_index};
 use pto_wsp_graph::gate::IssueGate;
 use pto_wsp_graph::ready::{ReadyKind, ReadyQueueSet};
-use pto_wsp_graph::state::{EdgeSink, TaskStates, Wiring};
+use pto_wsp_graph::state::{TaskStates, Wiring};
+use pto_wsp_graph::tensor_map::DynamicExactMap;
+use pto_wsp_graph::types::Region;
 use pto_wsp_graph::window::{WindowError, WindowState};
 use pto_wsp_ir::{ExecPool, GateScope, WindowMode};
+
+/// Put one in every spawned thread: a failed assertion in one thread would otherwise leave the
+/// others waiting forever for work that will never come. After the panic message is printed, the
+/// process aborts, so a broken protocol fails the run loudly instead of hanging it.
+struct AbortOnPanic;
+
+impl Drop for AbortOnPanic {
+    fn drop(&mut self) {
+        if thread::panicking() {
+            std::process::abort();
+        }
+    }
+}
 
 /// splitmix64: a tiny deterministic generator for test data.
 struct Rng(u64);
@@ -84,6 +101,7 @@ fn stress(
 
     thread::scope(|s| {
         s.spawn(|| {
+            let _guard = AbortOnPanic;
             let mut sink = Wiring::new(&states, |t| {
                 ready.push_with_priority(pool_of(t), t, -i64::from(t.0 % 7))
             });
@@ -102,6 +120,7 @@ fn stress(
             let (seq, order, runs, completed, counters) =
                 (&seq, &order, &runs, &completed, &counters);
             s.spawn(move || {
+                let _guard = AbortOnPanic;
                 let mut local = ready.local(w).expect("one handle per worker");
                 let mut batcher = DepBatcher::new(batch, counters.clone());
                 let mut newly = Vec::new();
@@ -242,12 +261,14 @@ fn fifo_concurrent_consumers_see_push_order_exactly_once() {
     let total = AtomicUsize::new(0);
     thread::scope(|s| {
         s.spawn(|| {
+            let _guard = AbortOnPanic;
             for t in 0..N {
                 set.push(ExecPool::Any, TaskId(t));
             }
         });
         for _ in 0..3 {
             s.spawn(|| {
+                let _guard = AbortOnPanic;
                 let mut last = None;
                 while total.load(Relaxed) < N as usize {
                     match set.try_pop(ExecPool::Cube) {
@@ -280,6 +301,7 @@ fn work_steal_exactly_once_under_contention() {
     let done = AtomicUsize::new(0);
     thread::scope(|s| {
         s.spawn(|| {
+            let _guard = AbortOnPanic;
             for t in 0..N {
                 if t % 2 == 0 {
                     set.push(ExecPool::Vector, TaskId(t));
@@ -291,6 +313,7 @@ fn work_steal_exactly_once_under_contention() {
         for w in 0..WORKERS {
             let (set, taken, done) = (&set, &taken, &done);
             s.spawn(move || {
+                let _guard = AbortOnPanic;
                 let mut local = set.local(w).unwrap();
                 while done.load(Relaxed) < total {
                     match local.try_pop(ExecPool::Vector) {
@@ -409,6 +432,7 @@ fn window_stall_blocks_until_a_completion() {
     let (tx, rx) = mpsc::channel();
     thread::scope(|s| {
         s.spawn(|| {
+            let _guard = AbortOnPanic;
             w.enter().unwrap();
             tx.send(()).unwrap();
         });
@@ -458,6 +482,7 @@ fn gate_bound(scope: GateScope, depth: u32, streams: usize, blocking: bool) {
         for i in 0..THREADS {
             let (gate, inside, max) = (&gate, &inside, &max);
             s.spawn(move || {
+                let _guard = AbortOnPanic;
                 let mut rng = Rng(i as u64 + 100);
                 for _ in 0..ITERS {
                     let stream = rng.below(8) as u32;
@@ -537,6 +562,7 @@ fn gate_acquire_blocks_until_release() {
     let (tx, rx) = mpsc::channel();
     thread::scope(|s| {
         s.spawn(|| {
+            let _guard = AbortOnPanic;
             let p = gate.acquire(0, ExecPool::Cube);
             tx.send(()).unwrap();
             drop(p);
@@ -623,4 +649,111 @@ fn successors_are_released_in_wiring_order() {
     let mut ready = Vec::new();
     assert_eq!(st.complete(TaskId(0), |t| ready.push(t.0)), 19);
     assert_eq!(ready, (1..20).collect::<Vec<_>>());
+}
+
+/// End to end with the real builder: a `GraphBuilder` infers edges from region accesses and
+/// streams them through [`Wiring`] while workers run the tasks. Each region tracks who is inside
+/// it: a writer must be alone, readers must not meet a writer. Any missing edge or protocol race
+/// lets two conflicting tasks overlap sooner or later; every task must run exactly once.
+#[test]
+fn builder_streams_into_running_workers_without_region_conflicts() {
+    use pto_wsp_ir::Access;
+    use std::sync::atomic::AtomicI32;
+
+    const N: usize = 3000;
+    const REGIONS: u32 = 6;
+    const WORKERS: usize = 3;
+    let mut rng = Rng(99);
+    let accesses: Vec<Vec<(u32, Access)>> = (0..N)
+        .map(|_| {
+            let mut v: Vec<(u32, Access)> = Vec::new();
+            for _ in 0..1 + rng.below(3) {
+                let r = rng.below(u64::from(REGIONS)) as u32;
+                if v.iter().any(|&(q, _)| q == r) {
+                    continue;
+                }
+                let a = match rng.below(3) {
+                    0 => Access::In,
+                    1 => Access::Out,
+                    _ => Access::InOut,
+                };
+                v.push((r, a));
+            }
+            v
+        })
+        .collect();
+    let region = |r: u32| Region::new_2d(0, r * 4, 4, 0, 4);
+    // 0 = free, > 0 = that many readers, -1 = a writer.
+    let inside: Vec<AtomicI32> = (0..REGIONS).map(|_| AtomicI32::new(0)).collect();
+    let runs: Vec<AtomicU32> = (0..N).map(|_| AtomicU32::new(0)).collect();
+    let counters = Arc::new(Counters::new(WORKERS + 1));
+    let states = TaskStates::new();
+    let ready = ReadyQueueSet::new(ReadyKind::WorkSteal, WORKERS, counters.clone());
+    let window = WindowState::new(64, WindowMode::Stall, counters.clone());
+    let completed = AtomicUsize::new(0);
+
+    thread::scope(|s| {
+        s.spawn(|| {
+            let _guard = AbortOnPanic;
+            let sink = Wiring::new(&states, |t| ready.push(ExecPool::Any, t));
+            let mut b = GraphBuilder::with_map(DynamicExactMap::new(), sink);
+            for acc in &accesses {
+                window.enter().unwrap();
+                b.alloc_task(0, ExecDomain::HostCpu, ExecPool::Any, 0, None);
+                for &(r, a) in acc {
+                    b.add_access(region(r), a);
+                }
+                b.submit().unwrap();
+            }
+        });
+        for w in 0..WORKERS {
+            let (states, ready, window, accesses, inside, runs, completed) = (
+                &states, &ready, &window, &accesses, &inside, &runs, &completed,
+            );
+            s.spawn(move || {
+                let _guard = AbortOnPanic;
+                let mut local = ready.local(w).unwrap();
+                let mut newly = Vec::new();
+                while completed.load(Relaxed) < N {
+                    let Some(t) = local.try_pop_any() else {
+                        thread::yield_now();
+                        continue;
+                    };
+                    assert_eq!(runs[t.index()].fetch_add(1, Relaxed), 0);
+                    let acc = &accesses[t.index()];
+                    for &(r, a) in acc {
+                        let c = &inside[r as usize];
+                        if a == Access::In {
+                            let before = c.fetch_add(1, Relaxed);
+                            assert!(before >= 0, "task {} reads region {r} under a writer", t.0);
+                        } else {
+                            assert_eq!(
+                                c.compare_exchange(0, -1, Relaxed, Relaxed),
+                                Ok(0),
+                                "task {} writes region {r} while others are inside",
+                                t.0
+                            );
+                        }
+                    }
+                    thread::yield_now();
+                    for &(r, a) in acc {
+                        let c = &inside[r as usize];
+                        if a == Access::In {
+                            c.fetch_sub(1, Relaxed);
+                        } else {
+                            c.store(0, Relaxed);
+                        }
+                    }
+                    states.complete(t, |r| newly.push(r));
+                    for r in newly.drain(..) {
+                        local.push(ExecPool::Any, r);
+                    }
+                    window.leave();
+                    completed.fetch_add(1, Relaxed);
+                }
+            });
+        }
+    });
+    assert!(runs.iter().all(|r| r.load(Relaxed) == 1));
+    assert!(window.high_water() <= 64);
 }
