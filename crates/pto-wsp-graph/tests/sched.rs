@@ -35,6 +35,11 @@ impl Drop for AbortOnPanic {
     }
 }
 
+/// Sizes shrink under Miri (interpreted threads are slow); the shapes stay the same.
+fn scale(n: usize) -> usize {
+    if cfg!(miri) { (n / 40).max(40) } else { n }
+}
+
 /// splitmix64: a tiny deterministic generator for test data.
 struct Rng(u64);
 
@@ -255,14 +260,14 @@ fn fifo_pops_in_push_order() {
 
 #[test]
 fn fifo_concurrent_consumers_see_push_order_exactly_once() {
-    const N: u32 = 20_000;
+    let n = scale(20_000) as u32;
     let set = ReadyQueueSet::new(ReadyKind::Fifo, 3, Arc::new(Counters::new(4)));
-    let taken: Vec<AtomicU8> = (0..N).map(|_| AtomicU8::new(0)).collect();
+    let taken: Vec<AtomicU8> = (0..n).map(|_| AtomicU8::new(0)).collect();
     let total = AtomicUsize::new(0);
     thread::scope(|s| {
         s.spawn(|| {
             let _guard = AbortOnPanic;
-            for t in 0..N {
+            for t in 0..n {
                 set.push(ExecPool::Any, TaskId(t));
             }
         });
@@ -270,7 +275,7 @@ fn fifo_concurrent_consumers_see_push_order_exactly_once() {
             s.spawn(|| {
                 let _guard = AbortOnPanic;
                 let mut last = None;
-                while total.load(Relaxed) < N as usize {
+                while total.load(Relaxed) < n as usize {
                     match set.try_pop(ExecPool::Cube) {
                         Some(t) => {
                             assert!(last < Some(t.0), "FIFO order violated");
@@ -289,20 +294,20 @@ fn fifo_concurrent_consumers_see_push_order_exactly_once() {
 
 #[test]
 fn work_steal_exactly_once_under_contention() {
-    const N: u32 = 20_000;
+    let n = scale(20_000) as u32;
     const WORKERS: usize = 4;
-    // Every fourth root spawns one child (id N + root) pushed onto the finder's own deque, so
+    // Every fourth root spawns one child (id `n + root`) pushed onto the finder's own deque, so
     // thieves have deques to steal from, not just the injector.
-    let children = N / 4;
-    let total = (N + children) as usize;
+    let children = n.div_ceil(4);
+    let total = (n + children) as usize;
     let counters = Arc::new(Counters::new(WORKERS + 1));
     let set = ReadyQueueSet::new(ReadyKind::WorkSteal, WORKERS, counters.clone());
-    let taken: Vec<AtomicU8> = (0..N + N).map(|_| AtomicU8::new(0)).collect();
+    let taken: Vec<AtomicU8> = (0..n + n).map(|_| AtomicU8::new(0)).collect();
     let done = AtomicUsize::new(0);
     thread::scope(|s| {
         s.spawn(|| {
             let _guard = AbortOnPanic;
-            for t in 0..N {
+            for t in 0..n {
                 if t % 2 == 0 {
                     set.push(ExecPool::Vector, TaskId(t));
                 } else {
@@ -319,8 +324,8 @@ fn work_steal_exactly_once_under_contention() {
                     match local.try_pop(ExecPool::Vector) {
                         Some(t) => {
                             assert_eq!(taken[t.index()].fetch_add(1, Relaxed), 0, "{t:?} twice");
-                            if t.0 < N && t.0 % 4 == 0 {
-                                local.push(ExecPool::Vector, TaskId(N + t.0));
+                            if t.0 < n && t.0 % 4 == 0 {
+                                local.push(ExecPool::Vector, TaskId(n + t.0));
                             }
                             done.fetch_add(1, Relaxed);
                         }
@@ -473,7 +478,7 @@ fn window_benchmark_counts_and_continues() {
 /// maximum, and release. The recorded maxima never exceed the depth.
 fn gate_bound(scope: GateScope, depth: u32, streams: usize, blocking: bool) {
     const THREADS: usize = 6;
-    const ITERS: usize = 3000;
+    let iters = scale(3000);
     let counters = Arc::new(Counters::new(THREADS));
     let gate = IssueGate::new(depth, scope, streams, counters.clone());
     let inside: Vec<AtomicU32> = (0..gate.slots()).map(|_| AtomicU32::new(0)).collect();
@@ -484,7 +489,7 @@ fn gate_bound(scope: GateScope, depth: u32, streams: usize, blocking: bool) {
             s.spawn(move || {
                 let _guard = AbortOnPanic;
                 let mut rng = Rng(i as u64 + 100);
-                for _ in 0..ITERS {
+                for _ in 0..iters {
                     let stream = rng.below(8) as u32;
                     let pool =
                         [ExecPool::Vector, ExecPool::Cube, ExecPool::Any][rng.below(3) as usize];
@@ -660,11 +665,11 @@ fn builder_streams_into_running_workers_without_region_conflicts() {
     use pto_wsp_ir::Access;
     use std::sync::atomic::AtomicI32;
 
-    const N: usize = 3000;
+    let n = scale(3000);
     const REGIONS: u32 = 6;
     const WORKERS: usize = 3;
     let mut rng = Rng(99);
-    let accesses: Vec<Vec<(u32, Access)>> = (0..N)
+    let accesses: Vec<Vec<(u32, Access)>> = (0..n)
         .map(|_| {
             let mut v: Vec<(u32, Access)> = Vec::new();
             for _ in 0..1 + rng.below(3) {
@@ -685,7 +690,7 @@ fn builder_streams_into_running_workers_without_region_conflicts() {
     let region = |r: u32| Region::new_2d(0, r * 4, 4, 0, 4);
     // 0 = free, > 0 = that many readers, -1 = a writer.
     let inside: Vec<AtomicI32> = (0..REGIONS).map(|_| AtomicI32::new(0)).collect();
-    let runs: Vec<AtomicU32> = (0..N).map(|_| AtomicU32::new(0)).collect();
+    let runs: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
     let counters = Arc::new(Counters::new(WORKERS + 1));
     let states = TaskStates::new();
     let ready = ReadyQueueSet::new(ReadyKind::WorkSteal, WORKERS, counters.clone());
@@ -714,7 +719,7 @@ fn builder_streams_into_running_workers_without_region_conflicts() {
                 let _guard = AbortOnPanic;
                 let mut local = ready.local(w).unwrap();
                 let mut newly = Vec::new();
-                while completed.load(Relaxed) < N {
+                while completed.load(Relaxed) < n {
                     let Some(t) = local.try_pop_any() else {
                         thread::yield_now();
                         continue;
