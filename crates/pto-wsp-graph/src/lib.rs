@@ -13,6 +13,7 @@
 
 pub mod batcher;
 pub mod builder;
+pub mod counters;
 pub mod gate;
 pub mod ready;
 pub mod state;

@@ -1,1 +1,529 @@
-//! STUB — being written.
+//! Ready-queue sets: where a task waits between "its last predecessor completed" and "a worker
+//! starts it" (seed 003 §2.3, §3; seed 004 §6.2.4).
+//!
+//! A [`ReadyQueueSet`] holds one queue per pool — vector, cube and `Any` — under one of three
+//! policies ([`ReadyKind`]):
+//!
+//! - **FIFO** ([`FifoQueue`]): one mutex-guarded `VecDeque` per pool. Tasks pop strictly in the
+//!   order they were pushed to that pool. Mutex acquire/release orders a push before the pop that
+//!   returns it.
+//! - **Priority** ([`PriorityQueue`]): one mutex-guarded max-heap per pool, by an `i64` key, ties
+//!   by the smaller task id (submission order). A worker of pool P takes the better of the tops
+//!   of P and `Any` (locks taken in pool order vector, cube, any, so never a cycle).
+//! - **Work stealing**: per worker and pool a Chase-Lev deque (`crossbeam-deque`; the owner pushes
+//!   and pops LIFO at the bottom, thieves steal FIFO at the top), per worker and pool an *inbox*
+//!   injector for affinity placement by other threads ([`ReadyQueueSet::push_to`]), and a global
+//!   injector per pool. A worker looks, in order: its deque, its inbox, the global injector, then
+//!   the deques and inboxes of the other workers starting at a pseudo-random victim. Crossbeam
+//!   gives each successful pop or steal of a pushed item exactly once, with the push happening
+//!   before the pop.
+//!
+//! A worker of pool P pops from P, then from `Any`; [`ReadyQueueSet::try_pop_any`] (a worker that
+//! runs anything) looks at `Any`, vector, cube. Workers own a [`LocalReady`] handle (the deques
+//! are single-owner); any thread may push or pop through the set itself.
+//!
+//! This module never blocks and never spins: `try_pop` returning `None` means "nothing visible
+//! now"; parking idle workers belongs to the worker pool.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+use pto_wsp_ir::{ExecPool, ReadyPolicy};
+
+use crate::TaskId;
+use crate::counters::{Counters, pool_index};
+use crate::sync::{Arc, Mutex, lock};
+
+/// Which queue structure a [`ReadyQueueSet`] uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReadyKind {
+    /// One shared FIFO per pool.
+    Fifo,
+    /// Per-worker deques with stealing and affinity inboxes.
+    WorkSteal,
+    /// One shared max-heap per pool.
+    Priority,
+}
+
+impl From<&ReadyPolicy> for ReadyKind {
+    fn from(p: &ReadyPolicy) -> ReadyKind {
+        match p {
+            ReadyPolicy::Fifo => ReadyKind::Fifo,
+            ReadyPolicy::WorkSteal => ReadyKind::WorkSteal,
+            ReadyPolicy::Priority(_) => ReadyKind::Priority,
+        }
+    }
+}
+
+/// A strict FIFO of task ids shared by any number of threads (a mutex around a `VecDeque`).
+#[derive(Debug, Default)]
+pub struct FifoQueue {
+    q: Mutex<VecDeque<TaskId>>,
+}
+
+impl FifoQueue {
+    /// An empty queue.
+    pub fn new() -> FifoQueue {
+        FifoQueue {
+            q: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// Append `task`; returns the queue length after the push.
+    pub fn push(&self, task: TaskId) -> usize {
+        let mut q = lock(&self.q);
+        q.push_back(task);
+        q.len()
+    }
+
+    /// Take the oldest task.
+    pub fn try_pop(&self) -> Option<TaskId> {
+        lock(&self.q).pop_front()
+    }
+
+    /// Number of queued tasks.
+    pub fn len(&self) -> usize {
+        lock(&self.q).len()
+    }
+
+    /// Whether the queue is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Heap entry: larger key first, then smaller task id.
+type PrioEntry = (i64, Reverse<u32>);
+
+/// A max-heap of task ids by an `i64` key, ties by the smaller task id (submission order).
+#[derive(Debug, Default)]
+pub struct PriorityQueue {
+    heap: Mutex<BinaryHeap<PrioEntry>>,
+}
+
+impl PriorityQueue {
+    /// An empty queue.
+    pub fn new() -> PriorityQueue {
+        PriorityQueue {
+            heap: Mutex::new(BinaryHeap::new()),
+        }
+    }
+
+    /// Insert `task` with priority `key` (higher first); returns the length after the push.
+    pub fn push(&self, task: TaskId, key: i64) -> usize {
+        let mut h = lock(&self.heap);
+        h.push((key, Reverse(task.0)));
+        h.len()
+    }
+
+    /// Take the task with the highest key (smallest id among equal keys).
+    pub fn try_pop(&self) -> Option<TaskId> {
+        lock(&self.heap).pop().map(|(_, Reverse(t))| TaskId(t))
+    }
+
+    /// Number of queued tasks.
+    pub fn len(&self) -> usize {
+        lock(&self.heap).len()
+    }
+
+    /// Whether the queue is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Shared parts of a work-stealing pool: the global injector, per-worker inboxes and stealers.
+#[derive(Debug)]
+struct StealPool {
+    injector: Injector<TaskId>,
+    inboxes: Box<[Injector<TaskId>]>,
+    stealers: Box<[Stealer<TaskId>]>,
+}
+
+#[derive(Debug)]
+enum Queues {
+    Fifo([FifoQueue; 3]),
+    Priority([PriorityQueue; 3]),
+    Steal {
+        pools: Box<[StealPool; 3]>,
+        /// Deques not yet claimed by [`ReadyQueueSet::local`], one triple per worker.
+        unclaimed: Mutex<Vec<Option<[Worker<TaskId>; 3]>>>,
+    },
+}
+
+/// Ready queues for vector, cube and `Any` pools under one policy (see the module docs).
+#[derive(Debug)]
+pub struct ReadyQueueSet {
+    kind: ReadyKind,
+    workers: usize,
+    queues: Queues,
+    counters: Arc<Counters>,
+}
+
+impl ReadyQueueSet {
+    /// A set of kind `kind` for `workers` workers (at least 1), counting into `counters`.
+    pub fn new(kind: ReadyKind, workers: usize, counters: Arc<Counters>) -> ReadyQueueSet {
+        let workers = workers.max(1);
+        let queues = match kind {
+            ReadyKind::Fifo => Queues::Fifo([FifoQueue::new(), FifoQueue::new(), FifoQueue::new()]),
+            ReadyKind::Priority => Queues::Priority([
+                PriorityQueue::new(),
+                PriorityQueue::new(),
+                PriorityQueue::new(),
+            ]),
+            ReadyKind::WorkSteal => {
+                let mut deques: Vec<[Worker<TaskId>; 3]> = (0..workers)
+                    .map(|_| [Worker::new_lifo(), Worker::new_lifo(), Worker::new_lifo()])
+                    .collect();
+                let pool = |p: usize, deques: &mut Vec<[Worker<TaskId>; 3]>| StealPool {
+                    injector: Injector::new(),
+                    inboxes: (0..workers).map(|_| Injector::new()).collect(),
+                    stealers: deques.iter_mut().map(|d| d[p].stealer()).collect(),
+                };
+                let pools = Box::new([
+                    pool(0, &mut deques),
+                    pool(1, &mut deques),
+                    pool(2, &mut deques),
+                ]);
+                Queues::Steal {
+                    pools,
+                    unclaimed: Mutex::new(deques.into_iter().map(Some).collect()),
+                }
+            }
+        };
+        ReadyQueueSet {
+            kind,
+            workers,
+            queues,
+            counters,
+        }
+    }
+
+    /// The policy of this set.
+    pub fn kind(&self) -> ReadyKind {
+        self.kind
+    }
+
+    /// Number of workers the set was made for.
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
+    /// The counters this set reports to.
+    pub fn counters(&self) -> &Arc<Counters> {
+        &self.counters
+    }
+
+    /// Claim worker `worker`'s handle (its deques under work stealing). Returns `None` if the
+    /// index is out of range or the handle was already claimed and is still alive.
+    pub fn local(&self, worker: usize) -> Option<LocalReady<'_>> {
+        if worker >= self.workers {
+            return None;
+        }
+        let deques = match &self.queues {
+            Queues::Steal { unclaimed, .. } => Some(lock(unclaimed)[worker].take()?),
+            Queues::Fifo(_) | Queues::Priority(_) => None,
+        };
+        Some(LocalReady {
+            set: self,
+            worker,
+            deques,
+            rng: 0x9E37_79B9_7F4A_7C15 ^ (worker as u64).wrapping_mul(0xA24B_AED4_963E_E407),
+        })
+    }
+
+    /// Push a ready task to `pool` (priority 0 under the priority policy; the global injector
+    /// under work stealing).
+    pub fn push(&self, pool: ExecPool, task: TaskId) {
+        self.push_with_priority(pool, task, 0);
+    }
+
+    /// Push a ready task with priority `key` (used only by the priority policy).
+    pub fn push_with_priority(&self, pool: ExecPool, task: TaskId, key: i64) {
+        let p = pool_index(pool);
+        let len = match &self.queues {
+            Queues::Fifo(q) => q[p].push(task),
+            Queues::Priority(q) => q[p].push(task, key),
+            Queues::Steal { pools, .. } => {
+                pools[p].injector.push(task);
+                1
+            }
+        };
+        self.counters.ready_push(pool);
+        self.counters.ready_len(len as u64);
+    }
+
+    /// Push a ready task for worker `worker` (affinity placement) in `pool`. Under work stealing
+    /// it goes to that worker's inbox, which the worker drains before the global injector (other
+    /// workers steal from it only when idle); under the other policies it is a plain push.
+    pub fn push_to(&self, worker: usize, pool: ExecPool, task: TaskId) {
+        match &self.queues {
+            Queues::Steal { pools, .. } => {
+                let p = pool_index(pool);
+                pools[p].inboxes[worker % self.workers].push(task);
+                self.counters.ready_push(pool);
+            }
+            Queues::Fifo(_) | Queues::Priority(_) => self.push(pool, task),
+        }
+    }
+
+    /// Pop a task for a worker of `pool` that has no [`LocalReady`] handle: from `pool`, then from
+    /// `Any`. Under work stealing this steals (injector, inboxes, deques).
+    pub fn try_pop(&self, pool: ExecPool) -> Option<TaskId> {
+        self.pop_shared(pool, 0)
+    }
+
+    /// Pop a task from any pool (`Any`, vector, cube), for a worker that runs everything.
+    pub fn try_pop_any(&self) -> Option<TaskId> {
+        [ExecPool::Any, ExecPool::Vector, ExecPool::Cube]
+            .into_iter()
+            .find_map(|p| self.pop_one(p, 0))
+    }
+
+    /// Pop for `pool` then `Any` without a local deque; `start` picks the first victim.
+    fn pop_shared(&self, pool: ExecPool, start: usize) -> Option<TaskId> {
+        if let (Queues::Priority(q), false) = (&self.queues, pool == ExecPool::Any) {
+            return self.pop_priority_pair(q, pool);
+        }
+        self.pop_one(pool, start).or_else(|| {
+            if pool == ExecPool::Any {
+                None
+            } else {
+                self.pop_one(ExecPool::Any, start)
+            }
+        })
+    }
+
+    /// Better of the tops of `pool` and `Any` (locks in pool index order).
+    fn pop_priority_pair(&self, q: &[PriorityQueue; 3], pool: ExecPool) -> Option<TaskId> {
+        let mut mine = lock(&q[pool_index(pool)].heap);
+        let mut any = lock(&q[2].heap);
+        let take_any = match (mine.peek(), any.peek()) {
+            (Some(a), Some(b)) => b > a,
+            (None, Some(_)) => true,
+            (_, None) => false,
+        };
+        let (from, heap) = if take_any {
+            (ExecPool::Any, &mut *any)
+        } else {
+            (pool, &mut *mine)
+        };
+        let t = heap.pop().map(|(_, Reverse(t))| TaskId(t))?;
+        drop((mine, any));
+        self.counters.ready_pop(from);
+        Some(t)
+    }
+
+    /// Pop from exactly one pool's shared queues.
+    fn pop_one(&self, pool: ExecPool, start: usize) -> Option<TaskId> {
+        let p = pool_index(pool);
+        let t = match &self.queues {
+            Queues::Fifo(q) => q[p].try_pop(),
+            Queues::Priority(q) => q[p].try_pop(),
+            Queues::Steal { pools, .. } => {
+                let sp = &pools[p];
+                steal_retry(|| sp.injector.steal()).or_else(|| {
+                    let t = self.steal_victims(sp, start, usize::MAX);
+                    if t.is_some() {
+                        self.counters.steal();
+                    }
+                    t
+                })
+            }
+        }?;
+        self.counters.ready_pop(pool);
+        Some(t)
+    }
+
+    /// Steal from the inboxes and deques of every worker except `me`, starting at `start`.
+    fn steal_victims(&self, sp: &StealPool, start: usize, me: usize) -> Option<TaskId> {
+        let n = self.workers;
+        (0..n)
+            .map(|k| (start + k) % n)
+            .filter(|&v| v != me)
+            .find_map(|v| {
+                steal_retry(|| sp.stealers[v].steal())
+                    .or_else(|| steal_retry(|| sp.inboxes[v].steal()))
+            })
+    }
+
+    /// Number of queued tasks (approximate while others push and pop).
+    pub fn len(&self) -> usize {
+        match &self.queues {
+            Queues::Fifo(q) => q.iter().map(FifoQueue::len).sum(),
+            Queues::Priority(q) => q.iter().map(PriorityQueue::len).sum(),
+            Queues::Steal { pools, .. } => pools
+                .iter()
+                .map(|sp| {
+                    sp.injector.len()
+                        + sp.inboxes.iter().map(Injector::len).sum::<usize>()
+                        + sp.stealers.iter().map(Stealer::len).sum::<usize>()
+                })
+                .sum(),
+        }
+    }
+
+    /// Whether no task is queued (approximate while others push and pop).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Retry a crossbeam steal until it is not `Retry`.
+fn steal_retry(mut f: impl FnMut() -> Steal<TaskId>) -> Option<TaskId> {
+    loop {
+        match f() {
+            Steal::Success(t) => return Some(t),
+            Steal::Empty => return None,
+            Steal::Retry => crate::sync::spin_hint(),
+        }
+    }
+}
+
+/// One worker's handle on a [`ReadyQueueSet`]: under work stealing it owns the worker's deques
+/// (push and pop LIFO, no contention unless a thief is at the same end); under FIFO and priority
+/// it forwards to the shared queues. Dropping it moves any task left in its deques to the global
+/// injectors, so nothing is lost.
+#[derive(Debug)]
+pub struct LocalReady<'a> {
+    set: &'a ReadyQueueSet,
+    worker: usize,
+    deques: Option<[Worker<TaskId>; 3]>,
+    rng: u64,
+}
+
+impl LocalReady<'_> {
+    /// The worker index of this handle.
+    pub fn worker(&self) -> usize {
+        self.worker
+    }
+
+    /// Push a ready task (found by this worker) to `pool`: onto this worker's deque under work
+    /// stealing, else a shared push.
+    pub fn push(&mut self, pool: ExecPool, task: TaskId) {
+        self.push_with_priority(pool, task, 0);
+    }
+
+    /// Push with a priority key (used only by the priority policy).
+    pub fn push_with_priority(&mut self, pool: ExecPool, task: TaskId, key: i64) {
+        match &self.deques {
+            Some(d) => {
+                let w = &d[pool_index(pool)];
+                w.push(task);
+                self.set.counters.ready_push(pool);
+                self.set.counters.ready_len(w.len() as u64);
+            }
+            None => self.set.push_with_priority(pool, task, key),
+        }
+    }
+
+    /// Pop a task for a worker of `pool`: `pool` first, then `Any`.
+    pub fn try_pop(&mut self, pool: ExecPool) -> Option<TaskId> {
+        if self.deques.is_none() {
+            return self.set.pop_shared(pool, 0);
+        }
+        self.pop_local(pool).or_else(|| {
+            if pool == ExecPool::Any {
+                None
+            } else {
+                self.pop_local(ExecPool::Any)
+            }
+        })
+    }
+
+    /// Pop a task from any pool (`Any`, vector, cube).
+    pub fn try_pop_any(&mut self) -> Option<TaskId> {
+        if self.deques.is_none() {
+            return self.set.try_pop_any();
+        }
+        [ExecPool::Any, ExecPool::Vector, ExecPool::Cube]
+            .into_iter()
+            .find_map(|p| self.pop_local(p))
+    }
+
+    /// Work-stealing pop from one pool: own deque, own inbox, global injector, victims.
+    fn pop_local(&mut self, pool: ExecPool) -> Option<TaskId> {
+        let p = pool_index(pool);
+        let Some(deques) = &self.deques else {
+            return self.set.pop_one(pool, 0);
+        };
+        let Queues::Steal { pools, .. } = &self.set.queues else {
+            return self.set.pop_one(pool, 0);
+        };
+        let own = &deques[p];
+        let sp = &pools[p];
+        let counters = &self.set.counters;
+        let t = own
+            .pop()
+            .or_else(|| steal_retry(|| sp.inboxes[self.worker].steal_batch_and_pop(own)))
+            .or_else(|| steal_retry(|| sp.injector.steal_batch_and_pop(own)))
+            .or_else(|| {
+                // xorshift64: a private victim sequence, no shared state.
+                self.rng ^= self.rng << 13;
+                self.rng ^= self.rng >> 7;
+                self.rng ^= self.rng << 17;
+                let start = (self.rng % self.set.workers as u64) as usize;
+                let t = self.set.steal_victims(sp, start, self.worker);
+                if t.is_some() {
+                    counters.steal();
+                }
+                t
+            })?;
+        counters.ready_pop(pool);
+        Some(t)
+    }
+}
+
+impl Drop for LocalReady<'_> {
+    fn drop(&mut self) {
+        let Some(deques) = self.deques.take() else {
+            return;
+        };
+        if let Queues::Steal { pools, unclaimed } = &self.set.queues {
+            for (p, w) in deques.iter().enumerate() {
+                while let Some(t) = w.pop() {
+                    pools[p].injector.push(t);
+                }
+            }
+            // Give the (now empty) deques back so the worker slot can be claimed again.
+            lock(unclaimed)[self.worker] = Some(deques);
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn set(kind: ReadyKind, workers: usize) -> ReadyQueueSet {
+        ReadyQueueSet::new(kind, workers, Arc::new(Counters::new(1)))
+    }
+
+    #[test]
+    fn pool_then_any() {
+        for kind in [ReadyKind::Fifo, ReadyKind::Priority, ReadyKind::WorkSteal] {
+            let s = set(kind, 2);
+            s.push(ExecPool::Any, TaskId(1));
+            s.push(ExecPool::Cube, TaskId(2));
+            assert_eq!(s.try_pop(ExecPool::Vector), Some(TaskId(1)), "{kind:?}");
+            assert_eq!(s.try_pop(ExecPool::Vector), None, "{kind:?}");
+            assert_eq!(s.try_pop(ExecPool::Cube), Some(TaskId(2)), "{kind:?}");
+            s.push(ExecPool::Vector, TaskId(3));
+            assert_eq!(s.try_pop_any(), Some(TaskId(3)), "{kind:?}");
+            assert!(s.is_empty());
+        }
+    }
+
+    #[test]
+    fn local_handle_claimed_once_and_returns_tasks_on_drop() {
+        let s = set(ReadyKind::WorkSteal, 2);
+        let mut l = s.local(0).expect("first claim");
+        assert!(s.local(0).is_none());
+        l.push(ExecPool::Vector, TaskId(7));
+        drop(l);
+        assert_eq!(s.try_pop(ExecPool::Vector), Some(TaskId(7)));
+        assert!(s.local(0).is_some());
+        assert!(s.local(5).is_none());
+    }
+}

@@ -1,1 +1,437 @@
-//! STUB — being written.
+//! The streaming completion protocol: per-task atomic state that lets the builder wire edges
+//! while earlier tasks are already completing (`StartPolicy::Immediate`).
+//!
+//! # What it promises
+//!
+//! - *A consumer wired after its producer finished does not wait for it*: [`TaskStates::add_edge`]
+//!   returns `false` and the edge costs nothing.
+//! - *A producer finishing while a consumer is being wired is never lost*: every edge that
+//!   `add_edge` accepted is released exactly once by the producer's [`TaskStates::complete`].
+//! - Each task becomes ready exactly once — reported either by [`TaskStates::seal`] returning
+//!   `true` or by exactly one `on_ready` call of some predecessor's `complete` — and only after
+//!   every predecessor whose edge was accepted has completed. Whatever those predecessors did
+//!   (and whatever a refused predecessor did) *happens before* the report.
+//!
+//! # State
+//!
+//! Each task has two `u32` atomics:
+//!
+//! - `fanin`: the number of things the task still waits for. It starts at 1, the *wiring bias*:
+//!   the task is "being wired" until [`seal`](TaskStates::seal) drops the bias. Each accepted edge
+//!   adds 1; each predecessor completion subtracts 1. Because the bias is held while edges are
+//!   added, the count cannot reach 0 before the task is sealed.
+//! - `head`: the head of the task's fan-out list, a lock-free LIFO of nodes in an append-only edge
+//!   arena (`EMPTY` when the list is empty), or `CLOSED` once the task has completed.
+//!
+//! # Protocol and memory orderings
+//!
+//! The builder calls, for each task in submission order, `add_edge(pred, task)` for each
+//! inferred predecessor and then `seal(task)`. Workers call `complete(task)` once per task after
+//! running it. Per-task storage grows while workers read it: tasks and edge nodes live in
+//! segmented arenas whose segments are allocated on demand and never move (see [`crate::sync`]
+//! for why the segment table is a `std` `OnceLock`).
+//!
+//! - `add_edge(pred, succ)`:
+//!   1. `pred.head.load(Acquire)`; if `CLOSED`, return `false` at once. The acquire pairs with
+//!      the completing producer's release, so the producer's work happens before the builder's
+//!      later `seal` and hence before `succ` runs.
+//!   2. `succ.fanin.fetch_add(1, Relaxed)`. Relaxed suffices: the producer learns of the edge only
+//!      through the release CAS of step 3, so its decrement follows this increment in `fanin`'s
+//!      modification order.
+//!   3. Write the node (`succ`, `next = head`, relaxed stores) and
+//!      `pred.head.compare_exchange(head, node, Release, Acquire)`. On success return `true`.
+//!      On failure with `CLOSED` (the producer completed in between; the acquire sees its
+//!      work), undo the increment with `fetch_sub(1, Relaxed)` — it cannot reach 0, the bias is
+//!      still held — and return `false`. On any other failure (another wirer), retry.
+//! - `seal(task)`: drop the bias. Fast path: `fanin.load(Acquire) == 1` means only the bias is
+//!   left; no predecessor can still touch the counter, so the task is ready without a
+//!   read-modify-write. Otherwise `fetch_sub(1, AcqRel) == 1` decides. Either way, reading the
+//!   final value acquires the whole release sequence of decrements on `fanin`, so every
+//!   predecessor's work happens before the report.
+//! - `complete(task, on_ready)`: `head.swap(CLOSED, AcqRel)`. Acquire: every pushed node was
+//!   published by a release CAS and all writes to `head` are read-modify-writes, so the swap sees
+//!   every node and its fields. Release: a wirer that later sees `CLOSED` acquires this task's
+//!   work. The list (newest first) is reversed in place — after the swap nobody else can reach
+//!   it — so successors are released in wiring order. For each successor: if
+//!   `fanin.load(Acquire) == 1`, this is the last thing it waits for (the bias is gone and every
+//!   other predecessor has subtracted), so it is ready *without* a read-modify-write: the common
+//!   single-predecessor case costs one load, not a contended atomic. Otherwise
+//!   `fetch_sub(1, AcqRel) == 1` decides (release so that the last decrementer acquires this
+//!   task's work). A ready successor is passed to `on_ready`.
+//!
+//! A count of 1 observed by a predecessor implies the task is sealed: while the bias is held and
+//! an accepted edge is pending the count is at least 2, and nothing is added after `seal`. The
+//! value of `fanin` after the task became ready is unspecified (0 or 1).
+//!
+//! # Contract
+//!
+//! `add_edge(_, t)` only before `seal(t)`; `seal(t)` once; `complete(t)` once, after `t` became
+//! ready; `add_edge(p, _)` only after `p` was allocated (any earlier `add_edge`/`seal` of `p`
+//! or [`TaskStates::reserve`]). The protocol allows several concurrent wirers, but the builder
+//! is one thread in practice. Violations are caught by debug assertions where cheap.
+//!
+//! [`Wiring`] is the builder's streaming [`EdgeSink`]: each inferred edge becomes `add_edge`, each
+//! submission `seal`.
+//!
+//! Checked with loom in `tests/loom.rs` and stressed with random DAGs in `tests/sched.rs`.
+
+use crate::TaskId;
+use crate::builder::EdgeSink;
+use crate::sync::{AtomicU32, OnceLock, Ordering};
+
+/// Fan-out list terminator.
+const EMPTY: u32 = u32::MAX - 1;
+/// Fan-out head of a completed task.
+const CLOSED: u32 = u32::MAX;
+/// Largest number of edge nodes (indices `EMPTY` and `CLOSED` are reserved).
+const MAX_EDGES: u32 = u32::MAX - 2;
+
+/// log2 of the first segment's length; segment `k` holds `2^(FIRST_BITS + k)` entries.
+#[cfg(not(loom))]
+const FIRST_BITS: u32 = 10;
+/// Tiny segments under loom so that the models exercise growth.
+#[cfg(loom)]
+const FIRST_BITS: u32 = 1;
+/// Segments needed to index every `u32`.
+const SEGMENTS: usize = (33 - FIRST_BITS) as usize;
+
+/// An append-only arena indexed by `u32` whose storage grows in geometrically sized segments that
+/// never move, so readers index it without locks while a grower installs new segments.
+struct SegArena<T> {
+    segments: Box<[OnceLock<Box<[T]>>]>,
+}
+
+impl<T> SegArena<T> {
+    fn new() -> SegArena<T> {
+        SegArena {
+            segments: (0..SEGMENTS).map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    /// Segment number and offset of index `i`.
+    #[inline]
+    fn locate(i: u32) -> (usize, usize) {
+        let j = u64::from(i) + (1u64 << FIRST_BITS);
+        let top = 63 - j.leading_zeros();
+        let seg = top - FIRST_BITS;
+        ((seg) as usize, (j - (1u64 << top)) as usize)
+    }
+
+    /// The entry at `i`, which must have been allocated.
+    #[inline]
+    fn get(&self, i: u32) -> &T {
+        let (seg, off) = Self::locate(i);
+        match self.segments[seg].get() {
+            Some(s) => &s[off],
+            None => panic!("task-state arena: index {i} used before it was allocated"),
+        }
+    }
+
+    /// The entry at `i`, allocating its segment (each entry made by `init`) if needed.
+    #[inline]
+    fn get_or_grow(&self, i: u32, init: impl Fn() -> T) -> &T {
+        let (seg, off) = Self::locate(i);
+        let s = self.segments[seg].get_or_init(|| {
+            let len = 1usize << (FIRST_BITS as usize + seg);
+            (0..len).map(|_| init()).collect()
+        });
+        &s[off]
+    }
+
+    /// Number of entries the allocated segments can hold (a prefix of the index space).
+    fn capacity(&self) -> usize {
+        let n = self
+            .segments
+            .iter()
+            .take_while(|s| s.get().is_some())
+            .count();
+        ((1usize << n) - 1) << FIRST_BITS
+    }
+}
+
+/// Per-task atomic state.
+struct TaskSlot {
+    fanin: AtomicU32,
+    head: AtomicU32,
+}
+
+impl TaskSlot {
+    fn new() -> TaskSlot {
+        TaskSlot {
+            fanin: AtomicU32::new(1),
+            head: AtomicU32::new(EMPTY),
+        }
+    }
+}
+
+/// One fan-out list node: "when the owner completes, release `succ`".
+struct EdgeNode {
+    succ: AtomicU32,
+    next: AtomicU32,
+}
+
+impl EdgeNode {
+    fn new() -> EdgeNode {
+        EdgeNode {
+            succ: AtomicU32::new(0),
+            next: AtomicU32::new(EMPTY),
+        }
+    }
+}
+
+/// The streaming completion state of every task of a run (see the module docs for the protocol).
+///
+/// Shared by the builder and the workers (`&self` everywhere; wrap it in an `Arc`).
+pub struct TaskStates {
+    tasks: SegArena<TaskSlot>,
+    edges: SegArena<EdgeNode>,
+    next_edge: AtomicU32,
+}
+
+impl Default for TaskStates {
+    fn default() -> Self {
+        TaskStates::new()
+    }
+}
+
+impl std::fmt::Debug for TaskStates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskStates")
+            .field("task_capacity", &self.task_capacity())
+            .field("edges", &self.edge_nodes())
+            .finish()
+    }
+}
+
+impl TaskStates {
+    /// Empty state; storage grows as tasks are wired.
+    pub fn new() -> TaskStates {
+        TaskStates {
+            tasks: SegArena::new(),
+            edges: SegArena::new(),
+            next_edge: AtomicU32::new(0),
+        }
+    }
+
+    #[inline]
+    fn slot(&self, task: TaskId) -> &TaskSlot {
+        self.tasks.get(task.0)
+    }
+
+    #[inline]
+    fn slot_or_grow(&self, task: TaskId) -> &TaskSlot {
+        self.tasks.get_or_grow(task.0, TaskSlot::new)
+    }
+
+    /// Make sure storage for `task` exists (it is "being wired" until sealed). `add_edge` and
+    /// `seal` do this themselves; call it only to pre-allocate.
+    pub fn reserve(&self, task: TaskId) {
+        self.slot_or_grow(task);
+    }
+
+    /// Wire `pred -> succ` (before `seal(succ)`). Returns `true` if the edge was recorded, in
+    /// which case `pred`'s `complete` will release `succ`; `false` if `pred` had already
+    /// completed, in which case `succ` does not wait for it.
+    pub fn add_edge(&self, pred: TaskId, succ: TaskId) -> bool {
+        debug_assert_ne!(pred, succ, "a task cannot depend on itself");
+        let p = self.slot_or_grow(pred);
+        let mut head = p.head.load(Ordering::Acquire);
+        if head == CLOSED {
+            return false;
+        }
+        let s = self.slot_or_grow(succ);
+        s.fanin.fetch_add(1, Ordering::Relaxed);
+        let idx = self.next_edge.fetch_add(1, Ordering::Relaxed);
+        assert!(
+            idx < MAX_EDGES,
+            "task-state arena: more than {MAX_EDGES} edges"
+        );
+        let node = self.edges.get_or_grow(idx, EdgeNode::new);
+        node.succ.store(succ.0, Ordering::Relaxed);
+        loop {
+            node.next.store(head, Ordering::Relaxed);
+            match p
+                .head
+                .compare_exchange(head, idx, Ordering::Release, Ordering::Acquire)
+            {
+                Ok(_) => return true,
+                Err(CLOSED) => {
+                    // The producer completed while we wired: it will never see this node (which
+                    // stays unused), and the consumer must not wait for it.
+                    s.fanin.fetch_sub(1, Ordering::Relaxed);
+                    return false;
+                }
+                Err(other) => head = other,
+            }
+        }
+    }
+
+    /// Finish wiring `task`: drop its bias. Returns `true` if it became ready now (every
+    /// accepted predecessor has completed, or there were none); otherwise the last predecessor's
+    /// `complete` reports it.
+    pub fn seal(&self, task: TaskId) -> bool {
+        let s = self.slot_or_grow(task);
+        if s.fanin.load(Ordering::Acquire) == 1 {
+            return true;
+        }
+        s.fanin.fetch_sub(1, Ordering::AcqRel) == 1
+    }
+
+    /// Record that `task` (which became ready and ran) has completed, and pass every successor
+    /// that became ready to `on_ready`, in wiring order. Returns the number of successors on its
+    /// fan-out list (ready or not).
+    pub fn complete(&self, task: TaskId, mut on_ready: impl FnMut(TaskId)) -> usize {
+        let slot = self.slot(task);
+        let mut cur = slot.head.swap(CLOSED, Ordering::AcqRel);
+        assert_ne!(cur, CLOSED, "task {} completed twice", task.0);
+        // Reverse the list (newest first) in place: after the swap it is ours alone.
+        let mut prev = EMPTY;
+        while cur != EMPTY {
+            let node = self.edges.get(cur);
+            let next = node.next.load(Ordering::Relaxed);
+            node.next.store(prev, Ordering::Relaxed);
+            prev = cur;
+            cur = next;
+        }
+        let mut cur = prev;
+        let mut n = 0;
+        while cur != EMPTY {
+            let node = self.edges.get(cur);
+            let succ = TaskId(node.succ.load(Ordering::Relaxed));
+            cur = node.next.load(Ordering::Relaxed);
+            n += 1;
+            if self.release(succ) {
+                on_ready(succ);
+            }
+        }
+        n
+    }
+
+    /// One predecessor of `succ` is done; `true` if that made it ready.
+    #[inline]
+    fn release(&self, succ: TaskId) -> bool {
+        let fanin = &self.slot(succ).fanin;
+        if fanin.load(Ordering::Acquire) == 1 {
+            return true;
+        }
+        fanin.fetch_sub(1, Ordering::AcqRel) == 1
+    }
+
+    /// Whether `task` has completed (`false` for a task never allocated).
+    pub fn is_complete(&self, task: TaskId) -> bool {
+        let (seg, off) = SegArena::<TaskSlot>::locate(task.0);
+        match self.tasks.segments[seg].get() {
+            Some(s) => s[off].head.load(Ordering::Acquire) == CLOSED,
+            None => false,
+        }
+    }
+
+    /// Number of edge nodes allocated: accepted edges plus edges refused after the `CLOSED` fast
+    /// path (the producer completed while the edge was being wired).
+    pub fn edge_nodes(&self) -> u64 {
+        u64::from(self.next_edge.load(Ordering::Relaxed))
+    }
+
+    /// Number of tasks the allocated storage can hold (storage for a prefix of task ids).
+    pub fn task_capacity(&self) -> usize {
+        self.tasks.capacity()
+    }
+}
+
+/// The streaming [`EdgeSink`] for [`crate::builder::GraphBuilder`]: wires the builder's edges
+/// into [`TaskStates`] as they are inferred and reports each task that
+/// becomes ready at submission to `on_ready` (tasks that become ready later are reported by the
+/// `complete` of their last predecessor).
+pub struct Wiring<'a, F: FnMut(TaskId)> {
+    states: &'a TaskStates,
+    on_ready: F,
+    refused: u64,
+}
+
+impl<'a, F: FnMut(TaskId)> Wiring<'a, F> {
+    /// A sink that wires into `states` and calls `on_ready` for tasks ready at submission.
+    pub fn new(states: &'a TaskStates, on_ready: F) -> Wiring<'a, F> {
+        Wiring {
+            states,
+            on_ready,
+            refused: 0,
+        }
+    }
+
+    /// Edges that were not needed because their producer had already completed.
+    pub fn refused_edges(&self) -> u64 {
+        self.refused
+    }
+}
+
+impl<F: FnMut(TaskId)> EdgeSink for Wiring<'_, F> {
+    fn edge(&mut self, pred: TaskId, succ: TaskId) {
+        if !self.states.add_edge(pred, succ) {
+            self.refused += 1;
+        }
+    }
+
+    fn submitted(&mut self, task: TaskId) {
+        if self.states.seal(task) {
+            (self.on_ready)(task);
+        }
+    }
+}
+
+impl<F: FnMut(TaskId)> std::fmt::Debug for Wiring<'_, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wiring")
+            .field("refused", &self.refused)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arena_locate_covers_index_space() {
+        type A = SegArena<u8>;
+        assert_eq!(A::locate(0), (0, 0));
+        let first = 1u32 << FIRST_BITS;
+        assert_eq!(A::locate(first - 1), (0, first as usize - 1));
+        assert_eq!(A::locate(first), (1, 0));
+        assert_eq!(A::locate(3 * first - 1), (1, 2 * first as usize - 1));
+        assert_eq!(A::locate(3 * first), (2, 0));
+        let (seg, _) = A::locate(u32::MAX);
+        assert!(seg < SEGMENTS);
+    }
+
+    #[test]
+    fn sequential_protocol() {
+        let s = TaskStates::new();
+        assert!(s.seal(TaskId(0)));
+        assert!(s.add_edge(TaskId(0), TaskId(1)));
+        assert!(!s.seal(TaskId(1)));
+        let mut ready = vec![];
+        assert_eq!(s.complete(TaskId(0), |t| ready.push(t)), 1);
+        assert_eq!(ready, vec![TaskId(1)]);
+        assert!(s.is_complete(TaskId(0)));
+        // Wired after its producer completed: no wait.
+        assert!(!s.add_edge(TaskId(0), TaskId(2)));
+        assert!(s.seal(TaskId(2)));
+    }
+
+    #[test]
+    fn growth_across_segments() {
+        let s = TaskStates::new();
+        let n = (1u32 << FIRST_BITS) * 5;
+        assert!(s.seal(TaskId(0)));
+        for t in 1..n {
+            assert!(s.add_edge(TaskId(t - 1), TaskId(t)));
+            assert!(!s.seal(TaskId(t)));
+        }
+        assert!(s.task_capacity() >= n as usize);
+        for t in 0..n - 1 {
+            let mut ready = vec![];
+            s.complete(TaskId(t), |r| ready.push(r));
+            assert_eq!(ready, vec![TaskId(t + 1)]);
+        }
+    }
+}
