@@ -8,6 +8,7 @@
 //! - [`state`]: the per-task atomic state that lets the builder wire edges while earlier tasks
 //!   are completing (the streaming protocol, checked with loom).
 //! - [`ready`]: ready-queue sets (FIFO, work stealing, priority; vector / cube / any pools).
+//! - [`start`]: the start policy (immediate, threshold, after orchestration).
 //! - [`window`], [`gate`], [`batcher`]: task window, issue gates, dependency batching.
 //! - [`sync`]: every atomic of the runtime comes through here so loom can replace it.
 
@@ -16,6 +17,7 @@ pub mod builder;
 pub mod counters;
 pub mod gate;
 pub mod ready;
+pub mod start;
 pub mod state;
 pub mod storage;
 pub mod sync;

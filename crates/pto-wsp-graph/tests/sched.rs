@@ -16,11 +16,12 @@ use pto_wsp_graph::builder::{EdgeSink, GraphBuilder};
 use pto_wsp_graph::counters::{Counters, pool_index};
 use pto_wsp_graph::gate::IssueGate;
 use pto_wsp_graph::ready::{ReadyKind, ReadyQueueSet};
+use pto_wsp_graph::start::StartGate;
 use pto_wsp_graph::state::{TaskStates, Wiring};
 use pto_wsp_graph::tensor_map::DynamicExactMap;
 use pto_wsp_graph::types::Region;
 use pto_wsp_graph::window::{WindowError, WindowState};
-use pto_wsp_ir::{ExecPool, GateScope, WindowMode};
+use pto_wsp_ir::{ExecPool, GateScope, StartPolicy, WindowMode};
 
 /// Put one in every spawned thread: a failed assertion in one thread would otherwise leave the
 /// others waiting forever for work that will never come. After the panic message is printed, the
@@ -662,10 +663,23 @@ fn successors_are_released_in_wiring_order() {
 /// lets two conflicting tasks overlap sooner or later; every task must run exactly once.
 #[test]
 fn builder_streams_into_running_workers_without_region_conflicts() {
-    use pto_wsp_ir::Access;
-    use std::sync::atomic::AtomicI32;
-
     let n = scale(3000);
+    streams_under_start_policy(n, StartPolicy::Immediate, 64);
+    streams_under_start_policy(n, StartPolicy::Threshold(n as u64 / 3), n);
+    streams_under_start_policy(n, StartPolicy::AfterOrchestration, n);
+    // A window smaller than the start threshold: the builder must open the gate before it
+    // stalls, or it would wait forever for completions of tasks it is holding back.
+    streams_under_start_policy(n, StartPolicy::Threshold(n as u64 / 3), 64);
+    streams_under_start_policy(n, StartPolicy::AfterOrchestration, 64);
+}
+
+/// The end-to-end run above under one start policy: ready tasks go through a [`StartGate`] on
+/// the builder thread, and no worker may see a task before the gate opened.
+fn streams_under_start_policy(n: usize, policy: StartPolicy, window_size: usize) {
+    use pto_wsp_ir::Access;
+    use std::cell::RefCell;
+    use std::sync::atomic::{AtomicBool, AtomicI32};
+
     const REGIONS: u32 = 6;
     const WORKERS: usize = 3;
     let mut rng = Rng(99);
@@ -694,26 +708,37 @@ fn builder_streams_into_running_workers_without_region_conflicts() {
     let counters = Arc::new(Counters::new(WORKERS + 1));
     let states = TaskStates::new();
     let ready = ReadyQueueSet::new(ReadyKind::WorkSteal, WORKERS, counters.clone());
-    let window = WindowState::new(64, WindowMode::Stall, counters.clone());
+    let window = WindowState::new(window_size, WindowMode::Stall, counters.clone());
     let completed = AtomicUsize::new(0);
+    let started = AtomicBool::new(false);
 
     thread::scope(|s| {
         s.spawn(|| {
             let _guard = AbortOnPanic;
-            let sink = Wiring::new(&states, |t| ready.push(ExecPool::Any, t));
+            let gate = RefCell::new(StartGate::new(policy));
+            let release = |t: TaskId| {
+                started.store(true, Relaxed);
+                ready.push(ExecPool::Any, t);
+            };
+            let sink = Wiring::new(&states, |t| gate.borrow_mut().ready(t, release));
             let mut b = GraphBuilder::with_map(DynamicExactMap::new(), sink);
             for acc in &accesses {
+                if window.in_flight() >= window.capacity() {
+                    gate.borrow_mut().force_open(release);
+                }
                 window.enter().unwrap();
                 b.alloc_task(0, ExecDomain::HostCpu, ExecPool::Any, 0, None);
                 for &(r, a) in acc {
                     b.add_access(region(r), a);
                 }
                 b.submit().unwrap();
+                gate.borrow_mut().submitted(release);
             }
+            gate.borrow_mut().orchestration_done(release);
         });
         for w in 0..WORKERS {
-            let (states, ready, window, accesses, inside, runs, completed) = (
-                &states, &ready, &window, &accesses, &inside, &runs, &completed,
+            let (states, ready, window, accesses, inside, runs, completed, started) = (
+                &states, &ready, &window, &accesses, &inside, &runs, &completed, &started,
             );
             s.spawn(move || {
                 let _guard = AbortOnPanic;
@@ -724,6 +749,11 @@ fn builder_streams_into_running_workers_without_region_conflicts() {
                         thread::yield_now();
                         continue;
                     };
+                    assert!(
+                        started.load(Relaxed),
+                        "task {} ran before the start gate opened",
+                        t.0
+                    );
                     assert_eq!(runs[t.index()].fetch_add(1, Relaxed), 0);
                     let acc = &accesses[t.index()];
                     for &(r, a) in acc {
@@ -760,5 +790,5 @@ fn builder_streams_into_running_workers_without_region_conflicts() {
         }
     });
     assert!(runs.iter().all(|r| r.load(Relaxed) == 1));
-    assert!(window.high_water() <= 64);
+    assert!(window.high_water() <= window_size);
 }
