@@ -270,45 +270,33 @@ pub fn binary(op: BinOp, a: Value, b: Value) -> Result<Value, EvalError> {
     }
 }
 
-fn arith_i64(op: BinOp, x: i64, y: i64) -> Option<i64> {
-    match op {
-        BinOp::Add => x.checked_add(y),
-        BinOp::Sub => x.checked_sub(y),
-        BinOp::Mul => x.checked_mul(y),
-        BinOp::Div => x.checked_div(y),
-        BinOp::Rem => x.checked_rem(y),
-        BinOp::Min => Some(x.min(y)),
-        BinOp::Max => Some(x.max(y)),
-        BinOp::Eq
-        | BinOp::Ne
-        | BinOp::Lt
-        | BinOp::Le
-        | BinOp::Gt
-        | BinOp::Ge
-        | BinOp::And
-        | BinOp::Or => None,
-    }
+/// Checked integer arithmetic of one type; `None` on overflow, division by zero, or an operator
+/// that is not arithmetic.
+macro_rules! checked_arith {
+    ($name:ident, $t:ty) => {
+        fn $name(op: BinOp, x: $t, y: $t) -> Option<$t> {
+            match op {
+                BinOp::Add => x.checked_add(y),
+                BinOp::Sub => x.checked_sub(y),
+                BinOp::Mul => x.checked_mul(y),
+                BinOp::Div => x.checked_div(y),
+                BinOp::Rem => x.checked_rem(y),
+                BinOp::Min => Some(x.min(y)),
+                BinOp::Max => Some(x.max(y)),
+                BinOp::Eq
+                | BinOp::Ne
+                | BinOp::Lt
+                | BinOp::Le
+                | BinOp::Gt
+                | BinOp::Ge
+                | BinOp::And
+                | BinOp::Or => None,
+            }
+        }
+    };
 }
-
-fn arith_u64(op: BinOp, x: u64, y: u64) -> Option<u64> {
-    match op {
-        BinOp::Add => x.checked_add(y),
-        BinOp::Sub => x.checked_sub(y),
-        BinOp::Mul => x.checked_mul(y),
-        BinOp::Div => x.checked_div(y),
-        BinOp::Rem => x.checked_rem(y),
-        BinOp::Min => Some(x.min(y)),
-        BinOp::Max => Some(x.max(y)),
-        BinOp::Eq
-        | BinOp::Ne
-        | BinOp::Lt
-        | BinOp::Le
-        | BinOp::Gt
-        | BinOp::Ge
-        | BinOp::And
-        | BinOp::Or => None,
-    }
-}
+checked_arith!(arith_i64, i64);
+checked_arith!(arith_u64, u64);
 
 /// One node of a [`Compiled`] expression; children are indices of earlier nodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
