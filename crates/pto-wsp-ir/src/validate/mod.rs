@@ -247,26 +247,14 @@ impl<'m> Validator<'m> {
         let kw = a.kind.keyword();
         let extent_ctx = || format!("the extent of {kw} axis `{}`", a.name);
         match &a.kind {
-            AxisKind::Dense(e) => {
-                self.check_expr(
-                    e,
-                    Some(Expected::Integer),
-                    &extent_ctx,
-                    &NameScope::Constant,
-                    loc,
-                    &path,
-                );
-                self.check_non_negative(e, &extent_ctx, loc, &path);
-            }
-            AxisKind::DenseDyn(e) => {
-                self.check_expr(
-                    e,
-                    Some(Expected::Integer),
-                    &extent_ctx,
-                    &NameScope::SymbolsAndSlots,
-                    loc,
-                    &path,
-                );
+            AxisKind::Dense(e) | AxisKind::DenseDyn(e) => {
+                // A static extent names nothing; a dynamic one may name symbols and slots.
+                let scope = if matches!(a.kind, AxisKind::Dense(_)) {
+                    NameScope::Constant
+                } else {
+                    NameScope::SymbolsAndSlots
+                };
+                self.check_expr(e, Some(Expected::Integer), &extent_ctx, &scope, loc, &path);
                 self.check_non_negative(e, &extent_ctx, loc, &path);
             }
             AxisKind::Ragged { outer, lengths } => {
