@@ -9,6 +9,8 @@
 //! as a [`CliError`] whose text is already rendered for the user (rustc-style, with
 //! `file:line:column` when a location is known); nothing here panics on bad input.
 
+#![forbid(unsafe_code)]
+
 pub mod binds;
 pub mod report;
 

@@ -6,6 +6,8 @@
 //! `file:line:column` when it has a location, never a panic or backtrace), 2 on a usage error.
 //! Printing lives in the `pto_wsp_cli` library so tests can call it directly.
 
+#![forbid(unsafe_code)]
+
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use pto_wsp::ir::ExpandOptions;

@@ -12,6 +12,8 @@
 //! - [`window`], [`gate`], [`batcher`]: task window, issue gates, dependency batching.
 //! - [`sync`]: every atomic of the runtime comes through here so loom can replace it.
 
+#![forbid(unsafe_code)]
+
 pub mod batcher;
 pub mod builder;
 pub mod counters;

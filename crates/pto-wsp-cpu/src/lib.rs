@@ -1,0 +1,23 @@
+//! `pto-wsp-cpu`: the CPU simulation back end (seed 004 §1–2, §6; seed 003 §6–8).
+//!
+//! Runs task graphs on a pool of persistent worker threads: the graph of `pto-wsp-graph` (built
+//! up front, or streamed in by an orchestration thread while workers run), the ready policies of
+//! its [`pto_wsp_graph::ready`] module, issue gates, the task window and dependency batching.
+//! Idle workers spin briefly and then park; a parked worker is woken only when work appears.
+//!
+//! - [`pool`]: the persistent worker threads and how a run is handed to all of them.
+//! - [`exec`]: what runs a task ([`Exec`]) and how a run fails ([`ExecError`]).
+//! - [`run`]: running a finished graph ([`StaticGraph`]) under a [`RunConfig`].
+//! - [`stats`]: what a run reports ([`RunStats`]).
+
+#![allow(unsafe_code)]
+
+pub mod exec;
+pub mod pool;
+pub mod run;
+pub mod stats;
+
+pub use exec::{Exec, ExecError, NoopExec, TaskFailure};
+pub use pool::WorkerPool;
+pub use run::{PoolSplit, RunConfig, StaticGraph};
+pub use stats::RunStats;
