@@ -1,9 +1,11 @@
-//! What runs a task, and how a run fails.
+//! What runs a task ([`Exec`]), and how a run fails ([`ExecError`]).
 
 use pto_wsp_graph::TaskId;
 
 /// Runs one task on a worker. Implemented by the kernel executor (kernels from a registry) and
-/// by benchmark executors (empty kernels).
+/// by benchmark executors (empty kernels). Must not panic: an implementation that calls user
+/// code catches panics and reports them as a [`TaskFailure`] (the engine also catches a panic
+/// that escapes, as an internal error).
 pub trait Exec: Sync {
     /// Runs `task` on worker `worker`.
     fn run(&self, task: TaskId, worker: usize) -> Result<(), TaskFailure>;
@@ -20,24 +22,75 @@ impl Exec for NoopExec {
     }
 }
 
-/// Why one task failed.
+/// Why one task failed, as its executor reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskFailure {
+    /// The task's number as the user knows it (the expander's task index), if it differs from
+    /// the graph's task id.
+    pub index: Option<u32>,
+    /// The kernel that ran.
+    pub kernel: String,
     /// What went wrong.
     pub message: String,
-    /// Whether the task panicked (rather than returning an error).
+    /// Whether the kernel panicked (rather than returning an error).
     pub panicked: bool,
 }
 
 /// Why a run failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ExecError {
-    /// A task failed.
-    #[error("task #{task} failed: {message}")]
-    Task {
-        /// The task.
+    /// A kernel returned an error or panicked.
+    #[error("task #{task} (kernel `{kernel}`) {}: {message}", if *panicked { "panicked" } else { "failed" })]
+    Kernel {
+        /// The task (the expander's task index when the run came from a module).
         task: u32,
+        /// The kernel.
+        kernel: String,
         /// What went wrong.
         message: String,
+        /// Whether it panicked.
+        panicked: bool,
     },
+    /// The task window was full in `abort` mode.
+    #[error("task window of {capacity} tasks is full ({in_flight} in flight) and its mode is `abort`; raise `task_window` or use `stall`")]
+    WindowFull {
+        /// The window size.
+        capacity: usize,
+        /// Tasks in flight when it overflowed.
+        in_flight: usize,
+    },
+    /// Two tasks touched conflicting regions at the same time (debug checks).
+    #[error("debug checks: {0}")]
+    Conflict(String),
+    /// A task's region lies outside its tensor (dynamic shapes); the task did not run.
+    #[error("task #{task} (kernel `{kernel}`): {message}")]
+    Region {
+        /// The task.
+        task: u32,
+        /// The kernel.
+        kernel: String,
+        /// Which region and why.
+        message: String,
+    },
+    /// Generating or building the graph failed (expansion, dependency inference).
+    #[error("{0}")]
+    Build(String),
+    /// The run was set up wrongly (bad configuration, missing data).
+    #[error("{0}")]
+    Setup(String),
+    /// A bug in the runtime (a panic outside user code); the pool survives.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ExecError {
+    /// The error of task `id` failing with `f`.
+    pub fn from_failure(id: u32, f: TaskFailure) -> ExecError {
+        ExecError::Kernel {
+            task: f.index.unwrap_or(id),
+            kernel: f.kernel,
+            message: f.message,
+            panicked: f.panicked,
+        }
+    }
 }

@@ -9,15 +9,19 @@
 //! - [`exec`]: what runs a task ([`Exec`]) and how a run fails ([`ExecError`]).
 //! - [`run`]: running a finished graph ([`StaticGraph`]) under a [`RunConfig`].
 //! - [`stats`]: what a run reports ([`RunStats`]).
+//! - `engine` (private): the worker loop shared by every kind of run; `idle` (private): spin,
+//!   then park.
 
 #![allow(unsafe_code)]
 
+mod engine;
 pub mod exec;
+mod idle;
 pub mod pool;
 pub mod run;
 pub mod stats;
 
 pub use exec::{Exec, ExecError, NoopExec, TaskFailure};
 pub use pool::WorkerPool;
-pub use run::{PoolSplit, RunConfig, StaticGraph};
-pub use stats::RunStats;
+pub use run::{GateConfig, PoolSplit, RunConfig, StaticGraph};
+pub use stats::{RunStats, Span};

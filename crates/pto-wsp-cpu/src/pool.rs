@@ -1,19 +1,280 @@
-//! The persistent worker threads.
+//! The persistent worker threads, and how one run is handed to all of them.
+//!
+//! Why: starting threads costs tens of microseconds each; a program that runs many graphs (or
+//! the same graph many times) should pay that once. A [`WorkerPool`] owns `threads` OS threads
+//! that sleep on a condition variable between runs (no CPU while idle) and run one *job* at a
+//! time: a closure called once on every worker with the worker's index.
+//!
+//! # What it promises
+//!
+//! - [`WorkerPool::scope`] calls `job(w)` once on every worker `w` while `caller()` runs on the
+//!   calling thread, and returns only after every `job(w)` has returned — even if `caller` or a
+//!   job panics. That is what lets a job borrow from the caller's stack (the one `unsafe` here).
+//! - A panic inside a job is caught on the worker, the worker stays alive, and the panic is
+//!   reported by `scope` as [`JobPanicked`]; the pool can run again.
+//! - Runs are serialised: a second `scope` on the same pool waits for the first.
+//! - Dropping the pool stops and joins its threads.
 
-/// A pool of worker threads (stub).
-#[derive(Debug)]
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+/// A job as the workers see it: a borrowed closure whose lifetime [`WorkerPool::scope`] erased.
+#[derive(Clone, Copy)]
+struct JobRef(*const (dyn Fn(usize) + Sync));
+
+// SAFETY: a `JobRef` points to a `dyn Fn(usize) + Sync` closure, which may be called from any
+// thread through a shared reference; `scope` keeps the closure alive until every worker is done
+// with the pointer (see `scope`).
+unsafe impl Send for JobRef {}
+
+struct State {
+    /// Incremented for every job; a worker runs a job once per epoch.
+    epoch: u64,
+    job: Option<JobRef>,
+    /// Workers that have not finished the current job.
+    running: usize,
+    /// A job panicked during the current epoch (message of the first panic).
+    panic: Option<String>,
+    shutdown: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Workers wait here for a new epoch.
+    start: Condvar,
+    /// The scope waits here for `running == 0`.
+    done: Condvar,
+    /// Serialises runs.
+    run: Mutex<()>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A job panicked; the message of the first panic.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("a worker panicked: {0}")]
+pub struct JobPanicked(pub String);
+
+/// A pool of persistent worker threads (see the module docs).
 pub struct WorkerPool {
-    threads: usize,
+    shared: Arc<Shared>,
+    handles: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for WorkerPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerPool")
+            .field("threads", &self.handles.len())
+            .finish()
+    }
+}
+
+/// The number of threads `0` stands for: every core the OS lets us use.
+pub fn all_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Text of a panic payload.
+pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_string()
+    }
 }
 
 impl WorkerPool {
-    /// A pool of `threads` workers (0 = every core).
+    /// A pool of `threads` workers; `0` means one per core.
     pub fn new(threads: usize) -> WorkerPool {
-        WorkerPool { threads }
+        let threads = if threads == 0 { all_cores() } else { threads };
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                epoch: 0,
+                job: None,
+                running: 0,
+                panic: None,
+                shutdown: false,
+            }),
+            start: Condvar::new(),
+            done: Condvar::new(),
+            run: Mutex::new(()),
+        });
+        let handles = (0..threads)
+            .map(|w| {
+                let shared = Arc::clone(&shared);
+                std::thread::Builder::new()
+                    .name(format!("pto-wsp-worker-{w}"))
+                    .spawn(move || worker_main(&shared, w))
+                    .expect("spawning a worker thread")
+            })
+            .collect();
+        WorkerPool { shared, handles }
     }
 
     /// Number of workers.
     pub fn threads(&self) -> usize {
-        self.threads
+        self.handles.len()
+    }
+
+    /// Calls `job(w)` on every worker `w` while `caller()` runs on this thread; returns
+    /// `caller`'s result once every job has returned. A panicking job is reported as
+    /// [`JobPanicked`] (after all jobs are done); a panicking `caller` is resumed after all jobs
+    /// are done.
+    pub fn scope<F, C, R>(&self, job: &F, caller: C) -> Result<R, JobPanicked>
+    where
+        F: Fn(usize) + Sync,
+        C: FnOnce() -> R,
+    {
+        let _run = lock(&self.shared.run);
+        let erased: &(dyn Fn(usize) + Sync) = job;
+        // SAFETY: only the lifetime is changed. The pointer is published to the workers below
+        // and `Wait::drop` (which runs on every path out of this function, panics included)
+        // blocks until `running == 0`, i.e. until every worker has returned from the call and
+        // dropped its copy; `job` outlives this function call, hence every use.
+        let ptr: *const (dyn Fn(usize) + Sync) = unsafe {
+            std::mem::transmute::<&(dyn Fn(usize) + Sync), &'static (dyn Fn(usize) + Sync)>(
+                erased,
+            )
+        };
+        {
+            let mut st = lock(&self.shared.state);
+            st.epoch += 1;
+            st.job = Some(JobRef(ptr));
+            st.running = self.handles.len();
+            st.panic = None;
+            self.shared.start.notify_all();
+        }
+        struct Wait<'a>(&'a Shared);
+        impl Drop for Wait<'_> {
+            fn drop(&mut self) {
+                let mut st = lock(&self.0.state);
+                while st.running > 0 {
+                    st = self.0.done.wait(st).unwrap_or_else(|p| p.into_inner());
+                }
+                st.job = None;
+            }
+        }
+        let wait = Wait(&self.shared);
+        let r = caller();
+        drop(wait);
+        match lock(&self.shared.state).panic.take() {
+            Some(msg) => Err(JobPanicked(msg)),
+            None => Ok(r),
+        }
+    }
+
+    /// Calls `job(w)` on every worker and waits for all of them.
+    pub fn broadcast<F: Fn(usize) + Sync>(&self, job: &F) -> Result<(), JobPanicked> {
+        self.scope(job, || ())
+    }
+}
+
+fn worker_main(shared: &Shared, w: usize) {
+    let mut seen = 0u64;
+    loop {
+        let job = {
+            let mut st = lock(&shared.state);
+            loop {
+                if st.shutdown {
+                    return;
+                }
+                if st.epoch != seen {
+                    break;
+                }
+                st = shared.start.wait(st).unwrap_or_else(|p| p.into_inner());
+            }
+            seen = st.epoch;
+            st.job
+        };
+        let result = match job {
+            // SAFETY: `scope` published this pointer and does not return (so the closure stays
+            // alive) until this worker decrements `running` below, after the call.
+            Some(JobRef(ptr)) => catch_unwind(AssertUnwindSafe(|| unsafe { (*ptr)(w) })),
+            None => Ok(()),
+        };
+        let mut st = lock(&shared.state);
+        if let Err(p) = result
+            && st.panic.is_none()
+        {
+            st.panic = Some(panic_message(&*p));
+        }
+        st.running -= 1;
+        if st.running == 0 {
+            shared.done.notify_all();
+        }
+    }
+}
+
+impl Drop for WorkerPool {
+    fn drop(&mut self) {
+        lock(&self.shared.state).shutdown = true;
+        self.shared.start.notify_all();
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn every_worker_runs_each_job_once() {
+        let pool = WorkerPool::new(3);
+        let hits: Vec<AtomicUsize> = (0..3).map(|_| AtomicUsize::new(0)).collect();
+        for _ in 0..50 {
+            pool.broadcast(&|w| {
+                hits[w].fetch_add(1, Ordering::Relaxed);
+            })
+            .unwrap();
+        }
+        for h in &hits {
+            assert_eq!(h.load(Ordering::Relaxed), 50);
+        }
+    }
+
+    #[test]
+    fn a_panicking_job_is_reported_and_the_pool_survives() {
+        let pool = WorkerPool::new(2);
+        let r = pool.broadcast(&|w| {
+            if w == 1 {
+                panic!("boom on {w}");
+            }
+        });
+        assert_eq!(r, Err(JobPanicked("boom on 1".to_string())));
+        let n = AtomicUsize::new(0);
+        pool.broadcast(&|_| {
+            n.fetch_add(1, Ordering::Relaxed);
+        })
+        .unwrap();
+        assert_eq!(n.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn caller_runs_while_jobs_run() {
+        let pool = WorkerPool::new(2);
+        let flag = std::sync::atomic::AtomicBool::new(false);
+        // Workers wait for the caller's signal: proves the caller runs concurrently.
+        let r = pool
+            .scope(
+                &|_| {
+                    while !flag.load(Ordering::Acquire) {
+                        std::thread::yield_now();
+                    }
+                },
+                || {
+                    flag.store(true, Ordering::Release);
+                    7
+                },
+            )
+            .unwrap();
+        assert_eq!(r, 7);
     }
 }

@@ -1,12 +1,57 @@
-//! What a run reports.
+//! What a run reports: counts, times, stalls, high-water marks, and (when traced) the wall-clock
+//! span of every task.
+
+use pto_wsp_graph::counters::CounterSnapshot;
+
+/// The wall-clock span of one task on one worker (nanoseconds since the run started).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    /// The task (graph id).
+    pub task: u32,
+    /// The worker that ran it.
+    pub worker: u32,
+    /// Start.
+    pub start_ns: u64,
+    /// End.
+    pub end_ns: u64,
+}
 
 /// Statistics of one run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunStats {
-    /// Tasks run.
+    /// Tasks run (barrier tasks of structural order included).
     pub tasks: u64,
     /// Tasks run per worker.
     pub per_worker: Vec<u64>,
-    /// Nanoseconds from start to the last completion.
+    /// Edges of the graph (inferred, explicit and structural).
+    pub edges: u64,
+    /// Nanoseconds spent building the graph (0 for a graph built before the run).
+    pub build_ns: u64,
+    /// Nanoseconds from the start of the run to its last completion.
     pub run_ns: u64,
+    /// Scheduler counters: ready-queue traffic, steals, window and gate stalls, batches,
+    /// high-water marks.
+    pub counters: CounterSnapshot,
+    /// Wall-clock spans of every task, when tracing was on (ordered by worker, then start).
+    pub spans: Vec<Span>,
+}
+
+impl RunStats {
+    /// Tasks per millisecond of wall-clock run time.
+    pub fn tasks_per_ms(&self) -> f64 {
+        if self.run_ns == 0 {
+            0.0
+        } else {
+            self.tasks as f64 * 1e6 / self.run_ns as f64
+        }
+    }
+
+    /// Nanoseconds per task of the run.
+    pub fn ns_per_task(&self) -> f64 {
+        if self.tasks == 0 {
+            0.0
+        } else {
+            self.run_ns as f64 / self.tasks as f64
+        }
+    }
 }

@@ -149,6 +149,18 @@ impl Counters {
         bump(&self.local().pushes[pool_index(pool)], 1);
     }
 
+    /// `n` ready tasks pushed to `pool` (a worker's locally counted traffic).
+    #[inline]
+    pub fn ready_pushes(&self, pool: ExecPool, n: u64) {
+        bump(&self.local().pushes[pool_index(pool)], n);
+    }
+
+    /// `n` ready tasks popped from `pool` (a worker's locally counted traffic).
+    #[inline]
+    pub fn ready_pops(&self, pool: ExecPool, n: u64) {
+        bump(&self.local().pops[pool_index(pool)], n);
+    }
+
     /// A ready task popped from `pool`.
     #[inline]
     pub fn ready_pop(&self, pool: ExecPool) {

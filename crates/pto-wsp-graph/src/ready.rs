@@ -230,6 +230,9 @@ impl ReadyQueueSet {
             worker,
             deques,
             rng: 0x9E37_79B9_7F4A_7C15 ^ (worker as u64).wrapping_mul(0xA24B_AED4_963E_E407),
+            pushes: [0; 3],
+            pops: [0; 3],
+            len_hwm: 0,
         })
     }
 
@@ -391,6 +394,11 @@ pub struct LocalReady<'a> {
     worker: usize,
     deques: Option<[Worker<TaskId>; 3]>,
     rng: u64,
+    /// Pushes and pops through the deques, counted here and added to the shared counters when
+    /// the handle drops (the per-task path stays free of shared atomics).
+    pushes: [u64; 3],
+    pops: [u64; 3],
+    len_hwm: u64,
 }
 
 impl LocalReady<'_> {
@@ -409,10 +417,11 @@ impl LocalReady<'_> {
     pub fn push_with_priority(&mut self, pool: ExecPool, task: TaskId, key: i64) {
         match &self.deques {
             Some(d) => {
-                let w = &d[pool_index(pool)];
+                let p = pool_index(pool);
+                let w = &d[p];
                 w.push(task);
-                self.set.counters.ready_push(pool);
-                self.set.counters.ready_len(w.len() as u64);
+                self.pushes[p] += 1;
+                self.len_hwm = self.len_hwm.max(w.len() as u64);
             }
             None => self.set.push_with_priority(pool, task, key),
         }
@@ -470,13 +479,26 @@ impl LocalReady<'_> {
                 }
                 t
             })?;
-        counters.ready_pop(pool);
+        self.pops[p] += 1;
         Some(t)
     }
 }
 
 impl Drop for LocalReady<'_> {
     fn drop(&mut self) {
+        let c = &self.set.counters;
+        for (p, pool) in [ExecPool::Vector, ExecPool::Cube, ExecPool::Any]
+            .into_iter()
+            .enumerate()
+        {
+            if self.pushes[p] > 0 {
+                c.ready_pushes(pool, self.pushes[p]);
+            }
+            if self.pops[p] > 0 {
+                c.ready_pops(pool, self.pops[p]);
+            }
+        }
+        c.ready_len(self.len_hwm);
         let Some(deques) = self.deques.take() else {
             return;
         };

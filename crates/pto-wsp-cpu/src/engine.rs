@@ -1,0 +1,504 @@
+//! The worker loop every run shares, whatever feeds it: a finished graph ([`crate::run`]) or an
+//! orchestration thread building the graph while it runs ([`crate::stream`]).
+//!
+//! # The per-task path
+//!
+//! A worker takes a task, runs it through the [`Exec`], and *releases* it: the graph reports
+//! each successor that became ready ([`RunGraph::release`]). Under work stealing the first ready
+//! successor the worker can run itself becomes its *next* task directly (no queue traffic; a
+//! chain runs without touching a deque); the others are pushed to its own deque (or, when the
+//! dispatch policy placed them on another worker, to that worker's inbox), and one parked
+//! worker is woken if any sleeps. Under FIFO and priority every ready task goes through the
+//! shared queues, so ready tasks start in submission (or priority) order.
+//!
+//! Initial ready tasks of a finished graph (its sources) are not queued: workers claim them in
+//! small chunks through one atomic cursor.
+//!
+//! Completions are counted per worker and published when the worker runs out of work, so the
+//! per-task path has no shared counter; the run ends when the published count reaches the
+//! total (known up front for a finished graph, when orchestration ends for a streamed one).
+//!
+//! # Failure
+//!
+//! A failing task (error or panic, reported by the [`Exec`]) records the first [`ExecError`],
+//! raises the abort flag and wakes everyone; workers stop taking tasks and return. Nothing is
+//! left running and the pool can run again.
+
+use std::ops::Range;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use crossbeam_utils::CachePadded;
+use pto_wsp_graph::TaskId;
+use pto_wsp_graph::counters::Counters;
+use pto_wsp_graph::gate::IssueGate;
+use pto_wsp_graph::ready::{LocalReady, ReadyKind, ReadyQueueSet};
+use pto_wsp_graph::sync::Arc;
+use pto_wsp_graph::window::WindowState;
+use pto_wsp_ir::ExecPool;
+
+use crate::exec::{Exec, ExecError, TaskFailure};
+use crate::idle::Idle;
+use crate::run::{PoolSplit, RunConfig};
+use crate::stats::Span;
+
+/// What the scheduler needs to know about a task to route it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Meta {
+    pub(crate) pool: ExecPool,
+    pub(crate) affinity: Option<u32>,
+    pub(crate) stream: u32,
+}
+
+/// A graph as the worker loop sees it.
+pub(crate) trait RunGraph: Sync {
+    /// Routing data of `t`.
+    fn meta(&self, t: TaskId) -> Meta;
+    /// Priority key of `t` (priority policy).
+    fn priority(&self, t: TaskId) -> i64;
+    /// `t` completed: report every successor that became ready.
+    fn release(&self, t: TaskId, ready: impl FnMut(TaskId));
+}
+
+/// What one worker reports at the end of a run.
+#[derive(Debug, Default)]
+pub(crate) struct WorkerReport {
+    pub(crate) worker: usize,
+    pub(crate) tasks: u64,
+    pub(crate) spans: Vec<Span>,
+}
+
+/// One run's shared scheduling state.
+pub(crate) struct Engine<'a, G: RunGraph, E: Exec> {
+    graph: &'a G,
+    exec: &'a E,
+    workers: usize,
+    kind: ReadyKind,
+    split: PoolSplit,
+    placement: bool,
+    batch: usize,
+    trace: bool,
+    pub(crate) queues: ReadyQueueSet,
+    pub(crate) idle: Idle,
+    gate: Option<IssueGate>,
+    window: Option<&'a WindowState>,
+    counters: Arc<Counters>,
+    sources: &'a [TaskId],
+    cursor: CachePadded<AtomicUsize>,
+    completed: CachePadded<AtomicU64>,
+    /// Total tasks of the run; `u64::MAX` while unknown (orchestration still running).
+    total: AtomicU64,
+    finished: AtomicBool,
+    abort: AtomicBool,
+    error: Mutex<Option<ExecError>>,
+    reports: Mutex<Vec<WorkerReport>>,
+    t0: Instant,
+}
+
+/// How a worker ended its part of the run.
+enum Found {
+    Task(TaskId),
+    Done,
+}
+
+impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
+    /// A run of `graph` on `workers` workers. `sources` are the initially ready tasks (claimed
+    /// through a cursor); `total` the task count if known.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        graph: &'a G,
+        exec: &'a E,
+        config: &RunConfig,
+        workers: usize,
+        sources: &'a [TaskId],
+        total: Option<u64>,
+        window: Option<&'a WindowState>,
+        counters: Arc<Counters>,
+    ) -> Self {
+        let split = match config.pools {
+            // A pool split needs a worker on each side; one worker runs everything.
+            PoolSplit::ByExecUnit { vector } if workers >= 2 => PoolSplit::ByExecUnit {
+                vector: vector.clamp(1, workers - 1),
+            },
+            _ => PoolSplit::Single,
+        };
+        let gate = config.gate.map(|g| {
+            IssueGate::new(
+                g.depth,
+                g.scope,
+                g.streams.max(1) as usize,
+                Arc::clone(&counters),
+            )
+        });
+        Engine {
+            graph,
+            exec,
+            workers,
+            kind: config.ready,
+            split,
+            placement: config.placement,
+            batch: config.batch.max(1) as usize,
+            trace: config.trace,
+            queues: ReadyQueueSet::new(config.ready, workers, Arc::clone(&counters)),
+            idle: Idle::default(),
+            gate,
+            window,
+            counters,
+            sources,
+            cursor: CachePadded::new(AtomicUsize::new(0)),
+            completed: CachePadded::new(AtomicU64::new(0)),
+            total: AtomicU64::new(total.unwrap_or(u64::MAX)),
+            finished: AtomicBool::new(false),
+            abort: AtomicBool::new(false),
+            error: Mutex::new(None),
+            reports: Mutex::new(Vec::new()),
+            t0: Instant::now(),
+        }
+    }
+
+    /// The pool worker `w` serves.
+    fn pool_of(&self, w: usize) -> ExecPool {
+        match self.split {
+            PoolSplit::Single => ExecPool::Any,
+            PoolSplit::ByExecUnit { vector } if w < vector => ExecPool::Vector,
+            PoolSplit::ByExecUnit { .. } => ExecPool::Cube,
+        }
+    }
+
+    /// The queue pool a task of `pool` goes to.
+    #[inline]
+    fn queue_pool(&self, pool: ExecPool) -> ExecPool {
+        match self.split {
+            PoolSplit::Single => ExecPool::Any,
+            PoolSplit::ByExecUnit { .. } => pool,
+        }
+    }
+
+    /// Whether a worker of `mine` may run a task queued in `pool`.
+    #[inline]
+    fn fits(mine: ExecPool, pool: ExecPool) -> bool {
+        mine == ExecPool::Any || pool == ExecPool::Any || mine == pool
+    }
+
+    /// Whether routing needs the task's [`Meta`] at all.
+    #[inline]
+    fn needs_meta(&self) -> bool {
+        self.placement || !matches!(self.split, PoolSplit::Single)
+    }
+
+    /// The worker other than `me` the dispatch policy placed a task on, if placement is honoured.
+    #[inline]
+    fn placed(&self, m: Meta, me: usize) -> Option<usize> {
+        let a = m.affinity.filter(|_| self.placement)?;
+        let target = a as usize % self.workers;
+        (target != me).then_some(target)
+    }
+
+    /// Publish a ready task from outside the workers (the orchestration thread).
+    pub(crate) fn push_external(&self, t: TaskId) {
+        let m = self.graph.meta(t);
+        let pool = self.queue_pool(m.pool);
+        match (self.placement, m.affinity) {
+            (true, Some(a)) => self.queues.push_to(a as usize % self.workers, pool, t),
+            _ if self.kind == ReadyKind::Priority => {
+                self.queues
+                    .push_with_priority(pool, t, self.graph.priority(t))
+            }
+            _ => self.queues.push(pool, t),
+        }
+        self.idle.notify_one();
+    }
+
+    /// The total became known (orchestration ended): wake everyone to re-check for the end.
+    pub(crate) fn set_total(&self, total: u64) {
+        self.total.store(total, Ordering::SeqCst);
+        self.check_finished();
+        self.idle.wake_all();
+    }
+
+    /// Stop the run with `error` (first error wins).
+    pub(crate) fn fail(&self, error: ExecError) {
+        {
+            let mut e = self.error.lock().unwrap_or_else(|p| p.into_inner());
+            if e.is_none() {
+                *e = Some(error);
+            }
+        }
+        self.abort.store(true, Ordering::SeqCst);
+        self.idle.wake_all();
+    }
+
+    /// Whether the run is stopping because of an error.
+    pub(crate) fn aborted(&self) -> bool {
+        self.abort.load(Ordering::Relaxed)
+    }
+
+    fn check_finished(&self) -> bool {
+        let total = self.total.load(Ordering::SeqCst);
+        if total != u64::MAX && self.completed.load(Ordering::SeqCst) >= total {
+            if !self.finished.swap(true, Ordering::SeqCst) {
+                self.idle.wake_all();
+            }
+            true
+        } else {
+            self.finished.load(Ordering::SeqCst)
+        }
+    }
+
+    /// Run worker `w`'s part of the run.
+    pub(crate) fn worker(&self, w: usize) {
+        let mut local = self
+            .queues
+            .local(w)
+            .expect("each worker claims its own queue handle once");
+        let mine = self.pool_of(w);
+        let mut st = WorkerState {
+            w,
+            mine,
+            direct: self.kind == ReadyKind::WorkSteal,
+            next: None,
+            src: 0..0,
+            done: 0,
+            tasks: 0,
+            pending: Vec::with_capacity(if self.batch > 1 { self.batch } else { 0 }),
+            spans: Vec::new(),
+        };
+        loop {
+            let t = match st.next.take() {
+                Some(t) => t,
+                None => match self.find(&mut local, &mut st) {
+                    Found::Task(t) => t,
+                    Found::Done => break,
+                },
+            };
+            if let Err(f) = self.run_one(t, &mut st) {
+                self.fail(ExecError::from_failure(t.0, f));
+                break;
+            }
+            st.done += 1;
+            st.tasks += 1;
+            if self.batch > 1 {
+                st.pending.push(t);
+                if st.pending.len() >= self.batch {
+                    self.flush(&mut local, &mut st);
+                }
+            } else {
+                self.release(t, &mut local, &mut st);
+            }
+        }
+        // Aborting: whatever was batched or chosen as next is dropped with the run.
+        st.pending.clear();
+        self.publish(&mut st);
+        self.reports
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(WorkerReport {
+                worker: w,
+                tasks: st.tasks,
+                spans: st.spans,
+            });
+    }
+
+    #[inline]
+    fn run_one(&self, t: TaskId, st: &mut WorkerState) -> Result<(), TaskFailure> {
+        let permit = match &self.gate {
+            Some(g) => {
+                let m = self.graph.meta(t);
+                Some(g.acquire(m.stream, m.pool))
+            }
+            None => None,
+        };
+        let r = if self.trace {
+            let s = self.t0.elapsed().as_nanos() as u64;
+            let r = self.exec.run(t, st.w);
+            let e = self.t0.elapsed().as_nanos() as u64;
+            st.spans.push(Span {
+                task: t.0,
+                worker: st.w as u32,
+                start_ns: s,
+                end_ns: e,
+            });
+            r
+        } else {
+            self.exec.run(t, st.w)
+        };
+        drop(permit);
+        r
+    }
+
+    /// Release `t`'s successors: keep one as the next task if allowed, queue the rest.
+    #[inline]
+    fn release(&self, t: TaskId, local: &mut LocalReady<'_>, st: &mut WorkerState) {
+        let mut pushed = false;
+        self.graph.release(t, |s| pushed |= self.route(s, local, st));
+        if pushed {
+            self.wake_peer();
+        }
+    }
+
+    /// A worker queued work: wake a parked peer, if there can be one.
+    #[inline]
+    fn wake_peer(&self) {
+        if self.workers > 1 {
+            self.idle.notify_one();
+        }
+    }
+
+    fn flush(&self, local: &mut LocalReady<'_>, st: &mut WorkerState) {
+        if st.pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut st.pending);
+        let mut pushed = false;
+        for &t in &pending {
+            self.graph.release(t, |s| pushed |= self.route(s, local, st));
+        }
+        self.counters.batch(pending.len() as u64);
+        st.pending = pending;
+        st.pending.clear();
+        if pushed {
+            self.wake_peer();
+        }
+    }
+
+    /// Route a ready task; `true` if it was queued (someone may need waking).
+    #[inline]
+    fn route(&self, s: TaskId, local: &mut LocalReady<'_>, st: &mut WorkerState) -> bool {
+        if !self.needs_meta() {
+            if st.direct && st.next.is_none() {
+                st.next = Some(s);
+                return false;
+            }
+            match self.kind {
+                ReadyKind::Priority => {
+                    local.push_with_priority(ExecPool::Any, s, self.graph.priority(s))
+                }
+                ReadyKind::Fifo | ReadyKind::WorkSteal => local.push(ExecPool::Any, s),
+            }
+            return true;
+        }
+        let m = self.graph.meta(s);
+        let pool = self.queue_pool(m.pool);
+        if let Some(target) = self.placed(m, st.w) {
+            self.queues.push_to(target, pool, s);
+            return true;
+        }
+        if st.direct && st.next.is_none() && Self::fits(st.mine, pool) {
+            st.next = Some(s);
+            return false;
+        }
+        match self.kind {
+            ReadyKind::Priority => local.push_with_priority(pool, s, self.graph.priority(s)),
+            ReadyKind::Fifo | ReadyKind::WorkSteal => local.push(pool, s),
+        }
+        true
+    }
+
+    /// Publish this worker's completion count (and window slots).
+    fn publish(&self, st: &mut WorkerState) {
+        if st.done > 0 {
+            if let Some(win) = self.window {
+                win.leave_n(st.done as usize);
+            }
+            self.counters.completed(st.done);
+            self.completed.fetch_add(st.done, Ordering::SeqCst);
+            st.done = 0;
+        }
+    }
+
+    /// Next task from this worker's source chunk, a new chunk, or the queues.
+    #[inline]
+    fn try_find(&self, local: &mut LocalReady<'_>, st: &mut WorkerState) -> Option<TaskId> {
+        loop {
+            if let Some(i) = st.src.next() {
+                let t = self.sources[i];
+                if !self.needs_meta() {
+                    return Some(t);
+                }
+                // A source this worker may not run goes where it belongs.
+                let m = self.graph.meta(t);
+                let pool = self.queue_pool(m.pool);
+                match self.placed(m, st.w) {
+                    Some(target) => self.queues.push_to(target, pool, t),
+                    None if Self::fits(st.mine, pool) => return Some(t),
+                    None => local.push(pool, t),
+                }
+                self.wake_peer();
+                continue;
+            }
+            let claimed = self.cursor.load(Ordering::Relaxed);
+            if claimed < self.sources.len() {
+                let chunk = ((self.sources.len() - claimed) / (4 * self.workers)).clamp(1, 64);
+                let i = self.cursor.fetch_add(chunk, Ordering::Relaxed);
+                if i < self.sources.len() {
+                    st.src = i..(i + chunk).min(self.sources.len());
+                    continue;
+                }
+            }
+            return match st.mine {
+                ExecPool::Any => local.try_pop_any(),
+                p => local.try_pop(p),
+            };
+        }
+    }
+
+    /// Find the next task, spinning and then parking while there is none; `Done` when the run
+    /// finished or aborted.
+    fn find(&self, local: &mut LocalReady<'_>, st: &mut WorkerState) -> Found {
+        let mut round = 0u32;
+        loop {
+            if self.abort.load(Ordering::Relaxed) {
+                return Found::Done;
+            }
+            if let Some(t) = self.try_find(local, st) {
+                return Found::Task(t);
+            }
+            if !st.pending.is_empty() {
+                self.flush(local, st);
+                if let Some(t) = st.next.take() {
+                    return Found::Task(t);
+                }
+                continue;
+            }
+            self.publish(st);
+            if self.check_finished() {
+                return Found::Done;
+            }
+            if !Idle::backoff(round) {
+                self.idle.park(|| {
+                    self.finished.load(Ordering::SeqCst)
+                        || self.abort.load(Ordering::SeqCst)
+                        || !self.queues.is_empty()
+                        || self.cursor.load(Ordering::SeqCst) < self.sources.len()
+                        || self.check_finished()
+                });
+                round = 0;
+            } else {
+                round += 1;
+            }
+        }
+    }
+
+    /// After every worker returned: the first error, if any, and the workers' reports.
+    pub(crate) fn into_outcome(self) -> (Option<ExecError>, Vec<WorkerReport>, Instant) {
+        let error = self.error.into_inner().unwrap_or_else(|p| p.into_inner());
+        let mut reports = self.reports.into_inner().unwrap_or_else(|p| p.into_inner());
+        reports.sort_by_key(|r| r.worker);
+        (error, reports, self.t0)
+    }
+}
+
+/// A worker's private state.
+struct WorkerState {
+    w: usize,
+    mine: ExecPool,
+    direct: bool,
+    next: Option<TaskId>,
+    src: Range<usize>,
+    /// Completions not yet published.
+    done: u64,
+    tasks: u64,
+    pending: Vec<TaskId>,
+    spans: Vec<Span>,
+}
