@@ -25,6 +25,7 @@
 //! left running and the pool can run again.
 
 use std::ops::Range;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
@@ -40,6 +41,7 @@ use pto_wsp_ir::ExecPool;
 
 use crate::exec::{Exec, ExecError, TaskFailure};
 use crate::idle::Idle;
+use crate::pool::panic_message;
 use crate::run::{PoolSplit, RunConfig};
 use crate::stats::Span;
 
@@ -79,6 +81,8 @@ pub(crate) struct Engine<'a, G: RunGraph, E: Exec> {
     placement: bool,
     batch: usize,
     trace: bool,
+    /// Publish completions after this many (only matters under a task window).
+    leave_every: u64,
     pub(crate) queues: ReadyQueueSet,
     pub(crate) idle: Idle,
     gate: Option<IssueGate>,
@@ -140,6 +144,9 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
             placement: config.placement,
             batch: config.batch.max(1) as usize,
             trace: config.trace,
+            leave_every: window.map_or(u64::MAX, |w| {
+                (w.capacity() / (2 * workers.max(1))).clamp(1, 32) as u64
+            }),
             queues: ReadyQueueSet::new(config.ready, workers, Arc::clone(&counters)),
             idle: Idle::default(),
             gate,
@@ -226,12 +233,16 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
             }
         }
         self.abort.store(true, Ordering::SeqCst);
+        if let Some(w) = self.window {
+            // A submitter stalled on the window must not wait for completions that never come.
+            w.close();
+        }
         self.idle.wake_all();
     }
 
-    /// Whether the run is stopping because of an error.
-    pub(crate) fn aborted(&self) -> bool {
-        self.abort.load(Ordering::Relaxed)
+    /// The flag raised when the run is stopping because of an error.
+    pub(crate) fn abort_flag(&self) -> &AtomicBool {
+        &self.abort
     }
 
     fn check_finished(&self) -> bool {
@@ -246,8 +257,18 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
         }
     }
 
-    /// Run worker `w`'s part of the run.
+    /// Run worker `w`'s part of the run; a panic that escapes (an [`Exec`] that broke its
+    /// promise, or a runtime bug) fails the run instead of leaving the other workers waiting.
     pub(crate) fn worker(&self, w: usize) {
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| self.worker_loop(w))) {
+            self.fail(ExecError::Internal(format!(
+                "worker {w} panicked: {}",
+                panic_message(&*p)
+            )));
+        }
+    }
+
+    fn worker_loop(&self, w: usize) {
         let mut local = self
             .queues
             .local(w)
@@ -278,6 +299,10 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
             }
             st.done += 1;
             st.tasks += 1;
+            if st.done >= self.leave_every {
+                // Under a window, give slots back as we go, not only when idle.
+                self.publish(&mut st);
+            }
             if self.batch > 1 {
                 st.pending.push(t);
                 if st.pending.len() >= self.batch {
@@ -331,7 +356,8 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
     #[inline]
     fn release(&self, t: TaskId, local: &mut LocalReady<'_>, st: &mut WorkerState) {
         let mut pushed = false;
-        self.graph.release(t, |s| pushed |= self.route(s, local, st));
+        self.graph
+            .release(t, |s| pushed |= self.route(s, local, st));
         if pushed {
             self.wake_peer();
         }
@@ -352,7 +378,8 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
         let pending = std::mem::take(&mut st.pending);
         let mut pushed = false;
         for &t in &pending {
-            self.graph.release(t, |s| pushed |= self.route(s, local, st));
+            self.graph
+                .release(t, |s| pushed |= self.route(s, local, st));
         }
         self.counters.batch(pending.len() as u64);
         st.pending = pending;
@@ -398,10 +425,11 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
     /// Publish this worker's completion count (and window slots).
     fn publish(&self, st: &mut WorkerState) {
         if st.done > 0 {
-            if let Some(win) = self.window {
-                win.leave_n(st.done as usize);
+            match self.window {
+                // The window counts the completions it is told of.
+                Some(win) => win.leave_n(st.done as usize),
+                None => self.counters.completed(st.done),
             }
-            self.counters.completed(st.done);
             self.completed.fetch_add(st.done, Ordering::SeqCst);
             st.done = 0;
         }

@@ -52,7 +52,9 @@ pub enum ExecError {
         panicked: bool,
     },
     /// The task window was full in `abort` mode.
-    #[error("task window of {capacity} tasks is full ({in_flight} in flight) and its mode is `abort`; raise `task_window` or use `stall`")]
+    #[error(
+        "task window of {capacity} tasks is full ({in_flight} in flight) and its mode is `abort`; raise `task_window` or use `stall`"
+    )]
     WindowFull {
         /// The window size.
         capacity: usize,

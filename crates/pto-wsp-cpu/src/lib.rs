@@ -8,6 +8,8 @@
 //! - [`pool`]: the persistent worker threads and how a run is handed to all of them.
 //! - [`exec`]: what runs a task ([`Exec`]) and how a run fails ([`ExecError`]).
 //! - [`run`]: running a finished graph ([`StaticGraph`]) under a [`RunConfig`].
+//! - [`stream`]: building the graph on the calling thread while the workers run it.
+//! - [`table`]: the task table workers read during a streamed run.
 //! - [`stats`]: what a run reports ([`RunStats`]).
 //! - `engine` (private): the worker loop shared by every kind of run; `idle` (private): spin,
 //!   then park.
@@ -20,8 +22,12 @@ mod idle;
 pub mod pool;
 pub mod run;
 pub mod stats;
+pub mod stream;
+pub mod table;
 
 pub use exec::{Exec, ExecError, NoopExec, TaskFailure};
 pub use pool::WorkerPool;
 pub use run::{GateConfig, PoolSplit, RunConfig, StaticGraph};
 pub use stats::{RunStats, Span};
+pub use stream::{AbortProbe, StreamBuilder, StreamConfig, StreamSink};
+pub use table::TaskTable;

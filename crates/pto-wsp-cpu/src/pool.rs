@@ -137,9 +137,7 @@ impl WorkerPool {
         // blocks until `running == 0`, i.e. until every worker has returned from the call and
         // dropped its copy; `job` outlives this function call, hence every use.
         let ptr: *const (dyn Fn(usize) + Sync) = unsafe {
-            std::mem::transmute::<&(dyn Fn(usize) + Sync), &'static (dyn Fn(usize) + Sync)>(
-                erased,
-            )
+            std::mem::transmute::<&(dyn Fn(usize) + Sync), &'static (dyn Fn(usize) + Sync)>(erased)
         };
         {
             let mut st = lock(&self.shared.state);

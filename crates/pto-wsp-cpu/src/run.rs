@@ -104,9 +104,13 @@ impl StaticGraph {
         let join = storage.tasks.iter().map(|_| AtomicU32::new(0)).collect();
         let mut first: Vec<u32> = storage.tasks.iter().map(|n| n.fanout_start).collect();
         first.push(storage.fanout.len() as u32);
-        debug_assert!(storage.tasks.iter().enumerate().all(|(i, n)| {
-            n.fanout_start + n.fanout_count == first[i + 1]
-        }));
+        debug_assert!(
+            storage
+                .tasks
+                .iter()
+                .enumerate()
+                .all(|(i, n)| { n.fanout_start + n.fanout_count == first[i + 1] })
+        );
         let fanin = storage.tasks.iter().map(|n| n.fanin).collect();
         StaticGraph {
             storage,

@@ -27,9 +27,7 @@
 //!   one a fresh builder with the same map configuration builds.
 
 use crate::storage::{TaskGraphStorage, TaskNode};
-use crate::tensor_map::{
-    AnyTensorMap, DynamicExactMap, FixedExactMap, MapStats, OverlapMap, TensorMap,
-};
+use crate::tensor_map::{AnyTensorMap, MapStats, TensorMap};
 use crate::types::{
     Access, EdgeKind, ExecDomain, ExecPool, NO_AFFINITY, Region, RegionError, SchedTags, TaskId,
     TaskIo, pool_code,
@@ -43,6 +41,13 @@ pub trait EdgeSink {
     fn edge(&mut self, pred: TaskId, succ: TaskId);
     /// Every edge into `task` has been reported.
     fn submitted(&mut self, task: TaskId);
+    /// The task is complete (its fan-in, params and regions are final) and about to be reported
+    /// [`EdgeSink::submitted`]; `params` and `io` are its scalar params and regions. A streaming
+    /// sink stores what workers will need here, before the task can become ready. The default
+    /// does nothing.
+    fn publish(&mut self, node: &TaskNode, params: &[u64], io: &[TaskIo]) {
+        let _ = (node, params, io);
+    }
     /// Forgets every edge: [`GraphBuilder::reset`] starts a new build with task 0. The default
     /// does nothing (for sinks that hand edges on at once).
     fn clear(&mut self) {}
@@ -202,15 +207,7 @@ impl GraphBuilder {
 
     /// Like [`GraphBuilder::new`], choosing the exact-key map.
     pub fn with_exact_map(deps: DepsMode, exact: ExactMap) -> GraphBuilder {
-        let map = match deps {
-            DepsMode::Exact => match exact {
-                ExactMap::Fixed(n) => AnyTensorMap::Fixed(FixedExactMap::new(n)),
-                ExactMap::Dynamic => AnyTensorMap::Dynamic(DynamicExactMap::new()),
-            },
-            DepsMode::Overlap | DepsMode::Hybrid => AnyTensorMap::Overlap(OverlapMap::new()),
-            DepsMode::Explicit => AnyTensorMap::None,
-        };
-        GraphBuilder::with_map(map, CollectEdges::default())
+        GraphBuilder::with_map(AnyTensorMap::for_mode(deps, exact), CollectEdges::default())
     }
 }
 
@@ -410,11 +407,17 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             }
         }
         self.explicit.clear();
-        self.sink.submitted(task);
         let n = &mut self.tasks[task.index()];
         n.fanin = fanin;
         n.io_count = nio as u16;
         n.params_count = nparams as u16;
+        let n = *n;
+        self.sink.publish(
+            &n,
+            &self.params[n.params_start as usize..],
+            &self.io[n.io_start as usize..],
+        );
+        self.sink.submitted(task);
         self.open = false;
         let st = &mut self.stats;
         st.tasks += 1;
@@ -505,6 +508,11 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
     /// The sink.
     pub fn sink(&self) -> &S {
         &self.sink
+    }
+
+    /// The edge sink, mutably (a streaming sink's gate and state).
+    pub fn sink_mut(&mut self) -> &mut S {
+        &mut self.sink
     }
 
     /// The map.

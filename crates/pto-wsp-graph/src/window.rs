@@ -27,7 +27,7 @@
 use pto_wsp_ir::WindowMode;
 
 use crate::counters::Counters;
-use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, Ordering, fence, lock, wait};
+use crate::sync::{Arc, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering, fence, lock, wait};
 
 /// The task window refused a task (mode `abort`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -40,6 +40,9 @@ pub enum WindowError {
         /// Tasks in flight when the submission was refused.
         in_flight: usize,
     },
+    /// The window was closed ([`WindowState::close`]): the run is stopping.
+    #[error("task window closed: the run is stopping")]
+    Closed,
 }
 
 /// Bounded count of in-flight tasks (see the module docs).
@@ -50,6 +53,7 @@ pub struct WindowState {
     in_flight: AtomicUsize,
     waiters: AtomicUsize,
     high_water: AtomicUsize,
+    closed: AtomicBool,
     lock: Mutex<()>,
     space: Condvar,
     counters: Arc<Counters>,
@@ -64,6 +68,7 @@ impl WindowState {
             in_flight: AtomicUsize::new(0),
             waiters: AtomicUsize::new(0),
             high_water: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
             lock: Mutex::new(()),
             space: Condvar::new(),
             counters,
@@ -100,6 +105,9 @@ impl WindowState {
     pub fn enter(&self) -> Result<(), WindowError> {
         let mut cur = self.in_flight.load(Ordering::SeqCst);
         loop {
+            if self.closed.load(Ordering::SeqCst) {
+                return Err(WindowError::Closed);
+            }
             if cur >= self.capacity {
                 match self.mode {
                     WindowMode::Stall => {
@@ -151,11 +159,21 @@ impl WindowState {
         let mut g = lock(&self.lock);
         self.waiters.fetch_add(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        while self.in_flight.load(Ordering::SeqCst) >= self.capacity {
+        while self.in_flight.load(Ordering::SeqCst) >= self.capacity
+            && !self.closed.load(Ordering::SeqCst)
+        {
             g = wait(&self.space, g);
         }
         self.waiters.fetch_sub(1, Ordering::SeqCst);
         drop(g);
+    }
+
+    /// Stop admitting: a stalled submitter wakes and every later [`WindowState::enter`] fails
+    /// with [`WindowError::Closed`] (the run failed and nobody will complete tasks any more).
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        let _g = lock(&self.lock);
+        self.space.notify_all();
     }
 
     /// One task completed.

@@ -101,6 +101,23 @@ pub enum AnyTensorMap {
     None,
 }
 
+impl AnyTensorMap {
+    /// The map `deps` uses: `exact` keys (bounded or not) for exact mode, the overlap map for
+    /// overlap and hybrid, none for explicit.
+    pub fn for_mode(deps: pto_wsp_ir::DepsMode, exact: crate::builder::ExactMap) -> AnyTensorMap {
+        use crate::builder::ExactMap;
+        use pto_wsp_ir::DepsMode;
+        match deps {
+            DepsMode::Exact => match exact {
+                ExactMap::Fixed(n) => AnyTensorMap::Fixed(FixedExactMap::new(n)),
+                ExactMap::Dynamic => AnyTensorMap::Dynamic(DynamicExactMap::new()),
+            },
+            DepsMode::Overlap | DepsMode::Hybrid => AnyTensorMap::Overlap(OverlapMap::new()),
+            DepsMode::Explicit => AnyTensorMap::None,
+        }
+    }
+}
+
 impl TensorMap for AnyTensorMap {
     #[inline]
     fn access<F: FnMut(TaskId, EdgeKind)>(

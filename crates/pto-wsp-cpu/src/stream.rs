@@ -1,0 +1,280 @@
+//! Streamed runs: the graph is built on the calling thread (the orchestrator) while the workers
+//! already run the tasks that are ready (seed 004 §6.2, start policies and the task window).
+//!
+//! The orchestrator drives a [`GraphBuilder`] whose edge sink is a [`StreamSink`]. For every
+//! submitted task the sink
+//!
+//! 1. admits it into the task window (`stall` blocks until a worker completes something —
+//!    opening the start gate first so the wait cannot deadlock; `abort` fails the run with
+//!    [`ExecError::WindowFull`]; `benchmark` counts the overflow and goes on),
+//! 2. copies node, params and regions into the run's [`TaskTable`] (workers read tasks there),
+//! 3. wires its inferred edges into the streaming protocol of
+//!    [`pto_wsp_graph::state::TaskStates`] (an edge whose producer already completed costs
+//!    nothing), and seals it: if nothing is left to wait for, the task is ready and passes the
+//!    start gate ([`StartGate`]: immediate, threshold, after orchestration) to the ready queues.
+//!
+//! Tasks that become ready later are released by the worker that completes their last
+//! predecessor, exactly as in a finished graph. The run ends when orchestration has ended and
+//! every submitted task has completed.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use pto_wsp_graph::TaskId;
+use pto_wsp_graph::builder::{EdgeSink, ExactMap, GraphBuilder};
+use pto_wsp_graph::counters::Counters;
+use pto_wsp_graph::start::StartGate;
+use pto_wsp_graph::state::TaskStates;
+use pto_wsp_graph::storage::TaskNode;
+use pto_wsp_graph::sync::Arc;
+use pto_wsp_graph::tensor_map::AnyTensorMap;
+use pto_wsp_graph::types::TaskIo;
+use pto_wsp_graph::window::{WindowError, WindowState};
+use pto_wsp_ir::{DepsMode, StartPolicy, WindowMode};
+
+use crate::engine::{Engine, Meta, RunGraph};
+use crate::exec::{Exec, ExecError};
+use crate::pool::{WorkerPool, panic_message};
+use crate::run::{RunConfig, finish_stats};
+use crate::stats::RunStats;
+use crate::table::{TableWriter, TaskTable};
+
+/// How the graph of a streamed run is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamConfig {
+    /// Dependency inference mode.
+    pub deps: DepsMode,
+    /// The exact-key map for exact mode.
+    pub exact: ExactMap,
+    /// When workers may start.
+    pub start: StartPolicy,
+    /// Task window (size, mode), if any.
+    pub window: Option<(u64, WindowMode)>,
+}
+
+impl Default for StreamConfig {
+    fn default() -> StreamConfig {
+        StreamConfig {
+            deps: DepsMode::Exact,
+            exact: ExactMap::Dynamic,
+            start: StartPolicy::Immediate,
+            window: None,
+        }
+    }
+}
+
+/// The builder a streamed run's producer fills.
+pub type StreamBuilder<'s> = GraphBuilder<AnyTensorMap, StreamSink<'s>>;
+
+/// Tells a producer whether its streamed run failed (it should stop submitting).
+#[derive(Clone, Copy, Debug)]
+pub struct AbortProbe<'s>(&'s AtomicBool);
+
+impl AbortProbe<'_> {
+    /// Whether the run failed.
+    pub fn failed(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// The graph of a streamed run, as the worker loop sees it.
+struct StreamGraph<'t> {
+    table: &'t TaskTable,
+    states: TaskStates,
+}
+
+impl RunGraph for StreamGraph<'_> {
+    #[inline]
+    fn meta(&self, t: TaskId) -> Meta {
+        let n = self
+            .table
+            .node(t)
+            .expect("a task is published before it can become ready");
+        Meta {
+            pool: n.pool(),
+            affinity: n.affinity(),
+            stream: n.stream,
+        }
+    }
+
+    fn priority(&self, _t: TaskId) -> i64 {
+        0
+    }
+
+    #[inline]
+    fn release(&self, t: TaskId, ready: impl FnMut(TaskId)) {
+        self.states.complete(t, ready);
+    }
+}
+
+/// The edge sink of a streamed run (see the module docs).
+pub struct StreamSink<'s> {
+    states: &'s TaskStates,
+    writer: TableWriter<'s>,
+    window: Option<&'s WindowState>,
+    start: StartGate,
+    release: &'s (dyn Fn(TaskId) + Sync),
+    fail: &'s (dyn Fn(ExecError) + Sync),
+    abort: &'s AtomicBool,
+    refused: u64,
+}
+
+impl std::fmt::Debug for StreamSink<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamSink")
+            .field("refused", &self.refused)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StreamSink<'_> {
+    /// Whether the run failed (a window overflow in `abort` mode, or a task failure): the
+    /// producer should stop submitting.
+    pub fn failed(&self) -> bool {
+        self.abort.load(Ordering::Relaxed)
+    }
+
+    /// A handle the producer may keep to ask whether the run failed.
+    pub fn abort_probe(&self) -> AbortProbe<'_> {
+        AbortProbe(self.abort)
+    }
+
+    /// Edges that cost nothing because their producer had already completed.
+    pub fn refused_edges(&self) -> u64 {
+        self.refused
+    }
+
+    fn enter_window(&mut self) {
+        let Some(win) = self.window else { return };
+        if win.mode() == WindowMode::Stall && win.in_flight() >= win.capacity() {
+            // Waiting for completions needs running workers.
+            let release = self.release;
+            self.start.force_open(release);
+        }
+        if let Err(WindowError::Full {
+            capacity,
+            in_flight,
+        }) = win.enter()
+        {
+            (self.fail)(ExecError::WindowFull {
+                capacity,
+                in_flight,
+            });
+        }
+    }
+}
+
+impl EdgeSink for StreamSink<'_> {
+    #[inline]
+    fn edge(&mut self, pred: TaskId, succ: TaskId) {
+        if !self.states.add_edge(pred, succ) {
+            self.refused += 1;
+        }
+    }
+
+    fn publish(&mut self, node: &TaskNode, params: &[u64], io: &[TaskIo]) {
+        self.enter_window();
+        self.writer.push(node, params, io);
+    }
+
+    #[inline]
+    fn submitted(&mut self, task: TaskId) {
+        let release = self.release;
+        if self.states.seal(task) {
+            self.start.ready(task, release);
+        }
+        self.start.submitted(release);
+    }
+}
+
+impl WorkerPool {
+    /// Runs a graph while `produce` builds it on this thread: every task `produce` submits to
+    /// the builder runs once its predecessors have completed (and the start policy allows).
+    /// `table` must be empty; `exec` reads tasks from it. Fails with the first task failure,
+    /// a window overflow in `abort` mode, or the error `produce` returns.
+    pub fn run_streaming<E, P>(
+        &self,
+        table: &TaskTable,
+        config: &RunConfig,
+        stream: &StreamConfig,
+        exec: &E,
+        produce: P,
+    ) -> Result<RunStats, ExecError>
+    where
+        E: Exec,
+        P: FnOnce(&mut StreamBuilder<'_>) -> Result<(), ExecError>,
+    {
+        if !table.is_empty() {
+            return Err(ExecError::Setup(
+                "a streamed run needs an empty task table".into(),
+            ));
+        }
+        let Some(writer) = table.writer() else {
+            return Err(ExecError::Setup(
+                "the task table is in use by another run".into(),
+            ));
+        };
+        let workers = self.threads();
+        let counters = Arc::new(Counters::new(workers + 2));
+        let window = stream
+            .window
+            .map(|(n, mode)| WindowState::new(n.max(1) as usize, mode, Arc::clone(&counters)));
+        let graph = StreamGraph {
+            table,
+            states: TaskStates::new(),
+        };
+        let engine = Engine::new(
+            &graph,
+            exec,
+            config,
+            workers,
+            &[],
+            None,
+            window.as_ref(),
+            Arc::clone(&counters),
+        );
+        let release = |t: TaskId| engine.push_external(t);
+        let fail = |e: ExecError| engine.fail(e);
+        let orchestrate = || {
+            let t0 = Instant::now();
+            let sink = StreamSink {
+                states: &graph.states,
+                writer,
+                window: window.as_ref(),
+                start: StartGate::new(stream.start),
+                release: &release,
+                fail: &fail,
+                abort: engine.abort_flag(),
+                refused: 0,
+            };
+            let mut builder =
+                GraphBuilder::with_map(AnyTensorMap::for_mode(stream.deps, stream.exact), sink);
+            match catch_unwind(AssertUnwindSafe(|| produce(&mut builder))) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => engine.fail(e),
+                Err(p) => engine.fail(ExecError::Internal(format!(
+                    "the graph producer panicked: {}",
+                    panic_message(&*p)
+                ))),
+            }
+            builder.abandon();
+            let edges = builder.stats().edges();
+            let tasks = builder.len() as u64;
+            let sink = builder.sink_mut();
+            sink.start.orchestration_done(&release);
+            engine.set_total(tasks);
+            (t0.elapsed().as_nanos() as u64, edges)
+        };
+        let r = self.scope(&|w| engine.worker(w), orchestrate);
+        let (error, reports, t0) = engine.into_outcome();
+        let ((build_ns, edges), error) = match r {
+            Err(p) => ((0, 0), Some(ExecError::Internal(p.0))),
+            Ok(v) => (v, error),
+        };
+        let mut stats = finish_stats(error, reports, t0, &counters, workers)?;
+        stats.build_ns = build_ns;
+        stats.edges = edges;
+        Ok(stats)
+    }
+}

@@ -1,0 +1,364 @@
+//! The CPU engine against independent references: random DAGs run under every ready policy,
+//! pool split, placement, batching and thread count, finished or streamed, checked by a
+//! recording executor (every task once; every edge's producer ended before its consumer
+//! started); gates bound in-flight counts; failures stop the run cleanly and the pool runs again.
+
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+
+use proptest::prelude::*;
+use pto_wsp_cpu::*;
+use pto_wsp_graph::builder::GraphBuilder;
+use pto_wsp_graph::ready::ReadyKind;
+use pto_wsp_graph::{ExecDomain, TaskId};
+use pto_wsp_ir::{DepsMode, ExecPool, GateScope, StartPolicy, WindowMode};
+
+/// A random DAG: per task, its pool, affinity, stream and predecessors (all earlier).
+#[derive(Clone, Debug)]
+struct Dag {
+    tasks: Vec<(ExecPool, Option<u32>, u32, Vec<u32>)>,
+}
+
+fn dag(n: usize, seed: u64) -> Dag {
+    let mut x = seed | 1;
+    let mut rnd = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let tasks = (0..n)
+        .map(|i| {
+            let pool = [ExecPool::Any, ExecPool::Vector, ExecPool::Cube][(rnd() % 3) as usize];
+            let aff = (rnd() % 2 == 0).then(|| (rnd() % 5) as u32);
+            let k = if i == 0 { 0 } else { rnd() % 4 };
+            let mut preds: Vec<u32> = (0..k).map(|_| (rnd() % i as u64) as u32).collect();
+            preds.sort();
+            preds.dedup();
+            (pool, aff, (rnd() % 3) as u32, preds)
+        })
+        .collect();
+    Dag { tasks }
+}
+
+fn emit<S: pto_wsp_graph::builder::EdgeSink>(
+    d: &Dag,
+    b: &mut GraphBuilder<pto_wsp_graph::tensor_map::AnyTensorMap, S>,
+) {
+    for (pool, aff, stream, preds) in &d.tasks {
+        b.alloc_task(0, ExecDomain::default(), *pool, *stream, *aff);
+        for &p in preds {
+            b.add_explicit_dep(TaskId(p)).unwrap();
+        }
+        b.submit().unwrap();
+    }
+}
+
+fn storage(d: &Dag) -> pto_wsp_graph::storage::TaskGraphStorage {
+    let mut b = GraphBuilder::new(DepsMode::Explicit);
+    emit(d, &mut b);
+    b.finish()
+}
+
+/// Records a global start and end tick per task and in-flight counts per gate slot.
+struct Recorder {
+    clock: AtomicU64,
+    start: Vec<AtomicU64>,
+    end: Vec<AtomicU64>,
+    runs: Vec<AtomicU32>,
+    in_flight: Vec<AtomicI64>,
+    max_in_flight: Vec<AtomicI64>,
+    slot: Vec<usize>,
+    fail_at: Option<u32>,
+    panic_at: Option<u32>,
+}
+
+impl Recorder {
+    fn new(n: usize, slot: Vec<usize>) -> Recorder {
+        let v = |k: usize| (0..k).map(|_| AtomicU64::new(0)).collect::<Vec<_>>();
+        Recorder {
+            clock: AtomicU64::new(1),
+            start: v(n),
+            end: v(n),
+            runs: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            in_flight: (0..4).map(|_| AtomicI64::new(0)).collect(),
+            max_in_flight: (0..4).map(|_| AtomicI64::new(0)).collect(),
+            slot,
+            fail_at: None,
+            panic_at: None,
+        }
+    }
+
+    fn check(&self, d: &Dag) {
+        for (i, (_, _, _, preds)) in d.tasks.iter().enumerate() {
+            assert_eq!(self.runs[i].load(Ordering::SeqCst), 1, "task {i} ran once");
+            for &p in preds {
+                assert!(
+                    self.end[p as usize].load(Ordering::SeqCst)
+                        < self.start[i].load(Ordering::SeqCst),
+                    "edge {p} -> {i} violated"
+                );
+            }
+        }
+    }
+}
+
+impl Exec for Recorder {
+    fn run(&self, t: TaskId, _w: usize) -> Result<(), TaskFailure> {
+        let i = t.index();
+        let s = self.slot.get(i).copied().unwrap_or(0);
+        let now = self.in_flight[s].fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_in_flight[s].fetch_max(now, Ordering::SeqCst);
+        self.start[i].store(self.clock.fetch_add(1, Ordering::SeqCst), Ordering::SeqCst);
+        self.runs[i].fetch_add(1, Ordering::SeqCst);
+        for _ in 0..(i % 7) * 20 {
+            std::hint::spin_loop();
+        }
+        self.in_flight[s].fetch_sub(1, Ordering::SeqCst);
+        self.end[i].store(self.clock.fetch_add(1, Ordering::SeqCst), Ordering::SeqCst);
+        if self.fail_at == Some(t.0) {
+            return Err(TaskFailure {
+                index: None,
+                kernel: "k".into(),
+                message: "bad tile".into(),
+                panicked: false,
+            });
+        }
+        if self.panic_at == Some(t.0) {
+            panic!("engine must survive an escaping panic");
+        }
+        Ok(())
+    }
+}
+
+fn configs() -> Vec<RunConfig> {
+    let mut v = Vec::new();
+    for ready in [ReadyKind::Fifo, ReadyKind::WorkSteal, ReadyKind::Priority] {
+        for pools in [PoolSplit::Single, PoolSplit::ByExecUnit { vector: 1 }] {
+            for placement in [false, true] {
+                for batch in [1, 3] {
+                    v.push(RunConfig {
+                        ready,
+                        pools,
+                        placement,
+                        batch,
+                        trace: batch == 3,
+                        ..RunConfig::default()
+                    });
+                }
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn finished_graphs_run_every_task_once_in_dependency_order() {
+    for threads in [1, 2, 4] {
+        let pool = WorkerPool::new(threads);
+        for (k, cfg) in configs().iter().enumerate() {
+            let d = dag(300, 7 + k as u64 * 31 + threads as u64);
+            let g = StaticGraph::new(storage(&d));
+            for _ in 0..2 {
+                let rec = Recorder::new(d.tasks.len(), vec![]);
+                let stats = pool.run(&g, cfg, &rec).unwrap();
+                rec.check(&d);
+                assert_eq!(stats.tasks, d.tasks.len() as u64);
+                assert_eq!(stats.per_worker.iter().sum::<u64>(), stats.tasks);
+                if cfg.trace {
+                    assert_eq!(stats.spans.len(), d.tasks.len());
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn streamed_graphs_run_every_task_once_under_every_start_policy_and_window() {
+    let starts = [
+        StartPolicy::Immediate,
+        StartPolicy::Threshold(50),
+        StartPolicy::AfterOrchestration,
+    ];
+    let windows = [
+        None,
+        Some((8, WindowMode::Stall)),
+        Some((1, WindowMode::Stall)),
+        Some((4, WindowMode::Benchmark)),
+    ];
+    for threads in [1, 2, 4] {
+        let pool = WorkerPool::new(threads);
+        for (k, cfg) in configs().iter().enumerate().step_by(3) {
+            for start in starts {
+                for window in windows {
+                    let d = dag(200, 99 + k as u64 + threads as u64);
+                    let rec = Recorder::new(d.tasks.len(), vec![]);
+                    let table = TaskTable::new();
+                    let sc = StreamConfig {
+                        deps: DepsMode::Explicit,
+                        start,
+                        window,
+                        ..StreamConfig::default()
+                    };
+                    let stats = pool
+                        .run_streaming(&table, cfg, &sc, &rec, |b| {
+                            emit(&d, b);
+                            Ok(())
+                        })
+                        .unwrap();
+                    rec.check(&d);
+                    assert_eq!(stats.tasks, d.tasks.len() as u64);
+                    if let Some((n, WindowMode::Stall)) = window {
+                        assert!(stats.counters.in_flight_hwm <= n, "{stats:?}");
+                    }
+                    if let Some((_, WindowMode::Benchmark)) = window
+                        && start == StartPolicy::AfterOrchestration
+                    {
+                        assert!(stats.counters.window_overflows > 0);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn window_abort_fails_with_a_clear_error_and_the_pool_runs_again() {
+    let pool = WorkerPool::new(2);
+    let d = dag(100, 5);
+    let rec = Recorder::new(d.tasks.len(), vec![]);
+    let table = TaskTable::new();
+    let sc = StreamConfig {
+        deps: DepsMode::Explicit,
+        start: StartPolicy::AfterOrchestration,
+        window: Some((4, WindowMode::Abort)),
+        ..StreamConfig::default()
+    };
+    let err = pool
+        .run_streaming(&table, &RunConfig::default(), &sc, &rec, |b| {
+            for (pool, aff, stream, preds) in &d.tasks {
+                if b.sink().failed() {
+                    break;
+                }
+                b.alloc_task(0, ExecDomain::default(), *pool, *stream, *aff);
+                for &p in preds {
+                    b.add_explicit_dep(TaskId(p)).unwrap();
+                }
+                b.submit().unwrap();
+            }
+            Ok(())
+        })
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ExecError::WindowFull {
+            capacity: 4,
+            in_flight: 4
+        }
+    );
+    assert!(err.to_string().contains("task window of 4 tasks is full"));
+    let g = StaticGraph::new(storage(&d));
+    let rec = Recorder::new(d.tasks.len(), vec![]);
+    pool.run(&g, &RunConfig::default(), &rec).unwrap();
+    rec.check(&d);
+}
+
+#[test]
+fn gates_bound_in_flight_tasks_per_scope() {
+    let d = Dag {
+        tasks: (0..400)
+            .map(|i| {
+                (
+                    [ExecPool::Vector, ExecPool::Cube][i % 2],
+                    None,
+                    (i % 3) as u32,
+                    vec![],
+                )
+            })
+            .collect(),
+    };
+    let pool = WorkerPool::new(4);
+    for (scope, depth) in [
+        (GateScope::Global, 1),
+        (GateScope::Global, 2),
+        (GateScope::PerStream, 1),
+        (GateScope::PerPool, 1),
+    ] {
+        let slot: Vec<usize> = d
+            .tasks
+            .iter()
+            .map(|(p, _, s, _)| match scope {
+                GateScope::Global => 0,
+                GateScope::PerStream => *s as usize,
+                GateScope::PerPool => (*p == ExecPool::Cube) as usize,
+            })
+            .collect();
+        let rec = Recorder::new(d.tasks.len(), slot);
+        let cfg = RunConfig {
+            gate: Some(GateConfig {
+                depth,
+                scope,
+                streams: 3,
+            }),
+            ..RunConfig::default()
+        };
+        let g = StaticGraph::new(storage(&d));
+        pool.run(&g, &cfg, &rec).unwrap();
+        rec.check(&d);
+        for m in &rec.max_in_flight {
+            assert!(
+                m.load(Ordering::SeqCst) <= depth as i64,
+                "{scope:?} {depth}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_failing_task_stops_the_run_with_its_error_and_the_pool_runs_again() {
+    for threads in [1, 2, 4] {
+        let pool = WorkerPool::new(threads);
+        let d = dag(500, 11);
+        let g = StaticGraph::new(storage(&d));
+        let mut rec = Recorder::new(d.tasks.len(), vec![]);
+        rec.fail_at = Some(123);
+        let err = pool.run(&g, &RunConfig::default(), &rec).unwrap_err();
+        assert_eq!(err.to_string(), "task #123 (kernel `k`) failed: bad tile");
+        // Nothing that depends on the failed task ran.
+        let mut rec2 = Recorder::new(d.tasks.len(), vec![]);
+        rec2.panic_at = Some(7);
+        let err = pool.run(&g, &RunConfig::default(), &rec2).unwrap_err();
+        assert!(matches!(err, ExecError::Internal(ref m) if m.contains("engine must survive")));
+        let rec3 = Recorder::new(d.tasks.len(), vec![]);
+        pool.run(&g, &RunConfig::default(), &rec3).unwrap();
+        rec3.check(&d);
+        // Streamed runs fail the same way, even with a window the producer is stalled on.
+        let mut rec4 = Recorder::new(d.tasks.len(), vec![]);
+        rec4.fail_at = Some(40);
+        let table = TaskTable::new();
+        let sc = StreamConfig {
+            deps: DepsMode::Explicit,
+            window: Some((2, WindowMode::Stall)),
+            ..StreamConfig::default()
+        };
+        let err = pool
+            .run_streaming(&table, &RunConfig::default(), &sc, &rec4, |b| {
+                emit(&d, b);
+                Ok(())
+            })
+            .unwrap_err();
+        assert!(err.to_string().starts_with("task #40"), "{err}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    #[test]
+    fn random_dags_any_policy(n in 1usize..400, seed in any::<u64>(), k in 0usize..24, threads in 1usize..4) {
+        let cfg = &configs()[k];
+        let d = dag(n, seed);
+        let pool = WorkerPool::new(threads);
+        let rec = Recorder::new(n, vec![]);
+        pool.run(&StaticGraph::new(storage(&d)), cfg, &rec).unwrap();
+        rec.check(&d);
+    }
+}
