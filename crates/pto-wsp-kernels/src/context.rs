@@ -87,9 +87,9 @@ impl<'a> TaskContext<'a> {
     ///   (`out`, `inout`), and
     /// - nothing else writes an element of any region of `io`,
     ///
-    /// where "anything else" is another `TaskContext`'s views on any thread, or a `&self` method
-    /// of the store that reads the buffers ([`TensorStore::read`], [`TensorStore::bytes`],
-    /// `clone`) on another thread. An engine meets this by holding the store exclusively while
+    /// where "anything else" is another `TaskContext`'s views, or a `&self` method of the store
+    /// that reads the buffers ([`TensorStore::read`], [`TensorStore::bytes`], `clone`), on any
+    /// thread, this one included. An engine meets this by holding the store exclusively while
     /// tasks run (so only contexts touch it) and by never running two tasks with conflicting
     /// regions at the same time — which the dependency inference of `pto-wsp-graph` guarantees,
     /// since it orders every pair of tasks whose boxes intersect with at least one writing

@@ -25,7 +25,7 @@ pub mod context;
 pub mod registry;
 pub mod store;
 
-pub use check::{ConflictChecker, Conflict};
+pub use check::{Conflict, ConflictChecker};
 pub use context::{ReadView, TaskContext, ViewProblem, WriteView};
 pub use registry::{KernelError, KernelId, KernelRegistry};
 pub use store::{Element, StoreError, TensorInfo, TensorStore};

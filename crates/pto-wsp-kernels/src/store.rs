@@ -123,7 +123,9 @@ pub enum StoreError {
         message: String,
     },
     /// The tensor has more bytes than this machine can address.
-    #[error("tensor `{tensor}` of shape {shape:?} and element type {dtype} is too large to allocate")]
+    #[error(
+        "tensor `{tensor}` of shape {shape:?} and element type {dtype} is too large to allocate"
+    )]
     TooLarge {
         /// The tensor.
         tensor: String,
@@ -183,7 +185,9 @@ pub enum StoreError {
         count: usize,
     },
     /// A region of another rank than its tensor.
-    #[error("a region of tensor `{tensor}` has rank {rank}, but the tensor has {expected} dimension(s)")]
+    #[error(
+        "a region of tensor `{tensor}` has rank {rank}, but the tensor has {expected} dimension(s)"
+    )]
     RegionRank {
         /// The tensor.
         tensor: String,
