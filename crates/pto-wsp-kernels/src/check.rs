@@ -11,7 +11,7 @@
 //! not a hot path).
 
 use pto_wsp_graph::sync::{Mutex, lock};
-use pto_wsp_graph::types::{Region, TaskIo};
+use pto_wsp_graph::types::{MAX_RANK, Region, TaskIo};
 use pto_wsp_ir::Access;
 use std::fmt;
 
@@ -45,7 +45,7 @@ struct BoxText<'a>(&'a Region);
 impl fmt::Display for BoxText<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("[")?;
-        for d in 0..self.0.rank as usize {
+        for d in 0..(self.0.rank as usize).min(MAX_RANK) {
             if d > 0 {
                 f.write_str(", ")?;
             }

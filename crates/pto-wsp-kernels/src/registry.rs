@@ -93,9 +93,11 @@ pub fn default_cost(ctx: &TaskContext<'_>) -> u64 {
     1 + ctx.regions().iter().map(region_elements).sum::<u64>()
 }
 
-/// Number of elements of an I/O entry's region (unused dimensions have size 1).
+/// Number of elements of an I/O entry's region: the product of the sizes of its used
+/// dimensions.
 pub fn region_elements(io: &pto_wsp_graph::types::TaskIo) -> u64 {
-    io.region.size.iter().map(|&s| s as u64).product()
+    let rank = (io.region.rank as usize).min(pto_wsp_graph::types::MAX_RANK);
+    io.region.size[..rank].iter().map(|&s| s as u64).product()
 }
 
 impl KernelRegistry {

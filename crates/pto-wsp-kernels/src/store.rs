@@ -18,7 +18,7 @@
 //!   that read through `&self` are covered by the contract of
 //!   [`crate::TaskContext::new`] (no task may write a region while anything else looks at it).
 
-use pto_wsp_graph::types::TaskIo;
+use pto_wsp_graph::types::{MAX_RANK, TaskIo};
 use pto_wsp_ir::eval::{EvalError, eval};
 use pto_wsp_ir::{Bindings, DType, Module, ScalarType, Value};
 use std::alloc::{Layout, alloc_zeroed, dealloc};
@@ -582,7 +582,7 @@ impl TensorStore {
                 tensor: r.tensor,
                 count: self.len(),
             })?;
-        if r.rank as usize != info.shape.len() {
+        if r.rank as usize != info.shape.len() || r.rank as usize > MAX_RANK {
             return Err(StoreError::RegionRank {
                 tensor: info.name.clone(),
                 rank: r.rank,

@@ -390,6 +390,25 @@ fn check_region_reports_tensor_and_dim() {
             count: 6
         }
     );
+    // A raw region claiming more dimensions than are tracked is refused, not indexed.
+    let five =
+        TensorStore::new(&module("tensor P: f32[1, 1, 1, 1, 2];"), &Bindings::new()).unwrap();
+    let raw = TaskIo {
+        region: Region {
+            rank: 5,
+            ..region(0, &[0, 0, 0, 0], &[1, 1, 1, 1])
+        },
+        ..TaskIo::default()
+    };
+    let err = five.check_region(&raw).unwrap_err();
+    assert!(matches!(
+        err,
+        StoreError::RegionRank {
+            rank: 5,
+            expected: 5,
+            ..
+        }
+    ));
 }
 
 // ---------------------------------------------------------------------------------------------
