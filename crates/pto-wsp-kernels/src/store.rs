@@ -1,0 +1,683 @@
+//! Tensor storage: the memory every kernel of a run reads and writes.
+//!
+//! Why: the IR declares tensors by name with shapes over runtime symbols; a back end that runs
+//! real kernels needs one buffer per tensor, sized under the run's bindings, and a way for the
+//! user to put data in and take results out without knowing the layout.
+//!
+//! Promises:
+//! - [`TensorStore::new`] allocates one zeroed buffer per [`Module::tensors`] entry, in the same
+//!   order (tensor index `i` is `module.tensors[i]`, the index regions carry), each row-major
+//!   and 64-byte aligned. Shapes are evaluated with [`pto_wsp_ir::eval`] under the bindings'
+//!   symbols, as the expander does; an unbound symbol is an error naming it. Integer tensors
+//!   whose contents the bindings carry (`Bindings::arrays`: ragged lengths, sparse indices)
+//!   start with those contents, so kernels see what the expander saw.
+//! - Typed access ([`TensorStore::read`], [`TensorStore::write`]) checks the element type
+//!   ([`Element::DTYPES`]) and the element count; errors name the tensor, what it holds and what
+//!   was given.
+//! - Safe methods never race with kernels: the ones that mutate take `&mut self`, and the ones
+//!   that read through `&self` are covered by the contract of
+//!   [`crate::TaskContext::new`] (no task may write a region while anything else looks at it).
+
+use pto_wsp_graph::types::{MAX_RANK, TaskIo};
+use pto_wsp_ir::eval::{EvalError, eval};
+use pto_wsp_ir::{Bindings, DType, Module, ScalarType, Value};
+use std::alloc::{Layout, alloc_zeroed, dealloc};
+use std::collections::HashMap;
+use std::fmt;
+use std::ptr::NonNull;
+
+/// Alignment of every tensor buffer, in bytes (a cache line; enough for any SIMD load).
+pub const ALIGN: usize = 64;
+
+/// A Rust type that can stand for the elements of a tensor.
+///
+/// Implemented for `f32`, [`half::f16`], [`half::bf16`], `i32`, `u32`, `i64`, `u64`, `u8` (one
+/// [`DType`] each) and `u16`, which reads and writes the raw bits of `f16` and `bf16` tensors.
+/// (The IR has no 64-bit float element type, so there is no `f64` element.)
+pub trait Element: bytemuck::Pod + Send + Sync + 'static {
+    /// The element types of tensors this Rust type may view.
+    const DTYPES: &'static [DType];
+    /// The Rust type's name, for messages (`f32`, `f16`, ...).
+    const NAME: &'static str;
+
+    /// Whether a tensor of `dtype` may be viewed as this type.
+    #[inline]
+    fn accepts(dtype: DType) -> bool {
+        Self::DTYPES.contains(&dtype)
+    }
+}
+
+macro_rules! element {
+    ($t:ty, $name:literal, [$($d:ident),+]) => {
+        impl Element for $t {
+            const DTYPES: &'static [DType] = &[$(DType::$d),+];
+            const NAME: &'static str = $name;
+        }
+    };
+}
+
+element!(f32, "f32", [F32]);
+element!(half::f16, "f16", [F16]);
+element!(half::bf16, "bf16", [Bf16]);
+element!(i32, "i32", [I32]);
+element!(u32, "u32", [U32]);
+element!(i64, "i64", [I64]);
+element!(u64, "u64", [U64]);
+element!(u8, "u8", [U8]);
+element!(u16, "u16", [F16, Bf16]);
+
+/// What the store knows of one tensor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorInfo {
+    /// The declared name.
+    pub name: String,
+    /// The element type.
+    pub dtype: DType,
+    /// The evaluated extent of each dimension (row-major; empty for a scalar tensor).
+    pub shape: Vec<u64>,
+}
+
+impl TensorInfo {
+    /// Number of elements (the product of the shape; 1 for a scalar tensor).
+    pub fn elements(&self) -> u64 {
+        self.shape.iter().product()
+    }
+
+    /// Size of the tensor in bytes.
+    pub fn size_bytes(&self) -> u64 {
+        self.elements() * self.dtype.size_bytes() as u64
+    }
+}
+
+/// Why a store could not be made, or a store operation refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// A tensor's shape uses a runtime symbol that the bindings leave unbound.
+    #[error("dimension {dim} of tensor `{tensor}` uses symbol `{symbol}`, which is not bound")]
+    MissingSymbol {
+        /// The tensor.
+        tensor: String,
+        /// The dimension whose extent could not be evaluated.
+        dim: usize,
+        /// The unbound symbol.
+        symbol: String,
+    },
+    /// A symbol is bound to a value of another type than its declaration.
+    #[error("symbol `{name}` is declared {expected} but bound to a {found} value")]
+    BindingType {
+        /// The symbol.
+        name: String,
+        /// Its declared type.
+        expected: ScalarType,
+        /// The type of the bound value.
+        found: ScalarType,
+    },
+    /// A dimension's extent is not a non-negative integer (or could not be evaluated).
+    #[error("dimension {dim} of tensor `{tensor}`: {message}")]
+    Shape {
+        /// The tensor.
+        tensor: String,
+        /// The dimension.
+        dim: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The tensor has more bytes than this machine can address.
+    #[error(
+        "tensor `{tensor}` of shape {shape:?} and element type {dtype} is too large to allocate"
+    )]
+    TooLarge {
+        /// The tensor.
+        tensor: String,
+        /// Its evaluated shape.
+        shape: Vec<u64>,
+        /// Its element type.
+        dtype: DType,
+    },
+    /// The allocator refused the buffer.
+    #[error("cannot allocate {bytes} bytes for tensor `{tensor}`")]
+    Alloc {
+        /// The tensor.
+        tensor: String,
+        /// The size asked for.
+        bytes: usize,
+    },
+    /// The contents the bindings give a tensor do not fit it.
+    #[error("bound contents of tensor `{tensor}`: {message}")]
+    Array {
+        /// The tensor.
+        tensor: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// No tensor has the name.
+    #[error("no tensor is named `{name}`")]
+    UnknownTensor {
+        /// The name asked for.
+        name: String,
+    },
+    /// Typed access with a Rust type that cannot view the tensor's elements.
+    #[error("tensor `{tensor}` holds {expected} elements, not {found}")]
+    DType {
+        /// The tensor.
+        tensor: String,
+        /// Its element type.
+        expected: DType,
+        /// The Rust type used ([`Element::NAME`]).
+        found: &'static str,
+    },
+    /// A write with the wrong number of elements.
+    #[error("tensor `{tensor}` has {expected} elements, but {found} were given")]
+    Length {
+        /// The tensor.
+        tensor: String,
+        /// Its element count.
+        expected: u64,
+        /// The number given.
+        found: usize,
+    },
+    /// A region names a tensor index the store does not have.
+    #[error("a region names tensor index {tensor}, but there are {count} tensor(s)")]
+    NoSuchTensor {
+        /// The index in the region.
+        tensor: u32,
+        /// Number of tensors in the store.
+        count: usize,
+    },
+    /// A region of another rank than its tensor.
+    #[error(
+        "a region of tensor `{tensor}` has rank {rank}, but the tensor has {expected} dimension(s)"
+    )]
+    RegionRank {
+        /// The tensor.
+        tensor: String,
+        /// The region's rank.
+        rank: u32,
+        /// The tensor's rank.
+        expected: usize,
+    },
+    /// A region that does not lie inside its tensor.
+    #[error(
+        "a region of tensor `{tensor}` is out of bounds in dimension {dim}: start {start} + size {size} > extent {extent}"
+    )]
+    RegionBounds {
+        /// The tensor.
+        tensor: String,
+        /// The first dimension out of bounds.
+        dim: usize,
+        /// The region's start there.
+        start: u32,
+        /// The region's size there.
+        size: u32,
+        /// The tensor's extent there.
+        extent: u64,
+    },
+}
+
+/// One tensor's bytes: a zeroed, [`ALIGN`]-aligned heap allocation owned through a raw pointer.
+///
+/// Held by raw pointer rather than `Box<[u8]>` so that views may write through a pointer derived
+/// from a shared `&TensorStore` without a `&`/`&mut` to the whole buffer ever existing at the
+/// same time (see [`crate::context`]).
+struct Buffer {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: a `Buffer` owns its allocation exclusively, like `Box<[u8]>`; moving it to another
+// thread moves that ownership.
+unsafe impl Send for Buffer {}
+// SAFETY: through `&Buffer` the safe API only reads. Writes through a shared reference happen
+// only in views handed out by `TaskContext`, whose `unsafe` constructor makes the caller
+// promise that no other access overlaps a region being written.
+unsafe impl Sync for Buffer {}
+
+impl Buffer {
+    /// A zeroed buffer of `len` bytes; `None` if the allocator refuses. `len` must already be
+    /// known to fit a [`Layout`] of alignment [`ALIGN`].
+    fn zeroed(layout: Layout) -> Option<Buffer> {
+        if layout.size() == 0 {
+            return Some(Buffer {
+                ptr: NonNull::new(std::ptr::without_provenance_mut(ALIGN))?,
+                len: 0,
+            });
+        }
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        Some(Buffer {
+            ptr: NonNull::new(ptr)?,
+            len: layout.size(),
+        })
+    }
+
+    fn layout(&self) -> Layout {
+        // The same layout `zeroed` was given: it was valid then.
+        Layout::from_size_align(self.len, ALIGN).expect("a buffer's layout was valid when made")
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        // SAFETY: `ptr` is valid for `len` bytes (or dangling and aligned with `len == 0`),
+        // initialised (zeroed at allocation). Nothing writes them while this borrow lives: safe
+        // writers need `&mut`, and view writers are excluded by `TaskContext::new`'s contract.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as `as_slice`, and `&mut self` excludes every other borrow of the buffer
+        // (views borrow the store, so none is alive).
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        if self.len != 0 {
+            // SAFETY: allocated by `alloc_zeroed` with exactly this layout, freed once.
+            unsafe { dealloc(self.ptr.as_ptr(), self.layout()) }
+        }
+    }
+}
+
+/// The tensors of a module, allocated from its declarations under one set of bindings.
+///
+/// Tensor `i` is `module.tensors[i]`. Every buffer is row-major, zeroed at creation (or filled
+/// from the bindings' integer contents) and 64-byte aligned.
+pub struct TensorStore {
+    infos: Vec<TensorInfo>,
+    bufs: Vec<Buffer>,
+    by_name: HashMap<String, u32>,
+    /// Whether the tensor's contents came from `Bindings::arrays` (kept by `fill_random`).
+    bound: Vec<bool>,
+}
+
+impl fmt::Debug for TensorStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TensorStore")
+            .field("tensors", &self.infos)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Clone for TensorStore {
+    /// A deep copy of every buffer. Like every `&self` read, it must not run while a task writes
+    /// (see [`crate::TaskContext::new`]).
+    fn clone(&self) -> TensorStore {
+        let bufs = self
+            .bufs
+            .iter()
+            .map(|b| {
+                let mut copy = Buffer::zeroed(b.layout())
+                    .unwrap_or_else(|| std::alloc::handle_alloc_error(b.layout()));
+                copy.as_mut_slice().copy_from_slice(b.as_slice());
+                copy
+            })
+            .collect();
+        TensorStore {
+            infos: self.infos.clone(),
+            bufs,
+            by_name: self.by_name.clone(),
+            bound: self.bound.clone(),
+        }
+    }
+}
+
+impl TensorStore {
+    /// One zeroed buffer per tensor of `module`, shapes evaluated under `bindings`' symbols.
+    ///
+    /// Integer tensors that `bindings.arrays` gives contents start with them (their length must
+    /// be the element count and every value must fit the element type). Errors: an unbound
+    /// symbol in a shape ([`StoreError::MissingSymbol`]), a symbol bound with the wrong type, an
+    /// extent that is negative or not an integer, a tensor too large to allocate, bound contents
+    /// that do not fit.
+    pub fn new(module: &Module, bindings: &Bindings) -> Result<TensorStore, StoreError> {
+        let mut env: HashMap<&str, Value> = HashMap::new();
+        for sym in &module.symbols {
+            if let Some(v) = bindings.symbols.get(sym.name.as_str()) {
+                if v.ty() != sym.ty {
+                    return Err(StoreError::BindingType {
+                        name: sym.name.name.clone(),
+                        expected: sym.ty,
+                        found: v.ty(),
+                    });
+                }
+                env.insert(sym.name.as_str(), *v);
+            }
+        }
+        let lookup = |name: &str| env.get(name).copied();
+
+        let n = module.tensors.len();
+        let mut store = TensorStore {
+            infos: Vec::with_capacity(n),
+            bufs: Vec::with_capacity(n),
+            by_name: HashMap::with_capacity(n),
+            bound: vec![false; n],
+        };
+        for (i, decl) in module.tensors.iter().enumerate() {
+            let tensor = decl.name.name.clone();
+            let mut shape = Vec::with_capacity(decl.shape.len());
+            for (dim, e) in decl.shape.iter().enumerate() {
+                let shape_err = |message: String| StoreError::Shape {
+                    tensor: tensor.clone(),
+                    dim,
+                    message,
+                };
+                let v = eval(e, &lookup).map_err(|err| match err {
+                    EvalError::Unbound { name } if module.symbol(&name).is_some() => {
+                        StoreError::MissingSymbol {
+                            tensor: tensor.clone(),
+                            dim,
+                            symbol: name,
+                        }
+                    }
+                    other => shape_err(other.to_string()),
+                })?;
+                let extent = match v {
+                    Value::I64(x) if x >= 0 => x as u64,
+                    Value::U64(x) => x,
+                    Value::I64(x) => return Err(shape_err(format!("extent {x} is negative"))),
+                    Value::Bool(_) => {
+                        return Err(shape_err("extent is a bool, not an integer".into()));
+                    }
+                };
+                shape.push(extent);
+            }
+            let too_large = || StoreError::TooLarge {
+                tensor: tensor.clone(),
+                shape: shape.clone(),
+                dtype: decl.dtype,
+            };
+            let bytes = shape
+                .iter()
+                .try_fold(decl.dtype.size_bytes() as u64, |acc, &d| acc.checked_mul(d))
+                .and_then(|b| usize::try_from(b).ok())
+                .ok_or_else(too_large)?;
+            let layout = Layout::from_size_align(bytes, ALIGN).map_err(|_| too_large())?;
+            let buf = Buffer::zeroed(layout).ok_or_else(|| StoreError::Alloc {
+                tensor: tensor.clone(),
+                bytes,
+            })?;
+            store.by_name.entry(tensor.clone()).or_insert(i as u32);
+            store.infos.push(TensorInfo {
+                name: tensor,
+                dtype: decl.dtype,
+                shape,
+            });
+            store.bufs.push(buf);
+        }
+        for i in 0..n {
+            if let Some(data) = bindings.arrays.get(&store.infos[i].name) {
+                store.fill_bound(i, data)?;
+                store.bound[i] = true;
+            }
+        }
+        Ok(store)
+    }
+
+    /// Copies bound integer contents into tensor `i`, converting to its element type.
+    fn fill_bound(&mut self, i: usize, data: &[i64]) -> Result<(), StoreError> {
+        let info = &self.infos[i];
+        let err = |message: String| StoreError::Array {
+            tensor: info.name.clone(),
+            message,
+        };
+        if !info.dtype.is_integer() {
+            return Err(err(format!(
+                "only integer tensors take bound contents, and this one holds {}",
+                info.dtype
+            )));
+        }
+        if data.len() as u64 != info.elements() {
+            return Err(err(format!(
+                "{} value(s) bound, but the tensor has {} element(s)",
+                data.len(),
+                info.elements()
+            )));
+        }
+        let dtype = info.dtype;
+        let bytes = self.bufs[i].as_mut_slice();
+        for (k, &v) in data.iter().enumerate() {
+            let fits = match dtype {
+                DType::U8 => store_int::<u8>(bytes, k, v),
+                DType::I32 => store_int::<i32>(bytes, k, v),
+                DType::U32 => store_int::<u32>(bytes, k, v),
+                DType::I64 => store_int::<i64>(bytes, k, v),
+                DType::U64 => store_int::<u64>(bytes, k, v),
+                DType::F16 | DType::Bf16 | DType::F32 => false,
+            };
+            if !fits {
+                return Err(StoreError::Array {
+                    tensor: self.infos[i].name.clone(),
+                    message: format!("value {v} at index {k} does not fit {dtype}"),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Number of tensors.
+    pub fn len(&self) -> usize {
+        self.infos.len()
+    }
+
+    /// Whether the module declares no tensor.
+    pub fn is_empty(&self) -> bool {
+        self.infos.is_empty()
+    }
+
+    /// Name, element type and shape of tensor `tensor`. Panics if the index is out of range.
+    pub fn info(&self, tensor: u32) -> &TensorInfo {
+        &self.infos[tensor as usize]
+    }
+
+    /// Every tensor's info, in index order.
+    pub fn infos(&self) -> &[TensorInfo] {
+        &self.infos
+    }
+
+    /// The index of the tensor named `name`.
+    pub fn index_of(&self, name: &str) -> Option<u32> {
+        self.by_name.get(name).copied()
+    }
+
+    fn lookup<T: Element>(&self, name: &str) -> Result<u32, StoreError> {
+        let t = self
+            .index_of(name)
+            .ok_or_else(|| StoreError::UnknownTensor { name: name.into() })?;
+        let info = self.info(t);
+        if !T::accepts(info.dtype) {
+            return Err(StoreError::DType {
+                tensor: info.name.clone(),
+                expected: info.dtype,
+                found: T::NAME,
+            });
+        }
+        Ok(t)
+    }
+
+    /// Replaces the whole contents of tensor `name` with `data` (row-major). The element type
+    /// must view the tensor's ([`Element::DTYPES`]) and `data` must have exactly its element
+    /// count.
+    pub fn write<T: Element>(&mut self, name: &str, data: &[T]) -> Result<(), StoreError> {
+        let t = self.lookup::<T>(name)?;
+        let info = self.info(t);
+        if data.len() as u64 != info.elements() {
+            return Err(StoreError::Length {
+                tensor: info.name.clone(),
+                expected: info.elements(),
+                found: data.len(),
+            });
+        }
+        self.bufs[t as usize]
+            .as_mut_slice()
+            .copy_from_slice(bytemuck::cast_slice(data));
+        Ok(())
+    }
+
+    /// The whole contents of tensor `name` (row-major), as `T`.
+    ///
+    /// Reads through `&self`: call it when no task is running (see
+    /// [`crate::TaskContext::new`]).
+    pub fn read<T: Element>(&self, name: &str) -> Result<Vec<T>, StoreError> {
+        let t = self.lookup::<T>(name)?;
+        Ok(bytemuck::cast_slice(self.bufs[t as usize].as_slice()).to_vec())
+    }
+
+    /// The raw bytes of tensor `tensor` (row-major, native endianness). Panics if the index is
+    /// out of range.
+    ///
+    /// The borrow must not overlap a running task that writes the tensor: this is part of the
+    /// contract of [`crate::TaskContext::new`], which engines meet by holding the store
+    /// exclusively while tasks run.
+    pub fn bytes(&self, tensor: u32) -> &[u8] {
+        self.bufs[tensor as usize].as_slice()
+    }
+
+    /// The raw bytes of tensor `tensor`, writable. Panics if the index is out of range.
+    pub fn bytes_mut(&mut self, tensor: u32) -> &mut [u8] {
+        self.bufs[tensor as usize].as_mut_slice()
+    }
+
+    /// Fills tensors with deterministic pseudo-random contents derived from `seed` alone (the
+    /// same seed gives the same bytes on every machine and every run).
+    ///
+    /// Each tensor draws from its own SplitMix64 stream (seeded from `seed` and its index), in
+    /// row-major order. Floating-point elements are multiples of `2^-(p-1)` in `[-1, 1)`, with
+    /// `p` the significand width of the type (24 for `f32`, 11 for `f16`, 8 for `bf16`), so every
+    /// value is exact in its type. Integer elements are in `0 .. 16`. Tensors whose contents came
+    /// from the bindings (`Bindings::arrays`) are left as they are: they drive control flow.
+    pub fn fill_random(&mut self, seed: u64) {
+        for t in 0..self.len() {
+            if self.bound[t] {
+                continue;
+            }
+            let mut rng = SplitMix64::new(
+                seed ^ (t as u64)
+                    .wrapping_add(1)
+                    .wrapping_mul(0xD1B5_4A32_D192_ED03),
+            );
+            let dtype = self.infos[t].dtype;
+            let bytes = self.bufs[t].as_mut_slice();
+            match dtype {
+                DType::F32 => fill_with(bytes, || rng.unit_grid(24)),
+                DType::F16 => fill_with(bytes, || half::f16::from_f32(rng.unit_grid(11))),
+                DType::Bf16 => fill_with(bytes, || half::bf16::from_f32(rng.unit_grid(8))),
+                DType::I32 => fill_with(bytes, || rng.small() as i32),
+                DType::U32 => fill_with(bytes, || rng.small() as u32),
+                DType::I64 => fill_with(bytes, || rng.small() as i64),
+                DType::U64 => fill_with(bytes, || rng.small()),
+                DType::U8 => fill_with(bytes, || rng.small() as u8),
+            }
+        }
+    }
+
+    /// Checks that `io`'s region lies inside its tensor: the tensor exists, the ranks agree and
+    /// every dimension's `start + size` is within the extent. Engines call this before running a
+    /// task; views check the same when made.
+    pub fn check_region(&self, io: &TaskIo) -> Result<(), StoreError> {
+        let r = &io.region;
+        let info = self
+            .infos
+            .get(r.tensor as usize)
+            .ok_or(StoreError::NoSuchTensor {
+                tensor: r.tensor,
+                count: self.len(),
+            })?;
+        if r.rank as usize != info.shape.len() || r.rank as usize > MAX_RANK {
+            return Err(StoreError::RegionRank {
+                tensor: info.name.clone(),
+                rank: r.rank,
+                expected: info.shape.len(),
+            });
+        }
+        for (dim, &extent) in info.shape.iter().enumerate() {
+            if r.end(dim) > extent {
+                return Err(StoreError::RegionBounds {
+                    tensor: info.name.clone(),
+                    dim,
+                    start: r.start[dim],
+                    size: r.size[dim],
+                    extent,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Base pointer of tensor `tensor`'s buffer, for views. Panics if the index is out of range.
+    pub(crate) fn base_ptr(&self, tensor: u32) -> *mut u8 {
+        self.bufs[tensor as usize].ptr.as_ptr()
+    }
+}
+
+/// Writes `v` as element `k` of `bytes` (a `T` buffer) if it fits `T`.
+fn store_int<T: Element + TryFrom<i64>>(bytes: &mut [u8], k: usize, v: i64) -> bool {
+    match T::try_from(v) {
+        Ok(x) => {
+            bytemuck::cast_slice_mut::<u8, T>(bytes)[k] = x;
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+fn fill_with<T: Element>(bytes: &mut [u8], mut f: impl FnMut() -> T) {
+    for x in bytemuck::cast_slice_mut::<u8, T>(bytes) {
+        *x = f();
+    }
+}
+
+/// SplitMix64 (Steele, Lea, Flood 2014): a tiny, well-mixed, reproducible generator.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn new(seed: u64) -> SplitMix64 {
+        SplitMix64(seed)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A multiple of `2^-(p-1)` in `[-1, 1)`, exact in any float type with `p` significand bits.
+    fn unit_grid(&mut self, p: u32) -> f32 {
+        let half = 1i64 << (p - 1);
+        let m = (self.next() >> (64 - p)) as i64;
+        (m - half) as f32 / half as f32
+    }
+
+    /// A small non-negative integer, `0 .. 16`.
+    fn small(&mut self) -> u64 {
+        self.next() >> 60
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unit_grid_is_exact_and_in_range() {
+        let mut rng = SplitMix64::new(7);
+        for _ in 0..10_000 {
+            let x = rng.unit_grid(11);
+            assert!((-1.0..1.0).contains(&x));
+            assert_eq!(half::f16::from_f32(x).to_f32(), x);
+            let y = rng.unit_grid(8);
+            assert!((-1.0..1.0).contains(&y));
+            assert_eq!(half::bf16::from_f32(y).to_f32(), y);
+        }
+    }
+
+    #[test]
+    fn buffers_are_aligned() {
+        for size in [0, 1, 3, 64, 1000] {
+            let b = Buffer::zeroed(Layout::from_size_align(size, ALIGN).unwrap()).unwrap();
+            assert_eq!(b.ptr.as_ptr() as usize % ALIGN, 0);
+            assert!(b.as_slice().iter().all(|&x| x == 0));
+        }
+    }
+}
