@@ -761,8 +761,10 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
         self.fill(t, index).map_err(|e| at_task(e, index, kname))?;
         self.count = index.checked_add(1).ok_or(ExpandError::TooManyTasks)?;
         // `for_each` / `sequential` edges whose later range starts here, outermost first.
-        for before in self.armed.drain(..) {
-            self.sink.order_begin(before, index);
+        if !self.armed.is_empty() {
+            for before in self.armed.drain(..) {
+                self.sink.order_begin(before, index);
+            }
         }
         if prog.csp {
             // The process's previous task, then the producers of the tokens its enclosing
@@ -790,11 +792,13 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
             self.stopped = true;
             return Ok(false);
         }
-        for before in self.csp_edges.drain(..) {
-            self.sink.order(OrderEdge {
-                before,
-                after: index..index + 1,
-            });
+        if !self.csp_edges.is_empty() {
+            for before in self.csp_edges.drain(..) {
+                self.sink.order(OrderEdge {
+                    before,
+                    after: index..index + 1,
+                });
+            }
         }
         Ok(true)
     }
