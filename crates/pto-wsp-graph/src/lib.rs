@@ -5,6 +5,8 @@
 //! - [`tensor_map`] and [`builder`]: tasks name the regions they read and write; the builder
 //!   infers read-after-write, write-after-write and write-after-read edges through a TensorMap
 //!   (exact region keys, bounded or unbounded; overlapping boxes, indexed), plus explicit edges.
+//! - [`feed`]: the reference expander straight into a builder, structural order edges as
+//!   explicit dependencies (through barrier tasks), with hooks around each submission.
 //! - [`state`]: the per-task atomic state that lets the builder wire edges while earlier tasks
 //!   are completing (the streaming protocol, checked with loom).
 //! - [`ready`]: ready-queue sets (FIFO, work stealing, priority; vector / cube / any pools).
@@ -17,6 +19,7 @@
 pub mod batcher;
 pub mod builder;
 pub mod counters;
+pub mod feed;
 pub mod gate;
 pub mod ready;
 pub mod start;

@@ -669,3 +669,544 @@ fn feed<M: TensorMap>(b: &mut GraphBuilder<M>, tasks: &[GenTask], retire_at: usi
         b.submit().unwrap();
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The feeder: the reference expander straight into a builder, structural order as explicit
+// dependencies. Checked against the expansion: every order edge and every conflicting pair is
+// ordered by reachability, and the user tasks are the expander's tasks, in order.
+
+mod feeding {
+    use super::*;
+    use pto_wsp_graph::feed::{
+        BARRIER_KERNEL, FeedError, FeedHooks, Feeder, NO_ORIGIN, NoHooks, feed,
+    };
+    use pto_wsp_ir::{Bindings, ExpandOptions, ExpandedTask, Module};
+
+    const MODES: [DepsMode; 4] = [
+        DepsMode::Exact,
+        DepsMode::Overlap,
+        DepsMode::Explicit,
+        DepsMode::Hybrid,
+    ];
+
+    /// Records every hook call; fails the `fail_before`-th `before_submit` or the
+    /// `fail_after`-th `after_submit` (0-based).
+    #[derive(Default)]
+    struct Recording {
+        calls: Vec<(TaskId, Option<u32>, bool)>,
+        fail_before: Option<usize>,
+        fail_after: Option<usize>,
+        befores: usize,
+        afters: usize,
+    }
+
+    impl FeedHooks for Recording {
+        type Error = String;
+        fn before_submit(
+            &mut self,
+            id: TaskId,
+            task: Option<(u32, &ExpandedTask)>,
+        ) -> Result<(), String> {
+            self.befores += 1;
+            if self.fail_before == Some(self.befores - 1) {
+                return Err(format!("refused #{}", id.0));
+            }
+            self.calls.push((id, task.map(|(i, _)| i), false));
+            Ok(())
+        }
+        fn after_submit(&mut self, id: TaskId) -> Result<(), String> {
+            self.afters += 1;
+            self.calls.push((id, None, true));
+            if self.fail_after == Some(self.afters - 1) {
+                return Err(format!("gave up after #{}", id.0));
+            }
+            Ok(())
+        }
+    }
+
+    fn gen_task(t: &ExpandedTask) -> GenTask {
+        GenTask {
+            regions: t
+                .regions
+                .iter()
+                .map(|r| (Region::new(r.tensor, &r.start, &r.size).unwrap(), r.access))
+                .collect(),
+            explicit: Vec::new(),
+        }
+    }
+
+    /// Feeds `m` in `mode` and checks the graph against the expansion; returns the number of
+    /// barriers.
+    fn check_feed(name: &str, m: &Module, b: &Bindings, mode: DepsMode) -> u32 {
+        let x = pto_wsp_ir::expand(m, b, &ExpandOptions::default()).unwrap();
+        let mut builder = GraphBuilder::new(mode);
+        let mut hooks = Recording::default();
+        let s = feed(
+            m,
+            b,
+            &ExpandOptions::default(),
+            &mut builder,
+            &mut hooks,
+            ExecDomain::AscendAiCore,
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let stats = builder.stats();
+        let g = builder.finish();
+        check_storage(&g);
+        assert_eq!(s.first, TaskId(0));
+        assert_eq!(s.user_tasks as usize, x.tasks.len(), "{name}");
+        assert_eq!((s.user_tasks + s.barrier_tasks) as usize, g.len());
+        assert_eq!(s.origin.len(), g.len());
+        assert_eq!(s.expand.tasks as usize, x.tasks.len());
+        assert!(!s.expand.stopped && !s.expand.truncated);
+
+        // Hooks: before then after, for every task in id order.
+        assert_eq!(hooks.calls.len(), 2 * g.len());
+        for (id, pair) in hooks.calls.chunks(2).enumerate() {
+            let o = s.origin[id];
+            let index = (o != NO_ORIGIN).then_some(o);
+            assert_eq!(pair[0], (TaskId(id as u32), index, false));
+            assert_eq!(pair[1], (TaskId(id as u32), None, true));
+        }
+
+        // (c) the user tasks are the expander's, in order; barriers are empty.
+        let mut ids = Vec::with_capacity(x.tasks.len());
+        let mut nodes = Vec::with_capacity(g.len());
+        for (id, &o) in s.origin.iter().enumerate() {
+            let n = &g.tasks[id];
+            assert_eq!(n.domain, ExecDomain::AscendAiCore);
+            let tid = TaskId(id as u32);
+            assert_eq!(s.index_of(tid), (o != NO_ORIGIN).then_some(o));
+            if o == NO_ORIGIN {
+                assert_eq!(n.kernel, BARRIER_KERNEL);
+                assert!(g.io_of(tid).is_empty() && g.params_of(tid).is_empty());
+                assert!(n.fanin >= 2, "a barrier joins at least two tasks");
+                nodes.push(GenTask {
+                    regions: Vec::new(),
+                    explicit: Vec::new(),
+                });
+                continue;
+            }
+            assert_eq!(o as usize, ids.len(), "{name}: user tasks in index order");
+            ids.push(id);
+            let t = &x.tasks[o as usize];
+            assert_eq!(
+                (n.kernel, n.pool(), n.stream, n.affinity()),
+                (t.kernel, t.pool, t.stream, t.target)
+            );
+            let params: Vec<u64> = t.params.iter().map(|p| p.to_bits()).collect();
+            assert_eq!(g.params_of(tid), &params[..]);
+            let gt = gen_task(t);
+            let io: Vec<(Region, Access)> = g
+                .io_of(tid)
+                .iter()
+                .map(|io| (io.region, io.access()))
+                .collect();
+            assert_eq!(io, gt.regions);
+            nodes.push(gt);
+        }
+
+        let reach = closure(g.len(), &graph_preds(&g));
+        let reaches = |a: usize, b: usize| reach[b][a / 64] >> (a % 64) & 1 == 1;
+        // (a) every structural order edge.
+        for e in &x.order {
+            for bi in e.before.clone() {
+                for ai in e.after.clone() {
+                    assert!(
+                        reaches(ids[bi as usize], ids[ai as usize]),
+                        "{name} {mode:?}: order edge {e:?} not implied for {bi} -> {ai}"
+                    );
+                }
+            }
+        }
+        // (b) every conflicting pair.
+        let overlap = match mode {
+            DepsMode::Exact => Some(false),
+            DepsMode::Overlap | DepsMode::Hybrid => Some(true),
+            DepsMode::Explicit => None,
+        };
+        if let Some(overlap) = overlap {
+            for j in 0..x.tasks.len() {
+                for i in 0..j {
+                    if conflict(&nodes[ids[i]], &nodes[ids[j]], overlap) {
+                        assert!(
+                            reaches(ids[i], ids[j]),
+                            "{name} {mode:?}: conflicting tasks {i} and {j} unordered"
+                        );
+                    }
+                }
+            }
+            random_execution(&g, &nodes, overlap, 6, 0x5eed + g.len() as u64);
+        } else {
+            assert_eq!(
+                stats.raw + stats.waw + stats.war,
+                0,
+                "{name}: explicit mode"
+            );
+        }
+        // Edges for order: |before| (through a barrier) + |after| per edge, at most.
+        let bound: usize = x
+            .order
+            .iter()
+            .map(|e| {
+                e.after.len()
+                    + if e.before.len() > 1 {
+                        e.before.len()
+                    } else {
+                        0
+                    }
+            })
+            .sum();
+        assert!(
+            stats.explicit as usize <= bound,
+            "{name} {mode:?}: {} explicit edges, bound {bound}",
+            stats.explicit
+        );
+        s.barrier_tasks
+    }
+
+    /// Every example with its `//@ bind` defaults, the big ones made small.
+    fn examples() -> Vec<(String, Module, Bindings)> {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
+        let mut paths: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "wsp"))
+            .collect();
+        paths.sort();
+        assert!(paths.len() >= 7, "{paths:?}");
+        paths
+            .into_iter()
+            .map(|p| {
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                let text = std::fs::read_to_string(&p).unwrap();
+                let m = pto_wsp_ir::parse(&text).unwrap();
+                let mut b = Bindings::new();
+                let small: &[&str] = match name.as_str() {
+                    "llama7b_layer.wsp" => &["seq=64"],
+                    "gemm.wsp" => &["M=512", "N=256", "K=512"],
+                    "mha.wsp" => &["seq=128"],
+                    _ => &[],
+                };
+                let defaults = text
+                    .lines()
+                    .filter_map(|l| l.trim_start().strip_prefix("//@ bind"));
+                for spec in defaults.chain(small.iter().copied()) {
+                    b.bind_str(&m, spec.trim()).unwrap();
+                }
+                (name, m, b)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn examples_feed_in_every_mode() {
+        let mut tasks = 0;
+        for (name, m, b) in examples() {
+            for mode in MODES {
+                check_feed(&name, &m, &b, mode);
+            }
+            tasks += pto_wsp_ir::expand(&m, &b, &ExpandOptions::default())
+                .unwrap()
+                .tasks
+                .len();
+        }
+        assert!(tasks > 1500, "{tasks} tasks");
+    }
+
+    /// A random nest of loops (`parallel_for` / `for_each` over `A0..A3`), `sequential` blocks
+    /// and tasks reading, writing or updating `X[row, col +: 2]`.
+    #[derive(Clone, Debug)]
+    enum Node {
+        Loop {
+            ordered: bool,
+            extent: u8,
+            body: Vec<Node>,
+        },
+        Seq(Vec<Node>),
+        Task {
+            kernel: u8,
+            row: u8,
+            col: u8,
+        },
+    }
+
+    fn node() -> impl Strategy<Value = Node> {
+        (0u8..3, 0u8..4, 0u8..4)
+            .prop_map(|(kernel, row, col)| Node::Task { kernel, row, col })
+            .prop_recursive(4, 40, 4, |inner| {
+                prop_oneof![
+                    (
+                        any::<bool>(),
+                        0u8..4,
+                        prop::collection::vec(inner.clone(), 0..3)
+                    )
+                        .prop_map(|(ordered, extent, body)| Node::Loop {
+                            ordered,
+                            extent,
+                            body
+                        }),
+                    prop::collection::vec(inner, 0..4).prop_map(Node::Seq),
+                ]
+            })
+    }
+
+    /// The module's text.
+    fn render(nodes: &[Node]) -> String {
+        fn body(out: &mut String, nodes: &[Node], depth: usize) {
+            for n in nodes {
+                match n {
+                    Node::Loop {
+                        ordered,
+                        extent,
+                        body: b,
+                    } => {
+                        let kw = if *ordered { "for_each" } else { "parallel_for" };
+                        out.push_str(&format!("{kw} v{depth} in A{extent} {{ "));
+                        body(out, b, depth + 1);
+                        out.push_str("} ");
+                    }
+                    Node::Seq(b) => {
+                        out.push_str("sequential { ");
+                        body(out, b, depth);
+                        out.push_str("} ");
+                    }
+                    Node::Task { kernel, row, col } => {
+                        let k = ["kin", "kout", "kio"][*kernel as usize];
+                        let row = match depth {
+                            0 => row.to_string(),
+                            d => format!("v{} + {row}", d - 1),
+                        };
+                        out.push_str(&format!("task {k}(X[{row}, {col} +: 2]); "));
+                    }
+                }
+            }
+        }
+        let mut out = String::from(
+            "tensor X: f32[8, 8];
+             axis A0 = dense(0); axis A1 = dense(1); axis A2 = dense(2); axis A3 = dense(3);
+             kernel kin(in x: f32[1, 2]);
+             kernel kout(out x: f32[1, 2]);
+             kernel kio(inout x: f32[1, 2]);
+             workload main() { ",
+        );
+        body(&mut out, nodes, 0);
+        out.push('}');
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        #[test]
+        fn random_nests_feed_in_every_mode(nodes in prop::collection::vec(node(), 1..5)) {
+            let text = render(&nodes);
+            let m = pto_wsp_ir::parse(&text).unwrap();
+            for mode in MODES {
+                check_feed(&text, &m, &Bindings::new(), mode);
+            }
+        }
+    }
+
+    /// Order edges with many earlier tasks (barriers), nested `for_each` and `sequential`,
+    /// empty iterations, and tasks whose regions conflict across the structure.
+    const ORDERED: &str = "
+symbol n: i64;
+tensor A: f32[64, 64];
+tensor B: f32[64, 64];
+axis I = dense_dyn(n);
+axis J = dense(4);
+kernel k(in a: f32[1, 16], out b: f32[1, 16], j: i64) @vector;
+kernel r(inout b: f32[4, 64]) @cube;
+workload main() {
+    sequential {
+        for_each i in I {
+            parallel_for j in J {
+                if i % 3 != 1 { task k(A[i, j * 16 +: 16], B[i, j * 16 +: 16], j); }
+            }
+            for_each j in J { task k(B[i, j * 16 +: 16], A[i + 8, j * 16 +: 16], j); }
+        }
+        task r(B[0 +: 4, 0 +: 64]);
+        combine { }
+        parallel_for i in I {
+            for_each j in J { task k(A[i + 8, j * 16 +: 16], B[i + 16, j * 16 +: 16], i); }
+        }
+    }
+}
+";
+
+    #[test]
+    fn nested_order_edges_through_barriers() {
+        let m = pto_wsp_ir::parse(ORDERED).unwrap();
+        for n in [0i64, 1, 2, 4, 7] {
+            let b = Bindings::new().symbol("n", n);
+            for mode in MODES {
+                let barriers = check_feed("ORDERED", &m, &b, mode);
+                if n >= 2 {
+                    assert!(barriers > 0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_failing_hook_stops_the_feed_and_abandons_the_task() {
+        let m = pto_wsp_ir::parse(ORDERED).unwrap();
+        let b = Bindings::new().symbol("n", 3i64);
+        let full = feed(
+            &m,
+            &b,
+            &ExpandOptions::default(),
+            &mut GraphBuilder::new(DepsMode::Exact),
+            &mut NoHooks,
+            ExecDomain::HostCpu,
+        )
+        .unwrap();
+        let total = full.origin.len();
+        let mut barrier_failures = 0;
+        for k in 0..total {
+            // before_submit fails for task k: k tasks stay, k is abandoned.
+            let mut builder = GraphBuilder::new(DepsMode::Exact);
+            let mut hooks = Recording {
+                fail_before: Some(k),
+                ..Recording::default()
+            };
+            let mut feeder = Feeder::new(&mut builder, &mut hooks, ExecDomain::HostCpu);
+            let r = pto_wsp_ir::expand_with(&m, &b, &ExpandOptions::default(), &mut feeder);
+            let summary = r.clone().unwrap();
+            assert!(summary.stopped);
+            let fed_users = (0..summary.tasks)
+                .filter(|&i| feeder.task_id(i).is_some())
+                .count();
+            assert_eq!(feeder.submitted(), k);
+            // The expander stopped at the task after the last one fed (a failed barrier is
+            // reported by the `task` call that follows its announcement).
+            let users = full.origin[..k].iter().filter(|&&o| o != NO_ORIGIN).count();
+            assert_eq!((fed_users, summary.tasks as usize), (users, users + 1));
+            let err = feeder.finish(r).unwrap_err();
+            assert_eq!(err, FeedError::Hook(format!("refused #{k}")));
+            assert_eq!(builder.len(), k, "the failing task is abandoned");
+            if full.origin[k] == NO_ORIGIN {
+                barrier_failures += 1;
+            }
+            let g = builder.finish();
+            check_storage(&g);
+
+            // after_submit fails for task k: k + 1 tasks stay, all mapped.
+            let mut builder = GraphBuilder::new(DepsMode::Exact);
+            let mut hooks = Recording {
+                fail_after: Some(k),
+                ..Recording::default()
+            };
+            let mut feeder = Feeder::new(&mut builder, &mut hooks, ExecDomain::HostCpu);
+            let r = pto_wsp_ir::expand_with(&m, &b, &ExpandOptions::default(), &mut feeder);
+            assert_eq!(feeder.submitted(), k + 1);
+            for (id, &o) in full.origin[..=k].iter().enumerate() {
+                let id = TaskId(id as u32);
+                assert_eq!(feeder.index_of(id), (o != NO_ORIGIN).then_some(o));
+                if o != NO_ORIGIN {
+                    assert_eq!(feeder.task_id(o), Some(id));
+                }
+            }
+            let err = feeder.finish(r).unwrap_err();
+            assert_eq!(err, FeedError::Hook(format!("gave up after #{k}")));
+            assert_eq!(builder.len(), k + 1);
+        }
+        assert!(barrier_failures > 0, "some failures hit a barrier");
+    }
+
+    #[test]
+    fn builder_and_expander_errors_come_back() {
+        // A 5-d region: the builder refuses it.
+        let m = pto_wsp_ir::parse(
+            "tensor T: f32[2, 2, 2, 2, 2];
+             kernel k(in t: f32[1, 1, 1, 1, 1]);
+             axis I = dense(3);
+             workload main() { parallel_for i in I { task k(T[0, 0, 0, 0, 0]); } }",
+        )
+        .unwrap();
+        let mut builder = GraphBuilder::new(DepsMode::Overlap);
+        let err = feed(
+            &m,
+            &Bindings::new(),
+            &ExpandOptions::default(),
+            &mut builder,
+            &mut NoHooks,
+            ExecDomain::HostCpu,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                FeedError::Build(BuildError::RankTooHigh {
+                    task: TaskId(0),
+                    rank: 5,
+                    ..
+                })
+            ),
+            "{err:?}"
+        );
+        assert!(builder.is_empty());
+        // An unbound symbol: the expander's error.
+        let m = pto_wsp_ir::parse(ORDERED).unwrap();
+        let err = feed(
+            &m,
+            &Bindings::new(),
+            &ExpandOptions::default(),
+            &mut GraphBuilder::new(DepsMode::Exact),
+            &mut NoHooks,
+            ExecDomain::HostCpu,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, FeedError::Expand(pto_wsp_ir::ExpandError::MissingSymbol { name }) if name == "n"),
+            "{err:?}"
+        );
+        assert_eq!(err.to_string(), "symbol `n` is not bound");
+    }
+
+    #[test]
+    fn a_feed_after_earlier_tasks_maps_ids_and_indices() {
+        let m = pto_wsp_ir::parse(ORDERED).unwrap();
+        let b = Bindings::new().symbol("n", 2i64);
+        let mut builder = GraphBuilder::new(DepsMode::Overlap);
+        for _ in 0..3 {
+            builder.alloc_task(0, ExecDomain::HostCpu, ExecPool::Any, 0, None);
+            builder.submit().unwrap();
+        }
+        let x = pto_wsp_ir::expand(&m, &b, &ExpandOptions::default()).unwrap();
+        let mut hooks = NoHooks;
+        let mut feeder = Feeder::new(&mut builder, &mut hooks, ExecDomain::HostCpu);
+        let r = pto_wsp_ir::expand_with(&m, &b, &ExpandOptions::default(), &mut feeder);
+        for i in 0..x.tasks.len() as u32 {
+            let id = feeder.task_id(i).unwrap();
+            assert!(id.0 >= 3);
+            assert_eq!(feeder.index_of(id), Some(i));
+        }
+        assert_eq!(feeder.task_id(x.tasks.len() as u32), None);
+        assert_eq!(feeder.index_of(TaskId(0)), None);
+        let s = feeder.finish(r).unwrap();
+        assert_eq!(s.first, TaskId(3));
+        assert_eq!(s.origin.len() + 3, builder.len());
+        assert_eq!(s.index_of(TaskId(2)), None);
+        let first_user = s.origin.iter().position(|&o| o == 0).unwrap();
+        assert_eq!(s.index_of(TaskId(3 + first_user as u32)), Some(0));
+        // Truncated: the order edges clipped at the limit still hold.
+        let opts = ExpandOptions {
+            limit: Some(x.tasks.len() / 2),
+            ..ExpandOptions::default()
+        };
+        let mut builder = GraphBuilder::new(DepsMode::Explicit);
+        let s = feed(
+            &m,
+            &b,
+            &opts,
+            &mut builder,
+            &mut NoHooks,
+            ExecDomain::HostCpu,
+        )
+        .unwrap();
+        assert!(s.expand.truncated);
+        assert_eq!(s.user_tasks as usize, x.tasks.len() / 2);
+    }
+}

@@ -10,7 +10,7 @@ use pto_wsp_ir::expand::{
     expand, expand_each, expand_with, splitmix64,
 };
 use pto_wsp_ir::{Access, Bindings, ExecPool, Module, Value, parse};
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 
 fn module(text: &str) -> Module {
     match parse(text) {
@@ -685,8 +685,9 @@ fn streaming_forms_agree_with_expand() {
     assert_eq!(s.tasks as usize, x.tasks.len());
     struct Sink(Vec<ExpandedTask>, Vec<OrderEdge>);
     impl ExpandSink for Sink {
-        fn task(&mut self, _: u32, t: &ExpandedTask) {
+        fn task(&mut self, _: u32, t: &ExpandedTask) -> ControlFlow<()> {
             self.0.push(t.clone());
+            ControlFlow::Continue(())
         }
         fn order(&mut self, e: OrderEdge) {
             self.1.push(e);
@@ -719,6 +720,323 @@ fn counts_helpers() {
         "#5 k a=A[2, 16+:16] b=B[2, 16+:16] j=21 target 2 stream 1 pool vector"
     );
     assert!(x.describe_task(&m, 99).contains("no such task"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streaming: order announcements (`order_begin`) and early stop.
+
+/// One call a sink received.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Event {
+    Begin(Range<u32>, u32),
+    Task(u32),
+    Order(OrderEdge),
+}
+
+/// Records every call; stops (returns `Break`) at task `stop_at`.
+#[derive(Default)]
+struct Recorder {
+    events: Vec<Event>,
+    tasks: Vec<ExpandedTask>,
+    stop_at: Option<u32>,
+}
+
+impl ExpandSink for Recorder {
+    fn task(&mut self, index: u32, task: &ExpandedTask) -> ControlFlow<()> {
+        self.events.push(Event::Task(index));
+        self.tasks.push(task.clone());
+        if self.stop_at == Some(index) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+    fn order(&mut self, edge: OrderEdge) {
+        self.events.push(Event::Order(edge));
+    }
+    fn order_begin(&mut self, before: Range<u32>, after_start: u32) {
+        self.events.push(Event::Begin(before, after_start));
+    }
+}
+
+fn record(m: &Module, b: &Bindings, opts: &ExpandOptions, stop_at: Option<u32>) -> Recorder {
+    let mut r = Recorder {
+        stop_at,
+        ..Recorder::default()
+    };
+    let s = expand_with(m, b, opts, &mut r).unwrap();
+    assert_eq!(s.tasks as usize, r.tasks.len());
+    assert_eq!(
+        s.stopped,
+        stop_at.is_some_and(|k| (k as usize) < r.tasks.len())
+    );
+    r
+}
+
+/// Checks the `ExpandSink` contract on a recorded call sequence and returns the order edges:
+/// tasks in index order; every `order` matches exactly one earlier, still open `order_begin`
+/// with the same `before` and `after.start`, announced when exactly `after.start` tasks had been
+/// emitted (so before task `after.start`) and closed when exactly `after.end` had (so the tasks
+/// in between are exactly the `after` range); `before` lies before `after`. With `nested`, each
+/// `order` closes the most recent open announcement; with `complete`, none is left open.
+fn check_announcements(events: &[Event], nested: bool, complete: bool) -> Vec<OrderEdge> {
+    let mut count = 0u32;
+    let mut open: Vec<(Range<u32>, u32)> = Vec::new();
+    let mut orders = Vec::new();
+    for (at, ev) in events.iter().enumerate() {
+        match ev {
+            Event::Task(i) => {
+                assert_eq!(*i, count, "event {at}: tasks out of order");
+                count += 1;
+            }
+            Event::Begin(b, s) => {
+                assert_eq!(*s, count, "event {at}: {ev:?} not right before task {s}");
+                assert!(!b.is_empty() && b.end <= *s, "event {at}: {ev:?}");
+                open.push((b.clone(), *s));
+            }
+            Event::Order(e) => {
+                let key = (e.before.clone(), e.after.start);
+                let Some(k) = open.iter().rposition(|o| *o == key) else {
+                    panic!("event {at}: {e:?} was not announced (open: {open:?})");
+                };
+                if nested {
+                    assert_eq!(
+                        k,
+                        open.len() - 1,
+                        "event {at}: {e:?} closes out of LIFO order"
+                    );
+                }
+                open.remove(k);
+                assert!(!e.after.is_empty(), "event {at}: {e:?}");
+                assert_eq!(
+                    e.after.end, count,
+                    "event {at}: {e:?} closed after {count} tasks"
+                );
+                orders.push(e.clone());
+            }
+        }
+    }
+    if complete {
+        assert!(open.is_empty(), "announcements never closed: {open:?}");
+    }
+    orders
+}
+
+/// Checks the announcements of a full expansion and of some truncated ones against `expand`.
+fn check_streaming(m: &Module, b: &Bindings, nested: bool) -> usize {
+    let x = run(m, b);
+    let r = record(m, b, &ExpandOptions::default(), None);
+    assert_eq!(r.tasks, x.tasks);
+    assert_eq!(check_announcements(&r.events, nested, true), x.order);
+    let n = x.tasks.len();
+    for limit in [0, 1, n / 3, n / 2, n.saturating_sub(1), n + 1] {
+        let opts = ExpandOptions {
+            limit: Some(limit),
+            ..ExpandOptions::default()
+        };
+        let y = expand(m, b, &opts).unwrap();
+        let r = record(m, b, &opts, None);
+        assert_eq!(r.tasks, y.tasks);
+        assert_eq!(
+            check_announcements(&r.events, nested, true),
+            y.order,
+            "limit {limit}"
+        );
+    }
+    n
+}
+
+/// Every example with its `//@ bind` defaults.
+fn examples() -> Vec<(String, Module, Bindings)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "wsp"))
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 7, "{paths:?}");
+    paths
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let m = module(&text);
+            let mut b = Bindings::new();
+            for line in text.lines() {
+                if let Some(spec) = line.trim_start().strip_prefix("//@ bind") {
+                    b.bind_str(&m, spec.trim()).unwrap();
+                }
+            }
+            (p.display().to_string(), m, b)
+        })
+        .collect()
+}
+
+#[test]
+fn examples_announce_every_order_edge_before_its_later_range() {
+    let mut edges = 0;
+    for (name, m, b) in examples() {
+        let csp = !m.pipelines.is_empty();
+        let n = check_streaming(&m, &b, !csp);
+        assert!(n > 0, "{name}");
+        edges += run(&m, &b).order.len();
+    }
+    assert!(edges > 0);
+}
+
+#[test]
+fn announcements_in_nested_loops_blocks_and_pipelines() {
+    // Nested for_each with empty iterations, and sequential children that are empty.
+    let m = module(NESTED);
+    for n in [0i64, 1, 2, 5, 7] {
+        check_streaming(&m, &Bindings::new().symbol("n", n), true);
+    }
+    let m = module(
+        "
+tensor X: f32[16, 16];
+axis I = dense(3);
+axis J = dense(2);
+kernel k(out x: f32[?, ?], tag: i64);
+workload main() {
+    sequential {
+        combine { }
+        for_each i in I {
+            sequential {
+                for_each j in J {
+                    if i != 1 { task k(X[i, j], 1); }
+                }
+                combine { }
+                task k(X[i, 9], 2);
+            }
+        }
+        if false { task k(X[0, 0], -1); }
+        task k(X[15, 15], 7);
+        for_each i in I { }
+    }
+}
+",
+    );
+    let x = run(&m, &Bindings::new());
+    assert_eq!(x.tasks.len(), 8);
+    check_streaming(&m, &Bindings::new(), true);
+    // A pipeline whose processes have for_each loops around sends and consumes.
+    let m = module(
+        "
+symbol n: i64;
+axis N = dense_dyn(n);
+axis J = dense(2);
+kernel k(v: i64);
+pipeline p {
+    channel a[2];
+    process snk(consumes a) {
+        for_each j in J {
+            consume a as v { task k(v); task k(v + 100); }
+            task k(-1);
+        }
+    }
+    process src(produces a) {
+        for_each i in N {
+            task k(i);
+            send a(i);
+            parallel_for j in J { task k(i * 10 + j); }
+        }
+    }
+}
+",
+    );
+    for n in [0i64, 1, 3] {
+        check_streaming(&m, &Bindings::new().symbol("n", n), false);
+    }
+    let m = module(PIPELINE);
+    check_streaming(&m, &Bindings::new().symbol("n", 5i64), false);
+}
+
+/// Announcements of different processes need not nest: `p1` arms an edge and blocks, `p2`'s
+/// first task announces it and `p2` arms its own and blocks, `p0`'s first task announces that
+/// one; `p1` then closes the first before `p2` closes the second.
+#[test]
+fn announcements_of_different_processes_may_interleave() {
+    let m = module(
+        "
+axis N = dense(2);
+kernel k(v: i64);
+pipeline p {
+    channel c0[1];
+    channel c1[1];
+    process p1(consumes c0; produces c1) {
+        sequential { task k(10); consume c0 as v { task k(11); send c1(v); } }
+    }
+    process p2(consumes c1) {
+        sequential { task k(20); consume c1 as v { task k(21); } }
+    }
+    process p0(produces c0) {
+        parallel_for i in N { task k(i); send c0(i); }
+    }
+}
+",
+    );
+    let r = record(&m, &Bindings::new(), &ExpandOptions::default(), None);
+    let orders = check_announcements(&r.events, false, true);
+    assert_eq!(orders, run(&m, &Bindings::new()).order);
+    let begins: Vec<_> = r
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Begin(b, s) => Some((b.clone(), *s)),
+            _ => None,
+        })
+        .collect();
+    // p1's `task k(10)` is #0, p2's `task k(20)` #1: their edges open at #1 and #2.
+    assert_eq!(begins[..2], [(0..1, 1), (1..2, 2)]);
+    let closes: Vec<_> = orders
+        .iter()
+        .filter(|e| e.after.len() > 1)
+        .map(|e| (e.before.clone(), e.after.clone()))
+        .collect();
+    assert_eq!(closes, [(0..1, 1..6), (1..2, 2..8)]);
+    let nested = std::panic::catch_unwind(|| check_announcements(&r.events, true, true));
+    assert!(nested.is_err(), "expected non-LIFO announcements");
+}
+
+#[test]
+fn the_sink_can_stop_the_expansion() {
+    let m = module(NESTED);
+    let b = Bindings::new().symbol("n", 6i64);
+    let full = run(&m, &b);
+    for k in 0..full.tasks.len() as u32 {
+        let r = record(&m, &b, &ExpandOptions::default(), Some(k));
+        // Nothing after the task that said stop.
+        assert_eq!(r.events.last(), Some(&Event::Task(k)));
+        assert_eq!(r.tasks, full.tasks[..=k as usize]);
+        check_announcements(&r.events, true, false);
+        let mut sink = Recorder {
+            stop_at: Some(k),
+            ..Recorder::default()
+        };
+        let s = expand_with(&m, &b, &ExpandOptions::default(), &mut sink).unwrap();
+        assert_eq!((s.tasks, s.stopped, s.truncated), (k + 1, true, false));
+    }
+    // A stop at the limit's last task is a stop; a limit alone is not.
+    let opts = ExpandOptions {
+        limit: Some(3),
+        ..ExpandOptions::default()
+    };
+    let mut sink = Recorder {
+        stop_at: Some(2),
+        ..Recorder::default()
+    };
+    let s = expand_with(&m, &b, &opts, &mut sink).unwrap();
+    assert_eq!((s.tasks, s.stopped, s.truncated), (3, true, false));
+    let s = expand_with(&m, &b, &opts, &mut Recorder::default()).unwrap();
+    assert_eq!((s.tasks, s.stopped, s.truncated), (3, false, true));
+    // In a pipeline, mid-way through a CSP edge: the edge into the stopping task is announced
+    // but never closed.
+    let m = module(PIPELINE);
+    let b = Bindings::new().symbol("n", 4i64);
+    let r = record(&m, &b, &ExpandOptions::default(), Some(5));
+    assert_eq!(r.events.last(), Some(&Event::Task(5)));
+    assert!(matches!(r.events[r.events.len() - 2], Event::Begin(_, 5)));
+    check_announcements(&r.events, false, false);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1071,7 +1389,9 @@ fn bind_str() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Property: random nests of dense loops / for_each / if, checked against a recursive walker.
+// Property: random nests of dense loops / for_each / sequential / if, checked against a recursive
+// walker; random pipelines of such nests with sends and consumes, checked for the streaming
+// contract.
 
 mod random_nests {
     use super::*;
@@ -1093,13 +1413,40 @@ mod random_nests {
             then: Vec<Node>,
             otherwise: Vec<Node>,
         },
+        /// `sequential { .. }`.
+        Seq(Vec<Node>),
         /// A task statement with its id (numbered in pre-order after generation).
         Task(i64),
+        /// `send` on the process's output channel (a task where there is none).
+        Send,
+        /// `consume` of the process's input channel (`combine` where there is none).
+        Consume(Vec<Node>),
     }
 
     fn node() -> impl Strategy<Value = Node> {
-        Just(Node::Task(0)).prop_recursive(5, 48, 4, |inner| {
+        nest(false)
+    }
+
+    /// Random nests; with `csp`, also sends and consumes.
+    fn nest(csp: bool) -> impl Strategy<Value = Node> {
+        let leaf = if csp {
+            prop_oneof![3 => Just(Node::Task(0)), 1 => Just(Node::Send)].boxed()
+        } else {
+            Just(Node::Task(0)).boxed()
+        };
+        leaf.prop_recursive(5, 48, 4, move |inner| {
+            let consume = if csp {
+                prop::collection::vec(inner.clone(), 0..3)
+                    .prop_map(Node::Consume)
+                    .boxed()
+            } else {
+                prop::collection::vec(inner.clone(), 0..4)
+                    .prop_map(Node::Seq)
+                    .boxed()
+            };
             prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Node::Seq),
+                consume,
                 (
                     any::<bool>(),
                     0i64..4,
@@ -1129,7 +1476,10 @@ mod random_nests {
     fn number(nodes: &mut [Node], next: &mut i64) {
         for n in nodes {
             match n {
-                Node::Loop { body, .. } => number(body, next),
+                Node::Loop { body, .. } | Node::Seq(body) | Node::Consume(body) => {
+                    number(body, next)
+                }
+                Node::Send => {}
                 Node::If {
                     then, otherwise, ..
                 } => {
@@ -1147,50 +1497,13 @@ mod random_nests {
     /// Builds the module: a loop `d` deep binds `v{d}` over axis `A{extent}`; every task passes
     /// its statement id and a base-5 code of the enclosing loop variables.
     fn build(nodes: &[Node]) -> Module {
-        fn body(w: &mut Body, nodes: &[Node], depth: usize) {
-            for n in nodes {
-                match n {
-                    Node::Loop {
-                        ordered,
-                        extent,
-                        body: b,
-                    } => {
-                        let var = format!("v{depth}");
-                        let axis = format!("A{extent}");
-                        let f = |w: &mut Body| body(w, b, depth + 1);
-                        if *ordered {
-                            w.for_each(var.as_str(), &axis, f);
-                        } else {
-                            w.parallel_for(var.as_str(), &axis, f);
-                        }
-                    }
-                    Node::If {
-                        m,
-                        r,
-                        then,
-                        otherwise,
-                    } => {
-                        let cond = if depth == 0 {
-                            Expr::Bool(true)
-                        } else {
-                            (e(&format!("v{}", depth - 1)) % *m).bin(BinOp::Eq, *r)
-                        };
-                        w.if_else(
-                            cond,
-                            |w| body(w, then, depth),
-                            |w| body(w, otherwise, depth),
-                        );
-                    }
-                    Node::Task(id) => {
-                        let mut code = Expr::Int(0);
-                        for d in 0..depth {
-                            code = code * 5 + e(&format!("v{d}"));
-                        }
-                        w.task("k", [Expr::Int(*id).into(), code.into()]);
-                    }
-                }
-            }
-        }
+        let mut m = module_with_kernel();
+        m.workload("main", |w| body(w, nodes, 0, None, None));
+        m.finish()
+    }
+
+    /// Axes `A0..A3` and the kernel `k(id, code)`.
+    fn module_with_kernel() -> ModuleBuilder {
         let mut m = ModuleBuilder::new();
         for x in 0..4 {
             m.dense(&format!("A{x}"), x);
@@ -1198,8 +1511,98 @@ mod random_nests {
         m.kernel("k")
             .scalar("id", ScalarType::I64)
             .scalar("code", ScalarType::I64);
-        m.workload("main", |w| body(w, nodes, 0));
+        m
+    }
+
+    /// A pipeline `p0 -> c0 -> p1 -> c1 -> p2` of three processes with these bodies, declared
+    /// in a random order.
+    fn build_pipeline(bodies: &[Vec<Node>; 3], order: [usize; 3]) -> Module {
+        let mut m = module_with_kernel();
+        m.pipeline("p", |p| {
+            p.channel("c0", 1).channel("c1", 1);
+            for i in order {
+                let consumes = (i > 0).then(|| format!("c{}", i - 1));
+                let produces = (i < 2).then(|| format!("c{i}"));
+                p.process(
+                    &format!("p{i}"),
+                    consumes.as_deref(),
+                    produces.as_deref(),
+                    |w| body(w, &bodies[i], 0, produces.as_deref(), consumes.as_deref()),
+                );
+            }
+        });
         m.finish()
+    }
+
+    fn body(
+        w: &mut Body,
+        nodes: &[Node],
+        depth: usize,
+        produces: Option<&str>,
+        consumes: Option<&str>,
+    ) {
+        for n in nodes {
+            match n {
+                Node::Loop {
+                    ordered,
+                    extent,
+                    body: b,
+                } => {
+                    let var = format!("v{depth}");
+                    let axis = format!("A{extent}");
+                    let f = |w: &mut Body| body(w, b, depth + 1, produces, consumes);
+                    if *ordered {
+                        w.for_each(var.as_str(), &axis, f);
+                    } else {
+                        w.parallel_for(var.as_str(), &axis, f);
+                    }
+                }
+                Node::If {
+                    m,
+                    r,
+                    then,
+                    otherwise,
+                } => {
+                    let cond = if depth == 0 {
+                        Expr::Bool(true)
+                    } else {
+                        (e(&format!("v{}", depth - 1)) % *m).bin(BinOp::Eq, *r)
+                    };
+                    w.if_else(
+                        cond,
+                        |w| body(w, then, depth, produces, consumes),
+                        |w| body(w, otherwise, depth, produces, consumes),
+                    );
+                }
+                Node::Seq(b) => {
+                    w.sequential(|w| body(w, b, depth, produces, consumes));
+                }
+                Node::Send => match produces {
+                    Some(c) => {
+                        w.send(c, Expr::Int(1));
+                    }
+                    None => {
+                        w.task("k", [Expr::Int(-1).into(), Expr::Int(0).into()]);
+                    }
+                },
+                Node::Consume(b) => match consumes {
+                    Some(c) => {
+                        let var = format!("v{depth}");
+                        w.consume(c, &var, |w| body(w, b, depth + 1, produces, consumes));
+                    }
+                    None => {
+                        w.combine(|w| body(w, b, depth, produces, consumes));
+                    }
+                },
+                Node::Task(id) => {
+                    let mut code = Expr::Int(0);
+                    for d in 0..depth {
+                        code = code * 5 + e(&format!("v{d}"));
+                    }
+                    w.task("k", [Expr::Int(*id).into(), code.into()]);
+                }
+            }
+        }
     }
 
     /// The expected (id, code) list and `for_each` edges, by direct recursion.
@@ -1237,6 +1640,16 @@ mod random_nests {
                     let holds = vars.last().is_none_or(|v| v % m == *r);
                     walk(if holds { then } else { otherwise }, vars, out, edges);
                 }
+                Node::Seq(children) => {
+                    let mut ranges = Vec::new();
+                    for c in children {
+                        let start = out.len() as u32;
+                        walk(std::slice::from_ref(c), vars, out, edges);
+                        ranges.push(start..out.len() as u32);
+                    }
+                    edges.extend(chain(&ranges));
+                }
+                Node::Send | Node::Consume(_) => unreachable!("not generated for workloads"),
                 Node::Task(id) => {
                     let code = vars.iter().fold(0, |c, v| c * 5 + v);
                     out.push((*id, code));
@@ -1271,6 +1684,42 @@ mod random_nests {
             let n = limit.min(expected.len());
             prop_assert_eq!(&y.tasks[..], &x.tasks[..n]);
             prop_assert_eq!(y.truncated, limit < expected.len());
+
+            // Streaming: every edge announced, nested, and closed (also when truncated).
+            let r = record(&m, &Bindings::new(), &ExpandOptions::default(), None);
+            prop_assert_eq!(check_announcements(&r.events, true, true), x.order);
+            let opts = ExpandOptions { limit: Some(limit), executors: None };
+            let r = record(&m, &Bindings::new(), &opts, None);
+            prop_assert_eq!(check_announcements(&r.events, true, true), y.order);
+        }
+
+        #[test]
+        fn pipelines_announce_every_edge(
+            bodies in [
+                prop::collection::vec(nest(true), 1..4),
+                prop::collection::vec(nest(true), 1..4),
+                prop::collection::vec(nest(true), 1..4),
+            ],
+            order in Just([0usize, 1, 2]).prop_shuffle(),
+            limit_frac in 0.0f64..1.2,
+            stop_frac in 0.0f64..1.2,
+        ) {
+            let order = [order[0], order[1], order[2]];
+            let m = build_pipeline(&bodies, order);
+            let x = expand(&m, &Bindings::new(), &ExpandOptions::default()).unwrap();
+            let r = record(&m, &Bindings::new(), &ExpandOptions::default(), None);
+            prop_assert_eq!(&r.tasks, &x.tasks);
+            prop_assert_eq!(check_announcements(&r.events, false, true), x.order);
+            let n = x.tasks.len();
+            let limit = (n as f64 * limit_frac) as usize;
+            let opts = ExpandOptions { limit: Some(limit), executors: None };
+            let y = expand(&m, &Bindings::new(), &opts).unwrap();
+            let r = record(&m, &Bindings::new(), &opts, None);
+            prop_assert_eq!(check_announcements(&r.events, false, true), y.order);
+            let stop = (n as f64 * stop_frac) as u32;
+            let r = record(&m, &Bindings::new(), &ExpandOptions::default(), Some(stop));
+            prop_assert_eq!(r.tasks.len(), n.min(stop as usize + 1));
+            check_announcements(&r.events, false, (stop as usize) >= n);
         }
     }
 }

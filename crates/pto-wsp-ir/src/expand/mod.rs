@@ -14,6 +14,10 @@
 //! - With [`ExpandOptions::limit`] `= n`, the tasks are the first `n` tasks of the full expansion;
 //!   `truncated` is set only when a task beyond the `n`-th exists. Order edges are those of the
 //!   full expansion clipped to the prefix (ranges cut at `n`, edges with an empty side dropped).
+//! - [`expand_with`] streams the same tasks and edges to an [`ExpandSink`] and announces every
+//!   edge before the first task of its later range, so a consumer that wires tasks into a running
+//!   graph knows each constraint before it submits a task it applies to; the sink may stop the
+//!   expansion. The exact contract is on [`ExpandSink`].
 //! - Up-front checks: every symbol the entry can read and every integer tensor it reads must be
 //!   bound (a binding with the wrong type is an error even when unused).
 //!
@@ -34,7 +38,7 @@ use crate::types::{Access, ExecPool, ScalarType};
 use crate::value::{Bindings, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 
 /// Options of an expansion.
 #[derive(Clone, Debug, Default)]
@@ -259,18 +263,58 @@ pub enum ExpandError {
 }
 
 /// Receives the expansion as it is generated (see [`expand_with`]).
+///
+/// # What a streaming consumer may rely on
+///
+/// Calls arrive in one sequence: tasks in index order, each structural order edge once through
+/// [`ExpandSink::order`], and, before it, its announcement through [`ExpandSink::order_begin`].
+///
+/// - **One announcement per edge.** For every `order(OrderEdge { before, after })` there is
+///   exactly one earlier `order_begin(before, after.start)`, and no other `order_begin` calls.
+///   It comes after every task of `before` and before `task(after.start, ..)`.
+/// - **The interval is the `after` range.** Every task passed to [`ExpandSink::task`] after
+///   `order_begin(b, s)` and before its matching `order(..)` is in the `after` range, and every
+///   task of the `after` range is passed in that interval. So a consumer that makes every task
+///   it receives wait for every announcement still open applies each edge exactly, without
+///   knowing where `after` ends.
+/// - **Matching.** The matching `order` is the first later one whose `before` equals `b` and
+///   whose `after.start` equals `s`. Two announcements open at once with the same `(b, s)` say
+///   the same thing about the tasks that follow, so a consumer may close either.
+/// - **Nesting.** In a workload (one sequential program) announcements nest: the one opened
+///   last closes first (loops and blocks are nested, and a CSP-style single-task edge never
+///   occurs). In a pipeline each process's own announcements nest the same way, but the
+///   `for_each` / `sequential` announcements of different processes may interleave, because
+///   processes run in turns; the single-task CSP edges of task `i` (the process's previous task,
+///   the producers of the channel tokens its iteration consumes) are announced right before
+///   `task(i, ..)` and closed right after it, innermost.
+/// - **Truncation** by [`ExpandOptions::limit`]: edges are clipped at the limit (see
+///   [`expand`]), and every announcement is still closed by its clipped edge before
+///   [`expand_with`] returns. Nothing is announced for a range with no task.
+/// - **Stopping.** When [`ExpandSink::task`] returns [`ControlFlow::Break`], nothing more is
+///   called: announcements open at that point are never closed.
+/// - On an error, the calls so far stand and nothing more is called.
 pub trait ExpandSink {
     /// A task; `index` is its position in generation order. The reference is only valid for
-    /// the call (the expander reuses the buffer).
-    fn task(&mut self, index: u32, task: &ExpandedTask);
-    /// A structural order edge; emitted once both its ranges are complete.
+    /// the call (the expander reuses the buffer). [`ControlFlow::Break`] stops the expansion at
+    /// once: [`expand_with`] then returns with [`ExpandSummary::stopped`] set.
+    fn task(&mut self, index: u32, task: &ExpandedTask) -> ControlFlow<()>;
+    /// A structural order edge; emitted once both its ranges are complete (see the trait docs
+    /// for how it relates to [`ExpandSink::order_begin`]).
     fn order(&mut self, edge: OrderEdge);
+    /// Announces a structural order edge before its `after` range starts: the edge that a later
+    /// [`ExpandSink::order`] reports has `before` as its earlier range and starts its later
+    /// range at task `after_start`, which comes next. See the trait docs for the guarantees.
+    /// The default ignores it.
+    fn order_begin(&mut self, before: Range<u32>, after_start: u32) {
+        let _ = (before, after_start);
+    }
 }
 
 /// What a streaming expansion reports at the end.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExpandSummary {
-    /// Number of tasks generated.
+    /// Number of tasks generated (passed to the sink, including one whose
+    /// [`ExpandSink::task`] stopped the expansion).
     pub tasks: u32,
     /// Number of executors dispatch targets range over.
     pub executors: u64,
@@ -278,6 +322,9 @@ pub struct ExpandSummary {
     pub streams: u64,
     /// Whether generation stopped at [`ExpandOptions::limit`].
     pub truncated: bool,
+    /// Whether the sink stopped the expansion ([`ExpandSink::task`] returned
+    /// [`ControlFlow::Break`]).
+    pub stopped: bool,
 }
 
 /// The standard SplitMix64 mixer (Steele, Lea, Flood; as in `java.util.SplittableRandom`): adds
@@ -301,8 +348,9 @@ pub fn expand(
         order: Vec<OrderEdge>,
     }
     impl ExpandSink for Collect {
-        fn task(&mut self, _index: u32, task: &ExpandedTask) {
+        fn task(&mut self, _index: u32, task: &ExpandedTask) -> ControlFlow<()> {
             self.tasks.push(task.clone());
+            ControlFlow::Continue(())
         }
         fn order(&mut self, edge: OrderEdge) {
             self.order.push(edge);
@@ -323,7 +371,8 @@ pub fn expand(
 }
 
 /// Like [`expand`], but hands every task and order edge to `sink` as it is generated instead of
-/// storing them.
+/// storing them, announcing each order edge before its later range starts (see [`ExpandSink`]);
+/// the sink may stop the expansion.
 pub fn expand_with(
     module: &Module,
     bindings: &Bindings,
@@ -338,6 +387,7 @@ pub fn expand_with(
         executors: program.executors,
         streams: program.streams,
         truncated: runner.truncated,
+        stopped: runner.stopped,
     })
 }
 
@@ -351,8 +401,9 @@ pub fn expand_each(
 ) -> Result<ExpandSummary, ExpandError> {
     struct Each<F>(F);
     impl<F: FnMut(u32, &ExpandedTask)> ExpandSink for Each<F> {
-        fn task(&mut self, index: u32, task: &ExpandedTask) {
-            (self.0)(index, task)
+        fn task(&mut self, index: u32, task: &ExpandedTask) -> ControlFlow<()> {
+            (self.0)(index, task);
+            ControlFlow::Continue(())
         }
         fn order(&mut self, _edge: OrderEdge) {}
     }

@@ -7,8 +7,17 @@
 //!
 //! Promise: tasks are emitted in program order (for pipelines: the Kahn-network order of
 //! `SEMANTICS.md`), each with every expression evaluated and checked; structural order edges are
-//! emitted as soon as both of their ranges are complete. Nothing here panics on a program that
-//! [`super::compile`] accepted.
+//! emitted as soon as both of their ranges are complete, and announced right before the first
+//! task of their later range (the contract is on [`ExpandSink`]). Nothing here panics on a
+//! program that [`super::compile`] accepted.
+//!
+//! How announcements work: when a `for_each` / `sequential` child closes non-empty, the next
+//! child's edge (from the closed one) is *armed* — its `before` range goes on the runner's
+//! `armed` list — and the next task emitted, whatever process emits it, announces it first (every
+//! task the runner emits after that boundary has an index in the next child's range, since ranges
+//! are `start..now` of the global count). A child that stays empty keeps the entry armed for the
+//! child after it; a tracked frame that ends disarms its entry. Every armed entry was armed at
+//! the current count, so the list holds at most one entry per process.
 
 use super::compile::{CArg, CAxis, CDispatch, CExpr, CLevels, CStmt, CTask, Program};
 use super::{ExpandError, ExpandSink, ExpandedRegion, ExpandedTask, OrderEdge, splitmix64};
@@ -111,19 +120,31 @@ impl Track {
         }
     }
 
-    /// The current child ends at `now`; the next one starts there.
-    fn boundary(&mut self, now: u32, sink: &mut impl ExpandSink) {
+    /// The current child ends at `now`; the next one starts there. A non-empty child closes
+    /// the edge into it (announced when its first task was emitted) and arms the edge from it
+    /// into the next child.
+    fn boundary(&mut self, now: u32, sink: &mut impl ExpandSink, armed: &mut Vec<Range<u32>>) {
         if now > self.start {
             let cur = self.start..now;
-            if let Some(before) = self.prev.take() {
+            if let Some(before) = self.prev.replace(cur.clone()) {
                 sink.order(OrderEdge {
                     before,
                     after: cur.clone(),
                 });
             }
-            self.prev = Some(cur);
+            armed.push(cur);
         }
         self.start = now;
+    }
+
+    /// The tracked frame ends (right after a [`Track::boundary`]): no child follows, so the edge
+    /// armed from the last non-empty child lapses.
+    fn end(&self, armed: &mut Vec<Range<u32>>) {
+        if let Some(prev) = &self.prev
+            && let Some(i) = armed.iter().rposition(|b| b == prev)
+        {
+            armed.remove(i);
+        }
     }
 }
 
@@ -204,7 +225,7 @@ enum Stop {
     Blocked,
     /// It ended.
     Done,
-    /// The task limit was reached.
+    /// The task limit was reached, or the sink stopped the expansion.
     Limit,
 }
 
@@ -216,7 +237,13 @@ pub(super) struct Runner<'p, 's, S: ExpandSink> {
     buf: ExpandedTask,
     sink: &'s mut S,
     channels: Vec<ChannelState>,
+    /// `before` ranges of order edges whose later range starts with the next task emitted (see
+    /// the module docs).
+    armed: Vec<Range<u32>>,
+    /// `before` ranges of the single-task CSP edges into the task being emitted (scratch).
+    csp_edges: Vec<Range<u32>>,
     pub truncated: bool,
+    pub stopped: bool,
 }
 
 impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
@@ -244,7 +271,10 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     closed: false,
                 })
                 .collect(),
+            armed: Vec::new(),
+            csp_edges: Vec::new(),
             truncated: false,
+            stopped: false,
         }
     }
 
@@ -297,11 +327,15 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     }
                 }
                 Stop::Limit => {
+                    if self.stopped {
+                        // The sink asked for nothing more.
+                        return Ok(self.count);
+                    }
                     // Close every open order range at the truncation point, innermost first.
                     for p in &mut procs {
                         for f in p.stack.iter_mut().rev() {
                             if let Some(t) = f.track() {
-                                t.boundary(self.count, self.sink);
+                                t.boundary(self.count, self.sink, &mut self.armed);
                             }
                         }
                     }
@@ -331,7 +365,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
             match top {
                 Frame::Block { body, pos, track } => {
                     if let Some(t) = track {
-                        t.boundary(now, self.sink);
+                        t.boundary(now, self.sink, &mut self.armed);
                     }
                     let body: &'p [CStmt] = body;
                     match body.get(*pos) {
@@ -342,6 +376,9 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                             }
                         }
                         None => {
+                            if let Some(t) = track {
+                                t.end(&mut self.armed);
+                            }
                             proc.stack.pop();
                         }
                     }
@@ -354,7 +391,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     track,
                 } => {
                     if let Some(t) = track {
-                        t.boundary(now, self.sink);
+                        t.boundary(now, self.sink, &mut self.armed);
                     }
                     if *next < *end {
                         self.env[*var as usize] = Value::I64(*next);
@@ -366,6 +403,9 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                             track: None,
                         });
                     } else {
+                        if let Some(t) = track {
+                            t.end(&mut self.armed);
+                        }
                         proc.stack.pop();
                     }
                 }
@@ -379,7 +419,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     track,
                 } => {
                     if let Some(t) = track {
-                        t.boundary(now, self.sink);
+                        t.boundary(now, self.sink, &mut self.armed);
                     }
                     // Skip finished (and empty) rows.
                     while *row < *rows && *pos >= lengths[*row as usize] {
@@ -397,6 +437,9 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                             track: None,
                         });
                     } else {
+                        if let Some(t) = track {
+                            t.end(&mut self.armed);
+                        }
                         proc.stack.pop();
                     }
                 }
@@ -705,7 +748,8 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
         Ok(true)
     }
 
-    /// Emits one task. `Ok(false)`: the limit was reached first.
+    /// Emits one task, with the announcements before it and its CSP edges. `Ok(false)`: the
+    /// limit was reached first, or the sink stopped the expansion.
     fn task(&mut self, t: &CTask, proc: &mut Proc<'p>) -> Result<bool, ExpandError> {
         let prog = self.prog;
         if self.limit.is_some_and(|l| self.count as usize >= l) {
@@ -716,12 +760,18 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
         let kname = &prog.module.kernels[t.kernel as usize].name.name;
         self.fill(t, index).map_err(|e| at_task(e, index, kname))?;
         self.count = index.checked_add(1).ok_or(ExpandError::TooManyTasks)?;
+        // `for_each` / `sequential` edges whose later range starts here, outermost first.
+        if !self.armed.is_empty() {
+            for before in self.armed.drain(..) {
+                self.sink.order_begin(before, index);
+            }
+        }
         if prog.csp {
+            // The process's previous task, then the producers of the tokens its enclosing
+            // `consume` iterations took; announced innermost-last, closed in this order.
+            self.csp_edges.clear();
             if let Some(last) = proc.last_task {
-                self.sink.order(OrderEdge {
-                    before: last..last + 1,
-                    after: index..index + 1,
-                });
+                self.csp_edges.push(last..last + 1);
             }
             proc.last_task = Some(index);
             if proc.pending > 0 {
@@ -729,16 +779,27 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     if let Frame::Consume { pending, .. } = f
                         && let Some(p) = pending.take()
                     {
-                        self.sink.order(OrderEdge {
-                            before: p..p + 1,
-                            after: index..index + 1,
-                        });
+                        self.csp_edges.push(p..p + 1);
                         proc.pending -= 1;
                     }
                 }
             }
+            for before in self.csp_edges.iter().rev() {
+                self.sink.order_begin(before.clone(), index);
+            }
         }
-        self.sink.task(index, &self.buf);
+        if self.sink.task(index, &self.buf).is_break() {
+            self.stopped = true;
+            return Ok(false);
+        }
+        if !self.csp_edges.is_empty() {
+            for before in self.csp_edges.drain(..) {
+                self.sink.order(OrderEdge {
+                    before,
+                    after: index..index + 1,
+                });
+            }
+        }
         Ok(true)
     }
 

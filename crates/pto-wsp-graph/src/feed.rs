@@ -1,0 +1,358 @@
+//! Feeding the reference expander straight into a [`GraphBuilder`]: the streaming front of a
+//! runtime that builds its task graph while workers run it.
+//!
+//! Why: a back end must honour two kinds of order — the data dependencies the builder infers from
+//! regions, and the structural order edges of `for_each`, `sequential` and CSP that the expander
+//! reports as index ranges. A streaming builder must wire a constraint before it submits the first
+//! task it applies to, and must be able to stop the expansion when the runtime gives up. The
+//! expander announces every edge before its later range starts ([`ExpandSink::order_begin`]) and
+//! lets a sink stop it; this module turns those announcements into explicit dependencies.
+//!
+//! Promises:
+//! - Every task the expander generates is submitted, in order, as a task of the caller's
+//!   [`ExecDomain`] with the expanded kernel, pool, stream, target (as affinity), params
+//!   ([`pto_wsp_ir::Value::to_bits`]) and regions — what [`GraphBuilder::submit_expanded`] makes.
+//! - Every structural order edge `before -> after` is implied by the built graph: each task of
+//!   `after` gets an explicit dependency on the one task of `before` when there is one, else on a
+//!   **barrier** — a task with kernel [`BARRIER_KERNEL`], no regions or params, depending on every
+//!   task of `before`, submitted when the edge is announced. So an edge costs `|before| + |after|`
+//!   explicit dependencies (or `|after|`), not `|before| x |after|`.
+//! - Ids differ from expander indices once barriers exist; [`FeedSummary::origin`] and
+//!   [`Feeder::index_of`] / [`Feeder::task_id`] map between them.
+//! - [`FeedHooks::before_submit`] runs for every task (barriers included) after its id is known
+//!   and before it is submitted (so before any edge into it reaches the builder's [`EdgeSink`]);
+//!   [`FeedHooks::after_submit`] right after.
+//! - The first failure (builder, hook) stops the expansion at once; the failing task is
+//!   abandoned (its id is not used) and the error comes back from [`Feeder::finish`] / [`feed`].
+//!
+//! ```
+//! use pto_wsp_graph::builder::GraphBuilder;
+//! use pto_wsp_graph::feed::{NoHooks, feed};
+//! use pto_wsp_graph::ExecDomain;
+//! use pto_wsp_ir::{Bindings, DepsMode, ExpandOptions, parse};
+//!
+//! let m = parse(
+//!     "tensor X: f32[4, 8]; axis I = dense(3); axis J = dense(2);
+//!      kernel k(inout x: f32[1, 4]);
+//!      workload main() { for_each i in I { parallel_for j in J { task k(X[i, j * 4 +: 4]); } } }",
+//! )
+//! .unwrap();
+//! let mut b = GraphBuilder::new(DepsMode::Explicit);
+//! let s = feed(&m, &Bindings::new(), &ExpandOptions::default(), &mut b, &mut NoHooks,
+//!              ExecDomain::HostCpu).unwrap();
+//! // Two edges between iterations of two tasks each: a barrier before iterations 1 and 2.
+//! assert_eq!((s.user_tasks, s.barrier_tasks), (6, 2));
+//! assert_eq!(b.finish().edge_count(), 2 * (2 + 2));
+//! ```
+
+use crate::builder::{BuildError, EdgeSink, GraphBuilder};
+use crate::tensor_map::TensorMap;
+use crate::types::{ExecDomain, ExecPool, TaskId};
+use pto_wsp_ir::{
+    Bindings, ExpandError, ExpandOptions, ExpandSink, ExpandSummary, ExpandedTask, Module,
+    OrderEdge,
+};
+use std::convert::Infallible;
+use std::ops::{ControlFlow, Range};
+
+/// The kernel id of a barrier task (it runs nothing; it only joins dependencies).
+pub const BARRIER_KERNEL: u32 = u32::MAX;
+
+/// [`FeedSummary::origin`] of a barrier task.
+pub const NO_ORIGIN: u32 = u32::MAX;
+
+/// What a runtime does around each submission.
+pub trait FeedHooks {
+    /// Why a hook failed.
+    type Error;
+    /// Task `id` is allocated and filled (regions, params, explicit dependencies) but not yet
+    /// submitted: no edge into it has been reported to the builder's sink. `task` is the
+    /// expander index and task, or `None` for a barrier. An error abandons the task (the builder
+    /// reuses its id) and stops the feed.
+    fn before_submit(
+        &mut self,
+        id: TaskId,
+        task: Option<(u32, &ExpandedTask)>,
+    ) -> Result<(), Self::Error>;
+    /// Task `id` was submitted. An error stops the feed (the task stays submitted).
+    fn after_submit(&mut self, id: TaskId) -> Result<(), Self::Error> {
+        let _ = id;
+        Ok(())
+    }
+}
+
+/// Hooks that do nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoHooks;
+
+impl FeedHooks for NoHooks {
+    type Error = Infallible;
+    fn before_submit(
+        &mut self,
+        _: TaskId,
+        _: Option<(u32, &ExpandedTask)>,
+    ) -> Result<(), Infallible> {
+        Ok(())
+    }
+}
+
+/// Why a feed failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FeedError<E> {
+    /// The expander failed (an error of the module or the bindings).
+    #[error(transparent)]
+    Expand(#[from] ExpandError),
+    /// The builder refused a task.
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// A hook failed.
+    #[error("feed hook failed: {0}")]
+    Hook(E),
+}
+
+/// What a feed did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FeedSummary {
+    /// Tasks the expander generated and the builder accepted.
+    pub user_tasks: u32,
+    /// Barrier tasks added for order edges with more than one earlier task.
+    pub barrier_tasks: u32,
+    /// Id of the first task the feed allocated (the builder's length when the feed began).
+    pub first: TaskId,
+    /// For each task the feed submitted (`origin[id - first]`), its expander index, or
+    /// [`NO_ORIGIN`] for a barrier.
+    pub origin: Vec<u32>,
+    /// The expander's summary.
+    pub expand: ExpandSummary,
+}
+
+impl FeedSummary {
+    /// The expander index of task `id`; `None` for a barrier or a task the feed did not submit.
+    pub fn index_of(&self, id: TaskId) -> Option<u32> {
+        index_of(&self.origin, self.first, id)
+    }
+}
+
+fn index_of(origin: &[u32], first: TaskId, id: TaskId) -> Option<u32> {
+    let i = id.0.checked_sub(first.0)?;
+    origin.get(i as usize).copied().filter(|&o| o != NO_ORIGIN)
+}
+
+/// An announced order edge whose later range is being fed.
+#[derive(Debug)]
+struct Open {
+    before: Range<u32>,
+    after_start: u32,
+    /// The task every task of the later range waits for: the one earlier task, or a barrier.
+    dep: TaskId,
+}
+
+/// An [`ExpandSink`] that submits every task to a [`GraphBuilder`] and turns structural order
+/// edges into explicit dependencies (see the module docs). Run it with
+/// [`pto_wsp_ir::expand_with`], then call [`Feeder::finish`]; or use [`feed`].
+///
+/// # Panics
+/// If a task of the builder is open when the feed starts, or if the calls it receives break the
+/// [`ExpandSink`] contract (an edge naming a task not yet fed).
+#[derive(Debug)]
+pub struct Feeder<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> {
+    builder: &'b mut GraphBuilder<M, S>,
+    hooks: &'b mut H,
+    domain: ExecDomain,
+    first: TaskId,
+    /// Expander index -> task id.
+    ids: Vec<u32>,
+    /// `id - first` -> expander index, or [`NO_ORIGIN`].
+    origin: Vec<u32>,
+    open: Vec<Open>,
+    barriers: u32,
+    error: Option<FeedError<H::Error>>,
+}
+
+impl<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> Feeder<'b, M, S, H> {
+    /// A feeder submitting to `builder` (which may already hold tasks) in `domain`.
+    pub fn new(builder: &'b mut GraphBuilder<M, S>, hooks: &'b mut H, domain: ExecDomain) -> Self {
+        let first = TaskId(builder.len() as u32);
+        Feeder {
+            builder,
+            hooks,
+            domain,
+            first,
+            ids: Vec::new(),
+            origin: Vec::new(),
+            open: Vec::new(),
+            barriers: 0,
+            error: None,
+        }
+    }
+
+    /// The id of the task with expander index `index`, once fed.
+    pub fn task_id(&self, index: u32) -> Option<TaskId> {
+        self.ids.get(index as usize).map(|&i| TaskId(i))
+    }
+
+    /// The expander index of task `id`; `None` for a barrier or a task the feed did not submit.
+    pub fn index_of(&self, id: TaskId) -> Option<u32> {
+        index_of(&self.origin, self.first, id)
+    }
+
+    /// Tasks fed so far (user tasks and barriers).
+    pub fn submitted(&self) -> usize {
+        self.origin.len()
+    }
+
+    /// Ends the feed, given what [`pto_wsp_ir::expand_with`] returned for it: the first error
+    /// (the feeder's own, which is what stopped the expansion, else the expander's), or the
+    /// summary.
+    pub fn finish(
+        self,
+        expansion: Result<ExpandSummary, ExpandError>,
+    ) -> Result<FeedSummary, FeedError<H::Error>> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let expand = expansion?;
+        Ok(FeedSummary {
+            user_tasks: self.ids.len() as u32,
+            barrier_tasks: self.barriers,
+            first: self.first,
+            origin: self.origin,
+            expand,
+        })
+    }
+
+    /// Hooks and submits the open task `id`, filled with result `filled` (abandoning it on
+    /// error), and records it (before `after_submit`, so the maps include it whatever that
+    /// hook says).
+    fn submit_open(
+        &mut self,
+        id: TaskId,
+        filled: Result<(), BuildError>,
+        task: Option<(u32, &ExpandedTask)>,
+    ) -> Result<(), FeedError<H::Error>> {
+        let r = filled
+            .map_err(FeedError::Build)
+            .and_then(|()| self.hooks.before_submit(id, task).map_err(FeedError::Hook))
+            .and_then(|()| self.builder.submit().map(|_| ()).map_err(FeedError::Build));
+        if r.is_err() {
+            self.builder.abandon();
+            return r;
+        }
+        match task {
+            Some((index, _)) => {
+                self.origin.push(index);
+                self.ids.push(id.0);
+            }
+            None => {
+                self.origin.push(NO_ORIGIN);
+                self.barriers += 1;
+            }
+        }
+        self.hooks.after_submit(id).map_err(FeedError::Hook)
+    }
+
+    fn feed_task(&mut self, index: u32, task: &ExpandedTask) -> Result<(), FeedError<H::Error>> {
+        debug_assert_eq!(
+            index as usize,
+            self.ids.len(),
+            "tasks arrive in index order"
+        );
+        let id = self.builder.alloc_task(
+            task.kernel,
+            self.domain,
+            task.pool,
+            task.stream,
+            task.target,
+        );
+        let b = &mut *self.builder;
+        let filled = (|| {
+            for p in &task.params {
+                b.add_param(p.to_bits());
+            }
+            for r in &task.regions {
+                b.add_region(r.access, r.tensor, &r.start, &r.size)?;
+            }
+            for o in &self.open {
+                b.add_explicit_dep(o.dep)?;
+            }
+            Ok(())
+        })();
+        self.submit_open(id, filled, Some((index, task)))
+    }
+
+    /// A barrier after every task of `before` (expander indices).
+    fn barrier(&mut self, before: Range<u32>) -> Result<TaskId, FeedError<H::Error>> {
+        let id = self
+            .builder
+            .alloc_task(BARRIER_KERNEL, self.domain, ExecPool::Any, 0, None);
+        let ids = &self.ids[before.start as usize..before.end as usize];
+        let filled = ids
+            .iter()
+            .try_for_each(|&d| self.builder.add_explicit_dep(TaskId(d)));
+        self.submit_open(id, filled, None)?;
+        Ok(id)
+    }
+}
+
+impl<M: TensorMap, S: EdgeSink, H: FeedHooks> ExpandSink for Feeder<'_, M, S, H> {
+    fn task(&mut self, index: u32, task: &ExpandedTask) -> ControlFlow<()> {
+        if self.error.is_none()
+            && let Err(e) = self.feed_task(index, task)
+        {
+            self.error = Some(e);
+        }
+        if self.error.is_some() {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+
+    fn order_begin(&mut self, before: Range<u32>, after_start: u32) {
+        if self.error.is_some() {
+            return;
+        }
+        let dep = if before.len() == 1 {
+            TaskId(self.ids[before.start as usize])
+        } else {
+            match self.barrier(before.clone()) {
+                Ok(id) => id,
+                Err(e) => {
+                    // Reported by the `task` call that follows every announcement.
+                    self.error = Some(e);
+                    return;
+                }
+            }
+        };
+        self.open.push(Open {
+            before,
+            after_start,
+            dep,
+        });
+    }
+
+    fn order(&mut self, edge: OrderEdge) {
+        if let Some(k) = self
+            .open
+            .iter()
+            .rposition(|o| o.before == edge.before && o.after_start == edge.after.start)
+        {
+            self.open.remove(k);
+        }
+    }
+}
+
+/// Expands `module` under `bindings` straight into `builder` (see [`Feeder`]), calling `hooks`
+/// around each submission; tasks run in `domain`.
+pub fn feed<M: TensorMap, S: EdgeSink, H: FeedHooks>(
+    module: &Module,
+    bindings: &Bindings,
+    options: &ExpandOptions,
+    builder: &mut GraphBuilder<M, S>,
+    hooks: &mut H,
+    domain: ExecDomain,
+) -> Result<FeedSummary, FeedError<H::Error>> {
+    let mut feeder = Feeder::new(builder, hooks, domain);
+    let r = pto_wsp_ir::expand_with(module, bindings, options, &mut feeder);
+    feeder.finish(r)
+}
