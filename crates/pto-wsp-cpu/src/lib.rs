@@ -9,12 +9,18 @@
 //! - [`exec`]: what runs a task ([`Exec`]) and how a run fails ([`ExecError`]).
 //! - [`run`]: running a finished graph ([`StaticGraph`]) under a [`RunConfig`].
 //! - [`stats`]: what a run reports ([`RunStats`]).
+//! - [`shapes`]: Taskflow's benchmark DAGs (chain, binary tree, independent, wavefront, random
+//!   levels) as task-graph generators.
+//! - [`baseline`]: the same shapes run without the runtime (a sequential loop, rayon), the
+//!   same-process baselines of `pto-wsp bench`.
 
 #![allow(unsafe_code)]
 
+pub mod baseline;
 pub mod exec;
 pub mod pool;
 pub mod run;
+pub mod shapes;
 pub mod stats;
 
 pub use exec::{Exec, ExecError, NoopExec, TaskFailure};
