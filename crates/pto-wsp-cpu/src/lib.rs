@@ -11,16 +11,22 @@
 //! - [`stream`]: building the graph on the calling thread while the workers run it.
 //! - [`table`]: the task table workers read during a streamed run.
 //! - [`stats`]: what a run reports ([`RunStats`]).
+//! - [`shapes`]: Taskflow's benchmark DAGs (chain, binary tree, independent, wavefront, random
+//!   levels) as task-graph generators.
+//! - [`baseline`]: the same shapes run without the runtime (a sequential loop, rayon), the
+//!   same-process baselines of `pto-wsp bench`.
 //! - `engine` (private): the worker loop shared by every kind of run; `idle` (private): spin,
 //!   then park.
 
 #![allow(unsafe_code)]
 
+pub mod baseline;
 mod engine;
 pub mod exec;
 mod idle;
 pub mod pool;
 pub mod run;
+pub mod shapes;
 pub mod stats;
 pub mod stream;
 pub mod table;
