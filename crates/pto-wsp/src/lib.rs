@@ -6,4 +6,7 @@
 
 #![forbid(unsafe_code)]
 
+pub use pto_wsp_cpu as cpu;
+pub use pto_wsp_graph as graph;
 pub use pto_wsp_ir as ir;
+pub use pto_wsp_kernels as kernels;
