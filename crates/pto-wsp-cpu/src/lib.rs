@@ -10,6 +10,7 @@
 //! - [`run`]: running a finished graph ([`StaticGraph`]) under a [`RunConfig`].
 //! - [`stream`]: building the graph on the calling thread while the workers run it.
 //! - [`table`]: the task table workers read during a streamed run.
+//! - [`kexec`]: the executor that runs registered kernels on tensor views ([`KernelExec`]).
 //! - [`stats`]: what a run reports ([`RunStats`]).
 //! - [`shapes`]: Taskflow's benchmark DAGs (chain, binary tree, independent, wavefront, random
 //!   levels) as task-graph generators.
@@ -24,6 +25,7 @@ pub mod baseline;
 mod engine;
 pub mod exec;
 mod idle;
+pub mod kexec;
 pub mod pool;
 pub mod run;
 pub mod shapes;
@@ -32,6 +34,7 @@ pub mod stream;
 pub mod table;
 
 pub use exec::{Exec, ExecError, NoopExec, TaskFailure};
+pub use kexec::{KernelExec, TaskSource};
 pub use pool::WorkerPool;
 pub use run::{GateConfig, PoolSplit, RunConfig, StaticGraph};
 pub use stats::{RunStats, Span};

@@ -128,7 +128,7 @@ impl std::fmt::Debug for StreamSink<'_> {
     }
 }
 
-impl StreamSink<'_> {
+impl<'s> StreamSink<'s> {
     /// Whether the run failed (a window overflow in `abort` mode, or a task failure): the
     /// producer should stop submitting.
     pub fn failed(&self) -> bool {
@@ -136,7 +136,7 @@ impl StreamSink<'_> {
     }
 
     /// A handle the producer may keep to ask whether the run failed.
-    pub fn abort_probe(&self) -> AbortProbe<'_> {
+    pub fn abort_probe(&self) -> AbortProbe<'s> {
         AbortProbe(self.abort)
     }
 

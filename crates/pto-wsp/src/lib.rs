@@ -1,11 +1,17 @@
 //! `pto-wsp`: PTO Workload-Schedule Programming in Rust.
 //!
-//! The facade crate users depend on. Today it re-exports the IR ([`ir`]): modules, the text
-//! format, the validator and the reference expander. Back ends (`compile`, `Program`) arrive with
-//! the runtime issues.
+//! The facade crate users depend on: the back-end interface ([`lower`], [`compile`],
+//! [`Program`], the back-end registry) and re-exports of the IR ([`ir`]), the runtime core
+//! ([`graph`]), tensors and kernels ([`kernels`]) and the CPU simulation ([`cpu`]).
 
 #![forbid(unsafe_code)]
 
+pub mod program;
+
+pub use program::{
+    BackendInfo, Capability, CompileError, CompileOptions, LoweredPlan, Program, RunError,
+    backends, compile, lower,
+};
 pub use pto_wsp_cpu as cpu;
 pub use pto_wsp_graph as graph;
 pub use pto_wsp_ir as ir;

@@ -1,0 +1,175 @@
+//! The executor that runs real kernels: each task's kernel from a [`KernelRegistry`], on views
+//! of its regions in a [`TensorStore`].
+//!
+//! # What it promises
+//!
+//! - A kernel that returns an error or panics becomes a [`TaskFailure`] naming the kernel (the
+//!   panic is caught here; the worker and the pool live on).
+//! - Every region is checked against its tensor before the kernel runs; a region outside its
+//!   tensor fails the task before anything is written.
+//! - With debug checks on, every task's regions are recorded while it runs and a task whose
+//!   regions conflict with a running task's fails loudly (naming both): dependency inference
+//!   should make that impossible, and this mode is how the tests prove it.
+//! - Barrier tasks (structural order, kernel [`BARRIER_KERNEL`]) run nothing.
+
+use std::cell::RefCell;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use pto_wsp_graph::TaskId;
+use pto_wsp_graph::feed::BARRIER_KERNEL;
+use pto_wsp_graph::storage::{TaskGraphStorage, TaskNode};
+use pto_wsp_graph::types::TaskIo;
+use pto_wsp_kernels::{ConflictChecker, KernelId, KernelRegistry, TaskContext, TensorStore};
+
+use crate::exec::{Exec, TaskFailure};
+use crate::pool::panic_message;
+use crate::table::TaskTable;
+
+/// Where a kernel executor reads tasks.
+pub trait TaskSource: Sync {
+    /// Node, params and regions of `t` (copied into the buffers when the source cannot lend
+    /// them).
+    fn with_task<R>(
+        &self,
+        t: TaskId,
+        bufs: &mut (Vec<u64>, Vec<TaskIo>),
+        f: impl FnOnce(&TaskNode, &[u64], &[TaskIo]) -> R,
+    ) -> R;
+}
+
+impl TaskSource for TaskGraphStorage {
+    #[inline]
+    fn with_task<R>(
+        &self,
+        t: TaskId,
+        _bufs: &mut (Vec<u64>, Vec<TaskIo>),
+        f: impl FnOnce(&TaskNode, &[u64], &[TaskIo]) -> R,
+    ) -> R {
+        let n = &self.tasks[t.index()];
+        f(n, self.params_of(t), self.io_of(t))
+    }
+}
+
+impl TaskSource for TaskTable {
+    #[inline]
+    fn with_task<R>(
+        &self,
+        t: TaskId,
+        bufs: &mut (Vec<u64>, Vec<TaskIo>),
+        f: impl FnOnce(&TaskNode, &[u64], &[TaskIo]) -> R,
+    ) -> R {
+        let n = *self
+            .node(t)
+            .expect("a task is published before it can become ready");
+        let ok = self.params(&n, &mut bufs.0) && self.io(&n, &mut bufs.1);
+        assert!(ok, "a task's params and regions are published with it");
+        f(&n, &bufs.0, &bufs.1)
+    }
+}
+
+thread_local! {
+    static BUFS: RefCell<(Vec<u64>, Vec<TaskIo>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// Runs each task's kernel (see the module docs).
+pub struct KernelExec<'a, S: TaskSource> {
+    source: &'a S,
+    store: &'a TensorStore,
+    registry: &'a KernelRegistry,
+    /// Registry id of each module kernel index (`None`: not resolvable; fails the task).
+    kernels: &'a [Option<KernelId>],
+    /// Module kernel names, for messages.
+    names: &'a [String],
+    checker: Option<ConflictChecker>,
+}
+
+impl<'a, S: TaskSource> KernelExec<'a, S> {
+    /// An executor reading tasks from `source`, running `registry`'s kernels (`kernels[k]` for
+    /// the module's kernel `k`) on `store`, with debug checks if `debug_checks`.
+    ///
+    /// The store must not be read or written by anything else while a run uses this executor
+    /// (the caller holds it borrowed for the run).
+    pub fn new(
+        source: &'a S,
+        store: &'a TensorStore,
+        registry: &'a KernelRegistry,
+        kernels: &'a [Option<KernelId>],
+        names: &'a [String],
+        debug_checks: bool,
+    ) -> Self {
+        KernelExec {
+            source,
+            store,
+            registry,
+            kernels,
+            names,
+            checker: debug_checks.then(ConflictChecker::new),
+        }
+    }
+
+    fn name(&self, k: u32) -> String {
+        self.names
+            .get(k as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("kernel#{k}"))
+    }
+
+    fn run_task(
+        &self,
+        t: TaskId,
+        w: usize,
+        node: &TaskNode,
+        params: &[u64],
+        io: &[TaskIo],
+    ) -> Result<(), TaskFailure> {
+        if node.kernel == BARRIER_KERNEL {
+            return Ok(());
+        }
+        let fail = |message: String, panicked: bool| TaskFailure {
+            index: None,
+            kernel: self.name(node.kernel),
+            message,
+            panicked,
+        };
+        let Some(Some(id)) = self.kernels.get(node.kernel as usize).copied() else {
+            return Err(fail(
+                "no implementation is registered for this kernel".into(),
+                false,
+            ));
+        };
+        for (i, r) in io.iter().enumerate() {
+            self.store
+                .check_region(r)
+                .map_err(|e| fail(format!("region {i}: {e}"), false))?;
+        }
+        if let Some(c) = &self.checker {
+            c.begin(t.0, io).map_err(|e| fail(e.to_string(), false))?;
+        }
+        // SAFETY: the store is held borrowed by the run and nothing else touches it (the
+        // caller's contract of `KernelExec::new`); between tasks, dependency inference orders
+        // every pair whose regions conflict, so while this context lives no other task writes
+        // an element it reads or reads or writes an element it writes (debug checks verify
+        // this at run time).
+        let ctx = unsafe { TaskContext::new(self.store, t.0, w as u32, params, io) };
+        let r = catch_unwind(AssertUnwindSafe(|| self.registry.call(id, &ctx)));
+        drop(ctx);
+        if let Some(c) = &self.checker {
+            c.end(t.0);
+        }
+        match r {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(fail(e.to_string(), false)),
+            Err(p) => Err(fail(panic_message(&*p), true)),
+        }
+    }
+}
+
+impl<S: TaskSource> Exec for KernelExec<'_, S> {
+    fn run(&self, t: TaskId, w: usize) -> Result<(), TaskFailure> {
+        BUFS.with(|b| {
+            let mut b = b.borrow_mut();
+            self.source
+                .with_task(t, &mut b, |n, p, io| self.run_task(t, w, n, p, io))
+        })
+    }
+}

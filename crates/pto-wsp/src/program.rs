@@ -1,0 +1,444 @@
+//! The back-end interface (seed 004 §1.1, §6.3, §9.1): [`lower`] a module into a
+//! [`LoweredPlan`], [`compile`] the plan for a target into a [`Program`], and run it.
+//!
+//! Today one back end is registered, `cpu_sim` (the CPU simulation of `pto-wsp-cpu`); the
+//! registry ([`backends`]) answers which targets exist and what each can do, so a front end can
+//! ask before compiling.
+//!
+//! # What running a program does
+//!
+//! [`Program::execute`] allocates (or reuses) the tensors for the bindings, then runs a
+//! *streamed* graph: an orchestration thread expands the workload under the bindings and feeds
+//! each task into the dependency-inferring builder, while the workers run every task whose
+//! predecessors are done (start policy, window, gates, batching and dispatch from the
+//! schedule). Kernels come from the [`KernelRegistry`] of the [`CompileOptions`]; every kernel
+//! the module can run must be registered (else [`CompileError::UnknownKernel`]).
+
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use pto_wsp_cpu::{
+    ExecError, GateConfig, KernelExec, PoolSplit, RunConfig, RunStats, StreamConfig, TaskTable,
+    WorkerPool,
+};
+use pto_wsp_graph::ExecDomain;
+use pto_wsp_graph::builder::ExactMap;
+use pto_wsp_graph::feed::{FeedError, FeedHooks, feed};
+use pto_wsp_graph::ready::ReadyKind;
+use pto_wsp_ir::{
+    Bindings, Dispatch, ExpandOptions, ExpandedTask, Module, PoolsPolicy, ScheduleConfig,
+    TracePolicy, ValidationError, validate,
+};
+use pto_wsp_kernels::{KernelId, KernelRegistry, StoreError, TensorStore};
+
+/// Options of [`compile`].
+#[derive(Clone)]
+pub struct CompileOptions {
+    /// Target name (default `cpu_sim`).
+    pub target: String,
+    /// Worker threads; 0 means one per core.
+    pub threads: usize,
+    /// Record the wall-clock span of every task (also on when the schedule says `trace wall`).
+    pub profiling: bool,
+    /// Record regions in flight and fail loudly on a conflict.
+    pub debug_checks: bool,
+    /// Vector workers under `pools by_exec_unit` (default: half, at least one each side).
+    pub vector_workers: Option<usize>,
+    /// The kernels tasks run.
+    pub kernels: KernelRegistry,
+}
+
+impl Default for CompileOptions {
+    fn default() -> CompileOptions {
+        CompileOptions {
+            target: "cpu_sim".into(),
+            threads: 0,
+            profiling: false,
+            debug_checks: false,
+            vector_workers: None,
+            kernels: KernelRegistry::with_builtins(),
+        }
+    }
+}
+
+impl std::fmt::Debug for CompileOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompileOptions")
+            .field("target", &self.target)
+            .field("threads", &self.threads)
+            .field("profiling", &self.profiling)
+            .field("debug_checks", &self.debug_checks)
+            .field("kernels", &self.kernels.len())
+            .finish()
+    }
+}
+
+/// Why lowering or compiling failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    /// The module is invalid.
+    #[error("the module has {} validation error(s); the first: {}", .0.len(), .0[0])]
+    Invalid(Vec<ValidationError>),
+    /// No back end serves the target.
+    #[error("unknown target `{target}` (available: {available})")]
+    UnknownTarget {
+        /// The target asked for.
+        target: String,
+        /// Targets the registry knows.
+        available: String,
+    },
+    /// A kernel the module can run has no implementation in the registry.
+    #[error(
+        "kernel `{name}` declared at byte {at} has no implementation registered (register it, or use a built-in: {known})"
+    )]
+    UnknownKernel {
+        /// The kernel.
+        name: String,
+        /// Byte offset of its declaration in the source (0 if built, not parsed).
+        at: usize,
+        /// Registered kernel names.
+        known: String,
+    },
+}
+
+/// Why running a program failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Tensors could not be allocated for the bindings (a missing symbol, a bad array).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The run failed.
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+    /// `synchronize` without an `execute_async` in progress.
+    #[error("no run in progress")]
+    NotRunning,
+}
+
+/// A module lowered for back ends: validated, with its schedule decisions folded.
+#[derive(Clone, Debug)]
+pub struct LoweredPlan {
+    /// The module.
+    pub module: Module,
+    /// The schedule with defaults filled in.
+    pub config: ScheduleConfig,
+}
+
+/// Validates `module` and folds its schedule.
+pub fn lower(module: &Module) -> Result<LoweredPlan, CompileError> {
+    validate(module).map_err(CompileError::Invalid)?;
+    Ok(LoweredPlan {
+        module: module.clone(),
+        config: module
+            .schedule
+            .as_ref()
+            .map(|s| s.config())
+            .unwrap_or_default(),
+    })
+}
+
+/// What a back end can do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Capability {
+    /// Runs kernels and produces numbers.
+    Execute,
+    /// Builds the graph while it runs.
+    Streaming,
+    /// Wall-clock traces.
+    WallTrace,
+    /// Executor-local generation from bytecode.
+    Bytecode,
+}
+
+/// A registered back end.
+#[derive(Clone, Copy, Debug)]
+pub struct BackendInfo {
+    /// Its name.
+    pub name: &'static str,
+    /// Targets it compiles for.
+    pub targets: &'static [&'static str],
+    /// What it can do.
+    pub capabilities: &'static [Capability],
+}
+
+impl BackendInfo {
+    /// Whether it can do `c`.
+    pub fn supports(&self, c: Capability) -> bool {
+        self.capabilities.contains(&c)
+    }
+}
+
+/// Every registered back end.
+pub fn backends() -> &'static [BackendInfo] {
+    &[BackendInfo {
+        name: "cpu",
+        targets: &["cpu_sim"],
+        capabilities: &[
+            Capability::Execute,
+            Capability::Streaming,
+            Capability::WallTrace,
+        ],
+    }]
+}
+
+/// Compiles `plan` for `options.target`.
+pub fn compile(plan: LoweredPlan, options: CompileOptions) -> Result<Program, CompileError> {
+    if !backends()
+        .iter()
+        .any(|b| b.targets.contains(&options.target.as_str()))
+    {
+        return Err(CompileError::UnknownTarget {
+            target: options.target.clone(),
+            available: backends()
+                .iter()
+                .flat_map(|b| b.targets.iter().copied())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    let mut kernels = Vec::new();
+    for k in &plan.module.kernels {
+        let id = options.kernels.lookup(&k.name.name);
+        if id.is_none() && k.tiers.is_none() {
+            let mut known: Vec<&str> = options.kernels.names().collect();
+            known.sort();
+            return Err(CompileError::UnknownKernel {
+                name: k.name.name.clone(),
+                at: k.name.loc.start as usize,
+                known: known.join(", "),
+            });
+        }
+        kernels.push(id);
+    }
+    let names = plan
+        .module
+        .kernels
+        .iter()
+        .map(|k| k.name.name.clone())
+        .collect();
+    let pool = WorkerPool::new(options.threads);
+    Ok(Program {
+        inner: Arc::new(Inner {
+            plan,
+            kernels,
+            names,
+            pool,
+            options,
+        }),
+        store: Arc::new(Mutex::new(None)),
+        running: None,
+        last: None,
+    })
+}
+
+struct Inner {
+    plan: LoweredPlan,
+    kernels: Vec<Option<KernelId>>,
+    names: Vec<String>,
+    pool: WorkerPool,
+    options: CompileOptions,
+}
+
+/// A compiled program: runs its workload on the CPU simulation (see the module docs).
+pub struct Program {
+    inner: Arc<Inner>,
+    store: Arc<Mutex<Option<TensorStore>>>,
+    running: Option<(JoinHandle<Result<RunStats, RunError>>, Instant)>,
+    last: Option<(RunStats, f64)>,
+}
+
+impl std::fmt::Debug for Program {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Program")
+            .field("threads", &self.inner.pool.threads())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Records each task's expander index and stops feeding when the run failed.
+struct Hooks<'p> {
+    origin: &'p mut Vec<u32>,
+    probe: pto_wsp_cpu::AbortProbe<'p>,
+}
+
+impl FeedHooks for Hooks<'_> {
+    type Error = ();
+    fn before_submit(
+        &mut self,
+        id: pto_wsp_graph::TaskId,
+        task: Option<(u32, &ExpandedTask)>,
+    ) -> Result<(), ()> {
+        if self.probe.failed() {
+            return Err(());
+        }
+        debug_assert_eq!(id.index(), self.origin.len());
+        self.origin.push(task.map_or(u32::MAX, |(i, _)| i));
+        Ok(())
+    }
+}
+
+impl Inner {
+    fn run_config(&self) -> (RunConfig, StreamConfig) {
+        let c = &self.plan.config;
+        let threads = self.pool.threads();
+        let run = RunConfig {
+            ready: ReadyKind::from(&c.ready),
+            pools: match c.pools {
+                PoolsPolicy::Single => PoolSplit::Single,
+                PoolsPolicy::ByExecUnit => PoolSplit::ByExecUnit {
+                    vector: self.options.vector_workers.unwrap_or(threads / 2),
+                },
+            },
+            placement: !matches!(c.dispatch, Dispatch::WorkSteal),
+            gate: c.pipeline_depth.map(|(depth, scope)| GateConfig {
+                depth: depth.min(u32::MAX as u64) as u32,
+                scope,
+                streams: c.streams,
+            }),
+            batch: c.batch_deps.clamp(1, u32::MAX as u64) as u32,
+            trace: self.options.profiling || matches!(c.trace, TracePolicy::Wall),
+        };
+        let stream = StreamConfig {
+            deps: c.deps,
+            exact: ExactMap::Dynamic,
+            start: c.start,
+            window: c.task_window,
+        };
+        (run, stream)
+    }
+
+    fn execute(&self, bindings: &Bindings, store: &TensorStore) -> Result<RunStats, RunError> {
+        let (run, stream) = self.run_config();
+        let table = TaskTable::new();
+        let exec = KernelExec::new(
+            &table,
+            store,
+            &self.options.kernels,
+            &self.kernels,
+            &self.names,
+            self.options.debug_checks,
+        );
+        let mut origin = Vec::new();
+        let r = self.pool.run_streaming(&table, &run, &stream, &exec, |b| {
+            let probe = b.sink().abort_probe();
+            let mut hooks = Hooks {
+                origin: &mut origin,
+                probe,
+            };
+            match feed(
+                &self.plan.module,
+                bindings,
+                &ExpandOptions::default(),
+                b,
+                &mut hooks,
+                ExecDomain::default(),
+            ) {
+                Ok(_) | Err(FeedError::Hook(())) => Ok(()),
+                Err(FeedError::Expand(e)) => Err(ExecError::Build(e.to_string())),
+                Err(FeedError::Build(e)) => Err(ExecError::Build(e.to_string())),
+            }
+        });
+        // Name tasks as the user knows them: by their expander index.
+        r.map_err(|e| match e {
+            ExecError::Kernel {
+                task,
+                kernel,
+                message,
+                panicked,
+            } => ExecError::Kernel {
+                task: origin.get(task as usize).copied().unwrap_or(task),
+                kernel,
+                message,
+                panicked,
+            },
+            other => other,
+        })
+        .map_err(RunError::from)
+    }
+}
+
+impl Program {
+    /// The tensors for `bindings`, allocated (zeroed) if there are none yet or the bindings
+    /// give them other shapes; write inputs here before [`Program::execute`].
+    pub fn tensors(
+        &mut self,
+        bindings: &Bindings,
+    ) -> Result<std::sync::MutexGuard<'_, Option<TensorStore>>, RunError> {
+        let mut g = self.store.lock().unwrap_or_else(|p| p.into_inner());
+        let fresh = TensorStore::new(&self.inner.plan.module, bindings)?;
+        let same = g.as_ref().is_some_and(|s| {
+            s.len() == fresh.len() && (0..s.len() as u32).all(|i| s.info(i) == fresh.info(i))
+        });
+        if !same {
+            *g = Some(fresh);
+        }
+        Ok(g)
+    }
+
+    /// Runs the workload under `bindings` and waits for it.
+    pub fn execute(&mut self, bindings: &Bindings) -> Result<RunStats, RunError> {
+        self.execute_async(bindings)?;
+        self.synchronize()
+    }
+
+    /// Starts a run under `bindings` on a background thread; [`Program::synchronize`] waits
+    /// for it. Waits first for a run still in progress.
+    pub fn execute_async(&mut self, bindings: &Bindings) -> Result<(), RunError> {
+        if self.running.is_some() {
+            let _ = self.synchronize();
+        }
+        drop(self.tensors(bindings)?);
+        let inner = Arc::clone(&self.inner);
+        let store = Arc::clone(&self.store);
+        let bindings = bindings.clone();
+        let handle = std::thread::Builder::new()
+            .name("pto-wsp-orchestrator".into())
+            .spawn(move || {
+                let g = store.lock().unwrap_or_else(|p| p.into_inner());
+                let s = g.as_ref().expect("tensors allocated before the run");
+                inner.execute(&bindings, s)
+            })
+            .map_err(|e| ExecError::Setup(format!("cannot start the orchestration thread: {e}")))?;
+        self.running = Some((handle, Instant::now()));
+        Ok(())
+    }
+
+    /// Waits for the run started by [`Program::execute_async`].
+    pub fn synchronize(&mut self) -> Result<RunStats, RunError> {
+        let (h, t0) = self.running.take().ok_or(RunError::NotRunning)?;
+        let r = h.join().unwrap_or_else(|_| {
+            Err(ExecError::Internal("the orchestration thread panicked".into()).into())
+        });
+        let ms = t0.elapsed().as_secs_f64() * 1e3;
+        if let Ok(s) = &r {
+            self.last = Some((s.clone(), ms));
+        }
+        r
+    }
+
+    /// Whether no run is in progress (or the one in progress has finished).
+    pub fn is_complete(&self) -> bool {
+        self.running.as_ref().is_none_or(|(h, _)| h.is_finished())
+    }
+
+    /// Wall-clock milliseconds of the last completed run (orchestration and execution).
+    pub fn elapsed_ms(&self) -> Option<f64> {
+        self.last.as_ref().map(|(_, ms)| *ms)
+    }
+
+    /// Statistics of the last completed run.
+    pub fn stats(&self) -> Option<&RunStats> {
+        self.last.as_ref().map(|(s, _)| s)
+    }
+
+    /// The plan this program runs.
+    pub fn plan(&self) -> &LoweredPlan {
+        &self.inner.plan
+    }
+
+    /// Number of worker threads.
+    pub fn threads(&self) -> usize {
+        self.inner.pool.threads()
+    }
+}
