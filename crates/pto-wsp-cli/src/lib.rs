@@ -229,6 +229,34 @@ pub fn expand_loaded(
         .map_err(|e| CliError::plain(format!("expansion of {} failed: {e}", loaded.source.name)))
 }
 
+/// The report `pto-wsp run` prints: tasks, times, rates, per-worker counts and scheduler
+/// counters of one run.
+pub fn run_report(
+    name: &str,
+    stats: &pto_wsp::cpu::RunStats,
+    threads: usize,
+    elapsed_ms: f64,
+) -> String {
+    let c = &stats.counters;
+    let mut out = String::new();
+    out.push_str(&format!(
+        "{name}: ran {} tasks ({} edges) on {threads} worker thread(s)\n",
+        stats.tasks, stats.edges
+    ));
+    out.push_str(&format!(
+        "  time: {elapsed_ms:.3} ms end to end; build {:.3} ms (overlapped with running), run {:.3} ms; {:.0} tasks/ms\n",
+        stats.build_ns as f64 / 1e6,
+        stats.run_ns as f64 / 1e6,
+        stats.tasks_per_ms()
+    ));
+    out.push_str(&format!("  per worker: {:?}\n", stats.per_worker));
+    out.push_str(&format!(
+        "  steals {}, window stalls {}, window overflows {}, gate stalls {}, batches {}, in-flight high-water {}, ready-queue high-water {}\n",
+        c.steals, c.window_stalls, c.window_overflows, c.gate_stalls, c.batches, c.in_flight_hwm, c.ready_len_hwm
+    ));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

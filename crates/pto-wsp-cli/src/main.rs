@@ -60,6 +60,27 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Run a module on the CPU simulation; print run statistics.
+    Run {
+        /// The `.wsp` file.
+        file: PathBuf,
+        /// Bind a symbol, slot or integer tensor (after the file's `//@ bind` defaults).
+        #[arg(long = "bind", value_name = "NAME=VALUE")]
+        binds: Vec<String>,
+        /// Worker threads (0 = one per core).
+        #[arg(long, default_value_t = 0, value_name = "N")]
+        threads: usize,
+        /// Write the wall-clock span of every task as Chrome trace-event JSON (Perfetto).
+        #[arg(long, value_name = "FILE")]
+        trace: Option<PathBuf>,
+        /// Debug checks: record regions in flight and fail on any conflict.
+        #[arg(long)]
+        check: bool,
+        /// Run every kernel that has no implementation as an empty kernel (to measure the
+        /// runtime on modules whose kernels are not implemented yet).
+        #[arg(long)]
+        empty_kernels: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -171,6 +192,56 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 "expanded {n} tasks in {:.2} ms ({rate} tasks/s)",
                 elapsed * 1000.0
             );
+        }
+        Command::Run {
+            file,
+            binds,
+            threads,
+            trace,
+            check,
+            empty_kernels,
+        } => {
+            let name = file.display().to_string();
+            let loaded = pto_wsp_cli::load_source(&name, &read(&file)?)?;
+            let bindings = pto_wsp_cli::bindings_for(&loaded, &binds)?;
+            let mut kernels = pto_wsp::kernels::KernelRegistry::with_builtins();
+            if empty_kernels {
+                for k in &loaded.module.kernels {
+                    if kernels.lookup(&k.name.name).is_none() {
+                        kernels.register(&k.name.name, |_| Ok(()));
+                    }
+                }
+            }
+            let options = pto_wsp::CompileOptions {
+                threads,
+                profiling: trace.is_some(),
+                debug_checks: check,
+                kernels,
+                ..pto_wsp::CompileOptions::default()
+            };
+            let plan =
+                pto_wsp::lower(&loaded.module).map_err(|e| CliError::plain(e.to_string()))?;
+            let mut program =
+                pto_wsp::compile(plan, options).map_err(|e| CliError::plain(e.to_string()))?;
+            let stats = program
+                .execute(&bindings)
+                .map_err(|e| CliError::plain(format!("{name}: {e}")))?;
+            emit(&pto_wsp_cli::run_report(
+                &name,
+                &stats,
+                program.threads(),
+                program.elapsed_ms().unwrap_or(0.0),
+            ))?;
+            if let Some(path) = trace {
+                let json = stats.chrome_trace(|t| format!("task {t}"));
+                std::fs::write(&path, json)
+                    .with_context(|| format!("cannot write `{}`", path.display()))?;
+                eprintln!(
+                    "wrote {} task spans to {}",
+                    stats.spans.len(),
+                    path.display()
+                );
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

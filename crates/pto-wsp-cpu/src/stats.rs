@@ -55,3 +55,33 @@ impl RunStats {
         }
     }
 }
+
+impl RunStats {
+    /// The spans as Chrome trace-event JSON (opens in Perfetto / `chrome://tracing`): one
+    /// complete event per task on its worker's track, named by `name(task)`.
+    pub fn chrome_trace(&self, name: impl Fn(u32) -> String) -> String {
+        let mut out = String::from("{\"traceEvents\":[");
+        for (i, s) in self.spans.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let n: String = name(s.task)
+                .chars()
+                .flat_map(|c| match c {
+                    '"' | '\\' => vec!['\\', c],
+                    c if c.is_control() => vec![' '],
+                    c => vec![c],
+                })
+                .collect();
+            out.push_str(&format!(
+                "{{\"name\":\"{n}\",\"ph\":\"X\",\"pid\":1,\"tid\":{},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{\"task\":{}}}}}",
+                s.worker,
+                s.start_ns as f64 / 1e3,
+                (s.end_ns - s.start_ns) as f64 / 1e3,
+                s.task
+            ));
+        }
+        out.push_str("],\"displayTimeUnit\":\"ns\"}");
+        out
+    }
+}
