@@ -60,7 +60,8 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
-    /// Run a module on the CPU simulation; print run statistics.
+    /// Run a module on the CPU simulation; print run statistics. Kernels come from the
+    /// built-in registry (see `--empty-kernels`).
     Run {
         /// The `.wsp` file.
         file: PathBuf,
@@ -202,7 +203,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             empty_kernels,
         } => {
             let name = file.display().to_string();
-            let loaded = pto_wsp_cli::load_source(&name, &read(&file)?)?;
+            let loaded_text = read(&file)?;
+            let loaded = pto_wsp_cli::load_source(&name, &loaded_text)?;
             let bindings = pto_wsp_cli::bindings_for(&loaded, &binds)?;
             let mut kernels = pto_wsp::kernels::KernelRegistry::with_builtins();
             if empty_kernels {
@@ -221,8 +223,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let plan =
                 pto_wsp::lower(&loaded.module).map_err(|e| CliError::plain(e.to_string()))?;
-            let mut program =
-                pto_wsp::compile(plan, options).map_err(|e| CliError::plain(e.to_string()))?;
+            let mut program = pto_wsp::compile(plan, options).map_err(|e| match &e {
+                pto_wsp::CompileError::UnknownKernel { at, .. } => {
+                    let before = &loaded_text[..(*at).min(loaded_text.len())];
+                    let line = before.matches('\n').count() + 1;
+                    let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                    CliError::plain(format!("{name}:{line}:{col}: {e}"))
+                }
+                _ => CliError::plain(e.to_string()),
+            })?;
             let stats = program
                 .execute(&bindings)
                 .map_err(|e| CliError::plain(format!("{name}: {e}")))?;
