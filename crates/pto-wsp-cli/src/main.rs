@@ -82,6 +82,23 @@ enum Command {
         #[arg(long)]
         empty_kernels: bool,
     },
+    /// Measure the CPU runtime's per-task overhead on Taskflow's benchmark shapes.
+    Bench {
+        /// Shapes: chain:N, tree:LEVELS, independent:N, wavefront:SIDE,
+        /// random:LEVELS:WIDTH[:SEED] (default: the five standard shapes, ~1M tasks each).
+        shapes: Vec<pto_wsp::cpu::shapes::Shape>,
+        /// Use the quick standard shapes (~20K tasks each) when no shape is given.
+        #[arg(long)]
+        quick: bool,
+        /// Comma-separated worker thread counts.
+        #[arg(long, value_delimiter = ',', default_values_t = [1, 2], value_name = "LIST",
+              value_parser = clap::value_parser!(u16).range(1..))]
+        threads: Vec<u16>,
+        /// Runs per figure (the best is reported).
+        #[arg(long, default_value_t = 5, value_name = "N",
+              value_parser = clap::value_parser!(u32).range(1..))]
+        repeat: u32,
+    },
 }
 
 fn main() -> ExitCode {
@@ -251,6 +268,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     path.display()
                 );
             }
+        }
+        Command::Bench {
+            shapes,
+            quick,
+            threads,
+            repeat,
+        } => {
+            let threads = threads.into_iter().map(usize::from).collect();
+            let opts = pto_wsp_cli::bench::BenchOptions::new(shapes, quick, threads, repeat);
+            pto_wsp_cli::bench::bench(&opts, emit)?;
         }
     }
     Ok(ExitCode::SUCCESS)

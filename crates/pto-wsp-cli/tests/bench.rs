@@ -1,0 +1,54 @@
+//! Smoke test of `pto-wsp bench`: the library runs every section on tiny shapes and names every
+//! shape it measured. No timing is asserted (the figures depend on the machine).
+
+use pto_wsp::cpu::shapes::Shape;
+use pto_wsp_cli::bench::{BenchOptions, bench_report};
+use std::time::Duration;
+
+#[test]
+fn bench_runs_every_section_and_names_every_shape() {
+    let shapes: Vec<Shape> = [
+        "chain:50",
+        "tree:5",
+        "independent:40",
+        "wavefront:6",
+        "random:5:7",
+    ]
+    .iter()
+    .map(|s| s.parse().unwrap())
+    .collect();
+    let mut opts = BenchOptions::new(shapes.clone(), true, vec![1, 2], 1);
+    opts.scaling = vec![Shape::Independent(20), Shape::Wavefront(4)];
+    opts.spin = Duration::from_micros(2);
+    opts.idle = Duration::from_millis(20);
+    let text = bench_report(&opts).unwrap();
+    for shape in shapes.iter().chain(&opts.scaling) {
+        assert!(
+            text.contains(&shape.to_string()),
+            "{shape} missing:\n{text}"
+        );
+    }
+    for section in [
+        "machine:",
+        "run-only",
+        "build+run (stream)",
+        "build+run (finish)",
+        "thread scaling",
+        "idle CPU",
+        "gate-blocked",
+    ] {
+        assert!(text.contains(section), "{section} missing:\n{text}");
+    }
+}
+
+#[test]
+fn bench_defaults_to_the_standard_shapes_and_rejects_bad_options() {
+    let opts = BenchOptions::new(vec![], true, vec![1], 1);
+    assert_eq!(opts.shapes.len(), 5);
+    let mut bad = opts.clone();
+    bad.threads = vec![0];
+    assert!(bench_report(&bad).is_err());
+    let mut bad = opts;
+    bad.repeat = 0;
+    assert!(bench_report(&bad).is_err());
+}
