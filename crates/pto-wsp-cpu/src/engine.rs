@@ -32,7 +32,7 @@ use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
 use pto_wsp_graph::TaskId;
-use pto_wsp_graph::counters::Counters;
+use pto_wsp_graph::counters::{Counters, pool_index};
 use pto_wsp_graph::gate::IssueGate;
 use pto_wsp_graph::ready::{LocalReady, ReadyKind, ReadyQueueSet};
 use pto_wsp_graph::sync::Arc;
@@ -148,7 +148,7 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
                 (w.capacity() / (2 * workers.max(1))).clamp(1, 32) as u64
             }),
             queues: ReadyQueueSet::new(config.ready, workers, Arc::clone(&counters)),
-            idle: Idle::default(),
+            idle: Idle::new(workers),
             gate,
             window,
             counters,
@@ -206,15 +206,31 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
     pub(crate) fn push_external(&self, t: TaskId) {
         let m = self.graph.meta(t);
         let pool = self.queue_pool(m.pool);
-        match (self.placement, m.affinity) {
-            (true, Some(a)) => self.queues.push_to(a as usize % self.workers, pool, t),
+        let target = match (self.placement, m.affinity) {
+            (true, Some(a)) => {
+                let target = a as usize % self.workers;
+                self.queues.push_to(target, pool, t);
+                Some(target)
+            }
             _ if self.kind == ReadyKind::Priority => {
                 self.queues
-                    .push_with_priority(pool, t, self.graph.priority(t))
+                    .push_with_priority(pool, t, self.graph.priority(t));
+                None
             }
-            _ => self.queues.push(pool, t),
-        }
-        self.idle.notify_one();
+            _ => {
+                self.queues.push(pool, t);
+                None
+            }
+        };
+        self.notify(pool, target);
+    }
+
+    /// Work of queue pool `pool` was published (placed on `target`, if any): wake a sleeping
+    /// worker that can run it.
+    #[inline]
+    fn notify(&self, pool: ExecPool, target: Option<usize>) {
+        self.idle
+            .notify(target, |w| Self::fits(self.pool_of(w), pool));
     }
 
     /// The total became known (orchestration ended): wake everyone to re-check for the end.
@@ -355,19 +371,22 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
     /// Release `t`'s successors: keep one as the next task if allowed, queue the rest.
     #[inline]
     fn release(&self, t: TaskId, local: &mut LocalReady<'_>, st: &mut WorkerState) {
-        let mut pushed = false;
+        let mut pushed = 0u8;
         self.graph
             .release(t, |s| pushed |= self.route(s, local, st));
-        if pushed {
-            self.wake_peer();
-        }
+        self.wake_peers(pushed);
     }
 
-    /// A worker queued work: wake a parked peer, if there can be one.
+    /// A worker queued work in the queue pools of bit mask `pushed` (bit [`pool_index`]): wake
+    /// a parked peer that can run it, if there can be one.
     #[inline]
-    fn wake_peer(&self) {
-        if self.workers > 1 {
-            self.idle.notify_one();
+    fn wake_peers(&self, pushed: u8) {
+        if pushed != 0 && self.workers > 1 {
+            for pool in [ExecPool::Vector, ExecPool::Cube, ExecPool::Any] {
+                if pushed & (1 << pool_index(pool)) != 0 {
+                    self.notify(pool, None);
+                }
+            }
         }
     }
 
@@ -376,7 +395,7 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
             return;
         }
         let pending = std::mem::take(&mut st.pending);
-        let mut pushed = false;
+        let mut pushed = 0u8;
         for &t in &pending {
             self.graph
                 .release(t, |s| pushed |= self.route(s, local, st));
@@ -384,18 +403,18 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
         self.counters.batch(pending.len() as u64);
         st.pending = pending;
         st.pending.clear();
-        if pushed {
-            self.wake_peer();
-        }
+        self.wake_peers(pushed);
     }
 
-    /// Route a ready task; `true` if it was queued (someone may need waking).
+    /// Route a ready task. Returns the bit ([`pool_index`]) of the queue pool it was pushed to
+    /// locally (someone may need waking), or 0 if it became this worker's next task or was
+    /// placed on another worker (whom this call wakes).
     #[inline]
-    fn route(&self, s: TaskId, local: &mut LocalReady<'_>, st: &mut WorkerState) -> bool {
+    fn route(&self, s: TaskId, local: &mut LocalReady<'_>, st: &mut WorkerState) -> u8 {
         if !self.needs_meta() {
             if st.direct && st.next.is_none() {
                 st.next = Some(s);
-                return false;
+                return 0;
             }
             match self.kind {
                 ReadyKind::Priority => {
@@ -403,23 +422,24 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
                 }
                 ReadyKind::Fifo | ReadyKind::WorkSteal => local.push(ExecPool::Any, s),
             }
-            return true;
+            return 1 << pool_index(ExecPool::Any);
         }
         let m = self.graph.meta(s);
         let pool = self.queue_pool(m.pool);
         if let Some(target) = self.placed(m, st.w) {
             self.queues.push_to(target, pool, s);
-            return true;
+            self.notify(pool, Some(target));
+            return 0;
         }
         if st.direct && st.next.is_none() && Self::fits(st.mine, pool) {
             st.next = Some(s);
-            return false;
+            return 0;
         }
         match self.kind {
             ReadyKind::Priority => local.push_with_priority(pool, s, self.graph.priority(s)),
             ReadyKind::Fifo | ReadyKind::WorkSteal => local.push(pool, s),
         }
-        true
+        1 << pool_index(pool)
     }
 
     /// Publish this worker's completion count (and window slots).
@@ -448,11 +468,16 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
                 let m = self.graph.meta(t);
                 let pool = self.queue_pool(m.pool);
                 match self.placed(m, st.w) {
-                    Some(target) => self.queues.push_to(target, pool, t),
+                    Some(target) => {
+                        self.queues.push_to(target, pool, t);
+                        self.notify(pool, Some(target));
+                    }
                     None if Self::fits(st.mine, pool) => return Some(t),
-                    None => local.push(pool, t),
+                    None => {
+                        local.push(pool, t);
+                        self.notify(pool, None);
+                    }
                 }
-                self.wake_peer();
                 continue;
             }
             let claimed = self.cursor.load(Ordering::Relaxed);
@@ -494,10 +519,10 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
                 return Found::Done;
             }
             if !Idle::backoff(round) {
-                self.idle.park(|| {
+                self.idle.park(st.w, || {
                     self.finished.load(Ordering::SeqCst)
                         || self.abort.load(Ordering::SeqCst)
-                        || !self.queues.is_empty()
+                        || self.queues.has_work_for(st.mine)
                         || self.cursor.load(Ordering::SeqCst) < self.sources.len()
                         || self.check_finished()
                 });

@@ -1,61 +1,120 @@
-//! Idle workers: spin briefly, then park; wake one sleeper when work appears.
+//! Idle workers: spin briefly, then park; wake a sleeper that can run the work that appeared.
 //!
 //! Why: waking a parked thread costs microseconds, spinning costs a core. A worker that finds no
 //! work first retries for a short while (so a task made ready a moment later is picked up at
-//! once), then parks on a condition variable and uses no CPU until someone publishes work or the
-//! run ends.
+//! once), then parks on its own condition variable and uses no CPU until someone hands it work
+//! or the run's state changes.
+//!
+//! Why one slot per worker and not one shared condition variable: workers are not
+//! interchangeable. Under a pool split a vector worker cannot run a cube task, and a placed task
+//! waits in its target's inbox. A shared `notify_one` may wake a worker that cannot run the task
+//! while the one that can stays parked (and the woken one, seeing a non-empty queue it cannot
+//! pop, would spin). So a publisher names which workers fit ([`Idle::notify`]) and wakes one of
+//! those, and a worker's pre-park re-check looks only at queues it can pop.
 //!
 //! # Protocol (no lost wake-ups)
 //!
-//! - `events`: a counter bumped whenever work is published to parked workers or the run's state
-//!   changes (finished, aborted, orchestration done).
-//! - `sleepers`: workers parked or about to park.
+//! Per worker: `asleep` (set while parked or about to park) and a wake token (`woken`, under the
+//! slot's mutex). Shared: `sleepers`, the number of workers with `asleep` set (a fast path for
+//! publishers: zero means nobody to wake).
 //!
-//! A worker about to park reads `events` (E), increments `sleepers` (SeqCst), then *re-checks
-//! for work* ([`Idle::park`]'s `has_work` callback), and parks only while `events == E`.
-//! A publisher first makes its work visible (a queue push), then executes a SeqCst fence and
-//! reads `sleepers`; if it is non-zero it bumps `events` and notifies one sleeper under the lock.
-//! By the SeqCst total order, either the publisher sees the increment of `sleepers` (and wakes
-//! someone, whose `events` check fails), or the parking worker's re-check comes after the push
-//! and finds the work. The sleeper that wakes and finds nothing parks again; the one that finds
-//! work wakes another if work remains (the worker loop notifies after each push).
+//! - A worker about to park sets `asleep`, increments `sleepers`, executes a SeqCst fence, then
+//!   *re-checks for work* (the `has_work` callback of [`Idle::park`]: the queues it can pop, the
+//!   run's flags). Only if there is none does it wait, under the slot's mutex, until its token is
+//!   set; it then clears the token.
+//! - A publisher first makes its work visible (a queue push), executes a SeqCst fence, and reads
+//!   `sleepers`; if non-zero it looks for a fitting worker whose `asleep` it can swap from
+//!   `true` to `false` (the swap *claims* that sleeper, so two publishers never spend their
+//!   wake-ups on the same one), and sets that worker's token under its mutex and notifies.
 //!
-//! State changes ([`Idle::wake_all`]) bump `events` under the lock and notify everyone.
+//! By the SeqCst order of the two fences, either the publisher sees `asleep` (and hands the
+//! sleeper a token, which it cannot miss because token and wait share the mutex), or the
+//! worker's re-check comes after the push and finds the work. A token set for a worker that did
+//! not wait after all stays set and makes its next park return at once: one extra search, never a
+//! lost wake-up.
+//!
+//! State changes ([`Idle::wake_all`]: finished, aborted, orchestration done) are made visible
+//! first, then every worker's token is set.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
 use std::sync::{Condvar, Mutex};
+
+use crossbeam_utils::CachePadded;
 
 /// Spin rounds (each a few `spin_loop` hints) before yielding.
 const SPIN_ROUNDS: u32 = 64;
 /// Yield rounds before parking.
 const YIELD_ROUNDS: u32 = 16;
 
-/// Sleep/wake coordination of one run's workers (see the module docs).
+/// One worker's parking place.
 #[derive(Debug, Default)]
-pub(crate) struct Idle {
-    events: AtomicU64,
-    sleepers: AtomicUsize,
-    lock: Mutex<()>,
+struct Slot {
+    asleep: AtomicBool,
+    woken: Mutex<bool>,
     cv: Condvar,
 }
 
+impl Slot {
+    fn wake(&self) {
+        let mut w = self.woken.lock().unwrap_or_else(|p| p.into_inner());
+        *w = true;
+        self.cv.notify_one();
+    }
+}
+
+/// Sleep/wake coordination of one run's workers (see the module docs).
+#[derive(Debug)]
+pub(crate) struct Idle {
+    sleepers: CachePadded<AtomicUsize>,
+    slots: Box<[CachePadded<Slot>]>,
+}
+
 impl Idle {
-    /// A publisher made work visible: wake one sleeper if anyone sleeps.
-    #[inline]
-    pub(crate) fn notify_one(&self) {
-        fence(Ordering::SeqCst);
-        if self.sleepers.load(Ordering::SeqCst) > 0 {
-            let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-            self.events.fetch_add(1, Ordering::SeqCst);
-            self.cv.notify_one();
+    /// Coordination for `workers` workers.
+    pub(crate) fn new(workers: usize) -> Idle {
+        Idle {
+            sleepers: CachePadded::new(AtomicUsize::new(0)),
+            slots: (0..workers.max(1))
+                .map(|_| CachePadded::default())
+                .collect(),
         }
     }
 
-    /// The run's state changed (finished, aborted, orchestration done): wake everyone.
+    /// A publisher made work visible that the workers for which `fits` holds can run: wake one
+    /// of them if one sleeps, trying `prefer` first (the worker the work was placed on).
+    #[inline]
+    pub(crate) fn notify(&self, prefer: Option<usize>, fits: impl Fn(usize) -> bool) {
+        fence(Ordering::SeqCst);
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            self.notify_slow(prefer, fits);
+        }
+    }
+
+    #[cold]
+    fn notify_slow(&self, prefer: Option<usize>, fits: impl Fn(usize) -> bool) {
+        let n = self.slots.len();
+        let start = prefer.unwrap_or(0) % n;
+        for k in 0..n {
+            let w = (start + k) % n;
+            let slot = &self.slots[w];
+            if fits(w)
+                && slot.asleep.load(Ordering::SeqCst)
+                && slot.asleep.swap(false, Ordering::SeqCst)
+            {
+                slot.wake();
+                return;
+            }
+        }
+    }
+
+    /// The run's state changed (finished, aborted, orchestration done): wake everyone. The change
+    /// must be visible (stored) before the call.
     pub(crate) fn wake_all(&self) {
-        let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        self.events.fetch_add(1, Ordering::SeqCst);
-        self.cv.notify_all();
+        fence(Ordering::SeqCst);
+        for slot in self.slots.iter() {
+            slot.asleep.store(false, Ordering::SeqCst);
+            slot.wake();
+        }
     }
 
     /// The backoff step before parking: `round` counts consecutive failed searches. Returns
@@ -75,17 +134,56 @@ impl Idle {
         }
     }
 
-    /// Park until work may have appeared or the state changed. `has_work` is the re-check made
-    /// after announcing the sleep; if it returns `true` the worker does not park.
-    pub(crate) fn park(&self, has_work: impl FnOnce() -> bool) {
-        let seen = self.events.load(Ordering::SeqCst);
+    /// Park worker `w` until it is handed work or the state changed. `has_work` is the re-check
+    /// made after announcing the sleep; if it returns `true` the worker does not park.
+    pub(crate) fn park(&self, w: usize, has_work: impl FnOnce() -> bool) {
+        let slot = &self.slots[w];
+        slot.asleep.store(true, Ordering::SeqCst);
         self.sleepers.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
         if !has_work() {
-            let mut g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-            while self.events.load(Ordering::SeqCst) == seen {
-                g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+            let mut g = slot.woken.lock().unwrap_or_else(|p| p.into_inner());
+            while !*g {
+                g = slot.cv.wait(g).unwrap_or_else(|p| p.into_inner());
             }
+            *g = false;
         }
+        slot.asleep.store(false, Ordering::SeqCst);
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU32;
+
+    /// A vector-only notification must reach the sleeping worker that fits, not another sleeper.
+    #[test]
+    fn notify_wakes_a_fitting_sleeper() {
+        let idle = Idle::new(2);
+        let work = AtomicU32::new(0);
+        std::thread::scope(|s| {
+            // Worker 0 cannot run the work; it parks and must stay parked until wake_all.
+            let h0 = s.spawn(|| {
+                idle.park(0, || false);
+                work.load(Ordering::SeqCst)
+            });
+            let h1 = s.spawn(|| {
+                idle.park(1, || work.load(Ordering::SeqCst) > 0);
+                work.load(Ordering::SeqCst)
+            });
+            // Wait until both announced their sleep (they may still be before their wait).
+            while idle.sleepers.load(Ordering::SeqCst) < 2 {
+                std::thread::yield_now();
+            }
+            work.store(1, Ordering::SeqCst);
+            idle.notify(None, |w| w == 1);
+            assert_eq!(h1.join().unwrap(), 1);
+            assert!(idle.slots[0].asleep.load(Ordering::SeqCst));
+            work.store(2, Ordering::SeqCst);
+            idle.wake_all();
+            assert_eq!(h0.join().unwrap(), 2);
+        });
     }
 }

@@ -353,17 +353,30 @@ impl ReadyQueueSet {
 
     /// Number of queued tasks (approximate while others push and pop).
     pub fn len(&self) -> usize {
+        (0..3).map(|p| self.pool_len(p)).sum()
+    }
+
+    /// Tasks queued in the pool of index `p` (approximate while others push and pop).
+    fn pool_len(&self, p: usize) -> usize {
         match &self.queues {
-            Queues::Fifo(q) => q.iter().map(FifoQueue::len).sum(),
-            Queues::Priority(q) => q.iter().map(PriorityQueue::len).sum(),
-            Queues::Steal { pools, .. } => pools
-                .iter()
-                .map(|sp| {
-                    sp.injector.len()
-                        + sp.inboxes.iter().map(Injector::len).sum::<usize>()
-                        + sp.stealers.iter().map(Stealer::len).sum::<usize>()
-                })
-                .sum(),
+            Queues::Fifo(q) => q[p].len(),
+            Queues::Priority(q) => q[p].len(),
+            Queues::Steal { pools, .. } => {
+                let sp = &pools[p];
+                sp.injector.len()
+                    + sp.inboxes.iter().map(Injector::len).sum::<usize>()
+                    + sp.stealers.iter().map(Stealer::len).sum::<usize>()
+            }
+        }
+    }
+
+    /// Whether a worker of `pool` would find a task now: one queued in `pool` or `Any` (in any
+    /// pool for a worker of `Any`). Approximate while others push and pop, exact once they
+    /// stopped; what an idle worker re-checks before it parks.
+    pub fn has_work_for(&self, pool: ExecPool) -> bool {
+        match pool {
+            ExecPool::Any => !self.is_empty(),
+            p => self.pool_len(pool_index(p)) > 0 || self.pool_len(pool_index(ExecPool::Any)) > 0,
         }
     }
 
@@ -534,6 +547,20 @@ mod tests {
             s.push(ExecPool::Vector, TaskId(3));
             assert_eq!(s.try_pop_any(), Some(TaskId(3)), "{kind:?}");
             assert!(s.is_empty());
+        }
+    }
+
+    #[test]
+    fn has_work_for_sees_only_poppable_pools() {
+        for kind in [ReadyKind::Fifo, ReadyKind::Priority, ReadyKind::WorkSteal] {
+            let s = set(kind, 2);
+            s.push_to(1, ExecPool::Cube, TaskId(1));
+            assert!(!s.has_work_for(ExecPool::Vector), "{kind:?}");
+            assert!(s.has_work_for(ExecPool::Cube), "{kind:?}");
+            assert!(s.has_work_for(ExecPool::Any), "{kind:?}");
+            assert_eq!(s.try_pop(ExecPool::Cube), Some(TaskId(1)), "{kind:?}");
+            s.push(ExecPool::Any, TaskId(2));
+            assert!(s.has_work_for(ExecPool::Vector), "{kind:?}");
         }
     }
 
