@@ -255,6 +255,16 @@ pub fn run_report(
         "  steals {}, window stalls {}, window overflows {}, gate stalls {}, batches {}, in-flight high-water {}, ready-queue high-water {}\n",
         c.steals, c.window_stalls, c.window_overflows, c.gate_stalls, c.batches, c.in_flight_hwm, c.ready_len_hwm
     ));
+    if let Some(y) = &stats.cycles {
+        out.push_str(&format!(
+            "  cycle model: total_cycles {} on {} modelled executor(s); work {}, critical path {}, utilization {:.1}%\n",
+            y.total_cycles,
+            y.busy.len(),
+            y.work_cycles,
+            y.critical_path,
+            100.0 * y.utilization()
+        ));
+    }
     out
 }
 

@@ -344,6 +344,8 @@ mod tests {
             },
             target,
             stream: 0,
+            priority: 0,
+            cost: None,
         }
     }
 

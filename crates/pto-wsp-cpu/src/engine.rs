@@ -194,10 +194,14 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
         self.placement || !matches!(self.split, PoolSplit::Single)
     }
 
-    /// The worker other than `me` the dispatch policy placed a task on, if placement is honoured.
+    /// The worker other than `me` the dispatch policy placed a task on, if placement is honoured
+    /// (only under work stealing: FIFO and priority queues are shared, so where a task is
+    /// pushed does not decide who runs it, and a placed push would lose its priority key).
     #[inline]
     fn placed(&self, m: Meta, me: usize) -> Option<usize> {
-        let a = m.affinity.filter(|_| self.placement)?;
+        let a = m
+            .affinity
+            .filter(|_| self.placement && self.kind == ReadyKind::WorkSteal)?;
         let target = a as usize % self.workers;
         (target != me).then_some(target)
     }
@@ -207,7 +211,7 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
         let m = self.graph.meta(t);
         let pool = self.queue_pool(m.pool);
         let target = match (self.placement, m.affinity) {
-            (true, Some(a)) => {
+            (true, Some(a)) if self.kind == ReadyKind::WorkSteal => {
                 let target = a as usize % self.workers;
                 self.queues.push_to(target, pool, t);
                 Some(target)

@@ -164,6 +164,45 @@ impl<'a, S: TaskSource> KernelExec<'a, S> {
     }
 }
 
+/// The modelled cost in cycles of tasks `0..n` of `source`, for the cycle-cost model
+/// ([`crate::sim`]): `given[t]` where it is `Some` (a `cycles(EXPR)` schedule), 0 for a barrier,
+/// else the cost function `registry` holds for the task's kernel (`kernels[k]` for the module's
+/// kernel `k`; 0 if it has none). Takes the store exclusively, so no task runs meanwhile.
+pub fn task_costs<S: TaskSource>(
+    source: &S,
+    n: usize,
+    store: &mut TensorStore,
+    registry: &KernelRegistry,
+    kernels: &[Option<KernelId>],
+    given: &[Option<u64>],
+) -> Vec<u64> {
+    let store = &*store;
+    let mut bufs = (Vec::new(), Vec::new());
+    (0..n)
+        .map(|i| {
+            if let Some(Some(c)) = given.get(i) {
+                return *c;
+            }
+            let t = TaskId(i as u32);
+            source.with_task(t, &mut bufs, |node, params, io| {
+                if node.kernel == BARRIER_KERNEL {
+                    return 0;
+                }
+                let Some(Some(id)) = kernels.get(node.kernel as usize).copied() else {
+                    return 0;
+                };
+                if io.iter().any(|r| store.check_region(r).is_err()) {
+                    return 0;
+                }
+                // SAFETY: the store is borrowed exclusively by this function, so no task runs
+                // and nothing else reads or writes it while the context lives.
+                let ctx = unsafe { TaskContext::new(store, t.0, 0, params, io) };
+                registry.cost(id, &ctx)
+            })
+        })
+        .collect()
+}
+
 impl<S: TaskSource> Exec for KernelExec<'_, S> {
     fn run(&self, t: TaskId, w: usize) -> Result<(), TaskFailure> {
         BUFS.with(|b| {

@@ -12,6 +12,8 @@
 //! - [`table`]: the task table workers read during a streamed run.
 //! - [`kexec`]: the executor that runs registered kernels on tensor views ([`KernelExec`]).
 //! - [`stats`]: what a run reports ([`RunStats`]).
+//! - [`sim`]: the cycle-cost model of `trace cycles`: a simulated schedule on the modelled
+//!   executors and its makespan ([`CycleStats`]).
 //! - [`shapes`]: Taskflow's benchmark DAGs (chain, binary tree, independent, wavefront, random
 //!   levels) as task-graph generators.
 //! - [`baseline`]: the same shapes run without the runtime (a sequential loop, rayon), the
@@ -29,14 +31,16 @@ pub mod kexec;
 pub mod pool;
 pub mod run;
 pub mod shapes;
+pub mod sim;
 pub mod stats;
 pub mod stream;
 pub mod table;
 
 pub use exec::{Exec, ExecError, NoopExec, TaskFailure};
-pub use kexec::{KernelExec, TaskSource};
+pub use kexec::{KernelExec, TaskSource, task_costs};
 pub use pool::WorkerPool;
 pub use run::{GateConfig, PoolSplit, RunConfig, StaticGraph};
+pub use sim::{CycleStats, SimMachine, SimTask};
 pub use stats::{RunStats, Span};
 pub use stream::{AbortProbe, StreamBuilder, StreamConfig, StreamSink};
 pub use table::TaskTable;

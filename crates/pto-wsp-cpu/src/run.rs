@@ -207,6 +207,7 @@ pub(crate) fn finish_stats(
         run_ns,
         counters: counters.snapshot(),
         spans,
+        ..RunStats::default()
     })
 }
 

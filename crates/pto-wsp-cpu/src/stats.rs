@@ -3,6 +3,8 @@
 
 use pto_wsp_graph::counters::CounterSnapshot;
 
+use crate::sim::CycleStats;
+
 /// The wall-clock span of one task on one worker (nanoseconds since the run started).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Span {
@@ -34,6 +36,11 @@ pub struct RunStats {
     pub counters: CounterSnapshot,
     /// Wall-clock spans of every task, when tracing was on (ordered by worker, then start).
     pub spans: Vec<Span>,
+    /// Every edge (predecessor, successor) of a streamed run's graph, when
+    /// [`crate::StreamConfig::record_edges`] was on; empty otherwise.
+    pub edge_list: Vec<(u32, u32)>,
+    /// The cycle-cost model's result, when the run was traced in cycles (`trace cycles`).
+    pub cycles: Option<CycleStats>,
 }
 
 impl RunStats {

@@ -51,6 +51,8 @@ pub struct StreamConfig {
     pub start: StartPolicy,
     /// Task window (size, mode), if any.
     pub window: Option<(u64, WindowMode)>,
+    /// Keep every edge of the graph in [`RunStats::edge_list`] (for the cycle-cost model).
+    pub record_edges: bool,
 }
 
 impl Default for StreamConfig {
@@ -60,6 +62,7 @@ impl Default for StreamConfig {
             exact: ExactMap::Dynamic,
             start: StartPolicy::Immediate,
             window: None,
+            record_edges: false,
         }
     }
 }
@@ -98,8 +101,9 @@ impl RunGraph for StreamGraph<'_> {
         }
     }
 
-    fn priority(&self, _t: TaskId) -> i64 {
-        0
+    #[inline]
+    fn priority(&self, t: TaskId) -> i64 {
+        self.table.priority(t)
     }
 
     #[inline]
@@ -118,6 +122,7 @@ pub struct StreamSink<'s> {
     fail: &'s (dyn Fn(ExecError) + Sync),
     abort: &'s AtomicBool,
     refused: u64,
+    edges: Option<Vec<(u32, u32)>>,
 }
 
 impl std::fmt::Debug for StreamSink<'_> {
@@ -168,6 +173,9 @@ impl<'s> StreamSink<'s> {
 impl EdgeSink for StreamSink<'_> {
     #[inline]
     fn edge(&mut self, pred: TaskId, succ: TaskId) {
+        if let Some(e) = &mut self.edges {
+            e.push((pred.0, succ.0));
+        }
         if !self.states.add_edge(pred, succ) {
             self.refused += 1;
         }
@@ -247,6 +255,7 @@ impl WorkerPool {
                 fail: &fail,
                 abort: engine.abort_flag(),
                 refused: 0,
+                edges: stream.record_edges.then(Vec::new),
             };
             let mut builder =
                 GraphBuilder::with_map(AnyTensorMap::for_mode(stream.deps, stream.exact), sink);
@@ -263,18 +272,20 @@ impl WorkerPool {
             let tasks = builder.len() as u64;
             let sink = builder.sink_mut();
             sink.start.orchestration_done(&release);
+            let edge_list = sink.edges.take().unwrap_or_default();
             engine.set_total(tasks);
-            (t0.elapsed().as_nanos() as u64, edges)
+            (t0.elapsed().as_nanos() as u64, edges, edge_list)
         };
         let r = self.scope(&|w| engine.worker(w), orchestrate);
         let (error, reports, t0) = engine.into_outcome();
-        let ((build_ns, edges), error) = match r {
-            Err(p) => ((0, 0), Some(ExecError::Internal(p.0))),
+        let ((build_ns, edges, edge_list), error) = match r {
+            Err(p) => ((0, 0, Vec::new()), Some(ExecError::Internal(p.0))),
             Ok(v) => (v, error),
         };
         let mut stats = finish_stats(error, reports, t0, &counters, workers)?;
         stats.build_ns = build_ns;
         stats.edges = edges;
+        stats.edge_list = edge_list;
         Ok(stats)
     }
 }

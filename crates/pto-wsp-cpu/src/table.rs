@@ -135,12 +135,14 @@ impl<T: Copy> Drop for Writer<'_, T> {
     }
 }
 
-/// Tasks of a streamed run, as workers read them: node, params, regions.
+/// Tasks of a streamed run, as workers read them: node, params, regions, and (under the
+/// priority ready policy) each task's priority key.
 #[derive(Default)]
 pub struct TaskTable {
     nodes: AppendVec<TaskNode>,
     params: AppendVec<u64>,
     io: AppendVec<TaskIo>,
+    priorities: AppendVec<i64>,
 }
 
 impl std::fmt::Debug for TaskTable {
@@ -183,6 +185,18 @@ impl TaskTable {
     pub fn io(&self, node: &TaskNode, out: &mut Vec<TaskIo>) -> bool {
         self.io
             .copy_range(node.io_start as usize, node.io_count as usize, out)
+    }
+
+    /// Priority key of task `t`: what the priority writer pushed at index `t`, 0 if nothing.
+    #[inline]
+    pub fn priority(&self, t: TaskId) -> i64 {
+        self.priorities.get(t.index()).copied().unwrap_or(0)
+    }
+
+    /// The writer of priority keys (one at a time): push task `t`'s key as element `t`, before
+    /// the task is submitted (so before any worker can see it ready).
+    pub fn priority_writer(&self) -> Option<Writer<'_, i64>> {
+        self.priorities.writer()
     }
 
     /// The table's writer (one at a time).

@@ -259,7 +259,8 @@ impl ReadyQueueSet {
 
     /// Push a ready task for worker `worker` (affinity placement) in `pool`. Under work stealing
     /// it goes to that worker's inbox, which the worker drains before the global injector (other
-    /// workers steal from it only when idle); under the other policies it is a plain push.
+    /// workers steal from it only when idle); under the other policies it is a plain push
+    /// (with priority 0: use [`ReadyQueueSet::push_with_priority`] under the priority policy).
     pub fn push_to(&self, worker: usize, pool: ExecPool, task: TaskId) {
         match &self.queues {
             Queues::Steal { pools, .. } => {

@@ -39,7 +39,7 @@ pub use module::{
     AxisDecl, AxisKind, KernelDecl, KernelParam, Module, ParamKind, SlotDecl, SymbolDecl,
     TensorDecl, Tiers, Workload,
 };
-pub use parse::{ParseError, parse};
+pub use parse::{ParseError, parse, parse_expr};
 pub use schedule::{
     DepsMode, Dispatch, GateScope, Levels, PoolsPolicy, ReadyPolicy, Schedule, ScheduleConfig,
     ScheduleItem, ScheduleItemKind, StartPolicy, TaskGraphItem, Timing, TracePolicy, WindowMode,

@@ -116,6 +116,8 @@ fn nested_dense_loops_with_for_each() {
                         pool: ExecPool::Vector,
                         target: Some(idx % 3),
                         stream: idx % 2,
+                        priority: 0,
+                        cost: None,
                     });
                 }
             }
@@ -167,6 +169,8 @@ workload main() {
                     pool: ExecPool::Any,
                     target: Some(0),
                     stream: 0,
+                    priority: 0,
+                    cost: None,
                 });
             }
         }
@@ -1728,4 +1732,48 @@ mod random_nests {
 fn region_helper_indices_are_module_indices() {
     let m = module(NESTED);
     assert_eq!(tidx(&m, "B"), 1);
+}
+
+#[test]
+fn priority_and_cycles_keys_are_evaluated_per_task() {
+    let m = module(
+        "
+symbol n: i64;
+tensor X: f32[n, 4];
+axis I = dense_dyn(n);
+axis J = dense(4);
+kernel k(out x: f32[1, 1]);
+workload main() {
+    parallel_for i in I {
+        parallel_for j in J {
+            task k(X[i, j]);
+        }
+    }
+}
+schedule for main {
+    task_graph {
+        ready priority(i * 10 - j);
+        trace cycles(j - 1);
+    }
+}
+",
+    );
+    let x = run(&m, &Bindings::new().symbol("n", 3i64));
+    let got: Vec<(i64, Option<u64>)> = x.tasks.iter().map(|t| (t.priority, t.cost)).collect();
+    let mut want = Vec::new();
+    for i in 0..3i64 {
+        for j in 0..4i64 {
+            // Negative costs count as zero.
+            want.push((i * 10 - j, Some((j - 1).max(0) as u64)));
+        }
+    }
+    assert_eq!(got, want);
+    // Without those policies: priority 0, no cost.
+    let plain = module(
+        &m.to_string()
+            .replace("ready priority(i * 10 - j);", "")
+            .replace("trace cycles(j - 1);", ""),
+    );
+    let x = run(&plain, &Bindings::new().symbol("n", 2i64));
+    assert!(x.tasks.iter().all(|t| t.priority == 0 && t.cost.is_none()));
 }

@@ -18,17 +18,19 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use pto_wsp_cpu::sim::simulate;
+use pto_wsp_cpu::table::Writer;
 use pto_wsp_cpu::{
-    ExecError, GateConfig, KernelExec, PoolSplit, RunConfig, RunStats, StreamConfig, TaskTable,
-    WorkerPool,
+    CycleStats, ExecError, GateConfig, KernelExec, PoolSplit, RunConfig, RunStats, SimMachine,
+    SimTask, StreamConfig, TaskTable, WorkerPool, task_costs,
 };
-use pto_wsp_graph::ExecDomain;
 use pto_wsp_graph::builder::ExactMap;
 use pto_wsp_graph::feed::{FeedError, FeedHooks, feed};
 use pto_wsp_graph::ready::ReadyKind;
+use pto_wsp_graph::{ExecDomain, TaskId};
 use pto_wsp_ir::{
-    Bindings, Dispatch, ExpandOptions, ExpandedTask, Module, PoolsPolicy, ScheduleConfig,
-    TracePolicy, ValidationError, validate,
+    Bindings, Dispatch, ExpandOptions, ExpandedTask, Module, PoolsPolicy, ReadyPolicy,
+    ScheduleConfig, TracePolicy, ValidationError, validate,
 };
 use pto_wsp_kernels::{KernelId, KernelRegistry, StoreError, TensorStore};
 
@@ -256,10 +258,13 @@ impl std::fmt::Debug for Program {
     }
 }
 
-/// Records each task's expander index and stops feeding when the run failed.
+/// Records each task's expander index (and, when the schedule asks, its priority key for the
+/// workers and its `cycles(EXPR)` cost for the model) and stops feeding when the run failed.
 struct Hooks<'p> {
     origin: &'p mut Vec<u32>,
     probe: pto_wsp_cpu::AbortProbe<'p>,
+    priorities: Option<Writer<'p, i64>>,
+    costs: Option<&'p mut Vec<Option<u64>>>,
 }
 
 impl FeedHooks for Hooks<'_> {
@@ -274,6 +279,12 @@ impl FeedHooks for Hooks<'_> {
         }
         debug_assert_eq!(id.index(), self.origin.len());
         self.origin.push(task.map_or(u32::MAX, |(i, _)| i));
+        if let Some(w) = &mut self.priorities {
+            w.push(task.map_or(0, |(_, t)| t.priority));
+        }
+        if let Some(c) = &mut self.costs {
+            c.push(task.and_then(|(_, t)| t.cost));
+        }
         Ok(())
     }
 }
@@ -304,11 +315,17 @@ impl Inner {
             exact: ExactMap::Dynamic,
             start: c.start,
             window: c.task_window,
+            record_edges: self.cycles(),
         };
         (run, stream)
     }
 
-    fn execute(&self, bindings: &Bindings, store: &TensorStore) -> Result<RunStats, RunError> {
+    /// Whether the schedule asks for the cycle-cost model.
+    fn cycles(&self) -> bool {
+        matches!(self.plan.config.trace, TracePolicy::Cycles(_))
+    }
+
+    fn execute(&self, bindings: &Bindings, store: &mut TensorStore) -> Result<RunStats, RunError> {
         let (run, stream) = self.run_config();
         let table = TaskTable::new();
         let exec = KernelExec::new(
@@ -320,11 +337,19 @@ impl Inner {
             self.options.debug_checks,
         );
         let mut origin = Vec::new();
+        let mut costs = Vec::new();
+        let priority = matches!(self.plan.config.ready, ReadyPolicy::Priority(_));
         let r = self.pool.run_streaming(&table, &run, &stream, &exec, |b| {
             let probe = b.sink().abort_probe();
             let mut hooks = Hooks {
                 origin: &mut origin,
                 probe,
+                priorities: if priority {
+                    table.priority_writer()
+                } else {
+                    None
+                },
+                costs: self.cycles().then_some(&mut costs),
             };
             match feed(
                 &self.plan.module,
@@ -340,7 +365,7 @@ impl Inner {
             }
         });
         // Name tasks as the user knows them: by their expander index.
-        r.map_err(|e| match e {
+        let mut stats = r.map_err(|e| match e {
             ExecError::Kernel {
                 task,
                 kernel,
@@ -353,8 +378,44 @@ impl Inner {
                 panicked,
             },
             other => other,
-        })
-        .map_err(RunError::from)
+        })?;
+        if self.cycles() {
+            stats.cycles = Some(self.model(&table, store, &costs, &stats.edge_list)?);
+        }
+        Ok(stats)
+    }
+
+    /// The cycle-cost model of a finished run (see [`pto_wsp_cpu::sim`]).
+    fn model(
+        &self,
+        table: &TaskTable,
+        store: &mut TensorStore,
+        given: &[Option<u64>],
+        edges: &[(u32, u32)],
+    ) -> Result<CycleStats, RunError> {
+        let n = table.len();
+        let cost = task_costs(table, n, store, &self.options.kernels, &self.kernels, given);
+        let tasks: Vec<SimTask> = (0..n)
+            .map(|i| {
+                let node = table
+                    .node(TaskId(i as u32))
+                    .expect("every task of a finished run is published");
+                SimTask {
+                    cost: cost[i],
+                    pool: node.pool(),
+                    target: node.affinity(),
+                }
+            })
+            .collect();
+        let c = &self.plan.config;
+        let executors = c.executors.clamp(1, u32::MAX as u64) as u32;
+        let machine = SimMachine {
+            executors,
+            vector: matches!(c.pools, PoolsPolicy::ByExecUnit).then_some(executors / 2),
+            placement: !matches!(c.dispatch, Dispatch::WorkSteal),
+        };
+        simulate(&tasks, edges, &machine)
+            .map_err(|e| RunError::Exec(ExecError::Internal(format!("cycle model: {e}"))))
     }
 }
 
@@ -395,8 +456,8 @@ impl Program {
         let handle = std::thread::Builder::new()
             .name("pto-wsp-orchestrator".into())
             .spawn(move || {
-                let g = store.lock().unwrap_or_else(|p| p.into_inner());
-                let s = g.as_ref().expect("tensors allocated before the run");
+                let mut g = store.lock().unwrap_or_else(|p| p.into_inner());
+                let s = g.as_mut().expect("tensors allocated before the run");
                 inner.execute(&bindings, s)
             })
             .map_err(|e| ExecError::Setup(format!("cannot start the orchestration thread: {e}")))?;

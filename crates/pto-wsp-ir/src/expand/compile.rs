@@ -16,7 +16,7 @@ use crate::eval::Compiled;
 use crate::expr::Expr;
 use crate::loc::Ident;
 use crate::module::{AxisKind, KernelDecl, Module, ParamKind, Tiers};
-use crate::schedule::{Dispatch, Levels, ScheduleConfig};
+use crate::schedule::{Dispatch, Levels, ReadyPolicy, ScheduleConfig, TracePolicy};
 use crate::types::{Access, ExecPool, ScalarType};
 use crate::value::{Bindings, Value};
 use crate::workload::{Arg, LoopOrder, Stmt, StmtKind};
@@ -138,6 +138,8 @@ pub(super) struct CTask {
     pub dispatch: CDispatch,
     pub stream_by: Option<CExpr>,
     pub pool_by: Option<CLevels<ExecPool>>,
+    pub priority_by: Option<CExpr>,
+    pub cost_by: Option<CExpr>,
 }
 
 #[derive(Debug)]
@@ -908,6 +910,18 @@ impl<'m> Compiler<'m> {
             Some(e) => Some(self.resolve(e, "the `stream_by` key", Some(true), false)?),
             None => None,
         };
+        let priority_by = match &config.ready {
+            ReadyPolicy::Priority(e) => {
+                Some(self.resolve(e, "the `priority` key", Some(true), false)?)
+            }
+            ReadyPolicy::Fifo | ReadyPolicy::WorkSteal => None,
+        };
+        let cost_by = match &config.trace {
+            TracePolicy::Cycles(Some(e)) => {
+                Some(self.resolve(e, "the `cycles` cost", Some(true), false)?)
+            }
+            TracePolicy::Cycles(None) | TracePolicy::None | TracePolicy::Wall => None,
+        };
         let pool_by = match &config.dispatch_threshold {
             Some(l) => Some(CLevels {
                 metric: self.resolve(
@@ -927,6 +941,8 @@ impl<'m> Compiler<'m> {
             dispatch,
             stream_by,
             pool_by,
+            priority_by,
+            cost_by,
         })))
     }
 

@@ -83,6 +83,11 @@ pub struct ExpandedTask {
     pub target: Option<u32>,
     /// Stream.
     pub stream: u32,
+    /// Ready-queue priority key under `ready priority(EXPR)` (higher first); 0 otherwise.
+    pub priority: i64,
+    /// Cycle cost under `trace cycles(EXPR)` (negative values count as 0); `None` otherwise
+    /// (the kernel's own cost function decides under `trace cycles`).
+    pub cost: Option<u64>,
 }
 
 /// A region argument with every expression evaluated.

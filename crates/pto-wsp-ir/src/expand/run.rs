@@ -261,6 +261,8 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                 pool: ExecPool::Any,
                 target: None,
                 stream: 0,
+                priority: 0,
+                cost: None,
             },
             sink,
             channels: prog
@@ -897,6 +899,14 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
         buf.stream = match &t.stream_by {
             Some(e) => modulo(eval(e, env)?, prog.streams, &e.what)?,
             None => (u64::from(index) % prog.streams) as u32,
+        };
+        buf.priority = match &t.priority_by {
+            Some(e) => eval_int(e, env)?,
+            None => 0,
+        };
+        buf.cost = match &t.cost_by {
+            Some(e) => Some(eval_int(e, env)?.max(0) as u64),
+            None => None,
         };
         Ok(())
     }

@@ -3,10 +3,12 @@
 //! debug checks on (a conflicting pair in flight fails the run); errors name task and kernel;
 //! unknown kernels and missing bindings are reported; the program runs again after a failure.
 
+mod differential;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use pto_wsp::ir::{Bindings, ExpandOptions, Module, ReadyPolicy, expand, parse};
+use pto_wsp::ir::{Bindings, ExpandOptions, Module, ReadyPolicy, expand, parse, parse_expr};
 use pto_wsp::kernels::{KernelError, KernelRegistry};
 use pto_wsp::{CompileError, CompileOptions, RunError, compile, lower};
 
@@ -86,7 +88,11 @@ fn every_example_runs_the_expanders_tasks_under_every_policy() {
         }
         let want = expected(&module, &b);
         for threads in [1, 2, 4] {
-            for ready in [ReadyPolicy::Fifo, ReadyPolicy::WorkSteal] {
+            for ready in [
+                ReadyPolicy::Fifo,
+                ReadyPolicy::WorkSteal,
+                ReadyPolicy::Priority(parse_expr("0").unwrap()),
+            ] {
                 let log = Arc::new(Mutex::new(Vec::new()));
                 let mut plan = lower(&module).unwrap();
                 plan.config.ready = ready.clone();
@@ -176,4 +182,120 @@ fn unknown_kernels_and_missing_bindings_are_reported() {
     assert!(matches!(err, RunError::Store(_)), "{err}");
     let symbol = &module.symbols[0].name.name;
     assert!(err.to_string().contains(symbol.as_str()), "{err}");
+}
+
+/// One thread, every task held until orchestration ends: tasks run in priority order (higher
+/// first, ties in submission order), the key evaluated per task.
+#[test]
+fn priority_keys_order_ready_tasks() {
+    let text = "
+symbol n: i64;
+tensor X: f32[n];
+axis I = dense_dyn(n);
+kernel k(out x: f32[1], i: i64);
+workload main() {
+    parallel_for i in I {
+        task k(X[i], i);
+    }
+}
+schedule for main {
+    task_graph {
+        ready priority(i % 3 * 10 - i);
+        start after_orchestration;
+    }
+}
+";
+    let module = parse(text).unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut r = KernelRegistry::new();
+    let o = Arc::clone(&order);
+    r.register("k", move |ctx| {
+        o.lock().unwrap().push(ctx.param_i64(0)?);
+        Ok(())
+    });
+    let mut p = compile(
+        lower(&module).unwrap(),
+        CompileOptions {
+            threads: 1,
+            kernels: r,
+            ..CompileOptions::default()
+        },
+    )
+    .unwrap();
+    let n = 12i64;
+    p.execute(&Bindings::new().symbol("n", n)).unwrap();
+    let mut want: Vec<i64> = (0..n).collect();
+    want.sort_by_key(|&i| (std::cmp::Reverse(i % 3 * 10 - i), i));
+    assert_eq!(*order.lock().unwrap(), want);
+}
+
+/// `trace cycles(EXPR)`: the model's makespan on the schedule's executors, checked against the
+/// closed form of a fork-join graph; `trace cycles` uses each kernel's cost function.
+#[test]
+fn cycle_model_reports_the_simulated_makespan() {
+    let text = "
+symbol n: i64;
+tensor X: f32[n];
+tensor Y: f32[1];
+axis I = dense_dyn(n);
+kernel k(out x: f32[1], i: i64);
+kernel sum(in x: f32[?], out y: f32[1]);
+workload main() {
+    parallel_for i in I {
+        task k(X[i], i);
+    }
+    task sum(X[0 +: n], Y[0]);
+}
+schedule for main {
+    executors 3;
+    dispatch work_steal;
+    task_graph {
+        deps overlap;
+        trace cycles(100);
+    }
+}
+";
+    let module = parse(text).unwrap();
+    let mut r = KernelRegistry::new();
+    r.register("k", |_| Ok(()));
+    r.register("sum", |_| Ok(()));
+    r.set_cost("k", |ctx| 7 * ctx.param_u64(0).unwrap_or(0) + 1);
+    r.set_cost("sum", |_| 5);
+    for threads in [1, 2] {
+        let mut p = compile(
+            lower(&module).unwrap(),
+            CompileOptions {
+                threads,
+                kernels: r.clone(),
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap();
+        let s = p.execute(&Bindings::new().symbol("n", 7i64)).unwrap();
+        let c = s.cycles.expect("cycles traced");
+        // 7 tasks of 100 on 3 executors: 3 rounds; then the sum (100).
+        assert_eq!(c.total_cycles, 400, "threads {threads}");
+        assert_eq!((c.work_cycles, c.critical_path), (800, 200));
+        assert_eq!(c.busy.len(), 3);
+    }
+    // Kernel cost functions: k(i) costs 7i + 1 and sum 5. List schedule on 3 executors, ready
+    // tasks in id order: executor loads (1+22+43, 8+29, 15+36) -> the last of the 7 ends at 66.
+    let module = parse(&text.replace("trace cycles(100);", "trace cycles;")).unwrap();
+    let mut p = compile(
+        lower(&module).unwrap(),
+        CompileOptions {
+            threads: 2,
+            kernels: r,
+            ..CompileOptions::default()
+        },
+    )
+    .unwrap();
+    let c = p
+        .execute(&Bindings::new().symbol("n", 7i64))
+        .unwrap()
+        .cycles
+        .unwrap();
+    let work: u64 = (0..7).map(|i| 7 * i + 1).sum::<u64>() + 5;
+    assert_eq!((c.work_cycles, c.critical_path), (work, 43 + 5));
+    assert_eq!(c.total_cycles, 66 + 5);
 }
