@@ -219,10 +219,22 @@ pub enum StoreError {
 /// Held by raw pointer rather than `Box<[u8]>` so that views may write through a pointer derived
 /// from a shared `&TensorStore` without a `&`/`&mut` to the whole buffer ever existing at the
 /// same time (see [`crate::context`]).
+///
+/// The allocation is made with the allocator's natural alignment ([`CALLOC_ALIGN`]) and
+/// [`ALIGN`] extra bytes, and `ptr` is the first [`ALIGN`]-aligned byte inside it: asking the
+/// system allocator for a zeroed block of alignment above 16 makes it allocate and then `memset`
+/// the whole block, touching every page, whereas a naturally aligned zeroed block is `calloc`,
+/// whose large blocks are fresh zero pages mapped only when first touched. Tensors of gigabytes
+/// that a run never touches (empty kernels, unused outputs) then cost nothing.
 struct Buffer {
     ptr: NonNull<u8>,
     len: usize,
+    /// Start of the allocation (`ptr` minus the alignment padding).
+    base: NonNull<u8>,
 }
+
+/// Alignment the system allocator gives `calloc` blocks without a `memset`.
+const CALLOC_ALIGN: usize = 16;
 
 // SAFETY: a `Buffer` owns its allocation exclusively, like `Box<[u8]>`; moving it to another
 // thread moves that ownership.
@@ -237,19 +249,34 @@ impl Buffer {
     /// known to fit a [`Layout`] of alignment [`ALIGN`].
     fn zeroed(layout: Layout) -> Option<Buffer> {
         if layout.size() == 0 {
+            let ptr = NonNull::new(std::ptr::without_provenance_mut(ALIGN))?;
             return Some(Buffer {
-                ptr: NonNull::new(std::ptr::without_provenance_mut(ALIGN))?,
+                ptr,
                 len: 0,
+                base: ptr,
             });
         }
+        let outer = Self::outer(layout.size())?;
         // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { alloc_zeroed(layout) };
+        let base = NonNull::new(unsafe { alloc_zeroed(outer) })?;
+        let pad = base.as_ptr().align_offset(ALIGN);
+        debug_assert!(pad < ALIGN);
+        // SAFETY: `pad < ALIGN` and the block has `len + ALIGN` bytes, so `base + pad` and the
+        // `len` bytes after it lie inside it.
+        let ptr = unsafe { base.add(pad) };
         Some(Buffer {
-            ptr: NonNull::new(ptr)?,
+            ptr,
             len: layout.size(),
+            base,
         })
     }
 
+    /// The layout actually allocated for `len` bytes.
+    fn outer(len: usize) -> Option<Layout> {
+        Layout::from_size_align(len.checked_add(ALIGN)?, CALLOC_ALIGN).ok()
+    }
+
+    /// The layout of the tensor's bytes (alignment [`ALIGN`]).
     fn layout(&self) -> Layout {
         // The same layout `zeroed` was given: it was valid then.
         Layout::from_size_align(self.len, ALIGN).expect("a buffer's layout was valid when made")
@@ -272,8 +299,9 @@ impl Buffer {
 impl Drop for Buffer {
     fn drop(&mut self) {
         if self.len != 0 {
-            // SAFETY: allocated by `alloc_zeroed` with exactly this layout, freed once.
-            unsafe { dealloc(self.ptr.as_ptr(), self.layout()) }
+            let outer = Self::outer(self.len).expect("valid when allocated");
+            // SAFETY: `base` was allocated by `alloc_zeroed` with exactly this layout, freed once.
+            unsafe { dealloc(self.base.as_ptr(), outer) }
         }
     }
 }
