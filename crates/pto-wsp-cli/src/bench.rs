@@ -15,8 +15,9 @@
 //! - `run-only/rayon`: the ratio of the two.
 //!
 //! Then thread scaling (a busy-spin kernel of [`BenchOptions::spin`] per task, run-only, speedup
-//! against one thread) and idle CPU (process CPU time while a streamed run has nothing to do, and
-//! while a gate blocks every ready task behind one sleeping task).
+//! against one thread), idle CPU (process CPU time while a streamed run has nothing to do, and
+//! while a gate blocks every ready task behind one sleeping task), and the LLaMA layer end to end
+//! ([`crate::bench_llama`]).
 //!
 //! Promise: every run is checked to have executed every task of its shape (a mismatch is an
 //! error, not a figure); nothing here panics on the options given. The output is not
@@ -62,6 +63,8 @@ pub struct BenchOptions {
     pub spin: Duration,
     /// How long the idle-CPU runs stay idle (nothing is measured when zero).
     pub idle: Duration,
+    /// Sequence lengths of the LLaMA-layer section (none: no section).
+    pub llama: Vec<i64>,
 }
 
 impl BenchOptions {
@@ -82,6 +85,11 @@ impl BenchOptions {
             scaling: vec![Shape::Independent(2000), Shape::Wavefront(45)],
             spin: Duration::from_micros(10),
             idle: Duration::from_secs(1),
+            llama: if quick {
+                vec![1024]
+            } else {
+                vec![1024, 4096, 16384]
+            },
         }
     }
 }
@@ -135,6 +143,7 @@ pub fn bench<E: From<CliError>>(
     main_table(opts, &mut out)?;
     scaling(opts, &mut out)?;
     idle(opts, &mut out)?;
+    crate::bench_llama::llama(&opts.llama, &opts.threads, opts.repeat, &mut out)?;
     Ok(())
 }
 
@@ -159,7 +168,10 @@ fn dependent(shape: &Shape) -> bool {
 }
 
 /// Best (smallest) time of `repeat` calls of `f`; `f` times itself and returns the time.
-fn best(repeat: u32, mut f: impl FnMut() -> Result<Duration, CliError>) -> Result<f64, CliError> {
+pub(crate) fn best(
+    repeat: u32,
+    mut f: impl FnMut() -> Result<Duration, CliError>,
+) -> Result<f64, CliError> {
     let mut min = Duration::MAX;
     for _ in 0..repeat {
         min = min.min(f()?);
@@ -210,7 +222,7 @@ fn verdict(value: f64, target: f64) -> &'static str {
 }
 
 /// 1,234,567.
-fn thousands(n: usize) -> String {
+pub(crate) fn thousands(n: usize) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {

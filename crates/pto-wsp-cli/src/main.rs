@@ -98,6 +98,11 @@ enum Command {
         #[arg(long, default_value_t = 5, value_name = "N",
               value_parser = clap::value_parser!(u32).range(1..))]
         repeat: u32,
+        /// Sequence lengths of the LLaMA-layer section, comma-separated; 0 skips it (default:
+        /// 1024,4096,16384; 1024 with --quick).
+        #[arg(long, value_delimiter = ',', value_name = "LIST",
+              value_parser = clap::value_parser!(i64).range(0..=1 << 20))]
+        llama: Vec<i64>,
     },
 }
 
@@ -274,9 +279,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             quick,
             threads,
             repeat,
+            llama,
         } => {
             let threads = threads.into_iter().map(usize::from).collect();
-            let opts = pto_wsp_cli::bench::BenchOptions::new(shapes, quick, threads, repeat);
+            let mut opts = pto_wsp_cli::bench::BenchOptions::new(shapes, quick, threads, repeat);
+            if !llama.is_empty() {
+                opts.llama = llama.into_iter().filter(|&s| s > 0).collect();
+            }
             pto_wsp_cli::bench::bench(&opts, emit)?;
         }
     }

@@ -21,6 +21,7 @@ fn bench_runs_every_section_and_names_every_shape() {
     opts.scaling = vec![Shape::Independent(20), Shape::Wavefront(4)];
     opts.spin = Duration::from_micros(2);
     opts.idle = Duration::from_millis(20);
+    opts.llama = vec![64];
     let text = bench_report(&opts).unwrap();
     for shape in shapes.iter().chain(&opts.scaling) {
         assert!(
@@ -36,6 +37,7 @@ fn bench_runs_every_section_and_names_every_shape() {
         "thread scaling",
         "idle CPU",
         "gate-blocked",
+        "LLaMA-7B prefill layer",
     ] {
         assert!(text.contains(section), "{section} missing:\n{text}");
     }
