@@ -2,6 +2,7 @@
 //! span of every task.
 
 use pto_wsp_graph::counters::CounterSnapshot;
+use pto_wsp_graph::tensor_map::MapStats;
 
 use crate::sim::CycleStats;
 
@@ -41,6 +42,9 @@ pub struct RunStats {
     pub edge_list: Vec<(u32, u32)>,
     /// The cycle-cost model's result, when the run was traced in cycles (`trace cycles`).
     pub cycles: Option<CycleStats>,
+    /// The TensorMap of a streamed run at its end: hits, misses, live entries and their
+    /// high-water mark (bounded by what is in flight, since completed tasks are retired).
+    pub tensor_map: MapStats,
 }
 
 impl RunStats {

@@ -28,7 +28,7 @@ use pto_wsp_graph::start::StartGate;
 use pto_wsp_graph::state::TaskStates;
 use pto_wsp_graph::storage::TaskNode;
 use pto_wsp_graph::sync::Arc;
-use pto_wsp_graph::tensor_map::AnyTensorMap;
+use pto_wsp_graph::tensor_map::{AnyTensorMap, MapStats, TensorMap};
 use pto_wsp_graph::types::TaskIo;
 use pto_wsp_graph::window::{WindowError, WindowState};
 use pto_wsp_ir::{DepsMode, StartPolicy, WindowMode};
@@ -123,6 +123,10 @@ pub struct StreamSink<'s> {
     abort: &'s AtomicBool,
     refused: u64,
     edges: Option<Vec<(u32, u32)>>,
+    /// Every task below this id has completed (as far as the sink has looked).
+    completed_below: u32,
+    /// Tasks submitted so far.
+    submitted: u32,
 }
 
 impl std::fmt::Debug for StreamSink<'_> {
@@ -193,6 +197,20 @@ impl EdgeSink for StreamSink<'_> {
             self.start.ready(task, release);
         }
         self.start.submitted(release);
+        self.submitted = task.0 + 1;
+    }
+
+    /// Advances the completed prefix over tasks whose completion it observes (`is_complete`
+    /// loads with acquire ordering, so their work happens before anything this thread publishes
+    /// later): amortised O(1) per task, since the prefix only grows.
+    fn retire_hint(&mut self) -> Option<TaskId> {
+        let before = self.completed_below;
+        while self.completed_below < self.submitted
+            && self.states.is_complete(TaskId(self.completed_below))
+        {
+            self.completed_below += 1;
+        }
+        (self.completed_below > before).then_some(TaskId(self.completed_below))
     }
 }
 
@@ -256,6 +274,8 @@ impl WorkerPool {
                 abort: engine.abort_flag(),
                 refused: 0,
                 edges: stream.record_edges.then(Vec::new),
+                completed_below: 0,
+                submitted: 0,
             };
             let mut builder =
                 GraphBuilder::with_map(AnyTensorMap::for_mode(stream.deps, stream.exact), sink);
@@ -269,23 +289,28 @@ impl WorkerPool {
             }
             builder.abandon();
             let edges = builder.stats().edges();
+            let map_stats = builder.map().stats();
             let tasks = builder.len() as u64;
             let sink = builder.sink_mut();
             sink.start.orchestration_done(&release);
             let edge_list = sink.edges.take().unwrap_or_default();
             engine.set_total(tasks);
-            (t0.elapsed().as_nanos() as u64, edges, edge_list)
+            (t0.elapsed().as_nanos() as u64, edges, edge_list, map_stats)
         };
         let r = self.scope(&|w| engine.worker(w), orchestrate);
         let (error, reports, t0) = engine.into_outcome();
-        let ((build_ns, edges, edge_list), error) = match r {
-            Err(p) => ((0, 0, Vec::new()), Some(ExecError::Internal(p.0))),
+        let ((build_ns, edges, edge_list, map_stats), error) = match r {
+            Err(p) => (
+                (0, 0, Vec::new(), MapStats::default()),
+                Some(ExecError::Internal(p.0)),
+            ),
             Ok(v) => (v, error),
         };
         let mut stats = finish_stats(error, reports, t0, &counters, workers)?;
         stats.build_ns = build_ns;
         stats.edges = edges;
         stats.edge_list = edge_list;
+        stats.tensor_map = map_stats;
         Ok(stats)
     }
 }

@@ -51,7 +51,19 @@ pub trait EdgeSink {
     /// Forgets every edge: [`GraphBuilder::reset`] starts a new build with task 0. The default
     /// does nothing (for sinks that hand edges on at once).
     fn clear(&mut self) {}
+    /// Asked every [`RETIRE_EVERY`] submissions: a task id below which every task has
+    /// *completed*, if the sink knows one newer than the last it returned. The builder then
+    /// forgets the TensorMap records of those tasks ([`GraphBuilder::retire_before`]), so a graph
+    /// built while it runs keeps a map the size of what is in flight, not of everything
+    /// submitted. The sink must have *acquired* those completions (a later task may then get no
+    /// edge from them). The default knows nothing.
+    fn retire_hint(&mut self) -> Option<TaskId> {
+        None
+    }
 }
+
+/// How often [`GraphBuilder::submit`] asks its sink for [`EdgeSink::retire_hint`].
+pub const RETIRE_EVERY: u32 = 4096;
 
 /// The non-streaming sink: keeps each task's predecessors (CSR by successor) for
 /// [`GraphBuilder::finish`].
@@ -196,6 +208,8 @@ pub struct GraphBuilder<M: TensorMap = AnyTensorMap, S: EdgeSink = CollectEdges>
     explicit: Vec<u32>,
     open: bool,
     stats: BuildStats,
+    /// Submissions until the next [`EdgeSink::retire_hint`].
+    retire_in: u32,
 }
 
 impl GraphBuilder {
@@ -224,6 +238,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             explicit: Vec::new(),
             open: false,
             stats: BuildStats::default(),
+            retire_in: RETIRE_EVERY,
         }
     }
 
@@ -419,6 +434,13 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         );
         self.sink.submitted(task);
         self.open = false;
+        self.retire_in -= 1;
+        if self.retire_in == 0 {
+            self.retire_in = RETIRE_EVERY;
+            if let Some(oldest_live) = self.sink.retire_hint() {
+                self.map.retire_before(oldest_live);
+            }
+        }
         let st = &mut self.stats;
         st.tasks += 1;
         st.raw += kinds[EdgeKind::Raw as usize];
@@ -483,6 +505,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         self.explicit.clear();
         self.open = false;
         self.stats = BuildStats::default();
+        self.retire_in = RETIRE_EVERY;
         self.map.clear();
         self.sink.clear();
     }

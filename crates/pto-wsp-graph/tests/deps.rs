@@ -653,6 +653,124 @@ proptest! {
     }
 }
 
+/// A sink that claims every task older than `lag` submissions has completed.
+#[derive(Default)]
+struct Lagging {
+    inner: CollectEdges,
+    lag: u32,
+    submitted: u32,
+    hints: Vec<(u32, u32)>,
+}
+
+impl pto_wsp_graph::builder::EdgeSink for Lagging {
+    fn edge(&mut self, pred: TaskId, succ: TaskId) {
+        self.inner.edge(pred, succ);
+    }
+    fn submitted(&mut self, task: TaskId) {
+        self.inner.submitted(task);
+        self.submitted = task.0 + 1;
+    }
+    fn retire_hint(&mut self) -> Option<TaskId> {
+        let w = self.submitted.saturating_sub(self.lag);
+        self.hints.push((self.submitted, w));
+        Some(TaskId(w))
+    }
+}
+
+/// The builder asks its sink for a retire watermark every `RETIRE_EVERY` submissions and
+/// forgets the records below it: the graph it builds is the graph without retiring minus the
+/// edges from retired tasks, and the map stays the size of what is live.
+#[test]
+fn the_sinks_retire_hint_bounds_the_map_and_drops_only_retired_edges() {
+    use pto_wsp_graph::builder::RETIRE_EVERY;
+    let n = 3 * RETIRE_EVERY as usize + 100;
+    // Phases of 500 tasks, each over the 16 tiles of its own tensor (so old records can go):
+    // within a phase every tile is rewritten and reread many times.
+    let tasks: Vec<GenTask> = (0..n)
+        .map(|j| {
+            let t = (j / 500) as u32;
+            let tile =
+                |k: usize| Region::new_2d(t, (k % 4) as u32 * 2, 2, (k / 4 % 4) as u32 * 2, 2);
+            GenTask {
+                regions: vec![
+                    (tile(j * 7), Access::In),
+                    (
+                        tile(j * 13 + 5),
+                        if j % 3 == 0 {
+                            Access::InOut
+                        } else {
+                            Access::Out
+                        },
+                    ),
+                ],
+                explicit: vec![],
+            }
+        })
+        .collect();
+    for mode in [DepsMode::Exact, DepsMode::Overlap] {
+        let plain = build(&tasks, mode, ExactMap::Dynamic);
+        let mut b = GraphBuilder::with_map(
+            AnyTensorMap::for_mode(mode, ExactMap::Dynamic),
+            Lagging {
+                lag: 100,
+                ..Lagging::default()
+            },
+        );
+        for t in &tasks {
+            b.alloc_task(0, ExecDomain::HostCpu, ExecPool::Any, 0, None);
+            for &(r, a) in &t.regions {
+                b.add_access(r, a);
+            }
+            b.submit().unwrap();
+        }
+        let hints = b.sink().hints.clone();
+        assert_eq!(hints.len(), n / RETIRE_EVERY as usize, "{mode:?}");
+        assert!(
+            b.map().stats().live < plain_live(&tasks, mode),
+            "{mode:?}: nothing was retired"
+        );
+        // Task s was submitted under the watermark of the last hint before it.
+        let watermark = |s: usize| {
+            hints
+                .iter()
+                .rev()
+                .find(|&&(at, _)| (at as usize) <= s)
+                .map_or(0, |&(_, w)| w as usize)
+        };
+        let (preds, ends) = b.sink().inner.preds();
+        let mut got = Vec::new();
+        let mut begin = 0;
+        for &end in ends {
+            let mut p: Vec<usize> = preds[begin as usize..end as usize]
+                .iter()
+                .map(|&p| p as usize)
+                .collect();
+            p.sort();
+            got.push(p);
+            begin = end;
+        }
+        let want: Vec<Vec<usize>> = graph_preds(&plain)
+            .into_iter()
+            .enumerate()
+            .map(|(s, p)| p.into_iter().filter(|&p| p >= watermark(s)).collect())
+            .collect();
+        assert_eq!(got, want, "{mode:?}");
+    }
+}
+
+/// Records the map holds at the end of a build without retiring.
+fn plain_live(tasks: &[GenTask], mode: DepsMode) -> u64 {
+    let mut b = GraphBuilder::with_exact_map(mode, ExactMap::Dynamic);
+    for t in tasks {
+        b.alloc_task(0, ExecDomain::HostCpu, ExecPool::Any, 0, None);
+        for &(r, a) in &t.regions {
+            b.add_access(r, a);
+        }
+        b.submit().unwrap();
+    }
+    b.map().stats().live
+}
+
 /// Feeds `tasks` (retiring everything older than `retire_at - 10` once, at task `retire_at`).
 fn feed<M: TensorMap>(b: &mut GraphBuilder<M>, tasks: &[GenTask], retire_at: usize) {
     for (j, t) in tasks.iter().enumerate() {

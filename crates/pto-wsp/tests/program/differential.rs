@@ -352,6 +352,13 @@ fn conflict(a: &ExpandedTask, b: &ExpandedTask, mode: DepsMode) -> bool {
 
 fn check_module(seed: u64) {
     let (text, mode) = module_text(seed);
+    check_text(&text, mode);
+}
+
+/// Runs `text` (kernels `kr`, `ki`, `k2` with a unique id as the last parameter, tensors
+/// `T0..T2` of 8 × 8) and checks it against the expander and the sequential reference.
+fn check_text(text: &str, mode: DepsMode) {
+    let text = text.to_string();
     let module = parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let b = Bindings::new();
     let x =
@@ -491,4 +498,62 @@ fn the_generator_covers_every_policy_and_statement() {
         tasks > 200 * 4,
         "modules are too small: {tasks} tasks over 200 seeds"
     );
+}
+
+/// A streamed run longer than the builder's retire period (`RETIRE_EVERY` submissions), under a
+/// small window: the TensorMap forgets completed tasks while the run goes on, and the run stays
+/// exactly right (tasks, orders, numbers), in both inference modes.
+#[test]
+fn long_streamed_runs_retire_completed_tasks_and_stay_exact() {
+    for mode in [DepsMode::Exact, DepsMode::Overlap] {
+        let deps = if mode == DepsMode::Exact {
+            "exact"
+        } else {
+            "overlap"
+        };
+        let text = format!(
+            "tensor T0: f32[8, 8];
+tensor T1: f32[8, 8];
+tensor T2: f32[8, 8];
+axis A2 = dense(2);
+axis A4 = dense(4);
+axis R = dense(48);
+kernel kr(in a: f32[?, ?], out b: f32[?, ?], id: i64);
+kernel ki(inout a: f32[?, ?], id: i64);
+kernel k2(in a: f32[?, ?], in b: f32[?, ?], out c: f32[?, ?], id: i64);
+workload main() {{
+    parallel_for o in A2 {{
+        for_each r in R {{
+            parallel_for i in A4 {{
+                parallel_for j in A4 {{
+                    task ki(T0[i * 2 +: 2, j * 2 +: 2], (((o * 48 + r) * 4 + i) * 4 + j) * 4);
+                    task kr(T0[i * 2 +: 2, j * 2 +: 2], T1[j * 2 +: 2, i * 2 +: 2], (((o * 48 + r) * 4 + i) * 4 + j) * 4 + 1);
+                    task k2(T1[i * 2 +: 2, j * 2 +: 2], T2[i * 2 +: 2, 0 +: 2], T0[j * 2 +: 2, i * 2 +: 2], (((o * 48 + r) * 4 + i) * 4 + j) * 4 + 2);
+                }}
+            }}
+        }}
+    }}
+}}
+schedule for main {{
+    executors 2;
+    dispatch affinity(o);
+    task_graph {{
+        deps {deps};
+        ready work_steal;
+    }}
+    task_window 64 stall;
+}}
+"
+        );
+        let m = parse(&text).unwrap();
+        let n = expand(&m, &Bindings::new(), &ExpandOptions::default())
+            .unwrap()
+            .tasks
+            .len();
+        assert!(
+            n > pto_wsp::graph::builder::RETIRE_EVERY as usize,
+            "{n} tasks"
+        );
+        check_text(&text, mode);
+    }
 }
