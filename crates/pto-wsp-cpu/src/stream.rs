@@ -59,7 +59,7 @@ impl Default for StreamConfig {
     fn default() -> StreamConfig {
         StreamConfig {
             deps: DepsMode::Exact,
-            exact: ExactMap::Dynamic,
+            exact: ExactMap::Growable,
             start: StartPolicy::Immediate,
             window: None,
             record_edges: false,

@@ -103,8 +103,11 @@ impl EdgeSink for CollectEdges {
 pub enum ExactMap {
     /// [`FixedExactMap`] with this many entries.
     Fixed(usize),
-    /// [`DynamicExactMap`].
+    /// [`DynamicExactMap`] (a std hash map; the simple reference).
     Dynamic,
+    /// [`FixedExactMap::growable`]: the bounded map's table, doubling instead of refusing — the
+    /// fastest unbounded choice, and what [`GraphBuilder::new`] and the runtime use.
+    Growable,
 }
 
 /// A user mistake while building.
@@ -216,7 +219,7 @@ impl GraphBuilder {
     /// A builder for `deps` with the default maps: dynamic exact keys for `exact`, the overlap map
     /// for `overlap` and `hybrid`, none for `explicit`.
     pub fn new(deps: DepsMode) -> GraphBuilder {
-        GraphBuilder::with_exact_map(deps, ExactMap::Dynamic)
+        GraphBuilder::with_exact_map(deps, ExactMap::Growable)
     }
 
     /// Like [`GraphBuilder::new`], choosing the exact-key map.

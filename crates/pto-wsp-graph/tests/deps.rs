@@ -254,6 +254,14 @@ proptest! {
         // A map barely large enough for the 108 possible keys (plus a task's worst case) agrees.
         let tight = build(&tasks, DepsMode::Exact, ExactMap::Fixed(108 + 3));
         prop_assert_eq!(&dynamic, &tight);
+        // The growable table, from one key up: it doubles many times along the way.
+        let grown = build_with(
+            &tasks,
+            GraphBuilder::with_map(AnyTensorMap::Fixed(FixedExactMap::growable(1)), CollectEdges::default()),
+            |_, _| {},
+        );
+        prop_assert_eq!(&dynamic, &grown);
+        prop_assert_eq!(&dynamic, &build(&tasks, DepsMode::Exact, ExactMap::Growable));
         random_execution(&dynamic, &tasks, false, 4, seed);
     }
 
@@ -272,10 +280,18 @@ proptest! {
             // A crowded table: retiring deletes keys from the middle of long probe runs.
             (DepsMode::Exact, ExactMap::Fixed(108 + 3)),
             (DepsMode::Exact, ExactMap::Dynamic),
+            (DepsMode::Exact, ExactMap::Growable),
             (DepsMode::Overlap, ExactMap::Dynamic),
         ] {
             let full = build(&tasks, mode, exact);
-            let b = GraphBuilder::with_exact_map(mode, exact);
+            let b = match exact {
+                // From one key up, growing while it retires.
+                ExactMap::Growable => GraphBuilder::with_map(
+                    AnyTensorMap::Fixed(FixedExactMap::growable(1)),
+                    CollectEdges::default(),
+                ),
+                _ => GraphBuilder::with_exact_map(mode, exact),
+            };
             // Before submitting task `at`, tasks older than `at - lag` are complete.
             let mut oldest = vec![0usize; tasks.len()];
             let mut cur = 0usize;

@@ -312,7 +312,7 @@ impl Inner {
         };
         let stream = StreamConfig {
             deps: c.deps,
-            exact: ExactMap::Dynamic,
+            exact: ExactMap::Growable,
             start: c.start,
             window: c.task_window,
             record_edges: self.cycles(),

@@ -17,8 +17,13 @@
 //! tile) are not reported by later accesses, and reader chunks of completed tasks are returned to
 //! the pool when their list next grows.
 //!
-//! **When full:** the map holds at most `capacity` distinct keys. It does not grow and does not
-//! evict (evicting a key would lose edges). Instead [`TensorMap::has_room`] tells the builder, before
+//! **Growable:** [`FixedExactMap::growable`] makes the same table without a bound: when the live
+//! keys reach the capacity it doubles (entries keep their indices; the slot table is rebuilt
+//! from the live keys), so it serves as the unbounded exact map of the host runtime at the speed
+//! of the bounded one.
+//!
+//! **When full (bounded):** the map holds at most `capacity` distinct keys. It does not grow and
+//! does not evict (evicting a key would lose edges). Instead [`TensorMap::has_room`] tells the builder, before
 //! a task touches the map, whether the task's regions are sure to fit; if not, `submit` fails with
 //! [`crate::builder::BuildError::TensorMapFull`] and nothing of the task is recorded. Under a task
 //! window, [`TensorMap::retire_before`] frees the keys of completed tasks, so a capacity of a few
@@ -70,6 +75,8 @@ pub struct FixedExactMap {
     /// No log (before the first retire, or after an overflow): the next retire sweeps every
     /// entry and starts the log from the survivors.
     log_off: bool,
+    /// Doubles instead of refusing when full ([`FixedExactMap::growable`]).
+    grows: bool,
     stats: MapStats,
 }
 
@@ -91,7 +98,47 @@ impl FixedExactMap {
             log_head: 0,
             log_off: true,
             log_max: LOG_MAX,
+            grows: false,
             stats: MapStats::default(),
+        }
+    }
+
+    /// A map without a bound, starting with room for `initial` keys and doubling whenever the
+    /// live keys reach its capacity (see the module docs). [`TensorMap::has_room`] always agrees.
+    pub fn growable(initial: usize) -> FixedExactMap {
+        FixedExactMap {
+            grows: true,
+            ..FixedExactMap::new(initial)
+        }
+    }
+
+    /// Doubles the capacity and rebuilds the slot table from the live keys.
+    #[cold]
+    fn grow(&mut self) {
+        self.capacity *= 2;
+        self.entries
+            .reserve(self.capacity.saturating_sub(self.entries.len()));
+        let n = (2 * self.capacity).next_power_of_two();
+        self.slots.clear();
+        self.slots.resize(n, EMPTY);
+        self.mask = n - 1;
+        let mut free = vec![false; self.entries.len()];
+        for &e in &self.free {
+            free[e as usize] = true;
+        }
+        for (e, keyed) in self.entries.iter().enumerate() {
+            if free[e] {
+                continue;
+            }
+            let h = keyed.key.key_hash();
+            let mut i = h as usize & self.mask;
+            while self.slots[i].entry != NIL {
+                i = (i + 1) & self.mask;
+            }
+            self.slots[i] = Slot {
+                tag: h as u32,
+                entry: e as u32,
+            };
         }
     }
 
@@ -204,6 +251,9 @@ impl TensorMap for FixedExactMap {
         access: Access,
         pred: &mut F,
     ) {
+        if self.grows && self.stats.live as usize >= self.capacity {
+            self.grow();
+        }
         let h = region.key_hash();
         let tag = h as u32;
         let mut i = h as usize & self.mask;
@@ -235,7 +285,7 @@ impl TensorMap for FixedExactMap {
     }
 
     fn has_room(&self, regions: usize) -> Result<(), MapFull> {
-        if self.stats.live as usize + regions <= self.capacity {
+        if self.grows || self.stats.live as usize + regions <= self.capacity {
             Ok(())
         } else {
             Err(MapFull {
