@@ -111,7 +111,7 @@ impl AnyTensorMap {
             DepsMode::Exact => match exact {
                 ExactMap::Fixed(n) => AnyTensorMap::Fixed(FixedExactMap::new(n)),
                 ExactMap::Dynamic => AnyTensorMap::Dynamic(DynamicExactMap::new()),
-                ExactMap::Growable => AnyTensorMap::Fixed(FixedExactMap::growable(1024)),
+                ExactMap::Growable => AnyTensorMap::Fixed(FixedExactMap::growable(4096)),
             },
             DepsMode::Overlap | DepsMode::Hybrid => AnyTensorMap::Overlap(OverlapMap::new()),
             DepsMode::Explicit => AnyTensorMap::None,
