@@ -345,7 +345,7 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
             });
     }
 
-    #[inline]
+    #[inline(always)]
     fn run_one(&self, t: TaskId, st: &mut WorkerState) -> Result<(), TaskFailure> {
         let permit = match &self.gate {
             Some(g) => {
@@ -373,7 +373,7 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
     }
 
     /// Release `t`'s successors: keep one as the next task if allowed, queue the rest.
-    #[inline]
+    #[inline(always)]
     fn release(&self, t: TaskId, local: &mut LocalReady<'_>, st: &mut WorkerState) {
         let mut pushed = 0u8;
         self.graph
@@ -413,7 +413,7 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
     /// Route a ready task. Returns the bit ([`pool_index`]) of the queue pool it was pushed to
     /// locally (someone may need waking), or 0 if it became this worker's next task or was
     /// placed on another worker (whom this call wakes).
-    #[inline]
+    #[inline(always)]
     fn route(&self, s: TaskId, local: &mut LocalReady<'_>, st: &mut WorkerState) -> u8 {
         if !self.needs_meta() {
             if st.direct && st.next.is_none() {
