@@ -1,0 +1,3 @@
+//! Kernel benchmarks (written below).
+
+fn main() {}
