@@ -29,8 +29,18 @@ use std::ops::{Deref, DerefMut};
 /// What [`ViewProblem::DType`] names as the element type asked for by the float views.
 pub const FLOAT_TYPES: &str = "f32, f16 or bf16";
 
-/// A float storage type: `f32`, [`f16`] or [`bf16`], converted to and from `f32`.
-pub trait Float: Element {
+/// Keeps [`Float`] to the three types this crate implements it for: SIMD loads trust
+/// [`Float::DTYPE`] to say what `Self` is.
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for half::f16 {}
+    impl Sealed for half::bf16 {}
+}
+
+/// A float storage type: `f32`, [`f16`] or [`bf16`], converted to and from `f32`. Sealed: no
+/// other type implements it.
+pub trait Float: Element + sealed::Sealed {
     /// The tensor element type this Rust type stores.
     const DTYPE: DType;
     /// Unit roundoff of the type: half the distance from 1 to the next value (`2^-24` for

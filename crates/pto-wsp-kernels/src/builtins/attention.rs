@@ -17,39 +17,37 @@
 //! [`crate::fast`]'s.
 
 use super::{Dims, opt_f64, vector_len};
+use crate::context::ReadView;
 use crate::context::TaskContext;
 use crate::fast;
 use crate::registry::KernelError;
-use crate::tile::{FloatRead, Scratch};
+use crate::tile::{Float, FloatRead, Scratch};
 
-/// Key / value rows converted at a time (32 rows of 128 `f32` are 16 KiB: they stay in L1).
-const BLOCK: usize = 32;
+/// Key / value rows handed to the SIMD loops at a time.
+const BLOCK: usize = 64;
 
-/// Rows `j0 .. j0 + jb` of `view` as `f32` slices: the view's own rows if it is `f32`, else
-/// converted into `buf`.
-fn block_rows<'a>(
-    view: &'a FloatRead<'_>,
-    j0: usize,
-    jb: usize,
-    buf: &'a mut Scratch,
-) -> [&'a [f32]; BLOCK] {
-    let mut out: [&[f32]; BLOCK] = [&[]; BLOCK];
-    if let Some(v) = view.as_f32() {
-        for (jj, row) in out.iter_mut().enumerate().take(jb) {
-            *row = v.row(j0 + jj);
+/// Applies `f` to blocks of up to [`BLOCK`] rows `j0 ..` of `view` (the first `n` rows), in its
+/// storage type: `f(j0, rows)`.
+fn for_blocks<T: Float>(view: &ReadView<'_, T>, n: usize, mut f: impl FnMut(usize, &[&[T]])) {
+    let mut rows: [&[T]; BLOCK] = [&[]; BLOCK];
+    for j0 in (0..n).step_by(BLOCK) {
+        let jb = BLOCK.min(n - j0);
+        for (jj, row) in rows.iter_mut().enumerate().take(jb) {
+            *row = view.row(j0 + jj);
         }
-        return out;
+        f(j0, &rows[..jb]);
     }
-    let d = view.cols();
-    let b = buf.slice(jb * d);
-    for (jj, dst) in b.chunks_exact_mut(d).enumerate() {
-        view.load_row(j0 + jj, dst);
-    }
-    let b: &'a [f32] = b;
-    for (row, src) in out.iter_mut().zip(b.chunks_exact(d)) {
-        *row = src;
-    }
-    out
+}
+
+/// Scores of the scaled queries `qs` (`G×d`) against the first `n` key rows, into `scores`
+/// (`G×n`).
+fn qk_pass<T: Float>(k: &ReadView<'_, T>, n: usize, qs: &[f32], d: usize, scores: &mut [f32]) {
+    for_blocks(k, n, |j0, rows| fast::qk(qs, d, rows, &mut scores[j0..], n));
+}
+
+/// `acc (G×d) += p (G×n) · V[..n]`.
+fn pv_pass<T: Float>(v: &ReadView<'_, T>, n: usize, p: &[f32], acc: &mut [f32], d: usize) {
+    for_blocks(v, n, |j0, rows| fast::pv(&p[j0..], n, rows, acc, d));
 }
 
 /// `attn_decode_chunk`: attention of the `G` query rows of region 0 (`G×D`) over one chunk of
@@ -110,7 +108,7 @@ pub fn attn_decode_chunk(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
     let scale = scale as f32;
 
     let (mut qs, mut scores, mut acc) = (Scratch::take(), Scratch::take(), Scratch::take());
-    let (mut stats, mut buf) = (Scratch::take(), Scratch::take());
+    let mut stats = Scratch::take();
     let stats = stats.slice(2 * g);
     if n == 0 {
         o.fill(0.0);
@@ -128,15 +126,15 @@ pub fn attn_decode_chunk(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
         }
     }
     // Scores: G × n, row stride n.
-    let scores = scores.slice(g * n);
-    for j0 in (0..n).step_by(BLOCK) {
-        let jb = BLOCK.min(n - j0);
-        let rows = block_rows(&k, j0, jb, &mut buf);
-        fast::qk(qs, d, &rows[..jb], &mut scores[j0..], n);
+    let sc = scores.slice(g * n);
+    match &k {
+        FloatRead::F32(view) => qk_pass(view, n, qs, d, sc),
+        FloatRead::F16(view) => qk_pass(view, n, qs, d, sc),
+        FloatRead::Bf16(view) => qk_pass(view, n, qs, d, sc),
     }
     // Softmax statistics; scores become unnormalised probabilities.
     for gi in 0..g {
-        let row = &mut scores[gi * n..(gi + 1) * n];
+        let row = &mut sc[gi * n..(gi + 1) * n];
         let m = fast::max(row);
         stats[gi] = m;
         stats[g + gi] = if m == f32::NEG_INFINITY {
@@ -149,10 +147,10 @@ pub fn attn_decode_chunk(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
     // Weighted values.
     let acc = acc.slice(g * d);
     acc.fill(0.0);
-    for j0 in (0..n).step_by(BLOCK) {
-        let jb = BLOCK.min(n - j0);
-        let rows = block_rows(&v, j0, jb, &mut buf);
-        fast::pv(&scores[j0..], n, &rows[..jb], acc, d);
+    match &v {
+        FloatRead::F32(view) => pv_pass(view, n, sc, acc, d),
+        FloatRead::F16(view) => pv_pass(view, n, sc, acc, d),
+        FloatRead::Bf16(view) => pv_pass(view, n, sc, acc, d),
     }
     for (gi, row) in acc.chunks_exact_mut(d).enumerate() {
         let l = stats[g + gi];
