@@ -1,6 +1,7 @@
 //! Integration tests of `pto-wsp-kernels`: the tensor store built from parsed modules, region
 //! views against naive index arithmetic, the built-in kernels against naive loops, and the
-//! conflict checker against a brute-force oracle.
+//! conflict checker against a brute-force oracle; the tile kernels of issue 5 against `f64`
+//! references in [`math`].
 
 // Contexts are made here directly (single-threaded), which is `unsafe` by contract.
 #![allow(unsafe_code)]
@@ -16,6 +17,8 @@ use pto_wsp_kernels::{
     Conflict, ConflictChecker, KernelError, KernelRegistry, StoreError, TaskContext, TensorStore,
     ViewProblem,
 };
+
+mod math;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
