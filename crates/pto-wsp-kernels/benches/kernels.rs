@@ -281,7 +281,7 @@ fn best_per_call(target: Duration, mut f: impl FnMut()) -> impl FnMut() -> Durat
 
 /// Times `a` and `b` interleaved, best of `ROUNDS` rounds each.
 fn compare(mut a: impl FnMut(), mut b: impl FnMut()) -> (Duration, Duration) {
-    const ROUNDS: usize = 7;
+    const ROUNDS: usize = 11;
     let target = Duration::from_millis(40);
     let mut ta = best_per_call(target, &mut a);
     let mut tb = best_per_call(target, &mut b);
@@ -293,10 +293,58 @@ fn compare(mut a: impl FnMut(), mut b: impl FnMut()) -> (Duration, Duration) {
     (best_a, best_b)
 }
 
+/// Peak `f32` FMA throughput of one core in GFLOP/s, if the CPU has AVX2 and FMA: ten
+/// independent 8-lane accumulators, enough to cover the FMA latency. The roofline the compute
+/// bound kernels are measured against.
+#[cfg(target_arch = "x86_64")]
+fn fma_peak_gflops() -> Option<f64> {
+    use std::arch::x86_64::*;
+    #[target_feature(enable = "avx2,fma")]
+    fn run(iters: u64) -> f32 {
+        let mut acc = [_mm256_set1_ps(0.0); 10];
+        let (a, b) = (_mm256_set1_ps(0.999_999), _mm256_set1_ps(1e-7));
+        for _ in 0..iters {
+            for x in acc.iter_mut() {
+                *x = _mm256_fmadd_ps(*x, a, b);
+            }
+        }
+        let mut out = [0f32; 8];
+        let mut s = _mm256_setzero_ps();
+        for x in acc {
+            s = _mm256_add_ps(s, x);
+        }
+        // SAFETY: `out` holds 8 f32.
+        unsafe { _mm256_storeu_ps(out.as_mut_ptr(), s) };
+        out.iter().sum()
+    }
+    if !(std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma"))
+    {
+        return None;
+    }
+    let iters = 2_000_000u64;
+    let mut best = f64::MAX;
+    for _ in 0..7 {
+        let t = Instant::now();
+        // SAFETY: AVX2 and FMA were detected above.
+        black_box(unsafe { run(black_box(iters)) });
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    Some((iters * 10 * 16) as f64 / best / 1e9)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn fma_peak_gflops() -> Option<f64> {
+    None
+}
+
 fn summary(reg: &KernelRegistry) {
     let matmul = reg.lookup("matmul").expect("matmul");
     let attn = reg.lookup("attn_decode_chunk").expect("attn_decode_chunk");
-    println!("\nsummary (interleaved, best of 7 rounds of ~40 ms each)");
+    println!("\nsummary (interleaved, best of 11 rounds of ~40 ms each)");
+    let peak = fma_peak_gflops();
+    if let Some(p) = peak {
+        println!("f32 FMA peak of one core (10 independent 8-lane chains): {p:.1} GFLOP/s");
+    }
     println!("GEMM through TaskContext views vs gemm called directly:");
     println!(
         "{:>17} {:>5} {:>14} {:>14} {:>7}",
@@ -325,8 +373,8 @@ fn summary(reg: &KernelRegistry) {
         "\ndecode attention chunk ({KV_ROWS} x {HEAD_DIM} keys and values) vs memcpy of the same bytes:"
     );
     println!(
-        "{:>6} {:>3} {:>9} {:>12} {:>12} {:>12} {:>7}",
-        "kv", "G", "KV bytes", "kernel µs", "kernel GB/s", "memcpy GB/s", "ratio"
+        "{:>6} {:>3} {:>9} {:>12} {:>12} {:>12} {:>7} {:>10}",
+        "kv", "G", "KV bytes", "kernel µs", "kernel GB/s", "memcpy GB/s", "ratio", "% FMA pk"
     );
     for dtype in ["f16", "f32"] {
         for g in [1, 2, 4, 8] {
@@ -337,15 +385,19 @@ fn summary(reg: &KernelRegistry) {
             );
             let case = case.borrow();
             let gbs = |t: Duration| case.bytes() as f64 / t.as_secs_f64() / 1e9;
+            // q·k and p·v: 2 flops each per (query, key, column).
+            let flops = 4.0 * (case.g * KV_ROWS * HEAD_DIM) as f64;
+            let of_peak = peak.map_or(f64::NAN, |p| 100.0 * flops / tk.as_secs_f64() / 1e9 / p);
             println!(
-                "{:>6} {:>3} {:>9} {:>12.2} {:>12.1} {:>12.1} {:>6.0}%",
+                "{:>6} {:>3} {:>9} {:>12.2} {:>12.1} {:>12.1} {:>6.0}% {:>9.0}%",
                 case.dtype,
                 case.g,
                 case.bytes(),
                 tk.as_secs_f64() * 1e6,
                 gbs(tk),
                 gbs(tc),
-                100.0 * tc.as_secs_f64() / tk.as_secs_f64()
+                100.0 * tc.as_secs_f64() / tk.as_secs_f64(),
+                of_peak
             );
         }
     }
