@@ -220,7 +220,7 @@ pub fn attn_merge(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
     let mut out = ctx.write_float(3)?;
     let (h, d) = (out.rows(), out.cols());
     let (dpart, dout) = (Dims::new(0, o.rows(), o.cols()), Dims::new(3, h, d));
-    if o.cols() != d || o.rows() % h != 0 {
+    if o.cols() != d || o.rows().checked_rem(h) != Some(0) {
         return Err(KernelError::shape(
             K,
             format!(
@@ -229,7 +229,7 @@ pub fn attn_merge(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
         ));
     }
     let hc = o.rows();
-    let c = hc / h;
+    let c = hc / h; // h >= 1: checked_rem above
     vector_len(
         K,
         Dims::new(1, m.rows(), m.cols()),

@@ -174,7 +174,8 @@ pub fn rope(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
     }
     let (rows0, d) = (views[0].rows(), views[0].cols());
     let tokens = match opt_i64(ctx, 1) {
-        None => rows0,
+        // A region of no rows (a raw zero-size region) has nothing to rotate.
+        None => rows0.max(1),
         Some(t) if t >= 1 => t as usize,
         Some(t) => {
             return Err(KernelError::param_value(
