@@ -38,7 +38,7 @@ mod sealed {
     impl Sealed for half::bf16 {}
 }
 
-/// A float storage type: `f32`, [`f16`] or [`bf16`], converted to and from `f32`. Sealed: no
+/// A float storage type: `f32`, [`half::f16`] or [`half::bf16`], converted to and from `f32`. Sealed: no
 /// other type implements it.
 pub trait Float: Element + sealed::Sealed {
     /// The tensor element type this Rust type stores.

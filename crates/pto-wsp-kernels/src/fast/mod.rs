@@ -4,7 +4,7 @@
 //! Why: the workspace builds for baseline x86-64 (SSE2, no FMA), where these loops run at a
 //! fraction of what the machines we run on can do, and the compiler does not vectorise the
 //! register-blocked forms on its own. On x86-64 CPUs with AVX2, FMA and F16C (checked once per
-//! call, cheaply) they run as explicit intrinsics ([`avx2`]); elsewhere as plain loops.
+//! call, cheaply) they run as explicit intrinsics (module `avx2`); elsewhere as plain loops.
 //! Key and value rows are read in their storage type (`f32`, `f16`, `bf16`) and converted in
 //! registers, with no conversion pass through memory.
 //!
