@@ -209,7 +209,8 @@ impl<'a> TaskContext<'a> {
         })
     }
 
-    fn view_error(&self, i: usize, problem: ViewProblem) -> KernelError {
+    /// A [`KernelError::View`] for region `i` (which must exist) and `problem`.
+    pub(crate) fn view_error(&self, i: usize, problem: ViewProblem) -> KernelError {
         let t = self.io[i].region.tensor;
         let tensor = match self.store.infos().get(t as usize) {
             Some(info) => info.name.clone(),
@@ -374,6 +375,32 @@ impl Geometry {
         }
     }
 
+    /// The distance in elements between the starts of consecutive rows, if it is the same for
+    /// every pair of consecutive rows: true when at most one outer dimension of the region has a
+    /// size above 1, or when the outer dimensions with a size above 1 are nested without gaps
+    /// (each one's stride is the next inner one's stride times its size). A view of at most one
+    /// row has stride `cols`.
+    fn row_stride(&self) -> Option<usize> {
+        if self.rows <= 1 {
+            return Some(self.cols);
+        }
+        let mut stride = None;
+        let mut covered = 1usize;
+        for k in (0..self.outer).rev() {
+            let size = self.outer_size[k];
+            if size == 1 {
+                continue;
+            }
+            match stride {
+                None => stride = Some(self.outer_stride[k]),
+                Some(st) if self.outer_stride[k] == st * covered => {}
+                Some(_) => return None,
+            }
+            covered *= size;
+        }
+        stride
+    }
+
     #[inline]
     fn check_col(&self, c: usize) {
         assert!(
@@ -426,6 +453,29 @@ impl<'v, T: Element> ReadView<'v, T> {
     pub fn get(&self, r: usize, c: usize) -> T {
         self.geo.check_col(c);
         self.row(r)[c]
+    }
+
+    /// The distance in elements between the starts of consecutive rows, if it is the same for
+    /// every pair of consecutive rows (see [`ReadView::as_ptr`]); `None` if the rows are spread
+    /// unevenly (a region cut in two or more outer dimensions of its tensor).
+    ///
+    /// Every region of rank 1 or 2 has one, and so has every region in which at most one outer
+    /// dimension has a size above 1. A view of at most one row reports `cols`.
+    pub fn row_stride(&self) -> Option<usize> {
+        self.geo.row_stride()
+    }
+
+    /// A raw pointer to element `(0, 0)`, for code that wants the view as a strided matrix (a
+    /// GEMM library, SIMD loops).
+    ///
+    /// When [`ReadView::row_stride`] is `Some(s)`, element `(r, c)` is at `as_ptr().add(r * s +
+    /// c)` for `r < rows()` and `c < cols()`, and those elements may be read through the pointer
+    /// for as long as the view lives. Nothing else may be touched through it: the elements
+    /// between the end of one row and the start of the next belong to the rest of the tensor,
+    /// which other tasks may be writing at the same time. (Getting the pointer is safe; reading
+    /// through it is `unsafe` and these are the rules.)
+    pub fn as_ptr(&self) -> *const T {
+        self.ptr.wrapping_add(self.geo.base)
     }
 
     /// The rows in order.
@@ -504,6 +554,29 @@ impl<T: Element> WriteView<'_, T> {
         self.row_mut(r)[c] = v;
     }
 
+    /// The distance in elements between the starts of consecutive rows, if uniform (see
+    /// [`ReadView::row_stride`]).
+    pub fn row_stride(&self) -> Option<usize> {
+        self.geo.row_stride()
+    }
+
+    /// A raw pointer to element `(0, 0)`, for reading (see [`WriteView::as_mut_ptr`]).
+    pub fn as_ptr(&self) -> *const T {
+        self.ptr.cast_const().wrapping_add(self.geo.base)
+    }
+
+    /// A raw pointer to element `(0, 0)`, for code that wants the view as a strided matrix.
+    ///
+    /// When [`WriteView::row_stride`] is `Some(s)`, element `(r, c)` is at `as_mut_ptr().add(r *
+    /// s + c)` for `r < rows()` and `c < cols()`, and those elements may be read and written
+    /// through the pointer until the view is next used or dropped (the `&mut self` borrow is the
+    /// reason this one takes `&mut`). Nothing else may be touched through it: the elements
+    /// between rows belong to the rest of the tensor, which other tasks may be using at the same
+    /// time.
+    pub fn as_mut_ptr(&mut self) -> *mut T {
+        self.ptr.wrapping_add(self.geo.base)
+    }
+
     /// Sets every element to `v`.
     pub fn fill(&mut self, v: T) {
         for r in 0..self.geo.rows {
@@ -540,6 +613,22 @@ mod tests {
             let (i, j) = (1 + row / 3, 2 + row % 3);
             assert_eq!(g.row_offset(row), (i * 5 + j) * 6 + 1);
         }
+    }
+
+    #[test]
+    fn row_stride_is_found_when_rows_are_evenly_spread() {
+        let stride = |shape: &[u64], start: &[i64], size: &[i64]| {
+            Geometry::new(shape, &Region::new(0, start, size).unwrap()).row_stride()
+        };
+        assert_eq!(stride(&[6, 7], &[1, 2], &[4, 3]), Some(7));
+        assert_eq!(stride(&[4, 5, 6], &[1, 2, 1], &[1, 3, 4]), Some(6));
+        assert_eq!(stride(&[4, 5, 6], &[1, 0, 1], &[2, 1, 4]), Some(30));
+        // Full inner dimension: rows nest without gaps.
+        assert_eq!(stride(&[4, 5, 6], &[1, 0, 0], &[2, 5, 3]), Some(6));
+        // Cut in two outer dimensions: uneven.
+        assert_eq!(stride(&[4, 5, 6], &[1, 1, 0], &[2, 3, 6]), None);
+        assert_eq!(stride(&[4, 5, 6], &[0, 0, 0], &[1, 1, 6]), Some(6));
+        assert_eq!(stride(&[], &[], &[]), Some(1));
     }
 
     #[test]

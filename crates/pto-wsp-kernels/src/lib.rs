@@ -1,13 +1,19 @@
-//! `pto-wsp-kernels`: what a task's kernel runs on (issue 4).
+//! `pto-wsp-kernels`: what a task's kernel runs on (issue 4) and the tile kernels it runs
+//! (issue 5).
 //!
 //! - [`store`]: [`TensorStore`], one zeroed, 64-byte-aligned buffer per tensor of a module, with
 //!   shapes evaluated under the run's bindings; typed reads and writes checked against each
 //!   tensor's element type ([`Element`]).
 //! - [`context`]: [`TaskContext`], what one running task sees — its parameters and typed
 //!   [`ReadView`] / [`WriteView`]s of its regions, each seen as rows × cols.
+//! - [`tile`]: float views of any storage type ([`FloatRead`] / [`FloatWrite`], `f32`, `f16`,
+//!   `bf16`) computed on in `f32`, and per-thread [`Scratch`] buffers.
 //! - [`registry`]: [`KernelRegistry`], kernels by name and [`KernelId`], each with a cost
-//!   function; [`KernelRegistry::with_builtins`] holds the small built-in kernels of
-//!   [`builtins`].
+//!   function; [`KernelRegistry::with_builtins`] holds the built-in tile kernels of
+//!   [`builtins`] (matmul, elementwise, row operations, RMSNorm, RoPE, split-KV decode
+//!   attention and merge, top-k; conventions in `docs/KERNELS.md`).
+//! - [`cost`]: the roofline cost model of the built-ins ([`cost::Work`]).
+//! - [`fast`]: the hand-vectorised hot loops (AVX2 + FMA when the CPU has them).
 //! - [`check`]: [`ConflictChecker`], the debug-checks mode that records the regions in flight
 //!   and fails loudly when two running tasks conflict.
 //!
@@ -22,10 +28,14 @@
 pub mod builtins;
 pub mod check;
 pub mod context;
+pub mod cost;
+pub mod fast;
 pub mod registry;
 pub mod store;
+pub mod tile;
 
 pub use check::{Conflict, ConflictChecker};
 pub use context::{ReadView, TaskContext, ViewProblem, WriteView};
 pub use registry::{KernelError, KernelId, KernelRegistry};
 pub use store::{Element, StoreError, TensorInfo, TensorStore};
+pub use tile::{Float, FloatRead, FloatWrite, Scratch};

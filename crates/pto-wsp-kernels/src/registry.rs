@@ -61,6 +61,48 @@ pub enum KernelError {
         /// What does not fit.
         message: String,
     },
+    /// A region the kernel reads and writes, declared `out` (write only): dependency inference
+    /// would not order it after the writers of its previous contents as a read.
+    #[error(
+        "kernel `{kernel}`: region {index} is `{access}`, but the kernel reads and updates it; declare it `inout`"
+    )]
+    Access {
+        /// The kernel.
+        kernel: String,
+        /// The region's index in the task's I/O list.
+        index: usize,
+        /// The region's declared access.
+        access: pto_wsp_ir::Access,
+    },
+    /// A scalar parameter whose value the kernel cannot use.
+    #[error("kernel `{kernel}`: parameter {index}: {message}")]
+    ParamValue {
+        /// The kernel.
+        kernel: String,
+        /// The parameter's index.
+        index: usize,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+impl KernelError {
+    /// A [`KernelError::Shape`] of `kernel`.
+    pub fn shape(kernel: &str, message: impl Into<String>) -> KernelError {
+        KernelError::Shape {
+            kernel: kernel.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A [`KernelError::ParamValue`] of `kernel` about parameter `index`.
+    pub fn param_value(kernel: &str, index: usize, message: impl Into<String>) -> KernelError {
+        KernelError::ParamValue {
+            kernel: kernel.into(),
+            index,
+            message: message.into(),
+        }
+    }
 }
 
 /// A kernel: runs one task.
@@ -151,6 +193,19 @@ impl KernelRegistry {
             }
             None => false,
         }
+    }
+
+    /// Registers kernel `existing` (its function and cost function) under the name `alias` as
+    /// well, so that a module may declare it under its own name (a module's `decode_chunk` can
+    /// run the built-in `attn_decode_chunk`). Returns the alias's id, or `None` (and nothing
+    /// changes) if no kernel is named `existing`. An alias registered before is replaced.
+    pub fn alias(&mut self, alias: &str, existing: &str) -> Option<KernelId> {
+        let src = self.entries[*self.by_name.get(existing)? as usize].clone();
+        let id = self.register(alias, |_| Ok(()));
+        let entry = &mut self.entries[id.0 as usize];
+        entry.run = src.run;
+        entry.cost = src.cost;
+        Some(id)
     }
 
     /// The id of kernel `name`.

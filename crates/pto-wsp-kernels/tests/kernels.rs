@@ -1,6 +1,7 @@
 //! Integration tests of `pto-wsp-kernels`: the tensor store built from parsed modules, region
 //! views against naive index arithmetic, the built-in kernels against naive loops, and the
-//! conflict checker against a brute-force oracle.
+//! conflict checker against a brute-force oracle; the tile kernels of issue 5 against `f64`
+//! references in [`math`].
 
 // Contexts are made here directly (single-threaded), which is `unsafe` by contract.
 #![allow(unsafe_code)]
@@ -10,11 +11,14 @@ use proptest::prelude::*;
 use pto_wsp_graph::types::{Region, TaskIo};
 use pto_wsp_ir::{Access, Bindings, DType, Module, ScalarType, parse};
 use pto_wsp_kernels::builtins::NAMES;
+use pto_wsp_kernels::cost::{LAUNCH_CYCLES, Work};
 use pto_wsp_kernels::store::ALIGN;
 use pto_wsp_kernels::{
     Conflict, ConflictChecker, KernelError, KernelRegistry, StoreError, TaskContext, TensorStore,
     ViewProblem,
 };
+
+mod math;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -732,6 +736,7 @@ tensor Y: f32[8, 12];
 tensor Z: f32[8, 12];
 tensor T3: f32[3, 4, 10];
 tensor H: f16[8, 12];
+tensor I: i32[8, 12];
 ";
 
 fn random_store(seed: u64) -> (TensorStore, Rng) {
@@ -773,10 +778,19 @@ fn builtins_are_registered_with_costs() {
     ];
     let c = ctx(&s, &[], &list);
     let cost = |name| reg.cost(reg.lookup(name).unwrap(), &c);
-    assert_eq!(cost("empty"), 1);
-    assert_eq!(cost("fill"), 7);
-    assert_eq!(cost("copy"), 13);
-    assert_eq!(cost("add"), 19);
+    // The roofline model of `cost`: 3 regions of 6 f32 elements move 72 bytes (3 cycles).
+    assert_eq!(cost("empty"), LAUNCH_CYCLES);
+    assert_eq!(cost("fill"), LAUNCH_CYCLES + 3);
+    assert_eq!(cost("add"), LAUNCH_CYCLES + 3);
+    assert_eq!(
+        cost("add"),
+        Work {
+            vector_ops: 6,
+            bytes: 72,
+            ..Work::default()
+        }
+        .cycles()
+    );
     // A registered kernel without a cost function: 1 + elements of every region.
     let mut reg = reg.clone();
     let id = reg.register("custom", |_| Ok(()));
@@ -886,15 +900,32 @@ fn copy_add_scale_accumulate_counter_match_naive() {
 fn builtins_refuse_other_dtypes_and_bad_accesses() {
     let reg = KernelRegistry::with_builtins();
     let (s, _) = random_store(3);
-    let h = io(4, &[0, 0], &[2, 2], Access::InOut);
-    let err = run(&reg, &s, "counter", &[], &[h]).unwrap_err();
+    let i = io(5, &[0, 0], &[2, 2], Access::InOut);
+    let err = run(&reg, &s, "counter", &[], &[i]).unwrap_err();
+    assert!(err.to_string().contains("`I`"), "{err}");
     assert!(matches!(
         view_problem(err).2,
         ViewProblem::DType {
-            dtype: DType::F16,
-            element: "f32"
+            dtype: DType::I32,
+            element: "f32, f16 or bf16"
         }
     ));
+    // counter updates its region: `out` is refused, naming kernel, region and access.
+    let x = io(0, &[0, 0], &[2, 2], Access::Out);
+    let err = run(&reg, &s, "counter", &[], &[x]).unwrap_err();
+    assert_eq!(
+        err,
+        KernelError::Access {
+            kernel: "counter".into(),
+            index: 0,
+            access: Access::Out
+        }
+    );
+    assert!(err.to_string().contains("declare it `inout`"), "{err}");
+    // f16 regions are counted in f32 and rounded back.
+    let h = io(4, &[0, 0], &[2, 2], Access::InOut);
+    run(&reg, &s, "counter", &[], &[h]).unwrap();
+    assert_eq!(s.read::<f16>("H").unwrap()[..2], [f16::ONE, f16::ONE]);
     // copy into an `in` region
     let a = io(0, &[0, 0], &[2, 2], Access::In);
     let b = io(1, &[0, 0], &[2, 2], Access::In);

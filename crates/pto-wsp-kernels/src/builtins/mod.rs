@@ -1,0 +1,301 @@
+//! The built-in tile kernels, registered by name in [`KernelRegistry::with_builtins`].
+//!
+//! Why: a workload's tasks need real numerics to be checked end to end on the CPU — matrix
+//! products, the elementwise and row operations of a transformer layer, split-KV decode
+//! attention and its merge — and a cost for each task to replay schedules on a simulated clock.
+//!
+//! Promises (the calling convention of every kernel is in `docs/KERNELS.md`):
+//! - A kernel reads and writes its regions seen as rows × cols ([`crate::context`]). Float
+//!   regions may each hold `f32`, `f16` or `bf16` ([`crate::tile`]); arithmetic is `f32` and
+//!   every result is rounded once to its region's type.
+//! - Every check comes before the first write: a region of the wrong shape is a
+//!   [`KernelError::Shape`] naming the kernel and the region indices, a region the kernel
+//!   updates but that is declared `out` is a [`KernelError::Access`], a parameter out of range a
+//!   [`KernelError::ParamValue`]; no input makes a kernel panic.
+//! - Each kernel has a cost function from [`crate::cost`], computed from the shapes alone.
+//!
+//! Modules: [`elementwise`] (fill, copy, arithmetic, broadcasts, activations), [`rows`] (row
+//! reductions, softmax, RMSNorm, RoPE), [`matmul`], [`attention`] (decode chunk and merge),
+//! [`topk`].
+
+pub mod attention;
+pub mod elementwise;
+pub mod matmul;
+pub mod rows;
+pub mod topk;
+
+use crate::context::TaskContext;
+use crate::cost::Work;
+use crate::registry::{KernelError, KernelRegistry};
+use pto_wsp_ir::Access;
+
+/// A kernel function.
+type Kernel = fn(&TaskContext<'_>) -> Result<(), KernelError>;
+/// A kernel's work model (see [`crate::cost`]).
+type WorkFn = fn(&TaskContext<'_>) -> Work;
+
+/// Every built-in: name, function, work model. Registration order is id order.
+const TABLE: &[(&str, Kernel, WorkFn)] = &[
+    // The engine's test kernels (issue 4), now on any float type.
+    ("empty", elementwise::empty, work::nothing),
+    ("fill", elementwise::fill, work::per_output::<0, 1, 0>),
+    ("copy", elementwise::copy, work::per_output::<1, 1, 0>),
+    ("add", elementwise::add, work::per_output::<2, 1, 0>),
+    ("scale", elementwise::scale, work::per_output::<1, 1, 0>),
+    (
+        "accumulate",
+        elementwise::accumulate,
+        work::per_output::<1, 1, 0>,
+    ),
+    ("counter", elementwise::counter, work::per_output::<0, 1, 0>),
+    // Elementwise arithmetic.
+    ("sub", elementwise::sub, work::per_output::<2, 1, 0>),
+    ("mul", elementwise::mul, work::per_output::<2, 1, 0>),
+    ("div", elementwise::div, work::per_output::<2, 1, 0>),
+    ("max", elementwise::max, work::per_output::<2, 1, 0>),
+    ("min", elementwise::min, work::per_output::<2, 1, 0>),
+    ("add_row", elementwise::add_row, work::per_output::<2, 1, 0>),
+    ("sub_row", elementwise::sub_row, work::per_output::<2, 1, 0>),
+    ("mul_row", elementwise::mul_row, work::per_output::<2, 1, 0>),
+    ("div_row", elementwise::div_row, work::per_output::<2, 1, 0>),
+    ("max_row", elementwise::max_row, work::per_output::<2, 1, 0>),
+    ("min_row", elementwise::min_row, work::per_output::<2, 1, 0>),
+    ("add_col", elementwise::add_col, work::per_output::<2, 1, 0>),
+    ("sub_col", elementwise::sub_col, work::per_output::<2, 1, 0>),
+    ("mul_col", elementwise::mul_col, work::per_output::<2, 1, 0>),
+    ("div_col", elementwise::div_col, work::per_output::<2, 1, 0>),
+    ("max_col", elementwise::max_col, work::per_output::<2, 1, 0>),
+    ("min_col", elementwise::min_col, work::per_output::<2, 1, 0>),
+    // Activations.
+    ("exp", elementwise::exp, work::per_output::<1, 1, 1>),
+    ("rsqrt", elementwise::rsqrt, work::per_output::<1, 1, 1>),
+    ("relu", elementwise::relu, work::per_output::<1, 1, 0>),
+    ("silu", elementwise::silu, work::per_output::<1, 3, 1>),
+    ("gelu", elementwise::gelu, work::per_output::<1, 6, 1>),
+    ("swiglu", elementwise::swiglu, work::per_output::<2, 4, 1>),
+    // Rows.
+    ("row_sum", rows::row_sum, work::per_input::<1, 0>),
+    ("row_max", rows::row_max, work::per_input::<1, 0>),
+    ("row_mean", rows::row_mean, work::per_input::<1, 0>),
+    ("softmax", rows::softmax, work::per_input::<4, 1>),
+    ("rmsnorm", rows::rmsnorm, work::per_input::<4, 0>),
+    ("rope", rows::rope, work::rope),
+    // Matrix products.
+    ("matmul", matmul::matmul, work::matmul),
+    ("matmul_acc", matmul::matmul_acc, work::matmul),
+    ("matmul_bt", matmul::matmul_bt, work::matmul),
+    ("matmul_bt_acc", matmul::matmul_bt_acc, work::matmul),
+    // Attention.
+    (
+        "attn_decode_chunk",
+        attention::attn_decode_chunk,
+        work::attn_decode_chunk,
+    ),
+    ("attn_merge", attention::attn_merge, work::attn_merge),
+    // Selection.
+    ("topk", topk::topk, work::topk),
+];
+
+/// Names of the built-in kernels, in registration (id) order.
+pub const NAMES: &[&str] = &{
+    let mut names = [""; TABLE.len()];
+    let mut i = 0;
+    while i < TABLE.len() {
+        names[i] = TABLE[i].0;
+        i += 1;
+    }
+    names
+};
+
+/// Registers every built-in kernel with its cost function.
+pub(crate) fn register_all(r: &mut KernelRegistry) {
+    for &(name, kernel, work) in TABLE {
+        r.register(name, kernel);
+        r.set_cost(name, move |ctx| work(ctx).cycles());
+    }
+}
+
+/// The work models of the table.
+mod work {
+    use super::*;
+    use crate::cost::{dims, elements, region_bytes};
+
+    pub(super) fn nothing(_: &TaskContext<'_>) -> Work {
+        Work::default()
+    }
+
+    /// `OPS` simple operations and `TRANS` transcendentals per element of the last region,
+    /// which is the output (`IN` is the number of input regions before it).
+    pub(super) fn per_output<const IN: usize, const OPS: u64, const TRANS: u64>(
+        ctx: &TaskContext<'_>,
+    ) -> Work {
+        let n = elements(ctx, IN);
+        Work {
+            vector_ops: OPS * n,
+            transcendentals: TRANS * n,
+            matmul_flops: 0,
+            bytes: region_bytes(ctx),
+        }
+    }
+
+    /// `OPS` operations and `TRANS` transcendentals per element of region 0.
+    pub(super) fn per_input<const OPS: u64, const TRANS: u64>(ctx: &TaskContext<'_>) -> Work {
+        let n = elements(ctx, 0);
+        Work {
+            vector_ops: OPS * n,
+            transcendentals: TRANS * n,
+            matmul_flops: 0,
+            bytes: region_bytes(ctx),
+        }
+    }
+
+    pub(super) fn rope(ctx: &TaskContext<'_>) -> Work {
+        let n: u64 = (0..ctx.num_regions()).map(|i| elements(ctx, i)).sum();
+        let (tokens, d) = dims(ctx, 0);
+        Work {
+            vector_ops: 3 * n,
+            transcendentals: tokens * d,
+            matmul_flops: 0,
+            bytes: region_bytes(ctx),
+        }
+    }
+
+    pub(super) fn matmul(ctx: &TaskContext<'_>) -> Work {
+        let (m, k) = dims(ctx, 0);
+        let (_, n) = dims(ctx, 2);
+        Work {
+            vector_ops: 0,
+            transcendentals: 0,
+            matmul_flops: 2u64.saturating_mul(m).saturating_mul(n).saturating_mul(k),
+            bytes: region_bytes(ctx),
+        }
+    }
+
+    pub(super) fn attn_decode_chunk(ctx: &TaskContext<'_>) -> Work {
+        let (g, d) = dims(ctx, 0);
+        let (s, _) = dims(ctx, 1);
+        let gs = g.saturating_mul(s);
+        Work {
+            vector_ops: 4 * gs + 2 * g * d,
+            transcendentals: gs,
+            matmul_flops: 4u64.saturating_mul(gs).saturating_mul(d),
+            bytes: region_bytes(ctx),
+        }
+    }
+
+    pub(super) fn attn_merge(ctx: &TaskContext<'_>) -> Work {
+        let (hc, d) = dims(ctx, 0);
+        Work {
+            vector_ops: 2 * hc * d + 4 * hc,
+            transcendentals: hc,
+            matmul_flops: 0,
+            bytes: region_bytes(ctx),
+        }
+    }
+
+    pub(super) fn topk(ctx: &TaskContext<'_>) -> Work {
+        let (rows, n) = dims(ctx, 0);
+        let (_, k) = dims(ctx, 1);
+        let log_k = 64 - k.leading_zeros() as u64;
+        Work {
+            vector_ops: rows.saturating_mul(2 * n + k * log_k),
+            transcendentals: 0,
+            matmul_flops: 0,
+            bytes: region_bytes(ctx),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks shared by the kernels
+
+/// A region's shape as a view sees it, with its index, for messages.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Dims {
+    pub(crate) index: usize,
+    pub(crate) rows: usize,
+    pub(crate) cols: usize,
+}
+
+impl Dims {
+    pub(crate) fn new(index: usize, rows: usize, cols: usize) -> Dims {
+        Dims { index, rows, cols }
+    }
+
+    pub(crate) fn elements(&self) -> usize {
+        self.rows * self.cols
+    }
+}
+
+impl std::fmt::Display for Dims {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "region {} is {} x {} (rows x cols)",
+            self.index, self.rows, self.cols
+        )
+    }
+}
+
+/// `a` and `b` have the same rows × cols.
+pub(crate) fn same_shape(kernel: &str, a: Dims, b: Dims) -> Result<(), KernelError> {
+    if (a.rows, a.cols) == (b.rows, b.cols) {
+        return Ok(());
+    }
+    Err(KernelError::shape(kernel, format!("{a} but {b}")))
+}
+
+/// Region `v` holds exactly `n` elements, the length of `what`.
+pub(crate) fn vector_len(kernel: &str, v: Dims, n: usize, what: &str) -> Result<(), KernelError> {
+    if v.elements() == n {
+        return Ok(());
+    }
+    Err(KernelError::shape(
+        kernel,
+        format!(
+            "{v}, {} element(s), but it must hold {n}: {what}",
+            v.elements()
+        ),
+    ))
+}
+
+/// Region `i` is declared `inout` (the kernel reads its old contents).
+pub(crate) fn need_inout(ctx: &TaskContext<'_>, kernel: &str, i: usize) -> Result<(), KernelError> {
+    let access = ctx.io(i)?.access();
+    if access == Access::InOut {
+        return Ok(());
+    }
+    if !access.writes() {
+        // The view refuses it with its own, clearer message.
+        return ctx.write_float(i).map(|_| ());
+    }
+    Err(KernelError::Access {
+        kernel: kernel.into(),
+        index: i,
+        access,
+    })
+}
+
+/// Optional `f64` parameter `i` (raw `f64` bits), `default` if the task has fewer parameters.
+pub(crate) fn opt_f64(ctx: &TaskContext<'_>, i: usize, default: f64) -> f64 {
+    ctx.param_f64(i).unwrap_or(default)
+}
+
+/// Optional `i64` parameter `i`, `None` if the task has fewer parameters.
+pub(crate) fn opt_i64(ctx: &TaskContext<'_>, i: usize) -> Option<i64> {
+    ctx.param_i64(i).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique() {
+        let mut names = NAMES.to_vec();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), NAMES.len());
+        assert_eq!(crate::cost::LAUNCH_CYCLES, Work::default().cycles());
+    }
+}
