@@ -59,8 +59,10 @@ pub(crate) trait RunGraph: Sync {
     fn meta(&self, t: TaskId) -> Meta;
     /// Priority key of `t` (priority policy).
     fn priority(&self, t: TaskId) -> i64;
-    /// `t` completed: report every successor that became ready.
-    fn release(&self, t: TaskId, ready: impl FnMut(TaskId));
+    /// `t` completed: report every successor that became ready. `alone` promises that this
+    /// worker is the only thread releasing tasks in this run (a one-worker run of a finished
+    /// graph may then count without read-modify-writes).
+    fn release(&self, t: TaskId, alone: bool, ready: impl FnMut(TaskId));
 }
 
 /// What one worker reports at the end of a run.
@@ -76,6 +78,8 @@ pub(crate) struct Engine<'a, G: RunGraph, E: Exec> {
     graph: &'a G,
     exec: &'a E,
     workers: usize,
+    /// One worker: it is the only thread that releases tasks ([`RunGraph::release`]).
+    alone: bool,
     kind: ReadyKind,
     split: PoolSplit,
     placement: bool,
@@ -139,6 +143,7 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
             graph,
             exec,
             workers,
+            alone: workers == 1,
             kind: config.ready,
             split,
             placement: config.placement,
@@ -280,7 +285,20 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
     /// Run worker `w`'s part of the run; a panic that escapes (an [`Exec`] that broke its
     /// promise, or a runtime bug) fails the run instead of leaving the other workers waiting.
     pub(crate) fn worker(&self, w: usize) {
-        if let Err(p) = catch_unwind(AssertUnwindSafe(|| self.worker_loop(w))) {
+        // The common configuration gets a loop compiled without the branches it never takes.
+        let plain = !self.trace
+            && self.gate.is_none()
+            && self.batch == 1
+            && self.window.is_none()
+            && !self.needs_meta();
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            if plain {
+                self.worker_loop::<false>(w)
+            } else {
+                self.worker_loop::<true>(w)
+            }
+        }));
+        if let Err(p) = r {
             self.fail(ExecError::Internal(format!(
                 "worker {w} panicked: {}",
                 panic_message(&*p)
@@ -288,7 +306,9 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
         }
     }
 
-    fn worker_loop(&self, w: usize) {
+    /// The worker loop. `FULL = false` is the plain configuration (no trace, gate, batching,
+    /// window or routing metadata): the same loop with those branches compiled out.
+    fn worker_loop<const FULL: bool>(&self, w: usize) {
         let mut local = self
             .queues
             .local(w)
@@ -313,23 +333,22 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
                     Found::Done => break,
                 },
             };
-            if let Err(f) = self.run_one(t, &mut st) {
+            if let Err(f) = self.run_one::<FULL>(t, &mut st) {
                 self.fail(ExecError::from_failure(t.0, f));
                 break;
             }
             st.done += 1;
-            st.tasks += 1;
-            if st.done >= self.leave_every {
+            if FULL && st.done >= self.leave_every {
                 // Under a window, give slots back as we go, not only when idle.
                 self.publish(&mut st);
             }
-            if self.batch > 1 {
+            if FULL && self.batch > 1 {
                 st.pending.push(t);
                 if st.pending.len() >= self.batch {
                     self.flush(&mut local, &mut st);
                 }
             } else {
-                self.release(t, &mut local, &mut st);
+                self.release::<FULL>(t, &mut local, &mut st);
             }
         }
         // Aborting: whatever was batched or chosen as next is dropped with the run.
@@ -346,7 +365,14 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
     }
 
     #[inline(always)]
-    fn run_one(&self, t: TaskId, st: &mut WorkerState) -> Result<(), TaskFailure> {
+    fn run_one<const FULL: bool>(
+        &self,
+        t: TaskId,
+        st: &mut WorkerState,
+    ) -> Result<(), TaskFailure> {
+        if !FULL {
+            return self.exec.run(t, st.w);
+        }
         let permit = match &self.gate {
             Some(g) => {
                 let m = self.graph.meta(t);
@@ -374,10 +400,16 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
 
     /// Release `t`'s successors: keep one as the next task if allowed, queue the rest.
     #[inline(always)]
-    fn release(&self, t: TaskId, local: &mut LocalReady<'_>, st: &mut WorkerState) {
+    fn release<const FULL: bool>(
+        &self,
+        t: TaskId,
+        local: &mut LocalReady<'_>,
+        st: &mut WorkerState,
+    ) {
         let mut pushed = 0u8;
-        self.graph
-            .release(t, |s| pushed |= self.route(s, local, st));
+        self.graph.release(t, self.alone, |s| {
+            pushed |= self.route::<FULL>(s, local, st)
+        });
         self.wake_peers(pushed);
     }
 
@@ -401,8 +433,9 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
         let pending = std::mem::take(&mut st.pending);
         let mut pushed = 0u8;
         for &t in &pending {
-            self.graph
-                .release(t, |s| pushed |= self.route(s, local, st));
+            self.graph.release(t, self.alone, |s| {
+                pushed |= self.route::<true>(s, local, st)
+            });
         }
         self.counters.batch(pending.len() as u64);
         st.pending = pending;
@@ -414,8 +447,13 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
     /// locally (someone may need waking), or 0 if it became this worker's next task or was
     /// placed on another worker (whom this call wakes).
     #[inline(always)]
-    fn route(&self, s: TaskId, local: &mut LocalReady<'_>, st: &mut WorkerState) -> u8 {
-        if !self.needs_meta() {
+    fn route<const FULL: bool>(
+        &self,
+        s: TaskId,
+        local: &mut LocalReady<'_>,
+        st: &mut WorkerState,
+    ) -> u8 {
+        if !FULL || !self.needs_meta() {
             if st.direct && st.next.is_none() {
                 st.next = Some(s);
                 return 0;
@@ -455,6 +493,7 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
                 None => self.counters.completed(st.done),
             }
             self.completed.fetch_add(st.done, Ordering::SeqCst);
+            st.tasks += st.done;
             st.done = 0;
         }
     }

@@ -168,8 +168,23 @@ impl RunGraph for StaticGraph {
     }
 
     #[inline]
-    fn release(&self, t: TaskId, mut ready: impl FnMut(TaskId)) {
+    fn release(&self, t: TaskId, alone: bool, mut ready: impl FnMut(TaskId)) {
         let (a, b) = (self.first[t.index()], self.first[t.index() + 1]);
+        if alone {
+            // The only thread touching the counters during the run (they were reset before it
+            // started, and the run's start orders that): a plain load and store, no locked
+            // read-modify-write to serialise the cache misses of a wide fan-out.
+            for &s in &self.storage.fanout[a as usize..b as usize] {
+                let c = &self.join[s.index()];
+                let v = c.load(Ordering::Relaxed);
+                if v == 1 {
+                    ready(s);
+                } else {
+                    c.store(v - 1, Ordering::Relaxed);
+                }
+            }
+            return;
+        }
         for &s in &self.storage.fanout[a as usize..b as usize] {
             let c = &self.join[s.index()];
             // Acquire on both paths: the last predecessor acquires the release sequence of

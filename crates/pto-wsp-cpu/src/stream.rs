@@ -107,7 +107,8 @@ impl RunGraph for StreamGraph<'_> {
     }
 
     #[inline]
-    fn release(&self, t: TaskId, ready: impl FnMut(TaskId)) {
+    fn release(&self, t: TaskId, _alone: bool, ready: impl FnMut(TaskId)) {
+        // The orchestrator wires edges concurrently: always the atomic protocol.
         self.states.complete(t, ready);
     }
 }
