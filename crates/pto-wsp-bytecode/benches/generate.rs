@@ -1,0 +1,2 @@
+//! Placeholder (the benchmark comes later).
+fn main() {}

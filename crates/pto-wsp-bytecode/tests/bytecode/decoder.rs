@@ -1,0 +1,1 @@
+//! Decoder robustness (filled in below).

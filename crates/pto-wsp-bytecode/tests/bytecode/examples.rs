@@ -1,0 +1,181 @@
+//! Every example, and dynamic shapes: the same bytes under different bindings.
+
+use super::common::{check_module, check_program};
+use pto_wsp_bytecode::{EncodeOptions, Program, encode};
+use pto_wsp_ir::{Bindings, Module, parse};
+use std::path::Path;
+
+pub(crate) const EXAMPLES: &[&str] = &[
+    "mha",
+    "gemm",
+    "decode_ragged",
+    "moe",
+    "tiered",
+    "csp_pipeline",
+    "llama7b_layer",
+];
+
+/// The module of an example and its `//@ bind` defaults (parsed here the way the CLI does).
+pub(crate) fn example(name: &str) -> (Module, Bindings) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../examples/{name}.wsp"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let module = parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut b = Bindings::new();
+    for line in text.lines() {
+        if let Some(spec) = line.trim().strip_prefix("//@ bind") {
+            b.bind_str(&module, spec.trim())
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+    (module, b)
+}
+
+#[test]
+fn every_example_matches_the_expander_on_every_executor() {
+    for name in EXAMPLES {
+        let (m, b) = example(name);
+        let x = check_module(&m, &b, None);
+        assert!(!x.tasks.is_empty(), "{name}");
+    }
+}
+
+#[test]
+fn examples_with_other_executor_counts() {
+    for name in EXAMPLES {
+        let (m, b) = example(name);
+        for e in [1, 3, 7] {
+            check_module(&m, &b, Some(e));
+        }
+    }
+}
+
+fn with(b: &Bindings, m: &Module, specs: &[&str]) -> Bindings {
+    let mut b = b.clone();
+    for s in specs {
+        b.bind_str(m, s).unwrap_or_else(|e| panic!("{s}: {e}"));
+    }
+    b
+}
+
+#[test]
+fn same_bytes_different_bindings() {
+    let cases: &[(&str, &[&[&str]])] = &[
+        ("llama7b_layer", &[&["seq=32"], &["seq=2048"], &["seq=0"]]),
+        ("gemm", &[&["M=256", "N=384", "K=512"], &["K=0"]]),
+        (
+            "decode_ragged",
+            &[
+                &["nreq=3", "kv_chunks=[1, 2, 2]", "kv_lens=[100, 600, 900]"],
+                &["nreq=0", "kv_chunks=[]", "kv_lens=[]"],
+            ],
+        ),
+        (
+            "moe",
+            &[
+                &[
+                    "tokens=48",
+                    "routes=4",
+                    "route_indptr=[0, 1, 1, 4]",
+                    "route_experts=[7, 0, 3, 5]",
+                ],
+                &[
+                    "tokens=32",
+                    "routes=0",
+                    "route_indptr=[0, 0, 0]",
+                    "route_experts=[]",
+                ],
+            ],
+        ),
+        (
+            "tiered",
+            &[&["prefill=true"], &["nreq=2", "req_len=[9000, 3]"]],
+        ),
+        (
+            "csp_pipeline",
+            &[&["ntiles=1"], &["ntiles=5"], &["ntiles=0"]],
+        ),
+        ("mha", &[&["batch=1", "seq=1024"]]),
+    ];
+    for (name, variants) in cases {
+        let (m, b) = example(name);
+        let bytes = encode(&m, &EncodeOptions::default()).expect("encodes");
+        let prog = Program::decode(&bytes).expect("decodes");
+        for specs in *variants {
+            let b2 = with(&b, &m, specs);
+            check_program(&prog, &m, &b2, None);
+            check_program(&prog, &m, &b, None);
+        }
+    }
+}
+
+/// The seed's headline figure: the LLaMA-7B layer at 16K tokens in at most 4 KB.
+#[test]
+fn llama_layer_fits_in_the_seed_figure() {
+    let (m, b) = example("llama7b_layer");
+    let bytes = encode(&m, &EncodeOptions::default()).expect("encodes");
+    let stripped = encode(&m, &EncodeOptions { names: false }).expect("encodes");
+    assert!(bytes.len() <= 4096, "{} bytes", bytes.len());
+    assert!(stripped.len() <= bytes.len());
+    let b = with(&b, &m, &["seq=16384"]);
+    let prog = Program::decode(&bytes).expect("decodes");
+    let bound = prog.bind(&b).expect("binds");
+    let mut n = 0u32;
+    let mut interp =
+        pto_wsp_bytecode::Interpreter::new(&prog, &bound, pto_wsp_bytecode::ExecutorConfig::all())
+            .expect("interpreter");
+    interp
+        .run(&mut |_: &pto_wsp_bytecode::Task<'_>| n += 1)
+        .expect("runs");
+    assert_eq!(n, 248_832);
+}
+
+/// Bindings under which the expander fails: the all-tasks generator and at least one executor
+/// fail too (the owner of the failing task or subtree), never a panic.
+#[test]
+fn failing_bindings_fail_somewhere() {
+    let cases: &[(&str, &[&str])] = &[
+        // A request with no chunks: its merge reads an empty region.
+        (
+            "decode_ragged",
+            &["nreq=3", "kv_chunks=[1, 0, 2]", "kv_lens=[100, 0, 900]"],
+        ),
+        // Too few lengths / a negative length.
+        (
+            "decode_ragged",
+            &["nreq=3", "kv_chunks=[1, 2]", "kv_lens=[100, 600, 900]"],
+        ),
+        ("decode_ragged", &["kv_chunks=[3, -1, 8, 5]"]),
+        // A bad indptr.
+        (
+            "moe",
+            &["route_indptr=[0, 2, 1, 7, 11, 12, 14, 17, 19, 21, 24, 26, 27, 30, 32, 34, 38]"],
+        ),
+        // A region out of bounds (seq not a multiple of the tile).
+        ("llama7b_layer", &["seq=-64"]),
+        ("gemm", &["M=-128"]),
+    ];
+    for (name, specs) in cases {
+        let (m, b) = example(name);
+        let b = with(&b, &m, specs);
+        let expected = pto_wsp_ir::expand(&m, &b, &pto_wsp_ir::ExpandOptions::default());
+        assert!(
+            expected.is_err(),
+            "{name} {specs:?} should fail in the expander"
+        );
+        let bytes = encode(&m, &EncodeOptions::default()).expect("encodes");
+        let prog = Program::decode(&bytes).expect("decodes");
+        let all = super::common::run_one(&prog, &b, pto_wsp_bytecode::ExecutorConfig::all());
+        assert!(
+            all.is_err(),
+            "{name} {specs:?}: the all-tasks run succeeded"
+        );
+        let e = prog.executors();
+        let failures = (0..e as u32)
+            .filter(|&me| {
+                super::common::run_one(&prog, &b, pto_wsp_bytecode::ExecutorConfig::executor(me))
+                    .is_err()
+            })
+            .count();
+        assert!(failures > 0, "{name} {specs:?}: no executor failed");
+    }
+}

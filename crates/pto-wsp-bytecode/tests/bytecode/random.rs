@@ -1,0 +1,1 @@
+//! Random workloads (filled in below).
