@@ -68,6 +68,8 @@ pub struct Bound {
     pub(crate) regs: Vec<u64>,
     pub(crate) arrays: Vec<Option<Vec<i64>>>,
     pub(crate) shapes: Vec<Vec<i64>>,
+    /// Every tensor's shape, concatenated in tensor order.
+    pub(crate) flat_shapes: Vec<i64>,
 }
 
 impl Program {
@@ -186,10 +188,12 @@ impl Program {
                 }
             }
         }
+        let flat_shapes = shapes.iter().flatten().copied().collect();
         Ok(Bound {
             regs,
             arrays,
             shapes,
+            flat_shapes,
         })
     }
 }

@@ -17,8 +17,8 @@ use crate::format::{
 use crate::image::{DNodeRec, Image, Offsets};
 use crate::op::{Class, Insn, Op, Operand};
 use crate::program::{
-    AxisDesc, DNode, ExprInfo, Fast, KernelDesc, LoadDesc, LoopDesc, NameTable, ParamDesc, Program,
-    RegionDesc, Sched, TaskDesc, TensorDesc,
+    AxisDesc, DNode, DimPlan, ExprInfo, Fast, KernelDesc, Lin, LoadDesc, LoopDesc, NameTable,
+    ParamDesc, Program, RegionDesc, Sched, TaskDesc, TensorDesc,
 };
 use pto_wsp_ir::ScalarType;
 
@@ -619,6 +619,11 @@ impl Decoder<'_> {
             regions,
             dims,
             tasks: Vec::new(),
+            lins: Vec::new(),
+            dim_plans: Vec::new(),
+            region_outs: Vec::new(),
+            shape_off: Vec::new(),
+            csp: !img.channels.is_empty() || img.n_procs > 1,
             task_scalars: Vec::new(),
             task_regions: Vec::new(),
             loads: Vec::new(),
@@ -645,9 +650,16 @@ impl Decoder<'_> {
             max_depth: 0,
             max_scalars: 0,
             max_coords: 0,
+            total_coords: 0,
             max_regions: 0,
         };
+        let mut off = 0u32;
+        for t in &prog.tensors {
+            prog.shape_off.push(off);
+            off += t.shape.as_ref().map_or(0, Vec::len) as u32;
+        }
         self.structure(&mut prog, &uses_args)?;
+        plan(&mut prog);
         Ok(prog)
     }
 
@@ -1259,6 +1271,13 @@ impl Decoder<'_> {
                         scalars: s0..p.task_scalars.len() as u32,
                         regions: r0..p.task_regions.len() as u32,
                         next_pc: next as u32,
+                        linear: false,
+                        scalar_lins: 0..0,
+                        dim_plans: 0..0,
+                        region_outs: 0..0,
+                        fixed_pool: None,
+                        coord_base: 0,
+                        n_coords: 0,
                     });
                 }
                 Op::Args => {
@@ -1497,6 +1516,111 @@ impl Exprs<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// Fills the fast-path plans of every task: linear forms of its scalar arguments and region
+/// bounds, the regions as the sink sees them, and the pool when it is fixed.
+fn plan(p: &mut Program) {
+    let zero = p.reg_types.len() as u32;
+    let lin = |p: &Program, e: u16| -> Option<Lin> {
+        match p.exprs[usize::from(e)].fast {
+            Fast::Const(c) => Some(Lin {
+                reg: zero,
+                pre: 0,
+                mul: 0,
+                post: c as i64,
+            }),
+            Fast::Reg(r) => Some(Lin {
+                reg: u32::from(r),
+                pre: 0,
+                mul: 1,
+                post: 0,
+            }),
+            Fast::Affine {
+                reg,
+                pre,
+                mul,
+                post,
+            } => Some(Lin {
+                reg: u32::from(reg),
+                pre,
+                mul,
+                post,
+            }),
+            Fast::None => None,
+        }
+    };
+    for i in 0..p.tasks.len() {
+        let td = p.tasks[i].clone();
+        let kd = &p.kernels[usize::from(td.kernel)];
+        let fixed_pool = (kd.tiers.is_none() && p.sched.pools.is_none()).then_some(kd.pool);
+        let r0 = p.region_outs.len() as u32;
+        let mut coords = 0u32;
+        for &r in &p.task_regions[td.regions.start as usize..td.regions.end as usize] {
+            let rd = &p.regions[usize::from(r)];
+            let rank = rd.dims.len() as u32;
+            p.region_outs.push(crate::sink::RegionOut {
+                tensor: u32::from(rd.tensor),
+                access: crate::sink::access_code(rd.access),
+                off: coords,
+                rank,
+            });
+            coords += rank;
+        }
+        let l0 = p.lins.len() as u32;
+        let d0 = p.dim_plans.len() as u32;
+        let mut linear = true;
+        for &e in &p.task_scalars[td.scalars.start as usize..td.scalars.end as usize] {
+            match lin(p, e) {
+                Some(l) => p.lins.push(l),
+                None => linear = false,
+            }
+        }
+        let mut coords_done = 0u32;
+        for &r in &p.task_regions[td.regions.start as usize..td.regions.end as usize] {
+            let rd = p.regions[usize::from(r)].clone();
+            for (d, &(s, z)) in p.dims[rd.dims.start as usize..rd.dims.end as usize]
+                .to_vec()
+                .iter()
+                .enumerate()
+            {
+                let start = lin(p, s);
+                let size = if z == NONE16 {
+                    Some(Lin {
+                        reg: zero,
+                        pre: 0,
+                        mul: 0,
+                        post: 1,
+                    })
+                } else {
+                    lin(p, z)
+                };
+                match (start, size) {
+                    (Some(start), Some(size)) => p.dim_plans.push(DimPlan {
+                        start,
+                        size,
+                        extent: p.shape_off[usize::from(rd.tensor)] + d as u32,
+                        coord: coords_done + d as u32,
+                    }),
+                    _ => linear = false,
+                }
+            }
+            coords_done += rd.dims.len() as u32;
+        }
+        if !linear {
+            p.lins.truncate(l0 as usize);
+            p.dim_plans.truncate(d0 as usize);
+        }
+        let t = &mut p.tasks[i];
+        t.linear = linear;
+        t.scalar_lins = l0..p.lins.len() as u32;
+        t.dim_plans = d0..p.dim_plans.len() as u32;
+        t.region_outs = r0..p.region_outs.len() as u32;
+        t.fixed_pool = fixed_pool;
+        t.coord_base = p.total_coords as u32;
+        t.n_coords = coords;
+        p.total_coords += coords as usize;
     }
 }
 

@@ -24,13 +24,16 @@ use crate::bind::Bound;
 use crate::eval::value;
 use crate::format::NONE16;
 use crate::op::Op;
-use crate::program::{AxisDesc, DNode, Fast, Program};
-use crate::sink::{RegionOut, Task, TaskSink, access_code};
+use crate::program::{AxisDesc, DNode, Lin, Program, TaskDesc};
+use crate::sink::{Task, TaskSink};
 use pto_wsp_ir::eval::EvalError;
 use pto_wsp_ir::expand::splitmix64;
 use pto_wsp_ir::{ExecPool, OrderEdge, ScalarType, Value};
 use std::collections::VecDeque;
 use std::ops::Range;
+
+/// Internal results: the error boxed, so the hot path moves one word.
+type R<T> = Result<T, Box<InterpError>>;
 
 /// Which tasks an interpreter generates.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -231,6 +234,11 @@ enum Frame {
         pc: u32,
         next: i64,
         end: i64,
+        /// The loop variable's register.
+        var: u16,
+        /// The loop descriptor, and whether its iterations hoist or skip.
+        desc: u16,
+        check: bool,
         track: Option<Track>,
     },
     Ragged {
@@ -277,6 +285,65 @@ enum Stop {
     Stopped,
 }
 
+/// A region dimension whose start and size vary.
+#[derive(Clone, Copy, Debug)]
+struct VarDim {
+    start: Lin,
+    size: Lin,
+    extent: i64,
+    /// Coordinate index in the buffers.
+    at: u32,
+}
+
+/// A region dimension with a constant size whose start is `reg * mul + k`: in bounds, with no
+/// overflow in any step of the source expression, exactly when `reg - lo <= span` (unsigned),
+/// and then the wrapping arithmetic is exact.
+#[derive(Clone, Copy, Debug)]
+struct StartOnly {
+    reg: u32,
+    lo: i64,
+    span: u64,
+    mul: i64,
+    k: i64,
+    at: u32,
+}
+
+/// The values of `l.reg` for which every step of `((r + pre) * mul) + post` fits `i64` and the
+/// result is in `0..=max_start`: one interval, since the form is monotonic (`None` if empty or
+/// `mul` is 0).
+fn start_interval(l: &Lin, max_start: i64) -> Option<(i64, i64)> {
+    fn floor(a: i128, b: i128) -> i128 {
+        let q = a / b;
+        if a % b != 0 && ((a < 0) != (b < 0)) {
+            q - 1
+        } else {
+            q
+        }
+    }
+    fn ceil(a: i128, b: i128) -> i128 {
+        -floor(-a, b)
+    }
+    let (pre, mul, post) = (i128::from(l.pre), i128::from(l.mul), i128::from(l.post));
+    let (min, max) = (i128::from(i64::MIN), i128::from(i64::MAX));
+    if mul == 0 || max_start < 0 {
+        return None;
+    }
+    // b = a * mul must fit i64 and give b + post in 0..=max_start.
+    let (blo, bhi) = (min.max(-post), max.min(i128::from(max_start) - post));
+    if blo > bhi {
+        return None;
+    }
+    let (alo, ahi) = if mul > 0 {
+        (ceil(blo, mul), floor(bhi, mul))
+    } else {
+        (ceil(bhi, mul), floor(blo, mul))
+    };
+    // a = r + pre must fit i64, and r is an i64.
+    let lo = min.max(alo.max(min) - pre);
+    let hi = max.min(ahi.min(max) - pre);
+    (lo <= hi).then_some((lo as i64, hi as i64))
+}
+
 /// One executor's interpreter over a program and its bindings.
 #[derive(Debug)]
 pub struct Interpreter<'p> {
@@ -294,7 +361,11 @@ pub struct Interpreter<'p> {
     channels: Vec<ChannelState>,
     params: Vec<Value>,
     args: Vec<u64>,
-    regions: Vec<RegionOut>,
+    /// Per task statement: its region dimensions that are not constant under the bindings
+    /// (into `var_dims`); constant ones are written once into `starts` / `sizes`.
+    var_ranges: Vec<(Range<u32>, Range<u32>)>,
+    var_dims: Vec<VarDim>,
+    starts_only: Vec<StartOnly>,
     starts: Vec<i64>,
     sizes: Vec<i64>,
     summary: RunSummary,
@@ -343,31 +414,94 @@ impl<'p> Interpreter<'p> {
             .filter(|(_, i)| i.op == Op::Proc)
             .map(|(pc, _)| pc)
             .collect();
-        Ok(Interpreter {
+        let mut interp = Interpreter {
             prog,
             bound,
             me: config.executor,
             executors,
             proc_pcs,
-            regs: bound.regs.clone(),
+            regs: Vec::new(),
             count: 0,
             armed: Vec::new(),
             csp_edges: Vec::new(),
             hoist: None,
             channels: vec![ChannelState::default(); prog.channels.len()],
-            params: Vec::with_capacity(prog.max_scalars),
-            args: Vec::with_capacity(prog.max_scalars),
-            regions: vec![RegionOut::default(); prog.max_regions],
-            starts: vec![0; prog.max_coords],
-            sizes: vec![0; prog.max_coords],
+            params: vec![Value::I64(0); prog.max_scalars],
+            args: vec![0; prog.max_scalars],
+            var_ranges: Vec::new(),
+            var_dims: Vec::new(),
+            starts_only: Vec::new(),
+            starts: vec![0; prog.total_coords],
+            sizes: vec![0; prog.total_coords],
             summary: RunSummary::default(),
-        })
+        };
+        interp.constant_coords();
+        Ok(interp)
+    }
+
+    /// Writes the region coordinates that are constants (and in bounds) once, and lists the
+    /// others per task statement.
+    fn constant_coords(&mut self) {
+        let prog = self.prog;
+        for td in &prog.tasks {
+            let start = self.var_dims.len() as u32;
+            let start_only = self.starts_only.len() as u32;
+            if td.linear {
+                for p in &prog.dim_plans[td.dim_plans.start as usize..td.dim_plans.end as usize] {
+                    let extent = self.bound.flat_shapes[p.extent as usize];
+                    match (p.start.constant(), p.size.constant()) {
+                        (Some(s), Some(z))
+                            if s >= 0
+                                && z >= 1
+                                && s.checked_add(z).is_some_and(|e| e <= extent) =>
+                        {
+                            let at = (td.coord_base + p.coord) as usize;
+                            self.starts[at] = s;
+                            self.sizes[at] = z;
+                        }
+                        (_, Some(z))
+                            if z >= 1
+                                && z <= extent
+                                && let Some((lo, hi)) = start_interval(&p.start, extent - z) =>
+                        {
+                            // Only the start varies: the register's values for which it is in
+                            // bounds (and no step overflows) form one interval.
+                            let at = (td.coord_base + p.coord) as usize;
+                            self.sizes[at] = z;
+                            self.starts_only.push(StartOnly {
+                                reg: p.start.reg,
+                                lo,
+                                span: hi.wrapping_sub(lo) as u64,
+                                mul: p.start.mul,
+                                k: p.start
+                                    .pre
+                                    .wrapping_mul(p.start.mul)
+                                    .wrapping_add(p.start.post),
+                                at: at as u32,
+                            });
+                        }
+                        _ => self.var_dims.push(VarDim {
+                            start: p.start,
+                            size: p.size,
+                            extent,
+                            at: (td.coord_base + p.coord) as usize as u32,
+                        }),
+                    }
+                }
+            }
+            self.var_ranges.push((
+                start..self.var_dims.len() as u32,
+                start_only..self.starts_only.len() as u32,
+            ));
+        }
     }
 
     /// Runs the whole program, passing this executor's tasks and the order edges to `sink`.
     /// Can be called again: each run starts from the beginning.
     pub fn run(&mut self, sink: &mut impl TaskSink) -> Result<RunSummary, InterpError> {
+        // The registers, then the zero register linear forms of constants read.
         self.regs.clone_from(&self.bound.regs);
+        self.regs.push(0);
         self.count = 0;
         self.armed.clear();
         self.hoist = None;
@@ -410,7 +544,7 @@ impl<'p> Interpreter<'p> {
             let mut ps = std::mem::take(&mut procs[i]);
             let r = self.run_proc(&mut ps, sink);
             procs[i] = ps;
-            match r? {
+            match r.map_err(|e| *e)? {
                 Stop::Blocked => {}
                 Stop::Done => {
                     procs[i].done = true;
@@ -466,7 +600,7 @@ impl<'p> Interpreter<'p> {
     }
 
     /// Moves the global count over `n` tasks of other executors, announcing armed edges first.
-    fn advance_count(&mut self, n: u64, sink: &mut impl TaskSink) -> Result<(), InterpError> {
+    fn advance_count(&mut self, n: u64, sink: &mut impl TaskSink) -> R<()> {
         if n == 0 {
             return Ok(());
         }
@@ -573,7 +707,7 @@ impl<'p> Interpreter<'p> {
     /// At the start of an iteration of loop `l`: decides the hoisted target, and skips the
     /// iteration when it holds none of this executor's tasks. `Ok(true)`: skipped.
     #[inline]
-    fn iteration(&mut self, l: u16, sink: &mut impl TaskSink) -> Result<bool, InterpError> {
+    fn iteration(&mut self, l: u16, sink: &mut impl TaskSink) -> R<bool> {
         let desc = &self.prog.loops[usize::from(l)];
         if let Some(ks) = desc.hoist {
             self.hoist = self.target(0, 0, Some(u32::from(ks))).ok().flatten();
@@ -604,11 +738,7 @@ impl<'p> Interpreter<'p> {
     }
 
     /// Runs one process until it blocks, ends or the sink stops.
-    fn run_proc(
-        &mut self,
-        ps: &mut ProcState,
-        sink: &mut impl TaskSink,
-    ) -> Result<Stop, InterpError> {
+    fn run_proc(&mut self, ps: &mut ProcState, sink: &mut impl TaskSink) -> R<Stop> {
         let prog = self.prog;
         let insns = &prog.insns[..];
         let mut pc = ps.pc;
@@ -751,7 +881,8 @@ impl<'p> Interpreter<'p> {
                     return Err(InterpError::Internal {
                         pc,
                         message: format!("`{}` cannot run here", insn.op.mnemonic()),
-                    });
+                    }
+                    .into());
                 }
             }
         }
@@ -759,7 +890,7 @@ impl<'p> Interpreter<'p> {
 
     /// Starts a loop: evaluates its axis and pushes its frame (the first iteration is then
     /// decided by [`Interpreter::advance`]).
-    fn loop_start(&mut self, pc: usize, ps: &mut ProcState) -> Result<(), InterpError> {
+    fn loop_start(&mut self, pc: usize, ps: &mut ProcState) -> R<()> {
         let prog = self.prog;
         let insn = prog.insns[pc];
         let desc = &prog.loops[usize::from(insn.a)];
@@ -784,6 +915,9 @@ impl<'p> Interpreter<'p> {
                 pc: pc as u32,
                 next: 0,
                 end: eval_rows(self, extent, "extent")?,
+                var: desc.var0,
+                desc: insn.a,
+                check: desc.hoist.is_some() || desc.count.is_some(),
                 track,
             },
             AxisDesc::Ragged { rows, lengths } => {
@@ -795,7 +929,8 @@ impl<'p> Interpreter<'p> {
                         tensor: name(),
                         needed: rows as u64,
                         len: data.len(),
-                    });
+                    }
+                    .into());
                 }
                 if let Some(r) = data[..rows as usize].iter().position(|&l| l < 0) {
                     return Err(InterpError::NegativeLength {
@@ -805,7 +940,8 @@ impl<'p> Interpreter<'p> {
                             self.axis_name(pc)
                         ),
                         value: data[r],
-                    });
+                    }
+                    .into());
                 }
                 Frame::Ragged {
                     pc: pc as u32,
@@ -830,7 +966,8 @@ impl<'p> Interpreter<'p> {
                         tensor: ip_name,
                         needed,
                         len: ip.len(),
-                    });
+                    }
+                    .into());
                 }
                 let ip = &ip[..needed as usize];
                 for (r, &v) in ip.iter().enumerate() {
@@ -853,7 +990,8 @@ impl<'p> Interpreter<'p> {
                         return Err(InterpError::BadIndptr {
                             tensor: ip_name,
                             message,
-                        });
+                        }
+                        .into());
                     }
                 }
                 Frame::Sparse {
@@ -875,11 +1013,7 @@ impl<'p> Interpreter<'p> {
 
     /// Moves the loop on top of the stack to its next iteration (skipping whole iterations
     /// where allowed), or leaves it. Returns the next pc.
-    fn advance(
-        &mut self,
-        ps: &mut ProcState,
-        sink: &mut impl TaskSink,
-    ) -> Result<usize, InterpError> {
+    fn advance(&mut self, ps: &mut ProcState, sink: &mut impl TaskSink) -> R<usize> {
         let prog = self.prog;
         let bound: &'p Bound = self.bound;
         loop {
@@ -888,27 +1022,27 @@ impl<'p> Interpreter<'p> {
                 return Err(InterpError::Internal {
                     pc: ps.pc,
                     message: "`next` with no loop".into(),
-                });
+                }
+                .into());
             };
             match top {
                 Frame::Dense {
                     pc,
                     next,
                     end,
+                    var,
+                    desc,
+                    check,
                     track,
                 } => {
                     if let Some(t) = track {
                         t.boundary(now, sink, &mut self.armed);
                     }
                     let lpc = *pc as usize;
-                    let insn = prog.insns[lpc];
                     if *next < *end {
-                        let desc = &prog.loops[usize::from(insn.a)];
-                        self.regs[usize::from(desc.var0)] = *next as u64;
+                        self.regs[usize::from(*var)] = *next as u64;
                         *next += 1;
-                        if (desc.hoist.is_some() || desc.count.is_some())
-                            && self.iteration(insn.a, sink)?
-                        {
+                        if *check && self.iteration(*desc, sink)? {
                             continue;
                         }
                         return Ok(lpc + 1);
@@ -917,7 +1051,7 @@ impl<'p> Interpreter<'p> {
                         t.end(&mut self.armed);
                     }
                     ps.stack.pop();
-                    return Ok(insn.b as usize + 1);
+                    return Ok(prog.insns[lpc].b as usize + 1);
                 }
                 Frame::Ragged {
                     pc,
@@ -936,7 +1070,8 @@ impl<'p> Interpreter<'p> {
                         return Err(InterpError::Internal {
                             pc: lpc,
                             message: "a ragged frame over another axis".into(),
-                        });
+                        }
+                        .into());
                     };
                     let lens = bound.arrays[usize::from(lengths)].as_deref().unwrap_or(&[]);
                     while *row < *rows && *pos >= lens[*row as usize] {
@@ -969,7 +1104,8 @@ impl<'p> Interpreter<'p> {
                             return Err(InterpError::Internal {
                                 pc: lpc,
                                 message: "lost a ragged frame".into(),
-                            });
+                            }
+                            .into());
                         };
                         self.regs[usize::from(desc.var1)] = *pos as u64;
                         *pos += 1;
@@ -997,7 +1133,8 @@ impl<'p> Interpreter<'p> {
                         return Err(InterpError::Internal {
                             pc: lpc,
                             message: "a sparse frame over another axis".into(),
-                        });
+                        }
+                        .into());
                     };
                     let ip = bound.arrays[usize::from(indptr)].as_deref().unwrap_or(&[]);
                     let idx = bound.arrays[usize::from(indices)].as_deref().unwrap_or(&[]);
@@ -1030,7 +1167,8 @@ impl<'p> Interpreter<'p> {
                             return Err(InterpError::Internal {
                                 pc: lpc,
                                 message: "lost a sparse frame".into(),
-                            });
+                            }
+                            .into());
                         };
                         self.regs[usize::from(desc.var1)] = idx[*j] as u64;
                         *j += 1;
@@ -1048,7 +1186,8 @@ impl<'p> Interpreter<'p> {
                     return Err(InterpError::Internal {
                         pc: ps.pc,
                         message: "`next` does not close a loop".into(),
-                    });
+                    }
+                    .into());
                 }
             }
         }
@@ -1056,11 +1195,7 @@ impl<'p> Interpreter<'p> {
 
     /// The `next` of a `consume`: takes the next token (`Some(body pc)`), leaves when the
     /// channel is closed and empty (`Some(after)`), or blocks (`None`).
-    fn consume_next(
-        &mut self,
-        ps: &mut ProcState,
-        pc: usize,
-    ) -> Result<Option<usize>, InterpError> {
+    fn consume_next(&mut self, ps: &mut ProcState, pc: usize) -> R<Option<usize>> {
         let Some(Frame::Consume {
             channel,
             var,
@@ -1070,7 +1205,8 @@ impl<'p> Interpreter<'p> {
             return Err(InterpError::Internal {
                 pc,
                 message: "lost a consume frame".into(),
-            });
+            }
+            .into());
         };
         if pending.take().is_some() {
             // The previous iteration generated no task: its edge lapses.
@@ -1093,7 +1229,7 @@ impl<'p> Interpreter<'p> {
         }
     }
 
-    fn load(&mut self, pc: usize) -> Result<usize, InterpError> {
+    fn load(&mut self, pc: usize) -> R<usize> {
         let prog = self.prog;
         let ld = &prog.loads[prog.aux[pc] as usize];
         let t = usize::from(ld.tensor);
@@ -1113,7 +1249,8 @@ impl<'p> Interpreter<'p> {
                     dim: d,
                     index: i,
                     extent,
-                });
+                }
+                .into());
             }
             flat = flat.saturating_mul(extent as u64).saturating_add(i as u64);
         }
@@ -1123,7 +1260,8 @@ impl<'p> Interpreter<'p> {
                 tensor: prog.tensor_name(t as u32),
                 needed: flat.saturating_add(1),
                 len: data.len(),
-            });
+            }
+            .into());
         };
         let v = match prog.reg_types[usize::from(ld.reg)] {
             ScalarType::I64 => elem as u64,
@@ -1136,7 +1274,8 @@ impl<'p> Interpreter<'p> {
                     ),
                     expected: prog.reg_types[usize::from(ld.reg)].to_string(),
                     found: "a negative i64".into(),
-                });
+                }
+                .into());
             }
         };
         self.regs[usize::from(ld.reg)] = v;
@@ -1151,9 +1290,10 @@ impl<'p> Interpreter<'p> {
         pc: usize,
         ps: &mut ProcState,
         sink: &mut impl TaskSink,
-    ) -> Result<(usize, bool), InterpError> {
-        let prog = self.prog;
-        let td = &prog.tasks[prog.aux[pc] as usize];
+    ) -> R<(usize, bool)> {
+        let prog: &'p Program = self.prog;
+        let ti = prog.aux[pc] as usize;
+        let td: &'p TaskDesc = &prog.tasks[ti];
         let index = self.count;
         let target = match (td.hoisted, self.hoist) {
             (true, Some(t)) => Some(t),
@@ -1173,7 +1313,7 @@ impl<'p> Interpreter<'p> {
         };
         let mut fill = None;
         if mine {
-            fill = Some(self.fill(pc, index)?);
+            fill = Some(self.fill(td, ti, index)?);
         } else {
             self.summary.filtered += 1;
         }
@@ -1183,7 +1323,7 @@ impl<'p> Interpreter<'p> {
                 sink.order_begin(before, index);
             }
         }
-        let csp = !prog.channels.is_empty() || prog.n_procs > 1;
+        let csp = prog.csp;
         if csp {
             self.csp_edges.clear();
             if let Some(last) = ps.last_task {
@@ -1205,7 +1345,6 @@ impl<'p> Interpreter<'p> {
             }
         }
         if let Some((kernel, pool, stream)) = fill {
-            let n_regions = td.regions.len();
             self.summary.tasks += 1;
             let t = Task {
                 index,
@@ -1214,10 +1353,12 @@ impl<'p> Interpreter<'p> {
                 pool,
                 target,
                 stream,
-                params: &self.params,
-                regions: &self.regions[..n_regions],
-                starts: &self.starts,
-                sizes: &self.sizes,
+                params: &self.params[..td.scalars.len()],
+                regions: &prog.region_outs
+                    [td.region_outs.start as usize..td.region_outs.end as usize],
+                starts: &self.starts
+                    [td.coord_base as usize..(td.coord_base + td.n_coords) as usize],
+                sizes: &self.sizes[td.coord_base as usize..(td.coord_base + td.n_coords) as usize],
             };
             if sink.task(&t).is_break() {
                 return Ok((td.next_pc as usize, false));
@@ -1236,85 +1377,27 @@ impl<'p> Interpreter<'p> {
 
     /// Evaluates an own task's arguments, tier, pool and stream into the buffers.
     #[inline]
-    fn fill(&mut self, pc: usize, index: u32) -> Result<(u32, ExecPool, u32), InterpError> {
+    fn fill(&mut self, td: &'p TaskDesc, ti: usize, index: u32) -> R<(u32, ExecPool, u32)> {
         let prog = self.prog;
-        let td = &prog.tasks[prog.aux[pc] as usize];
-        let kd = &prog.kernels[usize::from(td.kernel)];
-        let ctx = |what: String, source: EvalError| InterpError::Eval {
+        if !(td.linear && self.fill_linear(td, ti)) {
+            self.fill_general(td, index)?;
+        }
+        let ctx = |what: &str, source: EvalError| InterpError::Eval {
             context: format!(
                 "{what} of task #{index} (`{}`)",
                 prog.kernel_name(u32::from(td.kernel))
             ),
             source,
         };
-        self.params.clear();
-        self.args.clear();
-        for (j, (&e, &ty)) in prog.task_scalars[td.scalars.start as usize..td.scalars.end as usize]
-            .iter()
-            .zip(&kd.scalar_types)
-            .enumerate()
-        {
-            let v = self
-                .eval(e)
-                .map_err(|s| ctx(format!("scalar argument {j}"), s))?;
-            self.params.push(value(v, ty));
-            self.args.push(v);
-        }
-        let mut off = 0usize;
-        for (ri, &r) in prog.task_regions[td.regions.start as usize..td.regions.end as usize]
-            .iter()
-            .enumerate()
-        {
-            let rd = &prog.regions[usize::from(r)];
-            let shape = &self.bound.shapes[usize::from(rd.tensor)];
-            let dims = &prog.dims[rd.dims.start as usize..rd.dims.end as usize];
-            for (d, (&(s, z), &extent)) in dims.iter().zip(shape).enumerate() {
-                let start = self.eval_fast_int(s).map_err(|e| {
-                    ctx(
-                        format!("the start of dimension {d} of region argument {ri}"),
-                        e,
-                    )
-                })?;
-                let size = if z == NONE16 {
-                    1
-                } else {
-                    self.eval_fast_int(z).map_err(|e| {
-                        ctx(
-                            format!("the size of dimension {d} of region argument {ri}"),
-                            e,
-                        )
-                    })?
-                };
-                if start < 0 || size < 1 || start.checked_add(size).is_none_or(|e| e > extent) {
-                    return Err(InterpError::RegionOutOfBounds {
-                        task: index,
-                        kernel: prog.kernel_name(u32::from(td.kernel)),
-                        region: ri,
-                        tensor: prog.tensor_name(u32::from(rd.tensor)),
-                        dim: d,
-                        start,
-                        size,
-                        extent,
-                    });
-                }
-                self.starts[off + d] = start;
-                self.sizes[off + d] = size;
-            }
-            self.regions[ri] = RegionOut {
-                tensor: u32::from(rd.tensor),
-                access: access_code(rd.access),
-                off: off as u32,
-                rank: dims.len() as u32,
-            };
-            off += dims.len();
-        }
+        let kd = &prog.kernels[usize::from(td.kernel)];
         let kernel = match &kd.tiers {
             Some((cases, default)) => {
+                let n = td.scalars.len();
                 let mut k = *default;
                 for &(cond, variant) in cases {
                     let c = prog
-                        .eval(cond, &self.regs, &self.args)
-                        .map_err(|s| ctx("a tier condition".into(), s))?;
+                        .eval(cond, &self.regs, &self.args[..n])
+                        .map_err(|s| ctx("a tier condition", s))?;
                     if c != 0 {
                         k = variant;
                         break;
@@ -1331,50 +1414,132 @@ impl<'p> Interpreter<'p> {
                 None => NONE16,
             }
         };
-        let pool = match &prog.sched.pools {
-            Some((metric, levels, otherwise)) => {
+        let pool = match (td.fixed_pool, &prog.sched.pools) {
+            (Some(p), _) => p,
+            (None, Some((metric, levels, otherwise))) => {
                 let m = self
                     .metric(key(*metric))
-                    .map_err(|s| ctx("the `dispatch_threshold` metric".into(), s))?;
+                    .map_err(|s| ctx("the `dispatch_threshold` metric", s))?;
                 levels
                     .iter()
                     .find(|(b, _)| m < i128::from(*b))
                     .map_or(*otherwise, |(_, p)| *p)
             }
-            None => prog.kernels[usize::from(kernel)].pool,
+            (None, None) => prog.kernels[usize::from(kernel)].pool,
         };
         let stream = match prog.sched.stream_by {
             Some(slot) => self
                 .modulo(key(slot), prog.sched.streams)
-                .map_err(|s| ctx("the `stream_by` key".into(), s))?,
+                .map_err(|s| ctx("the `stream_by` key", s))?,
+            None if prog.sched.streams == 1 => 0,
             None => (u64::from(index) % prog.sched.streams) as u32,
         };
         Ok((u32::from(kernel), pool, stream))
     }
 
-    /// An integer expression as `i64`, with the common fast forms inline.
+    /// The fast path: every argument and bound is linear. `false` when something overflows or
+    /// is out of bounds (the general path then reports exactly what).
     #[inline(always)]
-    fn eval_fast_int(&self, e: u16) -> Result<i64, EvalError> {
-        let info = &self.prog.exprs[usize::from(e)];
-        match info.fast {
-            Fast::Const(c) if info.ty == ScalarType::I64 => Ok(c as i64),
-            Fast::Affine {
-                reg,
-                pre,
-                mul,
-                post,
-            } => {
-                let x = self.regs[usize::from(reg)] as i64;
-                match x
-                    .checked_add(pre)
-                    .and_then(|v| v.checked_mul(mul))
-                    .and_then(|v| v.checked_add(post))
-                {
-                    Some(v) => Ok(v),
-                    None => self.eval_int(e),
-                }
-            }
-            Fast::Const(_) | Fast::Reg(_) | Fast::None => self.eval_int(e),
+    fn fill_linear(&mut self, td: &TaskDesc, ti: usize) -> bool {
+        let prog = self.prog;
+        let regs = &self.regs[..];
+        let kd = &prog.kernels[usize::from(td.kernel)];
+        let lins = &prog.lins[td.scalar_lins.start as usize..td.scalar_lins.end as usize];
+        for (j, (l, &ty)) in lins.iter().zip(&kd.scalar_types).enumerate() {
+            let Some(v) = l.eval(regs) else {
+                return false;
+            };
+            self.args[j] = v as u64;
+            self.params[j] = value(v as u64, ty);
         }
+        let (general, starts_only) = &self.var_ranges[ti];
+        for p in &self.starts_only[starts_only.start as usize..starts_only.end as usize] {
+            let r = regs[p.reg as usize] as i64;
+            if r.wrapping_sub(p.lo) as u64 > p.span {
+                return false;
+            }
+            self.starts[p.at as usize] = r.wrapping_mul(p.mul).wrapping_add(p.k);
+        }
+        for p in &self.var_dims[general.start as usize..general.end as usize] {
+            let (Some(s), Some(z)) = (p.start.eval(regs), p.size.eval(regs)) else {
+                return false;
+            };
+            if s < 0 || z < 1 || s.checked_add(z).is_none_or(|e| e > p.extent) {
+                return false;
+            }
+            let at = p.at as usize;
+            self.starts[at] = s;
+            self.sizes[at] = z;
+        }
+        true
+    }
+
+    /// The general path: evaluates every argument and bound, reporting failures exactly.
+    #[inline(never)]
+    fn fill_general(&mut self, td: &TaskDesc, index: u32) -> R<()> {
+        let prog = self.prog;
+        let kd = &prog.kernels[usize::from(td.kernel)];
+        let ctx = |what: String, source: EvalError| InterpError::Eval {
+            context: format!(
+                "{what} of task #{index} (`{}`)",
+                prog.kernel_name(u32::from(td.kernel))
+            ),
+            source,
+        };
+        for (j, (&e, &ty)) in prog.task_scalars[td.scalars.start as usize..td.scalars.end as usize]
+            .iter()
+            .zip(&kd.scalar_types)
+            .enumerate()
+        {
+            let v = self
+                .eval(e)
+                .map_err(|s| ctx(format!("scalar argument {j}"), s))?;
+            self.params[j] = value(v, ty);
+            self.args[j] = v;
+        }
+        let mut off = td.coord_base as usize;
+        for (ri, &r) in prog.task_regions[td.regions.start as usize..td.regions.end as usize]
+            .iter()
+            .enumerate()
+        {
+            let rd = &prog.regions[usize::from(r)];
+            let shape = &self.bound.shapes[usize::from(rd.tensor)];
+            let dims = &prog.dims[rd.dims.start as usize..rd.dims.end as usize];
+            for (d, (&(s, z), &extent)) in dims.iter().zip(shape).enumerate() {
+                let start = self.eval_int(s).map_err(|e| {
+                    ctx(
+                        format!("the start of dimension {d} of region argument {ri}"),
+                        e,
+                    )
+                })?;
+                let size = if z == NONE16 {
+                    1
+                } else {
+                    self.eval_int(z).map_err(|e| {
+                        ctx(
+                            format!("the size of dimension {d} of region argument {ri}"),
+                            e,
+                        )
+                    })?
+                };
+                if start < 0 || size < 1 || start.checked_add(size).is_none_or(|e| e > extent) {
+                    return Err(InterpError::RegionOutOfBounds {
+                        task: index,
+                        kernel: prog.kernel_name(u32::from(td.kernel)),
+                        region: ri,
+                        tensor: prog.tensor_name(u32::from(rd.tensor)),
+                        dim: d,
+                        start,
+                        size,
+                        extent,
+                    }
+                    .into());
+                }
+                self.starts[off + d] = start;
+                self.sizes[off + d] = size;
+            }
+            off += dims.len();
+        }
+        Ok(())
     }
 }

@@ -117,6 +117,59 @@ pub(crate) struct TaskDesc {
     pub regions: Range<u32>,
     /// The instruction after its `args`.
     pub next_pc: u32,
+    /// Every scalar argument and region bound is a [`Lin`]: the fast path applies.
+    pub linear: bool,
+    /// Into [`Program::lins`]: the scalar arguments (when `linear`).
+    pub scalar_lins: Range<u32>,
+    /// Into [`Program::dim_plans`]: every region dimension in order (when `linear`).
+    pub dim_plans: Range<u32>,
+    /// Into [`Program::region_outs`]: the regions as the sink sees them.
+    pub region_outs: Range<u32>,
+    /// The pool when it does not depend on the task (no tiers, no pool routing).
+    pub fixed_pool: Option<ExecPool>,
+    /// Where this task statement's region coordinates live in the interpreter's buffers.
+    pub coord_base: u32,
+    /// How many coordinates (region dimensions) it has.
+    pub n_coords: u32,
+}
+
+/// `((regs[reg] + pre) * mul) + post` on `i64`, each step checked: constants (`reg` the zero
+/// register, `mul` 0), registers, and affine forms of one register.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Lin {
+    pub reg: u32,
+    pub pre: i64,
+    pub mul: i64,
+    pub post: i64,
+}
+
+impl Lin {
+    /// The value, `None` on overflow (the general path then reports the exact error).
+    #[inline(always)]
+    pub(crate) fn eval(&self, regs: &[u64]) -> Option<i64> {
+        (regs[self.reg as usize] as i64)
+            .checked_add(self.pre)?
+            .checked_mul(self.mul)?
+            .checked_add(self.post)
+    }
+}
+
+/// One region dimension of a linear task: start, size, and where its extent is in
+/// [`crate::Bound`]'s flat shape array.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DimPlan {
+    pub start: Lin,
+    pub size: Lin,
+    pub extent: u32,
+    /// Index of the coordinate within the task's coordinates.
+    pub coord: u32,
+}
+
+impl Lin {
+    /// The value when the form is a constant.
+    pub(crate) fn constant(&self) -> Option<i64> {
+        (self.mul == 0 && self.pre == 0).then_some(self.post)
+    }
 }
 
 /// A `load` statement.
@@ -191,6 +244,13 @@ pub struct Program {
     /// `(start, size)` expressions; size [`crate::format::NONE16`] means 1.
     pub(crate) dims: Vec<(u16, u16)>,
     pub(crate) tasks: Vec<TaskDesc>,
+    pub(crate) lins: Vec<Lin>,
+    pub(crate) dim_plans: Vec<DimPlan>,
+    pub(crate) region_outs: Vec<crate::sink::RegionOut>,
+    /// Per tensor: where its dimensions start in [`crate::Bound`]'s flat shape array.
+    pub(crate) shape_off: Vec<u32>,
+    /// Whether the entry is a pipeline (CSP edges are kept).
+    pub(crate) csp: bool,
     pub(crate) task_scalars: Vec<u16>,
     pub(crate) task_regions: Vec<u16>,
     pub(crate) loads: Vec<LoadDesc>,
@@ -206,6 +266,8 @@ pub struct Program {
     /// Most scalar arguments / region dimensions / regions of one task.
     pub(crate) max_scalars: usize,
     pub(crate) max_coords: usize,
+    /// Coordinates of every task statement together.
+    pub(crate) total_coords: usize,
     pub(crate) max_regions: usize,
 }
 

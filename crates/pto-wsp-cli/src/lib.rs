@@ -13,6 +13,7 @@
 
 pub mod bench;
 pub mod binds;
+pub mod bytecode;
 pub mod report;
 
 use pto_wsp::ir::{self, Bindings, Diagnostic, ExpandOptions, Expansion, Module, SourceFile};
