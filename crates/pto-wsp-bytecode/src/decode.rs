@@ -1669,3 +1669,257 @@ fn fast(code: &[Insn], regs: &[ScalarType], consts: &[u64]) -> Fast {
         _ => Fast::None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! One test per error kind, each asserting the message, on mutations of a valid bytecode.
+
+    use super::*;
+    use crate::format::HEADER_LEN;
+    use crate::{EncodeOptions, encode};
+
+    const SRC: &str = "
+symbol n: i64;
+tensor A: f32[n, 8];
+axis I = dense_dyn(n);
+kernel k(in a: f32[1, 8], x: i64);
+workload main() {
+    parallel_for i in I {
+        task k(A[i, 0 +: 8], i * 2 + 1);
+    }
+}
+";
+
+    fn valid() -> Vec<u8> {
+        let m = pto_wsp_ir::parse(SRC).expect("parses");
+        encode(&m, &EncodeOptions::default()).expect("encodes")
+    }
+
+    fn image() -> Image {
+        Image::read(&valid()).expect("reads").0
+    }
+
+    fn err(bytes: &[u8]) -> String {
+        match Program::decode(bytes) {
+            Ok(_) => panic!("decoded"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn err_of(img: &Image) -> String {
+        err(&img.write())
+    }
+
+    fn has(msg: &str, want: &str) {
+        assert!(msg.contains(want), "{msg:?} does not contain {want:?}");
+    }
+
+    #[test]
+    fn the_valid_one_decodes() {
+        let p = Program::decode(&valid()).expect("decodes");
+        assert_eq!(p.task_statements(), 1);
+    }
+
+    #[test]
+    fn truncated() {
+        let b = valid();
+        has(
+            &err(&b[..30]),
+            "truncated at byte 30: the expression count needs 2 byte(s), 0 left",
+        );
+        has(
+            &err(&b[..3]),
+            "truncated at byte 0: the magic needs 4 byte(s), 3 left",
+        );
+        has(&err(&[]), "truncated at byte 0");
+    }
+
+    #[test]
+    fn bad_magic_and_version() {
+        let mut b = valid();
+        b[0] = b'X';
+        has(
+            &err(&b),
+            "not a pto-wsp bytecode: the magic at byte 0 is [58, 54, 4f, 57]",
+        );
+        let mut b = valid();
+        b[4] = 9;
+        has(
+            &err(&b),
+            "unsupported bytecode version 9 at byte 4 (this decoder reads version 1)",
+        );
+    }
+
+    #[test]
+    fn length_mismatch() {
+        let mut b = valid();
+        let n = b.len();
+        b.push(0);
+        has(
+            &err(&b),
+            &format!(
+                "length mismatch: the bytecode should be {n} bytes long, it is {}",
+                n + 1
+            ),
+        );
+    }
+
+    #[test]
+    fn unknown_opcode() {
+        let mut b = valid();
+        b[HEADER_LEN] = 0x7F;
+        has(&err(&b), &format!("byte {HEADER_LEN}: unknown opcode 0x7f"));
+    }
+
+    #[test]
+    fn wrong_stream() {
+        let mut img = image();
+        img.insns[0] = Insn::new(Op::Ldr, 0, 0);
+        has(
+            &err_of(&img),
+            &format!("byte {HEADER_LEN}: `ldr` cannot stand in the instruction stream"),
+        );
+        let mut img = image();
+        img.ops[0] = Insn::new(Op::Halt, 0, 0);
+        has(&err_of(&img), "`halt` cannot stand in expression code");
+    }
+
+    #[test]
+    fn bad_operand() {
+        let mut img = image();
+        let t = img
+            .insns
+            .iter()
+            .position(|i| i.op == Op::Task)
+            .expect("a task");
+        img.insns[t].a = 999;
+        let at = HEADER_LEN + 8 * t;
+        has(
+            &err_of(&img),
+            &format!("byte {at}: `task` a: kernel 999 does not exist (there are 1)"),
+        );
+        let mut img = image();
+        img.insns[t].flags = 7;
+        has(&err_of(&img), "`task` flags: 0x07 is not a valid flag set");
+        let mut img = image();
+        let h = img.insns.len() - 1;
+        img.insns[h].b = 5;
+        has(&err_of(&img), "`halt` b: unused field is 5, must be 0");
+    }
+
+    #[test]
+    fn structure() {
+        let mut img = image();
+        let n = img
+            .insns
+            .iter()
+            .position(|i| i.op == Op::Next)
+            .expect("a next");
+        img.insns[n].b = 0;
+        has(&err_of(&img), "`next` does not close the loop it names");
+        let mut img = image();
+        let h = img.insns.len() - 1;
+        img.insns.swap(h, h - 1);
+        img.insns[h - 1].b = 0;
+        has(&err_of(&img), "`halt` must be the last instruction");
+        let mut img = image();
+        let t = img
+            .insns
+            .iter()
+            .position(|i| i.op == Op::Task)
+            .expect("a task");
+        img.insns.remove(t + 1);
+        has(
+            &err_of(&img),
+            "an `args` instruction with 2 reference(s) expected",
+        );
+    }
+
+    #[test]
+    fn too_deep() {
+        let mut img = image();
+        let l = img
+            .insns
+            .iter()
+            .position(|i| i.op == Op::Loop)
+            .expect("a loop");
+        let lp = img.insns[l];
+        let mut insns = vec![img.insns[0]];
+        for _ in 0..70 {
+            insns.push(lp);
+        }
+        insns.push(Insn::new(Op::Halt, 0, 0));
+        for (i, x) in insns.iter_mut().enumerate().skip(1).take(70) {
+            x.b = (i + 1) as u32;
+        }
+        img.insns = insns;
+        has(&err_of(&img), "nesting deeper than 64 levels");
+    }
+
+    #[test]
+    fn expression_stack_and_types() {
+        let mut img = image();
+        let start = img.ops.len() as u16;
+        for _ in 0..40 {
+            img.ops.push(Insn::new(Op::Ldi, 0, 1));
+        }
+        for _ in 0..39 {
+            img.ops.push(Insn::new(Op::AddI, 0, 0));
+        }
+        img.exprs.push((start, 79));
+        let e = img.exprs.len() - 1;
+        has(
+            &err_of(&img),
+            &format!("expression {e} needs a stack deeper than 32"),
+        );
+        let mut img = image();
+        let start = img.ops.len() as u16;
+        img.ops.push(Insn::new(Op::Ldb, 0, 1));
+        img.ops.push(Insn::new(Op::Ldi, 0, 1));
+        img.ops.push(Insn::new(Op::AddI, 0, 0));
+        img.exprs.push((start, 3));
+        has(&err_of(&img), "`add.i` needs two i64s, found bool and i64");
+        let mut img = image();
+        let start = img.ops.len() as u16;
+        img.ops.push(Insn::new(Op::Ldi, 0, 1));
+        img.ops.push(Insn::new(Op::Jmp, 9, 0));
+        img.exprs.push((start, 2));
+        has(&err_of(&img), "jump past the end");
+        let mut img = image();
+        let start = img.ops.len() as u16;
+        img.ops.push(Insn::new(Op::AddI, 0, 0));
+        img.exprs.push((start, 1));
+        has(&err_of(&img), "stack underflow");
+    }
+
+    #[test]
+    fn bad_entries() {
+        let mut img = image();
+        img.tensors[0].dtype = 99;
+        has(&err_of(&img), "tensors entry 0: bad element type code 99");
+        let mut img = image();
+        img.axes[0].extent = 500;
+        has(&err_of(&img), "axes entry 0: expression 500 does not exist");
+        let mut img = image();
+        img.loops[0].var0 = 0;
+        has(
+            &err_of(&img),
+            "loops entry 0: loop variables must be i64 variable registers",
+        );
+        let mut img = image();
+        img.sched.executors = 0;
+        has(
+            &err_of(&img),
+            "executors and streams must be between 1 and 2^32",
+        );
+        let mut img = image();
+        img.sched.dispatch = DNodeRec::StaticPartition(vec![0, 5, 5]);
+        has(
+            &err_of(&img),
+            "static_partition starts must begin at 0 and increase",
+        );
+        let mut img = image();
+        img.kernels[0].params = vec![0x33];
+        has(&err_of(&img), "kernels entry 0: bad parameter code 51");
+    }
+}

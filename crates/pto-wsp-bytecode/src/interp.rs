@@ -42,6 +42,9 @@ pub struct ExecutorConfig {
     pub executor: Option<u32>,
     /// Override the schedule's executor count (as `ExpandOptions::executors` does).
     pub executors: Option<u64>,
+    /// Fail with [`InterpError::StepLimit`] after this many loop iterations (counted whether
+    /// run or skipped) — a guard for untrusted bytecode; `None` is no limit.
+    pub max_steps: Option<u64>,
 }
 
 impl ExecutorConfig {
@@ -50,6 +53,7 @@ impl ExecutorConfig {
         ExecutorConfig {
             executor: Some(id),
             executors: None,
+            max_steps: None,
         }
     }
 
@@ -165,6 +169,12 @@ pub enum InterpError {
     /// More than `u32::MAX` tasks.
     #[error("more than 2^32 - 1 tasks")]
     TooManyTasks,
+    /// The step limit of [`ExecutorConfig::max_steps`] was reached.
+    #[error("stopped after {limit} loop iterations (the configured step limit)")]
+    StepLimit {
+        /// The limit.
+        limit: u64,
+    },
     /// An instruction the interpreter cannot run where it stands (a decoder bug).
     #[error("internal error at instruction {pc}: {message}")]
     Internal {
@@ -351,6 +361,8 @@ pub struct Interpreter<'p> {
     bound: &'p Bound,
     me: Option<u32>,
     executors: u64,
+    steps: u64,
+    max_steps: u64,
     proc_pcs: Vec<usize>,
     regs: Vec<u64>,
     count: u32,
@@ -419,6 +431,8 @@ impl<'p> Interpreter<'p> {
             bound,
             me: config.executor,
             executors,
+            steps: 0,
+            max_steps: config.max_steps.unwrap_or(u64::MAX),
             proc_pcs,
             regs: Vec::new(),
             count: 0,
@@ -503,6 +517,7 @@ impl<'p> Interpreter<'p> {
         self.regs.clone_from(&self.bound.regs);
         self.regs.push(0);
         self.count = 0;
+        self.steps = 0;
         self.armed.clear();
         self.hoist = None;
         for c in &mut self.channels {
@@ -1018,6 +1033,13 @@ impl<'p> Interpreter<'p> {
         let bound: &'p Bound = self.bound;
         loop {
             let now = self.count;
+            self.steps += 1;
+            if self.steps > self.max_steps {
+                return Err(InterpError::StepLimit {
+                    limit: self.max_steps,
+                }
+                .into());
+            }
             let Some(top) = ps.stack.last_mut() else {
                 return Err(InterpError::Internal {
                     pc: ps.pc,
@@ -1196,6 +1218,13 @@ impl<'p> Interpreter<'p> {
     /// The `next` of a `consume`: takes the next token (`Some(body pc)`), leaves when the
     /// channel is closed and empty (`Some(after)`), or blocks (`None`).
     fn consume_next(&mut self, ps: &mut ProcState, pc: usize) -> R<Option<usize>> {
+        self.steps += 1;
+        if self.steps > self.max_steps {
+            return Err(InterpError::StepLimit {
+                limit: self.max_steps,
+            }
+            .into());
+        }
         let Some(Frame::Consume {
             channel,
             var,

@@ -198,6 +198,7 @@ pub fn bytecode_report(
         let config = ExecutorConfig {
             executor: Some(me),
             executors: options.executors,
+            max_steps: None,
         };
         let mut interp =
             Interpreter::new(&prog, &bound, config).map_err(|e| fail("cannot interpret", &e))?;

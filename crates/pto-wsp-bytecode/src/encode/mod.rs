@@ -133,6 +133,8 @@ struct Emitter {
     loops: Vec<LoopRec>,
     /// Per module kernel: parameter kinds (true: tile).
     kernel_tiles: Vec<Vec<bool>>,
+    /// Open constructs (the process body included), for the decoder's nesting limit.
+    depth: usize,
 }
 
 fn too_large(what: &'static str, count: usize, max: usize) -> EncodeError {
@@ -166,7 +168,21 @@ impl Emitter {
                         .collect()
                 })
                 .collect(),
+            depth: 0,
         }
+    }
+
+    /// Enters a construct; the decoder accepts fewer than [`crate::format::MAX_DEPTH`] open.
+    fn enter(&mut self) -> Result<(), EncodeError> {
+        self.depth += 1;
+        if self.depth >= crate::format::MAX_DEPTH {
+            return Err(too_large(
+                "nesting levels (loops, ifs, sequential blocks, consumes)",
+                self.depth,
+                crate::format::MAX_DEPTH - 1,
+            ));
+        }
+        Ok(())
     }
 
     fn expr(&mut self, e: &TExpr) -> Result<u16, EncodeError> {
@@ -314,7 +330,9 @@ impl Emitter {
                     a: id,
                     b: 0,
                 });
+                self.enter()?;
                 self.stmts(&l.body)?;
+                self.depth -= 1;
                 let next = self.push(Insn::new(Op::Next, 0, at as u32));
                 self.insns[at].b = next as u32;
             }
@@ -325,6 +343,7 @@ impl Emitter {
             } => {
                 let c = self.expr(cond)?;
                 let at = self.push(Insn::new(Op::If, c, 0));
+                self.enter()?;
                 self.stmts(then)?;
                 if otherwise.is_empty() {
                     let end = self.push(Insn::new(Op::EndIf, 0, at as u32));
@@ -336,12 +355,14 @@ impl Emitter {
                     let end = self.push(Insn::new(Op::EndIf, 0, at as u32));
                     self.insns[els].b = end as u32;
                 }
+                self.depth -= 1;
             }
             LStmt::Seq(body) => {
                 if body.is_empty() {
                     return Ok(());
                 }
                 let at = self.push(Insn::new(Op::Seq, 0, 0));
+                self.enter()?;
                 for (i, child) in body.iter().enumerate() {
                     if i > 0 {
                         self.push(Insn::new(Op::Step, 0, at as u32));
@@ -350,6 +371,7 @@ impl Emitter {
                 }
                 let end = self.push(Insn::new(Op::SeqEnd, 0, at as u32));
                 self.insns[at].b = end as u32;
+                self.depth -= 1;
             }
             LStmt::Block(body) => self.stmts(body)?,
             LStmt::Task(t) => {
@@ -407,7 +429,9 @@ impl Emitter {
                     a: *var,
                     b: 0,
                 });
+                self.enter()?;
                 self.stmts(body)?;
+                self.depth -= 1;
                 let next = self.push(Insn::new(Op::Next, 0, at as u32));
                 self.insns[at].b = next as u32;
             }
@@ -514,6 +538,8 @@ impl Emitter {
         }
         for (i, (_, body)) in l.processes.iter().enumerate() {
             let at = self.push(Insn::new(Op::Proc, i as u16, 0));
+            self.depth = 0;
+            self.enter()?;
             self.stmts(body)?;
             let end = self.push(Insn::new(Op::EndProc, 0, at as u32));
             self.insns[at].b = end as u32;
