@@ -116,3 +116,37 @@ proptest! {
         exercise(&bytes, &Bindings::new());
     }
 }
+
+/// `docs/BYTECODE.md` lists every opcode of the table (by byte or byte range) with its mnemonic
+/// stem.
+#[test]
+fn the_format_document_lists_every_opcode() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/BYTECODE.md");
+    let doc = std::fs::read_to_string(&path).expect("docs/BYTECODE.md");
+    let mut covered = std::collections::BTreeSet::new();
+    let words: Vec<&str> = doc.split(|c: char| c.is_whitespace() || c == '|').collect();
+    for w in &words {
+        let parse = |s: &str| u8::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+        if let Some((a, b)) = w.split_once('–') {
+            if let (Some(a), Some(b)) = (parse(a), parse(b)) {
+                covered.extend(a..=b);
+            }
+        } else if w.starts_with("0x") && w.len() == 4 {
+            covered.extend(parse(w));
+        }
+    }
+    for &op in pto_wsp_bytecode::op::Op::ALL {
+        assert!(
+            covered.contains(&(op as u8)),
+            "0x{:02X} ({}) is not in the document",
+            op as u8,
+            op.mnemonic()
+        );
+        let stem = op.mnemonic().split('.').next().unwrap_or_default();
+        assert!(
+            doc.contains(stem),
+            "{} is not in the document",
+            op.mnemonic()
+        );
+    }
+}
