@@ -1276,6 +1276,7 @@ impl Decoder<'_> {
                         dim_plans: 0..0,
                         region_outs: 0..0,
                         fixed_pool: None,
+                        simple: false,
                         coord_base: 0,
                         n_coords: 0,
                     });
@@ -1618,6 +1619,7 @@ fn plan(p: &mut Program) {
         t.dim_plans = d0..p.dim_plans.len() as u32;
         t.region_outs = r0..p.region_outs.len() as u32;
         t.fixed_pool = fixed_pool;
+        t.simple = fixed_pool.is_some() && p.sched.stream_by.is_none();
         t.coord_base = p.total_coords as u32;
         t.n_coords = coords;
         p.total_coords += coords as usize;

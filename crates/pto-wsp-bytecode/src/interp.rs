@@ -316,6 +316,8 @@ struct StartOnly {
     mul: i64,
     k: i64,
     at: u32,
+    /// A second coordinate with the same start form and range (`at` again when none).
+    at2: u32,
 }
 
 /// The values of `l.reg` for which every step of `((r + pre) * mul) + post` fits `i64` and the
@@ -482,7 +484,7 @@ impl<'p> Interpreter<'p> {
                             // bounds (and no step overflows) form one interval.
                             let at = (td.coord_base + p.coord) as usize;
                             self.sizes[at] = z;
-                            self.starts_only.push(StartOnly {
+                            let so = StartOnly {
                                 reg: p.start.reg,
                                 lo,
                                 span: hi.wrapping_sub(lo) as u64,
@@ -492,7 +494,19 @@ impl<'p> Interpreter<'p> {
                                     .wrapping_mul(p.start.mul)
                                     .wrapping_add(p.start.post),
                                 at: at as u32,
-                            });
+                                at2: at as u32,
+                            };
+                            // The same start in the same bounds elsewhere in this task (a tile
+                            // read and written at one place): computed once, stored twice.
+                            let mine = &mut self.starts_only[start_only as usize..];
+                            match mine.iter_mut().find(|x| {
+                                x.at == x.at2
+                                    && (x.reg, x.lo, x.span, x.mul, x.k)
+                                        == (so.reg, so.lo, so.span, so.mul, so.k)
+                            }) {
+                                Some(x) => x.at2 = so.at,
+                                None => self.starts_only.push(so),
+                            }
                         }
                         _ => self.var_dims.push(VarDim {
                             start: p.start,
@@ -1341,12 +1355,28 @@ impl<'p> Interpreter<'p> {
             Some(me) => self.owner(target, index) == me,
         };
         let mut fill = None;
-        if mine {
-            fill = Some(self.fill(td, ti, index)?);
-        } else {
+        if !mine {
             self.summary.filtered += 1;
+        } else if let (true, Some(pool)) = (td.simple, td.fixed_pool) {
+            // No tiers, no pool routing, no stream key: only the arguments to evaluate.
+            if !(td.linear && self.fill_linear(td, ti)) {
+                self.fill_general(td, index)?;
+            }
+            let streams = prog.sched.streams;
+            let stream = if streams == 1 {
+                0
+            } else {
+                (u64::from(index) % streams) as u32
+            };
+            fill = Some((u32::from(td.kernel), pool, stream));
+        } else {
+            fill = Some(self.fill(td, ti, index)?);
         }
-        self.count = index.checked_add(1).ok_or(InterpError::TooManyTasks)?;
+        // (Not `ok_or`: building the error eagerly would cost a drop per task.)
+        let Some(next) = index.checked_add(1) else {
+            return Err(InterpError::TooManyTasks.into());
+        };
+        self.count = next;
         if !self.armed.is_empty() {
             for before in self.armed.drain(..) {
                 sink.order_begin(before, index);
@@ -1487,7 +1517,9 @@ impl<'p> Interpreter<'p> {
             if r.wrapping_sub(p.lo) as u64 > p.span {
                 return false;
             }
-            self.starts[p.at as usize] = r.wrapping_mul(p.mul).wrapping_add(p.k);
+            let v = r.wrapping_mul(p.mul).wrapping_add(p.k);
+            self.starts[p.at as usize] = v;
+            self.starts[p.at2 as usize] = v;
         }
         for p in &self.var_dims[general.start as usize..general.end as usize] {
             let (Some(s), Some(z)) = (p.start.eval(regs), p.size.eval(regs)) else {

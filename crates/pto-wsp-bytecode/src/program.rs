@@ -127,6 +127,8 @@ pub(crate) struct TaskDesc {
     pub region_outs: Range<u32>,
     /// The pool when it does not depend on the task (no tiers, no pool routing).
     pub fixed_pool: Option<ExecPool>,
+    /// Fixed pool and no `stream_by`: only the arguments depend on the task.
+    pub simple: bool,
     /// Where this task statement's region coordinates live in the interpreter's buffers.
     pub coord_base: u32,
     /// How many coordinates (region dimensions) it has.
