@@ -784,6 +784,25 @@ impl<'p> Interpreter<'p> {
                     pc = self.advance(ps, sink)?;
                 }
                 Op::Next => {
+                    // The common case inline: a plain dense loop with iterations left.
+                    if let Some(Frame::Dense {
+                        pc: lpc,
+                        next,
+                        end,
+                        var,
+                        check: false,
+                        track: None,
+                        ..
+                    }) = ps.stack.last_mut()
+                        && *next < *end
+                        && self.steps < self.max_steps
+                    {
+                        self.steps += 1;
+                        self.regs[usize::from(*var)] = *next as u64;
+                        *next += 1;
+                        pc = *lpc as usize + 1;
+                        continue;
+                    }
                     if matches!(ps.stack.last(), Some(Frame::Consume { .. })) {
                         match self.consume_next(ps, pc)? {
                             Some(next) => pc = next,
@@ -1502,14 +1521,16 @@ impl<'p> Interpreter<'p> {
     fn fill_linear(&mut self, td: &TaskDesc, ti: usize) -> bool {
         let prog = self.prog;
         let regs = &self.regs[..];
-        let kd = &prog.kernels[usize::from(td.kernel)];
-        let lins = &prog.lins[td.scalar_lins.start as usize..td.scalar_lins.end as usize];
-        for (j, (l, &ty)) in lins.iter().zip(&kd.scalar_types).enumerate() {
-            let Some(v) = l.eval(regs) else {
-                return false;
-            };
-            self.args[j] = v as u64;
-            self.params[j] = value(v as u64, ty);
+        if td.scalar_lins.start != td.scalar_lins.end {
+            let kd = &prog.kernels[usize::from(td.kernel)];
+            let lins = &prog.lins[td.scalar_lins.start as usize..td.scalar_lins.end as usize];
+            for (j, (l, &ty)) in lins.iter().zip(&kd.scalar_types).enumerate() {
+                let Some(v) = l.eval(regs) else {
+                    return false;
+                };
+                self.args[j] = v as u64;
+                self.params[j] = value(v as u64, ty);
+            }
         }
         let (general, starts_only) = &self.var_ranges[ti];
         for p in &self.starts_only[starts_only.start as usize..starts_only.end as usize] {
@@ -1520,6 +1541,9 @@ impl<'p> Interpreter<'p> {
             let v = r.wrapping_mul(p.mul).wrapping_add(p.k);
             self.starts[p.at as usize] = v;
             self.starts[p.at2 as usize] = v;
+        }
+        if general.start == general.end {
+            return true;
         }
         for p in &self.var_dims[general.start as usize..general.end as usize] {
             let (Some(s), Some(z)) = (p.start.eval(regs), p.size.eval(regs)) else {

@@ -179,3 +179,54 @@ fn failing_bindings_fail_somewhere() {
         assert!(failures > 0, "{name} {specs:?}: no executor failed");
     }
 }
+
+/// The way a runtime drives the interpreters: one per executor, each on its own thread, sharing
+/// the program and the bindings; the union of what they generate is the expander's task list.
+#[test]
+fn executors_run_on_their_own_threads() {
+    fn assert_send<T: Send>() {}
+    fn assert_sync<T: Sync>() {}
+    assert_send::<pto_wsp_bytecode::Interpreter<'static>>();
+    assert_sync::<Program>();
+    assert_sync::<pto_wsp_bytecode::Bound>();
+    let (m, b) = example("decode_ragged");
+    let x = pto_wsp_ir::expand(&m, &b, &pto_wsp_ir::ExpandOptions::default()).expect("expands");
+    let bytes = encode(&m, &EncodeOptions::default()).expect("encodes");
+    let prog = Program::decode(&bytes).expect("decodes");
+    let bound = prog.bind(&b).expect("binds");
+    let e = prog.executors() as u32;
+    let mut got: Vec<(u32, pto_wsp_ir::ExpandedTask)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..e)
+            .map(|k| {
+                let (prog, bound) = (&prog, &bound);
+                s.spawn(move || {
+                    let mut out = Vec::new();
+                    let mut interp = pto_wsp_bytecode::Interpreter::new(
+                        prog,
+                        bound,
+                        pto_wsp_bytecode::ExecutorConfig::executor(k),
+                    )
+                    .expect("interpreter");
+                    interp
+                        .run(&mut |t: &pto_wsp_bytecode::Task<'_>| {
+                            out.push((t.index, t.to_expanded()))
+                        })
+                        .expect("runs");
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("no panic"))
+            .collect()
+    });
+    got.sort_by_key(|(i, _)| *i);
+    let want: Vec<(u32, pto_wsp_ir::ExpandedTask)> = x
+        .tasks
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| (i as u32, t))
+        .collect();
+    assert_eq!(got, want);
+}
