@@ -590,6 +590,32 @@ impl Decoder<'_> {
                 Some((p.metric, levels, otherwise))
             }
         };
+        // Hoisting loops decide targets once per iteration: the policy must not read the task
+        // index, and their keysets must hold every key the policy reads.
+        let mut used_slots = Vec::new();
+        let mut index_free = true;
+        for n in &nodes {
+            match n {
+                DNode::Affinity(k) | DNode::Hash(k) => used_slots.push(*k),
+                DNode::Threshold { metric, .. } => used_slots.push(*metric),
+                DNode::RoundRobin(_) | DNode::StaticPartition(_) | DNode::WorkSteal => {
+                    index_free = false;
+                }
+            }
+        }
+        for (i, l) in loops.iter().enumerate() {
+            if let Some(k) = l.hoist {
+                let ks = &img.keysets[usize::from(k) * klen..][..klen];
+                if !index_free || used_slots.iter().any(|&s| ks[usize::from(s)] == NONE16) {
+                    return Err(entry(
+                        off.loops + i * 12,
+                        "loops",
+                        i,
+                        "a hoisting loop needs an index-free dispatch policy and every key it reads",
+                    ));
+                }
+            }
+        }
         let n_procs = usize::from(img.n_procs);
         for (i, &(p, c)) in img.channels.iter().enumerate() {
             if (p != 0xFF && usize::from(p) >= n_procs) || (c != 0xFF && usize::from(c) >= n_procs)
@@ -1892,6 +1918,42 @@ workload main() {
         img.ops.push(Insn::new(Op::AddI, 0, 0));
         img.exprs.push((start, 1));
         has(&err_of(&img), "stack underflow");
+    }
+
+    /// Found by the fuzz target: a hoisting loop whose keyset lacks the dispatch key.
+    #[test]
+    fn hoisting_loop_without_its_key() {
+        let src = "
+symbol n: i64;
+tensor A: f32[n, 8];
+axis I = dense_dyn(n);
+kernel k(in a: f32[1, 8]);
+workload main() {
+    parallel_for i in I {
+        task k(A[i, 0 +: 8]);
+    }
+}
+schedule for main {
+    executors 4;
+    dispatch affinity(i);
+}
+";
+        let m = pto_wsp_ir::parse(src).expect("parses");
+        let bytes = encode(&m, &EncodeOptions::default()).expect("encodes");
+        let mut img = Image::read(&bytes).expect("reads").0;
+        assert!(img.loops[0].keyset != NONE16, "the loop hoists");
+        let k = usize::from(img.loops[0].keyset);
+        img.keysets[k] = NONE16;
+        has(
+            &err_of(&img),
+            "loops entry 0: a hoisting loop needs an index-free dispatch policy",
+        );
+        let mut img = Image::read(&bytes).expect("reads").0;
+        img.sched.dispatch = DNodeRec::RoundRobin(3);
+        has(
+            &err_of(&img),
+            "a hoisting loop needs an index-free dispatch policy",
+        );
     }
 
     #[test]
