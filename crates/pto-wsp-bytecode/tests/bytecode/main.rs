@@ -8,5 +8,6 @@
 
 mod common;
 mod decoder;
+mod errors;
 mod examples;
 mod random;
