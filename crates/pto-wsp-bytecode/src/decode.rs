@@ -686,6 +686,13 @@ impl Decoder<'_> {
         }
         self.structure(&mut prog, &uses_args)?;
         plan(&mut prog);
+        // The interpreter finds a task's plan through its instruction: `b` (the keyset, kept in
+        // the task's descriptor) becomes the task's index.
+        for pc in 0..prog.insns.len() {
+            if prog.insns[pc].op == Op::Task {
+                prog.insns[pc].b = prog.aux[pc];
+            }
+        }
         Ok(prog)
     }
 
@@ -1648,7 +1655,8 @@ fn plan(p: &mut Program) {
         t.simple = fixed_pool.is_some() && p.sched.stream_by.is_none();
         t.coord_base = p.total_coords as u32;
         t.n_coords = coords;
-        p.total_coords += coords as usize;
+        // Starts, then sizes.
+        p.total_coords += 2 * coords as usize;
     }
 }
 

@@ -301,8 +301,9 @@ struct VarDim {
     start: Lin,
     size: Lin,
     extent: i64,
-    /// Coordinate index in the buffers.
+    /// Where its start and its size go in the coordinate buffer.
     at: u32,
+    at_size: u32,
 }
 
 /// A region dimension with a constant size whose start is `reg * mul + k`: in bounds, with no
@@ -380,8 +381,10 @@ pub struct Interpreter<'p> {
     var_ranges: Vec<(Range<u32>, Range<u32>)>,
     var_dims: Vec<VarDim>,
     starts_only: Vec<StartOnly>,
-    starts: Vec<i64>,
-    sizes: Vec<i64>,
+    /// Per task statement: its starts then its sizes (see `TaskDesc::coord_base`).
+    coords: Vec<i64>,
+    /// Per task statement: its regions as the sink sees them.
+    outs: Vec<&'p [crate::sink::RegionOut]>,
     summary: RunSummary,
 }
 
@@ -447,8 +450,14 @@ impl<'p> Interpreter<'p> {
             var_ranges: Vec::new(),
             var_dims: Vec::new(),
             starts_only: Vec::new(),
-            starts: vec![0; prog.total_coords],
-            sizes: vec![0; prog.total_coords],
+            coords: vec![0; prog.total_coords],
+            outs: prog
+                .tasks
+                .iter()
+                .map(|td| {
+                    &prog.region_outs[td.region_outs.start as usize..td.region_outs.end as usize]
+                })
+                .collect(),
             summary: RunSummary::default(),
         };
         interp.constant_coords();
@@ -472,8 +481,8 @@ impl<'p> Interpreter<'p> {
                                 && s.checked_add(z).is_some_and(|e| e <= extent) =>
                         {
                             let at = (td.coord_base + p.coord) as usize;
-                            self.starts[at] = s;
-                            self.sizes[at] = z;
+                            self.coords[at] = s;
+                            self.coords[at + td.n_coords as usize] = z;
                         }
                         (_, Some(z))
                             if z >= 1
@@ -483,7 +492,7 @@ impl<'p> Interpreter<'p> {
                             // Only the start varies: the register's values for which it is in
                             // bounds (and no step overflows) form one interval.
                             let at = (td.coord_base + p.coord) as usize;
-                            self.sizes[at] = z;
+                            self.coords[at + td.n_coords as usize] = z;
                             let so = StartOnly {
                                 reg: p.start.reg,
                                 lo,
@@ -512,7 +521,8 @@ impl<'p> Interpreter<'p> {
                             start: p.start,
                             size: p.size,
                             extent,
-                            at: (td.coord_base + p.coord) as usize as u32,
+                            at: td.coord_base + p.coord,
+                            at_size: td.coord_base + td.n_coords + p.coord,
                         }),
                     }
                 }
@@ -844,7 +854,7 @@ impl<'p> Interpreter<'p> {
                     pc += 1;
                 }
                 Op::Task => {
-                    let (next, go) = self.task(pc, ps, sink)?;
+                    let (next, go) = self.task(insn.b as usize, ps, sink)?;
                     if !go {
                         ps.pc = next;
                         return Ok(Stop::Stopped);
@@ -1349,12 +1359,11 @@ impl<'p> Interpreter<'p> {
     #[inline]
     fn task(
         &mut self,
-        pc: usize,
+        ti: usize,
         ps: &mut ProcState,
         sink: &mut impl TaskSink,
     ) -> R<(usize, bool)> {
         let prog: &'p Program = self.prog;
-        let ti = prog.aux[pc] as usize;
         let td: &'p TaskDesc = &prog.tasks[ti];
         let index = self.count;
         let target = match (td.hoisted, self.hoist) {
@@ -1432,11 +1441,10 @@ impl<'p> Interpreter<'p> {
                 target,
                 stream,
                 params: &self.params[..td.scalars.len()],
-                regions: &prog.region_outs
-                    [td.region_outs.start as usize..td.region_outs.end as usize],
-                starts: &self.starts
-                    [td.coord_base as usize..(td.coord_base + td.n_coords) as usize],
-                sizes: &self.sizes[td.coord_base as usize..(td.coord_base + td.n_coords) as usize],
+                regions: self.outs[ti],
+                coords: &self.coords
+                    [td.coord_base as usize..(td.coord_base + 2 * td.n_coords) as usize],
+                n_coords: td.n_coords,
             };
             if sink.task(&t).is_break() {
                 return Ok((td.next_pc as usize, false));
@@ -1539,8 +1547,8 @@ impl<'p> Interpreter<'p> {
                 return false;
             }
             let v = r.wrapping_mul(p.mul).wrapping_add(p.k);
-            self.starts[p.at as usize] = v;
-            self.starts[p.at2 as usize] = v;
+            self.coords[p.at as usize] = v;
+            self.coords[p.at2 as usize] = v;
         }
         if general.start == general.end {
             return true;
@@ -1552,9 +1560,8 @@ impl<'p> Interpreter<'p> {
             if s < 0 || z < 1 || s.checked_add(z).is_none_or(|e| e > p.extent) {
                 return false;
             }
-            let at = p.at as usize;
-            self.starts[at] = s;
-            self.sizes[at] = z;
+            self.coords[p.at as usize] = s;
+            self.coords[p.at_size as usize] = z;
         }
         true
     }
@@ -1620,8 +1627,8 @@ impl<'p> Interpreter<'p> {
                     }
                     .into());
                 }
-                self.starts[off + d] = start;
-                self.sizes[off + d] = size;
+                self.coords[off + d] = start;
+                self.coords[off + d + td.n_coords as usize] = size;
             }
             off += dims.len();
         }

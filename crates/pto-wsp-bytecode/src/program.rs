@@ -129,7 +129,8 @@ pub(crate) struct TaskDesc {
     pub fixed_pool: Option<ExecPool>,
     /// Fixed pool and no `stream_by`: only the arguments depend on the task.
     pub simple: bool,
-    /// Where this task statement's region coordinates live in the interpreter's buffers.
+    /// Where this task statement's region coordinates live in the interpreter's buffer: its
+    /// `n_coords` starts, then its `n_coords` sizes.
     pub coord_base: u32,
     /// How many coordinates (region dimensions) it has.
     pub n_coords: u32,
@@ -229,7 +230,8 @@ pub(crate) struct NameTable {
 pub struct Program {
     pub(crate) size: usize,
     pub(crate) insns: Vec<Insn>,
-    /// Per instruction: the task (`task`) or load (`load`) it starts.
+    /// Per instruction: the task (`task`) or load (`load`) it starts. (In `insns`, a `task`'s
+    /// `b` holds the same task index; its keyset is in the task's descriptor.)
     pub(crate) aux: Vec<u32>,
     pub(crate) ops: Vec<Insn>,
     pub(crate) exprs: Vec<ExprInfo>,
@@ -268,7 +270,7 @@ pub struct Program {
     /// Most scalar arguments / region dimensions / regions of one task.
     pub(crate) max_scalars: usize,
     pub(crate) max_coords: usize,
-    /// Coordinates of every task statement together.
+    /// Coordinates (starts and sizes) of every task statement together.
     pub(crate) total_coords: usize,
     pub(crate) max_regions: usize,
 }

@@ -54,8 +54,9 @@ pub struct Task<'a> {
     /// Scalar arguments in parameter order.
     pub params: &'a [Value],
     pub(crate) regions: &'a [RegionOut],
-    pub(crate) starts: &'a [i64],
-    pub(crate) sizes: &'a [i64],
+    /// The task's region starts, then its region sizes (`n_coords` each).
+    pub(crate) coords: &'a [i64],
+    pub(crate) n_coords: u32,
 }
 
 fn access_of(code: u8) -> Access {
@@ -83,25 +84,25 @@ impl<'a> Task<'a> {
     /// Region argument `i` (in parameter order among tiles).
     pub fn region(&self, i: usize) -> Option<RegionRef<'a>> {
         let r = self.regions.get(i)?;
-        let range = r.off as usize..(r.off + r.rank) as usize;
+        let (off, rank, n) = (r.off as usize, r.rank as usize, self.n_coords as usize);
         Some(RegionRef {
             tensor: r.tensor,
             access: access_of(r.access),
-            start: self.starts.get(range.clone())?,
-            size: self.sizes.get(range)?,
+            start: self.coords.get(off..off + rank)?,
+            size: self.coords.get(n + off..n + off + rank)?,
         })
     }
 
     /// The region arguments in order.
     pub fn regions(&self) -> impl ExactSizeIterator<Item = RegionRef<'a>> + 'a {
-        let (regions, starts, sizes) = (self.regions, self.starts, self.sizes);
+        let (regions, coords, n) = (self.regions, self.coords, self.n_coords as usize);
         regions.iter().map(move |r| {
-            let range = r.off as usize..(r.off + r.rank) as usize;
+            let (off, rank) = (r.off as usize, r.rank as usize);
             RegionRef {
                 tensor: r.tensor,
                 access: access_of(r.access),
-                start: starts.get(range.clone()).unwrap_or(&[]),
-                size: sizes.get(range).unwrap_or(&[]),
+                start: coords.get(off..off + rank).unwrap_or(&[]),
+                size: coords.get(n + off..n + off + rank).unwrap_or(&[]),
             }
         })
     }
