@@ -446,16 +446,23 @@ impl Image {
         off.axes = r.pos;
         r.need(n_axes * 8, "the axis table")?;
         let mut axes = Vec::with_capacity(n_axes);
-        for _ in 0..n_axes {
+        for i in 0..n_axes {
+            let at = r.pos;
             let kind = r.u8("an axis kind")?;
-            let pad = r.u8("an axis record")?;
-            let a = AxisRec {
-                kind: if pad == 0 { kind } else { 0xFF },
+            if r.u8("an axis record")? != 0 {
+                return Err(DecodeError::BadEntry {
+                    offset: at,
+                    table: "axes",
+                    index: i,
+                    message: "the reserved byte must be zero".into(),
+                });
+            }
+            axes.push(AxisRec {
+                kind,
                 extent: r.u16("an axis extent")?,
                 arr0: r.u16("an axis array")?,
                 arr1: r.u16("an axis array")?,
-            };
-            axes.push(a);
+            });
         }
         off.loops = r.pos;
         r.need(n_loops * 12, "the loop table")?;
