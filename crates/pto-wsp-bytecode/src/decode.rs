@@ -496,13 +496,24 @@ impl Decoder<'_> {
                 tiers: k.tiers.clone(),
             });
         }
-        // Regions.
-        let mut regions = Vec::with_capacity(img.regions.len());
+        // Dimension lists, then regions (a tensor and a dimension list of its rank).
         let mut dims = Vec::new();
+        let mut dimsets = Vec::with_capacity(img.dimsets.len());
+        for (i, d) in img.dimsets.iter().enumerate() {
+            let at = off.dimsets[i];
+            let start = dims.len() as u32;
+            for &(s, z) in d {
+                dx.check(s, Want::Int, false, at, "dimension lists", i)?;
+                if z != NONE16 {
+                    dx.check(z, Want::Int, false, at, "dimension lists", i)?;
+                }
+                dims.push((s, z));
+            }
+            dimsets.push(start..dims.len() as u32);
+        }
+        let mut regions = Vec::with_capacity(img.regions.len());
         for (i, r) in img.regions.iter().enumerate() {
-            let at = off.regions[i];
-            let access = from_tile_code(r.access)
-                .ok_or_else(|| entry(at, "regions", i, format!("bad access code {}", r.access)))?;
+            let at = off.regions + 4 * i;
             let rank = match tensors.get(usize::from(r.tensor)) {
                 Some(TensorDesc { shape: Some(s), .. }) => s.len(),
                 Some(_) => {
@@ -522,26 +533,25 @@ impl Decoder<'_> {
                     ));
                 }
             };
-            if r.dims.len() != rank {
+            let Some(range) = dimsets.get(usize::from(r.dims)) else {
                 return Err(entry(
                     at,
                     "regions",
                     i,
-                    format!("{} dimension(s), the tensor has {rank}", r.dims.len()),
+                    format!("dimension list {} does not exist", r.dims),
                 ));
-            }
-            let start = dims.len() as u32;
-            for &(s, z) in &r.dims {
-                dx.check(s, Want::Int, false, at, "regions", i)?;
-                if z != NONE16 {
-                    dx.check(z, Want::Int, false, at, "regions", i)?;
-                }
-                dims.push((s, z));
+            };
+            if range.len() != rank {
+                return Err(entry(
+                    at,
+                    "regions",
+                    i,
+                    format!("{} dimension(s), the tensor has {rank}", range.len()),
+                ));
             }
             regions.push(RegionDesc {
                 tensor: r.tensor,
-                access,
-                dims: start..dims.len() as u32,
+                dims: range.clone(),
             });
         }
         // Schedule.
@@ -1271,7 +1281,7 @@ impl Decoder<'_> {
                                 dx.check(*r, Want::Exactly(*t), false, rat, "task arguments", j)?;
                                 p.task_scalars.push(*r);
                             }
-                            ParamDesc::Tile(a) => {
+                            ParamDesc::Tile(_) => {
                                 let Some(reg) = p.regions.get(usize::from(*r)) else {
                                     return Err(entry(
                                         rat,
@@ -1280,14 +1290,6 @@ impl Decoder<'_> {
                                         format!("region {r} does not exist"),
                                     ));
                                 };
-                                if reg.access != *a {
-                                    return Err(entry(
-                                        rat,
-                                        "task arguments",
-                                        j,
-                                        "region access differs from the parameter's",
-                                    ));
-                                }
                                 coords += reg.dims.len();
                                 p.task_regions.push(*r);
                             }
@@ -1591,12 +1593,23 @@ fn plan(p: &mut Program) {
         let fixed_pool = (kd.tiers.is_none() && p.sched.pools.is_none()).then_some(kd.pool);
         let r0 = p.region_outs.len() as u32;
         let mut coords = 0u32;
-        for &r in &p.task_regions[td.regions.start as usize..td.regions.end as usize] {
+        let accesses: Vec<pto_wsp_ir::Access> = kd
+            .params
+            .iter()
+            .filter_map(|p| match p {
+                ParamDesc::Tile(a) => Some(*a),
+                ParamDesc::Scalar(_) => None,
+            })
+            .collect();
+        for (&r, &access) in p.task_regions[td.regions.start as usize..td.regions.end as usize]
+            .iter()
+            .zip(&accesses)
+        {
             let rd = &p.regions[usize::from(r)];
             let rank = rd.dims.len() as u32;
             p.region_outs.push(crate::sink::RegionOut {
                 tensor: u32::from(rd.tensor),
-                access: crate::sink::access_code(rd.access),
+                access: crate::sink::access_code(access),
                 off: coords,
                 rank,
             });

@@ -267,9 +267,9 @@ impl Program {
                                 args.push(self.expr_text(e));
                             }
                         }
-                        ParamDesc::Tile(_) => {
+                        ParamDesc::Tile(a) => {
                             if let Some(&r) = regions.next() {
-                                args.push(self.region_text(r));
+                                args.push(format!("{a} {}", self.region_text(r)));
                             }
                         }
                     }
@@ -393,8 +393,7 @@ impl Program {
             })
             .collect();
         format!(
-            "{} {}[{}]",
-            rd.access,
+            "{}[{}]",
             self.tensor_name(u32::from(rd.tensor)),
             dims.join(", ")
         )

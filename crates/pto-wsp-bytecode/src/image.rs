@@ -10,7 +10,9 @@
 //! gives `i` back.
 
 use crate::decode::DecodeError;
-use crate::format::{HEADER_LEN, MAGIC, MAX_DISPATCH_DEPTH, MAX_RANK, VERSION, dnode};
+use crate::format::{
+    FLAG_DEBUG_NAMES, HEADER_LEN, MAGIC, MAX_DISPATCH_DEPTH, MAX_RANK, TENSOR_ARRAY, VERSION, dnode,
+};
 use crate::op::{Insn, Op};
 
 /// An axis record.
@@ -50,14 +52,16 @@ pub(crate) struct KernelRec {
     pub tiers: Option<(Vec<(u16, u16)>, u16)>,
 }
 
-/// A region record.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// A region record: a tensor and a dimension list (the access mode is the kernel
+/// parameter's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct RegionRec {
     pub tensor: u16,
-    pub access: u8,
-    /// `(start, size)` expressions; size [`crate::format::NONE16`] means 1.
-    pub dims: Vec<(u16, u16)>,
+    pub dims: u16,
 }
+
+/// A dimension list: `(start, size)` expressions; size [`crate::format::NONE16`] means 1.
+pub(crate) type DimsRec = Vec<(u16, u16)>;
 
 /// A dispatch-policy node as stored (pre-order tree).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -121,12 +125,15 @@ pub(crate) struct Image {
     pub tensors: Vec<TensorRec>,
     pub kernels: Vec<KernelRec>,
     pub regions: Vec<RegionRec>,
+    pub dimsets: Vec<DimsRec>,
     pub keyset_len: u8,
     pub keysets: Vec<u16>,
     pub sched: SchedRec,
     /// `(producer, consumer)` process of each channel.
     pub channels: Vec<(u8, u8)>,
     pub n_procs: u8,
+    /// Whether the names of kernels, axes, processes, channels and unbound tensors are stored.
+    pub debug_names: bool,
     pub names: Names,
 }
 
@@ -140,7 +147,8 @@ pub(crate) struct Offsets {
     pub loops: usize,
     pub tensors: Vec<usize>,
     pub kernels: Vec<usize>,
-    pub regions: Vec<usize>,
+    pub regions: usize,
+    pub dimsets: Vec<usize>,
     pub keysets: usize,
     pub sched: usize,
     pub channels: usize,
@@ -253,8 +261,12 @@ impl Image {
         w.u8(self.keyset_len);
         w.u8(self.channels.len() as u8);
         w.u8(self.n_procs);
-        w.u8(0);
-        w.u16(0);
+        w.u8(if self.debug_names {
+            FLAG_DEBUG_NAMES
+        } else {
+            0
+        });
+        w.u16(self.dimsets.len() as u16);
         let len_at = w.0.len();
         w.u32(0);
         debug_assert_eq!(w.0.len(), HEADER_LEN);
@@ -309,9 +321,11 @@ impl Image {
         }
         for r in &self.regions {
             w.u16(r.tensor);
-            w.u8(r.access);
-            w.u8(r.dims.len() as u8);
-            for &(s, z) in &r.dims {
+            w.u16(r.dims);
+        }
+        for d in &self.dimsets {
+            w.u8(d.len() as u8);
+            for &(s, z) in d {
                 w.u16(s);
                 w.u16(z);
             }
@@ -341,16 +355,22 @@ impl Image {
             w.u8(c);
         }
         let n = &self.names;
-        for list in [
-            &n.symbols,
-            &n.slots,
-            &n.tensors,
-            &n.kernels,
-            &n.axes,
-            &n.procs,
-            &n.channels,
-        ] {
-            for s in list {
+        for s in n.symbols.iter().chain(&n.slots) {
+            w.name(s);
+        }
+        for (s, t) in n.tensors.iter().zip(&self.tensors) {
+            if self.debug_names || t.flags & TENSOR_ARRAY != 0 {
+                w.name(s);
+            }
+        }
+        if self.debug_names {
+            for s in n
+                .kernels
+                .iter()
+                .chain(&n.axes)
+                .chain(&n.procs)
+                .chain(&n.channels)
+            {
                 w.name(s);
             }
         }
@@ -391,13 +411,13 @@ impl Image {
         let n_procs = r.u8("the process count")?;
         let flags_at = r.pos;
         let flags = r.u8("the flags")?;
-        let reserved = r.u16("a reserved field")?;
-        if flags != 0 || reserved != 0 {
+        let n_dimsets = usize::from(r.u16("the dimension list count")?);
+        if flags & !FLAG_DEBUG_NAMES != 0 {
             return Err(DecodeError::BadEntry {
                 offset: flags_at,
                 table: "header",
                 index: 0,
-                message: "reserved fields must be zero".into(),
+                message: format!("unknown flags 0x{flags:02x}"),
             });
         }
         let total = r.u32("the total length")?;
@@ -517,22 +537,25 @@ impl Image {
                 tiers,
             });
         }
+        off.regions = r.pos;
         r.need(n_regions * 4, "the region table")?;
         let mut regions = Vec::with_capacity(n_regions);
-        for i in 0..n_regions {
-            off.regions.push(r.pos);
-            let tensor = r.u16("a region tensor")?;
-            let access = r.u8("a region access")?;
-            let rank = r.rank("a region rank", "regions", i)?;
+        for _ in 0..n_regions {
+            regions.push(RegionRec {
+                tensor: r.u16("a region tensor")?,
+                dims: r.u16("a region's dimension list")?,
+            });
+        }
+        r.need(n_dimsets, "the dimension lists")?;
+        let mut dimsets = Vec::with_capacity(n_dimsets);
+        for i in 0..n_dimsets {
+            off.dimsets.push(r.pos);
+            let rank = r.rank("a dimension list's rank", "dimension lists", i)?;
             let mut dims = Vec::with_capacity(rank);
             for _ in 0..rank {
                 dims.push((r.u16("a region start")?, r.u16("a region size")?));
             }
-            regions.push(RegionRec {
-                tensor,
-                access,
-                dims,
-            });
+            dimsets.push(dims);
         }
         off.keysets = r.pos;
         let n_keys = n_keysets * usize::from(keyset_len);
@@ -579,14 +602,32 @@ impl Image {
             channels.push((r.u8("a channel producer")?, r.u8("a channel consumer")?));
         }
         off.names = r.pos;
+        let debug_names = flags & FLAG_DEBUG_NAMES != 0;
+        let symbol_names = r.names(n_symbols)?;
+        let slot_names = r.names(n_slots)?;
+        let mut tensor_names = Vec::with_capacity(n_tensors);
+        for t in &tensors {
+            if debug_names || t.flags & TENSOR_ARRAY != 0 {
+                tensor_names.push(r.names(1)?.pop().unwrap_or_default());
+            } else {
+                tensor_names.push(String::new());
+            }
+        }
+        let optional = |r: &mut Reader<'_>, n: usize| -> Result<Vec<String>, DecodeError> {
+            if debug_names {
+                r.names(n)
+            } else {
+                Ok(vec![String::new(); n])
+            }
+        };
         let names = Names {
-            symbols: r.names(n_symbols)?,
-            slots: r.names(n_slots)?,
-            tensors: r.names(n_tensors)?,
-            kernels: r.names(n_kernels)?,
-            axes: r.names(n_axes)?,
-            procs: r.names(usize::from(n_procs))?,
-            channels: r.names(n_channels)?,
+            symbols: symbol_names,
+            slots: slot_names,
+            tensors: tensor_names,
+            kernels: optional(&mut r, n_kernels)?,
+            axes: optional(&mut r, n_axes)?,
+            procs: optional(&mut r, usize::from(n_procs))?,
+            channels: optional(&mut r, n_channels)?,
         };
         if r.pos != bytes.len() {
             return Err(DecodeError::Length {
@@ -608,6 +649,7 @@ impl Image {
                 tensors,
                 kernels,
                 regions,
+                dimsets,
                 keyset_len,
                 keysets,
                 sched: SchedRec {
@@ -619,6 +661,7 @@ impl Image {
                 },
                 channels,
                 n_procs,
+                debug_names,
                 names,
             },
             off,

@@ -96,11 +96,10 @@ pub(crate) struct KernelDesc {
     pub tiers: Option<(Vec<(u16, u16)>, u16)>,
 }
 
-/// A region argument.
+/// A region argument (its access mode is the kernel parameter's).
 #[derive(Clone, Debug)]
 pub(crate) struct RegionDesc {
     pub tensor: u16,
-    pub access: Access,
     /// Into [`Program::dims`].
     pub dims: Range<u32>,
 }

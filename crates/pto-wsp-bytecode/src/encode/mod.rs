@@ -126,6 +126,8 @@ struct Emitter {
     consts: Vec<u64>,
     regions: Vec<RegionRec>,
     region_ids: HashMap<RegionRec, u16>,
+    dimsets: Vec<Vec<(u16, u16)>>,
+    dimset_ids: HashMap<Vec<(u16, u16)>, u16>,
     keysets: Vec<u16>,
     keyset_ids: HashMap<Vec<u16>, u16>,
     keyset_len: usize,
@@ -151,6 +153,8 @@ impl Emitter {
             consts: Vec::new(),
             regions: Vec::new(),
             region_ids: HashMap::new(),
+            dimsets: Vec::new(),
+            dimset_ids: HashMap::new(),
             keysets: Vec::new(),
             keyset_ids: HashMap::new(),
             keyset_len: l.n_dispatch_keys
@@ -223,10 +227,25 @@ impl Emitter {
             };
             dims.push((s, z));
         }
+        let dims_id = match self.dimset_ids.get(&dims) {
+            Some(&id) => id,
+            None => {
+                if self.dimsets.len() >= usize::from(u16::MAX) {
+                    return Err(too_large(
+                        "dimension lists",
+                        self.dimsets.len() + 1,
+                        usize::from(u16::MAX) - 1,
+                    ));
+                }
+                let id = self.dimsets.len() as u16;
+                self.dimsets.push(dims.clone());
+                self.dimset_ids.insert(dims, id);
+                id
+            }
+        };
         let rec = RegionRec {
             tensor: r.tensor,
-            access: tile_code(r.access),
-            dims,
+            dims: dims_id,
         };
         if let Some(&id) = self.region_ids.get(&rec) {
             return Ok(id);
@@ -239,7 +258,7 @@ impl Emitter {
             ));
         }
         let id = self.regions.len() as u16;
-        self.regions.push(rec.clone());
+        self.regions.push(rec);
         self.region_ids.insert(rec, id);
         Ok(id)
     }
@@ -638,6 +657,7 @@ impl Emitter {
             tensors,
             kernels,
             regions: self.regions,
+            dimsets: self.dimsets,
             keyset_len: self.keyset_len as u8,
             keysets: self.keysets,
             sched: SchedRec {
@@ -649,6 +669,7 @@ impl Emitter {
             },
             channels: l.channels.iter().map(|(_, p, c)| (*p, *c)).collect(),
             n_procs: l.processes.len() as u8,
+            debug_names: options.names,
             names,
         })
     }
