@@ -213,7 +213,18 @@ impl TExpr {
                         BinOp::Add => Some(Op::AddImm),
                         BinOp::Sub => Some(Op::SubImm),
                         BinOp::Mul => Some(Op::MulImm),
-                        _ => None,
+                        BinOp::Div
+                        | BinOp::Rem
+                        | BinOp::Min
+                        | BinOp::Max
+                        | BinOp::Eq
+                        | BinOp::Ne
+                        | BinOp::Lt
+                        | BinOp::Le
+                        | BinOp::Gt
+                        | BinOp::Ge
+                        | BinOp::And
+                        | BinOp::Or => None,
                     };
                     if let Some(o) = imm {
                         out.push(Insn::new(o, 0, k32 as u32));
