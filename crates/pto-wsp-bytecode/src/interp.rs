@@ -319,6 +319,10 @@ struct StartOnly {
     at: u32,
     /// A second coordinate with the same start form and range (`at` again when none).
     at2: u32,
+    /// The task statement it belongs to, and whether its coordinates hold the value for the
+    /// register's current value (in bounds).
+    task: u32,
+    ok: bool,
 }
 
 /// The values of `l.reg` for which every step of `((r + pre) * mul) + post` fits `i64` and the
@@ -381,6 +385,12 @@ pub struct Interpreter<'p> {
     var_ranges: Vec<(Range<u32>, Range<u32>)>,
     var_dims: Vec<VarDim>,
     starts_only: Vec<StartOnly>,
+    /// Per register: the start-only dimensions that read it (into `dep_list`), recomputed
+    /// whenever the register is written — not per task.
+    dep_index: Vec<(u32, u32)>,
+    dep_list: Vec<u32>,
+    /// Per task statement: how many of its start-only dimensions are out of bounds now.
+    bad: Vec<u32>,
     /// Per task statement: its starts then its sizes (see `TaskDesc::coord_base`).
     coords: Vec<i64>,
     /// Per task statement: its regions as the sink sees them.
@@ -450,6 +460,9 @@ impl<'p> Interpreter<'p> {
             var_ranges: Vec::new(),
             var_dims: Vec::new(),
             starts_only: Vec::new(),
+            dep_index: Vec::new(),
+            dep_list: Vec::new(),
+            bad: Vec::new(),
             coords: vec![0; prog.total_coords],
             outs: prog
                 .tasks
@@ -461,14 +474,72 @@ impl<'p> Interpreter<'p> {
             summary: RunSummary::default(),
         };
         interp.constant_coords();
+        interp.dependents();
         Ok(interp)
+    }
+
+    /// Lists, per register, the start-only dimensions that read it.
+    fn dependents(&mut self) {
+        let n = self.prog.reg_types.len() + 1;
+        let mut per: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (i, p) in self.starts_only.iter().enumerate() {
+            if let Some(v) = per.get_mut(p.reg as usize) {
+                v.push(i as u32);
+            }
+        }
+        for v in per {
+            let a = self.dep_list.len() as u32;
+            self.dep_list.extend(v);
+            self.dep_index.push((a, self.dep_list.len() as u32));
+        }
+        self.bad = vec![0; self.prog.tasks.len()];
+    }
+
+    /// Writes register `r` and brings the start-only dimensions that read it up to date.
+    #[inline]
+    fn set_reg(&mut self, r: usize, v: u64) {
+        self.regs[r] = v;
+        let (a, b) = self.dep_index[r];
+        if a == b {
+            return;
+        }
+        let x = v as i64;
+        let (so, coords, bad) = (&mut self.starts_only, &mut self.coords, &mut self.bad);
+        for &e in &self.dep_list[a as usize..b as usize] {
+            let p = &mut so[e as usize];
+            let ok = x.wrapping_sub(p.lo) as u64 <= p.span;
+            if ok {
+                let c = x.wrapping_mul(p.mul).wrapping_add(p.k);
+                coords[p.at as usize] = c;
+                coords[p.at2 as usize] = c;
+            }
+            if ok != p.ok {
+                p.ok = ok;
+                let n = &mut bad[p.task as usize];
+                *n = if ok { n.saturating_sub(1) } else { *n + 1 };
+            }
+        }
+    }
+
+    /// Every start-only dimension from the registers' current values (at the start of a run).
+    fn refresh_all(&mut self) {
+        for p in &mut self.starts_only {
+            p.ok = false;
+        }
+        self.bad.fill(0);
+        for p in &self.starts_only {
+            self.bad[p.task as usize] += 1;
+        }
+        for r in 0..self.regs.len().min(self.dep_index.len()) {
+            self.set_reg(r, self.regs[r]);
+        }
     }
 
     /// Writes the region coordinates that are constants (and in bounds) once, and lists the
     /// others per task statement.
     fn constant_coords(&mut self) {
         let prog = self.prog;
-        for td in &prog.tasks {
+        for (ti, td) in prog.tasks.iter().enumerate() {
             let start = self.var_dims.len() as u32;
             let start_only = self.starts_only.len() as u32;
             if td.linear {
@@ -504,6 +575,8 @@ impl<'p> Interpreter<'p> {
                                     .wrapping_add(p.start.post),
                                 at: at as u32,
                                 at2: at as u32,
+                                task: ti as u32,
+                                ok: false,
                             };
                             // The same start in the same bounds elsewhere in this task (a tile
                             // read and written at one place): computed once, stored twice.
@@ -540,6 +613,7 @@ impl<'p> Interpreter<'p> {
         // The registers, then the zero register linear forms of constants read.
         self.regs.clone_from(&self.bound.regs);
         self.regs.push(0);
+        self.refresh_all();
         self.count = 0;
         self.steps = 0;
         self.armed.clear();
@@ -808,8 +882,9 @@ impl<'p> Interpreter<'p> {
                         && self.steps < self.max_steps
                     {
                         self.steps += 1;
-                        self.regs[usize::from(*var)] = *next as u64;
+                        let (r, v) = (usize::from(*var), *next as u64);
                         *next += 1;
+                        self.set_reg(r, v);
                         pc = *lpc as usize + 1;
                         continue;
                     }
@@ -868,7 +943,7 @@ impl<'p> Interpreter<'p> {
                             context: format!("a `set` (instruction {pc})"),
                             source,
                         })?;
-                    self.regs[usize::from(insn.a)] = v;
+                    self.set_reg(usize::from(insn.a), v);
                     pc += 1;
                 }
                 Op::Load => pc = self.load(pc)?,
@@ -1105,8 +1180,9 @@ impl<'p> Interpreter<'p> {
                     }
                     let lpc = *pc as usize;
                     if *next < *end {
-                        self.regs[usize::from(*var)] = *next as u64;
+                        let (r, v) = (usize::from(*var), *next as u64);
                         *next += 1;
+                        self.set_reg(r, v);
                         if *check && self.iteration(*desc, sink)? {
                             continue;
                         }
@@ -1144,8 +1220,11 @@ impl<'p> Interpreter<'p> {
                         *pos = 0;
                     }
                     if *row < *rows {
-                        self.regs[usize::from(desc.var0)] = *row as u64;
-                        if *pos == 0 && desc.row_skip && track.is_none() {
+                        let row_now = *row as u64;
+                        let first = *pos == 0;
+                        let untracked = track.is_none();
+                        self.set_reg(usize::from(desc.var0), row_now);
+                        if first && desc.row_skip && untracked {
                             // The whole row at once: its tasks share the row's target.
                             let len = lens[*row as usize] as u64;
                             let r = *row;
@@ -1172,8 +1251,9 @@ impl<'p> Interpreter<'p> {
                             }
                             .into());
                         };
-                        self.regs[usize::from(desc.var1)] = *pos as u64;
+                        let pos_now = *pos as u64;
                         *pos += 1;
+                        self.set_reg(usize::from(desc.var1), pos_now);
                         if (desc.hoist.is_some() || desc.count.is_some())
                             && self.iteration(insn.a, sink)?
                         {
@@ -1208,8 +1288,10 @@ impl<'p> Interpreter<'p> {
                         *row += 1;
                     }
                     if *row < *rows {
-                        self.regs[usize::from(desc.var0)] = *row as u64;
-                        if *j == ip[*row] as usize && desc.row_skip {
+                        let row_now = *row as u64;
+                        let first = *j == ip[*row] as usize;
+                        self.set_reg(usize::from(desc.var0), row_now);
+                        if first && desc.row_skip {
                             let len = (ip[*row + 1] - ip[*row]) as u64;
                             let r = *row;
                             self.hoist =
@@ -1235,8 +1317,9 @@ impl<'p> Interpreter<'p> {
                             }
                             .into());
                         };
-                        self.regs[usize::from(desc.var1)] = idx[*j] as u64;
+                        let e = idx[*j] as u64;
                         *j += 1;
+                        self.set_reg(usize::from(desc.var1), e);
                         if (desc.hoist.is_some() || desc.count.is_some())
                             && self.iteration(insn.a, sink)?
                         {
@@ -1287,11 +1370,12 @@ impl<'p> Interpreter<'p> {
         let opener = self.prog.insns[pc].b as usize;
         let ch = &mut self.channels[usize::from(*channel)];
         if let Some((v, after)) = ch.tokens.pop_front() {
-            self.regs[usize::from(*var)] = v;
+            let var = usize::from(*var);
             if let Some(t) = after {
                 *pending = Some(t);
                 ps.pending += 1;
             }
+            self.set_reg(var, v);
             Ok(Some(opener + 1))
         } else if ch.closed {
             ps.stack.pop();
@@ -1350,7 +1434,7 @@ impl<'p> Interpreter<'p> {
                 .into());
             }
         };
-        self.regs[usize::from(ld.reg)] = v;
+        self.set_reg(usize::from(ld.reg), v);
         Ok(ld.next_pc as usize)
     }
 
@@ -1540,16 +1624,11 @@ impl<'p> Interpreter<'p> {
                 self.params[j] = value(v as u64, ty);
             }
         }
-        let (general, starts_only) = &self.var_ranges[ti];
-        for p in &self.starts_only[starts_only.start as usize..starts_only.end as usize] {
-            let r = regs[p.reg as usize] as i64;
-            if r.wrapping_sub(p.lo) as u64 > p.span {
-                return false;
-            }
-            let v = r.wrapping_mul(p.mul).wrapping_add(p.k);
-            self.coords[p.at as usize] = v;
-            self.coords[p.at2 as usize] = v;
+        // Start-only dimensions are kept up to date as their registers are written.
+        if self.bad[ti] != 0 {
+            return false;
         }
+        let (general, _) = &self.var_ranges[ti];
         if general.start == general.end {
             return true;
         }

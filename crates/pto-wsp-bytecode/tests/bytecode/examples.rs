@@ -230,3 +230,86 @@ fn executors_run_on_their_own_threads() {
         .collect();
     assert_eq!(got, want);
 }
+
+/// Region starts read from slots that `set` and `load` change between tasks, from loop
+/// variables of several depths, and from workload parameters: every kind of register write the
+/// interpreter must see before a task uses the register.
+#[test]
+fn starts_follow_every_register_write() {
+    let src = "
+symbol n: i64;
+slot s: i64;
+tensor data: i32[4];
+tensor A: f32[64, 64];
+axis I = dense_dyn(n);
+axis J = dense(3);
+kernel k(in a: f32[1, 2], out b: f32[1, 1]);
+workload inner(i: i64, p: i64) {
+    parallel_for q in J {
+        task k(A[p * 3 + q +: 1, 0 +: 2], A[p, q]);
+    }
+}
+workload main() {
+    parallel_for i in I {
+        set s = i * 2;
+        task k(A[s +: 1, 0 +: 2], A[s, 1]);
+        parallel_for j in J {
+            task k(A[s + j +: 1, i +: 2], A[j, i]);
+            set s = s + 5;
+            task k(A[s +: 1, j +: 2], A[i, j]);
+            load s = data[j];
+            task k(A[s +: 1, 0 +: 2], A[s, s]);
+            call inner(i, i + j);
+        }
+        task k(A[s +: 1, 0 +: 2], A[s, 0]);
+    }
+}
+schedule for main {
+    executors 3;
+    dispatch affinity(i);
+}
+";
+    let m = parse(src).expect("parses");
+    pto_wsp_ir::validate(&m).expect("valid");
+    for n in [0i64, 1, 4] {
+        let b = Bindings::new()
+            .symbol("n", n)
+            .array("data", vec![7, 1, 3, 2]);
+        super::common::check_module(&m, &b, None);
+        super::common::check_module(&m, &b, Some(1));
+    }
+}
+
+/// Region starts over a `consume` variable: the token value must reach the task's bounds.
+#[test]
+fn starts_follow_consumed_tokens() {
+    let src = "
+symbol n: i64;
+tensor A: f32[64, 64];
+axis I = dense_dyn(n);
+kernel k(in a: f32[1, 2], out b: f32[1, 1]);
+pipeline p {
+    channel c[2];
+    process producer(produces c) {
+        for_each i in I {
+            task k(A[i +: 1, 0 +: 2], A[i, 0]);
+            send c(i * 2 + 1);
+        }
+    }
+    process consumer(consumes c) {
+        consume c as v {
+            task k(A[v * 3 +: 1, 0 +: 2], A[v, 1]);
+        }
+    }
+}
+schedule for p {
+    executors 2;
+    dispatch round_robin(2);
+}
+";
+    let m = parse(src).expect("parses");
+    pto_wsp_ir::validate(&m).expect("valid");
+    for n in [0i64, 1, 5] {
+        super::common::check_module(&m, &Bindings::new().symbol("n", n), None);
+    }
+}
