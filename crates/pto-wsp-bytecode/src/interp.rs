@@ -15,7 +15,10 @@
 //!   nothing else of a foreign task is evaluated. Iterations whose tasks all belong to other
 //!   executors are skipped whole, in O(1), when the encoder proved it safe (see
 //!   `encode::analysis`). The interpreter is iterative (an explicit frame stack sized by the
-//!   decoder) and allocates nothing per task.
+//!   decoder) and allocates nothing per task. Region coordinates that are constants under the
+//!   bindings are written once per interpreter; those of the form `reg * mul + k` with a constant
+//!   size are recomputed when `reg` is written (every register write goes through
+//!   `set_reg`), so a task only evaluates what the decoder could not reduce.
 //! - **Errors.** Whenever the reference expander fails, at least one executor fails (the owner
 //!   of the subtree or task where it fails); what the other executors generated is then
 //!   unspecified. When the expander succeeds, every executor succeeds. Nothing panics.
