@@ -383,9 +383,9 @@ pub struct Interpreter<'p> {
     channels: Vec<ChannelState>,
     params: Vec<Value>,
     args: Vec<u64>,
-    /// Per task statement: its region dimensions that are not constant under the bindings
-    /// (into `var_dims`); constant ones are written once into `starts` / `sizes`.
-    var_ranges: Vec<(Range<u32>, Range<u32>)>,
+    /// Per task statement: its region dimensions whose start and size both vary (into
+    /// `var_dims`); constant coordinates are written once, start-only ones on register writes.
+    var_ranges: Vec<Range<u32>>,
     var_dims: Vec<VarDim>,
     starts_only: Vec<StartOnly>,
     /// Per register: the start-only dimensions that read it (into `dep_list`), recomputed
@@ -603,10 +603,7 @@ impl<'p> Interpreter<'p> {
                     }
                 }
             }
-            self.var_ranges.push((
-                start..self.var_dims.len() as u32,
-                start_only..self.starts_only.len() as u32,
-            ));
+            self.var_ranges.push(start..self.var_dims.len() as u32);
         }
     }
 
@@ -1631,7 +1628,7 @@ impl<'p> Interpreter<'p> {
         if self.bad[ti] != 0 {
             return false;
         }
-        let (general, _) = &self.var_ranges[ti];
+        let general = &self.var_ranges[ti];
         if general.start == general.end {
             return true;
         }
