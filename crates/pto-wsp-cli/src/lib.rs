@@ -14,6 +14,7 @@
 pub mod bench;
 pub mod bench_llama;
 pub mod binds;
+pub mod bytecode;
 pub mod report;
 
 use pto_wsp::ir::{self, Bindings, Diagnostic, ExpandOptions, Expansion, Module, SourceFile};

@@ -60,6 +60,24 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Encode a module as workload bytecode; report its size against the expanded task list
+    /// and run every executor's interpreter, checking each against the reference expander.
+    Bytecode {
+        /// The `.wsp` file.
+        file: PathBuf,
+        /// Bind a symbol, slot or integer tensor (after the file's `//@ bind` defaults).
+        #[arg(long = "bind", value_name = "NAME=VALUE")]
+        binds: Vec<String>,
+        /// Print a readable listing of the bytecode.
+        #[arg(long)]
+        disasm: bool,
+        /// Print per-executor statistics (tasks stepped over, skipped in whole iterations).
+        #[arg(long)]
+        stats: bool,
+        /// Override the schedule's number of executors (at least 1).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        executors: Option<u64>,
+    },
     /// Run a module on the CPU simulation; print run statistics. Kernels come from the
     /// built-in registry (see `--empty-kernels`).
     Run {
@@ -214,6 +232,48 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             eprintln!(
                 "expanded {n} tasks in {:.2} ms ({rate} tasks/s)",
                 elapsed * 1000.0
+            );
+        }
+        Command::Bytecode {
+            file,
+            binds,
+            disasm,
+            stats,
+            executors,
+        } => {
+            let name = file.display().to_string();
+            let loaded = pto_wsp_cli::load_source(&name, &read(&file)?)?;
+            let bindings = pto_wsp_cli::bindings_for(&loaded, &binds)?;
+            let options = ExpandOptions {
+                limit: None,
+                executors,
+            };
+            let expansion = pto_wsp_cli::expand_loaded(&loaded, &bindings, &options)?;
+            let opts = pto_wsp_cli::bytecode::BytecodeOptions {
+                disasm,
+                stats,
+                executors,
+            };
+            let report = pto_wsp_cli::bytecode::bytecode_report(
+                &name,
+                &loaded.module,
+                &bindings,
+                &expansion,
+                &opts,
+            )?;
+            emit(&report.text)?;
+            let secs = report.elapsed.as_secs_f64();
+            let rate = if secs > 0.0 {
+                format!("{:.1}", report.tasks as f64 / secs / 1e6)
+            } else {
+                "inf".to_string()
+            };
+            eprintln!(
+                "interpreted {} tasks on {} executors (one after another) in {:.2} ms ({rate} M tasks/s, task checks included); slowest executor {:.2} ms",
+                report.tasks,
+                report.executors,
+                secs * 1000.0,
+                report.slowest.as_secs_f64() * 1000.0
             );
         }
         Command::Run {

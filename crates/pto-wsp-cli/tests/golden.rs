@@ -181,7 +181,7 @@ fn check_passes_on_every_example() {
 
 #[test]
 fn malformed_file_is_a_rendered_syntax_error() {
-    for cmd in ["check", "fmt", "expand"] {
+    for cmd in ["check", "fmt", "expand", "bytecode"] {
         assert_user_error(
             &[cmd, "test_data/errors/malformed.wsp"],
             "test_data/errors/malformed.wsp:5:18",
@@ -191,7 +191,7 @@ fn malformed_file_is_a_rendered_syntax_error() {
 
 #[test]
 fn validation_error_is_rendered_with_its_location() {
-    for cmd in ["check", "expand"] {
+    for cmd in ["check", "expand", "bytecode"] {
         let stderr = assert_user_error(
             &[cmd, "test_data/errors/invalid.wsp"],
             "test_data/errors/invalid.wsp:10:",
@@ -262,6 +262,71 @@ fn expand_binary_prints_report_and_timing() {
     assert_eq!(code, 0);
     assert!(!quiet.contains("#0 "), "{quiet}");
     assert!(quiet.contains("tasks: 4096"), "{quiet}");
+}
+
+/// The `bytecode` report of an example (default bindings plus `binds`).
+fn bytecode_report_of(name: &str, binds: &[&str], disasm: bool) -> String {
+    let loaded = load(name);
+    let binds: Vec<String> = binds.iter().map(|s| s.to_string()).collect();
+    let bindings =
+        pto_wsp_cli::bindings_for(&loaded, &binds).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let expansion = pto_wsp_cli::expand_loaded(&loaded, &bindings, &ExpandOptions::default())
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let opts = pto_wsp_cli::bytecode::BytecodeOptions {
+        disasm,
+        stats: true,
+        executors: None,
+    };
+    pto_wsp_cli::bytecode::bytecode_report(
+        &format!("examples/{name}.wsp"),
+        &loaded.module,
+        &bindings,
+        &expansion,
+        &opts,
+    )
+    .unwrap_or_else(|e| panic!("{name}: {e}"))
+    .text
+}
+
+#[test]
+fn bytecode_reports_match_golden() {
+    for name in EXAMPLES {
+        let text = bytecode_report_of(name, &[], true);
+        golden(&format!("{name}.bytecode.txt"), &text);
+    }
+    let text = bytecode_report_of("llama7b_layer", &["seq=16384"], false);
+    golden("llama7b_layer.seq16384.bytecode.txt", &text);
+}
+
+#[test]
+fn bytecode_binary_reports_and_times() {
+    let (code, stdout, stderr) = run(&[
+        "bytecode",
+        "examples/gemm.wsp",
+        "--bind",
+        "K=256",
+        "--executors",
+        "4",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("tasks: 512"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "per executor (4 executors; every task checked against the reference expander):"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stderr.starts_with("interpreted 512 tasks on 4 executors"),
+        "{stderr}"
+    );
+    let (code, stdout, _) = run(&["bytecode", "examples/moe.wsp", "--disasm"]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("0000  proc 0 (moe)"), "{stdout}");
+    assert_eq!(
+        run(&["bytecode", "examples/gemm.wsp", "--executors", "0"]).0,
+        2
+    );
 }
 
 #[test]

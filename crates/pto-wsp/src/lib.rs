@@ -2,7 +2,8 @@
 //!
 //! The facade crate users depend on: the back-end interface ([`lower`], [`compile`],
 //! [`Program`], the back-end registry) and re-exports of the IR ([`ir`]), the runtime core
-//! ([`graph`]), tensors and kernels ([`kernels`]) and the CPU simulation ([`cpu`]).
+//! ([`graph`]), tensors and kernels ([`kernels`]), the CPU simulation ([`cpu`]) and workload
+//! bytecode with its per-executor interpreter ([`bytecode`]).
 
 #![forbid(unsafe_code)]
 
@@ -12,6 +13,7 @@ pub use program::{
     BackendInfo, Capability, CompileError, CompileOptions, LoweredPlan, Program, RunError,
     backends, compile, lower,
 };
+pub use pto_wsp_bytecode as bytecode;
 pub use pto_wsp_cpu as cpu;
 pub use pto_wsp_graph as graph;
 pub use pto_wsp_ir as ir;

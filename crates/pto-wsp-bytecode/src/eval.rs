@@ -1,0 +1,249 @@
+//! Evaluating expressions of a validated program over raw 64-bit registers.
+//!
+//! Why: expressions are evaluated for every task (region starts and sizes, parameters, dispatch
+//! and stream keys), so this is the interpreter's inner loop. Most expressions of real workloads
+//! are constants, registers or `(r + a) * m + b`; those are evaluated from a precomputed fast form
+//! with no dispatch at all. Everything else runs the typed stack code with a fixed-size stack on
+//! the native stack (no allocation).
+//!
+//! Promise: the value, and the error when there is one, is exactly what
+//! `pto_wsp_ir::eval` gives for the source expression (same checked arithmetic, same laziness of
+//! `&&`, `||` and `?:`, same error operands). Never panics on a validated program whose registers
+//! are the program's own.
+
+use crate::format::MAX_STACK;
+use crate::op::Op;
+use crate::program::{ExprInfo, Fast, Program};
+use pto_wsp_ir::eval::EvalError;
+use pto_wsp_ir::{ScalarType, Value};
+
+/// The typed value of raw bits.
+#[inline]
+pub(crate) fn value(raw: u64, ty: ScalarType) -> Value {
+    match ty {
+        ScalarType::Bool => Value::Bool(raw != 0),
+        ScalarType::I64 => Value::I64(raw as i64),
+        ScalarType::U64 => Value::U64(raw),
+    }
+}
+
+fn overflow(op: &'static str, lhs: Value, rhs: Option<Value>) -> EvalError {
+    EvalError::Overflow { op, lhs, rhs }
+}
+
+impl Program {
+    /// Evaluates expression `e` (raw bits of its type). `args` are the scalar arguments of the
+    /// task being tiered (empty elsewhere).
+    #[inline]
+    pub(crate) fn eval(&self, e: u16, regs: &[u64], args: &[u64]) -> Result<u64, EvalError> {
+        let info = &self.exprs[usize::from(e)];
+        match info.fast {
+            Fast::Const(c) => return Ok(c),
+            Fast::Reg(r) => return Ok(regs[usize::from(r)]),
+            Fast::Affine {
+                reg,
+                pre,
+                mul,
+                post,
+            } => {
+                let x = regs[usize::from(reg)] as i64;
+                if let Some(v) = x
+                    .checked_add(pre)
+                    .and_then(|v| v.checked_mul(mul))
+                    .and_then(|v| v.checked_add(post))
+                {
+                    return Ok(v as u64);
+                }
+            }
+            Fast::None => {}
+        }
+        self.eval_ops(info, regs, args)
+    }
+
+    /// The type of expression `e`.
+    #[inline]
+    pub(crate) fn expr_type(&self, e: u16) -> ScalarType {
+        self.exprs[usize::from(e)].ty
+    }
+
+    #[inline(never)]
+    fn eval_ops(&self, info: &ExprInfo, regs: &[u64], args: &[u64]) -> Result<u64, EvalError> {
+        let code = &self.ops[info.start as usize..(info.start + info.len) as usize];
+        let mut stack = [0u64; MAX_STACK + 1];
+        let mut sp = 0usize;
+        let mut pc = 0usize;
+        use Value::{I64, U64};
+        while pc < code.len() {
+            let i = code[pc];
+            pc += 1;
+            // Binary operands (the verifier guarantees the depth).
+            macro_rules! bin {
+                () => {{
+                    sp -= 1;
+                    (stack[sp - 1], stack[sp])
+                }};
+            }
+            macro_rules! arith {
+                ($t:ty, $wrap:ident, $op:literal, $f:ident) => {{
+                    let (a, b) = bin!();
+                    let (x, y) = (a as $t, b as $t);
+                    stack[sp - 1] = x
+                        .$f(y)
+                        .ok_or_else(|| overflow($op, $wrap(x), Some($wrap(y))))?
+                        as u64;
+                }};
+            }
+            macro_rules! div {
+                ($t:ty, $wrap:ident, $op:literal, $f:ident) => {{
+                    let (a, b) = bin!();
+                    let (x, y) = (a as $t, b as $t);
+                    if y == 0 {
+                        return Err(EvalError::DivisionByZero {
+                            op: $op,
+                            lhs: $wrap(x),
+                        });
+                    }
+                    stack[sp - 1] = x
+                        .$f(y)
+                        .ok_or_else(|| overflow($op, $wrap(x), Some($wrap(y))))?
+                        as u64;
+                }};
+            }
+            macro_rules! cmp {
+                ($t:ty, $f:ident) => {{
+                    let (a, b) = bin!();
+                    stack[sp - 1] = u64::from((a as $t).$f(&(b as $t)));
+                }};
+            }
+            match i.op {
+                Op::Ldr => {
+                    stack[sp] = regs[usize::from(i.a)];
+                    sp += 1;
+                }
+                Op::Ldi => {
+                    stack[sp] = i.imm() as u64;
+                    sp += 1;
+                }
+                Op::Ldu | Op::Ldb => {
+                    stack[sp] = u64::from(i.b);
+                    sp += 1;
+                }
+                Op::Ldc => {
+                    stack[sp] = self.consts[usize::from(i.a)];
+                    sp += 1;
+                }
+                Op::Arg => {
+                    stack[sp] = args.get(usize::from(i.a)).copied().unwrap_or(0);
+                    sp += 1;
+                }
+                Op::NegI => {
+                    let x = stack[sp - 1] as i64;
+                    stack[sp - 1] =
+                        x.checked_neg().ok_or_else(|| overflow("-", I64(x), None))? as u64;
+                }
+                Op::NegU => {
+                    let x = stack[sp - 1];
+                    stack[sp - 1] = x.checked_neg().ok_or_else(|| overflow("-", U64(x), None))?;
+                }
+                Op::Not => stack[sp - 1] ^= 1,
+                Op::AddI => arith!(i64, I64, "+", checked_add),
+                Op::AddU => arith!(u64, U64, "+", checked_add),
+                Op::SubI => arith!(i64, I64, "-", checked_sub),
+                Op::SubU => arith!(u64, U64, "-", checked_sub),
+                Op::MulI => arith!(i64, I64, "*", checked_mul),
+                Op::MulU => arith!(u64, U64, "*", checked_mul),
+                Op::DivI => div!(i64, I64, "/", checked_div),
+                Op::DivU => div!(u64, U64, "/", checked_div),
+                Op::RemI => div!(i64, I64, "%", checked_rem),
+                Op::RemU => div!(u64, U64, "%", checked_rem),
+                Op::MinI => {
+                    let (a, b) = bin!();
+                    stack[sp - 1] = (a as i64).min(b as i64) as u64;
+                }
+                Op::MinU => {
+                    let (a, b) = bin!();
+                    stack[sp - 1] = a.min(b);
+                }
+                Op::MaxI => {
+                    let (a, b) = bin!();
+                    stack[sp - 1] = (a as i64).max(b as i64) as u64;
+                }
+                Op::MaxU => {
+                    let (a, b) = bin!();
+                    stack[sp - 1] = a.max(b);
+                }
+                Op::AddImm | Op::SubImm | Op::MulImm => {
+                    let x = stack[sp - 1] as i64;
+                    let k = i.imm();
+                    let (r, sym) = match i.op {
+                        Op::AddImm => (x.checked_add(k), "+"),
+                        Op::SubImm => (x.checked_sub(k), "-"),
+                        _ => (x.checked_mul(k), "*"),
+                    };
+                    stack[sp - 1] = r.ok_or_else(|| overflow(sym, I64(x), Some(I64(k))))? as u64;
+                }
+                Op::Eq => {
+                    let (a, b) = bin!();
+                    stack[sp - 1] = u64::from(a == b);
+                }
+                Op::Ne => {
+                    let (a, b) = bin!();
+                    stack[sp - 1] = u64::from(a != b);
+                }
+                Op::LtI => cmp!(i64, lt),
+                Op::LeI => cmp!(i64, le),
+                Op::GtI => cmp!(i64, gt),
+                Op::GeI => cmp!(i64, ge),
+                Op::LtU => cmp!(u64, lt),
+                Op::LeU => cmp!(u64, le),
+                Op::GtU => cmp!(u64, gt),
+                Op::GeU => cmp!(u64, ge),
+                Op::AndSc => {
+                    if stack[sp - 1] == 0 {
+                        pc += usize::from(i.a);
+                    } else {
+                        sp -= 1;
+                    }
+                }
+                Op::OrSc => {
+                    if stack[sp - 1] != 0 {
+                        pc += usize::from(i.a);
+                    } else {
+                        sp -= 1;
+                    }
+                }
+                Op::Jz => {
+                    sp -= 1;
+                    if stack[sp] == 0 {
+                        pc += usize::from(i.a);
+                    }
+                }
+                Op::Jmp => pc += usize::from(i.a),
+                Op::Halt
+                | Op::Nop
+                | Op::Loop
+                | Op::Next
+                | Op::If
+                | Op::Else
+                | Op::EndIf
+                | Op::Seq
+                | Op::Step
+                | Op::SeqEnd
+                | Op::Task
+                | Op::Args
+                | Op::Set
+                | Op::Load
+                | Op::Send
+                | Op::Consume
+                | Op::Proc
+                | Op::EndProc => {
+                    // The verifier keeps statement opcodes out of expression code.
+                    return Err(EvalError::Unbound {
+                        name: format!("<statement opcode `{}` in an expression>", i.op.mnemonic()),
+                    });
+                }
+            }
+        }
+        Ok(stack[0])
+    }
+}

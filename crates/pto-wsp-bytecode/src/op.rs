@@ -1,0 +1,294 @@
+//! The opcode table: the one place an opcode's byte, mnemonic, class and operands are written.
+//!
+//! Why: the encoder, the decoder, the disassembler and the interpreter must agree on every
+//! opcode. They all read this table: [`Op`] comes from one macro invocation, the decoder checks
+//! each operand by its [`Operand`] kind, the disassembler prints it by the same kind, and the
+//! interpreter and expression evaluator `match` on [`Op`] exhaustively.
+//!
+//! Promises: [`Op::from_byte`] is the exact inverse of `op as u8`; every opcode has one class
+//! ([`Class::Stmt`] opcodes live in the instruction stream, [`Class::Expr`] ones in expression
+//! code) and one operand kind per field; an instruction is 8 bytes: opcode, flags, `a: u16`,
+//! `b: u32`, little-endian (seed 000 §3.1).
+
+/// Which stream an opcode belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// The instruction stream (workload structure, tasks, slots, CSP).
+    Stmt,
+    /// Expression code (a stack machine over 64-bit registers).
+    Expr,
+}
+
+/// What an operand field holds; the decoder checks it, the disassembler prints it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operand {
+    /// Unused: must be zero.
+    Zero,
+    /// A register index.
+    Reg,
+    /// An expression index.
+    Expr,
+    /// A kernel index.
+    Kernel,
+    /// A loop descriptor index.
+    Loop,
+    /// A tensor index.
+    Tensor,
+    /// A keyset index (`0xFFFF_FFFF` when the schedule has no per-task keys).
+    Keyset,
+    /// A process index.
+    Proc,
+    /// A channel index.
+    Channel,
+    /// An instruction index (a structured jump: checked against its partner instruction).
+    Pc,
+    /// Up to three 16-bit references (`a`, `b & 0xFFFF`, `b >> 16`); the flags say how many.
+    Refs,
+    /// A signed 32-bit immediate.
+    Imm,
+    /// An unsigned 32-bit immediate.
+    UImm,
+    /// A constant-pool index.
+    Const,
+    /// The index of a scalar argument of the task whose tiers are being chosen.
+    Arg,
+    /// A forward offset within the expression (target = this op + 1 + offset).
+    Offset,
+}
+
+macro_rules! opcodes {
+    ($( $(#[$doc:meta])* $name:ident = $byte:literal, $mnem:literal, $class:ident, $a:ident, $b:ident; )*) => {
+        /// Every opcode of the bytecode (see the module docs).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u8)]
+        pub enum Op {
+            $( $(#[$doc])* $name = $byte, )*
+        }
+
+        impl Op {
+            /// Every opcode, in table order.
+            pub const ALL: &'static [Op] = &[$(Op::$name),*];
+
+            /// The opcode with this byte, if any.
+            pub fn from_byte(b: u8) -> Option<Op> {
+                match b {
+                    $( $byte => Some(Op::$name), )*
+                    _ => None,
+                }
+            }
+
+            /// The mnemonic the disassembler prints.
+            pub fn mnemonic(self) -> &'static str {
+                match self { $( Op::$name => $mnem, )* }
+            }
+
+            /// Which stream the opcode belongs to.
+            pub fn class(self) -> Class {
+                match self { $( Op::$name => Class::$class, )* }
+            }
+
+            /// What operand `a` (16 bits) holds.
+            pub fn operand_a(self) -> Operand {
+                match self { $( Op::$name => Operand::$a, )* }
+            }
+
+            /// What operand `b` (32 bits) holds.
+            pub fn operand_b(self) -> Operand {
+                match self { $( Op::$name => Operand::$b, )* }
+            }
+        }
+    };
+}
+
+opcodes! {
+    /// End of the program.
+    Halt = 0x00, "halt", Stmt, Zero, Zero;
+    /// Does nothing.
+    Nop = 0x01, "nop", Stmt, Zero, Zero;
+    /// Start a loop over a dense, ragged or sparse axis: `a` loop descriptor, `b` its `next`.
+    /// Flag bit 0: ordered (`for_each`).
+    Loop = 0x10, "loop", Stmt, Loop, Pc;
+    /// End of a loop or `consume` body: next iteration, or leave. `b` is the opener.
+    Next = 0x11, "next", Stmt, Zero, Pc;
+    /// `if`: `a` the condition, `b` its `else` or `endif`.
+    If = 0x13, "if", Stmt, Expr, Pc;
+    /// Start of the `else` branch (the `then` branch jumps past it): `b` the `endif`.
+    Else = 0x14, "else", Stmt, Zero, Pc;
+    /// End of an `if`: `b` is the `if`.
+    EndIf = 0x15, "endif", Stmt, Zero, Pc;
+    /// Start of a `sequential` block: `b` its `seqend`.
+    Seq = 0x16, "seq", Stmt, Zero, Pc;
+    /// Boundary between two children of a `sequential` block: `b` the `seq`.
+    Step = 0x17, "step", Stmt, Zero, Pc;
+    /// End of a `sequential` block: `b` the `seq`.
+    SeqEnd = 0x18, "seqend", Stmt, Zero, Pc;
+    /// A task of kernel `a` with per-task schedule keys `b`; its arguments follow in `args`
+    /// instructions. Flag bit 0: its dispatch target was decided at the enclosing hoisting loop.
+    Task = 0x20, "task", Stmt, Kernel, Keyset;
+    /// Up to three argument references of the preceding `task` or `load` (flags: how many).
+    Args = 0x21, "args", Stmt, Refs, Refs;
+    /// `set`: register `a` takes expression `b`.
+    Set = 0x30, "set", Stmt, Reg, Expr;
+    /// `load`: register `a` takes an element of tensor `b`; the indices follow in `args`.
+    Load = 0x31, "load", Stmt, Reg, Tensor;
+    /// `send`: a token of value `b` on channel `a`.
+    Send = 0x40, "send", Stmt, Channel, Expr;
+    /// `consume`: per token of channel (flags) into register `a`; `b` its `next`.
+    Consume = 0x41, "consume", Stmt, Reg, Pc;
+    /// Start of process `a`'s body; `b` its `endproc`.
+    Proc = 0x42, "proc", Stmt, Proc, Pc;
+    /// End of a process body: `b` is the `proc`.
+    EndProc = 0x43, "endproc", Stmt, Zero, Pc;
+
+    /// Push register `a`.
+    Ldr = 0x80, "ldr", Expr, Reg, Zero;
+    /// Push the `i64` immediate `b`.
+    Ldi = 0x81, "ldi", Expr, Zero, Imm;
+    /// Push the `u64` immediate `b`.
+    Ldu = 0x82, "ldu", Expr, Zero, UImm;
+    /// Push the `bool` `b` (0 or 1).
+    Ldb = 0x83, "ldb", Expr, Zero, UImm;
+    /// Push constant `a` of the pool (flags: its type code).
+    Ldc = 0x84, "ldc", Expr, Const, Zero;
+    /// Push scalar argument `a` of the task being tiered (flags: its type code).
+    Arg = 0x85, "arg", Expr, Arg, Zero;
+    /// `-x` on `i64`.
+    NegI = 0x88, "neg.i", Expr, Zero, Zero;
+    /// `-x` on `u64`.
+    NegU = 0x89, "neg.u", Expr, Zero, Zero;
+    /// `!x`.
+    Not = 0x8A, "not", Expr, Zero, Zero;
+    /// `+` on `i64`.
+    AddI = 0x90, "add.i", Expr, Zero, Zero;
+    /// `+` on `u64`.
+    AddU = 0x91, "add.u", Expr, Zero, Zero;
+    /// `-` on `i64`.
+    SubI = 0x92, "sub.i", Expr, Zero, Zero;
+    /// `-` on `u64`.
+    SubU = 0x93, "sub.u", Expr, Zero, Zero;
+    /// `*` on `i64`.
+    MulI = 0x94, "mul.i", Expr, Zero, Zero;
+    /// `*` on `u64`.
+    MulU = 0x95, "mul.u", Expr, Zero, Zero;
+    /// `/` on `i64`.
+    DivI = 0x96, "div.i", Expr, Zero, Zero;
+    /// `/` on `u64`.
+    DivU = 0x97, "div.u", Expr, Zero, Zero;
+    /// `%` on `i64`.
+    RemI = 0x98, "rem.i", Expr, Zero, Zero;
+    /// `%` on `u64`.
+    RemU = 0x99, "rem.u", Expr, Zero, Zero;
+    /// `min` on `i64`.
+    MinI = 0x9A, "min.i", Expr, Zero, Zero;
+    /// `min` on `u64`.
+    MinU = 0x9B, "min.u", Expr, Zero, Zero;
+    /// `max` on `i64`.
+    MaxI = 0x9C, "max.i", Expr, Zero, Zero;
+    /// `max` on `u64`.
+    MaxU = 0x9D, "max.u", Expr, Zero, Zero;
+    /// `x + b` on `i64` (immediate).
+    AddImm = 0xA0, "addi", Expr, Zero, Imm;
+    /// `x - b` on `i64` (immediate).
+    SubImm = 0xA1, "subi", Expr, Zero, Imm;
+    /// `x * b` on `i64` (immediate).
+    MulImm = 0xA2, "muli", Expr, Zero, Imm;
+    /// `==` (operands of one type).
+    Eq = 0xB0, "eq", Expr, Zero, Zero;
+    /// `!=` (operands of one type).
+    Ne = 0xB1, "ne", Expr, Zero, Zero;
+    /// `<` on `i64`.
+    LtI = 0xB2, "lt.i", Expr, Zero, Zero;
+    /// `<=` on `i64`.
+    LeI = 0xB3, "le.i", Expr, Zero, Zero;
+    /// `>` on `i64`.
+    GtI = 0xB4, "gt.i", Expr, Zero, Zero;
+    /// `>=` on `i64`.
+    GeI = 0xB5, "ge.i", Expr, Zero, Zero;
+    /// `<` on `u64` or `bool`.
+    LtU = 0xB6, "lt.u", Expr, Zero, Zero;
+    /// `<=` on `u64` or `bool`.
+    LeU = 0xB7, "le.u", Expr, Zero, Zero;
+    /// `>` on `u64` or `bool`.
+    GtU = 0xB8, "gt.u", Expr, Zero, Zero;
+    /// `>=` on `u64` or `bool`.
+    GeU = 0xB9, "ge.u", Expr, Zero, Zero;
+    /// `&&`: if the top is false, jump by `a` keeping it; else pop it and go on.
+    AndSc = 0xC0, "and.sc", Expr, Offset, Zero;
+    /// `||`: if the top is true, jump by `a` keeping it; else pop it and go on.
+    OrSc = 0xC1, "or.sc", Expr, Offset, Zero;
+    /// Pop a bool; jump by `a` if it is false.
+    Jz = 0xC2, "jz", Expr, Offset, Zero;
+    /// Jump by `a`.
+    Jmp = 0xC3, "jmp", Expr, Offset, Zero;
+}
+
+/// One 8-byte instruction or expression op, decoded into its fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Insn {
+    /// The opcode.
+    pub op: Op,
+    /// Opcode-specific flags.
+    pub flags: u8,
+    /// First operand.
+    pub a: u16,
+    /// Second operand.
+    pub b: u32,
+}
+
+impl Insn {
+    /// Size in bytes of an encoded instruction.
+    pub const SIZE: usize = 8;
+
+    /// An instruction with no flags.
+    pub fn new(op: Op, a: u16, b: u32) -> Insn {
+        Insn { op, flags: 0, a, b }
+    }
+
+    /// The 8 little-endian bytes.
+    pub fn to_bytes(self) -> [u8; 8] {
+        let a = self.a.to_le_bytes();
+        let b = self.b.to_le_bytes();
+        [
+            self.op as u8,
+            self.flags,
+            a[0],
+            a[1],
+            b[0],
+            b[1],
+            b[2],
+            b[3],
+        ]
+    }
+
+    /// The three 16-bit references of an `args` instruction (only the first `flags` count).
+    pub fn refs(self) -> [u16; 3] {
+        [self.a, (self.b & 0xFFFF) as u16, (self.b >> 16) as u16]
+    }
+
+    /// The signed immediate in `b`.
+    pub fn imm(self) -> i64 {
+        i64::from(self.b as i32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_round_trip_and_classes_are_split() {
+        for &op in Op::ALL {
+            assert_eq!(Op::from_byte(op as u8), Some(op));
+            assert_eq!(op.class() == Class::Expr, (op as u8) >= 0x80, "{op:?}");
+        }
+        let names: std::collections::HashSet<_> = Op::ALL.iter().map(|o| o.mnemonic()).collect();
+        assert_eq!(names.len(), Op::ALL.len());
+        let i = Insn {
+            op: Op::Task,
+            flags: 1,
+            a: 0x1234,
+            b: 0xDEAD_BEEF,
+        };
+        assert_eq!(i.to_bytes(), [0x20, 1, 0x34, 0x12, 0xEF, 0xBE, 0xAD, 0xDE]);
+    }
+}

@@ -1,0 +1,173 @@
+//! What an interpreter hands to a runtime: one [`Task`] view per generated task, and the
+//! structural order edges, through a [`TaskSink`].
+//!
+//! Why: a runtime on a worker thread consumes tasks as they are generated; allocating per task
+//! would cost more than generating it. A [`Task`] borrows the interpreter's reused buffers, so
+//! producing one allocates nothing; a sink that must keep a task copies what it needs (or calls
+//! [`Task::to_expanded`]).
+//!
+//! Promise: everything a task carries — global index, kernel (after tiers) and declared kernel,
+//! scalar params, regions with access modes, pool, dispatch target, stream — is exactly what the
+//! reference expander reports for the same index.
+
+use pto_wsp_ir::{Access, ExecPool, ExpandedRegion, ExpandedTask, OrderEdge, Value};
+use std::ops::{ControlFlow, Range};
+
+/// One region argument in a task's buffers.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RegionOut {
+    pub tensor: u32,
+    pub access: u8,
+    pub off: u32,
+    pub rank: u32,
+}
+
+/// A region argument of a [`Task`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegionRef<'a> {
+    /// Index of the tensor (the module's tensor index).
+    pub tensor: u32,
+    /// How the kernel uses it.
+    pub access: Access,
+    /// First index per dimension.
+    pub start: &'a [i64],
+    /// Size per dimension.
+    pub size: &'a [i64],
+}
+
+/// A generated task; valid for the duration of [`TaskSink::task`].
+#[derive(Clone, Copy, Debug)]
+pub struct Task<'a> {
+    /// Global index: the task's position in the whole program's generation order (the same on
+    /// every executor and in the reference expander).
+    pub index: u32,
+    /// Kernel that runs (after choosing a tier), as a module kernel index.
+    pub kernel: u32,
+    /// Kernel the task statement named.
+    pub declared: u32,
+    /// Pool the task runs in.
+    pub pool: ExecPool,
+    /// Dispatch target; `None` under `work_steal`.
+    pub target: Option<u32>,
+    /// Stream.
+    pub stream: u32,
+    /// Ready-queue priority key under `ready priority(EXPR)`; 0 otherwise.
+    pub priority: i64,
+    /// Cycle cost under `trace cycles(EXPR)` (negative values count as 0); `None` otherwise.
+    pub cost: Option<u64>,
+    /// Scalar arguments in parameter order.
+    pub params: &'a [Value],
+    pub(crate) regions: &'a [RegionOut],
+    /// The task's region starts, then its region sizes (`n_coords` each).
+    pub(crate) coords: &'a [i64],
+    pub(crate) n_coords: u32,
+}
+
+fn access_of(code: u8) -> Access {
+    match code {
+        0 => Access::In,
+        1 => Access::Out,
+        _ => Access::InOut,
+    }
+}
+
+pub(crate) fn access_code(a: Access) -> u8 {
+    match a {
+        Access::In => 0,
+        Access::Out => 1,
+        Access::InOut => 2,
+    }
+}
+
+impl<'a> Task<'a> {
+    /// Number of region arguments.
+    pub fn region_count(&self) -> usize {
+        self.regions.len()
+    }
+
+    /// Region argument `i` (in parameter order among tiles).
+    pub fn region(&self, i: usize) -> Option<RegionRef<'a>> {
+        let r = self.regions.get(i)?;
+        let (off, rank, n) = (r.off as usize, r.rank as usize, self.n_coords as usize);
+        Some(RegionRef {
+            tensor: r.tensor,
+            access: access_of(r.access),
+            start: self.coords.get(off..off + rank)?,
+            size: self.coords.get(n + off..n + off + rank)?,
+        })
+    }
+
+    /// The region arguments in order.
+    pub fn regions(&self) -> impl ExactSizeIterator<Item = RegionRef<'a>> + 'a {
+        let (regions, coords, n) = (self.regions, self.coords, self.n_coords as usize);
+        regions.iter().map(move |r| {
+            let (off, rank) = (r.off as usize, r.rank as usize);
+            RegionRef {
+                tensor: r.tensor,
+                access: access_of(r.access),
+                start: coords.get(off..off + rank).unwrap_or(&[]),
+                size: coords.get(n + off..n + off + rank).unwrap_or(&[]),
+            }
+        })
+    }
+
+    /// An owned copy in the reference expander's form (allocates; for tests and tools).
+    pub fn to_expanded(&self) -> ExpandedTask {
+        ExpandedTask {
+            kernel: self.kernel,
+            declared: self.declared,
+            params: self.params.to_vec(),
+            regions: self
+                .regions()
+                .map(|r| ExpandedRegion {
+                    tensor: r.tensor,
+                    access: r.access,
+                    start: r.start.to_vec(),
+                    size: r.size.to_vec(),
+                })
+                .collect(),
+            pool: self.pool,
+            target: self.target,
+            stream: self.stream,
+            priority: self.priority,
+            cost: self.cost,
+        }
+    }
+}
+
+/// Receives one executor's tasks and order edges as they are generated.
+///
+/// # Order edges
+///
+/// Edges are the reference expander's (`for_each`, `sequential`, CSP), as ranges of **global**
+/// task indices: "every task of `before` precedes every task of `after`", whichever executors
+/// own them. An executor reports every edge except those lying entirely inside subtrees it
+/// skipped (which hold none of its tasks), so it reports every edge that has one of its own
+/// tasks on either side, and the union over executors is exactly the expander's edge set.
+/// Announcements follow [`pto_wsp_ir::ExpandSink`]'s contract restricted to the executor:
+/// `order_begin(before, s)` comes before the executor's first task at or after index `s`, the
+/// matching `order` after its last task of the `after` range, so every own task passed between
+/// them is in `after` and every own task of `after` is passed between them. A runtime makes each
+/// own task wait for the completion of every `before` range announced and not yet closed.
+pub trait TaskSink {
+    /// One of the executor's tasks. [`ControlFlow::Break`] stops the interpretation.
+    fn task(&mut self, task: &Task<'_>) -> ControlFlow<()>;
+
+    /// An order edge whose later range starts at global index `after_start` (see the trait
+    /// docs). The default ignores it.
+    fn order_begin(&mut self, before: Range<u32>, after_start: u32) {
+        let _ = (before, after_start);
+    }
+
+    /// An order edge, once both ranges are complete. The default ignores it.
+    fn order(&mut self, edge: OrderEdge) {
+        let _ = edge;
+    }
+}
+
+impl<F: FnMut(&Task<'_>)> TaskSink for F {
+    fn task(&mut self, task: &Task<'_>) -> ControlFlow<()> {
+        self(task);
+        ControlFlow::Continue(())
+    }
+}

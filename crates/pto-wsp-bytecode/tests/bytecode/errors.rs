@@ -1,0 +1,178 @@
+//! The messages of encoder, binding and interpreter errors: each names what is wrong.
+
+use super::examples::example;
+use pto_wsp_bytecode::{EncodeOptions, ExecutorConfig, Interpreter, Program, Task, encode};
+use pto_wsp_ir::{Bindings, parse};
+
+fn encode_err(src: &str) -> String {
+    let m = parse(src).unwrap_or_else(|e| panic!("{e}"));
+    match encode(&m, &EncodeOptions::default()) {
+        Ok(_) => panic!("encoded"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn has(msg: &str, want: &str) {
+    assert!(msg.contains(want), "{msg:?} does not contain {want:?}");
+}
+
+#[test]
+fn encode_errors() {
+    has(
+        &encode_err("workload a() { } workload b() { }"),
+        "no entry point: there is no schedule, no workload `main`",
+    );
+    has(
+        &encode_err("kernel k(x: i64); workload main() { task k(y); }"),
+        "unknown name `y` in argument `x` of task `k` in workload `main`",
+    );
+    has(
+        &encode_err("kernel k(x: i64); workload main() { task k(true); }"),
+        "type error in argument `x` of task `k` in workload `main`: expected i64, found a bool",
+    );
+    has(
+        &encode_err(
+            "pipeline p { channel c[1]; process a(produces c) { send c(1u); } process b(consumes c) { consume c as v { } } }",
+        ),
+        "not supported by the bytecode",
+    );
+    let mut deep = String::from("axis A = dense(1); kernel k(); workload main() {");
+    for i in 0..70 {
+        deep.push_str(&format!(" parallel_for v{i} in A {{"));
+    }
+    deep.push_str(" task k();");
+    deep.push_str(&" }".repeat(70));
+    deep.push_str(" }");
+    has(&encode_err(&deep), "too many nesting levels");
+    has(
+        &encode_err("workload main() { call main(); }"),
+        "recursive call: main -> main",
+    );
+}
+
+fn prog(name: &str) -> (Program, Bindings) {
+    let (m, b) = example(name);
+    let bytes = encode(&m, &EncodeOptions::default()).expect("encodes");
+    (Program::decode(&bytes).expect("decodes"), b)
+}
+
+#[test]
+fn bind_errors() {
+    let (p, _) = prog("gemm");
+    has(
+        &p.bind(&Bindings::new()).unwrap_err().to_string(),
+        "symbol `M` is not bound",
+    );
+    let b = Bindings::new()
+        .symbol("M", true)
+        .symbol("N", 1i64)
+        .symbol("K", 1i64);
+    has(
+        &p.bind(&b).unwrap_err().to_string(),
+        "`M` is declared i64 but bound to a bool",
+    );
+    let b = Bindings::new()
+        .symbol("M", -128i64)
+        .symbol("N", 128i64)
+        .symbol("K", 128i64);
+    has(
+        &p.bind(&b).unwrap_err().to_string(),
+        "dimension 0 of tensor `A` is negative (-128)",
+    );
+    let (p, _) = prog("decode_ragged");
+    let b = Bindings::new()
+        .symbol("nreq", 1i64)
+        .symbol("max_chunks", 1i64);
+    has(
+        &p.bind(&b).unwrap_err().to_string(),
+        "the contents of tensor `kv_chunks` are not bound",
+    );
+}
+
+fn run_err(name: &str, b: &Bindings, config: ExecutorConfig) -> String {
+    let (p, _) = prog(name);
+    let bound = p.bind(b).unwrap_or_else(|e| panic!("{e}"));
+    match Interpreter::new(&p, &bound, config) {
+        Err(e) => e.to_string(),
+        Ok(mut i) => match i.run(&mut |_: &Task<'_>| {}) {
+            Ok(_) => panic!("ran"),
+            Err(e) => e.to_string(),
+        },
+    }
+}
+
+#[test]
+fn interpreter_errors() {
+    let (_, b) = prog("decode_ragged");
+    let bad = b.clone().array("kv_chunks", vec![3, -1, 8, 5]);
+    has(
+        &run_err("decode_ragged", &bad, ExecutorConfig::all()),
+        "row length `kv_chunks[1]` of axis `RC` is negative (-1)",
+    );
+    let short = b.clone().array("kv_chunks", vec![3, 1]);
+    has(
+        &run_err("decode_ragged", &short, ExecutorConfig::all()),
+        "tensor `kv_chunks` is bound to 2 element(s), 4 needed",
+    );
+    let empty = b.clone().array("kv_chunks", vec![3, 0, 8, 5]);
+    has(
+        &run_err("decode_ragged", &empty, ExecutorConfig::all()),
+        "(`merge`): region argument 0 of `Opart` is out of bounds in dimension 2: start 0, size 0, extent 8",
+    );
+    has(
+        &run_err("decode_ragged", &b, ExecutorConfig::executor(8)),
+        "bad executor configuration: executor 8 does not exist (8 executors)",
+    );
+    has(
+        &run_err(
+            "decode_ragged",
+            &b,
+            ExecutorConfig {
+                executor: None,
+                executors: None,
+                max_steps: Some(10),
+            },
+        ),
+        "stopped after 10 loop iterations (the configured step limit)",
+    );
+    let (_, b) = prog("moe");
+    let bad = b.clone().array(
+        "route_indptr",
+        vec![
+            0, 2, 1, 7, 11, 12, 14, 17, 19, 21, 24, 26, 27, 30, 32, 34, 38,
+        ],
+    );
+    has(
+        &run_err("moe", &bad, ExecutorConfig::all()),
+        "bad sparse indptr `route_indptr`: entry 2 (1) is less than entry 1 (2)",
+    );
+}
+
+#[test]
+fn deadlock_names_processes_and_channels() {
+    let src = "
+kernel k();
+pipeline p {
+    channel c[1];
+    channel d[1];
+    process a(consumes d; produces c) { consume d as x { task k(); } send c(1); }
+    process b(consumes c; produces d) { consume c as y { task k(); } send d(1); }
+}
+";
+    let m = parse(src).expect("parses");
+    let bytes = encode(&m, &EncodeOptions::default()).expect("encodes");
+    let p = Program::decode(&bytes).expect("decodes");
+    let bound = p.bind(&Bindings::new()).expect("binds");
+    let mut i = Interpreter::new(&p, &bound, ExecutorConfig::all()).expect("new");
+    let e = i.run(&mut |_: &Task<'_>| {}).unwrap_err().to_string();
+    has(
+        &e,
+        "deadlock: process `a` waits on channel `d`, process `b` waits on channel `c`",
+    );
+    let x = pto_wsp_ir::expand(&m, &Bindings::new(), &pto_wsp_ir::ExpandOptions::default());
+    assert_eq!(
+        x.unwrap_err().to_string(),
+        e,
+        "the same message as the expander"
+    );
+}

@@ -1,0 +1,264 @@
+//! `pto-wsp bytecode`: encode a module, report its size against the expanded task list, run
+//! every executor's interpreter and check it against the reference expander.
+//!
+//! Why: the bytecode's promise is "a few hundred bytes instead of a task list, and every
+//! executor generates exactly its share"; this command shows both for any module and bindings.
+//! Promise: the report is deterministic (no timing; the binary prints times on stderr); a
+//! disagreement with the reference expander is an error, never a silent difference.
+
+use crate::CliError;
+use pto_wsp::bytecode::{
+    EncodeOptions, ExecutorConfig, Interpreter, Program, RunSummary, Task, TaskSink, encode,
+};
+use pto_wsp::ir::{Bindings, ExpandedTask, Expansion, Module, OrderEdge};
+use std::fmt::Write as _;
+use std::ops::{ControlFlow, Range};
+use std::time::{Duration, Instant};
+
+/// What to print besides the summary.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BytecodeOptions {
+    /// Print the disassembly.
+    pub disasm: bool,
+    /// Print per-executor interpretation statistics and table sizes.
+    pub stats: bool,
+    /// Override the schedule's executor count.
+    pub executors: Option<u64>,
+}
+
+/// The report text and how long the interpreters took (all executors, one after another).
+#[derive(Clone, Debug)]
+pub struct BytecodeReport {
+    /// What `pto-wsp bytecode` prints on stdout.
+    pub text: String,
+    /// Total interpretation time over every executor.
+    pub elapsed: Duration,
+    /// The slowest executor's time.
+    pub slowest: Duration,
+    /// Tasks generated over every executor.
+    pub tasks: u64,
+    /// Executors run.
+    pub executors: u64,
+}
+
+/// Bytes an `ExpandedTask` list takes in memory (struct plus its heap vectors).
+pub fn expansion_bytes(x: &Expansion) -> usize {
+    use std::mem::size_of;
+    x.tasks.capacity() * size_of::<ExpandedTask>()
+        + x.tasks
+            .iter()
+            .map(|t| {
+                t.params.capacity() * size_of::<pto_wsp::ir::Value>()
+                    + t.regions.capacity() * size_of::<pto_wsp::ir::ExpandedRegion>()
+                    + t.regions
+                        .iter()
+                        .map(|r| (r.start.capacity() + r.size.capacity()) * size_of::<i64>())
+                        .sum::<usize>()
+            })
+            .sum::<usize>()
+        + x.order.capacity() * size_of::<OrderEdge>()
+}
+
+/// Size of one task structure of the older runtime the seed compares with (`PendingTask` with
+/// 16 arguments and a 512-entry fan-out, "~2 KB", seed 000 §1.1).
+pub const PENDING_TASK_BYTES: usize = 2048;
+
+/// Checks an executor's tasks against the expansion as they come.
+struct Checker<'a> {
+    x: &'a Expansion,
+    me: u32,
+    executors: u64,
+    next: usize,
+    count: u64,
+    mismatch: Option<String>,
+}
+
+fn same(t: &Task<'_>, e: &ExpandedTask) -> bool {
+    t.kernel == e.kernel
+        && t.declared == e.declared
+        && t.pool == e.pool
+        && t.target == e.target
+        && t.stream == e.stream
+        && t.params == e.params.as_slice()
+        && t.region_count() == e.regions.len()
+        && t.regions().zip(&e.regions).all(|(a, b)| {
+            a.tensor == b.tensor && a.access == b.access && a.start == b.start && a.size == b.size
+        })
+}
+
+fn owner(t: &ExpandedTask, i: usize, executors: u64) -> u32 {
+    match t.target {
+        Some(x) => (u64::from(x) % executors) as u32,
+        None => (i as u64 % executors) as u32,
+    }
+}
+
+impl Checker<'_> {
+    fn fail(&mut self, m: String) -> ControlFlow<()> {
+        self.mismatch = Some(m);
+        ControlFlow::Break(())
+    }
+}
+
+impl TaskSink for Checker<'_> {
+    fn task(&mut self, task: &Task<'_>) -> ControlFlow<()> {
+        // The expander's next task of this executor.
+        while self.next < self.x.tasks.len()
+            && owner(&self.x.tasks[self.next], self.next, self.executors) != self.me
+        {
+            self.next += 1;
+        }
+        let Some(e) = self.x.tasks.get(self.next) else {
+            return self.fail(format!(
+                "executor {} generated an extra task #{}",
+                self.me, task.index
+            ));
+        };
+        if task.index as usize != self.next || !same(task, e) {
+            return self.fail(format!(
+                "executor {} generated task #{}, the reference expander's next task of this executor is #{}",
+                self.me, task.index, self.next
+            ));
+        }
+        self.next += 1;
+        self.count += 1;
+        ControlFlow::Continue(())
+    }
+    fn order_begin(&mut self, _before: Range<u32>, _after_start: u32) {}
+    fn order(&mut self, _edge: OrderEdge) {}
+}
+
+/// Encodes, runs every executor and reports (see the module docs).
+pub fn bytecode_report(
+    name: &str,
+    module: &Module,
+    bindings: &Bindings,
+    expansion: &Expansion,
+    options: &BytecodeOptions,
+) -> Result<BytecodeReport, CliError> {
+    let fail =
+        |what: &str, e: &dyn std::fmt::Display| CliError::plain(format!("{what} {name}: {e}"));
+    let bytes = encode(module, &EncodeOptions::default()).map_err(|e| fail("cannot encode", &e))?;
+    let stripped =
+        encode(module, &EncodeOptions { names: false }).map_err(|e| fail("cannot encode", &e))?;
+    let prog = Program::decode(&bytes).map_err(|e| fail("internal error: cannot decode", &e))?;
+    let bound = prog.bind(bindings).map_err(|e| fail("cannot bind", &e))?;
+    let executors = options.executors.unwrap_or(prog.executors());
+    let mut out = String::new();
+    let _ = writeln!(out, "entry: {}", module.entry_name().unwrap_or("?"));
+    let bound_text = crate::report::bindings_line(bindings);
+    let _ = writeln!(
+        out,
+        "bindings: {}",
+        if bound_text.is_empty() {
+            "(none)"
+        } else {
+            &bound_text
+        }
+    );
+    let _ = writeln!(
+        out,
+        "bytecode: {} bytes ({} without debug names): {} instructions, {} task statements",
+        bytes.len(),
+        stripped.len(),
+        prog.instructions(),
+        prog.task_statements()
+    );
+    let n = expansion.tasks.len();
+    let ex_bytes = expansion_bytes(expansion);
+    let ratio = |b: usize| {
+        if bytes.is_empty() {
+            0.0
+        } else {
+            b as f64 / bytes.len() as f64
+        }
+    };
+    let _ = writeln!(out, "tasks: {n}");
+    let _ = writeln!(
+        out,
+        "  as the reference expander's task list: {ex_bytes} bytes ({:.0}x the bytecode)",
+        ratio(ex_bytes)
+    );
+    let _ = writeln!(
+        out,
+        "  as {PENDING_TASK_BYTES}-byte task structs of the older runtime: {} bytes ({:.0}x the bytecode)",
+        n * PENDING_TASK_BYTES,
+        ratio(n * PENDING_TASK_BYTES)
+    );
+    if executors > 4096 {
+        return Err(CliError::plain(format!(
+            "{name}: {executors} executors: the report runs at most 4096 interpreters"
+        )));
+    }
+    let mut rows = Vec::new();
+    let mut elapsed = Duration::ZERO;
+    let mut slowest = Duration::ZERO;
+    let mut total = 0u64;
+    for me in 0..executors as u32 {
+        let config = ExecutorConfig {
+            executor: Some(me),
+            executors: options.executors,
+            max_steps: None,
+        };
+        let mut interp =
+            Interpreter::new(&prog, &bound, config).map_err(|e| fail("cannot interpret", &e))?;
+        let mut check = Checker {
+            x: expansion,
+            me,
+            executors,
+            next: 0,
+            count: 0,
+            mismatch: None,
+        };
+        let start = Instant::now();
+        let summary: RunSummary = interp
+            .run(&mut check)
+            .map_err(|e| fail(&format!("executor {me} failed on"), &e))?;
+        let t = start.elapsed();
+        elapsed += t;
+        slowest = slowest.max(t);
+        if let Some(m) = check.mismatch {
+            return Err(CliError::plain(format!("{name}: {m}")));
+        }
+        let expected = expansion
+            .tasks
+            .iter()
+            .enumerate()
+            .filter(|(i, t)| owner(t, *i, executors) == me)
+            .count() as u64;
+        if check.count != expected {
+            return Err(CliError::plain(format!(
+                "{name}: executor {me} generated {} tasks, the reference expander gives it {expected}",
+                check.count
+            )));
+        }
+        total += check.count;
+        rows.push((me, summary));
+    }
+    let _ = writeln!(
+        out,
+        "per executor ({executors} executors; every task checked against the reference expander):"
+    );
+    for (me, s) in &rows {
+        if options.stats {
+            let _ = writeln!(
+                out,
+                "  {me:>4}  {:>8} tasks  {:>8} stepped over  {:>8} skipped in whole iterations",
+                s.tasks, s.filtered, s.skipped
+            );
+        } else {
+            let _ = writeln!(out, "  {me:>4}  {:>8}", s.tasks);
+        }
+    }
+    if options.disasm {
+        out.push('\n');
+        out.push_str(&prog.disassemble());
+    }
+    Ok(BytecodeReport {
+        text: out,
+        elapsed,
+        slowest,
+        tasks: total,
+        executors,
+    })
+}
