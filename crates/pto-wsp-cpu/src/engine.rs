@@ -328,9 +328,12 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
         loop {
             let t = match st.next.take() {
                 Some(t) => t,
-                None => match self.find(&mut local, &mut st) {
-                    Found::Task(t) => t,
-                    Found::Done => break,
+                None => match self.quick::<FULL>(&mut local, &mut st) {
+                    Some(t) => t,
+                    None => match self.find(&mut local, &mut st) {
+                        Found::Task(t) => t,
+                        Found::Done => break,
+                    },
                 },
             };
             if let Err(f) = self.run_one::<FULL>(t, &mut st) {
@@ -496,6 +499,24 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
             st.tasks += st.done;
             st.done = 0;
         }
+    }
+
+    /// The plain configuration's first look for a next task, without the general search: the
+    /// rest of this worker's source chunk, then its own deque. `None` sends the worker to
+    /// [`Engine::find`] (which also notices an abort).
+    #[inline(always)]
+    fn quick<const FULL: bool>(
+        &self,
+        local: &mut LocalReady<'_>,
+        st: &mut WorkerState,
+    ) -> Option<TaskId> {
+        if FULL || self.abort.load(Ordering::Relaxed) {
+            return None;
+        }
+        if let Some(i) = st.src.next() {
+            return Some(self.sources[i]);
+        }
+        local.pop_own(ExecPool::Any)
     }
 
     /// Next task from this worker's source chunk, a new chunk, or the queues.

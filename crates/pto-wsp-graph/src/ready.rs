@@ -455,6 +455,16 @@ impl LocalReady<'_> {
         })
     }
 
+    /// Pop from this worker's own deque of `pool` only (LIFO; no inbox, injector or stealing):
+    /// the cheap first look of a busy worker. `None` under FIFO and priority (no own deques).
+    #[inline]
+    pub fn pop_own(&mut self, pool: ExecPool) -> Option<TaskId> {
+        let p = pool_index(pool);
+        let t = self.deques.as_ref()?[p].pop()?;
+        self.pops[p] += 1;
+        Some(t)
+    }
+
     /// Pop a task from any pool (`Any`, vector, cube).
     pub fn try_pop_any(&mut self) -> Option<TaskId> {
         if self.deques.is_none() {
