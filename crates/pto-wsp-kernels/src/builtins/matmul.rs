@@ -117,6 +117,46 @@ fn product(ctx: &TaskContext<'_>, kernel: &str, acc: bool, bt: bool) -> Result<(
     Ok(())
 }
 
+/// `out = a · b` for a contiguous `f32` matrix `a` (`m×k`, `k` = `b`'s rows) and a float view `b`
+/// (`k×n`), into the contiguous `out` (`m×n`): the product of kernels that chain matrix products
+/// through scratch tiles (`moe_expert`). Panics if the lengths disagree (callers check shapes
+/// first).
+pub(crate) fn scratch_times(a: &[f32], m: usize, b: &FloatRead<'_>, out: &mut [f32]) {
+    let (k, n) = (b.rows(), b.cols());
+    assert!(
+        a.len() == m * k && out.len() == m * n,
+        "scratch_times: shapes"
+    );
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        out.fill(0.0);
+        return;
+    }
+    let mut sb = Scratch::take();
+    let (pb, ldb) = operand(b, &mut sb);
+    // SAFETY: `a` holds `m×k` contiguous elements (stride `k`), `pb` points at `k×n` readable
+    // elements at stride `ldb` (`operand`'s promise: a live read view's rows, or `sb`, alive
+    // here), and `out` holds `m×n` contiguous elements that only this call references; `out` is
+    // a distinct mutable slice, so it overlaps neither input.
+    unsafe {
+        gemm_f32(
+            m,
+            n,
+            k,
+            out.as_mut_ptr(),
+            n,
+            false,
+            a.as_ptr(),
+            k,
+            pb,
+            ldb,
+            1,
+        )
+    };
+}
+
 /// `C = [C +] A · B` on `f32` matrices given by pointers and strides (in elements).
 ///
 /// # Safety
