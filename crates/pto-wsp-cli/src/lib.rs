@@ -11,9 +11,13 @@
 
 #![forbid(unsafe_code)]
 
+pub mod aliases;
 pub mod bench;
 pub mod bench_llama;
 pub mod binds;
+pub mod exec;
+pub mod llm;
+pub mod progress;
 pub mod report;
 
 use pto_wsp::ir::{self, Bindings, Diagnostic, ExpandOptions, Expansion, Module, SourceFile};

@@ -20,6 +20,10 @@ const EXAMPLES: &[&str] = &[
     "tiered",
     "csp_pipeline",
     "llama7b_layer",
+    "softmax_3pass",
+    "rmsnorm",
+    "llama_block",
+    "llm_decode",
 ];
 
 fn root() -> PathBuf {
@@ -250,18 +254,18 @@ fn expand_binary_prints_report_and_timing() {
         "4",
     ]);
     assert_eq!(code, 0, "{stderr}");
-    // 16 x 16 output tiles x 2 K steps.
-    assert!(stdout.contains("tasks: 512 (first 3 listed)"), "{stdout}");
+    // 16 x 16 output tiles x (a zeroing task + 2 K steps).
+    assert!(stdout.contains("tasks: 768 (first 3 listed)"), "{stdout}");
     assert!(
         stdout.contains("per executor (4 executors, 4 with tasks):"),
         "{stdout}"
     );
     assert!(stdout.contains("order edges: 256"), "{stdout}");
-    assert!(stderr.starts_with("expanded 512 tasks in "), "{stderr}");
+    assert!(stderr.starts_with("expanded 768 tasks in "), "{stderr}");
     let (code, quiet, _) = run(&["expand", "examples/gemm.wsp", "--quiet"]);
     assert_eq!(code, 0);
     assert!(!quiet.contains("#0 "), "{quiet}");
-    assert!(quiet.contains("tasks: 4096"), "{quiet}");
+    assert!(quiet.contains("tasks: 4352"), "{quiet}");
 }
 
 #[test]
