@@ -18,7 +18,7 @@
 //! - The time is reported split into build (parse, validate, compile, allocate and fill the
 //!   tensors), run (generation and execution, overlapped) and check (the main job's reference).
 
-use crate::progress::{Bar, TICK};
+use crate::progress::{Bar, watch};
 use crate::{CliError, Loaded, aliases, llm};
 use pto_wsp::cpu::RunStats;
 use pto_wsp::ir::{ExpandOptions, expand_each};
@@ -266,11 +266,11 @@ pub fn run(
     let stats = if count {
         program.execute_async(&bindings).map_err(fail)?;
         let mut bar = Bar::new("running tasks", total, true);
-        while !program.is_complete() {
-            bar.update(done.load(Ordering::Relaxed));
-            std::thread::sleep(TICK);
-        }
-        bar.finish();
+        watch(
+            &mut bar,
+            || done.load(Ordering::Relaxed),
+            || program.is_complete(),
+        );
         program.synchronize().map_err(fail)?
     } else {
         program.execute(&bindings).map_err(fail)?
@@ -290,11 +290,11 @@ pub fn run(
             let want = std::thread::scope(|s| {
                 let h = s.spawn(|| llm::reference(store, d, &x0, &progress));
                 let mut bar = Bar::new("checking", d.reference_work(), opts.progress);
-                while !h.is_finished() {
-                    bar.update(progress.load(Ordering::Relaxed));
-                    std::thread::sleep(TICK);
-                }
-                bar.finish();
+                watch(
+                    &mut bar,
+                    || progress.load(Ordering::Relaxed),
+                    || h.is_finished(),
+                );
                 h.join()
                     .unwrap_or_else(|_| Err(CliError::plain("the reference panicked")))
             })?;
@@ -332,12 +332,17 @@ pub fn run(
         run_ms,
         check_ms,
     };
-    let mut report = crate::run_report(
-        name,
-        &stats,
-        program.threads(),
-        program.elapsed_ms().unwrap_or(run_ms),
-    );
+    let module = &loaded.module;
+    let pipeline = module.entry_name().and_then(|e| module.pipeline(e));
+    let mut report = match pipeline {
+        Some(p) => pipeline_report(name, p, &stats, program.elapsed_ms().unwrap_or(run_ms)),
+        None => crate::run_report(
+            name,
+            &stats,
+            program.threads(),
+            program.elapsed_ms().unwrap_or(run_ms),
+        ),
+    };
     let given: Vec<&str> = inputs.iter().map(|(_, t, _)| t.as_str()).collect();
     if opts.empty_kernels {
         report.push_str("  data: none generated (--empty-kernels)\n");
@@ -393,4 +398,34 @@ pub fn run(
         comparison,
         report,
     })
+}
+
+/// The first lines of the report of a pipeline run: tasks per process (each on its own thread).
+fn pipeline_report(
+    name: &str,
+    p: &pto_wsp::ir::Pipeline,
+    stats: &RunStats,
+    elapsed_ms: f64,
+) -> String {
+    let per: Vec<String> = p
+        .processes
+        .iter()
+        .zip(&stats.per_worker)
+        .map(|(proc, n)| format!("{} {n}", proc.name))
+        .collect();
+    let chans: Vec<String> = p
+        .channels
+        .iter()
+        .map(|c| format!("{}[{}]", c.name, c.depth))
+        .collect();
+    format!(
+        "{name}: ran {} tasks in pipeline `{}`: {} processes, one thread each, channels {}\n  \
+         time: {elapsed_ms:.3} ms end to end, run {:.3} ms\n  tasks per process: {}\n",
+        stats.tasks,
+        p.name,
+        p.processes.len(),
+        chans.join(", "),
+        stats.run_ns as f64 / 1e6,
+        per.join(", ")
+    )
 }

@@ -13,6 +13,7 @@
 
 pub mod aliases;
 pub mod bench;
+pub mod bench_kernels;
 pub mod bench_llama;
 pub mod binds;
 pub mod exec;

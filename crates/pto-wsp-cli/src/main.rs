@@ -116,6 +116,12 @@ enum Command {
         #[arg(long, value_delimiter = ',', value_name = "LIST",
               value_parser = clap::value_parser!(i64).range(0..=1 << 20))]
         llama: Vec<i64>,
+        /// Skip the kernel section (GEMM and decode attention against direct baselines).
+        #[arg(long)]
+        no_kernels: bool,
+        /// Skip the main-job section (an LLM decode step end to end: build, run, check).
+        #[arg(long)]
+        no_main_job: bool,
     },
 }
 
@@ -288,11 +294,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             threads,
             repeat,
             llama,
+            no_kernels,
+            no_main_job,
         } => {
             let threads = threads.into_iter().map(usize::from).collect();
             let mut opts = pto_wsp_cli::bench::BenchOptions::new(shapes, quick, threads, repeat);
             if !llama.is_empty() {
                 opts.llama = llama.into_iter().filter(|&s| s > 0).collect();
+            }
+            if no_kernels {
+                opts.kernels = None;
+            }
+            if no_main_job {
+                opts.main_job = None;
             }
             pto_wsp_cli::bench::bench(&opts, emit)?;
         }

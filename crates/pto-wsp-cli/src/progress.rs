@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 /// How long a phase runs before its bar appears.
 const DELAY: Duration = Duration::from_millis(500);
 /// Time between redraws.
-pub const TICK: Duration = Duration::from_millis(100);
+const TICK: Duration = Duration::from_millis(100);
+/// Time between looks at whether the phase is over, before the bar appears (a short phase must
+/// not be stretched to a tick).
+const POLL: Duration = Duration::from_millis(1);
 
 /// One phase's bar.
 #[derive(Debug)]
@@ -57,6 +60,20 @@ impl Bar {
             self.drawn = false;
         }
     }
+}
+
+/// Draws `bar` at `done()` until `finished()` holds, then clears it. Looks often while the bar
+/// is not shown yet (so a short phase ends on time), once a tick after.
+pub fn watch(bar: &mut Bar, done: impl Fn() -> u64, finished: impl Fn() -> bool) {
+    let mut last = Instant::now();
+    while !finished() {
+        if last.elapsed() >= TICK {
+            bar.update(done());
+            last = Instant::now();
+        }
+        std::thread::sleep(if bar.drawn { TICK / 10 } else { POLL });
+    }
+    bar.finish();
 }
 
 impl Drop for Bar {

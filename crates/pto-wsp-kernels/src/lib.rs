@@ -28,6 +28,7 @@
 
 #![allow(unsafe_code)]
 
+pub mod bench;
 pub mod builtins;
 pub mod check;
 pub mod context;
