@@ -83,6 +83,10 @@ fn every_example_runs_the_expanders_tasks_under_every_policy() {
         "moe",
         "tiered",
         "llama7b_layer",
+        "softmax_3pass",
+        "rmsnorm",
+        "llama_block",
+        "llm_decode",
     ] {
         let (module, mut b) = example(name);
         if name == "llama7b_layer" {
