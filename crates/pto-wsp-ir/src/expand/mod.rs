@@ -415,10 +415,10 @@ pub trait ChannelPort {
 /// order) of `module`'s pipeline as a sequential program on its own: tasks go to `sink` as they
 /// are generated, numbered from 0 within the process (so the index-based schedule decisions —
 /// `round_robin` targets, streams without `stream_by` — count this process's tasks); `send` and
-/// `consume` go through `port`, which may block. Statements mean what they mean in [`expand`]; the process has its own copy
-/// of every slot (starting from the bound values), and no CSP order edges are reported (the
-/// caller's channels carry that order). A workload entry is its single process 0, with no
-/// channels. When the port or the sink stops the process, the summary says
+/// `consume` go through `port`, which may block. Statements mean what they mean in [`expand`];
+/// the process has its own copy of every slot (starting from the bound values), and no CSP order
+/// edges are reported (the caller's channels carry that order). A workload entry is its single
+/// process 0, with no channels. When the port or the sink stops the process, the summary says
 /// [`ExpandSummary::stopped`].
 pub fn expand_process(
     module: &Module,
