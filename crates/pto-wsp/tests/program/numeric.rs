@@ -11,7 +11,8 @@
 //!
 //! Tolerances (`|got − want| ≤ bound`, per element unless said otherwise), stated once:
 //!
-//! - **f32 results of one reduction** (`rmsnorm`, the 3-pass softmax): `1e-5 · |want|`. Inputs
+//! - **f32 results of one reduction** (`rmsnorm`, the 3-pass softmax): `1e-5 · |want|`;
+//!   in `bf16` (`rmsnorm` with every tensor `bf16`): plus one rounding, `2⁻⁸ · |want|`. Inputs
 //!   are exact; the error is that of an `f32` sum of up to 4,096 terms (8 interleaved partial
 //!   sums), the `exp` of the standard library (< 1 ulp) and one division — about 1e-6 in
 //!   practice (the worst-case bound of such a sum, `n/8 · 2⁻²⁴`, is looser).
@@ -177,6 +178,12 @@ fn get(s: &TensorStore, name: &str) -> Vec<f64> {
             .collect(),
         DType::F16 => s
             .read::<f16>(name)
+            .unwrap()
+            .iter()
+            .map(|x| x.to_f64())
+            .collect(),
+        DType::Bf16 => s
+            .read::<half::bf16>(name)
             .unwrap()
             .iter()
             .map(|x| x.to_f64())
@@ -626,32 +633,36 @@ fn three_pass_softmax_over_long_rows_matches_reference() {
 }
 
 #[test]
-fn rmsnorm_matches_reference() {
-    let text = source("rmsnorm");
-    let binds = ["tokens=64", "hidden=1024"];
-    let (module, b, _) = load(&text, &binds);
-    let input = inputs(&module, &b, 60, |_| {});
-    let (x, w) = (get(&input, "X"), get(&input, "W"));
-    let h = 1024;
-    let mut want = vec![0.0; 64 * h];
-    for r in 0..64 {
-        let row = &x[r * h..(r + 1) * h];
-        let inv = 1.0 / (row.iter().map(|v| v * v).sum::<f64>() / h as f64 + 1e-6).sqrt();
-        for c in 0..h {
-            want[r * h + c] = row[c] * inv * w[c];
+fn rmsnorm_matches_reference_in_f32_and_bf16() {
+    // bf16: inputs exact in f32, the same f32 computation, one rounding of the output to bf16
+    // (2^-8 relative).
+    for (ty, rel) in [("f32", 1e-5), ("bf16", 1e-5 + 1.0 / 256.0)] {
+        let text = source("rmsnorm").replace("f32", ty);
+        let binds = ["tokens=64", "hidden=1024"];
+        let (module, b, _) = load(&text, &binds);
+        let input = inputs(&module, &b, 60, |_| {});
+        let (x, w) = (get(&input, "X"), get(&input, "W"));
+        let h = 1024;
+        let mut want = vec![0.0; 64 * h];
+        for r in 0..64 {
+            let row = &x[r * h..(r + 1) * h];
+            let inv = 1.0 / (row.iter().map(|v| v * v).sum::<f64>() / h as f64 + 1e-6).sqrt();
+            for c in 0..h {
+                want[r * h + c] = row[c] * inv * w[c];
+            }
         }
+        run_everywhere(&text, &binds, &input, &|out, label| {
+            assert_close(
+                &format!("rmsnorm {ty} {label}"),
+                &get(out, "Y"),
+                &want,
+                &want,
+                0..want.len(),
+                rel,
+                1e-30,
+            );
+        });
     }
-    run_everywhere(&text, &binds, &input, &|out, label| {
-        assert_close(
-            &format!("rmsnorm {label}"),
-            &get(out, "Y"),
-            &want,
-            &want,
-            0..want.len(),
-            1e-5,
-            1e-30,
-        );
-    });
 }
 
 /// `y = x · W` for the rows of `x` (`rows × k`), `W` `k × n`.
