@@ -348,7 +348,7 @@ pub fn run(
         report.push_str("  data: none generated (--empty-kernels)\n");
     } else {
         report.push_str(&format!(
-            "  data: {generated} tensor(s) generated from seed {}{}{}\n",
+            "  data: {generated} tensor(s), generated from seed {} (integer tensors with bound contents kept){}{}\n",
             opts.seed,
             if main_job {
                 " (weights scaled by 1/sqrt(fan-in))"
