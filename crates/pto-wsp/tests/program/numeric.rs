@@ -422,12 +422,30 @@ fn ragged_split_kv_decode_matches_reference_and_follows_the_lengths() {
 fn moe_top_k_routing_runs_only_activated_experts_and_matches_reference() {
     let text = source("moe");
     let (hd, ff) = (64usize, 96usize);
+    // Routing 0: top-2 experts per tile of 16 tokens by the tile's summed router gates (the
+    // gates the run reads, from the same seed); routing 1: a fixed one where tile 1 uses none.
+    let top2 = {
+        let probe = [
+            "tokens=64",
+            "hidden=64",
+            "ffn=96",
+            "routes=8",
+            "route_indptr=[0, 2, 4, 6, 8]",
+            "route_experts=[0, 1, 0, 1, 0, 1, 0, 1]",
+        ];
+        let (m, b, _) = load(&text, &probe);
+        let g = get(&inputs(&m, &b, 30, |_| {}), "Gates");
+        let mut experts = Vec::new();
+        for t in 0..4 {
+            let score = |e: usize| (t * 16..(t + 1) * 16).map(|r| g[r * 8 + e]).sum::<f64>();
+            let mut order: Vec<usize> = (0..8).collect();
+            order.sort_by(|&a, &b| score(b).total_cmp(&score(a)).then(a.cmp(&b)));
+            experts.extend(order[..2].iter().map(|e| e.to_string()));
+        }
+        format!("route_experts=[{}]", experts.join(", "))
+    };
     let routings: [(&str, &str, usize); 2] = [
-        (
-            "route_indptr=[0, 2, 3, 5, 6]",
-            "route_experts=[0, 3, 5, 1, 7, 2]",
-            6,
-        ),
+        ("route_indptr=[0, 2, 4, 6, 8]", top2.as_str(), 8),
         (
             "route_indptr=[0, 1, 1, 4, 5]",
             "route_experts=[6, 0, 2, 4, 3]",
