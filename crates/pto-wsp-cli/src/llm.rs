@@ -204,12 +204,16 @@ fn matmul(x: &[Vec<f64>], w: &[f16], k: usize, n: usize, done: &AtomicU64) -> Ve
             let (c0, c1) = (b * COLS, ((b + 1) * COLS).min(n));
             let mut acc = vec![vec![0.0f64; c1 - c0]; x.len()];
             let mut row = vec![0f32; c1 - c0];
+            let mut wide = vec![0f64; c1 - c0];
             for i in 0..k {
                 w[i * n + c0..i * n + c1].convert_to_f32_slice(&mut row);
+                for (d, &v) in wide.iter_mut().zip(&row) {
+                    *d = v as f64;
+                }
                 for (a, xr) in acc.iter_mut().zip(x) {
                     let xi = xr[i];
-                    for (s, &wv) in a.iter_mut().zip(&row) {
-                        *s += xi * wv as f64;
+                    for (s, &wv) in a.iter_mut().zip(&wide) {
+                        *s += xi * wv;
                     }
                 }
             }
