@@ -16,8 +16,9 @@
 //!
 //! Then thread scaling (a busy-spin kernel of [`BenchOptions::spin`] per task, run-only, speedup
 //! against one thread), idle CPU (process CPU time while a streamed run has nothing to do, and
-//! while a gate blocks every ready task behind one sleeping task), and the LLaMA layer end to end
-//! ([`crate::bench_llama`]).
+//! while a gate blocks every ready task behind one sleeping task), the LLaMA layer end to end
+//! ([`crate::bench_llama`]), the kernels against direct baselines and the main job end to end
+//! ([`crate::bench_kernels`]).
 //!
 //! Promise: every run is checked to have executed every task of its shape (a mismatch is an
 //! error, not a figure); nothing here panics on the options given. The output is not
@@ -65,6 +66,10 @@ pub struct BenchOptions {
     pub idle: Duration,
     /// Sequence lengths of the LLaMA-layer section (none: no section).
     pub llama: Vec<i64>,
+    /// The kernel section ([`crate::bench_kernels`]); `None`: no section.
+    pub kernels: Option<crate::bench_kernels::KernelBench>,
+    /// Bindings of the main-job section (after the job's defaults); `None`: no section.
+    pub main_job: Option<Vec<String>>,
 }
 
 impl BenchOptions {
@@ -90,6 +95,8 @@ impl BenchOptions {
             } else {
                 vec![1024, 4096, 16384]
             },
+            kernels: Some(crate::bench_kernels::KernelBench::new(quick)),
+            main_job: Some(Vec::new()),
         }
     }
 }
@@ -144,6 +151,12 @@ pub fn bench<E: From<CliError>>(
     scaling(opts, &mut out)?;
     idle(opts, &mut out)?;
     crate::bench_llama::llama(&opts.llama, &opts.threads, opts.repeat, &mut out)?;
+    if let Some(k) = &opts.kernels {
+        crate::bench_kernels::kernels(k, &mut out)?;
+    }
+    if let Some(binds) = &opts.main_job {
+        crate::bench_kernels::main_job(binds, &opts.threads, opts.repeat.min(3), &mut out)?;
+    }
     Ok(())
 }
 

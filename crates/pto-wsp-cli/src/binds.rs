@@ -24,16 +24,22 @@ pub struct BindLine {
 
 /// Every `//@ bind` line of `text`, in file order.
 pub fn default_binds(text: &str) -> Vec<BindLine> {
+    directive_lines(text, PREFIX)
+}
+
+/// Every line of `text` that starts (after indentation) with the directive `prefix` (`//@ bind`,
+/// `//@ alias`) followed by whitespace, in file order, with the location of what follows it.
+pub fn directive_lines(text: &str, prefix: &str) -> Vec<BindLine> {
     let mut out = Vec::new();
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
         let body = line.trim_end_matches(['\n', '\r']);
         let lead = body.len() - body.trim_start().len();
-        if let Some(rest) = body.trim_start().strip_prefix(PREFIX)
+        if let Some(rest) = body.trim_start().strip_prefix(prefix)
             && (rest.is_empty() || rest.starts_with(char::is_whitespace))
         {
             let spec = rest.trim();
-            let spec_start = offset + lead + PREFIX.len() + (rest.len() - rest.trim_start().len());
+            let spec_start = offset + lead + prefix.len() + (rest.len() - rest.trim_start().len());
             out.push(BindLine {
                 spec: spec.to_string(),
                 loc: Loc::new(spec_start, spec_start + spec.len().max(1)),

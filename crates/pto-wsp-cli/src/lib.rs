@@ -11,10 +11,15 @@
 
 #![forbid(unsafe_code)]
 
+pub mod aliases;
 pub mod bench;
+pub mod bench_kernels;
 pub mod bench_llama;
 pub mod binds;
 pub mod bytecode;
+pub mod exec;
+pub mod llm;
+pub mod progress;
 pub mod report;
 
 use pto_wsp::ir::{self, Bindings, Diagnostic, ExpandOptions, Expansion, Module, SourceFile};

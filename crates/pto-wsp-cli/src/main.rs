@@ -78,17 +78,27 @@ enum Command {
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
         executors: Option<u64>,
     },
-    /// Run a module on the CPU simulation; print run statistics. Kernels come from the
-    /// built-in registry (see `--empty-kernels`).
+    /// Run a module on the CPU simulation; print run statistics. With no file, run the main job:
+    /// one LLM decode step (examples/llm_decode.wsp), checked against an f64 reference. Kernels
+    /// come from the built-in registry, mapped by the file's `//@ alias` lines.
     Run {
-        /// The `.wsp` file.
-        file: PathBuf,
+        /// The `.wsp` file (default: the main job).
+        file: Option<PathBuf>,
         /// Bind a symbol, slot or integer tensor (after the file's `//@ bind` defaults).
         #[arg(long = "bind", value_name = "NAME=VALUE")]
         binds: Vec<String>,
         /// Worker threads (0 = one per core).
         #[arg(long, default_value_t = 0, value_name = "N")]
         threads: usize,
+        /// Seed of the generated inputs (every tensor not bound or given by --input).
+        #[arg(long, default_value_t = 1, value_name = "N")]
+        seed: u64,
+        /// Read tensor NAME from a numpy .npy file (element type and shape must match).
+        #[arg(long = "input", value_name = "NAME=PATH.npy")]
+        inputs: Vec<String>,
+        /// Write tensor NAME to a numpy .npy file after the run.
+        #[arg(long = "output", value_name = "NAME=PATH.npy")]
+        outputs: Vec<String>,
         /// Write the wall-clock span of every task as Chrome trace-event JSON (Perfetto).
         #[arg(long, value_name = "FILE")]
         trace: Option<PathBuf>,
@@ -96,9 +106,12 @@ enum Command {
         #[arg(long)]
         check: bool,
         /// Run every kernel that has no implementation as an empty kernel (to measure the
-        /// runtime on modules whose kernels are not implemented yet).
+        /// runtime on modules whose kernels are not implemented yet); generates no inputs.
         #[arg(long)]
         empty_kernels: bool,
+        /// Draw no progress bar.
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Measure the CPU runtime's per-task overhead on Taskflow's benchmark shapes.
     Bench {
@@ -121,6 +134,12 @@ enum Command {
         #[arg(long, value_delimiter = ',', value_name = "LIST",
               value_parser = clap::value_parser!(i64).range(0..=1 << 20))]
         llama: Vec<i64>,
+        /// Skip the kernel section (GEMM and decode attention against direct baselines).
+        #[arg(long)]
+        no_kernels: bool,
+        /// Skip the main-job section (an LLM decode step end to end: build, run, check).
+        #[arg(long)]
+        no_main_job: bool,
     },
 }
 
@@ -280,58 +299,53 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             file,
             binds,
             threads,
+            seed,
+            inputs,
+            outputs,
             trace,
             check,
             empty_kernels,
+            quiet,
         } => {
-            let name = file.display().to_string();
-            let loaded_text = read(&file)?;
-            let loaded = pto_wsp_cli::load_source(&name, &loaded_text)?;
-            let bindings = pto_wsp_cli::bindings_for(&loaded, &binds)?;
-            let mut kernels = pto_wsp::kernels::KernelRegistry::with_builtins();
-            if empty_kernels {
-                for k in &loaded.module.kernels {
-                    if kernels.lookup(&k.name.name).is_none() {
-                        kernels.register(&k.name.name, |_| Ok(()));
-                    }
-                }
-            }
-            let options = pto_wsp::CompileOptions {
-                threads,
-                profiling: trace.is_some(),
-                debug_checks: check,
-                kernels,
-                ..pto_wsp::CompileOptions::default()
+            let (name, text, main_job) = match &file {
+                Some(f) => (f.display().to_string(), read(f)?, false),
+                None => (
+                    pto_wsp_cli::llm::NAME.to_string(),
+                    pto_wsp_cli::llm::SOURCE.to_string(),
+                    true,
+                ),
             };
-            let plan =
-                pto_wsp::lower(&loaded.module).map_err(|e| CliError::plain(e.to_string()))?;
-            let mut program = pto_wsp::compile(plan, options).map_err(|e| match &e {
-                pto_wsp::CompileError::UnknownKernel { at, .. } => {
-                    let before = &loaded_text[..(*at).min(loaded_text.len())];
-                    let line = before.matches('\n').count() + 1;
-                    let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-                    CliError::plain(format!("{name}:{line}:{col}: {e}"))
+            let opts = pto_wsp_cli::exec::RunOptions {
+                binds,
+                threads,
+                trace: trace.clone(),
+                debug_checks: check,
+                empty_kernels,
+                seed,
+                inputs,
+                outputs,
+                progress: !quiet,
+            };
+            let mut header = Ok(());
+            let outcome = pto_wsp_cli::exec::run(&name, &text, main_job, &opts, &mut |line| {
+                if header.is_ok() {
+                    header = emit(line);
                 }
-                _ => CliError::plain(e.to_string()),
             })?;
-            let stats = program
-                .execute(&bindings)
-                .map_err(|e| CliError::plain(format!("{name}: {e}")))?;
-            emit(&pto_wsp_cli::run_report(
-                &name,
-                &stats,
-                program.threads(),
-                program.elapsed_ms().unwrap_or(0.0),
-            ))?;
+            header?;
+            emit(&outcome.report)?;
             if let Some(path) = trace {
-                let json = stats.chrome_trace(|t| format!("task {t}"));
-                std::fs::write(&path, json)
-                    .with_context(|| format!("cannot write `{}`", path.display()))?;
                 eprintln!(
                     "wrote {} task spans to {}",
-                    stats.spans.len(),
+                    outcome.stats.spans.len(),
                     path.display()
                 );
+            }
+            if outcome.comparison.is_some_and(|c| !c.passed) {
+                return Err(CliError::plain(format!(
+                    "{name}: the output does not match the reference (see the check line above)"
+                ))
+                .into());
             }
         }
         Command::Bench {
@@ -340,11 +354,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             threads,
             repeat,
             llama,
+            no_kernels,
+            no_main_job,
         } => {
             let threads = threads.into_iter().map(usize::from).collect();
             let mut opts = pto_wsp_cli::bench::BenchOptions::new(shapes, quick, threads, repeat);
             if !llama.is_empty() {
                 opts.llama = llama.into_iter().filter(|&s| s > 0).collect();
+            }
+            if no_kernels {
+                opts.kernels = None;
+            }
+            if no_main_job {
+                opts.main_job = None;
             }
             pto_wsp_cli::bench::bench(&opts, emit)?;
         }

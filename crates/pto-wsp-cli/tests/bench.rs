@@ -3,6 +3,7 @@
 
 use pto_wsp::cpu::shapes::Shape;
 use pto_wsp_cli::bench::{BenchOptions, bench_report};
+use pto_wsp_cli::bench_kernels::KernelBench;
 use std::time::Duration;
 
 #[test]
@@ -22,6 +23,23 @@ fn bench_runs_every_section_and_names_every_shape() {
     opts.spin = Duration::from_micros(2);
     opts.idle = Duration::from_millis(20);
     opts.llama = vec![64];
+    opts.kernels = Some(KernelBench {
+        sizes: vec![64],
+        attn: vec![("f16", 1)],
+        target: Duration::from_millis(1),
+        rounds: 1,
+    });
+    opts.main_job = Some(
+        [
+            "nreq=2",
+            "kv_heads=1",
+            "ffn=128",
+            "max_chunks=2",
+            "kv_lens=[3, 400]",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
     let text = bench_report(&opts).unwrap();
     for shape in shapes.iter().chain(&opts.scaling) {
         assert!(
@@ -38,6 +56,10 @@ fn bench_runs_every_section_and_names_every_shape() {
         "idle CPU",
         "gate-blocked",
         "LLaMA-7B prefill layer",
+        "GEMM through TaskContext views",
+        "decode attention chunk",
+        "main job",
+        "PASS",
     ] {
         assert!(text.contains(section), "{section} missing:\n{text}");
     }

@@ -14,6 +14,8 @@
 //! - [`stats`]: what a run reports ([`RunStats`]).
 //! - [`sim`]: the cycle-cost model of `trace cycles`: a simulated schedule on the modelled
 //!   executors and its makespan ([`CycleStats`]).
+//! - [`csp`]: CSP pipelines on threads — one thread per process, bounded channels of the
+//!   declared depth, deadlocks reported by name ([`run_pipeline`]).
 //! - [`shapes`]: Taskflow's benchmark DAGs (chain, binary tree, independent, wavefront, random
 //!   levels) as task-graph generators.
 //! - [`baseline`]: the same shapes run without the runtime (a sequential loop, rayon), the
@@ -24,6 +26,7 @@
 #![allow(unsafe_code)]
 
 pub mod baseline;
+pub mod csp;
 mod engine;
 pub mod exec;
 mod idle;
@@ -36,6 +39,7 @@ pub mod stats;
 pub mod stream;
 pub mod table;
 
+pub use csp::{CspError, CspOptions, Deadlock, run_pipeline};
 pub use exec::{Exec, ExecError, NoopExec, TaskFailure};
 pub use kexec::{KernelExec, TaskSource, task_costs};
 pub use pool::WorkerPool;

@@ -30,8 +30,8 @@ pub mod workload;
 
 pub use csp::{Channel, Pipeline, Process};
 pub use expand::{
-    ExpandError, ExpandOptions, ExpandSink, ExpandSummary, ExpandedRegion, ExpandedTask, Expansion,
-    OrderEdge, expand, expand_each, expand_with,
+    ChannelPort, ExpandError, ExpandOptions, ExpandSink, ExpandSummary, ExpandedRegion,
+    ExpandedTask, Expansion, OrderEdge, expand, expand_each, expand_process, expand_with,
 };
 pub use expr::{BinOp, Expr, UnOp};
 pub use loc::{Ident, Loc};

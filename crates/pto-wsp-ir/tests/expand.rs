@@ -1777,3 +1777,82 @@ schedule for main {
     let x = run(&plain, &Bindings::new().symbol("n", 2i64));
     assert!(x.tasks.iter().all(|t| t.priority == 0 && t.cost.is_none()));
 }
+
+/// A channel port with unbounded queues, for running processes one after another.
+struct Queues(std::rc::Rc<std::cell::RefCell<Vec<std::collections::VecDeque<Value>>>>);
+
+impl pto_wsp_ir::ChannelPort for Queues {
+    fn send(&mut self, channel: u32, value: Value) -> ControlFlow<()> {
+        self.0.borrow_mut()[channel as usize].push_back(value);
+        ControlFlow::Continue(())
+    }
+    fn recv(&mut self, channel: u32) -> ControlFlow<(), Option<Value>> {
+        // Producers ran to their end first: an empty queue is a closed channel.
+        ControlFlow::Continue(self.0.borrow_mut()[channel as usize].pop_front())
+    }
+}
+
+/// `expand_process` runs one process alone: for a pipeline whose processes feed only later
+/// ones, running them in declaration order through unbounded queues gives, per process, a
+/// subsequence of the Kahn expansion, and together exactly its tasks.
+#[test]
+fn processes_run_alone_generate_the_pipelines_tasks() {
+    let (_, m, b) = examples()
+        .into_iter()
+        .find(|(p, _, _)| p.ends_with("csp_pipeline.wsp"))
+        .expect("the pipeline example");
+    let whole = run(&m, &b);
+    let queues = std::rc::Rc::new(std::cell::RefCell::new(vec![
+        std::collections::VecDeque::new(
+        );
+        2
+    ]));
+    let mut all = Vec::new();
+    for p in 0..3 {
+        let mut mine = Vec::new();
+        let summary = pto_wsp_ir::expand_process(
+            &m,
+            &b,
+            &ExpandOptions::default(),
+            p,
+            &mut Queues(std::rc::Rc::clone(&queues)),
+            &mut Collect(&mut mine),
+        )
+        .unwrap();
+        assert_eq!(summary.tasks as usize, mine.len());
+        assert_eq!(mine.len(), 16, "process {p}");
+        // A subsequence of the whole expansion, in order.
+        let mut at = whole.tasks.iter();
+        for t in &mine {
+            assert!(at.any(|w| w == t), "process {p}: {t:?} out of order");
+        }
+        all.extend(mine);
+    }
+    let key = |t: &ExpandedTask| format!("{t:?}");
+    let mut got: Vec<String> = all.iter().map(key).collect();
+    let mut want: Vec<String> = whole.tasks.iter().map(key).collect();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    // An out-of-range process is an error, not a panic.
+    let err = pto_wsp_ir::expand_process(
+        &m,
+        &b,
+        &ExpandOptions::default(),
+        3,
+        &mut Queues(queues),
+        &mut Collect(&mut Vec::new()),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("process index 3"), "{err}");
+}
+
+struct Collect<'a>(&'a mut Vec<ExpandedTask>);
+
+impl ExpandSink for Collect<'_> {
+    fn task(&mut self, _index: u32, task: &ExpandedTask) -> ControlFlow<()> {
+        self.0.push(task.clone());
+        ControlFlow::Continue(())
+    }
+    fn order(&mut self, _edge: OrderEdge) {}
+}

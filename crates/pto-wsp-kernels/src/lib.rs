@@ -11,9 +11,12 @@
 //! - [`registry`]: [`KernelRegistry`], kernels by name and [`KernelId`], each with a cost
 //!   function; [`KernelRegistry::with_builtins`] holds the built-in tile kernels of
 //!   [`builtins`] (matmul, elementwise, row operations, RMSNorm, RoPE, split-KV decode
-//!   attention and merge, top-k; conventions in `docs/KERNELS.md`).
+//!   attention and merge, causal attention, an MoE expert, top-k; conventions in
+//!   `docs/KERNELS.md`).
 //! - [`cost`]: the roofline cost model of the built-ins ([`cost::Work`]).
 //! - [`fast`]: the hand-vectorised hot loops (AVX2 + FMA when the CPU has them).
+//! - [`npy`]: tensors to and from numpy's `.npy` format, element type and shape checked against
+//!   the declared tensor ([`TensorStore::load_npy`], [`TensorStore::to_npy`]).
 //! - [`check`]: [`ConflictChecker`], the debug-checks mode that records the regions in flight
 //!   and fails loudly when two running tasks conflict.
 //!
@@ -25,11 +28,13 @@
 
 #![allow(unsafe_code)]
 
+pub mod bench;
 pub mod builtins;
 pub mod check;
 pub mod context;
 pub mod cost;
 pub mod fast;
+pub mod npy;
 pub mod registry;
 pub mod store;
 pub mod tile;

@@ -13,6 +13,10 @@
 //! predecessors are done (start policy, window, gates, batching and dispatch from the
 //! schedule). Kernels come from the [`KernelRegistry`] of the [`CompileOptions`]; every kernel
 //! the module can run must be registered (else [`CompileError::UnknownKernel`]).
+//!
+//! A module whose entry is a CSP pipeline runs differently: each process on its own thread,
+//! running its own tasks in order, connected by bounded channels of the declared depth
+//! ([`pto_wsp_cpu::csp`]); a deadlock is reported naming the waiting processes and channels.
 
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -116,6 +120,10 @@ pub enum RunError {
     /// `synchronize` without an `execute_async` in progress.
     #[error("no run in progress")]
     NotRunning,
+    /// A pipeline run failed: a deadlock (naming the waiting processes and channels), a task's
+    /// failure, or two processes' tasks conflicting (see [`pto_wsp_cpu::csp`]).
+    #[error(transparent)]
+    Pipeline(#[from] pto_wsp_cpu::CspError),
 }
 
 /// A module lowered for back ends: validated, with its schedule decisions folded.
@@ -326,6 +334,27 @@ impl Inner {
     }
 
     fn execute(&self, bindings: &Bindings, store: &mut TensorStore) -> Result<RunStats, RunError> {
+        let module = &self.plan.module;
+        if module
+            .entry_name()
+            .and_then(|e| module.pipeline(e))
+            .is_some()
+        {
+            // A pipeline runs as processes on threads with bounded channels (pto_wsp_cpu::csp).
+            let options = pto_wsp_cpu::CspOptions {
+                trace: self.options.profiling
+                    || matches!(self.plan.config.trace, TracePolicy::Wall),
+            };
+            return Ok(pto_wsp_cpu::run_pipeline(
+                module,
+                bindings,
+                store,
+                &self.options.kernels,
+                &self.kernels,
+                &self.names,
+                options,
+            )?);
+        }
         let (run, stream) = self.run_config();
         let table = TaskTable::new();
         let exec = KernelExec::new(

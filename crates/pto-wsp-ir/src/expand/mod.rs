@@ -396,6 +396,50 @@ pub fn expand_with(
     })
 }
 
+/// The channels of a pipeline process that runs alone ([`expand_process`]): a CSP runtime's
+/// bounded, blocking channels.
+///
+/// Channels are numbered in their pipeline's declaration order. A process only sends on the
+/// channels it `produces` and consumes those it `consumes`; closing the channels a process
+/// produces when it ends is the caller's job (it knows when [`expand_process`] returns).
+pub trait ChannelPort {
+    /// Sends `value` on `channel`, waiting while the channel is full.
+    /// [`ControlFlow::Break`] stops the process (the run failed elsewhere, or deadlocked).
+    fn send(&mut self, channel: u32, value: Value) -> ControlFlow<()>;
+    /// The next token of `channel` in send order, waiting while the channel is empty and open;
+    /// `None` once it is closed and drained. [`ControlFlow::Break`] stops the process.
+    fn recv(&mut self, channel: u32) -> ControlFlow<(), Option<Value>>;
+}
+
+/// Runs one process (index `process` into the pipeline entry's processes, in declaration
+/// order) of `module`'s pipeline as a sequential program on its own: tasks go to `sink` as they
+/// are generated, numbered from 0 within the process (so the index-based schedule decisions —
+/// `round_robin` targets, streams without `stream_by` — count this process's tasks); `send` and
+/// `consume` go through `port`, which may block. Statements mean what they mean in [`expand`];
+/// the process has its own copy of every slot (starting from the bound values), and no CSP order
+/// edges are reported (the caller's channels carry that order). A workload entry is its single
+/// process 0, with no channels. When the port or the sink stops the process, the summary says
+/// [`ExpandSummary::stopped`].
+pub fn expand_process(
+    module: &Module,
+    bindings: &Bindings,
+    options: &ExpandOptions,
+    process: usize,
+    port: &mut dyn ChannelPort,
+    sink: &mut impl ExpandSink,
+) -> Result<ExpandSummary, ExpandError> {
+    let program = compile::compile(module, bindings, options.executors)?;
+    let mut runner = run::Runner::new(&program, options.limit, sink);
+    let tasks = runner.run_alone(process, port)?;
+    Ok(ExpandSummary {
+        tasks,
+        executors: program.executors,
+        streams: program.streams,
+        truncated: runner.truncated,
+        stopped: runner.stopped,
+    })
+}
+
 /// Like [`expand`], but calls `f(index, task)` for every task as it is generated, storing
 /// nothing (order edges are not reported; use [`expand_with`] for those).
 pub fn expand_each(

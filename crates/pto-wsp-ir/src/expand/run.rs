@@ -20,12 +20,14 @@
 //! the current count, so the list holds at most one entry per process.
 
 use super::compile::{CArg, CAxis, CDispatch, CExpr, CLevels, CStmt, CTask, Program};
-use super::{ExpandError, ExpandSink, ExpandedRegion, ExpandedTask, OrderEdge, splitmix64};
+use super::{
+    ChannelPort, ExpandError, ExpandSink, ExpandedRegion, ExpandedTask, OrderEdge, splitmix64,
+};
 use crate::eval::EvalError;
 use crate::types::{Access, ExecPool, ScalarType};
 use crate::value::Value;
 use std::collections::VecDeque;
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 
 /// An integer from an evaluation result, or an error saying what was being evaluated.
 #[inline]
@@ -242,6 +244,9 @@ pub(super) struct Runner<'p, 's, S: ExpandSink> {
     armed: Vec<Range<u32>>,
     /// `before` ranges of the single-task CSP edges into the task being emitted (scratch).
     csp_edges: Vec<Range<u32>>,
+    /// Where channel operations go when one process runs alone ([`Runner::run_alone`]);
+    /// `None`: the runner's own unbounded channels (the Kahn network).
+    port: Option<&'s mut dyn ChannelPort>,
     pub truncated: bool,
     pub stopped: bool,
 }
@@ -275,6 +280,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                 .collect(),
             armed: Vec::new(),
             csp_edges: Vec::new(),
+            port: None,
             truncated: false,
             stopped: false,
         }
@@ -344,6 +350,52 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     return Ok(self.count);
                 }
             }
+        }
+    }
+
+    /// Runs process `i` alone, its channel operations through `port` (which may block), to its
+    /// end or until the port or the sink stops it; returns the number of tasks emitted.
+    pub(super) fn run_alone(
+        &mut self,
+        i: usize,
+        port: &'s mut dyn ChannelPort,
+    ) -> Result<u32, ExpandError> {
+        let prog = self.prog;
+        let Some(p) = prog.processes.get(i) else {
+            return Err(ExpandError::Malformed {
+                message: format!(
+                    "process index {i} is out of range ({} process(es))",
+                    prog.processes.len()
+                ),
+            });
+        };
+        self.port = Some(port);
+        let mut proc = Proc {
+            stack: vec![Frame::Block {
+                body: &p.body,
+                pos: 0,
+                track: None,
+            }],
+            last_task: None,
+            pending: 0,
+            done: false,
+        };
+        match self.run_proc(&mut proc)? {
+            Stop::Done => Ok(self.count),
+            Stop::Limit => {
+                if !self.stopped {
+                    for f in proc.stack.iter_mut().rev() {
+                        if let Some(t) = f.track() {
+                            t.boundary(self.count, self.sink, &mut self.armed);
+                        }
+                    }
+                }
+                Ok(self.count)
+            }
+            // With a port, a `consume` waits in the port instead of blocking the runner.
+            Stop::Blocked => Err(ExpandError::Malformed {
+                message: format!("process `{}` blocked without a channel port", p.name),
+            }),
         }
     }
 
@@ -481,6 +533,27 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     if pending.take().is_some() {
                         // The previous iteration generated no task: its edge lapses.
                         proc.pending -= 1;
+                    }
+                    if let Some(port) = self.port.as_deref_mut() {
+                        match port.recv(*channel) {
+                            ControlFlow::Break(()) => {
+                                self.stopped = true;
+                                return Ok(Stop::Limit);
+                            }
+                            ControlFlow::Continue(Some(value)) => {
+                                self.env[*var as usize] = value;
+                                let body: &'p [CStmt] = body;
+                                proc.stack.push(Frame::Block {
+                                    body,
+                                    pos: 0,
+                                    track: None,
+                                });
+                            }
+                            ControlFlow::Continue(None) => {
+                                proc.stack.pop();
+                            }
+                        }
+                        continue;
                     }
                     let ch = &mut self.channels[*channel as usize];
                     if let Some(tok) = ch.tokens.pop_front() {
@@ -734,6 +807,13 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                         expected: "an integer".into(),
                         found: v.ty(),
                     });
+                }
+                if let Some(port) = self.port.as_deref_mut() {
+                    if port.send(*channel, v).is_break() {
+                        self.stopped = true;
+                        return Ok(false);
+                    }
+                    return Ok(true);
                 }
                 self.channels[*channel as usize].tokens.push_back(Token {
                     value: v,

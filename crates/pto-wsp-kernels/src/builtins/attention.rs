@@ -16,7 +16,7 @@
 //! attention over the whole sequence, up to rounding. Scores and sums are `f32`; `exp` is
 //! [`crate::fast`]'s.
 
-use super::{Dims, opt_f64, vector_len};
+use super::{Dims, opt_f64, opt_i64, vector_len};
 use crate::context::ReadView;
 use crate::context::TaskContext;
 use crate::fast;
@@ -162,6 +162,113 @@ pub fn attn_decode_chunk(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
     }
     m_out.store_all(&stats[..g]);
     l_out.store_all(&stats[g..]);
+    Ok(())
+}
+
+/// `attn_causal`: causal (prefill) attention of the `Tq` query rows of region 0 (`Tq×D`) over
+/// keys (region 1, `S×D`) and values (region 2, `S×D`), normalised output in region 3
+/// (`Tq×D`). The queries are the *last* `Tq` positions of the valid keys: with `n` valid keys,
+/// query row `i` sits at position `n − Tq + i` and attends keys `0 ..= n − Tq + i`. Params
+/// (optional): 0 `kv_len` (`i64`, default `S`): the number of valid key rows `n`, with
+/// `Tq ≤ n ≤ S`; 1 `scale` (`f64` bits, default `1/√D`).
+pub fn attn_causal(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
+    const K: &str = "attn_causal";
+    let q = ctx.read_float(0)?;
+    let k = ctx.read_float(1)?;
+    let v = ctx.read_float(2)?;
+    let mut o = ctx.write_float(3)?;
+    let (tq, d, s) = (q.rows(), q.cols(), k.rows());
+    let dq = Dims::new(0, tq, d);
+    for (i, view) in [(1, &k), (2, &v)] {
+        let dims = Dims::new(i, view.rows(), view.cols());
+        if view.cols() != d || view.rows() != s {
+            return Err(KernelError::shape(
+                K,
+                format!(
+                    "{dims}, but keys and values must both be {s} x {d}: region 1's rows (the keys) by region 0's columns (the head dimension)"
+                ),
+            ));
+        }
+    }
+    if (o.rows(), o.cols()) != (tq, d) {
+        return Err(KernelError::shape(
+            K,
+            format!(
+                "{}, but the output must be shaped like the queries: {dq}",
+                Dims::new(3, o.rows(), o.cols())
+            ),
+        ));
+    }
+    let n = opt_i64(ctx, 0).unwrap_or(s as i64);
+    if n < tq as i64 || n as u64 > s as u64 {
+        return Err(KernelError::param_value(
+            K,
+            0,
+            format!(
+                "kv_len {n} must be at least the {tq} query row(s) and at most the {s} key row(s)"
+            ),
+        ));
+    }
+    let n = n as usize;
+    let scale = opt_f64(ctx, 1, 1.0 / (d as f64).sqrt());
+    if !scale.is_finite() {
+        return Err(KernelError::param_value(
+            K,
+            1,
+            format!("the scale must be finite, not {scale}"),
+        ));
+    }
+    let scale = scale as f32;
+    if tq == 0 || d == 0 {
+        o.fill(0.0);
+        return Ok(());
+    }
+    let (mut qs, mut scores, mut acc) = (Scratch::take(), Scratch::take(), Scratch::take());
+    let mut sums = Scratch::take();
+    let qs = qs.slice(tq * d);
+    for (r, row) in qs.chunks_exact_mut(d).enumerate() {
+        q.load_row(r, row);
+        for x in row.iter_mut() {
+            *x *= scale;
+        }
+    }
+    // Scores of every query against every valid key (Tq × n, row stride n); the masked tail of
+    // each row becomes 0 after the softmax below.
+    let sc = scores.slice(tq * n);
+    match &k {
+        FloatRead::F32(view) => qk_pass(view, n, qs, d, sc),
+        FloatRead::F16(view) => qk_pass(view, n, qs, d, sc),
+        FloatRead::Bf16(view) => qk_pass(view, n, qs, d, sc),
+    }
+    let sums = sums.slice(tq);
+    for (i, row) in sc.chunks_exact_mut(n).enumerate() {
+        // n >= tq, so the position n - tq + i is a valid key index.
+        let visible = n - tq + i + 1;
+        let (live, masked) = row.split_at_mut(visible);
+        masked.fill(0.0);
+        let m = fast::max(live);
+        sums[i] = if m == f32::NEG_INFINITY {
+            live.fill(0.0);
+            0.0
+        } else {
+            fast::exp_sum(live, m)
+        };
+    }
+    let acc = acc.slice(tq * d);
+    acc.fill(0.0);
+    match &v {
+        FloatRead::F32(view) => pv_pass(view, n, sc, acc, d),
+        FloatRead::F16(view) => pv_pass(view, n, sc, acc, d),
+        FloatRead::Bf16(view) => pv_pass(view, n, sc, acc, d),
+    }
+    for (i, row) in acc.chunks_exact_mut(d).enumerate() {
+        let l = sums[i];
+        let inv = if l > 0.0 { 1.0 / l } else { 0.0 };
+        for x in row.iter_mut() {
+            *x *= inv;
+        }
+        o.store_row(i, row);
+    }
     Ok(())
 }
 

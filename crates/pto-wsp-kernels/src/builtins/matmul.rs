@@ -6,7 +6,9 @@
 //! slower than the machine allows.
 //!
 //! Promises: `C (M×N) = A (M×K) · B (K×N)` (or `· Bᵀ` with `B` stored `N×K`), accumulated in
-//! `f32` whatever the operands' float types. `f32` operands whose rows are evenly spaced
+//! `f32` whatever the operands' float types. A product of at most 16 rows (not transposed)
+//! streams `B` once through the SIMD loop of attention's weighted sums, reading it in its
+//! storage type. Otherwise, `f32` operands whose rows are evenly spaced
 //! ([`crate::ReadView::row_stride`]) are used in place; other operands are converted (or
 //! gathered) once into an `f32` scratch tile. An `f32` output with evenly spaced rows is written
 //! (or accumulated) in place, any other is computed in scratch and stored rounded once. Shapes
@@ -15,8 +17,9 @@
 
 use super::{Dims, need_inout};
 use crate::context::TaskContext;
+use crate::fast;
 use crate::registry::KernelError;
-use crate::tile::{FloatRead, Scratch};
+use crate::tile::{FloatRead, FloatWrite, Scratch};
 
 /// `matmul`: region 2 (written, `M×N`) = region 0 (`M×K`) · region 1 (`K×N`).
 pub fn matmul(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
@@ -85,6 +88,10 @@ fn product(ctx: &TaskContext<'_>, kernel: &str, acc: bool, bt: bool) -> Result<(
             format!("{dc} but the product is {m} x {n} ({da}, {db})"),
         ));
     }
+    if !bt && m <= SKINNY {
+        skinny(&a, &b, &mut c, acc);
+        return Ok(());
+    }
     let (mut sa, mut sb, mut sc) = (Scratch::take(), Scratch::take(), Scratch::take());
     let (pa, lda) = operand(&a, &mut sa);
     let (pb, ldb) = operand(&b, &mut sb);
@@ -115,6 +122,93 @@ fn product(ctx: &TaskContext<'_>, kernel: &str, acc: bool, bt: bool) -> Result<(
     unsafe { gemm_f32(m, n, k, pc, n, acc, pa, lda, pb, b_rs, b_cs) };
     c.store_all(&sc[..m * n]);
     Ok(())
+}
+
+/// Products with at most this many rows of `A` (a decode batch times a weight tile) stream `B`
+/// once through [`fast::pv`], reading its rows in their storage type, instead of converting and
+/// packing it for `gemm`: with few rows there is little arithmetic per element of `B`, and the
+/// passes over it are the cost.
+const SKINNY: usize = 16;
+
+/// Key rows of `B` handed to [`fast::pv`] at a time.
+const SKINNY_BLOCK: usize = 64;
+
+/// `C [+]= A · B` for `A` of at most [`SKINNY`] rows (shapes checked by the caller), `f32`
+/// accumulation in scratch, `C` stored rounded once.
+fn skinny(a: &FloatRead<'_>, b: &FloatRead<'_>, c: &mut FloatWrite<'_>, acc: bool) {
+    let (m, k, n) = (a.rows(), a.cols(), b.cols());
+    let (mut sa, mut sc) = (Scratch::take(), Scratch::take());
+    a.load_all(&mut sa);
+    if acc {
+        c.load_all(&mut sc);
+    } else {
+        sc.clear();
+        sc.resize(m * n, 0.0);
+    }
+    fn stream<T: crate::tile::Float>(
+        b: &crate::context::ReadView<'_, T>,
+        a: &[f32],
+        k: usize,
+        c: &mut [f32],
+        n: usize,
+    ) {
+        let mut rows: [&[T]; SKINNY_BLOCK] = [&[]; SKINNY_BLOCK];
+        for j0 in (0..k).step_by(SKINNY_BLOCK) {
+            let jb = SKINNY_BLOCK.min(k - j0);
+            for (jj, row) in rows.iter_mut().enumerate().take(jb) {
+                *row = b.row(j0 + jj);
+            }
+            fast::pv(&a[j0..], k, &rows[..jb], c, n);
+        }
+    }
+    if m > 0 && n > 0 && k > 0 {
+        match b {
+            FloatRead::F32(v) => stream(v, &sa, k, &mut sc, n),
+            FloatRead::F16(v) => stream(v, &sa, k, &mut sc, n),
+            FloatRead::Bf16(v) => stream(v, &sa, k, &mut sc, n),
+        }
+    }
+    c.store_all(&sc[..m * n]);
+}
+
+/// `out = a · b` for a contiguous `f32` matrix `a` (`m×k`, `k` = `b`'s rows) and a float view `b`
+/// (`k×n`), into the contiguous `out` (`m×n`): the product of kernels that chain matrix products
+/// through scratch tiles (`moe_expert`). Panics if the lengths disagree (callers check shapes
+/// first).
+pub(crate) fn scratch_times(a: &[f32], m: usize, b: &FloatRead<'_>, out: &mut [f32]) {
+    let (k, n) = (b.rows(), b.cols());
+    assert!(
+        a.len() == m * k && out.len() == m * n,
+        "scratch_times: shapes"
+    );
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        out.fill(0.0);
+        return;
+    }
+    let mut sb = Scratch::take();
+    let (pb, ldb) = operand(b, &mut sb);
+    // SAFETY: `a` holds `m×k` contiguous elements (stride `k`), `pb` points at `k×n` readable
+    // elements at stride `ldb` (`operand`'s promise: a live read view's rows, or `sb`, alive
+    // here), and `out` holds `m×n` contiguous elements that only this call references; `out` is
+    // a distinct mutable slice, so it overlaps neither input.
+    unsafe {
+        gemm_f32(
+            m,
+            n,
+            k,
+            out.as_mut_ptr(),
+            n,
+            false,
+            a.as_ptr(),
+            k,
+            pb,
+            ldb,
+            1,
+        )
+    };
 }
 
 /// `C = [C +] A · B` on `f32` matrices given by pointers and strides (in elements).

@@ -15,12 +15,13 @@
 //! - Each kernel has a cost function from [`crate::cost`], computed from the shapes alone.
 //!
 //! Modules: [`elementwise`] (fill, copy, arithmetic, broadcasts, activations), [`rows`] (row
-//! reductions, softmax, RMSNorm, RoPE), [`matmul`], [`attention`] (decode chunk and merge),
-//! [`topk`].
+//! reductions, softmax, RMSNorm, RoPE), [`matmul`], [`attention`] (decode chunk and merge,
+//! causal prefill attention), [`moe`] (a gated SwiGLU expert), [`topk`].
 
 pub mod attention;
 pub mod elementwise;
 pub mod matmul;
+pub mod moe;
 pub mod rows;
 pub mod topk;
 
@@ -92,6 +93,9 @@ const TABLE: &[(&str, Kernel, WorkFn)] = &[
         work::attn_decode_chunk,
     ),
     ("attn_merge", attention::attn_merge, work::attn_merge),
+    ("attn_causal", attention::attn_causal, work::attn_causal),
+    // Mixture of experts.
+    ("moe_expert", moe::moe_expert, work::moe_expert),
     // Selection.
     ("topk", topk::topk, work::topk),
 ];
@@ -179,6 +183,32 @@ mod work {
             vector_ops: 4 * gs + 2 * g * d,
             transcendentals: gs,
             matmul_flops: 4u64.saturating_mul(gs).saturating_mul(d),
+            bytes: region_bytes(ctx),
+        }
+    }
+
+    pub(super) fn attn_causal(ctx: &TaskContext<'_>) -> Work {
+        let (tq, d) = dims(ctx, 0);
+        let (s, _) = dims(ctx, 1);
+        let ts = tq.saturating_mul(s);
+        Work {
+            vector_ops: ts
+                .saturating_mul(4)
+                .saturating_add(tq.saturating_mul(2 * d)),
+            transcendentals: ts,
+            matmul_flops: 4u64.saturating_mul(ts).saturating_mul(d),
+            bytes: region_bytes(ctx),
+        }
+    }
+
+    pub(super) fn moe_expert(ctx: &TaskContext<'_>) -> Work {
+        let (t, h) = dims(ctx, 0);
+        let (_, f) = dims(ctx, 2);
+        let tf = t.saturating_mul(f);
+        Work {
+            vector_ops: tf.saturating_mul(4).saturating_add(t.saturating_mul(h)),
+            transcendentals: tf,
+            matmul_flops: 6u64.saturating_mul(tf).saturating_mul(h),
             bytes: region_bytes(ctx),
         }
     }

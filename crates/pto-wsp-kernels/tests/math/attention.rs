@@ -531,3 +531,133 @@ fn decode_ragged_example_computes_attention_over_each_request() {
         }
     }
 }
+
+/// Causal attention in f64: query row `i` of `q` (`tq` rows) at position `n - tq + i` over key /
+/// value rows `0 ..= n - tq + i`; (output, output scale `Σ_j p_j |v_j|`).
+fn causal(q: &[f64], k: &[f64], v: &[f64], d: usize, n: usize, scale: f64) -> (Vec<f64>, Vec<f64>) {
+    let tq = q.len() / d;
+    let (mut o, mut mag) = (Vec::new(), Vec::new());
+    for i in 0..tq {
+        let r = attend(&q[i * d..(i + 1) * d], k, v, d, n - tq + i + 1, scale);
+        o.extend(r.o);
+        mag.extend(r.mag);
+    }
+    (o, mag)
+}
+
+#[test]
+fn causal_attention_matches_reference() {
+    let reg = KernelRegistry::with_builtins();
+    let combos = [
+        ("f32", "f32", "f32"),
+        ("f16", "f16", "f16"),
+        ("bf16", "bf16", "f32"),
+        ("f32", "f16", "bf16"),
+    ];
+    for (t, (tq_ty, kv_ty, o_ty)) in combos.into_iter().enumerate() {
+        // (query rows, key rows, head dim, kv_len param)
+        for (tq, s_rows, d, kv_len) in [
+            (1, 1, 16, None),
+            (4, 4, 32, None),
+            (5, 37, 64, None),
+            (8, 70, 128, Some(51)),
+            (3, 9, 7, Some(3)),
+        ] {
+            for scale in [None, Some(0.2)] {
+                let s = store(
+                    &format!(
+                        "tensor Q: {tq_ty}[{tq}, {d}];\ntensor K: {kv_ty}[{s_rows}, {d}];\n\
+                         tensor V: {kv_ty}[{s_rows}, {d}];\ntensor O: {o_ty}[{tq}, {d}];"
+                    ),
+                    900 + t as u64 * 31 + tq as u64,
+                );
+                let list = [
+                    whole(&s, "Q", Access::In),
+                    whole(&s, "K", Access::In),
+                    whole(&s, "V", Access::In),
+                    whole(&s, "O", Access::Out),
+                ];
+                let mut params = Vec::new();
+                if kv_len.is_some() || scale.is_some() {
+                    params.push(i(kv_len.unwrap_or(s_rows as i64)));
+                }
+                params.extend(scale.map(f));
+                run(&reg, &s, "attn_causal", &params, &list).unwrap();
+                let sc = scale.unwrap_or(1.0 / (d as f64).sqrt()) as f32 as f64;
+                let n = kv_len.unwrap_or(s_rows as i64) as usize;
+                let (o, mag) = causal(&get(&s, "Q"), &get(&s, "K"), &get(&s, "V"), d, n, sc);
+                assert_close(
+                    &format!("causal {tq_ty}/{kv_ty}->{o_ty} tq {tq} s {s_rows} d {d} n {n}"),
+                    &get(&s, "O"),
+                    &o,
+                    &mag,
+                    tol(dtype(&s, "O"), F32_TOL),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn causal_attention_checks_shapes_and_kv_len() {
+    const K: &str = "kernel `attn_causal`";
+    let reg = KernelRegistry::with_builtins();
+    let s = store(
+        "tensor Q: f32[4, 8];\ntensor K: f32[6, 8];\ntensor V: f32[6, 8];\ntensor O: f32[4, 8];\n\
+         tensor Vb: f32[5, 8];\ntensor Ob: f32[4, 7];",
+        950,
+    );
+    let good = [
+        whole(&s, "Q", Access::In),
+        whole(&s, "K", Access::In),
+        whole(&s, "V", Access::In),
+        whole(&s, "O", Access::Out),
+    ];
+    let mut bad_v = good;
+    bad_v[2] = whole(&s, "Vb", Access::In);
+    expect_err(
+        &reg,
+        &s,
+        "attn_causal",
+        &[],
+        &bad_v,
+        &[K, "region 2", "6 x 8"],
+    );
+    let mut bad_o = good;
+    bad_o[3] = whole(&s, "Ob", Access::Out);
+    expect_err(
+        &reg,
+        &s,
+        "attn_causal",
+        &[],
+        &bad_o,
+        &[K, "region 3", "4 x 7"],
+    );
+    expect_err(
+        &reg,
+        &s,
+        "attn_causal",
+        &[i(3)],
+        &good,
+        &[K, "parameter 0", "kv_len 3"],
+    );
+    expect_err(
+        &reg,
+        &s,
+        "attn_causal",
+        &[i(7)],
+        &good,
+        &[K, "at most the 6"],
+    );
+    expect_err(
+        &reg,
+        &s,
+        "attn_causal",
+        &[i(6), f(f64::NAN)],
+        &good,
+        &[K, "parameter 1", "finite"],
+    );
+    let before = get(&s, "O");
+    let _ = run(&reg, &s, "attn_causal", &[i(-1)], &good);
+    assert_eq!(get(&s, "O"), before, "a refused task writes nothing");
+}

@@ -99,6 +99,20 @@ fn products_match_reference_on_every_type_combination() {
     }
     // A 256-long reduction: the tolerance's worst case.
     check_product(("f32", "f32", "f32"), (8, 8, 256), false, false, 209);
+    // Few rows, long reductions (the streamed path of decode-batch projections), every type.
+    for (t, types) in [
+        ("f32", "f16", "f32"),
+        ("f32", "bf16", "f16"),
+        ("f16", "f32", "f32"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for acc in [false, true] {
+            check_product(types, (16, 136, 1000), acc, false, 211 + t as u64);
+            check_product(types, (1, 9, 130), acc, false, 215 + t as u64);
+        }
+    }
     check_product(("f16", "f16", "f32"), (64, 64, 256), true, false, 210);
 }
 

@@ -20,6 +20,7 @@ mod attention;
 mod costs;
 mod elementwise;
 mod matmul;
+mod moe;
 mod robust;
 mod rows;
 mod topk;

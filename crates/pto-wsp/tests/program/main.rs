@@ -2,8 +2,10 @@
 //! 1, 2 and 4 threads, runs exactly the expander's task multiset (kernel, params, regions), with
 //! debug checks on (a conflicting pair in flight fails the run); errors name task and kernel;
 //! unknown kernels and missing bindings are reported; the program runs again after a failure.
+//! With real kernels, every example against an independent reference ([`numeric`]).
 
 mod differential;
+mod numeric;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -81,6 +83,10 @@ fn every_example_runs_the_expanders_tasks_under_every_policy() {
         "moe",
         "tiered",
         "llama7b_layer",
+        "softmax_3pass",
+        "rmsnorm",
+        "llama_block",
+        "llm_decode",
     ] {
         let (module, mut b) = example(name);
         if name == "llama7b_layer" {

@@ -1,0 +1,431 @@
+//! `pto-wsp run`: a module on the CPU simulation, with its data in and out, and the main job.
+//!
+//! Why: running a workload is only useful with real data — generated reproducibly from a seed,
+//! or brought in from numpy / PyTorch as `.npy` files — and with results that can be taken out
+//! and compared. The main job (no file given) also checks its own output against an independent
+//! reference ([`crate::llm`]).
+//!
+//! Promises:
+//! - Every tensor is first filled from `--seed` ([`TensorStore::fill_random`], the same bytes on
+//!   every machine), except the integer tensors the bindings give contents; then each `--input
+//!   NAME=PATH.npy` replaces tensor `NAME`, its element type and shape checked exactly against
+//!   the declaration ([`pto_wsp::kernels::npy`]). An integer input also becomes the bound
+//!   contents the workload's control flow reads (ragged lengths, routing, `load`), so data and
+//!   task set agree. With `--empty-kernels` nothing is generated (the tensors stay zero).
+//! - After the run each `--output NAME=PATH.npy` is written in numpy's format.
+//! - Every failure is a [`CliError`] naming what failed: the flag and file, the tensor, the
+//!   source location of a kernel declaration, the task and kernel of a failed task.
+//! - The time is reported split into build (parse, validate, compile, allocate and fill the
+//!   tensors), run (generation and execution, overlapped) and check (the main job's reference).
+
+use crate::progress::{Bar, watch};
+use crate::{CliError, Loaded, aliases, llm};
+use pto_wsp::cpu::RunStats;
+use pto_wsp::ir::{ExpandOptions, expand_each};
+use pto_wsp::kernels::npy::NpyArray;
+use pto_wsp::kernels::{KernelRegistry, TensorStore};
+use pto_wsp::{CompileError, CompileOptions, compile, lower};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// What `pto-wsp run` was asked to do.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// `--bind NAME=VALUE`, after the file's defaults.
+    pub binds: Vec<String>,
+    /// Worker threads (0: one per core).
+    pub threads: usize,
+    /// Where to write a Chrome trace of the run.
+    pub trace: Option<PathBuf>,
+    /// Debug checks (regions in flight).
+    pub debug_checks: bool,
+    /// Run kernels without an implementation as empty ones (and generate no inputs).
+    pub empty_kernels: bool,
+    /// Seed of the generated inputs.
+    pub seed: u64,
+    /// `--input NAME=PATH.npy`.
+    pub inputs: Vec<String>,
+    /// `--output NAME=PATH.npy`.
+    pub outputs: Vec<String>,
+    /// Draw progress bars on stderr (when it is a terminal).
+    pub progress: bool,
+}
+
+/// Wall-clock milliseconds of a run's phases.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Times {
+    /// Parse, validate, compile, allocate and fill the tensors.
+    pub build_ms: f64,
+    /// Generate and run the tasks (overlapped).
+    pub run_ms: f64,
+    /// Compute the reference and compare (the main job only).
+    pub check_ms: f64,
+}
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The run's statistics.
+    pub stats: RunStats,
+    /// Worker threads.
+    pub threads: usize,
+    /// The phases' times.
+    pub times: Times,
+    /// The main job's comparison with its reference.
+    pub comparison: Option<llm::Comparison>,
+    /// What `run` prints on stdout.
+    pub report: String,
+}
+
+/// `NAME=PATH` of `--input` / `--output`.
+fn split_spec(flag: &str, spec: &str) -> Result<(String, PathBuf), CliError> {
+    match spec.split_once('=') {
+        Some((name, path)) if !name.trim().is_empty() && !path.trim().is_empty() => {
+            Ok((name.trim().to_string(), PathBuf::from(path.trim())))
+        }
+        _ => Err(CliError::plain(format!(
+            "`{flag} {spec}` is not `NAME=PATH.npy`"
+        ))),
+    }
+}
+
+/// The message of a compile error, with `file:line:column` of an unknown kernel's declaration.
+pub fn compile_error(loaded: &Loaded, e: &CompileError) -> CliError {
+    match e {
+        CompileError::UnknownKernel { at, .. } => {
+            let text = &loaded.source.text;
+            let before = &text[..(*at).min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            CliError::plain(format!(
+                "{}:{line}:{col}: {e} (or map it to one with a `//@ alias {}=BUILTIN` line)",
+                loaded.source.name,
+                match e {
+                    CompileError::UnknownKernel { name, .. } => name.as_str(),
+                    _ => "NAME",
+                }
+            ))
+        }
+        _ => CliError::plain(e.to_string()),
+    }
+}
+
+/// A registry running `inner`'s kernels (same names, ids and costs) that also counts the calls
+/// in `done` (for the progress bar).
+fn counting(inner: KernelRegistry, done: &Arc<AtomicU64>) -> KernelRegistry {
+    let inner = Arc::new(inner);
+    let mut out = KernelRegistry::new();
+    for name in inner.names() {
+        let Some(id) = inner.lookup(name) else {
+            continue;
+        };
+        let (run, count) = (Arc::clone(&inner), Arc::clone(done));
+        out.register(name, move |ctx| {
+            let r = run.call(id, ctx);
+            count.fetch_add(1, Ordering::Relaxed);
+            r
+        });
+        let cost = Arc::clone(&inner);
+        out.set_cost(name, move |ctx| cost.cost(id, ctx));
+    }
+    out
+}
+
+/// Runs module `text` (shown as `name`); `main_job` adds the main job's input preparation and
+/// reference check. `emit` receives lines to print before the report (the main job's header).
+pub fn run(
+    name: &str,
+    text: &str,
+    main_job: bool,
+    opts: &RunOptions,
+    emit: &mut dyn FnMut(&str),
+) -> Result<RunOutcome, CliError> {
+    let t0 = Instant::now();
+    let loaded = crate::load_source(name, text)?;
+    let mut bindings = crate::bindings_for(&loaded, &opts.binds)?;
+
+    // Inputs: read and checked against the declarations before anything is allocated for real
+    // (a probe store costs nothing: untouched tensors are never paged in).
+    let mut inputs = Vec::new();
+    if !opts.inputs.is_empty() {
+        let mut probe = TensorStore::new(&loaded.module, &bindings)
+            .map_err(|e| CliError::plain(format!("{name}: {e}")))?;
+        for spec in &opts.inputs {
+            let (tensor, path) = split_spec("--input", spec)?;
+            let bytes = std::fs::read(&path).map_err(|e| {
+                CliError::plain(format!(
+                    "in `--input {spec}`: cannot read `{}`: {e}",
+                    path.display()
+                ))
+            })?;
+            let array = NpyArray::parse(&bytes)
+                .map_err(|e| CliError::plain(format!("in `--input {spec}`: {e}")))?;
+            probe
+                .load_npy(&tensor, &array)
+                .map_err(|e| CliError::plain(format!("in `--input {spec}`: {e}")))?;
+            let integer = loaded
+                .module
+                .tensors
+                .iter()
+                .any(|t| t.name.name == tensor && t.dtype.is_integer());
+            if integer && let Some(values) = array.to_i64s() {
+                bindings.arrays.insert(tensor.clone(), values);
+            }
+            inputs.push((spec.clone(), tensor, array));
+        }
+    }
+
+    let mut registry = KernelRegistry::with_builtins();
+    aliases::apply_aliases(&loaded, &mut registry)?;
+    if opts.empty_kernels {
+        for k in &loaded.module.kernels {
+            if registry.lookup(&k.name.name).is_none() {
+                registry.register(&k.name.name, |_| Ok(()));
+            }
+        }
+    }
+    let done = Arc::new(AtomicU64::new(0));
+    let count = opts.progress && !opts.empty_kernels;
+    if count {
+        registry = counting(registry, &done);
+    }
+    let dims = if main_job {
+        Some(llm::Dims::from_bindings(&bindings)?)
+    } else {
+        None
+    };
+    let plan = lower(&loaded.module).map_err(|e| CliError::plain(e.to_string()))?;
+    let options = CompileOptions {
+        threads: opts.threads,
+        profiling: opts.trace.is_some(),
+        debug_checks: opts.debug_checks,
+        kernels: registry,
+        ..CompileOptions::default()
+    };
+    let mut program = compile(plan, options).map_err(|e| compile_error(&loaded, &e))?;
+    let mut x0 = Vec::new();
+    let mut generated = 0;
+    {
+        let mut guard = program
+            .tensors(&bindings)
+            .map_err(|e| CliError::plain(format!("{name}: {e}")))?;
+        let store = guard
+            .as_mut()
+            .ok_or_else(|| CliError::plain("internal error: no tensors allocated"))?;
+        if !opts.empty_kernels {
+            store.fill_random(opts.seed);
+            generated = store.len();
+            if let Some(d) = &dims {
+                llm::prepare_inputs(store, d)?;
+            }
+        }
+        for (spec, tensor, array) in &inputs {
+            store
+                .load_npy(tensor, array)
+                .map_err(|e| CliError::plain(format!("in `--input {spec}`: {e}")))?;
+        }
+        if let Some(d) = &dims {
+            x0 = llm::input(store, d)?;
+        }
+    }
+    let build_ms = t0.elapsed().as_secs_f64() * 1e3;
+
+    let total = if count {
+        expand_each(
+            &loaded.module,
+            &bindings,
+            &ExpandOptions::default(),
+            |_, _| {},
+        )
+        .map(|s| u64::from(s.tasks))
+        .unwrap_or(0)
+    } else {
+        0
+    };
+    if let Some(d) = &dims {
+        emit(&format!(
+            "{name}: one decode step of {} layer(s), hidden {}, {} query / {} KV heads of 128, FFN {}, for {} requests of {} tokens; {} worker thread(s)\n",
+            d.layers,
+            d.hidden,
+            d.kv_heads * 4,
+            d.kv_heads,
+            d.ffn,
+            d.nreq,
+            d.lens
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            program.threads()
+        ));
+    }
+    let t1 = Instant::now();
+    let fail = |e: pto_wsp::RunError| CliError::plain(format!("{name}: {e}"));
+    let stats = if count {
+        program.execute_async(&bindings).map_err(fail)?;
+        let mut bar = Bar::new("running tasks", total, true);
+        watch(
+            &mut bar,
+            || done.load(Ordering::Relaxed),
+            || program.is_complete(),
+        );
+        program.synchronize().map_err(fail)?
+    } else {
+        program.execute(&bindings).map_err(fail)?
+    };
+    let run_ms = t1.elapsed().as_secs_f64() * 1e3;
+
+    let t2 = Instant::now();
+    let guard = program
+        .tensors(&bindings)
+        .map_err(|e| CliError::plain(format!("{name}: {e}")))?;
+    let store = guard
+        .as_ref()
+        .ok_or_else(|| CliError::plain("internal error: no tensors allocated"))?;
+    let comparison = match &dims {
+        Some(d) => {
+            let progress = AtomicU64::new(0);
+            let want = std::thread::scope(|s| {
+                let h = s.spawn(|| llm::reference(store, d, &x0, &progress));
+                let mut bar = Bar::new("checking", d.reference_work(), opts.progress);
+                watch(
+                    &mut bar,
+                    || progress.load(Ordering::Relaxed),
+                    || h.is_finished(),
+                );
+                h.join()
+                    .unwrap_or_else(|_| Err(CliError::plain("the reference panicked")))
+            })?;
+            Some(llm::compare(&llm::output(store, d)?, &want))
+        }
+        None => None,
+    };
+    let check_ms = if comparison.is_some() {
+        t2.elapsed().as_secs_f64() * 1e3
+    } else {
+        0.0
+    };
+
+    for spec in &opts.outputs {
+        let (tensor, path) = split_spec("--output", spec)?;
+        let bytes = store
+            .to_npy(&tensor)
+            .map_err(|e| CliError::plain(format!("in `--output {spec}`: {e}")))?;
+        std::fs::write(&path, bytes).map_err(|e| {
+            CliError::plain(format!(
+                "in `--output {spec}`: cannot write `{}`: {e}",
+                path.display()
+            ))
+        })?;
+    }
+    drop(guard);
+    if let Some(path) = &opts.trace {
+        let json = stats.chrome_trace(|t| format!("task {t}"));
+        std::fs::write(path, json)
+            .map_err(|e| CliError::plain(format!("cannot write `{}`: {e}", path.display())))?;
+    }
+
+    let times = Times {
+        build_ms,
+        run_ms,
+        check_ms,
+    };
+    let module = &loaded.module;
+    let pipeline = module.entry_name().and_then(|e| module.pipeline(e));
+    let mut report = match pipeline {
+        Some(p) => pipeline_report(name, p, &stats, program.elapsed_ms().unwrap_or(run_ms)),
+        None => crate::run_report(
+            name,
+            &stats,
+            program.threads(),
+            program.elapsed_ms().unwrap_or(run_ms),
+        ),
+    };
+    let given: Vec<&str> = inputs.iter().map(|(_, t, _)| t.as_str()).collect();
+    if opts.empty_kernels {
+        report.push_str("  data: none generated (--empty-kernels)\n");
+    } else {
+        report.push_str(&format!(
+            "  data: {generated} tensor(s), generated from seed {} (integer tensors with bound contents kept){}{}\n",
+            opts.seed,
+            if main_job {
+                " (weights scaled by 1/sqrt(fan-in))"
+            } else {
+                ""
+            },
+            if given.is_empty() {
+                String::new()
+            } else {
+                format!(", then read from .npy: {}", given.join(", "))
+            }
+        ));
+    }
+    if !opts.outputs.is_empty() {
+        report.push_str(&format!(
+            "  wrote: {}\n",
+            opts.outputs
+                .iter()
+                .map(|s| s.replacen('=', " -> ", 1))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    report.push_str(&format!(
+        "  phases: build {build_ms:.1} ms (parse, validate, compile, allocate and fill tensors), run {run_ms:.1} ms{}\n",
+        if comparison.is_some() {
+            format!(", check {check_ms:.1} ms (f64 reference)")
+        } else {
+            String::new()
+        }
+    ));
+    if let Some(c) = &comparison {
+        report.push_str(&format!(
+            "  check: output X[layers] ({} values) against the f64 reference: max error {:.2e} = {:.2e} of its RMS {:.3}; tolerance {:.0e}: {}\n",
+            c.elements,
+            c.max_abs,
+            c.max_rel_rms,
+            c.rms,
+            llm::TOLERANCE,
+            if c.passed { "PASS" } else { "FAIL" }
+        ));
+    }
+    Ok(RunOutcome {
+        threads: program.threads(),
+        stats,
+        times,
+        comparison,
+        report,
+    })
+}
+
+/// The first lines of the report of a pipeline run: tasks per process (each on its own thread).
+fn pipeline_report(
+    name: &str,
+    p: &pto_wsp::ir::Pipeline,
+    stats: &RunStats,
+    elapsed_ms: f64,
+) -> String {
+    let per: Vec<String> = p
+        .processes
+        .iter()
+        .zip(&stats.per_worker)
+        .map(|(proc, n)| format!("{} {n}", proc.name))
+        .collect();
+    let chans: Vec<String> = p
+        .channels
+        .iter()
+        .map(|c| format!("{}[{}]", c.name, c.depth))
+        .collect();
+    format!(
+        "{name}: ran {} tasks in pipeline `{}`: {} processes, one thread each, channels {}\n  \
+         time: {elapsed_ms:.3} ms end to end, run {:.3} ms\n  tasks per process: {}\n",
+        stats.tasks,
+        p.name,
+        p.processes.len(),
+        chans.join(", "),
+        stats.run_ns as f64 / 1e6,
+        per.join(", ")
+    )
+}

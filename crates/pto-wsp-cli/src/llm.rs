@@ -1,0 +1,446 @@
+//! The main job: one decode step of a LLaMA-style model (`examples/llm_decode.wsp`), its inputs
+//! and its reference.
+//!
+//! Why: `pto-wsp run` with no file should show, on a fresh machine, that the framework runs a
+//! meaningful LLM workload — variable sequence lengths, split-KV decode attention with its
+//! merge, the MLP — on every core and gets the right numbers. The numbers are checked here
+//! against a reference written plainly in `f64` from the tensors' inputs, sharing nothing with
+//! the kernels or the runtime.
+//!
+//! Promises:
+//! - [`prepare_inputs`] turns the seed's uniform `[-1, 1)` inputs into a model of realistic
+//!   scale: every weight matrix is multiplied by a power of two near `1/√fan_in` (exact in
+//!   `f16`), the norm weights are moved to `[0.5, 1)`. Tensors given by `--input` are left
+//!   alone (they are loaded after this).
+//! - [`reference`] computes the output residual stream `X[layers]` of every request in `f64`:
+//!   RMSNorm (eps 1e-6), projections, RoPE (rotate-half, θ = 10000, at position `len`), the new
+//!   key and value rounded to `f16` as the cache stores them, softmax attention over the
+//!   request's `len + 1` keys with scale `1/√128`, output projection, residual, RMSNorm,
+//!   SwiGLU MLP, residual — layer after layer from its own results, never from the run's.
+//! - [`compare`] states the check: the largest error over every output element, relative to
+//!   the root mean square of the reference output, must be at most [`TOLERANCE`].
+
+use crate::CliError;
+use half::f16;
+use half::slice::HalfFloatSliceExt;
+use pto_wsp::ir::{Bindings, DType, Value};
+use pto_wsp::kernels::TensorStore;
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The main job's source text.
+pub const SOURCE: &str = include_str!("../../../examples/llm_decode.wsp");
+/// The name it is shown under.
+pub const NAME: &str = "examples/llm_decode.wsp";
+
+/// Head dimension.
+const D: usize = 128;
+/// Query heads per KV head.
+const GROUP: usize = 4;
+/// RMSNorm epsilon (the built-in's default).
+const EPS: f64 = 1e-6;
+
+/// The check's bound on `max |got − want| / rms(want)` over the output. The run accumulates in
+/// `f32` (dot products of up to `ffn` terms, rounding error at most `n·2⁻²⁴` of the sum of
+/// magnitudes, far less in practice) and uses the kernels' fast `exp`; measured errors are
+/// around 1e-6 of the output's scale. Any real mistake — a missing dependency, a wrong chunk,
+/// a stale cache row — moves outputs by a good fraction of their scale.
+pub const TOLERANCE: f64 = 1e-4;
+
+/// Shapes of the job under its bindings.
+#[derive(Clone, Debug)]
+pub struct Dims {
+    /// Requests.
+    pub nreq: usize,
+    /// KV heads (query heads are 4 per KV head).
+    pub kv_heads: usize,
+    /// Hidden width (512 per KV head).
+    pub hidden: usize,
+    /// FFN width.
+    pub ffn: usize,
+    /// Layers.
+    pub layers: usize,
+    /// KV cache capacity per request and KV head, in tokens.
+    pub cap: usize,
+    /// Cached tokens of each request.
+    pub lens: Vec<usize>,
+}
+
+fn symbol(b: &Bindings, name: &str) -> Result<usize, CliError> {
+    match b.symbols.get(name) {
+        Some(Value::I64(v)) if *v >= 0 => Ok(*v as usize),
+        Some(Value::U64(v)) => Ok(*v as usize),
+        _ => Err(CliError::plain(format!(
+            "the main job needs symbol `{name}` bound to a non-negative integer"
+        ))),
+    }
+}
+
+impl Dims {
+    /// The shapes from the bindings (and the lengths in `kv_lens`).
+    pub fn from_bindings(b: &Bindings) -> Result<Dims, CliError> {
+        let kv_heads = symbol(b, "kv_heads")?;
+        let cap = symbol(b, "max_chunks")? * 256;
+        let nreq = symbol(b, "nreq")?;
+        let lens = b
+            .arrays
+            .get("kv_lens")
+            .ok_or_else(|| CliError::plain("the main job needs `kv_lens` bound"))?;
+        if lens.len() < nreq {
+            return Err(CliError::plain(format!(
+                "`kv_lens` has {} entries for {nreq} requests",
+                lens.len()
+            )));
+        }
+        let lens = lens[..nreq]
+            .iter()
+            .map(|&l| {
+                usize::try_from(l)
+                    .ok()
+                    .filter(|&l| l < cap)
+                    .ok_or_else(|| {
+                        CliError::plain(format!(
+                            "a request length of {l} does not leave room for the new token in a cache of {cap}"
+                        ))
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Dims {
+            nreq,
+            kv_heads,
+            hidden: kv_heads * GROUP * D,
+            ffn: symbol(b, "ffn")?,
+            layers: symbol(b, "layers")?,
+            cap,
+            lens,
+        })
+    }
+
+    /// Multiply-adds of the reference (for its progress bar): the matrix products dominate.
+    pub fn reference_work(&self) -> u64 {
+        let (h, f) = (self.hidden as u64, self.ffn as u64);
+        let kv = (self.kv_heads * D) as u64;
+        (self.layers as u64) * (2 * h * h + 2 * h * kv + 3 * h * f)
+    }
+}
+
+/// Multiplies the f32 tensor `name` by `s` and adds `t` (exactly, for `s` a power of two and
+/// the seed's grid values).
+fn affine_f32(store: &mut TensorStore, name: &str, s: f32, t: f32) -> Result<(), CliError> {
+    let mut v: Vec<f32> = store
+        .read(name)
+        .map_err(|e| CliError::plain(e.to_string()))?;
+    v.iter_mut().for_each(|x| *x = *x * s + t);
+    store
+        .write(name, &v)
+        .map_err(|e| CliError::plain(e.to_string()))
+}
+
+/// Multiplies the f16 tensor `name` by the power of two `s`.
+fn scale_f16(store: &mut TensorStore, name: &str, s: f32) -> Result<(), CliError> {
+    let t = store
+        .index_of(name)
+        .ok_or_else(|| CliError::plain(format!("the main job has no tensor `{name}`")))?;
+    if store.info(t).dtype != DType::F16 {
+        return Err(CliError::plain(format!("tensor `{name}` is not f16")));
+    }
+    let data: &mut [f16] = bytemuck::cast_slice_mut(store.bytes_mut(t));
+    data.par_chunks_mut(1 << 12).for_each(|c| {
+        let mut buf = vec![0f32; c.len()];
+        c.convert_to_f32_slice(&mut buf);
+        buf.iter_mut().for_each(|x| *x *= s);
+        c.convert_from_f32_slice(&buf);
+    });
+    Ok(())
+}
+
+/// The power of two nearest `1/√n`.
+fn fan_in_scale(n: usize) -> f32 {
+    let e = (n.max(1) as f64).sqrt().log2().round() as i32;
+    2f32.powi(-e)
+}
+
+/// Rescales the seed's inputs to a model of realistic scale (see the module docs).
+pub fn prepare_inputs(store: &mut TensorStore, dims: &Dims) -> Result<(), CliError> {
+    for name in ["Wq", "Wk", "Wv", "Wo", "Wgate", "Wup"] {
+        scale_f16(store, name, fan_in_scale(dims.hidden))?;
+    }
+    scale_f16(store, "Wdown", fan_in_scale(dims.ffn))?;
+    for name in ["NormAttn", "NormFfn"] {
+        affine_f32(store, name, 0.25, 0.75)?;
+    }
+    Ok(())
+}
+
+/// An f16 tensor's elements, borrowed.
+fn f16s<'s>(store: &'s TensorStore, name: &str) -> Result<&'s [f16], CliError> {
+    let t = store
+        .index_of(name)
+        .ok_or_else(|| CliError::plain(format!("the main job has no tensor `{name}`")))?;
+    if store.info(t).dtype != DType::F16 {
+        return Err(CliError::plain(format!("tensor `{name}` is not f16")));
+    }
+    Ok(bytemuck::cast_slice(store.bytes(t)))
+}
+
+/// An f32 tensor's elements, borrowed.
+fn f32s<'s>(store: &'s TensorStore, name: &str) -> Result<&'s [f32], CliError> {
+    let t = store
+        .index_of(name)
+        .ok_or_else(|| CliError::plain(format!("the main job has no tensor `{name}`")))?;
+    if store.info(t).dtype != DType::F32 {
+        return Err(CliError::plain(format!("tensor `{name}` is not f32")));
+    }
+    Ok(bytemuck::cast_slice(store.bytes(t)))
+}
+
+/// `y[r] = x[r] · W` for every request row `r`, `W` an `f16` matrix `k × n` (row-major), in
+/// `f64`; adds `k · n` to `done`.
+fn matmul(x: &[Vec<f64>], w: &[f16], k: usize, n: usize, done: &AtomicU64) -> Vec<Vec<f64>> {
+    const COLS: usize = 128;
+    let blocks: Vec<Vec<Vec<f64>>> = (0..n.div_ceil(COLS))
+        .into_par_iter()
+        .map(|b| {
+            let (c0, c1) = (b * COLS, ((b + 1) * COLS).min(n));
+            let mut acc = vec![vec![0.0f64; c1 - c0]; x.len()];
+            let mut row = vec![0f32; c1 - c0];
+            let mut wide = vec![0f64; c1 - c0];
+            for i in 0..k {
+                w[i * n + c0..i * n + c1].convert_to_f32_slice(&mut row);
+                for (d, &v) in wide.iter_mut().zip(&row) {
+                    *d = v as f64;
+                }
+                for (a, xr) in acc.iter_mut().zip(x) {
+                    let xi = xr[i];
+                    for (s, &wv) in a.iter_mut().zip(&wide) {
+                        *s += xi * wv;
+                    }
+                }
+            }
+            done.fetch_add((k * (c1 - c0)) as u64, Ordering::Relaxed);
+            acc
+        })
+        .collect();
+    (0..x.len())
+        .map(|r| blocks.iter().flat_map(|b| b[r].iter().copied()).collect())
+        .collect()
+}
+
+fn rmsnorm(x: &[f64], w: &[f32]) -> Vec<f64> {
+    let ms = x.iter().map(|v| v * v).sum::<f64>() / x.len() as f64;
+    let inv = 1.0 / (ms + EPS).sqrt();
+    x.iter().zip(w).map(|(v, &g)| v * inv * g as f64).collect()
+}
+
+/// Rotate-half RoPE of every 128-wide head of `x` at position `pos`.
+fn rope(x: &mut [f64], pos: usize) {
+    for head in x.chunks_exact_mut(D) {
+        for i in 0..D / 2 {
+            let angle = pos as f64 * 10_000f64.powf(-2.0 * i as f64 / D as f64);
+            let (s, c) = angle.sin_cos();
+            let (a, b) = (head[i], head[i + D / 2]);
+            head[i] = a * c - b * s;
+            head[i + D / 2] = b * c + a * s;
+        }
+    }
+}
+
+/// The reference output `X[layers]`, request after request (`nreq × hidden`), computed from
+/// the store's inputs (see the module docs); `x0` is the input residual stream `X[0]`. Adds the
+/// multiply-adds done to `done` as it goes.
+pub fn reference(
+    store: &TensorStore,
+    dims: &Dims,
+    x0: &[f32],
+    done: &AtomicU64,
+) -> Result<Vec<f64>, CliError> {
+    let (h, f, g, cap) = (dims.hidden, dims.ffn, dims.kv_heads, dims.cap);
+    let kvw = g * D;
+    let (wq, wk, wv, wo) = (
+        f16s(store, "Wq")?,
+        f16s(store, "Wk")?,
+        f16s(store, "Wv")?,
+        f16s(store, "Wo")?,
+    );
+    let (wg, wu, wd) = (
+        f16s(store, "Wgate")?,
+        f16s(store, "Wup")?,
+        f16s(store, "Wdown")?,
+    );
+    let (kc, vc) = (f16s(store, "Kc")?, f16s(store, "Vc")?);
+    let (na, nf) = (f32s(store, "NormAttn")?, f32s(store, "NormFfn")?);
+    let mut x: Vec<Vec<f64>> = (0..dims.nreq)
+        .map(|r| x0[r * h..(r + 1) * h].iter().map(|&v| v as f64).collect())
+        .collect();
+    for l in 0..dims.layers {
+        let xn: Vec<Vec<f64>> = x
+            .iter()
+            .map(|xr| rmsnorm(xr, &na[l * h..(l + 1) * h]))
+            .collect();
+        let q = matmul(&xn, &wq[l * h * h..(l + 1) * h * h], h, h, done);
+        let kn = matmul(&xn, &wk[l * h * kvw..(l + 1) * h * kvw], h, kvw, done);
+        let vn = matmul(&xn, &wv[l * h * kvw..(l + 1) * h * kvw], h, kvw, done);
+        let attn: Vec<Vec<f64>> = (0..dims.nreq)
+            .into_par_iter()
+            .map(|r| {
+                let len = dims.lens[r];
+                let mut qr = q[r].clone();
+                rope(&mut qr, len);
+                let mut kr = kn[r].clone();
+                rope(&mut kr, len);
+                // The cache holds f16: the new key and value as stored.
+                let knew: Vec<f64> = kr.iter().map(|&v| f16::from_f64(v).to_f64()).collect();
+                let vnew: Vec<f64> = vn[r].iter().map(|&v| f16::from_f64(v).to_f64()).collect();
+                let mut out = vec![0.0; h];
+                for head in 0..g * GROUP {
+                    let kvh = head / GROUP;
+                    let base = ((l * dims.nreq + r) * g + kvh) * cap * D;
+                    let qh = &qr[head * D..(head + 1) * D];
+                    let key = |j: usize, c: usize| {
+                        if j < len {
+                            kc[base + j * D + c].to_f64()
+                        } else {
+                            knew[kvh * D + c]
+                        }
+                    };
+                    let val = |j: usize, c: usize| {
+                        if j < len {
+                            vc[base + j * D + c].to_f64()
+                        } else {
+                            vnew[kvh * D + c]
+                        }
+                    };
+                    let scale = 1.0 / (D as f64).sqrt();
+                    let s: Vec<f64> = (0..=len)
+                        .map(|j| scale * (0..D).map(|c| qh[c] * key(j, c)).sum::<f64>())
+                        .collect();
+                    let m = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let e: Vec<f64> = s.iter().map(|v| (v - m).exp()).collect();
+                    let z: f64 = e.iter().sum();
+                    for c in 0..D {
+                        out[head * D + c] = (0..=len).map(|j| e[j] * val(j, c)).sum::<f64>() / z;
+                    }
+                }
+                out
+            })
+            .collect();
+        let ao = matmul(&attn, &wo[l * h * h..(l + 1) * h * h], h, h, done);
+        let h1: Vec<Vec<f64>> = x
+            .iter()
+            .zip(&ao)
+            .map(|(a, b)| a.iter().zip(b).map(|(p, q)| p + q).collect())
+            .collect();
+        let xn2: Vec<Vec<f64>> = h1
+            .iter()
+            .map(|v| rmsnorm(v, &nf[l * h..(l + 1) * h]))
+            .collect();
+        let gate = matmul(&xn2, &wg[l * h * f..(l + 1) * h * f], h, f, done);
+        let up = matmul(&xn2, &wu[l * h * f..(l + 1) * h * f], h, f, done);
+        let act: Vec<Vec<f64>> = gate
+            .iter()
+            .zip(&up)
+            .map(|(gr, ur)| {
+                gr.iter()
+                    .zip(ur)
+                    .map(|(&a, &b)| a / (1.0 + (-a).exp()) * b)
+                    .collect()
+            })
+            .collect();
+        let down = matmul(&act, &wd[l * f * h..(l + 1) * f * h], f, h, done);
+        x = h1
+            .iter()
+            .zip(&down)
+            .map(|(a, b)| a.iter().zip(b).map(|(p, q)| p + q).collect())
+            .collect();
+    }
+    Ok(x.into_iter().flatten().collect())
+}
+
+/// How the run's output compares with the reference.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    /// Output elements compared.
+    pub elements: usize,
+    /// Root mean square of the reference output.
+    pub rms: f64,
+    /// Largest absolute error.
+    pub max_abs: f64,
+    /// `max_abs / rms`.
+    pub max_rel_rms: f64,
+    /// Whether `max_rel_rms <= TOLERANCE` (and nothing is NaN).
+    pub passed: bool,
+}
+
+/// Compares the run's `got` with the reference `want`.
+pub fn compare(got: &[f32], want: &[f64]) -> Comparison {
+    let n = want.len().min(got.len());
+    let rms = (want.iter().map(|v| v * v).sum::<f64>() / n.max(1) as f64).sqrt();
+    let mut max_abs = 0.0f64;
+    let mut nan = got.len() != want.len();
+    for (&g, &w) in got.iter().zip(want) {
+        let e = (g as f64 - w).abs();
+        if e.is_nan() {
+            nan = true;
+        }
+        max_abs = max_abs.max(e);
+    }
+    let max_rel_rms = if rms > 0.0 { max_abs / rms } else { max_abs };
+    Comparison {
+        elements: n,
+        rms,
+        max_abs,
+        max_rel_rms,
+        passed: !nan && max_rel_rms <= TOLERANCE,
+    }
+}
+
+/// The last layer's output rows `X[layers]` of the run (`nreq × hidden`).
+pub fn output(store: &TensorStore, dims: &Dims) -> Result<Vec<f32>, CliError> {
+    let x = f32s(store, "X")?;
+    let n = dims.nreq * dims.hidden;
+    Ok(x[dims.layers * n..(dims.layers + 1) * n].to_vec())
+}
+
+/// The input rows `X[0]` (`nreq × hidden`).
+pub fn input(store: &TensorStore, dims: &Dims) -> Result<Vec<f32>, CliError> {
+    let x = f32s(store, "X")?;
+    Ok(x[..dims.nreq * dims.hidden].to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scales_are_powers_of_two_near_one_over_sqrt_fan_in() {
+        assert_eq!(fan_in_scale(4096), 1.0 / 64.0);
+        assert_eq!(fan_in_scale(14336), 1.0 / 128.0);
+        assert_eq!(fan_in_scale(512), 1.0 / 32.0);
+        assert_eq!(fan_in_scale(0), 1.0);
+    }
+
+    #[test]
+    fn rope_at_position_zero_is_identity_and_keeps_norms() {
+        let mut x: Vec<f64> = (0..2 * D).map(|i| (i as f64 * 0.37).sin()).collect();
+        let orig = x.clone();
+        rope(&mut x, 0);
+        assert_eq!(x, orig);
+        rope(&mut x, 1234);
+        for (a, b) in x.chunks(D).zip(orig.chunks(D)) {
+            let na: f64 = a.iter().map(|v| v * v).sum();
+            let nb: f64 = b.iter().map(|v| v * v).sum();
+            assert!((na - nb).abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn comparison_states_pass_and_fail() {
+        let want = [1.0, -1.0, 1.0, -1.0];
+        assert!(compare(&[1.0, -1.0, 1.0, -1.0], &want).passed);
+        let c = compare(&[1.0, -1.0, 1.01, -1.0], &want);
+        assert!(!c.passed);
+        assert!((c.max_rel_rms - 0.01).abs() < 1e-6);
+        assert!(!compare(&[f32::NAN, -1.0, 1.0, -1.0], &want).passed);
+        assert!(!compare(&[1.0], &want).passed);
+    }
+}

@@ -1,0 +1,339 @@
+//! `pto-wsp run` end to end: the main job against its reference (1, 2 and 4 threads, every
+//! ready and dispatch policy, different request lengths), data in and out as `.npy` (numpy's
+//! own files read exactly and written back byte for byte, mismatches naming the tensor), kernel
+//! aliases, pipelines and their deadlocks.
+
+use pto_wsp::ir::DType;
+use pto_wsp::kernels::npy;
+use pto_wsp_cli::exec::{RunOptions, run};
+use pto_wsp_cli::llm;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A fresh scratch directory for one test.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pto-wsp-run-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn binary(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pto-wsp"))
+        .current_dir(root())
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Replaces the schedule line starting with `key` (e.g. `dispatch`) by `key value;`.
+fn set_line(text: &str, key: &str, value: &str) -> String {
+    text.lines()
+        .map(|l| {
+            let t = l.trim_start();
+            if t.starts_with(&format!("{key} ")) && t.ends_with(';') {
+                format!("{}{key} {value};", &l[..l.len() - t.len()])
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn small(lens: &str) -> Vec<String> {
+    [
+        "nreq=3",
+        "kv_heads=1",
+        "ffn=256",
+        "layers=2",
+        "max_chunks=3",
+        lens,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+#[test]
+fn main_job_matches_its_reference_everywhere_and_follows_the_lengths() {
+    let mut tasks = Vec::new();
+    for lens in ["kv_lens=[5, 300, 700]", "kv_lens=[767, 1, 10]"] {
+        let mut counts = std::collections::BTreeSet::new();
+        for dispatch in [None, Some("round_robin(3)"), Some("hash(5)")] {
+            for ready in ["fifo", "work_steal", "priority(len)"] {
+                let mut text = set_line(llm::SOURCE, "ready", ready);
+                if let Some(d) = dispatch {
+                    text = set_line(&text, "dispatch", d);
+                }
+                for threads in [1, 2, 4] {
+                    let opts = RunOptions {
+                        binds: small(lens),
+                        threads,
+                        seed: 7,
+                        debug_checks: true,
+                        ..RunOptions::default()
+                    };
+                    let what = format!("{lens} {dispatch:?} {ready} threads {threads}");
+                    let out = run(llm::NAME, &text, true, &opts, &mut |_| {})
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    let c = out.comparison.expect("the main job is checked");
+                    assert!(c.passed, "{what}: {c:?}");
+                    assert!(out.report.contains("PASS"), "{}", out.report);
+                    counts.insert(out.stats.tasks);
+                }
+            }
+        }
+        assert_eq!(counts.len(), 1, "one task set per binding");
+        tasks.extend(counts);
+    }
+    assert_ne!(tasks[0], tasks[1], "the lengths drive the task set");
+}
+
+#[test]
+fn main_job_runs_from_the_binary_with_its_time_split() {
+    let mut args = vec!["run", "-q", "--threads", "2"];
+    let binds: Vec<String> = small("kv_lens=[100, 513, 2]")
+        .into_iter()
+        .flat_map(|b| ["--bind".to_string(), b])
+        .collect();
+    args.extend(binds.iter().map(String::as_str));
+    let (code, stdout, stderr) = binary(&args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("one decode step of 2 layer(s)"), "{stdout}");
+    assert!(stdout.contains("phases: build "), "{stdout}");
+    assert!(stdout.contains(", check "), "{stdout}");
+    assert!(stdout.contains(": PASS"), "{stdout}");
+}
+
+/// A module copying three inputs (f32, f16, i32) to outputs of the same types and shapes.
+const COPY: &str = "\
+tensor A: f32[2, 3, 4];
+tensor H: f16[3, 4];
+tensor I: i32[3, 4];
+tensor A2: f32[2, 3, 4];
+tensor H2: f16[3, 4];
+tensor I2: i32[3, 4];
+tensor W: f32[3, 4];
+
+kernel copy(in a: f32[?, ?, ?], out b: f32[?, ?, ?]);
+kernel copy_h(in a: f16[?, ?], out b: f16[?, ?]);
+kernel copy_i(in a: i32[?, ?], out b: i32[?, ?]);
+
+workload main() {
+    task copy(A[0 +: 2, 0 +: 3, 0 +: 4], A2[0 +: 2, 0 +: 3, 0 +: 4]);
+    task copy_h(H[0 +: 3, 0 +: 4], H2[0 +: 3, 0 +: 4]);
+    task copy_i(I[0 +: 3, 0 +: 4], I2[0 +: 3, 0 +: 4]);
+}
+";
+
+#[test]
+fn npy_inputs_written_by_numpy_come_back_out_byte_for_byte() {
+    let dir = scratch("npy");
+    let module = dir.join("copy.wsp");
+    std::fs::write(
+        &module,
+        format!("//@ alias copy_h=copy\n//@ alias copy_i=copy\n{COPY}"),
+    )
+    .unwrap();
+    let fixture = |f: &str| root().join("test_data/npy").join(f);
+    let spec = |t: &str, p: &Path| format!("{t}={}", p.display());
+    let out: Vec<PathBuf> = ["a2", "h2", "i2"]
+        .iter()
+        .map(|n| dir.join(format!("{n}.npy")))
+        .collect();
+    let args = [
+        "run".to_string(),
+        module.display().to_string(),
+        "--input".into(),
+        spec("A", &fixture("f32_2x3x4.npy")),
+        "--input".into(),
+        spec("H", &fixture("f16_3x4.npy")),
+        "--input".into(),
+        spec("I", &fixture("i32_3x4.npy")),
+        "--output".into(),
+        spec("A2", &out[0]),
+        "--output".into(),
+        spec("H2", &out[1]),
+        "--output".into(),
+        spec("I2", &out[2]),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, stdout, stderr) = binary(&args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("then read from .npy: A, H, I"), "{stdout}");
+    for (o, f) in out
+        .iter()
+        .zip(["f32_2x3x4.npy", "f16_3x4.npy", "i32_3x4.npy"])
+    {
+        assert_eq!(
+            std::fs::read(o).unwrap(),
+            std::fs::read(fixture(f)).unwrap(),
+            "{f}: numpy's file and ours differ"
+        );
+    }
+
+    // Mismatches name the tensor and the flag.
+    let m = module.display().to_string();
+    let h_as_f32 = spec("H", &fixture("f32_2x3x4.npy"));
+    let (code, _, stderr) = binary(&["run", &m, "--input", &h_as_f32]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains(&format!("in `--input {h_as_f32}`"))
+            && stderr.contains("tensor `H` is declared f16")
+            && stderr.contains("float32"),
+        "{stderr}"
+    );
+    let fortran = spec("A", &fixture("f32_fortran_2x3.npy"));
+    let (code, _, stderr) = binary(&["run", &m, "--input", &fortran]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("Fortran-ordered"), "{stderr}");
+    let w_wrong_shape = spec("W", &fixture("f32_2x3x4.npy"));
+    let (code, _, stderr) = binary(&["run", &m, "--input", &w_wrong_shape]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("tensor `W` has shape (3, 4)") && stderr.contains("(2, 3, 4)"),
+        "{stderr}"
+    );
+    let i_as_a = spec("A2", &fixture("i32_3x4.npy"));
+    let (code, _, stderr) = binary(&["run", &m, "--input", &i_as_a]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("tensor `A2`"), "{stderr}");
+    let f32_into_i = spec("A", &fixture("i32_3x4.npy"));
+    let (_, _, stderr) = binary(&["run", &m, "--input", &f32_into_i]);
+    assert!(stderr.contains("tensor `A` is declared f32"), "{stderr}");
+    let (code, _, stderr) = binary(&["run", &m, "--input", "A=/no/such/file.npy"]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("cannot read `/no/such/file.npy`"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = binary(&["run", &m, "--input", "A"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("is not `NAME=PATH.npy`"), "{stderr}");
+    let nope = spec("Nope", &fixture("f16_3x4.npy"));
+    let (_, _, stderr) = binary(&["run", &m, "--output", &nope]);
+    assert!(stderr.contains("no tensor is named `Nope`"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Integer inputs are also what control flow reads: new lengths from a `.npy` file change the
+/// task set of the ragged decode example.
+#[test]
+fn integer_npy_inputs_drive_control_flow() {
+    let dir = scratch("ints");
+    let write = |name: &str, v: &[i32]| {
+        let path = dir.join(name);
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        std::fs::write(&path, npy::encode(DType::I32, &[v.len() as u64], &bytes)).unwrap();
+        path.display().to_string()
+    };
+    let lens = format!("kv_lens={}", write("lens.npy", &[100, 1025, 7, 512]));
+    let chunks = format!("kv_chunks={}", write("chunks.npy", &[1, 3, 1, 1]));
+    let (code, stdout, stderr) = binary(&[
+        "run",
+        "examples/decode_ragged.wsp",
+        "-q",
+        "--input",
+        &lens,
+        "--input",
+        &chunks,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    // (1 + 3 + 1 + 1) chunks x 8 KV heads + 4 x 32 merges.
+    assert!(
+        stdout.contains(&format!("ran {} tasks", 6 * 8 + 128)),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_aliases_point_at_their_line() {
+    let dir = scratch("alias");
+    let bad = dir.join("bad.wsp");
+    let body = "tensor A: f32[4];\nkernel k(out a: f32[4]);\nworkload main() {\n    task k(A[0 +: 4]);\n}\n";
+    for (alias, needle) in [
+        ("k=nosuch", "`nosuch`, which is not a registered kernel"),
+        ("q=copy", "the module declares no kernel `q`"),
+        ("k copy", "is not `NAME=BUILTIN`"),
+    ] {
+        std::fs::write(&bad, format!("// header\n//@ alias {alias}\n{body}")).unwrap();
+        let (code, _, stderr) = binary(&["run", &bad.display().to_string()]);
+        assert_eq!(code, 1);
+        assert!(
+            stderr.contains("bad kernel alias") && stderr.contains(needle),
+            "{stderr}"
+        );
+        assert!(stderr.contains("bad.wsp:2:"), "{stderr}");
+    }
+    // No alias and no built-in of that name: the declaration is pointed at.
+    std::fs::write(&bad, body).unwrap();
+    let (code, _, stderr) = binary(&["run", &bad.display().to_string()]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("bad.wsp:2:8") && stderr.contains("//@ alias k=BUILTIN"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn pipelines_run_per_process_and_deadlocks_fail_with_names() {
+    let (code, stdout, stderr) =
+        binary(&["run", "examples/csp_pipeline.wsp", "--bind", "ntiles=5"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("3 processes, one thread each"), "{stdout}");
+    assert!(
+        stdout.contains("loader 5, computer 5, storer 5"),
+        "{stdout}"
+    );
+    let dir = scratch("deadlock");
+    let f = dir.join("dead.wsp");
+    std::fs::write(
+        &f,
+        "//@ alias k=counter
+tensor X: f32[64];
+axis N = dense(3);
+kernel k(inout x: f32[1]);
+pipeline p {
+    channel data[1];
+    channel go[1];
+    process producer(produces data, go) {
+        for_each i in N {
+            task k(X[i]);
+            send data(i);
+        }
+        send go(0);
+    }
+    process consumer(consumes data, go) {
+        consume go as g {
+            task k(X[10 + g]);
+        }
+        consume data as d {
+            task k(X[20 + d]);
+        }
+    }
+}
+",
+    )
+    .unwrap();
+    let (code, _, stderr) = binary(&["run", &f.display().to_string()]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("deadlock in pipeline `p`")
+            && stderr.contains("process `producer` waits to send on channel `data`")
+            && stderr.contains("process `consumer` waits to receive from channel `go`"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

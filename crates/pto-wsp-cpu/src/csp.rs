@@ -1,0 +1,718 @@
+//! CSP pipelines on threads: every process of a pipeline runs as its own sequential program on
+//! its own thread, and its channels are bounded FIFOs of their declared depth.
+//!
+//! Why: a pipeline is a *program*, not a task graph. Its processes reuse buffers (tile `t` goes
+//! to staging buffer `t % n`), and what makes that safe is the channel depth, which bounds how
+//! far a producer runs ahead of its consumer. The reference expander runs a pipeline as a Kahn
+//! network with unbounded channels, one process at a time — right for *which* tasks run, but a
+//! task graph inferred from that order would let the loader of tile `t + n` overwrite a buffer
+//! the computer of tile `t` has not read yet. Running the processes for real, with the channels
+//! they declare, is the execution the format means.
+//!
+//! Promises:
+//! - One thread per process. A process runs its statements in order and runs each of its tasks
+//!   itself, to completion, before going on (a process is sequential); `send` waits while its
+//!   channel holds `depth` tokens, `consume` waits while its channel is empty and open; a
+//!   channel is closed when its producer ends, which ends the consumer's `consume` loop once the
+//!   channel is drained. The tasks each process runs are exactly its tasks in the reference
+//!   expansion.
+//! - **Deadlock is reported, never a hang.** Processes block only on channels, and the monitor
+//!   checks, whenever a process is about to wait or ends, whether every unfinished process waits
+//!   on a channel that cannot serve it. Then the run stops at once with [`Deadlock`], naming each
+//!   waiting process, its channel, whether it sends or receives, and the channel's state. This
+//!   is exact (no timeout): it catches the deadlocks of bounded channels that the unbounded
+//!   reference expander cannot see, such as a producer waiting on a full channel whose consumer
+//!   has ended.
+//! - **Sound whatever the pipeline.** Processes are ordered only through their channels, so the
+//!   regions of running tasks are always checked ([`ConflictChecker`]): a task that would touch
+//!   a region another process's running task writes (or write one it reads) fails the run with
+//!   [`CspError::Conflict`], naming both tasks, before it touches anything — it never races.
+//! - A kernel failure, a panic or an expansion error in one process stops every process (they
+//!   see the stop at their next channel operation or task) and is the run's error.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::ops::ControlFlow;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Instant;
+
+use pto_wsp_graph::types::{MAX_RANK, Region, TaskIo};
+use pto_wsp_ir::{
+    Bindings, ChannelPort, ExpandOptions, ExpandSink, ExpandedTask, Module, OrderEdge, Pipeline,
+    Value, expand_process,
+};
+use pto_wsp_kernels::{ConflictChecker, KernelId, KernelRegistry, TaskContext, TensorStore};
+
+use crate::pool::panic_message;
+use crate::stats::{RunStats, Span};
+
+/// What a process waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitOp {
+    /// Room in a full channel, to send.
+    Send,
+    /// A token from an empty, open channel.
+    Receive,
+}
+
+/// One process waiting when a pipeline deadlocked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Waiting {
+    /// The process.
+    pub process: String,
+    /// The channel it waits on.
+    pub channel: String,
+    /// Whether it waits to send or to receive.
+    pub op: WaitOp,
+    /// Tokens in the channel.
+    pub tokens: usize,
+    /// The channel's depth.
+    pub depth: u64,
+    /// The process at the other end of the channel, and whether it has ended.
+    pub peer: Option<(String, bool)>,
+}
+
+impl fmt::Display for Waiting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (verb, state) = match self.op {
+            WaitOp::Send => (
+                "to send on",
+                format!("full, {}/{}", self.tokens, self.depth),
+            ),
+            WaitOp::Receive => ("to receive from", "empty".to_string()),
+        };
+        write!(
+            f,
+            "process `{}` waits {verb} channel `{}` ({state}",
+            self.process, self.channel
+        )?;
+        match &self.peer {
+            Some((p, true)) => write!(f, "; `{p}`, at its other end, has ended)"),
+            Some((p, false)) => write!(f, "; `{p}` is at its other end)"),
+            None => f.write_str(")"),
+        }
+    }
+}
+
+/// Every unfinished process of a pipeline waits on a channel that cannot serve it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deadlock {
+    /// The pipeline.
+    pub pipeline: String,
+    /// Each waiting process, in declaration order.
+    pub waiting: Vec<Waiting>,
+    /// Processes that had ended.
+    pub ended: Vec<String>,
+}
+
+impl fmt::Display for Deadlock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "deadlock in pipeline `{}`: ", self.pipeline)?;
+        for (i, w) in self.waiting.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{w}")?;
+        }
+        if !self.ended.is_empty() {
+            write!(f, " (ended: {})", self.ended.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a pipeline run failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CspError {
+    /// The processes deadlocked (see [`Deadlock`]).
+    #[error("{0}")]
+    Deadlock(Deadlock),
+    /// A task's kernel returned an error or panicked, or its region lies outside its tensor.
+    #[error(
+        "process `{process}`, its task #{task} (kernel `{kernel}`) {}: {message}",
+        if *panicked { "panicked" } else { "failed" }
+    )]
+    Task {
+        /// The process.
+        process: String,
+        /// The task's index among the process's tasks.
+        task: u32,
+        /// The kernel.
+        kernel: String,
+        /// What went wrong.
+        message: String,
+        /// Whether the kernel panicked.
+        panicked: bool,
+    },
+    /// Two processes' tasks would have touched conflicting regions at the same time.
+    #[error("{0}")]
+    Conflict(Box<TaskConflict>),
+    /// Generating a process's tasks failed (an expansion error).
+    #[error("process `{process}`: {message}")]
+    Process {
+        /// The process.
+        process: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The module's entry is not a pipeline, or a process thread could not start.
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// A task that was about to start while another process's running task held a conflicting
+/// region (see [`CspError::Conflict`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskConflict {
+    /// The process whose task was about to start.
+    pub process: String,
+    /// Its task's index among the process's tasks.
+    pub task: u32,
+    /// Its kernel.
+    pub kernel: String,
+    /// Its access and region, e.g. `out Stage[0..256, 0..1024]`.
+    pub access: String,
+    /// The process whose task was running.
+    pub other_process: String,
+    /// That task's index among its process's tasks.
+    pub other_task: u32,
+    /// Its kernel.
+    pub other_kernel: String,
+    /// Its access and region.
+    pub other_access: String,
+}
+
+impl fmt::Display for TaskConflict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "process `{}`, its task #{} (kernel `{}`, {}) conflicts with process `{}`'s running \
+             task #{} (kernel `{}`, {}), and one of them writes: only channels order the tasks \
+             of different processes, so a buffer is reused while another process still uses it \
+             (use more buffers, or a smaller channel depth)",
+            self.process,
+            self.task,
+            self.kernel,
+            self.access,
+            self.other_process,
+            self.other_task,
+            self.other_kernel,
+            self.other_access
+        )
+    }
+}
+
+/// Options of [`run_pipeline`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CspOptions {
+    /// Record every task's wall-clock span (the "worker" of a span is its process index).
+    pub trace: bool,
+}
+
+/// A channel's state.
+struct Chan {
+    queue: VecDeque<Value>,
+    depth: usize,
+    closed: bool,
+    producer: Option<usize>,
+    consumer: Option<usize>,
+}
+
+/// What every process thread shares: the channels, who waits on what, and the stop flag.
+struct State {
+    chans: Vec<Chan>,
+    waiting: Vec<Option<(u32, WaitOp)>>,
+    ended: Vec<bool>,
+    stop: bool,
+    deadlock: Option<Deadlock>,
+}
+
+struct Monitor<'p> {
+    pipeline: &'p Pipeline,
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+impl Monitor<'_> {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether the channel `ch` can serve `op` now.
+    fn ready(st: &State, ch: u32, op: WaitOp) -> bool {
+        let c = &st.chans[ch as usize];
+        match op {
+            WaitOp::Send => c.queue.len() < c.depth,
+            WaitOp::Receive => !c.queue.is_empty() || c.closed,
+        }
+    }
+
+    /// If every unfinished process waits on a channel that cannot serve it, records the
+    /// deadlock and stops the run. Called with the lock held, after a state change.
+    fn check_deadlock(&self, st: &mut State) {
+        if st.stop || st.ended.iter().all(|&e| e) {
+            return;
+        }
+        let stuck = (0..st.ended.len())
+            .all(|p| st.ended[p] || st.waiting[p].is_some_and(|(ch, op)| !Self::ready(st, ch, op)));
+        if !stuck {
+            return;
+        }
+        let procs = &self.pipeline.processes;
+        let name = |p: usize| procs[p].name.name.clone();
+        let waiting = (0..st.ended.len())
+            .filter(|&p| !st.ended[p])
+            .filter_map(|p| {
+                let (ch, op) = st.waiting[p]?;
+                let c = &st.chans[ch as usize];
+                let peer = match op {
+                    WaitOp::Send => c.consumer,
+                    WaitOp::Receive => c.producer,
+                };
+                Some(Waiting {
+                    process: name(p),
+                    channel: self.pipeline.channels[ch as usize].name.name.clone(),
+                    op,
+                    tokens: c.queue.len(),
+                    depth: self.pipeline.channels[ch as usize].depth,
+                    peer: peer.map(|q| (name(q), st.ended[q])),
+                })
+            })
+            .collect();
+        let ended = (0..st.ended.len())
+            .filter(|&p| st.ended[p])
+            .map(name)
+            .collect();
+        st.deadlock = Some(Deadlock {
+            pipeline: self.pipeline.name.name.clone(),
+            waiting,
+            ended,
+        });
+        st.stop = true;
+        self.changed.notify_all();
+    }
+
+    /// Waits until channel `ch` can serve `op` for process `p`; `None` if the run stopped.
+    fn wait_for<'s>(
+        &'s self,
+        mut st: MutexGuard<'s, State>,
+        p: usize,
+        ch: u32,
+        op: WaitOp,
+    ) -> Option<MutexGuard<'s, State>> {
+        loop {
+            if st.stop {
+                return None;
+            }
+            if Self::ready(&st, ch, op) {
+                return Some(st);
+            }
+            st.waiting[p] = Some((ch, op));
+            self.check_deadlock(&mut st);
+            if st.stop {
+                st.waiting[p] = None;
+                return None;
+            }
+            st = self.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+            st.waiting[p] = None;
+        }
+    }
+
+    /// Process `p` ended: its channels close.
+    fn end(&self, p: usize, produces: &[u32]) {
+        let mut st = self.lock();
+        st.ended[p] = true;
+        st.waiting[p] = None;
+        for &ch in produces {
+            st.chans[ch as usize].closed = true;
+        }
+        self.changed.notify_all();
+        self.check_deadlock(&mut st);
+    }
+
+    /// Stops every process (a failure).
+    fn stop(&self) {
+        let mut st = self.lock();
+        st.stop = true;
+        self.changed.notify_all();
+    }
+
+    fn stopped(&self) -> bool {
+        self.lock().stop
+    }
+}
+
+/// Process `p`'s end of the channels.
+struct Port<'m, 'p> {
+    monitor: &'m Monitor<'p>,
+    process: usize,
+}
+
+impl ChannelPort for Port<'_, '_> {
+    fn send(&mut self, channel: u32, value: Value) -> ControlFlow<()> {
+        let m = self.monitor;
+        let st = m.lock();
+        let Some(mut st) = m.wait_for(st, self.process, channel, WaitOp::Send) else {
+            return ControlFlow::Break(());
+        };
+        st.chans[channel as usize].queue.push_back(value);
+        m.changed.notify_all();
+        ControlFlow::Continue(())
+    }
+
+    fn recv(&mut self, channel: u32) -> ControlFlow<(), Option<Value>> {
+        let m = self.monitor;
+        let st = m.lock();
+        let Some(mut st) = m.wait_for(st, self.process, channel, WaitOp::Receive) else {
+            return ControlFlow::Break(());
+        };
+        let v = st.chans[channel as usize].queue.pop_front();
+        if v.is_some() {
+            m.changed.notify_all();
+        }
+        ControlFlow::Continue(v)
+    }
+}
+
+/// What every process's task runner shares.
+struct Shared<'a> {
+    store: &'a TensorStore,
+    registry: &'a KernelRegistry,
+    kernels: &'a [Option<KernelId>],
+    names: &'a [String],
+    checker: ConflictChecker,
+    /// (process, task index within it, module kernel) of every task started, by global id.
+    started: Mutex<Vec<(usize, u32, u32)>>,
+    next_id: AtomicU32,
+    t0: Instant,
+    trace: bool,
+}
+
+/// Runs the tasks one process generates, as they are generated.
+struct TaskRunner<'a, 'm, 'p> {
+    shared: &'a Shared<'a>,
+    monitor: &'m Monitor<'p>,
+    process: usize,
+    io: Vec<TaskIo>,
+    params: Vec<u64>,
+    tasks: u64,
+    spans: Vec<Span>,
+    error: Option<CspError>,
+}
+
+impl TaskRunner<'_, '_, '_> {
+    fn kernel_name(&self, k: u32) -> String {
+        self.shared
+            .names
+            .get(k as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("kernel#{k}"))
+    }
+
+    fn process_name(&self, p: usize) -> String {
+        self.monitor.pipeline.processes[p].name.name.clone()
+    }
+
+    /// `out Stage[0..256, 0..1024]`.
+    fn describe(&self, r: &Region, access: pto_wsp_ir::Access) -> String {
+        let rank = (r.rank as usize).min(MAX_RANK);
+        let dims: Vec<String> = (0..rank)
+            .map(|d| format!("{}..{}", r.start[d], r.end(d)))
+            .collect();
+        let tensor = if (r.tensor as usize) < self.shared.store.len() {
+            self.shared.store.info(r.tensor).name.clone()
+        } else {
+            format!("tensor#{}", r.tensor)
+        };
+        format!("{access} {tensor}[{}]", dims.join(", "))
+    }
+
+    fn run(&mut self, index: u32, task: &ExpandedTask) -> Result<(), CspError> {
+        let sh = self.shared;
+        let (pname, kname) = (
+            self.process_name(self.process),
+            self.kernel_name(task.kernel),
+        );
+        let fail = |message: String, panicked: bool| CspError::Task {
+            process: pname.clone(),
+            task: index,
+            kernel: kname.clone(),
+            message,
+            panicked,
+        };
+        self.params.clear();
+        self.params.extend(task.params.iter().map(|v| v.to_bits()));
+        self.io.clear();
+        for (i, r) in task.regions.iter().enumerate() {
+            let region = Region::new(r.tensor, &r.start, &r.size)
+                .map_err(|e| fail(format!("region {i}: {e}"), false))?;
+            let io = TaskIo::new(region, r.access);
+            sh.store
+                .check_region(&io)
+                .map_err(|e| fail(format!("region {i}: {e}"), false))?;
+            self.io.push(io);
+        }
+        let Some(Some(id)) = sh.kernels.get(task.kernel as usize).copied() else {
+            return Err(fail(
+                "no implementation is registered for this kernel".into(),
+                false,
+            ));
+        };
+        let gid = sh.next_id.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut started = sh.started.lock().unwrap_or_else(|p| p.into_inner());
+            if started.len() <= gid as usize {
+                started.resize(gid as usize + 1, (usize::MAX, 0, 0));
+            }
+            started[gid as usize] = (self.process, index, task.kernel);
+        }
+        if let Err(c) = sh.checker.begin(gid, &self.io) {
+            let (op, oi, ok) = sh
+                .started
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(c.running as usize)
+                .copied()
+                .unwrap_or((usize::MAX, c.running, u32::MAX));
+            return Err(CspError::Conflict(Box::new(TaskConflict {
+                process: pname,
+                task: index,
+                kernel: kname,
+                access: self.describe(&c.region, c.access),
+                other_process: if op == usize::MAX {
+                    "?".into()
+                } else {
+                    self.process_name(op)
+                },
+                other_task: oi,
+                other_kernel: self.kernel_name(ok),
+                other_access: self.describe(&c.running_region, c.running_access),
+            })));
+        }
+        let start = sh.t0.elapsed().as_nanos() as u64;
+        // SAFETY: the store is borrowed for the whole run and nothing but tasks touch it
+        // (`run_pipeline`'s contract); the checker admitted this task's regions, so no running
+        // task of any process writes an element it reads or reads or writes an element it
+        // writes until `end` below, after the context is dropped.
+        let ctx =
+            unsafe { TaskContext::new(sh.store, gid, self.process as u32, &self.params, &self.io) };
+        let r = catch_unwind(AssertUnwindSafe(|| sh.registry.call(id, &ctx)));
+        drop(ctx);
+        sh.checker.end(gid);
+        if sh.trace {
+            self.spans.push(Span {
+                task: gid,
+                worker: self.process as u32,
+                start_ns: start,
+                end_ns: sh.t0.elapsed().as_nanos() as u64,
+            });
+        }
+        self.tasks += 1;
+        match r {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(fail(e.to_string(), false)),
+            Err(p) => Err(fail(panic_message(&*p), true)),
+        }
+    }
+}
+
+impl ExpandSink for TaskRunner<'_, '_, '_> {
+    fn task(&mut self, index: u32, task: &ExpandedTask) -> ControlFlow<()> {
+        if self.monitor.stopped() {
+            return ControlFlow::Break(());
+        }
+        match self.run(index, task) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) => {
+                self.error = Some(e);
+                self.monitor.stop();
+                ControlFlow::Break(())
+            }
+        }
+    }
+
+    fn order(&mut self, _edge: OrderEdge) {
+        // A process runs its tasks one after another: every order inside it holds already.
+    }
+}
+
+/// Runs the pipeline that is `module`'s entry under `bindings`: one thread per process, tasks
+/// run by their process with `registry`'s kernels (`kernels[k]` for the module's kernel `k`,
+/// `names[k]` its name) on `store` (see the module docs).
+///
+/// The store must not be read or written by anything else during the call (the caller holds it
+/// borrowed). Returns the run's statistics: tasks per process in `per_worker`, wall-clock time in
+/// `run_ns`, spans when traced.
+pub fn run_pipeline(
+    module: &Module,
+    bindings: &Bindings,
+    store: &TensorStore,
+    registry: &KernelRegistry,
+    kernels: &[Option<KernelId>],
+    names: &[String],
+    options: CspOptions,
+) -> Result<RunStats, CspError> {
+    let entry = module
+        .entry_name()
+        .ok_or_else(|| CspError::Setup("the module has no entry point".into()))?;
+    let pipeline = module
+        .pipeline(entry)
+        .ok_or_else(|| CspError::Setup(format!("the entry `{entry}` is not a pipeline")))?;
+    let channel = |name: &str| {
+        pipeline
+            .channels
+            .iter()
+            .position(|c| c.name.name == name)
+            .map(|i| i as u32)
+    };
+    let mut chans: Vec<Chan> = pipeline
+        .channels
+        .iter()
+        .map(|c| Chan {
+            queue: VecDeque::new(),
+            depth: usize::try_from(c.depth).unwrap_or(usize::MAX).max(1),
+            closed: false,
+            producer: None,
+            consumer: None,
+        })
+        .collect();
+    let mut produces = Vec::with_capacity(pipeline.processes.len());
+    for (p, proc) in pipeline.processes.iter().enumerate() {
+        let mut mine = Vec::new();
+        for ch in &proc.produces {
+            let i = channel(&ch.name).ok_or_else(|| {
+                CspError::Setup(format!(
+                    "process `{}` produces `{}`, which is not a channel of pipeline `{}`",
+                    proc.name, ch.name, pipeline.name
+                ))
+            })?;
+            chans[i as usize].producer = Some(p);
+            mine.push(i);
+        }
+        for ch in &proc.consumes {
+            if let Some(i) = channel(&ch.name) {
+                chans[i as usize].consumer = Some(p);
+            }
+        }
+        produces.push(mine);
+    }
+    let n = pipeline.processes.len();
+    let monitor = Monitor {
+        pipeline,
+        state: Mutex::new(State {
+            chans,
+            waiting: vec![None; n],
+            ended: vec![false; n],
+            stop: false,
+            deadlock: None,
+        }),
+        changed: Condvar::new(),
+    };
+    let shared = Shared {
+        store,
+        registry,
+        kernels,
+        names,
+        checker: ConflictChecker::new(),
+        started: Mutex::new(Vec::new()),
+        next_id: AtomicU32::new(0),
+        t0: Instant::now(),
+        trace: options.trace,
+    };
+    let results: Vec<(u64, Vec<Span>, Option<CspError>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n)
+            .map(|p| {
+                let (monitor, shared, produces) = (&monitor, &shared, &produces[p]);
+                let spawned = std::thread::Builder::new()
+                    .name(format!("pto-wsp-csp-{}", pipeline.processes[p].name))
+                    .spawn_scoped(s, move || {
+                        let mut runner = TaskRunner {
+                            shared,
+                            monitor,
+                            process: p,
+                            io: Vec::new(),
+                            params: Vec::new(),
+                            tasks: 0,
+                            spans: Vec::new(),
+                            error: None,
+                        };
+                        let mut port = Port {
+                            monitor,
+                            process: p,
+                        };
+                        let r = catch_unwind(AssertUnwindSafe(|| {
+                            expand_process(
+                                module,
+                                bindings,
+                                &ExpandOptions::default(),
+                                p,
+                                &mut port,
+                                &mut runner,
+                            )
+                        }));
+                        let err = match r {
+                            Ok(Ok(_)) => None,
+                            Ok(Err(e)) => Some(CspError::Process {
+                                process: pipeline.processes[p].name.name.clone(),
+                                message: e.to_string(),
+                            }),
+                            Err(panic) => Some(CspError::Process {
+                                process: pipeline.processes[p].name.name.clone(),
+                                message: format!("internal error: {}", panic_message(&*panic)),
+                            }),
+                        };
+                        if err.is_some() {
+                            monitor.stop();
+                        }
+                        monitor.end(p, produces);
+                        (runner.tasks, runner.spans, runner.error.or(err))
+                    });
+                if spawned.is_err() {
+                    // Its channels would never be served: stop the others.
+                    monitor.stop();
+                }
+                spawned
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| match h {
+                Ok(h) => h.join().unwrap_or_else(|_| {
+                    (
+                        0,
+                        Vec::new(),
+                        Some(CspError::Setup("a process thread panicked".into())),
+                    )
+                }),
+                Err(e) => (
+                    0,
+                    Vec::new(),
+                    Some(CspError::Setup(format!(
+                        "cannot start a process thread: {e}"
+                    ))),
+                ),
+            })
+            .collect()
+    });
+    let run_ns = shared.t0.elapsed().as_nanos() as u64;
+    let st = monitor.lock();
+    // A failing task is the cause; processes stopped by it only report that they stopped.
+    if let Some(e) = results.iter().find_map(|(_, _, e)| e.clone()) {
+        return Err(e);
+    }
+    if let Some(d) = &st.deadlock {
+        return Err(CspError::Deadlock(d.clone()));
+    }
+    let mut stats = RunStats {
+        tasks: results.iter().map(|(t, _, _)| t).sum(),
+        per_worker: results.iter().map(|(t, _, _)| *t).collect(),
+        run_ns,
+        ..RunStats::default()
+    };
+    if options.trace {
+        stats.spans = results.into_iter().flat_map(|(_, s, _)| s).collect();
+    }
+    Ok(stats)
+}

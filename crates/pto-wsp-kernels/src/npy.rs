@@ -1,0 +1,470 @@
+//! Tensors in numpy's `.npy` format: how users bring real data in and take results out.
+//!
+//! Why: people who build inference compare against their own numpy or PyTorch code; `.npy` is
+//! what `numpy.save` writes and `numpy.load` reads (PyTorch tensors go through `.numpy()`). This
+//! module turns the bytes of a `.npy` file into a tensor of a [`TensorStore`] and back; the
+//! command-line tool does the file reading and writing.
+//!
+//! Promises:
+//! - [`NpyArray::parse`] reads format versions 1.0, 2.0 and 3.0: the element type, the
+//!   C-contiguous shape and the data, converted to this machine's byte order (little- and
+//!   big-endian files are read exactly). Anything else — a bad magic, a header that is not the
+//!   dictionary numpy writes, a Fortran-ordered array, a type the IR has no element type for,
+//!   data shorter than the shape says — is an [`NpyError`] saying what and how to fix it.
+//! - [`TensorStore::load_npy`] checks the array against the declared tensor — the element type
+//!   exactly (no silent conversion), the shape exactly (as evaluated under the bindings) — and
+//!   names the tensor in every error; it then copies the data in, bit for bit.
+//! - [`TensorStore::to_npy`] writes a version 1.0 file byte for byte as `numpy.save` writes the
+//!   same array (same header text, padding and alignment), so `numpy.load` gives back the
+//!   tensor's element type and shape.
+//! - numpy has no `bfloat16`: a `bf16` tensor is written as its raw 16-bit patterns (`<u2`) and
+//!   read from `<u2` (view them with `ml_dtypes.bfloat16`, or
+//!   `torch.from_numpy(a.view(numpy.int16)).view(torch.bfloat16)`).
+
+use crate::store::TensorStore;
+use pto_wsp_ir::DType;
+
+/// The magic string every `.npy` file starts with.
+pub const MAGIC: &[u8] = b"\x93NUMPY";
+
+/// Why a `.npy` file could not be read into a tensor, or a tensor written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NpyError {
+    /// The bytes are not a `.npy` file numpy can write.
+    #[error("not a .npy file numpy wrote: {0}")]
+    Format(String),
+    /// A numpy type with no tensor element type.
+    #[error(
+        "the array holds {descr} ({name}), which no tensor element type matches (f32, f16, bf16 as <u2, i32, u32, i64, u64, u8)"
+    )]
+    Unsupported {
+        /// numpy's type string, e.g. `<f8`.
+        descr: String,
+        /// A readable name, e.g. `float64`.
+        name: String,
+    },
+    /// The array is stored column-major.
+    #[error(
+        "the array is Fortran-ordered (column-major); save `numpy.ascontiguousarray(a)` instead"
+    )]
+    FortranOrder,
+    /// No tensor has the name.
+    #[error("no tensor is named `{0}`")]
+    UnknownTensor(String),
+    /// The array's element type is not the tensor's.
+    #[error(
+        "tensor `{tensor}` is declared {expected}, but the array holds {descr} ({name}); convert it first (`a.astype({hint})`)"
+    )]
+    DType {
+        /// The tensor.
+        tensor: String,
+        /// Its declared element type.
+        expected: DType,
+        /// The array's numpy type string.
+        descr: String,
+        /// Its readable name.
+        name: String,
+        /// The numpy type to convert to.
+        hint: &'static str,
+    },
+    /// The array's shape is not the tensor's.
+    #[error(
+        "tensor `{tensor}` has shape {} under these bindings, but the array has shape {}",
+        shape_text(expected),
+        shape_text(found)
+    )]
+    Shape {
+        /// The tensor.
+        tensor: String,
+        /// The tensor's evaluated shape.
+        expected: Vec<u64>,
+        /// The array's shape.
+        found: Vec<u64>,
+    },
+}
+
+/// `(2, 3)`, `(5,)`, `()` — a shape as Python writes a tuple.
+pub fn shape_text(shape: &[u64]) -> String {
+    match shape {
+        [] => "()".to_string(),
+        [d] => format!("({d},)"),
+        _ => {
+            let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+            format!("({})", dims.join(", "))
+        }
+    }
+}
+
+/// numpy's type string for a tensor element type (little-endian, as `numpy.save` writes on
+/// this machine); `bf16` as its raw bits, `<u2`.
+pub fn descr(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "<f4",
+        DType::F16 => "<f2",
+        DType::Bf16 => "<u2",
+        DType::I32 => "<i4",
+        DType::U32 => "<u4",
+        DType::I64 => "<i8",
+        DType::U64 => "<u8",
+        DType::U8 => "|u1",
+    }
+}
+
+/// What to write in `a.astype(...)` to get an array a tensor of `dtype` accepts.
+fn astype_hint(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "numpy.float32",
+        DType::F16 => "numpy.float16",
+        DType::Bf16 => "ml_dtypes.bfloat16).view(numpy.uint16",
+        DType::I32 => "numpy.int32",
+        DType::U32 => "numpy.uint32",
+        DType::I64 => "numpy.int64",
+        DType::U64 => "numpy.uint64",
+        DType::U8 => "numpy.uint8",
+    }
+}
+
+/// Kind and size of a numpy type string without its byte-order character, as a readable name.
+fn type_name(kind: char, size: usize) -> String {
+    match kind {
+        'f' => format!("float{}", size * 8),
+        'i' => format!("int{}", size * 8),
+        'u' => format!("uint{}", size * 8),
+        'b' => "bool".to_string(),
+        'c' => format!("complex{}", size * 8),
+        'V' => format!("void{}", size * 8),
+        other => format!("type `{other}{size}`"),
+    }
+}
+
+/// A parsed `.npy` file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NpyArray {
+    /// numpy's type string as written (`<f4`, `>i4`, `|u1`, ...).
+    pub descr: String,
+    /// The element kind (`f`, `i`, `u`, ...).
+    pub kind: char,
+    /// Bytes per element.
+    pub size: usize,
+    /// The shape (row-major).
+    pub shape: Vec<u64>,
+    /// The elements in this machine's byte order, row-major.
+    pub data: Vec<u8>,
+}
+
+impl NpyArray {
+    /// Parses the bytes of a `.npy` file (see the module docs).
+    pub fn parse(bytes: &[u8]) -> Result<NpyArray, NpyError> {
+        let bad = |m: &str| NpyError::Format(m.to_string());
+        if bytes.len() < 10 || &bytes[..6] != MAGIC {
+            return Err(bad("it does not start with the magic string \\x93NUMPY"));
+        }
+        let (major, minor) = (bytes[6], bytes[7]);
+        let (len, start) = match major {
+            1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10usize),
+            2 | 3 => {
+                if bytes.len() < 12 {
+                    return Err(bad("the header length is cut off"));
+                }
+                (
+                    u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+                    12,
+                )
+            }
+            _ => {
+                return Err(NpyError::Format(format!(
+                    "format version {major}.{minor} is not one of 1.0, 2.0, 3.0"
+                )));
+            }
+        };
+        let end = start
+            .checked_add(len)
+            .filter(|&e| e <= bytes.len())
+            .ok_or_else(|| bad("the header is longer than the file"))?;
+        let header =
+            std::str::from_utf8(&bytes[start..end]).map_err(|_| bad("the header is not text"))?;
+        let descr = dict_str(header, "descr")?;
+        let fortran = match dict_raw(header, "fortran_order")? {
+            "False" => false,
+            "True" => true,
+            other => {
+                return Err(NpyError::Format(format!(
+                    "fortran_order is `{other}`, not True or False"
+                )));
+            }
+        };
+        let shape = parse_shape(dict_raw(header, "shape")?)?;
+        let mut chars = descr.chars();
+        let (order, kind) = match (chars.next(), chars.next()) {
+            (Some(o @ ('<' | '>' | '|' | '=')), Some(k)) => (o, k),
+            _ => {
+                return Err(NpyError::Unsupported {
+                    name: "a structured or unknown type".into(),
+                    descr,
+                });
+            }
+        };
+        let size: usize = chars.as_str().parse().map_err(|_| NpyError::Unsupported {
+            name: "a structured or unknown type".into(),
+            descr: descr.clone(),
+        })?;
+        let elements = shape
+            .iter()
+            .try_fold(1u64, |a, &d| a.checked_mul(d))
+            .and_then(|n| usize::try_from(n).ok())
+            .and_then(|n| n.checked_mul(size))
+            .ok_or_else(|| bad("the shape is too large for this machine"))?;
+        let body = &bytes[end..];
+        if body.len() < elements {
+            return Err(NpyError::Format(format!(
+                "the data is cut off: {} byte(s) for a shape {} of {size}-byte elements, which needs {elements}",
+                body.len(),
+                shape_text(&shape)
+            )));
+        }
+        if fortran && shape.iter().filter(|&&d| d > 1).count() > 1 {
+            return Err(NpyError::FortranOrder);
+        }
+        let mut data = body[..elements].to_vec();
+        let big = order == '>' || (order == '=' && cfg!(target_endian = "big"));
+        if size > 1 && big != cfg!(target_endian = "big") {
+            for e in data.chunks_exact_mut(size) {
+                e.reverse();
+            }
+        }
+        Ok(NpyArray {
+            descr,
+            kind,
+            size,
+            shape,
+            data,
+        })
+    }
+
+    /// A readable name of the element type (`float32`, `int32`, ...).
+    pub fn type_name(&self) -> String {
+        type_name(self.kind, self.size)
+    }
+
+    /// The tensor element type the array holds (`u2` counts as `bf16` bits only where a `bf16`
+    /// tensor asks for it, see [`TensorStore::load_npy`]).
+    pub fn dtype(&self) -> Option<DType> {
+        Some(match (self.kind, self.size) {
+            ('f', 4) => DType::F32,
+            ('f', 2) => DType::F16,
+            ('i', 4) => DType::I32,
+            ('u', 4) => DType::U32,
+            ('i', 8) => DType::I64,
+            ('u', 8) => DType::U64,
+            ('u', 1) => DType::U8,
+            _ => return None,
+        })
+    }
+
+    /// The elements as `i64`, if the array holds integers that all fit (for the bound contents
+    /// of control tensors).
+    pub fn to_i64s(&self) -> Option<Vec<i64>> {
+        let d = &self.data;
+        let n = self.size;
+        match (self.kind, n) {
+            ('i', 4) => Some(
+                d.chunks_exact(4)
+                    .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as i64)
+                    .collect(),
+            ),
+            ('u', 4) => Some(
+                d.chunks_exact(4)
+                    .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as i64)
+                    .collect(),
+            ),
+            ('i', 8) => Some(
+                d.chunks_exact(8)
+                    .map(|b| i64::from_ne_bytes(b.try_into().expect("8 bytes")))
+                    .collect(),
+            ),
+            ('u', 8) => d
+                .chunks_exact(8)
+                .map(|b| i64::try_from(u64::from_ne_bytes(b.try_into().expect("8 bytes"))).ok())
+                .collect(),
+            ('u', 1) => Some(d.iter().map(|&b| b as i64).collect()),
+            _ => None,
+        }
+    }
+}
+
+/// The raw text of the value of `key` in numpy's header dictionary.
+fn dict_raw<'h>(header: &'h str, key: &str) -> Result<&'h str, NpyError> {
+    let pat = format!("'{key}'");
+    let at = header
+        .find(&pat)
+        .or_else(|| header.find(&format!("\"{key}\"")))
+        .ok_or_else(|| NpyError::Format(format!("the header has no `{key}`")))?;
+    let rest = header[at + pat.len()..].trim_start();
+    let rest = rest
+        .strip_prefix(':')
+        .ok_or_else(|| NpyError::Format(format!("no `:` after `{key}` in the header")))?
+        .trim_start();
+    // The value ends at the comma or brace that closes it (a tuple has its own parentheses).
+    let end = if rest.starts_with('(') {
+        rest.find(')').map(|i| i + 1)
+    } else if let Some(q) = rest.chars().next().filter(|c| *c == '\'' || *c == '"') {
+        rest[1..].find(q).map(|i| i + 2)
+    } else {
+        rest.find([',', '}'])
+    };
+    let end = end.ok_or_else(|| NpyError::Format(format!("the value of `{key}` is not closed")))?;
+    Ok(rest[..end].trim())
+}
+
+/// A quoted string value of the header dictionary.
+fn dict_str(header: &str, key: &str) -> Result<String, NpyError> {
+    let raw = dict_raw(header, key)?;
+    let inner = raw
+        .strip_prefix('\'')
+        .and_then(|r| r.strip_suffix('\''))
+        .or_else(|| raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')))
+        .ok_or_else(|| {
+            NpyError::Format(format!(
+                "`{key}` is `{raw}`, not a simple type string (structured arrays are not tensors)"
+            ))
+        })?;
+    Ok(inner.to_string())
+}
+
+/// `(2, 3)` / `(5,)` / `()` to a shape.
+fn parse_shape(raw: &str) -> Result<Vec<u64>, NpyError> {
+    let inner = raw
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .ok_or_else(|| NpyError::Format(format!("the shape `{raw}` is not a tuple")))?;
+    inner
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.trim_end_matches('L')
+                .parse::<u64>()
+                .map_err(|_| NpyError::Format(format!("the shape `{raw}` has a bad extent `{s}`")))
+        })
+        .collect()
+}
+
+/// The bytes of a version 1.0 `.npy` file holding `data` (row-major, this machine's byte
+/// order, little-endian) as an array of type `dtype` and shape `shape`, exactly as
+/// `numpy.save` writes it: the header dictionary with spare room for the first extent to grow
+/// (21 digits), padded with spaces and a newline to a multiple of 64 bytes.
+pub fn encode(dtype: DType, shape: &[u64], data: &[u8]) -> Vec<u8> {
+    let mut header = format!(
+        "{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
+        descr(dtype),
+        shape_text(shape)
+    );
+    if let Some(first) = shape.first() {
+        let digits = first.to_string().len();
+        header.push_str(&" ".repeat(21usize.saturating_sub(digits)));
+    }
+    let unpadded = MAGIC.len() + 2 + 2 + header.len() + 1;
+    header.push_str(&" ".repeat((64 - unpadded % 64) % 64));
+    header.push('\n');
+    let mut out = Vec::with_capacity(10 + header.len() + data.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&[1, 0]);
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    if cfg!(target_endian = "big") && dtype.size_bytes() > 1 {
+        for e in data.chunks_exact(dtype.size_bytes()) {
+            out.extend(e.iter().rev());
+        }
+    } else {
+        out.extend_from_slice(data);
+    }
+    out
+}
+
+impl TensorStore {
+    /// Replaces tensor `name`'s contents with `array` (see the module docs: element type and
+    /// shape must be the tensor's exactly; a `bf16` tensor takes `<u2` bits).
+    pub fn load_npy(&mut self, name: &str, array: &NpyArray) -> Result<(), NpyError> {
+        let t = self
+            .index_of(name)
+            .ok_or_else(|| NpyError::UnknownTensor(name.to_string()))?;
+        let info = self.info(t).clone();
+        let fits = match info.dtype {
+            DType::Bf16 => array.kind == 'u' && array.size == 2,
+            d => array.dtype() == Some(d),
+        };
+        if !fits {
+            return Err(NpyError::DType {
+                tensor: info.name,
+                expected: info.dtype,
+                descr: array.descr.clone(),
+                name: array.type_name(),
+                hint: astype_hint(info.dtype),
+            });
+        }
+        if array.shape != info.shape {
+            return Err(NpyError::Shape {
+                tensor: info.name,
+                expected: info.shape,
+                found: array.shape.clone(),
+            });
+        }
+        self.bytes_mut(t).copy_from_slice(&array.data);
+        Ok(())
+    }
+
+    /// Tensor `name` as the bytes of a `.npy` file (see [`encode`]).
+    ///
+    /// Reads through `&self`: call it when no task is running.
+    pub fn to_npy(&self, name: &str) -> Result<Vec<u8>, NpyError> {
+        let t = self
+            .index_of(name)
+            .ok_or_else(|| NpyError::UnknownTensor(name.to_string()))?;
+        let info = self.info(t);
+        Ok(encode(info.dtype, &info.shape, self.bytes(t)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_print_as_python_tuples() {
+        assert_eq!(shape_text(&[]), "()");
+        assert_eq!(shape_text(&[5]), "(5,)");
+        assert_eq!(shape_text(&[2, 3]), "(2, 3)");
+    }
+
+    #[test]
+    fn header_is_padded_to_64_bytes_and_parses_back() {
+        for shape in [vec![], vec![7], vec![2, 3, 4], vec![123_456, 1]] {
+            let n: u64 = shape.iter().product();
+            let data: Vec<u8> = (0..n as usize * 4).map(|i| i as u8).collect();
+            let bytes = encode(DType::F32, &shape, &data);
+            let hlen = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+            assert_eq!((10 + hlen) % 64, 0, "{shape:?}");
+            assert_eq!(bytes[10 + hlen - 1], b'\n');
+            let a = NpyArray::parse(&bytes).unwrap();
+            assert_eq!(a.shape, shape);
+            assert_eq!(a.dtype(), Some(DType::F32));
+            assert_eq!(a.data, data);
+        }
+    }
+
+    #[test]
+    fn malformed_files_are_errors_not_panics() {
+        let good = encode(DType::I32, &[3], &[1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0]);
+        for cut in 0..good.len() {
+            let _ = NpyArray::parse(&good[..cut]);
+        }
+        assert!(matches!(
+            NpyArray::parse(&good[..good.len() - 1]),
+            Err(NpyError::Format(m)) if m.contains("cut off")
+        ));
+        assert!(NpyArray::parse(b"PK\x03\x04 not npy").is_err());
+        let mut v9 = good.clone();
+        v9[6] = 9;
+        assert!(matches!(NpyArray::parse(&v9), Err(NpyError::Format(m)) if m.contains("9.0")));
+    }
+}

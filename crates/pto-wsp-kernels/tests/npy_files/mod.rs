@@ -1,0 +1,120 @@
+//! `.npy` files written by numpy (`test_data/npy/`, see its README) read into tensors exactly,
+//! and tensors written back byte for byte as numpy writes them; every mismatch an error naming
+//! the tensor.
+
+use half::f16;
+use pto_wsp_ir::{Bindings, DType};
+use pto_wsp_kernels::TensorStore;
+use pto_wsp_kernels::npy::{NpyArray, NpyError};
+
+use crate::module;
+
+fn file(name: &str) -> Vec<u8> {
+    let path = format!("{}/../../test_data/npy/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn npy_store() -> TensorStore {
+    let m = module(
+        "tensor A: f32[2, 3, 4];\ntensor H: f16[3, 4];\ntensor I: i32[3, 4];\ntensor B: bf16[2, 2];\n\
+         tensor Wrong: f32[3, 4];",
+    );
+    TensorStore::new(&m, &Bindings::new()).unwrap()
+}
+
+#[test]
+fn numpy_files_are_read_exactly_and_written_back_identically() {
+    let mut s = npy_store();
+    let a = NpyArray::parse(&file("f32_2x3x4.npy")).unwrap();
+    s.load_npy("A", &a).unwrap();
+    // The values numpy computed, recomputed here with the same IEEE operations.
+    let want: Vec<f32> = (0..24).map(|i| i as f32 * 0.37f32 - 3.5f32).collect();
+    assert_eq!(s.read::<f32>("A").unwrap(), want);
+    assert_eq!(s.to_npy("A").unwrap(), file("f32_2x3x4.npy"));
+
+    let h = NpyArray::parse(&file("f16_3x4.npy")).unwrap();
+    s.load_npy("H", &h).unwrap();
+    let want: Vec<f16> = (0..12).map(|i| f16::from_f32(i as f32 / 7.0)).collect();
+    assert_eq!(s.read::<f16>("H").unwrap(), want);
+    assert_eq!(s.to_npy("H").unwrap(), file("f16_3x4.npy"));
+
+    let i = NpyArray::parse(&file("i32_3x4.npy")).unwrap();
+    s.load_npy("I", &i).unwrap();
+    let want: Vec<i32> = (0..12).map(|k| (k - 5) * 1_000_003).collect();
+    assert_eq!(s.read::<i32>("I").unwrap(), want);
+    assert_eq!(
+        i.to_i64s().unwrap(),
+        want.iter().map(|&x| x as i64).collect::<Vec<_>>()
+    );
+    assert_eq!(s.to_npy("I").unwrap(), file("i32_3x4.npy"));
+
+    // A big-endian file holds the same values.
+    let mut s2 = npy_store();
+    s2.load_npy(
+        "A",
+        &NpyArray::parse(&file("f32_big_endian_2x3x4.npy")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(s2.read::<f32>("A").unwrap(), s.read::<f32>("A").unwrap());
+}
+
+#[test]
+fn bf16_tensors_travel_as_raw_bits() {
+    let mut s = npy_store();
+    let bits: Vec<u16> = vec![0x3f80, 0xc000, 0x0001, 0x7f80];
+    s.write("B", &bits).unwrap();
+    let bytes = s.to_npy("B").unwrap();
+    let a = NpyArray::parse(&bytes).unwrap();
+    assert_eq!(a.descr, "<u2");
+    assert_eq!(a.shape, vec![2, 2]);
+    let mut back = npy_store();
+    back.load_npy("B", &a).unwrap();
+    assert_eq!(back.read::<u16>("B").unwrap(), bits);
+}
+
+#[test]
+fn mismatches_name_the_tensor() {
+    let mut s = npy_store();
+    let a = NpyArray::parse(&file("f32_2x3x4.npy")).unwrap();
+    let e = s.load_npy("Wrong", &a).unwrap_err();
+    assert!(matches!(e, NpyError::Shape { .. }), "{e:?}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("`Wrong`") && msg.contains("(3, 4)") && msg.contains("(2, 3, 4)"),
+        "{msg}"
+    );
+
+    let e = s
+        .load_npy("H", &NpyArray::parse(&file("i32_3x4.npy")).unwrap())
+        .unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("`H`")
+            && msg.contains("f16")
+            && msg.contains("int32")
+            && msg.contains("numpy.float16"),
+        "{msg}"
+    );
+    assert!(matches!(
+        e,
+        NpyError::DType {
+            expected: DType::F16,
+            ..
+        }
+    ));
+
+    let e = NpyArray::parse(&file("f64_4.npy")).unwrap();
+    let err = s.load_npy("A", &e).unwrap_err().to_string();
+    assert!(
+        err.contains("`A`") && err.contains("float64") && err.contains("numpy.float32"),
+        "{err}"
+    );
+
+    assert_eq!(
+        NpyArray::parse(&file("f32_fortran_2x3.npy")).unwrap_err(),
+        NpyError::FortranOrder
+    );
+    let e = s.load_npy("Nope", &a).unwrap_err();
+    assert_eq!(e, NpyError::UnknownTensor("Nope".into()));
+    assert!(s.to_npy("Nope").is_err());
+}
