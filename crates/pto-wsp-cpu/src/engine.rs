@@ -320,6 +320,7 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
             direct: self.kind == ReadyKind::WorkSteal,
             next: None,
             src: 0..0,
+            private: Vec::new(),
             done: 0,
             tasks: 0,
             pending: Vec::with_capacity(if self.batch > 1 { self.batch } else { 0 }),
@@ -461,6 +462,12 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
                 st.next = Some(s);
                 return 0;
             }
+            if st.direct && self.alone {
+                // Nobody can steal from a lone worker: a plain stack, LIFO like its deque,
+                // without the deque's fences.
+                st.private.push(s);
+                return 0;
+            }
             match self.kind {
                 ReadyKind::Priority => {
                     local.push_with_priority(ExecPool::Any, s, self.graph.priority(s))
@@ -516,6 +523,9 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
         if let Some(i) = st.src.next() {
             return Some(self.sources[i]);
         }
+        if let Some(t) = st.private.pop() {
+            return Some(t);
+        }
         local.pop_own(ExecPool::Any)
     }
 
@@ -552,6 +562,9 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
                     st.src = i..(i + chunk).min(self.sources.len());
                     continue;
                 }
+            }
+            if let Some(t) = st.private.pop() {
+                return Some(t);
             }
             return match st.mine {
                 ExecPool::Any => local.try_pop_any(),
@@ -613,6 +626,8 @@ struct WorkerState {
     direct: bool,
     next: Option<TaskId>,
     src: Range<usize>,
+    /// Ready tasks of a lone worker under work stealing (nobody to steal them: no deque).
+    private: Vec<TaskId>,
     /// Completions not yet published.
     done: u64,
     tasks: u64,
