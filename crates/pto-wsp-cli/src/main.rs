@@ -99,6 +99,10 @@ enum Command {
         /// runtime on modules whose kernels are not implemented yet).
         #[arg(long)]
         empty_kernels: bool,
+        /// Device-generation mode: every worker thread interprets the workload bytecode and
+        /// runs its own tasks as they are generated (no host-built graph).
+        #[arg(long)]
+        device_gen: bool,
     },
     /// Measure the CPU runtime's per-task overhead on Taskflow's benchmark shapes.
     Bench {
@@ -283,6 +287,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             trace,
             check,
             empty_kernels,
+            device_gen,
         } => {
             let name = file.display().to_string();
             let loaded_text = read(&file)?;
@@ -301,6 +306,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 profiling: trace.is_some(),
                 debug_checks: check,
                 kernels,
+                device_gen,
                 ..pto_wsp::CompileOptions::default()
             };
             let plan =

@@ -13,6 +13,11 @@
 //! predecessors are done (start policy, window, gates, batching and dispatch from the
 //! schedule). Kernels come from the [`KernelRegistry`] of the [`CompileOptions`]; every kernel
 //! the module can run must be registered (else [`CompileError::UnknownKernel`]).
+//!
+//! With [`CompileOptions::device_gen`], [`compile`] also encodes the workload as bytecode and
+//! a run is a *device-generation* run instead: no orchestration thread; every worker thread
+//! interprets the bytecode, infers the dependencies into its own tasks and runs them as they
+//! are generated (`pto_wsp_cpu::devgen`). Same tasks, same edges, same numbers.
 
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -34,6 +39,8 @@ use pto_wsp_ir::{
 };
 use pto_wsp_kernels::{KernelId, KernelRegistry, StoreError, TensorStore};
 
+mod devgen;
+
 /// Options of [`compile`].
 #[derive(Clone)]
 pub struct CompileOptions {
@@ -49,6 +56,10 @@ pub struct CompileOptions {
     pub vector_workers: Option<usize>,
     /// The kernels tasks run.
     pub kernels: KernelRegistry,
+    /// Device-generation mode: compile the workload to bytecode and let every worker thread
+    /// interpret it and run its own tasks as they are generated, instead of a host thread
+    /// building the graph (see [`crate::program`]'s docs and `pto_wsp_cpu::devgen`).
+    pub device_gen: bool,
 }
 
 impl Default for CompileOptions {
@@ -60,6 +71,7 @@ impl Default for CompileOptions {
             debug_checks: false,
             vector_workers: None,
             kernels: KernelRegistry::with_builtins(),
+            device_gen: false,
         }
     }
 }
@@ -72,6 +84,7 @@ impl std::fmt::Debug for CompileOptions {
             .field("profiling", &self.profiling)
             .field("debug_checks", &self.debug_checks)
             .field("kernels", &self.kernels.len())
+            .field("device_gen", &self.device_gen)
             .finish()
     }
 }
@@ -102,6 +115,9 @@ pub enum CompileError {
         /// Registered kernel names.
         known: String,
     },
+    /// Device-generation mode: the workload cannot be encoded as bytecode.
+    #[error("device generation: cannot encode the workload as bytecode: {0}")]
+    Bytecode(String),
 }
 
 /// Why running a program failed.
@@ -180,6 +196,7 @@ pub fn backends() -> &'static [BackendInfo] {
             Capability::Execute,
             Capability::Streaming,
             Capability::WallTrace,
+            Capability::Bytecode,
         ],
     }]
 }
@@ -219,6 +236,11 @@ pub fn compile(plan: LoweredPlan, options: CompileOptions) -> Result<Program, Co
         .iter()
         .map(|k| k.name.name.clone())
         .collect();
+    let bytecode = if options.device_gen {
+        Some(devgen::compile_bytecode(&plan.module)?)
+    } else {
+        None
+    };
     let pool = WorkerPool::new(options.threads);
     Ok(Program {
         inner: Arc::new(Inner {
@@ -227,6 +249,7 @@ pub fn compile(plan: LoweredPlan, options: CompileOptions) -> Result<Program, Co
             names,
             pool,
             options,
+            bytecode,
         }),
         store: Arc::new(Mutex::new(None)),
         running: None,
@@ -240,6 +263,8 @@ struct Inner {
     names: Vec<String>,
     pool: WorkerPool,
     options: CompileOptions,
+    /// The decoded bytecode, in device-generation mode.
+    bytecode: Option<pto_wsp_bytecode::Program>,
 }
 
 /// A compiled program: runs its workload on the CPU simulation (see the module docs).
@@ -326,6 +351,9 @@ impl Inner {
     }
 
     fn execute(&self, bindings: &Bindings, store: &mut TensorStore) -> Result<RunStats, RunError> {
+        if let Some(bytecode) = &self.bytecode {
+            return self.execute_devgen(bytecode, bindings, store);
+        }
         let (run, stream) = self.run_config();
         let table = TaskTable::new();
         let exec = KernelExec::new(
