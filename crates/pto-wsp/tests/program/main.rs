@@ -3,6 +3,7 @@
 //! debug checks on (a conflicting pair in flight fails the run); errors name task and kernel;
 //! unknown kernels and missing bindings are reported; the program runs again after a failure.
 
+mod devgen;
 mod differential;
 
 use std::collections::BTreeMap;
