@@ -17,7 +17,8 @@
 //! Then thread scaling (a busy-spin kernel of [`BenchOptions::spin`] per task, run-only, speedup
 //! against one thread), idle CPU (process CPU time while a streamed run has nothing to do, and
 //! while a gate blocks every ready task behind one sleeping task), and the LLaMA layer end to end
-//! ([`crate::bench_llama`]).
+//! ([`crate::bench_llama`]), and device generation against host builds on the same layer
+//! ([`crate::bench_devgen`]).
 //!
 //! Promise: every run is checked to have executed every task of its shape (a mismatch is an
 //! error, not a figure); nothing here panics on the options given. The output is not
@@ -65,6 +66,11 @@ pub struct BenchOptions {
     pub idle: Duration,
     /// Sequence lengths of the LLaMA-layer section (none: no section).
     pub llama: Vec<i64>,
+    /// Sequence lengths of the device-generation section ([`crate::bench_devgen`]; none: no
+    /// section).
+    pub devgen: Vec<i64>,
+    /// Run only the device-generation section.
+    pub devgen_only: bool,
 }
 
 impl BenchOptions {
@@ -90,6 +96,8 @@ impl BenchOptions {
             } else {
                 vec![1024, 4096, 16384]
             },
+            devgen: if quick { vec![1024] } else { vec![16384] },
+            devgen_only: false,
         }
     }
 }
@@ -140,10 +148,13 @@ pub fn bench<E: From<CliError>>(
          on 2 for dependent shapes (chain, tree, wavefront, random); build+run <= \
          {TARGET_BUILD_RUN} ns/task\n"
     ))?;
-    main_table(opts, &mut out)?;
-    scaling(opts, &mut out)?;
-    idle(opts, &mut out)?;
-    crate::bench_llama::llama(&opts.llama, &opts.threads, opts.repeat, &mut out)?;
+    if !opts.devgen_only {
+        main_table(opts, &mut out)?;
+        scaling(opts, &mut out)?;
+        idle(opts, &mut out)?;
+        crate::bench_llama::llama(&opts.llama, &opts.threads, opts.repeat, &mut out)?;
+    }
+    crate::bench_devgen::devgen(&opts.devgen, &opts.threads, opts.repeat, &mut out)?;
     Ok(())
 }
 

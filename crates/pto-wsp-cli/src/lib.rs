@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bench;
+pub mod bench_devgen;
 pub mod bench_llama;
 pub mod binds;
 pub mod bytecode;

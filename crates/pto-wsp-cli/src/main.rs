@@ -125,6 +125,15 @@ enum Command {
         #[arg(long, value_delimiter = ',', value_name = "LIST",
               value_parser = clap::value_parser!(i64).range(0..=1 << 20))]
         llama: Vec<i64>,
+        /// Sequence lengths of the device-generation section (host build then run, host
+        /// streamed and device generation on the LLaMA layer), comma-separated; 0 skips it
+        /// (default: 16384; 1024 with --quick).
+        #[arg(long, value_delimiter = ',', value_name = "LIST",
+              value_parser = clap::value_parser!(i64).range(0..=1 << 20))]
+        devgen: Vec<i64>,
+        /// Run only the device-generation section.
+        #[arg(long)]
+        devgen_only: bool,
     },
 }
 
@@ -346,12 +355,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             threads,
             repeat,
             llama,
+            devgen,
+            devgen_only,
         } => {
             let threads = threads.into_iter().map(usize::from).collect();
             let mut opts = pto_wsp_cli::bench::BenchOptions::new(shapes, quick, threads, repeat);
             if !llama.is_empty() {
                 opts.llama = llama.into_iter().filter(|&s| s > 0).collect();
             }
+            if !devgen.is_empty() {
+                opts.devgen = devgen.into_iter().filter(|&s| s > 0).collect();
+            }
+            opts.devgen_only = devgen_only;
             pto_wsp_cli::bench::bench(&opts, emit)?;
         }
     }

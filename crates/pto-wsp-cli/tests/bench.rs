@@ -22,6 +22,7 @@ fn bench_runs_every_section_and_names_every_shape() {
     opts.spin = Duration::from_micros(2);
     opts.idle = Duration::from_millis(20);
     opts.llama = vec![64];
+    opts.devgen = vec![64];
     let text = bench_report(&opts).unwrap();
     for shape in shapes.iter().chain(&opts.scaling) {
         assert!(
@@ -38,6 +39,8 @@ fn bench_runs_every_section_and_names_every_shape() {
         "idle CPU",
         "gate-blocked",
         "LLaMA-7B prefill layer",
+        "Device generation (issue 6)",
+        "finished/devgen",
     ] {
         assert!(text.contains(section), "{section} missing:\n{text}");
     }

@@ -839,3 +839,190 @@ impl WorkerPool {
         Ok(stats)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pto_wsp_graph::sync::AtomicU64;
+
+    #[test]
+    fn owner_table_locate_covers_the_index_space() {
+        assert_eq!(OwnerTable::locate(0), (0, 0));
+        let first = 1u32 << FIRST_BITS;
+        assert_eq!(OwnerTable::locate(first - 1), (0, first as usize - 1));
+        assert_eq!(OwnerTable::locate(first), (1, 0));
+        assert!(OwnerTable::locate(u32::MAX).0 < SEGMENTS);
+        let t = OwnerTable::new();
+        for id in [0, 5, first, 3 * first + 7] {
+            t.set(id, 200, MAX_WINDOW as u32);
+            assert_eq!(t.get(id), (200, MAX_WINDOW));
+        }
+    }
+
+    fn program(text: &str) -> Program {
+        let m = pto_wsp_ir::parse(text).unwrap();
+        let bytes = pto_wsp_bytecode::encode(&m, &Default::default()).unwrap();
+        Program::decode(&bytes).unwrap()
+    }
+
+    /// A chain of `n` tasks (each reads and writes the same tile) dispatched round robin: every
+    /// edge crosses executors.
+    fn chain(n: u32, dispatch: &str) -> Program {
+        program(&format!(
+            "tensor X: f32[4]; axis I = dense({n}); kernel k(inout x: f32[4]);
+             workload main() {{ parallel_for i in I {{ task k(X[0 +: 4]); }} }}
+             schedule for main {{ executors 64; dispatch {dispatch}; }}"
+        ))
+    }
+
+    /// Checks that tasks run in id order (a chain) and counts them.
+    struct InOrder {
+        next: AtomicU64,
+        fail_at: Option<u32>,
+    }
+
+    impl DirectExec for InOrder {
+        fn run_task(
+            &self,
+            t: TaskId,
+            _: usize,
+            _: u32,
+            _: &[u64],
+            _: &[TaskIo],
+        ) -> Result<(), TaskFailure> {
+            if self.fail_at == Some(t.0) {
+                return Err(TaskFailure {
+                    index: None,
+                    kernel: "k".into(),
+                    message: "boom".into(),
+                    panicked: false,
+                });
+            }
+            let was = self.next.fetch_add(1, Ordering::SeqCst);
+            assert_eq!(was, u64::from(t.0), "task {} ran out of order", t.0);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn chains_across_executors_run_in_order_with_any_window() {
+        for dispatch in [
+            "round_robin(64)",
+            "work_steal",
+            "static_partition(0, 100, 250)",
+        ] {
+            let p = chain(400, dispatch);
+            let bound = p.bind(&pto_wsp_ir::Bindings::new()).unwrap();
+            for threads in [1, 3, 8] {
+                let pool = WorkerPool::new(threads);
+                for window in [1, 2, 64] {
+                    let exec = InOrder {
+                        next: AtomicU64::new(0),
+                        fail_at: None,
+                    };
+                    let config = DevGenConfig {
+                        window,
+                        ..DevGenConfig::default()
+                    };
+                    let s = pool.run_devgen(&p, &bound, &config, &exec).unwrap();
+                    assert_eq!(s.tasks, 400);
+                    assert_eq!(exec.next.load(Ordering::SeqCst), 400);
+                    let d = s.device_gen.unwrap();
+                    assert_eq!(d.executors.len(), threads);
+                    assert!(d.executors.iter().all(|e| e.walked == 400));
+                    assert_eq!(d.executors.iter().map(|e| e.own).sum::<u64>(), 400);
+                    assert!(d.executors.iter().all(|e| e.in_flight_hwm <= window as u64));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_failure_stops_every_executor_and_the_pool_runs_again() {
+        let p = chain(2000, "round_robin(64)");
+        let bound = p.bind(&pto_wsp_ir::Bindings::new()).unwrap();
+        let pool = WorkerPool::new(6);
+        for fail_at in [0, 1, 777, 1999] {
+            let exec = InOrder {
+                next: AtomicU64::new(0),
+                fail_at: Some(fail_at),
+            };
+            let config = DevGenConfig {
+                window: 3,
+                ..DevGenConfig::default()
+            };
+            let e = pool.run_devgen(&p, &bound, &config, &exec).unwrap_err();
+            assert_eq!(
+                e,
+                ExecError::Kernel {
+                    task: fail_at,
+                    kernel: "k".into(),
+                    message: "boom".into(),
+                    panicked: false
+                }
+            );
+            assert_eq!(exec.next.load(Ordering::SeqCst), u64::from(fail_at));
+            let ok = InOrder {
+                next: AtomicU64::new(0),
+                fail_at: None,
+            };
+            assert_eq!(
+                pool.run_devgen(&p, &bound, &config, &ok).unwrap().tasks,
+                2000
+            );
+        }
+    }
+
+    /// `for_each` iterations of several tasks are ordered through barrier tasks, which have
+    /// owners too.
+    #[test]
+    fn barriers_order_iterations_across_executors() {
+        let p = program(
+            "tensor X: f32[64]; axis I = dense(50); axis J = dense(4);
+             kernel k(out x: f32[1], i: i64);
+             workload main() { for_each i in I { parallel_for j in J { task k(X[j], i); } } }
+             schedule for main { executors 4; dispatch round_robin(4); }",
+        );
+        let bound = p.bind(&pto_wsp_ir::Bindings::new()).unwrap();
+        struct Iter(Vec<AtomicU64>);
+        impl DirectExec for Iter {
+            fn run_task(
+                &self,
+                _: TaskId,
+                _: usize,
+                _: u32,
+                params: &[u64],
+                io: &[TaskIo],
+            ) -> Result<(), TaskFailure> {
+                // Iteration i may start only once every task of iteration i - 1 is done.
+                let (i, j) = (params[0], io[0].region.start[0] as usize);
+                for k in 0..4 {
+                    let seen = self.0[k].load(Ordering::SeqCst);
+                    assert!(
+                        seen >= i,
+                        "iteration {i} started before task {k} of the last ended"
+                    );
+                }
+                self.0[j].store(i + 1, Ordering::SeqCst);
+                Ok(())
+            }
+        }
+        for threads in [2, 5] {
+            let pool = WorkerPool::new(threads);
+            let exec = Iter((0..4).map(|_| AtomicU64::new(0)).collect());
+            let s = pool
+                .run_devgen(
+                    &p,
+                    &bound,
+                    &DevGenConfig {
+                        window: 2,
+                        ..DevGenConfig::default()
+                    },
+                    &exec,
+                )
+                .unwrap();
+            // 200 tasks and one barrier per edge between iterations.
+            assert_eq!(s.tasks, 200 + 49);
+        }
+    }
+}
