@@ -132,6 +132,10 @@ pub struct DevGenConfig {
     pub window: usize,
     /// Record every task's wall-clock span.
     pub trace: bool,
+    /// Keep every edge wired into [`RunStats::edge_list`] (predecessor, successor by task id;
+    /// edges whose producer had already completed included, those dropped with retired map
+    /// records not): the host build's edges, for tests and tools.
+    pub record_edges: bool,
 }
 
 impl Default for DevGenConfig {
@@ -141,6 +145,7 @@ impl Default for DevGenConfig {
             exact: ExactMap::Growable,
             window: DEFAULT_WINDOW,
             trace: false,
+            record_edges: false,
         }
     }
 }
@@ -294,6 +299,7 @@ struct Report {
     stats: ExecutorStats,
     spans: Vec<Span>,
     map: MapStats,
+    edges: Vec<(u32, u32)>,
 }
 
 impl<E: DirectExec> Shared<'_, E> {
@@ -323,12 +329,15 @@ impl<E: DirectExec> Shared<'_, E> {
                 panic_message(&*p)
             )));
         }
+        ex.stats.edges = ex.wiring.accepted;
+        ex.stats.refused = ex.wiring.refused;
         let report = Report {
             executor: w,
             ran: ex.ran,
             stats: ex.stats,
             spans: std::mem::take(&mut ex.spans),
             map: ex.map.stats(),
+            edges: ex.wiring.edges.take().unwrap_or_default(),
         };
         lock(&self.reports).push(report);
     }
@@ -365,8 +374,7 @@ struct Executor<'s, 'r, E: DirectExec> {
     next_id: u32,
     /// Global index -> task id.
     ids: Vec<u32>,
-    /// Per task id: the own task being wired that last reported it as a predecessor.
-    seen: Vec<u32>,
+    wiring: Wiring,
     open: Vec<Open>,
     /// The regions of the task being generated.
     io: Vec<TaskIo>,
@@ -391,7 +399,12 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             map: AnyTensorMap::for_mode(sh.config.deps, sh.config.exact),
             next_id: 0,
             ids: Vec::new(),
-            seen: Vec::new(),
+            wiring: Wiring {
+                seen: Vec::new(),
+                edges: sh.config.record_edges.then(Vec::new),
+                accepted: 0,
+                refused: 0,
+            },
             open: Vec::new(),
             io: Vec::new(),
             slots: Vec::new(),
@@ -439,7 +452,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             return Err(self.stop(ExecError::Build("more than 2^32 - 2 tasks".into())));
         }
         self.next_id += 1;
-        self.seen.push(u32::MAX);
+        self.wiring.seen.push(u32::MAX);
         self.stats.walked += 1;
         Ok(id)
     }
@@ -515,12 +528,11 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             let Executor {
                 map,
                 io,
-                seen,
+                wiring,
                 open,
-                stats,
                 ..
             } = self;
-            let mut pred = |p: TaskId, _: EdgeKind| wire(sh, seen, stats, p, id);
+            let mut pred = |p: TaskId, _: EdgeKind| wiring.wire(&sh.states, p, id);
             for x in io.iter() {
                 map.access(TaskId(id), &x.region, x.access(), &mut pred);
             }
@@ -558,9 +570,8 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
                     "device generation: order edge from tasks {before:?} not yet generated"
                 ))));
             };
-            let (sh, seen, stats) = (self.sh, &mut self.seen, &mut self.stats);
             for &p in preds {
-                wire(sh, seen, stats, TaskId(p), id);
+                self.wiring.wire(&self.sh.states, TaskId(p), id);
             }
             let s = &mut self.slots[slot];
             s.index = NO_INDEX;
@@ -692,24 +703,33 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
     }
 }
 
-/// Wires `pred -> succ` (an own task being submitted) unless `pred` was already reported for it.
-#[inline]
-fn wire<E: DirectExec>(
-    sh: &Shared<'_, E>,
-    seen: &mut [u32],
-    stats: &mut ExecutorStats,
-    pred: TaskId,
-    succ: u32,
-) {
-    let s = &mut seen[pred.index()];
-    if *s == succ {
-        return;
-    }
-    *s = succ;
-    if sh.states.add_edge(pred, TaskId(succ)) {
-        stats.edges += 1;
-    } else {
-        stats.refused += 1;
+/// The wiring of edges into own tasks: deduplication, counts, optional recording.
+struct Wiring {
+    /// Per task id: the own task being wired that last reported it as a predecessor.
+    seen: Vec<u32>,
+    edges: Option<Vec<(u32, u32)>>,
+    accepted: u64,
+    refused: u64,
+}
+
+impl Wiring {
+    /// Wires `pred -> succ` (an own task being submitted) unless `pred` was already reported
+    /// for it.
+    #[inline]
+    fn wire(&mut self, states: &TaskStates, pred: TaskId, succ: u32) {
+        let s = &mut self.seen[pred.index()];
+        if *s == succ {
+            return;
+        }
+        *s = succ;
+        if let Some(e) = &mut self.edges {
+            e.push((pred.0, succ));
+        }
+        if states.add_edge(pred, TaskId(succ)) {
+            self.accepted += 1;
+        } else {
+            self.refused += 1;
+        }
     }
 }
 
@@ -826,6 +846,7 @@ impl WorkerPool {
                 stats.tensor_map = r.map;
             }
             stats.spans.extend(r.spans);
+            stats.edge_list.extend(r.edges);
             per[r.executor] = r.stats;
         }
         stats.counters = CounterSnapshot {

@@ -56,6 +56,7 @@ impl Inner {
                 .task_window
                 .map_or(DEFAULT_WINDOW, |(n, _)| (n / threads).max(1) as usize),
             trace: self.options.profiling || matches!(c.trace, TracePolicy::Wall),
+            record_edges: false,
         };
         // Device generation hands each task's data to the executor directly; the source is
         // never read.

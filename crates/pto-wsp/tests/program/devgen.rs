@@ -8,11 +8,16 @@
 //! Small windows (one own task in flight per executor), failing and panicking kernels (the host
 //! run's error, and the program runs again), and bindings that change the task set.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use proptest::prelude::*;
-use pto_wsp::ir::{Access, Bindings, DType, Module, WindowMode, parse};
+use pto_wsp::cpu::devgen::DevGenConfig;
+use pto_wsp::cpu::{NoopExec, WorkerPool};
+use pto_wsp::graph::ExecDomain;
+use pto_wsp::graph::builder::GraphBuilder;
+use pto_wsp::graph::feed::{NoHooks, feed};
+use pto_wsp::ir::{Access, Bindings, DType, DepsMode, ExpandOptions, Module, WindowMode, parse};
 use pto_wsp::kernels::{KernelError, KernelRegistry, TaskContext};
 use pto_wsp::{CompileOptions, RunError, compile, lower};
 
@@ -410,6 +415,60 @@ fn the_cycle_model_is_refused_clearly() {
     assert!(err.contains("trace cycles"), "{err}");
 }
 
+/// A run longer than the retire period (each executor's map replica forgets completed tasks as
+/// it goes), with every `for_each` iteration on another executor than the last: exact tasks,
+/// orders and numbers, in both inference modes, with windows of 4 tasks and of one.
+#[test]
+fn long_runs_retire_completed_tasks_and_stay_exact() {
+    for (mode, deps) in [(DepsMode::Exact, "exact"), (DepsMode::Overlap, "overlap")] {
+        for window in [4, 1] {
+            let text = format!(
+                "tensor T0: f32[8, 8];
+tensor T1: f32[8, 8];
+tensor T2: f32[8, 8];
+axis A2 = dense(2);
+axis A4 = dense(4);
+axis R = dense(64);
+kernel kr(in a: f32[?, ?], out b: f32[?, ?], id: i64);
+kernel ki(inout a: f32[?, ?], id: i64);
+kernel k2(in a: f32[?, ?], in b: f32[?, ?], out c: f32[?, ?], id: i64);
+workload main() {{
+    parallel_for o in A2 {{
+        for_each r in R {{
+            parallel_for i in A4 {{
+                parallel_for j in A4 {{
+                    task ki(T0[i * 2 +: 2, j * 2 +: 2], (((o * 64 + r) * 4 + i) * 4 + j) * 4);
+                    task kr(T0[j * 2 +: 2, i * 2 +: 2], T1[i * 2 +: 2, j * 2 +: 2], (((o * 64 + r) * 4 + i) * 4 + j) * 4 + 1);
+                    task k2(T1[j * 2 +: 2, i * 2 +: 2], T0[i * 2 +: 2, 0 +: 2], T2[i * 2 +: 2, j * 2 +: 2], (((o * 64 + r) * 4 + i) * 4 + j) * 4 + 2);
+                }}
+            }}
+        }}
+    }}
+}}
+schedule for main {{
+    executors 3;
+    dispatch affinity(r + o);
+    task_graph {{
+        deps {deps};
+    }}
+    task_window {window} stall;
+}}
+"
+            );
+            let m = parse(&text).unwrap();
+            let n = pto_wsp::ir::expand(&m, &Bindings::new(), &ExpandOptions::default())
+                .unwrap()
+                .tasks
+                .len();
+            assert!(
+                n > pto_wsp::graph::builder::RETIRE_EVERY as usize,
+                "{n} tasks"
+            );
+            check_text_in(&text, mode, true);
+        }
+    }
+}
+
 /// A random module with its task window replaced by one task.
 fn with_window_one(text: &str) -> String {
     let kept: Vec<&str> = text
@@ -424,6 +483,58 @@ fn with_window_one(text: &str) -> String {
     out
 }
 
+/// The edges a device-generation run wires into each executor's own tasks, over all
+/// executors, against the host builder's graph (the feeder's numbering, barriers included):
+/// the same set. (Programs under the builder's retire period, so no record is retired.)
+fn check_edges(name: &str, module: &Module, b: &Bindings) {
+    let deps = lower(module).unwrap().config.deps;
+    let mut builder = GraphBuilder::new(deps);
+    feed(
+        module,
+        b,
+        &ExpandOptions::default(),
+        &mut builder,
+        &mut NoHooks,
+        ExecDomain::default(),
+    )
+    .unwrap();
+    let graph = builder.finish();
+    assert!(
+        graph.len() < pto_wsp::graph::builder::RETIRE_EVERY as usize,
+        "{name}"
+    );
+    let host: BTreeSet<(u32, u32)> = graph.edges().map(|(p, s)| (p.0, s.0)).collect();
+    let bytes = pto_wsp::bytecode::encode(module, &Default::default()).unwrap();
+    let program = pto_wsp::bytecode::Program::decode(&bytes).unwrap();
+    let bound = program.bind(b).unwrap();
+    for threads in [1, 3] {
+        let config = DevGenConfig {
+            deps,
+            window: 2,
+            record_edges: true,
+            ..DevGenConfig::default()
+        };
+        let s = WorkerPool::new(threads)
+            .run_devgen(&program, &bound, &config, &NoopExec)
+            .unwrap();
+        assert_eq!(s.tasks as usize, graph.len(), "{name}: tasks and barriers");
+        let dev: BTreeSet<(u32, u32)> = s.edge_list.iter().copied().collect();
+        assert_eq!(dev.len(), s.edge_list.len(), "{name}: an edge wired twice");
+        assert_eq!(dev, host, "{name}: {threads} threads");
+    }
+}
+
+#[test]
+fn every_example_wires_exactly_the_host_builders_edges() {
+    for name in EXAMPLES {
+        let (module, mut b) = small_example(name);
+        if name == "gemm" {
+            b.bind_str(&module, "M=1024").unwrap();
+        }
+        check_edges(name, &module, &b);
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 
@@ -434,6 +545,14 @@ proptest! {
     fn random_workloads_match_the_expander_and_the_sequential_reference(seed in any::<u64>()) {
         let (text, mode) = module_text(seed);
         check_text_in(&text, mode, true);
+    }
+
+    /// Random workloads wire exactly the host builder's edges.
+    #[test]
+    fn random_workloads_wire_exactly_the_host_builders_edges(seed in any::<u64>()) {
+        let (text, _) = module_text(seed);
+        let module = parse(&text).unwrap();
+        check_edges(&text, &module, &Bindings::new());
     }
 
     /// The same with one own task in flight per executor.
