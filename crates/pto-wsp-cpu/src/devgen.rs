@@ -43,6 +43,13 @@
 //!   ([`TaskStates::is_complete`], an acquire load) and retires its map's records below it, as the
 //!   host's streamed build does.
 //!
+//! # Memory
+//!
+//! Per executor: a slot per own task in flight (kernel, params, regions; reused), its map
+//! replica (bounded by what is in flight, thanks to retiring), and 8 bytes per task walked (global
+//! index → id, deduplication stamp). Shared: 8 bytes per task and per edge in [`TaskStates`], 4
+//! bytes per task in the owner table. No executor holds a task list or a graph.
+//!
 //! # Why this cannot deadlock
 //!
 //! Dependencies point backwards in the global order. Suppose every executor waits (window full
