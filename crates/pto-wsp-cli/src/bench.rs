@@ -18,7 +18,8 @@
 //! against one thread), idle CPU (process CPU time while a streamed run has nothing to do, and
 //! while a gate blocks every ready task behind one sleeping task), the LLaMA layer end to end
 //! ([`crate::bench_llama`]), the kernels against direct baselines and the main job end to end
-//! ([`crate::bench_kernels`]).
+//! ([`crate::bench_kernels`]), and device generation against host builds on the LLaMA layer
+//! ([`crate::bench_devgen`]).
 //!
 //! Promise: every run is checked to have executed every task of its shape (a mismatch is an
 //! error, not a figure); nothing here panics on the options given. The output is not
@@ -70,6 +71,11 @@ pub struct BenchOptions {
     pub kernels: Option<crate::bench_kernels::KernelBench>,
     /// Bindings of the main-job section (after the job's defaults); `None`: no section.
     pub main_job: Option<Vec<String>>,
+    /// Sequence lengths of the device-generation section ([`crate::bench_devgen`]; none: no
+    /// section).
+    pub devgen: Vec<i64>,
+    /// Run only the device-generation section.
+    pub devgen_only: bool,
 }
 
 impl BenchOptions {
@@ -97,6 +103,8 @@ impl BenchOptions {
             },
             kernels: Some(crate::bench_kernels::KernelBench::new(quick)),
             main_job: Some(Vec::new()),
+            devgen: if quick { vec![1024] } else { vec![16384] },
+            devgen_only: false,
         }
     }
 }
@@ -147,16 +155,19 @@ pub fn bench<E: From<CliError>>(
          on 2 for dependent shapes (chain, tree, wavefront, random); build+run <= \
          {TARGET_BUILD_RUN} ns/task\n"
     ))?;
-    main_table(opts, &mut out)?;
-    scaling(opts, &mut out)?;
-    idle(opts, &mut out)?;
-    crate::bench_llama::llama(&opts.llama, &opts.threads, opts.repeat, &mut out)?;
-    if let Some(k) = &opts.kernels {
-        crate::bench_kernels::kernels(k, &mut out)?;
+    if !opts.devgen_only {
+        main_table(opts, &mut out)?;
+        scaling(opts, &mut out)?;
+        idle(opts, &mut out)?;
+        crate::bench_llama::llama(&opts.llama, &opts.threads, opts.repeat, &mut out)?;
+        if let Some(k) = &opts.kernels {
+            crate::bench_kernels::kernels(k, &mut out)?;
+        }
+        if let Some(binds) = &opts.main_job {
+            crate::bench_kernels::main_job(binds, &opts.threads, opts.repeat.min(3), &mut out)?;
+        }
     }
-    if let Some(binds) = &opts.main_job {
-        crate::bench_kernels::main_job(binds, &opts.threads, opts.repeat.min(3), &mut out)?;
-    }
+    crate::bench_devgen::devgen(&opts.devgen, &opts.threads, opts.repeat, &mut out)?;
     Ok(())
 }
 

@@ -51,6 +51,8 @@ pub struct RunOptions {
     pub outputs: Vec<String>,
     /// Draw progress bars on stderr (when it is a terminal).
     pub progress: bool,
+    /// Device-generation mode (every worker interprets the bytecode; no host-built graph).
+    pub device_gen: bool,
 }
 
 /// Wall-clock milliseconds of a run's phases.
@@ -202,6 +204,7 @@ pub fn run(
         profiling: opts.trace.is_some(),
         debug_checks: opts.debug_checks,
         kernels: registry,
+        device_gen: opts.device_gen,
         ..CompileOptions::default()
     };
     let mut program = compile(plan, options).map_err(|e| compile_error(&loaded, &e))?;

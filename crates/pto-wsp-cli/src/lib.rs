@@ -13,6 +13,7 @@
 
 pub mod aliases;
 pub mod bench;
+pub mod bench_devgen;
 pub mod bench_kernels;
 pub mod bench_llama;
 pub mod binds;
@@ -258,6 +259,19 @@ pub fn run_report(
         stats.tasks_per_ms()
     ));
     out.push_str(&format!("  per worker: {:?}\n", stats.per_worker));
+    if let Some(d) = &stats.device_gen {
+        let sum =
+            |f: fn(&pto_wsp::cpu::ExecutorStats) -> u64| -> u64 { d.executors.iter().map(f).sum() };
+        out.push_str(&format!(
+            "  device generation: {} executor(s) each walked {} tasks; own {:?}; cross-executor notifications {}, window stalls {}, parks {}\n",
+            d.executors.len(),
+            d.executors.first().map_or(0, |e| e.walked),
+            d.executors.iter().map(|e| e.own).collect::<Vec<_>>(),
+            sum(|e| e.sent),
+            sum(|e| e.window_stalls),
+            sum(|e| e.parks),
+        ));
+    }
     out.push_str(&format!(
         "  steals {}, window stalls {}, window overflows {}, gate stalls {}, batches {}, in-flight high-water {}, ready-queue high-water {}\n",
         c.steals, c.window_stalls, c.window_overflows, c.gate_stalls, c.batches, c.in_flight_hwm, c.ready_len_hwm

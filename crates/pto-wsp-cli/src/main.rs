@@ -112,6 +112,10 @@ enum Command {
         /// Draw no progress bar.
         #[arg(long, short)]
         quiet: bool,
+        /// Device-generation mode: every worker thread interprets the workload bytecode and
+        /// runs its own tasks as they are generated (no host-built graph).
+        #[arg(long)]
+        device_gen: bool,
     },
     /// Measure the CPU runtime's per-task overhead on Taskflow's benchmark shapes.
     Bench {
@@ -140,6 +144,15 @@ enum Command {
         /// Skip the main-job section (an LLM decode step end to end: build, run, check).
         #[arg(long)]
         no_main_job: bool,
+        /// Sequence lengths of the device-generation section (host build then run, host
+        /// streamed and device generation on the LLaMA layer), comma-separated; 0 skips it
+        /// (default: 16384; 1024 with --quick).
+        #[arg(long, value_delimiter = ',', value_name = "LIST",
+              value_parser = clap::value_parser!(i64).range(0..=1 << 20))]
+        devgen: Vec<i64>,
+        /// Run only the device-generation section.
+        #[arg(long)]
+        devgen_only: bool,
     },
 }
 
@@ -306,6 +319,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             check,
             empty_kernels,
             quiet,
+            device_gen,
         } => {
             let (name, text, main_job) = match &file {
                 Some(f) => (f.display().to_string(), read(f)?, false),
@@ -325,6 +339,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 inputs,
                 outputs,
                 progress: !quiet,
+                device_gen,
             };
             let mut header = Ok(());
             let outcome = pto_wsp_cli::exec::run(&name, &text, main_job, &opts, &mut |line| {
@@ -356,6 +371,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             llama,
             no_kernels,
             no_main_job,
+            devgen,
+            devgen_only,
         } => {
             let threads = threads.into_iter().map(usize::from).collect();
             let mut opts = pto_wsp_cli::bench::BenchOptions::new(shapes, quick, threads, repeat);
@@ -368,6 +385,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if no_main_job {
                 opts.main_job = None;
             }
+            if !devgen.is_empty() {
+                opts.devgen = devgen.into_iter().filter(|&s| s > 0).collect();
+            }
+            opts.devgen_only = devgen_only;
             pto_wsp_cli::bench::bench(&opts, emit)?;
         }
     }

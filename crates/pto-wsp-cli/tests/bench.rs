@@ -40,6 +40,7 @@ fn bench_runs_every_section_and_names_every_shape() {
         .map(String::from)
         .to_vec(),
     );
+    opts.devgen = vec![64];
     let text = bench_report(&opts).unwrap();
     for shape in shapes.iter().chain(&opts.scaling) {
         assert!(
@@ -60,6 +61,8 @@ fn bench_runs_every_section_and_names_every_shape() {
         "decode attention chunk",
         "main job",
         "PASS",
+        "Device generation (issue 6)",
+        "finished/devgen",
     ] {
         assert!(text.contains(section), "{section} missing:\n{text}");
     }

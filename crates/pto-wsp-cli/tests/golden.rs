@@ -353,3 +353,23 @@ fn fmt_write_rewrites_a_copy_into_canonical_form() {
     assert_eq!(std::fs::read_to_string(&file).expect("read back"), text);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn run_device_gen_prints_the_report_with_its_executors() {
+    for (name, tasks) in [("gemm", 4096), ("csp_pipeline", 48)] {
+        let file = format!("examples/{name}.wsp");
+        let args = ["run", &file, "--empty-kernels", "--check", "--threads", "2"];
+        let (code, host, stderr) = run(&args);
+        assert_eq!(code, 0, "{stderr}");
+        let (code, dev, stderr) = run(&[&args[..], &["--device-gen"]].concat());
+        assert_eq!(code, 0, "{stderr}");
+        let first = format!("{file}: ran {tasks} tasks");
+        assert!(host.starts_with(&first), "{host}");
+        assert!(dev.starts_with(&first), "{dev}");
+        assert!(!host.contains("device generation"), "{host}");
+        assert!(
+            dev.contains("device generation: 2 executor(s) each walked"),
+            "{dev}"
+        );
+    }
+}

@@ -114,24 +114,27 @@ impl<'a, S: TaskSource> KernelExec<'a, S> {
             .unwrap_or_else(|| format!("kernel#{k}"))
     }
 
-    fn run_task(
+    /// Runs task `t` on worker `w` given its module kernel index, params and regions (what
+    /// [`Exec::run`] does after reading them from the source; device-generation runs, which
+    /// keep each task's data on its executor, call it directly).
+    pub(crate) fn run_task(
         &self,
         t: TaskId,
         w: usize,
-        node: &TaskNode,
+        kernel: u32,
         params: &[u64],
         io: &[TaskIo],
     ) -> Result<(), TaskFailure> {
-        if node.kernel == BARRIER_KERNEL {
+        if kernel == BARRIER_KERNEL {
             return Ok(());
         }
         let fail = |message: String, panicked: bool| TaskFailure {
             index: None,
-            kernel: self.name(node.kernel),
+            kernel: self.name(kernel),
             message,
             panicked,
         };
-        let Some(Some(id)) = self.kernels.get(node.kernel as usize).copied() else {
+        let Some(Some(id)) = self.kernels.get(kernel as usize).copied() else {
             return Err(fail(
                 "no implementation is registered for this kernel".into(),
                 false,
@@ -208,7 +211,7 @@ impl<S: TaskSource> Exec for KernelExec<'_, S> {
         BUFS.with(|b| {
             let mut b = b.borrow_mut();
             self.source
-                .with_task(t, &mut b, |n, p, io| self.run_task(t, w, n, p, io))
+                .with_task(t, &mut b, |n, p, io| self.run_task(t, w, n.kernel, p, io))
         })
     }
 }

@@ -8,6 +8,8 @@
 //! - [`pool`]: the persistent worker threads and how a run is handed to all of them.
 //! - [`exec`]: what runs a task ([`Exec`]) and how a run fails ([`ExecError`]).
 //! - [`run`]: running a finished graph ([`StaticGraph`]) under a [`RunConfig`].
+//! - [`devgen`]: device-generation runs: every worker is an executor that interprets the
+//!   workload bytecode and runs its own tasks as they are generated (seed 000 §5–§6).
 //! - [`stream`]: building the graph on the calling thread while the workers run it.
 //! - [`table`]: the task table workers read during a streamed run.
 //! - [`kexec`]: the executor that runs registered kernels on tensor views ([`KernelExec`]).
@@ -27,6 +29,7 @@
 
 pub mod baseline;
 pub mod csp;
+pub mod devgen;
 mod engine;
 pub mod exec;
 mod idle;
@@ -40,6 +43,7 @@ pub mod stream;
 pub mod table;
 
 pub use csp::{CspError, CspOptions, Deadlock, run_pipeline};
+pub use devgen::{DevGenConfig, DevGenStats, DirectExec, ExecutorStats};
 pub use exec::{Exec, ExecError, NoopExec, TaskFailure};
 pub use kexec::{KernelExec, TaskSource, task_costs};
 pub use pool::WorkerPool;

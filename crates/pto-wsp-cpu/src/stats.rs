@@ -4,6 +4,7 @@
 use pto_wsp_graph::counters::CounterSnapshot;
 use pto_wsp_graph::tensor_map::MapStats;
 
+use crate::devgen::DevGenStats;
 use crate::sim::CycleStats;
 
 /// The wall-clock span of one task on one worker (nanoseconds since the run started).
@@ -45,6 +46,9 @@ pub struct RunStats {
     /// The TensorMap of a streamed run at its end: hits, misses, live entries and their
     /// high-water mark (bounded by what is in flight, since completed tasks are retired).
     pub tensor_map: MapStats,
+    /// Per-executor figures of a device-generation run ([`crate::devgen`]); `None` for host
+    /// builds.
+    pub device_gen: Option<DevGenStats>,
 }
 
 impl RunStats {

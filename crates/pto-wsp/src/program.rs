@@ -17,6 +17,11 @@
 //! A module whose entry is a CSP pipeline runs differently: each process on its own thread,
 //! running its own tasks in order, connected by bounded channels of the declared depth
 //! ([`pto_wsp_cpu::csp`]); a deadlock is reported naming the waiting processes and channels.
+//! With [`CompileOptions::device_gen`], [`compile`] also encodes the workload as bytecode and
+//! a run is a *device-generation* run instead: no orchestration thread; every worker thread
+//! interprets the bytecode, infers the dependencies into its own tasks and runs them as they
+//! are generated (`pto_wsp_cpu::devgen`). Same tasks, same edges, same numbers. A pipeline entry
+//! runs as processes on threads in either mode.
 
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -38,6 +43,8 @@ use pto_wsp_ir::{
 };
 use pto_wsp_kernels::{KernelId, KernelRegistry, StoreError, TensorStore};
 
+mod devgen;
+
 /// Options of [`compile`].
 #[derive(Clone)]
 pub struct CompileOptions {
@@ -53,6 +60,10 @@ pub struct CompileOptions {
     pub vector_workers: Option<usize>,
     /// The kernels tasks run.
     pub kernels: KernelRegistry,
+    /// Device-generation mode: compile the workload to bytecode and let every worker thread
+    /// interpret it and run its own tasks as they are generated, instead of a host thread
+    /// building the graph (see [`crate::program`]'s docs and `pto_wsp_cpu::devgen`).
+    pub device_gen: bool,
 }
 
 impl Default for CompileOptions {
@@ -64,6 +75,7 @@ impl Default for CompileOptions {
             debug_checks: false,
             vector_workers: None,
             kernels: KernelRegistry::with_builtins(),
+            device_gen: false,
         }
     }
 }
@@ -76,6 +88,7 @@ impl std::fmt::Debug for CompileOptions {
             .field("profiling", &self.profiling)
             .field("debug_checks", &self.debug_checks)
             .field("kernels", &self.kernels.len())
+            .field("device_gen", &self.device_gen)
             .finish()
     }
 }
@@ -106,6 +119,9 @@ pub enum CompileError {
         /// Registered kernel names.
         known: String,
     },
+    /// Device-generation mode: the workload cannot be encoded as bytecode.
+    #[error("device generation: cannot encode the workload as bytecode: {0}")]
+    Bytecode(String),
 }
 
 /// Why running a program failed.
@@ -188,6 +204,7 @@ pub fn backends() -> &'static [BackendInfo] {
             Capability::Execute,
             Capability::Streaming,
             Capability::WallTrace,
+            Capability::Bytecode,
         ],
     }]
 }
@@ -227,6 +244,11 @@ pub fn compile(plan: LoweredPlan, options: CompileOptions) -> Result<Program, Co
         .iter()
         .map(|k| k.name.name.clone())
         .collect();
+    let bytecode = if options.device_gen {
+        Some(devgen::compile_bytecode(&plan.module)?)
+    } else {
+        None
+    };
     let pool = WorkerPool::new(options.threads);
     Ok(Program {
         inner: Arc::new(Inner {
@@ -235,6 +257,7 @@ pub fn compile(plan: LoweredPlan, options: CompileOptions) -> Result<Program, Co
             names,
             pool,
             options,
+            bytecode,
         }),
         store: Arc::new(Mutex::new(None)),
         running: None,
@@ -248,6 +271,8 @@ struct Inner {
     names: Vec<String>,
     pool: WorkerPool,
     options: CompileOptions,
+    /// The decoded bytecode, in device-generation mode.
+    bytecode: Option<pto_wsp_bytecode::Program>,
 }
 
 /// A compiled program: runs its workload on the CPU simulation (see the module docs).
@@ -335,11 +360,16 @@ impl Inner {
 
     fn execute(&self, bindings: &Bindings, store: &mut TensorStore) -> Result<RunStats, RunError> {
         let module = &self.plan.module;
-        if module
+        // A pipeline is a program, not a graph (its bounded channels order its processes), so
+        // it runs as processes on threads in either mode.
+        let pipeline = module
             .entry_name()
             .and_then(|e| module.pipeline(e))
-            .is_some()
-        {
+            .is_some();
+        if let (Some(bytecode), false) = (&self.bytecode, pipeline) {
+            return self.execute_devgen(bytecode, bindings, store);
+        }
+        if pipeline {
             // A pipeline runs as processes on threads with bounded channels (pto_wsp_cpu::csp).
             let options = pto_wsp_cpu::CspOptions {
                 trace: self.options.profiling

@@ -143,7 +143,7 @@ impl Gen {
 }
 
 /// A random module and the dependency mode its schedule uses.
-fn module_text(seed: u64) -> (String, DepsMode) {
+pub(crate) fn module_text(seed: u64) -> (String, DepsMode) {
     let mut rng = Rng(seed | 1);
     let mode = *rng.pick(&[DepsMode::Exact, DepsMode::Overlap, DepsMode::Hybrid]);
     let pools = ["@vector", "@cube", ""];
@@ -358,6 +358,11 @@ fn check_module(seed: u64) {
 /// Runs `text` (kernels `kr`, `ki`, `k2` with a unique id as the last parameter, tensors
 /// `T0..T2` of 8 × 8) and checks it against the expander and the sequential reference.
 fn check_text(text: &str, mode: DepsMode) {
+    check_text_in(text, mode, false);
+}
+
+/// [`check_text`], in device-generation mode when `device_gen` (`CompileOptions::device_gen`).
+pub(crate) fn check_text_in(text: &str, mode: DepsMode, device_gen: bool) {
     let text = text.to_string();
     let module = parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let b = Bindings::new();
@@ -385,6 +390,7 @@ fn check_text(text: &str, mode: DepsMode) {
                 threads,
                 debug_checks: true,
                 kernels: registry(&clock, &runs),
+                device_gen,
                 ..CompileOptions::default()
             },
         )
@@ -399,7 +405,7 @@ fn check_text(text: &str, mode: DepsMode) {
         p.execute(&b)
             .unwrap_or_else(|e| panic!("threads {threads}: {e}\n{text}"));
         let runs = runs.lock().unwrap();
-        let ctx = || format!("threads {threads}, module:\n{text}");
+        let ctx = || format!("threads {threads}, device_gen {device_gen}, module:\n{text}");
         assert_eq!(runs.len(), x.tasks.len(), "task count; {}", ctx());
         for (i, t) in x.tasks.iter().enumerate() {
             let (name, regions, _, _, n) = runs

@@ -1,0 +1,256 @@
+//! The device-generation section of `pto-wsp bench`: the LLaMA-7B prefill layer
+//! (`examples/llama7b_layer.wsp`, 248,832 tasks at 16K tokens) with every kernel empty, run end
+//! to end three ways in one process, back to back:
+//!
+//! - `finished`: host build, then run — the reference expander fed into the
+//!   dependency-inferring builder on this thread, the graph finished (CSR), then run on the pool
+//!   ([`StaticGraph`], [`WorkerPool::run`]);
+//! - `streamed`: [`pto_wsp::Program::execute`] of a host build — an orchestration thread
+//!   expanding and building while the workers run (window and all);
+//! - `devgen`: [`pto_wsp::Program::execute`] in device-generation mode
+//!   ([`CompileOptions::device_gen`]) — every worker interprets the bytecode and runs its own
+//!   tasks as they are generated (`pto_wsp::cpu::devgen`).
+//!
+//! Why: seed 000's claim is that executor-local generation beats building the graph on the host
+//! and shipping it. The machine this runs on is shared and noisy, so each round runs the three
+//! modes one after the other and the section reports, besides each mode's best time, the
+//! **median over rounds of the per-round ratios** `finished / devgen` and `streamed / devgen`
+//! (above 1: device generation is faster).
+//!
+//! Every mode runs the same kernels (registered, empty) through the same kernel executor, under
+//! the example's schedule with its `deps` mode replaced (`exact`, the cheapest inference, and the
+//! example's own `hybrid`). Every run is checked to have run every task.
+
+use crate::CliError;
+use crate::bench::thousands;
+use pto_wsp::cpu::{KernelExec, PoolSplit, RunConfig, StaticGraph, WorkerPool};
+use pto_wsp::graph::ExecDomain;
+use pto_wsp::graph::builder::{ExactMap, GraphBuilder};
+use pto_wsp::graph::feed::{NoHooks, feed};
+use pto_wsp::graph::ready::ReadyKind;
+use pto_wsp::ir::{Bindings, DepsMode, Dispatch, ExpandOptions, Module, PoolsPolicy, parse};
+use pto_wsp::kernels::{KernelRegistry, TensorStore};
+use pto_wsp::{CompileOptions, compile, lower};
+use std::time::{Duration, Instant};
+
+/// The example, as shipped.
+const LLAMA: &str = include_str!("../../../examples/llama7b_layer.wsp");
+
+/// The modes, in the order each round runs them.
+const MODES: [&str; 3] = ["finished", "streamed", "devgen"];
+
+/// The example with its `deps` mode replaced by `mode`.
+fn module(mode: DepsMode) -> Result<Module, CliError> {
+    let kw = match mode {
+        DepsMode::Exact => "exact",
+        DepsMode::Overlap => "overlap",
+        DepsMode::Hybrid => "hybrid",
+        DepsMode::Explicit => "explicit",
+    };
+    let text = LLAMA.replace("deps hybrid;", &format!("deps {kw};"));
+    parse(&text).map_err(|e| CliError::plain(format!("bench: the LLaMA example: {e}")))
+}
+
+/// A registry where every kernel of `m` is empty.
+fn empty_kernels(m: &Module) -> KernelRegistry {
+    let mut r = KernelRegistry::new();
+    for k in &m.kernels {
+        r.register(&k.name.name, |_| Ok(()));
+    }
+    r
+}
+
+/// The median of `xs` (not empty).
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+/// What the host's build-then-run needs besides the module: the same kernels, tensors and
+/// worker configuration a [`Program`] of the module uses.
+struct Finished<'m> {
+    module: &'m Module,
+    deps: DepsMode,
+    registry: KernelRegistry,
+    ids: Vec<Option<pto_wsp::kernels::KernelId>>,
+    names: Vec<String>,
+    store: TensorStore,
+    config: RunConfig,
+    /// A pool of the same size as the programs'.
+    pool: WorkerPool,
+}
+
+impl<'m> Finished<'m> {
+    fn new(
+        module: &'m Module,
+        b: &Bindings,
+        deps: DepsMode,
+        threads: usize,
+    ) -> Result<Self, CliError> {
+        let registry = empty_kernels(module);
+        let c = lower(module)
+            .map_err(|e| CliError::plain(e.to_string()))?
+            .config;
+        Ok(Finished {
+            module,
+            deps,
+            ids: module
+                .kernels
+                .iter()
+                .map(|k| registry.lookup(&k.name.name))
+                .collect(),
+            names: module.kernels.iter().map(|k| k.name.name.clone()).collect(),
+            registry,
+            store: TensorStore::new(module, b)
+                .map_err(|e| CliError::plain(format!("bench: tensors: {e}")))?,
+            config: RunConfig {
+                ready: ReadyKind::from(&c.ready),
+                pools: match c.pools {
+                    PoolsPolicy::Single => PoolSplit::Single,
+                    PoolsPolicy::ByExecUnit => PoolSplit::ByExecUnit {
+                        vector: threads / 2,
+                    },
+                },
+                placement: !matches!(c.dispatch, Dispatch::WorkSteal),
+                gate: None,
+                batch: 1,
+                trace: false,
+            },
+            pool: WorkerPool::new(threads),
+        })
+    }
+
+    /// Expand, build, finish, run; the time and the tasks run.
+    fn run(&self, b: &Bindings) -> Result<(Duration, u64), CliError> {
+        let t0 = Instant::now();
+        let mut builder = GraphBuilder::with_exact_map(self.deps, ExactMap::Growable);
+        feed(
+            self.module,
+            b,
+            &ExpandOptions::default(),
+            &mut builder,
+            &mut NoHooks,
+            ExecDomain::default(),
+        )
+        .map_err(|e| CliError::plain(format!("bench: build: {e}")))?;
+        let graph = StaticGraph::new(builder.finish());
+        let exec = KernelExec::new(
+            graph.storage(),
+            &self.store,
+            &self.registry,
+            &self.ids,
+            &self.names,
+            false,
+        );
+        let s = self
+            .pool
+            .run(&graph, &self.config, &exec)
+            .map_err(|e| CliError::plain(format!("bench: finished run: {e}")))?;
+        Ok((t0.elapsed(), s.tasks))
+    }
+}
+
+/// Runs the section for sequence lengths `seqs` on `threads`, `repeat` rounds per figure.
+pub fn devgen<E: From<CliError>>(
+    seqs: &[i64],
+    threads: &[usize],
+    repeat: u32,
+    out: &mut impl FnMut(&str) -> Result<(), E>,
+) -> Result<(), E> {
+    if seqs.is_empty() {
+        return Ok(());
+    }
+    out(&format!(
+        "\nDevice generation (issue 6): LLaMA-7B prefill layer, empty kernels, end to end, ns/task \
+         (best of {repeat} rounds); finished = host build then run, streamed = host build while \
+         running (Program::execute), devgen = every worker interprets the bytecode and runs its \
+         own tasks; speedup = median over rounds of (mode time / devgen time) within a round\n\
+         {:>6} {:>7} {:>9} {:>7} {:>9} {:>9} {:>9} {:>16} {:>16}\n",
+        "seq",
+        "deps",
+        "tasks",
+        "threads",
+        "finished",
+        "streamed",
+        "devgen",
+        "finished/devgen",
+        "streamed/devgen"
+    ))?;
+    for &seq in seqs {
+        for mode in [DepsMode::Exact, DepsMode::Hybrid] {
+            let m = module(mode)?;
+            let b = Bindings::new().symbol("seq", seq);
+            let mut tasks = 0u64;
+            pto_wsp::ir::expand_each(&m, &b, &ExpandOptions::default(), |_, _| tasks += 1)
+                .map_err(|e| CliError::plain(format!("bench: expand: {e}")))?;
+            for &t in threads {
+                let plan = || lower(&m).map_err(|e| CliError::plain(e.to_string()));
+                let program = |device_gen| {
+                    compile(
+                        plan()?,
+                        CompileOptions {
+                            threads: t,
+                            kernels: empty_kernels(&m),
+                            device_gen,
+                            ..CompileOptions::default()
+                        },
+                    )
+                    .map_err(|e| CliError::plain(e.to_string()))
+                };
+                let mut streamed = program(false)?;
+                let mut dev = program(true)?;
+                let finished = Finished::new(&m, &b, mode, t)?;
+                let mut best = [f64::MAX; 3];
+                let mut ratios = [Vec::new(), Vec::new()];
+                for _ in 0..repeat {
+                    let mut round = [0.0f64; 3];
+                    for (k, name) in MODES.iter().enumerate() {
+                        let (dt, ran) = match k {
+                            0 => finished.run(&b)?,
+                            _ => {
+                                let p = if k == 1 { &mut streamed } else { &mut dev };
+                                let t0 = Instant::now();
+                                let s = p.execute(&b).map_err(|e| {
+                                    CliError::plain(format!("bench: {name} run: {e}"))
+                                })?;
+                                (t0.elapsed(), s.tasks)
+                            }
+                        };
+                        if ran < tasks {
+                            return Err(CliError::plain(format!(
+                                "bench: the {name} run ran {ran} of {tasks} tasks"
+                            ))
+                            .into());
+                        }
+                        round[k] = dt.as_nanos() as f64;
+                        best[k] = best[k].min(round[k]);
+                    }
+                    ratios[0].push(round[0] / round[2]);
+                    ratios[1].push(round[1] / round[2]);
+                }
+                let n = tasks.max(1) as f64;
+                let [r0, r1] = ratios;
+                out(&format!(
+                    "{seq:>6} {:>7} {:>9} {t:>7} {:>9.0} {:>9.0} {:>9.0} {:>15.2}x {:>15.2}x\n",
+                    if mode == DepsMode::Hybrid {
+                        "hybrid"
+                    } else {
+                        "exact"
+                    },
+                    thousands(tasks as usize),
+                    best[0] / n,
+                    best[1] / n,
+                    best[2] / n,
+                    median(r0),
+                    median(r1),
+                ))?;
+            }
+        }
+    }
+    Ok(())
+}

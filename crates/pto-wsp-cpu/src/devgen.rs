@@ -1,0 +1,1059 @@
+//! Device-generation runs (seed 000 §5–§6): every executor interprets the workload bytecode
+//! itself and runs its own tasks as they are generated. No task list, no graph and no
+//! orchestration thread exist anywhere; what crosses executors is one atomic state per task and
+//! completion notifications.
+//!
+//! Why: a host that expands a 200K-task workload and builds its graph before (or while) the
+//! executors run pays for every task on one thread, and ships every task to the device. Seed 000
+//! ships ~1 KB of bytecode instead and lets each executor (an AICPU) generate its share. This
+//! module is that execution model on the CPU simulation: the pool's worker threads are the
+//! executors.
+//!
+//! # Shape of a run
+//!
+//! `E` executors (the pool's threads) share one [`TaskStates`] (the streaming completion protocol
+//! of `pto-wsp-graph`), one owner table and one inbox per executor. Each executor runs an
+//! [`Interpreter`] over **every** task of the program (the interpreter's "all executors"
+//! configuration, not its own-tasks-only mode) and numbers them exactly as the host's feeder
+//! does: tasks and barrier tasks (one per structural order edge with several earlier tasks) in
+//! generation order. Every executor sees the same stream, so every executor assigns the same ids.
+//!
+//! - **Replica of the TensorMap.** Each executor records every task's regions — its own and the
+//!   others' — in its own [`AnyTensorMap`], in id order, exactly as the host builder does. So it
+//!   infers exactly the host build's edges into any task; it keeps only the edges *into its own
+//!   tasks*. A foreign task costs its generation and its map accesses, nothing else.
+//! - **Ownership.** A task belongs to executor `target mod E`, or `index mod E` when it has no
+//!   dispatch target (`work_steal`): the bytecode's rule, with the pool's thread count as `E`
+//!   (dispatch targets themselves are the schedule's, exactly the reference expander's). A barrier
+//!   task belongs to `id mod E`. The owner alone wires the edges into a task
+//!   ([`TaskStates::add_edge`]`(pred, own)`, `pred` of any executor), seals it, keeps its kernel,
+//!   params and regions, runs it and completes it.
+//! - **Completion.** [`TaskStates::complete`] reports each successor that became ready; one of
+//!   the completing executor's goes to its local ready queue, another's into that executor's
+//!   inbox (its completion notification ring), and that executor is woken if it sleeps
+//!   (`Idle`: a per-executor park slot, spin first, never a busy wait while idle). The owner of a
+//!   successor is read from the **owner table**: the owner writes `(owner, slot)` for each of its
+//!   tasks before wiring any edge into it.
+//! - **Pipelining.** An executor alternates generation and execution: after each of its own
+//!   tasks (and every [`POLL_EVERY`] tasks of others) it runs every task that is ready; when its
+//!   **window** (own tasks generated and not completed) is full, it runs ready tasks — parking when
+//!   there are none — until a slot frees. After generation it runs its remaining tasks and
+//!   returns; it needs nothing from the others once its own tasks are complete.
+//! - **Forgetting.** Every `RETIRE_EVERY` tasks an executor advances a completed-prefix watermark
+//!   ([`TaskStates::is_complete`], an acquire load) and retires its map's records below it, as the
+//!   host's streamed build does.
+//!
+//! # Memory
+//!
+//! Per executor: a slot per own task in flight (kernel, params, regions; reused), its map
+//! replica (bounded by what is in flight, thanks to retiring), and 8 bytes per task walked (global
+//! index → id, deduplication stamp). Shared: 8 bytes per task and per edge in [`TaskStates`], 4
+//! bytes per task in the owner table. No executor holds a task list or a graph.
+//!
+//! # Why this cannot deadlock
+//!
+//! Dependencies point backwards in the global order. Suppose every executor waits (window full
+//! with nothing ready, or generation over with nothing ready) and let `t` be the smallest id of a
+//! task not yet completed. If its owner `O` has not generated `t`, every task `O` generated is
+//! older than `t`, hence complete: `O`'s window is empty and its generation is not over, so `O` is
+//! not waiting. If `O` has generated `t`, every predecessor of `t` is older, hence complete: the
+//! last one's completion (or `O`'s own seal) made `t` ready and put it in `O`'s ready queue or
+//! inbox, waking `O` — so `O` is not waiting either. Hence some executor always makes progress,
+//! with any window of at least one task; the idle protocol's pre-park re-check of the inbox
+//! makes sure a wake-up is not lost. (Inboxes are unbounded queues, but what is in one is always
+//! at most its executor's window: a task becomes ready once.)
+//!
+//! # Memory orderings
+//!
+//! - The owner's writes of a task's slot and owner-table entry are sequenced before
+//!   [`TaskStates::seal`] (and before any `add_edge` into it). A completing executor reads the
+//!   owner entry (relaxed) only for successors `complete` reported ready, which happens after the
+//!   seal and after the `add_edge`'s release CAS that its `AcqRel` swap acquired.
+//! - A task's data effects reach its successors through the protocol of [`TaskStates`] (release
+//!   on completion, acquire by the last releaser or the sealing owner) and then through the
+//!   inbox (a `crossbeam` injector: its push happens before the pop that takes the task).
+//! - The abort flag is raised with `SeqCst` before every executor is woken; executors check it
+//!   before every task and every wait.
+//!
+//! # Errors
+//!
+//! A kernel error or panic becomes the [`ExecError::Kernel`] of a host run, naming the task by its
+//! global index (the expander's) and its kernel. An interpretation error (bindings, arithmetic, a
+//! region out of its tensor) becomes [`ExecError::Build`]. The first error wins; the abort flag
+//! stops every executor (each finishes at most the kernel it is running) and the pool runs again.
+//!
+//! # What a device-generation run does not do
+//!
+//! The schedule's host-runtime knobs — ready policy, pools (`by_exec_unit`), issue gates,
+//! dependency batching, start policy, window *mode* (`abort`, `benchmark`) — belong to the host
+//! build's shared ready queues; here each executor runs its own tasks in the order they become
+//! ready, and its window always stalls. The cycle-cost model needs the host-built graph. And the
+//! facade runs a *pipeline* entry as processes on threads in either mode (`pto_wsp_cpu::csp`):
+//! the expander's unbounded Kahn order, which this module follows, does not honour channel
+//! depths, so a pipeline that reuses buffers would read the wrong ones here.
+
+use std::collections::VecDeque;
+use std::ops::{ControlFlow, Range};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::Instant;
+
+use crossbeam_deque::{Injector, Steal};
+use crossbeam_utils::CachePadded;
+use pto_wsp_bytecode::{Bound, ExecutorConfig, Interpreter, Program, Task, TaskSink};
+use pto_wsp_graph::TaskId;
+use pto_wsp_graph::builder::{ExactMap, RETIRE_EVERY};
+use pto_wsp_graph::counters::CounterSnapshot;
+use pto_wsp_graph::feed::BARRIER_KERNEL;
+use pto_wsp_graph::state::TaskStates;
+use pto_wsp_graph::sync::{AtomicBool, AtomicU32, Mutex, OnceLock, Ordering, lock};
+use pto_wsp_graph::tensor_map::{AnyTensorMap, MapStats, TensorMap};
+use pto_wsp_graph::types::{EdgeKind, Region, TaskIo};
+use pto_wsp_ir::{DepsMode, OrderEdge};
+
+use crate::exec::{ExecError, NoopExec, TaskFailure};
+use crate::idle::Idle;
+use crate::kexec::{KernelExec, TaskSource};
+use crate::pool::{WorkerPool, panic_message};
+use crate::stats::{RunStats, Span};
+
+/// The default window: own tasks in flight per executor.
+pub const DEFAULT_WINDOW: usize = 1024;
+/// The largest window (a slot number has 24 bits in the owner table).
+pub const MAX_WINDOW: usize = (1 << SLOT_BITS) - 1;
+/// The most executors (an owner has 8 bits in the owner table).
+pub const MAX_EXECUTORS: usize = 256;
+/// Tasks of other executors an executor walks between two looks at its ready tasks.
+pub const POLL_EVERY: u32 = 32;
+
+const SLOT_BITS: u32 = 24;
+const SLOT_MASK: u32 = (1 << SLOT_BITS) - 1;
+/// Global index of a barrier task's slot (it has none).
+const NO_INDEX: u32 = u32::MAX;
+
+/// How a device-generation run infers and bounds its work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DevGenConfig {
+    /// Dependency inference mode (each executor's replica of the TensorMap).
+    pub deps: DepsMode,
+    /// The exact-key map for exact mode.
+    pub exact: ExactMap,
+    /// Own tasks an executor may have generated and not completed before its generation pauses
+    /// (clamped to `1..=MAX_WINDOW`).
+    pub window: usize,
+    /// Record every task's wall-clock span.
+    pub trace: bool,
+    /// Keep every edge wired into [`RunStats::edge_list`] (predecessor, successor by task id;
+    /// edges whose producer had already completed included, those dropped with retired map
+    /// records not): the host build's edges, for tests and tools.
+    pub record_edges: bool,
+}
+
+impl Default for DevGenConfig {
+    fn default() -> DevGenConfig {
+        DevGenConfig {
+            deps: DepsMode::Exact,
+            exact: ExactMap::Growable,
+            window: DEFAULT_WINDOW,
+            trace: false,
+            record_edges: false,
+        }
+    }
+}
+
+/// What one executor of a device-generation run did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExecutorStats {
+    /// Tasks its interpreter generated, every executor's (barrier tasks included): each
+    /// executor walks the whole program.
+    pub walked: u64,
+    /// Of those, its own (which it ran, unless the run failed).
+    pub own: u64,
+    /// Edges into its own tasks the protocol accepted (the producer had not completed).
+    pub edges: u64,
+    /// Edges into its own tasks that cost nothing: the producer had already completed.
+    pub refused: u64,
+    /// Successors its completions made ready that belong to another executor (sent to that
+    /// executor's inbox).
+    pub sent: u64,
+    /// Times its window was full when its next own task came.
+    pub window_stalls: u64,
+    /// Times it parked with nothing to run.
+    pub parks: u64,
+    /// Most own tasks in flight at once.
+    pub in_flight_hwm: u64,
+    /// Nanoseconds from the start of the run to the end of its generation.
+    pub generated_ns: u64,
+}
+
+/// Per-executor figures of a device-generation run ([`RunStats::device_gen`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DevGenStats {
+    /// One entry per executor.
+    pub executors: Vec<ExecutorStats>,
+}
+
+/// Runs one task given its data (device-generation runs keep each task's data on its executor).
+/// Must not panic: an implementation that calls user code catches its panics (a panic that
+/// escapes anyway fails the run as an internal error).
+pub trait DirectExec: Sync {
+    /// Runs task `task` (graph id) with module kernel `kernel`, scalar `params` and regions `io`
+    /// on executor `executor`.
+    fn run_task(
+        &self,
+        task: TaskId,
+        executor: usize,
+        kernel: u32,
+        params: &[u64],
+        io: &[TaskIo],
+    ) -> Result<(), TaskFailure>;
+}
+
+impl DirectExec for NoopExec {
+    #[inline]
+    fn run_task(
+        &self,
+        _: TaskId,
+        _: usize,
+        _: u32,
+        _: &[u64],
+        _: &[TaskIo],
+    ) -> Result<(), TaskFailure> {
+        Ok(())
+    }
+}
+
+impl<S: TaskSource> DirectExec for KernelExec<'_, S> {
+    #[inline]
+    fn run_task(
+        &self,
+        task: TaskId,
+        executor: usize,
+        kernel: u32,
+        params: &[u64],
+        io: &[TaskIo],
+    ) -> Result<(), TaskFailure> {
+        KernelExec::run_task(self, task, executor, kernel, params, io)
+    }
+}
+
+/// log2 of the owner table's first segment; segment `k` holds `2^(FIRST_BITS + k)` entries.
+const FIRST_BITS: u32 = 12;
+const SEGMENTS: usize = (33 - FIRST_BITS) as usize;
+
+/// Per task id: `owner << SLOT_BITS | slot`, written by the owner before the task can become
+/// ready, read by whoever completes a predecessor. Segments are allocated on first write and
+/// never move (as the arenas of [`TaskStates`]).
+struct OwnerTable {
+    segments: Box<[OnceLock<Box<[AtomicU32]>>]>,
+}
+
+impl OwnerTable {
+    fn new() -> OwnerTable {
+        OwnerTable {
+            segments: (0..SEGMENTS).map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    #[inline]
+    fn locate(i: u32) -> (usize, usize) {
+        let j = u64::from(i) + (1u64 << FIRST_BITS);
+        let top = 63 - j.leading_zeros();
+        ((top - FIRST_BITS) as usize, (j - (1u64 << top)) as usize)
+    }
+
+    #[inline]
+    fn set(&self, id: u32, owner: u32, slot: u32) {
+        let (seg, off) = Self::locate(id);
+        let s = self.segments[seg].get_or_init(|| {
+            (0..1usize << (FIRST_BITS as usize + seg))
+                .map(|_| AtomicU32::new(0))
+                .collect()
+        });
+        s[off].store(owner << SLOT_BITS | slot, Ordering::Relaxed);
+    }
+
+    /// `(owner, slot)` of a task whose owner has written it (see the module docs).
+    #[inline]
+    fn get(&self, id: u32) -> (usize, usize) {
+        let (seg, off) = Self::locate(id);
+        let Some(s) = self.segments[seg].get() else {
+            panic!("device generation: task {id} became ready before its owner recorded it");
+        };
+        let v = s[off].load(Ordering::Relaxed);
+        ((v >> SLOT_BITS) as usize, (v & SLOT_MASK) as usize)
+    }
+}
+
+/// What every executor of a run shares.
+struct Shared<'r, E: DirectExec> {
+    program: &'r Program,
+    bound: &'r Bound,
+    exec: &'r E,
+    config: DevGenConfig,
+    executors: u32,
+    window: usize,
+    states: TaskStates,
+    owners: OwnerTable,
+    inboxes: Box<[CachePadded<Injector<u32>>]>,
+    idle: Idle,
+    abort: AtomicBool,
+    error: Mutex<Option<ExecError>>,
+    reports: Mutex<Vec<Report>>,
+    t0: Instant,
+}
+
+/// What one executor hands back at the end.
+struct Report {
+    executor: usize,
+    ran: u64,
+    stats: ExecutorStats,
+    spans: Vec<Span>,
+    map: MapStats,
+    edges: Vec<(u32, u32)>,
+}
+
+impl<E: DirectExec> Shared<'_, E> {
+    /// Stops the run with `error` (the first error wins) and wakes every executor.
+    fn fail(&self, error: ExecError) {
+        {
+            let mut e = lock(&self.error);
+            if e.is_none() {
+                *e = Some(error);
+            }
+        }
+        self.abort.store(true, Ordering::SeqCst);
+        self.idle.wake_all();
+    }
+
+    #[inline]
+    fn aborted(&self) -> bool {
+        self.abort.load(Ordering::Relaxed)
+    }
+
+    /// Executor `w`'s whole part of the run; a panic that escapes fails the run.
+    fn executor(&self, w: usize) {
+        let mut ex = Executor::new(self, w as u32);
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| ex.run())) {
+            self.fail(ExecError::Internal(format!(
+                "executor {w} panicked: {}",
+                panic_message(&*p)
+            )));
+        }
+        ex.stats.edges = ex.wiring.accepted;
+        ex.stats.refused = ex.wiring.refused;
+        let report = Report {
+            executor: w,
+            ran: ex.ran,
+            stats: ex.stats,
+            spans: std::mem::take(&mut ex.spans),
+            map: ex.map.stats(),
+            edges: ex.wiring.edges.take().unwrap_or_default(),
+        };
+        lock(&self.reports).push(report);
+    }
+}
+
+/// The run stops (the error, if any, is recorded in [`Shared`]).
+struct Stopped;
+
+/// An own task's data, kept from its generation to its completion.
+#[derive(Debug, Default)]
+struct Slot {
+    id: u32,
+    /// Global index (the expander's), or [`NO_INDEX`] for a barrier.
+    index: u32,
+    kernel: u32,
+    params: Vec<u64>,
+    io: Vec<TaskIo>,
+}
+
+/// An announced order edge whose later range is being generated.
+struct Open {
+    before: Range<u32>,
+    after_start: u32,
+    /// What every task of the later range waits for: the one earlier task, or a barrier.
+    dep: u32,
+}
+
+/// One executor: the interpreter's sink, and the runner of its own tasks.
+struct Executor<'s, 'r, E: DirectExec> {
+    sh: &'s Shared<'r, E>,
+    me: u32,
+    map: AnyTensorMap,
+    /// Ids handed out so far (tasks and barriers).
+    next_id: u32,
+    /// Global index -> task id.
+    ids: Vec<u32>,
+    wiring: Wiring,
+    open: Vec<Open>,
+    /// The regions of the task being generated.
+    io: Vec<TaskIo>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    ready: VecDeque<u32>,
+    in_flight: usize,
+    /// Every task below this id has completed (as far as this executor has looked).
+    completed_below: u32,
+    retire_in: u32,
+    poll_in: u32,
+    ran: u64,
+    stats: ExecutorStats,
+    spans: Vec<Span>,
+}
+
+impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
+    fn new(sh: &'s Shared<'r, E>, me: u32) -> Self {
+        Executor {
+            sh,
+            me,
+            map: AnyTensorMap::for_mode(sh.config.deps, sh.config.exact),
+            next_id: 0,
+            ids: Vec::new(),
+            wiring: Wiring {
+                seen: Vec::new(),
+                edges: sh.config.record_edges.then(Vec::new),
+                accepted: 0,
+                refused: 0,
+            },
+            open: Vec::new(),
+            io: Vec::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            ready: VecDeque::new(),
+            in_flight: 0,
+            completed_below: 0,
+            retire_in: RETIRE_EVERY,
+            poll_in: POLL_EVERY,
+            ran: 0,
+            stats: ExecutorStats::default(),
+            spans: Vec::new(),
+        }
+    }
+
+    /// Generate everything (running own tasks on the way), then run what is left.
+    fn run(&mut self) {
+        let sh = self.sh;
+        match Interpreter::new(sh.program, sh.bound, ExecutorConfig::all()) {
+            Ok(mut interp) => {
+                if let Err(e) = interp.run(self) {
+                    sh.fail(ExecError::Build(e.to_string()));
+                }
+            }
+            Err(e) => sh.fail(ExecError::Build(e.to_string())),
+        }
+        self.stats.generated_ns = sh.t0.elapsed().as_nanos() as u64;
+        while self.in_flight > 0 {
+            if self.wait_and_run().is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Fails the run with `error`.
+    fn stop(&self, error: ExecError) -> Stopped {
+        self.sh.fail(error);
+        Stopped
+    }
+
+    /// The next task id (recorded in the dedup stamps).
+    fn alloc(&mut self) -> Result<u32, Stopped> {
+        let id = self.next_id;
+        if id >= u32::MAX - 1 {
+            return Err(self.stop(ExecError::Build("more than 2^32 - 2 tasks".into())));
+        }
+        self.next_id += 1;
+        self.wiring.seen.push(u32::MAX);
+        self.stats.walked += 1;
+        Ok(id)
+    }
+
+    /// Waits until the window has room for one more own task (running ready tasks meanwhile).
+    fn make_room(&mut self) -> Result<(), Stopped> {
+        if self.in_flight < self.sh.window {
+            return Ok(());
+        }
+        self.stats.window_stalls += 1;
+        while self.in_flight >= self.sh.window {
+            self.wait_and_run()?;
+        }
+        Ok(())
+    }
+
+    /// A free slot for own task `id` (recorded in the owner table).
+    fn take_slot(&mut self, id: u32) -> usize {
+        let slot = match self.free.pop() {
+            Some(s) => s as usize,
+            None => {
+                self.slots.push(Slot::default());
+                self.slots.len() - 1
+            }
+        };
+        self.slots[slot].id = id;
+        self.sh.owners.set(id, self.me, slot as u32);
+        slot
+    }
+
+    /// Own task `id` is wired: seal it, and queue it if nothing is left to wait for.
+    fn sealed(&mut self, id: u32) {
+        self.in_flight += 1;
+        self.stats.own += 1;
+        self.stats.in_flight_hwm = self.stats.in_flight_hwm.max(self.in_flight as u64);
+        if self.sh.states.seal(TaskId(id)) {
+            self.ready.push_back(id);
+        }
+    }
+
+    /// One generated task: record its regions; if it is ours, wire, keep and seal it.
+    fn submit(&mut self, task: &Task<'_>) -> Result<(), Stopped> {
+        let e = self.sh.executors;
+        let owner = task.target.map_or(task.index % e, |t| t % e);
+        let own = owner == self.me;
+        if own {
+            self.make_room()?;
+        }
+        let id = self.alloc()?;
+        if self.ids.len() != task.index as usize {
+            return Err(self.stop(ExecError::Internal(format!(
+                "device generation: task index {} arrived as the {}th task",
+                task.index,
+                self.ids.len()
+            ))));
+        }
+        self.ids.push(id);
+        self.io.clear();
+        for r in task.regions() {
+            match Region::new(r.tensor, r.start, r.size) {
+                Ok(region) => self.io.push(TaskIo::new(region, r.access)),
+                Err(err) => {
+                    return Err(self.stop(ExecError::Build(format!("task #{}: {err}", task.index))));
+                }
+            }
+        }
+        if let Err(full) = self.map.has_room(self.io.len()) {
+            return Err(self.stop(ExecError::Build(format!("task #{}: {full}", task.index))));
+        }
+        if own {
+            let slot = self.take_slot(id);
+            let sh = self.sh;
+            let Executor {
+                map,
+                io,
+                wiring,
+                open,
+                ..
+            } = self;
+            let mut pred = |p: TaskId, _: EdgeKind| wiring.wire(&sh.states, p, id);
+            for x in io.iter() {
+                map.access(TaskId(id), &x.region, x.access(), &mut pred);
+            }
+            for o in open.iter() {
+                pred(TaskId(o.dep), EdgeKind::Explicit);
+            }
+            let s = &mut self.slots[slot];
+            s.index = task.index;
+            s.kernel = task.kernel;
+            s.params.clear();
+            s.params.extend(task.params.iter().map(|v| v.to_bits()));
+            std::mem::swap(&mut s.io, &mut self.io);
+            self.sealed(id);
+        } else {
+            let mut ignore = |_: TaskId, _: EdgeKind| {};
+            for x in &self.io {
+                self.map
+                    .access(TaskId(id), &x.region, x.access(), &mut ignore);
+            }
+        }
+        self.tick(own)
+    }
+
+    /// A barrier after every task of `before` (global indices); its id.
+    fn barrier(&mut self, before: Range<u32>) -> Result<u32, Stopped> {
+        let own = self.next_id % self.sh.executors == self.me;
+        if own {
+            self.make_room()?;
+        }
+        let id = self.alloc()?;
+        if own {
+            let slot = self.take_slot(id);
+            let Some(preds) = self.ids.get(before.start as usize..before.end as usize) else {
+                return Err(self.stop(ExecError::Internal(format!(
+                    "device generation: order edge from tasks {before:?} not yet generated"
+                ))));
+            };
+            for &p in preds {
+                self.wiring.wire(&self.sh.states, TaskId(p), id);
+            }
+            let s = &mut self.slots[slot];
+            s.index = NO_INDEX;
+            s.kernel = BARRIER_KERNEL;
+            s.params.clear();
+            s.io.clear();
+            self.sealed(id);
+        }
+        self.tick(own)?;
+        Ok(id)
+    }
+
+    /// Per generated task: retire the map now and then; run ready tasks after own tasks and
+    /// every [`POLL_EVERY`] tasks.
+    #[inline]
+    fn tick(&mut self, own: bool) -> Result<(), Stopped> {
+        self.retire_in -= 1;
+        if self.retire_in == 0 {
+            self.retire_in = RETIRE_EVERY;
+            self.retire();
+        }
+        self.poll_in -= 1;
+        if own || self.poll_in == 0 {
+            self.poll_in = POLL_EVERY;
+            while let Some(t) = self.next_ready() {
+                self.run_one(t)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Advances the completed prefix (acquire loads, so those tasks' work happens before
+    /// anything wired later) and forgets the map's records below it.
+    fn retire(&mut self) {
+        let before = self.completed_below;
+        while self.completed_below < self.next_id
+            && self.sh.states.is_complete(TaskId(self.completed_below))
+        {
+            self.completed_below += 1;
+        }
+        if self.completed_below > before {
+            self.map.retire_before(TaskId(self.completed_below));
+        }
+    }
+
+    /// A ready own task: the local queue first, then the inbox.
+    #[inline]
+    fn next_ready(&mut self) -> Option<u32> {
+        if let Some(t) = self.ready.pop_front() {
+            return Some(t);
+        }
+        let inbox = &self.sh.inboxes[self.me as usize];
+        loop {
+            match inbox.steal() {
+                Steal::Success(t) => return Some(t),
+                Steal::Empty => return None,
+                Steal::Retry => {}
+            }
+        }
+    }
+
+    /// Runs one ready task, waiting for one (spin, then park) if there is none.
+    fn wait_and_run(&mut self) -> Result<(), Stopped> {
+        let mut round = 0u32;
+        loop {
+            if self.sh.aborted() {
+                return Err(Stopped);
+            }
+            if let Some(t) = self.next_ready() {
+                return self.run_one(t);
+            }
+            if Idle::backoff(round) {
+                round += 1;
+                continue;
+            }
+            self.stats.parks += 1;
+            let (sh, me) = (self.sh, self.me as usize);
+            sh.idle.park(me, || {
+                sh.abort.load(Ordering::SeqCst) || !sh.inboxes[me].is_empty()
+            });
+            round = 0;
+        }
+    }
+
+    /// Runs own task `t` (ready), completes it and routes the successors it made ready.
+    fn run_one(&mut self, t: u32) -> Result<(), Stopped> {
+        let sh = self.sh;
+        let (owner, slot) = sh.owners.get(t);
+        debug_assert_eq!(owner, self.me as usize);
+        let s = &self.slots[slot];
+        debug_assert_eq!(s.id, t);
+        if s.kernel != BARRIER_KERNEL {
+            let start = sh.config.trace.then(|| sh.t0.elapsed().as_nanos() as u64);
+            let r = sh
+                .exec
+                .run_task(TaskId(t), self.me as usize, s.kernel, &s.params, &s.io);
+            if let Some(start_ns) = start {
+                self.spans.push(Span {
+                    task: t,
+                    worker: self.me,
+                    start_ns,
+                    end_ns: sh.t0.elapsed().as_nanos() as u64,
+                });
+            }
+            if let Err(f) = r {
+                return Err(self.stop(ExecError::Kernel {
+                    task: f.index.unwrap_or(s.index),
+                    kernel: f.kernel,
+                    message: f.message,
+                    panicked: f.panicked,
+                }));
+            }
+        }
+        let (me, ready, stats) = (self.me as usize, &mut self.ready, &mut self.stats);
+        sh.states.complete(TaskId(t), |succ| {
+            let (o, _) = sh.owners.get(succ.0);
+            if o == me {
+                ready.push_back(succ.0);
+            } else {
+                sh.inboxes[o].push(succ.0);
+                sh.idle.notify(Some(o), |w| w == o);
+                stats.sent += 1;
+            }
+        });
+        self.free.push(slot as u32);
+        self.in_flight -= 1;
+        self.ran += 1;
+        Ok(())
+    }
+}
+
+/// The wiring of edges into own tasks: deduplication, counts, optional recording.
+struct Wiring {
+    /// Per task id: the own task being wired that last reported it as a predecessor.
+    seen: Vec<u32>,
+    edges: Option<Vec<(u32, u32)>>,
+    accepted: u64,
+    refused: u64,
+}
+
+impl Wiring {
+    /// Wires `pred -> succ` (an own task being submitted) unless `pred` was already reported
+    /// for it.
+    #[inline]
+    fn wire(&mut self, states: &TaskStates, pred: TaskId, succ: u32) {
+        let s = &mut self.seen[pred.index()];
+        if *s == succ {
+            return;
+        }
+        *s = succ;
+        if let Some(e) = &mut self.edges {
+            e.push((pred.0, succ));
+        }
+        if states.add_edge(pred, TaskId(succ)) {
+            self.accepted += 1;
+        } else {
+            self.refused += 1;
+        }
+    }
+}
+
+impl<E: DirectExec> TaskSink for Executor<'_, '_, E> {
+    fn task(&mut self, task: &Task<'_>) -> ControlFlow<()> {
+        if self.sh.aborted() {
+            return ControlFlow::Break(());
+        }
+        match self.submit(task) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(Stopped) => ControlFlow::Break(()),
+        }
+    }
+
+    fn order_begin(&mut self, before: Range<u32>, after_start: u32) {
+        if self.sh.aborted() {
+            return;
+        }
+        let dep = if before.len() == 1 {
+            match self.ids.get(before.start as usize) {
+                Some(&id) => id,
+                None => {
+                    self.stop(ExecError::Internal(format!(
+                        "device generation: order edge from task {} not yet generated",
+                        before.start
+                    )));
+                    return;
+                }
+            }
+        } else {
+            match self.barrier(before.clone()) {
+                Ok(id) => id,
+                // The next `task` call sees the abort and stops the interpreter.
+                Err(Stopped) => return,
+            }
+        };
+        self.open.push(Open {
+            before,
+            after_start,
+            dep,
+        });
+    }
+
+    fn order(&mut self, edge: OrderEdge) {
+        if let Some(k) = self
+            .open
+            .iter()
+            .rposition(|o| o.before == edge.before && o.after_start == edge.after.start)
+        {
+            self.open.remove(k);
+        }
+    }
+}
+
+impl WorkerPool {
+    /// Runs `program` under `bound` in device-generation mode (see the module docs): every
+    /// worker is an executor that interprets the program, wires and runs its own tasks. Fails
+    /// with the first kernel failure or interpretation error; the pool can run again.
+    pub fn run_devgen<E: DirectExec>(
+        &self,
+        program: &Program,
+        bound: &Bound,
+        config: &DevGenConfig,
+        exec: &E,
+    ) -> Result<RunStats, ExecError> {
+        let executors = self.threads();
+        if executors > MAX_EXECUTORS {
+            return Err(ExecError::Setup(format!(
+                "device generation runs on at most {MAX_EXECUTORS} executors, not {executors}"
+            )));
+        }
+        let shared = Shared {
+            program,
+            bound,
+            exec,
+            config: *config,
+            executors: executors as u32,
+            window: config.window.clamp(1, MAX_WINDOW),
+            states: TaskStates::new(),
+            owners: OwnerTable::new(),
+            inboxes: (0..executors)
+                .map(|_| CachePadded::new(Injector::new()))
+                .collect(),
+            idle: Idle::new(executors),
+            abort: AtomicBool::new(false),
+            error: Mutex::new(None),
+            reports: Mutex::new(Vec::new()),
+            t0: Instant::now(),
+        };
+        let job = |w: usize| shared.executor(w);
+        let r = self.scope(&job, || ());
+        let run_ns = shared.t0.elapsed().as_nanos() as u64;
+        if let Err(p) = r {
+            return Err(ExecError::Internal(p.0));
+        }
+        let Shared { error, reports, .. } = shared;
+        if let Some(e) = error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            return Err(e);
+        }
+        let mut reports = reports.into_inner().unwrap_or_else(|p| p.into_inner());
+        reports.sort_by_key(|r| r.executor);
+        let mut stats = RunStats {
+            run_ns,
+            per_worker: vec![0; executors],
+            ..RunStats::default()
+        };
+        let mut per = vec![ExecutorStats::default(); executors];
+        for r in reports {
+            stats.per_worker[r.executor] = r.ran;
+            stats.tasks += r.ran;
+            stats.edges += r.stats.edges + r.stats.refused;
+            stats.build_ns = stats.build_ns.max(r.stats.generated_ns);
+            if r.executor == 0 {
+                stats.tensor_map = r.map;
+            }
+            stats.spans.extend(r.spans);
+            stats.edge_list.extend(r.edges);
+            per[r.executor] = r.stats;
+        }
+        stats.counters = CounterSnapshot {
+            tasks_submitted: per.iter().map(|s| s.own).sum(),
+            tasks_completed: stats.tasks,
+            window_stalls: per.iter().map(|s| s.window_stalls).sum(),
+            in_flight_hwm: per.iter().map(|s| s.in_flight_hwm).max().unwrap_or(0),
+            ..CounterSnapshot::default()
+        };
+        stats.device_gen = Some(DevGenStats { executors: per });
+        Ok(stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pto_wsp_graph::sync::AtomicU64;
+
+    #[test]
+    fn owner_table_locate_covers_the_index_space() {
+        assert_eq!(OwnerTable::locate(0), (0, 0));
+        let first = 1u32 << FIRST_BITS;
+        assert_eq!(OwnerTable::locate(first - 1), (0, first as usize - 1));
+        assert_eq!(OwnerTable::locate(first), (1, 0));
+        assert!(OwnerTable::locate(u32::MAX).0 < SEGMENTS);
+        let t = OwnerTable::new();
+        for id in [0, 5, first, 3 * first + 7] {
+            t.set(id, 200, MAX_WINDOW as u32);
+            assert_eq!(t.get(id), (200, MAX_WINDOW));
+        }
+    }
+
+    fn program(text: &str) -> Program {
+        let m = pto_wsp_ir::parse(text).unwrap();
+        let bytes = pto_wsp_bytecode::encode(&m, &Default::default()).unwrap();
+        Program::decode(&bytes).unwrap()
+    }
+
+    /// A chain of `n` tasks (each reads and writes the same tile) dispatched round robin: every
+    /// edge crosses executors.
+    fn chain(n: u32, dispatch: &str) -> Program {
+        program(&format!(
+            "tensor X: f32[4]; axis I = dense({n}); kernel k(inout x: f32[4]);
+             workload main() {{ parallel_for i in I {{ task k(X[0 +: 4]); }} }}
+             schedule for main {{ executors 64; dispatch {dispatch}; }}"
+        ))
+    }
+
+    /// Checks that tasks run in id order (a chain) and counts them.
+    struct InOrder {
+        next: AtomicU64,
+        fail_at: Option<u32>,
+    }
+
+    impl DirectExec for InOrder {
+        fn run_task(
+            &self,
+            t: TaskId,
+            _: usize,
+            _: u32,
+            _: &[u64],
+            _: &[TaskIo],
+        ) -> Result<(), TaskFailure> {
+            if self.fail_at == Some(t.0) {
+                return Err(TaskFailure {
+                    index: None,
+                    kernel: "k".into(),
+                    message: "boom".into(),
+                    panicked: false,
+                });
+            }
+            let was = self.next.fetch_add(1, Ordering::SeqCst);
+            assert_eq!(was, u64::from(t.0), "task {} ran out of order", t.0);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn chains_across_executors_run_in_order_with_any_window() {
+        for dispatch in [
+            "round_robin(64)",
+            "work_steal",
+            "static_partition(0, 100, 250)",
+        ] {
+            let p = chain(400, dispatch);
+            let bound = p.bind(&pto_wsp_ir::Bindings::new()).unwrap();
+            for threads in [1, 3, 8] {
+                let pool = WorkerPool::new(threads);
+                for window in [1, 2, 64] {
+                    let exec = InOrder {
+                        next: AtomicU64::new(0),
+                        fail_at: None,
+                    };
+                    let config = DevGenConfig {
+                        window,
+                        ..DevGenConfig::default()
+                    };
+                    let s = pool.run_devgen(&p, &bound, &config, &exec).unwrap();
+                    assert_eq!(s.tasks, 400);
+                    assert_eq!(exec.next.load(Ordering::SeqCst), 400);
+                    let d = s.device_gen.unwrap();
+                    assert_eq!(d.executors.len(), threads);
+                    assert!(d.executors.iter().all(|e| e.walked == 400));
+                    assert_eq!(d.executors.iter().map(|e| e.own).sum::<u64>(), 400);
+                    assert!(d.executors.iter().all(|e| e.in_flight_hwm <= window as u64));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_failure_stops_every_executor_and_the_pool_runs_again() {
+        let p = chain(2000, "round_robin(64)");
+        let bound = p.bind(&pto_wsp_ir::Bindings::new()).unwrap();
+        let pool = WorkerPool::new(6);
+        for fail_at in [0, 1, 777, 1999] {
+            let exec = InOrder {
+                next: AtomicU64::new(0),
+                fail_at: Some(fail_at),
+            };
+            let config = DevGenConfig {
+                window: 3,
+                ..DevGenConfig::default()
+            };
+            let e = pool.run_devgen(&p, &bound, &config, &exec).unwrap_err();
+            assert_eq!(
+                e,
+                ExecError::Kernel {
+                    task: fail_at,
+                    kernel: "k".into(),
+                    message: "boom".into(),
+                    panicked: false
+                }
+            );
+            assert_eq!(exec.next.load(Ordering::SeqCst), u64::from(fail_at));
+            let ok = InOrder {
+                next: AtomicU64::new(0),
+                fail_at: None,
+            };
+            assert_eq!(
+                pool.run_devgen(&p, &bound, &config, &ok).unwrap().tasks,
+                2000
+            );
+        }
+    }
+
+    /// `for_each` iterations of several tasks are ordered through barrier tasks, which have
+    /// owners too.
+    #[test]
+    fn barriers_order_iterations_across_executors() {
+        let p = program(
+            "tensor X: f32[64]; axis I = dense(50); axis J = dense(4);
+             kernel k(out x: f32[1], i: i64);
+             workload main() { for_each i in I { parallel_for j in J { task k(X[j], i); } } }
+             schedule for main { executors 4; dispatch round_robin(4); }",
+        );
+        let bound = p.bind(&pto_wsp_ir::Bindings::new()).unwrap();
+        struct Iter(Vec<AtomicU64>);
+        impl DirectExec for Iter {
+            fn run_task(
+                &self,
+                _: TaskId,
+                _: usize,
+                _: u32,
+                params: &[u64],
+                io: &[TaskIo],
+            ) -> Result<(), TaskFailure> {
+                // Iteration i may start only once every task of iteration i - 1 is done.
+                let (i, j) = (params[0], io[0].region.start[0] as usize);
+                for k in 0..4 {
+                    let seen = self.0[k].load(Ordering::SeqCst);
+                    assert!(
+                        seen >= i,
+                        "iteration {i} started before task {k} of the last ended"
+                    );
+                }
+                self.0[j].store(i + 1, Ordering::SeqCst);
+                Ok(())
+            }
+        }
+        for threads in [2, 5] {
+            let pool = WorkerPool::new(threads);
+            let exec = Iter((0..4).map(|_| AtomicU64::new(0)).collect());
+            let s = pool
+                .run_devgen(
+                    &p,
+                    &bound,
+                    &DevGenConfig {
+                        window: 2,
+                        ..DevGenConfig::default()
+                    },
+                    &exec,
+                )
+                .unwrap();
+            // 200 tasks and one barrier per edge between iterations.
+            assert_eq!(s.tasks, 200 + 49);
+        }
+    }
+}
