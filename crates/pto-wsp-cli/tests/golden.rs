@@ -356,7 +356,9 @@ fn fmt_write_rewrites_a_copy_into_canonical_form() {
 
 #[test]
 fn run_device_gen_prints_the_report_with_its_executors() {
-    for (name, tasks) in [("gemm", 4096), ("csp_pipeline", 48)] {
+    // gemm: 16 x 16 output tiles, each zeroed and accumulated over 16 K steps. A pipeline runs
+    // as processes on threads in either mode, so it reports no device generation.
+    for (name, tasks, devgen) in [("gemm", 16 * 16 * 17, true), ("csp_pipeline", 48, false)] {
         let file = format!("examples/{name}.wsp");
         let args = ["run", &file, "--empty-kernels", "--check", "--threads", "2"];
         let (code, host, stderr) = run(&args);
@@ -367,8 +369,9 @@ fn run_device_gen_prints_the_report_with_its_executors() {
         assert!(host.starts_with(&first), "{host}");
         assert!(dev.starts_with(&first), "{dev}");
         assert!(!host.contains("device generation"), "{host}");
-        assert!(
+        assert_eq!(
             dev.contains("device generation: 2 executor(s) each walked"),
+            devgen,
             "{dev}"
         );
     }
