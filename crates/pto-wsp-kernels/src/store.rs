@@ -214,27 +214,36 @@ pub enum StoreError {
     },
 }
 
-/// One tensor's bytes: a zeroed, [`ALIGN`]-aligned heap allocation owned through a raw pointer.
+/// One tensor's bytes: a zeroed, [`ALIGN`]-aligned block owned through a raw pointer.
 ///
 /// Held by raw pointer rather than `Box<[u8]>` so that views may write through a pointer derived
 /// from a shared `&TensorStore` without a `&`/`&mut` to the whole buffer ever existing at the
 /// same time (see [`crate::context`]).
 ///
-/// The allocation is made with the allocator's natural alignment ([`CALLOC_ALIGN`]) and
-/// [`ALIGN`] extra bytes, and `ptr` is the first [`ALIGN`]-aligned byte inside it: asking the
-/// system allocator for a zeroed block of alignment above 16 makes it allocate and then `memset`
-/// the whole block, touching every page, whereas a naturally aligned zeroed block is `calloc`,
-/// whose large blocks are fresh zero pages mapped only when first touched. Tensors of gigabytes
-/// that a run never touches (empty kernels, unused outputs) then cost nothing.
+/// Blocks of at least [`MAP_MIN`] bytes are anonymous memory maps of their own: fresh zero pages,
+/// mapped only when first touched and returned to the system when the store is dropped, whatever
+/// the process's global allocator does with freed memory (an allocator that keeps freed blocks
+/// for reuse must `memset` them to hand them out zeroed again — gigabytes per run for the LLaMA
+/// example's activations). Tensors of gigabytes that a run never touches (empty kernels, unused
+/// outputs) then cost nothing. Smaller blocks come from the allocator with its natural alignment
+/// ([`CALLOC_ALIGN`]) and [`ALIGN`] extra bytes, `ptr` being the first [`ALIGN`]-aligned byte
+/// inside (asking for alignment above 16 makes the system allocator `memset` instead of `calloc`).
 struct Buffer {
     ptr: NonNull<u8>,
     len: usize,
-    /// Start of the allocation (`ptr` minus the alignment padding).
+    /// Start of the allocation (`ptr` minus the alignment padding); unused for a mapped block.
     base: NonNull<u8>,
+    /// The block's own memory map, for blocks of at least [`MAP_MIN`] bytes.
+    map: Option<memmap2::MmapMut>,
 }
 
 /// Alignment the system allocator gives `calloc` blocks without a `memset`.
 const CALLOC_ALIGN: usize = 16;
+
+/// Size from which a buffer is a memory map of its own (see [`Buffer`]).
+const MAP_MIN: usize = 1 << 20;
+
+const _: () = assert!(ALIGN <= 4096, "memory maps are page aligned");
 
 // SAFETY: a `Buffer` owns its allocation exclusively, like `Box<[u8]>`; moving it to another
 // thread moves that ownership.
@@ -254,6 +263,17 @@ impl Buffer {
                 ptr,
                 len: 0,
                 base: ptr,
+                map: None,
+            });
+        }
+        if layout.size() >= MAP_MIN {
+            let mut map = memmap2::MmapMut::map_anon(layout.size()).ok()?;
+            let ptr = NonNull::new(map.as_mut_ptr())?;
+            return Some(Buffer {
+                ptr,
+                len: layout.size(),
+                base: ptr,
+                map: Some(map),
             });
         }
         let outer = Self::outer(layout.size())?;
@@ -268,6 +288,7 @@ impl Buffer {
             ptr,
             len: layout.size(),
             base,
+            map: None,
         })
     }
 
@@ -298,7 +319,8 @@ impl Buffer {
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        if self.len != 0 {
+        // A mapped block is unmapped when `map` drops.
+        if self.len != 0 && self.map.is_none() {
             let outer = Self::outer(self.len).expect("valid when allocated");
             // SAFETY: `base` was allocated by `alloc_zeroed` with exactly this layout, freed once.
             unsafe { dealloc(self.base.as_ptr(), outer) }
@@ -763,11 +785,16 @@ mod tests {
     }
 
     #[test]
-    fn buffers_are_aligned() {
-        for size in [0, 1, 3, 64, 1000] {
-            let b = Buffer::zeroed(Layout::from_size_align(size, ALIGN).unwrap()).unwrap();
+    fn buffers_are_aligned_zeroed_and_writable() {
+        for size in [0, 1, 3, 64, 1000, MAP_MIN - 1, MAP_MIN, MAP_MIN + 3] {
+            let mut b = Buffer::zeroed(Layout::from_size_align(size, ALIGN).unwrap()).unwrap();
+            assert_eq!(b.map.is_some(), size >= MAP_MIN, "{size}");
             assert_eq!(b.ptr.as_ptr() as usize % ALIGN, 0);
             assert!(b.as_slice().iter().all(|&x| x == 0));
+            if let Some(last) = b.as_mut_slice().last_mut() {
+                *last = 7;
+            }
+            assert_eq!(b.as_slice().last().copied(), (size > 0).then_some(7));
         }
     }
 }
