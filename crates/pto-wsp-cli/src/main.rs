@@ -20,8 +20,8 @@ use std::time::Instant;
 /// The process's allocator. Building a task graph allocates tens of bytes per task in a few
 /// large arrays and frees them when the run ends; the system allocator returns such blocks to
 /// the kernel and faults them in again, page by page, on the next build (a third of a 1M-task
-/// build's time). mimalloc keeps freed memory for reuse and maps fresh memory in large pages.
-/// Tensor buffers do not go through it (see `pto_wsp::kernels::TensorStore`).
+/// build's time). mimalloc keeps freed memory for reuse (and measured faster on a first build
+/// in a fresh process too). Tensor buffers do not go through it (see `pto_wsp::kernels::TensorStore`).
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -327,6 +327,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
     #[inline]
     pub fn add_access(&mut self, region: Region, access: Access) {
         let _ = self.current();
+        self.map.prefetch(&region);
         self.io.push(TaskIo::new(region, access));
     }
 

@@ -66,6 +66,13 @@ pub trait TensorMap {
         pred: &mut F,
     );
 
+    /// A hint that `region` will be accessed soon: a map may start loading what the access
+    /// will read (see [`crate::prefetch`]). Changes nothing observable.
+    #[inline]
+    fn prefetch(&self, region: &Region) {
+        let _ = region;
+    }
+
     /// Whether `regions` more accesses are sure to fit (always true for unbounded maps). The
     /// builder asks before a task's first access so that a full map never leaves a task half
     /// recorded.
@@ -133,6 +140,13 @@ impl TensorMap for AnyTensorMap {
             AnyTensorMap::Dynamic(m) => m.access(task, region, access, pred),
             AnyTensorMap::Overlap(m) => m.access(task, region, access, pred),
             AnyTensorMap::None => {}
+        }
+    }
+
+    #[inline]
+    fn prefetch(&self, region: &Region) {
+        if let AnyTensorMap::Fixed(m) = self {
+            m.prefetch(region);
         }
     }
 
