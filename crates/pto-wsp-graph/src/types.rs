@@ -204,20 +204,40 @@ impl Region {
             start: [0; MAX_RANK],
             size: [1; MAX_RANK],
         };
+        // One branch for the whole box: `0 <= s`, `1 <= z` and `s + z <= u32::MAX` hold in
+        // every dimension iff no bit above the low 32 is set in any `s`, `z - 1` or `s + z`
+        // (`s` and `z - 1` below 2^32 keep `s + z` from overflowing).
+        let mut high = 0u64;
         for (dim, (&s, &z)) in start.iter().zip(size).enumerate() {
-            let ok = s >= 0 && z >= 1 && s.checked_add(z).is_some_and(|e| e <= u32::MAX as i64);
-            if !ok {
-                return Err(RegionError::OutOfRange {
-                    tensor,
-                    dim,
-                    start: s,
-                    size: z,
-                });
-            }
+            high |= s as u64 | (z as u64).wrapping_sub(1) | (s as u64).wrapping_add(z as u64);
             r.start[dim] = s as u32;
             r.size[dim] = z as u32;
         }
+        if high > u32::MAX as u64 {
+            return Err(Region::out_of_range(tensor, start, size));
+        }
         Ok(r)
+    }
+
+    /// The error for the first dimension of a box outside `0 ..= u32::MAX` (cold path of
+    /// [`Region::new`]).
+    #[cold]
+    fn out_of_range(tensor: u32, start: &[i64], size: &[i64]) -> RegionError {
+        let ok = |s: i64, z: i64| {
+            s >= 0 && z >= 1 && s.checked_add(z).is_some_and(|e| e <= u32::MAX as i64)
+        };
+        let (dim, (&s, &z)) = start
+            .iter()
+            .zip(size)
+            .enumerate()
+            .find(|&(_, (&s, &z))| !ok(s, z))
+            .expect("some dimension is out of range");
+        RegionError::OutOfRange {
+            tensor,
+            dim,
+            start: s,
+            size: z,
+        }
     }
 
     /// A 2-d box `rows` × `cols` at (`row`, `col`); panics in debug builds if an end overflows.
@@ -339,5 +359,49 @@ impl TaskIo {
     #[inline]
     pub fn access(&self) -> Access {
         access_from_code(self.access)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Values at and around every boundary `Region::new` checks.
+    fn coord() -> impl Strategy<Value = i64> {
+        let m = u32::MAX as i64;
+        prop_oneof![
+            -3i64..40,
+            (m - 40)..(m + 3),
+            Just(i64::MIN),
+            Just(i64::MAX),
+            any::<i64>()
+        ]
+    }
+
+    proptest! {
+        /// `Region::new` accepts exactly the boxes a per-dimension check accepts and names the
+        /// first dimension that fails.
+        #[test]
+        fn new_checks_every_dimension_like_a_naive_check(
+            dims in proptest::collection::vec((coord(), coord()), 0..=MAX_RANK),
+        ) {
+            let (start, size): (Vec<i64>, Vec<i64>) = dims.iter().copied().unzip();
+            let bad = dims.iter().position(|&(s, z)| {
+                !(s >= 0 && z >= 1 && (s as i128 + z as i128) <= u32::MAX as i128)
+            });
+            match (Region::new(7, &start, &size), bad) {
+                (Ok(r), None) => {
+                    prop_assert_eq!(r.rank as usize, dims.len());
+                    for (d, &(s, z)) in dims.iter().enumerate() {
+                        prop_assert_eq!((r.start[d] as i64, r.size[d] as i64), (s, z));
+                    }
+                }
+                (Err(RegionError::OutOfRange { tensor, dim, start: s, size: z }), Some(d)) => {
+                    prop_assert_eq!((tensor, dim, s, z), (7, d, dims[d].0, dims[d].1));
+                }
+                (got, want) => prop_assert!(false, "got {:?}, first bad dimension {:?}", got, want),
+            }
+        }
     }
 }
