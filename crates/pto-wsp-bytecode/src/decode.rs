@@ -15,7 +15,7 @@ use crate::format::{
     TENSOR_ARRAY, TENSOR_SHAPED, from_dtype_code, from_pool_code, from_scalar_code, from_tile_code,
 };
 use crate::image::{DNodeRec, Image, Offsets};
-use crate::op::{Class, Insn, Op, Operand};
+use crate::op::{Class, Insn, Op, Operand, expr_ops, stmt_ops};
 use crate::program::{
     AxisDesc, DNode, DimPlan, ExprInfo, Fast, KernelDesc, Lin, LoadDesc, LoopDesc, NameTable,
     ParamDesc, Program, RegionDesc, Sched, TaskDesc, TensorDesc,
@@ -971,24 +971,7 @@ impl Decoder<'_> {
                     jump(st, k, &mut targets)?;
                     stack = None;
                 }
-                Op::Halt
-                | Op::Nop
-                | Op::Loop
-                | Op::Next
-                | Op::If
-                | Op::Else
-                | Op::EndIf
-                | Op::Seq
-                | Op::Step
-                | Op::SeqEnd
-                | Op::Task
-                | Op::Args
-                | Op::Set
-                | Op::Load
-                | Op::Send
-                | Op::Consume
-                | Op::Proc
-                | Op::EndProc => {
+                stmt_ops!() => {
                     return Err(DecodeError::WrongStream {
                         offset: self.off.op(start + k),
                         op: insn.op.mnemonic(),
@@ -1393,46 +1376,7 @@ impl Decoder<'_> {
                         pc,
                     )?;
                 }
-                Op::Ldr
-                | Op::Ldi
-                | Op::Ldu
-                | Op::Ldb
-                | Op::Ldc
-                | Op::Arg
-                | Op::NegI
-                | Op::NegU
-                | Op::Not
-                | Op::AddI
-                | Op::AddU
-                | Op::SubI
-                | Op::SubU
-                | Op::MulI
-                | Op::MulU
-                | Op::DivI
-                | Op::DivU
-                | Op::RemI
-                | Op::RemU
-                | Op::MinI
-                | Op::MinU
-                | Op::MaxI
-                | Op::MaxU
-                | Op::AddImm
-                | Op::SubImm
-                | Op::MulImm
-                | Op::Eq
-                | Op::Ne
-                | Op::LtI
-                | Op::LeI
-                | Op::GtI
-                | Op::GeI
-                | Op::LtU
-                | Op::LeU
-                | Op::GtU
-                | Op::GeU
-                | Op::AndSc
-                | Op::OrSc
-                | Op::Jz
-                | Op::Jmp => {
+                expr_ops!() => {
                     // Rejected above (class check); kept exhaustive.
                     return Err(DecodeError::WrongStream {
                         offset: at,

@@ -8,7 +8,7 @@
 //! from the opcode table; never panics on a validated program.
 
 use crate::format::NONE16;
-use crate::op::{Insn, Op};
+use crate::op::{Insn, Op, expr_ops, stmt_ops};
 use crate::program::{AxisDesc, DNode, ParamDesc, Program};
 use std::fmt::Write as _;
 
@@ -332,46 +332,7 @@ impl Program {
                 insn.b
             ),
             Op::Halt | Op::Nop => m.to_string(),
-            Op::Ldr
-            | Op::Ldi
-            | Op::Ldu
-            | Op::Ldb
-            | Op::Ldc
-            | Op::Arg
-            | Op::NegI
-            | Op::NegU
-            | Op::Not
-            | Op::AddI
-            | Op::AddU
-            | Op::SubI
-            | Op::SubU
-            | Op::MulI
-            | Op::MulU
-            | Op::DivI
-            | Op::DivU
-            | Op::RemI
-            | Op::RemU
-            | Op::MinI
-            | Op::MinU
-            | Op::MaxI
-            | Op::MaxU
-            | Op::AddImm
-            | Op::SubImm
-            | Op::MulImm
-            | Op::Eq
-            | Op::Ne
-            | Op::LtI
-            | Op::LeI
-            | Op::GtI
-            | Op::GeI
-            | Op::LtU
-            | Op::LeU
-            | Op::GtU
-            | Op::GeU
-            | Op::AndSc
-            | Op::OrSc
-            | Op::Jz
-            | Op::Jmp => format!("{m} {} {}", insn.a, insn.b),
+            expr_ops!() => format!("{m} {} {}", insn.a, insn.b),
         }
     }
 
@@ -497,24 +458,7 @@ impl Program {
                     k = end;
                 }
                 Op::Jmp => return None,
-                Op::Halt
-                | Op::Nop
-                | Op::Loop
-                | Op::Next
-                | Op::If
-                | Op::Else
-                | Op::EndIf
-                | Op::Seq
-                | Op::Step
-                | Op::SeqEnd
-                | Op::Task
-                | Op::Args
-                | Op::Set
-                | Op::Load
-                | Op::Send
-                | Op::Consume
-                | Op::Proc
-                | Op::EndProc => return None,
+                stmt_ops!() => return None,
             }
         }
         if st.len() == 1 { st.pop() } else { None }

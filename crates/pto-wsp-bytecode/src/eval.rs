@@ -12,7 +12,7 @@
 //! are the program's own.
 
 use crate::format::MAX_STACK;
-use crate::op::Op;
+use crate::op::{Op, stmt_ops};
 use crate::program::{ExprInfo, Fast, Program};
 use pto_wsp_ir::eval::EvalError;
 use pto_wsp_ir::{ScalarType, Value};
@@ -219,24 +219,7 @@ impl Program {
                     }
                 }
                 Op::Jmp => pc += usize::from(i.a),
-                Op::Halt
-                | Op::Nop
-                | Op::Loop
-                | Op::Next
-                | Op::If
-                | Op::Else
-                | Op::EndIf
-                | Op::Seq
-                | Op::Step
-                | Op::SeqEnd
-                | Op::Task
-                | Op::Args
-                | Op::Set
-                | Op::Load
-                | Op::Send
-                | Op::Consume
-                | Op::Proc
-                | Op::EndProc => {
+                stmt_ops!() => {
                     // The verifier keeps statement opcodes out of expression code.
                     return Err(EvalError::Unbound {
                         name: format!("<statement opcode `{}` in an expression>", i.op.mnemonic()),

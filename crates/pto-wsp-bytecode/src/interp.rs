@@ -26,7 +26,7 @@
 use crate::bind::Bound;
 use crate::eval::value;
 use crate::format::NONE16;
-use crate::op::Op;
+use crate::op::{Op, expr_ops};
 use crate::program::{AxisDesc, DNode, Lin, Program, TaskDesc};
 use crate::sink::{Task, TaskSink};
 use pto_wsp_ir::eval::EvalError;
@@ -979,47 +979,7 @@ impl<'p> Interpreter<'p> {
                     });
                     pc = insn.b as usize;
                 }
-                Op::Args
-                | Op::Ldr
-                | Op::Ldi
-                | Op::Ldu
-                | Op::Ldb
-                | Op::Ldc
-                | Op::Arg
-                | Op::NegI
-                | Op::NegU
-                | Op::Not
-                | Op::AddI
-                | Op::AddU
-                | Op::SubI
-                | Op::SubU
-                | Op::MulI
-                | Op::MulU
-                | Op::DivI
-                | Op::DivU
-                | Op::RemI
-                | Op::RemU
-                | Op::MinI
-                | Op::MinU
-                | Op::MaxI
-                | Op::MaxU
-                | Op::AddImm
-                | Op::SubImm
-                | Op::MulImm
-                | Op::Eq
-                | Op::Ne
-                | Op::LtI
-                | Op::LeI
-                | Op::GtI
-                | Op::GeI
-                | Op::LtU
-                | Op::LeU
-                | Op::GtU
-                | Op::GeU
-                | Op::AndSc
-                | Op::OrSc
-                | Op::Jz
-                | Op::Jmp => {
+                Op::Args | expr_ops!() => {
                     return Err(InterpError::Internal {
                         pc,
                         message: format!("`{}` cannot run here", insn.op.mnemonic()),

@@ -222,6 +222,80 @@ opcodes! {
     Jmp = 0xC3, "jmp", Expr, Offset, Zero;
 }
 
+/// A pattern matching every [`Class::Expr`] opcode, for matches over the instruction stream that
+/// reject expression ops while staying exhaustive (a new opcode must be added here or to
+/// [`stmt_ops`], and the table test checks both against [`Op::class`]).
+macro_rules! expr_ops {
+    () => {
+        $crate::op::Op::Ldr
+            | $crate::op::Op::Ldi
+            | $crate::op::Op::Ldu
+            | $crate::op::Op::Ldb
+            | $crate::op::Op::Ldc
+            | $crate::op::Op::Arg
+            | $crate::op::Op::NegI
+            | $crate::op::Op::NegU
+            | $crate::op::Op::Not
+            | $crate::op::Op::AddI
+            | $crate::op::Op::AddU
+            | $crate::op::Op::SubI
+            | $crate::op::Op::SubU
+            | $crate::op::Op::MulI
+            | $crate::op::Op::MulU
+            | $crate::op::Op::DivI
+            | $crate::op::Op::DivU
+            | $crate::op::Op::RemI
+            | $crate::op::Op::RemU
+            | $crate::op::Op::MinI
+            | $crate::op::Op::MinU
+            | $crate::op::Op::MaxI
+            | $crate::op::Op::MaxU
+            | $crate::op::Op::AddImm
+            | $crate::op::Op::SubImm
+            | $crate::op::Op::MulImm
+            | $crate::op::Op::Eq
+            | $crate::op::Op::Ne
+            | $crate::op::Op::LtI
+            | $crate::op::Op::LeI
+            | $crate::op::Op::GtI
+            | $crate::op::Op::GeI
+            | $crate::op::Op::LtU
+            | $crate::op::Op::LeU
+            | $crate::op::Op::GtU
+            | $crate::op::Op::GeU
+            | $crate::op::Op::AndSc
+            | $crate::op::Op::OrSc
+            | $crate::op::Op::Jz
+            | $crate::op::Op::Jmp
+    };
+}
+
+/// A pattern matching every [`Class::Stmt`] opcode, for matches over expression code that reject
+/// statement ops while staying exhaustive (see [`expr_ops`]).
+macro_rules! stmt_ops {
+    () => {
+        $crate::op::Op::Halt
+            | $crate::op::Op::Nop
+            | $crate::op::Op::Loop
+            | $crate::op::Op::Next
+            | $crate::op::Op::If
+            | $crate::op::Op::Else
+            | $crate::op::Op::EndIf
+            | $crate::op::Op::Seq
+            | $crate::op::Op::Step
+            | $crate::op::Op::SeqEnd
+            | $crate::op::Op::Task
+            | $crate::op::Op::Args
+            | $crate::op::Op::Set
+            | $crate::op::Op::Load
+            | $crate::op::Op::Send
+            | $crate::op::Op::Consume
+            | $crate::op::Op::Proc
+            | $crate::op::Op::EndProc
+    };
+}
+pub(crate) use {expr_ops, stmt_ops};
+
 /// One 8-byte instruction or expression op, decoded into its fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Insn {
@@ -280,6 +354,16 @@ mod tests {
         for &op in Op::ALL {
             assert_eq!(Op::from_byte(op as u8), Some(op));
             assert_eq!(op.class() == Class::Expr, (op as u8) >= 0x80, "{op:?}");
+            assert_eq!(
+                matches!(op, expr_ops!()),
+                op.class() == Class::Expr,
+                "{op:?}"
+            );
+            assert_eq!(
+                matches!(op, stmt_ops!()),
+                op.class() == Class::Stmt,
+                "{op:?}"
+            );
         }
         let names: std::collections::HashSet<_> = Op::ALL.iter().map(|o| o.mnemonic()).collect();
         assert_eq!(names.len(), Op::ALL.len());
