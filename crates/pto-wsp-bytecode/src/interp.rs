@@ -31,7 +31,7 @@ use crate::program::{AxisDesc, DNode, Lin, Program, TaskDesc};
 use crate::sink::{Task, TaskSink};
 use pto_wsp_ir::eval::EvalError;
 use pto_wsp_ir::expand::splitmix64;
-use pto_wsp_ir::{ExecPool, OrderEdge, ScalarType, Value};
+use pto_wsp_ir::{ExecPool, OrderEdge, OrderTrack, ScalarType, Value};
 use std::collections::VecDeque;
 use std::ops::Range;
 
@@ -212,44 +212,6 @@ pub struct RunSummary {
     pub stopped: bool,
 }
 
-/// Order tracking of a `for_each` loop or a `sequential` block (as in the reference expander).
-#[derive(Clone, Debug)]
-struct Track {
-    start: u32,
-    prev: Option<Range<u32>>,
-}
-
-impl Track {
-    fn new(now: u32) -> Track {
-        Track {
-            start: now,
-            prev: None,
-        }
-    }
-
-    fn boundary(&mut self, now: u32, sink: &mut impl TaskSink, armed: &mut Vec<Range<u32>>) {
-        if now > self.start {
-            let cur = self.start..now;
-            if let Some(before) = self.prev.replace(cur.clone()) {
-                sink.order(OrderEdge {
-                    before,
-                    after: cur.clone(),
-                });
-            }
-            armed.push(cur);
-        }
-        self.start = now;
-    }
-
-    fn end(&self, armed: &mut Vec<Range<u32>>) {
-        if let Some(prev) = &self.prev
-            && let Some(i) = armed.iter().rposition(|b| b == prev)
-        {
-            armed.remove(i);
-        }
-    }
-}
-
 #[derive(Clone, Debug)]
 enum Frame {
     Dense {
@@ -261,14 +223,14 @@ enum Frame {
         /// The loop descriptor, and whether its iterations hoist or skip.
         desc: u16,
         check: bool,
-        track: Option<Track>,
+        track: Option<OrderTrack>,
     },
     Ragged {
         pc: u32,
         row: i64,
         rows: i64,
         pos: i64,
-        track: Option<Track>,
+        track: Option<OrderTrack>,
     },
     Sparse {
         pc: u32,
@@ -277,7 +239,7 @@ enum Frame {
         j: usize,
     },
     Seq {
-        track: Track,
+        track: OrderTrack,
     },
     Consume {
         channel: u8,
@@ -919,19 +881,19 @@ impl<'p> Interpreter<'p> {
                 Op::Else => pc = insn.b as usize + 1,
                 Op::Seq => {
                     ps.stack.push(Frame::Seq {
-                        track: Track::new(self.count),
+                        track: OrderTrack::new(self.count),
                     });
                     pc += 1;
                 }
                 Op::Step => {
                     if let Some(Frame::Seq { track }) = ps.stack.last_mut() {
-                        track.boundary(self.count, sink, &mut self.armed);
+                        track.boundary(self.count, |e| sink.order(e), &mut self.armed);
                     }
                     pc += 1;
                 }
                 Op::SeqEnd => {
                     if let Some(Frame::Seq { track }) = ps.stack.last_mut() {
-                        track.boundary(self.count, sink, &mut self.armed);
+                        track.boundary(self.count, |e| sink.order(e), &mut self.armed);
                         track.end(&mut self.armed);
                     }
                     ps.stack.pop();
@@ -998,7 +960,7 @@ impl<'p> Interpreter<'p> {
         let desc = &prog.loops[usize::from(insn.a)];
         let ordered = insn.flags & 1 != 0;
         let now = self.count;
-        let track = ordered.then(|| Track::new(now));
+        let track = ordered.then(|| OrderTrack::new(now));
         let eval_rows = |this: &Self, e: u16, what: &str| -> Result<i64, InterpError> {
             let v = this.eval_int(e).map_err(|source| InterpError::Eval {
                 context: format!("the {what} of axis `{}`", this.axis_name(pc)),
@@ -1145,7 +1107,7 @@ impl<'p> Interpreter<'p> {
                     track,
                 } => {
                     if let Some(t) = track {
-                        t.boundary(now, sink, &mut self.armed);
+                        t.boundary(now, |e| sink.order(e), &mut self.armed);
                     }
                     let lpc = *pc as usize;
                     if *next < *end {
@@ -1171,7 +1133,7 @@ impl<'p> Interpreter<'p> {
                     track,
                 } => {
                     if let Some(t) = track {
-                        t.boundary(now, sink, &mut self.armed);
+                        t.boundary(now, |e| sink.order(e), &mut self.armed);
                     }
                     let lpc = *pc as usize;
                     let insn = prog.insns[lpc];

@@ -112,6 +112,57 @@ pub struct OrderEdge {
     pub after: Range<u32>,
 }
 
+/// Order tracking of a `for_each` loop or a `sequential` block, shared by every generator of the
+/// order edges (the reference expander and the bytecode interpreter): the range of the last
+/// non-empty child and where the current child started.
+#[derive(Clone, Debug)]
+pub struct OrderTrack {
+    start: u32,
+    prev: Option<Range<u32>>,
+}
+
+impl OrderTrack {
+    /// Tracking that starts at task index `now`.
+    pub fn new(now: u32) -> OrderTrack {
+        OrderTrack {
+            start: now,
+            prev: None,
+        }
+    }
+
+    /// The current child ends at `now`; the next one starts there. A non-empty child closes
+    /// the edge into it (announced when its first task was emitted) by passing it to `order`,
+    /// and arms the edge from it into the next child (pushed on `armed`).
+    pub fn boundary(
+        &mut self,
+        now: u32,
+        order: impl FnOnce(OrderEdge),
+        armed: &mut Vec<Range<u32>>,
+    ) {
+        if now > self.start {
+            let cur = self.start..now;
+            if let Some(before) = self.prev.replace(cur.clone()) {
+                order(OrderEdge {
+                    before,
+                    after: cur.clone(),
+                });
+            }
+            armed.push(cur);
+        }
+        self.start = now;
+    }
+
+    /// The tracked frame ends (right after an [`OrderTrack::boundary`]): no child follows, so
+    /// the edge armed from the last non-empty child lapses.
+    pub fn end(&self, armed: &mut Vec<Range<u32>>) {
+        if let Some(prev) = &self.prev
+            && let Some(i) = armed.iter().rposition(|b| b == prev)
+        {
+            armed.remove(i);
+        }
+    }
+}
+
 /// Why an expansion failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExpandError {

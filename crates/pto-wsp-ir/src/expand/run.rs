@@ -21,7 +21,8 @@
 
 use super::compile::{CArg, CAxis, CDispatch, CExpr, CLevels, CStmt, CTask, Program};
 use super::{
-    ChannelPort, ExpandError, ExpandSink, ExpandedRegion, ExpandedTask, OrderEdge, splitmix64,
+    ChannelPort, ExpandError, ExpandSink, ExpandedRegion, ExpandedTask, OrderEdge, OrderTrack,
+    splitmix64,
 };
 use crate::eval::EvalError;
 use crate::types::{Access, ExecPool, ScalarType};
@@ -106,62 +107,18 @@ fn at_task(err: ExpandError, index: u32, kernel: &str) -> ExpandError {
     }
 }
 
-/// Order tracking of a `for_each` loop or a `sequential` block: the range of the last non-empty
-/// child and where the current child started.
-#[derive(Debug)]
-struct Track {
-    start: u32,
-    prev: Option<Range<u32>>,
-}
-
-impl Track {
-    fn new(now: u32) -> Track {
-        Track {
-            start: now,
-            prev: None,
-        }
-    }
-
-    /// The current child ends at `now`; the next one starts there. A non-empty child closes
-    /// the edge into it (announced when its first task was emitted) and arms the edge from it
-    /// into the next child.
-    fn boundary(&mut self, now: u32, sink: &mut impl ExpandSink, armed: &mut Vec<Range<u32>>) {
-        if now > self.start {
-            let cur = self.start..now;
-            if let Some(before) = self.prev.replace(cur.clone()) {
-                sink.order(OrderEdge {
-                    before,
-                    after: cur.clone(),
-                });
-            }
-            armed.push(cur);
-        }
-        self.start = now;
-    }
-
-    /// The tracked frame ends (right after a [`Track::boundary`]): no child follows, so the edge
-    /// armed from the last non-empty child lapses.
-    fn end(&self, armed: &mut Vec<Range<u32>>) {
-        if let Some(prev) = &self.prev
-            && let Some(i) = armed.iter().rposition(|b| b == prev)
-        {
-            armed.remove(i);
-        }
-    }
-}
-
 enum Frame<'p> {
     Block {
         body: &'p [CStmt],
         pos: usize,
-        track: Option<Track>,
+        track: Option<OrderTrack>,
     },
     Dense {
         var: u32,
         body: &'p [CStmt],
         next: i64,
         end: i64,
-        track: Option<Track>,
+        track: Option<OrderTrack>,
     },
     Ragged {
         vars: [u32; 2],
@@ -170,7 +127,7 @@ enum Frame<'p> {
         row: i64,
         rows: i64,
         pos: i64,
-        track: Option<Track>,
+        track: Option<OrderTrack>,
     },
     Sparse {
         vars: [u32; 2],
@@ -191,7 +148,7 @@ enum Frame<'p> {
 }
 
 impl Frame<'_> {
-    fn track(&mut self) -> Option<&mut Track> {
+    fn track(&mut self) -> Option<&mut OrderTrack> {
         match self {
             Frame::Block { track, .. }
             | Frame::Dense { track, .. }
@@ -343,7 +300,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     for p in &mut procs {
                         for f in p.stack.iter_mut().rev() {
                             if let Some(t) = f.track() {
-                                t.boundary(self.count, self.sink, &mut self.armed);
+                                t.boundary(self.count, |e| self.sink.order(e), &mut self.armed);
                             }
                         }
                     }
@@ -386,7 +343,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                 if !self.stopped {
                     for f in proc.stack.iter_mut().rev() {
                         if let Some(t) = f.track() {
-                            t.boundary(self.count, self.sink, &mut self.armed);
+                            t.boundary(self.count, |e| self.sink.order(e), &mut self.armed);
                         }
                     }
                 }
@@ -419,7 +376,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
             match top {
                 Frame::Block { body, pos, track } => {
                     if let Some(t) = track {
-                        t.boundary(now, self.sink, &mut self.armed);
+                        t.boundary(now, |e| self.sink.order(e), &mut self.armed);
                     }
                     let body: &'p [CStmt] = body;
                     match body.get(*pos) {
@@ -445,7 +402,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     track,
                 } => {
                     if let Some(t) = track {
-                        t.boundary(now, self.sink, &mut self.armed);
+                        t.boundary(now, |e| self.sink.order(e), &mut self.armed);
                     }
                     if *next < *end {
                         self.env[*var as usize] = Value::I64(*next);
@@ -473,7 +430,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     track,
                 } => {
                     if let Some(t) = track {
-                        t.boundary(now, self.sink, &mut self.armed);
+                        t.boundary(now, |e| self.sink.order(e), &mut self.armed);
                     }
                     // Skip finished (and empty) rows.
                     while *row < *rows && *pos >= lengths[*row as usize] {
@@ -584,7 +541,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
         let now = self.count;
         match s {
             CStmt::Loop(lp) => {
-                let track = lp.ordered.then(|| Track::new(now));
+                let track = lp.ordered.then(|| OrderTrack::new(now));
                 match &lp.kind {
                     CAxis::Dense(extent) => {
                         let end = eval_int(extent, &self.env)?;
@@ -713,7 +670,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
             CStmt::Block { ordered, body } => proc.stack.push(Frame::Block {
                 body,
                 pos: 0,
-                track: ordered.then(|| Track::new(now)),
+                track: ordered.then(|| OrderTrack::new(now)),
             }),
             CStmt::Task(t) => return self.task(t, proc),
             CStmt::Set {
