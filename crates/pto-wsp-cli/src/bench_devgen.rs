@@ -23,42 +23,19 @@
 
 use crate::CliError;
 use crate::bench::thousands;
+use crate::bench_llama::{empty_kernels, module};
 use pto_wsp::cpu::{KernelExec, PoolSplit, RunConfig, StaticGraph, WorkerPool};
 use pto_wsp::graph::ExecDomain;
 use pto_wsp::graph::builder::{ExactMap, GraphBuilder};
 use pto_wsp::graph::feed::{NoHooks, feed};
 use pto_wsp::graph::ready::ReadyKind;
-use pto_wsp::ir::{Bindings, DepsMode, Dispatch, ExpandOptions, Module, PoolsPolicy, parse};
+use pto_wsp::ir::{Bindings, DepsMode, Dispatch, ExpandOptions, Module, PoolsPolicy};
 use pto_wsp::kernels::{KernelRegistry, TensorStore};
 use pto_wsp::{CompileOptions, compile, lower};
 use std::time::{Duration, Instant};
 
-/// The example, as shipped.
-const LLAMA: &str = include_str!("../../../examples/llama7b_layer.wsp");
-
 /// The modes, in the order each round runs them.
 const MODES: [&str; 3] = ["finished", "streamed", "devgen"];
-
-/// The example with its `deps` mode replaced by `mode`.
-fn module(mode: DepsMode) -> Result<Module, CliError> {
-    let kw = match mode {
-        DepsMode::Exact => "exact",
-        DepsMode::Overlap => "overlap",
-        DepsMode::Hybrid => "hybrid",
-        DepsMode::Explicit => "explicit",
-    };
-    let text = LLAMA.replace("deps hybrid;", &format!("deps {kw};"));
-    parse(&text).map_err(|e| CliError::plain(format!("bench: the LLaMA example: {e}")))
-}
-
-/// A registry where every kernel of `m` is empty.
-fn empty_kernels(m: &Module) -> KernelRegistry {
-    let mut r = KernelRegistry::new();
-    for k in &m.kernels {
-        r.register(&k.name.name, |_| Ok(()));
-    }
-    r
-}
 
 /// The median of `xs` (not empty).
 fn median(mut xs: Vec<f64>) -> f64 {

@@ -33,7 +33,7 @@ const LLAMA: &str = include_str!("../../../examples/llama7b_layer.wsp");
 pub const SEED_TASKS_PER_MS: f64 = 5000.0;
 
 /// The example with its `deps` mode replaced by `mode`.
-fn module(mode: DepsMode) -> Result<Module, CliError> {
+pub(crate) fn module(mode: DepsMode) -> Result<Module, CliError> {
     let kw = match mode {
         DepsMode::Exact => "exact",
         DepsMode::Overlap => "overlap",
@@ -45,7 +45,7 @@ fn module(mode: DepsMode) -> Result<Module, CliError> {
 }
 
 /// A registry where every kernel of `m` is empty.
-fn empty_kernels(m: &Module) -> KernelRegistry {
+pub(crate) fn empty_kernels(m: &Module) -> KernelRegistry {
     let mut r = KernelRegistry::new();
     for k in &m.kernels {
         r.register(&k.name.name, |_| Ok(()));

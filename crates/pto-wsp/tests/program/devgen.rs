@@ -106,18 +106,7 @@ fn numeric_registry(module: &Module, log: &Arc<Mutex<Vec<Key>>>) -> KernelRegist
         let log = Arc::clone(log);
         r.register(&name.clone(), move |ctx| {
             numeric(ctx)?;
-            let regions = ctx
-                .regions()
-                .iter()
-                .map(|io| {
-                    let rank = io.region.rank as usize;
-                    (
-                        io.region.tensor,
-                        io.region.start[..rank].iter().map(|&x| x as i64).collect(),
-                        io.region.size[..rank].iter().map(|&x| x as i64).collect(),
-                    )
-                })
-                .collect();
+            let regions = crate::region_keys(ctx);
             log.lock()
                 .unwrap()
                 .push((name.clone(), ctx.params().to_vec(), regions));

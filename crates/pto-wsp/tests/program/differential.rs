@@ -269,18 +269,7 @@ fn registry(clock: &Arc<AtomicU64>, runs: &Arc<Mutex<Runs>>) -> KernelRegistry {
                     }
                 }
             }
-            let regions = ctx
-                .regions()
-                .iter()
-                .map(|io| {
-                    let rank = io.region.rank as usize;
-                    (
-                        io.region.tensor,
-                        io.region.start[..rank].iter().map(|&x| x as i64).collect(),
-                        io.region.size[..rank].iter().map(|&x| x as i64).collect(),
-                    )
-                })
-                .collect();
+            let regions = crate::region_keys(ctx);
             let end = clock.fetch_add(1, Ordering::SeqCst);
             let mut g = runs.lock().unwrap();
             let e = g

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use pto_wsp::ir::{Bindings, ExpandOptions, Module, ReadyPolicy, expand, parse, parse_expr};
-use pto_wsp::kernels::{KernelError, KernelRegistry};
+use pto_wsp::kernels::{KernelError, KernelRegistry, TaskContext};
 use pto_wsp::{CompileError, CompileOptions, RunError, compile, lower};
 
 fn example(name: &str) -> (Module, Bindings) {
@@ -30,6 +30,21 @@ fn example(name: &str) -> (Module, Bindings) {
 
 type Key = (String, Vec<u64>, Vec<(u32, Vec<i64>, Vec<i64>)>);
 
+/// A task's regions as (tensor, starts, sizes), as the run handed them to its kernel.
+fn region_keys(ctx: &TaskContext<'_>) -> Vec<(u32, Vec<i64>, Vec<i64>)> {
+    ctx.regions()
+        .iter()
+        .map(|io| {
+            let rank = io.region.rank as usize;
+            (
+                io.region.tensor,
+                io.region.start[..rank].iter().map(|&x| x as i64).collect(),
+                io.region.size[..rank].iter().map(|&x| x as i64).collect(),
+            )
+        })
+        .collect()
+}
+
 /// A registry where every kernel of `module` records what it was called with.
 fn recording(module: &Module, log: &Arc<Mutex<Vec<Key>>>) -> KernelRegistry {
     let mut r = KernelRegistry::new();
@@ -37,18 +52,7 @@ fn recording(module: &Module, log: &Arc<Mutex<Vec<Key>>>) -> KernelRegistry {
         let name = k.name.name.clone();
         let log = Arc::clone(log);
         r.register(&name.clone(), move |ctx| {
-            let regions = ctx
-                .regions()
-                .iter()
-                .map(|io| {
-                    let rank = io.region.rank as usize;
-                    (
-                        io.region.tensor,
-                        io.region.start[..rank].iter().map(|&x| x as i64).collect(),
-                        io.region.size[..rank].iter().map(|&x| x as i64).collect(),
-                    )
-                })
-                .collect();
+            let regions = region_keys(ctx);
             log.lock()
                 .unwrap()
                 .push((name.clone(), ctx.params().to_vec(), regions));
