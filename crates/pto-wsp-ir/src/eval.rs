@@ -396,6 +396,37 @@ impl Compiled {
         })
     }
 
+    /// Compiles a resolved, typed expression ([`crate::resolve::TExpr`], already folded):
+    /// register `r` is environment index `r`, tier argument `i` is index `arg_base + i`.
+    pub fn from_typed(expr: &crate::resolve::TExpr, arg_base: u32) -> Compiled {
+        fn push(e: &crate::resolve::TExpr, arg_base: u32, nodes: &mut Vec<Node>) -> u32 {
+            use crate::resolve::TExpr;
+            let node = match e {
+                TExpr::Const(v) => Node::Const(*v),
+                TExpr::Reg(r, _) => Node::Var(*r),
+                TExpr::Arg(i, _) => Node::Var(arg_base.saturating_add(*i)),
+                TExpr::Unary(op, a) => Node::Unary(*op, push(a, arg_base, nodes)),
+                TExpr::Binary(op, a, b) => {
+                    let a = push(a, arg_base, nodes);
+                    Node::Binary(*op, a, push(b, arg_base, nodes))
+                }
+                TExpr::Ternary(c, a, b) => {
+                    let c = push(c, arg_base, nodes);
+                    let a = push(a, arg_base, nodes);
+                    Node::Ternary(c, a, push(b, arg_base, nodes))
+                }
+            };
+            nodes.push(node);
+            (nodes.len() - 1) as u32
+        }
+        let mut nodes = Vec::new();
+        push(expr, arg_base, &mut nodes);
+        Compiled {
+            fast: Fast::of(&nodes),
+            nodes: nodes.into_boxed_slice(),
+        }
+    }
+
     /// A constant.
     pub fn constant(v: Value) -> Compiled {
         Compiled {

@@ -21,6 +21,7 @@ pub mod loc;
 pub mod module;
 pub mod parse;
 pub mod print;
+pub mod resolve;
 pub mod schedule;
 pub mod source;
 pub mod types;
@@ -41,6 +42,7 @@ pub use module::{
     TensorDecl, Tiers, Workload,
 };
 pub use parse::{ParseError, parse, parse_expr};
+pub use resolve::{ResolveError, ResolveOptions, Resolved, Unsupported, resolve};
 pub use schedule::{
     DepsMode, Dispatch, GateScope, Levels, PoolsPolicy, ReadyPolicy, Schedule, ScheduleConfig,
     ScheduleItem, ScheduleItemKind, StartPolicy, TaskGraphItem, Timing, TracePolicy, WindowMode,

@@ -9,7 +9,7 @@ use pto_wsp_ir::expand::{
     ExpandError, ExpandOptions, ExpandSink, ExpandedRegion, ExpandedTask, Expansion, OrderEdge,
     expand, expand_each, expand_with, splitmix64,
 };
-use pto_wsp_ir::{Access, Bindings, ExecPool, Module, Value, parse};
+use pto_wsp_ir::{Access, Bindings, ExecPool, Loc, Module, ResolveError, Value, parse};
 use std::ops::{ControlFlow, Range};
 
 fn module(text: &str) -> Module {
@@ -1051,7 +1051,7 @@ fn error_no_entry_point() {
     let m = module("workload a() { } workload b() { }");
     assert!(matches!(
         run_err(&m, &Bindings::new()),
-        ExpandError::NoEntryPoint { .. }
+        ExpandError::Resolve(ResolveError::NoEntryPoint { .. })
     ));
     let mut m = module("workload a() { } schedule for a { }");
     m.schedule.as_mut().unwrap().target = "nothing".into();
@@ -1064,29 +1064,30 @@ fn error_unknown_names() {
     let m = module("workload main() { task nope(); }");
     assert_eq!(
         run_err(&m, &Bindings::new()),
-        ExpandError::UnknownName {
+        ExpandError::Resolve(ResolveError::UnknownName {
             kind: "kernel",
             name: "nope".into(),
-            context: "task `nope` in workload `main`".into()
-        }
+            context: "task `nope` in workload `main`".into(),
+            loc: Loc::NONE,
+        })
     );
     let m = module("kernel k(x: i64); workload main() { task k(y + 1); }");
     assert!(matches!(
         run_err(&m, &Bindings::new()),
-        ExpandError::UnknownName { kind: "name", name, .. } if name == "y"
+        ExpandError::Resolve(ResolveError::UnknownName { kind: "name", name, .. }) if name == "y"
     ));
     let m = module("workload main() { parallel_for i in Nope { } }");
     assert!(matches!(
         run_err(&m, &Bindings::new()),
-        ExpandError::UnknownName { kind: "axis", .. }
+        ExpandError::Resolve(ResolveError::UnknownName { kind: "axis", .. })
     ));
     let m = module("workload main() { send c(1); }");
     assert!(matches!(
         run_err(&m, &Bindings::new()),
-        ExpandError::UnknownName {
+        ExpandError::Resolve(ResolveError::UnknownName {
             kind: "channel",
             ..
-        }
+        })
     ));
     // A callee does not see its caller's loop variables.
     let m = module(
@@ -1096,7 +1097,7 @@ fn error_unknown_names() {
     );
     assert!(matches!(
         run_err(&m, &Bindings::new()),
-        ExpandError::UnknownName { kind: "name", name, .. } if name == "i"
+        ExpandError::Resolve(ResolveError::UnknownName { kind: "name", name, .. }) if name == "i"
     ));
 }
 
@@ -1105,12 +1106,12 @@ fn error_malformed() {
     let m = module("kernel k(x: i64); workload main() { task k(1, 2); }");
     assert!(matches!(
         run_err(&m, &Bindings::new()),
-        ExpandError::Malformed { .. }
+        ExpandError::Resolve(ResolveError::Malformed { .. })
     ));
     let m = module("tensor T: f32[4]; kernel k(x: i64); workload main() { task k(T[0]); }");
     assert!(matches!(
         run_err(&m, &Bindings::new()),
-        ExpandError::Malformed { .. }
+        ExpandError::Resolve(ResolveError::Malformed { .. })
     ));
 }
 
@@ -1121,9 +1122,10 @@ fn error_recursion() {
     );
     assert_eq!(
         run_err(&m, &Bindings::new()),
-        ExpandError::Recursion {
-            chain: vec!["main".into(), "a".into(), "b".into(), "a".into()]
-        }
+        ExpandError::Resolve(ResolveError::Recursion {
+            chain: vec!["main".into(), "a".into(), "b".into(), "a".into()],
+            loc: Loc::NONE,
+        })
     );
 }
 
@@ -1134,7 +1136,7 @@ fn error_bad_schedule() {
     );
     assert!(matches!(
         run_err(&m, &Bindings::new()),
-        ExpandError::BadSchedule { .. }
+        ExpandError::Resolve(ResolveError::BadSchedule { .. })
     ));
     let m = module("workload main() { }");
     let e = expand(
@@ -1145,7 +1147,10 @@ fn error_bad_schedule() {
             ..ExpandOptions::default()
         },
     );
-    assert!(matches!(e, Err(ExpandError::BadSchedule { .. })));
+    assert!(matches!(
+        e,
+        Err(ExpandError::Resolve(ResolveError::BadSchedule { .. }))
+    ));
 }
 
 #[test]
@@ -1322,15 +1327,16 @@ fn error_evaluation_with_context() {
         ),
         "{e}"
     );
+    // Ill-typed expressions are caught when the entry is resolved, before anything runs.
     let m = module("slot s: i64; workload main() { set s = true; }");
     assert!(matches!(
         run_err(&m, &Bindings::new()),
-        ExpandError::WrongType { .. }
+        ExpandError::Resolve(ResolveError::Type { context, .. }) if context.contains("`set s`")
     ));
     let m = module("symbol n: i64; workload main() { if n { } }");
     assert!(matches!(
         run_err(&m, &Bindings::new().symbol("n", 1i64)),
-        ExpandError::WrongType { .. }
+        ExpandError::Resolve(ResolveError::Type { .. })
     ));
 }
 

@@ -25,8 +25,8 @@
 //!   count do not read the second variable skips whole rows, unless it is ordered.
 
 use super::lower::{LAxis, LDispatch, LLoop, LStmt, LTask, Lowered};
-use super::texpr::TExpr;
 use crate::format::NONE16;
+use pto_wsp_ir::resolve::TExpr;
 use pto_wsp_ir::{BinOp, ScalarType};
 
 /// Facts that hold for the whole program.
@@ -117,7 +117,8 @@ fn scan(body: &[LStmt], f: &mut impl FnMut(Event)) {
 }
 
 fn reads(e: &TExpr, f: &mut impl FnMut(Event)) {
-    e.each_reg(&mut |r| f(Event::Read(r)));
+    // Registers fit 16 bits (checked when lowering).
+    e.each_reg(&mut |r| f(Event::Read(r as u16)));
 }
 
 fn scan_stmt(s: &LStmt, f: &mut impl FnMut(Event)) {
@@ -180,7 +181,7 @@ fn axis_reads(facts: &Facts<'_>, axis: u16, f: &mut impl FnMut(u16)) {
         let e = match a {
             LAxis::Dense(e) | LAxis::Ragged(e, _) | LAxis::Sparse(e, ..) => e,
         };
-        e.each_reg(f);
+        e.each_reg(&mut |r| f(r as u16));
     }
 }
 
@@ -290,7 +291,7 @@ fn try_hoist(l: &mut LLoop, facts: &Facts<'_>) -> bool {
     let assigned = assigned(&l.body);
     if !keys
         .iter()
-        .all(|k| k.regs_all(|r| stable(facts, &assigned, r)))
+        .all(|k| k.regs_all(|r| stable(facts, &assigned, r as u16)))
     {
         return false;
     }
@@ -300,7 +301,8 @@ fn try_hoist(l: &mut LLoop, facts: &Facts<'_>) -> bool {
     {
         let var1 = l.vars[1];
         let uses_var1 = var1 != NONE16
-            && (keys.iter().any(|k| !k.regs_all(|r| r != var1)) || !c.regs_all(|r| r != var1));
+            && (keys.iter().any(|k| !k.regs_all(|r| r != u32::from(var1)))
+                || !c.regs_all(|r| r != u32::from(var1)));
         l.row_skip = var1 != NONE16 && !uses_var1 && !l.ordered;
         l.count = Some(c);
     }
@@ -419,7 +421,7 @@ fn count(body: &[LStmt], facts: &Facts<'_>, assigned: &[u16]) -> Option<TExpr> {
                 let b = count(otherwise, facts, assigned)?;
                 if a == b {
                     a
-                } else if cond.regs_all(|r| stable(facts, assigned, r)) {
+                } else if cond.regs_all(|r| stable(facts, assigned, r as u16)) {
                     TExpr::ternary(cond.clone(), a, b).ok()?
                 } else {
                     return None;
@@ -432,7 +434,7 @@ fn count(body: &[LStmt], facts: &Facts<'_>, assigned: &[u16]) -> Option<TExpr> {
                     return None;
                 };
                 if extent.ty() != ScalarType::I64
-                    || !extent.regs_all(|r| stable(facts, assigned, r))
+                    || !extent.regs_all(|r| stable(facts, assigned, r as u16))
                 {
                     return None;
                 }

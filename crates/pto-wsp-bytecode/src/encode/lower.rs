@@ -1,22 +1,20 @@
-//! Lowering a module's entry point into the encoder's tree: names resolved to registers and
-//! table indices, calls inlined, expressions typed, schedule keys resolved per task.
+//! Lowering the resolved entry point ([`pto_wsp_ir::resolve`]) into the encoder's tree.
 //!
-//! Why: the bytecode has no names and no calls, and its expressions are typed; this pass does
-//! all of that once, following the reference expander's resolution rules exactly (which names
-//! each kind of expression may see, which symbols and tensors count as *used*), so the bytecode
-//! means what the expander means.
+//! Why: names, calls, types, schedule keys and every static check are resolved once, in the IR,
+//! for every consumer; what is the bytecode's own is its tree shape (a `call` becomes the writes
+//! of its parameter registers and a block, `select` a loop over a sparse axis), its field widths
+//! (16-bit registers and table indices, 8-bit channels and key slots) and what it cannot express
+//! (a channel with several producers, a token that is not `i64`).
 //!
-//! Promise: never panics on an unvalidated module; anything the bytecode cannot express, or the
-//! expander would reject while resolving, is an [`EncodeError`].
+//! Promise: never panics; a module the resolver rejects gives its [`ResolveError`]
+//! (`EncodeError::Resolve`), anything the bytecode cannot hold is `TooLarge` or `Unsupported`.
 
 use super::EncodeError;
-use super::texpr::TExpr;
-use crate::format::NONE16;
-use pto_wsp_ir::{
-    Access, Arg, AxisKind, Dispatch, ExecPool, Expr, Ident, KernelDecl, Levels, LoopOrder, Module,
-    ParamKind, ReadyPolicy, ScalarType, ScheduleConfig, Stmt, StmtKind, Tiers, TracePolicy, Value,
+use crate::format::{MAX_RANK, NONE16};
+use pto_wsp_ir::resolve::{
+    AxisExtent, DispatchPlan, ExprId, ResolveOptions, Resolved, Stmt, StmtKind, TExpr, TaskArg,
 };
-use std::collections::HashMap;
+use pto_wsp_ir::{Access, ExecPool, Module, ScalarType, resolve};
 
 /// A loop of the tree.
 #[derive(Debug)]
@@ -138,940 +136,291 @@ pub(crate) struct Lowered {
     pub streams: u64,
 }
 
+/// Resolves `module` and lowers it (see the module docs).
 pub(crate) fn lower(module: &Module) -> Result<Lowered, EncodeError> {
-    let entry = module
-        .entry_name()
-        .ok_or_else(|| EncodeError::NoEntryPoint {
-            reason: "there is no schedule, no workload `main`, and not exactly one workload or \
-                     pipeline"
-                .into(),
-        })?;
-    let config = module
-        .schedule
-        .as_ref()
-        .map(|s| s.config())
-        .unwrap_or_default();
-    if config.executors == 0 || config.executors > u64::from(u32::MAX) + 1 {
-        return Err(EncodeError::BadSchedule {
-            message: format!(
-                "executors must be between 1 and 2^32, not {}",
-                config.executors
-            ),
-        });
+    let r = resolve(module, &ResolveOptions::default())?;
+    Lower { r: &r }.lowered()
+}
+
+fn too_large(what: &'static str, count: usize, max: usize) -> EncodeError {
+    EncodeError::TooLarge { what, count, max }
+}
+
+struct Lower<'a, 'm> {
+    r: &'a Resolved<'m>,
+}
+
+impl Lower<'_, '_> {
+    fn x(&self, id: ExprId) -> TExpr {
+        self.r.expr(id).clone()
     }
-    if config.streams == 0 || config.streams > u64::from(u32::MAX) + 1 {
-        return Err(EncodeError::BadSchedule {
-            message: format!("streams must be between 1 and 2^32, not {}", config.streams),
-        });
-    }
-    if module.symbols.len() + module.slots.len() > usize::from(u16::MAX) {
-        return Err(EncodeError::TooLarge {
-            what: "symbols and slots",
-            count: module.symbols.len() + module.slots.len(),
-            max: usize::from(u16::MAX),
-        });
-    }
-    let mut l = Lowerer::new(module, &config);
-    let mut processes = Vec::new();
-    let mut channels = Vec::new();
-    let csp;
-    if let Some(w) = module.workload(entry) {
-        if !w.params.is_empty() {
-            return Err(EncodeError::Malformed {
-                message: format!("the entry workload `{entry}` has parameters; nothing binds them"),
-            });
+
+    fn lowered(&self) -> Result<Lowered, EncodeError> {
+        let r = self.r;
+        let module = r.module;
+        if module.symbols.len() + module.slots.len() > usize::from(u16::MAX) {
+            return Err(too_large(
+                "symbols and slots",
+                module.symbols.len() + module.slots.len(),
+                usize::from(u16::MAX),
+            ));
         }
-        l.place = format!("workload `{entry}`");
-        l.call_stack.push(entry.to_string());
-        let body = l.stmts(&w.body)?;
-        processes.push((entry.to_string(), body));
-        csp = false;
-    } else if let Some(p) = module.pipeline(entry) {
-        if p.channels.len() > 255 || p.processes.len() > 255 {
-            return Err(EncodeError::TooLarge {
-                what: "channels or processes of a pipeline",
-                count: p.channels.len().max(p.processes.len()),
-                max: 255,
-            });
+        if r.regs.len() >= usize::from(NONE16) {
+            return Err(too_large(
+                "registers (symbols, slots, loop variables, parameters)",
+                r.regs.len(),
+                usize::from(NONE16) - 1,
+            ));
         }
-        let mut ids: HashMap<&str, u8> = HashMap::new();
-        for (i, ch) in p.channels.iter().enumerate() {
-            if ids.insert(ch.name.name.as_str(), i as u8).is_some() {
-                return Err(EncodeError::Malformed {
-                    message: format!(
-                        "channel `{}` is declared twice in pipeline `{entry}`",
-                        ch.name
-                    ),
-                });
+        if r.axes.len() >= usize::from(NONE16) {
+            return Err(too_large("axes", r.axes.len(), usize::from(NONE16) - 1));
+        }
+        let mut channels = Vec::new();
+        if r.csp {
+            if r.channels.len() > 255 || r.processes.len() > 255 {
+                return Err(too_large(
+                    "channels or processes of a pipeline",
+                    r.channels.len().max(r.processes.len()),
+                    255,
+                ));
             }
-            channels.push((ch.name.name.clone(), 0xFF, 0xFF));
-        }
-        for (pi, proc) in p.processes.iter().enumerate() {
-            for ch in proc.produces.iter().chain(&proc.consumes) {
-                if !ids.contains_key(ch.name.as_str()) {
-                    return Err(EncodeError::UnknownName {
-                        kind: "channel",
-                        name: ch.name.clone(),
-                        context: format!("process `{}` of pipeline `{entry}`", proc.name),
-                    });
-                }
-            }
-            for ch in &proc.produces {
-                let c = usize::from(ids[ch.name.as_str()]);
-                if channels[c].1 != 0xFF {
+            for ch in &r.channels {
+                if ch.producers.len() > 1 {
                     return Err(EncodeError::Unsupported {
-                        message: format!("channel `{ch}` has more than one producer"),
+                        message: format!("channel `{}` has more than one producer", ch.name),
                     });
                 }
-                channels[c].1 = pi as u8;
-            }
-            for ch in &proc.consumes {
-                let c = usize::from(ids[ch.name.as_str()]);
-                channels[c].2 = pi as u8;
+                let producer = ch.producers.first().map_or(0xFF, |&p| p as u8);
+                let consumer = ch.consumers.last().map_or(0xFF, |&p| p as u8);
+                channels.push((ch.name.clone(), producer, consumer));
             }
         }
-        l.channels = Some(ids);
-        for proc in &p.processes {
-            l.place = format!("process `{}` of pipeline `{entry}`", proc.name);
-            l.frames = vec![Vec::new()];
-            let body = l.stmts(&proc.body)?;
-            processes.push((proc.name.name.clone(), body));
+        for dims in r.shapes.iter().flatten() {
+            if dims.len() > MAX_RANK {
+                return Err(too_large("tensor rank", dims.len(), MAX_RANK));
+            }
         }
-        csp = true;
-    } else {
-        return Err(EncodeError::NoEntryPoint {
-            reason: format!("the schedule's target `{entry}` is not a workload or pipeline"),
-        });
-    }
-    Ok(Lowered {
-        processes,
-        channels,
-        csp,
-        reg_types: l.reg_types,
-        symbols_used: l.symbols_used,
-        n_slots: module.slots.len() as u16,
-        axes: l.axes,
-        shapes: l.shapes,
-        arrays: l.arrays,
-        tiers: l.tiers,
-        kernel_used: l.kernel_used,
-        dispatch: l.dispatch,
-        n_dispatch_keys: l.dispatch_keys.len(),
-        stream_by: config.stream_by.is_some(),
-        priority: matches!(config.ready, ReadyPolicy::Priority(_)),
-        cost: matches!(config.trace, TracePolicy::Cycles(Some(_))),
-        pools: config
-            .dispatch_threshold
-            .as_ref()
-            .map(|p| (p.levels.clone(), *p.otherwise)),
-        executors: config.executors,
-        streams: config.streams,
-    })
-}
-
-/// How names resolve in an expression.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Scope {
-    /// Symbols only (tensor dimensions).
-    Symbols,
-    /// Symbols and slots (axis extents).
-    Globals,
-    /// The current workload's variables, then globals.
-    Workload,
-    /// Every variable on the call chain, innermost first, then globals (schedule keys).
-    Schedule,
-}
-
-struct Lowerer<'m> {
-    module: &'m Module,
-    config: &'m ScheduleConfig,
-    globals: HashMap<&'m str, u16>,
-    tensors: HashMap<&'m str, u16>,
-    kernels: HashMap<&'m str, u16>,
-    axis_ids: HashMap<&'m str, u16>,
-    axes: Vec<(String, LAxis)>,
-    reg_types: Vec<ScalarType>,
-    symbols_used: Vec<bool>,
-    shapes: Vec<Option<Vec<TExpr>>>,
-    arrays: Vec<bool>,
-    tiers: Vec<Option<LTiers>>,
-    kernel_used: Vec<bool>,
-    frames: Vec<Vec<(&'m str, u16)>>,
-    call_stack: Vec<String>,
-    channels: Option<HashMap<&'m str, u8>>,
-    dispatch: Option<LDispatch>,
-    /// The dispatch policy's key expressions, in slot order.
-    dispatch_keys: Vec<&'m Expr>,
-    place: String,
-}
-
-impl<'m> Lowerer<'m> {
-    fn new(module: &'m Module, config: &'m ScheduleConfig) -> Lowerer<'m> {
-        let mut globals = HashMap::new();
-        let mut reg_types = Vec::new();
-        for s in &module.symbols {
-            globals
-                .entry(s.name.name.as_str())
-                .or_insert(reg_types.len() as u16);
-            reg_types.push(s.ty);
+        for (k, used) in r.kernels_used.iter().enumerate() {
+            let n = module.kernels[k].params.len();
+            if *used && n > 255 {
+                return Err(too_large("kernel parameters", n, 255));
+            }
         }
-        for s in &module.slots {
-            globals
-                .entry(s.name.name.as_str())
-                .or_insert(reg_types.len() as u16);
-            reg_types.push(s.ty);
-        }
-        let mut tensors = HashMap::new();
-        for (i, t) in module.tensors.iter().enumerate() {
-            tensors.entry(t.name.name.as_str()).or_insert(i as u16);
-        }
-        let mut kernels = HashMap::new();
-        for (i, k) in module.kernels.iter().enumerate() {
-            kernels.entry(k.name.name.as_str()).or_insert(i as u16);
-        }
-        Lowerer {
-            module,
-            config,
-            globals,
-            tensors,
-            kernels,
-            axis_ids: HashMap::new(),
-            axes: Vec::new(),
-            reg_types,
-            symbols_used: vec![false; module.symbols.len()],
-            shapes: vec![None; module.tensors.len()],
-            arrays: vec![false; module.tensors.len()],
-            tiers: vec![None; module.kernels.len()],
-            kernel_used: vec![false; module.kernels.len()],
-            frames: vec![Vec::new()],
-            call_stack: Vec::new(),
-            channels: None,
-            dispatch: None,
-            dispatch_keys: Vec::new(),
-            place: String::new(),
-        }
-    }
-
-    fn n_symbols(&self) -> u16 {
-        self.module.symbols.len() as u16
-    }
-
-    /// A fresh register of type `ty`.
-    fn fresh(&mut self, ty: ScalarType) -> Result<u16, EncodeError> {
-        if self.reg_types.len() >= usize::from(NONE16) {
-            return Err(EncodeError::TooLarge {
-                what: "registers (symbols, slots, loop variables, parameters)",
-                count: self.reg_types.len() + 1,
-                max: usize::from(NONE16) - 1,
+        let mut tiers = Vec::with_capacity(r.tiers.len());
+        for t in &r.tiers {
+            tiers.push(match t {
+                Some(t) => {
+                    if t.cases.len() > 254 {
+                        return Err(too_large("tier cases", t.cases.len(), 254));
+                    }
+                    let cases = t
+                        .cases
+                        .iter()
+                        .map(|(c, k)| (self.x(*c), k.0 as u16))
+                        .collect();
+                    Some((cases, t.default.0 as u16))
+                }
+                None => None,
             });
         }
-        self.reg_types.push(ty);
-        Ok((self.reg_types.len() - 1) as u16)
-    }
-
-    fn resolve(&mut self, e: &Expr, what: &str, scope: Scope) -> Result<TExpr, EncodeError> {
-        let frames: Vec<Vec<(&str, u16)>> = match scope {
-            Scope::Symbols | Scope::Globals => Vec::new(),
-            Scope::Workload => self.frames.last().cloned().into_iter().collect(),
-            Scope::Schedule => self.frames.clone(),
+        let sched = &r.schedule;
+        if sched.n_dispatch_keys > 200 {
+            return Err(too_large("dispatch keys", sched.n_dispatch_keys, 200));
+        }
+        let dispatch = match &sched.dispatch {
+            Some(d) => Some(dispatch(d)?),
+            None => None,
         };
-        let mut lookup = |name: &str| -> Option<TExpr> {
-            for frame in frames.iter().rev() {
-                if let Some((_, r)) = frame.iter().rev().find(|(n, _)| *n == name) {
-                    return Some(TExpr::Reg(*r, self.reg_types[usize::from(*r)]));
-                }
-            }
-            let r = *self.globals.get(name)?;
-            if r < self.n_symbols() {
-                self.symbols_used[usize::from(r)] = true;
-            } else if scope == Scope::Symbols {
-                return None;
-            }
-            Some(TExpr::Reg(r, self.reg_types[usize::from(r)]))
-        };
-        build(e, &mut lookup).map_err(|err| match err {
-            BuildError::Unbound(name) => EncodeError::UnknownName {
-                kind: "name",
-                name,
-                context: what.to_string(),
-            },
-            BuildError::Type(message) => EncodeError::Type {
-                context: what.to_string(),
-                message,
-            },
+        let mut processes = Vec::new();
+        for p in &r.processes {
+            processes.push((p.name.clone(), self.stmts(&p.body)?));
+        }
+        Ok(Lowered {
+            processes,
+            channels,
+            csp: r.csp,
+            reg_types: r.regs.clone(),
+            symbols_used: r.symbols_used.clone(),
+            n_slots: module.slots.len() as u16,
+            axes: r
+                .axes
+                .iter()
+                .map(|a| {
+                    let kind = match &a.kind {
+                        AxisExtent::Dense(e) => LAxis::Dense(self.x(*e)),
+                        AxisExtent::Ragged { rows, lengths } => {
+                            LAxis::Ragged(self.x(*rows), lengths.0 as u16)
+                        }
+                        AxisExtent::Sparse {
+                            rows,
+                            indptr,
+                            indices,
+                        } => LAxis::Sparse(self.x(*rows), indptr.0 as u16, indices.0 as u16),
+                    };
+                    (a.name.clone(), kind)
+                })
+                .collect(),
+            shapes: r
+                .shapes
+                .iter()
+                .map(|s| s.as_ref().map(|d| d.iter().map(|&e| self.x(e)).collect()))
+                .collect(),
+            arrays: r.arrays.clone(),
+            tiers,
+            kernel_used: r.kernels_used.clone(),
+            dispatch,
+            n_dispatch_keys: sched.n_dispatch_keys,
+            stream_by: sched.stream_by,
+            pools: sched.pools.clone(),
+            priority: sched.priority,
+            cost: sched.cost,
+            executors: sched.executors,
+            streams: sched.streams,
         })
     }
 
-    fn int_expr(&mut self, e: &Expr, what: &str, scope: Scope) -> Result<TExpr, EncodeError> {
-        let t = self.resolve(e, what, scope)?;
-        if t.ty() == ScalarType::Bool {
-            return Err(EncodeError::Type {
-                context: what.to_string(),
-                message: "expected an integer, found a bool".into(),
-            });
-        }
-        Ok(t)
-    }
-
-    fn tensor(&self, t: &Ident, context: &str) -> Result<u16, EncodeError> {
-        self.tensors
-            .get(t.name.as_str())
-            .copied()
-            .ok_or_else(|| EncodeError::UnknownName {
-                kind: "tensor",
-                name: t.name.clone(),
-                context: context.to_string(),
-            })
-    }
-
-    fn array(&mut self, t: &Ident, context: &str) -> Result<u16, EncodeError> {
-        let i = self.tensor(t, context)?;
-        self.arrays[usize::from(i)] = true;
-        Ok(i)
-    }
-
-    fn shaped(&mut self, t: &Ident, context: &str) -> Result<u16, EncodeError> {
-        let i = self.tensor(t, context)?;
-        if self.shapes[usize::from(i)].is_none() {
-            let decl = &self.module.tensors[usize::from(i)];
-            if decl.shape.len() > crate::format::MAX_RANK {
-                return Err(EncodeError::TooLarge {
-                    what: "tensor rank",
-                    count: decl.shape.len(),
-                    max: crate::format::MAX_RANK,
-                });
-            }
-            let mut dims = Vec::new();
-            for (d, e) in decl.shape.iter().enumerate() {
-                let what = format!("dimension {d} of tensor `{}`", decl.name);
-                dims.push(self.int_expr(e, &what, Scope::Symbols)?);
-            }
-            self.shapes[usize::from(i)] = Some(dims);
-        }
-        Ok(i)
-    }
-
-    fn kernel(&mut self, name: &Ident, context: &str) -> Result<u16, EncodeError> {
-        let k = self
-            .kernels
-            .get(name.name.as_str())
-            .copied()
-            .ok_or_else(|| EncodeError::UnknownName {
-                kind: "kernel",
-                name: name.name.clone(),
-                context: context.to_string(),
-            })?;
-        self.kernel_used[usize::from(k)] = true;
-        Ok(k)
-    }
-
-    fn stmts(&mut self, body: &'m [Stmt]) -> Result<Vec<LStmt>, EncodeError> {
+    fn stmts(&self, body: &[Stmt]) -> Result<Vec<LStmt>, EncodeError> {
         body.iter().map(|s| self.stmt(s)).collect()
     }
 
-    /// Lowers `body` with `vars` bound to fresh `i64` registers.
-    fn scoped(
-        &mut self,
-        vars: &'m [Ident],
-        body: &'m [Stmt],
-    ) -> Result<([u16; 2], Vec<LStmt>), EncodeError> {
-        let saved = self.frames.last().map_or(0, Vec::len);
-        let mut regs = [NONE16; 2];
-        for (k, v) in vars.iter().enumerate().take(2) {
-            let r = self.fresh(ScalarType::I64)?;
-            regs[k] = r;
-            if let Some(f) = self.frames.last_mut() {
-                f.push((v.name.as_str(), r));
-            }
-        }
-        let body = self.stmts(body);
-        if let Some(f) = self.frames.last_mut() {
-            f.truncate(saved);
-        }
-        Ok((regs, body?))
-    }
-
-    fn axis(&mut self, name: &'m Ident, context: &str) -> Result<u16, EncodeError> {
-        if let Some(&a) = self.axis_ids.get(name.name.as_str()) {
-            return Ok(a);
-        }
-        let decl = self
-            .module
-            .axis(&name.name)
-            .ok_or_else(|| EncodeError::UnknownName {
-                kind: "axis",
-                name: name.name.clone(),
-                context: context.to_string(),
-            })?;
-        let kind = match &decl.kind {
-            AxisKind::Dense(e) | AxisKind::DenseDyn(e) => LAxis::Dense(self.int_expr(
-                e,
-                &format!("the extent of axis `{name}`"),
-                Scope::Globals,
-            )?),
-            AxisKind::Ragged { outer, lengths } => {
-                let outer = self.int_expr(
-                    outer,
-                    &format!("the row count of axis `{name}`"),
-                    Scope::Globals,
-                )?;
-                LAxis::Ragged(outer, self.array(lengths, &format!("axis `{name}`"))?)
-            }
-            AxisKind::Sparse {
-                outer,
-                indptr,
-                indices,
-            } => {
-                let outer = self.int_expr(
-                    outer,
-                    &format!("the row count of axis `{name}`"),
-                    Scope::Globals,
-                )?;
-                let w = format!("axis `{name}`");
-                let p = self.array(indptr, &w)?;
-                let i = self.array(indices, &w)?;
-                LAxis::Sparse(outer, p, i)
-            }
-        };
-        if self.axes.len() >= usize::from(NONE16) {
-            return Err(EncodeError::TooLarge {
-                what: "axes",
-                count: self.axes.len() + 1,
-                max: usize::from(NONE16) - 1,
-            });
-        }
-        let id = self.axes.len() as u16;
-        self.axes.push((name.name.clone(), kind));
-        self.axis_ids.insert(name.name.as_str(), id);
-        Ok(id)
-    }
-
-    fn slot(&self, slot: &Ident) -> Result<(u16, ScalarType), EncodeError> {
-        match self
-            .module
-            .slots
-            .iter()
-            .position(|s| s.name.name == slot.name)
-        {
-            Some(i) => Ok((self.n_symbols() + i as u16, self.module.slots[i].ty)),
-            None => Err(EncodeError::UnknownName {
-                kind: "slot",
-                name: slot.name.clone(),
-                context: self.place.clone(),
-            }),
-        }
-    }
-
-    fn channel(&self, ch: &Ident) -> Result<u8, EncodeError> {
-        self.channels
-            .as_ref()
-            .and_then(|m| m.get(ch.name.as_str()).copied())
-            .ok_or_else(|| EncodeError::UnknownName {
-                kind: "channel",
-                name: ch.name.clone(),
-                context: self.place.clone(),
-            })
-    }
-
-    fn stmt(&mut self, s: &'m Stmt) -> Result<LStmt, EncodeError> {
-        match &s.kind {
-            StmtKind::Loop {
-                order,
-                vars,
-                axis,
-                body,
-            } => {
-                let context = format!("{} over `{axis}` in {}", order.keyword(), self.place);
-                let a = self.axis(axis, &context)?;
-                let kind = self.axes[usize::from(a)].1.clone();
-                let arity = match kind {
-                    LAxis::Dense(_) => 1,
-                    LAxis::Ragged(..) => 2,
-                    LAxis::Sparse(..) => {
-                        return Err(EncodeError::Malformed {
-                            message: format!(
-                                "{context}: a sparse axis is iterated with `select`, not a loop"
-                            ),
-                        });
-                    }
-                };
-                if vars.len() != arity {
-                    return Err(EncodeError::Malformed {
-                        message: format!(
-                            "{context}: the axis binds {arity} loop variable(s), not {}",
-                            vars.len()
-                        ),
-                    });
-                }
-                let (vars, body) = self.scoped(vars, body)?;
-                Ok(LStmt::Loop(Box::new(LLoop {
-                    ordered: *order == LoopOrder::Sequential,
-                    axis: a,
-                    vars,
-                    body,
-                    hoist: None,
-                    count: None,
-                    row_skip: false,
-                    range_skip: false,
-                })))
-            }
-            StmtKind::Select { vars, axis, body } => {
-                let context = format!("select over `{axis}` in {}", self.place);
-                let a = self.axis(axis, &context)?;
-                if !matches!(self.axes[usize::from(a)].1, LAxis::Sparse(..)) {
-                    return Err(EncodeError::Malformed {
-                        message: format!("{context}: `select` needs a sparse axis"),
-                    });
-                }
-                if vars.len() != 2 {
-                    return Err(EncodeError::Malformed {
-                        message: format!(
-                            "{context}: `select` binds 2 variables, not {}",
-                            vars.len()
-                        ),
-                    });
-                }
-                let (vars, body) = self.scoped(vars, body)?;
-                Ok(LStmt::Loop(Box::new(LLoop {
-                    ordered: false,
-                    axis: a,
-                    vars,
-                    body,
-                    hoist: None,
-                    count: None,
-                    row_skip: false,
-                    range_skip: false,
-                })))
-            }
-            StmtKind::Cond {
+    fn stmt(&self, s: &Stmt) -> Result<LStmt, EncodeError> {
+        // Registers are below NONE16 (checked in `lowered`), so they fit 16 bits.
+        let reg = |r: u32| r as u16;
+        Ok(match &s.kind {
+            StmtKind::Loop(l) => LStmt::Loop(Box::new(LLoop {
+                ordered: l.ordered,
+                axis: l.axis.0 as u16,
+                vars: [
+                    l.vars.first().map_or(NONE16, |&v| reg(v)),
+                    l.vars.get(1).map_or(NONE16, |&v| reg(v)),
+                ],
+                body: self.stmts(&l.body)?,
+                hoist: None,
+                count: None,
+                row_skip: false,
+                range_skip: false,
+            })),
+            StmtKind::If {
                 cond,
                 then_body,
                 else_body,
-            } => {
-                let what = format!("an `if` condition in {}", self.place);
-                let cond = self.resolve(cond, &what, Scope::Workload)?;
-                if cond.ty() != ScalarType::Bool {
-                    return Err(EncodeError::Type {
-                        context: what,
-                        message: format!("expected bool, found a {}", cond.ty()),
-                    });
+            } => LStmt::If {
+                cond: self.x(*cond),
+                then: self.stmts(then_body)?,
+                otherwise: self.stmts(else_body)?,
+            },
+            StmtKind::Block {
+                ordered: true,
+                body,
+            } => LStmt::Seq(self.stmts(body)?),
+            StmtKind::Block {
+                ordered: false,
+                body,
+            } => LStmt::Block(self.stmts(body)?),
+            StmtKind::Task(t) => {
+                let mut scalars = Vec::new();
+                let mut regions = Vec::new();
+                for a in &t.args {
+                    match a {
+                        TaskArg::Scalar(e) => scalars.push(self.x(*e)),
+                        TaskArg::Region {
+                            tensor,
+                            access,
+                            dims,
+                        } => regions.push(LRegion {
+                            tensor: tensor.0 as u16,
+                            access: *access,
+                            dims: dims
+                                .iter()
+                                .map(|(s, z)| (self.x(*s), z.map(|z| self.x(z))))
+                                .collect(),
+                        }),
+                    }
                 }
-                Ok(LStmt::If {
-                    cond,
-                    then: self.stmts(then_body)?,
-                    otherwise: self.stmts(else_body)?,
-                })
+                LStmt::Task(Box::new(LTask {
+                    kernel: t.kernel.0 as u16,
+                    scalars,
+                    regions,
+                    keys: t.keys.iter().map(|&k| self.x(k)).collect(),
+                    hoisted: false,
+                }))
             }
-            StmtKind::Combine(body) => Ok(LStmt::Block(self.stmts(body)?)),
-            StmtKind::Sequential(body) => Ok(LStmt::Seq(self.stmts(body)?)),
-            StmtKind::Task(t) => self.task(&t.kernel, &t.args),
-            StmtKind::SlotSet { slot, value } => {
-                let (reg, ty) = self.slot(slot)?;
-                let what = format!("`set {slot}` in {}", self.place);
-                let value = self.resolve(value, &what, Scope::Workload)?;
-                if value.ty() != ty {
-                    return Err(EncodeError::Type {
-                        context: what,
-                        message: format!(
-                            "expected {ty} (the type of slot `{slot}`), found a {}",
-                            value.ty()
-                        ),
-                    });
-                }
-                Ok(LStmt::Set { reg, value })
-            }
-            StmtKind::SlotLoad {
+            StmtKind::Set { slot, value } => LStmt::Set {
+                reg: reg(*slot),
+                value: self.x(*value),
+            },
+            StmtKind::Load {
                 slot,
                 tensor,
                 index,
-            } => {
-                let (reg, ty) = self.slot(slot)?;
-                let context = format!("`load {slot} = {tensor}[..]` in {}", self.place);
-                if ty == ScalarType::Bool {
-                    return Err(EncodeError::Type {
-                        context,
-                        message: format!("slot `{slot}` is bool; `load` needs an integer slot"),
-                    });
-                }
-                let t = self.shaped(tensor, &context)?;
-                self.array(tensor, &context)?;
-                let rank = self.module.tensors[usize::from(t)].shape.len();
-                if index.len() != rank {
-                    return Err(EncodeError::Malformed {
-                        message: format!(
-                            "{context}: tensor `{tensor}` has {rank} dimension(s), the index {}",
-                            index.len()
-                        ),
-                    });
-                }
-                let mut idx = Vec::new();
-                for (d, e) in index.iter().enumerate() {
-                    idx.push(self.int_expr(
-                        e,
-                        &format!("index {d} of {context}"),
-                        Scope::Workload,
-                    )?);
-                }
-                Ok(LStmt::Load {
-                    reg,
-                    tensor: t,
-                    index: idx,
-                })
-            }
-            StmtKind::Call { workload, args } => {
-                let context = format!("`call {workload}` in {}", self.place);
-                let w = self.module.workload(&workload.name).ok_or_else(|| {
-                    EncodeError::UnknownName {
-                        kind: "workload",
-                        name: workload.name.clone(),
-                        context: context.clone(),
-                    }
-                })?;
-                if self.call_stack.contains(&workload.name) {
-                    return Err(EncodeError::Recursion {
-                        chain: self
-                            .call_stack
-                            .iter()
-                            .cloned()
-                            .chain([workload.name.clone()])
-                            .collect(),
-                    });
-                }
-                if args.len() != w.params.len() {
-                    return Err(EncodeError::Malformed {
-                        message: format!(
-                            "{context}: `{workload}` takes {} argument(s), not {}",
-                            w.params.len(),
-                            args.len()
-                        ),
-                    });
-                }
-                let mut out = Vec::new();
-                let mut bound = Vec::new();
-                for (a, (p, ty)) in args.iter().zip(&w.params) {
-                    let what = format!("argument `{p}` of {context}");
-                    let v = self.resolve(a, &what, Scope::Workload)?;
-                    if v.ty() != *ty {
-                        return Err(EncodeError::Type {
-                            context: what,
-                            message: format!("expected {ty}, found a {}", v.ty()),
-                        });
-                    }
-                    let reg = self.fresh(*ty)?;
-                    out.push(LStmt::Set { reg, value: v });
-                    bound.push((p.name.as_str(), reg));
-                }
-                let saved_place =
-                    std::mem::replace(&mut self.place, format!("workload `{workload}`"));
-                self.frames.push(bound);
-                self.call_stack.push(workload.name.clone());
-                let body = self.stmts(&w.body);
-                self.call_stack.pop();
-                self.frames.pop();
-                self.place = saved_place;
-                out.push(LStmt::Block(body?));
-                Ok(LStmt::Block(out))
+            } => LStmt::Load {
+                reg: reg(*slot),
+                tensor: tensor.0 as u16,
+                index: index.iter().map(|&e| self.x(e)).collect(),
+            },
+            StmtKind::Call { args, body, .. } => {
+                // The parameters' registers are written in order, then the callee runs.
+                let mut out: Vec<LStmt> = args
+                    .iter()
+                    .map(|&(r, e)| LStmt::Set {
+                        reg: reg(r),
+                        value: self.x(e),
+                    })
+                    .collect();
+                out.push(LStmt::Block(self.stmts(body)?));
+                LStmt::Block(out)
             }
             StmtKind::Send { channel, value } => {
-                let ch = self.channel(channel)?;
-                let what = format!("`send {channel}` in {}", self.place);
-                let value = self.resolve(value, &what, Scope::Workload)?;
-                if value.ty() != ScalarType::I64 {
+                let tree = self.x(*value);
+                if tree.ty() != ScalarType::I64 {
                     return Err(EncodeError::Unsupported {
                         message: format!(
-                            "{what}: the bytecode sends i64 tokens only, this value is a {}",
-                            value.ty()
+                            "{}: the bytecode sends i64 tokens only, this value is a {}",
+                            self.r.what(*value),
+                            tree.ty()
                         ),
                     });
                 }
-                Ok(LStmt::Send { channel: ch, value })
-            }
-            StmtKind::Consume { channel, var, body } => {
-                let ch = self.channel(channel)?;
-                let (vars, body) = self.scoped(std::slice::from_ref(var), body)?;
-                Ok(LStmt::Consume {
-                    channel: ch,
-                    var: vars[0],
-                    body,
-                })
-            }
-        }
-    }
-
-    fn task(&mut self, kernel: &'m Ident, args: &'m [Arg]) -> Result<LStmt, EncodeError> {
-        let context = format!("task `{kernel}` in {}", self.place);
-        let k = self.kernel(kernel, &context)?;
-        let decl: &'m KernelDecl = &self.module.kernels[usize::from(k)];
-        if args.len() != decl.params.len() {
-            return Err(EncodeError::Malformed {
-                message: format!(
-                    "{context}: kernel `{kernel}` takes {} argument(s), not {}",
-                    decl.params.len(),
-                    args.len()
-                ),
-            });
-        }
-        if decl.params.len() > 255 {
-            return Err(EncodeError::TooLarge {
-                what: "kernel parameters",
-                count: decl.params.len(),
-                max: 255,
-            });
-        }
-        let mut scalars = Vec::new();
-        let mut regions = Vec::new();
-        for (p, a) in decl.params.iter().zip(args) {
-            match (&p.kind, a) {
-                (ParamKind::Scalar(ty), Arg::Scalar(e)) => {
-                    let what = format!("argument `{}` of {context}", p.name);
-                    let v = self.resolve(e, &what, Scope::Workload)?;
-                    if v.ty() != *ty {
-                        return Err(EncodeError::Type {
-                            context: what,
-                            message: format!("expected {ty}, found a {}", v.ty()),
-                        });
-                    }
-                    scalars.push(v);
-                }
-                (ParamKind::Tile { access, .. }, Arg::Region(r)) => {
-                    let t = self.shaped(&r.tensor, &context)?;
-                    let rank = self.module.tensors[usize::from(t)].shape.len();
-                    if r.dims.len() != rank {
-                        return Err(EncodeError::Malformed {
-                            message: format!(
-                                "{context}: tensor `{}` has {rank} dimension(s), the region {}",
-                                r.tensor,
-                                r.dims.len()
-                            ),
-                        });
-                    }
-                    let mut dims = Vec::new();
-                    for (d, rd) in r.dims.iter().enumerate() {
-                        let what = format!("dimension {d} of argument `{}` of {context}", p.name);
-                        let start = self.int_expr(
-                            &rd.start,
-                            &format!("the start of {what}"),
-                            Scope::Workload,
-                        )?;
-                        let size = match &rd.size {
-                            Some(e) => Some(self.int_expr(
-                                e,
-                                &format!("the size of {what}"),
-                                Scope::Workload,
-                            )?),
-                            None => None,
-                        };
-                        dims.push((start, size));
-                    }
-                    regions.push(LRegion {
-                        tensor: t,
-                        access: *access,
-                        dims,
-                    });
-                }
-                (ParamKind::Scalar(_), Arg::Region(_))
-                | (ParamKind::Tile { .. }, Arg::Scalar(_)) => {
-                    return Err(EncodeError::Malformed {
-                        message: format!(
-                            "{context}: argument `{}` must be a {}",
-                            p.name,
-                            match p.kind {
-                                ParamKind::Scalar(_) => "scalar expression",
-                                ParamKind::Tile { .. } => "region",
-                            }
-                        ),
-                    });
+                LStmt::Send {
+                    channel: channel.0 as u8,
+                    value: tree,
                 }
             }
-        }
-        if let Some(tiers) = &decl.tiers
-            && self.tiers[usize::from(k)].is_none()
-        {
-            let t = self.tiers_of(decl, tiers)?;
-            self.tiers[usize::from(k)] = Some(t);
-        }
-        // The schedule's per-task expressions, resolved where the task stands.
-        let config = self.config;
-        if self.dispatch.is_none() {
-            let mut keys = Vec::new();
-            let d = dispatch_slots(&config.dispatch, &mut keys)?;
-            if keys.len() > 200 {
-                return Err(EncodeError::TooLarge {
-                    what: "dispatch keys",
-                    count: keys.len(),
-                    max: 200,
-                });
-            }
-            self.dispatch = Some(d);
-            self.dispatch_keys = keys;
-        }
-        let mut keys = Vec::new();
-        for e in self.dispatch_keys.clone() {
-            let what = format!("a dispatch key at {context}");
-            keys.push(self.int_expr(e, &what, Scope::Schedule)?);
-        }
-        if let Some(e) = &config.stream_by {
-            keys.push(self.int_expr(e, "the `stream_by` key", Scope::Schedule)?);
-        }
-        if let Some(l) = &config.dispatch_threshold {
-            keys.push(self.int_expr(
-                &l.metric,
-                "the `dispatch_threshold` metric",
-                Scope::Schedule,
-            )?);
-        }
-        if let ReadyPolicy::Priority(e) = &config.ready {
-            keys.push(self.int_expr(e, "the `priority` key", Scope::Schedule)?);
-        }
-        if let TracePolicy::Cycles(Some(e)) = &config.trace {
-            keys.push(self.int_expr(e, "the `cycles` cost", Scope::Schedule)?);
-        }
-        Ok(LStmt::Task(Box::new(LTask {
-            kernel: k,
-            scalars,
-            regions,
-            keys,
-            hoisted: false,
-        })))
-    }
-
-    fn tiers_of(&mut self, decl: &'m KernelDecl, tiers: &'m Tiers) -> Result<LTiers, EncodeError> {
-        let context = format!("the tiers of kernel `{}`", decl.name);
-        if tiers.cases.len() > 254 {
-            return Err(EncodeError::TooLarge {
-                what: "tier cases",
-                count: tiers.cases.len(),
-                max: 254,
-            });
-        }
-        let params: Vec<(&str, ScalarType)> = decl
-            .params
-            .iter()
-            .filter_map(|p| match p.kind {
-                ParamKind::Scalar(t) => Some((p.name.name.as_str(), t)),
-                ParamKind::Tile { .. } => None,
-            })
-            .collect();
-        let mut cases = Vec::new();
-        for (cond, variant) in &tiers.cases {
-            let what = format!("a condition of {context}");
-            let globals = &self.globals;
-            let n_symbols = self.n_symbols();
-            let reg_types = &self.reg_types;
-            let used = &mut self.symbols_used;
-            let mut lookup = |name: &str| -> Option<TExpr> {
-                if let Some(i) = params.iter().rposition(|(n, _)| *n == name) {
-                    return Some(TExpr::Arg(i as u16, params[i].1));
-                }
-                let r = *globals.get(name)?;
-                if r < n_symbols {
-                    used[usize::from(r)] = true;
-                    Some(TExpr::Reg(r, reg_types[usize::from(r)]))
-                } else {
-                    None
-                }
-            };
-            let c = build(cond, &mut lookup).map_err(|err| match err {
-                BuildError::Unbound(name) => EncodeError::UnknownName {
-                    kind: "name",
-                    name,
-                    context: what.clone(),
-                },
-                BuildError::Type(message) => EncodeError::Type {
-                    context: what.clone(),
-                    message,
-                },
-            })?;
-            if c.ty() != ScalarType::Bool {
-                return Err(EncodeError::Type {
-                    context: what,
-                    message: format!("expected bool, found a {}", c.ty()),
-                });
-            }
-            cases.push((c, self.kernel(variant, &context)?));
-        }
-        Ok((cases, self.kernel(&tiers.default, &context)?))
+            StmtKind::Consume { channel, var, body } => LStmt::Consume {
+                channel: channel.0 as u8,
+                var: reg(*var),
+                body: self.stmts(body)?,
+            },
+        })
     }
 }
 
-/// The dispatch policy with its key expressions replaced by slot numbers (pre-order).
-fn dispatch_slots<'c>(d: &'c Dispatch, keys: &mut Vec<&'c Expr>) -> Result<LDispatch, EncodeError> {
+/// The dispatch plan with the bytecode's field widths.
+fn dispatch(d: &DispatchPlan) -> Result<LDispatch, EncodeError> {
     Ok(match d {
-        Dispatch::RoundRobin(0) => {
-            return Err(EncodeError::BadSchedule {
-                message: "round_robin(0): the executor count must be at least 1".into(),
-            });
-        }
-        Dispatch::RoundRobin(n) => LDispatch::RoundRobin(*n),
-        Dispatch::Affinity(e) => {
-            keys.push(e);
-            LDispatch::Affinity((keys.len() - 1).min(255) as u8)
-        }
-        Dispatch::Hash(e) => {
-            keys.push(e);
-            LDispatch::Hash((keys.len() - 1).min(255) as u8)
-        }
-        Dispatch::Threshold(Levels {
-            metric,
-            levels,
-            otherwise,
-        }) => {
+        DispatchPlan::RoundRobin(n) => LDispatch::RoundRobin(*n),
+        DispatchPlan::Affinity(s) => LDispatch::Affinity((*s).min(255) as u8),
+        DispatchPlan::Hash(s) => LDispatch::Hash((*s).min(255) as u8),
+        DispatchPlan::Threshold(s, levels, otherwise) => {
             if levels.len() > 255 {
-                return Err(EncodeError::TooLarge {
-                    what: "threshold levels",
-                    count: levels.len(),
-                    max: 255,
-                });
+                return Err(too_large("threshold levels", levels.len(), 255));
             }
-            keys.push(metric);
-            let slot = (keys.len() - 1).min(255) as u8;
             let mut ls = Vec::new();
             for (b, d) in levels {
-                ls.push((*b, dispatch_slots(d, keys)?));
+                ls.push((*b, dispatch(d)?));
             }
-            LDispatch::Threshold(slot, ls, Box::new(dispatch_slots(otherwise, keys)?))
+            LDispatch::Threshold((*s).min(255) as u8, ls, Box::new(dispatch(otherwise)?))
         }
-        Dispatch::StaticPartition(starts) => {
-            if starts.first() != Some(&0) {
-                return Err(EncodeError::BadSchedule {
-                    message: "static_partition must start at 0".into(),
-                });
-            }
+        DispatchPlan::StaticPartition(starts) => {
             if starts.len() > usize::from(u16::MAX) {
-                return Err(EncodeError::TooLarge {
-                    what: "static partitions",
-                    count: starts.len(),
-                    max: usize::from(u16::MAX),
-                });
+                return Err(too_large(
+                    "static partitions",
+                    starts.len(),
+                    usize::from(u16::MAX),
+                ));
             }
             LDispatch::StaticPartition(starts.clone())
         }
-        Dispatch::WorkSteal => LDispatch::WorkSteal,
-    })
-}
-
-enum BuildError {
-    Unbound(String),
-    Type(String),
-}
-
-fn build(e: &Expr, lookup: &mut impl FnMut(&str) -> Option<TExpr>) -> Result<TExpr, BuildError> {
-    Ok(match e {
-        Expr::Int(v) => TExpr::Const(Value::I64(*v)),
-        Expr::UInt(v) => TExpr::Const(Value::U64(*v)),
-        Expr::Bool(b) => TExpr::Const(Value::Bool(*b)),
-        Expr::Name(id) => lookup(&id.name).ok_or_else(|| BuildError::Unbound(id.name.clone()))?,
-        Expr::Unary(op, a) => TExpr::unary(*op, build(a, lookup)?).map_err(BuildError::Type)?,
-        Expr::Binary(op, a, b) => {
-            let a = build(a, lookup)?;
-            let b = build(b, lookup)?;
-            TExpr::binary(*op, a, b).map_err(BuildError::Type)?
-        }
-        Expr::Ternary(c, a, b) => {
-            let c = build(c, lookup)?;
-            let a = build(a, lookup)?;
-            let b = build(b, lookup)?;
-            TExpr::ternary(c, a, b).map_err(BuildError::Type)?
-        }
+        DispatchPlan::WorkSteal => LDispatch::WorkSteal,
     })
 }

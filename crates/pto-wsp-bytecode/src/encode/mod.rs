@@ -6,12 +6,13 @@
 //!
 //! Promises:
 //! - [`encode`] never panics on any module (validated or not); what the bytecode cannot express,
-//!   or the reference expander would reject before running, is an [`EncodeError`].
+//!   or the resolver rejects (as it does for the reference expander), is an [`EncodeError`].
 //! - The bytecode means what the module means under the reference expander, for every binding:
 //!   bindings are not needed to encode (they come at interpretation time).
 //! - Identical expressions, regions and keysets are stored once.
 //!
-//! How: `lower` resolves names and inlines calls into a typed tree, `analysis` marks where
+//! How: `lower` takes the IR's resolved entry point (`pto_wsp_ir::resolve`) into the encoder's
+//! tree, `analysis` marks where
 //! dispatch targets are decided and which iterations may be skipped, and this module lays the
 //! tree out as instructions and tables (see `docs/BYTECODE.md` for the layout).
 
@@ -28,52 +29,21 @@ use crate::image::{
 };
 use crate::op::{Insn, Op};
 use lower::{LAxis, LDispatch, LRegion, LStmt, Lowered};
-use pto_wsp_ir::{Module, ParamKind};
+use pto_wsp_ir::resolve::TExpr;
+use pto_wsp_ir::{Module, ParamKind, ResolveError};
 use std::collections::HashMap;
-use texpr::TExpr;
+use texpr::CompileExpr;
 
 /// Why a module could not be encoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EncodeError {
-    /// The module has no entry point.
-    #[error("no entry point: {reason}")]
-    NoEntryPoint {
-        /// Why none was found.
-        reason: String,
-    },
-    /// A name that means nothing where it is used.
-    #[error("unknown {kind} `{name}` in {context}")]
-    UnknownName {
-        /// What kind of thing was expected.
-        kind: &'static str,
-        /// The name.
-        name: String,
-        /// Where it was used.
-        context: String,
-    },
-    /// A structural mistake the validator would report.
+    /// The entry point could not be resolved (names, arity, recursion, types, schedule): the
+    /// IR's [`ResolveError`], the same every consumer reports.
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    /// A task whose arguments do not match its kernel (not produced by the resolver).
     #[error("malformed module: {message}")]
     Malformed {
-        /// What is wrong, and where.
-        message: String,
-    },
-    /// Workloads call each other in a cycle.
-    #[error("recursive call: {}", chain.join(" -> "))]
-    Recursion {
-        /// The call chain, ending with the workload called again.
-        chain: Vec<String>,
-    },
-    /// A schedule setting that cannot be honoured.
-    #[error("bad schedule: {message}")]
-    BadSchedule {
-        /// What is wrong.
-        message: String,
-    },
-    /// An expression whose types do not fit (the validator reports these with locations).
-    #[error("type error in {context}: {message}")]
-    Type {
-        /// What was being encoded.
-        context: String,
         /// What is wrong.
         message: String,
     },

@@ -1,177 +1,30 @@
-//! Typed expression trees of the encoder, and their compilation to expression ops.
+//! Compilation of typed expressions (`pto_wsp_ir::resolve::TExpr`) to expression ops.
 //!
-//! Why: the bytecode's expression ops are typed (`add.i` vs `add.u`), so every expression is
-//! typed once, here, when it is resolved; the interpreter then never checks a type. Constant
-//! subexpressions are folded with the IR's own evaluator (`pto_wsp_ir::eval`), so folding can
-//! never change a value or hide an error: a constant that fails to evaluate is left unfolded
-//! and fails at run time exactly as the reference expander does.
+//! Why: the bytecode's expression ops are typed (`add.i` vs `add.u`); the resolver typed and
+//! folded every expression once, so this is a plain walk, and the interpreter never checks a
+//! type.
 
 use crate::format::scalar_code;
 use crate::op::{Insn, Op};
-use pto_wsp_ir::eval::{binary, unary};
+use pto_wsp_ir::resolve::TExpr;
 use pto_wsp_ir::{BinOp, ScalarType, UnOp, Value};
 
-/// A typed, resolved expression.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum TExpr {
-    Const(Value),
-    Reg(u16, ScalarType),
-    /// A scalar argument of the task being tiered.
-    Arg(u16, ScalarType),
-    Unary(UnOp, Box<TExpr>),
-    Binary(BinOp, Box<TExpr>, Box<TExpr>),
-    Ternary(Box<TExpr>, Box<TExpr>, Box<TExpr>),
+/// Compilation of the IR's typed expressions to the bytecode's expression ops.
+pub(crate) trait CompileExpr {
+    /// Compiles to expression ops appended to `out`; 64-bit constants go to `consts`.
+    fn compile(&self, out: &mut Vec<Insn>, consts: &mut Vec<u64>);
 }
 
-impl TExpr {
-    /// The type (the tree was checked when it was built).
-    pub(crate) fn ty(&self) -> ScalarType {
-        match self {
-            TExpr::Const(v) => v.ty(),
-            TExpr::Reg(_, t) | TExpr::Arg(_, t) => *t,
-            TExpr::Unary(_, a) => a.ty(),
-            TExpr::Binary(op, a, _) => match op {
-                BinOp::Eq
-                | BinOp::Ne
-                | BinOp::Lt
-                | BinOp::Le
-                | BinOp::Gt
-                | BinOp::Ge
-                | BinOp::And
-                | BinOp::Or => ScalarType::Bool,
-                BinOp::Add
-                | BinOp::Sub
-                | BinOp::Mul
-                | BinOp::Div
-                | BinOp::Rem
-                | BinOp::Min
-                | BinOp::Max => a.ty(),
-            },
-            TExpr::Ternary(_, a, _) => a.ty(),
-        }
-    }
-
-    /// Calls `f` on every register the expression reads.
-    pub(crate) fn each_reg(&self, f: &mut impl FnMut(u16)) {
-        match self {
-            TExpr::Const(_) | TExpr::Arg(..) => {}
-            TExpr::Reg(r, _) => f(*r),
-            TExpr::Unary(_, a) => a.each_reg(f),
-            TExpr::Binary(_, a, b) => {
-                a.each_reg(f);
-                b.each_reg(f);
-            }
-            TExpr::Ternary(c, a, b) => {
-                c.each_reg(f);
-                a.each_reg(f);
-                b.each_reg(f);
-            }
-        }
-    }
-
-    /// Whether every register read satisfies `ok`.
-    pub(crate) fn regs_all(&self, ok: impl Fn(u16) -> bool) -> bool {
-        let mut all = true;
-        self.each_reg(&mut |r| all &= ok(r));
-        all
-    }
-
-    /// An `i64` constant.
-    pub(crate) fn int(v: i64) -> TExpr {
-        TExpr::Const(Value::I64(v))
-    }
-
-    /// `op(a)`, typed and folded. `Err` names the type problem.
-    pub(crate) fn unary(op: UnOp, a: TExpr) -> Result<TExpr, String> {
-        let ok = matches!(
-            (op, a.ty()),
-            (UnOp::Neg, ScalarType::I64 | ScalarType::U64) | (UnOp::Not, ScalarType::Bool)
-        );
-        if !ok {
-            return Err(format!(
-                "operator `{}` cannot be applied to {}",
-                match op {
-                    UnOp::Neg => "-",
-                    UnOp::Not => "!",
-                },
-                a.ty()
-            ));
-        }
-        if let TExpr::Const(v) = a
-            && let Ok(r) = unary(op, v)
-        {
-            return Ok(TExpr::Const(r));
-        }
-        Ok(TExpr::Unary(op, Box::new(a)))
-    }
-
-    /// `a op b`, typed and folded.
-    pub(crate) fn binary(op: BinOp, a: TExpr, b: TExpr) -> Result<TExpr, String> {
-        let (ta, tb) = (a.ty(), b.ty());
-        let ok = match op {
-            BinOp::Add
-            | BinOp::Sub
-            | BinOp::Mul
-            | BinOp::Div
-            | BinOp::Rem
-            | BinOp::Min
-            | BinOp::Max => ta == tb && ta != ScalarType::Bool,
-            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => ta == tb,
-            BinOp::And | BinOp::Or => ta == ScalarType::Bool && tb == ScalarType::Bool,
-        };
-        if !ok {
-            return Err(format!(
-                "operator `{}` cannot be applied to {ta} and {tb}",
-                op.symbol()
-            ));
-        }
-        // `&&` / `||` decided by a constant left side never evaluate the right one.
-        if let (BinOp::And | BinOp::Or, TExpr::Const(Value::Bool(x))) = (op, &a) {
-            let decisive = op == BinOp::Or;
-            if *x == decisive {
-                return Ok(TExpr::Const(Value::Bool(*x)));
-            }
-            return Ok(b);
-        }
-        if let (TExpr::Const(x), TExpr::Const(y)) = (&a, &b)
-            && let Ok(r) = binary(op, *x, *y)
-        {
-            return Ok(TExpr::Const(r));
-        }
-        Ok(TExpr::Binary(op, Box::new(a), Box::new(b)))
-    }
-
-    /// `c ? a : b`, typed and folded.
-    pub(crate) fn ternary(c: TExpr, a: TExpr, b: TExpr) -> Result<TExpr, String> {
-        if c.ty() != ScalarType::Bool {
-            return Err(format!(
-                "the condition of `?:` must be bool, not {}",
-                c.ty()
-            ));
-        }
-        if a.ty() != b.ty() {
-            return Err(format!(
-                "the arms of `?:` have different types ({} and {})",
-                a.ty(),
-                b.ty()
-            ));
-        }
-        Ok(match c {
-            TExpr::Const(Value::Bool(true)) => a,
-            TExpr::Const(Value::Bool(false)) => b,
-            c => TExpr::Ternary(Box::new(c), Box::new(a), Box::new(b)),
-        })
-    }
-
-    /// Compiles to expression ops appended to `out`; 64-bit constants go to `consts`.
-    pub(crate) fn compile(&self, out: &mut Vec<Insn>, consts: &mut Vec<u64>) {
+impl CompileExpr for TExpr {
+    fn compile(&self, out: &mut Vec<Insn>, consts: &mut Vec<u64>) {
         match self {
             TExpr::Const(v) => out.push(load_const(*v, consts)),
-            TExpr::Reg(r, _) => out.push(Insn::new(Op::Ldr, *r, 0)),
+            // Registers and arguments fit 16 bits (checked when lowering).
+            TExpr::Reg(r, _) => out.push(Insn::new(Op::Ldr, *r as u16, 0)),
             TExpr::Arg(i, t) => out.push(Insn {
                 op: Op::Arg,
                 flags: scalar_code(*t),
-                a: *i,
+                a: *i as u16,
                 b: 0,
             }),
             TExpr::Unary(op, a) => {

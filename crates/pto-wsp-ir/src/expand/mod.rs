@@ -26,14 +26,17 @@
 //! (the state increment included); a `for_each` over a ragged axis orders each `(row, pos)`
 //! iteration after the previous one; `&&`, `||` and `?:` evaluate lazily (see [`crate::eval`]).
 //!
-//! How: the `compile` submodule resolves the entry once (names to indices into one flat environment,
-//! calls inlined), then an explicit-stack interpreter runs it — see the submodules.
+//! How: [`crate::resolve`] resolves the entry once (names to registers, calls inlined,
+//! expressions typed, schedule keys per task: the checks every consumer shares), the `compile`
+//! submodule compiles its expressions and binds it, then an explicit-stack interpreter runs it —
+//! see the submodules.
 
 mod compile;
 mod run;
 
 use crate::eval::EvalError;
 use crate::module::{Module, ParamKind};
+use crate::resolve::ResolveError;
 use crate::types::{Access, ExecPool, ScalarType};
 use crate::value::{Bindings, Value};
 use std::collections::BTreeMap;
@@ -166,37 +169,13 @@ impl OrderTrack {
 /// Why an expansion failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExpandError {
-    /// The module has no entry point.
-    #[error("no entry point: {reason}")]
-    NoEntryPoint {
-        /// Why none was found.
-        reason: String,
-    },
-    /// A name that means nothing where it is used (an unvalidated module).
-    #[error("unknown {kind} `{name}` in {context}")]
-    UnknownName {
-        /// What kind of thing was expected (`axis`, `kernel`, `tensor`, `name`, ...).
-        kind: &'static str,
-        /// The name.
-        name: String,
-        /// Where it was used.
-        context: String,
-    },
-    /// A structural mistake the validator would report (wrong arity, wrong argument kind, ...).
-    #[error("malformed module: {message}")]
+    /// The entry point could not be resolved (names, arity, recursion, types, schedule): see
+    /// [`ResolveError`], shared by every consumer of [`crate::resolve`].
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    /// A request that does not fit the module (a process index out of range, ...).
+    #[error("malformed request: {message}")]
     Malformed {
-        /// What is wrong, and where.
-        message: String,
-    },
-    /// Workloads call each other in a cycle.
-    #[error("recursive call: {}", chain.join(" -> "))]
-    Recursion {
-        /// The call chain, ending with the workload called again.
-        chain: Vec<String>,
-    },
-    /// A schedule setting the expander cannot honour (zero executors or streams, ...).
-    #[error("bad schedule: {message}")]
-    BadSchedule {
         /// What is wrong.
         message: String,
     },

@@ -19,12 +19,14 @@
 //! child after it; a tracked frame that ends disarms its entry. Every armed entry was armed at
 //! the current count, so the list holds at most one entry per process.
 
-use super::compile::{CArg, CAxis, CDispatch, CExpr, CLevels, CStmt, CTask, Program};
+use super::compile::{CExpr, Program};
 use super::{
     ChannelPort, ExpandError, ExpandSink, ExpandedRegion, ExpandedTask, OrderEdge, OrderTrack,
     splitmix64,
 };
 use crate::eval::EvalError;
+use crate::module::ParamKind;
+use crate::resolve::{AxisExtent, DispatchPlan, ExprId, Stmt, StmtKind, Task, TaskArg};
 use crate::types::{Access, ExecPool, ScalarType};
 use crate::value::Value;
 use std::collections::VecDeque;
@@ -91,7 +93,7 @@ fn eval_bool(e: &CExpr, env: &[Value]) -> Result<bool, ExpandError> {
 fn at_task(err: ExpandError, index: u32, kernel: &str) -> ExpandError {
     match err {
         ExpandError::Eval { context, source } => ExpandError::Eval {
-            context: format!("{context} of task #{index} (`{kernel}`)"),
+            context: format!("{context}, in task #{index} (`{kernel}`)"),
             source,
         },
         ExpandError::WrongType {
@@ -99,7 +101,7 @@ fn at_task(err: ExpandError, index: u32, kernel: &str) -> ExpandError {
             expected,
             found,
         } => ExpandError::WrongType {
-            context: format!("{context} of task #{index} (`{kernel}`)"),
+            context: format!("{context}, in task #{index} (`{kernel}`)"),
             expected,
             found,
         },
@@ -109,20 +111,20 @@ fn at_task(err: ExpandError, index: u32, kernel: &str) -> ExpandError {
 
 enum Frame<'p> {
     Block {
-        body: &'p [CStmt],
+        body: &'p [Stmt],
         pos: usize,
         track: Option<OrderTrack>,
     },
     Dense {
         var: u32,
-        body: &'p [CStmt],
+        body: &'p [Stmt],
         next: i64,
         end: i64,
         track: Option<OrderTrack>,
     },
     Ragged {
         vars: [u32; 2],
-        body: &'p [CStmt],
+        body: &'p [Stmt],
         lengths: &'p [i64],
         row: i64,
         rows: i64,
@@ -131,7 +133,7 @@ enum Frame<'p> {
     },
     Sparse {
         vars: [u32; 2],
-        body: &'p [CStmt],
+        body: &'p [Stmt],
         indptr: &'p [i64],
         indices: &'p [i64],
         row: usize,
@@ -141,7 +143,7 @@ enum Frame<'p> {
     Consume {
         channel: u32,
         var: u32,
-        body: &'p [CStmt],
+        body: &'p [Stmt],
         /// The producer task that must precede this iteration's first task, until it is emitted.
         pending: Option<u32>,
     },
@@ -228,6 +230,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
             },
             sink,
             channels: prog
+                .res
                 .channels
                 .iter()
                 .map(|_| ChannelState {
@@ -247,6 +250,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
     pub(super) fn run(&mut self) -> Result<u32, ExpandError> {
         let prog = self.prog;
         let mut procs: Vec<Proc<'p>> = prog
+            .res
             .processes
             .iter()
             .map(|p| Proc {
@@ -269,12 +273,12 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                 }
                 let waiting = procs
                     .iter()
-                    .zip(&prog.processes)
+                    .zip(&prog.res.processes)
                     .filter(|(p, _)| !p.done)
                     .map(|(p, cp)| {
                         let ch = match p.stack.last() {
                             Some(Frame::Consume { channel, .. }) => {
-                                prog.channels[*channel as usize].clone()
+                                prog.res.channels[*channel as usize].name.clone()
                             }
                             _ => String::from("?"),
                         };
@@ -287,8 +291,8 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                 Stop::Blocked => {}
                 Stop::Done => {
                     procs[i].done = true;
-                    for &ch in &prog.processes[i].produces {
-                        self.channels[ch as usize].closed = true;
+                    for &ch in &prog.res.processes[i].produces {
+                        self.channels[ch.index()].closed = true;
                     }
                 }
                 Stop::Limit => {
@@ -318,11 +322,11 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
         port: &'s mut dyn ChannelPort,
     ) -> Result<u32, ExpandError> {
         let prog = self.prog;
-        let Some(p) = prog.processes.get(i) else {
+        let Some(p) = prog.res.processes.get(i) else {
             return Err(ExpandError::Malformed {
                 message: format!(
                     "process index {i} is out of range ({} process(es))",
-                    prog.processes.len()
+                    prog.res.processes.len()
                 ),
             });
         };
@@ -378,7 +382,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     if let Some(t) = track {
                         t.boundary(now, |e| self.sink.order(e), &mut self.armed);
                     }
-                    let body: &'p [CStmt] = body;
+                    let body: &'p [Stmt] = body;
                     match body.get(*pos) {
                         Some(s) => {
                             *pos += 1;
@@ -407,7 +411,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     if *next < *end {
                         self.env[*var as usize] = Value::I64(*next);
                         *next += 1;
-                        let body: &'p [CStmt] = body;
+                        let body: &'p [Stmt] = body;
                         proc.stack.push(Frame::Block {
                             body,
                             pos: 0,
@@ -441,7 +445,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                         self.env[vars[0] as usize] = Value::I64(*row);
                         self.env[vars[1] as usize] = Value::I64(*pos);
                         *pos += 1;
-                        let body: &'p [CStmt] = body;
+                        let body: &'p [Stmt] = body;
                         proc.stack.push(Frame::Block {
                             body,
                             pos: 0,
@@ -471,7 +475,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                         self.env[vars[0] as usize] = Value::I64(*row as i64);
                         self.env[vars[1] as usize] = Value::I64(indices[*j]);
                         *j += 1;
-                        let body: &'p [CStmt] = body;
+                        let body: &'p [Stmt] = body;
                         proc.stack.push(Frame::Block {
                             body,
                             pos: 0,
@@ -499,7 +503,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                             }
                             ControlFlow::Continue(Some(value)) => {
                                 self.env[*var as usize] = value;
-                                let body: &'p [CStmt] = body;
+                                let body: &'p [Stmt] = body;
                                 proc.stack.push(Frame::Block {
                                     body,
                                     pos: 0,
@@ -519,7 +523,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                             *pending = Some(t);
                             proc.pending += 1;
                         }
-                        let body: &'p [CStmt] = body;
+                        let body: &'p [Stmt] = body;
                         proc.stack.push(Frame::Block {
                             body,
                             pos: 0,
@@ -536,39 +540,41 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
     }
 
     /// Executes one statement (pushing a frame for compound ones). `Ok(false)`: limit reached.
-    fn exec(&mut self, s: &'p CStmt, proc: &mut Proc<'p>) -> Result<bool, ExpandError> {
+    fn exec(&mut self, s: &'p Stmt, proc: &mut Proc<'p>) -> Result<bool, ExpandError> {
         let prog = self.prog;
         let now = self.count;
-        match s {
-            CStmt::Loop(lp) => {
+        match &s.kind {
+            StmtKind::Loop(lp) => {
                 let track = lp.ordered.then(|| OrderTrack::new(now));
-                match &lp.kind {
-                    CAxis::Dense(extent) => {
-                        let end = eval_int(extent, &self.env)?;
+                let axis = &prog.res.axes[lp.axis.index()];
+                let var = |k: usize| lp.vars.get(k).copied().unwrap_or(0);
+                match &axis.kind {
+                    AxisExtent::Dense(extent) => {
+                        let end = eval_int(prog.x(*extent), &self.env)?;
                         if end < 0 {
                             return Err(ExpandError::NegativeLength {
-                                what: format!("the extent of axis `{}`", lp.axis),
+                                what: format!("the extent of axis `{}`", axis.name),
                                 value: end,
                             });
                         }
                         proc.stack.push(Frame::Dense {
-                            var: lp.vars[0],
+                            var: var(0),
                             body: &lp.body,
                             next: 0,
                             end,
                             track,
                         });
                     }
-                    CAxis::Ragged { outer, lengths } => {
-                        let rows = eval_int(outer, &self.env)?;
-                        let name = &prog.module.tensors[*lengths as usize].name.name;
+                    AxisExtent::Ragged { rows, lengths } => {
+                        let rows = eval_int(prog.x(*rows), &self.env)?;
+                        let name = &prog.module.tensors[lengths.index()].name.name;
                         if rows < 0 {
                             return Err(ExpandError::NegativeLength {
-                                what: format!("the row count of axis `{}`", lp.axis),
+                                what: format!("the row count of axis `{}`", axis.name),
                                 value: rows,
                             });
                         }
-                        let data = prog.arrays[*lengths as usize].unwrap_or(&[]);
+                        let data = prog.arrays[lengths.index()].unwrap_or(&[]);
                         if (data.len() as u64) < rows as u64 {
                             return Err(ExpandError::ArrayTooShort {
                                 tensor: name.clone(),
@@ -579,12 +585,12 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                         let data = &data[..rows as usize];
                         if let Some(r) = data.iter().position(|&l| l < 0) {
                             return Err(ExpandError::NegativeLength {
-                                what: format!("row length `{name}[{r}]` of axis `{}`", lp.axis),
+                                what: format!("row length `{name}[{r}]` of axis `{}`", axis.name),
                                 value: data[r],
                             });
                         }
                         proc.stack.push(Frame::Ragged {
-                            vars: lp.vars,
+                            vars: [var(0), var(1)],
                             body: &lp.body,
                             lengths: data,
                             row: 0,
@@ -593,68 +599,73 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                             track,
                         });
                     }
-                }
-            }
-            CStmt::Select(sel) => {
-                let rows = eval_int(&sel.outer, &self.env)?;
-                if rows < 0 {
-                    return Err(ExpandError::NegativeLength {
-                        what: format!("the row count of axis `{}`", sel.axis),
-                        value: rows,
-                    });
-                }
-                let tensors = &prog.module.tensors;
-                let ip_name = &tensors[sel.indptr as usize].name.name;
-                let indptr = prog.arrays[sel.indptr as usize].unwrap_or(&[]);
-                let indices = prog.arrays[sel.indices as usize].unwrap_or(&[]);
-                let needed = rows as u64 + 1;
-                if (indptr.len() as u64) < needed {
-                    return Err(ExpandError::ArrayTooShort {
-                        tensor: ip_name.clone(),
-                        needed,
-                        len: indptr.len(),
-                    });
-                }
-                let indptr = &indptr[..needed as usize];
-                for (r, &v) in indptr.iter().enumerate() {
-                    let bad = if v < 0 || v as u64 > indices.len() as u64 {
-                        Some(format!(
-                            "entry {r} is {v}, outside 0..={} (the length of `{}`)",
-                            indices.len(),
-                            tensors[sel.indices as usize].name
-                        ))
-                    } else if r > 0 && v < indptr[r - 1] {
-                        Some(format!(
-                            "entry {r} ({v}) is less than entry {} ({})",
-                            r - 1,
-                            indptr[r - 1]
-                        ))
-                    } else {
-                        None
-                    };
-                    if let Some(message) = bad {
-                        return Err(ExpandError::BadIndptr {
-                            tensor: ip_name.clone(),
-                            message,
+                    AxisExtent::Sparse {
+                        rows,
+                        indptr,
+                        indices,
+                    } => {
+                        let rows = eval_int(prog.x(*rows), &self.env)?;
+                        if rows < 0 {
+                            return Err(ExpandError::NegativeLength {
+                                what: format!("the row count of axis `{}`", axis.name),
+                                value: rows,
+                            });
+                        }
+                        let tensors = &prog.module.tensors;
+                        let ip_name = &tensors[indptr.index()].name.name;
+                        let ix_name = &tensors[indices.index()].name;
+                        let indptr = prog.arrays[indptr.index()].unwrap_or(&[]);
+                        let indices = prog.arrays[indices.index()].unwrap_or(&[]);
+                        let needed = rows as u64 + 1;
+                        if (indptr.len() as u64) < needed {
+                            return Err(ExpandError::ArrayTooShort {
+                                tensor: ip_name.clone(),
+                                needed,
+                                len: indptr.len(),
+                            });
+                        }
+                        let indptr = &indptr[..needed as usize];
+                        for (r, &v) in indptr.iter().enumerate() {
+                            let bad = if v < 0 || v as u64 > indices.len() as u64 {
+                                Some(format!(
+                                    "entry {r} is {v}, outside 0..={} (the length of `{}`)",
+                                    indices.len(),
+                                    ix_name
+                                ))
+                            } else if r > 0 && v < indptr[r - 1] {
+                                Some(format!(
+                                    "entry {r} ({v}) is less than entry {} ({})",
+                                    r - 1,
+                                    indptr[r - 1]
+                                ))
+                            } else {
+                                None
+                            };
+                            if let Some(message) = bad {
+                                return Err(ExpandError::BadIndptr {
+                                    tensor: ip_name.clone(),
+                                    message,
+                                });
+                            }
+                        }
+                        proc.stack.push(Frame::Sparse {
+                            vars: [var(0), var(1)],
+                            body: &lp.body,
+                            indptr,
+                            indices,
+                            row: 0,
+                            rows: rows as usize,
+                            j: indptr[0] as usize,
                         });
                     }
                 }
-                proc.stack.push(Frame::Sparse {
-                    vars: sel.vars,
-                    body: &sel.body,
-                    indptr,
-                    indices,
-                    row: 0,
-                    rows: rows as usize,
-                    j: indptr[0] as usize,
-                });
             }
-            CStmt::If {
+            StmtKind::If {
                 cond,
                 then_body,
                 else_body,
             } => {
-                let body = if eval_bool(cond, &self.env)? {
+                let body = if eval_bool(prog.x(*cond), &self.env)? {
                     then_body
                 } else {
                     else_body
@@ -667,18 +678,16 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     });
                 }
             }
-            CStmt::Block { ordered, body } => proc.stack.push(Frame::Block {
+            StmtKind::Block { ordered, body } => proc.stack.push(Frame::Block {
                 body,
                 pos: 0,
                 track: ordered.then(|| OrderTrack::new(now)),
             }),
-            CStmt::Task(t) => return self.task(t, proc),
-            CStmt::Set {
-                slot,
-                name,
-                ty,
-                value,
-            } => {
+            StmtKind::Task(t) => return self.task(t, proc),
+            StmtKind::Set { slot, value } => {
+                let value = prog.x(*value);
+                let decl = &prog.module.slots[(*slot - prog.res.n_symbols()) as usize];
+                let (name, ty) = (&decl.name, &decl.ty);
                 let v = eval(value, &self.env)?;
                 if v.ty() != *ty {
                     return Err(ExpandError::WrongType {
@@ -689,18 +698,18 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                 }
                 self.env[*slot as usize] = v;
             }
-            CStmt::Load {
+            StmtKind::Load {
                 slot,
-                name,
-                ty,
                 tensor,
                 index,
             } => {
-                let tname = &prog.module.tensors[*tensor as usize].name.name;
-                let shape = &prog.shapes[*tensor as usize];
+                let decl = &prog.module.slots[(*slot - prog.res.n_symbols()) as usize];
+                let (name, ty) = (&decl.name, &decl.ty);
+                let tname = &prog.module.tensors[tensor.index()].name.name;
+                let shape = &prog.shapes[tensor.index()];
                 let mut flat: u64 = 0;
                 for (d, (e, &extent)) in index.iter().zip(shape).enumerate() {
-                    let i = eval_int(e, &self.env)?;
+                    let i = eval_int(prog.x(*e), &self.env)?;
                     if i < 0 || i >= extent {
                         return Err(ExpandError::LoadOutOfBounds {
                             tensor: tname.clone(),
@@ -712,7 +721,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     // In bounds of every dimension, so the product fits the element count.
                     flat = flat.saturating_mul(extent as u64).saturating_add(i as u64);
                 }
-                let data = prog.arrays[*tensor as usize].unwrap_or(&[]);
+                let data = prog.arrays[tensor.index()].unwrap_or(&[]);
                 let Some(&elem) = data.get(flat as usize) else {
                     return Err(ExpandError::ArrayTooShort {
                         tensor: tname.clone(),
@@ -733,12 +742,14 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                 };
                 self.env[*slot as usize] = v;
             }
-            CStmt::Call {
+            StmtKind::Call {
                 workload,
                 args,
                 body,
             } => {
-                for (var, ty, e) in args {
+                for (var, e) in args {
+                    let e = prog.x(*e);
+                    let ty = &prog.res.regs[*var as usize];
                     let v = eval(e, &self.env)?;
                     if v.ty() != *ty {
                         return Err(ExpandError::WrongType {
@@ -756,7 +767,8 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     track: None,
                 });
             }
-            CStmt::Send { channel, value } => {
+            StmtKind::Send { channel, value } => {
+                let value = prog.x(*value);
                 let v = eval(value, &self.env)?;
                 if v.ty() == ScalarType::Bool {
                     return Err(ExpandError::WrongType {
@@ -766,19 +778,19 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     });
                 }
                 if let Some(port) = self.port.as_deref_mut() {
-                    if port.send(*channel, v).is_break() {
+                    if port.send(channel.0, v).is_break() {
                         self.stopped = true;
                         return Ok(false);
                     }
                     return Ok(true);
                 }
-                self.channels[*channel as usize].tokens.push_back(Token {
+                self.channels[channel.index()].tokens.push_back(Token {
                     value: v,
                     after: proc.last_task,
                 });
             }
-            CStmt::Consume { channel, var, body } => proc.stack.push(Frame::Consume {
-                channel: *channel,
+            StmtKind::Consume { channel, var, body } => proc.stack.push(Frame::Consume {
+                channel: channel.0,
                 var: *var,
                 body,
                 pending: None,
@@ -789,14 +801,14 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
 
     /// Emits one task, with the announcements before it and its CSP edges. `Ok(false)`: the
     /// limit was reached first, or the sink stopped the expansion.
-    fn task(&mut self, t: &CTask, proc: &mut Proc<'p>) -> Result<bool, ExpandError> {
+    fn task(&mut self, t: &Task, proc: &mut Proc<'p>) -> Result<bool, ExpandError> {
         let prog = self.prog;
         if self.limit.is_some_and(|l| self.count as usize >= l) {
             self.truncated = true;
             return Ok(false);
         }
         let index = self.count;
-        let kname = &prog.module.kernels[t.kernel as usize].name.name;
+        let kname = &prog.module.kernels[t.kernel.index()].name.name;
         self.fill(t, index).map_err(|e| at_task(e, index, kname))?;
         self.count = index.checked_add(1).ok_or(ExpandError::TooManyTasks)?;
         // `for_each` / `sequential` edges whose later range starts here, outermost first.
@@ -805,7 +817,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                 self.sink.order_begin(before, index);
             }
         }
-        if prog.csp {
+        if prog.res.csp {
             // The process's previous task, then the producers of the tokens its enclosing
             // `consume` iterations took; announced innermost-last, closed in this order.
             self.csp_edges.clear();
@@ -843,34 +855,33 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
     }
 
     /// Evaluates the task's arguments and schedule decisions into `self.buf`.
-    fn fill(&mut self, t: &CTask, index: u32) -> Result<(), ExpandError> {
+    fn fill(&mut self, t: &Task, index: u32) -> Result<(), ExpandError> {
         let prog = self.prog;
         let env = &mut self.env;
         let buf = &mut self.buf;
-        buf.declared = t.kernel;
+        let decl = &prog.module.kernels[t.kernel.index()];
+        buf.declared = t.kernel.0;
         buf.params.clear();
         let mut nreg = 0;
-        for arg in &t.args {
+        let mut tier_slot = prog.tier_base as usize;
+        for (arg, p) in t.args.iter().zip(&decl.params) {
             match arg {
-                CArg::Scalar {
-                    param,
-                    ty,
-                    value,
-                    tier_slot,
-                } => {
-                    let v = eval(value, env)?;
-                    if v.ty() != *ty {
+                TaskArg::Scalar(value) => {
+                    let v = eval(prog.x(*value), env)?;
+                    if let ParamKind::Scalar(ty) = p.kind
+                        && v.ty() != ty
+                    {
                         return Err(ExpandError::WrongType {
-                            context: format!("argument `{param}`"),
+                            context: format!("argument `{}`", p.name),
                             expected: ty.to_string(),
                             found: v.ty(),
                         });
                     }
                     buf.params.push(v);
-                    env[*tier_slot as usize] = v;
+                    env[tier_slot] = v;
+                    tier_slot += 1;
                 }
-                CArg::Region {
-                    param,
+                TaskArg::Region {
                     tensor,
                     access,
                     dims,
@@ -885,23 +896,23 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     }
                     let r = &mut buf.regions[nreg];
                     nreg += 1;
-                    r.tensor = *tensor;
+                    r.tensor = tensor.0;
                     r.access = *access;
                     r.start.clear();
                     r.size.clear();
-                    let shape = &prog.shapes[*tensor as usize];
+                    let shape = &prog.shapes[tensor.index()];
                     for (d, ((start, size), &extent)) in dims.iter().zip(shape).enumerate() {
-                        let s = eval_int(start, env)?;
+                        let s = eval_int(prog.x(*start), env)?;
                         let z = match size {
-                            Some(e) => eval_int(e, env)?,
+                            Some(e) => eval_int(prog.x(*e), env)?,
                             None => 1,
                         };
                         if s < 0 || z < 1 || s.checked_add(z).is_none_or(|e| e > extent) {
                             return Err(ExpandError::RegionOutOfBounds {
                                 task: index,
-                                kernel: prog.module.kernels[t.kernel as usize].name.name.clone(),
-                                param: param.clone(),
-                                tensor: prog.module.tensors[*tensor as usize].name.name.clone(),
+                                kernel: decl.name.name.clone(),
+                                param: p.name.name.clone(),
+                                tensor: prog.module.tensors[tensor.index()].name.name.clone(),
                                 dim: d,
                                 start: s,
                                 size: z,
@@ -915,33 +926,40 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
             }
         }
         buf.regions.truncate(nreg);
-        buf.kernel = match &prog.tiers[t.kernel as usize] {
+        buf.kernel = match &prog.res.tiers[t.kernel.index()] {
             Some(tiers) => {
-                let mut k = tiers.default;
+                let mut k = tiers.default.0;
                 for (cond, variant) in &tiers.cases {
-                    if eval_bool(cond, env)? {
-                        k = *variant;
+                    if eval_bool(prog.x(*cond), env)? {
+                        k = variant.0;
                         break;
                     }
                 }
                 k
             }
-            None => t.kernel,
+            None => t.kernel.0,
         };
-        buf.pool = match &t.pool_by {
-            Some(levels) => *pick_level(levels, env)?,
-            None => prog.module.kernels[buf.kernel as usize].pool,
+        let sched = &prog.res.schedule;
+        let key = |slot: Option<usize>| slot.and_then(|i| t.keys.get(i)).map(|&id| prog.x(id));
+        buf.pool = match (&sched.pools, key(sched.pool_slot())) {
+            (Some((levels, otherwise)), Some(metric)) => {
+                *pick_level(metric, levels, otherwise, env)?
+            }
+            _ => prog.module.kernels[buf.kernel as usize].pool,
         };
-        buf.target = target(&t.dispatch, index, prog.executors, env)?;
-        buf.stream = match &t.stream_by {
+        buf.target = match &sched.dispatch {
+            Some(d) => target(prog, d, &t.keys, index, env)?,
+            None => None,
+        };
+        buf.stream = match key(sched.stream_slot()) {
             Some(e) => modulo(eval(e, env)?, prog.streams, &e.what)?,
             None => (u64::from(index) % prog.streams) as u32,
         };
-        buf.priority = match &t.priority_by {
+        buf.priority = match key(sched.priority_slot()) {
             Some(e) => eval_int(e, env)?,
             None => 0,
         };
-        buf.cost = match &t.cost_by {
+        buf.cost = match key(sched.cost_slot()) {
             Some(e) => Some(eval_int(e, env)?.max(0) as u64),
             None => None,
         };
@@ -950,23 +968,28 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
 }
 
 /// The choice of the first level whose bound is above the metric, else the default.
-fn pick_level<'a, T>(l: &'a CLevels<T>, env: &[Value]) -> Result<&'a T, ExpandError> {
-    let m = eval(&l.metric, env)?;
+fn pick_level<'a, T>(
+    metric: &CExpr,
+    levels: &'a [(i64, T)],
+    otherwise: &'a T,
+    env: &[Value],
+) -> Result<&'a T, ExpandError> {
+    let m = eval(metric, env)?;
     let m: i128 = match m {
         Value::I64(v) => v.into(),
         Value::U64(v) => v.into(),
         Value::Bool(_) => {
             return Err(ExpandError::WrongType {
-                context: l.metric.what.clone(),
+                context: metric.what.clone(),
                 expected: "an integer".into(),
                 found: m.ty(),
             });
         }
     };
-    Ok(l.levels
+    Ok(levels
         .iter()
         .find(|(b, _)| m < i128::from(*b))
-        .map_or(&l.otherwise, |(_, c)| c))
+        .map_or(otherwise, |(_, c)| c))
 }
 
 /// `v mod n`, Euclidean (never negative).
@@ -986,16 +1009,30 @@ fn modulo(v: Value, n: u64, what: &str) -> Result<u32, ExpandError> {
     Ok(r as u32)
 }
 
+/// The executor the dispatch plan chooses; key slots index `keys`.
 fn target(
-    d: &CDispatch,
+    prog: &Program<'_>,
+    d: &DispatchPlan,
+    keys: &[ExprId],
     index: u32,
-    executors: u64,
     env: &[Value],
 ) -> Result<Option<u32>, ExpandError> {
+    let key = |slot: u32| -> Result<&CExpr, ExpandError> {
+        keys.get(slot as usize)
+            .map(|&id| prog.x(id))
+            .ok_or_else(|| ExpandError::Malformed {
+                message: format!("a task has no dispatch key {slot}"),
+            })
+    };
+    let executors = prog.executors;
     Ok(match d {
-        CDispatch::RoundRobin(n) => Some((u64::from(index) % n) as u32),
-        CDispatch::Affinity(e) => Some(modulo(eval(e, env)?, executors, &e.what)?),
-        CDispatch::Hash(e) => {
+        DispatchPlan::RoundRobin(n) => Some((u64::from(index) % n) as u32),
+        DispatchPlan::Affinity(slot) => {
+            let e = key(*slot)?;
+            Some(modulo(eval(e, env)?, executors, &e.what)?)
+        }
+        DispatchPlan::Hash(slot) => {
+            let e = key(*slot)?;
             let bits = match eval(e, env)? {
                 Value::I64(x) => x as u64,
                 Value::U64(x) => x,
@@ -1009,12 +1046,15 @@ fn target(
             };
             Some((splitmix64(bits) % executors) as u32)
         }
-        CDispatch::Threshold(levels) => target(pick_level(levels, env)?, index, executors, env)?,
-        CDispatch::StaticPartition(starts) => {
+        DispatchPlan::Threshold(slot, levels, otherwise) => {
+            let chosen = pick_level(key(*slot)?, levels, otherwise, env)?;
+            target(prog, chosen, keys, index, env)?
+        }
+        DispatchPlan::StaticPartition(starts) => {
             let k = starts.iter().rposition(|&s| s <= u64::from(index));
             // starts[0] == 0 was checked, so some start always qualifies.
             Some(k.unwrap_or(0) as u32)
         }
-        CDispatch::WorkSteal => None,
+        DispatchPlan::WorkSteal => None,
     })
 }
