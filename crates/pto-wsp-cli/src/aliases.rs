@@ -6,7 +6,8 @@
 //! without any Rust code. Like `//@ bind`, this is a convention of the command-line tool: the
 //! parser sees ordinary comments.
 //! Promise: every alias line is checked — the name must be a kernel the module declares, the
-//! target a registered kernel — and a bad one is reported at its `file:line:column`.
+//! target a registered kernel, and no kernel aliased twice — and a bad one is reported at its
+//! `file:line:column`.
 
 use crate::binds::directive_lines;
 use crate::{CliError, Loaded};
@@ -20,6 +21,8 @@ pub const PREFIX: &str = "//@ alias";
 /// Adds every `//@ alias NAME=BUILTIN` line of `loaded` to `registry`: kernel `NAME` of the
 /// module runs the kernel `registry` knows as `BUILTIN`.
 pub fn apply_aliases(loaded: &Loaded, registry: &mut KernelRegistry) -> Result<(), CliError> {
+    // Kernels aliased so far: name, target, where.
+    let mut seen: Vec<(String, String, Loc)> = Vec::new();
     for line in directive_lines(&loaded.source.text, PREFIX) {
         let err = |message: String| {
             CliError::diagnostic(
@@ -42,6 +45,13 @@ pub fn apply_aliases(loaded: &Loaded, registry: &mut KernelRegistry) -> Result<(
                 "alias of `{name}`, but the module declares no kernel `{name}`"
             )));
         }
+        if let Some((_, first, at)) = seen.iter().find(|(n, _, _)| n == name) {
+            let (l, c) = loaded.source.line_col(at.start as usize);
+            return Err(err(format!(
+                "second alias of `{name}` (to `{target}`); line {l}:{c} already maps it to `{first}`"
+            )));
+        }
+        seen.push((name.to_string(), target.to_string(), line.loc));
         if registry.alias(name, target).is_none() {
             let mut known: Vec<&str> = registry.names().collect();
             known.sort_unstable();

@@ -269,7 +269,11 @@ fn main_table<E: From<CliError>>(
             .num_threads(t)
             .build()
             .map_err(|e| CliError::plain(format!("bench: cannot start a rayon pool: {e}")))?;
-        pools.push((t, WorkerPool::new(t), rayon));
+        pools.push((
+            t,
+            WorkerPool::new(t).map_err(|e| CliError::plain(format!("bench: {e}")))?,
+            rayon,
+        ));
     }
     let r = opts.repeat;
     for shape in &opts.shapes {
@@ -404,7 +408,13 @@ fn scaling<E: From<CliError>>(
         "ms",
         "speedup"
     ))?;
-    let pools: Vec<(usize, WorkerPool)> = counts.iter().map(|&t| (t, WorkerPool::new(t))).collect();
+    let mut pools: Vec<(usize, WorkerPool)> = Vec::new();
+    for &t in &counts {
+        pools.push((
+            t,
+            WorkerPool::new(t).map_err(|e| CliError::plain(format!("bench: {e}")))?,
+        ));
+    }
     let exec = Spin(opts.spin);
     for shape in &opts.scaling {
         let graph = StaticGraph::new(shape.storage());
@@ -501,7 +511,7 @@ fn idle<E: From<CliError>>(
         "\nidle CPU: process CPU time (utime + stime, {} ms ticks) with 2 workers\n",
         1000 / CLK_TCK
     ))?;
-    let pool = WorkerPool::new(2);
+    let pool = WorkerPool::new(2).map_err(|e| CliError::plain(format!("bench: {e}")))?;
     let one = Shape::Independent(1);
 
     // A streamed run whose producer submits a task, sleeps, then submits another.

@@ -98,7 +98,7 @@ impl<'m> Finished<'m> {
                 batch: 1,
                 trace: false,
             },
-            pool: WorkerPool::new(threads),
+            pool: WorkerPool::new(threads).map_err(|e| CliError::plain(format!("bench: {e}")))?,
         })
     }
 

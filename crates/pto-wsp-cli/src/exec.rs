@@ -18,9 +18,10 @@
 //! - The time is reported split into build (parse, validate, compile, allocate and fill the
 //!   tensors), run (generation and execution, overlapped) and check (the main job's reference).
 
+use crate::files::{NPY_HEADER_LIMIT, Outputs, read_input, split_spec};
 use crate::progress::{Bar, watch};
 use crate::{CliError, Loaded, aliases, llm};
-use pto_wsp::cpu::RunStats;
+use pto_wsp::cpu::{MAX_THREADS, RunStats};
 use pto_wsp::ir::{ExpandOptions, expand_each};
 use pto_wsp::kernels::npy::NpyArray;
 use pto_wsp::kernels::{KernelRegistry, TensorStore};
@@ -81,18 +82,6 @@ pub struct RunOutcome {
     pub report: String,
 }
 
-/// `NAME=PATH` of `--input` / `--output`.
-fn split_spec(flag: &str, spec: &str) -> Result<(String, PathBuf), CliError> {
-    match spec.split_once('=') {
-        Some((name, path)) if !name.trim().is_empty() && !path.trim().is_empty() => {
-            Ok((name.trim().to_string(), PathBuf::from(path.trim())))
-        }
-        _ => Err(CliError::plain(format!(
-            "`{flag} {spec}` is not `NAME=PATH.npy`"
-        ))),
-    }
-}
-
 /// The message of a compile error, with `file:line:column` of an unknown kernel's declaration.
 pub fn compile_error(loaded: &Loaded, e: &CompileError) -> CliError {
     match e {
@@ -145,8 +134,22 @@ pub fn run(
     emit: &mut dyn FnMut(&str),
 ) -> Result<RunOutcome, CliError> {
     let t0 = Instant::now();
+    if opts.threads > MAX_THREADS {
+        return Err(CliError::plain(format!(
+            "`--threads {}` is more than the limit of {MAX_THREADS} worker threads (0 means one per core)",
+            opts.threads
+        )));
+    }
     let loaded = crate::load_source(name, text)?;
     let mut bindings = crate::bindings_for(&loaded, &opts.binds)?;
+    // Every file the run will write is checked now, not after the run (crate::files).
+    let tensor_names: Vec<&str> = loaded
+        .module
+        .tensors
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    let outputs = Outputs::check(&opts.outputs, opts.trace.as_deref(), &tensor_names)?;
 
     // Inputs: read and checked against the declarations before anything is allocated for real
     // (a probe store costs nothing: untouched tensors are never paged in).
@@ -156,12 +159,11 @@ pub fn run(
             .map_err(|e| CliError::plain(format!("{name}: {e}")))?;
         for spec in &opts.inputs {
             let (tensor, path) = split_spec("--input", spec)?;
-            let bytes = std::fs::read(&path).map_err(|e| {
-                CliError::plain(format!(
-                    "in `--input {spec}`: cannot read `{}`: {e}",
-                    path.display()
-                ))
-            })?;
+            // Never read more than the tensor's data and a header: `/dev/zero` is refused.
+            let limit = probe.index_of(&tensor).map_or(NPY_HEADER_LIMIT, |t| {
+                probe.info(t).size_bytes().saturating_add(NPY_HEADER_LIMIT)
+            });
+            let bytes = read_input(spec, &path, &tensor, limit)?;
             let array = NpyArray::parse(&bytes)
                 .map_err(|e| CliError::plain(format!("in `--input {spec}`: {e}")))?;
             probe
@@ -311,24 +313,11 @@ pub fn run(
         0.0
     };
 
-    for spec in &opts.outputs {
-        let (tensor, path) = split_spec("--output", spec)?;
-        let bytes = store
-            .to_npy(&tensor)
-            .map_err(|e| CliError::plain(format!("in `--output {spec}`: {e}")))?;
-        std::fs::write(&path, bytes).map_err(|e| {
-            CliError::plain(format!(
-                "in `--output {spec}`: cannot write `{}`: {e}",
-                path.display()
-            ))
-        })?;
-    }
+    outputs.commit(
+        |tensor| store.to_npy(tensor).map_err(|e| e.to_string()),
+        || stats.chrome_trace(|t| format!("task {t}")).into_bytes(),
+    )?;
     drop(guard);
-    if let Some(path) = &opts.trace {
-        let json = stats.chrome_trace(|t| format!("task {t}"));
-        std::fs::write(path, json)
-            .map_err(|e| CliError::plain(format!("cannot write `{}`: {e}", path.display())))?;
-    }
 
     let times = Times {
         build_ms,

@@ -77,11 +77,38 @@ fn symbol(b: &Bindings, name: &str) -> Result<usize, CliError> {
 }
 
 impl Dims {
-    /// The shapes from the bindings (and the lengths in `kv_lens`).
+    /// The shapes from the bindings (and the lengths in `kv_lens`), checked before anything
+    /// runs: every count at least 1, `ffn` a multiple of 128 (the MLP's column tiles), and no
+    /// derived size (`kv_heads * 512`, `max_chunks * 256`) past `usize`.
     pub fn from_bindings(b: &Bindings) -> Result<Dims, CliError> {
-        let kv_heads = symbol(b, "kv_heads")?;
-        let cap = symbol(b, "max_chunks")? * 256;
-        let nreq = symbol(b, "nreq")?;
+        let positive = |name: &str| -> Result<usize, CliError> {
+            let v = symbol(b, name)?;
+            if v == 0 {
+                return Err(CliError::plain(format!(
+                    "the main job needs `{name}` of at least 1"
+                )));
+            }
+            Ok(v)
+        };
+        let product = |name: &str, v: usize, by: usize| {
+            v.checked_mul(by).ok_or_else(|| {
+                CliError::plain(format!(
+                    "the main job's `{name}` = {v} is too large: {name} * {by} overflows"
+                ))
+            })
+        };
+        let kv_heads = positive("kv_heads")?;
+        let hidden = product("kv_heads", kv_heads, GROUP * D)?;
+        let max_chunks = positive("max_chunks")?;
+        let cap = product("max_chunks", max_chunks, 256)?;
+        let nreq = positive("nreq")?;
+        let layers = positive("layers")?;
+        let ffn = positive("ffn")?;
+        if ffn % D != 0 {
+            return Err(CliError::plain(format!(
+                "the main job needs `ffn` to be a multiple of {D} (the MLP's column tiles), not {ffn}"
+            )));
+        }
         let lens = b
             .arrays
             .get("kv_lens")
@@ -108,9 +135,9 @@ impl Dims {
         Ok(Dims {
             nreq,
             kv_heads,
-            hidden: kv_heads * GROUP * D,
-            ffn: symbol(b, "ffn")?,
-            layers: symbol(b, "layers")?,
+            hidden,
+            ffn,
+            layers,
             cap,
             lens,
         })

@@ -945,7 +945,7 @@ mod tests {
             let p = chain(400, dispatch);
             let bound = p.bind(&pto_wsp_ir::Bindings::new()).unwrap();
             for threads in [1, 3, 8] {
-                let pool = WorkerPool::new(threads);
+                let pool = WorkerPool::new(threads).unwrap();
                 for window in [1, 2, 64] {
                     let exec = InOrder {
                         next: AtomicU64::new(0),
@@ -972,7 +972,7 @@ mod tests {
     fn a_failure_stops_every_executor_and_the_pool_runs_again() {
         let p = chain(2000, "round_robin(64)");
         let bound = p.bind(&pto_wsp_ir::Bindings::new()).unwrap();
-        let pool = WorkerPool::new(6);
+        let pool = WorkerPool::new(6).unwrap();
         for fail_at in [0, 1, 777, 1999] {
             let exec = InOrder {
                 next: AtomicU64::new(0),
@@ -1039,7 +1039,7 @@ mod tests {
             }
         }
         for threads in [2, 5] {
-            let pool = WorkerPool::new(threads);
+            let pool = WorkerPool::new(threads).unwrap();
             let exec = Iter((0..4).map(|_| AtomicU64::new(0)).collect());
             let s = pool
                 .run_devgen(

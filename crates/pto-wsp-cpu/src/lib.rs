@@ -46,7 +46,7 @@ pub use csp::{CspError, CspOptions, Deadlock, run_pipeline};
 pub use devgen::{DevGenConfig, DevGenStats, DirectExec, ExecutorStats};
 pub use exec::{Exec, ExecError, NoopExec, TaskFailure};
 pub use kexec::{KernelExec, TaskSource, task_costs};
-pub use pool::WorkerPool;
+pub use pool::{MAX_THREADS, PoolError, WorkerPool};
 pub use run::{GateConfig, PoolSplit, RunConfig, StaticGraph};
 pub use sim::{CycleStats, SimMachine, SimTask};
 pub use stats::{RunStats, Span};

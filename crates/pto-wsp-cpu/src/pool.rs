@@ -14,6 +14,9 @@
 //!   reported by `scope` as [`JobPanicked`]; the pool can run again.
 //! - Runs are serialised: a second `scope` on the same pool waits for the first.
 //! - Dropping the pool stops and joins its threads.
+//! - A pool has `1..=`[`MAX_THREADS`] workers; asking for more, or a thread the OS refuses to
+//!   start, is a [`PoolError`] (the threads already started are stopped and joined), never a
+//!   panic.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -58,6 +61,33 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[error("a worker panicked: {0}")]
 pub struct JobPanicked(pub String);
 
+/// The most worker threads a pool may have. Far above any core count the CPU simulation is
+/// useful on; the bound keeps a typo (`--threads 100000`) from exhausting the OS's threads.
+pub const MAX_THREADS: usize = 1024;
+
+/// Why a pool could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    /// More threads than [`MAX_THREADS`] were asked for.
+    #[error("threads {requested} is more than the limit of {max} (0 means one per core)")]
+    TooMany {
+        /// The count asked for.
+        requested: usize,
+        /// [`MAX_THREADS`].
+        max: usize,
+    },
+    /// The OS refused to start a thread.
+    #[error("cannot start worker thread {index} of {threads}: {source}")]
+    Spawn {
+        /// Index of the thread that failed.
+        index: usize,
+        /// Threads asked for.
+        threads: usize,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
 /// A pool of persistent worker threads (see the module docs).
 pub struct WorkerPool {
     shared: Arc<Shared>,
@@ -89,9 +119,19 @@ pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 }
 
 impl WorkerPool {
-    /// A pool of `threads` workers; `0` means one per core.
-    pub fn new(threads: usize) -> WorkerPool {
-        let threads = if threads == 0 { all_cores() } else { threads };
+    /// A pool of `threads` workers; `0` means one per core (at most [`MAX_THREADS`]).
+    pub fn new(threads: usize) -> Result<WorkerPool, PoolError> {
+        if threads > MAX_THREADS {
+            return Err(PoolError::TooMany {
+                requested: threads,
+                max: MAX_THREADS,
+            });
+        }
+        let threads = if threads == 0 {
+            all_cores().min(MAX_THREADS)
+        } else {
+            threads
+        };
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 epoch: 0,
@@ -104,16 +144,28 @@ impl WorkerPool {
             done: Condvar::new(),
             run: Mutex::new(()),
         });
-        let handles = (0..threads)
-            .map(|w| {
-                let shared = Arc::clone(&shared);
-                std::thread::Builder::new()
-                    .name(format!("pto-wsp-worker-{w}"))
-                    .spawn(move || worker_main(&shared, w))
-                    .expect("spawning a worker thread")
-            })
-            .collect();
-        WorkerPool { shared, handles }
+        let mut pool = WorkerPool {
+            shared,
+            handles: Vec::with_capacity(threads),
+        };
+        for w in 0..threads {
+            let shared = Arc::clone(&pool.shared);
+            match std::thread::Builder::new()
+                .name(format!("pto-wsp-worker-{w}"))
+                .spawn(move || worker_main(&shared, w))
+            {
+                Ok(h) => pool.handles.push(h),
+                // Dropping `pool` stops and joins the threads already started.
+                Err(source) => {
+                    return Err(PoolError::Spawn {
+                        index: w,
+                        threads,
+                        source,
+                    });
+                }
+            }
+        }
+        Ok(pool)
     }
 
     /// Number of workers.
@@ -225,7 +277,7 @@ mod tests {
 
     #[test]
     fn every_worker_runs_each_job_once() {
-        let pool = WorkerPool::new(3);
+        let pool = WorkerPool::new(3).unwrap();
         let hits: Vec<AtomicUsize> = (0..3).map(|_| AtomicUsize::new(0)).collect();
         for _ in 0..50 {
             pool.broadcast(&|w| {
@@ -240,7 +292,7 @@ mod tests {
 
     #[test]
     fn a_panicking_job_is_reported_and_the_pool_survives() {
-        let pool = WorkerPool::new(2);
+        let pool = WorkerPool::new(2).unwrap();
         let r = pool.broadcast(&|w| {
             if w == 1 {
                 panic!("boom on {w}");
@@ -256,8 +308,25 @@ mod tests {
     }
 
     #[test]
+    fn too_many_threads_is_an_error_naming_the_limit() {
+        let e = WorkerPool::new(5000).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "threads 5000 is more than the limit of 1024 (0 means one per core)"
+        );
+        assert!(WorkerPool::new(usize::MAX).is_err());
+        assert_eq!(
+            WorkerPool::new(MAX_THREADS + 1).unwrap_err().to_string(),
+            format!(
+                "threads {} is more than the limit of {MAX_THREADS} (0 means one per core)",
+                MAX_THREADS + 1
+            )
+        );
+    }
+
+    #[test]
     fn caller_runs_while_jobs_run() {
-        let pool = WorkerPool::new(2);
+        let pool = WorkerPool::new(2).unwrap();
         let flag = std::sync::atomic::AtomicBool::new(false);
         // Workers wait for the caller's signal: proves the caller runs concurrently.
         let r = pool

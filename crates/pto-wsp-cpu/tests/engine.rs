@@ -154,7 +154,7 @@ fn configs() -> Vec<RunConfig> {
 #[test]
 fn finished_graphs_run_every_task_once_in_dependency_order() {
     for threads in [1, 2, 4] {
-        let pool = WorkerPool::new(threads);
+        let pool = WorkerPool::new(threads).unwrap();
         for (k, cfg) in configs().iter().enumerate() {
             let d = dag(300, 7 + k as u64 * 31 + threads as u64);
             let g = StaticGraph::new(storage(&d));
@@ -186,7 +186,7 @@ fn streamed_graphs_run_every_task_once_under_every_start_policy_and_window() {
         Some((4, WindowMode::Benchmark)),
     ];
     for threads in [1, 2, 4] {
-        let pool = WorkerPool::new(threads);
+        let pool = WorkerPool::new(threads).unwrap();
         for (k, cfg) in configs().iter().enumerate().step_by(3) {
             for start in starts {
                 for window in windows {
@@ -223,7 +223,7 @@ fn streamed_graphs_run_every_task_once_under_every_start_policy_and_window() {
 
 #[test]
 fn window_abort_fails_with_a_clear_error_and_the_pool_runs_again() {
-    let pool = WorkerPool::new(2);
+    let pool = WorkerPool::new(2).unwrap();
     let d = dag(100, 5);
     let rec = Recorder::new(d.tasks.len(), vec![]);
     let table = TaskTable::new();
@@ -276,7 +276,7 @@ fn gates_bound_in_flight_tasks_per_scope() {
             })
             .collect(),
     };
-    let pool = WorkerPool::new(4);
+    let pool = WorkerPool::new(4).unwrap();
     for (scope, depth) in [
         (GateScope::Global, 1),
         (GateScope::Global, 2),
@@ -316,7 +316,7 @@ fn gates_bound_in_flight_tasks_per_scope() {
 #[test]
 fn a_failing_task_stops_the_run_with_its_error_and_the_pool_runs_again() {
     for threads in [1, 2, 4] {
-        let pool = WorkerPool::new(threads);
+        let pool = WorkerPool::new(threads).unwrap();
         let d = dag(500, 11);
         let g = StaticGraph::new(storage(&d));
         let mut rec = Recorder::new(d.tasks.len(), vec![]);
@@ -356,7 +356,7 @@ proptest! {
     fn random_dags_any_policy(n in 1usize..400, seed in any::<u64>(), k in 0usize..24, threads in 1usize..4) {
         let cfg = &configs()[k];
         let d = dag(n, seed);
-        let pool = WorkerPool::new(threads);
+        let pool = WorkerPool::new(threads).unwrap();
         let rec = Recorder::new(n, vec![]);
         pool.run(&StaticGraph::new(storage(&d)), cfg, &rec).unwrap();
         rec.check(&d);

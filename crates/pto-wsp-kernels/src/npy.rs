@@ -292,13 +292,31 @@ impl NpyArray {
     }
 }
 
-/// The raw text of the value of `key` in numpy's header dictionary.
+/// The raw text of the value of `key` in numpy's header dictionary. A key written twice is an
+/// error: numpy would take the last one, and no file numpy writes has it.
 fn dict_raw<'h>(header: &'h str, key: &str) -> Result<&'h str, NpyError> {
     let pat = format!("'{key}'");
-    let at = header
-        .find(&pat)
-        .or_else(|| header.find(&format!("\"{key}\"")))
-        .ok_or_else(|| NpyError::Format(format!("the header has no `{key}`")))?;
+    let alt = format!("\"{key}\"");
+    // Occurrences of the quoted key followed by `:` (a key, not a string value).
+    let keys: Vec<usize> = [&pat, &alt]
+        .iter()
+        .flat_map(|p| {
+            header
+                .match_indices(p.as_str())
+                .filter(|(i, _)| header[i + p.len()..].trim_start().starts_with(':'))
+                .map(|(i, _)| i)
+        })
+        .collect();
+    let at = match keys[..] {
+        [] => return Err(NpyError::Format(format!("the header has no `{key}`"))),
+        [at] => at,
+        _ => {
+            return Err(NpyError::Format(format!(
+                "the header has `{key}` {} times (numpy would read only the last one)",
+                keys.len()
+            )));
+        }
+    };
     let rest = header[at + pat.len()..].trim_start();
     let rest = rest
         .strip_prefix(':')
@@ -463,6 +481,16 @@ mod tests {
             Err(NpyError::Format(m)) if m.contains("cut off")
         ));
         assert!(NpyArray::parse(b"PK\x03\x04 not npy").is_err());
+        // A key written twice: numpy reads the last; we refuse rather than read the first.
+        let header = "{'descr': '<i4', 'fortran_order': False, 'shape': (3,), 'shape': (2,), }";
+        let mut twice = b"\x93NUMPY\x01\x00".to_vec();
+        twice.extend_from_slice(&(header.len() as u16).to_le_bytes());
+        twice.extend_from_slice(header.as_bytes());
+        twice.extend_from_slice(&[0; 12]);
+        assert_eq!(
+            NpyArray::parse(&twice).unwrap_err().to_string(),
+            "not a .npy file numpy wrote: the header has `shape` 2 times (numpy would read only the last one)"
+        );
         let mut v9 = good.clone();
         v9[6] = 9;
         assert!(matches!(NpyArray::parse(&v9), Err(NpyError::Format(m)) if m.contains("9.0")));

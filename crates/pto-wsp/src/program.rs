@@ -119,6 +119,9 @@ pub enum CompileError {
         /// Registered kernel names.
         known: String,
     },
+    /// The worker threads could not be started (too many asked for, or the OS refused one).
+    #[error(transparent)]
+    Threads(#[from] pto_wsp_cpu::PoolError),
     /// Device-generation mode: the workload cannot be encoded as bytecode.
     #[error("device generation: cannot encode the workload as bytecode: {0}")]
     Bytecode(String),
@@ -249,7 +252,7 @@ pub fn compile(plan: LoweredPlan, options: CompileOptions) -> Result<Program, Co
     } else {
         None
     };
-    let pool = WorkerPool::new(options.threads);
+    let pool = WorkerPool::new(options.threads)?;
     Ok(Program {
         inner: Arc::new(Inner {
             plan,

@@ -526,6 +526,7 @@ fn check_edges(name: &str, module: &Module, b: &Bindings) {
             ..DevGenConfig::default()
         };
         let s = WorkerPool::new(threads)
+            .unwrap()
             .run_devgen(&program, &bound, &config, &NoopExec)
             .unwrap();
         assert_eq!(s.tasks as usize, graph.len(), "{name}: tasks and barriers");

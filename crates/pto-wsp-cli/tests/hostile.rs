@@ -1,0 +1,195 @@
+//! Hostile input (issue 13): each case a user could write that once crashed the tool, exhausted
+//! memory or raced silently, run through the binary, with the exact message it must now give.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A fresh scratch directory for one test.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pto-wsp-hostile-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs the binary; exit code, stdout, stderr.
+fn binary(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pto-wsp"))
+        .current_dir(root())
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Asserts a clean failure (exit 1, no panic) whose stderr contains `message`.
+fn fails_with(args: &[&str], message: &str) {
+    let (code, _, err) = binary(args);
+    assert_eq!(code, 1, "{args:?}: exit {code}, stderr:\n{err}");
+    assert!(!err.contains("panicked"), "{args:?} panicked:\n{err}");
+    assert!(
+        err.contains(message),
+        "{args:?}: stderr does not contain\n  {message}\nbut is:\n{err}"
+    );
+}
+
+#[test]
+fn thread_counts_past_the_limit_are_refused_before_anything_starts() {
+    for n in ["5000", "100000", "4294967296", "18446744073709551615"] {
+        fails_with(
+            &["run", "examples/gemm.wsp", "--threads", n, "-q"],
+            &format!(
+                "`--threads {n}` is more than the limit of 1024 worker threads (0 means one per core)"
+            ),
+        );
+    }
+}
+
+/// A small GEMM run's arguments (one 128 x 128 tile).
+const GEMM: [&str; 8] = [
+    "run",
+    "examples/gemm.wsp",
+    "--bind",
+    "M=128",
+    "--bind",
+    "N=128",
+    "--bind",
+    "K=128",
+];
+
+fn gemm(extra: &[&str]) -> Vec<String> {
+    GEMM.iter()
+        .chain(extra)
+        .chain(&["-q"])
+        .map(|s| s.to_string())
+        .collect()
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+#[test]
+fn output_paths_are_checked_before_the_run_and_nothing_is_half_written() {
+    let dir = scratch("outputs");
+    let good = dir.join("c.npy");
+    let good_spec = format!("C={}", good.display());
+    // A second output into a directory that does not exist: refused before the run, and the
+    // first output is not written either.
+    let bad_spec = format!("A={}", dir.join("missing/a.npy").display());
+    let args = gemm(&["--output", &good_spec, "--output", &bad_spec]);
+    fails_with(
+        &strs(&args),
+        &format!(
+            "in `--output {bad_spec}`: the directory `{}` cannot be used: No such file or directory (os error 2)",
+            dir.join("missing").display()
+        ),
+    );
+    assert!(
+        !good.exists(),
+        "the first output was written although the run was refused"
+    );
+    // The same path twice (spelled differently) is an error, not a silent overwrite.
+    let again = format!("A={}/./c.npy", dir.display());
+    let args = gemm(&["--output", &good_spec, "--output", &again]);
+    fails_with(
+        &strs(&args),
+        &format!(
+            "`--output {again}` and `--output {good_spec}` write the same file `{}/./c.npy`",
+            dir.display()
+        ),
+    );
+    // An output naming no tensor is refused up front too.
+    let args = gemm(&["--output", &format!("Z={}", good.display())]);
+    fails_with(
+        &strs(&args),
+        &format!("in `--output Z={}`: no tensor is named `Z`", good.display()),
+    );
+    assert!(!good.exists());
+    // A good run writes the file whole and leaves no temporary file behind.
+    let args = gemm(&["--output", &good_spec]);
+    let (code, _, err) = binary(&strs(&args));
+    assert_eq!(code, 0, "{err}");
+    let bytes = std::fs::read(&good).unwrap();
+    let array = pto_wsp::kernels::npy::NpyArray::parse(&bytes).unwrap();
+    assert_eq!(array.shape, [128, 128]);
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["c.npy"]);
+}
+
+#[test]
+fn an_input_longer_than_its_tensor_is_refused_without_reading_it_all() {
+    // /dev/zero never ends: it once was read until memory ran out.
+    let args = gemm(&["--input", "A=/dev/zero"]);
+    fails_with(
+        &strs(&args),
+        "in `--input A=/dev/zero`: `/dev/zero` is longer than the 1081344 bytes a .npy file of tensor `A` can take (its data plus a header of at most 1048576 bytes)",
+    );
+}
+
+#[test]
+fn an_npy_header_with_a_key_twice_is_refused() {
+    let dir = scratch("npy-twice");
+    let header = "{'descr': '<f2', 'fortran_order': False, 'shape': (128, 128), 'shape': (1,), }";
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(&vec![0u8; 128 * 128 * 2]);
+    let path = dir.join("a.npy");
+    std::fs::write(&path, bytes).unwrap();
+    let spec = format!("A={}", path.display());
+    let args = gemm(&["--input", &spec]);
+    fails_with(
+        &strs(&args),
+        &format!(
+            "in `--input {spec}`: not a .npy file numpy wrote: the header has `shape` 2 times (numpy would read only the last one)"
+        ),
+    );
+}
+
+#[test]
+fn a_kernel_aliased_twice_is_refused_at_the_second_line() {
+    let dir = scratch("alias-twice");
+    let file = dir.join("twice.wsp");
+    std::fs::write(
+        &file,
+        "//@ alias k=copy\n//@ alias k=fill\ntensor A: f32[4];\nkernel k(out a: f32[4]);\nworkload main() {\n    task k(A[0 +: 4]);\n}\n",
+    )
+    .unwrap();
+    let (code, _, err) = binary(&["run", &file.display().to_string(), "-q"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(
+            "bad kernel alias: second alias of `k` (to `fill`); line 1:11 already maps it to `copy`"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("twice.wsp:2:11"), "{err}");
+}
+
+#[test]
+fn the_main_job_refuses_bad_bindings_before_it_runs() {
+    fails_with(
+        &["run", "--bind", "ffn=100", "-q"],
+        "the main job needs `ffn` to be a multiple of 128 (the MLP's column tiles), not 100",
+    );
+    fails_with(
+        &["run", "--bind", "max_chunks=9223372036854775807", "-q"],
+        "the main job's `max_chunks` = 9223372036854775807 is too large: max_chunks * 256 overflows",
+    );
+    fails_with(
+        &["run", "--bind", "layers=0", "-q"],
+        "the main job needs `layers` of at least 1",
+    );
+}
