@@ -11,8 +11,11 @@
 //!   NAME=PATH.npy` replaces tensor `NAME`, its element type and shape checked exactly against
 //!   the declaration ([`pto_wsp::kernels::npy`]). An integer input also becomes the bound
 //!   contents the workload's control flow reads (ragged lengths, routing, `load`), so data and
-//!   task set agree. With `--empty-kernels` nothing is generated (the tensors stay zero).
-//! - After the run each `--output NAME=PATH.npy` is written in numpy's format.
+//!   task set agree; it replaces contents bound by a `//@ bind` default or `--bind` (checked
+//!   against the tensor's shape, never against the replaced binding). With `--empty-kernels` nothing is generated (the tensors stay zero).
+//! - After the run each `--output NAME=PATH.npy` is written in numpy's format, and each
+//!   `--expect NAME=PATH.npy` compared ([`crate::expect`]): one line per comparison, `PASS` or
+//!   `FAIL`.
 //! - Every failure is a [`CliError`] naming what failed: the flag and file, the tensor, the
 //!   source location of a kernel declaration, the task and kernel of a failed task.
 //! - The time is reported split into build (parse, validate, compile, allocate and fill the
@@ -32,7 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 /// What `pto-wsp run` was asked to do.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct RunOptions {
     /// `--bind NAME=VALUE`, after the file's defaults.
     pub binds: Vec<String>,
@@ -54,6 +57,32 @@ pub struct RunOptions {
     pub progress: bool,
     /// Device-generation mode (every worker interprets the bytecode; no host-built graph).
     pub device_gen: bool,
+    /// `--expect NAME=PATH.npy`: outputs compared with golden files after the run.
+    pub expect: Vec<String>,
+    /// Relative tolerance of `--expect` (numpy's rule: `|a − e| ≤ atol + rtol·|e|`).
+    pub rtol: f64,
+    /// Absolute tolerance of `--expect`.
+    pub atol: f64,
+}
+
+impl Default for RunOptions {
+    fn default() -> RunOptions {
+        RunOptions {
+            binds: Vec::new(),
+            threads: 0,
+            trace: None,
+            debug_checks: false,
+            empty_kernels: false,
+            seed: 0,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            progress: false,
+            device_gen: false,
+            expect: Vec::new(),
+            rtol: crate::expect::DEFAULT_RTOL,
+            atol: crate::expect::DEFAULT_ATOL,
+        }
+    }
 }
 
 /// Wall-clock milliseconds of a run's phases.
@@ -78,6 +107,8 @@ pub struct RunOutcome {
     pub times: Times,
     /// The main job's comparison with its reference.
     pub comparison: Option<llm::Comparison>,
+    /// The `--expect` comparisons, in flag order.
+    pub expectations: Vec<crate::expect::ExpectResult>,
     /// What `run` prints on stdout.
     pub report: String,
 }
@@ -150,11 +181,21 @@ pub fn run(
         .map(|t| t.name.as_str())
         .collect();
     let outputs = Outputs::check(&opts.outputs, opts.trace.as_deref(), &tensor_names)?;
+    let goldens = opts
+        .expect
+        .iter()
+        .map(|spec| crate::expect::Expectation::read(spec))
+        .collect::<Result<Vec<_>, _>>()?;
 
     // Inputs: read and checked against the declarations before anything is allocated for real
     // (a probe store costs nothing: untouched tensors are never paged in).
     let mut inputs = Vec::new();
     if !opts.inputs.is_empty() {
+        // An input wins over bound contents (a `//@ bind` default or `--bind`): those are
+        // dropped first, so an input of another length is checked against the tensor alone.
+        for spec in &opts.inputs {
+            bindings.arrays.remove(&split_spec("--input", spec)?.0);
+        }
         let mut probe = TensorStore::new(&loaded.module, &bindings)
             .map_err(|e| CliError::plain(format!("{name}: {e}")))?;
         for spec in &opts.inputs {
@@ -313,6 +354,10 @@ pub fn run(
         0.0
     };
 
+    let expectations = goldens
+        .iter()
+        .map(|g| g.compare(store, opts.rtol, opts.atol))
+        .collect::<Result<Vec<_>, _>>()?;
     outputs.commit(
         |tensor| store.to_npy(tensor).map_err(|e| e.to_string()),
         || stats.chrome_trace(|t| format!("task {t}")).into_bytes(),
@@ -383,11 +428,15 @@ pub fn run(
             if c.passed { "PASS" } else { "FAIL" }
         ));
     }
+    for e in &expectations {
+        report.push_str(&e.line);
+    }
     Ok(RunOutcome {
         threads: program.threads(),
         stats,
         times,
         comparison,
+        expectations,
         report,
     })
 }

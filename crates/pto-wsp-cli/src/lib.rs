@@ -19,6 +19,7 @@ pub mod bench_llama;
 pub mod binds;
 pub mod bytecode;
 pub mod exec;
+pub mod expect;
 pub mod files;
 pub mod llm;
 pub mod progress;

@@ -124,6 +124,16 @@ enum Command {
         /// runs its own tasks as they are generated (no host-built graph).
         #[arg(long)]
         device_gen: bool,
+        /// After the run, compare tensor NAME with a numpy .npy golden (numpy.isclose's rule);
+        /// prints the errors and PASS or FAIL; exit 1 on FAIL.
+        #[arg(long = "expect", value_name = "NAME=PATH.npy")]
+        expect: Vec<String>,
+        /// Relative tolerance of --expect: |actual - expected| <= atol + rtol * |expected|.
+        #[arg(long, default_value_t = pto_wsp_cli::expect::DEFAULT_RTOL, value_name = "R")]
+        rtol: f64,
+        /// Absolute tolerance of --expect.
+        #[arg(long, default_value_t = pto_wsp_cli::expect::DEFAULT_ATOL, value_name = "A")]
+        atol: f64,
     },
     /// Measure the CPU runtime's per-task overhead on Taskflow's benchmark shapes.
     Bench {
@@ -328,6 +338,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             empty_kernels,
             quiet,
             device_gen,
+            expect,
+            rtol,
+            atol,
         } => {
             let (name, text, main_job) = match &file {
                 Some(f) => (f.display().to_string(), read(f)?, false),
@@ -348,6 +361,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 outputs,
                 progress: !quiet,
                 device_gen,
+                expect,
+                rtol,
+                atol,
             };
             let mut header = Ok(());
             let outcome = pto_wsp_cli::exec::run(&name, &text, main_job, &opts, &mut |line| {
@@ -363,6 +379,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     outcome.stats.spans.len(),
                     path.display()
                 );
+            }
+            let failed: Vec<&str> = outcome
+                .expectations
+                .iter()
+                .filter(|e| !e.passed)
+                .map(|e| e.tensor.as_str())
+                .collect();
+            if !failed.is_empty() {
+                return Err(CliError::plain(format!(
+                    "{name}: {} do(es) not match the --expect golden (see the expect lines above)",
+                    failed.join(", ")
+                ))
+                .into());
             }
             if outcome.comparison.is_some_and(|c| !c.passed) {
                 return Err(CliError::plain(format!(

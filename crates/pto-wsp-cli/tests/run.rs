@@ -257,6 +257,126 @@ fn integer_npy_inputs_drive_control_flow() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// An input wins over a `//@ bind` default: with `--bind nreq=2`, two-element length inputs
+/// replace the file's four-element defaults instead of being refused because of them.
+#[test]
+fn integer_npy_inputs_replace_bound_defaults_of_another_length() {
+    let dir = scratch("ints-resize");
+    let write = |name: &str, v: &[i32]| {
+        let path = dir.join(name);
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        std::fs::write(&path, npy::encode(DType::I32, &[v.len() as u64], &bytes)).unwrap();
+        path.display().to_string()
+    };
+    let lens = format!("kv_lens={}", write("lens.npy", &[600, 30]));
+    let chunks = format!("kv_chunks={}", write("chunks.npy", &[2, 1]));
+    let (code, stdout, stderr) = binary(&[
+        "run",
+        "examples/decode_ragged.wsp",
+        "-q",
+        "--bind",
+        "nreq=2",
+        "--input",
+        &lens,
+        "--input",
+        &chunks,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    // (2 + 1) chunks x 8 KV heads + 2 x 32 merges.
+    assert!(
+        stdout.contains(&format!("ran {} tasks", 3 * 8 + 64)),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--expect` compares an output with a numpy golden by numpy's rule and fails the run (exit 1)
+/// when an element is outside the tolerance; the golden here is computed in the test, in `f64`.
+#[test]
+fn expect_compares_an_output_with_a_golden_and_fails_outside_the_tolerance() {
+    let dir = scratch("expect");
+    let module = dir.join("add.wsp");
+    std::fs::write(
+        &module,
+        "tensor A: f32[8, 16];\ntensor B: f32[8, 16];\ntensor C: f32[8, 16];\n\
+         axis R = dense(2);\n\
+         kernel add(in a: f32[4, 16], in b: f32[4, 16], out c: f32[4, 16]);\n\
+         workload main() { parallel_for r in R { \
+         task add(A[r * 4 +: 4, 0 +: 16], B[r * 4 +: 4, 0 +: 16], C[r * 4 +: 4, 0 +: 16]); } }\n",
+    )
+    .unwrap();
+    let a: Vec<f32> = (0..128).map(|i| i as f32 * 0.25 - 3.0).collect();
+    let b: Vec<f32> = (0..128).map(|i| 1.0 / (i as f32 + 1.0)).collect();
+    let write_f32 = |name: &str, v: &[f32]| {
+        let path = dir.join(name);
+        std::fs::write(
+            &path,
+            npy::encode(DType::F32, &[8, 16], bytemuck::cast_slice(v)),
+        )
+        .unwrap();
+        path.display().to_string()
+    };
+    let write_f64 = |name: &str, v: &[f64]| {
+        // numpy.save of a float64 array: the golden need not have the tensor's type.
+        let mut bytes = npy::encode(DType::U64, &[8, 16], bytemuck::cast_slice(v));
+        let at = bytes.windows(3).position(|w| w == b"<u8").unwrap();
+        bytes[at..at + 3].copy_from_slice(b"<f8");
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path.display().to_string()
+    };
+    let (pa, pb) = (write_f32("a.npy", &a), write_f32("b.npy", &b));
+    let mut want: Vec<f64> = a
+        .iter()
+        .zip(&b)
+        .map(|(&x, &y)| f64::from(x) + f64::from(y))
+        .collect();
+    let good = write_f64("good.npy", &want);
+    want[37] += 1e-3;
+    let bad = write_f64("bad.npy", &want);
+    let m = module.display().to_string();
+    let run_with = |golden: &str, extra: &[&str]| {
+        let (ia, ib, ex) = (format!("A={pa}"), format!("B={pb}"), format!("C={golden}"));
+        let mut args = vec![
+            "run", &m, "-q", "--input", &ia, "--input", &ib, "--expect", &ex,
+        ];
+        args.extend_from_slice(extra);
+        binary(&args)
+    };
+    let (code, stdout, stderr) = run_with(&good, &[]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("expect: C (128 values) against"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("; 0 outside atol 1e-8 + rtol 1e-5"),
+        "{stdout}"
+    );
+    assert!(stdout.trim_end().ends_with("PASS"), "{stdout}");
+
+    let (code, stdout, stderr) = run_with(&bad, &[]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("worst at [2, 5]"), "{stdout}");
+    assert!(stdout.contains("; 1 outside atol"), "{stdout}");
+    assert!(stdout.trim_end().ends_with("FAIL"), "{stdout}");
+    assert!(
+        stderr.contains("C do(es) not match the --expect golden"),
+        "{stderr}"
+    );
+
+    // A looser tolerance passes the same golden.
+    let (code, stdout, _) = run_with(&bad, &["--atol", "2e-3"]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(stdout.contains("atol 2e-3"), "{stdout}");
+
+    // A golden that cannot be read is an error naming the flag, before anything runs.
+    let (code, _, stderr) = run_with(&pa.replace("a.npy", "nope.npy"), &[]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("in `--expect C="), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn bad_aliases_point_at_their_line() {
     let dir = scratch("alias");

@@ -62,6 +62,28 @@ fn module_using_every_construct_is_canonical() {
     );
 }
 
+/// Built-ins named like reserved words (`max`, `min`, `combine`) can be declared, used in tiers
+/// and called: where only a kernel name can stand, any word is one.
+#[test]
+fn kernels_named_like_keywords_parse_validate_and_round_trip() {
+    let text = "tensor A: f32[4, 4];\ntensor B: f32[4, 4];\ntensor C: f32[4, 4];\n\n\
+                kernel max(in a: f32[4, 4], in b: f32[4, 4], out c: f32[4, 4]);\n\
+                kernel min(in a: f32[4, 4], in b: f32[4, 4], out c: f32[4, 4]);\n\n\
+                kernel combine(in a: f32[4, 4], in b: f32[4, 4], out c: f32[4, 4]) tiers {\n    \
+                1 > 2 => max,\n    else => min\n};\n\n\
+                workload w() {\n    \
+                task max(A[0 +: 4, 0 +: 4], B[0 +: 4, 0 +: 4], C[0 +: 4, 0 +: 4]);\n    \
+                task combine(A[0 +: 4, 0 +: 4], B[0 +: 4, 0 +: 4], C[0 +: 4, 0 +: 4]);\n}\n";
+    let m = parse_ok(text);
+    assert_eq!(m.to_string(), text);
+    let names: Vec<&str> = m.kernels.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, ["max", "min", "combine"]);
+    validate(&m).unwrap_or_else(|e| panic!("{e:?}"));
+    // Elsewhere the words stay reserved: `max` is not a tensor name.
+    let err = parse("tensor max: f32[4];").unwrap_err();
+    assert_eq!(err.message, "expected tensor name, found keyword `max`");
+}
+
 #[test]
 fn loose_input_is_printed_canonically() {
     let text = "// a comment\nworkload w(){task k((a)+(b*c), -(5), - 7, 3u);}\n\

@@ -538,7 +538,7 @@ kernel k(in q: f16[32, 64]);
 workload main() { task k(V[0 +: 64]); }
 ",
         r#"
-error: tile parameter `q` of `k` has 2 dimensions, region of `V` has 1
+error: tile parameter `q` of `k` has 2 dimensions, region of `V` has 1 (tiles match regions from the right, unit dimensions may be left out; this region fits a tile `f16[64]`)
  --> t.wsp:3:26
   |
 3 | workload main() { task k(V[0 +: 64]); }
@@ -553,12 +553,50 @@ fn tile_shape_mismatch() {
     check(
         &with_kernels("    task attn(W[0 +: 32, 0 +: 128], 1);"),
         r#"
-error: region of `W` has size 128 in dimension 1, tile parameter `q` of `attn` expects 64
+error: region of `W` has size 128 in dimension 1, tile parameter `q` of `attn` expects 64 (tiles match regions from the right, unit dimensions may be left out; this region fits a tile `f16[32, 128]`)
  --> t.wsp:7:15
   |
 7 |     task attn(W[0 +: 32, 0 +: 128], 1);
   |               ^ size differs from the tile
   = note: in workload main > task attn > argument 1
+"#,
+    );
+}
+
+/// A tile fits a region with the unit dimensions of both left out (the region's natural
+/// shape), as well as matched from the right as written.
+#[test]
+fn tile_matches_region_with_unit_dimensions_left_out() {
+    let src = "\
+symbol seq: i64;
+tensor K: f32[4, seq, 8, 128];
+kernel k(in t: f32[512, 128]);
+kernel k3(in t: f32[512, 1, 128]);
+kernel k4(in t: f32[1, 1, 512, 128]);
+workload main() {
+    task k(K[1, 512 +: 512, 3, 0 +: 128]);
+    task k3(K[1, 512 +: 512, 3, 0 +: 128]);
+    task k4(K[1, 512 +: 512, 3, 0 +: 128]);
+    task k(K[0 +: 1, 0 +: 512, 0 +: 1, 0 +: 128]);
+}
+";
+    valid(src);
+    // Unit dimensions are dropped, other sizes still have to agree, and the error says the rule
+    // and the shape that fits.
+    check(
+        "\
+symbol seq: i64;
+tensor K: f32[4, seq, 8, 128];
+kernel k(in t: f32[256, 128]);
+workload main() { task k(K[1, 512 +: 512, 3, 0 +: 128]); }
+",
+        r#"
+error: region of `K` has size 512 in dimension 1, tile parameter `t` of `k` expects 256 (tiles match regions from the right, unit dimensions may be left out; this region fits a tile `f32[512, 128]`)
+ --> t.wsp:4:26
+  |
+4 | workload main() { task k(K[1, 512 +: 512, 3, 0 +: 128]); }
+  |                          ^ size differs from the tile
+  = note: in workload main > task k > argument 1
 "#,
     );
 }

@@ -257,6 +257,19 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// A kernel's name where only a kernel name can stand (after `kernel`, `task` and `=>` in
+    /// tiers): any word, reserved or not, so built-ins named like keywords (`max`, `min`,
+    /// `combine`) can be declared and called.
+    fn kernel_name(&mut self) -> PResult<Ident> {
+        let t = self.peek();
+        if t.kind == Kind::Word {
+            self.bump();
+            Ok(Ident::at(t.text, t.loc()))
+        } else {
+            Err(self.err_expected("kernel name"))
+        }
+    }
+
     /// A comma-separated list up to (not including) the closing `close`; the caller consumed
     /// the opening delimiter and consumes the closing one.
     fn list<T>(
@@ -659,7 +672,7 @@ impl<'a> Parser<'a> {
 
     fn kernel(&mut self) -> PResult<KernelDecl> {
         self.bump();
-        let name = self.ident("kernel name")?;
+        let name = self.kernel_name()?;
         self.open("(", "after kernel name")?;
         let params = self.list(")", "in kernel parameters", Self::kernel_param)?;
         self.close(")", "")?;
@@ -721,7 +734,7 @@ impl<'a> Parser<'a> {
         loop {
             if self.eat_word("else") {
                 self.expect("=>", "after `else` in tiers")?;
-                let default = self.ident("kernel name")?;
+                let default = self.kernel_name()?;
                 self.eat_punct(",");
                 self.close("}", "after the `else` case of tiers")?;
                 return Ok(Tiers { cases, default });
@@ -734,7 +747,7 @@ impl<'a> Parser<'a> {
             }
             let cond = self.expr()?;
             self.expect("=>", "after tier condition")?;
-            let kernel = self.ident("kernel name")?;
+            let kernel = self.kernel_name()?;
             cases.push((cond, kernel));
             if !self.peek().is_punct("}") {
                 self.expect(",", "after tier case")?;
@@ -864,7 +877,7 @@ impl<'a> Parser<'a> {
 
     fn task_stmt(&mut self, _: &str) -> PResult<StmtKind> {
         self.bump();
-        let kernel = self.ident("kernel name")?;
+        let kernel = self.kernel_name()?;
         self.open("(", "after kernel name")?;
         let args = self.list(")", "in task arguments", Self::arg)?;
         self.close(")", "")?;

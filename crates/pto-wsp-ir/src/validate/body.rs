@@ -657,37 +657,123 @@ impl<'m> Validator<'m> {
             });
         }
         let n = r.dims.len();
-        if shape.len() > n {
+        let sizes: Vec<Option<i64>> = (0..n)
+            .map(|d| consts.get(d).and_then(|&(_, size)| size))
+            .collect();
+        let fit = TileFit::new(&sizes, shape);
+        if fit.fits() {
+            return;
+        }
+        let fits = format!("{dtype}{}", natural_shape(&sizes));
+        let Some(report) = fit.report() else {
             self.push(ValidationError::TileRank {
                 kernel: kname.clone(),
                 param: pname.clone(),
                 tile: shape.len(),
                 tensor: tname.clone(),
                 dims: n,
+                fits,
                 loc: rloc,
                 path,
             });
             return;
-        }
-        for (j, want) in shape.iter().enumerate() {
-            let d = n - shape.len() + j;
-            if let (Some(want), Some((_, Some(size)))) = (want, consts.get(d))
-                && *size >= 1
-                && u64::try_from(*size).ok() != Some(*want)
-            {
-                self.push(ValidationError::TileShapeMismatch {
-                    tensor: tname.clone(),
-                    dim: d,
-                    size: *size,
-                    kernel: kname.clone(),
-                    param: pname.clone(),
-                    expected: *want,
-                    loc: rloc,
-                    path: path.clone(),
-                });
-            }
+        };
+        for (d, size, expected) in report {
+            self.push(ValidationError::TileShapeMismatch {
+                tensor: tname.clone(),
+                dim: d,
+                size,
+                kernel: kname.clone(),
+                param: pname.clone(),
+                expected,
+                fits: fits.clone(),
+                loc: rloc,
+                path: path.clone(),
+            });
         }
     }
+}
+
+/// How a region's sizes (`None`: not a constant) match a tile parameter's shape (`None`: `?`).
+///
+/// The rule (docs/FORMAT.md, "Tiles and regions"): the tile's dimensions are matched against the
+/// region's from the right, either as written, or with the unit dimensions of both left out
+/// (the last dimension is always kept: it is the row a kernel reads). So
+/// `K[r, c * 512 +: 512, g, 0 +: 128]` (sizes `[1, 512, 1, 128]`) fits `f32[512, 128]` as well
+/// as `f32[512, 1, 128]`. A kernel sees every region as rows (the product of the outer sizes)
+/// by the last dimension, so both readings give it the same view.
+struct TileFit {
+    /// The mismatches when matched as written: (region dimension, its size, the tile's size).
+    aligned: Option<Vec<(usize, i64, u64)>>,
+    /// The mismatches with unit dimensions left out, in the same form.
+    squeezed: Option<Vec<(usize, i64, u64)>>,
+}
+
+impl TileFit {
+    fn new(sizes: &[Option<i64>], tile: &[Option<u64>]) -> TileFit {
+        let all: Vec<usize> = (0..sizes.len()).collect();
+        let aligned = mismatches(sizes, &all, tile);
+        let kept = squeeze(&all, |&d| sizes[d] == Some(1));
+        let tile = squeeze(tile, |s| *s == Some(1));
+        let squeezed = mismatches(sizes, &kept, &tile);
+        TileFit { aligned, squeezed }
+    }
+
+    fn fits(&self) -> bool {
+        [&self.aligned, &self.squeezed]
+            .iter()
+            .any(|m| m.as_ref().is_some_and(Vec::is_empty))
+    }
+
+    /// The mismatches to report: with unit dimensions left out when that lines the ranks up,
+    /// else as written; `None` if the tile has more dimensions than the region either way.
+    fn report(self) -> Option<Vec<(usize, i64, u64)>> {
+        self.squeezed.or(self.aligned)
+    }
+}
+
+/// The dimensions `dims` of a region with `sizes` whose constant size differs from `tile`'s,
+/// matched from the right; `None` if the tile has more dimensions.
+fn mismatches(
+    sizes: &[Option<i64>],
+    dims: &[usize],
+    tile: &[Option<u64>],
+) -> Option<Vec<(usize, i64, u64)>> {
+    let skip = dims.len().checked_sub(tile.len())?;
+    Some(
+        dims[skip..]
+            .iter()
+            .zip(tile)
+            .filter_map(|(&d, want)| match (want, sizes[d]) {
+                (Some(want), Some(size))
+                    if size >= 1 && u64::try_from(size).ok() != Some(*want) =>
+                {
+                    Some((d, size, *want))
+                }
+                _ => None,
+            })
+            .collect(),
+    )
+}
+
+/// `dims` without the unit ones, except the last.
+fn squeeze<T: Copy>(dims: &[T], unit: impl Fn(&T) -> bool) -> Vec<T> {
+    let last = dims.len().saturating_sub(1);
+    dims.iter()
+        .enumerate()
+        .filter(|&(i, d)| i == last || !unit(d))
+        .map(|(_, d)| *d)
+        .collect()
+}
+
+/// The tile shape a region of these sizes fits with its unit dimensions left out (`[512, 128]`;
+/// `?` where a size is not a constant).
+fn natural_shape(sizes: &[Option<i64>]) -> String {
+    let dims: Vec<String> = squeeze(sizes, |s| *s == Some(1))
+        .iter()
+        .map(|s| s.map_or("?".to_string(), |s| s.to_string()))
+        .collect();
+    format!("[{}]", dims.join(", "))
 }
 
 fn join_names(vars: &[Ident]) -> String {

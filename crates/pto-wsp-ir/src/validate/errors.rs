@@ -315,7 +315,7 @@ validation_errors! {
     }
 
     /// A tile parameter with more dimensions than the region passed to it.
-    #[error("tile parameter `{param}` of `{kernel}` has {}, region of `{tensor}` has {dims}", count(.tile, "dimension"))]
+    #[error("tile parameter `{param}` of `{kernel}` has {}, region of `{tensor}` has {dims} (tiles match regions from the right, unit dimensions may be left out; this region fits a tile `{fits}`)", count(.tile, "dimension"))]
     #[label = "too few dimensions for the tile"]
     TileRank {
         /// The kernel.
@@ -328,10 +328,12 @@ validation_errors! {
         tensor: String,
         /// The region's rank.
         dims: usize,
+        /// A tile shape the region fits (`f32[512, 128]`).
+        fits: String,
     }
 
     /// A constant region size that differs from the kernel's declared tile size.
-    #[error("region of `{tensor}` has size {size} in dimension {dim}, tile parameter `{param}` of `{kernel}` expects {expected}")]
+    #[error("region of `{tensor}` has size {size} in dimension {dim}, tile parameter `{param}` of `{kernel}` expects {expected} (tiles match regions from the right, unit dimensions may be left out; this region fits a tile `{fits}`)")]
     #[label = "size differs from the tile"]
     TileShapeMismatch {
         /// The tensor.
@@ -346,6 +348,8 @@ validation_errors! {
         param: String,
         /// The tile's size.
         expected: u64,
+        /// A tile shape the region fits (`f32[512, 128]`).
+        fits: String,
     }
 
     /// A constant region that ends past a constant tensor dimension.
