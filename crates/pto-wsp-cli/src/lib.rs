@@ -22,6 +22,7 @@ pub mod exec;
 pub mod llm;
 pub mod progress;
 pub mod report;
+pub mod targets;
 
 use pto_wsp::ir::{self, Bindings, Diagnostic, ExpandOptions, Expansion, Module, SourceFile};
 use std::fmt;
