@@ -5,41 +5,25 @@
 //! bytecode; [`Program::bind`] resolves a [`Bindings`] against the program's own name table and
 //! evaluates tensor shapes once, giving a [`Bound`] every executor can share.
 //!
-//! Promise: the checks and their order are the reference expander's: every symbol the entry reads
-//! and every tensor whose contents it reads must be bound, bound values must have the declared
-//! type, and shapes must not be negative; each failure is a [`BindError`] naming the symbol, slot
-//! or tensor.
+//! Promise: the checks and their order are the reference expander's (the rules themselves are
+//! `pto_wsp_ir::resolve`'s binding checks, shared): every symbol the entry reads and every
+//! tensor whose contents it reads must be bound, bound values must have the declared type, and
+//! shapes must not be negative; each failure is a [`BindError`] naming the symbol, slot or
+//! tensor.
 
 use crate::eval::value;
 use crate::program::Program;
 use pto_wsp_ir::eval::EvalError;
-use pto_wsp_ir::{Bindings, ScalarType, Value};
+use pto_wsp_ir::resolve::{BindingError, array_value, slot_value, symbol_value};
+use pto_wsp_ir::{Bindings, Value};
 
 /// Why bindings do not fit a program.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BindError {
-    /// A symbol the entry reads is not bound.
-    #[error("symbol `{name}` is not bound")]
-    MissingSymbol {
-        /// The symbol.
-        name: String,
-    },
-    /// A tensor whose contents the entry reads is not bound.
-    #[error("the contents of tensor `{tensor}` are not bound")]
-    MissingArray {
-        /// The tensor.
-        tensor: String,
-    },
-    /// A symbol or slot bound to a value of the wrong type.
-    #[error("`{name}` is declared {expected} but bound to a {found}")]
-    BindingType {
-        /// The symbol or slot.
-        name: String,
-        /// Its declared type.
-        expected: ScalarType,
-        /// The bound value's type.
-        found: ScalarType,
-    },
+    /// A missing symbol or array, a value of the wrong type: the same refusal the reference
+    /// expander makes ([`BindingError`]).
+    #[error(transparent)]
+    Binding(#[from] BindingError),
     /// A tensor dimension evaluated negative.
     #[error("dimension {dim} of tensor `{tensor}` is negative ({value})")]
     NegativeDimension {
@@ -114,45 +98,21 @@ impl Program {
     ) -> Result<Bound, BindError> {
         let mut regs: Vec<u64> = vec![0; self.reg_types.len()];
         for (i, &(ty, used)) in self.symbols.iter().enumerate() {
-            match symbols.get(i).copied().flatten() {
-                Some(v) if v.ty() != ty => {
-                    return Err(BindError::BindingType {
-                        name: self.symbol_name(i),
-                        expected: ty,
-                        found: v.ty(),
-                    });
-                }
-                Some(v) => regs[i] = v.to_bits(),
-                None if used => {
-                    return Err(BindError::MissingSymbol {
-                        name: self.symbol_name(i),
-                    });
-                }
-                None => {}
-            }
+            let given = symbols.get(i).copied().flatten();
+            regs[i] = symbol_value(|| self.symbol_name(i), ty, used, given)?.to_bits();
         }
         let ns = self.symbols.len();
         for (i, &ty) in self.slots.iter().enumerate() {
-            match slots.get(i).copied().flatten() {
-                Some(v) if v.ty() != ty => {
-                    return Err(BindError::BindingType {
-                        name: self.slot_name(i),
-                        expected: ty,
-                        found: v.ty(),
-                    });
-                }
-                Some(v) => regs[ns + i] = v.to_bits(),
-                None => {}
-            }
+            let given = slots.get(i).copied().flatten();
+            regs[ns + i] = slot_value(|| self.slot_name(i), ty, given)?.to_bits();
         }
         arrays.resize(self.tensors.len(), None);
         for (i, t) in self.tensors.iter().enumerate() {
             if !t.array {
                 arrays[i] = None;
-            } else if arrays[i].is_none() {
-                return Err(BindError::MissingArray {
-                    tensor: self.tensor_name(i as u32),
-                });
+            } else {
+                let a = array_value(|| self.tensor_name(i as u32), arrays[i].take())?;
+                arrays[i] = Some(a);
             }
         }
         let mut shapes = vec![Vec::new(); self.tensors.len()];

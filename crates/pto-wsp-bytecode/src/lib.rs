@@ -30,7 +30,7 @@ mod sink;
 
 pub use bind::{BindError, Bound};
 pub use decode::DecodeError;
-pub use encode::{EncodeError, EncodeOptions, encode};
+pub use encode::{EncodeError, EncodeOptions, encode, supports};
 pub use interp::{ExecutorConfig, InterpError, Interpreter, RunSummary};
 pub use program::Program;
 pub use sink::{RegionRef, Task, TaskSink};

@@ -24,6 +24,7 @@ pub mod files;
 pub mod llm;
 pub mod progress;
 pub mod report;
+pub mod targets;
 
 use pto_wsp::ir::{self, Bindings, Diagnostic, ExpandOptions, Expansion, Module, SourceFile};
 use std::fmt;

@@ -135,6 +135,20 @@ enum Command {
         #[arg(long, default_value_t = pto_wsp_cli::expect::DEFAULT_ATOL, value_name = "A")]
         atol: f64,
     },
+    /// List every registered back end: its targets and capabilities.
+    Targets,
+    /// Validate and resolve a module, check that a target supports it, and compile it: an
+    /// emitting target writes its artefact to OUT, a running one (`cpu_sim`) reports.
+    Compile {
+        /// The `.wsp` file.
+        file: PathBuf,
+        /// The target (see `pto-wsp targets`).
+        #[arg(long, default_value = "cpu_sim")]
+        target: String,
+        /// Where an emitting target writes its artefact.
+        #[arg(short = 'o', long = "out", value_name = "OUT")]
+        out: Option<PathBuf>,
+    },
     /// Measure the CPU runtime's per-task overhead on Taskflow's benchmark shapes.
     Bench {
         /// Shapes: chain:N, tree:LEVELS, independent:N, wavefront:SIDE,
@@ -210,6 +224,16 @@ fn emit(text: &str) -> anyhow::Result<()> {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Targets => emit(&pto_wsp_cli::targets::targets_report())?,
+        Command::Compile { file, target, out } => {
+            let name = file.display().to_string();
+            let loaded = pto_wsp_cli::load_source(&name, &read(&file)?)?;
+            emit(&pto_wsp_cli::targets::compile_loaded(
+                &loaded,
+                &target,
+                out.as_deref(),
+            )?)?;
+        }
         Command::Check { file } => {
             let name = file.display().to_string();
             let loaded = pto_wsp_cli::load_source(&name, &read(&file)?)?;

@@ -376,3 +376,71 @@ fn run_device_gen_prints_the_report_with_its_executors() {
         );
     }
 }
+
+#[test]
+fn targets_lists_every_registered_backend() {
+    let (code, stdout, stderr) = run(&["targets"]);
+    assert_eq!(code, 0, "{stderr}");
+    for b in pto_wsp::backends() {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(b.name()))
+            .unwrap_or_else(|| panic!("no line for `{}` in:\n{stdout}", b.name()));
+        for t in b.targets() {
+            assert!(line.contains(&t), "{line}");
+        }
+    }
+    assert!(
+        stdout.contains("cpu_sim") && stdout.contains("bytecode"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn compile_runs_any_target() {
+    // cpu_sim validates and reports.
+    let (code, stdout, stderr) = run(&["compile", "examples/gemm.wsp", "--target", "cpu_sim"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("ok for target `cpu_sim`"), "{stdout}");
+    // bytecode writes bytes that decode and bind.
+    let out = std::env::temp_dir().join(format!("pto-wsp-compile-{}.wspb", std::process::id()));
+    let o = out.display().to_string();
+    let (code, _, stderr) = run(&[
+        "compile",
+        "examples/gemm.wsp",
+        "--target",
+        "bytecode",
+        "-o",
+        &o,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let bytes = std::fs::read(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    let prog = pto_wsp::bytecode::Program::decode(&bytes).expect("decodes");
+    let bindings = pto_wsp::ir::Bindings::new()
+        .symbol("M", 256i64)
+        .symbol("N", 256i64)
+        .symbol("K", 256i64);
+    prog.bind(&bindings).expect("binds");
+    // Unknown target: the known ones are listed.
+    let (code, _, stderr) = run(&["compile", "examples/gemm.wsp", "--target", "nope"]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("unknown target `nope` (available: cpu_sim, bytecode"),
+        "{stderr}"
+    );
+    // A construct the target cannot handle: named, at its file:line:column.
+    let stderr = assert_user_error(
+        &[
+            "compile",
+            "test_data/errors/u64_token.wsp",
+            "--target",
+            "bytecode",
+            "-o",
+            &o,
+        ],
+        "test_data/errors/u64_token.wsp:6:5",
+    );
+    assert!(stderr.contains("does not support `send c`"), "{stderr}");
+    assert!(!out.exists(), "nothing written on an error");
+}

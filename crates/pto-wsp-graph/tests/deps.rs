@@ -1293,7 +1293,7 @@ workload main() {
         )
         .unwrap_err();
         assert!(
-            matches!(&err, FeedError::Expand(pto_wsp_ir::ExpandError::MissingSymbol { name }) if name == "n"),
+            matches!(&err, FeedError::Expand(pto_wsp_ir::ExpandError::Binding(pto_wsp_ir::BindingError::MissingSymbol { name })) if name == "n"),
             "{err:?}"
         );
         assert_eq!(err.to_string(), "symbol `n` is not bound");

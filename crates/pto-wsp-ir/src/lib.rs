@@ -42,7 +42,7 @@ pub use module::{
     TensorDecl, Tiers, Workload,
 };
 pub use parse::{ParseError, parse, parse_expr};
-pub use resolve::{ResolveError, ResolveOptions, Resolved, Unsupported, resolve};
+pub use resolve::{BindingError, ResolveError, ResolveOptions, Resolved, Unsupported, resolve};
 pub use schedule::{
     DepsMode, Dispatch, GateScope, Levels, PoolsPolicy, ReadyPolicy, Schedule, ScheduleConfig,
     ScheduleItem, ScheduleItemKind, StartPolicy, TaskGraphItem, Timing, TracePolicy, WindowMode,

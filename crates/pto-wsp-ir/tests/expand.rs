@@ -9,7 +9,9 @@ use pto_wsp_ir::expand::{
     ExpandError, ExpandOptions, ExpandSink, ExpandedRegion, ExpandedTask, Expansion, OrderEdge,
     expand, expand_each, expand_with, splitmix64,
 };
-use pto_wsp_ir::{Access, Bindings, ExecPool, Loc, Module, ResolveError, Value, parse};
+use pto_wsp_ir::{
+    Access, BindingError, Bindings, ExecPool, Loc, Module, ResolveError, Value, parse,
+};
 use std::ops::{ControlFlow, Range};
 
 fn module(text: &str) -> Module {
@@ -1158,24 +1160,24 @@ fn error_bindings() {
     let m = module(NESTED);
     assert_eq!(
         run_err(&m, &Bindings::new()),
-        ExpandError::MissingSymbol { name: "n".into() }
+        ExpandError::Binding(BindingError::MissingSymbol { name: "n".into() })
     );
     assert_eq!(
         run_err(&m, &Bindings::new().symbol("n", true)),
-        ExpandError::BindingType {
+        ExpandError::Binding(BindingError::BindingType {
             name: "n".into(),
             expected: pto_wsp_ir::ScalarType::I64,
             found: pto_wsp_ir::ScalarType::Bool
-        }
+        })
     );
     let r = "symbol rows: i64; tensor LEN: i64[rows]; axis R = ragged(rows, LEN);
              kernel k(a: i64); workload main() { parallel_for r, p in R { task k(p); } }";
     let m = module(r);
     assert_eq!(
         run_err(&m, &Bindings::new().symbol("rows", 3i64)),
-        ExpandError::MissingArray {
+        ExpandError::Binding(BindingError::MissingArray {
             tensor: "LEN".into()
-        }
+        })
     );
     assert_eq!(
         run_err(

@@ -1,9 +1,9 @@
 //! The back-end interface (seed 004 §1.1, §6.3, §9.1): [`lower`] a module into a
 //! [`LoweredPlan`], [`compile`] the plan for a target into a [`Program`], and run it.
 //!
-//! Today one back end is registered, `cpu_sim` (the CPU simulation of `pto-wsp-cpu`); the
-//! registry ([`backends`]) answers which targets exist and what each can do, so a front end can
-//! ask before compiling.
+//! Back ends implement [`crate::Backend`] and live in a registry ([`crate::backends`],
+//! [`crate::get_backend`], [`crate::register_backend`]); `cpu_sim` (the CPU simulation of
+//! `pto-wsp-cpu`, this module) and `bytecode` (an emitting back end) are registered by default.
 //!
 //! # What running a program does
 //!
@@ -39,7 +39,8 @@ use pto_wsp_graph::ready::ReadyKind;
 use pto_wsp_graph::{ExecDomain, TaskId};
 use pto_wsp_ir::{
     Bindings, Dispatch, ExpandOptions, ExpandedTask, Module, PoolsPolicy, ReadyPolicy,
-    ScheduleConfig, TracePolicy, ValidationError, validate,
+    ResolveError, ResolveOptions, Resolved, Schedule, ScheduleConfig, ScheduleItem,
+    ScheduleItemKind, TracePolicy, Unsupported, ValidationError, resolve, validate,
 };
 use pto_wsp_kernels::{KernelId, KernelRegistry, StoreError, TensorStore};
 
@@ -64,6 +65,17 @@ pub struct CompileOptions {
     /// interpret it and run its own tasks as they are generated, instead of a host thread
     /// building the graph (see [`crate::program`]'s docs and `pto_wsp_cpu::devgen`).
     pub device_gen: bool,
+    /// Streams (seed 004 §5.2 `num_streams`): overrides the schedule's `streams N;` when set.
+    pub num_streams: Option<u64>,
+    /// Executors dispatch targets range over (seed 004 §5.2 `num_aicpus`; on `cpu_sim` the
+    /// modelled executors): overrides the schedule's `executors N;` when set.
+    pub num_aicpus: Option<u64>,
+    /// Tile grid dimensions for spatial back ends (seed 004 §5.2 `grid`, AIE); `cpu_sim`
+    /// ignores it.
+    pub grid: Vec<u64>,
+    /// Optimisation level 0–3 (seed 004 §5.2, default 2), for back ends that have choices to
+    /// make; `cpu_sim` has none yet and ignores it.
+    pub opt_level: u8,
 }
 
 impl Default for CompileOptions {
@@ -76,6 +88,10 @@ impl Default for CompileOptions {
             vector_workers: None,
             kernels: KernelRegistry::with_builtins(),
             device_gen: false,
+            num_streams: None,
+            num_aicpus: None,
+            grid: Vec::new(),
+            opt_level: 2,
         }
     }
 }
@@ -89,6 +105,10 @@ impl std::fmt::Debug for CompileOptions {
             .field("debug_checks", &self.debug_checks)
             .field("kernels", &self.kernels.len())
             .field("device_gen", &self.device_gen)
+            .field("num_streams", &self.num_streams)
+            .field("num_aicpus", &self.num_aicpus)
+            .field("grid", &self.grid)
+            .field("opt_level", &self.opt_level)
             .finish()
     }
 }
@@ -125,6 +145,34 @@ pub enum CompileError {
     /// Device-generation mode: the workload cannot be encoded as bytecode.
     #[error("device generation: cannot encode the workload as bytecode: {0}")]
     Bytecode(String),
+    /// The entry point cannot be resolved (see [`pto_wsp_ir::resolve`]).
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    /// The back end cannot run or emit a construct the module uses (with its location).
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
+    /// [`compile`] asked for a program from a back end that emits an artefact.
+    #[error("target `{target}` emits an artefact, not a runnable program (use `compile_target`)")]
+    NotRunnable {
+        /// The target.
+        target: String,
+    },
+    /// A back end could not be registered.
+    #[error("cannot register back end `{name}`: {reason}")]
+    Registry {
+        /// The back end's name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// An emitting back end failed to produce its artefact.
+    #[error("back end `{backend}`: {message}")]
+    Emit {
+        /// The back end.
+        backend: String,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 /// Why running a program failed.
@@ -154,9 +202,48 @@ pub struct LoweredPlan {
     pub config: ScheduleConfig,
 }
 
-/// Validates `module` and folds its schedule.
+impl LoweredPlan {
+    /// The module's entry point, resolved (what [`crate::Backend::supports`] reads).
+    pub fn resolve(&self) -> Result<Resolved<'_>, ResolveError> {
+        resolve(&self.module, &ResolveOptions::default())
+    }
+
+    /// Applies the overrides of `options` (`num_streams`, `num_aicpus`) to the schedule, so
+    /// every consumer (expander, bytecode, cost model) sees them.
+    fn with_overrides(mut self, options: &CompileOptions) -> LoweredPlan {
+        let mut items = Vec::new();
+        if let Some(n) = options.num_aicpus {
+            items.push(ScheduleItemKind::Executors(n));
+        }
+        if let Some(n) = options.num_streams {
+            items.push(ScheduleItemKind::Streams(n));
+        }
+        if items.is_empty() {
+            return self;
+        }
+        if self.module.schedule.is_none()
+            && let Some(entry) = self.module.entry_name().map(str::to_string)
+        {
+            self.module.schedule = Some(Schedule {
+                target: entry.as_str().into(),
+                items: Vec::new(),
+                loc: pto_wsp_ir::Loc::NONE,
+            });
+        }
+        if let Some(s) = &mut self.module.schedule {
+            // Later items win when the schedule is folded.
+            s.items.extend(items.into_iter().map(ScheduleItem::new));
+            self.config = s.config();
+        }
+        self
+    }
+}
+
+/// Validates `module`, resolves its entry point (every check that needs no runtime value) and
+/// folds its schedule.
 pub fn lower(module: &Module) -> Result<LoweredPlan, CompileError> {
     validate(module).map_err(CompileError::Invalid)?;
+    resolve(module, &ResolveOptions::default())?;
     Ok(LoweredPlan {
         module: module.clone(),
         config: module
@@ -167,66 +254,24 @@ pub fn lower(module: &Module) -> Result<LoweredPlan, CompileError> {
     })
 }
 
-/// What a back end can do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Capability {
-    /// Runs kernels and produces numbers.
-    Execute,
-    /// Builds the graph while it runs.
-    Streaming,
-    /// Wall-clock traces.
-    WallTrace,
-    /// Executor-local generation from bytecode.
-    Bytecode,
-}
-
-/// A registered back end.
-#[derive(Clone, Copy, Debug)]
-pub struct BackendInfo {
-    /// Its name.
-    pub name: &'static str,
-    /// Targets it compiles for.
-    pub targets: &'static [&'static str],
-    /// What it can do.
-    pub capabilities: &'static [Capability],
-}
-
-impl BackendInfo {
-    /// Whether it can do `c`.
-    pub fn supports(&self, c: Capability) -> bool {
-        self.capabilities.contains(&c)
-    }
-}
-
-/// Every registered back end.
-pub fn backends() -> &'static [BackendInfo] {
-    &[BackendInfo {
-        name: "cpu",
-        targets: &["cpu_sim"],
-        capabilities: &[
-            Capability::Execute,
-            Capability::Streaming,
-            Capability::WallTrace,
-            Capability::Bytecode,
-        ],
-    }]
-}
-
-/// Compiles `plan` for `options.target`.
+/// Compiles `plan` into a runnable program for `options.target`, through the back-end
+/// registry ([`crate::get_backend`]); a target whose back end emits an artefact gives
+/// [`CompileError::NotRunnable`] (use [`crate::compile_target`]).
 pub fn compile(plan: LoweredPlan, options: CompileOptions) -> Result<Program, CompileError> {
-    if !backends()
-        .iter()
-        .any(|b| b.targets.contains(&options.target.as_str()))
-    {
-        return Err(CompileError::UnknownTarget {
+    match crate::backend::compile_target(&plan, &options)? {
+        crate::backend::Output::Program(p) => Ok(*p),
+        crate::backend::Output::Artefact(_) => Err(CompileError::NotRunnable {
             target: options.target.clone(),
-            available: backends()
-                .iter()
-                .flat_map(|b| b.targets.iter().copied())
-                .collect::<Vec<_>>()
-                .join(", "),
-        });
+        }),
     }
+}
+
+/// The `cpu_sim` back end's compilation (see [`crate::backend::CpuSim`]).
+pub(crate) fn compile_cpu(
+    plan: LoweredPlan,
+    options: CompileOptions,
+) -> Result<Program, CompileError> {
+    let plan = plan.with_overrides(&options);
     let mut kernels = Vec::new();
     for k in &plan.module.kernels {
         let id = options.kernels.lookup(&k.name.name);
@@ -265,6 +310,7 @@ pub fn compile(plan: LoweredPlan, options: CompileOptions) -> Result<Program, Co
         store: Arc::new(Mutex::new(None)),
         running: None,
         last: None,
+        compile_ms: 0.0,
     })
 }
 
@@ -284,6 +330,26 @@ pub struct Program {
     store: Arc<Mutex<Option<TensorStore>>>,
     running: Option<(JoinHandle<Result<RunStats, RunError>>, Instant)>,
     last: Option<(RunStats, f64)>,
+    /// Milliseconds [`crate::compile_target`] took (resolution, checks and compilation).
+    compile_ms: f64,
+}
+
+/// A program's figures (seed 004 §1.1 `ProgramStats`): what it was compiled for and its last
+/// run.
+#[derive(Clone, Debug)]
+pub struct ProgramStats {
+    /// Tasks of the last run (barrier tasks of structural order included).
+    pub num_tasks: u64,
+    /// Streams of the schedule the program runs.
+    pub num_streams: u64,
+    /// Executors: the worker threads that ran tasks.
+    pub num_executors: usize,
+    /// Milliseconds spent compiling (resolution, back-end checks, compilation).
+    pub compile_time_ms: f64,
+    /// Wall-clock milliseconds of the last run.
+    pub execute_time_ms: f64,
+    /// The CPU runtime's own statistics of the last run.
+    pub run: RunStats,
 }
 
 impl std::fmt::Debug for Program {
@@ -548,6 +614,29 @@ impl Program {
     /// Wall-clock milliseconds of the last completed run (orchestration and execution).
     pub fn elapsed_ms(&self) -> Option<f64> {
         self.last.as_ref().map(|(_, ms)| *ms)
+    }
+
+    /// Seed 004's program statistics of the last completed run, with compile time, streams and
+    /// executors.
+    pub fn program_stats(&self) -> Option<ProgramStats> {
+        let (run, ms) = self.last.as_ref()?;
+        Some(ProgramStats {
+            num_tasks: run.tasks,
+            num_streams: self.inner.plan.config.streams,
+            num_executors: self.inner.pool.threads(),
+            compile_time_ms: self.compile_ms,
+            execute_time_ms: *ms,
+            run: run.clone(),
+        })
+    }
+
+    /// Milliseconds compilation took.
+    pub fn compile_time_ms(&self) -> f64 {
+        self.compile_ms
+    }
+
+    pub(crate) fn set_compile_time_ms(&mut self, ms: f64) {
+        self.compile_ms = ms;
     }
 
     /// Statistics of the last completed run.

@@ -14,7 +14,7 @@ use crate::format::{MAX_RANK, NONE16};
 use pto_wsp_ir::resolve::{
     AxisExtent, DispatchPlan, ExprId, ResolveOptions, Resolved, Stmt, StmtKind, TExpr, TaskArg,
 };
-use pto_wsp_ir::{Access, ExecPool, Module, ScalarType, resolve};
+use pto_wsp_ir::{Access, ExecPool, Loc, Module, ScalarType, Unsupported, resolve};
 
 /// A loop of the tree.
 #[derive(Debug)]
@@ -139,7 +139,51 @@ pub(crate) struct Lowered {
 /// Resolves `module` and lowers it (see the module docs).
 pub(crate) fn lower(module: &Module) -> Result<Lowered, EncodeError> {
     let r = resolve(module, &ResolveOptions::default())?;
+    supports(&r).map_err(|u| EncodeError::Unsupported {
+        message: u.construct,
+    })?;
     Lower { r: &r }.lowered()
+}
+
+/// Whether the bytecode can express `r`: the first construct it cannot, named, with its
+/// location. Today: a channel with more than one producer, and a token that is not `i64`.
+/// (Table sizes beyond the format's field widths are reported by [`crate::encode()`].)
+pub fn supports(r: &Resolved<'_>) -> Result<(), Unsupported> {
+    let unsupported = |construct: String, loc| Unsupported {
+        backend: "bytecode".into(),
+        construct,
+        loc,
+    };
+    for ch in &r.channels {
+        if let Some(&second) = ch.producers.get(1) {
+            return Err(unsupported(
+                format!("channel `{}` with more than one producer", ch.name),
+                r.processes
+                    .get(second as usize)
+                    .map_or(Loc::NONE, |p| p.loc),
+            ));
+        }
+    }
+    let mut first = None;
+    r.each_stmt(&mut |s| {
+        if first.is_none()
+            && let StmtKind::Send { channel, value } = &s.kind
+            && r.expr(*value).ty() != ScalarType::I64
+        {
+            first = Some(unsupported(
+                format!(
+                    "{}: the bytecode sends i64 tokens only, this value is a {} (channel `{}`)",
+                    r.what(*value),
+                    r.expr(*value).ty(),
+                    r.channels
+                        .get(channel.index())
+                        .map_or("?", |c| c.name.as_str())
+                ),
+                s.loc,
+            ));
+        }
+    });
+    first.map_or(Ok(()), Err)
 }
 
 fn too_large(what: &'static str, count: usize, max: usize) -> EncodeError {
@@ -185,11 +229,6 @@ impl Lower<'_, '_> {
                 ));
             }
             for ch in &r.channels {
-                if ch.producers.len() > 1 {
-                    return Err(EncodeError::Unsupported {
-                        message: format!("channel `{}` has more than one producer", ch.name),
-                    });
-                }
                 let producer = ch.producers.first().map_or(0xFF, |&p| p as u8);
                 let consumer = ch.consumers.last().map_or(0xFF, |&p| p as u8);
                 channels.push((ch.name.clone(), producer, consumer));
@@ -370,22 +409,11 @@ impl Lower<'_, '_> {
                 out.push(LStmt::Block(self.stmts(body)?));
                 LStmt::Block(out)
             }
-            StmtKind::Send { channel, value } => {
-                let tree = self.x(*value);
-                if tree.ty() != ScalarType::I64 {
-                    return Err(EncodeError::Unsupported {
-                        message: format!(
-                            "{}: the bytecode sends i64 tokens only, this value is a {}",
-                            self.r.what(*value),
-                            tree.ty()
-                        ),
-                    });
-                }
-                LStmt::Send {
-                    channel: channel.0 as u8,
-                    value: tree,
-                }
-            }
+            // `supports` checked that every token is an `i64`.
+            StmtKind::Send { channel, value } => LStmt::Send {
+                channel: channel.0 as u8,
+                value: self.x(*value),
+            },
             StmtKind::Consume { channel, var, body } => LStmt::Consume {
                 channel: channel.0 as u8,
                 var: reg(*var),

@@ -18,6 +18,8 @@
 
 mod analysis;
 mod lower;
+
+pub use lower::supports;
 mod texpr;
 
 use crate::format::{

@@ -13,7 +13,9 @@
 use super::ExpandError;
 use crate::eval::Compiled;
 use crate::module::{Module, ParamKind};
-use crate::resolve::{ExprId, ResolveOptions, Resolved, resolve};
+use crate::resolve::{
+    ExprId, ResolveOptions, Resolved, array_value, resolve, slot_value, symbol_value,
+};
 use crate::value::{Bindings, Value};
 
 /// An expression with the description used when its evaluation fails.
@@ -92,47 +94,24 @@ pub(super) fn compile<'m>(
         env[i] = Value::zero(*ty);
     }
     for (i, sym) in module.symbols.iter().enumerate() {
-        match bindings.symbols.get(&sym.name.name) {
-            Some(v) if v.ty() != sym.ty => {
-                return Err(ExpandError::BindingType {
-                    name: sym.name.name.clone(),
-                    expected: sym.ty,
-                    found: v.ty(),
-                });
-            }
-            Some(v) => env[i] = *v,
-            None if res.symbols_used[i] => {
-                return Err(ExpandError::MissingSymbol {
-                    name: sym.name.name.clone(),
-                });
-            }
-            None => env[i] = Value::zero(sym.ty),
-        }
+        env[i] = symbol_value(
+            || sym.name.name.clone(),
+            sym.ty,
+            res.symbols_used[i],
+            bindings.symbols.get(&sym.name.name).copied(),
+        )?;
     }
     for (i, slot) in module.slots.iter().enumerate() {
-        let v = match bindings.slots.get(&slot.name.name) {
-            Some(v) if v.ty() != slot.ty => {
-                return Err(ExpandError::BindingType {
-                    name: slot.name.name.clone(),
-                    expected: slot.ty,
-                    found: v.ty(),
-                });
-            }
-            Some(v) => *v,
-            None => Value::zero(slot.ty),
-        };
-        env[module.symbols.len() + i] = v;
+        env[module.symbols.len() + i] = slot_value(
+            || slot.name.name.clone(),
+            slot.ty,
+            bindings.slots.get(&slot.name.name).copied(),
+        )?;
     }
     let mut arrays = vec![None; module.tensors.len()];
     for (i, t) in module.tensors.iter().enumerate() {
         if res.arrays[i] {
-            let data =
-                bindings
-                    .arrays
-                    .get(&t.name.name)
-                    .ok_or_else(|| ExpandError::MissingArray {
-                        tensor: t.name.name.clone(),
-                    })?;
+            let data = array_value(|| t.name.name.clone(), bindings.arrays.get(&t.name.name))?;
             arrays[i] = Some(data.as_slice());
         }
     }

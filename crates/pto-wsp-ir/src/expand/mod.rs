@@ -36,7 +36,7 @@ mod run;
 
 use crate::eval::EvalError;
 use crate::module::{Module, ParamKind};
-use crate::resolve::ResolveError;
+use crate::resolve::{BindingError, ResolveError};
 use crate::types::{Access, ExecPool, ScalarType};
 use crate::value::{Bindings, Value};
 use std::collections::BTreeMap;
@@ -179,28 +179,10 @@ pub enum ExpandError {
         /// What is wrong.
         message: String,
     },
-    /// A runtime symbol the entry reads has no binding.
-    #[error("symbol `{name}` is not bound")]
-    MissingSymbol {
-        /// The symbol.
-        name: String,
-    },
-    /// An integer tensor the entry reads (ragged lengths, sparse arrays, `load`) is not bound.
-    #[error("the contents of tensor `{tensor}` are not bound")]
-    MissingArray {
-        /// The tensor.
-        tensor: String,
-    },
-    /// A symbol or slot is bound to a value of the wrong type.
-    #[error("`{name}` is declared {expected} but bound to a {found}")]
-    BindingType {
-        /// The symbol or slot.
-        name: String,
-        /// Its declared type.
-        expected: ScalarType,
-        /// The bound value's type.
-        found: ScalarType,
-    },
+    /// The bindings do not fit (a missing symbol or array, a value of the wrong type): see
+    /// [`BindingError`], shared with every other consumer of a resolved program.
+    #[error(transparent)]
+    Binding(#[from] BindingError),
     /// A bound array has fewer elements than needed.
     #[error("tensor `{tensor}` is bound to {len} element(s), {needed} needed")]
     ArrayTooShort {

@@ -20,9 +20,11 @@
 //!
 //! How: see `walk.rs` (the one pass over the entry point) and `texpr.rs` (typed expressions).
 
+mod bind;
 mod texpr;
 mod walk;
 
+pub use bind::{BindingError, array_value, slot_value, symbol_value};
 pub use texpr::{Reg, TExpr};
 pub use walk::resolve;
 

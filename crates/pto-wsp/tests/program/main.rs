@@ -4,6 +4,7 @@
 //! unknown kernels and missing bindings are reported; the program runs again after a failure.
 //! With real kernels, every example against an independent reference ([`numeric`]).
 
+mod backend;
 mod devgen;
 mod differential;
 mod numeric;

@@ -1,0 +1,226 @@
+//! The back-end interface: a new target plugs in from outside the facade (this file), the
+//! registry finds it by name, refuses clashes and lists what it knows, and `supports` names the
+//! first construct a back end cannot handle with its `file:line:column`.
+
+use std::sync::Arc;
+
+use pto_wsp::ir::resolve::StmtKind;
+use pto_wsp::ir::{Resolved, SourceFile, Unsupported, expand, parse};
+use pto_wsp::{
+    Artefact, Backend, Capability, CompileError, CompileOptions, LoweredPlan, Output,
+    compile_target, get_backend, lower, register_backend,
+};
+
+use super::{example, recording};
+
+fn text(name: &str) -> String {
+    let path = format!("{}/../../examples/{name}.wsp", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(path).unwrap()
+}
+
+/// A toy emitting target: one line per task statement of the resolved entry (its kernel's
+/// name), in program order. It cannot run pipelines.
+struct Toy;
+
+impl Backend for Toy {
+    fn name(&self) -> &str {
+        "toy"
+    }
+
+    fn targets(&self) -> Vec<String> {
+        vec!["toy_listing".into()]
+    }
+
+    fn capabilities(&self) -> Vec<Capability> {
+        vec![Capability::Emit]
+    }
+
+    fn supports(&self, module: &Resolved<'_>) -> Result<(), Unsupported> {
+        match module.processes.first() {
+            Some(p) if module.csp => Err(Unsupported {
+                backend: "toy".into(),
+                construct: format!("pipeline process `{}`", p.name),
+                loc: p.loc,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn compile(
+        &self,
+        plan: &LoweredPlan,
+        _options: &CompileOptions,
+    ) -> Result<Output, CompileError> {
+        let r = plan.resolve()?;
+        let mut listing = String::new();
+        r.each_stmt(&mut |s| {
+            if let StmtKind::Task(t) = &s.kind {
+                listing.push_str(&r.module.kernels[t.kernel.index()].name.name);
+                listing.push('\n');
+            }
+        });
+        Ok(Output::Artefact(Artefact::Bytes(listing.into_bytes())))
+    }
+}
+
+#[test]
+fn a_backend_registered_from_a_test_file_compiles_through_the_registry() {
+    register_backend(Arc::new(Toy)).unwrap();
+    let toy = get_backend("toy_listing").expect("found by target");
+    assert_eq!(toy.name(), "toy");
+    assert!(get_backend("toy").is_some(), "found by name");
+
+    // The listing against the task statements read straight from the text (no calls in it).
+    for name in ["gemm", "llama7b_layer", "moe"] {
+        let src = text(name);
+        let plan = lower(&parse(&src).unwrap()).unwrap();
+        let options = CompileOptions {
+            target: "toy_listing".into(),
+            ..CompileOptions::default()
+        };
+        let Output::Artefact(Artefact::Bytes(bytes)) = compile_target(&plan, &options).unwrap()
+        else {
+            panic!("the toy emits bytes");
+        };
+        let want: String = src
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .flat_map(|l| l.split("task ").skip(1))
+            .map(|rest| format!("{}\n", &rest[..rest.find('(').unwrap()]))
+            .collect();
+        assert_eq!(String::from_utf8(bytes).unwrap(), want, "{name}");
+    }
+
+    // A pipeline: the toy's `supports` names the construct and where it is.
+    let src = text("csp_pipeline");
+    let plan = lower(&parse(&src).unwrap()).unwrap();
+    let options = CompileOptions {
+        target: "toy".into(),
+        ..CompileOptions::default()
+    };
+    let Err(CompileError::Unsupported(u)) = compile_target(&plan, &options) else {
+        panic!("a pipeline is not supported by the toy");
+    };
+    assert!(u.to_string().contains("process `"), "{u}");
+    let line = 1 + src
+        .lines()
+        .position(|l| l.trim_start().starts_with("process "))
+        .unwrap();
+    let at = SourceFile::new("csp_pipeline.wsp", src.as_str()).position(u.loc);
+    assert!(at.starts_with(&format!("csp_pipeline.wsp:{line}:")), "{at}");
+
+    // A second registration of the same name or target is refused, naming the owner.
+    let e = register_backend(Arc::new(Toy)).unwrap_err();
+    assert!(
+        e.to_string().contains("already served by back end `toy`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn unknown_targets_list_the_known_ones() {
+    let plan = lower(&example("gemm").0).unwrap();
+    let options = CompileOptions {
+        target: "nope".into(),
+        ..CompileOptions::default()
+    };
+    let e = compile_target(&plan, &options).unwrap_err().to_string();
+    assert!(e.contains("unknown target `nope`"), "{e}");
+    assert!(e.contains("cpu_sim") && e.contains("bytecode"), "{e}");
+    // An emitting target is not a runnable program.
+    let options = CompileOptions {
+        target: "bytecode".into(),
+        ..CompileOptions::default()
+    };
+    assert!(matches!(
+        pto_wsp::compile(plan, options),
+        Err(CompileError::NotRunnable { .. })
+    ));
+}
+
+#[test]
+fn unsupported_construct_is_named_with_file_line_column() {
+    // A u64 token: valid (the validator accepts integer tokens) but not expressible in bytecode.
+    let src = "kernel k(x: i64);\n\
+               pipeline p {\n\
+               \x20 channel c[1];\n\
+               \x20 process a(produces c) {\n\
+               \x20   send c(7u);\n\
+               \x20 }\n\
+               \x20 process b(consumes c) { consume c as v { task k(v); } }\n\
+               }\n";
+    let plan = lower(&parse(src).unwrap()).unwrap();
+    let bytecode = get_backend("bytecode").unwrap();
+    let u = bytecode.supports(&plan.resolve().unwrap()).unwrap_err();
+    assert!(u.to_string().contains("`send c`"), "{u}");
+    assert!(u.to_string().contains("u64"), "{u}");
+    // Where it is, found independently: line 5, the column of `send`.
+    let col = 1 + src.lines().nth(4).unwrap().find("send").unwrap();
+    let at = SourceFile::new("pipe.wsp", src).position(u.loc);
+    assert_eq!(at, format!("pipe.wsp:5:{col}"));
+    // `compile_target` refuses it the same way; cpu_sim runs it.
+    let options = CompileOptions {
+        target: "bytecode".into(),
+        ..CompileOptions::default()
+    };
+    assert!(matches!(
+        compile_target(&plan, &options),
+        Err(CompileError::Unsupported(Unsupported { loc, .. })) if loc.is_known()
+    ));
+    assert!(
+        get_backend("cpu_sim")
+            .unwrap()
+            .supports(&plan.resolve().unwrap())
+            .is_ok()
+    );
+}
+
+#[test]
+fn bytecode_artefact_generates_the_expanders_tasks() {
+    let (module, bindings) = example("gemm");
+    let plan = lower(&module).unwrap();
+    let options = CompileOptions {
+        target: "bytecode".into(),
+        ..CompileOptions::default()
+    };
+    let Output::Artefact(Artefact::Bytes(bytes)) = compile_target(&plan, &options).unwrap() else {
+        panic!("bytecode is bytes");
+    };
+    let prog = pto_wsp::bytecode::Program::decode(&bytes).unwrap();
+    let bound = prog.bind(&bindings).unwrap();
+    let mut n = 0u64;
+    let mut i = pto_wsp::bytecode::Interpreter::new(
+        &prog,
+        &bound,
+        pto_wsp::bytecode::ExecutorConfig::all(),
+    )
+    .unwrap();
+    i.run(&mut |_: &pto_wsp::bytecode::Task<'_>| n += 1)
+        .unwrap();
+    let want = expand(&module, &bindings, &Default::default()).unwrap();
+    assert_eq!(n, want.tasks.len() as u64);
+}
+
+#[test]
+fn compile_options_override_streams_and_executors() {
+    let (module, bindings) = example("gemm");
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let options = CompileOptions {
+        threads: 2,
+        num_streams: Some(3),
+        num_aicpus: Some(5),
+        kernels: recording(&module, &log),
+        ..CompileOptions::default()
+    };
+    let mut p = pto_wsp::compile(lower(&module).unwrap(), options).unwrap();
+    assert_eq!((p.plan().config.streams, p.plan().config.executors), (3, 5));
+    // The expander of the overridden plan assigns streams and targets in those ranges.
+    let e = expand(&p.plan().module, &bindings, &Default::default()).unwrap();
+    assert_eq!(e.tasks.iter().map(|t| t.stream).max(), Some(2));
+    assert!(e.tasks.iter().all(|t| t.target.is_some_and(|x| x < 5)));
+    p.execute(&bindings).unwrap();
+    let s = p.program_stats().unwrap();
+    assert_eq!((s.num_streams, s.num_executors), (3, 2));
+    assert_eq!(s.num_tasks, s.run.tasks);
+    assert_eq!(log.lock().unwrap().len(), e.tasks.len());
+}
