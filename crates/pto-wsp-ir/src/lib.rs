@@ -47,6 +47,7 @@ pub use schedule::{
 };
 pub use source::{Diagnostic, SourceFile};
 pub use types::{Access, DType, ExecPool, ScalarType};
+pub use validate::depth::MAX_TOTAL_DEPTH;
 pub use validate::{ValidationError, validate};
 pub use value::{BindError, Bindings, Value};
 pub use workload::{Arg, LoopOrder, Region, RegionDim, Stmt, StmtKind, TaskStmt};

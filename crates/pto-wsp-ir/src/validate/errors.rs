@@ -563,6 +563,21 @@ validation_errors! {
         cycle: String,
     }
 
+    /// A workload or process whose nesting plus calls, added up across calls, is deeper than
+    /// the limit every back end's stack allows (`MAX_TOTAL_DEPTH`).
+    #[error("{what} reaches {depth} levels of nesting and calls, more than the limit of {limit}, through the call chain {chain}")]
+    #[label = "too deep"]
+    TooDeep {
+        /// `workload `main`` / `process `p` of pipeline `q``.
+        what: String,
+        /// Its total depth.
+        depth: usize,
+        /// The limit.
+        limit: usize,
+        /// The workloads its deepest path goes through (`main -> w0 -> w1`).
+        chain: String,
+    }
+
     /// `send` or `consume` in a workload (outside any process).
     #[error("`{stmt} {channel}` is outside a process; `send` and `consume` are allowed only in pipeline processes")]
     #[label = "outside a process"]

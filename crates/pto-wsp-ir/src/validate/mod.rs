@@ -29,6 +29,7 @@
 //!   paired with parameters by position.
 
 mod body;
+pub mod depth;
 mod errors;
 mod schedule;
 mod scope;
@@ -156,6 +157,7 @@ impl<'m> Validator<'m> {
             self.check_pipeline(p);
         }
         self.check_call_cycles();
+        depth::check_total_depth(m, &mut self.errors);
         self.check_entry();
         self.check_schedule();
     }
