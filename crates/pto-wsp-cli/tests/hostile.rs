@@ -312,3 +312,76 @@ fn programs_at_the_depth_limit_run_everywhere() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("ran 2 tasks in pipeline `main`"), "{out}");
 }
+
+/// A one-task module with `schedule` lines `items` (and a channel-free workload).
+fn with_schedule(items: &str) -> String {
+    format!(
+        "tensor A: f32[4];\nkernel k(inout a: f32[4]);\nworkload main() {{\n    task k(A[0 +: 4]);\n}}\nschedule for main {{\n{items}\n}}\n"
+    )
+}
+
+#[test]
+fn sizes_the_user_controls_are_checked_against_stated_limits_before_allocating() {
+    let dir = scratch("limits");
+    for (items, message) in [
+        (
+            "    executors 4294967296;\n    task_graph { trace cycles; }",
+            "`executors` is 4294967296, more than the limit of 65536",
+        ),
+        (
+            "    batch_deps 2147483647;\n    task_graph { trace cycles; }",
+            "`batch_deps` is 2147483647, more than the limit of 65536",
+        ),
+        (
+            "    task_window 1000000000000 stall;",
+            "`task_window` is 1000000000000, more than the limit of 16777216",
+        ),
+        (
+            "    pipeline_depth 100000000 global;",
+            "`pipeline_depth` is 100000000, more than the limit of 16777216",
+        ),
+        (
+            "    streams 1000000;",
+            "`streams` is 1000000, more than the limit of 65536",
+        ),
+    ] {
+        let file = write(&dir, "s.wsp", &with_schedule(items));
+        for cmd in COMMANDS {
+            let args: Vec<&str> = cmd.iter().copied().chain([file.as_str()]).collect();
+            fails_with(&args, message);
+        }
+    }
+    // Pipeline tokens: a channel's depth.
+    let file = write(
+        &dir,
+        "chan.wsp",
+        "tensor A: f32[4];\nkernel k(out a: f32[4]);\npipeline main {\n    channel c[1000000000];\n    process p(produces c) { send c(1); }\n    process q(consumes c) { consume c as v { task k(A[0 +: 4]); } }\n}\n",
+    );
+    fails_with(
+        &["run", "-q", "--empty-kernels", &file],
+        "the depth of channel `c` is 1000000000, more than the limit of 1048576",
+    );
+    // Tensor sizes: 16 GiB in all.
+    fails_with(
+        &["run", "-q", "examples/gemm.wsp", "--bind", "M=8388608"],
+        "tensor `A` (34359738368 bytes) brings the tensors to 34359738368 bytes, more than the limit of 17179869184 bytes",
+    );
+    // The command line's executor override.
+    let (code, _, err) = binary(&["bytecode", "examples/gemm.wsp", "--executors", "4294967296"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("4294967296 is not in 1..=65536"), "{err}");
+}
+
+#[test]
+fn the_reference_expander_refuses_past_its_task_limit() {
+    let dir = scratch("many");
+    let file = write(
+        &dir,
+        "many.wsp",
+        "symbol n: i64;\ntensor A: f32[4];\naxis I = dense_dyn(n);\nkernel k(inout a: f32[4]);\nworkload main() {\n    parallel_for i in I {\n        task k(A[0 +: 4]);\n    }\n}\n",
+    );
+    fails_with(
+        &["expand", "-q", &file, "--bind", "n=1000000000"],
+        "the expansion generates more than 1048576 tasks, the most the reference expander keeps in memory (`run` streams them instead)",
+    );
+}

@@ -31,8 +31,8 @@ pub mod workload;
 pub use csp::{Channel, Pipeline, Process};
 pub use expand::{
     ChannelPort, ExpandError, ExpandOptions, ExpandSink, ExpandSummary, ExpandedRegion,
-    ExpandedTask, Expansion, OrderEdge, OrderTrack, expand, expand_each, expand_process,
-    expand_with,
+    ExpandedTask, Expansion, MAX_KEPT_TASKS, OrderEdge, OrderTrack, expand, expand_each,
+    expand_process, expand_with,
 };
 pub use expr::{BinOp, Expr, UnOp};
 pub use loc::{Ident, Loc};

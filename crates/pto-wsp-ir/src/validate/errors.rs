@@ -622,6 +622,18 @@ validation_errors! {
         what: String,
     }
 
+    /// A size past the limit a runtime allocates for (`crate::schedule::limits`).
+    #[error("{what} is {value}, more than the limit of {limit}")]
+    #[label = "too large"]
+    OverLimit {
+        /// What (`task_window`, `the depth of channel `c``).
+        what: String,
+        /// The value written.
+        value: u64,
+        /// The limit.
+        limit: u64,
+    }
+
     /// A schedule item (or `task_graph` item) given twice.
     #[error("`{item}` appears twice in {block}")]
     #[label = "duplicate item"]

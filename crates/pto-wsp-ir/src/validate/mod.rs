@@ -483,6 +483,14 @@ impl<'m> Validator<'m> {
                     loc: c.name.loc,
                     path,
                 });
+            } else if c.depth > crate::schedule::limits::CHANNEL_DEPTH {
+                self.push(ValidationError::OverLimit {
+                    what: format!("the depth of channel `{}`", c.name),
+                    value: c.depth,
+                    limit: crate::schedule::limits::CHANNEL_DEPTH,
+                    loc: c.name.loc,
+                    path,
+                });
             }
         }
         let mut processes: HashSet<&str> = HashSet::new();
