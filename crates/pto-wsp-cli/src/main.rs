@@ -61,8 +61,8 @@ enum Command {
         /// List at most this many tasks (counts always cover every task).
         #[arg(long, default_value_t = 40, value_name = "N")]
         limit: usize,
-        /// Override the schedule's number of executors (at least 1).
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        /// Override the schedule's number of executors (1 to 65536).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=pto_wsp::ir::schedule::limits::EXECUTORS))]
         executors: Option<u64>,
         /// List no tasks, only the counts.
         #[arg(long, short)]
@@ -82,8 +82,8 @@ enum Command {
         /// Print per-executor statistics (tasks stepped over, skipped in whole iterations).
         #[arg(long)]
         stats: bool,
-        /// Override the schedule's number of executors (at least 1).
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        /// Override the schedule's number of executors (1 to 65536).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=pto_wsp::ir::schedule::limits::EXECUTORS))]
         executors: Option<u64>,
     },
     /// Run a module on the CPU simulation; print run statistics. With no file, run the main job:

@@ -193,3 +193,195 @@ fn the_main_job_refuses_bad_bindings_before_it_runs() {
         "the main job needs `layers` of at least 1",
     );
 }
+
+/// `main -> w0 -> ... -> w{n-1}`, the last running one task: `main` is `n` levels deep.
+fn call_chain(n: usize) -> String {
+    let mut s = String::from(
+        "tensor A: f32[4];\nkernel k(out a: f32[4]);\nworkload main() {\n    call w0();\n}\n",
+    );
+    for i in 0..n {
+        let body = if i + 1 < n {
+            format!("call w{}();", i + 1)
+        } else {
+            "task k(A[0 +: 4]);".to_string()
+        };
+        s.push_str(&format!("workload w{i}() {{ {body} }}\n"));
+    }
+    s
+}
+
+/// `depth` nested `if true { ... }` around `inner`.
+fn ifs(depth: usize, inner: &str) -> String {
+    format!(
+        "{}{inner}{}",
+        "if true { ".repeat(depth),
+        " }".repeat(depth)
+    )
+}
+
+/// `main` calls `a`; `a`, `b` and `c` are each `depth` ifs deep, `a` calling `b` calling `c`.
+fn three_deep(depth: usize) -> String {
+    format!(
+        "tensor A: f32[4];\nkernel k(out a: f32[4]);\nworkload main() {{ call a(); }}\nworkload a() {{ {} }}\nworkload b() {{ {} }}\nworkload c() {{ {} }}\n",
+        ifs(depth, "call b();"),
+        ifs(depth, "call c();"),
+        ifs(depth, "task k(A[0 +: 4]);")
+    )
+}
+
+/// A pipeline whose producer is `depth` ifs deep.
+fn deep_pipeline(depth: usize) -> String {
+    format!(
+        "tensor A: f32[4];\nkernel k(out a: f32[4]);\npipeline main {{\n    channel c[1];\n    process p(produces c) {{ {} }}\n    process q(consumes c) {{ consume c as v {{ task k(A[0 +: 4]); }} }}\n}}\n",
+        ifs(depth, "task k(A[0 +: 4]); send c(1);")
+    )
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+const COMMANDS: [&[&str]; 5] = [
+    &["check"],
+    &["expand"],
+    &["bytecode"],
+    &["run", "-q", "--empty-kernels"],
+    &["run", "-q", "--empty-kernels", "--device-gen"],
+];
+
+#[test]
+fn depth_adds_up_across_calls_and_is_refused_naming_the_chain() {
+    let dir = scratch("depth");
+    let cases = [
+        (
+            write(&dir, "chain.wsp", &call_chain(1000)),
+            "workload `main` reaches 1000 levels of nesting and calls, more than the limit of 256, through the call chain main -> w0 -> w1 -> w2 -> w3 -> w4 -> ... (992 more) -> w997 -> w998 -> w999",
+            "chain.wsp:3:10",
+        ),
+        (
+            write(&dir, "three.wsp", &three_deep(250)),
+            "workload `main` reaches 753 levels of nesting and calls, more than the limit of 256, through the call chain main -> a -> b -> c",
+            "three.wsp:3:10",
+        ),
+    ];
+    for (file, message, at) in &cases {
+        for cmd in COMMANDS {
+            let args: Vec<&str> = cmd.iter().copied().chain([file.as_str()]).collect();
+            fails_with(&args, message);
+            fails_with(&args, at);
+        }
+    }
+    // A pipeline beside a deep call chain: refused before any process starts.
+    let mut text = call_chain(1000);
+    text = text.replace("workload main() {\n    call w0();\n}\n", "");
+    text.push_str(
+        "pipeline pipe {\n    channel c[1];\n    process p(produces c) { send c(1); }\n    process q(consumes c) { consume c as v { task k(A[0 +: 4]); } }\n}\n",
+    );
+    let file = write(&dir, "pipe.wsp", &text);
+    for cmd in COMMANDS {
+        let args: Vec<&str> = cmd.iter().copied().chain([file.as_str()]).collect();
+        fails_with(
+            &args,
+            "workload `w0` reaches 999 levels of nesting and calls, more than the limit of 256, through the call chain w0 -> w1 -> w2 -> w3 -> w4 -> w5 -> ... (991 more) -> w997 -> w998 -> w999",
+        );
+    }
+}
+
+#[test]
+fn programs_at_the_depth_limit_run_everywhere() {
+    // Exactly the limit (256 levels), in this unoptimised build: every walk has the stack.
+    let dir = scratch("depth-limit");
+    let chain = write(&dir, "chain.wsp", &call_chain(256));
+    let three = write(&dir, "three.wsp", &three_deep(84)); // 1 + 3 * 84 + 2 = 255
+    for (file, cmds) in [(&chain, &COMMANDS[..]), (&three, &COMMANDS[..2])] {
+        for cmd in cmds {
+            let args: Vec<&str> = cmd.iter().copied().chain([file.as_str()]).collect();
+            let (code, _, err) = binary(&args);
+            assert_eq!(code, 0, "{args:?}: {err}");
+        }
+    }
+    // Three workloads 84 ifs deep: 3 * 84 = 252 nested ifs is past the bytecode's 63 levels,
+    // which is an error, not a crash; the host run works.
+    let (code, out, err) = binary(&["run", "-q", "--empty-kernels", &three]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("ran 1 tasks"), "{out}");
+    let pipe = write(&dir, "pipe.wsp", &deep_pipeline(252));
+    let (code, out, err) = binary(&["run", "-q", "--empty-kernels", &pipe]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("ran 2 tasks in pipeline `main`"), "{out}");
+}
+
+/// A one-task module with `schedule` lines `items` (and a channel-free workload).
+fn with_schedule(items: &str) -> String {
+    format!(
+        "tensor A: f32[4];\nkernel k(inout a: f32[4]);\nworkload main() {{\n    task k(A[0 +: 4]);\n}}\nschedule for main {{\n{items}\n}}\n"
+    )
+}
+
+#[test]
+fn sizes_the_user_controls_are_checked_against_stated_limits_before_allocating() {
+    let dir = scratch("limits");
+    for (items, message) in [
+        (
+            "    executors 4294967296;\n    task_graph { trace cycles; }",
+            "`executors` is 4294967296, more than the limit of 65536",
+        ),
+        (
+            "    batch_deps 2147483647;\n    task_graph { trace cycles; }",
+            "`batch_deps` is 2147483647, more than the limit of 65536",
+        ),
+        (
+            "    task_window 1000000000000 stall;",
+            "`task_window` is 1000000000000, more than the limit of 16777216",
+        ),
+        (
+            "    pipeline_depth 100000000 global;",
+            "`pipeline_depth` is 100000000, more than the limit of 16777216",
+        ),
+        (
+            "    streams 1000000;",
+            "`streams` is 1000000, more than the limit of 65536",
+        ),
+    ] {
+        let file = write(&dir, "s.wsp", &with_schedule(items));
+        for cmd in COMMANDS {
+            let args: Vec<&str> = cmd.iter().copied().chain([file.as_str()]).collect();
+            fails_with(&args, message);
+        }
+    }
+    // Pipeline tokens: a channel's depth.
+    let file = write(
+        &dir,
+        "chan.wsp",
+        "tensor A: f32[4];\nkernel k(out a: f32[4]);\npipeline main {\n    channel c[1000000000];\n    process p(produces c) { send c(1); }\n    process q(consumes c) { consume c as v { task k(A[0 +: 4]); } }\n}\n",
+    );
+    fails_with(
+        &["run", "-q", "--empty-kernels", &file],
+        "the depth of channel `c` is 1000000000, more than the limit of 1048576",
+    );
+    // Tensor sizes: 16 GiB in all.
+    fails_with(
+        &["run", "-q", "examples/gemm.wsp", "--bind", "M=8388608"],
+        "tensor `A` (34359738368 bytes) brings the tensors to 34359738368 bytes, more than the limit of 17179869184 bytes",
+    );
+    // The command line's executor override.
+    let (code, _, err) = binary(&["bytecode", "examples/gemm.wsp", "--executors", "4294967296"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("4294967296 is not in 1..=65536"), "{err}");
+}
+
+#[test]
+fn the_reference_expander_refuses_past_its_task_limit() {
+    let dir = scratch("many");
+    let file = write(
+        &dir,
+        "many.wsp",
+        "symbol n: i64;\ntensor A: f32[4];\naxis I = dense_dyn(n);\nkernel k(inout a: f32[4]);\nworkload main() {\n    parallel_for i in I {\n        task k(A[0 +: 4]);\n    }\n}\n",
+    );
+    fails_with(
+        &["expand", "-q", &file, "--bind", "n=1000000000"],
+        "the expansion generates more than 1048576 tasks, the most the reference expander keeps in memory (`run` streams them instead)",
+    );
+}

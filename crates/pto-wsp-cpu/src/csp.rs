@@ -627,6 +627,7 @@ pub fn run_pipeline(
                 let (monitor, shared, produces) = (&monitor, &shared, &produces[p]);
                 let spawned = std::thread::Builder::new()
                     .name(format!("pto-wsp-csp-{}", pipeline.processes[p].name))
+                    .stack_size(crate::WALK_STACK_BYTES)
                     .spawn_scoped(s, move || {
                         let mut runner = TaskRunner {
                             shared,

@@ -27,6 +27,14 @@
 
 #![allow(unsafe_code)]
 
+/// Stack size of every thread this crate (or a caller, for its orchestration thread) starts to
+/// walk a program: pool workers (bytecode interpretation in device generation), CSP processes
+/// and the host's orchestration thread. Programs are bounded to
+/// [`pto_wsp_ir::MAX_TOTAL_DEPTH`] levels of nesting and calls by the validator; this is enough
+/// for that depth in unoptimised builds (tests run programs at exactly that depth). Only the
+/// pages a walk touches are ever committed.
+pub const WALK_STACK_BYTES: usize = 64 << 20;
+
 pub mod baseline;
 pub mod csp;
 pub mod devgen;

@@ -152,6 +152,7 @@ impl WorkerPool {
             let shared = Arc::clone(&pool.shared);
             match std::thread::Builder::new()
                 .name(format!("pto-wsp-worker-{w}"))
+                .stack_size(crate::WALK_STACK_BYTES)
                 .spawn(move || worker_main(&shared, w))
             {
                 Ok(h) => pool.handles.push(h),

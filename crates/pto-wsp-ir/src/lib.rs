@@ -32,8 +32,8 @@ pub mod workload;
 pub use csp::{Channel, Pipeline, Process};
 pub use expand::{
     ChannelPort, ExpandError, ExpandOptions, ExpandSink, ExpandSummary, ExpandedRegion,
-    ExpandedTask, Expansion, OrderEdge, OrderTrack, expand, expand_each, expand_process,
-    expand_with,
+    ExpandedTask, Expansion, MAX_KEPT_TASKS, OrderEdge, OrderTrack, expand, expand_each,
+    expand_process, expand_with,
 };
 pub use expr::{BinOp, Expr, UnOp};
 pub use loc::{Ident, Loc};
@@ -49,6 +49,7 @@ pub use schedule::{
 };
 pub use source::{Diagnostic, SourceFile};
 pub use types::{Access, DType, ExecPool, ScalarType};
+pub use validate::depth::MAX_TOTAL_DEPTH;
 pub use validate::{ValidationError, validate};
 pub use value::{BindError, Bindings, Value};
 pub use workload::{Arg, LoopOrder, Region, RegionDim, Stmt, StmtKind, TaskStmt};

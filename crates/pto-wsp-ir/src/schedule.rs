@@ -326,3 +326,21 @@ impl Schedule {
         c
     }
 }
+
+/// The largest values the schedule's sizes may take: each sizes something a runtime allocates
+/// (per executor, per batched dependency, per task in flight, per channel token), so each is
+/// checked by the validator before anything is allocated.
+pub mod limits {
+    /// `executors N` (and the command line's `--executors`): per-executor state.
+    pub const EXECUTORS: u64 = 1 << 16;
+    /// `streams N`: per-stream gates.
+    pub const STREAMS: u64 = 1 << 16;
+    /// `batch_deps N`: dependencies held back per batch.
+    pub const BATCH_DEPS: u64 = 1 << 16;
+    /// `task_window N`: tasks in flight.
+    pub const TASK_WINDOW: u64 = 1 << 24;
+    /// `pipeline_depth N`: tasks in flight per scope.
+    pub const PIPELINE_DEPTH: u64 = 1 << 24;
+    /// The depth of a CSP channel `channel c[N]`: tokens held.
+    pub const CHANNEL_DEPTH: u64 = 1 << 20;
+}

@@ -89,6 +89,10 @@ impl TensorInfo {
     }
 }
 
+/// The most bytes a store's tensors may take together (16 GiB): checked before anything is
+/// allocated, so a shape bound to a huge symbol is an error, not an exhausted machine.
+pub const MAX_TOTAL_BYTES: u64 = 1 << 34;
+
 /// Why a store could not be made, or a store operation refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
@@ -133,6 +137,20 @@ pub enum StoreError {
         shape: Vec<u64>,
         /// Its element type.
         dtype: DType,
+    },
+    /// The tensors together would take more than [`MAX_TOTAL_BYTES`].
+    #[error(
+        "tensor `{tensor}` ({bytes} bytes) brings the tensors to {total} bytes, more than the limit of {limit} bytes"
+    )]
+    OverLimit {
+        /// The tensor that crossed the limit.
+        tensor: String,
+        /// Its size.
+        bytes: u64,
+        /// The size of it and every tensor before it.
+        total: u64,
+        /// [`MAX_TOTAL_BYTES`].
+        limit: u64,
     },
     /// The allocator refused the buffer.
     #[error("cannot allocate {bytes} bytes for tensor `{tensor}`")]
@@ -402,6 +420,7 @@ impl TensorStore {
             by_name: HashMap::with_capacity(n),
             bound: vec![false; n],
         };
+        let mut total = 0u64;
         for (i, decl) in module.tensors.iter().enumerate() {
             let tensor = decl.name.name.clone();
             let mut shape = Vec::with_capacity(decl.shape.len());
@@ -441,6 +460,15 @@ impl TensorStore {
                 .try_fold(decl.dtype.size_bytes() as u64, |acc, &d| acc.checked_mul(d))
                 .and_then(|b| usize::try_from(b).ok())
                 .ok_or_else(too_large)?;
+            total = total.saturating_add(bytes as u64);
+            if total > MAX_TOTAL_BYTES {
+                return Err(StoreError::OverLimit {
+                    tensor,
+                    bytes: bytes as u64,
+                    total,
+                    limit: MAX_TOTAL_BYTES,
+                });
+            }
             let layout = Layout::from_size_align(bytes, ALIGN).map_err(|_| too_large())?;
             let buf = Buffer::zeroed(layout).ok_or_else(|| StoreError::Alloc {
                 tensor: tensor.clone(),

@@ -583,6 +583,7 @@ impl Program {
         let bindings = bindings.clone();
         let handle = std::thread::Builder::new()
             .name("pto-wsp-orchestrator".into())
+            .stack_size(pto_wsp_cpu::WALK_STACK_BYTES)
             .spawn(move || {
                 let mut g = store.lock().unwrap_or_else(|p| p.into_inner());
                 let s = g.as_mut().expect("tensors allocated before the run");

@@ -277,7 +277,20 @@ pub enum ExpandError {
     /// More than `u32::MAX` tasks.
     #[error("more than 2^32 - 1 tasks")]
     TooManyTasks,
+    /// [`expand`] keeps every task in memory and stops past [`MAX_KEPT_TASKS`].
+    #[error(
+        "the expansion generates more than {limit} tasks, the most the reference expander keeps in memory (`run` streams them instead)"
+    )]
+    TooManyToKeep {
+        /// [`MAX_KEPT_TASKS`].
+        limit: usize,
+    },
 }
+
+/// The most tasks [`expand`] collects into an [`Expansion`] (a few hundred bytes each):
+/// past it, it stops with [`ExpandError::TooManyToKeep`] instead of exhausting memory.
+/// Streaming consumers ([`expand_with`], [`expand_each`]) have no such limit.
+pub const MAX_KEPT_TASKS: usize = 1 << 20;
 
 /// Receives the expansion as it is generated (see [`expand_with`]).
 ///
@@ -363,9 +376,15 @@ pub fn expand(
     struct Collect {
         tasks: Vec<ExpandedTask>,
         order: Vec<OrderEdge>,
+        /// A task past [`MAX_KEPT_TASKS`] was generated.
+        overflow: bool,
     }
     impl ExpandSink for Collect {
         fn task(&mut self, _index: u32, task: &ExpandedTask) -> ControlFlow<()> {
+            if self.tasks.len() >= MAX_KEPT_TASKS {
+                self.overflow = true;
+                return ControlFlow::Break(());
+            }
             self.tasks.push(task.clone());
             ControlFlow::Continue(())
         }
@@ -376,8 +395,14 @@ pub fn expand(
     let mut sink = Collect {
         tasks: Vec::new(),
         order: Vec::new(),
+        overflow: false,
     };
     let summary = expand_with(module, bindings, options, &mut sink)?;
+    if sink.overflow {
+        return Err(ExpandError::TooManyToKeep {
+            limit: MAX_KEPT_TASKS,
+        });
+    }
     Ok(Expansion {
         tasks: sink.tasks,
         order: sink.order,

@@ -567,6 +567,21 @@ validation_errors! {
         cycle: String,
     }
 
+    /// A workload or process whose nesting plus calls, added up across calls, is deeper than
+    /// the limit every back end's stack allows (`MAX_TOTAL_DEPTH`).
+    #[error("{what} reaches {depth} levels of nesting and calls, more than the limit of {limit}, through the call chain {chain}")]
+    #[label = "too deep"]
+    TooDeep {
+        /// `workload `main`` / `process `p` of pipeline `q``.
+        what: String,
+        /// Its total depth.
+        depth: usize,
+        /// The limit.
+        limit: usize,
+        /// The workloads its deepest path goes through (`main -> w0 -> w1`).
+        chain: String,
+    }
+
     /// `send` or `consume` in a workload (outside any process).
     #[error("`{stmt} {channel}` is outside a process; `send` and `consume` are allowed only in pipeline processes")]
     #[label = "outside a process"]
@@ -609,6 +624,18 @@ validation_errors! {
     ZeroValue {
         /// What (`task_window`, `the depth of channel `c``).
         what: String,
+    }
+
+    /// A size past the limit a runtime allocates for (`crate::schedule::limits`).
+    #[error("{what} is {value}, more than the limit of {limit}")]
+    #[label = "too large"]
+    OverLimit {
+        /// What (`task_window`, `the depth of channel `c``).
+        what: String,
+        /// The value written.
+        value: u64,
+        /// The limit.
+        limit: u64,
     }
 
     /// A schedule item (or `task_graph` item) given twice.

@@ -29,6 +29,7 @@
 //!   paired with parameters by position.
 
 mod body;
+pub mod depth;
 mod errors;
 mod schedule;
 mod scope;
@@ -156,6 +157,7 @@ impl<'m> Validator<'m> {
             self.check_pipeline(p);
         }
         self.check_call_cycles();
+        depth::check_total_depth(m, &mut self.errors);
         self.check_entry();
         self.check_schedule();
     }
@@ -478,6 +480,14 @@ impl<'m> Validator<'m> {
             if c.depth == 0 {
                 self.push(ValidationError::ZeroValue {
                     what: format!("the depth of channel `{}`", c.name),
+                    loc: c.name.loc,
+                    path,
+                });
+            } else if c.depth > crate::schedule::limits::CHANNEL_DEPTH {
+                self.push(ValidationError::OverLimit {
+                    what: format!("the depth of channel `{}`", c.name),
+                    value: c.depth,
+                    limit: crate::schedule::limits::CHANNEL_DEPTH,
                     loc: c.name.loc,
                     path,
                 });

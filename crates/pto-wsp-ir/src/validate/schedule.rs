@@ -14,7 +14,7 @@ use crate::expr::Expr;
 use crate::loc::Loc;
 use crate::schedule::{
     Dispatch, Levels, ReadyPolicy, ScheduleItemKind, StartPolicy, TaskGraphItem, Timing,
-    TracePolicy,
+    TracePolicy, limits,
 };
 use crate::types::ScalarType;
 use crate::workload::{Stmt, StmtKind};
@@ -126,15 +126,28 @@ impl<'m> Validator<'m> {
                     });
                 }
             };
+            // 1 ..= limit (`crate::schedule::limits`).
+            let range = |v: &mut Self, n: u64, what: &str, limit: u64| {
+                zero(v, n, what);
+                if n > limit {
+                    v.push(ValidationError::OverLimit {
+                        what: what.to_string(),
+                        value: n,
+                        limit,
+                        loc,
+                        path: path.clone(),
+                    });
+                }
+            };
             match &item.kind {
                 ScheduleItemKind::Executors(n) => {
-                    zero(self, *n, "`executors`");
+                    range(self, *n, "`executors`", limits::EXECUTORS);
                     executors = Some(*n);
                 }
                 ScheduleItemKind::Dispatch(d) => {
                     self.check_dispatch(d, loc, &path, &mut exprs, &mut partitions);
                 }
-                ScheduleItemKind::Streams(n) => zero(self, *n, "`streams`"),
+                ScheduleItemKind::Streams(n) => range(self, *n, "`streams`", limits::STREAMS),
                 ScheduleItemKind::StreamBy(e) => exprs.push(SchedExpr {
                     expr: e,
                     item: "stream_by",
@@ -197,9 +210,15 @@ impl<'m> Validator<'m> {
                         }
                     }
                 }
-                ScheduleItemKind::TaskWindow(n, _) => zero(self, *n, "`task_window`"),
-                ScheduleItemKind::PipelineDepth(n, _) => zero(self, *n, "`pipeline_depth`"),
-                ScheduleItemKind::BatchDeps(n) => zero(self, *n, "`batch_deps`"),
+                ScheduleItemKind::TaskWindow(n, _) => {
+                    range(self, *n, "`task_window`", limits::TASK_WINDOW);
+                }
+                ScheduleItemKind::PipelineDepth(n, _) => {
+                    range(self, *n, "`pipeline_depth`", limits::PIPELINE_DEPTH);
+                }
+                ScheduleItemKind::BatchDeps(n) => {
+                    range(self, *n, "`batch_deps`", limits::BATCH_DEPS);
+                }
                 ScheduleItemKind::DispatchThreshold(levels) => {
                     self.check_levels(levels, "dispatch_threshold", loc, &path, &mut exprs);
                 }
