@@ -1,5 +1,5 @@
 //! The text `pto-wsp bench` prints: the CPU runtime's per-task overhead on Taskflow's benchmark
-//! shapes, next to same-process baselines and the targets of issue 4.
+//! shapes, next to same-process baselines and the runtime's speed targets.
 //!
 //! Why: absolute figures drift on shared machines, so every figure is measured in one process
 //! against a plain sequential loop and rayon doing the same (empty) work, and the issue's targets
@@ -151,7 +151,7 @@ pub fn bench<E: From<CliError>>(
         machine_line()
     ))?;
     out(&format!(
-        "targets (issue 4): run-only <= {TARGET_RUN_1} ns/task on 1 thread and <= {TARGET_RUN_2} \
+        "targets: run-only <= {TARGET_RUN_1} ns/task on 1 thread and <= {TARGET_RUN_2} \
          on 2 for dependent shapes (chain, tree, wavefront, random); build+run <= \
          {TARGET_BUILD_RUN} ns/task\n"
     ))?;

@@ -143,7 +143,7 @@ pub fn devgen<E: From<CliError>>(
         return Ok(());
     }
     out(&format!(
-        "\nDevice generation (issue 6): LLaMA-7B prefill layer, empty kernels, end to end, ns/task \
+        "\nDevice generation: LLaMA-7B prefill layer, empty kernels, end to end, ns/task \
          (best of {repeat} rounds); finished = host build then run, streamed = host build while \
          running (Program::execute), devgen = every worker interprets the bytecode and runs its \
          own tasks; speedup = median over rounds of (mode time / devgen time) within a round\n\

@@ -321,7 +321,11 @@ pub fn run(
     } else {
         program.execute(&bindings).map_err(fail)?
     };
-    let run_ms = t1.elapsed().as_secs_f64() * 1e3;
+    // The run's end-to-end time is the program's own clock (it starts before the orchestration
+    // thread does, so it contains the run's); the bar's polling adds nothing to it.
+    let run_ms = program
+        .elapsed_ms()
+        .unwrap_or_else(|| t1.elapsed().as_secs_f64() * 1e3);
 
     let t2 = Instant::now();
     let guard = program
@@ -358,9 +362,16 @@ pub fn run(
         .iter()
         .map(|g| g.compare(store, opts.rtol, opts.atol))
         .collect::<Result<Vec<_>, _>>()?;
+    let pipeline = {
+        let module = &loaded.module;
+        module
+            .entry_name()
+            .and_then(|e| module.pipeline(e))
+            .is_some()
+    };
     outputs.commit(
         |tensor| store.to_npy(tensor).map_err(|e| e.to_string()),
-        || stats.chrome_trace(|t| format!("task {t}")).into_bytes(),
+        || trace_json(&loaded, &bindings, &stats, pipeline).into_bytes(),
     )?;
     drop(guard);
 
@@ -371,13 +382,16 @@ pub fn run(
     };
     let module = &loaded.module;
     let pipeline = module.entry_name().and_then(|e| module.pipeline(e));
+    let config = &program.plan().config;
     let mut report = match pipeline {
-        Some(p) => pipeline_report(name, p, &stats, program.elapsed_ms().unwrap_or(run_ms)),
+        Some(p) => pipeline_report(name, p, &stats, run_ms),
         None => crate::run_report(
             name,
             &stats,
             program.threads(),
-            program.elapsed_ms().unwrap_or(run_ms),
+            run_ms,
+            crate::Generation::of(config, opts.device_gen),
+            crate::Features::of(config),
         ),
     };
     let given: Vec<&str> = inputs.iter().map(|(_, t, _)| t.as_str()).collect();
@@ -410,9 +424,11 @@ pub fn run(
         ));
     }
     report.push_str(&format!(
-        "  phases: build {build_ms:.1} ms (parse, validate, compile, allocate and fill tensors), run {run_ms:.1} ms{}\n",
+        "  phases: prepare {} ms (parse, validate, compile, allocate and fill tensors), run {} ms (as above){}\n",
+        crate::sig(build_ms, 3),
+        crate::sig(run_ms, 3),
         if comparison.is_some() {
-            format!(", check {check_ms:.1} ms (f64 reference)")
+            format!(", check {} ms (f64 reference)", crate::sig(check_ms, 3))
         } else {
             String::new()
         }
@@ -438,6 +454,41 @@ pub fn run(
         comparison,
         expectations,
         report,
+    })
+}
+
+/// The run's Chrome trace: each task's event named by its kernel, with its expander index,
+/// executor and arguments (scalars and regions, as `pto-wsp expand` lists them) in `args`, on
+/// its worker's track. (Pipeline processes' tasks are named by their index only.)
+fn trace_json(
+    loaded: &Loaded,
+    bindings: &pto_wsp::ir::Bindings,
+    stats: &RunStats,
+    pipeline: bool,
+) -> String {
+    let mut labels = std::collections::HashMap::new();
+    if !pipeline {
+        let traced: std::collections::HashSet<u32> = stats.spans.iter().map(|s| s.task).collect();
+        // The tasks are expanded again (only the traced ones are kept): the run itself keeps
+        // no per-task text.
+        let _ = expand_each(
+            &loaded.module,
+            bindings,
+            &ExpandOptions::default(),
+            |i, t| {
+                if traced.contains(&i) {
+                    labels.insert(i, crate::report::task_label(&loaded.module, t));
+                }
+            },
+        );
+    }
+    stats.chrome_trace(|t| match labels.get(&t) {
+        Some((kernel, exec, args)) => (
+            kernel.clone(),
+            vec![("executor", exec.clone()), ("args", args.clone())],
+        ),
+        None if t == u32::MAX => ("barrier".to_string(), Vec::new()),
+        None => (format!("task {t}"), Vec::new()),
     })
 }
 

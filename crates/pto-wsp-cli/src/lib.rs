@@ -241,25 +241,119 @@ pub fn expand_loaded(
         .map_err(|e| CliError::plain(format!("expansion of {} failed: {e}", loaded.source.name)))
 }
 
-/// The report `pto-wsp run` prints: tasks, times, rates, per-worker counts and scheduler
-/// counters of one run.
+/// `x` with `digits` significant figures (at least the integer part): `0.0417`, `3.21`,
+/// `45.6`, `1234`; `0` for zero.
+pub fn sig(x: f64, digits: usize) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let magnitude = x.abs().log10().floor() as i64;
+    let decimals = (digits as i64 - 1 - magnitude).max(0) as usize;
+    format!("{x:.decimals$}")
+}
+
+/// How a run's tasks were generated, for the report's time line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Generation {
+    /// On an orchestration thread while the workers run (start policy `immediate` or
+    /// `threshold`).
+    Overlapped,
+    /// On an orchestration thread before any task runs (`start after_orchestration`).
+    BeforeExecution,
+    /// On every worker, interleaved with running (device generation).
+    OnWorkers,
+}
+
+impl Generation {
+    /// How a run of `config` generates its tasks (`device_gen`: in device-generation mode).
+    pub fn of(config: &pto_wsp::ir::ScheduleConfig, device_gen: bool) -> Generation {
+        if device_gen {
+            Generation::OnWorkers
+        } else if config.start == pto_wsp::ir::StartPolicy::AfterOrchestration {
+            Generation::BeforeExecution
+        } else {
+            Generation::Overlapped
+        }
+    }
+
+    fn note(self) -> &'static str {
+        match self {
+            Generation::Overlapped => "overlapped with execution",
+            Generation::BeforeExecution => "before execution",
+            Generation::OnWorkers => "on the workers, interleaved with execution",
+        }
+    }
+}
+
+/// What the schedule turns on, so the report prints only the counters that mean something.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Features {
+    /// A task window (`task_window`): window stalls, overflows, tasks in flight.
+    pub window: bool,
+    /// Issue gates (`pipeline_depth`): gate stalls.
+    pub gates: bool,
+    /// Dependency batching (`batch_deps` above 1): batches.
+    pub batching: bool,
+}
+
+impl Features {
+    /// The features of `config`.
+    pub fn of(config: &pto_wsp::ir::ScheduleConfig) -> Features {
+        Features {
+            window: config.task_window.is_some(),
+            gates: config.pipeline_depth.is_some(),
+            batching: config.batch_deps > 1,
+        }
+    }
+}
+
+/// The report `pto-wsp run` prints: tasks (barrier tasks apart), edges (found, and wired to a
+/// running producer), the run's time split (generation, execution), throughput with
+/// significant figures, per-worker counts and the scheduler counters that mean something for
+/// this schedule (steals when there were any; window, gate and batching counters only when the
+/// schedule has them).
 pub fn run_report(
     name: &str,
     stats: &pto_wsp::cpu::RunStats,
     threads: usize,
     elapsed_ms: f64,
+    generation: Generation,
+    features: Features,
 ) -> String {
     let c = &stats.counters;
     let mut out = String::new();
+    let user = stats.tasks - stats.barriers;
+    let barriers = match stats.barriers {
+        0 => String::new(),
+        b => format!(" (and {b} barrier task(s) joining structural orders)"),
+    };
     out.push_str(&format!(
-        "{name}: ran {} tasks ({} edges) on {threads} worker thread(s)\n",
-        stats.tasks, stats.edges
+        "{name}: ran {user} tasks{barriers} on {threads} worker thread(s)\n"
     ));
     out.push_str(&format!(
-        "  time: {elapsed_ms:.3} ms end to end; build {:.3} ms (overlapped with running), run {:.3} ms; {:.0} tasks/ms\n",
-        stats.build_ns as f64 / 1e6,
-        stats.run_ns as f64 / 1e6,
-        stats.tasks_per_ms()
+        "  edges: {} found by dependency inference, {} of them wired to a producer still running\n",
+        stats.edges, stats.wired_edges
+    ));
+    let generation = if stats.build_ns > 0 {
+        format!(
+            "task generation {} ms ({}), ",
+            sig(stats.build_ns as f64 / 1e6, 3),
+            generation.note()
+        )
+    } else {
+        String::new()
+    };
+    let per_task_us = if stats.tasks > 0 {
+        stats.run_ns as f64 / 1e3 / stats.tasks as f64
+    } else {
+        0.0
+    };
+    out.push_str(&format!(
+        "  time: {} ms end to end: {generation}last task done at {} ms; {} tasks/ms ({} µs per task)\n",
+        sig(elapsed_ms, 3),
+        sig(stats.run_ns as f64 / 1e6, 3),
+        sig(stats.tasks_per_ms(), 3),
+        sig(per_task_us, 3),
     ));
     out.push_str(&format!("  per worker: {:?}\n", stats.per_worker));
     if let Some(d) = &stats.device_gen {
@@ -275,10 +369,28 @@ pub fn run_report(
             sum(|e| e.parks),
         ));
     }
-    out.push_str(&format!(
-        "  steals {}, window stalls {}, window overflows {}, gate stalls {}, batches {}, in-flight high-water {}, ready-queue high-water {}\n",
-        c.steals, c.window_stalls, c.window_overflows, c.gate_stalls, c.batches, c.in_flight_hwm, c.ready_len_hwm
-    ));
+    let mut counters = Vec::new();
+    if c.steals > 0 {
+        counters.push(format!("steals {}", c.steals));
+    }
+    if features.window {
+        counters.push(format!(
+            "window stalls {}, window overflows {}, in-flight high-water {}",
+            c.window_stalls, c.window_overflows, c.in_flight_hwm
+        ));
+    }
+    if features.gates {
+        counters.push(format!("gate stalls {}", c.gate_stalls));
+    }
+    if features.batching {
+        counters.push(format!("batches {}", c.batches));
+    }
+    if c.ready_len_hwm > 0 {
+        counters.push(format!("ready-queue high-water {}", c.ready_len_hwm));
+    }
+    if !counters.is_empty() {
+        out.push_str(&format!("  scheduler: {}\n", counters.join(", ")));
+    }
     if let Some(y) = &stats.cycles {
         out.push_str(&format!(
             "  cycle model: total_cycles {} on {} modelled executor(s); work {}, critical path {}, utilization {:.1}%\n",
@@ -303,6 +415,16 @@ mod tests {
         assert_eq!(first_dropped_comment(text), Some(7));
         assert_eq!(first_dropped_comment("// a\nsymbol n: i64;\n"), None);
         assert_eq!(leading_comments("symbol n: i64;\n"), "");
+    }
+
+    #[test]
+    fn sig_keeps_significant_figures() {
+        assert_eq!(sig(0.0417, 3), "0.0417");
+        assert_eq!(sig(0.04, 3), "0.0400");
+        assert_eq!(sig(3.214, 3), "3.21");
+        assert_eq!(sig(45.66, 3), "45.7");
+        assert_eq!(sig(1234.4, 3), "1234");
+        assert_eq!(sig(0.0, 3), "0");
     }
 
     #[test]

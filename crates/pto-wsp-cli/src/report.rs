@@ -116,6 +116,14 @@ fn task_cells(module: &Module, index: usize, task: &ExpandedTask) -> [String; 6]
     ]
 }
 
+/// A task's kernel (with the declared kernel when a tier chose another), executor and
+/// arguments, as the task list shows them (`attn_decode_chunk`, `exec 3`,
+/// `start=0, end=512, in Q[0, 0 +: 4, 0 +: 128], ...`).
+pub fn task_label(module: &Module, task: &ExpandedTask) -> (String, String, String) {
+    let [_, kernel, _, exec, _, args] = task_cells(module, 0, task);
+    (kernel, exec, args)
+}
+
 /// Appends rows as columns two spaces apart, indented; column `right` (if any) is right-aligned,
 /// the others left-aligned.
 fn push_table<const N: usize>(out: &mut String, rows: &[[String; N]], right: Option<usize>) {

@@ -61,7 +61,7 @@ fn bench_runs_every_section_and_names_every_shape() {
         "decode attention chunk",
         "main job",
         "PASS",
-        "Device generation (issue 6)",
+        "Device generation: LLaMA-7B",
         "finished/devgen",
     ] {
         assert!(text.contains(section), "{section} missing:\n{text}");

@@ -110,7 +110,7 @@ fn main_job_runs_from_the_binary_with_its_time_split() {
     let (code, stdout, stderr) = binary(&args);
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("one decode step of 2 layer(s)"), "{stdout}");
-    assert!(stdout.contains("phases: build "), "{stdout}");
+    assert!(stdout.contains("phases: prepare "), "{stdout}");
     assert!(stdout.contains(", check "), "{stdout}");
     assert!(stdout.contains(": PASS"), "{stdout}");
 }
@@ -374,6 +374,76 @@ fn expect_compares_an_output_with_a_golden_and_fails_outside_the_tolerance() {
     let (code, _, stderr) = run_with(&pa.replace("a.npy", "nope.npy"), &[]);
     assert_eq!(code, 1);
     assert!(stderr.contains("in `--expect C="), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The run report names each phase once (prepare, run with its generation and execution,
+/// check), says when generation ran before execution, counts barrier tasks apart from the
+/// workload's tasks, prints throughput with significant figures and no counters the schedule
+/// has no use for; end to end contains the run; the trace names tasks by kernel, with their
+/// regions, on one named track per worker.
+#[test]
+fn run_report_and_trace_read_like_the_workload() {
+    let dir = scratch("report");
+    let trace = dir.join("trace.json");
+    // Three for_each iterations of two tasks each: 6 tasks, and one barrier task before each
+    // of the two later iterations.
+    let text = "tensor A: f32[6, 4];\naxis I = dense(3);\n\
+                kernel first(inout a: f32[4]);\nkernel second(inout a: f32[4]);\n\
+                workload main() { for_each i in I { \
+                task first(A[i * 2, 0 +: 4]); task second(A[i * 2 + 1, 0 +: 4]); } }\n\
+                schedule for main { task_graph { start after_orchestration; } }\n";
+    let opts = RunOptions {
+        threads: 2,
+        empty_kernels: true,
+        trace: Some(trace.clone()),
+        ..RunOptions::default()
+    };
+    let out = run("t.wsp", text, false, &opts, &mut |_| {}).unwrap();
+    let r = &out.report;
+    assert!(
+        r.starts_with("t.wsp: ran 6 tasks (and 2 barrier task(s) joining structural orders)"),
+        "{r}"
+    );
+    assert!(!r.contains("build"), "one name per phase: {r}");
+    assert_eq!(r.matches("task generation").count(), 1, "{r}");
+    assert!(
+        r.contains("(before execution)") && !r.contains("overlapped"),
+        "{r}"
+    );
+    assert!(
+        !r.contains(" 0 tasks/ms") && !r.contains("high-water 0"),
+        "{r}"
+    );
+    assert!(
+        !r.contains("window") && !r.contains("gate") && !r.contains("batches"),
+        "{r}"
+    );
+    assert!(r.contains("edges: "), "{r}");
+    assert!(
+        out.times.run_ms * 1e6 >= out.stats.run_ns as f64,
+        "end to end {} ms is shorter than the run's {} ns",
+        out.times.run_ms,
+        out.stats.run_ns
+    );
+    let json = std::fs::read_to_string(&trace).unwrap();
+    for w in 0..2 {
+        let track = format!("\"tid\":{w},\"args\":{{\"name\":\"worker {w}\"}}");
+        assert!(json.contains(&track), "{json}");
+    }
+    assert_eq!(
+        json.matches("\"name\":\"first\",\"ph\":\"X\"").count(),
+        3,
+        "{json}"
+    );
+    assert_eq!(
+        json.matches("\"name\":\"second\",\"ph\":\"X\"").count(),
+        3,
+        "{json}"
+    );
+    assert!(json.contains("\"args\":\"inout A[3, 0 +: 4]\""), "{json}");
+    assert!(!json.contains("\"name\":\"task "), "{json}");
+    assert!(json.matches("\"name\":\"barrier\"").count() <= 2, "{json}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -168,6 +168,8 @@ pub struct ExecutorStats {
     pub walked: u64,
     /// Of those, its own (which it ran, unless the run failed).
     pub own: u64,
+    /// Of its own, the barrier tasks of structural orders.
+    pub barriers: u64,
     /// Edges into its own tasks the protocol accepted (the producer had not completed).
     pub edges: u64,
     /// Edges into its own tasks that cost nothing: the producer had already completed.
@@ -586,6 +588,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             let s = &mut self.slots[slot];
             s.index = NO_INDEX;
             s.kernel = BARRIER_KERNEL;
+            self.stats.barriers += 1;
             s.params.clear();
             s.io.clear();
             self.sealed(id);
@@ -680,7 +683,8 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
                 .run_task(TaskId(t), self.me as usize, s.kernel, &s.params, &s.io);
             if let Some(start_ns) = start {
                 self.spans.push(Span {
-                    task: t,
+                    // The expander's index, as the user knows the task (ids are per run).
+                    task: s.index,
                     worker: self.me,
                     start_ns,
                     end_ns: sh.t0.elapsed().as_nanos() as u64,
@@ -851,6 +855,8 @@ impl WorkerPool {
             stats.per_worker[r.executor] = r.ran;
             stats.tasks += r.ran;
             stats.edges += r.stats.edges + r.stats.refused;
+            stats.wired_edges += r.stats.edges;
+            stats.barriers += r.stats.barriers;
             stats.build_ns = stats.build_ns.max(r.stats.generated_ns);
             if r.executor == 0 {
                 stats.tensor_map = r.map;

@@ -282,6 +282,7 @@ impl WorkerPool {
         };
         let mut stats = finish_stats(error, reports, t0, &counters, workers)?;
         stats.edges = graph.storage.edge_count() as u64;
+        stats.wired_edges = stats.edges;
         Ok(stats)
     }
 }

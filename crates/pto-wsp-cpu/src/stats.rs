@@ -10,7 +10,8 @@ use crate::sim::CycleStats;
 /// The wall-clock span of one task on one worker (nanoseconds since the run started).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Span {
-    /// The task (graph id).
+    /// The task: its graph id in a run of a task graph; its expander index (as `pto-wsp
+    /// expand` lists it) in a device-generation run and in every run through `Program`.
     pub task: u32,
     /// The worker that ran it.
     pub worker: u32,
@@ -25,10 +26,17 @@ pub struct Span {
 pub struct RunStats {
     /// Tasks run (barrier tasks of structural order included).
     pub tasks: u64,
+    /// Of [`RunStats::tasks`], the barrier tasks inserted to join structural orders
+    /// (`for_each`, `sequential` with several earlier tasks): they run no kernel.
+    pub barriers: u64,
     /// Tasks run per worker.
     pub per_worker: Vec<u64>,
-    /// Edges of the graph (inferred, explicit and structural).
+    /// Edges of the graph (inferred, explicit and structural), as the dependency inference
+    /// found them.
     pub edges: u64,
+    /// Of [`RunStats::edges`], those wired to a producer still running when its consumer was
+    /// added (the rest cost nothing: the producer had completed). Depends on timing.
+    pub wired_edges: u64,
     /// Nanoseconds spent building the graph (0 for a graph built before the run).
     pub build_ns: u64,
     /// Nanoseconds from the start of the run to its last completion.
@@ -71,29 +79,55 @@ impl RunStats {
     }
 }
 
+/// What a trace event says about one task: its name and its `args` (key, text value) pairs.
+pub type TaskLabel = (String, Vec<(&'static str, String)>);
+
+/// `text` as the inside of a JSON string.
+fn json_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 impl RunStats {
     /// The spans as Chrome trace-event JSON (opens in Perfetto / `chrome://tracing`): one
-    /// complete event per task on its worker's track, named by `name(task)`.
-    pub fn chrome_trace(&self, name: impl Fn(u32) -> String) -> String {
+    /// track per worker, named `worker N` (metadata events), and one complete event per task
+    /// on its worker's track, named and annotated by `label(task)` (the task id is added to
+    /// the `args` as `task`).
+    pub fn chrome_trace(&self, label: impl Fn(u32) -> TaskLabel) -> String {
         let mut out = String::from("{\"traceEvents\":[");
-        for (i, s) in self.spans.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            let n: String = name(s.task)
-                .chars()
-                .flat_map(|c| match c {
-                    '"' | '\\' => vec!['\\', c],
-                    c if c.is_control() => vec![' '],
-                    c => vec![c],
-                })
-                .collect();
+        let workers = self.per_worker.len().max(
+            self.spans
+                .iter()
+                .map(|s| s.worker as usize + 1)
+                .max()
+                .unwrap_or(0),
+        );
+        out.push_str("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"pto-wsp run\"}}");
+        for w in 0..workers {
             out.push_str(&format!(
-                "{{\"name\":\"{n}\",\"ph\":\"X\",\"pid\":1,\"tid\":{},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{\"task\":{}}}}}",
+                ",{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":{w},\"args\":{{\"name\":\"worker {w}\"}}}}"
+            ));
+        }
+        for s in &self.spans {
+            let (name, args) = label(s.task);
+            let mut a = format!("\"task\":{}", s.task);
+            for (k, v) in args {
+                a.push_str(&format!(",\"{}\":\"{}\"", json_escape(k), json_escape(&v)));
+            }
+            out.push_str(&format!(
+                ",{{\"name\":\"{}\",\"ph\":\"X\",\"pid\":1,\"tid\":{},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{{a}}}}}",
+                json_escape(&name),
                 s.worker,
                 s.start_ns as f64 / 1e3,
                 (s.end_ns - s.start_ns) as f64 / 1e3,
-                s.task
             ));
         }
         out.push_str("],\"displayTimeUnit\":\"ns\"}");

@@ -295,21 +295,27 @@ impl WorkerPool {
             let sink = builder.sink_mut();
             sink.start.orchestration_done(&release);
             let edge_list = sink.edges.take().unwrap_or_default();
+            let wired = edges.saturating_sub(sink.refused);
             engine.set_total(tasks);
-            (t0.elapsed().as_nanos() as u64, edges, edge_list, map_stats)
+            (
+                t0.elapsed().as_nanos() as u64,
+                (edges, wired),
+                edge_list,
+                map_stats,
+            )
         };
         let r = self.scope(&|w| engine.worker(w), orchestrate);
         let (error, reports, t0) = engine.into_outcome();
         let ((build_ns, edges, edge_list, map_stats), error) = match r {
             Err(p) => (
-                (0, 0, Vec::new(), MapStats::default()),
+                (0, (0, 0), Vec::new(), MapStats::default()),
                 Some(ExecError::Internal(p.0)),
             ),
             Ok(v) => (v, error),
         };
         let mut stats = finish_stats(error, reports, t0, &counters, workers)?;
         stats.build_ns = build_ns;
-        stats.edges = edges;
+        (stats.edges, stats.wired_edges) = edges;
         stats.edge_list = edge_list;
         stats.tensor_map = map_stats;
         Ok(stats)

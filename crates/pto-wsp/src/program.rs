@@ -507,6 +507,11 @@ impl Inner {
             },
             other => other,
         })?;
+        stats.barriers = origin.iter().filter(|&&i| i == u32::MAX).count() as u64;
+        // Spans name tasks as the user knows them too (barrier tasks run no kernel, no span).
+        for s in &mut stats.spans {
+            s.task = origin.get(s.task as usize).copied().unwrap_or(u32::MAX);
+        }
         if self.cycles() {
             stats.cycles = Some(self.model(&table, store, &costs, &stats.edge_list)?);
         }
@@ -578,6 +583,9 @@ impl Program {
             let _ = self.synchronize();
         }
         drop(self.tensors(bindings)?);
+        // The clock starts before the orchestration thread exists, so the end-to-end time
+        // contains the run's own clock ([`RunStats::run_ns`] starts on that thread).
+        let t0 = Instant::now();
         let inner = Arc::clone(&self.inner);
         let store = Arc::clone(&self.store);
         let bindings = bindings.clone();
@@ -590,7 +598,7 @@ impl Program {
                 inner.execute(&bindings, s)
             })
             .map_err(|e| ExecError::Setup(format!("cannot start the orchestration thread: {e}")))?;
-        self.running = Some((handle, Instant::now()));
+        self.running = Some((handle, t0));
         Ok(())
     }
 
