@@ -276,6 +276,33 @@ fn bad_aliases_point_at_their_line() {
         );
         assert!(stderr.contains("bad.wsp:2:"), "{stderr}");
     }
+    // A built-in's scalar parameters are declared: the module's kernel must match them.
+    for ((decl, args), alias, needle) in [
+        (
+            ("kernel k(out a: f32[4], v: u64);", "0u"),
+            "k=fill",
+            "kernel `k` declares scalar parameters (u64), but built-in `fill` takes value: f64",
+        ),
+        (
+            ("kernel k(out a: f32[4], v: f64, w: f64);", "1.0, 2.0"),
+            "k=fill",
+            "declares scalar parameters (f64, f64), but built-in `fill` takes value: f64",
+        ),
+        (
+            ("kernel k(out a: f32[4], v: f64);", "1.0"),
+            "k=counter",
+            "declares scalar parameters (f64), but built-in `counter` takes no scalar parameters",
+        ),
+    ] {
+        let text = body
+            .replace("kernel k(out a: f32[4]);", decl)
+            .replace("task k(A[0 +: 4]);", &format!("task k(A[0 +: 4], {args});"));
+        std::fs::write(&bad, format!("// header\n//@ alias {alias}\n{text}")).unwrap();
+        let (code, _, stderr) = binary(&["run", &bad.display().to_string()]);
+        assert_eq!(code, 1);
+        assert!(stderr.contains(needle), "{stderr}");
+        assert!(stderr.contains("bad.wsp:2:"), "{stderr}");
+    }
     // No alias and no built-in of that name: the declaration is pointed at.
     std::fs::write(&bad, body).unwrap();
     let (code, _, stderr) = binary(&["run", &bad.display().to_string()]);

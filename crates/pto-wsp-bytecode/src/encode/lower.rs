@@ -825,7 +825,7 @@ impl<'m> Lowerer<'m> {
                 (ParamKind::Scalar(ty), Arg::Scalar(e)) => {
                     let what = format!("argument `{}` of {context}", p.name);
                     let v = self.resolve(e, &what, Scope::Workload)?;
-                    if v.ty() != *ty {
+                    if v.ty() != ty.carrier() {
                         return Err(EncodeError::Type {
                             context: what,
                             message: format!("expected {ty}, found a {}", v.ty()),
@@ -948,7 +948,7 @@ impl<'m> Lowerer<'m> {
             .params
             .iter()
             .filter_map(|p| match p.kind {
-                ParamKind::Scalar(t) => Some((p.name.name.as_str(), t)),
+                ParamKind::Scalar(t) => Some((p.name.name.as_str(), t.carrier())),
                 ParamKind::Tile { .. } => None,
             })
             .collect();
@@ -1059,6 +1059,7 @@ fn build(e: &Expr, lookup: &mut impl FnMut(&str) -> Option<TExpr>) -> Result<TEx
     Ok(match e {
         Expr::Int(v) => TExpr::Const(Value::I64(*v)),
         Expr::UInt(v) => TExpr::Const(Value::U64(*v)),
+        Expr::Float(v) => TExpr::Const(Value::U64(v.bits())),
         Expr::Bool(b) => TExpr::Const(Value::Bool(*b)),
         Expr::Name(id) => lookup(&id.name).ok_or_else(|| BuildError::Unbound(id.name.clone()))?,
         Expr::Unary(op, a) => TExpr::unary(*op, build(a, lookup)?).map_err(BuildError::Type)?,

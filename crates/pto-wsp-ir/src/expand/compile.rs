@@ -848,7 +848,7 @@ impl<'m> Compiler<'m> {
                 (ParamKind::Scalar(ty), Arg::Scalar(e)) => {
                     cargs.push(CArg::Scalar {
                         param: p.name.name.clone(),
-                        ty: *ty,
+                        ty: ty.carrier(),
                         value: self.expr(e, format!("argument `{}`", p.name))?,
                         tier_slot: self.tier_base + scalar_no,
                     });
