@@ -12,7 +12,8 @@
 use crate::binds::directive_lines;
 use crate::{CliError, Loaded};
 use pto_wsp::ir::{Diagnostic, Loc};
-use pto_wsp::kernels::KernelRegistry;
+use pto_wsp::ir::{ParamKind, ParamType};
+use pto_wsp::kernels::{KernelRegistry, builtins};
 use std::fmt;
 
 /// The comment prefix that marks a kernel alias.
@@ -40,16 +41,40 @@ pub fn apply_aliases(loaded: &Loaded, registry: &mut KernelRegistry) -> Result<(
             )));
         };
         let (name, target) = (name.trim(), target.trim());
-        if loaded.module.kernel(name).is_none() {
+        let Some(decl) = loaded.module.kernel(name) else {
             return Err(err(format!(
                 "alias of `{name}`, but the module declares no kernel `{name}`"
             )));
-        }
+        };
         if let Some((_, first, at)) = seen.iter().find(|(n, _, _)| n == name) {
             let (l, c) = loaded.source.line_col(at.start as usize);
             return Err(err(format!(
                 "second alias of `{name}` (to `{target}`); line {l}:{c} already maps it to `{first}`"
             )));
+        }
+        if let Some(sig) = builtins::signature(target) {
+            let declared: Vec<ParamType> = decl
+                .params
+                .iter()
+                .filter_map(|p| match p.kind {
+                    ParamKind::Scalar(t) => Some(t),
+                    ParamKind::Tile { .. } => None,
+                })
+                .collect();
+            let fits = declared.len() >= sig.required
+                && declared.len() <= sig.params.len()
+                && declared.iter().zip(sig.params).all(|(d, (_, t))| d == t);
+            if !fits {
+                let shown: Vec<String> = declared.iter().map(|t| t.to_string()).collect();
+                let takes = match sig.params.len() {
+                    0 => "no scalar parameters".to_string(),
+                    _ => sig.describe(),
+                };
+                return Err(err(format!(
+                    "kernel `{name}` declares scalar parameters ({}), but built-in `{target}` takes {takes}",
+                    shown.join(", ")
+                )));
+            }
         }
         seen.push((name.to_string(), target.to_string(), line.loc));
         if registry.alias(name, target).is_none() {

@@ -223,6 +223,8 @@ pub fn run(
     }
 
     let mut registry = KernelRegistry::with_builtins();
+    // Kernels written in tile instructions run as themselves; aliases may not name them.
+    pto_wsp::kernels::lang::register_bodies(&loaded.module, &mut registry);
     aliases::apply_aliases(&loaded, &mut registry)?;
     if opts.empty_kernels {
         for k in &loaded.module.kernels {

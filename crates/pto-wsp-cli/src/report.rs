@@ -319,17 +319,19 @@ mod tests {
                 tile("x", Access::In),
                 KernelParam {
                     name: Ident::new("n"),
-                    kind: ParamKind::Scalar(ScalarType::I64),
+                    kind: ParamKind::Scalar(ScalarType::I64.into()),
                 },
             ],
             pool: ExecPool::Vector,
             tiers: None,
+            body: None,
         });
         m.kernels.push(KernelDecl {
             name: Ident::new("k_big"),
             params: vec![tile("x", Access::In)],
             pool: ExecPool::Cube,
             tiers: None,
+            body: None,
         });
         m
     }

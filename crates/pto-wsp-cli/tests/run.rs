@@ -466,6 +466,33 @@ fn bad_aliases_point_at_their_line() {
         );
         assert!(stderr.contains("bad.wsp:2:"), "{stderr}");
     }
+    // A built-in's scalar parameters are declared: the module's kernel must match them.
+    for ((decl, args), alias, needle) in [
+        (
+            ("kernel k(out a: f32[4], v: u64);", "0u"),
+            "k=fill",
+            "kernel `k` declares scalar parameters (u64), but built-in `fill` takes value: f64",
+        ),
+        (
+            ("kernel k(out a: f32[4], v: f64, w: f64);", "1.0, 2.0"),
+            "k=fill",
+            "declares scalar parameters (f64, f64), but built-in `fill` takes value: f64",
+        ),
+        (
+            ("kernel k(out a: f32[4], v: f64);", "1.0"),
+            "k=counter",
+            "declares scalar parameters (f64), but built-in `counter` takes no scalar parameters",
+        ),
+    ] {
+        let text = body
+            .replace("kernel k(out a: f32[4]);", decl)
+            .replace("task k(A[0 +: 4]);", &format!("task k(A[0 +: 4], {args});"));
+        std::fs::write(&bad, format!("// header\n//@ alias {alias}\n{text}")).unwrap();
+        let (code, _, stderr) = binary(&["run", &bad.display().to_string()]);
+        assert_eq!(code, 1);
+        assert!(stderr.contains(needle), "{stderr}");
+        assert!(stderr.contains("bad.wsp:2:"), "{stderr}");
+    }
     // No alias and no built-in of that name: the declaration is pointed at.
     std::fs::write(&bad, body).unwrap();
     let (code, _, stderr) = binary(&["run", &bad.display().to_string()]);
@@ -525,5 +552,69 @@ pipeline p {
             && stderr.contains("process `consumer` waits to receive from channel `go`"),
         "{stderr}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The `f32` data of a version-1 `.npy` file written by `--output`.
+fn npy_f32(path: &std::path::Path) -> Vec<f32> {
+    let bytes = std::fs::read(path).unwrap();
+    let header = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    bytes[10 + header..]
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+#[test]
+fn language_softmax_matches_the_builtin() {
+    let dir = scratch("lang-softmax");
+    let module = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/kernels/softmax.wsp"
+    );
+    let out = |n: &str| dir.join(format!("{n}.npy"));
+    let spec = |n: &str| format!("{n}={}", out(n).display());
+    let (code, stdout, stderr) = binary(&[
+        "run",
+        module,
+        "--output",
+        &spec("X"),
+        "--output",
+        &spec("Y"),
+        "--output",
+        &spec("Z"),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("ran 8 tasks"), "{stdout}");
+    let (x, y, z) = (npy_f32(&out("X")), npy_f32(&out("Y")), npy_f32(&out("Z")));
+    assert_eq!(x.len(), 32 * 64);
+    // Independent f64 reference: softmax(0.125 x) per row.
+    let (mut worst_lang, mut worst_builtin) = (0f64, 0f64);
+    for r in 0..32 {
+        let row = &x[r * 64..(r + 1) * 64];
+        let m = row
+            .iter()
+            .map(|&v| 0.125 * v as f64)
+            .fold(f64::MIN, f64::max);
+        let e: Vec<f64> = row.iter().map(|&v| (0.125 * v as f64 - m).exp()).collect();
+        let s: f64 = e.iter().sum();
+        for c in 0..64 {
+            let want = e[c] / s;
+            let rel = |got: f32| ((got as f64 - want) / want).abs();
+            worst_lang = worst_lang.max(rel(y[r * 64 + c]));
+            worst_builtin = worst_builtin.max(rel(z[r * 64 + c]));
+        }
+    }
+    // f32 arithmetic with the standard library's exp: a few ulp; the built-in's fast exp is
+    // documented at up to ~4e-6 relative.
+    assert!(worst_lang < 2e-6, "language kernel: {worst_lang:e}");
+    assert!(worst_builtin < 1e-5, "built-in: {worst_builtin:e}");
+    let diff = y
+        .iter()
+        .zip(&z)
+        .map(|(a, b)| ((a - b) / b).abs())
+        .fold(0f32, f32::max);
+    assert!(diff < 1e-5, "language vs built-in: {diff:e}");
+    eprintln!("softmax: language {worst_lang:e}, built-in {worst_builtin:e}, between {diff:e}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -62,7 +62,7 @@ use crate::schedule::{
     DepsMode, Dispatch, GateScope, Levels, PoolsPolicy, ReadyPolicy, Schedule, ScheduleItem,
     ScheduleItemKind, StartPolicy, TaskGraphItem, Timing, TracePolicy, WindowMode,
 };
-use crate::types::{Access, DType, ExecPool, ScalarType};
+use crate::types::{Access, DType, ExecPool, ParamType, ScalarType};
 use crate::workload::{Arg, LoopOrder, Region, RegionDim, Stmt, StmtKind, TaskStmt};
 
 /// A name expression: `e("h") * 128`.
@@ -261,6 +261,7 @@ impl ModuleBuilder {
             params: Vec::new(),
             pool: ExecPool::Any,
             tiers: None,
+            body: None,
         });
         let decl = self
             .module
@@ -378,11 +379,12 @@ impl KernelBuilder<'_> {
         self.tile(name, Access::InOut, dtype, shape)
     }
 
-    /// A scalar parameter `NAME: TYPE`.
-    pub fn scalar(self, name: &str, ty: ScalarType) -> Self {
+    /// A scalar parameter `NAME: TYPE` (`ScalarType` or [`crate::ParamType`], which adds
+    /// `f32` / `f64`).
+    pub fn scalar(self, name: &str, ty: impl Into<ParamType>) -> Self {
         self.decl.params.push(KernelParam {
             name: Ident::new(name),
-            kind: ParamKind::Scalar(ty),
+            kind: ParamKind::Scalar(ty.into()),
         });
         self
     }

@@ -109,6 +109,7 @@ pub fn eval(expr: &Expr, env: &impl Env) -> Result<Value, EvalError> {
     match expr {
         Expr::Int(v) => Ok(Value::I64(*v)),
         Expr::UInt(v) => Ok(Value::U64(*v)),
+        Expr::Float(v) => Ok(Value::U64(v.bits())),
         Expr::Bool(b) => Ok(Value::Bool(*b)),
         Expr::Name(id) => env.lookup(&id.name).ok_or_else(|| EvalError::Unbound {
             name: id.name.clone(),
@@ -519,6 +520,7 @@ fn push_node(
     let node = match expr {
         Expr::Int(v) => Node::Const(Value::I64(*v)),
         Expr::UInt(v) => Node::Const(Value::U64(*v)),
+        Expr::Float(v) => Node::Const(Value::U64(v.bits())),
         Expr::Bool(b) => Node::Const(Value::Bool(*b)),
         Expr::Name(id) => Node::Var(slot_of(&id.name).ok_or_else(|| EvalError::Unbound {
             name: id.name.clone(),

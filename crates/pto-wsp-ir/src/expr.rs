@@ -18,6 +18,9 @@ pub enum Expr {
     UInt(u64),
     /// `true` or `false`.
     Bool(bool),
+    /// A float literal (`1.0`, `1e-6`, `-0.5`): only an argument of a float kernel parameter
+    /// (`f32` / `f64`), where it is passed as the bits of its `f64` value.
+    Float(FloatLit),
     /// A name: loop variable, workload parameter, runtime symbol, slot or kernel parameter.
     Name(Ident),
     /// A unary operation.
@@ -26,6 +29,43 @@ pub enum Expr {
     Binary(BinOp, Box<Expr>, Box<Expr>),
     /// `cond ? then : else`.
     Ternary(Box<Expr>, Box<Expr>, Box<Expr>),
+}
+
+/// A finite `f64` literal, compared and hashed by its bits (so `Expr` stays `Eq` and `Hash`),
+/// with where it was written (like every [`crate::Loc`], never part of equality).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FloatLit {
+    bits: u64,
+    /// Where the literal was written ([`crate::Loc::NONE`] when built).
+    pub loc: crate::Loc,
+}
+
+impl FloatLit {
+    /// The literal of `v`, or `None` if `v` is not finite.
+    pub fn new(v: f64) -> Option<FloatLit> {
+        v.is_finite().then(|| FloatLit {
+            bits: v.to_bits(),
+            loc: crate::Loc::NONE,
+        })
+    }
+
+    /// Its value.
+    pub fn value(self) -> f64 {
+        f64::from_bits(self.bits)
+    }
+
+    /// The raw bits a kernel receives.
+    pub fn bits(self) -> u64 {
+        self.bits
+    }
+}
+
+impl fmt::Display for FloatLit {
+    /// The shortest text that reads back as the same value, always with a `.` or an exponent
+    /// (`1.0`, `1e-6`, `-0.5`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.value())
+    }
 }
 
 /// Unary operators.
@@ -205,7 +245,7 @@ impl Expr {
     /// Calls `f` on every name in the expression, left to right.
     pub fn for_each_name<'a>(&'a self, f: &mut impl FnMut(&'a Ident)) {
         match self {
-            Expr::Int(_) | Expr::UInt(_) | Expr::Bool(_) => {}
+            Expr::Int(_) | Expr::UInt(_) | Expr::Bool(_) | Expr::Float(_) => {}
             Expr::Name(id) => f(id),
             Expr::Unary(_, a) => a.for_each_name(f),
             Expr::Binary(_, a, b) => {
@@ -220,11 +260,31 @@ impl Expr {
         }
     }
 
-    /// The first source location found in the expression (for error messages), if any.
+    /// The source range of the expression's names and float literals (for error messages),
+    /// [`crate::Loc::NONE`] if it has none.
     pub fn loc(&self) -> crate::Loc {
         let mut loc = crate::Loc::NONE;
         self.for_each_name(&mut |id| loc = loc.join(id.loc));
+        self.for_each_float(&mut |v| loc = loc.join(v.loc));
         loc
+    }
+
+    /// Calls `f` on every float literal in the expression.
+    pub fn for_each_float(&self, f: &mut impl FnMut(&FloatLit)) {
+        match self {
+            Expr::Float(v) => f(v),
+            Expr::Int(_) | Expr::UInt(_) | Expr::Bool(_) | Expr::Name(_) => {}
+            Expr::Unary(_, a) => a.for_each_float(f),
+            Expr::Binary(_, a, b) => {
+                a.for_each_float(f);
+                b.for_each_float(f);
+            }
+            Expr::Ternary(c, a, b) => {
+                c.for_each_float(f);
+                a.for_each_float(f);
+                b.for_each_float(f);
+            }
+        }
     }
 }
 
@@ -243,6 +303,13 @@ impl From<i32> for Expr {
 impl From<u64> for Expr {
     fn from(v: u64) -> Expr {
         Expr::UInt(v)
+    }
+}
+
+impl From<f64> for Expr {
+    /// A float literal. Panics if `v` is not finite (a programming error in builder code).
+    fn from(v: f64) -> Expr {
+        Expr::Float(FloatLit::new(v).expect("float literals are finite"))
     }
 }
 

@@ -17,6 +17,7 @@ pub mod csp;
 pub mod eval;
 pub mod expand;
 pub mod expr;
+pub mod kernel_body;
 pub mod loc;
 pub mod module;
 pub mod parse;
@@ -24,6 +25,7 @@ pub mod print;
 pub mod resolve;
 pub mod schedule;
 pub mod source;
+pub mod tile_isa;
 pub mod types;
 pub mod validate;
 pub mod value;
@@ -35,7 +37,8 @@ pub use expand::{
     ExpandedTask, Expansion, MAX_KEPT_TASKS, OrderEdge, OrderTrack, expand, expand_each,
     expand_process, expand_with,
 };
-pub use expr::{BinOp, Expr, UnOp};
+pub use expr::{BinOp, Expr, FloatLit, UnOp};
+pub use kernel_body::{InstArg, KStmt, KStmtKind, TileDecl, TileKind};
 pub use loc::{Ident, Loc};
 pub use module::{
     AxisDecl, AxisKind, KernelDecl, KernelParam, Module, ParamKind, SlotDecl, SymbolDecl,
@@ -48,7 +51,8 @@ pub use schedule::{
     ScheduleItem, ScheduleItemKind, StartPolicy, TaskGraphItem, Timing, TracePolicy, WindowMode,
 };
 pub use source::{Diagnostic, SourceFile};
-pub use types::{Access, DType, ExecPool, ScalarType};
+pub use tile_isa::{CostRule, Operand, ShapeRule, TileOp};
+pub use types::{Access, DType, ExecPool, ParamType, ScalarType};
 pub use validate::depth::MAX_TOTAL_DEPTH;
 pub use validate::{ValidationError, validate};
 pub use value::{BindError, Bindings, Value};

@@ -10,7 +10,7 @@ use crate::csp::Pipeline;
 use crate::expr::Expr;
 use crate::loc::{Ident, Loc};
 use crate::schedule::Schedule;
-use crate::types::{Access, DType, ExecPool, ScalarType};
+use crate::types::{Access, DType, ExecPool, ParamType, ScalarType};
 use crate::workload::Stmt;
 
 /// A whole program: declarations, workloads, CSP pipelines and at most one schedule.
@@ -133,6 +133,9 @@ pub struct KernelDecl {
     pub pool: ExecPool,
     /// Optional tiers: variants chosen by a runtime value (seed 001 §4).
     pub tiers: Option<Tiers>,
+    /// The kernel's body in tile instructions (`crate::kernel_body`), or `None` for a kernel
+    /// the runtime supplies (a built-in reached through an alias, a registered Rust kernel).
+    pub body: Option<Vec<crate::kernel_body::KStmt>>,
 }
 
 /// One kernel parameter.
@@ -157,8 +160,8 @@ pub enum ParamKind {
         /// Tile dimensions (innermost last); `None` = any.
         shape: Vec<Option<u64>>,
     },
-    /// `NAME: TYPE`: a scalar passed by value.
-    Scalar(ScalarType),
+    /// `NAME: TYPE`: a scalar passed by value (`f32` / `f64` take float literals).
+    Scalar(ParamType),
 }
 
 /// `tiers { COND => VARIANT, ..., else => VARIANT }`: the first case whose condition holds picks

@@ -80,6 +80,7 @@ impl Display for Expr {
             Expr::Int(v) => write!(f, "{v}"),
             Expr::UInt(v) => write!(f, "{v}u"),
             Expr::Bool(b) => write!(f, "{b}"),
+            Expr::Float(v) => write!(f, "{v}"),
             Expr::Name(id) => f.write_str(&id.name),
             Expr::Unary(op, a) => {
                 f.write_str(match op {
@@ -90,6 +91,7 @@ impl Display for Expr {
                 // is written `--5`, which nests no deeper than any other way of writing it.
                 let paren = match &**a {
                     Expr::Int(v) => *op == UnOp::Neg && *v >= 0,
+                    Expr::Float(v) => *op == UnOp::Neg && !v.value().is_sign_negative(),
                     Expr::Ternary(..) => true,
                     Expr::Binary(o, ..) => o.precedence().is_some(),
                     _ => false,
@@ -199,7 +201,14 @@ impl Display for KernelDecl {
         if let Some(tiers) = &self.tiers {
             write!(f, " {tiers}")?;
         }
-        f.write_str(";")
+        match &self.body {
+            None => f.write_str(";"),
+            Some(body) => {
+                f.write_str(" {\n")?;
+                crate::kernel_body::print_body(f, body, 1)?;
+                f.write_str("}")
+            }
+        }
     }
 }
 

@@ -95,6 +95,52 @@ keyword_enum! {
 }
 
 keyword_enum! {
+    /// Type of a scalar *kernel parameter*: the expression types plus the float types a kernel
+    /// may take (`eps: f64`, `scale: f32`). A float parameter's argument is a float literal
+    /// (`1.0`, `1e-6`, `-0.5`); at run time every scalar parameter travels as 64 raw bits, a
+    /// float one as the bits of its `f64` value ([`ParamType::carrier`]).
+    ParamType {
+        /// Boolean.
+        Bool = "bool",
+        /// Signed 64-bit integer.
+        I64 = "i64",
+        /// Unsigned 64-bit integer.
+        U64 = "u64",
+        /// IEEE single precision (passed as the `f64` bits of the literal; the kernel rounds).
+        F32 = "f32",
+        /// IEEE double precision.
+        F64 = "f64",
+    }
+}
+
+impl ParamType {
+    /// Whether this is `f32` or `f64`.
+    pub fn is_float(self) -> bool {
+        matches!(self, ParamType::F32 | ParamType::F64)
+    }
+
+    /// The expression type whose 64 bits carry a value of this type at run time: itself for
+    /// `bool` / `i64` / `u64`, `u64` (the `f64` bits) for the float types.
+    pub fn carrier(self) -> ScalarType {
+        match self {
+            ParamType::Bool => ScalarType::Bool,
+            ParamType::I64 => ScalarType::I64,
+            ParamType::U64 | ParamType::F32 | ParamType::F64 => ScalarType::U64,
+        }
+    }
+}
+
+impl From<ScalarType> for ParamType {
+    fn from(t: ScalarType) -> ParamType {
+        match t {
+            ScalarType::Bool => ParamType::Bool,
+            ScalarType::I64 => ParamType::I64,
+            ScalarType::U64 => ParamType::U64,
+        }
+    }
+}
+
+keyword_enum! {
     /// The pool of executors a kernel runs on (Ascend: cube = AIC, vector = AIV).
     ExecPool {
         /// Vector units.

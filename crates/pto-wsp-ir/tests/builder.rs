@@ -166,11 +166,12 @@ fn builder_equals_hand_written_ir() {
                 },
                 KernelParam {
                     name: id("n"),
-                    kind: ParamKind::Scalar(ScalarType::I64),
+                    kind: ParamKind::Scalar(ScalarType::I64.into()),
                 },
             ],
             pool: ExecPool::Vector,
             tiers: None,
+            body: None,
         }],
         workloads: vec![Workload {
             name: id("main"),

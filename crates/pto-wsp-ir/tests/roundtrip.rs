@@ -52,6 +52,10 @@ fn expr() -> impl Strategy<Value = Expr> + Clone {
         any::<u64>().prop_map(Expr::UInt),
         select(&[u64::MAX, 0][..]).prop_map(Expr::UInt),
         any::<bool>().prop_map(Expr::Bool),
+        any::<f64>()
+            .prop_filter("finite", |v| v.is_finite())
+            .prop_map(Expr::from),
+        select(&[0.0, -0.0, 1.0, -0.5, 1e-6, f64::MAX, f64::MIN_POSITIVE][..]).prop_map(Expr::from),
         ident().prop_map(Expr::Name),
         ident().prop_map(Expr::Name),
     ];
@@ -166,7 +170,7 @@ fn kernel() -> impl Strategy<Value = KernelDecl> {
         });
     let param = (
         ident(),
-        prop_oneof![tile, scalar_type().prop_map(ParamKind::Scalar)],
+        prop_oneof![tile, select(ParamType::ALL).prop_map(ParamKind::Scalar)],
     )
         .prop_map(|(name, kind)| KernelParam { name, kind });
     let tiers = (
@@ -185,6 +189,7 @@ fn kernel() -> impl Strategy<Value = KernelDecl> {
             params,
             pool,
             tiers,
+            body: None,
         })
 }
 

@@ -377,7 +377,7 @@ const ERRORS: &[(&str, &str, (usize, usize))] = &[
     ),
     (
         "kernel k(in a: f16[4]) @vector",
-        "expected `;` after kernel declaration, found end of input",
+        "expected `;` after kernel declaration (or `{` to open its body), found end of input",
         (1, 31),
     ),
     (

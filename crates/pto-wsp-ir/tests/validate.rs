@@ -1661,10 +1661,11 @@ mod built {
                 name: "attn".into(),
                 params: vec![KernelParam {
                     name: "n".into(),
-                    kind: ParamKind::Scalar(ScalarType::I64),
+                    kind: ParamKind::Scalar(ScalarType::I64.into()),
                 }],
                 pool: ExecPool::Any,
                 tiers: None,
+                body: None,
             }],
             workloads: vec![Workload {
                 name: "main".into(),
@@ -1757,6 +1758,7 @@ mod built {
                 cases: vec![(Expr::Int(1), "t".into())],
                 default: "t".into(),
             }),
+            body: None,
         });
         let errors = validate(&m).unwrap_err();
         let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
@@ -1881,4 +1883,95 @@ mod mutated {
             prop_assert_eq!(summary(&first), summary(&second), "printed:\n{}", printed);
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Typed scalar kernel parameters and float literals
+
+#[test]
+fn float_parameters_take_float_literals() {
+    valid(
+        "\
+tensor x: f32[4, 8];
+kernel norm(inout x: f32[4, 8], eps: f64, scale: f32, n: i64, on: bool);
+workload main() { task norm(x[0 +: 4, 0 +: 8], 1e-6, -0.5, 3, true); }
+",
+    );
+}
+
+#[test]
+fn float_parameter_given_an_integer() {
+    check(
+        "\
+tensor x: f32[4, 8];
+kernel norm(inout x: f32[4, 8], eps: f64);
+workload main() { task norm(x[0 +: 4, 0 +: 8], 4607182418800017408u); }
+",
+        r#"
+error: argument 2 of `norm` (`eps: f64`) must be a float literal such as `1.0`, `1e-6` or `-0.5`
+ --> t.wsp:3:19
+  |
+3 | workload main() { task norm(x[0 +: 4, 0 +: 8], 4607182418800017408u); }
+  |                   ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ not a float literal
+  = note: in workload main > task norm > argument 2
+"#,
+    );
+}
+
+#[test]
+fn float_literal_outside_a_float_argument() {
+    check(
+        "\
+tensor x: f32[4, 8];
+kernel k(inout x: f32[4, 8], n: i64);
+workload main() { task k(x[0 +: 4, 0 +: 8], 2.5); }
+",
+        r#"
+error: float literal `2.5` here: float literals are only arguments of `f32` / `f64` kernel parameters
+ --> t.wsp:3:45
+  |
+3 | workload main() { task k(x[0 +: 4, 0 +: 8], 2.5); }
+  |                                             ^^^ float literal not allowed here
+  = note: in workload main > task k > argument 2
+"#,
+    );
+}
+
+#[test]
+fn float_literal_out_of_f32_range() {
+    check(
+        "\
+tensor x: f32[4, 8];
+kernel k(inout x: f32[4, 8], s: f32);
+workload main() { task k(x[0 +: 4, 0 +: 8], 1e39); }
+",
+        r#"
+error: argument 2 of `k` (`s: f32`): `1e39` is out of the range of f32
+ --> t.wsp:3:45
+  |
+3 | workload main() { task k(x[0 +: 4, 0 +: 8], 1e39); }
+  |                                             ^^^^ out of f32 range
+  = note: in workload main > task k > argument 2
+"#,
+    );
+}
+
+#[test]
+fn float_parameter_in_a_tier_condition() {
+    check(
+        "\
+tensor x: f32[4, 8];
+kernel small(inout x: f32[4, 8], s: f64);
+kernel k(inout x: f32[4, 8], s: f64) tiers { s > 0 => small, else => small };
+workload main() { task k(x[0 +: 4, 0 +: 8], 1.0); }
+",
+        r#"
+error: tier case 1 of kernel `k` may name only the kernel's integer and bool scalar parameters and symbols, but names float parameter `s`
+ --> t.wsp:3:46
+  |
+3 | kernel k(inout x: f32[4, 8], s: f64) tiers { s > 0 => small, else => small };
+  |                                              ^ not allowed here
+  = note: in kernel k > tiers > case 1
+"#,
+    );
 }

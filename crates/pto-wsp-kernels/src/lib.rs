@@ -34,6 +34,7 @@ pub mod check;
 pub mod context;
 pub mod cost;
 pub mod fast;
+pub mod lang;
 pub mod npy;
 pub mod registry;
 pub mod store;

@@ -817,6 +817,38 @@ fn fill_matches_naive() {
 }
 
 #[test]
+fn builtins_refuse_extra_scalar_parameters() {
+    let reg = KernelRegistry::with_builtins();
+    let (s, _) = random_store(2);
+    let r = io(3, &[1, 1, 2], &[2, 3, 7], Access::Out);
+    let before = s.read::<f32>("T3").unwrap();
+    let err = run(&reg, &s, "fill", &[1, 2], &[r]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "kernel `fill`: parameter 1: the kernel takes at most 1 scalar parameter(s) (value: f64), \
+         but the task passes 2"
+    );
+    let err = run(
+        &reg,
+        &s,
+        "counter",
+        &[7],
+        &[io(3, &[1, 1, 2], &[2, 3, 7], Access::InOut)],
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "kernel `counter`: parameter 0: the kernel takes no scalar parameters, but the task passes 1"
+    );
+    assert_eq!(s.read::<f32>("T3").unwrap(), before, "nothing written");
+    let sig = pto_wsp_kernels::builtins::signature("rope").unwrap();
+    assert_eq!(
+        sig.describe(),
+        "pos: i64, tokens: i64 (optional), theta: f64 (optional)"
+    );
+}
+
+#[test]
 fn copy_add_scale_accumulate_counter_match_naive() {
     let reg = KernelRegistry::with_builtins();
     let s2 = [8u64, 12];

@@ -507,7 +507,7 @@ impl Emitter {
                     .iter()
                     .map(|p| match &p.kind {
                         ParamKind::Tile { access, .. } => tile_code(*access),
-                        ParamKind::Scalar(t) => scalar_code(*t),
+                        ParamKind::Scalar(t) => scalar_code(t.carrier()),
                     })
                     .collect()
             } else {

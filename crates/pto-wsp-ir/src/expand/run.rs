@@ -869,7 +869,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                 TaskArg::Scalar(value) => {
                     let v = eval(prog.x(*value), env)?;
                     if let ParamKind::Scalar(ty) = p.kind
-                        && v.ty() != ty
+                        && v.ty() != ty.carrier()
                     {
                         return Err(ExpandError::WrongType {
                             context: format!("argument `{}`", p.name),

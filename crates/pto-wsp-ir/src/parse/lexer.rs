@@ -16,6 +16,9 @@ pub(crate) enum Kind {
     Word,
     /// A decimal integer literal, `i64` unless the text ends in `u`.
     Int,
+    /// A decimal float literal: digits with a fraction (`1.0`, `0.5`), an exponent (`1e-6`),
+    /// or both (`2.5E+3`).
+    Float,
     /// Punctuation or an operator.
     Punct,
     /// The end of the input.
@@ -100,15 +103,43 @@ pub(crate) fn lex(text: &str) -> Result<Vec<Token<'_>>, ParseError> {
             }
             Kind::Word
         } else if b.is_ascii_digit() {
-            while i < bytes.len() && bytes[i].is_ascii_digit() {
-                i += 1;
+            let digits = |mut i: usize| {
+                while i < bytes.len() && bytes[i].is_ascii_digit() {
+                    i += 1;
+                }
+                i
+            };
+            i = digits(i);
+            let mut float = false;
+            if bytes.get(i) == Some(&b'.') && bytes.get(i + 1).is_some_and(u8::is_ascii_digit) {
+                i = digits(i + 1);
+                float = true;
+            }
+            if matches!(bytes.get(i), Some(b'e' | b'E')) {
+                let sign = usize::from(matches!(bytes.get(i + 1), Some(b'+' | b'-')));
+                if bytes.get(i + 1 + sign).is_some_and(u8::is_ascii_digit) {
+                    i = digits(i + 1 + sign);
+                    float = true;
+                }
             }
             let digits_end = i;
             while i < bytes.len() && is_word_char(bytes[i]) {
                 i += 1;
             }
             let suffix = &text[digits_end..i];
-            if !suffix.is_empty() && suffix != "u" {
+            if float {
+                if !suffix.is_empty() {
+                    return Err(ParseError::new(
+                        format!(
+                            "invalid suffix `{}` on float literal `{}`",
+                            shorten(suffix),
+                            shorten(&text[start..i])
+                        ),
+                        Loc::new(digits_end, i),
+                    ));
+                }
+                Kind::Float
+            } else if !suffix.is_empty() && suffix != "u" {
                 return Err(ParseError::new(
                     format!(
                         "invalid suffix `{}` on integer literal `{}` (only `u` is allowed)",
@@ -117,8 +148,9 @@ pub(crate) fn lex(text: &str) -> Result<Vec<Token<'_>>, ParseError> {
                     ),
                     Loc::new(digits_end, i),
                 ));
+            } else {
+                Kind::Int
             }
-            Kind::Int
         } else if let Some(p) = PUNCT.iter().find(|p| text[i..].starts_with(**p)) {
             i += p.len();
             Kind::Punct
@@ -170,6 +202,30 @@ mod tests {
                 (Kind::Int, "7u"),
                 (Kind::Eof, ""),
             ]
+        );
+    }
+
+    #[test]
+    fn float_literals_are_one_token() {
+        assert_eq!(
+            kinds("1.0 1e-6 2.5E+3 7 3.x"),
+            vec![
+                (Kind::Float, "1.0"),
+                (Kind::Float, "1e-6"),
+                (Kind::Float, "2.5E+3"),
+                (Kind::Int, "7"),
+                (Kind::Int, "3"),
+                (Kind::Punct, "."),
+                (Kind::Word, "x"),
+                (Kind::Eof, ""),
+            ]
+        );
+        let e = lex("1.5f").unwrap_err();
+        assert_eq!(e.message, "invalid suffix `f` on float literal `1.5f`");
+        let e = lex("1e").unwrap_err();
+        assert_eq!(
+            e.message,
+            "invalid suffix `e` on integer literal `1e` (only `u` is allowed)"
         );
     }
 

@@ -9,10 +9,11 @@
 //! parentheses, operators, dispatch thresholds) is an error rather than a stack overflow; and the
 //! printer's output (`Display` for [`Module`]) parses back to an equal module.
 
+mod kernel_body;
 mod lexer;
 
 use crate::csp::{Channel, Pipeline, Process};
-use crate::expr::{BinOp, Expr, UnOp};
+use crate::expr::{BinOp, Expr, FloatLit, UnOp};
 use crate::loc::{Ident, Loc};
 use crate::module::{
     AxisDecl, AxisKind, KernelDecl, KernelParam, Module, ParamKind, SlotDecl, SymbolDecl,
@@ -22,7 +23,7 @@ use crate::schedule::{
     DepsMode, Dispatch, GateScope, Levels, PoolsPolicy, ReadyPolicy, Schedule, ScheduleItem,
     ScheduleItemKind, StartPolicy, TaskGraphItem, Timing, TracePolicy, WindowMode,
 };
-use crate::types::{Access, DType, ExecPool, ScalarType};
+use crate::types::{Access, DType, ExecPool, ParamType, ScalarType};
 use crate::workload::{Arg, LoopOrder, Region, RegionDim, Stmt, StmtKind, TaskStmt};
 use lexer::{Kind, Token};
 
@@ -371,6 +372,26 @@ impl<'a> Parser<'a> {
         v.ok_or_else(|| self.overflow(&shown, "i64", loc))
     }
 
+    /// A float literal (negated when `neg_at` is the offset of its `-`); out of the `f64` range
+    /// is an error.
+    fn literal_float(&self, t: Token<'_>, neg_at: Option<usize>) -> PResult<FloatLit> {
+        let loc = Loc::new(neg_at.unwrap_or(t.start), t.end);
+        let v = t.text.parse::<f64>().unwrap_or(f64::INFINITY);
+        let v = if neg_at.is_some() { -v } else { v };
+        let mut lit = FloatLit::new(v).ok_or_else(|| {
+            ParseError::new(
+                format!(
+                    "float literal `{}{}` is out of the range of f64",
+                    if neg_at.is_some() { "-" } else { "" },
+                    lexer::shorten(t.text)
+                ),
+                loc,
+            )
+        })?;
+        lit.loc = loc;
+        Ok(lit)
+    }
+
     /// `N`: a non-negative integer literal.
     fn count(&mut self, what: &str) -> PResult<u64> {
         let t = self.peek();
@@ -480,6 +501,10 @@ impl<'a> Parser<'a> {
             self.bump();
             return Ok((Expr::Int(self.literal_i64(next, Some(t.start))?), 1));
         }
+        if op == UnOp::Neg && next.kind == Kind::Float {
+            self.bump();
+            return Ok((Expr::Float(self.literal_float(next, Some(t.start))?), 1));
+        }
         self.enter()?;
         let (e, h) = self.unary()?;
         self.leave();
@@ -539,6 +564,7 @@ impl<'a> Parser<'a> {
         let e = match t.kind {
             Kind::Int if t.text.ends_with('u') => Expr::UInt(self.literal_u64(t, "u64")?),
             Kind::Int => Expr::Int(self.literal_i64(t, None)?),
+            Kind::Float => Expr::Float(self.literal_float(t, None)?),
             Kind::Word if t.text == "true" || t.text == "false" => Expr::Bool(t.text == "true"),
             Kind::Word if !is_reserved(t.text) => Expr::Name(Ident::at(t.text, t.loc())),
             _ => return Err(self.err_expected("an expression")),
@@ -686,12 +712,18 @@ impl<'a> Parser<'a> {
         } else {
             None
         };
-        self.expect(";", "after kernel declaration")?;
+        let body = if self.peek().is_punct("{") {
+            Some(self.kernel_block()?)
+        } else {
+            self.expect(";", "after kernel declaration (or `{` to open its body)")?;
+            None
+        };
         Ok(KernelDecl {
             name,
             params,
             pool,
             tiers,
+            body,
         })
     }
 
@@ -723,7 +755,8 @@ impl<'a> Parser<'a> {
         } else {
             let name = self.ident("kernel parameter (`in`, `out`, `inout` or a name)")?;
             self.expect(":", "after parameter name")?;
-            let kind = ParamKind::Scalar(self.scalar_type()?);
+            let kind =
+                ParamKind::Scalar(self.keyword("type", ParamType::ALL, ParamType::keyword)?);
             Ok(KernelParam { name, kind })
         }
     }

@@ -719,7 +719,7 @@ impl<'m> Walker<'m> {
                         e,
                         what,
                         Scope::Workload,
-                        Want::Exactly(*ty),
+                        Want::Exactly(ty.carrier()),
                     )?));
                 }
                 (ParamKind::Tile { access, .. }, Arg::Region(r)) => {
@@ -823,7 +823,7 @@ impl<'m> Walker<'m> {
             .params
             .iter()
             .filter_map(|p| match p.kind {
-                ParamKind::Scalar(t) => Some((p.name.name.as_str(), t)),
+                ParamKind::Scalar(t) => Some((p.name.name.as_str(), t.carrier())),
                 ParamKind::Tile { .. } => None,
             })
             .collect();
@@ -932,6 +932,7 @@ fn build(e: &Expr, lookup: &mut impl FnMut(&str) -> Option<TExpr>) -> Result<TEx
     Ok(match e {
         Expr::Int(v) => TExpr::Const(Value::I64(*v)),
         Expr::UInt(v) => TExpr::Const(Value::U64(*v)),
+        Expr::Float(v) => TExpr::Const(Value::U64(v.bits())),
         Expr::Bool(b) => TExpr::Const(Value::Bool(*b)),
         Expr::Name(id) => lookup(&id.name).ok_or_else(|| BuildError::Unbound(id.name.clone()))?,
         Expr::Unary(op, a) => TExpr::unary(*op, build(a, lookup)?).map_err(BuildError::Type)?,

@@ -14,7 +14,7 @@ use crate::csp::{Pipeline, Process};
 use crate::expr::Expr;
 use crate::loc::{Ident, Loc};
 use crate::module::{AxisKind, KernelDecl, KernelParam, ParamKind, Workload};
-use crate::types::ScalarType;
+use crate::types::{ParamType, ScalarType};
 use crate::workload::{Arg, Region, Stmt, StmtKind};
 use std::collections::HashSet;
 
@@ -538,9 +538,33 @@ impl<'m> Validator<'m> {
             },
             (Arg::Region(r), None) => self.check_region(r, None, loc, cx),
             (Arg::Scalar(e), Some((k, p))) => match &p.kind {
+                ParamKind::Scalar(ty) if ty.is_float() => {
+                    let (kernel, param) = (k.name.name.clone(), param_text(p));
+                    match e {
+                        Expr::Float(v) => {
+                            if *ty == ParamType::F32 && !(v.value() as f32).is_finite() {
+                                self.push(ValidationError::FloatRange {
+                                    kernel,
+                                    index,
+                                    param,
+                                    text: v.to_string(),
+                                    loc: pick(v.loc, loc),
+                                    path: cx.path(),
+                                });
+                            }
+                        }
+                        _ => self.push(ValidationError::FloatArg {
+                            kernel,
+                            index,
+                            param,
+                            loc: pick(e.loc(), loc),
+                            path: cx.path(),
+                        }),
+                    }
+                }
                 ParamKind::Scalar(ty) => {
                     let ctx = || format!("argument {index} of `{}` (`{}`)", k.name, param_text(p));
-                    self.body_expr(e, Some(Expected::Exact(*ty)), &ctx, loc, cx);
+                    self.body_expr(e, Some(Expected::Exact(ty.carrier())), &ctx, loc, cx);
                 }
                 ParamKind::Tile { .. } => self.push(ValidationError::ExprForTile {
                     kernel: k.name.name.clone(),

@@ -284,6 +284,50 @@ validation_errors! {
         param: String,
     }
 
+    /// A mistake in a kernel body (operands, shapes, element types, names).
+    #[error("kernel `{kernel}`: {message}")]
+    #[label = "here"]
+    KernelBody {
+        /// The kernel.
+        kernel: String,
+        /// What is wrong, naming the instruction or declaration.
+        message: String,
+    }
+
+    /// A float literal anywhere but as the argument of a float kernel parameter.
+    #[error("float literal `{text}` here: float literals are only arguments of `f32` / `f64` kernel parameters")]
+    #[label = "float literal not allowed here"]
+    FloatMisplaced {
+        /// The literal as written.
+        text: String,
+    }
+
+    /// A float kernel parameter given something other than a float literal.
+    #[error("argument {index} of `{kernel}` (`{param}`) must be a float literal such as `1.0`, `1e-6` or `-0.5`")]
+    #[label = "not a float literal"]
+    FloatArg {
+        /// The kernel.
+        kernel: String,
+        /// 1-based argument position.
+        index: usize,
+        /// The parameter as declared (`eps: f64`).
+        param: String,
+    }
+
+    /// A float literal too large for an `f32` parameter.
+    #[error("argument {index} of `{kernel}` (`{param}`): `{text}` is out of the range of f32")]
+    #[label = "out of f32 range"]
+    FloatRange {
+        /// The kernel.
+        kernel: String,
+        /// 1-based argument position.
+        index: usize,
+        /// The parameter as declared.
+        param: String,
+        /// The literal.
+        text: String,
+    }
+
     /// An expression passed to a tile parameter.
     #[error("argument {index} of `{kernel}` is tile parameter `{param}`, but an expression is passed")]
     #[label = "expression for a tile parameter"]

@@ -31,6 +31,7 @@
 mod body;
 pub mod depth;
 mod errors;
+mod kernel_body;
 mod schedule;
 mod scope;
 mod typeck;
@@ -149,6 +150,7 @@ impl<'m> Validator<'m> {
         }
         for k in &m.kernels {
             self.check_kernel(k);
+            kernel_body::check(k, &mut self.errors);
         }
         for (i, w) in m.workloads.iter().enumerate() {
             self.check_workload(i, w);
@@ -685,7 +687,11 @@ fn resolve_name(
         NameScope::Tier(k) => {
             if let Some(p) = k.params.iter().find(|p| p.name.name == id.name) {
                 match p.kind {
-                    ParamKind::Scalar(t) => return Some(t),
+                    ParamKind::Scalar(t) if !t.is_float() => return Some(t.carrier()),
+                    ParamKind::Scalar(_) => Some(not_allowed(
+                        "may name only the kernel's integer and bool scalar parameters and symbols",
+                        "float parameter",
+                    )),
                     ParamKind::Tile { .. } => Some(not_allowed(
                         "may name only the kernel's scalar parameters and symbols",
                         "tile parameter",

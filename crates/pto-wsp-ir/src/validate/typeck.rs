@@ -78,6 +78,18 @@ pub(crate) fn type_of(
         Expr::Int(_) => Some(ScalarType::I64),
         Expr::UInt(_) => Some(ScalarType::U64),
         Expr::Bool(_) => Some(ScalarType::Bool),
+        Expr::Float(v) => {
+            errors.push(ValidationError::FloatMisplaced {
+                text: v.to_string(),
+                loc: if v.loc.is_known() {
+                    v.loc
+                } else {
+                    site.fallback
+                },
+                path: site.path.to_string(),
+            });
+            None
+        }
         Expr::Name(id) => resolve(id),
         Expr::Unary(op, a) => {
             let ta = type_of(a, resolve, site, errors)?;

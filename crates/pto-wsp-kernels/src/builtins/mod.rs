@@ -28,76 +28,356 @@ pub mod topk;
 use crate::context::TaskContext;
 use crate::cost::Work;
 use crate::registry::{KernelError, KernelRegistry};
-use pto_wsp_ir::Access;
+use pto_wsp_ir::{Access, ParamType};
 
 /// A kernel function.
 type Kernel = fn(&TaskContext<'_>) -> Result<(), KernelError>;
 /// A kernel's work model (see [`crate::cost`]).
 type WorkFn = fn(&TaskContext<'_>) -> Work;
 
-/// Every built-in: name, function, work model. Registration order is id order.
-const TABLE: &[(&str, Kernel, WorkFn)] = &[
-    // The engine's test kernels (issue 4), now on any float type.
-    ("empty", elementwise::empty, work::nothing),
-    ("fill", elementwise::fill, work::per_output::<0, 1, 0>),
-    ("copy", elementwise::copy, work::per_output::<1, 1, 0>),
-    ("add", elementwise::add, work::per_output::<2, 1, 0>),
-    ("scale", elementwise::scale, work::per_output::<1, 1, 0>),
+/// The scalar parameters a built-in takes, in order: name and type. The first `required` must
+/// be passed; the rest are optional, but a task may not pass more than there are. Float
+/// parameters arrive as the bits of an `f64` (the IR's float literals).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Signature {
+    /// Every parameter: name and type.
+    pub params: &'static [(&'static str, ParamType)],
+    /// How many leading parameters are required.
+    pub required: usize,
+}
+
+impl Signature {
+    const fn new(params: &'static [(&'static str, ParamType)], required: usize) -> Signature {
+        Signature { params, required }
+    }
+
+    /// Checks the number of scalar parameters a task of `kernel` passes: more than it takes is
+    /// a [`KernelError::ParamValue`], fewer than it needs a [`KernelError::Param`].
+    pub fn check(&self, kernel: &str, given: usize) -> Result<(), KernelError> {
+        if given > self.params.len() {
+            let took = match self.params.len() {
+                0 => "no scalar parameters".to_string(),
+                n => format!("at most {n} scalar parameter(s) ({})", self.describe()),
+            };
+            return Err(KernelError::param_value(
+                kernel,
+                self.params.len(),
+                format!("the kernel takes {took}, but the task passes {given}"),
+            ));
+        }
+        if given < self.required {
+            return Err(KernelError::Param {
+                index: given,
+                count: given,
+            });
+        }
+        Ok(())
+    }
+
+    /// `pos: i64, tokens: i64 (optional), ...`.
+    pub fn describe(&self) -> String {
+        let parts: Vec<String> = self
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, (n, t))| {
+                if i < self.required {
+                    format!("{n}: {t}")
+                } else {
+                    format!("{n}: {t} (optional)")
+                }
+            })
+            .collect();
+        parts.join(", ")
+    }
+}
+
+/// The scalar parameters of built-in `name`, if it is one.
+pub fn signature(name: &str) -> Option<Signature> {
+    TABLE.iter().find(|e| e.0 == name).map(|e| e.3)
+}
+
+use ParamType::{F64, I64};
+
+/// Every built-in: name, function, work model, scalar parameters. Registration order is id
+/// order.
+const TABLE: &[(&str, Kernel, WorkFn, Signature)] = &[
+    // The engine's test kernels, on any float type.
+    (
+        "empty",
+        elementwise::empty,
+        work::nothing,
+        Signature::new(&[], 0),
+    ),
+    (
+        "fill",
+        elementwise::fill,
+        work::per_output::<0, 1, 0>,
+        Signature::new(&[("value", F64)], 1),
+    ),
+    (
+        "copy",
+        elementwise::copy,
+        work::per_output::<1, 1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "add",
+        elementwise::add,
+        work::per_output::<2, 1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "scale",
+        elementwise::scale,
+        work::per_output::<1, 1, 0>,
+        Signature::new(&[("factor", F64)], 1),
+    ),
     (
         "accumulate",
         elementwise::accumulate,
         work::per_output::<1, 1, 0>,
+        Signature::new(&[], 0),
     ),
-    ("counter", elementwise::counter, work::per_output::<0, 1, 0>),
+    (
+        "counter",
+        elementwise::counter,
+        work::per_output::<0, 1, 0>,
+        Signature::new(&[], 0),
+    ),
     // Elementwise arithmetic.
-    ("sub", elementwise::sub, work::per_output::<2, 1, 0>),
-    ("mul", elementwise::mul, work::per_output::<2, 1, 0>),
-    ("div", elementwise::div, work::per_output::<2, 1, 0>),
-    ("max", elementwise::max, work::per_output::<2, 1, 0>),
-    ("min", elementwise::min, work::per_output::<2, 1, 0>),
-    ("add_row", elementwise::add_row, work::per_output::<2, 1, 0>),
-    ("sub_row", elementwise::sub_row, work::per_output::<2, 1, 0>),
-    ("mul_row", elementwise::mul_row, work::per_output::<2, 1, 0>),
-    ("div_row", elementwise::div_row, work::per_output::<2, 1, 0>),
-    ("max_row", elementwise::max_row, work::per_output::<2, 1, 0>),
-    ("min_row", elementwise::min_row, work::per_output::<2, 1, 0>),
-    ("add_col", elementwise::add_col, work::per_output::<2, 1, 0>),
-    ("sub_col", elementwise::sub_col, work::per_output::<2, 1, 0>),
-    ("mul_col", elementwise::mul_col, work::per_output::<2, 1, 0>),
-    ("div_col", elementwise::div_col, work::per_output::<2, 1, 0>),
-    ("max_col", elementwise::max_col, work::per_output::<2, 1, 0>),
-    ("min_col", elementwise::min_col, work::per_output::<2, 1, 0>),
+    (
+        "sub",
+        elementwise::sub,
+        work::per_output::<2, 1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "mul",
+        elementwise::mul,
+        work::per_output::<2, 1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "div",
+        elementwise::div,
+        work::per_output::<2, 1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "max",
+        elementwise::max,
+        work::per_output::<2, 1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "min",
+        elementwise::min,
+        work::per_output::<2, 1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "add_row",
+        elementwise::add_row,
+        work::per_output::<2, 1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "sub_row",
+        elementwise::sub_row,
+        work::per_output::<2, 1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "mul_row",
+        elementwise::mul_row,
+        work::per_output::<2, 1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "div_row",
+        elementwise::div_row,
+        work::per_output::<2, 1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "max_row",
+        elementwise::max_row,
+        work::per_output::<2, 1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "min_row",
+        elementwise::min_row,
+        work::per_output::<2, 1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "add_col",
+        elementwise::add_col,
+        work::per_output::<2, 1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "sub_col",
+        elementwise::sub_col,
+        work::per_output::<2, 1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "mul_col",
+        elementwise::mul_col,
+        work::per_output::<2, 1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "div_col",
+        elementwise::div_col,
+        work::per_output::<2, 1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "max_col",
+        elementwise::max_col,
+        work::per_output::<2, 1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "min_col",
+        elementwise::min_col,
+        work::per_output::<2, 1, 0>,
+        Signature::new(&[], 0),
+    ),
     // Activations.
-    ("exp", elementwise::exp, work::per_output::<1, 1, 1>),
-    ("rsqrt", elementwise::rsqrt, work::per_output::<1, 1, 1>),
-    ("relu", elementwise::relu, work::per_output::<1, 1, 0>),
-    ("silu", elementwise::silu, work::per_output::<1, 3, 1>),
-    ("gelu", elementwise::gelu, work::per_output::<1, 6, 1>),
-    ("swiglu", elementwise::swiglu, work::per_output::<2, 4, 1>),
+    (
+        "exp",
+        elementwise::exp,
+        work::per_output::<1, 1, 1>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "rsqrt",
+        elementwise::rsqrt,
+        work::per_output::<1, 1, 1>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "relu",
+        elementwise::relu,
+        work::per_output::<1, 1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "silu",
+        elementwise::silu,
+        work::per_output::<1, 3, 1>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "gelu",
+        elementwise::gelu,
+        work::per_output::<1, 6, 1>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "swiglu",
+        elementwise::swiglu,
+        work::per_output::<2, 4, 1>,
+        Signature::new(&[], 0),
+    ),
     // Rows.
-    ("row_sum", rows::row_sum, work::per_input::<1, 0>),
-    ("row_max", rows::row_max, work::per_input::<1, 0>),
-    ("row_mean", rows::row_mean, work::per_input::<1, 0>),
-    ("softmax", rows::softmax, work::per_input::<4, 1>),
-    ("rmsnorm", rows::rmsnorm, work::per_input::<4, 0>),
-    ("rope", rows::rope, work::rope),
+    (
+        "row_sum",
+        rows::row_sum,
+        work::per_input::<1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "row_max",
+        rows::row_max,
+        work::per_input::<1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "row_mean",
+        rows::row_mean,
+        work::per_input::<1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "softmax",
+        rows::softmax,
+        work::per_input::<4, 1>,
+        Signature::new(&[("scale", F64)], 0),
+    ),
+    (
+        "rmsnorm",
+        rows::rmsnorm,
+        work::per_input::<4, 0>,
+        Signature::new(&[("eps", F64)], 0),
+    ),
+    (
+        "rope",
+        rows::rope,
+        work::rope,
+        Signature::new(&[("pos", I64), ("tokens", I64), ("theta", F64)], 1),
+    ),
     // Matrix products.
-    ("matmul", matmul::matmul, work::matmul),
-    ("matmul_acc", matmul::matmul_acc, work::matmul),
-    ("matmul_bt", matmul::matmul_bt, work::matmul),
-    ("matmul_bt_acc", matmul::matmul_bt_acc, work::matmul),
+    (
+        "matmul",
+        matmul::matmul,
+        work::matmul,
+        Signature::new(&[], 0),
+    ),
+    (
+        "matmul_acc",
+        matmul::matmul_acc,
+        work::matmul,
+        Signature::new(&[], 0),
+    ),
+    (
+        "matmul_bt",
+        matmul::matmul_bt,
+        work::matmul,
+        Signature::new(&[], 0),
+    ),
+    (
+        "matmul_bt_acc",
+        matmul::matmul_bt_acc,
+        work::matmul,
+        Signature::new(&[], 0),
+    ),
     // Attention.
     (
         "attn_decode_chunk",
         attention::attn_decode_chunk,
         work::attn_decode_chunk,
+        Signature::new(
+            &[("chunk_start", I64), ("chunk_end", I64), ("scale", F64)],
+            0,
+        ),
     ),
-    ("attn_merge", attention::attn_merge, work::attn_merge),
-    ("attn_causal", attention::attn_causal, work::attn_causal),
+    (
+        "attn_merge",
+        attention::attn_merge,
+        work::attn_merge,
+        Signature::new(&[], 0),
+    ),
+    (
+        "attn_causal",
+        attention::attn_causal,
+        work::attn_causal,
+        Signature::new(&[("kv_len", I64), ("scale", F64)], 0),
+    ),
     // Mixture of experts.
-    ("moe_expert", moe::moe_expert, work::moe_expert),
+    (
+        "moe_expert",
+        moe::moe_expert,
+        work::moe_expert,
+        Signature::new(&[], 0),
+    ),
     // Selection.
-    ("topk", topk::topk, work::topk),
+    ("topk", topk::topk, work::topk, Signature::new(&[], 0)),
 ];
 
 /// Names of the built-in kernels, in registration (id) order.
@@ -111,10 +391,14 @@ pub const NAMES: &[&str] = &{
     names
 };
 
-/// Registers every built-in kernel with its cost function.
+/// Registers every built-in kernel with its cost function; each checks its task's number of
+/// scalar parameters against its [`Signature`] first.
 pub(crate) fn register_all(r: &mut KernelRegistry) {
-    for &(name, kernel, work) in TABLE {
-        r.register(name, kernel);
+    for &(name, kernel, work, sig) in TABLE {
+        r.register(name, move |ctx| {
+            sig.check(name, ctx.params().len())?;
+            kernel(ctx)
+        });
         r.set_cost(name, move |ctx| work(ctx).cycles());
     }
 }

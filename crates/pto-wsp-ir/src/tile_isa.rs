@@ -1,0 +1,196 @@
+//! The tile instruction set of kernel bodies, written once.
+//!
+//! Why: a kernel body (`crate::kernel_body`) is a list of PTO tile instructions (`TLOAD`,
+//! `TMATMUL`, `TROWMAX`, ...). The parser, the validator, the CPU executor, the cycle model and
+//! the C++ emitter all need to know, per instruction, its operands, its shape rule and its cost;
+//! they all read this one table ([`TileOp`], made by the `tile_ops!` macro) so that adding an
+//! instruction is one line here plus its CPU loop.
+//!
+//! Promise: every [`TileOp`] has a mnemonic (its spelling in `.wsp` text and the PTO-ISA C++
+//! function name), an operand signature ([`Operand`] kinds in order), a [`ShapeRule`] the
+//! validator checks and a [`CostRule`] the cycle model charges.
+
+/// The kind of one operand of a tile instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Operand {
+    /// A tile declared in the body that the instruction writes.
+    Dst,
+    /// A tile declared in the body that the instruction reads.
+    Src,
+    /// A tile parameter of the kernel (global memory: the task's region).
+    Global,
+    /// A float scalar: a float literal or an `f32` / `f64` parameter of the kernel.
+    Float,
+    /// An optional integer expression (a row or column offset into a global tile); trailing
+    /// optional operands default to 0.
+    OptInt,
+}
+
+/// How the shapes of an instruction's tiles must relate (checked on declared rows × cols; valid
+/// rows / cols are checked again at run time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ShapeRule {
+    /// Every tile operand has the destination's shape and element type.
+    Same,
+    /// Same shape, any float element types (conversion).
+    Convert,
+    /// `dst[r][0] = reduce(src[r][..])`: dst is `R × 1`, src `R × C`.
+    RowReduce,
+    /// `dst[0][c] = reduce(src[..][c])`: dst is `1 × C`, src `R × C`.
+    ColReduce,
+    /// `dst[r][c] = src[r][0]`: dst `R × C`, src `R × 1`.
+    RowExpand,
+    /// `dst[r][c] = a[r][c] ∘ b[r][0]`: dst and a `R × C`, b `R × 1`.
+    RowExpandBinary,
+    /// `dst[r][c] = a[r][c] ∘ b[0][c]`: dst and a `R × C`, b `1 × C`.
+    ColExpandBinary,
+    /// `dst (M × N, acc, f32) ⟵ a (M × K, left) · b (K × N, right)`.
+    Matmul,
+    /// Global region to tile (same element type); the region must hold the tile's valid part.
+    Load,
+    /// Tile to global region (same element type).
+    Store,
+}
+
+/// How many cycles one instruction costs, from the shapes it runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CostRule {
+    /// Valid rows × valid cols of the destination tile (element-wise, reductions, `TLOAD`).
+    DstValid,
+    /// Valid rows × valid cols of the source tile (`TSTORE`).
+    SrcValid,
+    /// M × K × N (`TMATMUL`).
+    MKN,
+}
+
+macro_rules! tile_ops {
+    ($(
+        $(#[doc = $doc:literal])*
+        $var:ident = $mn:literal, [$($operand:ident),*], $shape:ident, $cost:ident;
+    )*) => {
+        /// A tile instruction.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum TileOp {
+            $( $(#[doc = $doc])* $var, )*
+        }
+
+        impl TileOp {
+            /// Every instruction, in table order.
+            pub const ALL: &'static [TileOp] = &[$(TileOp::$var),*];
+
+            /// The mnemonic (`.wsp` spelling and PTO-ISA C++ function name).
+            pub fn mnemonic(self) -> &'static str {
+                match self { $(TileOp::$var => $mn,)* }
+            }
+
+            /// The operand kinds in order.
+            pub fn operands(self) -> &'static [Operand] {
+                match self { $(TileOp::$var => &[$(Operand::$operand),*],)* }
+            }
+
+            /// The shape rule the validator checks.
+            pub fn shape_rule(self) -> ShapeRule {
+                match self { $(TileOp::$var => ShapeRule::$shape,)* }
+            }
+
+            /// The cycle charge of the default cycle model.
+            pub fn cost_rule(self) -> CostRule {
+                match self { $(TileOp::$var => CostRule::$cost,)* }
+            }
+
+            /// The instruction spelled `mnemonic`.
+            pub fn parse(mnemonic: &str) -> Option<TileOp> {
+                match mnemonic { $($mn => Some(TileOp::$var),)* _ => None }
+            }
+        }
+    };
+}
+
+tile_ops! {
+    /// `TLOAD(dst, global[, row, col])`: the global region's part at (row, col) into the tile.
+    Load = "TLOAD", [Dst, Global, OptInt, OptInt], Load, DstValid;
+    /// `TSTORE(global, src[, row, col])`: the tile's valid part to the region at (row, col).
+    Store = "TSTORE", [Global, Src, OptInt, OptInt], Store, SrcValid;
+    /// `TEXPANDS(dst, v)`: every element = v.
+    Expands = "TEXPANDS", [Dst, Float], Same, DstValid;
+    /// `TMOV(dst, src)`: copy (between tile kinds: acc to vec, vec to left, ...).
+    Mov = "TMOV", [Dst, Src], Convert, DstValid;
+    /// `TCVT(dst, src)`: convert element type (rounded to nearest even).
+    Cvt = "TCVT", [Dst, Src], Convert, DstValid;
+    /// `TADD(dst, a, b)`.
+    Add = "TADD", [Dst, Src, Src], Same, DstValid;
+    /// `TSUB(dst, a, b)`.
+    Sub = "TSUB", [Dst, Src, Src], Same, DstValid;
+    /// `TMUL(dst, a, b)`.
+    Mul = "TMUL", [Dst, Src, Src], Same, DstValid;
+    /// `TDIV(dst, a, b)`.
+    Div = "TDIV", [Dst, Src, Src], Same, DstValid;
+    /// `TMAX(dst, a, b)`.
+    Max = "TMAX", [Dst, Src, Src], Same, DstValid;
+    /// `TMIN(dst, a, b)`.
+    Min = "TMIN", [Dst, Src, Src], Same, DstValid;
+    /// `TADDS(dst, a, s)`.
+    Adds = "TADDS", [Dst, Src, Float], Same, DstValid;
+    /// `TSUBS(dst, a, s)`.
+    Subs = "TSUBS", [Dst, Src, Float], Same, DstValid;
+    /// `TMULS(dst, a, s)`.
+    Muls = "TMULS", [Dst, Src, Float], Same, DstValid;
+    /// `TDIVS(dst, a, s)`.
+    Divs = "TDIVS", [Dst, Src, Float], Same, DstValid;
+    /// `TMAXS(dst, a, s)`.
+    Maxs = "TMAXS", [Dst, Src, Float], Same, DstValid;
+    /// `TEXP(dst, a)`.
+    Exp = "TEXP", [Dst, Src], Same, DstValid;
+    /// `TLOG(dst, a)` (natural logarithm).
+    Log = "TLOG", [Dst, Src], Same, DstValid;
+    /// `TSQRT(dst, a)`.
+    Sqrt = "TSQRT", [Dst, Src], Same, DstValid;
+    /// `TRSQRT(dst, a)`: 1 / √a.
+    Rsqrt = "TRSQRT", [Dst, Src], Same, DstValid;
+    /// `TABS(dst, a)`.
+    Abs = "TABS", [Dst, Src], Same, DstValid;
+    /// `TNEG(dst, a)`.
+    Neg = "TNEG", [Dst, Src], Same, DstValid;
+    /// `TRECIP(dst, a)`: 1 / a.
+    Recip = "TRECIP", [Dst, Src], Same, DstValid;
+    /// `TROWSUM(dst, a)`: per row, the sum.
+    RowSum = "TROWSUM", [Dst, Src], RowReduce, DstValid;
+    /// `TROWMAX(dst, a)`: per row, the maximum.
+    RowMax = "TROWMAX", [Dst, Src], RowReduce, DstValid;
+    /// `TROWMIN(dst, a)`: per row, the minimum.
+    RowMin = "TROWMIN", [Dst, Src], RowReduce, DstValid;
+    /// `TCOLSUM(dst, a)`: per column, the sum.
+    ColSum = "TCOLSUM", [Dst, Src], ColReduce, DstValid;
+    /// `TCOLMAX(dst, a)`: per column, the maximum.
+    ColMax = "TCOLMAX", [Dst, Src], ColReduce, DstValid;
+    /// `TROWEXPAND(dst, v)`: dst[r][c] = v[r][0].
+    RowExpand = "TROWEXPAND", [Dst, Src], RowExpand, DstValid;
+    /// `TROWEXPANDSUB(dst, a, v)`: dst[r][c] = a[r][c] − v[r][0].
+    RowExpandSub = "TROWEXPANDSUB", [Dst, Src, Src], RowExpandBinary, DstValid;
+    /// `TROWEXPANDMUL(dst, a, v)`: dst[r][c] = a[r][c] · v[r][0].
+    RowExpandMul = "TROWEXPANDMUL", [Dst, Src, Src], RowExpandBinary, DstValid;
+    /// `TROWEXPANDDIV(dst, a, v)`: dst[r][c] = a[r][c] / v[r][0].
+    RowExpandDiv = "TROWEXPANDDIV", [Dst, Src, Src], RowExpandBinary, DstValid;
+    /// `TCOLEXPANDMUL(dst, a, v)`: dst[r][c] = a[r][c] · v[0][c].
+    ColExpandMul = "TCOLEXPANDMUL", [Dst, Src, Src], ColExpandBinary, DstValid;
+    /// `TMATMUL(c, a, b)`: c = a · b.
+    Matmul = "TMATMUL", [Dst, Src, Src], Matmul, MKN;
+    /// `TMATMUL_ACC(c, a, b)`: c += a · b.
+    MatmulAcc = "TMATMUL_ACC", [Dst, Src, Src], Matmul, MKN;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mnemonics_parse_back_and_are_unique() {
+        for &op in TileOp::ALL {
+            assert_eq!(TileOp::parse(op.mnemonic()), Some(op));
+        }
+        let mut names: Vec<_> = TileOp::ALL.iter().map(|o| o.mnemonic()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), TileOp::ALL.len());
+    }
+}
