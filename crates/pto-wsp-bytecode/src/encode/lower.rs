@@ -9,7 +9,7 @@
 //! Promise: never panics; a module the resolver rejects gives its [`ResolveError`]
 //! (`EncodeError::Resolve`), anything the bytecode cannot hold is `TooLarge` or `Unsupported`.
 
-use super::EncodeError;
+use super::{EncodeError, too_large};
 use crate::format::{MAX_RANK, NONE16};
 use pto_wsp_ir::resolve::{
     AxisExtent, DispatchPlan, ExprId, ResolveOptions, Resolved, Stmt, StmtKind, TExpr, TaskArg,
@@ -184,10 +184,6 @@ pub fn supports(r: &Resolved<'_>) -> Result<(), Unsupported> {
         }
     });
     first.map_or(Ok(()), Err)
-}
-
-fn too_large(what: &'static str, count: usize, max: usize) -> EncodeError {
-    EncodeError::TooLarge { what, count, max }
 }
 
 struct Lower<'a, 'm> {
