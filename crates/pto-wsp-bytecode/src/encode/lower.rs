@@ -1,4 +1,4 @@
-//! Lowering the resolved entry point ([`pto_wsp_ir::resolve`]) into the encoder's tree.
+//! Lowering the resolved entry point ([`pto_wsp_ir::resolve`](mod@pto_wsp_ir::resolve)) into the encoder's tree.
 //!
 //! Why: names, calls, types, schedule keys and every static check are resolved once, in the IR,
 //! for every consumer; what is the bytecode's own is its tree shape (a `call` becomes the writes

@@ -1,7 +1,7 @@
 //! The resolved entry point made runnable: compiled expressions and the bound environment.
 //!
 //! Why: resolution (names, calls, types, schedule keys, static checks) is shared with every
-//! other consumer ([`crate::resolve`]); what is the expander's own is evaluating fast — each
+//! other consumer ([`crate::resolve`](mod@crate::resolve)); what is the expander's own is evaluating fast — each
 //! expression compiled once into a flat [`Compiled`] form over one environment of values
 //! (`[symbols][slots][variables][tier arguments]`) — and the up-front binding checks: every
 //! symbol the entry can read and every integer tensor it reads must be bound, with the declared
