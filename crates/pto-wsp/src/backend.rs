@@ -2,7 +2,7 @@
 //!
 //! Why: every target — the CPU simulation that runs, and the emitting ones to come (Ascend
 //! orchestration code, the task-graph ISA, AIE MLIR) — takes the same resolved module
-//! ([`pto_wsp_ir::resolve`]) and gives either a runnable [`Program`] or an [`Artefact`] (bytes or
+//! ([`pto_wsp_ir::resolve`](mod@pto_wsp_ir::resolve)) and gives either a runnable [`Program`] or an [`Artefact`] (bytes or
 //! a tree of files). A new target implements [`Backend`] and calls [`register_backend`]; nothing
 //! in this crate changes (the facade's tests register one from a test file).
 //!

@@ -145,7 +145,7 @@ pub enum CompileError {
     /// Device-generation mode: the workload cannot be encoded as bytecode.
     #[error("device generation: cannot encode the workload as bytecode: {0}")]
     Bytecode(String),
-    /// The entry point cannot be resolved (see [`pto_wsp_ir::resolve`]).
+    /// The entry point cannot be resolved (see [`pto_wsp_ir::resolve`](mod@pto_wsp_ir::resolve)).
     #[error(transparent)]
     Resolve(#[from] ResolveError),
     /// The back end cannot run or emit a construct the module uses (with its location).

@@ -1,4 +1,4 @@
-//! Lowering the resolved entry point ([`pto_wsp_ir::resolve`]) into the encoder's tree.
+//! Lowering the resolved entry point ([`pto_wsp_ir::resolve`](mod@pto_wsp_ir::resolve)) into the encoder's tree.
 //!
 //! Why: names, calls, types, schedule keys and every static check are resolved once, in the IR,
 //! for every consumer; what is the bytecode's own is its tree shape (a `call` becomes the writes
@@ -9,7 +9,7 @@
 //! Promise: never panics; a module the resolver rejects gives its [`ResolveError`]
 //! (`EncodeError::Resolve`), anything the bytecode cannot hold is `TooLarge` or `Unsupported`.
 
-use super::EncodeError;
+use super::{EncodeError, too_large};
 use crate::format::{MAX_RANK, NONE16};
 use pto_wsp_ir::resolve::{
     AxisExtent, DispatchPlan, ExprId, ResolveOptions, Resolved, Stmt, StmtKind, TExpr, TaskArg,
@@ -184,10 +184,6 @@ pub fn supports(r: &Resolved<'_>) -> Result<(), Unsupported> {
         }
     });
     first.map_or(Ok(()), Err)
-}
-
-fn too_large(what: &'static str, count: usize, max: usize) -> EncodeError {
-    EncodeError::TooLarge { what, count, max }
 }
 
 struct Lower<'a, 'm> {

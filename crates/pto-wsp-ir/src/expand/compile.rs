@@ -1,7 +1,7 @@
 //! The resolved entry point made runnable: compiled expressions and the bound environment.
 //!
 //! Why: resolution (names, calls, types, schedule keys, static checks) is shared with every
-//! other consumer ([`crate::resolve`]); what is the expander's own is evaluating fast — each
+//! other consumer ([`crate::resolve`](mod@crate::resolve)); what is the expander's own is evaluating fast — each
 //! expression compiled once into a flat [`Compiled`] form over one environment of values
 //! (`[symbols][slots][variables][tier arguments]`) — and the up-front binding checks: every
 //! symbol the entry can read and every integer tensor it reads must be bound, with the declared
@@ -14,15 +14,52 @@ use super::ExpandError;
 use crate::eval::Compiled;
 use crate::module::{Module, ParamKind};
 use crate::resolve::{
-    ExprId, ResolveOptions, Resolved, array_value, resolve, slot_value, symbol_value,
+    ExprId, ResolveOptions, Resolved, StmtKind, TaskArg, array_value, resolve, slot_value,
+    symbol_value,
 };
+use crate::types::{Access, ScalarType};
 use crate::value::{Bindings, Value};
 
 /// An expression with the description used when its evaluation fails.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct CExpr {
     pub code: Compiled,
     pub what: String,
+}
+
+/// A task statement's expressions, inline (the per-task path reads nothing else).
+#[derive(Debug, Default)]
+pub(super) struct CTask {
+    /// Per parameter, in order.
+    pub args: Vec<CArg>,
+    /// The dispatch policy's keys, by slot.
+    pub dispatch_keys: Vec<CExpr>,
+    pub stream_by: Option<CExpr>,
+    pub pool_by: Option<CExpr>,
+    pub priority_by: Option<CExpr>,
+    pub cost_by: Option<CExpr>,
+}
+
+/// A task argument.
+#[derive(Debug)]
+pub(super) enum CArg {
+    Scalar {
+        value: CExpr,
+        /// Its static type.
+        ty: ScalarType,
+        /// Where tier conditions read it.
+        tier_slot: u32,
+        /// The parameter's index.
+        param: u32,
+    },
+    Region {
+        /// The parameter's index.
+        param: u32,
+        tensor: u32,
+        access: Access,
+        /// (start, size) per dimension; no size means 1.
+        dims: Vec<(CExpr, Option<CExpr>)>,
+    },
 }
 
 /// The resolved entry point and everything the run needs.
@@ -33,10 +70,10 @@ pub(super) struct Program<'m> {
     pub res: Resolved<'m>,
     /// Every expression of `res`, compiled, by [`ExprId`].
     pub exprs: Vec<CExpr>,
+    /// Every task statement's expressions, by [`crate::resolve::Task::id`].
+    pub tasks: Vec<CTask>,
     /// The initial environment: symbol values, initial slot values, zeros.
     pub env: Vec<Value>,
-    /// Where a tiered task's scalar arguments go for its tier conditions.
-    pub tier_base: u32,
     /// Evaluated shape of every tensor a region or `load` uses (empty for others).
     pub shapes: Vec<Vec<i64>>,
     /// Bound contents of every integer tensor the entry reads (`None` for others).
@@ -87,6 +124,55 @@ pub(super) fn compile<'m>(
             what: std::mem::take(&mut e.what),
         })
         .collect();
+    let mut tasks: Vec<Option<CTask>> = (0..res.n_tasks).map(|_| None).collect();
+    let sched = &res.schedule;
+    res.each_stmt(&mut |s| {
+        if let StmtKind::Task(t) = &s.kind {
+            let x = |id: &ExprId| exprs[id.index()].clone();
+            let key = |slot: Option<usize>| slot.and_then(|i| t.keys.get(i)).map(x);
+            let mut tier_slot = tier_base;
+            let task = CTask {
+                args: t
+                    .args
+                    .iter()
+                    .zip(0..)
+                    .map(|(a, param)| match a {
+                        TaskArg::Scalar(e) => {
+                            tier_slot += 1;
+                            CArg::Scalar {
+                                value: x(e),
+                                ty: res.exprs[e.index()].expr.ty(),
+                                tier_slot: tier_slot - 1,
+                                param,
+                            }
+                        }
+                        TaskArg::Region {
+                            tensor,
+                            access,
+                            dims,
+                        } => CArg::Region {
+                            param,
+                            tensor: tensor.0,
+                            access: *access,
+                            dims: dims
+                                .iter()
+                                .map(|(s, z)| (x(s), z.as_ref().map(x)))
+                                .collect(),
+                        },
+                    })
+                    .collect(),
+                dispatch_keys: t.keys.iter().take(sched.n_dispatch_keys).map(x).collect(),
+                stream_by: key(sched.stream_slot()),
+                pool_by: key(sched.pool_slot()),
+                priority_by: key(sched.priority_slot()),
+                cost_by: key(sched.cost_slot()),
+            };
+            if let Some(slot) = tasks.get_mut(t.id as usize) {
+                *slot = Some(task);
+            }
+        }
+    });
+    let tasks = tasks.into_iter().map(Option::unwrap_or_default).collect();
 
     // Bindings: every symbol the program reads, every array it reads.
     let mut env = vec![Value::I64(0); tier_base as usize + tier_scratch];
@@ -139,8 +225,8 @@ pub(super) fn compile<'m>(
         module,
         res,
         exprs,
+        tasks,
         env,
-        tier_base,
         shapes,
         arrays,
         executors,

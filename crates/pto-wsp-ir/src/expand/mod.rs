@@ -26,7 +26,7 @@
 //! (the state increment included); a `for_each` over a ragged axis orders each `(row, pos)`
 //! iteration after the previous one; `&&`, `||` and `?:` evaluate lazily (see [`crate::eval`]).
 //!
-//! How: [`crate::resolve`] resolves the entry once (names to registers, calls inlined,
+//! How: [`crate::resolve`](mod@crate::resolve) resolves the entry once (names to registers, calls inlined,
 //! expressions typed, schedule keys per task: the checks every consumer shares), the `compile`
 //! submodule compiles its expressions and binds it, then an explicit-stack interpreter runs it —
 //! see the submodules.
@@ -170,7 +170,7 @@ impl OrderTrack {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExpandError {
     /// The entry point could not be resolved (names, arity, recursion, types, schedule): see
-    /// [`ResolveError`], shared by every consumer of [`crate::resolve`].
+    /// [`ResolveError`], shared by every consumer of [`crate::resolve`](mod@crate::resolve).
     #[error(transparent)]
     Resolve(#[from] ResolveError),
     /// A request that does not fit the module (a process index out of range, ...).

@@ -100,6 +100,8 @@ pub struct Resolved<'m> {
     pub schedule: Sched,
     /// Every expression, with what it is for messages.
     pub exprs: Vec<ExprInfo>,
+    /// Number of task statements ([`Task::id`] is below it).
+    pub n_tasks: u32,
 }
 
 /// An expression of the arena.
@@ -273,6 +275,9 @@ pub struct Loop {
 /// A task statement.
 #[derive(Clone, Debug)]
 pub struct Task {
+    /// Its number among the task statements of the resolved entry (inlined calls included),
+    /// in program order from 0: an index for a consumer's per-task tables.
+    pub id: u32,
     /// The kernel the statement names (its tiers, if any, choose the one that runs).
     pub kernel: KernelId,
     /// One argument per kernel parameter, in parameter order.

@@ -167,6 +167,7 @@ pub fn resolve<'m>(
         kernels_used: w.kernels_used,
         schedule,
         exprs: w.exprs,
+        n_tasks: w.n_tasks,
     })
 }
 
@@ -217,6 +218,8 @@ struct Walker<'m> {
     place: String,
     /// The statement being resolved.
     loc: Loc,
+    /// Task statements so far.
+    n_tasks: u32,
 }
 
 impl<'m> Walker<'m> {
@@ -265,6 +268,7 @@ impl<'m> Walker<'m> {
             dispatch_keys: Vec::new(),
             place: String::new(),
             loc: Loc::NONE,
+            n_tasks: 0,
         }
     }
 
@@ -806,7 +810,10 @@ impl<'m> Walker<'m> {
         if let TracePolicy::Cycles(Some(e)) = &config.trace {
             key(self, e, "the `cycles` cost")?;
         }
+        let id = self.n_tasks;
+        self.n_tasks += 1;
         Ok(StmtKind::Task(Box::new(Task {
+            id,
             kernel: k,
             args: targs,
             keys,
