@@ -20,6 +20,7 @@ pub mod binds;
 pub mod bytecode;
 pub mod exec;
 pub mod expect;
+pub mod inputs;
 pub mod llm;
 pub mod progress;
 pub mod report;
