@@ -263,7 +263,10 @@ mod tests {
             .zip(&args)
             .map(|(&g, &a)| rel(g, a))
             .fold(0.0, f64::max);
-        assert!(plain <= 2e-7 && simd <= 2e-7, "plain {plain:e}, simd {simd:e}");
+        assert!(
+            plain <= 2e-7 && simd <= 2e-7,
+            "plain {plain:e}, simd {simd:e}"
+        );
     }
 
     #[test]
