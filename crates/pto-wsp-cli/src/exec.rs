@@ -21,12 +21,12 @@
 //! - The time is reported split into build (parse, validate, compile, allocate and fill the
 //!   tensors), run (generation and execution, overlapped) and check (the main job's reference).
 
-use crate::files::{NPY_HEADER_LIMIT, Outputs, read_input, split_spec};
+use crate::files::{Outputs, split_spec};
+use crate::inputs::Input;
 use crate::progress::{Bar, watch};
 use crate::{CliError, Loaded, aliases, llm};
 use pto_wsp::cpu::{MAX_THREADS, RunStats};
 use pto_wsp::ir::{ExpandOptions, expand_each};
-use pto_wsp::kernels::npy::NpyArray;
 use pto_wsp::kernels::{KernelRegistry, TensorStore};
 use pto_wsp::{CompileError, CompileOptions, compile, lower};
 use std::path::PathBuf;
@@ -196,29 +196,20 @@ pub fn run(
         for spec in &opts.inputs {
             bindings.arrays.remove(&split_spec("--input", spec)?.0);
         }
-        let mut probe = TensorStore::new(&loaded.module, &bindings)
+        let probe = TensorStore::new(&loaded.module, &bindings)
             .map_err(|e| CliError::plain(format!("{name}: {e}")))?;
         for spec in &opts.inputs {
             let (tensor, path) = split_spec("--input", spec)?;
-            // Never read more than the tensor's data and a header: `/dev/zero` is refused.
-            let limit = probe.index_of(&tensor).map_or(NPY_HEADER_LIMIT, |t| {
-                probe.info(t).size_bytes().saturating_add(NPY_HEADER_LIMIT)
-            });
-            let bytes = read_input(spec, &path, &tensor, limit)?;
-            let array = NpyArray::parse(&bytes)
-                .map_err(|e| CliError::plain(format!("in `--input {spec}`: {e}")))?;
-            probe
-                .load_npy(&tensor, &array)
-                .map_err(|e| CliError::plain(format!("in `--input {spec}`: {e}")))?;
+            let input = Input::open(spec, &tensor, path, &probe)?;
             let integer = loaded
                 .module
                 .tensors
                 .iter()
                 .any(|t| t.name.name == tensor && t.dtype.is_integer());
-            if integer && let Some(values) = array.to_i64s() {
+            if integer && let Some(values) = input.values()? {
                 bindings.arrays.insert(tensor.clone(), values);
             }
-            inputs.push((spec.clone(), tensor, array));
+            inputs.push(input);
         }
     }
 
@@ -255,6 +246,7 @@ pub fn run(
     let mut program = compile(plan, options).map_err(|e| compile_error(&loaded, &e))?;
     let mut x0 = Vec::new();
     let mut generated = 0;
+    let (read_bytes, read_ms);
     {
         let mut guard = program
             .tensors(&bindings)
@@ -263,17 +255,20 @@ pub fn run(
             .as_mut()
             .ok_or_else(|| CliError::plain("internal error: no tensors allocated"))?;
         if !opts.empty_kernels {
-            store.fill_random(opts.seed);
-            generated = store.len();
+            // Only the tensors no input supplies are filled.
+            let given: Vec<u32> = inputs
+                .iter()
+                .filter_map(|i| store.index_of(&i.tensor))
+                .collect();
+            store.fill_random_except(opts.seed, &given);
+            generated = store.len() - given.len();
             if let Some(d) = &dims {
                 llm::prepare_inputs(store, d)?;
             }
         }
-        for (spec, tensor, array) in &inputs {
-            store
-                .load_npy(tensor, array)
-                .map_err(|e| CliError::plain(format!("in `--input {spec}`: {e}")))?;
-        }
+        let t_read = Instant::now();
+        read_bytes = crate::inputs::read_all(&inputs, store)?;
+        read_ms = t_read.elapsed().as_secs_f64() * 1e3;
         if let Some(d) = &dims {
             x0 = llm::input(store, d)?;
         }
@@ -396,12 +391,12 @@ pub fn run(
             crate::Features::of(config),
         ),
     };
-    let given: Vec<&str> = inputs.iter().map(|(_, t, _)| t.as_str()).collect();
+    let given: Vec<&str> = inputs.iter().map(|i| i.tensor.as_str()).collect();
     if opts.empty_kernels {
         report.push_str("  data: none generated (--empty-kernels)\n");
     } else {
         report.push_str(&format!(
-            "  data: {generated} tensor(s), generated from seed {} (integer tensors with bound contents kept){}{}\n",
+            "  data: {generated} tensor(s) generated from seed {} (integer tensors with bound contents kept){}{}\n",
             opts.seed,
             if main_job {
                 " (weights scaled by 1/sqrt(fan-in))"
@@ -411,7 +406,13 @@ pub fn run(
             if given.is_empty() {
                 String::new()
             } else {
-                format!(", then read from .npy: {}", given.join(", "))
+                format!(
+                    "; read from .npy: {} ({} MB in {} ms, {} GB/s)",
+                    given.join(", "),
+                    crate::sig(read_bytes as f64 / 1e6, 3),
+                    crate::sig(read_ms, 3),
+                    crate::sig(read_bytes as f64 / 1e6 / read_ms.max(1e-9), 3)
+                )
             }
         ));
     }

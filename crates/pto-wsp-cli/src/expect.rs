@@ -167,7 +167,7 @@ impl Expectation {
         r.worst = unravel(worst_at, &info.shape);
         let idx: Vec<String> = r.worst.iter().map(u64::to_string).collect();
         r.line = format!(
-            "  expect: {} ({} values) against {}: max abs error {:.3e}, max rel error {:.3e}, worst at [{}] ({} vs {}); {} outside atol {atol:e} + rtol {rtol:e}·|expected|: {}\n",
+            "  expect: {} ({} values) against {}: max abs error {:.3e}, max rel error {:.3e}, worst at [{}] ({:.7e} vs {:.7e}); {} outside atol {} + rtol {}·|expected|: {}\n",
             self.tensor,
             r.elements,
             self.path.display(),
@@ -177,9 +177,20 @@ impl Expectation {
             actual.get(worst_at).copied().unwrap_or(f64::NAN),
             expected.get(worst_at).copied().unwrap_or(f64::NAN),
             r.failed,
+            tolerance(atol),
+            tolerance(rtol),
             if r.passed { "PASS" } else { "FAIL" }
         );
         Ok(r)
+    }
+}
+
+/// A tolerance as written on the command line (`1e-5`, `0`, `0.001`).
+fn tolerance(x: f64) -> String {
+    if x == 0.0 {
+        "0".to_string()
+    } else {
+        format!("{x:e}")
     }
 }
 

@@ -1,8 +1,9 @@
-//! The files `pto-wsp run` reads and writes besides the module: `--input`, `--output`, `--trace`.
+//! The files `pto-wsp run` writes: `--output`, `--trace` (inputs are read by [`crate::inputs`],
+//! which never reads past what the header and the tensor allow, so `/dev/zero` is refused).
 //!
 //! Why: a run can take minutes. An output path that cannot be written should be found before
 //! the run, not after it; a write that fails halfway must not leave a truncated file that looks
-//! like a result; and an input must not be read past what its tensor can hold (`/dev/zero`).
+//! like a result.
 //!
 //! Promises:
 //! - [`Outputs::check`], before the run: every `--output NAME=PATH` is well-formed and names a
@@ -11,16 +12,10 @@
 //! - [`Outputs::commit`], after the run: every file is first written in full to a temporary
 //!   file in its own directory; only when all are written are they renamed over their paths. A
 //!   failure removes the temporary files and leaves every path as it was.
-//! - [`read_input`] reads at most a stated number of bytes and refuses a longer file naming the
-//!   tensor and the limit.
 
 use crate::CliError;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-
-/// The most bytes a `.npy` header may take beyond a tensor's data when reading an input
-/// (numpy writes headers of a few hundred bytes; format 1.0 allows at most 64 KiB).
-pub const NPY_HEADER_LIMIT: u64 = 1 << 20;
 
 /// `NAME=PATH` of `--input` / `--output`.
 pub fn split_spec(flag: &str, spec: &str) -> Result<(String, PathBuf), CliError> {
@@ -32,29 +27,6 @@ pub fn split_spec(flag: &str, spec: &str) -> Result<(String, PathBuf), CliError>
             "`{flag} {spec}` is not `NAME=PATH.npy`"
         ))),
     }
-}
-
-/// Reads `path` for `--input {spec}`, refusing a file longer than `limit` bytes without reading
-/// more than `limit + 1` of them (so a device or pipe that never ends is refused too).
-pub fn read_input(spec: &str, path: &Path, tensor: &str, limit: u64) -> Result<Vec<u8>, CliError> {
-    let cannot = |e: std::io::Error| {
-        CliError::plain(format!(
-            "in `--input {spec}`: cannot read `{}`: {e}",
-            path.display()
-        ))
-    };
-    let file = std::fs::File::open(path).map_err(cannot)?;
-    let mut bytes = Vec::new();
-    file.take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(cannot)?;
-    if bytes.len() as u64 > limit {
-        return Err(CliError::plain(format!(
-            "in `--input {spec}`: `{}` is longer than the {limit} bytes a .npy file of tensor `{tensor}` can take (its data plus a header of at most {NPY_HEADER_LIMIT} bytes)",
-            path.display()
-        )));
-    }
-    Ok(bytes)
 }
 
 /// One file to write after the run.

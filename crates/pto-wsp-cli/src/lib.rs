@@ -21,6 +21,7 @@ pub mod bytecode;
 pub mod exec;
 pub mod expect;
 pub mod files;
+pub mod inputs;
 pub mod llm;
 pub mod progress;
 pub mod report;

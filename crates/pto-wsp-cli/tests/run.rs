@@ -170,7 +170,7 @@ fn npy_inputs_written_by_numpy_come_back_out_byte_for_byte() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, stdout, stderr) = binary(&args);
     assert_eq!(code, 0, "{stderr}");
-    assert!(stdout.contains("then read from .npy: A, H, I"), "{stdout}");
+    assert!(stdout.contains("; read from .npy: A, H, I ("), "{stdout}");
     for (o, f) in out
         .iter()
         .zip(["f32_2x3x4.npy", "f16_3x4.npy", "i32_3x4.npy"])
@@ -223,6 +223,47 @@ fn npy_inputs_written_by_numpy_come_back_out_byte_for_byte() {
     let nope = spec("Nope", &fixture("f16_3x4.npy"));
     let (_, _, stderr) = binary(&["run", &m, "--output", &nope]);
     assert!(stderr.contains("no tensor is named `Nope`"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Inputs go straight into their tensors: only the tensors no input supplies are generated
+/// from the seed, a big-endian file is converted (numpy's own file of the same values comes
+/// back out), and a file shorter than its header says is refused before anything runs.
+#[test]
+fn npy_inputs_are_read_into_their_tensors_and_not_generated() {
+    let dir = scratch("npy-direct");
+    let module = dir.join("copy.wsp");
+    std::fs::write(
+        &module,
+        format!("//@ alias copy_h=copy\n//@ alias copy_i=copy\n{COPY}"),
+    )
+    .unwrap();
+    let fixture = |f: &str| root().join("test_data/npy").join(f);
+    let m = module.display().to_string();
+    let big = format!("A={}", fixture("f32_big_endian_2x3x4.npy").display());
+    let out = dir.join("a2.npy");
+    let a2 = format!("A2={}", out.display());
+    let (code, stdout, stderr) = binary(&["run", &m, "-q", "--input", &big, "--output", &a2]);
+    assert_eq!(code, 0, "{stderr}");
+    // 7 tensors, 1 of them from a file.
+    assert!(
+        stdout.contains("data: 6 tensor(s) generated from seed 1"),
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        std::fs::read(fixture("f32_2x3x4.npy")).unwrap()
+    );
+    let bytes = std::fs::read(fixture("f32_2x3x4.npy")).unwrap();
+    let short = dir.join("short.npy");
+    std::fs::write(&short, &bytes[..bytes.len() - 4]).unwrap();
+    let cut = format!("A={}", short.display());
+    let (code, _, stderr) = binary(&["run", &m, "--input", &cut]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains(&format!("in `--input {cut}`")) && stderr.contains("the data is cut off"),
+        "{stderr}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -14,6 +14,9 @@
 //! - [`TensorStore::load_npy`] checks the array against the declared tensor — the element type
 //!   exactly (no silent conversion), the shape exactly (as evaluated under the bindings) — and
 //!   names the tensor in every error; it then copies the data in, bit for bit.
+//! - For large files, [`NpyHeader::read`] reads only the header, and
+//!   [`TensorStore::npy_targets`] checks it the same way and hands out the tensors' buffers to
+//!   read the data straight into (then [`NpyHeader::to_native`]): no intermediate copy.
 //! - [`TensorStore::to_npy`] writes a version 1.0 file byte for byte as `numpy.save` writes the
 //!   same array (same header text, padding and alignment), so `numpy.load` gives back the
 //!   tensor's element type and shape.
@@ -152,31 +155,39 @@ pub struct NpyArray {
     pub data: Vec<u8>,
 }
 
-impl NpyArray {
-    /// Parses the bytes of a `.npy` file (see the module docs).
-    pub fn parse(bytes: &[u8]) -> Result<NpyArray, NpyError> {
+/// The header of a `.npy` file: everything [`NpyArray::parse`] reads before the data, so a large
+/// file can be checked against a tensor and then read straight into it
+/// ([`TensorStore::npy_targets`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NpyHeader {
+    /// numpy's type string as written (`<f4`, `>i4`, `|u1`, ...).
+    pub descr: String,
+    /// The element kind (`f`, `i`, `u`, ...).
+    pub kind: char,
+    /// Bytes per element.
+    pub size: usize,
+    /// The shape (row-major).
+    pub shape: Vec<u64>,
+    /// Whether the data is in the other byte order than this machine's (each element must be
+    /// reversed, see [`NpyHeader::to_native`]).
+    pub swapped: bool,
+    /// Where the data starts in the file.
+    pub data_offset: usize,
+    /// Bytes of data the shape needs.
+    pub data_len: usize,
+}
+
+/// The most header bytes [`NpyHeader::read`] accepts (numpy writes at most a few hundred).
+const MAX_HEADER: usize = 1 << 20;
+
+impl NpyHeader {
+    /// Parses the header at the start of `bytes` (which may hold more than the header).
+    pub fn parse(bytes: &[u8]) -> Result<NpyHeader, NpyError> {
         let bad = |m: &str| NpyError::Format(m.to_string());
         if bytes.len() < 10 || &bytes[..6] != MAGIC {
             return Err(bad("it does not start with the magic string \\x93NUMPY"));
         }
-        let (major, minor) = (bytes[6], bytes[7]);
-        let (len, start) = match major {
-            1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10usize),
-            2 | 3 => {
-                if bytes.len() < 12 {
-                    return Err(bad("the header length is cut off"));
-                }
-                (
-                    u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
-                    12,
-                )
-            }
-            _ => {
-                return Err(NpyError::Format(format!(
-                    "format version {major}.{minor} is not one of 1.0, 2.0, 3.0"
-                )));
-            }
-        };
+        let (len, start) = Self::length(bytes)?;
         let end = start
             .checked_add(len)
             .filter(|&e| e <= bytes.len())
@@ -208,35 +219,125 @@ impl NpyArray {
             name: "a structured or unknown type".into(),
             descr: descr.clone(),
         })?;
-        let elements = shape
+        let data_len = shape
             .iter()
             .try_fold(1u64, |a, &d| a.checked_mul(d))
             .and_then(|n| usize::try_from(n).ok())
             .and_then(|n| n.checked_mul(size))
             .ok_or_else(|| bad("the shape is too large for this machine"))?;
-        let body = &bytes[end..];
-        if body.len() < elements {
-            return Err(NpyError::Format(format!(
-                "the data is cut off: {} byte(s) for a shape {} of {size}-byte elements, which needs {elements}",
-                body.len(),
-                shape_text(&shape)
-            )));
-        }
         if fortran && shape.iter().filter(|&&d| d > 1).count() > 1 {
             return Err(NpyError::FortranOrder);
         }
-        let mut data = body[..elements].to_vec();
         let big = order == '>' || (order == '=' && cfg!(target_endian = "big"));
-        if size > 1 && big != cfg!(target_endian = "big") {
-            for e in data.chunks_exact_mut(size) {
-                e.reverse();
-            }
-        }
-        Ok(NpyArray {
+        Ok(NpyHeader {
             descr,
             kind,
             size,
             shape,
+            swapped: size > 1 && big != cfg!(target_endian = "big"),
+            data_offset: end,
+            data_len,
+        })
+    }
+
+    /// The header's length and where it starts, from the first 10 or 12 bytes.
+    fn length(bytes: &[u8]) -> Result<(usize, usize), NpyError> {
+        let (major, minor) = (bytes[6], bytes[7]);
+        match major {
+            1 => Ok((u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10)),
+            2 | 3 => {
+                if bytes.len() < 12 {
+                    return Err(NpyError::Format("the header length is cut off".into()));
+                }
+                Ok((
+                    u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+                    12,
+                ))
+            }
+            _ => Err(NpyError::Format(format!(
+                "format version {major}.{minor} is not one of 1.0, 2.0, 3.0"
+            ))),
+        }
+    }
+
+    /// Reads exactly the header from `r` (positioned at the start of a `.npy` file), leaving it
+    /// at the first data byte.
+    pub fn read(r: &mut impl std::io::Read) -> Result<NpyHeader, NpyError> {
+        let io = |e: std::io::Error| NpyError::Format(format!("the header cannot be read: {e}"));
+        let mut bytes = vec![0u8; 10];
+        r.read_exact(&mut bytes).map_err(io)?;
+        if &bytes[..6] != MAGIC {
+            return Err(NpyError::Format(
+                "it does not start with the magic string \\x93NUMPY".into(),
+            ));
+        }
+        if matches!(bytes[6], 2 | 3) {
+            bytes.resize(12, 0);
+            r.read_exact(&mut bytes[10..]).map_err(io)?;
+        }
+        let (len, start) = Self::length(&bytes)?;
+        if len > MAX_HEADER {
+            return Err(NpyError::Format(format!(
+                "the header claims {len} bytes; numpy writes a few hundred"
+            )));
+        }
+        bytes.resize(start + len, 0);
+        r.read_exact(&mut bytes[start..]).map_err(io)?;
+        NpyHeader::parse(&bytes)
+    }
+
+    /// Puts data read as it is in the file (`data`, whole elements) into this machine's byte
+    /// order.
+    pub fn to_native(&self, data: &mut [u8]) {
+        if self.swapped {
+            for e in data.chunks_exact_mut(self.size) {
+                e.reverse();
+            }
+        }
+    }
+
+    /// The tensor element type the data holds, as [`NpyArray::dtype`].
+    pub fn dtype(&self) -> Option<DType> {
+        dtype_of(self.kind, self.size)
+    }
+}
+
+/// The tensor element type of numpy's kind and size (`u2` counts as `bf16` bits only where a
+/// `bf16` tensor asks for it).
+fn dtype_of(kind: char, size: usize) -> Option<DType> {
+    Some(match (kind, size) {
+        ('f', 4) => DType::F32,
+        ('f', 2) => DType::F16,
+        ('i', 4) => DType::I32,
+        ('u', 4) => DType::U32,
+        ('i', 8) => DType::I64,
+        ('u', 8) => DType::U64,
+        ('u', 1) => DType::U8,
+        _ => return None,
+    })
+}
+
+impl NpyArray {
+    /// Parses the bytes of a `.npy` file (see the module docs).
+    pub fn parse(bytes: &[u8]) -> Result<NpyArray, NpyError> {
+        let h = NpyHeader::parse(bytes)?;
+        let body = &bytes[h.data_offset..];
+        if body.len() < h.data_len {
+            return Err(NpyError::Format(format!(
+                "the data is cut off: {} byte(s) for a shape {} of {}-byte elements, which needs {}",
+                body.len(),
+                shape_text(&h.shape),
+                h.size,
+                h.data_len
+            )));
+        }
+        let mut data = body[..h.data_len].to_vec();
+        h.to_native(&mut data);
+        Ok(NpyArray {
+            descr: h.descr,
+            kind: h.kind,
+            size: h.size,
+            shape: h.shape,
             data,
         })
     }
@@ -249,16 +350,7 @@ impl NpyArray {
     /// The tensor element type the array holds (`u2` counts as `bf16` bits only where a `bf16`
     /// tensor asks for it, see [`TensorStore::load_npy`]).
     pub fn dtype(&self) -> Option<DType> {
-        Some(match (self.kind, self.size) {
-            ('f', 4) => DType::F32,
-            ('f', 2) => DType::F16,
-            ('i', 4) => DType::I32,
-            ('u', 4) => DType::U32,
-            ('i', 8) => DType::I64,
-            ('u', 8) => DType::U64,
-            ('u', 1) => DType::U8,
-            _ => return None,
-        })
+        dtype_of(self.kind, self.size)
     }
 
     /// The elements as `i64`, if the array holds integers that all fit (for the bound contents
@@ -403,32 +495,79 @@ impl TensorStore {
     /// Replaces tensor `name`'s contents with `array` (see the module docs: element type and
     /// shape must be the tensor's exactly; a `bf16` tensor takes `<u2` bits).
     pub fn load_npy(&mut self, name: &str, array: &NpyArray) -> Result<(), NpyError> {
+        let t = self.check_npy(name, &array.descr, array.kind, array.size, &array.shape)?;
+        self.bytes_mut(t).copy_from_slice(&array.data);
+        Ok(())
+    }
+
+    /// Checks that a `.npy` file with `header` fits tensor `name` (as [`TensorStore::load_npy`]
+    /// checks an array) and returns the tensor's index.
+    pub fn check_npy_header(&self, name: &str, header: &NpyHeader) -> Result<u32, NpyError> {
+        self.check_npy(name, &header.descr, header.kind, header.size, &header.shape)
+    }
+
+    /// The buffers of the tensors `inputs` name, each checked against its `.npy` header, to
+    /// read the files' data straight into (then [`NpyHeader::to_native`]): one copy from the
+    /// file, none through an intermediate array. Distinct names give disjoint buffers; a name
+    /// given twice is an error.
+    pub fn npy_targets(
+        &mut self,
+        inputs: &[(&str, &NpyHeader)],
+    ) -> Result<Vec<&mut [u8]>, NpyError> {
+        let mut order = Vec::with_capacity(inputs.len());
+        for (i, (name, header)) in inputs.iter().enumerate() {
+            let t = self.check_npy_header(name, header)?;
+            if inputs[..i].iter().any(|(other, _)| other == name) {
+                return Err(NpyError::Format(format!(
+                    "tensor `{name}` is given more than one input file"
+                )));
+            }
+            order.push(t);
+        }
+        let mut by_tensor: Vec<Option<&mut [u8]>> = self
+            .buffers_mut()
+            .enumerate()
+            .map(|(t, b)| order.contains(&(t as u32)).then_some(b))
+            .collect();
+        Ok(order
+            .iter()
+            .map(|&t| by_tensor[t as usize].take().expect("distinct tensors"))
+            .collect())
+    }
+
+    fn check_npy(
+        &self,
+        name: &str,
+        descr: &str,
+        kind: char,
+        size: usize,
+        shape: &[u64],
+    ) -> Result<u32, NpyError> {
         let t = self
             .index_of(name)
             .ok_or_else(|| NpyError::UnknownTensor(name.to_string()))?;
-        let info = self.info(t).clone();
+        let info = self.info(t);
         let fits = match info.dtype {
-            DType::Bf16 => array.kind == 'u' && array.size == 2,
-            d => array.dtype() == Some(d),
+            DType::Bf16 => kind == 'u' && size == 2,
+            d => dtype_of(kind, size) == Some(d),
         };
         if !fits {
             return Err(NpyError::DType {
-                tensor: info.name,
+                tensor: info.name.clone(),
                 expected: info.dtype,
-                descr: array.descr.clone(),
-                name: array.type_name(),
+                descr: descr.to_string(),
+                name: type_name(kind, size),
                 hint: astype_hint(info.dtype),
             });
         }
-        if array.shape != info.shape {
+        if shape != info.shape.as_slice() {
             return Err(NpyError::Shape {
-                tensor: info.name,
-                expected: info.shape,
-                found: array.shape.clone(),
+                tensor: info.name.clone(),
+                expected: info.shape.clone(),
+                found: shape.to_vec(),
             });
         }
-        self.bytes_mut(t).copy_from_slice(&array.data);
-        Ok(())
+        Ok(t)
     }
 
     /// Tensor `name` as the bytes of a `.npy` file (see [`encode`]).

@@ -624,8 +624,15 @@ impl TensorStore {
     /// value is exact in its type. Integer elements are in `0 .. 16`. Tensors whose contents came
     /// from the bindings (`Bindings::arrays`) are left as they are: they drive control flow.
     pub fn fill_random(&mut self, seed: u64) {
+        self.fill_random_except(seed, &[]);
+    }
+
+    /// [`TensorStore::fill_random`], leaving the tensors `given` (indices) untouched too: those
+    /// an input will replace need no contents first. Every other tensor gets the same bytes as
+    /// from `fill_random` (each tensor has its own stream).
+    pub fn fill_random_except(&mut self, seed: u64, given: &[u32]) {
         for t in 0..self.len() {
-            if self.bound[t] {
+            if self.bound[t] || given.contains(&(t as u32)) {
                 continue;
             }
             let stream = seed
@@ -671,6 +678,11 @@ impl TensorStore {
     }
 
     /// Base pointer of tensor `tensor`'s buffer, for views. Panics if the index is out of range.
+    /// Every tensor's bytes, mutably, in tensor order (disjoint buffers).
+    pub(crate) fn buffers_mut(&mut self) -> impl Iterator<Item = &mut [u8]> {
+        self.bufs.iter_mut().map(Buffer::as_mut_slice)
+    }
+
     pub(crate) fn base_ptr(&self, tensor: u32) -> *mut u8 {
         self.bufs[tensor as usize].ptr.as_ptr()
     }

@@ -1,4 +1,4 @@
-//! The built-in tile kernels of issue 5 against independent naive references.
+//! The built-in tile kernels against independent naive references.
 //!
 //! Every reference is written plainly here, in `f64`, from the exact input values (random
 //! inputs from fixed seeds, drawn by `TensorStore::fill_random` on each type's grid so that every

@@ -118,3 +118,68 @@ fn mismatches_name_the_tensor() {
     assert_eq!(e, NpyError::UnknownTensor("Nope".into()));
     assert!(s.to_npy("Nope").is_err());
 }
+
+/// A header read on its own, then the data copied into the buffer `npy_targets` hands out and
+/// put in native byte order, gives the tensor `load_npy` gives; a tensor named twice, or a
+/// header that does not fit, is refused before any buffer is handed out.
+#[test]
+fn headers_then_direct_reads_match_whole_file_loads() {
+    use pto_wsp_kernels::npy::NpyHeader;
+    let (mut direct, mut whole) = (npy_store(), npy_store());
+    let names = [
+        ("A", "f32_big_endian_2x3x4.npy"),
+        ("H", "f16_3x4.npy"),
+        ("I", "i32_3x4.npy"),
+    ];
+    let files: Vec<Vec<u8>> = names.iter().map(|(_, f)| file(f)).collect();
+    let headers: Vec<NpyHeader> = files
+        .iter()
+        .map(|b| NpyHeader::read(&mut std::io::Cursor::new(b)).unwrap())
+        .collect();
+    for (h, b) in headers.iter().zip(&files) {
+        assert_eq!(*h, NpyHeader::parse(b).unwrap());
+        assert_eq!(h.data_offset + h.data_len, b.len());
+    }
+    let named: Vec<(&str, &NpyHeader)> = names.iter().map(|(n, _)| *n).zip(&headers).collect();
+    let targets = direct.npy_targets(&named).unwrap();
+    for ((target, h), b) in targets.into_iter().zip(&headers).zip(&files) {
+        target.copy_from_slice(&b[h.data_offset..]);
+        h.to_native(target);
+    }
+    for ((n, _), b) in names.iter().zip(&files) {
+        whole.load_npy(n, &NpyArray::parse(b).unwrap()).unwrap();
+    }
+    assert_eq!(direct.to_npy("A").unwrap(), whole.to_npy("A").unwrap());
+    assert_eq!(direct.to_npy("H").unwrap(), whole.to_npy("H").unwrap());
+    assert_eq!(direct.to_npy("I").unwrap(), whole.to_npy("I").unwrap());
+    assert_eq!(direct.to_npy("A").unwrap(), file("f32_2x3x4.npy"));
+
+    let twice = [("A", &headers[0]), ("A", &headers[0])];
+    assert!(
+        matches!(direct.npy_targets(&twice), Err(NpyError::Format(m)) if m.contains("more than one"))
+    );
+    let wrong = [("Wrong", &headers[0])];
+    assert!(matches!(
+        direct.npy_targets(&wrong),
+        Err(NpyError::Shape { .. })
+    ));
+}
+
+/// Tensors an input supplies are left alone by the seeded fill; every other tensor gets
+/// exactly the bytes of a full fill.
+#[test]
+fn fill_skips_given_tensors_and_leaves_the_others_unchanged() {
+    let (mut all, mut some) = (npy_store(), npy_store());
+    all.fill_random(9);
+    let a = some.index_of("A").unwrap();
+    some.fill_random_except(9, &[a]);
+    assert!(some.read::<f32>("A").unwrap().iter().all(|&x| x == 0.0));
+    assert_ne!(
+        all.read::<f32>("A").unwrap(),
+        some.read::<f32>("A").unwrap()
+    );
+    for name in ["H", "I", "B", "Wrong"] {
+        let t = all.index_of(name).unwrap();
+        assert_eq!(all.bytes(t), some.bytes(t), "{name}");
+    }
+}
