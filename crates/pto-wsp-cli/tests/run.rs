@@ -513,3 +513,69 @@ fn language_rmsnorm_and_gemm_match_the_builtins() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn language_decode_attention_matches_the_builtins() {
+    let dir = scratch("lang-decode");
+    let module = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/kernels/decode_attention.wsp"
+    );
+    let path = |n: &str| dir.join(format!("{n}.npy"));
+    let mut args = vec!["run".to_string(), module.to_string(), "-q".into()];
+    for n in [
+        "Q", "K", "V", "PO", "PM", "PL", "OUT", "PO2", "PM2", "PL2", "OUT2",
+    ] {
+        args.extend(["--output".into(), format!("{n}={}", path(n).display())]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, _, stderr) = binary(&args);
+    assert_eq!(code, 0, "{stderr}");
+    let t = |n: &str| npy_f32(&path(n));
+    let (q, k, v) = (t("Q"), t("K"), t("V"));
+    // f64 reference: softmax(0.125 q k^T) v over the first 200 keys.
+    let s: Vec<f64> = (0..200)
+        .map(|j| {
+            0.125
+                * (0..64)
+                    .map(|d| q[d] as f64 * k[j * 64 + d] as f64)
+                    .sum::<f64>()
+        })
+        .collect();
+    let mx = s.iter().copied().fold(f64::MIN, f64::max);
+    let e: Vec<f64> = s.iter().map(|x| (x - mx).exp()).collect();
+    let z: f64 = e.iter().sum();
+    let want: Vec<f64> = (0..64)
+        .map(|d| (0..200).map(|j| e[j] * v[j * 64 + d] as f64).sum::<f64>() / z)
+        .collect();
+    let scale = want.iter().map(|w| w.abs()).fold(0f64, f64::max);
+    let err = |got: &[f32]| {
+        got.iter()
+            .zip(&want)
+            .map(|(g, w)| (*g as f64 - w).abs() / scale)
+            .fold(0f64, f64::max)
+    };
+    let (e_lang, e_builtin) = (err(&t("OUT")), err(&t("OUT2")));
+    let partial = |a: &str, b: &str| {
+        t(a).iter()
+            .zip(&t(b))
+            .map(|(x, y)| ((x - y) / y.abs().max(1e-3)).abs())
+            .fold(0f32, f32::max)
+    };
+    let (dp, dm, dl) = (
+        partial("PO", "PO2"),
+        partial("PM", "PM2"),
+        partial("PL", "PL2"),
+    );
+    eprintln!(
+        "decode: language {e_lang:e}, built-in {e_builtin:e} (of max |out|); partial o {dp:e}, m {dm:e}, l {dl:e}"
+    );
+    // f32 dot products of 64 terms and sums of up to 200 exponentials; the built-in's fast exp
+    // is ~4e-6 relative.
+    assert!(
+        e_lang < 1e-5 && e_builtin < 1e-5,
+        "{e_lang:e} {e_builtin:e}"
+    );
+    assert!(dp < 1e-5 && dm < 1e-5 && dl < 1e-5, "{dp:e} {dm:e} {dl:e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -46,6 +46,8 @@ pub enum ShapeRule {
     ColExpandBinary,
     /// `dst (M × N, acc, f32) ⟵ a (M × K, left) · b (K × N, right)`.
     Matmul,
+    /// `dst[c][r] = src[r][c]`: dst `C × R`, src `R × C`, any float types.
+    Transpose,
     /// Global region to tile (same element type); the region must hold the tile's valid part.
     Load,
     /// Tile to global region (same element type).
@@ -115,6 +117,9 @@ tile_ops! {
     Expands = "TEXPANDS", [Dst, Float], Same, DstValid;
     /// `TMOV(dst, src)`: copy (between tile kinds: acc to vec, vec to left, ...).
     Mov = "TMOV", [Dst, Src], Convert, DstValid;
+    /// `TTRANS(dst, src)`: transpose (the valid part: dst's valid rows × cols is src's cols ×
+    /// rows).
+    Trans = "TTRANS", [Dst, Src], Transpose, DstValid;
     /// `TCVT(dst, src)`: convert element type (rounded to nearest even).
     Cvt = "TCVT", [Dst, Src], Convert, DstValid;
     /// `TADD(dst, a, b)`.

@@ -336,6 +336,19 @@ fn exec<'c>(
         buf.clear();
         buf.extend_from_slice(&pool[t.slot][r * t.cols..(r + 1) * t.cols]);
     };
+    if op == TileOp::Trans {
+        let s = tile(1);
+        abuf.clear();
+        abuf.extend_from_slice(&pool[s.slot]);
+        for r in 0..vr {
+            let dst = &mut pool[d.slot][r * d.cols..r * d.cols + vc];
+            for (c, o) in dst.iter_mut().enumerate() {
+                *o = abuf[c * s.cols + r];
+            }
+            round(d.dtype, dst);
+        }
+        return Ok(());
+    }
     if matches!(op, TileOp::ColSum | TileOp::ColMax) {
         let (sr, _) = valid(1);
         let t = tile(1);

@@ -334,6 +334,21 @@ impl Ctx<'_> {
                     );
                 }
             }
+            ShapeRule::Transpose => {
+                if t[0].rows != t[1].cols || t[0].cols != t[1].rows {
+                    bad(
+                        self,
+                        format!(
+                            "{} and {}: `{}` must be {} x {}",
+                            shape(&t[1]),
+                            shape(&t[0]),
+                            t[0].name,
+                            t[1].cols,
+                            t[1].rows
+                        ),
+                    );
+                }
+            }
             ShapeRule::ColReduce => {
                 if t[0].cols != t[1].cols || t[0].rows != 1 {
                     bad(

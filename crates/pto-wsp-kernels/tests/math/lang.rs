@@ -24,6 +24,7 @@ fn shapes(rule: ShapeRule) -> [(usize, usize); 3] {
         ShapeRule::RowExpand => [(R, C), (R, 1), (R, C)],
         ShapeRule::RowExpandBinary => [(R, C), (R, C), (R, 1)],
         ShapeRule::ColExpandBinary => [(R, C), (R, C), (1, C)],
+        ShapeRule::Transpose => [(C, R), (R, C), (R, C)],
         _ => [(R, C), (R, C), (R, C)],
     }
 }
@@ -71,8 +72,14 @@ fn every_vector_instruction_matches_a_naive_reference_on_ragged_tiles() {
         let kinds = op.operands();
         let n_src = kinds.iter().filter(|k| **k == Operand::Src).count();
         let scalar = kinds.contains(&Operand::Float);
+        // A transpose's destination is valid over the source's valid cols x rows.
+        let dvalid = if rule == ShapeRule::Transpose {
+            (VC, VR)
+        } else {
+            valid(sd)
+        };
         let tile = |n: &str, (r, c): (usize, usize)| {
-            let (vr, vc) = valid((r, c));
+            let (vr, vc) = if n == "td" { dvalid } else { valid((r, c)) };
             format!("    tile {n}: vec f32[{r}, {c}] valid({vr}, {vc});\n")
         };
         let mut body = tile("td", sd) + &tile("ta", sa) + &tile("tb", sb);
@@ -124,7 +131,7 @@ fn every_vector_instruction_matches_a_naive_reference_on_ragged_tiles() {
         ];
         run(&reg, &s, "k", &[], &regions).unwrap_or_else(|e| panic!("{op:?}: {e}"));
         let got = s.read::<f32>("D").unwrap();
-        let (vr, vc) = valid(sd);
+        let (vr, vc) = dvalid;
         let (var, vac) = valid(sa);
         for r in 0..sd.0 {
             for c in 0..sd.1 {
@@ -141,6 +148,7 @@ fn every_vector_instruction_matches_a_naive_reference_on_ragged_tiles() {
                 let exact: Option<f32> = match op {
                     TileOp::Expands => Some(-0.75),
                     TileOp::Mov | TileOp::Cvt => Some(at(&a, sa.1, r, c)),
+                    TileOp::Trans => Some(at(&a, sa.1, c, r)),
                     TileOp::Add
                     | TileOp::Sub
                     | TileOp::Mul
