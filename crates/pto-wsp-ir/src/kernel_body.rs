@@ -82,6 +82,39 @@ pub struct KStmt {
     pub loc: Loc,
 }
 
+impl KStmt {
+    /// A statement with no source location.
+    pub fn new(kind: KStmtKind) -> KStmt {
+        KStmt {
+            kind,
+            loc: Loc::NONE,
+        }
+    }
+
+    /// `OP(ARGS);` with every operand a name (tiles, tile parameters, scalar parameters).
+    pub fn inst(op: TileOp, names: &[&str]) -> KStmt {
+        KStmt::new(KStmtKind::Inst {
+            op,
+            args: names
+                .iter()
+                .map(|n| InstArg::Name(Ident::new(*n)))
+                .collect(),
+        })
+    }
+
+    /// `tile NAME: KIND DTYPE[ROWS, COLS];`
+    pub fn tile(name: &str, kind: TileKind, dtype: DType, rows: u64, cols: u64) -> KStmt {
+        KStmt::new(KStmtKind::Tile(TileDecl {
+            name: Ident::new(name),
+            kind,
+            dtype,
+            rows,
+            cols,
+            valid: None,
+        }))
+    }
+}
+
 /// The statements of a kernel body.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum KStmtKind {

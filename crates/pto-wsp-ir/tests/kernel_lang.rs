@@ -119,3 +119,29 @@ fn unknown_instructions_are_parse_errors() {
     );
     assert_eq!(e.loc.start, 32);
 }
+
+#[test]
+fn builder_bodies_equal_parsed_ones() {
+    use pto_wsp_ir::builder::ModuleBuilder;
+    use pto_wsp_ir::{Access, DType, KStmt, TileKind, TileOp};
+    let text = "\
+kernel neg(in x: f32[8, 8], out y: f32[8, 8]) {
+    tile t: vec f32[8, 8];
+    TLOAD(t, x);
+    TNEG(t, t);
+    TSTORE(y, t);
+}
+";
+    let parsed = parse(text).unwrap();
+    let mut b = ModuleBuilder::new();
+    b.kernel("neg")
+        .input("x", DType::F32, [Some(8), Some(8)])
+        .tile("y", Access::Out, DType::F32, [Some(8), Some(8)])
+        .body(vec![
+            KStmt::tile("t", TileKind::Vec, DType::F32, 8, 8),
+            KStmt::inst(TileOp::Load, &["t", "x"]),
+            KStmt::inst(TileOp::Neg, &["t", "t"]),
+            KStmt::inst(TileOp::Store, &["y", "t"]),
+        ]);
+    assert_eq!(b.finish().kernels, parsed.kernels);
+}
