@@ -376,6 +376,10 @@ pub fn inst_cycles(w: &Walk<'_>, op: TileOp, args: &[InstArg]) -> u64 {
             let (r, c) = tile(crate::tile_isa::Operand::Src, 0);
             r * c
         }
+        CostRule::Sort5N => {
+            let (r, c) = tile(crate::tile_isa::Operand::Dst, 0);
+            5 * r * c
+        }
         CostRule::MKN => {
             let (m, k) = tile(crate::tile_isa::Operand::Src, 0);
             let (_, n) = tile(crate::tile_isa::Operand::Src, 1);

@@ -145,3 +145,34 @@ kernel neg(in x: f32[8, 8], out y: f32[8, 8]) {
         ]);
     assert_eq!(b.finish().kernels, parsed.kernels);
 }
+
+#[test]
+fn masks_and_sort_are_checked_and_costed() {
+    let src = "\
+tensor X: f32[4, 32];
+kernel k(inout x: f32[4, 32]) @vector {
+    tile t: vec f32[4, 32];
+    tile s: vec f32[4, 32] valid(4, 20);
+    TLOAD(t, x);
+    TSORT(s, t);
+    TCMP(t, t, t, GT);
+    TSEL(t, t, t, t);
+    TSTORE(x, t);
+}
+workload main() { task k(X[0 +: 4, 0 +: 32]); }
+";
+    let m = module(src);
+    // TLOAD 128, TSORT 5 x 4 x 20, TCMP 128, TSEL 128, TSTORE 128.
+    assert_eq!(
+        body_cycles(m.kernel("k").unwrap(), &[]).unwrap(),
+        4 * 128 + 400
+    );
+    let bad = src.replace("GT);", "BIGGER);");
+    let out = errors(&bad);
+    assert!(
+        out.contains(
+            "kernel `k`: TCMP operand 4 must be a comparison mode (EQ, NE, LT, LE, GT, GE)\n --> t.wsp:7:5"
+        ),
+        "{out}"
+    );
+}

@@ -349,6 +349,24 @@ fn exec<'c>(
         }
         return Ok(());
     }
+    if op == TileOp::Sel {
+        // Three sources: mask and a in the row buffers, b read in place.
+        let b = tile(3);
+        for r in 0..vr {
+            copy_row(abuf, pool, 1, r);
+            copy_row(bbuf, pool, 2, r);
+            for c in 0..vc {
+                let v = if abuf[c] != 0.0 {
+                    bbuf[c]
+                } else {
+                    pool[b.slot][r * b.cols + c]
+                };
+                pool[d.slot][r * d.cols + c] = v;
+            }
+            round(d.dtype, &mut pool[d.slot][r * d.cols..r * d.cols + vc]);
+        }
+        return Ok(());
+    }
     if matches!(op, TileOp::ColSum | TileOp::ColMax) {
         let (sr, _) = valid(1);
         let t = tile(1);
@@ -427,6 +445,26 @@ fn exec<'c>(
                 dst.fill(v);
             }
             TileOp::RowExpand => dst.fill(a[0]),
+            TileOp::Cmp => {
+                let mode = arg_name(&args[3]);
+                for ((o, &x), &y) in dst.iter_mut().zip(a).zip(b) {
+                    *o = if pto_wsp_ir::tile_isa::compare(mode, x, y) {
+                        1.0
+                    } else {
+                        0.0
+                    };
+                }
+            }
+            TileOp::Sort => {
+                dst.copy_from_slice(&a[..vc]);
+                // Descending, NaNs last: total order on (is-not-NaN, value).
+                dst.sort_unstable_by(|x, y| {
+                    y.is_nan()
+                        .cmp(&x.is_nan())
+                        .reverse()
+                        .then(y.partial_cmp(x).unwrap_or(std::cmp::Ordering::Equal))
+                });
+            }
             TileOp::RowExpandSub | TileOp::RowExpandMul | TileOp::RowExpandDiv => {
                 let bop = match op {
                     TileOp::RowExpandSub => TileOp::Sub,

@@ -268,6 +268,17 @@ impl Ctx<'_> {
                         loc,
                     ),
                 },
+                Operand::CmpMode => match a {
+                    InstArg::Name(id) if crate::tile_isa::CMP_MODES.contains(&id.name.as_str()) => {
+                    }
+                    _ => self.push(
+                        format!(
+                            "{mn} operand {n} must be a comparison mode ({})",
+                            crate::tile_isa::CMP_MODES.join(", ")
+                        ),
+                        loc,
+                    ),
+                },
                 Operand::OptInt => {
                     let e = match a {
                         InstArg::Name(id) => Expr::Name(id.clone()),

@@ -84,10 +84,12 @@ fn every_vector_instruction_matches_a_naive_reference_on_ragged_tiles() {
         };
         let mut body = tile("td", sd) + &tile("ta", sa) + &tile("tb", sb);
         body += "    TLOAD(ta, a);\n    TLOAD(tb, b);\n    TLOAD(td, d);\n";
-        let args = match (n_src, scalar) {
-            (0, true) => "td, -0.75".to_string(),
-            (1, true) => "td, ta, 1.5".to_string(),
-            (1, false) => "td, ta".to_string(),
+        let args = match (op, n_src, scalar) {
+            (TileOp::Cmp, ..) => "td, ta, tb, GT".to_string(),
+            (TileOp::Sel, ..) => "td, ta, tb, td".to_string(),
+            (_, 0, true) => "td, -0.75".to_string(),
+            (_, 1, true) => "td, ta, 1.5".to_string(),
+            (_, 1, false) => "td, ta".to_string(),
             _ => "td, ta, tb".to_string(),
         };
         body += &format!("    {}({args});\n    TSTORE(d, td);\n", op.mnemonic());
@@ -118,7 +120,11 @@ fn every_vector_instruction_matches_a_naive_reference_on_ragged_tiles() {
                 })
                 .collect()
         };
-        let (a, b, d0) = (draw(sa.0 * sa.1), draw(sb.0 * sb.1), draw(sd.0 * sd.1));
+        let (mut a, b, d0) = (draw(sa.0 * sa.1), draw(sb.0 * sb.1), draw(sd.0 * sd.1));
+        if op == TileOp::Sel {
+            // A mask with zeros.
+            a.iter_mut().step_by(3).for_each(|x| *x = 0.0);
+        }
         s.write("A", &a).unwrap();
         s.write("B", &b).unwrap();
         s.write("D", &d0).unwrap();
@@ -149,6 +155,21 @@ fn every_vector_instruction_matches_a_naive_reference_on_ragged_tiles() {
                     TileOp::Expands => Some(-0.75),
                     TileOp::Mov | TileOp::Cvt => Some(at(&a, sa.1, r, c)),
                     TileOp::Trans => Some(at(&a, sa.1, c, r)),
+                    TileOp::Cmp => Some(if at(&a, sa.1, r, c) > at(&b, sb.1, r, c) {
+                        1.0
+                    } else {
+                        0.0
+                    }),
+                    TileOp::Sel => Some(if at(&a, sa.1, r, c) != 0.0 {
+                        at(&b, sb.1, r, c)
+                    } else {
+                        d0[i]
+                    }),
+                    TileOp::Sort => {
+                        let mut row: Vec<f32> = (0..vac).map(|j| at(&a, sa.1, r, j)).collect();
+                        row.sort_by(|x, y| y.total_cmp(x));
+                        Some(row[c])
+                    }
                     TileOp::Add
                     | TileOp::Sub
                     | TileOp::Mul
