@@ -176,3 +176,22 @@ workload main() { task k(X[0 +: 4, 0 +: 32]); }
         "{out}"
     );
 }
+
+#[test]
+fn the_worked_example_costs_what_the_docs_say() {
+    let m = module(include_str!("../../../examples/kernels/softmax.wsp"));
+    let k = m.kernel("softmax_tile").unwrap();
+    assert_eq!(
+        body_cycles(k, &[0.125f64.to_bits()]).unwrap(),
+        6 * 512 + 2 * 8
+    );
+    let bad = include_str!("../../../examples/kernels/softmax.wsp")
+        .replace("tile m: vec f32[8, 1];", "tile m: vec f32[8, 2];");
+    assert!(
+        errors(&bad).contains(
+            "kernel `softmax_tile`: TROWMAX: `t` is 8 x 64 and `m` is 8 x 2: `m` must be 8 x 1"
+        ),
+        "{}",
+        errors(&bad)
+    );
+}
