@@ -40,12 +40,11 @@ thread_local! {
 pub fn register_bodies(module: &Module, registry: &mut KernelRegistry) -> Vec<String> {
     let mut names = Vec::new();
     for k in module.kernels.iter().filter(|k| k.body.is_some()) {
-        let decl = Arc::new(k.clone());
-        let run = decl.clone();
-        registry.register(&k.name.name, move |ctx| run_body(&run, ctx));
-        let cost = decl.clone();
+        let prepared = Arc::new(Prepared::new(k.clone()));
+        let run = prepared.clone();
+        registry.register(&k.name.name, move |ctx| run_prepared(&run, ctx));
         registry.set_cost(&k.name.name, move |ctx| {
-            body_cycles(&cost, ctx.params()).unwrap_or(0)
+            body_cycles(&prepared.decl, ctx.params()).unwrap_or(0)
         });
         names.push(k.name.name.clone());
     }
@@ -68,25 +67,52 @@ fn round(dtype: DType, v: &mut [f32]) {
     }
 }
 
-/// Runs `k`'s body on `ctx`.
+/// What a kernel's body needs that does not change from task to task, computed once.
+struct Prepared {
+    decl: KernelDecl,
+    /// Tile declarations get scratch slots.
+    tiles: HashMap<String, Tile>,
+    /// Elements of each slot.
+    sizes: Vec<usize>,
+    /// Region index of each tile parameter and whether the kernel may write it.
+    region: HashMap<String, (usize, bool)>,
+}
+
+impl Prepared {
+    fn new(decl: KernelDecl) -> Prepared {
+        let mut tiles = HashMap::new();
+        let mut sizes = Vec::new();
+        collect_tiles(decl.body.as_deref().unwrap_or(&[]), &mut tiles, &mut sizes);
+        let region = decl
+            .params
+            .iter()
+            .filter_map(|p| match p.kind {
+                ParamKind::Tile { access, .. } => Some((p.name.name.clone(), access.writes())),
+                ParamKind::Scalar(_) => None,
+            })
+            .enumerate()
+            .map(|(i, (n, w))| (n, (i, w)))
+            .collect();
+        Prepared {
+            decl,
+            tiles,
+            sizes,
+            region,
+        }
+    }
+}
+
+/// Runs `k`'s body on `ctx` (preparing it first; registered kernels are prepared once).
 pub fn run_body(k: &KernelDecl, ctx: &TaskContext<'_>) -> Result<(), KernelError> {
+    run_prepared(&Prepared::new(k.clone()), ctx)
+}
+
+fn run_prepared(p: &Prepared, ctx: &TaskContext<'_>) -> Result<(), KernelError> {
+    let k = &p.decl;
     let name = k.name.name.as_str();
     let body = k.body.as_deref().unwrap_or(&[]);
     let err = |m: String| KernelError::shape(name, m);
-    // Tile declarations in order get scratch slots; region index of each tile parameter.
-    let mut tiles: HashMap<&str, Tile> = HashMap::new();
-    let mut sizes = Vec::new();
-    collect_tiles(body, &mut tiles, &mut sizes);
-    let region: HashMap<&str, (usize, bool)> = k
-        .params
-        .iter()
-        .filter_map(|p| match p.kind {
-            ParamKind::Tile { access, .. } => Some((p.name.name.as_str(), access.writes())),
-            ParamKind::Scalar(_) => None,
-        })
-        .enumerate()
-        .map(|(i, (n, w))| (n, (i, w)))
-        .collect();
+    let (tiles, sizes, region) = (&p.tiles, &p.sizes, &p.region);
     let float_param: HashMap<&str, f32> = {
         let mut m = HashMap::new();
         let mut si = 0;
@@ -118,8 +144,8 @@ pub fn run_body(k: &KernelDecl, ctx: &TaskContext<'_>) -> Result<(), KernelError
         let r = walk.run(body, &mut |w, op, args| {
             let env = Env {
                 kernel: name,
-                tiles: &tiles,
-                region: &region,
+                tiles,
+                region,
                 floats: &float_param,
             };
             exec(w, op, args, &env, &mut pool, &mut writes, ctx).map_err(|e| {
@@ -139,9 +165,9 @@ pub fn run_body(k: &KernelDecl, ctx: &TaskContext<'_>) -> Result<(), KernelError
     })
 }
 
-fn collect_tiles<'a>(
-    body: &'a [pto_wsp_ir::KStmt],
-    tiles: &mut HashMap<&'a str, Tile>,
+fn collect_tiles(
+    body: &[pto_wsp_ir::KStmt],
+    tiles: &mut HashMap<String, Tile>,
     sizes: &mut Vec<usize>,
 ) {
     for s in body {
@@ -155,7 +181,7 @@ fn collect_tiles<'a>(
                     }
                 };
                 tiles.insert(
-                    &t.name.name,
+                    t.name.name.clone(),
                     Tile {
                         slot,
                         cols: t.cols as usize,
@@ -187,8 +213,8 @@ fn arg_name(a: &InstArg) -> &str {
 /// What an instruction's names mean in this kernel.
 struct Env<'a> {
     kernel: &'a str,
-    tiles: &'a HashMap<&'a str, Tile>,
-    region: &'a HashMap<&'a str, (usize, bool)>,
+    tiles: &'a HashMap<String, Tile>,
+    region: &'a HashMap<String, (usize, bool)>,
     floats: &'a HashMap<&'a str, f32>,
 }
 
