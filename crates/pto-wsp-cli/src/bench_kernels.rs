@@ -21,7 +21,7 @@ use crate::exec::{RunOptions, run};
 use crate::llm;
 use pto_wsp::kernels::KernelRegistry;
 use pto_wsp::kernels::bench::{
-    AttnCase, GemmCase, HEAD_DIM, KV_ROWS, SIZES, compare_with, fma_peak_gflops,
+    AttnCase, GemmCase, HEAD_DIM, KV_ROWS, LangCase, SIZES, compare_with, fma_peak_gflops,
 };
 use std::cell::RefCell;
 use std::time::Duration;
@@ -122,6 +122,22 @@ pub fn kernels<E: From<CliError>>(
                 verdict
             ))?;
         }
+    }
+    out(&format!(
+        "  kernels written in tile instructions vs the built-in on the same tiles (target >= 70% of the built-in's speed):\n  {:>20} {:>12} {:>12} {:>7} {:>8}\n",
+        "case", "language µs", "built-in µs", "speed", "target"
+    ))?;
+    for case in LangCase::all() {
+        let (tl, tb) = compare_with(|| case.lang(), || case.builtin(), opts.target, opts.rounds);
+        let speed = 100.0 * tb.as_secs_f64() / tl.as_secs_f64();
+        out(&format!(
+            "  {:>20} {:>12.2} {:>12.2} {:>6.0}% {:>8}\n",
+            case.label,
+            tl.as_secs_f64() * 1e6,
+            tb.as_secs_f64() * 1e6,
+            speed,
+            if speed >= 70.0 { "met" } else { "missed" }
+        ))?;
     }
     out(&format!(
         "  decode attention chunk ({KV_ROWS} x {HEAD_DIM} keys and values) vs a copy of the same bytes:\n  {:>6} {:>3} {:>11} {:>12} {:>12} {:>7} {:>9} {:>8}\n",

@@ -659,3 +659,154 @@ fn language_softmax_matches_the_builtin() {
     eprintln!("softmax: language {worst_lang:e}, built-in {worst_builtin:e}, between {diff:e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Writes `data` as a version-1 little-endian `f32` `.npy` file of `shape`.
+fn write_npy_f32(path: &std::path::Path, shape: &[usize], data: &[f32]) {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let mut header = format!(
+        "{{'descr': '<f4', 'fortran_order': False, 'shape': ({},), }}",
+        dims.join(", ")
+    );
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    for v in data {
+        bytes.extend_from_slice(&v.to_le_bytes());
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn language_rmsnorm_and_gemm_match_the_builtins() {
+    let dir = scratch("lang-rms-gemm");
+    let module = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/kernels/rmsnorm_gemm.wsp"
+    );
+    let path = |n: &str| dir.join(format!("{n}.npy"));
+    let spec = |n: &str| format!("{n}={}", path(n).display());
+    // Both accumulators start from the same values.
+    let c0: Vec<f32> = (0..32 * 32)
+        .map(|i| ((i * 37) % 101) as f32 / 50.0 - 1.0)
+        .collect();
+    write_npy_f32(&path("c0"), &[32, 32], &c0);
+    let c0_spec = |n: &str| format!("{n}={}", path("c0").display());
+    let mut args = vec!["run".to_string(), module.to_string(), "-q".into()];
+    for n in ["C", "C2"] {
+        args.extend(["--input".into(), c0_spec(n)]);
+    }
+    for n in ["X", "W", "Y", "Y2", "A", "B", "C", "C2"] {
+        args.extend(["--output".into(), spec(n)]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, stdout, stderr) = binary(&args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("ran 16 tasks"), "{stdout}");
+    let t = |n: &str| npy_f32(&path(n));
+    let (x, w, y, y2) = (t("X"), t("W"), t("Y"), t("Y2"));
+    let (mut e_lang, mut e_builtin) = (0f64, 0f64);
+    for r in 0..32 {
+        let row = &x[r * 64..(r + 1) * 64];
+        let ms: f64 = row.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / 64.0;
+        let inv = 1.0 / (ms + 1e-6).sqrt();
+        for c in 0..64 {
+            let want = row[c] as f64 * inv * w[c] as f64;
+            let scale = (row[c] as f64 * inv).abs().max(1e-30) * (w[c] as f64).abs().max(1e-30);
+            e_lang = e_lang.max((y[r * 64 + c] as f64 - want).abs() / scale);
+            e_builtin = e_builtin.max((y2[r * 64 + c] as f64 - want).abs() / scale);
+        }
+    }
+    let (a, b, c, c2) = (t("A"), t("B"), t("C"), t("C2"));
+    let (mut g_lang, mut g_builtin) = (0f64, 0f64);
+    for i in 0..32 {
+        for j in 0..32 {
+            let terms: Vec<f64> = (0..64)
+                .map(|k| a[i * 64 + k] as f64 * b[k * 32 + j] as f64)
+                .collect();
+            let want = c0[i * 32 + j] as f64 + terms.iter().sum::<f64>();
+            let scale = (c0[i * 32 + j] as f64).abs() + terms.iter().map(|v| v.abs()).sum::<f64>();
+            g_lang = g_lang.max((c[i * 32 + j] as f64 - want).abs() / scale);
+            g_builtin = g_builtin.max((c2[i * 32 + j] as f64 - want).abs() / scale);
+        }
+    }
+    eprintln!(
+        "rmsnorm: language {e_lang:e}, built-in {e_builtin:e}; gemm: language {g_lang:e}, built-in {g_builtin:e}"
+    );
+    // f32 arithmetic: a row of 64 squares summed in f32 (≤ 64·2^-24 of the sum), an rsqrt and
+    // two products — well under 1e-5 relative; a 64-term f32 dot product likewise relative to
+    // the sum of magnitudes.
+    for e in [e_lang, e_builtin, g_lang, g_builtin] {
+        assert!(e < 1e-5, "{e:e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn language_decode_attention_matches_the_builtins() {
+    let dir = scratch("lang-decode");
+    let module = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/kernels/decode_attention.wsp"
+    );
+    let path = |n: &str| dir.join(format!("{n}.npy"));
+    let mut args = vec!["run".to_string(), module.to_string(), "-q".into()];
+    for n in [
+        "Q", "K", "V", "PO", "PM", "PL", "OUT", "PO2", "PM2", "PL2", "OUT2",
+    ] {
+        args.extend(["--output".into(), format!("{n}={}", path(n).display())]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, _, stderr) = binary(&args);
+    assert_eq!(code, 0, "{stderr}");
+    let t = |n: &str| npy_f32(&path(n));
+    let (q, k, v) = (t("Q"), t("K"), t("V"));
+    // f64 reference: softmax(0.125 q k^T) v over the first 200 keys.
+    let s: Vec<f64> = (0..200)
+        .map(|j| {
+            0.125
+                * (0..64)
+                    .map(|d| q[d] as f64 * k[j * 64 + d] as f64)
+                    .sum::<f64>()
+        })
+        .collect();
+    let mx = s.iter().copied().fold(f64::MIN, f64::max);
+    let e: Vec<f64> = s.iter().map(|x| (x - mx).exp()).collect();
+    let z: f64 = e.iter().sum();
+    let want: Vec<f64> = (0..64)
+        .map(|d| (0..200).map(|j| e[j] * v[j * 64 + d] as f64).sum::<f64>() / z)
+        .collect();
+    let scale = want.iter().map(|w| w.abs()).fold(0f64, f64::max);
+    let err = |got: &[f32]| {
+        got.iter()
+            .zip(&want)
+            .map(|(g, w)| (*g as f64 - w).abs() / scale)
+            .fold(0f64, f64::max)
+    };
+    let (e_lang, e_builtin) = (err(&t("OUT")), err(&t("OUT2")));
+    let partial = |a: &str, b: &str| {
+        t(a).iter()
+            .zip(&t(b))
+            .map(|(x, y)| ((x - y) / y.abs().max(1e-3)).abs())
+            .fold(0f32, f32::max)
+    };
+    let (dp, dm, dl) = (
+        partial("PO", "PO2"),
+        partial("PM", "PM2"),
+        partial("PL", "PL2"),
+    );
+    eprintln!(
+        "decode: language {e_lang:e}, built-in {e_builtin:e} (of max |out|); partial o {dp:e}, m {dm:e}, l {dl:e}"
+    );
+    // f32 dot products of 64 terms and sums of up to 200 exponentials; the built-in's fast exp
+    // is ~4e-6 relative.
+    assert!(
+        e_lang < 1e-5 && e_builtin < 1e-5,
+        "{e_lang:e} {e_builtin:e}"
+    );
+    assert!(dp < 1e-5 && dm < 1e-5 && dl < 1e-5, "{dp:e} {dm:e} {dl:e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -395,6 +395,13 @@ impl KernelBuilder<'_> {
         self
     }
 
+    /// A body of tile instructions (`crate::kernel_body`); statements are made with
+    /// [`crate::KStmt::new`] and [`crate::KStmt::inst`].
+    pub fn body(self, stmts: Vec<crate::kernel_body::KStmt>) -> Self {
+        self.decl.body = Some(stmts);
+        self
+    }
+
     /// `tiers { COND => VARIANT, ..., else => DEFAULT }`.
     pub fn tiers<'n>(
         self,

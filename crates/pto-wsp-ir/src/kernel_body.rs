@@ -82,6 +82,39 @@ pub struct KStmt {
     pub loc: Loc,
 }
 
+impl KStmt {
+    /// A statement with no source location.
+    pub fn new(kind: KStmtKind) -> KStmt {
+        KStmt {
+            kind,
+            loc: Loc::NONE,
+        }
+    }
+
+    /// `OP(ARGS);` with every operand a name (tiles, tile parameters, scalar parameters).
+    pub fn inst(op: TileOp, names: &[&str]) -> KStmt {
+        KStmt::new(KStmtKind::Inst {
+            op,
+            args: names
+                .iter()
+                .map(|n| InstArg::Name(Ident::new(*n)))
+                .collect(),
+        })
+    }
+
+    /// `tile NAME: KIND DTYPE[ROWS, COLS];`
+    pub fn tile(name: &str, kind: TileKind, dtype: DType, rows: u64, cols: u64) -> KStmt {
+        KStmt::new(KStmtKind::Tile(TileDecl {
+            name: Ident::new(name),
+            kind,
+            dtype,
+            rows,
+            cols,
+            valid: None,
+        }))
+    }
+}
+
 /// The statements of a kernel body.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum KStmtKind {
@@ -342,6 +375,10 @@ pub fn inst_cycles(w: &Walk<'_>, op: TileOp, args: &[InstArg]) -> u64 {
         CostRule::SrcValid => {
             let (r, c) = tile(crate::tile_isa::Operand::Src, 0);
             r * c
+        }
+        CostRule::Sort5N => {
+            let (r, c) = tile(crate::tile_isa::Operand::Dst, 0);
+            5 * r * c
         }
         CostRule::MKN => {
             let (m, k) = tile(crate::tile_isa::Operand::Src, 0);

@@ -21,6 +21,8 @@ pub enum Operand {
     Global,
     /// A float scalar: a float literal or an `f32` / `f64` parameter of the kernel.
     Float,
+    /// A comparison mode word: `EQ`, `NE`, `LT`, `LE`, `GT` or `GE`.
+    CmpMode,
     /// An optional integer expression (a row or column offset into a global tile); trailing
     /// optional operands default to 0.
     OptInt,
@@ -46,6 +48,8 @@ pub enum ShapeRule {
     ColExpandBinary,
     /// `dst (M × N, acc, f32) ⟵ a (M × K, left) · b (K × N, right)`.
     Matmul,
+    /// `dst[c][r] = src[r][c]`: dst `C × R`, src `R × C`, any float types.
+    Transpose,
     /// Global region to tile (same element type); the region must hold the tile's valid part.
     Load,
     /// Tile to global region (same element type).
@@ -61,6 +65,24 @@ pub enum CostRule {
     SrcValid,
     /// M × K × N (`TMATMUL`).
     MKN,
+    /// 5 × valid rows × valid cols of the destination (a sort of n elements ≈ 5n).
+    Sort5N,
+}
+
+/// The comparison modes of `TCMP`, by their spelling.
+pub const CMP_MODES: &[&str] = &["EQ", "NE", "LT", "LE", "GT", "GE"];
+
+/// `a MODE b` for a mode of [`CMP_MODES`] (`false` for an unknown mode).
+pub fn compare(mode: &str, a: f32, b: f32) -> bool {
+    match mode {
+        "EQ" => a == b,
+        "NE" => a != b,
+        "LT" => a < b,
+        "LE" => a <= b,
+        "GT" => a > b,
+        "GE" => a >= b,
+        _ => false,
+    }
 }
 
 macro_rules! tile_ops {
@@ -115,6 +137,9 @@ tile_ops! {
     Expands = "TEXPANDS", [Dst, Float], Same, DstValid;
     /// `TMOV(dst, src)`: copy (between tile kinds: acc to vec, vec to left, ...).
     Mov = "TMOV", [Dst, Src], Convert, DstValid;
+    /// `TTRANS(dst, src)`: transpose (the valid part: dst's valid rows × cols is src's cols ×
+    /// rows).
+    Trans = "TTRANS", [Dst, Src], Transpose, DstValid;
     /// `TCVT(dst, src)`: convert element type (rounded to nearest even).
     Cvt = "TCVT", [Dst, Src], Convert, DstValid;
     /// `TADD(dst, a, b)`.
@@ -173,6 +198,15 @@ tile_ops! {
     RowExpandDiv = "TROWEXPANDDIV", [Dst, Src, Src], RowExpandBinary, DstValid;
     /// `TCOLEXPANDMUL(dst, a, v)`: dst[r][c] = a[r][c] · v[0][c].
     ColExpandMul = "TCOLEXPANDMUL", [Dst, Src, Src], ColExpandBinary, DstValid;
+    /// `TCMP(mask, a, b, MODE)`: mask = 1 where `a MODE b` holds, else 0 (the mask is a tile of
+    /// the same type; PTO-ISA's mask encoding is target-defined).
+    Cmp = "TCMP", [Dst, Src, Src, CmpMode], Same, DstValid;
+    /// `TSEL(dst, mask, a, b)`: dst = a where mask ≠ 0, else b.
+    Sel = "TSEL", [Dst, Src, Src, Src], Same, DstValid;
+    /// `TSORT(dst, a)`: each row's valid part sorted in descending order (NaNs last), a top-k
+    /// primitive: the first k columns are the row's k largest. (On the device: `TSORT32` and
+    /// `TMRGSORT`.)
+    Sort = "TSORT", [Dst, Src], Same, Sort5N;
     /// `TMATMUL(c, a, b)`: c = a · b.
     Matmul = "TMATMUL", [Dst, Src, Src], Matmul, MKN;
     /// `TMATMUL_ACC(c, a, b)`: c += a · b.

@@ -119,3 +119,79 @@ fn unknown_instructions_are_parse_errors() {
     );
     assert_eq!(e.loc.start, 32);
 }
+
+#[test]
+fn builder_bodies_equal_parsed_ones() {
+    use pto_wsp_ir::builder::ModuleBuilder;
+    use pto_wsp_ir::{Access, DType, KStmt, TileKind, TileOp};
+    let text = "\
+kernel neg(in x: f32[8, 8], out y: f32[8, 8]) {
+    tile t: vec f32[8, 8];
+    TLOAD(t, x);
+    TNEG(t, t);
+    TSTORE(y, t);
+}
+";
+    let parsed = parse(text).unwrap();
+    let mut b = ModuleBuilder::new();
+    b.kernel("neg")
+        .input("x", DType::F32, [Some(8), Some(8)])
+        .tile("y", Access::Out, DType::F32, [Some(8), Some(8)])
+        .body(vec![
+            KStmt::tile("t", TileKind::Vec, DType::F32, 8, 8),
+            KStmt::inst(TileOp::Load, &["t", "x"]),
+            KStmt::inst(TileOp::Neg, &["t", "t"]),
+            KStmt::inst(TileOp::Store, &["y", "t"]),
+        ]);
+    assert_eq!(b.finish().kernels, parsed.kernels);
+}
+
+#[test]
+fn masks_and_sort_are_checked_and_costed() {
+    let src = "\
+tensor X: f32[4, 32];
+kernel k(inout x: f32[4, 32]) @vector {
+    tile t: vec f32[4, 32];
+    tile s: vec f32[4, 32] valid(4, 20);
+    TLOAD(t, x);
+    TSORT(s, t);
+    TCMP(t, t, t, GT);
+    TSEL(t, t, t, t);
+    TSTORE(x, t);
+}
+workload main() { task k(X[0 +: 4, 0 +: 32]); }
+";
+    let m = module(src);
+    // TLOAD 128, TSORT 5 x 4 x 20, TCMP 128, TSEL 128, TSTORE 128.
+    assert_eq!(
+        body_cycles(m.kernel("k").unwrap(), &[]).unwrap(),
+        4 * 128 + 400
+    );
+    let bad = src.replace("GT);", "BIGGER);");
+    let out = errors(&bad);
+    assert!(
+        out.contains(
+            "kernel `k`: TCMP operand 4 must be a comparison mode (EQ, NE, LT, LE, GT, GE)\n --> t.wsp:7:5"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_worked_example_costs_what_the_docs_say() {
+    let m = module(include_str!("../../../examples/kernels/softmax.wsp"));
+    let k = m.kernel("softmax_tile").unwrap();
+    assert_eq!(
+        body_cycles(k, &[0.125f64.to_bits()]).unwrap(),
+        6 * 512 + 2 * 8
+    );
+    let bad = include_str!("../../../examples/kernels/softmax.wsp")
+        .replace("tile m: vec f32[8, 1];", "tile m: vec f32[8, 2];");
+    assert!(
+        errors(&bad).contains(
+            "kernel `softmax_tile`: TROWMAX: `t` is 8 x 64 and `m` is 8 x 2: `m` must be 8 x 1"
+        ),
+        "{}",
+        errors(&bad)
+    );
+}

@@ -269,6 +269,135 @@ fn best_per_call(target: Duration, mut f: impl FnMut()) -> impl FnMut() -> Durat
     }
 }
 
+/// A kernel written in tile instructions and the built-in it re-expresses, on the same tiles
+/// (the modules are `examples/kernels/softmax.wsp` and `rmsnorm_gemm.wsp`): softmax and RMSNorm
+/// on an 8 × 64 tile, a GEMM tile `c += a·b` of 16 × 64 · 64 × 16.
+pub struct LangCase {
+    store: TensorStore,
+    reg: KernelRegistry,
+    lang: (KernelId, Vec<TaskIo>, Vec<u64>),
+    builtin: (KernelId, Vec<TaskIo>, Vec<u64>),
+    /// The case's name.
+    pub label: &'static str,
+}
+
+impl LangCase {
+    /// Every case: softmax, RMSNorm, GEMM tile.
+    pub fn all() -> Vec<LangCase> {
+        let softmax = include_str!("../../../examples/kernels/softmax.wsp");
+        let rms_gemm = include_str!("../../../examples/kernels/rmsnorm_gemm.wsp");
+        let io = |t: u32, r: i64, c: i64, a: Access| {
+            TaskIo::new(Region::new(t, &[0, 0], &[r, c]).expect("region"), a)
+        };
+        let row =
+            |t: u32, n: i64| TaskIo::new(Region::new(t, &[0], &[n]).expect("region"), Access::In);
+        let f = |v: f64| v.to_bits();
+        vec![
+            LangCase::new(
+                "softmax 8x64",
+                softmax,
+                (
+                    "softmax_tile",
+                    vec![io(0, 8, 64, Access::In), io(1, 8, 64, Access::Out)],
+                    vec![f(0.125)],
+                ),
+                (
+                    "softmax",
+                    vec![io(0, 8, 64, Access::In), io(2, 8, 64, Access::Out)],
+                    vec![f(0.125)],
+                ),
+            ),
+            LangCase::new(
+                "rmsnorm 8x64",
+                rms_gemm,
+                (
+                    "rmsnorm_tile",
+                    vec![
+                        io(0, 8, 64, Access::In),
+                        row(1, 64),
+                        io(2, 8, 64, Access::Out),
+                    ],
+                    vec![f(1e-6)],
+                ),
+                (
+                    "rmsnorm",
+                    vec![
+                        io(0, 8, 64, Access::In),
+                        row(1, 64),
+                        io(3, 8, 64, Access::Out),
+                    ],
+                    vec![f(1e-6)],
+                ),
+            ),
+            LangCase::new(
+                "gemm tile 16x64x16",
+                rms_gemm,
+                (
+                    "gemm_tile",
+                    vec![
+                        io(4, 16, 64, Access::In),
+                        io(5, 64, 16, Access::In),
+                        io(6, 16, 16, Access::InOut),
+                    ],
+                    vec![],
+                ),
+                (
+                    "matmul_acc",
+                    vec![
+                        io(4, 16, 64, Access::In),
+                        io(5, 64, 16, Access::In),
+                        io(7, 16, 16, Access::InOut),
+                    ],
+                    vec![],
+                ),
+            ),
+        ]
+    }
+
+    fn new(
+        label: &'static str,
+        text: &str,
+        lang: (&str, Vec<TaskIo>, Vec<u64>),
+        builtin: (&str, Vec<TaskIo>, Vec<u64>),
+    ) -> LangCase {
+        let m = parse(text).expect("example parses");
+        let mut store = TensorStore::new(&m, &Bindings::new()).expect("store");
+        store.fill_random(7);
+        let mut reg = KernelRegistry::with_builtins();
+        crate::lang::register_bodies(&m, &mut reg);
+        let id = |n: &str| reg.lookup(n).expect("kernel registered");
+        LangCase {
+            lang: (id(lang.0), lang.1, lang.2),
+            builtin: (id(builtin.0), builtin.1, builtin.2),
+            store,
+            reg,
+            label,
+        }
+    }
+
+    /// Runs the language kernel once.
+    pub fn lang(&self) {
+        call(
+            &self.reg,
+            self.lang.0,
+            &self.store,
+            &self.lang.2,
+            &self.lang.1,
+        );
+    }
+
+    /// Runs the built-in once.
+    pub fn builtin(&self) {
+        call(
+            &self.reg,
+            self.builtin.0,
+            &self.store,
+            &self.builtin.2,
+            &self.builtin.1,
+        );
+    }
+}
+
 /// Times `a` and `b` interleaved, best of 11 rounds of about 40 ms each; returns the best time
 /// per call of each.
 pub fn compare(a: impl FnMut(), b: impl FnMut()) -> (Duration, Duration) {

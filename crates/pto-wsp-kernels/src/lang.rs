@@ -13,6 +13,7 @@
 
 use crate::context::TaskContext;
 use crate::registry::{KernelError, KernelRegistry};
+use crate::tile::FloatWrite;
 use half::{bf16, f16};
 use pto_wsp_ir::kernel_body::{InstArg, KStmtKind, Walk, body_cycles};
 use pto_wsp_ir::{DType, Expr, KernelDecl, Module, ParamKind, TileOp};
@@ -20,8 +21,18 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+/// A worker's scratch: one buffer per tile slot and row buffers for operands, all reused.
+struct Pool {
+    tiles: Vec<Vec<f32>>,
+    a: Vec<f32>,
+    b: Vec<f32>,
+    io: Vec<f32>,
+}
+
 thread_local! {
-    static TILES: RefCell<Vec<Vec<f32>>> = const { RefCell::new(Vec::new()) };
+    static POOL: RefCell<Pool> = const {
+        RefCell::new(Pool { tiles: Vec::new(), a: Vec::new(), b: Vec::new(), io: Vec::new() })
+    };
 }
 
 /// Registers every kernel of `module` that has a body (replacing any kernel of that name).
@@ -29,12 +40,11 @@ thread_local! {
 pub fn register_bodies(module: &Module, registry: &mut KernelRegistry) -> Vec<String> {
     let mut names = Vec::new();
     for k in module.kernels.iter().filter(|k| k.body.is_some()) {
-        let decl = Arc::new(k.clone());
-        let run = decl.clone();
-        registry.register(&k.name.name, move |ctx| run_body(&run, ctx));
-        let cost = decl.clone();
+        let prepared = Arc::new(Prepared::new(k.clone()));
+        let run = prepared.clone();
+        registry.register(&k.name.name, move |ctx| run_prepared(&run, ctx));
         registry.set_cost(&k.name.name, move |ctx| {
-            body_cycles(&cost, ctx.params()).unwrap_or(0)
+            body_cycles(&prepared.decl, ctx.params()).unwrap_or(0)
         });
         names.push(k.name.name.clone());
     }
@@ -57,25 +67,52 @@ fn round(dtype: DType, v: &mut [f32]) {
     }
 }
 
-/// Runs `k`'s body on `ctx`.
+/// What a kernel's body needs that does not change from task to task, computed once.
+struct Prepared {
+    decl: KernelDecl,
+    /// Tile declarations get scratch slots.
+    tiles: HashMap<String, Tile>,
+    /// Elements of each slot.
+    sizes: Vec<usize>,
+    /// Region index of each tile parameter and whether the kernel may write it.
+    region: HashMap<String, (usize, bool)>,
+}
+
+impl Prepared {
+    fn new(decl: KernelDecl) -> Prepared {
+        let mut tiles = HashMap::new();
+        let mut sizes = Vec::new();
+        collect_tiles(decl.body.as_deref().unwrap_or(&[]), &mut tiles, &mut sizes);
+        let region = decl
+            .params
+            .iter()
+            .filter_map(|p| match p.kind {
+                ParamKind::Tile { access, .. } => Some((p.name.name.clone(), access.writes())),
+                ParamKind::Scalar(_) => None,
+            })
+            .enumerate()
+            .map(|(i, (n, w))| (n, (i, w)))
+            .collect();
+        Prepared {
+            decl,
+            tiles,
+            sizes,
+            region,
+        }
+    }
+}
+
+/// Runs `k`'s body on `ctx` (preparing it first; registered kernels are prepared once).
 pub fn run_body(k: &KernelDecl, ctx: &TaskContext<'_>) -> Result<(), KernelError> {
+    run_prepared(&Prepared::new(k.clone()), ctx)
+}
+
+fn run_prepared(p: &Prepared, ctx: &TaskContext<'_>) -> Result<(), KernelError> {
+    let k = &p.decl;
     let name = k.name.name.as_str();
     let body = k.body.as_deref().unwrap_or(&[]);
     let err = |m: String| KernelError::shape(name, m);
-    // Tile declarations in order get scratch slots; region index of each tile parameter.
-    let mut tiles: HashMap<&str, Tile> = HashMap::new();
-    let mut sizes = Vec::new();
-    collect_tiles(body, &mut tiles, &mut sizes);
-    let region: HashMap<&str, (usize, bool)> = k
-        .params
-        .iter()
-        .filter_map(|p| match p.kind {
-            ParamKind::Tile { access, .. } => Some((p.name.name.as_str(), access.writes())),
-            ParamKind::Scalar(_) => None,
-        })
-        .enumerate()
-        .map(|(i, (n, w))| (n, (i, w)))
-        .collect();
+    let (tiles, sizes, region) = (&p.tiles, &p.sizes, &p.region);
     let float_param: HashMap<&str, f32> = {
         let mut m = HashMap::new();
         let mut si = 0;
@@ -89,20 +126,29 @@ pub fn run_body(k: &KernelDecl, ctx: &TaskContext<'_>) -> Result<(), KernelError
         }
         m
     };
-    TILES.with(|cell| {
+    POOL.with(|cell| {
         let mut pool = cell.borrow_mut();
-        while pool.len() < sizes.len() {
-            pool.push(Vec::new());
+        while pool.tiles.len() < sizes.len() {
+            pool.tiles.push(Vec::new());
         }
         for (i, &n) in sizes.iter().enumerate() {
-            if pool[i].len() < n {
-                pool[i].resize(n, 0.0);
+            if pool.tiles[i].len() < n {
+                pool.tiles[i].resize(n, 0.0);
             }
         }
         let mut walk = Walk::new(k, ctx.params()).map_err(|e| err(e.message))?;
+        // A region gets one write view per task (the context hands out only one): opened at
+        // its first load or store, kept to the end.
+        let mut writes: Vec<Option<FloatWrite<'_>>> = (0..region.len()).map(|_| None).collect();
         let mut fail = None;
         let r = walk.run(body, &mut |w, op, args| {
-            exec(w, op, args, &tiles, &region, &float_param, &mut pool, ctx).map_err(|e| {
+            let env = Env {
+                kernel: name,
+                tiles,
+                region,
+                floats: &float_param,
+            };
+            exec(w, op, args, &env, &mut pool, &mut writes, ctx).map_err(|e| {
                 let msg = e.to_string();
                 fail = Some(e);
                 pto_wsp_ir::kernel_body::BodyError {
@@ -119,9 +165,9 @@ pub fn run_body(k: &KernelDecl, ctx: &TaskContext<'_>) -> Result<(), KernelError
     })
 }
 
-fn collect_tiles<'a>(
-    body: &'a [pto_wsp_ir::KStmt],
-    tiles: &mut HashMap<&'a str, Tile>,
+fn collect_tiles(
+    body: &[pto_wsp_ir::KStmt],
+    tiles: &mut HashMap<String, Tile>,
     sizes: &mut Vec<usize>,
 ) {
     for s in body {
@@ -135,7 +181,7 @@ fn collect_tiles<'a>(
                     }
                 };
                 tiles.insert(
-                    &t.name.name,
+                    t.name.name.clone(),
                     Tile {
                         slot,
                         cols: t.cols as usize,
@@ -164,18 +210,31 @@ fn arg_name(a: &InstArg) -> &str {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn exec(
+/// What an instruction's names mean in this kernel.
+struct Env<'a> {
+    kernel: &'a str,
+    tiles: &'a HashMap<String, Tile>,
+    region: &'a HashMap<String, (usize, bool)>,
+    floats: &'a HashMap<&'a str, f32>,
+}
+
+fn exec<'c>(
     w: &Walk<'_>,
     op: TileOp,
     args: &[InstArg],
-    tiles: &HashMap<&str, Tile>,
-    region: &HashMap<&str, (usize, bool)>,
-    floats: &HashMap<&str, f32>,
-    pool: &mut [Vec<f32>],
-    ctx: &TaskContext<'_>,
+    env: &Env<'_>,
+    pool: &mut Pool,
+    writes: &mut [Option<FloatWrite<'c>>],
+    ctx: &'c TaskContext<'_>,
 ) -> Result<(), KernelError> {
-    let kname = w_kernel(ctx);
+    let (tiles, region, floats) = (env.tiles, env.region, env.floats);
+    let Pool {
+        tiles: pool,
+        a: abuf,
+        b: bbuf,
+        io: row,
+    } = pool;
+    let kname = env.kernel;
     let tile = |i: usize| -> Tile { tiles[arg_name(&args[i])] };
     let valid = |i: usize| -> (usize, usize) {
         let (r, c) = w.valid(arg_name(&args[i]));
@@ -198,9 +257,9 @@ fn exec(
                 };
                 let v = w
                     .int(&e)
-                    .map_err(|e| KernelError::shape(&kname, e.message))?;
+                    .map_err(|e| KernelError::shape(kname, e.message))?;
                 usize::try_from(v)
-                    .map_err(|_| KernelError::shape(&kname, format!("negative offset {v}")))
+                    .map_err(|_| KernelError::shape(kname, format!("negative offset {v}")))
             }
         }
     };
@@ -213,13 +272,12 @@ fn exec(
             };
             let (vr, vc) = valid(ti);
             let (r0, c0) = (offset(2)?, offset(3)?);
-            let (ri, writes) = region[arg_name(&args[gi])];
+            let (ri, writes_region) = region[arg_name(&args[gi])];
             let buf = &mut pool[t.slot];
-            let mut row = vec![0.0f32; 0];
             let check = |rows: usize, cols: usize| {
                 if r0 + vr > rows || c0 + vc > cols {
                     Err(KernelError::shape(
-                        &kname,
+                        kname,
                         format!(
                             "{}: {vr} x {vc} at ({r0}, {c0}) is outside region {ri} ({rows} x {cols})",
                             op.mnemonic()
@@ -230,12 +288,15 @@ fn exec(
                 }
             };
             if op == TileOp::Load {
-                if writes {
-                    let g = ctx.write_float(ri)?;
+                if writes_region {
+                    if writes[ri].is_none() {
+                        writes[ri] = Some(ctx.write_float(ri)?);
+                    }
+                    let g = writes[ri].as_ref().expect("opened above");
                     check(g.rows(), g.cols())?;
                     row.resize(g.cols(), 0.0);
                     for r in 0..vr {
-                        g.load_row(r0 + r, &mut row);
+                        g.load_row(r0 + r, row);
                         buf[r * t.cols..r * t.cols + vc].copy_from_slice(&row[c0..c0 + vc]);
                     }
                 } else {
@@ -243,7 +304,7 @@ fn exec(
                     check(g.rows(), g.cols())?;
                     row.resize(g.cols(), 0.0);
                     for r in 0..vr {
-                        g.load_row(r0 + r, &mut row);
+                        g.load_row(r0 + r, row);
                         buf[r * t.cols..r * t.cols + vc].copy_from_slice(&row[c0..c0 + vc]);
                     }
                 }
@@ -251,11 +312,14 @@ fn exec(
                     round(t.dtype, &mut buf[r * t.cols..r * t.cols + vc]);
                 }
             } else {
-                let mut g = ctx.write_float(ri)?;
+                if writes[ri].is_none() {
+                    writes[ri] = Some(ctx.write_float(ri)?);
+                }
+                let g = writes[ri].as_mut().expect("opened above");
                 check(g.rows(), g.cols())?;
                 for r in 0..vr {
                     let src = &buf[r * t.cols..r * t.cols + vc];
-                    g.update_row(r0 + r, &mut row, true, |dst| {
+                    g.update_row(r0 + r, row, true, |dst| {
                         dst[c0..c0 + vc].copy_from_slice(src)
                     });
                 }
@@ -266,8 +330,11 @@ fn exec(
             let (c, a, b) = (tile(0), tile(1), tile(2));
             let (m, kk) = valid(1);
             let (_, n) = valid(2);
-            let av = pool[a.slot].clone();
-            let bv = pool[b.slot].clone();
+            abuf.clear();
+            abuf.extend_from_slice(&pool[a.slot]);
+            bbuf.clear();
+            bbuf.extend_from_slice(&pool[b.slot]);
+            let (av, bv) = (&*abuf, &*bbuf);
             let cv = &mut pool[c.slot];
             for i in 0..m {
                 let crow = &mut cv[i * c.cols..i * c.cols + n];
@@ -286,24 +353,102 @@ fn exec(
         }
         _ => {}
     }
-    // Vector instructions: dst is operand 0.
+    // Vector instructions: dst is operand 0; source rows are copied to the row buffers first,
+    // so a destination may be one of its sources.
     let d = tile(0);
     let (vr, vc) = valid(0);
-    let src = |i: usize, pool: &[Vec<f32>], r: usize| -> Vec<f32> {
+    let copy_row = |buf: &mut Vec<f32>, pool: &[Vec<f32>], i: usize, r: usize| {
         let t = tile(i);
-        pool[t.slot][r * t.cols..r * t.cols + t.cols].to_vec()
+        buf.clear();
+        buf.extend_from_slice(&pool[t.slot][r * t.cols..(r + 1) * t.cols]);
     };
+    if op == TileOp::Trans {
+        let s = tile(1);
+        abuf.clear();
+        abuf.extend_from_slice(&pool[s.slot]);
+        for r in 0..vr {
+            let dst = &mut pool[d.slot][r * d.cols..r * d.cols + vc];
+            for (c, o) in dst.iter_mut().enumerate() {
+                *o = abuf[c * s.cols + r];
+            }
+            round(d.dtype, dst);
+        }
+        return Ok(());
+    }
+    if op == TileOp::Sel {
+        // Three sources: mask and a in the row buffers, b read in place.
+        let b = tile(3);
+        for r in 0..vr {
+            copy_row(abuf, pool, 1, r);
+            copy_row(bbuf, pool, 2, r);
+            for c in 0..vc {
+                let v = if abuf[c] != 0.0 {
+                    bbuf[c]
+                } else {
+                    pool[b.slot][r * b.cols + c]
+                };
+                pool[d.slot][r * d.cols + c] = v;
+            }
+            round(d.dtype, &mut pool[d.slot][r * d.cols..r * d.cols + vc]);
+        }
+        return Ok(());
+    }
+    if matches!(op, TileOp::ColSum | TileOp::ColMax) {
+        let (sr, _) = valid(1);
+        let t = tile(1);
+        let init = if op == TileOp::ColSum {
+            0.0
+        } else {
+            f32::NEG_INFINITY
+        };
+        abuf.clear();
+        abuf.resize(vc, init);
+        for i in 0..sr {
+            let src = &pool[t.slot][i * t.cols..i * t.cols + vc];
+            for (acc, &x) in abuf.iter_mut().zip(src) {
+                *acc = if op == TileOp::ColSum {
+                    *acc + x
+                } else {
+                    acc.max(x)
+                };
+            }
+        }
+        for r in 0..vr {
+            let dst = &mut pool[d.slot][r * d.cols..r * d.cols + vc];
+            dst.copy_from_slice(abuf);
+            round(d.dtype, dst);
+        }
+        return Ok(());
+    }
+    if op == TileOp::ColExpandMul {
+        copy_row(bbuf, pool, 2, 0);
+    }
     for r in 0..vr {
-        let out: Vec<f32> = match op {
-            TileOp::Expands => vec![scalar(1); vc],
-            TileOp::Mov | TileOp::Cvt => src(1, pool, r)[..vc].to_vec(),
+        let ops = op.operands().len();
+        if ops >= 2 && op != TileOp::Expands {
+            copy_row(abuf, pool, 1, r);
+        }
+        if ops >= 3
+            && matches!(op.operands()[2], pto_wsp_ir::Operand::Src)
+            && op != TileOp::ColExpandMul
+        {
+            copy_row(bbuf, pool, 2, r);
+        }
+        let dst = &mut pool[d.slot][r * d.cols..r * d.cols + vc];
+        let (a, b) = (&abuf[..], &bbuf[..]);
+        match op {
+            TileOp::Expands => dst.fill(scalar(1)),
+            TileOp::Mov | TileOp::Cvt => dst.copy_from_slice(&a[..vc]),
             TileOp::Add | TileOp::Sub | TileOp::Mul | TileOp::Div | TileOp::Max | TileOp::Min => {
-                let (a, b) = (src(1, pool, r), src(2, pool, r));
-                (0..vc).map(|j| binary(op, a[j], b[j])).collect()
+                for ((o, &x), &y) in dst.iter_mut().zip(a).zip(b) {
+                    *o = binary(op, x, y);
+                }
             }
             TileOp::Adds | TileOp::Subs | TileOp::Muls | TileOp::Divs | TileOp::Maxs => {
-                let (a, s) = (src(1, pool, r), scalar(2));
-                (0..vc).map(|j| binary(op, a[j], s)).collect()
+                let s = scalar(2);
+                for (o, &x) in dst.iter_mut().zip(a) {
+                    *o = binary(op, x, s);
+                }
             }
             TileOp::Exp
             | TileOp::Log
@@ -312,52 +457,58 @@ fn exec(
             | TileOp::Abs
             | TileOp::Neg
             | TileOp::Recip => {
-                let a = src(1, pool, r);
-                (0..vc).map(|j| unary(op, a[j])).collect()
+                for (o, &x) in dst.iter_mut().zip(a) {
+                    *o = unary(op, x);
+                }
             }
             TileOp::RowSum | TileOp::RowMax | TileOp::RowMin => {
-                let a = src(1, pool, r);
                 let (_, sc) = valid(1);
                 let v = match op {
                     TileOp::RowSum => a[..sc].iter().sum(),
                     TileOp::RowMax => a[..sc].iter().copied().fold(f32::NEG_INFINITY, f32::max),
                     _ => a[..sc].iter().copied().fold(f32::INFINITY, f32::min),
                 };
-                vec![v; vc]
+                dst.fill(v);
             }
-            TileOp::ColSum | TileOp::ColMax => {
-                let (sr, _) = valid(1);
-                let t = tile(1);
-                (0..vc)
-                    .map(|j| {
-                        let col = (0..sr).map(|i| pool[t.slot][i * t.cols + j]);
-                        if op == TileOp::ColSum {
-                            col.sum()
-                        } else {
-                            col.fold(f32::NEG_INFINITY, f32::max)
-                        }
-                    })
-                    .collect()
+            TileOp::RowExpand => dst.fill(a[0]),
+            TileOp::Cmp => {
+                let mode = arg_name(&args[3]);
+                for ((o, &x), &y) in dst.iter_mut().zip(a).zip(b) {
+                    *o = if pto_wsp_ir::tile_isa::compare(mode, x, y) {
+                        1.0
+                    } else {
+                        0.0
+                    };
+                }
             }
-            TileOp::RowExpand => vec![src(1, pool, r)[0]; vc],
+            TileOp::Sort => {
+                dst.copy_from_slice(&a[..vc]);
+                // Descending, NaNs last: total order on (is-not-NaN, value).
+                dst.sort_unstable_by(|x, y| {
+                    y.is_nan()
+                        .cmp(&x.is_nan())
+                        .reverse()
+                        .then(y.partial_cmp(x).unwrap_or(std::cmp::Ordering::Equal))
+                });
+            }
             TileOp::RowExpandSub | TileOp::RowExpandMul | TileOp::RowExpandDiv => {
-                let (a, v) = (src(1, pool, r), src(2, pool, r)[0]);
                 let bop = match op {
                     TileOp::RowExpandSub => TileOp::Sub,
                     TileOp::RowExpandMul => TileOp::Mul,
                     _ => TileOp::Div,
                 };
-                (0..vc).map(|j| binary(bop, a[j], v)).collect()
+                let v = b[0];
+                for (o, &x) in dst.iter_mut().zip(a) {
+                    *o = binary(bop, x, v);
+                }
             }
             TileOp::ColExpandMul => {
-                let a = src(1, pool, r);
-                let v = src(2, pool, 0);
-                (0..vc).map(|j| a[j] * v[j]).collect()
+                for ((o, &x), &y) in dst.iter_mut().zip(a).zip(b) {
+                    *o = x * y;
+                }
             }
-            _ => unreachable!("handled above"),
-        };
-        let dst = &mut pool[d.slot][r * d.cols..r * d.cols + vc];
-        dst.copy_from_slice(&out);
+            _ => unreachable!("loads, stores and products are handled above"),
+        }
         round(d.dtype, dst);
     }
     Ok(())
@@ -384,8 +535,4 @@ fn unary(op: TileOp, a: f32) -> f32 {
         TileOp::Neg => -a,
         _ => 1.0 / a,
     }
-}
-
-fn w_kernel(ctx: &TaskContext<'_>) -> String {
-    format!("task {}", ctx.task())
 }

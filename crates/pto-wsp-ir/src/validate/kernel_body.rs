@@ -268,6 +268,17 @@ impl Ctx<'_> {
                         loc,
                     ),
                 },
+                Operand::CmpMode => match a {
+                    InstArg::Name(id) if crate::tile_isa::CMP_MODES.contains(&id.name.as_str()) => {
+                    }
+                    _ => self.push(
+                        format!(
+                            "{mn} operand {n} must be a comparison mode ({})",
+                            crate::tile_isa::CMP_MODES.join(", ")
+                        ),
+                        loc,
+                    ),
+                },
                 Operand::OptInt => {
                     let e = match a {
                         InstArg::Name(id) => Expr::Name(id.clone()),
@@ -330,6 +341,21 @@ impl Ctx<'_> {
                             shape(v),
                             v.name,
                             full.rows
+                        ),
+                    );
+                }
+            }
+            ShapeRule::Transpose => {
+                if t[0].rows != t[1].cols || t[0].cols != t[1].rows {
+                    bad(
+                        self,
+                        format!(
+                            "{} and {}: `{}` must be {} x {}",
+                            shape(&t[1]),
+                            shape(&t[0]),
+                            t[0].name,
+                            t[1].cols,
+                            t[1].rows
                         ),
                     );
                 }

@@ -19,6 +19,7 @@
 mod attention;
 mod costs;
 mod elementwise;
+mod lang;
 mod matmul;
 mod moe;
 mod robust;

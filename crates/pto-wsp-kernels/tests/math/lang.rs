@@ -1,0 +1,336 @@
+//! Kernels written in tile instructions (`pto_wsp_kernels::lang`): every instruction against a
+//! naive reference, on tiles whose valid rows and columns are ragged (5 x 11 of 8 x 16), with
+//! the elements outside the valid part checked untouched.
+//!
+//! Tolerances: single correctly rounded `f32` operations (`+ - * /`, max, min, sqrt, neg, abs,
+//! moves, broadcasts) are checked exactly against the same operation in `f32`; `exp` / `log`
+//! (the standard library's, ≤ 1 ulp) and `1/√x` (two roundings) within 4 `f32` ulps relative
+//! (`5e-7`) of the `f64` value; sums and products within `1e-6` of `Σ|terms|`.
+
+use super::*;
+use pto_wsp_ir::{Operand, ShapeRule, TileOp};
+use pto_wsp_kernels::lang::register_bodies;
+
+const R: usize = 8;
+const C: usize = 16;
+const VR: usize = 5;
+const VC: usize = 11;
+
+/// Shapes (rows, cols) of dst, src a, src b for an instruction's rule.
+fn shapes(rule: ShapeRule) -> [(usize, usize); 3] {
+    match rule {
+        ShapeRule::RowReduce => [(R, 1), (R, C), (R, C)],
+        ShapeRule::ColReduce => [(1, C), (R, C), (R, C)],
+        ShapeRule::RowExpand => [(R, C), (R, 1), (R, C)],
+        ShapeRule::RowExpandBinary => [(R, C), (R, C), (R, 1)],
+        ShapeRule::ColExpandBinary => [(R, C), (R, C), (1, C)],
+        ShapeRule::Transpose => [(C, R), (R, C), (R, C)],
+        _ => [(R, C), (R, C), (R, C)],
+    }
+}
+
+/// Valid part of a `rows x cols` tile: ragged where the dimension is not 1.
+fn valid((r, c): (usize, usize)) -> (usize, usize) {
+    (if r == 1 { 1 } else { VR }, if c == 1 { 1 } else { VC })
+}
+
+fn naive_unary(op: TileOp, x: f32) -> f64 {
+    let v = x as f64;
+    match op {
+        TileOp::Exp => v.exp(),
+        TileOp::Log => v.ln(),
+        TileOp::Sqrt => (x.sqrt()) as f64,
+        TileOp::Rsqrt => 1.0 / v.sqrt(),
+        TileOp::Abs => x.abs() as f64,
+        TileOp::Neg => (-x) as f64,
+        TileOp::Recip => (1.0 / x) as f64,
+        _ => unreachable!(),
+    }
+}
+
+fn naive_binary(op: TileOp, a: f32, b: f32) -> f32 {
+    match op {
+        TileOp::Add | TileOp::Adds => a + b,
+        TileOp::Sub | TileOp::Subs | TileOp::RowExpandSub => a - b,
+        TileOp::Mul | TileOp::Muls | TileOp::RowExpandMul | TileOp::ColExpandMul => a * b,
+        TileOp::Div | TileOp::Divs | TileOp::RowExpandDiv => a / b,
+        TileOp::Max | TileOp::Maxs => a.max(b),
+        TileOp::Min => a.min(b),
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn every_vector_instruction_matches_a_naive_reference_on_ragged_tiles() {
+    let mut tested = 0;
+    for &op in TileOp::ALL {
+        let rule = op.shape_rule();
+        if matches!(rule, ShapeRule::Load | ShapeRule::Store | ShapeRule::Matmul) {
+            continue;
+        }
+        let [sd, sa, sb] = shapes(rule);
+        let kinds = op.operands();
+        let n_src = kinds.iter().filter(|k| **k == Operand::Src).count();
+        let scalar = kinds.contains(&Operand::Float);
+        // A transpose's destination is valid over the source's valid cols x rows.
+        let dvalid = if rule == ShapeRule::Transpose {
+            (VC, VR)
+        } else {
+            valid(sd)
+        };
+        let tile = |n: &str, (r, c): (usize, usize)| {
+            let (vr, vc) = if n == "td" { dvalid } else { valid((r, c)) };
+            format!("    tile {n}: vec f32[{r}, {c}] valid({vr}, {vc});\n")
+        };
+        let mut body = tile("td", sd) + &tile("ta", sa) + &tile("tb", sb);
+        body += "    TLOAD(ta, a);\n    TLOAD(tb, b);\n    TLOAD(td, d);\n";
+        let args = match (op, n_src, scalar) {
+            (TileOp::Cmp, ..) => "td, ta, tb, GT".to_string(),
+            (TileOp::Sel, ..) => "td, ta, tb, td".to_string(),
+            (_, 0, true) => "td, -0.75".to_string(),
+            (_, 1, true) => "td, ta, 1.5".to_string(),
+            (_, 1, false) => "td, ta".to_string(),
+            _ => "td, ta, tb".to_string(),
+        };
+        body += &format!("    {}({args});\n    TSTORE(d, td);\n", op.mnemonic());
+        let text = format!(
+            "tensor A: f32[{}, {}];\ntensor B: f32[{}, {}];\ntensor D: f32[{}, {}];\n\
+             kernel k(in a: f32[{0}, {1}], in b: f32[{2}, {3}], inout d: f32[{4}, {5}]) {{\n{body}}}\n\
+             workload main() {{ task k(A[0 +: {0}, 0 +: {1}], B[0 +: {2}, 0 +: {3}], D[0 +: {4}, 0 +: {5}]); }}\n",
+            sa.0, sa.1, sb.0, sb.1, sd.0, sd.1
+        );
+        let m = module(&text);
+        pto_wsp_ir::validate(&m).unwrap_or_else(|e| panic!("{op:?}: {e:?}\n{text}"));
+        let mut s = TensorStore::new(&m, &Bindings::new()).unwrap();
+        let mut rng = crate::Rng(op as u64 + 1);
+        // Positive inputs in [0.5, 2) for log / sqrt / rsqrt / recip / div; signed otherwise.
+        let positive = matches!(
+            op,
+            TileOp::Log | TileOp::Sqrt | TileOp::Rsqrt | TileOp::Recip | TileOp::Div
+        );
+        let mut draw = |n: usize| -> Vec<f32> {
+            (0..n)
+                .map(|_| {
+                    let u = (rng.next() >> 40) as f32 / (1u64 << 24) as f32;
+                    if positive {
+                        0.5 + 1.5 * u
+                    } else {
+                        4.0 * u - 2.0
+                    }
+                })
+                .collect()
+        };
+        let (mut a, b, d0) = (draw(sa.0 * sa.1), draw(sb.0 * sb.1), draw(sd.0 * sd.1));
+        if op == TileOp::Sel {
+            // A mask with zeros.
+            a.iter_mut().step_by(3).for_each(|x| *x = 0.0);
+        }
+        s.write("A", &a).unwrap();
+        s.write("B", &b).unwrap();
+        s.write("D", &d0).unwrap();
+        let mut reg = KernelRegistry::new();
+        register_bodies(&m, &mut reg);
+        let regions = [
+            io(0, &[0, 0], &[sa.0 as i64, sa.1 as i64], Access::In),
+            io(1, &[0, 0], &[sb.0 as i64, sb.1 as i64], Access::In),
+            io(2, &[0, 0], &[sd.0 as i64, sd.1 as i64], Access::InOut),
+        ];
+        run(&reg, &s, "k", &[], &regions).unwrap_or_else(|e| panic!("{op:?}: {e}"));
+        let got = s.read::<f32>("D").unwrap();
+        let (vr, vc) = dvalid;
+        let (var, vac) = valid(sa);
+        for r in 0..sd.0 {
+            for c in 0..sd.1 {
+                let i = r * sd.1 + c;
+                if r >= vr || c >= vc {
+                    assert_eq!(
+                        got[i].to_bits(),
+                        d0[i].to_bits(),
+                        "{op:?}: ({r}, {c}) outside the valid part changed"
+                    );
+                    continue;
+                }
+                let at = |x: &[f32], cols: usize, r: usize, c: usize| x[r * cols + c];
+                let exact: Option<f32> = match op {
+                    TileOp::Expands => Some(-0.75),
+                    TileOp::Mov | TileOp::Cvt => Some(at(&a, sa.1, r, c)),
+                    TileOp::Trans => Some(at(&a, sa.1, c, r)),
+                    TileOp::Cmp => Some(if at(&a, sa.1, r, c) > at(&b, sb.1, r, c) {
+                        1.0
+                    } else {
+                        0.0
+                    }),
+                    TileOp::Sel => Some(if at(&a, sa.1, r, c) != 0.0 {
+                        at(&b, sb.1, r, c)
+                    } else {
+                        d0[i]
+                    }),
+                    TileOp::Sort => {
+                        let mut row: Vec<f32> = (0..vac).map(|j| at(&a, sa.1, r, j)).collect();
+                        row.sort_by(|x, y| y.total_cmp(x));
+                        Some(row[c])
+                    }
+                    TileOp::Add
+                    | TileOp::Sub
+                    | TileOp::Mul
+                    | TileOp::Div
+                    | TileOp::Max
+                    | TileOp::Min => Some(naive_binary(op, at(&a, sa.1, r, c), at(&b, sb.1, r, c))),
+                    TileOp::Adds | TileOp::Subs | TileOp::Muls | TileOp::Divs | TileOp::Maxs => {
+                        Some(naive_binary(op, at(&a, sa.1, r, c), 1.5))
+                    }
+                    TileOp::Sqrt | TileOp::Abs | TileOp::Neg | TileOp::Recip => {
+                        Some(naive_unary(op, at(&a, sa.1, r, c)) as f32)
+                    }
+                    TileOp::RowMax => Some(
+                        (0..vac)
+                            .map(|j| at(&a, sa.1, r, j))
+                            .fold(f32::MIN, f32::max),
+                    ),
+                    TileOp::RowMin => Some(
+                        (0..vac)
+                            .map(|j| at(&a, sa.1, r, j))
+                            .fold(f32::MAX, f32::min),
+                    ),
+                    TileOp::ColMax => Some(
+                        (0..var)
+                            .map(|i| at(&a, sa.1, i, c))
+                            .fold(f32::MIN, f32::max),
+                    ),
+                    TileOp::RowExpand => Some(at(&a, 1, r, 0)),
+                    TileOp::RowExpandSub | TileOp::RowExpandMul | TileOp::RowExpandDiv => {
+                        Some(naive_binary(op, at(&a, sa.1, r, c), at(&b, 1, r, 0)))
+                    }
+                    TileOp::ColExpandMul => {
+                        Some(naive_binary(op, at(&a, sa.1, r, c), at(&b, sb.1, 0, c)))
+                    }
+                    _ => None,
+                };
+                match exact {
+                    Some(want) => assert_eq!(
+                        got[i].to_bits(),
+                        want.to_bits(),
+                        "{op:?} at ({r}, {c}): {} vs {want}",
+                        got[i]
+                    ),
+                    None => {
+                        let (want, scale, tol) = match op {
+                            TileOp::Exp | TileOp::Log | TileOp::Rsqrt => {
+                                let w = naive_unary(op, at(&a, sa.1, r, c));
+                                (w, w.abs(), 5e-7)
+                            }
+                            TileOp::RowSum => {
+                                let t: Vec<f64> =
+                                    (0..vac).map(|j| at(&a, sa.1, r, j) as f64).collect();
+                                (t.iter().sum(), t.iter().map(|x| x.abs()).sum(), 1e-6)
+                            }
+                            TileOp::ColSum => {
+                                let t: Vec<f64> =
+                                    (0..var).map(|i| at(&a, sa.1, i, c) as f64).collect();
+                                (t.iter().sum(), t.iter().map(|x| x.abs()).sum(), 1e-6)
+                            }
+                            _ => unreachable!("{op:?} has no reference"),
+                        };
+                        assert!(
+                            ((got[i] as f64) - want).abs() <= tol * scale,
+                            "{op:?} at ({r}, {c}): {} vs {want}",
+                            got[i]
+                        );
+                    }
+                }
+            }
+        }
+        tested += 1;
+    }
+    assert_eq!(
+        tested,
+        TileOp::ALL.len() - 4,
+        "every vector instruction is tested"
+    );
+}
+
+#[test]
+fn matmul_and_matmul_acc_match_a_naive_product_on_ragged_tiles() {
+    // c (5 x 9 valid of 8 x 16) = a (5 x 7 of 8 x 8) . b (7 x 9 of 8 x 16), then += again.
+    let text = "\
+tensor A: f32[8, 8];
+tensor B: f32[8, 16];
+tensor D: f32[8, 16];
+kernel k(in a: f32[8, 8], in b: f32[8, 16], inout d: f32[8, 16], acc: bool) @cube {
+    tile ta: left f32[8, 8] valid(5, 7);
+    tile tb: right f32[8, 16] valid(7, 9);
+    tile tc: acc f32[8, 16] valid(5, 9);
+    TLOAD(ta, a);
+    TLOAD(tb, b);
+    TMATMUL(tc, ta, tb);
+    if acc {
+        TMATMUL_ACC(tc, ta, tb);
+    }
+    TSTORE(d, tc);
+}
+workload main() { task k(A[0 +: 8, 0 +: 8], B[0 +: 8, 0 +: 16], D[0 +: 8, 0 +: 16], true); }
+";
+    let m = module(text);
+    pto_wsp_ir::validate(&m).unwrap();
+    for (acc, times) in [(0u64, 1.0), (1, 2.0)] {
+        let mut s = TensorStore::new(&m, &Bindings::new()).unwrap();
+        let mut rng = crate::Rng(7 + acc);
+        let (a, b, d0) = (rng.f32s(64), rng.f32s(128), rng.f32s(128));
+        s.write("A", &a).unwrap();
+        s.write("B", &b).unwrap();
+        s.write("D", &d0).unwrap();
+        let mut reg = KernelRegistry::new();
+        register_bodies(&m, &mut reg);
+        let regions = [
+            io(0, &[0, 0], &[8, 8], Access::In),
+            io(1, &[0, 0], &[8, 16], Access::In),
+            io(2, &[0, 0], &[8, 16], Access::InOut),
+        ];
+        run(&reg, &s, "k", &[acc], &regions).unwrap();
+        let got = s.read::<f32>("D").unwrap();
+        for r in 0..8 {
+            for c in 0..16 {
+                let i = r * 16 + c;
+                if r >= 5 || c >= 9 {
+                    assert_eq!(got[i].to_bits(), d0[i].to_bits());
+                    continue;
+                }
+                let terms: Vec<f64> = (0..7)
+                    .map(|p| a[r * 8 + p] as f64 * b[p * 16 + c] as f64)
+                    .collect();
+                let want: f64 = times * terms.iter().sum::<f64>();
+                let scale: f64 = times * terms.iter().map(|t| t.abs()).sum::<f64>();
+                assert!(
+                    ((got[i] as f64) - want).abs() <= 1e-6 * scale,
+                    "({r}, {c}): {} vs {want}",
+                    got[i]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn loads_outside_the_region_are_errors_not_panics() {
+    let text = "\
+tensor A: f32[8, 8];
+kernel k(inout a: f32[8, 8], row: i64) @vector {
+    tile t: vec f32[4, 8];
+    TLOAD(t, a, row, 0);
+    TSTORE(a, t, row, 0);
+}
+workload main() { task k(A[0 +: 8, 0 +: 8], 5); }
+";
+    let m = module(text);
+    pto_wsp_ir::validate(&m).unwrap();
+    let s = TensorStore::new(&m, &Bindings::new()).unwrap();
+    let mut reg = KernelRegistry::new();
+    register_bodies(&m, &mut reg);
+    let regions = [io(0, &[0, 0], &[8, 8], Access::InOut)];
+    run(&reg, &s, "k", &[4], &regions).unwrap();
+    let e = run(&reg, &s, "k", &[5], &regions).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "kernel `k`: TLOAD: 4 x 8 at (5, 0) is outside region 0 (8 x 8)"
+    );
+}
