@@ -7,7 +7,6 @@
 use libfuzzer_sys::fuzz_target;
 use pto_wsp_bytecode::{ExecutorConfig, Interpreter, Program, Task};
 use pto_wsp_ir::{Bindings, Value};
-use std::ops::ControlFlow;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(prog) = Program::decode(data) else {

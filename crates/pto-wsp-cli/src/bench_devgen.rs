@@ -23,7 +23,7 @@
 
 use crate::CliError;
 use crate::bench::thousands;
-use crate::bench_llama::{empty_kernels, module};
+use crate::bench_llama::{empty_kernels, module, plan};
 use pto_wsp::cpu::{KernelExec, PoolSplit, RunConfig, StaticGraph, WorkerPool};
 use pto_wsp::graph::ExecDomain;
 use pto_wsp::graph::builder::{ExactMap, GraphBuilder};
@@ -31,7 +31,7 @@ use pto_wsp::graph::feed::{NoHooks, feed};
 use pto_wsp::graph::ready::ReadyKind;
 use pto_wsp::ir::{Bindings, DepsMode, Dispatch, ExpandOptions, Module, PoolsPolicy};
 use pto_wsp::kernels::{KernelRegistry, TensorStore};
-use pto_wsp::{CompileOptions, compile, lower};
+use pto_wsp::{CompileOptions, compile};
 use std::time::{Duration, Instant};
 
 /// The modes, in the order each round runs them.
@@ -70,9 +70,8 @@ impl<'m> Finished<'m> {
         threads: usize,
     ) -> Result<Self, CliError> {
         let registry = empty_kernels(module);
-        let c = lower(module)
-            .map_err(|e| CliError::plain(e.to_string()))?
-            .config;
+        // The schedule as shipped (validated); `deps` is this run's own.
+        let c = plan(DepsMode::Hybrid)?.config;
         Ok(Finished {
             module,
             deps,
@@ -166,10 +165,10 @@ pub fn devgen<E: From<CliError>>(
             pto_wsp::ir::expand_each(&m, &b, &ExpandOptions::default(), |_, _| tasks += 1)
                 .map_err(|e| CliError::plain(format!("bench: expand: {e}")))?;
             for &t in threads {
-                let plan = || lower(&m).map_err(|e| CliError::plain(e.to_string()));
+                let lowered = || plan(mode);
                 let program = |device_gen| {
                     compile(
-                        plan()?,
+                        lowered()?,
                         CompileOptions {
                             threads: t,
                             kernels: empty_kernels(&m),

@@ -386,3 +386,63 @@ fn the_reference_expander_refuses_past_its_task_limit() {
         "the expansion generates more than 1048576 tasks, the most the reference expander keeps in memory (`run` streams them instead)",
     );
 }
+
+#[test]
+fn partial_overlaps_under_deps_exact_are_refused_naming_both_accesses() {
+    // The race: `A[0 +: 2]` and `A[0 +: 1]` updated by `inout` tasks got no edge and
+    // lost updates (5,990 instead of 6,000), exit 0.
+    let dir = scratch("exact");
+    let text = "//@ alias inc=counter\ntensor A: f32[1, 4];\naxis I = dense(3000);\nkernel inc(inout a: f32[1, ?]);\nworkload main() {\n    parallel_for i in I {\n        task inc(A[0, 0 +: 2]);\n        task inc(A[0, 0 +: 1]);\n    }\n}\nschedule for main {\n    task_graph { deps exact; }\n}\n";
+    let file = write(&dir, "race.wsp", text);
+    for cmd in COMMANDS {
+        let args: Vec<&str> = cmd.iter().copied().chain([file.as_str()]).collect();
+        fails_with(
+            &args,
+            "under `deps exact`, `A[0, 0 +: 1]` (task inc, argument 0 in workload main) and `A[0, 0 +: 2]` (task inc, argument 0 in workload main) on tensor `A` can partially overlap (dimension 1 has extent `2` there and `1` here), and exact dependencies order only identical regions: use `deps overlap` or `deps hybrid`, or access `A` in tiles of one shape at multiples of it",
+        );
+        fails_with(&args, "race.wsp:8:18");
+    }
+    // The suggested fix runs and gets every update: 6,000 on element 0, 3,000 on element 1, on
+    // top of the seed's values (read back from the same module with no tasks).
+    let fixed = write(
+        &dir,
+        "fixed.wsp",
+        &text.replace("deps exact", "deps hybrid"),
+    );
+    let out = dir.join("a.npy");
+    let (code, _, err) = binary(&[
+        "run",
+        "-q",
+        "--check",
+        &fixed,
+        "--output",
+        &format!("A={}", out.display()),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let before = {
+        let (code, _, err) = binary(&[
+            "run",
+            "-q",
+            &write(
+                &dir,
+                "none.wsp",
+                &text.replace(
+                    "task inc(A[0, 0 +: 2]);\n        task inc(A[0, 0 +: 1]);\n",
+                    "",
+                ),
+            ),
+            "--output",
+            &format!("A={}", dir.join("before.npy").display()),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        pto_wsp::kernels::npy::NpyArray::parse(&std::fs::read(dir.join("before.npy")).unwrap())
+            .unwrap()
+    };
+    let after = pto_wsp::kernels::npy::NpyArray::parse(&std::fs::read(&out).unwrap()).unwrap();
+    let f = |a: &pto_wsp::kernels::npy::NpyArray, i: usize| {
+        f32::from_le_bytes(a.data[i * 4..i * 4 + 4].try_into().unwrap())
+    };
+    assert_eq!(f(&after, 0), f(&before, 0) + 6000.0);
+    assert_eq!(f(&after, 1), f(&before, 1) + 3000.0);
+    assert_eq!(f(&after, 2), f(&before, 2));
+}

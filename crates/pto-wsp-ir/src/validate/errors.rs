@@ -670,6 +670,21 @@ validation_errors! {
         what: String,
     }
 
+    /// Under `deps exact`, two accesses to a written tensor that are not provably on one tile
+    /// grid (equal or disjoint boxes), so exact-key dependencies could miss a conflict.
+    #[error("under `deps exact`, {second} and {first} on tensor `{tensor}` can partially overlap ({why}), and exact dependencies order only identical regions: use `deps overlap` or `deps hybrid`, or access `{tensor}` in tiles of one shape at multiples of it")]
+    #[label = "can partially overlap"]
+    ExactPartialOverlap {
+        /// The tensor.
+        tensor: String,
+        /// The tensor's first access (`` `A[0 +: 2]` (task inc, argument 0 in workload main) ``).
+        first: String,
+        /// The access off its grid.
+        second: String,
+        /// What differs.
+        why: String,
+    }
+
     /// A size past the limit a runtime allocates for (`crate::schedule::limits`).
     #[error("{what} is {value}, more than the limit of {limit}")]
     #[label = "too large"]

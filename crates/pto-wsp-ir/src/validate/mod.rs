@@ -31,6 +31,7 @@
 mod body;
 pub mod depth;
 mod errors;
+mod exact;
 mod kernel_body;
 mod schedule;
 mod scope;
@@ -160,6 +161,9 @@ impl<'m> Validator<'m> {
         }
         self.check_call_cycles();
         depth::check_total_depth(m, &mut self.errors);
+        if exact::asks_for_exact(m) {
+            exact::check_exact_grid(m, &mut self.errors);
+        }
         self.check_entry();
         self.check_schedule();
     }

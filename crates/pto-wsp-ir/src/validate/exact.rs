@@ -1,0 +1,204 @@
+//! `deps exact` is sound or refused: every written tensor is accessed on one tile grid.
+//!
+//! Why: under `deps exact` the builder orders two accesses only when their region *keys* are
+//! equal. Two accesses to one tensor whose boxes partially overlap (`A[0 +: 2]` and
+//! `A[0 +: 1]`) get no edge, and tasks race silently. Whether boxes can partially overlap
+//! depends on run-time values in general; what can be decided statically is a sufficient rule.
+//!
+//! Promise (all static, checked by the validator when the schedule says `deps exact`; a module
+//! that names no `deps` mode also gets exact dependencies but is *not* checked — see
+//! `docs/SEMANTICS.md`): for every tensor that some task writes (`out` or `inout`), every task
+//! argument on that tensor, in every workload and process, has
+//! - in each dimension the same extent, written the same way, built only from literals and
+//!   runtime symbols (which do not change during a run), and
+//! - a start that is provably a multiple of that extent (`0`, a literal multiple, `e * extent`,
+//!   sums and differences of such).
+//!
+//! Then any two boxes on the tensor are equal or disjoint, so equal keys are exactly the
+//! conflicts. Anything else is reported as [`ValidationError::ExactPartialOverlap`] naming both
+//! accesses and suggesting `deps overlap` or `deps hybrid` (which order any intersecting boxes).
+//! Nothing is left to run time; the rule is conservative (it refuses some schedules that happen
+//! to be safe, e.g. mixed tile sizes ordered by `for_each`).
+
+use super::errors::ValidationError;
+use super::pick;
+use crate::expr::{BinOp, Expr};
+use crate::loc::Loc;
+use crate::module::{Module, ParamKind};
+use crate::workload::{Arg, Region, Stmt, StmtKind};
+use std::collections::HashMap;
+
+/// One region argument of a task statement.
+struct Access<'m> {
+    region: &'m Region,
+    writes: bool,
+    /// `task k, argument 2 in workload main`.
+    what: String,
+    loc: Loc,
+    path: String,
+}
+
+/// Every region argument in `body`, with whether its parameter writes.
+fn accesses<'m>(m: &'m Module, owner: &str, body: &'m [Stmt], out: &mut Vec<Access<'m>>) {
+    let mut stack: Vec<&Stmt> = body.iter().rev().collect();
+    while let Some(s) = stack.pop() {
+        match &s.kind {
+            StmtKind::Task(t) => {
+                let Some(k) = m.kernel(t.kernel.as_str()) else {
+                    continue;
+                };
+                for (i, a) in t.args.iter().enumerate() {
+                    let (Arg::Region(r), Some(p)) = (a, k.params.get(i)) else {
+                        continue;
+                    };
+                    let ParamKind::Tile { access, .. } = &p.kind else {
+                        continue;
+                    };
+                    out.push(Access {
+                        region: r,
+                        writes: access.writes(),
+                        what: format!("task {}, argument {i} in {owner}", t.kernel),
+                        loc: pick(r.tensor.loc, s.loc),
+                        path: format!("{owner} > task {} > argument {i}", t.kernel),
+                    });
+                }
+            }
+            StmtKind::Loop { body, .. }
+            | StmtKind::Select { body, .. }
+            | StmtKind::Consume { body, .. }
+            | StmtKind::Combine(body)
+            | StmtKind::Sequential(body) => stack.extend(body.iter().rev()),
+            StmtKind::Cond {
+                then_body,
+                else_body,
+                ..
+            } => {
+                stack.extend(else_body.iter().rev());
+                stack.extend(then_body.iter().rev());
+            }
+            StmtKind::SlotSet { .. }
+            | StmtKind::SlotLoad { .. }
+            | StmtKind::Call { .. }
+            | StmtKind::Send { .. } => {}
+        }
+    }
+}
+
+/// Whether `e` is built from literals and runtime symbols only (constant during a run).
+fn invariant(m: &Module, e: &Expr) -> bool {
+    match e {
+        Expr::Int(_) | Expr::UInt(_) | Expr::Float(_) | Expr::Bool(_) => true,
+        Expr::Name(id) => m.symbol(id.as_str()).is_some(),
+        Expr::Unary(_, a) => invariant(m, a),
+        Expr::Binary(_, a, b) => invariant(m, a) && invariant(m, b),
+        Expr::Ternary(c, a, b) => invariant(m, c) && invariant(m, a) && invariant(m, b),
+    }
+}
+
+fn literal(e: &Expr) -> Option<i128> {
+    match e {
+        Expr::Int(v) => Some(i128::from(*v)),
+        Expr::UInt(v) => Some(i128::from(*v)),
+        _ => None,
+    }
+}
+
+/// Whether `start` is provably a multiple of `extent` for every value of its names.
+fn multiple_of(start: &Expr, extent: &Expr) -> bool {
+    if literal(extent) == Some(1) || literal(start) == Some(0) || start == extent {
+        return true;
+    }
+    if let (Some(s), Some(x)) = (literal(start), literal(extent)) {
+        return x != 0 && s % x == 0;
+    }
+    match start {
+        Expr::Binary(BinOp::Mul, a, b) => multiple_of(a, extent) || multiple_of(b, extent),
+        Expr::Binary(BinOp::Add | BinOp::Sub, a, b) => {
+            multiple_of(a, extent) && multiple_of(b, extent)
+        }
+        _ => false,
+    }
+}
+
+/// The extent of a region dimension (`None` written as a bare index is 1).
+fn extent(d: &crate::workload::RegionDim) -> Expr {
+    d.size.clone().unwrap_or(Expr::Int(1))
+}
+
+/// Why access `a` is off the grid of `first` (the tensor's first access), if it is.
+fn off_grid(m: &Module, first: &Access<'_>, a: &Access<'_>) -> Option<String> {
+    for (d, (fd, ad)) in first.region.dims.iter().zip(&a.region.dims).enumerate() {
+        let (fx, ax) = (extent(fd), extent(ad));
+        if fx != ax {
+            return Some(format!(
+                "dimension {d} has extent `{}` there and `{}` here",
+                fx, ax
+            ));
+        }
+        if !invariant(m, &ax) {
+            return Some(format!(
+                "the extent `{}` of dimension {d} can change during the run",
+                ax
+            ));
+        }
+        if !multiple_of(&ad.start, &ax) {
+            return Some(format!(
+                "the start `{}` of dimension {d} is not provably a multiple of its extent `{}`",
+                ad.start, ax
+            ));
+        }
+    }
+    None
+}
+
+/// Whether the schedule says `deps exact` in so many words.
+pub(super) fn asks_for_exact(m: &Module) -> bool {
+    use crate::schedule::{DepsMode, ScheduleItemKind, TaskGraphItem};
+    m.schedule.iter().flat_map(|s| &s.items).any(|item| {
+        matches!(&item.kind, ScheduleItemKind::TaskGraph(items)
+            if items.iter().any(|i| matches!(i, TaskGraphItem::Deps(DepsMode::Exact))))
+    })
+}
+
+/// Reports accesses that could partially overlap under `deps exact` (see the module docs).
+pub(super) fn check_exact_grid(m: &Module, errors: &mut Vec<ValidationError>) {
+    let mut all = Vec::new();
+    for w in &m.workloads {
+        accesses(m, &format!("workload {}", w.name), &w.body, &mut all);
+    }
+    for p in &m.pipelines {
+        for proc in &p.processes {
+            accesses(m, &format!("process {}", proc.name), &proc.body, &mut all);
+        }
+    }
+    let mut by_tensor: HashMap<&str, Vec<&Access<'_>>> = HashMap::new();
+    for a in &all {
+        by_tensor
+            .entry(a.region.tensor.as_str())
+            .or_default()
+            .push(a);
+    }
+    let mut tensors: Vec<&&str> = by_tensor.keys().collect();
+    tensors.sort();
+    for t in tensors {
+        let list = &by_tensor[*t];
+        if !list.iter().any(|a| a.writes) {
+            continue;
+        }
+        let first = list[0];
+        // The first access itself must be on its own grid (aligned, invariant extents).
+        for a in list {
+            if let Some(why) = off_grid(m, first, a) {
+                errors.push(ValidationError::ExactPartialOverlap {
+                    tensor: t.to_string(),
+                    first: format!("`{}` ({})", first.region, first.what),
+                    second: format!("`{}` ({})", a.region, a.what),
+                    why,
+                    loc: a.loc,
+                    path: a.path.clone(),
+                });
+                break; // one report per tensor
+            }
+        }
+    }
+}
