@@ -1,34 +1,10 @@
 //! Hostile input (issue 13): each case a user could write that once crashed the tool, exhausted
 //! memory or raced silently, run through the binary, with the exact message it must now give.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// A fresh scratch directory for one test.
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pto-wsp-hostile-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Runs the binary; exit code, stdout, stderr.
-fn binary(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_pto-wsp"))
-        .current_dir(root())
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::{binary, scratch};
+use std::path::Path;
 
 /// Asserts a clean failure (exit 1, no panic) whose stderr contains `message`.
 fn fails_with(args: &[&str], message: &str) {

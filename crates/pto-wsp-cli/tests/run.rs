@@ -7,33 +7,10 @@ use pto_wsp::ir::DType;
 use pto_wsp::kernels::npy;
 use pto_wsp_cli::exec::{RunOptions, run};
 use pto_wsp_cli::llm;
+mod common;
+
+use common::{binary, root, scratch};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// A fresh scratch directory for one test.
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pto-wsp-run-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn binary(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_pto-wsp"))
-        .current_dir(root())
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 /// Replaces the schedule line starting with `key` (e.g. `dispatch`) by `key value;`.
 fn set_line(text: &str, key: &str, value: &str) -> String {
