@@ -231,6 +231,26 @@ impl ModuleBuilder {
             AxisKind::Ragged {
                 outer: outer.into(),
                 lengths: Ident::new(lengths),
+                per_row: None,
+            },
+        )
+    }
+
+    /// `axis NAME = ragged(OUTER, LENGTHS, PER_ROW);`: row `r` has `PER_ROW` elements, with the
+    /// name `LENGTHS` in `PER_ROW` standing for `LENGTHS[r]`.
+    pub fn ragged_by(
+        &mut self,
+        name: &str,
+        outer: impl Into<Expr>,
+        lengths: &str,
+        per_row: impl Into<Expr>,
+    ) -> &mut Self {
+        self.axis(
+            name,
+            AxisKind::Ragged {
+                outer: outer.into(),
+                lengths: Ident::new(lengths),
+                per_row: Some(per_row.into()),
             },
         )
     }

@@ -84,11 +84,17 @@ pub enum AxisKind {
     DenseDyn(Expr),
     /// `ragged(OUTER, LENGTHS)`: rows `0..OUTER`, row `r` has `LENGTHS[r]` elements, read from
     /// the 1-D integer tensor `LENGTHS` bound at run time. Two loop variables (row, position).
+    ///
+    /// `ragged(OUTER, LENGTHS, EXPR)`: row `r` has `EXPR` elements, where the name `LENGTHS` in
+    /// `EXPR` stands for the element `LENGTHS[r]` (e.g. `(kv_lens + 511) / 512` chunks per row).
     Ragged {
         /// Number of rows.
         outer: Expr,
-        /// 1-D integer tensor of row lengths.
+        /// 1-D integer tensor of row lengths (or of the values `per_row` maps to lengths).
         lengths: Ident,
+        /// The length of a row as an integer expression of `lengths[r]` (named `lengths`),
+        /// symbols and slots; `None`: the element itself.
+        per_row: Option<Expr>,
     },
     /// `sparse(OUTER, INDPTR, INDICES)`: CSR structure; row `r` holds the entries
     /// `INDICES[INDPTR[r] .. INDPTR[r+1]]`. Iterated by `select`, which binds (row, index value).

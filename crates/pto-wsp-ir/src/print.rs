@@ -140,7 +140,16 @@ impl Display for AxisKind {
         match self {
             AxisKind::Dense(e) => write!(f, "dense({e})"),
             AxisKind::DenseDyn(e) => write!(f, "dense_dyn({e})"),
-            AxisKind::Ragged { outer, lengths } => write!(f, "ragged({outer}, {lengths})"),
+            AxisKind::Ragged {
+                outer,
+                lengths,
+                per_row: None,
+            } => write!(f, "ragged({outer}, {lengths})"),
+            AxisKind::Ragged {
+                outer,
+                lengths,
+                per_row: Some(e),
+            } => write!(f, "ragged({outer}, {lengths}, {e})"),
             AxisKind::Sparse {
                 outer,
                 indptr,

@@ -503,3 +503,17 @@ fn builder_module_round_trips_through_text() {
         "the empty program"
     );
 }
+
+#[test]
+fn builder_ragged_by_equals_parser() {
+    let text = "
+symbol n: i64;
+tensor L: i32[n];
+axis C = ragged(n, L, (L + 511) / 512);
+";
+    let mut m = ModuleBuilder::new();
+    m.symbol("n", ScalarType::I64);
+    m.tensor("L", DType::I32, [e("n")]);
+    m.ragged_by("C", e("n"), "L", (e("L") + 511) / 512);
+    assert_eq!(m.finish(), parsed(text));
+}

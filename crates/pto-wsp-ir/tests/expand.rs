@@ -1864,3 +1864,60 @@ impl ExpandSink for Collect<'_> {
     }
     fn order(&mut self, _edge: OrderEdge) {}
 }
+
+/// `ragged(ROWS, LENGTHS, EXPR)`: each request's chunk count is `ceil(kv_len / 512)`, derived
+/// from the bound lengths by the axis's expression (issue 14 item 5). Checked against the same
+/// nested loops written with `div_ceil` here, and against printing and reparsing.
+#[test]
+fn ragged_lengths_by_expression() {
+    let src = "
+symbol batch: i64;
+symbol chunk: i64;
+tensor kv_lens: i32[batch];
+tensor K: f32[batch, 4096];
+axis C = ragged(batch, kv_lens, (kv_lens + chunk - 1) / chunk);
+kernel attn(in k: f32[1, 512], b: i64, c: i64);
+workload main() {
+    parallel_for b, c in C {
+        task attn(K[b, c * 512 +: 512], b, c);
+    }
+}
+";
+    let m = module(src);
+    pto_wsp_ir::validate(&m).unwrap();
+    assert_eq!(module(&m.to_string()), m);
+    let kv = [1000i64, 0, 512, 513, 4096, 1];
+    let b = Bindings::new()
+        .symbol("batch", kv.len() as i64)
+        .symbol("chunk", 512i64)
+        .array("kv_lens", kv.to_vec());
+    let x = run(&m, &b);
+    let mut tasks = Vec::new();
+    for (r, &len) in kv.iter().enumerate() {
+        let r = r as i64;
+        for c in 0..(len as u64).div_ceil(512) as i64 {
+            tasks.push(ExpandedTask {
+                kernel: 0,
+                declared: 0,
+                params: vec![Value::I64(r), Value::I64(c)],
+                regions: vec![reg(1, Access::In, &[r, c * 512], &[1, 512])],
+                pool: ExecPool::Any,
+                target: Some(0),
+                stream: 0,
+                priority: 0,
+                cost: None,
+            });
+        }
+    }
+    assert_eq!(tasks.len(), 2 + 1 + 2 + 8 + 1);
+    assert_eq!(x.tasks, tasks);
+
+    // A negative computed length is an error naming the row.
+    let m = module(&src.replace("(kv_lens + chunk - 1) / chunk", "kv_lens - chunk"));
+    let b = Bindings::new()
+        .symbol("batch", 2i64)
+        .symbol("chunk", 1001i64)
+        .array("kv_lens", vec![1001i64, 1000]);
+    let e = run_err(&m, &b).to_string();
+    assert!(e.contains("kv_lens[1]") && e.contains("-1"), "{e}");
+}

@@ -197,7 +197,13 @@ fn axis_kind() -> impl Strategy<Value = AxisKind> {
     prop_oneof![
         small_expr().prop_map(AxisKind::Dense),
         small_expr().prop_map(AxisKind::DenseDyn),
-        (small_expr(), ident()).prop_map(|(outer, lengths)| AxisKind::Ragged { outer, lengths }),
+        (small_expr(), ident(), proptest::option::of(small_expr())).prop_map(
+            |(outer, lengths, per_row)| AxisKind::Ragged {
+                outer,
+                lengths,
+                per_row
+            }
+        ),
         (small_expr(), ident(), ident()).prop_map(|(outer, indptr, indices)| AxisKind::Sparse {
             outer,
             indptr,

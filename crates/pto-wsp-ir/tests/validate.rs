@@ -1975,3 +1975,22 @@ error: tier case 1 of kernel `k` may name only the kernel's integer and bool sca
 "#,
     );
 }
+
+/// In a ragged axis's row-length expression the lengths tensor stands for its row's element;
+/// other names must be symbols or slots, and the expression an integer.
+#[test]
+fn ragged_row_length_expression() {
+    valid(
+        "symbol n: i64;\ntensor L: i32[n];\naxis R = ragged(n, L, (L + 511) / 512);\n\
+         kernel k(a: i64);\nworkload main() { parallel_for r, p in R { task k(p); } }\n",
+    );
+    let src = "symbol n: i64;\ntensor L: i32[n];\naxis R = ragged(n, L, L + x);\n";
+    let e = render_errors(src);
+    assert!(e.contains("`x`") && e.contains("t.wsp:3:27"), "{e}");
+    let src = "symbol n: i64;\ntensor L: i32[n];\naxis R = ragged(n, L, L > 3);\n";
+    let e = render_errors(src);
+    assert!(
+        e.contains("row length of ragged axis `R`") && e.contains("t.wsp:3:"),
+        "{e}"
+    );
+}

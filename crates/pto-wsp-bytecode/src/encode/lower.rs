@@ -167,6 +167,23 @@ pub fn supports(r: &Resolved<'_>) -> Result<(), Unsupported> {
     let mut first = None;
     r.each_stmt(&mut |s| {
         if first.is_none()
+            && let StmtKind::Loop(lp) = &s.kind
+            && let Some(axis) = r.axes.get(lp.axis.index())
+            && let AxisExtent::Ragged {
+                per_row: Some(_), ..
+            } = axis.kind
+        {
+            first = Some(unsupported(
+                format!(
+                    "ragged axis `{}` whose row lengths are an expression \
+                     (`ragged(ROWS, LENGTHS, EXPR)`); the bytecode reads lengths from the tensor",
+                    axis.name
+                ),
+                // The declaration, where the expression is written.
+                r.module.axis(&axis.name).map_or(s.loc, |d| d.name.loc),
+            ));
+        }
+        if first.is_none()
             && let StmtKind::Send { channel, value } = &s.kind
             && r.expr(*value).ty() != ScalarType::I64
         {
@@ -283,7 +300,7 @@ impl Lower<'_, '_> {
                 .map(|a| {
                     let kind = match &a.kind {
                         AxisExtent::Dense(e) => LAxis::Dense(self.x(*e)),
-                        AxisExtent::Ragged { rows, lengths } => {
+                        AxisExtent::Ragged { rows, lengths, .. } => {
                             LAxis::Ragged(self.x(*rows), lengths.0 as u16)
                         }
                         AxisExtent::Sparse {

@@ -124,7 +124,8 @@ enum Frame<'p> {
     Ragged {
         vars: [u32; 2],
         body: &'p [Stmt],
-        lengths: &'p [i64],
+        /// The bound tensor's rows, or the lengths computed from them by the axis's expression.
+        lengths: std::borrow::Cow<'p, [i64]>,
         row: i64,
         rows: i64,
         pos: i64,
@@ -566,7 +567,11 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                             track,
                         });
                     }
-                    AxisExtent::Ragged { rows, lengths } => {
+                    AxisExtent::Ragged {
+                        rows,
+                        lengths,
+                        per_row,
+                    } => {
                         let rows = eval_int(prog.x(*rows), &self.env)?;
                         let name = &prog.module.tensors[lengths.index()].name.name;
                         if rows < 0 {
@@ -584,9 +589,29 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                             });
                         }
                         let data = &data[..rows as usize];
+                        let data: std::borrow::Cow<'p, [i64]> = match per_row {
+                            None => data.into(),
+                            Some(pr) => {
+                                let length = prog.x(pr.length);
+                                let mut out = Vec::with_capacity(data.len());
+                                for &v in data {
+                                    self.env[pr.element as usize] = Value::I64(v);
+                                    out.push(eval_int(length, &self.env)?);
+                                }
+                                out.into()
+                            }
+                        };
                         if let Some(r) = data.iter().position(|&l| l < 0) {
+                            let from = if per_row.is_some() {
+                                " computed from"
+                            } else {
+                                ""
+                            };
                             return Err(ExpandError::NegativeLength {
-                                what: format!("row length `{name}[{r}]` of axis `{}`", axis.name),
+                                what: format!(
+                                    "row length{from} `{name}[{r}]` of axis `{}`",
+                                    axis.name
+                                ),
                                 value: data[r],
                             });
                         }

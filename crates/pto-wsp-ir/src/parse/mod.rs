@@ -677,7 +677,16 @@ impl<'a> Parser<'a> {
             "ragged" => {
                 self.expect(",", "after the number of rows")?;
                 let lengths = self.ident("tensor of row lengths")?;
-                AxisKind::Ragged { outer, lengths }
+                let per_row = if self.eat_punct(",") {
+                    Some(self.expr()?)
+                } else {
+                    None
+                };
+                AxisKind::Ragged {
+                    outer,
+                    lengths,
+                    per_row,
+                }
             }
             _ => {
                 self.expect(",", "after the number of rows")?;

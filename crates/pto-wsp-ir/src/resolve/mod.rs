@@ -154,12 +154,15 @@ pub struct Axis {
 pub enum AxisExtent {
     /// `dense(E)` / `dense_dyn(E)`: `0..E`.
     Dense(ExprId),
-    /// `ragged(ROWS, LENGTHS)`: rows `0..ROWS`, row `r` of length `LENGTHS[r]`.
+    /// `ragged(ROWS, LENGTHS)`: rows `0..ROWS`, row `r` of length `LENGTHS[r]`;
+    /// `ragged(ROWS, LENGTHS, EXPR)`: row `r` of length `EXPR` with `LENGTHS[r]` in a register.
     Ragged {
         /// The row count.
         rows: ExprId,
         /// The lengths tensor.
         lengths: TensorId,
+        /// How a row's length follows from its element (`None`: it is the element).
+        per_row: Option<RowLength>,
     },
     /// `sparse(ROWS, INDPTR, INDICES)`: CSR entries, iterated with `select`.
     Sparse {
@@ -170,6 +173,16 @@ pub enum AxisExtent {
         /// The CSR index values.
         indices: TensorId,
     },
+}
+
+/// The length of a row of `ragged(ROWS, LENGTHS, EXPR)`: set register `element` to
+/// `LENGTHS[r]`, then evaluate `length`.
+#[derive(Clone, Copy, Debug)]
+pub struct RowLength {
+    /// The register the row's element is written to.
+    pub element: Reg,
+    /// The row's length (an integer expression of `element`, symbols and slots).
+    pub length: ExprId,
 }
 
 /// A kernel's tiers: the first case whose condition (over the task's scalar arguments,

@@ -426,10 +426,34 @@ impl<'m> Walker<'m> {
             AxisKind::Dense(e) | AxisKind::DenseDyn(e) => {
                 AxisExtent::Dense(self.expr(e, rows("extent"), Scope::Globals, Want::Integer)?)
             }
-            AxisKind::Ragged { outer, lengths } => {
+            AxisKind::Ragged {
+                outer,
+                lengths: tensor,
+                per_row,
+            } => {
                 let rows = self.expr(outer, rows("row count"), Scope::Globals, Want::Integer)?;
-                let lengths = self.array(lengths, &format!("axis `{name}`"))?;
-                AxisExtent::Ragged { rows, lengths }
+                let lengths = self.array(tensor, &format!("axis `{name}`"))?;
+                let per_row = match per_row {
+                    None => None,
+                    Some(e) => {
+                        // The tensor's name is bound to a register holding the row's element,
+                        // in a frame of its own so no workload variable is visible.
+                        let element = self.fresh(ScalarType::I64);
+                        self.frames.push(vec![(tensor.name.as_str(), element)]);
+                        let what = format!("the row length of axis `{name}`");
+                        let length = self.expr(e, what, Scope::Workload, Want::Integer);
+                        self.frames.pop();
+                        Some(super::RowLength {
+                            element,
+                            length: length?,
+                        })
+                    }
+                };
+                AxisExtent::Ragged {
+                    rows,
+                    lengths,
+                    per_row,
+                }
             }
             AxisKind::Sparse {
                 outer,

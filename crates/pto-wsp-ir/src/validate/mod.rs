@@ -265,7 +265,11 @@ impl<'m> Validator<'m> {
                 self.check_expr(e, Some(Expected::Integer), &extent_ctx, &scope, loc, &path);
                 self.check_non_negative(e, &extent_ctx, loc, &path);
             }
-            AxisKind::Ragged { outer, lengths } => {
+            AxisKind::Ragged {
+                outer,
+                lengths,
+                per_row,
+            } => {
                 self.check_expr(
                     outer,
                     Some(Expected::Integer),
@@ -276,6 +280,24 @@ impl<'m> Validator<'m> {
                 );
                 self.check_non_negative(outer, &extent_ctx, loc, &path);
                 self.check_array_tensor(a, "lengths", lengths, &path);
+                if let Some(e) = per_row {
+                    // `lengths` stands for the row's element: an i64 local to the expression.
+                    let element = [Local {
+                        name: lengths.name.clone(),
+                        ty: ScalarType::I64,
+                        what: "a row's element",
+                    }];
+                    let row_ctx = || format!("the row length of ragged axis `{}`", a.name);
+                    self.check_expr(
+                        e,
+                        Some(Expected::Integer),
+                        &row_ctx,
+                        &NameScope::Body(&element),
+                        loc,
+                        &path,
+                    );
+                    self.check_non_negative(e, &row_ctx, loc, &path);
+                }
             }
             AxisKind::Sparse {
                 outer,

@@ -224,3 +224,28 @@ fn compile_options_override_streams_and_executors() {
     assert_eq!(s.num_tasks, s.run.tasks);
     assert_eq!(log.lock().unwrap().len(), e.tasks.len());
 }
+
+#[test]
+fn ragged_lengths_by_expression_are_refused_by_bytecode_with_their_place() {
+    let src = "symbol n: i64;\n\
+               tensor L: i32[n];\n\
+               axis R = ragged(n, L, (L + 511) / 512);\n\
+               kernel k(a: i64);\n\
+               workload main() { parallel_for r, p in R { task k(p); } }\n";
+    let plan = lower(&parse(src).unwrap()).unwrap();
+    let u = get_backend("bytecode")
+        .unwrap()
+        .supports(&plan.resolve().unwrap())
+        .unwrap_err();
+    assert!(u.to_string().contains("ragged axis `R`"), "{u}");
+    // The axis's name in its declaration: line 3, found independently.
+    let col = 1 + src.lines().nth(2).unwrap().find('R').unwrap();
+    let at = SourceFile::new("r.wsp", src).position(u.loc);
+    assert_eq!(at, format!("r.wsp:3:{col}"));
+    assert!(
+        get_backend("cpu_sim")
+            .unwrap()
+            .supports(&plan.resolve().unwrap())
+            .is_ok()
+    );
+}
