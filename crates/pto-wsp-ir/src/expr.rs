@@ -112,7 +112,35 @@ pub enum BinOp {
     Or,
 }
 
+/// The typing rule an operator follows: one place for every typer and evaluator to ask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpClass {
+    /// `+ - * / % min max`: two operands of one integer type, giving that type.
+    Arith,
+    /// `== != < <= > >=`: two operands of one type, giving `bool`.
+    Compare,
+    /// `&& ||`: two `bool` operands, giving `bool`.
+    Logic,
+}
+
 impl BinOp {
+    /// The operator's typing rule.
+    pub fn class(self) -> OpClass {
+        match self {
+            BinOp::Add
+            | BinOp::Sub
+            | BinOp::Mul
+            | BinOp::Div
+            | BinOp::Rem
+            | BinOp::Min
+            | BinOp::Max => OpClass::Arith,
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
+                OpClass::Compare
+            }
+            BinOp::And | BinOp::Or => OpClass::Logic,
+        }
+    }
+
     /// Every operator.
     pub const ALL: &'static [BinOp] = &[
         BinOp::Add,

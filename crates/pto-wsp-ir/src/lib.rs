@@ -37,7 +37,7 @@ pub use expand::{
     ExpandedTask, Expansion, MAX_KEPT_TASKS, OrderEdge, OrderTrack, expand, expand_each,
     expand_process, expand_with,
 };
-pub use expr::{BinOp, Expr, FloatLit, UnOp};
+pub use expr::{BinOp, Expr, FloatLit, OpClass, UnOp};
 pub use kernel_body::{InstArg, KStmt, KStmtKind, TileDecl, TileKind};
 pub use loc::{Ident, Loc};
 pub use module::{

@@ -12,7 +12,7 @@
 //! unresolved expression would.
 
 use crate::eval::{binary, unary};
-use crate::expr::{BinOp, UnOp};
+use crate::expr::{BinOp, OpClass, UnOp};
 use crate::types::ScalarType;
 use crate::value::Value;
 
@@ -45,22 +45,9 @@ impl TExpr {
             TExpr::Const(v) => v.ty(),
             TExpr::Reg(_, t) | TExpr::Arg(_, t) => *t,
             TExpr::Unary(_, a) => a.ty(),
-            TExpr::Binary(op, a, _) => match op {
-                BinOp::Eq
-                | BinOp::Ne
-                | BinOp::Lt
-                | BinOp::Le
-                | BinOp::Gt
-                | BinOp::Ge
-                | BinOp::And
-                | BinOp::Or => ScalarType::Bool,
-                BinOp::Add
-                | BinOp::Sub
-                | BinOp::Mul
-                | BinOp::Div
-                | BinOp::Rem
-                | BinOp::Min
-                | BinOp::Max => a.ty(),
+            TExpr::Binary(op, a, _) => match op.class() {
+                OpClass::Arith => a.ty(),
+                OpClass::Compare | OpClass::Logic => ScalarType::Bool,
             },
             TExpr::Ternary(_, a, _) => a.ty(),
         }
@@ -123,16 +110,10 @@ impl TExpr {
     /// `a op b`, typed and folded.
     pub fn binary(op: BinOp, a: TExpr, b: TExpr) -> Result<TExpr, String> {
         let (ta, tb) = (a.ty(), b.ty());
-        let ok = match op {
-            BinOp::Add
-            | BinOp::Sub
-            | BinOp::Mul
-            | BinOp::Div
-            | BinOp::Rem
-            | BinOp::Min
-            | BinOp::Max => ta == tb && ta != ScalarType::Bool,
-            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => ta == tb,
-            BinOp::And | BinOp::Or => ta == ScalarType::Bool && tb == ScalarType::Bool,
+        let ok = match op.class() {
+            OpClass::Arith => ta == tb && ta != ScalarType::Bool,
+            OpClass::Compare => ta == tb,
+            OpClass::Logic => ta == ScalarType::Bool && tb == ScalarType::Bool,
         };
         if !ok {
             return Err(format!(

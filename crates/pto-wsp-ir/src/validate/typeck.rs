@@ -9,7 +9,7 @@
 //! name-free integer expressions and gives up (returns `None`) on overflow or division by zero.
 
 use super::errors::ValidationError;
-use crate::expr::{BinOp, Expr, UnOp};
+use crate::expr::{BinOp, Expr, OpClass, UnOp};
 use crate::loc::{Ident, Loc};
 use crate::types::ScalarType;
 use crate::value::Value;
@@ -153,28 +153,13 @@ fn binary_type(
     site: &Site<'_>,
     errors: &mut Vec<ValidationError>,
 ) -> Option<ScalarType> {
-    enum Rule {
-        Arith,
-        Compare,
-        Logic,
-    }
-    let rule = match op {
-        BinOp::Add
-        | BinOp::Sub
-        | BinOp::Mul
-        | BinOp::Div
-        | BinOp::Rem
-        | BinOp::Min
-        | BinOp::Max => Rule::Arith,
-        BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => Rule::Compare,
-        BinOp::And | BinOp::Or => Rule::Logic,
-    };
+    let rule = op.class();
     let mut operand_ok = |e: &Expr, t: Option<ScalarType>| -> bool {
         let Some(t) = t else { return true };
         let (ok, expected) = match rule {
-            Rule::Arith => (is_integer(t), "integer"),
-            Rule::Logic => (t == ScalarType::Bool, "bool"),
-            Rule::Compare => (true, ""),
+            OpClass::Arith => (is_integer(t), "integer"),
+            OpClass::Logic => (t == ScalarType::Bool, "bool"),
+            OpClass::Compare => (true, ""),
         };
         if !ok {
             errors.push(ValidationError::OperandType {
@@ -191,8 +176,8 @@ fn binary_type(
     let ok_b = operand_ok(b, tb);
     if !(ok_a && ok_b) {
         return match rule {
-            Rule::Arith => None,
-            Rule::Compare | Rule::Logic => Some(ScalarType::Bool),
+            OpClass::Arith => None,
+            OpClass::Compare | OpClass::Logic => Some(ScalarType::Bool),
         };
     }
     if let (Some(x), Some(y)) = (ta, tb)
@@ -211,13 +196,13 @@ fn binary_type(
             path: site.path.to_string(),
         });
         return match rule {
-            Rule::Arith => None,
-            Rule::Compare | Rule::Logic => Some(ScalarType::Bool),
+            OpClass::Arith => None,
+            OpClass::Compare | OpClass::Logic => Some(ScalarType::Bool),
         };
     }
     match rule {
-        Rule::Arith => ta.or(tb),
-        Rule::Compare | Rule::Logic => Some(ScalarType::Bool),
+        OpClass::Arith => ta.or(tb),
+        OpClass::Compare | OpClass::Logic => Some(ScalarType::Bool),
     }
 }
 
