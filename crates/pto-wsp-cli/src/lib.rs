@@ -18,6 +18,7 @@ pub mod bench_kernels;
 pub mod bench_llama;
 pub mod binds;
 pub mod bytecode;
+pub mod emit;
 pub mod exec;
 pub mod expect;
 pub mod files;

@@ -149,6 +149,22 @@ enum Command {
         #[arg(short = 'o', long = "out", value_name = "OUT")]
         out: Option<PathBuf>,
     },
+    /// Emit code for a target. `emit kernels FILE -o DIR`: every kernel written in tile
+    /// instructions as a PTO-ISA C++ header, a host driver running the workload's tasks of those
+    /// kernels on `.npy` inputs, and a Makefile (`make -C DIR`, `PTO_ISA_ROOT` defaults to
+    /// `$HOME/.cache/pto-wsp/pto-isa`).
+    Emit {
+        /// What to emit.
+        what: EmitWhat,
+        /// The `.wsp` file.
+        file: PathBuf,
+        /// The output directory (created if needed).
+        #[arg(short = 'o', long = "out", value_name = "DIR")]
+        out: PathBuf,
+        /// Bind a symbol, slot or integer tensor (after the file's `//@ bind` defaults).
+        #[arg(long = "bind", value_name = "NAME=VALUE")]
+        binds: Vec<String>,
+    },
     /// Measure the CPU runtime's per-task overhead on Taskflow's benchmark shapes.
     Bench {
         /// Shapes: chain:N, tree:LEVELS, independent:N, wavefront:SIDE,
@@ -186,6 +202,13 @@ enum Command {
         #[arg(long)]
         devgen_only: bool,
     },
+}
+
+/// What `pto-wsp emit` writes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum EmitWhat {
+    /// Kernels written in tile instructions, as PTO-ISA C++ with a host driver.
+    Kernels,
 }
 
 fn main() -> ExitCode {
@@ -233,6 +256,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 &target,
                 out.as_deref(),
             )?)?;
+        }
+        Command::Emit {
+            what: EmitWhat::Kernels,
+            file,
+            out,
+            binds,
+        } => {
+            let name = file.display().to_string();
+            let loaded = pto_wsp_cli::load_source(&name, &read(&file)?)?;
+            let bindings = pto_wsp_cli::bindings_for(&loaded, &binds)?;
+            let emitted = pto_wsp_cli::emit::emit_kernels(&loaded, &bindings)?;
+            pto_wsp_cli::emit::write_emitted(&emitted, &out)?;
+            emit(&pto_wsp_cli::emit::summary(&emitted, &out))?;
         }
         Command::Check { file } => {
             let name = file.display().to_string();

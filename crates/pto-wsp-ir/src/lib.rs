@@ -51,7 +51,7 @@ pub use schedule::{
     ScheduleItem, ScheduleItemKind, StartPolicy, TaskGraphItem, Timing, TracePolicy, WindowMode,
 };
 pub use source::{Diagnostic, SourceFile};
-pub use tile_isa::{CostRule, Operand, ShapeRule, TileOp};
+pub use tile_isa::{CostRule, CppForm, Operand, ShapeRule, TileOp};
 pub use types::{Access, DType, ExecPool, ParamType, ScalarType};
 pub use validate::depth::MAX_TOTAL_DEPTH;
 pub use validate::{ValidationError, validate};

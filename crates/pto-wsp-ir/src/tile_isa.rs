@@ -8,7 +8,8 @@
 //!
 //! Promise: every [`TileOp`] has a mnemonic (its spelling in `.wsp` text and the PTO-ISA C++
 //! function name), an operand signature ([`Operand`] kinds in order), a [`ShapeRule`] the
-//! validator checks and a [`CostRule`] the cycle model charges.
+//! validator checks, a [`CostRule`] the cycle model charges and a [`CppForm`], how PTO-ISA's C++
+//! API writes it (or why it cannot), which the C++ emitter reads.
 
 /// The kind of one operand of a tile instruction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -69,6 +70,24 @@ pub enum CostRule {
     Sort5N,
 }
 
+/// How an instruction is written in PTO-ISA's C++ API (`#include <pto/pto-inst.hpp>`), read by
+/// the C++ emitter. Tile operands become tile objects, global operands `GlobalTensor`s of the
+/// region part the instruction moves, float operands values of the tile's element type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CppForm {
+    /// `MNEMONIC(operands...)`, the operands in the order written.
+    Direct,
+    /// `MNEMONIC(dst, src, tmp)`: PTO-ISA also takes a scratch tile shaped like the source
+    /// (row reductions, `TTRANS`).
+    WithTmp,
+    /// `MNEMONIC(dst, src, RoundMode::CAST_RINT)` (`TCVT`: round to nearest even).
+    WithRound,
+    /// `TMATMUL_ACC(c, c, a, b)`: PTO-ISA names the accumulator as output and input.
+    AccTwice,
+    /// PTO-ISA has no instruction with these semantics; the reason, for the emitter's error.
+    Missing(&'static str),
+}
+
 /// The comparison modes of `TCMP`, by their spelling.
 pub const CMP_MODES: &[&str] = &["EQ", "NE", "LT", "LE", "GT", "GE"];
 
@@ -88,7 +107,7 @@ pub fn compare(mode: &str, a: f32, b: f32) -> bool {
 macro_rules! tile_ops {
     ($(
         $(#[doc = $doc:literal])*
-        $var:ident = $mn:literal, [$($operand:ident),*], $shape:ident, $cost:ident;
+        $var:ident = $mn:literal, [$($operand:ident),*], $shape:ident, $cost:ident, $cpp:expr;
     )*) => {
         /// A tile instruction.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -120,6 +139,11 @@ macro_rules! tile_ops {
                 match self { $(TileOp::$var => CostRule::$cost,)* }
             }
 
+            /// How PTO-ISA's C++ API spells the instruction (the C++ emitter's column).
+            pub fn cpp_form(self) -> CppForm {
+                match self { $(TileOp::$var => $cpp,)* }
+            }
+
             /// The instruction spelled `mnemonic`.
             pub fn parse(mnemonic: &str) -> Option<TileOp> {
                 match mnemonic { $($mn => Some(TileOp::$var),)* _ => None }
@@ -130,87 +154,87 @@ macro_rules! tile_ops {
 
 tile_ops! {
     /// `TLOAD(dst, global[, row, col])`: the global region's part at (row, col) into the tile.
-    Load = "TLOAD", [Dst, Global, OptInt, OptInt], Load, DstValid;
+    Load = "TLOAD", [Dst, Global, OptInt, OptInt], Load, DstValid, CppForm::Direct;
     /// `TSTORE(global, src[, row, col])`: the tile's valid part to the region at (row, col).
-    Store = "TSTORE", [Global, Src, OptInt, OptInt], Store, SrcValid;
+    Store = "TSTORE", [Global, Src, OptInt, OptInt], Store, SrcValid, CppForm::Direct;
     /// `TEXPANDS(dst, v)`: every element = v.
-    Expands = "TEXPANDS", [Dst, Float], Same, DstValid;
+    Expands = "TEXPANDS", [Dst, Float], Same, DstValid, CppForm::Direct;
     /// `TMOV(dst, src)`: copy (between tile kinds: acc to vec, vec to left, ...).
-    Mov = "TMOV", [Dst, Src], Convert, DstValid;
+    Mov = "TMOV", [Dst, Src], Convert, DstValid, CppForm::Direct;
     /// `TTRANS(dst, src)`: transpose (the valid part: dst's valid rows × cols is src's cols ×
     /// rows).
-    Trans = "TTRANS", [Dst, Src], Transpose, DstValid;
+    Trans = "TTRANS", [Dst, Src], Transpose, DstValid, CppForm::WithTmp;
     /// `TCVT(dst, src)`: convert element type (rounded to nearest even).
-    Cvt = "TCVT", [Dst, Src], Convert, DstValid;
+    Cvt = "TCVT", [Dst, Src], Convert, DstValid, CppForm::WithRound;
     /// `TADD(dst, a, b)`.
-    Add = "TADD", [Dst, Src, Src], Same, DstValid;
+    Add = "TADD", [Dst, Src, Src], Same, DstValid, CppForm::Direct;
     /// `TSUB(dst, a, b)`.
-    Sub = "TSUB", [Dst, Src, Src], Same, DstValid;
+    Sub = "TSUB", [Dst, Src, Src], Same, DstValid, CppForm::Direct;
     /// `TMUL(dst, a, b)`.
-    Mul = "TMUL", [Dst, Src, Src], Same, DstValid;
+    Mul = "TMUL", [Dst, Src, Src], Same, DstValid, CppForm::Direct;
     /// `TDIV(dst, a, b)`.
-    Div = "TDIV", [Dst, Src, Src], Same, DstValid;
+    Div = "TDIV", [Dst, Src, Src], Same, DstValid, CppForm::Direct;
     /// `TMAX(dst, a, b)`.
-    Max = "TMAX", [Dst, Src, Src], Same, DstValid;
+    Max = "TMAX", [Dst, Src, Src], Same, DstValid, CppForm::Direct;
     /// `TMIN(dst, a, b)`.
-    Min = "TMIN", [Dst, Src, Src], Same, DstValid;
+    Min = "TMIN", [Dst, Src, Src], Same, DstValid, CppForm::Direct;
     /// `TADDS(dst, a, s)`.
-    Adds = "TADDS", [Dst, Src, Float], Same, DstValid;
+    Adds = "TADDS", [Dst, Src, Float], Same, DstValid, CppForm::Direct;
     /// `TSUBS(dst, a, s)`.
-    Subs = "TSUBS", [Dst, Src, Float], Same, DstValid;
+    Subs = "TSUBS", [Dst, Src, Float], Same, DstValid, CppForm::Direct;
     /// `TMULS(dst, a, s)`.
-    Muls = "TMULS", [Dst, Src, Float], Same, DstValid;
+    Muls = "TMULS", [Dst, Src, Float], Same, DstValid, CppForm::Direct;
     /// `TDIVS(dst, a, s)`.
-    Divs = "TDIVS", [Dst, Src, Float], Same, DstValid;
+    Divs = "TDIVS", [Dst, Src, Float], Same, DstValid, CppForm::Direct;
     /// `TMAXS(dst, a, s)`.
-    Maxs = "TMAXS", [Dst, Src, Float], Same, DstValid;
+    Maxs = "TMAXS", [Dst, Src, Float], Same, DstValid, CppForm::Direct;
     /// `TEXP(dst, a)`.
-    Exp = "TEXP", [Dst, Src], Same, DstValid;
+    Exp = "TEXP", [Dst, Src], Same, DstValid, CppForm::Direct;
     /// `TLOG(dst, a)` (natural logarithm).
-    Log = "TLOG", [Dst, Src], Same, DstValid;
+    Log = "TLOG", [Dst, Src], Same, DstValid, CppForm::Direct;
     /// `TSQRT(dst, a)`.
-    Sqrt = "TSQRT", [Dst, Src], Same, DstValid;
+    Sqrt = "TSQRT", [Dst, Src], Same, DstValid, CppForm::Direct;
     /// `TRSQRT(dst, a)`: 1 / √a.
-    Rsqrt = "TRSQRT", [Dst, Src], Same, DstValid;
+    Rsqrt = "TRSQRT", [Dst, Src], Same, DstValid, CppForm::Direct;
     /// `TABS(dst, a)`.
-    Abs = "TABS", [Dst, Src], Same, DstValid;
+    Abs = "TABS", [Dst, Src], Same, DstValid, CppForm::Direct;
     /// `TNEG(dst, a)`.
-    Neg = "TNEG", [Dst, Src], Same, DstValid;
+    Neg = "TNEG", [Dst, Src], Same, DstValid, CppForm::Direct;
     /// `TRECIP(dst, a)`: 1 / a.
-    Recip = "TRECIP", [Dst, Src], Same, DstValid;
+    Recip = "TRECIP", [Dst, Src], Same, DstValid, CppForm::Direct;
     /// `TROWSUM(dst, a)`: per row, the sum.
-    RowSum = "TROWSUM", [Dst, Src], RowReduce, DstValid;
+    RowSum = "TROWSUM", [Dst, Src], RowReduce, DstValid, CppForm::WithTmp;
     /// `TROWMAX(dst, a)`: per row, the maximum.
-    RowMax = "TROWMAX", [Dst, Src], RowReduce, DstValid;
+    RowMax = "TROWMAX", [Dst, Src], RowReduce, DstValid, CppForm::WithTmp;
     /// `TROWMIN(dst, a)`: per row, the minimum.
-    RowMin = "TROWMIN", [Dst, Src], RowReduce, DstValid;
+    RowMin = "TROWMIN", [Dst, Src], RowReduce, DstValid, CppForm::WithTmp;
     /// `TCOLSUM(dst, a)`: per column, the sum.
-    ColSum = "TCOLSUM", [Dst, Src], ColReduce, DstValid;
+    ColSum = "TCOLSUM", [Dst, Src], ColReduce, DstValid, CppForm::Direct;
     /// `TCOLMAX(dst, a)`: per column, the maximum.
-    ColMax = "TCOLMAX", [Dst, Src], ColReduce, DstValid;
+    ColMax = "TCOLMAX", [Dst, Src], ColReduce, DstValid, CppForm::Direct;
     /// `TROWEXPAND(dst, v)`: dst[r][c] = v[r][0].
-    RowExpand = "TROWEXPAND", [Dst, Src], RowExpand, DstValid;
+    RowExpand = "TROWEXPAND", [Dst, Src], RowExpand, DstValid, CppForm::Direct;
     /// `TROWEXPANDSUB(dst, a, v)`: dst[r][c] = a[r][c] − v[r][0].
-    RowExpandSub = "TROWEXPANDSUB", [Dst, Src, Src], RowExpandBinary, DstValid;
+    RowExpandSub = "TROWEXPANDSUB", [Dst, Src, Src], RowExpandBinary, DstValid, CppForm::Direct;
     /// `TROWEXPANDMUL(dst, a, v)`: dst[r][c] = a[r][c] · v[r][0].
-    RowExpandMul = "TROWEXPANDMUL", [Dst, Src, Src], RowExpandBinary, DstValid;
+    RowExpandMul = "TROWEXPANDMUL", [Dst, Src, Src], RowExpandBinary, DstValid, CppForm::Direct;
     /// `TROWEXPANDDIV(dst, a, v)`: dst[r][c] = a[r][c] / v[r][0].
-    RowExpandDiv = "TROWEXPANDDIV", [Dst, Src, Src], RowExpandBinary, DstValid;
+    RowExpandDiv = "TROWEXPANDDIV", [Dst, Src, Src], RowExpandBinary, DstValid, CppForm::Direct;
     /// `TCOLEXPANDMUL(dst, a, v)`: dst[r][c] = a[r][c] · v[0][c].
-    ColExpandMul = "TCOLEXPANDMUL", [Dst, Src, Src], ColExpandBinary, DstValid;
+    ColExpandMul = "TCOLEXPANDMUL", [Dst, Src, Src], ColExpandBinary, DstValid, CppForm::Direct;
     /// `TCMP(mask, a, b, MODE)`: mask = 1 where `a MODE b` holds, else 0 (the mask is a tile of
     /// the same type; PTO-ISA's mask encoding is target-defined).
-    Cmp = "TCMP", [Dst, Src, Src, CmpMode], Same, DstValid;
+    Cmp = "TCMP", [Dst, Src, Src, CmpMode], Same, DstValid, CppForm::Missing("PTO-ISA's TCMP writes a packed bit mask (target-defined encoding), not a tile of 1.0 / 0.0");
     /// `TSEL(dst, mask, a, b)`: dst = a where mask ≠ 0, else b.
-    Sel = "TSEL", [Dst, Src, Src, Src], Same, DstValid;
+    Sel = "TSEL", [Dst, Src, Src, Src], Same, DstValid, CppForm::Missing("PTO-ISA's TSEL reads a packed bit mask (as TCMP writes it), not a tile of 1.0 / 0.0");
     /// `TSORT(dst, a)`: each row's valid part sorted in descending order (NaNs last), a top-k
     /// primitive: the first k columns are the row's k largest. (On the device: `TSORT32` and
     /// `TMRGSORT`.)
-    Sort = "TSORT", [Dst, Src], Same, Sort5N;
+    Sort = "TSORT", [Dst, Src], Same, Sort5N, CppForm::Missing("PTO-ISA sorts with TSORT32 (blocks of 32, with an index tile) and TMRGSORT, not a whole-row descending sort");
     /// `TMATMUL(c, a, b)`: c = a · b.
-    Matmul = "TMATMUL", [Dst, Src, Src], Matmul, MKN;
+    Matmul = "TMATMUL", [Dst, Src, Src], Matmul, MKN, CppForm::Direct;
     /// `TMATMUL_ACC(c, a, b)`: c += a · b.
-    MatmulAcc = "TMATMUL_ACC", [Dst, Src, Src], Matmul, MKN;
+    MatmulAcc = "TMATMUL_ACC", [Dst, Src, Src], Matmul, MKN, CppForm::AccTwice;
 }
 
 #[cfg(test)]
