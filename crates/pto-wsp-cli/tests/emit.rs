@@ -1,0 +1,253 @@
+//! `pto-wsp emit kernels`: every kernel of `examples/kernels/*.wsp` emitted as PTO-ISA C++,
+//! built with g++ against PTO-ISA's CPU simulation, run on the same `.npy` inputs as our CPU
+//! executor, and compared with it; and the emitter's refusals.
+//!
+//! The PTO-ISA checkout is `PTO_ISA_ROOT`, defaulting to `$HOME/.cache/pto-wsp/pto-isa`
+//! (`scripts/prepare-toolchains.sh` fetches it). Without it the comparison prints one line,
+//! `skipped: no PTO-ISA at <path>`, and passes.
+
+mod common;
+
+use common::{binary, root, scratch};
+use pto_wsp::kernels::TensorStore;
+use pto_wsp::kernels::npy::NpyArray;
+use pto_wsp_cli::emit::{emit_kernels, write_emitted};
+use pto_wsp_cli::exec::{RunOptions, run};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Where the PTO-ISA checkout is expected.
+fn pto_isa_root() -> PathBuf {
+    match std::env::var_os("PTO_ISA_ROOT") {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+            .join(".cache/pto-wsp/pto-isa"),
+    }
+}
+
+/// The elements of a `.npy` file of `f32` or `f16`, as `f32`.
+fn npy_floats(path: &Path) -> Vec<f32> {
+    let a = NpyArray::parse(&std::fs::read(path).unwrap()).unwrap();
+    match (a.kind, a.size) {
+        ('f', 4) => bytemuck::cast_slice::<u8, f32>(&a.data).to_vec(),
+        ('f', 2) => a
+            .data
+            .chunks_exact(2)
+            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+        other => panic!("{}: unexpected element type {other:?}", path.display()),
+    }
+}
+
+/// Error figures of one tensor: the largest |cpp − ours| over the largest |ours|, the largest
+/// element-wise relative error, and how many elements differ at all.
+struct Diff {
+    normwise: f64,
+    elementwise: f64,
+    differing: usize,
+    len: usize,
+}
+
+fn diff(ours: &[f32], cpp: &[f32]) -> Diff {
+    assert_eq!(ours.len(), cpp.len());
+    let scale = ours.iter().fold(0f64, |m, &x| m.max((x as f64).abs()));
+    let mut d = Diff {
+        normwise: 0.0,
+        elementwise: 0.0,
+        differing: 0,
+        len: ours.len(),
+    };
+    for (&a, &b) in ours.iter().zip(cpp) {
+        assert!(
+            a.is_finite() && b.is_finite(),
+            "non-finite output {a} / {b}"
+        );
+        let e = (a as f64 - b as f64).abs();
+        if a.to_bits() != b.to_bits() {
+            d.differing += 1;
+        }
+        d.normwise = d.normwise.max(e / scale.max(f64::MIN_POSITIVE));
+        if a != 0.0 {
+            d.elementwise = d.elementwise.max(e / (a as f64).abs());
+        }
+    }
+    d
+}
+
+/// One example prepared for the comparison: inputs written, our run done, C++ emitted.
+struct Case {
+    name: String,
+    dir: PathBuf,
+    written: Vec<String>,
+}
+
+fn prepare(file: &Path, base: &Path) -> Case {
+    let name = file.file_stem().unwrap().to_string_lossy().into_owned();
+    let dir = base.join(&name);
+    let (inputs, ours, cpp) = (dir.join("in"), dir.join("ours"), dir.join("cpp"));
+    for d in [&inputs, &ours, &cpp] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let text = std::fs::read_to_string(file).unwrap();
+    let shown = file.display().to_string();
+    let loaded = pto_wsp_cli::load_source(&shown, &text).unwrap();
+    let bindings = pto_wsp_cli::bindings_for(&loaded, &[]).unwrap();
+    // The same inputs for both runs: every tensor, random (seed 7), as .npy files.
+    let mut store = TensorStore::new(&loaded.module, &bindings).unwrap();
+    store.fill_random(7);
+    let mut opts = RunOptions {
+        threads: 2,
+        ..RunOptions::default()
+    };
+    for info in store.infos() {
+        let path = inputs.join(format!("{}.npy", info.name));
+        std::fs::write(&path, store.to_npy(&info.name).unwrap()).unwrap();
+        opts.inputs
+            .push(format!("{}={}", info.name, path.display()));
+        opts.outputs.push(format!(
+            "{}={}",
+            info.name,
+            ours.join(format!("{}.npy", info.name)).display()
+        ));
+    }
+    run(&shown, &text, false, &opts, &mut |_| {}).unwrap();
+    let emitted = emit_kernels(&loaded, &bindings).unwrap();
+    write_emitted(&emitted, &dir.join("emitted")).unwrap();
+    Case {
+        name,
+        dir,
+        written: emitted.written,
+    }
+}
+
+#[test]
+fn emitted_kernels_under_pto_isa_match_our_cpu_run() {
+    let pto = pto_isa_root();
+    if !pto.join("include/pto/pto-inst.hpp").is_file() {
+        println!("skipped: no PTO-ISA at {}", pto.display());
+        return;
+    }
+    let base = scratch("emit-pto-isa");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("examples/kernels"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "wsp"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 4,
+        "examples/kernels has {} files",
+        files.len()
+    );
+    let cases: Vec<Case> = files.iter().map(|f| prepare(f, &base)).collect();
+    // One g++ per module (the driver includes its kernels), all started at once.
+    let builds: Vec<_> = cases
+        .iter()
+        .map(|c| {
+            Command::new("make")
+                .arg("-s")
+                .arg("-C")
+                .arg(c.dir.join("emitted"))
+                .arg(format!("PTO_ISA_ROOT={}", pto.display()))
+                // The runs are tiny: compile time matters more than code quality.
+                .arg("CXXFLAGS=-O0")
+                .output()
+        })
+        .collect();
+    let mut report = Vec::new();
+    for (c, b) in cases.iter().zip(builds) {
+        let b = b.expect("make runs");
+        assert!(
+            b.status.success(),
+            "{}: build failed:\n{}",
+            c.name,
+            String::from_utf8_lossy(&b.stderr)
+        );
+        let out = Command::new(c.dir.join("emitted/driver"))
+            .arg(c.dir.join("in"))
+            .arg(c.dir.join("cpp"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: driver failed:\n{}",
+            c.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!c.written.is_empty(), "{}: writes nothing", c.name);
+        for t in &c.written {
+            let ours = npy_floats(&c.dir.join(format!("ours/{t}.npy")));
+            let cpp = npy_floats(&c.dir.join(format!("cpp/{t}.npy")));
+            let d = diff(&ours, &cpp);
+            // Same instructions on the same inputs: PTO-ISA's CPU simulation computes TEXP and
+            // TRSQRT in f64 rounded once (we use f32 `exp` and `1 / sqrt`, each ≤ 1 ulp) and
+            // TMATMUL_ACC as c + (Σ a·b) (we add each product to c): a few ulp of the output's
+            // scale at most.
+            assert!(
+                d.normwise <= 1e-6,
+                "{} {t}: max |cpp - ours| / max |ours| = {:e}",
+                c.name,
+                d.normwise
+            );
+            report.push(format!(
+                "{} {t}: {} of {} elements differ, max |cpp - ours| / max |ours| = {:.1e}, max elementwise relative {:.1e}",
+                c.name, d.differing, d.len, d.normwise, d.elementwise
+            ));
+        }
+    }
+    eprintln!("{}", report.join("\n"));
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// Emits `src` (named `t.wsp`) and returns the rendered error.
+fn emit_error(src: &str) -> String {
+    let loaded = pto_wsp_cli::load_source("t.wsp", src).expect("valid module");
+    let bindings = pto_wsp_cli::bindings_for(&loaded, &[]).unwrap();
+    emit_kernels(&loaded, &bindings)
+        .expect_err("emission must refuse")
+        .rendered
+}
+
+#[test]
+fn an_instruction_without_a_pto_isa_equivalent_is_refused_at_its_location() {
+    let src = "tensor X: f32[8, 64];\ntensor Y: f32[8, 64];\n\
+kernel top(in x: f32[8, 64], out y: f32[8, 64]) @vector {\n    tile t: vec f32[8, 64];\n    TLOAD(t, x);\n    TSORT(t, t);\n    TSTORE(y, t);\n}\n\
+workload main() {\n    task top(X[0 +: 8, 0 +: 64], Y[0 +: 8, 0 +: 64]);\n}\n";
+    // Through the command line: exit 1, the error at the instruction, nothing written.
+    let dir = scratch("emit-refused");
+    let file = dir.join("t.wsp");
+    std::fs::write(&file, src).unwrap();
+    let out = dir.join("out");
+    let (code, stdout, stderr) = binary(&[
+        "emit",
+        "kernels",
+        file.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(!out.exists(), "nothing may be written");
+    let rendered = stderr.replace(file.to_str().unwrap(), "t.wsp");
+    assert_eq!(rendered, emit_error(src));
+    let first = rendered.lines().next().unwrap();
+    assert_eq!(
+        first,
+        "error: kernel `top`: cannot emit PTO-ISA C++: TSORT has no PTO-ISA equivalent: \
+         PTO-ISA sorts with TSORT32 (blocks of 32, with an index tile) and TMRGSORT, not a \
+         whole-row descending sort"
+    );
+    assert!(rendered.contains(" --> t.wsp:6:5"), "{rendered}");
+}
+
+#[test]
+fn a_bf16_tile_is_refused_at_its_declaration() {
+    let src = "tensor X: bf16[8, 64];\n\
+kernel k(in x: bf16[8, 64]) @vector {\n    tile t: vec bf16[8, 64];\n    TLOAD(t, x);\n}\n\
+workload main() {\n    task k(X[0 +: 8, 0 +: 64]);\n}\n";
+    let rendered = emit_error(src);
+    assert!(
+        rendered.contains("kernel `k`: cannot emit PTO-ISA C++: tile parameter `x` is bf16"),
+        "{rendered}"
+    );
+    assert!(rendered.contains(" --> t.wsp:2:13"), "{rendered}");
+}
