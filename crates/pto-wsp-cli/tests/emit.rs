@@ -81,8 +81,11 @@ struct Case {
     written: Vec<String>,
 }
 
-fn prepare(file: &Path, base: &Path) -> Case {
-    let name = file.file_stem().unwrap().to_string_lossy().into_owned();
+fn prepare(file: &Path, binds: &[String], base: &Path) -> Case {
+    let mut name = file.file_stem().unwrap().to_string_lossy().into_owned();
+    for b in binds {
+        name = format!("{name}.{}", b.replace('=', ""));
+    }
     let dir = base.join(&name);
     let (inputs, ours, cpp) = (dir.join("in"), dir.join("ours"), dir.join("cpp"));
     for d in [&inputs, &ours, &cpp] {
@@ -91,11 +94,12 @@ fn prepare(file: &Path, base: &Path) -> Case {
     let text = std::fs::read_to_string(file).unwrap();
     let shown = file.display().to_string();
     let loaded = pto_wsp_cli::load_source(&shown, &text).unwrap();
-    let bindings = pto_wsp_cli::bindings_for(&loaded, &[]).unwrap();
+    let bindings = pto_wsp_cli::bindings_for(&loaded, binds).unwrap();
     // The same inputs for both runs: every tensor, random (seed 7), as .npy files.
     let mut store = TensorStore::new(&loaded.module, &bindings).unwrap();
     store.fill_random(7);
     let mut opts = RunOptions {
+        binds: binds.to_vec(),
         threads: 2,
         ..RunOptions::default()
     };
@@ -139,7 +143,13 @@ fn emitted_kernels_under_pto_isa_match_our_cpu_run() {
         "examples/kernels has {} files",
         files.len()
     );
-    let cases: Vec<Case> = files.iter().map(|f| prepare(f, &base)).collect();
+    let mut cases: Vec<Case> = files.iter().map(|f| prepare(f, &[], &base)).collect();
+    // The split-KV decode with an empty last chunk (0 valid keys).
+    cases.push(prepare(
+        &root().join("examples/kernels/decode_attention.wsp"),
+        &["kv=192".to_string()],
+        &base,
+    ));
     // One g++ per module (the driver includes its kernels), all started at once.
     let builds: Vec<_> = cases
         .iter()
