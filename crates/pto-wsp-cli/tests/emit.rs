@@ -51,6 +51,8 @@ struct Diff {
 fn diff(ours: &[f32], cpp: &[f32]) -> Diff {
     assert_eq!(ours.len(), cpp.len());
     let scale = ours.iter().fold(0f64, |m, &x| m.max((x as f64).abs()));
+    // An all-zero output would compare equal however wrong the kernels were.
+    assert!(scale > 0.0, "the output is all zeros");
     let mut d = Diff {
         normwise: 0.0,
         elementwise: 0.0,
