@@ -163,12 +163,15 @@ fn emitted_kernels_under_pto_isa_match_our_cpu_run() {
                 .arg(format!("PTO_ISA_ROOT={}", pto.display()))
                 // The runs are tiny: compile time matters more than code quality.
                 .arg("CXXFLAGS=-O0")
-                .output()
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("make starts")
         })
         .collect();
     let mut report = Vec::new();
     for (c, b) in cases.iter().zip(builds) {
-        let b = b.expect("make runs");
+        let b = b.wait_with_output().expect("make runs");
         assert!(
             b.status.success(),
             "{}: build failed:\n{}",
