@@ -270,8 +270,10 @@ fn best_per_call(target: Duration, mut f: impl FnMut()) -> impl FnMut() -> Durat
 }
 
 /// A kernel written in tile instructions and the built-in it re-expresses, on the same tiles
-/// (the modules are `examples/kernels/softmax.wsp` and `rmsnorm_gemm.wsp`): softmax and RMSNorm
-/// on an 8 × 64 tile, a GEMM tile `c += a·b` of 16 × 64 · 64 × 16.
+/// (the modules are `examples/kernels/softmax.wsp`, `rmsnorm_gemm.wsp` and
+/// `decode_attention.wsp`): softmax and RMSNorm on an 8 × 64 tile, a GEMM tile `c += a·b` of
+/// 16 × 64 · 64 × 16, a split-KV decode attention chunk (one query, 64 keys of 64) and the
+/// merge of 4 partial states.
 pub struct LangCase {
     store: TensorStore,
     reg: KernelRegistry,
@@ -282,15 +284,37 @@ pub struct LangCase {
 }
 
 impl LangCase {
-    /// Every case: softmax, RMSNorm, GEMM tile.
+    /// Every case: softmax, RMSNorm, GEMM tile, decode attention chunk and merge.
     pub fn all() -> Vec<LangCase> {
         let softmax = include_str!("../../../examples/kernels/softmax.wsp");
         let rms_gemm = include_str!("../../../examples/kernels/rmsnorm_gemm.wsp");
         let io = |t: u32, r: i64, c: i64, a: Access| {
             TaskIo::new(Region::new(t, &[0, 0], &[r, c]).expect("region"), a)
         };
-        let row =
-            |t: u32, n: i64| TaskIo::new(Region::new(t, &[0], &[n]).expect("region"), Access::In);
+        let vec_io =
+            |t: u32, n: i64, a: Access| TaskIo::new(Region::new(t, &[0], &[n]).expect("region"), a);
+        let row = |t: u32, n: i64| vec_io(t, n, Access::In);
+        let attn = include_str!("../../../examples/kernels/decode_attention.wsp");
+        // A full chunk of 64 keys: tensors Q 0, K 1, V 2, then (o, m, l) 3-5 for the language
+        // kernel and 7-9 for the built-in; the merge reads 4 partial states into OUT 6 / 10.
+        let chunk = |o: u32| {
+            vec![
+                io(0, 1, 64, Access::In),
+                io(1, 64, 64, Access::In),
+                io(2, 64, 64, Access::In),
+                io(o, 1, 64, Access::Out),
+                vec_io(o + 1, 1, Access::Out),
+                vec_io(o + 2, 1, Access::Out),
+            ]
+        };
+        let merge = |o: u32, y: u32| {
+            vec![
+                io(o, 4, 64, Access::In),
+                row(o + 1, 4),
+                row(o + 2, 4),
+                io(y, 1, 64, Access::Out),
+            ]
+        };
         let f = |v: f64| v.to_bits();
         vec![
             LangCase::new(
@@ -350,6 +374,18 @@ impl LangCase {
                     ],
                     vec![],
                 ),
+            ),
+            LangCase::new(
+                "attn chunk 1x64, 64 keys",
+                attn,
+                ("chunk", chunk(3), vec![0, 64]),
+                ("attn_decode_chunk", chunk(7), vec![0, 64]),
+            ),
+            LangCase::new(
+                "attn merge 4 x 64",
+                attn,
+                ("merge", merge(3, 6), vec![]),
+                ("attn_merge", merge(7, 10), vec![]),
             ),
         ]
     }

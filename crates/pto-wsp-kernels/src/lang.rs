@@ -1,39 +1,44 @@
 //! CPU execution of kernels written in tile instructions (`pto_wsp_ir::kernel_body`).
 //!
-//! Why: a module's own kernels must run in `pto-wsp run` next to the built-ins. [`register_bodies`]
-//! registers every kernel of a module that has a body as an ordinary registry kernel whose cost
-//! is the per-instruction cycle model (`pto_wsp_ir::kernel_body::body_cycles`).
+//! Why: a module's own kernels must run in `pto-wsp run` next to the built-ins, and about as
+//! fast. [`register_bodies`] registers every kernel of a module that has a body as an ordinary
+//! registry kernel whose cost is the per-instruction cycle model
+//! (`pto_wsp_ir::kernel_body::body_cycles`).
 //!
-//! Promise: each instruction is one loop over the valid part of its tiles, in `f32` (tiles of
-//! `f16` / `bf16` are rounded to their type after every write, as the device stores them);
-//! tiles live in a per-thread scratch reused from task to task (it grows, it is not freed);
-//! matrix products accumulate in `f32` in `i, k, j` order. A task's tile parameters are its
-//! regions in order, seen as rows × cols; a load or store outside a region is a
-//! [`KernelError::Shape`], never a panic.
+//! How: a body is lowered once, when it is registered, into a [`Program`]: every tile
+//! declaration gets a slot of a per-worker scratch, every name of a scalar an index into a flat
+//! array of values, every integer expression is resolved ([`Compiled`]), and every instruction
+//! becomes a step whose operands are slot numbers (with `TROWEXPANDSUB; TEXP; TROWSUM` on one
+//! tile fused into one pass). Running a task evaluates only what depends on its scalars and
+//! loop variables, and runs each instruction as one loop over the valid part of its tiles:
+//! `exp`, row maxima and small matrix products are the [`crate::fast`] loops of the built-ins,
+//! larger products `gemm`, and the element-wise loops are compiled for AVX2 too (chosen per task
+//! when the CPU has it). Nothing is allocated per task once a worker's scratch has grown to the
+//! kernel's tiles.
+//!
+//! Promise: each instruction computes in `f32` (tiles of `f16` / `bf16` are rounded to their
+//! type after every write, as the device stores them); tiles live in a per-thread scratch reused
+//! from task to task (it grows, it is not freed). A task's tile parameters are its regions in
+//! order, seen as rows × cols; a load or store outside a region is a [`KernelError::Shape`],
+//! never a panic. Numerics, where they differ from one correctly rounded `f32` operation per
+//! element (see `docs/KERNELS.md`, "Accuracy"): `TEXP` is [`crate::fast::exp_sum`]'s `exp`
+//! (within 2e-7 relative); `TROWSUM` / `TCOLSUM` and matrix products accumulate in `f32` in the
+//! order of their vector loops (eight partial sums; `fast::pv` or `gemm` with fused
+//! multiply-adds), within `n · 2^-24` of the sum of magnitudes; the fused softmax step sums in
+//! `exp_sum`'s order.
 
+use crate::builtins::matmul::{SKINNY, SKINNY_BLOCK, gemm_f32};
 use crate::context::TaskContext;
+use crate::fast;
 use crate::registry::{KernelError, KernelRegistry};
-use crate::tile::FloatWrite;
+use crate::tile::{Float, FloatRead, FloatWrite};
 use half::{bf16, f16};
-use pto_wsp_ir::kernel_body::{InstArg, KStmtKind, Walk, body_cycles};
-use pto_wsp_ir::{DType, Expr, KernelDecl, Module, ParamKind, TileOp};
+use pto_wsp_ir::eval::Compiled;
+use pto_wsp_ir::kernel_body::{InstArg, KStmt, KStmtKind, body_cycles};
+use pto_wsp_ir::value::Value;
+use pto_wsp_ir::{DType, Expr, KernelDecl, Module, Operand, ParamKind, ScalarType, TileOp};
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::Arc;
-
-/// A worker's scratch: one buffer per tile slot and row buffers for operands, all reused.
-struct Pool {
-    tiles: Vec<Vec<f32>>,
-    a: Vec<f32>,
-    b: Vec<f32>,
-    io: Vec<f32>,
-}
-
-thread_local! {
-    static POOL: RefCell<Pool> = const {
-        RefCell::new(Pool { tiles: Vec::new(), a: Vec::new(), b: Vec::new(), io: Vec::new() })
-    };
-}
 
 /// Registers every kernel of `module` that has a body (replacing any kernel of that name).
 /// Returns the names registered.
@@ -42,7 +47,7 @@ pub fn register_bodies(module: &Module, registry: &mut KernelRegistry) -> Vec<St
     for k in module.kernels.iter().filter(|k| k.body.is_some()) {
         let prepared = Arc::new(Prepared::new(k.clone()));
         let run = prepared.clone();
-        registry.register(&k.name.name, move |ctx| run_prepared(&run, ctx));
+        registry.register(&k.name.name, move |ctx| run.run(ctx));
         registry.set_cost(&k.name.name, move |ctx| {
             body_cycles(&prepared.decl, ctx.params()).unwrap_or(0)
         });
@@ -51,488 +56,1028 @@ pub fn register_bodies(module: &Module, registry: &mut KernelRegistry) -> Vec<St
     names
 }
 
-/// A tile in scratch: slot, declared shape, element type.
-#[derive(Clone, Copy)]
-struct Tile {
-    slot: usize,
-    cols: usize,
-    dtype: DType,
+/// Runs `k`'s body on `ctx`, lowering it first (registered kernels are lowered once).
+pub fn run_body(k: &KernelDecl, ctx: &TaskContext<'_>) -> Result<(), KernelError> {
+    Prepared::new(k.clone()).run(ctx)
 }
 
-fn round(dtype: DType, v: &mut [f32]) {
-    match dtype {
-        DType::F16 => v.iter_mut().for_each(|x| *x = f16::from_f32(*x).to_f32()),
-        DType::Bf16 => v.iter_mut().for_each(|x| *x = bf16::from_f32(*x).to_f32()),
-        _ => {}
-    }
-}
-
-/// What a kernel's body needs that does not change from task to task, computed once.
+/// A kernel and its lowered body (or why it could not be lowered, reported by every task).
 struct Prepared {
     decl: KernelDecl,
-    /// Tile declarations get scratch slots.
-    tiles: HashMap<String, Tile>,
-    /// Elements of each slot.
-    sizes: Vec<usize>,
-    /// Region index of each tile parameter and whether the kernel may write it.
-    region: HashMap<String, (usize, bool)>,
+    program: Result<Program, String>,
 }
 
 impl Prepared {
     fn new(decl: KernelDecl) -> Prepared {
-        let mut tiles = HashMap::new();
-        let mut sizes = Vec::new();
-        collect_tiles(decl.body.as_deref().unwrap_or(&[]), &mut tiles, &mut sizes);
-        let region = decl
-            .params
-            .iter()
-            .filter_map(|p| match p.kind {
-                ParamKind::Tile { access, .. } => Some((p.name.name.clone(), access.writes())),
-                ParamKind::Scalar(_) => None,
-            })
-            .enumerate()
-            .map(|(i, (n, w))| (n, (i, w)))
-            .collect();
-        Prepared {
-            decl,
-            tiles,
-            sizes,
-            region,
+        let program = Program::lower(&decl);
+        Prepared { decl, program }
+    }
+
+    fn run(&self, ctx: &TaskContext<'_>) -> Result<(), KernelError> {
+        match &self.program {
+            Ok(p) => p.run(ctx),
+            Err(m) => Err(KernelError::shape(&self.decl.name.name, m.clone())),
         }
     }
 }
 
-/// Runs `k`'s body on `ctx` (preparing it first; registered kernels are prepared once).
-pub fn run_body(k: &KernelDecl, ctx: &TaskContext<'_>) -> Result<(), KernelError> {
-    run_prepared(&Prepared::new(k.clone()), ctx)
+// ---------------------------------------------------------------------------------------------
+// The lowered form
+
+/// A tile declaration: its slot is its index in [`Program::tiles`].
+struct TileInfo {
+    name: String,
+    rows: usize,
+    cols: usize,
+    dtype: DType,
 }
 
-fn run_prepared(p: &Prepared, ctx: &TaskContext<'_>) -> Result<(), KernelError> {
-    let k = &p.decl;
-    let name = k.name.name.as_str();
-    let body = k.body.as_deref().unwrap_or(&[]);
-    let err = |m: String| KernelError::shape(name, m);
-    let (tiles, sizes, region) = (&p.tiles, &p.sizes, &p.region);
-    let float_param: HashMap<&str, f32> = {
-        let mut m = HashMap::new();
-        let mut si = 0;
+/// An integer expression of the body, resolved, with its text for error messages.
+struct IntExpr {
+    compiled: Compiled,
+    text: Expr,
+}
+
+/// A float operand: a literal, or a float scalar parameter (index among the scalar
+/// parameters).
+#[derive(Clone, Copy)]
+enum Scalar {
+    Const(f32),
+    Param(usize),
+}
+
+/// A `TCMP` mode.
+#[derive(Clone, Copy)]
+enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// One instruction with its operands resolved.
+struct Inst {
+    op: TileOp,
+    /// Tile operands (destination and sources) in operand order.
+    t: [usize; 4],
+    /// The region of a `TLOAD` / `TSTORE`.
+    region: usize,
+    /// Row and column offsets of a `TLOAD` / `TSTORE`.
+    at: [Option<IntExpr>; 2],
+    scalar: Scalar,
+    cmp: Cmp,
+}
+
+/// A statement of the lowered body.
+enum Step {
+    /// A tile declaration: sets the tile's valid rows × cols.
+    Tile {
+        tile: usize,
+        valid: Option<(IntExpr, IntExpr)>,
+    },
+    /// `let`: sets a value slot.
+    Let { slot: usize, value: IntExpr },
+    /// A counted loop over a value slot.
+    For {
+        slot: usize,
+        count: IntExpr,
+        body: Vec<Step>,
+    },
+    /// `if`.
+    If {
+        cond: IntExpr,
+        then_body: Vec<Step>,
+        else_body: Vec<Step>,
+    },
+    /// One instruction.
+    Inst(Inst),
+    /// `TROWEXPANDSUB(x, x, m); TEXP(x, x); TROWSUM(l, x)` on `f32` tiles: one pass per row of
+    /// `fast::exp_sum`. Runs as the three instructions when `l`'s valid rows differ from `x`'s.
+    ExpSum {
+        x: usize,
+        m: usize,
+        l: usize,
+        parts: Vec<Step>,
+    },
+}
+
+/// A kernel body lowered for execution (see the module docs).
+struct Program {
+    kernel: String,
+    tiles: Vec<TileInfo>,
+    /// Scalar parameters in order: name, and carrier type or `None` for a float one.
+    scalars: Vec<(String, Option<ScalarType>)>,
+    /// Number of value slots: the scalar parameters, then every `let` and loop variable.
+    values: usize,
+    /// Whether each tile parameter (region) may be written.
+    regions: Vec<bool>,
+    body: Vec<Step>,
+}
+
+/// Names in scope while lowering.
+enum Local {
+    Tile(usize),
+    Value(usize),
+    Region(usize),
+    Float(usize),
+}
+
+struct Lower {
+    scope: Vec<(String, Local)>,
+    tiles: Vec<TileInfo>,
+    values: usize,
+}
+
+impl Program {
+    fn lower(k: &KernelDecl) -> Result<Program, String> {
+        let mut lw = Lower {
+            scope: Vec::new(),
+            tiles: Vec::new(),
+            values: 0,
+        };
+        let (mut scalars, mut regions) = (Vec::new(), Vec::new());
         for p in &k.params {
-            if let ParamKind::Scalar(t) = p.kind {
-                if t.is_float() {
-                    m.insert(p.name.name.as_str(), ctx.param_f64(si)? as f32);
+            match p.kind {
+                ParamKind::Tile { access, .. } => {
+                    lw.scope
+                        .push((p.name.name.clone(), Local::Region(regions.len())));
+                    regions.push(access.writes());
                 }
-                si += 1;
+                ParamKind::Scalar(t) => {
+                    let i = scalars.len();
+                    if t.is_float() {
+                        lw.scope.push((p.name.name.clone(), Local::Float(i)));
+                        scalars.push((p.name.name.clone(), None));
+                    } else {
+                        lw.scope.push((p.name.name.clone(), Local::Value(i)));
+                        scalars.push((p.name.name.clone(), Some(t.carrier())));
+                    }
+                }
             }
         }
-        m
-    };
-    POOL.with(|cell| {
-        let mut pool = cell.borrow_mut();
-        while pool.tiles.len() < sizes.len() {
-            pool.tiles.push(Vec::new());
-        }
-        for (i, &n) in sizes.iter().enumerate() {
-            if pool.tiles[i].len() < n {
-                pool.tiles[i].resize(n, 0.0);
-            }
-        }
-        let mut walk = Walk::new(k, ctx.params()).map_err(|e| err(e.message))?;
-        // A region gets one write view per task (the context hands out only one): opened at
-        // its first load or store, kept to the end.
-        let mut writes: Vec<Option<FloatWrite<'_>>> = (0..region.len()).map(|_| None).collect();
-        let mut fail = None;
-        let r = walk.run(body, &mut |w, op, args| {
-            let env = Env {
-                kernel: name,
-                tiles,
-                region,
-                floats: &float_param,
-            };
-            exec(w, op, args, &env, &mut pool, &mut writes, ctx).map_err(|e| {
-                let msg = e.to_string();
-                fail = Some(e);
-                pto_wsp_ir::kernel_body::BodyError {
-                    kernel: name.to_string(),
-                    message: msg,
-                }
-            })
-        });
-        match (r, fail) {
-            (_, Some(e)) => Err(e),
-            (Err(e), None) => Err(err(e.message)),
-            (Ok(()), None) => Ok(()),
-        }
-    })
+        lw.values = scalars.len();
+        let body = lw.block(k.body.as_deref().unwrap_or(&[]))?;
+        Ok(Program {
+            kernel: k.name.name.clone(),
+            tiles: lw.tiles,
+            scalars,
+            values: lw.values,
+            regions,
+            body,
+        })
+    }
 }
 
-fn collect_tiles(
-    body: &[pto_wsp_ir::KStmt],
-    tiles: &mut HashMap<String, Tile>,
-    sizes: &mut Vec<usize>,
-) {
-    for s in body {
-        match &s.kind {
+impl Lower {
+    fn find(&self, name: &str) -> Option<&Local> {
+        self.scope
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, l)| l)
+    }
+
+    fn int(&self, e: &Expr) -> Result<IntExpr, String> {
+        let compiled = Compiled::resolve(e, &mut |n| match self.find(n) {
+            Some(Local::Value(i)) => Some(*i as u32),
+            _ => None,
+        })
+        .map_err(|x| format!("`{e}`: {x}"))?;
+        Ok(IntExpr {
+            compiled,
+            text: e.clone(),
+        })
+    }
+
+    fn block(&mut self, body: &[KStmt]) -> Result<Vec<Step>, String> {
+        let mark = self.scope.len();
+        let mut out = Vec::with_capacity(body.len());
+        for s in body {
+            out.push(self.stmt(s)?);
+        }
+        self.scope.truncate(mark);
+        fuse(&mut out, &self.tiles);
+        Ok(out)
+    }
+
+    fn stmt(&mut self, s: &KStmt) -> Result<Step, String> {
+        Ok(match &s.kind {
             KStmtKind::Tile(t) => {
-                let slot = match tiles.get(t.name.name.as_str()) {
-                    Some(x) => x.slot,
-                    None => {
-                        sizes.push((t.rows * t.cols) as usize);
-                        sizes.len() - 1
-                    }
+                let valid = match &t.valid {
+                    Some((r, c)) => Some((self.int(r)?, self.int(c)?)),
+                    None => None,
                 };
-                tiles.insert(
-                    t.name.name.clone(),
-                    Tile {
-                        slot,
-                        cols: t.cols as usize,
-                        dtype: t.dtype,
-                    },
-                );
+                let tile = self.tiles.len();
+                self.tiles.push(TileInfo {
+                    name: t.name.name.clone(),
+                    rows: t.rows as usize,
+                    cols: t.cols as usize,
+                    dtype: t.dtype,
+                });
+                self.scope.push((t.name.name.clone(), Local::Tile(tile)));
+                Step::Tile { tile, valid }
             }
-            KStmtKind::For { body, .. } => collect_tiles(body, tiles, sizes),
+            KStmtKind::Let { name, value } => {
+                let value = self.int(value)?;
+                let slot = self.values;
+                self.values += 1;
+                self.scope.push((name.name.clone(), Local::Value(slot)));
+                Step::Let { slot, value }
+            }
+            KStmtKind::For { var, count, body } => {
+                let count = self.int(count)?;
+                let slot = self.values;
+                self.values += 1;
+                let mark = self.scope.len();
+                self.scope.push((var.name.clone(), Local::Value(slot)));
+                let body = self.block(body)?;
+                self.scope.truncate(mark);
+                Step::For { slot, count, body }
+            }
             KStmtKind::If {
+                cond,
                 then_body,
                 else_body,
-                ..
-            } => {
-                collect_tiles(then_body, tiles, sizes);
-                collect_tiles(else_body, tiles, sizes);
+            } => Step::If {
+                cond: self.int(cond)?,
+                then_body: self.block(then_body)?,
+                else_body: self.block(else_body)?,
+            },
+            KStmtKind::Inst { op, args } => Step::Inst(self.inst(*op, args)?),
+        })
+    }
+
+    fn inst(&self, op: TileOp, args: &[InstArg]) -> Result<Inst, String> {
+        let m = op.mnemonic();
+        let mut inst = Inst {
+            op,
+            t: [usize::MAX; 4],
+            region: 0,
+            at: [None, None],
+            scalar: Scalar::Const(0.0),
+            cmp: Cmp::Eq,
+        };
+        let (mut nt, mut nat) = (0, 0);
+        let kinds = op.operands();
+        if args.len() > kinds.len() {
+            return Err(format!(
+                "{m}: {} operands, expected at most {}",
+                args.len(),
+                kinds.len()
+            ));
+        }
+        for (i, kind) in kinds.iter().enumerate() {
+            let arg = args.get(i);
+            let name = match arg {
+                Some(InstArg::Name(id)) => Some(id.name.as_str()),
+                _ => None,
+            };
+            let bad = || {
+                format!(
+                    "{m}: operand {} `{}` is not a {kind:?} operand",
+                    i + 1,
+                    arg.map(|a| a.to_string()).unwrap_or_default()
+                )
+            };
+            match kind {
+                Operand::Dst | Operand::Src => match name.and_then(|n| self.find(n)) {
+                    Some(Local::Tile(t)) => {
+                        inst.t[nt] = *t;
+                        nt += 1;
+                    }
+                    _ => return Err(bad()),
+                },
+                Operand::Global => match name.and_then(|n| self.find(n)) {
+                    Some(Local::Region(r)) => inst.region = *r,
+                    _ => return Err(bad()),
+                },
+                Operand::Float => {
+                    inst.scalar = match arg {
+                        Some(InstArg::Expr(Expr::Float(v))) => Scalar::Const(v.value() as f32),
+                        Some(InstArg::Name(id)) => match self.find(&id.name) {
+                            Some(Local::Float(i)) => Scalar::Param(*i),
+                            _ => return Err(bad()),
+                        },
+                        _ => return Err(bad()),
+                    }
+                }
+                Operand::CmpMode => {
+                    inst.cmp = match name {
+                        Some("EQ") => Cmp::Eq,
+                        Some("NE") => Cmp::Ne,
+                        Some("LT") => Cmp::Lt,
+                        Some("LE") => Cmp::Le,
+                        Some("GT") => Cmp::Gt,
+                        Some("GE") => Cmp::Ge,
+                        _ => return Err(bad()),
+                    }
+                }
+                Operand::OptInt => {
+                    if let Some(a) = arg {
+                        let e = match a {
+                            InstArg::Name(id) => Expr::Name(id.clone()),
+                            InstArg::Expr(e) => e.clone(),
+                        };
+                        inst.at[nat] = Some(self.int(&e)?);
+                    }
+                    nat += 1;
+                }
             }
+        }
+        self.check_shapes(&inst)?;
+        Ok(inst)
+    }
+
+    /// The declared-shape relations the instruction's loops index by (the validator's shape
+    /// rules; checked again here so that an unvalidated body is an error, not a panic).
+    fn check_shapes(&self, i: &Inst) -> Result<(), String> {
+        use pto_wsp_ir::ShapeRule as R;
+        let dims = |n: usize| {
+            let t = &self.tiles[i.t[n]];
+            (t.rows, t.cols)
+        };
+        let (d, a, b) = (
+            dims(0),
+            (i.t[1] != usize::MAX).then(|| dims(1)),
+            (i.t[2] != usize::MAX).then(|| dims(2)),
+        );
+        let ok = match i.op.shape_rule() {
+            R::Load | R::Store => true,
+            R::Same | R::Convert => (1..4).all(|n| i.t[n] == usize::MAX || dims(n) == d),
+            R::RowReduce => a.is_some_and(|a| a.0 == d.0),
+            R::ColReduce => a.is_some_and(|a| a.1 == d.1),
+            R::RowExpand => a.is_some_and(|a| a.0 == d.0),
+            R::RowExpandBinary => a == Some(d) && b.is_some_and(|b| b.0 == d.0),
+            R::ColExpandBinary => a == Some(d) && b.is_some_and(|b| b.1 == d.1),
+            R::Transpose => a.is_some_and(|a| (a.1, a.0) == d),
+            R::Matmul => match (a, b) {
+                (Some(a), Some(b)) => {
+                    a.0 == d.0 && b.1 == d.1 && a.1 == b.0 && i.t[0] != i.t[1] && i.t[0] != i.t[2]
+                }
+                _ => false,
+            },
+        };
+        if ok {
+            Ok(())
+        } else {
+            let names: Vec<&str> =
+                i.t.iter()
+                    .filter(|&&t| t != usize::MAX)
+                    .map(|&t| self.tiles[t].name.as_str())
+                    .collect();
+            Err(format!(
+                "{}: the shapes of {} do not fit its rule {:?}",
+                i.op.mnemonic(),
+                names.join(", "),
+                i.op.shape_rule()
+            ))
+        }
+    }
+}
+
+/// Replaces `TROWEXPANDSUB(x, x, m); TEXP(x, x); TROWSUM(l, x)` on three distinct `f32` tiles
+/// by [`Step::ExpSum`], which keeps the three for the case it declines.
+fn fuse(steps: &mut Vec<Step>, tiles: &[TileInfo]) {
+    let mut i = 0;
+    while i + 2 < steps.len() {
+        let hit = match (&steps[i], &steps[i + 1], &steps[i + 2]) {
+            (Step::Inst(a), Step::Inst(b), Step::Inst(c)) => {
+                let (x, m, l) = (a.t[0], a.t[2], c.t[0]);
+                (a.op == TileOp::RowExpandSub
+                    && b.op == TileOp::Exp
+                    && c.op == TileOp::RowSum
+                    && a.t[1] == x
+                    && b.t[..2] == [x, x]
+                    && c.t[1] == x
+                    && x != m
+                    && x != l
+                    && m != l
+                    && [x, m, l].iter().all(|&t| tiles[t].dtype == DType::F32))
+                .then_some((x, m, l))
+            }
+            _ => None,
+        };
+        if let Some((x, m, l)) = hit {
+            let parts = steps.drain(i..i + 3).collect();
+            steps.insert(i, Step::ExpSum { x, m, l, parts });
+        }
+        i += 1;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running a task
+
+/// A worker's scratch, reused from task to task: tile buffers by slot, the tiles' valid rows ×
+/// cols, value slots, float scalars and one buffer for instructions that need a temporary.
+struct Pool {
+    tiles: Vec<Vec<f32>>,
+    valid: Vec<(usize, usize)>,
+    values: Vec<Value>,
+    floats: Vec<f32>,
+    tmp: Vec<f32>,
+}
+
+thread_local! {
+    static POOL: RefCell<Pool> = const {
+        RefCell::new(Pool {
+            tiles: Vec::new(),
+            valid: Vec::new(),
+            values: Vec::new(),
+            floats: Vec::new(),
+            tmp: Vec::new(),
+        })
+    };
+}
+
+/// A region's view: opened at its first load or store, kept to the end of the task (the
+/// context hands out one view per region).
+#[derive(Default)]
+enum View<'c> {
+    #[default]
+    Closed,
+    Read(FloatRead<'c>),
+    Write(FloatWrite<'c>),
+}
+
+impl View<'_> {
+    fn dims(&self) -> (usize, usize, DType) {
+        match self {
+            View::Closed => (0, 0, DType::F32),
+            View::Read(v) => (v.rows(), v.cols(), v.dtype()),
+            View::Write(v) => (v.rows(), v.cols(), v.dtype()),
+        }
+    }
+}
+
+/// Views of a task with at most this many tile parameters live on the stack.
+const INLINE_VIEWS: usize = 8;
+
+impl Program {
+    fn run(&self, ctx: &TaskContext<'_>) -> Result<(), KernelError> {
+        POOL.with(|cell| {
+            let mut pool = cell.borrow_mut();
+            let pool = &mut *pool;
+            if pool.tiles.len() < self.tiles.len() {
+                pool.tiles.resize_with(self.tiles.len(), Vec::new);
+            }
+            for (buf, t) in pool.tiles.iter_mut().zip(&self.tiles) {
+                if buf.len() < t.rows * t.cols {
+                    buf.resize(t.rows * t.cols, 0.0);
+                }
+            }
+            pool.valid.clear();
+            pool.valid.resize(self.tiles.len(), (0, 0));
+            pool.values.clear();
+            pool.values.resize(self.values, Value::I64(0));
+            pool.floats.clear();
+            pool.floats.resize(self.scalars.len(), 0.0);
+            let params = ctx.params();
+            for (i, (name, ty)) in self.scalars.iter().enumerate() {
+                let Some(&raw) = params.get(i) else {
+                    return Err(KernelError::shape(
+                        &self.kernel,
+                        format!("scalar parameter `{name}` is not given"),
+                    ));
+                };
+                match ty {
+                    None => pool.floats[i] = f64::from_bits(raw) as f32,
+                    Some(ScalarType::Bool) => pool.values[i] = Value::Bool(raw != 0),
+                    Some(ScalarType::I64) => pool.values[i] = Value::I64(raw as i64),
+                    Some(ScalarType::U64) => pool.values[i] = Value::U64(raw),
+                }
+            }
+            let n = self.regions.len();
+            let mut inline: [View<'_>; INLINE_VIEWS] = Default::default();
+            let mut heap: Vec<View<'_>> = Vec::new();
+            let views: &mut [View<'_>] = if n <= INLINE_VIEWS {
+                &mut inline[..n]
+            } else {
+                heap.resize_with(n, View::default);
+                &mut heap
+            };
+            let mut task = Task {
+                prog: self,
+                ctx,
+                tiles: &mut pool.tiles,
+                valid: &mut pool.valid,
+                values: &mut pool.values,
+                floats: &pool.floats,
+                tmp: &mut pool.tmp,
+                views,
+                simd: fast::has_simd(),
+            };
+            task.steps(&self.body)
+        })
+    }
+}
+
+/// One task's run of a [`Program`].
+struct Task<'p, 'c, 'x, 'v> {
+    prog: &'p Program,
+    ctx: &'c TaskContext<'x>,
+    tiles: &'v mut [Vec<f32>],
+    valid: &'v mut [(usize, usize)],
+    values: &'v mut [Value],
+    floats: &'v [f32],
+    tmp: &'v mut Vec<f32>,
+    views: &'v mut [View<'c>],
+    simd: bool,
+}
+
+impl Task<'_, '_, '_, '_> {
+    fn err(&self, message: String) -> KernelError {
+        KernelError::shape(&self.prog.kernel, message)
+    }
+
+    fn eval(&self, e: &IntExpr) -> Result<Value, KernelError> {
+        e.compiled
+            .eval(self.values)
+            .map_err(|x| self.err(format!("`{}`: {x}", e.text)))
+    }
+
+    fn int(&self, e: &IntExpr) -> Result<i64, KernelError> {
+        match self.eval(e)? {
+            Value::I64(v) => Ok(v),
+            Value::U64(v) => Ok(v as i64),
+            v => Err(self.err(format!("`{}` is {v}, not an integer", e.text))),
+        }
+    }
+
+    fn steps(&mut self, steps: &[Step]) -> Result<(), KernelError> {
+        for s in steps {
+            match s {
+                Step::Tile { tile, valid } => {
+                    let t = &self.prog.tiles[*tile];
+                    self.valid[*tile] = match valid {
+                        None => (t.rows, t.cols),
+                        Some((r, c)) => {
+                            let (r, c) = (self.int(r)?, self.int(c)?);
+                            if r < 0
+                                || c < 0
+                                || r as u64 > t.rows as u64
+                                || c as u64 > t.cols as u64
+                            {
+                                return Err(self.err(format!(
+                                    "tile `{}`: valid {r} x {c} is outside its {} x {}",
+                                    t.name, t.rows, t.cols
+                                )));
+                            }
+                            (r as usize, c as usize)
+                        }
+                    };
+                }
+                Step::Let { slot, value } => self.values[*slot] = Value::I64(self.int(value)?),
+                Step::For { slot, count, body } => {
+                    for i in 0..self.int(count)?.max(0) {
+                        self.values[*slot] = Value::I64(i);
+                        self.steps(body)?;
+                    }
+                }
+                Step::If {
+                    cond,
+                    then_body,
+                    else_body,
+                } => {
+                    let c = match self.eval(cond)? {
+                        Value::Bool(b) => b,
+                        v => {
+                            return Err(self.err(format!("`{}` is {v}, not bool", cond.text)));
+                        }
+                    };
+                    self.steps(if c { then_body } else { else_body })?;
+                }
+                Step::Inst(i) => match i.op {
+                    TileOp::Load | TileOp::Store => self.load_store(i)?,
+                    _ => self.compute(i),
+                },
+                Step::ExpSum { x, m, l, parts } => {
+                    if self.valid[*l].0 == self.valid[*x].0 {
+                        self.exp_sum(*x, *m, *l);
+                    } else {
+                        self.steps(parts)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn offset(&self, e: &Option<IntExpr>) -> Result<usize, KernelError> {
+        match e {
+            None => Ok(0),
+            Some(e) => {
+                let v = self.int(e)?;
+                usize::try_from(v).map_err(|_| self.err(format!("negative offset {v}")))
+            }
+        }
+    }
+
+    fn load_store(&mut self, i: &Inst) -> Result<(), KernelError> {
+        let load = i.op == TileOp::Load;
+        let t = i.t[0];
+        let (vr, vc) = self.valid[t];
+        let (r0, c0) = (self.offset(&i.at[0])?, self.offset(&i.at[1])?);
+        let ri = i.region;
+        let ctx = self.ctx;
+        match (&self.views[ri], load) {
+            (View::Write(_), _) | (View::Read(_), true) => {}
+            (View::Closed, true) if !self.prog.regions[ri] => {
+                self.views[ri] = View::Read(ctx.read_float(ri)?);
+            }
+            _ => self.views[ri] = View::Write(ctx.write_float(ri)?),
+        }
+        let (rows, cols, dtype) = self.views[ri].dims();
+        let outside =
+            |start: usize, n: usize, end: usize| start.checked_add(n).is_none_or(|e| e > end);
+        if outside(r0, vr, rows) || outside(c0, vc, cols) {
+            return Err(self.err(format!(
+                "{}: {vr} x {vc} at ({r0}, {c0}) is outside region {ri} ({rows} x {cols})",
+                i.op.mnemonic()
+            )));
+        }
+        let info = &self.prog.tiles[t];
+        let (buf, tc) = (&mut self.tiles[t], info.cols);
+        let at = (r0, c0, vr, vc);
+        match (&mut self.views[ri], load) {
+            (View::Read(FloatRead::F32(v)), true) => copy_in(|r| v.row(r), at, buf, tc),
+            (View::Read(FloatRead::F16(v)), true) => copy_in(|r| v.row(r), at, buf, tc),
+            (View::Read(FloatRead::Bf16(v)), true) => copy_in(|r| v.row(r), at, buf, tc),
+            (View::Write(FloatWrite::F32(v)), true) => copy_in(|r| v.row(r), at, buf, tc),
+            (View::Write(FloatWrite::F16(v)), true) => copy_in(|r| v.row(r), at, buf, tc),
+            (View::Write(FloatWrite::Bf16(v)), true) => copy_in(|r| v.row(r), at, buf, tc),
+            (View::Write(FloatWrite::F32(v)), false) => copy_out(v, at, buf, tc),
+            (View::Write(FloatWrite::F16(v)), false) => copy_out(v, at, buf, tc),
+            (View::Write(FloatWrite::Bf16(v)), false) => copy_out(v, at, buf, tc),
+            _ => unreachable!("the view was opened for this access above"),
+        }
+        if load && info.dtype != DType::F32 && info.dtype != dtype {
+            round_rows(info.dtype, buf, tc, vr, vc);
+        }
+        Ok(())
+    }
+
+    /// Runs a vector or matrix instruction (compiled for AVX2 when the CPU has it).
+    fn compute(&mut self, i: &Inst) {
+        let d = i.t[0];
+        let mut dst = std::mem::take(&mut self.tiles[d]);
+        let c = Compute {
+            i,
+            scalar: match i.scalar {
+                Scalar::Const(v) => v,
+                Scalar::Param(p) => self.floats[p],
+            },
+            tiles: self.tiles,
+            info: &self.prog.tiles,
+            valid: self.valid,
+        };
+        #[cfg(target_arch = "x86_64")]
+        if self.simd {
+            // SAFETY: `simd` is `fast::has_simd()`: the CPU has AVX2 and FMA.
+            unsafe { compute_avx2(&c, &mut dst, self.tmp) };
+            self.tiles[d] = dst;
+            return;
+        }
+        compute_with(&c, &mut dst, self.tmp);
+        self.tiles[d] = dst;
+    }
+
+    /// [`Step::ExpSum`]: per valid row of `x`, `x = exp(x - m[r][0])` and `l[r][..] = Σ x`.
+    fn exp_sum(&mut self, x: usize, m: usize, l: usize) {
+        let info = &self.prog.tiles;
+        let (xc, mc, lc) = (info[x].cols, info[m].cols, info[l].cols);
+        let ((vr, vc), lvc) = (self.valid[x], self.valid[l].1);
+        let mut xt = std::mem::take(&mut self.tiles[x]);
+        let mut lt = std::mem::take(&mut self.tiles[l]);
+        let mt = &self.tiles[m];
+        for r in 0..vr {
+            let s = fast::exp_sum(&mut xt[r * xc..r * xc + vc], mt[r * mc]);
+            lt[r * lc..r * lc + lvc].fill(s);
+        }
+        self.tiles[x] = xt;
+        self.tiles[l] = lt;
+    }
+}
+
+/// `(row, col, rows, cols)` of a load or store: the region's part at (row, col).
+type At = (usize, usize, usize, usize);
+
+/// A region's part into a tile (`tc` columns).
+#[inline(always)]
+fn copy_in<'a, T: Float + 'a>(
+    row: impl Fn(usize) -> &'a [T],
+    (r0, c0, vr, vc): At,
+    dst: &mut [f32],
+    tc: usize,
+) {
+    for r in 0..vr {
+        T::load(&row(r0 + r)[c0..c0 + vc], &mut dst[r * tc..r * tc + vc]);
+    }
+}
+
+/// A tile's valid part (`tc` columns) into a region.
+#[inline(always)]
+fn copy_out<T: Float>(
+    view: &mut crate::context::WriteView<'_, T>,
+    (r0, c0, vr, vc): At,
+    src: &[f32],
+    tc: usize,
+) {
+    for r in 0..vr {
+        T::store(
+            &src[r * tc..r * tc + vc],
+            &mut view.row_mut(r0 + r)[c0..c0 + vc],
+        );
+    }
+}
+
+/// Rounds the valid part of a tile to its element type.
+fn round_rows(dtype: DType, buf: &mut [f32], cols: usize, vr: usize, vc: usize) {
+    for r in 0..vr {
+        let v = &mut buf[r * cols..r * cols + vc];
+        match dtype {
+            DType::F16 => v.iter_mut().for_each(|x| *x = f16::from_f32(*x).to_f32()),
+            DType::Bf16 => v.iter_mut().for_each(|x| *x = bf16::from_f32(*x).to_f32()),
             _ => {}
         }
     }
 }
 
-fn arg_name(a: &InstArg) -> &str {
-    match a {
-        InstArg::Name(id) => &id.name,
-        InstArg::Expr(_) => "",
+/// What a vector or matrix instruction reads: the destination is lent separately (taken out of
+/// `tiles`, whose slot is empty meanwhile), so a source that is the destination reads it there.
+struct Compute<'a> {
+    i: &'a Inst,
+    scalar: f32,
+    tiles: &'a [Vec<f32>],
+    info: &'a [TileInfo],
+    valid: &'a [(usize, usize)],
+}
+
+impl Compute<'_> {
+    /// Source operand `n` (1-based among the tile operands) and its columns, or `None` when it
+    /// is the destination.
+    #[inline(always)]
+    fn src(&self, n: usize) -> Option<(&[f32], usize)> {
+        let t = self.i.t[n];
+        (t != self.i.t[0]).then(|| (&self.tiles[t][..], self.info[t].cols))
     }
 }
 
-/// What an instruction's names mean in this kernel.
-struct Env<'a> {
-    kernel: &'a str,
-    tiles: &'a HashMap<String, Tile>,
-    region: &'a HashMap<String, (usize, bool)>,
-    floats: &'a HashMap<&'a str, f32>,
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn compute_avx2(c: &Compute<'_>, dst: &mut [f32], tmp: &mut Vec<f32>) {
+    compute_with(c, dst, tmp)
 }
 
-fn exec<'c>(
-    w: &Walk<'_>,
-    op: TileOp,
-    args: &[InstArg],
-    env: &Env<'_>,
-    pool: &mut Pool,
-    writes: &mut [Option<FloatWrite<'c>>],
-    ctx: &'c TaskContext<'_>,
-) -> Result<(), KernelError> {
-    let (tiles, region, floats) = (env.tiles, env.region, env.floats);
-    let Pool {
-        tiles: pool,
-        a: abuf,
-        b: bbuf,
-        io: row,
-    } = pool;
-    let kname = env.kernel;
-    let tile = |i: usize| -> Tile { tiles[arg_name(&args[i])] };
-    let valid = |i: usize| -> (usize, usize) {
-        let (r, c) = w.valid(arg_name(&args[i]));
-        (r as usize, c as usize)
-    };
-    let scalar = |i: usize| -> f32 {
-        match &args[i] {
-            InstArg::Expr(Expr::Float(v)) => v.value() as f32,
-            InstArg::Name(id) => floats.get(id.name.as_str()).copied().unwrap_or(0.0),
-            InstArg::Expr(_) => 0.0,
-        }
-    };
-    let offset = |i: usize| -> Result<usize, KernelError> {
-        match args.get(i) {
-            None => Ok(0),
-            Some(a) => {
-                let e = match a {
-                    InstArg::Name(id) => Expr::Name(id.clone()),
-                    InstArg::Expr(e) => e.clone(),
-                };
-                let v = w
-                    .int(&e)
-                    .map_err(|e| KernelError::shape(kname, e.message))?;
-                usize::try_from(v)
-                    .map_err(|_| KernelError::shape(kname, format!("negative offset {v}")))
-            }
-        }
-    };
-    match op {
-        TileOp::Load | TileOp::Store => {
-            let (t, ti, gi) = if op == TileOp::Load {
-                (tile(0), 0, 1)
-            } else {
-                (tile(1), 1, 0)
-            };
-            let (vr, vc) = valid(ti);
-            let (r0, c0) = (offset(2)?, offset(3)?);
-            let (ri, writes_region) = region[arg_name(&args[gi])];
-            let buf = &mut pool[t.slot];
-            let check = |rows: usize, cols: usize| {
-                if r0 + vr > rows || c0 + vc > cols {
-                    Err(KernelError::shape(
-                        kname,
-                        format!(
-                            "{}: {vr} x {vc} at ({r0}, {c0}) is outside region {ri} ({rows} x {cols})",
-                            op.mnemonic()
-                        ),
-                    ))
-                } else {
-                    Ok(())
-                }
-            };
-            if op == TileOp::Load {
-                if writes_region {
-                    if writes[ri].is_none() {
-                        writes[ri] = Some(ctx.write_float(ri)?);
-                    }
-                    let g = writes[ri].as_ref().expect("opened above");
-                    check(g.rows(), g.cols())?;
-                    row.resize(g.cols(), 0.0);
-                    for r in 0..vr {
-                        g.load_row(r0 + r, row);
-                        buf[r * t.cols..r * t.cols + vc].copy_from_slice(&row[c0..c0 + vc]);
-                    }
-                } else {
-                    let g = ctx.read_float(ri)?;
-                    check(g.rows(), g.cols())?;
-                    row.resize(g.cols(), 0.0);
-                    for r in 0..vr {
-                        g.load_row(r0 + r, row);
-                        buf[r * t.cols..r * t.cols + vc].copy_from_slice(&row[c0..c0 + vc]);
-                    }
-                }
-                for r in 0..vr {
-                    round(t.dtype, &mut buf[r * t.cols..r * t.cols + vc]);
-                }
-            } else {
-                if writes[ri].is_none() {
-                    writes[ri] = Some(ctx.write_float(ri)?);
-                }
-                let g = writes[ri].as_mut().expect("opened above");
-                check(g.rows(), g.cols())?;
-                for r in 0..vr {
-                    let src = &buf[r * t.cols..r * t.cols + vc];
-                    g.update_row(r0 + r, row, true, |dst| {
-                        dst[c0..c0 + vc].copy_from_slice(src)
-                    });
-                }
-            }
-            return Ok(());
-        }
-        TileOp::Matmul | TileOp::MatmulAcc => {
-            let (c, a, b) = (tile(0), tile(1), tile(2));
-            let (m, kk) = valid(1);
-            let (_, n) = valid(2);
-            abuf.clear();
-            abuf.extend_from_slice(&pool[a.slot]);
-            bbuf.clear();
-            bbuf.extend_from_slice(&pool[b.slot]);
-            let (av, bv) = (&*abuf, &*bbuf);
-            let cv = &mut pool[c.slot];
-            for i in 0..m {
-                let crow = &mut cv[i * c.cols..i * c.cols + n];
-                if op == TileOp::Matmul {
-                    crow.fill(0.0);
-                }
-                for p in 0..kk {
-                    let x = av[i * a.cols + p];
-                    let brow = &bv[p * b.cols..p * b.cols + n];
-                    for (o, y) in crow.iter_mut().zip(brow) {
-                        *o += x * y;
-                    }
-                }
-            }
-            return Ok(());
-        }
-        _ => {}
-    }
-    // Vector instructions: dst is operand 0; source rows are copied to the row buffers first,
-    // so a destination may be one of its sources.
-    let d = tile(0);
-    let (vr, vc) = valid(0);
-    let copy_row = |buf: &mut Vec<f32>, pool: &[Vec<f32>], i: usize, r: usize| {
-        let t = tile(i);
-        buf.clear();
-        buf.extend_from_slice(&pool[t.slot][r * t.cols..(r + 1) * t.cols]);
-    };
-    if op == TileOp::Trans {
-        let s = tile(1);
-        abuf.clear();
-        abuf.extend_from_slice(&pool[s.slot]);
-        for r in 0..vr {
-            let dst = &mut pool[d.slot][r * d.cols..r * d.cols + vc];
-            for (c, o) in dst.iter_mut().enumerate() {
-                *o = abuf[c * s.cols + r];
-            }
-            round(d.dtype, dst);
-        }
-        return Ok(());
-    }
-    if op == TileOp::Sel {
-        // Three sources: mask and a in the row buffers, b read in place.
-        let b = tile(3);
-        for r in 0..vr {
-            copy_row(abuf, pool, 1, r);
-            copy_row(bbuf, pool, 2, r);
-            for c in 0..vc {
-                let v = if abuf[c] != 0.0 {
-                    bbuf[c]
-                } else {
-                    pool[b.slot][r * b.cols + c]
-                };
-                pool[d.slot][r * d.cols + c] = v;
-            }
-            round(d.dtype, &mut pool[d.slot][r * d.cols..r * d.cols + vc]);
-        }
-        return Ok(());
-    }
-    if matches!(op, TileOp::ColSum | TileOp::ColMax) {
-        let (sr, _) = valid(1);
-        let t = tile(1);
-        let init = if op == TileOp::ColSum {
-            0.0
-        } else {
-            f32::NEG_INFINITY
-        };
-        abuf.clear();
-        abuf.resize(vc, init);
-        for i in 0..sr {
-            let src = &pool[t.slot][i * t.cols..i * t.cols + vc];
-            for (acc, &x) in abuf.iter_mut().zip(src) {
-                *acc = if op == TileOp::ColSum {
-                    *acc + x
-                } else {
-                    acc.max(x)
-                };
-            }
-        }
-        for r in 0..vr {
-            let dst = &mut pool[d.slot][r * d.cols..r * d.cols + vc];
-            dst.copy_from_slice(abuf);
-            round(d.dtype, dst);
-        }
-        return Ok(());
-    }
-    if op == TileOp::ColExpandMul {
-        copy_row(bbuf, pool, 2, 0);
-    }
+/// `dst[r][c] = f(a[r][c])` over the valid rows × cols (`a` = `None`: the destination itself).
+#[inline(always)]
+fn map1(
+    dst: &mut [f32],
+    dc: usize,
+    a: Option<(&[f32], usize)>,
+    (vr, vc): (usize, usize),
+    f: impl Fn(f32) -> f32,
+) {
     for r in 0..vr {
-        let ops = op.operands().len();
-        if ops >= 2 && op != TileOp::Expands {
-            copy_row(abuf, pool, 1, r);
+        let o = &mut dst[r * dc..r * dc + vc];
+        match a {
+            Some((a, ac)) => o
+                .iter_mut()
+                .zip(&a[r * ac..r * ac + vc])
+                .for_each(|(o, &x)| *o = f(x)),
+            None => o.iter_mut().for_each(|o| *o = f(*o)),
         }
-        if ops >= 3
-            && matches!(op.operands()[2], pto_wsp_ir::Operand::Src)
-            && op != TileOp::ColExpandMul
-        {
-            copy_row(bbuf, pool, 2, r);
+    }
+}
+
+/// `dst[r][c] = f(a[r][c], b[r][c])` over the valid rows × cols; a column stride of 0 repeats
+/// row 0 (`None`: the destination itself).
+#[inline(always)]
+fn map2(
+    dst: &mut [f32],
+    dc: usize,
+    a: Option<(&[f32], usize)>,
+    b: Option<(&[f32], usize)>,
+    (vr, vc): (usize, usize),
+    f: impl Fn(f32, f32) -> f32,
+) {
+    for r in 0..vr {
+        let o = &mut dst[r * dc..r * dc + vc];
+        match (a, b) {
+            (Some((a, ac)), Some((b, bc))) => o
+                .iter_mut()
+                .zip(&a[r * ac..r * ac + vc])
+                .zip(&b[r * bc..r * bc + vc])
+                .for_each(|((o, &x), &y)| *o = f(x, y)),
+            (None, Some((b, bc))) => o
+                .iter_mut()
+                .zip(&b[r * bc..r * bc + vc])
+                .for_each(|(o, &y)| *o = f(*o, y)),
+            (Some((a, ac)), None) => o
+                .iter_mut()
+                .zip(&a[r * ac..r * ac + vc])
+                .for_each(|(o, &x)| *o = f(x, *o)),
+            (None, None) => o.iter_mut().for_each(|o| *o = f(*o, *o)),
         }
-        let dst = &mut pool[d.slot][r * d.cols..r * d.cols + vc];
-        let (a, b) = (&abuf[..], &bbuf[..]);
-        match op {
-            TileOp::Expands => dst.fill(scalar(1)),
-            TileOp::Mov | TileOp::Cvt => dst.copy_from_slice(&a[..vc]),
-            TileOp::Add | TileOp::Sub | TileOp::Mul | TileOp::Div | TileOp::Max | TileOp::Min => {
-                for ((o, &x), &y) in dst.iter_mut().zip(a).zip(b) {
-                    *o = binary(op, x, y);
+    }
+}
+
+/// One vector or matrix instruction on `dst` (the destination's buffer).
+#[inline(always)]
+fn compute_with(c: &Compute<'_>, dst: &mut [f32], tmp: &mut Vec<f32>) {
+    let i = c.i;
+    let d = i.t[0];
+    let dc = c.info[d].cols;
+    let (vr, vc) = c.valid[d];
+    let s = c.scalar;
+    let v = (vr, vc);
+    match i.op {
+        TileOp::Load | TileOp::Store => unreachable!("loads and stores run in load_store"),
+        TileOp::Expands => (0..vr).for_each(|r| dst[r * dc..r * dc + vc].fill(s)),
+        TileOp::Mov | TileOp::Cvt => map1(dst, dc, c.src(1), v, |x| x),
+        TileOp::Trans => {
+            let (sv, sc) = match c.src(1) {
+                Some(s) => s,
+                None => {
+                    tmp.clear();
+                    tmp.extend_from_slice(dst);
+                    (&tmp[..], dc)
+                }
+            };
+            for r in 0..vr {
+                for (col, o) in dst[r * dc..r * dc + vc].iter_mut().enumerate() {
+                    *o = sv[col * sc + r];
                 }
             }
-            TileOp::Adds | TileOp::Subs | TileOp::Muls | TileOp::Divs | TileOp::Maxs => {
-                let s = scalar(2);
-                for (o, &x) in dst.iter_mut().zip(a) {
-                    *o = binary(op, x, s);
+        }
+        TileOp::Add => map2(dst, dc, c.src(1), c.src(2), v, |x, y| x + y),
+        TileOp::Sub => map2(dst, dc, c.src(1), c.src(2), v, |x, y| x - y),
+        TileOp::Mul => map2(dst, dc, c.src(1), c.src(2), v, |x, y| x * y),
+        TileOp::Div => map2(dst, dc, c.src(1), c.src(2), v, |x, y| x / y),
+        TileOp::Max => map2(dst, dc, c.src(1), c.src(2), v, f32::max),
+        TileOp::Min => map2(dst, dc, c.src(1), c.src(2), v, f32::min),
+        TileOp::Adds => map1(dst, dc, c.src(1), v, |x| x + s),
+        TileOp::Subs => map1(dst, dc, c.src(1), v, |x| x - s),
+        TileOp::Muls => map1(dst, dc, c.src(1), v, |x| x * s),
+        TileOp::Divs => map1(dst, dc, c.src(1), v, |x| x / s),
+        TileOp::Maxs => map1(dst, dc, c.src(1), v, |x| x.max(s)),
+        TileOp::Exp => {
+            for r in 0..vr {
+                let o = &mut dst[r * dc..r * dc + vc];
+                if let Some((a, ac)) = c.src(1) {
+                    o.copy_from_slice(&a[r * ac..r * ac + vc]);
                 }
+                fast::exp_sum(o, 0.0);
             }
-            TileOp::Exp
-            | TileOp::Log
-            | TileOp::Sqrt
-            | TileOp::Rsqrt
-            | TileOp::Abs
-            | TileOp::Neg
-            | TileOp::Recip => {
-                for (o, &x) in dst.iter_mut().zip(a) {
-                    *o = unary(op, x);
-                }
-            }
-            TileOp::RowSum | TileOp::RowMax | TileOp::RowMin => {
-                let (_, sc) = valid(1);
-                let v = match op {
-                    TileOp::RowSum => a[..sc].iter().sum(),
-                    TileOp::RowMax => a[..sc].iter().copied().fold(f32::NEG_INFINITY, f32::max),
-                    _ => a[..sc].iter().copied().fold(f32::INFINITY, f32::min),
+        }
+        TileOp::Log => map1(dst, dc, c.src(1), v, f32::ln),
+        TileOp::Sqrt => map1(dst, dc, c.src(1), v, f32::sqrt),
+        TileOp::Rsqrt => map1(dst, dc, c.src(1), v, |x| 1.0 / x.sqrt()),
+        TileOp::Abs => map1(dst, dc, c.src(1), v, f32::abs),
+        TileOp::Neg => map1(dst, dc, c.src(1), v, |x| -x),
+        TileOp::Recip => map1(dst, dc, c.src(1), v, |x| 1.0 / x),
+        TileOp::RowSum | TileOp::RowMax | TileOp::RowMin => {
+            let sc = c.valid[i.t[1]].1;
+            let reduce = |row: &[f32]| match i.op {
+                TileOp::RowSum => crate::builtins::rows::sum(row),
+                TileOp::RowMax => fast::max(row),
+                _ => row.iter().copied().fold(f32::INFINITY, f32::min),
+            };
+            for r in 0..vr {
+                let x = match c.src(1) {
+                    Some((a, ac)) => reduce(&a[r * ac..r * ac + sc]),
+                    None => reduce(&dst[r * dc..r * dc + sc]),
                 };
-                dst.fill(v);
+                dst[r * dc..r * dc + vc].fill(x);
             }
-            TileOp::RowExpand => dst.fill(a[0]),
-            TileOp::Cmp => {
-                let mode = arg_name(&args[3]);
-                for ((o, &x), &y) in dst.iter_mut().zip(a).zip(b) {
-                    *o = if pto_wsp_ir::tile_isa::compare(mode, x, y) {
-                        1.0
-                    } else {
-                        0.0
-                    };
+        }
+        TileOp::ColSum | TileOp::ColMax => {
+            let sr = c.valid[i.t[1]].0;
+            let sum = i.op == TileOp::ColSum;
+            tmp.clear();
+            tmp.resize(vc, if sum { 0.0 } else { f32::NEG_INFINITY });
+            let (a, ac) = c.src(1).unwrap_or((&dst[..], dc));
+            for r in 0..sr {
+                let row = &a[r * ac..r * ac + vc];
+                if sum {
+                    tmp.iter_mut().zip(row).for_each(|(t, &x)| *t += x);
+                } else {
+                    tmp.iter_mut().zip(row).for_each(|(t, &x)| *t = t.max(x));
                 }
             }
-            TileOp::Sort => {
-                dst.copy_from_slice(&a[..vc]);
+            (0..vr).for_each(|r| dst[r * dc..r * dc + vc].copy_from_slice(tmp));
+        }
+        TileOp::RowExpand => {
+            for r in 0..vr {
+                let x = c.src(1).map_or(dst[r * dc], |(a, ac)| a[r * ac]);
+                dst[r * dc..r * dc + vc].fill(x);
+            }
+        }
+        TileOp::RowExpandSub | TileOp::RowExpandMul | TileOp::RowExpandDiv => {
+            for r in 0..vr {
+                let x = c.src(2).map_or(dst[r * dc], |(b, bc)| b[r * bc]);
+                let a = c.src(1).map(|(a, ac)| (&a[r * ac..], ac));
+                let row = &mut dst[r * dc..];
+                match i.op {
+                    TileOp::RowExpandSub => map1(row, dc, a, (1, vc), |y| y - x),
+                    TileOp::RowExpandMul => map1(row, dc, a, (1, vc), |y| y * x),
+                    _ => map1(row, dc, a, (1, vc), |y| y / x),
+                }
+            }
+        }
+        TileOp::ColExpandMul => {
+            let b = c.src(2).map(|(b, _)| (b, 0));
+            map2(dst, dc, c.src(1), b, v, |x, y| x * y)
+        }
+        TileOp::Cmp => {
+            let (a, b) = (c.src(1), c.src(2));
+            let bit = |t: bool| if t { 1.0 } else { 0.0 };
+            match i.cmp {
+                Cmp::Eq => map2(dst, dc, a, b, v, |x, y| bit(x == y)),
+                Cmp::Ne => map2(dst, dc, a, b, v, |x, y| bit(x != y)),
+                Cmp::Lt => map2(dst, dc, a, b, v, |x, y| bit(x < y)),
+                Cmp::Le => map2(dst, dc, a, b, v, |x, y| bit(x <= y)),
+                Cmp::Gt => map2(dst, dc, a, b, v, |x, y| bit(x > y)),
+                Cmp::Ge => map2(dst, dc, a, b, v, |x, y| bit(x >= y)),
+            }
+        }
+        TileOp::Sel => {
+            // Every source has the destination's columns (shape rule `Same`).
+            let srcs = [c.src(1), c.src(2), c.src(3)];
+            for r in 0..vr {
+                for col in 0..vc {
+                    let at = r * dc + col;
+                    let [m, a, b] = srcs.map(|s| s.map_or(dst[at], |(x, _)| x[at]));
+                    dst[at] = if m != 0.0 { a } else { b };
+                }
+            }
+        }
+        TileOp::Sort => {
+            for r in 0..vr {
+                let o = &mut dst[r * dc..r * dc + vc];
+                if let Some((a, ac)) = c.src(1) {
+                    o.copy_from_slice(&a[r * ac..r * ac + vc]);
+                }
                 // Descending, NaNs last: total order on (is-not-NaN, value).
-                dst.sort_unstable_by(|x, y| {
+                o.sort_unstable_by(|x, y| {
                     y.is_nan()
                         .cmp(&x.is_nan())
                         .reverse()
                         .then(y.partial_cmp(x).unwrap_or(std::cmp::Ordering::Equal))
                 });
             }
-            TileOp::RowExpandSub | TileOp::RowExpandMul | TileOp::RowExpandDiv => {
-                let bop = match op {
-                    TileOp::RowExpandSub => TileOp::Sub,
-                    TileOp::RowExpandMul => TileOp::Mul,
-                    _ => TileOp::Div,
-                };
-                let v = b[0];
-                for (o, &x) in dst.iter_mut().zip(a) {
-                    *o = binary(bop, x, v);
-                }
-            }
-            TileOp::ColExpandMul => {
-                for ((o, &x), &y) in dst.iter_mut().zip(a).zip(b) {
-                    *o = x * y;
-                }
-            }
-            _ => unreachable!("loads, stores and products are handled above"),
         }
-        round(d.dtype, dst);
+        TileOp::Matmul | TileOp::MatmulAcc => {
+            // The lowering made both sources distinct from the destination.
+            let (Some((a, ac)), Some((b, bc))) = (c.src(1), c.src(2)) else {
+                unreachable!("checked when lowered")
+            };
+            let (m, k) = c.valid[i.t[1]];
+            let n = c.valid[i.t[2]].1;
+            if i.op == TileOp::Matmul {
+                (0..m).for_each(|r| dst[r * dc..r * dc + n].fill(0.0));
+            }
+            if m == 0 || n == 0 || k == 0 {
+                return;
+            }
+            if m <= SKINNY && (m == 1 || n == dc) {
+                // Few rows: stream `b`'s rows through `fast::pv`, as the built-in does.
+                let acc = &mut dst[..(m - 1) * dc + n];
+                let mut rows: [&[f32]; SKINNY_BLOCK] = [&[]; SKINNY_BLOCK];
+                for j0 in (0..k).step_by(SKINNY_BLOCK) {
+                    let jb = SKINNY_BLOCK.min(k - j0);
+                    for (jj, row) in rows.iter_mut().enumerate().take(jb) {
+                        *row = &b[(j0 + jj) * bc..(j0 + jj) * bc + n];
+                    }
+                    fast::pv(&a[j0..], ac, &rows[..jb], acc, n);
+                }
+            } else {
+                // SAFETY: `a` holds the `m × k` valid part at stride `ac` (m, k within its
+                // declared rows × cols), `b` the `k × n` part at stride `bc`, `dst` the `m × n`
+                // part at stride `dc` (shapes checked when lowered, valid sizes when declared);
+                // `dst` was taken out of the scratch, so it overlaps neither source.
+                unsafe {
+                    gemm_f32(
+                        m,
+                        n,
+                        k,
+                        dst.as_mut_ptr(),
+                        dc,
+                        true,
+                        a.as_ptr(),
+                        ac,
+                        b.as_ptr(),
+                        bc,
+                        1,
+                    )
+                };
+            }
+        }
     }
-    Ok(())
-}
-
-fn binary(op: TileOp, a: f32, b: f32) -> f32 {
-    match op {
-        TileOp::Add | TileOp::Adds => a + b,
-        TileOp::Sub | TileOp::Subs => a - b,
-        TileOp::Mul | TileOp::Muls => a * b,
-        TileOp::Div | TileOp::Divs => a / b,
-        TileOp::Max | TileOp::Maxs => a.max(b),
-        _ => a.min(b),
-    }
-}
-
-fn unary(op: TileOp, a: f32) -> f32 {
-    match op {
-        TileOp::Exp => a.exp(),
-        TileOp::Log => a.ln(),
-        TileOp::Sqrt => a.sqrt(),
-        TileOp::Rsqrt => 1.0 / a.sqrt(),
-        TileOp::Abs => a.abs(),
-        TileOp::Neg => -a,
-        _ => 1.0 / a,
+    let dtype = c.info[d].dtype;
+    if dtype != DType::F32 {
+        round_rows(dtype, dst, dc, vr, vc);
     }
 }

@@ -128,10 +128,10 @@ fn product(ctx: &TaskContext<'_>, kernel: &str, acc: bool, bt: bool) -> Result<(
 /// once through [`fast::pv`], reading its rows in their storage type, instead of converting and
 /// packing it for `gemm`: with few rows there is little arithmetic per element of `B`, and the
 /// passes over it are the cost.
-const SKINNY: usize = 16;
+pub(crate) const SKINNY: usize = 16;
 
 /// Key rows of `B` handed to [`fast::pv`] at a time.
-const SKINNY_BLOCK: usize = 64;
+pub(crate) const SKINNY_BLOCK: usize = 64;
 
 /// `C [+]= A · B` for `A` of at most [`SKINNY`] rows (shapes checked by the caller), `f32`
 /// accumulation in scratch, `C` stored rounded once.
@@ -220,7 +220,7 @@ pub(crate) fn scratch_times(a: &[f32], m: usize, b: &FloatRead<'_>, out: &mut [f
 /// other access to those `c` elements during the call and no overlap between them and the
 /// inputs.
 #[allow(clippy::too_many_arguments)]
-unsafe fn gemm_f32(
+pub(crate) unsafe fn gemm_f32(
     m: usize,
     n: usize,
     k: usize,

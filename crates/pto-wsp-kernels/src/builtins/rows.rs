@@ -22,7 +22,7 @@ fn dims_w(i: usize, v: &FloatWrite<'_>) -> Dims {
 }
 
 /// Sum of `x` in eight interleaved partial sums.
-fn sum(x: &[f32]) -> f32 {
+pub(crate) fn sum(x: &[f32]) -> f32 {
     let mut acc = [0f32; 8];
     let mut chunks = x.chunks_exact(8);
     for c in &mut chunks {

@@ -15,6 +15,7 @@
 //! `-87.3` (no subnormal results), `+inf` above about `88.7`, NaN stays NaN.
 
 use crate::tile::{Float, Scratch};
+use std::cell::Cell;
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
@@ -116,9 +117,42 @@ macro_rules! simd_or {
     }};
 }
 
+thread_local! {
+    /// Whether this thread's `exp` is the standard library's (inside [`with_std_exp`]).
+    static STD_EXP: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with every `exp` this thread's kernels compute ([`exp_sum`]: softmax, attention,
+/// `TEXP`) taken from the standard library's `f32::exp` instead of the fast one: the accurate
+/// baseline the fast `exp` is measured against (speed and accuracy side by side in
+/// `docs/KERNELS.md`, "Accuracy"). Thread-local and scoped: other threads, and this one after
+/// `f` returns (or unwinds), keep the fast `exp`.
+pub fn with_std_exp<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            STD_EXP.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(STD_EXP.with(|c| c.replace(true)));
+    f()
+}
+
 /// Replaces every `x[i]` by `exp(x[i] - shift)` and returns their sum.
 pub fn exp_sum(x: &mut [f32], shift: f32) -> f32 {
+    if STD_EXP.with(Cell::get) {
+        return exp_sum_std(x, shift);
+    }
     simd_or!(avx2::exp_sum(x, shift), exp_sum_plain(x, shift))
+}
+
+fn exp_sum_std(x: &mut [f32], shift: f32) -> f32 {
+    let mut sum = 0.0;
+    for v in x {
+        *v = (*v - shift).exp();
+        sum += *v;
+    }
+    sum
 }
 
 fn exp_sum_plain(x: &mut [f32], shift: f32) -> f32 {
