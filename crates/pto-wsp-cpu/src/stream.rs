@@ -20,8 +20,8 @@
 //! Memory follows the window, not the task count: every [`pto_wsp_graph::builder::RETIRE_EVERY`]
 //! submissions the sink advances a completed-prefix watermark and frees everything per task
 //! below it — the TensorMap's records, the builder's nodes, params and regions
-//! ([`EdgeSink::forgets_tasks`]), the task states and edge nodes
-//! ([`TaskStates::reclaim_below`]) and the task table (unless the run records its graph for the
+//! ([`EdgeSink::forgets_tasks`]), the task states ([`TaskStates::reclaim_below`]) and edge
+//! nodes ([`EdgeCursor::reclaim`]) and the task table (unless the run records its graph for the
 //! cycle model, which reads the table afterwards). What stays is the tasks between the oldest
 //! unfinished one and the newest submitted ([`RunStats::held_tasks_peak`]).
 
@@ -33,7 +33,7 @@ use pto_wsp_graph::TaskId;
 use pto_wsp_graph::builder::{EdgeSink, ExactMap, GraphBuilder};
 use pto_wsp_graph::counters::Counters;
 use pto_wsp_graph::start::StartGate;
-use pto_wsp_graph::state::TaskStates;
+use pto_wsp_graph::state::{EdgeCursor, TaskStates};
 use pto_wsp_graph::storage::TaskNode;
 use pto_wsp_graph::sync::Arc;
 use pto_wsp_graph::tensor_map::{AnyTensorMap, MapStats, TensorMap};
@@ -124,6 +124,8 @@ impl RunGraph for StreamGraph<'_> {
 /// The edge sink of a streamed run (see the module docs).
 pub struct StreamSink<'s> {
     states: &'s TaskStates,
+    /// Edge nodes, in chunks freed behind the completed prefix.
+    cursor: EdgeCursor,
     writer: TableWriter<'s>,
     window: Option<&'s WindowState>,
     start: StartGate,
@@ -191,7 +193,7 @@ impl EdgeSink for StreamSink<'_> {
         if let Some(e) = &mut self.edges {
             e.push((pred.0, succ.0));
         }
-        if !self.states.add_edge(pred, succ) {
+        if !self.states.add_edge_in(&mut self.cursor, pred, succ) {
             self.refused += 1;
         }
     }
@@ -231,6 +233,7 @@ impl EdgeSink for StreamSink<'_> {
         #[allow(unsafe_code)]
         unsafe {
             self.states.reclaim_below(done);
+            self.cursor.reclaim(self.states, done);
             if self.reclaim_table {
                 self.writer.reclaim_below(done);
             }
@@ -295,6 +298,7 @@ impl WorkerPool {
             let t0 = Instant::now();
             let sink = StreamSink {
                 states: &graph.states,
+                cursor: EdgeCursor::new(),
                 writer,
                 window: window.as_ref(),
                 start: StartGate::new(stream.start),

@@ -182,6 +182,25 @@ impl<T> ChunkArena<T> {
         freed
     }
 
+    /// Frees the chunk holding index `i`, if allocated. Returns the entries freed.
+    ///
+    /// # Safety
+    /// As [`ChunkArena::reclaim_below`], for the entries of that chunk.
+    #[allow(unsafe_code)]
+    pub unsafe fn reclaim_chunk(&self, i: u32) -> usize {
+        let Some(slot) = self.slot(i as usize >> CHUNK_BITS) else {
+            return 0;
+        };
+        let p = slot.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        if p.is_null() {
+            return 0;
+        }
+        // SAFETY: as in `reclaim_below`.
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, CHUNK)) });
+        self.live.fetch_sub(CHUNK, Ordering::Relaxed);
+        CHUNK
+    }
+
     /// Entries allocated and not freed.
     pub fn live(&self) -> usize {
         self.live.load(Ordering::Relaxed)

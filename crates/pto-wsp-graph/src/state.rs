@@ -96,9 +96,6 @@ const DONE: u32 = u32::MAX;
 struct TaskSlot {
     fanin: AtomicU32,
     head: AtomicU32,
-    /// Edge nodes allocated when the task was sealed (one wirer: every node below it has a
-    /// predecessor older than the task). Touched by the wirer only.
-    edge_mark: AtomicU32,
 }
 
 impl TaskSlot {
@@ -106,7 +103,6 @@ impl TaskSlot {
         TaskSlot {
             fanin: AtomicU32::new(1),
             head: AtomicU32::new(EMPTY),
-            edge_mark: AtomicU32::new(0),
         }
     }
 }
@@ -183,6 +179,25 @@ impl TaskStates {
     /// which case `pred`'s `complete` will release `succ`; `false` if `pred` had already
     /// completed, in which case `succ` does not wait for it.
     pub fn add_edge(&self, pred: TaskId, succ: TaskId) -> bool {
+        self.wire(pred, succ, || {
+            let idx = self.next_edge.fetch_add(1, Ordering::Relaxed);
+            assert!(
+                idx < MAX_EDGES,
+                "task-state arena: more than {MAX_EDGES} edges"
+            );
+            idx
+        })
+    }
+
+    /// [`TaskStates::add_edge`] with the edge node taken from `cursor`, a wirer's own chunks of
+    /// edge nodes, so that the wirer can free them once their predecessors are done
+    /// ([`EdgeCursor::reclaim`]). A run uses cursors for every edge or for none.
+    pub fn add_edge_in(&self, cursor: &mut EdgeCursor, pred: TaskId, succ: TaskId) -> bool {
+        self.wire(pred, succ, || cursor.take(self, succ))
+    }
+
+    #[inline]
+    fn wire(&self, pred: TaskId, succ: TaskId, alloc: impl FnOnce() -> u32) -> bool {
         debug_assert_ne!(pred, succ, "a task cannot depend on itself");
         if pred.0 < self.floor.load(Ordering::Relaxed) {
             // Completed, and its storage was reclaimed.
@@ -195,11 +210,7 @@ impl TaskStates {
         }
         let s = self.slot_or_grow(succ);
         s.fanin.fetch_add(1, Ordering::Relaxed);
-        let idx = self.next_edge.fetch_add(1, Ordering::Relaxed);
-        assert!(
-            idx < MAX_EDGES,
-            "task-state arena: more than {MAX_EDGES} edges"
-        );
+        let idx = alloc();
         let node = self.edges.get_or_grow(idx);
         node.succ.store(succ.0, Ordering::Relaxed);
         loop {
@@ -225,8 +236,6 @@ impl TaskStates {
     /// `complete` reports it.
     pub fn seal(&self, task: TaskId) -> bool {
         let s = self.slot_or_grow(task);
-        s.edge_mark
-            .store(self.next_edge.load(Ordering::Relaxed), Ordering::Relaxed);
         if s.fanin.load(Ordering::Acquire) == 1 {
             return true;
         }
@@ -288,37 +297,25 @@ impl TaskStates {
         }
     }
 
-    /// Frees the state of every task below `done_below` and every edge node wired before the
-    /// last of them was sealed; afterwards `add_edge` from such a task returns `false` and
-    /// `is_complete` returns `true` at once. Returns the task entries freed (whole chunks of
-    /// [`crate::arena::CHUNK`]; the rest when the watermark passes them).
+    /// Frees the state of every task below `done_below`; afterwards `add_edge` from such a task
+    /// returns `false` and `is_complete` returns `true` at once. Returns the entries freed
+    /// (whole chunks of [`crate::arena::CHUNK`]; the rest when the watermark passes them). Edge
+    /// nodes are freed by the wirers' [`EdgeCursor::reclaim`].
     ///
     /// # Safety
-    /// Every task below `done_below` was seen [`TaskStates::is_complete`] by the calling thread,
-    /// tasks are wired by the calling thread alone (one wirer: then every edge node allocated
-    /// before a task's seal has an older predecessor), and no task below `done_below` is named
-    /// again except as the predecessor of `add_edge` on this thread.
+    /// Every task below `done_below` was seen [`TaskStates::is_complete`] by some thread, which
+    /// happens before this call; and no thread names such a task afterwards, nor is naming one
+    /// now, except as the predecessor of an `add_edge` that begins after this call (answered
+    /// from the floor without touching storage).
     #[allow(unsafe_code)]
     pub unsafe fn reclaim_below(&self, done_below: TaskId) -> usize {
-        if done_below.0 <= self.floor.load(Ordering::Relaxed) {
+        if done_below.0 <= self.floor.fetch_max(done_below.0, Ordering::Relaxed) {
             return 0;
         }
-        let last = TaskId(done_below.0 - 1);
-        let edges = self
-            .tasks
-            .try_get(last.0)
-            .map_or(0, |s| s.edge_mark.load(Ordering::Relaxed));
-        self.floor.store(done_below.0, Ordering::Relaxed);
         // SAFETY: every task below `done_below` completed and its `complete` returned (its
-        // `DONE` store was acquired), so no worker touches its slot or its fan-out nodes; the one
-        // wirer is this thread, which names such tasks only as predecessors, answered from
-        // `floor` above without touching storage. Every edge node below `edges` was allocated
-        // before `last` was sealed, by this thread, for a successor no newer than `last`: its
-        // predecessor is older, hence done, and its list traversal finished.
-        unsafe {
-            self.edges.reclaim_below(edges);
-            self.tasks.reclaim_below(done_below.0)
-        }
+        // `DONE` store was acquired), so no worker touches its slot; the caller promised that
+        // no wirer does.
+        unsafe { self.tasks.reclaim_below(done_below.0) }
     }
 
     /// Task entries held now (whole chunks; freed behind [`TaskStates::reclaim_below`]).
@@ -340,6 +337,70 @@ impl TaskStates {
     /// path (the producer completed while the edge was being wired).
     pub fn edge_nodes(&self) -> u64 {
         u64::from(self.next_edge.load(Ordering::Relaxed))
+    }
+}
+
+/// A wirer's own supply of edge nodes: whole chunks of the edge arena, so that the chunks it
+/// filled can be freed once every task they point from is done, however many wirers there are.
+/// A chunk's nodes were all wired by this wirer into successors no newer than the newest it
+/// records; their predecessors are older still.
+#[derive(Debug, Default)]
+pub struct EdgeCursor {
+    next: u32,
+    end: u32,
+    /// The chunk being filled: its first index and the newest successor wired with it.
+    current: Option<(u32, u32)>,
+    /// Filled chunks: first index, newest successor.
+    filled: std::collections::VecDeque<(u32, u32)>,
+}
+
+impl EdgeCursor {
+    /// A cursor with no chunk yet.
+    pub fn new() -> EdgeCursor {
+        EdgeCursor::default()
+    }
+
+    fn take(&mut self, states: &TaskStates, succ: TaskId) -> u32 {
+        if self.next == self.end {
+            let chunk = crate::arena::CHUNK as u32;
+            let start = states.next_edge.fetch_add(chunk, Ordering::Relaxed);
+            assert!(
+                start <= MAX_EDGES - chunk,
+                "task-state arena: more than {MAX_EDGES} edges"
+            );
+            debug_assert_eq!(start % chunk, 0, "edge cursors and add_edge were mixed");
+            if let Some(done) = self.current.replace((start, succ.0)) {
+                self.filled.push_back(done);
+            }
+            self.next = start;
+            self.end = start + chunk;
+        }
+        if let Some((_, newest)) = &mut self.current {
+            *newest = (*newest).max(succ.0);
+        }
+        let idx = self.next;
+        self.next += 1;
+        idx
+    }
+
+    /// Frees the filled chunks whose every node points from a task below `done_below`.
+    ///
+    /// # Safety
+    /// Every task below `done_below` was seen [`TaskStates::is_complete`] by the calling thread
+    /// (so its fan-out list was walked for the last time), and this cursor was used with
+    /// `states` alone, on this thread.
+    #[allow(unsafe_code)]
+    pub unsafe fn reclaim(&mut self, states: &TaskStates, done_below: TaskId) {
+        while let Some(&(start, newest)) = self.filled.front() {
+            if newest >= done_below.0 {
+                break;
+            }
+            self.filled.pop_front();
+            // SAFETY: every node of the chunk was wired by this thread into a successor no
+            // newer than `newest`, from a predecessor older than it, hence below `done_below`
+            // and done: nobody walks or wires these nodes any more.
+            unsafe { states.edges.reclaim_chunk(start) };
+        }
     }
 }
 
@@ -431,7 +492,6 @@ mod tests {
         let freed = unsafe { s.reclaim_below(TaskId(n - 1)) };
         assert_eq!(freed, 4 * crate::arena::CHUNK);
         assert_eq!(s.live_tasks(), crate::arena::CHUNK);
-        assert!(s.live_edge_nodes() <= crate::arena::CHUNK);
         assert!(s.is_complete(TaskId(0)));
         assert!(
             !s.add_edge(TaskId(0), TaskId(n)),
