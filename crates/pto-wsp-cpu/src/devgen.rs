@@ -92,7 +92,7 @@
 //! the expander's unbounded Kahn order, which this module follows, does not honour channel
 //! depths, so a pipeline that reuses buffers would read the wrong ones here.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::ops::{ControlFlow, Range};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
@@ -101,11 +101,13 @@ use crossbeam_deque::{Injector, Steal};
 use crossbeam_utils::CachePadded;
 use pto_wsp_bytecode::{Bound, ExecutorConfig, Interpreter, Program, Task, TaskSink};
 use pto_wsp_graph::TaskId;
+use pto_wsp_graph::arena::ChunkArena;
 use pto_wsp_graph::builder::{ExactMap, RETIRE_EVERY};
 use pto_wsp_graph::counters::CounterSnapshot;
 use pto_wsp_graph::feed::BARRIER_KERNEL;
-use pto_wsp_graph::state::TaskStates;
-use pto_wsp_graph::sync::{AtomicBool, AtomicU32, Mutex, OnceLock, Ordering, lock};
+use pto_wsp_graph::feed::Origins;
+use pto_wsp_graph::state::{EdgeCursor, TaskStates};
+use pto_wsp_graph::sync::{AtomicBool, AtomicU32, Mutex, Ordering, lock};
 use pto_wsp_graph::tensor_map::{AnyTensorMap, MapStats, TensorMap};
 use pto_wsp_graph::types::{EdgeKind, Region, TaskIo};
 use pto_wsp_ir::{DepsMode, OrderEdge};
@@ -238,50 +240,34 @@ impl<S: TaskSource> DirectExec for KernelExec<'_, S> {
     }
 }
 
-/// log2 of the owner table's first segment; segment `k` holds `2^(FIRST_BITS + k)` entries.
-const FIRST_BITS: u32 = 12;
-const SEGMENTS: usize = (33 - FIRST_BITS) as usize;
-
 /// Per task id: `owner << SLOT_BITS | slot`, written by the owner before the task can become
-/// ready, read by whoever completes a predecessor. Segments are allocated on first write and
-/// never move (as the arenas of [`TaskStates`]).
+/// ready, read by whoever completes a predecessor. Chunks are allocated on first write, never
+/// move, and are freed behind the run's reclamation floor (module docs, "Memory").
 struct OwnerTable {
-    segments: Box<[OnceLock<Box<[AtomicU32]>>]>,
+    entries: ChunkArena<AtomicU32>,
 }
 
 impl OwnerTable {
     fn new() -> OwnerTable {
         OwnerTable {
-            segments: (0..SEGMENTS).map(|_| OnceLock::new()).collect(),
+            entries: ChunkArena::new(|| AtomicU32::new(0)),
         }
     }
 
     #[inline]
-    fn locate(i: u32) -> (usize, usize) {
-        let j = u64::from(i) + (1u64 << FIRST_BITS);
-        let top = 63 - j.leading_zeros();
-        ((top - FIRST_BITS) as usize, (j - (1u64 << top)) as usize)
-    }
-
-    #[inline]
     fn set(&self, id: u32, owner: u32, slot: u32) {
-        let (seg, off) = Self::locate(id);
-        let s = self.segments[seg].get_or_init(|| {
-            (0..1usize << (FIRST_BITS as usize + seg))
-                .map(|_| AtomicU32::new(0))
-                .collect()
-        });
-        s[off].store(owner << SLOT_BITS | slot, Ordering::Relaxed);
+        self.entries
+            .get_or_grow(id)
+            .store(owner << SLOT_BITS | slot, Ordering::Relaxed);
     }
 
     /// `(owner, slot)` of a task whose owner has written it (see the module docs).
     #[inline]
     fn get(&self, id: u32) -> (usize, usize) {
-        let (seg, off) = Self::locate(id);
-        let Some(s) = self.segments[seg].get() else {
+        let Some(e) = self.entries.try_get(id) else {
             panic!("device generation: task {id} became ready before its owner recorded it");
         };
-        let v = s[off].load(Ordering::Relaxed);
+        let v = e.load(Ordering::Relaxed);
         ((v >> SLOT_BITS) as usize, (v & SLOT_MASK) as usize)
     }
 }
@@ -296,6 +282,8 @@ struct Shared<'r, E: DirectExec> {
     window: usize,
     states: TaskStates,
     owners: OwnerTable,
+    /// Per executor: its completed prefix, published (release) once it touches nothing below.
+    lows: Box<[CachePadded<AtomicU32>]>,
     inboxes: Box<[CachePadded<Injector<u32>>]>,
     idle: Idle,
     abort: AtomicBool,
@@ -384,8 +372,8 @@ struct Executor<'s, 'r, E: DirectExec> {
     map: AnyTensorMap,
     /// Ids handed out so far (tasks and barriers).
     next_id: u32,
-    /// Global index -> task id.
-    ids: Vec<u32>,
+    /// Global index <-> task id.
+    origins: Origins,
     wiring: Wiring,
     open: Vec<Open>,
     /// The regions of the task being generated.
@@ -410,9 +398,14 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             me,
             map: AnyTensorMap::for_mode(sh.config.deps, sh.config.exact),
             next_id: 0,
-            ids: Vec::new(),
+            origins: Origins::new(TaskId(0)),
             wiring: Wiring {
-                seen: Vec::new(),
+                seen: VecDeque::new(),
+                seen_base: 0,
+                done_below: 0,
+                old: HashSet::new(),
+                old_for: u32::MAX,
+                cursor: EdgeCursor::new(),
                 edges: sh.config.record_edges.then(Vec::new),
                 accepted: 0,
                 refused: 0,
@@ -464,7 +457,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             return Err(self.stop(ExecError::Build("more than 2^32 - 2 tasks".into())));
         }
         self.next_id += 1;
-        self.wiring.seen.push(u32::MAX);
+        self.wiring.seen.push_back(u32::MAX);
         self.stats.walked += 1;
         Ok(id)
     }
@@ -514,14 +507,14 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             self.make_room()?;
         }
         let id = self.alloc()?;
-        if self.ids.len() != task.index as usize {
+        if self.origins.user_tasks() != task.index {
             return Err(self.stop(ExecError::Internal(format!(
                 "device generation: task index {} arrived as the {}th task",
                 task.index,
-                self.ids.len()
+                self.origins.user_tasks()
             ))));
         }
-        self.ids.push(id);
+        self.origins.push_user();
         self.io.clear();
         for r in task.regions() {
             match Region::new(r.tensor, r.start, r.size) {
@@ -575,15 +568,18 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             self.make_room()?;
         }
         let id = self.alloc()?;
+        self.origins.push_barrier();
         if own {
             let slot = self.take_slot(id);
-            let Some(preds) = self.ids.get(before.start as usize..before.end as usize) else {
+            if before.end > self.origins.user_tasks() {
                 return Err(self.stop(ExecError::Internal(format!(
                     "device generation: order edge from tasks {before:?} not yet generated"
                 ))));
-            };
-            for &p in preds {
-                self.wiring.wire(&self.sh.states, TaskId(p), id);
+            }
+            for i in before {
+                if let Some(p) = self.origins.task_id(i) {
+                    self.wiring.wire(&self.sh.states, p, id);
+                }
             }
             let s = &mut self.slots[slot];
             s.index = NO_INDEX;
@@ -625,8 +621,35 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         {
             self.completed_below += 1;
         }
-        if self.completed_below > before {
-            self.map.retire_before(TaskId(self.completed_below));
+        if self.completed_below == before {
+            return;
+        }
+        let done = TaskId(self.completed_below);
+        self.map.retire_before(done);
+        self.wiring.forget_before(done);
+        let sh = self.sh;
+        // SAFETY: this thread saw every task below `done` complete (acquire loads above) and
+        // wired every node of its cursor itself.
+        #[allow(unsafe_code)]
+        unsafe {
+            self.wiring.cursor.reclaim(&sh.states, done)
+        };
+        // From now on this executor names no task below `done` (its wiring answers such
+        // predecessors itself): say so, and free what every executor is past.
+        sh.lows[self.me as usize].store(done.0, Ordering::Release);
+        let floor = sh
+            .lows
+            .iter()
+            .map(|l| l.load(Ordering::Acquire))
+            .min()
+            .unwrap_or(0);
+        // SAFETY: every executor published a low at or above `floor` after it last touched a
+        // task below it (acquired above), and each low was a completed prefix that executor
+        // saw; workers touch only tasks not yet done.
+        #[allow(unsafe_code)]
+        unsafe {
+            sh.states.reclaim_below(TaskId(floor));
+            sh.owners.entries.reclaim_below(floor);
         }
     }
 
@@ -719,8 +742,17 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
 
 /// The wiring of edges into own tasks: deduplication, counts, optional recording.
 struct Wiring {
-    /// Per task id: the own task being wired that last reported it as a predecessor.
-    seen: Vec<u32>,
+    /// Per task id from `seen_base`: the own task being wired that last reported it as a
+    /// predecessor.
+    seen: VecDeque<u32>,
+    seen_base: u32,
+    /// Every task below this id is done: such a predecessor costs nothing and is not looked up
+    /// (its state may be freed).
+    done_below: u32,
+    /// Predecessors below `seen_base` already reported for the own task `old_for`.
+    old: HashSet<u32>,
+    old_for: u32,
+    cursor: EdgeCursor,
     edges: Option<Vec<(u32, u32)>>,
     accepted: u64,
     refused: u64,
@@ -731,18 +763,36 @@ impl Wiring {
     /// for it.
     #[inline]
     fn wire(&mut self, states: &TaskStates, pred: TaskId, succ: u32) {
-        let s = &mut self.seen[pred.index()];
-        if *s == succ {
-            return;
+        if pred.0 >= self.seen_base {
+            let s = &mut self.seen[(pred.0 - self.seen_base) as usize];
+            if *s == succ {
+                return;
+            }
+            *s = succ;
+        } else {
+            if self.old_for != succ {
+                self.old_for = succ;
+                self.old.clear();
+            }
+            if !self.old.insert(pred.0) {
+                return;
+            }
         }
-        *s = succ;
         if let Some(e) = &mut self.edges {
             e.push((pred.0, succ));
         }
-        if states.add_edge(pred, TaskId(succ)) {
+        if pred.0 >= self.done_below && states.add_edge_in(&mut self.cursor, pred, TaskId(succ)) {
             self.accepted += 1;
         } else {
             self.refused += 1;
+        }
+    }
+
+    /// Every task below `done` is done: stop keeping stamps for them.
+    fn forget_before(&mut self, done: TaskId) {
+        self.done_below = done.0;
+        while self.seen_base < done.0 && self.seen.pop_front().is_some() {
+            self.seen_base += 1;
         }
     }
 }
@@ -763,8 +813,8 @@ impl<E: DirectExec> TaskSink for Executor<'_, '_, E> {
             return;
         }
         let dep = if before.len() == 1 {
-            match self.ids.get(before.start as usize) {
-                Some(&id) => id,
+            match self.origins.task_id(before.start) {
+                Some(id) => id.0,
                 None => {
                     self.stop(ExecError::Internal(format!(
                         "device generation: order edge from task {} not yet generated",
@@ -824,6 +874,9 @@ impl WorkerPool {
             window: config.window.clamp(1, MAX_WINDOW),
             states: TaskStates::new(),
             owners: OwnerTable::new(),
+            lows: (0..executors)
+                .map(|_| CachePadded::new(AtomicU32::new(0)))
+                .collect(),
             inboxes: (0..executors)
                 .map(|_| CachePadded::new(Injector::new()))
                 .collect(),
@@ -839,6 +892,7 @@ impl WorkerPool {
         if let Err(p) = r {
             return Err(ExecError::Internal(p.0));
         }
+        let held = shared.states.peak_tasks().max(shared.owners.entries.peak()) as u64;
         let Shared { error, reports, .. } = shared;
         if let Some(e) = error.into_inner().unwrap_or_else(|p| p.into_inner()) {
             return Err(e);
@@ -847,6 +901,7 @@ impl WorkerPool {
         reports.sort_by_key(|r| r.executor);
         let mut stats = RunStats {
             run_ns,
+            held_tasks_peak: held,
             per_worker: vec![0; executors],
             ..RunStats::default()
         };
@@ -883,14 +938,9 @@ mod tests {
     use pto_wsp_graph::sync::AtomicU64;
 
     #[test]
-    fn owner_table_locate_covers_the_index_space() {
-        assert_eq!(OwnerTable::locate(0), (0, 0));
-        let first = 1u32 << FIRST_BITS;
-        assert_eq!(OwnerTable::locate(first - 1), (0, first as usize - 1));
-        assert_eq!(OwnerTable::locate(first), (1, 0));
-        assert!(OwnerTable::locate(u32::MAX).0 < SEGMENTS);
+    fn owner_table_keeps_owner_and_slot_anywhere_in_the_index_space() {
         let t = OwnerTable::new();
-        for id in [0, 5, first, 3 * first + 7] {
+        for id in [0, 5, 4096, 3 * 4096 + 7, u32::MAX - 2] {
             t.set(id, 200, MAX_WINDOW as u32);
             assert_eq!(t.get(id), (200, MAX_WINDOW));
         }
@@ -971,6 +1021,39 @@ mod tests {
                     assert!(d.executors.iter().all(|e| e.in_flight_hwm <= window as u64));
                 }
             }
+        }
+    }
+
+    /// A device-generation run of a 100K-task chain under a window of 1,024 own tasks per
+    /// executor holds task state (task states, owner table) for a bounded number of tasks,
+    /// freed behind the slowest executor's completed prefix: at most both executors' windows,
+    /// the tasks walked between two looks at the prefix (`RETIRE_EVERY`) and a chunk at either
+    /// end, whatever the task count. The same chain of 10K tasks held about as much.
+    #[test]
+    fn a_device_generation_run_holds_task_state_for_the_window_not_the_task_count() {
+        use pto_wsp_graph::arena::CHUNK;
+        const WINDOW: usize = 1024;
+        let pool = WorkerPool::new(2).unwrap();
+        let config = DevGenConfig {
+            window: WINDOW,
+            ..DevGenConfig::default()
+        };
+        let bound_held = (2 * WINDOW + RETIRE_EVERY as usize + 3 * CHUNK) as u64;
+        for n in [10_000u32, 100_000] {
+            let p = chain(n, "work_steal");
+            let bound = p.bind(&pto_wsp_ir::Bindings::new()).unwrap();
+            let exec = InOrder {
+                next: AtomicU64::new(0),
+                fail_at: None,
+            };
+            let s = pool.run_devgen(&p, &bound, &config, &exec).unwrap();
+            assert_eq!(exec.next.load(Ordering::SeqCst), u64::from(n));
+            assert_eq!(s.edges, u64::from(n - 1));
+            assert!(
+                s.held_tasks_peak <= bound_held,
+                "{n} tasks: held state for {} tasks under a window of {WINDOW}",
+                s.held_tasks_peak
+            );
         }
     }
 

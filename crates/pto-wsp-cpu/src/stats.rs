@@ -54,6 +54,12 @@ pub struct RunStats {
     /// The TensorMap of a streamed run at its end: hits, misses, live entries and their
     /// high-water mark (bounded by what is in flight, since completed tasks are retired).
     pub tensor_map: MapStats,
+    /// Most per-task entries a streamed or device-generation run held at once (task states,
+    /// task table, per-executor task records; whole chunks of
+    /// [`pto_wsp_graph::arena::CHUNK`]): under a task window it follows the tasks between the
+    /// oldest unfinished one and the newest generated, not the task count. 0 for a finished
+    /// graph.
+    pub held_tasks_peak: u64,
     /// Per-executor figures of a device-generation run ([`crate::devgen`]); `None` for host
     /// builds.
     pub device_gen: Option<DevGenStats>,

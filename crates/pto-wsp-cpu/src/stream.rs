@@ -16,6 +16,14 @@
 //! Tasks that become ready later are released by the worker that completes their last
 //! predecessor, exactly as in a finished graph. The run ends when orchestration has ended and
 //! every submitted task has completed.
+//!
+//! Memory follows the window, not the task count: every [`pto_wsp_graph::builder::RETIRE_EVERY`]
+//! submissions the sink advances a completed-prefix watermark and frees everything per task
+//! below it — the TensorMap's records, the builder's nodes, params and regions
+//! ([`EdgeSink::forgets_tasks`]), the task states ([`TaskStates::reclaim_below`]) and edge
+//! nodes ([`EdgeCursor::reclaim`]) and the task table (unless the run records its graph for the
+//! cycle model, which reads the table afterwards). What stays is the tasks between the oldest
+//! unfinished one and the newest submitted ([`RunStats::held_tasks_peak`]).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,7 +33,7 @@ use pto_wsp_graph::TaskId;
 use pto_wsp_graph::builder::{EdgeSink, ExactMap, GraphBuilder};
 use pto_wsp_graph::counters::Counters;
 use pto_wsp_graph::start::StartGate;
-use pto_wsp_graph::state::TaskStates;
+use pto_wsp_graph::state::{EdgeCursor, TaskStates};
 use pto_wsp_graph::storage::TaskNode;
 use pto_wsp_graph::sync::Arc;
 use pto_wsp_graph::tensor_map::{AnyTensorMap, MapStats, TensorMap};
@@ -116,6 +124,8 @@ impl RunGraph for StreamGraph<'_> {
 /// The edge sink of a streamed run (see the module docs).
 pub struct StreamSink<'s> {
     states: &'s TaskStates,
+    /// Edge nodes, in chunks freed behind the completed prefix.
+    cursor: EdgeCursor,
     writer: TableWriter<'s>,
     window: Option<&'s WindowState>,
     start: StartGate,
@@ -128,6 +138,8 @@ pub struct StreamSink<'s> {
     completed_below: u32,
     /// Tasks submitted so far.
     submitted: u32,
+    /// Free the task table behind the watermark (not when the graph is recorded).
+    reclaim_table: bool,
 }
 
 impl std::fmt::Debug for StreamSink<'_> {
@@ -181,7 +193,7 @@ impl EdgeSink for StreamSink<'_> {
         if let Some(e) = &mut self.edges {
             e.push((pred.0, succ.0));
         }
-        if !self.states.add_edge(pred, succ) {
+        if !self.states.add_edge_in(&mut self.cursor, pred, succ) {
             self.refused += 1;
         }
     }
@@ -211,7 +223,26 @@ impl EdgeSink for StreamSink<'_> {
         {
             self.completed_below += 1;
         }
-        (self.completed_below > before).then_some(TaskId(self.completed_below))
+        if self.completed_below == before {
+            return None;
+        }
+        let done = TaskId(self.completed_below);
+        // SAFETY: this thread saw every task below `done` complete (acquire loads above), it is
+        // the only wirer and the table's only writer (and the priority writer's thread), and
+        // the builder names such tasks afterwards only as predecessors of edges.
+        #[allow(unsafe_code)]
+        unsafe {
+            self.states.reclaim_below(done);
+            self.cursor.reclaim(self.states, done);
+            if self.reclaim_table {
+                self.writer.reclaim_below(done);
+            }
+        }
+        Some(done)
+    }
+
+    fn forgets_tasks(&self) -> bool {
+        true
     }
 }
 
@@ -267,6 +298,7 @@ impl WorkerPool {
             let t0 = Instant::now();
             let sink = StreamSink {
                 states: &graph.states,
+                cursor: EdgeCursor::new(),
                 writer,
                 window: window.as_ref(),
                 start: StartGate::new(stream.start),
@@ -277,6 +309,7 @@ impl WorkerPool {
                 edges: stream.record_edges.then(Vec::new),
                 completed_below: 0,
                 submitted: 0,
+                reclaim_table: !stream.record_edges,
             };
             let mut builder =
                 GraphBuilder::with_map(AnyTensorMap::for_mode(stream.deps, stream.exact), sink);
@@ -318,6 +351,7 @@ impl WorkerPool {
         (stats.edges, stats.wired_edges) = edges;
         stats.edge_list = edge_list;
         stats.tensor_map = map_stats;
+        stats.held_tasks_peak = graph.states.peak_tasks().max(table.peak_tasks()) as u64;
         Ok(stats)
     }
 }

@@ -8,33 +8,29 @@
 //! # What it promises
 //!
 //! [`AppendVec`] is an append-only vector with one writer and any number of readers. Storage is
-//! a list of segments of doubling size, allocated on demand and never moved or freed before the
-//! vector drops. The writer fills slot `len` and then publishes it by storing `len + 1` with
-//! release ordering; a reader only hands out slots below a length it loaded with acquire
-//! ordering, so every slot it reads was completely written before, and no slot is written again
-//! once published. A task's slots are published before the builder seals the task, and a
-//! worker learns a task id only through the ready queues or a predecessor's completion, both of
-//! which happen after the seal.
+//! a [`ChunkArena`]: chunks allocated on demand, never moved, and freed only by the writer's
+//! [`TableWriter::reclaim_below`] behind the completed prefix. The writer fills slot `len` and
+//! then publishes it by storing `len + 1` with release ordering; a reader only hands out slots
+//! below a length it loaded with acquire ordering, so every slot it reads was completely written
+//! before, and no slot is written again once published. A task's slots are published before the
+//! builder seals the task, and a worker learns a task id only through the ready queues or a
+//! predecessor's completion, both of which happen after the seal. A worker reads a task's slots
+//! only while it runs the task or routes it as a successor, both before the task completes; so
+//! once the writer has seen every task below `W` done (an acquire load of the completion state)
+//! nobody reads their slots and the writer may free them.
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use pto_wsp_graph::TaskId;
+use pto_wsp_graph::arena::ChunkArena;
 use pto_wsp_graph::storage::TaskNode;
 use pto_wsp_graph::types::TaskIo;
 
-/// log2 of the first segment's length.
-const FIRST_BITS: u32 = 10;
-/// Segments needed to index every `u32`.
-const SEGMENTS: usize = (33 - FIRST_BITS) as usize;
-
-type Segment<T> = Box<[UnsafeCell<MaybeUninit<T>>]>;
-
 /// An append-only vector with one writer and many readers (see the module docs).
 pub struct AppendVec<T: Copy> {
-    segments: Box<[OnceLock<Segment<T>>]>,
+    slots: ChunkArena<UnsafeCell<MaybeUninit<T>>>,
     len: AtomicUsize,
     writer: AtomicBool,
 }
@@ -47,7 +43,7 @@ unsafe impl<T: Copy + Send + Sync> Sync for AppendVec<T> {}
 impl<T: Copy> Default for AppendVec<T> {
     fn default() -> Self {
         AppendVec {
-            segments: (0..SEGMENTS).map(|_| OnceLock::new()).collect(),
+            slots: ChunkArena::new(|| UnsafeCell::new(MaybeUninit::uninit())),
             len: AtomicUsize::new(0),
             writer: AtomicBool::new(false),
         }
@@ -55,13 +51,6 @@ impl<T: Copy> Default for AppendVec<T> {
 }
 
 impl<T: Copy> AppendVec<T> {
-    #[inline]
-    fn locate(i: usize) -> (usize, usize) {
-        let j = i as u64 + (1u64 << FIRST_BITS);
-        let top = 63 - j.leading_zeros();
-        ((top - FIRST_BITS) as usize, (j - (1u64 << top)) as usize)
-    }
-
     /// Number of published elements.
     #[inline]
     pub fn len(&self) -> usize {
@@ -79,11 +68,21 @@ impl<T: Copy> AppendVec<T> {
         if i >= self.len.load(Ordering::Acquire) {
             return None;
         }
-        let (seg, off) = Self::locate(i);
-        let s = self.segments[seg].get()?;
+        let slot = self.slots.try_get(u32::try_from(i).ok()?)?;
         // SAFETY: `i` is below a length loaded with acquire, so the slot was initialised by the
-        // writer before its release store of that length, and is never written again.
-        Some(unsafe { (*s[off].get()).assume_init_ref() })
+        // writer before its release store of that length, and is never written again; its
+        // chunk is freed only once nobody reads it (module docs).
+        Some(unsafe { (*slot.get()).assume_init_ref() })
+    }
+
+    /// Elements held in memory (whole chunks; freed behind the completed prefix).
+    pub fn live(&self) -> usize {
+        self.slots.live()
+    }
+
+    /// Most elements held at once.
+    pub fn peak(&self) -> usize {
+        self.slots.peak()
     }
 
     /// Elements `start .. start + len`, if all published (they may span segments, so this
@@ -115,17 +114,24 @@ impl<T: Copy> Writer<'_, T> {
     #[inline]
     pub fn push(&mut self, v: T) -> usize {
         let i = self.vec.len.load(Ordering::Relaxed);
-        let (seg, off) = AppendVec::<T>::locate(i);
-        let s = self.vec.segments[seg].get_or_init(|| {
-            (0..1usize << (FIRST_BITS as usize + seg))
-                .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
-                .collect()
-        });
+        let at = u32::try_from(i).expect("an append vector holds at most 2^32 elements");
+        let slot = self.vec.slots.get_or_grow(at);
         // SAFETY: slot `i` is not yet published (`i == len`), so no reader looks at it, and this
         // is the only writer (`Writer` is unique), so nobody else writes it.
-        unsafe { (*s[off].get()).write(v) };
+        unsafe { (*slot.get()).write(v) };
         self.vec.len.store(i + 1, Ordering::Release);
         i
+    }
+
+    /// Frees the chunks wholly below element `below`.
+    ///
+    /// # Safety
+    /// No thread reads an element below `below` any more (module docs).
+    pub unsafe fn reclaim_below(&mut self, below: usize) {
+        let below = u32::try_from(below.min(self.vec.len.load(Ordering::Relaxed)))
+            .expect("an append vector holds at most 2^32 elements");
+        // SAFETY: the caller's promise; indices below `len` are never grown again.
+        unsafe { self.vec.slots.reclaim_below(below) };
     }
 }
 
@@ -162,6 +168,17 @@ impl TaskTable {
     /// Number of published tasks.
     pub fn len(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// Tasks whose nodes are held in memory (whole chunks; a streamed run frees them behind the
+    /// completed prefix unless it records its graph).
+    pub fn live_tasks(&self) -> usize {
+        self.nodes.live()
+    }
+
+    /// Most tasks whose nodes were held at once.
+    pub fn peak_tasks(&self) -> usize {
+        self.nodes.peak()
     }
 
     /// Whether no task was published.
@@ -205,6 +222,7 @@ impl TaskTable {
             nodes: self.nodes.writer()?,
             params: self.params.writer()?,
             io: self.io.writer()?,
+            table: self,
         })
     }
 }
@@ -214,6 +232,7 @@ pub(crate) struct TableWriter<'a> {
     nodes: Writer<'a, TaskNode>,
     params: Writer<'a, u64>,
     io: Writer<'a, TaskIo>,
+    table: &'a TaskTable,
 }
 
 impl TableWriter<'_> {
@@ -230,6 +249,33 @@ impl TableWriter<'_> {
         }
         let i = self.nodes.push(n);
         debug_assert_eq!(i, node.id.index(), "tasks are published in id order");
+    }
+
+    /// Frees what the table holds for the tasks below `done_below` (nodes, params, regions,
+    /// priority keys).
+    ///
+    /// # Safety
+    /// Every task below `done_below` has completed, as seen by this thread with an acquire
+    /// load, so no worker reads its slots any more (module docs); and the priority writer, if
+    /// any, is used on this thread only.
+    pub(crate) unsafe fn reclaim_below(&mut self, done_below: TaskId) {
+        let (params, io) = match self.table.nodes.get(done_below.index()) {
+            Some(n) => (n.params_start as usize, n.io_start as usize),
+            None => (self.table.params.len(), self.table.io.len()),
+        };
+        // SAFETY: the caller's promise, for each vector's part of those tasks. Priority keys
+        // are pushed in task order by one writer on this thread, so `done_below` is below or
+        // at their published length when reclaimed.
+        unsafe {
+            self.params.reclaim_below(params);
+            self.io.reclaim_below(io);
+            self.nodes.reclaim_below(done_below.index());
+            let below = done_below.index().min(self.table.priorities.len());
+            self.table
+                .priorities
+                .slots
+                .reclaim_below(u32::try_from(below).unwrap_or(u32::MAX));
+        }
     }
 }
 

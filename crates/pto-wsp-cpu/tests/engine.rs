@@ -362,3 +362,67 @@ proptest! {
         rec.check(&d);
     }
 }
+
+/// Runs the tasks of a chain and checks they come in id order (each after its predecessor).
+struct InOrder {
+    next: AtomicU32,
+}
+
+impl Exec for InOrder {
+    fn run(&self, t: TaskId, _w: usize) -> Result<(), TaskFailure> {
+        let expected = self.next.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(t.0, expected, "a chain runs in order");
+        Ok(())
+    }
+}
+
+/// A streamed run of 100K tasks (one chain through one tile, inferred in exact mode) under a
+/// window of 1,024 holds task state for a bounded number of tasks, freed behind the completed
+/// prefix: at most the window, the tasks submitted between two looks at the prefix
+/// (`RETIRE_EVERY`) and a chunk at either end, whatever the task count. Without a window,
+/// starting after orchestration, it holds every task: the counter does count.
+#[test]
+fn a_streamed_run_under_a_window_holds_task_state_for_the_window_not_the_task_count() {
+    use pto_wsp_graph::arena::CHUNK;
+    use pto_wsp_graph::builder::RETIRE_EVERY;
+    const N: u32 = 100_000;
+    const WINDOW: u64 = 1024;
+    let pool = WorkerPool::new(2).unwrap();
+    let run = |window, start| {
+        let table = TaskTable::new();
+        let exec = InOrder {
+            next: AtomicU32::new(0),
+        };
+        let sc = StreamConfig {
+            deps: DepsMode::Exact,
+            start,
+            window,
+            ..StreamConfig::default()
+        };
+        let stats = pool
+            .run_streaming(&table, &RunConfig::default(), &sc, &exec, |b| {
+                for _ in 0..N {
+                    b.alloc_task(0, ExecDomain::default(), ExecPool::Any, 0, None);
+                    b.add_region(pto_wsp_graph::types::Access::InOut, 0, &[0, 0], &[4, 4])
+                        .unwrap();
+                    b.add_param(7);
+                    b.submit().unwrap();
+                }
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(stats.tasks, u64::from(N));
+        assert_eq!(exec.next.load(Ordering::SeqCst), N);
+        assert_eq!(stats.edges, u64::from(N - 1), "one edge per chain link");
+        stats.held_tasks_peak
+    };
+    let bound = (WINDOW as usize + RETIRE_EVERY as usize + 2 * CHUNK + 2) as u64;
+    assert!(bound <= 8 * WINDOW);
+    let held = run(Some((WINDOW, WindowMode::Stall)), StartPolicy::Immediate);
+    assert!(
+        held <= bound,
+        "held state for {held} tasks under a window of {WINDOW}"
+    );
+    let held = run(None, StartPolicy::AfterOrchestration);
+    assert!(held >= u64::from(N), "held {held}");
+}

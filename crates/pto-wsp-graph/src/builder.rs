@@ -19,7 +19,9 @@
 //!   [`CollectEdges`] keeps them for [`GraphBuilder::finish`], which lays them out as CSR
 //!   fan-out; a streaming runtime plugs in its own sink.
 //! - [`GraphBuilder::retire_before`] forgets TensorMap records of completed tasks; edges between
-//!   live tasks are unchanged by it.
+//!   live tasks are unchanged by it. A sink that [`EdgeSink::forgets_tasks`] (a streamed run's)
+//!   also lets the builder drop the nodes, params and regions of those tasks, so it holds the
+//!   tasks after the completed prefix only.
 //! - Nothing allocates per task in the steady state: regions, params and edges go to flat
 //!   vectors, dedup uses a stamp per task id.
 //! - [`GraphBuilder::reset`] and [`GraphBuilder::finish_into`] start the next build keeping every
@@ -59,6 +61,13 @@ pub trait EdgeSink {
     /// edge from them). The default knows nothing.
     fn retire_hint(&mut self) -> Option<TaskId> {
         None
+    }
+    /// Whether the builder may also forget the tasks below a [`EdgeSink::retire_hint`] (nodes,
+    /// params, regions): a sink that keeps what it needs in [`EdgeSink::publish`] and never
+    /// calls [`GraphBuilder::finish`]. Then the builder holds the tasks after the completed
+    /// prefix only. The default is `false`.
+    fn forgets_tasks(&self) -> bool {
+        false
     }
 }
 
@@ -213,6 +222,13 @@ pub struct GraphBuilder<M: TensorMap = AnyTensorMap, S: EdgeSink = CollectEdges>
     stats: BuildStats,
     /// Submissions until the next [`EdgeSink::retire_hint`].
     retire_in: u32,
+    /// Id of `tasks[0]`: tasks below it were forgotten ([`EdgeSink::forgets_tasks`]).
+    base: u32,
+    /// Position of `params[0]` / `io[0]` among every param / region ever added.
+    params_base: usize,
+    io_base: usize,
+    /// Forgotten predecessors already reported for the task being submitted.
+    seen_old: std::collections::HashSet<u32>,
 }
 
 impl GraphBuilder {
@@ -242,6 +258,10 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             open: false,
             stats: BuildStats::default(),
             retire_in: RETIRE_EVERY,
+            base: 0,
+            params_base: 0,
+            io_base: 0,
+            seen_old: std::collections::HashSet::new(),
         }
     }
 
@@ -269,9 +289,9 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         assert!(
             !self.open,
             "alloc_task: task #{} is still open",
-            self.tasks.len() - 1
+            self.len() - 1
         );
-        let id = u32::try_from(self.tasks.len())
+        let id = u32::try_from(self.len())
             .ok()
             .filter(|&i| i < u32::MAX)
             .expect("alloc_task: more than 2^32 - 2 tasks");
@@ -283,8 +303,8 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             fanin: 0,
             fanout_start: 0,
             fanout_count: 0,
-            params_start: self.params.len() as u32,
-            io_start: self.io.len() as u32,
+            params_start: (self.params_base + self.params.len()) as u32,
+            io_start: (self.io_base + self.io.len()) as u32,
             params_count: 0,
             io_count: 0,
             tags: SchedTags::NONE,
@@ -299,7 +319,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
     #[inline]
     fn current(&self) -> TaskId {
         assert!(self.open, "no open task: call alloc_task first");
-        TaskId(self.tasks.len() as u32 - 1)
+        TaskId(self.len() as u32 - 1)
     }
 
     /// The open task reads `region`.
@@ -364,7 +384,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
     /// Sets the open task's schedule tags.
     pub fn set_tags(&mut self, tags: SchedTags) {
         let t = self.current();
-        self.tasks[t.index()].tags = tags;
+        self.tasks[(t.0 - self.base) as usize].tags = tags;
     }
 
     /// The open task must wait for `dep`, an earlier task.
@@ -382,9 +402,11 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
     /// On error the task stays open and nothing of it reached the map or the sink.
     pub fn submit(&mut self) -> Result<TaskId, BuildError> {
         let task = self.current();
-        let node = self.tasks[task.index()];
-        let nio = self.io.len() - node.io_start as usize;
-        let nparams = self.params.len() - node.params_start as usize;
+        let node = self.tasks[(task.0 - self.base) as usize];
+        let io_at = node.io_start as usize - self.io_base;
+        let params_at = node.params_start as usize - self.params_base;
+        let nio = self.io.len() - io_at;
+        let nparams = self.params.len() - params_at;
         if (nio | nparams) > u16::MAX as usize {
             let (what, count) = if nio > u16::MAX as usize {
                 ("regions", nio)
@@ -405,20 +427,31 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         let mut kinds = [0u64; 4];
         let mut dups = 0u64;
         {
-            let seen = &mut self.seen;
+            let (seen, seen_old, base) = (&mut self.seen, &mut self.seen_old, self.base);
+            if !seen_old.is_empty() {
+                seen_old.clear();
+            }
             let sink = &mut self.sink;
             let mut pred = |p: TaskId, kind: EdgeKind| {
-                let s = &mut seen[p.index()];
-                if *s == cur {
-                    dups += 1;
-                    return;
+                if p.0 < base {
+                    // A forgotten (completed) task: rare, only explicit dependencies name one.
+                    if !seen_old.insert(p.0) {
+                        dups += 1;
+                        return;
+                    }
+                } else {
+                    let s = &mut seen[(p.0 - base) as usize];
+                    if *s == cur {
+                        dups += 1;
+                        return;
+                    }
+                    *s = cur;
                 }
-                *s = cur;
                 fanin += 1;
                 kinds[kind as usize] += 1;
                 sink.edge(p, task);
             };
-            for io in &self.io[node.io_start as usize..] {
+            for io in &self.io[io_at..] {
                 self.map.access(task, &io.region, io.access(), &mut pred);
             }
             for &d in &self.explicit {
@@ -426,16 +459,13 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             }
         }
         self.explicit.clear();
-        let n = &mut self.tasks[task.index()];
+        let n = &mut self.tasks[(task.0 - self.base) as usize];
         n.fanin = fanin;
         n.io_count = nio as u16;
         n.params_count = nparams as u16;
         let n = *n;
-        self.sink.publish(
-            &n,
-            &self.params[n.params_start as usize..],
-            &self.io[n.io_start as usize..],
-        );
+        self.sink
+            .publish(&n, &self.params[params_at..], &self.io[io_at..]);
         self.sink.submitted(task);
         self.open = false;
         self.retire_in -= 1;
@@ -443,6 +473,9 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             self.retire_in = RETIRE_EVERY;
             if let Some(oldest_live) = self.sink.retire_hint() {
                 self.map.retire_before(oldest_live);
+                if self.sink.forgets_tasks() {
+                    self.forget_before(oldest_live);
+                }
             }
         }
         let st = &mut self.stats;
@@ -482,8 +515,9 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
     pub fn abandon(&mut self) {
         if self.open {
             let n = self.tasks.pop().expect("an open task exists");
-            self.io.truncate(n.io_start as usize);
-            self.params.truncate(n.params_start as usize);
+            self.io.truncate(n.io_start as usize - self.io_base);
+            self.params
+                .truncate(n.params_start as usize - self.params_base);
             self.seen.pop();
             self.explicit.clear();
             self.open = false;
@@ -497,6 +531,37 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         self.map.retire_before(oldest_live);
     }
 
+    /// Drops the nodes, params and regions of the tasks below `oldest_live` (all submitted),
+    /// once they are at least half of what the builder holds (so each task is moved at most
+    /// once on average). Afterwards [`GraphBuilder::finish`] is no longer possible.
+    fn forget_before(&mut self, oldest_live: TaskId) {
+        let submitted = self.tasks.len() - usize::from(self.open);
+        let k = ((oldest_live.0.saturating_sub(self.base)) as usize).min(submitted);
+        if k == 0 || k < self.tasks.len() / 2 {
+            return;
+        }
+        let (params_to, io_to) = match self.tasks.get(k) {
+            Some(n) => (
+                n.params_start as usize - self.params_base,
+                n.io_start as usize - self.io_base,
+            ),
+            None => (self.params.len(), self.io.len()),
+        };
+        self.tasks.drain(..k);
+        self.seen.drain(..k);
+        self.params.drain(..params_to);
+        self.io.drain(..io_to);
+        self.base += k as u32;
+        self.params_base += params_to;
+        self.io_base += io_to;
+    }
+
+    /// Tasks whose nodes, params and regions the builder holds now (all of them unless its sink
+    /// [`EdgeSink::forgets_tasks`]).
+    pub fn held_tasks(&self) -> usize {
+        self.tasks.len()
+    }
+
     /// Forgets every task, edge and TensorMap record, keeping every allocation: the next task is
     /// task 0 again and the build that follows gives exactly what a new builder with the same map
     /// configuration would. A runtime that builds the same workload again (every decode step)
@@ -506,6 +571,9 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         self.params.clear();
         self.io.clear();
         self.seen.clear();
+        self.base = 0;
+        self.params_base = 0;
+        self.io_base = 0;
         self.explicit.clear();
         self.open = false;
         self.stats = BuildStats::default();
@@ -516,12 +584,12 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
 
     /// Number of tasks allocated (including an open one).
     pub fn len(&self) -> usize {
-        self.tasks.len()
+        self.base as usize + self.tasks.len()
     }
 
     /// Whether no task was allocated.
     pub fn is_empty(&self) -> bool {
-        self.tasks.is_empty()
+        self.len() == 0
     }
 
     /// The counters so far.
@@ -551,9 +619,13 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
     /// no fan-out (the sink has the edges).
     ///
     /// # Panics
-    /// If a task is open.
+    /// If a task is open, or tasks were forgotten ([`EdgeSink::forgets_tasks`]).
     pub fn finish_with_sink(self) -> (TaskGraphStorage, S) {
         assert!(!self.open, "finish: a task is still open");
+        assert_eq!(
+            self.base, 0,
+            "finish: the sink let the builder forget tasks"
+        );
         (
             TaskGraphStorage {
                 tasks: self.tasks,

@@ -17,8 +17,9 @@
 //!   **barrier** — a task with kernel [`BARRIER_KERNEL`], no regions or params, depending on every
 //!   task of `before`, submitted when the edge is announced. So an edge costs `|before| + |after|`
 //!   explicit dependencies (or `|after|`), not `|before| x |after|`.
-//! - Ids differ from expander indices once barriers exist; [`FeedSummary::origin`] and
-//!   [`Feeder::index_of`] / [`Feeder::task_id`] map between them.
+//! - Ids differ from expander indices once barriers exist; [`Origins`] ([`FeedSummary::origins`],
+//!   [`Feeder::index_of`] / [`Feeder::task_id`]) maps between them, holding the barriers' places
+//!   only: nothing of the feed grows per task, so a streamed run's memory follows its window.
 //! - [`FeedHooks::before_submit`] runs for every task (barriers included) after its id is known
 //!   and before it is submitted (so before any edge into it reaches the builder's [`EdgeSink`]);
 //!   [`FeedHooks::after_submit`] right after.
@@ -58,8 +59,112 @@ use std::ops::{ControlFlow, Range};
 /// The kernel id of a barrier task (it runs nothing; it only joins dependencies).
 pub const BARRIER_KERNEL: u32 = u32::MAX;
 
-/// [`FeedSummary::origin`] of a barrier task.
+/// [`Origins::to_vec`]'s entry for a barrier task.
 pub const NO_ORIGIN: u32 = u32::MAX;
+
+/// The map between the task ids of a feed and the expander's indices: tasks are numbered in
+/// submission order from `first`, user tasks and barriers interleaved, so it is enough to know
+/// how many user tasks came before each barrier. Memory grows per barrier, not per task.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Origins {
+    first: u32,
+    users: u32,
+    /// For barrier `j`: the user tasks submitted before it (non-decreasing).
+    barriers: Vec<u32>,
+}
+
+impl Origins {
+    /// An empty map whose first task is `first`.
+    pub fn new(first: TaskId) -> Origins {
+        Origins {
+            first: first.0,
+            users: 0,
+            barriers: Vec::new(),
+        }
+    }
+
+    /// The next task is the user task with the next expander index.
+    pub fn push_user(&mut self) {
+        self.users += 1;
+    }
+
+    /// The next task is a barrier.
+    pub fn push_barrier(&mut self) {
+        self.barriers.push(self.users);
+    }
+
+    /// Tasks recorded (user tasks and barriers).
+    pub fn len(&self) -> usize {
+        self.users as usize + self.barriers.len()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// User tasks recorded.
+    pub fn user_tasks(&self) -> u32 {
+        self.users
+    }
+
+    /// Barriers recorded.
+    pub fn barrier_tasks(&self) -> u32 {
+        self.barriers.len() as u32
+    }
+
+    /// Barriers among the first `rel` tasks (`rel` counted from `first`).
+    fn barriers_before(&self, rel: u32) -> usize {
+        // Barrier j sits at relative id `users_before + j`, strictly increasing in j.
+        let (mut lo, mut hi) = (0usize, self.barriers.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.barriers[mid] + (mid as u32) < rel {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// The expander index of task `id`; `None` for a barrier or a task not recorded.
+    pub fn index_of(&self, id: TaskId) -> Option<u32> {
+        let rel = id.0.checked_sub(self.first)?;
+        if rel as usize >= self.len() {
+            return None;
+        }
+        let k = self.barriers_before(rel);
+        if self.barriers.get(k).is_some_and(|&u| u + k as u32 == rel) {
+            return None;
+        }
+        Some(rel - k as u32)
+    }
+
+    /// The id of the user task with expander index `index`, if recorded.
+    pub fn task_id(&self, index: u32) -> Option<TaskId> {
+        if index >= self.users {
+            return None;
+        }
+        // Barriers before it: those with at most `index` user tasks before them.
+        let k = self.barriers.partition_point(|&u| u <= index);
+        Some(TaskId(self.first + index + k as u32))
+    }
+
+    /// For each task recorded, its expander index or [`NO_ORIGIN`] for a barrier (one entry per
+    /// task: for tests and small graphs).
+    pub fn to_vec(&self) -> Vec<u32> {
+        let mut v = Vec::with_capacity(self.len());
+        let mut next = 0u32;
+        for &u in &self.barriers {
+            v.extend(next..u);
+            next = u;
+            v.push(NO_ORIGIN);
+        }
+        v.extend(next..self.users);
+        v
+    }
+}
 
 /// What a runtime does around each submission.
 pub trait FeedHooks {
@@ -119,9 +224,8 @@ pub struct FeedSummary {
     pub barrier_tasks: u32,
     /// Id of the first task the feed allocated (the builder's length when the feed began).
     pub first: TaskId,
-    /// For each task the feed submitted (`origin[id - first]`), its expander index, or
-    /// [`NO_ORIGIN`] for a barrier.
-    pub origin: Vec<u32>,
+    /// Task ids against expander indices.
+    pub origins: Origins,
     /// The expander's summary.
     pub expand: ExpandSummary,
 }
@@ -129,13 +233,8 @@ pub struct FeedSummary {
 impl FeedSummary {
     /// The expander index of task `id`; `None` for a barrier or a task the feed did not submit.
     pub fn index_of(&self, id: TaskId) -> Option<u32> {
-        index_of(&self.origin, self.first, id)
+        self.origins.index_of(id)
     }
-}
-
-fn index_of(origin: &[u32], first: TaskId, id: TaskId) -> Option<u32> {
-    let i = id.0.checked_sub(first.0)?;
-    origin.get(i as usize).copied().filter(|&o| o != NO_ORIGIN)
 }
 
 /// An announced order edge whose later range is being fed.
@@ -160,12 +259,8 @@ pub struct Feeder<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> {
     hooks: &'b mut H,
     domain: ExecDomain,
     first: TaskId,
-    /// Expander index -> task id.
-    ids: Vec<u32>,
-    /// `id - first` -> expander index, or [`NO_ORIGIN`].
-    origin: Vec<u32>,
+    origins: Origins,
     open: Vec<Open>,
-    barriers: u32,
     error: Option<FeedError<H::Error>>,
 }
 
@@ -178,27 +273,25 @@ impl<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> Feeder<'b, M, S, H> {
             hooks,
             domain,
             first,
-            ids: Vec::new(),
-            origin: Vec::new(),
+            origins: Origins::new(first),
             open: Vec::new(),
-            barriers: 0,
             error: None,
         }
     }
 
     /// The id of the task with expander index `index`, once fed.
     pub fn task_id(&self, index: u32) -> Option<TaskId> {
-        self.ids.get(index as usize).map(|&i| TaskId(i))
+        self.origins.task_id(index)
     }
 
     /// The expander index of task `id`; `None` for a barrier or a task the feed did not submit.
     pub fn index_of(&self, id: TaskId) -> Option<u32> {
-        index_of(&self.origin, self.first, id)
+        self.origins.index_of(id)
     }
 
     /// Tasks fed so far (user tasks and barriers).
     pub fn submitted(&self) -> usize {
-        self.origin.len()
+        self.origins.len()
     }
 
     /// Ends the feed, given what [`pto_wsp_ir::expand_with`] returned for it: the first error
@@ -213,10 +306,10 @@ impl<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> Feeder<'b, M, S, H> {
         }
         let expand = expansion?;
         Ok(FeedSummary {
-            user_tasks: self.ids.len() as u32,
-            barrier_tasks: self.barriers,
+            user_tasks: self.origins.user_tasks(),
+            barrier_tasks: self.origins.barrier_tasks(),
             first: self.first,
-            origin: self.origin,
+            origins: self.origins,
             expand,
         })
     }
@@ -239,22 +332,16 @@ impl<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> Feeder<'b, M, S, H> {
             return r;
         }
         match task {
-            Some((index, _)) => {
-                self.origin.push(index);
-                self.ids.push(id.0);
-            }
-            None => {
-                self.origin.push(NO_ORIGIN);
-                self.barriers += 1;
-            }
+            Some(_) => self.origins.push_user(),
+            None => self.origins.push_barrier(),
         }
         self.hooks.after_submit(id).map_err(FeedError::Hook)
     }
 
     fn feed_task(&mut self, index: u32, task: &ExpandedTask) -> Result<(), FeedError<H::Error>> {
         debug_assert_eq!(
-            index as usize,
-            self.ids.len(),
+            index,
+            self.origins.user_tasks(),
             "tasks arrive in index order"
         );
         let id = self.builder.alloc_task(
@@ -285,10 +372,13 @@ impl<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> Feeder<'b, M, S, H> {
         let id = self
             .builder
             .alloc_task(BARRIER_KERNEL, self.domain, ExecPool::Any, 0, None);
-        let ids = &self.ids[before.start as usize..before.end as usize];
-        let filled = ids
-            .iter()
-            .try_for_each(|&d| self.builder.add_explicit_dep(TaskId(d)));
+        let origins = &self.origins;
+        let filled = before.clone().try_for_each(|i| {
+            let d = origins
+                .task_id(i)
+                .expect("an order edge names tasks already fed");
+            self.builder.add_explicit_dep(d)
+        });
         self.submit_open(id, filled, None)?;
         Ok(id)
     }
@@ -313,7 +403,9 @@ impl<M: TensorMap, S: EdgeSink, H: FeedHooks> ExpandSink for Feeder<'_, M, S, H>
             return;
         }
         let dep = if before.len() == 1 {
-            TaskId(self.ids[before.start as usize])
+            self.origins
+                .task_id(before.start)
+                .expect("an order edge names tasks already fed")
         } else {
             match self.barrier(before.clone()) {
                 Ok(id) => id,

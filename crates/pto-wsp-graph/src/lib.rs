@@ -7,16 +7,19 @@
 //!   (exact region keys, bounded or unbounded; overlapping boxes, indexed), plus explicit edges.
 //! - [`feed`]: the reference expander straight into a builder, structural order edges as
 //!   explicit dependencies (through barrier tasks), with hooks around each submission.
+//! - [`arena`]: per-task storage grown in chunks and freed behind a completed-prefix watermark.
 //! - [`state`]: the per-task atomic state that lets the builder wire edges while earlier tasks
 //!   are completing (the streaming protocol, checked with loom).
 //! - [`ready`]: ready-queue sets (FIFO, work stealing, priority; vector / cube / any pools).
 //! - [`start`]: the start policy (immediate, threshold, after orchestration).
 //! - [`window`], [`gate`], [`batcher`]: task window, issue gates, dependency batching.
-//! - [`prefetch`]: a cache prefetch hint (the crate's only `unsafe`).
+//! - [`prefetch`]: a cache prefetch hint. It, [`arena`] and the reclamation contract of
+//!   [`state::TaskStates::reclaim_below`] are the crate's only `unsafe`.
 //! - [`sync`]: every atomic of the runtime comes through here so loom can replace it.
 
 #![deny(unsafe_code)]
 
+pub mod arena;
 pub mod batcher;
 pub mod builder;
 pub mod counters;

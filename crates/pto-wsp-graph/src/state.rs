@@ -28,8 +28,11 @@
 //! The builder calls, for each task in submission order, `add_edge(pred, task)` for each
 //! inferred predecessor and then `seal(task)`. Workers call `complete(task)` once per task after
 //! running it. Per-task storage grows while workers read it: tasks and edge nodes live in
-//! segmented arenas whose segments are allocated on demand and never move (see [`crate::sync`]
-//! for why the segment table is a `std` `OnceLock`).
+//! [`ChunkArena`]s whose chunks are allocated on demand and never move. A task's `complete`
+//! ends by storing `DONE` in its `fanin` (release); once the one wirer has seen every task below
+//! `W` done ([`TaskStates::is_complete`], acquire), [`TaskStates::reclaim_below`] frees their
+//! chunks and the edge nodes wired before them, so a run under a task window holds state for the
+//! tasks between the oldest unfinished one and the newest submitted, not for every task.
 //!
 //! - `add_edge(pred, succ)`:
 //!   1. `pred.head.load(Acquire)`; if `CLOSED`, return `false` at once. The acquire pairs with
@@ -76,8 +79,9 @@
 //! Checked with loom in `tests/loom.rs` and stressed with random DAGs in `tests/sched.rs`.
 
 use crate::TaskId;
+use crate::arena::ChunkArena;
 use crate::builder::EdgeSink;
-use crate::sync::{AtomicU32, OnceLock, Ordering};
+use crate::sync::{AtomicU32, Ordering};
 
 /// Fan-out list terminator.
 const EMPTY: u32 = u32::MAX - 1;
@@ -85,69 +89,8 @@ const EMPTY: u32 = u32::MAX - 1;
 const CLOSED: u32 = u32::MAX;
 /// Largest number of edge nodes (indices `EMPTY` and `CLOSED` are reserved).
 const MAX_EDGES: u32 = u32::MAX - 2;
-
-/// log2 of the first segment's length; segment `k` holds `2^(FIRST_BITS + k)` entries.
-#[cfg(not(loom))]
-const FIRST_BITS: u32 = 10;
-/// Tiny segments under loom so that the models exercise growth.
-#[cfg(loom)]
-const FIRST_BITS: u32 = 1;
-/// Segments needed to index every `u32`.
-const SEGMENTS: usize = (33 - FIRST_BITS) as usize;
-
-/// An append-only arena indexed by `u32` whose storage grows in geometrically sized segments that
-/// never move, so readers index it without locks while a grower installs new segments.
-struct SegArena<T> {
-    segments: Box<[OnceLock<Box<[T]>>]>,
-}
-
-impl<T> SegArena<T> {
-    fn new() -> SegArena<T> {
-        SegArena {
-            segments: (0..SEGMENTS).map(|_| OnceLock::new()).collect(),
-        }
-    }
-
-    /// Segment number and offset of index `i`.
-    #[inline]
-    fn locate(i: u32) -> (usize, usize) {
-        let j = u64::from(i) + (1u64 << FIRST_BITS);
-        let top = 63 - j.leading_zeros();
-        let seg = top - FIRST_BITS;
-        ((seg) as usize, (j - (1u64 << top)) as usize)
-    }
-
-    /// The entry at `i`, which must have been allocated.
-    #[inline]
-    fn get(&self, i: u32) -> &T {
-        let (seg, off) = Self::locate(i);
-        match self.segments[seg].get() {
-            Some(s) => &s[off],
-            None => panic!("task-state arena: index {i} used before it was allocated"),
-        }
-    }
-
-    /// The entry at `i`, allocating its segment (each entry made by `init`) if needed.
-    #[inline]
-    fn get_or_grow(&self, i: u32, init: impl Fn() -> T) -> &T {
-        let (seg, off) = Self::locate(i);
-        let s = self.segments[seg].get_or_init(|| {
-            let len = 1usize << (FIRST_BITS as usize + seg);
-            (0..len).map(|_| init()).collect()
-        });
-        &s[off]
-    }
-
-    /// Number of entries the allocated segments can hold (a prefix of the index space).
-    fn capacity(&self) -> usize {
-        let n = self
-            .segments
-            .iter()
-            .take_while(|s| s.get().is_some())
-            .count();
-        ((1usize << n) - 1) << FIRST_BITS
-    }
-}
+/// `fanin` of a task whose `complete` has returned: nobody touches its state any more.
+const DONE: u32 = u32::MAX;
 
 /// Per-task atomic state.
 struct TaskSlot {
@@ -183,9 +126,11 @@ impl EdgeNode {
 ///
 /// Shared by the builder and the workers (`&self` everywhere; wrap it in an `Arc`).
 pub struct TaskStates {
-    tasks: SegArena<TaskSlot>,
-    edges: SegArena<EdgeNode>,
+    tasks: ChunkArena<TaskSlot>,
+    edges: ChunkArena<EdgeNode>,
     next_edge: AtomicU32,
+    /// Every task below has completed and its storage may be freed ([`TaskStates::reclaim_below`]).
+    floor: AtomicU32,
 }
 
 impl Default for TaskStates {
@@ -197,7 +142,7 @@ impl Default for TaskStates {
 impl std::fmt::Debug for TaskStates {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TaskStates")
-            .field("task_capacity", &self.task_capacity())
+            .field("live_tasks", &self.live_tasks())
             .field("edges", &self.edge_nodes())
             .finish()
     }
@@ -207,9 +152,10 @@ impl TaskStates {
     /// Empty state; storage grows as tasks are wired.
     pub fn new() -> TaskStates {
         TaskStates {
-            tasks: SegArena::new(),
-            edges: SegArena::new(),
+            tasks: ChunkArena::new(TaskSlot::new),
+            edges: ChunkArena::new(EdgeNode::new),
             next_edge: AtomicU32::new(0),
+            floor: AtomicU32::new(0),
         }
     }
 
@@ -220,7 +166,7 @@ impl TaskStates {
 
     #[inline]
     fn slot_or_grow(&self, task: TaskId) -> &TaskSlot {
-        self.tasks.get_or_grow(task.0, TaskSlot::new)
+        self.tasks.get_or_grow(task.0)
     }
 
     /// Make sure storage for `task` exists (it is "being wired" until sealed). `add_edge` and
@@ -233,7 +179,30 @@ impl TaskStates {
     /// which case `pred`'s `complete` will release `succ`; `false` if `pred` had already
     /// completed, in which case `succ` does not wait for it.
     pub fn add_edge(&self, pred: TaskId, succ: TaskId) -> bool {
+        self.wire(pred, succ, || {
+            let idx = self.next_edge.fetch_add(1, Ordering::Relaxed);
+            assert!(
+                idx < MAX_EDGES,
+                "task-state arena: more than {MAX_EDGES} edges"
+            );
+            idx
+        })
+    }
+
+    /// [`TaskStates::add_edge`] with the edge node taken from `cursor`, a wirer's own chunks of
+    /// edge nodes, so that the wirer can free them once their predecessors are done
+    /// ([`EdgeCursor::reclaim`]). A run uses cursors for every edge or for none.
+    pub fn add_edge_in(&self, cursor: &mut EdgeCursor, pred: TaskId, succ: TaskId) -> bool {
+        self.wire(pred, succ, || cursor.take(self, succ))
+    }
+
+    #[inline]
+    fn wire(&self, pred: TaskId, succ: TaskId, alloc: impl FnOnce() -> u32) -> bool {
         debug_assert_ne!(pred, succ, "a task cannot depend on itself");
+        if pred.0 < self.floor.load(Ordering::Relaxed) {
+            // Completed, and its storage was reclaimed.
+            return false;
+        }
         let p = self.slot_or_grow(pred);
         let mut head = p.head.load(Ordering::Acquire);
         if head == CLOSED {
@@ -241,12 +210,8 @@ impl TaskStates {
         }
         let s = self.slot_or_grow(succ);
         s.fanin.fetch_add(1, Ordering::Relaxed);
-        let idx = self.next_edge.fetch_add(1, Ordering::Relaxed);
-        assert!(
-            idx < MAX_EDGES,
-            "task-state arena: more than {MAX_EDGES} edges"
-        );
-        let node = self.edges.get_or_grow(idx, EdgeNode::new);
+        let idx = alloc();
+        let node = self.edges.get_or_grow(idx);
         node.succ.store(succ.0, Ordering::Relaxed);
         loop {
             node.next.store(head, Ordering::Relaxed);
@@ -304,6 +269,9 @@ impl TaskStates {
                 on_ready(succ);
             }
         }
+        // Nothing of this task is touched after this store; an acquire load that sees it (the
+        // completed-prefix watermark) may free its storage.
+        slot.fanin.store(DONE, Ordering::Release);
         n
     }
 
@@ -317,13 +285,52 @@ impl TaskStates {
         fanin.fetch_sub(1, Ordering::AcqRel) == 1
     }
 
-    /// Whether `task` has completed (`false` for a task never allocated).
+    /// Whether `task` has completed and its `complete` has returned (`false` for a task never
+    /// allocated). An acquire load: what the task and its completer did happens before.
     pub fn is_complete(&self, task: TaskId) -> bool {
-        let (seg, off) = SegArena::<TaskSlot>::locate(task.0);
-        match self.tasks.segments[seg].get() {
-            Some(s) => s[off].head.load(Ordering::Acquire) == CLOSED,
+        if task.0 < self.floor.load(Ordering::Relaxed) {
+            return true;
+        }
+        match self.tasks.try_get(task.0) {
+            Some(s) => s.fanin.load(Ordering::Acquire) == DONE,
             None => false,
         }
+    }
+
+    /// Frees the state of every task below `done_below`; afterwards `add_edge` from such a task
+    /// returns `false` and `is_complete` returns `true` at once. Returns the entries freed
+    /// (whole chunks of [`crate::arena::CHUNK`]; the rest when the watermark passes them). Edge
+    /// nodes are freed by the wirers' [`EdgeCursor::reclaim`].
+    ///
+    /// # Safety
+    /// Every task below `done_below` was seen [`TaskStates::is_complete`] by some thread, which
+    /// happens before this call; and no thread names such a task afterwards, nor is naming one
+    /// now, except as the predecessor of an `add_edge` that begins after this call (answered
+    /// from the floor without touching storage).
+    #[allow(unsafe_code)]
+    pub unsafe fn reclaim_below(&self, done_below: TaskId) -> usize {
+        if done_below.0 <= self.floor.fetch_max(done_below.0, Ordering::Relaxed) {
+            return 0;
+        }
+        // SAFETY: every task below `done_below` completed and its `complete` returned (its
+        // `DONE` store was acquired), so no worker touches its slot; the caller promised that
+        // no wirer does.
+        unsafe { self.tasks.reclaim_below(done_below.0) }
+    }
+
+    /// Task entries held now (whole chunks; freed behind [`TaskStates::reclaim_below`]).
+    pub fn live_tasks(&self) -> usize {
+        self.tasks.live()
+    }
+
+    /// Most task entries held at once.
+    pub fn peak_tasks(&self) -> usize {
+        self.tasks.peak()
+    }
+
+    /// Edge nodes held now.
+    pub fn live_edge_nodes(&self) -> usize {
+        self.edges.live()
     }
 
     /// Number of edge nodes allocated: accepted edges plus edges refused after the `CLOSED` fast
@@ -331,10 +338,69 @@ impl TaskStates {
     pub fn edge_nodes(&self) -> u64 {
         u64::from(self.next_edge.load(Ordering::Relaxed))
     }
+}
 
-    /// Number of tasks the allocated storage can hold (storage for a prefix of task ids).
-    pub fn task_capacity(&self) -> usize {
-        self.tasks.capacity()
+/// A wirer's own supply of edge nodes: whole chunks of the edge arena, so that the chunks it
+/// filled can be freed once every task they point from is done, however many wirers there are.
+/// A chunk's nodes were all wired by this wirer into successors no newer than the newest it
+/// records; their predecessors are older still.
+#[derive(Debug, Default)]
+pub struct EdgeCursor {
+    next: u32,
+    end: u32,
+    /// The chunk being filled: its first index and the newest successor wired with it.
+    current: Option<(u32, u32)>,
+    /// Filled chunks: first index, newest successor.
+    filled: std::collections::VecDeque<(u32, u32)>,
+}
+
+impl EdgeCursor {
+    /// A cursor with no chunk yet.
+    pub fn new() -> EdgeCursor {
+        EdgeCursor::default()
+    }
+
+    fn take(&mut self, states: &TaskStates, succ: TaskId) -> u32 {
+        if self.next == self.end {
+            let chunk = crate::arena::CHUNK as u32;
+            let start = states.next_edge.fetch_add(chunk, Ordering::Relaxed);
+            assert!(
+                start <= MAX_EDGES - chunk,
+                "task-state arena: more than {MAX_EDGES} edges"
+            );
+            debug_assert_eq!(start % chunk, 0, "edge cursors and add_edge were mixed");
+            if let Some(done) = self.current.replace((start, succ.0)) {
+                self.filled.push_back(done);
+            }
+            self.next = start;
+            self.end = start + chunk;
+        }
+        if let Some((_, newest)) = &mut self.current {
+            *newest = (*newest).max(succ.0);
+        }
+        let idx = self.next;
+        self.next += 1;
+        idx
+    }
+
+    /// Frees the filled chunks whose every node points from a task below `done_below`.
+    ///
+    /// # Safety
+    /// Every task below `done_below` was seen [`TaskStates::is_complete`] by the calling thread
+    /// (so its fan-out list was walked for the last time), and this cursor was used with
+    /// `states` alone, on this thread.
+    #[allow(unsafe_code)]
+    pub unsafe fn reclaim(&mut self, states: &TaskStates, done_below: TaskId) {
+        while let Some(&(start, newest)) = self.filled.front() {
+            if newest >= done_below.0 {
+                break;
+            }
+            self.filled.pop_front();
+            // SAFETY: every node of the chunk was wired by this thread into a successor no
+            // newer than `newest`, from a predecessor older than it, hence below `done_below`
+            // and done: nobody walks or wires these nodes any more.
+            unsafe { states.edges.reclaim_chunk(start) };
+        }
     }
 }
 
@@ -391,19 +457,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn arena_locate_covers_index_space() {
-        type A = SegArena<u8>;
-        assert_eq!(A::locate(0), (0, 0));
-        let first = 1u32 << FIRST_BITS;
-        assert_eq!(A::locate(first - 1), (0, first as usize - 1));
-        assert_eq!(A::locate(first), (1, 0));
-        assert_eq!(A::locate(3 * first - 1), (1, 2 * first as usize - 1));
-        assert_eq!(A::locate(3 * first), (2, 0));
-        let (seg, _) = A::locate(u32::MAX);
-        assert!(seg < SEGMENTS);
-    }
-
-    #[test]
     fn sequential_protocol() {
         let s = TaskStates::new();
         assert!(s.seal(TaskId(0)));
@@ -421,17 +474,33 @@ mod tests {
     #[test]
     fn growth_across_segments() {
         let s = TaskStates::new();
-        let n = (1u32 << FIRST_BITS) * 5;
+        let n = crate::arena::CHUNK as u32 * 5;
         assert!(s.seal(TaskId(0)));
         for t in 1..n {
             assert!(s.add_edge(TaskId(t - 1), TaskId(t)));
             assert!(!s.seal(TaskId(t)));
         }
-        assert!(s.task_capacity() >= n as usize);
+        assert!(s.live_tasks() >= n as usize);
         for t in 0..n - 1 {
             let mut ready = vec![];
             s.complete(TaskId(t), |r| ready.push(r));
             assert_eq!(ready, vec![TaskId(t + 1)]);
         }
+        assert!(s.is_complete(TaskId(n - 2)) && !s.is_complete(TaskId(n - 1)));
+        // Reclaim behind the completed prefix: whole chunks go, the rest stays usable.
+        #[allow(unsafe_code)]
+        let freed = unsafe { s.reclaim_below(TaskId(n - 1)) };
+        assert_eq!(freed, 4 * crate::arena::CHUNK);
+        assert_eq!(s.live_tasks(), crate::arena::CHUNK);
+        assert!(s.is_complete(TaskId(0)));
+        assert!(
+            !s.add_edge(TaskId(0), TaskId(n)),
+            "a reclaimed task is complete"
+        );
+        assert!(s.add_edge(TaskId(n - 1), TaskId(n)));
+        assert!(!s.seal(TaskId(n)));
+        let mut ready = vec![];
+        s.complete(TaskId(n - 1), |r| ready.push(r));
+        assert_eq!(ready, vec![TaskId(n)]);
     }
 }

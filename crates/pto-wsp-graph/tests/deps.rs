@@ -890,14 +890,15 @@ mod feeding {
         assert_eq!(s.first, TaskId(0));
         assert_eq!(s.user_tasks as usize, x.tasks.len(), "{name}");
         assert_eq!((s.user_tasks + s.barrier_tasks) as usize, g.len());
-        assert_eq!(s.origin.len(), g.len());
+        let origin = s.origins.to_vec();
+        assert_eq!(origin.len(), g.len());
         assert_eq!(s.expand.tasks as usize, x.tasks.len());
         assert!(!s.expand.stopped && !s.expand.truncated);
 
         // Hooks: before then after, for every task in id order.
         assert_eq!(hooks.calls.len(), 2 * g.len());
         for (id, pair) in hooks.calls.chunks(2).enumerate() {
-            let o = s.origin[id];
+            let o = origin[id];
             let index = (o != NO_ORIGIN).then_some(o);
             assert_eq!(pair[0], (TaskId(id as u32), index, false));
             assert_eq!(pair[1], (TaskId(id as u32), None, true));
@@ -906,7 +907,7 @@ mod feeding {
         // (c) the user tasks are the expander's, in order; barriers are empty.
         let mut ids = Vec::with_capacity(x.tasks.len());
         let mut nodes = Vec::with_capacity(g.len());
-        for (id, &o) in s.origin.iter().enumerate() {
+        for (id, &o) in origin.iter().enumerate() {
             let n = &g.tasks[id];
             assert_eq!(n.domain, ExecDomain::AscendAiCore);
             let tid = TaskId(id as u32);
@@ -1196,7 +1197,8 @@ workload main() {
             ExecDomain::HostCpu,
         )
         .unwrap();
-        let total = full.origin.len();
+        let full_origin = full.origins.to_vec();
+        let total = full_origin.len();
         let mut barrier_failures = 0;
         for k in 0..total {
             // before_submit fails for task k: k tasks stay, k is abandoned.
@@ -1215,12 +1217,12 @@ workload main() {
             assert_eq!(feeder.submitted(), k);
             // The expander stopped at the task after the last one fed (a failed barrier is
             // reported by the `task` call that follows its announcement).
-            let users = full.origin[..k].iter().filter(|&&o| o != NO_ORIGIN).count();
+            let users = full_origin[..k].iter().filter(|&&o| o != NO_ORIGIN).count();
             assert_eq!((fed_users, summary.tasks as usize), (users, users + 1));
             let err = feeder.finish(r).unwrap_err();
             assert_eq!(err, FeedError::Hook(format!("refused #{k}")));
             assert_eq!(builder.len(), k, "the failing task is abandoned");
-            if full.origin[k] == NO_ORIGIN {
+            if full_origin[k] == NO_ORIGIN {
                 barrier_failures += 1;
             }
             let g = builder.finish();
@@ -1235,7 +1237,7 @@ workload main() {
             let mut feeder = Feeder::new(&mut builder, &mut hooks, ExecDomain::HostCpu);
             let r = pto_wsp_ir::expand_with(&m, &b, &ExpandOptions::default(), &mut feeder);
             assert_eq!(feeder.submitted(), k + 1);
-            for (id, &o) in full.origin[..=k].iter().enumerate() {
+            for (id, &o) in full_origin[..=k].iter().enumerate() {
                 let id = TaskId(id as u32);
                 assert_eq!(feeder.index_of(id), (o != NO_ORIGIN).then_some(o));
                 if o != NO_ORIGIN {
@@ -1321,9 +1323,9 @@ workload main() {
         assert_eq!(feeder.index_of(TaskId(0)), None);
         let s = feeder.finish(r).unwrap();
         assert_eq!(s.first, TaskId(3));
-        assert_eq!(s.origin.len() + 3, builder.len());
+        assert_eq!(s.origins.len() + 3, builder.len());
         assert_eq!(s.index_of(TaskId(2)), None);
-        let first_user = s.origin.iter().position(|&o| o == 0).unwrap();
+        let first_user = s.origins.to_vec().iter().position(|&o| o == 0).unwrap();
         assert_eq!(s.index_of(TaskId(3 + first_user as u32)), Some(0));
         // Truncated: the order edges clipped at the limit still hold.
         let opts = ExpandOptions {

@@ -34,7 +34,7 @@ use pto_wsp_cpu::{
     SimTask, StreamConfig, TaskTable, WorkerPool, task_costs,
 };
 use pto_wsp_graph::builder::ExactMap;
-use pto_wsp_graph::feed::{FeedError, FeedHooks, feed};
+use pto_wsp_graph::feed::{FeedError, FeedHooks, Origins, feed};
 use pto_wsp_graph::ready::ReadyKind;
 use pto_wsp_graph::{ExecDomain, TaskId};
 use pto_wsp_ir::{
@@ -363,7 +363,7 @@ impl std::fmt::Debug for Program {
 /// Records each task's expander index (and, when the schedule asks, its priority key for the
 /// workers and its `cycles(EXPR)` cost for the model) and stops feeding when the run failed.
 struct Hooks<'p> {
-    origin: &'p mut Vec<u32>,
+    origins: &'p mut Origins,
     probe: pto_wsp_cpu::AbortProbe<'p>,
     priorities: Option<Writer<'p, i64>>,
     costs: Option<&'p mut Vec<Option<u64>>>,
@@ -379,8 +379,11 @@ impl FeedHooks for Hooks<'_> {
         if self.probe.failed() {
             return Err(());
         }
-        debug_assert_eq!(id.index(), self.origin.len());
-        self.origin.push(task.map_or(u32::MAX, |(i, _)| i));
+        debug_assert_eq!(id.index(), self.origins.len());
+        match task {
+            Some(_) => self.origins.push_user(),
+            None => self.origins.push_barrier(),
+        }
         if let Some(w) = &mut self.priorities {
             w.push(task.map_or(0, |(_, t)| t.priority));
         }
@@ -464,13 +467,13 @@ impl Inner {
             &self.names,
             self.options.debug_checks,
         );
-        let mut origin = Vec::new();
+        let mut origins = Origins::new(TaskId(0));
         let mut costs = Vec::new();
         let priority = matches!(self.plan.config.ready, ReadyPolicy::Priority(_));
         let r = self.pool.run_streaming(&table, &run, &stream, &exec, |b| {
             let probe = b.sink().abort_probe();
             let mut hooks = Hooks {
-                origin: &mut origin,
+                origins: &mut origins,
                 probe,
                 priorities: if priority {
                     table.priority_writer()
@@ -500,17 +503,17 @@ impl Inner {
                 message,
                 panicked,
             } => ExecError::Kernel {
-                task: origin.get(task as usize).copied().unwrap_or(task),
+                task: origins.index_of(TaskId(task)).unwrap_or(task),
                 kernel,
                 message,
                 panicked,
             },
             other => other,
         })?;
-        stats.barriers = origin.iter().filter(|&&i| i == u32::MAX).count() as u64;
+        stats.barriers = u64::from(origins.barrier_tasks());
         // Spans name tasks as the user knows them too (barrier tasks run no kernel, no span).
         for s in &mut stats.spans {
-            s.task = origin.get(s.task as usize).copied().unwrap_or(u32::MAX);
+            s.task = origins.index_of(TaskId(s.task)).unwrap_or(u32::MAX);
         }
         if self.cycles() {
             stats.cycles = Some(self.model(&table, store, &costs, &stats.edge_list)?);

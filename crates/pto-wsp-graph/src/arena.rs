@@ -1,0 +1,265 @@
+//! Per-task storage that is allocated on demand and freed behind a watermark, so that a graph
+//! built while it runs under a task window holds storage for the tasks in flight, not for every
+//! task ever submitted.
+//!
+//! # What it promises
+//!
+//! A [`ChunkArena`] is indexed by `u32` (a task id, an edge number, a table position). Entries
+//! live in fixed chunks of [`CHUNK`] entries, made by the arena's `init` when first reached
+//! ([`ChunkArena::get_or_grow`]) and never moved, so readers index the arena without locks while
+//! it grows. [`ChunkArena::reclaim_below`] frees every chunk that lies wholly below an index;
+//! the caller promises that no thread touches those entries any more (that is the whole safety
+//! contract: it is what a completed-prefix watermark gives). [`ChunkArena::live`] and
+//! [`ChunkArena::peak`] count the entries held, so tests can hold memory to a bound without
+//! measuring the process.
+//!
+//! # Layout and orderings
+//!
+//! A directory of lazily made pages (`std` [`OnceLock`], never freed: 8 KiB per 2^20 indices)
+//! holds one [`AtomicPtr`] per chunk. A grower installs a chunk with a compare-exchange
+//! (`AcqRel`; several threads may race to grow, the loser frees its copy), so a reader that
+//! loads the pointer with `Acquire` sees the chunk's initialised entries. The reclaimer swaps
+//! the pointer to null and frees the chunk.
+
+use crate::sync::{AtomicPtr, AtomicUsize, OnceLock, Ordering};
+
+/// log2 of [`CHUNK`].
+#[cfg(not(loom))]
+const CHUNK_BITS: u32 = 10;
+/// Tiny chunks under loom, so that models exercise growth and reclamation.
+#[cfg(loom)]
+const CHUNK_BITS: u32 = 1;
+/// Entries per chunk: the unit of allocation and of reclamation.
+pub const CHUNK: usize = 1 << CHUNK_BITS;
+/// log2 of the chunks per directory page.
+#[cfg(not(loom))]
+const PAGE_BITS: u32 = 10;
+#[cfg(loom)]
+const PAGE_BITS: u32 = 2;
+/// Directory pages needed to index every `u32`.
+#[cfg(not(loom))]
+const PAGES: usize = 1 << (32 - CHUNK_BITS - PAGE_BITS);
+/// Under loom the index space is small (models use a few dozen indices).
+#[cfg(loom)]
+const PAGES: usize = 8;
+
+type Page<T> = Box<[AtomicPtr<T>]>;
+
+/// Storage indexed by `u32`, grown in chunks on demand and freed behind a watermark (see the
+/// module docs).
+pub struct ChunkArena<T> {
+    pages: Box<[OnceLock<Page<T>>]>,
+    init: fn() -> T,
+    live: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+impl<T> std::fmt::Debug for ChunkArena<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChunkArena")
+            .field("live", &self.live())
+            .field("peak", &self.peak())
+            .finish()
+    }
+}
+
+impl<T> ChunkArena<T> {
+    /// An empty arena whose entries start as `init()`.
+    pub fn new(init: fn() -> T) -> ChunkArena<T> {
+        ChunkArena {
+            pages: (0..PAGES).map(|_| OnceLock::new()).collect(),
+            init,
+            live: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+        }
+    }
+
+    #[inline]
+    fn slot(&self, chunk: usize) -> Option<&AtomicPtr<T>> {
+        let page = self.pages[chunk >> PAGE_BITS].get()?;
+        Some(&page[chunk & ((1 << PAGE_BITS) - 1)])
+    }
+
+    #[inline]
+    fn slot_or_grow(&self, chunk: usize) -> &AtomicPtr<T> {
+        let page = self.pages[chunk >> PAGE_BITS].get_or_init(|| {
+            (0..1usize << PAGE_BITS)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect()
+        });
+        &page[chunk & ((1 << PAGE_BITS) - 1)]
+    }
+
+    /// The entry at `i`, if its chunk is allocated (and not reclaimed).
+    #[inline]
+    pub fn try_get(&self, i: u32) -> Option<&T> {
+        let i = i as usize;
+        let p = self.slot(i >> CHUNK_BITS)?.load(Ordering::Acquire);
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null pointer was installed by `get_or_grow` (release) as a chunk of
+        // `CHUNK` initialised entries and is freed only by `reclaim_below`, whose caller
+        // promised that nobody touches these entries any more.
+        #[allow(unsafe_code)]
+        Some(unsafe { &*p.add(i & (CHUNK - 1)) })
+    }
+
+    /// The entry at `i`, which must be allocated and not reclaimed.
+    ///
+    /// # Panics
+    /// If it is not.
+    #[inline]
+    pub fn get(&self, i: u32) -> &T {
+        match self.try_get(i) {
+            Some(e) => e,
+            None => panic!("arena: index {i} used before it was allocated or after it was freed"),
+        }
+    }
+
+    /// The entry at `i`, allocating its chunk if needed. Must not be called for an index the
+    /// caller has reclaimed.
+    #[inline]
+    pub fn get_or_grow(&self, i: u32) -> &T {
+        if let Some(e) = self.try_get(i) {
+            return e;
+        }
+        let i = i as usize;
+        let slot = self.slot_or_grow(i >> CHUNK_BITS);
+        let chunk: Box<[T]> = (0..CHUNK).map(|_| (self.init)()).collect();
+        let fresh = Box::into_raw(chunk) as *mut T;
+        let p = match slot.compare_exchange(
+            std::ptr::null_mut(),
+            fresh,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => {
+                let now = self.live.fetch_add(CHUNK, Ordering::Relaxed) + CHUNK;
+                self.peak.fetch_max(now, Ordering::Relaxed);
+                fresh
+            }
+            Err(theirs) => {
+                // Another grower won: free our copy, never published.
+                // SAFETY: `fresh` came from `Box::into_raw` of a `CHUNK`-long slice just above
+                // and nobody else saw it.
+                #[allow(unsafe_code)]
+                drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(fresh, CHUNK)) });
+                theirs
+            }
+        };
+        // SAFETY: as in `try_get`.
+        #[allow(unsafe_code)]
+        unsafe {
+            &*p.add(i & (CHUNK - 1))
+        }
+    }
+
+    /// Frees every chunk that lies wholly below index `below` and was not freed before,
+    /// scanning down from `below` to the first chunk already free (so a caller that raises
+    /// `below` step by step pays once per chunk). Returns the entries freed.
+    ///
+    /// # Safety
+    /// No thread may touch an entry below `below` after this call begins, nor hold a reference
+    /// to one returned earlier; and no index below `below` may be grown again.
+    #[allow(unsafe_code)]
+    pub unsafe fn reclaim_below(&self, below: u32) -> usize {
+        let mut freed = 0;
+        let mut chunk = below as usize >> CHUNK_BITS;
+        while chunk > 0 {
+            chunk -= 1;
+            let Some(slot) = self.slot(chunk) else { break };
+            let p = slot.swap(std::ptr::null_mut(), Ordering::AcqRel);
+            if p.is_null() {
+                break;
+            }
+            // SAFETY: `p` was installed from `Box::into_raw` of a `CHUNK`-long slice; the swap
+            // took it out, and the caller promised nobody uses its entries.
+            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, CHUNK)) });
+            freed += CHUNK;
+        }
+        self.live.fetch_sub(freed, Ordering::Relaxed);
+        freed
+    }
+
+    /// Frees the chunk holding index `i`, if allocated. Returns the entries freed.
+    ///
+    /// # Safety
+    /// As [`ChunkArena::reclaim_below`], for the entries of that chunk.
+    #[allow(unsafe_code)]
+    pub unsafe fn reclaim_chunk(&self, i: u32) -> usize {
+        let Some(slot) = self.slot(i as usize >> CHUNK_BITS) else {
+            return 0;
+        };
+        let p = slot.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        if p.is_null() {
+            return 0;
+        }
+        // SAFETY: as in `reclaim_below`.
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, CHUNK)) });
+        self.live.fetch_sub(CHUNK, Ordering::Relaxed);
+        CHUNK
+    }
+
+    /// Entries allocated and not freed.
+    pub fn live(&self) -> usize {
+        self.live.load(Ordering::Relaxed)
+    }
+
+    /// Most entries held at once.
+    pub fn peak(&self) -> usize {
+        self.peak.load(Ordering::Relaxed)
+    }
+}
+
+impl<T> Drop for ChunkArena<T> {
+    fn drop(&mut self) {
+        for page in self.pages.iter_mut() {
+            let Some(page) = page.get_mut() else { continue };
+            for slot in page.iter() {
+                let p = slot.swap(std::ptr::null_mut(), Ordering::Relaxed);
+                if !p.is_null() {
+                    // SAFETY: `&mut self`: nobody else uses the arena; `p` came from
+                    // `Box::into_raw` of a `CHUNK`-long slice.
+                    #[allow(unsafe_code)]
+                    drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, CHUNK)) });
+                }
+            }
+        }
+    }
+}
+
+// SAFETY: the arena hands out `&T` to any thread and frees `T`s from any thread: exactly what
+// `T: Send + Sync` allows.
+#[allow(unsafe_code)]
+unsafe impl<T: Send + Sync> Sync for ChunkArena<T> {}
+#[allow(unsafe_code)]
+unsafe impl<T: Send + Sync> Send for ChunkArena<T> {}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grows_on_demand_and_frees_behind_the_watermark() {
+        let a = ChunkArena::<AtomicUsize>::new(|| AtomicUsize::new(7));
+        assert!(a.try_get(0).is_none());
+        for i in 0..(5 * CHUNK) as u32 {
+            a.get_or_grow(i).store(i as usize, Ordering::Relaxed);
+        }
+        assert_eq!(a.live(), 5 * CHUNK);
+        // Below a chunk boundary only whole chunks go.
+        // SAFETY: nothing else uses the arena.
+        #[allow(unsafe_code)]
+        let freed = unsafe { a.reclaim_below((2 * CHUNK + 3) as u32) };
+        assert_eq!(freed, 2 * CHUNK);
+        assert_eq!(a.live(), 3 * CHUNK);
+        assert!(a.try_get(0).is_none());
+        assert!(a.try_get((2 * CHUNK - 1) as u32).is_none());
+        assert_eq!(a.get((2 * CHUNK) as u32).load(Ordering::Relaxed), 2 * CHUNK);
+        // A far index allocates only its own chunk.
+        assert_eq!(a.get_or_grow(u32::MAX).load(Ordering::Relaxed), 7);
+        assert_eq!(a.live(), 4 * CHUNK);
+        assert_eq!(a.peak(), 5 * CHUNK);
+    }
+}
