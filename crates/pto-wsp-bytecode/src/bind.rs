@@ -111,7 +111,11 @@ impl Program {
             if !t.array {
                 arrays[i] = None;
             } else {
-                let a = array_value(|| self.tensor_name(i as u32), arrays[i].take())?;
+                let a = array_value(
+                    || self.tensor_name(i as u32),
+                    pto_wsp_ir::Loc::NONE,
+                    arrays[i].take(),
+                )?;
                 arrays[i] = Some(a);
             }
         }

@@ -239,8 +239,13 @@ pub fn expand_loaded(
     bindings: &Bindings,
     options: &ExpandOptions,
 ) -> Result<Expansion, CliError> {
-    ir::expand(&loaded.module, bindings, options)
-        .map_err(|e| CliError::plain(format!("expansion of {} failed: {e}", loaded.source.name)))
+    ir::expand(&loaded.module, bindings, options).map_err(|e| {
+        if !e.loc().is_known() {
+            CliError::plain(format!("expansion of {} failed: {e}", loaded.source.name))
+        } else {
+            CliError::diagnostic(&loaded.source, &e)
+        }
+    })
 }
 
 /// `x` with `digits` significant figures (at least the integer part): `0.0417`, `3.21`,

@@ -524,6 +524,25 @@ impl Body {
         })
     }
 
+    /// `while COND max MAX { BODY }`: the body runs while `cond` holds, at most `max` times.
+    pub fn while_max(
+        &mut self,
+        cond: impl Into<Expr>,
+        max: impl Into<Expr>,
+        body: impl FnOnce(&mut Body),
+    ) -> &mut Self {
+        self.stmt(StmtKind::While {
+            cond: cond.into(),
+            max: max.into(),
+            body: Body::build(body),
+        })
+    }
+
+    /// `break if COND;`: leaves the innermost enclosing `while` when `cond` holds.
+    pub fn break_if(&mut self, cond: impl Into<Expr>) -> &mut Self {
+        self.stmt(StmtKind::Break { cond: cond.into() })
+    }
+
     /// `combine { BODY }`.
     pub fn combine(&mut self, body: impl FnOnce(&mut Body)) -> &mut Self {
         self.stmt(StmtKind::Combine(Body::build(body)))

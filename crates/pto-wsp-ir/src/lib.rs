@@ -33,9 +33,9 @@ pub mod workload;
 
 pub use csp::{Channel, Pipeline, Process};
 pub use expand::{
-    ChannelPort, ExpandError, ExpandOptions, ExpandSink, ExpandSummary, ExpandedRegion,
-    ExpandedTask, Expansion, MAX_KEPT_TASKS, OrderEdge, OrderTrack, expand, expand_each,
-    expand_process, expand_with,
+    ChannelPort, DataRead, ExpandError, ExpandOptions, ExpandSink, ExpandSummary, ExpandedRegion,
+    ExpandedTask, Expansion, MAX_KEPT_TASKS, OrderEdge, OrderTrack, ReadRefused, expand,
+    expand_each, expand_process, expand_with,
 };
 pub use expr::{BinOp, Expr, FloatLit, OpClass, UnOp};
 pub use kernel_body::{InstArg, KStmt, KStmtKind, TileDecl, TileKind};

@@ -281,6 +281,11 @@ fn stmt(f: &mut Formatter<'_>, s: &Stmt, indent: usize) -> fmt::Result {
             }
             Ok(())
         }
+        StmtKind::While { cond, max, body } => {
+            write!(f, "while {cond} max {max} ")?;
+            block(f, body, indent)
+        }
+        StmtKind::Break { cond } => write!(f, "break if {cond};"),
         StmtKind::Combine(body) => {
             f.write_str("combine ")?;
             block(f, body, indent)

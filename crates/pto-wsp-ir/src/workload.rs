@@ -80,6 +80,24 @@ pub enum StmtKind {
         /// Taken otherwise (may be empty).
         else_body: Vec<Stmt>,
     },
+    /// `while COND max N { }`: runs the body while `cond` holds, at most `max` times (`max` is
+    /// evaluated once when the loop starts). Iterations are ordered like `for_each`: every task
+    /// of iteration `i + 1` runs after every task of iteration `i`. The condition may read slots
+    /// that `load` filled from tensors earlier tasks computed (`docs/SEMANTICS.md`).
+    While {
+        /// A `bool` expression, evaluated before every iteration.
+        cond: Expr,
+        /// The iteration bound (an integer expression); reaching it ends the loop and is
+        /// counted in the run's statistics, it is not an error.
+        max: Expr,
+        /// Loop body.
+        body: Vec<Stmt>,
+    },
+    /// `break if COND;`: leaves the innermost enclosing `while` when `cond` holds.
+    Break {
+        /// A `bool` expression.
+        cond: Expr,
+    },
     /// `combine { }`: children are independent (the same as a plain body, made explicit).
     Combine(Vec<Stmt>),
     /// `sequential { }`: every task of child `i + 1` runs after every task of child `i`.

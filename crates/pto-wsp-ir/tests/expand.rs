@@ -1173,12 +1173,17 @@ fn error_bindings() {
     let r = "symbol rows: i64; tensor LEN: i64[rows]; axis R = ragged(rows, LEN);
              kernel k(a: i64); workload main() { parallel_for r, p in R { task k(p); } }";
     let m = module(r);
-    assert_eq!(
-        run_err(&m, &Bindings::new().symbol("rows", 3i64)),
-        ExpandError::Binding(BindingError::MissingArray {
-            tensor: "LEN".into()
-        })
-    );
+    match run_err(&m, &Bindings::new().symbol("rows", 3i64)) {
+        ExpandError::Binding(BindingError::MissingArray { tensor, loc }) => {
+            assert_eq!(tensor, "LEN");
+            // The read is the loop over the ragged axis.
+            assert_eq!(
+                &r[loc.start as usize..loc.start as usize + 12],
+                "parallel_for"
+            );
+        }
+        other => panic!("expected a missing array, got {other:?}"),
+    }
     assert_eq!(
         run_err(
             &m,

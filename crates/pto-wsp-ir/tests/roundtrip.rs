@@ -107,6 +107,7 @@ fn stmt() -> impl Strategy<Value = Stmt> {
         (ident(), prop::collection::vec(small_expr(), 0..3))
             .prop_map(|(workload, args)| StmtKind::Call { workload, args }),
         (ident(), small_expr()).prop_map(|(channel, value)| StmtKind::Send { channel, value }),
+        small_expr().prop_map(|cond| StmtKind::Break { cond }),
     ]
     .prop_map(Stmt::new);
     leaf.prop_recursive(4, 24, 3, |inner| {
@@ -137,6 +138,8 @@ fn stmt() -> impl Strategy<Value = Stmt> {
                     else_body,
                 }
             }),
+            (small_expr(), small_expr(), body.clone())
+                .prop_map(|(cond, max, body)| StmtKind::While { cond, max, body }),
             body.clone().prop_map(StmtKind::Combine),
             body.clone().prop_map(StmtKind::Sequential),
             (ident(), ident(), body).prop_map(|(channel, var, body)| StmtKind::Consume {

@@ -422,8 +422,8 @@ const ERRORS: &[(&str, &str, (usize, usize))] = &[
     ),
     (
         "workload w() { foo(); }",
-        "expected a statement (parallel_for, for_each, select, if, combine, sequential, task, \
-         set, load, call, send or consume), found `foo`",
+        "expected a statement (parallel_for, for_each, select, if, while, break, combine, \
+         sequential, task, set, load, call, send or consume), found `foo`",
         (1, 16),
     ),
     (

@@ -164,8 +164,32 @@ pub fn supports(r: &Resolved<'_>) -> Result<(), Unsupported> {
             ));
         }
     }
+    // Data-dependent generation (`docs/SEMANTICS.md`, "Computed reads") has no opcodes yet.
+    if let Some((t, loc)) = r.computed_reads().first() {
+        return Err(unsupported(
+            format!(
+                "a computed read of tensor `{}` (its contents are written by tasks of the run); \
+                 the bytecode reads only host-bound tensors",
+                r.module.tensors[t.index()].name
+            ),
+            *loc,
+        ));
+    }
     let mut first = None;
     r.each_stmt(&mut |s| {
+        if first.is_none()
+            && let StmtKind::While { .. } | StmtKind::Break { .. } = &s.kind
+        {
+            let what = if matches!(s.kind, StmtKind::While { .. }) {
+                "while"
+            } else {
+                "break if"
+            };
+            first = Some(unsupported(
+                format!("a `{what}` statement; the bytecode has no opcode for it yet"),
+                s.loc,
+            ));
+        }
         if first.is_none()
             && let StmtKind::Loop(lp) = &s.kind
             && let Some(axis) = r.axes.get(lp.axis.index())
@@ -339,6 +363,11 @@ impl Lower<'_, '_> {
         // Registers are below NONE16 (checked in `lowered`), so they fit 16 bits.
         let reg = |r: u32| r as u16;
         Ok(match &s.kind {
+            StmtKind::While { .. } | StmtKind::Break { .. } => {
+                return Err(EncodeError::Unsupported {
+                    message: "`while` / `break if` (refused by `supports`)".into(),
+                });
+            }
             StmtKind::Loop(l) => LStmt::Loop(Box::new(LLoop {
                 ordered: l.ordered,
                 axis: l.axis.0 as u16,

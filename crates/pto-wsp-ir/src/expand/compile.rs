@@ -76,8 +76,12 @@ pub(super) struct Program<'m> {
     pub env: Vec<Value>,
     /// Evaluated shape of every tensor a region or `load` uses (empty for others).
     pub shapes: Vec<Vec<i64>>,
-    /// Bound contents of every integer tensor the entry reads (`None` for others).
+    /// Bound contents of every integer tensor the entry reads (`None` for others, and for
+    /// computed ones).
     pub arrays: Vec<Option<&'m [i64]>>,
+    /// Per tensor: whether its reads are computed reads, served by the sink
+    /// ([`super::ExpandSink::read`]) instead of the bindings.
+    pub computed: Vec<bool>,
     /// Executors targets range over.
     pub executors: u64,
     /// Streams.
@@ -195,9 +199,16 @@ pub(super) fn compile<'m>(
         )?;
     }
     let mut arrays = vec![None; module.tensors.len()];
+    let mut computed = vec![false; module.tensors.len()];
     for (i, t) in module.tensors.iter().enumerate() {
-        if res.arrays[i] {
-            let data = array_value(|| t.name.name.clone(), bindings.arrays.get(&t.name.name))?;
+        if res.arrays[i] && res.written[i] {
+            computed[i] = true;
+        } else if res.arrays[i] {
+            let data = array_value(
+                || t.name.name.clone(),
+                res.array_reads[i],
+                bindings.arrays.get(&t.name.name),
+            )?;
             arrays[i] = Some(data.as_slice());
         }
     }
@@ -229,6 +240,7 @@ pub(super) fn compile<'m>(
         env,
         shapes,
         arrays,
+        computed,
         executors,
         streams,
     })

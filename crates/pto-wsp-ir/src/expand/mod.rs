@@ -35,8 +35,10 @@ mod compile;
 mod run;
 
 use crate::eval::EvalError;
+use crate::loc::Loc;
 use crate::module::{Module, ParamKind};
 use crate::resolve::{BindingError, ResolveError};
+use crate::source::Diagnostic;
 use crate::types::{Access, ExecPool, ScalarType};
 use crate::value::{Bindings, Value};
 use std::collections::BTreeMap;
@@ -274,6 +276,17 @@ pub enum ExpandError {
         /// `(process, channel)` for every waiting process.
         waiting: Vec<(String, String)>,
     },
+    /// A computed read (of a tensor tasks of the run write) that the consumer cannot serve:
+    /// the plain expander runs no task, so it has no computed value to give.
+    #[error("the generator reads tensor `{tensor}`, which tasks of the run write: {reason}")]
+    ComputedRead {
+        /// The tensor.
+        tensor: String,
+        /// Why the read could not be served.
+        reason: String,
+        /// The statement that reads it.
+        loc: Loc,
+    },
     /// More than `u32::MAX` tasks.
     #[error("more than 2^32 - 1 tasks")]
     TooManyTasks,
@@ -285,6 +298,49 @@ pub enum ExpandError {
         /// [`MAX_KEPT_TASKS`].
         limit: usize,
     },
+}
+
+impl Diagnostic for ExpandError {
+    fn loc(&self) -> Loc {
+        match self {
+            ExpandError::Resolve(e) => e.loc(),
+            ExpandError::Binding(e) => e.loc(),
+            ExpandError::ComputedRead { loc, .. } => *loc,
+            _ => Loc::NONE,
+        }
+    }
+
+    fn label(&self) -> Option<String> {
+        match self {
+            ExpandError::Binding(e) => e.label(),
+            ExpandError::ComputedRead { .. } => Some("computed read".into()),
+            _ => None,
+        }
+    }
+}
+
+/// A computed read: the generator needs the contents of a box of a tensor that tasks of the
+/// run write (`docs/SEMANTICS.md`, "Computed reads").
+#[derive(Clone, Copy, Debug)]
+pub struct DataRead<'a> {
+    /// Index into [`Module::tensors`] (an integer tensor).
+    pub tensor: u32,
+    /// First index per dimension.
+    pub start: &'a [i64],
+    /// Size per dimension (the box lies inside the tensor's evaluated shape).
+    pub size: &'a [i64],
+    /// The statement that reads it.
+    pub loc: Loc,
+}
+
+/// Why a sink did not serve a [`DataRead`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReadRefused {
+    /// The consumer does not run tasks, or cannot read this tensor (the reason says which).
+    Unsupported(String),
+    /// The run stopped (a task failed, the consumer was cancelled): end the expansion quietly,
+    /// as when [`ExpandSink::task`] breaks.
+    Stopped,
 }
 
 /// The most tasks [`expand`] collects into an [`Expansion`] (a few hundred bytes each):
@@ -338,6 +394,20 @@ pub trait ExpandSink {
     fn order_begin(&mut self, before: Range<u32>, after_start: u32) {
         let _ = (before, after_start);
     }
+    /// Serves a computed read: appends to `out` the elements of the box `read` describes, in
+    /// row-major order, as they are once every task already passed to [`ExpandSink::task`]
+    /// that writes an overlapping box has completed (a sink that runs tasks waits on those
+    /// producers here). Called only for tensors tasks of the entry write; reads of host-bound
+    /// tensors never come here. The default refuses: a consumer that does not run tasks has no
+    /// computed value to give.
+    fn read(&mut self, read: &DataRead<'_>, out: &mut Vec<i64>) -> Result<(), ReadRefused> {
+        let _ = (read, out);
+        Err(ReadRefused::Unsupported(
+            "the reference expander runs no task, so it cannot see computed values; run the \
+             module (the sequential reference run, `pto_wsp::cpu::sequential`, or a back end)"
+                .into(),
+        ))
+    }
 }
 
 /// What a streaming expansion reports at the end.
@@ -355,6 +425,11 @@ pub struct ExpandSummary {
     /// Whether the sink stopped the expansion ([`ExpandSink::task`] returned
     /// [`ControlFlow::Break`]).
     pub stopped: bool,
+    /// How many `while` loops ended because they reached their `max` bound with their
+    /// condition still true (not an error).
+    pub loops_at_max: u64,
+    /// How many computed reads the generator made ([`ExpandSink::read`] calls).
+    pub computed_reads: u64,
 }
 
 /// The standard SplitMix64 mixer (Steele, Lea, Flood; as in `java.util.SplittableRandom`): adds
@@ -430,6 +505,8 @@ pub fn expand_with(
         streams: program.streams,
         truncated: runner.truncated,
         stopped: runner.stopped,
+        loops_at_max: runner.loops_at_max,
+        computed_reads: runner.computed_reads,
     })
 }
 
@@ -474,6 +551,8 @@ pub fn expand_process(
         streams: program.streams,
         truncated: runner.truncated,
         stopped: runner.stopped,
+        loops_at_max: runner.loops_at_max,
+        computed_reads: runner.computed_reads,
     })
 }
 

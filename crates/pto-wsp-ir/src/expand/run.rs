@@ -21,13 +21,16 @@
 
 use super::compile::{CArg, CExpr, Program};
 use super::{
-    ChannelPort, ExpandError, ExpandSink, ExpandedRegion, ExpandedTask, OrderEdge, OrderTrack,
-    splitmix64,
+    ChannelPort, DataRead, ExpandError, ExpandSink, ExpandedRegion, ExpandedTask, OrderEdge,
+    OrderTrack, ReadRefused, splitmix64,
 };
 use crate::eval::EvalError;
+use crate::loc::Loc;
 use crate::resolve::{AxisExtent, DispatchPlan, Stmt, StmtKind, Task};
+use crate::resolve::{ExprId, TensorId};
 use crate::types::{Access, ExecPool, ScalarType};
 use crate::value::Value;
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::ops::{ControlFlow, Range};
 
@@ -134,8 +137,8 @@ enum Frame<'p> {
     Sparse {
         vars: [u32; 2],
         body: &'p [Stmt],
-        indptr: &'p [i64],
-        indices: &'p [i64],
+        indptr: Cow<'p, [i64]>,
+        indices: Cow<'p, [i64]>,
         row: usize,
         rows: usize,
         j: usize,
@@ -147,6 +150,15 @@ enum Frame<'p> {
         /// The producer task that must precede this iteration's first task, until it is emitted.
         pending: Option<u32>,
     },
+    While {
+        cond: ExprId,
+        body: &'p [Stmt],
+        /// Iterations started so far.
+        iters: i64,
+        /// The bound.
+        max: i64,
+        track: Option<OrderTrack>,
+    },
 }
 
 impl Frame<'_> {
@@ -154,7 +166,8 @@ impl Frame<'_> {
         match self {
             Frame::Block { track, .. }
             | Frame::Dense { track, .. }
-            | Frame::Ragged { track, .. } => track.as_mut(),
+            | Frame::Ragged { track, .. }
+            | Frame::While { track, .. } => track.as_mut(),
             Frame::Sparse { .. } | Frame::Consume { .. } => None,
         }
     }
@@ -208,6 +221,10 @@ pub(super) struct Runner<'p, 's, S: ExpandSink> {
     port: Option<&'s mut dyn ChannelPort>,
     pub truncated: bool,
     pub stopped: bool,
+    /// `while` loops that ended at their bound with the condition still true.
+    pub loops_at_max: u64,
+    /// Computed reads served by the sink.
+    pub computed_reads: u64,
 }
 
 impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
@@ -243,6 +260,83 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
             port: None,
             truncated: false,
             stopped: false,
+            loops_at_max: 0,
+            computed_reads: 0,
+        }
+    }
+
+    /// The contents of a box of computed tensor `tensor`, from the sink. `Ok(None)`: the sink
+    /// stopped the run.
+    fn computed(
+        &mut self,
+        tensor: TensorId,
+        start: &[i64],
+        size: &[i64],
+        loc: Loc,
+    ) -> Result<Option<Vec<i64>>, ExpandError> {
+        let mut out = Vec::new();
+        let read = DataRead {
+            tensor: tensor.0,
+            start,
+            size,
+            loc,
+        };
+        self.computed_reads += 1;
+        match self.sink.read(&read, &mut out) {
+            Ok(()) => {
+                let want: i64 = size.iter().product();
+                if out.len() as i64 != want {
+                    return Err(ExpandError::ComputedRead {
+                        tensor: self.prog.module.tensors[tensor.index()].name.name.clone(),
+                        reason: format!("the consumer gave {} element(s), not {want}", out.len()),
+                        loc,
+                    });
+                }
+                Ok(Some(out))
+            }
+            Err(ReadRefused::Stopped) => {
+                self.stopped = true;
+                Ok(None)
+            }
+            Err(ReadRefused::Unsupported(reason)) => Err(ExpandError::ComputedRead {
+                tensor: self.prog.module.tensors[tensor.index()].name.name.clone(),
+                reason,
+                loc,
+            }),
+        }
+    }
+
+    /// The whole contents of a tensor the entry reads: bound, or computed (then `Ok(None)`
+    /// when the sink stopped the run).
+    fn whole(&mut self, tensor: TensorId, loc: Loc) -> Result<Option<Cow<'p, [i64]>>, ExpandError> {
+        let prog = self.prog;
+        if !prog.computed[tensor.index()] {
+            return Ok(Some(Cow::Borrowed(
+                prog.arrays[tensor.index()].unwrap_or(&[]),
+            )));
+        }
+        let shape = &prog.shapes[tensor.index()];
+        let start = vec![0; shape.len()];
+        if shape.contains(&0) {
+            return Ok(Some(Cow::Owned(Vec::new())));
+        }
+        Ok(self
+            .computed(tensor, &start, &shape.clone(), loc)?
+            .map(Cow::Owned))
+    }
+
+    /// `break if` held: leaves the innermost `while`, closing the order tracking of every frame
+    /// it leaves as if each had ended here.
+    fn break_loop(&mut self, proc: &mut Proc<'p>) {
+        let now = self.count;
+        while let Some(mut f) = proc.stack.pop() {
+            if let Some(t) = f.track() {
+                t.boundary(now, |e| self.sink.order(e), &mut self.armed);
+                t.end(&mut self.armed);
+            }
+            if matches!(f, Frame::While { .. }) {
+                return;
+            }
         }
     }
 
@@ -485,6 +579,35 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                         proc.stack.pop();
                     }
                 }
+                Frame::While {
+                    cond,
+                    body,
+                    iters,
+                    max,
+                    track,
+                } => {
+                    if let Some(t) = track {
+                        t.boundary(now, |e| self.sink.order(e), &mut self.armed);
+                    }
+                    let holds = eval_bool(self.prog.x(*cond), &self.env)?;
+                    if holds && *iters < *max {
+                        *iters += 1;
+                        let body: &'p [Stmt] = body;
+                        proc.stack.push(Frame::Block {
+                            body,
+                            pos: 0,
+                            track: None,
+                        });
+                    } else {
+                        if holds {
+                            self.loops_at_max += 1;
+                        }
+                        if let Some(t) = track {
+                            t.end(&mut self.armed);
+                        }
+                        proc.stack.pop();
+                    }
+                }
                 Frame::Consume {
                     channel,
                     var,
@@ -580,7 +703,9 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                                 value: rows,
                             });
                         }
-                        let data = prog.arrays[lengths.index()].unwrap_or(&[]);
+                        let Some(data) = self.whole(*lengths, s.loc)? else {
+                            return Ok(false);
+                        };
                         if (data.len() as u64) < rows as u64 {
                             return Err(ExpandError::ArrayTooShort {
                                 tensor: name.clone(),
@@ -588,13 +713,19 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                                 len: data.len(),
                             });
                         }
-                        let data = &data[..rows as usize];
-                        let data: std::borrow::Cow<'p, [i64]> = match per_row {
-                            None => data.into(),
+                        let data: Cow<'p, [i64]> = match data {
+                            Cow::Borrowed(d) => Cow::Borrowed(&d[..rows as usize]),
+                            Cow::Owned(mut d) => {
+                                d.truncate(rows as usize);
+                                Cow::Owned(d)
+                            }
+                        };
+                        let data: Cow<'p, [i64]> = match per_row {
+                            None => data,
                             Some(pr) => {
                                 let length = prog.x(pr.length);
                                 let mut out = Vec::with_capacity(data.len());
-                                for &v in data {
+                                for &v in data.iter() {
                                     self.env[pr.element as usize] = Value::I64(v);
                                     out.push(eval_int(length, &self.env)?);
                                 }
@@ -640,8 +771,12 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                         let tensors = &prog.module.tensors;
                         let ip_name = &tensors[indptr.index()].name.name;
                         let ix_name = &tensors[indices.index()].name;
-                        let indptr = prog.arrays[indptr.index()].unwrap_or(&[]);
-                        let indices = prog.arrays[indices.index()].unwrap_or(&[]);
+                        let Some(indptr) = self.whole(*indptr, s.loc)? else {
+                            return Ok(false);
+                        };
+                        let Some(indices) = self.whole(*indices, s.loc)? else {
+                            return Ok(false);
+                        };
                         let needed = rows as u64 + 1;
                         if (indptr.len() as u64) < needed {
                             return Err(ExpandError::ArrayTooShort {
@@ -650,7 +785,13 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                                 len: indptr.len(),
                             });
                         }
-                        let indptr = &indptr[..needed as usize];
+                        let indptr: Cow<'p, [i64]> = match indptr {
+                            Cow::Borrowed(d) => Cow::Borrowed(&d[..needed as usize]),
+                            Cow::Owned(mut d) => {
+                                d.truncate(needed as usize);
+                                Cow::Owned(d)
+                            }
+                        };
                         for (r, &v) in indptr.iter().enumerate() {
                             let bad = if v < 0 || v as u64 > indices.len() as u64 {
                                 Some(format!(
@@ -674,6 +815,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                                 });
                             }
                         }
+                        let j = indptr[0] as usize;
                         proc.stack.push(Frame::Sparse {
                             vars: [var(0), var(1)],
                             body: &lp.body,
@@ -681,7 +823,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                             indices,
                             row: 0,
                             rows: rows as usize,
-                            j: indptr[0] as usize,
+                            j,
                         });
                     }
                 }
@@ -702,6 +844,27 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                         pos: 0,
                         track: None,
                     });
+                }
+            }
+            StmtKind::While { cond, max, body } => {
+                let max = eval_int(prog.x(*max), &self.env)?;
+                if max < 0 {
+                    return Err(ExpandError::NegativeLength {
+                        what: "the `max` bound of a `while` loop".into(),
+                        value: max,
+                    });
+                }
+                proc.stack.push(Frame::While {
+                    cond: *cond,
+                    body,
+                    iters: 0,
+                    max,
+                    track: Some(OrderTrack::new(now)),
+                });
+            }
+            StmtKind::Break { cond } => {
+                if eval_bool(prog.x(*cond), &self.env)? {
+                    self.break_loop(proc);
                 }
             }
             StmtKind::Block { ordered, body } => proc.stack.push(Frame::Block {
@@ -747,13 +910,26 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     // In bounds of every dimension, so the product fits the element count.
                     flat = flat.saturating_mul(extent as u64).saturating_add(i as u64);
                 }
-                let data = prog.arrays[tensor.index()].unwrap_or(&[]);
-                let Some(&elem) = data.get(flat as usize) else {
-                    return Err(ExpandError::ArrayTooShort {
-                        tensor: tname.clone(),
-                        needed: flat.saturating_add(1),
-                        len: data.len(),
-                    });
+                let elem = if prog.computed[tensor.index()] {
+                    let start: Vec<i64> = index
+                        .iter()
+                        .map(|e| eval_int(prog.x(*e), &self.env))
+                        .collect::<Result<_, _>>()?;
+                    let size = vec![1; start.len()];
+                    match self.computed(*tensor, &start, &size, s.loc)? {
+                        Some(v) => v[0],
+                        None => return Ok(false),
+                    }
+                } else {
+                    let data = prog.arrays[tensor.index()].unwrap_or(&[]);
+                    let Some(&elem) = data.get(flat as usize) else {
+                        return Err(ExpandError::ArrayTooShort {
+                            tensor: tname.clone(),
+                            needed: flat.saturating_add(1),
+                            len: data.len(),
+                        });
+                    };
+                    elem
                 };
                 let v = match ty {
                     ScalarType::I64 => Value::I64(elem),

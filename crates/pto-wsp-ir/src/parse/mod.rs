@@ -38,6 +38,7 @@ pub const RESERVED_WORDS: &[&str] = &[
     "schedule", "for", "in", "out", "inout", "tiers", "else", "if", "parallel_for", "for_each",
     "select", "combine", "sequential", "task", "set", "load", "call", "send", "consume", "as",
     "consumes", "produces", "true", "false", "min", "max", "dense", "dense_dyn", "ragged", "sparse",
+    "while", "break",
 ];
 
 /// Whether `word` is a reserved word (and so cannot be an identifier).
@@ -840,6 +841,8 @@ impl<'a> Parser<'a> {
             _ if t.kind != Kind::Word => Self::no_stmt,
             "parallel_for" | "for_each" | "select" => Self::loop_stmt,
             "if" => Self::if_stmt,
+            "while" => Self::while_stmt,
+            "break" => Self::break_stmt,
             "combine" | "sequential" => Self::group_stmt,
             "task" => Self::task_stmt,
             "set" => Self::set_stmt,
@@ -858,8 +861,8 @@ impl<'a> Parser<'a> {
 
     fn no_stmt(&mut self, _: &str) -> PResult<StmtKind> {
         Err(self.err_expected(
-            "a statement (parallel_for, for_each, select, if, combine, sequential, task, set, \
-             load, call, send or consume)",
+            "a statement (parallel_for, for_each, select, if, while, break, combine, sequential, \
+             task, set, load, call, send or consume)",
         ))
     }
 
@@ -906,6 +909,30 @@ impl<'a> Parser<'a> {
             then_body,
             else_body,
         })
+    }
+
+    /// `while COND max N { BODY }`: the bound is mandatory.
+    fn while_stmt(&mut self, _: &str) -> PResult<StmtKind> {
+        self.bump();
+        let cond = self.expr()?;
+        if !self.peek().is_word("max") {
+            return Err(self.err_expected(
+                "`max N` after the `while` condition (a `while` loop needs an iteration bound)",
+            ));
+        }
+        self.bump();
+        let max = self.expr()?;
+        let body = self.block("to open the `while` body")?;
+        Ok(StmtKind::While { cond, max, body })
+    }
+
+    /// `break if COND;`.
+    fn break_stmt(&mut self, _: &str) -> PResult<StmtKind> {
+        self.bump();
+        self.expect_word("if", "after `break`")?;
+        let cond = self.expr()?;
+        self.expect(";", "after break statement")?;
+        Ok(StmtKind::Break { cond })
     }
 
     fn group_stmt(&mut self, kw: &str) -> PResult<StmtKind> {

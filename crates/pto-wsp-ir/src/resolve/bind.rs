@@ -10,6 +10,8 @@
 //! the entry does not read it (slots always start at zero when unbound); every refusal is a
 //! [`BindingError`] naming the symbol, slot or tensor.
 
+use crate::loc::Loc;
+use crate::source::Diagnostic;
 use crate::types::ScalarType;
 use crate::value::Value;
 
@@ -27,6 +29,8 @@ pub enum BindingError {
     MissingArray {
         /// The tensor.
         tensor: String,
+        /// The statement that reads it ([`Loc::NONE`] when not known).
+        loc: Loc,
     },
     /// A symbol or slot bound to a value of the wrong type.
     #[error("`{name}` is declared {expected} but bound to a {found}")]
@@ -69,7 +73,32 @@ pub fn slot_value(
     symbol_value(name, ty, false, given)
 }
 
-/// The bound contents of tensor `name`, which the entry reads.
-pub fn array_value<T>(name: impl FnOnce() -> String, given: Option<T>) -> Result<T, BindingError> {
-    given.ok_or_else(|| BindingError::MissingArray { tensor: name() })
+/// The bound contents of tensor `name`, which the entry reads at `loc`.
+pub fn array_value<T>(
+    name: impl FnOnce() -> String,
+    loc: Loc,
+    given: Option<T>,
+) -> Result<T, BindingError> {
+    given.ok_or_else(|| BindingError::MissingArray {
+        tensor: name(),
+        loc,
+    })
+}
+
+impl Diagnostic for BindingError {
+    fn loc(&self) -> Loc {
+        match self {
+            BindingError::MissingArray { loc, .. } => *loc,
+            BindingError::MissingSymbol { .. } | BindingError::BindingType { .. } => Loc::NONE,
+        }
+    }
+
+    fn label(&self) -> Option<String> {
+        match self {
+            BindingError::MissingArray { .. } => {
+                Some("read here; no task of the run writes it and the host did not bind it".into())
+            }
+            _ => None,
+        }
+    }
 }

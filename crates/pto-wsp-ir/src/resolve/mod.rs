@@ -90,8 +90,14 @@ pub struct Resolved<'m> {
     pub axes: Vec<Axis>,
     /// Per tensor: its dimensions (over symbols only) when a region or `load` uses it.
     pub shapes: Vec<Option<Vec<ExprId>>>,
-    /// Per tensor: whether the entry reads its contents (then they must be bound).
+    /// Per tensor: whether the entry reads its contents (a ragged or sparse axis, `load`).
     pub arrays: Vec<bool>,
+    /// Per tensor: where the entry first reads its contents ([`Loc::NONE`] when it does not).
+    pub array_reads: Vec<Loc>,
+    /// Per tensor: whether a task of the entry writes it (`out` / `inout`). A read of such a
+    /// tensor's contents is a *computed read*: it sees the values the run's earlier tasks
+    /// wrote, so only a consumer that runs the tasks can serve it (`docs/SEMANTICS.md`).
+    pub written: Vec<bool>,
     /// Per kernel: its tiers, when a task names it and it has some.
     pub tiers: Vec<Option<Tiers>>,
     /// Per kernel: whether a task names it or a tier chooses it.
@@ -218,6 +224,21 @@ pub enum StmtKind {
         then_body: Vec<Stmt>,
         /// Taken otherwise.
         else_body: Vec<Stmt>,
+    },
+    /// `while COND max MAX { }`: iterations ordered like `for_each`.
+    While {
+        /// A `bool` expression, evaluated before every iteration.
+        cond: ExprId,
+        /// The iteration bound (an integer, evaluated once when the loop starts).
+        max: ExprId,
+        /// The body.
+        body: Vec<Stmt>,
+    },
+    /// `break if COND`: leaves the innermost enclosing `while` (never across a call or a
+    /// `consume`).
+    Break {
+        /// A `bool` expression.
+        cond: ExprId,
     },
     /// `combine` (unordered) or `sequential` (ordered) block.
     Block {
@@ -434,6 +455,28 @@ impl Resolved<'_> {
         self.module.slots.len() as u32
     }
 
+    /// Whether the entry reads the contents of tensor `t` and a task of the entry writes it:
+    /// a computed read (`docs/SEMANTICS.md`, "Computed reads").
+    pub fn computed(&self, t: TensorId) -> bool {
+        self.arrays[t.index()] && self.written[t.index()]
+    }
+
+    /// The tensors the entry reads computed values of, with where each is first read.
+    pub fn computed_reads(&self) -> Vec<(TensorId, Loc)> {
+        (0..self.arrays.len() as u32)
+            .map(TensorId)
+            .filter(|&t| self.computed(t))
+            .map(|t| (t, self.array_reads[t.index()]))
+            .collect()
+    }
+
+    /// Whether the entry has a `while` loop.
+    pub fn has_while(&self) -> bool {
+        let mut found = false;
+        self.each_stmt(&mut |s| found |= matches!(s.kind, StmtKind::While { .. }));
+        found
+    }
+
     /// Calls `f` on every statement of every process, outermost first (inlined calls included).
     pub fn each_stmt(&self, f: &mut impl FnMut(&Stmt)) {
         fn walk(body: &[Stmt], f: &mut impl FnMut(&Stmt)) {
@@ -451,8 +494,10 @@ impl Resolved<'_> {
                     }
                     StmtKind::Block { body, .. }
                     | StmtKind::Call { body, .. }
+                    | StmtKind::While { body, .. }
                     | StmtKind::Consume { body, .. } => walk(body, f),
                     StmtKind::Task(_)
+                    | StmtKind::Break { .. }
                     | StmtKind::Set { .. }
                     | StmtKind::Load { .. }
                     | StmtKind::Send { .. } => {}

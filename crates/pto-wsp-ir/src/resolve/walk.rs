@@ -152,6 +152,19 @@ pub fn resolve<'m>(
         cost: matches!(config.trace, TracePolicy::Cycles(Some(_))),
         config: config.clone(),
     };
+    if config.deps == crate::schedule::DepsMode::Explicit
+        && let Some(t) = (0..module.tensors.len()).find(|&t| w.arrays[t] && w.written[t])
+    {
+        return Err(ResolveError::Malformed {
+            message: format!(
+                "the workload reads the contents of tensor `{}`, which its tasks write, under \
+                 `deps explicit`: nothing orders the read after the tasks that compute it \
+                 (use `deps exact`, `overlap` or `hybrid`)",
+                module.tensors[t].name
+            ),
+            loc: w.array_reads[t],
+        });
+    }
     Ok(Resolved {
         module,
         entry: entry.to_string(),
@@ -163,6 +176,8 @@ pub fn resolve<'m>(
         axes: w.axes,
         shapes: w.shapes,
         arrays: w.arrays,
+        array_reads: w.array_reads,
+        written: w.written,
         tiers: w.tiers,
         kernels_used: w.kernels_used,
         schedule,
@@ -204,6 +219,10 @@ struct Walker<'m> {
     symbols_used: Vec<bool>,
     shapes: Vec<Option<Vec<ExprId>>>,
     arrays: Vec<bool>,
+    array_reads: Vec<Loc>,
+    written: Vec<bool>,
+    /// Enclosing `while` loops in the current body (reset across calls and `consume`).
+    whiles: usize,
     tiers: Vec<Option<Tiers>>,
     kernels_used: Vec<bool>,
     exprs: Vec<ExprInfo>,
@@ -258,6 +277,9 @@ impl<'m> Walker<'m> {
             symbols_used: vec![false; module.symbols.len()],
             shapes: vec![None; module.tensors.len()],
             arrays: vec![false; module.tensors.len()],
+            array_reads: vec![Loc::NONE; module.tensors.len()],
+            written: vec![false; module.tensors.len()],
+            whiles: 0,
             tiers: vec![None; module.kernels.len()],
             kernels_used: vec![false; module.kernels.len()],
             exprs: Vec::new(),
@@ -385,7 +407,10 @@ impl<'m> Walker<'m> {
     /// A tensor whose bound contents are read.
     fn array(&mut self, t: &Ident, context: &str) -> Result<TensorId, ResolveError> {
         let i = self.tensor(t, context)?;
-        self.arrays[i.index()] = true;
+        if !self.arrays[i.index()] {
+            self.arrays[i.index()] = true;
+            self.array_reads[i.index()] = self.loc;
+        }
         Ok(i)
     }
 
@@ -601,6 +626,33 @@ impl<'m> Walker<'m> {
                     else_body: self.stmts(else_body)?,
                 })
             }
+            AstKind::While { cond, max, body } => {
+                let what = format!("a `while` condition in {}", self.place);
+                let cond =
+                    self.expr(cond, what, Scope::Workload, Want::Exactly(ScalarType::Bool))?;
+                let what = format!("the `max` bound of a `while` in {}", self.place);
+                let max = self.expr(max, what, Scope::Workload, Want::Integer)?;
+                self.whiles += 1;
+                let body = self.stmts(body);
+                self.whiles -= 1;
+                Ok(StmtKind::While {
+                    cond,
+                    max,
+                    body: body?,
+                })
+            }
+            AstKind::Break { cond } => {
+                if self.whiles == 0 {
+                    return Err(self.malformed(format!(
+                        "`break if` in {} is not inside a `while` loop",
+                        self.place
+                    )));
+                }
+                let what = format!("a `break if` condition in {}", self.place);
+                let cond =
+                    self.expr(cond, what, Scope::Workload, Want::Exactly(ScalarType::Bool))?;
+                Ok(StmtKind::Break { cond })
+            }
             AstKind::Combine(body) => Ok(StmtKind::Block {
                 ordered: false,
                 body: self.stmts(body)?,
@@ -699,7 +751,9 @@ impl<'m> Walker<'m> {
                     std::mem::replace(&mut self.place, format!("workload `{workload}`"));
                 self.frames.push(frame);
                 self.call_stack.push(workload.name.clone());
+                let saved_whiles = std::mem::replace(&mut self.whiles, 0);
                 let body = self.stmts(&w.body);
+                self.whiles = saved_whiles;
                 self.call_stack.pop();
                 self.frames.pop();
                 self.place = saved_place;
@@ -717,7 +771,10 @@ impl<'m> Walker<'m> {
             }
             AstKind::Consume { channel, var, body } => {
                 let ch = self.channel(channel)?;
-                let (vars, body) = self.scoped(std::slice::from_ref(var), body)?;
+                let saved_whiles = std::mem::replace(&mut self.whiles, 0);
+                let scoped = self.scoped(std::slice::from_ref(var), body);
+                self.whiles = saved_whiles;
+                let (vars, body) = scoped?;
                 Ok(StmtKind::Consume {
                     channel: ch,
                     var: vars[0],
@@ -779,6 +836,9 @@ impl<'m> Walker<'m> {
                             None => None,
                         };
                         dims.push((start, size));
+                    }
+                    if access.writes() {
+                        self.written[t.index()] = true;
                     }
                     targs.push(TaskArg::Region {
                         tensor: t,

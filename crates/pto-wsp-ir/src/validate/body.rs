@@ -26,6 +26,8 @@ struct BodyCx<'m> {
     process: Option<(&'m Pipeline, &'m Process)>,
     /// The enclosing workload (index), if any: the caller of `call` statements.
     caller: Option<usize>,
+    /// How many `while` loops enclose the statement (in this body, not across calls).
+    whiles: usize,
 }
 
 impl BodyCx<'_> {
@@ -48,6 +50,7 @@ impl<'m> Validator<'m> {
             path: vec![format!("workload {}", w.name)],
             process: None,
             caller: Some(index),
+            whiles: 0,
         };
         let mut seen: HashSet<&str> = HashSet::new();
         for (id, ty) in &w.params {
@@ -89,6 +92,7 @@ impl<'m> Validator<'m> {
             ],
             process: Some((p, proc)),
             caller: None,
+            whiles: 0,
         };
         self.check_body(&proc.body, &mut cx);
     }
@@ -253,6 +257,44 @@ impl<'m> Validator<'m> {
                 cx.path.pop();
                 cx.path.push("else".into());
                 self.check_body(else_body, cx);
+                cx.path.pop();
+            }
+            StmtKind::While { cond, max, body } => {
+                cx.path.push("while".into());
+                self.body_expr(
+                    cond,
+                    Some(Expected::Bool),
+                    &|| "the condition of `while`".into(),
+                    loc,
+                    cx,
+                );
+                self.body_expr(
+                    max,
+                    Some(Expected::Integer),
+                    &|| "the `max` bound of `while`".into(),
+                    loc,
+                    cx,
+                );
+                cx.whiles += 1;
+                self.check_body(body, cx);
+                cx.whiles -= 1;
+                cx.path.pop();
+            }
+            StmtKind::Break { cond } => {
+                cx.path.push("break".into());
+                if cx.whiles == 0 {
+                    self.push(ValidationError::BreakOutsideWhile {
+                        loc,
+                        path: cx.path(),
+                    });
+                }
+                self.body_expr(
+                    cond,
+                    Some(Expected::Bool),
+                    &|| "the condition of `break if`".into(),
+                    loc,
+                    cx,
+                );
                 cx.path.pop();
             }
             StmtKind::Combine(body) => {

@@ -38,6 +38,7 @@ fn bodies(s: &Stmt) -> Vec<&[Stmt]> {
         StmtKind::Loop { body, .. }
         | StmtKind::Select { body, .. }
         | StmtKind::Consume { body, .. }
+        | StmtKind::While { body, .. }
         | StmtKind::Combine(body)
         | StmtKind::Sequential(body) => vec![body.as_slice()],
         StmtKind::Cond {
@@ -46,6 +47,7 @@ fn bodies(s: &Stmt) -> Vec<&[Stmt]> {
             ..
         } => vec![then_body.as_slice(), else_body.as_slice()],
         StmtKind::Task(_)
+        | StmtKind::Break { .. }
         | StmtKind::SlotSet { .. }
         | StmtKind::SlotLoad { .. }
         | StmtKind::Call { .. }

@@ -571,6 +571,11 @@ validation_errors! {
         what: &'static str,
     }
 
+    /// `break if` outside every `while` loop of its body.
+    #[error("`break if` is not inside a `while` loop")]
+    #[label = "no enclosing `while`"]
+    BreakOutsideWhile {}
+
     /// `load` into a slot that is not of integer type.
     #[error("`load` target slot `{slot}` is {ty}; it must be an integer slot")]
     #[label = "not an integer slot"]

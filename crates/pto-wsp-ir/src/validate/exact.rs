@@ -66,6 +66,7 @@ fn accesses<'m>(m: &'m Module, owner: &str, body: &'m [Stmt], out: &mut Vec<Acce
             StmtKind::Loop { body, .. }
             | StmtKind::Select { body, .. }
             | StmtKind::Consume { body, .. }
+            | StmtKind::While { body, .. }
             | StmtKind::Combine(body)
             | StmtKind::Sequential(body) => stack.extend(body.iter().rev()),
             StmtKind::Cond {
@@ -78,6 +79,7 @@ fn accesses<'m>(m: &'m Module, owner: &str, body: &'m [Stmt], out: &mut Vec<Acce
             }
             StmtKind::SlotSet { .. }
             | StmtKind::SlotLoad { .. }
+            | StmtKind::Break { .. }
             | StmtKind::Call { .. }
             | StmtKind::Send { .. } => {}
         }

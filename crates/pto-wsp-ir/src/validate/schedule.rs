@@ -529,6 +529,19 @@ impl<'m> Validator<'m> {
                         visiting,
                     );
                 }
+                StmtKind::While { body, .. } => {
+                    nested(
+                        self,
+                        "while".into(),
+                        &[],
+                        body,
+                        bound,
+                        path,
+                        out,
+                        memo,
+                        visiting,
+                    );
+                }
                 StmtKind::Combine(b) => {
                     nested(
                         self,
@@ -590,7 +603,10 @@ impl<'m> Validator<'m> {
                     here.push(format!("call {workload}"));
                     merge(out, &callee, &here.join(" > "));
                 }
-                StmtKind::SlotSet { .. } | StmtKind::SlotLoad { .. } | StmtKind::Send { .. } => {}
+                StmtKind::SlotSet { .. }
+                | StmtKind::SlotLoad { .. }
+                | StmtKind::Send { .. }
+                | StmtKind::Break { .. } => {}
             }
         }
     }
