@@ -266,3 +266,18 @@ workload main() {\n    task k(X[0 +: 8, 0 +: 64]);\n}\n";
     );
     assert!(rendered.contains(" --> t.wsp:2:13"), "{rendered}");
 }
+
+#[test]
+fn a_kernel_named_like_a_cpp_keyword_is_refused_at_its_name() {
+    let src = "tensor X: f32[8, 64];\n\
+kernel delete(inout x: f32[8, 64]) @vector {\n    tile t: vec f32[8, 64];\n    TLOAD(t, x);\n    TSTORE(x, t);\n}\n\
+workload main() {\n    task delete(X[0 +: 8, 0 +: 64]);\n}\n";
+    let rendered = emit_error(src);
+    assert!(
+        rendered.starts_with(
+            "error: kernel `delete`: cannot emit PTO-ISA C++: the kernel's name is a C++ keyword \
+             or a PTO-ISA instruction; rename it\n --> t.wsp:2:8"
+        ),
+        "{rendered}"
+    );
+}
