@@ -78,6 +78,10 @@ pub struct Emitted {
     pub written: Vec<String>,
     /// Tasks of kernels without a body, which the driver does not run.
     pub skipped_tasks: usize,
+    /// Tensors that a skipped task writes before an emitted task reads them: the driver reads
+    /// them from the input directory instead (their contents there must be what the skipped
+    /// tasks would have written).
+    pub read_after_skipped: Vec<String>,
 }
 
 /// Emits every kernel of `loaded` that has a body, and a driver running the entry workload's
@@ -124,6 +128,7 @@ pub fn emit_kernels(loaded: &Loaded, bindings: &Bindings) -> Result<Emitted, Cli
         kernels,
         written: driver.written,
         skipped_tasks: driver.skipped,
+        read_after_skipped: driver.read_after_skipped,
     })
 }
 
@@ -162,6 +167,14 @@ pub fn summary(emitted: &Emitted, dir: &Path) -> String {
             s,
             "note: {} of kernels without a body are not run by the driver",
             crate::count(emitted.skipped_tasks, "task")
+        );
+    }
+    if !emitted.read_after_skipped.is_empty() {
+        let _ = writeln!(
+            s,
+            "note: emitted kernels read {} after tasks the driver does not run write them; give \
+             their contents as inputs",
+            emitted.read_after_skipped.join(", ")
         );
     }
     s
@@ -770,6 +783,7 @@ struct Driver {
     text: String,
     written: Vec<String>,
     skipped: usize,
+    read_after_skipped: Vec<String>,
 }
 
 /// The host driver: tensors, then every task of a kernel with a body, in program order.
@@ -827,10 +841,18 @@ fn emit_driver(
     let mut written: Vec<u32> = Vec::new();
     let mut skipped = 0;
     let mut skipped_names: Vec<String> = Vec::new();
+    // Tensors written by skipped tasks so far, and those of them an emitted task then reads.
+    let mut skipped_writes: Vec<u32> = Vec::new();
+    let mut read_after_skipped: Vec<u32> = Vec::new();
     for (ti, task) in tasks.iter().enumerate() {
         let k = &module.kernels[task.kernel as usize];
         if k.body.is_none() {
             skipped += 1;
+            for r in task.regions.iter().filter(|r| r.access.writes()) {
+                if !skipped_writes.contains(&r.tensor) {
+                    skipped_writes.push(r.tensor);
+                }
+            }
             if !skipped_names.contains(&k.name.name) {
                 skipped_names.push(k.name.name.clone());
             }
@@ -864,6 +886,12 @@ fn emit_driver(
                 list(&r.size)
             );
             args.push(format!("r{ri}.data.data(), r{ri}.rows, r{ri}.cols"));
+            if r.access.reads()
+                && skipped_writes.contains(&r.tensor)
+                && !read_after_skipped.contains(&r.tensor)
+            {
+                read_after_skipped.push(r.tensor);
+            }
             if r.access.writes() && !written.contains(&r.tensor) {
                 written.push(r.tensor);
             }
@@ -924,5 +952,9 @@ fn emit_driver(
         text: out,
         written: names,
         skipped,
+        read_after_skipped: read_after_skipped
+            .iter()
+            .map(|&t| store.info(t).name.clone())
+            .collect(),
     })
 }

@@ -281,3 +281,26 @@ workload main() {\n    task delete(X[0 +: 8, 0 +: 64]);\n}\n";
         "{rendered}"
     );
 }
+
+#[test]
+fn tensors_read_after_a_task_the_driver_skips_are_named() {
+    let src = "tensor X: f32[8, 64];\ntensor T: f32[8, 64];\ntensor Y: f32[8, 64];\n\
+kernel prep(in x: f32[8, 64], out t: f32[8, 64]) @vector;\n\
+kernel body(in t: f32[8, 64], out y: f32[8, 64]) @vector {\n    tile a: vec f32[8, 64];\n    TLOAD(a, t);\n    TSTORE(y, a);\n}\n\
+workload main() {\n    task prep(X[0 +: 8, 0 +: 64], T[0 +: 8, 0 +: 64]);\n    task body(T[0 +: 8, 0 +: 64], Y[0 +: 8, 0 +: 64]);\n}\n";
+    let loaded = pto_wsp_cli::load_source("t.wsp", src).unwrap();
+    let bindings = pto_wsp_cli::bindings_for(&loaded, &[]).unwrap();
+    let emitted = emit_kernels(&loaded, &bindings).unwrap();
+    assert_eq!(emitted.kernels, ["body"]);
+    assert_eq!(emitted.written, ["Y"]);
+    assert_eq!(emitted.skipped_tasks, 1);
+    assert_eq!(emitted.read_after_skipped, ["T"]);
+    let summary = pto_wsp_cli::emit::summary(&emitted, Path::new("out"));
+    assert!(
+        summary.contains(
+            "note: emitted kernels read T after tasks the driver does not run write them; give \
+             their contents as inputs"
+        ),
+        "{summary}"
+    );
+}
