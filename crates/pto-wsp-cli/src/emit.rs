@@ -297,7 +297,7 @@ impl KernelCx<'_> {
     fn expr(&self, e: &Expr, loc: Loc, where_: &str) -> Result<String, EmitError> {
         Ok(match e {
             Expr::Int(v) => format!("int64_t{{{v}}}"),
-            Expr::UInt(v) => format!("int64_t{{{v}}}"),
+            Expr::UInt(v) => format!("static_cast<int64_t>(UINT64_C({v}))"),
             Expr::Bool(b) => b.to_string(),
             Expr::Float(_) => {
                 return Err(self.err(loc, format!("`{e}` is a float where an integer is needed")));
