@@ -78,6 +78,10 @@ pub struct Emitted {
     pub written: Vec<String>,
     /// Tasks of kernels without a body, which the driver does not run.
     pub skipped_tasks: usize,
+    /// Tensors that a skipped task writes before an emitted task reads them: the driver reads
+    /// them from the input directory instead (their contents there must be what the skipped
+    /// tasks would have written).
+    pub read_after_skipped: Vec<String>,
 }
 
 /// Emits every kernel of `loaded` that has a body, and a driver running the entry workload's
@@ -124,6 +128,7 @@ pub fn emit_kernels(loaded: &Loaded, bindings: &Bindings) -> Result<Emitted, Cli
         kernels,
         written: driver.written,
         skipped_tasks: driver.skipped,
+        read_after_skipped: driver.read_after_skipped,
     })
 }
 
@@ -162,6 +167,14 @@ pub fn summary(emitted: &Emitted, dir: &Path) -> String {
             s,
             "note: {} of kernels without a body are not run by the driver",
             crate::count(emitted.skipped_tasks, "task")
+        );
+    }
+    if !emitted.read_after_skipped.is_empty() {
+        let _ = writeln!(
+            s,
+            "note: emitted kernels read {} after tasks the driver does not run write them; give \
+             their contents as inputs",
+            emitted.read_after_skipped.join(", ")
         );
     }
     s
@@ -284,7 +297,7 @@ impl KernelCx<'_> {
     fn expr(&self, e: &Expr, loc: Loc, where_: &str) -> Result<String, EmitError> {
         Ok(match e {
             Expr::Int(v) => format!("int64_t{{{v}}}"),
-            Expr::UInt(v) => format!("int64_t{{{v}}}"),
+            Expr::UInt(v) => format!("static_cast<int64_t>(UINT64_C({v}))"),
             Expr::Bool(b) => b.to_string(),
             Expr::Float(_) => {
                 return Err(self.err(loc, format!("`{e}` is a float where an integer is needed")));
@@ -584,9 +597,116 @@ impl KernelCx<'_> {
     }
 }
 
+/// C++ keywords and names a kernel function may not take (other names are prefixed).
+const CPP_RESERVED: &[&str] = &[
+    "alignas",
+    "alignof",
+    "and",
+    "and_eq",
+    "asm",
+    "auto",
+    "bitand",
+    "bitor",
+    "bool",
+    "break",
+    "case",
+    "catch",
+    "char",
+    "char8_t",
+    "char16_t",
+    "char32_t",
+    "class",
+    "compl",
+    "concept",
+    "const",
+    "consteval",
+    "constexpr",
+    "constinit",
+    "const_cast",
+    "continue",
+    "co_await",
+    "co_return",
+    "co_yield",
+    "decltype",
+    "default",
+    "delete",
+    "do",
+    "double",
+    "dynamic_cast",
+    "else",
+    "enum",
+    "explicit",
+    "export",
+    "extern",
+    "false",
+    "float",
+    "for",
+    "friend",
+    "goto",
+    "if",
+    "inline",
+    "int",
+    "long",
+    "main",
+    "mutable",
+    "namespace",
+    "new",
+    "noexcept",
+    "not",
+    "not_eq",
+    "nullptr",
+    "operator",
+    "or",
+    "or_eq",
+    "private",
+    "protected",
+    "public",
+    "register",
+    "reinterpret_cast",
+    "requires",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "static_assert",
+    "static_cast",
+    "struct",
+    "switch",
+    "template",
+    "this",
+    "thread_local",
+    "throw",
+    "true",
+    "try",
+    "typedef",
+    "typeid",
+    "typename",
+    "union",
+    "unsigned",
+    "using",
+    "virtual",
+    "void",
+    "volatile",
+    "wchar_t",
+    "while",
+    "xor",
+    "xor_eq",
+];
+
 /// One kernel as a C++ header: `void NAME(regions..., scalars...)` in namespace
 /// `pto_wsp_kernels`.
 fn emit_kernel(k: &KernelDecl, source: &SourceFile) -> Result<String, EmitError> {
+    if CPP_RESERVED.contains(&k.name.name.as_str())
+        || k.name.name.starts_with('T') && pto_wsp::ir::TileOp::parse(&k.name.name).is_some()
+    {
+        return Err(EmitError {
+            kernel: k.name.name.clone(),
+            message: "the kernel's name is a C++ keyword or a PTO-ISA instruction; rename it"
+                .into(),
+            loc: k.name.loc,
+        });
+    }
     let mut cx = KernelCx {
         decl: k,
         source,
@@ -663,6 +783,7 @@ struct Driver {
     text: String,
     written: Vec<String>,
     skipped: usize,
+    read_after_skipped: Vec<String>,
 }
 
 /// The host driver: tensors, then every task of a kernel with a body, in program order.
@@ -720,10 +841,18 @@ fn emit_driver(
     let mut written: Vec<u32> = Vec::new();
     let mut skipped = 0;
     let mut skipped_names: Vec<String> = Vec::new();
+    // Tensors written by skipped tasks so far, and those of them an emitted task then reads.
+    let mut skipped_writes: Vec<u32> = Vec::new();
+    let mut read_after_skipped: Vec<u32> = Vec::new();
     for (ti, task) in tasks.iter().enumerate() {
         let k = &module.kernels[task.kernel as usize];
         if k.body.is_none() {
             skipped += 1;
+            for r in task.regions.iter().filter(|r| r.access.writes()) {
+                if !skipped_writes.contains(&r.tensor) {
+                    skipped_writes.push(r.tensor);
+                }
+            }
             if !skipped_names.contains(&k.name.name) {
                 skipped_names.push(k.name.name.clone());
             }
@@ -757,6 +886,12 @@ fn emit_driver(
                 list(&r.size)
             );
             args.push(format!("r{ri}.data.data(), r{ri}.rows, r{ri}.cols"));
+            if r.access.reads()
+                && skipped_writes.contains(&r.tensor)
+                && !read_after_skipped.contains(&r.tensor)
+            {
+                read_after_skipped.push(r.tensor);
+            }
             if r.access.writes() && !written.contains(&r.tensor) {
                 written.push(r.tensor);
             }
@@ -817,5 +952,9 @@ fn emit_driver(
         text: out,
         written: names,
         skipped,
+        read_after_skipped: read_after_skipped
+            .iter()
+            .map(|&t| store.info(t).name.clone())
+            .collect(),
     })
 }

@@ -126,92 +126,117 @@ fn prepare(file: &Path, binds: &[String], base: &Path) -> Case {
     }
 }
 
-#[test]
-fn emitted_kernels_under_pto_isa_match_our_cpu_run() {
+/// Emits `examples/kernels/FILE` under `binds`, builds it with g++ against PTO-ISA's CPU
+/// simulation (one g++ for the module: the driver includes its kernels), runs it on the inputs
+/// of our CPU run and compares every tensor the emitted kernels write. Without the checkout,
+/// prints one line and passes.
+fn emitted_module_matches_our_cpu_run(file: &str, binds: &[&str]) {
     let pto = pto_isa_root();
     if !pto.join("include/pto/pto-inst.hpp").is_file() {
         println!("skipped: no PTO-ISA at {}", pto.display());
         return;
     }
-    let base = scratch("emit-pto-isa");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("examples/kernels"))
+    let base = scratch(&format!("emit-{file}-{}", binds.join("-")));
+    let binds: Vec<String> = binds.iter().map(|b| b.to_string()).collect();
+    let c = prepare(&root().join("examples/kernels").join(file), &binds, &base);
+    let b = Command::new("make")
+        .arg("-s")
+        .arg("-C")
+        .arg(c.dir.join("emitted"))
+        .arg(format!("PTO_ISA_ROOT={}", pto.display()))
+        // The runs are tiny: compile time matters more than code quality.
+        .arg("CXXFLAGS=-O0")
+        .output()
+        .expect("make runs");
+    assert!(
+        b.status.success(),
+        "{}: build failed:\n{}",
+        c.name,
+        String::from_utf8_lossy(&b.stderr)
+    );
+    let out = Command::new(c.dir.join("emitted/driver"))
+        .arg(c.dir.join("in"))
+        .arg(c.dir.join("cpp"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}: driver failed:\n{}",
+        c.name,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!c.written.is_empty(), "{}: writes nothing", c.name);
+    for t in &c.written {
+        let ours = npy_floats(&c.dir.join(format!("ours/{t}.npy")));
+        let cpp = npy_floats(&c.dir.join(format!("cpp/{t}.npy")));
+        let d = diff(&ours, &cpp);
+        // Same instructions on the same inputs: PTO-ISA's CPU simulation computes TEXP and
+        // TRSQRT in f64 rounded once (we use f32 `exp` and `1 / sqrt`, each ≤ 1 ulp) and
+        // TMATMUL_ACC as c + (Σ a·b) (we add each product to c): a few ulp of the output's
+        // scale at most.
+        assert!(
+            d.normwise <= 1e-6,
+            "{} {t}: max |cpp - ours| / max |ours| = {:e}",
+            c.name,
+            d.normwise
+        );
+        eprintln!(
+            "{} {t}: {} of {} elements differ, max |cpp - ours| / max |ours| = {:.1e}, max elementwise relative {:.1e}",
+            c.name, d.differing, d.len, d.normwise, d.elementwise
+        );
+    }
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// The modules of `examples/kernels/` the tests below emit (a new example needs its test).
+const EMITTED_EXAMPLES: &[&str] = &[
+    "cycles_golden.wsp",
+    "decode_attention.wsp",
+    "every_instruction.wsp",
+    "rmsnorm_gemm.wsp",
+    "softmax.wsp",
+];
+
+#[test]
+fn every_kernel_example_has_an_emission_test() {
+    let mut files: Vec<String> = std::fs::read_dir(root().join("examples/kernels"))
         .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "wsp"))
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".wsp"))
         .collect();
     files.sort();
-    assert!(
-        files.len() >= 4,
-        "examples/kernels has {} files",
-        files.len()
-    );
-    let mut cases: Vec<Case> = files.iter().map(|f| prepare(f, &[], &base)).collect();
-    // The split-KV decode with an empty last chunk (0 valid keys).
-    cases.push(prepare(
-        &root().join("examples/kernels/decode_attention.wsp"),
-        &["kv=192".to_string()],
-        &base,
-    ));
-    // One g++ per module (the driver includes its kernels), all started at once.
-    let builds: Vec<_> = cases
-        .iter()
-        .map(|c| {
-            Command::new("make")
-                .arg("-s")
-                .arg("-C")
-                .arg(c.dir.join("emitted"))
-                .arg(format!("PTO_ISA_ROOT={}", pto.display()))
-                // The runs are tiny: compile time matters more than code quality.
-                .arg("CXXFLAGS=-O0")
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .expect("make starts")
-        })
-        .collect();
-    let mut report = Vec::new();
-    for (c, b) in cases.iter().zip(builds) {
-        let b = b.wait_with_output().expect("make runs");
-        assert!(
-            b.status.success(),
-            "{}: build failed:\n{}",
-            c.name,
-            String::from_utf8_lossy(&b.stderr)
-        );
-        let out = Command::new(c.dir.join("emitted/driver"))
-            .arg(c.dir.join("in"))
-            .arg(c.dir.join("cpp"))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}: driver failed:\n{}",
-            c.name,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(!c.written.is_empty(), "{}: writes nothing", c.name);
-        for t in &c.written {
-            let ours = npy_floats(&c.dir.join(format!("ours/{t}.npy")));
-            let cpp = npy_floats(&c.dir.join(format!("cpp/{t}.npy")));
-            let d = diff(&ours, &cpp);
-            // Same instructions on the same inputs: PTO-ISA's CPU simulation computes TEXP and
-            // TRSQRT in f64 rounded once (we use f32 `exp` and `1 / sqrt`, each ≤ 1 ulp) and
-            // TMATMUL_ACC as c + (Σ a·b) (we add each product to c): a few ulp of the output's
-            // scale at most.
-            assert!(
-                d.normwise <= 1e-6,
-                "{} {t}: max |cpp - ours| / max |ours| = {:e}",
-                c.name,
-                d.normwise
-            );
-            report.push(format!(
-                "{} {t}: {} of {} elements differ, max |cpp - ours| / max |ours| = {:.1e}, max elementwise relative {:.1e}",
-                c.name, d.differing, d.len, d.normwise, d.elementwise
-            ));
-        }
-    }
-    eprintln!("{}", report.join("\n"));
-    let _ = std::fs::remove_dir_all(&base);
+    assert_eq!(files, EMITTED_EXAMPLES);
+}
+
+#[test]
+fn emitted_softmax_under_pto_isa_matches_our_cpu_run() {
+    emitted_module_matches_our_cpu_run("softmax.wsp", &[]);
+}
+
+#[test]
+fn emitted_rmsnorm_and_gemm_under_pto_isa_match_our_cpu_run() {
+    emitted_module_matches_our_cpu_run("rmsnorm_gemm.wsp", &[]);
+}
+
+#[test]
+fn emitted_split_kv_decode_under_pto_isa_matches_our_cpu_run() {
+    emitted_module_matches_our_cpu_run("decode_attention.wsp", &[]);
+}
+
+#[test]
+fn emitted_split_kv_decode_with_an_empty_chunk_under_pto_isa_matches_our_cpu_run() {
+    // kv = 192: the last of four chunks has 0 valid keys.
+    emitted_module_matches_our_cpu_run("decode_attention.wsp", &["kv=192"]);
+}
+
+#[test]
+fn emitted_cycle_examples_and_3_pass_softmax_under_pto_isa_match_our_cpu_run() {
+    emitted_module_matches_our_cpu_run("cycles_golden.wsp", &[]);
+}
+
+#[test]
+fn every_emitted_instruction_under_pto_isa_matches_our_cpu_run() {
+    emitted_module_matches_our_cpu_run("every_instruction.wsp", &[]);
 }
 
 /// Emits `src` (named `t.wsp`) and returns the rendered error.
@@ -265,4 +290,42 @@ workload main() {\n    task k(X[0 +: 8, 0 +: 64]);\n}\n";
         "{rendered}"
     );
     assert!(rendered.contains(" --> t.wsp:2:13"), "{rendered}");
+}
+
+#[test]
+fn a_kernel_named_like_a_cpp_keyword_is_refused_at_its_name() {
+    let src = "tensor X: f32[8, 64];\n\
+kernel delete(inout x: f32[8, 64]) @vector {\n    tile t: vec f32[8, 64];\n    TLOAD(t, x);\n    TSTORE(x, t);\n}\n\
+workload main() {\n    task delete(X[0 +: 8, 0 +: 64]);\n}\n";
+    let rendered = emit_error(src);
+    assert!(
+        rendered.starts_with(
+            "error: kernel `delete`: cannot emit PTO-ISA C++: the kernel's name is a C++ keyword \
+             or a PTO-ISA instruction; rename it\n --> t.wsp:2:8"
+        ),
+        "{rendered}"
+    );
+}
+
+#[test]
+fn tensors_read_after_a_task_the_driver_skips_are_named() {
+    let src = "tensor X: f32[8, 64];\ntensor T: f32[8, 64];\ntensor Y: f32[8, 64];\n\
+kernel prep(in x: f32[8, 64], out t: f32[8, 64]) @vector;\n\
+kernel body(in t: f32[8, 64], out y: f32[8, 64]) @vector {\n    tile a: vec f32[8, 64];\n    TLOAD(a, t);\n    TSTORE(y, a);\n}\n\
+workload main() {\n    task prep(X[0 +: 8, 0 +: 64], T[0 +: 8, 0 +: 64]);\n    task body(T[0 +: 8, 0 +: 64], Y[0 +: 8, 0 +: 64]);\n}\n";
+    let loaded = pto_wsp_cli::load_source("t.wsp", src).unwrap();
+    let bindings = pto_wsp_cli::bindings_for(&loaded, &[]).unwrap();
+    let emitted = emit_kernels(&loaded, &bindings).unwrap();
+    assert_eq!(emitted.kernels, ["body"]);
+    assert_eq!(emitted.written, ["Y"]);
+    assert_eq!(emitted.skipped_tasks, 1);
+    assert_eq!(emitted.read_after_skipped, ["T"]);
+    let summary = pto_wsp_cli::emit::summary(&emitted, Path::new("out"));
+    assert!(
+        summary.contains(
+            "note: emitted kernels read T after tasks the driver does not run write them; give \
+             their contents as inputs"
+        ),
+        "{summary}"
+    );
 }
