@@ -21,8 +21,10 @@ use crate::exec::{RunOptions, run};
 use crate::llm;
 use pto_wsp::kernels::KernelRegistry;
 use pto_wsp::kernels::bench::{
-    AttnCase, GemmCase, HEAD_DIM, KV_ROWS, LangCase, SIZES, compare_with, fma_peak_gflops,
+    AttnCase, GemmCase, HEAD_DIM, KV_ROWS, LangCase, SIZES, SoftmaxCase, compare_with,
+    fma_peak_gflops,
 };
+use pto_wsp::kernels::fast::with_std_exp;
 use std::cell::RefCell;
 use std::time::Duration;
 
@@ -139,6 +141,7 @@ pub fn kernels<E: From<CliError>>(
             if speed >= 70.0 { "met" } else { "missed" }
         ))?;
     }
+    exp_section(opts, &reg, out)?;
     out(&format!(
         "  decode attention chunk ({KV_ROWS} x {HEAD_DIM} keys and values) vs a copy of the same bytes:\n  {:>6} {:>3} {:>11} {:>12} {:>12} {:>7} {:>9} {:>8}\n",
         "kv", "G", "kernel µs", "kernel GB/s", "copy GB/s", "ratio", "% FMA pk", "target"
@@ -171,6 +174,54 @@ pub fn kernels<E: From<CliError>>(
                 "missed"
             }
         ))?;
+    }
+    Ok(())
+}
+
+/// The `exp` rows: softmax and decode attention built-ins with the fast `exp` (the default)
+/// against the same built-ins with the standard library's `f32::exp`
+/// (`fast::with_std_exp`), interleaved on the same tiles.
+fn exp_section<E: From<CliError>>(
+    opts: &KernelBench,
+    reg: &KernelRegistry,
+    out: &mut impl FnMut(&str) -> Result<(), E>,
+) -> Result<(), E> {
+    let (Some(softmax), Some(attn)) = (reg.lookup("softmax"), reg.lookup("attn_decode_chunk"))
+    else {
+        return Err(CliError::plain("bench: the built-in kernels are missing").into());
+    };
+    out(&format!(
+        "  built-ins with the fast exp (default, <= 2e-7 relative) vs the standard library's f32::exp, same tiles:\n  {:>24} {:>10} {:>10} {:>8}\n",
+        "case", "fast µs", "std µs", "std/fast"
+    ))?;
+    let mut row = |label: String, (tf, ts): (Duration, Duration)| {
+        out(&format!(
+            "  {:>24} {:>10.2} {:>10.2} {:>7.2}x\n",
+            label,
+            tf.as_secs_f64() * 1e6,
+            ts.as_secs_f64() * 1e6,
+            ts.as_secs_f64() / tf.as_secs_f64()
+        ))
+    };
+    for (rows, cols) in [(8, 64), (32, 1024)] {
+        let case = SoftmaxCase::new(rows, cols);
+        let t = compare_with(
+            || case.kernel(reg, softmax),
+            || with_std_exp(|| case.kernel(reg, softmax)),
+            opts.target,
+            opts.rounds,
+        );
+        row(format!("softmax {rows}x{cols}"), t)?;
+    }
+    for &(dtype, g) in &opts.attn {
+        let case = AttnCase::new(g, dtype);
+        let t = compare_with(
+            || case.kernel(reg, attn),
+            || with_std_exp(|| case.kernel(reg, attn)),
+            opts.target,
+            opts.rounds,
+        );
+        row(format!("attn chunk {dtype} G={g}"), t)?;
     }
     Ok(())
 }

@@ -249,6 +249,42 @@ impl AttnCase {
     }
 }
 
+/// The built-in `softmax` on one `rows × cols` `f32` tile (scale 1/8), filled at random: with
+/// [`AttnCase`], the case measured with the fast `exp` against the standard library's
+/// ([`crate::fast::with_std_exp`]).
+pub struct SoftmaxCase {
+    /// Rows of the tile.
+    pub rows: usize,
+    /// Columns of the tile.
+    pub cols: usize,
+    store: TensorStore,
+    io: [TaskIo; 2],
+    _one_thread: NotSync,
+}
+
+impl SoftmaxCase {
+    /// A `rows × cols` tile.
+    pub fn new(rows: usize, cols: usize) -> SoftmaxCase {
+        let text = format!("tensor X: f32[{rows}, {cols}];\ntensor Y: f32[{rows}, {cols}];");
+        let m = parse(&text).expect("bench module parses");
+        let mut store = TensorStore::new(&m, &Bindings::new()).expect("store");
+        store.fill_random(5);
+        let sh = [rows as i64, cols as i64];
+        SoftmaxCase {
+            rows,
+            cols,
+            store,
+            io: [full(0, &sh, Access::In), full(1, &sh, Access::Out)],
+            _one_thread: NotSync::default(),
+        }
+    }
+
+    /// Runs the kernel `id` of `reg` (the built-in `softmax`) once.
+    pub fn kernel(&self, reg: &KernelRegistry, id: KernelId) {
+        call(reg, id, &self.store, &[0.125f64.to_bits()], &self.io);
+    }
+}
+
 /// Best time per call of `f` over `rounds` rounds of enough calls to last about `target`.
 fn best_per_call(target: Duration, mut f: impl FnMut()) -> impl FnMut() -> Duration {
     // Calibrate the number of calls per round.

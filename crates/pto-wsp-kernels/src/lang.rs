@@ -5,12 +5,17 @@
 //! registry kernel whose cost is the per-instruction cycle model
 //! (`pto_wsp_ir::kernel_body::body_cycles`).
 //!
-//! How: a body is lowered once, when it is registered, into a [`Program`]: every tile
+//! How: a body is lowered once, when it is registered, into a `Program`: every tile
 //! declaration gets a slot of a per-worker scratch, every name of a scalar an index into a flat
 //! array of values, every integer expression is resolved ([`Compiled`]), and every instruction
-//! becomes a step whose operands are slot numbers (with `TROWEXPANDSUB; TEXP; TROWSUM` on one
-//! tile fused into one pass). Running a task evaluates only what depends on its scalars and
-//! loop variables, and runs each instruction as one loop over the valid part of its tiles:
+//! becomes a step whose operands are slot numbers. Three sequences are fused: `TROWEXPANDSUB;
+//! TEXP; TROWSUM` into one `exp` pass, `TTRANS; TMATMUL` (the transposed tile used nowhere
+//! else) into a product with the transposed operand, `TMUL(q, x, x); TROWSUM` (`q` used nowhere
+//! else) into sums of squares; each runs as its instructions when the valid sizes of a task do
+//! not allow it. A `TLOAD` of a tile that products read row by row, from a region the kernel
+//! does not write, leaves the tile in the region (the product reads its rows there; any other
+//! use copies it first). Running a task evaluates only what depends on its scalars and loop
+//! variables, and runs each instruction as one loop over the valid part of its tiles:
 //! `exp`, row maxima and small matrix products are the [`crate::fast`] loops of the built-ins,
 //! larger products `gemm`, and the element-wise loops are compiled for AVX2 too (chosen per task
 //! when the CPU has it). Nothing is allocated per task once a worker's scratch has grown to the
@@ -24,8 +29,9 @@
 //! element (see `docs/KERNELS.md`, "Accuracy"): `TEXP` is [`crate::fast::exp_sum`]'s `exp`
 //! (within 2e-7 relative); `TROWSUM` / `TCOLSUM` and matrix products accumulate in `f32` in the
 //! order of their vector loops (eight partial sums; `fast::pv` or `gemm` with fused
-//! multiply-adds), within `n · 2^-24` of the sum of magnitudes; the fused softmax step sums in
-//! `exp_sum`'s order.
+//! multiply-adds), within `n · 2^-24` of the sum of magnitudes; the fused steps sum in the
+//! order of `exp_sum`, `fast::qk` and `fast::dot` (a square is not rounded before it is
+//! added).
 
 use crate::builtins::matmul::{SKINNY, SKINNY_BLOCK, gemm_f32};
 use crate::context::TaskContext;
@@ -128,6 +134,9 @@ struct Inst {
     at: [Option<IntExpr>; 2],
     scalar: Scalar,
     cmp: Cmp,
+    /// A `TLOAD` into an `f32` tile that products read by rows, from a region the kernel does not
+    /// write: it may leave the tile in the region (see [`Task::materialize`]).
+    lazy: bool,
 }
 
 /// A statement of the lowered body.
@@ -159,6 +168,25 @@ enum Step {
         x: usize,
         m: usize,
         l: usize,
+        parts: Vec<Step>,
+    },
+    /// `TTRANS(t, s); TMATMUL(c, a, t)` with `t` used nowhere else, on `f32` tiles: `c = a · sᵀ`
+    /// by `fast::qk`, with no transpose. Runs as the two instructions when `a`'s valid columns
+    /// exceed `t`'s valid rows or `a`'s valid part is not contiguous.
+    MatmulT {
+        c: usize,
+        a: usize,
+        s: usize,
+        t: usize,
+        parts: Vec<Step>,
+    },
+    /// `TMUL(q, x, x); TROWSUM(l, q)` with `q` used nowhere else, on `f32` tiles: each row's sum
+    /// of squares by `fast::dot`. Runs as the two instructions when `l` has more valid rows than
+    /// `q`.
+    SumSq {
+        l: usize,
+        x: usize,
+        q: usize,
         parts: Vec<Step>,
     },
 }
@@ -218,7 +246,13 @@ impl Program {
             }
         }
         lw.values = scalars.len();
-        let body = lw.block(k.body.as_deref().unwrap_or(&[]))?;
+        let mut body = lw.block(k.body.as_deref().unwrap_or(&[]))?;
+        let mut uses = vec![0; lw.tiles.len()];
+        count_uses(&body, &mut uses);
+        fuse(&mut body, &lw.tiles, &uses);
+        let mut by_rows = vec![false; lw.tiles.len()];
+        read_by_rows(&body, &mut by_rows);
+        mark_lazy(&mut body, &by_rows, &lw.tiles, &regions);
         Ok(Program {
             kernel: k.name.name.clone(),
             tiles: lw.tiles,
@@ -258,7 +292,6 @@ impl Lower {
             out.push(self.stmt(s)?);
         }
         self.scope.truncate(mark);
-        fuse(&mut out, &self.tiles);
         Ok(out)
     }
 
@@ -318,6 +351,7 @@ impl Lower {
             at: [None, None],
             scalar: Scalar::Const(0.0),
             cmp: Cmp::Eq,
+            lazy: false,
         };
         let (mut nt, mut nat) = (0, 0);
         let kinds = op.operands();
@@ -437,31 +471,164 @@ impl Lower {
     }
 }
 
-/// Replaces `TROWEXPANDSUB(x, x, m); TEXP(x, x); TROWSUM(l, x)` on three distinct `f32` tiles
-/// by [`Step::ExpSum`], which keeps the three for the case it declines.
-fn fuse(steps: &mut Vec<Step>, tiles: &[TileInfo]) {
-    let mut i = 0;
-    while i + 2 < steps.len() {
-        let hit = match (&steps[i], &steps[i + 1], &steps[i + 2]) {
-            (Step::Inst(a), Step::Inst(b), Step::Inst(c)) => {
-                let (x, m, l) = (a.t[0], a.t[2], c.t[0]);
-                (a.op == TileOp::RowExpandSub
-                    && b.op == TileOp::Exp
-                    && c.op == TileOp::RowSum
-                    && a.t[1] == x
-                    && b.t[..2] == [x, x]
-                    && c.t[1] == x
-                    && x != m
-                    && x != l
-                    && m != l
-                    && [x, m, l].iter().all(|&t| tiles[t].dtype == DType::F32))
-                .then_some((x, m, l))
+/// Counts, per tile, the operands that name it in the whole body.
+fn count_uses(steps: &[Step], uses: &mut [usize]) {
+    for s in steps {
+        match s {
+            Step::Inst(i) => {
+                i.t.iter()
+                    .filter(|&&t| t != usize::MAX)
+                    .for_each(|&t| uses[t] += 1)
             }
+            Step::For { body, .. } => count_uses(body, uses),
+            Step::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                count_uses(then_body, uses);
+                count_uses(else_body, uses);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Marks the tiles that products read row by row: the right operand of `TMATMUL` /
+/// `TMATMUL_ACC`, the transposed operand of [`Step::MatmulT`].
+fn read_by_rows(steps: &[Step], out: &mut [bool]) {
+    for s in steps {
+        match s {
+            Step::Inst(i) if matches!(i.op, TileOp::Matmul | TileOp::MatmulAcc) => {
+                out[i.t[2]] = true
+            }
+            Step::MatmulT { s, .. } => out[*s] = true,
+            Step::For { body, .. } => read_by_rows(body, out),
+            Step::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                read_by_rows(then_body, out);
+                read_by_rows(else_body, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Sets [`Inst::lazy`] on the loads of `f32` tiles read by rows from regions the kernel does not
+/// write.
+fn mark_lazy(steps: &mut [Step], by_rows: &[bool], tiles: &[TileInfo], writes: &[bool]) {
+    for s in steps {
+        match s {
+            Step::Inst(i) if i.op == TileOp::Load => {
+                i.lazy = by_rows[i.t[0]] && tiles[i.t[0]].dtype == DType::F32 && !writes[i.region];
+            }
+            Step::For { body, .. } => mark_lazy(body, by_rows, tiles, writes),
+            Step::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                mark_lazy(then_body, by_rows, tiles, writes);
+                mark_lazy(else_body, by_rows, tiles, writes);
+            }
+            Step::ExpSum { parts, .. }
+            | Step::MatmulT { parts, .. }
+            | Step::SumSq { parts, .. } => mark_lazy(parts, by_rows, tiles, writes),
+            _ => {}
+        }
+    }
+}
+
+/// Replaces, in every block, the instruction sequences the fused steps stand for
+/// ([`Step::ExpSum`], [`Step::MatmulT`], [`Step::SumSq`]); each keeps its instructions for the
+/// case it declines at run time.
+fn fuse(steps: &mut Vec<Step>, tiles: &[TileInfo], uses: &[usize]) {
+    let f32s = |ts: &[usize]| ts.iter().all(|&t| tiles[t].dtype == DType::F32);
+    let mut i = 0;
+    while i < steps.len() {
+        match &mut steps[i] {
+            Step::For { body, .. } => fuse(body, tiles, uses),
+            Step::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                fuse(then_body, tiles, uses);
+                fuse(else_body, tiles, uses);
+            }
+            _ => {}
+        }
+        let inst = |k: usize| match steps.get(i + k) {
+            Some(Step::Inst(x)) => Some(x),
             _ => None,
         };
-        if let Some((x, m, l)) = hit {
-            let parts = steps.drain(i..i + 3).collect();
-            steps.insert(i, Step::ExpSum { x, m, l, parts });
+        let (a, b, c) = (inst(0), inst(1), inst(2));
+        let (a_op, b_op) = (a.map(|x| x.op), b.map(|x| x.op));
+        let c_op = c.map(|x| x.op);
+        if let (Some(a), Some(b), Some(c)) = (a, b, c)
+            && (a_op, b_op, c_op)
+                == (
+                    Some(TileOp::RowExpandSub),
+                    Some(TileOp::Exp),
+                    Some(TileOp::RowSum),
+                )
+        {
+            let (x, m, l) = (a.t[0], a.t[2], c.t[0]);
+            if a.t[1] == x
+                && b.t[..2] == [x, x]
+                && c.t[1] == x
+                && x != m
+                && x != l
+                && m != l
+                && f32s(&[x, m, l])
+            {
+                let parts = steps.drain(i..i + 3).collect();
+                steps.insert(i, Step::ExpSum { x, m, l, parts });
+                i += 1;
+                continue;
+            }
+        }
+        if let (Some(a), Some(b)) = (a, b) {
+            let fused = match (a.op, b.op) {
+                (TileOp::Trans, TileOp::Matmul) => {
+                    let (t, s, c, x) = (a.t[0], a.t[1], b.t[0], b.t[1]);
+                    (b.t[2] == t && uses[t] == 2 && t != s && c != s && f32s(&[c, x, s])).then(
+                        || Step::MatmulT {
+                            c,
+                            a: x,
+                            s,
+                            t,
+                            parts: Vec::new(),
+                        },
+                    )
+                }
+                (TileOp::Mul, TileOp::RowSum) => {
+                    let (q, x, l) = (a.t[0], a.t[1], b.t[0]);
+                    (a.t[2] == x
+                        && b.t[1] == q
+                        && uses[q] == 2
+                        && x != q
+                        && l != x
+                        && f32s(&[q, x, l]))
+                    .then(|| Step::SumSq {
+                        l,
+                        x,
+                        q,
+                        parts: Vec::new(),
+                    })
+                }
+                _ => None,
+            };
+            if let Some(mut step) = fused {
+                let two: Vec<Step> = steps.drain(i..i + 2).collect();
+                if let Step::MatmulT { parts, .. } | Step::SumSq { parts, .. } = &mut step {
+                    *parts = two;
+                }
+                steps.insert(i, step);
+            }
         }
         i += 1;
     }
@@ -475,6 +642,7 @@ fn fuse(steps: &mut Vec<Step>, tiles: &[TileInfo]) {
 struct Pool {
     tiles: Vec<Vec<f32>>,
     valid: Vec<(usize, usize)>,
+    backing: Vec<Option<(usize, At)>>,
     values: Vec<Value>,
     floats: Vec<f32>,
     tmp: Vec<f32>,
@@ -485,6 +653,7 @@ thread_local! {
         RefCell::new(Pool {
             tiles: Vec::new(),
             valid: Vec::new(),
+            backing: Vec::new(),
             values: Vec::new(),
             floats: Vec::new(),
             tmp: Vec::new(),
@@ -530,6 +699,8 @@ impl Program {
             }
             pool.valid.clear();
             pool.valid.resize(self.tiles.len(), (0, 0));
+            pool.backing.clear();
+            pool.backing.resize(self.tiles.len(), None);
             pool.values.clear();
             pool.values.resize(self.values, Value::I64(0));
             pool.floats.clear();
@@ -563,6 +734,7 @@ impl Program {
                 ctx,
                 tiles: &mut pool.tiles,
                 valid: &mut pool.valid,
+                backing: &mut pool.backing,
                 values: &mut pool.values,
                 floats: &pool.floats,
                 tmp: &mut pool.tmp,
@@ -580,6 +752,8 @@ struct Task<'p, 'c, 'x, 'v> {
     ctx: &'c TaskContext<'x>,
     tiles: &'v mut [Vec<f32>],
     valid: &'v mut [(usize, usize)],
+    /// Tiles a lazy load left in their region: the region and the part.
+    backing: &'v mut [Option<(usize, At)>],
     values: &'v mut [Value],
     floats: &'v [f32],
     tmp: &'v mut Vec<f32>,
@@ -654,8 +828,27 @@ impl Task<'_, '_, '_, '_> {
                     _ => self.compute(i),
                 },
                 Step::ExpSum { x, m, l, parts } => {
+                    self.materialize(&[*x, *m, *l]);
                     if self.valid[*l].0 == self.valid[*x].0 {
                         self.exp_sum(*x, *m, *l);
+                    } else {
+                        self.steps(parts)?;
+                    }
+                }
+                Step::MatmulT { c, a, s, t, parts } => {
+                    self.materialize(&[*c, *a]);
+                    let (m, k) = self.valid[*a];
+                    let (tr, n) = self.valid[*t];
+                    if k <= tr && (m <= 1 || self.prog.tiles[*a].cols == k) {
+                        self.matmul_t(*c, *a, *s, (m, k, n));
+                    } else {
+                        self.steps(parts)?;
+                    }
+                }
+                Step::SumSq { l, x, q, parts } => {
+                    self.materialize(&[*l, *x, *q]);
+                    if self.valid[*l].0 <= self.valid[*q].0 {
+                        self.sum_sq(*l, *x, self.valid[*q].1);
                     } else {
                         self.steps(parts)?;
                     }
@@ -678,6 +871,11 @@ impl Task<'_, '_, '_, '_> {
     fn load_store(&mut self, i: &Inst) -> Result<(), KernelError> {
         let load = i.op == TileOp::Load;
         let t = i.t[0];
+        if load {
+            self.backing[t] = None;
+        } else {
+            self.materialize(&[t]);
+        }
         let (vr, vc) = self.valid[t];
         let (r0, c0) = (self.offset(&i.at[0])?, self.offset(&i.at[1])?);
         let ri = i.region;
@@ -698,17 +896,28 @@ impl Task<'_, '_, '_, '_> {
                 i.op.mnemonic()
             )));
         }
+        let at = (r0, c0, vr, vc);
+        if i.lazy && matches!(self.views[ri], View::Read(FloatRead::F32(_))) {
+            self.backing[t] = Some((ri, at));
+            return Ok(());
+        }
         let info = &self.prog.tiles[t];
         let (buf, tc) = (&mut self.tiles[t], info.cols);
-        let at = (r0, c0, vr, vc);
         match (&mut self.views[ri], load) {
-            (View::Read(FloatRead::F32(v)), true) => copy_in(|r| v.row(r), at, buf, tc),
+            (View::Read(FloatRead::F32(v)), true) => copy_in_f32(|r| v.row(r), at, buf, tc),
             (View::Read(FloatRead::F16(v)), true) => copy_in(|r| v.row(r), at, buf, tc),
             (View::Read(FloatRead::Bf16(v)), true) => copy_in(|r| v.row(r), at, buf, tc),
-            (View::Write(FloatWrite::F32(v)), true) => copy_in(|r| v.row(r), at, buf, tc),
+            (View::Write(FloatWrite::F32(v)), true) => copy_in_f32(|r| v.row(r), at, buf, tc),
             (View::Write(FloatWrite::F16(v)), true) => copy_in(|r| v.row(r), at, buf, tc),
             (View::Write(FloatWrite::Bf16(v)), true) => copy_in(|r| v.row(r), at, buf, tc),
-            (View::Write(FloatWrite::F32(v)), false) => copy_out(v, at, buf, tc),
+            (View::Write(FloatWrite::F32(v)), false) => {
+                for r in 0..vr {
+                    copy(
+                        &mut v.row_mut(r0 + r)[c0..c0 + vc],
+                        &buf[r * tc..r * tc + vc],
+                    );
+                }
+            }
             (View::Write(FloatWrite::F16(v)), false) => copy_out(v, at, buf, tc),
             (View::Write(FloatWrite::Bf16(v)), false) => copy_out(v, at, buf, tc),
             _ => unreachable!("the view was opened for this access above"),
@@ -721,6 +930,22 @@ impl Task<'_, '_, '_, '_> {
 
     /// Runs a vector or matrix instruction (compiled for AVX2 when the CPU has it).
     fn compute(&mut self, i: &Inst) {
+        let product = matches!(i.op, TileOp::Matmul | TileOp::MatmulAcc);
+        // The right operand of a product may stay in its region when the product streams its
+        // rows (`fast::pv`) and reads only rows and columns the load covered.
+        let mut b_view = None;
+        if product && let Some((ri, at)) = self.backing[i.t[2]] {
+            let ((m, k), n) = (self.valid[i.t[1]], self.valid[i.t[2]].1);
+            let dc = self.prog.tiles[i.t[0]].cols;
+            if m <= SKINNY && (m == 1 || n == dc) && k <= at.2 && n <= at.3 {
+                b_view = Some((ri, at));
+            }
+        }
+        for (n, &t) in i.t.iter().enumerate() {
+            if t != usize::MAX && !(n == 2 && b_view.is_some()) {
+                self.materialize(&[t]);
+            }
+        }
         let d = i.t[0];
         let mut dst = std::mem::take(&mut self.tiles[d]);
         let c = Compute {
@@ -732,6 +957,10 @@ impl Task<'_, '_, '_, '_> {
             tiles: self.tiles,
             info: &self.prog.tiles,
             valid: self.valid,
+            b_view: b_view.and_then(|(ri, at)| match &self.views[ri] {
+                View::Read(FloatRead::F32(v)) => Some((v, at)),
+                _ => None,
+            }),
         };
         #[cfg(target_arch = "x86_64")]
         if self.simd {
@@ -759,6 +988,72 @@ impl Task<'_, '_, '_, '_> {
         self.tiles[x] = xt;
         self.tiles[l] = lt;
     }
+
+    /// Copies tiles a lazy load left in their region into their scratch buffers.
+    fn materialize(&mut self, tiles: &[usize]) {
+        for &t in tiles {
+            if let Some((ri, at)) = self.backing[t].take()
+                && let View::Read(FloatRead::F32(v)) = &self.views[ri]
+            {
+                copy_in_f32(
+                    |r| v.row(r),
+                    at,
+                    &mut self.tiles[t],
+                    self.prog.tiles[t].cols,
+                );
+            }
+        }
+    }
+
+    /// [`Step::MatmulT`]: `c = a · sᵀ` over `m × n`, inner dimension `k` (`a`'s valid part is
+    /// contiguous: checked by the caller). `s`'s rows are read in its region if a lazy load left
+    /// it there and covered them.
+    fn matmul_t(&mut self, c: usize, a: usize, s: usize, (m, k, n): (usize, usize, usize)) {
+        if let Some((_, (_, _, vr, vc))) = self.backing[s]
+            && (n > vr || k > vc)
+        {
+            self.materialize(&[s]);
+        }
+        let info = &self.prog.tiles;
+        let (dc, sc) = (info[c].cols, info[s].cols);
+        let mut ct = std::mem::take(&mut self.tiles[c]);
+        let (at, st) = (&self.tiles[a], &self.tiles[s]);
+        let lazy = self.backing[s].and_then(|(ri, (r0, c0, _, _))| match &self.views[ri] {
+            View::Read(FloatRead::F32(v)) => Some((v, r0, c0)),
+            _ => None,
+        });
+        if k == 0 {
+            (0..m).for_each(|r| ct[r * dc..r * dc + n].fill(0.0));
+        } else if m > 0 {
+            let mut rows: [&[f32]; SKINNY_BLOCK] = [&[]; SKINNY_BLOCK];
+            for j0 in (0..n).step_by(SKINNY_BLOCK) {
+                let jb = SKINNY_BLOCK.min(n - j0);
+                for (jj, row) in rows.iter_mut().enumerate().take(jb) {
+                    let j = j0 + jj;
+                    *row = match lazy {
+                        Some((v, r0, c0)) => &v.row(r0 + j)[c0..c0 + k],
+                        None => &st[j * sc..j * sc + k],
+                    };
+                }
+                fast::qk(&at[..m * k], k, &rows[..jb], &mut ct[j0..], dc);
+            }
+        }
+        self.tiles[c] = ct;
+    }
+
+    /// [`Step::SumSq`]: `l[r][..] = Σ_c x[r][c]²` over `qc` columns, for `l`'s valid rows.
+    fn sum_sq(&mut self, l: usize, x: usize, qc: usize) {
+        let info = &self.prog.tiles;
+        let (lc, xc) = (info[l].cols, info[x].cols);
+        let (vr, vc) = self.valid[l];
+        let mut lt = std::mem::take(&mut self.tiles[l]);
+        let xt = &self.tiles[x];
+        for r in 0..vr {
+            let row = &xt[r * xc..r * xc + qc];
+            lt[r * lc..r * lc + vc].fill(fast::dot(row, row));
+        }
+        self.tiles[l] = lt;
+    }
 }
 
 /// `(row, col, rows, cols)` of a load or store: the region's part at (row, col).
@@ -775,6 +1070,35 @@ fn copy_in<'a, T: Float + 'a>(
     for r in 0..vr {
         T::load(&row(r0 + r)[c0..c0 + vc], &mut dst[r * tc..r * tc + vc]);
     }
+}
+
+/// [`copy_in`] of an `f32` region, inlined ([`copy`]).
+#[inline(always)]
+fn copy_in_f32<'a>(
+    row: impl Fn(usize) -> &'a [f32],
+    (r0, c0, vr, vc): At,
+    dst: &mut [f32],
+    tc: usize,
+) {
+    for r in 0..vr {
+        copy(&mut dst[r * tc..r * tc + vc], &row(r0 + r)[c0..c0 + vc]);
+    }
+}
+
+/// `dst = src` (same length) in blocks of 8 copied inline: tile rows are short, and a call to
+/// `memcpy` per row costs more than the copy.
+#[inline(always)]
+fn copy(dst: &mut [f32], src: &[f32]) {
+    if src.len() >= 32 {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let (mut d, mut s) = (dst.chunks_exact_mut(8), src.chunks_exact(8));
+    for (d, s) in (&mut d).zip(&mut s) {
+        let d: &mut [f32; 8] = d.try_into().expect("chunks of 8");
+        *d = s.try_into().expect("chunks of 8");
+    }
+    d.into_remainder().copy_from_slice(s.remainder());
 }
 
 /// A tile's valid part (`tc` columns) into a region.
@@ -813,6 +1137,8 @@ struct Compute<'a> {
     tiles: &'a [Vec<f32>],
     info: &'a [TileInfo],
     valid: &'a [(usize, usize)],
+    /// The right operand of a product, left in its region by a lazy load.
+    b_view: Option<(&'a crate::context::ReadView<'a, f32>, At)>,
 }
 
 impl Compute<'_> {
@@ -906,9 +1232,14 @@ fn compute_with(c: &Compute<'_>, dst: &mut [f32], tmp: &mut Vec<f32>) {
                     (&tmp[..], dc)
                 }
             };
-            for r in 0..vr {
-                for (col, o) in dst[r * dc..r * dc + vc].iter_mut().enumerate() {
-                    *o = sv[col * sc + r];
+            // In blocks of 8 × 8, so that the strided reads stay in a few cache lines.
+            for r0 in (0..vr).step_by(8) {
+                for c0 in (0..vc).step_by(8) {
+                    for r in r0..(r0 + 8).min(vr) {
+                        for col in c0..(c0 + 8).min(vc) {
+                            dst[r * dc + col] = sv[col * sc + r];
+                        }
+                    }
                 }
             }
         }
@@ -1049,7 +1380,11 @@ fn compute_with(c: &Compute<'_>, dst: &mut [f32], tmp: &mut Vec<f32>) {
                 for j0 in (0..k).step_by(SKINNY_BLOCK) {
                     let jb = SKINNY_BLOCK.min(k - j0);
                     for (jj, row) in rows.iter_mut().enumerate().take(jb) {
-                        *row = &b[(j0 + jj) * bc..(j0 + jj) * bc + n];
+                        let p = j0 + jj;
+                        *row = match c.b_view {
+                            Some((v, (r0, c0, _, _))) => &v.row(r0 + p)[c0..c0 + n],
+                            None => &b[p * bc..p * bc + n],
+                        };
                     }
                     fast::pv(&a[j0..], ac, &rows[..jb], acc, n);
                 }

@@ -304,6 +304,27 @@ mod tests {
     }
 
     #[test]
+    fn with_std_exp_is_the_standard_exp_in_its_scope_only() {
+        let x = data(203, 3);
+        let mut inside = x.clone();
+        let sum = with_std_exp(|| {
+            assert!(STD_EXP.with(Cell::get));
+            exp_sum(&mut inside, 0.25)
+        });
+        let mut want = 0.0f32;
+        for (got, &v) in inside.iter().zip(&x) {
+            let e = (v - 0.25).exp();
+            assert_eq!(got.to_bits(), e.to_bits());
+            want += e;
+        }
+        assert_eq!(sum.to_bits(), want.to_bits());
+        assert!(!STD_EXP.with(Cell::get), "restored after the scope");
+        let unwound = std::panic::catch_unwind(|| with_std_exp(|| panic!("inside")));
+        assert!(unwound.is_err());
+        assert!(!STD_EXP.with(Cell::get), "restored after a panic");
+    }
+
+    #[test]
     fn both_paths_agree() {
         let x = data(203, 5);
         let y = data(203, 9);

@@ -334,3 +334,158 @@ workload main() { task k(A[0 +: 8, 0 +: 8], 5); }
         "kernel `k`: TLOAD: 4 x 8 at (5, 0) is outside region 0 (8 x 8)"
     );
 }
+
+/// The executor fuses `TTRANS; TMATMUL` (into a product with the transposed operand),
+/// `TMUL(q, x, x); TROWSUM` (into sums of squares) and `TROWEXPANDSUB; TEXP; TROWSUM` (into one
+/// `exp` pass): each fused form, each form kept apart because its temporary tile is used again
+/// (`extra`), and each fused form declining at run time (`k` = 9: the left operand's valid part
+/// is not contiguous; `lr` = 3: fewer valid sum rows than exp rows) must give the naive result,
+/// within 1e-6 of the sum of magnitudes (`exp` within 5e-7 relative).
+#[test]
+fn fused_instruction_sequences_match_a_naive_reference_in_every_form() {
+    for (k, lr, extra) in [(11, 5, false), (11, 5, true), (9, 3, false)] {
+        let extra = if extra {
+            "    TMOV(tbt, tbt);\n    TMOV(sq, sq);\n"
+        } else {
+            ""
+        };
+        let text = format!(
+            "\
+tensor A: f32[8, 11];
+tensor B: f32[8, 11];
+tensor S: f32[8, 8];
+tensor E: f32[8, 11];
+tensor L: f32[8, 1];
+tensor Q: f32[8, 1];
+kernel k(in a: f32[8, 11], in b: f32[8, 11], inout s: f32[8, 8], inout e: f32[8, 11],
+         inout l: f32[8, 1], inout q: f32[8, 1]) @cube {{
+    tile ta: left f32[8, 11] valid(5, {k});
+    tile tb: vec f32[8, 11] valid(7, {k});
+    tile tbt: right f32[11, 8] valid({k}, 7);
+    tile c: acc f32[8, 8] valid(5, 7);
+    TLOAD(ta, a);
+    TLOAD(tb, b);
+    TTRANS(tbt, tb);
+    TMATMUL(c, ta, tbt);
+    TSTORE(s, c);
+    tile x: vec f32[8, 11] valid(5, 11);
+    tile m: vec f32[8, 1] valid(5, 1);
+    tile lt: vec f32[8, 1] valid({lr}, 1);
+    TLOAD(x, a);
+    TROWMAX(m, x);
+    TROWEXPANDSUB(x, x, m);
+    TEXP(x, x);
+    TROWSUM(lt, x);
+    TSTORE(e, x);
+    TSTORE(l, lt);
+    tile y: vec f32[8, 11] valid(6, 11);
+    tile sq: vec f32[8, 11] valid(6, 11);
+    tile qt: vec f32[8, 1] valid(6, 1);
+    TLOAD(y, b);
+    TMUL(sq, y, y);
+    TROWSUM(qt, sq);
+    TSTORE(q, qt);
+{extra}}}
+workload main() {{ task k(A[0 +: 8, 0 +: 11], B[0 +: 8, 0 +: 11], S[0 +: 8, 0 +: 8],
+                          E[0 +: 8, 0 +: 11], L[0 +: 8, 0 +: 1], Q[0 +: 8, 0 +: 1]); }}
+"
+        );
+        let m = module(&text);
+        pto_wsp_ir::validate(&m).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+        let mut st = TensorStore::new(&m, &Bindings::new()).unwrap();
+        let mut rng = crate::Rng(k as u64 * 31 + lr as u64);
+        let (a, b) = (rng.f32s(88), rng.f32s(88));
+        let (s0, e0, l0, q0) = (rng.f32s(64), rng.f32s(88), rng.f32s(8), rng.f32s(8));
+        for (name, v) in [
+            ("A", &a),
+            ("B", &b),
+            ("S", &s0),
+            ("E", &e0),
+            ("L", &l0),
+            ("Q", &q0),
+        ] {
+            st.write(name, v).unwrap();
+        }
+        let mut reg = KernelRegistry::new();
+        register_bodies(&m, &mut reg);
+        let regions = [
+            io(0, &[0, 0], &[8, 11], Access::In),
+            io(1, &[0, 0], &[8, 11], Access::In),
+            io(2, &[0, 0], &[8, 8], Access::InOut),
+            io(3, &[0, 0], &[8, 11], Access::InOut),
+            io(4, &[0, 0], &[8, 1], Access::InOut),
+            io(5, &[0, 0], &[8, 1], Access::InOut),
+        ];
+        run(&reg, &st, "k", &[], &regions).unwrap();
+        let close = |got: f32, want: f64, scale: f64, tol: f64, what: &str| {
+            assert!(
+                (got as f64 - want).abs() <= tol * scale,
+                "k {k}, lr {lr}, extra {}: {what}: {got} vs {want}",
+                !extra.is_empty()
+            );
+        };
+        let s = st.read::<f32>("S").unwrap();
+        for i in 0..8 {
+            for j in 0..8 {
+                if i >= 5 || j >= 7 {
+                    assert_eq!(s[i * 8 + j].to_bits(), s0[i * 8 + j].to_bits());
+                    continue;
+                }
+                let t: Vec<f64> = (0..k)
+                    .map(|p| a[i * 11 + p] as f64 * b[j * 11 + p] as f64)
+                    .collect();
+                let mag = t.iter().map(|x| x.abs()).sum();
+                close(
+                    s[i * 8 + j],
+                    t.iter().sum(),
+                    mag,
+                    1e-6,
+                    &format!("S[{i}][{j}]"),
+                );
+            }
+        }
+        let (e, l, q) = (
+            st.read::<f32>("E").unwrap(),
+            st.read::<f32>("L").unwrap(),
+            st.read::<f32>("Q").unwrap(),
+        );
+        for i in 0..8 {
+            let row = &a[i * 11..i * 11 + 11];
+            let mx = row.iter().copied().fold(f32::MIN, f32::max);
+            let want: Vec<f64> = row.iter().map(|&x| ((x - mx) as f64).exp()).collect();
+            for c in 0..11 {
+                if i >= 5 {
+                    assert_eq!(e[i * 11 + c].to_bits(), e0[i * 11 + c].to_bits());
+                } else {
+                    close(
+                        e[i * 11 + c],
+                        want[c],
+                        want[c],
+                        // Results below the smallest normal f32 are flushed to 0 (documented).
+                        if want[c] < f32::MIN_POSITIVE as f64 {
+                            1.0
+                        } else {
+                            5e-7
+                        },
+                        &format!("E[{i}][{c}]"),
+                    );
+                }
+            }
+            if i < lr {
+                let sum: f64 = want.iter().sum();
+                close(l[i], sum, sum, 1e-6, &format!("L[{i}]"));
+            } else {
+                assert_eq!(l[i].to_bits(), l0[i].to_bits());
+            }
+            if i < 6 {
+                let sq: f64 = b[i * 11..i * 11 + 11]
+                    .iter()
+                    .map(|&x| (x as f64).powi(2))
+                    .sum();
+                close(q[i], sq, sq, 1e-6, &format!("Q[{i}]"));
+            } else {
+                assert_eq!(q[i].to_bits(), q0[i].to_bits());
+            }
+        }
+    }
+}
