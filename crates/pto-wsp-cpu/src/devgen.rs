@@ -46,9 +46,17 @@
 //! # Memory
 //!
 //! Per executor: a slot per own task in flight (kernel, params, regions; reused), its map
-//! replica (bounded by what is in flight, thanks to retiring), and 8 bytes per task walked (global
-//! index → id, deduplication stamp). Shared: 8 bytes per task and per edge in [`TaskStates`], 4
-//! bytes per task in the owner table. No executor holds a task list or a graph.
+//! replica (bounded by what is in flight, thanks to retiring), deduplication stamps for the
+//! tasks after its completed prefix, and the barriers' places ([`Origins`]: global index ↔ id).
+//! Shared: [`TaskStates`] and the owner table, in chunks. After advancing its prefix an executor
+//! frees the edge chunks it filled whose predecessors are all below it
+//! ([`EdgeCursor::reclaim`]), publishes the prefix (release) — from then on it answers a
+//! predecessor below it as done without touching its state — and frees the task states and owner
+//! entries below the minimum of every executor's published prefix. And no executor walks more
+//! than `max(2 · window · E, 2 · RETIRE_EVERY)` tasks past its own prefix (`keep_close`: it runs
+//! its ready tasks, else yields). So a run holds state for a number of tasks set by the window
+//! and the executor count, not for every task.
+//! No executor holds a task list or a graph.
 //!
 //! # Why this cannot deadlock
 //!
@@ -272,6 +280,14 @@ impl OwnerTable {
     }
 }
 
+/// How far an executor may walk past its completed prefix: every executor's window twice, and
+/// at least two retire periods (the prefix is advanced every [`RETIRE_EVERY`] tasks).
+fn span_limit(window: usize, executors: usize) -> u32 {
+    (2 * window * executors)
+        .max(2 * RETIRE_EVERY as usize)
+        .min(u32::MAX as usize / 2) as u32
+}
+
 /// What every executor of a run shares.
 struct Shared<'r, E: DirectExec> {
     program: &'r Program,
@@ -280,6 +296,8 @@ struct Shared<'r, E: DirectExec> {
     config: DevGenConfig,
     executors: u32,
     window: usize,
+    /// How far an executor may walk past its completed prefix ([`Executor::keep_close`]).
+    span: u32,
     states: TaskStates,
     owners: OwnerTable,
     /// Per executor: its completed prefix, published (release) once it touches nothing below.
@@ -452,6 +470,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
 
     /// The next task id (recorded in the dedup stamps).
     fn alloc(&mut self) -> Result<u32, Stopped> {
+        self.keep_close()?;
         let id = self.next_id;
         if id >= u32::MAX - 1 {
             return Err(self.stop(ExecError::Build("more than 2^32 - 2 tasks".into())));
@@ -460,6 +479,39 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         self.wiring.seen.push_back(u32::MAX);
         self.stats.walked += 1;
         Ok(id)
+    }
+
+    /// Keeps this executor's walk within [`Shared::span`] tasks of its completed prefix: an
+    /// executor whose own tasks do not wait for the others' could otherwise walk arbitrarily
+    /// far ahead, and what every executor holds grows with the distance. While too far ahead it
+    /// runs its ready tasks; with none, the prefix waits on another executor's task, so it
+    /// yields to it (backing off, never parking: no completion of another executor's task is
+    /// announced to this one). Cannot deadlock: the oldest unfinished task's owner has generated
+    /// it (every executor is past it) and its predecessors are done, so it is ready there.
+    fn keep_close(&mut self) -> Result<(), Stopped> {
+        if self.next_id - self.completed_below < self.sh.span {
+            return Ok(());
+        }
+        let mut round = 0u32;
+        loop {
+            self.retire();
+            if self.next_id - self.completed_below < self.sh.span {
+                return Ok(());
+            }
+            if self.sh.aborted() {
+                return Err(Stopped);
+            }
+            if let Some(t) = self.next_ready() {
+                self.run_one(t)?;
+                round = 0;
+                continue;
+            }
+            if Idle::backoff(round) {
+                round += 1;
+            } else {
+                std::thread::yield_now();
+            }
+        }
     }
 
     /// Waits until the window has room for one more own task (running ready tasks meanwhile).
@@ -872,6 +924,7 @@ impl WorkerPool {
             config: *config,
             executors: executors as u32,
             window: config.window.clamp(1, MAX_WINDOW),
+            span: span_limit(config.window.clamp(1, MAX_WINDOW), executors),
             states: TaskStates::new(),
             owners: OwnerTable::new(),
             lows: (0..executors)

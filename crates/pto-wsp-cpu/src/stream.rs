@@ -23,14 +23,15 @@
 //! ([`EdgeSink::forgets_tasks`]), the task states ([`TaskStates::reclaim_below`]) and edge
 //! nodes ([`EdgeCursor::reclaim`]) and the task table (unless the run records its graph for the
 //! cycle model, which reads the table afterwards). What stays is the tasks between the oldest
-//! unfinished one and the newest submitted ([`RunStats::held_tasks_peak`]).
+//! unfinished one and the newest submitted ([`RunStats::held_tasks_peak`]); under a stalling
+//! window the orchestrator keeps that span under `max(2 · window, 2 · RETIRE_EVERY)` tasks.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use pto_wsp_graph::TaskId;
-use pto_wsp_graph::builder::{EdgeSink, ExactMap, GraphBuilder};
+use pto_wsp_graph::builder::{EdgeSink, ExactMap, GraphBuilder, RETIRE_EVERY};
 use pto_wsp_graph::counters::Counters;
 use pto_wsp_graph::start::StartGate;
 use pto_wsp_graph::state::{EdgeCursor, TaskStates};
@@ -43,6 +44,7 @@ use pto_wsp_ir::{DepsMode, StartPolicy, WindowMode};
 
 use crate::engine::{Engine, Meta, RunGraph};
 use crate::exec::{Exec, ExecError};
+use crate::idle::Idle;
 use crate::pool::{WorkerPool, panic_message};
 use crate::run::{RunConfig, finish_stats};
 use crate::stats::RunStats;
@@ -138,6 +140,10 @@ pub struct StreamSink<'s> {
     completed_below: u32,
     /// Tasks submitted so far.
     submitted: u32,
+    /// The prefix last returned by `retire_hint`.
+    hinted: u32,
+    /// Most tasks after the completed prefix (a stalling window only; [`StreamSink::keep_close`]).
+    span: Option<u32>,
     /// Free the task table behind the watermark (not when the graph is recorded).
     reclaim_table: bool,
 }
@@ -167,8 +173,51 @@ impl<'s> StreamSink<'s> {
         self.refused
     }
 
+    /// Advances the completed prefix over tasks whose completion it observes (`is_complete`
+    /// loads with acquire ordering, so their work happens before anything this thread publishes
+    /// later): amortised O(1) per task, since the prefix only grows.
+    fn advance(&mut self) {
+        while self.completed_below < self.submitted
+            && self.states.is_complete(TaskId(self.completed_below))
+        {
+            self.completed_below += 1;
+        }
+    }
+
+    /// Under a stalling window, keeps the tasks submitted after the completed prefix under
+    /// `span`: the window counts tasks in flight, and a task that runs long while later ones
+    /// complete would otherwise let the orchestrator run arbitrarily far ahead of it, holding
+    /// the storage of everything in between. Waits (spinning, then yielding: nothing announces
+    /// a completion to the orchestrator) until the oldest unfinished task completes; it is ready
+    /// or running, since everything before it is done, and the start gate is opened.
+    fn keep_close(&mut self) {
+        let Some(span) = self.span else { return };
+        if self.submitted - self.completed_below < span {
+            return;
+        }
+        self.advance();
+        if self.submitted - self.completed_below < span {
+            return;
+        }
+        let release = self.release;
+        self.start.force_open(release);
+        let mut round = 0u32;
+        loop {
+            self.advance();
+            if self.submitted - self.completed_below < span || self.failed() {
+                return;
+            }
+            if Idle::backoff(round) {
+                round += 1;
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+
     fn enter_window(&mut self) {
         let Some(win) = self.window else { return };
+        self.keep_close();
         if win.mode() == WindowMode::Stall && win.in_flight() >= win.capacity() {
             // Waiting for completions needs running workers.
             let release = self.release;
@@ -213,21 +262,16 @@ impl EdgeSink for StreamSink<'_> {
         self.submitted = task.0 + 1;
     }
 
-    /// Advances the completed prefix over tasks whose completion it observes (`is_complete`
-    /// loads with acquire ordering, so their work happens before anything this thread publishes
-    /// later): amortised O(1) per task, since the prefix only grows.
+    /// The completed prefix, if it advanced since the last hint; frees what the run holds for
+    /// the tasks below it.
     fn retire_hint(&mut self) -> Option<TaskId> {
-        let before = self.completed_below;
-        while self.completed_below < self.submitted
-            && self.states.is_complete(TaskId(self.completed_below))
-        {
-            self.completed_below += 1;
-        }
-        if self.completed_below == before {
+        self.advance();
+        if self.completed_below == self.hinted {
             return None;
         }
+        self.hinted = self.completed_below;
         let done = TaskId(self.completed_below);
-        // SAFETY: this thread saw every task below `done` complete (acquire loads above), it is
+        // SAFETY: this thread saw every task below `done` complete (acquire loads in `advance`), it is
         // the only wirer and the table's only writer (and the priority writer's thread), and
         // the builder names such tasks afterwards only as predecessors of edges.
         #[allow(unsafe_code)]
@@ -244,6 +288,16 @@ impl EdgeSink for StreamSink<'_> {
     fn forgets_tasks(&self) -> bool {
         true
     }
+}
+
+/// How far a streamed run under a stalling window of `window` tasks may submit past its
+/// completed prefix: twice the window, and at least two retire periods (the prefix is looked at
+/// every [`RETIRE_EVERY`] submissions).
+fn span_limit(window: u64) -> u32 {
+    window
+        .saturating_mul(2)
+        .max(2 * u64::from(RETIRE_EVERY))
+        .min(u64::from(u32::MAX / 2)) as u32
 }
 
 impl WorkerPool {
@@ -309,6 +363,11 @@ impl WorkerPool {
                 edges: stream.record_edges.then(Vec::new),
                 completed_below: 0,
                 submitted: 0,
+                hinted: 0,
+                span: match stream.window {
+                    Some((n, WindowMode::Stall)) => Some(span_limit(n)),
+                    _ => None,
+                },
                 reclaim_table: !stream.record_edges,
             };
             let mut builder =
