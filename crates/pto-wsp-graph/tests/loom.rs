@@ -10,8 +10,9 @@
 //!
 //! Without `--cfg loom` this file compiles to an empty test binary. Each model is small (at most
 //! three threads, a handful of operations) and explores every interleaving within a preemption
-//! bound of 3; together they finish in seconds. Under loom the task arenas use 2-entry first
-//! segments, so the models also cross arena segment boundaries.
+//! bound of 3; together they finish in seconds. Under loom the task arenas use 2-entry chunks,
+//! so the models also cross chunk boundaries, and one model frees chunks behind the completed
+//! prefix.
 //!
 //! "Done" flags are *relaxed* atomics written by a producer before it completes and read
 //! (relaxed) when a consumer is reported ready: loom explores stale reads, so the assertions fail
@@ -25,7 +26,7 @@ use pto_wsp_graph::TaskId;
 use pto_wsp_graph::counters::Counters;
 use pto_wsp_graph::gate::IssueGate;
 use pto_wsp_graph::ready::FifoQueue;
-use pto_wsp_graph::state::TaskStates;
+use pto_wsp_graph::state::{EdgeCursor, TaskStates};
 use pto_wsp_graph::window::WindowState;
 use pto_wsp_ir::{ExecPool, GateScope, WindowMode};
 
@@ -72,6 +73,57 @@ fn producer_completes_while_consumer_is_wired() {
         producer.join().unwrap();
         assert_eq!(ready[1].load(Relaxed), 1);
         assert!(st.is_complete(TaskId(0)));
+    });
+}
+
+/// Two producers complete while their common consumer is wired through an edge cursor; the
+/// wirer frees their state once it sees both complete (the reclamation of a streamed run under
+/// a window). Seeing a task complete means its completer is done with it: its work happened
+/// before, the consumer is ready exactly once, and afterwards the freed tasks read as complete
+/// and an edge from one costs nothing.
+#[test]
+fn wirer_frees_the_state_of_tasks_it_saw_complete() {
+    model(|| {
+        let st = Arc::new(TaskStates::new());
+        let done = flags(2);
+        let ready = counts(3);
+        assert!(st.seal(TaskId(0)));
+        assert!(st.seal(TaskId(1)));
+        let producers: Vec<_> = (0..2u32)
+            .map(|p| {
+                let (st, done, ready) = (st.clone(), done.clone(), ready.clone());
+                thread::spawn(move || {
+                    done[p as usize].store(true, Relaxed);
+                    st.complete(TaskId(p), |t| {
+                        assert_eq!(t, TaskId(2));
+                        assert!(done[0].load(Relaxed) && done[1].load(Relaxed));
+                        ready[2].fetch_add(1, Relaxed);
+                    });
+                })
+            })
+            .collect();
+        let mut cursor = EdgeCursor::new();
+        st.add_edge_in(&mut cursor, TaskId(0), TaskId(2));
+        st.add_edge_in(&mut cursor, TaskId(1), TaskId(2));
+        if st.seal(TaskId(2)) {
+            assert!(done[0].load(Relaxed) && done[1].load(Relaxed));
+            ready[2].fetch_add(1, Relaxed);
+        }
+        if st.is_complete(TaskId(0)) && st.is_complete(TaskId(1)) {
+            assert!(done[0].load(Relaxed) && done[1].load(Relaxed));
+            // SAFETY: this thread saw tasks 0 and 1 complete and is the only wirer.
+            #[allow(unsafe_code)]
+            unsafe {
+                st.reclaim_below(TaskId(2));
+                cursor.reclaim(&st, TaskId(2));
+            }
+            assert!(st.is_complete(TaskId(0)) && st.is_complete(TaskId(1)));
+            assert!(!st.add_edge_in(&mut cursor, TaskId(0), TaskId(3)));
+        }
+        for p in producers {
+            p.join().unwrap();
+        }
+        assert_eq!(ready[2].load(Relaxed), 1);
     });
 }
 
