@@ -992,6 +992,9 @@ impl Task<'_, '_, '_, '_> {
     /// Copies tiles a lazy load left in their region into their scratch buffers.
     fn materialize(&mut self, tiles: &[usize]) {
         for &t in tiles {
+            if self.backing[t].is_none() {
+                continue;
+            }
             if let Some((ri, at)) = self.backing[t].take()
                 && let View::Read(FloatRead::F32(v)) = &self.views[ri]
             {
