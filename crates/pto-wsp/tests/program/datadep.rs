@@ -324,7 +324,20 @@ mod property {
         ]
     }
 
-    fn text(ops: &[Op], deps: &str) -> String {
+    /// Schedule lines that change when tasks start and complete: a computed read must not wait
+    /// forever on a task the start gate holds or a completion a worker batches.
+    /// `(task_graph item, schedule item)`.
+    const KNOBS: &[(&str, &str)] = &[
+        ("", ""),
+        ("start after_orchestration;", ""),
+        ("start threshold(5);", ""),
+        ("", "batch_deps 4;"),
+        ("", "task_window 3 stall;"),
+        ("ready fifo;", "pipeline_depth 2 global;"),
+    ];
+
+    fn text(ops: &[Op], deps: &str, knob: (&str, &str)) -> String {
+        let (graph, top) = knob;
         // A task writes `A`, so every read of `A` is a computed read.
         let mut body = String::from("task copy(H[7], A[7]);\n");
         for o in ops {
@@ -347,7 +360,7 @@ mod property {
              kernel copy(in x: i64[?], out y: i64[?]);\n\
              kernel add_scalar(in x: f32[?], out y: f32[?], value: f64);\n\
              workload main() {{\n{body}}}\n\
-             schedule for main {{ executors 2; task_graph {{ deps {deps}; ready work_steal; }} }}\n"
+             schedule for main {{ executors 2; task_graph {{ deps {deps}; {graph} }} {top} }}\n"
         )
     }
 
@@ -361,8 +374,9 @@ mod property {
             initial in prop::collection::vec(0i64..8, 8),
             overlap in any::<bool>(),
             threads in 1usize..3,
+            knob in 0..KNOBS.len(),
         ) {
-            let src = text(&ops, if overlap { "overlap" } else { "hybrid" });
+            let src = text(&ops, if overlap { "overlap" } else { "hybrid" }, KNOBS[knob]);
             let m = parse(&src).unwrap();
             pto_wsp::ir::validate(&m).unwrap_or_else(|e| panic!("{e:?}\n{src}"));
             let b = Bindings::new().array("H", host.clone());
