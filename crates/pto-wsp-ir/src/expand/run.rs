@@ -267,6 +267,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
 
     /// The contents of a box of computed tensor `tensor`, from the sink. `Ok(None)`: the sink
     /// stopped the run.
+    #[inline(never)]
     fn computed(
         &mut self,
         tensor: TensorId,
@@ -306,6 +307,22 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
         }
     }
 
+    /// Element `index` of computed tensor `tensor` (`Ok(None)`: the sink stopped the run).
+    #[inline(never)]
+    fn computed_element(
+        &mut self,
+        tensor: TensorId,
+        index: &[ExprId],
+        loc: Loc,
+    ) -> Result<Option<i64>, ExpandError> {
+        let start: Vec<i64> = index
+            .iter()
+            .map(|e| eval_int(self.prog.x(*e), &self.env))
+            .collect::<Result<_, _>>()?;
+        let size = vec![1; start.len()];
+        Ok(self.computed(tensor, &start, &size, loc)?.map(|v| v[0]))
+    }
+
     /// The whole contents of a tensor the entry reads: bound, or computed (then `Ok(None)`
     /// when the sink stopped the run).
     fn whole(&mut self, tensor: TensorId, loc: Loc) -> Result<Option<Cow<'p, [i64]>>, ExpandError> {
@@ -323,6 +340,79 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
         Ok(self
             .computed(tensor, &start, &shape.clone(), loc)?
             .map(Cow::Owned))
+    }
+
+    /// Starts a `while` loop (kept out of the statement loop: most programs have none).
+    #[inline(never)]
+    fn start_while(
+        &mut self,
+        cond: ExprId,
+        max: ExprId,
+        body: &'p [Stmt],
+        proc: &mut Proc<'p>,
+    ) -> Result<(), ExpandError> {
+        let max = eval_int(self.prog.x(max), &self.env)?;
+        if max < 0 {
+            return Err(ExpandError::NegativeLength {
+                what: "the `max` bound of a `while` loop".into(),
+                value: max,
+            });
+        }
+        proc.stack.push(Frame::While {
+            cond,
+            body,
+            iters: 0,
+            max,
+            track: Some(OrderTrack::new(self.count)),
+        });
+        Ok(())
+    }
+
+    /// The `while` frame on top of `proc`'s stack: starts the next iteration, or ends the loop
+    /// (counting it when it ends at its bound with the condition still true).
+    #[inline(never)]
+    fn step_while(&mut self, proc: &mut Proc<'p>, now: u32) -> Result<(), ExpandError> {
+        let Some(Frame::While {
+            cond,
+            body,
+            iters,
+            max,
+            track,
+        }) = proc.stack.last_mut()
+        else {
+            return Ok(());
+        };
+        if let Some(t) = track {
+            t.boundary(now, |e| self.sink.order(e), &mut self.armed);
+        }
+        let holds = eval_bool(self.prog.x(*cond), &self.env)?;
+        if holds && *iters < *max {
+            *iters += 1;
+            let body: &'p [Stmt] = body;
+            proc.stack.push(Frame::Block {
+                body,
+                pos: 0,
+                track: None,
+            });
+        } else {
+            if holds {
+                self.loops_at_max += 1;
+            }
+            if let Some(t) = track {
+                t.end(&mut self.armed);
+            }
+            proc.stack.pop();
+        }
+        Ok(())
+    }
+
+    /// `break if COND`.
+    #[inline(never)]
+    fn break_if(&mut self, cond: ExprId, proc: &mut Proc<'p>) -> Result<(), ExpandError> {
+        if eval_bool(self.prog.x(cond), &self.env)? {
+            self.break_loop(proc);
+        }
+        Ok(())
     }
 
     /// `break if` held: leaves the innermost `while`, closing the order tracking of every frame
@@ -579,35 +669,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                         proc.stack.pop();
                     }
                 }
-                Frame::While {
-                    cond,
-                    body,
-                    iters,
-                    max,
-                    track,
-                } => {
-                    if let Some(t) = track {
-                        t.boundary(now, |e| self.sink.order(e), &mut self.armed);
-                    }
-                    let holds = eval_bool(self.prog.x(*cond), &self.env)?;
-                    if holds && *iters < *max {
-                        *iters += 1;
-                        let body: &'p [Stmt] = body;
-                        proc.stack.push(Frame::Block {
-                            body,
-                            pos: 0,
-                            track: None,
-                        });
-                    } else {
-                        if holds {
-                            self.loops_at_max += 1;
-                        }
-                        if let Some(t) = track {
-                            t.end(&mut self.armed);
-                        }
-                        proc.stack.pop();
-                    }
-                }
+                Frame::While { .. } => self.step_while(proc, now)?,
                 Frame::Consume {
                     channel,
                     var,
@@ -846,27 +908,8 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     });
                 }
             }
-            StmtKind::While { cond, max, body } => {
-                let max = eval_int(prog.x(*max), &self.env)?;
-                if max < 0 {
-                    return Err(ExpandError::NegativeLength {
-                        what: "the `max` bound of a `while` loop".into(),
-                        value: max,
-                    });
-                }
-                proc.stack.push(Frame::While {
-                    cond: *cond,
-                    body,
-                    iters: 0,
-                    max,
-                    track: Some(OrderTrack::new(now)),
-                });
-            }
-            StmtKind::Break { cond } => {
-                if eval_bool(prog.x(*cond), &self.env)? {
-                    self.break_loop(proc);
-                }
-            }
+            StmtKind::While { cond, max, body } => self.start_while(*cond, *max, body, proc)?,
+            StmtKind::Break { cond } => self.break_if(*cond, proc)?,
             StmtKind::Block { ordered, body } => proc.stack.push(Frame::Block {
                 body,
                 pos: 0,
@@ -911,13 +954,8 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     flat = flat.saturating_mul(extent as u64).saturating_add(i as u64);
                 }
                 let elem = if prog.computed[tensor.index()] {
-                    let start: Vec<i64> = index
-                        .iter()
-                        .map(|e| eval_int(prog.x(*e), &self.env))
-                        .collect::<Result<_, _>>()?;
-                    let size = vec![1; start.len()];
-                    match self.computed(*tensor, &start, &size, s.loc)? {
-                        Some(v) => v[0],
+                    match self.computed_element(*tensor, index, s.loc)? {
+                        Some(v) => v,
                         None => return Ok(false),
                     }
                 } else {
