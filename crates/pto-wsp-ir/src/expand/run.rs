@@ -26,7 +26,7 @@ use super::{
 };
 use crate::eval::EvalError;
 use crate::loc::Loc;
-use crate::resolve::{AxisExtent, DispatchPlan, Stmt, StmtKind, Task};
+use crate::resolve::{Axis, AxisExtent, DispatchPlan, Loop, Stmt, StmtKind, Task};
 use crate::resolve::{ExprId, TensorId};
 use crate::types::{Access, ExecPool, ScalarType};
 use crate::value::Value;
@@ -340,6 +340,172 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
         Ok(self
             .computed(tensor, &start, &shape.clone(), loc)?
             .map(Cow::Owned))
+    }
+
+    /// Starts a loop over a ragged axis (out of line: per loop, not per task).
+    #[inline(never)]
+    fn start_ragged(
+        &mut self,
+        s: &'p Stmt,
+        lp: &'p Loop,
+        axis: &'p Axis,
+        track: Option<OrderTrack>,
+        proc: &mut Proc<'p>,
+    ) -> Result<bool, ExpandError> {
+        let prog = self.prog;
+        let var = |k: usize| lp.vars.get(k).copied().unwrap_or(0);
+        let AxisExtent::Ragged {
+            rows,
+            lengths,
+            per_row,
+        } = &axis.kind
+        else {
+            return Ok(true);
+        };
+        let rows = eval_int(prog.x(*rows), &self.env)?;
+        let name = &prog.module.tensors[lengths.index()].name.name;
+        if rows < 0 {
+            return Err(ExpandError::NegativeLength {
+                what: format!("the row count of axis `{}`", axis.name),
+                value: rows,
+            });
+        }
+        let Some(data) = self.whole(*lengths, s.loc)? else {
+            return Ok(false);
+        };
+        if (data.len() as u64) < rows as u64 {
+            return Err(ExpandError::ArrayTooShort {
+                tensor: name.clone(),
+                needed: rows as u64,
+                len: data.len(),
+            });
+        }
+        let data: Cow<'p, [i64]> = match data {
+            Cow::Borrowed(d) => Cow::Borrowed(&d[..rows as usize]),
+            Cow::Owned(mut d) => {
+                d.truncate(rows as usize);
+                Cow::Owned(d)
+            }
+        };
+        let data: Cow<'p, [i64]> = match per_row {
+            None => data,
+            Some(pr) => {
+                let length = prog.x(pr.length);
+                let mut out = Vec::with_capacity(data.len());
+                for &v in data.iter() {
+                    self.env[pr.element as usize] = Value::I64(v);
+                    out.push(eval_int(length, &self.env)?);
+                }
+                out.into()
+            }
+        };
+        if let Some(r) = data.iter().position(|&l| l < 0) {
+            let from = if per_row.is_some() {
+                " computed from"
+            } else {
+                ""
+            };
+            return Err(ExpandError::NegativeLength {
+                what: format!("row length{from} `{name}[{r}]` of axis `{}`", axis.name),
+                value: data[r],
+            });
+        }
+        proc.stack.push(Frame::Ragged {
+            vars: [var(0), var(1)],
+            body: &lp.body,
+            lengths: data,
+            row: 0,
+            rows,
+            pos: 0,
+            track,
+        });
+        Ok(true)
+    }
+
+    /// Starts a `select` over a sparse axis (out of line: per loop, not per task).
+    #[inline(never)]
+    fn start_sparse(
+        &mut self,
+        s: &'p Stmt,
+        lp: &'p Loop,
+        axis: &'p Axis,
+        proc: &mut Proc<'p>,
+    ) -> Result<bool, ExpandError> {
+        let prog = self.prog;
+        let var = |k: usize| lp.vars.get(k).copied().unwrap_or(0);
+        let AxisExtent::Sparse {
+            rows,
+            indptr,
+            indices,
+        } = &axis.kind
+        else {
+            return Ok(true);
+        };
+        let rows = eval_int(prog.x(*rows), &self.env)?;
+        if rows < 0 {
+            return Err(ExpandError::NegativeLength {
+                what: format!("the row count of axis `{}`", axis.name),
+                value: rows,
+            });
+        }
+        let tensors = &prog.module.tensors;
+        let ip_name = &tensors[indptr.index()].name.name;
+        let ix_name = &tensors[indices.index()].name;
+        let Some(indptr) = self.whole(*indptr, s.loc)? else {
+            return Ok(false);
+        };
+        let Some(indices) = self.whole(*indices, s.loc)? else {
+            return Ok(false);
+        };
+        let needed = rows as u64 + 1;
+        if (indptr.len() as u64) < needed {
+            return Err(ExpandError::ArrayTooShort {
+                tensor: ip_name.clone(),
+                needed,
+                len: indptr.len(),
+            });
+        }
+        let indptr: Cow<'p, [i64]> = match indptr {
+            Cow::Borrowed(d) => Cow::Borrowed(&d[..needed as usize]),
+            Cow::Owned(mut d) => {
+                d.truncate(needed as usize);
+                Cow::Owned(d)
+            }
+        };
+        for (r, &v) in indptr.iter().enumerate() {
+            let bad = if v < 0 || v as u64 > indices.len() as u64 {
+                Some(format!(
+                    "entry {r} is {v}, outside 0..={} (the length of `{}`)",
+                    indices.len(),
+                    ix_name
+                ))
+            } else if r > 0 && v < indptr[r - 1] {
+                Some(format!(
+                    "entry {r} ({v}) is less than entry {} ({})",
+                    r - 1,
+                    indptr[r - 1]
+                ))
+            } else {
+                None
+            };
+            if let Some(message) = bad {
+                return Err(ExpandError::BadIndptr {
+                    tensor: ip_name.clone(),
+                    message,
+                });
+            }
+        }
+        let j = indptr[0] as usize;
+        proc.stack.push(Frame::Sparse {
+            vars: [var(0), var(1)],
+            body: &lp.body,
+            indptr,
+            indices,
+            row: 0,
+            rows: rows as usize,
+            j,
+        });
+        Ok(true)
     }
 
     /// Starts a `while` loop (kept out of the statement loop: most programs have none).
@@ -752,142 +918,10 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                             track,
                         });
                     }
-                    AxisExtent::Ragged {
-                        rows,
-                        lengths,
-                        per_row,
-                    } => {
-                        let rows = eval_int(prog.x(*rows), &self.env)?;
-                        let name = &prog.module.tensors[lengths.index()].name.name;
-                        if rows < 0 {
-                            return Err(ExpandError::NegativeLength {
-                                what: format!("the row count of axis `{}`", axis.name),
-                                value: rows,
-                            });
-                        }
-                        let Some(data) = self.whole(*lengths, s.loc)? else {
-                            return Ok(false);
-                        };
-                        if (data.len() as u64) < rows as u64 {
-                            return Err(ExpandError::ArrayTooShort {
-                                tensor: name.clone(),
-                                needed: rows as u64,
-                                len: data.len(),
-                            });
-                        }
-                        let data: Cow<'p, [i64]> = match data {
-                            Cow::Borrowed(d) => Cow::Borrowed(&d[..rows as usize]),
-                            Cow::Owned(mut d) => {
-                                d.truncate(rows as usize);
-                                Cow::Owned(d)
-                            }
-                        };
-                        let data: Cow<'p, [i64]> = match per_row {
-                            None => data,
-                            Some(pr) => {
-                                let length = prog.x(pr.length);
-                                let mut out = Vec::with_capacity(data.len());
-                                for &v in data.iter() {
-                                    self.env[pr.element as usize] = Value::I64(v);
-                                    out.push(eval_int(length, &self.env)?);
-                                }
-                                out.into()
-                            }
-                        };
-                        if let Some(r) = data.iter().position(|&l| l < 0) {
-                            let from = if per_row.is_some() {
-                                " computed from"
-                            } else {
-                                ""
-                            };
-                            return Err(ExpandError::NegativeLength {
-                                what: format!(
-                                    "row length{from} `{name}[{r}]` of axis `{}`",
-                                    axis.name
-                                ),
-                                value: data[r],
-                            });
-                        }
-                        proc.stack.push(Frame::Ragged {
-                            vars: [var(0), var(1)],
-                            body: &lp.body,
-                            lengths: data,
-                            row: 0,
-                            rows,
-                            pos: 0,
-                            track,
-                        });
+                    AxisExtent::Ragged { .. } => {
+                        return self.start_ragged(s, lp, axis, track, proc);
                     }
-                    AxisExtent::Sparse {
-                        rows,
-                        indptr,
-                        indices,
-                    } => {
-                        let rows = eval_int(prog.x(*rows), &self.env)?;
-                        if rows < 0 {
-                            return Err(ExpandError::NegativeLength {
-                                what: format!("the row count of axis `{}`", axis.name),
-                                value: rows,
-                            });
-                        }
-                        let tensors = &prog.module.tensors;
-                        let ip_name = &tensors[indptr.index()].name.name;
-                        let ix_name = &tensors[indices.index()].name;
-                        let Some(indptr) = self.whole(*indptr, s.loc)? else {
-                            return Ok(false);
-                        };
-                        let Some(indices) = self.whole(*indices, s.loc)? else {
-                            return Ok(false);
-                        };
-                        let needed = rows as u64 + 1;
-                        if (indptr.len() as u64) < needed {
-                            return Err(ExpandError::ArrayTooShort {
-                                tensor: ip_name.clone(),
-                                needed,
-                                len: indptr.len(),
-                            });
-                        }
-                        let indptr: Cow<'p, [i64]> = match indptr {
-                            Cow::Borrowed(d) => Cow::Borrowed(&d[..needed as usize]),
-                            Cow::Owned(mut d) => {
-                                d.truncate(needed as usize);
-                                Cow::Owned(d)
-                            }
-                        };
-                        for (r, &v) in indptr.iter().enumerate() {
-                            let bad = if v < 0 || v as u64 > indices.len() as u64 {
-                                Some(format!(
-                                    "entry {r} is {v}, outside 0..={} (the length of `{}`)",
-                                    indices.len(),
-                                    ix_name
-                                ))
-                            } else if r > 0 && v < indptr[r - 1] {
-                                Some(format!(
-                                    "entry {r} ({v}) is less than entry {} ({})",
-                                    r - 1,
-                                    indptr[r - 1]
-                                ))
-                            } else {
-                                None
-                            };
-                            if let Some(message) = bad {
-                                return Err(ExpandError::BadIndptr {
-                                    tensor: ip_name.clone(),
-                                    message,
-                                });
-                            }
-                        }
-                        let j = indptr[0] as usize;
-                        proc.stack.push(Frame::Sparse {
-                            vars: [var(0), var(1)],
-                            body: &lp.body,
-                            indptr,
-                            indices,
-                            row: 0,
-                            rows: rows as usize,
-                            j,
-                        });
-                    }
+                    AxisExtent::Sparse { .. } => return self.start_sparse(s, lp, axis, proc),
                 }
             }
             StmtKind::If {
