@@ -235,6 +235,7 @@ pub fn run(
         None
     };
     let plan = lower(&loaded.module).map_err(|e| CliError::plain(e.to_string()))?;
+    unbound_host_reads(&loaded, &plan, &bindings)?;
     let options = CompileOptions {
         threads: opts.threads,
         profiling: opts.trace.is_some(),
@@ -523,4 +524,26 @@ fn pipeline_report(
         stats.run_ns as f64 / 1e6,
         per.join(", ")
     )
+}
+
+/// Refuses, before anything runs, a generator read of a tensor no task writes and `bindings`
+/// does not give, pointing at the read (`docs/SEMANTICS.md`, "Computed reads").
+fn unbound_host_reads(
+    loaded: &Loaded,
+    plan: &pto_wsp::LoweredPlan,
+    bindings: &pto_wsp::ir::Bindings,
+) -> Result<(), CliError> {
+    let Ok(r) = plan.resolve() else {
+        return Ok(());
+    };
+    for (t, decl) in loaded.module.tensors.iter().enumerate() {
+        if r.arrays[t] && !r.written[t] && !bindings.arrays.contains_key(&decl.name.name) {
+            let e = pto_wsp::ir::BindingError::MissingArray {
+                tensor: decl.name.name.clone(),
+                loc: r.array_reads[t],
+            };
+            return Err(CliError::diagnostic(&loaded.source, &e));
+        }
+    }
+    Ok(())
 }

@@ -363,6 +363,16 @@ pub fn run_report(
         sig(per_task_us, 3),
     ));
     out.push_str(&format!("  per worker: {:?}\n", stats.per_worker));
+    let g = &stats.generation;
+    if g.computed_reads > 0 || g.loops_at_max > 0 {
+        out.push_str(&format!(
+            "  data-dependent generation: {} computed read(s), {} stalled on producers for {} ms in all; {} `while` loop(s) reached their `max`\n",
+            g.computed_reads,
+            g.stalls,
+            sig(g.stall_ns as f64 / 1e6, 3),
+            g.loops_at_max,
+        ));
+    }
     if let Some(d) = &stats.device_gen {
         let sum =
             |f: fn(&pto_wsp::cpu::ExecutorStats) -> u64| -> u64 { d.executors.iter().map(f).sum() };

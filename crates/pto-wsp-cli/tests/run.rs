@@ -787,3 +787,30 @@ fn language_decode_attention_matches_the_builtins() {
     assert!(dp < 1e-5 && dm < 1e-5 && dl < 1e-5, "{dp:e} {dm:e} {dl:e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn data_dependent_runs_report_computed_reads_and_unbound_reads_are_located() {
+    // A computed read: the run serves it and reports it.
+    let file = root().join("examples/datadep/converge.wsp");
+    let (code, out, err) = binary(&["run", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("data-dependent generation: 11 computed read(s)")
+            && out.contains("0 `while` loop(s) reached their `max`"),
+        "{out}"
+    );
+    // A read of a tensor no task writes and nobody bound: refused at the read.
+    let dir = scratch("unbound-read");
+    let path = dir.join("u.wsp");
+    std::fs::write(
+        &path,
+        "slot n: i64;\ntensor F: i64[4];\nkernel k(v: i64);\nworkload main() {\n    load n = F[1];\n    task k(n);\n}\n",
+    )
+    .unwrap();
+    let (code, _, err) = binary(&["run", path.to_str().unwrap(), "--empty-kernels"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("the contents of tensor `F` are not bound") && err.contains("u.wsp:5:5"),
+        "{err}"
+    );
+}

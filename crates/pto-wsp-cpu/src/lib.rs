@@ -16,6 +16,8 @@
 //! - [`stats`]: what a run reports ([`RunStats`]).
 //! - [`sim`]: the cycle-cost model of `trace cycles`: a simulated schedule on the modelled
 //!   executors and its makespan ([`CycleStats`]).
+//! - [`datadep`]: data-dependent generation: the sequential reference run ([`sequential`]) and
+//!   the producers a host generator waits on before a computed read ([`Producers`]).
 //! - [`csp`]: CSP pipelines on threads — one thread per process, bounded channels of the
 //!   declared depth, deadlocks reported by name ([`run_pipeline`]).
 //! - [`shapes`]: Taskflow's benchmark DAGs (chain, binary tree, independent, wavefront, random
@@ -37,6 +39,7 @@ pub const WALK_STACK_BYTES: usize = 64 << 20;
 
 pub mod baseline;
 pub mod csp;
+pub mod datadep;
 pub mod devgen;
 mod engine;
 pub mod exec;
@@ -51,6 +54,7 @@ pub mod stream;
 pub mod table;
 
 pub use csp::{CspError, CspOptions, Deadlock, run_pipeline};
+pub use datadep::{GenStats, Producers, SequentialError, SequentialStats, sequential};
 pub use devgen::{DevGenConfig, DevGenStats, DirectExec, ExecutorStats};
 pub use exec::{Exec, ExecError, NoopExec, TaskFailure};
 pub use kexec::{KernelExec, TaskSource, task_costs};

@@ -63,6 +63,9 @@ pub struct RunStats {
     /// Per-executor figures of a device-generation run ([`crate::devgen`]); `None` for host
     /// builds.
     pub device_gen: Option<DevGenStats>,
+    /// The generator's computed reads and how often and how long it waited on them
+    /// ([`crate::datadep`]); `while` loops that reached their bound.
+    pub generation: crate::datadep::GenStats,
 }
 
 impl RunStats {

@@ -288,6 +288,31 @@ impl EdgeSink for StreamSink<'_> {
     fn forgets_tasks(&self) -> bool {
         true
     }
+
+    /// Opens the start gate (the tasks waited on must be able to run), then spins, yielding,
+    /// until they have completed or the run failed.
+    fn wait_complete(&mut self, tasks: &[TaskId]) -> Option<bool> {
+        if tasks.iter().all(|&t| self.states.is_complete(t)) {
+            return Some(false);
+        }
+        let release = self.release;
+        self.start.force_open(release);
+        let mut spins = 0u32;
+        loop {
+            if self.failed() {
+                return None;
+            }
+            if tasks.iter().all(|&t| self.states.is_complete(t)) {
+                return Some(true);
+            }
+            spins = spins.saturating_add(1);
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
 }
 
 /// How far a streamed run under a stalling window of `window` tasks may submit past its

@@ -69,6 +69,14 @@ pub trait EdgeSink {
     fn forgets_tasks(&self) -> bool {
         false
     }
+    /// Waits until every task of `tasks` (all submitted) has completed, for a generator that
+    /// reads what they compute (`docs/SEMANTICS.md`, "Computed reads"): `Some(waited)` (whether
+    /// it had to wait), or `None` when it cannot — the sink runs no task, or the run failed.
+    /// The default cannot.
+    fn wait_complete(&mut self, tasks: &[TaskId]) -> Option<bool> {
+        let _ = tasks;
+        None
+    }
 }
 
 /// How often [`GraphBuilder::submit`] asks its sink for [`EdgeSink::retire_hint`].

@@ -50,8 +50,8 @@ use crate::builder::{BuildError, EdgeSink, GraphBuilder};
 use crate::tensor_map::TensorMap;
 use crate::types::{ExecDomain, ExecPool, TaskId};
 use pto_wsp_ir::{
-    Bindings, ExpandError, ExpandOptions, ExpandSink, ExpandSummary, ExpandedTask, Module,
-    OrderEdge,
+    Bindings, DataRead, ExpandError, ExpandOptions, ExpandSink, ExpandSummary, ExpandedTask,
+    Module, OrderEdge, ReadRefused,
 };
 use std::convert::Infallible;
 use std::ops::{ControlFlow, Range};
@@ -183,6 +183,20 @@ pub trait FeedHooks {
     fn after_submit(&mut self, id: TaskId) -> Result<(), Self::Error> {
         let _ = id;
         Ok(())
+    }
+    /// Serves a computed read of the expander ([`ExpandSink::read`]); `wait` waits on
+    /// submitted tasks through the builder's sink ([`crate::builder::EdgeSink::wait_complete`]).
+    /// The default refuses, as the expander does.
+    fn read(
+        &mut self,
+        read: &DataRead<'_>,
+        out: &mut Vec<i64>,
+        wait: &mut dyn FnMut(&[TaskId]) -> Option<bool>,
+    ) -> Result<(), ReadRefused> {
+        let _ = (read, out, wait);
+        Err(ReadRefused::Unsupported(
+            "this run does not serve reads of computed tensors".into(),
+        ))
     }
 }
 
@@ -421,6 +435,11 @@ impl<M: TensorMap, S: EdgeSink, H: FeedHooks> ExpandSink for Feeder<'_, M, S, H>
             after_start,
             dep,
         });
+    }
+
+    fn read(&mut self, read: &DataRead<'_>, out: &mut Vec<i64>) -> Result<(), ReadRefused> {
+        let sink = self.builder.sink_mut();
+        self.hooks.read(read, out, &mut |t| sink.wait_complete(t))
     }
 
     fn order(&mut self, edge: OrderEdge) {

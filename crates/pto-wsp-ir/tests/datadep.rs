@@ -205,3 +205,31 @@ fn an_unbound_read_names_the_tensor_and_its_location() {
     });
     assert_eq!(mb.finish(), m);
 }
+
+#[test]
+fn while_runs_inside_a_pipeline_process() {
+    let text = "slot it: i64;
+kernel k(v: i64);
+pipeline p {
+    channel c[1];
+    process a(produces c) {
+        while it < 3 max 10 {
+            send c(it);
+            set it = it + 1;
+        }
+    }
+    process b(consumes c) {
+        consume c as v {
+            task k(v);
+        }
+    }
+}
+";
+    let m = parse_ok(text);
+    validate(&m).unwrap();
+    let x = expand(&m, &Bindings::new(), &ExpandOptions::default()).unwrap();
+    assert_eq!(params(&x), vec![0, 1, 2]);
+    // A `break` needs a `while` in its own process.
+    let bad = text.replace("task k(v);", "task k(v); break if v == 1;");
+    assert!(validate(&parse_ok(&bad)).is_err());
+}

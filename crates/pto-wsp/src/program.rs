@@ -30,16 +30,16 @@ use std::time::Instant;
 use pto_wsp_cpu::sim::simulate;
 use pto_wsp_cpu::table::Writer;
 use pto_wsp_cpu::{
-    CycleStats, ExecError, GateConfig, KernelExec, PoolSplit, RunConfig, RunStats, SimMachine,
-    SimTask, StreamConfig, TaskTable, WorkerPool, task_costs,
+    CycleStats, ExecError, GateConfig, GenStats, KernelExec, PoolSplit, Producers, RunConfig,
+    RunStats, SimMachine, SimTask, StreamConfig, TaskTable, WorkerPool, task_costs,
 };
 use pto_wsp_graph::builder::ExactMap;
 use pto_wsp_graph::feed::{FeedError, FeedHooks, Origins, feed};
 use pto_wsp_graph::ready::ReadyKind;
 use pto_wsp_graph::{ExecDomain, TaskId};
 use pto_wsp_ir::{
-    Bindings, Dispatch, ExpandOptions, ExpandedTask, Module, PoolsPolicy, ReadyPolicy,
-    ResolveError, ResolveOptions, Resolved, Schedule, ScheduleConfig, ScheduleItem,
+    Bindings, DataRead, Dispatch, ExpandOptions, ExpandedTask, Module, PoolsPolicy, ReadRefused,
+    ReadyPolicy, ResolveError, ResolveOptions, Resolved, Schedule, ScheduleConfig, ScheduleItem,
     ScheduleItemKind, TracePolicy, Unsupported, ValidationError, resolve, validate,
 };
 use pto_wsp_kernels::{KernelId, KernelRegistry, StoreError, TensorStore};
@@ -298,11 +298,20 @@ pub(crate) fn compile_cpu(
         None
     };
     let pool = WorkerPool::new(options.threads)?;
+    // Tensors the generator reads computed values of (`docs/SEMANTICS.md`): their writers are
+    // tracked during a run so a read can wait on them; none in most modules.
+    let computed = match plan.resolve() {
+        Ok(r) => (0..r.arrays.len())
+            .map(|t| r.arrays[t] && r.written[t])
+            .collect(),
+        Err(_) => Vec::new(),
+    };
     Ok(Program {
         inner: Arc::new(Inner {
             plan,
             kernels,
             names,
+            computed,
             pool,
             options,
             bytecode,
@@ -318,6 +327,8 @@ struct Inner {
     plan: LoweredPlan,
     kernels: Vec<Option<KernelId>>,
     names: Vec<String>,
+    /// Per tensor: whether the entry reads computed values of it.
+    computed: Vec<bool>,
     pool: WorkerPool,
     options: CompileOptions,
     /// The decoded bytecode, in device-generation mode.
@@ -367,6 +378,10 @@ struct Hooks<'p> {
     probe: pto_wsp_cpu::AbortProbe<'p>,
     priorities: Option<Writer<'p, i64>>,
     costs: Option<&'p mut Vec<Option<u64>>>,
+    /// Writers of tensors read as computed values, when there are such tensors.
+    producers: Option<Producers>,
+    store: &'p TensorStore,
+    generation: &'p mut GenStats,
 }
 
 impl FeedHooks for Hooks<'_> {
@@ -390,7 +405,24 @@ impl FeedHooks for Hooks<'_> {
         if let Some(c) = &mut self.costs {
             c.push(task.and_then(|(_, t)| t.cost));
         }
+        if let (Some(p), Some((_, t))) = (&mut self.producers, task) {
+            p.record(id, t);
+        }
         Ok(())
+    }
+
+    fn read(
+        &mut self,
+        read: &DataRead<'_>,
+        out: &mut Vec<i64>,
+        wait: &mut dyn FnMut(&[TaskId]) -> Option<bool>,
+    ) -> Result<(), ReadRefused> {
+        let Some(p) = &mut self.producers else {
+            return Err(ReadRefused::Unsupported(
+                "the run tracks no producer of this tensor".into(),
+            ));
+        };
+        p.serve(read, wait, self.store, self.generation, out)
     }
 }
 
@@ -469,7 +501,11 @@ impl Inner {
         );
         let mut origins = Origins::new(TaskId(0));
         let mut costs = Vec::new();
+        let mut generation = GenStats::default();
+        let mut summary = None;
         let priority = matches!(self.plan.config.ready, ReadyPolicy::Priority(_));
+        let tracked = self.computed.iter().any(|&c| c);
+        let shared: &TensorStore = store;
         let r = self.pool.run_streaming(&table, &run, &stream, &exec, |b| {
             let probe = b.sink().abort_probe();
             let mut hooks = Hooks {
@@ -481,6 +517,9 @@ impl Inner {
                     None
                 },
                 costs: self.cycles().then_some(&mut costs),
+                producers: tracked.then(|| Producers::new(self.computed.clone())),
+                store: shared,
+                generation: &mut generation,
             };
             match feed(
                 &self.plan.module,
@@ -490,7 +529,11 @@ impl Inner {
                 &mut hooks,
                 ExecDomain::default(),
             ) {
-                Ok(_) | Err(FeedError::Hook(())) => Ok(()),
+                Ok(s) => {
+                    summary = Some(s.expand);
+                    Ok(())
+                }
+                Err(FeedError::Hook(())) => Ok(()),
                 Err(FeedError::Expand(e)) => Err(ExecError::Build(e.to_string())),
                 Err(FeedError::Build(e)) => Err(ExecError::Build(e.to_string())),
             }
@@ -511,6 +554,10 @@ impl Inner {
             other => other,
         })?;
         stats.barriers = u64::from(origins.barrier_tasks());
+        if let Some(s) = summary {
+            generation.loops_at_max = s.loops_at_max;
+        }
+        stats.generation = generation;
         // Spans name tasks as the user knows them too (barrier tasks run no kernel, no span).
         for s in &mut stats.spans {
             s.task = origins.index_of(TaskId(s.task)).unwrap_or(u32::MAX);

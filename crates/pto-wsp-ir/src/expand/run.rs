@@ -26,7 +26,7 @@ use super::{
 };
 use crate::eval::EvalError;
 use crate::loc::Loc;
-use crate::resolve::{AxisExtent, DispatchPlan, Stmt, StmtKind, Task};
+use crate::resolve::{Axis, AxisExtent, DispatchPlan, Loop, Stmt, StmtKind, Task};
 use crate::resolve::{ExprId, TensorId};
 use crate::types::{Access, ExecPool, ScalarType};
 use crate::value::Value;
@@ -267,6 +267,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
 
     /// The contents of a box of computed tensor `tensor`, from the sink. `Ok(None)`: the sink
     /// stopped the run.
+    #[inline(never)]
     fn computed(
         &mut self,
         tensor: TensorId,
@@ -306,6 +307,22 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
         }
     }
 
+    /// Element `index` of computed tensor `tensor` (`Ok(None)`: the sink stopped the run).
+    #[inline(never)]
+    fn computed_element(
+        &mut self,
+        tensor: TensorId,
+        index: &[ExprId],
+        loc: Loc,
+    ) -> Result<Option<i64>, ExpandError> {
+        let start: Vec<i64> = index
+            .iter()
+            .map(|e| eval_int(self.prog.x(*e), &self.env))
+            .collect::<Result<_, _>>()?;
+        let size = vec![1; start.len()];
+        Ok(self.computed(tensor, &start, &size, loc)?.map(|v| v[0]))
+    }
+
     /// The whole contents of a tensor the entry reads: bound, or computed (then `Ok(None)`
     /// when the sink stopped the run).
     fn whole(&mut self, tensor: TensorId, loc: Loc) -> Result<Option<Cow<'p, [i64]>>, ExpandError> {
@@ -323,6 +340,245 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
         Ok(self
             .computed(tensor, &start, &shape.clone(), loc)?
             .map(Cow::Owned))
+    }
+
+    /// Starts a loop over a ragged axis (out of line: per loop, not per task).
+    #[inline(never)]
+    fn start_ragged(
+        &mut self,
+        s: &'p Stmt,
+        lp: &'p Loop,
+        axis: &'p Axis,
+        track: Option<OrderTrack>,
+        proc: &mut Proc<'p>,
+    ) -> Result<bool, ExpandError> {
+        let prog = self.prog;
+        let var = |k: usize| lp.vars.get(k).copied().unwrap_or(0);
+        let AxisExtent::Ragged {
+            rows,
+            lengths,
+            per_row,
+        } = &axis.kind
+        else {
+            return Ok(true);
+        };
+        let rows = eval_int(prog.x(*rows), &self.env)?;
+        let name = &prog.module.tensors[lengths.index()].name.name;
+        if rows < 0 {
+            return Err(ExpandError::NegativeLength {
+                what: format!("the row count of axis `{}`", axis.name),
+                value: rows,
+            });
+        }
+        let Some(data) = self.whole(*lengths, s.loc)? else {
+            return Ok(false);
+        };
+        if (data.len() as u64) < rows as u64 {
+            return Err(ExpandError::ArrayTooShort {
+                tensor: name.clone(),
+                needed: rows as u64,
+                len: data.len(),
+            });
+        }
+        let data: Cow<'p, [i64]> = match data {
+            Cow::Borrowed(d) => Cow::Borrowed(&d[..rows as usize]),
+            Cow::Owned(mut d) => {
+                d.truncate(rows as usize);
+                Cow::Owned(d)
+            }
+        };
+        let data: Cow<'p, [i64]> = match per_row {
+            None => data,
+            Some(pr) => {
+                let length = prog.x(pr.length);
+                let mut out = Vec::with_capacity(data.len());
+                for &v in data.iter() {
+                    self.env[pr.element as usize] = Value::I64(v);
+                    out.push(eval_int(length, &self.env)?);
+                }
+                out.into()
+            }
+        };
+        if let Some(r) = data.iter().position(|&l| l < 0) {
+            let from = if per_row.is_some() {
+                " computed from"
+            } else {
+                ""
+            };
+            return Err(ExpandError::NegativeLength {
+                what: format!("row length{from} `{name}[{r}]` of axis `{}`", axis.name),
+                value: data[r],
+            });
+        }
+        proc.stack.push(Frame::Ragged {
+            vars: [var(0), var(1)],
+            body: &lp.body,
+            lengths: data,
+            row: 0,
+            rows,
+            pos: 0,
+            track,
+        });
+        Ok(true)
+    }
+
+    /// Starts a `select` over a sparse axis (out of line: per loop, not per task).
+    #[inline(never)]
+    fn start_sparse(
+        &mut self,
+        s: &'p Stmt,
+        lp: &'p Loop,
+        axis: &'p Axis,
+        proc: &mut Proc<'p>,
+    ) -> Result<bool, ExpandError> {
+        let prog = self.prog;
+        let var = |k: usize| lp.vars.get(k).copied().unwrap_or(0);
+        let AxisExtent::Sparse {
+            rows,
+            indptr,
+            indices,
+        } = &axis.kind
+        else {
+            return Ok(true);
+        };
+        let rows = eval_int(prog.x(*rows), &self.env)?;
+        if rows < 0 {
+            return Err(ExpandError::NegativeLength {
+                what: format!("the row count of axis `{}`", axis.name),
+                value: rows,
+            });
+        }
+        let tensors = &prog.module.tensors;
+        let ip_name = &tensors[indptr.index()].name.name;
+        let ix_name = &tensors[indices.index()].name;
+        let Some(indptr) = self.whole(*indptr, s.loc)? else {
+            return Ok(false);
+        };
+        let Some(indices) = self.whole(*indices, s.loc)? else {
+            return Ok(false);
+        };
+        let needed = rows as u64 + 1;
+        if (indptr.len() as u64) < needed {
+            return Err(ExpandError::ArrayTooShort {
+                tensor: ip_name.clone(),
+                needed,
+                len: indptr.len(),
+            });
+        }
+        let indptr: Cow<'p, [i64]> = match indptr {
+            Cow::Borrowed(d) => Cow::Borrowed(&d[..needed as usize]),
+            Cow::Owned(mut d) => {
+                d.truncate(needed as usize);
+                Cow::Owned(d)
+            }
+        };
+        for (r, &v) in indptr.iter().enumerate() {
+            let bad = if v < 0 || v as u64 > indices.len() as u64 {
+                Some(format!(
+                    "entry {r} is {v}, outside 0..={} (the length of `{}`)",
+                    indices.len(),
+                    ix_name
+                ))
+            } else if r > 0 && v < indptr[r - 1] {
+                Some(format!(
+                    "entry {r} ({v}) is less than entry {} ({})",
+                    r - 1,
+                    indptr[r - 1]
+                ))
+            } else {
+                None
+            };
+            if let Some(message) = bad {
+                return Err(ExpandError::BadIndptr {
+                    tensor: ip_name.clone(),
+                    message,
+                });
+            }
+        }
+        let j = indptr[0] as usize;
+        proc.stack.push(Frame::Sparse {
+            vars: [var(0), var(1)],
+            body: &lp.body,
+            indptr,
+            indices,
+            row: 0,
+            rows: rows as usize,
+            j,
+        });
+        Ok(true)
+    }
+
+    /// Starts a `while` loop (kept out of the statement loop: most programs have none).
+    #[inline(never)]
+    fn start_while(
+        &mut self,
+        cond: ExprId,
+        max: ExprId,
+        body: &'p [Stmt],
+        proc: &mut Proc<'p>,
+    ) -> Result<(), ExpandError> {
+        let max = eval_int(self.prog.x(max), &self.env)?;
+        if max < 0 {
+            return Err(ExpandError::NegativeLength {
+                what: "the `max` bound of a `while` loop".into(),
+                value: max,
+            });
+        }
+        proc.stack.push(Frame::While {
+            cond,
+            body,
+            iters: 0,
+            max,
+            track: Some(OrderTrack::new(self.count)),
+        });
+        Ok(())
+    }
+
+    /// The `while` frame on top of `proc`'s stack: starts the next iteration, or ends the loop
+    /// (counting it when it ends at its bound with the condition still true).
+    #[inline(never)]
+    fn step_while(&mut self, proc: &mut Proc<'p>, now: u32) -> Result<(), ExpandError> {
+        let Some(Frame::While {
+            cond,
+            body,
+            iters,
+            max,
+            track,
+        }) = proc.stack.last_mut()
+        else {
+            return Ok(());
+        };
+        if let Some(t) = track {
+            t.boundary(now, |e| self.sink.order(e), &mut self.armed);
+        }
+        let holds = eval_bool(self.prog.x(*cond), &self.env)?;
+        if holds && *iters < *max {
+            *iters += 1;
+            let body: &'p [Stmt] = body;
+            proc.stack.push(Frame::Block {
+                body,
+                pos: 0,
+                track: None,
+            });
+        } else {
+            if holds {
+                self.loops_at_max += 1;
+            }
+            if let Some(t) = track {
+                t.end(&mut self.armed);
+            }
+            proc.stack.pop();
+        }
+        Ok(())
+    }
+
+    /// `break if COND`.
+    #[inline(never)]
+    fn break_if(&mut self, cond: ExprId, proc: &mut Proc<'p>) -> Result<(), ExpandError> {
+        if eval_bool(self.prog.x(cond), &self.env)? {
+            self.break_loop(proc);
+        }
+        Ok(())
     }
 
     /// `break if` held: leaves the innermost `while`, closing the order tracking of every frame
@@ -579,35 +835,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                         proc.stack.pop();
                     }
                 }
-                Frame::While {
-                    cond,
-                    body,
-                    iters,
-                    max,
-                    track,
-                } => {
-                    if let Some(t) = track {
-                        t.boundary(now, |e| self.sink.order(e), &mut self.armed);
-                    }
-                    let holds = eval_bool(self.prog.x(*cond), &self.env)?;
-                    if holds && *iters < *max {
-                        *iters += 1;
-                        let body: &'p [Stmt] = body;
-                        proc.stack.push(Frame::Block {
-                            body,
-                            pos: 0,
-                            track: None,
-                        });
-                    } else {
-                        if holds {
-                            self.loops_at_max += 1;
-                        }
-                        if let Some(t) = track {
-                            t.end(&mut self.armed);
-                        }
-                        proc.stack.pop();
-                    }
-                }
+                Frame::While { .. } => self.step_while(proc, now)?,
                 Frame::Consume {
                     channel,
                     var,
@@ -690,142 +918,10 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                             track,
                         });
                     }
-                    AxisExtent::Ragged {
-                        rows,
-                        lengths,
-                        per_row,
-                    } => {
-                        let rows = eval_int(prog.x(*rows), &self.env)?;
-                        let name = &prog.module.tensors[lengths.index()].name.name;
-                        if rows < 0 {
-                            return Err(ExpandError::NegativeLength {
-                                what: format!("the row count of axis `{}`", axis.name),
-                                value: rows,
-                            });
-                        }
-                        let Some(data) = self.whole(*lengths, s.loc)? else {
-                            return Ok(false);
-                        };
-                        if (data.len() as u64) < rows as u64 {
-                            return Err(ExpandError::ArrayTooShort {
-                                tensor: name.clone(),
-                                needed: rows as u64,
-                                len: data.len(),
-                            });
-                        }
-                        let data: Cow<'p, [i64]> = match data {
-                            Cow::Borrowed(d) => Cow::Borrowed(&d[..rows as usize]),
-                            Cow::Owned(mut d) => {
-                                d.truncate(rows as usize);
-                                Cow::Owned(d)
-                            }
-                        };
-                        let data: Cow<'p, [i64]> = match per_row {
-                            None => data,
-                            Some(pr) => {
-                                let length = prog.x(pr.length);
-                                let mut out = Vec::with_capacity(data.len());
-                                for &v in data.iter() {
-                                    self.env[pr.element as usize] = Value::I64(v);
-                                    out.push(eval_int(length, &self.env)?);
-                                }
-                                out.into()
-                            }
-                        };
-                        if let Some(r) = data.iter().position(|&l| l < 0) {
-                            let from = if per_row.is_some() {
-                                " computed from"
-                            } else {
-                                ""
-                            };
-                            return Err(ExpandError::NegativeLength {
-                                what: format!(
-                                    "row length{from} `{name}[{r}]` of axis `{}`",
-                                    axis.name
-                                ),
-                                value: data[r],
-                            });
-                        }
-                        proc.stack.push(Frame::Ragged {
-                            vars: [var(0), var(1)],
-                            body: &lp.body,
-                            lengths: data,
-                            row: 0,
-                            rows,
-                            pos: 0,
-                            track,
-                        });
+                    AxisExtent::Ragged { .. } => {
+                        return self.start_ragged(s, lp, axis, track, proc);
                     }
-                    AxisExtent::Sparse {
-                        rows,
-                        indptr,
-                        indices,
-                    } => {
-                        let rows = eval_int(prog.x(*rows), &self.env)?;
-                        if rows < 0 {
-                            return Err(ExpandError::NegativeLength {
-                                what: format!("the row count of axis `{}`", axis.name),
-                                value: rows,
-                            });
-                        }
-                        let tensors = &prog.module.tensors;
-                        let ip_name = &tensors[indptr.index()].name.name;
-                        let ix_name = &tensors[indices.index()].name;
-                        let Some(indptr) = self.whole(*indptr, s.loc)? else {
-                            return Ok(false);
-                        };
-                        let Some(indices) = self.whole(*indices, s.loc)? else {
-                            return Ok(false);
-                        };
-                        let needed = rows as u64 + 1;
-                        if (indptr.len() as u64) < needed {
-                            return Err(ExpandError::ArrayTooShort {
-                                tensor: ip_name.clone(),
-                                needed,
-                                len: indptr.len(),
-                            });
-                        }
-                        let indptr: Cow<'p, [i64]> = match indptr {
-                            Cow::Borrowed(d) => Cow::Borrowed(&d[..needed as usize]),
-                            Cow::Owned(mut d) => {
-                                d.truncate(needed as usize);
-                                Cow::Owned(d)
-                            }
-                        };
-                        for (r, &v) in indptr.iter().enumerate() {
-                            let bad = if v < 0 || v as u64 > indices.len() as u64 {
-                                Some(format!(
-                                    "entry {r} is {v}, outside 0..={} (the length of `{}`)",
-                                    indices.len(),
-                                    ix_name
-                                ))
-                            } else if r > 0 && v < indptr[r - 1] {
-                                Some(format!(
-                                    "entry {r} ({v}) is less than entry {} ({})",
-                                    r - 1,
-                                    indptr[r - 1]
-                                ))
-                            } else {
-                                None
-                            };
-                            if let Some(message) = bad {
-                                return Err(ExpandError::BadIndptr {
-                                    tensor: ip_name.clone(),
-                                    message,
-                                });
-                            }
-                        }
-                        let j = indptr[0] as usize;
-                        proc.stack.push(Frame::Sparse {
-                            vars: [var(0), var(1)],
-                            body: &lp.body,
-                            indptr,
-                            indices,
-                            row: 0,
-                            rows: rows as usize,
-                            j,
-                        });
-                    }
+                    AxisExtent::Sparse { .. } => return self.start_sparse(s, lp, axis, proc),
                 }
             }
             StmtKind::If {
@@ -846,27 +942,8 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     });
                 }
             }
-            StmtKind::While { cond, max, body } => {
-                let max = eval_int(prog.x(*max), &self.env)?;
-                if max < 0 {
-                    return Err(ExpandError::NegativeLength {
-                        what: "the `max` bound of a `while` loop".into(),
-                        value: max,
-                    });
-                }
-                proc.stack.push(Frame::While {
-                    cond: *cond,
-                    body,
-                    iters: 0,
-                    max,
-                    track: Some(OrderTrack::new(now)),
-                });
-            }
-            StmtKind::Break { cond } => {
-                if eval_bool(prog.x(*cond), &self.env)? {
-                    self.break_loop(proc);
-                }
-            }
+            StmtKind::While { cond, max, body } => self.start_while(*cond, *max, body, proc)?,
+            StmtKind::Break { cond } => self.break_if(*cond, proc)?,
             StmtKind::Block { ordered, body } => proc.stack.push(Frame::Block {
                 body,
                 pos: 0,
@@ -911,13 +988,8 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     flat = flat.saturating_mul(extent as u64).saturating_add(i as u64);
                 }
                 let elem = if prog.computed[tensor.index()] {
-                    let start: Vec<i64> = index
-                        .iter()
-                        .map(|e| eval_int(prog.x(*e), &self.env))
-                        .collect::<Result<_, _>>()?;
-                    let size = vec![1; start.len()];
-                    match self.computed(*tensor, &start, &size, s.loc)? {
-                        Some(v) => v[0],
+                    match self.computed_element(*tensor, index, s.loc)? {
+                        Some(v) => v,
                         None => return Ok(false),
                     }
                 } else {

@@ -83,6 +83,13 @@ pub fn scale(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
     unary_with(ctx, "scale", |x| x * s)
 }
 
+/// `add_scalar`: region 1 (written) = region 0 (read) + param 0 (an `f64` rounded to `f32`
+/// first).
+pub fn add_scalar(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
+    let c = ctx.param_f32(0)?;
+    unary_with(ctx, "add_scalar", |x| x + c)
+}
+
 /// `accumulate`: region 1 (`inout`) += region 0 (read), of the same rows × cols.
 pub fn accumulate(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
     let src = ctx.read_float(0)?;

@@ -16,10 +16,12 @@
 //!
 //! Modules: [`elementwise`] (fill, copy, arithmetic, broadcasts, activations), [`rows`] (row
 //! reductions, softmax, RMSNorm, RoPE), [`matmul`], [`attention`] (decode chunk and merge,
-//! causal prefill attention), [`moe`] (a gated SwiGLU expert), [`topk`].
+//! causal prefill attention), [`moe`] (a gated SwiGLU expert), [`topk`], [`index`] (gather and
+//! scatter-add of rows by an index tensor, bucketing rows by index).
 
 pub mod attention;
 pub mod elementwise;
+pub mod index;
 pub mod matmul;
 pub mod moe;
 pub mod rows;
@@ -378,6 +380,31 @@ const TABLE: &[(&str, Kernel, WorkFn, Signature)] = &[
     ),
     // Selection.
     ("topk", topk::topk, work::topk, Signature::new(&[], 0)),
+    // Data-dependent row movement and constants (`index.rs`).
+    (
+        "add_scalar",
+        elementwise::add_scalar,
+        work::per_output::<1, 1, 0>,
+        Signature::new(&[("value", F64)], 1),
+    ),
+    (
+        "gather_rows",
+        index::gather_rows,
+        work::per_output::<2, 1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "scatter_add_rows",
+        index::scatter_add_rows,
+        work::per_output::<2, 1, 0>,
+        Signature::new(&[], 0),
+    ),
+    (
+        "bucket_by_index",
+        index::bucket_by_index,
+        work::per_input::<1, 0>,
+        Signature::new(&[], 0),
+    ),
 ];
 
 /// Names of the built-in kernels, in registration (id) order.

@@ -19,6 +19,7 @@
 mod attention;
 mod costs;
 mod elementwise;
+mod index;
 mod lang;
 mod matmul;
 mod moe;

@@ -1,0 +1,432 @@
+//! Data-dependent generation (`examples/datadep/`): modules whose generator reads what their
+//! own tasks computed, run by the sequential reference run and by host streamed runs on 1, 2
+//! and 4 threads, each checked against numbers computed here by plain loops (never by the
+//! kernels under test); device generation refuses them by name.
+
+use pto_wsp::cpu::{GenStats, sequential};
+use pto_wsp::ir::{Bindings, Module, parse};
+use pto_wsp::kernels::{KernelId, KernelRegistry, TensorStore};
+use pto_wsp::{CompileOptions, compile, lower};
+
+fn example(name: &str) -> Module {
+    let path = format!(
+        "{}/../../examples/datadep/{name}.wsp",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    parse(&text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A small deterministic generator (64-bit LCG, top bits) of values in `[0, 1)`.
+fn uniform(seed: u64, n: usize) -> Vec<f32> {
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (s >> 40) as f32 / (1u64 << 24) as f32
+        })
+        .collect()
+}
+
+/// What a run produced: the final tensors, the user tasks it ran, its generator figures.
+struct Outcome {
+    store: TensorStore,
+    tasks: u64,
+    generation: GenStats,
+}
+
+/// The sequential reference run of `m` from `input`.
+fn reference_run(m: &Module, input: &TensorStore) -> Outcome {
+    let reg = KernelRegistry::with_builtins();
+    let kernels: Vec<Option<KernelId>> =
+        m.kernels.iter().map(|k| reg.lookup(&k.name.name)).collect();
+    let names: Vec<String> = m.kernels.iter().map(|k| k.name.name.clone()).collect();
+    let store = input.clone();
+    let s = sequential(m, &Bindings::new(), &store, &reg, &kernels, &names)
+        .unwrap_or_else(|e| panic!("sequential run: {e}"));
+    Outcome {
+        store,
+        tasks: s.tasks,
+        generation: s.generation,
+    }
+}
+
+/// A host streamed run of `m` from `input` on `threads` threads, debug checks on.
+fn host_run(m: &Module, input: &TensorStore, threads: usize) -> Outcome {
+    let b = Bindings::new();
+    let mut p = compile(
+        lower(m).unwrap(),
+        CompileOptions {
+            threads,
+            debug_checks: true,
+            ..CompileOptions::default()
+        },
+    )
+    .unwrap();
+    *p.tensors(&b).unwrap() = Some(input.clone());
+    let stats = p
+        .execute(&b)
+        .unwrap_or_else(|e| panic!("host run, {threads} threads: {e}"));
+    let store = p.tensors(&b).unwrap().as_ref().unwrap().clone();
+    Outcome {
+        store,
+        tasks: stats.tasks - stats.barriers,
+        generation: stats.generation,
+    }
+}
+
+/// Every run of `m` from `input`: the sequential reference, then host runs on 1, 2, 4 threads.
+fn every_run(m: &Module, input: &TensorStore) -> Vec<(String, Outcome)> {
+    let mut out = vec![("sequential".to_string(), reference_run(m, input))];
+    for threads in [1, 2, 4] {
+        out.push((
+            format!("host {threads} threads"),
+            host_run(m, input, threads),
+        ));
+    }
+    out
+}
+
+fn assert_close(what: &str, got: &[f32], want: &[f64], rel: f64) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let tol = rel * (1.0 + w.abs());
+        assert!(
+            (g as f64 - w).abs() <= tol,
+            "{what}: element {i} is {g}, want {w}"
+        );
+    }
+}
+
+// ----- MoE -----------------------------------------------------------------------------------
+
+const TOKENS: usize = 16;
+const WIDTH: usize = 8;
+const EXPERTS: usize = 8;
+
+/// The routing a plain top-2 over `X · WG` (in `f64`) gives: each token's two experts.
+fn reference_routing(x: &[f32], wg: &[f32]) -> Vec<[usize; 2]> {
+    (0..TOKENS)
+        .map(|t| {
+            let logit = |e: usize| -> f64 {
+                (0..WIDTH)
+                    .map(|d| x[t * WIDTH + d] as f64 * wg[d * EXPERTS + e] as f64)
+                    .sum()
+            };
+            let mut order: Vec<usize> = (0..EXPERTS).collect();
+            order.sort_by(|&a, &b| logit(b).total_cmp(&logit(a)).then(a.cmp(&b)));
+            // The test data must not hinge on rounding: the second and third are apart.
+            assert!(
+                logit(order[1]) - logit(order[2]) > 1e-4,
+                "token {t}: a near tie, choose other data"
+            );
+            [order[0], order[1]]
+        })
+        .collect()
+}
+
+/// The MoE inputs; `idle` makes expert 7's router column so low that no token picks it.
+fn moe_input(m: &Module, seed: u64, idle: bool) -> (TensorStore, Vec<[usize; 2]>, Vec<f64>) {
+    let mut s = TensorStore::new(m, &Bindings::new()).unwrap();
+    let x = uniform(seed, TOKENS * WIDTH);
+    let mut wg: Vec<f32> = uniform(seed + 1, WIDTH * EXPERTS)
+        .iter()
+        .map(|v| v - 0.5)
+        .collect();
+    if idle {
+        for d in 0..WIDTH {
+            wg[d * EXPERTS + 7] = -10.0;
+        }
+    }
+    let w: Vec<f32> = uniform(seed + 2, EXPERTS * WIDTH * WIDTH)
+        .iter()
+        .map(|v| v - 0.5)
+        .collect();
+    s.write("X", &x).unwrap();
+    s.write("WG", &wg).unwrap();
+    s.write("W", &w).unwrap();
+    // Garbage where the run must write before it reads.
+    s.write("Y", &vec![7.0f32; TOKENS * WIDTH]).unwrap();
+    s.write("COUNT", &[99i32; EXPERTS]).unwrap();
+    let routing = reference_routing(&x, &wg);
+    let mut y = vec![0.0f64; TOKENS * WIDTH];
+    for (t, experts) in routing.iter().enumerate() {
+        for &e in experts {
+            for j in 0..WIDTH {
+                let v: f64 = (0..WIDTH)
+                    .map(|d| x[t * WIDTH + d] as f64 * w[(e * WIDTH + d) * WIDTH + j] as f64)
+                    .sum();
+                y[t * WIDTH + j] += v;
+            }
+        }
+    }
+    (s, routing, y)
+}
+
+#[test]
+fn moe_generates_tasks_only_for_activated_experts_and_matches_reference() {
+    let m = example("moe_routed");
+    for (seed, idle) in [(11u64, false), (5, true)] {
+        let (input, routing, want) = moe_input(&m, seed, idle);
+        let mut per_expert = [0usize; EXPERTS];
+        for r in &routing {
+            for &e in r {
+                per_expert[e] += 1;
+            }
+        }
+        if idle {
+            assert_eq!(per_expert[7], 0, "routing {routing:?}");
+        }
+        // Fill, router product, top-k, bucketing; then per (expert, tile of 4 tokens) one
+        // gather, one product, one scatter-add: nothing for an expert with no token.
+        let tiles: usize = per_expert.iter().map(|n| n.div_ceil(4)).sum();
+        let want_tasks = 4 + 3 * tiles as u64;
+        for (label, o) in every_run(&m, &input) {
+            let y: Vec<f32> = o.store.read("Y").unwrap();
+            assert_close(&format!("seed {seed} {label}: Y"), &y, &want, 1e-5);
+            assert_eq!(o.tasks, want_tasks, "seed {seed} {label}: {per_expert:?}");
+            // One computed read per expert (its token count).
+            assert_eq!(o.generation.computed_reads, EXPERTS as u64, "{label}");
+            let counts: Vec<i32> = o.store.read("COUNT").unwrap();
+            let want_counts: Vec<i32> = per_expert.iter().map(|&n| n as i32).collect();
+            assert_eq!(counts, want_counts, "seed {seed} {label}");
+        }
+    }
+}
+
+// ----- convergence loop ----------------------------------------------------------------------
+
+/// The iteration as plain `f32` arithmetic: (iterations, final x), stopping when the step
+/// falls under `tol` (the flag is `topk`'s: index 0 while step >= tol) or at `max`.
+fn converge_reference(tol: f32, max: usize) -> (usize, f32, bool) {
+    let mut x = 0.0f32;
+    for k in 1..=max {
+        let xn = x * 0.5 + 1.0;
+        let step = xn - x;
+        x = xn;
+        if step < tol {
+            return (k, x, false);
+        }
+    }
+    (max, x, true)
+}
+
+#[test]
+fn convergence_loop_stops_at_the_tolerance_or_at_max() {
+    let text = std::fs::read_to_string(format!(
+        "{}/../../examples/datadep/converge.wsp",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    for (max, label) in [(60usize, "converges"), (5, "reaches max")] {
+        let m = parse(&text.replace("max 60", &format!("max {max}"))).unwrap();
+        let (iters, x, at_max) = converge_reference(0.001, max);
+        let input = TensorStore::new(&m, &Bindings::new()).unwrap();
+        for (run, o) in every_run(&m, &input) {
+            let got: Vec<f32> = o.store.read("X").unwrap();
+            assert!(
+                got.iter().all(|&g| g == x),
+                "{label} {run}: {got:?} want {x}"
+            );
+            assert_eq!(o.tasks, 2 + 5 * iters as u64, "{label} {run}");
+            assert_eq!(o.generation.computed_reads, iters as u64, "{label} {run}");
+            assert_eq!(
+                o.generation.loops_at_max,
+                u64::from(at_max),
+                "{label} {run}"
+            );
+        }
+    }
+}
+
+// ----- early exit ----------------------------------------------------------------------------
+
+#[test]
+fn early_exit_decode_stops_after_the_flagged_chunk() {
+    let m = example("early_exit");
+    for seed in [3u64, 8] {
+        let mut input = TensorStore::new(&m, &Bindings::new()).unwrap();
+        let v = uniform(seed, 16 * 4);
+        input.write("V", &v).unwrap();
+        input.write("OUT", &vec![5.0f32; 16 * 4]).unwrap();
+        // The first chunk whose 2 V[c, 0] reaches 1.5 is the last one generated.
+        let stop = (0..16).find(|&c| 2.0 * v[c * 4] >= 1.5).unwrap_or(15);
+        let mut want = vec![0.0f64; 16 * 4];
+        for c in 0..=stop {
+            for j in 0..4 {
+                want[c * 4 + j] = 2.0 * v[c * 4 + j] as f64;
+            }
+        }
+        for (run, o) in every_run(&m, &input) {
+            let got: Vec<f32> = o.store.read("OUT").unwrap();
+            assert_close(&format!("seed {seed} {run}"), &got, &want, 1e-7);
+            assert_eq!(o.tasks, 2 + 3 * (stop as u64 + 1), "seed {seed} {run}");
+        }
+    }
+}
+
+// ----- refusals --------------------------------------------------------------------------------
+
+#[test]
+fn device_generation_refuses_computed_reads_and_while_by_name() {
+    for name in ["moe_routed", "converge", "early_exit"] {
+        let m = example(name);
+        let err = compile(
+            lower(&m).unwrap(),
+            CompileOptions {
+                device_gen: true,
+                threads: 1,
+                ..CompileOptions::default()
+            },
+        )
+        .expect_err("device generation cannot serve computed reads yet");
+        let text = err.to_string();
+        assert!(
+            text.contains("computed read") || text.contains("`while`"),
+            "{name}: {text}"
+        );
+    }
+}
+
+// ----- property: every path equals the sequential reference run -----------------------------
+
+mod property {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One statement of a random workload over `H` (host-bound), `A` (computed: tasks copy
+    /// host values into it), `D` / `E` (float data) and the slot `s` (never negative).
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// `A[(s + j) % 8] = H[(s + i) % 8]`.
+        Copy(u8, u8),
+        /// `load s = A[(s + i) % 8]` (computed) or `H[..]` (host).
+        Load(bool, u8),
+        /// `if s > k { E[(s + r) % 8] = D[s % 8] + 1 }`.
+        If(u8, u8),
+        /// `while s < k max m { copy; load from A; set s = s + 1; }`.
+        While(u8, u8),
+        /// A ragged loop whose row lengths are `A[0..4]` (computed).
+        Ragged,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0u8..8, 0u8..8).prop_map(|(i, j)| Op::Copy(i, j)),
+            (any::<bool>(), 0u8..8).prop_map(|(c, i)| Op::Load(c, i)),
+            (0u8..8, 0u8..8).prop_map(|(k, r)| Op::If(k, r)),
+            (0u8..10, 0u8..4).prop_map(|(k, m)| Op::While(k, m)),
+            Just(Op::Ragged),
+        ]
+    }
+
+    /// Schedule lines that change when tasks start and complete: a computed read must not wait
+    /// forever on a task the start gate holds or a completion a worker batches.
+    /// `(task_graph item, schedule item)`.
+    const KNOBS: &[(&str, &str)] = &[
+        ("", ""),
+        ("start after_orchestration;", ""),
+        ("start threshold(5);", ""),
+        ("", "batch_deps 4;"),
+        ("", "task_window 3 stall;"),
+        ("ready fifo;", "pipeline_depth 2 global;"),
+    ];
+
+    fn text(ops: &[Op], deps: &str, knob: (&str, &str)) -> String {
+        let (graph, top) = knob;
+        // A task writes `A`, so every read of `A` is a computed read.
+        let mut body = String::from("task copy(H[7], A[7]);\n");
+        for o in ops {
+            body.push_str(&match o {
+                Op::Copy(i, j) => format!("task copy(H[(s + {i}) % 8], A[(s + {j}) % 8]);\n"),
+                Op::Load(true, i) => format!("load s = A[(s + {i}) % 8];\n"),
+                Op::Load(false, i) => format!("load s = H[(s + {i}) % 8];\n"),
+                Op::If(k, r) => format!(
+                    "if s > {k} {{ task add_scalar(D[s % 8, 0 +: 4], E[(s + {r}) % 8, 0 +: 4], 1.0); }}\n"
+                ),
+                Op::While(k, m) => format!(
+                    "while s < {k} max {m} {{ task copy(H[(s + 1) % 8], A[s % 8]); load s = A[s % 8]; set s = s + 1; }}\n"
+                ),
+                Op::Ragged => "parallel_for r, p in R { task add_scalar(D[r, 0 +: 4], E[(r + p) % 8, 0 +: 4], 2.0); }\n".into(),
+            });
+        }
+        format!(
+            "slot s: i64;\ntensor H: i64[8];\ntensor A: i64[8];\ntensor D: f32[8, 4];\n\
+             tensor E: f32[8, 4];\naxis R = ragged(4, A);\n\
+             kernel copy(in x: i64[?], out y: i64[?]);\n\
+             kernel add_scalar(in x: f32[?], out y: f32[?], value: f64);\n\
+             workload main() {{\n{body}}}\n\
+             schedule for main {{ executors 2; task_graph {{ deps {deps}; {graph} }} {top} }}\n"
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        #[test]
+        fn host_runs_equal_the_sequential_reference(
+            ops in prop::collection::vec(op(), 1..8),
+            host in prop::collection::vec(0i64..8, 8),
+            initial in prop::collection::vec(0i64..8, 8),
+            overlap in any::<bool>(),
+            threads in 1usize..3,
+            knob in 0..KNOBS.len(),
+        ) {
+            let src = text(&ops, if overlap { "overlap" } else { "hybrid" }, KNOBS[knob]);
+            let m = parse(&src).unwrap();
+            pto_wsp::ir::validate(&m).unwrap_or_else(|e| panic!("{e:?}\n{src}"));
+            let b = Bindings::new().array("H", host.clone());
+            let mut input = TensorStore::new(&m, &b).unwrap();
+            input.fill_random(7);
+            input.write("A", &initial).unwrap();
+            let reg = KernelRegistry::with_builtins();
+            let kernels: Vec<Option<KernelId>> =
+                m.kernels.iter().map(|k| reg.lookup(&k.name.name)).collect();
+            let names: Vec<String> = m.kernels.iter().map(|k| k.name.name.clone()).collect();
+            let want = input.clone();
+            let seq = sequential(&m, &b, &want, &reg, &kernels, &names)
+                .unwrap_or_else(|e| panic!("{e}\n{src}"));
+            let mut p = compile(
+                lower(&m).unwrap(),
+                CompileOptions { threads, debug_checks: true, ..CompileOptions::default() },
+            )
+            .unwrap();
+            *p.tensors(&b).unwrap() = Some(input);
+            let stats = p.execute(&b).unwrap_or_else(|e| panic!("{e}\n{src}"));
+            let got = p.tensors(&b).unwrap().as_ref().unwrap().clone();
+            prop_assert_eq!(stats.tasks - stats.barriers, seq.tasks, "{}", src);
+            prop_assert_eq!(stats.generation.computed_reads, seq.generation.computed_reads);
+            prop_assert_eq!(stats.generation.loops_at_max, seq.generation.loops_at_max);
+            for t in ["A", "H"] {
+                prop_assert_eq!(got.read::<i64>(t).unwrap(), want.read::<i64>(t).unwrap(), "{}\n{}", t, src);
+            }
+            for t in ["D", "E"] {
+                prop_assert_eq!(got.read::<f32>(t).unwrap(), want.read::<f32>(t).unwrap(), "{}\n{}", t, src);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_pipeline_with_a_computed_read_is_refused_by_name_and_place() {
+    let text = "slot n: i64;\ntensor H: i64[4];\ntensor A: i64[4];\n\
+                kernel copy(in x: i64[?], out y: i64[?]);\n\
+                pipeline p {\n    channel c[1];\n\
+                process a(produces c) {\n        task copy(H[0], A[0]);\n        send c(0);\n    }\n\
+                process b(consumes c) {\n        consume c as i {\n            load n = A[0];\n        }\n    }\n}\n";
+    let m = parse(text).unwrap();
+    let err = compile(lower(&m).unwrap(), CompileOptions::default()).expect_err("refused");
+    let pto_wsp::CompileError::Unsupported(u) = err else {
+        panic!("{err}")
+    };
+    let rendered = pto_wsp::ir::SourceFile::new("p.wsp", text).render(&u);
+    assert!(
+        rendered.contains("computed read of tensor `A` in a pipeline process")
+            && rendered.contains("p.wsp:13:13"),
+        "{rendered}"
+    );
+}
