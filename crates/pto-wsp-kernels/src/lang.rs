@@ -941,9 +941,16 @@ impl Task<'_, '_, '_, '_> {
                 b_view = Some((ri, at));
             }
         }
-        for (n, &t) in i.t.iter().enumerate() {
-            if t != usize::MAX && !(n == 2 && b_view.is_some()) {
-                self.materialize(&[t]);
+        let lazy = |n: usize, t: usize| t != usize::MAX && !(n == 2 && b_view.is_some());
+        if i.t
+            .iter()
+            .enumerate()
+            .any(|(n, &t)| lazy(n, t) && self.backing[t].is_some())
+        {
+            for (n, &t) in i.t.iter().enumerate() {
+                if lazy(n, t) {
+                    self.materialize(&[t]);
+                }
             }
         }
         let d = i.t[0];
@@ -969,7 +976,7 @@ impl Task<'_, '_, '_, '_> {
             self.tiles[d] = dst;
             return;
         }
-        compute_with(&c, &mut dst, self.tmp);
+        compute_plain(&c, &mut dst, self.tmp);
         self.tiles[d] = dst;
     }
 
@@ -1157,6 +1164,13 @@ impl Compute<'_> {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 fn compute_avx2(c: &Compute<'_>, dst: &mut [f32], tmp: &mut Vec<f32>) {
+    compute_with(c, dst, tmp)
+}
+
+/// [`compute_with`] for CPUs without AVX2 (a function of its own, so that its frame is not
+/// set up on every call of the AVX2 path).
+#[inline(never)]
+fn compute_plain(c: &Compute<'_>, dst: &mut [f32], tmp: &mut Vec<f32>) {
     compute_with(c, dst, tmp)
 }
 
@@ -1363,59 +1377,66 @@ fn compute_with(c: &Compute<'_>, dst: &mut [f32], tmp: &mut Vec<f32>) {
                 });
             }
         }
-        TileOp::Matmul | TileOp::MatmulAcc => {
-            // The lowering made both sources distinct from the destination.
-            let (Some((a, ac)), Some((b, bc))) = (c.src(1), c.src(2)) else {
-                unreachable!("checked when lowered")
-            };
-            let (m, k) = c.valid[i.t[1]];
-            let n = c.valid[i.t[2]].1;
-            if i.op == TileOp::Matmul {
-                (0..m).for_each(|r| dst[r * dc..r * dc + n].fill(0.0));
-            }
-            if m == 0 || n == 0 || k == 0 {
-                return;
-            }
-            if m <= SKINNY && (m == 1 || n == dc) {
-                // Few rows: stream `b`'s rows through `fast::pv`, as the built-in does.
-                let acc = &mut dst[..(m - 1) * dc + n];
-                let mut rows: [&[f32]; SKINNY_BLOCK] = [&[]; SKINNY_BLOCK];
-                for j0 in (0..k).step_by(SKINNY_BLOCK) {
-                    let jb = SKINNY_BLOCK.min(k - j0);
-                    for (jj, row) in rows.iter_mut().enumerate().take(jb) {
-                        let p = j0 + jj;
-                        *row = match c.b_view {
-                            Some((v, (r0, c0, _, _))) => &v.row(r0 + p)[c0..c0 + n],
-                            None => &b[p * bc..p * bc + n],
-                        };
-                    }
-                    fast::pv(&a[j0..], ac, &rows[..jb], acc, n);
-                }
-            } else {
-                // SAFETY: `a` holds the `m × k` valid part at stride `ac` (m, k within its
-                // declared rows × cols), `b` the `k × n` part at stride `bc`, `dst` the `m × n`
-                // part at stride `dc` (shapes checked when lowered, valid sizes when declared);
-                // `dst` was taken out of the scratch, so it overlaps neither source.
-                unsafe {
-                    gemm_f32(
-                        m,
-                        n,
-                        k,
-                        dst.as_mut_ptr(),
-                        dc,
-                        true,
-                        a.as_ptr(),
-                        ac,
-                        b.as_ptr(),
-                        bc,
-                        1,
-                    )
-                };
-            }
-        }
+        TileOp::Matmul | TileOp::MatmulAcc => product(c, dst),
     }
     let dtype = c.info[d].dtype;
     if dtype != DType::F32 {
         round_rows(dtype, dst, dc, vr, vc);
+    }
+}
+
+/// `TMATMUL` / `TMATMUL_ACC` on `dst` (a function of its own: its row table would enlarge the
+/// frame of every instruction).
+#[inline(never)]
+fn product(c: &Compute<'_>, dst: &mut [f32]) {
+    let i = c.i;
+    let dc = c.info[i.t[0]].cols;
+    // The lowering made both sources distinct from the destination.
+    let (Some((a, ac)), Some((b, bc))) = (c.src(1), c.src(2)) else {
+        unreachable!("checked when lowered")
+    };
+    let (m, k) = c.valid[i.t[1]];
+    let n = c.valid[i.t[2]].1;
+    if i.op == TileOp::Matmul {
+        (0..m).for_each(|r| dst[r * dc..r * dc + n].fill(0.0));
+    }
+    if m == 0 || n == 0 || k == 0 {
+        return;
+    }
+    if m <= SKINNY && (m == 1 || n == dc) {
+        // Few rows: stream `b`'s rows through `fast::pv`, as the built-in does.
+        let acc = &mut dst[..(m - 1) * dc + n];
+        let mut rows: [&[f32]; SKINNY_BLOCK] = [&[]; SKINNY_BLOCK];
+        for j0 in (0..k).step_by(SKINNY_BLOCK) {
+            let jb = SKINNY_BLOCK.min(k - j0);
+            for (jj, row) in rows.iter_mut().enumerate().take(jb) {
+                let p = j0 + jj;
+                *row = match c.b_view {
+                    Some((v, (r0, c0, _, _))) => &v.row(r0 + p)[c0..c0 + n],
+                    None => &b[p * bc..p * bc + n],
+                };
+            }
+            fast::pv(&a[j0..], ac, &rows[..jb], acc, n);
+        }
+    } else {
+        // SAFETY: `a` holds the `m × k` valid part at stride `ac` (m, k within its
+        // declared rows × cols), `b` the `k × n` part at stride `bc`, `dst` the `m × n`
+        // part at stride `dc` (shapes checked when lowered, valid sizes when declared);
+        // `dst` was taken out of the scratch, so it overlaps neither source.
+        unsafe {
+            gemm_f32(
+                m,
+                n,
+                k,
+                dst.as_mut_ptr(),
+                dc,
+                true,
+                a.as_ptr(),
+                ac,
+                b.as_ptr(),
+                bc,
+                1,
+            )
+        };
     }
 }
