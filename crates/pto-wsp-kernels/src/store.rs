@@ -160,6 +160,14 @@ pub enum StoreError {
         /// The size asked for.
         bytes: usize,
     },
+    /// Memory given to [`TensorStore::attach_external`] does not fit the tensor.
+    #[error("tensor `{tensor}`: {reason}")]
+    External {
+        /// The tensor.
+        tensor: String,
+        /// What does not fit.
+        reason: String,
+    },
     /// The contents the bindings give a tensor do not fit it.
     #[error("bound contents of tensor `{tensor}`: {message}")]
     Array {
@@ -253,6 +261,8 @@ struct Buffer {
     base: NonNull<u8>,
     /// The block's own memory map, for blocks of at least [`MAP_MIN`] bytes.
     map: Option<memmap2::MmapMut>,
+    /// Whether the memory is the caller's ([`TensorStore::attach_external`]): never freed here.
+    external: bool,
 }
 
 /// Alignment the system allocator gives `calloc` blocks without a `memset`.
@@ -282,6 +292,7 @@ impl Buffer {
                 len: 0,
                 base: ptr,
                 map: None,
+                external: false,
             });
         }
         if layout.size() >= MAP_MIN {
@@ -292,6 +303,7 @@ impl Buffer {
                 len: layout.size(),
                 base: ptr,
                 map: Some(map),
+                external: false,
             });
         }
         let outer = Self::outer(layout.size())?;
@@ -307,6 +319,7 @@ impl Buffer {
             len: layout.size(),
             base,
             map: None,
+            external: false,
         })
     }
 
@@ -338,7 +351,7 @@ impl Buffer {
 impl Drop for Buffer {
     fn drop(&mut self) {
         // A mapped block is unmapped when `map` drops.
-        if self.len != 0 && self.map.is_none() {
+        if self.len != 0 && self.map.is_none() && !self.external {
             let outer = Self::outer(self.len).expect("valid when allocated");
             // SAFETY: `base` was allocated by `alloc_zeroed` with exactly this layout, freed once.
             unsafe { dealloc(self.base.as_ptr(), outer) }
@@ -686,6 +699,68 @@ impl TensorStore {
     pub(crate) fn base_ptr(&self, tensor: u32) -> *mut u8 {
         self.bufs[tensor as usize].ptr.as_ptr()
     }
+
+    /// Makes tensor `tensor`'s buffer the caller's memory at `ptr` instead of its own, so a run
+    /// reads and writes it in place (a numpy array, without a copy). The store's own buffer is
+    /// freed; its contents are not copied. [`TensorStore::detach_external`] gives the tensor a
+    /// fresh zeroed buffer of its own again.
+    ///
+    /// Errors: `len` is not the tensor's size in bytes, or `ptr` is not aligned for its element
+    /// type ([`StoreError::External`]).
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be valid for reads and writes of `len` bytes, and nothing but this store may
+    /// access that memory, until the tensor is detached or the store dropped (the store never
+    /// frees it).
+    pub unsafe fn attach_external(
+        &mut self,
+        tensor: u32,
+        ptr: NonNull<u8>,
+        len: usize,
+    ) -> Result<(), StoreError> {
+        let info = &self.infos[tensor as usize];
+        let bad = |reason: String| StoreError::External {
+            tensor: info.name.clone(),
+            reason,
+        };
+        if len as u64 != info.size_bytes() {
+            return Err(bad(format!(
+                "{len} byte(s) given, the tensor has {}",
+                info.size_bytes()
+            )));
+        }
+        let align = info.dtype.size_bytes().max(1);
+        if ptr.as_ptr().align_offset(align) != 0 {
+            return Err(bad(format!(
+                "the memory is not aligned to its {align}-byte elements"
+            )));
+        }
+        self.bufs[tensor as usize] = Buffer {
+            ptr,
+            len,
+            base: ptr,
+            map: None,
+            external: true,
+        };
+        Ok(())
+    }
+
+    /// Gives tensor `tensor` a zeroed buffer of its own again if it has the caller's memory
+    /// ([`TensorStore::attach_external`]); the store no longer touches that memory.
+    pub fn detach_external(&mut self, tensor: u32) -> Result<(), StoreError> {
+        let b = &self.bufs[tensor as usize];
+        if !b.external {
+            return Ok(());
+        }
+        let layout = b.layout();
+        let fresh = Buffer::zeroed(layout).ok_or_else(|| StoreError::Alloc {
+            tensor: self.infos[tensor as usize].name.clone(),
+            bytes: layout.size(),
+        })?;
+        self.bufs[tensor as usize] = fresh;
+        Ok(())
+    }
 }
 
 /// Writes `v` as element `k` of `bytes` (a `T` buffer) if it fits `T`.
@@ -793,6 +868,31 @@ impl SplitMix64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_attached_buffer_is_written_in_place_and_detached_without_a_trace() {
+        let module = pto_wsp_ir::parse("tensor A: f32[2, 3];\ntensor B: f32[4];").expect("parses");
+        let mut store = TensorStore::new(&module, &Bindings::new()).expect("allocates");
+        let mut mine = vec![9.0f32; 6];
+        let ptr = NonNull::new(mine.as_mut_ptr().cast::<u8>()).expect("non-null");
+        // SAFETY: `mine` lives to the end of the test and is not touched until detached.
+        let short = unsafe { store.attach_external(0, ptr, 20) };
+        assert!(
+            matches!(short, Err(StoreError::External { .. })),
+            "{short:?}"
+        );
+        // SAFETY: as above, with the tensor's exact size.
+        unsafe { store.attach_external(0, ptr, 24) }.expect("fits");
+        assert_eq!(store.read::<f32>("A").expect("reads"), vec![9.0; 6]);
+        store
+            .write("A", &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0])
+            .expect("writes");
+        store.detach_external(0).expect("detaches");
+        assert_eq!(mine, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        assert_eq!(store.read::<f32>("A").expect("reads"), vec![0.0; 6]);
+        store.write("A", &[7.0f32; 6]).expect("writes");
+        assert_eq!(mine, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    }
 
     #[test]
     fn unit_grid_is_exact_and_in_range() {

@@ -1,0 +1,413 @@
+//! The `pto_wsp._pto_wsp` Python extension module (built by maturin from `python/`).
+//!
+//! Why: the people pto-wsp is for write models in Python; this crate gives them the text format,
+//! compilation and runs with numpy arrays read and written in place, through the same code the
+//! `pto-wsp` command line uses (its parsing, `--bind` rules, error rendering and `--input`
+//! checks), so Python and the CLI cannot disagree.
+//!
+//! Promises:
+//! - [`Module::from_text`] / [`Module::to_text`] round-trip with `pto-wsp fmt` (the leading
+//!   comment block, then the canonical print).
+//! - [`Program::execute`] binds each numpy array to its tensor without copying (the store runs on
+//!   the array's own memory, see `TensorStore::attach_external`), checked first with the errors
+//!   of `--input` (element type, shape); the GIL is released while the program runs; after the
+//!   run (or a failure) the store no longer refers to the arrays.
+//! - Errors raise `pto_wsp.ValidationError` (parse and validation), `CompileError` or `RunError`,
+//!   all subclasses of `pto_wsp.PtoWspError`, with the rendered `file:line:column` text of the CLI.
+
+// Reading a numpy array's data pointer and flags, and handing that memory to the tensor store,
+// are the two `unsafe` operations here (each with its SAFETY note).
+#![allow(unsafe_code)]
+
+use std::collections::HashMap;
+use std::ptr::NonNull;
+
+use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods, npyffi};
+use pto_wsp::ir::Bindings;
+use pto_wsp::kernels::KernelRegistry;
+use pto_wsp::kernels::npy::NpyHeader;
+use pto_wsp::{CompileOptions, compile, lower};
+use pto_wsp_cli::aliases::apply_aliases;
+use pto_wsp_cli::{Loaded, bindings_for, canonical, leading_comments};
+use pyo3::exceptions::{PyException, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+
+pyo3::create_exception!(
+    _pto_wsp,
+    PtoWspError,
+    PyException,
+    "Base class of every pto-wsp error."
+);
+pyo3::create_exception!(
+    _pto_wsp,
+    ValidationError,
+    PtoWspError,
+    "The module text does not parse or is not valid."
+);
+pyo3::create_exception!(
+    _pto_wsp,
+    CompileError,
+    PtoWspError,
+    "The module cannot be compiled for the target (or its bindings are wrong)."
+);
+pyo3::create_exception!(
+    _pto_wsp,
+    RunError,
+    PtoWspError,
+    "A run failed, or the arrays given to it do not fit its tensors."
+);
+
+/// A pto-wsp module: the IR of a `.wsp` text.
+#[pyclass(module = "pto_wsp._pto_wsp", frozen)]
+pub struct Module {
+    loaded: Loaded,
+}
+
+#[pymethods]
+impl Module {
+    /// Parses and validates `text` (named `path` in error messages, `<text>` when not given).
+    #[staticmethod]
+    #[pyo3(signature = (text, path = None))]
+    fn from_text(text: &str, path: Option<&str>) -> PyResult<Module> {
+        let name = path.unwrap_or("<text>");
+        let loaded = pto_wsp_cli::load_source(name, text)
+            .map_err(|e| ValidationError::new_err(e.rendered))?;
+        Ok(Module { loaded })
+    }
+
+    /// Reads and parses the `.wsp` file at `path`.
+    #[staticmethod]
+    fn from_file(path: std::path::PathBuf) -> PyResult<Module> {
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            ValidationError::new_err(format!("cannot read `{}`: {e}", path.display()))
+        })?;
+        Module::from_text(&text, Some(&path.display().to_string()))
+    }
+
+    /// The canonical text: the source's leading comment block (header, `//@ bind` lines), then
+    /// the printer's output — what `pto-wsp fmt` prints.
+    fn to_text(&self) -> String {
+        let header = leading_comments(&self.loaded.source.text);
+        let body = canonical(&self.loaded.module);
+        if header.is_empty() {
+            body
+        } else {
+            format!("{header}\n{body}")
+        }
+    }
+
+    /// The name of the entry workload or pipeline, if the module has one.
+    #[getter]
+    fn entry(&self) -> Option<String> {
+        self.loaded.module.entry_name().map(str::to_string)
+    }
+
+    /// The names of the declared tensors, in declaration order.
+    #[getter]
+    fn tensors(&self) -> Vec<String> {
+        self.loaded
+            .module
+            .tensors
+            .iter()
+            .map(|t| t.name.name.clone())
+            .collect()
+    }
+
+    /// Compiles the module for `target` into a runnable [`Program`]. `bind` maps symbol (or
+    /// integer tensor) names to values, as `pto-wsp run --bind NAME=VALUE` does, on top of the
+    /// text's `//@ bind` lines.
+    #[pyo3(signature = (target = "cpu_sim", threads = 0, device_gen = false, debug_checks = false, bind = None))]
+    fn compile(
+        &self,
+        py: Python<'_>,
+        target: &str,
+        threads: usize,
+        device_gen: bool,
+        debug_checks: bool,
+        bind: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Program> {
+        let mut specs = Vec::new();
+        if let Some(bind) = bind {
+            for (k, v) in bind.iter() {
+                let k: String = k.extract()?;
+                specs.push(format!("{k}={}", bind_text(&v)?));
+            }
+        }
+        let bindings =
+            bindings_for(&self.loaded, &specs).map_err(|e| CompileError::new_err(e.rendered))?;
+        // The kernels as `pto-wsp run` has them: the built-ins, the module's kernels written in
+        // tile instructions, and the text's `//@ alias NAME=BUILTIN` lines.
+        let mut kernels = KernelRegistry::with_builtins();
+        pto_wsp::kernels::lang::register_bodies(&self.loaded.module, &mut kernels);
+        apply_aliases(&self.loaded, &mut kernels).map_err(|e| CompileError::new_err(e.rendered))?;
+        let options = CompileOptions {
+            target: target.to_string(),
+            threads,
+            device_gen,
+            debug_checks,
+            kernels,
+            ..CompileOptions::default()
+        };
+        let loaded = self.loaded.clone();
+        let program = py
+            .detach(|| lower(&loaded.module).and_then(|plan| compile(plan, options)))
+            .map_err(|e| {
+                CompileError::new_err(pto_wsp_cli::exec::compile_error(&loaded, &e).rendered)
+            })?;
+        Ok(Program {
+            program,
+            bindings,
+            name: loaded.source.name.clone(),
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<pto_wsp.Module {} ({})>",
+            self.loaded.source.name,
+            pto_wsp_cli::check_summary(&self.loaded.source.name, &self.loaded.module)
+        )
+    }
+}
+
+/// The text of one `bind` value as `--bind` takes it: a Python int, float, bool, string, or a
+/// list of ints (an integer tensor's contents).
+fn bind_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(s) = v.cast::<PyString>() {
+        return Ok(s.to_string());
+    }
+    if let Ok(b) = v.extract::<bool>() {
+        return Ok(b.to_string());
+    }
+    if let Ok(i) = v.extract::<i64>() {
+        return Ok(i.to_string());
+    }
+    if let Ok(f) = v.extract::<f64>() {
+        return Ok(f.to_string());
+    }
+    if let Ok(list) = v.extract::<Vec<i64>>() {
+        let items: Vec<String> = list.iter().map(i64::to_string).collect();
+        return Ok(items.join(","));
+    }
+    Err(PyTypeError::new_err(format!(
+        "a bind value must be an int, float, bool, string or list of ints, not {}",
+        v.get_type().name()?
+    )))
+}
+
+/// A compiled program: runs on the CPU simulation with numpy arrays as its tensors.
+#[pyclass(module = "pto_wsp._pto_wsp")]
+pub struct Program {
+    program: pto_wsp::Program,
+    bindings: Bindings,
+    name: String,
+}
+
+/// One array bound to a tensor for a run.
+struct Attached {
+    tensor: u32,
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+#[pymethods]
+impl Program {
+    /// Runs the program with the given numpy arrays as its tensors, read and written in place
+    /// (no copy). Each array must be C-contiguous, writeable, aligned, in this machine's byte
+    /// order, and of the tensor's element type and shape (`f16` as `numpy.float16`, `bf16` as
+    /// `numpy.uint16` bits). Tensors not given start zeroed. Returns the run's statistics.
+    #[pyo3(signature = (**arrays))]
+    fn execute<'py>(
+        &mut self,
+        py: Python<'py>,
+        arrays: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let mut given: Vec<(String, Bound<'py, PyUntypedArray>)> = Vec::new();
+        if let Some(arrays) = arrays {
+            for (k, v) in arrays.iter() {
+                let name: String = k.extract()?;
+                let array = v.cast_into::<PyUntypedArray>().map_err(|e| {
+                    RunError::new_err(format!(
+                        "in `execute({name}=...)`: not a numpy array ({})",
+                        e.into_inner()
+                            .get_type()
+                            .name()
+                            .map_or_else(|_| "unknown type".to_string(), |n| n.to_string())
+                    ))
+                })?;
+                given.push((name, array));
+            }
+        }
+        // As with `--input`, an integer array's values are also bound (control flow may read
+        // them while expanding): a copy of the (small) integer arrays only.
+        let mut bindings = self.bindings.clone();
+        for (name, array) in &given {
+            let integer = self
+                .program
+                .plan()
+                .module
+                .tensors
+                .iter()
+                .any(|t| t.name.name == *name && t.dtype.is_integer());
+            if integer && array.dtype().is_native_byteorder().unwrap_or(true) {
+                let values: PyResult<Vec<i64>> = array
+                    .call_method1("astype", ("int64",))
+                    .and_then(|a| a.call_method0("ravel"))
+                    .and_then(|a| a.call_method0("tolist"))
+                    .and_then(|l| l.extract());
+                if let Ok(values) = values {
+                    bindings.arrays.insert(name.clone(), values);
+                }
+            }
+        }
+        let mut attached = Vec::with_capacity(given.len());
+        let r = self.attach(&given, &bindings, &mut attached);
+        let r = r.and_then(|()| {
+            let program = &mut self.program;
+            let bindings = &bindings;
+            py.detach(|| program.execute(bindings))
+                .map(|_| ())
+                .map_err(|e| RunError::new_err(format!("{}: {e}", self.name)))
+        });
+        let detached = self.detach(&bindings, &attached);
+        r?;
+        detached?;
+        self.stats(py)
+    }
+
+    /// Statistics of the last completed run (`None` before the first).
+    #[getter]
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        if let Some(s) = self.program.program_stats() {
+            d.set_item("num_tasks", s.num_tasks)?;
+            d.set_item("num_streams", s.num_streams)?;
+            d.set_item("num_executors", s.num_executors)?;
+            d.set_item("compile_time_ms", s.compile_time_ms)?;
+            d.set_item("execute_time_ms", s.execute_time_ms)?;
+            d.set_item("barriers", s.run.barriers)?;
+            d.set_item("edges", s.run.edges)?;
+            d.set_item("per_worker", s.run.per_worker.clone())?;
+            d.set_item("run_ns", s.run.run_ns)?;
+            d.set_item("build_ns", s.run.build_ns)?;
+        }
+        Ok(d)
+    }
+
+    /// Number of worker threads.
+    #[getter]
+    fn threads(&self) -> usize {
+        self.program.threads()
+    }
+}
+
+impl Program {
+    /// Checks every array against its tensor (the `--input` checks) and makes it the tensor's
+    /// memory, recording each in `attached` as it goes (so a failure part-way can be undone).
+    fn attach(
+        &mut self,
+        given: &[(String, Bound<'_, PyUntypedArray>)],
+        bindings: &Bindings,
+        attached: &mut Vec<Attached>,
+    ) -> PyResult<()> {
+        let mut guard = self
+            .program
+            .tensors(bindings)
+            .map_err(|e| RunError::new_err(format!("{}: {e}", self.name)))?;
+        let store = guard.as_mut().expect("tensors() allocates");
+        for (name, array) in given {
+            let err = |m: String| RunError::new_err(format!("in `execute({name}=...)`: {m}"));
+            let dtype = array.dtype();
+            let descr: String = dtype.getattr("str")?.extract()?;
+            let kind = char::from(dtype.kind());
+            let size = dtype.itemsize();
+            let shape: Vec<u64> = array.shape().iter().map(|&d| d as u64).collect();
+            let header = NpyHeader {
+                descr: descr.clone(),
+                kind,
+                size,
+                shape,
+                swapped: false,
+                data_offset: 0,
+                data_len: array.len() * size,
+            };
+            let tensor = store
+                .check_npy_header(name, &header)
+                .map_err(|e| err(e.to_string()))?;
+            if size > 1 && !dtype.is_native_byteorder().unwrap_or(true) {
+                return Err(err(format!(
+                    "the array's byte order (`{descr}`) is not this machine's; pass \
+                     `array.astype(array.dtype.newbyteorder('='))`"
+                )));
+            }
+            let raw = array.as_array_ptr();
+            // SAFETY: `raw` is the live array object `array` holds a reference to.
+            let (flags, data) = unsafe { ((*raw).fields.flags, (*raw).fields.data) };
+            if flags & npyffi::NPY_ARRAY_C_CONTIGUOUS == 0 {
+                return Err(err(
+                    "the array is not C-contiguous; pass `numpy.ascontiguousarray(array)`".into(),
+                ));
+            }
+            if flags & npyffi::NPY_ARRAY_WRITEABLE == 0 {
+                return Err(err("the array is read-only".into()));
+            }
+            let len = header.data_len;
+            let ptr = NonNull::new(data.cast::<u8>()).unwrap_or(NonNull::dangling());
+            let overlaps = attached.iter().any(|a| {
+                let (s, e) = (a.ptr.as_ptr() as usize, a.ptr.as_ptr() as usize + a.len);
+                let (s2, e2) = (ptr.as_ptr() as usize, ptr.as_ptr() as usize + len);
+                len > 0 && a.len > 0 && s < e2 && s2 < e
+            });
+            if overlaps {
+                return Err(err(
+                    "the array shares memory with another array of this run".into(),
+                ));
+            }
+            // SAFETY: `ptr` is the data of a C-contiguous, writeable array of `len` bytes that
+            // `given` keeps alive until `detach` below returns it (execute holds `given` across
+            // the run, and detaches whether or not the run succeeds). Its element type and
+            // shape were checked against the tensor just above.
+            unsafe { store.attach_external(tensor, ptr, len) }.map_err(|e| err(e.to_string()))?;
+            attached.push(Attached { tensor, ptr, len });
+        }
+        Ok(())
+    }
+
+    /// Gives every attached tensor its own memory back.
+    fn detach(&mut self, bindings: &Bindings, attached: &[Attached]) -> PyResult<()> {
+        if attached.is_empty() {
+            return Ok(());
+        }
+        let mut guard = self
+            .program
+            .tensors(bindings)
+            .map_err(|e| RunError::new_err(format!("{}: {e}", self.name)))?;
+        let store = guard.as_mut().expect("tensors() allocates");
+        for a in attached {
+            store
+                .detach_external(a.tensor)
+                .map_err(|e| RunError::new_err(e.to_string()))?;
+        }
+        Ok(())
+    }
+}
+
+/// Version and features of the extension.
+fn info() -> HashMap<&'static str, &'static str> {
+    HashMap::from([("version", env!("CARGO_PKG_VERSION"))])
+}
+
+/// The extension module.
+#[pymodule]
+fn _pto_wsp(m: &Bound<'_, pyo3::types::PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<Module>()?;
+    m.add_class::<Program>()?;
+    m.add("PtoWspError", py.get_type::<PtoWspError>())?;
+    m.add("ValidationError", py.get_type::<ValidationError>())?;
+    m.add("CompileError", py.get_type::<CompileError>())?;
+    m.add("RunError", py.get_type::<RunError>())?;
+    m.add("__version__", info()["version"])?;
+    Ok(())
+}

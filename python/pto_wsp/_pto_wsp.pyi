@@ -1,0 +1,64 @@
+"""Type stubs of the `pto_wsp._pto_wsp` extension module (crates/pto-wsp-py)."""
+
+from os import PathLike
+from typing import Any, Dict, List, Mapping, Optional, Union
+
+import numpy as np
+
+__version__: str
+
+class PtoWspError(Exception):
+    """Base class of every pto-wsp error."""
+
+class ValidationError(PtoWspError):
+    """The module text does not parse or is not valid (message has `file:line:column`)."""
+
+class CompileError(PtoWspError):
+    """The module cannot be compiled for the target, or its bindings are wrong."""
+
+class RunError(PtoWspError):
+    """A run failed, or an array given to it does not fit its tensor (message names it)."""
+
+BindValue = Union[int, float, bool, str, List[int]]
+
+class Module:
+    """A pto-wsp module: the IR of a `.wsp` text."""
+
+    @staticmethod
+    def from_text(text: str, path: Optional[str] = None) -> "Module":
+        """Parses and validates `text`; errors name `path` (default `<text>`)."""
+    @staticmethod
+    def from_file(path: Union[str, "PathLike[str]"]) -> "Module":
+        """Reads, parses and validates a `.wsp` file."""
+    def to_text(self) -> str:
+        """The canonical text, exactly what `pto-wsp fmt` prints."""
+    @property
+    def entry(self) -> Optional[str]:
+        """The entry workload or pipeline's name."""
+    @property
+    def tensors(self) -> List[str]:
+        """The declared tensors' names, in order."""
+    def compile(
+        self,
+        target: str = "cpu_sim",
+        threads: int = 0,
+        device_gen: bool = False,
+        debug_checks: bool = False,
+        bind: Optional[Mapping[str, BindValue]] = None,
+    ) -> "Program":
+        """Compiles for `target`; `bind` is `pto-wsp run --bind NAME=VALUE`, over `//@ bind`."""
+
+class Program:
+    """A compiled program, run with numpy arrays as its tensors."""
+
+    def execute(self, **arrays: np.ndarray) -> Dict[str, Any]:
+        """Runs with each array as the tensor of its name, read and written in place (no copy;
+        C-contiguous, writeable, native byte order, the tensor's dtype and shape). The GIL is
+        released during the run. Returns `stats`."""
+    @property
+    def stats(self) -> Dict[str, Any]:
+        """Statistics of the last run: num_tasks, num_streams, num_executors, compile_time_ms,
+        execute_time_ms, barriers, edges, per_worker, run_ns, build_ns (empty before a run)."""
+    @property
+    def threads(self) -> int:
+        """Worker threads."""
