@@ -363,6 +363,44 @@ fn the_reference_expander_refuses_past_its_task_limit() {
     );
 }
 
+/// The race module (`A[0 +: 2]` and `A[0 +: 1]` updated by `inout` tasks in a
+/// `parallel_for`) with `SCHED` as its schedule.
+const RACE: &str = "//@ alias inc=counter\ntensor A: f32[1, 4];\naxis I = dense(3000);\nkernel inc(inout a: f32[1, ?]);\nworkload main() {\n    parallel_for i in I {\n        task inc(A[0, 0 +: 2]);\n        task inc(A[0, 0 +: 1]);\n    }\n}\nSCHED";
+
+#[test]
+fn partial_overlaps_under_the_default_deps_are_refused_when_run_naming_both_accesses() {
+    // No `deps` item means exact dependencies: the same race as under `deps exact`. Expansion
+    // only (check, expand, bytecode) accepts the module; anything that runs it refuses it.
+    let dir = scratch("default-exact");
+    for (name, sched) in [
+        ("none.wsp", ""),
+        ("nodeps.wsp", "schedule for main {\n    executors 2;\n}\n"),
+        (
+            "cycles.wsp",
+            "schedule for main {\n    task_graph { trace cycles; }\n}\n",
+        ),
+    ] {
+        let file = write(&dir, name, &RACE.replace("SCHED", sched));
+        for cmd in [&["check"][..], &["expand"], &["bytecode"]] {
+            let args: Vec<&str> = cmd.iter().copied().chain([file.as_str()]).collect();
+            let (code, _, err) = binary(&args);
+            assert_eq!(code, 0, "{args:?}: {err}");
+        }
+        for cmd in [
+            &["run", "-q", "--empty-kernels"][..],
+            &["run", "-q", "--empty-kernels", "--device-gen"],
+            &["run", "-q"],
+        ] {
+            let args: Vec<&str> = cmd.iter().copied().chain([file.as_str()]).collect();
+            fails_with(
+                &args,
+                "the schedule names no `deps` mode, so dependencies are exact (the default), and `A[0, 0 +: 1]` (task inc, argument 0 in workload main) and `A[0, 0 +: 2]` (task inc, argument 0 in workload main) on tensor `A` can partially overlap (dimension 1 has extent `2` there and `1` here): exact dependencies order only identical regions, so the run could race; write `deps overlap;` or `deps hybrid;` in the schedule's `task_graph` (sound for overlapping regions), or access `A` in tiles of one shape at multiples of it",
+            );
+            fails_with(&args, &format!("{name}:8:18"));
+        }
+    }
+}
+
 #[test]
 fn partial_overlaps_under_deps_exact_are_refused_naming_both_accesses() {
     // The race: `A[0 +: 2]` and `A[0 +: 1]` updated by `inout` tasks got no edge and

@@ -5,9 +5,10 @@
 //! `A[0 +: 1]`) get no edge, and tasks race silently. Whether boxes can partially overlap
 //! depends on run-time values in general; what can be decided statically is a sufficient rule.
 //!
-//! Promise (all static, checked by the validator when the schedule says `deps exact`; a module
-//! that names no `deps` mode also gets exact dependencies but is *not* checked — see
-//! `docs/SEMANTICS.md`): for every tensor that some task writes (`out` or `inout`), every task
+//! Promise (all static; checked by the validator when the schedule says `deps exact`, and by
+//! [`super::validate_for_run`] — what every back end that runs a module calls — when the schedule
+//! names no `deps` mode, which also means exact dependencies; expansion alone does not check a
+//! module without a `deps` item, see `docs/SEMANTICS.md`): for every tensor that some task writes (`out` or `inout`), every task
 //! argument on that tensor, in every workload and process, has
 //! - in each dimension the same extent, written the same way, built only from literals and
 //!   runtime symbols (which do not change during a run), and
@@ -153,17 +154,32 @@ fn off_grid(m: &Module, first: &Access<'_>, a: &Access<'_>) -> Option<String> {
     None
 }
 
-/// Whether the schedule says `deps exact` in so many words.
-pub(super) fn asks_for_exact(m: &Module) -> bool {
-    use crate::schedule::{DepsMode, ScheduleItemKind, TaskGraphItem};
-    m.schedule.iter().flat_map(|s| &s.items).any(|item| {
-        matches!(&item.kind, ScheduleItemKind::TaskGraph(items)
-            if items.iter().any(|i| matches!(i, TaskGraphItem::Deps(DepsMode::Exact))))
-    })
+/// The `deps` mode the schedule names (the last one written), if it names one.
+pub(super) fn named_deps(m: &Module) -> Option<crate::schedule::DepsMode> {
+    use crate::schedule::{ScheduleItemKind, TaskGraphItem};
+    m.schedule
+        .iter()
+        .flat_map(|s| &s.items)
+        .filter_map(|item| match &item.kind {
+            ScheduleItemKind::TaskGraph(items) => Some(items),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|i| match i {
+            TaskGraphItem::Deps(mode) => Some(*mode),
+            _ => None,
+        })
+        .next_back()
 }
 
-/// Reports accesses that could partially overlap under `deps exact` (see the module docs).
-pub(super) fn check_exact_grid(m: &Module, errors: &mut Vec<ValidationError>) {
+/// Whether the schedule says `deps exact` in so many words.
+pub(super) fn asks_for_exact(m: &Module) -> bool {
+    named_deps(m) == Some(crate::schedule::DepsMode::Exact)
+}
+
+/// Reports accesses that could partially overlap under exact dependencies (see the module
+/// docs): written `deps exact` (`default` false) or the default (`default` true).
+pub(super) fn check_exact_grid(m: &Module, default: bool, errors: &mut Vec<ValidationError>) {
     let mut all = Vec::new();
     for w in &m.workloads {
         accesses(m, &format!("workload {}", w.name), &w.body, &mut all);
@@ -191,13 +207,27 @@ pub(super) fn check_exact_grid(m: &Module, errors: &mut Vec<ValidationError>) {
         // The first access itself must be on its own grid (aligned, invariant extents).
         for a in list {
             if let Some(why) = off_grid(m, first, a) {
-                errors.push(ValidationError::ExactPartialOverlap {
-                    tensor: t.to_string(),
-                    first: format!("`{}` ({})", first.region, first.what),
-                    second: format!("`{}` ({})", a.region, a.what),
-                    why,
-                    loc: a.loc,
-                    path: a.path.clone(),
+                let (tensor, path) = (t.to_string(), a.path.clone());
+                let first = format!("`{}` ({})", first.region, first.what);
+                let second = format!("`{}` ({})", a.region, a.what);
+                errors.push(if default {
+                    ValidationError::DefaultExactPartialOverlap {
+                        tensor,
+                        first,
+                        second,
+                        why,
+                        loc: a.loc,
+                        path,
+                    }
+                } else {
+                    ValidationError::ExactPartialOverlap {
+                        tensor,
+                        first,
+                        second,
+                        why,
+                        loc: a.loc,
+                        path,
+                    }
                 });
                 break; // one report per tensor
             }
