@@ -706,6 +706,20 @@ validation_errors! {
         why: String,
     }
 
+    /// Under `deps explicit`, a module compiled to *run* with two task accesses to a written
+    /// tensor (or one that may run more than once), which nothing proves ordered (checked by
+    /// [`crate::validate::validate_for_run`]).
+    #[error("under `deps explicit`, {second} and {first} on tensor `{tensor}` can conflict (at least one writes), and explicit dependencies infer no edges: a run is allowed only when each tensor a task writes is accessed by a single task that runs once; use `deps exact`, `deps overlap` or `deps hybrid`")]
+    #[label = "not proven ordered"]
+    ExplicitUnordered {
+        /// The tensor.
+        tensor: String,
+        /// The earlier access (or `another instance of itself`).
+        first: String,
+        /// The access reported.
+        second: String,
+    }
+
     /// A size past the limit a runtime allocates for (`crate::schedule::limits`).
     #[error("{what} is {value}, more than the limit of {limit}")]
     #[label = "too large"]

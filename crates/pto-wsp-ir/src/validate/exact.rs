@@ -30,19 +30,29 @@ use crate::workload::{Arg, Region, Stmt, StmtKind};
 use std::collections::HashMap;
 
 /// One region argument of a task statement.
-struct Access<'m> {
-    region: &'m Region,
-    writes: bool,
+pub(super) struct Access<'m> {
+    pub(super) region: &'m Region,
+    pub(super) writes: bool,
+    /// Whether its statement may run more than once (inside a loop, `select`, `while` or
+    /// `consume`, or in a workload other than the entry, which may be called many times).
+    pub(super) repeats: bool,
     /// `task k, argument 2 in workload main`.
-    what: String,
-    loc: Loc,
-    path: String,
+    pub(super) what: String,
+    pub(super) loc: Loc,
+    pub(super) path: String,
 }
 
-/// Every region argument in `body`, with whether its parameter writes.
-fn accesses<'m>(m: &'m Module, owner: &str, body: &'m [Stmt], out: &mut Vec<Access<'m>>) {
-    let mut stack: Vec<&Stmt> = body.iter().rev().collect();
-    while let Some(s) = stack.pop() {
+/// Every region argument in `body`, with whether its parameter writes; `repeats` says whether
+/// the body itself may run more than once.
+fn accesses<'m>(
+    m: &'m Module,
+    owner: &str,
+    body: &'m [Stmt],
+    repeats: bool,
+    out: &mut Vec<Access<'m>>,
+) {
+    let mut stack: Vec<(&Stmt, bool)> = body.iter().rev().map(|s| (s, repeats)).collect();
+    while let Some((s, repeats)) = stack.pop() {
         match &s.kind {
             StmtKind::Task(t) => {
                 let Some(k) = m.kernel(t.kernel.as_str()) else {
@@ -58,6 +68,7 @@ fn accesses<'m>(m: &'m Module, owner: &str, body: &'m [Stmt], out: &mut Vec<Acce
                     out.push(Access {
                         region: r,
                         writes: access.writes(),
+                        repeats,
                         what: format!("task {}, argument {i} in {owner}", t.kernel),
                         loc: pick(r.tensor.loc, s.loc),
                         path: format!("{owner} > task {} > argument {i}", t.kernel),
@@ -67,16 +78,17 @@ fn accesses<'m>(m: &'m Module, owner: &str, body: &'m [Stmt], out: &mut Vec<Acce
             StmtKind::Loop { body, .. }
             | StmtKind::Select { body, .. }
             | StmtKind::Consume { body, .. }
-            | StmtKind::While { body, .. }
-            | StmtKind::Combine(body)
-            | StmtKind::Sequential(body) => stack.extend(body.iter().rev()),
+            | StmtKind::While { body, .. } => stack.extend(body.iter().rev().map(|s| (s, true))),
+            StmtKind::Combine(body) | StmtKind::Sequential(body) => {
+                stack.extend(body.iter().rev().map(|s| (s, repeats)))
+            }
             StmtKind::Cond {
                 then_body,
                 else_body,
                 ..
             } => {
-                stack.extend(else_body.iter().rev());
-                stack.extend(then_body.iter().rev());
+                stack.extend(else_body.iter().rev().map(|s| (s, repeats)));
+                stack.extend(then_body.iter().rev().map(|s| (s, repeats)));
             }
             StmtKind::SlotSet { .. }
             | StmtKind::SlotLoad { .. }
@@ -177,18 +189,34 @@ pub(super) fn asks_for_exact(m: &Module) -> bool {
     named_deps(m) == Some(crate::schedule::DepsMode::Exact)
 }
 
-/// Reports accesses that could partially overlap under exact dependencies (see the module
-/// docs): written `deps exact` (`default` false) or the default (`default` true).
-pub(super) fn check_exact_grid(m: &Module, default: bool, errors: &mut Vec<ValidationError>) {
+/// Every task region argument of the module (every workload and process, reachable or not),
+/// in module order.
+pub(super) fn all_accesses(m: &Module) -> Vec<Access<'_>> {
+    let entry = m.entry_name();
     let mut all = Vec::new();
     for w in &m.workloads {
-        accesses(m, &format!("workload {}", w.name), &w.body, &mut all);
+        let repeats = entry != Some(w.name.name.as_str());
+        accesses(
+            m,
+            &format!("workload {}", w.name),
+            &w.body,
+            repeats,
+            &mut all,
+        );
     }
     for p in &m.pipelines {
         for proc in &p.processes {
-            accesses(m, &format!("process {}", proc.name), &proc.body, &mut all);
+            let owner = format!("process {}", proc.name);
+            accesses(m, &owner, &proc.body, false, &mut all);
         }
     }
+    all
+}
+
+/// Reports accesses that could partially overlap under exact dependencies (see the module
+/// docs): written `deps exact` (`default` false) or the default (`default` true).
+pub(super) fn check_exact_grid(m: &Module, default: bool, errors: &mut Vec<ValidationError>) {
+    let all = all_accesses(m);
     let mut by_tensor: HashMap<&str, Vec<&Access<'_>>> = HashMap::new();
     for a in &all {
         by_tensor

@@ -32,6 +32,7 @@ mod body;
 pub mod depth;
 mod errors;
 mod exact;
+mod explicit;
 mod kernel_body;
 mod schedule;
 mod scope;
@@ -79,11 +80,17 @@ pub fn validate(module: &Module) -> Result<(), Vec<ValidationError>> {
 ///   [`ValidationError::DefaultExactPartialOverlap`] with the hint that `deps overlap` /
 ///   `deps hybrid` are sound for overlapping regions.
 ///
+/// - Under `deps explicit` (no inference): each tensor a task writes is accessed by one task
+///   argument whose statement runs at most once (`validate/explicit.rs`), else
+///   [`ValidationError::ExplicitUnordered`] naming both accesses.
+///
 /// Call it on a module [`validate`] accepted; it never panics.
 pub fn validate_for_run(module: &Module) -> Result<(), Vec<ValidationError>> {
     let mut errors = Vec::new();
-    if exact::named_deps(module).is_none() {
-        exact::check_exact_grid(module, true, &mut errors);
+    match exact::named_deps(module) {
+        None => exact::check_exact_grid(module, true, &mut errors),
+        Some(crate::schedule::DepsMode::Explicit) => explicit::check_explicit(module, &mut errors),
+        Some(_) => {}
     }
     if errors.is_empty() {
         Ok(())
