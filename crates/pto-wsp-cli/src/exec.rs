@@ -130,6 +130,8 @@ pub fn compile_error(loaded: &Loaded, e: &CompileError) -> CliError {
                 }
             ))
         }
+        // Refused for running (`pto_wsp::ir::validate_for_run`): rendered at their locations.
+        CompileError::Invalid(errors) => crate::render_all(&loaded.source, errors),
         _ => CliError::plain(e.to_string()),
     }
 }

@@ -70,6 +70,7 @@ fn render(loaded: &Loaded, e: CompileError) -> CliError {
     match e {
         CompileError::Unsupported(u) => CliError::diagnostic(&loaded.source, &u),
         CompileError::Resolve(r) => CliError::diagnostic(&loaded.source, &r),
+        CompileError::Invalid(errors) => crate::render_all(&loaded.source, &errors),
         other => CliError::plain(other),
     }
 }

@@ -363,6 +363,109 @@ fn the_reference_expander_refuses_past_its_task_limit() {
     );
 }
 
+/// The race module (`A[0 +: 2]` and `A[0 +: 1]` updated by `inout` tasks in a
+/// `parallel_for`) with `SCHED` as its schedule.
+const RACE: &str = "//@ alias inc=counter\ntensor A: f32[1, 4];\naxis I = dense(3000);\nkernel inc(inout a: f32[1, ?]);\nworkload main() {\n    parallel_for i in I {\n        task inc(A[0, 0 +: 2]);\n        task inc(A[0, 0 +: 1]);\n    }\n}\nSCHED";
+
+#[test]
+fn partial_overlaps_under_the_default_deps_are_refused_when_run_naming_both_accesses() {
+    // No `deps` item means exact dependencies: the same race as under `deps exact`. Expansion
+    // only (check, expand, bytecode) accepts the module; anything that runs it refuses it.
+    let dir = scratch("default-exact");
+    for (name, sched) in [
+        ("none.wsp", ""),
+        ("nodeps.wsp", "schedule for main {\n    executors 2;\n}\n"),
+        (
+            "cycles.wsp",
+            "schedule for main {\n    task_graph { trace cycles; }\n}\n",
+        ),
+    ] {
+        let file = write(&dir, name, &RACE.replace("SCHED", sched));
+        for cmd in [&["check"][..], &["expand"], &["bytecode"]] {
+            let args: Vec<&str> = cmd.iter().copied().chain([file.as_str()]).collect();
+            let (code, _, err) = binary(&args);
+            assert_eq!(code, 0, "{args:?}: {err}");
+        }
+        for cmd in [
+            &["run", "-q", "--empty-kernels"][..],
+            &["run", "-q", "--empty-kernels", "--device-gen"],
+            &["run", "-q"],
+        ] {
+            let args: Vec<&str> = cmd.iter().copied().chain([file.as_str()]).collect();
+            fails_with(
+                &args,
+                "the schedule names no `deps` mode, so dependencies are exact (the default), and `A[0, 0 +: 1]` (task inc, argument 0 in workload main) and `A[0, 0 +: 2]` (task inc, argument 0 in workload main) on tensor `A` can partially overlap (dimension 1 has extent `2` there and `1` here): exact dependencies order only identical regions, so the run could race; write `deps overlap;` or `deps hybrid;` in the schedule's `task_graph` (sound for overlapping regions), or access `A` in tiles of one shape at multiples of it",
+            );
+            fails_with(&args, &format!("{name}:8:18"));
+        }
+    }
+}
+
+#[test]
+fn unordered_conflicts_under_deps_explicit_are_refused_when_run_naming_both_accesses() {
+    // `deps explicit` infers no edges: the race ran and lost updates. Expansion only
+    // accepts the module; anything that runs it refuses it, naming both accesses.
+    let dir = scratch("explicit");
+    let sched = "schedule for main {\n    task_graph { deps explicit; }\n}\n";
+    let file = write(&dir, "race.wsp", &RACE.replace("SCHED", sched));
+    for cmd in [&["check"][..], &["expand"], &["bytecode"]] {
+        let args: Vec<&str> = cmd.iter().copied().chain([file.as_str()]).collect();
+        let (code, _, err) = binary(&args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+    }
+    let runs = [
+        &["run", "-q", "--empty-kernels"][..],
+        &["run", "-q", "--empty-kernels", "--device-gen"],
+        &["run", "-q"],
+    ];
+    for cmd in runs {
+        let args: Vec<&str> = cmd.iter().copied().chain([file.as_str()]).collect();
+        fails_with(
+            &args,
+            "under `deps explicit`, `A[0, 0 +: 1]` (task inc, argument 0 in workload main) and `A[0, 0 +: 2]` (task inc, argument 0 in workload main) on tensor `A` can conflict (at least one writes), and explicit dependencies infer no edges: a run is allowed only when each tensor a task writes is accessed by a single task that runs once; use `deps exact`, `deps overlap` or `deps hybrid`",
+        );
+        fails_with(&args, "race.wsp:8:18");
+    }
+    // One of the two statements alone still repeats in the `parallel_for`: refused, naming it.
+    let one = write(
+        &dir,
+        "one.wsp",
+        &RACE
+            .replace("SCHED", sched)
+            .replace("        task inc(A[0, 0 +: 1]);\n", ""),
+    );
+    fails_with(
+        &["run", "-q", "--empty-kernels", &one],
+        "under `deps explicit`, `A[0, 0 +: 2]` (task inc, argument 0 in workload main), whose statement may run more than once, and another instance of itself on tensor `A` can conflict",
+    );
+    fails_with(&["run", "-q", "--empty-kernels", &one], "one.wsp:7:18");
+    // A written tensor touched by one task that runs once is accepted, and the run does what
+    // the module says: one update of elements 0 and 1, on top of the seed's values.
+    let once = "//@ alias inc=counter\ntensor A: f32[1, 4];\nkernel inc(inout a: f32[1, ?]);\nworkload main() {\n    TASKS}\nschedule for main {\n    task_graph { deps explicit; }\n}\n";
+    let npy = |name: &str, tasks: &str| {
+        let file = write(&dir, &format!("{name}.wsp"), &once.replace("TASKS", tasks));
+        let out = dir.join(format!("{name}.npy"));
+        let (code, _, err) = binary(&[
+            "run",
+            "-q",
+            "--check",
+            &file,
+            "--output",
+            &format!("A={}", out.display()),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        pto_wsp::kernels::npy::NpyArray::parse(&std::fs::read(&out).unwrap()).unwrap()
+    };
+    let before = npy("before", "");
+    let after = npy("after", "task inc(A[0, 0 +: 2]);\n");
+    let f = |a: &pto_wsp::kernels::npy::NpyArray, i: usize| {
+        f32::from_le_bytes(a.data[i * 4..i * 4 + 4].try_into().unwrap())
+    };
+    assert_eq!(f(&after, 0), f(&before, 0) + 1.0);
+    assert_eq!(f(&after, 1), f(&before, 1) + 1.0);
+    assert_eq!(f(&after, 2), f(&before, 2));
+}
+
 #[test]
 fn partial_overlaps_under_deps_exact_are_refused_naming_both_accesses() {
     // The race: `A[0 +: 2]` and `A[0 +: 1]` updated by `inout` tasks got no edge and

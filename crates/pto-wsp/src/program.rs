@@ -41,6 +41,7 @@ use pto_wsp_ir::{
     Bindings, DataRead, Dispatch, ExpandOptions, ExpandedTask, Module, PoolsPolicy, ReadRefused,
     ReadyPolicy, ResolveError, ResolveOptions, Resolved, Schedule, ScheduleConfig, ScheduleItem,
     ScheduleItemKind, TracePolicy, Unsupported, ValidationError, resolve, validate,
+    validate_for_run,
 };
 use pto_wsp_kernels::{KernelId, KernelRegistry, StoreError, TensorStore};
 
@@ -271,6 +272,10 @@ pub(crate) fn compile_cpu(
     plan: LoweredPlan,
     options: CompileOptions,
 ) -> Result<Program, CompileError> {
+    // What running needs beyond expansion (the default exact dependencies held to the
+    // tile-grid rule, ...): refused here, where host runs, device-generation runs and
+    // `trace cycles` all pass.
+    validate_for_run(&plan.module).map_err(CompileError::Invalid)?;
     let plan = plan.with_overrides(&options);
     let mut kernels = Vec::new();
     for k in &plan.module.kernels {

@@ -690,6 +690,36 @@ validation_errors! {
         why: String,
     }
 
+    /// A module with no `deps` item (so exact dependencies, the default) compiled to *run*, with
+    /// two accesses to a written tensor that are not provably on one tile grid (checked by
+    /// [`crate::validate::validate_for_run`], not by [`crate::validate()`]).
+    #[error("the schedule names no `deps` mode, so dependencies are exact (the default), and {second} and {first} on tensor `{tensor}` can partially overlap ({why}): exact dependencies order only identical regions, so the run could race; write `deps overlap;` or `deps hybrid;` in the schedule's `task_graph` (sound for overlapping regions), or access `{tensor}` in tiles of one shape at multiples of it")]
+    #[label = "can partially overlap"]
+    DefaultExactPartialOverlap {
+        /// The tensor.
+        tensor: String,
+        /// The tensor's first access.
+        first: String,
+        /// The access off its grid.
+        second: String,
+        /// What differs.
+        why: String,
+    }
+
+    /// Under `deps explicit`, a module compiled to *run* with two task accesses to a written
+    /// tensor (or one that may run more than once), which nothing proves ordered (checked by
+    /// [`crate::validate::validate_for_run`]).
+    #[error("under `deps explicit`, {second} and {first} on tensor `{tensor}` can conflict (at least one writes), and explicit dependencies infer no edges: a run is allowed only when each tensor a task writes is accessed by a single task that runs once; use `deps exact`, `deps overlap` or `deps hybrid`")]
+    #[label = "not proven ordered"]
+    ExplicitUnordered {
+        /// The tensor.
+        tensor: String,
+        /// The earlier access (or `another instance of itself`).
+        first: String,
+        /// The access reported.
+        second: String,
+    }
+
     /// A size past the limit a runtime allocates for (`crate::schedule::limits`).
     #[error("{what} is {value}, more than the limit of {limit}")]
     #[label = "too large"]

@@ -5,9 +5,10 @@
 //! `A[0 +: 1]`) get no edge, and tasks race silently. Whether boxes can partially overlap
 //! depends on run-time values in general; what can be decided statically is a sufficient rule.
 //!
-//! Promise (all static, checked by the validator when the schedule says `deps exact`; a module
-//! that names no `deps` mode also gets exact dependencies but is *not* checked — see
-//! `docs/SEMANTICS.md`): for every tensor that some task writes (`out` or `inout`), every task
+//! Promise (all static; checked by the validator when the schedule says `deps exact`, and by
+//! [`super::validate_for_run`] — what every back end that runs a module calls — when the schedule
+//! names no `deps` mode, which also means exact dependencies; expansion alone does not check a
+//! module without a `deps` item, see `docs/SEMANTICS.md`): for every tensor that some task writes (`out` or `inout`), every task
 //! argument on that tensor, in every workload and process, has
 //! - in each dimension the same extent, written the same way, built only from literals and
 //!   runtime symbols (which do not change during a run), and
@@ -29,19 +30,29 @@ use crate::workload::{Arg, Region, Stmt, StmtKind};
 use std::collections::HashMap;
 
 /// One region argument of a task statement.
-struct Access<'m> {
-    region: &'m Region,
-    writes: bool,
+pub(super) struct Access<'m> {
+    pub(super) region: &'m Region,
+    pub(super) writes: bool,
+    /// Whether its statement may run more than once (inside a loop, `select`, `while` or
+    /// `consume`, or in a workload other than the entry, which may be called many times).
+    pub(super) repeats: bool,
     /// `task k, argument 2 in workload main`.
-    what: String,
-    loc: Loc,
-    path: String,
+    pub(super) what: String,
+    pub(super) loc: Loc,
+    pub(super) path: String,
 }
 
-/// Every region argument in `body`, with whether its parameter writes.
-fn accesses<'m>(m: &'m Module, owner: &str, body: &'m [Stmt], out: &mut Vec<Access<'m>>) {
-    let mut stack: Vec<&Stmt> = body.iter().rev().collect();
-    while let Some(s) = stack.pop() {
+/// Every region argument in `body`, with whether its parameter writes; `repeats` says whether
+/// the body itself may run more than once.
+fn accesses<'m>(
+    m: &'m Module,
+    owner: &str,
+    body: &'m [Stmt],
+    repeats: bool,
+    out: &mut Vec<Access<'m>>,
+) {
+    let mut stack: Vec<(&Stmt, bool)> = body.iter().rev().map(|s| (s, repeats)).collect();
+    while let Some((s, repeats)) = stack.pop() {
         match &s.kind {
             StmtKind::Task(t) => {
                 let Some(k) = m.kernel(t.kernel.as_str()) else {
@@ -57,6 +68,7 @@ fn accesses<'m>(m: &'m Module, owner: &str, body: &'m [Stmt], out: &mut Vec<Acce
                     out.push(Access {
                         region: r,
                         writes: access.writes(),
+                        repeats,
                         what: format!("task {}, argument {i} in {owner}", t.kernel),
                         loc: pick(r.tensor.loc, s.loc),
                         path: format!("{owner} > task {} > argument {i}", t.kernel),
@@ -66,16 +78,17 @@ fn accesses<'m>(m: &'m Module, owner: &str, body: &'m [Stmt], out: &mut Vec<Acce
             StmtKind::Loop { body, .. }
             | StmtKind::Select { body, .. }
             | StmtKind::Consume { body, .. }
-            | StmtKind::While { body, .. }
-            | StmtKind::Combine(body)
-            | StmtKind::Sequential(body) => stack.extend(body.iter().rev()),
+            | StmtKind::While { body, .. } => stack.extend(body.iter().rev().map(|s| (s, true))),
+            StmtKind::Combine(body) | StmtKind::Sequential(body) => {
+                stack.extend(body.iter().rev().map(|s| (s, repeats)))
+            }
             StmtKind::Cond {
                 then_body,
                 else_body,
                 ..
             } => {
-                stack.extend(else_body.iter().rev());
-                stack.extend(then_body.iter().rev());
+                stack.extend(else_body.iter().rev().map(|s| (s, repeats)));
+                stack.extend(then_body.iter().rev().map(|s| (s, repeats)));
             }
             StmtKind::SlotSet { .. }
             | StmtKind::SlotLoad { .. }
@@ -153,26 +166,57 @@ fn off_grid(m: &Module, first: &Access<'_>, a: &Access<'_>) -> Option<String> {
     None
 }
 
-/// Whether the schedule says `deps exact` in so many words.
-pub(super) fn asks_for_exact(m: &Module) -> bool {
-    use crate::schedule::{DepsMode, ScheduleItemKind, TaskGraphItem};
-    m.schedule.iter().flat_map(|s| &s.items).any(|item| {
-        matches!(&item.kind, ScheduleItemKind::TaskGraph(items)
-            if items.iter().any(|i| matches!(i, TaskGraphItem::Deps(DepsMode::Exact))))
-    })
+/// The `deps` mode the schedule names (the last one written), if it names one.
+pub(super) fn named_deps(m: &Module) -> Option<crate::schedule::DepsMode> {
+    use crate::schedule::{ScheduleItemKind, TaskGraphItem};
+    m.schedule
+        .iter()
+        .flat_map(|s| &s.items)
+        .filter_map(|item| match &item.kind {
+            ScheduleItemKind::TaskGraph(items) => Some(items),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|i| match i {
+            TaskGraphItem::Deps(mode) => Some(*mode),
+            _ => None,
+        })
+        .next_back()
 }
 
-/// Reports accesses that could partially overlap under `deps exact` (see the module docs).
-pub(super) fn check_exact_grid(m: &Module, errors: &mut Vec<ValidationError>) {
+/// Whether the schedule says `deps exact` in so many words.
+pub(super) fn asks_for_exact(m: &Module) -> bool {
+    named_deps(m) == Some(crate::schedule::DepsMode::Exact)
+}
+
+/// Every task region argument of the module (every workload and process, reachable or not),
+/// in module order.
+pub(super) fn all_accesses(m: &Module) -> Vec<Access<'_>> {
+    let entry = m.entry_name();
     let mut all = Vec::new();
     for w in &m.workloads {
-        accesses(m, &format!("workload {}", w.name), &w.body, &mut all);
+        let repeats = entry != Some(w.name.name.as_str());
+        accesses(
+            m,
+            &format!("workload {}", w.name),
+            &w.body,
+            repeats,
+            &mut all,
+        );
     }
     for p in &m.pipelines {
         for proc in &p.processes {
-            accesses(m, &format!("process {}", proc.name), &proc.body, &mut all);
+            let owner = format!("process {}", proc.name);
+            accesses(m, &owner, &proc.body, false, &mut all);
         }
     }
+    all
+}
+
+/// Reports accesses that could partially overlap under exact dependencies (see the module
+/// docs): written `deps exact` (`default` false) or the default (`default` true).
+pub(super) fn check_exact_grid(m: &Module, default: bool, errors: &mut Vec<ValidationError>) {
+    let all = all_accesses(m);
     let mut by_tensor: HashMap<&str, Vec<&Access<'_>>> = HashMap::new();
     for a in &all {
         by_tensor
@@ -191,13 +235,27 @@ pub(super) fn check_exact_grid(m: &Module, errors: &mut Vec<ValidationError>) {
         // The first access itself must be on its own grid (aligned, invariant extents).
         for a in list {
             if let Some(why) = off_grid(m, first, a) {
-                errors.push(ValidationError::ExactPartialOverlap {
-                    tensor: t.to_string(),
-                    first: format!("`{}` ({})", first.region, first.what),
-                    second: format!("`{}` ({})", a.region, a.what),
-                    why,
-                    loc: a.loc,
-                    path: a.path.clone(),
+                let (tensor, path) = (t.to_string(), a.path.clone());
+                let first = format!("`{}` ({})", first.region, first.what);
+                let second = format!("`{}` ({})", a.region, a.what);
+                errors.push(if default {
+                    ValidationError::DefaultExactPartialOverlap {
+                        tensor,
+                        first,
+                        second,
+                        why,
+                        loc: a.loc,
+                        path,
+                    }
+                } else {
+                    ValidationError::ExactPartialOverlap {
+                        tensor,
+                        first,
+                        second,
+                        why,
+                        loc: a.loc,
+                        path,
+                    }
                 });
                 break; // one report per tensor
             }

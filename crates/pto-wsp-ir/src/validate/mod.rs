@@ -32,6 +32,7 @@ mod body;
 pub mod depth;
 mod errors;
 mod exact;
+mod explicit;
 mod kernel_body;
 mod schedule;
 mod scope;
@@ -68,6 +69,34 @@ pub fn validate(module: &Module) -> Result<(), Vec<ValidationError>> {
         if loc.is_known() { loc.start } else { u32::MAX }
     });
     Err(errors)
+}
+
+/// The checks a module must pass to be *run* (or compiled into a program that runs), beyond
+/// [`validate`]: what expansion alone does not need. Every back end that runs a module calls it
+/// (for `cpu_sim`: host runs, device-generation runs and `trace cycles` alike).
+///
+/// - With no `deps` item in the schedule (or no schedule), dependencies are exact, the
+///   default: the tile-grid rule of `deps exact` applies, reported as
+///   [`ValidationError::DefaultExactPartialOverlap`] with the hint that `deps overlap` /
+///   `deps hybrid` are sound for overlapping regions.
+///
+/// - Under `deps explicit` (no inference): each tensor a task writes is accessed by one task
+///   argument whose statement runs at most once (`validate/explicit.rs`), else
+///   [`ValidationError::ExplicitUnordered`] naming both accesses.
+///
+/// Call it on a module [`validate`] accepted; it never panics.
+pub fn validate_for_run(module: &Module) -> Result<(), Vec<ValidationError>> {
+    let mut errors = Vec::new();
+    match exact::named_deps(module) {
+        None => exact::check_exact_grid(module, true, &mut errors),
+        Some(crate::schedule::DepsMode::Explicit) => explicit::check_explicit(module, &mut errors),
+        Some(_) => {}
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
 }
 
 /// A `call` statement inside a workload: an edge of the call graph.
@@ -162,7 +191,7 @@ impl<'m> Validator<'m> {
         self.check_call_cycles();
         depth::check_total_depth(m, &mut self.errors);
         if exact::asks_for_exact(m) {
-            exact::check_exact_grid(m, &mut self.errors);
+            exact::check_exact_grid(m, false, &mut self.errors);
         }
         self.check_entry();
         self.check_schedule();
