@@ -416,7 +416,10 @@ fn a_streamed_run_under_a_window_holds_task_state_for_the_window_not_the_task_co
         // Order is what `InOrder` checks; the edge count is at most one per link, fewer when a
         // producer completed and was retired before its consumer looked it up (a streamed run
         // does not wire, or count, an edge to a finished task).
-        assert!(stats.edges <= u64::from(N - 1), "at most one edge per chain link");
+        assert!(
+            stats.edges <= u64::from(N - 1),
+            "at most one edge per chain link"
+        );
         stats.held_tasks_peak
     };
     let bound = (WINDOW as usize + RETIRE_EVERY as usize + 2 * CHUNK + 2) as u64;
