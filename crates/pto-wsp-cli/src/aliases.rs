@@ -12,7 +12,6 @@
 use crate::binds::directive_lines;
 use crate::{CliError, Loaded};
 use pto_wsp::ir::{Diagnostic, Loc};
-use pto_wsp::ir::{ParamKind, ParamType};
 use pto_wsp::kernels::{KernelRegistry, builtins};
 use std::fmt;
 
@@ -53,14 +52,7 @@ pub fn apply_aliases(loaded: &Loaded, registry: &mut KernelRegistry) -> Result<(
             )));
         }
         if let Some(sig) = builtins::signature(target) {
-            let declared: Vec<ParamType> = decl
-                .params
-                .iter()
-                .filter_map(|p| match p.kind {
-                    ParamKind::Scalar(t) => Some(t),
-                    ParamKind::Tile { .. } => None,
-                })
-                .collect();
+            let declared = decl.scalar_types();
             let fits = declared.len() >= sig.required
                 && declared.len() <= sig.params.len()
                 && declared.iter().zip(sig.params).all(|(d, (_, t))| d == t);

@@ -896,14 +896,7 @@ fn emit_driver(
                 written.push(r.tensor);
             }
         }
-        let scalar_types: Vec<ParamType> = k
-            .params
-            .iter()
-            .filter_map(|p| match p.kind {
-                ParamKind::Scalar(t) => Some(t),
-                ParamKind::Tile { .. } => None,
-            })
-            .collect();
+        let scalar_types = k.scalar_types();
         for (v, t) in task.params.iter().zip(&scalar_types) {
             args.push(match (t, v) {
                 (ParamType::F32 | ParamType::F64, Value::U64(bits)) => {

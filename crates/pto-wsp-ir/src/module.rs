@@ -144,6 +144,19 @@ pub struct KernelDecl {
     pub body: Option<Vec<crate::kernel_body::KStmt>>,
 }
 
+impl KernelDecl {
+    /// The types of the scalar parameters, in call order (the values a task passes).
+    pub fn scalar_types(&self) -> Vec<ParamType> {
+        self.params
+            .iter()
+            .filter_map(|p| match p.kind {
+                ParamKind::Scalar(t) => Some(t),
+                ParamKind::Tile { .. } => None,
+            })
+            .collect()
+    }
+}
+
 /// One kernel parameter.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct KernelParam {
