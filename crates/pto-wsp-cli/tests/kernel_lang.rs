@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{binary, root, scratch};
+use common::{attention_reference, binary, root, scratch};
 use pto_wsp::kernels::npy::NpyArray;
 use std::path::Path;
 
@@ -153,20 +153,7 @@ fn decode_chunk_with_no_valid_keys_matches_the_builtin_after_the_merge() {
         assert!((pl[c] - pl2[c]).abs() <= 1e-5 * pl2[c]);
     }
     let (q, k, v) = (t("Q"), t("K"), t("V"));
-    let s: Vec<f64> = (0..192)
-        .map(|j| {
-            0.125
-                * (0..64)
-                    .map(|d| q[d] as f64 * k[j * 64 + d] as f64)
-                    .sum::<f64>()
-        })
-        .collect();
-    let mx = s.iter().copied().fold(f64::MIN, f64::max);
-    let e: Vec<f64> = s.iter().map(|x| (x - mx).exp()).collect();
-    let z: f64 = e.iter().sum();
-    let want: Vec<f64> = (0..64)
-        .map(|d| (0..192).map(|j| e[j] * v[j * 64 + d] as f64).sum::<f64>() / z)
-        .collect();
+    let want = attention_reference(&q, &k, &v, 192, 64, 0.125);
     let scale = want.iter().fold(0f64, |m, w| m.max(w.abs()));
     for (name, got) in [("OUT", t("OUT")), ("OUT2", t("OUT2"))] {
         let err = got

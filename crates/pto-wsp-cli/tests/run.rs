@@ -9,7 +9,7 @@ use pto_wsp_cli::exec::{RunOptions, run};
 use pto_wsp_cli::llm;
 mod common;
 
-use common::{binary, root, scratch};
+use common::{attention_reference, binary, root, scratch};
 use std::path::{Path, PathBuf};
 
 /// Replaces the schedule line starting with `key` (e.g. `dispatch`) by `key value;`.
@@ -742,20 +742,7 @@ fn language_decode_attention_matches_the_builtins() {
     let t = |n: &str| npy_f32(&path(n));
     let (q, k, v) = (t("Q"), t("K"), t("V"));
     // f64 reference: softmax(0.125 q k^T) v over the first 200 keys.
-    let s: Vec<f64> = (0..200)
-        .map(|j| {
-            0.125
-                * (0..64)
-                    .map(|d| q[d] as f64 * k[j * 64 + d] as f64)
-                    .sum::<f64>()
-        })
-        .collect();
-    let mx = s.iter().copied().fold(f64::MIN, f64::max);
-    let e: Vec<f64> = s.iter().map(|x| (x - mx).exp()).collect();
-    let z: f64 = e.iter().sum();
-    let want: Vec<f64> = (0..64)
-        .map(|d| (0..200).map(|j| e[j] * v[j * 64 + d] as f64).sum::<f64>() / z)
-        .collect();
+    let want = attention_reference(&q, &k, &v, 200, 64, 0.125);
     let scale = want.iter().map(|w| w.abs()).fold(0f64, f64::max);
     let err = |got: &[f32]| {
         got.iter()

@@ -30,3 +30,30 @@ pub(crate) fn binary(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// The f64 reference of one decode-attention query: `softmax(scale · q kᵀ) v` over the first
+/// `keys` rows of `k` and `v` (rows of `d`), computed with plain loops.
+#[allow(dead_code)] // not every test crate checks attention
+pub(crate) fn attention_reference(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    keys: usize,
+    d: usize,
+    scale: f64,
+) -> Vec<f64> {
+    let s: Vec<f64> = (0..keys)
+        .map(|j| {
+            scale
+                * (0..d)
+                    .map(|c| q[c] as f64 * k[j * d + c] as f64)
+                    .sum::<f64>()
+        })
+        .collect();
+    let mx = s.iter().copied().fold(f64::MIN, f64::max);
+    let e: Vec<f64> = s.iter().map(|x| (x - mx).exp()).collect();
+    let z: f64 = e.iter().sum();
+    (0..d)
+        .map(|c| (0..keys).map(|j| e[j] * v[j * d + c] as f64).sum::<f64>() / z)
+        .collect()
+}
