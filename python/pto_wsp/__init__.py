@@ -1,10 +1,17 @@
-"""pto-wsp from Python: workloads in the ``.wsp`` text format, compiled and run on the CPU
-simulation with numpy arrays read and written in place.
+"""pto-wsp from Python: workloads and schedules written in Python (or in the ``.wsp`` text
+format), compiled and run on the CPU simulation with numpy arrays read and written in place.
 
->>> import numpy as np, pto_wsp
->>> module = pto_wsp.Module.from_file("examples/gemm.wsp")      # doctest: +SKIP
->>> program = module.compile(threads=2)                          # doctest: +SKIP
->>> program.execute(A=a, B=b, C=c)                               # doctest: +SKIP
+>>> from pto_wsp import *
+>>> M = Symbol(bind=256)                                          # doctest: +SKIP
+>>> A = Tensor(f32[M, 128])                                       # doctest: +SKIP
+>>> MT = DenseDyn(M // 16)                                        # doctest: +SKIP
+>>> @kernel(pool="vector", alias="relu")
+... def act(x: In[f32[16, 128]], y: Out[f32[16, 128]]): ...       # doctest: +SKIP
+>>> @workload
+... def main():
+...     for i in P(MT):
+...         act(A[i * 16:(i + 1) * 16, :], B[i * 16:(i + 1) * 16, :])  # doctest: +SKIP
+>>> program = main.task_graph(deps=Deps.exact()).compile(threads=2)   # doctest: +SKIP
 
 See docs/PYTHON.md for a walkthrough.
 """
@@ -18,13 +25,120 @@ from ._pto_wsp import (
     ValidationError,
     __version__,
 )
+from ._expr import Expr, max_, min_, u64, where
+from ._decl import (
+    ANY,
+    Dense,
+    DenseDyn,
+    DType,
+    In,
+    InOut,
+    Kernel,
+    Out,
+    Ragged,
+    Region,
+    Slot,
+    Sparse,
+    Symbol,
+    Tensor,
+    TensorType,
+    bf16,
+    bool_,
+    f16,
+    f32,
+    f64,
+    i32,
+    i64,
+    kernel,
+    span,
+    u8,
+    u32,
+    u64_t,
+)
+from ._trace import (
+    Channel,
+    P,
+    Pipeline,
+    Process,
+    Workload,
+    call,
+    combine,
+    pipeline,
+    process,
+    sequential,
+    workload,
+)
+from ._schedule import (
+    Deps,
+    DispatchPolicy,
+    Pools,
+    ReadyPolicy,
+    Schedule,
+    StartPolicy,
+    TimingPolicy,
+    TracePolicy,
+)
+from ._module import BuiltModule, build
 
 __all__ = [
+    "ANY",
+    "BuiltModule",
+    "Channel",
     "CompileError",
+    "Dense",
+    "DenseDyn",
+    "Deps",
+    "DispatchPolicy",
+    "DType",
+    "Expr",
+    "In",
+    "InOut",
+    "Kernel",
     "Module",
+    "Out",
+    "P",
+    "Pipeline",
+    "Pools",
+    "Process",
     "Program",
     "PtoWspError",
+    "Ragged",
+    "ReadyPolicy",
+    "Region",
     "RunError",
+    "Schedule",
+    "Slot",
+    "Sparse",
+    "StartPolicy",
+    "Symbol",
+    "Tensor",
+    "TensorType",
+    "TimingPolicy",
+    "TracePolicy",
     "ValidationError",
+    "Workload",
     "__version__",
+    "bf16",
+    "bool_",
+    "build",
+    "call",
+    "combine",
+    "f16",
+    "f32",
+    "f64",
+    "i32",
+    "i64",
+    "kernel",
+    "max_",
+    "min_",
+    "pipeline",
+    "process",
+    "sequential",
+    "span",
+    "u8",
+    "u32",
+    "u64",
+    "u64_t",
+    "where",
+    "workload",
 ]

@@ -1,0 +1,88 @@
+"""One LLaMA-style transformer block over 16-token tiles (prefill): examples/llama_block.wsp in
+Python."""
+
+from pto_wsp import *
+
+seq = Symbol(bind=128)
+heads = Symbol(bind=4)
+ffn = Symbol(bind=512)
+
+hidden = heads * 64
+X = Tensor(f32[seq, hidden])
+Xn1 = Tensor(f32[seq, hidden])
+Q = Tensor(f32[seq, hidden])
+K = Tensor(f32[seq, hidden])
+V = Tensor(f32[seq, hidden])
+Attn = Tensor(f32[seq, hidden])
+AttnOut = Tensor(f32[seq, hidden])
+H1 = Tensor(f32[seq, hidden])
+Xn2 = Tensor(f32[seq, hidden])
+Gate = Tensor(f32[seq, ffn])
+Up = Tensor(f32[seq, ffn])
+Act = Tensor(f32[seq, ffn])
+Down = Tensor(f32[seq, hidden])
+Y = Tensor(f32[seq, hidden])
+Wq = Tensor(f16[hidden, hidden])
+Wk = Tensor(f16[hidden, hidden])
+Wv = Tensor(f16[hidden, hidden])
+Wo = Tensor(f16[hidden, hidden])
+Wgate = Tensor(f16[hidden, ffn])
+Wup = Tensor(f16[hidden, ffn])
+Wdown = Tensor(f16[ffn, hidden])
+NormAttn = Tensor(f32[hidden])
+NormFfn = Tensor(f32[hidden])
+
+T = DenseDyn(seq // 16)
+H = DenseDyn(heads)
+F = DenseDyn(ffn // 64)
+
+
+@kernel(pool="vector")
+def rmsnorm(x: In[f32[16, ANY]], w: In[f32[ANY]], y: Out[f32[16, ANY]]): ...
+@kernel(pool="cube", alias="matmul")
+def proj(x: In[f32[16, ANY]], w: In[f16[ANY, 64]], y: Out[f32[16, 64]]): ...
+@kernel(pool="vector")
+def rope(q: InOut[f32[16, 64]], k: InOut[f32[16, 64]], pos: i64): ...
+@kernel(pool="vector", alias="attn_causal")
+def causal_attn(q: In[f32[16, 64]], k: In[f32[ANY, 64]], v: In[f32[ANY, 64]], o: Out[f32[16, 64]], kv_len: i64): ...
+@kernel(pool="vector", alias="add")
+def residual_add(a: In[f32[16, ANY]], b: In[f32[16, ANY]], y: Out[f32[16, ANY]]): ...
+@kernel(pool="vector")
+def swiglu(gate: In[f32[16, 64]], up: In[f32[16, 64]], y: Out[f32[16, 64]]): ...
+
+
+def c64(j):
+    """The 64 columns of head (or FFN tile) `j`."""
+    return span(j * 64, 64)
+
+
+@workload
+def llama_block():
+    for t in P(T):
+        rows = span(t * 16, 16)
+        rmsnorm(X[rows, :], NormAttn, Xn1[rows, :])
+        for h in P(H):
+            proj(Xn1[rows, :], Wq[:, c64(h)], Q[rows, c64(h)])
+            proj(Xn1[rows, :], Wk[:, c64(h)], K[rows, c64(h)])
+            proj(Xn1[rows, :], Wv[:, c64(h)], V[rows, c64(h)])
+            rope(Q[rows, c64(h)], K[rows, c64(h)], t * 16)
+            causal_attn(Q[rows, c64(h)], K[:(t + 1) * 16, c64(h)], V[:(t + 1) * 16, c64(h)], Attn[rows, c64(h)], (t + 1) * 16)
+        for j in P(H):
+            proj(Attn[rows, :], Wo[:, c64(j)], AttnOut[rows, c64(j)])
+        residual_add(X[rows, :], AttnOut[rows, :], H1[rows, :])
+        rmsnorm(H1[rows, :], NormFfn, Xn2[rows, :])
+        for f in P(F):
+            proj(Xn2[rows, :], Wgate[:, c64(f)], Gate[rows, c64(f)])
+            proj(Xn2[rows, :], Wup[:, c64(f)], Up[rows, c64(f)])
+            swiglu(Gate[rows, c64(f)], Up[rows, c64(f)], Act[rows, c64(f)])
+        for j in P(H):
+            proj(Act[rows, :], Wdown[:, c64(j)], Down[rows, c64(j)])
+        residual_add(H1[rows, :], Down[rows, :], Y[rows, :])
+
+
+schedule = (
+    llama_block.executors(8)
+    .dispatch(DispatchPolicy.affinity(lambda t: t))
+    .task_graph(deps=Deps.hybrid(), ready=ReadyPolicy.work_steal(), start=StartPolicy.immediate(), pools=Pools.by_exec_unit())
+)
+module = schedule.module()

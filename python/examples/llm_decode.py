@@ -1,0 +1,139 @@
+"""One decode step of a LLaMA-style model for a batch of requests of different lengths:
+examples/llm_decode.wsp (the main job of `pto-wsp run`) written in Python."""
+
+from pto_wsp import *
+
+nreq = Symbol(bind=8)
+kv_heads = Symbol(bind=8)
+ffn = Symbol(bind=14336)
+layers = Symbol(bind=1)
+max_chunks = Symbol(bind=16)
+
+len_ = Slot(name="len")
+nc = Slot()
+
+hidden = kv_heads * 512
+kv_lens = Tensor(i32[nreq], bind=[3100, 517, 1900, 4000, 260, 2750, 1200, 3500])
+X = Tensor(f32[layers + 1, nreq, hidden])
+NormAttn = Tensor(f32[layers, hidden])
+NormFfn = Tensor(f32[layers, hidden])
+Wq = Tensor(f16[layers, hidden, hidden])
+Wk = Tensor(f16[layers, hidden, kv_heads * 128])
+Wv = Tensor(f16[layers, hidden, kv_heads * 128])
+Wo = Tensor(f16[layers, hidden, hidden])
+Wgate = Tensor(f16[layers, hidden, ffn])
+Wup = Tensor(f16[layers, hidden, ffn])
+Wdown = Tensor(f16[layers, ffn, hidden])
+Kc = Tensor(f16[layers, nreq * kv_heads, max_chunks * 256, 128])
+Vc = Tensor(f16[layers, nreq * kv_heads, max_chunks * 256, 128])
+Xn = Tensor(f32[nreq, hidden])
+Q = Tensor(f32[nreq, kv_heads * 4, 128])
+Kn = Tensor(f32[nreq, kv_heads, 128])
+Vn = Tensor(f32[nreq, kv_heads, 128])
+Opart = Tensor(f32[nreq, kv_heads * 4, max_chunks, 128])
+Mpart = Tensor(f32[nreq, kv_heads * 4, max_chunks])
+Lpart = Tensor(f32[nreq, kv_heads * 4, max_chunks])
+Attn = Tensor(f32[nreq, hidden])
+AttnOut = Tensor(f32[nreq, hidden])
+H1 = Tensor(f32[nreq, hidden])
+Xn2 = Tensor(f32[nreq, hidden])
+Gate = Tensor(f32[nreq, ffn])
+Up = Tensor(f32[nreq, ffn])
+Act = Tensor(f32[nreq, ffn])
+Down = Tensor(f32[nreq, hidden])
+
+L = DenseDyn(layers)
+R = DenseDyn(nreq)
+KVH = DenseDyn(kv_heads)
+QH = DenseDyn(kv_heads * 4)
+FT = DenseDyn(ffn // 128)
+Chunks = DenseDyn(nc)
+
+
+@kernel(pool="vector")
+def rmsnorm(x: In[f32[ANY, ANY]], w: In[f32[ANY]], y: Out[f32[ANY, ANY]]): ...
+@kernel(pool="cube", alias="matmul")
+def proj(x: In[f32[ANY, ANY]], w: In[f16[ANY, 128]], y: Out[f32[ANY, 128]]): ...
+@kernel(pool="vector")
+def rope(q: InOut[f32[ANY, 128]], k: InOut[f32[ANY, 128]], pos: i64, tokens: i64): ...
+@kernel(pool="vector", alias="copy")
+def append(x: In[f32[ANY, 128]], cache: Out[f16[ANY, 128]]): ...
+@kernel(pool="cube", alias="attn_decode_chunk")
+def decode_chunk(
+    q: In[f32[4, 128]],
+    k: In[f16[256, 128]],
+    v: In[f16[256, 128]],
+    o: Out[f32[4, 1, 128]],
+    m: Out[f32[4, 1]],
+    l: Out[f32[4, 1]],
+    chunk_start: i64,
+    chunk_end: i64,
+): ...
+@kernel(pool="vector", alias="attn_merge")
+def merge(o: In[f32[ANY, 128]], m: In[f32[ANY]], l: In[f32[ANY]], out_row: Out[f32[128]]): ...
+@kernel(pool="vector", alias="add")
+def residual_add(a: In[f32[ANY, ANY]], b: In[f32[ANY, ANY]], y: Out[f32[ANY, ANY]]): ...
+@kernel(pool="vector")
+def swiglu(gate: In[f32[ANY, 128]], up: In[f32[ANY, 128]], y: Out[f32[ANY, 128]]): ...
+
+
+def cols(j):
+    """The 128 columns of head (or tile) `j`."""
+    return span(j * 128, 128)
+
+
+@workload
+def decode_step():
+    for l in P.seq(L):
+        rmsnorm(X[l, :, :], NormAttn[l, :], Xn)
+        for h in P(QH):
+            proj(Xn, Wq[l, :, cols(h)], Q[:, h, :])
+        for g in P(KVH):
+            proj(Xn, Wk[l, :, cols(g)], Kn[:, g, :])
+            proj(Xn, Wv[l, :, cols(g)], Vn[:, g, :])
+        for r in P(R):
+            len_.load(kv_lens[r])
+            nc.set((len_ + 256) // 256)
+            rope(Q[r, :, :], Kn[r, :, :], len_, 1)
+            heads_of_r = span(r * kv_heads, kv_heads)
+            append(Kn[r, :, :], Kc[l, heads_of_r, len_, :])
+            append(Vn[r, :, :], Vc[l, heads_of_r, len_, :])
+            for c in P(Chunks):
+                for g in P(KVH):
+                    group = span(g * 4, 4)
+                    decode_chunk[r, c, g](
+                        q=Q[r, group, :],
+                        k=Kc[l, r * kv_heads + g, c * 256:(c + 1) * 256, :],
+                        v=Vc[l, r * kv_heads + g, c * 256:(c + 1) * 256, :],
+                        o=Opart[r, group, c, :],
+                        m=Mpart[r, group, c],
+                        l=Lpart[r, group, c],
+                        chunk_start=c * 256,
+                        chunk_end=min_((c + 1) * 256, len_ + 1),
+                    )
+            for h in P(QH):
+                merge(Opart[r, h, :nc, :], Mpart[r, h, :nc], Lpart[r, h, :nc], Attn[r, cols(h)])
+        for j in P(QH):
+            proj(Attn, Wo[l, :, cols(j)], AttnOut[:, cols(j)])
+        residual_add(X[l, :, :], AttnOut, H1)
+        rmsnorm(H1, NormFfn[l, :], Xn2)
+        for f in P(FT):
+            proj(Xn2, Wgate[l, :, cols(f)], Gate[:, cols(f)])
+            proj(Xn2, Wup[l, :, cols(f)], Up[:, cols(f)])
+            swiglu(Gate[:, cols(f)], Up[:, cols(f)], Act[:, cols(f)])
+        for j in P(QH):
+            proj(Act, Wdown[l, :, cols(j)], Down[:, cols(j)])
+        residual_add(H1, Down, X[l + 1, :, :])
+
+
+schedule = (
+    decode_step.executors(24)
+    .dispatch(DispatchPolicy.work_steal())
+    .task_graph(
+        deps=Deps.hybrid(),
+        ready=ReadyPolicy.work_steal(),
+        start=StartPolicy.immediate(),
+        pools=Pools.single(),
+    )
+)
+module = schedule.module()

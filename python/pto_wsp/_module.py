@@ -1,0 +1,140 @@
+"""A module written in Python, assembled into ``.wsp`` text and handed to the Rust side.
+
+Why: the Rust crates own parsing, validation, lowering and running; the Python front end only has
+to produce the text they read — the same text a ``.wsp`` file holds — and a map from each line
+of it back to the user's Python ``file:line``, so that Rust's errors can be reported there.
+
+Promises: ``build(entry, schedule=...)`` declares exactly what the entry (and the workloads it
+calls, the schedule, ``extra``) refer to, each kind in the order the Python created it, plus the
+``//@ alias`` (kernels' ``alias=``) and ``//@ bind`` (symbols' and tensors' ``bind=``) lines; the
+result is parsed and validated by ``Module.from_text``. Every ``path:line:column`` of the
+generated text in an error message is replaced by the Python ``file:line`` it came from (and the
+generated position, in parentheses).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from . import _where
+from ._decl import Decl, Kernel, Symbol, Tensor
+from ._pto_wsp import CompileError, Module, ValidationError
+from ._trace import Pipeline, Workload
+
+_KINDS = ["symbol", "slot", "tensor", "axis", "kernel", "workload", "pipeline"]
+
+
+def _collect(roots: Iterable[Any]) -> List[Decl]:
+    seen: Dict[int, Decl] = {}
+    stack = list(roots)
+    while stack:
+        d = stack.pop()
+        if not isinstance(d, Decl) or id(d) in seen:
+            continue
+        seen[id(d)] = d
+        stack.extend(d.deps())
+    return sorted(seen.values(), key=lambda d: (_KINDS.index(d.kind), d.order))
+
+
+def _bind_text(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(str(int(x)) for x in v) + "]"
+    if hasattr(v, "tolist"):
+        return _bind_text(v.tolist())
+    return str(v)
+
+
+def render(entry: Any, schedule: Any = None, extra: Sequence[Decl] = ()) -> Tuple[str, List[_where.Loc]]:
+    """The module's text and, per line, the Python place it came from."""
+    roots: List[Any] = [entry, *extra]
+    if schedule is not None:
+        roots += schedule.deps()
+    decls = _collect(roots)
+    out: List[Tuple[str, _where.Loc]] = []
+    for k in decls:
+        if isinstance(k, Kernel) and k.alias is not None:
+            out.append((f"//@ alias {k.name}={k.alias}", k.loc))
+    for d in [d for d in decls if isinstance(d, Symbol)] + [d for d in decls if isinstance(d, Tensor)]:
+        if d.bind is not None:
+            out.append((f"//@ bind {d.name}={_bind_text(d.bind)}", d.loc))
+    kind = None
+    for d in decls:
+        if kind is not None and (d.kind != kind or d.kind in ("workload", "pipeline") or "\n" in _decl(d)):
+            out.append(("", d.loc))
+        elif kind is None and out:
+            out.append(("", d.loc))
+        kind = d.kind
+        if isinstance(d, (Workload, Pipeline)):
+            d.render(out)
+        else:
+            for i, line in enumerate(_decl(d).split("\n")):
+                out.append((line, d.loc))
+    if schedule is not None:
+        out.append(("", entry.loc))
+        schedule.render(out)
+    return "\n".join(t for t, _ in out) + "\n", [loc for _, loc in out]
+
+
+def _decl(d: Decl) -> str:
+    return d.decl_text()  # type: ignore[attr-defined]
+
+
+class BuiltModule:
+    """A module built from Python: the Rust ``Module`` (``.module``) plus the map of its text's
+    lines to the Python that wrote them. ``compile`` and errors report Python ``file:line``."""
+
+    def __init__(self, module: Module, text: str, path: str, locs: List[_where.Loc]):
+        self.module = module
+        self.generated_text = text
+        self.path = path
+        self.locs = locs
+
+    def to_text(self) -> str:
+        """The canonical text (``pto-wsp fmt`` of the generated text)."""
+        return self.module.to_text()
+
+    @property
+    def entry(self) -> Optional[str]:
+        return self.module.entry
+
+    @property
+    def tensors(self) -> List[str]:
+        return self.module.tensors
+
+    def compile(self, **kw: Any) -> Any:
+        """``Module.compile`` (same arguments); errors name the Python ``file:line``."""
+        try:
+            return self.module.compile(**kw)
+        except CompileError as e:
+            raise CompileError(remap(str(e), self.path, self.locs)) from None
+
+    def __repr__(self) -> str:
+        return f"<pto_wsp.BuiltModule {self.entry} from {self.path}>"
+
+
+def remap(message: str, path: str, locs: List[_where.Loc]) -> str:
+    """``message`` with each ``path:LINE:COL`` replaced by the Python place of that line."""
+
+    def sub(m: "re.Match[str]") -> str:
+        line = int(m.group(1))
+        if 1 <= line <= len(locs):
+            return f"{locs[line - 1]} (generated .wsp {m.group(1)}:{m.group(2)})"
+        return m.group(0)
+
+    return re.sub(re.escape(path) + r":(\d+):(\d+)", sub, message)
+
+
+def build(entry: Any, schedule: Any = None, extra: Sequence[Decl] = ()) -> BuiltModule:
+    """Assembles and validates the module of ``entry`` (a ``@workload`` or ``@pipeline``)."""
+    if not isinstance(entry, (Workload, Pipeline)):
+        raise TypeError(f"a module is built from a @workload or @pipeline, not {entry!r}")
+    text, locs = render(entry, schedule, extra)
+    path = f"<python {entry.name}>"
+    try:
+        module = Module.from_text(text, path=path)
+    except ValidationError as e:
+        raise ValidationError(remap(str(e), path, locs)) from None
+    return BuiltModule(module, text, path, locs)

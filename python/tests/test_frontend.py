@@ -1,0 +1,171 @@
+"""Tests of workloads and schedules written in Python: every example under python/examples/
+gives the canonical text of its `.wsp` twin under examples/, runs give numpy's numbers, and a
+user's mistake is reported at the user's Python file and line."""
+
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+import pto_wsp
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PY_EXAMPLES = sorted((ROOT / "python" / "examples").rglob("*.py"))
+
+
+def load(path):
+    """Imports a Python example by path (they are scripts, not a package)."""
+    rel = path.relative_to(ROOT / "python" / "examples").with_suffix("")
+    spec = importlib.util.spec_from_file_location("example_" + "_".join(rel.parts), path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def without_prose(text):
+    """The text without its prose comments (the Python examples carry the prose as docstrings),
+    its `//@ alias` and `//@ bind` lines sorted (their order means nothing; the Python front end
+    writes them in declaration order) ahead of the body."""
+    lines = text.split("\n")
+    directives = sorted(line for line in lines if line.startswith("//@"))
+    body = [line for line in lines if not line.startswith("//")]
+    while body and body[0] == "":
+        body.pop(0)
+    return "\n".join(directives + [""] + body)
+
+
+def test_the_main_examples_are_written_in_python():
+    names = {p.stem for p in PY_EXAMPLES}
+    assert {"llm_decode", "softmax_3pass", "gemm"} <= names
+
+
+@pytest.mark.parametrize("path", PY_EXAMPLES, ids=lambda p: str(p.relative_to(ROOT / "python" / "examples")))
+def test_python_example_prints_the_text_of_its_wsp_twin(path):
+    twin = ROOT / "examples" / path.relative_to(ROOT / "python" / "examples").with_suffix(".wsp")
+    expected = without_prose(pto_wsp.Module.from_file(str(twin)).to_text())
+    built = load(path).module
+    assert isinstance(built, pto_wsp.BuiltModule)
+    assert without_prose(built.to_text()) == expected
+
+
+def softmax_reference(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_softmax_3pass_in_python_matches_numpy():
+    ex = load(ROOT / "python" / "examples" / "softmax_3pass.py")
+    rows, ntiles = 32, 3
+    program = ex.module.compile(threads=2, bind={"rows": rows, "ntiles": ntiles})
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((rows, ntiles * 1024)).astype(np.float32) * 4
+    y = np.zeros_like(x)
+    stats = program.execute(X=x, Y=y)
+    np.testing.assert_allclose(y, softmax_reference(x.astype(np.float64)), rtol=1e-4, atol=1e-7)
+    blocks = rows // 16
+    assert stats["num_tasks"] == blocks * (ntiles + 1 + 3 * ntiles + 1 + ntiles)
+
+
+def test_gemm_in_python_matches_numpy():
+    ex = load(ROOT / "python" / "examples" / "gemm.py")
+    m, n, k = 256, 384, 256
+    program = ex.module.compile(threads=2, bind={"M": m, "N": n, "K": k})
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    c = np.full((m, n), 3.0, dtype=np.float32)
+    program.execute(A=a, B=b, C=c)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-3)
+
+
+# ----- a user's mistakes, reported at the user's file and line -------------------------------
+
+PRELUDE = """\
+from pto_wsp import *
+
+X = Tensor(f32[128, 64])
+Y = Tensor(f32[128, 64])
+I = Dense[4]
+
+
+@kernel(pool="vector", alias="relu")
+def act(x: In[f32[32, 64]], y: Out[f32[32, 64]]): ...
+"""
+
+
+def run_user_file(tmp_path, body):
+    """Writes PRELUDE + body as a user's script and runs it; returns (path, exception)."""
+    path = tmp_path / "user_model.py"
+    path.write_text(PRELUDE + body)
+    spec = importlib.util.spec_from_file_location("user_model", path)
+    mod = importlib.util.module_from_spec(spec)
+    with pytest.raises(pto_wsp.PtoWspError) as info:
+        spec.loader.exec_module(mod)
+    return path, info.value
+
+
+def line_of(path, needle):
+    return next(i for i, line in enumerate(path.read_text().split("\n"), 1) if needle in line)
+
+
+def test_a_loop_variable_used_outside_its_loop_names_the_users_line(tmp_path):
+    path, e = run_user_file(
+        tmp_path,
+        """
+@workload
+def w():
+    for i in P(I):
+        act(X[i * 32:(i + 1) * 32, :], Y[i * 32:(i + 1) * 32, :])
+    act(X[i * 32:(i + 1) * 32, :], Y[0:32, :])   # the mistake
+
+
+module = w.module()
+""",
+    )
+    assert isinstance(e, pto_wsp.ValidationError)
+    assert f"{path}:{line_of(path, '# the mistake')}" in str(e)
+    assert "loop variable `i` is used outside its loop" in str(e)
+    assert f"{path}:{line_of(path, 'for i in P(I)')}" in str(e)
+
+
+def test_a_region_out_of_bounds_names_the_users_line(tmp_path):
+    path, e = run_user_file(
+        tmp_path,
+        """
+@workload
+def w():
+    for i in P(I):
+        act(X[i * 32:(i + 1) * 32, :], Y[100:132, :])   # the mistake
+
+
+module = w.module()
+""",
+    )
+    assert isinstance(e, pto_wsp.ValidationError)
+    assert f"{path}:{line_of(path, '# the mistake')}" in str(e)
+    assert "out" in str(e) and "`Y`" in str(e)
+
+
+def test_an_unknown_kernel_names_the_users_line(tmp_path):
+    path, e = run_user_file(
+        tmp_path,
+        """
+@kernel(pool="vector")
+def no_such_kernel(x: In[f32[32, 64]], y: Out[f32[32, 64]]): ...
+
+
+@workload
+def w():
+    for i in P(I):
+        no_such_kernel(X[i * 32:(i + 1) * 32, :], Y[i * 32:(i + 1) * 32, :])
+
+
+program = w.module().compile(threads=1)
+""",
+    )
+    assert isinstance(e, pto_wsp.CompileError)
+    assert "no_such_kernel" in str(e)
+    # The kernel's declaration: the line of its decorator (where Python applies it).
+    decorator = line_of(path, "def no_such_kernel") - 1
+    assert f"{path}:{decorator}" in str(e)
