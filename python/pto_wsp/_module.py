@@ -111,6 +111,10 @@ class BuiltModule:
         except CompileError as e:
             raise CompileError(remap(str(e), self.path, self.locs)) from None
 
+    def expand(self, bind: Optional[Dict[str, Any]] = None, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        """``Module.expand``: the task list (one dict per task)."""
+        return self.module.expand(bind=bind, limit=limit)
+
     def __repr__(self) -> str:
         return f"<pto_wsp.BuiltModule {self.entry} from {self.path}>"
 

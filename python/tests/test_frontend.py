@@ -169,3 +169,91 @@ program = w.module().compile(threads=1)
     # The kernel's declaration: the line of its decorator (where Python applies it).
     decorator = line_of(path, "def no_such_kernel") - 1
     assert f"{path}:{decorator}" in str(e)
+
+
+# ----- expand, execute_async / synchronize, trace ------------------------------------------------
+
+
+def test_expand_lists_the_tasks_of_the_python_gemm():
+    ex = load(ROOT / "python" / "examples" / "gemm.py")
+    m, n, k = 256, 384, 512
+    tasks = ex.module.expand(bind={"M": m, "N": n, "K": k})
+    # Independently: per output tile (i, j) in row-major order, a zero task, then K/128 steps.
+    expected = []
+    for i in range(m // 128):
+        for j in range(n // 128):
+            expected.append(("zero_tile", [("out", "C", [i * 128, j * 128])]))
+            for kk in range(k // 128):
+                expected.append(
+                    (
+                        "gemm_tile",
+                        [
+                            ("in", "A", [i * 128, kk * 128]),
+                            ("in", "B", [kk * 128, j * 128]),
+                            ("inout", "C", [i * 128, j * 128]),
+                        ],
+                    )
+                )
+    got = [
+        (t["kernel"], [(r["access"], r["tensor"], r["start"]) for r in t["regions"]])
+        for t in tasks
+    ]
+    assert got == expected
+    assert all(r["size"] == [128, 128] for t in tasks for r in t["regions"])
+    assert tasks[0]["params"] == {"value": 0.0}
+    # dispatch affinity(i * (N / 128) + j) over 24 executors
+    assert [t["executor"] for t in tasks if t["kernel"] == "zero_tile"] == [
+        (i * (n // 128) + j) % 24 for i in range(m // 128) for j in range(n // 128)
+    ]
+
+
+def test_execute_async_then_synchronize_gives_numpys_numbers():
+    ex = load(ROOT / "python" / "examples" / "rmsnorm.py")
+    tokens, hidden = 64, 256
+    program = ex.module.compile(threads=2, bind={"tokens": tokens, "hidden": hidden})
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((tokens, hidden)).astype(np.float32)
+    w = rng.standard_normal(hidden).astype(np.float32)
+    y = np.zeros_like(x)
+    assert program.execute_async(X=x, W=w, Y=y) is None
+    stats = program.synchronize()
+    assert program.is_complete()
+    x64 = x.astype(np.float64)
+    reference = x64 / np.sqrt((x64 * x64).mean(axis=1, keepdims=True) + 1e-6) * w
+    np.testing.assert_allclose(y, reference, rtol=1e-4, atol=1e-5)
+    assert stats["num_tasks"] == tokens // 16
+    with pytest.raises(pto_wsp.RunError, match="no run in progress"):
+        program.synchronize()
+
+
+def test_a_failing_async_run_raises_at_synchronize():
+    ex = load(ROOT / "python" / "examples" / "datadep" / "early_exit.py")
+    program = ex.module.compile(threads=2)
+    # An array that does not fit its tensor is refused at once, before any run starts.
+    with pytest.raises(pto_wsp.RunError, match="V"):
+        program.execute_async(V=np.zeros((16, 4), dtype=np.float64))
+    with pytest.raises(pto_wsp.RunError, match="no run in progress"):
+        program.synchronize()
+
+
+def test_trace_writes_one_chrome_event_per_task(tmp_path):
+    import json
+
+    ex = load(ROOT / "python" / "examples" / "softmax_3pass.py")
+    program = ex.module.compile(threads=2, bind={"rows": 16, "ntiles": 2}, trace=True)
+    x = np.ones((16, 2048), dtype=np.float32)
+    stats = program.execute(X=x)
+    path = tmp_path / "trace.json"
+    program.write_trace(str(path))
+    events = [e for e in json.loads(path.read_text())["traceEvents"] if e["ph"] == "X"]
+    assert len(events) == stats["num_tasks"] == 2 + 1 + 6 + 1 + 2
+    names = sorted(e["name"] for e in events)
+    assert names == sorted(["row_max"] * 3 + ["sub_col", "exp", "row_sum"] * 2 + ["row_sum"] + ["div_col"] * 2)
+
+
+def test_trace_needs_a_traced_compile(tmp_path):
+    ex = load(ROOT / "python" / "examples" / "rmsnorm.py")
+    program = ex.module.compile(threads=1, bind={"tokens": 16, "hidden": 64})
+    program.execute()
+    with pytest.raises(pto_wsp.RunError, match="trace=True"):
+        program.write_trace(str(tmp_path / "t.json"))

@@ -466,7 +466,7 @@ pub fn run(
 /// The run's Chrome trace: each task's event named by its kernel, with its expander index,
 /// executor and arguments (scalars and regions, as `pto-wsp expand` lists them) in `args`, on
 /// its worker's track. (Pipeline processes' tasks are named by their index only.)
-fn trace_json(
+pub fn trace_json(
     loaded: &Loaded,
     bindings: &pto_wsp::ir::Bindings,
     stats: &RunStats,

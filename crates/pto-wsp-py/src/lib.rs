@@ -12,6 +12,11 @@
 //!   the array's own memory, see `TensorStore::attach_external`), checked first with the errors
 //!   of `--input` (element type, shape); the GIL is released while the program runs; after the
 //!   run (or a failure) the store no longer refers to the arrays.
+//! - [`Program::execute_async`] starts the same run on the program's orchestration thread and
+//!   returns at once (the arrays are held until [`Program::synchronize`], which waits with the
+//!   GIL released and raises the run's error); [`Module::expand`] lists the tasks as
+//!   `pto-wsp expand` does; a program compiled with `trace=True` writes the CLI's Chrome trace
+//!   of its last run (`pto_wsp_cli::exec::trace_json`, the one writer of it).
 //! - Errors raise `pto_wsp.ValidationError` (parse and validation), `CompileError` or `RunError`,
 //!   all subclasses of `pto_wsp.PtoWspError`, with the rendered `file:line:column` text of the CLI.
 
@@ -23,7 +28,7 @@ use std::collections::HashMap;
 use std::ptr::NonNull;
 
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods, npyffi};
-use pto_wsp::ir::Bindings;
+use pto_wsp::ir::{Bindings, ExpandOptions, ParamKind};
 use pto_wsp::kernels::KernelRegistry;
 use pto_wsp::kernels::npy::NpyHeader;
 use pto_wsp::{CompileOptions, compile, lower};
@@ -31,7 +36,7 @@ use pto_wsp_cli::aliases::apply_aliases;
 use pto_wsp_cli::{Loaded, bindings_for, canonical, leading_comments};
 use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyDict, PyList, PyString};
 
 pyo3::create_exception!(
     _pto_wsp,
@@ -117,7 +122,9 @@ impl Module {
     /// Compiles the module for `target` into a runnable [`Program`]. `bind` maps symbol (or
     /// integer tensor) names to values, as `pto-wsp run --bind NAME=VALUE` does, on top of the
     /// text's `//@ bind` lines.
-    #[pyo3(signature = (target = "cpu_sim", threads = 0, device_gen = false, debug_checks = false, bind = None))]
+    /// `trace=True` records each task's start and end, for [`Program::write_trace`].
+    #[pyo3(signature = (target = "cpu_sim", threads = 0, device_gen = false, debug_checks = false, bind = None, trace = false))]
+    #[allow(clippy::too_many_arguments)] // Python keyword arguments, one per option
     fn compile(
         &self,
         py: Python<'_>,
@@ -126,14 +133,9 @@ impl Module {
         device_gen: bool,
         debug_checks: bool,
         bind: Option<&Bound<'_, PyDict>>,
+        trace: bool,
     ) -> PyResult<Program> {
-        let mut specs = Vec::new();
-        if let Some(bind) = bind {
-            for (k, v) in bind.iter() {
-                let k: String = k.extract()?;
-                specs.push(format!("{k}={}", bind_text(&v)?));
-            }
-        }
+        let specs = bind_specs(bind)?;
         let bindings =
             bindings_for(&self.loaded, &specs).map_err(|e| CompileError::new_err(e.rendered))?;
         // The kernels as `pto-wsp run` has them: the built-ins, the module's kernels written in
@@ -147,6 +149,7 @@ impl Module {
             device_gen,
             debug_checks,
             kernels,
+            profiling: trace,
             ..CompileOptions::default()
         };
         let loaded = self.loaded.clone();
@@ -157,9 +160,104 @@ impl Module {
             })?;
         Ok(Program {
             program,
-            bindings,
             name: loaded.source.name.clone(),
+            loaded,
+            bindings,
+            running: None,
+            last_bindings: None,
         })
+    }
+
+    /// The tasks the module generates under `bind` (as `compile` takes it), in program order,
+    /// as `pto-wsp expand` lists them: one dict per task with `kernel` (the one that runs),
+    /// `declared` (the one the task statement named), `pool`, `executor` (`None` under
+    /// `work_steal`), `stream`, `priority`, `cost`, `params` (scalar name to value) and
+    /// `regions` (dicts of `tensor`, `access`, `start`, `size`). `limit` stops early.
+    #[pyo3(signature = (bind = None, limit = None))]
+    fn expand<'py>(
+        &self,
+        py: Python<'py>,
+        bind: Option<&Bound<'py, PyDict>>,
+        limit: Option<usize>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let specs = bind_specs(bind)?;
+        let bindings =
+            bindings_for(&self.loaded, &specs).map_err(|e| CompileError::new_err(e.rendered))?;
+        let options = ExpandOptions {
+            limit,
+            ..ExpandOptions::default()
+        };
+        let loaded = &self.loaded;
+        let expansion = py
+            .detach(|| pto_wsp_cli::expand_loaded(loaded, &bindings, &options))
+            .map_err(|e| RunError::new_err(e.rendered))?;
+        let module = &self.loaded.module;
+        let kernel_name = |i: u32| {
+            module
+                .kernels
+                .get(i as usize)
+                .map_or_else(|| format!("#{i}"), |k| k.name.name.clone())
+        };
+        let list = PyList::empty(py);
+        for t in &expansion.tasks {
+            let d = PyDict::new(py);
+            d.set_item("kernel", kernel_name(t.kernel))?;
+            d.set_item("declared", kernel_name(t.declared))?;
+            d.set_item("pool", t.pool.to_string())?;
+            d.set_item("executor", t.target)?;
+            d.set_item("stream", t.stream)?;
+            d.set_item("priority", t.priority)?;
+            d.set_item("cost", t.cost)?;
+            let params = PyDict::new(py);
+            // (name, is float) of each scalar parameter; a float one's value is its f64 bits.
+            let scalars: Vec<(String, bool)> = module
+                .kernels
+                .get(t.declared as usize)
+                .map(|k| {
+                    k.params
+                        .iter()
+                        .filter_map(|p| match p.kind {
+                            ParamKind::Scalar(ty) => Some((p.name.to_string(), ty.is_float())),
+                            _ => None,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            for (i, v) in t.params.iter().enumerate() {
+                let (name, float) = scalars
+                    .get(i)
+                    .cloned()
+                    .unwrap_or_else(|| (format!("#{i}"), false));
+                match *v {
+                    pto_wsp::ir::Value::Bool(b) => params.set_item(name, b)?,
+                    pto_wsp::ir::Value::I64(x) if float => {
+                        params.set_item(name, f64::from_bits(x as u64))?
+                    }
+                    pto_wsp::ir::Value::U64(x) if float => {
+                        params.set_item(name, f64::from_bits(x))?
+                    }
+                    pto_wsp::ir::Value::I64(x) => params.set_item(name, x)?,
+                    pto_wsp::ir::Value::U64(x) => params.set_item(name, x)?,
+                }
+            }
+            d.set_item("params", params)?;
+            let regions = PyList::empty(py);
+            for r in &t.regions {
+                let rd = PyDict::new(py);
+                let tensor = module
+                    .tensors
+                    .get(r.tensor as usize)
+                    .map_or_else(|| format!("#{}", r.tensor), |x| x.name.name.clone());
+                rd.set_item("tensor", tensor)?;
+                rd.set_item("access", r.access.to_string())?;
+                rd.set_item("start", r.start.clone())?;
+                rd.set_item("size", r.size.clone())?;
+                regions.append(rd)?;
+            }
+            d.set_item("regions", regions)?;
+            list.append(d)?;
+        }
+        Ok(list)
     }
 
     fn __repr__(&self) -> String {
@@ -169,6 +267,18 @@ impl Module {
             pto_wsp_cli::check_summary(&self.loaded.source.name, &self.loaded.module)
         )
     }
+}
+
+/// The `--bind NAME=VALUE` specs of a `bind` dict.
+fn bind_specs(bind: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<String>> {
+    let mut specs = Vec::new();
+    if let Some(bind) = bind {
+        for (k, v) in bind.iter() {
+            let k: String = k.extract()?;
+            specs.push(format!("{k}={}", bind_text(&v)?));
+        }
+    }
+    Ok(specs)
 }
 
 /// The text of one `bind` value as `--bind` takes it: a Python int, float, bool, string, or a
@@ -200,14 +310,29 @@ fn bind_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
 #[pyclass(module = "pto_wsp._pto_wsp")]
 pub struct Program {
     program: pto_wsp::Program,
+    /// The module it was compiled from (the trace names tasks from it).
+    loaded: Loaded,
     bindings: Bindings,
     name: String,
+    /// A run started by `execute_async`: its bindings, the arrays it runs on (kept alive until
+    /// `synchronize`) and where each was attached.
+    running: Option<Running>,
+    /// The bindings of the last completed run (for its trace).
+    last_bindings: Option<Bindings>,
+}
+
+/// A run in progress.
+struct Running {
+    bindings: Bindings,
+    _arrays: Vec<Py<PyUntypedArray>>,
+    attached: Vec<Attached>,
 }
 
 /// One array bound to a tensor for a run.
 struct Attached {
     tensor: u32,
-    ptr: NonNull<u8>,
+    /// The array's data address (only compared, never dereferenced here).
+    addr: usize,
     len: usize,
 }
 
@@ -223,6 +348,22 @@ impl Program {
         py: Python<'py>,
         arrays: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyDict>> {
+        self.execute_async(py, arrays)?;
+        self.synchronize(py)
+    }
+
+    /// Starts the run `execute` does and returns at once; the arrays must not be touched until
+    /// [`Program::synchronize`] (which waits for the run). Waits first for a run in progress.
+    #[pyo3(signature = (**arrays))]
+    fn execute_async<'py>(
+        &mut self,
+        py: Python<'py>,
+        arrays: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<()> {
+        if self.running.is_some() {
+            // The earlier run's error (if any) was the caller's to collect with `synchronize`.
+            let _ = self.synchronize(py);
+        }
         let mut given: Vec<(String, Bound<'py, PyUntypedArray>)> = Vec::new();
         if let Some(arrays) = arrays {
             for (k, v) in arrays.iter() {
@@ -262,18 +403,80 @@ impl Program {
             }
         }
         let mut attached = Vec::with_capacity(given.len());
-        let r = self.attach(&given, &bindings, &mut attached);
-        let r = r.and_then(|()| {
-            let program = &mut self.program;
-            let bindings = &bindings;
-            py.detach(|| program.execute(bindings))
-                .map(|_| ())
-                .map_err(|e| RunError::new_err(format!("{}: {e}", self.name)))
+        let started = self
+            .attach(&given, &bindings, &mut attached)
+            .and_then(|()| {
+                self.program
+                    .execute_async(&bindings)
+                    .map_err(|e| RunError::new_err(format!("{}: {e}", self.name)))
+            });
+        if let Err(e) = started {
+            self.detach(&bindings, &attached)?;
+            return Err(e);
+        }
+        self.running = Some(Running {
+            bindings,
+            _arrays: given.into_iter().map(|(_, a)| a.unbind()).collect(),
+            attached,
         });
-        let detached = self.detach(&bindings, &attached);
+        Ok(())
+    }
+
+    /// Waits (with the GIL released) for the run `execute_async` started, gives the arrays
+    /// back, and returns its statistics or raises its error.
+    fn synchronize<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let running = self.running.take().ok_or_else(|| {
+            RunError::new_err(format!(
+                "{}: no run in progress (call execute_async first)",
+                self.name
+            ))
+        })?;
+        let program = &mut self.program;
+        let r = py
+            .detach(|| program.synchronize())
+            .map(|_| ())
+            .map_err(|e| RunError::new_err(format!("{}: {e}", self.name)));
+        let detached = self.detach(&running.bindings, &running.attached);
         r?;
         detached?;
+        self.last_bindings = Some(running.bindings);
         self.stats(py)
+    }
+
+    /// Whether no run is in progress (or the one in progress has finished).
+    fn is_complete(&self) -> bool {
+        self.program.is_complete()
+    }
+
+    /// Writes the Chrome trace (chrome://tracing, Perfetto) of the last run to `path`, as
+    /// `pto-wsp run --trace` does: one event per task, named by its kernel, on its worker's
+    /// track. Needs `compile(..., trace=True)`.
+    fn write_trace(&self, path: std::path::PathBuf) -> PyResult<()> {
+        let stats = self.program.stats();
+        let (Some(stats), Some(bindings)) = (stats, &self.last_bindings) else {
+            return Err(RunError::new_err(format!(
+                "{}: no completed run to trace (execute first)",
+                self.name
+            )));
+        };
+        if stats.spans.is_empty() && stats.tasks > 0 {
+            return Err(RunError::new_err(format!(
+                "{}: the run recorded no task times: compile with `trace=True`",
+                self.name
+            )));
+        }
+        let module = &self.loaded.module;
+        let pipeline = module
+            .entry_name()
+            .and_then(|e| module.pipeline(e))
+            .is_some();
+        let json = pto_wsp_cli::exec::trace_json(&self.loaded, bindings, stats, pipeline);
+        std::fs::write(&path, json).map_err(|e| {
+            RunError::new_err(format!(
+                "cannot write the trace to `{}`: {e}",
+                path.display()
+            ))
+        })
     }
 
     /// Statistics of the last completed run (`None` before the first).
@@ -299,6 +502,16 @@ impl Program {
     #[getter]
     fn threads(&self) -> usize {
         self.program.threads()
+    }
+}
+
+impl Drop for Program {
+    /// A run still in progress is waited for before its arrays are let go.
+    fn drop(&mut self) {
+        if let Some(r) = self.running.take() {
+            let _ = self.program.synchronize();
+            let _ = self.detach(&r.bindings, &r.attached);
+        }
     }
 }
 
@@ -355,7 +568,7 @@ impl Program {
             let len = header.data_len;
             let ptr = NonNull::new(data.cast::<u8>()).unwrap_or(NonNull::dangling());
             let overlaps = attached.iter().any(|a| {
-                let (s, e) = (a.ptr.as_ptr() as usize, a.ptr.as_ptr() as usize + a.len);
+                let (s, e) = (a.addr, a.addr + a.len);
                 let (s2, e2) = (ptr.as_ptr() as usize, ptr.as_ptr() as usize + len);
                 len > 0 && a.len > 0 && s < e2 && s2 < e
             });
@@ -369,7 +582,11 @@ impl Program {
             // the run, and detaches whether or not the run succeeds). Its element type and
             // shape were checked against the tensor just above.
             unsafe { store.attach_external(tensor, ptr, len) }.map_err(|e| err(e.to_string()))?;
-            attached.push(Attached { tensor, ptr, len });
+            attached.push(Attached {
+                tensor,
+                addr: ptr.as_ptr() as usize,
+                len,
+            });
         }
         Ok(())
     }

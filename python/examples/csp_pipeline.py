@@ -1,0 +1,61 @@
+"""A three-stage CSP pipeline (load, compute, store) over `nbuf` rotating buffers:
+examples/csp_pipeline.wsp in Python."""
+
+from pto_wsp import *
+
+ntiles = Symbol(bind=16)
+nbuf = Symbol(bind=4)
+
+Src = Tensor(f16[ntiles * 256, 1024])
+Stage = Tensor(f16[nbuf * 256, 1024])
+Res = Tensor(f16[nbuf * 256, 1024])
+Dst = Tensor(f16[ntiles * 256, 1024])
+
+T = DenseDyn(ntiles)
+
+Tile = f16[256, 1024]
+
+
+@kernel(pool="vector", alias="copy")
+def load_tile(src: In[Tile], dst: Out[Tile]): ...
+@kernel(pool="cube", alias="silu")
+def compute_tile(x: In[Tile], y: Out[Tile]): ...
+@kernel(pool="vector", alias="copy")
+def store_tile(src: In[Tile], dst: Out[Tile]): ...
+
+
+def buf(i):
+    """The rotating buffer of tile `i`."""
+    return span(i % nbuf * 256, 256)
+
+
+@pipeline
+def stream3():
+    loaded = Channel(2)
+    computed = Channel(2)
+
+    @process(produces=[loaded])
+    def loader():
+        for t in P.seq(T):
+            load_tile(Src[t * 256:(t + 1) * 256, :], Stage[buf(t), :])
+            loaded.send(t)
+
+    @process(consumes=[loaded], produces=[computed])
+    def computer():
+        for i in loaded.consume():
+            compute_tile(Stage[buf(i), :], Res[buf(i), :])
+            computed.send(i)
+
+    @process(consumes=[computed])
+    def storer():
+        for j in computed.consume():
+            store_tile(Res[buf(j), :], Dst[j * 256:(j + 1) * 256, :])
+
+
+schedule = (
+    stream3.executors(4)
+    .dispatch(DispatchPolicy.work_steal())
+    .task_graph(deps=Deps.exact(), ready=ReadyPolicy.work_steal(), start=StartPolicy.immediate(), pools=Pools.by_exec_unit())
+    .pipeline_depth(2, "per_pool")
+)
+module = schedule.module()

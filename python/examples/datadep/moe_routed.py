@@ -1,0 +1,58 @@
+"""Mixture of experts routed at run time: a top-k task picks each token's experts, a bucketing
+task lists the tokens of each expert, and each expert's tile loop runs as many times as it has
+tokens: examples/datadep/moe_routed.wsp in Python."""
+
+from pto_wsp import *
+
+n = Slot()
+
+X = Tensor(f32[16, 8])
+WG = Tensor(f32[8, 8])
+LOGIT = Tensor(f32[16, 8])
+IDX = Tensor(i32[16, 2])
+COUNT = Tensor(i32[8])
+LIST = Tensor(i32[8, 16])
+W = Tensor(f32[64, 8])
+XG = Tensor(f32[128, 8])
+YG = Tensor(f32[128, 8])
+Y = Tensor(f32[16, 8])
+
+EXPERTS = Dense[8]
+TILES = DenseDyn((n + 3) // 4)
+
+Any2 = f32[ANY, ANY]
+Idx2 = i32[ANY, ANY]
+
+
+@kernel
+def matmul(a: In[Any2], b: In[Any2], c: Out[Any2]): ...
+@kernel
+def topk(x: In[Any2], idx: Out[Idx2]): ...
+@kernel
+def bucket_by_index(idx: In[Idx2], counts: Out[i32[ANY]], lists: Out[Idx2]): ...
+@kernel
+def fill(y: Out[Any2], value: f64): ...
+@kernel
+def gather_rows(src: In[Any2], idx: In[Idx2], dst: Out[Any2]): ...
+@kernel
+def scatter_add_rows(src: In[Any2], idx: In[Idx2], dst: InOut[Any2]): ...
+
+
+@workload
+def moe():
+    fill(Y, 0.0)
+    matmul(X, WG, LOGIT)
+    topk(LOGIT, IDX)
+    bucket_by_index(IDX, COUNT, LIST)
+    for e in P(EXPERTS):
+        n.load(COUNT[e])
+        for q in P(TILES):
+            part = min_(4, n - q * 4)
+            rows = span(e * 16 + q * 4, part)
+            gather_rows(X, LIST[e, span(q * 4, part)], XG[rows, :])
+            matmul(XG[rows, :], W[e * 8:(e + 1) * 8, :], YG[rows, :])
+            scatter_add_rows(YG[rows, :], LIST[e, span(q * 4, part)], Y)
+
+
+schedule = moe.executors(4).task_graph(deps=Deps.overlap(), ready=ReadyPolicy.work_steal())
+module = schedule.module()

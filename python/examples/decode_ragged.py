@@ -1,0 +1,66 @@
+"""Split-KV decode attention over a ragged axis (each request has its own number of KV chunks),
+then a merge per request and head: examples/decode_ragged.wsp in Python."""
+
+from pto_wsp import *
+
+nreq = Symbol(bind=4)
+max_chunks = Symbol(bind=8)
+
+len_ = Slot(name="len")
+nc = Slot()
+
+kv_chunks = Tensor(i32[nreq], bind=[3, 1, 8, 5])
+kv_lens = Tensor(i32[nreq], bind=[1500, 200, 4096, 2100])
+Qd = Tensor(f16[nreq, 32, 128])
+Kc = Tensor(f16[nreq, 8, max_chunks * 512, 128])
+Vc = Tensor(f16[nreq, 8, max_chunks * 512, 128])
+Opart = Tensor(f32[nreq, 32, max_chunks, 128])
+Mpart = Tensor(f32[nreq, 32, max_chunks])
+Lpart = Tensor(f32[nreq, 32, max_chunks])
+Od = Tensor(f16[nreq, 32, 128])
+
+RC = Ragged(nreq, kv_chunks)
+R = DenseDyn(nreq)
+G = Dense[8]
+H = Dense[32]
+
+
+@kernel(pool="cube", alias="attn_decode_chunk")
+def decode_chunk(
+    q: In[f16[4, 128]],
+    k: In[f16[512, 128]],
+    v: In[f16[512, 128]],
+    o: Out[f32[4, 1, 128]],
+    m: Out[f32[4, 1]],
+    l: Out[f32[4, 1]],
+    chunk_start: i64,
+    chunk_end: i64,
+): ...
+@kernel(pool="vector", alias="attn_merge")
+def merge(o: In[f32[ANY, 128]], m: In[f32[ANY]], l: In[f32[ANY]], out_row: Out[f16[128]]): ...
+
+
+@workload
+def decode():
+    for r, c in P(RC):
+        len_.load(kv_lens[r])
+        for g in P(G):
+            group = span(g * 4, 4)
+            chunk = span(c * 512, 512)
+            decode_chunk(
+                Qd[r, group, :], Kc[r, g, chunk, :], Vc[r, g, chunk, :],
+                Opart[r, group, c, :], Mpart[r, group, c], Lpart[r, group, c],
+                c * 512, min_((c + 1) * 512, len_),
+            )
+    for r in P(R):
+        nc.load(kv_chunks[r])
+        for h in P(H):
+            merge(Opart[r, h, :nc, :], Mpart[r, h, :nc], Lpart[r, h, :nc], Od[r, h, :])
+
+
+schedule = (
+    decode.executors(8)
+    .dispatch(DispatchPolicy.affinity(lambda r: r))
+    .task_graph(deps=Deps.overlap(), ready=ReadyPolicy.work_steal(), start=StartPolicy.immediate(), pools=Pools.by_exec_unit())
+)
+module = schedule.module()

@@ -1,0 +1,59 @@
+"""Serving requests of different lengths, prefill or decode, with an attention kernel chosen by
+sequence length (tiers): examples/tiered.wsp in Python."""
+
+from pto_wsp import *
+
+nreq = Symbol(bind=6)
+heads = Symbol(bind=4)
+maxlen = Symbol(bind=12288)
+prefill = Symbol(bool_, bind=False)
+
+kvlen = Slot()
+
+req_len = Tensor(i32[nreq], bind=[512, 1800, 4096, 8192, 10000, 12000])
+Q = Tensor(f16[nreq, heads, maxlen, 128])
+Kc = Tensor(f16[nreq, heads, maxlen, 128])
+Vc = Tensor(f16[nreq, heads, maxlen, 128])
+O = Tensor(f16[nreq, heads, maxlen, 128])
+
+R = DenseDyn(nreq)
+H = DenseDyn(heads)
+QT = DenseDyn((kvlen + 127) // 128)
+
+Rows = f16[ANY, 128]
+
+
+@kernel(pool="vector", alias="attn_causal")
+def attn_2k(q: In[Rows], k: In[Rows], v: In[Rows], o: Out[Rows], seq: i64): ...
+@kernel(pool="vector", alias="attn_causal")
+def attn_8k(q: In[Rows], k: In[Rows], v: In[Rows], o: Out[Rows], seq: i64): ...
+@kernel(pool="vector", alias="attn_causal")
+def attn_64k(q: In[Rows], k: In[Rows], v: In[Rows], o: Out[Rows], seq: i64): ...
+@kernel(
+    pool="vector",
+    tiers=[(lambda seq: seq <= 2048, attn_2k), (lambda seq: seq <= 8192, attn_8k)],
+    otherwise=attn_64k,
+)
+def attn(q: In[Rows], k: In[Rows], v: In[Rows], o: Out[Rows], seq: i64): ...
+
+
+@workload
+def serve():
+    for r in P(R):
+        kvlen.load(req_len[r])
+        with P.when(prefill):
+            for q, h in P(QT, H):
+                rows = span(q * 128, min_(128, kvlen - q * 128))
+                seen = min_((q + 1) * 128, kvlen)
+                attn(Q[r, h, rows, :], Kc[r, h, :seen, :], Vc[r, h, :seen, :], O[r, h, rows, :], seen)
+        with P.otherwise():
+            for h in P(H):
+                attn(Q[r, h, kvlen - 1, :], Kc[r, h, :kvlen, :], Vc[r, h, :kvlen, :], O[r, h, kvlen - 1, :], kvlen)
+
+
+schedule = (
+    serve.executors(16)
+    .dispatch(DispatchPolicy.affinity(lambda r, h: r * heads + h))
+    .task_graph(deps=Deps.hybrid(), ready=ReadyPolicy.priority(lambda t: t.kvlen), start=StartPolicy.immediate(), pools=Pools.single())
+)
+module = schedule.module()
