@@ -257,3 +257,32 @@ def test_trace_needs_a_traced_compile(tmp_path):
     program.execute()
     with pytest.raises(pto_wsp.RunError, match="trace=True"):
         program.write_trace(str(tmp_path / "t.json"))
+
+
+def test_tile_instruction_kernels_written_in_python_match_numpy():
+    ex = load(ROOT / "python" / "examples" / "kernels" / "softmax.py")
+    program = ex.module.compile(threads=2)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((32, 64)).astype(np.float32)
+    y, z = np.zeros_like(x), np.zeros_like(x)
+    program.execute(X=x, Y=y, Z=z)
+    reference = softmax_reference(x.astype(np.float64) * 0.125)
+    np.testing.assert_allclose(y, reference, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(z, reference, rtol=1e-4, atol=1e-6)
+
+    ex = load(ROOT / "python" / "examples" / "kernels" / "rmsnorm_gemm.py")
+    program = ex.module.compile(threads=2)
+    x = rng.standard_normal((32, 64)).astype(np.float32)
+    w = rng.standard_normal(64).astype(np.float32)
+    a = rng.standard_normal((32, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 32)).astype(np.float32)
+    y, y2 = np.zeros_like(x), np.zeros_like(x)
+    c, c2 = np.ones((32, 32), np.float32), np.ones((32, 32), np.float32)
+    program.execute(X=x, W=w, Y=y, Y2=y2, A=a, B=b, C=c, C2=c2)
+    x64 = x.astype(np.float64)
+    norm = x64 / np.sqrt((x64 * x64).mean(axis=1, keepdims=True) + 1e-6) * w
+    np.testing.assert_allclose(y, norm, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(y2, norm, rtol=1e-4, atol=1e-5)
+    gemm = 1.0 + a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, gemm, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(c2, gemm, rtol=1e-4, atol=1e-4)

@@ -1,0 +1,78 @@
+"""RMSNorm and a GEMM tile with accumulation written in tile instructions, each next to the
+built-in it re-expresses: examples/kernels/rmsnorm_gemm.wsp in Python."""
+
+from pto_wsp import *
+
+X = Tensor(f32[32, 64])
+W = Tensor(f32[64])
+Y = Tensor(f32[32, 64])
+Y2 = Tensor(f32[32, 64])
+A = Tensor(f32[32, 64])
+B = Tensor(f32[64, 32])
+C = Tensor(f32[32, 32])
+C2 = Tensor(f32[32, 32])
+
+R = Dense[4]
+T = Dense[2]
+
+RMSNORM_TILE = """
+    tile tx: vec f32[8, 64];
+    tile sq: vec f32[8, 64];
+    tile s: vec f32[8, 1];
+    tile tw: vec f32[1, 64];
+    TLOAD(tx, x);
+    TMUL(sq, tx, tx);
+    TROWSUM(s, sq);
+    TMULS(s, s, 0.015625);
+    TADDS(s, s, eps);
+    TRSQRT(s, s);
+    TROWEXPANDMUL(tx, tx, s);
+    TLOAD(tw, w);
+    TCOLEXPANDMUL(tx, tx, tw);
+    TSTORE(y, tx);
+"""
+
+GEMM_TILE = """
+    tile ta: left f32[16, 16];
+    tile tb: right f32[16, 16];
+    tile acc: acc f32[16, 16];
+    tile p: vec f32[16, 16];
+    tile tc: vec f32[16, 16];
+    TEXPANDS(acc, 0.0);
+    for k in range(4) {
+        TLOAD(ta, a, 0, k * 16);
+        TLOAD(tb, b, k * 16, 0);
+        TMATMUL_ACC(acc, ta, tb);
+    }
+    TMOV(p, acc);
+    TLOAD(tc, c);
+    TADD(tc, tc, p);
+    TSTORE(c, tc);
+"""
+
+Rows = f32[8, 64]
+
+
+@kernel(pool="vector", body=RMSNORM_TILE)
+def rmsnorm_tile(x: In[Rows], w: In[f32[64]], y: Out[Rows], eps: f32): ...
+@kernel(pool="vector", alias="rmsnorm")
+def rmsnorm_builtin(x: In[Rows], w: In[f32[64]], y: Out[Rows], eps: f64): ...
+@kernel(pool="cube", body=GEMM_TILE)
+def gemm_tile(a: In[f32[16, 64]], b: In[f32[64, 16]], c: InOut[f32[16, 16]]): ...
+@kernel(pool="cube", alias="matmul_acc")
+def gemm_builtin(a: In[f32[16, 64]], b: In[f32[64, 16]], c: InOut[f32[16, 16]]): ...
+
+
+@workload
+def main():
+    for r in P(R):
+        rows = span(r * 8, 8)
+        rmsnorm_tile(X[rows, :], W, Y[rows, :], 1e-6)
+        rmsnorm_builtin(X[rows, :], W, Y2[rows, :], 1e-6)
+    for i, j in P(T, T):
+        a, b = A[span(i * 16, 16), :], B[:, span(j * 16, 16)]
+        gemm_tile(a, b, C[span(i * 16, 16), span(j * 16, 16)])
+        gemm_builtin(a, b, C2[span(i * 16, 16), span(j * 16, 16)])
+
+
+module = main.module()
