@@ -45,8 +45,16 @@ class Module:
         device_gen: bool = False,
         debug_checks: bool = False,
         bind: Optional[Mapping[str, BindValue]] = None,
+        trace: bool = False,
     ) -> "Program":
-        """Compiles for `target`; `bind` is `pto-wsp run --bind NAME=VALUE`, over `//@ bind`."""
+        """Compiles for `target`; `bind` is `pto-wsp run --bind NAME=VALUE`, over `//@ bind`;
+        `trace=True` records task times for `Program.write_trace`."""
+    def expand(
+        self, bind: Optional[Mapping[str, BindValue]] = None, limit: Optional[int] = None
+    ) -> List[Dict[str, Any]]:
+        """The tasks under `bind`, in program order (as `pto-wsp expand` lists them): dicts of
+        kernel, declared, pool, executor, stream, priority, cost, params (name -> value) and
+        regions (dicts of tensor, access, start, size)."""
 
 class Program:
     """A compiled program, run with numpy arrays as its tensors."""
@@ -55,6 +63,16 @@ class Program:
         """Runs with each array as the tensor of its name, read and written in place (no copy;
         C-contiguous, writeable, native byte order, the tensor's dtype and shape). The GIL is
         released during the run. Returns `stats`."""
+    def execute_async(self, **arrays: np.ndarray) -> None:
+        """Starts the run `execute` does and returns at once; do not touch the arrays until
+        `synchronize`."""
+    def synchronize(self) -> Dict[str, Any]:
+        """Waits (GIL released) for the run `execute_async` started; returns `stats` or raises
+        its `RunError`."""
+    def is_complete(self) -> bool:
+        """Whether no run is in progress (or it has finished)."""
+    def write_trace(self, path: Union[str, "PathLike[str]"]) -> None:
+        """Writes the Chrome trace of the last run (needs `compile(..., trace=True)`)."""
     @property
     def stats(self) -> Dict[str, Any]:
         """Statistics of the last run: num_tasks, num_streams, num_executors, compile_time_ms,
