@@ -1,0 +1,136 @@
+"""Kernels in tile instructions whose cycle counts are golden-tested (a batched GEMM tile, a
+small attention, a softmax over four chunks): examples/kernels/cycles_golden.wsp in Python."""
+
+from pto_wsp import *
+
+A = Tensor(f16[16, 16])
+B = Tensor(f16[16, 16])
+C = Tensor(f32[16, 16])
+Q = Tensor(f32[8, 8])
+K = Tensor(f32[8, 8])
+V = Tensor(f32[8, 8])
+O = Tensor(f32[8, 8])
+X = Tensor(f32[8, 256])
+E = Tensor(f32[8, 256])
+Y = Tensor(f32[8, 256])
+M = Tensor(f32[8, 1])
+L = Tensor(f32[8, 1])
+
+CH = Dense[4]
+
+BGEMM_BODY = """
+    tile ta: left f16[16, 16];
+    tile tb: right f16[16, 16];
+    tile acc: acc f32[16, 16];
+    tile p: vec f32[16, 16];
+    tile tc: vec f32[16, 16];
+    TLOAD(ta, a);
+    TLOAD(tb, b);
+    TMATMUL(acc, ta, tb);
+    TMOV(p, acc);
+    TLOAD(tc, c);
+    TADD(tc, tc, p);
+    TSTORE(c, tc);
+"""
+
+ATTN_BODY = """
+    tile tq: left f32[8, 8];
+    tile tk: right f32[8, 8];
+    tile tv: right f32[8, 8];
+    tile sacc: acc f32[8, 8];
+    tile s: vec f32[8, 8];
+    tile m: vec f32[8, 1];
+    tile l: vec f32[8, 1];
+    tile p: left f32[8, 8];
+    tile oacc: acc f32[8, 8];
+    tile to: vec f32[8, 8];
+    TLOAD(tq, q);
+    TLOAD(tk, kt);
+    TLOAD(tv, v);
+    TMATMUL(sacc, tq, tk);
+    TMOV(s, sacc);
+    TROWMAX(m, s);
+    TROWEXPANDSUB(s, s, m);
+    TEXP(s, s);
+    TROWSUM(l, s);
+    TROWEXPANDDIV(s, s, l);
+    TMOV(p, s);
+    TMATMUL(oacc, p, tv);
+    TMOV(to, oacc);
+    TSTORE(o, to);
+"""
+
+SOFTMAX_INIT_BODY = """
+    tile tm: vec f32[8, 1];
+    tile tl: vec f32[8, 1];
+    TEXPANDS(tm, -3e38);
+    TEXPANDS(tl, 0.0);
+    TSTORE(m, tm);
+    TSTORE(l, tl);
+"""
+
+SOFTMAX_MAX_BODY = """
+    tile tx: vec f32[8, 64];
+    tile cm: vec f32[8, 1];
+    tile tm: vec f32[8, 1];
+    TLOAD(tx, x);
+    TROWMAX(cm, tx);
+    TLOAD(tm, m);
+    TMAX(tm, tm, cm);
+    TSTORE(m, tm);
+"""
+
+SOFTMAX_SUM_BODY = """
+    tile tx: vec f32[8, 64];
+    tile tm: vec f32[8, 1];
+    tile cs: vec f32[8, 1];
+    tile tl: vec f32[8, 1];
+    TLOAD(tx, x);
+    TLOAD(tm, m);
+    TROWEXPANDSUB(tx, tx, tm);
+    TEXP(tx, tx);
+    TSTORE(e, tx);
+    TROWSUM(cs, tx);
+    TLOAD(tl, l);
+    TADD(tl, tl, cs);
+    TSTORE(l, tl);
+"""
+
+SOFTMAX_NORM_BODY = """
+    tile te: vec f32[8, 64];
+    tile tl: vec f32[8, 1];
+    TLOAD(te, e);
+    TLOAD(tl, l);
+    TROWEXPANDDIV(te, te, tl);
+    TSTORE(y, te);
+"""
+
+
+@kernel(pool="cube", body=BGEMM_BODY)
+def bgemm(a: In[f16[16, 16]], b: In[f16[16, 16]], c: InOut[f32[16, 16]]): ...
+@kernel(pool="cube", body=ATTN_BODY)
+def attn(q: In[f32[8, 8]], kt: In[f32[8, 8]], v: In[f32[8, 8]], o: Out[f32[8, 8]]): ...
+@kernel(pool="vector", body=SOFTMAX_INIT_BODY)
+def softmax_init(m: Out[f32[8, 1]], l: Out[f32[8, 1]]): ...
+@kernel(pool="vector", body=SOFTMAX_MAX_BODY)
+def softmax_max(x: In[f32[8, 64]], m: InOut[f32[8, 1]]): ...
+@kernel(pool="vector", body=SOFTMAX_SUM_BODY)
+def softmax_sum(x: In[f32[8, 64]], m: In[f32[8, 1]], e: Out[f32[8, 64]], l: InOut[f32[8, 1]]): ...
+@kernel(pool="vector", body=SOFTMAX_NORM_BODY)
+def softmax_norm(e: In[f32[8, 64]], l: In[f32[8, 1]], y: Out[f32[8, 64]]): ...
+
+
+@workload
+def main():
+    bgemm(A, B, C)
+    attn(Q, K, V, O)
+    softmax_init(M, L)
+    for c in P(CH):
+        softmax_max(X[:, c * 64:(c + 1) * 64], M)
+    for c in P(CH):
+        softmax_sum(X[:, c * 64:(c + 1) * 64], M, E[:, c * 64:(c + 1) * 64], L)
+    for c in P(CH):
+        softmax_norm(E[:, c * 64:(c + 1) * 64], L, Y[:, c * 64:(c + 1) * 64])
+
+
+module = main.module()
