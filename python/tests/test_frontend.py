@@ -365,3 +365,286 @@ def test_llm_decode_in_python_matches_numpy():
 
     np.testing.assert_allclose(kc, kc_ref, rtol=2e-3, atol=2e-3)
     np.testing.assert_allclose(x[1], out, rtol=2e-3, atol=2e-3)
+
+
+# ----- every construct, against text written by hand ----------------------------------------------
+
+CONSTRUCTS_WSP = """
+symbol n: i64;
+symbol big: u64;
+symbol flag: bool;
+slot s: i64;
+tensor lens: i32[n];
+tensor ptr: i32[n + 1];
+tensor idx: i32[n * 4];
+tensor X: f32[n, 64];
+tensor Y: f32[n, 64];
+axis D = dense(4);
+axis DD = dense_dyn(n);
+axis RG = ragged(n, lens);
+axis RC = ragged(n, lens, (lens + 15) / 16);
+axis SP = sparse(n, ptr, idx);
+kernel k(in x: f32[1, 64], out y: f32[1, 64], a: i64) @vector;
+kernel k2(in x: f32[1, 64], out y: f32[1, 64], a: i64) @vector;
+kernel kt(in x: f32[1, 64], out y: f32[1, 64], a: i64) tiers { a < 8 => k, else => k2 };
+kernel c(in x: f32[1, 64], out y: f32[1, 64], a: i64);
+workload helper(m: i64) {
+    task k(X[m, 0 +: 64], Y[m, 0 +: 64], m);
+}
+workload main() {
+    parallel_for i in DD {
+        combine {
+            task k(X[i, 0 +: 64], Y[i, 0 +: 64], i % 4);
+            task kt(X[i, 0 +: 64], Y[i, 0 +: 64], max(i, 3));
+        }
+    }
+    sequential {
+        for_each j in D {
+            call helper(j);
+        }
+        parallel_for r, p in RG {
+            task c(X[r, 0 +: 64], Y[r, 0 +: 64], p);
+        }
+        parallel_for r, q in RC {
+            task c(X[r, 0 +: 64], Y[r, 0 +: 64], flag ? q : -q);
+        }
+        select r, e in SP {
+            task c(X[r, 0 +: 64], Y[e, 0 +: 64], e);
+        }
+    }
+    if flag && big > 7u || !flag {
+        set s = 0;
+    }
+    while s < n max 100 {
+        load s = lens[s];
+        break if s == 3;
+    }
+}
+schedule for main {
+    executors 4;
+    dispatch threshold(n) { below 8: round_robin(2), else: hash(n * 2) };
+    streams 2;
+    stream_by n % 2;
+    timing batched(16);
+    task_graph {
+        deps explicit;
+        ready priority(0 - n);
+        start threshold(32);
+        trace cycles(n + 1);
+        pools by_exec_unit;
+    }
+    task_window 64 abort;
+    pipeline_depth 3 per_stream;
+    batch_deps 8;
+    dispatch_threshold(n) { below 4: vector, else: cube };
+}
+"""
+
+
+def test_every_construct_gives_the_text_written_by_hand():
+    from pto_wsp import (
+        Dense, DenseDyn, Deps, DispatchPolicy, In, Out, Pools, P, Ragged, ReadyPolicy, Slot,
+        Sparse, StartPolicy, Symbol, Tensor, TimingPolicy, TracePolicy, bool_, call, combine,
+        f32, i32, i64, kernel, max_, sequential, u64, u64_t, where, workload,
+    )
+
+    n = Symbol()
+    big = Symbol(u64_t)
+    flag = Symbol(bool_)
+    s = Slot()
+    lens = Tensor(i32[n])
+    ptr = Tensor(i32[n + 1])
+    idx = Tensor(i32[n * 4])
+    X = Tensor(f32[n, 64])
+    Y = Tensor(f32[n, 64])
+    D = Dense[4]
+    DD = DenseDyn(n)
+    RG = Ragged(n, lens)
+    RC = Ragged(n, lens, length=lambda m: (m + 15) // 16)
+    SP = Sparse(n, ptr, idx)
+
+    @kernel(pool="vector")
+    def k(x: In[f32[1, 64]], y: Out[f32[1, 64]], a: i64): ...
+
+    @kernel(pool="vector")
+    def k2(x: In[f32[1, 64]], y: Out[f32[1, 64]], a: i64): ...
+
+    @kernel(tiers=[(lambda a: a < 8, k)], otherwise=k2)
+    def kt(x: In[f32[1, 64]], y: Out[f32[1, 64]], a: i64): ...
+
+    @kernel(name="c")
+    def c_kernel(x: In[f32[1, 64]], y: Out[f32[1, 64]], a: i64): ...
+
+    @workload
+    def helper(m: i64):
+        k(X[m, :], Y[m, :], m)
+
+    @workload
+    def main():
+        for i in P(DD):
+            with combine():
+                k(X[i, :], Y[i, :], i % 4)
+                kt(X[i, :], Y[i, :], max_(i, 3))
+        with sequential():
+            for j in P.seq(D):
+                helper(j)
+            for r, p in P(RG):
+                c_kernel(X[r, :], Y[r, :], p)
+            for r, q in P.grid(RC):
+                c_kernel(X[r, :], Y[r, :], where(flag, q, -q))
+            for r, e in P.sel(SP):
+                c_kernel(X[r, :], Y[e, :], e)
+        with P.when(flag & (big > u64(7)) | ~flag):
+            s.set(0)
+        with P.while_(s < n, max=100):
+            s.load(lens[s])
+            P.break_if(s == 3)
+
+    built = (
+        main.executors(4)
+        .dispatch(
+            DispatchPolicy.threshold(
+                n, [(8, DispatchPolicy.round_robin(2))], DispatchPolicy.hash(lambda: n * 2)
+            )
+        )
+        .streams(2)
+        .stream_by(n % 2)
+        .timing(TimingPolicy.batched(16))
+        .task_graph(
+            deps=Deps.explicit(),
+            ready=ReadyPolicy.priority(lambda: 0 - n),
+            start=StartPolicy.threshold(32),
+            trace=TracePolicy.cycles(lambda: n + 1),
+            pools=Pools.by_exec_unit(),
+        )
+        .task_window(64, "abort")
+        .pipeline_depth(3, "per_stream")
+        .batch_deps(8)
+        .dispatch_threshold(n, [(4, "vector")], "cube")
+        .module()
+    )
+    assert built.to_text() == pto_wsp.Module.from_text(CONSTRUCTS_WSP).to_text()
+    assert built.entry == "main"
+
+
+def test_a_tensor_declared_from_a_numpy_array():
+    from pto_wsp import Dense, In, Out, P, Tensor, f32, kernel, workload
+
+    a = np.zeros((8, 16), dtype=np.float32)
+    A = Tensor.like(a)
+    B = Tensor.like(a)
+    I = Dense[8]  # noqa: E741
+
+    @kernel(alias="relu")
+    def act(x: In[f32[1, 16]], y: Out[f32[1, 16]]): ...
+
+    @workload
+    def w():
+        for i in P(I):
+            act(A[i, :], B[i, :])
+
+    built = w.module()
+    assert "tensor A: f32[8, 16];" in built.to_text()
+    a[:] = np.arange(-64, 64, dtype=np.float32).reshape(8, 16)
+    b = np.zeros_like(a)
+    built.compile(threads=1).execute(A=a, B=b)
+    np.testing.assert_array_equal(b, np.maximum(a, 0))
+
+
+# ----- more Python examples against numpy ----------------------------------------------------------
+
+
+def attention_reference(q, k, v):
+    """softmax(q kᵀ / √d) v in float64, per query row."""
+    s = q @ k.T / np.sqrt(q.shape[-1])
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    return (p / p.sum(axis=-1, keepdims=True)) @ v
+
+
+def test_mha_in_python_matches_numpy():
+    ex = load(ROOT / "python" / "examples" / "mha.py")
+    batch, seq = 1, 256
+    program = ex.module.compile(threads=2, bind={"batch": batch, "seq": seq})
+    rng = np.random.default_rng(8)
+    q, k, v = (rng.standard_normal((batch, 32, seq, 128)).astype(np.float16) for _ in range(3))
+    o = np.zeros_like(q)
+    program.execute(Q=q, K=k, V=v, O=o)
+    for b in range(batch):
+        for h in (0, 17, 31):
+            want = attention_reference(q[b, h].astype(np.float64), k[b, h].astype(np.float64), v[b, h].astype(np.float64))
+            # P is f16 between the two products, O is f16.
+            np.testing.assert_allclose(o[b, h].astype(np.float64), want, rtol=2e-2, atol=5e-3)
+
+
+def test_decode_ragged_in_python_matches_numpy():
+    ex = load(ROOT / "python" / "examples" / "decode_ragged.py")
+    kv_lens = np.array([700, 100], dtype=np.int32)
+    kv_chunks = (kv_lens + 511) // 512
+    nreq, max_chunks = 2, 2
+    program = ex.module.compile(threads=2, bind={"nreq": nreq, "max_chunks": max_chunks})
+    rng = np.random.default_rng(9)
+    qd = rng.standard_normal((nreq, 32, 128)).astype(np.float16)
+    kc = rng.standard_normal((nreq, 8, max_chunks * 512, 128)).astype(np.float16)
+    vc = rng.standard_normal((nreq, 8, max_chunks * 512, 128)).astype(np.float16)
+    od = np.zeros_like(qd)
+    program.execute(kv_chunks=kv_chunks.astype(np.int32), kv_lens=kv_lens, Qd=qd, Kc=kc, Vc=vc, Od=od)
+    f = lambda a: a.astype(np.float64)  # noqa: E731
+    for r in range(nreq):
+        n = kv_lens[r]
+        for h in range(32):
+            g = h // 4
+            want = attention_reference(f(qd[r, h])[None], f(kc[r, g, :n]), f(vc[r, g, :n]))[0]
+            np.testing.assert_allclose(f(od[r, h]), want, rtol=1e-2, atol=2e-3)
+
+
+def test_csp_pipeline_in_python_matches_numpy():
+    ex = load(ROOT / "python" / "examples" / "csp_pipeline.py")
+    # nbuf = channel depth 2 + one tile in each of the two consumers: no buffer is reused early.
+    ntiles, nbuf = 6, 4
+    program = ex.module.compile(threads=2, bind={"ntiles": ntiles, "nbuf": nbuf})
+    rng = np.random.default_rng(10)
+    src = rng.standard_normal((ntiles * 256, 1024)).astype(np.float16)
+    dst = np.zeros_like(src)
+    program.execute(Src=src, Dst=dst)
+    x = src.astype(np.float64)
+    np.testing.assert_allclose(dst.astype(np.float64), x / (1 + np.exp(-x)), rtol=2e-3, atol=1e-3)
+
+
+def test_stream_window_in_python_counts_every_task():
+    ex = load(ROOT / "python" / "examples" / "stream_window.py")
+    program = ex.module.compile(threads=2, bind={"tasks": 64 * 50})
+    a = np.zeros((64, 16), dtype=np.float32)
+    stats = program.execute(A=a)
+    assert stats["num_tasks"] == 64 * 50
+    np.testing.assert_array_equal(a, np.full((64, 16), 50.0, dtype=np.float32))
+
+
+def test_early_exit_in_python_stops_where_numpy_does():
+    ex = load(ROOT / "python" / "examples" / "datadep" / "early_exit.py")
+    program = ex.module.compile(threads=2)
+    v = np.full((16, 4), 0.25, dtype=np.float32)
+    v[:, 1:] = np.arange(16 * 3, dtype=np.float32).reshape(16, 3)
+    v[6, 0] = 1.0  # 2 * 1.0 > 1.5: the step of row 6 is the last one
+    out = np.full((16, 4), 9.0, dtype=np.float32)
+    program.execute(V=v, OUT=out)
+    want = np.zeros((16, 4))
+    for c in range(16):
+        want[c] = 2 * v[c]
+        if 2 * v[c, 0] > 1.5:
+            break
+    np.testing.assert_array_equal(out, want)
+
+
+def test_converge_in_python_reaches_numpys_fixed_point():
+    ex = load(ROOT / "python" / "examples" / "datadep" / "converge.py")
+    program = ex.module.compile(threads=2)
+    x = np.full((1, 16), 5.0, dtype=np.float32)
+    program.execute(X=x)
+    want, steps = np.float32(0.0), 0
+    while steps < 60:
+        nxt = np.float32(want * np.float32(0.5) + np.float32(1.0))
+        diff = nxt - want
+        want, steps = nxt, steps + 1
+        if not diff > np.float32(0.001):
+            break
+    np.testing.assert_array_equal(x, np.full((1, 16), want, dtype=np.float32))
