@@ -78,11 +78,12 @@ from ._schedule import (
     TimingPolicy,
     TracePolicy,
 )
-from ._module import BuiltModule, build
+from ._module import BuiltModule, BuiltProgram, build
 
 __all__ = [
     "ANY",
     "BuiltModule",
+    "BuiltProgram",
     "Channel",
     "CompileError",
     "Dense",

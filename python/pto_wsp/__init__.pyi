@@ -71,5 +71,6 @@ from ._expr import (
 )
 from ._module import (
     BuiltModule as BuiltModule,
+    BuiltProgram as BuiltProgram,
     build as build,
 )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from . import _where
 from ._expr import Expr, difference, lit

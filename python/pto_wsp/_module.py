@@ -19,7 +19,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from . import _where
 from ._decl import Decl, Kernel, Symbol, Tensor
-from ._pto_wsp import CompileError, Module, ValidationError
+from ._pto_wsp import CompileError, Module, RunError, ValidationError
 from ._trace import Pipeline, Workload
 
 _KINDS = ["symbol", "slot", "tensor", "axis", "kernel", "workload", "pipeline"]
@@ -104,12 +104,18 @@ class BuiltModule:
     def tensors(self) -> List[str]:
         return self.module.tensors
 
-    def compile(self, **kw: Any) -> Any:
+    def compile(self, **kw: Any) -> "BuiltProgram":
         """``Module.compile`` (same arguments); errors name the Python ``file:line``."""
         try:
-            return self.module.compile(**kw)
+            program = self.module.compile(**kw)
         except CompileError as e:
             raise CompileError(remap(str(e), self.path, self.locs)) from None
+        tasks: Dict[str, List[_where.Loc]] = {}
+        for line, loc in zip(self.generated_text.split("\n"), self.locs):
+            m = re.match(r"\s*task (\w+)\(", line)
+            if m and loc not in tasks.setdefault(m.group(1), []):
+                tasks[m.group(1)].append(loc)
+        return BuiltProgram(program, tasks)
 
     def expand(self, bind: Optional[Dict[str, Any]] = None, limit: Optional[int] = None) -> List[Dict[str, Any]]:
         """``Module.expand``: the task list (one dict per task)."""
@@ -117,6 +123,49 @@ class BuiltModule:
 
     def __repr__(self) -> str:
         return f"<pto_wsp.BuiltModule {self.entry} from {self.path}>"
+
+
+class BuiltProgram:
+    """A ``Program`` compiled from a module built in Python: the same methods (``execute``,
+    ``execute_async``, ``synchronize``, ``stats``, ``write_trace``, ...); a run's error that
+    names a task (``task #3 (`k`)``) also names the Python lines that wrote tasks of that kernel.
+    ``.program`` is the ``Program``."""
+
+    def __init__(self, program: Any, tasks: Dict[str, List[_where.Loc]]):
+        self.program = program
+        self._tasks = tasks
+
+    def _where(self, e: RunError) -> RunError:
+        message = str(e)
+        m = re.search(r"task #\d+ \(`(\w+)`\)", message)
+        locs = self._tasks.get(m.group(1), []) if m else []
+        if locs:
+            message += f"\n  = note: tasks of `{m.group(1)}` are written at " + ", ".join(map(str, locs))
+        return RunError(message)
+
+    def execute(self, **arrays: Any) -> Dict[str, Any]:
+        """``Program.execute``."""
+        try:
+            return self.program.execute(**arrays)
+        except RunError as e:
+            raise self._where(e) from None
+
+    def execute_async(self, **arrays: Any) -> None:
+        """``Program.execute_async``."""
+        try:
+            self.program.execute_async(**arrays)
+        except RunError as e:
+            raise self._where(e) from None
+
+    def synchronize(self) -> Dict[str, Any]:
+        """``Program.synchronize``."""
+        try:
+            return self.program.synchronize()
+        except RunError as e:
+            raise self._where(e) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.program, name)
 
 
 def remap(message: str, path: str, locs: List[_where.Loc]) -> str:

@@ -23,7 +23,6 @@ from ._decl import (
     Decl,
     FrontError,
     Kernel,
-    Param,
     Region,
     Sparse,
     Tensor,

@@ -50,7 +50,6 @@ def here() -> Loc:
 class _Tables(NamedTuple):
     assigns: List[Tuple[int, int, str]]  # first line, last line, the one Name assigned
     fors: List[Tuple[int, int, List[Optional[str]]]]  # the iter expression's lines, target names
-    withs: List[Tuple[int, int, Optional[str]]]  # a `with X as NAME`: its item's lines, NAME
 
 
 _CACHE: Dict[str, Optional[_Tables]] = {}
@@ -78,7 +77,7 @@ def _tables(filename: str) -> Optional[_Tables]:
         except (SyntaxError, ValueError):
             tree = None
         if tree is not None:
-            tables = _Tables([], [], [])
+            tables = _Tables([], [])
             for node in ast.walk(tree):
                 if isinstance(node, (ast.Assign, ast.AnnAssign)):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -90,12 +89,6 @@ def _tables(filename: str) -> Optional[_Tables]:
                     it = node.iter
                     end = getattr(it, "end_lineno", it.lineno) or it.lineno
                     tables.fors.append((it.lineno, end, _targets(node.target)))
-                elif isinstance(node, ast.With):
-                    for item in node.items:
-                        e = item.context_expr
-                        end = getattr(e, "end_lineno", e.lineno) or e.lineno
-                        name = item.optional_vars.id if isinstance(item.optional_vars, ast.Name) else None
-                        tables.withs.append((e.lineno, end, name))
     _CACHE[filename] = tables
     return tables
 

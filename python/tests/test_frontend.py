@@ -487,7 +487,7 @@ def test_every_construct_gives_the_text_written_by_hand():
                 kt(X[i, :], Y[i, :], max_(i, 3))
         with sequential():
             for j in P.seq(D):
-                helper(j)
+                call(helper, j)
             for r, p in P(RG):
                 c_kernel(X[r, :], Y[r, :], p)
             for r, q in P.grid(RC):
@@ -648,3 +648,26 @@ def test_converge_in_python_reaches_numpys_fixed_point():
         if not diff > np.float32(0.001):
             break
     np.testing.assert_array_equal(x, np.full((1, 16), want, dtype=np.float32))
+
+
+def test_a_region_out_of_bounds_at_run_time_names_the_users_line(tmp_path):
+    path = tmp_path / "user_run.py"
+    path.write_text(
+        PRELUDE
+        + """
+@workload
+def w():
+    for i in P(I):
+        act(X[i * 40:i * 40 + 32, :], Y[i * 32:(i + 1) * 32, :])   # the mistake (i = 3: 120 + 32 > 128)
+
+
+program = w.module().compile(threads=1)
+"""
+    )
+    spec = importlib.util.spec_from_file_location("user_run", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(pto_wsp.RunError) as info:
+        mod.program.execute()
+    assert "out of bounds" in str(info.value)
+    assert f"{path}:{line_of(path, '# the mistake')}" in str(info.value)
