@@ -277,6 +277,12 @@ class Tensor(Decl):
         return f"tensor {self.name}: {self.type.text()};"
 
     def __getitem__(self, key: Any) -> Region:
+        try:
+            return self._region(key)
+        except (TypeError, ValueError) as e:
+            raise FrontError(f"region of `{self.name}`: {e}") from None
+
+    def _region(self, key: Any) -> Region:
         if not isinstance(key, tuple):
             key = (key,)
         if len(key) > len(self.dims):

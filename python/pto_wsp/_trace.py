@@ -45,6 +45,15 @@ class LoopVar:
         self.active = True
 
 
+def _lit_at(v: Any, template: str, loc: _where.Loc) -> Expr:
+    """``lit(v)``, a value that is not an expression reported at the user's line."""
+    try:
+        return lit(v)
+    except (TypeError, ValueError) as e:
+        what = template.split("(")[0].replace("{}", "...")
+        raise FrontError(f"in `{what}`: {e}", loc) from None
+
+
 def _check_scope(exprs: Sequence[Expr], loc: _where.Loc) -> None:
     for e in exprs:
         for n in e.names():
@@ -61,7 +70,7 @@ class Line:
 
     def __init__(self, template: str, exprs: Sequence[Any], decls: Sequence[Decl] = ()):
         self.loc = _where.here()
-        self.exprs = [lit(e) for e in exprs]
+        self.exprs = [_lit_at(e, template, self.loc) for e in exprs]
         _check_scope(self.exprs, self.loc)
         self.template = template
         self.decls = list(decls)
@@ -280,7 +289,7 @@ def task(k: Kernel, args: Sequence[Any], kwargs: Dict[str, Any]) -> None:
             raise FrontError(f"kernel `{k.name}`: parameter `{n}` given twice")
         bound[n] = a
     parts: List[str] = []
-    exprs: List[Expr] = []
+    exprs: List[Any] = []
     decls: List[Decl] = [k]
     for p in params:
         if p.name not in bound:
@@ -303,7 +312,7 @@ def task(k: Kernel, args: Sequence[Any], kwargs: Dict[str, Any]) -> None:
             parts.append(_float_text(a, f"kernel `{k.name}` parameter `{p.name}`"))
         else:
             parts.append("{}")
-            exprs.append(lit(a))
+            exprs.append(a)
     emit(Line(f"task {k.name}({', '.join(parts)});", exprs, decls))
 
 

@@ -672,3 +672,28 @@ program = w.module().compile(threads=1)
         mod.program.execute()
     assert "out of bounds" in str(info.value)
     assert f"{path}:{line_of(path, '# the mistake')}" in str(info.value)
+
+
+def test_a_value_that_is_no_expression_names_the_users_line(tmp_path):
+    path, e = run_user_file(
+        tmp_path,
+        """
+@workload
+def w():
+    for i in P(I):
+        act(X[i * 32:(i + 1) * 32, :], Y[i * 32:(i + 1) * 32, 0.5])   # the mistake
+
+
+module = w.module()
+""",
+    )
+    assert isinstance(e, pto_wsp.ValidationError)
+    assert f"{path}:{line_of(path, '# the mistake')}" in str(e)
+    assert "region of `Y`" in str(e) and "0.5" in str(e)
+
+
+def test_python_truth_of_an_expression_points_at_p_when():
+    i = pto_wsp.Symbol(name="i")
+    with pytest.raises(TypeError, match="P.when"):
+        if i < 3:
+            pass
