@@ -294,11 +294,12 @@ def rmsnorm_reference(x, w):
 
 
 def rope_reference(x, pos, theta=10000.0):
-    """Rotate-half RoPE of the rows of x (..., d), all at position `pos`."""
+    """Rotate-half RoPE of the rows of x (..., d) at position `pos` (one, or one per row)."""
     d = x.shape[-1]
     half = d // 2
     freq = theta ** (-2.0 * np.arange(half) / d)
-    c, s = np.cos(pos * freq), np.sin(pos * freq)
+    angle = np.asarray(pos, dtype=np.float64)[..., None] * freq
+    c, s = np.cos(angle), np.sin(angle)
     lo, hi = x[..., :half], x[..., half:]
     return np.concatenate([lo * c - hi * s, lo * s + hi * c], axis=-1)
 
@@ -697,3 +698,58 @@ def test_python_truth_of_an_expression_points_at_p_when():
     with pytest.raises(TypeError, match="P.when"):
         if i < 3:
             pass
+
+
+def test_decode_attention_kernels_in_python_match_numpy():
+    ex = load(ROOT / "python" / "examples" / "kernels" / "decode_attention.py")
+    program = ex.module.compile(threads=2)  # kv = 200 (its //@ bind)
+    rng = np.random.default_rng(11)
+    q = rng.standard_normal((1, 64)).astype(np.float32)
+    k = rng.standard_normal((256, 64)).astype(np.float32)
+    v = rng.standard_normal((256, 64)).astype(np.float32)
+    out, out2 = np.zeros((1, 64), np.float32), np.zeros((1, 64), np.float32)
+    program.execute(Q=q, K=k, V=v, OUT=out, OUT2=out2)
+    want = attention_reference(q.astype(np.float64), k[:200].astype(np.float64), v[:200].astype(np.float64))
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(out2, want, rtol=1e-4, atol=1e-5)
+
+
+def test_llama_block_in_python_matches_numpy():
+    ex = load(ROOT / "python" / "examples" / "llama_block.py")
+    seq, heads, ffn = 48, 2, 128
+    hidden = heads * 64
+    program = ex.module.compile(threads=2, bind={"seq": seq, "heads": heads, "ffn": ffn})
+    rng = np.random.default_rng(12)
+
+    def weight(*shape):
+        return (rng.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float16)
+
+    x = rng.standard_normal((seq, hidden)).astype(np.float32)
+    norm_attn = (1 + 0.1 * rng.standard_normal(hidden)).astype(np.float32)
+    norm_ffn = (1 + 0.1 * rng.standard_normal(hidden)).astype(np.float32)
+    wq, wk, wv, wo = (weight(hidden, hidden) for _ in range(4))
+    wgate, wup, wdown = weight(hidden, ffn), weight(hidden, ffn), weight(ffn, hidden)
+    y = np.zeros_like(x)
+    program.execute(
+        X=x, NormAttn=norm_attn, NormFfn=norm_ffn, Wq=wq, Wk=wk, Wv=wv, Wo=wo, Wgate=wgate,
+        Wup=wup, Wdown=wdown, Y=y,
+    )
+
+    f = lambda a: a.astype(np.float64)  # noqa: E731
+    x64 = f(x)
+    xn = rmsnorm_reference(x64, f(norm_attn))
+    q, k, v = xn @ f(wq), xn @ f(wk), xn @ f(wv)
+    positions = np.arange(seq)
+    attn = np.zeros((seq, hidden))
+    for h in range(heads):
+        cols = slice(h * 64, (h + 1) * 64)
+        qh, kh = rope_reference(q[:, cols], positions), rope_reference(k[:, cols], positions)
+        s = qh @ kh.T / 8.0
+        s[np.triu_indices(seq, 1)] = -np.inf  # token t attends tokens 0 ..= t
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        attn[:, cols] = (p / p.sum(axis=1, keepdims=True)) @ v[:, cols]
+    h1 = x64 + attn @ f(wo)
+    xn2 = rmsnorm_reference(h1, f(norm_ffn))
+    gate, up = xn2 @ f(wgate), xn2 @ f(wup)
+    want = h1 + (gate / (1 + np.exp(-gate)) * up) @ f(wdown)
+    np.testing.assert_allclose(y, want, rtol=2e-3, atol=2e-3)
