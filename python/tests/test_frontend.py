@@ -753,3 +753,31 @@ def test_llama_block_in_python_matches_numpy():
     gate, up = xn2 @ f(wgate), xn2 @ f(wup)
     want = h1 + (gate / (1 + np.exp(-gate)) * up) @ f(wdown)
     np.testing.assert_allclose(y, want, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("prefill", [False, True])
+def test_tiered_in_python_matches_numpy(prefill):
+    ex = load(ROOT / "python" / "examples" / "tiered.py")
+    nreq, heads, maxlen = 2, 2, 320
+    req_len = np.array([300, 77], dtype=np.int32)
+    program = ex.module.compile(
+        threads=2, bind={"nreq": nreq, "heads": heads, "maxlen": maxlen, "prefill": prefill}
+    )
+    rng = np.random.default_rng(13)
+    q, k, v = (rng.standard_normal((nreq, heads, maxlen, 128)).astype(np.float16) for _ in range(3))
+    o = np.zeros_like(q)
+    program.execute(req_len=req_len, Q=q, Kc=k, Vc=v, O=o)
+    f = lambda a: a.astype(np.float64)  # noqa: E731
+    want = np.zeros(o.shape)
+    for r in range(nreq):
+        n = int(req_len[r])
+        for h in range(heads):
+            s = f(q[r, h, :n]) @ f(k[r, h, :n]).T / np.sqrt(128)
+            s[np.triu_indices(n, 1)] = -np.inf  # token t attends tokens 0 ..= t
+            p = np.exp(s - s.max(axis=1, keepdims=True))
+            full = (p / p.sum(axis=1, keepdims=True)) @ f(v[r, h, :n])
+            if prefill:
+                want[r, h, :n] = full
+            else:  # decode: only the last token's row
+                want[r, h, n - 1] = full[n - 1]
+    np.testing.assert_allclose(f(o), want, rtol=1e-2, atol=2e-3)
