@@ -781,3 +781,51 @@ def test_tiered_in_python_matches_numpy(prefill):
             else:  # decode: only the last token's row
                 want[r, h, n - 1] = full[n - 1]
     np.testing.assert_allclose(f(o), want, rtol=1e-2, atol=2e-3)
+
+
+def test_moe_in_python_matches_numpy():
+    ex = load(ROOT / "python" / "examples" / "moe.py")
+    tokens, hidden, ffn = 48, 64, 96
+    # Token tile 0 goes to experts 0 and 3, tile 1 to expert 5, tile 2 to experts 1, 2, 7.
+    indptr, experts = [0, 2, 3, 6], [0, 3, 5, 1, 2, 7]
+    program = ex.module.compile(
+        threads=2, bind={"tokens": tokens, "hidden": hidden, "ffn": ffn, "routes": len(experts)}
+    )
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal((tokens, hidden)).astype(np.float16)
+    gates = rng.random((tokens, 8)).astype(np.float32)
+    w1 = (rng.standard_normal((8, hidden, ffn)) / 8).astype(np.float16)
+    w3 = (rng.standard_normal((8, hidden, ffn)) / 8).astype(np.float16)
+    w2 = (rng.standard_normal((8, ffn, hidden)) / 10).astype(np.float16)
+    y = np.full((tokens, hidden), 5.0, dtype=np.float32)
+    program.execute(
+        route_indptr=np.array(indptr, np.int32), route_experts=np.array(experts, np.int32),
+        X=x, Gates=gates, W1=w1, W3=w3, W2=w2, Y=y,
+    )
+    f = lambda a: a.astype(np.float64)  # noqa: E731
+    want = np.zeros((tokens, hidden))
+    for t in range(tokens // 16):
+        rows = slice(t * 16, (t + 1) * 16)
+        for e in experts[indptr[t] : indptr[t + 1]]:
+            g, u = f(x[rows]) @ f(w1[e]), f(x[rows]) @ f(w3[e])
+            want[rows] += f(gates[rows, e])[:, None] * ((g / (1 + np.exp(-g)) * u) @ f(w2[e]))
+    np.testing.assert_allclose(y, want, rtol=1e-3, atol=1e-3)
+
+
+def test_moe_routed_in_python_matches_numpy():
+    ex = load(ROOT / "python" / "examples" / "datadep" / "moe_routed.py")
+    program = ex.module.compile(threads=2)
+    rng = np.random.default_rng(15)
+    x = rng.standard_normal((16, 8)).astype(np.float32)
+    wg = rng.standard_normal((8, 8)).astype(np.float32)
+    w = rng.standard_normal((64, 8)).astype(np.float32)
+    y = np.full((16, 8), 3.0, dtype=np.float32)
+    program.execute(X=x, WG=wg, W=w, Y=y)
+    x64 = x.astype(np.float64)
+    logits = x64 @ wg.astype(np.float64)
+    top2 = np.argsort(-logits, axis=1, kind="stable")[:, :2]
+    want = np.zeros((16, 8))
+    for t in range(16):
+        for e in top2[t]:
+            want[t] += x64[t] @ w[e * 8 : (e + 1) * 8].astype(np.float64)
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
