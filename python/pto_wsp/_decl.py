@@ -143,31 +143,14 @@ def _scalar_type(t: Any, what: str) -> DType:
 # ----- symbols and slots -------------------------------------------------------------------
 
 
-class _Named(Decl):
-    """A declaration that is also an expression (its name)."""
+class _Named(Decl, Expr):
+    """A declaration that is also an expression: its name (``M // 128`` is ``M / 128``)."""
 
-    def __pto_expr__(self) -> Expr:
-        return Expr("name", (self.name,), self)
+    __hash__ = object.__hash__
 
-    def _e(self) -> Expr:
-        return self.__pto_expr__()
-
-
-def _forward(op: str) -> Callable[..., Any]:
-    def f(self: Any, *a: Any) -> Any:
-        return getattr(self._e(), op)(*a)
-
-    f.__name__ = op
-    return f
-
-
-for _op in (
-    "__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __floordiv__ __rfloordiv__ __truediv__ "
-    "__rtruediv__ __mod__ __rmod__ __neg__ __invert__ __and__ __rand__ __or__ __ror__ __eq__ "
-    "__ne__ __lt__ __le__ __gt__ __ge__ __bool__"
-).split():
-    setattr(_Named, _op, _forward(_op))
-_Named.__hash__ = object.__hash__  # type: ignore[assignment]
+    def __init__(self, name: str):
+        Decl.__init__(self, name)
+        Expr.__init__(self, "name", (name,), self)
 
 
 class Symbol(_Named):
@@ -474,7 +457,7 @@ class Kernel(Decl):
         self.otherwise = otherwise
 
     def deps(self) -> List[Decl]:
-        out = [k for _, k in self.tiers if isinstance(k, Kernel)]
+        out: List[Decl] = [k for _, k in self.tiers if isinstance(k, Kernel)]
         if isinstance(self.otherwise, Kernel):
             out.append(self.otherwise)
         return out

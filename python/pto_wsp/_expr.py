@@ -173,9 +173,6 @@ def lit(v: Any) -> Expr:
     """``v`` as an expression: an ``Expr`` as is, a Python ``bool`` or ``int`` as a literal."""
     if isinstance(v, Expr):
         return v
-    ref = getattr(v, "__pto_expr__", None)
-    if ref is not None:
-        return ref()
     if isinstance(v, bool):
         return Expr("bool", (v,))
     if isinstance(v, int):

@@ -57,9 +57,11 @@ def render(entry: Any, schedule: Any = None, extra: Sequence[Decl] = ()) -> Tupl
     for k in decls:
         if isinstance(k, Kernel) and k.alias is not None:
             out.append((f"//@ alias {k.name}={k.alias}", k.loc))
-    for d in [d for d in decls if isinstance(d, Symbol)] + [d for d in decls if isinstance(d, Tensor)]:
-        if d.bind is not None:
-            out.append((f"//@ bind {d.name}={_bind_text(d.bind)}", d.loc))
+    bound: List[Any] = [d for d in decls if isinstance(d, Symbol)]
+    bound += [d for d in decls if isinstance(d, Tensor)]
+    for b in bound:
+        if b.bind is not None:
+            out.append((f"//@ bind {b.name}={_bind_text(b.bind)}", b.loc))
     kind = None
     for d in decls:
         if kind is not None and (d.kind != kind or d.kind in ("workload", "pipeline") or "\n" in _decl(d)):
@@ -139,7 +141,7 @@ class BuiltProgram:
         message = str(e)
         m = re.search(r"task #\d+ \(`(\w+)`\)", message)
         locs = self._tasks.get(m.group(1), []) if m else []
-        if locs:
+        if m and locs:
             message += f"\n  = note: tasks of `{m.group(1)}` are written at " + ", ".join(map(str, locs))
         return RunError(message)
 

@@ -14,12 +14,15 @@ result is an expression, never called per task. Every chaining call returns a ne
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple, Type, Union
 
 from . import _where
 from ._decl import Decl, FrontError, expr_deps
 from ._expr import Expr, lit
-from ._trace import Pipeline, Schedulable, Workload
+from ._trace import Pipeline, Workload
+
+if TYPE_CHECKING:
+    from ._module import BuiltModule, BuiltProgram
 
 
 class _TaskView(Expr):
@@ -34,7 +37,7 @@ class _TaskView(Expr):
 
 def key(f: Any) -> Expr:
     """A key or cost: an expression, an int, or a lambda traced once into an expression."""
-    if not callable(f) or isinstance(f, Expr) or hasattr(f, "__pto_expr__"):
+    if not callable(f) or isinstance(f, Expr):
         return lit(f)
     params = list(inspect.signature(f).parameters)
     return lit(f(*(_TaskView("name", (p,), None) for p in params)))
@@ -207,8 +210,8 @@ class TimingPolicy(Policy):
         return TimingPolicy(f"rate_limit({_count(n, 'rate_limit')})")
 
 
-def _word(v: Any, cls: type, what: str) -> Policy:
-    if isinstance(v, cls):
+def _word(v: Any, cls: Type[Policy], what: str) -> Policy:
+    if isinstance(v, Policy) and isinstance(v, cls):
         return v
     if isinstance(v, str):
         return cls(v)
@@ -308,42 +311,12 @@ class Schedule:
                 out.append(("    " + line, it.loc))
         out.append(("}", self.items[-1].loc if self.items else self.target.loc))
 
-    def module(self, **kw: Any) -> Any:
+    def module(self, **kw: Any) -> "BuiltModule":
         """The module of the target, its declarations and this schedule (see ``build``)."""
         from ._module import build
 
         return build(self.target, schedule=self, **kw)
 
-    def compile(self, **kw: Any) -> Any:
+    def compile(self, **kw: Any) -> "BuiltProgram":
         """``self.module().compile(**kw)``."""
         return self.module().compile(**kw)
-
-
-def _chain(name: str) -> Callable[..., Schedule]:
-    def f(self: Any, *a: Any, **kw: Any) -> Schedule:
-        return getattr(Schedule(self), name)(*a, **kw)
-
-    f.__name__ = name
-    f.__doc__ = getattr(Schedule, name).__doc__
-    return f
-
-
-for _n in (
-    "executors dispatch streams stream_by timing task_graph task_window pipeline_depth "
-    "batch_deps dispatch_threshold"
-).split():
-    setattr(Schedulable, _n, _chain(_n))
-
-
-def _module(self: Any, **kw: Any) -> Any:
-    from ._module import build
-
-    return build(self, **kw)
-
-
-def _compile(self: Any, **kw: Any) -> Any:
-    return _module(self).compile(**kw)
-
-
-Schedulable.module = _module  # type: ignore[attr-defined]
-Schedulable.compile = _compile  # type: ignore[attr-defined]

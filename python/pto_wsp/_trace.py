@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 import threading
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from . import _where
 from ._decl import (
@@ -32,6 +32,10 @@ from ._decl import (
     i64,
 )
 from ._expr import Expr, lit
+
+if TYPE_CHECKING:
+    from ._module import BuiltModule, BuiltProgram
+    from ._schedule import Schedule
 
 # ----- recorded statements ------------------------------------------------------------------
 
@@ -307,7 +311,7 @@ def task(k: Kernel, args: Sequence[Any], kwargs: Dict[str, Any]) -> None:
             exprs += a.exprs()
             decls.append(a.tensor)
         elif p.type.name in ("f32", "f64"):
-            if isinstance(a, Expr) or hasattr(a, "__pto_expr__"):
+            if isinstance(a, Expr):
                 raise FrontError(f"kernel `{k.name}`: parameter `{p.name}` ({p.type.name}) takes a float constant")
             parts.append(_float_text(a, f"kernel `{k.name}` parameter `{p.name}`"))
         else:
@@ -347,7 +351,66 @@ def _trace_body(fn: Callable[..., Any], args: Sequence[Any]) -> List[Line]:
 
 
 class Schedulable:
-    """Schedule directives start a ``Schedule`` of this workload or pipeline (see _schedule)."""
+    """A workload or pipeline: each schedule directive starts a ``Schedule`` of it (see
+    ``_schedule.Schedule`` for what each writes); ``module()`` / ``compile()`` build it without
+    a schedule."""
+
+    def _schedule(self) -> "Schedule":
+        from ._schedule import Schedule
+
+        return Schedule(self)  # type: ignore[arg-type]
+
+    def executors(self, n: int) -> "Schedule":
+        """``executors N;``"""
+        return self._schedule().executors(n)
+
+    def dispatch(self, policy: Any) -> "Schedule":
+        """``dispatch POLICY;`` (a ``DispatchPolicy``)."""
+        return self._schedule().dispatch(policy)
+
+    def streams(self, n: int) -> "Schedule":
+        """``streams N;``"""
+        return self._schedule().streams(n)
+
+    def stream_by(self, key: Any) -> "Schedule":
+        """``stream_by KEY;`` (an expression or a lambda traced once)."""
+        return self._schedule().stream_by(key)
+
+    def timing(self, policy: Any) -> "Schedule":
+        """``timing POLICY;`` (a ``TimingPolicy``)."""
+        return self._schedule().timing(policy)
+
+    def task_graph(
+        self, deps: Any = None, ready: Any = None, start: Any = None, trace: Any = None, pools: Any = None
+    ) -> "Schedule":
+        """``task_graph { ... }`` with the policies given."""
+        return self._schedule().task_graph(deps, ready, start, trace, pools)
+
+    def task_window(self, n: int, mode: str = "stall") -> "Schedule":
+        """``task_window N MODE;``"""
+        return self._schedule().task_window(n, mode)
+
+    def pipeline_depth(self, n: int, scope: str = "global") -> "Schedule":
+        """``pipeline_depth N SCOPE;``"""
+        return self._schedule().pipeline_depth(n, scope)
+
+    def batch_deps(self, n: int) -> "Schedule":
+        """``batch_deps N;``"""
+        return self._schedule().batch_deps(n)
+
+    def dispatch_threshold(self, metric: Any, levels: Sequence[Tuple[int, str]], otherwise: str) -> "Schedule":
+        """``dispatch_threshold(METRIC) { below B: POOL, ..., else: POOL };``"""
+        return self._schedule().dispatch_threshold(metric, levels, otherwise)
+
+    def module(self, **kw: Any) -> "BuiltModule":
+        """The module of this workload or pipeline (no schedule): a ``BuiltModule``."""
+        from ._module import build
+
+        return build(self, **kw)
+
+    def compile(self, **kw: Any) -> "BuiltProgram":
+        """``self.module().compile(**kw)``."""
+        return self.module().compile(**kw)
 
 
 class Workload(Decl, Schedulable):
