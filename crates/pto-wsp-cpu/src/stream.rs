@@ -265,6 +265,11 @@ impl EdgeSink for StreamSink<'_> {
     /// The completed prefix, if it advanced since the last hint; frees what the run holds for
     /// the tasks below it.
     fn retire_hint(&mut self) -> Option<TaskId> {
+        if self.edges.is_some() {
+            // A recorded graph must hold every inferred edge, also those to tasks that have
+            // completed: the TensorMap keeps its records.
+            return None;
+        }
         self.advance();
         if self.completed_below == self.hinted {
             return None;
