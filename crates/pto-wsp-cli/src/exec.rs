@@ -251,6 +251,9 @@ pub fn run(
         ..CompileOptions::default()
     };
     let mut program = compile(plan, options).map_err(|e| compile_error(&loaded, &e))?;
+    for note in program.notes() {
+        eprintln!("note: {note}");
+    }
     let mut x0 = Vec::new();
     let mut generated = 0;
     let (read_bytes, read_ms);

@@ -13,11 +13,10 @@
 //!   window** counts tasks submitted and not finished: `stall` makes the orchestrator wait for a
 //!   completion, `abort` fails the model naming the task, `benchmark` counts the overflow.
 //! - **Timing** decides when a submitted task is *released* (may start once its predecessors
-//!   are done): `immediate` at once; `batched(n)` in groups of `n` consecutive tasks, a group
-//!   when its last task is submitted; `interleaved(n)` in rounds of up to `n` tasks from each
-//!   stream in stream order, a round once every stream has `n` waiting; `rate_limit(n)` at most
-//!   `n` releases in any [`RATE_PERIOD`] cycles. Groups and rounds still held are released when
-//!   orchestration ends or would wait on the window.
+//!   are done): the rule of [`pto_wsp_graph::timing`] (`immediate`, `batched(n)`,
+//!   `interleaved(n)`, `rate_limit(n)` per [`RATE_PERIOD`] cycles), with the model's clock.
+//!   Groups and rounds still held are released when orchestration ends or would wait on the
+//!   window.
 //! - **Start**: no task starts before the start gate opens: at once (`immediate`), once
 //!   `threshold(n)` tasks are submitted, or when orchestration ends (`after_orchestration`);
 //!   either also opens when orchestration would wait on the window.
@@ -46,11 +45,10 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+use pto_wsp_graph::TaskId;
+pub use pto_wsp_graph::timing::RATE_PERIOD;
+use pto_wsp_graph::timing::ReleaseTiming;
 use pto_wsp_ir::{ExecPool, GateScope, StartPolicy, Timing, WindowMode};
-
-/// Cycles over which `timing rate_limit(n)` allows `n` releases (1 µs at the model's nominal
-/// 1 GHz: the host run paces releases per microsecond).
-pub const RATE_PERIOD: u64 = 1_000;
 
 /// One task as the model sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,36 +114,11 @@ pub struct SimSchedule {
     /// `start POLICY`.
     pub start: StartPolicy,
     /// `timing POLICY`.
-    pub timing: SimTiming,
+    pub timing: Timing,
     /// `ready POLICY`.
     pub ready: SimReady,
     /// Number of streams (`streams N`): the rounds of `interleaved(n)`.
     pub streams: u32,
-}
-
-/// `timing` as the model reads it ([`Timing`] without its syntax).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum SimTiming {
-    /// `immediate`.
-    #[default]
-    Immediate,
-    /// `batched(n)`.
-    Batched(u64),
-    /// `interleaved(n)`.
-    Interleaved(u64),
-    /// `rate_limit(n)`.
-    RateLimit(u64),
-}
-
-impl From<&Timing> for SimTiming {
-    fn from(t: &Timing) -> SimTiming {
-        match *t {
-            Timing::Immediate => SimTiming::Immediate,
-            Timing::Batched(n) => SimTiming::Batched(n.max(1)),
-            Timing::Interleaved(n) => SimTiming::Interleaved(n.max(1)),
-            Timing::RateLimit(n) => SimTiming::RateLimit(n.max(1)),
-        }
-    }
 }
 
 impl Default for SimSchedule {
@@ -155,7 +128,7 @@ impl Default for SimSchedule {
             window: None,
             gate: None,
             start: StartPolicy::Immediate,
-            timing: SimTiming::Immediate,
+            timing: Timing::Immediate,
             ready: SimReady::Fifo,
             streams: 1,
         }
@@ -270,10 +243,8 @@ struct Model<'a> {
     orchestration_cycles: u64,
     overflows: u64,
     // Timing.
-    batch: Vec<u32>,
-    by_stream: Vec<VecDeque<u32>>,
-    rate_queue: VecDeque<u32>,
-    rate_times: VecDeque<u64>,
+    timing: ReleaseTiming,
+    out: Vec<TaskId>,
     start_open: bool,
     // Ready queues.
     seq: u64,
@@ -334,7 +305,6 @@ impl<'a> Model<'a> {
                 .unwrap_or(1),
             Some((_, GateScope::PerPool)) => 3,
         };
-        let streams = sched.streams.max(1) as usize;
         Ok(Model {
             tasks,
             machine,
@@ -360,10 +330,8 @@ impl<'a> Model<'a> {
             in_flight: 0,
             orchestration_cycles: 0,
             overflows: 0,
-            batch: Vec::new(),
-            by_stream: vec![VecDeque::new(); streams],
-            rate_queue: VecDeque::new(),
-            rate_times: VecDeque::new(),
+            timing: ReleaseTiming::new(&sched.timing, u64::from(sched.streams)),
+            out: Vec::new(),
             start_open: matches!(sched.start, StartPolicy::Immediate),
             seq: 0,
             shared: Default::default(),
@@ -399,7 +367,6 @@ impl<'a> Model<'a> {
                 }
             }
             self.orchestrate()?;
-            self.release_rate_limited();
             self.dispatch();
             match self.events.peek() {
                 Some(&Reverse((t, ..))) => self.now = t,
@@ -464,6 +431,10 @@ impl<'a> Model<'a> {
                     WindowMode::Benchmark => self.overflows += 1,
                 }
             }
+            if let Some(free) = self.timing.wait_until(self.now) {
+                self.wake(free);
+                return Ok(());
+            }
             let t = self.next as u32;
             self.next += 1;
             self.in_flight += 1;
@@ -481,23 +452,14 @@ impl<'a> Model<'a> {
     fn issue(&mut self, t: u32) {
         self.issued += 1;
         self.orchestration_cycles = self.now;
-        match self.sched.timing {
-            SimTiming::Immediate => self.release(t),
-            SimTiming::Batched(k) => {
-                self.batch.push(t);
-                if self.batch.len() as u64 >= k {
-                    self.flush_held();
-                }
-            }
-            SimTiming::Interleaved(k) => {
-                let s = self.tasks[t as usize].stream as usize % self.by_stream.len();
-                self.by_stream[s].push_back(t);
-                while self.by_stream.iter().all(|q| q.len() as u64 >= k) {
-                    self.release_round(k);
-                }
-            }
-            SimTiming::RateLimit(_) => self.rate_queue.push_back(t),
+        let stream = self.tasks[t as usize].stream;
+        let mut out = std::mem::take(&mut self.out);
+        self.timing
+            .submitted(TaskId(t), stream, self.now, |x| out.push(x));
+        for x in out.drain(..) {
+            self.release(x.0);
         }
+        self.out = out;
         let all = self.issued == self.tasks.len();
         if all {
             self.flush_held();
@@ -512,51 +474,21 @@ impl<'a> Model<'a> {
         }
     }
 
-    /// Releases every group or round still held (rate-limited tasks keep their pace).
+    /// Releases every group or round timing still holds.
     fn flush_held(&mut self) {
-        for t in std::mem::take(&mut self.batch) {
-            self.release(t);
+        let mut out = std::mem::take(&mut self.out);
+        self.timing.flush(|x| out.push(x));
+        for x in out.drain(..) {
+            self.release(x.0);
         }
-        if let SimTiming::Interleaved(k) = self.sched.timing {
-            while self.by_stream.iter().any(|q| !q.is_empty()) {
-                self.release_round(k);
-            }
-        }
+        self.out = out;
     }
 
-    /// One `interleaved(k)` round: up to `k` tasks of each stream, in stream order.
-    fn release_round(&mut self, k: u64) {
-        for s in 0..self.by_stream.len() {
-            for _ in 0..k {
-                match self.by_stream[s].pop_front() {
-                    Some(t) => self.release(t),
-                    None => break,
-                }
-            }
-        }
-    }
-
-    /// `rate_limit(k)`: releases what the last [`RATE_PERIOD`] cycles allow, and schedules a
-    /// wake-up for the rest.
-    fn release_rate_limited(&mut self) {
-        let SimTiming::RateLimit(k) = self.sched.timing else {
-            return;
-        };
-        while let Some(&t) = self.rate_queue.front() {
-            if self.rate_times.len() as u64 >= k {
-                let free = self.rate_times[0] + RATE_PERIOD;
-                if free > self.now {
-                    if self.wake_at != Some(free) {
-                        self.wake_at = Some(free);
-                        self.events.push(Reverse((free, WAKE, 0)));
-                    }
-                    return;
-                }
-                self.rate_times.pop_front();
-            }
-            self.rate_times.push_back(self.now);
-            self.rate_queue.pop_front();
-            self.release(t);
+    /// Makes sure the model looks again at cycle `at`.
+    fn wake(&mut self, at: u64) {
+        if self.wake_at != Some(at) {
+            self.wake_at = Some(at);
+            self.events.push(Reverse((at, WAKE, 0)));
         }
     }
 
@@ -947,7 +879,7 @@ mod tests {
             issue_cycles,
             ..plain()
         };
-        let s = run(&ind, &[], &machine(8), timed(SimTiming::Batched(4), 10));
+        let s = run(&ind, &[], &machine(8), timed(Timing::Batched(4), 10));
         assert_eq!(s.starts, vec![40, 40, 40, 40, 60, 60]);
         // Streams 0 0 0 0 1 1 1 1 on one executor: rounds of two from each stream.
         let streamed: Vec<SimTask> = (0..8)
@@ -962,7 +894,7 @@ mod tests {
             &machine(1),
             SimSchedule {
                 streams: 2,
-                ..timed(SimTiming::Interleaved(2), 0)
+                ..timed(Timing::Interleaved(2), 0)
             },
         );
         let mut order: Vec<u32> = (0..8).collect();
@@ -970,7 +902,7 @@ mod tests {
         assert_eq!(order, vec![0, 1, 4, 5, 2, 3, 6, 7]);
         let plain_order = run(&streamed, &[], &machine(1), plain()).starts;
         assert_eq!(plain_order, (0..8).collect::<Vec<u64>>());
-        let s = run(&ind, &[], &machine(8), timed(SimTiming::RateLimit(2), 0));
+        let s = run(&ind, &[], &machine(8), timed(Timing::RateLimit(2), 0));
         assert_eq!(s.starts, vec![0, 0, 1000, 1000, 2000, 2000]);
     }
 
@@ -1074,10 +1006,10 @@ mod props {
                 (0u64..10).prop_map(StartPolicy::Threshold)
             ],
             prop_oneof![
-                Just(SimTiming::Immediate),
-                (1u64..4).prop_map(SimTiming::Batched),
-                (1u64..4).prop_map(SimTiming::Interleaved),
-                (1u64..4).prop_map(SimTiming::RateLimit)
+                Just(Timing::Immediate),
+                (1u64..4).prop_map(Timing::Batched),
+                (1u64..4).prop_map(Timing::Interleaved),
+                (1u64..4).prop_map(Timing::RateLimit)
             ],
             prop_oneof![
                 Just(SimReady::Fifo),
@@ -1149,7 +1081,7 @@ mod props {
             match sched.gate {
                 Some((d, GateScope::Global)) => {
                     prop_assert!(peak(&tasks, &s.starts, |_| true) <= d);
-                    if d == 1 && sched.issue_cycles == 0 && !matches!(sched.timing, SimTiming::RateLimit(_)) {
+                    if d == 1 && sched.issue_cycles == 0 && !matches!(sched.timing, Timing::RateLimit(_)) {
                         prop_assert_eq!(s.total_cycles, work);
                     }
                 }
@@ -1166,7 +1098,7 @@ mod props {
             if !(placement && sched.ready == SimReady::WorkSteal) {
                 prop_assert_eq!(s.migrations, 0);
             }
-            if execs == 1 && sched.issue_cycles == 0 && !matches!(sched.timing, SimTiming::RateLimit(_)) {
+            if execs == 1 && sched.issue_cycles == 0 && !matches!(sched.timing, Timing::RateLimit(_)) {
                 prop_assert_eq!(s.total_cycles, work);
             }
         }

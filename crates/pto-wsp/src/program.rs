@@ -47,6 +47,7 @@ use pto_wsp_ir::{
 use pto_wsp_kernels::{KernelId, KernelRegistry, StoreError, TensorStore};
 
 mod devgen;
+mod modes;
 
 /// Options of [`compile`].
 #[derive(Clone)]
@@ -304,6 +305,20 @@ pub(crate) fn compile_cpu(
         .iter()
         .map(|k| k.name.name.clone())
         .collect();
+    let pipeline = plan
+        .module
+        .entry_name()
+        .and_then(|e| plan.module.pipeline(e))
+        .is_some();
+    let mode = if pipeline {
+        modes::Mode::Pipeline
+    } else if options.device_gen {
+        modes::Mode::DeviceGen
+    } else {
+        modes::Mode::Host
+    };
+    modes::refused(&plan.module, mode)?;
+    let notes = modes::notes(&plan.module, mode);
     let bytecode = if options.device_gen {
         Some(devgen::compile_bytecode(&plan.module)?)
     } else {
@@ -327,6 +342,7 @@ pub(crate) fn compile_cpu(
             pool,
             options,
             bytecode,
+            notes,
         }),
         store: Arc::new(Mutex::new(None)),
         running: None,
@@ -345,6 +361,8 @@ struct Inner {
     options: CompileOptions,
     /// The decoded bytecode, in device-generation mode.
     bytecode: Option<pto_wsp_bytecode::Program>,
+    /// Directives that compile but do nothing in this program's mode (`modes::notes`).
+    notes: Vec<String>,
 }
 
 /// A compiled program: runs its workload on the CPU simulation (see the module docs).
@@ -465,6 +483,8 @@ impl Inner {
             start: c.start,
             window: c.task_window,
             record_edges: self.cycles(),
+            timing: c.timing,
+            streams: c.streams,
         };
         (run, stream)
     }
@@ -618,7 +638,7 @@ impl Inner {
             window: c.task_window,
             gate: c.pipeline_depth,
             start: c.start,
-            timing: (&c.timing).into(),
+            timing: c.timing,
             ready: match c.ready {
                 ReadyPolicy::Fifo => SimReady::Fifo,
                 ReadyPolicy::Priority(_) => SimReady::Priority,
@@ -729,6 +749,13 @@ impl Program {
 
     pub(crate) fn set_compile_time_ms(&mut self, ms: f64) {
         self.compile_ms = ms;
+    }
+
+    /// Directives of the schedule that compile but do nothing in this program's mode (a CSP
+    /// pipeline's `dispatch`, device generation's `ready work_steal`, ...), one sentence each
+    /// naming the directive, the mode and why (`docs/SEMANTICS.md`, "Schedule directives").
+    pub fn notes(&self) -> &[String] {
+        &self.inner.notes
     }
 
     /// Statistics of the last completed run.
