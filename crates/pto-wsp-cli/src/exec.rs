@@ -45,6 +45,8 @@ pub struct RunOptions {
     pub trace: Option<PathBuf>,
     /// Debug checks (regions in flight).
     pub debug_checks: bool,
+    /// Orchestration cycles per task in the cycle model ([`CompileOptions::issue_cycles`]).
+    pub issue_cycles: u64,
     /// Run kernels without an implementation as empty ones (and generate no inputs).
     pub empty_kernels: bool,
     /// Seed of the generated inputs.
@@ -72,6 +74,7 @@ impl Default for RunOptions {
             threads: 0,
             trace: None,
             debug_checks: false,
+            issue_cycles: 0,
             empty_kernels: false,
             seed: 0,
             inputs: Vec::new(),
@@ -242,11 +245,15 @@ pub fn run(
         threads: opts.threads,
         profiling: opts.trace.is_some(),
         debug_checks: opts.debug_checks,
+        issue_cycles: opts.issue_cycles,
         kernels: registry,
         device_gen: opts.device_gen,
         ..CompileOptions::default()
     };
     let mut program = compile(plan, options).map_err(|e| compile_error(&loaded, &e))?;
+    for note in program.notes() {
+        eprintln!("note: {note}");
+    }
     let mut x0 = Vec::new();
     let mut generated = 0;
     let (read_bytes, read_ms);

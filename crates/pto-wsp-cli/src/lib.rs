@@ -417,6 +417,19 @@ pub fn run_report(
             y.critical_path,
             100.0 * y.utilization()
         ));
+        let mut extra = Vec::new();
+        if y.orchestration_cycles > 0 {
+            extra.push(format!("orchestration ends at {}", y.orchestration_cycles));
+        }
+        if y.window_overflows > 0 {
+            extra.push(format!("window overflows {}", y.window_overflows));
+        }
+        if y.migrations > 0 {
+            extra.push(format!("migrations {}", y.migrations));
+        }
+        if !extra.is_empty() {
+            out.push_str(&format!("  cycle model: {}\n", extra.join(", ")));
+        }
     }
     out
 }

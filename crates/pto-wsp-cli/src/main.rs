@@ -134,6 +134,10 @@ enum Command {
         /// Absolute tolerance of --expect.
         #[arg(long, default_value_t = pto_wsp_cli::expect::DEFAULT_ATOL, value_name = "A")]
         atol: f64,
+        /// Under `trace cycles`: cycles the model charges orchestration per submitted task
+        /// (default 0, generation is free); makes start policies and `timing` visible.
+        #[arg(long, default_value_t = 0, value_name = "N")]
+        issue_cycles: u64,
     },
     /// List every registered back end: its targets and capabilities.
     Targets,
@@ -401,6 +405,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             expect,
             rtol,
             atol,
+            issue_cycles,
         } => {
             let (name, text, main_job) = match &file {
                 Some(f) => (f.display().to_string(), read(f)?, false),
@@ -415,6 +420,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 threads,
                 trace: trace.clone(),
                 debug_checks: check,
+                issue_cycles,
                 empty_kernels,
                 seed,
                 inputs,

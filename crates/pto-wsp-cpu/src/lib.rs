@@ -60,7 +60,7 @@ pub use exec::{Exec, ExecError, NoopExec, TaskFailure};
 pub use kexec::{KernelExec, TaskSource, task_costs};
 pub use pool::{MAX_THREADS, PoolError, WorkerPool};
 pub use run::{GateConfig, PoolSplit, RunConfig, StaticGraph};
-pub use sim::{CycleStats, SimMachine, SimTask};
+pub use sim::{CycleStats, SimError, SimMachine, SimReady, SimSchedule, SimTask};
 pub use stats::{RunStats, Span};
 pub use stream::{AbortProbe, StreamBuilder, StreamConfig, StreamSink};
 pub use table::TaskTable;

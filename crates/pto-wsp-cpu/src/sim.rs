@@ -1,27 +1,54 @@
-//! The cycle-cost model (`trace cycles`, seed 003 §7.3): given each task's cost in cycles and the
-//! graph's edges, a deterministic simulated schedule of the run on the *modelled* executors (the
-//! schedule's `executors N`, not the host's threads), and its makespan (`total_cycles`).
+//! The cycle-cost model (`trace cycles`, seed 003 §7.3): given each task's cost in cycles, the
+//! graph's edges and the schedule, a deterministic simulation of the run on the *modelled*
+//! executors (the schedule's `executors N`, not the host's threads), and its makespan
+//! (`total_cycles`).
 //!
 //! Why a model beside the wall clock: the CPU simulation runs on a handful of host threads, while
 //! the target has dozens of cores; a user comparing schedules wants to know what the schedule
-//! would do there, independent of how loaded the host is. The model is a non-preemptive list
-//! schedule:
+//! would do there, independent of how loaded the host is. So the model follows every schedule
+//! directive a run honours, with the same meaning (`docs/SEMANTICS.md`, "Schedule directives"):
 //!
-//! - a task is *ready* at the latest finish of its predecessors (0 for a source);
-//! - ready tasks are taken in order of ready time, then task id (submission order);
-//! - a task runs on an executor that may run it: its dispatch target if placement is on and that
-//!   executor serves its pool, else any executor of its pool (vector / cube under a pool split,
-//!   every executor otherwise), choosing the one that can start it earliest (lowest index on a
-//!   tie); it starts at `max(ready, executor free)` and occupies the executor for its cost.
+//! - **Orchestration** submits the tasks one at a time in program order, spending
+//!   [`SimSchedule::issue_cycles`] on each (0 by default: generation is free). The **task
+//!   window** counts tasks submitted and not finished: `stall` makes the orchestrator wait for a
+//!   completion, `abort` fails the model naming the task, `benchmark` counts the overflow.
+//! - **Timing** decides when a submitted task is *released* (may start once its predecessors
+//!   are done): the rule of [`pto_wsp_graph::timing`] (`immediate`, `batched(n)`,
+//!   `interleaved(n)`, `rate_limit(n)` per [`RATE_PERIOD`] cycles), with the model's clock.
+//!   Groups and rounds still held are released when orchestration ends or would wait on the
+//!   window.
+//! - **Start**: no task starts before the start gate opens: at once (`immediate`), once
+//!   `threshold(n)` tasks are submitted, or when orchestration ends (`after_orchestration`);
+//!   either also opens when orchestration would wait on the window.
+//! - **Ready order**: a task is ready at the latest of its release and its predecessors'
+//!   finishes. Under `fifo` executors take ready tasks in the order they became ready (task id
+//!   on a tie); under `priority` highest key first, then that order; under `work_steal` each
+//!   executor has a deque: a task readied by a finishing task goes to that executor's deque
+//!   (sources to `id mod executors`), the owner takes its newest task, and an executor with an
+//!   empty deque steals the oldest task of the lowest-numbered executor that has one.
+//! - **Dispatch targets and pools**: when [`SimMachine::placement`] is on, a task with a target
+//!   goes to executor `target mod executors` if that executor serves its pool (under
+//!   `work_steal` it may still be stolen: a *migration*, counted); otherwise any executor of its
+//!   pool may take it (vector / cube under a pool split).
+//! - **Gates** (`pipeline_depth D SCOPE`): at most `D` tasks of a scope (everything, a stream, a
+//!   pool) run at once. An executor that took a task whose scope is full waits, holding it,
+//!   until a task of that scope finishes (waiters are served in the order they arrived), as a
+//!   host worker blocks on the gate.
 //!
-//! Promises: the result depends only on the inputs (never on the host); `total_cycles` is at
-//! least the critical path (longest cost-weighted path) and at least the total work divided by
-//! the executors; with one executor it is exactly the total work.
+//! At each instant the model first finishes tasks, then lets orchestration submit, then releases,
+//! then lets idle executors take tasks in executor order; a task occupies its executor for its
+//! cost. Promises: the result depends only on the inputs (never on the host); `total_cycles` is
+//! at least the critical path (longest cost-weighted path) and at least the total work divided by
+//! the executors; with one executor, or with `pipeline_depth 1 global`, it is exactly the total
+//! work (when orchestration is free and nothing holds releases back).
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
-use pto_wsp_ir::ExecPool;
+use pto_wsp_graph::TaskId;
+pub use pto_wsp_graph::timing::RATE_PERIOD;
+use pto_wsp_graph::timing::ReleaseTiming;
+use pto_wsp_ir::{ExecPool, GateScope, StartPolicy, Timing, WindowMode};
 
 /// One task as the model sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +59,23 @@ pub struct SimTask {
     pub pool: ExecPool,
     /// The executor its dispatch policy chose, if any.
     pub target: Option<u32>,
+    /// Its stream (`stream_by`, else index mod streams).
+    pub stream: u32,
+    /// Its `ready priority(..)` key (higher first); ignored under other ready policies.
+    pub priority: i64,
+}
+
+impl SimTask {
+    /// A task of `cost` cycles in the `Any` pool, stream 0, no target, priority 0.
+    pub fn with_cost(cost: u64) -> SimTask {
+        SimTask {
+            cost,
+            pool: ExecPool::Any,
+            target: None,
+            stream: 0,
+            priority: 0,
+        }
+    }
 }
 
 /// The modelled machine.
@@ -46,6 +90,51 @@ pub struct SimMachine {
     pub placement: bool,
 }
 
+/// The order in which executors take ready tasks (the schedule's `ready` policy).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SimReady {
+    /// `fifo`: in the order tasks became ready.
+    #[default]
+    Fifo,
+    /// `priority(..)`: highest [`SimTask::priority`] first.
+    Priority,
+    /// `work_steal`: per-executor deques with stealing.
+    WorkSteal,
+}
+
+/// The schedule the model follows (see the module docs for each item's meaning).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SimSchedule {
+    /// Cycles orchestration spends submitting each task.
+    pub issue_cycles: u64,
+    /// `task_window N MODE`.
+    pub window: Option<(u64, WindowMode)>,
+    /// `pipeline_depth D SCOPE`.
+    pub gate: Option<(u64, GateScope)>,
+    /// `start POLICY`.
+    pub start: StartPolicy,
+    /// `timing POLICY`.
+    pub timing: Timing,
+    /// `ready POLICY`.
+    pub ready: SimReady,
+    /// Number of streams (`streams N`): the rounds of `interleaved(n)`.
+    pub streams: u32,
+}
+
+impl Default for SimSchedule {
+    fn default() -> SimSchedule {
+        SimSchedule {
+            issue_cycles: 0,
+            window: None,
+            gate: None,
+            start: StartPolicy::Immediate,
+            timing: Timing::Immediate,
+            ready: SimReady::Fifo,
+            streams: 1,
+        }
+    }
+}
+
 /// What the model reports.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CycleStats {
@@ -57,6 +146,14 @@ pub struct CycleStats {
     pub critical_path: u64,
     /// Busy cycles per modelled executor.
     pub busy: Vec<u64>,
+    /// When orchestration submitted its last task.
+    pub orchestration_cycles: u64,
+    /// Submissions that found a `benchmark` window full.
+    pub window_overflows: u64,
+    /// Tasks that ran on another executor than their dispatch target (stolen).
+    pub migrations: u64,
+    /// Start cycle of every task, by task id.
+    pub starts: Vec<u64>,
 }
 
 impl CycleStats {
@@ -74,8 +171,8 @@ impl CycleStats {
 /// Why the model could not run.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SimError {
-    /// An edge names a task that does not exist.
-    #[error("edge {pred} -> {succ} names a task beyond the {tasks} tasks")]
+    /// An edge names a task that does not exist, or does not go forward.
+    #[error("edge {pred} -> {succ} names a task beyond the {tasks} tasks or goes backwards")]
     BadEdge {
         /// Predecessor.
         pred: u32,
@@ -84,106 +181,499 @@ pub enum SimError {
         /// Number of tasks.
         tasks: usize,
     },
-    /// The edges contain a cycle (some tasks never become ready).
-    #[error("the graph has a cycle: {stuck} task(s) never become ready")]
-    Cycle {
-        /// Tasks left unscheduled.
-        stuck: usize,
+    /// A task's submission found the `abort` window full.
+    #[error(
+        "task_window {capacity} abort: task {task} was submitted at cycle {cycle} with \
+         {capacity} tasks in flight"
+    )]
+    WindowFull {
+        /// The task.
+        task: u32,
+        /// The window's size.
+        capacity: u64,
+        /// When.
+        cycle: u64,
     },
 }
 
-/// Simulates `tasks` with `edges` (predecessor, successor) on `machine` (see the module docs).
+/// Simulates `tasks` with `edges` (predecessor, successor; every edge goes from a lower to a
+/// higher task id, as a built graph's do) on `machine` under `schedule` (see the module docs).
 pub fn simulate(
     tasks: &[SimTask],
     edges: &[(u32, u32)],
     machine: &SimMachine,
+    schedule: &SimSchedule,
 ) -> Result<CycleStats, SimError> {
-    let n = tasks.len();
-    let execs = machine.executors.max(1) as usize;
-    // CSR successors.
-    let mut first = vec![0u32; n + 1];
-    for &(p, s) in edges {
-        if p as usize >= n || s as usize >= n {
-            return Err(SimError::BadEdge {
-                pred: p,
-                succ: s,
-                tasks: n,
-            });
+    Model::new(tasks, edges, machine, schedule)?.run()
+}
+
+/// Event kinds, handled in this order at one instant.
+const FINISH: u8 = 0;
+const ISSUED: u8 = 1;
+const WAKE: u8 = 2;
+
+/// A ready task's place in a queue: `(-priority, ready sequence, task)`, smallest first.
+type Key = Reverse<(i64, u64, u32)>;
+
+struct Model<'a> {
+    tasks: &'a [SimTask],
+    machine: &'a SimMachine,
+    sched: &'a SimSchedule,
+    execs: usize,
+    vector: Option<usize>,
+    // Graph.
+    first: Vec<u32>,
+    succ: Vec<u32>,
+    pending: Vec<u32>,
+    path: Vec<u64>,
+    // Per task.
+    released: Vec<bool>,
+    readied_by: Vec<u32>,
+    exec_of: Vec<u32>,
+    starts: Vec<u64>,
+    // Time.
+    now: u64,
+    events: BinaryHeap<Reverse<(u64, u8, u32)>>,
+    wake_at: Option<u64>,
+    // Orchestration.
+    next: usize,
+    orch_free: u64,
+    issued: usize,
+    in_flight: u64,
+    orchestration_cycles: u64,
+    overflows: u64,
+    // Timing.
+    timing: ReleaseTiming,
+    out: Vec<TaskId>,
+    start_open: bool,
+    // Ready queues.
+    seq: u64,
+    shared: [BinaryHeap<Key>; 3],
+    own: Vec<BinaryHeap<Key>>,
+    deques: Vec<VecDeque<u32>>,
+    // Executors.
+    running: Vec<bool>,
+    holding: Vec<Option<u32>>,
+    busy: Vec<u64>,
+    // Gate.
+    gate_count: Vec<u64>,
+    gate_waiters: Vec<VecDeque<usize>>,
+    // Results.
+    done: usize,
+    makespan: u64,
+    critical: u64,
+    migrations: u64,
+}
+
+impl<'a> Model<'a> {
+    fn new(
+        tasks: &'a [SimTask],
+        edges: &[(u32, u32)],
+        machine: &'a SimMachine,
+        sched: &'a SimSchedule,
+    ) -> Result<Model<'a>, SimError> {
+        let n = tasks.len();
+        let execs = machine.executors.max(1) as usize;
+        let mut first = vec![0u32; n + 1];
+        for &(p, s) in edges {
+            if p >= s || s as usize >= n {
+                return Err(SimError::BadEdge {
+                    pred: p,
+                    succ: s,
+                    tasks: n,
+                });
+            }
+            first[p as usize + 1] += 1;
         }
-        first[p as usize + 1] += 1;
-    }
-    for i in 0..n {
-        first[i + 1] += first[i];
-    }
-    let mut fill = first.clone();
-    let mut succ = vec![0u32; edges.len()];
-    let mut fanin = vec![0u32; n];
-    for &(p, s) in edges {
-        succ[fill[p as usize] as usize] = s;
-        fill[p as usize] += 1;
-        fanin[s as usize] += 1;
-    }
-
-    let vector = machine
-        .vector
-        .map(|v| (v as usize).clamp(1, execs.saturating_sub(1).max(1)));
-    let serves = |e: usize, pool: ExecPool| match (vector, pool) {
-        (None, _) | (_, ExecPool::Any) => true,
-        (Some(v), ExecPool::Vector) => e < v,
-        (Some(v), ExecPool::Cube) => e >= v || execs == 1,
-    };
-
-    let mut ready_at = vec![0u64; n];
-    let mut path = vec![0u64; n];
-    let mut free = vec![0u64; execs];
-    let mut busy = vec![0u64; execs];
-    let mut heap: BinaryHeap<Reverse<(u64, u32)>> = (0..n as u32)
-        .filter(|&t| fanin[t as usize] == 0)
-        .map(|t| Reverse((0, t)))
-        .collect();
-    let (mut makespan, mut work, mut critical, mut done) = (0u64, 0u64, 0u64, 0usize);
-    while let Some(Reverse((ready, t))) = heap.pop() {
-        let task = &tasks[t as usize];
-        let placed = task
-            .target
-            .filter(|_| machine.placement)
-            .map(|x| x as usize % execs)
-            .filter(|&e| serves(e, task.pool));
-        let e = match placed {
-            Some(e) => e,
-            None => (0..execs)
-                .filter(|&e| serves(e, task.pool))
-                .min_by_key(|&e| (free[e].max(ready), e))
-                .unwrap_or(0),
+        for i in 0..n {
+            first[i + 1] += first[i];
+        }
+        let mut fill = first.clone();
+        let mut succ = vec![0u32; edges.len()];
+        let mut pending = vec![0u32; n];
+        for &(p, s) in edges {
+            succ[fill[p as usize] as usize] = s;
+            fill[p as usize] += 1;
+            pending[s as usize] += 1;
+        }
+        let scopes = match sched.gate {
+            None | Some((_, GateScope::Global)) => 1,
+            Some((_, GateScope::PerStream)) => tasks
+                .iter()
+                .map(|t| t.stream as usize + 1)
+                .max()
+                .unwrap_or(1),
+            Some((_, GateScope::PerPool)) => 3,
         };
-        let start = free[e].max(ready);
-        let end = start.saturating_add(task.cost);
-        free[e] = end;
-        busy[e] += task.cost;
-        work += task.cost;
-        makespan = makespan.max(end);
-        let through = path[t as usize].saturating_add(task.cost);
-        critical = critical.max(through);
-        done += 1;
-        for &s in &succ[first[t as usize] as usize..first[t as usize + 1] as usize] {
-            let s = s as usize;
-            ready_at[s] = ready_at[s].max(end);
-            path[s] = path[s].max(through);
-            fanin[s] -= 1;
-            if fanin[s] == 0 {
-                heap.push(Reverse((ready_at[s], s as u32)));
+        Ok(Model {
+            tasks,
+            machine,
+            sched,
+            execs,
+            vector: machine
+                .vector
+                .map(|v| (v as usize).clamp(1, execs.saturating_sub(1).max(1))),
+            first,
+            succ,
+            pending,
+            path: vec![0; n],
+            released: vec![false; n],
+            readied_by: vec![u32::MAX; n],
+            exec_of: vec![0; n],
+            starts: vec![0; n],
+            now: 0,
+            events: BinaryHeap::new(),
+            wake_at: None,
+            next: 0,
+            orch_free: 0,
+            issued: 0,
+            in_flight: 0,
+            orchestration_cycles: 0,
+            overflows: 0,
+            timing: ReleaseTiming::new(&sched.timing, u64::from(sched.streams)),
+            out: Vec::new(),
+            start_open: matches!(sched.start, StartPolicy::Immediate),
+            seq: 0,
+            shared: Default::default(),
+            own: vec![BinaryHeap::new(); execs],
+            deques: vec![VecDeque::new(); execs],
+            running: vec![false; execs],
+            holding: vec![None; execs],
+            busy: vec![0; execs],
+            gate_count: vec![0; scopes],
+            gate_waiters: vec![VecDeque::new(); scopes],
+            done: 0,
+            makespan: 0,
+            critical: 0,
+            migrations: 0,
+        })
+    }
+
+    fn run(mut self) -> Result<CycleStats, SimError> {
+        let n = self.tasks.len();
+        if n == 0 {
+            return Ok(self.stats());
+        }
+        loop {
+            while let Some(&Reverse((t, kind, id))) = self.events.peek() {
+                if t != self.now {
+                    break;
+                }
+                self.events.pop();
+                match kind {
+                    FINISH => self.finish(id),
+                    ISSUED => self.issue(id),
+                    _ => self.wake_at = None,
+                }
+            }
+            self.orchestrate()?;
+            self.dispatch();
+            match self.events.peek() {
+                Some(&Reverse((t, ..))) => self.now = t,
+                None => break,
+            }
+        }
+        debug_assert_eq!(self.done, n, "the model stalled");
+        Ok(self.stats())
+    }
+
+    fn stats(self) -> CycleStats {
+        CycleStats {
+            total_cycles: self.makespan,
+            work_cycles: self.tasks.iter().map(|t| t.cost).sum(),
+            critical_path: self.critical,
+            busy: self.busy,
+            orchestration_cycles: self.orchestration_cycles,
+            window_overflows: self.overflows,
+            migrations: self.migrations,
+            starts: self.starts,
+        }
+    }
+
+    fn serves(&self, e: usize, pool: ExecPool) -> bool {
+        match (self.vector, pool) {
+            (None, _) | (_, ExecPool::Any) => true,
+            (Some(v), ExecPool::Vector) => e < v,
+            (Some(v), ExecPool::Cube) => e >= v || self.execs == 1,
+        }
+    }
+
+    /// The executor task `t` is placed on, if placement is on and that executor serves its pool.
+    fn placed(&self, t: u32) -> Option<usize> {
+        let task = &self.tasks[t as usize];
+        task.target
+            .filter(|_| self.machine.placement)
+            .map(|x| x as usize % self.execs)
+            .filter(|&e| self.serves(e, task.pool))
+    }
+
+    /// Orchestration submits tasks while it may (the window) and has time (`issue_cycles`).
+    fn orchestrate(&mut self) -> Result<(), SimError> {
+        let n = self.tasks.len();
+        while self.next < n && self.orch_free <= self.now {
+            if let Some((capacity, mode)) = self.sched.window
+                && self.in_flight >= capacity
+            {
+                match mode {
+                    WindowMode::Stall => {
+                        // Waiting for completions needs tasks that can run.
+                        self.start_open = true;
+                        self.flush_held();
+                        return Ok(());
+                    }
+                    WindowMode::Abort => {
+                        return Err(SimError::WindowFull {
+                            task: self.next as u32,
+                            capacity,
+                            cycle: self.now,
+                        });
+                    }
+                    WindowMode::Benchmark => self.overflows += 1,
+                }
+            }
+            if let Some(free) = self.timing.wait_until(self.now) {
+                self.wake(free);
+                return Ok(());
+            }
+            let t = self.next as u32;
+            self.next += 1;
+            self.in_flight += 1;
+            if self.sched.issue_cycles == 0 {
+                self.issue(t);
+            } else {
+                self.orch_free = self.now + self.sched.issue_cycles;
+                self.events.push(Reverse((self.orch_free, ISSUED, t)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Task `t` is submitted: timing decides when it is released.
+    fn issue(&mut self, t: u32) {
+        self.issued += 1;
+        self.orchestration_cycles = self.now;
+        let stream = self.tasks[t as usize].stream;
+        let mut out = std::mem::take(&mut self.out);
+        self.timing
+            .submitted(TaskId(t), stream, self.now, |x| out.push(x));
+        for x in out.drain(..) {
+            self.release(x.0);
+        }
+        self.out = out;
+        let all = self.issued == self.tasks.len();
+        if all {
+            self.flush_held();
+        }
+        if let StartPolicy::Threshold(k) = self.sched.start
+            && self.issued as u64 >= k
+        {
+            self.start_open = true;
+        }
+        if all {
+            self.start_open = true;
+        }
+    }
+
+    /// Releases every group or round timing still holds.
+    fn flush_held(&mut self) {
+        let mut out = std::mem::take(&mut self.out);
+        self.timing.flush(|x| out.push(x));
+        for x in out.drain(..) {
+            self.release(x.0);
+        }
+        self.out = out;
+    }
+
+    /// Makes sure the model looks again at cycle `at`.
+    fn wake(&mut self, at: u64) {
+        if self.wake_at != Some(at) {
+            self.wake_at = Some(at);
+            self.events.push(Reverse((at, WAKE, 0)));
+        }
+    }
+
+    fn release(&mut self, t: u32) {
+        self.released[t as usize] = true;
+        if self.pending[t as usize] == 0 {
+            self.make_ready(t);
+        }
+    }
+
+    /// `t` is released and its predecessors are done: queue it.
+    fn make_ready(&mut self, t: u32) {
+        self.seq += 1;
+        let task = &self.tasks[t as usize];
+        let placed = self.placed(t);
+        match self.sched.ready {
+            SimReady::WorkSteal => {
+                let by = self.readied_by[t as usize];
+                let home = placed
+                    .or_else(|| {
+                        (by != u32::MAX)
+                            .then_some(by as usize)
+                            .filter(|&e| self.serves(e, task.pool))
+                    })
+                    .unwrap_or_else(|| {
+                        let base = t as usize % self.execs;
+                        (0..self.execs)
+                            .map(|i| (base + i) % self.execs)
+                            .find(|&e| self.serves(e, task.pool))
+                            .unwrap_or(base)
+                    });
+                self.deques[home].push_back(t);
+            }
+            ready => {
+                let prio = if ready == SimReady::Priority {
+                    task.priority.saturating_neg()
+                } else {
+                    0
+                };
+                let key = Reverse((prio, self.seq, t));
+                match placed {
+                    Some(e) => self.own[e].push(key),
+                    None => {
+                        let slot = self.slot(task.pool);
+                        self.shared[slot].push(key);
+                    }
+                }
             }
         }
     }
-    if done < n {
-        return Err(SimError::Cycle { stuck: n - done });
+
+    /// The shared queue of a pool: one for everything without a pool split.
+    fn slot(&self, pool: ExecPool) -> usize {
+        match (self.vector, pool) {
+            (None, _) | (_, ExecPool::Any) => 0,
+            (_, ExecPool::Vector) => 1,
+            (_, ExecPool::Cube) => 2,
+        }
     }
-    Ok(CycleStats {
-        total_cycles: makespan,
-        work_cycles: work,
-        critical_path: critical,
-        busy,
-    })
+
+    /// The next task executor `e` takes, if any.
+    fn pick(&mut self, e: usize) -> Option<u32> {
+        if self.sched.ready == SimReady::WorkSteal {
+            if let Some(t) = self.deques[e].pop_back() {
+                return Some(t);
+            }
+            let victim = (0..self.execs).find(|&v| {
+                v != e
+                    && self.deques[v]
+                        .front()
+                        .is_some_and(|&t| self.serves(e, self.tasks[t as usize].pool))
+            })?;
+            return self.deques[victim].pop_front();
+        }
+        let mut best: Option<(Key, usize)> = None;
+        let mut consider = |key: Option<&Key>, q: usize| {
+            if let Some(&k) = key
+                && best.is_none_or(|(b, _)| k > b)
+            {
+                best = Some((k, q));
+            }
+        };
+        // Queue ids: 0..3 shared, 3 + e own.
+        consider(self.own[e].peek(), 3);
+        consider(self.shared[0].peek(), 0);
+        if self.vector.is_some() {
+            for slot in [1, 2] {
+                let pool = if slot == 1 {
+                    ExecPool::Vector
+                } else {
+                    ExecPool::Cube
+                };
+                if self.serves(e, pool) {
+                    consider(self.shared[slot].peek(), slot);
+                }
+            }
+        }
+        let (_, q) = best?;
+        let Reverse((.., t)) = if q == 3 {
+            self.own[e].pop()?
+        } else {
+            self.shared[q].pop()?
+        };
+        Some(t)
+    }
+
+    /// Idle executors take tasks, in executor order, once the start gate is open.
+    fn dispatch(&mut self) {
+        if !self.start_open {
+            return;
+        }
+        for e in 0..self.execs {
+            if self.running[e] || self.holding[e].is_some() {
+                continue;
+            }
+            let Some(t) = self.pick(e) else { continue };
+            let scope = self.scope(t);
+            match self.sched.gate {
+                Some((depth, _)) if self.gate_count[scope] >= depth => {
+                    self.holding[e] = Some(t);
+                    self.gate_waiters[scope].push_back(e);
+                }
+                _ => self.start(e, t),
+            }
+        }
+    }
+
+    fn scope(&self, t: u32) -> usize {
+        let task = &self.tasks[t as usize];
+        match self.sched.gate {
+            None | Some((_, GateScope::Global)) => 0,
+            Some((_, GateScope::PerStream)) => task.stream as usize,
+            Some((_, GateScope::PerPool)) => match task.pool {
+                ExecPool::Any => 0,
+                ExecPool::Vector => 1,
+                ExecPool::Cube => 2,
+            },
+        }
+    }
+
+    fn start(&mut self, e: usize, t: u32) {
+        let cost = self.tasks[t as usize].cost;
+        if self.sched.gate.is_some() {
+            let s = self.scope(t);
+            self.gate_count[s] += 1;
+        }
+        if self.placed(t).is_some_and(|p| p != e) {
+            self.migrations += 1;
+        }
+        self.running[e] = true;
+        self.busy[e] += cost;
+        self.starts[t as usize] = self.now;
+        self.exec_of[t as usize] = e as u32;
+        self.events.push(Reverse((self.now + cost, FINISH, t)));
+    }
+
+    fn finish(&mut self, t: u32) {
+        let e = self.exec_of[t as usize] as usize;
+        self.running[e] = false;
+        self.in_flight -= 1;
+        self.done += 1;
+        self.makespan = self.makespan.max(self.now);
+        if self.sched.gate.is_some() {
+            let s = self.scope(t);
+            self.gate_count[s] -= 1;
+            if let Some(w) = self.gate_waiters[s].pop_front() {
+                let held = self.holding[w].take().expect("a gate waiter holds a task");
+                self.start(w, held);
+            }
+        }
+        let through = self.path[t as usize] + self.tasks[t as usize].cost;
+        self.critical = self.critical.max(through);
+        let range = self.first[t as usize] as usize..self.first[t as usize + 1] as usize;
+        for i in range {
+            let s = self.succ[i] as usize;
+            self.path[s] = self.path[s].max(through);
+            self.pending[s] -= 1;
+            if self.pending[s] == 0 {
+                self.readied_by[s] = e as u32;
+                if self.released[s] {
+                    self.make_ready(s as u32);
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -191,11 +681,7 @@ mod tests {
     use super::*;
 
     fn any(cost: u64) -> SimTask {
-        SimTask {
-            cost,
-            pool: ExecPool::Any,
-            target: None,
-        }
+        SimTask::with_cost(cost)
     }
 
     fn machine(executors: u32) -> SimMachine {
@@ -206,16 +692,24 @@ mod tests {
         }
     }
 
+    fn run(tasks: &[SimTask], edges: &[(u32, u32)], m: &SimMachine, s: SimSchedule) -> CycleStats {
+        simulate(tasks, edges, m, &s).unwrap()
+    }
+
+    fn plain() -> SimSchedule {
+        SimSchedule::default()
+    }
+
     #[test]
     fn a_chain_takes_its_total_cost_and_independent_tasks_spread() {
         let chain: Vec<_> = (1..=4).map(any).collect();
-        let s = simulate(&chain, &[(0, 1), (1, 2), (2, 3)], &machine(3)).unwrap();
+        let s = run(&chain, &[(0, 1), (1, 2), (2, 3)], &machine(3), plain());
         assert_eq!(
             (s.total_cycles, s.critical_path, s.work_cycles),
             (10, 10, 10)
         );
         let ind = vec![any(5); 6];
-        let s = simulate(&ind, &[], &machine(3)).unwrap();
+        let s = run(&ind, &[], &machine(3), plain());
         assert_eq!((s.total_cycles, s.critical_path), (10, 5));
         assert_eq!(s.busy, vec![10, 10, 10]);
         assert!((s.utilization() - 1.0).abs() < 1e-12);
@@ -232,10 +726,13 @@ mod tests {
             2
         ];
         let mut m = machine(2);
-        assert_eq!(simulate(&placed, &[], &m).unwrap().total_cycles, 4);
+        assert_eq!(run(&placed, &[], &m, plain()).total_cycles, 4);
         m.placement = true;
-        let s = simulate(&placed, &[], &m).unwrap();
-        assert_eq!((s.total_cycles, s.busy.clone()), (8, vec![0, 8]));
+        let s = run(&placed, &[], &m, plain());
+        assert_eq!(
+            (s.total_cycles, s.busy.clone(), s.migrations),
+            (8, vec![0, 8], 0)
+        );
         // Cube tasks on a 3-executor machine with one vector executor: two cube executors.
         let cube = vec![
             SimTask {
@@ -249,23 +746,205 @@ mod tests {
             vector: Some(1),
             placement: false,
         };
-        let s = simulate(&cube, &[], &m).unwrap();
+        let s = run(&cube, &[], &m, plain());
         assert_eq!((s.total_cycles, s.busy.clone()), (6, vec![0, 6, 6]));
     }
 
     #[test]
-    fn bad_edges_and_cycles_are_errors() {
+    fn work_stealing_migrates_placed_tasks_and_counts_it() {
+        let placed = vec![
+            SimTask {
+                target: Some(0),
+                ..any(10)
+            };
+            4
+        ];
+        let m = SimMachine {
+            placement: true,
+            ..machine(2)
+        };
+        for ready in [SimReady::Fifo, SimReady::Priority] {
+            let s = run(&placed, &[], &m, SimSchedule { ready, ..plain() });
+            assert_eq!((s.total_cycles, s.migrations), (40, 0), "{ready:?}");
+        }
+        let s = run(
+            &placed,
+            &[],
+            &m,
+            SimSchedule {
+                ready: SimReady::WorkSteal,
+                ..plain()
+            },
+        );
+        assert_eq!(
+            (s.total_cycles, s.migrations, s.busy),
+            (20, 2, vec![20, 20])
+        );
+    }
+
+    #[test]
+    fn a_gate_of_one_serialises_and_per_stream_gates_are_separate() {
+        let ind: Vec<SimTask> = (0..8)
+            .map(|i| SimTask {
+                stream: i % 2,
+                ..any(5 + u64::from(i))
+            })
+            .collect();
+        let work: u64 = ind.iter().map(|t| t.cost).sum();
+        let gate = |d, scope| SimSchedule {
+            gate: Some((d, scope)),
+            ..plain()
+        };
+        let s = run(&ind, &[], &machine(4), gate(1, GateScope::Global));
+        assert_eq!(s.total_cycles, work);
+        // One per stream: the two streams overlap, each serial.
+        let s = run(&ind, &[], &machine(4), gate(1, GateScope::PerStream));
+        let even: u64 = ind.iter().step_by(2).map(|t| t.cost).sum();
+        let odd: u64 = ind.iter().skip(1).step_by(2).map(|t| t.cost).sum();
+        assert_eq!(s.total_cycles, even.max(odd));
+        let s = run(&ind, &[], &machine(4), gate(2, GateScope::Global));
+        assert!(
+            s.total_cycles < work
+                && s.total_cycles > run(&ind, &[], &machine(4), plain()).total_cycles
+        );
+    }
+
+    #[test]
+    fn the_window_stalls_aborts_or_counts() {
+        let ind = vec![any(10); 6];
+        let win = |n, mode| SimSchedule {
+            window: Some((n, mode)),
+            ..plain()
+        };
+        assert_eq!(
+            run(&ind, &[], &machine(4), win(1, WindowMode::Stall)).total_cycles,
+            60
+        );
+        assert_eq!(
+            run(&ind, &[], &machine(4), win(2, WindowMode::Stall)).total_cycles,
+            30
+        );
+        let s = run(&ind, &[], &machine(4), win(2, WindowMode::Benchmark));
+        assert_eq!((s.total_cycles, s.window_overflows), (20, 4));
+        assert_eq!(
+            simulate(&ind, &[], &machine(4), &win(2, WindowMode::Abort)).unwrap_err(),
+            SimError::WindowFull {
+                task: 2,
+                capacity: 2,
+                cycle: 0
+            }
+        );
+    }
+
+    #[test]
+    fn start_policies_hold_tasks_until_the_gate_opens() {
+        let ind = vec![any(1); 5];
+        let at = |start| {
+            run(
+                &ind,
+                &[],
+                &machine(8),
+                SimSchedule {
+                    issue_cycles: 10,
+                    start,
+                    ..plain()
+                },
+            )
+            .starts
+        };
+        assert_eq!(at(StartPolicy::Immediate), vec![10, 20, 30, 40, 50]);
+        assert_eq!(at(StartPolicy::Threshold(3)), vec![30, 30, 30, 40, 50]);
+        assert_eq!(at(StartPolicy::AfterOrchestration), vec![50; 5]);
+        // A stalling window opens the gate rather than deadlock: tasks 0 and 1 start when
+        // orchestration would wait for task 2, which is submitted once they finish (at 21).
+        let s = run(
+            &ind,
+            &[],
+            &machine(8),
+            SimSchedule {
+                issue_cycles: 10,
+                start: StartPolicy::AfterOrchestration,
+                window: Some((2, WindowMode::Stall)),
+                ..plain()
+            },
+        );
+        assert_eq!(s.starts, vec![20, 20, 31, 41, 51]);
+    }
+
+    #[test]
+    fn timing_batches_interleaves_and_paces_releases() {
+        let ind = vec![any(1); 6];
+        let timed = |timing, issue_cycles| SimSchedule {
+            timing,
+            issue_cycles,
+            ..plain()
+        };
+        let s = run(&ind, &[], &machine(8), timed(Timing::Batched(4), 10));
+        assert_eq!(s.starts, vec![40, 40, 40, 40, 60, 60]);
+        // Streams 0 0 0 0 1 1 1 1 on one executor: rounds of two from each stream.
+        let streamed: Vec<SimTask> = (0..8)
+            .map(|i| SimTask {
+                stream: i / 4,
+                ..any(1)
+            })
+            .collect();
+        let s = run(
+            &streamed,
+            &[],
+            &machine(1),
+            SimSchedule {
+                streams: 2,
+                ..timed(Timing::Interleaved(2), 0)
+            },
+        );
+        let mut order: Vec<u32> = (0..8).collect();
+        order.sort_by_key(|&t| s.starts[t as usize]);
+        assert_eq!(order, vec![0, 1, 4, 5, 2, 3, 6, 7]);
+        let plain_order = run(&streamed, &[], &machine(1), plain()).starts;
+        assert_eq!(plain_order, (0..8).collect::<Vec<u64>>());
+        let s = run(&ind, &[], &machine(8), timed(Timing::RateLimit(2), 0));
+        assert_eq!(s.starts, vec![0, 0, 1000, 1000, 2000, 2000]);
+    }
+
+    #[test]
+    fn priority_orders_ready_tasks() {
+        let tasks: Vec<SimTask> = [1, 3, 2]
+            .iter()
+            .map(|&p| SimTask {
+                priority: p,
+                ..any(1)
+            })
+            .collect();
+        let s = run(
+            &tasks,
+            &[],
+            &machine(1),
+            SimSchedule {
+                ready: SimReady::Priority,
+                ..plain()
+            },
+        );
+        assert_eq!(s.starts, vec![2, 0, 1]);
+        assert_eq!(run(&tasks, &[], &machine(1), plain()).starts, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn bad_edges_are_errors() {
         let t = vec![any(1); 2];
         assert_eq!(
-            simulate(&t, &[(0, 2)], &machine(1))
+            simulate(&t, &[(0, 2)], &machine(1), &plain())
                 .unwrap_err()
                 .to_string(),
-            "edge 0 -> 2 names a task beyond the 2 tasks"
+            "edge 0 -> 2 names a task beyond the 2 tasks or goes backwards"
         );
-        assert_eq!(
-            simulate(&t, &[(0, 1), (1, 0)], &machine(1)).unwrap_err(),
-            SimError::Cycle { stuck: 2 }
-        );
+        assert!(matches!(
+            simulate(&t, &[(1, 0)], &machine(1), &plain()),
+            Err(SimError::BadEdge {
+                pred: 1,
+                succ: 0,
+                ..
+            })
+        ));
     }
 }
 
@@ -290,14 +969,86 @@ mod props {
         best.into_iter().max().unwrap_or(0)
     }
 
+    /// Most intervals `[start, start + cost)` of positive cost among `tasks` that overlap at one
+    /// instant, counting only tasks `keep` accepts.
+    fn peak(tasks: &[SimTask], starts: &[u64], keep: impl Fn(&SimTask) -> bool) -> u64 {
+        let mut ev: Vec<(u64, i64)> = Vec::new();
+        for (t, &s) in tasks.iter().zip(starts) {
+            if t.cost > 0 && keep(t) {
+                ev.push((s, 1));
+                ev.push((s + t.cost, -1));
+            }
+        }
+        ev.sort();
+        let (mut cur, mut max) = (0i64, 0i64);
+        for (_, d) in ev {
+            cur += d;
+            max = max.max(cur);
+        }
+        max as u64
+    }
+
+    fn schedule() -> impl Strategy<Value = SimSchedule> {
+        (
+            0u64..4,
+            prop_oneof![
+                Just(None),
+                (1u64..4).prop_map(|n| Some((n, WindowMode::Stall)))
+            ],
+            prop_oneof![
+                Just(None),
+                (1u64..3).prop_map(|d| Some((d, GateScope::Global))),
+                (1u64..3).prop_map(|d| Some((d, GateScope::PerStream)))
+            ],
+            prop_oneof![
+                Just(StartPolicy::Immediate),
+                Just(StartPolicy::AfterOrchestration),
+                (0u64..10).prop_map(StartPolicy::Threshold)
+            ],
+            prop_oneof![
+                Just(Timing::Immediate),
+                (1u64..4).prop_map(Timing::Batched),
+                (1u64..4).prop_map(Timing::Interleaved),
+                (1u64..4).prop_map(Timing::RateLimit)
+            ],
+            prop_oneof![
+                Just(SimReady::Fifo),
+                Just(SimReady::Priority),
+                Just(SimReady::WorkSteal)
+            ],
+        )
+            .prop_map(
+                |(issue_cycles, window, gate, start, timing, ready)| SimSchedule {
+                    issue_cycles,
+                    window,
+                    gate,
+                    start,
+                    timing,
+                    ready,
+                    streams: 2,
+                },
+            )
+    }
+
     proptest! {
         #[test]
-        fn bounds_hold_on_random_dags(
-            costs in proptest::collection::vec(0u64..50, 1..40),
+        fn every_modelled_schedule_is_valid(
+            costs in proptest::collection::vec((0u64..50, 0u32..2, -3i64..3, 0u32..4), 1..40),
             picks in proptest::collection::vec((0usize..1000, 0usize..1000), 0..80),
             execs in 1u32..5,
+            placement in any::<bool>(),
+            sched in schedule(),
         ) {
-            let tasks: Vec<SimTask> = costs.iter().map(|&c| SimTask { cost: c, pool: ExecPool::Any, target: None }).collect();
+            let tasks: Vec<SimTask> = costs
+                .iter()
+                .map(|&(cost, stream, priority, target)| SimTask {
+                    cost,
+                    pool: ExecPool::Any,
+                    target: Some(target),
+                    stream,
+                    priority,
+                })
+                .collect();
             let n = tasks.len();
             let mut edges: Vec<(u32, u32)> = picks
                 .iter()
@@ -310,17 +1061,46 @@ mod props {
                 .collect();
             edges.sort();
             edges.dedup();
-            let m = SimMachine { executors: execs, vector: None, placement: false };
-            let s = simulate(&tasks, &edges, &m).unwrap();
-            let work: u64 = costs.iter().sum();
+            let m = SimMachine { executors: execs, vector: None, placement };
+            let s = simulate(&tasks, &edges, &m, &sched).unwrap();
+            let work: u64 = tasks.iter().map(|t| t.cost).sum();
             prop_assert_eq!(s.work_cycles, work);
+            prop_assert_eq!(s.busy.iter().sum::<u64>(), work);
             prop_assert_eq!(s.critical_path, longest_path(&tasks, &edges));
             prop_assert!(s.total_cycles >= s.critical_path);
             prop_assert!(s.total_cycles >= work.div_ceil(execs as u64));
-            prop_assert!(s.total_cycles <= work);
-            prop_assert_eq!(s.busy.iter().sum::<u64>(), work);
-            let one = simulate(&tasks, &edges, &SimMachine { executors: 1, ..m }).unwrap();
-            prop_assert_eq!(one.total_cycles, work);
+            // Every edge is respected, and nothing runs before it is submitted.
+            for &(p, q) in &edges {
+                prop_assert!(s.starts[q as usize] >= s.starts[p as usize] + tasks[p as usize].cost);
+            }
+            for (i, &st) in s.starts.iter().enumerate() {
+                prop_assert!(st >= sched.issue_cycles * (i as u64 + 1));
+            }
+            // Executors, gates and windows are never oversubscribed.
+            prop_assert!(peak(&tasks, &s.starts, |_| true) <= execs as u64);
+            match sched.gate {
+                Some((d, GateScope::Global)) => {
+                    prop_assert!(peak(&tasks, &s.starts, |_| true) <= d);
+                    if d == 1 && sched.issue_cycles == 0 && !matches!(sched.timing, Timing::RateLimit(_)) {
+                        prop_assert_eq!(s.total_cycles, work);
+                    }
+                }
+                Some((d, GateScope::PerStream)) => {
+                    for st in 0..2 {
+                        prop_assert!(peak(&tasks, &s.starts, |t| t.stream == st) <= d);
+                    }
+                }
+                _ => {}
+            }
+            if let Some((w, _)) = sched.window {
+                prop_assert!(peak(&tasks, &s.starts, |_| true) <= w);
+            }
+            if !(placement && sched.ready == SimReady::WorkSteal) {
+                prop_assert_eq!(s.migrations, 0);
+            }
+            if execs == 1 && sched.issue_cycles == 0 && !matches!(sched.timing, Timing::RateLimit(_)) {
+                prop_assert_eq!(s.total_cycles, work);
+            }
         }
     }
 }

@@ -38,9 +38,10 @@ use pto_wsp_graph::state::{EdgeCursor, TaskStates};
 use pto_wsp_graph::storage::TaskNode;
 use pto_wsp_graph::sync::Arc;
 use pto_wsp_graph::tensor_map::{AnyTensorMap, MapStats, TensorMap};
+use pto_wsp_graph::timing::ReleaseTiming;
 use pto_wsp_graph::types::TaskIo;
 use pto_wsp_graph::window::{WindowError, WindowState};
-use pto_wsp_ir::{DepsMode, StartPolicy, WindowMode};
+use pto_wsp_ir::{DepsMode, StartPolicy, Timing, WindowMode};
 
 use crate::engine::{Engine, Meta, RunGraph};
 use crate::exec::{Exec, ExecError};
@@ -63,6 +64,10 @@ pub struct StreamConfig {
     pub window: Option<(u64, WindowMode)>,
     /// Keep every edge of the graph in [`RunStats::edge_list`] (for the cycle-cost model).
     pub record_edges: bool,
+    /// When submitted tasks are released ([`ReleaseTiming`]).
+    pub timing: Timing,
+    /// Streams (the rounds of `timing interleaved(n)`).
+    pub streams: u64,
 }
 
 impl Default for StreamConfig {
@@ -73,6 +78,8 @@ impl Default for StreamConfig {
             start: StartPolicy::Immediate,
             window: None,
             record_edges: false,
+            timing: Timing::Immediate,
+            streams: 1,
         }
     }
 }
@@ -131,6 +138,11 @@ pub struct StreamSink<'s> {
     writer: TableWriter<'s>,
     window: Option<&'s WindowState>,
     start: StartGate,
+    timing: ReleaseTiming,
+    /// The stream of the task being submitted (from its published node).
+    stream: u32,
+    /// The run's clock for `timing rate_limit`.
+    t0: Instant,
     release: &'s (dyn Fn(TaskId) + Sync),
     fail: &'s (dyn Fn(ExecError) + Sync),
     abort: &'s AtomicBool,
@@ -168,6 +180,11 @@ impl<'s> StreamSink<'s> {
         AbortProbe(self.abort)
     }
 
+    /// Tasks submitted that `timing` has not released yet.
+    pub fn timing_held(&self) -> usize {
+        self.timing.held()
+    }
+
     /// Edges that cost nothing because their producer had already completed.
     pub fn refused_edges(&self) -> u64 {
         self.refused
@@ -199,8 +216,7 @@ impl<'s> StreamSink<'s> {
         if self.submitted - self.completed_below < span {
             return;
         }
-        let release = self.release;
-        self.start.force_open(release);
+        self.open_all();
         let mut round = 0u32;
         loop {
             self.advance();
@@ -215,13 +231,56 @@ impl<'s> StreamSink<'s> {
         }
     }
 
+    /// Seals `task`, passing it to the start gate if nothing is left to wait for.
+    fn seal(
+        states: &TaskStates,
+        start: &mut StartGate,
+        release: &(dyn Fn(TaskId) + Sync),
+        task: TaskId,
+    ) {
+        if states.seal(task) {
+            start.ready(task, release);
+        }
+    }
+
+    /// Releases every task timing holds and opens the start gate: the orchestrator calls this
+    /// before it waits for any completion, and at the end.
+    fn open_all(&mut self) {
+        let (states, release) = (self.states, self.release);
+        let start = &mut self.start;
+        self.timing.flush(|t| Self::seal(states, start, release, t));
+        self.start.force_open(release);
+    }
+
+    /// A submission under a `timing` other than `immediate`: paces it (`rate_limit`: waits,
+    /// yielding, until the period allows one more release) and seals what timing releases.
+    #[cold]
+    fn submit_timed(&mut self, task: TaskId) {
+        let mut now = self.t0.elapsed().as_nanos() as u64;
+        while let Some(free) = self.timing.wait_until(now) {
+            if self.failed() {
+                break;
+            }
+            if free - now > 20_000 {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+            now = self.t0.elapsed().as_nanos() as u64;
+        }
+        let (states, release) = (self.states, self.release);
+        let start = &mut self.start;
+        self.timing.submitted(task, self.stream, now, |t| {
+            Self::seal(states, start, release, t)
+        });
+    }
+
     fn enter_window(&mut self) {
         let Some(win) = self.window else { return };
         self.keep_close();
         if win.mode() == WindowMode::Stall && win.in_flight() >= win.capacity() {
             // Waiting for completions needs running workers.
-            let release = self.release;
-            self.start.force_open(release);
+            self.open_all();
         }
         if let Err(WindowError::Full {
             capacity,
@@ -249,14 +308,17 @@ impl EdgeSink for StreamSink<'_> {
 
     fn publish(&mut self, node: &TaskNode, params: &[u64], io: &[TaskIo]) {
         self.enter_window();
+        self.stream = node.stream;
         self.writer.push(node, params, io);
     }
 
     #[inline]
     fn submitted(&mut self, task: TaskId) {
-        let release = self.release;
-        if self.states.seal(task) {
-            self.start.ready(task, release);
+        let (states, release) = (self.states, self.release);
+        if self.timing.is_immediate() {
+            Self::seal(states, &mut self.start, release, task);
+        } else {
+            self.submit_timed(task);
         }
         self.start.submitted(release);
         self.submitted = task.0 + 1;
@@ -265,6 +327,11 @@ impl EdgeSink for StreamSink<'_> {
     /// The completed prefix, if it advanced since the last hint; frees what the run holds for
     /// the tasks below it.
     fn retire_hint(&mut self) -> Option<TaskId> {
+        if self.edges.is_some() {
+            // A recorded graph must hold every inferred edge, also those to tasks that have
+            // completed: the TensorMap keeps its records.
+            return None;
+        }
         self.advance();
         if self.completed_below == self.hinted {
             return None;
@@ -295,8 +362,7 @@ impl EdgeSink for StreamSink<'_> {
         if tasks.iter().all(|&t| self.states.is_complete(t)) {
             return Some(false);
         }
-        let release = self.release;
-        self.start.force_open(release);
+        self.open_all();
         let mut spins = 0u32;
         loop {
             if self.failed() {
@@ -381,6 +447,9 @@ impl WorkerPool {
                 writer,
                 window: window.as_ref(),
                 start: StartGate::new(stream.start),
+                timing: ReleaseTiming::new(&stream.timing, stream.streams),
+                stream: 0,
+                t0: Instant::now(),
                 release: &release,
                 fail: &fail,
                 abort: engine.abort_flag(),
@@ -410,6 +479,7 @@ impl WorkerPool {
             let map_stats = builder.map().stats();
             let tasks = builder.len() as u64;
             let sink = builder.sink_mut();
+            sink.open_all();
             sink.start.orchestration_done(&release);
             let edge_list = sink.edges.take().unwrap_or_default();
             let wired = edges.saturating_sub(sink.refused);

@@ -10,7 +10,7 @@ use pto_wsp_cpu::*;
 use pto_wsp_graph::builder::GraphBuilder;
 use pto_wsp_graph::ready::ReadyKind;
 use pto_wsp_graph::{ExecDomain, TaskId};
-use pto_wsp_ir::{DepsMode, ExecPool, GateScope, StartPolicy, WindowMode};
+use pto_wsp_ir::{DepsMode, ExecPool, GateScope, StartPolicy, Timing, WindowMode};
 
 /// A random DAG: per task, its pool, affinity, stream and predecessors (all earlier).
 #[derive(Clone, Debug)]
@@ -215,6 +215,65 @@ fn streamed_graphs_run_every_task_once_under_every_start_policy_and_window() {
                     {
                         assert!(stats.counters.window_overflows > 0);
                     }
+                }
+            }
+        }
+    }
+}
+
+/// Every `timing` runs every task once after its predecessors, with and without a stalling
+/// window and start gate; `batched(3)` holds exactly the tasks of the open group (released when
+/// the group fills, or all at once before the orchestrator waits on the window).
+#[test]
+fn streamed_runs_release_tasks_as_timing_says() {
+    let timings = [
+        Timing::Batched(3),
+        Timing::Interleaved(2),
+        Timing::RateLimit(50),
+    ];
+    for threads in [1, 2] {
+        let pool = WorkerPool::new(threads).unwrap();
+        for timing in timings {
+            for window in [
+                None,
+                Some((1, WindowMode::Stall)),
+                Some((8, WindowMode::Stall)),
+            ] {
+                for start in [StartPolicy::Immediate, StartPolicy::AfterOrchestration] {
+                    let d = dag(120, 7 + threads as u64);
+                    let rec = Recorder::new(d.tasks.len(), vec![]);
+                    let table = TaskTable::new();
+                    let sc = StreamConfig {
+                        deps: DepsMode::Explicit,
+                        start,
+                        window,
+                        timing,
+                        streams: 4,
+                        ..StreamConfig::default()
+                    };
+                    let stats = pool
+                        .run_streaming(&table, &RunConfig::default(), &sc, &rec, |b| {
+                            for (i, (pool, aff, stream, preds)) in d.tasks.iter().enumerate() {
+                                b.alloc_task(0, ExecDomain::default(), *pool, *stream, *aff);
+                                for &p in preds {
+                                    b.add_explicit_dep(TaskId(p)).unwrap();
+                                }
+                                b.submit().unwrap();
+                                let held = b.sink().timing_held();
+                                match (timing, window) {
+                                    (Timing::Batched(n), None) => {
+                                        assert_eq!(held as u64, (i as u64 + 1) % n)
+                                    }
+                                    (Timing::Batched(n), Some(_)) => assert!((held as u64) < n),
+                                    (Timing::RateLimit(_), _) => assert_eq!(held, 0),
+                                    _ => {}
+                                }
+                            }
+                            Ok(())
+                        })
+                        .unwrap();
+                    rec.check(&d);
+                    assert_eq!(stats.tasks, d.tasks.len() as u64);
                 }
             }
         }

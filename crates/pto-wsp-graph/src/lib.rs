@@ -33,6 +33,7 @@ pub mod state;
 pub mod storage;
 pub mod sync;
 pub mod tensor_map;
+pub mod timing;
 pub mod types;
 pub mod window;
 

@@ -100,8 +100,8 @@ pub enum Dispatch {
     WorkSteal,
 }
 
-/// Issue timing.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// Release timing (`pto_wsp_graph::timing`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Timing {
     /// `immediate`: issue each task as soon as it is ready.
     Immediate,
@@ -296,7 +296,7 @@ impl Schedule {
                 ScheduleItemKind::Dispatch(d) => dispatch = Some(d.clone()),
                 ScheduleItemKind::Streams(n) => c.streams = *n,
                 ScheduleItemKind::StreamBy(e) => c.stream_by = Some(e.clone()),
-                ScheduleItemKind::Timing(t) => c.timing = t.clone(),
+                ScheduleItemKind::Timing(t) => c.timing = *t,
                 ScheduleItemKind::TaskGraph(items) => {
                     for it in items {
                         match it {

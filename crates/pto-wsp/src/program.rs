@@ -31,7 +31,8 @@ use pto_wsp_cpu::sim::simulate;
 use pto_wsp_cpu::table::Writer;
 use pto_wsp_cpu::{
     CycleStats, ExecError, GateConfig, GenStats, KernelExec, PoolSplit, Producers, RunConfig,
-    RunStats, SimMachine, SimTask, StreamConfig, TaskTable, WorkerPool, task_costs,
+    RunStats, SimError, SimMachine, SimReady, SimSchedule, SimTask, StreamConfig, TaskTable,
+    WorkerPool, task_costs,
 };
 use pto_wsp_graph::builder::ExactMap;
 use pto_wsp_graph::feed::{FeedError, FeedHooks, Origins, feed};
@@ -46,6 +47,7 @@ use pto_wsp_ir::{
 use pto_wsp_kernels::{KernelId, KernelRegistry, StoreError, TensorStore};
 
 mod devgen;
+mod modes;
 
 /// Options of [`compile`].
 #[derive(Clone)]
@@ -77,6 +79,10 @@ pub struct CompileOptions {
     /// Optimisation level 0–3 (seed 004 §5.2, default 2), for back ends that have choices to
     /// make; `cpu_sim` has none yet and ignores it.
     pub opt_level: u8,
+    /// Cycles the cycle model (`trace cycles`) charges orchestration for submitting each task
+    /// (default 0: generation is free). With a cost, the start policy and `timing batched(n)`
+    /// show in the modelled makespan.
+    pub issue_cycles: u64,
 }
 
 impl Default for CompileOptions {
@@ -93,6 +99,7 @@ impl Default for CompileOptions {
             num_aicpus: None,
             grid: Vec::new(),
             opt_level: 2,
+            issue_cycles: 0,
         }
     }
 }
@@ -110,6 +117,7 @@ impl std::fmt::Debug for CompileOptions {
             .field("num_aicpus", &self.num_aicpus)
             .field("grid", &self.grid)
             .field("opt_level", &self.opt_level)
+            .field("issue_cycles", &self.issue_cycles)
             .finish()
     }
 }
@@ -297,6 +305,20 @@ pub(crate) fn compile_cpu(
         .iter()
         .map(|k| k.name.name.clone())
         .collect();
+    let pipeline = plan
+        .module
+        .entry_name()
+        .and_then(|e| plan.module.pipeline(e))
+        .is_some();
+    let mode = if pipeline {
+        modes::Mode::Pipeline
+    } else if options.device_gen {
+        modes::Mode::DeviceGen
+    } else {
+        modes::Mode::Host
+    };
+    modes::refused(&plan.module, mode)?;
+    let notes = modes::notes(&plan.module, mode);
     let bytecode = if options.device_gen {
         Some(devgen::compile_bytecode(&plan.module)?)
     } else {
@@ -320,6 +342,7 @@ pub(crate) fn compile_cpu(
             pool,
             options,
             bytecode,
+            notes,
         }),
         store: Arc::new(Mutex::new(None)),
         running: None,
@@ -338,6 +361,8 @@ struct Inner {
     options: CompileOptions,
     /// The decoded bytecode, in device-generation mode.
     bytecode: Option<pto_wsp_bytecode::Program>,
+    /// Directives that compile but do nothing in this program's mode (`modes::notes`).
+    notes: Vec<String>,
 }
 
 /// A compiled program: runs its workload on the CPU simulation (see the module docs).
@@ -458,6 +483,8 @@ impl Inner {
             start: c.start,
             window: c.task_window,
             record_edges: self.cycles(),
+            timing: c.timing,
+            streams: c.streams,
         };
         (run, stream)
     }
@@ -583,27 +610,48 @@ impl Inner {
     ) -> Result<CycleStats, RunError> {
         let n = table.len();
         let cost = task_costs(table, n, store, &self.options.kernels, &self.kernels, given);
+        let c = &self.plan.config;
+        let priority = matches!(c.ready, ReadyPolicy::Priority(_));
         let tasks: Vec<SimTask> = (0..n)
             .map(|i| {
+                let id = TaskId(i as u32);
                 let node = table
-                    .node(TaskId(i as u32))
+                    .node(id)
                     .expect("every task of a finished run is published");
                 SimTask {
                     cost: cost[i],
                     pool: node.pool(),
                     target: node.affinity(),
+                    stream: node.stream,
+                    priority: if priority { table.priority(id) } else { 0 },
                 }
             })
             .collect();
-        let c = &self.plan.config;
         let executors = c.executors.clamp(1, u32::MAX as u64) as u32;
         let machine = SimMachine {
             executors,
             vector: matches!(c.pools, PoolsPolicy::ByExecUnit).then_some(executors / 2),
             placement: !matches!(c.dispatch, Dispatch::WorkSteal),
         };
-        simulate(&tasks, edges, &machine)
-            .map_err(|e| RunError::Exec(ExecError::Internal(format!("cycle model: {e}"))))
+        let schedule = SimSchedule {
+            issue_cycles: self.options.issue_cycles,
+            window: c.task_window,
+            gate: c.pipeline_depth,
+            start: c.start,
+            timing: c.timing,
+            ready: match c.ready {
+                ReadyPolicy::Fifo => SimReady::Fifo,
+                ReadyPolicy::Priority(_) => SimReady::Priority,
+                ReadyPolicy::WorkSteal => SimReady::WorkSteal,
+            },
+            streams: c.streams.clamp(1, u32::MAX as u64) as u32,
+        };
+        simulate(&tasks, edges, &machine, &schedule).map_err(|e| match e {
+            SimError::WindowFull { .. } => {
+                RunError::Exec(ExecError::Setup(format!("cycle model: {e}")))
+            }
+            e => RunError::Exec(ExecError::Internal(format!("cycle model: {e}"))),
+        })
     }
 }
 
@@ -701,6 +749,13 @@ impl Program {
 
     pub(crate) fn set_compile_time_ms(&mut self, ms: f64) {
         self.compile_ms = ms;
+    }
+
+    /// Directives of the schedule that compile but do nothing in this program's mode (a CSP
+    /// pipeline's `dispatch`, device generation's `ready work_steal`, ...), one sentence each
+    /// naming the directive, the mode and why (`docs/SEMANTICS.md`, "Schedule directives").
+    pub fn notes(&self) -> &[String] {
+        &self.inner.notes
     }
 
     /// Statistics of the last completed run.

@@ -36,14 +36,6 @@ impl Inner {
         store: &mut TensorStore,
     ) -> Result<RunStats, RunError> {
         let c = &self.plan.config;
-        if self.cycles() {
-            return Err(ExecError::Setup(
-                "the cycle-cost model (`trace cycles`) needs the host-built graph; run without \
-                 device generation"
-                    .into(),
-            )
-            .into());
-        }
         let bound = bytecode
             .bind(bindings)
             .map_err(|e| ExecError::Build(e.to_string()))?;

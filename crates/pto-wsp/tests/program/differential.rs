@@ -374,7 +374,12 @@ pub(crate) fn check_text_in(text: &str, mode: DepsMode, device_gen: bool) {
         let clock = Arc::new(AtomicU64::new(0));
         let runs = Arc::new(Mutex::new(HashMap::new()));
         let mut p = compile(
-            lower(&module).unwrap_or_else(|e| panic!("{e}\n{text}")),
+            lower(&if device_gen {
+                crate::devgen::device_gen_view(&module)
+            } else {
+                module.clone()
+            })
+            .unwrap_or_else(|e| panic!("{e}\n{text}")),
             CompileOptions {
                 threads,
                 debug_checks: true,

@@ -8,6 +8,7 @@ mod backend;
 mod datadep;
 mod devgen;
 mod differential;
+mod model;
 mod numeric;
 
 use std::collections::BTreeMap;
