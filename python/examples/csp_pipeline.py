@@ -56,6 +56,5 @@ schedule = (
     stream3.executors(4)
     .dispatch(DispatchPolicy.work_steal())
     .task_graph(deps=Deps.exact(), ready=ReadyPolicy.work_steal(), start=StartPolicy.immediate(), pools=Pools.by_exec_unit())
-    .pipeline_depth(2, "per_pool")
 )
 module = schedule.module()
