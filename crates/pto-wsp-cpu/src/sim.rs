@@ -30,6 +30,8 @@
 //!   goes to executor `target mod executors` if that executor serves its pool (under
 //!   `work_steal` it may still be stolen: a *migration*, counted); otherwise any executor of its
 //!   pool may take it (vector / cube under a pool split).
+//! - **Dependency batching** (`batch_deps N`): an executor resolves the completions of the tasks
+//!   it ran (readies their successors) once it holds `N` of them, or when it has nothing to run.
 //! - **Gates** (`pipeline_depth D SCOPE`): at most `D` tasks of a scope (everything, a stream, a
 //!   pool) run at once. An executor that took a task whose scope is full waits, holding it,
 //!   until a task of that scope finishes (waiters are served in the order they arrived), as a
@@ -119,6 +121,9 @@ pub struct SimSchedule {
     pub ready: SimReady,
     /// Number of streams (`streams N`): the rounds of `interleaved(n)`.
     pub streams: u32,
+    /// `batch_deps N`: an executor resolves its completions (readies their successors) once it
+    /// holds `N`, and whenever it has nothing to run.
+    pub batch_deps: u64,
 }
 
 impl Default for SimSchedule {
@@ -131,6 +136,7 @@ impl Default for SimSchedule {
             timing: Timing::Immediate,
             ready: SimReady::Fifo,
             streams: 1,
+            batch_deps: 1,
         }
     }
 }
@@ -258,6 +264,8 @@ struct Model<'a> {
     // Gate.
     gate_count: Vec<u64>,
     gate_waiters: Vec<VecDeque<usize>>,
+    /// `batch_deps`: completions each executor has not resolved yet.
+    buffered: Vec<Vec<u32>>,
     // Results.
     done: usize,
     makespan: u64,
@@ -346,6 +354,7 @@ impl<'a> Model<'a> {
             makespan: 0,
             critical: 0,
             migrations: 0,
+            buffered: vec![Vec::new(); execs],
         })
     }
 
@@ -595,23 +604,34 @@ impl<'a> Model<'a> {
         Some(t)
     }
 
-    /// Idle executors take tasks, in executor order, once the start gate is open.
+    /// Idle executors take tasks, in executor order, once the start gate is open; an executor
+    /// with nothing to take resolves its buffered completions, and everyone looks again.
     fn dispatch(&mut self) {
-        if !self.start_open {
-            return;
-        }
-        for e in 0..self.execs {
-            if self.running[e] || self.holding[e].is_some() {
-                continue;
-            }
-            let Some(t) = self.pick(e) else { continue };
-            let scope = self.scope(t);
-            match self.sched.gate {
-                Some((depth, _)) if self.gate_count[scope] >= depth => {
-                    self.holding[e] = Some(t);
-                    self.gate_waiters[scope].push_back(e);
+        loop {
+            let mut resolved = false;
+            for e in 0..self.execs {
+                if self.running[e] || self.holding[e].is_some() {
+                    continue;
                 }
-                _ => self.start(e, t),
+                let picked = if self.start_open { self.pick(e) } else { None };
+                let Some(t) = picked else {
+                    if !self.buffered[e].is_empty() {
+                        self.resolve_buffered(e);
+                        resolved = true;
+                    }
+                    continue;
+                };
+                let scope = self.scope(t);
+                match self.sched.gate {
+                    Some((depth, _)) if self.gate_count[scope] >= depth => {
+                        self.holding[e] = Some(t);
+                        self.gate_waiters[scope].push_back(e);
+                    }
+                    _ => self.start(e, t),
+                }
+            }
+            if !resolved {
+                return;
             }
         }
     }
@@ -661,6 +681,25 @@ impl<'a> Model<'a> {
         }
         let through = self.path[t as usize] + self.tasks[t as usize].cost;
         self.critical = self.critical.max(through);
+        if self.sched.batch_deps > 1 {
+            self.buffered[e].push(t);
+            if self.buffered[e].len() as u64 >= self.sched.batch_deps {
+                self.resolve_buffered(e);
+            }
+        } else {
+            self.resolve(t, e);
+        }
+    }
+
+    fn resolve_buffered(&mut self, e: usize) {
+        for t in std::mem::take(&mut self.buffered[e]) {
+            self.resolve(t, e);
+        }
+    }
+
+    /// `t`, finished on executor `e`, no longer holds its successors back.
+    fn resolve(&mut self, t: u32, e: usize) {
+        let through = self.path[t as usize] + self.tasks[t as usize].cost;
         let range = self.first[t as usize] as usize..self.first[t as usize + 1] as usize;
         for i in range {
             let s = self.succ[i] as usize;
@@ -929,6 +968,53 @@ mod tests {
     }
 
     #[test]
+    fn batched_completions_hold_successors_until_the_batch_fills_or_the_executor_idles() {
+        // 0 -> 2; 0 and 1 on executor 0, 2 on executor 1.
+        let tasks = [
+            SimTask {
+                target: Some(0),
+                ..any(10)
+            },
+            SimTask {
+                target: Some(0),
+                ..any(30)
+            },
+            SimTask {
+                target: Some(1),
+                ..any(10)
+            },
+        ];
+        let m = SimMachine {
+            placement: true,
+            ..machine(2)
+        };
+        let s = run(&tasks, &[(0, 2)], &m, plain());
+        assert_eq!((s.starts[2], s.total_cycles), (10, 40));
+        // Executor 0 holds 0's completion while it runs 1 (a batch of 2 fills at 40).
+        let s = run(
+            &tasks,
+            &[(0, 2)],
+            &m,
+            SimSchedule {
+                batch_deps: 2,
+                ..plain()
+            },
+        );
+        assert_eq!((s.starts[2], s.total_cycles), (40, 50));
+        // Idle executors resolve at once: a batch larger than the graph still finishes.
+        let s = run(
+            &tasks,
+            &[(0, 2)],
+            &m,
+            SimSchedule {
+                batch_deps: 64,
+                ..plain()
+            },
+        );
+        assert_eq!((s.starts[2], s.total_cycles), (40, 50));
+    }
+
+    #[test]
     fn bad_edges_are_errors() {
         let t = vec![any(1); 2];
         assert_eq!(
@@ -1016,9 +1102,10 @@ mod props {
                 Just(SimReady::Priority),
                 Just(SimReady::WorkSteal)
             ],
+            prop_oneof![Just(1u64), 2u64..5],
         )
             .prop_map(
-                |(issue_cycles, window, gate, start, timing, ready)| SimSchedule {
+                |(issue_cycles, window, gate, start, timing, ready, batch_deps)| SimSchedule {
                     issue_cycles,
                     window,
                     gate,
@@ -1026,6 +1113,7 @@ mod props {
                     timing,
                     ready,
                     streams: 2,
+                    batch_deps,
                 },
             )
     }

@@ -645,6 +645,7 @@ impl Inner {
                 ReadyPolicy::WorkSteal => SimReady::WorkSteal,
             },
             streams: c.streams.clamp(1, u32::MAX as u64) as u32,
+            batch_deps: c.batch_deps,
         };
         simulate(&tasks, edges, &machine, &schedule).map_err(|e| match e {
             SimError::WindowFull { .. } => {
