@@ -37,6 +37,9 @@
 //!   until a task of that scope finishes (waiters are served in the order they arrived), as a
 //!   host worker blocks on the gate.
 //!
+//! A CSP pipeline is modelled apart ([`simulate_pipeline`]): a clock per process, channels of
+//! their declared depth.
+//!
 //! At each instant the model first finishes tasks, then lets orchestration submit, then releases,
 //! then lets idle executors take tasks in executor order; a task occupies its executor for its
 //! cost. Promises: the result depends only on the inputs (never on the host); `total_cycles` is
@@ -186,6 +189,18 @@ pub enum SimError {
         succ: u32,
         /// Number of tasks.
         tasks: usize,
+    },
+    /// A pipeline step names a channel that does not exist.
+    #[error("a pipeline step names channel {channel}, which does not exist")]
+    BadChannel {
+        /// The channel index.
+        channel: u32,
+    },
+    /// The recorded pipeline cannot be replayed (its steps do not come from one run).
+    #[error("the recorded pipeline cannot be replayed: {waiting} process(es) wait forever")]
+    PipelineStuck {
+        /// Processes that never end.
+        waiting: usize,
     },
     /// A task's submission found the `abort` window full.
     #[error(
@@ -715,6 +730,129 @@ impl<'a> Model<'a> {
     }
 }
 
+/// One step of a CSP process, as a pipeline run records it for the model
+/// ([`simulate_pipeline`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CspStep {
+    /// The process runs a task of this cost (it runs its tasks itself, one after another).
+    Task(u64),
+    /// The process sends a token on this channel.
+    Send(u32),
+    /// The process receives a token from this channel.
+    Recv(u32),
+    /// The process finds this channel closed and drained (its `consume` loop ends).
+    Closed(u32),
+}
+
+/// A pipeline as the model sees it: each channel's depth and producer, each process's steps.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CspTrace {
+    /// Per channel: (depth, producing process).
+    pub channels: Vec<(u64, usize)>,
+    /// Per process: its steps in program order.
+    pub processes: Vec<Vec<CspStep>>,
+}
+
+/// The cycle model of a CSP pipeline: a clock per process, advanced by its tasks' costs; the
+/// `k`-th send on a channel of depth `d` waits until the consumer has received token `k - d`
+/// (the channel holds at most `d`), a receive until its token was sent, a `consume` loop's end
+/// until the producer has ended. `total_cycles` is the last process's end; `critical_path` the
+/// same with unbounded channels (what depth cannot improve on); `busy` per process.
+pub fn simulate_pipeline(trace: &CspTrace) -> Result<CycleStats, SimError> {
+    let ends = replay(trace, true)?;
+    let unbounded = replay(trace, false)?;
+    let busy: Vec<u64> = trace
+        .processes
+        .iter()
+        .map(|steps| {
+            steps
+                .iter()
+                .map(|s| match s {
+                    CspStep::Task(c) => *c,
+                    _ => 0,
+                })
+                .sum()
+        })
+        .collect();
+    Ok(CycleStats {
+        total_cycles: ends.iter().copied().max().unwrap_or(0),
+        work_cycles: busy.iter().sum(),
+        critical_path: unbounded.iter().copied().max().unwrap_or(0),
+        busy,
+        ..CycleStats::default()
+    })
+}
+
+/// Each process's end time, channels bounded by their depths when `bounded`.
+fn replay(trace: &CspTrace, bounded: bool) -> Result<Vec<u64>, SimError> {
+    let np = trace.processes.len();
+    let nc = trace.channels.len();
+    let mut sent: Vec<Vec<u64>> = vec![Vec::new(); nc];
+    let mut recvd: Vec<Vec<u64>> = vec![Vec::new(); nc];
+    let mut at = vec![0usize; np];
+    let mut clock = vec![0u64; np];
+    let mut end: Vec<Option<u64>> = vec![None; np];
+    let channel = |c: u32| {
+        trace
+            .channels
+            .get(c as usize)
+            .copied()
+            .ok_or(SimError::BadChannel { channel: c })
+    };
+    loop {
+        let mut progress = false;
+        for p in 0..np {
+            let steps = &trace.processes[p];
+            while at[p] < steps.len() {
+                match steps[at[p]] {
+                    CspStep::Task(c) => clock[p] += c,
+                    CspStep::Send(ch) => {
+                        let (depth, _) = channel(ch)?;
+                        let k = sent[ch as usize].len() as u64;
+                        if bounded && k >= depth {
+                            match recvd[ch as usize].get((k - depth) as usize) {
+                                Some(&t) => clock[p] = clock[p].max(t),
+                                None => break,
+                            }
+                        }
+                        sent[ch as usize].push(clock[p]);
+                    }
+                    CspStep::Recv(ch) => {
+                        channel(ch)?;
+                        let k = recvd[ch as usize].len();
+                        match sent[ch as usize].get(k) {
+                            Some(&t) => clock[p] = clock[p].max(t),
+                            None => break,
+                        }
+                        recvd[ch as usize].push(clock[p]);
+                    }
+                    CspStep::Closed(ch) => {
+                        let (_, producer) = channel(ch)?;
+                        match end.get(producer).copied().flatten() {
+                            Some(t) => clock[p] = clock[p].max(t),
+                            None => break,
+                        }
+                    }
+                }
+                at[p] += 1;
+                progress = true;
+            }
+            if at[p] == steps.len() && end[p].is_none() {
+                end[p] = Some(clock[p]);
+                progress = true;
+            }
+        }
+        if end.iter().all(Option::is_some) {
+            return Ok(end.into_iter().flatten().collect());
+        }
+        if !progress {
+            return Err(SimError::PipelineStuck {
+                waiting: end.iter().filter(|e| e.is_none()).count(),
+            });
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1012,6 +1150,46 @@ mod tests {
             },
         );
         assert_eq!((s.starts[2], s.total_cycles), (40, 50));
+    }
+
+    /// Three stages (load 10, compute 30, store 5) over 4 tokens with channels of depth 1:
+    /// the computer is the bottleneck, so the store of token k ends at 10 + 30 (k + 1) + 5.
+    #[test]
+    fn a_pipeline_runs_at_its_slowest_stage_and_shallow_channels_stall_the_loader() {
+        use CspStep::*;
+        let mut load = Vec::new();
+        let mut compute = Vec::new();
+        let mut store = Vec::new();
+        for _ in 0..4 {
+            load.extend([Task(10), Send(0)]);
+            compute.extend([Recv(0), Task(30), Send(1)]);
+            store.extend([Recv(1), Task(5)]);
+        }
+        compute.push(Closed(0));
+        store.push(Closed(1));
+        let trace = |depth| CspTrace {
+            channels: vec![(depth, 0), (depth, 1)],
+            processes: vec![load.clone(), compute.clone(), store.clone()],
+        };
+        let s = simulate_pipeline(&trace(1)).unwrap();
+        assert_eq!(s.total_cycles, 10 + 30 * 4 + 5);
+        assert_eq!((s.work_cycles, s.busy.clone()), (4 * 45, vec![40, 120, 20]));
+        assert_eq!(s.critical_path, 10 + 30 * 4 + 5);
+        // The computer receives token k at 10 + 30k; with depth 1 the loader's send k waits for
+        // receipt k - 1: sends at 10, 20, 40, 70, so the loader ends at 70 (at 40 with depth 8).
+        let ends = replay(&trace(1), true).unwrap();
+        assert_eq!(ends, vec![70, 130, 135]);
+        let ends = replay(&trace(8), true).unwrap();
+        assert_eq!(ends, vec![40, 130, 135]);
+        // A replay that cannot be a run: a receive nobody sends.
+        let bad = CspTrace {
+            channels: vec![(1, 0)],
+            processes: vec![vec![], vec![Recv(0)]],
+        };
+        assert!(matches!(
+            simulate_pipeline(&bad),
+            Err(SimError::PipelineStuck { waiting: 1 })
+        ));
     }
 
     #[test]

@@ -510,6 +510,7 @@ impl Inner {
             let options = pto_wsp_cpu::CspOptions {
                 trace: self.options.profiling
                     || matches!(self.plan.config.trace, TracePolicy::Wall),
+                cycles: self.cycles(),
             };
             return Ok(pto_wsp_cpu::run_pipeline(
                 module,
