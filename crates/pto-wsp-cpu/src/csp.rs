@@ -30,6 +30,7 @@
 //! - A kernel failure, a panic or an expansion error in one process stops every process (they
 //!   see the stop at their next channel operation or task) and is the run's error.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::fmt;
 use std::ops::ControlFlow;
@@ -46,6 +47,7 @@ use pto_wsp_ir::{
 use pto_wsp_kernels::{ConflictChecker, KernelId, KernelRegistry, TaskContext, TensorStore};
 
 use crate::pool::panic_message;
+use crate::sim::{CspStep, CspTrace, simulate_pipeline};
 use crate::stats::{RunStats, Span};
 
 /// What a process waits for.
@@ -209,6 +211,9 @@ impl fmt::Display for TaskConflict {
 pub struct CspOptions {
     /// Record every task's wall-clock span (the "worker" of a span is its process index).
     pub trace: bool,
+    /// Record each process's steps (task costs, sends, receives) and run the cycle model
+    /// ([`crate::sim::simulate_pipeline`]) into [`RunStats::cycles`].
+    pub cycles: bool,
 }
 
 /// A channel's state.
@@ -345,12 +350,14 @@ impl Monitor<'_> {
 }
 
 /// Process `p`'s end of the channels.
-struct Port<'m, 'p> {
+struct Port<'m, 'p, 'l> {
     monitor: &'m Monitor<'p>,
     process: usize,
+    /// The process's steps, when the cycle model is on.
+    log: Option<&'l RefCell<Vec<CspStep>>>,
 }
 
-impl ChannelPort for Port<'_, '_> {
+impl ChannelPort for Port<'_, '_, '_> {
     fn send(&mut self, channel: u32, value: Value) -> ControlFlow<()> {
         let m = self.monitor;
         let st = m.lock();
@@ -359,6 +366,9 @@ impl ChannelPort for Port<'_, '_> {
         };
         st.chans[channel as usize].queue.push_back(value);
         m.changed.notify_all();
+        if let Some(l) = self.log {
+            l.borrow_mut().push(CspStep::Send(channel));
+        }
         ControlFlow::Continue(())
     }
 
@@ -371,6 +381,12 @@ impl ChannelPort for Port<'_, '_> {
         let v = st.chans[channel as usize].queue.pop_front();
         if v.is_some() {
             m.changed.notify_all();
+        }
+        if let Some(l) = self.log {
+            l.borrow_mut().push(match v {
+                Some(_) => CspStep::Recv(channel),
+                None => CspStep::Closed(channel),
+            });
         }
         ControlFlow::Continue(v)
     }
@@ -391,10 +407,12 @@ struct Shared<'a> {
 }
 
 /// Runs the tasks one process generates, as they are generated.
-struct TaskRunner<'a, 'm, 'p> {
+struct TaskRunner<'a, 'm, 'p, 'l> {
     shared: &'a Shared<'a>,
     monitor: &'m Monitor<'p>,
     process: usize,
+    /// The process's steps, when the cycle model is on.
+    log: Option<&'l RefCell<Vec<CspStep>>>,
     io: Vec<TaskIo>,
     params: Vec<u64>,
     tasks: u64,
@@ -402,7 +420,7 @@ struct TaskRunner<'a, 'm, 'p> {
     error: Option<CspError>,
 }
 
-impl TaskRunner<'_, '_, '_> {
+impl TaskRunner<'_, '_, '_, '_> {
     fn kernel_name(&self, k: u32) -> String {
         self.shared
             .names
@@ -498,6 +516,12 @@ impl TaskRunner<'_, '_, '_> {
         // writes until `end` below, after the context is dropped.
         let ctx =
             unsafe { TaskContext::new(sh.store, gid, self.process as u32, &self.params, &self.io) };
+        if let Some(l) = self.log {
+            // The `trace cycles(EXPR)` cost, else the kernel's cost function on the data the
+            // task is about to see.
+            let cost = task.cost.unwrap_or_else(|| sh.registry.cost(id, &ctx));
+            l.borrow_mut().push(CspStep::Task(cost));
+        }
         let r = catch_unwind(AssertUnwindSafe(|| sh.registry.call(id, &ctx)));
         drop(ctx);
         sh.checker.end(gid);
@@ -518,7 +542,7 @@ impl TaskRunner<'_, '_, '_> {
     }
 }
 
-impl ExpandSink for TaskRunner<'_, '_, '_> {
+impl ExpandSink for TaskRunner<'_, '_, '_, '_> {
     fn task(&mut self, index: u32, task: &ExpandedTask) -> ControlFlow<()> {
         if self.monitor.stopped() {
             return ControlFlow::Break(());
@@ -537,6 +561,9 @@ impl ExpandSink for TaskRunner<'_, '_, '_> {
         // A process runs its tasks one after another: every order inside it holds already.
     }
 }
+
+/// What a process thread returns: tasks run, spans, its error, its recorded steps.
+type ProcessOutcome = (u64, Vec<Span>, Option<CspError>, Vec<CspStep>);
 
 /// Runs the pipeline that is `module`'s entry under `bindings`: one thread per process, tasks
 /// run by their process with `registry`'s kernels (`kernels[k]` for the module's kernel `k`,
@@ -621,7 +648,7 @@ pub fn run_pipeline(
         t0: Instant::now(),
         trace: options.trace,
     };
-    let results: Vec<(u64, Vec<Span>, Option<CspError>)> = std::thread::scope(|s| {
+    let results: Vec<ProcessOutcome> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..n)
             .map(|p| {
                 let (monitor, shared, produces) = (&monitor, &shared, &produces[p]);
@@ -629,10 +656,13 @@ pub fn run_pipeline(
                     .name(format!("pto-wsp-csp-{}", pipeline.processes[p].name))
                     .stack_size(crate::WALK_STACK_BYTES)
                     .spawn_scoped(s, move || {
+                        let log = RefCell::new(Vec::new());
+                        let log_ref = options.cycles.then_some(&log);
                         let mut runner = TaskRunner {
                             shared,
                             monitor,
                             process: p,
+                            log: log_ref,
                             io: Vec::new(),
                             params: Vec::new(),
                             tasks: 0,
@@ -642,6 +672,7 @@ pub fn run_pipeline(
                         let mut port = Port {
                             monitor,
                             process: p,
+                            log: log_ref,
                         };
                         let r = catch_unwind(AssertUnwindSafe(|| {
                             expand_process(
@@ -668,7 +699,8 @@ pub fn run_pipeline(
                             monitor.stop();
                         }
                         monitor.end(p, produces);
-                        (runner.tasks, runner.spans, runner.error.or(err))
+                        let error = runner.error.or(err);
+                        (runner.tasks, runner.spans, error, log.into_inner())
                     });
                 if spawned.is_err() {
                     // Its channels would never be served: stop the others.
@@ -685,6 +717,7 @@ pub fn run_pipeline(
                         0,
                         Vec::new(),
                         Some(CspError::Setup("a process thread panicked".into())),
+                        Vec::new(),
                     )
                 }),
                 Err(e) => (
@@ -693,6 +726,7 @@ pub fn run_pipeline(
                     Some(CspError::Setup(format!(
                         "cannot start a process thread: {e}"
                     ))),
+                    Vec::new(),
                 ),
             })
             .collect()
@@ -700,20 +734,37 @@ pub fn run_pipeline(
     let run_ns = shared.t0.elapsed().as_nanos() as u64;
     let st = monitor.lock();
     // A failing task is the cause; processes stopped by it only report that they stopped.
-    if let Some(e) = results.iter().find_map(|(_, _, e)| e.clone()) {
+    if let Some(e) = results.iter().find_map(|(_, _, e, _)| e.clone()) {
         return Err(e);
     }
     if let Some(d) = &st.deadlock {
         return Err(CspError::Deadlock(d.clone()));
     }
     let mut stats = RunStats {
-        tasks: results.iter().map(|(t, _, _)| t).sum(),
-        per_worker: results.iter().map(|(t, _, _)| *t).collect(),
+        tasks: results.iter().map(|(t, ..)| t).sum(),
+        per_worker: results.iter().map(|(t, ..)| *t).collect(),
         run_ns,
         ..RunStats::default()
     };
-    if options.trace {
-        stats.spans = results.into_iter().flat_map(|(_, s, _)| s).collect();
+    let mut steps = Vec::with_capacity(n);
+    for (_, spans, _, log) in results {
+        if options.trace {
+            stats.spans.extend(spans);
+        }
+        steps.push(log);
+    }
+    if options.cycles {
+        let trace = CspTrace {
+            channels: st
+                .chans
+                .iter()
+                .map(|c| (c.depth as u64, c.producer.unwrap_or(usize::MAX)))
+                .collect(),
+            processes: steps,
+        };
+        stats.cycles = Some(
+            simulate_pipeline(&trace).map_err(|e| CspError::Setup(format!("cycle model: {e}")))?,
+        );
     }
     Ok(stats)
 }

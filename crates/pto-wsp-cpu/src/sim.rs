@@ -30,10 +30,15 @@
 //!   goes to executor `target mod executors` if that executor serves its pool (under
 //!   `work_steal` it may still be stolen: a *migration*, counted); otherwise any executor of its
 //!   pool may take it (vector / cube under a pool split).
+//! - **Dependency batching** (`batch_deps N`): an executor resolves the completions of the tasks
+//!   it ran (readies their successors) once it holds `N` of them, or when it has nothing to run.
 //! - **Gates** (`pipeline_depth D SCOPE`): at most `D` tasks of a scope (everything, a stream, a
 //!   pool) run at once. An executor that took a task whose scope is full waits, holding it,
 //!   until a task of that scope finishes (waiters are served in the order they arrived), as a
 //!   host worker blocks on the gate.
+//!
+//! A CSP pipeline is modelled apart ([`simulate_pipeline`]): a clock per process, channels of
+//! their declared depth.
 //!
 //! At each instant the model first finishes tasks, then lets orchestration submit, then releases,
 //! then lets idle executors take tasks in executor order; a task occupies its executor for its
@@ -119,6 +124,9 @@ pub struct SimSchedule {
     pub ready: SimReady,
     /// Number of streams (`streams N`): the rounds of `interleaved(n)`.
     pub streams: u32,
+    /// `batch_deps N`: an executor resolves its completions (readies their successors) once it
+    /// holds `N`, and whenever it has nothing to run.
+    pub batch_deps: u64,
 }
 
 impl Default for SimSchedule {
@@ -131,6 +139,7 @@ impl Default for SimSchedule {
             timing: Timing::Immediate,
             ready: SimReady::Fifo,
             streams: 1,
+            batch_deps: 1,
         }
     }
 }
@@ -180,6 +189,18 @@ pub enum SimError {
         succ: u32,
         /// Number of tasks.
         tasks: usize,
+    },
+    /// A pipeline step names a channel that does not exist.
+    #[error("a pipeline step names channel {channel}, which does not exist")]
+    BadChannel {
+        /// The channel index.
+        channel: u32,
+    },
+    /// The recorded pipeline cannot be replayed (its steps do not come from one run).
+    #[error("the recorded pipeline cannot be replayed: {waiting} process(es) wait forever")]
+    PipelineStuck {
+        /// Processes that never end.
+        waiting: usize,
     },
     /// A task's submission found the `abort` window full.
     #[error(
@@ -258,6 +279,8 @@ struct Model<'a> {
     // Gate.
     gate_count: Vec<u64>,
     gate_waiters: Vec<VecDeque<usize>>,
+    /// `batch_deps`: completions each executor has not resolved yet.
+    buffered: Vec<Vec<u32>>,
     // Results.
     done: usize,
     makespan: u64,
@@ -346,6 +369,7 @@ impl<'a> Model<'a> {
             makespan: 0,
             critical: 0,
             migrations: 0,
+            buffered: vec![Vec::new(); execs],
         })
     }
 
@@ -595,23 +619,34 @@ impl<'a> Model<'a> {
         Some(t)
     }
 
-    /// Idle executors take tasks, in executor order, once the start gate is open.
+    /// Idle executors take tasks, in executor order, once the start gate is open; an executor
+    /// with nothing to take resolves its buffered completions, and everyone looks again.
     fn dispatch(&mut self) {
-        if !self.start_open {
-            return;
-        }
-        for e in 0..self.execs {
-            if self.running[e] || self.holding[e].is_some() {
-                continue;
-            }
-            let Some(t) = self.pick(e) else { continue };
-            let scope = self.scope(t);
-            match self.sched.gate {
-                Some((depth, _)) if self.gate_count[scope] >= depth => {
-                    self.holding[e] = Some(t);
-                    self.gate_waiters[scope].push_back(e);
+        loop {
+            let mut resolved = false;
+            for e in 0..self.execs {
+                if self.running[e] || self.holding[e].is_some() {
+                    continue;
                 }
-                _ => self.start(e, t),
+                let picked = if self.start_open { self.pick(e) } else { None };
+                let Some(t) = picked else {
+                    if !self.buffered[e].is_empty() {
+                        self.resolve_buffered(e);
+                        resolved = true;
+                    }
+                    continue;
+                };
+                let scope = self.scope(t);
+                match self.sched.gate {
+                    Some((depth, _)) if self.gate_count[scope] >= depth => {
+                        self.holding[e] = Some(t);
+                        self.gate_waiters[scope].push_back(e);
+                    }
+                    _ => self.start(e, t),
+                }
+            }
+            if !resolved {
+                return;
             }
         }
     }
@@ -661,6 +696,25 @@ impl<'a> Model<'a> {
         }
         let through = self.path[t as usize] + self.tasks[t as usize].cost;
         self.critical = self.critical.max(through);
+        if self.sched.batch_deps > 1 {
+            self.buffered[e].push(t);
+            if self.buffered[e].len() as u64 >= self.sched.batch_deps {
+                self.resolve_buffered(e);
+            }
+        } else {
+            self.resolve(t, e);
+        }
+    }
+
+    fn resolve_buffered(&mut self, e: usize) {
+        for t in std::mem::take(&mut self.buffered[e]) {
+            self.resolve(t, e);
+        }
+    }
+
+    /// `t`, finished on executor `e`, no longer holds its successors back.
+    fn resolve(&mut self, t: u32, e: usize) {
+        let through = self.path[t as usize] + self.tasks[t as usize].cost;
         let range = self.first[t as usize] as usize..self.first[t as usize + 1] as usize;
         for i in range {
             let s = self.succ[i] as usize;
@@ -672,6 +726,129 @@ impl<'a> Model<'a> {
                     self.make_ready(s as u32);
                 }
             }
+        }
+    }
+}
+
+/// One step of a CSP process, as a pipeline run records it for the model
+/// ([`simulate_pipeline`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CspStep {
+    /// The process runs a task of this cost (it runs its tasks itself, one after another).
+    Task(u64),
+    /// The process sends a token on this channel.
+    Send(u32),
+    /// The process receives a token from this channel.
+    Recv(u32),
+    /// The process finds this channel closed and drained (its `consume` loop ends).
+    Closed(u32),
+}
+
+/// A pipeline as the model sees it: each channel's depth and producer, each process's steps.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CspTrace {
+    /// Per channel: (depth, producing process).
+    pub channels: Vec<(u64, usize)>,
+    /// Per process: its steps in program order.
+    pub processes: Vec<Vec<CspStep>>,
+}
+
+/// The cycle model of a CSP pipeline: a clock per process, advanced by its tasks' costs; the
+/// `k`-th send on a channel of depth `d` waits until the consumer has received token `k - d`
+/// (the channel holds at most `d`), a receive until its token was sent, a `consume` loop's end
+/// until the producer has ended. `total_cycles` is the last process's end; `critical_path` the
+/// same with unbounded channels (what depth cannot improve on); `busy` per process.
+pub fn simulate_pipeline(trace: &CspTrace) -> Result<CycleStats, SimError> {
+    let ends = replay(trace, true)?;
+    let unbounded = replay(trace, false)?;
+    let busy: Vec<u64> = trace
+        .processes
+        .iter()
+        .map(|steps| {
+            steps
+                .iter()
+                .map(|s| match s {
+                    CspStep::Task(c) => *c,
+                    _ => 0,
+                })
+                .sum()
+        })
+        .collect();
+    Ok(CycleStats {
+        total_cycles: ends.iter().copied().max().unwrap_or(0),
+        work_cycles: busy.iter().sum(),
+        critical_path: unbounded.iter().copied().max().unwrap_or(0),
+        busy,
+        ..CycleStats::default()
+    })
+}
+
+/// Each process's end time, channels bounded by their depths when `bounded`.
+fn replay(trace: &CspTrace, bounded: bool) -> Result<Vec<u64>, SimError> {
+    let np = trace.processes.len();
+    let nc = trace.channels.len();
+    let mut sent: Vec<Vec<u64>> = vec![Vec::new(); nc];
+    let mut recvd: Vec<Vec<u64>> = vec![Vec::new(); nc];
+    let mut at = vec![0usize; np];
+    let mut clock = vec![0u64; np];
+    let mut end: Vec<Option<u64>> = vec![None; np];
+    let channel = |c: u32| {
+        trace
+            .channels
+            .get(c as usize)
+            .copied()
+            .ok_or(SimError::BadChannel { channel: c })
+    };
+    loop {
+        let mut progress = false;
+        for p in 0..np {
+            let steps = &trace.processes[p];
+            while at[p] < steps.len() {
+                match steps[at[p]] {
+                    CspStep::Task(c) => clock[p] += c,
+                    CspStep::Send(ch) => {
+                        let (depth, _) = channel(ch)?;
+                        let k = sent[ch as usize].len() as u64;
+                        if bounded && k >= depth {
+                            match recvd[ch as usize].get((k - depth) as usize) {
+                                Some(&t) => clock[p] = clock[p].max(t),
+                                None => break,
+                            }
+                        }
+                        sent[ch as usize].push(clock[p]);
+                    }
+                    CspStep::Recv(ch) => {
+                        channel(ch)?;
+                        let k = recvd[ch as usize].len();
+                        match sent[ch as usize].get(k) {
+                            Some(&t) => clock[p] = clock[p].max(t),
+                            None => break,
+                        }
+                        recvd[ch as usize].push(clock[p]);
+                    }
+                    CspStep::Closed(ch) => {
+                        let (_, producer) = channel(ch)?;
+                        match end.get(producer).copied().flatten() {
+                            Some(t) => clock[p] = clock[p].max(t),
+                            None => break,
+                        }
+                    }
+                }
+                at[p] += 1;
+                progress = true;
+            }
+            if at[p] == steps.len() && end[p].is_none() {
+                end[p] = Some(clock[p]);
+                progress = true;
+            }
+        }
+        if end.iter().all(Option::is_some) {
+            return Ok(end.into_iter().flatten().collect());
+        }
+        if !progress {
+            return Err(SimError::PipelineStuck {
+                waiting: end.iter().filter(|e| e.is_none()).count(),
+            });
         }
     }
 }
@@ -929,6 +1106,93 @@ mod tests {
     }
 
     #[test]
+    fn batched_completions_hold_successors_until_the_batch_fills_or_the_executor_idles() {
+        // 0 -> 2; 0 and 1 on executor 0, 2 on executor 1.
+        let tasks = [
+            SimTask {
+                target: Some(0),
+                ..any(10)
+            },
+            SimTask {
+                target: Some(0),
+                ..any(30)
+            },
+            SimTask {
+                target: Some(1),
+                ..any(10)
+            },
+        ];
+        let m = SimMachine {
+            placement: true,
+            ..machine(2)
+        };
+        let s = run(&tasks, &[(0, 2)], &m, plain());
+        assert_eq!((s.starts[2], s.total_cycles), (10, 40));
+        // Executor 0 holds 0's completion while it runs 1 (a batch of 2 fills at 40).
+        let s = run(
+            &tasks,
+            &[(0, 2)],
+            &m,
+            SimSchedule {
+                batch_deps: 2,
+                ..plain()
+            },
+        );
+        assert_eq!((s.starts[2], s.total_cycles), (40, 50));
+        // Idle executors resolve at once: a batch larger than the graph still finishes.
+        let s = run(
+            &tasks,
+            &[(0, 2)],
+            &m,
+            SimSchedule {
+                batch_deps: 64,
+                ..plain()
+            },
+        );
+        assert_eq!((s.starts[2], s.total_cycles), (40, 50));
+    }
+
+    /// Three stages (load 10, compute 30, store 5) over 4 tokens with channels of depth 1:
+    /// the computer is the bottleneck, so the store of token k ends at 10 + 30 (k + 1) + 5.
+    #[test]
+    fn a_pipeline_runs_at_its_slowest_stage_and_shallow_channels_stall_the_loader() {
+        use CspStep::*;
+        let mut load = Vec::new();
+        let mut compute = Vec::new();
+        let mut store = Vec::new();
+        for _ in 0..4 {
+            load.extend([Task(10), Send(0)]);
+            compute.extend([Recv(0), Task(30), Send(1)]);
+            store.extend([Recv(1), Task(5)]);
+        }
+        compute.push(Closed(0));
+        store.push(Closed(1));
+        let trace = |depth| CspTrace {
+            channels: vec![(depth, 0), (depth, 1)],
+            processes: vec![load.clone(), compute.clone(), store.clone()],
+        };
+        let s = simulate_pipeline(&trace(1)).unwrap();
+        assert_eq!(s.total_cycles, 10 + 30 * 4 + 5);
+        assert_eq!((s.work_cycles, s.busy.clone()), (4 * 45, vec![40, 120, 20]));
+        assert_eq!(s.critical_path, 10 + 30 * 4 + 5);
+        // The computer receives token k at 10 + 30k; with depth 1 the loader's send k waits for
+        // receipt k - 1: sends at 10, 20, 40, 70, so the loader ends at 70 (at 40 with depth 8).
+        let ends = replay(&trace(1), true).unwrap();
+        assert_eq!(ends, vec![70, 130, 135]);
+        let ends = replay(&trace(8), true).unwrap();
+        assert_eq!(ends, vec![40, 130, 135]);
+        // A replay that cannot be a run: a receive nobody sends.
+        let bad = CspTrace {
+            channels: vec![(1, 0)],
+            processes: vec![vec![], vec![Recv(0)]],
+        };
+        assert!(matches!(
+            simulate_pipeline(&bad),
+            Err(SimError::PipelineStuck { waiting: 1 })
+        ));
+    }
+
+    #[test]
     fn bad_edges_are_errors() {
         let t = vec![any(1); 2];
         assert_eq!(
@@ -1016,9 +1280,10 @@ mod props {
                 Just(SimReady::Priority),
                 Just(SimReady::WorkSteal)
             ],
+            prop_oneof![Just(1u64), 2u64..5],
         )
             .prop_map(
-                |(issue_cycles, window, gate, start, timing, ready)| SimSchedule {
+                |(issue_cycles, window, gate, start, timing, ready, batch_deps)| SimSchedule {
                     issue_cycles,
                     window,
                     gate,
@@ -1026,6 +1291,7 @@ mod props {
                     timing,
                     ready,
                     streams: 2,
+                    batch_deps,
                 },
             )
     }

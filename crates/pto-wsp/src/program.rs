@@ -510,6 +510,7 @@ impl Inner {
             let options = pto_wsp_cpu::CspOptions {
                 trace: self.options.profiling
                     || matches!(self.plan.config.trace, TracePolicy::Wall),
+                cycles: self.cycles(),
             };
             return Ok(pto_wsp_cpu::run_pipeline(
                 module,
@@ -645,6 +646,7 @@ impl Inner {
                 ReadyPolicy::WorkSteal => SimReady::WorkSteal,
             },
             streams: c.streams.clamp(1, u32::MAX as u64) as u32,
+            batch_deps: c.batch_deps,
         };
         simulate(&tasks, edges, &machine, &schedule).map_err(|e| match e {
             SimError::WindowFull { .. } => {

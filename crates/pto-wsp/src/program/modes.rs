@@ -145,9 +145,6 @@ fn verdict(d: &Directive, mode: Mode) -> Verdict {
                 "its processes are ordered by program order and channels; no dependency is \
                  inferred (running tasks' regions are checked for conflicts)",
             ),
-            TaskGraphItem::Trace(TracePolicy::Cycles(_)) => {
-                Refused("the cycle model does not model CSP pipelines yet")
-            }
             _ => Honoured,
         },
     }

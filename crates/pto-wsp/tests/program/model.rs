@@ -141,3 +141,50 @@ fn interleaved_timing_alternates_streams() {
         vec![0, 1, 4, 5, 2, 3, 6, 7]
     );
 }
+
+/// `examples/csp_pipeline.wsp` with 4 tiles under `trace cycles`: a clock per process, channels
+/// of depth 2. With stage costs load 10, compute 30, store 5 the computer paces the pipeline:
+/// it takes tile k at 10 + 30k, so the storer ends at 10 + 4 · 30 + 5. With load 5, compute 5,
+/// store 30 the storer does: it takes tile k at 10 + 30k (tile 0 when it is computed, at 10),
+/// so it ends at 10 + 4 · 30.
+#[test]
+fn a_csp_pipeline_is_modelled_with_a_clock_per_process() {
+    let path = format!(
+        "{}/../../examples/csp_pipeline.wsp",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(path)
+        .unwrap()
+        .replace("deps exact;", "deps exact;\n        trace cycles;");
+    let module = parse(&text).unwrap();
+    let b = Bindings::new().symbol("ntiles", 4i64).symbol("nbuf", 4i64);
+    for ((load, compute, store), total) in
+        [((10, 30, 5), 10 + 4 * 30 + 5), ((5, 5, 30), 10 + 4 * 30)]
+    {
+        let mut r = KernelRegistry::new();
+        for (name, cost) in [
+            ("load_tile", load),
+            ("compute_tile", compute),
+            ("store_tile", store),
+        ] {
+            r.register(name, |_| Ok(()));
+            r.set_cost(name, move |_| cost);
+        }
+        let mut p = compile(
+            lower(&module).unwrap(),
+            CompileOptions {
+                kernels: r,
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap();
+        let c = p
+            .execute(&b)
+            .unwrap()
+            .cycles
+            .expect("the pipeline is modelled");
+        assert_eq!(c.total_cycles, total, "costs {load} {compute} {store}");
+        assert_eq!(c.busy, vec![4 * load, 4 * compute, 4 * store]);
+        assert_eq!(c.work_cycles, 4 * (load + compute + store));
+    }
+}
