@@ -61,7 +61,8 @@ class Program:
 
     def execute(self, **arrays: np.ndarray) -> Dict[str, Any]:
         """Runs with each array as the tensor of its name, read and written in place (no copy;
-        C-contiguous, writeable, native byte order, the tensor's dtype and shape). The GIL is
+        C-contiguous, writeable, native byte order, the tensor's dtype and shape; `bf16` as
+        `ml_dtypes.bfloat16` or `numpy.uint16` bits). The GIL is
         released during the run. Returns `stats`."""
     def execute_async(self, **arrays: np.ndarray) -> None:
         """Starts the run `execute` does and returns at once; do not touch the arrays until

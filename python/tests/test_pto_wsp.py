@@ -146,3 +146,28 @@ def test_a_bad_bind_is_a_compile_error_naming_the_symbol():
 def test_errors_share_one_base_class():
     for e in (pto_wsp.ValidationError, pto_wsp.CompileError, pto_wsp.RunError):
         assert issubclass(e, pto_wsp.PtoWspError)
+
+
+BF16_COPY = """
+tensor A: bf16[16, 16];
+tensor B: bf16[16, 16];
+tensor F: f32[16, 16];
+kernel copy(in a: bf16[16, 16], out b: bf16[16, 16]);
+workload main() {
+    task copy(A[0 +: 16, 0 +: 16], B[0 +: 16, 0 +: 16]);
+}
+"""
+
+
+def test_bf16_tensors_take_ml_dtypes_bfloat16_or_uint16_bits():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    program = pto_wsp.Module.from_text(BF16_COPY).compile(threads=1)
+    a = np.random.default_rng(3).standard_normal((16, 16)).astype(ml_dtypes.bfloat16)
+    b = np.zeros((16, 16), dtype=ml_dtypes.bfloat16)
+    program.execute(A=a, B=b)
+    np.testing.assert_array_equal(b.view(np.uint16), a.view(np.uint16))
+    bits = np.zeros((16, 16), dtype=np.uint16)
+    program.execute(A=a.view(np.uint16), B=bits)
+    np.testing.assert_array_equal(bits, a.view(np.uint16))
+    with pytest.raises(pto_wsp.RunError, match="ml_dtypes.bfloat16, but tensor `F` is f32"):
+        program.execute(F=np.zeros((16, 16), dtype=ml_dtypes.bfloat16))

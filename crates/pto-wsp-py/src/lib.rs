@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use std::ptr::NonNull;
 
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods, npyffi};
-use pto_wsp::ir::{Bindings, ExpandOptions, ParamKind};
+use pto_wsp::ir::{Bindings, DType, ExpandOptions, ParamKind};
 use pto_wsp::kernels::KernelRegistry;
 use pto_wsp::kernels::npy::NpyHeader;
 use pto_wsp::{CompileOptions, compile, lower};
@@ -341,7 +341,7 @@ impl Program {
     /// Runs the program with the given numpy arrays as its tensors, read and written in place
     /// (no copy). Each array must be C-contiguous, writeable, aligned, in this machine's byte
     /// order, and of the tensor's element type and shape (`f16` as `numpy.float16`, `bf16` as
-    /// `numpy.uint16` bits). Tensors not given start zeroed. Returns the run's statistics.
+    /// `ml_dtypes.bfloat16` or `numpy.uint16` bits). Tensors not given start zeroed. Returns the run's statistics.
     #[pyo3(signature = (**arrays))]
     fn execute<'py>(
         &mut self,
@@ -532,9 +532,26 @@ impl Program {
         for (name, array) in given {
             let err = |m: String| RunError::new_err(format!("in `execute({name}=...)`: {m}"));
             let dtype = array.dtype();
-            let descr: String = dtype.getattr("str")?.extract()?;
-            let kind = char::from(dtype.kind());
             let size = dtype.itemsize();
+            // `ml_dtypes.bfloat16` (numpy has no bf16) is a bf16 tensor's 16-bit patterns,
+            // exactly what `<u2` bits are; it binds only to a `bf16` tensor.
+            let bfloat16 = size == 2 && dtype.getattr("name")?.extract::<String>()? == "bfloat16";
+            let (descr, kind) = if bfloat16 {
+                if let Some(t) = store.index_of(name)
+                    && store.info(t).dtype != DType::Bf16
+                {
+                    return Err(err(format!(
+                        "the array holds ml_dtypes.bfloat16, but tensor `{name}` is {}",
+                        store.info(t).dtype
+                    )));
+                }
+                ("<u2".to_string(), 'u')
+            } else {
+                (
+                    dtype.getattr("str")?.extract::<String>()?,
+                    char::from(dtype.kind()),
+                )
+            };
             let shape: Vec<u64> = array.shape().iter().map(|&d| d as u64).collect();
             let header = NpyHeader {
                 descr: descr.clone(),
