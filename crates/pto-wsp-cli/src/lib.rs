@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod aliases;
+pub mod ascend;
 pub mod bench;
 pub mod bench_devgen;
 pub mod bench_kernels;

@@ -152,7 +152,8 @@ enum Command {
     /// Emit code for a target. `emit kernels FILE -o DIR`: every kernel written in tile
     /// instructions as a PTO-ISA C++ header, a host driver running the workload's tasks of those
     /// kernels on `.npy` inputs, and a Makefile (`make -C DIR`, `PTO_ISA_ROOT` defaults to
-    /// `$HOME/.cache/pto-wsp/pto-isa`).
+    /// `$HOME/.cache/pto-wsp/pto-isa`). `emit ascend FILE -o DIR`: the workload for the Ascend
+    /// runtime simpler (see docs/BACKENDS.md).
     Emit {
         /// What to emit.
         what: EmitWhat,
@@ -164,6 +165,9 @@ enum Command {
         /// Bind a symbol, slot or integer tensor (after the file's `//@ bind` defaults).
         #[arg(long = "bind", value_name = "NAME=VALUE")]
         binds: Vec<String>,
+        /// `emit ascend`: the Ascend target (`ascend_a2a3sim` or `ascend_a2a3`).
+        #[arg(long, default_value = "ascend_a2a3sim")]
+        target: String,
     },
     /// Measure the CPU runtime's per-task overhead on Taskflow's benchmark shapes.
     Bench {
@@ -209,6 +213,9 @@ enum Command {
 enum EmitWhat {
     /// Kernels written in tile instructions, as PTO-ISA C++ with a host driver.
     Kernels,
+    /// The workload for the Ascend runtime (simpler): orchestration C++, one AICore kernel file
+    /// per kernel, a numpy-only runner and a README of the schedule directives it cannot honour.
+    Ascend,
 }
 
 fn main() -> ExitCode {
@@ -262,6 +269,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             file,
             out,
             binds,
+            ..
         } => {
             let name = file.display().to_string();
             let loaded = pto_wsp_cli::load_source(&name, &read(&file)?)?;
@@ -269,6 +277,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let emitted = pto_wsp_cli::emit::emit_kernels(&loaded, &bindings)?;
             pto_wsp_cli::emit::write_emitted(&emitted, &out)?;
             emit(&pto_wsp_cli::emit::summary(&emitted, &out))?;
+        }
+        Command::Emit {
+            what: EmitWhat::Ascend,
+            file,
+            out,
+            binds,
+            target,
+        } => {
+            let name = file.display().to_string();
+            let loaded = pto_wsp_cli::load_source(&name, &read(&file)?)?;
+            let bindings = pto_wsp_cli::bindings_for(&loaded, &binds)?;
+            let tree = pto_wsp_cli::ascend::emit_ascend(&loaded, &bindings, &target)?;
+            pto_wsp_cli::emit::write_files(&tree.files, &out)?;
+            emit(&pto_wsp_cli::ascend::summary(&tree, &out))?;
         }
         Command::Check { file } => {
             let name = file.display().to_string();
