@@ -13,6 +13,7 @@
 
 pub mod aliases;
 pub mod ascend;
+pub mod ascend_run;
 pub mod bench;
 pub mod bench_devgen;
 pub mod bench_kernels;

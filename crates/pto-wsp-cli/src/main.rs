@@ -98,6 +98,11 @@ enum Command {
         /// Worker threads (0 = one per core).
         #[arg(long, default_value_t = 0, value_name = "N")]
         threads: usize,
+        /// Where to run: `cpu_sim` (our CPU simulation), or `ascend_a2a3sim` (emit for the
+        /// Ascend runtime simpler, build and run on its simulator, compare every written tensor
+        /// with cpu_sim on the same inputs; needs scripts/prepare-simpler.sh).
+        #[arg(long, default_value = "cpu_sim")]
+        target: String,
         /// Seed of the generated inputs (every tensor not bound or given by --input).
         #[arg(long, default_value_t = 1, value_name = "N")]
         seed: u64,
@@ -412,6 +417,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             file,
             binds,
             threads,
+            target,
             seed,
             inputs,
             outputs,
@@ -447,6 +453,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 rtol,
                 atol,
             };
+            if target.starts_with("ascend") {
+                let outcome = pto_wsp_cli::ascend_run::run_ascend(&name, &text, &target, &opts)?;
+                emit(&outcome.report)?;
+                return Ok(if outcome.passed {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                });
+            }
+            if target != "cpu_sim" {
+                anyhow::bail!(
+                    "`pto-wsp run --target {target}`: runnable targets are cpu_sim and ascend_a2a3sim"
+                );
+            }
             let mut header = Ok(());
             let outcome = pto_wsp_cli::exec::run(&name, &text, main_job, &opts, &mut |line| {
                 if header.is_ok() {

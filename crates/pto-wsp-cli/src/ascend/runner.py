@@ -127,11 +127,21 @@ def main():
     for t, arr in zip(TENSORS, out):
         if t["written"]:
             np.save(os.path.join(a.out_dir, t["name"] + ".npy"), arr)
-    json.dump(
-        {"kernel_tasks": KERNEL_TASKS, "barrier_tasks": BARRIER_TASKS},
-        open(os.path.join(a.out_dir, "tasks.json"), "w"),
-    )
-    print(f"ran {KERNEL_TASKS} kernel task(s) and {BARRIER_TASKS} barrier task(s) on {a.platform}")
+    kernel_tasks, barrier_tasks, source = KERNEL_TASKS, BARRIER_TASKS, "orchestration table"
+    if a.deps_dir:
+        # The runtime's own record: tasks in submission order, edges by their source.
+        with open(os.path.join(a.deps_dir, "deps.json")) as f:
+            deps = json.load(f)
+        pos = {t["task_id"]: i for i, t in enumerate(deps["tasks"])}
+        kernel_tasks = sum(1 for t in deps["tasks"] if any(k >= 0 for k in t["kernel_ids"]))
+        barrier_tasks = len(deps["tasks"]) - kernel_tasks
+        source = "runtime deps.json"
+        with open(os.path.join(a.deps_dir, "edges.txt"), "w") as f:
+            for e in deps["edges"]:
+                f.write(f"{pos[e['pred']]} {pos[e['succ']]} {e['source']}\n")
+    with open(os.path.join(a.out_dir, "tasks.txt"), "w") as f:
+        f.write(f"kernel_tasks {kernel_tasks}\nbarrier_tasks {barrier_tasks}\n")
+    print(f"ran {kernel_tasks} kernel task(s) and {barrier_tasks} barrier task(s) on {a.platform} ({source})")
 
 
 if __name__ == "__main__":
