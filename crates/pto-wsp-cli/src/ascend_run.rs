@@ -313,7 +313,10 @@ pub fn run_ascend(
     );
     report.push_str(&format!(
         "  tasks: cpu_sim {} kernel + {} barrier; a2a3sim {} kernel + {} barrier (runtime record)\n",
-        cpu.stats.tasks, cpu.stats.barriers, sim_tasks.0, sim_tasks.1
+        cpu.stats.tasks - cpu.stats.barriers,
+        cpu.stats.barriers,
+        sim_tasks.0,
+        sim_tasks.1
     ));
     report.push_str(&format!(
         "  edges: ours {} ({} declared explicitly in the orchestration); runtime recorded {}\n",
