@@ -190,6 +190,12 @@ pub struct AscendOutcome {
     pub sim_tasks: (u64, u64),
     /// Edges the runtime recorded `(pred, succ)`, by submission position.
     pub sim_edges: Vec<(u32, u32)>,
+    /// Every tensor's contents before the run (both sides started from these).
+    pub inputs: Vec<(String, Vec<f64>)>,
+    /// Every written tensor after our CPU run.
+    pub cpu_outputs: Vec<(String, Vec<f64>)>,
+    /// Every written tensor after the simulator's run.
+    pub sim_outputs: Vec<(String, Vec<f64>)>,
     /// Whether every compared tensor is within the tolerance.
     pub passed: bool,
     /// The report to print.
@@ -220,6 +226,7 @@ pub fn run_ascend(
         .prefix("pto-wsp-ascend-")
         .tempdir()
         .map_err(|e| CliError::plain(format!("cannot create a work directory: {e}")))?;
+    let dir_cpu = work.path().join("cpu");
     let (dir_tree, dir_in, dir_out, dir_deps) = (
         work.path().join("tree"),
         work.path().join("in"),
@@ -248,7 +255,12 @@ pub fn run_ascend(
     std::fs::create_dir_all(&dir_in)
         .map_err(|e| CliError::plain(format!("cannot create `{}`: {e}", dir_in.display())))?;
     let mut inputs = Vec::new();
-    for info in store.infos() {
+    let mut input_values = Vec::new();
+    for (t, info) in store.infos().iter().enumerate() {
+        input_values.push((
+            info.name.clone(),
+            crate::expect::values(info.dtype, store.bytes(t as u32)),
+        ));
         let bytes = store
             .to_npy(&info.name)
             .map_err(|e| CliError::plain(format!("{name}: {e}")))?;
@@ -302,10 +314,19 @@ pub fn run_ascend(
             .collect(),
         rtol: if default_tol { ASCEND_RTOL } else { opts.rtol },
         atol: if default_tol { ASCEND_ATOL } else { opts.atol },
+        outputs: tree
+            .written
+            .iter()
+            .map(|t| format!("{t}={}", dir_cpu.join(format!("{t}.npy")).display()))
+            .collect(),
         progress: false,
         ..opts.clone()
     };
+    std::fs::create_dir_all(&dir_cpu)
+        .map_err(|e| CliError::plain(format!("cannot create `{}`: {e}", dir_cpu.display())))?;
     let cpu = crate::exec::run(name, text, false, &cpu_opts, &mut |_| {})?;
+    let cpu_outputs = read_outputs(&dir_cpu, &tree.written).map_err(CliError::plain)?;
+    let sim_outputs = read_outputs(&dir_out, &tree.written).map_err(CliError::plain)?;
     let passed = cpu.expectations.iter().all(|e| e.passed);
     let mut report = format!(
         "{name}: target ascend_a2a3sim (simpler, tensormap_and_ringbuffer) against cpu_sim, same inputs (seed {})\n",
@@ -341,9 +362,30 @@ pub fn run_ascend(
         cpu,
         sim_tasks,
         sim_edges,
+        inputs: input_values,
+        cpu_outputs,
+        sim_outputs,
         passed,
         report,
     })
+}
+
+/// `DIR/NAME.npy` for every name, as `f64` values.
+fn read_outputs(dir: &Path, names: &[String]) -> Result<Vec<(String, Vec<f64>)>, String> {
+    names
+        .iter()
+        .map(|n| {
+            let path = dir.join(format!("{n}.npy"));
+            let bytes = std::fs::read(&path)
+                .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+            let a = pto_wsp::kernels::npy::NpyArray::parse(&bytes)
+                .map_err(|e| format!("`{}`: {e}", path.display()))?;
+            let dtype = a.dtype().ok_or_else(|| {
+                format!("`{}`: unexpected element type {}", path.display(), a.descr)
+            })?;
+            Ok((n.clone(), crate::expect::values(dtype, &a.data)))
+        })
+        .collect()
 }
 
 fn read_tasks(path: &Path) -> Result<(u64, u64), String> {

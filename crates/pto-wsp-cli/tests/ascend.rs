@@ -1,0 +1,343 @@
+//! The Ascend back end: every example of `examples/ascend` emitted, built and run on simpler's
+//! `a2a3sim` and on our CPU simulation from the same inputs, each side compared with an
+//! independent `f64` reference written here; the runtime's recorded dependency graph checked
+//! against the edges our builder infers (none missing, by reachability); and refusals of what
+//! the back end cannot express, before anything is written.
+//!
+//! The simulator tests need the checkouts and venv of `scripts/prepare-simpler.sh`; without
+//! them each prints one `skipped: …` line and passes. Simulator runs never overlap (a process
+//! lock here, a nextest test group in `.config/nextest.toml`): the simulator starts ~30 threads
+//! and two at once on a small machine can starve each other.
+
+mod common;
+
+use pto_wsp_cli::ascend::emit_ascend;
+use pto_wsp_cli::ascend_run::{AscendOutcome, Toolchain, run_ascend};
+use pto_wsp_cli::exec::RunOptions;
+use std::sync::Mutex;
+
+static SIM: Mutex<()> = Mutex::new(());
+
+fn example(name: &str) -> (String, String) {
+    let path = format!("examples/ascend/{name}.wsp");
+    let text = std::fs::read_to_string(common::root().join(&path)).unwrap();
+    (path, text)
+}
+
+/// Runs one example on both back ends, or says why not (and the test passes).
+fn run_example(name: &str) -> Option<AscendOutcome> {
+    if let Err(why) = Toolchain::find() {
+        println!("skipped: {why}");
+        return None;
+    }
+    let _one_at_a_time = SIM.lock().unwrap_or_else(|e| e.into_inner());
+    let (path, text) = example(name);
+    let opts = RunOptions {
+        progress: false,
+        threads: 2,
+        ..RunOptions::default()
+    };
+    let out = run_ascend(&path, &text, "ascend_a2a3sim", &opts).unwrap_or_else(|e| panic!("{e}"));
+    println!("{}", out.report);
+    Some(out)
+}
+
+fn get<'a>(v: &'a [(String, Vec<f64>)], name: &str) -> &'a [f64] {
+    &v.iter().find(|(n, _)| n == name).unwrap().1
+}
+
+fn max_err(a: &[f64], b: &[f64]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max)
+}
+
+/// Compares both sides' `tensor` with `reference` within `tol` (absolute, scaled by the
+/// reference's magnitude), prints the table row, and checks the task counts agree.
+fn check(out: &AscendOutcome, example: &str, tensor: &str, reference: &[f64], tol: f64) {
+    let scale = reference.iter().fold(1.0f64, |m, x| m.max(x.abs()));
+    let cpu = max_err(get(&out.cpu_outputs, tensor), reference);
+    let sim = max_err(get(&out.sim_outputs, tensor), reference);
+    println!(
+        "| {example} | {tensor} | cpu_sim {cpu:.3e} | a2a3sim {sim:.3e} | tasks cpu_sim {} + {} barrier, a2a3sim {} + {} barrier |",
+        out.cpu.stats.tasks - out.cpu.stats.barriers,
+        out.cpu.stats.barriers,
+        out.sim_tasks.0,
+        out.sim_tasks.1
+    );
+    assert!(
+        cpu <= tol * scale,
+        "{example}: cpu_sim {tensor} max error {cpu}"
+    );
+    assert!(
+        sim <= tol * scale,
+        "{example}: a2a3sim {tensor} max error {sim}"
+    );
+    assert_eq!(
+        (
+            out.cpu.stats.tasks - out.cpu.stats.barriers,
+            out.cpu.stats.barriers
+        ),
+        out.sim_tasks,
+        "{example}: task counts differ"
+    );
+    assert!(out.passed, "{example}: the two back ends disagree");
+}
+
+/// Every edge our builder infers is implied by the runtime's recorded graph (reachability over
+/// the runtime's edges, tasks numbered by submission on both sides).
+fn no_edge_missing(out: &AscendOutcome, example: &str) {
+    let n = out.tree.barriers.len();
+    assert_eq!(
+        n as u64,
+        out.sim_tasks.0 + out.sim_tasks.1,
+        "{example}: task count"
+    );
+    let mut succ = vec![Vec::new(); n];
+    for &(p, s) in &out.sim_edges {
+        succ[p as usize].push(s as usize);
+    }
+    let mut missing = Vec::new();
+    for &(p, s) in &out.tree.edges {
+        let mut seen = vec![false; n];
+        let mut stack = vec![p as usize];
+        let mut found = false;
+        while let Some(x) = stack.pop() {
+            if x == s as usize {
+                found = true;
+                break;
+            }
+            for &y in &succ[x] {
+                if !seen[y] {
+                    seen[y] = true;
+                    stack.push(y);
+                }
+            }
+        }
+        if !found {
+            missing.push((p, s));
+        }
+    }
+    println!(
+        "{example}: our edges {} ({} declared explicitly), runtime edges {}, missing {}",
+        out.tree.edges.len(),
+        out.tree.explicit_edges,
+        out.sim_edges.len(),
+        missing.len()
+    );
+    assert!(
+        missing.is_empty(),
+        "{example}: edges missing in the runtime: {missing:?}"
+    );
+}
+
+#[test]
+fn ascend_sim_vector_example_matches_its_reference() {
+    let Some(out) = run_example("vector_example") else {
+        return;
+    };
+    let (a, b) = (get(&out.inputs, "a"), get(&out.inputs, "b"));
+    let c: Vec<f64> = a.iter().zip(b).map(|(x, y)| x + y).collect();
+    let f: Vec<f64> = c.iter().map(|c| (c + 1.0) * (c + 2.0) + c).collect();
+    check(&out, "vector_example", "c", &c, 1e-6);
+    check(&out, "vector_example", "f", &f, 1e-6);
+    no_edge_missing(&out, "vector_example");
+}
+
+#[test]
+fn ascend_sim_gemm_f16_in_f32_acc_matches_its_reference() {
+    let Some(out) = run_example("gemm") else {
+        return;
+    };
+    let (a, b) = (get(&out.inputs, "A"), get(&out.inputs, "B"));
+    let c: Vec<f64> = (0..64 * 64)
+        .map(|i| {
+            (0..64)
+                .map(|k| a[i / 64 * 64 + k] * b[k * 64 + i % 64])
+                .sum()
+        })
+        .collect();
+    check(&out, "gemm", "C", &c, 1e-5);
+    no_edge_missing(&out, "gemm");
+}
+
+#[test]
+fn ascend_sim_rmsnorm_with_in_place_update_matches_its_reference() {
+    let Some(out) = run_example("rmsnorm") else {
+        return;
+    };
+    let (x, w) = (get(&out.inputs, "X"), get(&out.inputs, "W"));
+    let mut y = vec![0.0; 32 * 64];
+    for r in 0..32 {
+        let row = &x[r * 64..r * 64 + 64];
+        let ms = row.iter().map(|v| v * v).sum::<f64>() / 64.0;
+        let inv = 1.0 / (ms + 1e-6).sqrt();
+        for c in 0..64 {
+            y[r * 64 + c] = row[c] * inv * w[c];
+        }
+    }
+    let half: Vec<f64> = x.iter().map(|v| v * 0.5).collect();
+    check(&out, "rmsnorm", "Y", &y, 1e-5);
+    check(&out, "rmsnorm", "X", &half, 1e-6);
+    // The update writes what the norm read: write-after-read edges, declared explicitly.
+    assert!(out.tree.explicit_edges > 0);
+    no_edge_missing(&out, "rmsnorm");
+}
+
+#[test]
+fn ascend_sim_softmax_3pass_in_place_matches_its_reference() {
+    let Some(out) = run_example("softmax_3pass") else {
+        return;
+    };
+    let x = get(&out.inputs, "X");
+    let (mut y, mut m, mut l) = (vec![0.0; 32 * 256], vec![0.0; 32], vec![0.0; 32]);
+    for r in 0..32 {
+        let row = &x[r * 256..r * 256 + 256];
+        m[r] = row.iter().copied().fold(f64::MIN, f64::max);
+        l[r] = row.iter().map(|v| (v - m[r]).exp()).sum();
+        for c in 0..256 {
+            y[r * 256 + c] = (row[c] - m[r]).exp() / l[r];
+        }
+    }
+    check(&out, "softmax_3pass", "X", &y, 1e-5);
+    check(&out, "softmax_3pass", "M", &m, 1e-6);
+    check(&out, "softmax_3pass", "L", &l, 1e-5);
+    assert!(out.tree.explicit_edges > 0);
+    no_edge_missing(&out, "softmax_3pass");
+}
+
+#[test]
+fn ascend_sim_varlen_split_kv_decode_attention_matches_its_reference() {
+    let Some(out) = run_example("decode_attention") else {
+        return;
+    };
+    let f32s = |n: &str| -> Vec<f32> { get(&out.inputs, n).iter().map(|&v| v as f32).collect() };
+    let (q, k, v) = (f32s("Q"), f32s("K"), f32s("V"));
+    let mut reference = Vec::new();
+    for (r, keys) in [(0usize, 200usize), (1, 96)] {
+        reference.extend(common::attention_reference(
+            &q[r * 64..r * 64 + 64],
+            &k[r * 256 * 64..],
+            &v[r * 256 * 64..],
+            keys,
+            64,
+            0.125,
+        ));
+    }
+    check(&out, "decode_attention", "OUT", &reference, 1e-5);
+    // The merges follow every chunk through one barrier (the `sequential`).
+    assert_eq!(out.sim_tasks.1, 1);
+    no_edge_missing(&out, "decode_attention");
+}
+
+/// Emits `text` (named `bad.wsp`) for the simulator target; the rendered error.
+fn refusal(text: &str) -> String {
+    let loaded = pto_wsp_cli::load_source("bad.wsp", text).unwrap();
+    let bindings = pto_wsp_cli::bindings_for(&loaded, &[]).unwrap();
+    emit_ascend(&loaded, &bindings, "ascend_a2a3sim")
+        .map(|_| ())
+        .unwrap_err()
+        .rendered
+}
+
+#[test]
+fn constructs_the_ascend_back_end_cannot_express_are_refused_with_their_location() {
+    // A task of a kernel without a body (a built-in): no AICore code exists for it.
+    let e = refusal(
+        "tensor X: f32[8, 64];\nkernel k(inout x: f32[8, 64]) @vector;\n\
+         workload main() { task k(X[0 +: 8, 0 +: 64]); }\n",
+    );
+    assert!(
+        e.contains("bad.wsp:2:8") && e.contains("kernel `k` has no body"),
+        "{e}"
+    );
+    // A CSP pipeline entry.
+    let e = refusal(
+        "tensor X: f32[8];\nkernel k(inout x: f32[8]) @vector;\n\
+         pipeline p {\n  channel ch[2];\n  process a(produces ch) { send ch(0); }\n  process b(consumes ch) { consume ch as i { task k(X[0 +: 8]); } }\n}\n",
+    );
+    assert!(
+        e.contains("bad.wsp:3:10") && e.contains("pipeline `p`"),
+        "{e}"
+    );
+    // A bf16 tensor (the simulator's bf16 is f16 with this compiler).
+    let e = refusal(
+        "tensor X: bf16[8, 64];\nkernel k(inout x: f32[8, 64]) @vector {\n  tile t: vec f32[8, 64];\n  TLOAD(t, x);\n  TSTORE(x, t);\n}\n\
+         workload main() { }\n",
+    );
+    assert!(e.contains("bad.wsp:1:8") && e.contains("bf16"), "{e}");
+    // Nothing is written: the command checks before writing.
+    let dir = common::scratch("ascend-refusal");
+    let out = dir.join("tree");
+    let bad = dir.join("bad.wsp");
+    std::fs::write(
+        &bad,
+        "tensor X: f32[8, 64];\nkernel k(inout x: f32[8, 64]) @vector;\n\
+         workload main() { task k(X[0 +: 8, 0 +: 64]); }\n",
+    )
+    .unwrap();
+    let (code, _, stderr) = common::binary(&[
+        "emit",
+        "ascend",
+        bad.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("has no body"), "{stderr}");
+    assert!(!out.exists(), "the output directory was created");
+}
+
+#[test]
+fn a_device_target_refuses_a_kernel_mixing_cube_and_vector_tiles() {
+    let (path, text) = example("decode_attention");
+    let loaded = pto_wsp_cli::load_source(&path, &text).unwrap();
+    let bindings = pto_wsp_cli::bindings_for(&loaded, &[]).unwrap();
+    let e = emit_ascend(&loaded, &bindings, "ascend_a2a3")
+        .map(|_| ())
+        .unwrap_err()
+        .rendered;
+    assert!(
+        e.contains("decode_attention.wsp:")
+            && e.contains("kernel `chunk`")
+            && e.contains("split it"),
+        "{e}"
+    );
+    // The simulator target runs it, with the note in the README.
+    let tree = emit_ascend(&loaded, &bindings, "ascend_a2a3sim").unwrap();
+    let readme = &tree.files.iter().find(|(n, _)| n == "README.md").unwrap().1;
+    assert!(
+        readme.contains("kernel `chunk`") && readme.contains("a device could not"),
+        "{readme}"
+    );
+}
+
+#[test]
+fn unhonoured_schedule_directives_are_listed_in_the_readme_and_the_output() {
+    let dir = common::scratch("ascend-notes");
+    let file = dir.join("s.wsp");
+    std::fs::write(
+        &file,
+        "tensor X: f32[8, 64];\nkernel k(inout x: f32[8, 64]) @vector {\n  tile t: vec f32[8, 64];\n  TLOAD(t, x);\n  TSTORE(x, t);\n}\n\
+         workload main() { task k(X[0 +: 8, 0 +: 64]); }\n\
+         schedule for main {\n  executors 4;\n  dispatch round_robin(4);\n  streams 2;\n  task_graph { ready work_steal; }\n}\n",
+    )
+    .unwrap();
+    let out = dir.join("tree");
+    let (code, stdout, stderr) = common::binary(&[
+        "emit",
+        "ascend",
+        file.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
+    for what in ["`executors 4`", "`dispatch`", "`streams`", "`ready`"] {
+        assert!(stdout.contains(what), "{what} not in the output: {stdout}");
+        assert!(readme.contains(what), "{what} not in the README: {readme}");
+    }
+    assert!(stdout.contains("s.wsp:9:3"), "{stdout}");
+}
