@@ -27,6 +27,8 @@
 //! time (a table and one loop), so re-binding a symbol needs a re-emit; the workload's loops are
 //! not regenerated as C++ loops.
 
+mod orch;
+
 use crate::emit::{EmitError, emit_kernel};
 use crate::{CliError, Loaded};
 use pto_wsp::graph::ExecDomain;
@@ -56,10 +58,9 @@ const MAX_TASK_SCALARS: usize = 16;
 const MAX_ORCH_TENSORS: usize = 256;
 const MAX_RANK: usize = 5;
 const MAX_KERNELS: usize = 1024;
-/// Tasks per orchestration scope (a scope holding a whole ring window would deadlock).
-const SCOPE_TASKS: usize = 1024;
 
 const AICORE_HPP: &str = include_str!("ascend/pto_wsp_aicore.hpp");
+const ORCH_HPP: &str = include_str!("ascend/pto_wsp_orch.hpp");
 const RUNNER_BODY: &str = include_str!("ascend/runner.py");
 
 /// An emitted tree, in memory, with what the caller reports and tests compare.
@@ -76,8 +77,6 @@ pub struct AscendTree {
     /// Our builder's edges `(pred, succ)` over the submitted tasks (kernel and barrier
     /// interleaved, in submission order).
     pub edges: Vec<(u32, u32)>,
-    /// Of those, the ones declared explicitly (the rest the runtime's TensorMap infers).
-    pub explicit_edges: usize,
     /// Whether each submitted task is a barrier.
     pub barriers: Vec<bool>,
     /// The tensors the workload writes (the runner's outputs).
@@ -215,13 +214,26 @@ pub fn emit_ascend(
         )));
     }
 
-    // Kernels: every kernel a task runs, in module order, must have a body.
-    let mut used = vec![false; module.kernels.len()];
-    for t in &graph.tasks {
-        if t.kernel != BARRIER_KERNEL {
-            used[t.kernel as usize] = true;
+    let res = pto_wsp::ir::resolve(module, &pto_wsp::ir::ResolveOptions::default())
+        .map_err(|e| CliError::diagnostic(&loaded.source, &e))?;
+    // A computed read (a loop bound or `load` from a tensor a task writes) would need the
+    // orchestration to wait for that task's data.
+    for (i, t) in module.tensors.iter().enumerate() {
+        if res.arrays[i] && res.written[i] {
+            return Err(refuse(
+                loaded,
+                res.array_reads[i],
+                format!(
+                    "the workload reads the contents of tensor `{}`, which its tasks write (a \
+                     computed read); the orchestration reads bound integer tensors only",
+                    t.name.name
+                ),
+            ));
         }
     }
+    // Kernels: every kernel a task may run (tier variants included), in module order, must
+    // have a body.
+    let used = res.kernels_used.clone();
     let mut func_id = vec![u32::MAX; module.kernels.len()];
     let mut kernels = Vec::new();
     let mut notes = Vec::new();
@@ -325,38 +337,9 @@ pub fn emit_ascend(
         }
     }
 
-    // Edges: those the runtime infers (the successor reads or writes a box the predecessor
-    // writes; both are kernel tasks), the rest declared.
-    let mut preds = vec![Vec::new(); graph.tasks.len()];
-    for (p, s) in graph.edges() {
-        preds[s.0 as usize].push(p.0);
-    }
-    let writes_overlap = |p: u32, s: u32| {
-        let (tp, ts) = (&graph.tasks[p as usize], &graph.tasks[s as usize]);
-        if tp.kernel == BARRIER_KERNEL || ts.kernel == BARRIER_KERNEL {
-            return false;
-        }
-        graph.io[tp.io_range()]
-            .iter()
-            .filter(|a| access_from_code(a.access).writes())
-            .any(|a| {
-                graph.io[ts.io_range()]
-                    .iter()
-                    .any(|b| boxes_meet(&a.region, &b.region))
-            })
-    };
-    let mut edges = Vec::new();
-    let mut explicit: Vec<Vec<u32>> = vec![Vec::new(); graph.tasks.len()];
-    for (s, ps) in preds.iter().enumerate() {
-        for &p in ps {
-            edges.push((p, s as u32));
-            if !writes_overlap(p, s as u32) {
-                explicit[s].push(p);
-            }
-        }
-    }
+    // Our builder's edges, for the summary and the tests.
+    let mut edges: Vec<(u32, u32)> = graph.edges().map(|(p, s)| (p.0, s.0)).collect();
     edges.sort_unstable();
-    let explicit_edges = explicit.iter().map(Vec::len).sum();
 
     notes.extend(schedule_notes(loaded));
     let barriers: Vec<bool> = graph
@@ -383,8 +366,19 @@ pub fn emit_ascend(
             kernel_wrapper(loaded, k),
         ));
     }
-    let orch = orchestration(loaded, &graph, &facts, &func_id, &kernels, &explicit)?;
+    let mut kernel_of = vec![None; module.kernels.len()];
+    for (f, (ki, core, _)) in kernels.iter().enumerate() {
+        kernel_of[*ki] = Some((f as u32, *core == "aic"));
+    }
+    let orch = orch::orchestration(&orch::OrchInput {
+        loaded,
+        res: &res,
+        bindings,
+        shapes: store.infos().iter().map(|i| i.shape.clone()).collect(),
+        kernels: kernel_of,
+    });
     files.push(("orchestration.cpp".to_string(), orch));
+    files.push(("pto_wsp_orch.hpp".to_string(), ORCH_HPP.to_string()));
     let window = config
         .task_window
         .map(|(n, _)| (n + 1).next_power_of_two().max(4));
@@ -414,20 +408,9 @@ pub fn emit_ascend(
         kernel_tasks,
         barrier_tasks,
         edges,
-        explicit_edges,
         barriers,
         written,
     })
-}
-
-/// Whether two regions of the same tensor intersect.
-fn boxes_meet(a: &pto_wsp::graph::types::Region, b: &pto_wsp::graph::types::Region) -> bool {
-    a.tensor == b.tensor
-        && (0..a.rank.min(b.rank) as usize).all(|d| {
-            let (a0, a1) = (a.start[d], a.start[d] + a.size[d]);
-            let (b0, b1) = (b.start[d], b.start[d] + b.size[d]);
-            a0 < b1 && b0 < a1
-        })
 }
 
 /// What the runtime does with each schedule directive it cannot honour as written.
@@ -583,210 +566,6 @@ fn c_str(s: &str) -> String {
     format!("{s:?}")
 }
 
-/// The orchestration: the task table and the loop that submits it.
-fn orchestration(
-    loaded: &Loaded,
-    graph: &pto_wsp::graph::storage::TaskGraphStorage,
-    facts: &[TensorFacts],
-    func_id: &[u32],
-    kernels: &[(usize, &'static str, String)],
-    explicit: &[Vec<u32>],
-) -> Result<String, CliError> {
-    let n = graph.tasks.len();
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "// Generated by `pto-wsp emit ascend` from {}. Do not edit.\n\
-         // The orchestration of simpler's tensormap_and_ringbuffer runtime: the workload's {n} task(s)\n\
-         // (kernel and barrier tasks, in program order, under the bindings given at emit time) as a\n\
-         // table, submitted by one loop. Regions are views of the module tensors (in: add_input;\n\
-         // out / inout: add_inout); dependencies the runtime does not infer (write-after-read,\n\
-         // barriers) are declared explicitly.",
-        loaded.source.name
-    );
-    out.push_str("#include <cstdint>\n#include <vector>\n\n#include \"pto_orchestration_api.h\"\n\nnamespace {\n\n");
-    let _ = writeln!(
-        out,
-        "constexpr uint32_t kTensors = {};\nconstexpr uint32_t kTasks = {n};\nconstexpr uint32_t kScopeTasks = {SCOPE_TASKS};\n",
-        facts.len()
-    );
-    let _ = writeln!(
-        out,
-        "// Tensors: {}",
-        facts
-            .iter()
-            .map(|t| t.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    // Per task: function id (-1: barrier), core (1: AIC), ranges into the flat tables.
-    let mut func = Vec::with_capacity(n);
-    let mut cube = Vec::with_capacity(n);
-    let (mut arg_begin, mut scalar_begin, mut dep_begin) = (vec![0u32], vec![0u32], vec![0u32]);
-    let mut args = String::new();
-    let mut scalars = Vec::new();
-    let mut deps = Vec::new();
-    let mut nargs = 0u32;
-    for (i, t) in graph.tasks.iter().enumerate() {
-        if t.kernel == BARRIER_KERNEL {
-            func.push("-1".to_string());
-            cube.push("0");
-        } else {
-            let f = func_id[t.kernel as usize];
-            func.push(f.to_string());
-            let core = kernels[f as usize].1;
-            cube.push(if core == "aic" { "1" } else { "0" });
-            for io in &graph.io[t.io_range()] {
-                let r = &io.region;
-                let mut off = [0u32; MAX_RANK];
-                let mut sh = [1u32; MAX_RANK];
-                off[..r.rank as usize].copy_from_slice(&r.start[..r.rank as usize]);
-                sh[..r.rank as usize].copy_from_slice(&r.size[..r.rank as usize]);
-                let dir = u8::from(access_from_code(io.access).writes());
-                let _ = writeln!(
-                    args,
-                    "    {{{}, {dir}, {{{}}}, {{{}}}}},",
-                    r.tensor,
-                    off.iter()
-                        .map(u32::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    sh.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
-                );
-                nargs += 1;
-            }
-            scalars.extend(graph.params_of(t.id).iter().copied());
-        }
-        deps.extend(explicit[i].iter().copied());
-        arg_begin.push(nargs);
-        scalar_begin.push(scalars.len() as u32);
-        dep_begin.push(deps.len() as u32);
-    }
-    out.push_str(
-        "struct RegionArg {\n    uint32_t tensor;\n    uint32_t writes; // 0: add_input, 1: add_inout\n    uint32_t off[5];\n    uint32_t shape[5];\n};\n\n",
-    );
-    let list = |v: &[String]| -> String {
-        let mut s = String::new();
-        for (i, x) in v.iter().enumerate() {
-            s.push_str(x);
-            s.push(',');
-            s.push(if i % 16 == 15 { '\n' } else { ' ' });
-        }
-        s
-    };
-    let strs = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>();
-    let _ = writeln!(out, "const int32_t kFunc[kTasks] = {{\n{}}};", list(&func));
-    let _ = writeln!(
-        out,
-        "const uint8_t kCube[kTasks] = {{\n{}}};",
-        list(&cube.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-    );
-    let _ = writeln!(
-        out,
-        "const uint32_t kArgBegin[kTasks + 1] = {{\n{}}};",
-        list(&strs(&arg_begin))
-    );
-    let _ = writeln!(
-        out,
-        "const RegionArg kArgs[{}] = {{\n{args}}};",
-        nargs.max(1)
-    );
-    let _ = writeln!(
-        out,
-        "const uint32_t kScalarBegin[kTasks + 1] = {{\n{}}};",
-        list(&strs(&scalar_begin))
-    );
-    let _ = writeln!(
-        out,
-        "const uint64_t kScalars[{}] = {{\n{}}};",
-        scalars.len().max(1),
-        list(
-            &scalars
-                .iter()
-                .map(|s| format!("UINT64_C({s:#x})"))
-                .collect::<Vec<_>>()
-        )
-    );
-    let _ = writeln!(
-        out,
-        "const uint32_t kDepBegin[kTasks + 1] = {{\n{}}};",
-        list(&strs(&dep_begin))
-    );
-    let _ = writeln!(
-        out,
-        "const uint32_t kDeps[{}] = {{\n{}}};",
-        deps.len().max(1),
-        list(&strs(&deps))
-    );
-    out.push_str(ORCH_BODY);
-    Ok(out)
-}
-
-/// The loop every emitted orchestration shares.
-const ORCH_BODY: &str = r#"
-} // namespace
-
-extern "C" {
-
-__attribute__((visibility("default"))) PTO2OrchestrationConfig aicpu_orchestration_config(const ChipTaskArgs &orch_args)
-{
-    (void)orch_args;
-    PTO2OrchestrationConfig c{};
-    c.expected_arg_count = kTensors;
-    return c;
-}
-
-__attribute__((visibility("default"))) void aicpu_orchestration_entry(const ChipTaskArgs &orch_args)
-{
-    std::vector<const ChipTensor *> ext(kTensors);
-    for (uint32_t t = 0; t < kTensors; ++t) {
-        ext[t] = &orch_args.tensor(t).ref();
-    }
-    std::vector<PTO2TaskId> ids(kTasks);
-    std::vector<PTO2TaskId> deps;
-    ChipTensor views[32];
-    for (uint32_t first = 0; first < kTasks; first += kScopeTasks) {
-        PTO2_SCOPE() {
-            const uint32_t last = first + kScopeTasks < kTasks ? first + kScopeTasks : kTasks;
-            for (uint32_t i = first; i < last; ++i) {
-                CoreTaskArgs args;
-                for (uint32_t a = kArgBegin[i]; a < kArgBegin[i + 1]; ++a) {
-                    const RegionArg &g = kArgs[a];
-                    views[a - kArgBegin[i]] = ext[g.tensor]->view(g.shape, g.off);
-                }
-                for (uint32_t a = kArgBegin[i]; a < kArgBegin[i + 1]; ++a) {
-                    ChipTensor &v = views[a - kArgBegin[i]];
-                    if (kArgs[a].writes) {
-                        args.add_inout(v);
-                    } else {
-                        args.add_input(v);
-                    }
-                }
-                for (uint32_t s = kScalarBegin[i]; s < kScalarBegin[i + 1]; ++s) {
-                    args.add_scalar(kScalars[s]);
-                }
-                deps.clear();
-                for (uint32_t d = kDepBegin[i]; d < kDepBegin[i + 1]; ++d) {
-                    deps.push_back(ids[kDeps[d]]);
-                }
-                if (!deps.empty()) {
-                    args.set_dependencies(deps.data(), static_cast<uint32_t>(deps.size()));
-                }
-                if (kFunc[i] < 0) {
-                    ids[i] = rt_submit_dummy_task(args).task_id();
-                } else if (kCube[i]) {
-                    ids[i] = rt_submit_aic_task(kFunc[i], args).task_id();
-                } else {
-                    ids[i] = rt_submit_aiv_task(kFunc[i], args).task_id();
-                }
-            }
-        }
-    }
-}
-
-} // extern "C"
-"#;
-
 /// The runner: the tree's facts as Python literals, then the shared body.
 fn runner(
     loaded: &Loaded,
@@ -886,12 +665,11 @@ fn readme(
 /// What `pto-wsp emit ascend` prints after writing `tree` to `dir`.
 pub fn summary(tree: &AscendTree, dir: &std::path::Path) -> String {
     let mut s = format!(
-        "emitted an Ascend workload ({} kernel task(s), {} barrier task(s), {} edge(s) of which {} declared explicitly) to {}\n\
+        "emitted an Ascend workload ({} kernel task(s), {} barrier task(s), {} edge(s) under the bindings) to {}\n\
          run: python {}/runner.py IN_DIR OUT_DIR (writes {})\n",
         tree.kernel_tasks,
         tree.barrier_tasks,
         tree.edges.len(),
-        tree.explicit_edges,
         dir.display(),
         dir.display(),
         tree.written.join(", ")

@@ -190,6 +190,10 @@ pub struct AscendOutcome {
     pub sim_tasks: (u64, u64),
     /// Edges the runtime recorded `(pred, succ)`, by submission position.
     pub sim_edges: Vec<(u32, u32)>,
+    /// Of those, the ones the orchestration declared (write-after-read, structural order).
+    pub sim_explicit_edges: usize,
+    /// Whether each task the runtime recorded is a barrier (a dummy task), in submission order.
+    pub sim_barriers: Vec<bool>,
     /// Every tensor's contents before the run (both sides started from these).
     pub inputs: Vec<(String, Vec<f64>)>,
     /// Every written tensor after our CPU run.
@@ -289,9 +293,11 @@ pub fn run_ascend(
         Ok((
             read_tasks(&dir_out.join("tasks.txt"))?,
             read_edges(&dir_deps.join("edges.txt"))?,
+            std::fs::read_to_string(dir_deps.join("kinds.txt"))
+                .map_err(|e| format!("cannot read the runtime's task kinds: {e}"))?,
         ))
     });
-    let (sim_tasks, sim_edges) = match ran {
+    let (sim_tasks, (sim_edges, sim_explicit_edges), kinds) = match ran {
         Ok(r) => r,
         Err(e) => {
             let kept = work.keep();
@@ -340,10 +346,10 @@ pub fn run_ascend(
         sim_tasks.1
     ));
     report.push_str(&format!(
-        "  edges: ours {} ({} declared explicitly in the orchestration); runtime recorded {}\n",
+        "  edges: ours {}; runtime recorded {} ({} declared explicitly by the orchestration)\n",
         tree.edges.len(),
-        tree.explicit_edges,
-        sim_edges.len()
+        sim_edges.len(),
+        sim_explicit_edges
     ));
     for n in &tree.notes {
         report.push_str(&format!("  note: {n}\n"));
@@ -362,6 +368,8 @@ pub fn run_ascend(
         cpu,
         sim_tasks,
         sim_edges,
+        sim_explicit_edges,
+        sim_barriers: kinds.trim().chars().map(|c| c == 'b').collect(),
         inputs: input_values,
         cpu_outputs,
         sim_outputs,
@@ -400,16 +408,21 @@ fn read_tasks(path: &Path) -> Result<(u64, u64), String> {
     Ok((get("kernel_tasks")?, get("barrier_tasks")?))
 }
 
-fn read_edges(path: &Path) -> Result<Vec<(u32, u32)>, String> {
+fn read_edges(path: &Path) -> Result<(Vec<(u32, u32)>, usize), String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-    text.lines()
-        .map(|l| {
-            let mut it = l.split_whitespace().map(|x| x.parse::<u32>());
-            match (it.next(), it.next()) {
-                (Some(Ok(p)), Some(Ok(s))) => Ok((p, s)),
-                _ => Err(format!("`{}`: bad edge line `{l}`", path.display())),
-            }
-        })
-        .collect()
+    let mut edges = Vec::new();
+    let mut explicit = 0;
+    for l in text.lines() {
+        let mut it = l.split_whitespace();
+        match (
+            it.next().and_then(|x| x.parse::<u32>().ok()),
+            it.next().and_then(|x| x.parse::<u32>().ok()),
+        ) {
+            (Some(p), Some(s)) => edges.push((p, s)),
+            _ => return Err(format!("`{}`: bad edge line `{l}`", path.display())),
+        }
+        explicit += usize::from(it.next() == Some("explicit"));
+    }
+    Ok((edges, explicit))
 }

@@ -136,6 +136,8 @@ def main():
         kernel_tasks = sum(1 for t in deps["tasks"] if any(k >= 0 for k in t["kernel_ids"]))
         barrier_tasks = len(deps["tasks"]) - kernel_tasks
         source = "runtime deps.json"
+        with open(os.path.join(a.deps_dir, "kinds.txt"), "w") as f:
+            f.write("".join("k" if any(k >= 0 for k in t["kernel_ids"]) else "b" for t in deps["tasks"]))
         with open(os.path.join(a.deps_dir, "edges.txt"), "w") as f:
             for e in deps["edges"]:
                 f.write(f"{pos[e['pred']]} {pos[e['succ']]} {e['source']}\n")
