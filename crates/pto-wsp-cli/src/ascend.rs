@@ -233,7 +233,10 @@ pub fn emit_ascend(
     }
     // Kernels: every kernel a task may run (tier variants included), in module order, must
     // have a body.
-    let used = res.kernels_used.clone();
+    // A kernel with tiers never runs itself: its variants do.
+    let used: Vec<bool> = (0..module.kernels.len())
+        .map(|k| res.kernels_used[k] && res.tiers[k].is_none())
+        .collect();
     let mut func_id = vec![u32::MAX; module.kernels.len()];
     let mut kernels = Vec::new();
     let mut notes = Vec::new();

@@ -286,6 +286,64 @@ fn ascend_sim_varlen_split_kv_decode_attention_matches_its_reference() {
     no_edge_missing(&out, "decode_attention");
 }
 
+#[test]
+fn ascend_sim_control_flow_matches_its_reference() {
+    let Some(out) = run_example("control_flow") else {
+        return;
+    };
+    // The program, block by block (4 x 64 row blocks), in f64.
+    let block = |v: &[f64], b: usize| v[b * 256..b * 256 + 256].to_vec();
+    let bump = |v: &mut Vec<f64>, j: i64| {
+        for x in v.iter_mut() {
+            *x = if j < 2 { *x + 1.0 } else { *x * 0.5 + 2.0 };
+        }
+    };
+    let lens = [2i64, 0, 3, 1];
+    let mut x: Vec<Vec<f64>> = (0..4).map(|b| block(get(&out.inputs, "X"), b)).collect();
+    let mut y: Vec<Vec<f64>> = (0..4).map(|b| block(get(&out.inputs, "Y"), b)).collect();
+    let mut z: Vec<Vec<f64>> = (0..4).map(|b| block(get(&out.inputs, "Z"), b)).collect();
+    for _step in 0..3 {
+        for (r, &len) in lens.iter().enumerate() {
+            for p in 0..len {
+                bump(&mut x[r], p);
+            }
+        }
+    }
+    let (indptr, indices) = ([0usize, 2, 3, 3, 5], [1usize, 3, 0, 2, 3]);
+    for r in 0..4 {
+        for &c in &indices[indptr[r]..indptr[r + 1]] {
+            y[r] = x[c].clone();
+        }
+    }
+    for b in x.iter_mut() {
+        bump(b, 7);
+    }
+    let mut i = 0i64;
+    for _ in 0..8 {
+        if i >= 10 {
+            break;
+        }
+        let n = lens[(i % 4) as usize];
+        let b = (i % 4) as usize;
+        if n > 1 {
+            bump(&mut z[b], n);
+        } else {
+            z[b] = y[b].clone();
+        }
+        i += 3;
+        if i > 6 {
+            break;
+        }
+    }
+    check(&out, "control_flow", "X", &x.concat(), 1e-6);
+    check(&out, "control_flow", "Y", &y.concat(), 1e-6);
+    check(&out, "control_flow", "Z", &z.concat(), 1e-6);
+    // The for_each steps are ordered through barriers (two or more tasks per step).
+    assert_eq!(out.sim_tasks.1, 2);
+    assert!(out.sim_explicit_edges > 0);
+    no_edge_missing(&out, "control_flow");
+}
+
 /// Emits `text` (named `bad.wsp`) for the simulator target; the rendered error.
 fn refusal(text: &str) -> String {
     let loaded = pto_wsp_cli::load_source("bad.wsp", text).unwrap();

@@ -377,13 +377,15 @@ impl Gen<'_> {
         self.line(d, &format!("{{ // task {}", k.name.name));
         let d1 = d + 1;
         // Scalars first (tiers read them).
+        // `a{j}`: the task's j-th scalar argument (what a tier's `TExpr::Arg(j)` names).
         let mut scalars = Vec::new();
-        for (i, a) in t.args.iter().enumerate() {
+        for a in &t.args {
             if let TaskArg::Scalar(e) = a {
+                let j = scalars.len();
                 let v = self.x(*e);
                 let ty = cty(self.inp.res.exprs[e.index()].expr.ty());
-                self.line(d1, &format!("const {ty} a{i} = {v};"));
-                scalars.push(i);
+                self.line(d1, &format!("const {ty} a{j} = {v};"));
+                scalars.push(j);
             }
         }
         // The kernel: the task's, or the first tier whose condition holds.
