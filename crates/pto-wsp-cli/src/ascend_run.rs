@@ -10,7 +10,9 @@
 //! - Both sides start from the same tensors: every tensor is generated once from `--seed`
 //!   (or given with `--input`) and written as `.npy` for both; every tensor the workload
 //!   writes is compared element-wise (`--expect`'s rule and report lines, the simulator's
-//!   output as the golden), and the report ends with `PASS` or `FAIL`.
+//!   output as the golden), and the report ends with `PASS` or `FAIL`. `--output NAME=PATH`
+//!   writes the simulator's result; `--expect`, `--trace`, `--device-gen` and
+//!   `--empty-kernels` are refused (they have no meaning here).
 //! - The simulator runs in a child process with a deadline ([`RUN_TIMEOUT`], or
 //!   `PTO_WSP_ASCEND_TIMEOUT_S`) and a scheduler watchdog (`SIMPLER_SCHEDULER_TIMEOUT_MS`,
 //!   5000 unless set): it never hangs the tool. Its output is kept in the work directory and
@@ -221,10 +223,37 @@ pub fn run_ascend(
              `python DIR/runner.py IN OUT --platform a2a3` where CANN is installed"
         )));
     }
+    for (flag, given) in [
+        ("--expect", !opts.expect.is_empty()),
+        ("--trace", opts.trace.is_some()),
+        ("--device-gen", opts.device_gen),
+        ("--empty-kernels", opts.empty_kernels),
+    ] {
+        if given {
+            return Err(CliError::plain(format!(
+                "`{flag}` is not supported with `--target {target}` (the run compares every \
+                 written tensor with cpu_sim itself)"
+            )));
+        }
+    }
     let loaded: Loaded = crate::load_source(name, text)?;
     let bindings = crate::bindings_for(&loaded, &opts.binds)?;
+    // `--output NAME=PATH`: the simulator's result of a tensor the workload writes.
+    let mut wanted = Vec::new();
+    for spec in &opts.outputs {
+        let (t, path) = spec
+            .split_once('=')
+            .ok_or_else(|| CliError::plain(format!("`--output {spec}` is not `NAME=PATH.npy`")))?;
+        wanted.push((t.trim().to_string(), PathBuf::from(path.trim())));
+    }
     // Refusals first, then the toolchain: nothing runs or is written before both are fine.
     let tree = emit_ascend(&loaded, &bindings, target)?;
+    if let Some((t, _)) = wanted.iter().find(|(t, _)| !tree.written.contains(t)) {
+        return Err(CliError::plain(format!(
+            "`--output {t}=...`: no task of the workload writes tensor `{t}` (written: {})",
+            tree.written.join(", ")
+        )));
+    }
     let tc = Toolchain::find().map_err(CliError::plain)?;
     let work = tempfile::Builder::new()
         .prefix("pto-wsp-ascend-")
@@ -333,6 +362,10 @@ pub fn run_ascend(
     let cpu = crate::exec::run(name, text, false, &cpu_opts, &mut |_| {})?;
     let cpu_outputs = read_outputs(&dir_cpu, &tree.written).map_err(CliError::plain)?;
     let sim_outputs = read_outputs(&dir_out, &tree.written).map_err(CliError::plain)?;
+    for (t, path) in &wanted {
+        std::fs::copy(dir_out.join(format!("{t}.npy")), path)
+            .map_err(|e| CliError::plain(format!("cannot write `{}`: {e}", path.display())))?;
+    }
     let passed = cpu.expectations.iter().all(|e| e.passed);
     let mut report = format!(
         "{name}: target ascend_a2a3sim (simpler, tensormap_and_ringbuffer) against cpu_sim, same inputs (seed {})\n",
