@@ -35,6 +35,7 @@ use pto_wsp::graph::builder::GraphBuilder;
 use pto_wsp::graph::feed::{BARRIER_KERNEL, NoHooks, feed};
 use pto_wsp::graph::types::access_from_code;
 use pto_wsp::ir::kernel_body::{KStmt, KStmtKind, TileKind};
+use pto_wsp::ir::resolve::{Resolved, Unsupported};
 use pto_wsp::ir::schedule::{
     DepsMode, Dispatch, PoolsPolicy, ReadyPolicy, ScheduleItemKind, StartPolicy, TaskGraphItem,
     Timing, TracePolicy, WindowMode,
@@ -145,6 +146,163 @@ fn core_of(k: &KernelDecl) -> (&'static str, bool) {
     (core, cube && vector)
 }
 
+/// The first construct of `res` the Ascend back end cannot express, with its location: a CSP
+/// pipeline, a computed read, a task of a kernel without a body, a bf16 tensor, a tensor rank
+/// or an argument count over the runtime's limits. The one list of refusals, read by
+/// [`emit_ascend`] and by [`AscendBackend::supports`].
+pub fn unsupported(res: &Resolved<'_>) -> Result<(), Unsupported> {
+    let module = res.module;
+    let no = |construct: String, loc: Loc| Unsupported {
+        backend: "ascend".into(),
+        construct,
+        loc,
+    };
+    if res.csp {
+        let loc = module
+            .pipelines
+            .iter()
+            .find(|p| p.name.name == res.entry)
+            .map_or(Loc::NONE, |p| p.name.loc);
+        return Err(no(
+            format!(
+                "pipeline `{}` (CSP: channels, send / consume): the runtime has no channels or \
+                 per-process orchestration threads",
+                res.entry
+            ),
+            loc,
+        ));
+    }
+    if let Some((t, loc)) = res.computed_reads().first() {
+        return Err(no(
+            format!(
+                "a computed read of tensor `{}` (its contents are written by the workload's own \
+                 tasks); the orchestration reads bound integer tensors only",
+                module.tensors[t.index()].name
+            ),
+            *loc,
+        ));
+    }
+    if module.tensors.len() > MAX_ORCH_TENSORS {
+        return Err(no(
+            format!(
+                "a module of {} tensors: the runtime passes at most {MAX_ORCH_TENSORS} to an \
+                 orchestration",
+                module.tensors.len()
+            ),
+            Loc::NONE,
+        ));
+    }
+    for t in &module.tensors {
+        if t.dtype == DType::Bf16 {
+            return Err(no(
+                format!(
+                    "the bf16 tensor `{}`: PTO-ISA's CPU simulation makes bf16 an f16 with this \
+                     g++ (no <stdfloat>), so its numbers would be wrong",
+                    t.name
+                ),
+                t.name.loc,
+            ));
+        }
+        if t.shape.is_empty() || t.shape.len() > MAX_RANK {
+            return Err(no(
+                format!(
+                    "tensor `{}` of rank {}: runtime tensors have rank 1 to {MAX_RANK}",
+                    t.name,
+                    t.shape.len()
+                ),
+                t.name.loc,
+            ));
+        }
+    }
+    // A kernel with tiers never runs itself: its variants do.
+    for (ki, k) in module.kernels.iter().enumerate() {
+        if !res.kernels_used[ki] || res.tiers[ki].is_some() {
+            continue;
+        }
+        if k.body.is_none() {
+            return Err(no(
+                format!(
+                    "a task of kernel `{}`, which has no body (a built-in or external kernel): \
+                     AICore kernels are written in tile instructions",
+                    k.name.name
+                ),
+                k.name.loc,
+            ));
+        }
+        let tiles = k
+            .params
+            .iter()
+            .filter(|p| matches!(p.kind, ParamKind::Tile { .. }))
+            .count();
+        let scalars = k.params.len() - tiles;
+        if tiles > MAX_TASK_TENSORS || scalars > MAX_TASK_SCALARS {
+            return Err(no(
+                format!(
+                    "kernel `{}` with {tiles} regions and {scalars} scalars: a runtime task takes \
+                     at most {MAX_TASK_TENSORS} and {MAX_TASK_SCALARS}",
+                    k.name.name
+                ),
+                k.name.loc,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The Ascend back end in the `pto_wsp::Backend` registry (`pto-wsp targets`, `pto-wsp
+/// compile`): [`unsupported`] as its `supports`; `compile` emits the tree under no bindings
+/// (a module with symbols or bound tensors needs `pto-wsp emit ascend FILE --bind …`, or
+/// `pto-wsp compile`, which applies the file's `//@ bind` lines).
+#[derive(Debug, Clone, Copy)]
+pub struct AscendBackend;
+
+impl pto_wsp::Backend for AscendBackend {
+    fn name(&self) -> &str {
+        "ascend"
+    }
+
+    fn targets(&self) -> Vec<String> {
+        TARGETS.iter().map(|t| t.to_string()).collect()
+    }
+
+    fn capabilities(&self) -> Vec<pto_wsp::Capability> {
+        vec![pto_wsp::Capability::Emit]
+    }
+
+    fn supports(&self, module: &Resolved<'_>) -> Result<(), Unsupported> {
+        unsupported(module)
+    }
+
+    fn compile(
+        &self,
+        plan: &pto_wsp::LoweredPlan,
+        options: &pto_wsp::CompileOptions,
+    ) -> Result<pto_wsp::Output, pto_wsp::CompileError> {
+        // Locations must refer to a text: the module's canonical print, parsed again.
+        let fail = |message: String| pto_wsp::CompileError::Emit {
+            backend: "ascend".into(),
+            message,
+        };
+        let loaded = crate::parse_source("<module>", &plan.module.to_string())
+            .map_err(|e| fail(e.rendered))?;
+        let tree = emit_ascend(&loaded, &Bindings::new(), &options.target)
+            .map_err(|e| fail(e.rendered.trim_end().to_string()))?;
+        Ok(pto_wsp::Output::Artefact(pto_wsp::Artefact::Tree(
+            tree.files
+                .into_iter()
+                .map(|(n, t)| (std::path::PathBuf::from(n), t.into_bytes()))
+                .collect(),
+        )))
+    }
+}
+
+/// Registers [`AscendBackend`] (once per process; later calls do nothing).
+pub fn register() {
+    if pto_wsp::get_backend("ascend").is_none() {
+        let _ = pto_wsp::register_backend(std::sync::Arc::new(AscendBackend));
+    }
+}
+
 /// A located refusal.
 fn refuse(loaded: &Loaded, loc: Loc, message: String) -> CliError {
     CliError::plain(format!(
@@ -168,27 +326,13 @@ pub fn emit_ascend(
     let device = target == "ascend_a2a3";
     let module = &loaded.module;
     let name = &loaded.source.name;
-    let entry = module.entry_name().unwrap_or("main");
-    if let Some(p) = module.pipelines.iter().find(|p| p.name.name == entry) {
-        return Err(refuse(
-            loaded,
-            p.name.loc,
-            format!(
-                "pipeline `{entry}` (CSP: channels, send / consume): the runtime has no channels \
-                 or per-process threads"
-            ),
-        ));
-    }
     let plan = pto_wsp::lower(module).map_err(|e| crate::exec::compile_error(loaded, &e))?;
     let config = plan.config;
+    let res = pto_wsp::ir::resolve(module, &pto_wsp::ir::ResolveOptions::default())
+        .map_err(|e| CliError::diagnostic(&loaded.source, &e))?;
+    unsupported(&res).map_err(|u| CliError::diagnostic(&loaded.source, &u))?;
     let store = TensorStore::new(module, bindings)
         .map_err(|e| CliError::plain(format!("{name}: tensor shapes: {e}")))?;
-    if store.len() > MAX_ORCH_TENSORS {
-        return Err(CliError::plain(format!(
-            "{name}: {} tensors; the runtime passes at most {MAX_ORCH_TENSORS} to an orchestration",
-            store.len()
-        )));
-    }
 
     // Our graph: the expander fed into an overlap builder (what the runtime's TensorMap does,
     // plus write-after-read), barriers for the structural order edges.
@@ -213,23 +357,6 @@ pub fn emit_ascend(
         )));
     }
 
-    let res = pto_wsp::ir::resolve(module, &pto_wsp::ir::ResolveOptions::default())
-        .map_err(|e| CliError::diagnostic(&loaded.source, &e))?;
-    // A computed read (a loop bound or `load` from a tensor a task writes) would need the
-    // orchestration to wait for that task's data.
-    for (i, t) in module.tensors.iter().enumerate() {
-        if res.arrays[i] && res.written[i] {
-            return Err(refuse(
-                loaded,
-                res.array_reads[i],
-                format!(
-                    "the workload reads the contents of tensor `{}`, which its tasks write (a \
-                     computed read); the orchestration reads bound integer tensors only",
-                    t.name.name
-                ),
-            ));
-        }
-    }
     // Kernels: every kernel a task may run (tier variants included), in module order, must
     // have a body.
     // A kernel with tiers never runs itself: its variants do.
@@ -240,17 +367,6 @@ pub fn emit_ascend(
     let mut kernels = Vec::new();
     let mut notes = Vec::new();
     for (ki, k) in module.kernels.iter().enumerate().filter(|(i, _)| used[*i]) {
-        if k.body.is_none() {
-            return Err(refuse(
-                loaded,
-                k.name.loc,
-                format!(
-                    "kernel `{}` has no body (a built-in or external kernel); AICore kernels are \
-                     written in tile instructions",
-                    k.name.name
-                ),
-            ));
-        }
         let (core, mixed) = core_of(k);
         if mixed {
             let what = format!(
@@ -270,23 +386,6 @@ pub fn emit_ascend(
                 "{what}; a2a3sim runs it on one simulated {core} core, a device could not"
             ));
         }
-        let tiles = k
-            .params
-            .iter()
-            .filter(|p| matches!(p.kind, ParamKind::Tile { .. }))
-            .count();
-        let scalars = k.params.len() - tiles;
-        if tiles > MAX_TASK_TENSORS || scalars > MAX_TASK_SCALARS {
-            return Err(refuse(
-                loaded,
-                k.name.loc,
-                format!(
-                    "kernel `{}` takes {tiles} regions and {scalars} scalars; a runtime task takes \
-                     at most {MAX_TASK_TENSORS} and {MAX_TASK_SCALARS}",
-                    k.name.name
-                ),
-            ));
-        }
         let header = emit_kernel(k, &loaded.source)
             .map_err(|e: EmitError| CliError::diagnostic(&loaded.source, &e))?;
         func_id[ki] = kernels.len() as u32;
@@ -301,30 +400,9 @@ pub fn emit_ascend(
 
     // Tensors.
     let mut facts = Vec::new();
-    for (ti, info) in store.infos().iter().enumerate() {
-        let decl = &module.tensors[ti];
-        let (numpy, simpler) = dtype_names(info.dtype).ok_or_else(|| {
-            refuse(
-                loaded,
-                decl.name.loc,
-                format!(
-                    "tensor `{}` is bf16: PTO-ISA's CPU simulation makes bf16 an f16 with this \
-                     g++ (no <stdfloat>), so its numbers would be wrong",
-                    info.name
-                ),
-            )
-        })?;
-        if info.shape.len() > MAX_RANK || info.shape.is_empty() {
-            return Err(refuse(
-                loaded,
-                decl.name.loc,
-                format!(
-                    "tensor `{}` has rank {}; runtime tensors have rank 1 to {MAX_RANK}",
-                    info.name,
-                    info.shape.len()
-                ),
-            ));
-        }
+    for info in store.infos() {
+        // `unsupported` refused bf16 and ranks outside 1..=5.
+        let (numpy, simpler) = dtype_names(info.dtype).unwrap_or(("float32", "FLOAT32"));
         facts.push(TensorFacts {
             name: info.name.clone(),
             shape: info.shape.clone(),

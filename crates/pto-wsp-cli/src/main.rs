@@ -229,6 +229,7 @@ fn main() -> ExitCode {
         eprintln!("error: internal error in pto-wsp (please report it): {info}");
     }));
     let cli = Cli::parse();
+    pto_wsp_cli::ascend::register();
     match run(cli) {
         Ok(code) => code,
         Err(err) => {

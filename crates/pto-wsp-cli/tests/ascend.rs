@@ -362,7 +362,7 @@ fn constructs_the_ascend_back_end_cannot_express_are_refused_with_their_location
          workload main() { task k(X[0 +: 8, 0 +: 64]); }\n",
     );
     assert!(
-        e.contains("bad.wsp:2:8") && e.contains("kernel `k` has no body"),
+        e.contains("bad.wsp:2:8") && e.contains("kernel `k`, which has no body"),
         "{e}"
     );
     // A CSP pipeline entry.
@@ -452,4 +452,67 @@ fn unhonoured_schedule_directives_are_listed_in_the_readme_and_the_output() {
         assert!(readme.contains(what), "{what} not in the README: {readme}");
     }
     assert!(stdout.contains("s.wsp:9:3"), "{stdout}");
+}
+
+#[test]
+fn the_ascend_back_end_is_registered_and_compile_writes_its_tree() {
+    let (code, stdout, stderr) = common::binary(&["targets"]);
+    assert_eq!(code, 0, "{stderr}");
+    let line = stdout.lines().find(|l| l.starts_with("ascend")).unwrap();
+    assert!(
+        line.contains("ascend_a2a3sim") && line.contains("ascend_a2a3 "),
+        "{line}"
+    );
+    // `compile` applies the file's `//@ bind` lines and writes the whole tree.
+    let dir = common::scratch("ascend-compile");
+    let out = dir.join("tree");
+    let (code, _, stderr) = common::binary(&[
+        "compile",
+        "examples/ascend/decode_attention.wsp",
+        "--target",
+        "ascend_a2a3sim",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    for f in [
+        "orchestration.cpp",
+        "kernel_chunk.cpp",
+        "kernel_merge.cpp",
+        "runner.py",
+        "README.md",
+    ] {
+        assert!(out.join(f).exists(), "{f} missing");
+    }
+    // Through the library registry: `supports` refuses, `compile` emits a tree.
+    pto_wsp_cli::ascend::register();
+    let (_, text) = example("vector_example");
+    let plan = pto_wsp::lower(&pto_wsp::ir::parse(&text).unwrap()).unwrap();
+    let options = pto_wsp::CompileOptions {
+        target: "ascend_a2a3sim".into(),
+        ..pto_wsp::CompileOptions::default()
+    };
+    match pto_wsp::compile_target(&plan, &options).unwrap() {
+        pto_wsp::Output::Artefact(pto_wsp::Artefact::Tree(files)) => {
+            assert!(
+                files
+                    .iter()
+                    .any(|(p, b)| p.to_str() == Some("orchestration.cpp")
+                        && String::from_utf8_lossy(b).contains("aicpu_orchestration_entry"))
+            );
+        }
+        _ => panic!("not a tree"),
+    }
+    let builtin = pto_wsp::lower(
+        &pto_wsp::ir::parse(
+            "tensor X: f32[8, 64];\nkernel k(inout x: f32[8, 64]) @vector;\n\
+             workload main() { task k(X[0 +: 8, 0 +: 64]); }\n",
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let e = pto_wsp::compile_target(&builtin, &options)
+        .map(|_| ())
+        .unwrap_err();
+    assert!(e.to_string().contains("which has no body"), "{e}");
 }
