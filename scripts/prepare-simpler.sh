@@ -72,11 +72,16 @@ fi
 py="$SIMPLER_VENV/bin/python"
 # simpler's build calls `cmake` and `ninja` by name: the venv's own.
 export PATH="$SIMPLER_VENV/bin:$PATH"
-"$py" -m pip install --quiet --upgrade pip
-"$py" -m pip install --quiet 'scikit-build-core>=0.10.0' 'nanobind>=2.0.0' 'cmake>=3.15' \
-    'ninja>=1.11' numpy PyYAML cloudpickle pytest
-"$py" -m pip install --no-build-isolation \
-    --config-settings=build.targets=build_package_a2a3sim -e "$SIMPLER_ROOT"
+if [ -d "$SIMPLER_ROOT/build/lib/a2a3/sim" ] \
+    && "$py" -c 'import simpler.worker, simpler_setup.kernel_compiler' 2> /dev/null; then
+    echo "simpler already installed in $SIMPLER_VENV (remove $SIMPLER_ROOT/build/lib to rebuild)"
+else
+    "$py" -m pip install --quiet --upgrade pip
+    "$py" -m pip install --quiet 'scikit-build-core>=0.10.0' 'nanobind>=2.0.0' 'cmake>=3.15' \
+        'ninja>=1.11' numpy PyYAML cloudpickle pytest
+    "$py" -m pip install --no-build-isolation \
+        --config-settings=build.targets=build_package_a2a3sim -e "$SIMPLER_ROOT"
+fi
 if [ ! -d "$SIMPLER_ROOT/build/lib/a2a3/sim" ]; then
     "$py" "$SIMPLER_ROOT/simpler_setup/build_runtimes.py" --platforms a2a3sim
 fi
