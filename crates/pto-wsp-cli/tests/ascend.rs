@@ -344,6 +344,40 @@ fn ascend_sim_control_flow_matches_its_reference() {
     no_edge_missing(&out, "control_flow");
 }
 
+#[test]
+fn ascend_sim_break_out_of_an_ordered_loop_inside_a_while_matches_its_reference() {
+    if let Err(why) = Toolchain::find() {
+        println!("skipped: {why}");
+        return;
+    }
+    let _one_at_a_time = SIM.lock().unwrap_or_else(|e| e.into_inner());
+    // `break if` inside a `for_each` inside the `while` leaves both (the orchestration's
+    // ordered-construct stack must unwind with it).
+    let text = "tensor X: f32[8, 64];\nslot i: i64;\naxis J = dense(2);\n\
+        kernel k(inout x: f32[4, 64]) @vector {\n  tile t: vec f32[4, 64];\n  TLOAD(t, x);\n  \
+        TADDS(t, t, 1.0);\n  TSTORE(x, t);\n}\n\
+        workload main() {\n  set i = 0;\n  while i < 5 max 5 {\n    for_each j in J {\n      \
+        task k(X[j * 4 +: 4, 0 +: 64]);\n      break if i == 2;\n    }\n    set i = i + 1;\n  }\n  \
+        task k(X[0 +: 4, 0 +: 64]);\n}\n";
+    let opts = RunOptions {
+        progress: false,
+        threads: 2,
+        ..RunOptions::default()
+    };
+    let out =
+        run_ascend("break.wsp", text, "ascend_a2a3sim", &opts).unwrap_or_else(|e| panic!("{e}"));
+    println!("{}", out.report);
+    // Iterations 0 and 1 bump both blocks, iteration 2 bumps block 0 and breaks, then block 0.
+    let x = get(&out.inputs, "X");
+    let expected: Vec<f64> = x
+        .iter()
+        .enumerate()
+        .map(|(i, v)| v + if i < 256 { 4.0 } else { 2.0 })
+        .collect();
+    check(&out, "break", "X", &expected, 1e-6);
+    no_edge_missing(&out, "break");
+}
+
 /// Emits `text` (named `bad.wsp`) for the simulator target; the rendered error.
 fn refusal(text: &str) -> String {
     let loaded = pto_wsp_cli::load_source("bad.wsp", text).unwrap();

@@ -165,15 +165,11 @@ impl Gen<'_> {
                 self.line(d, "{");
                 if *ordered {
                     let k = self.next();
-                    self.line(
-                        d + 1,
-                        &format!("pto_wsp_orch::Order o{k}; orch.push(o{k});"),
-                    );
+                    self.line(d + 1, &format!("pto_wsp_orch::Ordered o{k}(orch);"));
                     for c in body {
                         self.stmt(c, d + 1, whiles);
-                        self.line(d + 1, &format!("pto_wsp_orch::Orch::boundary(o{k});"));
+                        self.line(d + 1, &format!("o{k}.boundary();"));
                     }
-                    self.line(d + 1, "orch.pop();");
                 } else {
                     self.body(body, d + 1, whiles);
                 }
@@ -194,10 +190,7 @@ impl Gen<'_> {
                 let c = self.x(*cond);
                 self.line(d, "{");
                 self.line(d + 1, &format!("const int64_t max{k} = {m};"));
-                self.line(
-                    d + 1,
-                    &format!("pto_wsp_orch::Order o{k}; orch.push(o{k});"),
-                );
+                self.line(d + 1, &format!("pto_wsp_orch::Ordered o{k}(orch);"));
                 self.line(
                     d + 1,
                     &format!("for (int64_t it{k} = 0; it{k} < max{k}; ++it{k}) {{"),
@@ -208,10 +201,9 @@ impl Gen<'_> {
                 let mut w = whiles.to_vec();
                 w.push(k);
                 self.body(body, d + 2, &w);
-                self.line(d + 2, &format!("pto_wsp_orch::Orch::boundary(o{k});"));
+                self.line(d + 2, &format!("o{k}.boundary();"));
                 self.line(d + 1, "}");
                 self.line(d + 1, &format!("while_end{k}:;"));
-                self.line(d + 1, "orch.pop();");
                 self.line(d, "}");
             }
             StmtKind::Break { cond } => {
@@ -236,11 +228,11 @@ impl Gen<'_> {
         self.line(d, "{");
         let d1 = d + 1;
         if lp.ordered {
-            self.line(d1, &format!("pto_wsp_orch::Order o{k}; orch.push(o{k});"));
+            self.line(d1, &format!("pto_wsp_orch::Ordered o{k}(orch);"));
         }
         let close = |g: &mut Self, depth: usize| {
             if lp.ordered {
-                g.line(depth, &format!("pto_wsp_orch::Orch::boundary(o{k});"));
+                g.line(depth, &format!("o{k}.boundary();"));
             }
         };
         match &axis.kind {
@@ -364,9 +356,6 @@ impl Gen<'_> {
                 self.line(d1 + 1, "}");
                 self.line(d1, "}");
             }
-        }
-        if lp.ordered {
-            self.line(d1, "orch.pop();");
         }
         self.line(d, "}");
     }

@@ -176,6 +176,17 @@ struct Orch {
     }
 };
 
+// An ordered construct for as long as it is in scope (a `break` leaving it by `goto` pops it).
+struct Ordered {
+    Orch &o;
+    Order ord;
+    explicit Ordered(Orch &orch) : o(orch) { o.push(ord); }
+    ~Ordered() { o.pop(); }
+    Ordered(const Ordered &) = delete;
+    Ordered &operator=(const Ordered &) = delete;
+    void boundary() { Orch::boundary(ord); }
+};
+
 // One task being put together.
 struct Task {
     Orch &o;
