@@ -214,6 +214,17 @@ pub fn unsupported(res: &Resolved<'_>) -> Result<(), Unsupported> {
             ));
         }
     }
+    if let Some(body) = res.processes.first().map(|p| &p.body)
+        && let Some(loc) = too_deep(body, 0)
+    {
+        return Err(no(
+            format!(
+                "a loop nested more than {MAX_LOOP_DEPTH} deep: each loop iteration is a runtime \
+                 scope, and the runtime allows 64 nested scopes"
+            ),
+            loc,
+        ));
+    }
     // A kernel with tiers never runs itself: its variants do.
     for (ki, k) in module.kernels.iter().enumerate() {
         if !res.kernels_used[ki] || res.tiers[ki].is_some() {
@@ -247,6 +258,46 @@ pub fn unsupported(res: &Resolved<'_>) -> Result<(), Unsupported> {
         }
     }
     Ok(())
+}
+
+/// Loops (and `while`s) nested deeper than this are refused (see [`too_deep`]).
+const MAX_LOOP_DEPTH: usize = 60;
+
+/// The first loop nested deeper than [`MAX_LOOP_DEPTH`] (explicit stack: bodies can be deep).
+fn too_deep(body: &[pto_wsp::ir::resolve::Stmt], depth: usize) -> Option<Loc> {
+    use pto_wsp::ir::resolve::StmtKind;
+    let mut stack: Vec<(&[pto_wsp::ir::resolve::Stmt], usize)> = vec![(body, depth)];
+    while let Some((stmts, d)) = stack.pop() {
+        for s in stmts {
+            match &s.kind {
+                StmtKind::Loop(lp) => {
+                    if d + 1 > MAX_LOOP_DEPTH {
+                        return Some(s.loc);
+                    }
+                    stack.push((&lp.body, d + 1));
+                }
+                StmtKind::While { body, .. } => {
+                    if d + 1 > MAX_LOOP_DEPTH {
+                        return Some(s.loc);
+                    }
+                    stack.push((body, d + 1));
+                }
+                StmtKind::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    stack.push((then_body, d));
+                    stack.push((else_body, d));
+                }
+                StmtKind::Block { body, .. }
+                | StmtKind::Call { body, .. }
+                | StmtKind::Consume { body, .. } => stack.push((body, d)),
+                _ => {}
+            }
+        }
+    }
+    None
 }
 
 /// The Ascend back end in the `pto_wsp::Backend` registry (`pto-wsp targets`, `pto-wsp

@@ -414,6 +414,18 @@ fn constructs_the_ascend_back_end_cannot_express_are_refused_with_their_location
          workload main() { }\n",
     );
     assert!(e.contains("bad.wsp:1:8") && e.contains("bf16"), "{e}");
+    // Loops nested past the runtime's scope depth.
+    let mut body = "task k(X[0 +: 8, 0 +: 64]);".to_string();
+    for i in 0..61 {
+        body = format!("parallel_for a{i} in J {{ {body} }}");
+    }
+    let e = refusal(&format!(
+        "tensor X: f32[8, 64];\naxis J = dense(1);\nkernel k(inout x: f32[8, 64]) @vector {{\n  tile t: vec f32[8, 64];\n  TLOAD(t, x);\n  TSTORE(x, t);\n}}\nworkload main() {{ {body} }}\n"
+    ));
+    assert!(
+        e.contains("bad.wsp:8:") && e.contains("nested more than 60 deep"),
+        "{e}"
+    );
     // Nothing is written: the command checks before writing.
     let dir = common::scratch("ascend-refusal");
     let out = dir.join("tree");
