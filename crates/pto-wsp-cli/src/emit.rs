@@ -36,7 +36,7 @@ use std::path::Path;
 pub const MAX_EMITTED_TASKS: usize = 1 << 16;
 
 /// The kernel-side support header every emitted kernel includes.
-const RT_HPP: &str = include_str!("emit/pto_wsp_rt.hpp");
+pub(crate) const RT_HPP: &str = include_str!("emit/pto_wsp_rt.hpp");
 /// The host-side support header the driver includes (tensors, `.npy`, regions).
 const HOST_HPP: &str = include_str!("emit/pto_wsp_host.hpp");
 
@@ -135,9 +135,15 @@ pub fn emit_kernels(loaded: &Loaded, bindings: &Bindings) -> Result<Emitted, Cli
 /// Writes `emitted` into `dir` (created if needed). Every file is written to a temporary name
 /// and renamed, so a file is either the old one or complete.
 pub fn write_emitted(emitted: &Emitted, dir: &Path) -> Result<(), CliError> {
+    write_files(&emitted.files, dir)
+}
+
+/// Writes `(file name, contents)` pairs into `dir` (created if needed), each to a temporary
+/// name first and then renamed.
+pub fn write_files(files: &[(String, String)], dir: &Path) -> Result<(), CliError> {
     std::fs::create_dir_all(dir)
         .map_err(|e| CliError::plain(format!("cannot create `{}`: {e}", dir.display())))?;
-    for (name, text) in &emitted.files {
+    for (name, text) in files {
         let path = dir.join(name);
         let tmp = dir.join(format!(".{name}.tmp"));
         std::fs::write(&tmp, text)
@@ -696,7 +702,7 @@ const CPP_RESERVED: &[&str] = &[
 
 /// One kernel as a C++ header: `void NAME(regions..., scalars...)` in namespace
 /// `pto_wsp_kernels`.
-fn emit_kernel(k: &KernelDecl, source: &SourceFile) -> Result<String, EmitError> {
+pub(crate) fn emit_kernel(k: &KernelDecl, source: &SourceFile) -> Result<String, EmitError> {
     if CPP_RESERVED.contains(&k.name.name.as_str())
         || k.name.name.starts_with('T') && pto_wsp::ir::TileOp::parse(&k.name.name).is_some()
     {

@@ -12,6 +12,8 @@
 #![forbid(unsafe_code)]
 
 pub mod aliases;
+pub mod ascend;
+pub mod ascend_run;
 pub mod bench;
 pub mod bench_devgen;
 pub mod bench_kernels;

@@ -98,6 +98,11 @@ enum Command {
         /// Worker threads (0 = one per core).
         #[arg(long, default_value_t = 0, value_name = "N")]
         threads: usize,
+        /// Where to run: `cpu_sim` (our CPU simulation), or `ascend_a2a3sim` (emit for the
+        /// Ascend runtime simpler, build and run on its simulator, compare every written tensor
+        /// with cpu_sim on the same inputs; needs scripts/prepare-simpler.sh).
+        #[arg(long, default_value = "cpu_sim")]
+        target: String,
         /// Seed of the generated inputs (every tensor not bound or given by --input).
         #[arg(long, default_value_t = 1, value_name = "N")]
         seed: u64,
@@ -156,7 +161,8 @@ enum Command {
     /// Emit code for a target. `emit kernels FILE -o DIR`: every kernel written in tile
     /// instructions as a PTO-ISA C++ header, a host driver running the workload's tasks of those
     /// kernels on `.npy` inputs, and a Makefile (`make -C DIR`, `PTO_ISA_ROOT` defaults to
-    /// `$HOME/.cache/pto-wsp/pto-isa`).
+    /// `$HOME/.cache/pto-wsp/pto-isa`). `emit ascend FILE -o DIR`: the workload for the Ascend
+    /// runtime simpler (see docs/BACKENDS.md).
     Emit {
         /// What to emit.
         what: EmitWhat,
@@ -168,6 +174,9 @@ enum Command {
         /// Bind a symbol, slot or integer tensor (after the file's `//@ bind` defaults).
         #[arg(long = "bind", value_name = "NAME=VALUE")]
         binds: Vec<String>,
+        /// `emit ascend`: the Ascend target (`ascend_a2a3sim` or `ascend_a2a3`).
+        #[arg(long, default_value = "ascend_a2a3sim")]
+        target: String,
     },
     /// Measure the CPU runtime's per-task overhead on Taskflow's benchmark shapes.
     Bench {
@@ -213,6 +222,9 @@ enum Command {
 enum EmitWhat {
     /// Kernels written in tile instructions, as PTO-ISA C++ with a host driver.
     Kernels,
+    /// The workload for the Ascend runtime (simpler): orchestration C++, one AICore kernel file
+    /// per kernel, a numpy-only runner and a README of the schedule directives it cannot honour.
+    Ascend,
 }
 
 fn main() -> ExitCode {
@@ -221,6 +233,7 @@ fn main() -> ExitCode {
         eprintln!("error: internal error in pto-wsp (please report it): {info}");
     }));
     let cli = Cli::parse();
+    pto_wsp_cli::ascend::register();
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
@@ -266,6 +279,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             file,
             out,
             binds,
+            ..
         } => {
             let name = file.display().to_string();
             let loaded = pto_wsp_cli::load_source(&name, &read(&file)?)?;
@@ -273,6 +287,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let emitted = pto_wsp_cli::emit::emit_kernels(&loaded, &bindings)?;
             pto_wsp_cli::emit::write_emitted(&emitted, &out)?;
             emit(&pto_wsp_cli::emit::summary(&emitted, &out))?;
+        }
+        Command::Emit {
+            what: EmitWhat::Ascend,
+            file,
+            out,
+            binds,
+            target,
+        } => {
+            let name = file.display().to_string();
+            let loaded = pto_wsp_cli::load_source(&name, &read(&file)?)?;
+            let bindings = pto_wsp_cli::bindings_for(&loaded, &binds)?;
+            let tree = pto_wsp_cli::ascend::emit_ascend(&loaded, &bindings, &target)?;
+            pto_wsp_cli::emit::write_files(&tree.files, &out)?;
+            emit(&pto_wsp_cli::ascend::summary(&tree, &out))?;
         }
         Command::Check { file } => {
             let name = file.display().to_string();
@@ -394,6 +422,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             file,
             binds,
             threads,
+            target,
             seed,
             inputs,
             outputs,
@@ -431,6 +460,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 rtol,
                 atol,
             };
+            if target.starts_with("ascend") {
+                let outcome = pto_wsp_cli::ascend_run::run_ascend(&name, &text, &target, &opts)?;
+                emit(&outcome.report)?;
+                return Ok(if outcome.passed {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                });
+            }
+            if target != "cpu_sim" {
+                anyhow::bail!(
+                    "`pto-wsp run --target {target}`: runnable targets are cpu_sim and ascend_a2a3sim"
+                );
+            }
             let mut header = Ok(());
             let outcome = pto_wsp_cli::exec::run(&name, &text, main_job, &opts, &mut |line| {
                 if header.is_ok() {

@@ -35,6 +35,30 @@ pub fn compile_loaded(
     out: Option<&Path>,
 ) -> Result<String, CliError> {
     let name = &loaded.source.name;
+    if crate::ascend::TARGETS.contains(&target) {
+        // The Ascend tree needs the bindings: the file's `//@ bind` lines apply.
+        let bindings = crate::bindings_for(loaded, &[])?;
+        let tree = crate::ascend::emit_ascend(loaded, &bindings, target)?;
+        let out = out.ok_or_else(|| {
+            CliError::plain(format!(
+                "target `{target}` emits an artefact: give the output path with `-o`"
+            ))
+        })?;
+        let files = tree
+            .files
+            .iter()
+            .map(|(n, t)| (std::path::PathBuf::from(n), t.clone().into_bytes()))
+            .collect();
+        let size = write_artefact(&Artefact::Tree(files), out)?;
+        let mut text = format!(
+            "{name}: wrote {size} bytes for target `{target}` to {}\n",
+            out.display()
+        );
+        for n in &tree.notes {
+            text.push_str(&format!("note: {n}\n"));
+        }
+        return Ok(text);
+    }
     let plan = lower(&loaded.module).map_err(|e| render(loaded, e))?;
     // Kernels come from the built-in registry, mapped by the file's `//@ alias` lines (as for
     // `pto-wsp run`).

@@ -1,0 +1,556 @@
+//! The orchestration C++ of an Ascend tree, generated from the resolved entry point.
+//!
+//! Why: the runtime's AICPU runs an orchestration function that submits the tasks; it should be
+//! the workload itself — its loops, conditions and slots — not a list of tasks, so its size does
+//! not grow with the task count.
+//!
+//! Promise: statement by statement, the C++ does what the reference expander does under the
+//! same bindings (symbols, slots and bound integer tensors are baked in as constants): dense,
+//! ragged and sparse loops, `if`, `while` / `break`, blocks, `set`, `load`, inlined calls, tiers;
+//! integer arithmetic checked as ours (`pto_wsp_orch.hpp`); regions bounds-checked. Ordered
+//! constructs and write-after-read become explicit dependencies (see `pto_wsp_orch.hpp`). A
+//! runtime error (overflow, a region out of its tensor, a negative length) stops the
+//! orchestration through `rt_report_fatal`, naming the statement's `file:line:column`.
+
+use crate::Loaded;
+use pto_wsp::ir::resolve::{AxisExtent, Resolved, Stmt, StmtKind, TExpr, Task, TaskArg, TensorId};
+use pto_wsp::ir::{BinOp, Bindings, ScalarType, UnOp, Value};
+use std::fmt::Write as _;
+
+/// What the generator needs besides the resolved program.
+pub(crate) struct OrchInput<'a> {
+    pub loaded: &'a Loaded,
+    pub res: &'a Resolved<'a>,
+    pub bindings: &'a Bindings,
+    /// Per tensor: its evaluated shape.
+    pub shapes: Vec<Vec<u64>>,
+    /// Per kernel: `(function id, runs on AIC)` when a task may run it.
+    pub kernels: Vec<Option<(u32, bool)>>,
+}
+
+fn cty(t: ScalarType) -> &'static str {
+    match t {
+        ScalarType::Bool => "bool",
+        ScalarType::I64 => "int64_t",
+        ScalarType::U64 => "uint64_t",
+    }
+}
+
+fn value(v: Value) -> String {
+    match v {
+        Value::Bool(b) => b.to_string(),
+        Value::I64(i64::MIN) => "(-INT64_C(9223372036854775807) - 1)".into(),
+        Value::I64(i) => format!("INT64_C({i})"),
+        Value::U64(u) => format!("UINT64_C({u})"),
+    }
+}
+
+fn expr(e: &TExpr) -> String {
+    match e {
+        TExpr::Const(v) => value(*v),
+        TExpr::Reg(r, _) => format!("R{r}"),
+        TExpr::Arg(i, _) => format!("a{i}"),
+        TExpr::Unary(UnOp::Neg, a) => format!("pw::neg({})", expr(a)),
+        TExpr::Unary(UnOp::Not, a) => format!("(!{})", expr(a)),
+        TExpr::Binary(op, a, b) => {
+            let (x, y) = (expr(a), expr(b));
+            let t = cty(a.ty());
+            let f = |name: &str| format!("pw::{name}<{t}>({x}, {y})");
+            match op {
+                BinOp::Add => f("add"),
+                BinOp::Sub => f("sub"),
+                BinOp::Mul => f("mul"),
+                BinOp::Div => f("div"),
+                BinOp::Rem => f("rem"),
+                BinOp::Min => format!("std::min<{t}>({x}, {y})"),
+                BinOp::Max => format!("std::max<{t}>({x}, {y})"),
+                BinOp::Eq => format!("({x} == {y})"),
+                BinOp::Ne => format!("({x} != {y})"),
+                BinOp::Lt => format!("({x} < {y})"),
+                BinOp::Le => format!("({x} <= {y})"),
+                BinOp::Gt => format!("({x} > {y})"),
+                BinOp::Ge => format!("({x} >= {y})"),
+                BinOp::And => format!("({x} && {y})"),
+                BinOp::Or => format!("({x} || {y})"),
+            }
+        }
+        TExpr::Ternary(c, a, b) => format!("({} ? {} : {})", expr(c), expr(a), expr(b)),
+    }
+}
+
+struct Gen<'a> {
+    inp: &'a OrchInput<'a>,
+    out: String,
+    fresh: usize,
+}
+
+impl Gen<'_> {
+    fn x(&self, id: pto_wsp::ir::resolve::ExprId) -> String {
+        expr(&self.inp.res.exprs[id.index()].expr)
+    }
+
+    fn line(&mut self, depth: usize, s: &str) {
+        let _ = writeln!(self.out, "{}{s}", "    ".repeat(depth));
+    }
+
+    fn next(&mut self) -> usize {
+        self.fresh += 1;
+        self.fresh
+    }
+
+    /// An integer tensor's element `index` (row-major), from its bound contents.
+    fn element(&self, t: TensorId, index: &str) -> String {
+        let name = &self.inp.loaded.module.tensors[t.index()].name.name;
+        format!(
+            "pw::element(kArr{}, static_cast<int64_t>(sizeof(kArr{}) / sizeof(kArr{}[0])), {index}, {name:?}, orch.at)",
+            t.0, t.0, t.0
+        )
+    }
+
+    fn body(&mut self, body: &[Stmt], depth: usize, whiles: &[usize]) {
+        for s in body {
+            self.stmt(s, depth, whiles);
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt, d: usize, whiles: &[usize]) {
+        let at = self.inp.loaded.source.position(s.loc);
+        match &s.kind {
+            StmtKind::Task(t) => {
+                self.line(d, &format!("orch.at = {at:?};"));
+                self.task(t, d);
+            }
+            StmtKind::Set { slot, value } => {
+                self.line(d, &format!("orch.at = {at:?};"));
+                let v = self.x(*value);
+                self.line(d, &format!("R{slot} = {v};"));
+            }
+            StmtKind::Load {
+                slot,
+                tensor,
+                index,
+            } => {
+                self.line(d, &format!("orch.at = {at:?};"));
+                let shape = &self.inp.shapes[tensor.index()];
+                let mut flat = "INT64_C(0)".to_string();
+                for (k, e) in index.iter().enumerate() {
+                    let i = self.x(*e);
+                    let ext = shape[k];
+                    self.line(
+                        d,
+                        &format!(
+                            "if ({i} < 0 || {i} >= INT64_C({ext})) pw::fail(orch.at + \": load index out of range\");"
+                        ),
+                    );
+                    flat = format!("({flat} * INT64_C({ext}) + {i})");
+                }
+                let e = self.element(*tensor, &flat);
+                let ty = cty(self.inp.res.regs[*slot as usize]);
+                self.line(d, &format!("R{slot} = static_cast<{ty}>({e});"));
+            }
+            StmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                self.line(d, &format!("orch.at = {at:?};"));
+                let c = self.x(*cond);
+                self.line(d, &format!("if ({c}) {{"));
+                self.body(then_body, d + 1, whiles);
+                self.line(d, "} else {");
+                self.body(else_body, d + 1, whiles);
+                self.line(d, "}");
+            }
+            StmtKind::Block { ordered, body } => {
+                self.line(d, "{");
+                if *ordered {
+                    let k = self.next();
+                    self.line(d + 1, &format!("pto_wsp_orch::Ordered o{k}(orch);"));
+                    for c in body {
+                        self.stmt(c, d + 1, whiles);
+                        self.line(d + 1, &format!("o{k}.boundary();"));
+                    }
+                } else {
+                    self.body(body, d + 1, whiles);
+                }
+                self.line(d, "}");
+            }
+            StmtKind::Call { args, body, .. } => {
+                self.line(d, &format!("orch.at = {at:?};"));
+                for (r, e) in args {
+                    let v = self.x(*e);
+                    self.line(d, &format!("R{r} = {v};"));
+                }
+                self.body(body, d, whiles);
+            }
+            StmtKind::While { cond, max, body } => {
+                let k = self.next();
+                self.line(d, &format!("orch.at = {at:?};"));
+                let m = self.x(*max);
+                let c = self.x(*cond);
+                self.line(d, "{");
+                self.line(d + 1, &format!("const int64_t max{k} = {m};"));
+                self.line(d + 1, &format!("pto_wsp_orch::Ordered o{k}(orch);"));
+                self.line(
+                    d + 1,
+                    &format!("for (int64_t it{k} = 0; it{k} < max{k}; ++it{k}) {{"),
+                );
+                self.line(d + 2, &format!("orch.at = {at:?};"));
+                self.line(d + 2, &format!("if (!({c})) break;"));
+                self.line(d + 2, "PTO2_SCOPE_GUARD();");
+                let mut w = whiles.to_vec();
+                w.push(k);
+                self.body(body, d + 2, &w);
+                self.line(d + 2, &format!("o{k}.boundary();"));
+                self.line(d + 1, "}");
+                self.line(d + 1, &format!("while_end{k}:;"));
+                self.line(d, "}");
+            }
+            StmtKind::Break { cond } => {
+                let c = self.x(*cond);
+                let k = whiles.last().copied().unwrap_or(0);
+                self.line(d, &format!("if ({c}) goto while_end{k};"));
+            }
+            StmtKind::Loop(lp) => self.lp(lp, d, whiles, &at),
+            StmtKind::Send { .. } | StmtKind::Consume { .. } => {
+                // Refused before generation (CSP entries); nothing to emit.
+            }
+        }
+    }
+
+    fn lp(&mut self, lp: &pto_wsp::ir::resolve::Loop, d: usize, whiles: &[usize], at: &str) {
+        let k = self.next();
+        let axis = &self.inp.res.axes[lp.axis.index()];
+        let aname = axis.name.clone();
+        let v0 = lp.vars.first().copied().unwrap_or(0);
+        let v1 = lp.vars.get(1).copied();
+        self.line(d, &format!("orch.at = {at:?};"));
+        self.line(d, "{");
+        let d1 = d + 1;
+        if lp.ordered {
+            self.line(d1, &format!("pto_wsp_orch::Ordered o{k}(orch);"));
+        }
+        let close = |g: &mut Self, depth: usize| {
+            if lp.ordered {
+                g.line(depth, &format!("o{k}.boundary();"));
+            }
+        };
+        match &axis.kind {
+            AxisExtent::Dense(e) => {
+                let n = self.x(*e);
+                self.line(d1, &format!("const int64_t n{k} = {n};"));
+                self.line(
+                    d1,
+                    &format!(
+                        "if (n{k} < 0) pw::fail(orch.at + \": axis `{aname}` has negative extent \" + std::to_string(n{k}));"
+                    ),
+                );
+                self.line(
+                    d1,
+                    &format!("for (int64_t i{k} = 0; i{k} < n{k}; ++i{k}) {{"),
+                );
+                self.line(d1 + 1, &format!("R{v0} = i{k};"));
+                self.line(d1 + 1, "PTO2_SCOPE_GUARD();");
+                self.body(&lp.body, d1 + 1, whiles);
+                close(self, d1 + 1);
+                self.line(d1, "}");
+            }
+            AxisExtent::Ragged {
+                rows,
+                lengths,
+                per_row,
+            } => {
+                let n = self.x(*rows);
+                self.line(d1, &format!("const int64_t n{k} = {n};"));
+                self.line(
+                    d1,
+                    &format!(
+                        "if (n{k} < 0) pw::fail(orch.at + \": axis `{aname}` has a negative row count\");"
+                    ),
+                );
+                self.line(
+                    d1,
+                    &format!("std::vector<int64_t> len{k}(static_cast<size_t>(n{k}));"),
+                );
+                self.line(d1, &format!("for (int64_t r = 0; r < n{k}; ++r) {{"));
+                let el = self.element(*lengths, "r");
+                match per_row {
+                    None => self.line(d1 + 1, &format!("len{k}[r] = static_cast<int64_t>({el});")),
+                    Some(pr) => {
+                        let l = self.x(pr.length);
+                        self.line(
+                            d1 + 1,
+                            &format!("R{} = static_cast<int64_t>({el});", pr.element),
+                        );
+                        self.line(d1 + 1, &format!("len{k}[r] = {l};"));
+                    }
+                }
+                self.line(
+                    d1 + 1,
+                    &format!(
+                        "if (len{k}[r] < 0) pw::fail(orch.at + \": a row length of axis `{aname}` is negative\");"
+                    ),
+                );
+                self.line(d1, "}");
+                self.line(
+                    d1,
+                    &format!("for (int64_t r{k} = 0; r{k} < n{k}; ++r{k}) {{"),
+                );
+                self.line(
+                    d1 + 1,
+                    &format!("for (int64_t p{k} = 0; p{k} < len{k}[r{k}]; ++p{k}) {{"),
+                );
+                self.line(d1 + 2, &format!("R{v0} = r{k};"));
+                if let Some(v1) = v1 {
+                    self.line(d1 + 2, &format!("R{v1} = p{k};"));
+                }
+                self.line(d1 + 2, "PTO2_SCOPE_GUARD();");
+                self.body(&lp.body, d1 + 2, whiles);
+                close(self, d1 + 2);
+                self.line(d1 + 1, "}");
+                self.line(d1, "}");
+            }
+            AxisExtent::Sparse {
+                rows,
+                indptr,
+                indices,
+            } => {
+                let n = self.x(*rows);
+                self.line(d1, &format!("const int64_t n{k} = {n};"));
+                self.line(
+                    d1,
+                    &format!(
+                        "if (n{k} < 0) pw::fail(orch.at + \": axis `{aname}` has a negative row count\");"
+                    ),
+                );
+                let lo = self.element(*indptr, &format!("r{k}"));
+                let hi = self.element(*indptr, &format!("r{k} + 1"));
+                let ix = self.element(*indices, &format!("j{k}"));
+                self.line(
+                    d1,
+                    &format!("for (int64_t r{k} = 0; r{k} < n{k}; ++r{k}) {{"),
+                );
+                self.line(
+                    d1 + 1,
+                    &format!(
+                        "const int64_t lo{k} = static_cast<int64_t>({lo}), hi{k} = static_cast<int64_t>({hi});"
+                    ),
+                );
+                self.line(
+                    d1 + 1,
+                    &format!(
+                        "if (lo{k} < 0 || hi{k} < lo{k}) pw::fail(orch.at + \": axis `{aname}`: bad CSR offsets\");"
+                    ),
+                );
+                self.line(
+                    d1 + 1,
+                    &format!("for (int64_t j{k} = lo{k}; j{k} < hi{k}; ++j{k}) {{"),
+                );
+                self.line(d1 + 2, &format!("R{v0} = r{k};"));
+                if let Some(v1) = v1 {
+                    self.line(d1 + 2, &format!("R{v1} = static_cast<int64_t>({ix});"));
+                }
+                self.line(d1 + 2, "PTO2_SCOPE_GUARD();");
+                self.body(&lp.body, d1 + 2, whiles);
+                close(self, d1 + 2);
+                self.line(d1 + 1, "}");
+                self.line(d1, "}");
+            }
+        }
+        self.line(d, "}");
+    }
+
+    fn task(&mut self, t: &Task, d: usize) {
+        let module = &self.inp.loaded.module;
+        let k = &module.kernels[t.kernel.index()];
+        self.line(d, &format!("{{ // task {}", k.name.name));
+        let d1 = d + 1;
+        // Scalars first (tiers read them).
+        // `a{j}`: the task's j-th scalar argument (what a tier's `TExpr::Arg(j)` names).
+        let mut scalars = Vec::new();
+        for a in &t.args {
+            if let TaskArg::Scalar(e) = a {
+                let j = scalars.len();
+                let v = self.x(*e);
+                let ty = cty(self.inp.res.exprs[e.index()].expr.ty());
+                self.line(d1, &format!("const {ty} a{j} = {v};"));
+                scalars.push(j);
+            }
+        }
+        // The kernel: the task's, or the first tier whose condition holds.
+        let fid = |kid: pto_wsp::ir::resolve::KernelId| {
+            self.inp.kernels[kid.index()].unwrap_or((u32::MAX, false))
+        };
+        match &self.inp.res.tiers[t.kernel.index()] {
+            None => {
+                let (f, cube) = fid(t.kernel);
+                self.line(d1, &format!("int32_t func = {f}; bool cube = {cube};"));
+            }
+            Some(tiers) => {
+                let (f, cube) = fid(tiers.default);
+                self.line(d1, &format!("int32_t func = {f}; bool cube = {cube};"));
+                let mut first = true;
+                for (c, kid) in &tiers.cases {
+                    let (f, cube) = fid(*kid);
+                    let cond = self.x(*c);
+                    let kw = if first { "if" } else { "else if" };
+                    first = false;
+                    self.line(
+                        d1,
+                        &format!("{kw} ({cond}) {{ func = {f}; cube = {cube}; }}"),
+                    );
+                }
+            }
+        }
+        self.line(d1, "pto_wsp_orch::Task tk(orch);");
+        let mut ri = 0;
+        for (i, a) in t.args.iter().enumerate() {
+            let TaskArg::Region {
+                tensor,
+                access,
+                dims,
+            } = a
+            else {
+                continue;
+            };
+            let pname = k.params.get(i).map_or("", |p| p.name.name.as_str());
+            let starts: Vec<String> = dims.iter().map(|(s, _)| self.x(*s)).collect();
+            let sizes: Vec<String> = dims
+                .iter()
+                .map(|(_, z)| z.map_or("INT64_C(1)".to_string(), |z| self.x(z)))
+                .collect();
+            let ext: Vec<String> = self.inp.shapes[tensor.index()]
+                .iter()
+                .map(|e| format!("INT64_C({e})"))
+                .collect();
+            let tname = &module.tensors[tensor.index()].name.name;
+            self.line(
+                d1,
+                &format!(
+                    "{{ const int64_t s[] = {{{}}}, z[] = {{{}}}, e[] = {{{}}}; tk.region({}, {}, {}, {}, s, z, e, {:?}); }}",
+                    starts.join(", "),
+                    sizes.join(", "),
+                    ext.join(", "),
+                    tensor.0,
+                    access.reads(),
+                    access.writes(),
+                    dims.len(),
+                    format!("region {ri} (`{pname}`) of tensor `{tname}`")
+                ),
+            );
+            ri += 1;
+        }
+        for i in scalars {
+            self.line(d1, &format!("tk.scalar(static_cast<uint64_t>(a{i}));"));
+        }
+        self.line(d1, "tk.submit(func, cube);");
+        self.line(d, "}");
+    }
+}
+
+/// The orchestration source.
+pub(crate) fn orchestration(inp: &OrchInput<'_>) -> String {
+    let res = inp.res;
+    let module = &inp.loaded.module;
+    let mut g = Gen {
+        inp,
+        out: String::new(),
+        fresh: 0,
+    };
+    let _ = writeln!(
+        g.out,
+        "// Generated by `pto-wsp emit ascend` from {}: the orchestration of workload `{}` for simpler's\n\
+         // tensormap_and_ringbuffer runtime. Do not edit. Symbols, slots and bound integer tensors\n\
+         // are the values given at emit time.\n\
+         #include <algorithm>\n#include <cstdint>\n#include <string>\n#include <vector>\n\n\
+         #include \"pto_orchestration_api.h\"\n#include \"pto_wsp_orch.hpp\"\n\n\
+         namespace pw = pto_wsp_orch;\n\nnamespace {{\n",
+        inp.loaded.source.name, res.entry
+    );
+    // Bound integer tensors the program reads.
+    for (i, t) in module.tensors.iter().enumerate() {
+        if res.arrays[i] && !res.written[i] {
+            let data = inp
+                .bindings
+                .arrays
+                .get(&t.name.name)
+                .cloned()
+                .unwrap_or_default();
+            let mut s = String::new();
+            for (j, v) in data.iter().enumerate() {
+                let _ = write!(
+                    s,
+                    "{}{}",
+                    value(Value::I64(*v)),
+                    if j % 8 == 7 { ",\n" } else { ", " }
+                );
+            }
+            let _ = writeln!(
+                g.out,
+                "// tensor `{}`\nconst int64_t kArr{i}[] = {{{s}{}}};",
+                t.name.name,
+                if data.is_empty() { "0" } else { "" }
+            );
+        }
+    }
+    let written: Vec<String> = res.written.iter().map(|w| w.to_string()).collect();
+    let _ = writeln!(
+        g.out,
+        "const std::vector<bool> kWritten = {{{}}};\n\n}} // namespace\n",
+        written.join(", ")
+    );
+    g.out.push_str(
+        "namespace pto_wsp_orch {\ninline int64_t element(const int64_t *a, int64_t len, int64_t i, const char *name, const std::string &at)\n{\n    if (i < 0 || i >= len) {\n        fail(at + \": index \" + std::to_string(i) + \" is outside tensor `\" + name + \"`\");\n    }\n    return a[i];\n}\n} // namespace pto_wsp_orch\n\n",
+    );
+    let _ = writeln!(
+        g.out,
+        "extern \"C\" {{\n\n__attribute__((visibility(\"default\"))) PTO2OrchestrationConfig aicpu_orchestration_config(const ChipTaskArgs &orch_args)\n{{\n    (void)orch_args;\n    PTO2OrchestrationConfig c{{}};\n    c.expected_arg_count = {};\n    return c;\n}}\n",
+        module.tensors.len()
+    );
+    g.out.push_str(
+        "__attribute__((visibility(\"default\"))) void aicpu_orchestration_entry(const ChipTaskArgs &orch_args)\n{\n",
+    );
+    let _ = writeln!(
+        g.out,
+        "    pw::Orch orch(orch_args, {}, kWritten);",
+        module.tensors.len()
+    );
+    // Registers: symbols and slots with their values, variables zero.
+    let nsym = module.symbols.len();
+    for (r, ty) in res.regs.iter().enumerate() {
+        let init = if r < nsym {
+            let s = &module.symbols[r];
+            inp.bindings
+                .symbols
+                .get(&s.name.name)
+                .copied()
+                .unwrap_or(Value::zero(*ty))
+        } else if r < nsym + module.slots.len() {
+            let s = &module.slots[r - nsym];
+            inp.bindings
+                .slots
+                .get(&s.name.name)
+                .copied()
+                .unwrap_or(Value::zero(*ty))
+        } else {
+            Value::zero(*ty)
+        };
+        let _ = writeln!(
+            g.out,
+            "    {} R{r} = {}; (void)R{r};",
+            cty(*ty),
+            value(init)
+        );
+    }
+    g.out.push_str("    try {\n");
+    let body = &res
+        .processes
+        .first()
+        .map(|p| p.body.clone())
+        .unwrap_or_default();
+    g.body(body, 2, &[]);
+    g.out.push_str(
+        "    } catch (const pw::Error &e) {\n        rt_report_fatal(PTO2_ERROR_EXPLICIT_ORCH_FATAL, \"pto-wsp: %s\", e.message.c_str());\n    }\n}\n\n} // extern \"C\"\n",
+    );
+    g.out
+}

@@ -1,0 +1,564 @@
+//! The Ascend back end: every example of `examples/ascend` emitted, built and run on simpler's
+//! `a2a3sim` and on our CPU simulation from the same inputs, each side compared with an
+//! independent `f64` reference written here; the runtime's recorded dependency graph checked
+//! against the edges our builder infers (none missing, by reachability); and refusals of what
+//! the back end cannot express, before anything is written.
+//!
+//! The simulator tests need the checkouts and venv of `scripts/prepare-simpler.sh`; without
+//! them each prints one `skipped: …` line and passes. Simulator runs never overlap (a process
+//! lock here, a nextest test group in `.config/nextest.toml`): the simulator starts ~30 threads
+//! and two at once on a small machine can starve each other.
+
+mod common;
+
+use pto_wsp_cli::ascend::emit_ascend;
+use pto_wsp_cli::ascend_run::{AscendOutcome, Toolchain, run_ascend};
+use pto_wsp_cli::exec::RunOptions;
+use std::sync::Mutex;
+
+static SIM: Mutex<()> = Mutex::new(());
+
+fn example(name: &str) -> (String, String) {
+    let path = format!("examples/ascend/{name}.wsp");
+    let text = std::fs::read_to_string(common::root().join(&path)).unwrap();
+    (path, text)
+}
+
+/// Runs one example on both back ends, or says why not (and the test passes).
+fn run_example(name: &str) -> Option<AscendOutcome> {
+    if let Err(why) = Toolchain::find() {
+        println!("skipped: {why}");
+        return None;
+    }
+    let _one_at_a_time = SIM.lock().unwrap_or_else(|e| e.into_inner());
+    let (path, text) = example(name);
+    let opts = RunOptions {
+        progress: false,
+        threads: 2,
+        ..RunOptions::default()
+    };
+    let out = run_ascend(&path, &text, "ascend_a2a3sim", &opts).unwrap_or_else(|e| panic!("{e}"));
+    println!("{}", out.report);
+    Some(out)
+}
+
+fn get<'a>(v: &'a [(String, Vec<f64>)], name: &str) -> &'a [f64] {
+    &v.iter().find(|(n, _)| n == name).unwrap().1
+}
+
+fn max_err(a: &[f64], b: &[f64]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max)
+}
+
+/// Compares both sides' `tensor` with `reference` within `tol` (absolute, scaled by the
+/// reference's magnitude), prints the table row, and checks the task counts agree.
+fn check(out: &AscendOutcome, example: &str, tensor: &str, reference: &[f64], tol: f64) {
+    let scale = reference.iter().fold(1.0f64, |m, x| m.max(x.abs()));
+    let cpu = max_err(get(&out.cpu_outputs, tensor), reference);
+    let sim = max_err(get(&out.sim_outputs, tensor), reference);
+    println!(
+        "| {example} | {tensor} | cpu_sim {cpu:.3e} | a2a3sim {sim:.3e} | tasks cpu_sim {} + {} barrier, a2a3sim {} + {} barrier |",
+        out.cpu.stats.tasks - out.cpu.stats.barriers,
+        out.cpu.stats.barriers,
+        out.sim_tasks.0,
+        out.sim_tasks.1
+    );
+    assert!(
+        cpu <= tol * scale,
+        "{example}: cpu_sim {tensor} max error {cpu}"
+    );
+    assert!(
+        sim <= tol * scale,
+        "{example}: a2a3sim {tensor} max error {sim}"
+    );
+    assert_eq!(
+        (
+            out.cpu.stats.tasks - out.cpu.stats.barriers,
+            out.cpu.stats.barriers
+        ),
+        out.sim_tasks,
+        "{example}: task counts differ"
+    );
+    assert!(out.passed, "{example}: the two back ends disagree");
+}
+
+/// The kernel-task pairs a graph orders directly or through barriers: `(pred, succ)` by their
+/// ordinal among kernel tasks (both sides submit kernel tasks in program order; barriers may
+/// sit at different places).
+fn kernel_pairs(edges: &[(u32, u32)], barrier: &[bool]) -> Vec<(usize, usize)> {
+    let n = barrier.len();
+    let mut ordinal = vec![usize::MAX; n];
+    let mut k = 0;
+    for (i, b) in barrier.iter().enumerate() {
+        if !b {
+            ordinal[i] = k;
+            k += 1;
+        }
+    }
+    let (mut preds, mut succs) = (vec![Vec::new(); n], vec![Vec::new(); n]);
+    for &(p, s) in edges {
+        preds[s as usize].push(p as usize);
+        succs[p as usize].push(s as usize);
+    }
+    // The kernel tasks reached from `x` through barriers only, following `next`.
+    let through = |x: usize, next: &Vec<Vec<usize>>| {
+        let mut out = Vec::new();
+        let mut stack = vec![x];
+        let mut seen = vec![false; n];
+        while let Some(y) = stack.pop() {
+            if !barrier[y] {
+                out.push(y);
+                continue;
+            }
+            for &z in &next[y] {
+                if !seen[z] {
+                    seen[z] = true;
+                    stack.push(z);
+                }
+            }
+        }
+        out
+    };
+    let mut pairs = Vec::new();
+    for &(p, s) in edges {
+        for a in through(p as usize, &preds) {
+            for b in through(s as usize, &succs) {
+                pairs.push((ordinal[a], ordinal[b]));
+            }
+        }
+    }
+    pairs.sort_unstable();
+    pairs.dedup();
+    pairs
+}
+
+/// Every ordering our builder infers between kernel tasks is implied by the runtime's recorded
+/// graph (reachability over the runtime's edges).
+fn no_edge_missing(out: &AscendOutcome, example: &str) {
+    let ours = kernel_pairs(&out.tree.edges, &out.tree.barriers);
+    let theirs = kernel_pairs(&out.sim_edges, &out.sim_barriers);
+    let kernels = out.sim_barriers.iter().filter(|b| !**b).count();
+    assert_eq!(
+        kernels,
+        out.tree.barriers.iter().filter(|b| !**b).count(),
+        "{example}: kernel task counts differ"
+    );
+    let mut succ = vec![Vec::new(); kernels];
+    for &(p, s) in &theirs {
+        succ[p].push(s);
+    }
+    let mut missing = Vec::new();
+    for &(p, s) in &ours {
+        let mut seen = vec![false; kernels];
+        let mut stack = vec![p];
+        let mut found = false;
+        while let Some(x) = stack.pop() {
+            if x == s {
+                found = true;
+                break;
+            }
+            for &y in &succ[x] {
+                if !seen[y] {
+                    seen[y] = true;
+                    stack.push(y);
+                }
+            }
+        }
+        if !found {
+            missing.push((p, s));
+        }
+    }
+    println!(
+        "{example}: our orderings {} ({} edges), runtime orderings {} ({} edges, {} declared explicitly), missing {}",
+        ours.len(),
+        out.tree.edges.len(),
+        theirs.len(),
+        out.sim_edges.len(),
+        out.sim_explicit_edges,
+        missing.len()
+    );
+    assert!(
+        missing.is_empty(),
+        "{example}: orderings missing in the runtime: {missing:?}"
+    );
+}
+
+#[test]
+fn ascend_sim_vector_example_matches_its_reference() {
+    let Some(out) = run_example("vector_example") else {
+        return;
+    };
+    let (a, b) = (get(&out.inputs, "a"), get(&out.inputs, "b"));
+    let c: Vec<f64> = a.iter().zip(b).map(|(x, y)| x + y).collect();
+    let f: Vec<f64> = c.iter().map(|c| (c + 1.0) * (c + 2.0) + c).collect();
+    check(&out, "vector_example", "c", &c, 1e-6);
+    check(&out, "vector_example", "f", &f, 1e-6);
+    no_edge_missing(&out, "vector_example");
+}
+
+#[test]
+fn ascend_sim_gemm_f16_in_f32_acc_matches_its_reference() {
+    let Some(out) = run_example("gemm") else {
+        return;
+    };
+    let (a, b) = (get(&out.inputs, "A"), get(&out.inputs, "B"));
+    let c: Vec<f64> = (0..64 * 64)
+        .map(|i| {
+            (0..64)
+                .map(|k| a[i / 64 * 64 + k] * b[k * 64 + i % 64])
+                .sum()
+        })
+        .collect();
+    check(&out, "gemm", "C", &c, 1e-5);
+    no_edge_missing(&out, "gemm");
+}
+
+#[test]
+fn ascend_sim_rmsnorm_with_in_place_update_matches_its_reference() {
+    let Some(out) = run_example("rmsnorm") else {
+        return;
+    };
+    let (x, w) = (get(&out.inputs, "X"), get(&out.inputs, "W"));
+    let mut y = vec![0.0; 32 * 64];
+    for r in 0..32 {
+        let row = &x[r * 64..r * 64 + 64];
+        let ms = row.iter().map(|v| v * v).sum::<f64>() / 64.0;
+        let inv = 1.0 / (ms + 1e-6).sqrt();
+        for c in 0..64 {
+            y[r * 64 + c] = row[c] * inv * w[c];
+        }
+    }
+    let half: Vec<f64> = x.iter().map(|v| v * 0.5).collect();
+    check(&out, "rmsnorm", "Y", &y, 1e-5);
+    check(&out, "rmsnorm", "X", &half, 1e-6);
+    // The update writes what the norm read: write-after-read edges, declared explicitly.
+    assert!(out.sim_explicit_edges > 0);
+    no_edge_missing(&out, "rmsnorm");
+}
+
+#[test]
+fn ascend_sim_softmax_3pass_in_place_matches_its_reference() {
+    let Some(out) = run_example("softmax_3pass") else {
+        return;
+    };
+    let x = get(&out.inputs, "X");
+    let (mut y, mut m, mut l) = (vec![0.0; 32 * 256], vec![0.0; 32], vec![0.0; 32]);
+    for r in 0..32 {
+        let row = &x[r * 256..r * 256 + 256];
+        m[r] = row.iter().copied().fold(f64::MIN, f64::max);
+        l[r] = row.iter().map(|v| (v - m[r]).exp()).sum();
+        for c in 0..256 {
+            y[r * 256 + c] = (row[c] - m[r]).exp() / l[r];
+        }
+    }
+    check(&out, "softmax_3pass", "X", &y, 1e-5);
+    check(&out, "softmax_3pass", "M", &m, 1e-6);
+    check(&out, "softmax_3pass", "L", &l, 1e-5);
+    assert!(out.sim_explicit_edges > 0);
+    no_edge_missing(&out, "softmax_3pass");
+}
+
+#[test]
+fn ascend_sim_varlen_split_kv_decode_attention_matches_its_reference() {
+    let Some(out) = run_example("decode_attention") else {
+        return;
+    };
+    let f32s = |n: &str| -> Vec<f32> { get(&out.inputs, n).iter().map(|&v| v as f32).collect() };
+    let (q, k, v) = (f32s("Q"), f32s("K"), f32s("V"));
+    let mut reference = Vec::new();
+    for (r, keys) in [(0usize, 200usize), (1, 96)] {
+        reference.extend(common::attention_reference(
+            &q[r * 64..r * 64 + 64],
+            &k[r * 256 * 64..],
+            &v[r * 256 * 64..],
+            keys,
+            64,
+            0.125,
+        ));
+    }
+    check(&out, "decode_attention", "OUT", &reference, 1e-5);
+    // The merges follow every chunk through one barrier (the `sequential`).
+    assert_eq!(out.sim_tasks.1, 1);
+    no_edge_missing(&out, "decode_attention");
+}
+
+#[test]
+fn ascend_sim_control_flow_matches_its_reference() {
+    let Some(out) = run_example("control_flow") else {
+        return;
+    };
+    // The program, block by block (4 x 64 row blocks), in f64.
+    let block = |v: &[f64], b: usize| v[b * 256..b * 256 + 256].to_vec();
+    let bump = |v: &mut Vec<f64>, j: i64| {
+        for x in v.iter_mut() {
+            *x = if j < 2 { *x + 1.0 } else { *x * 0.5 + 2.0 };
+        }
+    };
+    let lens = [2i64, 0, 3, 1];
+    let mut x: Vec<Vec<f64>> = (0..4).map(|b| block(get(&out.inputs, "X"), b)).collect();
+    let mut y: Vec<Vec<f64>> = (0..4).map(|b| block(get(&out.inputs, "Y"), b)).collect();
+    let mut z: Vec<Vec<f64>> = (0..4).map(|b| block(get(&out.inputs, "Z"), b)).collect();
+    for _step in 0..3 {
+        for (r, &len) in lens.iter().enumerate() {
+            for p in 0..len {
+                bump(&mut x[r], p);
+            }
+        }
+    }
+    let (indptr, indices) = ([0usize, 2, 3, 3, 5], [1usize, 3, 0, 2, 3]);
+    for r in 0..4 {
+        for &c in &indices[indptr[r]..indptr[r + 1]] {
+            y[r] = x[c].clone();
+        }
+    }
+    for b in x.iter_mut() {
+        bump(b, 7);
+    }
+    let mut i = 0i64;
+    for _ in 0..8 {
+        if i >= 10 {
+            break;
+        }
+        let n = lens[(i % 4) as usize];
+        let b = (i % 4) as usize;
+        if n > 1 {
+            bump(&mut z[b], n);
+        } else {
+            z[b] = y[b].clone();
+        }
+        i += 3;
+        if i > 6 {
+            break;
+        }
+    }
+    check(&out, "control_flow", "X", &x.concat(), 1e-6);
+    check(&out, "control_flow", "Y", &y.concat(), 1e-6);
+    check(&out, "control_flow", "Z", &z.concat(), 1e-6);
+    // The for_each steps are ordered through barriers (two or more tasks per step).
+    assert_eq!(out.sim_tasks.1, 2);
+    assert!(out.sim_explicit_edges > 0);
+    no_edge_missing(&out, "control_flow");
+}
+
+#[test]
+fn ascend_sim_break_out_of_an_ordered_loop_inside_a_while_matches_its_reference() {
+    if let Err(why) = Toolchain::find() {
+        println!("skipped: {why}");
+        return;
+    }
+    let _one_at_a_time = SIM.lock().unwrap_or_else(|e| e.into_inner());
+    // `break if` inside a `for_each` inside the `while` leaves both (the orchestration's
+    // ordered-construct stack must unwind with it).
+    let text = "tensor X: f32[8, 64];\nslot i: i64;\naxis J = dense(2);\n\
+        kernel k(inout x: f32[4, 64]) @vector {\n  tile t: vec f32[4, 64];\n  TLOAD(t, x);\n  \
+        TADDS(t, t, 1.0);\n  TSTORE(x, t);\n}\n\
+        workload main() {\n  set i = 0;\n  while i < 5 max 5 {\n    for_each j in J {\n      \
+        task k(X[j * 4 +: 4, 0 +: 64]);\n      break if i == 2;\n    }\n    set i = i + 1;\n  }\n  \
+        task k(X[0 +: 4, 0 +: 64]);\n}\n";
+    let opts = RunOptions {
+        progress: false,
+        threads: 2,
+        ..RunOptions::default()
+    };
+    let out =
+        run_ascend("break.wsp", text, "ascend_a2a3sim", &opts).unwrap_or_else(|e| panic!("{e}"));
+    println!("{}", out.report);
+    // Iterations 0 and 1 bump both blocks, iteration 2 bumps block 0 and breaks, then block 0.
+    let x = get(&out.inputs, "X");
+    let expected: Vec<f64> = x
+        .iter()
+        .enumerate()
+        .map(|(i, v)| v + if i < 256 { 4.0 } else { 2.0 })
+        .collect();
+    check(&out, "break", "X", &expected, 1e-6);
+    no_edge_missing(&out, "break");
+}
+
+/// Emits `text` (named `bad.wsp`) for the simulator target; the rendered error.
+fn refusal(text: &str) -> String {
+    let loaded = pto_wsp_cli::load_source("bad.wsp", text).unwrap();
+    let bindings = pto_wsp_cli::bindings_for(&loaded, &[]).unwrap();
+    emit_ascend(&loaded, &bindings, "ascend_a2a3sim")
+        .map(|_| ())
+        .unwrap_err()
+        .rendered
+}
+
+#[test]
+fn constructs_the_ascend_back_end_cannot_express_are_refused_with_their_location() {
+    // A task of a kernel without a body (a built-in): no AICore code exists for it.
+    let e = refusal(
+        "tensor X: f32[8, 64];\nkernel k(inout x: f32[8, 64]) @vector;\n\
+         workload main() { task k(X[0 +: 8, 0 +: 64]); }\n",
+    );
+    assert!(
+        e.contains("bad.wsp:2:8") && e.contains("kernel `k`, which has no body"),
+        "{e}"
+    );
+    // A CSP pipeline entry.
+    let e = refusal(
+        "tensor X: f32[8];\nkernel k(inout x: f32[8]) @vector;\n\
+         pipeline p {\n  channel ch[2];\n  process a(produces ch) { send ch(0); }\n  process b(consumes ch) { consume ch as i { task k(X[0 +: 8]); } }\n}\n",
+    );
+    assert!(
+        e.contains("bad.wsp:3:10") && e.contains("pipeline `p`"),
+        "{e}"
+    );
+    // A bf16 tensor (the simulator's bf16 is f16 with this compiler).
+    let e = refusal(
+        "tensor X: bf16[8, 64];\nkernel k(inout x: f32[8, 64]) @vector {\n  tile t: vec f32[8, 64];\n  TLOAD(t, x);\n  TSTORE(x, t);\n}\n\
+         workload main() { }\n",
+    );
+    assert!(e.contains("bad.wsp:1:8") && e.contains("bf16"), "{e}");
+    // Loops nested past the runtime's scope depth.
+    let mut body = "task k(X[0 +: 8, 0 +: 64]);".to_string();
+    for i in 0..61 {
+        body = format!("parallel_for a{i} in J {{ {body} }}");
+    }
+    let e = refusal(&format!(
+        "tensor X: f32[8, 64];\naxis J = dense(1);\nkernel k(inout x: f32[8, 64]) @vector {{\n  tile t: vec f32[8, 64];\n  TLOAD(t, x);\n  TSTORE(x, t);\n}}\nworkload main() {{ {body} }}\n"
+    ));
+    assert!(
+        e.contains("bad.wsp:8:") && e.contains("nested more than 60 deep"),
+        "{e}"
+    );
+    // Nothing is written: the command checks before writing.
+    let dir = common::scratch("ascend-refusal");
+    let out = dir.join("tree");
+    let bad = dir.join("bad.wsp");
+    std::fs::write(
+        &bad,
+        "tensor X: f32[8, 64];\nkernel k(inout x: f32[8, 64]) @vector;\n\
+         workload main() { task k(X[0 +: 8, 0 +: 64]); }\n",
+    )
+    .unwrap();
+    let (code, _, stderr) = common::binary(&[
+        "emit",
+        "ascend",
+        bad.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("has no body"), "{stderr}");
+    assert!(!out.exists(), "the output directory was created");
+}
+
+#[test]
+fn a_device_target_refuses_a_kernel_mixing_cube_and_vector_tiles() {
+    let (path, text) = example("decode_attention");
+    let loaded = pto_wsp_cli::load_source(&path, &text).unwrap();
+    let bindings = pto_wsp_cli::bindings_for(&loaded, &[]).unwrap();
+    let e = emit_ascend(&loaded, &bindings, "ascend_a2a3")
+        .map(|_| ())
+        .unwrap_err()
+        .rendered;
+    assert!(
+        e.contains("decode_attention.wsp:")
+            && e.contains("kernel `chunk`")
+            && e.contains("split it"),
+        "{e}"
+    );
+    // The simulator target runs it, with the note in the README.
+    let tree = emit_ascend(&loaded, &bindings, "ascend_a2a3sim").unwrap();
+    let readme = &tree.files.iter().find(|(n, _)| n == "README.md").unwrap().1;
+    assert!(
+        readme.contains("kernel `chunk`") && readme.contains("a device could not"),
+        "{readme}"
+    );
+}
+
+#[test]
+fn unhonoured_schedule_directives_are_listed_in_the_readme_and_the_output() {
+    let dir = common::scratch("ascend-notes");
+    let file = dir.join("s.wsp");
+    std::fs::write(
+        &file,
+        "tensor X: f32[8, 64];\nkernel k(inout x: f32[8, 64]) @vector {\n  tile t: vec f32[8, 64];\n  TLOAD(t, x);\n  TSTORE(x, t);\n}\n\
+         workload main() { task k(X[0 +: 8, 0 +: 64]); }\n\
+         schedule for main {\n  executors 4;\n  dispatch round_robin(4);\n  streams 2;\n  task_graph { ready work_steal; }\n}\n",
+    )
+    .unwrap();
+    let out = dir.join("tree");
+    let (code, stdout, stderr) = common::binary(&[
+        "emit",
+        "ascend",
+        file.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
+    for what in ["`executors 4`", "`dispatch`", "`streams`", "`ready`"] {
+        assert!(stdout.contains(what), "{what} not in the output: {stdout}");
+        assert!(readme.contains(what), "{what} not in the README: {readme}");
+    }
+    assert!(stdout.contains("s.wsp:9:3"), "{stdout}");
+}
+
+#[test]
+fn the_ascend_back_end_is_registered_and_compile_writes_its_tree() {
+    let (code, stdout, stderr) = common::binary(&["targets"]);
+    assert_eq!(code, 0, "{stderr}");
+    let line = stdout.lines().find(|l| l.starts_with("ascend")).unwrap();
+    assert!(
+        line.contains("ascend_a2a3sim") && line.contains("ascend_a2a3 "),
+        "{line}"
+    );
+    // `compile` applies the file's `//@ bind` lines and writes the whole tree.
+    let dir = common::scratch("ascend-compile");
+    let out = dir.join("tree");
+    let (code, _, stderr) = common::binary(&[
+        "compile",
+        "examples/ascend/decode_attention.wsp",
+        "--target",
+        "ascend_a2a3sim",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    for f in [
+        "orchestration.cpp",
+        "kernel_chunk.cpp",
+        "kernel_merge.cpp",
+        "runner.py",
+        "README.md",
+    ] {
+        assert!(out.join(f).exists(), "{f} missing");
+    }
+    // Through the library registry: `supports` refuses, `compile` emits a tree.
+    pto_wsp_cli::ascend::register();
+    let (_, text) = example("vector_example");
+    let plan = pto_wsp::lower(&pto_wsp::ir::parse(&text).unwrap()).unwrap();
+    let options = pto_wsp::CompileOptions {
+        target: "ascend_a2a3sim".into(),
+        ..pto_wsp::CompileOptions::default()
+    };
+    match pto_wsp::compile_target(&plan, &options).unwrap() {
+        pto_wsp::Output::Artefact(pto_wsp::Artefact::Tree(files)) => {
+            assert!(
+                files
+                    .iter()
+                    .any(|(p, b)| p.to_str() == Some("orchestration.cpp")
+                        && String::from_utf8_lossy(b).contains("aicpu_orchestration_entry"))
+            );
+        }
+        _ => panic!("not a tree"),
+    }
+    let builtin = pto_wsp::lower(
+        &pto_wsp::ir::parse(
+            "tensor X: f32[8, 64];\nkernel k(inout x: f32[8, 64]) @vector;\n\
+             workload main() { task k(X[0 +: 8, 0 +: 64]); }\n",
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let e = pto_wsp::compile_target(&builtin, &options)
+        .map(|_| ())
+        .unwrap_err();
+    assert!(e.to_string().contains("which has no body"), "{e}");
+}
