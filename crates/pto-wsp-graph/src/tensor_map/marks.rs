@@ -14,6 +14,14 @@
 //! edge to the mark's task (unless it is the reader itself, or completed) and direct edges only
 //! to the writers the mark does not cover. Added order: the reader also waits for the mark's
 //! task, which read (never wrote) the data — extra order, never less.
+//!
+//! A mark may also *delegate*: a read that used a mark of a smaller box and becomes the mark of
+//! its own box is not listed in the cells wholly inside the used mark's box (so a prefix read
+//! touches the cells of its new tiles only, not the whole prefix). A delegating mark answers for
+//! that read's write-after-read duty: every write whose box intersects it waits for its task
+//! ([`Marks::war`]). So a delegating mark is removed only when a task that follows it takes its
+//! place (the next read of the chain), a write covering its box follows it, or its task has
+//! completed; never merely evicted.
 
 use crate::types::Region;
 
@@ -30,12 +38,16 @@ pub struct Mark {
     pub task: u32,
     /// The sequence number of the read access (writes recorded before it are covered).
     pub seq: u64,
+    /// Whether the read left some cells of its box to this mark (see the module docs).
+    pub delegates: bool,
 }
 
 /// The marks of one tensor, oldest first.
 #[derive(Clone, Debug, Default)]
 pub struct Marks {
     list: Vec<Mark>,
+    /// How many marks of `list` delegate.
+    delegating: usize,
 }
 
 impl Marks {
@@ -49,19 +61,67 @@ impl Marks {
             .copied()
     }
 
-    /// Records `mark`, dropping the marks whose boxes it contains (its promise implies theirs:
-    /// it covers every write they cover, and more), evicting the oldest beyond [`MAX_MARKS`].
-    pub fn insert(&mut self, mark: Mark) {
-        self.list.retain(|m| !mark.region.covers(&m.region));
-        if self.list.len() == MAX_MARKS {
-            self.list.remove(0);
+    /// Records `mark`, whose task follows `used` (the mark its read used, if any). Drops `used`
+    /// and the marks without delegation whose boxes `mark` contains (its promise implies theirs:
+    /// it covers every write they cover, and more); beyond [`MAX_MARKS`], evicts the oldest mark
+    /// that does not delegate or whose task completed. Returns whether `mark` was recorded: it
+    /// is refused when only live delegating marks could make room, which cannot happen when
+    /// `used` is one of the marks (it makes room).
+    pub fn insert(&mut self, mark: Mark, used: Option<Mark>, oldest_live: u32) -> bool {
+        let before = self.list.len();
+        self.list
+            .retain(|m| !(Some(*m) == used || (!m.delegates && mark.region.covers(&m.region))));
+        if self.list.len() != before {
+            self.recount();
         }
+        if self.list.len() == MAX_MARKS {
+            let evictable = |m: &Mark| !m.delegates || m.task < oldest_live;
+            match self.list.iter().position(evictable) {
+                Some(i) => {
+                    self.list.remove(i);
+                    self.recount();
+                }
+                None => return false,
+            }
+        }
+        self.delegating += usize::from(mark.delegates);
         self.list.push(mark);
+        true
+    }
+
+    /// A write of `region` by `task`: calls `pred(t)` for the task `t` of every delegating mark
+    /// of a live task other than `task` whose box intersects `region` (write after read), and
+    /// drops the delegating marks it covers (the writer follows them now).
+    #[inline]
+    pub fn war(&mut self, region: &Region, task: u32, oldest_live: u32, mut pred: impl FnMut(u32)) {
+        if self.delegating == 0 {
+            return;
+        }
+        let mut dropped = false;
+        self.list.retain(|m| {
+            if !m.delegates || !m.region.intersects(region) {
+                return true;
+            }
+            if m.task != task && m.task >= oldest_live {
+                pred(m.task);
+            }
+            let covered = region.covers(&m.region);
+            dropped |= covered;
+            !covered
+        });
+        if dropped {
+            self.recount();
+        }
+    }
+
+    fn recount(&mut self) {
+        self.delegating = self.list.iter().filter(|m| m.delegates).count();
     }
 
     /// Forgets every mark.
     pub fn clear(&mut self) {
         self.list.clear();
+        self.delegating = 0;
     }
 
     /// How many marks are kept.
@@ -72,6 +132,127 @@ impl Marks {
     /// Whether no mark is kept.
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
+    }
+}
+
+/// Rows of cells tracked one by one by [`RowSeqs`]; writes to rows past it share one maximum.
+const TRACKED_ROWS: usize = 4096;
+
+/// The newest write's sequence number per row of cells of a tensor's grid, with the maximum over
+/// a range of rows in O(log rows): a read can tell that no write touched the cells inside its
+/// mark since the mark without visiting them.
+#[derive(Clone, Debug, Default)]
+pub struct RowSeqs {
+    /// A max segment tree over `n` leaves (`tree[n + row]`), `n` a power of two or zero.
+    tree: Vec<u64>,
+    n: usize,
+    /// The newest write to a row at or past [`TRACKED_ROWS`].
+    far: u64,
+}
+
+impl RowSeqs {
+    /// A write with sequence number `seq` (higher than any before) touched a cell of `row`.
+    #[inline]
+    pub fn set(&mut self, row: u32, seq: u64) {
+        let row = row as usize;
+        if row >= TRACKED_ROWS {
+            self.far = seq;
+            return;
+        }
+        if row >= self.n {
+            let n = (row + 1).next_power_of_two().max(64);
+            let mut tree = vec![0; 2 * n];
+            tree[n..n + self.n].copy_from_slice(&self.tree[self.n..]);
+            for i in (1..n).rev() {
+                tree[i] = tree[2 * i].max(tree[2 * i + 1]);
+            }
+            self.tree = tree;
+            self.n = n;
+        }
+        let mut i = self.n + row;
+        while i >= 1 {
+            self.tree[i] = seq;
+            i /= 2;
+        }
+    }
+
+    /// The newest write's sequence number over rows `lo..=hi` (0: none).
+    #[inline]
+    pub fn max(&self, lo: u32, hi: u32) -> u64 {
+        let (lo, hi) = (lo as usize, hi as usize);
+        let mut m = if hi >= TRACKED_ROWS { self.far } else { 0 };
+        if self.n == 0 {
+            return m;
+        }
+        let hi = hi.min(TRACKED_ROWS - 1).min(self.n - 1);
+        if lo > hi {
+            return m;
+        }
+        let (mut l, mut r) = (lo + self.n, hi + self.n + 1);
+        while l < r {
+            if l & 1 == 1 {
+                m = m.max(self.tree[l]);
+                l += 1;
+            }
+            if r & 1 == 1 {
+                r -= 1;
+                m = m.max(self.tree[r]);
+            }
+            l /= 2;
+            r /= 2;
+        }
+        m
+    }
+
+    /// Forgets every write.
+    pub fn clear(&mut self) {
+        self.tree.fill(0);
+        self.far = 0;
+    }
+}
+
+/// Columns of cells tracked one by one by [`CellSeqs`]; writes to columns past it share one
+/// maximum.
+const TRACKED_COLS: usize = 1024;
+
+/// The newest write's sequence number per cell of a tensor's grid ([`RowSeqs`] per column of
+/// cells): the newest write over a rectangle of cells in O(columns × log rows).
+#[derive(Clone, Debug, Default)]
+pub struct CellSeqs {
+    cols: Vec<RowSeqs>,
+    /// The newest write to a column at or past [`TRACKED_COLS`].
+    far: u64,
+}
+
+impl CellSeqs {
+    /// A write with sequence number `seq` (higher than any before) touched cell `(cx, cy)`.
+    #[inline]
+    pub fn set(&mut self, cx: u32, cy: u32, seq: u64) {
+        let cy = cy as usize;
+        if cy >= TRACKED_COLS {
+            self.far = seq;
+            return;
+        }
+        if cy >= self.cols.len() {
+            self.cols.resize_with(cy + 1, RowSeqs::default);
+        }
+        self.cols[cy].set(cx, seq);
+    }
+
+    /// Whether every write to a cell of `(x0..=x1, y0..=y1)` is older than `seq`.
+    #[inline]
+    pub fn all_older(&self, (x0, x1, y0, y1): (u32, u32, u32, u32), seq: u64) -> bool {
+        if y1 as usize >= TRACKED_COLS && self.far >= seq {
+            return false;
+        }
+        let hi = (y1 as usize).min(self.cols.len().saturating_sub(1));
+        (y0 as usize..=hi).all(|cy| self.cols.get(cy).is_none_or(|c| c.max(x0, x1) < seq))
+    }
+
+    /// Forgets every write.
+    pub fn clear(&mut self) {
+        self.cols.iter_mut().for_each(RowSeqs::clear);
+        self.far = 0;
     }
 }
 
@@ -104,15 +285,16 @@ mod tests {
             region: Region::new_2d(0, row, rows, 0, 8),
             task,
             seq: task as u64,
+            delegates: false,
         }
     }
 
     #[test]
     fn a_mark_replaces_the_marks_it_contains_and_the_oldest_is_evicted() {
         let mut marks = Marks::default();
-        marks.insert(m(0, 4, 1));
-        marks.insert(m(8, 4, 2));
-        marks.insert(m(0, 8, 3)); // contains the first
+        assert!(marks.insert(m(0, 4, 1), None, 0));
+        assert!(marks.insert(m(8, 4, 2), None, 0));
+        assert!(marks.insert(m(0, 8, 3), None, 0)); // contains the first
         assert_eq!(marks.len(), 2);
         assert_eq!(
             marks.within(&Region::new_2d(0, 0, 16, 0, 8)),
@@ -124,7 +306,7 @@ mod tests {
         );
         assert_eq!(marks.within(&Region::new_2d(0, 1, 4, 0, 8)), None);
         for i in 0..MAX_MARKS as u32 {
-            marks.insert(m(100 + 2 * i, 1, 10 + i));
+            marks.insert(m(100 + 2 * i, 1, 10 + i), None, 0);
         }
         assert_eq!(marks.len(), MAX_MARKS);
         assert_eq!(
@@ -132,6 +314,89 @@ mod tests {
             None,
             "evicted"
         );
+    }
+
+    #[test]
+    fn delegating_marks_answer_writes_and_are_never_evicted_while_live() {
+        let mut marks = Marks::default();
+        let d = |row, task| Mark {
+            delegates: true,
+            ..m(row, 1, task)
+        };
+        for i in 0..MAX_MARKS as u32 {
+            assert!(marks.insert(d(2 * i, 10 + i), None, 0));
+        }
+        assert!(
+            !marks.insert(d(1000, 99), None, 0),
+            "no live delegating mark is evicted"
+        );
+        assert!(!marks.insert(m(1000, 1, 99), None, 0));
+        // The used mark makes room for its successor.
+        assert!(marks.insert(d(0, 98), Some(d(0, 10)), 0));
+        // Task 11 completed: its mark makes room.
+        assert!(marks.insert(d(1000, 99), None, 12));
+        assert_eq!(
+            marks.within(&Region::new_2d(0, 2, 1, 0, 8)),
+            None,
+            "evicted"
+        );
+        // A write over rows 4..8 intersects the marks of tasks 12, 13 (rows 4, 6) and covers them.
+        let mut got = Vec::new();
+        marks.war(&Region::new_2d(0, 4, 4, 0, 8), 200, 0, |t| got.push(t));
+        assert_eq!(got, vec![12, 13]);
+        assert_eq!(marks.len(), MAX_MARKS - 2);
+        // A partial overlap reports without dropping; a completed mark reports nothing.
+        got.clear();
+        marks.war(&Region::new_2d(0, 8, 1, 0, 4), 200, 0, |t| got.push(t));
+        marks.war(&Region::new_2d(0, 10, 1, 0, 4), 200, 16, |t| got.push(t));
+        assert_eq!((got, marks.len()), (vec![14], MAX_MARKS - 2));
+    }
+
+    #[test]
+    fn row_seqs_give_the_newest_write_over_a_range() {
+        let mut r = RowSeqs::default();
+        assert_eq!(r.max(0, 10), 0);
+        let writes = [(3u32, 1u64), (70, 2), (5, 3), (5000, 4), (200, 5), (3, 6)];
+        let ranges = [
+            (0, 2),
+            (0, 3),
+            (4, 69),
+            (4, 70),
+            (6, 300),
+            (0, 9999),
+            (300, 4095),
+            (4096, 6000),
+        ];
+        for (i, &(row, seq)) in writes.iter().enumerate() {
+            r.set(row, seq);
+            for (lo, hi) in ranges {
+                let want = writes[..=i]
+                    .iter()
+                    .filter(|&&(w, _)| (lo..=hi).contains(&w))
+                    .map(|&(_, s)| s)
+                    .max()
+                    .unwrap_or(0);
+                assert_eq!(r.max(lo, hi), want, "{lo}..={hi} after {i}");
+            }
+        }
+        r.clear();
+        assert_eq!(r.max(0, 9999), 0);
+    }
+
+    #[test]
+    fn cell_seqs_tell_whether_a_rectangle_was_written_since() {
+        let mut c = CellSeqs::default();
+        assert!(c.all_older((0, 100, 0, 5000), 1));
+        c.set(3, 2, 5);
+        c.set(7, 2000, 9);
+        assert!(c.all_older((0, 10, 0, 1), 6), "other columns");
+        assert!(c.all_older((4, 10, 0, 5), 6), "other rows");
+        assert!(!c.all_older((0, 3, 2, 2), 5));
+        assert!(c.all_older((0, 3, 2, 2), 6));
+        assert!(!c.all_older((0, 0, 1500, 3000), 9), "a far column");
+        assert!(c.all_older((0, 0, 1500, 3000), 10));
+        c.clear();
+        assert!(c.all_older((0, 100, 0, 5000), 1));
     }
 
     #[test]

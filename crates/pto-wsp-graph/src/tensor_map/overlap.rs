@@ -28,7 +28,7 @@
 //! edges, however many tiles the prefix holds: every conflicting writer still happens before
 //! the reader, through the mark's task.
 
-use super::marks::{Mark, Marks, inner_cells};
+use super::marks::{CellSeqs, Mark, Marks, inner_cells};
 use super::{FxHashMap, MapStats, TensorMap};
 use crate::types::{Access, EdgeKind, FX_K, Region, TaskId};
 use std::hash::{Hash, Hasher};
@@ -88,6 +88,8 @@ struct Grid {
     large_reads: Vec<Ref>,
     /// Coverage marks of multi-cell reads.
     marks: Marks,
+    /// The newest write per cell.
+    seqs: CellSeqs,
     buckets: Vec<u32>,
     /// `dense[cx][cy]`: bucket of a cell with both coordinates below [`DENSE_CELLS`] (or `NIL`);
     /// rows grow on demand. Other cells go through the shared hash map.
@@ -351,8 +353,19 @@ impl TensorMap for OverlapMap {
         {
             pred(TaskId(m.task), EdgeKind::Raw);
         }
-        // Cells wholly inside the mark's box: their writes are covered unless newer than it.
+        // Cells wholly inside the mark's box: their writes are covered unless newer than it. A
+        // read of a larger box than the mark's delegates them to its own mark (is not listed
+        // there); when no write touched their rows since the mark, they are not visited at all.
         let inner = cover.and_then(|m| inner_cells(grid.shift, &m.region, region));
+        let delegate =
+            inner.is_some() && ncells <= LARGE_CELLS && cover.is_some_and(|m| m.region != *region);
+        let mark_seq = cover.map_or(0, |m| m.seq);
+        let skip_inner = delegate && inner.is_some_and(|r| grid.seqs.all_older(r, mark_seq));
+        let inside = |cx: u32, cy: u32| {
+            inner.is_some_and(|(ix0, ix1, iy0, iy1)| {
+                (ix0..=ix1).contains(&cx) && (iy0..=iy1).contains(&cy)
+            })
+        };
         let mut scan = Scan {
             records,
             free,
@@ -366,32 +379,43 @@ impl TensorMap for OverlapMap {
             hit: cover.is_some(),
             cover,
         };
-        let inside = |cx: u32, cy: u32| {
-            inner.is_some_and(|(ix0, ix1, iy0, iy1)| {
-                (ix0..=ix1).contains(&cx) && (iy0..=iy1).contains(&cy)
-            })
-        };
-        let mark_seq = cover.map_or(0, |m| m.seq);
         if ncells <= LARGE_CELLS {
-            for cx in x0..=x1 {
+            let mut cx = x0 as u64;
+            while cx <= x1 as u64 {
+                let cx32 = cx as u32;
+                if let Some((ix0, ix1, iy0, iy1)) = inner
+                    && skip_inner
+                    && cx32 == ix0
+                    && iy0 <= y0
+                    && y1 <= iy1
+                {
+                    cx = ix1 as u64 + 1; // every cell of these rows is inside
+                    continue;
+                }
                 for cy in y0..=y1 {
+                    let inner_cell = inside(cx32, cy);
+                    if skip_inner && inner_cell {
+                        continue;
+                    }
                     let key = CellKey {
                         tensor: region.tensor,
-                        cx,
+                        cx: cx32,
                         cy,
                     };
                     let b = bucket_of(grid, cells, buckets, free_buckets, key);
                     let bucket = &mut buckets[b as usize];
-                    if !(bucket.wseq < mark_seq && inside(cx, cy)) {
+                    if !(bucket.wseq < mark_seq && inner_cell) {
                         scan.bucket(bucket);
                     }
                     if writes {
                         bucket.writes.push(rf);
                         bucket.wseq = seq;
-                    } else {
+                        grid.seqs.set(cx32, cy, seq);
+                    } else if !(delegate && inner_cell) {
                         bucket.reads.push(rf);
                     }
                 }
+                cx += 1;
             }
         } else {
             for &b in &grid.buckets {
@@ -408,15 +432,25 @@ impl TensorMap for OverlapMap {
         scan.list(&mut grid.large_writes, true);
         if writes {
             scan.list(&mut grid.large_reads, false);
+            // Readers that delegated their cells to a mark.
+            let Scan { pred, hit, .. } = &mut scan;
+            grid.marks.war(region, task.0, *oldest_live, |t| {
+                *hit = true;
+                pred(TaskId(t), EdgeKind::War);
+            });
         }
         let hit = scan.hit;
-        // The read becomes the mark of its box, unless it is the box of the mark it used.
+        // The read becomes the mark of its box, unless it is the box of the mark it used; it
+        // takes over the used mark's delegation.
         if !writes && ncells > 1 && cover.is_none_or(|m| m.region != *region) {
-            grid.marks.insert(Mark {
+            let mark = Mark {
                 region: *region,
                 task: task.0,
                 seq,
-            });
+                delegates: delegate || cover.is_some_and(|m| m.delegates),
+            };
+            let recorded = grid.marks.insert(mark, cover, *oldest_live);
+            debug_assert!(recorded || !mark.delegates, "a used mark makes room");
         }
         if ncells > LARGE_CELLS {
             if writes {
@@ -513,6 +547,7 @@ impl TensorMap for OverlapMap {
             g.large_writes.clear();
             g.large_reads.clear();
             g.marks.clear();
+            g.seqs.clear();
             g.buckets.clear();
             for row in &mut g.dense {
                 row.fill(NIL);
