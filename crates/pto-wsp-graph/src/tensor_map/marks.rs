@@ -135,123 +135,79 @@ impl Marks {
     }
 }
 
-/// Rows of cells tracked one by one by [`RowSeqs`]; writes to rows past it share one maximum.
-const TRACKED_ROWS: usize = 4096;
-
-/// The newest write's sequence number per row of cells of a tensor's grid, with the maximum over
-/// a range of rows in O(log rows): a read can tell that no write touched the cells inside its
-/// mark since the mark without visiting them.
-#[derive(Clone, Debug, Default)]
-pub struct RowSeqs {
-    /// A max segment tree over `n` leaves (`tree[n + row]`), `n` a power of two or zero.
-    tree: Vec<u64>,
-    n: usize,
-    /// The newest write to a row at or past [`TRACKED_ROWS`].
-    far: u64,
-}
-
-impl RowSeqs {
-    /// A write with sequence number `seq` (higher than any before) touched a cell of `row`.
-    #[inline]
-    pub fn set(&mut self, row: u32, seq: u64) {
-        let row = row as usize;
-        if row >= TRACKED_ROWS {
-            self.far = seq;
-            return;
-        }
-        if row >= self.n {
-            let n = (row + 1).next_power_of_two().max(64);
-            let mut tree = vec![0; 2 * n];
-            tree[n..n + self.n].copy_from_slice(&self.tree[self.n..]);
-            for i in (1..n).rev() {
-                tree[i] = tree[2 * i].max(tree[2 * i + 1]);
-            }
-            self.tree = tree;
-            self.n = n;
-        }
-        let mut i = self.n + row;
-        while i >= 1 {
-            self.tree[i] = seq;
-            i /= 2;
-        }
-    }
-
-    /// The newest write's sequence number over rows `lo..=hi` (0: none).
-    #[inline]
-    pub fn max(&self, lo: u32, hi: u32) -> u64 {
-        let (lo, hi) = (lo as usize, hi as usize);
-        let mut m = if hi >= TRACKED_ROWS { self.far } else { 0 };
-        if self.n == 0 {
-            return m;
-        }
-        let hi = hi.min(TRACKED_ROWS - 1).min(self.n - 1);
-        if lo > hi {
-            return m;
-        }
-        let (mut l, mut r) = (lo + self.n, hi + self.n + 1);
-        while l < r {
-            if l & 1 == 1 {
-                m = m.max(self.tree[l]);
-                l += 1;
-            }
-            if r & 1 == 1 {
-                r -= 1;
-                m = m.max(self.tree[r]);
-            }
-            l /= 2;
-            r /= 2;
-        }
-        m
-    }
-
-    /// Forgets every write.
-    pub fn clear(&mut self) {
-        self.tree.fill(0);
-        self.far = 0;
-    }
-}
-
 /// Columns of cells tracked one by one by [`CellSeqs`]; writes to columns past it share one
 /// maximum.
 const TRACKED_COLS: usize = 1024;
 
-/// The newest write's sequence number per cell of a tensor's grid ([`RowSeqs`] per column of
-/// cells): the newest write over a rectangle of cells in O(columns × log rows).
+/// Writes remembered per column of cells.
+const RECENT: usize = 4;
+
+/// The most recent writes to one column of cells, newest first: rows `lo..=hi`, sequence number.
+#[derive(Clone, Copy, Debug, Default)]
+struct Recent {
+    writes: [(u32, u32, u64); RECENT],
+    /// The sequence number of the newest write no longer in `writes` (0: none).
+    dropped: u64,
+}
+
+/// The recent writes per column of cells of a tensor's grid: whether any write touched a
+/// rectangle of cells since a sequence number, in O(columns) without visiting the cells. Exact
+/// for the last [`RECENT`] writes of each column; older than those, it answers "maybe" (so the
+/// cells are visited).
 #[derive(Clone, Debug, Default)]
 pub struct CellSeqs {
-    cols: Vec<RowSeqs>,
+    cols: Vec<Recent>,
     /// The newest write to a column at or past [`TRACKED_COLS`].
     far: u64,
 }
 
 impl CellSeqs {
-    /// A write with sequence number `seq` (higher than any before) touched cell `(cx, cy)`.
+    /// A write with sequence number `seq` (higher than any before) touched the cells of rows
+    /// `x0..=x1` in columns `y0..=y1`.
     #[inline]
-    pub fn set(&mut self, cx: u32, cy: u32, seq: u64) {
-        let cy = cy as usize;
-        if cy >= TRACKED_COLS {
+    pub fn set(&mut self, (x0, x1, y0, y1): (u32, u32, u32, u32), seq: u64) {
+        if y1 as usize >= TRACKED_COLS {
             self.far = seq;
+        }
+        let hi = (y1 as usize).min(TRACKED_COLS - 1);
+        if y0 as usize > hi {
             return;
         }
-        if cy >= self.cols.len() {
-            self.cols.resize_with(cy + 1, RowSeqs::default);
+        if hi >= self.cols.len() {
+            self.cols.resize_with(hi + 1, Recent::default);
         }
-        self.cols[cy].set(cx, seq);
+        for c in &mut self.cols[y0 as usize..=hi] {
+            if c.writes[RECENT - 1].2 != 0 {
+                c.dropped = c.writes[RECENT - 1].2;
+            }
+            c.writes.copy_within(0..RECENT - 1, 1);
+            c.writes[0] = (x0, x1, seq);
+        }
     }
 
-    /// Whether every write to a cell of `(x0..=x1, y0..=y1)` is older than `seq`.
+    /// Whether no write to a cell of `(x0..=x1, y0..=y1)` has a sequence number at or after
+    /// `seq` (false when it cannot tell).
     #[inline]
     pub fn all_older(&self, (x0, x1, y0, y1): (u32, u32, u32, u32), seq: u64) -> bool {
         if y1 as usize >= TRACKED_COLS && self.far >= seq {
             return false;
         }
         let hi = (y1 as usize).min(self.cols.len().saturating_sub(1));
-        (y0 as usize..=hi).all(|cy| self.cols.get(cy).is_none_or(|c| c.max(x0, x1) < seq))
+        (y0 as usize..=hi).all(|cy| {
+            let Some(c) = self.cols.get(cy) else {
+                return true;
+            };
+            c.dropped < seq
+                && c.writes
+                    .iter()
+                    .take_while(|w| w.2 >= seq)
+                    .all(|&(lo, hi, _)| hi < x0 || x1 < lo)
+        })
     }
 
     /// Forgets every write.
     pub fn clear(&mut self) {
-        self.cols.iter_mut().for_each(RowSeqs::clear);
+        self.cols.clear();
         self.far = 0;
     }
 }
@@ -353,42 +309,11 @@ mod tests {
     }
 
     #[test]
-    fn row_seqs_give_the_newest_write_over_a_range() {
-        let mut r = RowSeqs::default();
-        assert_eq!(r.max(0, 10), 0);
-        let writes = [(3u32, 1u64), (70, 2), (5, 3), (5000, 4), (200, 5), (3, 6)];
-        let ranges = [
-            (0, 2),
-            (0, 3),
-            (4, 69),
-            (4, 70),
-            (6, 300),
-            (0, 9999),
-            (300, 4095),
-            (4096, 6000),
-        ];
-        for (i, &(row, seq)) in writes.iter().enumerate() {
-            r.set(row, seq);
-            for (lo, hi) in ranges {
-                let want = writes[..=i]
-                    .iter()
-                    .filter(|&&(w, _)| (lo..=hi).contains(&w))
-                    .map(|&(_, s)| s)
-                    .max()
-                    .unwrap_or(0);
-                assert_eq!(r.max(lo, hi), want, "{lo}..={hi} after {i}");
-            }
-        }
-        r.clear();
-        assert_eq!(r.max(0, 9999), 0);
-    }
-
-    #[test]
     fn cell_seqs_tell_whether_a_rectangle_was_written_since() {
         let mut c = CellSeqs::default();
         assert!(c.all_older((0, 100, 0, 5000), 1));
-        c.set(3, 2, 5);
-        c.set(7, 2000, 9);
+        c.set((3, 3, 2, 2), 5);
+        c.set((7, 7, 2000, 2000), 9);
         assert!(c.all_older((0, 10, 0, 1), 6), "other columns");
         assert!(c.all_older((4, 10, 0, 5), 6), "other rows");
         assert!(!c.all_older((0, 3, 2, 2), 5));
@@ -397,6 +322,18 @@ mod tests {
         assert!(c.all_older((0, 0, 1500, 3000), 10));
         c.clear();
         assert!(c.all_older((0, 100, 0, 5000), 1));
+        // Column 0: writes to rows 10, 11, 12, 13, 14 (seq 1..=5); the first is forgotten.
+        for (i, row) in (10..15).enumerate() {
+            c.set((row, row, 0, 1), i as u64 + 1);
+        }
+        assert!(c.all_older((0, 9, 0, 1), 2), "rows below every kept write");
+        assert!(!c.all_older((0, 12, 0, 0), 3), "row 12 written at 3");
+        assert!(c.all_older((0, 12, 0, 0), 4));
+        assert!(
+            !c.all_older((0, 9, 0, 0), 1),
+            "the dropped write may have touched them"
+        );
+        assert!(c.all_older((0, 9, 0, 0), 2));
     }
 
     #[test]

@@ -410,12 +410,14 @@ impl TensorMap for OverlapMap {
                     if writes {
                         bucket.writes.push(rf);
                         bucket.wseq = seq;
-                        grid.seqs.set(cx32, cy, seq);
                     } else if !(delegate && inner_cell) {
                         bucket.reads.push(rf);
                     }
                 }
                 cx += 1;
+            }
+            if writes {
+                grid.seqs.set((x0, x1, y0, y1), seq);
             }
         } else {
             for &b in &grid.buckets {
