@@ -54,6 +54,28 @@ pub(crate) fn plan(mode: DepsMode) -> Result<LoweredPlan, CliError> {
     Ok(plan)
 }
 
+/// Checks that a run of a workload with `tasks` tasks and `barriers` barrier tasks (joining
+/// structural orders) ran exactly that many of each (not "at least"), barrier tasks counted
+/// apart. Runs report their completions, so a skipped or repeated task changes a count (unless
+/// one of each cancels out: the counts are sums, not per-task records).
+pub(crate) fn ran_exactly(
+    what: &str,
+    ran: (u64, u64),
+    tasks: u64,
+    barriers: u64,
+) -> Result<(), CliError> {
+    let (all, ran_barriers) = ran;
+    if all.checked_sub(ran_barriers) == Some(tasks) && ran_barriers == barriers {
+        Ok(())
+    } else {
+        Err(CliError::plain(format!(
+            "bench: the {what} run ran {} tasks and {ran_barriers} barrier tasks; the workload has \
+             {tasks} and {barriers}",
+            all.saturating_sub(ran_barriers)
+        )))
+    }
+}
+
 /// A registry where every kernel of `m` is empty.
 pub(crate) fn empty_kernels(m: &Module) -> KernelRegistry {
     let mut r = KernelRegistry::new();
@@ -95,10 +117,11 @@ pub fn llama<E: From<CliError>>(
                 Ok(dt)
             })?;
             let mut edges = 0u64;
+            let mut barriers = 0u64;
             let build_ns = best(repeat, || {
                 let t0 = Instant::now();
                 let mut builder = GraphBuilder::new(mode);
-                feed(
+                let fed = feed(
                     &m,
                     &b,
                     &opts,
@@ -107,6 +130,7 @@ pub fn llama<E: From<CliError>>(
                     ExecDomain::default(),
                 )
                 .map_err(|e| CliError::plain(format!("bench: build: {e}")))?;
+                barriers = u64::from(fed.barrier_tasks);
                 let g = builder.finish();
                 let dt = t0.elapsed();
                 edges = g.fanout.len() as u64;
@@ -123,22 +147,15 @@ pub fn llama<E: From<CliError>>(
                     },
                 )
                 .map_err(|e| CliError::plain(e.to_string()))?;
-                let mut ran = 0;
                 let prog_ns = best(repeat, || {
                     let t0 = Instant::now();
                     let s = p
                         .execute(&b)
                         .map_err(|e| CliError::plain(format!("bench: LLaMA run: {e}")))?;
                     let dt = t0.elapsed();
-                    ran = s.tasks;
+                    ran_exactly("LLaMA", (s.tasks, s.barriers), tasks as u64, barriers)?;
                     Ok(dt)
                 })?;
-                if ran < tasks as u64 {
-                    return Err(CliError::plain(format!(
-                        "bench: the LLaMA run ran {ran} of {tasks} tasks"
-                    ))
-                    .into());
-                }
                 let n = tasks.max(1) as f64;
                 let per_ms = tasks as f64 / (prog_ns / 1e6);
                 out(&format!(
@@ -164,4 +181,30 @@ pub fn llama<E: From<CliError>>(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ran_exactly;
+
+    #[test]
+    fn runs_must_run_exactly_the_tasks_with_barriers_counted_apart() {
+        assert!(ran_exactly("x", (12, 2), 10, 2).is_ok());
+        assert!(ran_exactly("x", (0, 0), 0, 0).is_ok());
+        for (ran, tasks, barriers) in [
+            ((13, 2), 10, 2),
+            ((11, 2), 10, 2),
+            ((12, 0), 10, 2),
+            ((12, 2), 12, 0),
+            ((1, 2), 0, 2),
+        ] {
+            let e = ran_exactly("x", ran, tasks, barriers)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("the workload has {tasks} and {barriers}")),
+                "{e}"
+            );
+        }
+    }
 }

@@ -14,11 +14,17 @@
 //!   "boxes intersect" for [`OverlapMap`]. A record is dropped only when a later write covers it
 //!   (so the covering task, which follows it, stands in for it) or when [`TensorMap::retire_before`]
 //!   says its task has completed: no edge between two live tasks is ever lost.
+//! - The overlap map may report, instead of some writers a read conflicts with, an earlier
+//!   *reader* that already follows each of them ([`marks`]: a read of a box containing a box
+//!   read before). Every conflicting writer then still happens before the reader, through that
+//!   task; the reader also waits for it (extra order, never less), and a covering read costs
+//!   O(1) edges however many writes it covers.
 //! - A map never reports `t` itself; it may report the same predecessor more than once (the
 //!   builder deduplicates).
 
 mod dynamic;
 mod fixed;
+pub mod marks;
 mod overlap;
 mod readers;
 

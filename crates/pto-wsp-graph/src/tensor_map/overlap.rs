@@ -18,7 +18,17 @@
 //! A write drops every record its box covers (it follows each of them, so it stands in for them
 //! from now on); a record removed this way, or by [`TensorMap::retire_before`], is freed at once
 //! and its cell references, tagged with a epoch, die lazily the next time a lookup passes.
+//!
+//! A read of more than one cell consults the tensor's coverage marks ([`super::marks`]): with a
+//! mark whose box lies inside the read's, the read waits for the mark's task instead of every
+//! write the mark covers (writes intersecting the mark's box recorded before it), and skips the
+//! write lists of cells wholly inside the mark's box that no newer write touched. Such a read
+//! becomes the tensor's mark for its own box unless its box is the mark's (so readers of one
+//! box all wait for the first, not for each other in a chain). So a prefix read costs O(1)
+//! edges, however many tiles the prefix holds: every conflicting writer still happens before
+//! the reader, through the mark's task.
 
+use super::marks::{CellSeqs, Mark, Marks, inner_cells};
 use super::{FxHashMap, MapStats, TensorMap};
 use crate::types::{Access, EdgeKind, FX_K, Region, TaskId};
 use std::hash::{Hash, Hasher};
@@ -34,6 +44,8 @@ struct Record {
     task: u32,
     epoch: u32,
     visit: u32,
+    /// Sequence number of the access that made it (see [`Mark::seq`]).
+    seq: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +59,8 @@ struct Bucket {
     writes: Vec<Ref>,
     reads: Vec<Ref>,
     cell: CellKey,
+    /// Sequence number of the newest write listed here (0: none).
+    wseq: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -72,6 +86,10 @@ struct Grid {
     shift: [u32; 2],
     large_writes: Vec<Ref>,
     large_reads: Vec<Ref>,
+    /// Coverage marks of multi-cell reads.
+    marks: Marks,
+    /// The newest write per cell.
+    seqs: CellSeqs,
     buckets: Vec<u32>,
     /// `dense[cx][cy]`: bucket of a cell with both coordinates below [`DENSE_CELLS`] (or `NIL`);
     /// rows grow on demand. Other cells go through the shared hash map.
@@ -112,6 +130,7 @@ fn bucket_of(
             }
         };
         buckets[b as usize].cell = key;
+        buckets[b as usize].wseq = 0;
         grid.buckets.push(b);
         *slot = b;
     }
@@ -130,6 +149,11 @@ pub struct OverlapMap {
     dense: Vec<u32>,
     sparse: FxHashMap<u32, u32>,
     stamp: u32,
+    /// Sequence number of the last access.
+    seq: u64,
+    /// Tasks below this have completed ([`TensorMap::retire_before`]): a mark of theirs covers
+    /// without an edge.
+    oldest_live: u32,
     stats: MapStats,
 }
 
@@ -158,6 +182,9 @@ struct Scan<'a, F> {
     writes: bool,
     reads: bool,
     hit: bool,
+    /// The mark a read uses: write records intersecting its box older than its sequence
+    /// number are covered (no edge).
+    cover: Option<Mark>,
 }
 
 impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
@@ -176,7 +203,10 @@ impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
                 rec.visit = self.stamp;
                 if rec.region.intersects(self.region) {
                     self.hit = true;
-                    if rec.task != self.task {
+                    let covered = self
+                        .cover
+                        .is_some_and(|m| rec.seq < m.seq && rec.region.intersects(&m.region));
+                    if rec.task != self.task && !covered {
                         let kind = match (write_list, self.reads) {
                             (true, true) => EdgeKind::Raw,
                             (true, false) => EdgeKind::Waw,
@@ -242,13 +272,14 @@ impl OverlapMap {
         *slot as usize
     }
 
-    fn new_record(&mut self, region: Region, task: u32) -> Ref {
+    fn new_record(&mut self, region: Region, task: u32, seq: u64) -> Ref {
         self.stats.live += 1;
         self.stats.high_water = self.stats.high_water.max(self.stats.live);
         if let Some(i) = self.free.pop() {
             let rec = &mut self.records[i as usize];
             rec.region = region;
             rec.task = task;
+            rec.seq = seq;
             Ref {
                 rec: i,
                 epoch: rec.epoch,
@@ -259,6 +290,7 @@ impl OverlapMap {
                 task,
                 epoch: 0,
                 visit: 0,
+                seq,
             });
             Ref {
                 rec: (self.records.len() - 1) as u32,
@@ -292,7 +324,9 @@ impl TensorMap for OverlapMap {
         let writes = access.writes();
         // The new record (an inout records only its write: the write covers the read). It is
         // listed after each list is scanned, so the scan never meets it.
-        let rf = self.new_record(*region, task.0);
+        self.seq += 1;
+        let seq = self.seq;
+        let rf = self.new_record(*region, task.0, seq);
         let OverlapMap {
             records,
             free,
@@ -301,11 +335,37 @@ impl TensorMap for OverlapMap {
             free_buckets,
             grids,
             stats,
+            oldest_live,
             ..
         } = self;
         let grid = &mut grids[g];
         let (x0, x1, y0, y1) = cell_range(grid.shift, region);
         let ncells = ((x1 - x0) as u64 + 1) * ((y1 - y0) as u64 + 1);
+        // A multi-cell read: the newest mark inside it covers what it covers.
+        let cover = if !writes && ncells > 1 {
+            grid.marks.within(region)
+        } else {
+            None
+        };
+        if let Some(m) = cover
+            && m.task != task.0
+            && m.task >= *oldest_live
+        {
+            pred(TaskId(m.task), EdgeKind::Raw);
+        }
+        // Cells wholly inside the mark's box: their writes are covered unless newer than it. A
+        // read of a larger box than the mark's delegates them to its own mark (is not listed
+        // there); when no write touched their rows since the mark, they are not visited at all.
+        let inner = cover.and_then(|m| inner_cells(grid.shift, &m.region, region));
+        let delegate =
+            inner.is_some() && ncells <= LARGE_CELLS && cover.is_some_and(|m| m.region != *region);
+        let mark_seq = cover.map_or(0, |m| m.seq);
+        let skip_inner = delegate && inner.is_some_and(|r| grid.seqs.all_older(r, mark_seq));
+        let inside = |cx: u32, cy: u32| {
+            inner.is_some_and(|(ix0, ix1, iy0, iy1)| {
+                (ix0..=ix1).contains(&cx) && (iy0..=iy1).contains(&cy)
+            })
+        };
         let mut scan = Scan {
             records,
             free,
@@ -316,31 +376,57 @@ impl TensorMap for OverlapMap {
             stamp,
             writes,
             reads: access.reads(),
-            hit: false,
+            hit: cover.is_some(),
+            cover,
         };
         if ncells <= LARGE_CELLS {
-            for cx in x0..=x1 {
+            let mut cx = x0 as u64;
+            while cx <= x1 as u64 {
+                let cx32 = cx as u32;
+                if let Some((ix0, ix1, iy0, iy1)) = inner
+                    && skip_inner
+                    && cx32 == ix0
+                    && iy0 <= y0
+                    && y1 <= iy1
+                {
+                    cx = ix1 as u64 + 1; // every cell of these rows is inside
+                    continue;
+                }
                 for cy in y0..=y1 {
+                    let inner_cell = inside(cx32, cy);
+                    if skip_inner && inner_cell {
+                        continue;
+                    }
                     let key = CellKey {
                         tensor: region.tensor,
-                        cx,
+                        cx: cx32,
                         cy,
                     };
                     let b = bucket_of(grid, cells, buckets, free_buckets, key);
                     let bucket = &mut buckets[b as usize];
-                    scan.bucket(bucket);
+                    if !(bucket.wseq < mark_seq && inner_cell) {
+                        scan.bucket(bucket);
+                    }
                     if writes {
                         bucket.writes.push(rf);
-                    } else {
+                        bucket.wseq = seq;
+                    } else if !(delegate && inner_cell) {
                         bucket.reads.push(rf);
                     }
                 }
+                cx += 1;
+            }
+            if writes {
+                grid.seqs.set((x0, x1, y0, y1), seq);
             }
         } else {
             for &b in &grid.buckets {
                 let bucket = &mut buckets[b as usize];
                 let c = bucket.cell;
-                if (x0..=x1).contains(&c.cx) && (y0..=y1).contains(&c.cy) {
+                if (x0..=x1).contains(&c.cx)
+                    && (y0..=y1).contains(&c.cy)
+                    && !(bucket.wseq < mark_seq && inside(c.cx, c.cy))
+                {
                     scan.bucket(bucket);
                 }
             }
@@ -348,8 +434,26 @@ impl TensorMap for OverlapMap {
         scan.list(&mut grid.large_writes, true);
         if writes {
             scan.list(&mut grid.large_reads, false);
+            // Readers that delegated their cells to a mark.
+            let Scan { pred, hit, .. } = &mut scan;
+            grid.marks.war(region, task.0, *oldest_live, |t| {
+                *hit = true;
+                pred(TaskId(t), EdgeKind::War);
+            });
         }
         let hit = scan.hit;
+        // The read becomes the mark of its box, unless it is the box of the mark it used; it
+        // takes over the used mark's delegation.
+        if !writes && ncells > 1 && cover.is_none_or(|m| m.region != *region) {
+            let mark = Mark {
+                region: *region,
+                task: task.0,
+                seq,
+                delegates: delegate || cover.is_some_and(|m| m.delegates),
+            };
+            let recorded = grid.marks.insert(mark, cover, *oldest_live);
+            debug_assert!(recorded || !mark.delegates, "a used mark makes room");
+        }
         if ncells > LARGE_CELLS {
             if writes {
                 grid.large_writes.push(rf);
@@ -365,6 +469,7 @@ impl TensorMap for OverlapMap {
     }
 
     fn retire_before(&mut self, oldest_live: TaskId) {
+        self.oldest_live = self.oldest_live.max(oldest_live.0);
         let OverlapMap {
             records,
             free,
@@ -443,12 +548,16 @@ impl TensorMap for OverlapMap {
             g.fresh = true;
             g.large_writes.clear();
             g.large_reads.clear();
+            g.marks.clear();
+            g.seqs.clear();
             g.buckets.clear();
             for row in &mut g.dense {
                 row.fill(NIL);
             }
         }
         self.stats = MapStats::default();
+        self.seq = 0;
+        self.oldest_live = 0;
     }
 
     fn stats(&self) -> MapStats {
