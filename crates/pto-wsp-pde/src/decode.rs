@@ -11,6 +11,7 @@ use crate::buffer::Buffer;
 use crate::descriptor::{Descriptor, Field, Layout, NO_WORKSPACE};
 use crate::dispatch::{Launch, LaunchStats};
 use crate::error::{PdeError, Result};
+use crate::generate::{Emitter, Sink};
 use crate::space::{End, Space, Tile};
 use crate::tier::{Tier, Tiers, select_tier};
 use pto_wsp_kernels::fast;
@@ -166,13 +167,7 @@ pub fn decode_attention(batch: &DecodeBatch, chunk: u32, threads: usize) -> Resu
     let nchunks = |len: u32| len.div_ceil(chunk).max(1);
     // The plan reads host metadata only: the workspace is the split requests' partials.
     let slot = u64::from(batch.group * (batch.dim + 1));
-    let workspace: u64 = batch
-        .kv_lens
-        .iter()
-        .map(|&l| nchunks(l))
-        .filter(|&n| n > 1)
-        .map(|n| u64::from(n) * u64::from(h_n) * slot)
-        .sum();
+    let workspace = planned_workspace(&batch.kv_lens, chunk, h_n, batch.group, batch.dim);
     let out = Buffer::zeros("out", batch.q.len());
     let ws = Buffer::zeros("workspace", workspace as usize);
     let f = ChunkFields {
@@ -192,43 +187,7 @@ pub fn decode_attention(batch: &DecodeBatch, chunk: u32, threads: usize) -> Resu
     }
     // Workspace base of each split request (first chunk, head 0), for the merge.
     let mut bases = vec![NO_WORKSPACE; b_n as usize];
-    let chunks_axis = space.count(1);
-    let chunks = launch.run(|e| {
-        for b in 0..b_n {
-            let len = batch.kv_lens[b as usize];
-            let n = nchunks(len);
-            let tier = select_tier(&tiers, len);
-            for c in 0..chunks_axis.max(1) {
-                if c >= n {
-                    continue;
-                }
-                let (start, end) = match space.tile_bounds(1, c) {
-                    Some((s, e)) => (s.min(len), e.min(len)),
-                    None => (0, 0),
-                };
-                for h in 0..h_n {
-                    let workspace = if n > 1 {
-                        let at = e.alloc_workspace(tier, &[b, c, h])?;
-                        if c == 0 && h == 0 {
-                            bases[b as usize] = at;
-                        }
-                        at
-                    } else {
-                        NO_WORKSPACE
-                    };
-                    e.emit(Descriptor {
-                        tier,
-                        indices: [b, c, h],
-                        start,
-                        end,
-                        workspace,
-                        user: [n, 0],
-                    })?;
-                }
-            }
-        }
-        Ok(())
-    })?;
+    let chunks = launch.run(|e| emit_chunks(e, &batch.kv_lens, &mut bases))?;
     let merges = if bases.iter().any(|&b| b != NO_WORKSPACE) {
         let mspace = Space::new("decode_merge")
             .axis("batch", 0, End::Const(b_n))
@@ -328,6 +287,79 @@ pub fn decode_attention(batch: &DecodeBatch, chunk: u32, threads: usize) -> Resu
         chunks,
         merges,
     })
+}
+
+/// The chunk launch's generator (seed 001 §8.1's `PTO_DESCRIPTOR_GEN`): for every request,
+/// chunk of the `kv_chunk` axis and KV head, skipping (`continue`) the chunks past the request's
+/// length, one descriptor tiered by the request's length, with a workspace slot when the request
+/// is split. `bases[b]` receives the workspace offset of request `b`'s first partial (chunk 0,
+/// head 0), or stays [`NO_WORKSPACE`]. The space must be [`decode_space`] bound for `kv_lens`.
+pub fn emit_chunks<S: Sink>(
+    e: &mut Emitter<'_, S>,
+    kv_lens: &[u32],
+    bases: &mut [u32],
+) -> Result<()> {
+    let space = e.space();
+    let (b_n, chunks_axis, h_n) = (space.count(0), space.count(1), space.count(2));
+    let chunk = space.axes().get(1).map_or(1, |a| a.size);
+    let tiers = e.tiers();
+    if kv_lens.len() != b_n as usize || bases.len() != b_n as usize {
+        return Err(PdeError::Space {
+            space: space.name().to_string(),
+            problem: format!(
+                "{} lengths and {} bases given for a batch of {b_n}",
+                kv_lens.len(),
+                bases.len()
+            ),
+        });
+    }
+    for b in 0..b_n {
+        let len = kv_lens[b as usize];
+        let n = len.div_ceil(chunk).max(1);
+        let tier = select_tier(tiers, len);
+        for c in 0..chunks_axis.max(1) {
+            if c >= n {
+                continue;
+            }
+            let (start, end) = match space.tile_bounds(1, c) {
+                Some((s, e)) => (s.min(len), e.min(len)),
+                None => (0, 0),
+            };
+            for h in 0..h_n {
+                let workspace = if n > 1 {
+                    let at = e.alloc_workspace(tier, &[b, c, h])?;
+                    if c == 0 && h == 0 {
+                        bases[b as usize] = at;
+                    }
+                    at
+                } else {
+                    NO_WORKSPACE
+                };
+                e.emit(Descriptor {
+                    tier,
+                    indices: [b, c, h],
+                    start,
+                    end,
+                    workspace,
+                    user: [n, 0],
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Workspace elements a decode batch needs with chunks of `chunk` tokens: one partial slot
+/// (`group × (dim + 1)` elements) per chunk and KV head of every split request. Host metadata
+/// only.
+pub fn planned_workspace(kv_lens: &[u32], chunk: u32, kv_heads: u32, group: u32, dim: u32) -> u64 {
+    let slot = u64::from(group) * (u64::from(dim) + 1);
+    kv_lens
+        .iter()
+        .map(|&l| l.div_ceil(chunk.max(1)).max(1))
+        .filter(|&n| n > 1)
+        .map(|n| u64::from(n) * u64::from(kv_heads) * slot)
+        .sum()
 }
 
 /// One (request, chunk, KV head): softmax attention of the group's queries over the chunk's keys.
