@@ -141,6 +141,54 @@ fn main() -> Result<()> {
         );
     }
 
+    // The same with a kernel of about 100 ns (64 dependent multiply-adds on the descriptor).
+    let heavy = |d: &Descriptor| {
+        let mut x = d.indices[0] as f32;
+        for _ in 0..64 {
+            x = black_box(x * 0.999 + 1.0);
+        }
+        black_box(x);
+        Ok(())
+    };
+    let m = 400_000u32;
+    let (t_seq, _) = best_of(5, || {
+        for i in 0..m {
+            let d = Descriptor {
+                indices: [i, 0, 0],
+                ..Descriptor::default()
+            };
+            heavy(black_box(&d)).expect("kernel");
+        }
+    });
+    println!(
+        "heavier kernel: inline baseline {:.0} ns per descriptor",
+        t_seq * 1e9 / f64::from(m)
+    );
+    for threads in [1, 2] {
+        let (t, stats) = best_of(5, || {
+            Launch::new(&flat, &one)
+                .kernel("k", &heavy)
+                .dispatch_threads(threads)
+                .queue_capacity(4096)
+                .run(|e| {
+                    for i in 0..m {
+                        e.emit(Descriptor {
+                            indices: [i, 0, 0],
+                            ..Descriptor::default()
+                        })?;
+                    }
+                    Ok(())
+                })
+                .expect("launch")
+        });
+        println!(
+            "heavier kernel, {threads} dispatch thread(s): {:.2} M descriptors/s ({:.0} ns each), per thread {:?}",
+            f64::from(m) / t / 1e6,
+            t * 1e9 / f64::from(m),
+            stats.per_thread
+        );
+    }
+
     // 4. Load balance.
     let mut skew = vec![512u32; 31];
     skew.insert(15, 32768);
@@ -155,7 +203,7 @@ fn main() -> Result<()> {
     );
     for executors in [24u32, 2] {
         println!(
-            "  {executors} executors, 8 KV heads, planner blocks_per_executor 8, min_chunk 256"
+            "  {executors} executors, 8 KV heads, planner budget batch x heads + executors x 8, min_chunk 256"
         );
         for (name, lens) in &mixes {
             let plan = plan_kv_chunk(lens, 8, executors, PlanOptions::default())?;
@@ -178,13 +226,13 @@ fn main() -> Result<()> {
         }
     }
 
-    println!("\nreal CPU runs: 2 KV heads, group 4, dim 128, 2 dispatch threads, best of 5");
+    println!("\nreal CPU runs: 2 KV heads, group 4, dim 128, 2 dispatch threads, best of 9");
     for (name, lens) in &mixes {
         let batch = DecodeBatch::synthetic(lens, 2, 4, 128, 1);
         let plan = plan_kv_chunk(lens, 2, 2, PlanOptions::default())?;
         let mut row = Vec::new();
         for c in [plan.chunk, 256, 1024, 4096] {
-            let (t, _) = best_of(5, || decode_attention(&batch, c, 2).expect("decode"));
+            let (t, _) = best_of(9, || decode_attention(&batch, c, 2).expect("decode"));
             row.push((c, t * 1e3));
         }
         let best_fixed = row[1..].iter().map(|r| r.1).fold(f64::INFINITY, f64::min);

@@ -1,6 +1,6 @@
 //! The split-KV planner (seed 001 §8.1): chooses the KV chunk size of a decode batch from host
 //! metadata only — the requests' KV lengths, the number of KV heads and the number of blocks the
-//! machine runs at once — by FlashInfer's binary search: the smallest chunk size whose block
+//! machine runs — by FlashInfer's binary search: the smallest chunk size whose block
 //! count (Σ over requests of ⌈len / chunk⌉ × KV heads) fits the budget. No device data is read
 //! and nothing waits.
 //!
@@ -14,8 +14,6 @@
 //! - the search itself: `low` = a minimum chunk, `high` = the longest request, `mid` halving,
 //!   `low = mid + 1` while Σ ⌈len / mid⌉ × (grid y = number of KV heads) exceeds the budget,
 //!   else `high = mid`; the answer is `low`;
-//! - no split when the batch alone fills the budget (`batch × KV heads ≥ budget`): the chunk is
-//!   then the longest request;
 //! - no split when the search's chunk leaves every request whole (FlashInfer's
 //!   `new_batch_size == batch_size` without CUDA graphs);
 //! - an empty request still counts as one block (FlashInfer's `max(len, 1)` in the final count).
@@ -26,12 +24,18 @@
 //!   pages); we have no paged cache and search in *tokens*, with a caller-given lower bound
 //!   (seed 001 uses 256, [`PlanOptions::default`]).
 //! - **The budget.** FlashInfer's `max_grid_size` is `num_SMs × blocks per SM` from the CUDA
-//!   occupancy calculator: the blocks resident at once, which a GPU time-shares to hide latency.
-//!   A CPU worker or an NPU core runs one block at a time, so the number resident at once is the
-//!   executor count; a budget of one block per executor would refuse to split whenever the batch
-//!   has more requests than cores, leaving one long request alone on one core. Our budget is
-//!   `executors × blocks_per_executor` ([`PlanOptions::blocks_per_executor`]), the number of
-//!   blocks we accept per core per launch, stated by the caller.
+//!   occupancy calculator: the blocks resident at once, which a GPU time-shares to hide latency,
+//!   and it does not split at all when `batch × KV heads` already reaches it. A CPU worker or an
+//!   NPU core runs one block at a time, so "resident at once" is the executor count, and that
+//!   rule refuses to split whenever the batch has more request-heads than cores — exactly when
+//!   one long request among many short ones leaves one core working alone. Measured on the
+//!   cycle model (24 executors, 8 KV heads, one 32K request among 31 of 512 tokens), the
+//!   FlashInfer rule with a budget of 8 blocks per executor kept the 32K request whole and took
+//!   98% longer than the best fixed chunk. Our budget is therefore the blocks the batch makes
+//!   unsplit (`batch × KV heads`: every request-head is at least one block whatever the chunk)
+//!   **plus** `executors × blocks_per_executor` blocks for splitting
+//!   ([`PlanOptions::blocks_per_executor`], stated by the caller); so the no-split-when-full rule
+//!   never applies, and the search spends the extra blocks on the long requests.
 //! - **No CUDA-graph mode.** FlashInfer always splits under CUDA graphs so the launch shape stays
 //!   fixed; we launch descriptors, not grids, so nothing needs a fixed shape.
 
@@ -42,7 +46,8 @@ use crate::error::{PdeError, Result};
 pub struct PlanOptions {
     /// Smallest chunk the search considers, in tokens (at least 1).
     pub min_chunk: u32,
-    /// Blocks accepted per executor (the budget is `executors × this`).
+    /// Extra blocks accepted per executor for splitting (the budget is `batch × KV heads +
+    /// executors × this`).
     pub blocks_per_executor: u32,
 }
 
@@ -103,7 +108,8 @@ pub fn plan_kv_chunk(
     if opts.min_chunk == 0 {
         return refuse("min_chunk");
     }
-    let budget = u64::from(executors) * u64::from(opts.blocks_per_executor);
+    let unsplit = kv_lens.len() as u64 * u64::from(num_kv_heads);
+    let budget = unsplit + u64::from(executors) * u64::from(opts.blocks_per_executor);
     let max_len = kv_lens.iter().copied().max().unwrap_or(0).max(1);
     let whole = |chunk: u32| KvPlan {
         chunk,
@@ -111,9 +117,6 @@ pub fn plan_kv_chunk(
         blocks: blocks_for(kv_lens, num_kv_heads, chunk),
         budget,
     };
-    if kv_lens.len() as u64 * u64::from(num_kv_heads) >= budget {
-        return Ok(whole(max_len));
-    }
     let (mut low, mut high) = (opts.min_chunk, max_len.max(opts.min_chunk));
     while low < high {
         let mid = low + (high - low) / 2;
@@ -124,7 +127,7 @@ pub fn plan_kv_chunk(
         }
     }
     let blocks = blocks_for(kv_lens, num_kv_heads, low);
-    if blocks == kv_lens.len() as u64 * u64::from(num_kv_heads) {
+    if blocks == unsplit {
         return Ok(whole(max_len));
     }
     Ok(KvPlan {

@@ -458,19 +458,11 @@ fn the_planner_finds_the_smallest_chunk_that_fits_the_budget() {
             blocks_per_executor: 1 + next(8) as u32,
         };
         let plan = plan_kv_chunk(&lens, heads, executors, opts).unwrap();
-        let budget = u64::from(executors * opts.blocks_per_executor);
         let max_len = lens.iter().copied().max().unwrap().max(1);
         let whole = batch as u64 * u64::from(heads);
+        let budget = whole + u64::from(executors * opts.blocks_per_executor);
         assert_eq!(plan.budget, budget);
         assert_eq!(plan.blocks, blocks_for(&lens, heads, plan.chunk));
-        if whole >= budget {
-            assert_eq!(
-                (plan.chunk, plan.split),
-                (max_len, false),
-                "{lens:?} {heads} {budget}"
-            );
-            continue;
-        }
         let c = brute_chunk(&lens, heads, budget, opts.min_chunk).unwrap();
         let c_blocks = blocks_for(&lens, heads, c);
         if c_blocks == whole {
@@ -484,6 +476,19 @@ fn the_planner_finds_the_smallest_chunk_that_fits_the_budget() {
             assert!(plan.blocks <= budget);
         }
     }
+}
+
+#[test]
+fn the_planner_splits_one_long_request_among_more_short_ones_than_executors() {
+    let mut lens = vec![512u32; 31];
+    lens.insert(15, 32768);
+    let plan = plan_kv_chunk(&lens, 8, 24, PlanOptions::default()).unwrap();
+    // 256 unsplit blocks + 24 x 8 extra: the long request's 8 heads get 1 + 192 / 8 = 25
+    // chunks each, so the chunk is the smallest with ceil(32768 / chunk) <= 25.
+    assert_eq!(plan.budget, 256 + 192);
+    assert!(plan.split);
+    assert_eq!(plan.chunk, 32768u32.div_ceil(25));
+    assert_eq!(plan.blocks, 31 * 8 + 25 * 8);
 }
 
 #[test]
