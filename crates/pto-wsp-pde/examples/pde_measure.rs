@@ -7,7 +7,7 @@
 
 use pto_wsp_cpu::sim::{SimMachine, SimSchedule, SimTask, simulate};
 use pto_wsp_graph::storage::TaskNode;
-use pto_wsp_graph::types::Region;
+use pto_wsp_graph::types::TaskIo;
 use pto_wsp_pde::decode::{
     DecodeBatch, decode_attention, decode_space, decode_tiers, emit_chunks, planned_workspace,
 };
@@ -42,11 +42,11 @@ fn lcg_lens(n: usize, max: u32, seed: u64) -> Vec<u32> {
 fn main() -> Result<()> {
     // 1. Size.
     let node = std::mem::size_of::<TaskNode>();
-    let region = std::mem::size_of::<Region>();
-    let task = node + 6 * region + 2 * 8;
+    let io = std::mem::size_of::<TaskIo>();
+    let task = node + 6 * io + 2 * 8;
     println!("descriptor: {} bytes", Descriptor::BYTES);
     println!(
-        "task node: {node} bytes + 6 regions x {region} (q, k, v, o, m, l) + 2 params x 8 = {task} bytes ({:.1}x)",
+        "task node: {node} bytes + 6 region entries x {io} (q, k, v, o, m, l) + 2 params x 8 = {task} bytes ({:.1}x)",
         task as f64 / Descriptor::BYTES as f64
     );
 
@@ -226,23 +226,31 @@ fn main() -> Result<()> {
         }
     }
 
-    println!("\nreal CPU runs: 2 KV heads, group 4, dim 128, 2 dispatch threads, best of 9");
+    println!(
+        "\nreal CPU runs: 2 KV heads, group 4, dim 128, 2 dispatch threads; the chunk sizes run \
+         in turn, 15 rounds, best round each"
+    );
     for (name, lens) in &mixes {
         let batch = DecodeBatch::synthetic(lens, 2, 4, 128, 1);
         let plan = plan_kv_chunk(lens, 2, 2, PlanOptions::default())?;
-        let mut row = Vec::new();
-        for c in [plan.chunk, 256, 1024, 4096] {
-            let (t, _) = best_of(9, || decode_attention(&batch, c, 2).expect("decode"));
-            row.push((c, t * 1e3));
+        let chunks = [plan.chunk, 256, 1024, 4096];
+        let mut best = [f64::INFINITY; 4];
+        for _ in 0..15 {
+            for (b, &c) in best.iter_mut().zip(&chunks) {
+                let t = Instant::now();
+                black_box(decode_attention(&batch, c, 2).expect("decode"));
+                *b = b.min(t.elapsed().as_secs_f64() * 1e3);
+            }
         }
-        let best_fixed = row[1..].iter().map(|r| r.1).fold(f64::INFINITY, f64::min);
+        let best_fixed = best[1..].iter().copied().fold(f64::INFINITY, f64::min);
         println!(
             "  {name}: planned chunk {} -> {:.2} ms ({:+.1}% vs best fixed); fixed {}",
             plan.chunk,
-            row[0].1,
-            (row[0].1 / best_fixed - 1.0) * 100.0,
-            row[1..]
+            best[0],
+            (best[0] / best_fixed - 1.0) * 100.0,
+            chunks[1..]
                 .iter()
+                .zip(&best[1..])
                 .map(|(c, t)| format!("{c}: {t:.2} ms"))
                 .collect::<Vec<_>>()
                 .join(", ")
