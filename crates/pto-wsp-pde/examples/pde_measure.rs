@@ -40,6 +40,9 @@ fn lcg_lens(n: usize, max: u32, seed: u64) -> Vec<u32> {
 }
 
 fn main() -> Result<()> {
+    if std::env::args().any(|a| a == "--vs-workload") {
+        return vs_workload();
+    }
     // 1. Size.
     let node = std::mem::size_of::<TaskNode>();
     let io = std::mem::size_of::<TaskIo>();
@@ -256,6 +259,33 @@ fn main() -> Result<()> {
                 .join(", ")
         );
     }
+    Ok(())
+}
+
+/// The plan side of "workload vs plan": the shape of `examples/decode_ragged.wsp` run with
+/// `pto-wsp run` (32 requests of 4,096 tokens, 8 KV heads, group 4, dim 128, chunks of 512, 2
+/// threads), here as descriptors.
+fn vs_workload() -> Result<()> {
+    let lens = vec![4096u32; 32];
+    let batch = DecodeBatch::synthetic(&lens, 8, 4, 128, 1);
+    let mut best = f64::INFINITY;
+    let mut last = None;
+    for _ in 0..5 {
+        let t = Instant::now();
+        let run = decode_attention(&batch, 512, 2)?;
+        best = best.min(t.elapsed().as_secs_f64());
+        last = Some(run);
+    }
+    let run = last.expect("ran");
+    let merges = run.merges.as_ref().map_or(0, |m| m.descriptors);
+    let items = run.chunks.descriptors + merges;
+    println!(
+        "plan: {} chunk + {merges} merge descriptors, best of 5 {:.1} ms end to end ({:.1} us per work item), descriptors {} bytes each",
+        run.chunks.descriptors,
+        best * 1e3,
+        best * 1e6 / items as f64,
+        Descriptor::BYTES
+    );
     Ok(())
 }
 
