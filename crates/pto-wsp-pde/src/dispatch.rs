@@ -1,6 +1,8 @@
 //! Parallel dispatch (seed 001 §9.2): the generator runs on the calling (control) thread and
 //! pushes descriptors into a bounded lock-free queue (`crossbeam_queue::ArrayQueue`); N dispatch
 //! threads pop them and run the kernel bound to each descriptor's tier, passing the descriptor.
+//! Under an `affinity` other than `spread` there is one queue per group of dispatch threads and
+//! the generator routes each descriptor by its value of the affinity axis.
 //! Kernels are bound to tiers by name before anything runs, so a tier with no kernel is refused
 //! up front. A failing or panicking kernel, or a failing generator, stops the launch: the
 //! generator stops pushing, the dispatchers stop popping, and the first error is returned.
@@ -10,6 +12,7 @@
 use crate::descriptor::Descriptor;
 use crate::error::{PdeError, Result};
 use crate::generate::{Emitter, Sink};
+use crate::schedule::Affinity;
 use crate::space::BoundSpace;
 use crate::tier::Tiers;
 use crossbeam_queue::ArrayQueue;
@@ -30,6 +33,7 @@ pub struct Launch<'a> {
     workspace: u64,
     dispatch_threads: usize,
     queue_capacity: usize,
+    affinity: Option<(usize, Affinity)>,
 }
 
 /// What a launch did.
@@ -44,7 +48,8 @@ pub struct LaunchStats {
 }
 
 struct Shared {
-    queue: ArrayQueue<Descriptor>,
+    /// One queue per group of dispatch threads (one in all under `spread`).
+    queues: Vec<ArrayQueue<Descriptor>>,
     stop: AtomicBool,
     done: AtomicBool,
     error: Mutex<Option<PdeError>>,
@@ -63,14 +68,21 @@ impl Shared {
 struct QueueSink<'s> {
     shared: &'s Shared,
     space: &'s str,
+    /// The affinity axis, if descriptors are routed by it.
+    route: Option<usize>,
 }
 
 impl Sink for QueueSink<'_> {
     #[inline]
     fn push(&mut self, mut d: Descriptor) -> Result<()> {
         let mut spins = 0u32;
+        let queues = &self.shared.queues;
+        let q = match self.route {
+            Some(axis) => &queues[d.indices[axis] as usize % queues.len()],
+            None => &queues[0],
+        };
         loop {
-            match self.shared.queue.push(d) {
+            match q.push(d) {
                 Ok(()) => return Ok(()),
                 Err(back) => {
                     d = back;
@@ -118,7 +130,41 @@ impl<'a> Launch<'a> {
             workspace: 0,
             dispatch_threads: 1,
             queue_capacity: 1024,
+            affinity: None,
         }
+    }
+
+    /// `affinity(axis, ...)`: where the descriptors of one value of axis `axis` run (see
+    /// [`Affinity`]).
+    pub fn affinity(mut self, axis: &str, affinity: Affinity) -> Launch<'a> {
+        match self.space.space().axis_index(axis) {
+            Ok(k) => self.affinity = Some((k, affinity)),
+            Err(e) => self.problems.push(e),
+        }
+        self
+    }
+
+    /// Size of a group of dispatch threads sharing one queue, and the number of groups.
+    fn groups(&self) -> Result<(usize, usize)> {
+        let n = self.dispatch_threads;
+        let size = match self.affinity {
+            None | Some((_, Affinity::Spread)) => n,
+            Some((_, Affinity::CoreLocal)) => 1,
+            Some((k, Affinity::CoreGroup(s))) => {
+                if s == 0 || s as usize > n {
+                    return Err(PdeError::Launch {
+                        space: self.space.name().to_string(),
+                        problem: format!(
+                            "affinity on axis `{}`: core_group({s}) needs 1 to {n} threads (the \
+                             dispatch threads)",
+                            self.space.space().axes()[k].name
+                        ),
+                    });
+                }
+                s as usize
+            }
+        };
+        Ok((size, (n / size).max(1)))
     }
 
     /// Binds `kernel` to the tier called `tier`.
@@ -188,8 +234,15 @@ impl<'a> Launch<'a> {
         body: impl FnOnce(&mut Emitter<'_, QueueSinkHandle<'_>>) -> Result<()>,
     ) -> Result<LaunchStats> {
         let kernels = self.check()?;
+        let (size, groups) = self.groups()?;
+        let route = match self.affinity {
+            Some((k, Affinity::CoreLocal | Affinity::CoreGroup(_))) => Some(k),
+            _ => None,
+        };
         let shared = Shared {
-            queue: ArrayQueue::new(self.queue_capacity),
+            queues: (0..groups)
+                .map(|_| ArrayQueue::new(self.queue_capacity))
+                .collect(),
             stop: AtomicBool::new(false),
             done: AtomicBool::new(false),
             error: Mutex::new(None),
@@ -199,14 +252,17 @@ impl<'a> Launch<'a> {
             .collect();
         let space_name = self.space.name();
         let (gen_result, used, emitted) = std::thread::scope(|s| {
-            for count in &counts {
+            for (t, count) in counts.iter().enumerate() {
                 let (shared, kernels) = (&shared, &kernels);
-                s.spawn(move || dispatcher(shared, kernels, self.tiers, space_name, count));
+                // Threads past the last full group join the last group.
+                let queue = &shared.queues[(t / size).min(groups - 1)];
+                s.spawn(move || dispatcher(shared, queue, kernels, self.tiers, space_name, count));
             }
             let _done = DoneGuard(&shared);
             let sink = QueueSinkHandle(QueueSink {
                 shared: &shared,
                 space: space_name,
+                route,
             });
             let mut e = Emitter::new(self.space, self.tiers, self.workspace, sink);
             let r = catch_unwind(AssertUnwindSafe(|| body(&mut e))).unwrap_or_else(|_| {
@@ -249,6 +305,7 @@ impl Sink for QueueSinkHandle<'_> {
 
 fn dispatcher(
     shared: &Shared,
+    queue: &ArrayQueue<Descriptor>,
     kernels: &[&Kernel<'_>],
     tiers: &Tiers,
     space: &str,
@@ -257,7 +314,7 @@ fn dispatcher(
     let mut n = 0u64;
     let mut spins = 0u32;
     while !shared.stop.load(Ordering::Acquire) {
-        match shared.queue.pop() {
+        match queue.pop() {
             Some(d) => {
                 spins = 0;
                 // The emitter checked the tier against the table the kernels were bound to.
@@ -277,7 +334,7 @@ fn dispatcher(
             }
             None => {
                 // `done` is set after the last push, so an empty queue seen after it is final.
-                if shared.done.load(Ordering::Acquire) && shared.queue.is_empty() {
+                if shared.done.load(Ordering::Acquire) && queue.is_empty() {
                     break;
                 }
                 backoff(&mut spins);

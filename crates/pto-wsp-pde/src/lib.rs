@@ -46,6 +46,7 @@ pub mod dispatch;
 pub mod error;
 pub mod generate;
 pub mod planner;
+pub mod schedule;
 pub mod space;
 pub mod tier;
 
@@ -55,5 +56,6 @@ pub use dispatch::{Kernel, Launch, LaunchStats};
 pub use error::{PdeError, Result};
 pub use generate::{Emitter, Sink, generate_vec};
 pub use planner::{KvPlan, PlanOptions, blocks_for, plan_kv_chunk};
+pub use schedule::{Affinity, Order, walk};
 pub use space::{Axis, BoundAxis, BoundSpace, End, Space, Tile};
 pub use tier::{Tier, Tiers, select_tier};
