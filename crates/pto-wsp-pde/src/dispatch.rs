@@ -6,6 +6,8 @@
 //! Kernels are bound to tiers by name before anything runs, so a tier with no kernel is refused
 //! up front. A failing or panicking kernel, or a failing generator, stops the launch: the
 //! generator stops pushing, the dispatchers stop popping, and the first error is returned.
+//! A generator that finds the queue full spins, yields, then parks until a dispatcher frees a
+//! slot, leaving its core to the dispatchers.
 //! Nothing waits without a way out: every wait loop also watches the stop flag and the end of
 //! generation, which a guard sets even when the generator unwinds.
 
@@ -18,7 +20,7 @@ use crate::tier::Tiers;
 use crossbeam_queue::ArrayQueue;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 
 /// A tier's kernel: runs one descriptor, or says why it cannot.
 pub type Kernel<'k> = dyn Fn(&Descriptor) -> std::result::Result<(), String> + Sync + 'k;
@@ -53,6 +55,10 @@ struct Shared {
     stop: AtomicBool,
     done: AtomicBool,
     error: Mutex<Option<PdeError>>,
+    /// The generator is parked (or about to park) on a full queue.
+    gen_waiting: AtomicBool,
+    /// The generator's thread, to unpark.
+    generator: std::thread::Thread,
 }
 
 impl Shared {
@@ -60,6 +66,18 @@ impl Shared {
         let mut slot = self.error.lock().unwrap_or_else(|p| p.into_inner());
         slot.get_or_insert(e);
         self.stop.store(true, Ordering::Release);
+        self.generator.unpark();
+    }
+
+    /// Called by a dispatcher after it freed a queue slot: wakes the generator if it waits.
+    #[inline]
+    fn slot_freed(&self) {
+        fence(Ordering::SeqCst);
+        if self.gen_waiting.load(Ordering::Relaxed)
+            && self.gen_waiting.swap(false, Ordering::AcqRel)
+        {
+            self.generator.unpark();
+        }
     }
 }
 
@@ -92,17 +110,40 @@ impl Sink for QueueSink<'_> {
                             problem: "stopped: a kernel failed".into(),
                         });
                     }
-                    backoff(&mut spins);
+                    if spins < SPINS {
+                        backoff(&mut spins);
+                    } else {
+                        // Park until a dispatcher frees a slot, so a waiting generator leaves
+                        // its core to the dispatchers. The flag is raised before the retry and
+                        // read by dispatchers after their pop (both behind SeqCst fences), so
+                        // either the retry sees the freed slot or the dispatcher sees the flag;
+                        // the timeout only bounds the wait should the launch stop meanwhile.
+                        self.shared.gen_waiting.store(true, Ordering::Relaxed);
+                        fence(Ordering::SeqCst);
+                        match q.push(d) {
+                            Ok(()) => {
+                                self.shared.gen_waiting.store(false, Ordering::Relaxed);
+                                return Ok(());
+                            }
+                            Err(back) => {
+                                d = back;
+                                std::thread::park_timeout(std::time::Duration::from_millis(1));
+                            }
+                        }
+                    }
                 }
             }
         }
     }
 }
 
+/// Spins (then yields) before a waiting generator parks.
+const SPINS: u32 = 128;
+
 #[inline]
 fn backoff(spins: &mut u32) {
-    if *spins < 64 {
-        *spins += 1;
+    *spins = spins.saturating_add(1);
+    if *spins <= 64 {
         std::hint::spin_loop();
     } else {
         std::thread::yield_now();
@@ -246,6 +287,8 @@ impl<'a> Launch<'a> {
             stop: AtomicBool::new(false),
             done: AtomicBool::new(false),
             error: Mutex::new(None),
+            gen_waiting: AtomicBool::new(false),
+            generator: std::thread::current(),
         };
         let counts: Vec<AtomicU64> = (0..self.dispatch_threads)
             .map(|_| AtomicU64::new(0))
@@ -317,6 +360,7 @@ fn dispatcher(
         match queue.pop() {
             Some(d) => {
                 spins = 0;
+                shared.slot_freed();
                 // The emitter checked the tier against the table the kernels were bound to.
                 let k = kernels[d.tier as usize];
                 let r = catch_unwind(AssertUnwindSafe(|| k(&d)))
