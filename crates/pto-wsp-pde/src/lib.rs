@@ -3,7 +3,9 @@
 //! search), a generator on one control thread walks an iteration [`Space`] and emits small
 //! fixed-size [`Descriptor`]s ([`Descriptor::BYTES`] = 36 bytes) into a bounded queue, and N
 //! dispatch threads run the kernel of the tier each descriptor names ([`Launch`]); kernels read
-//! their descriptor's fields as scalars. [`decode`] is the flagship: variable-length GQA decode
+//! their descriptor's fields as scalars. [`schedule`] holds what is built of the declarative
+//! schedule (`order` as the walk order, `affinity` as dispatch placement). [`decode`] is the
+//! flagship: variable-length GQA decode
 //! attention with split-KV partials in planned workspace and a merge.
 //!
 //! ```
