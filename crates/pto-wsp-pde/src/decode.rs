@@ -6,6 +6,42 @@
 //! workspace; a second launch (FlashInfer's second kernel) merges each split request's partials.
 //! The chunk kernel runs on the vectorised loops of `pto-wsp-kernels` (`fast::qk`, `fast::pv`,
 //! `fast::max`, `fast::exp_sum`), the same ones the `attn_decode_chunk` built-in uses.
+//!
+//! The plan and the chunk launch by hand (what [`decode_attention`] does, with a kernel that only
+//! counts the keys it is given):
+//!
+//! ```
+//! use pto_wsp_pde::decode::{decode_space, decode_tiers, emit_chunks, planned_workspace};
+//! use pto_wsp_pde::*;
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//!
+//! let mut kv_lens = vec![512u32; 31];
+//! kv_lens.insert(15, 32768);
+//! // 1. Plan from host metadata: 8 KV heads on 24 executors.
+//! let plan = plan_kv_chunk(&kv_lens, 8, 24, PlanOptions::default())?;
+//! assert!(plan.split);
+//! // 2. Bind the space: the dynamic end of `kv_chunk` and its `auto` tile.
+//! let space = decode_space(32, 8).bind(&[("kv_chunk", 32768)], &[("kv_chunk", plan.chunk)])?;
+//! let tiers = decode_tiers(4, 128)?;
+//! // 3. Launch: kernels bound to tiers by name, the generator on this thread.
+//! let keys = AtomicU64::new(0);
+//! let kernel = |d: &Descriptor| {
+//!     keys.fetch_add(u64::from(d.end - d.start), Ordering::Relaxed);
+//!     Ok(())
+//! };
+//! let mut launch = Launch::new(&space, &tiers)
+//!     .workspace(planned_workspace(&kv_lens, plan.chunk, 8, 4, 128))
+//!     .dispatch_threads(2);
+//! for t in tiers.tiers() {
+//!     launch = launch.kernel(&t.name, &kernel);
+//! }
+//! let mut bases = vec![NO_WORKSPACE; kv_lens.len()];
+//! let stats = launch.run(|e| emit_chunks(e, &kv_lens, &mut bases))?;
+//! assert_eq!(stats.descriptors, plan.blocks);
+//! // Every key of every request, once per KV head.
+//! assert_eq!(keys.load(Ordering::Relaxed), (32768 + 31 * 512) * 8);
+//! # Ok::<(), PdeError>(())
+//! ```
 
 use crate::buffer::Buffer;
 use crate::descriptor::{Descriptor, Field, Layout, NO_WORKSPACE};
