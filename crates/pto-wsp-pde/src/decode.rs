@@ -82,12 +82,12 @@ impl DecodeBatch {
             state ^= state << 17;
             ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
         };
-        let hq = (kv_heads * group) as usize;
+        let hq = kv_heads as usize * group as usize;
         let q = (0..kv_lens.len() * hq * dim as usize)
             .map(|_| next())
             .collect();
         let mut fill = |len: u32| -> Vec<f32> {
-            (0..(kv_heads * len * dim) as usize)
+            (0..kv_heads as usize * len as usize * dim as usize)
                 .map(|_| next())
                 .collect()
         };
@@ -114,7 +114,10 @@ impl DecodeBatch {
         if self.kv_lens.is_empty() || self.kv_heads == 0 || self.group == 0 || self.dim == 0 {
             return bad("batch, kv_heads, group and dim must each be at least 1".into());
         }
-        let (hq, d) = ((self.kv_heads * self.group) as usize, self.dim as usize);
+        let (hq, d) = (
+            self.kv_heads as usize * self.group as usize,
+            self.dim as usize,
+        );
         if self.q.len() != self.kv_lens.len() * hq * d {
             return bad(format!(
                 "q has {} elements, expected {}",
@@ -150,7 +153,13 @@ pub fn decode_space(batch: u32, kv_heads: u32) -> Space {
 /// The chunk kernel's tiers (seed 001 §8.1's 2K / 8K / 64K tiers and a default), each with a
 /// workspace slot of one partial: `group × dim` outputs and `group` log-sum-exps.
 pub fn decode_tiers(group: u32, dim: u32) -> Result<Tiers> {
-    let slot = group * (dim + 1);
+    let slot = dim
+        .checked_add(1)
+        .and_then(|d| d.checked_mul(group))
+        .ok_or_else(|| PdeError::Tiers {
+            tiers: "decode_kernel".into(),
+            problem: format!("a partial of group {group} x (dim {dim} + 1) exceeds 2^32 elements"),
+        })?;
     Tiers::new(
         "decode_kernel",
         vec![
@@ -202,8 +211,18 @@ pub fn decode_attention(batch: &DecodeBatch, chunk: u32, threads: usize) -> Resu
     let layout = Layout::new(SPACE, &["batch", "kv_chunk", "head"], &["num_chunks"])?;
     let nchunks = |len: u32| len.div_ceil(chunk).max(1);
     // The plan reads host metadata only: the workspace is the split requests' partials.
-    let slot = u64::from(batch.group * (batch.dim + 1));
+    let slot = u64::from(batch.group) * (u64::from(batch.dim) + 1);
     let workspace = planned_workspace(&batch.kv_lens, chunk, h_n, batch.group, batch.dim);
+    if workspace >= u64::from(NO_WORKSPACE) {
+        return Err(PdeError::WorkspaceOverflow {
+            space: SPACE.into(),
+            tier: tiers.tiers()[0].name.clone(),
+            indices: Vec::new(),
+            needed: workspace,
+            used: 0,
+            capacity: u64::from(NO_WORKSPACE) - 1,
+        });
+    }
     let out = Buffer::zeros("out", batch.q.len());
     let ws = Buffer::zeros("workspace", workspace as usize);
     let f = ChunkFields {
@@ -307,6 +326,7 @@ pub fn decode_attention(batch: &DecodeBatch, chunk: u32, threads: usize) -> Resu
                             indices: [b, h, 0],
                             start: 0,
                             end: n,
+                            // Within the allocated workspace, which is below 2^32.
                             workspace: base + h * slot as u32,
                             user: [n, h_n * slot as u32],
                         })?;

@@ -604,4 +604,11 @@ fn decode_inputs_that_do_not_match_their_lengths_are_refused() {
     batch.k[1].pop();
     let err = decode_attention(&batch, 8, 1).unwrap_err().to_string();
     assert_eq!(err, "space `decode_attention`: k[1] must hold 320 elements");
+    let err = pto_wsp_pde::decode::decode_tiers(1 << 20, 1 << 20).unwrap_err();
+    assert!(
+        err.to_string().starts_with(
+            "tiers `decode_kernel`: a partial of group 1048576 x (dim 1048576 + 1) exceeds"
+        ),
+        "{err}"
+    );
 }
