@@ -94,28 +94,20 @@ fn walk_from(
         }
         return Ok(());
     }
-    // Interleaved: for each group of values, the inner points in order, the group's values at
-    // each of them.
-    let inner: Vec<[u32; MAX_AXES]> = {
-        let mut pts = Vec::new();
-        let mut sub = *idx;
-        walk_from(counts, k + 1, usize::MAX, 1, &mut sub, &mut |p| {
-            pts.push(p);
-            Ok(())
-        })?;
-        pts
-    };
+    // Interleaved: for each group of values, the inner points in order (walked again per group,
+    // nothing materialised), the group's values at each of them.
     let mut g0 = 0;
     while g0 < counts[k] {
         let g1 = counts[k].min(g0.saturating_add(group));
-        for p in &inner {
+        let mut sub = *idx;
+        walk_from(counts, k + 1, usize::MAX, 1, &mut sub, &mut |p| {
             for v in g0..g1 {
-                let mut q = *p;
-                q[..k].copy_from_slice(&idx[..k]);
+                let mut q = p;
                 q[k] = v;
                 f(q)?;
             }
-        }
+            Ok(())
+        })?;
         g0 = g1;
     }
     Ok(())
