@@ -43,7 +43,8 @@ pub struct RunOptions {
     pub threads: usize,
     /// Where to write a Chrome trace of the run.
     pub trace: Option<PathBuf>,
-    /// Debug checks (regions in flight).
+    /// `--check`: regions in flight, and every conflicting pair ordered by the graph (host
+    /// runs; refused for device generation and pipelines).
     pub debug_checks: bool,
     /// Run kernels without an implementation as empty ones (and generate no inputs).
     pub empty_kernels: bool,
@@ -242,6 +243,7 @@ pub fn run(
         threads: opts.threads,
         profiling: opts.trace.is_some(),
         debug_checks: opts.debug_checks,
+        check_order: opts.debug_checks,
         kernels: registry,
         device_gen: opts.device_gen,
         ..CompileOptions::default()
