@@ -43,7 +43,8 @@ pub struct RunOptions {
     pub threads: usize,
     /// Where to write a Chrome trace of the run.
     pub trace: Option<PathBuf>,
-    /// Debug checks (regions in flight).
+    /// `--check`: regions in flight, and every conflicting pair ordered by the graph (host
+    /// runs; refused for device generation and pipelines).
     pub debug_checks: bool,
     /// Orchestration cycles per task in the cycle model ([`CompileOptions::issue_cycles`]).
     pub issue_cycles: u64,
@@ -246,6 +247,7 @@ pub fn run(
         profiling: opts.trace.is_some(),
         debug_checks: opts.debug_checks,
         issue_cycles: opts.issue_cycles,
+        check_order: opts.debug_checks,
         kernels: registry,
         device_gen: opts.device_gen,
         ..CompileOptions::default()

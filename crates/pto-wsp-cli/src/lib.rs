@@ -303,6 +303,8 @@ pub struct Features {
     pub gates: bool,
     /// Dependency batching (`batch_deps` above 1): batches.
     pub batching: bool,
+    /// Dispatch targets (any `dispatch` but `work_steal`): migrations.
+    pub placement: bool,
 }
 
 impl Features {
@@ -312,6 +314,7 @@ impl Features {
             window: config.task_window.is_some(),
             gates: config.pipeline_depth.is_some(),
             batching: config.batch_deps > 1,
+            placement: !matches!(config.dispatch, pto_wsp::ir::Dispatch::WorkSteal),
         }
     }
 }
@@ -319,8 +322,8 @@ impl Features {
 /// The report `pto-wsp run` prints: tasks (barrier tasks apart), edges (found, and wired to a
 /// running producer), the run's time split (generation, execution), throughput with
 /// significant figures, per-worker counts and the scheduler counters that mean something for
-/// this schedule (steals when there were any; window, gate and batching counters only when the
-/// schedule has them).
+/// this schedule (steals when there were any; migrations when tasks have dispatch targets;
+/// window, gate and batching counters only when the schedule has them).
 pub fn run_report(
     name: &str,
     stats: &pto_wsp::cpu::RunStats,
@@ -391,6 +394,12 @@ pub fn run_report(
     let mut counters = Vec::new();
     if c.steals > 0 {
         counters.push(format!("steals {}", c.steals));
+    }
+    if features.placement {
+        counters.push(format!(
+            "migrations {} (tasks run off their dispatch target; work_steal only)",
+            c.migrations
+        ));
     }
     if features.window {
         counters.push(format!(

@@ -115,7 +115,9 @@ enum Command {
         /// Write the wall-clock span of every task as Chrome trace-event JSON (Perfetto).
         #[arg(long, value_name = "FILE")]
         trace: Option<PathBuf>,
-        /// Debug checks: record regions in flight and fail on any conflict.
+        /// Debug checks: fail on two conflicting tasks in flight at once, and on any two tasks
+        /// whose regions conflict that no path of the run's graph orders (names both and the
+        /// `deps` mode). Host runs only; refused with --device-gen and for pipelines.
         #[arg(long)]
         check: bool,
         /// Run every kernel that has no implementation as an empty kernel (to measure the

@@ -360,7 +360,7 @@ fn run_device_gen_prints_the_report_with_its_executors() {
     // as processes on threads in either mode, so it reports no device generation.
     for (name, tasks, devgen) in [("gemm", 16 * 16 * 17, true), ("csp_pipeline", 48, false)] {
         let file = format!("examples/{name}.wsp");
-        let args = ["run", &file, "--empty-kernels", "--check", "--threads", "2"];
+        let args = ["run", &file, "--empty-kernels", "--threads", "2"];
         let (code, host, stderr) = run(&args);
         assert_eq!(code, 0, "{stderr}");
         let (code, dev, stderr) = run(&[&args[..], &["--device-gen"]].concat());

@@ -801,3 +801,64 @@ fn data_dependent_runs_report_computed_reads_and_unbound_reads_are_located() {
         "{err}"
     );
 }
+
+/// Issue 16, item 3: a host run puts each task on worker `target mod threads`, under every
+/// ready policy. With stealing off (fifo, priority) the per-worker counts are `expand`'s
+/// per-executor counts folded mod threads and nothing migrates; under work stealing every task
+/// run off its target is counted as a migration (checked task by task against the trace).
+#[test]
+fn dispatch_targets_place_tasks_on_workers_under_every_ready_policy() {
+    use pto_wsp::{CompileOptions, compile, lower};
+    use pto_wsp_cli::{bindings_for, expand_loaded, load_source};
+    let text = std::fs::read_to_string(root().join("examples/softmax_3pass.wsp")).unwrap();
+    let binds = ["rows=64".to_string(), "ntiles=4".to_string()];
+    let dispatches = [
+        "affinity(b)",
+        "affinity(0)",
+        "round_robin(3)",
+        "hash(b * 7 + 1)",
+        "static_partition(0, 5, 10, 20, 30, 40, 50, 70)",
+        "threshold(b) { below 2: round_robin(5), else: affinity(3) }",
+    ];
+    for dispatch in dispatches {
+        for ready in ["fifo", "priority(b)", "work_steal"] {
+            let text = set_line(&set_line(&text, "dispatch", dispatch), "ready", ready);
+            let loaded = load_source("softmax_3pass.wsp", &text).unwrap();
+            let bindings = bindings_for(&loaded, &binds).unwrap();
+            let tasks = expand_loaded(&loaded, &bindings, &Default::default())
+                .unwrap()
+                .tasks;
+            for threads in [2, 3] {
+                let what = format!("{dispatch} {ready} threads {threads}");
+                let target = |i: usize| tasks[i].target.expect("placed") as usize % threads;
+                let mut expected = vec![0u64; threads];
+                for i in 0..tasks.len() {
+                    expected[target(i)] += 1;
+                }
+                let options = CompileOptions {
+                    threads,
+                    profiling: true,
+                    ..CompileOptions::default()
+                };
+                let mut program = compile(lower(&loaded.module).unwrap(), options).unwrap();
+                let stats = program.execute(&bindings).unwrap();
+                assert_eq!(stats.tasks, tasks.len() as u64, "{what}");
+                let off = stats
+                    .spans
+                    .iter()
+                    .filter(|s| s.worker as usize != target(s.task as usize))
+                    .count() as u64;
+                assert_eq!(stats.spans.len(), tasks.len(), "{what}");
+                assert_eq!(stats.counters.migrations, off, "{what}");
+                if ready == "work_steal" {
+                    continue;
+                }
+                assert_eq!(off, 0, "{what}: {:?}", stats.spans);
+                assert_eq!(stats.per_worker, expected, "{what}");
+                if dispatch == "affinity(0)" {
+                    assert!(stats.spans.iter().all(|s| s.worker == 0), "{what}");
+                }
+            }
+        }
+    }
+}

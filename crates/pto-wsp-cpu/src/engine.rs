@@ -9,7 +9,13 @@
 //! chain runs without touching a deque); the others are pushed to its own deque (or, when the
 //! dispatch policy placed them on another worker, to that worker's inbox), and one parked
 //! worker is woken if any sleeps. Under FIFO and priority every ready task goes through the
-//! shared queues, so ready tasks start in submission (or priority) order.
+//! queues, so ready tasks start in submission (or priority) order.
+//!
+//! With placement on (a `dispatch` other than `work_steal`), a task with a target runs on
+//! worker `target mod threads` (within its pool's workers under a pool split): under FIFO and
+//! priority it is queued on that worker's own queue, which no other worker pops; under work
+//! stealing on that worker's inbox (or its deque), where an idle worker may steal it — counted
+//! as a migration ([`pto_wsp_graph::counters::CounterSnapshot::migrations`]).
 //!
 //! Initial ready tasks of a finished graph (its sources) are not queued: workers claim them in
 //! small chunks through one atomic cursor.
@@ -199,34 +205,58 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
         self.placement || !matches!(self.split, PoolSplit::Single)
     }
 
-    /// The worker other than `me` the dispatch policy placed a task on, if placement is honoured
-    /// (only under work stealing: FIFO and priority queues are shared, so where a task is
-    /// pushed does not decide who runs it, and a placed push would lose its priority key).
+    /// The worker the dispatch policy places a task on, if placement is on and the task has a
+    /// target: `target mod threads`, or under a pool split the `target mod n`-th of the `n`
+    /// workers of its pool (so the worker can run it).
+    #[inline]
+    fn target_of(&self, m: Meta) -> Option<usize> {
+        let a = m.affinity.filter(|_| self.placement)? as usize;
+        Some(match (self.split, self.queue_pool(m.pool)) {
+            (PoolSplit::ByExecUnit { vector }, ExecPool::Vector) => a % vector,
+            (PoolSplit::ByExecUnit { vector }, ExecPool::Cube) => {
+                vector + a % (self.workers - vector)
+            }
+            _ => a % self.workers,
+        })
+    }
+
+    /// Where a ready task found by worker `me` must be queued, if not by `me`'s usual path: the
+    /// worker it is placed on. Under FIFO and priority every placed task goes to its worker's
+    /// own queue (only that worker pops it, `me` included); under work stealing only a task
+    /// placed on another worker (to its inbox; one placed on `me` takes the usual path, its
+    /// deque, where an idle thief may take it — a migration).
     #[inline]
     fn placed(&self, m: Meta, me: usize) -> Option<usize> {
-        let a = m
-            .affinity
-            .filter(|_| self.placement && self.kind == ReadyKind::WorkSteal)?;
-        let target = a as usize % self.workers;
-        (target != me).then_some(target)
+        let target = self.target_of(m)?;
+        (target != me || self.kind != ReadyKind::WorkSteal).then_some(target)
+    }
+
+    /// Queue `t` (of queue pool `pool`) on worker `target`'s own queue or inbox.
+    #[inline]
+    fn push_placed(&self, target: usize, pool: ExecPool, t: TaskId) {
+        let key = if self.kind == ReadyKind::Priority {
+            self.graph.priority(t)
+        } else {
+            0
+        };
+        self.queues.push_to_with_priority(target, pool, t, key);
     }
 
     /// Publish a ready task from outside the workers (the orchestration thread).
     pub(crate) fn push_external(&self, t: TaskId) {
         let m = self.graph.meta(t);
         let pool = self.queue_pool(m.pool);
-        let target = match (self.placement, m.affinity) {
-            (true, Some(a)) if self.kind == ReadyKind::WorkSteal => {
-                let target = a as usize % self.workers;
-                self.queues.push_to(target, pool, t);
+        let target = match self.target_of(m) {
+            Some(target) => {
+                self.push_placed(target, pool, t);
                 Some(target)
             }
-            _ if self.kind == ReadyKind::Priority => {
+            None if self.kind == ReadyKind::Priority => {
                 self.queues
                     .push_with_priority(pool, t, self.graph.priority(t));
                 None
             }
-            _ => {
+            None => {
                 self.queues.push(pool, t);
                 None
             }
@@ -322,6 +352,7 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
             src: 0..0,
             private: Vec::new(),
             done: 0,
+            migrated: 0,
             tasks: 0,
             pending: Vec::with_capacity(if self.batch > 1 { self.batch } else { 0 }),
             spans: Vec::new(),
@@ -358,6 +389,9 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
         // Aborting: whatever was batched or chosen as next is dropped with the run.
         st.pending.clear();
         self.publish(&mut st);
+        if st.migrated > 0 {
+            self.counters.migrated(st.migrated);
+        }
         self.reports
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -376,6 +410,13 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
     ) -> Result<(), TaskFailure> {
         if !FULL {
             return self.exec.run(t, st.w);
+        }
+        if self.placement
+            && self
+                .target_of(self.graph.meta(t))
+                .is_some_and(|target| target != st.w)
+        {
+            st.migrated += 1;
         }
         let permit = match &self.gate {
             Some(g) => {
@@ -479,8 +520,10 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
         let m = self.graph.meta(s);
         let pool = self.queue_pool(m.pool);
         if let Some(target) = self.placed(m, st.w) {
-            self.queues.push_to(target, pool, s);
-            self.notify(pool, Some(target));
+            self.push_placed(target, pool, s);
+            if target != st.w {
+                self.notify(pool, Some(target));
+            }
             return 0;
         }
         if st.direct && st.next.is_none() && Self::fits(st.mine, pool) {
@@ -542,8 +585,10 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
                 let m = self.graph.meta(t);
                 let pool = self.queue_pool(m.pool);
                 match self.placed(m, st.w) {
+                    // A source placed on this worker is its own to run.
+                    Some(target) if target == st.w => return Some(t),
                     Some(target) => {
-                        self.queues.push_to(target, pool, t);
+                        self.push_placed(target, pool, t);
                         self.notify(pool, Some(target));
                     }
                     None if Self::fits(st.mine, pool) => return Some(t),
@@ -599,7 +644,7 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
                 self.idle.park(st.w, || {
                     self.finished.load(Ordering::SeqCst)
                         || self.abort.load(Ordering::SeqCst)
-                        || self.queues.has_work_for(st.mine)
+                        || self.queues.has_work_for_worker(st.w, st.mine)
                         || self.cursor.load(Ordering::SeqCst) < self.sources.len()
                         || self.check_finished()
                 });
@@ -630,6 +675,8 @@ struct WorkerState {
     private: Vec<TaskId>,
     /// Completions not yet published.
     done: u64,
+    /// Tasks this worker ran that were placed on another (work stealing only).
+    migrated: u64,
     tasks: u64,
     pending: Vec<TaskId>,
     spans: Vec<Span>,

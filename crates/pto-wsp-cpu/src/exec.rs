@@ -1,6 +1,9 @@
 //! What runs a task ([`Exec`]), and how a run fails ([`ExecError`]).
 
 use pto_wsp_graph::TaskId;
+use pto_wsp_graph::order_check::{BoxText, Unordered};
+use pto_wsp_ir::DepsMode;
+use std::fmt;
 
 /// Runs one task on a worker. Implemented by the kernel executor (kernels from a registry) and
 /// by benchmark executors (empty kernels). Must not panic: an implementation that calls user
@@ -64,6 +67,9 @@ pub enum ExecError {
     /// Two tasks touched conflicting regions at the same time (debug checks).
     #[error("debug checks: {0}")]
     Conflict(String),
+    /// Two tasks whose regions conflict are ordered by no path of the run's graph (`--check`).
+    #[error("{0}")]
+    Unordered(Box<UnorderedRun>),
     /// A task's region lies outside its tensor (dynamic shapes); the task did not run.
     #[error("task #{task} (kernel `{kernel}`): {message}")]
     Region {
@@ -94,5 +100,60 @@ impl ExecError {
             message: f.message,
             panicked: f.panicked,
         }
+    }
+}
+
+/// An unordered conflicting pair found by the order checker, with the names a user knows: the
+/// kernels, the tensor and each task's index (the expander's, once a module run renamed them;
+/// graph ids and `kernel #k` / `tensor #t` until then).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnorderedRun {
+    /// The pair (graph ids).
+    pub pair: Unordered,
+    /// The `deps` mode that built the graph.
+    pub deps: DepsMode,
+    /// Kernel names of the earlier and the later task.
+    pub kernels: [String; 2],
+    /// The tensor's name.
+    pub tensor: String,
+    /// Indices of the earlier and the later task.
+    pub indices: [u32; 2],
+}
+
+impl UnorderedRun {
+    /// `pair` under `deps`, named by numbers.
+    pub fn new(pair: Unordered, deps: DepsMode) -> UnorderedRun {
+        UnorderedRun {
+            kernels: [
+                format!("kernel #{}", pair.earlier.kernel),
+                format!("kernel #{}", pair.later.kernel),
+            ],
+            tensor: format!("tensor #{}", pair.tensor()),
+            indices: [pair.earlier.task.0, pair.later.task.0],
+            pair,
+            deps,
+        }
+    }
+}
+
+impl fmt::Display for UnorderedRun {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (e, l) = (&self.pair.earlier, &self.pair.later);
+        write!(
+            f,
+            "--check: task #{} (`{}`, {} {}{}) and task #{} (`{}`, {} {}{}) conflict on tensor `{}` (their boxes intersect and at least one writes), but no path of the run's graph orders them under `deps {}`: the result depends on timing; use `deps overlap` or `deps hybrid`, or order them",
+            self.indices[0],
+            self.kernels[0],
+            e.io.access(),
+            self.tensor,
+            BoxText(&e.io.region),
+            self.indices[1],
+            self.kernels[1],
+            l.io.access(),
+            self.tensor,
+            BoxText(&l.io.region),
+            self.tensor,
+            self.deps,
+        )
     }
 }

@@ -56,7 +56,7 @@ pub mod table;
 pub use csp::{CspError, CspOptions, Deadlock, run_pipeline};
 pub use datadep::{GenStats, Producers, SequentialError, SequentialStats, sequential};
 pub use devgen::{DevGenConfig, DevGenStats, DirectExec, ExecutorStats};
-pub use exec::{Exec, ExecError, NoopExec, TaskFailure};
+pub use exec::{Exec, ExecError, NoopExec, TaskFailure, UnorderedRun};
 pub use kexec::{KernelExec, TaskSource, task_costs};
 pub use pool::{MAX_THREADS, PoolError, WorkerPool};
 pub use run::{GateConfig, PoolSplit, RunConfig, StaticGraph};

@@ -13,13 +13,14 @@ use std::time::Instant;
 
 use pto_wsp_graph::TaskId;
 use pto_wsp_graph::counters::Counters;
+use pto_wsp_graph::order_check::check_storage;
 use pto_wsp_graph::ready::ReadyKind;
 use pto_wsp_graph::storage::TaskGraphStorage;
 use pto_wsp_graph::sync::Arc;
-use pto_wsp_ir::GateScope;
+use pto_wsp_ir::{DepsMode, GateScope};
 
 use crate::engine::{Engine, Meta, RunGraph, WorkerReport};
-use crate::exec::{Exec, ExecError};
+use crate::exec::{Exec, ExecError, UnorderedRun};
 use crate::pool::WorkerPool;
 use crate::stats::RunStats;
 
@@ -148,6 +149,16 @@ impl StaticGraph {
     /// The tasks with no predecessor.
     pub fn sources(&self) -> &[TaskId] {
         &self.sources
+    }
+
+    /// The order check of `--check` for a finished graph built under `deps`: every two tasks
+    /// whose regions conflict must be ordered by a path of its edges
+    /// ([`pto_wsp_graph::order_check`]); otherwise [`ExecError::Unordered`] names the first
+    /// pair. A checked run calls it before [`WorkerPool::run`] (nothing else orders the tasks
+    /// of a finished graph).
+    pub fn check_order(&self, deps: DepsMode) -> Result<(), ExecError> {
+        check_storage(&self.storage)
+            .map_err(|pair| ExecError::Unordered(Box::new(UnorderedRun::new(pair, deps))))
     }
 }
 

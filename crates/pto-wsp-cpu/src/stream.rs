@@ -33,6 +33,7 @@ use std::time::Instant;
 use pto_wsp_graph::TaskId;
 use pto_wsp_graph::builder::{EdgeSink, ExactMap, GraphBuilder, RETIRE_EVERY};
 use pto_wsp_graph::counters::Counters;
+use pto_wsp_graph::order_check::OrderChecker;
 use pto_wsp_graph::start::StartGate;
 use pto_wsp_graph::state::{EdgeCursor, TaskStates};
 use pto_wsp_graph::storage::TaskNode;
@@ -44,7 +45,7 @@ use pto_wsp_graph::window::{WindowError, WindowState};
 use pto_wsp_ir::{DepsMode, StartPolicy, Timing, WindowMode};
 
 use crate::engine::{Engine, Meta, RunGraph};
-use crate::exec::{Exec, ExecError};
+use crate::exec::{Exec, ExecError, UnorderedRun};
 use crate::idle::Idle;
 use crate::pool::{WorkerPool, panic_message};
 use crate::run::{RunConfig, finish_stats};
@@ -68,6 +69,10 @@ pub struct StreamConfig {
     pub timing: Timing,
     /// Streams (the rounds of `timing interleaved(n)`).
     pub streams: u64,
+    /// Check that every two conflicting tasks are ordered by a path of the graph
+    /// ([`pto_wsp_graph::order_check`]); the first that is not fails the run with
+    /// [`ExecError::Unordered`] before the later task is released.
+    pub check_order: bool,
 }
 
 impl Default for StreamConfig {
@@ -80,6 +85,7 @@ impl Default for StreamConfig {
             record_edges: false,
             timing: Timing::Immediate,
             streams: 1,
+            check_order: false,
         }
     }
 }
@@ -158,6 +164,8 @@ pub struct StreamSink<'s> {
     span: Option<u32>,
     /// Free the task table behind the watermark (not when the graph is recorded).
     reclaim_table: bool,
+    /// The order checker and the mode it names, under `check_order`.
+    order: Option<(OrderChecker, DepsMode)>,
 }
 
 impl std::fmt::Debug for StreamSink<'_> {
@@ -301,12 +309,23 @@ impl EdgeSink for StreamSink<'_> {
         if let Some(e) = &mut self.edges {
             e.push((pred.0, succ.0));
         }
+        if let Some((c, _)) = &mut self.order {
+            c.edge(pred);
+        }
         if !self.states.add_edge_in(&mut self.cursor, pred, succ) {
             self.refused += 1;
         }
     }
 
     fn publish(&mut self, node: &TaskNode, params: &[u64], io: &[TaskIo]) {
+        if let Some((c, deps)) = &mut self.order
+            && let Err(pair) = c.task(node.id, node.kernel, io)
+        {
+            // Fails the run before this task can be released; only the first is kept.
+            (self.fail)(ExecError::Unordered(Box::new(UnorderedRun::new(
+                pair, *deps,
+            ))));
+        }
         self.enter_window();
         self.stream = node.stream;
         self.writer.push(node, params, io);
@@ -338,6 +357,9 @@ impl EdgeSink for StreamSink<'_> {
         }
         self.hinted = self.completed_below;
         let done = TaskId(self.completed_below);
+        if let Some((c, _)) = &mut self.order {
+            c.retire_before(done);
+        }
         // SAFETY: this thread saw every task below `done` complete (acquire loads in `advance`), it is
         // the only wirer and the table's only writer (and the priority writer's thread), and
         // the builder names such tasks afterwards only as predecessors of edges.
@@ -463,6 +485,9 @@ impl WorkerPool {
                     _ => None,
                 },
                 reclaim_table: !stream.record_edges,
+                order: stream
+                    .check_order
+                    .then(|| (OrderChecker::new(), stream.deps)),
             };
             let mut builder =
                 GraphBuilder::with_map(AnyTensorMap::for_mode(stream.deps, stream.exact), sink);

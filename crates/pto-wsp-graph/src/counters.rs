@@ -34,6 +34,7 @@ struct Shard {
     pushes: [AtomicU64; 3],
     pops: [AtomicU64; 3],
     steals: AtomicU64,
+    migrations: AtomicU64,
     window_stalls: AtomicU64,
     window_overflows: AtomicU64,
     gate_stalls: AtomicU64,
@@ -49,6 +50,7 @@ impl Shard {
             pushes: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
             pops: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
             steals: AtomicU64::new(0),
+            migrations: AtomicU64::new(0),
             window_stalls: AtomicU64::new(0),
             window_overflows: AtomicU64::new(0),
             gate_stalls: AtomicU64::new(0),
@@ -98,6 +100,9 @@ pub struct CounterSnapshot {
     pub ready_pops: [u64; 3],
     /// Pops that took a task from another worker's deque or inbox.
     pub steals: u64,
+    /// Tasks run by a worker other than the one their dispatch target names (`target mod
+    /// threads`): only under work stealing, when a thief took a placed task.
+    pub migrations: u64,
     /// Submissions that had to wait for window space (mode `stall`).
     pub window_stalls: u64,
     /// Submissions that found the window full in modes `abort` and `benchmark`.
@@ -173,6 +178,12 @@ impl Counters {
         bump(&self.local().steals, 1);
     }
 
+    /// `n` tasks ran away from the worker their dispatch target names.
+    #[inline]
+    pub fn migrated(&self, n: u64) {
+        bump(&self.local().migrations, n);
+    }
+
     /// A submission waited for window space.
     #[inline]
     pub fn window_stall(&self) {
@@ -223,6 +234,7 @@ impl Counters {
                 s.ready_pops[p] += get(&sh.pops[p]);
             }
             s.steals += get(&sh.steals);
+            s.migrations += get(&sh.migrations);
             s.window_stalls += get(&sh.window_stalls);
             s.window_overflows += get(&sh.window_overflows);
             s.gate_stalls += get(&sh.gate_stalls);

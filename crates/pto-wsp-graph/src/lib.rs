@@ -10,6 +10,8 @@
 //! - [`arena`]: per-task storage grown in chunks and freed behind a completed-prefix watermark.
 //! - [`state`]: the per-task atomic state that lets the builder wire edges while earlier tasks
 //!   are completing (the streaming protocol, checked with loom).
+//! - [`order_check`]: the order checker of `run --check`: every conflicting pair of tasks must
+//!   be ordered by a path of the graph.
 //! - [`ready`]: ready-queue sets (FIFO, work stealing, priority; vector / cube / any pools).
 //! - [`start`]: the start policy (immediate, threshold, after orchestration).
 //! - [`window`], [`gate`], [`batcher`]: task window, issue gates, dependency batching.
@@ -25,6 +27,7 @@ pub mod builder;
 pub mod counters;
 pub mod feed;
 pub mod gate;
+pub mod order_check;
 #[allow(unsafe_code)]
 pub mod prefetch;
 pub mod ready;

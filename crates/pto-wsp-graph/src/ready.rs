@@ -18,6 +18,11 @@
 //!   gives each successful pop or steal of a pushed item exactly once, with the push happening
 //!   before the pop.
 //!
+//! A task placed on one worker ([`ReadyQueueSet::push_to`]: its dispatch target) goes under
+//! FIFO and priority to that worker's own queue of its pool, which only that worker pops, before
+//! the shared queues (strict FIFO / priority order among the tasks placed on it); under work
+//! stealing to the worker's inbox, which idle workers may steal from.
+//!
 //! A worker of pool P pops from P, then from `Any`; [`ReadyQueueSet::try_pop_any`] (a worker that
 //! runs anything) looks at `Any`, vector, cube. Workers own a [`LocalReady`] handle (the deques
 //! are single-owner); any thread may push or pop through the set itself.
@@ -158,7 +163,19 @@ pub struct ReadyQueueSet {
     kind: ReadyKind,
     workers: usize,
     queues: Queues,
+    /// Per-worker queues of placed tasks under FIFO and priority ([`ReadyQueueSet::push_to`]).
+    placed: Placed,
     counters: Arc<Counters>,
+}
+
+/// Tasks placed on one worker under FIFO and priority: one queue per worker and pool, popped
+/// only by that worker, before the shared queues.
+#[derive(Debug)]
+enum Placed {
+    /// Work stealing: placement goes to the inboxes.
+    None,
+    Fifo(Box<[[FifoQueue; 3]]>),
+    Priority(Box<[[PriorityQueue; 3]]>),
 }
 
 impl ReadyQueueSet {
@@ -192,10 +209,30 @@ impl ReadyQueueSet {
                 }
             }
         };
+        let placed = match kind {
+            ReadyKind::Fifo => Placed::Fifo(
+                (0..workers)
+                    .map(|_| [FifoQueue::new(), FifoQueue::new(), FifoQueue::new()])
+                    .collect(),
+            ),
+            ReadyKind::Priority => Placed::Priority(
+                (0..workers)
+                    .map(|_| {
+                        [
+                            PriorityQueue::new(),
+                            PriorityQueue::new(),
+                            PriorityQueue::new(),
+                        ]
+                    })
+                    .collect(),
+            ),
+            ReadyKind::WorkSteal => Placed::None,
+        };
         ReadyQueueSet {
             kind,
             workers,
             queues,
+            placed,
             counters,
         }
     }
@@ -259,17 +296,86 @@ impl ReadyQueueSet {
 
     /// Push a ready task for worker `worker` (affinity placement) in `pool`. Under work stealing
     /// it goes to that worker's inbox, which the worker drains before the global injector (other
-    /// workers steal from it only when idle); under the other policies it is a plain push
-    /// (with priority 0: use [`ReadyQueueSet::push_with_priority`] under the priority policy).
+    /// workers steal from it only when idle); under FIFO and priority to that worker's own queue
+    /// of `pool` (priority 0: see [`ReadyQueueSet::push_to_with_priority`]), which only it pops.
     pub fn push_to(&self, worker: usize, pool: ExecPool, task: TaskId) {
-        match &self.queues {
-            Queues::Steal { pools, .. } => {
-                let p = pool_index(pool);
-                pools[p].inboxes[worker % self.workers].push(task);
-                self.counters.ready_push(pool);
+        self.push_to_with_priority(worker, pool, task, 0);
+    }
+
+    /// [`ReadyQueueSet::push_to`] with priority `key` (used only by the priority policy).
+    pub fn push_to_with_priority(&self, worker: usize, pool: ExecPool, task: TaskId, key: i64) {
+        let p = pool_index(pool);
+        let w = worker % self.workers;
+        let len = match (&self.queues, &self.placed) {
+            (Queues::Steal { pools, .. }, _) => {
+                pools[p].inboxes[w].push(task);
+                1
             }
-            Queues::Fifo(_) | Queues::Priority(_) => self.push(pool, task),
-        }
+            (_, Placed::Fifo(q)) => q[w][p].push(task),
+            (_, Placed::Priority(q)) => q[w][p].push(task, key),
+            (_, Placed::None) => unreachable!("FIFO and priority sets have placed queues"),
+        };
+        self.counters.ready_push(pool);
+        self.counters.ready_len(len as u64);
+    }
+
+    /// Pop a task placed on `worker` for a worker of `pool` (`pool`, then `Any`; every pool
+    /// for a worker of `Any`). FIFO and priority only; `None` under work stealing.
+    fn pop_placed(&self, worker: usize, pool: ExecPool) -> Option<TaskId> {
+        let (t, from) = match &self.placed {
+            Placed::None => return None,
+            Placed::Fifo(q) => {
+                let q = &q[worker];
+                let order: &[ExecPool] = match pool {
+                    ExecPool::Any => &[ExecPool::Any, ExecPool::Vector, ExecPool::Cube],
+                    p => &[p, ExecPool::Any],
+                };
+                order
+                    .iter()
+                    .find_map(|&p| q[pool_index(p)].try_pop().map(|t| (t, p)))?
+            }
+            Placed::Priority(q) => {
+                let q = &q[worker];
+                match pool {
+                    ExecPool::Any => [ExecPool::Any, ExecPool::Vector, ExecPool::Cube]
+                        .into_iter()
+                        .find_map(|p| q[pool_index(p)].try_pop().map(|t| (t, p)))?,
+                    p => {
+                        let mut mine = lock(&q[pool_index(p)].heap);
+                        let mut any = lock(&q[2].heap);
+                        let take_any = match (mine.peek(), any.peek()) {
+                            (Some(a), Some(b)) => b > a,
+                            (None, Some(_)) => true,
+                            (_, None) => false,
+                        };
+                        let (from, heap) = if take_any {
+                            (ExecPool::Any, &mut *any)
+                        } else {
+                            (p, &mut *mine)
+                        };
+                        let t = heap.pop().map(|(_, Reverse(t))| TaskId(t))?;
+                        (t, from)
+                    }
+                }
+            }
+        };
+        self.counters.ready_pop(from);
+        Some(t)
+    }
+
+    /// Whether worker `worker`, of `pool`, would find a task now: [`ReadyQueueSet::has_work_for`]
+    /// or a task placed on it.
+    pub fn has_work_for_worker(&self, worker: usize, pool: ExecPool) -> bool {
+        let placed = |lens: &dyn Fn(usize) -> usize| match pool {
+            ExecPool::Any => (0..3).any(|p| lens(p) > 0),
+            p => lens(pool_index(p)) > 0 || lens(2) > 0,
+        };
+        let mine = match &self.placed {
+            Placed::None => false,
+            Placed::Fifo(q) => placed(&|p| q[worker % self.workers][p].len()),
+            Placed::Priority(q) => placed(&|p| q[worker % self.workers][p].len()),
+        };
+        mine || self.has_work_for(pool)
     }
 
     /// Pop a task for a worker of `pool` that has no [`LocalReady`] handle: from `pool`, then from
@@ -357,8 +463,20 @@ impl ReadyQueueSet {
         (0..3).map(|p| self.pool_len(p)).sum()
     }
 
-    /// Tasks queued in the pool of index `p` (approximate while others push and pop).
+    /// Tasks queued in the pool of index `p`, placed ones included (approximate while others
+    /// push and pop).
     fn pool_len(&self, p: usize) -> usize {
+        let placed = match &self.placed {
+            Placed::None => 0,
+            Placed::Fifo(q) => q.iter().map(|w| w[p].len()).sum(),
+            Placed::Priority(q) => q.iter().map(|w| w[p].len()).sum(),
+        };
+        self.shared_len(p) + placed
+    }
+
+    /// Tasks any worker may take in the pool of index `p`: not placed on one worker under FIFO
+    /// and priority (approximate while others push and pop).
+    fn shared_len(&self, p: usize) -> usize {
         match &self.queues {
             Queues::Fifo(q) => q[p].len(),
             Queues::Priority(q) => q[p].len(),
@@ -371,13 +489,16 @@ impl ReadyQueueSet {
         }
     }
 
-    /// Whether a worker of `pool` would find a task now: one queued in `pool` or `Any` (in any
-    /// pool for a worker of `Any`). Approximate while others push and pop, exact once they
-    /// stopped; what an idle worker re-checks before it parks.
+    /// Whether a worker of `pool` would find a task now that is not placed on another worker:
+    /// one queued in `pool` or `Any` (in any pool for a worker of `Any`). Approximate while
+    /// others push and pop, exact once they stopped. An idle worker re-checks
+    /// [`ReadyQueueSet::has_work_for_worker`], which adds the tasks placed on it.
     pub fn has_work_for(&self, pool: ExecPool) -> bool {
         match pool {
-            ExecPool::Any => !self.is_empty(),
-            p => self.pool_len(pool_index(p)) > 0 || self.pool_len(pool_index(ExecPool::Any)) > 0,
+            ExecPool::Any => (0..3).any(|p| self.shared_len(p) > 0),
+            p => {
+                self.shared_len(pool_index(p)) > 0 || self.shared_len(pool_index(ExecPool::Any)) > 0
+            }
         }
     }
 
@@ -444,7 +565,10 @@ impl LocalReady<'_> {
     /// Pop a task for a worker of `pool`: `pool` first, then `Any`.
     pub fn try_pop(&mut self, pool: ExecPool) -> Option<TaskId> {
         if self.deques.is_none() {
-            return self.set.pop_shared(pool, 0);
+            return self
+                .set
+                .pop_placed(self.worker, pool)
+                .or_else(|| self.set.pop_shared(pool, 0));
         }
         self.pop_local(pool).or_else(|| {
             if pool == ExecPool::Any {
@@ -468,7 +592,10 @@ impl LocalReady<'_> {
     /// Pop a task from any pool (`Any`, vector, cube).
     pub fn try_pop_any(&mut self) -> Option<TaskId> {
         if self.deques.is_none() {
-            return self.set.try_pop_any();
+            return self
+                .set
+                .pop_placed(self.worker, ExecPool::Any)
+                .or_else(|| self.set.try_pop_any());
         }
         [ExecPool::Any, ExecPool::Vector, ExecPool::Cube]
             .into_iter()
@@ -562,14 +689,34 @@ mod tests {
     }
 
     #[test]
-    fn has_work_for_sees_only_poppable_pools() {
+    fn has_work_for_sees_only_poppable_pools_and_placed_tasks_only_for_their_worker() {
         for kind in [ReadyKind::Fifo, ReadyKind::Priority, ReadyKind::WorkSteal] {
             let s = set(kind, 2);
             s.push_to(1, ExecPool::Cube, TaskId(1));
-            assert!(!s.has_work_for(ExecPool::Vector), "{kind:?}");
-            assert!(s.has_work_for(ExecPool::Cube), "{kind:?}");
-            assert!(s.has_work_for(ExecPool::Any), "{kind:?}");
-            assert_eq!(s.try_pop(ExecPool::Cube), Some(TaskId(1)), "{kind:?}");
+            assert!(!s.has_work_for_worker(1, ExecPool::Vector), "{kind:?}");
+            assert!(s.has_work_for_worker(1, ExecPool::Cube), "{kind:?}");
+            assert!(s.has_work_for_worker(1, ExecPool::Any), "{kind:?}");
+            // A task placed on worker 1 is for worker 0 too only when it may steal.
+            let stealing = kind == ReadyKind::WorkSteal;
+            assert_eq!(
+                s.has_work_for_worker(0, ExecPool::Cube),
+                stealing,
+                "{kind:?}"
+            );
+            if stealing {
+                assert_eq!(s.try_pop(ExecPool::Cube), Some(TaskId(1)), "{kind:?}");
+            } else {
+                assert_eq!(
+                    s.local(0).unwrap().try_pop(ExecPool::Cube),
+                    None,
+                    "{kind:?}"
+                );
+                assert_eq!(
+                    s.local(1).unwrap().try_pop(ExecPool::Cube),
+                    Some(TaskId(1)),
+                    "{kind:?}"
+                );
+            }
             s.push(ExecPool::Any, TaskId(2));
             assert!(s.has_work_for(ExecPool::Vector), "{kind:?}");
         }

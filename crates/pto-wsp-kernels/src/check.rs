@@ -10,8 +10,9 @@
 //! with a region in flight. Thread-safe; one lock around the in-flight list (a debugging tool,
 //! not a hot path).
 
+use pto_wsp_graph::order_check::BoxText;
 use pto_wsp_graph::sync::{Mutex, lock};
-use pto_wsp_graph::types::{MAX_RANK, Region, TaskIo};
+use pto_wsp_graph::types::{Region, TaskIo};
 use pto_wsp_ir::Access;
 use std::fmt;
 
@@ -36,22 +37,6 @@ impl Conflict {
     /// The tensor both regions belong to.
     pub fn tensor(&self) -> u32 {
         self.region.tensor
-    }
-}
-
-/// A region's box as `[start..end, ...]`.
-struct BoxText<'a>(&'a Region);
-
-impl fmt::Display for BoxText<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[")?;
-        for d in 0..(self.0.rank as usize).min(MAX_RANK) {
-            if d > 0 {
-                f.write_str(", ")?;
-            }
-            write!(f, "{}..{}", self.0.start[d], self.0.end(d))?;
-        }
-        f.write_str("]")
     }
 }
 

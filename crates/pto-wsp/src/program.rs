@@ -60,6 +60,11 @@ pub struct CompileOptions {
     pub profiling: bool,
     /// Record regions in flight and fail loudly on a conflict.
     pub debug_checks: bool,
+    /// Prove that every two tasks whose regions conflict are ordered by a path of the run's
+    /// graph, and fail the run naming the first pair that is not (`run --check`;
+    /// `pto_wsp_graph::order_check`). Host runs only: compiling with it for device
+    /// generation or a CSP pipeline fails with [`CompileError::CheckUnsupported`].
+    pub check_order: bool,
     /// Vector workers under `pools by_exec_unit` (default: half, at least one each side).
     pub vector_workers: Option<usize>,
     /// The kernels tasks run.
@@ -92,6 +97,7 @@ impl Default for CompileOptions {
             threads: 0,
             profiling: false,
             debug_checks: false,
+            check_order: false,
             vector_workers: None,
             kernels: KernelRegistry::with_builtins(),
             device_gen: false,
@@ -111,6 +117,7 @@ impl std::fmt::Debug for CompileOptions {
             .field("threads", &self.threads)
             .field("profiling", &self.profiling)
             .field("debug_checks", &self.debug_checks)
+            .field("check_order", &self.check_order)
             .field("kernels", &self.kernels.len())
             .field("device_gen", &self.device_gen)
             .field("num_streams", &self.num_streams)
@@ -151,6 +158,14 @@ pub enum CompileError {
     /// The worker threads could not be started (too many asked for, or the OS refused one).
     #[error(transparent)]
     Threads(#[from] pto_wsp_cpu::PoolError),
+    /// The order check was asked for in a mode that does not implement it.
+    #[error(
+        "--check (the order check: every conflicting pair of tasks ordered by the graph) is not implemented for {mode}; run without --check, or as a host run"
+    )]
+    CheckUnsupported {
+        /// The mode: device generation or a CSP pipeline.
+        mode: &'static str,
+    },
     /// Device-generation mode: the workload cannot be encoded as bytecode.
     #[error("device generation: cannot encode the workload as bytecode: {0}")]
     Bytecode(String),
@@ -285,6 +300,24 @@ pub(crate) fn compile_cpu(
     // `trace cycles` all pass.
     validate_for_run(&plan.module).map_err(CompileError::Invalid)?;
     let plan = plan.with_overrides(&options);
+    if options.check_order {
+        let pipeline = plan
+            .module
+            .entry_name()
+            .and_then(|e| plan.module.pipeline(e))
+            .is_some();
+        // Neither mode builds one graph the checker could see: refused, never silently passed.
+        if pipeline {
+            return Err(CompileError::CheckUnsupported {
+                mode: "CSP pipelines (processes on threads ordered by channels)",
+            });
+        }
+        if options.device_gen {
+            return Err(CompileError::CheckUnsupported {
+                mode: "device generation (--device-gen: each executor wires its own tasks)",
+            });
+        }
+    }
     let mut kernels = Vec::new();
     for k in &plan.module.kernels {
         let id = options.kernels.lookup(&k.name.name);
@@ -485,6 +518,7 @@ impl Inner {
             record_edges: self.cycles(),
             timing: c.timing,
             streams: c.streams,
+            check_order: self.options.check_order,
         };
         (run, stream)
     }
@@ -584,6 +618,21 @@ impl Inner {
                 message,
                 panicked,
             },
+            ExecError::Unordered(mut u) => {
+                let name = |k: u32| {
+                    self.names
+                        .get(k as usize)
+                        .cloned()
+                        .unwrap_or_else(|| format!("kernel #{k}"))
+                };
+                let (e, l) = (u.pair.earlier, u.pair.later);
+                u.kernels = [name(e.kernel), name(l.kernel)];
+                if let Some(t) = module.tensors.get(u.pair.tensor() as usize) {
+                    u.tensor = t.name.name.clone();
+                }
+                u.indices = [e.task, l.task].map(|t| origins.index_of(t).unwrap_or(t.0));
+                ExecError::Unordered(u)
+            }
             other => other,
         })?;
         stats.barriers = u64::from(origins.barrier_tasks());
