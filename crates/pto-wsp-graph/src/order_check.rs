@@ -71,7 +71,7 @@ impl fmt::Display for BoxText<'_> {
 }
 
 /// See the module docs.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct OrderChecker {
     oracle: OverlapMap,
     /// First task whose predecessors and regions are kept (every older one is retired).
@@ -95,10 +95,31 @@ pub struct OrderChecker {
     next: u32,
 }
 
+impl Default for OrderChecker {
+    fn default() -> OrderChecker {
+        OrderChecker::new()
+    }
+}
+
 impl OrderChecker {
     /// A checker for a graph starting at task 0.
     pub fn new() -> OrderChecker {
-        OrderChecker::default()
+        OrderChecker {
+            // Every predecessor the oracle names must conflict: no coverage marks.
+            oracle: OverlapMap::pairwise(),
+            base: 0,
+            preds: Vec::new(),
+            pred_ends: Vec::new(),
+            kernels: Vec::new(),
+            ios: Vec::new(),
+            io_ends: Vec::new(),
+            pending: Vec::new(),
+            marks: Vec::new(),
+            stamp: 0,
+            required: Vec::new(),
+            stack: Vec::new(),
+            next: 0,
+        }
     }
 
     /// `pred` is a predecessor of the next task (reported before [`OrderChecker::task`]).

@@ -155,6 +155,9 @@ pub struct OverlapMap {
     /// without an edge.
     oldest_live: u32,
     stats: MapStats,
+    /// Report every conflicting earlier access, never an earlier reader through a coverage mark
+    /// ([`OverlapMap::pairwise`]).
+    no_marks: bool,
 }
 
 const NIL: u32 = u32::MAX;
@@ -243,6 +246,16 @@ impl OverlapMap {
     /// An empty map.
     pub fn new() -> OverlapMap {
         OverlapMap::default()
+    }
+
+    /// A map without coverage marks: every predecessor it reports is a conflicting access (an
+    /// oracle of conflicting pairs, as the order check needs), at the cost of one edge per
+    /// covered writer for covering reads.
+    pub fn pairwise() -> OverlapMap {
+        OverlapMap {
+            no_marks: true,
+            ..OverlapMap::default()
+        }
     }
 
     fn grid_of(&mut self, r: &Region) -> usize {
@@ -336,13 +349,14 @@ impl TensorMap for OverlapMap {
             grids,
             stats,
             oldest_live,
+            no_marks,
             ..
         } = self;
         let grid = &mut grids[g];
         let (x0, x1, y0, y1) = cell_range(grid.shift, region);
         let ncells = ((x1 - x0) as u64 + 1) * ((y1 - y0) as u64 + 1);
         // A multi-cell read: the newest mark inside it covers what it covers.
-        let cover = if !writes && ncells > 1 {
+        let cover = if !*no_marks && !writes && ncells > 1 {
             grid.marks.within(region)
         } else {
             None
@@ -444,7 +458,7 @@ impl TensorMap for OverlapMap {
         let hit = scan.hit;
         // The read becomes the mark of its box, unless it is the box of the mark it used; it
         // takes over the used mark's delegation.
-        if !writes && ncells > 1 && cover.is_none_or(|m| m.region != *region) {
+        if !*no_marks && !writes && ncells > 1 && cover.is_none_or(|m| m.region != *region) {
             let mark = Mark {
                 region: *region,
                 task: task.0,
