@@ -340,22 +340,7 @@ impl ReadyQueueSet {
                     ExecPool::Any => [ExecPool::Any, ExecPool::Vector, ExecPool::Cube]
                         .into_iter()
                         .find_map(|p| q[pool_index(p)].try_pop().map(|t| (t, p)))?,
-                    p => {
-                        let mut mine = lock(&q[pool_index(p)].heap);
-                        let mut any = lock(&q[2].heap);
-                        let take_any = match (mine.peek(), any.peek()) {
-                            (Some(a), Some(b)) => b > a,
-                            (None, Some(_)) => true,
-                            (_, None) => false,
-                        };
-                        let (from, heap) = if take_any {
-                            (ExecPool::Any, &mut *any)
-                        } else {
-                            (p, &mut *mine)
-                        };
-                        let t = heap.pop().map(|(_, Reverse(t))| TaskId(t))?;
-                        (t, from)
-                    }
+                    p => better_of_pair(q, p)?,
                 }
             }
         };
@@ -407,20 +392,7 @@ impl ReadyQueueSet {
 
     /// Better of the tops of `pool` and `Any` (locks in pool index order).
     fn pop_priority_pair(&self, q: &[PriorityQueue; 3], pool: ExecPool) -> Option<TaskId> {
-        let mut mine = lock(&q[pool_index(pool)].heap);
-        let mut any = lock(&q[2].heap);
-        let take_any = match (mine.peek(), any.peek()) {
-            (Some(a), Some(b)) => b > a,
-            (None, Some(_)) => true,
-            (_, None) => false,
-        };
-        let (from, heap) = if take_any {
-            (ExecPool::Any, &mut *any)
-        } else {
-            (pool, &mut *mine)
-        };
-        let t = heap.pop().map(|(_, Reverse(t))| TaskId(t))?;
-        drop((mine, any));
+        let (t, from) = better_of_pair(q, pool)?;
         self.counters.ready_pop(from);
         Some(t)
     }
@@ -663,6 +635,24 @@ impl Drop for LocalReady<'_> {
             lock(unclaimed)[self.worker] = Some(deques);
         }
     }
+}
+
+/// Pops the better of the tops of `pool`'s heap and `Any`'s (locks in pool index order), with
+/// the pool it came from.
+fn better_of_pair(q: &[PriorityQueue; 3], pool: ExecPool) -> Option<(TaskId, ExecPool)> {
+    let mut mine = lock(&q[pool_index(pool)].heap);
+    let mut any = lock(&q[2].heap);
+    let take_any = match (mine.peek(), any.peek()) {
+        (Some(a), Some(b)) => b > a,
+        (None, Some(_)) => true,
+        (_, None) => false,
+    };
+    let (from, heap) = if take_any {
+        (ExecPool::Any, &mut *any)
+    } else {
+        (pool, &mut *mine)
+    };
+    heap.pop().map(|(_, Reverse(t))| (TaskId(t), from))
 }
 
 #[cfg(all(test, not(loom)))]
