@@ -4,6 +4,7 @@ user's mistake is reported at the user's Python file and line."""
 
 import importlib.util
 import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -829,3 +830,36 @@ def test_moe_routed_in_python_matches_numpy():
         for e in top2[t]:
             want[t] += x64[t] @ w[e * 8 : (e + 1) * 8].astype(np.float64)
     np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+
+
+TENSOR = re.compile(r"^tensor (\w+): (\w+)\[([^\]]*)\];", re.M)
+NUMPY = {"f32": np.float32, "f16": np.float16, "i32": np.int32, "i64": np.int64}
+
+
+@pytest.mark.parametrize(
+    "name, bind",
+    [("kernels/cycles_golden", {}), ("kernels/every_instruction", {}), ("llama7b_layer", {"seq": 32})],
+)
+def test_python_example_computes_the_numbers_of_its_wsp_twin(name, bind):
+    """The examples without a numpy reference of their own: the Python module, run on the same
+    inputs as its `.wsp` twin, writes the same bits into every tensor. (The twins' numbers are
+    checked apart: every_instruction and cycles_golden against PTO-ISA's CPU simulation in
+    crates/pto-wsp-cli/tests/emit.rs, the LLaMA layer's kernels against f64 references.)"""
+    wsp = pto_wsp.Module.from_file(str(ROOT / "examples" / f"{name}.wsp"))
+    built = load(ROOT / "python" / "examples" / f"{name}.py").module
+    rng = np.random.default_rng(21)
+    inputs = {}
+    for tname, dtype, dims in TENSOR.findall(wsp.to_text()):
+        shape = tuple(int(eval(d, {}, dict(bind))) for d in dims.split(","))
+        inputs[tname] = (rng.standard_normal(shape) * 0.5).astype(NUMPY[dtype])
+    results = []
+    for module in (wsp, built):
+        arrays = {k: v.copy() for k, v in inputs.items()}
+        module.compile(threads=2, bind=bind).execute(**arrays)
+        results.append(arrays)
+    assert results[0].keys() == inputs.keys() and len(inputs) > 0
+    changed = 0
+    for k in inputs:
+        np.testing.assert_array_equal(results[1][k].view(np.uint8), results[0][k].view(np.uint8), err_msg=k)
+        changed += not np.array_equal(results[0][k].view(np.uint8), inputs[k].view(np.uint8))
+    assert changed > 0, "the run wrote no tensor"
