@@ -218,6 +218,43 @@ impl Gen<'_> {
         }
     }
 
+    /// `const int64_t n{k} = ROWS;` of a ragged or sparse axis, refusing a negative count.
+    fn row_count(&mut self, rows: pto_wsp::ir::resolve::ExprId, k: usize, d1: usize, aname: &str) {
+        let n = self.x(rows);
+        self.line(d1, &format!("const int64_t n{k} = {n};"));
+        self.line(
+            d1,
+            &format!(
+                "if (n{k} < 0) pw::fail(orch.at + \": axis `{aname}` has a negative row count\");"
+            ),
+        );
+    }
+
+    /// The innermost level of a ragged or sparse loop `k` (rows `r{k}`, opened at `d1`): binds
+    /// the row variable and the inner one (`inner`: its C++ value), opens a scope per
+    /// iteration, runs the body and closes both loops.
+    fn inner_body(
+        &mut self,
+        lp: &pto_wsp::ir::resolve::Loop,
+        k: usize,
+        d1: usize,
+        inner: Option<(u32, String)>,
+        whiles: &[usize],
+    ) {
+        let v0 = lp.vars.first().copied().unwrap_or(0);
+        self.line(d1 + 2, &format!("R{v0} = r{k};"));
+        if let Some((v1, value)) = inner {
+            self.line(d1 + 2, &format!("R{v1} = {value};"));
+        }
+        self.line(d1 + 2, "PTO2_SCOPE_GUARD();");
+        self.body(&lp.body, d1 + 2, whiles);
+        if lp.ordered {
+            self.line(d1 + 2, &format!("o{k}.boundary();"));
+        }
+        self.line(d1 + 1, "}");
+        self.line(d1, "}");
+    }
+
     fn lp(&mut self, lp: &pto_wsp::ir::resolve::Loop, d: usize, whiles: &[usize], at: &str) {
         let k = self.next();
         let axis = &self.inp.res.axes[lp.axis.index()];
@@ -260,14 +297,7 @@ impl Gen<'_> {
                 lengths,
                 per_row,
             } => {
-                let n = self.x(*rows);
-                self.line(d1, &format!("const int64_t n{k} = {n};"));
-                self.line(
-                    d1,
-                    &format!(
-                        "if (n{k} < 0) pw::fail(orch.at + \": axis `{aname}` has a negative row count\");"
-                    ),
-                );
+                self.row_count(*rows, k, d1, &aname);
                 self.line(
                     d1,
                     &format!("std::vector<int64_t> len{k}(static_cast<size_t>(n{k}));"),
@@ -300,29 +330,14 @@ impl Gen<'_> {
                     d1 + 1,
                     &format!("for (int64_t p{k} = 0; p{k} < len{k}[r{k}]; ++p{k}) {{"),
                 );
-                self.line(d1 + 2, &format!("R{v0} = r{k};"));
-                if let Some(v1) = v1 {
-                    self.line(d1 + 2, &format!("R{v1} = p{k};"));
-                }
-                self.line(d1 + 2, "PTO2_SCOPE_GUARD();");
-                self.body(&lp.body, d1 + 2, whiles);
-                close(self, d1 + 2);
-                self.line(d1 + 1, "}");
-                self.line(d1, "}");
+                self.inner_body(lp, k, d1, v1.map(|v| (v, format!("p{k}"))), whiles);
             }
             AxisExtent::Sparse {
                 rows,
                 indptr,
                 indices,
             } => {
-                let n = self.x(*rows);
-                self.line(d1, &format!("const int64_t n{k} = {n};"));
-                self.line(
-                    d1,
-                    &format!(
-                        "if (n{k} < 0) pw::fail(orch.at + \": axis `{aname}` has a negative row count\");"
-                    ),
-                );
+                self.row_count(*rows, k, d1, &aname);
                 let lo = self.element(*indptr, &format!("r{k}"));
                 let hi = self.element(*indptr, &format!("r{k} + 1"));
                 let ix = self.element(*indices, &format!("j{k}"));
@@ -346,15 +361,8 @@ impl Gen<'_> {
                     d1 + 1,
                     &format!("for (int64_t j{k} = lo{k}; j{k} < hi{k}; ++j{k}) {{"),
                 );
-                self.line(d1 + 2, &format!("R{v0} = r{k};"));
-                if let Some(v1) = v1 {
-                    self.line(d1 + 2, &format!("R{v1} = static_cast<int64_t>({ix});"));
-                }
-                self.line(d1 + 2, "PTO2_SCOPE_GUARD();");
-                self.body(&lp.body, d1 + 2, whiles);
-                close(self, d1 + 2);
-                self.line(d1 + 1, "}");
-                self.line(d1, "}");
+                let inner = format!("static_cast<int64_t>({ix})");
+                self.inner_body(lp, k, d1, v1.map(|v| (v, inner)), whiles);
             }
         }
         self.line(d, "}");
