@@ -118,7 +118,9 @@ use pto_wsp_graph::state::{EdgeCursor, TaskStates};
 use pto_wsp_graph::sync::{AtomicBool, AtomicU32, Mutex, Ordering, lock};
 use pto_wsp_graph::tensor_map::{AnyTensorMap, MapStats, TensorMap};
 use pto_wsp_graph::types::{EdgeKind, Region, TaskIo};
-use pto_wsp_ir::{DepsMode, OrderEdge};
+use pto_wsp_ir::{DataRead, DepsMode, OrderEdge, ReadRefused};
+
+use crate::datadep::{GenStats, Producers, read_ints};
 
 use crate::exec::{ExecError, NoopExec, TaskFailure};
 use crate::idle::Idle;
@@ -195,6 +197,14 @@ pub struct ExecutorStats {
     pub in_flight_hwm: u64,
     /// Nanoseconds from the start of the run to the end of its generation.
     pub generated_ns: u64,
+    /// Computed reads its interpreter made (every executor makes every read).
+    pub computed_reads: u64,
+    /// Of those, the reads that waited for a producer still running.
+    pub read_stalls: u64,
+    /// Nanoseconds spent in those waits.
+    pub read_stall_ns: u64,
+    /// `while` loops its interpreter ended at their `max` with the condition still true.
+    pub loops_at_max: u64,
 }
 
 /// Per-executor figures of a device-generation run ([`RunStats::device_gen`]).
@@ -218,6 +228,15 @@ pub trait DirectExec: Sync {
         params: &[u64],
         io: &[TaskIo],
     ) -> Result<(), TaskFailure>;
+
+    /// The elements of the box `read` describes (row-major), for a computed read. Called only
+    /// once every task generated before the read whose written box overlaps it has completed,
+    /// and before any task generated after it runs (module docs, "Computed reads"). The
+    /// default refuses: this executor keeps no tensors.
+    fn read(&self, read: &DataRead<'_>) -> Result<Vec<i64>, String> {
+        let _ = read;
+        Err("this run keeps no tensor contents (no kernels run)".into())
+    }
 }
 
 impl DirectExec for NoopExec {
@@ -245,6 +264,12 @@ impl<S: TaskSource> DirectExec for KernelExec<'_, S> {
         io: &[TaskIo],
     ) -> Result<(), TaskFailure> {
         KernelExec::run_task(self, task, executor, kernel, params, io)
+    }
+
+    fn read(&self, read: &DataRead<'_>) -> Result<Vec<i64>, String> {
+        // SAFETY: the trait's contract: every producer of the box has completed and no later
+        // task runs before the read's value is published.
+        unsafe { read_ints(self.store(), read) }
     }
 }
 
@@ -308,6 +333,12 @@ struct Shared<'r, E: DirectExec> {
     error: Mutex<Option<ExecError>>,
     reports: Mutex<Vec<Report>>,
     t0: Instant,
+    /// Per tensor: whether the program reads computed values of it (`read` instructions).
+    computed: Vec<bool>,
+    /// Computed reads' values, by the read's sequence number (the same on every executor):
+    /// the first executor to pass a read reads the store and publishes the value; the others
+    /// take it (module docs, "Computed reads"). With the executors that have yet to take it.
+    reads: Mutex<std::collections::HashMap<u64, (Vec<i64>, u32)>>,
 }
 
 /// What one executor hands back at the end.
@@ -407,6 +438,10 @@ struct Executor<'s, 'r, E: DirectExec> {
     ran: u64,
     stats: ExecutorStats,
     spans: Vec<Span>,
+    /// Writers of computed tensors (`None` when the program reads none: nothing is recorded).
+    producers: Option<Producers>,
+    /// Computed reads made so far (the next read's sequence number).
+    reads: u64,
 }
 
 impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
@@ -440,6 +475,12 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             ran: 0,
             stats: ExecutorStats::default(),
             spans: Vec::new(),
+            producers: sh
+                .computed
+                .iter()
+                .any(|&c| c)
+                .then(|| Producers::new(sh.computed.clone())),
+            reads: 0,
         }
     }
 
@@ -447,11 +488,10 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
     fn run(&mut self) {
         let sh = self.sh;
         match Interpreter::new(sh.program, sh.bound, ExecutorConfig::all()) {
-            Ok(mut interp) => {
-                if let Err(e) = interp.run(self) {
-                    sh.fail(ExecError::Build(e.to_string()));
-                }
-            }
+            Ok(mut interp) => match interp.run(self) {
+                Ok(summary) => self.stats.loops_at_max = summary.loops_at_max,
+                Err(e) => sh.fail(ExecError::Build(e.to_string())),
+            },
             Err(e) => sh.fail(ExecError::Build(e.to_string())),
         }
         self.stats.generated_ns = sh.t0.elapsed().as_nanos() as u64;
@@ -579,6 +619,9 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         if let Err(full) = self.map.has_room(self.io.len()) {
             return Err(self.stop(ExecError::Build(format!("task #{}: {full}", task.index))));
         }
+        if let Some(p) = &mut self.producers {
+            p.record_io(TaskId(id), &self.io);
+        }
         if own {
             let slot = self.take_slot(id);
             let sh = self.sh;
@@ -703,6 +746,86 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             sh.states.reclaim_below(TaskId(floor));
             sh.owners.entries.reclaim_below(floor);
         }
+    }
+
+    /// Waits until every task of `ids` has completed, running own ready tasks meanwhile (the
+    /// module docs, "Computed reads", say why this cannot deadlock). `Some(waited)`, or `None`
+    /// when the run stopped.
+    fn wait_for(&mut self, ids: &[TaskId]) -> Option<bool> {
+        let mut waited = false;
+        let mut round = 0u32;
+        let mut i = 0;
+        while i < ids.len() {
+            let t = ids[i];
+            if t.0 < self.completed_below || self.sh.states.is_complete(t) {
+                i += 1;
+                continue;
+            }
+            waited = true;
+            if self.sh.aborted() {
+                return None;
+            }
+            if let Some(r) = self.next_ready() {
+                self.run_one(r).ok()?;
+                round = 0;
+                continue;
+            }
+            // The producer is another executor's, whose completion is not announced here:
+            // back off, then yield to it (never park).
+            if Idle::backoff(round) {
+                round += 1;
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        Some(waited)
+    }
+
+    /// A computed read: waits on its producers, then takes the value the first executor to
+    /// get here read (or reads and publishes it).
+    fn computed_read(
+        &mut self,
+        read: &DataRead<'_>,
+        out: &mut Vec<i64>,
+    ) -> Result<(), ReadRefused> {
+        if self.sh.aborted() {
+            return Err(ReadRefused::Stopped);
+        }
+        let Some(mut producers) = self.producers.take() else {
+            return Err(ReadRefused::Unsupported(
+                "internal: a computed read of a tensor the program does not mark".into(),
+            ));
+        };
+        let mut g = GenStats::default();
+        let ok = producers.wait(read, &mut |ids| self.wait_for(ids), &mut g);
+        self.producers = Some(producers);
+        self.stats.computed_reads += 1;
+        self.stats.read_stalls += g.stalls;
+        self.stats.read_stall_ns += g.stall_ns;
+        if !ok {
+            return Err(ReadRefused::Stopped);
+        }
+        let seq = self.reads;
+        self.reads += 1;
+        let sh = self.sh;
+        let mut table = lock(&sh.reads);
+        if let Some((value, left)) = table.get_mut(&seq) {
+            out.extend_from_slice(value);
+            *left -= 1;
+            if *left == 0 {
+                table.remove(&seq);
+            }
+            return Ok(());
+        }
+        // The first executor here: every producer has completed (waited above) and no task
+        // generated after the read has run (its owner has not passed the read: the value is
+        // not published yet).
+        let value = sh.exec.read(read).map_err(ReadRefused::Unsupported)?;
+        out.extend_from_slice(&value);
+        if sh.executors > 1 {
+            table.insert(seq, (value, sh.executors - 1));
+        }
+        Ok(())
     }
 
     /// A ready own task: the local queue first, then the inbox.
@@ -889,6 +1012,10 @@ impl<E: DirectExec> TaskSink for Executor<'_, '_, E> {
         });
     }
 
+    fn read(&mut self, read: &DataRead<'_>, out: &mut Vec<i64>) -> Result<(), ReadRefused> {
+        self.computed_read(read, out)
+    }
+
     fn order(&mut self, edge: OrderEdge) {
         if let Some(k) = self
             .open
@@ -938,6 +1065,8 @@ impl WorkerPool {
             error: Mutex::new(None),
             reports: Mutex::new(Vec::new()),
             t0: Instant::now(),
+            computed: program.computed_tensors(),
+            reads: Mutex::new(std::collections::HashMap::new()),
         };
         let job = |w: usize| shared.executor(w);
         let r = self.scope(&job, || ());
@@ -979,6 +1108,14 @@ impl WorkerPool {
             window_stalls: per.iter().map(|s| s.window_stalls).sum(),
             in_flight_hwm: per.iter().map(|s| s.in_flight_hwm).max().unwrap_or(0),
             ..CounterSnapshot::default()
+        };
+        // Every executor makes every computed read and ends every `while`: the program's counts
+        // are one executor's; stalls (count and time) are summed over executors.
+        stats.generation = GenStats {
+            computed_reads: per.first().map_or(0, |s| s.computed_reads),
+            stalls: per.iter().map(|s| s.read_stalls).sum(),
+            stall_ns: per.iter().map(|s| s.read_stall_ns).sum(),
+            loops_at_max: per.first().map_or(0, |s| s.loops_at_max),
         };
         stats.device_gen = Some(DevGenStats { executors: per });
         Ok(stats)
