@@ -71,6 +71,36 @@
 //! makes sure a wake-up is not lost. (Inboxes are unbounded queues, but what is in one is always
 //! at most its executor's window: a task becomes ready once.)
 //!
+//! # Computed reads
+//!
+//! A `read` instruction (`docs/SEMANTICS.md`, "Computed reads") reads an element of a tensor
+//! tasks of the run write. Every executor walks every task, so every executor makes every read,
+//! at the same place of the same stream, and numbers them alike.
+//!
+//! - **Producers.** When the program has reads, each executor records the written boxes of
+//!   every generated task on a read tensor ([`Producers`]; nothing is recorded otherwise). At a
+//!   read it waits until every task generated before the read whose written box overlaps the
+//!   element is complete ([`TaskStates::is_complete`], an acquire load, whichever executor owns
+//!   it). While it waits it runs its own ready tasks (local queue and inbox); with none it backs
+//!   off and yields, never parks: another executor's completion is not announced to it.
+//! - **One value per read.** The first executor whose producers are complete reads the store
+//!   ([`DirectExec::read`]) and publishes the value under the read's sequence number; the others
+//!   take it (the entry is freed when the last has). So no executor can read a write of a task
+//!   generated *after* the read: such a task's owner generates it only after passing the read
+//!   itself, hence after the value was published, and runs it later still. Every executor thus
+//!   sees the value the sequential reference run sees, and all generate the same stream.
+//! - **No deadlock.** The argument above still holds with reads as one more way to wait. Let
+//!   `t` be the smallest id not completed. If its owner `O` has generated `t`, `t` is ready there
+//!   (its predecessors are older, hence complete), and every waiting loop of `O` — full window,
+//!   `keep_close`, a read — runs ready tasks, so `O` runs it. If `O` has not generated `t`, `O`
+//!   waits on nothing: at a read, its producers were generated before `O`'s position, so they
+//!   are older than `t` and complete; its window holds only older own tasks, all complete; its
+//!   walk is within `span` of its prefix. In particular an executor waiting on a producer that
+//!   it owns itself — one that sits in its own ready queue, or one it generated when its window
+//!   was full (the window only delays *generation*, and the producer was generated before the
+//!   read) — runs it from inside the read's wait. Tests: `computed_reads_*` below (windows of 1,
+//!   producers owned by the reader and by others, 1 to 4 executors).
+//!
 //! # Memory orderings
 //!
 //! - The owner's writes of a task's slot and owner-table entry are sequenced before
@@ -1281,6 +1311,116 @@ mod tests {
                 2000
             );
         }
+    }
+
+    /// Tasks on an `i64[8]` tensor held in atomics: kernel 0 `next(in x, out y)`: `y = x - 99`;
+    /// kernel 1 `bump(inout x)`: `x += 100`. Reads answer from the same cells.
+    struct Cells(Vec<AtomicU64>);
+
+    impl DirectExec for Cells {
+        fn run_task(
+            &self,
+            _: TaskId,
+            _: usize,
+            kernel: u32,
+            _: &[u64],
+            io: &[TaskIo],
+        ) -> Result<(), TaskFailure> {
+            let at = |k: usize| io[k].region.start[0] as usize;
+            let get = |i: usize| self.0[i].load(Ordering::SeqCst) as i64;
+            let put = |i: usize, v: i64| self.0[i].store(v as u64, Ordering::SeqCst);
+            match kernel {
+                0 => put(at(1), get(at(0)) - 99),
+                _ => put(at(0), get(at(0)) + 100),
+            }
+            Ok(())
+        }
+
+        fn read(&self, read: &DataRead<'_>) -> Result<Vec<i64>, String> {
+            let i = read.start[0] as usize;
+            Ok(vec![self.0[i].load(Ordering::SeqCst) as i64])
+        }
+    }
+
+    /// A `while` whose every iteration reads what the task before it computed and then
+    /// overwrites the element it read: `s` advances by one per iteration only if every read
+    /// waits for its producer (else it sees the old value) and no executor reads after the
+    /// overwrite (else it sees `s + 100` and leaves the loop early). Producers are owned by the
+    /// reader itself or by others; windows of one task make the reader's own producer sit
+    /// behind its full window. The executors must all generate the same 80 tasks.
+    #[test]
+    fn computed_reads_wait_for_producers_on_any_executor_with_any_window() {
+        let text = |dispatch: &str| {
+            format!(
+                "slot s: i64; tensor A: i64[8];
+                 kernel next(in x: i64[1], out y: i64[1]); kernel bump(inout x: i64[1]);
+                 workload main() {{
+                     while s < 40 max 100 {{
+                         task next(A[s % 8], A[(s + 1) % 8]);
+                         load s = A[(s + 1) % 8];
+                         task bump(A[s % 8]);
+                     }}
+                 }}
+                 schedule for main {{ executors 4; dispatch {dispatch}; }}"
+            )
+        };
+        for dispatch in ["round_robin(4)", "work_steal"] {
+            let p = program(&text(dispatch));
+            assert_eq!(p.computed_tensors(), vec![true]);
+            let bound = p.bind(&pto_wsp_ir::Bindings::new()).unwrap();
+            for threads in [1, 2, 3, 4] {
+                let pool = WorkerPool::new(threads).unwrap();
+                for window in [1, 2, 64] {
+                    let cells = Cells((0..8).map(|_| AtomicU64::new(0)).collect());
+                    cells.0[0].store(100, Ordering::SeqCst);
+                    let config = DevGenConfig {
+                        window,
+                        ..DevGenConfig::default()
+                    };
+                    let s = pool.run_devgen(&p, &bound, &config, &cells).unwrap();
+                    let what = format!("{dispatch}, {threads} threads, window {window}");
+                    // 80 tasks, and a barrier between consecutive iterations (two tasks each).
+                    assert_eq!((s.tasks, s.barriers), (80 + 39, 39), "{what}");
+                    assert_eq!(s.generation.computed_reads, 40, "{what}");
+                    assert_eq!(s.generation.loops_at_max, 0, "{what}");
+                    // The last iteration read s = 40 from A[0] and bumped it.
+                    assert_eq!(cells.0[0].load(Ordering::SeqCst), 140, "{what}");
+                    let d = s.device_gen.unwrap();
+                    assert!(d.executors.iter().all(|e| e.computed_reads == 40), "{what}");
+                    assert!(d.executors.iter().all(|e| e.walked == 80 + 39), "{what}");
+                }
+            }
+        }
+    }
+
+    /// A `while` that reaches its `max` is counted once (not once per executor), and a run
+    /// whose reads cannot be served (no tensor contents) fails naming the read's tensor.
+    #[test]
+    fn computed_reads_count_loops_at_max_and_refuse_without_contents() {
+        let p = program(
+            "slot s: i64; tensor A: i64[8];
+             kernel next(in x: i64[1], out y: i64[1]); kernel bump(inout x: i64[1]);
+             workload main() {
+                 while s < 40 max 5 {
+                     task next(A[s % 8], A[(s + 1) % 8]);
+                     load s = A[(s + 1) % 8];
+                     task bump(A[s % 8]);
+                 }
+             }
+             schedule for main { executors 4; dispatch round_robin(4); }",
+        );
+        let bound = p.bind(&pto_wsp_ir::Bindings::new()).unwrap();
+        let pool = WorkerPool::new(3).unwrap();
+        let cells = Cells((0..8).map(|_| AtomicU64::new(0)).collect());
+        cells.0[0].store(100, Ordering::SeqCst);
+        let s = pool
+            .run_devgen(&p, &bound, &DevGenConfig::default(), &cells)
+            .unwrap();
+        assert_eq!((s.tasks - s.barriers, s.generation.loops_at_max), (10, 1));
+        let e = pool
+            .run_devgen(&p, &bound, &DevGenConfig::default(), &NoopExec)
+            .unwrap_err();
+        assert!(e.to_string().contains("computed read of tensor `A`"), "{e}");
     }
 
     /// `for_each` iterations of several tasks are ordered through barrier tasks, which have
