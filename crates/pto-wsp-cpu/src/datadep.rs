@@ -126,6 +126,14 @@ impl Producers {
         }
     }
 
+    /// Every task below `done` has completed: forget those writers (a read need not wait on
+    /// them), so what is kept is bounded by the tasks in flight, not by the run.
+    pub fn forget_before(&mut self, done: TaskId) {
+        for list in &mut self.writers {
+            list.retain(|(t, _)| *t >= done);
+        }
+    }
+
     /// Task `id`, generated as `task`, was submitted.
     pub fn record(&mut self, id: TaskId, task: &ExpandedTask) {
         for r in &task.regions {

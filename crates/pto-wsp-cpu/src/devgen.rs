@@ -751,6 +751,9 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         }
         let done = TaskId(self.completed_below);
         self.map.retire_before(done);
+        if let Some(p) = &mut self.producers {
+            p.forget_before(done);
+        }
         self.wiring.forget_before(done);
         let sh = self.sh;
         // SAFETY: this thread saw every task below `done` complete (acquire loads above) and
