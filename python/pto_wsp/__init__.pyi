@@ -47,6 +47,7 @@ from ._trace import (
     Workload as Workload,
     call as call,
     combine as combine,
+    connect as connect,
     pipeline as pipeline,
     process as process,
     sequential as sequential,
