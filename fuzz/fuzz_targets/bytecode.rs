@@ -5,8 +5,27 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pto_wsp_bytecode::{ExecutorConfig, Interpreter, Program, Task};
-use pto_wsp_ir::{Bindings, Value};
+use pto_wsp_bytecode::{ExecutorConfig, Interpreter, Program, Task, TaskSink};
+use pto_wsp_ir::{Bindings, DataRead, ReadRefused, Value};
+use std::ops::ControlFlow;
+
+/// Counts tasks; answers computed reads with small varying values (so `while` and `break`
+/// take both ways).
+struct Sink(u32);
+
+impl TaskSink for Sink {
+    fn task(&mut self, t: &Task<'_>) -> ControlFlow<()> {
+        let _ = t.to_expanded();
+        self.0 += 1;
+        ControlFlow::Continue(())
+    }
+
+    fn read(&mut self, read: &DataRead<'_>, out: &mut Vec<i64>) -> Result<(), ReadRefused> {
+        let n: i64 = read.size.iter().product();
+        out.extend((0..n).map(|i| (i + i64::from(self.0)) % 4));
+        Ok(())
+    }
+}
 
 fuzz_target!(|data: &[u8]| {
     let Ok(prog) = Program::decode(data) else {
@@ -27,12 +46,7 @@ fuzz_target!(|data: &[u8]| {
                 max_steps: Some(20_000),
             };
             if let Ok(mut interp) = Interpreter::new(&prog, &bound, config) {
-                let mut n = 0u32;
-                let _ = interp.run(&mut |t: &Task<'_>| {
-                    let _ = t.to_expanded();
-                    n += 1;
-                });
-                let _ = n;
+                let _ = interp.run(&mut Sink(0));
             }
         }
     }

@@ -1020,6 +1020,7 @@ impl Decoder<'_> {
             If,
             Else { if_pc: usize },
             Seq,
+            While,
         }
         let insns = &self.img.insns;
         let n = insns.len();
@@ -1234,6 +1235,45 @@ impl Decoder<'_> {
                     }
                     stack.push((Open::Seq, pc));
                 }
+                Op::While => {
+                    dx.check(
+                        insn.a,
+                        Want::Exactly(ScalarType::I64),
+                        false,
+                        at,
+                        "instructions",
+                        pc,
+                    )?;
+                    if insn.b as usize <= pc {
+                        return Err(structure("`while` must jump forward".into()));
+                    }
+                    stack.push((Open::While, pc));
+                }
+                Op::EndWhile => {
+                    dx.check(insn.a, Want::Bool, false, at, "instructions", pc)?;
+                    let o = partner(&[Open::While])?;
+                    if insns[o].b as usize != pc {
+                        return Err(structure("`while` does not point at this `wend`".into()));
+                    }
+                    stack.pop();
+                }
+                Op::Break => {
+                    dx.check(insn.a, Want::Bool, false, at, "instructions", pc)?;
+                    // The innermost enclosing `while`, with no `consume` in between (a break
+                    // never leaves a consume).
+                    let target = stack
+                        .iter()
+                        .rev()
+                        .take_while(|(o, _)| !matches!(o, Open::Consume | Open::Proc))
+                        .find(|(o, _)| *o == Open::While)
+                        .map(|&(_, w)| w);
+                    if target != Some(insn.b as usize) {
+                        return Err(structure(format!(
+                            "`break` does not name its innermost enclosing `while` (instruction {})",
+                            insn.b
+                        )));
+                    }
+                }
                 Op::Step => {
                     partner(&[Open::Seq])?;
                 }
@@ -1329,17 +1369,28 @@ impl Decoder<'_> {
                         pc,
                     )?;
                 }
-                Op::Load => {
+                Op::Load | Op::Read => {
                     let r = usize::from(insn.a);
                     if r < ns || p.reg_types[r] == ScalarType::Bool {
                         return Err(bad(
                             "a",
-                            "`load` needs an integer register that is not a symbol".into(),
+                            format!("`{mn}` needs an integer register that is not a symbol"),
                         ));
                     }
                     let t = &p.tensors[insn.b as usize];
+                    // `load`: bound contents; `read`: a computed tensor (contents not bound,
+                    // produced by the run) of an integer element type.
+                    let computed = insn.op == Op::Read;
                     let rank = match (&t.shape, t.array) {
-                        (Some(s), true) => s.len(),
+                        (Some(s), true) if !computed => s.len(),
+                        (Some(s), false) if computed && t.dtype.is_integer() => s.len(),
+                        _ if computed => {
+                            return Err(bad(
+                                "b",
+                                "`read` needs an integer tensor with a shape and no bound contents"
+                                    .into(),
+                            ));
+                        }
                         _ => {
                             return Err(bad(
                                 "b",
@@ -1839,6 +1890,121 @@ workload main() {
             &err_of(&img),
             "an `args` instruction with 2 reference(s) expected",
         );
+    }
+
+    /// A `while` with a `break` and a computed `read` (tensor `A` is written by a task).
+    const WHILE_SRC: &str = "
+slot s: i64;
+tensor A: i64[8];
+tensor H: i64[8];
+tensor F: f32[8];
+kernel copy(in x: i64[1], out y: i64[1]);
+workload main() {
+    while s < 5 max 9 {
+        task copy(H[s], A[s]);
+        load s = A[s];
+        break if s == 3;
+    }
+}
+";
+
+    fn while_image() -> Image {
+        let m = pto_wsp_ir::parse(WHILE_SRC).expect("parses");
+        Image::read(&encode(&m, &EncodeOptions::default()).expect("encodes"))
+            .expect("reads")
+            .0
+    }
+
+    fn find(img: &Image, op: Op) -> usize {
+        img.insns
+            .iter()
+            .position(|i| i.op == op)
+            .unwrap_or_else(|| panic!("no `{}`", op.mnemonic()))
+    }
+
+    #[test]
+    fn while_break_and_read_decode_and_disassemble() {
+        let img = while_image();
+        for op in [Op::While, Op::EndWhile, Op::Break, Op::Read] {
+            find(&img, op);
+        }
+        let p = Program::decode(&img.write()).expect("decodes");
+        assert_eq!(p.computed_tensors(), vec![true, false, false]);
+        let text = p.disassemble();
+        for want in ["while max", "wend", "break if", "read s = A["] {
+            assert!(text.contains(want), "{want:?} not in\n{text}");
+        }
+    }
+
+    #[test]
+    fn malformed_while_break_and_read() {
+        // A `wend` that names another instruction.
+        let mut img = while_image();
+        let w = find(&img, Op::EndWhile);
+        img.insns[w].b = 0;
+        has(
+            &err_of(&img),
+            "`wend` does not close the construct it names",
+        );
+        // A `while` that does not point at its `wend`.
+        let mut img = while_image();
+        let o = find(&img, Op::While);
+        img.insns[o].b = find(&img, Op::Break) as u32;
+        has(&err_of(&img), "`while` does not point at this `wend`");
+        // A `while` jumping backwards.
+        let mut img = while_image();
+        let o = find(&img, Op::While);
+        img.insns[o].b = 0;
+        has(&err_of(&img), "`while` must jump forward");
+        // A `break` naming something other than its innermost `while`.
+        let mut img = while_image();
+        let b = find(&img, Op::Break);
+        img.insns[b].b = 0;
+        has(
+            &err_of(&img),
+            "`break` does not name its innermost enclosing `while`",
+        );
+        // A `break` outside any `while`: moved after the `wend`.
+        let mut img = while_image();
+        let (b, w) = (find(&img, Op::Break), find(&img, Op::EndWhile));
+        let brk = img.insns.remove(b);
+        img.insns.insert(w, brk);
+        let o = find(&img, Op::While);
+        img.insns[o].b = (w - 1) as u32;
+        has(
+            &err_of(&img),
+            "`break` does not name its innermost enclosing `while`",
+        );
+        // A `max` bound or a condition of the wrong type.
+        let mut img = while_image();
+        let o = find(&img, Op::While);
+        let cond = img.insns[find(&img, Op::EndWhile)].a;
+        img.insns[o].a = cond;
+        has(&err_of(&img), "has the wrong type (bool)");
+        let mut img = while_image();
+        let w = find(&img, Op::EndWhile);
+        img.insns[w].a = img.insns[find(&img, Op::While)].a;
+        has(&err_of(&img), "has the wrong type (i64)");
+        // A `read` of a tensor with bound contents, and of a float tensor.
+        let mut img = while_image();
+        let r = find(&img, Op::Read);
+        img.insns[r].op = Op::Load;
+        has(
+            &err_of(&img),
+            "`load` needs a tensor with a shape and bound contents",
+        );
+        let mut img = while_image();
+        let r = find(&img, Op::Read);
+        img.insns[r].b = 2;
+        has(
+            &err_of(&img),
+            "`read` needs an integer tensor with a shape and no bound contents",
+        );
+        // Flags on the new opcodes are refused.
+        let mut img = while_image();
+        let o = find(&img, Op::While);
+        img.insns[o].flags = 1;
+        has(&err_of(&img), "`while` flags: 0x01 is not a valid flag set");
     }
 
     #[test]

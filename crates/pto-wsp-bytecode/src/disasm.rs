@@ -151,7 +151,13 @@ impl Program {
         for (pc, insn) in self.insns.iter().enumerate() {
             if matches!(
                 insn.op,
-                Op::Next | Op::EndIf | Op::SeqEnd | Op::EndProc | Op::Else | Op::Step
+                Op::Next
+                    | Op::EndIf
+                    | Op::SeqEnd
+                    | Op::EndProc
+                    | Op::Else
+                    | Op::Step
+                    | Op::EndWhile
             ) {
                 depth = depth.saturating_sub(1);
             }
@@ -159,7 +165,14 @@ impl Program {
             let _ = writeln!(out, "{pc:04}  {}{text}", "  ".repeat(depth));
             if matches!(
                 insn.op,
-                Op::Loop | Op::If | Op::Seq | Op::Proc | Op::Consume | Op::Else | Op::Step
+                Op::Loop
+                    | Op::If
+                    | Op::Seq
+                    | Op::Proc
+                    | Op::Consume
+                    | Op::Else
+                    | Op::Step
+                    | Op::While
             ) {
                 depth += 1;
             }
@@ -258,6 +271,9 @@ impl Program {
                 format!("{m} {}", insn.b)
             }
             Op::If => format!("{m} {} else {}", self.expr_text(insn.a), insn.b),
+            Op::While => format!("{m} max {} test {}", self.expr_text(insn.a), insn.b),
+            Op::EndWhile => format!("{m} {} loop {}", self.expr_text(insn.a), insn.b),
+            Op::Break => format!("{m} if {} leave {}", self.expr_text(insn.a), insn.b),
             Op::Task => {
                 let td = &self.tasks[self.aux[pc] as usize];
                 let kd = &self.kernels[usize::from(td.kernel)];
@@ -310,7 +326,7 @@ impl Program {
                 self.reg_name(insn.a),
                 self.expr_text(insn.b as u16)
             ),
-            Op::Load => {
+            Op::Load | Op::Read => {
                 let ld = &self.loads[self.aux[pc] as usize];
                 let idx: Vec<String> = ld.index.iter().map(|&e| self.expr_text(e)).collect();
                 format!(

@@ -31,7 +31,7 @@ use crate::program::{AxisDesc, DNode, Lin, Program, TaskDesc};
 use crate::sink::{Task, TaskSink};
 use pto_wsp_ir::eval::EvalError;
 use pto_wsp_ir::expand::splitmix64;
-use pto_wsp_ir::{ExecPool, OrderEdge, OrderTrack, ScalarType, Value};
+use pto_wsp_ir::{DataRead, ExecPool, Loc, OrderEdge, OrderTrack, ReadRefused, ScalarType, Value};
 use std::collections::VecDeque;
 use std::ops::Range;
 
@@ -187,6 +187,14 @@ pub enum InterpError {
         /// The limit.
         limit: u64,
     },
+    /// The sink did not serve a computed read (`read`).
+    #[error("computed read of tensor `{tensor}`: {reason}")]
+    ComputedRead {
+        /// The tensor.
+        tensor: String,
+        /// Why the sink refused it.
+        reason: String,
+    },
     /// An instruction the interpreter cannot run where it stands (a decoder bug).
     #[error("internal error at instruction {pc}: {message}")]
     Internal {
@@ -210,6 +218,10 @@ pub struct RunSummary {
     pub skipped: u64,
     /// Whether the sink stopped the interpretation.
     pub stopped: bool,
+    /// `while` loops that ended at their `max` bound with the condition still true.
+    pub loops_at_max: u64,
+    /// Computed reads (`read` instructions) the sink served.
+    pub computed_reads: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -245,6 +257,14 @@ enum Frame {
         channel: u8,
         var: u16,
         pending: Option<u32>,
+    },
+    While {
+        /// The `while` instruction.
+        pc: u32,
+        /// Iterations started, and the bound.
+        iters: i64,
+        max: i64,
+        track: OrderTrack,
     },
 }
 
@@ -370,6 +390,9 @@ pub struct Interpreter<'p> {
     /// Per task statement: its regions as the sink sees them.
     outs: Vec<&'p [crate::sink::RegionOut]>,
     summary: RunSummary,
+    /// The indices of the `load` / `read` being run, and a computed read's answer.
+    index: Vec<i64>,
+    read_buf: Vec<i64>,
 }
 
 impl<'p> Interpreter<'p> {
@@ -446,6 +469,8 @@ impl<'p> Interpreter<'p> {
                 })
                 .collect(),
             summary: RunSummary::default(),
+            index: Vec::new(),
+            read_buf: Vec::new(),
         };
         interp.constant_coords();
         interp.dependents();
@@ -918,6 +943,46 @@ impl<'p> Interpreter<'p> {
                     pc += 1;
                 }
                 Op::Load => pc = self.load(pc)?,
+                Op::Read => match self.read(pc, sink)? {
+                    Some(next) => pc = next,
+                    None => {
+                        ps.pc = pc;
+                        return Ok(Stop::Stopped);
+                    }
+                },
+                Op::While => {
+                    let max = self.eval_int(insn.a).map_err(|source| InterpError::Eval {
+                        context: format!("the `max` bound of a `while` (instruction {pc})"),
+                        source,
+                    })?;
+                    if max < 0 {
+                        return Err(InterpError::NegativeLength {
+                            what: "the `max` bound of a `while` loop".into(),
+                            value: max,
+                        }
+                        .into());
+                    }
+                    ps.stack.push(Frame::While {
+                        pc: pc as u32,
+                        iters: 0,
+                        max,
+                        track: OrderTrack::new(self.count),
+                    });
+                    // The condition is tested at the `wend`, before every iteration.
+                    pc = insn.b as usize;
+                }
+                Op::EndWhile => pc = self.end_while(pc, ps, sink)?,
+                Op::Break => {
+                    let c = self.eval(insn.a).map_err(|source| InterpError::Eval {
+                        context: format!("a `break if` condition (instruction {pc})"),
+                        source,
+                    })?;
+                    pc = if c != 0 {
+                        self.break_loop(ps, sink)?
+                    } else {
+                        pc + 1
+                    };
+                }
                 Op::Send => {
                     let v = self
                         .eval(insn.b as u16)
@@ -1261,7 +1326,7 @@ impl<'p> Interpreter<'p> {
                     ps.stack.pop();
                     return Ok(insn.b as usize + 1);
                 }
-                Frame::Seq { .. } | Frame::Consume { .. } => {
+                Frame::Seq { .. } | Frame::Consume { .. } | Frame::While { .. } => {
                     return Err(InterpError::Internal {
                         pc: ps.pc,
                         message: "`next` does not close a loop".into(),
@@ -1316,16 +1381,89 @@ impl<'p> Interpreter<'p> {
         }
     }
 
-    fn load(&mut self, pc: usize) -> R<usize> {
+    /// The `wend` of the `while` on top of the stack: another iteration (the body's first pc)
+    /// or the loop's end (the next pc).
+    fn end_while(&mut self, pc: usize, ps: &mut ProcState, sink: &mut impl TaskSink) -> R<usize> {
+        self.steps += 1;
+        if self.steps > self.max_steps {
+            return Err(InterpError::StepLimit {
+                limit: self.max_steps,
+            }
+            .into());
+        }
+        let cond = self.prog.insns[pc].a;
+        let holds = self.eval(cond).map_err(|source| InterpError::Eval {
+            context: format!("a `while` condition (instruction {pc})"),
+            source,
+        })? != 0;
+        let Some(Frame::While {
+            pc: wpc,
+            iters,
+            max,
+            track,
+        }) = ps.stack.last_mut()
+        else {
+            return Err(InterpError::Internal {
+                pc,
+                message: "`wend` does not close a `while`".into(),
+            }
+            .into());
+        };
+        track.boundary(self.count, |e| sink.order(e), &mut self.armed);
+        if holds && *iters < *max {
+            *iters += 1;
+            return Ok(*wpc as usize + 1);
+        }
+        if holds {
+            self.summary.loops_at_max += 1;
+        }
+        track.end(&mut self.armed);
+        ps.stack.pop();
+        Ok(pc + 1)
+    }
+
+    /// `break if` held: leaves the innermost `while`, closing the order tracking of every
+    /// construct it leaves as if each had ended here (the reference expander's rule). Returns
+    /// the pc after the `while`'s `wend`.
+    fn break_loop(&mut self, ps: &mut ProcState, sink: &mut impl TaskSink) -> R<usize> {
+        let now = self.count;
+        while let Some(f) = ps.stack.pop() {
+            let (track, wpc) = match f {
+                Frame::Dense { track, .. } | Frame::Ragged { track, .. } => (track, None),
+                Frame::Seq { track } => (Some(track), None),
+                Frame::While { track, pc, .. } => (Some(track), Some(pc)),
+                Frame::Sparse { .. } => (None, None),
+                Frame::Consume { .. } => break,
+            };
+            if let Some(mut t) = track {
+                t.boundary(now, |e| sink.order(e), &mut self.armed);
+                t.end(&mut self.armed);
+            }
+            if let Some(w) = wpc {
+                return Ok(self.prog.insns[w as usize].b as usize + 1);
+            }
+        }
+        Err(InterpError::Internal {
+            pc: ps.pc,
+            message: "`break` outside a `while`".into(),
+        }
+        .into())
+    }
+
+    /// The indices of the `load` / `read` at `pc` (checked against the tensor's shape) into
+    /// `self.args`; returns the row-major flat index.
+    fn element_index(&mut self, pc: usize) -> R<u64> {
         let prog = self.prog;
         let ld = &prog.loads[prog.aux[pc] as usize];
         let t = usize::from(ld.tensor);
         let shape = &self.bound.shapes[t];
         let mut flat: u64 = 0;
+        self.index.clear();
         for (d, (&e, &extent)) in ld.index.iter().zip(shape).enumerate() {
             let i = self.eval_int(e).map_err(|source| InterpError::Eval {
                 context: format!(
-                    "index {d} of a `load` from `{}`",
+                    "index {d} of a `{}` from `{}`",
+                    prog.insns[pc].op.mnemonic(),
                     prog.tensor_name(t as u32)
                 ),
                 source,
@@ -1339,25 +1477,25 @@ impl<'p> Interpreter<'p> {
                 }
                 .into());
             }
+            self.index.push(i);
             flat = flat.saturating_mul(extent as u64).saturating_add(i as u64);
         }
-        let data = self.array(ld.tensor);
-        let Some(&elem) = data.get(flat as usize) else {
-            return Err(InterpError::ArrayTooShort {
-                tensor: prog.tensor_name(t as u32),
-                needed: flat.saturating_add(1),
-                len: data.len(),
-            }
-            .into());
-        };
+        Ok(flat)
+    }
+
+    /// Element `elem` of the tensor of the `load` / `read` at `pc` into its register; the next pc.
+    fn store_element(&mut self, pc: usize, elem: i64) -> R<usize> {
+        let prog = self.prog;
+        let ld = &prog.loads[prog.aux[pc] as usize];
         let v = match prog.reg_types[usize::from(ld.reg)] {
             ScalarType::I64 => elem as u64,
             ScalarType::U64 if elem >= 0 => elem as u64,
             ScalarType::U64 | ScalarType::Bool => {
                 return Err(InterpError::WrongType {
                     context: format!(
-                        "a `load` from `{}` (element {elem})",
-                        prog.tensor_name(t as u32)
+                        "a `{}` from `{}` (element {elem})",
+                        prog.insns[pc].op.mnemonic(),
+                        prog.tensor_name(u32::from(ld.tensor))
                     ),
                     expected: prog.reg_types[usize::from(ld.reg)].to_string(),
                     found: "a negative i64".into(),
@@ -1367,6 +1505,61 @@ impl<'p> Interpreter<'p> {
         };
         self.set_reg(usize::from(ld.reg), v);
         Ok(ld.next_pc as usize)
+    }
+
+    /// A computed read: the element comes from the sink (`None`: the sink stopped the run).
+    fn read(&mut self, pc: usize, sink: &mut impl TaskSink) -> R<Option<usize>> {
+        self.element_index(pc)?;
+        let prog = self.prog;
+        let t = prog.loads[prog.aux[pc] as usize].tensor;
+        let ones = [1i64; crate::format::MAX_RANK];
+        let read = DataRead {
+            tensor: u32::from(t),
+            start: &self.index,
+            size: &ones[..self.index.len()],
+            loc: Loc::NONE,
+        };
+        let mut out = std::mem::take(&mut self.read_buf);
+        out.clear();
+        let r = sink.read(&read, &mut out);
+        let elem = out.first().copied();
+        self.read_buf = out;
+        match r {
+            Ok(()) => {
+                self.summary.computed_reads += 1;
+                let Some(elem) = elem else {
+                    return Err(InterpError::ComputedRead {
+                        tensor: prog.tensor_name(u32::from(t)),
+                        reason: "the sink gave no element".into(),
+                    }
+                    .into());
+                };
+                self.store_element(pc, elem).map(Some)
+            }
+            Err(ReadRefused::Stopped) => Ok(None),
+            Err(ReadRefused::Unsupported(reason)) => Err(InterpError::ComputedRead {
+                tensor: prog.tensor_name(u32::from(t)),
+                reason,
+            }
+            .into()),
+        }
+    }
+
+    fn load(&mut self, pc: usize) -> R<usize> {
+        let prog = self.prog;
+        let flat = self.element_index(pc)?;
+        let ld = &prog.loads[prog.aux[pc] as usize];
+        let t = usize::from(ld.tensor);
+        let data = self.array(ld.tensor);
+        let Some(&elem) = data.get(flat as usize) else {
+            return Err(InterpError::ArrayTooShort {
+                tensor: prog.tensor_name(t as u32),
+                needed: flat.saturating_add(1),
+                len: data.len(),
+            }
+            .into());
+        };
+        self.store_element(pc, elem)
     }
 
     /// A task statement: decides its owner, fills and emits it when it is ours, keeps the count

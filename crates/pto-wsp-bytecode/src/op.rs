@@ -110,6 +110,9 @@ opcodes! {
     Loop = 0x10, "loop", Stmt, Loop, Pc;
     /// End of a loop or `consume` body: next iteration, or leave. `b` is the opener.
     Next = 0x11, "next", Stmt, Zero, Pc;
+    /// `while COND max N`: `a` the `max` bound (an `i64` expression, evaluated once), `b` its
+    /// `wend`, where the condition is tested before every iteration (the loop jumps there first).
+    While = 0x12, "while", Stmt, Expr, Pc;
     /// `if`: `a` the condition, `b` its `else` or `endif`.
     If = 0x13, "if", Stmt, Expr, Pc;
     /// Start of the `else` branch (the `then` branch jumps past it): `b` the `endif`.
@@ -122,6 +125,13 @@ opcodes! {
     Step = 0x17, "step", Stmt, Zero, Pc;
     /// End of a `sequential` block: `b` the `seq`.
     SeqEnd = 0x18, "seqend", Stmt, Zero, Pc;
+    /// End of a `while` body and its test: `a` the condition (`bool`), `b` the `while`. Another
+    /// iteration when the condition holds and fewer than `max` have run, else leave (counting
+    /// the loop when it stops at `max` with the condition still true).
+    EndWhile = 0x19, "wend", Stmt, Expr, Pc;
+    /// `break if COND`: `a` the condition, `b` the innermost enclosing `while`, which it leaves
+    /// (closing every construct in between) when the condition holds.
+    Break = 0x1A, "break", Stmt, Expr, Pc;
     /// A task of kernel `a` with per-task schedule keys `b`; its arguments follow in `args`
     /// instructions. Flag bit 0: its dispatch target was decided at the enclosing hoisting loop.
     Task = 0x20, "task", Stmt, Kernel, Keyset;
@@ -131,6 +141,10 @@ opcodes! {
     Set = 0x30, "set", Stmt, Reg, Expr;
     /// `load`: register `a` takes an element of tensor `b`; the indices follow in `args`.
     Load = 0x31, "load", Stmt, Reg, Tensor;
+    /// `load` of a *computed* tensor (one tasks of the run write, `docs/SEMANTICS.md`, "Computed
+    /// reads"): register `a` takes an element of tensor `b`, which the interpreter asks its sink
+    /// for (the sink waits on the element's producers); the indices follow in `args`.
+    Read = 0x32, "read", Stmt, Reg, Tensor;
     /// `send`: a token of value `b` on channel `a`.
     Send = 0x40, "send", Stmt, Channel, Expr;
     /// `consume`: per token of channel (flags) into register `a`; `b` its `next`.
@@ -278,16 +292,20 @@ macro_rules! stmt_ops {
             | $crate::op::Op::Nop
             | $crate::op::Op::Loop
             | $crate::op::Op::Next
+            | $crate::op::Op::While
             | $crate::op::Op::If
             | $crate::op::Op::Else
             | $crate::op::Op::EndIf
             | $crate::op::Op::Seq
             | $crate::op::Op::Step
             | $crate::op::Op::SeqEnd
+            | $crate::op::Op::EndWhile
+            | $crate::op::Op::Break
             | $crate::op::Op::Task
             | $crate::op::Op::Args
             | $crate::op::Op::Set
             | $crate::op::Op::Load
+            | $crate::op::Op::Read
             | $crate::op::Op::Send
             | $crate::op::Op::Consume
             | $crate::op::Op::Proc

@@ -304,6 +304,20 @@ impl Program {
         self.sched.streams
     }
 
+    /// Per tensor (module index): whether a `read` instruction reads it, i.e. the generator
+    /// reads values tasks of the run compute (`docs/SEMANTICS.md`, "Computed reads").
+    pub fn computed_tensors(&self) -> Vec<bool> {
+        let mut out = vec![false; self.tensors.len()];
+        for i in &self.insns {
+            if i.op == crate::op::Op::Read
+                && let Some(c) = out.get_mut(i.b as usize)
+            {
+                *c = true;
+            }
+        }
+        out
+    }
+
     /// Whether the entry is a CSP pipeline.
     pub fn is_pipeline(&self) -> bool {
         !self.channels.is_empty() || self.n_procs > 1

@@ -10,7 +10,9 @@
 //! scalar params, regions with access modes, pool, dispatch target, stream — is exactly what the
 //! reference expander reports for the same index.
 
-use pto_wsp_ir::{Access, ExecPool, ExpandedRegion, ExpandedTask, OrderEdge, Value};
+use pto_wsp_ir::{
+    Access, DataRead, ExecPool, ExpandedRegion, ExpandedTask, OrderEdge, ReadRefused, Value,
+};
 use std::ops::{ControlFlow, Range};
 
 /// One region argument in a task's buffers.
@@ -162,6 +164,19 @@ pub trait TaskSink {
     /// An order edge, once both ranges are complete. The default ignores it.
     fn order(&mut self, edge: OrderEdge) {
         let _ = edge;
+    }
+
+    /// A computed read (`read`: an element of a tensor tasks of the run write,
+    /// `docs/SEMANTICS.md`, "Computed reads"): push the box's elements (row-major) onto `out`
+    /// once every task generated before it that writes an overlapping box has completed. Every
+    /// task the executor generated before the read has been passed to [`TaskSink::task`] (an
+    /// executor interpreting only its own tasks never sees the others': serving reads needs
+    /// every task, [`crate::ExecutorConfig::all`]). The default refuses: this sink runs no task.
+    fn read(&mut self, read: &DataRead<'_>, out: &mut Vec<i64>) -> Result<(), ReadRefused> {
+        let _ = (read, out);
+        Err(ReadRefused::Unsupported(
+            "this consumer of the bytecode runs no task, so it cannot read computed data".into(),
+        ))
     }
 }
 

@@ -786,6 +786,15 @@ fn data_dependent_runs_report_computed_reads_and_unbound_reads_are_located() {
             && out.contains("0 `while` loop(s) reached their `max`"),
         "{out}"
     );
+    // The same in device-generation mode: every executor interprets the bytecode's `read`s.
+    let (code, out, err) = binary(&["run", file.to_str().unwrap(), "--device-gen"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("data-dependent generation: 11 computed read(s)")
+            && out.contains("0 `while` loop(s) reached their `max`")
+            && out.contains("device generation:"),
+        "{out}"
+    );
     // A read of a tensor no task writes and nobody bound: refused at the read.
     let dir = scratch("unbound-read");
     let path = dir.join("u.wsp");

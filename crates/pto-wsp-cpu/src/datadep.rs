@@ -115,6 +115,17 @@ impl Producers {
         self.tracked.iter().any(|&b| b)
     }
 
+    /// Task `id`, whose regions are `io`, was generated (device generation: every executor
+    /// records every task, its own and the others').
+    pub fn record_io(&mut self, id: TaskId, io: &[TaskIo]) {
+        for x in io {
+            let t = x.region.tensor as usize;
+            if x.access().writes() && self.tracked.get(t) == Some(&true) {
+                self.writers[t].push((id, x.region));
+            }
+        }
+    }
+
     /// Task `id`, generated as `task`, was submitted.
     pub fn record(&mut self, id: TaskId, task: &ExpandedTask) {
         for r in &task.regions {

@@ -71,6 +71,36 @@
 //! makes sure a wake-up is not lost. (Inboxes are unbounded queues, but what is in one is always
 //! at most its executor's window: a task becomes ready once.)
 //!
+//! # Computed reads
+//!
+//! A `read` instruction (`docs/SEMANTICS.md`, "Computed reads") reads an element of a tensor
+//! tasks of the run write. Every executor walks every task, so every executor makes every read,
+//! at the same place of the same stream, and numbers them alike.
+//!
+//! - **Producers.** When the program has reads, each executor records the written boxes of
+//!   every generated task on a read tensor ([`Producers`]; nothing is recorded otherwise). At a
+//!   read it waits until every task generated before the read whose written box overlaps the
+//!   element is complete ([`TaskStates::is_complete`], an acquire load, whichever executor owns
+//!   it). While it waits it runs its own ready tasks (local queue and inbox); with none it backs
+//!   off and yields, never parks: another executor's completion is not announced to it.
+//! - **One value per read.** The first executor whose producers are complete reads the store
+//!   ([`DirectExec::read`]) and publishes the value under the read's sequence number; the others
+//!   take it (the entry is freed when the last has). So no executor can read a write of a task
+//!   generated *after* the read: such a task's owner generates it only after passing the read
+//!   itself, hence after the value was published, and runs it later still. Every executor thus
+//!   sees the value the sequential reference run sees, and all generate the same stream.
+//! - **No deadlock.** The argument above still holds with reads as one more way to wait. Let
+//!   `t` be the smallest id not completed. If its owner `O` has generated `t`, `t` is ready there
+//!   (its predecessors are older, hence complete), and every waiting loop of `O` — full window,
+//!   `keep_close`, a read — runs ready tasks, so `O` runs it. If `O` has not generated `t`, `O`
+//!   waits on nothing: at a read, its producers were generated before `O`'s position, so they
+//!   are older than `t` and complete; its window holds only older own tasks, all complete; its
+//!   walk is within `span` of its prefix. In particular an executor waiting on a producer that
+//!   it owns itself — one that sits in its own ready queue, or one it generated when its window
+//!   was full (the window only delays *generation*, and the producer was generated before the
+//!   read) — runs it from inside the read's wait. Tests: `computed_reads_*` below (windows of 1,
+//!   producers owned by the reader and by others, 1 to 4 executors).
+//!
 //! # Memory orderings
 //!
 //! - The owner's writes of a task's slot and owner-table entry are sequenced before
@@ -118,7 +148,9 @@ use pto_wsp_graph::state::{EdgeCursor, TaskStates};
 use pto_wsp_graph::sync::{AtomicBool, AtomicU32, Mutex, Ordering, lock};
 use pto_wsp_graph::tensor_map::{AnyTensorMap, MapStats, TensorMap};
 use pto_wsp_graph::types::{EdgeKind, Region, TaskIo};
-use pto_wsp_ir::{DepsMode, OrderEdge};
+use pto_wsp_ir::{DataRead, DepsMode, OrderEdge, ReadRefused};
+
+use crate::datadep::{GenStats, Producers, read_ints};
 
 use crate::exec::{ExecError, NoopExec, TaskFailure};
 use crate::idle::Idle;
@@ -196,6 +228,14 @@ pub struct ExecutorStats {
     pub in_flight_hwm: u64,
     /// Nanoseconds from the start of the run to the end of its generation.
     pub generated_ns: u64,
+    /// Computed reads its interpreter made (every executor makes every read).
+    pub computed_reads: u64,
+    /// Of those, the reads that waited for a producer still running.
+    pub read_stalls: u64,
+    /// Nanoseconds spent in those waits.
+    pub read_stall_ns: u64,
+    /// `while` loops its interpreter ended at their `max` with the condition still true.
+    pub loops_at_max: u64,
 }
 
 /// Per-executor figures of a device-generation run ([`RunStats::device_gen`]).
@@ -219,6 +259,15 @@ pub trait DirectExec: Sync {
         params: &[u64],
         io: &[TaskIo],
     ) -> Result<(), TaskFailure>;
+
+    /// The elements of the box `read` describes (row-major), for a computed read. Called only
+    /// once every task generated before the read whose written box overlaps it has completed,
+    /// and before any task generated after it runs (module docs, "Computed reads"). The
+    /// default refuses: this executor keeps no tensors.
+    fn read(&self, read: &DataRead<'_>) -> Result<Vec<i64>, String> {
+        let _ = read;
+        Err("this run keeps no tensor contents (no kernels run)".into())
+    }
 }
 
 impl DirectExec for NoopExec {
@@ -246,6 +295,12 @@ impl<S: TaskSource> DirectExec for KernelExec<'_, S> {
         io: &[TaskIo],
     ) -> Result<(), TaskFailure> {
         KernelExec::run_task(self, task, executor, kernel, params, io)
+    }
+
+    fn read(&self, read: &DataRead<'_>) -> Result<Vec<i64>, String> {
+        // SAFETY: the trait's contract: every producer of the box has completed and no later
+        // task runs before the read's value is published.
+        unsafe { read_ints(self.store(), read) }
     }
 }
 
@@ -309,6 +364,12 @@ struct Shared<'r, E: DirectExec> {
     error: Mutex<Option<ExecError>>,
     reports: Mutex<Vec<Report>>,
     t0: Instant,
+    /// Per tensor: whether the program reads computed values of it (`read` instructions).
+    computed: Vec<bool>,
+    /// Computed reads' values, by the read's sequence number (the same on every executor):
+    /// the first executor to pass a read reads the store and publishes the value; the others
+    /// take it (module docs, "Computed reads"). With the executors that have yet to take it.
+    reads: Mutex<std::collections::HashMap<u64, (Vec<i64>, u32)>>,
 }
 
 /// What one executor hands back at the end.
@@ -408,6 +469,10 @@ struct Executor<'s, 'r, E: DirectExec> {
     ran: u64,
     stats: ExecutorStats,
     spans: Vec<Span>,
+    /// Writers of computed tensors (`None` when the program reads none: nothing is recorded).
+    producers: Option<Producers>,
+    /// Computed reads made so far (the next read's sequence number).
+    reads: u64,
 }
 
 impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
@@ -441,6 +506,12 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             ran: 0,
             stats: ExecutorStats::default(),
             spans: Vec::new(),
+            producers: sh
+                .computed
+                .iter()
+                .any(|&c| c)
+                .then(|| Producers::new(sh.computed.clone())),
+            reads: 0,
         }
     }
 
@@ -448,11 +519,10 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
     fn run(&mut self) {
         let sh = self.sh;
         match Interpreter::new(sh.program, sh.bound, ExecutorConfig::all()) {
-            Ok(mut interp) => {
-                if let Err(e) = interp.run(self) {
-                    sh.fail(ExecError::Build(e.to_string()));
-                }
-            }
+            Ok(mut interp) => match interp.run(self) {
+                Ok(summary) => self.stats.loops_at_max = summary.loops_at_max,
+                Err(e) => sh.fail(ExecError::Build(e.to_string())),
+            },
             Err(e) => sh.fail(ExecError::Build(e.to_string())),
         }
         self.stats.generated_ns = sh.t0.elapsed().as_nanos() as u64;
@@ -580,6 +650,9 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         if let Err(full) = self.map.has_room(self.io.len()) {
             return Err(self.stop(ExecError::Build(format!("task #{}: {full}", task.index))));
         }
+        if let Some(p) = &mut self.producers {
+            p.record_io(TaskId(id), &self.io);
+        }
         if own {
             let slot = self.take_slot(id);
             let sh = self.sh;
@@ -704,6 +777,86 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             sh.states.reclaim_below(TaskId(floor));
             sh.owners.entries.reclaim_below(floor);
         }
+    }
+
+    /// Waits until every task of `ids` has completed, running own ready tasks meanwhile (the
+    /// module docs, "Computed reads", say why this cannot deadlock). `Some(waited)`, or `None`
+    /// when the run stopped.
+    fn wait_for(&mut self, ids: &[TaskId]) -> Option<bool> {
+        let mut waited = false;
+        let mut round = 0u32;
+        let mut i = 0;
+        while i < ids.len() {
+            let t = ids[i];
+            if t.0 < self.completed_below || self.sh.states.is_complete(t) {
+                i += 1;
+                continue;
+            }
+            waited = true;
+            if self.sh.aborted() {
+                return None;
+            }
+            if let Some(r) = self.next_ready() {
+                self.run_one(r).ok()?;
+                round = 0;
+                continue;
+            }
+            // The producer is another executor's, whose completion is not announced here:
+            // back off, then yield to it (never park).
+            if Idle::backoff(round) {
+                round += 1;
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        Some(waited)
+    }
+
+    /// A computed read: waits on its producers, then takes the value the first executor to
+    /// get here read (or reads and publishes it).
+    fn computed_read(
+        &mut self,
+        read: &DataRead<'_>,
+        out: &mut Vec<i64>,
+    ) -> Result<(), ReadRefused> {
+        if self.sh.aborted() {
+            return Err(ReadRefused::Stopped);
+        }
+        let Some(mut producers) = self.producers.take() else {
+            return Err(ReadRefused::Unsupported(
+                "internal: a computed read of a tensor the program does not mark".into(),
+            ));
+        };
+        let mut g = GenStats::default();
+        let ok = producers.wait(read, &mut |ids| self.wait_for(ids), &mut g);
+        self.producers = Some(producers);
+        self.stats.computed_reads += 1;
+        self.stats.read_stalls += g.stalls;
+        self.stats.read_stall_ns += g.stall_ns;
+        if !ok {
+            return Err(ReadRefused::Stopped);
+        }
+        let seq = self.reads;
+        self.reads += 1;
+        let sh = self.sh;
+        let mut table = lock(&sh.reads);
+        if let Some((value, left)) = table.get_mut(&seq) {
+            out.extend_from_slice(value);
+            *left -= 1;
+            if *left == 0 {
+                table.remove(&seq);
+            }
+            return Ok(());
+        }
+        // The first executor here: every producer has completed (waited above) and no task
+        // generated after the read has run (its owner has not passed the read: the value is
+        // not published yet).
+        let value = sh.exec.read(read).map_err(ReadRefused::Unsupported)?;
+        out.extend_from_slice(&value);
+        if sh.executors > 1 {
+            table.insert(seq, (value, sh.executors - 1));
+        }
+        Ok(())
     }
 
     /// A ready own task: the local queue first, then the inbox.
@@ -895,6 +1048,10 @@ impl<E: DirectExec> TaskSink for Executor<'_, '_, E> {
         });
     }
 
+    fn read(&mut self, read: &DataRead<'_>, out: &mut Vec<i64>) -> Result<(), ReadRefused> {
+        self.computed_read(read, out)
+    }
+
     fn order(&mut self, edge: OrderEdge) {
         if let Some(k) = self
             .open
@@ -944,6 +1101,8 @@ impl WorkerPool {
             error: Mutex::new(None),
             reports: Mutex::new(Vec::new()),
             t0: Instant::now(),
+            computed: program.computed_tensors(),
+            reads: Mutex::new(std::collections::HashMap::new()),
         };
         let job = |w: usize| shared.executor(w);
         let r = self.scope(&job, || ());
@@ -985,6 +1144,14 @@ impl WorkerPool {
             window_stalls: per.iter().map(|s| s.window_stalls).sum(),
             in_flight_hwm: per.iter().map(|s| s.in_flight_hwm).max().unwrap_or(0),
             ..CounterSnapshot::default()
+        };
+        // Every executor makes every computed read and ends every `while`: the program's counts
+        // are one executor's; stalls (count and time) are summed over executors.
+        stats.generation = GenStats {
+            computed_reads: per.first().map_or(0, |s| s.computed_reads),
+            stalls: per.iter().map(|s| s.read_stalls).sum(),
+            stall_ns: per.iter().map(|s| s.read_stall_ns).sum(),
+            loops_at_max: per.first().map_or(0, |s| s.loops_at_max),
         };
         stats.device_gen = Some(DevGenStats { executors: per });
         Ok(stats)
@@ -1150,6 +1317,116 @@ mod tests {
                 2000
             );
         }
+    }
+
+    /// Tasks on an `i64[8]` tensor held in atomics: kernel 0 `next(in x, out y)`: `y = x - 99`;
+    /// kernel 1 `bump(inout x)`: `x += 100`. Reads answer from the same cells.
+    struct Cells(Vec<AtomicU64>);
+
+    impl DirectExec for Cells {
+        fn run_task(
+            &self,
+            _: TaskId,
+            _: usize,
+            kernel: u32,
+            _: &[u64],
+            io: &[TaskIo],
+        ) -> Result<(), TaskFailure> {
+            let at = |k: usize| io[k].region.start[0] as usize;
+            let get = |i: usize| self.0[i].load(Ordering::SeqCst) as i64;
+            let put = |i: usize, v: i64| self.0[i].store(v as u64, Ordering::SeqCst);
+            match kernel {
+                0 => put(at(1), get(at(0)) - 99),
+                _ => put(at(0), get(at(0)) + 100),
+            }
+            Ok(())
+        }
+
+        fn read(&self, read: &DataRead<'_>) -> Result<Vec<i64>, String> {
+            let i = read.start[0] as usize;
+            Ok(vec![self.0[i].load(Ordering::SeqCst) as i64])
+        }
+    }
+
+    /// A `while` whose every iteration reads what the task before it computed and then
+    /// overwrites the element it read: `s` advances by one per iteration only if every read
+    /// waits for its producer (else it sees the old value) and no executor reads after the
+    /// overwrite (else it sees `s + 100` and leaves the loop early). Producers are owned by the
+    /// reader itself or by others; windows of one task make the reader's own producer sit
+    /// behind its full window. The executors must all generate the same 80 tasks.
+    #[test]
+    fn computed_reads_wait_for_producers_on_any_executor_with_any_window() {
+        let text = |dispatch: &str| {
+            format!(
+                "slot s: i64; tensor A: i64[8];
+                 kernel next(in x: i64[1], out y: i64[1]); kernel bump(inout x: i64[1]);
+                 workload main() {{
+                     while s < 40 max 100 {{
+                         task next(A[s % 8], A[(s + 1) % 8]);
+                         load s = A[(s + 1) % 8];
+                         task bump(A[s % 8]);
+                     }}
+                 }}
+                 schedule for main {{ executors 4; dispatch {dispatch}; }}"
+            )
+        };
+        for dispatch in ["round_robin(4)", "work_steal"] {
+            let p = program(&text(dispatch));
+            assert_eq!(p.computed_tensors(), vec![true]);
+            let bound = p.bind(&pto_wsp_ir::Bindings::new()).unwrap();
+            for threads in [1, 2, 3, 4] {
+                let pool = WorkerPool::new(threads).unwrap();
+                for window in [1, 2, 64] {
+                    let cells = Cells((0..8).map(|_| AtomicU64::new(0)).collect());
+                    cells.0[0].store(100, Ordering::SeqCst);
+                    let config = DevGenConfig {
+                        window,
+                        ..DevGenConfig::default()
+                    };
+                    let s = pool.run_devgen(&p, &bound, &config, &cells).unwrap();
+                    let what = format!("{dispatch}, {threads} threads, window {window}");
+                    // 80 tasks, and a barrier between consecutive iterations (two tasks each).
+                    assert_eq!((s.tasks, s.barriers), (80 + 39, 39), "{what}");
+                    assert_eq!(s.generation.computed_reads, 40, "{what}");
+                    assert_eq!(s.generation.loops_at_max, 0, "{what}");
+                    // The last iteration read s = 40 from A[0] and bumped it.
+                    assert_eq!(cells.0[0].load(Ordering::SeqCst), 140, "{what}");
+                    let d = s.device_gen.unwrap();
+                    assert!(d.executors.iter().all(|e| e.computed_reads == 40), "{what}");
+                    assert!(d.executors.iter().all(|e| e.walked == 80 + 39), "{what}");
+                }
+            }
+        }
+    }
+
+    /// A `while` that reaches its `max` is counted once (not once per executor), and a run
+    /// whose reads cannot be served (no tensor contents) fails naming the read's tensor.
+    #[test]
+    fn computed_reads_count_loops_at_max_and_refuse_without_contents() {
+        let p = program(
+            "slot s: i64; tensor A: i64[8];
+             kernel next(in x: i64[1], out y: i64[1]); kernel bump(inout x: i64[1]);
+             workload main() {
+                 while s < 40 max 5 {
+                     task next(A[s % 8], A[(s + 1) % 8]);
+                     load s = A[(s + 1) % 8];
+                     task bump(A[s % 8]);
+                 }
+             }
+             schedule for main { executors 4; dispatch round_robin(4); }",
+        );
+        let bound = p.bind(&pto_wsp_ir::Bindings::new()).unwrap();
+        let pool = WorkerPool::new(3).unwrap();
+        let cells = Cells((0..8).map(|_| AtomicU64::new(0)).collect());
+        cells.0[0].store(100, Ordering::SeqCst);
+        let s = pool
+            .run_devgen(&p, &bound, &DevGenConfig::default(), &cells)
+            .unwrap();
+        assert_eq!((s.tasks - s.barriers, s.generation.loops_at_max), (10, 1));
+        let e = pool
+            .run_devgen(&p, &bound, &DevGenConfig::default(), &NoopExec)
+            .unwrap_err();
+        assert!(e.to_string().contains("computed read of tensor `A`"), "{e}");
     }
 
     /// `for_each` iterations of several tasks are ordered through barrier tasks, which have

@@ -84,6 +84,11 @@ pub struct KernelExec<'a, S: TaskSource> {
 }
 
 impl<'a, S: TaskSource> KernelExec<'a, S> {
+    /// The store the kernels run on.
+    pub(crate) fn store(&self) -> &'a TensorStore {
+        self.store
+    }
+
     /// An executor reading tasks from `source`, running `registry`'s kernels (`kernels[k]` for
     /// the module's kernel `k`) on `store`, with debug checks if `debug_checks`.
     ///

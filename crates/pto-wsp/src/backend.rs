@@ -176,21 +176,10 @@ impl Backend for CpuSim {
     }
 
     fn supports(&self, module: &Resolved<'_>) -> Result<(), Unsupported> {
-        // The CPU simulation runs everything the reference expander does, and serves computed
-        // reads in host streamed runs; a pipeline's processes (threads with their own
-        // generators) do not wait on producers yet.
-        if module.csp
-            && let Some((t, loc)) = module.computed_reads().first()
-        {
-            return Err(Unsupported {
-                backend: "cpu_sim".into(),
-                construct: format!(
-                    "a computed read of tensor `{}` in a pipeline process (CSP processes read \
-                     only host-bound tensors)",
-                    module.module.tensors[t.index()].name
-                ),
-                loc: *loc,
-            });
+        // The CPU simulation runs everything the reference expander does; what a pipeline's
+        // processes cannot run of data-dependent generation is in the mode table.
+        if module.csp {
+            crate::program::modes::data_refused(module, crate::program::modes::Mode::Pipeline)?;
         }
         Ok(())
     }

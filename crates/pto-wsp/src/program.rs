@@ -47,7 +47,7 @@ use pto_wsp_ir::{
 use pto_wsp_kernels::{KernelId, KernelRegistry, StoreError, TensorStore};
 
 mod devgen;
-mod modes;
+pub(crate) mod modes;
 
 /// Options of [`compile`].
 #[derive(Clone)]
@@ -351,6 +351,17 @@ pub(crate) fn compile_cpu(
         modes::Mode::Host
     };
     modes::refused(&plan.module, mode)?;
+    // Tensors the generator reads computed values of (`docs/SEMANTICS.md`): their writers are
+    // tracked during a run so a read can wait on them; none in most modules.
+    let computed = match plan.resolve() {
+        Ok(r) => {
+            modes::data_refused(&r, mode)?;
+            (0..r.arrays.len())
+                .map(|t| r.arrays[t] && r.written[t])
+                .collect()
+        }
+        Err(_) => Vec::new(),
+    };
     let notes = modes::notes(&plan.module, mode);
     let bytecode = if options.device_gen {
         Some(devgen::compile_bytecode(&plan.module)?)
@@ -358,14 +369,6 @@ pub(crate) fn compile_cpu(
         None
     };
     let pool = WorkerPool::new(options.threads)?;
-    // Tensors the generator reads computed values of (`docs/SEMANTICS.md`): their writers are
-    // tracked during a run so a read can wait on them; none in most modules.
-    let computed = match plan.resolve() {
-        Ok(r) => (0..r.arrays.len())
-            .map(|t| r.arrays[t] && r.written[t])
-            .collect(),
-        Err(_) => Vec::new(),
-    };
     Ok(Program {
         inner: Arc::new(Inner {
             plan,

@@ -161,6 +161,12 @@ fn scan_stmt(s: &LStmt, f: &mut impl FnMut(Event)) {
             f(Event::Write(*var));
             scan(body, f);
         }
+        LStmt::While { cond, max, body } => {
+            reads(max, f);
+            reads(cond, f);
+            scan(body, f);
+        }
+        LStmt::Break { cond } => reads(cond, f),
     }
 }
 
@@ -204,8 +210,14 @@ fn walk(body: &mut [LStmt], facts: &Facts<'_>, hoistable: bool, range: bool) {
                 walk(otherwise, facts, hoistable, range);
             }
             LStmt::Seq(b) | LStmt::Block(b) => walk(b, facts, hoistable, range),
-            LStmt::Consume { body, .. } => walk(body, facts, hoistable, range),
-            LStmt::Task(_) | LStmt::Set { .. } | LStmt::Load { .. } | LStmt::Send { .. } => {}
+            LStmt::Consume { body, .. } | LStmt::While { body, .. } => {
+                walk(body, facts, hoistable, range)
+            }
+            LStmt::Task(_)
+            | LStmt::Set { .. }
+            | LStmt::Load { .. }
+            | LStmt::Send { .. }
+            | LStmt::Break { .. } => {}
         }
     }
 }
@@ -246,9 +258,9 @@ fn collect_tasks<'a>(body: &'a [LStmt], out: &mut Vec<&'a LTask>) {
                 collect_tasks(otherwise, out);
             }
             LStmt::Seq(b) | LStmt::Block(b) => collect_tasks(b, out),
-            LStmt::Consume { body, .. } => collect_tasks(body, out),
+            LStmt::Consume { body, .. } | LStmt::While { body, .. } => collect_tasks(body, out),
             LStmt::Task(t) => out.push(t),
-            LStmt::Set { .. } | LStmt::Load { .. } | LStmt::Send { .. } => {}
+            LStmt::Set { .. } | LStmt::Load { .. } | LStmt::Send { .. } | LStmt::Break { .. } => {}
         }
     }
 }
@@ -264,9 +276,9 @@ fn mark_hoisted(body: &mut [LStmt]) {
                 mark_hoisted(otherwise);
             }
             LStmt::Seq(b) | LStmt::Block(b) => mark_hoisted(b),
-            LStmt::Consume { body, .. } => mark_hoisted(body),
+            LStmt::Consume { body, .. } | LStmt::While { body, .. } => mark_hoisted(body),
             LStmt::Task(t) => t.hoisted = true,
-            LStmt::Set { .. } | LStmt::Load { .. } | LStmt::Send { .. } => {}
+            LStmt::Set { .. } | LStmt::Load { .. } | LStmt::Send { .. } | LStmt::Break { .. } => {}
         }
     }
 }
@@ -398,8 +410,14 @@ fn count_axis_reads(body: &[LStmt], facts: &Facts<'_>, reads_in: &mut [usize]) {
                 count_axis_reads(otherwise, facts, reads_in);
             }
             LStmt::Seq(b) | LStmt::Block(b) => count_axis_reads(b, facts, reads_in),
-            LStmt::Consume { body, .. } => count_axis_reads(body, facts, reads_in),
-            LStmt::Task(_) | LStmt::Set { .. } | LStmt::Load { .. } | LStmt::Send { .. } => {}
+            LStmt::Consume { body, .. } | LStmt::While { body, .. } => {
+                count_axis_reads(body, facts, reads_in)
+            }
+            LStmt::Task(_)
+            | LStmt::Set { .. }
+            | LStmt::Load { .. }
+            | LStmt::Send { .. }
+            | LStmt::Break { .. } => {}
         }
     }
 }
@@ -410,7 +428,15 @@ fn count(body: &[LStmt], facts: &Facts<'_>, assigned: &[u16]) -> Option<TExpr> {
     for s in body {
         let c = match s {
             LStmt::Task(_) => TExpr::int(1),
-            LStmt::Set { .. } | LStmt::Load { .. } => TExpr::int(0),
+            LStmt::Set { .. }
+            | LStmt::Load {
+                computed: false, ..
+            } => TExpr::int(0),
+            // A computed read is served by the sink in program order: never skipped; a `while`
+            // or `break` makes the count depend on the run.
+            LStmt::Load { computed: true, .. } | LStmt::While { .. } | LStmt::Break { .. } => {
+                return None;
+            }
             LStmt::Seq(b) | LStmt::Block(b) => count(b, facts, assigned)?,
             LStmt::If {
                 cond,

@@ -69,10 +69,22 @@ pub(crate) enum LStmt {
         reg: u16,
         value: TExpr,
     },
+    /// `load`; `computed`: of a tensor tasks of the run write (a `read` instruction).
     Load {
         reg: u16,
         tensor: u16,
         index: Vec<TExpr>,
+        computed: bool,
+    },
+    /// `while COND max MAX { body }`.
+    While {
+        cond: TExpr,
+        max: TExpr,
+        body: Vec<LStmt>,
+    },
+    /// `break if COND`.
+    Break {
+        cond: TExpr,
     },
     Send {
         channel: u8,
@@ -146,7 +158,8 @@ pub(crate) fn lower(module: &Module) -> Result<Lowered, EncodeError> {
 }
 
 /// Whether the bytecode can express `r`: the first construct it cannot, named, with its
-/// location. Today: a channel with more than one producer, and a token that is not `i64`.
+/// location. Today: a channel with more than one producer, a token that is not `i64`, a ragged
+/// axis whose lengths are an expression, and a ragged or sparse axis over a computed tensor.
 /// (Table sizes beyond the format's field widths are reported by [`crate::encode()`].)
 pub fn supports(r: &Resolved<'_>) -> Result<(), Unsupported> {
     let unsupported = |construct: String, loc| Unsupported {
@@ -164,31 +177,33 @@ pub fn supports(r: &Resolved<'_>) -> Result<(), Unsupported> {
             ));
         }
     }
-    // Data-dependent generation (`docs/SEMANTICS.md`, "Computed reads") has no opcodes yet.
-    if let Some((t, loc)) = r.computed_reads().first() {
-        return Err(unsupported(
-            format!(
-                "a computed read of tensor `{}` (its contents are written by tasks of the run); \
-                 the bytecode reads only host-bound tensors",
-                r.module.tensors[t.index()].name
-            ),
-            *loc,
-        ));
-    }
+    // Computed reads (`docs/SEMANTICS.md`, "Computed reads") are `read` instructions: one
+    // element at a time. A ragged or sparse axis reads whole tensors when its loop starts.
     let mut first = None;
     r.each_stmt(&mut |s| {
         if first.is_none()
-            && let StmtKind::While { .. } | StmtKind::Break { .. } = &s.kind
+            && let StmtKind::Loop(lp) = &s.kind
+            && let Some(axis) = r.axes.get(lp.axis.index())
         {
-            let what = if matches!(s.kind, StmtKind::While { .. }) {
-                "while"
-            } else {
-                "break if"
+            let computed = match &axis.kind {
+                AxisExtent::Dense(_) => None,
+                AxisExtent::Ragged { lengths, .. } => Some(*lengths).filter(|&t| r.computed(t)),
+                AxisExtent::Sparse {
+                    indptr, indices, ..
+                } => [*indptr, *indices].into_iter().find(|&t| r.computed(t)),
             };
-            first = Some(unsupported(
-                format!("a `{what}` statement; the bytecode has no opcode for it yet"),
-                s.loc,
-            ));
+            if let Some(t) = computed {
+                first = Some(unsupported(
+                    format!(
+                        "axis `{}` over computed tensor `{}` (written by tasks of the run); the \
+                         bytecode reads computed data one element at a time (`load`), not a \
+                         ragged or sparse axis's arrays",
+                        axis.name,
+                        r.module.tensors[t.index()].name
+                    ),
+                    s.loc,
+                ));
+            }
         }
         if first.is_none()
             && let StmtKind::Loop(lp) = &s.kind
@@ -341,7 +356,13 @@ impl Lower<'_, '_> {
                 .iter()
                 .map(|s| s.as_ref().map(|d| d.iter().map(|&e| self.x(e)).collect()))
                 .collect(),
-            arrays: r.arrays.clone(),
+            // A computed tensor's contents come from the run, not the bindings.
+            arrays: r
+                .arrays
+                .iter()
+                .enumerate()
+                .map(|(t, &a)| a && !r.computed(pto_wsp_ir::resolve::TensorId(t as u32)))
+                .collect(),
             tiers,
             kernel_used: r.kernels_used.clone(),
             dispatch,
@@ -363,11 +384,14 @@ impl Lower<'_, '_> {
         // Registers are below NONE16 (checked in `lowered`), so they fit 16 bits.
         let reg = |r: u32| r as u16;
         Ok(match &s.kind {
-            StmtKind::While { .. } | StmtKind::Break { .. } => {
-                return Err(EncodeError::Unsupported {
-                    message: "`while` / `break if` (refused by `supports`)".into(),
-                });
-            }
+            StmtKind::While { cond, max, body } => LStmt::While {
+                cond: self.x(*cond),
+                max: self.x(*max),
+                body: self.stmts(body)?,
+            },
+            StmtKind::Break { cond } => LStmt::Break {
+                cond: self.x(*cond),
+            },
             StmtKind::Loop(l) => LStmt::Loop(Box::new(LLoop {
                 ordered: l.ordered,
                 axis: l.axis.0 as u16,
@@ -438,6 +462,7 @@ impl Lower<'_, '_> {
                 reg: reg(*slot),
                 tensor: tensor.0 as u16,
                 index: index.iter().map(|&e| self.x(e)).collect(),
+                computed: self.r.computed(*tensor),
             },
             StmtKind::Call { args, body, .. } => {
                 // The parameters' registers are written in order, then the callee runs.

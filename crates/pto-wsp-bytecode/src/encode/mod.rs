@@ -109,6 +109,9 @@ struct Emitter {
     kernel_tiles: Vec<Vec<bool>>,
     /// Open constructs (the process body included), for the decoder's nesting limit.
     depth: usize,
+    /// The `while` instructions enclosing the statement being emitted (a `break` names the
+    /// innermost).
+    whiles: Vec<usize>,
 }
 
 fn too_large(what: &'static str, count: usize, max: usize) -> EncodeError {
@@ -147,6 +150,7 @@ impl Emitter {
                 })
                 .collect(),
             depth: 0,
+            whiles: Vec::new(),
         }
     }
 
@@ -403,13 +407,40 @@ impl Emitter {
                 let e = self.expr(value)?;
                 self.push(Insn::new(Op::Set, *reg, u32::from(e)));
             }
-            LStmt::Load { reg, tensor, index } => {
+            LStmt::Load {
+                reg,
+                tensor,
+                index,
+                computed,
+            } => {
                 let mut refs = Vec::new();
                 for e in index {
                     refs.push(self.expr(e)?);
                 }
-                self.push(Insn::new(Op::Load, *reg, u32::from(*tensor)));
+                let op = if *computed { Op::Read } else { Op::Load };
+                self.push(Insn::new(op, *reg, u32::from(*tensor)));
                 self.refs(&refs);
+            }
+            LStmt::While { cond, max, body } => {
+                let m = self.expr(max)?;
+                let at = self.push(Insn::new(Op::While, m, 0));
+                self.enter()?;
+                self.whiles.push(at);
+                self.stmts(body)?;
+                self.whiles.pop();
+                self.depth -= 1;
+                let c = self.expr(cond)?;
+                let end = self.push(Insn::new(Op::EndWhile, c, at as u32));
+                self.insns[at].b = end as u32;
+            }
+            LStmt::Break { cond } => {
+                let c = self.expr(cond)?;
+                let Some(&w) = self.whiles.last() else {
+                    return Err(EncodeError::Malformed {
+                        message: "`break if` outside a `while`".into(),
+                    });
+                };
+                self.push(Insn::new(Op::Break, c, w as u32));
             }
             LStmt::Send { channel, value } => {
                 let e = self.expr(value)?;

@@ -7,10 +7,11 @@ use proptest::prelude::*;
 use pto_wsp_bytecode::{
     EncodeOptions, ExecutorConfig, Interpreter, Program, Task, TaskSink, encode,
 };
-use pto_wsp_ir::Bindings;
+use pto_wsp_ir::{Bindings, DataRead, ReadRefused};
 use std::ops::ControlFlow;
 
-/// Stops after a few thousand tasks.
+/// Stops after a few thousand tasks; answers computed reads with small values that vary, so
+/// `while` loops and `break`s take both ways.
 struct Budget(u32);
 
 impl TaskSink for Budget {
@@ -23,7 +24,16 @@ impl TaskSink for Budget {
             ControlFlow::Continue(())
         }
     }
+
+    fn read(&mut self, read: &DataRead<'_>, out: &mut Vec<i64>) -> Result<(), ReadRefused> {
+        let n: i64 = read.size.iter().product();
+        out.extend((0..n).map(|i| (i + i64::from(self.0)) % 4));
+        Ok(())
+    }
 }
+
+/// The data-dependent examples (computed reads, `while`, `break if`): no `//@ bind` lines.
+const DATADEP: &[&str] = &["moe_routed", "converge", "early_exit"];
 
 /// Decodes, and if that works binds and runs two executors with a step limit. Never panics
 /// (a panic fails the calling test).
@@ -48,13 +58,18 @@ fn exercise(bytes: &[u8], bindings: &Bindings) {
 }
 
 fn encoded() -> Vec<(Vec<u8>, Bindings)> {
-    EXAMPLES
+    let mut out: Vec<(Vec<u8>, Bindings)> = EXAMPLES
         .iter()
         .map(|name| {
             let (m, b) = example(name);
             (encode(&m, &EncodeOptions::default()).expect("encodes"), b)
         })
-        .collect()
+        .collect();
+    for name in DATADEP {
+        let (m, b) = example(&format!("datadep/{name}"));
+        out.push((encode(&m, &EncodeOptions::default()).expect("encodes"), b));
+    }
+    out
 }
 
 #[test]
@@ -75,7 +90,7 @@ proptest! {
 
     #[test]
     fn flipped_bits_never_panic(
-        which in 0..EXAMPLES.len(),
+        which in 0..EXAMPLES.len() + DATADEP.len(),
         flips in prop::collection::vec((any::<prop::sample::Index>(), 0u8..8), 1..4),
     ) {
         let all = encoded();
@@ -90,7 +105,7 @@ proptest! {
 
     #[test]
     fn changed_bytes_never_panic(
-        which in 0..EXAMPLES.len(),
+        which in 0..EXAMPLES.len() + DATADEP.len(),
         changes in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6),
     ) {
         let all = encoded();

@@ -12,9 +12,45 @@
 //! under `trace cycles`).
 
 use pto_wsp_ir::{
-    DepsMode, Loc, Module, PoolsPolicy, ReadyPolicy, ScheduleItemKind, StartPolicy, TaskGraphItem,
-    Timing, TracePolicy, Unsupported, WindowMode,
+    DepsMode, Loc, Module, PoolsPolicy, ReadyPolicy, Resolved, ScheduleItemKind, StartPolicy,
+    TaskGraphItem, Timing, TracePolicy, Unsupported, WindowMode,
 };
+
+/// Data-dependent generation (`docs/SEMANTICS.md`, "Computed reads") in each mode: the rows of
+/// the table below the directives. The first construct of `r` that `mode` cannot run, as an
+/// error naming it and where it is written.
+///
+/// | construct | host run | device generation | CSP pipeline |
+/// |---|---|---|---|
+/// | computed `load` (and the conditions, `while` bounds, `dense_dyn` extents it feeds) | honoured | honoured (`read`) | refused |
+/// | ragged / sparse axis over computed arrays | honoured | refused | refused |
+/// | `while COND max N`, `break if` | honoured | honoured (`while` / `wend` / `break`) | honoured |
+pub(crate) fn data_refused(r: &Resolved<'_>, mode: Mode) -> Result<(), Unsupported> {
+    match mode {
+        Mode::Host => Ok(()),
+        // What the bytecode cannot express (it reads computed data one element at a time) is
+        // its own check; device generation runs the bytecode.
+        Mode::DeviceGen => pto_wsp_bytecode::supports(r).map_err(|u| Unsupported {
+            backend: "cpu_sim".into(),
+            construct: format!("{} in {}", u.construct, mode.name()),
+            loc: u.loc,
+        }),
+        // A process's generator runs on its own thread beside the others' tasks; it has no
+        // producer tracking to wait on, so it reads only host-bound tensors.
+        Mode::Pipeline => match r.computed_reads().first() {
+            Some((t, loc)) => Err(Unsupported {
+                backend: "cpu_sim".into(),
+                construct: format!(
+                    "a computed read of tensor `{}` in a pipeline process (CSP processes read \
+                     only host-bound tensors)",
+                    r.module.tensors[t.index()].name
+                ),
+                loc: *loc,
+            }),
+            None => Ok(()),
+        },
+    }
+}
 
 /// How a program runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,7 +1,8 @@
 //! Data-dependent generation (`examples/datadep/`): modules whose generator reads what their
-//! own tasks computed, run by the sequential reference run and by host streamed runs on 1, 2
-//! and 4 threads, each checked against numbers computed here by plain loops (never by the
-//! kernels under test); device generation refuses them by name.
+//! own tasks computed, run by the sequential reference run, by host streamed runs and by
+//! device-generation runs (every executor interprets the bytecode's `read` / `while` / `break`
+//! opcodes) on 1, 2 and 4 threads, each checked against numbers computed here by plain loops
+//! (never by the kernels under test).
 
 use pto_wsp::cpu::{GenStats, sequential};
 use pto_wsp::ir::{Bindings, Module, parse};
@@ -79,13 +80,54 @@ fn host_run(m: &Module, input: &TensorStore, threads: usize) -> Outcome {
     }
 }
 
-/// Every run of `m` from `input`: the sequential reference, then host runs on 1, 2, 4 threads.
+/// A device-generation run of `m` from `input` on `threads` threads (executors), debug checks
+/// on.
+fn devgen_run(m: &Module, input: &TensorStore, threads: usize) -> Outcome {
+    let b = Bindings::new();
+    let mut p = compile(
+        lower(m).unwrap(),
+        CompileOptions {
+            threads,
+            debug_checks: true,
+            device_gen: true,
+            ..CompileOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("device generation: {e}"));
+    *p.tensors(&b).unwrap() = Some(input.clone());
+    let stats = p
+        .execute(&b)
+        .unwrap_or_else(|e| panic!("device generation, {threads} threads: {e}"));
+    let store = p.tensors(&b).unwrap().as_ref().unwrap().clone();
+    let d = stats
+        .device_gen
+        .as_ref()
+        .expect("a device-generation report");
+    // Every executor made every computed read; the report's count is one executor's.
+    assert!(
+        d.executors
+            .iter()
+            .all(|e| e.computed_reads == stats.generation.computed_reads)
+    );
+    Outcome {
+        store,
+        tasks: stats.tasks - stats.barriers,
+        generation: stats.generation,
+    }
+}
+
+/// Every run of `m` from `input`: the sequential reference, then host and device-generation
+/// runs on 1, 2, 4 threads.
 fn every_run(m: &Module, input: &TensorStore) -> Vec<(String, Outcome)> {
     let mut out = vec![("sequential".to_string(), reference_run(m, input))];
     for threads in [1, 2, 4] {
         out.push((
             format!("host {threads} threads"),
             host_run(m, input, threads),
+        ));
+        out.push((
+            format!("device generation {threads} threads"),
+            devgen_run(m, input, threads),
         ));
     }
     out
@@ -272,24 +314,25 @@ fn early_exit_decode_stops_after_the_flagged_chunk() {
 // ----- refusals --------------------------------------------------------------------------------
 
 #[test]
-fn device_generation_refuses_computed_reads_and_while_by_name() {
-    for name in ["moe_routed", "converge", "early_exit"] {
-        let m = example(name);
-        let err = compile(
-            lower(&m).unwrap(),
-            CompileOptions {
-                device_gen: true,
-                threads: 1,
-                ..CompileOptions::default()
-            },
-        )
-        .expect_err("device generation cannot serve computed reads yet");
-        let text = err.to_string();
-        assert!(
-            text.contains("computed read") || text.contains("`while`"),
-            "{name}: {text}"
-        );
-    }
+fn device_generation_refuses_a_ragged_axis_over_computed_data_by_name() {
+    let text = "tensor H: i64[4];\ntensor A: i64[4];\ntensor D: f32[4, 4];\n\
+                axis R = ragged(4, A);\n\
+                kernel copy(in x: i64[?], out y: i64[?]);\n\
+                kernel add_scalar(in x: f32[?], out y: f32[?], value: f64);\n\
+                workload main() {\n    task copy(H[0 +: 4], A[0 +: 4]);\n\
+                \x20   parallel_for r, p in R { task add_scalar(D[r, 0 +: 4], D[r, 0 +: 4], 1.0); }\n}\n";
+    let m = parse(text).unwrap();
+    let err = compile(
+        lower(&m).unwrap(),
+        CompileOptions {
+            device_gen: true,
+            threads: 1,
+            ..CompileOptions::default()
+        },
+    )
+    .expect_err("the bytecode reads computed data one element at a time");
+    let text = err.to_string();
+    assert!(text.contains("axis `R` over computed tensor `A`"), "{text}");
 }
 
 // ----- property: every path equals the sequential reference run -----------------------------
@@ -368,13 +411,14 @@ mod property {
         #![proptest_config(ProptestConfig::with_cases(1000))]
 
         #[test]
-        fn host_runs_equal_the_sequential_reference(
+        fn host_and_device_generation_runs_equal_the_sequential_reference(
             ops in prop::collection::vec(op(), 1..8),
             host in prop::collection::vec(0i64..8, 8),
             initial in prop::collection::vec(0i64..8, 8),
             overlap in any::<bool>(),
             threads in 1usize..3,
             knob in 0..KNOBS.len(),
+            dthreads in 1usize..5,
         ) {
             let src = text(&ops, if overlap { "overlap" } else { "hybrid" }, KNOBS[knob]);
             let m = parse(&src).unwrap();
@@ -407,7 +451,86 @@ mod property {
             for t in ["D", "E"] {
                 prop_assert_eq!(got.read::<f32>(t).unwrap(), want.read::<f32>(t).unwrap(), "{}\n{}", t, src);
             }
+            device_generation_equals_the_sequential_reference(
+                &ops, overlap, knob, dthreads, &host, &initial,
+            )?;
         }
+    }
+
+    /// The device-generation side of the property: the same workload without its ragged loops
+    /// over computed data (the bytecode refuses those by name, tested above), under the
+    /// schedule knobs device generation honours (the others are refused), run by the bytecode
+    /// on `threads` executors, equals its own sequential reference run.
+    fn device_generation_equals_the_sequential_reference(
+        ops: &[Op],
+        overlap: bool,
+        knob: usize,
+        threads: usize,
+        host: &[i64],
+        initial: &[i64],
+    ) -> Result<(), TestCaseError> {
+        let ops: Vec<Op> = ops
+            .iter()
+            .filter(|o| !matches!(o, Op::Ragged))
+            .cloned()
+            .collect();
+        // `task_window 3 stall` is each executor's share (one task on 2 or more executors).
+        let knob = if KNOBS[knob].1.starts_with("task_window") {
+            KNOBS[knob]
+        } else {
+            KNOBS[0]
+        };
+        let src = text(&ops, if overlap { "overlap" } else { "hybrid" }, knob);
+        let m = parse(&src).unwrap();
+        let b = Bindings::new().array("H", host.to_vec());
+        let mut input = TensorStore::new(&m, &b).unwrap();
+        input.fill_random(7);
+        input.write("A", initial).unwrap();
+        let reg = KernelRegistry::with_builtins();
+        let kernels: Vec<Option<KernelId>> =
+            m.kernels.iter().map(|k| reg.lookup(&k.name.name)).collect();
+        let names: Vec<String> = m.kernels.iter().map(|k| k.name.name.clone()).collect();
+        let want = input.clone();
+        let seq = sequential(&m, &b, &want, &reg, &kernels, &names)
+            .unwrap_or_else(|e| panic!("{e}\n{src}"));
+        let mut p = compile(
+            lower(&m).unwrap(),
+            CompileOptions {
+                threads,
+                debug_checks: true,
+                device_gen: true,
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}\n{src}"));
+        *p.tensors(&b).unwrap() = Some(input);
+        let stats = p.execute(&b).unwrap_or_else(|e| panic!("{e}\n{src}"));
+        let got = p.tensors(&b).unwrap().as_ref().unwrap().clone();
+        prop_assert_eq!(stats.tasks - stats.barriers, seq.tasks, "{}", src);
+        prop_assert_eq!(
+            stats.generation.computed_reads,
+            seq.generation.computed_reads
+        );
+        prop_assert_eq!(stats.generation.loops_at_max, seq.generation.loops_at_max);
+        for t in ["A", "H"] {
+            prop_assert_eq!(
+                got.read::<i64>(t).unwrap(),
+                want.read::<i64>(t).unwrap(),
+                "{}\n{}",
+                t,
+                src
+            );
+        }
+        for t in ["D", "E"] {
+            prop_assert_eq!(
+                got.read::<f32>(t).unwrap(),
+                want.read::<f32>(t).unwrap(),
+                "{}\n{}",
+                t,
+                src
+            );
+        }
+        Ok(())
     }
 }
 
