@@ -26,6 +26,7 @@ pub mod expect;
 pub mod files;
 pub mod inputs;
 pub mod llm;
+pub mod plan_run;
 pub mod progress;
 pub mod report;
 pub mod targets;

@@ -10,6 +10,7 @@ mod devgen;
 mod differential;
 mod model;
 mod numeric;
+mod plan;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
