@@ -40,6 +40,10 @@ pub struct Mark {
     pub seq: u64,
     /// Whether the read left some cells of its box to this mark (see the module docs).
     pub delegates: bool,
+    /// The read's access record in the overlap map and that record's epoch: later reads of
+    /// exactly this box join the record instead of adding their own (the map's business; a
+    /// mark built elsewhere may hold anything here).
+    pub record: (u32, u32),
 }
 
 /// The marks of one tensor, oldest first.
@@ -242,6 +246,7 @@ mod tests {
             task,
             seq: task as u64,
             delegates: false,
+            record: (0, 0),
         }
     }
 
