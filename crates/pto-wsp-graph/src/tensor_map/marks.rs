@@ -76,10 +76,15 @@ impl Marks {
     /// The newest mark whose box lies inside `region`, if any.
     #[inline]
     pub fn within(&self, region: &Region) -> Option<Mark> {
+        // Columns first: the marks of a prefix chain per column tile differ in their columns.
         self.list
             .iter()
             .rev()
-            .find(|m| region.covers(&m.region))
+            .find(|m| {
+                region.start[1] <= m.region.start[1]
+                    && m.region.end(1) <= region.end(1)
+                    && region.covers(&m.region)
+            })
             .copied()
     }
 

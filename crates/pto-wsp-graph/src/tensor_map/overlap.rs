@@ -210,8 +210,14 @@ struct Scan<'a, F> {
 impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
     /// Visits one list of references (write records if `write_list`), dropping stale references
     /// and records the access covers.
-    #[inline]
+    #[inline(always)]
     fn list(&mut self, list: &mut Vec<Ref>, write_list: bool) {
+        if !list.is_empty() {
+            self.nonempty_list(list, write_list);
+        }
+    }
+
+    fn nonempty_list(&mut self, list: &mut Vec<Ref>, write_list: bool) {
         let mut keep = 0;
         for i in 0..list.len() {
             let rf = list[i];
@@ -283,7 +289,21 @@ impl OverlapMap {
         }
     }
 
+    /// The grid of `r`'s tensor, created (with `r` choosing the cell side) if missing.
+    #[inline]
     fn grid_of(&mut self, r: &Region) -> usize {
+        if let Some(&g) = self.dense.get(r.tensor as usize)
+            && g != NIL
+            && !self.grids[g as usize].fresh
+        {
+            return g as usize;
+        }
+        self.new_grid_of(r)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn new_grid_of(&mut self, r: &Region) -> usize {
         let slot = if r.tensor < DENSE_TENSORS {
             let t = r.tensor as usize;
             if t >= self.dense.len() {
