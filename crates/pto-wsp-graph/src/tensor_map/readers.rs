@@ -37,10 +37,16 @@ struct Chunk {
 const _: () = assert!(std::mem::size_of::<Chunk>() == 64);
 
 /// The chunk pool one map's reader lists share.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct ReaderPool {
     chunks: Vec<Chunk>,
     free: u32,
+}
+
+impl Default for ReaderPool {
+    fn default() -> Self {
+        ReaderPool::new()
+    }
 }
 
 /// The readers of one key, in task order (a task may appear twice if it read the key twice).
