@@ -1052,7 +1052,7 @@ fn feed<M: TensorMap>(b: &mut GraphBuilder<M>, tasks: &[GenTask], retire_at: usi
 mod feeding {
     use super::*;
     use pto_wsp_graph::feed::{
-        BARRIER_KERNEL, FeedError, FeedHooks, Feeder, NO_ORIGIN, NoHooks, feed,
+        BARRIER_KERNEL, FeedError, FeedHooks, FeedTask, Feeder, NO_ORIGIN, NoHooks, feed,
     };
     use pto_wsp_ir::{Bindings, ExpandOptions, ExpandedTask, Module};
 
@@ -1079,7 +1079,7 @@ mod feeding {
         fn before_submit(
             &mut self,
             id: TaskId,
-            task: Option<(u32, &ExpandedTask)>,
+            task: Option<(u32, &dyn FeedTask)>,
         ) -> Result<(), String> {
             self.befores += 1;
             if self.fail_before == Some(self.befores - 1) {

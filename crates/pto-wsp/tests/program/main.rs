@@ -8,6 +8,7 @@ mod backend;
 mod datadep;
 mod devgen;
 mod differential;
+mod host_feed;
 mod model;
 mod numeric;
 mod plan;
