@@ -19,6 +19,7 @@ See docs/PYTHON.md for a walkthrough.
 from ._pto_wsp import (
     CompileError,
     Module,
+    PlanProgram,
     Program,
     PtoWspError,
     RunError,
@@ -100,6 +101,7 @@ __all__ = [
     "Out",
     "P",
     "Pipeline",
+    "PlanProgram",
     "Pools",
     "Process",
     "Program",

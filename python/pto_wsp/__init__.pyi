@@ -4,6 +4,7 @@
 from ._pto_wsp import (
     CompileError as CompileError,
     Module as Module,
+    PlanProgram as PlanProgram,
     Program as Program,
     PtoWspError as PtoWspError,
     RunError as RunError,
