@@ -207,8 +207,10 @@ def test_a_wrong_array_shape_names_the_tensor():
         copy_program(256).execute(X=np.zeros((3, 64), dtype=np.float32))
 
 
-@pytest.mark.parametrize("option", ["trace", "device_gen", "debug_checks"])
-def test_task_graph_options_are_refused_for_plans(option):
+@pytest.mark.parametrize(
+    "option, value", [("trace", True), ("device_gen", True), ("debug_checks", True), ("target", "npu")]
+)
+def test_task_graph_options_are_refused_for_plans(option, value):
     module = pto_wsp.Module.from_file(str(DECODE))
     with pytest.raises(pto_wsp.CompileError, match=f"`{option}`"):
-        module.compile(**{option: True})
+        module.compile(**{option: value})
