@@ -4,6 +4,7 @@
 from ._pto_wsp import (
     CompileError as CompileError,
     Module as Module,
+    PlanProgram as PlanProgram,
     Program as Program,
     PtoWspError as PtoWspError,
     RunError as RunError,
@@ -47,6 +48,7 @@ from ._trace import (
     Workload as Workload,
     call as call,
     combine as combine,
+    connect as connect,
     pipeline as pipeline,
     process as process,
     sequential as sequential,

@@ -46,9 +46,14 @@ class Module:
         debug_checks: bool = False,
         bind: Optional[Mapping[str, BindValue]] = None,
         trace: bool = False,
-    ) -> "Program":
+    ) -> Union["Program", "PlanProgram"]:
         """Compiles for `target`; `bind` is `pto-wsp run --bind NAME=VALUE`, over `//@ bind`;
-        `trace=True` records task times for `Program.write_trace`."""
+        `trace=True` records task times for `Program.write_trace`. A module of plans (plans
+        and no workload or pipeline) gives a `PlanProgram` (`threads`: dispatch threads;
+        `device_gen`, `debug_checks`, `trace` and another target are refused)."""
+    @property
+    def plans(self) -> List[str]:
+        """The plans' names, in the order they run."""
     def expand(
         self, bind: Optional[Mapping[str, BindValue]] = None, limit: Optional[int] = None
     ) -> List[Dict[str, Any]]:
@@ -81,3 +86,20 @@ class Program:
     @property
     def threads(self) -> int:
         """Worker threads."""
+
+class PlanProgram:
+    """A compiled module of plans (Plan-Descriptor-Execute), run with numpy arrays as its
+    tensors."""
+
+    def execute(self, **arrays: np.ndarray) -> Dict[str, Any]:
+        """Runs every plan in declaration order with each array as the tensor of its name, read
+        and written in place (the checks of `Program.execute`); integer arrays are also what a
+        generator's `load` reads. The GIL is released during the run. Returns `stats`; a plan
+        that cannot run raises `RunError` at its `file:line:column`."""
+    @property
+    def stats(self) -> Dict[str, Any]:
+        """Statistics of the last run: descriptor_bytes, and plans (dicts of plan, descriptors,
+        per_thread, workspace_used, prefetches, in run order); empty before a run."""
+    @property
+    def threads(self) -> int:
+        """Dispatch threads."""

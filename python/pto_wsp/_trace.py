@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from . import _where
 from ._decl import (
@@ -121,6 +121,8 @@ class _State(threading.local):
     def __init__(self) -> None:
         self.bodies: List[List[Line]] = []
         self.pipeline: Optional["Pipeline"] = None
+        # While a ``@process`` body is traced: the channels it sends on and consumes.
+        self.channel_uses: Optional[Dict[str, Set[str]]] = None
 
 
 _STATE = _State()
@@ -479,6 +481,8 @@ class Channel:
     def send(self, value: Any) -> None:
         """``send CH(value);``"""
         emit(Line(f"send {self.name}({{}});", [value]))
+        if _STATE.channel_uses is not None:
+            _STATE.channel_uses["send"].add(self.name)
 
     def consume(self, names: Optional[Sequence[str]] = None) -> Iterator[Expr]:
         """``for i in ch.consume():`` is ``consume CH as i { ... }``."""
@@ -491,6 +495,8 @@ class Channel:
     def _consume(self, name: str, loc: _where.Loc) -> Iterator[Expr]:
         o = _block(f"consume {self.name} as {name}")
         o.block.loc = loc
+        if _STATE.channel_uses is not None:
+            _STATE.channel_uses["consume"].add(self.name)
         v = LoopVar(name, loc)
         o.__enter__()
         try:
@@ -503,12 +509,24 @@ class Channel:
 class Process:
     """``process NAME(consumes ...; produces ...) { ... }``."""
 
-    def __init__(self, name: str, consumes: Sequence[Channel], produces: Sequence[Channel], body: List[Line], loc: _where.Loc):
+    def __init__(
+        self,
+        name: str,
+        consumes: Sequence[Channel],
+        produces: Sequence[Channel],
+        body: List[Line],
+        loc: _where.Loc,
+        uses: Optional[Dict[str, Set[str]]] = None,
+    ):
         self.name = name
         self.consumes = list(consumes)
         self.produces = list(produces)
         self.body = body
         self.loc = loc
+        # The channels its body sends on / consumes (what ``connect`` checks against).
+        self.uses: Dict[str, Set[str]] = uses or {"send": set(), "consume": set()}
+        # Where each listed channel was joined: the ``@process`` line or a ``connect`` call.
+        self.joined: Dict[str, _where.Loc] = {c.name: loc for c in [*self.consumes, *self.produces]}
 
 
 def process(
@@ -525,17 +543,96 @@ def process(
         if pl is None:
             raise FrontError(f"process `{f.__name__}` must be declared inside a `@pipeline` function")
         loc = _where.here()
-        saved = _STATE.pipeline
-        _STATE.pipeline = None
+        saved, saved_uses = _STATE.pipeline, _STATE.channel_uses
+        uses: Dict[str, Set[str]] = {"send": set(), "consume": set()}
+        _STATE.pipeline, _STATE.channel_uses = None, uses
         try:
             body = _trace_body(f, [])
         finally:
-            _STATE.pipeline = saved
-        p = Process(name or f.__name__, consumes, produces, body, loc)
+            _STATE.pipeline, _STATE.channel_uses = saved, saved_uses
+        p = Process(name or f.__name__, consumes, produces, body, loc, uses)
         pl._processes.append(p)
         return p
 
     return make if fn is None else make(fn)
+
+
+def _what(x: Any) -> str:
+    if isinstance(x, Process):
+        return f"process `{x.name}`"
+    if isinstance(x, Channel):
+        return f"channel `{x.name}`"
+    return repr(x)
+
+
+def connect(producer: Process, channel: Union[Channel, str], consumer: Process) -> None:
+    """Inside a ``@pipeline`` function, after its processes: joins ``producer``'s output
+    ``channel`` to ``consumer`` (read it as ``producer -> channel -> consumer``).
+
+    It writes what the text format says in the process headers: ``produces CH`` on the producer
+    and ``consumes CH`` on the consumer, so a pipeline built with ``connect`` has the same
+    module text as one whose processes list the channel in ``produces=`` / ``consumes=``.
+    ``channel`` is a ``Channel`` of this pipeline or its name. Raises ``ValidationError`` at the
+    line of the call when the channel is not one of this pipeline's, an argument is not a
+    process / channel, the producer does not ``send`` on the channel or the consumer does not
+    ``consume`` it, or the channel already has a producer or a consumer (a channel joins exactly
+    one of each)."""
+    loc = _where.here()
+    pl = _STATE.pipeline
+    if pl is None:
+        raise FrontError(
+            "`connect` joins processes of a pipeline: call it inside the `@pipeline` function, "
+            "after the `@process` functions it joins",
+            loc,
+        )
+    usage = "write `connect(producer, channel, consumer)`"
+    for role, p in (("producer", producer), ("consumer", consumer)):
+        if not isinstance(p, Process):
+            raise FrontError(f"connect: the {role} must be a `@process`, not {_what(p)}; {usage}", loc)
+        if all(q is not p for q in pl._processes):
+            raise FrontError(f"connect: process `{p.name}` (at {p.loc}) is not a process of pipeline `{pl.name}`", loc)
+    if isinstance(channel, str):
+        named = [c for c in pl._channels if c.name == channel]
+        if not named:
+            known = ", ".join(f"`{c.name}`" for c in pl._channels) or "none"
+            raise FrontError(f"connect: unknown channel `{channel}` in pipeline `{pl.name}` (its channels: {known})", loc)
+        channel = named[0]
+    if not isinstance(channel, Channel):
+        raise FrontError(f"connect: the channel must be a `Channel` (or its name), not {_what(channel)}; {usage}", loc)
+    if all(c is not channel for c in pl._channels):
+        raise FrontError(
+            f"connect: unknown channel `{channel.name}` in pipeline `{pl.name}` (it was created "
+            f"at {channel.loc}, outside this pipeline)",
+            loc,
+        )
+    ch = channel.name
+    if producer is consumer:
+        raise FrontError(f"connect: process `{producer.name}` cannot be both ends of channel `{ch}`", loc)
+    for role, lists in (("producer", "produces"), ("consumer", "consumes")):
+        holder = next((q for q in pl._processes if any(c is channel for c in getattr(q, lists))), None)
+        if holder is not None:
+            raise FrontError(
+                f"connect: channel `{ch}` is connected twice: its {role} is already `{holder.name}` "
+                f"(joined at {holder.joined.get(ch, holder.loc)}); a channel has one producer and one consumer",
+                loc,
+            )
+    if ch not in producer.uses["send"]:
+        hint = f"; `{consumer.name}` does, so swap them" if ch in consumer.uses["send"] else ""
+        raise FrontError(
+            f"connect: `{producer.name}` is given as the producer of channel `{ch}` but never sends on it "
+            f"(`{ch}.send(...)`){hint}",
+            loc,
+        )
+    if ch not in consumer.uses["consume"]:
+        raise FrontError(
+            f"connect: `{consumer.name}` is given as the consumer of channel `{ch}` but never consumes it "
+            f"(`for x in {ch}.consume():`)",
+            loc,
+        )
+    producer.produces.append(channel)
+    producer.joined[ch] = loc
+    consumer.consumes.append(channel)
+    consumer.joined[ch] = loc
 
 
 class Pipeline(Decl, Schedulable):

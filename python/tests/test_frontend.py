@@ -863,3 +863,268 @@ def test_python_example_computes_the_numbers_of_its_wsp_twin(name, bind):
         np.testing.assert_array_equal(results[1][k].view(np.uint8), results[0][k].view(np.uint8), err_msg=k)
         changed += not np.array_equal(results[0][k].view(np.uint8), inputs[k].view(np.uint8))
     assert changed > 0, "the run wrote no tensor"
+
+
+# ----- the Ascend examples (kernels in tile instructions) against numpy ----------------------------
+
+
+def ascend(name):
+    return load(ROOT / "python" / "examples" / "ascend" / f"{name}.py").module
+
+
+def test_ascend_gemm_in_python_matches_numpy():
+    rng = np.random.default_rng(31)
+    a = rng.standard_normal((64, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 64)).astype(np.float16)
+    c = np.full((64, 64), 7.0, dtype=np.float32)  # an `out`: overwritten, not accumulated
+    ascend("gemm").compile(threads=2).execute(A=a, B=b, C=c)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4)
+
+
+def test_ascend_rmsnorm_in_python_matches_numpy():
+    rng = np.random.default_rng(32)
+    x = rng.standard_normal((32, 64)).astype(np.float32)
+    w = rng.standard_normal((1, 64)).astype(np.float32)
+    x0 = x.astype(np.float64)
+    y = np.zeros_like(x)
+    ascend("rmsnorm").compile(threads=2).execute(X=x, W=w, Y=y)
+    # Y from X before the halving (the halving waits for the norm that read it).
+    np.testing.assert_allclose(y, rmsnorm_reference(x0, w[0].astype(np.float64)), rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(x, (x0 * 0.5).astype(np.float32))
+
+
+def test_ascend_vector_example_in_python_matches_numpy():
+    rng = np.random.default_rng(33)
+    a, b = (rng.standard_normal((128, 128)).astype(np.float32) for _ in range(2))
+    out = {k: np.zeros((128, 128), np.float32) for k in "cdegf"}
+    ascend("vector_example").compile(threads=2).execute(a=a, b=b, **out)
+    c = a.astype(np.float64) + b
+    want = (c + 1) * (c + 2) + c
+    np.testing.assert_allclose(out["f"], want, rtol=1e-5, atol=1e-4)
+    # simpler's own check: a = 2, b = 3 gives 47 everywhere.
+    out = {k: np.zeros((128, 128), np.float32) for k in "cdegf"}
+    twos, threes = np.full((128, 128), 2, np.float32), np.full((128, 128), 3, np.float32)
+    ascend("vector_example").compile(threads=1).execute(a=twos, b=threes, **out)
+    np.testing.assert_array_equal(out["f"], np.full((128, 128), 47, np.float32))
+
+
+def test_ascend_softmax_3pass_in_python_matches_numpy():
+    rng = np.random.default_rng(34)
+    x = (rng.standard_normal((32, 256)) * 3).astype(np.float32)
+    x0 = x.astype(np.float64)
+    m, l = np.zeros((32, 1), np.float32), np.zeros((32, 1), np.float32)
+    ascend("softmax_3pass").compile(threads=2).execute(X=x, M=m, L=l)
+    np.testing.assert_array_equal(m[:, 0], x0.max(axis=1).astype(np.float32))
+    np.testing.assert_allclose(l[:, 0], np.exp(x0 - x0.max(axis=1, keepdims=True)).sum(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(x, softmax_reference(x0), rtol=1e-5, atol=1e-7)
+
+
+def test_ascend_decode_attention_in_python_matches_numpy():
+    rng = np.random.default_rng(35)
+    q = rng.standard_normal((2, 64)).astype(np.float32)
+    k = rng.standard_normal((512, 64)).astype(np.float32)
+    v = rng.standard_normal((512, 64)).astype(np.float32)
+    out = np.zeros((2, 64), np.float32)
+    kv = {"kv0": 200, "kv1": 96}
+    ascend("decode_attention").compile(threads=2, bind=kv).execute(Q=q, K=k, V=v, OUT=out)
+    f = lambda a: a.astype(np.float64)  # noqa: E731
+    for r, n in enumerate(kv.values()):
+        keys = slice(r * 256, r * 256 + n)
+        want = attention_reference(f(q[r : r + 1]), f(k[keys]), f(v[keys]))[0]  # scale 1/8 = 1/sqrt(64)
+        np.testing.assert_allclose(out[r], want, rtol=1e-4, atol=1e-5)
+
+
+def test_ascend_control_flow_in_python_matches_numpy():
+    """Every construct of the example, replayed by hand in numpy with its `//@ bind` values."""
+    rng = np.random.default_rng(36)
+    x, y, z = (rng.standard_normal((16, 64)).astype(np.float32) for _ in range(3))
+    want_x, want_y, want_z = (a.astype(np.float64) for a in (x, y, z))
+    ascend("control_flow").compile(threads=2).execute(X=x, Y=y, Z=z)
+
+    steps, lens = 3, [2, 0, 3, 1]
+    indptr, indices = [0, 2, 3, 3, 5], [1, 3, 0, 2, 3]
+
+    def block(a, k):
+        return a[k * 4 : k * 4 + 4]
+
+    def bump(a, k, j):  # tiers: j < 2 adds 1, else halves and adds 2
+        rows = block(a, k)
+        rows[:] = rows + 1 if j < 2 else rows * 0.5 + 2
+
+    for _ in range(steps):
+        for r in range(4):
+            for p in range(lens[r]):
+                bump(want_x, r, p)
+    for r in range(4):
+        for c in indices[indptr[r] : indptr[r + 1]]:
+            block(want_y, r)[:] = block(want_x, c)
+    for r in range(4):
+        bump(want_x, r, 7)
+    i, rounds = 0, 0
+    while i < 10 and rounds < 8:
+        rounds += 1
+        n = lens[i % 4]
+        if n > 1:
+            bump(want_z, i % 4, n)
+        else:
+            block(want_z, i % 4)[:] = block(want_y, i % 4)
+        i += 3
+        if i > 6:
+            break
+    np.testing.assert_allclose(x, want_x, rtol=1e-6)
+    np.testing.assert_allclose(y, want_y, rtol=1e-6)
+    np.testing.assert_allclose(z, want_z, rtol=1e-6)
+
+
+# ----- connect: joining a producer's channel to a consumer ------------------------------------------
+
+CONNECTED = """\
+from pto_wsp import *
+
+ntiles = Symbol(bind=16)
+nbuf = Symbol(bind=4)
+
+Src = Tensor(f16[ntiles * 256, 1024])
+Stage = Tensor(f16[nbuf * 256, 1024])
+Res = Tensor(f16[nbuf * 256, 1024])
+Dst = Tensor(f16[ntiles * 256, 1024])
+
+T = DenseDyn(ntiles)
+
+Tile = f16[256, 1024]
+
+
+@kernel(pool="vector", alias="copy")
+def load_tile(src: In[Tile], dst: Out[Tile]): ...
+@kernel(pool="cube", alias="silu")
+def compute_tile(x: In[Tile], y: Out[Tile]): ...
+@kernel(pool="vector", alias="copy")
+def store_tile(src: In[Tile], dst: Out[Tile]): ...
+
+
+def buf(i):
+    return span(i % nbuf * 256, 256)
+
+
+@pipeline
+def stream3():
+    loaded = Channel(2)
+    computed = Channel(2)
+
+    @process
+    def loader():
+        for t in P.seq(T):
+            load_tile(Src[t * 256:(t + 1) * 256, :], Stage[buf(t), :])
+            loaded.send(t)
+
+    @process
+    def computer():
+        for i in loaded.consume():
+            compute_tile(Stage[buf(i), :], Res[buf(i), :])
+            computed.send(i)
+
+    @process
+    def storer():
+        for j in computed.consume():
+            store_tile(Res[buf(j), :], Dst[j * 256:(j + 1) * 256, :])
+
+    connect(loader, loaded, computer)
+    CONNECT_MORE
+
+
+schedule = (
+    stream3.executors(4)
+    .dispatch(DispatchPolicy.work_steal())
+    .task_graph(deps=Deps.exact(), ready=ReadyPolicy.work_steal(), start=StartPolicy.immediate(), pools=Pools.by_exec_unit())
+)
+module = schedule.module()
+"""
+
+
+def load_connected(tmp_path, more='connect(computer, "computed", storer)', name="connected"):
+    path = tmp_path / f"{name}.py"
+    path.write_text(CONNECTED.replace("CONNECT_MORE", more))
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return path, mod
+
+
+def test_a_pipeline_joined_by_connect_is_the_pipeline_with_channel_lists(tmp_path):
+    _, connected = load_connected(tmp_path)
+    listed = load(ROOT / "python" / "examples" / "csp_pipeline.py")
+    assert connected.module.to_text() == listed.module.to_text()
+    # Independently of the text: the producer / consumer lists connect wrote.
+    assert "process computer(consumes loaded; produces computed)" in connected.module.to_text()
+    # Same numbers, against numpy.
+    ntiles, nbuf = 6, 4
+    rng = np.random.default_rng(37)
+    src = rng.standard_normal((ntiles * 256, 1024)).astype(np.float16)
+    results = []
+    for m in (connected, listed):
+        dst = np.zeros_like(src)
+        m.module.compile(threads=2, bind={"ntiles": ntiles, "nbuf": nbuf}).execute(Src=src, Dst=dst)
+        results.append(dst)
+    x = src.astype(np.float64)
+    np.testing.assert_allclose(results[0].astype(np.float64), x / (1 + np.exp(-x)), rtol=2e-3, atol=1e-3)
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+@pytest.mark.parametrize(
+    "more, message",
+    [
+        ("connect(computer, 'computd', storer)", "unknown channel `computd` in pipeline `stream3`"),
+        ("connect(computer, Channel(1, name='spare'), storer)", "`computer` is given as the producer of channel `spare` but never sends on it"),
+        ("connect(computer, 'computed', loader)", "`loader` is given as the consumer of channel `computed` but never consumes it"),
+        ("connect(loader, loaded, computer)", "channel `loaded` is connected twice: its producer is already `loader`"),
+        ("connect(storer, computed, computer)", "never sends on it (`computed.send(...)`); `computer` does, so swap them"),
+        ("connect(computed, computer, storer)", "the producer must be a `@process`, not channel `computed`"),
+        ("connect(computer, 3, storer)", "the channel must be a `Channel` (or its name), not 3"),
+    ],
+)
+def test_a_bad_connect_names_the_users_line(tmp_path, more, message):
+    with pytest.raises(pto_wsp.ValidationError) as info:
+        load_connected(tmp_path, more, name="bad_connect")
+    path = tmp_path / "bad_connect.py"
+    assert message in str(info.value)
+    # The line of the bad call (the template's CONNECT_MORE line), not the good ones before it.
+    line = next(i for i, text in enumerate(CONNECTED.split("\n"), 1) if "CONNECT_MORE" in text)
+    assert str(info.value).startswith(f"{path}:{line}: connect: ")
+
+
+def test_connecting_a_channel_of_another_pipeline_is_an_unknown_channel(tmp_path):
+    from pto_wsp import Channel, connect, pipeline, process
+
+    other = {}
+
+    @pipeline
+    def first():
+        other["ch"] = Channel(1, name="ch")
+
+        @process
+        def a():
+            other["ch"].send(1)
+
+    first._trace()  # records the channel in `first` (it is not a complete pipeline)
+
+    @pipeline
+    def second():
+        Channel(1, name="mine")
+
+        @process
+        def p():
+            pass
+
+        @process
+        def q():
+            pass
+
+        connect(p, other["ch"], q)
+
+    with pytest.raises(pto_wsp.ValidationError, match=r"unknown channel `ch` in pipeline `second` \(it was created at .*test_frontend.py:\d+"):
+        second.module()
+
+
+def test_connect_outside_a_pipeline_is_refused():
+    with pytest.raises(pto_wsp.ValidationError, match="inside the `@pipeline` function"):
+        pto_wsp.connect(None, "x", None)

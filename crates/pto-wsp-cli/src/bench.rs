@@ -26,6 +26,7 @@
 //! deterministic (it is made of timings); it names every shape it measured.
 
 use crate::CliError;
+use crate::bench_once::PerTask;
 use pto_wsp::cpu::baseline::Prepared;
 use pto_wsp::cpu::shapes::{Shape, Size};
 use pto_wsp::cpu::{
@@ -301,6 +302,32 @@ fn main_table<E: From<CliError>>(
             Ok(dt)
         })?;
         for (i, (t, pool, rayon)) in pools.iter().enumerate() {
+            // Untimed: every task exactly once in each runtime mode (`crate::bench_once`).
+            let once = PerTask::new(n);
+            checked(
+                "run-only",
+                shape,
+                pool.run(&graph, &RunConfig::default(), &once)
+                    .map(|s| s.tasks),
+            )?;
+            once.check("run-only", 0)?;
+            let once = PerTask::new(n);
+            let table = TaskTable::new();
+            checked(
+                "build+run (stream)",
+                shape,
+                stream_run(pool, &table, shape, &once).map(|s| s.tasks),
+            )?;
+            once.check("build+run (stream)", 0)?;
+            let once = PerTask::new(n);
+            let g = StaticGraph::new(shape.storage());
+            checked(
+                "build+run (finish)",
+                shape,
+                pool.run(&g, &RunConfig::default(), &once).map(|s| s.tasks),
+            )?;
+            once.check("build+run (finish)", 0)?;
+            drop((g, table));
             let ray = best(r, || {
                 let t0 = Instant::now();
                 let k = prepared.run_rayon(rayon);

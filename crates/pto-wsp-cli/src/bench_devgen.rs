@@ -25,6 +25,7 @@
 use crate::CliError;
 use crate::bench::thousands;
 use crate::bench_llama::{empty_kernels, module, plan};
+use crate::bench_once::PerTask;
 use pto_wsp::cpu::{KernelExec, PoolSplit, RunConfig, StaticGraph, WorkerPool};
 use pto_wsp::graph::ExecDomain;
 use pto_wsp::graph::builder::{ExactMap, GraphBuilder};
@@ -69,8 +70,8 @@ impl<'m> Finished<'m> {
         b: &Bindings,
         deps: DepsMode,
         threads: usize,
+        registry: KernelRegistry,
     ) -> Result<Self, CliError> {
-        let registry = empty_kernels(module);
         // The schedule as shipped (validated); `deps` is this run's own.
         let c = plan(DepsMode::Hybrid)?.config;
         Ok(Finished {
@@ -167,21 +168,35 @@ pub fn devgen<E: From<CliError>>(
                 .map_err(|e| CliError::plain(format!("bench: expand: {e}")))?;
             for &t in threads {
                 let lowered = || plan(mode);
-                let program = |device_gen| {
+                let program = |device_gen, kernels| {
                     compile(
                         lowered()?,
                         CompileOptions {
                             threads: t,
-                            kernels: empty_kernels(&m),
+                            kernels,
                             device_gen,
                             ..CompileOptions::default()
                         },
                     )
                     .map_err(|e| CliError::plain(e.to_string()))
                 };
-                let mut streamed = program(false)?;
-                let mut dev = program(true)?;
-                let finished = Finished::new(&m, &b, mode, t)?;
+                // Untimed: every task exactly once in each mode (`crate::bench_once`).
+                for (k, name) in MODES.iter().enumerate() {
+                    let once = PerTask::new(tasks as usize);
+                    let ran = if k == 0 {
+                        Finished::new(&m, &b, mode, t, once.kernels(&m))?.run(&b)?.1
+                    } else {
+                        let s = program(k == 2, once.kernels(&m))?
+                            .execute(&b)
+                            .map_err(|e| CliError::plain(format!("bench: {name} run: {e}")))?;
+                        (s.tasks, s.barriers)
+                    };
+                    crate::bench_llama::ran_exactly(name, ran, tasks, 0)?;
+                    once.check(name, 0)?;
+                }
+                let mut streamed = program(false, empty_kernels(&m))?;
+                let mut dev = program(true, empty_kernels(&m))?;
+                let finished = Finished::new(&m, &b, mode, t, empty_kernels(&m))?;
                 let mut best = [f64::MAX; 3];
                 let mut ratios = [Vec::new(), Vec::new()];
                 for _ in 0..repeat {

@@ -12,13 +12,22 @@
 //! - `expand`: the reference expander streaming every task to a sink that drops it (the
 //!   generation cost every mode pays; the same-process baseline);
 //! - `build`: expander fed into the dependency-inferring builder, finished into a graph (no run);
+//! - `build bc`: the same with the bytecode interpreter feeding the builder (the host run's
+//!   generator, `pto_wsp::cpu::feed_bytecode`);
 //! - `program`: [`pto_wsp::Program::execute`] with every kernel empty, on each thread count:
-//!   orchestration thread expanding and building while the workers run, window and all, from the
-//!   call to the last completion (tensor allocation included: untouched tensors cost nothing);
+//!   orchestration thread generating (bytecode) and building while the workers run, window and
+//!   all, from the call to the last completion (tensor allocation included: untouched tensors
+//!   cost nothing); `prog x`: the same with the reference expander as the generator
+//!   ([`CompileOptions::host_expander`]), the same-process baseline;
 //! - `tasks/ms` of the program column, and its verdict against the seeds' 5,000.
+//!
+//! Every timed run is checked by its totals; one more, untimed run per program checks every
+//! task ran exactly once (`crate::bench_once`).
 
 use crate::CliError;
 use crate::bench::{best, thousands};
+use crate::bench_once::PerTask;
+use pto_wsp::cpu::feed_bytecode;
 use pto_wsp::graph::ExecDomain;
 use pto_wsp::graph::builder::GraphBuilder;
 use pto_wsp::graph::feed::{NoHooks, feed};
@@ -98,8 +107,18 @@ pub fn llama<E: From<CliError>>(
     out(&format!(
         "\nLLaMA-7B prefill layer (examples/llama7b_layer.wsp), empty kernels, ns/task (best of {repeat}); \
          program = Program::execute end to end; target: the seeds' {SEED_TASKS_PER_MS:.0} tasks/ms\n\
-         {:>6} {:>7} {:>9} {:>10} {:>7} {:>8} {:>8} {:>8} {:>10}  verdict\n",
-        "seq", "deps", "tasks", "edges/task", "threads", "expand", "build", "program", "tasks/ms"
+         {:>6} {:>7} {:>9} {:>10} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10}  verdict\n",
+        "seq",
+        "deps",
+        "tasks",
+        "edges/task",
+        "threads",
+        "expand",
+        "build",
+        "build bc",
+        "prog x",
+        "program",
+        "tasks/ms"
     ))?;
     for &seq in seqs {
         for mode in [DepsMode::Hybrid, DepsMode::Exact] {
@@ -137,29 +156,77 @@ pub fn llama<E: From<CliError>>(
                 drop(g);
                 Ok(dt)
             })?;
-            for &t in threads {
-                let mut p = compile(
-                    plan(mode)?,
-                    CompileOptions {
-                        threads: t,
-                        kernels: empty_kernels(&m),
-                        ..CompileOptions::default()
-                    },
+            let bc = {
+                let bytes = pto_wsp::bytecode::encode(&m, &Default::default())
+                    .map_err(|e| CliError::plain(format!("bench: bytecode: {e}")))?;
+                pto_wsp::bytecode::Program::decode(&bytes)
+                    .map_err(|e| CliError::plain(format!("bench: bytecode: {e}")))?
+            };
+            let bound = bc
+                .bind(&b)
+                .map_err(|e| CliError::plain(format!("bench: bytecode: {e}")))?;
+            let build_bc_ns = best(repeat, || {
+                let t0 = Instant::now();
+                let mut builder = GraphBuilder::new(mode);
+                let fed = feed_bytecode(
+                    &bc,
+                    &bound,
+                    &mut builder,
+                    &mut NoHooks,
+                    ExecDomain::default(),
                 )
-                .map_err(|e| CliError::plain(e.to_string()))?;
-                let prog_ns = best(repeat, || {
-                    let t0 = Instant::now();
-                    let s = p
+                .map_err(|e| CliError::plain(format!("bench: build from bytecode: {e}")))?;
+                let g = builder.finish();
+                let dt = t0.elapsed();
+                if (fed.user_tasks as usize, g.fanout.len() as u64) != (tasks, edges) {
+                    return Err(CliError::plain(format!(
+                        "bench: the bytecode built {} tasks and {} edges, the expander {tasks} \
+                         and {edges}",
+                        fed.user_tasks,
+                        g.fanout.len()
+                    )));
+                }
+                drop(g);
+                Ok(dt)
+            })?;
+            for &t in threads {
+                let program = |host_expander, kernels| {
+                    compile(
+                        plan(mode)?,
+                        CompileOptions {
+                            threads: t,
+                            kernels,
+                            host_expander,
+                            ..CompileOptions::default()
+                        },
+                    )
+                    .map_err(|e| CliError::plain(e.to_string()))
+                };
+                let mut times = [0.0f64; 2];
+                for (k, host_expander) in [true, false].into_iter().enumerate() {
+                    // The untimed per-task check, then the timed runs.
+                    let once = PerTask::new(tasks + barriers as usize);
+                    let s = program(host_expander, once.kernels(&m))?
                         .execute(&b)
                         .map_err(|e| CliError::plain(format!("bench: LLaMA run: {e}")))?;
-                    let dt = t0.elapsed();
                     ran_exactly("LLaMA", (s.tasks, s.barriers), tasks as u64, barriers)?;
-                    Ok(dt)
-                })?;
+                    once.check("LLaMA", barriers)?;
+                    let mut p = program(host_expander, empty_kernels(&m))?;
+                    times[k] = best(repeat, || {
+                        let t0 = Instant::now();
+                        let s = p
+                            .execute(&b)
+                            .map_err(|e| CliError::plain(format!("bench: LLaMA run: {e}")))?;
+                        let dt = t0.elapsed();
+                        ran_exactly("LLaMA", (s.tasks, s.barriers), tasks as u64, barriers)?;
+                        Ok(dt)
+                    })?;
+                }
+                let [prog_x_ns, prog_ns] = times;
                 let n = tasks.max(1) as f64;
                 let per_ms = tasks as f64 / (prog_ns / 1e6);
                 out(&format!(
-                    "{seq:>6} {:>7} {:>9} {:>10.1} {t:>7} {:>8.0} {:>8.0} {:>8.0} {:>10.0}  {}\n",
+                    "{seq:>6} {:>7} {:>9} {:>10.1} {t:>7} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>10.0}  {}\n",
                     if mode == DepsMode::Hybrid {
                         "hybrid"
                     } else {
@@ -169,6 +236,8 @@ pub fn llama<E: From<CliError>>(
                     edges as f64 / n,
                     expand_ns / n,
                     build_ns / n,
+                    build_bc_ns / n,
+                    prog_x_ns / n,
                     prog_ns / n,
                     per_ms,
                     if per_ms >= SEED_TASKS_PER_MS {

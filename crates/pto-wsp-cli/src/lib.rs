@@ -18,6 +18,7 @@ pub mod bench;
 pub mod bench_devgen;
 pub mod bench_kernels;
 pub mod bench_llama;
+mod bench_once;
 pub mod binds;
 pub mod bytecode;
 pub mod emit;
@@ -26,6 +27,7 @@ pub mod expect;
 pub mod files;
 pub mod inputs;
 pub mod llm;
+pub mod plan_run;
 pub mod progress;
 pub mod report;
 pub mod targets;
@@ -305,6 +307,10 @@ pub struct Features {
     pub batching: bool,
     /// Dispatch targets (any `dispatch` but `work_steal`): migrations.
     pub placement: bool,
+    /// Inference by intersecting boxes (`deps overlap` / `hybrid`): its map forgets the
+    /// accesses of completed tasks outright, so the edges found vary with timing once a run
+    /// retires them (docs/SEMANTICS.md, "Edges found and wired").
+    pub overlap_deps: bool,
 }
 
 impl Features {
@@ -315,7 +321,29 @@ impl Features {
             gates: config.pipeline_depth.is_some(),
             batching: config.batch_deps > 1,
             placement: !matches!(config.dispatch, pto_wsp::ir::Dispatch::WorkSteal),
+            overlap_deps: matches!(
+                config.deps,
+                pto_wsp::ir::DepsMode::Overlap | pto_wsp::ir::DepsMode::Hybrid
+            ),
         }
+    }
+}
+
+/// What the report says about the edges found: nothing when the count is the same in every
+/// run (exact inference keeps a tombstone per key; a graph built before running retires
+/// nothing), a warning when overlap inference retired completed tasks while the graph was
+/// built (more tasks than one retire period, generated while running).
+fn edges_note(
+    stats: &pto_wsp::cpu::RunStats,
+    generation: Generation,
+    features: Features,
+) -> &'static str {
+    let retired = generation != Generation::BeforeExecution
+        && stats.tasks > u64::from(pto_wsp::graph::builder::RETIRE_EVERY);
+    if features.overlap_deps && retired {
+        " (overlap inference: completed tasks are forgotten, so this count varies with timing)"
+    } else {
+        ""
     }
 }
 
@@ -343,8 +371,10 @@ pub fn run_report(
         "{name}: ran {user} tasks{barriers} on {threads} worker thread(s)\n"
     ));
     out.push_str(&format!(
-        "  edges: {} found by dependency inference, {} of them wired to a producer still running\n",
-        stats.edges, stats.wired_edges
+        "  edges: {} found by dependency inference{}, {} of them wired to a producer still running\n",
+        stats.edges,
+        edges_note(stats, generation, features),
+        stats.wired_edges
     ));
     let generation = if stats.build_ns > 0 {
         format!(
@@ -482,6 +512,45 @@ mod tests {
         assert_eq!(
             check_summary("x.wsp", &m),
             "ok: x.wsp (0 workloads, 0 pipelines, 0 kernels, 0 tensors, 0 axes, 0 symbols, no entry)"
+        );
+    }
+
+    /// The report warns that the edges found vary exactly when overlap inference retired
+    /// completed tasks (docs/SEMANTICS.md, "Edges found and wired").
+    #[test]
+    fn the_report_says_when_the_edges_found_vary() {
+        let retire = u64::from(pto_wsp::graph::builder::RETIRE_EVERY);
+        let stats = |tasks| pto_wsp::cpu::RunStats {
+            tasks,
+            edges: 10,
+            wired_edges: 4,
+            ..Default::default()
+        };
+        let features = |overlap_deps| Features {
+            overlap_deps,
+            ..Features::default()
+        };
+        let line = |tasks, generation, overlap| {
+            let r = run_report("w", &stats(tasks), 2, 1.0, generation, features(overlap));
+            r.lines()
+                .find(|l| l.contains("edges:"))
+                .unwrap()
+                .to_string()
+        };
+        let varies =
+            "(overlap inference: completed tasks are forgotten, so this count varies with timing)";
+        for generation in [Generation::Overlapped, Generation::OnWorkers] {
+            assert!(line(retire + 1, generation, true).contains(varies));
+            assert!(!line(retire + 1, generation, false).contains("varies"));
+            assert!(
+                !line(retire, generation, true).contains("varies"),
+                "nothing retired"
+            );
+        }
+        let before = line(retire + 1, Generation::BeforeExecution, true);
+        assert_eq!(
+            before,
+            "  edges: 10 found by dependency inference, 4 of them wired to a producer still running"
         );
     }
 

@@ -476,6 +476,23 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     "`pto-wsp run --target {target}`: runnable targets are cpu_sim and ascend_a2a3sim"
                 );
             }
+            if !main_job && let Some(outcome) = pto_wsp_cli::plan_run::run(&name, &text, &opts)? {
+                emit(&outcome.report)?;
+                let failed: Vec<&str> = outcome
+                    .expectations
+                    .iter()
+                    .filter(|e| !e.passed)
+                    .map(|e| e.tensor.as_str())
+                    .collect();
+                if !failed.is_empty() {
+                    return Err(CliError::plain(format!(
+                        "{name}: {} do(es) not match the --expect golden (see the expect lines above)",
+                        failed.join(", ")
+                    ))
+                    .into());
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
             let mut header = Ok(());
             let outcome = pto_wsp_cli::exec::run(&name, &text, main_job, &opts, &mut |line| {
                 if header.is_ok() {

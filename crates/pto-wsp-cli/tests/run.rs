@@ -871,3 +871,68 @@ fn dispatch_targets_place_tasks_on_workers_under_every_ready_policy() {
         }
     }
 }
+
+#[test]
+fn decode_attention_as_plans_gives_the_workloads_output_bit_for_bit() {
+    let dir = scratch("pde_decode");
+    let f = |n: &str| dir.join(n).display().to_string();
+    let (q, k, v, o) = (f("q.npy"), f("k.npy"), f("v.npy"), f("o.npy"));
+    let outs = [
+        format!("Qd={q}"),
+        format!("Kc={k}"),
+        format!("Vc={v}"),
+        format!("Od={o}"),
+    ];
+    let mut args = vec!["run", "examples/decode_ragged.wsp", "-q", "--threads", "2"];
+    for s in &outs {
+        args.extend(["--output", s.as_str()]);
+    }
+    let (code, _, stderr) = binary(&args);
+    assert_eq!(code, 0, "{stderr}");
+    let ins = [format!("Qd={q}"), format!("Kc={k}"), format!("Vc={v}")];
+    let expect = format!("Od={o}");
+    let mut args = vec![
+        "run",
+        "examples/pde/decode_attention.wsp",
+        "-q",
+        "--threads",
+        "2",
+    ];
+    for s in &ins {
+        args.extend(["--input", s.as_str()]);
+    }
+    args.extend(["--expect", &expect, "--rtol", "0", "--atol", "0"]);
+    let (code, stdout, stderr) = binary(&args);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("plan chunks: 136 descriptors (36 bytes each)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("plan merge_heads: 128 descriptors"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(": PASS"), "{stdout}");
+}
+
+#[test]
+fn a_plan_error_is_rendered_at_its_file_line_and_column() {
+    let dir = scratch("pde_error");
+    let text = std::fs::read_to_string(root().join("examples/pde/decode_attention.wsp"))
+        .unwrap()
+        .replace("c = j, g = k", "c = j + 1, g = k");
+    let path = dir.join("bad.wsp");
+    std::fs::write(&path, &text).unwrap();
+    let p = path.display().to_string();
+    let (code, _, stderr) = binary(&["run", &p, "-q"]);
+    assert_ne!(code, 0);
+    let line = text.lines().position(|l| l.contains("c = j + 1")).unwrap() + 1;
+    let col = text.lines().nth(line - 1).unwrap().find("emit").unwrap() + 1;
+    assert!(
+        stderr.contains(
+            "error: plan `chunks`: space `Chunks`: descriptor field `c` = 8 is out of range (must be below 8)"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains(&format!("{p}:{line}:{col}")), "{stderr}");
+}

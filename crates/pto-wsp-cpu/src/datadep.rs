@@ -17,6 +17,7 @@ use std::ops::ControlFlow;
 use std::time::Instant;
 
 use pto_wsp_graph::TaskId;
+use pto_wsp_graph::feed::FeedTask;
 use pto_wsp_graph::types::{Region, TaskIo};
 use pto_wsp_ir::{
     Access, Bindings, DType, DataRead, ExpandError, ExpandOptions, ExpandSink, ExpandedTask,
@@ -135,15 +136,16 @@ impl Producers {
     }
 
     /// Task `id`, generated as `task`, was submitted.
-    pub fn record(&mut self, id: TaskId, task: &ExpandedTask) {
-        for r in &task.regions {
-            if r.access.writes()
-                && self.tracked.get(r.tensor as usize) == Some(&true)
-                && let Ok(region) = Region::new(r.tensor, &r.start, &r.size)
+    pub fn record(&mut self, id: TaskId, task: &dyn FeedTask) {
+        let _ = task.try_for_each_region(&mut |access, tensor, start, size| {
+            if access.writes()
+                && self.tracked.get(tensor as usize) == Some(&true)
+                && let Ok(region) = Region::new(tensor, start, size)
             {
-                self.writers[r.tensor as usize].push((id, region));
+                self.writers[tensor as usize].push((id, region));
             }
-        }
+            Ok(())
+        });
     }
 
     /// Makes the generator's read `read` wait on every recorded writer of a box overlapping

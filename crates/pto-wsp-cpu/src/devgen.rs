@@ -185,8 +185,9 @@ pub struct DevGenConfig {
     /// Record every task's wall-clock span.
     pub trace: bool,
     /// Keep every edge wired into [`RunStats::edge_list`] (predecessor, successor by task id;
-    /// edges whose producer had already completed included, those dropped with retired map
-    /// records not): the host build's edges, for tests and tools.
+    /// edges whose producer had already completed included, those the map kept only as a
+    /// count, [`pto_wsp_graph::TaskId::FORGOTTEN`], or dropped with retired records not): the
+    /// host build's edges, for tests and tools.
     pub record_edges: bool,
 }
 
@@ -971,6 +972,11 @@ impl Wiring {
     /// for it.
     #[inline]
     fn wire(&mut self, states: &TaskStates, pred: TaskId, succ: u32) {
+        if pred == TaskId::FORGOTTEN {
+            // A completed task the map kept only as a count: found, nothing to wire.
+            self.refused += 1;
+            return;
+        }
         if pred.0 >= self.seen_base {
             let s = &mut self.seen[(pred.0 - self.seen_base) as usize];
             if *s == succ {

@@ -38,6 +38,7 @@
 pub const WALK_STACK_BYTES: usize = 64 << 20;
 
 pub mod baseline;
+pub mod bytecode_feed;
 pub mod csp;
 pub mod datadep;
 pub mod devgen;
@@ -53,6 +54,7 @@ pub mod stats;
 pub mod stream;
 pub mod table;
 
+pub use bytecode_feed::{BytecodeFeedError, feed_bytecode};
 pub use csp::{CspError, CspOptions, Deadlock, run_pipeline};
 pub use datadep::{GenStats, Producers, SequentialError, SequentialStats, sequential};
 pub use devgen::{DevGenConfig, DevGenStats, DirectExec, ExecutorStats};

@@ -500,14 +500,15 @@ impl WorkerPool {
                 ))),
             }
             builder.abandon();
-            let edges = builder.stats().edges();
+            let build = builder.stats();
+            let edges = build.edges();
             let map_stats = builder.map().stats();
             let tasks = builder.len() as u64;
             let sink = builder.sink_mut();
             sink.open_all();
             sink.start.orchestration_done(&release);
             let edge_list = sink.edges.take().unwrap_or_default();
-            let wired = edges.saturating_sub(sink.refused);
+            let wired = edges.saturating_sub(sink.refused + build.forgotten);
             engine.set_total(tasks);
             (
                 t0.elapsed().as_nanos() as u64,

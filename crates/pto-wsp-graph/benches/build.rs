@@ -213,10 +213,17 @@ fn main() {
             fn warm<M: TensorMap>(tasks: &[Task], map: M, window: Option<u32>, repeat: usize) {
                 let mut b = GraphBuilder::with_map(map, CollectEdges::default());
                 let mut out = TaskGraphStorage::default();
+                let mut best = Duration::MAX;
                 for _ in 0..repeat {
+                    let t = Instant::now();
                     black_box(build_warm(&mut b, &mut out, tasks, window));
+                    best = best.min(t.elapsed());
                 }
-                eprintln!("{} edges", out.edge_count());
+                eprintln!(
+                    "{} edges, best {:.1} ns/task",
+                    out.edge_count(),
+                    best.as_nanos() as f64 / tasks.len() as f64
+                );
             }
             match which.as_str() {
                 "exact-fixed" => warm(tasks, FixedExactMap::new(2 * n + 64), None, repeat),

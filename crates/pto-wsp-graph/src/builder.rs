@@ -203,6 +203,10 @@ pub struct BuildStats {
     pub explicit: u64,
     /// Predecessor reports dropped because the task already had that predecessor.
     pub duplicates: u64,
+    /// Of the inferred edges, those to completed tasks the TensorMap kept only as a count
+    /// ([`TaskId::FORGOTTEN`], after [`GraphBuilder::retire_before`]): counted in `raw` / `waw` /
+    /// `war`, never reported to the sink (nothing to wire).
+    pub forgotten: u64,
     /// The TensorMap's counters.
     pub map: MapStats,
 }
@@ -434,6 +438,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         let mut fanin = 0u32;
         let mut kinds = [0u64; 4];
         let mut dups = 0u64;
+        let mut forgotten = 0u64;
         {
             let (seen, seen_old, base) = (&mut self.seen, &mut self.seen_old, self.base);
             if !seen_old.is_empty() {
@@ -441,6 +446,12 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             }
             let sink = &mut self.sink;
             let mut pred = |p: TaskId, kind: EdgeKind| {
+                if p == TaskId::FORGOTTEN {
+                    // A completed task the map kept only as a count: inferred, never wired.
+                    kinds[kind as usize] += 1;
+                    forgotten += 1;
+                    return;
+                }
                 if p.0 < base {
                     // A forgotten (completed) task: rare, only explicit dependencies name one.
                     if !seen_old.insert(p.0) {
@@ -493,6 +504,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         st.war += kinds[EdgeKind::War as usize];
         st.explicit += kinds[EdgeKind::Explicit as usize];
         st.duplicates += dups;
+        st.forgotten += forgotten;
         Ok(task)
     }
 
@@ -532,9 +544,13 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         }
     }
 
-    /// Tasks older than `oldest_live` have completed: forget their TensorMap records, so the map
-    /// does not grow without bound under a task window. Edges between live tasks are unchanged;
-    /// later tasks simply get no edges from completed ones.
+    /// Tasks older than `oldest_live` have completed: the TensorMap may forget their records, so
+    /// it does not grow with the number of tasks under a task window. Edges between live tasks
+    /// are unchanged. The unbounded exact maps keep a tombstone per key, so the edges counted
+    /// ([`BuildStats::edges`]) are those of a build that never retires (edges to completed tasks
+    /// are reported to the sink, or counted as [`BuildStats::forgotten`], and wired by nobody);
+    /// the bounded exact map and the overlap map forget completed tasks outright (see
+    /// [`crate::tensor_map`]), so later tasks get no edges from those.
     pub fn retire_before(&mut self, oldest_live: TaskId) {
         self.map.retire_before(oldest_live);
     }

@@ -1,5 +1,8 @@
-//! Feeding the reference expander straight into a [`GraphBuilder`]: the streaming front of a
-//! runtime that builds its task graph while workers run it.
+//! Feeding a task generator straight into a [`GraphBuilder`]: the streaming front of a runtime
+//! that builds its task graph while workers run it. The generator is the reference expander
+//! ([`feed`]) or any other that reports the same tasks and order announcements through
+//! [`Feeder::push_task`], [`Feeder::open_edge`] and [`Feeder::close_edge`] (the host run feeds
+//! the bytecode interpreter this way: `pto_wsp_cpu::bytecode_feed`).
 //!
 //! Why: a back end must honour two kinds of order — the data dependencies the builder infers from
 //! regions, and the structural order edges of `for_each`, `sequential` and CSP that the expander
@@ -9,7 +12,7 @@
 //! lets a sink stop it; this module turns those announcements into explicit dependencies.
 //!
 //! Promises:
-//! - Every task the expander generates is submitted, in order, as a task of the caller's
+//! - Every task the generator reports is submitted, in order, as a task of the caller's
 //!   [`ExecDomain`] with the expanded kernel, pool, stream, target (as affinity), params
 //!   ([`pto_wsp_ir::Value::to_bits`]) and regions — what [`GraphBuilder::submit_expanded`] makes.
 //! - Every structural order edge `before -> after` is implied by the built graph: each task of
@@ -50,8 +53,8 @@ use crate::builder::{BuildError, EdgeSink, GraphBuilder};
 use crate::tensor_map::TensorMap;
 use crate::types::{ExecDomain, ExecPool, TaskId};
 use pto_wsp_ir::{
-    Bindings, DataRead, ExpandError, ExpandOptions, ExpandSink, ExpandSummary, ExpandedTask,
-    Module, OrderEdge, ReadRefused,
+    Access, Bindings, DataRead, ExpandError, ExpandOptions, ExpandSink, ExpandSummary,
+    ExpandedTask, Module, OrderEdge, ReadRefused,
 };
 use std::convert::Infallible;
 use std::ops::{ControlFlow, Range};
@@ -166,6 +169,64 @@ impl Origins {
     }
 }
 
+/// A callback over a task's regions: `(access, tensor, start, size)`.
+pub type RegionFn<'a> = dyn FnMut(Access, u32, &[i64], &[i64]) -> Result<(), BuildError> + 'a;
+
+/// What the feed reads of one generated task, whichever generator made it (the reference
+/// expander's [`ExpandedTask`], the bytecode interpreter's task view). Object-safe, so hooks see
+/// every generator's tasks through one type.
+pub trait FeedTask {
+    /// Kernel that runs (after choosing a tier), as a module kernel index.
+    fn kernel(&self) -> u32;
+    /// Pool the task runs in.
+    fn pool(&self) -> ExecPool;
+    /// Stream.
+    fn stream(&self) -> u32;
+    /// Dispatch target (the task's affinity); `None` under `work_steal`.
+    fn target(&self) -> Option<u32>;
+    /// Ready-queue priority key (0 unless the schedule says `ready priority(EXPR)`).
+    fn priority(&self) -> i64;
+    /// Cycle cost under `trace cycles(EXPR)`; `None` otherwise.
+    fn cost(&self) -> Option<u64>;
+    /// Calls `f` with each scalar param's bits ([`pto_wsp_ir::Value::to_bits`]), in order.
+    fn for_each_param(&self, f: &mut dyn FnMut(u64));
+    /// Calls `f` with each region `(access, tensor, start, size)`, in order, stopping at the
+    /// first error.
+    fn try_for_each_region(&self, f: &mut RegionFn<'_>) -> Result<(), BuildError>;
+}
+
+impl FeedTask for ExpandedTask {
+    fn kernel(&self) -> u32 {
+        self.kernel
+    }
+    fn pool(&self) -> ExecPool {
+        self.pool
+    }
+    fn stream(&self) -> u32 {
+        self.stream
+    }
+    fn target(&self) -> Option<u32> {
+        self.target
+    }
+    fn priority(&self) -> i64 {
+        self.priority
+    }
+    fn cost(&self) -> Option<u64> {
+        self.cost
+    }
+    fn for_each_param(&self, f: &mut dyn FnMut(u64)) {
+        for p in &self.params {
+            f(p.to_bits());
+        }
+    }
+    fn try_for_each_region(&self, f: &mut RegionFn<'_>) -> Result<(), BuildError> {
+        for r in &self.regions {
+            f(r.access, r.tensor, &r.start, &r.size)?;
+        }
+        Ok(())
+    }
+}
+
 /// What a runtime does around each submission.
 pub trait FeedHooks {
     /// Why a hook failed.
@@ -177,7 +238,7 @@ pub trait FeedHooks {
     fn before_submit(
         &mut self,
         id: TaskId,
-        task: Option<(u32, &ExpandedTask)>,
+        task: Option<(u32, &dyn FeedTask)>,
     ) -> Result<(), Self::Error>;
     /// Task `id` was submitted. An error stops the feed (the task stays submitted).
     fn after_submit(&mut self, id: TaskId) -> Result<(), Self::Error> {
@@ -209,7 +270,7 @@ impl FeedHooks for NoHooks {
     fn before_submit(
         &mut self,
         _: TaskId,
-        _: Option<(u32, &ExpandedTask)>,
+        _: Option<(u32, &dyn FeedTask)>,
     ) -> Result<(), Infallible> {
         Ok(())
     }
@@ -308,6 +369,66 @@ impl<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> Feeder<'b, M, S, H> {
         self.origins.len()
     }
 
+    /// The first error of the feed (builder or hook), which stops the generator, if any.
+    pub fn error(&self) -> Option<&FeedError<H::Error>> {
+        self.error.as_ref()
+    }
+
+    /// Submits generated task `index` (the next one: tasks arrive in index order), with an
+    /// explicit dependency for every open order edge; [`ControlFlow::Break`] once the feed has
+    /// failed (the generator must stop).
+    pub fn push_task(&mut self, index: u32, task: &dyn FeedTask) -> ControlFlow<()> {
+        if self.error.is_none()
+            && let Err(e) = self.feed_task(index, task)
+        {
+            self.error = Some(e);
+        }
+        if self.error.is_some() {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+
+    /// An order edge is announced ([`ExpandSink::order_begin`]'s contract): every task pushed
+    /// until [`Feeder::close_edge`] waits for every task of `before` (through a barrier when
+    /// there are several).
+    pub fn open_edge(&mut self, before: Range<u32>, after_start: u32) {
+        if self.error.is_some() {
+            return;
+        }
+        let dep = if before.len() == 1 {
+            self.origins
+                .task_id(before.start)
+                .expect("an order edge names tasks already fed")
+        } else {
+            match self.barrier(before.clone()) {
+                Ok(id) => id,
+                Err(e) => {
+                    // Reported by the `push_task` call that follows every announcement.
+                    self.error = Some(e);
+                    return;
+                }
+            }
+        };
+        self.open.push(Open {
+            before,
+            after_start,
+            dep,
+        });
+    }
+
+    /// The order edge `edge`, announced by [`Feeder::open_edge`], is complete.
+    pub fn close_edge(&mut self, edge: &OrderEdge) {
+        if let Some(k) = self
+            .open
+            .iter()
+            .rposition(|o| o.before == edge.before && o.after_start == edge.after.start)
+        {
+            self.open.remove(k);
+        }
+    }
+
     /// Ends the feed, given what [`pto_wsp_ir::expand_with`] returned for it: the first error
     /// (the feeder's own, which is what stopped the expansion, else the expander's), or the
     /// summary.
@@ -335,7 +456,7 @@ impl<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> Feeder<'b, M, S, H> {
         &mut self,
         id: TaskId,
         filled: Result<(), BuildError>,
-        task: Option<(u32, &ExpandedTask)>,
+        task: Option<(u32, &dyn FeedTask)>,
     ) -> Result<(), FeedError<H::Error>> {
         let r = filled
             .map_err(FeedError::Build)
@@ -352,27 +473,25 @@ impl<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> Feeder<'b, M, S, H> {
         self.hooks.after_submit(id).map_err(FeedError::Hook)
     }
 
-    fn feed_task(&mut self, index: u32, task: &ExpandedTask) -> Result<(), FeedError<H::Error>> {
+    fn feed_task(&mut self, index: u32, task: &dyn FeedTask) -> Result<(), FeedError<H::Error>> {
         debug_assert_eq!(
             index,
             self.origins.user_tasks(),
             "tasks arrive in index order"
         );
         let id = self.builder.alloc_task(
-            task.kernel,
+            task.kernel(),
             self.domain,
-            task.pool,
-            task.stream,
-            task.target,
+            task.pool(),
+            task.stream(),
+            task.target(),
         );
         let b = &mut *self.builder;
         let filled = (|| {
-            for p in &task.params {
-                b.add_param(p.to_bits());
-            }
-            for r in &task.regions {
-                b.add_region(r.access, r.tensor, &r.start, &r.size)?;
-            }
+            task.for_each_param(&mut |p| b.add_param(p));
+            task.try_for_each_region(&mut |access, tensor, start, size| {
+                b.add_region(access, tensor, start, size)
+            })?;
             for o in &self.open {
                 b.add_explicit_dep(o.dep)?;
             }
@@ -400,41 +519,11 @@ impl<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> Feeder<'b, M, S, H> {
 
 impl<M: TensorMap, S: EdgeSink, H: FeedHooks> ExpandSink for Feeder<'_, M, S, H> {
     fn task(&mut self, index: u32, task: &ExpandedTask) -> ControlFlow<()> {
-        if self.error.is_none()
-            && let Err(e) = self.feed_task(index, task)
-        {
-            self.error = Some(e);
-        }
-        if self.error.is_some() {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
+        self.push_task(index, task)
     }
 
     fn order_begin(&mut self, before: Range<u32>, after_start: u32) {
-        if self.error.is_some() {
-            return;
-        }
-        let dep = if before.len() == 1 {
-            self.origins
-                .task_id(before.start)
-                .expect("an order edge names tasks already fed")
-        } else {
-            match self.barrier(before.clone()) {
-                Ok(id) => id,
-                Err(e) => {
-                    // Reported by the `task` call that follows every announcement.
-                    self.error = Some(e);
-                    return;
-                }
-            }
-        };
-        self.open.push(Open {
-            before,
-            after_start,
-            dep,
-        });
+        self.open_edge(before, after_start);
     }
 
     fn read(&mut self, read: &DataRead<'_>, out: &mut Vec<i64>) -> Result<(), ReadRefused> {
@@ -443,13 +532,7 @@ impl<M: TensorMap, S: EdgeSink, H: FeedHooks> ExpandSink for Feeder<'_, M, S, H>
     }
 
     fn order(&mut self, edge: OrderEdge) {
-        if let Some(k) = self
-            .open
-            .iter()
-            .rposition(|o| o.before == edge.before && o.after_start == edge.after.start)
-        {
-            self.open.remove(k);
-        }
+        self.close_edge(&edge);
     }
 }
 

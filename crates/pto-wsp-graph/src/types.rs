@@ -12,6 +12,12 @@ pub use pto_wsp_ir::{Access, ExecPool};
 pub struct TaskId(pub u32);
 
 impl TaskId {
+    /// A predecessor a TensorMap no longer names: a completed task of which it kept only a count
+    /// (a *tombstone*, see [`crate::tensor_map`]). Reported once per edge the inference finds to
+    /// such a task; it is counted among the inferred edges, never deduplicated by id, never
+    /// wired.
+    pub const FORGOTTEN: TaskId = TaskId(u32::MAX);
+
     /// The id as an index into per-task arrays.
     #[inline]
     pub fn index(self) -> usize {

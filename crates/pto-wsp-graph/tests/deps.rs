@@ -358,11 +358,10 @@ proptest! {
         }
     }
 
-    /// The fixed map retires lazily (an access log, or a sweep once the log overflows), the
-    /// dynamic map eagerly: under the same retires they build the same graph and keep the same
-    /// number of live keys, and no task gets an edge from a task completed before it.
+    /// The bounded map retires lazily (an access log, or a sweep once the log overflows): under
+    /// the same retires every way gives the same graph and keeps the same number of live keys.
     #[test]
-    fn lazy_retire_builds_what_eager_retire_builds(
+    fn lazy_retire_builds_what_a_sweep_builds(
         tasks in stream_strategy(),
         retire in prop::collection::vec((0usize..200, 0usize..20), 0..8),
     ) {
@@ -370,7 +369,6 @@ proptest! {
         points.sort_unstable();
         let run = |map: AnyTensorMap| {
             let mut cur = 0usize;
-            let mut oldest = vec![0usize; tasks.len()];
             let mut live = Vec::new();
             let b = GraphBuilder::with_map(map, CollectEdges::default());
             let g = build_with(&tasks, b, |j, b| {
@@ -379,25 +377,73 @@ proptest! {
                     b.retire_before(TaskId(cur as u32));
                     live.push(b.stats().map.live);
                 }
-                oldest[j] = cur;
             });
-            (g, live, oldest)
+            (g, live)
         };
-        let (eager, eager_live, oldest) = run(AnyTensorMap::Dynamic(DynamicExactMap::new()));
-        for (j, ps) in graph_preds(&eager).iter().enumerate() {
-            for &p in ps {
-                prop_assert!(p >= oldest[j] || explicit_deps(&tasks, j).contains(&p));
-            }
-        }
+        // A log too small for anything: every retire sweeps.
+        let (swept, swept_live) = run(AnyTensorMap::Fixed(FixedExactMap::with_log_limit(1024, 0)));
         for map in [
             FixedExactMap::new(1024),
             FixedExactMap::new(108 + 3),
-            FixedExactMap::with_log_limit(1024, 0),
             FixedExactMap::with_log_limit(108 + 3, 7),
         ] {
-            let (lazy, lazy_live, _) = run(AnyTensorMap::Fixed(map));
-            prop_assert_eq!(&lazy, &eager);
-            prop_assert_eq!(&lazy_live, &eager_live);
+            let (lazy, lazy_live) = run(AnyTensorMap::Fixed(map));
+            prop_assert_eq!(&lazy, &swept);
+            prop_assert_eq!(&lazy_live, &swept_live);
+        }
+    }
+
+    /// The unbounded exact maps keep a tombstone per key: however tasks retire, a build counts
+    /// the edges a build that never retires finds (more only when a completed reader pruned to a
+    /// count reaches a task twice, which a count cannot deduplicate), wires none it does not
+    /// find, and keeps at most one entry per distinct key.
+    #[test]
+    fn tombstones_keep_the_inferred_edge_count(
+        tasks in stream_strategy(),
+        retire in prop::collection::vec((0usize..200, 0usize..20), 0..8),
+    ) {
+        let full = build(&tasks, DepsMode::Exact, ExactMap::Dynamic);
+        let full_count = full.edge_count() as u64;
+        let mut points: Vec<(usize, usize)> = retire.clone();
+        points.sort_unstable();
+        let keys: std::collections::HashSet<Region> =
+            tasks.iter().flat_map(|t| t.regions.iter().map(|&(r, _)| r)).collect();
+        for map in [
+            AnyTensorMap::Dynamic(DynamicExactMap::new()),
+            AnyTensorMap::Fixed(FixedExactMap::growable(1)),
+        ] {
+            let mut cur = 0usize;
+            let mut b = GraphBuilder::with_map(map, CollectEdges::default());
+            for (j, t) in tasks.iter().enumerate() {
+                for &(at, lag) in points.iter().filter(|&&(at, _)| at == j) {
+                    cur = cur.max(at.saturating_sub(lag));
+                    b.retire_before(TaskId(cur as u32));
+                }
+                b.alloc_task(0, ExecDomain::HostCpu, ExecPool::Any, 0, None);
+                for &(r, a) in &t.regions {
+                    b.add_access(r, a);
+                }
+                for d in explicit_deps(&tasks, j) {
+                    b.add_explicit_dep(TaskId(d as u32)).unwrap();
+                }
+                b.submit().unwrap();
+            }
+            let st = b.stats();
+            prop_assert!(st.map.high_water <= keys.len() as u64);
+            let g = b.finish();
+            // The sink got every edge but those counted as forgotten.
+            prop_assert_eq!(g.edge_count() as u64 + st.forgotten, st.edges());
+            if st.forgotten == 0 {
+                prop_assert_eq!(graph_preds(&g), graph_preds(&full));
+            } else {
+                prop_assert!(st.edges() >= full_count);
+                let (fp, gp) = (graph_preds(&full), graph_preds(&g));
+                for j in 0..tasks.len() {
+                    for p in &gp[j] {
+                        prop_assert!(fp[j].contains(p));
+                    }
+                }
+            }
         }
     }
 }
@@ -877,8 +923,9 @@ impl pto_wsp_graph::builder::EdgeSink for Lagging {
 }
 
 /// The builder asks its sink for a retire watermark every `RETIRE_EVERY` submissions and
-/// forgets the records below it: the graph it builds is the graph without retiring minus the
-/// edges from retired tasks, and the map stays the size of what is live.
+/// forgets the records below it. Overlap: the graph it builds is the graph without retiring
+/// minus the edges from retired tasks, and the map stays the size of what is live. Exact: the
+/// tombstones keep every edge and one entry per distinct key.
 #[test]
 fn the_sinks_retire_hint_bounds_the_map_and_drops_only_retired_edges() {
     use pto_wsp_graph::builder::RETIRE_EVERY;
@@ -924,6 +971,16 @@ fn the_sinks_retire_hint_bounds_the_map_and_drops_only_retired_edges() {
         }
         let hints = b.sink().hints.clone();
         assert_eq!(hints.len(), n / RETIRE_EVERY as usize, "{mode:?}");
+        if mode == DepsMode::Exact {
+            // Tombstones: one entry per distinct key, whatever retired; the edges of the build
+            // without retiring, every one reported (no reader list grew long enough to prune).
+            assert_eq!(b.map().stats().live, plain_live(&tasks, mode));
+            assert_eq!(b.stats().forgotten, 0);
+            assert_eq!(b.stats().edges(), plain.edge_count() as u64);
+            let (preds, _) = b.sink().inner.preds();
+            assert_eq!(preds.len(), plain.edge_count());
+            continue;
+        }
         assert!(
             b.map().stats().live < plain_live(&tasks, mode),
             "{mode:?}: nothing was retired"
@@ -995,7 +1052,7 @@ fn feed<M: TensorMap>(b: &mut GraphBuilder<M>, tasks: &[GenTask], retire_at: usi
 mod feeding {
     use super::*;
     use pto_wsp_graph::feed::{
-        BARRIER_KERNEL, FeedError, FeedHooks, Feeder, NO_ORIGIN, NoHooks, feed,
+        BARRIER_KERNEL, FeedError, FeedHooks, FeedTask, Feeder, NO_ORIGIN, NoHooks, feed,
     };
     use pto_wsp_ir::{Bindings, ExpandOptions, ExpandedTask, Module};
 
@@ -1022,7 +1079,7 @@ mod feeding {
         fn before_submit(
             &mut self,
             id: TaskId,
-            task: Option<(u32, &ExpandedTask)>,
+            task: Option<(u32, &dyn FeedTask)>,
         ) -> Result<(), String> {
             self.befores += 1;
             if self.fail_before == Some(self.befores - 1) {

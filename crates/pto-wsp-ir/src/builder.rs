@@ -51,6 +51,8 @@
 //! assert_eq!(x.tasks.len(), 2 * 32);
 //! ```
 
+pub mod plan;
+
 use crate::csp::{Channel, Pipeline, Process};
 use crate::expr::Expr;
 use crate::loc::{Ident, Loc};

@@ -21,6 +21,7 @@ pub mod kernel_body;
 pub mod loc;
 pub mod module;
 pub mod parse;
+pub mod plan;
 pub mod print;
 pub mod resolve;
 pub mod schedule;

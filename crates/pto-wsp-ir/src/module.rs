@@ -32,6 +32,12 @@ pub struct Module {
     pub pipelines: Vec<Pipeline>,
     /// The schedule; it also names the entry workload or pipeline.
     pub schedule: Option<Schedule>,
+    /// Plan-Descriptor-Execute iteration spaces (`crate::plan`).
+    pub spaces: Vec<crate::plan::SpaceDecl>,
+    /// Tier tables (tiers as values).
+    pub tier_tables: Vec<crate::plan::TierTableDecl>,
+    /// Plans: descriptor generators over a space, run in declaration order.
+    pub plans: Vec<crate::plan::PlanDecl>,
 }
 
 /// `symbol NAME: TYPE;` — a scalar whose value is bound at run time.
@@ -242,6 +248,21 @@ impl Module {
     /// The pipeline declared as `name`.
     pub fn pipeline(&self, name: &str) -> Option<&Pipeline> {
         self.pipelines.iter().find(|d| d.name.name == name)
+    }
+
+    /// The space declared as `name`.
+    pub fn space(&self, name: &str) -> Option<&crate::plan::SpaceDecl> {
+        self.spaces.iter().find(|d| d.name.name == name)
+    }
+
+    /// The tier table declared as `name`.
+    pub fn tier_table(&self, name: &str) -> Option<&crate::plan::TierTableDecl> {
+        self.tier_tables.iter().find(|d| d.name.name == name)
+    }
+
+    /// The plan declared as `name`.
+    pub fn plan(&self, name: &str) -> Option<&crate::plan::PlanDecl> {
+        self.plans.iter().find(|d| d.name.name == name)
     }
 
     /// The name of the entry point: the workload or pipeline the schedule names; without a

@@ -14,6 +14,7 @@ use crate::module::{
     AxisDecl, AxisKind, KernelDecl, KernelParam, Module, ParamKind, SlotDecl, SymbolDecl,
     TensorDecl, Tiers, Workload,
 };
+use crate::plan::{GenKind, GenStmt, PlanDecl, SpaceDecl, SpaceEnd, TierTableDecl, TileKind};
 use crate::schedule::{
     Dispatch, Levels, ReadyPolicy, Schedule, ScheduleItem, ScheduleItemKind, StartPolicy,
     TaskGraphItem, Timing, TracePolicy,
@@ -582,6 +583,170 @@ impl Display for Module {
         if let Some(s) = &self.schedule {
             w.item(s, true)?;
         }
+        for d in &self.spaces {
+            w.item(d, true)?;
+        }
+        for d in &self.tier_tables {
+            w.item(d, true)?;
+        }
+        for d in &self.plans {
+            w.item(d, true)?;
+        }
         Ok(())
+    }
+}
+
+// ----- plans -------------------------------------------------------------------------------
+
+impl Display for SpaceDecl {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        writeln!(f, "space {} {{", self.name)?;
+        for a in &self.axes {
+            write!(f, "    axis {} from {} to ", a.name, a.start)?;
+            match &a.end {
+                SpaceEnd::Const(n) => write!(f, "{n}")?,
+                SpaceEnd::Symbol(s) => write!(f, "{s}")?,
+                SpaceEnd::Dynamic => f.write_str("dynamic")?,
+            }
+            f.write_str(";\n")?;
+        }
+        for t in &self.tiles {
+            match t.kind {
+                TileKind::Size(n) => writeln!(f, "    tile({}, {n});", t.axis)?,
+                TileKind::PadLast(n) => writeln!(f, "    tile({}, {n}, pad_last);", t.axis)?,
+                TileKind::Auto => writeln!(f, "    tile({}, auto);", t.axis)?,
+            }
+        }
+        for (c, _) in &self.constraints {
+            writeln!(f, "    constraint {c};")?;
+        }
+        f.write_str("}")
+    }
+}
+
+impl Display for TierTableDecl {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        writeln!(f, "tiers {} {{", self.name)?;
+        for t in &self.tiers {
+            write!(f, "    tier {} ", t.name)?;
+            match t.max {
+                Some(m) => write!(f, "<= {m}")?,
+                None => f.write_str("default")?,
+            }
+            if t.workspace != 0 {
+                write!(f, " workspace {}", t.workspace)?;
+            }
+            f.write_str(";\n")?;
+        }
+        f.write_str("}")
+    }
+}
+
+impl Display for PlanDecl {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "plan {} over {} with {} {{",
+            self.name, self.space, self.tiers
+        )?;
+        if !self.fields.is_empty() {
+            writeln!(f, "    fields {};", Commas(&self.fields))?;
+        }
+        if let Some(w) = &self.workspace {
+            writeln!(f, "    workspace {w};")?;
+        }
+        for b in &self.binds {
+            writeln!(
+                f,
+                "    bind {}({}) = {};",
+                b.what.keyword(),
+                b.axis,
+                b.value
+            )?;
+        }
+        for k in &self.kernels {
+            writeln!(
+                f,
+                "    kernel {} => {}({});",
+                k.tier,
+                k.call.kernel,
+                Commas(&k.call.args)
+            )?;
+        }
+        f.write_str("    generate ")?;
+        gen_block(f, &self.body, 1)?;
+        f.write_str("\n}")
+    }
+}
+
+fn gen_block(f: &mut Formatter<'_>, body: &[GenStmt], indent: usize) -> fmt::Result {
+    if body.is_empty() {
+        return f.write_str("{ }");
+    }
+    f.write_str("{\n")?;
+    for s in body {
+        write!(f, "{}", Indent(indent + 1))?;
+        gen_stmt(f, s, indent + 1)?;
+        f.write_str("\n")?;
+    }
+    write!(f, "{}}}", Indent(indent))
+}
+
+fn gen_stmt(f: &mut Formatter<'_>, s: &GenStmt, indent: usize) -> fmt::Result {
+    match &s.kind {
+        GenKind::For { vars, axis, body } => {
+            write!(f, "for {} in {axis} ", Commas(vars))?;
+            gen_block(f, body, indent)
+        }
+        GenKind::If {
+            cond,
+            then_body,
+            else_body,
+        } => {
+            write!(f, "if {cond} ")?;
+            gen_block(f, then_body, indent)?;
+            if !else_body.is_empty() {
+                f.write_str(" else ")?;
+                gen_block(f, else_body, indent)?;
+            }
+            Ok(())
+        }
+        GenKind::Continue => f.write_str("continue;"),
+        GenKind::Let { name, value } => write!(f, "let {name} = {value};"),
+        GenKind::SelectTier { name, tiers, value } => {
+            write!(f, "let {name} = select_tier({tiers}, {value});")
+        }
+        GenKind::Alloc {
+            name,
+            tier,
+            indices,
+        } => {
+            write!(f, "let {name} = alloc({tier}")?;
+            for i in indices {
+                write!(f, ", {i}")?;
+            }
+            f.write_str(");")
+        }
+        GenKind::Load {
+            name,
+            tensor,
+            index,
+        } => write!(f, "load {name} = {tensor}[{}];", Commas(index)),
+        GenKind::Emit { fields } => {
+            f.write_str("emit(")?;
+            for (i, (n, e)) in fields.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write!(f, "{n} = {e}")?;
+            }
+            f.write_str(");")
+        }
+    }
+}
+
+impl Display for GenStmt {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        gen_stmt(f, self, 0)
     }
 }

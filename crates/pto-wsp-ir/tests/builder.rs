@@ -201,6 +201,7 @@ fn builder_equals_hand_written_ir() {
             ],
             loc: pto_wsp_ir::Loc::NONE,
         }),
+        ..Module::default()
     };
     let built = attention_builder();
     assert_eq!(built, hand);

@@ -398,6 +398,7 @@ fn module() -> impl Strategy<Value = Module> {
                 workloads,
                 pipelines,
                 schedule,
+                ..Module::default()
             },
         )
 }

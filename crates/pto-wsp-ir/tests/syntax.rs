@@ -531,14 +531,14 @@ const ERRORS: &[(&str, &str, (usize, usize))] = &[
     ),
     (
         "}",
-        "expected a declaration (symbol, slot, tensor, axis, kernel, workload, pipeline or \
-         schedule), found `}`",
+        "expected a declaration (symbol, slot, tensor, axis, kernel, workload, pipeline, \
+         schedule, space, tiers or plan), found `}`",
         (1, 1),
     ),
     (
         "symbol n: i64;\n42",
-        "expected a declaration (symbol, slot, tensor, axis, kernel, workload, pipeline or \
-         schedule), found `42`",
+        "expected a declaration (symbol, slot, tensor, axis, kernel, workload, pipeline, \
+         schedule, space, tiers or plan), found `42`",
         (2, 1),
     ),
     (

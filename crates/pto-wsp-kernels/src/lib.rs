@@ -31,6 +31,7 @@
 pub mod bench;
 pub mod builtins;
 pub mod check;
+pub mod checked;
 pub mod context;
 pub mod cost;
 pub mod fast;
@@ -41,6 +42,7 @@ pub mod store;
 pub mod tile;
 
 pub use check::{Conflict, ConflictChecker};
+pub use checked::{CheckedRunner, with_checked_runner};
 pub use context::{ReadView, TaskContext, ViewProblem, WriteView};
 pub use registry::{KernelError, KernelId, KernelRegistry};
 pub use store::{Element, StoreError, TensorInfo, TensorStore};

@@ -33,6 +33,10 @@ pub struct Descriptor {
 /// `Descriptor::workspace` of work that has no workspace slot.
 pub const NO_WORKSPACE: u32 = u32::MAX;
 
+/// `Descriptor::tier` of a prefetch descriptor (`prefetch(axis, depth)`,
+/// [`crate::Emitter::prefetch`]): not a tier of any table; the launch runs its prefetch hook.
+pub const PREFETCH_TIER: u32 = u32::MAX;
+
 impl Descriptor {
     /// Size in bytes, fixed at compile time.
     pub const BYTES: usize = std::mem::size_of::<Descriptor>();

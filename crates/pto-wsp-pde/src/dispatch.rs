@@ -11,7 +11,7 @@
 //! Nothing waits without a way out: every wait loop also watches the stop flag and the end of
 //! generation, which a guard sets even when the generator unwinds.
 
-use crate::descriptor::Descriptor;
+use crate::descriptor::{Descriptor, PREFETCH_TIER};
 use crate::error::{PdeError, Result};
 use crate::generate::{Emitter, Sink};
 use crate::schedule::Affinity;
@@ -36,6 +36,7 @@ pub struct Launch<'a> {
     dispatch_threads: usize,
     queue_capacity: usize,
     affinity: Option<(usize, Affinity)>,
+    prefetch: Option<(usize, u32, &'a Kernel<'a>)>,
 }
 
 /// What a launch did.
@@ -47,6 +48,8 @@ pub struct LaunchStats {
     pub per_thread: Vec<u64>,
     /// Workspace elements the generator allocated.
     pub workspace_used: u64,
+    /// Prefetch descriptors run (`prefetch`; not counted in `descriptors` or `per_thread`).
+    pub prefetches: u64,
 }
 
 struct Shared {
@@ -172,7 +175,21 @@ impl<'a> Launch<'a> {
             dispatch_threads: 1,
             queue_capacity: 1024,
             affinity: None,
+            prefetch: None,
         }
+    }
+
+    /// `prefetch(axis, depth)`: while the descriptors of value `v` of axis `axis` run, the data
+    /// of `v + depth` is fetched — a prefetch descriptor placed in the queue just before `v`'s
+    /// first descriptor ([`Emitter::prefetch`] says exactly when), run by `hook` on a dispatch
+    /// thread (on the CPU: reading that value's inputs into the cache). Under an `affinity` on
+    /// the same axis it goes to the queue of `v + depth`'s group.
+    pub fn prefetch(mut self, axis: &str, depth: u32, hook: &'a Kernel<'a>) -> Launch<'a> {
+        match self.space.space().axis_index(axis) {
+            Ok(k) => self.prefetch = Some((k, depth, hook)),
+            Err(e) => self.problems.push(e),
+        }
+        self
     }
 
     /// `affinity(axis, ...)`: where the descriptors of one value of axis `axis` run (see
@@ -293,13 +310,19 @@ impl<'a> Launch<'a> {
         let counts: Vec<AtomicU64> = (0..self.dispatch_threads)
             .map(|_| AtomicU64::new(0))
             .collect();
+        let prefetched = AtomicU64::new(0);
         let space_name = self.space.name();
         let (gen_result, used, emitted) = std::thread::scope(|s| {
             for (t, count) in counts.iter().enumerate() {
                 let (shared, kernels) = (&shared, &kernels);
                 // Threads past the last full group join the last group.
                 let queue = &shared.queues[(t / size).min(groups - 1)];
-                s.spawn(move || dispatcher(shared, queue, kernels, self.tiers, space_name, count));
+                let prefetch = (self.prefetch.map(|p| p.2), &prefetched);
+                s.spawn(move || {
+                    dispatcher(
+                        shared, queue, kernels, prefetch, self.tiers, space_name, count,
+                    )
+                });
             }
             let _done = DoneGuard(&shared);
             let sink = QueueSinkHandle(QueueSink {
@@ -308,6 +331,12 @@ impl<'a> Launch<'a> {
                 route,
             });
             let mut e = Emitter::new(self.space, self.tiers, self.workspace, sink);
+            if let Some((k, depth, _)) = self.prefetch
+                && let Err(err) = e.prefetch(k, depth)
+            {
+                shared.stop.store(true, Ordering::Release);
+                return (Err(err), 0, 0);
+            }
             let r = catch_unwind(AssertUnwindSafe(|| body(&mut e))).unwrap_or_else(|_| {
                 Err(PdeError::Launch {
                     space: space_name.to_string(),
@@ -332,6 +361,7 @@ impl<'a> Launch<'a> {
             descriptors: emitted,
             per_thread: counts.iter().map(|c| c.load(Ordering::Relaxed)).collect(),
             workspace_used: used,
+            prefetches: prefetched.load(Ordering::Relaxed),
         })
     }
 }
@@ -350,6 +380,7 @@ fn dispatcher(
     shared: &Shared,
     queue: &ArrayQueue<Descriptor>,
     kernels: &[&Kernel<'_>],
+    (prefetch, prefetched): (Option<&Kernel<'_>>, &AtomicU64),
     tiers: &Tiers,
     space: &str,
     count: &AtomicU64,
@@ -361,20 +392,30 @@ fn dispatcher(
             Some(d) => {
                 spins = 0;
                 shared.slot_freed();
-                // The emitter checked the tier against the table the kernels were bound to.
-                let k = kernels[d.tier as usize];
+                // The emitter checked the tier against the table the kernels were bound to; the
+                // only other tier is a prefetch, pushed only when the launch has a hook.
+                let (k, is_prefetch) = match (d.tier, prefetch) {
+                    (PREFETCH_TIER, Some(hook)) => (hook, true),
+                    _ => (kernels[d.tier as usize], false),
+                };
                 let r = catch_unwind(AssertUnwindSafe(|| k(&d)))
                     .unwrap_or_else(|_| Err("the kernel panicked".to_string()));
                 if let Err(message) = r {
                     shared.fail(PdeError::Kernel {
                         space: space.to_string(),
-                        tier: tiers.tiers()[d.tier as usize].name.clone(),
+                        tier: tiers
+                            .get(d.tier)
+                            .map_or_else(|| "prefetch".to_string(), |t| t.name.clone()),
                         descriptor: format!("{d:?}"),
                         message,
                     });
                     break;
                 }
-                n += 1;
+                if is_prefetch {
+                    prefetched.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    n += 1;
+                }
             }
             None => {
                 // `done` is set after the last push, so an empty queue seen after it is final.

@@ -4,7 +4,7 @@
 //! descriptor against the space and the tier table (a few compares, no allocation) and hands it
 //! to a [`Sink`]: a vector for measuring, the bounded queue of a launch for running.
 
-use crate::descriptor::{Descriptor, MAX_AXES, NO_WORKSPACE};
+use crate::descriptor::{Descriptor, MAX_AXES, NO_WORKSPACE, PREFETCH_TIER};
 use crate::error::{PdeError, Result};
 use crate::space::BoundSpace;
 use crate::tier::Tiers;
@@ -32,8 +32,22 @@ pub struct Emitter<'a, S> {
     ws_used: u64,
     ws_capacity: u64,
     emitted: u64,
+    prefetch: Option<Prefetch>,
     sink: S,
 }
+
+/// `prefetch(axis, depth)` as the emitter applies it (see [`Emitter::prefetch`]).
+struct Prefetch {
+    axis: usize,
+    depth: u32,
+    count: u32,
+    /// Values of the axis seen so far, one bit each.
+    seen: Vec<u64>,
+    issued: u64,
+}
+
+/// Most iterations an axis under `prefetch` may have (its seen-set is one bit per value).
+pub const MAX_PREFETCH_AXIS: u32 = 1 << 24;
 
 impl<'a, S: Sink> Emitter<'a, S> {
     /// An emitter for `space` and `tiers` with `workspace` elements of workspace, into `sink`.
@@ -51,8 +65,54 @@ impl<'a, S: Sink> Emitter<'a, S> {
             ws_used: 0,
             ws_capacity: workspace,
             emitted: 0,
+            prefetch: None,
             sink,
         }
+    }
+
+    /// `prefetch(axis, depth)` (seed 001 §5.4): the first time a descriptor of value `v` of
+    /// axis `axis` (by position) is emitted, a prefetch descriptor for value `v + depth` (if
+    /// the axis has it) is pushed just before it — tier [`PREFETCH_TIER`], that value at the
+    /// axis's index, every other index 0, no workspace. So the data of `v + depth` is fetched
+    /// while `v` is processed, and under an affinity on the same axis it is fetched by the
+    /// dispatch threads that will process `v + depth`. Refuses an unknown axis, a depth of 0
+    /// and an axis of more than [`MAX_PREFETCH_AXIS`] iterations.
+    pub fn prefetch(&mut self, axis: usize, depth: u32) -> Result<()> {
+        let err = |problem: String| PdeError::Space {
+            space: self.space.name().to_string(),
+            problem,
+        };
+        if axis >= self.rank {
+            return Err(err(format!(
+                "`prefetch` names axis {axis}, which the space does not have"
+            )));
+        }
+        let name = &self.space.space().axes()[axis].name;
+        if depth == 0 {
+            return Err(err(format!(
+                "`prefetch({name}, 0)`: the depth must be at least 1"
+            )));
+        }
+        let count = self.counts[axis];
+        if count > MAX_PREFETCH_AXIS {
+            return Err(err(format!(
+                "`prefetch({name}, {depth})`: the axis has {count} iterations, more than the \
+                 {MAX_PREFETCH_AXIS} prefetch can track"
+            )));
+        }
+        self.prefetch = Some(Prefetch {
+            axis,
+            depth,
+            count,
+            seen: vec![0; (count as usize).div_ceil(64)],
+            issued: 0,
+        });
+        Ok(())
+    }
+
+    /// Prefetch descriptors pushed so far.
+    pub fn prefetches(&self) -> u64 {
+        self.prefetch.as_ref().map_or(0, |p| p.issued)
     }
 
     /// The space being generated.
@@ -136,6 +196,24 @@ impl<'a, S: Sink> Emitter<'a, S> {
         }
         if d.start > d.end {
             return Err(self.out_of_range("start".into(), d.start.into(), u64::from(d.end) + 1));
+        }
+        if let Some(p) = &mut self.prefetch {
+            let v = d.indices[p.axis];
+            let (word, bit) = ((v / 64) as usize, 1u64 << (v % 64));
+            if p.seen[word] & bit == 0 {
+                p.seen[word] |= bit;
+                if let Some(t) = v.checked_add(p.depth).filter(|&t| t < p.count) {
+                    let mut indices = [0; MAX_AXES];
+                    indices[p.axis] = t;
+                    p.issued += 1;
+                    self.sink.push(Descriptor {
+                        tier: PREFETCH_TIER,
+                        indices,
+                        workspace: NO_WORKSPACE,
+                        ..Descriptor::default()
+                    })?;
+                }
+            }
         }
         self.emitted += 1;
         self.sink.push(d)

@@ -4,7 +4,8 @@
 //! fixed-size [`Descriptor`]s ([`Descriptor::BYTES`] = 36 bytes) into a bounded queue, and N
 //! dispatch threads run the kernel of the tier each descriptor names ([`Launch`]); kernels read
 //! their descriptor's fields as scalars. [`schedule`] holds what is built of the declarative
-//! schedule (`order` as the walk order, `affinity` as dispatch placement). [`decode`] is the
+//! schedule (`order` as the walk order, `affinity` as dispatch placement; `prefetch` is
+//! [`Emitter::prefetch`]). [`decode`] is the
 //! flagship: variable-length GQA decode
 //! attention with split-KV partials in planned workspace and a merge.
 //!
@@ -53,10 +54,10 @@ pub mod space;
 pub mod tier;
 
 pub use buffer::Buffer;
-pub use descriptor::{Descriptor, Field, Layout, MAX_AXES, MAX_USER, NO_WORKSPACE};
+pub use descriptor::{Descriptor, Field, Layout, MAX_AXES, MAX_USER, NO_WORKSPACE, PREFETCH_TIER};
 pub use dispatch::{Kernel, Launch, LaunchStats};
 pub use error::{PdeError, Result};
-pub use generate::{Emitter, Sink, generate_vec};
+pub use generate::{Emitter, MAX_PREFETCH_AXIS, Sink, generate_vec};
 pub use planner::{KvPlan, PlanOptions, blocks_for, plan_kv_chunk};
 pub use schedule::{Affinity, Order, walk};
 pub use space::{Axis, BoundAxis, BoundSpace, End, Space, Tile};

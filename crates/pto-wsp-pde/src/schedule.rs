@@ -1,7 +1,8 @@
 //! The declarative schedule of seed 001 §5, as far as it is built: `order` decides the order in
 //! which [`walk`] visits a bound space's points (so the order descriptors are generated and
 //! queued), and `affinity` decides which dispatch threads may run a descriptor
-//! ([`crate::Launch::affinity`]). `prefetch` is not built.
+//! ([`crate::Launch::affinity`]). `prefetch` places prefetch descriptors in the generated order
+//! ([`crate::Emitter::prefetch`], [`crate::Launch::prefetch`]).
 
 use crate::descriptor::MAX_AXES;
 use crate::error::{PdeError, Result};

@@ -185,3 +185,148 @@ fn affinity_mistakes_are_refused_before_anything_runs() {
         .to_string();
     assert_eq!(msg, "space `sched`: no axis `head`");
 }
+
+/// The generated sequence of `space(b, c)` under `orders` and `prefetch(batch, depth)`: a work
+/// descriptor as `(batch, chunk)`, a prefetch as `(batch + 100, 0)`.
+fn with_prefetch(b: u32, c: u32, orders: &[(&str, Order)], depth: u32) -> Vec<(u32, u32)> {
+    let s = space(b, c);
+    let tiers = Tiers::new("t", vec![Tier::default_tier("k", 0)]).unwrap();
+    let mut e = Emitter::new(&s, &tiers, 0, Vec::new());
+    e.prefetch(0, depth).unwrap();
+    walk(&s, orders, |i| {
+        e.emit(Descriptor {
+            indices: i,
+            ..Descriptor::default()
+        })
+    })
+    .unwrap();
+    assert_eq!(e.emitted(), u64::from(b * c));
+    let prefetches = e.prefetches();
+    let v: Vec<(u32, u32)> = e
+        .into_sink()
+        .iter()
+        .map(|d| {
+            if d.tier == PREFETCH_TIER {
+                assert_eq!((d.indices[1], d.workspace), (0, NO_WORKSPACE));
+                (d.indices[0] + 100, 0)
+            } else {
+                (d.indices[0], d.indices[1])
+            }
+        })
+        .collect();
+    assert_eq!(prefetches, v.iter().filter(|p| p.0 >= 100).count() as u64);
+    v
+}
+
+#[test]
+fn prefetch_puts_the_fetch_of_value_v_plus_depth_just_before_the_first_descriptor_of_v() {
+    let p = |v: u32| (v + 100, 0);
+    // Sequential: P1 before batch 0, P2 before batch 1, ...; no batch 4 to fetch.
+    assert_eq!(
+        with_prefetch(4, 2, &[], 1),
+        vec![
+            p(1),
+            (0, 0),
+            (0, 1),
+            p(2),
+            (1, 0),
+            (1, 1),
+            p(3),
+            (2, 0),
+            (2, 1),
+            (3, 0),
+            (3, 1)
+        ]
+    );
+    // Depth 2.
+    assert_eq!(
+        with_prefetch(4, 1, &[], 2),
+        vec![p(2), (0, 0), p(3), (1, 0), (2, 0), (3, 0)]
+    );
+    // Interleaved(2): values revisited are fetched once, at their first visit.
+    assert_eq!(
+        with_prefetch(4, 2, &[("batch", Order::Interleaved(2))], 1),
+        vec![
+            p(1),
+            (0, 0),
+            p(2),
+            (1, 0),
+            (0, 1),
+            (1, 1),
+            p(3),
+            (2, 0),
+            (3, 0),
+            (2, 1),
+            (3, 1)
+        ]
+    );
+}
+
+#[test]
+fn under_core_local_affinity_a_values_prefetch_runs_on_its_thread_before_its_descriptors() {
+    let s = space(9, 50);
+    let tiers = Tiers::new("t", vec![Tier::default_tier("k", 0)]).unwrap();
+    // (prefetch?, batch value, thread), in the order each thread ran them.
+    let log = Mutex::new(Vec::new());
+    let work = |d: &Descriptor| {
+        let t = std::thread::current().id();
+        log.lock().unwrap().push((false, d.indices[0], t));
+        Ok(())
+    };
+    let fetch = |d: &Descriptor| {
+        let t = std::thread::current().id();
+        log.lock().unwrap().push((true, d.indices[0], t));
+        Ok(())
+    };
+    let stats = Launch::new(&s, &tiers)
+        .kernel("k", &work)
+        .dispatch_threads(3)
+        .affinity("batch", Affinity::CoreLocal)
+        .prefetch("batch", 1, &fetch)
+        .queue_capacity(4)
+        .run(|e| {
+            walk(e.space(), &[], |i| {
+                e.emit(Descriptor {
+                    indices: i,
+                    ..Descriptor::default()
+                })
+            })
+        })
+        .unwrap();
+    assert_eq!(stats.descriptors, 450);
+    assert_eq!(stats.per_thread.iter().sum::<u64>(), 450);
+    assert_eq!(stats.prefetches, 8, "values 1 ..= 8");
+    let log = log.into_inner().unwrap();
+    for v in 1..9 {
+        let fetched: Vec<usize> = (0..log.len())
+            .filter(|&i| log[i].0 && log[i].1 == v)
+            .collect();
+        assert_eq!(fetched.len(), 1, "value {v} fetched once");
+        let at = fetched[0];
+        for (i, &(pre, value, thread)) in log.iter().enumerate() {
+            if !pre && value == v {
+                assert_eq!(thread, log[at].2, "value {v} runs where it was fetched");
+                assert!(i > at, "value {v}: a descriptor ran before its prefetch");
+            }
+        }
+    }
+    // Mistakes name the space and axis.
+    let k = |_: &Descriptor| Ok(());
+    let msg = Launch::new(&s, &tiers)
+        .kernel("k", &k)
+        .prefetch("batch", 0, &k)
+        .run(|_| Ok(()))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        msg,
+        "space `sched`: `prefetch(batch, 0)`: the depth must be at least 1"
+    );
+    let msg = Launch::new(&s, &tiers)
+        .kernel("k", &k)
+        .prefetch("head", 1, &k)
+        .run(|_| Ok(()))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(msg, "space `sched`: no axis `head`");
+}

@@ -17,6 +17,9 @@
 //!   GIL released and raises the run's error); [`Module::expand`] lists the tasks as
 //!   `pto-wsp expand` does; a program compiled with `trace=True` writes the CLI's Chrome trace
 //!   of its last run (`pto_wsp_cli::exec::trace_json`, the one writer of it).
+//! - A module of plans (Plan-Descriptor-Execute: plans and no workload or pipeline, the rule of
+//!   `pto-wsp run`) compiles to a [`PlanProgram`], whose `execute` binds the arrays the same way
+//!   and runs the plans with `pto_wsp::plan::run_plans` and the kernels `pto-wsp run` uses.
 //! - Errors raise `pto_wsp.ValidationError` (parse and validation), `CompileError` or `RunError`,
 //!   all subclasses of `pto_wsp.PtoWspError`, with the rendered `file:line:column` text of the CLI.
 
@@ -29,8 +32,9 @@ use std::ptr::NonNull;
 
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods, npyffi};
 use pto_wsp::ir::{Bindings, DType, ExpandOptions, ParamKind};
-use pto_wsp::kernels::KernelRegistry;
 use pto_wsp::kernels::npy::NpyHeader;
+use pto_wsp::kernels::{KernelRegistry, TensorStore};
+use pto_wsp::plan::{PlanOptions, PlanStats, run_plans};
 use pto_wsp::{CompileOptions, compile, lower};
 use pto_wsp_cli::aliases::apply_aliases;
 use pto_wsp_cli::{Loaded, bindings_for, canonical, leading_comments};
@@ -123,21 +127,43 @@ impl Module {
     /// integer tensor) names to values, as `pto-wsp run --bind NAME=VALUE` does, on top of the
     /// text's `//@ bind` lines.
     /// `trace=True` records each task's start and end, for [`Program::write_trace`].
+    ///
+    /// A module of plans (`space` / `tiers` / `plan`, and no workload or pipeline) compiles to a
+    /// [`PlanProgram`] instead, which runs its plans as `pto-wsp run` does; `threads` is then its
+    /// number of dispatch threads (0: one per core), and `device_gen`, `debug_checks` and
+    /// `trace`, which belong to the task-graph runtime, are refused.
     #[pyo3(signature = (target = "cpu_sim", threads = 0, device_gen = false, debug_checks = false, bind = None, trace = false))]
     #[allow(clippy::too_many_arguments)] // Python keyword arguments, one per option
-    fn compile(
+    fn compile<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         target: &str,
         threads: usize,
         device_gen: bool,
         debug_checks: bool,
-        bind: Option<&Bound<'_, PyDict>>,
+        bind: Option<&Bound<'py, PyDict>>,
         trace: bool,
-    ) -> PyResult<Program> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let specs = bind_specs(bind)?;
         let bindings =
             bindings_for(&self.loaded, &specs).map_err(|e| CompileError::new_err(e.rendered))?;
+        if self.is_plans() {
+            let refused = [
+                (device_gen, "device_gen"),
+                (debug_checks, "debug_checks"),
+                (trace, "trace"),
+                (target != "cpu_sim", "target"),
+            ];
+            if let Some((_, option)) = refused.iter().find(|(on, _)| *on) {
+                return Err(CompileError::new_err(format!(
+                    "{}: `{option}` applies to workloads; a module of plans runs its plans on \
+                     the CPU simulation (regions in flight are always checked)",
+                    self.loaded.source.name
+                )));
+            }
+            let program = PlanProgram::new(self.loaded.clone(), bindings, threads)?;
+            return Ok(Bound::new(py, program)?.into_any());
+        }
         // The kernels as `pto-wsp run` has them: the built-ins, the module's kernels written in
         // tile instructions, and the text's `//@ alias NAME=BUILTIN` lines.
         let mut kernels = KernelRegistry::with_builtins();
@@ -158,14 +184,26 @@ impl Module {
             .map_err(|e| {
                 CompileError::new_err(pto_wsp_cli::exec::compile_error(&loaded, &e).rendered)
             })?;
-        Ok(Program {
+        let program = Program {
             program,
             name: loaded.source.name.clone(),
             loaded,
             bindings,
             running: None,
             last_bindings: None,
-        })
+        };
+        Ok(Bound::new(py, program)?.into_any())
+    }
+
+    /// The names of the plans (`plan NAME over ...`), in the order they run.
+    #[getter]
+    fn plans(&self) -> Vec<String> {
+        self.loaded
+            .module
+            .plans
+            .iter()
+            .map(|p| p.name.name.clone())
+            .collect()
     }
 
     /// The tasks the module generates under `bind` (as `compile` takes it), in program order,
@@ -269,6 +307,15 @@ impl Module {
     }
 }
 
+impl Module {
+    /// Whether the module is run as plans: it has plans and no workload or pipeline (the rule
+    /// of `pto-wsp run`).
+    fn is_plans(&self) -> bool {
+        let m = &self.loaded.module;
+        !m.plans.is_empty() && m.workloads.is_empty() && m.pipelines.is_empty()
+    }
+}
+
 /// The `--bind NAME=VALUE` specs of a `bind` dict.
 fn bind_specs(bind: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<String>> {
     let mut specs = Vec::new();
@@ -364,44 +411,9 @@ impl Program {
             // The earlier run's error (if any) was the caller's to collect with `synchronize`.
             let _ = self.synchronize(py);
         }
-        let mut given: Vec<(String, Bound<'py, PyUntypedArray>)> = Vec::new();
-        if let Some(arrays) = arrays {
-            for (k, v) in arrays.iter() {
-                let name: String = k.extract()?;
-                let array = v.cast_into::<PyUntypedArray>().map_err(|e| {
-                    RunError::new_err(format!(
-                        "in `execute({name}=...)`: not a numpy array ({})",
-                        e.into_inner()
-                            .get_type()
-                            .name()
-                            .map_or_else(|_| "unknown type".to_string(), |n| n.to_string())
-                    ))
-                })?;
-                given.push((name, array));
-            }
-        }
-        // As with `--input`, an integer array's values are also bound (control flow may read
-        // them while expanding): a copy of the (small) integer arrays only.
+        let given = given_arrays(arrays)?;
         let mut bindings = self.bindings.clone();
-        for (name, array) in &given {
-            let integer = self
-                .program
-                .plan()
-                .module
-                .tensors
-                .iter()
-                .any(|t| t.name.name == *name && t.dtype.is_integer());
-            if integer && array.dtype().is_native_byteorder().unwrap_or(true) {
-                let values: PyResult<Vec<i64>> = array
-                    .call_method1("astype", ("int64",))
-                    .and_then(|a| a.call_method0("ravel"))
-                    .and_then(|a| a.call_method0("tolist"))
-                    .and_then(|l| l.extract());
-                if let Ok(values) = values {
-                    bindings.arrays.insert(name.clone(), values);
-                }
-            }
-        }
+        bind_integer_arrays(&self.program.plan().module, &given, &mut bindings);
         let mut attached = Vec::with_capacity(given.len());
         let started = self
             .attach(&given, &bindings, &mut attached)
@@ -529,83 +541,7 @@ impl Program {
             .tensors(bindings)
             .map_err(|e| RunError::new_err(format!("{}: {e}", self.name)))?;
         let store = guard.as_mut().expect("tensors() allocates");
-        for (name, array) in given {
-            let err = |m: String| RunError::new_err(format!("in `execute({name}=...)`: {m}"));
-            let dtype = array.dtype();
-            let size = dtype.itemsize();
-            // `ml_dtypes.bfloat16` (numpy has no bf16) is a bf16 tensor's 16-bit patterns,
-            // exactly what `<u2` bits are; it binds only to a `bf16` tensor.
-            let bfloat16 = size == 2 && dtype.getattr("name")?.extract::<String>()? == "bfloat16";
-            let (descr, kind) = if bfloat16 {
-                if let Some(t) = store.index_of(name)
-                    && store.info(t).dtype != DType::Bf16
-                {
-                    return Err(err(format!(
-                        "the array holds ml_dtypes.bfloat16, but tensor `{name}` is {}",
-                        store.info(t).dtype
-                    )));
-                }
-                ("<u2".to_string(), 'u')
-            } else {
-                (
-                    dtype.getattr("str")?.extract::<String>()?,
-                    char::from(dtype.kind()),
-                )
-            };
-            let shape: Vec<u64> = array.shape().iter().map(|&d| d as u64).collect();
-            let header = NpyHeader {
-                descr: descr.clone(),
-                kind,
-                size,
-                shape,
-                swapped: false,
-                data_offset: 0,
-                data_len: array.len() * size,
-            };
-            let tensor = store
-                .check_npy_header(name, &header)
-                .map_err(|e| err(e.to_string()))?;
-            if size > 1 && !dtype.is_native_byteorder().unwrap_or(true) {
-                return Err(err(format!(
-                    "the array's byte order (`{descr}`) is not this machine's; pass \
-                     `array.astype(array.dtype.newbyteorder('='))`"
-                )));
-            }
-            let raw = array.as_array_ptr();
-            // SAFETY: `raw` is the live array object `array` holds a reference to.
-            let (flags, data) = unsafe { ((*raw).fields.flags, (*raw).fields.data) };
-            if flags & npyffi::NPY_ARRAY_C_CONTIGUOUS == 0 {
-                return Err(err(
-                    "the array is not C-contiguous; pass `numpy.ascontiguousarray(array)`".into(),
-                ));
-            }
-            if flags & npyffi::NPY_ARRAY_WRITEABLE == 0 {
-                return Err(err("the array is read-only".into()));
-            }
-            let len = header.data_len;
-            let ptr = NonNull::new(data.cast::<u8>()).unwrap_or(NonNull::dangling());
-            let overlaps = attached.iter().any(|a| {
-                let (s, e) = (a.addr, a.addr + a.len);
-                let (s2, e2) = (ptr.as_ptr() as usize, ptr.as_ptr() as usize + len);
-                len > 0 && a.len > 0 && s < e2 && s2 < e
-            });
-            if overlaps {
-                return Err(err(
-                    "the array shares memory with another array of this run".into(),
-                ));
-            }
-            // SAFETY: `ptr` is the data of a C-contiguous, writeable array of `len` bytes that
-            // `given` keeps alive until `detach` below returns it (execute holds `given` across
-            // the run, and detaches whether or not the run succeeds). Its element type and
-            // shape were checked against the tensor just above.
-            unsafe { store.attach_external(tensor, ptr, len) }.map_err(|e| err(e.to_string()))?;
-            attached.push(Attached {
-                tensor,
-                addr: ptr.as_ptr() as usize,
-                len,
-            });
-        }
-        Ok(())
+        attach_arrays(store, given, attached)
     }
 
     /// Gives every attached tensor its own memory back.
@@ -618,12 +554,268 @@ impl Program {
             .tensors(bindings)
             .map_err(|e| RunError::new_err(format!("{}: {e}", self.name)))?;
         let store = guard.as_mut().expect("tensors() allocates");
-        for a in attached {
-            store
-                .detach_external(a.tensor)
-                .map_err(|e| RunError::new_err(e.to_string()))?;
+        detach_arrays(store, attached)
+    }
+}
+
+/// The arrays given to a run, by tensor name (each checked to be a numpy array).
+fn given_arrays<'py>(
+    arrays: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Vec<(String, Bound<'py, PyUntypedArray>)>> {
+    let mut given = Vec::new();
+    if let Some(arrays) = arrays {
+        for (k, v) in arrays.iter() {
+            let name: String = k.extract()?;
+            let array = v.cast_into::<PyUntypedArray>().map_err(|e| {
+                RunError::new_err(format!(
+                    "in `execute({name}=...)`: not a numpy array ({})",
+                    e.into_inner()
+                        .get_type()
+                        .name()
+                        .map_or_else(|_| "unknown type".to_string(), |n| n.to_string())
+                ))
+            })?;
+            given.push((name, array));
         }
-        Ok(())
+    }
+    Ok(given)
+}
+
+/// As with `--input`, binds the values of each given integer array too (control flow and plan
+/// generators may read them): a copy of the (small) integer arrays only.
+fn bind_integer_arrays(
+    module: &pto_wsp::ir::Module,
+    given: &[(String, Bound<'_, PyUntypedArray>)],
+    bindings: &mut Bindings,
+) {
+    for (name, array) in given {
+        let integer = module
+            .tensors
+            .iter()
+            .any(|t| t.name.name == *name && t.dtype.is_integer());
+        if integer && array.dtype().is_native_byteorder().unwrap_or(true) {
+            let values: PyResult<Vec<i64>> = array
+                .call_method1("astype", ("int64",))
+                .and_then(|a| a.call_method0("ravel"))
+                .and_then(|a| a.call_method0("tolist"))
+                .and_then(|l| l.extract());
+            if let Ok(values) = values {
+                bindings.arrays.insert(name.clone(), values);
+            }
+        }
+    }
+}
+
+/// Checks every array against its tensor of `store` (the `--input` checks) and makes it the
+/// tensor's memory, recording each in `attached` as it goes (so a failure part-way can be
+/// undone with [`detach_arrays`]).
+fn attach_arrays(
+    store: &mut TensorStore,
+    given: &[(String, Bound<'_, PyUntypedArray>)],
+    attached: &mut Vec<Attached>,
+) -> PyResult<()> {
+    for (name, array) in given {
+        let err = |m: String| RunError::new_err(format!("in `execute({name}=...)`: {m}"));
+        let dtype = array.dtype();
+        let size = dtype.itemsize();
+        // `ml_dtypes.bfloat16` (numpy has no bf16) is a bf16 tensor's 16-bit patterns,
+        // exactly what `<u2` bits are; it binds only to a `bf16` tensor.
+        let bfloat16 = size == 2 && dtype.getattr("name")?.extract::<String>()? == "bfloat16";
+        let (descr, kind) = if bfloat16 {
+            if let Some(t) = store.index_of(name)
+                && store.info(t).dtype != DType::Bf16
+            {
+                return Err(err(format!(
+                    "the array holds ml_dtypes.bfloat16, but tensor `{name}` is {}",
+                    store.info(t).dtype
+                )));
+            }
+            ("<u2".to_string(), 'u')
+        } else {
+            (
+                dtype.getattr("str")?.extract::<String>()?,
+                char::from(dtype.kind()),
+            )
+        };
+        let shape: Vec<u64> = array.shape().iter().map(|&d| d as u64).collect();
+        let header = NpyHeader {
+            descr: descr.clone(),
+            kind,
+            size,
+            shape,
+            swapped: false,
+            data_offset: 0,
+            data_len: array.len() * size,
+        };
+        let tensor = store
+            .check_npy_header(name, &header)
+            .map_err(|e| err(e.to_string()))?;
+        if size > 1 && !dtype.is_native_byteorder().unwrap_or(true) {
+            return Err(err(format!(
+                "the array's byte order (`{descr}`) is not this machine's; pass \
+                 `array.astype(array.dtype.newbyteorder('='))`"
+            )));
+        }
+        let raw = array.as_array_ptr();
+        // SAFETY: `raw` is the live array object `array` holds a reference to.
+        let (flags, data) = unsafe { ((*raw).fields.flags, (*raw).fields.data) };
+        if flags & npyffi::NPY_ARRAY_C_CONTIGUOUS == 0 {
+            return Err(err(
+                "the array is not C-contiguous; pass `numpy.ascontiguousarray(array)`".into(),
+            ));
+        }
+        if flags & npyffi::NPY_ARRAY_WRITEABLE == 0 {
+            return Err(err("the array is read-only".into()));
+        }
+        let len = header.data_len;
+        let ptr = NonNull::new(data.cast::<u8>()).unwrap_or(NonNull::dangling());
+        let overlaps = attached.iter().any(|a| {
+            let (s, e) = (a.addr, a.addr + a.len);
+            let (s2, e2) = (ptr.as_ptr() as usize, ptr.as_ptr() as usize + len);
+            len > 0 && a.len > 0 && s < e2 && s2 < e
+        });
+        if overlaps {
+            return Err(err(
+                "the array shares memory with another array of this run".into(),
+            ));
+        }
+        // SAFETY: `ptr` is the data of a C-contiguous, writeable array of `len` bytes that
+        // `given` keeps alive until `detach` below returns it (execute holds `given` across
+        // the run, and detaches whether or not the run succeeds). Its element type and
+        // shape were checked against the tensor just above.
+        unsafe { store.attach_external(tensor, ptr, len) }.map_err(|e| err(e.to_string()))?;
+        attached.push(Attached {
+            tensor,
+            addr: ptr.as_ptr() as usize,
+            len,
+        });
+    }
+    Ok(())
+}
+
+/// Gives every tensor in `attached` its own memory back.
+fn detach_arrays(store: &mut TensorStore, attached: &[Attached]) -> PyResult<()> {
+    for a in attached {
+        store
+            .detach_external(a.tensor)
+            .map_err(|e| RunError::new_err(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// A compiled module of plans (Plan-Descriptor-Execute, `docs/PDE.md`): runs its plans in
+/// declaration order on the CPU simulation with numpy arrays as its tensors.
+#[pyclass(module = "pto_wsp._pto_wsp")]
+pub struct PlanProgram {
+    loaded: Loaded,
+    bindings: Bindings,
+    /// The built-ins, the module's kernels with bodies and its `//@ alias` lines.
+    kernels: KernelRegistry,
+    dispatch_threads: usize,
+    /// The statistics of the last completed run.
+    last: Vec<PlanStats>,
+}
+
+impl PlanProgram {
+    fn new(loaded: Loaded, bindings: Bindings, threads: usize) -> PyResult<PlanProgram> {
+        let mut kernels = KernelRegistry::with_builtins();
+        pto_wsp::kernels::lang::register_bodies(&loaded.module, &mut kernels);
+        apply_aliases(&loaded, &mut kernels).map_err(|e| CompileError::new_err(e.rendered))?;
+        let dispatch_threads = if threads == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            threads
+        };
+        Ok(PlanProgram {
+            loaded,
+            bindings,
+            kernels,
+            dispatch_threads,
+            last: Vec::new(),
+        })
+    }
+}
+
+#[pymethods]
+impl PlanProgram {
+    /// Runs every plan, in declaration order, with the given numpy arrays as its tensors, read
+    /// and written in place (no copy; the checks of [`Program::execute`]). Integer arrays are
+    /// also bound, so a generator's `load` reads them. Tensors not given start zeroed. The GIL
+    /// is released while the plans run. Returns the run's statistics ([`PlanProgram::stats`]);
+    /// a plan that cannot run raises `RunError` at its `file:line:column`.
+    #[pyo3(signature = (**arrays))]
+    fn execute<'py>(
+        &mut self,
+        py: Python<'py>,
+        arrays: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let name = &self.loaded.source.name;
+        let given = given_arrays(arrays)?;
+        let mut bindings = self.bindings.clone();
+        let module = &self.loaded.module;
+        bind_integer_arrays(module, &given, &mut bindings);
+        let mut store = TensorStore::new(module, &bindings)
+            .map_err(|e| RunError::new_err(format!("{name}: {e}")))?;
+        let mut attached = Vec::with_capacity(given.len());
+        let r = attach_arrays(&mut store, &given, &mut attached).and_then(|()| {
+            let opts = PlanOptions {
+                dispatch_threads: self.dispatch_threads,
+                ..PlanOptions::default()
+            };
+            let (kernels, bindings) = (&self.kernels, &bindings);
+            let store = &mut store;
+            py.detach(move || run_plans(module, bindings, store, kernels, opts))
+                .map_err(|e| {
+                    RunError::new_err(
+                        pto_wsp_cli::CliError::diagnostic(&self.loaded.source, &e).rendered,
+                    )
+                })
+        });
+        // The store lets go of the arrays whether or not the plans ran.
+        let detached = detach_arrays(&mut store, &attached);
+        self.last = r?;
+        detached?;
+        self.stats(py)
+    }
+
+    /// Statistics of the last completed run (empty before the first): `descriptor_bytes` (the
+    /// size of one work descriptor) and `plans`, one dict per plan in run order with `plan`,
+    /// `descriptors`, `per_thread` (descriptors run by each dispatch thread), `workspace_used`
+    /// (elements) and `prefetches`.
+    #[getter]
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        if self.last.is_empty() {
+            return Ok(d);
+        }
+        d.set_item("descriptor_bytes", pto_wsp::pde::Descriptor::BYTES)?;
+        let plans = PyList::empty(py);
+        for s in &self.last {
+            let p = PyDict::new(py);
+            p.set_item("plan", &s.plan)?;
+            p.set_item("descriptors", s.launch.descriptors)?;
+            p.set_item("per_thread", s.launch.per_thread.clone())?;
+            p.set_item("workspace_used", s.launch.workspace_used)?;
+            p.set_item("prefetches", s.launch.prefetches)?;
+            plans.append(p)?;
+        }
+        d.set_item("plans", plans)?;
+        Ok(d)
+    }
+
+    /// Number of dispatch threads.
+    #[getter]
+    fn threads(&self) -> usize {
+        self.dispatch_threads
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<pto_wsp.PlanProgram {} ({} plan(s), {} dispatch thread(s))>",
+            self.loaded.source.name,
+            self.loaded.module.plans.len(),
+            self.dispatch_threads
+        )
     }
 }
 
@@ -638,6 +830,7 @@ fn _pto_wsp(m: &Bound<'_, pyo3::types::PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<Module>()?;
     m.add_class::<Program>()?;
+    m.add_class::<PlanProgram>()?;
     m.add("PtoWspError", py.get_type::<PtoWspError>())?;
     m.add("ValidationError", py.get_type::<ValidationError>())?;
     m.add("CompileError", py.get_type::<CompileError>())?;

@@ -54,6 +54,7 @@
 #![forbid(unsafe_code)]
 
 pub mod backend;
+pub mod plan;
 pub mod program;
 
 pub use backend::{

@@ -8,10 +8,16 @@
 //! # What running a program does
 //!
 //! [`Program::execute`] allocates (or reuses) the tensors for the bindings, then runs a
-//! *streamed* graph: an orchestration thread expands the workload under the bindings and feeds
-//! each task into the dependency-inferring builder, while the workers run every task whose
+//! *streamed* graph: an orchestration thread generates the workload's tasks under the bindings
+//! and feeds each into the dependency-inferring builder, while the workers run every task whose
 //! predecessors are done (start policy, window, gates, batching and dispatch from the
-//! schedule). Kernels come from the [`KernelRegistry`] of the [`CompileOptions`]; every kernel
+//! schedule). The generator is the bytecode interpreter (the workload encoded once at compile
+//! time, `pto_wsp_cpu::feed_bytecode`) whenever the bytecode can express the module, else the
+//! reference expander (`pto_wsp_bytecode::supports` says why: computed reads, `while` /
+//! `break if`, per-row ragged lengths, multi-producer channels; or
+//! [`CompileOptions::host_expander`]). Both feed the builder the same tasks and the same order
+//! announcements, so the graph is the same; an interpreter error is reported in the expander's
+//! words. Kernels come from the [`KernelRegistry`] of the [`CompileOptions`]; every kernel
 //! the module can run must be registered (else [`CompileError::UnknownKernel`]).
 //!
 //! A module whose entry is a CSP pipeline runs differently: each process on its own thread,
@@ -30,12 +36,12 @@ use std::time::Instant;
 use pto_wsp_cpu::sim::simulate;
 use pto_wsp_cpu::table::Writer;
 use pto_wsp_cpu::{
-    CycleStats, ExecError, GateConfig, GenStats, KernelExec, PoolSplit, Producers, RunConfig,
-    RunStats, SimError, SimMachine, SimReady, SimSchedule, SimTask, StreamConfig, TaskTable,
-    WorkerPool, task_costs,
+    BytecodeFeedError, CycleStats, ExecError, GateConfig, GenStats, KernelExec, PoolSplit,
+    Producers, RunConfig, RunStats, SimError, SimMachine, SimReady, SimSchedule, SimTask,
+    StreamConfig, TaskTable, WorkerPool, feed_bytecode, task_costs,
 };
 use pto_wsp_graph::builder::ExactMap;
-use pto_wsp_graph::feed::{FeedError, FeedHooks, Origins, feed};
+use pto_wsp_graph::feed::{FeedError, FeedHooks, FeedTask, Origins, feed};
 use pto_wsp_graph::ready::ReadyKind;
 use pto_wsp_graph::{ExecDomain, TaskId};
 use pto_wsp_ir::{
@@ -88,6 +94,11 @@ pub struct CompileOptions {
     /// (default 0: generation is free). With a cost, the start policy and `timing batched(n)`
     /// show in the modelled makespan.
     pub issue_cycles: u64,
+    /// Host runs generate their tasks with the reference expander even when the bytecode can
+    /// express the module (default `false`: the bytecode interpreter feeds the builder, the
+    /// expander only for what `pto_wsp_bytecode::supports` refuses). Same tasks, same edges;
+    /// for comparisons and benchmarks.
+    pub host_expander: bool,
 }
 
 impl Default for CompileOptions {
@@ -106,6 +117,7 @@ impl Default for CompileOptions {
             grid: Vec::new(),
             opt_level: 2,
             issue_cycles: 0,
+            host_expander: false,
         }
     }
 }
@@ -368,6 +380,14 @@ pub(crate) fn compile_cpu(
     } else {
         None
     };
+    // A host run's generator: the bytecode interpreter when it can express the module (the
+    // first refusal of `pto_wsp_bytecode::supports`, or a table too wide for the format, keeps
+    // the reference expander).
+    let host_bytecode = if matches!(mode, modes::Mode::Host) && !options.host_expander {
+        devgen::compile_bytecode(&plan.module).ok()
+    } else {
+        None
+    };
     let pool = WorkerPool::new(options.threads)?;
     Ok(Program {
         inner: Arc::new(Inner {
@@ -378,6 +398,7 @@ pub(crate) fn compile_cpu(
             pool,
             options,
             bytecode,
+            host_bytecode,
             notes,
         }),
         store: Arc::new(Mutex::new(None)),
@@ -397,6 +418,9 @@ struct Inner {
     options: CompileOptions,
     /// The decoded bytecode, in device-generation mode.
     bytecode: Option<pto_wsp_bytecode::Program>,
+    /// The decoded bytecode that generates a host run's tasks, when it can express the module
+    /// (else the reference expander does).
+    host_bytecode: Option<pto_wsp_bytecode::Program>,
     /// Directives that compile but do nothing in this program's mode (`modes::notes`).
     notes: Vec<String>,
 }
@@ -455,7 +479,7 @@ impl FeedHooks for Hooks<'_> {
     fn before_submit(
         &mut self,
         id: pto_wsp_graph::TaskId,
-        task: Option<(u32, &ExpandedTask)>,
+        task: Option<(u32, &dyn FeedTask)>,
     ) -> Result<(), ()> {
         if self.probe.failed() {
             return Err(());
@@ -466,10 +490,10 @@ impl FeedHooks for Hooks<'_> {
             None => self.origins.push_barrier(),
         }
         if let Some(w) = &mut self.priorities {
-            w.push(task.map_or(0, |(_, t)| t.priority));
+            w.push(task.map_or(0, |(_, t)| t.priority()));
         }
         if let Some(c) = &mut self.costs {
-            c.push(task.and_then(|(_, t)| t.cost));
+            c.push(task.and_then(|(_, t)| t.cost()));
         }
         if let (Some(p), Some((_, t))) = (&mut self.producers, task) {
             p.record(id, t);
@@ -490,6 +514,21 @@ impl FeedHooks for Hooks<'_> {
         };
         p.serve(read, wait, self.store, self.generation, out)
     }
+}
+
+/// The reference expander's error for `module` under `bindings`, if it finds one (every task
+/// discarded as generated: nothing is kept).
+fn expander_error(module: &Module, bindings: &Bindings) -> Option<String> {
+    struct Discard;
+    impl pto_wsp_ir::ExpandSink for Discard {
+        fn task(&mut self, _: u32, _: &ExpandedTask) -> std::ops::ControlFlow<()> {
+            std::ops::ControlFlow::Continue(())
+        }
+        fn order(&mut self, _: pto_wsp_ir::OrderEdge) {}
+    }
+    pto_wsp_ir::expand_with(module, bindings, &ExpandOptions::default(), &mut Discard)
+        .err()
+        .map(|e| e.to_string())
 }
 
 impl Inner {
@@ -576,6 +615,11 @@ impl Inner {
         let priority = matches!(self.plan.config.ready, ReadyPolicy::Priority(_));
         let tracked = self.computed.iter().any(|&c| c);
         let shared: &TensorStore = store;
+        // Bindings the bytecode refuses go to the expander, which names the mistake.
+        let bound = self
+            .host_bytecode
+            .as_ref()
+            .and_then(|p| p.bind(bindings).ok().map(|b| (p, b)));
         let r = self.pool.run_streaming(&table, &run, &stream, &exec, |b| {
             let probe = b.sink().abort_probe();
             let mut hooks = Hooks {
@@ -591,14 +635,30 @@ impl Inner {
                 store: shared,
                 generation: &mut generation,
             };
-            match feed(
-                &self.plan.module,
-                bindings,
-                &ExpandOptions::default(),
-                b,
-                &mut hooks,
-                ExecDomain::default(),
-            ) {
+            let fed = match &bound {
+                Some((program, bound)) => {
+                    match feed_bytecode(program, bound, b, &mut hooks, ExecDomain::default()) {
+                        Ok(s) => Ok(s),
+                        Err(BytecodeFeedError::Feed(e)) => Err(e),
+                        // The user sees the reference expander's message for the same mistake
+                        // (the interpreter's when the expander finds none).
+                        Err(BytecodeFeedError::Interp(e)) => {
+                            return Err(ExecError::Build(
+                                expander_error(module, bindings).unwrap_or_else(|| e.to_string()),
+                            ));
+                        }
+                    }
+                }
+                None => feed(
+                    module,
+                    bindings,
+                    &ExpandOptions::default(),
+                    b,
+                    &mut hooks,
+                    ExecDomain::default(),
+                ),
+            };
+            match fed {
                 Ok(s) => {
                     summary = Some(s.expand);
                     Ok(())
@@ -825,5 +885,13 @@ impl Program {
     /// Number of worker threads.
     pub fn threads(&self) -> usize {
         self.inner.pool.threads()
+    }
+
+    /// Whether a host run's tasks come from the bytecode interpreter (`false`: the reference
+    /// expander generates them — for modules the bytecode cannot express, under
+    /// [`CompileOptions::host_expander`], and in device-generation and pipeline programs, which
+    /// do not run the host feed).
+    pub fn host_bytecode(&self) -> bool {
+        self.inner.host_bytecode.is_some()
     }
 }

@@ -1,6 +1,10 @@
 //! The unbounded exact-key map (seed 004 §6.2.3 `DynamicTensorMap`): a hash map from region key
-//! to last writer and readers, with the FxHash-style [`super::FxHasher`]. Never full; memory grows
-//! with the number of distinct live keys.
+//! to last writer and readers, with the FxHash-style [`super::FxHasher`]. Never full.
+//!
+//! Retiring keeps every key: an entry whose tasks have all completed stays as a tombstone (its
+//! last writer's id and a count of completed readers, see [`super::readers`]), so later accesses
+//! still find, and count, the edges a build without retiring finds. Memory grows with the number
+//! of distinct keys and the readers still listed, not with the number of tasks.
 
 use super::readers::{ExactEntry, ReaderPool};
 use super::{FxHashMap, MapStats, TensorMap};
@@ -11,7 +15,8 @@ use crate::types::{Access, EdgeKind, Region, TaskId};
 pub struct DynamicExactMap {
     map: FxHashMap<Region, ExactEntry>,
     pool: ReaderPool,
-    buf: Vec<u32>,
+    /// Tasks older than this have completed: reader chunks holding only such tasks are pruned.
+    oldest: u32,
     stats: MapStats,
 }
 
@@ -32,7 +37,7 @@ impl DynamicExactMap {
         DynamicExactMap {
             map: FxHashMap::with_capacity_and_hasher(keys, Default::default()),
             pool: ReaderPool::new(),
-            buf: Vec::new(),
+            oldest: 0,
             stats: MapStats::default(),
         }
     }
@@ -54,7 +59,7 @@ impl TensorMap for DynamicExactMap {
         } else {
             self.stats.hits += 1;
         }
-        entry.apply(task, access, &mut self.pool, 0, pred);
+        entry.apply(task, access, &mut self.pool, self.oldest, pred);
         if self.map.len() != len {
             self.stats.live += 1;
             self.stats.high_water = self.stats.high_water.max(self.stats.live);
@@ -62,22 +67,14 @@ impl TensorMap for DynamicExactMap {
     }
 
     fn retire_before(&mut self, oldest_live: TaskId) {
-        let (pool, buf) = (&mut self.pool, &mut self.buf);
-        self.map.retain(|_, e| {
-            e.retire_before(oldest_live, pool, buf);
-            if e.is_empty() {
-                e.release(pool);
-                false
-            } else {
-                true
-            }
-        });
-        self.stats.live = self.map.len() as u64;
+        // Entries stay (tombstones); reader lists are pruned as they grow.
+        self.oldest = self.oldest.max(oldest_live.0);
     }
 
     fn clear(&mut self) {
         self.map.clear();
         self.pool.clear();
+        self.oldest = 0;
         self.stats = MapStats::default();
     }
 

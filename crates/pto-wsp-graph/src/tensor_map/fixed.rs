@@ -7,20 +7,31 @@
 //! memory is reserved at construction, except reader-list chunks, which come from a pool with a
 //! free list.
 //!
-//! **Retiring without a sweep:** an entry's newest task is its newest reader or else its writer
-//! (readers since the last write are newer than the writer), and the map logs `(task, entry)` for every access in submission order. The log starts at the first
+//! **Retiring without a sweep (bounded map):** an entry's newest task is its newest reader or
+//! else its writer (readers since the last write are newer than the writer), and the map logs
+//! `(task, entry)` for every access in submission order. The log starts at the first
 //! retire (which sweeps the entries once to build it, so a build that never retires never logs)
 //! and is bounded: past [`LOG_MAX`] records it stops, and the next retire sweeps again.
 //! [`TensorMap::retire_before`] pops the log records of completed tasks and frees exactly the
 //! entries whose newest task has completed — the keys an eager sweep would free — touching only
 //! those. Completed tasks still named inside live entries (a stale writer, old readers of a weight
-//! tile) are not reported by later accesses, and reader chunks of completed tasks are returned to
-//! the pool when their list next grows.
+//! tile) are reported by later accesses like live ones (the builder and the runtimes wire no
+//! edge to a completed task), and reader chunks of completed tasks are returned to the pool when
+//! their list next grows, leaving a count.
 //!
 //! **Growable:** [`FixedExactMap::growable`] makes the same table without a bound: when the live
 //! keys reach the capacity it doubles (entries keep their indices; the slot table is rebuilt
 //! from the live keys), so it serves as the unbounded exact map of the host runtime at the speed
-//! of the bounded one.
+//! of the bounded one. A growable map frees no key when tasks retire: a key whose tasks have all
+//! completed stays as a *tombstone* (its last writer's id and a count of completed readers, see
+//! [`super::readers`]), so later accesses count the edges a build without retiring finds and the
+//! inferred-edge count does not depend on timing. Its memory follows the number of distinct keys
+//! (and the readers still listed), not the number of tasks.
+//!
+//! **Bounded and retiring:** freeing the keys of completed tasks is what keeps a bounded map from
+//! filling, so it keeps no tombstone for a freed key: a later access of that key finds no
+//! earlier task, and the number of edges found (never the order of live tasks) depends on when
+//! the tasks completed.
 //!
 //! **When full (bounded):** the map holds at most `capacity` distinct keys. It does not grow and
 //! does not evict (evicting a key would lose edges). Instead [`TensorMap::has_room`] tells the builder, before
@@ -311,6 +322,11 @@ impl TensorMap for FixedExactMap {
     fn retire_before(&mut self, oldest_live: TaskId) {
         let oldest = oldest_live.0.max(self.oldest);
         self.oldest = oldest;
+        if self.grows {
+            // Unbounded: every key stays, a completed one as a tombstone (see the module docs);
+            // reader lists are pruned as they grow.
+            return;
+        }
         if self.log_off {
             self.sweep();
             return;

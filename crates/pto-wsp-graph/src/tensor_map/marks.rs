@@ -23,7 +23,7 @@
 //! place (the next read of the chain), a write covering its box follows it, or its task has
 //! completed; never merely evicted.
 
-use crate::types::Region;
+use crate::types::{MAX_RANK, Region};
 
 /// Marks kept per tensor; the oldest is evicted beyond this (a thrashing workload gets today's
 /// edges, never wrong ones).
@@ -40,6 +40,10 @@ pub struct Mark {
     pub seq: u64,
     /// Whether the read left some cells of its box to this mark (see the module docs).
     pub delegates: bool,
+    /// The read's access record in the overlap map and that record's epoch: later reads of
+    /// exactly this box join the record instead of adding their own (the map's business; a
+    /// mark built elsewhere may hold anything here).
+    pub record: (u32, u32),
 }
 
 /// The marks of one tensor, oldest first.
@@ -48,26 +52,63 @@ pub struct Marks {
     list: Vec<Mark>,
     /// How many marks of `list` delegate.
     delegating: usize,
+    /// A box containing every delegating mark's box (meaningful while `delegating > 0`): a
+    /// write outside it meets none of them ([`Marks::war`] in O(1)).
+    delegating_box: Region,
+}
+
+/// The smallest box containing `a` and `b` (same tensor).
+#[inline]
+fn union(a: &Region, b: &Region) -> Region {
+    let mut u = *a;
+    u.rank = a.rank.max(b.rank);
+    for d in 0..MAX_RANK {
+        let lo = a.start[d].min(b.start[d]);
+        let hi = a.end(d).max(b.end(d));
+        u.start[d] = lo;
+        // Both ends fit in u32 (`Region::new` checks every box), so their span does.
+        u.size[d] = (hi - lo as u64) as u32;
+    }
+    u
 }
 
 impl Marks {
     /// The newest mark whose box lies inside `region`, if any.
     #[inline]
     pub fn within(&self, region: &Region) -> Option<Mark> {
+        // Columns first: the marks of a prefix chain per column tile differ in their columns.
         self.list
             .iter()
             .rev()
-            .find(|m| region.covers(&m.region))
+            .find(|m| {
+                region.start[1] <= m.region.start[1]
+                    && m.region.end(1) <= region.end(1)
+                    && region.covers(&m.region)
+            })
             .copied()
     }
 
-    /// Records `mark`, whose task follows `used` (the mark its read used, if any). Drops `used`
-    /// and the marks without delegation whose boxes `mark` contains (its promise implies theirs:
-    /// it covers every write they cover, and more); beyond [`MAX_MARKS`], evicts the oldest mark
-    /// that does not delegate or whose task completed. Returns whether `mark` was recorded: it
-    /// is refused when only live delegating marks could make room, which cannot happen when
-    /// `used` is one of the marks (it makes room).
+    /// Records `mark`, whose task follows `used` (the mark its read used, if any; marks are
+    /// told apart by their sequence numbers, unique per map). When `used` is kept, `mark`
+    /// takes its place. Otherwise it drops the marks without delegation whose boxes `mark`
+    /// contains (its promise implies theirs: it covers every write they cover, and more) and,
+    /// beyond [`MAX_MARKS`], evicts the oldest mark that does not delegate or whose task
+    /// completed. Returns whether `mark` was recorded: it is refused when only live delegating
+    /// marks could make room, which cannot happen when `used` is one of the marks.
     pub fn insert(&mut self, mark: Mark, used: Option<Mark>, oldest_live: u32) -> bool {
+        // The common case, a read extending the mark it used (a prefix chain): the new mark
+        // takes the used one's place. Marks it contains stay (they cost list room, never order).
+        if let Some(u) = used
+            && let Some(i) = self.list.iter().rposition(|m| m.seq == u.seq)
+        {
+            self.list[i] = mark;
+            if mark.delegates != u.delegates {
+                self.recount();
+            } else if mark.delegates {
+                self.delegating_box = union(&self.delegating_box, &mark.region);
+            }
+            return true;
+        }
         let before = self.list.len();
         self.list
             .retain(|m| !(Some(*m) == used || (!m.delegates && mark.region.covers(&m.region))));
@@ -84,7 +125,14 @@ impl Marks {
                 None => return false,
             }
         }
-        self.delegating += usize::from(mark.delegates);
+        if mark.delegates {
+            self.delegating_box = if self.delegating == 0 {
+                mark.region
+            } else {
+                union(&self.delegating_box, &mark.region)
+            };
+            self.delegating += 1;
+        }
         self.list.push(mark);
         true
     }
@@ -94,7 +142,18 @@ impl Marks {
     /// drops the delegating marks it covers (the writer follows them now).
     #[inline]
     pub fn war(&mut self, region: &Region, task: u32, oldest_live: u32, mut pred: impl FnMut(u32)) {
-        if self.delegating == 0 {
+        if self.delegating == 0 || !self.delegating_box.intersects(region) {
+            return;
+        }
+        // Most writes meet no mark: find that out reading only, columns first (the marks of a
+        // prefix chain per column tile differ in their columns).
+        let meets = |m: &Mark| {
+            m.delegates
+                && (m.region.start[1] as u64) < region.end(1)
+                && (region.start[1] as u64) < m.region.end(1)
+                && m.region.intersects(region)
+        };
+        if !self.list.iter().any(meets) {
             return;
         }
         let mut dropped = false;
@@ -115,7 +174,15 @@ impl Marks {
     }
 
     fn recount(&mut self) {
-        self.delegating = self.list.iter().filter(|m| m.delegates).count();
+        self.delegating = 0;
+        for m in self.list.iter().filter(|m| m.delegates) {
+            self.delegating_box = if self.delegating == 0 {
+                m.region
+            } else {
+                union(&self.delegating_box, &m.region)
+            };
+            self.delegating += 1;
+        }
     }
 
     /// Forgets every mark.
@@ -242,6 +309,7 @@ mod tests {
             task,
             seq: task as u64,
             delegates: false,
+            record: (0, 0),
         }
     }
 
@@ -306,6 +374,34 @@ mod tests {
         marks.war(&Region::new_2d(0, 8, 1, 0, 4), 200, 0, |t| got.push(t));
         marks.war(&Region::new_2d(0, 10, 1, 0, 4), 200, 16, |t| got.push(t));
         assert_eq!((got, marks.len()), (vec![14], MAX_MARKS - 2));
+    }
+
+    #[test]
+    fn a_successor_takes_the_used_marks_place_and_writes_find_it_where_it_grew() {
+        let d = |row, rows, task| Mark {
+            delegates: true,
+            ..m(row, rows, task)
+        };
+        let mut marks = Marks::default();
+        assert!(marks.insert(m(100, 2, 1), None, 0));
+        assert!(marks.insert(d(0, 2, 2), None, 0));
+        // The prefix grows: rows 0..8 replace rows 0..2 (same place, still two marks).
+        assert!(marks.insert(d(0, 8, 3), Some(d(0, 2, 2)), 0));
+        assert_eq!(marks.len(), 2);
+        assert_eq!(
+            marks.within(&Region::new_2d(0, 0, 8, 0, 8)),
+            Some(d(0, 8, 3))
+        );
+        let mut got = Vec::new();
+        marks.war(&Region::new_2d(0, 50, 1, 0, 8), 9, 0, |t| got.push(t));
+        assert!(got.is_empty(), "outside every delegating mark");
+        marks.war(&Region::new_2d(0, 7, 1, 0, 8), 9, 0, |t| got.push(t));
+        assert_eq!(got, vec![3], "inside the grown mark only");
+        // A plain successor of a delegating mark: the delegating count follows.
+        assert!(marks.insert(m(0, 16, 4), Some(d(0, 8, 3)), 0));
+        got.clear();
+        marks.war(&Region::new_2d(0, 7, 1, 0, 8), 9, 0, |t| got.push(t));
+        assert!(got.is_empty(), "no delegating mark left");
     }
 
     #[test]

@@ -29,6 +29,7 @@
 //! the reader, through the mark's task.
 
 use super::marks::{CellSeqs, Mark, Marks, inner_cells};
+use super::readers::{ReaderList, ReaderPool};
 use super::{FxHashMap, MapStats, TensorMap};
 use crate::types::{Access, EdgeKind, FX_K, Region, TaskId};
 use std::hash::{Hash, Hasher};
@@ -41,12 +42,18 @@ const DENSE_TENSORS: u32 = 1 << 16;
 #[derive(Clone, Copy, Debug)]
 struct Record {
     region: Region,
+    /// The task that made the record or, for a read record that later reads of the same box
+    /// joined, the newest of them.
     task: u32,
     epoch: u32,
     visit: u32,
+    /// The earlier readers of a joined read record (index in `OverlapMap::groups`), or `NIL`.
+    group: u32,
     /// Sequence number of the access that made it (see [`Mark::seq`]).
     seq: u64,
 }
+
+const _: () = assert!(std::mem::size_of::<Record>() == 64);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Ref {
@@ -90,6 +97,8 @@ struct Grid {
     marks: Marks,
     /// The newest write per cell.
     seqs: CellSeqs,
+    /// Sequence number of the newest write to the tensor (0: none).
+    last_write: u64,
     buckets: Vec<u32>,
     /// `dense[cx][cy]`: bucket of a cell with both coordinates below [`DENSE_CELLS`] (or `NIL`);
     /// rows grow on demand. Other cells go through the shared hash map.
@@ -148,6 +157,11 @@ pub struct OverlapMap {
     grids: Vec<Grid>,
     dense: Vec<u32>,
     sparse: FxHashMap<u32, u32>,
+    /// Earlier readers of joined read records (see [`OverlapMap::join`]); free slots in
+    /// `free_groups`, chunks in `group_pool`.
+    groups: Vec<ReaderList>,
+    free_groups: Vec<u32>,
+    group_pool: ReaderPool,
     stamp: u32,
     /// Sequence number of the last access.
     seq: u64,
@@ -176,6 +190,9 @@ fn cell_range(shift: [u32; 2], r: &Region) -> (u32, u32, u32, u32) {
 /// What a scan does with the records it meets.
 struct Scan<'a, F> {
     records: &'a mut Vec<Record>,
+    groups: &'a [ReaderList],
+    group_pool: &'a ReaderPool,
+    oldest_live: u32,
     free: &'a mut Vec<u32>,
     stats: &'a mut MapStats,
     pred: &'a mut F,
@@ -193,8 +210,14 @@ struct Scan<'a, F> {
 impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
     /// Visits one list of references (write records if `write_list`), dropping stale references
     /// and records the access covers.
-    #[inline]
+    #[inline(always)]
     fn list(&mut self, list: &mut Vec<Ref>, write_list: bool) {
+        if !list.is_empty() {
+            self.nonempty_list(list, write_list);
+        }
+    }
+
+    fn nonempty_list(&mut self, list: &mut Vec<Ref>, write_list: bool) {
         let mut keep = 0;
         for i in 0..list.len() {
             let rf = list[i];
@@ -209,12 +232,20 @@ impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
                     let covered = self
                         .cover
                         .is_some_and(|m| rec.seq < m.seq && rec.region.intersects(&m.region));
+                    let kind = match (write_list, self.reads) {
+                        (true, true) => EdgeKind::Raw,
+                        (true, false) => EdgeKind::Waw,
+                        (false, _) => EdgeKind::War,
+                    };
+                    if rec.group != NIL && !covered {
+                        let (me, oldest, pred) = (self.task, self.oldest_live, &mut *self.pred);
+                        self.groups[rec.group as usize].for_each(self.group_pool, |t| {
+                            if t.0 != me && t.0 >= oldest {
+                                pred(t, kind);
+                            }
+                        });
+                    }
                     if rec.task != self.task && !covered {
-                        let kind = match (write_list, self.reads) {
-                            (true, true) => EdgeKind::Raw,
-                            (true, false) => EdgeKind::Waw,
-                            (false, _) => EdgeKind::War,
-                        };
                         (self.pred)(TaskId(rec.task), kind);
                     }
                     if self.writes && self.region.covers(&rec.region) {
@@ -258,7 +289,21 @@ impl OverlapMap {
         }
     }
 
+    /// The grid of `r`'s tensor, created (with `r` choosing the cell side) if missing.
+    #[inline]
     fn grid_of(&mut self, r: &Region) -> usize {
+        if let Some(&g) = self.dense.get(r.tensor as usize)
+            && g != NIL
+            && !self.grids[g as usize].fresh
+        {
+            return g as usize;
+        }
+        self.new_grid_of(r)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn new_grid_of(&mut self, r: &Region) -> usize {
         let slot = if r.tensor < DENSE_TENSORS {
             let t = r.tensor as usize;
             if t >= self.dense.len() {
@@ -293,6 +338,11 @@ impl OverlapMap {
             rec.region = region;
             rec.task = task;
             rec.seq = seq;
+            if rec.group != NIL {
+                self.groups[rec.group as usize].clear(&mut self.group_pool);
+                self.free_groups.push(rec.group);
+                rec.group = NIL;
+            }
             Ref {
                 rec: i,
                 epoch: rec.epoch,
@@ -303,12 +353,105 @@ impl OverlapMap {
                 task,
                 epoch: 0,
                 visit: 0,
+                group: NIL,
                 seq,
             });
             Ref {
                 rec: (self.records.len() - 1) as u32,
                 epoch: 0,
             }
+        }
+    }
+
+    /// A read by `task` of exactly the box of the live read record `r`, with no write to the
+    /// tensor in between that the caller has not already ordered the task after: `task` joins
+    /// the record instead of adding its own. The record's task becomes `task`, the earlier
+    /// readers go to its group; a write meeting the record reports all of them, just as it
+    /// would report one record per reader (so joining changes no edge, only the work).
+    fn join(&mut self, r: u32, task: u32) {
+        let rec = &mut self.records[r as usize];
+        if rec.task == task {
+            return;
+        }
+        if rec.group == NIL {
+            rec.group = self.free_groups.pop().unwrap_or_else(|| {
+                self.groups.push(ReaderList::default());
+                (self.groups.len() - 1) as u32
+            });
+        }
+        self.groups[rec.group as usize].push(
+            TaskId(rec.task),
+            &mut self.group_pool,
+            self.oldest_live,
+        );
+        rec.task = task;
+    }
+
+    /// Whether `rf` names a live record of exactly `region`.
+    #[inline]
+    fn same_live_box(&self, rf: Ref, region: &Region) -> bool {
+        self.records
+            .get(rf.rec as usize)
+            .is_some_and(|rec| rec.epoch == rf.epoch && rec.region == *region)
+    }
+
+    /// A read of one cell: follows the cell's writers and joins the cell's newest read record
+    /// if it has exactly this box (a weight tile or an input row read by many tasks), else adds
+    /// its own record.
+    fn read_one_cell<F: FnMut(TaskId, EdgeKind)>(
+        &mut self,
+        g: usize,
+        task: u32,
+        region: &Region,
+        key: CellKey,
+        pred: &mut F,
+    ) {
+        let stamp = self.next_stamp();
+        let OverlapMap {
+            records,
+            free,
+            cells,
+            buckets,
+            free_buckets,
+            grids,
+            groups,
+            group_pool,
+            stats,
+            oldest_live,
+            ..
+        } = self;
+        let grid = &mut grids[g];
+        let b = bucket_of(grid, cells, buckets, free_buckets, key);
+        let mut scan = Scan {
+            records,
+            groups,
+            group_pool,
+            oldest_live: *oldest_live,
+            free,
+            stats,
+            pred,
+            region,
+            task,
+            stamp,
+            writes: false,
+            reads: true,
+            hit: false,
+            cover: None,
+        };
+        scan.list(&mut buckets[b as usize].writes, true);
+        scan.list(&mut grid.large_writes, true);
+        let hit = scan.hit;
+        match self.buckets[b as usize].reads.last() {
+            Some(&rf) if self.same_live_box(rf, region) => self.join(rf.rec, task),
+            _ => {
+                let rf = self.new_record(*region, task, self.seq);
+                self.buckets[b as usize].reads.push(rf);
+            }
+        }
+        if hit {
+            self.stats.hits += 1;
+        } else {
+            self.stats.misses += 1;
         }
     }
 
@@ -333,12 +476,53 @@ impl TensorMap for OverlapMap {
         pred: &mut F,
     ) {
         let g = self.grid_of(region);
-        let stamp = self.next_stamp();
         let writes = access.writes();
-        // The new record (an inout records only its write: the write covers the read). It is
-        // listed after each list is scanned, so the scan never meets it.
         self.seq += 1;
         let seq = self.seq;
+        let (x0, x1, y0, y1) = cell_range(self.grids[g].shift, region);
+        let ncells = ((x1 - x0) as u64 + 1) * ((y1 - y0) as u64 + 1);
+        if !writes && ncells == 1 {
+            let key = CellKey {
+                tensor: region.tensor,
+                cx: x0,
+                cy: y0,
+            };
+            return self.read_one_cell(g, task.0, region, key, pred);
+        }
+        // A multi-cell read: the newest mark inside it covers what it covers.
+        let cover = if !self.no_marks && !writes && ncells > 1 {
+            self.grids[g].marks.within(region)
+        } else {
+            None
+        };
+        if let Some(m) = cover
+            && m.task != task.0
+            && m.task >= self.oldest_live
+        {
+            pred(TaskId(m.task), EdgeKind::Raw);
+        }
+        // A read of exactly the mark's box with no write to the tensor since the mark: the mark
+        // covers every write it could meet, so it only joins the mark's record (listed in every
+        // cell of the box when the mark does not delegate) for write-after-read.
+        if let Some(m) = cover
+            && m.region == *region
+            && !m.delegates
+            && self.grids[g].last_write < m.seq
+            && self.same_live_box(
+                Ref {
+                    rec: m.record.0,
+                    epoch: m.record.1,
+                },
+                region,
+            )
+        {
+            self.join(m.record.0, task.0);
+            self.stats.hits += 1;
+            return;
+        }
+        let stamp = self.next_stamp();
+        // The new record (an inout records only its write: the write covers the read). It is
+        // listed after each list is scanned, so the scan never meets it.
         let rf = self.new_record(*region, task.0, seq);
         let OverlapMap {
             records,
@@ -347,26 +531,14 @@ impl TensorMap for OverlapMap {
             buckets,
             free_buckets,
             grids,
+            groups,
+            group_pool,
             stats,
             oldest_live,
             no_marks,
             ..
         } = self;
         let grid = &mut grids[g];
-        let (x0, x1, y0, y1) = cell_range(grid.shift, region);
-        let ncells = ((x1 - x0) as u64 + 1) * ((y1 - y0) as u64 + 1);
-        // A multi-cell read: the newest mark inside it covers what it covers.
-        let cover = if !*no_marks && !writes && ncells > 1 {
-            grid.marks.within(region)
-        } else {
-            None
-        };
-        if let Some(m) = cover
-            && m.task != task.0
-            && m.task >= *oldest_live
-        {
-            pred(TaskId(m.task), EdgeKind::Raw);
-        }
         // Cells wholly inside the mark's box: their writes are covered unless newer than it. A
         // read of a larger box than the mark's delegates them to its own mark (is not listed
         // there); when no write touched their rows since the mark, they are not visited at all.
@@ -382,6 +554,9 @@ impl TensorMap for OverlapMap {
         };
         let mut scan = Scan {
             records,
+            groups,
+            group_pool,
+            oldest_live: *oldest_live,
             free,
             stats,
             pred,
@@ -447,6 +622,7 @@ impl TensorMap for OverlapMap {
         }
         scan.list(&mut grid.large_writes, true);
         if writes {
+            grid.last_write = seq;
             scan.list(&mut grid.large_reads, false);
             // Readers that delegated their cells to a mark.
             let Scan { pred, hit, .. } = &mut scan;
@@ -464,6 +640,7 @@ impl TensorMap for OverlapMap {
                 task: task.0,
                 seq,
                 delegates: delegate || cover.is_some_and(|m| m.delegates),
+                record: (rf.rec, rf.epoch),
             };
             let recorded = grid.marks.insert(mark, cover, *oldest_live);
             debug_assert!(recorded || !mark.delegates, "a used mark makes room");
@@ -551,6 +728,9 @@ impl TensorMap for OverlapMap {
     fn clear(&mut self) {
         self.records.clear();
         self.free.clear();
+        self.groups.clear();
+        self.free_groups.clear();
+        self.group_pool.clear();
         self.cells.clear();
         self.free_buckets.clear();
         for (i, b) in self.buckets.iter_mut().enumerate().rev() {
@@ -564,6 +744,7 @@ impl TensorMap for OverlapMap {
             g.large_reads.clear();
             g.marks.clear();
             g.seqs.clear();
+            g.last_write = 0;
             g.buckets.clear();
             for row in &mut g.dense {
                 row.fill(NIL);
@@ -576,5 +757,76 @@ impl TensorMap for OverlapMap {
 
     fn stats(&self) -> MapStats {
         self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs one access, returning the predecessors it reported, sorted and deduplicated.
+    fn access(m: &mut OverlapMap, task: u32, region: Region, access: Access) -> Vec<u32> {
+        let mut got = Vec::new();
+        m.access(TaskId(task), &region, access, &mut |p: TaskId, _| {
+            got.push(p.0)
+        });
+        got.sort_unstable();
+        got.dedup();
+        got
+    }
+
+    #[test]
+    fn readers_of_one_box_share_a_record_and_a_write_still_waits_for_each() {
+        let mut m = OverlapMap::new();
+        let tile = Region::new_2d(0, 0, 4, 0, 4);
+        assert_eq!(access(&mut m, 0, tile, Access::Out), Vec::<u32>::new());
+        for t in 1..=40 {
+            assert_eq!(access(&mut m, t, tile, Access::In), vec![0], "reader {t}");
+        }
+        assert_eq!(
+            m.stats().live,
+            2,
+            "one write record, one joined read record"
+        );
+        // Readers 1..=20 (and the writer) completed: the write waits for the other 20 only.
+        m.retire_before(TaskId(21));
+        assert_eq!(
+            access(&mut m, 41, tile, Access::Out),
+            (21..=40).collect::<Vec<_>>()
+        );
+        // The write covered the joined record: the next write waits for it alone.
+        assert_eq!(access(&mut m, 42, tile, Access::Out), vec![41]);
+        assert_eq!(m.stats().live, 1);
+    }
+
+    #[test]
+    fn readers_of_a_marks_box_join_its_record() {
+        let mut m = OverlapMap::new();
+        for c in 0..4 {
+            let tile = Region::new_2d(0, 0, 4, 4 * c, 4);
+            assert!(access(&mut m, c, tile, Access::Out).is_empty());
+        }
+        let row = Region::new_2d(0, 0, 4, 0, 16);
+        assert_eq!(access(&mut m, 4, row, Access::In), vec![0, 1, 2, 3]);
+        for t in 5..=20 {
+            // Through the mark of task 4, which follows every writer of the row.
+            assert_eq!(access(&mut m, t, row, Access::In), vec![4], "reader {t}");
+        }
+        assert_eq!(
+            m.stats().live,
+            5,
+            "four write records, one joined read record"
+        );
+        // A write of one tile waits for its writer and every reader of the row.
+        let mut want: Vec<u32> = (4..=20).collect();
+        want.insert(0, 2);
+        assert_eq!(
+            access(&mut m, 21, Region::new_2d(0, 0, 4, 8, 4), Access::Out),
+            want
+        );
+        // After that write the mark no longer covers the row: a reader waits for the new writer
+        // (and, through the mark, for the old ones) and gets a record of its own.
+        assert_eq!(access(&mut m, 22, row, Access::In), vec![4, 21]);
+        assert_eq!(m.stats().live, 6);
     }
 }

@@ -8,8 +8,12 @@
 //! chunk and freeing the whole list are O(1). Readers stay in task order.
 //!
 //! Under a task window the lists are pruned lazily: when a list needs a new chunk, its oldest
-//! chunks whose readers have all completed go back to the pool first, and completed readers still
-//! listed are filtered out when reported (`oldest`), so nothing is swept or re-sorted.
+//! chunks whose readers have all completed go back to the pool first, so nothing is swept or
+//! re-sorted. A pruned chunk leaves a *tombstone*: the list counts the distinct completed readers
+//! it dropped, and the next write reports that many write-after-read edges as
+//! [`TaskId::FORGOTTEN`] (counted as inferred, never wired), so the edges the inference finds do
+//! not depend on when tasks completed. Completed readers still listed are reported by id (the
+//! builder and the runtimes know they completed and wire nothing).
 
 use crate::types::{Access, EdgeKind, TaskId};
 
@@ -17,6 +21,10 @@ use crate::types::{Access, EdgeKind, TaskId};
 pub(crate) const INLINE: usize = 3;
 const CHUNK: usize = 14;
 const NIL: u32 = u32::MAX;
+/// Bits of [`ReaderList::len`] holding the inline count (at most [`INLINE`]).
+const LEN_BITS: u32 = 2;
+const LEN_MASK: u32 = (1 << LEN_BITS) - 1;
+const _: () = assert!(INLINE as u32 <= LEN_MASK);
 
 #[derive(Clone, Copy, Debug)]
 struct Chunk {
@@ -29,17 +37,24 @@ struct Chunk {
 const _: () = assert!(std::mem::size_of::<Chunk>() == 64);
 
 /// The chunk pool one map's reader lists share.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct ReaderPool {
     chunks: Vec<Chunk>,
     free: u32,
+}
+
+impl Default for ReaderPool {
+    fn default() -> Self {
+        ReaderPool::new()
+    }
 }
 
 /// The readers of one key, in task order (a task may appear twice if it read the key twice).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ReaderList {
     inline: [u32; INLINE],
-    /// Readers in `inline`.
+    /// Readers in `inline` (the low [`LEN_BITS`] bits), and above them the number of distinct
+    /// completed readers pruned since the last write (the tombstone count).
     len: u32,
     /// The newest chunk (whose `next` is the oldest), or `NIL`.
     newest: u32,
@@ -92,16 +107,29 @@ impl ReaderPool {
 }
 
 impl ReaderList {
+    /// No reader listed and no tombstone count.
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    /// Readers in `inline`.
+    #[inline]
+    fn inline_len(&self) -> usize {
+        (self.len & LEN_MASK) as usize
+    }
+
+    /// Distinct completed readers pruned since the last write (see the module docs).
+    #[inline]
+    pub(crate) fn forgotten(&self) -> u32 {
+        self.len >> LEN_BITS
+    }
+
     /// Appends `t`. `oldest` is the oldest live task: when a new chunk is needed, chunks whose
-    /// readers are all older go back to the pool first.
+    /// readers are all older go back to the pool first (counted in [`ReaderList::forgotten`]).
     #[inline]
     pub(crate) fn push(&mut self, t: TaskId, pool: &mut ReaderPool, oldest: u32) {
-        let n = self.len as usize;
+        let n = self.inline_len();
         if n < INLINE {
             self.inline[n] = t.0;
             self.len += 1;
@@ -128,16 +156,37 @@ impl ReaderList {
             self.newest = c;
             return;
         }
-        // Prune: free the oldest chunks whose readers (the newest is the last) have completed.
+        // Prune: free the oldest chunks whose readers (the newest is the last) have completed,
+        // counting the distinct tasks they held. A task listed twice is adjacent: a repeat of the
+        // reader before it is skipped, and so is the last reader pruned if the oldest chunk left
+        // starts with it (it stays listed, reported by id).
         let newest = self.newest as usize;
+        let mut before = match self.inline_len() {
+            0 => NIL,
+            n => self.inline[n - 1],
+        };
+        let mut distinct = 0u32;
         loop {
             let old = pool.chunks[newest].next;
             if old == self.newest || pool.chunks[old as usize].ids[CHUNK - 1] >= oldest {
                 break;
             }
+            for &r in &pool.chunks[old as usize].ids {
+                distinct += u32::from(r != before);
+                before = r;
+            }
             pool.chunks[newest].next = pool.chunks[old as usize].next;
             pool.chunks[old as usize].next = pool.free;
             pool.free = old;
+        }
+        if distinct > 0 {
+            let first_left = pool.chunks[pool.chunks[newest].next as usize].ids[0];
+            distinct -= u32::from(before == first_left);
+            let count = self
+                .forgotten()
+                .saturating_add(distinct)
+                .min(u32::MAX >> LEN_BITS);
+            self.len = (count << LEN_BITS) | (self.len & LEN_MASK);
         }
         let oldest_chunk = pool.chunks[newest].next;
         let c = pool.alloc(t);
@@ -149,7 +198,7 @@ impl ReaderList {
     /// Calls `f` on every reader, in task order.
     #[inline]
     pub(crate) fn for_each(&self, pool: &ReaderPool, mut f: impl FnMut(TaskId)) {
-        for &r in &self.inline[..self.len as usize] {
+        for &r in &self.inline[..self.inline_len()] {
             f(TaskId(r));
         }
         if self.newest != NIL {
@@ -167,7 +216,7 @@ impl ReaderList {
         }
     }
 
-    /// Empties the list, returning its chunks to the pool.
+    /// Empties the list (tombstone count included), returning its chunks to the pool.
     #[inline]
     pub(crate) fn clear(&mut self, pool: &mut ReaderPool) {
         if self.newest != NIL {
@@ -177,25 +226,6 @@ impl ReaderList {
             self.newest = NIL;
         }
         self.len = 0;
-    }
-
-    /// Keeps only readers `>= oldest` (in their order).
-    pub(crate) fn retain_from(
-        &mut self,
-        oldest: TaskId,
-        pool: &mut ReaderPool,
-        buf: &mut Vec<u32>,
-    ) {
-        // Readers are in task order, so the first is the oldest.
-        if self.len == 0 || self.inline[0] >= oldest.0 {
-            return;
-        }
-        buf.clear();
-        self.for_each(pool, |t| buf.push(t.0));
-        self.clear(pool);
-        for &t in buf.iter().filter(|&&t| t >= oldest.0) {
-            self.push(TaskId(t), pool, 0);
-        }
     }
 }
 
@@ -223,8 +253,11 @@ impl ExactEntry {
         self.writer == NIL && self.readers.is_empty()
     }
 
-    /// Applies one access by `t` (see the module promises of `tensor_map`), reporting only tasks
-    /// `>= oldest` (older ones have completed).
+    /// Applies one access by `t` (see the module promises of `tensor_map`). Every earlier task
+    /// recorded is reported, completed or not (the caller knows which completed and wires only
+    /// the others); completed readers pruned from the list are reported as that many
+    /// [`TaskId::FORGOTTEN`]. `oldest` is the oldest live task: it only decides what may be
+    /// pruned.
     #[inline]
     pub(crate) fn apply<F: FnMut(TaskId, EdgeKind)>(
         &mut self,
@@ -235,10 +268,9 @@ impl ExactEntry {
         pred: &mut F,
     ) {
         let w = self.writer;
-        // `w + 1 > oldest` is false for NIL (wraps to 0) and for completed writers.
-        let live_writer = w.wrapping_add(1) > oldest && w != t.0;
+        let has_writer = w != NIL && w != t.0;
         if access.writes() {
-            if live_writer {
+            if has_writer {
                 let kind = if access.reads() {
                     EdgeKind::Raw
                 } else {
@@ -248,33 +280,21 @@ impl ExactEntry {
             }
             if !self.readers.is_empty() {
                 self.readers.for_each(pool, |r| {
-                    if r != t && r.0 >= oldest {
+                    if r != t {
                         pred(r, EdgeKind::War)
                     }
                 });
+                for _ in 0..self.readers.forgotten() {
+                    pred(TaskId::FORGOTTEN, EdgeKind::War);
+                }
                 self.readers.clear(pool);
             }
             self.writer = t.0;
         } else {
-            if live_writer {
+            if has_writer {
                 pred(TaskId(w), EdgeKind::Raw);
             }
             self.readers.push(t, pool, oldest);
-        }
-    }
-
-    /// Forgets tasks older than `oldest` now (eager retire).
-    pub(crate) fn retire_before(
-        &mut self,
-        oldest: TaskId,
-        pool: &mut ReaderPool,
-        buf: &mut Vec<u32>,
-    ) {
-        if self.writer != NIL && self.writer < oldest.0 {
-            self.writer = NIL;
-        }
-        if !self.readers.is_empty() {
-            self.readers.retain_from(oldest, pool, buf);
         }
     }
 
@@ -292,8 +312,8 @@ impl ExactEntry {
         if r.newest != NIL {
             let c = &pool.chunks[r.newest as usize];
             c.ids[c.fill as usize - 1]
-        } else if r.len > 0 {
-            r.inline[r.len as usize - 1]
+        } else if r.inline_len() > 0 {
+            r.inline[r.inline_len() - 1]
         } else {
             self.writer
         }
@@ -327,9 +347,33 @@ mod tests {
             l.push(TaskId(i), &mut pool, 0);
         }
         assert_eq!(pool.chunks.len(), chunks, "chunks are reused");
-        let mut buf = Vec::new();
-        l.retain_from(TaskId(90), &mut pool, &mut buf);
-        assert_eq!(items(&l, &pool), (90..100).collect::<Vec<_>>());
+    }
+
+    /// Pruned readers leave a count of distinct tasks: with the readers still listed, it
+    /// accounts for every distinct reader exactly once (a task may read a key twice in a row).
+    #[test]
+    fn pruned_readers_are_counted_once_each() {
+        for repeat in [1u32, 2, 3, 15] {
+            let mut pool = ReaderPool::new();
+            let mut l = ReaderList::default();
+            let tasks = 600u32;
+            for i in 0..tasks {
+                for _ in 0..repeat {
+                    // Tasks older than `i - 40` have completed.
+                    l.push(TaskId(i), &mut pool, i.saturating_sub(40));
+                }
+            }
+            let mut listed = items(&l, &pool);
+            assert!(l.forgotten() > 0, "repeat {repeat}: nothing pruned");
+            listed.dedup();
+            assert_eq!(
+                l.forgotten() + listed.len() as u32,
+                tasks,
+                "repeat {repeat}"
+            );
+            l.clear(&mut pool);
+            assert_eq!((l.forgotten(), l.is_empty()), (0, true));
+        }
     }
 
     #[test]

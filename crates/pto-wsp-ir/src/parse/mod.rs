@@ -11,6 +11,7 @@
 
 mod kernel_body;
 mod lexer;
+mod plan;
 
 use crate::csp::{Channel, Pipeline, Process};
 use crate::expr::{BinOp, Expr, FloatLit, UnOp};
@@ -622,6 +623,21 @@ impl<'a> Parser<'a> {
                     m.pipelines.push(d);
                     continue;
                 }
+                "space" => {
+                    let d = self.space_decl()?;
+                    m.spaces.push(d);
+                    continue;
+                }
+                "tiers" => {
+                    let d = self.tier_table()?;
+                    m.tier_tables.push(d);
+                    continue;
+                }
+                "plan" => {
+                    let d = self.plan_decl()?;
+                    m.plans.push(d);
+                    continue;
+                }
                 "schedule" => {
                     if m.schedule.is_some() {
                         return Err(ParseError::new(
@@ -635,7 +651,8 @@ impl<'a> Parser<'a> {
                 _ => {}
             }
             return Err(self.err_expected(
-                "a declaration (symbol, slot, tensor, axis, kernel, workload, pipeline or schedule)",
+                "a declaration (symbol, slot, tensor, axis, kernel, workload, pipeline, schedule, space, \
+                 tiers or plan)",
             ));
         }
     }

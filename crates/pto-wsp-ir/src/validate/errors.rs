@@ -801,6 +801,15 @@ validation_errors! {
         task_path: String,
     }
 
+    /// A mistake in a Plan-Descriptor-Execute declaration (`space`, `tiers` or `plan`); the
+    /// message names the space, tier table, plan, axis, tier or field.
+    #[error("{message}")]
+    #[label = "here"]
+    Plan {
+        /// What is wrong, naming the declaration and the item.
+        message: String,
+    }
+
     /// Nothing says what to run.
     #[error("no entry point: no schedule, no workload `main`, and {} and {} (need exactly one)", count(.workloads, "workload"), count(.pipelines, "pipeline"))]
     #[label = "no entry point"]

@@ -34,6 +34,7 @@ mod errors;
 mod exact;
 mod explicit;
 mod kernel_body;
+mod plan;
 mod schedule;
 mod scope;
 mod typeck;
@@ -61,6 +62,7 @@ pub fn validate(module: &Module) -> Result<(), Vec<ValidationError>> {
     };
     v.run();
     let mut errors = v.errors;
+    plan::check(module, &mut errors);
     if errors.is_empty() {
         return Ok(());
     }
@@ -663,6 +665,9 @@ impl<'m> Validator<'m> {
         let m = self.m;
         if m.schedule.is_some() {
             return; // the schedule's target is checked with the schedule
+        }
+        if m.workloads.is_empty() && m.pipelines.is_empty() && !m.plans.is_empty() {
+            return; // a module of plans runs its plans (`validate/plan.rs`)
         }
         match m.entry_name() {
             None => self.push(ValidationError::NoEntry {

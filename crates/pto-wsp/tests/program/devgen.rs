@@ -659,3 +659,75 @@ proptest! {
         check_text_in(&with_window_one(&text), mode, true);
     }
 }
+
+/// The edges dependency inference finds do not depend on timing (README's `edges:` line): the
+/// LLaMA layer with exact inference at `seq = 1024` (15,000+ tasks, so the maps retire several times),
+/// with kernels that do nothing (tasks complete at once, as early as they can), reports the
+/// same `edges` host-built without a window, streamed under windows of 2 to 4,096 tasks on 1
+/// and 2 threads, and in device generation; equal to what a builder that never retires finds
+/// for the same tasks. (Only the wired share may vary.)
+#[test]
+fn the_inferred_edge_count_is_the_same_in_every_mode() {
+    let path = format!(
+        "{}/../../examples/llama7b_layer.wsp",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let module = parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut b = Bindings::new();
+    b.bind_str(&module, "seq=1024").unwrap();
+    // The reference: every task, fed into a builder that never retires.
+    let mut builder = GraphBuilder::new(DepsMode::Exact);
+    feed(
+        &module,
+        &b,
+        &ExpandOptions::default(),
+        &mut builder,
+        &mut NoHooks,
+        ExecDomain::default(),
+    )
+    .unwrap();
+    let reference = builder.stats();
+    assert!(reference.tasks > 3 * u64::from(pto_wsp::graph::builder::RETIRE_EVERY));
+    assert_eq!(reference.forgotten, 0);
+    let mut kernels = KernelRegistry::new();
+    for k in &module.kernels {
+        kernels.register(&k.name.name, |_| Ok(()));
+    }
+    let mut wired = BTreeSet::new();
+    for (device_gen, threads, window) in [
+        (false, 1, None),
+        (false, 2, Some(2)),
+        (false, 2, Some(64)),
+        (false, 1, Some(4096)),
+        (true, 1, Some(4)),
+        (true, 2, Some(64)),
+    ] {
+        let mut plan = if device_gen {
+            lower(&device_gen_view(&module)).unwrap()
+        } else {
+            lower(&module).unwrap()
+        };
+        plan.config.task_window = window.map(|w| (w, WindowMode::Stall));
+        // As `pto-wsp bench` does: exact keys, a cost reference (it misses attention's prefix
+        // dependencies, which kernels that do nothing do not mind).
+        plan.config.deps = DepsMode::Exact;
+        let mut p = compile(
+            plan,
+            CompileOptions {
+                threads,
+                kernels: kernels.clone(),
+                device_gen,
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap();
+        let s = p.execute(&b).unwrap();
+        let what = format!("device_gen {device_gen}, {threads} thread(s), window {window:?}");
+        assert_eq!(s.tasks, reference.tasks, "{what}");
+        assert_eq!(s.edges, reference.edges(), "{what}: edges found");
+        assert!(s.wired_edges <= s.edges, "{what}");
+        wired.insert(s.wired_edges);
+    }
+    // Tasks completed early in some runs: fewer edges were wired than found.
+    assert!(wired.iter().any(|&w| w < reference.edges()), "{wired:?}");
+}

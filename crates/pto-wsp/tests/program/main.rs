@@ -8,8 +8,10 @@ mod backend;
 mod datadep;
 mod devgen;
 mod differential;
+mod host_feed;
 mod model;
 mod numeric;
+mod plan;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

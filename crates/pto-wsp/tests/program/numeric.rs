@@ -37,14 +37,14 @@ use pto_wsp::{CompileOptions, RunError, compile, lower};
 // ---------------------------------------------------------------------------------------------
 // Loading and running
 
-fn source(name: &str) -> String {
+pub(super) fn source(name: &str) -> String {
     let path = format!("{}/../../examples/{name}.wsp", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 /// The module of `text`, its `//@ bind` defaults then `binds`, and a registry with its
 /// `//@ alias` lines applied.
-fn load(text: &str, binds: &[&str]) -> (Module, Bindings, KernelRegistry) {
+pub(super) fn load(text: &str, binds: &[&str]) -> (Module, Bindings, KernelRegistry) {
     let module = parse(text).unwrap_or_else(|e| panic!("{e:?}"));
     let mut b = Bindings::new();
     let mut reg = KernelRegistry::with_builtins();
@@ -108,7 +108,7 @@ fn policy_variants(text: &str) -> Vec<(String, String)> {
 }
 
 /// The inputs: every tensor from `seed`, then `prepare`.
-fn inputs(
+pub(super) fn inputs(
     module: &Module,
     b: &Bindings,
     seed: u64,
@@ -167,7 +167,7 @@ fn run_once(
 // ---------------------------------------------------------------------------------------------
 // Data and comparisons
 
-fn get(s: &TensorStore, name: &str) -> Vec<f64> {
+pub(super) fn get(s: &TensorStore, name: &str) -> Vec<f64> {
     let t = s.index_of(name).unwrap();
     match s.info(t).dtype {
         DType::F32 => s
@@ -207,11 +207,11 @@ fn scale(s: &mut TensorStore, name: &str, k: f32) {
     s.write(name, &v).unwrap();
 }
 
-const F16_ROUND: f64 = 1.0 / 2048.0;
-const F16_FLOOR: f64 = 1.0 / (1u64 << 24) as f64;
+pub(super) const F16_ROUND: f64 = 1.0 / 2048.0;
+pub(super) const F16_FLOOR: f64 = 1.0 / (1u64 << 24) as f64;
 
 /// `|got[i] − want[i]| ≤ rel · scale[i] + floor` for every `i` in `idx`.
-fn assert_close(
+pub(super) fn assert_close(
     what: &str,
     got: &[f64],
     want: &[f64],
@@ -348,7 +348,11 @@ fn multi_head_attention_matches_reference() {
 }
 
 /// Full attention per request and head over its `len` cached tokens.
-fn decode_reference(input: &TensorStore, lens: &[usize], cap: usize) -> (Vec<f64>, Vec<f64>) {
+pub(super) fn decode_reference(
+    input: &TensorStore,
+    lens: &[usize],
+    cap: usize,
+) -> (Vec<f64>, Vec<f64>) {
     let (q, k, v) = (get(input, "Qd"), get(input, "Kc"), get(input, "Vc"));
     let d = 128;
     let (mut want, mut mag) = (

@@ -1,0 +1,307 @@
+//! The parser of Plan-Descriptor-Execute declarations (`crate::plan`): `space`, `tiers` and
+//! `plan` with its `generate` block. Kept apart from the workload grammar; the module parser calls
+//! in here for those three top-level words (none of them reserved elsewhere).
+
+use super::lexer::Kind;
+use super::{PResult, Parser};
+use crate::loc::Ident;
+use crate::plan::{
+    BindWhat, GenKind, GenStmt, PlanBind, PlanDecl, SpaceAxis, SpaceDecl, SpaceEnd, TierDecl,
+    TierKernel, TierTableDecl, TileDecl, TileKind,
+};
+use crate::workload::{Arg, TaskStmt};
+
+impl Parser<'_> {
+    /// `space NAME { (axis NAME from N to END; | tile(AXIS, ...); | constraint EXPR;)* }`.
+    pub(super) fn space_decl(&mut self) -> PResult<SpaceDecl> {
+        self.bump();
+        let name = self.ident("space name")?;
+        self.open("{", "to open the space")?;
+        let mut d = SpaceDecl {
+            name,
+            axes: Vec::new(),
+            tiles: Vec::new(),
+            constraints: Vec::new(),
+        };
+        while !self.peek().is_punct("}") {
+            let t = self.peek();
+            if self.eat_word("axis") {
+                let name = self.ident("axis name")?;
+                self.expect_word("from", "after the axis name")?;
+                let start = self.count("the axis start")?;
+                self.expect_word("to", "after the axis start")?;
+                let e = self.peek();
+                let end = if e.kind == Kind::Int {
+                    SpaceEnd::Const(self.count("the axis end")?)
+                } else if self.eat_word("dynamic") {
+                    SpaceEnd::Dynamic
+                } else {
+                    SpaceEnd::Symbol(
+                        self.ident("the axis end (an integer, a symbol or `dynamic`)")?,
+                    )
+                };
+                self.expect(";", "after the axis")?;
+                d.axes.push(SpaceAxis { name, start, end });
+            } else if self.eat_word("tile") {
+                self.open("(", "after `tile`")?;
+                let axis = self.ident("axis name")?;
+                self.expect(",", "after the tiled axis")?;
+                let kind = if self.eat_word("auto") {
+                    TileKind::Auto
+                } else {
+                    let n = self.count("the tile size")?;
+                    if self.eat_punct(",") {
+                        self.expect_word("pad_last", "after the tile size")?;
+                        TileKind::PadLast(n)
+                    } else {
+                        TileKind::Size(n)
+                    }
+                };
+                self.close(")", "to close `tile(`")?;
+                self.expect(";", "after `tile(...)`")?;
+                d.tiles.push(TileDecl { axis, kind });
+            } else if self.eat_word("constraint") {
+                let e = self.expr()?;
+                self.expect(";", "after the constraint")?;
+                d.constraints.push((e, self.loc_from(t.start)));
+            } else {
+                return Err(self.err_expected("`axis`, `tile`, `constraint` or `}` in the space"));
+            }
+        }
+        self.close("}", "")?;
+        Ok(d)
+    }
+
+    /// `tiers NAME { (tier NAME (<= N | default) [workspace N];)* }`.
+    pub(super) fn tier_table(&mut self) -> PResult<TierTableDecl> {
+        self.bump();
+        let name = self.ident("tier table name")?;
+        self.open("{", "to open the tier table")?;
+        let mut tiers = Vec::new();
+        while !self.peek().is_punct("}") {
+            self.expect_word("tier", "(or `}`) in the tier table")?;
+            let name = self.ident("tier name")?;
+            let max = if self.eat_punct("<=") {
+                Some(self.count("the tier's bound")?)
+            } else if self.eat_word("default") {
+                None
+            } else {
+                return Err(self.err_expected("`<= N` or `default` after the tier name"));
+            };
+            let workspace = if self.eat_word("workspace") {
+                self.count("the tier's workspace size")?
+            } else {
+                0
+            };
+            self.expect(";", "after the tier")?;
+            tiers.push(TierDecl {
+                name,
+                max,
+                workspace,
+            });
+        }
+        self.close("}", "")?;
+        Ok(TierTableDecl { name, tiers })
+    }
+
+    /// `plan NAME over SPACE with TIERS { fields ...; workspace T; bind ...; kernel ...;
+    /// generate { ... } }`.
+    pub(super) fn plan_decl(&mut self) -> PResult<PlanDecl> {
+        let start = self.bump().start;
+        let name = self.ident("plan name")?;
+        self.expect_word("over", "after the plan name")?;
+        let space = self.ident("space name")?;
+        self.expect_word("with", "after the space")?;
+        let tiers = self.ident("tier table name")?;
+        self.open("{", "to open the plan")?;
+        let mut p = PlanDecl {
+            name,
+            space,
+            tiers,
+            fields: Vec::new(),
+            workspace: None,
+            binds: Vec::new(),
+            kernels: Vec::new(),
+            body: Vec::new(),
+            loc: crate::loc::Loc::NONE,
+        };
+        let mut generate = false;
+        while !self.peek().is_punct("}") {
+            let t = self.peek();
+            if self.eat_word("fields") {
+                p.fields = self.list(";", "in the field list", |p| p.ident("field name"))?;
+                self.expect(";", "after the fields")?;
+            } else if self.eat_word("workspace") {
+                p.workspace = Some(self.ident("workspace tensor")?);
+                self.expect(";", "after the workspace tensor")?;
+            } else if self.eat_word("bind") {
+                let what = if self.eat_word("end") {
+                    BindWhat::End
+                } else if self.eat_word("tile") {
+                    BindWhat::Tile
+                } else {
+                    return Err(self.err_expected("`end(AXIS)` or `tile(AXIS)` after `bind`"));
+                };
+                self.open("(", "after the bound item")?;
+                let axis = self.ident("axis name")?;
+                self.close(")", "")?;
+                self.expect("=", "after the bound axis")?;
+                let value = self.expr()?;
+                self.expect(";", "after the binding")?;
+                p.binds.push(PlanBind { what, axis, value });
+            } else if self.eat_word("kernel") {
+                let tier = self.ident("tier name")?;
+                self.expect("=>", "after the tier name")?;
+                let kernel = self.kernel_name()?;
+                self.open("(", "after kernel name")?;
+                let args: Vec<Arg> = self.list(")", "in kernel arguments", Self::arg)?;
+                self.close(")", "")?;
+                self.expect(";", "after the tier's kernel")?;
+                p.kernels.push(TierKernel {
+                    tier,
+                    call: TaskStmt { kernel, args },
+                    loc: self.loc_from(t.start),
+                });
+            } else if self.peek().is_word("generate") && !generate {
+                self.bump();
+                p.body = self.gen_block("after `generate`")?;
+                generate = true;
+            } else {
+                return Err(self.err_expected(if generate {
+                    "`}` to close the plan (its `generate` block comes last)"
+                } else {
+                    "`fields`, `workspace`, `bind`, `kernel` or `generate` in the plan"
+                }));
+            }
+            if generate && !self.peek().is_punct("}") {
+                return Err(
+                    self.err_expected("`}` to close the plan (its `generate` block comes last)")
+                );
+            }
+        }
+        self.close("}", "")?;
+        if !generate {
+            return Err(super::ParseError::new(
+                "a plan needs a `generate { ... }` block",
+                self.loc_from(start),
+            ));
+        }
+        p.loc = self.loc_from(start);
+        Ok(p)
+    }
+
+    fn gen_block(&mut self, ctx: &str) -> PResult<Vec<GenStmt>> {
+        self.open("{", ctx)?;
+        self.enter()?;
+        let mut body = Vec::new();
+        while !self.peek().is_punct("}") {
+            body.push(self.gen_stmt()?);
+        }
+        self.close("}", "")?;
+        self.leave();
+        Ok(body)
+    }
+
+    fn gen_stmt(&mut self) -> PResult<GenStmt> {
+        let t = self.peek();
+        let kind = if t.kind != Kind::Word {
+            return Err(self.gen_expected());
+        } else if self.eat_word("for") {
+            let mut vars = vec![self.ident("loop variable after `for`")?];
+            while self.eat_punct(",") {
+                vars.push(self.ident("loop variable")?);
+            }
+            self.expect_word("in", "after loop variables")?;
+            let axis = self.ident("space axis name")?;
+            let body = self.gen_block("to open the loop body")?;
+            GenKind::For { vars, axis, body }
+        } else if self.eat_word("if") {
+            let cond = self.expr()?;
+            let then_body = self.gen_block("after the `if` condition")?;
+            let else_body = if self.eat_word("else") {
+                self.gen_block("after `else`")?
+            } else {
+                Vec::new()
+            };
+            GenKind::If {
+                cond,
+                then_body,
+                else_body,
+            }
+        } else if self.eat_word("continue") {
+            self.expect(";", "after `continue`")?;
+            GenKind::Continue
+        } else if self.eat_word("let") {
+            let name = self.ident("variable name")?;
+            self.expect("=", "after the variable name")?;
+            let kind = if self.peek().is_word("select_tier") && self.peek_at(1).is_punct("(") {
+                self.bump();
+                self.open("(", "")?;
+                let tiers = self.ident("tier table name")?;
+                self.expect(",", "after the tier table")?;
+                let value = self.expr()?;
+                self.close(")", "to close `select_tier(`")?;
+                GenKind::SelectTier { name, tiers, value }
+            } else if self.peek().is_word("alloc") && self.peek_at(1).is_punct("(") {
+                self.bump();
+                self.open("(", "")?;
+                let tier = self.expr()?;
+                let mut indices = Vec::new();
+                while self.eat_punct(",") {
+                    indices.push(self.expr()?);
+                }
+                self.close(")", "to close `alloc(`")?;
+                GenKind::Alloc {
+                    name,
+                    tier,
+                    indices,
+                }
+            } else {
+                GenKind::Let {
+                    name,
+                    value: self.expr()?,
+                }
+            };
+            self.expect(";", "after `let`")?;
+            kind
+        } else if self.eat_word("load") {
+            let name = self.ident("variable name")?;
+            self.expect("=", "after the variable name")?;
+            let tensor = self.ident("tensor name")?;
+            self.open("[", "after tensor name")?;
+            let index = self.list("]", "in element index", Self::expr)?;
+            self.close("]", "")?;
+            self.expect(";", "after load statement")?;
+            GenKind::Load {
+                name,
+                tensor,
+                index,
+            }
+        } else if self.eat_word("emit") {
+            self.open("(", "after `emit`")?;
+            let fields = self.list(")", "in the emitted fields", |p| {
+                let t = p.peek();
+                if t.kind != Kind::Word {
+                    return Err(p.err_expected("a descriptor field name"));
+                }
+                p.bump();
+                let f = Ident::at(t.text, t.loc());
+                p.expect("=", "after the field name")?;
+                Ok((f, p.expr()?))
+            })?;
+            self.close(")", "")?;
+            self.expect(";", "after `emit(...)`")?;
+            GenKind::Emit { fields }
+        } else {
+            return Err(self.gen_expected());
+        };
+        Ok(GenStmt {
+            kind,
+            loc: self.loc_from(t.start),
+        })
+    }
+
+    fn gen_expected(&self) -> super::ParseError {
+        self.err_expected("a generator statement (for, if, continue, let, load or emit)")
+    }
+}

@@ -1,0 +1,730 @@
+//! Runs a module's plans (`ir::plan`) on Plan-Descriptor-Execute (`pto_wsp_pde`).
+//!
+//! Why here: the IR knows nothing of threads, and `pto-wsp-pde` knows nothing of the IR (it is
+//! usable from plain Rust); the lowering from one to the other lives in the facade, beside the
+//! other lowerings, so both stay that way.
+//!
+//! What it promises:
+//! - A plan becomes one [`pde::Launch`]: its space bound (symbol ends read from the bindings,
+//!   `dynamic` ends and `auto` tiles from the plan's `bind` items, constraints checked), its tier
+//!   table checked, and for each tier a kernel that evaluates the tier's call with the
+//!   descriptor's fields (`tier`, the axis indices, `start`, `end`, `workspace`, the user
+//!   fields) as names, then runs the module kernel it names (a built-in, an alias or a kernel
+//!   with a body, from the registry) on those regions and scalars. The `generate` block is
+//!   interpreted on the calling (control) thread; N dispatch threads run the descriptors.
+//! - Plans run in declaration order; a plan's launch ends before the next starts, so a later
+//!   plan reads what an earlier one wrote (the merge after the chunks of decode attention).
+//! - Descriptors of one launch are promised independent by the plan, not inferred: every
+//!   descriptor's regions are recorded while its kernel runs, and one that overlaps a write of
+//!   a descriptor in flight fails the run, naming both (the kernels' views are sound only so).
+//! - Every mistake is a [`PlanError`] with the source location of the statement, tier kernel
+//!   or declaration involved and a message naming the plan, space, field or tier: a field out
+//!   of range, a tier with no kernel implementation, a workspace overflow, a `load` past its
+//!   tensor, a kernel that fails. Nothing panics on bad input.
+
+use crate::ir::eval::{Env, eval};
+use crate::ir::plan::{
+    BindWhat, GenKind, GenStmt, PlanDecl, SpaceDecl, SpaceEnd, TierKernel, TierTableDecl, TileKind,
+};
+use crate::ir::{Arg, Bindings, Diagnostic, Expr, Loc, Module, ParamKind, Value};
+use crate::kernels::{CheckedRunner, KernelId, KernelRegistry, TensorStore, with_checked_runner};
+use crate::pde::{self, Descriptor, End, Launch, LaunchStats, NO_WORKSPACE, PdeError, Tile};
+use pto_wsp_graph::types::{Access, Region, TaskIo};
+use std::collections::BTreeMap;
+
+// The IR's limits are the descriptor's.
+const _: () = assert!(crate::ir::plan::MAX_SPACE_AXES == pde::MAX_AXES);
+const _: () = assert!(crate::ir::plan::MAX_PLAN_FIELDS == pde::MAX_USER);
+
+/// A plan that cannot run, with where it was written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct PlanError {
+    /// What went wrong, naming the plan and the space, field or tier.
+    pub message: String,
+    /// The statement, tier kernel or declaration involved ([`Loc::NONE`] for built modules).
+    pub loc: Loc,
+}
+
+impl Diagnostic for PlanError {
+    fn loc(&self) -> Loc {
+        self.loc
+    }
+    fn label(&self) -> Option<String> {
+        Some("here".into())
+    }
+}
+
+/// How plans are dispatched.
+#[derive(Clone, Copy, Debug)]
+pub struct PlanOptions {
+    /// Dispatch threads per launch (at least 1).
+    pub dispatch_threads: usize,
+    /// Descriptors the bounded queue holds.
+    pub queue_capacity: usize,
+}
+
+impl Default for PlanOptions {
+    fn default() -> PlanOptions {
+        PlanOptions {
+            dispatch_threads: 2,
+            queue_capacity: 1024,
+        }
+    }
+}
+
+/// What one plan's launch did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanStats {
+    /// The plan.
+    pub plan: String,
+    /// The launch's statistics (descriptors, per dispatch thread, workspace used).
+    pub launch: LaunchStats,
+}
+
+/// Runs every plan of `module` in declaration order on `store`, with kernels from `registry`.
+/// `module` must have passed `ir::validate`.
+pub fn run_plans(
+    module: &Module,
+    bindings: &Bindings,
+    store: &mut TensorStore,
+    registry: &KernelRegistry,
+    opts: PlanOptions,
+) -> Result<Vec<PlanStats>, PlanError> {
+    module
+        .plans
+        .iter()
+        .map(|p| run_plan(module, p, bindings, store, registry, opts))
+        .collect()
+}
+
+/// Runs plan `p` of `module` (see the module docs).
+pub fn run_plan(
+    module: &Module,
+    p: &PlanDecl,
+    bindings: &Bindings,
+    store: &mut TensorStore,
+    registry: &KernelRegistry,
+    opts: PlanOptions,
+) -> Result<PlanStats, PlanError> {
+    let plan = p.name.as_str();
+    let at = |loc: Loc, message: String| PlanError {
+        message: format!("plan `{plan}`: {message}"),
+        loc,
+    };
+    let (Some(sd), Some(td)) = (
+        module.space(p.space.as_str()),
+        module.tier_table(p.tiers.as_str()),
+    ) else {
+        return Err(at(p.loc, "its space or tier table is not declared".into()));
+    };
+    let symbols = &bindings.symbols;
+    let space = bind_space(sd, p, symbols).map_err(|(loc, m)| at(loc, m))?;
+    let tiers = tier_table(td).map_err(|e| at(td.name.loc, e.to_string()))?;
+    let capacity = match &p.workspace {
+        None => 0,
+        Some(w) => {
+            let i = store
+                .index_of(w.as_str())
+                .ok_or_else(|| at(w.loc, format!("no tensor `{w}` in the store")))?;
+            store.info(i).elements()
+        }
+    };
+    let names = FieldNames::new(sd, p);
+    let calls = td
+        .tiers
+        .iter()
+        .map(|t| {
+            let k = p.kernels.iter().find(|k| k.tier == t.name).ok_or_else(|| {
+                at(
+                    p.loc,
+                    format!("tier `{}` of `{}` has no kernel", t.name, td.name),
+                )
+            })?;
+            TierCall::new(module, k, store, registry).map_err(|m| at(k.loc, m))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    with_checked_runner(store, registry, |runner| {
+        launch_plan(
+            module, p, bindings, sd, td, &space, &tiers, capacity, &names, &calls, runner, opts,
+        )
+    })
+}
+
+/// Runs the launch of plan `p`, everything resolved, kernels through `runner`.
+#[allow(clippy::too_many_arguments)]
+fn launch_plan(
+    module: &Module,
+    p: &PlanDecl,
+    bindings: &Bindings,
+    sd: &SpaceDecl,
+    td: &TierTableDecl,
+    space: &pde::BoundSpace,
+    tiers: &pde::Tiers,
+    capacity: u64,
+    names: &FieldNames<'_>,
+    calls: &[TierCall<'_>],
+    runner: &CheckedRunner<'_>,
+    opts: PlanOptions,
+) -> Result<PlanStats, PlanError> {
+    let plan = p.name.as_str();
+    let at = |loc: Loc, message: String| PlanError {
+        message: format!("plan `{plan}`: {message}"),
+        loc,
+    };
+    let symbols = &bindings.symbols;
+    let runners: Vec<Box<pde::Kernel<'_>>> = calls
+        .iter()
+        .map(|c| {
+            let f = move |d: &Descriptor| c.run(d, names, symbols, runner);
+            Box::new(f) as Box<pde::Kernel<'_>>
+        })
+        .collect();
+    let mut launch = Launch::new(space, tiers)
+        .workspace(capacity)
+        .dispatch_threads(opts.dispatch_threads)
+        .queue_capacity(opts.queue_capacity);
+    for (t, r) in td.tiers.iter().zip(&runners) {
+        launch = launch.kernel(t.name.as_str(), &**r);
+    }
+    let mut g = Gen {
+        module,
+        plan: p,
+        space: sd,
+        bound: space,
+        bindings,
+        vars: Vec::new(),
+        error: None,
+    };
+    let result = launch.run(|e| g.block(&p.body, e).map(|_| ()));
+    if let Some(e) = g.error.take() {
+        return Err(e);
+    }
+    match result {
+        Ok(launch) => Ok(PlanStats {
+            plan: plan.to_string(),
+            launch,
+        }),
+        Err(e @ PdeError::Kernel { .. }) => {
+            let tier = match &e {
+                PdeError::Kernel { tier, .. } => tier.as_str(),
+                _ => "",
+            };
+            let loc = p
+                .kernels
+                .iter()
+                .find(|k| k.tier.as_str() == tier)
+                .map_or(p.loc, |k| k.loc);
+            Err(at(loc, e.to_string()))
+        }
+        Err(e) => Err(at(p.loc, e.to_string())),
+    }
+}
+
+/// Symbols and local variables, for evaluating expressions.
+struct Scope<'a> {
+    symbols: &'a BTreeMap<String, Value>,
+    locals: &'a [(&'a str, Value)],
+}
+
+impl Env for Scope<'_> {
+    fn lookup(&self, name: &str) -> Option<Value> {
+        self.locals
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, v)| v)
+            .or_else(|| self.symbols.get(name).copied())
+    }
+}
+
+fn as_u32(v: Value) -> Option<u32> {
+    match v {
+        Value::I64(x) => u32::try_from(x).ok(),
+        Value::U64(x) => u32::try_from(x).ok(),
+        Value::Bool(_) => None,
+    }
+}
+
+fn as_i64(v: Value) -> Option<i64> {
+    match v {
+        Value::I64(x) => Some(x),
+        Value::U64(x) => i64::try_from(x).ok(),
+        Value::Bool(_) => None,
+    }
+}
+
+/// Binds the space for the plan: ends, tiles, constraints.
+fn bind_space(
+    sd: &SpaceDecl,
+    p: &PlanDecl,
+    symbols: &BTreeMap<String, Value>,
+) -> Result<pde::BoundSpace, (Loc, String)> {
+    let scope = Scope {
+        symbols,
+        locals: &[],
+    };
+    let space_err = |loc: Loc, m: String| (loc, format!("space `{}`: {m}", sd.name));
+    let value = |e: &Expr, what: String| -> Result<u32, (Loc, String)> {
+        let v = eval(e, &scope).map_err(|err| space_err(e.loc(), format!("{what}: {err}")))?;
+        as_u32(v).ok_or_else(|| {
+            space_err(
+                e.loc(),
+                format!("{what} = {v:?} is not an integer from 0 to 2^32 - 1"),
+            )
+        })
+    };
+    for (c, loc) in &sd.constraints {
+        match eval(c, &scope) {
+            Ok(Value::Bool(true)) => {}
+            Ok(Value::Bool(false)) => {
+                return Err(space_err(*loc, format!("constraint `{c}` does not hold")));
+            }
+            Ok(v) => {
+                return Err(space_err(
+                    *loc,
+                    format!("constraint `{c}` is {v:?}, not a bool"),
+                ));
+            }
+            Err(e) => return Err(space_err(*loc, format!("constraint `{c}`: {e}"))),
+        }
+    }
+    let mut space = pde::Space::new(sd.name.as_str());
+    for a in &sd.axes {
+        let end = match &a.end {
+            SpaceEnd::Const(n) => End::Const(u32::try_from(*n).map_err(|_| {
+                space_err(
+                    a.name.loc,
+                    format!("the end of axis `{}` is past 2^32 - 1", a.name),
+                )
+            })?),
+            SpaceEnd::Symbol(s) => End::Const(value(
+                &Expr::Name(s.clone()),
+                format!("the end of axis `{}` (symbol `{s}`)", a.name),
+            )?),
+            SpaceEnd::Dynamic => End::Dynamic,
+        };
+        let start = u32::try_from(a.start).map_err(|_| {
+            space_err(
+                a.name.loc,
+                format!("axis `{}` starts past 2^32 - 1", a.name),
+            )
+        })?;
+        space = space.axis(a.name.as_str(), start, end);
+    }
+    for t in &sd.tiles {
+        let n = |n: u64| u32::try_from(n).unwrap_or(0);
+        let tile = match t.kind {
+            TileKind::Size(s) => Tile::Size(n(s)),
+            TileKind::PadLast(s) => Tile::PadLast(n(s)),
+            TileKind::Auto => Tile::Auto,
+        };
+        space = space.tile(t.axis.as_str(), tile);
+    }
+    let mut ends = Vec::new();
+    let mut tiles = Vec::new();
+    for b in &p.binds {
+        let v = value(&b.value, format!("`bind {}({})`", b.what.keyword(), b.axis))?;
+        match b.what {
+            BindWhat::End => ends.push((b.axis.as_str(), v)),
+            BindWhat::Tile => tiles.push((b.axis.as_str(), v)),
+        }
+    }
+    space
+        .bind(&ends, &tiles)
+        .map_err(|e| (sd.name.loc, e.to_string()))
+}
+
+fn tier_table(td: &TierTableDecl) -> Result<pde::Tiers, PdeError> {
+    let tiers = td
+        .tiers
+        .iter()
+        .map(|t| {
+            let w = u32::try_from(t.workspace).unwrap_or(u32::MAX);
+            match t.max {
+                Some(m) => {
+                    pde::Tier::upto(t.name.as_str(), u32::try_from(m).unwrap_or(u32::MAX), w)
+                }
+                None => pde::Tier::default_tier(t.name.as_str(), w),
+            }
+        })
+        .collect();
+    pde::Tiers::new(td.name.as_str(), tiers)
+}
+
+/// The names of a plan's descriptor fields, in the order [`FieldNames::bind`] gives values.
+struct FieldNames<'m> {
+    axes: Vec<&'m str>,
+    user: Vec<&'m str>,
+}
+
+impl<'m> FieldNames<'m> {
+    fn new(sd: &'m SpaceDecl, p: &'m PlanDecl) -> FieldNames<'m> {
+        FieldNames {
+            axes: sd.axes.iter().map(|a| a.name.as_str()).collect(),
+            user: p.fields.iter().map(|f| f.as_str()).collect(),
+        }
+    }
+
+    /// Each field of `d` as a name and an `i64` value (`workspace` of none: -1).
+    fn bind(&self, d: &Descriptor, out: &mut Vec<(&'m str, Value)>) {
+        out.clear();
+        let ws = if d.workspace == NO_WORKSPACE {
+            -1
+        } else {
+            i64::from(d.workspace)
+        };
+        out.push(("tier", Value::I64(d.tier.into())));
+        out.push(("start", Value::I64(d.start.into())));
+        out.push(("end", Value::I64(d.end.into())));
+        out.push(("workspace", Value::I64(ws)));
+        for (k, a) in self.axes.iter().enumerate() {
+            out.push((a, Value::I64(d.indices[k].into())));
+        }
+        for (k, u) in self.user.iter().enumerate() {
+            out.push((u, Value::I64(d.user[k].into())));
+        }
+    }
+}
+
+/// One tier's call, resolved against the store and the registry.
+struct TierCall<'m> {
+    kernel: &'m str,
+    id: KernelId,
+    /// Tensor index, access, and the region's dimensions.
+    regions: Vec<(u32, Access, &'m [crate::ir::RegionDim])>,
+    scalars: Vec<&'m Expr>,
+}
+
+impl<'m> TierCall<'m> {
+    fn new(
+        module: &'m Module,
+        k: &'m TierKernel,
+        store: &TensorStore,
+        registry: &KernelRegistry,
+    ) -> Result<TierCall<'m>, String> {
+        let name = k.call.kernel.as_str();
+        let decl = module
+            .kernel(name)
+            .ok_or_else(|| format!("tier `{}`: unknown kernel `{name}`", k.tier))?;
+        let id = registry.lookup(name).ok_or_else(|| {
+            format!(
+                "tier `{}`: kernel `{name}` has no implementation (give it a body, or alias it to \
+                 a built-in with `//@ alias {name}=BUILTIN`)",
+                k.tier
+            )
+        })?;
+        let mut regions = Vec::new();
+        let mut scalars = Vec::new();
+        for (param, arg) in decl.params.iter().zip(&k.call.args) {
+            match (&param.kind, arg) {
+                (ParamKind::Tile { access, .. }, Arg::Region(r)) => {
+                    let t = store
+                        .index_of(r.tensor.as_str())
+                        .ok_or_else(|| format!("no tensor `{}` in the store", r.tensor))?;
+                    regions.push((t, *access, r.dims.as_slice()));
+                }
+                (ParamKind::Scalar(_), Arg::Scalar(e)) => scalars.push(e),
+                _ => {
+                    return Err(format!(
+                        "tier `{}`: the call does not match kernel `{name}`",
+                        k.tier
+                    ));
+                }
+            }
+        }
+        Ok(TierCall {
+            kernel: name,
+            id,
+            regions,
+            scalars,
+        })
+    }
+
+    /// Runs the kernel for descriptor `d` on the calling dispatch thread.
+    fn run(
+        &self,
+        d: &Descriptor,
+        names: &FieldNames<'_>,
+        symbols: &BTreeMap<String, Value>,
+        runner: &CheckedRunner<'_>,
+    ) -> Result<(), String> {
+        let mut locals = Vec::with_capacity(8);
+        names.bind(d, &mut locals);
+        let scope = Scope {
+            symbols,
+            locals: &locals,
+        };
+        let int = |e: &Expr| -> Result<i64, String> {
+            let v = eval(e, &scope).map_err(|err| format!("`{e}`: {err}"))?;
+            as_i64(v).ok_or_else(|| format!("`{e}` = {v:?} is not an integer"))
+        };
+        let mut io = Vec::with_capacity(self.regions.len());
+        for (i, (t, access, dims)) in self.regions.iter().enumerate() {
+            let mut start = Vec::with_capacity(dims.len());
+            let mut size = Vec::with_capacity(dims.len());
+            for dim in dims.iter() {
+                start.push(int(&dim.start)?);
+                size.push(match &dim.size {
+                    Some(s) => int(s)?,
+                    None => 1,
+                });
+            }
+            let region = Region::new(*t, &start, &size)
+                .map_err(|e| format!("kernel `{}`, region {}: {e}", self.kernel, i + 1))?;
+            io.push(TaskIo::new(region, *access));
+        }
+        let mut params = Vec::with_capacity(self.scalars.len());
+        for e in &self.scalars {
+            let v = eval(e, &scope).map_err(|err| format!("`{e}`: {err}"))?;
+            params.push(v.to_bits());
+        }
+        runner
+            .call(self.id, 0, &params, &io)
+            .map_err(|e| format!("kernel `{}`: {e}", self.kernel))
+    }
+}
+
+/// What a statement list asks of the enclosing loop.
+enum Flow {
+    Next,
+    Continue,
+}
+
+/// The generator interpreter: runs a plan's `generate` block on the control thread.
+struct Gen<'m> {
+    module: &'m Module,
+    plan: &'m PlanDecl,
+    space: &'m SpaceDecl,
+    bound: &'m pde::BoundSpace,
+    bindings: &'m Bindings,
+    vars: Vec<(&'m str, Value)>,
+    /// The first error of the interpreter itself (the emitter's errors travel as `PdeError`s
+    /// and are given this statement's location too).
+    error: Option<PlanError>,
+}
+
+/// Stands in for an interpreter error inside the launch (the real one is in `Gen::error`).
+fn stop() -> PdeError {
+    PdeError::Plan("stopped".into())
+}
+
+impl<'m> Gen<'m> {
+    fn fail(&mut self, loc: Loc, message: String) -> PdeError {
+        if self.error.is_none() {
+            self.error = Some(PlanError {
+                message: format!("plan `{}`: {message}", self.plan.name),
+                loc,
+            });
+        }
+        stop()
+    }
+
+    fn value(&mut self, e: &Expr, loc: Loc) -> Result<Value, PdeError> {
+        let scope = Scope {
+            symbols: &self.bindings.symbols,
+            locals: &self.vars,
+        };
+        match eval(e, &scope) {
+            Ok(v) => Ok(v),
+            Err(err) => Err(self.fail(loc, format!("`{e}`: {err}"))),
+        }
+    }
+
+    fn field(&mut self, name: &str, e: &Expr, loc: Loc) -> Result<u32, PdeError> {
+        let v = self.value(e, loc)?;
+        match as_u32(v) {
+            Some(x) => Ok(x),
+            None => Err(self.fail(
+                loc,
+                format!(
+                    "space `{}`: descriptor field `{name}` = {} is out of range (must be 0 to {})",
+                    self.space.name,
+                    match v {
+                        Value::I64(x) => x.to_string(),
+                        Value::U64(x) => x.to_string(),
+                        Value::Bool(b) => b.to_string(),
+                    },
+                    u32::MAX
+                ),
+            )),
+        }
+    }
+
+    fn block<S: pde::Sink>(
+        &mut self,
+        body: &'m [GenStmt],
+        e: &mut pde::Emitter<'_, S>,
+    ) -> Result<Flow, PdeError> {
+        let mark = self.vars.len();
+        let mut flow = Flow::Next;
+        for s in body {
+            if let Flow::Continue = self.stmt(s, e)? {
+                flow = Flow::Continue;
+                break;
+            }
+        }
+        self.vars.truncate(mark);
+        Ok(flow)
+    }
+
+    fn stmt<S: pde::Sink>(
+        &mut self,
+        s: &'m GenStmt,
+        e: &mut pde::Emitter<'_, S>,
+    ) -> Result<Flow, PdeError> {
+        let loc = s.loc;
+        match &s.kind {
+            GenKind::For { vars, axis, body } => {
+                let k = self
+                    .space
+                    .axes
+                    .iter()
+                    .position(|a| a.name == *axis)
+                    .ok_or_else(|| self.fail(loc, format!("no axis `{axis}`")))?;
+                for i in 0..self.bound.count(k) {
+                    let mark = self.vars.len();
+                    self.vars.push((vars[0].as_str(), Value::I64(i.into())));
+                    if vars.len() == 3 {
+                        let (lo, hi) = self.bound.tile_bounds(k, i).unwrap_or((0, 0));
+                        self.vars.push((vars[1].as_str(), Value::I64(lo.into())));
+                        self.vars.push((vars[2].as_str(), Value::I64(hi.into())));
+                    }
+                    self.block(body, e)?;
+                    self.vars.truncate(mark);
+                }
+                Ok(Flow::Next)
+            }
+            GenKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => match self.value(cond, loc)? {
+                Value::Bool(true) => self.block(then_body, e),
+                Value::Bool(false) => self.block(else_body, e),
+                v => Err(self.fail(loc, format!("the condition `{cond}` is {v:?}, not a bool"))),
+            },
+            GenKind::Continue => Ok(Flow::Continue),
+            GenKind::Let { name, value } => {
+                let v = self.value(value, loc)?;
+                self.vars.push((name.as_str(), v));
+                Ok(Flow::Next)
+            }
+            GenKind::SelectTier { name, value, .. } => {
+                let v = self.field("select_tier value", value, loc)?;
+                let t = pde::select_tier(e.tiers(), v);
+                self.vars.push((name.as_str(), Value::I64(t.into())));
+                Ok(Flow::Next)
+            }
+            GenKind::Alloc {
+                name,
+                tier,
+                indices,
+            } => {
+                let t = self.field("tier", tier, loc)?;
+                let mut idx = Vec::with_capacity(indices.len());
+                for i in indices {
+                    idx.push(self.field("alloc index", i, loc)?);
+                }
+                let at = e
+                    .alloc_workspace(t, &idx)
+                    .map_err(|err| self.fail(loc, err.to_string()))?;
+                let v = if at == NO_WORKSPACE {
+                    -1
+                } else {
+                    i64::from(at)
+                };
+                self.vars.push((name.as_str(), Value::I64(v)));
+                Ok(Flow::Next)
+            }
+            GenKind::Load {
+                name,
+                tensor,
+                index,
+            } => {
+                let v = self.load(tensor.as_str(), index, loc)?;
+                self.vars.push((name.as_str(), Value::I64(v)));
+                Ok(Flow::Next)
+            }
+            GenKind::Emit { fields } => {
+                let mut d = Descriptor {
+                    workspace: NO_WORKSPACE,
+                    ..Descriptor::default()
+                };
+                for (f, value) in fields {
+                    let x = self.field(f.as_str(), value, loc)?;
+                    match f.as_str() {
+                        "tier" => d.tier = x,
+                        "start" => d.start = x,
+                        "end" => d.end = x,
+                        "workspace" => d.workspace = x,
+                        n => {
+                            if let Some(k) =
+                                self.space.axes.iter().position(|a| a.name.as_str() == n)
+                            {
+                                d.indices[k] = x;
+                            } else if let Some(k) =
+                                self.plan.fields.iter().position(|u| u.as_str() == n)
+                            {
+                                d.user[k] = x;
+                            } else {
+                                return Err(
+                                    self.fail(loc, format!("the descriptor has no field `{n}`"))
+                                );
+                            }
+                        }
+                    }
+                }
+                e.emit(d).map_err(|err| match err {
+                    PdeError::Launch { .. } => err,
+                    other => self.fail(loc, other.to_string()),
+                })?;
+                Ok(Flow::Next)
+            }
+        }
+    }
+
+    /// An element of an integer tensor's bound contents.
+    fn load(&mut self, tensor: &str, index: &[Expr], loc: Loc) -> Result<i64, PdeError> {
+        let Some(decl) = self.module.tensor(tensor) else {
+            return Err(self.fail(loc, format!("unknown tensor `{tensor}`")));
+        };
+        let Some(data) = self.bindings.arrays.get(tensor) else {
+            return Err(self.fail(
+                loc,
+                format!(
+                    "`load` reads `{tensor}`, whose contents are not bound (plans read host \
+                     metadata only: bind it, e.g. `--bind {tensor}=[...]`, or give it as an input)"
+                ),
+            ));
+        };
+        let mut flat: i64 = 0;
+        for (d, (i, extent)) in index.iter().zip(&decl.shape).enumerate() {
+            let i = self.value(i, loc)?;
+            let n = self.value(extent, loc)?;
+            let (Some(i), Some(n)) = (as_i64(i), as_i64(n)) else {
+                return Err(self.fail(
+                    loc,
+                    format!("`load` of `{tensor}`: a non-integer index or extent"),
+                ));
+            };
+            if i < 0 || i >= n {
+                return Err(self.fail(
+                    loc,
+                    format!("`load` of `{tensor}`: index {i} of dimension {d} is outside 0..{n}"),
+                ));
+            }
+            flat = flat.saturating_mul(n).saturating_add(i);
+        }
+        match usize::try_from(flat).ok().and_then(|f| data.get(f)) {
+            Some(v) => Ok(*v),
+            None => Err(self.fail(
+                loc,
+                format!(
+                    "`load` of `{tensor}`: element {flat} is past its {} bound values",
+                    data.len()
+                ),
+            )),
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! Plans (`.wsp` `space` / `tiers` / `plan`) run by `pto_wsp::plan` on Plan-Descriptor-Execute:
+//! the decode attention example against the `f64` reference of the split-KV workload for three
+//! length mixes on 1 and 2 dispatch threads; tiers, `continue` and workspace allocation against
+//! a model of the generator written here; and each bad input's message and location.
+
+use super::numeric::{
+    F16_FLOOR, F16_ROUND, assert_close, decode_reference, get, inputs, load, source,
+};
+use pto_wsp::ir::{SourceFile, validate};
+use pto_wsp::kernels::{KernelRegistry, TensorStore};
+use pto_wsp::plan::{PlanError, PlanOptions, PlanStats, run_plans};
+
+fn run(
+    text: &str,
+    binds: &[&str],
+    threads: usize,
+    prepare: impl Fn(&mut TensorStore),
+    registry: Option<KernelRegistry>,
+) -> (Result<Vec<PlanStats>, PlanError>, TensorStore, TensorStore) {
+    let (module, b, reg) = load(text, binds);
+    validate(&module).unwrap_or_else(|e| panic!("{e:?}"));
+    let input = inputs(&module, &b, 7, prepare);
+    let mut store = input.clone();
+    let opts = PlanOptions {
+        dispatch_threads: threads,
+        queue_capacity: 8,
+    };
+    let r = run_plans(&module, &b, &mut store, &registry.unwrap_or(reg), opts);
+    (r, input, store)
+}
+
+fn fmt(v: &[usize]) -> String {
+    let s: Vec<String> = v.iter().map(usize::to_string).collect();
+    format!("[{}]", s.join(", "))
+}
+
+#[test]
+fn decode_attention_as_plans_matches_the_reference_for_uniform_skewed_and_short_mixes() {
+    let text = source("pde/decode_attention");
+    for (lens, max_chunks) in [
+        ([1024usize, 1024, 1024], 2usize),
+        ([2500, 1, 20], 5),
+        ([5, 200, 17], 1),
+    ] {
+        let kl = format!("kv_lens={}", fmt(&lens));
+        let mc = format!("max_chunks={max_chunks}");
+        let binds = ["nreq=3", mc.as_str(), kl.as_str()];
+        let chunks: usize = lens.iter().map(|l| l.div_ceil(512)).sum();
+        for threads in [1, 2] {
+            let (r, input, out) = run(&text, &binds, threads, |_| {}, None);
+            let stats = r.unwrap_or_else(|e| panic!("{lens:?}: {e}"));
+            let label = format!("{lens:?} on {threads} dispatch thread(s)");
+            assert_eq!(stats.len(), 2);
+            assert_eq!(stats[0].launch.descriptors as usize, chunks * 8, "{label}");
+            assert_eq!(stats[1].launch.descriptors as usize, 3 * 32, "{label}");
+            for s in &stats {
+                assert_eq!(s.launch.per_thread.len(), threads);
+                assert_eq!(
+                    s.launch.per_thread.iter().sum::<u64>(),
+                    s.launch.descriptors
+                );
+            }
+            let (want, mag) = decode_reference(&input, &lens, max_chunks * 512);
+            assert_close(
+                &label,
+                &get(&out, "Od"),
+                &want,
+                &mag,
+                0..want.len(),
+                2.0 * F16_ROUND + 2e-5,
+                F16_FLOOR,
+            );
+        }
+    }
+}
+
+/// Tiers by length, a tile of 16 over 64 columns, `continue` past a row's length, and one
+/// workspace slot per emitted tile (16 elements for `small`, 32 for `big`); each descriptor
+/// copies its tile of `X` to the start of its slot.
+const COPY: &str = "//@ alias copy_s=copy
+//@ alias copy_b=copy
+symbol n: i64;
+tensor lens: i32[n];
+tensor X: f32[n, 64];
+tensor W: f32[cap];
+symbol cap: i64;
+kernel copy_s(in x: f32[?, ?], out y: f32[?]);
+kernel copy_b(in x: f32[?, ?], out y: f32[?]);
+space S {
+    axis r from 0 to n;
+    axis c from 0 to 64;
+    tile(c, 16);
+}
+tiers T {
+    tier small <= 16 workspace 16;
+    tier big default workspace 32;
+}
+plan p over S with T {
+    workspace W;
+    kernel small => copy_s(X[r, start +: 16], W[workspace +: 16]);
+    kernel big => copy_b(X[r, start +: 16], W[workspace +: 16]);
+    generate {
+        for i in r {
+            load len = lens[i];
+            let t = select_tier(T, len);
+            for j, lo, hi in c {
+                if lo >= len {
+                    continue;
+                }
+                let ws = alloc(t, i, j);
+                emit(tier = t, r = i, c = j, start = lo, end = min(hi, len), workspace = ws);
+            }
+        }
+    }
+}
+";
+
+const LENS: [usize; 4] = [10, 40, 0, 16];
+
+fn copy_binds(cap: usize) -> Vec<String> {
+    vec![
+        "n=4".into(),
+        format!("cap={cap}"),
+        format!("lens={}", fmt(&LENS)),
+    ]
+}
+
+fn zero_w(s: &mut TensorStore) {
+    let n = s.info(s.index_of("W").unwrap()).elements() as usize;
+    s.write("W", &vec![0f32; n]).unwrap();
+}
+
+#[test]
+fn tiers_continue_and_workspace_slots_follow_the_generator() {
+    let binds = copy_binds(256);
+    let binds: Vec<&str> = binds.iter().map(String::as_str).collect();
+    for threads in [1, 2] {
+        let (r, input, out) = run(COPY, &binds, threads, zero_w, None);
+        let stats = r.unwrap();
+        // The generator, modelled: rows in order, tiles of 16 below the row's length, a slot of
+        // the row's tier's size each, handed out in emission order.
+        let x = input.read::<f32>("X").unwrap();
+        let mut want = vec![0f32; 256];
+        let (mut at, mut emitted) = (0usize, 0u64);
+        for (row, &len) in LENS.iter().enumerate() {
+            let slot = if len <= 16 { 16 } else { 32 };
+            for lo in (0..64).step_by(16).filter(|&lo| lo < len) {
+                want[at..at + 16].copy_from_slice(&x[row * 64 + lo..row * 64 + lo + 16]);
+                at += slot;
+                emitted += 1;
+            }
+        }
+        assert_eq!(stats[0].launch.descriptors, emitted);
+        assert_eq!(stats[0].launch.workspace_used, at as u64);
+        assert_eq!(out.read::<f32>("W").unwrap(), want, "{threads} thread(s)");
+    }
+}
+
+/// Runs `text` and returns its error's message and `line:column`.
+fn error_of(
+    text: &str,
+    binds: &[String],
+    registry: Option<KernelRegistry>,
+) -> (String, (usize, usize)) {
+    let binds: Vec<&str> = binds.iter().map(String::as_str).collect();
+    let (r, _, _) = run(text, &binds, 2, zero_w, registry);
+    let e = r.expect_err("should fail");
+    let at = SourceFile::new("t.wsp", text).line_col(e.loc.start as usize);
+    (e.message, at)
+}
+
+fn position(text: &str, needle: &str) -> (usize, usize) {
+    let at = text.find(needle).unwrap_or_else(|| panic!("{needle}"));
+    SourceFile::new("t.wsp", text).line_col(at)
+}
+
+#[test]
+fn a_workspace_overflow_names_space_tier_and_indices_at_the_alloc() {
+    // 16 + 32 + 32 fit in 100; the third slot of row 1 does not.
+    let (message, at) = error_of(COPY, &copy_binds(100), None);
+    assert_eq!(
+        message,
+        "plan `p`: space `S`: workspace overflow allocating 32 elements for tier `big` at \
+         indices [1, 2]: 80 of 100 already used"
+    );
+    assert_eq!(at, position(COPY, "let ws = alloc"));
+}
+
+#[test]
+fn a_descriptor_field_out_of_range_names_space_and_field_at_the_emit() {
+    let text = COPY.replace("c = j,", "c = j + 3,");
+    let (message, at) = error_of(&text, &copy_binds(256), None);
+    assert_eq!(
+        message,
+        "plan `p`: space `S`: descriptor field `c` = 4 is out of range (must be below 4)"
+    );
+    assert_eq!(at, position(&text, "emit("));
+    let text = COPY.replace("start = lo,", "start = lo - 1,");
+    let (message, at) = error_of(&text, &copy_binds(256), None);
+    assert_eq!(
+        message,
+        "plan `p`: space `S`: descriptor field `start` = -1 is out of range (must be 0 to 4294967295)"
+    );
+    assert_eq!(at, position(&text, "emit("));
+}
+
+#[test]
+fn a_tier_whose_kernel_has_no_implementation_is_refused_at_its_kernel_line() {
+    let text = COPY.replace("//@ alias copy_b=copy\n", "");
+    let (message, at) = error_of(
+        &text,
+        &copy_binds(256),
+        Some(KernelRegistry::with_builtins()),
+    );
+    assert_eq!(
+        message,
+        "plan `p`: tier `small`: kernel `copy_s` has no implementation (give it a body, or alias \
+         it to a built-in with `//@ alias copy_s=BUILTIN`)"
+    );
+    assert_eq!(at, position(&text, "kernel small =>"));
+}
+
+#[test]
+fn a_failing_kernel_names_plan_tier_and_kernel_at_the_tiers_kernel_line() {
+    // The `small` tier's call copies 15 elements into 16: `copy` refuses the shapes.
+    let text = COPY.replace("copy_s(X[r, start +: 16]", "copy_s(X[r, start +: 15]");
+    let (message, at) = error_of(&text, &copy_binds(256), None);
+    assert!(
+        message.starts_with("plan `p`: space `S`: kernel of tier `small` failed on descriptor"),
+        "{message}"
+    );
+    assert!(message.contains("kernel `copy_s`"), "{message}");
+    assert_eq!(at, position(&text, "kernel small =>"));
+}

@@ -1,0 +1,110 @@
+"""Varlen split-KV decode attention with merge for two requests of different KV lengths, in tile
+instructions: examples/ascend/decode_attention.wsp in Python."""
+
+from pto_wsp import *
+
+kv0 = Symbol(bind=200)
+kv1 = Symbol(bind=96)
+
+Q = Tensor(f32[2, 64])
+K = Tensor(f32[512, 64])
+V = Tensor(f32[512, 64])
+PO = Tensor(f32[8, 64])
+PM = Tensor(f32[8])
+PL = Tensor(f32[8])
+OUT = Tensor(f32[2, 64])
+
+RQ = Dense[2]
+CH = Dense[4]
+
+# The kernels of examples/kernels/decode_attention.wsp (python/examples/kernels/decode_attention.py).
+CHUNK_BODY = """
+    let n: i64 = chunk_end - chunk_start;
+    tile tq: left f32[1, 64];
+    tile tk: vec f32[64, 64] valid(n, 64);
+    tile tkt: right f32[64, 64] valid(64, n);
+    tile sacc: acc f32[1, 64] valid(1, n);
+    tile s: vec f32[1, 64] valid(1, n);
+    tile tm: vec f32[1, 1];
+    tile tl: vec f32[1, 1];
+    tile p: left f32[1, 64] valid(1, n);
+    tile tv: right f32[64, 64] valid(n, 64);
+    tile oacc: acc f32[1, 64];
+    tile to: vec f32[1, 64];
+    if n > 0 {
+        TLOAD(tq, q);
+        TLOAD(tk, k);
+        TTRANS(tkt, tk);
+        TMATMUL(sacc, tq, tkt);
+        TMOV(s, sacc);
+        TMULS(s, s, 0.125);
+        TROWMAX(tm, s);
+        TROWEXPANDSUB(s, s, tm);
+        TEXP(s, s);
+        TROWSUM(tl, s);
+        TMOV(p, s);
+        TLOAD(tv, v);
+        TMATMUL(oacc, p, tv);
+        TMOV(to, oacc);
+        TROWEXPANDDIV(to, to, tl);
+    } else {
+        TEXPANDS(to, 0.0);
+        TEXPANDS(tm, -3e38);
+        TEXPANDS(tl, 0.0);
+    }
+    TSTORE(o, to);
+    TSTORE(m, tm);
+    TSTORE(l, tl);
+"""
+
+MERGE_BODY = """
+    tile tm: vec f32[1, 4];
+    tile tl: vec f32[1, 4];
+    tile mx: vec f32[1, 1];
+    tile ws: vec f32[1, 1];
+    tile w: left f32[1, 4];
+    tile to: right f32[4, 64];
+    tile acc: acc f32[1, 64];
+    tile res: vec f32[1, 64];
+    TLOAD(tm, m);
+    TLOAD(tl, l);
+    TROWMAX(mx, tm);
+    TROWEXPANDSUB(tm, tm, mx);
+    TEXP(tm, tm);
+    TMUL(tm, tm, tl);
+    TROWSUM(ws, tm);
+    TMOV(w, tm);
+    TLOAD(to, o);
+    TMATMUL(acc, w, to);
+    TMOV(res, acc);
+    TROWEXPANDDIV(res, res, ws);
+    TSTORE(y, res);
+"""
+
+
+@kernel(pool="cube", body=CHUNK_BODY)
+def chunk(
+    q: In[f32[1, 64]], k: In[f32[64, 64]], v: In[f32[64, 64]], o: Out[f32[1, 64]],
+    m: Out[f32[1]], l: Out[f32[1]], chunk_start: i64, chunk_end: i64,
+): ...
+@kernel(pool="cube", body=MERGE_BODY)
+def merge(o: In[f32[4, 64]], m: In[f32[4]], l: In[f32[4]], y: Out[f32[1, 64]]): ...
+
+
+@workload
+def main():
+    with sequential():
+        for r, c in P(RQ, CH):
+            keys = span(r * 256 + c * 64, 64)
+            part = r * 4 + c
+            kv = where(r == 0, kv0, kv1)
+            chunk(
+                Q[r:r + 1, :], K[keys, :], V[keys, :], PO[part:part + 1, :], PM[part:part + 1],
+                PL[part:part + 1], min_(c * 64, kv), min_(c * 64 + 64, kv),
+            )
+        for r in P(RQ):
+            parts = span(r * 4, 4)
+            merge(PO[parts, :], PM[parts], PL[parts], OUT[r:r + 1, :])
+
+
+module = main.task_graph(deps=Deps.overlap()).module()
