@@ -13,9 +13,10 @@
 //!   the same user tasks (kernel, pool, stream, target, params, regions) in the same order, the
 //!   same barriers and the same explicit dependencies, so the same edges (the interpreter's
 //!   [`TaskSink`] contract, with [`ExecutorConfig::all`], is the expander's).
-//! - Modules the bytecode cannot express ([`pto_wsp_bytecode::supports`]: computed reads,
-//!   `while` / `break if`, per-row ragged lengths, multi-producer channels) are not this
-//!   module's: a runtime keeps the expander for them.
+//! - Modules the bytecode cannot express ([`pto_wsp_bytecode::supports`]: per-row ragged
+//!   lengths, multi-producer channels) and modules with computed reads (this feed does not wait
+//!   on producers; device generation does) are not this module's: a runtime keeps the expander
+//!   for them.
 //! - The first failure (builder, hook, interpreter) stops generation; see [`BytecodeFeedError`].
 
 use std::ops::{ControlFlow, Range};

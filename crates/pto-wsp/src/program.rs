@@ -12,9 +12,10 @@
 //! and feeds each into the dependency-inferring builder, while the workers run every task whose
 //! predecessors are done (start policy, window, gates, batching and dispatch from the
 //! schedule). The generator is the bytecode interpreter (the workload encoded once at compile
-//! time, `pto_wsp_cpu::feed_bytecode`) whenever the bytecode can express the module, else the
-//! reference expander (`pto_wsp_bytecode::supports` says why: computed reads, `while` /
-//! `break if`, per-row ragged lengths, multi-producer channels; or
+//! time, `pto_wsp_cpu::feed_bytecode`) whenever the bytecode can express the module and the
+//! module has no computed reads, else the reference expander (which stops at each computed read
+//! until its producers complete; `pto_wsp_bytecode::supports` says what else the bytecode cannot
+//! express: per-row ragged lengths, multi-producer channels; or
 //! [`CompileOptions::host_expander`]). Both feed the builder the same tasks and the same order
 //! announcements, so the graph is the same; an interpreter error is reported in the expander's
 //! words. Kernels come from the [`KernelRegistry`] of the [`CompileOptions`]; every kernel
@@ -382,8 +383,12 @@ pub(crate) fn compile_cpu(
     };
     // A host run's generator: the bytecode interpreter when it can express the module (the
     // first refusal of `pto_wsp_bytecode::supports`, or a table too wide for the format, keeps
-    // the reference expander).
-    let host_bytecode = if matches!(mode, modes::Mode::Host) && !options.host_expander {
+    // the reference expander), and the expander also serves computed reads: it stops at each one
+    // until the producers complete (the interpreter's waiting is device generation's).
+    let host_bytecode = if matches!(mode, modes::Mode::Host)
+        && !options.host_expander
+        && !computed.iter().any(|&c| c)
+    {
         devgen::compile_bytecode(&plan.module).ok()
     } else {
         None
