@@ -232,3 +232,50 @@ fn a_failing_kernel_names_plan_tier_and_kernel_at_the_tiers_kernel_line() {
     assert!(message.contains("kernel `copy_s`"), "{message}");
     assert_eq!(at, position(&text, "kernel small =>"));
 }
+
+#[test]
+fn a_module_with_a_workload_and_plans_shares_tensors_and_kernels_and_both_agree() {
+    // decode_ragged.wsp's workload, plus the plans of pde/decode_attention.wsp (their space,
+    // tiers and plan declarations, and the one kernel the workload lacks) in the same module.
+    let workload = source("decode_ragged");
+    let plans = source("pde/decode_attention");
+    let from = plans.find("\nspace Chunks {").unwrap();
+    let long = plans
+        .lines()
+        .find(|l| l.starts_with("kernel decode_chunk_long("))
+        .unwrap();
+    let text = format!(
+        "//@ alias decode_chunk_long=attn_decode_chunk\n{workload}\n{long}\n\n{}",
+        &plans[from..]
+    );
+    let binds = [
+        "nreq=3",
+        "max_chunks=2",
+        "kv_lens=[700, 1024, 3]",
+        "kv_chunks=[2, 2, 1]",
+    ];
+    let (module, b, reg) = load(&text, &binds);
+    validate(&module).unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!((module.workloads.len(), module.plans.len()), (1, 2));
+    let input = inputs(&module, &b, 3, |_| {});
+    let by_workload = super::numeric::run_once(&module, &b, &reg, 2, &input).unwrap();
+    let mut by_plans = input.clone();
+    let stats = run_plans(&module, &b, &mut by_plans, &reg, PlanOptions::default()).unwrap();
+    assert_eq!(stats[0].launch.descriptors, (2 + 2 + 1) * 8);
+    let od = |s: &TensorStore| s.read::<half::f16>("Od").unwrap();
+    assert_eq!(
+        od(&by_plans),
+        od(&by_workload),
+        "the same kernels on the same regions"
+    );
+    let (want, mag) = decode_reference(&input, &[700, 1024, 3], 2 * 512);
+    assert_close(
+        "plans in a workload module",
+        &get(&by_plans, "Od"),
+        &want,
+        &mag,
+        0..want.len(),
+        2.0 * F16_ROUND + 2e-5,
+        F16_FLOOR,
+    );
+}
