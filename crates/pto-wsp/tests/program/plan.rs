@@ -279,3 +279,41 @@ fn a_module_with_a_workload_and_plans_shares_tensors_and_kernels_and_both_agree(
         F16_FLOOR,
     );
 }
+
+#[test]
+fn prefetch_fetches_value_v_plus_depth_when_v_emits_its_first_descriptor() {
+    // `fetch` copies row v of X into row v of Pf. Rows 0, 1 and 3 emit descriptors (row 2's
+    // length is 0): the first descriptors of rows 0 and 1 fetch rows 1 and 2; row 3 would fetch
+    // row 4, which does not exist; row 2 emits nothing, so row 3 is never fetched.
+    let text = COPY
+        .replace(
+            "kernel copy_s(",
+            "tensor Pf: f32[n, 16];\nkernel fetch(in x: f32[?, ?], out y: f32[?, ?]);\nkernel copy_s(",
+        )
+        .replace("//@ alias copy_s=copy\n", "//@ alias copy_s=copy\n//@ alias fetch=copy\n")
+        .replace(
+            "    generate {",
+            "    prefetch(r, 1) => fetch(X[r, 0 +: 16], Pf[r, 0 +: 16]);\n    generate {",
+        );
+    let binds = copy_binds(256);
+    let binds: Vec<&str> = binds.iter().map(String::as_str).collect();
+    let zero = |s: &mut TensorStore| {
+        zero_w(s);
+        s.write("Pf", &[0f32; 64]).unwrap();
+    };
+    for threads in [1, 2] {
+        let (r, input, out) = run(&text, &binds, threads, zero, None);
+        let stats = r.unwrap();
+        assert_eq!(stats[0].launch.prefetches, 2);
+        assert_eq!(
+            stats[0].launch.descriptors, 5,
+            "prefetches are not descriptors"
+        );
+        let x = input.read::<f32>("X").unwrap();
+        let mut want = vec![0f32; 64];
+        for row in [1, 2] {
+            want[row * 16..row * 16 + 16].copy_from_slice(&x[row * 64..row * 64 + 16]);
+        }
+        assert_eq!(out.read::<f32>("Pf").unwrap(), want, "{threads} thread(s)");
+    }
+}
