@@ -127,8 +127,12 @@ pub fn check_summary(name: &str, module: &Module) -> String {
         count(module.axes.len(), "axis").replace("axiss", "axes"),
         count(module.symbols.len(), "symbol"),
     ];
+    if !module.plans.is_empty() {
+        parts.push(count(module.plans.len(), "plan"));
+    }
     match module.entry_name() {
         Some(entry) => parts.push(format!("entry {entry}")),
+        None if !module.plans.is_empty() => parts.push("runs its plans".to_string()),
         None => parts.push("no entry".to_string()),
     }
     if module.schedule.is_some() {

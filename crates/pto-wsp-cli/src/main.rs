@@ -92,6 +92,10 @@ enum Command {
     Run {
         /// The `.wsp` file (default: the main job).
         file: Option<PathBuf>,
+        /// Run the module's plans (Plan-Descriptor-Execute, docs/PDE.md) even when it also has a
+        /// workload; a module with plans and no workload or pipeline runs them without it.
+        #[arg(long)]
+        plans: bool,
         /// Bind a symbol, slot or integer tensor (after the file's `//@ bind` defaults).
         #[arg(long = "bind", value_name = "NAME=VALUE")]
         binds: Vec<String>,
@@ -422,6 +426,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Run {
             file,
+            plans,
             binds,
             threads,
             target,
@@ -476,7 +481,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     "`pto-wsp run --target {target}`: runnable targets are cpu_sim and ascend_a2a3sim"
                 );
             }
-            if !main_job && let Some(outcome) = pto_wsp_cli::plan_run::run(&name, &text, &opts)? {
+            if !main_job
+                && let Some(outcome) = pto_wsp_cli::plan_run::run(&name, &text, &opts, plans)?
+            {
                 emit(&outcome.report)?;
                 let failed: Vec<&str> = outcome
                     .expectations

@@ -3,7 +3,8 @@
 //! `//@ bind`), the plans run in declaration order by `pto_wsp::plan`, each error rendered at
 //! its `file:line:column`.
 //!
-//! A module is run this way when it has plans and no workload or pipeline; `--threads` is the
+//! A module is run this way when it has plans and no workload or pipeline, or with `--plans`
+//! (a module that also has a workload: its plans, not its workload); `--threads` is the
 //! number of dispatch threads (0: one per core). Flags that belong to the task-graph runtime
 //! (`--trace`, `--device-gen`, `--check`, `--empty-kernels`, `--issue-cycles`) are refused:
 //! plan runs always check the regions of descriptors in flight.
@@ -28,12 +29,23 @@ pub struct PlanOutcome {
     pub report: String,
 }
 
-/// Runs module `text` (shown as `name`) if it is a module of plans; `None` if it is not (a
-/// workload or pipeline module, run by [`crate::exec::run`]).
-pub fn run(name: &str, text: &str, opts: &RunOptions) -> Result<Option<PlanOutcome>, CliError> {
+/// Runs module `text` (shown as `name`) if it is a module of plans, or its plans whatever else
+/// it has when `plans` (`--plans`); `None` if it is not (a workload or pipeline module, run by
+/// [`crate::exec::run`]).
+pub fn run(
+    name: &str,
+    text: &str,
+    opts: &RunOptions,
+    plans: bool,
+) -> Result<Option<PlanOutcome>, CliError> {
     let loaded = crate::load_source(name, text)?;
     let m = &loaded.module;
-    if m.plans.is_empty() || !m.workloads.is_empty() || !m.pipelines.is_empty() {
+    if plans && m.plans.is_empty() {
+        return Err(CliError::plain(format!(
+            "{name}: `--plans`, but the module declares no plan"
+        )));
+    }
+    if m.plans.is_empty() || (!plans && (!m.workloads.is_empty() || !m.pipelines.is_empty())) {
         return Ok(None);
     }
     let refused = [

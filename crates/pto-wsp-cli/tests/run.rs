@@ -936,3 +936,40 @@ fn a_plan_error_is_rendered_at_its_file_line_and_column() {
     );
     assert!(stderr.contains(&format!("{p}:{line}:{col}")), "{stderr}");
 }
+
+#[test]
+fn run_plans_runs_the_plans_of_a_module_that_also_has_a_workload() {
+    let dir = scratch("pde_mixed");
+    let read = |p: &str| std::fs::read_to_string(root().join(p)).unwrap();
+    let (workload, plans) = (
+        read("examples/decode_ragged.wsp"),
+        read("examples/pde/decode_attention.wsp"),
+    );
+    let from = plans.find("\nspace Chunks {").unwrap();
+    let long = plans
+        .lines()
+        .find(|l| l.starts_with("kernel decode_chunk_long("))
+        .unwrap();
+    let text = format!(
+        "//@ alias decode_chunk_long=attn_decode_chunk\n{workload}\n{long}\n{}",
+        &plans[from..]
+    );
+    let path = dir.join("mixed.wsp");
+    std::fs::write(&path, text).unwrap();
+    let p = path.display().to_string();
+    let (code, stdout, stderr) = binary(&["run", &p, "-q"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("ran 264 tasks"),
+        "the workload by default: {stdout}"
+    );
+    let (code, stdout, stderr) = binary(&["run", &p, "-q", "--plans"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("plan chunks: 136 descriptors"), "{stdout}");
+    let (code, _, stderr) = binary(&["run", "examples/decode_ragged.wsp", "-q", "--plans"]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("`--plans`, but the module declares no plan"),
+        "{stderr}"
+    );
+}

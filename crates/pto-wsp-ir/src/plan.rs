@@ -108,6 +108,9 @@ pub struct PlanDecl {
     pub binds: Vec<PlanBind>,
     /// `kernel TIER => CALL;`: the call each tier's descriptors run.
     pub kernels: Vec<TierKernel>,
+    /// `prefetch(AXIS, DEPTH) => CALL;`: seed 001's prefetch, the call run for value `v + DEPTH`
+    /// of the axis before the first descriptor of `v` (`docs/PDE.md`).
+    pub prefetch: Option<PlanPrefetch>,
     /// `generate { ... }`: the descriptor generator.
     pub body: Vec<GenStmt>,
     /// Where the declaration was written.
@@ -152,6 +155,20 @@ pub struct TierKernel {
     /// The tier.
     pub tier: Ident,
     /// The call.
+    pub call: TaskStmt,
+    /// Where it was written.
+    pub loc: Loc,
+}
+
+/// `prefetch(AXIS, DEPTH) => KERNEL(ARGS);` — its call sees the descriptor fields of a prefetch
+/// descriptor: the axis holds the value to fetch, every other field is 0.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PlanPrefetch {
+    /// The axis.
+    pub axis: Ident,
+    /// How many values ahead.
+    pub depth: u64,
+    /// The call that fetches.
     pub call: TaskStmt,
     /// Where it was written.
     pub loc: Loc,

@@ -673,6 +673,16 @@ impl Display for PlanDecl {
                 Commas(&k.call.args)
             )?;
         }
+        if let Some(pf) = &self.prefetch {
+            writeln!(
+                f,
+                "    prefetch({}, {}) => {}({});",
+                pf.axis,
+                pf.depth,
+                pf.call.kernel,
+                Commas(&pf.call.args)
+            )?;
+        }
         f.write_str("    generate ")?;
         gen_block(f, &self.body, 1)?;
         f.write_str("\n}")

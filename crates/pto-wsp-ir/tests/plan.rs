@@ -70,7 +70,7 @@ plan p over S with T {
 }
 ";
 
-fn small_built() -> Module {
+fn small_built(prefetch: bool) -> Module {
     let mut m = ModuleBuilder::new();
     m.symbol("n", ScalarType::I64);
     m.tensor("lens", DType::I32, [e("n")]);
@@ -96,6 +96,17 @@ fn small_built() -> Module {
         p.fields(["len"]).workspace("W").bind_end("c", 64);
         p.kernel("small", "copy", call())
             .kernel("big", "copy", call());
+        if prefetch {
+            p.prefetch(
+                "r",
+                1,
+                "copy",
+                [
+                    region("X", [at(e("r")), span(0, 16)]).into(),
+                    region("W", [span(0, 16)]).into(),
+                ],
+            );
+        }
         p.generate(|g| {
             g.for_each(["i"], "r", |g| {
                 g.load("len", "lens", [e("i")]);
@@ -132,7 +143,30 @@ fn the_builder_gives_the_parsers_ir_and_it_validates() {
     validate(&parsed).unwrap();
     let text_again = parse(&parsed.to_string()).unwrap();
     assert_eq!(text_again, parsed);
-    assert_eq!(small_built(), parsed);
+    assert_eq!(small_built(false), parsed);
+    // With `prefetch`.
+    let text = SMALL.replace(
+        "    generate {",
+        "    prefetch(r, 1) => copy(X[r, 0 +: 16], W[0 +: 16]);\n    generate {",
+    );
+    let parsed = parse(&text).unwrap();
+    validate(&parsed).unwrap();
+    assert_eq!(parse(&parsed.to_string()).unwrap(), parsed);
+    assert!(parsed.to_string().contains("    prefetch(r, 1) => copy("));
+    assert_eq!(small_built(true), parsed);
+    let bad = text.replace("prefetch(r, 1)", "prefetch(q, 0)");
+    let errs: Vec<String> = validate(&parse(&bad).unwrap())
+        .unwrap_err()
+        .iter()
+        .map(|e| e.to_string())
+        .collect();
+    assert_eq!(
+        errs,
+        [
+            "plan `p`: the prefetch depth must be 1 to 2^32 - 1",
+            "plan `p`: `prefetch` names `q`, not an axis of space `S`"
+        ]
+    );
 }
 
 /// The first validation error of `text`: its message and `line:column`.

@@ -24,9 +24,9 @@
 
 use crate::ir::eval::{Env, eval};
 use crate::ir::plan::{
-    BindWhat, GenKind, GenStmt, PlanDecl, SpaceDecl, SpaceEnd, TierKernel, TierTableDecl, TileKind,
+    BindWhat, GenKind, GenStmt, PlanDecl, SpaceDecl, SpaceEnd, TierTableDecl, TileKind,
 };
-use crate::ir::{Arg, Bindings, Diagnostic, Expr, Loc, Module, ParamKind, Value};
+use crate::ir::{Arg, Bindings, Diagnostic, Expr, Loc, Module, ParamKind, TaskStmt, Value};
 use crate::kernels::{CheckedRunner, KernelId, KernelRegistry, TensorStore, with_checked_runner};
 use crate::pde::{self, Descriptor, End, Launch, LaunchStats, NO_WORKSPACE, PdeError, Tile};
 use pto_wsp_graph::types::{Access, Region, TaskIo};
@@ -141,12 +141,30 @@ pub fn run_plan(
                     format!("tier `{}` of `{}` has no kernel", t.name, td.name),
                 )
             })?;
-            TierCall::new(module, k, store, registry).map_err(|m| at(k.loc, m))
+            TierCall::new(
+                module,
+                &format!("tier `{}`", k.tier),
+                &k.call,
+                store,
+                registry,
+            )
+            .map_err(|m| at(k.loc, m))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let prefetch = match &p.prefetch {
+        None => None,
+        Some(pf) => {
+            let depth = u32::try_from(pf.depth)
+                .map_err(|_| at(pf.loc, "the prefetch depth is past 2^32 - 1".into()))?;
+            let call = TierCall::new(module, "the prefetch", &pf.call, store, registry)
+                .map_err(|m| at(pf.loc, m))?;
+            Some((pf.axis.as_str(), depth, call))
+        }
+    };
     with_checked_runner(store, registry, |runner| {
         launch_plan(
-            module, p, bindings, sd, td, &space, &tiers, capacity, &names, &calls, runner, opts,
+            module, p, bindings, sd, td, &space, &tiers, capacity, &names, &calls, &prefetch,
+            runner, opts,
         )
     })
 }
@@ -164,6 +182,7 @@ fn launch_plan(
     capacity: u64,
     names: &FieldNames<'_>,
     calls: &[TierCall<'_>],
+    prefetch: &Option<(&str, u32, TierCall<'_>)>,
     runner: &CheckedRunner<'_>,
     opts: PlanOptions,
 ) -> Result<PlanStats, PlanError> {
@@ -186,6 +205,13 @@ fn launch_plan(
         .queue_capacity(opts.queue_capacity);
     for (t, r) in td.tiers.iter().zip(&runners) {
         launch = launch.kernel(t.name.as_str(), &**r);
+    }
+    let fetch = prefetch.as_ref().map(|(axis, depth, c)| {
+        let f = move |d: &Descriptor| c.run(d, names, symbols, runner);
+        (*axis, *depth, Box::new(f) as Box<pde::Kernel<'_>>)
+    });
+    if let Some((axis, depth, hook)) = &fetch {
+        launch = launch.prefetch(axis, *depth, &**hook);
     }
     let mut g = Gen {
         module,
@@ -210,11 +236,11 @@ fn launch_plan(
                 PdeError::Kernel { tier, .. } => tier.as_str(),
                 _ => "",
             };
-            let loc = p
-                .kernels
-                .iter()
-                .find(|k| k.tier.as_str() == tier)
-                .map_or(p.loc, |k| k.loc);
+            // A prefetch descriptor's tier is not in the table: its failure is named `prefetch`.
+            let loc = match p.kernels.iter().find(|k| k.tier.as_str() == tier) {
+                Some(k) => k.loc,
+                None => p.prefetch.as_ref().map_or(p.loc, |pf| pf.loc),
+            };
             Err(at(loc, e.to_string()))
         }
         Err(e) => Err(at(p.loc, e.to_string())),
@@ -397,26 +423,27 @@ struct TierCall<'m> {
 }
 
 impl<'m> TierCall<'m> {
+    /// The call `call` of `who` (`tier `t``, `the prefetch`).
     fn new(
         module: &'m Module,
-        k: &'m TierKernel,
+        who: &str,
+        call: &'m TaskStmt,
         store: &TensorStore,
         registry: &KernelRegistry,
     ) -> Result<TierCall<'m>, String> {
-        let name = k.call.kernel.as_str();
+        let name = call.kernel.as_str();
         let decl = module
             .kernel(name)
-            .ok_or_else(|| format!("tier `{}`: unknown kernel `{name}`", k.tier))?;
+            .ok_or_else(|| format!("{who}: unknown kernel `{name}`"))?;
         let id = registry.lookup(name).ok_or_else(|| {
             format!(
-                "tier `{}`: kernel `{name}` has no implementation (give it a body, or alias it to \
-                 a built-in with `//@ alias {name}=BUILTIN`)",
-                k.tier
+                "{who}: kernel `{name}` has no implementation (give it a body, or alias it to \
+                 a built-in with `//@ alias {name}=BUILTIN`)"
             )
         })?;
         let mut regions = Vec::new();
         let mut scalars = Vec::new();
-        for (param, arg) in decl.params.iter().zip(&k.call.args) {
+        for (param, arg) in decl.params.iter().zip(&call.args) {
             match (&param.kind, arg) {
                 (ParamKind::Tile { access, .. }, Arg::Region(r)) => {
                     let t = store
@@ -425,12 +452,7 @@ impl<'m> TierCall<'m> {
                     regions.push((t, *access, r.dims.as_slice()));
                 }
                 (ParamKind::Scalar(_), Arg::Scalar(e)) => scalars.push(e),
-                _ => {
-                    return Err(format!(
-                        "tier `{}`: the call does not match kernel `{name}`",
-                        k.tier
-                    ));
-                }
+                _ => return Err(format!("{who}: the call does not match kernel `{name}`")),
             }
         }
         Ok(TierCall {

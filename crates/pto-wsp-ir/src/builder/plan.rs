@@ -37,8 +37,8 @@ use super::ModuleBuilder;
 use crate::expr::Expr;
 use crate::loc::{Ident, Loc};
 use crate::plan::{
-    BindWhat, GenKind, GenStmt, PlanBind, PlanDecl, SpaceAxis, SpaceDecl, SpaceEnd, TierDecl,
-    TierKernel, TierTableDecl, TileDecl, TileKind,
+    BindWhat, GenKind, GenStmt, PlanBind, PlanDecl, PlanPrefetch, SpaceAxis, SpaceDecl, SpaceEnd,
+    TierDecl, TierKernel, TierTableDecl, TileDecl, TileKind,
 };
 use crate::workload::{Arg, TaskStmt};
 
@@ -96,6 +96,7 @@ impl ModuleBuilder {
                 workspace: None,
                 binds: Vec::new(),
                 kernels: Vec::new(),
+                prefetch: None,
                 body: Vec::new(),
                 loc: Loc::NONE,
             },
@@ -187,6 +188,26 @@ impl PlanBuilder {
     ) -> &mut Self {
         self.decl.kernels.push(TierKernel {
             tier: Ident::new(tier),
+            call: TaskStmt {
+                kernel: Ident::new(kernel),
+                args: args.into_iter().collect(),
+            },
+            loc: Loc::NONE,
+        });
+        self
+    }
+
+    /// `prefetch(AXIS, DEPTH) => KERNEL(ARGS);`
+    pub fn prefetch(
+        &mut self,
+        axis: &str,
+        depth: u64,
+        kernel: &str,
+        args: impl IntoIterator<Item = Arg>,
+    ) -> &mut Self {
+        self.decl.prefetch = Some(PlanPrefetch {
+            axis: Ident::new(axis),
+            depth,
             call: TaskStmt {
                 kernel: Ident::new(kernel),
                 args: args.into_iter().collect(),

@@ -6,8 +6,8 @@ use super::lexer::Kind;
 use super::{PResult, Parser};
 use crate::loc::Ident;
 use crate::plan::{
-    BindWhat, GenKind, GenStmt, PlanBind, PlanDecl, SpaceAxis, SpaceDecl, SpaceEnd, TierDecl,
-    TierKernel, TierTableDecl, TileDecl, TileKind,
+    BindWhat, GenKind, GenStmt, PlanBind, PlanDecl, PlanPrefetch, SpaceAxis, SpaceDecl, SpaceEnd,
+    TierDecl, TierKernel, TierTableDecl, TileDecl, TileKind,
 };
 use crate::workload::{Arg, TaskStmt};
 
@@ -122,6 +122,7 @@ impl Parser<'_> {
             workspace: None,
             binds: Vec::new(),
             kernels: Vec::new(),
+            prefetch: None,
             body: Vec::new(),
             loc: crate::loc::Loc::NONE,
         };
@@ -162,6 +163,25 @@ impl Parser<'_> {
                     call: TaskStmt { kernel, args },
                     loc: self.loc_from(t.start),
                 });
+            } else if self.peek().is_word("prefetch") && p.prefetch.is_none() {
+                self.bump();
+                self.open("(", "after `prefetch`")?;
+                let axis = self.ident("axis name")?;
+                self.expect(",", "after the prefetched axis")?;
+                let depth = self.count("the prefetch depth")?;
+                self.close(")", "to close `prefetch(`")?;
+                self.expect("=>", "after `prefetch(...)`")?;
+                let kernel = self.kernel_name()?;
+                self.open("(", "after kernel name")?;
+                let args: Vec<Arg> = self.list(")", "in kernel arguments", Self::arg)?;
+                self.close(")", "")?;
+                self.expect(";", "after the prefetch")?;
+                p.prefetch = Some(PlanPrefetch {
+                    axis,
+                    depth,
+                    call: TaskStmt { kernel, args },
+                    loc: self.loc_from(t.start),
+                });
             } else if self.peek().is_word("generate") && !generate {
                 self.bump();
                 p.body = self.gen_block("after `generate`")?;
@@ -170,7 +190,7 @@ impl Parser<'_> {
                 return Err(self.err_expected(if generate {
                     "`}` to close the plan (its `generate` block comes last)"
                 } else {
-                    "`fields`, `workspace`, `bind`, `kernel` or `generate` in the plan"
+                    "`fields`, `workspace`, `bind`, `kernel`, `prefetch` (once) or `generate` in the plan"
                 }));
             }
             if generate && !self.peek().is_punct("}") {

@@ -409,22 +409,45 @@ impl Checker<'_> {
             }
         }
         for k in &p.kernels {
-            self.tier_call(&owner, k, &fields);
+            self.tier_call(&owner, &format!("tier `{}`", k.tier), &k.call, &fields);
+        }
+        if let Some(pf) = &p.prefetch {
+            if let Some(s) = space
+                && !s.axes.iter().any(|a| a.name == pf.axis)
+            {
+                self.err(
+                    pf.axis.loc,
+                    format!(
+                        "{owner}: `prefetch` names `{}`, not an axis of space `{}`",
+                        pf.axis, s.name
+                    ),
+                );
+            }
+            if pf.depth == 0 || pf.depth > u64::from(u32::MAX) {
+                self.err(
+                    pf.loc,
+                    format!("{owner}: the prefetch depth must be 1 to 2^32 - 1"),
+                );
+            }
+            self.tier_call(&owner, "the prefetch", &pf.call, &fields);
         }
         // The generator.
         let mut scope = Vec::new();
         self.gen_body(&owner, p, space, &p.body, &mut scope, 0);
     }
 
-    fn tier_call(&mut self, owner: &str, k: &crate::plan::TierKernel, fields: &[&str]) {
-        let call = &k.call;
+    /// Checks the call of `who` (a tier or the prefetch) against its kernel's parameters.
+    fn tier_call(
+        &mut self,
+        owner: &str,
+        who: &str,
+        call: &crate::workload::TaskStmt,
+        fields: &[&str],
+    ) {
         let Some(kd) = self.m.kernel(call.kernel.as_str()) else {
             self.err(
                 call.kernel.loc,
-                format!(
-                    "{owner}: tier `{}` names unknown kernel `{}`",
-                    k.tier, call.kernel
-                ),
+                format!("{owner}: {who} names unknown kernel `{}`", call.kernel),
             );
             return;
         };
@@ -432,10 +455,9 @@ impl Checker<'_> {
             self.err(
                 call.kernel.loc,
                 format!(
-                    "{owner}: kernel `{}` takes {} arguments, the call of tier `{}` gives {}",
+                    "{owner}: kernel `{}` takes {} arguments, the call of {who} gives {}",
                     kd.name,
                     kd.params.len(),
-                    k.tier,
                     call.args.len()
                 ),
             );

@@ -141,7 +141,7 @@ fn run_everywhere(
     runs
 }
 
-fn run_once(
+pub(super) fn run_once(
     module: &Module,
     b: &Bindings,
     reg: &KernelRegistry,

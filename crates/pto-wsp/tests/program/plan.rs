@@ -232,3 +232,88 @@ fn a_failing_kernel_names_plan_tier_and_kernel_at_the_tiers_kernel_line() {
     assert!(message.contains("kernel `copy_s`"), "{message}");
     assert_eq!(at, position(&text, "kernel small =>"));
 }
+
+#[test]
+fn a_module_with_a_workload_and_plans_shares_tensors_and_kernels_and_both_agree() {
+    // decode_ragged.wsp's workload, plus the plans of pde/decode_attention.wsp (their space,
+    // tiers and plan declarations, and the one kernel the workload lacks) in the same module.
+    let workload = source("decode_ragged");
+    let plans = source("pde/decode_attention");
+    let from = plans.find("\nspace Chunks {").unwrap();
+    let long = plans
+        .lines()
+        .find(|l| l.starts_with("kernel decode_chunk_long("))
+        .unwrap();
+    let text = format!(
+        "//@ alias decode_chunk_long=attn_decode_chunk\n{workload}\n{long}\n\n{}",
+        &plans[from..]
+    );
+    let binds = [
+        "nreq=3",
+        "max_chunks=2",
+        "kv_lens=[700, 1024, 3]",
+        "kv_chunks=[2, 2, 1]",
+    ];
+    let (module, b, reg) = load(&text, &binds);
+    validate(&module).unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!((module.workloads.len(), module.plans.len()), (1, 2));
+    let input = inputs(&module, &b, 3, |_| {});
+    let by_workload = super::numeric::run_once(&module, &b, &reg, 2, &input).unwrap();
+    let mut by_plans = input.clone();
+    let stats = run_plans(&module, &b, &mut by_plans, &reg, PlanOptions::default()).unwrap();
+    assert_eq!(stats[0].launch.descriptors, (2 + 2 + 1) * 8);
+    let od = |s: &TensorStore| s.read::<half::f16>("Od").unwrap();
+    assert_eq!(
+        od(&by_plans),
+        od(&by_workload),
+        "the same kernels on the same regions"
+    );
+    let (want, mag) = decode_reference(&input, &[700, 1024, 3], 2 * 512);
+    assert_close(
+        "plans in a workload module",
+        &get(&by_plans, "Od"),
+        &want,
+        &mag,
+        0..want.len(),
+        2.0 * F16_ROUND + 2e-5,
+        F16_FLOOR,
+    );
+}
+
+#[test]
+fn prefetch_fetches_value_v_plus_depth_when_v_emits_its_first_descriptor() {
+    // `fetch` copies row v of X into row v of Pf. Rows 0, 1 and 3 emit descriptors (row 2's
+    // length is 0): the first descriptors of rows 0 and 1 fetch rows 1 and 2; row 3 would fetch
+    // row 4, which does not exist; row 2 emits nothing, so row 3 is never fetched.
+    let text = COPY
+        .replace(
+            "kernel copy_s(",
+            "tensor Pf: f32[n, 16];\nkernel fetch(in x: f32[?, ?], out y: f32[?, ?]);\nkernel copy_s(",
+        )
+        .replace("//@ alias copy_s=copy\n", "//@ alias copy_s=copy\n//@ alias fetch=copy\n")
+        .replace(
+            "    generate {",
+            "    prefetch(r, 1) => fetch(X[r, 0 +: 16], Pf[r, 0 +: 16]);\n    generate {",
+        );
+    let binds = copy_binds(256);
+    let binds: Vec<&str> = binds.iter().map(String::as_str).collect();
+    let zero = |s: &mut TensorStore| {
+        zero_w(s);
+        s.write("Pf", &[0f32; 64]).unwrap();
+    };
+    for threads in [1, 2] {
+        let (r, input, out) = run(&text, &binds, threads, zero, None);
+        let stats = r.unwrap();
+        assert_eq!(stats[0].launch.prefetches, 2);
+        assert_eq!(
+            stats[0].launch.descriptors, 5,
+            "prefetches are not descriptors"
+        );
+        let x = input.read::<f32>("X").unwrap();
+        let mut want = vec![0f32; 64];
+        for row in [1, 2] {
+            want[row * 16..row * 16 + 16].copy_from_slice(&x[row * 64..row * 64 + 16]);
+        }
+        assert_eq!(out.read::<f32>("Pf").unwrap(), want, "{threads} thread(s)");
+    }
+}
