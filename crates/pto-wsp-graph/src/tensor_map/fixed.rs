@@ -7,6 +7,13 @@
 //! memory is reserved at construction, except reader-list chunks, which come from a pool with a
 //! free list.
 //!
+//! **Slot layout:** slots are indexed by [`Region::slot_hash`], which places the column tiles
+//! `4k .. 4k + 4` of one row of a tensor in four neighbouring slots (half a cache line), so a
+//! task stream walking a row of tiles misses the table once per four new keys rather than once
+//! per key; the builder computes the hash once, when a region is added to a task
+//! ([`TensorMap::prefetch`], which also prefetches the home slot), and passes it to
+//! [`TensorMap::access_hinted`].
+//!
 //! **Retiring without a sweep:** an entry's newest task is its newest reader or else its writer
 //! (readers since the last write are newer than the writer), and the map logs `(task, entry)` for every access in submission order. The log starts at the first
 //! retire (which sweeps the entries once to build it, so a build that never retires never logs)
@@ -35,8 +42,9 @@ use crate::types::{Access, EdgeKind, Region, TaskId};
 
 const NIL: u32 = u32::MAX;
 
-/// Slot-table size (256 KiB of slots) from which [`TensorMap::prefetch`] prefetches.
-const PREFETCH_MIN_SLOTS: usize = 1 << 15;
+/// Slot-table size (32 KiB of slots, the L1 data cache) from which [`TensorMap::prefetch`]
+/// prefetches.
+const PREFETCH_MIN_SLOTS: usize = 1 << 12;
 
 /// Most access-log records kept (512 KiB); past this the next retire sweeps instead.
 const LOG_MAX: usize = 1 << 16;
@@ -133,7 +141,7 @@ impl FixedExactMap {
             if free[e] {
                 continue;
             }
-            let h = keyed.key.key_hash();
+            let h = keyed.key.slot_hash();
             let mut i = h as usize & self.mask;
             while self.slots[i].entry != NIL {
                 i = (i + 1) & self.mask;
@@ -218,7 +226,7 @@ impl FixedExactMap {
     /// the probe cluster move back when their home slot allows it.
     fn remove_slot(&mut self, entry: u32) {
         let mask = self.mask;
-        let mut i = self.entries[entry as usize].key.key_hash() as usize & mask;
+        let mut i = self.entries[entry as usize].key.slot_hash() as usize & mask;
         while self.slots[i].entry != entry {
             i = (i + 1) & mask;
         }
@@ -254,12 +262,27 @@ impl TensorMap for FixedExactMap {
         access: Access,
         pred: &mut F,
     ) {
+        self.access_hinted(task, region, region.slot_hash(), access, pred);
+    }
+
+    /// `hint` is the region's [`Region::slot_hash`] (what [`TensorMap::prefetch`] returns).
+    #[inline]
+    fn access_hinted<F: FnMut(TaskId, EdgeKind)>(
+        &mut self,
+        task: TaskId,
+        region: &Region,
+        hint: u64,
+        access: Access,
+        pred: &mut F,
+    ) {
+        debug_assert_eq!(hint, region.slot_hash());
         if self.grows && self.stats.live as usize >= self.capacity {
             self.grow();
         }
-        let h = region.key_hash();
+        let h = hint;
         let tag = h as u32;
-        let mut i = h as usize & self.mask;
+        let (mask, home) = (self.mask, h as usize & self.mask);
+        let mut i = home;
         let e = loop {
             let s = self.slots[i];
             if s.entry == NIL {
@@ -272,9 +295,10 @@ impl TensorMap for FixedExactMap {
                 self.stats.hits += 1;
                 break s.entry;
             }
-            self.stats.probes += 1;
-            i = (i + 1) & self.mask;
+            i = (i + 1) & mask;
         };
+        // Slots passed over before the key's (counted once, not per step).
+        self.stats.probes += (i.wrapping_sub(home) & mask) as u64;
         self.entries[e as usize]
             .entry
             .apply(task, access, &mut self.pool, self.oldest, pred);
@@ -287,15 +311,17 @@ impl TensorMap for FixedExactMap {
         }
     }
 
-    /// Prefetches the key's home slot once the slot table outgrows the L1/L2 caches (below
-    /// that, hashing twice costs more than the miss it hides).
+    /// Prefetches the key's home slot once the slot table outgrows the L1 cache, and returns
+    /// the key's [`Region::slot_hash`] for [`TensorMap::access_hinted`] (hashed once per access).
     #[inline]
-    fn prefetch(&self, region: &Region) {
+    fn prefetch(&self, region: &Region) -> u64 {
+        let h = region.slot_hash();
         if self.slots.len() >= PREFETCH_MIN_SLOTS
-            && let Some(s) = self.slots.get(region.key_hash() as usize & self.mask)
+            && let Some(s) = self.slots.get(h as usize & self.mask)
         {
             crate::prefetch::prefetch(s);
         }
+        h
     }
 
     fn has_room(&self, regions: usize) -> Result<(), MapFull> {

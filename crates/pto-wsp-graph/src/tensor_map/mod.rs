@@ -73,10 +73,29 @@ pub trait TensorMap {
     );
 
     /// A hint that `region` will be accessed soon: a map may start loading what the access
-    /// will read (see [`crate::prefetch`]). Changes nothing observable.
+    /// will read (see [`crate::prefetch`]). Returns a word the map computed on the way (its
+    /// hash of the key), to be passed back to [`TensorMap::access_hinted`] for the same
+    /// region so the access need not compute it again; `0` from maps that keep none. Changes
+    /// nothing observable.
     #[inline]
-    fn prefetch(&self, region: &Region) {
+    fn prefetch(&self, region: &Region) -> u64 {
         let _ = region;
+        0
+    }
+
+    /// [`TensorMap::access`] given `hint`, what [`TensorMap::prefetch`] returned for this very
+    /// region (and no other: a map may trust it). The default ignores the hint.
+    #[inline]
+    fn access_hinted<F: FnMut(TaskId, EdgeKind)>(
+        &mut self,
+        task: TaskId,
+        region: &Region,
+        hint: u64,
+        access: Access,
+        pred: &mut F,
+    ) {
+        let _ = hint;
+        self.access(task, region, access, pred);
     }
 
     /// Whether `regions` more accesses are sure to fit (always true for unbounded maps). The
@@ -150,9 +169,28 @@ impl TensorMap for AnyTensorMap {
     }
 
     #[inline]
-    fn prefetch(&self, region: &Region) {
+    fn prefetch(&self, region: &Region) -> u64 {
         if let AnyTensorMap::Fixed(m) = self {
-            m.prefetch(region);
+            m.prefetch(region)
+        } else {
+            0
+        }
+    }
+
+    #[inline]
+    fn access_hinted<F: FnMut(TaskId, EdgeKind)>(
+        &mut self,
+        task: TaskId,
+        region: &Region,
+        hint: u64,
+        access: Access,
+        pred: &mut F,
+    ) {
+        match self {
+            AnyTensorMap::Fixed(m) => m.access_hinted(task, region, hint, access, pred),
+            AnyTensorMap::Dynamic(m) => m.access(task, region, access, pred),
+            AnyTensorMap::Overlap(m) => m.access(task, region, access, pred),
+            AnyTensorMap::None => {}
         }
     }
 
