@@ -313,13 +313,14 @@ impl Region {
         h ^ (h >> 32)
     }
 
-    /// A 64-bit hash of the key whose low 2 bits are the low bits of the region's tile column
-    /// (`start[1]` in units of the largest power of two dividing `size[1]`: the column tile
-    /// index for power-of-two tiles), the rest a hash of everything else. So the tiles
-    /// `4k .. 4k + 4` of one row of one tensor (same sizes) get 4 consecutive values starting
-    /// at a multiple of 4: an open-addressing table of 8-byte slots indexed by it puts those
-    /// keys in 32 aligned bytes of one cache line, and a stream that walks a row of tiles misses
-    /// once per 4 keys instead of once per key. Equal keys have equal hashes.
+    /// A 64-bit hash of the key whose bits above the lowest 2 are a hash of everything but the
+    /// low 2 bits of the region's tile column (`start[1]` in units of the largest power of two
+    /// dividing `size[1]`: the column tile index for power-of-two tiles), and whose low 2 bits
+    /// are those column bits rotated by the hash. So the tiles `4k .. 4k + 4` of one row of one
+    /// tensor (same sizes) get the 4 values of one aligned window `4w .. 4w + 4`, each its own:
+    /// an open-addressing table of 8-byte slots indexed by it puts those keys in 32 aligned
+    /// bytes of one cache line, and a stream that walks a row of tiles misses once per 4 keys
+    /// instead of once per key. Equal keys have equal hashes.
     #[inline]
     pub fn slot_hash(&self) -> u64 {
         let [a, _, s23, z01, z23] = self.words();
@@ -330,7 +331,11 @@ impl Region {
         let x = (a ^ z01.rotate_left(19) ^ s23.rotate_left(41)).wrapping_mul(FX_K);
         let y = (s01 ^ z23.rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let h = x ^ y.rotate_left(29);
-        ((h ^ (h >> 32)) & !3) | (col & 3) as u64
+        let h = h ^ (h >> 32);
+        // The position in the window is the column rotated by 2 bits of the hash, so keys
+        // that share a column (every whole-row or 1-d region has column 0) spread over the
+        // four positions.
+        (h & !3) | ((col as u64).wrapping_add(h >> 40) & 3)
     }
 }
 
@@ -386,19 +391,25 @@ impl TaskIo {
 mod tests {
     use super::*;
 
-    /// Neighbouring column tiles of one row share a 4-slot window in column order; other rows,
+    /// Neighbouring column tiles of one row share a 4-slot window, one place each; other rows,
     /// tensors and tile shapes land elsewhere; equal keys hash equally.
     #[test]
     fn slot_hash_keeps_four_column_tiles_of_a_row_together() {
         let tile = |tensor, row, col| Region::new_2d(tensor, row * 32, 32, col * 128, 128);
         for row in 0..8u32 {
             for k in 0..8u32 {
-                let base = tile(3, row, 4 * k).slot_hash();
-                assert_eq!(base & 3, 0, "a window starts at a multiple of 4");
-                for c in 1..4 {
-                    assert_eq!(tile(3, row, 4 * k + c).slot_hash(), base + c as u64);
-                }
-                assert_eq!(tile(3, row, 4 * k).slot_hash(), base);
+                let h: Vec<u64> = (0..4)
+                    .map(|c| tile(3, row, 4 * k + c).slot_hash())
+                    .collect();
+                let mut places: Vec<u64> = h.iter().map(|h| h & 3).collect();
+                places.sort_unstable();
+                assert_eq!(
+                    places,
+                    [0, 1, 2, 3],
+                    "each tile its own place in the window"
+                );
+                assert!(h.iter().all(|x| x >> 2 == h[0] >> 2), "one window: {h:x?}");
+                assert_eq!(tile(3, row, 4 * k).slot_hash(), h[0]);
             }
         }
         // Windows of different rows, tensors, window indices and tile shapes differ (a weak

@@ -91,12 +91,28 @@ pub struct FixedExactMap {
     stats: MapStats,
 }
 
+/// The slot after `i` in probe order: the same position of the next 4-slot window (so the
+/// keys of one window, which sit at different positions, never probe into each other's
+/// slots), and from the last window on to the next position of the first (`n` slots, a power
+/// of two `>= 4`: every slot is visited once per cycle).
+#[inline]
+fn next_slot(i: usize, n: usize) -> usize {
+    let j = i + 4;
+    if j < n { j } else { (j + 1) & 3 }
+}
+
+/// Where slot `i` comes in the probe cycle of [`next_slot`] (position 0 is slot 0).
+#[inline]
+fn probe_rank(i: usize, n: usize) -> usize {
+    (i & 3) * (n >> 2) + (i >> 2)
+}
+
 impl FixedExactMap {
     /// A map for at most `capacity` distinct keys (at least 1). Reserves `capacity` entries and a
     /// table of the next power of two at or above `2 * capacity` slots.
     pub fn new(capacity: usize) -> FixedExactMap {
         let capacity = capacity.max(1);
-        let n = (2 * capacity).next_power_of_two();
+        let n = (2 * capacity).next_power_of_two().max(4);
         FixedExactMap {
             slots: vec![EMPTY; n],
             mask: n - 1,
@@ -129,7 +145,7 @@ impl FixedExactMap {
         self.capacity *= 2;
         self.entries
             .reserve(self.capacity.saturating_sub(self.entries.len()));
-        let n = (2 * self.capacity).next_power_of_two();
+        let n = (2 * self.capacity).next_power_of_two().max(4);
         self.slots.clear();
         self.slots.resize(n, EMPTY);
         self.mask = n - 1;
@@ -144,7 +160,7 @@ impl FixedExactMap {
             let h = keyed.key.slot_hash();
             let mut i = h as usize & self.mask;
             while self.slots[i].entry != NIL {
-                i = (i + 1) & self.mask;
+                i = next_slot(i, n);
             }
             self.slots[i] = Slot {
                 tag: h as u32,
@@ -223,26 +239,28 @@ impl FixedExactMap {
     }
 
     /// Removes `entry`'s slot with backward-shift deletion (no tombstones): later members of
-    /// the probe cluster move back when their home slot allows it.
+    /// the probe cluster (in [`next_slot`] order) move back when their home slot allows it.
     fn remove_slot(&mut self, entry: u32) {
-        let mask = self.mask;
+        let (mask, n) = (self.mask, self.slots.len());
         let mut i = self.entries[entry as usize].key.slot_hash() as usize & mask;
         while self.slots[i].entry != entry {
-            i = (i + 1) & mask;
+            i = next_slot(i, n);
         }
         let mut j = i;
         loop {
-            j = (j + 1) & mask;
+            j = next_slot(j, n);
             let s = self.slots[j];
             if s.entry == NIL {
                 break;
             }
-            // The slot's tag holds the low 32 bits of its hash, so its home is `tag & mask`.
-            let home = s.tag as usize & mask;
-            let stays = if i <= j {
-                i < home && home <= j
+            // The slot's tag holds the low 32 bits of its hash, so its home is `tag & mask`;
+            // compare places in the probe cycle, not slot indices.
+            let (ri, rj) = (probe_rank(i, n), probe_rank(j, n));
+            let home = probe_rank(s.tag as usize & mask, n);
+            let stays = if ri <= rj {
+                ri < home && home <= rj
             } else {
-                i < home || home <= j
+                ri < home || home <= rj
             };
             if !stays {
                 self.slots[i] = s;
@@ -281,8 +299,8 @@ impl TensorMap for FixedExactMap {
         }
         let h = hint;
         let tag = h as u32;
-        let (mask, home) = (self.mask, h as usize & self.mask);
-        let mut i = home;
+        let (n, home) = (self.slots.len(), h as usize & self.mask);
+        let (mut i, mut steps) = (home, 0u64);
         let e = loop {
             let s = self.slots[i];
             if s.entry == NIL {
@@ -295,10 +313,10 @@ impl TensorMap for FixedExactMap {
                 self.stats.hits += 1;
                 break s.entry;
             }
-            i = (i + 1) & mask;
+            i = next_slot(i, n);
+            steps += 1;
         };
-        // Slots passed over before the key's (counted once, not per step).
-        self.stats.probes += (i.wrapping_sub(home) & mask) as u64;
+        self.stats.probes += steps;
         self.entries[e as usize]
             .entry
             .apply(task, access, &mut self.pool, self.oldest, pred);
@@ -393,6 +411,23 @@ impl TensorMap for FixedExactMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `next_slot` visits every slot once per cycle, in the order `probe_rank` numbers them.
+    #[test]
+    fn the_probe_cycle_visits_every_slot_once() {
+        for n in [4usize, 8, 64, 1024] {
+            let (mut i, mut seen) = (0usize, vec![false; n]);
+            for rank in 0..n {
+                assert_eq!(probe_rank(i, n), rank, "slot {i} of {n}");
+                assert!(
+                    !std::mem::replace(&mut seen[i], true),
+                    "slot {i} of {n} twice"
+                );
+                i = next_slot(i, n);
+            }
+            assert_eq!(i, 0, "the cycle closes");
+        }
+    }
 
     /// A table large enough to prefetch gives the same edges with and without the hint
     /// (the hint's `unsafe` call runs under Miri here).
