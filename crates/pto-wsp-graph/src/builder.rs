@@ -223,7 +223,8 @@ pub struct GraphBuilder<M: TensorMap = AnyTensorMap, S: EdgeSink = CollectEdges>
     tasks: Vec<TaskNode>,
     params: Vec<u64>,
     io: Vec<TaskIo>,
-    /// [`TensorMap::prefetch`]'s hint per region of the open task (parallel to its `io`).
+    /// [`TensorMap::prefetch`]'s hint per region of the open task (parallel to its `io`), kept
+    /// only for maps that [`TensorMap::USES_HINTS`].
     hints: Vec<u64>,
     /// `seen[p] == t` while task `t` is being submitted and already has predecessor `p`.
     seen: Vec<u32>,
@@ -358,7 +359,10 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
     #[inline]
     pub fn add_access(&mut self, region: Region, access: Access) {
         let _ = self.current();
-        self.hints.push(self.map.prefetch(&region));
+        let hint = self.map.prefetch(&region);
+        if M::USES_HINTS {
+            self.hints.push(hint);
+        }
         self.io.push(TaskIo::new(region, access));
     }
 
@@ -462,10 +466,16 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
                 kinds[kind as usize] += 1;
                 sink.edge(p, task);
             };
-            debug_assert_eq!(self.hints.len(), nio);
-            for (io, &hint) in self.io[io_at..].iter().zip(&self.hints) {
-                self.map
-                    .access_hinted(task, &io.region, hint, io.access(), &mut pred);
+            if M::USES_HINTS {
+                debug_assert_eq!(self.hints.len(), nio);
+                for (io, &hint) in self.io[io_at..].iter().zip(&self.hints) {
+                    self.map
+                        .access_hinted(task, &io.region, hint, io.access(), &mut pred);
+                }
+            } else {
+                for io in &self.io[io_at..] {
+                    self.map.access(task, &io.region, io.access(), &mut pred);
+                }
             }
             for &d in &self.explicit {
                 pred(TaskId(d), EdgeKind::Explicit);

@@ -272,6 +272,8 @@ impl FixedExactMap {
 }
 
 impl TensorMap for FixedExactMap {
+    const USES_HINTS: bool = true;
+
     #[inline]
     fn access<F: FnMut(TaskId, EdgeKind)>(
         &mut self,

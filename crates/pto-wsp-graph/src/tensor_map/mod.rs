@@ -62,6 +62,9 @@ pub struct MapFull {
 
 /// The interface every TensorMap implements.
 pub trait TensorMap {
+    /// Whether [`TensorMap::access_hinted`] uses the hint: if not, the builder keeps none.
+    const USES_HINTS: bool = false;
+
     /// Records that `task` accesses `region` as `access`, calling `pred(p, kind)` for every
     /// earlier task `p` it must follow (see the module promises).
     fn access<F: FnMut(TaskId, EdgeKind)>(
@@ -152,6 +155,8 @@ impl AnyTensorMap {
 }
 
 impl TensorMap for AnyTensorMap {
+    const USES_HINTS: bool = true;
+
     #[inline]
     fn access<F: FnMut(TaskId, EdgeKind)>(
         &mut self,
