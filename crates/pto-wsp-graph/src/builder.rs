@@ -227,6 +227,9 @@ pub struct GraphBuilder<M: TensorMap = AnyTensorMap, S: EdgeSink = CollectEdges>
     tasks: Vec<TaskNode>,
     params: Vec<u64>,
     io: Vec<TaskIo>,
+    /// [`TensorMap::prefetch`]'s hint per region of the open task (parallel to its `io`), kept
+    /// only for maps that [`TensorMap::USES_HINTS`].
+    hints: Vec<u64>,
     /// `seen[p] == t` while task `t` is being submitted and already has predecessor `p`.
     seen: Vec<u32>,
     explicit: Vec<u32>,
@@ -265,6 +268,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             tasks: Vec::new(),
             params: Vec::new(),
             io: Vec::new(),
+            hints: Vec::new(),
             seen: Vec::new(),
             explicit: Vec::new(),
             open: false,
@@ -359,7 +363,10 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
     #[inline]
     pub fn add_access(&mut self, region: Region, access: Access) {
         let _ = self.current();
-        self.map.prefetch(&region);
+        let hint = self.map.prefetch(&region);
+        if M::USES_HINTS {
+            self.hints.push(hint);
+        }
         self.io.push(TaskIo::new(region, access));
     }
 
@@ -470,14 +477,23 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
                 kinds[kind as usize] += 1;
                 sink.edge(p, task);
             };
-            for io in &self.io[io_at..] {
-                self.map.access(task, &io.region, io.access(), &mut pred);
+            if M::USES_HINTS {
+                debug_assert_eq!(self.hints.len(), nio);
+                for (io, &hint) in self.io[io_at..].iter().zip(&self.hints) {
+                    self.map
+                        .access_hinted(task, &io.region, hint, io.access(), &mut pred);
+                }
+            } else {
+                for io in &self.io[io_at..] {
+                    self.map.access(task, &io.region, io.access(), &mut pred);
+                }
             }
             for &d in &self.explicit {
                 pred(TaskId(d), EdgeKind::Explicit);
             }
         }
         self.explicit.clear();
+        self.hints.clear();
         let n = &mut self.tasks[(task.0 - self.base) as usize];
         n.fanin = fanin;
         n.io_count = nio as u16;
@@ -540,6 +556,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
                 .truncate(n.params_start as usize - self.params_base);
             self.seen.pop();
             self.explicit.clear();
+            self.hints.clear();
             self.open = false;
         }
     }
@@ -595,6 +612,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         self.params.clear();
         self.io.clear();
         self.seen.clear();
+        self.hints.clear();
         self.base = 0;
         self.params_base = 0;
         self.io_base = 0;

@@ -1014,6 +1014,72 @@ fn the_sinks_retire_hint_bounds_the_map_and_drops_only_retired_edges() {
     }
 }
 
+/// Mostly reads of a few boxes (tiles and whole rows of tiles) of two tensors, so that reads of
+/// one box follow each other and join one record (single-cell tiles, and rows through a mark).
+fn read_heavy_stream_strategy() -> impl Strategy<Value = Vec<GenTask>> {
+    let region = (0u32..2, 0u32..3, any::<bool>(), 0u32..3).prop_map(|(t, r, row, c)| {
+        if row {
+            Region::new_2d(t, r * 2, 2, 0, 6)
+        } else {
+            Region::new_2d(t, r * 2, 2, c * 2, 2)
+        }
+    });
+    let access =
+        prop_oneof![6 => Just(Access::In), 1 => Just(Access::Out), 1 => Just(Access::InOut)];
+    let task = prop::collection::vec((region, access), 1..3).prop_map(|regions| GenTask {
+        regions,
+        explicit: vec![],
+    });
+    prop::collection::vec(task, 1..200)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Joined read records keep the oracle's promise, and under retiring they lose only edges
+    /// from completed tasks.
+    #[test]
+    fn joined_reads_match_the_oracle_with_and_without_retiring(
+        tasks in read_heavy_stream_strategy(),
+        every in 1usize..20,
+        lag in 0usize..30,
+        seed: u64,
+    ) {
+        for mode in [DepsMode::Overlap, DepsMode::Hybrid] {
+            let g = check_mode(&tasks, mode, ExactMap::Dynamic);
+            random_execution(&g, &tasks, true, 4, seed);
+        }
+        let full = graph_preds(&build(&tasks, DepsMode::Overlap, ExactMap::Dynamic));
+        let mut oldest = vec![0usize; tasks.len()];
+        let windowed = build_with(
+            &tasks,
+            GraphBuilder::with_exact_map(DepsMode::Overlap, ExactMap::Dynamic),
+            |j, b| {
+                if j > 0 && j % every == 0 {
+                    b.retire_before(TaskId(j.saturating_sub(lag) as u32));
+                }
+                oldest[j] = oldest[j.saturating_sub(1)];
+                if j > 0 && j % every == 0 {
+                    oldest[j] = oldest[j].max(j.saturating_sub(lag));
+                }
+            },
+        );
+        let win = graph_preds(&windowed);
+        for j in 0..tasks.len() {
+            let live = |ps: &Vec<usize>| {
+                let mut v: Vec<usize> = ps.iter().copied().filter(|&p| p >= oldest[j]).collect();
+                v.sort_unstable();
+                v
+            };
+            prop_assert_eq!(live(&full[j]), live(&win[j]), "task {} preds", j);
+            for &p in &win[j] {
+                prop_assert!(full[j].contains(&p), "task {}: edge from {} invented", j, p);
+                prop_assert!(p >= oldest[j], "task {}: edge from completed task {}", j, p);
+            }
+        }
+    }
+}
+
 /// Records the map holds at the end of a build without retiring.
 fn plain_live(tasks: &[GenTask], mode: DepsMode) -> u64 {
     let mut b = GraphBuilder::with_exact_map(mode, ExactMap::Dynamic);

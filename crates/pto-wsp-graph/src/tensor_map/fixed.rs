@@ -1,11 +1,18 @@
 //! The bounded exact-key map (seed 004 §6.2.3 `FixedTensorMap`): what an AICPU-style executor
 //! can run with no allocator.
 //!
-//! An open-addressing table (linear probing, at most half full) of 8-byte slots — a 32-bit hash
+//! A table (open addressing that probes the same place of the next 4-slot window, at most half full) of 8-byte slots — a 32-bit hash
 //! tag and an entry index — over a fixed pool of entries (key, last writer, reader list: one
 //! 64-byte cache line each). All
 //! memory is reserved at construction, except reader-list chunks, which come from a pool with a
 //! free list.
+//!
+//! **Slot layout:** slots are indexed by [`Region::slot_hash`], which places the column tiles
+//! `4k .. 4k + 4` of one row of a tensor in four neighbouring slots (half a cache line), so a
+//! task stream walking a row of tiles misses the table once per four new keys rather than once
+//! per key; the builder computes the hash once, when a region is added to a task
+//! ([`TensorMap::prefetch`], which also prefetches the home slot), and passes it to
+//! [`TensorMap::access_hinted`].
 //!
 //! **Retiring without a sweep (bounded map):** an entry's newest task is its newest reader or
 //! else its writer (readers since the last write are newer than the writer), and the map logs
@@ -46,8 +53,9 @@ use crate::types::{Access, EdgeKind, Region, TaskId};
 
 const NIL: u32 = u32::MAX;
 
-/// Slot-table size (256 KiB of slots) from which [`TensorMap::prefetch`] prefetches.
-const PREFETCH_MIN_SLOTS: usize = 1 << 15;
+/// Slot-table size (32 KiB of slots, the L1 data cache) from which [`TensorMap::prefetch`]
+/// prefetches.
+const PREFETCH_MIN_SLOTS: usize = 1 << 12;
 
 /// Most access-log records kept (512 KiB); past this the next retire sweeps instead.
 const LOG_MAX: usize = 1 << 16;
@@ -94,12 +102,28 @@ pub struct FixedExactMap {
     stats: MapStats,
 }
 
+/// The slot after `i` in probe order: the same position of the next 4-slot window (so the
+/// keys of one window, which sit at different positions, never probe into each other's
+/// slots), and from the last window on to the next position of the first (`n` slots, a power
+/// of two `>= 4`: every slot is visited once per cycle).
+#[inline]
+fn next_slot(i: usize, n: usize) -> usize {
+    let j = i + 4;
+    if j < n { j } else { (j + 1) & 3 }
+}
+
+/// Where slot `i` comes in the probe cycle of [`next_slot`] (position 0 is slot 0).
+#[inline]
+fn probe_rank(i: usize, n: usize) -> usize {
+    (i & 3) * (n >> 2) + (i >> 2)
+}
+
 impl FixedExactMap {
     /// A map for at most `capacity` distinct keys (at least 1). Reserves `capacity` entries and a
     /// table of the next power of two at or above `2 * capacity` slots.
     pub fn new(capacity: usize) -> FixedExactMap {
         let capacity = capacity.max(1);
-        let n = (2 * capacity).next_power_of_two();
+        let n = (2 * capacity).next_power_of_two().max(4);
         FixedExactMap {
             slots: vec![EMPTY; n],
             mask: n - 1,
@@ -132,7 +156,7 @@ impl FixedExactMap {
         self.capacity *= 2;
         self.entries
             .reserve(self.capacity.saturating_sub(self.entries.len()));
-        let n = (2 * self.capacity).next_power_of_two();
+        let n = (2 * self.capacity).next_power_of_two().max(4);
         self.slots.clear();
         self.slots.resize(n, EMPTY);
         self.mask = n - 1;
@@ -144,10 +168,10 @@ impl FixedExactMap {
             if free[e] {
                 continue;
             }
-            let h = keyed.key.key_hash();
+            let h = keyed.key.slot_hash();
             let mut i = h as usize & self.mask;
             while self.slots[i].entry != NIL {
-                i = (i + 1) & self.mask;
+                i = next_slot(i, n);
             }
             self.slots[i] = Slot {
                 tag: h as u32,
@@ -226,26 +250,28 @@ impl FixedExactMap {
     }
 
     /// Removes `entry`'s slot with backward-shift deletion (no tombstones): later members of
-    /// the probe cluster move back when their home slot allows it.
+    /// the probe cluster (in [`next_slot`] order) move back when their home slot allows it.
     fn remove_slot(&mut self, entry: u32) {
-        let mask = self.mask;
-        let mut i = self.entries[entry as usize].key.key_hash() as usize & mask;
+        let (mask, n) = (self.mask, self.slots.len());
+        let mut i = self.entries[entry as usize].key.slot_hash() as usize & mask;
         while self.slots[i].entry != entry {
-            i = (i + 1) & mask;
+            i = next_slot(i, n);
         }
         let mut j = i;
         loop {
-            j = (j + 1) & mask;
+            j = next_slot(j, n);
             let s = self.slots[j];
             if s.entry == NIL {
                 break;
             }
-            // The slot's tag holds the low 32 bits of its hash, so its home is `tag & mask`.
-            let home = s.tag as usize & mask;
-            let stays = if i <= j {
-                i < home && home <= j
+            // The slot's tag holds the low 32 bits of its hash, so its home is `tag & mask`;
+            // compare places in the probe cycle, not slot indices.
+            let (ri, rj) = (probe_rank(i, n), probe_rank(j, n));
+            let home = probe_rank(s.tag as usize & mask, n);
+            let stays = if ri <= rj {
+                ri < home && home <= rj
             } else {
-                i < home || home <= j
+                ri < home || home <= rj
             };
             if !stays {
                 self.slots[i] = s;
@@ -257,6 +283,8 @@ impl FixedExactMap {
 }
 
 impl TensorMap for FixedExactMap {
+    const USES_HINTS: bool = true;
+
     #[inline]
     fn access<F: FnMut(TaskId, EdgeKind)>(
         &mut self,
@@ -265,12 +293,27 @@ impl TensorMap for FixedExactMap {
         access: Access,
         pred: &mut F,
     ) {
+        self.access_hinted(task, region, region.slot_hash(), access, pred);
+    }
+
+    /// `hint` is the region's [`Region::slot_hash`] (what [`TensorMap::prefetch`] returns).
+    #[inline]
+    fn access_hinted<F: FnMut(TaskId, EdgeKind)>(
+        &mut self,
+        task: TaskId,
+        region: &Region,
+        hint: u64,
+        access: Access,
+        pred: &mut F,
+    ) {
+        debug_assert_eq!(hint, region.slot_hash());
         if self.grows && self.stats.live as usize >= self.capacity {
             self.grow();
         }
-        let h = region.key_hash();
+        let h = hint;
         let tag = h as u32;
-        let mut i = h as usize & self.mask;
+        let (n, home) = (self.slots.len(), h as usize & self.mask);
+        let (mut i, mut steps) = (home, 0u64);
         let e = loop {
             let s = self.slots[i];
             if s.entry == NIL {
@@ -283,9 +326,10 @@ impl TensorMap for FixedExactMap {
                 self.stats.hits += 1;
                 break s.entry;
             }
-            self.stats.probes += 1;
-            i = (i + 1) & self.mask;
+            i = next_slot(i, n);
+            steps += 1;
         };
+        self.stats.probes += steps;
         self.entries[e as usize]
             .entry
             .apply(task, access, &mut self.pool, self.oldest, pred);
@@ -298,15 +342,17 @@ impl TensorMap for FixedExactMap {
         }
     }
 
-    /// Prefetches the key's home slot once the slot table outgrows the L1/L2 caches (below
-    /// that, hashing twice costs more than the miss it hides).
+    /// Prefetches the key's home slot once the slot table outgrows the L1 cache, and returns
+    /// the key's [`Region::slot_hash`] for [`TensorMap::access_hinted`] (hashed once per access).
     #[inline]
-    fn prefetch(&self, region: &Region) {
+    fn prefetch(&self, region: &Region) -> u64 {
+        let h = region.slot_hash();
         if self.slots.len() >= PREFETCH_MIN_SLOTS
-            && let Some(s) = self.slots.get(region.key_hash() as usize & self.mask)
+            && let Some(s) = self.slots.get(h as usize & self.mask)
         {
             crate::prefetch::prefetch(s);
         }
+        h
     }
 
     fn has_room(&self, regions: usize) -> Result<(), MapFull> {
@@ -383,6 +429,23 @@ impl TensorMap for FixedExactMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `next_slot` visits every slot once per cycle, in the order `probe_rank` numbers them.
+    #[test]
+    fn the_probe_cycle_visits_every_slot_once() {
+        for n in [4usize, 8, 64, 1024] {
+            let (mut i, mut seen) = (0usize, vec![false; n]);
+            for rank in 0..n {
+                assert_eq!(probe_rank(i, n), rank, "slot {i} of {n}");
+                assert!(
+                    !std::mem::replace(&mut seen[i], true),
+                    "slot {i} of {n} twice"
+                );
+                i = next_slot(i, n);
+            }
+            assert_eq!(i, 0, "the cycle closes");
+        }
+    }
 
     /// A table large enough to prefetch gives the same edges with and without the hint
     /// (the hint's `unsafe` call runs under Miri here).

@@ -62,6 +62,9 @@ pub struct MapFull {
 
 /// The interface every TensorMap implements.
 pub trait TensorMap {
+    /// Whether [`TensorMap::access_hinted`] uses the hint: if not, the builder keeps none.
+    const USES_HINTS: bool = false;
+
     /// Records that `task` accesses `region` as `access`, calling `pred(p, kind)` for every
     /// earlier task `p` it must follow (see the module promises).
     fn access<F: FnMut(TaskId, EdgeKind)>(
@@ -73,10 +76,29 @@ pub trait TensorMap {
     );
 
     /// A hint that `region` will be accessed soon: a map may start loading what the access
-    /// will read (see [`crate::prefetch`]). Changes nothing observable.
+    /// will read (see [`crate::prefetch`]). Returns a word the map computed on the way (its
+    /// hash of the key), to be passed back to [`TensorMap::access_hinted`] for the same
+    /// region so the access need not compute it again; `0` from maps that keep none. Changes
+    /// nothing observable.
     #[inline]
-    fn prefetch(&self, region: &Region) {
+    fn prefetch(&self, region: &Region) -> u64 {
         let _ = region;
+        0
+    }
+
+    /// [`TensorMap::access`] given `hint`, what [`TensorMap::prefetch`] returned for this very
+    /// region (and no other: a map may trust it). The default ignores the hint.
+    #[inline]
+    fn access_hinted<F: FnMut(TaskId, EdgeKind)>(
+        &mut self,
+        task: TaskId,
+        region: &Region,
+        hint: u64,
+        access: Access,
+        pred: &mut F,
+    ) {
+        let _ = hint;
+        self.access(task, region, access, pred);
     }
 
     /// Whether `regions` more accesses are sure to fit (always true for unbounded maps). The
@@ -133,6 +155,8 @@ impl AnyTensorMap {
 }
 
 impl TensorMap for AnyTensorMap {
+    const USES_HINTS: bool = true;
+
     #[inline]
     fn access<F: FnMut(TaskId, EdgeKind)>(
         &mut self,
@@ -150,9 +174,28 @@ impl TensorMap for AnyTensorMap {
     }
 
     #[inline]
-    fn prefetch(&self, region: &Region) {
+    fn prefetch(&self, region: &Region) -> u64 {
         if let AnyTensorMap::Fixed(m) = self {
-            m.prefetch(region);
+            m.prefetch(region)
+        } else {
+            0
+        }
+    }
+
+    #[inline]
+    fn access_hinted<F: FnMut(TaskId, EdgeKind)>(
+        &mut self,
+        task: TaskId,
+        region: &Region,
+        hint: u64,
+        access: Access,
+        pred: &mut F,
+    ) {
+        match self {
+            AnyTensorMap::Fixed(m) => m.access_hinted(task, region, hint, access, pred),
+            AnyTensorMap::Dynamic(m) => m.access(task, region, access, pred),
+            AnyTensorMap::Overlap(m) => m.access(task, region, access, pred),
+            AnyTensorMap::None => {}
         }
     }
 

@@ -27,6 +27,15 @@
 //! box all wait for the first, not for each other in a chain). So a prefix read costs O(1)
 //! edges, however many tiles the prefix holds: every conflicting writer still happens before
 //! the reader, through the mark's task.
+//!
+//! Reads of one box share one record (*joining*): a read of one cell whose newest read record
+//! has exactly its box, and a read of exactly a (non-delegating) mark's box with no write to
+//! the tensor since the mark, add no record and are listed in no cell; the record's task becomes
+//! the new reader and the earlier ones go to the record's reader list. A write meeting the
+//! record reports every reader in it (completed ones filtered out), exactly the edges separate
+//! records would give, so joining changes the work, never the graph. This is what keeps a row
+//! read by every column tile (an attention row read by 32 output projections, a weight tile read
+//! by every row tile) from costing one record and one cell visit per reader and cell.
 
 use super::marks::{CellSeqs, Mark, Marks, inner_cells};
 use super::readers::{ReaderList, ReaderPool};
