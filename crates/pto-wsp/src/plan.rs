@@ -13,10 +13,11 @@
 //!   with a body, from the registry) on those regions and scalars. The `generate` block is
 //!   interpreted on the calling (control) thread; N dispatch threads run the descriptors.
 //! - `order(axis, interleaved(n))`: a `for` loop over the axis runs its values in groups of `n`;
-//!   the descriptors each value of a group emits are held back and queued in turn (the first of
-//!   each value, then the second of each, ...), so a generator that emits one descriptor per point
-//!   of the inner axes gives `pde::walk`'s order. `sequential` and `parallel` keep the loop's
-//!   increasing order. `affinity(axis, ...)` is `Launch::affinity`.
+//!   the descriptors a group emits are held back, then queued by their indices on the axes
+//!   declared after it (row-major), the group's values in turn at each (a value's descriptors at
+//!   one point in emission order) — `pde::walk`'s order for the points the generator emits, also
+//!   when it skips some. `sequential` and `parallel` keep the loop's increasing order.
+//!   `affinity(axis, ...)` is `Launch::affinity`.
 //! - Plans run in declaration order; a plan's launch ends before the next starts, so a later
 //!   plan reads what an earlier one wrote (the merge after the chunks of decode attention).
 //! - Descriptors of one launch are promised independent by the plan, not inferred: every
@@ -572,7 +573,7 @@ struct Gen<'m> {
     error: Option<PlanError>,
     /// `order(axis, interleaved(n))`: the axis's index and `n`.
     interleave: Option<(usize, u32)>,
-    /// Inside an interleaved `for`: the descriptors held back, one list per value of the group.
+    /// Inside an interleaved `for`: the descriptors held back.
     group: Option<Group>,
 }
 
@@ -580,8 +581,8 @@ struct Gen<'m> {
 struct Group {
     /// The value running (its position in the group).
     current: usize,
-    /// Per value of the group, its descriptors and the `emit` that made each.
-    held: Vec<Vec<(Descriptor, Loc)>>,
+    /// In emission order: the value's position in the group, the descriptor, the `emit`.
+    held: Vec<(usize, Descriptor, Loc)>,
 }
 
 /// Stands in for an interpreter error inside the launch (the real one is in `Gen::error`).
@@ -672,7 +673,7 @@ impl<'m> Gen<'m> {
                         let g1 = count.min(g0.saturating_add(n));
                         self.group = Some(Group {
                             current: 0,
-                            held: vec![Vec::new(); (g1 - g0) as usize],
+                            held: Vec::new(),
                         });
                         for i in g0..g1 {
                             if let Some(g) = &mut self.group {
@@ -680,12 +681,13 @@ impl<'m> Gen<'m> {
                             }
                             self.iteration(k, vars, i, body, e)?;
                         }
-                        let held = self.group.take().map_or_else(Vec::new, |g| g.held);
-                        let most = held.iter().map(Vec::len).max().unwrap_or(0);
-                        for j in 0..most {
-                            for (d, at) in held.iter().filter_map(|l| l.get(j)) {
-                                self.queue(*d, *at, e)?;
-                            }
+                        let mut held = self.group.take().map_or_else(Vec::new, |g| g.held);
+                        // Stable: a value's descriptors at one point keep their emission order.
+                        held.sort_by(|(v, d, _), (w, c, _)| {
+                            d.indices[k + 1..].cmp(&c.indices[k + 1..]).then(v.cmp(w))
+                        });
+                        for (_, d, at) in held {
+                            self.queue(d, at, e)?;
                         }
                         g0 = g1;
                     }
@@ -777,7 +779,7 @@ impl<'m> Gen<'m> {
                     }
                 }
                 match &mut self.group {
-                    Some(g) => g.held[g.current].push((d, loc)),
+                    Some(g) => g.held.push((g.current, d, loc)),
                     None => self.queue(d, loc, e)?,
                 }
                 Ok(Flow::Next)

@@ -346,11 +346,18 @@ type Record = Vec<(u32, u32, std::thread::ThreadId)>;
 /// A run's error message and its `line:column`.
 type Failure = (String, (usize, usize));
 
-/// Runs `SCHED` over `nb` × `nc` with `schedule` on `threads` dispatch threads; returns what
-/// `rec` recorded, in the order it ran, or the run's error and its `line:column`.
-fn scheduled(nb: u32, nc: u32, schedule: &str, threads: usize) -> Result<Record, Failure> {
+/// Runs `template` (`SCHED` or a variant) over `nb` × `nc` with `schedule` on `threads`
+/// dispatch threads; returns what `rec` recorded, in the order it ran, or the run's error and
+/// its `line:column`.
+fn scheduled(
+    template: &str,
+    nb: u32,
+    nc: u32,
+    schedule: &str,
+    threads: usize,
+) -> Result<Record, Failure> {
     use std::sync::{Arc, Mutex};
-    let text = SCHED
+    let text = template
         .replace("NB", &nb.to_string())
         .replace("NC", &nc.to_string())
         .replace("SCHEDULE", schedule);
@@ -367,8 +374,9 @@ fn scheduled(nb: u32, nc: u32, schedule: &str, threads: usize) -> Result<Record,
     let (r, _, _) = run(&text, &[], threads, |_| {}, Some(reg));
     match r {
         Ok(stats) => {
-            assert_eq!(stats[0].launch.descriptors, u64::from(nb * nc));
-            Ok(std::mem::take(&mut *seen.lock().unwrap()))
+            let seen = std::mem::take(&mut *seen.lock().unwrap());
+            assert_eq!(stats[0].launch.descriptors, seen.len() as u64);
+            Ok(seen)
         }
         Err(e) => {
             let at = SourceFile::new("t.wsp", &text).line_col(e.loc.start as usize);
@@ -381,7 +389,7 @@ fn scheduled(nb: u32, nc: u32, schedule: &str, threads: usize) -> Result<Record,
 fn order_interleaved_in_a_plan_queues_descriptors_as_the_rust_walk_does() {
     let order = |schedule: &str| -> Vec<(u32, u32)> {
         // One dispatch thread pops in queue order: the run order is the generated order.
-        let seen = scheduled(6, 2, schedule, 1).unwrap();
+        let seen = scheduled(SCHED, 6, 2, schedule, 1).unwrap();
         seen.into_iter().map(|(b, c, _)| (b, c)).collect()
     };
     // Seed 001 §5.3: B0C0, B1C0, B2C0, B3C0, B0C1, ... for interleaved(4) on the batch.
@@ -420,6 +428,17 @@ fn order_interleaved_in_a_plan_queues_descriptors_as_the_rust_walk_does() {
         row_major
     );
     assert_eq!(order("    order(c, interleaved(1));\n"), row_major);
+    // A generator that skips points (`continue` past chunk 0 of batch 1): the walk's order
+    // without them.
+    let text = SCHED.replace(
+        "            for j in c {\n",
+        "            for j in c {\n                if i == 1 && j == 0 {\n                    continue;\n                }\n",
+    );
+    assert_ne!(text, SCHED);
+    let skipped: Vec<(u32, u32)> = want.iter().copied().filter(|&p| p != (1, 0)).collect();
+    let seen = scheduled(&text, 6, 2, "    order(b, interleaved(4));\n", 1).unwrap();
+    let seen: Vec<(u32, u32)> = seen.into_iter().map(|(b, c, _)| (b, c)).collect();
+    assert_eq!(seen, skipped);
 }
 
 /// The threads each value of `b` ran on, over a 9 × 50 space.
@@ -427,7 +446,9 @@ fn placement(
     threads: usize,
     affinity: &str,
 ) -> Result<Vec<std::collections::HashSet<std::thread::ThreadId>>, Failure> {
-    let seen = scheduled(9, 50, &format!("    affinity(b, {affinity});\n"), threads)?;
+    let schedule = format!("    affinity(b, {affinity});\n");
+    let seen = scheduled(SCHED, 9, 50, &schedule, threads)?;
+    assert_eq!(seen.len(), 450);
     let mut by_value = vec![std::collections::HashSet::new(); 9];
     for (b, _, t) in seen {
         by_value[b as usize].insert(t);
