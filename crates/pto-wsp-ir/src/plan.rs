@@ -111,6 +111,12 @@ pub struct PlanDecl {
     /// `prefetch(AXIS, DEPTH) => CALL;`: seed 001's prefetch, the call run for value `v + DEPTH`
     /// of the axis before the first descriptor of `v` (`docs/PDE.md`).
     pub prefetch: Option<PlanPrefetch>,
+    /// `order(AXIS, ...);` items (seed 001 §5.3), at most one per axis: the order the generator's
+    /// `for` loops over an axis emit in (`docs/PDE.md`).
+    pub orders: Vec<PlanOrder>,
+    /// `affinity(AXIS, ...);` (seed 001 §5.2), at most once: which dispatch threads run a
+    /// descriptor, by its value of the axis.
+    pub affinity: Option<PlanAffinity>,
     /// `generate { ... }`: the descriptor generator.
     pub body: Vec<GenStmt>,
     /// Where the declaration was written.
@@ -172,6 +178,70 @@ pub struct PlanPrefetch {
     pub call: TaskStmt,
     /// Where it was written.
     pub loc: Loc,
+}
+
+/// `order(AXIS, sequential | parallel | interleaved(N));`
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PlanOrder {
+    /// The axis.
+    pub axis: Ident,
+    /// Its order.
+    pub order: OrderKind,
+    /// Where it was written.
+    pub loc: Loc,
+}
+
+/// The order of one axis (`pto_wsp_pde::Order`, as written).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OrderKind {
+    /// `sequential`: increasing values (the default).
+    Sequential,
+    /// `parallel`: no order promised; the values are emitted in increasing order.
+    Parallel,
+    /// `interleaved(N)`: the values in groups of `N`, the group's descriptors emitted in turn.
+    Interleaved(u64),
+}
+
+/// `affinity(AXIS, spread | core_group(N) | core_local);`
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PlanAffinity {
+    /// The axis.
+    pub axis: Ident,
+    /// Where its values' descriptors run.
+    pub affinity: AffinityKind,
+    /// Where it was written.
+    pub loc: Loc,
+}
+
+/// Where the descriptors of one value of an axis run (`pto_wsp_pde::Affinity`, as written).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AffinityKind {
+    /// `spread`: any dispatch thread (the default).
+    Spread,
+    /// `core_group(N)`: the threads in groups of `N`; value `v` runs in group `v mod groups`.
+    CoreGroup(u64),
+    /// `core_local`: value `v` runs on dispatch thread `v mod threads`.
+    CoreLocal,
+}
+
+impl std::fmt::Display for OrderKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OrderKind::Sequential => f.write_str("sequential"),
+            OrderKind::Parallel => f.write_str("parallel"),
+            OrderKind::Interleaved(n) => write!(f, "interleaved({n})"),
+        }
+    }
+}
+
+impl std::fmt::Display for AffinityKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AffinityKind::Spread => f.write_str("spread"),
+            AffinityKind::CoreGroup(n) => write!(f, "core_group({n})"),
+            AffinityKind::CoreLocal => f.write_str("core_local"),
+        }
+    }
 }
 
 /// A generator statement and where it was written.

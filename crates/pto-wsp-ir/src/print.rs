@@ -683,6 +683,12 @@ impl Display for PlanDecl {
                 Commas(&pf.call.args)
             )?;
         }
+        for o in &self.orders {
+            writeln!(f, "    order({}, {});", o.axis, o.order)?;
+        }
+        if let Some(a) = &self.affinity {
+            writeln!(f, "    affinity({}, {});", a.axis, a.affinity)?;
+        }
         f.write_str("    generate ")?;
         gen_block(f, &self.body, 1)?;
         f.write_str("\n}")

@@ -3,7 +3,7 @@
 //! or parser finds is reported with its exact message at its `line:column`.
 
 use pto_wsp_ir::builder::{ModuleBuilder, at, e, region, span};
-use pto_wsp_ir::plan::{SpaceEnd, TileKind};
+use pto_wsp_ir::plan::{AffinityKind, OrderKind, SpaceEnd, TileKind};
 use pto_wsp_ir::{DType, Module, ScalarType, SourceFile, parse, validate};
 
 fn example() -> String {
@@ -71,6 +71,13 @@ plan p over S with T {
 ";
 
 fn small_built(prefetch: bool) -> Module {
+    small_built_with(prefetch, |_| {})
+}
+
+fn small_built_with(
+    prefetch: bool,
+    schedule: impl FnOnce(&mut pto_wsp_ir::builder::plan::PlanBuilder),
+) -> Module {
     let mut m = ModuleBuilder::new();
     m.symbol("n", ScalarType::I64);
     m.tensor("lens", DType::I32, [e("n")]);
@@ -107,6 +114,7 @@ fn small_built(prefetch: bool) -> Module {
                 ],
             );
         }
+        schedule(p);
         p.generate(|g| {
             g.for_each(["i"], "r", |g| {
                 g.load("len", "lens", [e("i")]);
@@ -257,4 +265,90 @@ fn a_plan_without_a_generate_block_is_a_syntax_error() {
         SourceFile::new("t", text).line_col(err.loc.start as usize),
         (3, 1)
     );
+}
+
+const SCHEDULE: &str =
+    "    order(r, interleaved(4));\n    order(c, parallel);\n    affinity(r, core_group(2));\n";
+
+#[test]
+fn order_and_affinity_parse_print_back_and_match_the_builder() {
+    let text = SMALL.replace("    generate {", &format!("{SCHEDULE}    generate {{"));
+    let parsed = parse(&text).unwrap();
+    validate(&parsed).unwrap();
+    let printed = parsed.to_string();
+    assert!(printed.contains(SCHEDULE), "{printed}");
+    assert_eq!(parse(&printed).unwrap(), parsed);
+    let built = small_built_with(false, |p| {
+        p.order("r", OrderKind::Interleaved(4))
+            .order("c", OrderKind::Parallel)
+            .affinity("r", AffinityKind::CoreGroup(2));
+    });
+    assert_eq!(built, parsed);
+    assert_eq!(built.to_string(), printed);
+    for (item, kind) in [
+        ("order(c, sequential);", "sequential"),
+        ("affinity(c, core_local);", "core_local"),
+        ("affinity(c, spread);", "spread"),
+    ] {
+        let text = SMALL.replace("    generate {", &format!("    {item}\n    generate {{"));
+        let m = parse(&text).unwrap();
+        validate(&m).unwrap();
+        assert!(m.to_string().contains(&format!("    {item}\n")), "{kind}");
+    }
+}
+
+#[test]
+fn order_and_affinity_mistakes_are_reported_at_their_line_and_column() {
+    // Inserted before `generate`, which is line 22 of SMALL.
+    let cases: &[(&str, &str, (usize, usize))] = &[
+        (
+            "order(q, parallel);",
+            "plan `p`: `order` names `q`, not an axis of space `S`",
+            (22, 11),
+        ),
+        (
+            "order(r, interleaved(0));",
+            "plan `p`: the interleaving group size must be 1 to 2^32 - 1",
+            (22, 5),
+        ),
+        (
+            "order(r, parallel);\n    order(r, sequential);",
+            "plan `p`: the order of axis `r` is given twice",
+            (23, 11),
+        ),
+        (
+            "order(r, interleaved(2));\n    order(c, interleaved(2));",
+            "plan `p`: axis `c`: only one axis can be interleaved",
+            (23, 5),
+        ),
+        (
+            "affinity(z, core_local);",
+            "plan `p`: `affinity` names `z`, not an axis of space `S`",
+            (22, 14),
+        ),
+        (
+            "affinity(r, core_group(0));",
+            "plan `p`: the core group size must be 1 to 2^32 - 1",
+            (22, 5),
+        ),
+    ];
+    for (item, message, at) in cases {
+        let text = SMALL.replace("    generate {", &format!("    {item}\n    generate {{"));
+        assert_eq!(first_error(&text), (message.to_string(), *at), "{item}");
+    }
+    // Syntax: an unknown order or affinity, a second affinity.
+    for (item, at) in [
+        ("order(r, backwards);", (22, 14)),
+        ("affinity(r, nearby);", (22, 17)),
+        ("affinity(r, spread);\n    affinity(c, spread);", (23, 5)),
+    ] {
+        let text = SMALL.replace("    generate {", &format!("    {item}\n    generate {{"));
+        let err = parse(&text).unwrap_err();
+        assert_eq!(
+            SourceFile::new("t", &text).line_col(err.loc.start as usize),
+            at,
+            "{item}: {}",
+            err.message
+        );
+    }
 }

@@ -12,6 +12,12 @@
 //!   fields) as names, then runs the module kernel it names (a built-in, an alias or a kernel
 //!   with a body, from the registry) on those regions and scalars. The `generate` block is
 //!   interpreted on the calling (control) thread; N dispatch threads run the descriptors.
+//! - `order(axis, interleaved(n))`: a `for` loop over the axis runs its values in groups of `n`;
+//!   the descriptors a group emits are held back, then queued by their indices on the axes
+//!   declared after it (row-major), the group's values in turn at each (a value's descriptors at
+//!   one point in emission order) — `pde::walk`'s order for the points the generator emits, also
+//!   when it skips some. `sequential` and `parallel` keep the loop's increasing order.
+//!   `affinity(axis, ...)` is `Launch::affinity`.
 //! - Plans run in declaration order; a plan's launch ends before the next starts, so a later
 //!   plan reads what an earlier one wrote (the merge after the chunks of decode attention).
 //! - Descriptors of one launch are promised independent by the plan, not inferred: every
@@ -24,7 +30,8 @@
 
 use crate::ir::eval::{Env, eval};
 use crate::ir::plan::{
-    BindWhat, GenKind, GenStmt, PlanDecl, SpaceDecl, SpaceEnd, TierTableDecl, TileKind,
+    AffinityKind, BindWhat, GenKind, GenStmt, OrderKind, PlanDecl, SpaceDecl, SpaceEnd,
+    TierTableDecl, TileKind,
 };
 use crate::ir::{Arg, Bindings, Diagnostic, Expr, Loc, Module, ParamKind, TaskStmt, Value};
 use crate::kernels::{CheckedRunner, KernelId, KernelRegistry, TensorStore, with_checked_runner};
@@ -213,6 +220,40 @@ fn launch_plan(
     if let Some((axis, depth, hook)) = &fetch {
         launch = launch.prefetch(axis, *depth, &**hook);
     }
+    if let Some(a) = &p.affinity {
+        // The validator keeps a group size within `u32`; a built module that did not validate
+        // gets the launch's own refusal of a group of 0.
+        let affinity = match a.affinity {
+            AffinityKind::Spread => pde::Affinity::Spread,
+            AffinityKind::CoreLocal => pde::Affinity::CoreLocal,
+            AffinityKind::CoreGroup(n) => pde::Affinity::CoreGroup(u32::try_from(n).unwrap_or(0)),
+        };
+        launch = launch.affinity(a.axis.as_str(), affinity);
+    }
+    let interleave = p.orders.iter().find_map(|o| match o.order {
+        OrderKind::Interleaved(n) => Some((o.axis.as_str(), n)),
+        _ => None,
+    });
+    let interleave = match interleave {
+        None => None,
+        Some((axis, n)) => {
+            let k = sd.axes.iter().position(|a| a.name.as_str() == axis);
+            match (k, u32::try_from(n)) {
+                (Some(k), Ok(n)) if n > 0 => Some((k, n)),
+                _ => {
+                    let o = p
+                        .orders
+                        .iter()
+                        .find(|o| o.axis.as_str() == axis)
+                        .map_or(p.loc, |o| o.loc);
+                    return Err(at(
+                        o,
+                        format!("`order({axis}, interleaved({n}))` is not a valid order"),
+                    ));
+                }
+            }
+        }
+    };
     let mut g = Gen {
         module,
         plan: p,
@@ -221,6 +262,8 @@ fn launch_plan(
         bindings,
         vars: Vec::new(),
         error: None,
+        interleave,
+        group: None,
     };
     let result = launch.run(|e| g.block(&p.body, e).map(|_| ()));
     if let Some(e) = g.error.take() {
@@ -243,6 +286,12 @@ fn launch_plan(
             };
             Err(at(loc, e.to_string()))
         }
+        // The launch refuses an affinity it cannot honour (a group larger than the threads)
+        // only when it runs, naming `affinity on axis`: reported at the plan's `affinity` item.
+        Err(e @ PdeError::Launch { .. }) if e.to_string().contains("affinity on axis") => Err(at(
+            p.affinity.as_ref().map_or(p.loc, |a| a.loc),
+            e.to_string(),
+        )),
         Err(e) => Err(at(p.loc, e.to_string())),
     }
 }
@@ -524,6 +573,18 @@ struct Gen<'m> {
     /// The first error of the interpreter itself (the emitter's errors travel as `PdeError`s
     /// and are given this statement's location too).
     error: Option<PlanError>,
+    /// `order(axis, interleaved(n))`: the axis's index and `n`.
+    interleave: Option<(usize, u32)>,
+    /// Inside an interleaved `for`: the descriptors held back.
+    group: Option<Group>,
+}
+
+/// The descriptors of one interleaved group, held back until the group's last value has run.
+struct Group {
+    /// The value running (its position in the group).
+    current: usize,
+    /// In emission order: the value's position in the group, the descriptor, the `emit`.
+    held: Vec<(usize, Descriptor, Loc)>,
 }
 
 /// Stands in for an interpreter error inside the launch (the real one is in `Gen::error`).
@@ -604,16 +665,38 @@ impl<'m> Gen<'m> {
                     .iter()
                     .position(|a| a.name == *axis)
                     .ok_or_else(|| self.fail(loc, format!("no axis `{axis}`")))?;
-                for i in 0..self.bound.count(k) {
-                    let mark = self.vars.len();
-                    self.vars.push((vars[0].as_str(), Value::I64(i.into())));
-                    if vars.len() == 3 {
-                        let (lo, hi) = self.bound.tile_bounds(k, i).unwrap_or((0, 0));
-                        self.vars.push((vars[1].as_str(), Value::I64(lo.into())));
-                        self.vars.push((vars[2].as_str(), Value::I64(hi.into())));
+                let count = self.bound.count(k);
+                if let Some((ik, n)) = self.interleave
+                    && ik == k
+                    && self.group.is_none()
+                {
+                    let mut g0 = 0;
+                    while g0 < count {
+                        let g1 = count.min(g0.saturating_add(n));
+                        self.group = Some(Group {
+                            current: 0,
+                            held: Vec::new(),
+                        });
+                        for i in g0..g1 {
+                            if let Some(g) = &mut self.group {
+                                g.current = (i - g0) as usize;
+                            }
+                            self.iteration(k, vars, i, body, e)?;
+                        }
+                        let mut held = self.group.take().map_or_else(Vec::new, |g| g.held);
+                        // Stable: a value's descriptors at one point keep their emission order.
+                        held.sort_by(|(v, d, _), (w, c, _)| {
+                            d.indices[k + 1..].cmp(&c.indices[k + 1..]).then(v.cmp(w))
+                        });
+                        for (_, d, at) in held {
+                            self.queue(d, at, e)?;
+                        }
+                        g0 = g1;
                     }
-                    self.block(body, e)?;
-                    self.vars.truncate(mark);
+                    return Ok(Flow::Next);
+                }
+                for i in 0..count {
+                    self.iteration(k, vars, i, body, e)?;
                 }
                 Ok(Flow::Next)
             }
@@ -697,13 +780,47 @@ impl<'m> Gen<'m> {
                         }
                     }
                 }
-                e.emit(d).map_err(|err| match err {
-                    PdeError::Launch { .. } => err,
-                    other => self.fail(loc, other.to_string()),
-                })?;
+                match &mut self.group {
+                    Some(g) => g.held.push((g.current, d, loc)),
+                    None => self.queue(d, loc, e)?,
+                }
                 Ok(Flow::Next)
             }
         }
+    }
+
+    /// Runs `body` for value `i` of axis `k`, its variables bound.
+    fn iteration<S: pde::Sink>(
+        &mut self,
+        k: usize,
+        vars: &'m [crate::ir::Ident],
+        i: u32,
+        body: &'m [GenStmt],
+        e: &mut pde::Emitter<'_, S>,
+    ) -> Result<(), PdeError> {
+        let mark = self.vars.len();
+        self.vars.push((vars[0].as_str(), Value::I64(i.into())));
+        if vars.len() == 3 {
+            let (lo, hi) = self.bound.tile_bounds(k, i).unwrap_or((0, 0));
+            self.vars.push((vars[1].as_str(), Value::I64(lo.into())));
+            self.vars.push((vars[2].as_str(), Value::I64(hi.into())));
+        }
+        self.block(body, e)?;
+        self.vars.truncate(mark);
+        Ok(())
+    }
+
+    /// Queues descriptor `d`, made by the `emit` at `loc`.
+    fn queue<S: pde::Sink>(
+        &mut self,
+        d: Descriptor,
+        loc: Loc,
+        e: &mut pde::Emitter<'_, S>,
+    ) -> Result<(), PdeError> {
+        e.emit(d).map_err(|err| match err {
+            PdeError::Launch { .. } => err,
+            other => self.fail(loc, other.to_string()),
+        })
     }
 
     /// An element of an integer tensor's bound contents.

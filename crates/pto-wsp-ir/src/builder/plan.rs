@@ -37,8 +37,9 @@ use super::ModuleBuilder;
 use crate::expr::Expr;
 use crate::loc::{Ident, Loc};
 use crate::plan::{
-    BindWhat, GenKind, GenStmt, PlanBind, PlanDecl, PlanPrefetch, SpaceAxis, SpaceDecl, SpaceEnd,
-    TierDecl, TierKernel, TierTableDecl, TileDecl, TileKind,
+    AffinityKind, BindWhat, GenKind, GenStmt, OrderKind, PlanAffinity, PlanBind, PlanDecl,
+    PlanOrder, PlanPrefetch, SpaceAxis, SpaceDecl, SpaceEnd, TierDecl, TierKernel, TierTableDecl,
+    TileDecl, TileKind,
 };
 use crate::workload::{Arg, TaskStmt};
 
@@ -97,6 +98,8 @@ impl ModuleBuilder {
                 binds: Vec::new(),
                 kernels: Vec::new(),
                 prefetch: None,
+                orders: Vec::new(),
+                affinity: None,
                 body: Vec::new(),
                 loc: Loc::NONE,
             },
@@ -212,6 +215,26 @@ impl PlanBuilder {
                 kernel: Ident::new(kernel),
                 args: args.into_iter().collect(),
             },
+            loc: Loc::NONE,
+        });
+        self
+    }
+
+    /// `order(AXIS, ORDER);`
+    pub fn order(&mut self, axis: &str, order: OrderKind) -> &mut Self {
+        self.decl.orders.push(PlanOrder {
+            axis: Ident::new(axis),
+            order,
+            loc: Loc::NONE,
+        });
+        self
+    }
+
+    /// `affinity(AXIS, AFFINITY);`
+    pub fn affinity(&mut self, axis: &str, affinity: AffinityKind) -> &mut Self {
+        self.decl.affinity = Some(PlanAffinity {
+            axis: Ident::new(axis),
+            affinity,
             loc: Loc::NONE,
         });
         self

@@ -6,8 +6,9 @@ use super::lexer::Kind;
 use super::{PResult, Parser};
 use crate::loc::Ident;
 use crate::plan::{
-    BindWhat, GenKind, GenStmt, PlanBind, PlanDecl, PlanPrefetch, SpaceAxis, SpaceDecl, SpaceEnd,
-    TierDecl, TierKernel, TierTableDecl, TileDecl, TileKind,
+    AffinityKind, BindWhat, GenKind, GenStmt, OrderKind, PlanAffinity, PlanBind, PlanDecl,
+    PlanOrder, PlanPrefetch, SpaceAxis, SpaceDecl, SpaceEnd, TierDecl, TierKernel, TierTableDecl,
+    TileDecl, TileKind,
 };
 use crate::workload::{Arg, TaskStmt};
 
@@ -123,6 +124,8 @@ impl Parser<'_> {
             binds: Vec::new(),
             kernels: Vec::new(),
             prefetch: None,
+            orders: Vec::new(),
+            affinity: None,
             body: Vec::new(),
             loc: crate::loc::Loc::NONE,
         };
@@ -182,6 +185,57 @@ impl Parser<'_> {
                     call: TaskStmt { kernel, args },
                     loc: self.loc_from(t.start),
                 });
+            } else if self.eat_word("order") {
+                self.open("(", "after `order`")?;
+                let axis = self.ident("axis name")?;
+                self.expect(",", "after the ordered axis")?;
+                let order = if self.eat_word("sequential") {
+                    OrderKind::Sequential
+                } else if self.eat_word("parallel") {
+                    OrderKind::Parallel
+                } else if self.eat_word("interleaved") {
+                    self.open("(", "after `interleaved`")?;
+                    let n = self.count("the interleaving group size")?;
+                    self.close(")", "to close `interleaved(`")?;
+                    OrderKind::Interleaved(n)
+                } else {
+                    return Err(self.err_expected(
+                        "`sequential`, `parallel` or `interleaved(N)` in `order(...)`",
+                    ));
+                };
+                self.close(")", "to close `order(`")?;
+                self.expect(";", "after the order")?;
+                p.orders.push(PlanOrder {
+                    axis,
+                    order,
+                    loc: self.loc_from(t.start),
+                });
+            } else if self.peek().is_word("affinity") && p.affinity.is_none() {
+                self.bump();
+                self.open("(", "after `affinity`")?;
+                let axis = self.ident("axis name")?;
+                self.expect(",", "after the axis")?;
+                let affinity = if self.eat_word("spread") {
+                    AffinityKind::Spread
+                } else if self.eat_word("core_local") {
+                    AffinityKind::CoreLocal
+                } else if self.eat_word("core_group") {
+                    self.open("(", "after `core_group`")?;
+                    let n = self.count("the core group size")?;
+                    self.close(")", "to close `core_group(`")?;
+                    AffinityKind::CoreGroup(n)
+                } else {
+                    return Err(self.err_expected(
+                        "`spread`, `core_group(N)` or `core_local` in `affinity(...)`",
+                    ));
+                };
+                self.close(")", "to close `affinity(`")?;
+                self.expect(";", "after the affinity")?;
+                p.affinity = Some(PlanAffinity {
+                    axis,
+                    affinity,
+                    loc: self.loc_from(t.start),
+                });
             } else if self.peek().is_word("generate") && !generate {
                 self.bump();
                 p.body = self.gen_block("after `generate`")?;
@@ -190,7 +244,8 @@ impl Parser<'_> {
                 return Err(self.err_expected(if generate {
                     "`}` to close the plan (its `generate` block comes last)"
                 } else {
-                    "`fields`, `workspace`, `bind`, `kernel`, `prefetch` (once) or `generate` in the plan"
+                    "`fields`, `workspace`, `bind`, `kernel`, `prefetch` (once), `order`, `affinity` (once) or \
+                     `generate` in the plan"
                 }));
             }
             if generate && !self.peek().is_punct("}") {

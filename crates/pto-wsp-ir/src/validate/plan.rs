@@ -11,8 +11,8 @@ use crate::expr::Expr;
 use crate::loc::{Ident, Loc};
 use crate::module::{Module, ParamKind};
 use crate::plan::{
-    BindWhat, FIXED_FIELDS, GenKind, GenStmt, MAX_PLAN_FIELDS, MAX_SPACE_AXES, PlanDecl, SpaceDecl,
-    SpaceEnd, TierTableDecl, TileKind,
+    AffinityKind, BindWhat, FIXED_FIELDS, GenKind, GenStmt, MAX_PLAN_FIELDS, MAX_SPACE_AXES,
+    OrderKind, PlanDecl, SpaceDecl, SpaceEnd, TierTableDecl, TileKind,
 };
 use crate::types::ScalarType;
 use crate::workload::Arg;
@@ -431,9 +431,69 @@ impl Checker<'_> {
             }
             self.tier_call(&owner, "the prefetch", &pf.call, &fields);
         }
+        self.schedule(&owner, p, space);
         // The generator.
         let mut scope = Vec::new();
         self.gen_body(&owner, p, space, &p.body, &mut scope, 0);
+    }
+
+    /// Checks `order` and `affinity`: each names an axis of the space, an axis is ordered once,
+    /// at most one axis is interleaved, and group sizes are 1 to 2^32 - 1.
+    fn schedule(&mut self, owner: &str, p: &PlanDecl, space: Option<&SpaceDecl>) {
+        let axis_of = |v: &mut Self, what: &str, axis: &Ident| {
+            if let Some(s) = space
+                && !s.axes.iter().any(|a| a.name == *axis)
+            {
+                v.err(
+                    axis.loc,
+                    format!(
+                        "{owner}: `{what}` names `{axis}`, not an axis of space `{}`",
+                        s.name
+                    ),
+                );
+            }
+        };
+        let size = |n: u64| n == 0 || n > u64::from(u32::MAX);
+        for (i, o) in p.orders.iter().enumerate() {
+            axis_of(self, "order", &o.axis);
+            if p.orders[..i].iter().any(|q| q.axis == o.axis) {
+                self.err(
+                    o.axis.loc,
+                    format!("{owner}: the order of axis `{}` is given twice", o.axis),
+                );
+            }
+            if let OrderKind::Interleaved(n) = o.order {
+                if size(n) {
+                    self.err(
+                        o.loc,
+                        format!("{owner}: the interleaving group size must be 1 to 2^32 - 1"),
+                    );
+                }
+                if p.orders[..i]
+                    .iter()
+                    .any(|q| matches!(q.order, OrderKind::Interleaved(_)))
+                {
+                    self.err(
+                        o.loc,
+                        format!(
+                            "{owner}: axis `{}`: only one axis can be interleaved",
+                            o.axis
+                        ),
+                    );
+                }
+            }
+        }
+        if let Some(a) = &p.affinity {
+            axis_of(self, "affinity", &a.axis);
+            if let AffinityKind::CoreGroup(n) = a.affinity
+                && size(n)
+            {
+                self.err(
+                    a.loc,
+                    format!("{owner}: the core group size must be 1 to 2^32 - 1"),
+                );
+            }
+        }
     }
 
     /// Checks the call of `who` (a tier or the prefetch) against its kernel's parameters.

@@ -317,3 +317,179 @@ fn prefetch_fetches_value_v_plus_depth_when_v_emits_its_first_descriptor() {
         assert_eq!(out.read::<f32>("Pf").unwrap(), want, "{threads} thread(s)");
     }
 }
+
+/// A 6 × 2 space whose descriptors run `rec`, which records `(b, c)` and the dispatch thread
+/// (the kernel is registered by the test); `SCHEDULE` is replaced by the plan's schedule items.
+const SCHED: &str = "tensor X: f32[9, 4];
+kernel rec(in x: f32[?, ?], b: i64, c: i64);
+space Q {
+    axis b from 0 to NB;
+    axis c from 0 to NC;
+}
+tiers T {
+    tier k default;
+}
+plan q over Q with T {
+    kernel k => rec(X[b, 0 +: 1], b, c);
+SCHEDULE    generate {
+        for i in b {
+            for j in c {
+                emit(tier = 0, b = i, c = j);
+            }
+        }
+    }
+}
+";
+
+type Record = Vec<(u32, u32, std::thread::ThreadId)>;
+
+/// A run's error message and its `line:column`.
+type Failure = (String, (usize, usize));
+
+/// Runs `template` (`SCHED` or a variant) over `nb` × `nc` with `schedule` on `threads`
+/// dispatch threads; returns what `rec` recorded, in the order it ran, or the run's error and
+/// its `line:column`.
+fn scheduled(
+    template: &str,
+    nb: u32,
+    nc: u32,
+    schedule: &str,
+    threads: usize,
+) -> Result<Record, Failure> {
+    use std::sync::{Arc, Mutex};
+    let text = template
+        .replace("NB", &nb.to_string())
+        .replace("NC", &nc.to_string())
+        .replace("SCHEDULE", schedule);
+    let (_, _, mut reg) = load(&text, &[]);
+    let seen: Arc<Mutex<Record>> = Arc::default();
+    let log = Arc::clone(&seen);
+    reg.register("rec", move |ctx| {
+        let (b, c) = (ctx.param_i64(0)?, ctx.param_i64(1)?);
+        log.lock()
+            .unwrap()
+            .push((b as u32, c as u32, std::thread::current().id()));
+        Ok(())
+    });
+    let (r, _, _) = run(&text, &[], threads, |_| {}, Some(reg));
+    match r {
+        Ok(stats) => {
+            let seen = std::mem::take(&mut *seen.lock().unwrap());
+            assert_eq!(stats[0].launch.descriptors, seen.len() as u64);
+            Ok(seen)
+        }
+        Err(e) => {
+            let at = SourceFile::new("t.wsp", &text).line_col(e.loc.start as usize);
+            Err((e.message, at))
+        }
+    }
+}
+
+#[test]
+fn order_interleaved_in_a_plan_queues_descriptors_as_the_rust_walk_does() {
+    let order = |schedule: &str| -> Vec<(u32, u32)> {
+        // One dispatch thread pops in queue order: the run order is the generated order.
+        let seen = scheduled(SCHED, 6, 2, schedule, 1).unwrap();
+        seen.into_iter().map(|(b, c, _)| (b, c)).collect()
+    };
+    // Seed 001 §5.3: B0C0, B1C0, B2C0, B3C0, B0C1, ... for interleaved(4) on the batch.
+    let want = vec![
+        (0, 0),
+        (1, 0),
+        (2, 0),
+        (3, 0),
+        (0, 1),
+        (1, 1),
+        (2, 1),
+        (3, 1),
+        (4, 0),
+        (5, 0),
+        (4, 1),
+        (5, 1),
+    ];
+    assert_eq!(order("    order(b, interleaved(4));\n"), want);
+    // The Rust API's walk over the same space agrees.
+    let space = pto_wsp::pde::Space::new("Q")
+        .axis("b", 0, pto_wsp::pde::End::Const(6))
+        .axis("c", 0, pto_wsp::pde::End::Const(2))
+        .bind(&[], &[])
+        .unwrap();
+    let mut walked = Vec::new();
+    pto_wsp::pde::walk(&space, &[("b", pto_wsp::pde::Order::Interleaved(4))], |i| {
+        walked.push((i[0], i[1]));
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(walked, want);
+    let row_major: Vec<(u32, u32)> = (0..6).flat_map(|b| (0..2).map(move |c| (b, c))).collect();
+    assert_eq!(order(""), row_major);
+    assert_eq!(
+        order("    order(b, sequential);\n    order(c, parallel);\n"),
+        row_major
+    );
+    assert_eq!(order("    order(c, interleaved(1));\n"), row_major);
+    // A generator that skips points (`continue` past chunk 0 of batch 1): the walk's order
+    // without them.
+    let text = SCHED.replace(
+        "            for j in c {\n",
+        "            for j in c {\n                if i == 1 && j == 0 {\n                    continue;\n                }\n",
+    );
+    assert_ne!(text, SCHED);
+    let skipped: Vec<(u32, u32)> = want.iter().copied().filter(|&p| p != (1, 0)).collect();
+    let seen = scheduled(&text, 6, 2, "    order(b, interleaved(4));\n", 1).unwrap();
+    let seen: Vec<(u32, u32)> = seen.into_iter().map(|(b, c, _)| (b, c)).collect();
+    assert_eq!(seen, skipped);
+}
+
+/// The threads each value of `b` ran on, over a 9 × 50 space.
+fn placement(
+    threads: usize,
+    affinity: &str,
+) -> Result<Vec<std::collections::HashSet<std::thread::ThreadId>>, Failure> {
+    let schedule = format!("    affinity(b, {affinity});\n");
+    let seen = scheduled(SCHED, 9, 50, &schedule, threads)?;
+    assert_eq!(seen.len(), 450);
+    let mut by_value = vec![std::collections::HashSet::new(); 9];
+    for (b, _, t) in seen {
+        by_value[b as usize].insert(t);
+    }
+    Ok(by_value)
+}
+
+#[test]
+fn affinity_in_a_plan_places_each_value_as_the_rust_launch_does() {
+    // core_local on 3 threads: each value on one thread; v and v + 3 share it, v and v + 1 not.
+    let by_value = placement(3, "core_local").unwrap();
+    for v in 0..9 {
+        assert_eq!(by_value[v].len(), 1, "value {v} ran on {:?}", by_value[v]);
+        if v + 3 < 9 {
+            assert_eq!(by_value[v], by_value[v + 3]);
+        }
+        if v + 1 < 9 && (v + 1) % 3 != 0 {
+            assert!(by_value[v].is_disjoint(&by_value[v + 1]));
+        }
+    }
+    // core_group(2) on 4 threads: even values on one pair of threads, odd values on the other.
+    let by_value = placement(4, "core_group(2)").unwrap();
+    let pick = |odd: usize| -> std::collections::HashSet<_> {
+        by_value
+            .iter()
+            .skip(odd)
+            .step_by(2)
+            .flatten()
+            .copied()
+            .collect()
+    };
+    let (even, odd) = (pick(0), pick(1));
+    assert!(even.len() <= 2 && odd.len() <= 2, "{even:?} {odd:?}");
+    assert!(even.is_disjoint(&odd));
+    assert!(placement(2, "spread").is_ok());
+    // A group larger than the dispatch threads is refused at the `affinity` item.
+    let (message, at) = placement(2, "core_group(3)").unwrap_err();
+    assert_eq!(
+        message,
+        "plan `q`: space `Q`: affinity on axis `b`: core_group(3) needs 1 to 2 threads (the \
+         dispatch threads)"
+    );
+    assert_eq!(at, (12, 5));
+}
