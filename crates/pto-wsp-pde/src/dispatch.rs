@@ -210,13 +210,11 @@ impl<'a> Launch<'a> {
             Some((_, Affinity::CoreLocal)) => 1,
             Some((k, Affinity::CoreGroup(s))) => {
                 if s == 0 || s as usize > n {
-                    return Err(PdeError::Launch {
+                    return Err(PdeError::Affinity {
                         space: self.space.name().to_string(),
-                        problem: format!(
-                            "affinity on axis `{}`: core_group({s}) needs 1 to {n} threads (the \
-                             dispatch threads)",
-                            self.space.space().axes()[k].name
-                        ),
+                        axis: self.space.space().axes()[k].name.clone(),
+                        size: s,
+                        threads: n,
                     });
                 }
                 s as usize

@@ -126,6 +126,21 @@ pub enum PdeError {
         /// What is wrong.
         problem: String,
     },
+    /// A `core_group` affinity asks for more dispatch threads than the launch has (or none).
+    #[error(
+        "space `{space}`: affinity on axis `{axis}`: core_group({size}) needs 1 to {threads} \
+         threads (the dispatch threads)"
+    )]
+    Affinity {
+        /// The space.
+        space: String,
+        /// The axis the affinity is declared on.
+        axis: String,
+        /// The requested group size.
+        size: u32,
+        /// The launch's dispatch threads.
+        threads: usize,
+    },
 }
 
 /// The crate's result type.

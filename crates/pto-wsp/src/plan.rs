@@ -287,8 +287,8 @@ fn launch_plan(
             Err(at(loc, e.to_string()))
         }
         // The launch refuses an affinity it cannot honour (a group larger than the threads)
-        // only when it runs, naming `affinity on axis`: reported at the plan's `affinity` item.
-        Err(e @ PdeError::Launch { .. }) if e.to_string().contains("affinity on axis") => Err(at(
+        // only when it runs: reported at the plan's `affinity` item.
+        Err(e @ PdeError::Affinity { .. }) => Err(at(
             p.affinity.as_ref().map_or(p.loc, |a| a.loc),
             e.to_string(),
         )),
