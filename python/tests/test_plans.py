@@ -3,32 +3,16 @@ text round trip, runs of examples/pde/decode_attention.wsp with numpy arrays aga
 numpy attention, descriptor counts against the generator's rule counted here, and each bad
 input's error at its `file:line:column`."""
 
-import os
-import pathlib
-import shutil
 import subprocess
 
 import numpy as np
 import pytest
 
 import pto_wsp
+from support import ROOT, fmt_binary
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 PDE_EXAMPLES = sorted((ROOT / "examples" / "pde").glob("*.wsp"))
 DECODE = ROOT / "examples" / "pde" / "decode_attention.wsp"
-
-
-def fmt_binary():
-    """The `pto-wsp` command line: $PTO_WSP_BIN, else the workspace's debug or release build,
-    else one on PATH (None if there is none)."""
-    env = os.environ.get("PTO_WSP_BIN")
-    if env:
-        return env
-    for profile in ("debug", "release"):
-        p = ROOT / "target" / profile / "pto-wsp"
-        if p.exists():
-            return str(p)
-    return shutil.which("pto-wsp")
 
 
 def test_there_are_plan_examples():

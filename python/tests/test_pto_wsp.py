@@ -1,31 +1,15 @@
 """Tests of the pto_wsp extension: text round trip against `pto-wsp fmt`, runs against numpy
 references, numpy arrays bound in place, and errors naming the tensor or `file:line:column`."""
 
-import os
-import pathlib
-import shutil
 import subprocess
 
 import numpy as np
 import pytest
 
 import pto_wsp
+from support import ROOT, fmt_binary
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.wsp"))
-
-
-def fmt_binary():
-    """The `pto-wsp` command line: $PTO_WSP_BIN, else the workspace's debug or release build,
-    else one on PATH (None if there is none)."""
-    env = os.environ.get("PTO_WSP_BIN")
-    if env:
-        return env
-    for profile in ("debug", "release"):
-        p = ROOT / "target" / profile / "pto-wsp"
-        if p.exists():
-            return str(p)
-    return shutil.which("pto-wsp")
 
 
 def test_there_are_examples():
