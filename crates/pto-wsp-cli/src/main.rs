@@ -258,6 +258,26 @@ fn read(path: &Path) -> anyhow::Result<String> {
 }
 
 /// Writes to stdout; a closed pipe (`pto-wsp expand ... | head`) is not an error.
+/// Fails the run, naming the tensors, when an `--expect` golden did not match.
+fn check_expectations(
+    name: &str,
+    expectations: &[pto_wsp_cli::expect::ExpectResult],
+) -> anyhow::Result<()> {
+    let failed: Vec<&str> = expectations
+        .iter()
+        .filter(|e| !e.passed)
+        .map(|e| e.tensor.as_str())
+        .collect();
+    if failed.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::plain(format!(
+        "{name}: {} do(es) not match the --expect golden (see the expect lines above)",
+        failed.join(", ")
+    ))
+    .into())
+}
+
 fn emit(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
@@ -485,19 +505,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 && let Some(outcome) = pto_wsp_cli::plan_run::run(&name, &text, &opts, plans)?
             {
                 emit(&outcome.report)?;
-                let failed: Vec<&str> = outcome
-                    .expectations
-                    .iter()
-                    .filter(|e| !e.passed)
-                    .map(|e| e.tensor.as_str())
-                    .collect();
-                if !failed.is_empty() {
-                    return Err(CliError::plain(format!(
-                        "{name}: {} do(es) not match the --expect golden (see the expect lines above)",
-                        failed.join(", ")
-                    ))
-                    .into());
-                }
+                check_expectations(&name, &outcome.expectations)?;
                 return Ok(ExitCode::SUCCESS);
             }
             let mut header = Ok(());
@@ -515,19 +523,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     path.display()
                 );
             }
-            let failed: Vec<&str> = outcome
-                .expectations
-                .iter()
-                .filter(|e| !e.passed)
-                .map(|e| e.tensor.as_str())
-                .collect();
-            if !failed.is_empty() {
-                return Err(CliError::plain(format!(
-                    "{name}: {} do(es) not match the --expect golden (see the expect lines above)",
-                    failed.join(", ")
-                ))
-                .into());
-            }
+            check_expectations(&name, &outcome.expectations)?;
             if outcome.comparison.is_some_and(|c| !c.passed) {
                 return Err(CliError::plain(format!(
                     "{name}: the output does not match the reference (see the check line above)"
