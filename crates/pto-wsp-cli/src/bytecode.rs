@@ -4,7 +4,9 @@
 //! Why: the bytecode's promise is "a few hundred bytes instead of a task list, and every
 //! executor generates exactly its share"; this command shows both for any module and bindings.
 //! Promise: the report is deterministic (no timing; the binary prints times on stderr); a
-//! disagreement with the reference expander is an error, never a silent difference.
+//! disagreement with the reference expander is an error, never a silent difference. An entry
+//! with computed reads is encoded and disassembled but its tasks are not listed (they depend on
+//! values only a run computes), and the report says so.
 
 use crate::CliError;
 use pto_wsp::bytecode::{
@@ -128,12 +130,31 @@ impl TaskSink for Checker<'_> {
     fn order(&mut self, _edge: OrderEdge) {}
 }
 
-/// Encodes, runs every executor and reports (see the module docs).
+/// The tensors whose computed values the entry of `module` reads (`docs/SEMANTICS.md`,
+/// "Computed reads"), by name: such an entry's tasks depend on what its own tasks compute, so
+/// the reference expander cannot list them.
+pub fn computed_tensors(module: &Module) -> Vec<String> {
+    let Ok(plan) = pto_wsp::lower(module) else {
+        return Vec::new();
+    };
+    let Ok(resolved) = plan.resolve() else {
+        return Vec::new();
+    };
+    resolved
+        .computed_reads()
+        .into_iter()
+        .map(|(t, _)| module.tensors[t.index()].name.name.clone())
+        .collect()
+}
+
+/// Encodes, runs every executor and reports (see the module docs). With no `expansion` (an
+/// entry with computed reads, [`computed_tensors`]) it reports the encoding and the disassembly
+/// only: the tasks are generated from values only a run computes.
 pub fn bytecode_report(
     name: &str,
     module: &Module,
     bindings: &Bindings,
-    expansion: &Expansion,
+    expansion: Option<&Expansion>,
     options: &BytecodeOptions,
 ) -> Result<BytecodeReport, CliError> {
     let fail =
@@ -164,6 +185,29 @@ pub fn bytecode_report(
         prog.instructions(),
         prog.task_statements()
     );
+    let Some(expansion) = expansion else {
+        let _ = writeln!(
+            out,
+            "tasks: not listed: the entry reads computed values of {}, so its tasks depend on \
+             what earlier tasks compute (`pto-wsp run --device-gen` runs the interpreters)",
+            computed_tensors(module)
+                .iter()
+                .map(|t| format!("`{t}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        if options.disasm {
+            out.push('\n');
+            out.push_str(&prog.disassemble());
+        }
+        return Ok(BytecodeReport {
+            text: out,
+            elapsed: Duration::ZERO,
+            slowest: Duration::ZERO,
+            tasks: 0,
+            executors: 0,
+        });
+    };
     let n = expansion.tasks.len();
     let ex_bytes = expansion_bytes(expansion);
     let ratio = |b: usize| {

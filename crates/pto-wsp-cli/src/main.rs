@@ -416,7 +416,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 limit: None,
                 executors,
             };
-            let expansion = pto_wsp_cli::expand_loaded(&loaded, &bindings, &options)?;
+            // An entry with computed reads generates tasks from values only a run computes: no
+            // expander list to check the interpreters against.
+            let expansion = if pto_wsp_cli::bytecode::computed_tensors(&loaded.module).is_empty() {
+                Some(pto_wsp_cli::expand_loaded(&loaded, &bindings, &options)?)
+            } else {
+                None
+            };
             let opts = pto_wsp_cli::bytecode::BytecodeOptions {
                 disasm,
                 stats,
@@ -426,10 +432,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 &name,
                 &loaded.module,
                 &bindings,
-                &expansion,
+                expansion.as_ref(),
                 &opts,
             )?;
             emit(&report.text)?;
+            if expansion.is_none() {
+                return Ok(ExitCode::SUCCESS);
+            }
             let secs = report.elapsed.as_secs_f64();
             let rate = if secs > 0.0 {
                 format!("{:.1}", report.tasks as f64 / secs / 1e6)

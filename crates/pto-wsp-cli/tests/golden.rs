@@ -285,7 +285,7 @@ fn bytecode_report_of(name: &str, binds: &[&str], disasm: bool) -> String {
         &format!("examples/{name}.wsp"),
         &loaded.module,
         &bindings,
-        &expansion,
+        Some(&expansion),
         &opts,
     )
     .unwrap_or_else(|e| panic!("{name}: {e}"))
@@ -333,6 +333,16 @@ fn bytecode_binary_reports_and_times() {
         run(&["bytecode", "examples/gemm.wsp", "--executors", "0"]).0,
         2
     );
+    // An entry with computed reads: encoded and disassembled, its tasks not listed (the
+    // expander cannot see computed values), the computed tensor named.
+    let (code, stdout, stderr) = run(&["bytecode", "examples/datadep/early_exit.wsp", "--disasm"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("tasks: not listed: the entry reads computed values of `F`"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("read s = F[0, 0]"), "{stdout}");
+    assert!(stdout.contains("break if (s == 0)"), "{stdout}");
 }
 
 #[test]
