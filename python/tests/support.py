@@ -1,9 +1,14 @@
-"""Helpers shared by the test modules: where the repository is, and which `pto-wsp` command line
-checks the module text the Python side prints."""
+"""Helpers shared by the test modules: where the repository is, and the check that the module
+text the Python side prints is what `pto-wsp fmt` prints."""
 
 import os
 import pathlib
 import shutil
+import subprocess
+
+import pytest
+
+import pto_wsp
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -19,3 +24,15 @@ def fmt_binary():
         if p.exists():
             return str(p)
     return shutil.which("pto-wsp")
+
+
+def assert_to_text_is_what_pto_wsp_fmt_prints(path):
+    """`Module.from_file(path).to_text()` equals `pto-wsp fmt path` (skips when there is no
+    `pto-wsp` binary)."""
+    binary = fmt_binary()
+    if binary is None:
+        pytest.skip("no pto-wsp binary (build it with `cargo build -p pto-wsp-cli`)")
+    expected = subprocess.run(
+        [binary, "fmt", str(path)], check=True, capture_output=True, text=True
+    ).stdout
+    assert pto_wsp.Module.from_file(str(path)).to_text() == expected

@@ -3,13 +3,11 @@ text round trip, runs of examples/pde/decode_attention.wsp with numpy arrays aga
 numpy attention, descriptor counts against the generator's rule counted here, and each bad
 input's error at its `file:line:column`."""
 
-import subprocess
-
 import numpy as np
 import pytest
 
 import pto_wsp
-from support import ROOT, fmt_binary
+from support import ROOT, assert_to_text_is_what_pto_wsp_fmt_prints
 
 PDE_EXAMPLES = sorted((ROOT / "examples" / "pde").glob("*.wsp"))
 DECODE = ROOT / "examples" / "pde" / "decode_attention.wsp"
@@ -21,13 +19,7 @@ def test_there_are_plan_examples():
 
 @pytest.mark.parametrize("path", PDE_EXAMPLES, ids=lambda p: p.name)
 def test_plan_text_is_what_pto_wsp_fmt_prints(path):
-    binary = fmt_binary()
-    if binary is None:
-        pytest.skip("no pto-wsp binary (build it with `cargo build -p pto-wsp-cli`)")
-    expected = subprocess.run(
-        [binary, "fmt", str(path)], check=True, capture_output=True, text=True
-    ).stdout
-    assert pto_wsp.Module.from_file(str(path)).to_text() == expected
+    assert_to_text_is_what_pto_wsp_fmt_prints(path)
 
 
 @pytest.mark.parametrize("path", PDE_EXAMPLES, ids=lambda p: p.name)

@@ -1,13 +1,11 @@
 """Tests of the pto_wsp extension: text round trip against `pto-wsp fmt`, runs against numpy
 references, numpy arrays bound in place, and errors naming the tensor or `file:line:column`."""
 
-import subprocess
-
 import numpy as np
 import pytest
 
 import pto_wsp
-from support import ROOT, fmt_binary
+from support import ROOT, assert_to_text_is_what_pto_wsp_fmt_prints
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.wsp"))
 
@@ -18,13 +16,7 @@ def test_there_are_examples():
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_to_text_is_what_pto_wsp_fmt_prints(path):
-    binary = fmt_binary()
-    if binary is None:
-        pytest.skip("no pto-wsp binary (build it with `cargo build -p pto-wsp-cli`)")
-    expected = subprocess.run(
-        [binary, "fmt", str(path)], check=True, capture_output=True, text=True
-    ).stdout
-    assert pto_wsp.Module.from_file(str(path)).to_text() == expected
+    assert_to_text_is_what_pto_wsp_fmt_prints(path)
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)

@@ -6,7 +6,7 @@
 //! reference ([`crate::llm`]).
 //!
 //! Promises:
-//! - Every tensor is first filled from `--seed` ([`TensorStore::fill_random`], the same bytes on
+//! - Every tensor is first filled from `--seed` ([`TensorStore::fill_random`](pto_wsp::kernels::TensorStore::fill_random), the same bytes on
 //!   every machine), except the integer tensors the bindings give contents; then each `--input
 //!   NAME=PATH.npy` replaces tensor `NAME`, its element type and shape checked exactly against
 //!   the declaration ([`pto_wsp::kernels::npy`]). An integer input also becomes the bound
@@ -21,13 +21,12 @@
 //! - The time is reported split into build (parse, validate, compile, allocate and fill the
 //!   tensors), run (generation and execution, overlapped) and check (the main job's reference).
 
-use crate::files::{Outputs, split_spec};
-use crate::inputs::Input;
+use crate::files::Outputs;
 use crate::progress::{Bar, watch};
 use crate::{CliError, Loaded, aliases, llm};
 use pto_wsp::cpu::{MAX_THREADS, RunStats};
 use pto_wsp::ir::{ExpandOptions, expand_each};
-use pto_wsp::kernels::{KernelRegistry, TensorStore};
+use pto_wsp::kernels::KernelRegistry;
 use pto_wsp::{CompileError, CompileOptions, compile, lower};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -193,31 +192,8 @@ pub fn run(
         .map(|spec| crate::expect::Expectation::read(spec))
         .collect::<Result<Vec<_>, _>>()?;
 
-    // Inputs: read and checked against the declarations before anything is allocated for real
-    // (a probe store costs nothing: untouched tensors are never paged in).
-    let mut inputs = Vec::new();
-    if !opts.inputs.is_empty() {
-        // An input wins over bound contents (a `//@ bind` default or `--bind`): those are
-        // dropped first, so an input of another length is checked against the tensor alone.
-        for spec in &opts.inputs {
-            bindings.arrays.remove(&split_spec("--input", spec)?.0);
-        }
-        let probe = TensorStore::new(&loaded.module, &bindings)
-            .map_err(|e| CliError::plain(format!("{name}: {e}")))?;
-        for spec in &opts.inputs {
-            let (tensor, path) = split_spec("--input", spec)?;
-            let input = Input::open(spec, &tensor, path, &probe)?;
-            let integer = loaded
-                .module
-                .tensors
-                .iter()
-                .any(|t| t.name.name == tensor && t.dtype.is_integer());
-            if integer && let Some(values) = input.values()? {
-                bindings.arrays.insert(tensor.clone(), values);
-            }
-            inputs.push(input);
-        }
-    }
+    // Inputs: read and checked against the declarations before anything is allocated for real.
+    let inputs = crate::inputs::open_all(name, &loaded.module, &mut bindings, &opts.inputs)?;
 
     let mut registry = KernelRegistry::with_builtins();
     // Kernels written in tile instructions run as themselves; aliases may not name them.

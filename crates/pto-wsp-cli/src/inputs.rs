@@ -13,6 +13,8 @@
 //! values are also returned for the bindings ([`Input::values`]).
 
 use crate::CliError;
+use crate::files::split_spec;
+use pto_wsp::ir::{Bindings, Module};
 use pto_wsp::kernels::TensorStore;
 use pto_wsp::kernels::npy::{NpyArray, NpyHeader, shape_text};
 use std::fs::File;
@@ -93,6 +95,42 @@ impl Input {
         };
         Ok(array.to_i64s())
     }
+}
+
+/// Opens every `--input NAME=PATH.npy` of `specs` and checks it against its tensor's
+/// declaration before anything is allocated for real (a probe store costs nothing: untouched
+/// tensors are never paged in). An input wins over bound contents (a `//@ bind` default or
+/// `--bind`): those are dropped from `bindings` first, so an input of another length is checked
+/// against the tensor alone; an integer input's values are bound in their place, so a
+/// generator's `load` reads them.
+pub fn open_all(
+    name: &str,
+    module: &Module,
+    bindings: &mut Bindings,
+    specs: &[String],
+) -> Result<Vec<Input>, CliError> {
+    let mut inputs = Vec::new();
+    if specs.is_empty() {
+        return Ok(inputs);
+    }
+    for spec in specs {
+        bindings.arrays.remove(&split_spec("--input", spec)?.0);
+    }
+    let probe =
+        TensorStore::new(module, bindings).map_err(|e| CliError::plain(format!("{name}: {e}")))?;
+    for spec in specs {
+        let (tensor, path) = split_spec("--input", spec)?;
+        let input = Input::open(spec, &tensor, path, &probe)?;
+        let integer = module
+            .tensors
+            .iter()
+            .any(|t| t.name.name == tensor && t.dtype.is_integer());
+        if integer && let Some(values) = input.values()? {
+            bindings.arrays.insert(tensor.clone(), values);
+        }
+        inputs.push(input);
+    }
+    Ok(inputs)
 }
 
 /// Reads every input's data into its tensor of `store`: one copy from each file, in chunks

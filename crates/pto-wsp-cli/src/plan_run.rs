@@ -11,8 +11,7 @@
 
 use crate::exec::RunOptions;
 use crate::expect::ExpectResult;
-use crate::files::{Outputs, split_spec};
-use crate::inputs::Input;
+use crate::files::Outputs;
 use crate::{CliError, aliases};
 use pto_wsp::kernels::{KernelRegistry, TensorStore};
 use pto_wsp::plan::{PlanOptions, PlanStats, run_plans};
@@ -70,26 +69,7 @@ pub fn run(
         .iter()
         .map(|spec| crate::expect::Expectation::read(spec))
         .collect::<Result<Vec<_>, _>>()?;
-    for spec in &opts.inputs {
-        bindings.arrays.remove(&split_spec("--input", spec)?.0);
-    }
-    let mut inputs = Vec::new();
-    if !opts.inputs.is_empty() {
-        let probe =
-            TensorStore::new(m, &bindings).map_err(|e| CliError::plain(format!("{name}: {e}")))?;
-        for spec in &opts.inputs {
-            let (tensor, path) = split_spec("--input", spec)?;
-            let input = Input::open(spec, &tensor, path, &probe)?;
-            let integer = m
-                .tensors
-                .iter()
-                .any(|t| t.name.name == tensor && t.dtype.is_integer());
-            if integer && let Some(values) = input.values()? {
-                bindings.arrays.insert(tensor.clone(), values);
-            }
-            inputs.push(input);
-        }
-    }
+    let inputs = crate::inputs::open_all(name, m, &mut bindings, &opts.inputs)?;
     let mut store =
         TensorStore::new(m, &bindings).map_err(|e| CliError::plain(format!("{name}: {e}")))?;
     let given: Vec<u32> = inputs

@@ -53,6 +53,16 @@ pub struct PlanError {
     pub loc: Loc,
 }
 
+impl PlanError {
+    /// Errors of plan `plan`: each message prefixed with the plan's name, at `loc`.
+    fn at(plan: &str) -> impl Fn(Loc, String) -> PlanError + '_ {
+        move |loc, message| PlanError {
+            message: format!("plan `{plan}`: {message}"),
+            loc,
+        }
+    }
+}
+
 impl Diagnostic for PlanError {
     fn loc(&self) -> Loc {
         self.loc
@@ -115,10 +125,7 @@ pub fn run_plan(
     opts: PlanOptions,
 ) -> Result<PlanStats, PlanError> {
     let plan = p.name.as_str();
-    let at = |loc: Loc, message: String| PlanError {
-        message: format!("plan `{plan}`: {message}"),
-        loc,
-    };
+    let at = PlanError::at(plan);
     let (Some(sd), Some(td)) = (
         module.space(p.space.as_str()),
         module.tier_table(p.tiers.as_str()),
@@ -194,10 +201,7 @@ fn launch_plan(
     opts: PlanOptions,
 ) -> Result<PlanStats, PlanError> {
     let plan = p.name.as_str();
-    let at = |loc: Loc, message: String| PlanError {
-        message: format!("plan `{plan}`: {message}"),
-        loc,
-    };
+    let at = PlanError::at(plan);
     let symbols = &bindings.symbols;
     let runners: Vec<Box<pde::Kernel<'_>>> = calls
         .iter()
