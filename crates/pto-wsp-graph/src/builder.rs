@@ -227,8 +227,8 @@ pub struct GraphBuilder<M: TensorMap = AnyTensorMap, S: EdgeSink = CollectEdges>
     tasks: Vec<TaskNode>,
     params: Vec<u64>,
     io: Vec<TaskIo>,
-    /// [`TensorMap::prefetch`]'s hint per region of the open task (parallel to its `io`), kept
-    /// only for maps that [`TensorMap::USES_HINTS`].
+    /// [`TensorMap::prefetch`]'s hint per region of the open task (parallel to its `io`) when
+    /// the map gives hints; empty when it gives none.
     hints: Vec<u64>,
     /// `seen[p] == t` while task `t` is being submitted and already has predecessor `p`.
     seen: Vec<u32>,
@@ -294,6 +294,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
     ///
     /// # Panics
     /// If a task is already open (submit it first), or after `u32::MAX - 1` tasks.
+    #[inline]
     pub fn alloc_task(
         &mut self,
         kernel: u32,
@@ -363,8 +364,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
     #[inline]
     pub fn add_access(&mut self, region: Region, access: Access) {
         let _ = self.current();
-        let hint = self.map.prefetch(&region);
-        if M::USES_HINTS {
+        if let Some(hint) = self.map.prefetch(&region) {
             self.hints.push(hint);
         }
         self.io.push(TaskIo::new(region, access));
@@ -453,40 +453,34 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             }
             let sink = &mut self.sink;
             let mut pred = |p: TaskId, kind: EdgeKind| {
-                if p == TaskId::FORGOTTEN {
-                    // A completed task the map kept only as a count: inferred, never wired.
-                    kinds[kind as usize] += 1;
-                    forgotten += 1;
-                    return;
-                }
-                if p.0 < base {
-                    // A forgotten (completed) task: rare, only explicit dependencies name one.
-                    if !seen_old.insert(p.0) {
-                        dups += 1;
-                        return;
-                    }
-                } else {
-                    let s = &mut seen[(p.0 - base) as usize];
+                // One compare for the common case, a held task: `FORGOTTEN` (`u32::MAX`) and
+                // ids below `base` both land past `seen` (ids held are below `u32::MAX`).
+                if let Some(s) = seen.get_mut(p.0.wrapping_sub(base) as usize) {
                     if *s == cur {
                         dups += 1;
                         return;
                     }
                     *s = cur;
+                } else if p == TaskId::FORGOTTEN {
+                    // A completed task the map kept only as a count: inferred, never wired.
+                    kinds[kind as usize] += 1;
+                    forgotten += 1;
+                    return;
+                } else if !seen_old.insert(p.0) {
+                    // A forgotten (completed) task: rare, only explicit dependencies name one.
+                    dups += 1;
+                    return;
                 }
                 fanin += 1;
                 kinds[kind as usize] += 1;
                 sink.edge(p, task);
             };
-            if M::USES_HINTS {
-                debug_assert_eq!(self.hints.len(), nio);
-                for (io, &hint) in self.io[io_at..].iter().zip(&self.hints) {
-                    self.map
-                        .access_hinted(task, &io.region, hint, io.access(), &mut pred);
-                }
-            } else {
-                for io in &self.io[io_at..] {
-                    self.map.access(task, &io.region, io.access(), &mut pred);
-                }
+            // The map gave a hint for every region of the task or for none.
+            debug_assert!(self.hints.is_empty() || self.hints.len() == nio);
+            for (k, io) in self.io[io_at..].iter().enumerate() {
+                let hint = self.hints.get(k).copied();
+                self.map
+                    .access_hinted(task, &io.region, hint, io.access(), &mut pred);
             }
             for &d in &self.explicit {
                 pred(TaskId(d), EdgeKind::Explicit);

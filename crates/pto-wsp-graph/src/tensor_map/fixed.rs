@@ -10,9 +10,10 @@
 //! **Slot layout:** slots are indexed by [`Region::slot_hash`], which places the column tiles
 //! `4k .. 4k + 4` of one row of a tensor in four neighbouring slots (half a cache line), so a
 //! task stream walking a row of tiles misses the table once per four new keys rather than once
-//! per key; the builder computes the hash once, when a region is added to a task
-//! ([`TensorMap::prefetch`], which also prefetches the home slot), and passes it to
-//! [`TensorMap::access_hinted`].
+//! per key. Once the table outgrows the L1 cache ([`PREFETCH_MIN_SLOTS`]) the builder computes
+//! the hash once, when a region is added to a task ([`TensorMap::prefetch`], which also
+//! prefetches the home slot), and passes it to [`TensorMap::access_hinted`]; a smaller table
+//! is hashed in [`TensorMap::access`] and keeps no hint.
 //!
 //! **Retiring without a sweep (bounded map):** an entry's newest task is its newest reader or
 //! else its writer (readers since the last write are newer than the writer), and the map logs
@@ -53,9 +54,10 @@ use crate::types::{Access, EdgeKind, Region, TaskId};
 
 const NIL: u32 = u32::MAX;
 
-/// Slot-table size (32 KiB of slots, the L1 data cache) from which [`TensorMap::prefetch`]
-/// prefetches.
-const PREFETCH_MIN_SLOTS: usize = 1 << 12;
+/// Slot-table size (256 KiB of slots: past the 32 KiB L1 data cache, with the entries at 8×
+/// that, past the L2) from which [`TensorMap::prefetch`] prefetches; a smaller table is hashed
+/// in the access itself, which costs fewer instructions than keeping a hint per region.
+const PREFETCH_MIN_SLOTS: usize = 1 << 15;
 
 /// Most access-log records kept (512 KiB); past this the next retire sweeps instead.
 const LOG_MAX: usize = 1 << 16;
@@ -283,8 +285,6 @@ impl FixedExactMap {
 }
 
 impl TensorMap for FixedExactMap {
-    const USES_HINTS: bool = true;
-
     #[inline]
     fn access<F: FnMut(TaskId, EdgeKind)>(
         &mut self,
@@ -293,24 +293,25 @@ impl TensorMap for FixedExactMap {
         access: Access,
         pred: &mut F,
     ) {
-        self.access_hinted(task, region, region.slot_hash(), access, pred);
+        self.access_hinted(task, region, None, access, pred);
     }
 
-    /// `hint` is the region's [`Region::slot_hash`] (what [`TensorMap::prefetch`] returns).
+    /// `hint` is `Some` of the region's [`Region::slot_hash`] (what [`TensorMap::prefetch`]
+    /// returns), or `None`: the access hashes the region.
     #[inline]
     fn access_hinted<F: FnMut(TaskId, EdgeKind)>(
         &mut self,
         task: TaskId,
         region: &Region,
-        hint: u64,
+        hint: Option<u64>,
         access: Access,
         pred: &mut F,
     ) {
-        debug_assert_eq!(hint, region.slot_hash());
+        debug_assert!(hint.is_none_or(|h| h == region.slot_hash()));
         if self.grows && self.stats.live as usize >= self.capacity {
             self.grow();
         }
-        let h = hint;
+        let h = hint.unwrap_or_else(|| region.slot_hash());
         let tag = h as u32;
         let (n, home) = (self.slots.len(), h as usize & self.mask);
         let (mut i, mut steps) = (home, 0u64);
@@ -345,14 +346,15 @@ impl TensorMap for FixedExactMap {
     /// Prefetches the key's home slot once the slot table outgrows the L1 cache, and returns
     /// the key's [`Region::slot_hash`] for [`TensorMap::access_hinted`] (hashed once per access).
     #[inline]
-    fn prefetch(&self, region: &Region) -> u64 {
+    fn prefetch(&self, region: &Region) -> Option<u64> {
+        if self.slots.len() < PREFETCH_MIN_SLOTS {
+            return None;
+        }
         let h = region.slot_hash();
-        if self.slots.len() >= PREFETCH_MIN_SLOTS
-            && let Some(s) = self.slots.get(h as usize & self.mask)
-        {
+        if let Some(s) = self.slots.get(h as usize & self.mask) {
             crate::prefetch::prefetch(s);
         }
-        h
+        Some(h)
     }
 
     fn has_room(&self, regions: usize) -> Result<(), MapFull> {
@@ -458,14 +460,20 @@ mod tests {
         for t in 0..64u32 {
             let region = Region::new_2d(t % 3, t % 5, 1, 0, 4);
             let access = if t % 2 == 0 { Access::Out } else { Access::In };
-            hinted.prefetch(&region);
-            for (k, map) in [&mut hinted, &mut plain].into_iter().enumerate() {
-                map.access(TaskId(t), &region, access, &mut |p, kind| {
-                    edges[k].push((p.0, t, kind))
-                });
-            }
+            let hint = hinted.prefetch(&region).expect("a large table prefetches");
+            assert_eq!(hint, region.slot_hash());
+            hinted.access_hinted(TaskId(t), &region, Some(hint), access, &mut |p, kind| {
+                edges[0].push((p.0, t, kind))
+            });
+            plain.access(TaskId(t), &region, access, &mut |p, kind| {
+                edges[1].push((p.0, t, kind))
+            });
         }
         assert!(!edges[0].is_empty());
         assert_eq!(edges[0], edges[1]);
+        // A table below the threshold prefetches nothing and returns no hint.
+        let small = FixedExactMap::new(PREFETCH_MIN_SLOTS / 8);
+        assert!(small.slots.len() < PREFETCH_MIN_SLOTS);
+        assert_eq!(small.prefetch(&Region::new_2d(0, 0, 1, 0, 4)), None);
     }
 }

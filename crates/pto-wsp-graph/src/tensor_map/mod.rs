@@ -62,9 +62,6 @@ pub struct MapFull {
 
 /// The interface every TensorMap implements.
 pub trait TensorMap {
-    /// Whether [`TensorMap::access_hinted`] uses the hint: if not, the builder keeps none.
-    const USES_HINTS: bool = false;
-
     /// Records that `task` accesses `region` as `access`, calling `pred(p, kind)` for every
     /// earlier task `p` it must follow (see the module promises).
     fn access<F: FnMut(TaskId, EdgeKind)>(
@@ -76,24 +73,26 @@ pub trait TensorMap {
     );
 
     /// A hint that `region` will be accessed soon: a map may start loading what the access
-    /// will read (see [`crate::prefetch`]). Returns a word the map computed on the way (its
-    /// hash of the key), to be passed back to [`TensorMap::access_hinted`] for the same
-    /// region so the access need not compute it again; `0` from maps that keep none. Changes
-    /// nothing observable.
+    /// will read (see [`crate::prefetch`]). Returns `Some(word)` when it did, the word being
+    /// what it computed on the way (its hash of the key), to be passed back to
+    /// [`TensorMap::access_hinted`] for the same region so the access need not compute it
+    /// again; `None` when it did nothing (the default, and a map whose table is small enough
+    /// to stay cached): the builder then keeps no hint and passes `None`.
+    /// Changes nothing observable.
     #[inline]
-    fn prefetch(&self, region: &Region) -> u64 {
+    fn prefetch(&self, region: &Region) -> Option<u64> {
         let _ = region;
-        0
+        None
     }
 
-    /// [`TensorMap::access`] given `hint`, what [`TensorMap::prefetch`] returned for this very
-    /// region (and no other: a map may trust it). The default ignores the hint.
+    /// [`TensorMap::access`] given `hint`: `Some` of what [`TensorMap::prefetch`] returned for
+    /// this very region (and no other: a map may trust it), or `None`. The default ignores it.
     #[inline]
     fn access_hinted<F: FnMut(TaskId, EdgeKind)>(
         &mut self,
         task: TaskId,
         region: &Region,
-        hint: u64,
+        hint: Option<u64>,
         access: Access,
         pred: &mut F,
     ) {
@@ -155,8 +154,6 @@ impl AnyTensorMap {
 }
 
 impl TensorMap for AnyTensorMap {
-    const USES_HINTS: bool = true;
-
     #[inline]
     fn access<F: FnMut(TaskId, EdgeKind)>(
         &mut self,
@@ -174,11 +171,11 @@ impl TensorMap for AnyTensorMap {
     }
 
     #[inline]
-    fn prefetch(&self, region: &Region) -> u64 {
+    fn prefetch(&self, region: &Region) -> Option<u64> {
         if let AnyTensorMap::Fixed(m) = self {
             m.prefetch(region)
         } else {
-            0
+            None
         }
     }
 
@@ -187,7 +184,7 @@ impl TensorMap for AnyTensorMap {
         &mut self,
         task: TaskId,
         region: &Region,
-        hint: u64,
+        hint: Option<u64>,
         access: Access,
         pred: &mut F,
     ) {
