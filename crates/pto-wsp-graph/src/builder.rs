@@ -212,6 +212,17 @@ pub struct BuildStats {
 }
 
 impl BuildStats {
+    /// The counter of edges of `kind`.
+    #[inline]
+    fn kind_mut(&mut self, kind: EdgeKind) -> &mut u64 {
+        match kind {
+            EdgeKind::Raw => &mut self.raw,
+            EdgeKind::Waw => &mut self.waw,
+            EdgeKind::War => &mut self.war,
+            EdgeKind::Explicit => &mut self.explicit,
+        }
+    }
+
     /// Edges of every kind.
     pub fn edges(&self) -> u64 {
         self.raw + self.waw + self.war + self.explicit
@@ -443,11 +454,11 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         }
         let cur = task.0;
         let mut fanin = 0u32;
-        let mut kinds = [0u64; 4];
-        let mut dups = 0u64;
-        let mut forgotten = 0u64;
         {
             let (seen, seen_old, base) = (&mut self.seen, &mut self.seen_old, self.base);
+            // Counted straight into the build's counters (nothing can fail from here on); the
+            // kind is a constant at every call site of the map, so each count is one add.
+            let st = &mut self.stats;
             if !seen_old.is_empty() {
                 seen_old.clear();
             }
@@ -457,22 +468,22 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
                 // ids below `base` both land past `seen` (ids held are below `u32::MAX`).
                 if let Some(s) = seen.get_mut(p.0.wrapping_sub(base) as usize) {
                     if *s == cur {
-                        dups += 1;
+                        st.duplicates += 1;
                         return;
                     }
                     *s = cur;
                 } else if p == TaskId::FORGOTTEN {
                     // A completed task the map kept only as a count: inferred, never wired.
-                    kinds[kind as usize] += 1;
-                    forgotten += 1;
+                    *st.kind_mut(kind) += 1;
+                    st.forgotten += 1;
                     return;
                 } else if !seen_old.insert(p.0) {
                     // A forgotten (completed) task: rare, only explicit dependencies name one.
-                    dups += 1;
+                    st.duplicates += 1;
                     return;
                 }
                 fanin += 1;
-                kinds[kind as usize] += 1;
+                *st.kind_mut(kind) += 1;
                 sink.edge(p, task);
             };
             // The map gave a hint for every region of the task or for none.
@@ -507,14 +518,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
                 }
             }
         }
-        let st = &mut self.stats;
-        st.tasks += 1;
-        st.raw += kinds[EdgeKind::Raw as usize];
-        st.waw += kinds[EdgeKind::Waw as usize];
-        st.war += kinds[EdgeKind::War as usize];
-        st.explicit += kinds[EdgeKind::Explicit as usize];
-        st.duplicates += dups;
-        st.forgotten += forgotten;
+        self.stats.tasks += 1;
         Ok(task)
     }
 
