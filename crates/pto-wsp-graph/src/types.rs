@@ -322,7 +322,7 @@ impl Region {
     /// A 64-bit hash of the key whose bits above the lowest 2 are a hash of everything but the
     /// low 2 bits of the region's tile column (`start[1]` in units of the largest power of two
     /// dividing `size[1]`: the column tile index for power-of-two tiles), and whose low 2 bits
-    /// are those column bits rotated by the hash. So the tiles `4k .. 4k + 4` of one row of one
+    /// are those column bits XOR-ed with 2 bits of the hash. So the tiles `4k .. 4k + 4` of one row of one
     /// tensor (same sizes) get the 4 values of one aligned window `4w .. 4w + 4`, each its own:
     /// an open-addressing table of 8-byte slots indexed by it puts those keys in 32 aligned
     /// bytes of one cache line, and a stream that walks a row of tiles misses once per 4 keys
@@ -338,10 +338,10 @@ impl Region {
         let y = (s01 ^ z23.rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let h = x ^ y.rotate_left(29);
         let h = h ^ (h >> 32);
-        // The position in the window is the column rotated by 2 bits of the hash, so keys
-        // that share a column (every whole-row or 1-d region has column 0) spread over the
-        // four positions.
-        (h & !3) | ((col as u64).wrapping_add(h >> 40) & 3)
+        // The position in the window is the column's low 2 bits XOR-ed with the hash's (a
+        // permutation of the four places per window), so keys that share a column (every
+        // whole-row or 1-d region has column 0) spread over the four positions.
+        h ^ (col as u64 & 3)
     }
 }
 
