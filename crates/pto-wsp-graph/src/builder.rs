@@ -486,8 +486,11 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
                 *st.kind_mut(kind) += 1;
                 sink.edge(p, task);
             };
-            // The map gave a hint for every region of the task or for none.
-            debug_assert!(self.hints.is_empty() || self.hints.len() == nio);
+            // Hints go back only when every region got one (a map that gave some only would
+            // otherwise see them shifted onto the wrong regions).
+            if self.hints.len() != nio {
+                self.hints.clear();
+            }
             for (k, io) in self.io[io_at..].iter().enumerate() {
                 let hint = self.hints.get(k).copied();
                 self.map

@@ -1652,3 +1652,64 @@ workload main() {
         assert_eq!(s.user_tasks as usize, x.tasks.len() / 2);
     }
 }
+
+/// A map that hints only regions of even tensors and records the hint each access got.
+#[derive(Default)]
+struct EvenHints {
+    got: Vec<(u32, Option<u64>)>,
+}
+
+impl TensorMap for EvenHints {
+    fn access<F: FnMut(TaskId, pto_wsp_graph::types::EdgeKind)>(
+        &mut self,
+        _: TaskId,
+        region: &Region,
+        _: Access,
+        _: &mut F,
+    ) {
+        self.got.push((region.tensor, None));
+    }
+    fn prefetch(&self, region: &Region) -> Option<u64> {
+        region
+            .tensor
+            .is_multiple_of(2)
+            .then_some(100 + region.tensor as u64)
+    }
+    fn access_hinted<F: FnMut(TaskId, pto_wsp_graph::types::EdgeKind)>(
+        &mut self,
+        _: TaskId,
+        region: &Region,
+        hint: Option<u64>,
+        _: Access,
+        _: &mut F,
+    ) {
+        self.got.push((region.tensor, hint));
+    }
+    fn retire_before(&mut self, _: TaskId) {}
+    fn clear(&mut self) {}
+    fn stats(&self) -> pto_wsp_graph::tensor_map::MapStats {
+        Default::default()
+    }
+}
+
+/// Each region gets its own hint when every region of the task has one, and no region gets a
+/// hint otherwise (never another region's).
+#[test]
+fn hints_reach_their_own_regions_or_none() {
+    let mut b = GraphBuilder::with_map(EvenHints::default(), CollectEdges::default());
+    let tasks: [&[u32]; 3] = [&[0, 2, 4], &[0, 1, 2], &[3, 6]];
+    for tensors in tasks {
+        b.alloc_task(0, ExecDomain::HostCpu, ExecPool::Any, 0, None);
+        for &t in tensors {
+            b.add_input(Region::new_2d(t, 0, 1, 0, 1));
+        }
+        b.submit().unwrap();
+    }
+    let mut want = Vec::new();
+    for tensors in tasks {
+        let all = tensors.iter().all(|t| t.is_multiple_of(2));
+        want.extend(tensors.iter().map(|&t| (t, all.then_some(100 + t as u64))));
+    }
+    assert_eq!(b.map().got, want);
+    assert!(want.iter().any(|w| w.1.is_some()) && want.iter().any(|w| w.1.is_none()));
+}

@@ -77,7 +77,8 @@ pub trait TensorMap {
     /// what it computed on the way (its hash of the key), to be passed back to
     /// [`TensorMap::access_hinted`] for the same region so the access need not compute it
     /// again; `None` when it did nothing (the default, and a map whose table is small enough
-    /// to stay cached): the builder then keeps no hint and passes `None`.
+    /// to stay cached): the builder then keeps no hint and passes `None`. The builder passes a
+    /// task's hints back only if every region of the task got one.
     /// Changes nothing observable.
     #[inline]
     fn prefetch(&self, region: &Region) -> Option<u64> {
