@@ -168,9 +168,15 @@ fn new_bucket_of(
         if cx >= grid.dense.len() {
             grid.dense.resize_with(cx + 1, Vec::new);
         }
+        // A new row takes the previous row's length at once (a tiled tensor's rows have the
+        // same cells), not one cell at a time through several reallocations.
+        let hint = match cx {
+            0 => 0,
+            _ => grid.dense[cx - 1].len(),
+        };
         let row = &mut grid.dense[cx];
         if cy >= row.len() {
-            row.resize(cy + 1, NIL);
+            row.resize((cy + 1).max(hint), NIL);
         }
         &mut row[cy]
     } else {
