@@ -189,7 +189,9 @@ const _: () = assert!(std::mem::size_of::<Region>() == 40);
 pub(crate) const FX_K: u64 = 0xf135_7aea_2e62_a9c5;
 
 impl Region {
-    /// The box `start .. start + size` of `tensor`, checked (see [`RegionError`]).
+    /// The box `start .. start + size` of `tensor`, checked (see [`RegionError`]). Inline: it
+    /// runs for every region of every generated task, in other crates' loops.
+    #[inline]
     pub fn new(tensor: u32, start: &[i64], size: &[i64]) -> Result<Region, RegionError> {
         if start.len() != size.len() {
             return Err(RegionError::RankMismatch {

@@ -13,7 +13,9 @@
 //! more than [`LARGE_CELLS`] cells goes on the tensor's "large" list instead, which every lookup
 //! on that tensor scans, and a lookup that large visits the tensor's existing buckets rather than
 //! every cell. Lookups deduplicate records by a visit stamp. A read looks at write records only;
-//! a write at both.
+//! a write at both. A bucket keeps up to two references per list in itself (no heap block to
+//! miss on), and a write of one cell that has no bucket yet (a tiled loop's fresh output tile)
+//! skips the scan machinery: it only consults the tensor's marks and records itself.
 //!
 //! A write drops every record its box covers (it follows each of them, so it stands in for them
 //! from now on); a record removed this way, or by [`TensorMap::retire_before`], is freed at once
@@ -41,6 +43,7 @@ use super::marks::{CellSeqs, Mark, Marks, inner_cells};
 use super::readers::{ReaderList, ReaderPool};
 use super::{FxHashMap, MapStats, TensorMap};
 use crate::types::{Access, EdgeKind, FX_K, Region, TaskId};
+use smallvec::SmallVec;
 use std::hash::{Hash, Hasher};
 
 /// A record touching more cells than this goes on its tensor's "large" list.
@@ -63,6 +66,7 @@ struct Record {
 }
 
 const _: () = assert!(std::mem::size_of::<Record>() == 64);
+const _: () = assert!(std::mem::size_of::<RefList>() == 24, "as small as a Vec");
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Ref {
@@ -70,10 +74,16 @@ struct Ref {
     epoch: u32,
 }
 
+/// A cell's list of record references. Almost every list holds one or two (a tile's writer,
+/// its joined readers' record), so they live in the bucket itself: a lookup reads the bucket's
+/// line and the records, not a separate heap block per list (the block was a cache miss on
+/// every access of the LLaMA stream).
+type RefList = SmallVec<[Ref; 2]>;
+
 #[derive(Clone, Debug, Default)]
 struct Bucket {
-    writes: Vec<Ref>,
-    reads: Vec<Ref>,
+    writes: RefList,
+    reads: RefList,
     cell: CellKey,
     /// Sequence number of the newest write listed here (0: none).
     wseq: u64,
@@ -117,9 +127,36 @@ struct Grid {
 /// Cells with both coordinates below this are found by indexing, not hashing.
 const DENSE_CELLS: u32 = 4096;
 
-/// The bucket of a cell, created if missing.
-#[inline]
+/// The bucket of a cell, created if missing. The common case, an existing bucket of a dense
+/// cell (only cells below [`DENSE_CELLS`] have entries there), is two indexings; everything
+/// else is out of line.
+#[inline(always)]
 fn bucket_of(
+    grid: &mut Grid,
+    cells: &mut FxHashMap<CellKey, u32>,
+    buckets: &mut Vec<Bucket>,
+    free_buckets: &mut Vec<u32>,
+    key: CellKey,
+) -> u32 {
+    match dense_bucket(grid, key) {
+        Some(b) => b,
+        None => new_bucket_of(grid, cells, buckets, free_buckets, key),
+    }
+}
+
+/// The bucket of a cell through the grid's dense table, if it has one there.
+#[inline(always)]
+fn dense_bucket(grid: &Grid, key: CellKey) -> Option<u32> {
+    grid.dense
+        .get(key.cx as usize)
+        .and_then(|row| row.get(key.cy as usize))
+        .copied()
+        .filter(|&b| b != NIL)
+}
+
+/// [`bucket_of`] for a sparse cell or a cell without a bucket yet.
+#[inline(never)]
+fn new_bucket_of(
     grid: &mut Grid,
     cells: &mut FxHashMap<CellKey, u32>,
     buckets: &mut Vec<Bucket>,
@@ -131,9 +168,15 @@ fn bucket_of(
         if cx >= grid.dense.len() {
             grid.dense.resize_with(cx + 1, Vec::new);
         }
+        // A new row takes the previous row's length at once (a tiled tensor's rows have the
+        // same cells), not one cell at a time through several reallocations.
+        let hint = match cx {
+            0 => 0,
+            _ => grid.dense[cx - 1].len(),
+        };
         let row = &mut grid.dense[cx];
         if cy >= row.len() {
-            row.resize(cy + 1, NIL);
+            row.resize((cy + 1).max(hint), NIL);
         }
         &mut row[cy]
     } else {
@@ -196,6 +239,44 @@ fn cell_range(shift: [u32; 2], r: &Region) -> (u32, u32, u32, u32) {
     )
 }
 
+/// A list of references a scan can compact in place: a bucket's [`RefList`] or a grid's
+/// "large" `Vec`.
+trait Refs {
+    fn is_empty(&self) -> bool;
+    fn as_mut_slice(&mut self) -> &mut [Ref];
+    fn truncate(&mut self, len: usize);
+}
+
+impl Refs for Vec<Ref> {
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        Vec::is_empty(self)
+    }
+    #[inline(always)]
+    fn as_mut_slice(&mut self) -> &mut [Ref] {
+        self
+    }
+    #[inline(always)]
+    fn truncate(&mut self, len: usize) {
+        Vec::truncate(self, len)
+    }
+}
+
+impl Refs for RefList {
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        SmallVec::is_empty(self)
+    }
+    #[inline(always)]
+    fn as_mut_slice(&mut self) -> &mut [Ref] {
+        self
+    }
+    #[inline(always)]
+    fn truncate(&mut self, len: usize) {
+        SmallVec::truncate(self, len)
+    }
+}
+
 /// What a scan does with the records it meets.
 struct Scan<'a, F> {
     records: &'a mut Vec<Record>,
@@ -220,13 +301,15 @@ impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
     /// Visits one list of references (write records if `write_list`), dropping stale references
     /// and records the access covers.
     #[inline(always)]
-    fn list(&mut self, list: &mut Vec<Ref>, write_list: bool) {
+    fn list(&mut self, list: &mut impl Refs, write_list: bool) {
         if !list.is_empty() {
-            self.nonempty_list(list, write_list);
+            let keep = self.nonempty_list(list.as_mut_slice(), write_list);
+            list.truncate(keep);
         }
     }
 
-    fn nonempty_list(&mut self, list: &mut Vec<Ref>, write_list: bool) {
+    /// Scans `list`, moving the references it keeps to its front; their number.
+    fn nonempty_list(&mut self, list: &mut [Ref], write_list: bool) -> usize {
         let mut keep = 0;
         for i in 0..list.len() {
             let rf = list[i];
@@ -270,7 +353,7 @@ impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
             list[keep] = rf;
             keep += 1;
         }
-        list.truncate(keep);
+        keep
     }
 
     #[inline]
@@ -464,6 +547,46 @@ impl OverlapMap {
         }
     }
 
+    /// A write of one cell that no record lists (no bucket) on a tensor without "large"
+    /// records: the general path would scan nothing but the tensor's marks, so this does only
+    /// that and records the write (a tiled loop's output tile, most writes of the LLaMA stream).
+    fn write_fresh_cell<F: FnMut(TaskId, EdgeKind)>(
+        &mut self,
+        g: usize,
+        task: u32,
+        region: &Region,
+        key: CellKey,
+        seq: u64,
+        pred: &mut F,
+    ) {
+        let rf = self.new_record(*region, task, seq);
+        let OverlapMap {
+            cells,
+            buckets,
+            free_buckets,
+            grids,
+            stats,
+            oldest_live,
+            ..
+        } = self;
+        let grid = &mut grids[g];
+        let b = new_bucket_of(grid, cells, buckets, free_buckets, key) as usize;
+        buckets[b].writes.push(rf);
+        buckets[b].wseq = seq;
+        grid.seqs.set((key.cx, key.cx, key.cy, key.cy), seq);
+        grid.last_write = seq;
+        let mut hit = false;
+        grid.marks.war(region, task, *oldest_live, |t| {
+            hit = true;
+            pred(TaskId(t), EdgeKind::War);
+        });
+        if hit {
+            stats.hits += 1;
+        } else {
+            stats.misses += 1;
+        }
+    }
+
     fn next_stamp(&mut self) -> u32 {
         self.stamp = self.stamp.wrapping_add(1);
         if self.stamp == 0 {
@@ -490,13 +613,24 @@ impl TensorMap for OverlapMap {
         let seq = self.seq;
         let (x0, x1, y0, y1) = cell_range(self.grids[g].shift, region);
         let ncells = ((x1 - x0) as u64 + 1) * ((y1 - y0) as u64 + 1);
-        if !writes && ncells == 1 {
+        if ncells == 1 {
             let key = CellKey {
                 tensor: region.tensor,
                 cx: x0,
                 cy: y0,
             };
-            return self.read_one_cell(g, task.0, region, key, pred);
+            if !writes {
+                return self.read_one_cell(g, task.0, region, key, pred);
+            }
+            let grid = &self.grids[g];
+            if key.cx < DENSE_CELLS
+                && key.cy < DENSE_CELLS
+                && dense_bucket(grid, key).is_none()
+                && grid.large_writes.is_empty()
+                && grid.large_reads.is_empty()
+            {
+                return self.write_fresh_cell(g, task.0, region, key, seq, pred);
+            }
         }
         // A multi-cell read: the newest mark inside it covers what it covers.
         let cover = if !self.no_marks && !writes && ncells > 1 {
@@ -683,7 +817,7 @@ impl TensorMap for OverlapMap {
         // Mark: a record is alive iff some list holds a reference with its epoch.
         let mut alive = vec![false; records.len()];
         let live_ref = |rf: &Ref, records: &[Record]| records[rf.rec as usize].epoch == rf.epoch;
-        let mark = |list: &Vec<Ref>, alive: &mut Vec<bool>| {
+        let mark = |list: &[Ref], alive: &mut Vec<bool>| {
             for rf in list {
                 if live_ref(rf, records) {
                     alive[rf.rec as usize] = true;
@@ -706,6 +840,7 @@ impl TensorMap for OverlapMap {
             }
         }
         let compact = |list: &mut Vec<Ref>| list.retain(|rf| live_ref(rf, records));
+        let compact_cell = |list: &mut RefList| list.retain(|rf| live_ref(rf, records));
         for g in grids.iter_mut() {
             compact(&mut g.large_writes);
             compact(&mut g.large_reads);
@@ -716,8 +851,8 @@ impl TensorMap for OverlapMap {
             } = g;
             list.retain(|&b| {
                 let bucket = &mut buckets[b as usize];
-                compact(&mut bucket.writes);
-                compact(&mut bucket.reads);
+                compact_cell(&mut bucket.writes);
+                compact_cell(&mut bucket.reads);
                 if bucket.writes.is_empty() && bucket.reads.is_empty() {
                     let c = bucket.cell;
                     if c.cx < DENSE_CELLS && c.cy < DENSE_CELLS {
@@ -806,6 +941,32 @@ mod tests {
         // The write covered the joined record: the next write waits for it alone.
         assert_eq!(access(&mut m, 42, tile, Access::Out), vec![41]);
         assert_eq!(m.stats().live, 1);
+    }
+
+    #[test]
+    fn a_write_of_a_cell_no_record_lists_still_waits_for_the_reader_that_delegated_it() {
+        let mut m = OverlapMap::new();
+        let tile = |r: u32| Region::new_2d(0, 4 * r, 4, 0, 4);
+        for r in 0..4 {
+            assert!(access(&mut m, r, tile(r), Access::Out).is_empty());
+        }
+        // Task 4 reads rows 0..8 (its mark), task 5 rows 0..16: it delegates the cells of the
+        // first two tiles to its mark and is listed only in the other two.
+        assert_eq!(
+            access(&mut m, 4, Region::new_2d(0, 0, 8, 0, 4), Access::In),
+            vec![0, 1]
+        );
+        assert_eq!(
+            access(&mut m, 5, Region::new_2d(0, 0, 16, 0, 4), Access::In),
+            vec![2, 3, 4]
+        );
+        // Tasks 0..=4 completed: their records go, and with them every reference in the
+        // first two tiles' cells, so a write there meets no listed record at all.
+        m.retire_before(TaskId(5));
+        assert_eq!(access(&mut m, 6, tile(0), Access::Out), vec![5]);
+        assert_eq!(access(&mut m, 7, tile(1), Access::InOut), vec![5]);
+        // Under the same write, reading it back: the reader waits for the writer.
+        assert_eq!(access(&mut m, 8, tile(0), Access::In), vec![6]);
     }
 
     #[test]
