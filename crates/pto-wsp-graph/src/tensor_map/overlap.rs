@@ -16,8 +16,18 @@
 //! a write at both.
 //!
 //! A write drops every record its box covers (it follows each of them, so it stands in for them
-//! from now on); a record removed this way, or by [`TensorMap::retire_before`], is freed at once
-//! and its cell references, tagged with a epoch, die lazily the next time a lookup passes.
+//! from now on); a record removed this way is freed at once and its cell references, tagged with
+//! an epoch, die lazily the next time a lookup passes (or at the next retire).
+//!
+//! Retiring ([`TensorMap::retire_before`]) frees no record: the record of a completed task stays
+//! as a *tombstone* until a write covers its box, exactly as in a build that never retires, and
+//! a lookup that meets it reports its task (the builder and the runtimes count that edge and
+//! wire nothing to a completed task). Joined readers of a record are pruned to a count as their
+//! list grows, as the exact maps' readers are ([`super::readers`]), reported as
+//! [`TaskId::FORGOTTEN`]. Coverage marks are kept or evicted by the order of the accesses alone
+//! ([`super::marks`]). So the edges found do not depend on when tasks completed, and memory
+//! follows the boxes not yet covered by a write (what a build that never retires holds), not
+//! the number of tasks.
 //!
 //! A read of more than one cell consults the tensor's coverage marks ([`super::marks`]): with a
 //! mark whose box lies inside the read's, the read waits for the mark's task instead of every
@@ -174,8 +184,8 @@ pub struct OverlapMap {
     stamp: u32,
     /// Sequence number of the last access.
     seq: u64,
-    /// Tasks below this have completed ([`TensorMap::retire_before`]): a mark of theirs covers
-    /// without an edge.
+    /// Tasks below this have completed ([`TensorMap::retire_before`]): only decides which
+    /// joined readers may be pruned to a count.
     oldest_live: u32,
     stats: MapStats,
     /// Report every conflicting earlier access, never an earlier reader through a coverage mark
@@ -201,7 +211,6 @@ struct Scan<'a, F> {
     records: &'a mut Vec<Record>,
     groups: &'a [ReaderList],
     group_pool: &'a ReaderPool,
-    oldest_live: u32,
     free: &'a mut Vec<u32>,
     stats: &'a mut MapStats,
     pred: &'a mut F,
@@ -247,12 +256,18 @@ impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
                         (false, _) => EdgeKind::War,
                     };
                     if rec.group != NIL && !covered {
-                        let (me, oldest, pred) = (self.task, self.oldest_live, &mut *self.pred);
-                        self.groups[rec.group as usize].for_each(self.group_pool, |t| {
-                            if t.0 != me && t.0 >= oldest {
+                        // Completed readers too (nothing is wired to them), and those pruned to
+                        // a count as `FORGOTTEN`: the edges found do not depend on timing.
+                        let (me, pred) = (self.task, &mut *self.pred);
+                        let group = &self.groups[rec.group as usize];
+                        group.for_each(self.group_pool, |t| {
+                            if t.0 != me {
                                 pred(t, kind);
                             }
                         });
+                        for _ in 0..group.forgotten() {
+                            pred(TaskId::FORGOTTEN, kind);
+                        }
                     }
                     if rec.task != self.task && !covered {
                         (self.pred)(TaskId(rec.task), kind);
@@ -426,7 +441,6 @@ impl OverlapMap {
             groups,
             group_pool,
             stats,
-            oldest_live,
             ..
         } = self;
         let grid = &mut grids[g];
@@ -435,7 +449,6 @@ impl OverlapMap {
             records,
             groups,
             group_pool,
-            oldest_live: *oldest_live,
             free,
             stats,
             pred,
@@ -506,7 +519,6 @@ impl TensorMap for OverlapMap {
         };
         if let Some(m) = cover
             && m.task != task.0
-            && m.task >= self.oldest_live
         {
             pred(TaskId(m.task), EdgeKind::Raw);
         }
@@ -543,7 +555,6 @@ impl TensorMap for OverlapMap {
             groups,
             group_pool,
             stats,
-            oldest_live,
             no_marks,
             ..
         } = self;
@@ -565,7 +576,6 @@ impl TensorMap for OverlapMap {
             records,
             groups,
             group_pool,
-            oldest_live: *oldest_live,
             free,
             stats,
             pred,
@@ -635,7 +645,7 @@ impl TensorMap for OverlapMap {
             scan.list(&mut grid.large_reads, false);
             // Readers that delegated their cells to a mark.
             let Scan { pred, hit, .. } = &mut scan;
-            grid.marks.war(region, task.0, *oldest_live, |t| {
+            grid.marks.war(region, task.0, |t| {
                 *hit = true;
                 pred(TaskId(t), EdgeKind::War);
             });
@@ -651,7 +661,7 @@ impl TensorMap for OverlapMap {
                 delegates: delegate || cover.is_some_and(|m| m.delegates),
                 record: (rf.rec, rf.epoch),
             };
-            let recorded = grid.marks.insert(mark, cover, *oldest_live);
+            let recorded = grid.marks.insert(mark, cover);
             debug_assert!(recorded || !mark.delegates, "a used mark makes room");
         }
         if ncells > LARGE_CELLS {
@@ -669,46 +679,23 @@ impl TensorMap for OverlapMap {
     }
 
     fn retire_before(&mut self, oldest_live: TaskId) {
+        // Records of completed tasks stay as tombstones (see the module docs): later lookups
+        // report them as a build that never retires does, and a covering write drops them as
+        // it drops any record. Retiring only lets joined readers be pruned to a count, and
+        // collects the references and buckets that covering writes left dead.
         self.oldest_live = self.oldest_live.max(oldest_live.0);
         let OverlapMap {
             records,
-            free,
             cells,
             buckets,
             free_buckets,
             grids,
-            stats,
             ..
         } = self;
-        // Mark: a record is alive iff some list holds a reference with its epoch.
-        let mut alive = vec![false; records.len()];
-        let live_ref = |rf: &Ref, records: &[Record]| records[rf.rec as usize].epoch == rf.epoch;
-        let mark = |list: &Vec<Ref>, alive: &mut Vec<bool>| {
-            for rf in list {
-                if live_ref(rf, records) {
-                    alive[rf.rec as usize] = true;
-                }
-            }
-        };
-        for b in buckets.iter() {
-            mark(&b.writes, &mut alive);
-            mark(&b.reads, &mut alive);
-        }
-        for g in grids.iter() {
-            mark(&g.large_writes, &mut alive);
-            mark(&g.large_reads, &mut alive);
-        }
-        for (i, r) in records.iter_mut().enumerate() {
-            if alive[i] && r.task < oldest_live.0 {
-                r.epoch = r.epoch.wrapping_add(1);
-                free.push(i as u32);
-                stats.live -= 1;
-            }
-        }
-        let compact = |list: &mut Vec<Ref>| list.retain(|rf| live_ref(rf, records));
+        let live_ref = |rf: &Ref| records[rf.rec as usize].epoch == rf.epoch;
         for g in grids.iter_mut() {
-            compact(&mut g.large_writes);
-            compact(&mut g.large_reads);
+            g.large_writes.retain(live_ref);
+            g.large_reads.retain(live_ref);
             let Grid {
                 buckets: list,
                 dense,
@@ -716,8 +703,8 @@ impl TensorMap for OverlapMap {
             } = g;
             list.retain(|&b| {
                 let bucket = &mut buckets[b as usize];
-                compact(&mut bucket.writes);
-                compact(&mut bucket.reads);
+                bucket.writes.retain(live_ref);
+                bucket.reads.retain(live_ref);
                 if bucket.writes.is_empty() && bucket.reads.is_empty() {
                     let c = bucket.cell;
                     if c.cx < DENSE_CELLS && c.cy < DENSE_CELLS {
@@ -797,11 +784,12 @@ mod tests {
             2,
             "one write record, one joined read record"
         );
-        // Readers 1..=20 (and the writer) completed: the write waits for the other 20 only.
+        // Readers 1..=20 (and the writer) completed: the write still reports them (a build
+        // that never retires finds the same predecessors; nothing is wired to completed ones).
         m.retire_before(TaskId(21));
         assert_eq!(
             access(&mut m, 41, tile, Access::Out),
-            (21..=40).collect::<Vec<_>>()
+            (0..=40).collect::<Vec<_>>()
         );
         // The write covered the joined record: the next write waits for it alone.
         assert_eq!(access(&mut m, 42, tile, Access::Out), vec![41]);
