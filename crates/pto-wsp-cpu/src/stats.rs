@@ -37,6 +37,11 @@ pub struct RunStats {
     /// Of [`RunStats::edges`], those wired to a producer still running when its consumer was
     /// added (the rest cost nothing: the producer had completed). Depends on timing.
     pub wired_edges: u64,
+    /// Of [`RunStats::edges`], those to completed readers the TensorMap kept only as a count
+    /// ([`pto_wsp_graph::TaskId::FORGOTTEN`]): a count cannot be deduplicated, so one such
+    /// reader reaching a task twice counts twice, and only then can `edges` differ from the
+    /// count of a build that never retires. 0 for a graph built before running.
+    pub edges_unnamed: u64,
     /// Nanoseconds spent building the graph (0 for a graph built before the run).
     pub build_ns: u64,
     /// Nanoseconds from the start of the run to its last completion.

@@ -380,21 +380,26 @@ proptest! {
             });
             (g, live)
         };
-        // A log too small for anything: every retire sweeps.
-        let (swept, swept_live) = run(AnyTensorMap::Fixed(FixedExactMap::with_log_limit(1024, 0)));
-        for map in [
-            FixedExactMap::new(1024),
-            FixedExactMap::new(108 + 3),
-            FixedExactMap::with_log_limit(108 + 3, 7),
+        // A log too small for anything: every retire that frees sweeps.
+        for (capacity, lazy_maps) in [
+            (1024, vec![FixedExactMap::new(1024)]),
+            (
+                108 + 3,
+                vec![FixedExactMap::new(108 + 3), FixedExactMap::with_log_limit(108 + 3, 7)],
+            ),
         ] {
-            let (lazy, lazy_live) = run(AnyTensorMap::Fixed(map));
-            prop_assert_eq!(&lazy, &swept);
-            prop_assert_eq!(&lazy_live, &swept_live);
+            let (swept, swept_live) =
+                run(AnyTensorMap::Fixed(FixedExactMap::with_log_limit(capacity, 0)));
+            for map in lazy_maps {
+                let (lazy, lazy_live) = run(AnyTensorMap::Fixed(map));
+                prop_assert_eq!(&lazy, &swept);
+                prop_assert_eq!(&lazy_live, &swept_live);
+            }
         }
     }
 
-    /// Retiring changes no edge found, whatever the map: the unbounded exact maps keep a
-    /// tombstone per key, the overlap map keeps the records of completed tasks until a write
+    /// Retiring changes no edge found, whatever the map: the unbounded exact maps (and the
+    /// bounded one while at most half full) keep a tombstone per key, the overlap map keeps the records of completed tasks until a write
     /// covers them and decides its coverage marks by the order of accesses alone. However
     /// tasks retire, a build counts the edges a build that never retires finds (more only when
     /// a completed reader pruned to a count reaches a task twice, which a count cannot
@@ -412,6 +417,8 @@ proptest! {
         for (mode, map) in [
             (DepsMode::Exact, AnyTensorMap::Dynamic(DynamicExactMap::new())),
             (DepsMode::Exact, AnyTensorMap::Fixed(FixedExactMap::growable(1))),
+            // Bounded, never more than half full (at most 108 distinct keys): no key is freed.
+            (DepsMode::Exact, AnyTensorMap::Fixed(FixedExactMap::new(2 * 108))),
             (DepsMode::Overlap, AnyTensorMap::Overlap(OverlapMap::new())),
         ] {
             let full = build(&tasks, mode, ExactMap::Dynamic);

@@ -17,7 +17,8 @@
 //!
 //! A write drops every record its box covers (it follows each of them, so it stands in for them
 //! from now on); a record removed this way is freed at once and its cell references, tagged with
-//! an epoch, die lazily the next time a lookup passes (or at the next retire).
+//! an epoch, die lazily the next time a lookup passes (the covering write's own scan, for every
+//! cell of the record's box).
 //!
 //! Retiring ([`TensorMap::retire_before`]) frees no record: the record of a completed task stays
 //! as a *tombstone* until a write covers its box, exactly as in a build that never retires, and
@@ -681,44 +682,9 @@ impl TensorMap for OverlapMap {
     fn retire_before(&mut self, oldest_live: TaskId) {
         // Records of completed tasks stay as tombstones (see the module docs): later lookups
         // report them as a build that never retires does, and a covering write drops them as
-        // it drops any record. Retiring only lets joined readers be pruned to a count, and
-        // collects the references and buckets that covering writes left dead.
+        // it drops any record (its scan also drops the references to them). Retiring only lets
+        // joined readers be pruned to a count, and costs O(1) however large the map.
         self.oldest_live = self.oldest_live.max(oldest_live.0);
-        let OverlapMap {
-            records,
-            cells,
-            buckets,
-            free_buckets,
-            grids,
-            ..
-        } = self;
-        let live_ref = |rf: &Ref| records[rf.rec as usize].epoch == rf.epoch;
-        for g in grids.iter_mut() {
-            g.large_writes.retain(live_ref);
-            g.large_reads.retain(live_ref);
-            let Grid {
-                buckets: list,
-                dense,
-                ..
-            } = g;
-            list.retain(|&b| {
-                let bucket = &mut buckets[b as usize];
-                bucket.writes.retain(live_ref);
-                bucket.reads.retain(live_ref);
-                if bucket.writes.is_empty() && bucket.reads.is_empty() {
-                    let c = bucket.cell;
-                    if c.cx < DENSE_CELLS && c.cy < DENSE_CELLS {
-                        dense[c.cx as usize][c.cy as usize] = NIL;
-                    } else {
-                        cells.remove(&c);
-                    }
-                    free_buckets.push(b);
-                    false
-                } else {
-                    true
-                }
-            });
-        }
     }
 
     fn clear(&mut self) {

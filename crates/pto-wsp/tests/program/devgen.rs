@@ -821,6 +821,7 @@ schedule for main {{
             );
             assert_eq!(s.tasks, reference.tasks, "{what}");
             assert_eq!(s.edges, reference.edges(), "{what}: edges found");
+            assert_eq!(s.edges_unnamed, 0, "{what}: the report warns of nothing");
             assert!(s.wired_edges <= s.edges, "{what}");
             wired.insert(s.wired_edges);
         }
