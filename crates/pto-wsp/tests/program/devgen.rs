@@ -511,7 +511,7 @@ fn device_generation_refuses_what_it_cannot_honour() {
     }
 }
 
-/// A run longer than the retire period (each executor's map replica forgets completed tasks as
+/// A run longer than the retire period (each executor's map replica retires completed tasks as
 /// it goes), with every `for_each` iteration on another executor than the last: exact tasks,
 /// orders and numbers, in both inference modes, with windows of 4 tasks and of one.
 #[test]
