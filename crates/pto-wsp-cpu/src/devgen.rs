@@ -46,7 +46,8 @@
 //! # Memory
 //!
 //! Per executor: a slot per own task in flight (kernel, params, regions; reused), its map
-//! replica (bounded by what is in flight, thanks to retiring), deduplication stamps for the
+//! replica (the distinct regions seen and not yet covered by a write: it keeps tombstones of
+//! completed tasks, so it follows the regions, not the tasks), deduplication stamps for the
 //! tasks after its completed prefix, and the barriers' places ([`Origins`]: global index ↔ id).
 //! Shared: [`TaskStates`] and the owner table, in chunks. After advancing its prefix an executor
 //! frees the edge chunks it filled whose predecessors are all below it
@@ -186,8 +187,8 @@ pub struct DevGenConfig {
     pub trace: bool,
     /// Keep every edge wired into [`RunStats::edge_list`] (predecessor, successor by task id;
     /// edges whose producer had already completed included, those the map kept only as a
-    /// count, [`pto_wsp_graph::TaskId::FORGOTTEN`], or dropped with retired records not): the
-    /// host build's edges, for tests and tools.
+    /// count, [`pto_wsp_graph::TaskId::FORGOTTEN`], not): the host build's edges, for tests and
+    /// tools.
     pub record_edges: bool,
 }
 

@@ -57,7 +57,8 @@ pub struct RunStats {
     /// The cycle-cost model's result, when the run was traced in cycles (`trace cycles`).
     pub cycles: Option<CycleStats>,
     /// The TensorMap of a streamed run at its end: hits, misses, live entries and their
-    /// high-water mark (bounded by what is in flight, since completed tasks are retired).
+    /// high-water mark (the distinct regions not yet covered by a write: the maps keep
+    /// tombstones of completed tasks, so that the edges found do not depend on timing).
     pub tensor_map: MapStats,
     /// Most per-task entries a streamed or device-generation run held at once (task states,
     /// task table, per-executor task records; whole chunks of
