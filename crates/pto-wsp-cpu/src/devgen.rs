@@ -46,7 +46,8 @@
 //! # Memory
 //!
 //! Per executor: a slot per own task in flight (kernel, params, regions; reused), its map
-//! replica (bounded by what is in flight, thanks to retiring), deduplication stamps for the
+//! replica (the distinct regions seen and not yet covered by a write: it keeps tombstones of
+//! completed tasks, so it follows the regions, not the tasks), deduplication stamps for the
 //! tasks after its completed prefix, and the barriers' places ([`Origins`]: global index ↔ id).
 //! Shared: [`TaskStates`] and the owner table, in chunks. After advancing its prefix an executor
 //! frees the edge chunks it filled whose predecessors are all below it
@@ -186,8 +187,8 @@ pub struct DevGenConfig {
     pub trace: bool,
     /// Keep every edge wired into [`RunStats::edge_list`] (predecessor, successor by task id;
     /// edges whose producer had already completed included, those the map kept only as a
-    /// count, [`pto_wsp_graph::TaskId::FORGOTTEN`], or dropped with retired records not): the
-    /// host build's edges, for tests and tools.
+    /// count, [`pto_wsp_graph::TaskId::FORGOTTEN`], not): the host build's edges, for tests and
+    /// tools.
     pub record_edges: bool,
 }
 
@@ -217,6 +218,9 @@ pub struct ExecutorStats {
     pub edges: u64,
     /// Edges into its own tasks that cost nothing: the producer had already completed.
     pub refused: u64,
+    /// Of `refused`, those to completed readers the map kept only as a count
+    /// ([`pto_wsp_graph::TaskId::FORGOTTEN`]; see [`RunStats::edges_unnamed`]).
+    pub unnamed: u64,
     /// Successors its completions made ready that belong to another executor (sent to that
     /// executor's inbox).
     pub sent: u64,
@@ -411,6 +415,7 @@ impl<E: DirectExec> Shared<'_, E> {
         }
         ex.stats.edges = ex.wiring.accepted;
         ex.stats.refused = ex.wiring.refused;
+        ex.stats.unnamed = ex.wiring.unnamed;
         let report = Report {
             executor: w,
             ran: ex.ran,
@@ -493,6 +498,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
                 edges: sh.config.record_edges.then(Vec::new),
                 accepted: 0,
                 refused: 0,
+                unnamed: 0,
             },
             open: Vec::new(),
             io: Vec::new(),
@@ -965,6 +971,8 @@ struct Wiring {
     edges: Option<Vec<(u32, u32)>>,
     accepted: u64,
     refused: u64,
+    /// Of `refused`, predecessors reported as `TaskId::FORGOTTEN`.
+    unnamed: u64,
 }
 
 impl Wiring {
@@ -975,6 +983,7 @@ impl Wiring {
         if pred == TaskId::FORGOTTEN {
             // A completed task the map kept only as a count: found, nothing to wire.
             self.refused += 1;
+            self.unnamed += 1;
             return;
         }
         if pred.0 >= self.seen_base {
@@ -1132,6 +1141,7 @@ impl WorkerPool {
             stats.tasks += r.ran;
             stats.edges += r.stats.edges + r.stats.refused;
             stats.wired_edges += r.stats.edges;
+            stats.edges_unnamed += r.stats.unnamed;
             stats.barriers += r.stats.barriers;
             stats.build_ns = stats.build_ns.max(r.stats.generated_ns);
             if r.executor == 0 {

@@ -37,6 +37,11 @@ pub struct RunStats {
     /// Of [`RunStats::edges`], those wired to a producer still running when its consumer was
     /// added (the rest cost nothing: the producer had completed). Depends on timing.
     pub wired_edges: u64,
+    /// Of [`RunStats::edges`], those to completed readers the TensorMap kept only as a count
+    /// ([`pto_wsp_graph::TaskId::FORGOTTEN`]): a count cannot be deduplicated, so one such
+    /// reader reaching a task twice counts twice, and only then can `edges` differ from the
+    /// count of a build that never retires. 0 for a graph built before running.
+    pub edges_unnamed: u64,
     /// Nanoseconds spent building the graph (0 for a graph built before the run).
     pub build_ns: u64,
     /// Nanoseconds from the start of the run to its last completion.
@@ -52,7 +57,8 @@ pub struct RunStats {
     /// The cycle-cost model's result, when the run was traced in cycles (`trace cycles`).
     pub cycles: Option<CycleStats>,
     /// The TensorMap of a streamed run at its end: hits, misses, live entries and their
-    /// high-water mark (bounded by what is in flight, since completed tasks are retired).
+    /// high-water mark (the distinct regions not yet covered by a write: the maps keep
+    /// tombstones of completed tasks, so that the edges found do not depend on timing).
     pub tensor_map: MapStats,
     /// Most per-task entries a streamed or device-generation run held at once (task states,
     /// task table, per-executor task records; whole chunks of

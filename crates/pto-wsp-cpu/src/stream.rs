@@ -512,7 +512,7 @@ impl WorkerPool {
             engine.set_total(tasks);
             (
                 t0.elapsed().as_nanos() as u64,
-                (edges, wired),
+                (edges, wired, build.forgotten),
                 edge_list,
                 map_stats,
             )
@@ -521,14 +521,14 @@ impl WorkerPool {
         let (error, reports, t0) = engine.into_outcome();
         let ((build_ns, edges, edge_list, map_stats), error) = match r {
             Err(p) => (
-                (0, (0, 0), Vec::new(), MapStats::default()),
+                (0, (0, 0, 0), Vec::new(), MapStats::default()),
                 Some(ExecError::Internal(p.0)),
             ),
             Ok(v) => (v, error),
         };
         let mut stats = finish_stats(error, reports, t0, &counters, workers)?;
         stats.build_ns = build_ns;
-        (stats.edges, stats.wired_edges) = edges;
+        (stats.edges, stats.wired_edges, stats.edges_unnamed) = edges;
         stats.edge_list = edge_list;
         stats.tensor_map = map_stats;
         stats.held_tasks_peak = graph.states.peak_tasks().max(table.peak_tasks()) as u64;

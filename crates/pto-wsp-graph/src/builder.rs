@@ -564,10 +564,10 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
 
     /// Tasks older than `oldest_live` have completed: the TensorMap may forget their records, so
     /// it does not grow with the number of tasks under a task window. Edges between live tasks
-    /// are unchanged. The unbounded exact maps keep a tombstone per key, so the edges counted
-    /// ([`BuildStats::edges`]) are those of a build that never retires (edges to completed tasks
-    /// are reported to the sink, or counted as [`BuildStats::forgotten`], and wired by nobody);
-    /// the bounded exact map and the overlap map forget completed tasks outright (see
+    /// are unchanged. The unbounded maps (exact and overlap) keep tombstones, so the edges
+    /// counted ([`BuildStats::edges`]) are those of a build that never retires (edges to
+    /// completed tasks are reported to the sink, or counted as [`BuildStats::forgotten`], and
+    /// wired by nobody); the bounded exact map forgets completed tasks outright (see
     /// [`crate::tensor_map`]), so later tasks get no edges from those.
     pub fn retire_before(&mut self, oldest_live: TaskId) {
         self.map.retire_before(oldest_live);

@@ -37,9 +37,12 @@
 //! (and the readers still listed), not the number of tasks.
 //!
 //! **Bounded and retiring:** freeing the keys of completed tasks is what keeps a bounded map from
-//! filling, so it keeps no tombstone for a freed key: a later access of that key finds no
-//! earlier task, and the number of edges found (never the order of live tasks) depends on when
-//! the tasks completed.
+//! filling, so it cannot keep a tombstone for every key. It keeps them while it is at most half
+//! full (a retire then frees nothing, as for the growable map); a retire that finds more than
+//! half of the capacity in live keys frees the keys whose tasks have all completed. A later
+//! access of a freed key finds no earlier task, so the number of edges found (never the order of
+//! live tasks) depends on when the tasks completed once, and only once, the live keys exceed
+//! half the capacity at a retire.
 //!
 //! **When full (bounded):** the map holds at most `capacity` distinct keys. It does not grow and
 //! does not evict (evicting a key would lose edges). Instead [`TensorMap::has_room`] tells the builder, before
@@ -370,9 +373,10 @@ impl TensorMap for FixedExactMap {
     fn retire_before(&mut self, oldest_live: TaskId) {
         let oldest = oldest_live.0.max(self.oldest);
         self.oldest = oldest;
-        if self.grows {
-            // Unbounded: every key stays, a completed one as a tombstone (see the module docs);
-            // reader lists are pruned as they grow.
+        if self.grows || self.stats.live as usize * 2 <= self.capacity {
+            // Unbounded, or at most half full: every key stays, a completed one as a tombstone
+            // (see the module docs); reader lists are pruned as they grow. (The log, if on,
+            // keeps growing until it overflows; the next retire that frees then sweeps.)
             return;
         }
         if self.log_off {

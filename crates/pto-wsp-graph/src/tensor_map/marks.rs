@@ -20,8 +20,10 @@
 //! touches the cells of its new tiles only, not the whole prefix). A delegating mark answers for
 //! that read's write-after-read duty: every write whose box intersects it waits for its task
 //! ([`Marks::war`]). So a delegating mark is removed only when a task that follows it takes its
-//! place (the next read of the chain), a write covering its box follows it, or its task has
-//! completed; never merely evicted.
+//! place (the next read of the chain) or a write covering its box follows it; never merely
+//! evicted, and never because its task completed: which marks exist, and so which edges they
+//! give, depends on the order of the accesses alone, not on timing (a write still reports a
+//! completed mark's task, which the runtimes wire to nobody).
 
 use crate::types::{MAX_RANK, Region};
 
@@ -92,10 +94,11 @@ impl Marks {
     /// told apart by their sequence numbers, unique per map). When `used` is kept, `mark`
     /// takes its place. Otherwise it drops the marks without delegation whose boxes `mark`
     /// contains (its promise implies theirs: it covers every write they cover, and more) and,
-    /// beyond [`MAX_MARKS`], evicts the oldest mark that does not delegate or whose task
-    /// completed. Returns whether `mark` was recorded: it is refused when only live delegating
-    /// marks could make room, which cannot happen when `used` is one of the marks.
-    pub fn insert(&mut self, mark: Mark, used: Option<Mark>, oldest_live: u32) -> bool {
+    /// beyond [`MAX_MARKS`], evicts the oldest mark that does not delegate. Returns whether
+    /// `mark` was recorded: it is refused when only delegating marks could make room, which
+    /// cannot happen when `used` is one of the marks. What is kept depends on the order of the
+    /// accesses only, never on which tasks completed, so neither do the edges marks give.
+    pub fn insert(&mut self, mark: Mark, used: Option<Mark>) -> bool {
         // The common case, a read extending the mark it used (a prefix chain): the new mark
         // takes the used one's place. Marks it contains stay (they cost list room, never order).
         if let Some(u) = used
@@ -116,8 +119,7 @@ impl Marks {
             self.recount();
         }
         if self.list.len() == MAX_MARKS {
-            let evictable = |m: &Mark| !m.delegates || m.task < oldest_live;
-            match self.list.iter().position(evictable) {
+            match self.list.iter().position(|m| !m.delegates) {
                 Some(i) => {
                     self.list.remove(i);
                     self.recount();
@@ -138,10 +140,11 @@ impl Marks {
     }
 
     /// A write of `region` by `task`: calls `pred(t)` for the task `t` of every delegating mark
-    /// of a live task other than `task` whose box intersects `region` (write after read), and
-    /// drops the delegating marks it covers (the writer follows them now).
+    /// of a task other than `task` whose box intersects `region` (write after read; completed
+    /// tasks too, which the caller wires to nobody), and drops the delegating marks it covers
+    /// (the writer follows them now).
     #[inline]
-    pub fn war(&mut self, region: &Region, task: u32, oldest_live: u32, mut pred: impl FnMut(u32)) {
+    pub fn war(&mut self, region: &Region, task: u32, mut pred: impl FnMut(u32)) {
         if self.delegating == 0 || !self.delegating_box.intersects(region) {
             return;
         }
@@ -161,7 +164,7 @@ impl Marks {
             if !m.delegates || !m.region.intersects(region) {
                 return true;
             }
-            if m.task != task && m.task >= oldest_live {
+            if m.task != task {
                 pred(m.task);
             }
             let covered = region.covers(&m.region);
@@ -316,9 +319,9 @@ mod tests {
     #[test]
     fn a_mark_replaces_the_marks_it_contains_and_the_oldest_is_evicted() {
         let mut marks = Marks::default();
-        assert!(marks.insert(m(0, 4, 1), None, 0));
-        assert!(marks.insert(m(8, 4, 2), None, 0));
-        assert!(marks.insert(m(0, 8, 3), None, 0)); // contains the first
+        assert!(marks.insert(m(0, 4, 1), None));
+        assert!(marks.insert(m(8, 4, 2), None));
+        assert!(marks.insert(m(0, 8, 3), None)); // contains the first
         assert_eq!(marks.len(), 2);
         assert_eq!(
             marks.within(&Region::new_2d(0, 0, 16, 0, 8)),
@@ -330,7 +333,7 @@ mod tests {
         );
         assert_eq!(marks.within(&Region::new_2d(0, 1, 4, 0, 8)), None);
         for i in 0..MAX_MARKS as u32 {
-            marks.insert(m(100 + 2 * i, 1, 10 + i), None, 0);
+            marks.insert(m(100 + 2 * i, 1, 10 + i), None);
         }
         assert_eq!(marks.len(), MAX_MARKS);
         assert_eq!(
@@ -341,39 +344,42 @@ mod tests {
     }
 
     #[test]
-    fn delegating_marks_answer_writes_and_are_never_evicted_while_live() {
+    fn delegating_marks_answer_writes_and_are_never_evicted() {
         let mut marks = Marks::default();
         let d = |row, task| Mark {
             delegates: true,
             ..m(row, 1, task)
         };
         for i in 0..MAX_MARKS as u32 {
-            assert!(marks.insert(d(2 * i, 10 + i), None, 0));
+            assert!(marks.insert(d(2 * i, 10 + i), None));
         }
         assert!(
-            !marks.insert(d(1000, 99), None, 0),
-            "no live delegating mark is evicted"
+            !marks.insert(d(1000, 99), None),
+            "no delegating mark is evicted (whether its task completed or not)"
         );
-        assert!(!marks.insert(m(1000, 1, 99), None, 0));
+        assert!(!marks.insert(m(1000, 1, 99), None));
         // The used mark makes room for its successor.
-        assert!(marks.insert(d(0, 98), Some(d(0, 10)), 0));
-        // Task 11 completed: its mark makes room.
-        assert!(marks.insert(d(1000, 99), None, 12));
-        assert_eq!(
-            marks.within(&Region::new_2d(0, 2, 1, 0, 8)),
-            None,
-            "evicted"
-        );
+        assert!(marks.insert(d(0, 98), Some(d(0, 10))));
+        assert_eq!(marks.within(&Region::new_2d(0, 0, 1, 0, 8)), Some(d(0, 98)));
         // A write over rows 4..8 intersects the marks of tasks 12, 13 (rows 4, 6) and covers them.
         let mut got = Vec::new();
-        marks.war(&Region::new_2d(0, 4, 4, 0, 8), 200, 0, |t| got.push(t));
+        marks.war(&Region::new_2d(0, 4, 4, 0, 8), 200, |t| got.push(t));
         assert_eq!(got, vec![12, 13]);
         assert_eq!(marks.len(), MAX_MARKS - 2);
-        // A partial overlap reports without dropping; a completed mark reports nothing.
+        // A partial overlap reports without dropping.
         got.clear();
-        marks.war(&Region::new_2d(0, 8, 1, 0, 4), 200, 0, |t| got.push(t));
-        marks.war(&Region::new_2d(0, 10, 1, 0, 4), 200, 16, |t| got.push(t));
+        marks.war(&Region::new_2d(0, 8, 1, 0, 4), 200, |t| got.push(t));
         assert_eq!((got, marks.len()), (vec![14], MAX_MARKS - 2));
+        // The covered marks made room.
+        assert!(marks.insert(d(1000, 99), None));
+        assert!(marks.insert(m(1002, 1, 100), None));
+        // Full again: a plain mark makes room for the next, the oldest plain one going.
+        assert!(marks.insert(m(1004, 1, 101), None));
+        assert_eq!(marks.within(&Region::new_2d(0, 1002, 1, 0, 8)), None);
+        assert_eq!(
+            marks.within(&Region::new_2d(0, 1004, 1, 0, 8)),
+            Some(m(1004, 1, 101))
+        );
     }
 
     #[test]
@@ -383,24 +389,24 @@ mod tests {
             ..m(row, rows, task)
         };
         let mut marks = Marks::default();
-        assert!(marks.insert(m(100, 2, 1), None, 0));
-        assert!(marks.insert(d(0, 2, 2), None, 0));
+        assert!(marks.insert(m(100, 2, 1), None));
+        assert!(marks.insert(d(0, 2, 2), None));
         // The prefix grows: rows 0..8 replace rows 0..2 (same place, still two marks).
-        assert!(marks.insert(d(0, 8, 3), Some(d(0, 2, 2)), 0));
+        assert!(marks.insert(d(0, 8, 3), Some(d(0, 2, 2))));
         assert_eq!(marks.len(), 2);
         assert_eq!(
             marks.within(&Region::new_2d(0, 0, 8, 0, 8)),
             Some(d(0, 8, 3))
         );
         let mut got = Vec::new();
-        marks.war(&Region::new_2d(0, 50, 1, 0, 8), 9, 0, |t| got.push(t));
+        marks.war(&Region::new_2d(0, 50, 1, 0, 8), 9, |t| got.push(t));
         assert!(got.is_empty(), "outside every delegating mark");
-        marks.war(&Region::new_2d(0, 7, 1, 0, 8), 9, 0, |t| got.push(t));
+        marks.war(&Region::new_2d(0, 7, 1, 0, 8), 9, |t| got.push(t));
         assert_eq!(got, vec![3], "inside the grown mark only");
         // A plain successor of a delegating mark: the delegating count follows.
-        assert!(marks.insert(m(0, 16, 4), Some(d(0, 8, 3)), 0));
+        assert!(marks.insert(m(0, 16, 4), Some(d(0, 8, 3))));
         got.clear();
-        marks.war(&Region::new_2d(0, 7, 1, 0, 8), 9, 0, |t| got.push(t));
+        marks.war(&Region::new_2d(0, 7, 1, 0, 8), 9, |t| got.push(t));
         assert!(got.is_empty(), "no delegating mark left");
     }
 

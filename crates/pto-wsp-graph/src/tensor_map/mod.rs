@@ -12,8 +12,13 @@
 //!   a conflicting region since ([`EdgeKind::War`]). **inout** is a read followed by a write.
 //! - "Conflicting" is "same key" for the exact maps ([`FixedExactMap`], [`DynamicExactMap`]) and
 //!   "boxes intersect" for [`OverlapMap`]. A record is dropped only when a later write covers it
-//!   (so the covering task, which follows it, stands in for it) or when [`TensorMap::retire_before`]
-//!   says its task has completed: no edge between two live tasks is ever lost.
+//!   (so the covering task, which follows it, stands in for it), or (the bounded
+//!   [`FixedExactMap`] only) when [`TensorMap::retire_before`] says its task has completed: no
+//!   edge between two live tasks is ever lost.
+//! - The unbounded maps ([`DynamicExactMap`], a growable [`FixedExactMap`], [`OverlapMap`]) keep
+//!   the records of completed tasks as tombstones when retiring: a lookup still reports those
+//!   tasks (by id, or as [`TaskId::FORGOTTEN`] for readers pruned to a count), so the edges they
+//!   find are those of a build that never retires, whatever the timing.
 //! - The overlap map may report, instead of some writers a read conflicts with, an earlier
 //!   *reader* that already follows each of them ([`marks`]: a read of a box containing a box
 //!   read before). Every conflicting writer then still happens before the reader, through that
@@ -109,9 +114,10 @@ pub trait TensorMap {
         Ok(())
     }
 
-    /// Forgets every access by a task older than `oldest_live` (those tasks have completed, so
-    /// no new task needs to wait for them): they are never reported again, though a map may
-    /// reclaim their memory lazily. Accesses by live tasks are kept as they are.
+    /// Tasks older than `oldest_live` have completed (no new task needs to wait for them): a
+    /// map may reclaim what it keeps for them. The unbounded maps keep tombstones and go on
+    /// reporting them (see the module promises); the bounded exact map forgets them. Accesses
+    /// by live tasks are kept as they are.
     fn retire_before(&mut self, oldest_live: TaskId);
 
     /// Forgets every access and zeroes the counters, keeping the map's allocations (a runtime that

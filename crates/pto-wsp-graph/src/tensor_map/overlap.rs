@@ -18,8 +18,19 @@
 //! skips the scan machinery: it only consults the tensor's marks and records itself.
 //!
 //! A write drops every record its box covers (it follows each of them, so it stands in for them
-//! from now on); a record removed this way, or by [`TensorMap::retire_before`], is freed at once
-//! and its cell references, tagged with a epoch, die lazily the next time a lookup passes.
+//! from now on); a record removed this way is freed at once and its cell references, tagged with
+//! an epoch, die lazily the next time a lookup passes (the covering write's own scan, for every
+//! cell of the record's box).
+//!
+//! Retiring ([`TensorMap::retire_before`]) frees no record: the record of a completed task stays
+//! as a *tombstone* until a write covers its box, exactly as in a build that never retires, and
+//! a lookup that meets it reports its task (the builder and the runtimes count that edge and
+//! wire nothing to a completed task). Joined readers of a record are pruned to a count as their
+//! list grows, as the exact maps' readers are ([`super::readers`]), reported as
+//! [`TaskId::FORGOTTEN`]. Coverage marks are kept or evicted by the order of the accesses alone
+//! ([`super::marks`]). So the edges found do not depend on when tasks completed, and memory
+//! follows the boxes not yet covered by a write (what a build that never retires holds), not
+//! the number of tasks.
 //!
 //! A read of more than one cell consults the tensor's coverage marks ([`super::marks`]): with a
 //! mark whose box lies inside the read's, the read waits for the mark's task instead of every
@@ -217,8 +228,8 @@ pub struct OverlapMap {
     stamp: u32,
     /// Sequence number of the last access.
     seq: u64,
-    /// Tasks below this have completed ([`TensorMap::retire_before`]): a mark of theirs covers
-    /// without an edge.
+    /// Tasks below this have completed ([`TensorMap::retire_before`]): only decides which
+    /// joined readers may be pruned to a count.
     oldest_live: u32,
     stats: MapStats,
     /// Report every conflicting earlier access, never an earlier reader through a coverage mark
@@ -282,7 +293,6 @@ struct Scan<'a, F> {
     records: &'a mut Vec<Record>,
     groups: &'a [ReaderList],
     group_pool: &'a ReaderPool,
-    oldest_live: u32,
     free: &'a mut Vec<u32>,
     stats: &'a mut MapStats,
     pred: &'a mut F,
@@ -330,12 +340,18 @@ impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
                         (false, _) => EdgeKind::War,
                     };
                     if rec.group != NIL && !covered {
-                        let (me, oldest, pred) = (self.task, self.oldest_live, &mut *self.pred);
-                        self.groups[rec.group as usize].for_each(self.group_pool, |t| {
-                            if t.0 != me && t.0 >= oldest {
+                        // Completed readers too (nothing is wired to them), and those pruned to
+                        // a count as `FORGOTTEN`: the edges found do not depend on timing.
+                        let (me, pred) = (self.task, &mut *self.pred);
+                        let group = &self.groups[rec.group as usize];
+                        group.for_each(self.group_pool, |t| {
+                            if t.0 != me {
                                 pred(t, kind);
                             }
                         });
+                        for _ in 0..group.forgotten() {
+                            pred(TaskId::FORGOTTEN, kind);
+                        }
                     }
                     if rec.task != self.task && !covered {
                         (self.pred)(TaskId(rec.task), kind);
@@ -509,7 +525,6 @@ impl OverlapMap {
             groups,
             group_pool,
             stats,
-            oldest_live,
             ..
         } = self;
         let grid = &mut grids[g];
@@ -518,7 +533,6 @@ impl OverlapMap {
             records,
             groups,
             group_pool,
-            oldest_live: *oldest_live,
             free,
             stats,
             pred,
@@ -566,7 +580,6 @@ impl OverlapMap {
             free_buckets,
             grids,
             stats,
-            oldest_live,
             ..
         } = self;
         let grid = &mut grids[g];
@@ -576,7 +589,7 @@ impl OverlapMap {
         grid.seqs.set((key.cx, key.cx, key.cy, key.cy), seq);
         grid.last_write = seq;
         let mut hit = false;
-        grid.marks.war(region, task, *oldest_live, |t| {
+        grid.marks.war(region, task, |t| {
             hit = true;
             pred(TaskId(t), EdgeKind::War);
         });
@@ -640,7 +653,6 @@ impl TensorMap for OverlapMap {
         };
         if let Some(m) = cover
             && m.task != task.0
-            && m.task >= self.oldest_live
         {
             pred(TaskId(m.task), EdgeKind::Raw);
         }
@@ -677,7 +689,6 @@ impl TensorMap for OverlapMap {
             groups,
             group_pool,
             stats,
-            oldest_live,
             no_marks,
             ..
         } = self;
@@ -699,7 +710,6 @@ impl TensorMap for OverlapMap {
             records,
             groups,
             group_pool,
-            oldest_live: *oldest_live,
             free,
             stats,
             pred,
@@ -769,7 +779,7 @@ impl TensorMap for OverlapMap {
             scan.list(&mut grid.large_reads, false);
             // Readers that delegated their cells to a mark.
             let Scan { pred, hit, .. } = &mut scan;
-            grid.marks.war(region, task.0, *oldest_live, |t| {
+            grid.marks.war(region, task.0, |t| {
                 *hit = true;
                 pred(TaskId(t), EdgeKind::War);
             });
@@ -785,7 +795,7 @@ impl TensorMap for OverlapMap {
                 delegates: delegate || cover.is_some_and(|m| m.delegates),
                 record: (rf.rec, rf.epoch),
             };
-            let recorded = grid.marks.insert(mark, cover, *oldest_live);
+            let recorded = grid.marks.insert(mark, cover);
             debug_assert!(recorded || !mark.delegates, "a used mark makes room");
         }
         if ncells > LARGE_CELLS {
@@ -803,70 +813,11 @@ impl TensorMap for OverlapMap {
     }
 
     fn retire_before(&mut self, oldest_live: TaskId) {
+        // Records of completed tasks stay as tombstones (see the module docs): later lookups
+        // report them as a build that never retires does, and a covering write drops them as
+        // it drops any record (its scan also drops the references to them). Retiring only lets
+        // joined readers be pruned to a count, and costs O(1) however large the map.
         self.oldest_live = self.oldest_live.max(oldest_live.0);
-        let OverlapMap {
-            records,
-            free,
-            cells,
-            buckets,
-            free_buckets,
-            grids,
-            stats,
-            ..
-        } = self;
-        // Mark: a record is alive iff some list holds a reference with its epoch.
-        let mut alive = vec![false; records.len()];
-        let live_ref = |rf: &Ref, records: &[Record]| records[rf.rec as usize].epoch == rf.epoch;
-        let mark = |list: &[Ref], alive: &mut Vec<bool>| {
-            for rf in list {
-                if live_ref(rf, records) {
-                    alive[rf.rec as usize] = true;
-                }
-            }
-        };
-        for b in buckets.iter() {
-            mark(&b.writes, &mut alive);
-            mark(&b.reads, &mut alive);
-        }
-        for g in grids.iter() {
-            mark(&g.large_writes, &mut alive);
-            mark(&g.large_reads, &mut alive);
-        }
-        for (i, r) in records.iter_mut().enumerate() {
-            if alive[i] && r.task < oldest_live.0 {
-                r.epoch = r.epoch.wrapping_add(1);
-                free.push(i as u32);
-                stats.live -= 1;
-            }
-        }
-        let compact = |list: &mut Vec<Ref>| list.retain(|rf| live_ref(rf, records));
-        let compact_cell = |list: &mut RefList| list.retain(|rf| live_ref(rf, records));
-        for g in grids.iter_mut() {
-            compact(&mut g.large_writes);
-            compact(&mut g.large_reads);
-            let Grid {
-                buckets: list,
-                dense,
-                ..
-            } = g;
-            list.retain(|&b| {
-                let bucket = &mut buckets[b as usize];
-                compact_cell(&mut bucket.writes);
-                compact_cell(&mut bucket.reads);
-                if bucket.writes.is_empty() && bucket.reads.is_empty() {
-                    let c = bucket.cell;
-                    if c.cx < DENSE_CELLS && c.cy < DENSE_CELLS {
-                        dense[c.cx as usize][c.cy as usize] = NIL;
-                    } else {
-                        cells.remove(&c);
-                    }
-                    free_buckets.push(b);
-                    false
-                } else {
-                    true
-                }
-            });
-        }
     }
 
     fn clear(&mut self) {
@@ -932,11 +883,12 @@ mod tests {
             2,
             "one write record, one joined read record"
         );
-        // Readers 1..=20 (and the writer) completed: the write waits for the other 20 only.
+        // Readers 1..=20 (and the writer) completed: the write still reports them (a build
+        // that never retires finds the same predecessors; nothing is wired to completed ones).
         m.retire_before(TaskId(21));
         assert_eq!(
             access(&mut m, 41, tile, Access::Out),
-            (21..=40).collect::<Vec<_>>()
+            (0..=40).collect::<Vec<_>>()
         );
         // The write covered the joined record: the next write waits for it alone.
         assert_eq!(access(&mut m, 42, tile, Access::Out), vec![41]);
@@ -945,28 +897,38 @@ mod tests {
 
     #[test]
     fn a_write_of_a_cell_no_record_lists_still_waits_for_the_reader_that_delegated_it() {
-        let mut m = OverlapMap::new();
+        // The same stream on a map that retires completed tasks and on one that never does:
+        // a write of a tile whose reader delegated the tile's cell to a mark still waits for
+        // that reader, and retiring changes no edge found (completed tasks stay tombstones).
         let tile = |r: u32| Region::new_2d(0, 4 * r, 4, 0, 4);
-        for r in 0..4 {
-            assert!(access(&mut m, r, tile(r), Access::Out).is_empty());
-        }
-        // Task 4 reads rows 0..8 (its mark), task 5 rows 0..16: it delegates the cells of the
-        // first two tiles to its mark and is listed only in the other two.
-        assert_eq!(
-            access(&mut m, 4, Region::new_2d(0, 0, 8, 0, 4), Access::In),
-            vec![0, 1]
-        );
-        assert_eq!(
-            access(&mut m, 5, Region::new_2d(0, 0, 16, 0, 4), Access::In),
-            vec![2, 3, 4]
-        );
-        // Tasks 0..=4 completed: their records go, and with them every reference in the
-        // first two tiles' cells, so a write there meets no listed record at all.
-        m.retire_before(TaskId(5));
-        assert_eq!(access(&mut m, 6, tile(0), Access::Out), vec![5]);
-        assert_eq!(access(&mut m, 7, tile(1), Access::InOut), vec![5]);
-        // Under the same write, reading it back: the reader waits for the writer.
-        assert_eq!(access(&mut m, 8, tile(0), Access::In), vec![6]);
+        let run = |retire: bool| {
+            let mut m = OverlapMap::new();
+            for r in 0..4 {
+                assert!(access(&mut m, r, tile(r), Access::Out).is_empty());
+            }
+            // Task 4 reads rows 0..8 (its mark), task 5 rows 0..16: it delegates the cells of
+            // the first two tiles to its mark and is listed only in the other two.
+            assert_eq!(
+                access(&mut m, 4, Region::new_2d(0, 0, 8, 0, 4), Access::In),
+                vec![0, 1]
+            );
+            assert_eq!(
+                access(&mut m, 5, Region::new_2d(0, 0, 16, 0, 4), Access::In),
+                vec![2, 3, 4]
+            );
+            if retire {
+                m.retire_before(TaskId(5));
+            }
+            let w0 = access(&mut m, 6, tile(0), Access::Out);
+            let w1 = access(&mut m, 7, tile(1), Access::InOut);
+            // Under the same write, reading it back: the reader waits for the writer.
+            let r0 = access(&mut m, 8, tile(0), Access::In);
+            (w0, w1, r0)
+        };
+        let (w0, w1, r0) = run(true);
+        assert!(w0.contains(&5) && w1.contains(&5), "{w0:?} {w1:?}");
+        assert_eq!(r0, vec![6]);
+        assert_eq!((w0, w1, r0), run(false));
     }
 
     #[test]

@@ -511,7 +511,7 @@ fn device_generation_refuses_what_it_cannot_honour() {
     }
 }
 
-/// A run longer than the retire period (each executor's map replica forgets completed tasks as
+/// A run longer than the retire period (each executor's map replica retires completed tasks as
 /// it goes), with every `for_each` iteration on another executor than the last: exact tasks,
 /// orders and numbers, in both inference modes, with windows of 4 tasks and of one.
 #[test]
@@ -730,4 +730,105 @@ fn the_inferred_edge_count_is_the_same_in_every_mode() {
     }
     // Tasks completed early in some runs: fewer edges were wired than found.
     assert!(wired.iter().any(|&w| w < reference.edges()), "{wired:?}");
+}
+
+/// Overlap inference finds the same edges in every mode. A workload of prefix reads (each
+/// attention-like task reads the rows of every earlier tile of its column block: coverage marks)
+/// and covering writes (a task rewrites the whole tensor each round: records dropped), long
+/// enough to retire several times, runs finished, streamed under windows of 2 to 4096 tasks on
+/// 1 and 2 threads, and in device generation; in `overlap` and `hybrid` every run counts the
+/// edges of the reference, a builder fed every task that never retires.
+#[test]
+fn overlap_inference_finds_the_same_edges_in_every_mode() {
+    let text = |deps: &str| {
+        format!(
+            "tensor K: f32[64, 64];
+tensor O: f32[64, 64];
+axis R = dense(256);
+axis H = dense(4);
+axis T = dense(8);
+kernel w(out k: f32[?, ?], id: i64);
+kernel attn(in k: f32[?, ?], out o: f32[?, ?], id: i64);
+kernel reset(out k: f32[?, ?], id: i64);
+workload main() {{
+    parallel_for r in R {{
+        parallel_for h in H {{
+            parallel_for t in T {{
+                task w(K[t * 8 +: 8, h * 16 +: 16], r);
+                task attn(K[0 +: (t + 1) * 8, h * 16 +: 16], O[t * 8 +: 8, h * 16 +: 16], r);
+            }}
+        }}
+        task reset(K[0 +: 64, 0 +: 64], r);
+    }}
+}}
+schedule for main {{
+    task_graph {{ deps {deps}; }}
+}}
+"
+        )
+    };
+    let mut kernels = KernelRegistry::new();
+    for k in ["w", "attn", "reset"] {
+        kernels.register(k, |_| Ok(()));
+    }
+    for (mode, deps) in [(DepsMode::Overlap, "overlap"), (DepsMode::Hybrid, "hybrid")] {
+        let module = parse(&text(deps)).unwrap();
+        let b = Bindings::new();
+        // The reference: every task, fed into a builder that never retires.
+        let mut builder = GraphBuilder::new(mode);
+        feed(
+            &module,
+            &b,
+            &ExpandOptions::default(),
+            &mut builder,
+            &mut NoHooks,
+            ExecDomain::default(),
+        )
+        .unwrap();
+        let reference = builder.stats();
+        assert!(reference.tasks > 3 * u64::from(pto_wsp::graph::builder::RETIRE_EVERY));
+        assert_eq!(reference.forgotten, 0);
+        let mut wired = BTreeSet::new();
+        for (device_gen, start, threads, window) in [
+            (false, StartPolicy::AfterOrchestration, 2, None),
+            (false, StartPolicy::Immediate, 1, None),
+            (false, StartPolicy::Immediate, 2, Some(2)),
+            (false, StartPolicy::Immediate, 2, Some(64)),
+            (false, StartPolicy::Immediate, 1, Some(4096)),
+            (true, StartPolicy::Immediate, 1, Some(4)),
+            (true, StartPolicy::Immediate, 2, Some(64)),
+        ] {
+            let mut plan = if device_gen {
+                lower(&device_gen_view(&module)).unwrap()
+            } else {
+                lower(&module).unwrap()
+            };
+            plan.config.task_window = window.map(|w| (w, WindowMode::Stall));
+            plan.config.start = start;
+            let mut p = compile(
+                plan,
+                CompileOptions {
+                    threads,
+                    kernels: kernels.clone(),
+                    device_gen,
+                    ..CompileOptions::default()
+                },
+            )
+            .unwrap();
+            let s = p.execute(&b).unwrap();
+            let what = format!(
+                "{deps}: device_gen {device_gen}, {start:?}, {threads} thread(s), window {window:?}"
+            );
+            assert_eq!(s.tasks, reference.tasks, "{what}");
+            assert_eq!(s.edges, reference.edges(), "{what}: edges found");
+            assert_eq!(s.edges_unnamed, 0, "{what}: the report warns of nothing");
+            assert!(s.wired_edges <= s.edges, "{what}");
+            wired.insert(s.wired_edges);
+        }
+        // Tasks completed early in some runs: fewer edges were wired than found.
+        assert!(
+            wired.iter().any(|&w| w < reference.edges()),
+            "{deps}: {wired:?}"
+        );
+    }
 }

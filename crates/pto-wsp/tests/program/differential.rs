@@ -501,7 +501,7 @@ fn the_generator_covers_every_policy_and_statement() {
 }
 
 /// A streamed run longer than the builder's retire period (`RETIRE_EVERY` submissions), under a
-/// small window: the TensorMap forgets completed tasks while the run goes on, and the run stays
+/// small window: the TensorMap retires completed tasks while the run goes on, and the run stays
 /// exactly right (tasks, orders, numbers), in both inference modes.
 #[test]
 fn long_streamed_runs_retire_completed_tasks_and_stay_exact() {
