@@ -21,12 +21,20 @@
 //! ([`crate::bench_kernels`]), and device generation against host builds on the LLaMA layer
 //! ([`crate::bench_devgen`]).
 //!
-//! Promise: every run is checked to have executed every task of its shape (a mismatch is an
-//! error, not a figure); nothing here panics on the options given. The output is not
+//! Best-of-N within one process hides how much a figure moves between processes: `pto-wsp bench
+//! --processes N` runs all of this in N processes and prints medians with their spread
+//! ([`crate::bench_median`]).
+//!
+//! Promise: every section checks that each task ran exactly once, barrier tasks apart
+//! ([`crate::bench_once`]): one untimed run per configuration counts every task (the baselines,
+//! run-only, both build+run modes, thread scaling), the idle runs count in the measured run (a
+//! relaxed add on three tasks), and every timed run is checked by its totals; a mismatch is an
+//! error naming the section and the first task that ran zero or several times, not a figure.
+//! The shapes have no barrier tasks. Nothing here panics on the options given. The output is not
 //! deterministic (it is made of timings); it names every shape it measured.
 
 use crate::CliError;
-use crate::bench_once::PerTask;
+use crate::bench_once::{Counted, PerTask};
 use pto_wsp::cpu::baseline::Prepared;
 use pto_wsp::cpu::shapes::{Shape, Size};
 use pto_wsp::cpu::{
@@ -294,6 +302,14 @@ fn main_table<E: From<CliError>>(
         ))?;
         let prepared = Prepared::new(*shape);
         let graph = StaticGraph::new(shape.storage());
+        // Untimed: the baselines run every task exactly once too.
+        let once = PerTask::new(n);
+        checked(
+            "seq",
+            shape,
+            Ok(prepared.for_each_sequential(|t| once.hit(t))),
+        )?;
+        once.check(&format!("seq baseline on {shape}"), 0)?;
         let seq = best(r, || {
             let t0 = Instant::now();
             let k = prepared.run_sequential();
@@ -303,6 +319,13 @@ fn main_table<E: From<CliError>>(
         })?;
         for (i, (t, pool, rayon)) in pools.iter().enumerate() {
             // Untimed: every task exactly once in each runtime mode (`crate::bench_once`).
+            let once = PerTask::new(n);
+            checked(
+                "rayon",
+                shape,
+                Ok(prepared.for_each_rayon(rayon, |t| once.hit(t))),
+            )?;
+            once.check(&format!("rayon baseline on {shape}, {t} threads"), 0)?;
             let once = PerTask::new(n);
             checked(
                 "run-only",
@@ -447,6 +470,20 @@ fn scaling<E: From<CliError>>(
         let graph = StaticGraph::new(shape.storage());
         let mut one = 0.0;
         for (t, pool) in &pools {
+            // Untimed: every task exactly once, with the section's own spinning kernel.
+            let counted = Counted {
+                once: PerTask::new(shape.tasks()),
+                inner: exec,
+            };
+            checked(
+                "thread scaling",
+                shape,
+                pool.run(&graph, &RunConfig::default(), &counted)
+                    .map(|s| s.tasks),
+            )?;
+            counted
+                .once
+                .check(&format!("thread scaling on {shape}, {t} threads"), 0)?;
             let ns = best(opts.repeat, || {
                 let t0 = Instant::now();
                 let s = pool.run(&graph, &RunConfig::default(), &exec);
@@ -548,7 +585,12 @@ fn idle<E: From<CliError>>(
         deps: DepsMode::Explicit,
         ..StreamConfig::default()
     };
-    let s = pool.run_streaming(&table, &RunConfig::default(), &sc, &NoopExec, |b| {
+    // The measured runs count their tasks (three relaxed adds in a second of idleness).
+    let counted = Counted {
+        once: PerTask::new(2),
+        inner: NoopExec,
+    };
+    let s = pool.run_streaming(&table, &RunConfig::default(), &sc, &counted, |b| {
         one.build(b).map_err(|e| ExecError::Build(e.to_string()))?;
         let c0 = process_cpu();
         let t0 = Instant::now();
@@ -558,6 +600,7 @@ fn idle<E: From<CliError>>(
         one.build(b).map_err(|e| ExecError::Build(e.to_string()))
     });
     checked("idle stream", &Shape::Independent(2), s.map(|s| s.tasks))?;
+    counted.once.check("idle CPU (streamed)", 0)?;
     let (cpu, wall) = measured.unwrap_or((None, Duration::ZERO));
     out(&format!(
         "{:>22}: {}\n",
@@ -577,9 +620,12 @@ fn idle<E: From<CliError>>(
         }),
         ..RunConfig::default()
     };
-    let exec = SleepFirst {
-        time: opts.idle,
-        slept: AtomicBool::new(false),
+    let exec = Counted {
+        once: PerTask::new(shape.tasks()),
+        inner: SleepFirst {
+            time: opts.idle,
+            slept: AtomicBool::new(false),
+        },
     };
     let c0 = process_cpu();
     let t0 = Instant::now();
@@ -588,10 +634,135 @@ fn idle<E: From<CliError>>(
     let c1 = process_cpu();
     let stalls = s.as_ref().map_or(0, |s| s.counters.gate_stalls);
     checked("idle gate", &shape, s.map(|s| s.tasks))?;
+    exec.once.check("idle CPU (gate-blocked)", 0)?;
     out(&format!(
         "{:>22}: {} ({stalls} gate stalls)\n",
         "gate-blocked",
         idle_figure(c0.zip(c1), wall)
     ))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BenchOptions, idle, main_table, scaling};
+    use crate::CliError;
+    use crate::bench_once::{Fault, inject};
+    use pto_wsp::cpu::shapes::Shape;
+    use std::time::Duration;
+
+    /// Small options: one independent shape of 8 tasks on 1 and 2 threads, no other section.
+    fn small() -> BenchOptions {
+        let mut o = BenchOptions::new(vec![Shape::Independent(8)], true, vec![1, 2], 1);
+        o.scaling = vec![Shape::Independent(8)];
+        o.spin = Duration::from_micros(1);
+        o.idle = Duration::from_millis(1);
+        o.llama = Vec::new();
+        o.kernels = None;
+        o.main_job = None;
+        o.devgen = Vec::new();
+        o
+    }
+
+    /// The errors of `section` with task `task` miscounted as `records` runs in its 1st, 2nd, ...
+    /// per-task check, until a fault past its last check lets it pass.
+    pub(crate) fn errors(
+        task: u32,
+        records: u32,
+        mut section: impl FnMut() -> Result<(), CliError>,
+    ) -> Vec<String> {
+        let mut errors = Vec::new();
+        for nth in 0..100 {
+            inject(Some(Fault { task, records, nth }));
+            let r = section();
+            inject(None);
+            match r {
+                Ok(()) => return errors,
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+        panic!("the section never passed: {errors:?}");
+    }
+
+    fn sink(_: &str) -> Result<(), CliError> {
+        Ok(())
+    }
+
+    #[test]
+    fn every_check_of_the_shape_sections_rejects_a_task_run_twice_or_never() {
+        let o = small();
+        for (records, says) in [(2, "ran task 3 2 times"), (0, "(the first: task 3)")] {
+            let main = errors(3, records, || main_table(&o, &mut sink));
+            let mut want = vec!["seq baseline on independent:8".to_string()];
+            for t in [1, 2] {
+                want.push(format!("rayon baseline on independent:8, {t} threads"));
+                want.extend(
+                    ["run-only", "build+run (stream)", "build+run (finish)"].map(String::from),
+                );
+            }
+            assert_eq!(main.len(), want.len(), "{main:?}");
+            for (e, w) in main.iter().zip(&want) {
+                assert!(
+                    e.contains(&format!("the {w} run")) && e.contains(says),
+                    "{e}"
+                );
+            }
+            let scale = errors(3, records, || scaling(&o, &mut sink));
+            assert_eq!(scale.len(), 2, "{scale:?}");
+            for (e, t) in scale.iter().zip([1, 2]) {
+                assert!(
+                    e.contains(&format!(
+                        "the thread scaling on independent:8, {t} threads run"
+                    )) && e.contains(says),
+                    "{e}"
+                );
+            }
+            let idle = errors(1, records, || idle(&o, &mut sink));
+            assert_eq!(idle.len(), 2, "{idle:?}");
+            for (e, w) in idle.iter().zip(["streamed", "gate-blocked"]) {
+                assert!(e.contains(&format!("the idle CPU ({w}) run")), "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_workload_sections_reject_a_task_run_twice_or_never() {
+        let (l, d) = (crate::bench_llama::llama, crate::bench_devgen::devgen);
+        for records in [0, 2] {
+            // The first check of each: the LLaMA layer at 64 tokens on one thread, hybrid deps.
+            let fault = Fault {
+                task: 5,
+                records,
+                nth: 0,
+            };
+            inject(Some(fault));
+            let e = l(&[64], &[1], 1, &mut sink).unwrap_err().to_string();
+            inject(Some(fault));
+            let e2 = d(&[64], &[1], 1, &mut sink).unwrap_err().to_string();
+            inject(Some(fault));
+            let binds = [
+                "nreq=2",
+                "kv_heads=1",
+                "ffn=128",
+                "max_chunks=2",
+                "kv_lens=[3, 400]",
+            ]
+            .map(String::from);
+            let e3 = crate::bench_kernels::main_job(&binds, &[1], 1, &mut sink)
+                .unwrap_err()
+                .to_string();
+            inject(None);
+            for (e, what) in [(e, "LLaMA"), (e2, "finished"), (e3, "main job (1 threads)")] {
+                let says = if records == 0 {
+                    "(the first: task 5)"
+                } else {
+                    "ran task 5 2 times"
+                };
+                assert!(
+                    e.contains(&format!("the {what} run")) && e.contains(says),
+                    "{e}"
+                );
+            }
+        }
+    }
 }

@@ -40,14 +40,8 @@ use std::time::{Duration, Instant};
 const MODES: [&str; 3] = ["finished", "streamed", "devgen"];
 
 /// The median of `xs` (not empty).
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    }
+fn median(xs: Vec<f64>) -> f64 {
+    crate::bench_median::median(&xs).unwrap_or(0.0)
 }
 
 /// What the host's build-then-run needs besides the module: the same kernels, tensors and

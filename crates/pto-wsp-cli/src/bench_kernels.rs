@@ -14,10 +14,13 @@
 //!   execution, overlapped) and check (the f64 reference), with its verdict.
 //!
 //! Promise: each section reports the figures it measured and its targets; a failed check of the
-//! main job is an error, not a figure.
+//! main job is an error, not a figure. The main job's first run on each thread count is an
+//! extra, untimed one that counts every task's kernel calls ([`crate::bench_once`]): each task
+//! exactly once, barrier tasks apart, or an error; every timed run is checked by its totals.
 
 use crate::CliError;
-use crate::exec::{RunOptions, run};
+use crate::bench_once::PerTask;
+use crate::exec::{RunOptions, TaskHook, run};
 use crate::llm;
 use pto_wsp::kernels::KernelRegistry;
 use pto_wsp::kernels::bench::{
@@ -226,6 +229,27 @@ fn exp_section<E: From<CliError>>(
     Ok(())
 }
 
+/// The main job's task and barrier-task counts under `binds`: its graph built once (untimed).
+fn main_job_tasks(binds: &[String]) -> Result<(u64, u64), CliError> {
+    use pto_wsp::graph::ExecDomain;
+    use pto_wsp::graph::builder::GraphBuilder;
+    use pto_wsp::graph::feed::{NoHooks, feed};
+    let loaded = crate::load_source(llm::NAME, llm::SOURCE)?;
+    let b = crate::bindings_for(&loaded, binds)?;
+    let plan = pto_wsp::lower(&loaded.module).map_err(|e| CliError::plain(e.to_string()))?;
+    let mut builder = GraphBuilder::new(plan.config.deps);
+    let fed = feed(
+        &loaded.module,
+        &b,
+        &pto_wsp::ir::ExpandOptions::default(),
+        &mut builder,
+        &mut NoHooks,
+        ExecDomain::default(),
+    )
+    .map_err(|e| CliError::plain(format!("bench: the main job's graph: {e}")))?;
+    Ok((u64::from(fed.user_tasks), u64::from(fed.barrier_tasks)))
+}
+
 /// Runs the main-job section: the main job under `binds` (after its defaults) on each thread
 /// count, best of `repeat` runs per figure (by end-to-end time).
 pub fn main_job<E: From<CliError>>(
@@ -238,9 +262,10 @@ pub fn main_job<E: From<CliError>>(
         "\nmain job (`pto-wsp run`: one LLM decode step, checked against its f64 reference), end to end:\n",
     )?;
     out(&format!(
-        "  {:>7} {:>7} {:>10} {:>10} {:>10} {:>11} {:>9} {:>10}  {}\n",
+        "  {:>7} {:>7} {:>8} {:>10} {:>10} {:>10} {:>11} {:>9} {:>10}  {}\n",
         "threads",
         "tasks",
+        "barriers",
         "build ms",
         "run ms",
         "check ms",
@@ -250,19 +275,34 @@ pub fn main_job<E: From<CliError>>(
         "check"
     ))?;
     let mut header = None;
+    let (tasks, barriers) = main_job_tasks(binds)?;
     for &t in threads {
         let mut best: Option<crate::exec::RunOutcome> = None;
-        for _ in 0..repeat.max(1) {
+        // Run 0 is untimed and counts every task's kernel calls.
+        for k in 0..=repeat.max(1) {
+            let once = PerTask::new((tasks + barriers) as usize);
+            let hook = once.clone();
             let opts = RunOptions {
                 binds: binds.to_vec(),
                 threads: t,
                 seed: 1,
+                on_task: (k == 0).then(|| TaskHook(std::sync::Arc::new(move |id| hook.hit(id)))),
                 ..RunOptions::default()
             };
             let mut first = String::new();
             let o = run(llm::NAME, llm::SOURCE, true, &opts, &mut |l| {
                 first = l.trim_end().to_string()
             })?;
+            crate::bench_llama::ran_exactly(
+                "main job",
+                (o.stats.tasks, o.stats.barriers),
+                tasks,
+                barriers,
+            )?;
+            if k == 0 {
+                once.check(&format!("main job ({t} threads)"), barriers)?;
+                continue;
+            }
             header.get_or_insert(first);
             let total =
                 |o: &crate::exec::RunOutcome| o.times.build_ms + o.times.run_ms + o.times.check_ms;
@@ -281,15 +321,18 @@ pub fn main_job<E: From<CliError>>(
             .into());
         }
         let tm = &o.times;
+        // Barrier tasks (joins of structural order) run no kernel: counted apart, not in tasks/ms.
+        let user_tasks = o.stats.tasks.saturating_sub(o.stats.barriers);
         out(&format!(
-            "  {:>7} {:>7} {:>10.1} {:>10.1} {:>10.1} {:>11.1} {:>9.1} {:>10.1e}  {}\n",
+            "  {:>7} {:>7} {:>8} {:>10.1} {:>10.1} {:>10.1} {:>11.1} {:>9.1} {:>10.1e}  {}\n",
             o.threads,
-            o.stats.tasks,
+            user_tasks,
+            o.stats.barriers,
             tm.build_ms,
             tm.run_ms,
             tm.check_ms,
             tm.build_ms + tm.run_ms + tm.check_ms,
-            o.stats.tasks as f64 / tm.run_ms.max(1e-9),
+            user_tasks as f64 / tm.run_ms.max(1e-9),
             c.max_rel_rms,
             "PASS"
         ))?;

@@ -65,6 +65,19 @@ pub struct RunOptions {
     pub rtol: f64,
     /// Absolute tolerance of `--expect`.
     pub atol: f64,
+    /// Called with the task id after every kernel call (`pto-wsp bench` counts each task's
+    /// runs with it); `None` for `pto-wsp run`.
+    pub on_task: Option<TaskHook>,
+}
+
+/// A function called with a task's id after each kernel call of a run ([`RunOptions::on_task`]).
+#[derive(Clone)]
+pub struct TaskHook(pub Arc<dyn Fn(u32) + Send + Sync>);
+
+impl std::fmt::Debug for TaskHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TaskHook")
+    }
 }
 
 impl Default for RunOptions {
@@ -84,6 +97,7 @@ impl Default for RunOptions {
             expect: Vec::new(),
             rtol: crate::expect::DEFAULT_RTOL,
             atol: crate::expect::DEFAULT_ATOL,
+            on_task: None,
         }
     }
 }
@@ -139,19 +153,19 @@ pub fn compile_error(loaded: &Loaded, e: &CompileError) -> CliError {
     }
 }
 
-/// A registry running `inner`'s kernels (same names, ids and costs) that also counts the calls
-/// in `done` (for the progress bar).
-fn counting(inner: KernelRegistry, done: &Arc<AtomicU64>) -> KernelRegistry {
+/// A registry running `inner`'s kernels (same names, ids and costs) that also calls `after`
+/// with the task's id after each call (the progress bar's count, `pto-wsp bench`'s hook).
+fn counting(inner: KernelRegistry, after: TaskHook) -> KernelRegistry {
     let inner = Arc::new(inner);
     let mut out = KernelRegistry::new();
     for name in inner.names() {
         let Some(id) = inner.lookup(name) else {
             continue;
         };
-        let (run, count) = (Arc::clone(&inner), Arc::clone(done));
+        let (run, after) = (Arc::clone(&inner), after.clone());
         out.register(name, move |ctx| {
             let r = run.call(id, ctx);
-            count.fetch_add(1, Ordering::Relaxed);
+            (after.0)(ctx.task());
             r
         });
         let cost = Arc::clone(&inner);
@@ -209,7 +223,16 @@ pub fn run(
     let done = Arc::new(AtomicU64::new(0));
     let count = opts.progress && !opts.empty_kernels;
     if count {
-        registry = counting(registry, &done);
+        let done = Arc::clone(&done);
+        registry = counting(
+            registry,
+            TaskHook(Arc::new(move |_| {
+                done.fetch_add(1, Ordering::Relaxed);
+            })),
+        );
+    }
+    if let Some(hook) = &opts.on_task {
+        registry = counting(registry, hook.clone());
     }
     let dims = if main_job {
         Some(llm::Dims::from_bindings(&bindings)?)

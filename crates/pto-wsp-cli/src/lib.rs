@@ -18,6 +18,7 @@ pub mod bench;
 pub mod bench_devgen;
 pub mod bench_kernels;
 pub mod bench_llama;
+pub mod bench_median;
 mod bench_once;
 pub mod binds;
 pub mod bytecode;

@@ -220,6 +220,12 @@ enum Command {
         /// Run only the device-generation section.
         #[arg(long)]
         devgen_only: bool,
+        /// Run the whole bench in N separate processes (this program re-run N times, one after
+        /// the other) and print each figure as median[min-max] over them; numbers equal in
+        /// every process are printed as they are. 1: one process, printed as it runs.
+        #[arg(long, default_value_t = 1, value_name = "N",
+              value_parser = clap::value_parser!(u32).range(1..=1000))]
+        processes: u32,
     },
 }
 
@@ -495,6 +501,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 expect,
                 rtol,
                 atol,
+                on_task: None,
             };
             if target.starts_with("ascend") {
                 let outcome = pto_wsp_cli::ascend_run::run_ascend(&name, &text, &target, &opts)?;
@@ -550,7 +557,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             no_main_job,
             devgen,
             devgen_only,
+            processes,
         } => {
+            if processes > 1 && std::env::var_os(pto_wsp_cli::bench_median::CHILD_ENV).is_none() {
+                let args: Vec<String> = std::env::args().skip(1).collect();
+                emit(&pto_wsp_cli::bench_median::over_processes(
+                    &args, processes,
+                )?)?;
+                return Ok(ExitCode::SUCCESS);
+            }
             let threads = threads.into_iter().map(usize::from).collect();
             let mut opts = pto_wsp_cli::bench::BenchOptions::new(shapes, quick, threads, repeat);
             if !llama.is_empty() {

@@ -83,3 +83,43 @@ fn bench_defaults_to_the_standard_shapes_and_rejects_bad_options() {
     bad.repeat = 0;
     assert!(bench_report(&bad).is_err());
 }
+
+#[test]
+fn bench_processes_runs_separate_processes_and_merges_them() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pto-wsp"))
+        .args([
+            "bench",
+            "independent:50",
+            "--threads",
+            "1",
+            "--repeat",
+            "1",
+            "--processes",
+            "3",
+            "--llama",
+            "0",
+            "--no-kernels",
+            "--no-main-job",
+            "--devgen",
+            "0",
+        ])
+        .env_remove(pto_wsp_cli::bench_median::CHILD_ENV)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}\n{err}");
+    assert!(
+        text.starts_with("# median[min-max] over 3 processes of: pto-wsp bench independent:50"),
+        "{text}"
+    );
+    // Each child announced itself on stderr, and the shape's block is printed once.
+    for i in 1..=3 {
+        assert!(err.contains(&format!("bench: process {i}/3")), "{err}");
+    }
+    assert_eq!(
+        text.matches("independent:50: 50 tasks").count(),
+        1,
+        "{text}"
+    );
+}
