@@ -54,12 +54,22 @@ const PAGES: usize = 1 << (32 - CHUNK_BITS - PAGE_BITS);
 #[cfg(loom)]
 const PAGES: usize = 8;
 
-type Page<T> = Box<[AtomicPtr<T>]>;
+/// Fixed-size arrays, so that indexing by a `u32`'s bits needs no bounds check.
+type Page<T> = Box<[AtomicPtr<T>; 1 << PAGE_BITS]>;
+
+/// A boxed array of `N` values made by `f`.
+fn boxed_array<E, const N: usize>(f: impl FnMut(usize) -> E) -> Box<[E; N]> {
+    let v: Box<[E]> = (0..N).map(f).collect();
+    match v.try_into() {
+        Ok(a) => a,
+        Err(_) => unreachable!("collected exactly N values"),
+    }
+}
 
 /// Storage indexed by `u32`, grown in chunks on demand and freed behind a watermark (see the
 /// module docs).
 pub struct ChunkArena<T> {
-    pages: Box<[OnceLock<Page<T>>]>,
+    pages: Box<[OnceLock<Page<T>>; PAGES]>,
     init: fn() -> T,
     /// Freed chunks kept for reuse (raw `CHUNK`-long boxed slices nobody else references).
     spare: Mutex<Vec<SparePtr<T>>>,
@@ -80,7 +90,7 @@ impl<T> ChunkArena<T> {
     /// An empty arena whose entries start as `init()`.
     pub fn new(init: fn() -> T) -> ChunkArena<T> {
         ChunkArena {
-            pages: (0..PAGES).map(|_| OnceLock::new()).collect(),
+            pages: boxed_array(|_| OnceLock::new()),
             init,
             spare: Mutex::new(Vec::new()),
             live: AtomicUsize::new(0),
@@ -96,11 +106,8 @@ impl<T> ChunkArena<T> {
 
     #[inline]
     fn slot_or_grow(&self, chunk: usize) -> &AtomicPtr<T> {
-        let page = self.pages[chunk >> PAGE_BITS].get_or_init(|| {
-            (0..1usize << PAGE_BITS)
-                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
-                .collect()
-        });
+        let page = self.pages[chunk >> PAGE_BITS]
+            .get_or_init(|| boxed_array(|_| AtomicPtr::new(std::ptr::null_mut())));
         &page[chunk & ((1 << PAGE_BITS) - 1)]
     }
 
