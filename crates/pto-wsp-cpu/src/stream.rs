@@ -15,7 +15,9 @@
 //!
 //! # Batches
 //!
-//! When routing is plain (work stealing, no placement or pool split) the sink seals submitted
+//! When routing is plain (work stealing, no placement or pool split) and the run has no task
+//! window or a stalling one (an `abort` or `benchmark` window judges tasks in flight as they are
+//! submitted and never waits, so holding tasks would change its verdicts) the sink seals submitted
 //! tasks a batch at a time ([`crate::ring::BATCH`] submissions, or at once while a worker is
 //! parked) and the engine publishes the ones found ready through its ready ring, so the
 //! workers trail the builder by about a batch instead of running each task the moment it is
@@ -504,8 +506,13 @@ impl WorkerPool {
             None,
             window.as_ref(),
             Arc::clone(&counters),
-        )
-        .with_ready_ring();
+        );
+        // An `abort` or `benchmark` window judges the tasks in flight as they are submitted and
+        // never waits, so held tasks would change its verdicts: no batches under those.
+        let engine = match stream.window {
+            None | Some((_, WindowMode::Stall)) => engine.with_ready_ring(),
+            Some(_) => engine,
+        };
         let release = |t: TaskId| engine.push_external(t);
         let publish = || engine.publish_external();
         let parked = || engine.workers_parked();
