@@ -20,6 +20,11 @@
 //! Initial ready tasks of a finished graph (its sources) are not queued: workers claim them in
 //! small chunks through one atomic cursor.
 //!
+//! A streamed run's orchestrator hands the tasks it finds ready to the workers in batches
+//! through a [`ReadyRing`] when routing is plain (work stealing, no placement or pool split):
+//! a worker that runs dry claims up to a batch and keeps it on its own stack or deque, where
+//! idle peers steal from it. Other configurations push each such task to the shared queues.
+//!
 //! Completions are counted per worker and published when the worker runs out of work, so the
 //! per-task path has no shared counter; the run ends when the published count reaches the
 //! total (known up front for a finished graph, when orchestration ends for a streamed one).
@@ -48,6 +53,7 @@ use pto_wsp_ir::ExecPool;
 use crate::exec::{Exec, ExecError, TaskFailure};
 use crate::idle::Idle;
 use crate::pool::panic_message;
+use crate::ring::{BATCH, ReadyRing};
 use crate::run::{PoolSplit, RunConfig};
 use crate::stats::Span;
 
@@ -99,6 +105,8 @@ pub(crate) struct Engine<'a, G: RunGraph, E: Exec> {
     window: Option<&'a WindowState>,
     counters: Arc<Counters>,
     sources: &'a [TaskId],
+    /// Batched publication of the orchestrator's ready tasks ([`Engine::with_ready_ring`]).
+    ring: Option<ReadyRing>,
     cursor: CachePadded<AtomicUsize>,
     completed: CachePadded<AtomicU64>,
     /// Total tasks of the run; `u64::MAX` while unknown (orchestration still running).
@@ -164,6 +172,7 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
             window,
             counters,
             sources,
+            ring: None,
             cursor: CachePadded::new(AtomicUsize::new(0)),
             completed: CachePadded::new(AtomicU64::new(0)),
             total: AtomicU64::new(total.unwrap_or(u64::MAX)),
@@ -173,6 +182,17 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
             reports: Mutex::new(Vec::new()),
             t0: Instant::now(),
         }
+    }
+
+    /// Hand the tasks [`Engine::push_external`] is given to the workers in batches through a
+    /// [`ReadyRing`], if routing is plain (work stealing, no placement, no pool split; otherwise
+    /// nothing changes). The caller must call [`Engine::publish_external`] before it waits for
+    /// any task and when it has pushed its last one, and push from one thread only.
+    pub(crate) fn with_ready_ring(mut self) -> Self {
+        if self.kind == ReadyKind::WorkSteal && !self.needs_meta() {
+            self.ring = Some(ReadyRing::new());
+        }
+        self
     }
 
     /// The pool worker `w` serves.
@@ -244,6 +264,15 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
 
     /// Publish a ready task from outside the workers (the orchestration thread).
     pub(crate) fn push_external(&self, t: TaskId) {
+        if let Some(ring) = &self.ring {
+            // A parked worker gets the task at once; a spinning or busy one with the batch.
+            match ring.push(t, self.idle.any_asleep()) {
+                Some(true) => return self.notify(ExecPool::Any, None),
+                Some(false) => return,
+                // Full: the workers are far behind; the shared queue takes it.
+                None => {}
+            }
+        }
         let m = self.graph.meta(t);
         let pool = self.queue_pool(m.pool);
         let target = match self.target_of(m) {
@@ -262,6 +291,52 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
             }
         };
         self.notify(pool, target);
+    }
+
+    /// Make every task [`Engine::push_external`] holds in a partial batch visible to the workers
+    /// (waking one if any sleeps).
+    pub(crate) fn publish_external(&self) {
+        if let Some(ring) = &self.ring
+            && ring.publish()
+        {
+            self.notify(ExecPool::Any, None);
+        }
+    }
+
+    /// Whether [`Engine::push_external`] hands tasks over in batches ([`Engine::with_ready_ring`]
+    /// took effect).
+    pub(crate) fn batches_external(&self) -> bool {
+        self.ring.is_some()
+    }
+
+    /// Whether some worker is parked (a relaxed hint: [`Idle::any_asleep`]).
+    #[inline]
+    pub(crate) fn workers_parked(&self) -> bool {
+        self.idle.any_asleep()
+    }
+
+    /// Claim a batch of the orchestrator's ready tasks: the first is returned, the rest go to
+    /// this worker's stack (alone) or deque (peers may steal them), in submission order.
+    #[inline]
+    fn take_ring(&self, local: &mut LocalReady<'_>, st: &mut WorkerState) -> Option<TaskId> {
+        let ring = self.ring.as_ref()?;
+        let mut buf = [0u32; BATCH];
+        let k = ring.take(&mut buf);
+        if k == 0 {
+            return None;
+        }
+        if k > 1 {
+            if self.alone {
+                st.private
+                    .extend(buf[1..k].iter().rev().map(|&t| TaskId(t)));
+            } else {
+                for &t in buf[1..k].iter().rev() {
+                    local.push(ExecPool::Any, TaskId(t));
+                }
+                self.wake_peers(1 << pool_index(ExecPool::Any));
+            }
+        }
+        Some(TaskId(buf[0]))
     }
 
     /// Work of queue pool `pool` was published (placed on `target`, if any): wake a sleeping
@@ -611,6 +686,9 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
             if let Some(t) = st.private.pop() {
                 return Some(t);
             }
+            if let Some(t) = self.take_ring(local, st) {
+                return Some(t);
+            }
             return match st.mine {
                 ExecPool::Any => local.try_pop_any(),
                 p => local.try_pop(p),
@@ -645,6 +723,7 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
                     self.finished.load(Ordering::SeqCst)
                         || self.abort.load(Ordering::SeqCst)
                         || self.queues.has_work_for_worker(st.w, st.mine)
+                        || self.ring.as_ref().is_some_and(ReadyRing::has_published)
                         || self.cursor.load(Ordering::SeqCst) < self.sources.len()
                         || self.check_finished()
                 });

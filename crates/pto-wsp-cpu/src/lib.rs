@@ -47,6 +47,7 @@ pub mod exec;
 mod idle;
 pub mod kexec;
 pub mod pool;
+mod ring;
 pub mod run;
 pub mod shapes;
 pub mod sim;

@@ -13,6 +13,22 @@
 //!    nothing), and seals it: if nothing is left to wait for, the task is ready and passes the
 //!    start gate ([`StartGate`]: immediate, threshold, after orchestration) to the ready queues.
 //!
+//! # Batches
+//!
+//! When routing is plain (work stealing, no placement or pool split) and the run has no task
+//! window or a stalling one (an `abort` or `benchmark` window judges tasks in flight as they are
+//! submitted and never waits, so holding tasks would change its verdicts) the sink seals submitted
+//! tasks a batch at a time ([`crate::ring::BATCH`] submissions, or at once while a worker is
+//! parked) and the engine publishes the ones found ready through its ready ring, so the
+//! workers trail the builder by about a batch instead of running each task the moment it is
+//! sealed: the builder and the workers then work on different task-state cache lines instead
+//! of passing each task's lines back and forth (a chain: the worker completes task `k` while
+//! the builder wires `k + 1` to it, on the same line). Unsealed tasks are sealed and published
+//! before the orchestrator waits for anything (window, completed prefix, `wait_complete`,
+//! `rate_limit` pacing) and when orchestration ends. So a task waits for at most a batch of
+//! later submissions, and a producer that waits for a task's completion must do so through the
+//! sink ([`EdgeSink::wait_complete`]), not by other means.
+//!
 //! Tasks that become ready later are released by the worker that completes their last
 //! predecessor, exactly as in a finished graph. The run ends when orchestration has ended and
 //! every submitted task has completed.
@@ -48,6 +64,7 @@ use crate::engine::{Engine, Meta, RunGraph};
 use crate::exec::{Exec, ExecError, UnorderedRun};
 use crate::idle::Idle;
 use crate::pool::{WorkerPool, panic_message};
+use crate::ring::BATCH;
 use crate::run::{RunConfig, finish_stats};
 use crate::stats::RunStats;
 use crate::table::{TableWriter, TaskTable};
@@ -150,6 +167,12 @@ pub struct StreamSink<'s> {
     /// The run's clock for `timing rate_limit`.
     t0: Instant,
     release: &'s (dyn Fn(TaskId) + Sync),
+    /// Makes every task `release` was given visible to the workers.
+    publish: &'s (dyn Fn() + Sync),
+    /// Whether some worker is parked (a hint: seal at once rather than batch).
+    parked: &'s (dyn Fn() -> bool + Sync),
+    /// Submitted tasks not sealed yet, when the engine takes ready tasks in batches.
+    unsealed: Option<Vec<TaskId>>,
     fail: &'s (dyn Fn(ExecError) + Sync),
     abort: &'s AtomicBool,
     refused: u64,
@@ -251,13 +274,29 @@ impl<'s> StreamSink<'s> {
         }
     }
 
-    /// Releases every task timing holds and opens the start gate: the orchestrator calls this
-    /// before it waits for any completion, and at the end.
+    /// Seals the submitted tasks whose seal was deferred, in submission order, and publishes
+    /// those found ready.
+    fn seal_batch(&mut self) {
+        let Some(unsealed) = &mut self.unsealed else {
+            return;
+        };
+        let (states, release) = (self.states, self.release);
+        for t in unsealed.drain(..) {
+            Self::seal(states, &mut self.start, release, t);
+        }
+        (self.publish)();
+    }
+
+    /// Seals every deferred task, releases every task timing holds, opens the start gate and
+    /// publishes every released task: the orchestrator calls this before it waits for any
+    /// completion, and at the end.
     fn open_all(&mut self) {
+        self.seal_batch();
         let (states, release) = (self.states, self.release);
         let start = &mut self.start;
         self.timing.flush(|t| Self::seal(states, start, release, t));
         self.start.force_open(release);
+        (self.publish)();
     }
 
     /// A submission under a `timing` other than `immediate`: paces it (`rate_limit`: waits,
@@ -265,6 +304,10 @@ impl<'s> StreamSink<'s> {
     #[cold]
     fn submit_timed(&mut self, task: TaskId) {
         let mut now = self.t0.elapsed().as_nanos() as u64;
+        if self.timing.wait_until(now).is_some() {
+            // About to wait: what was released must be able to run meanwhile.
+            (self.publish)();
+        }
         while let Some(free) = self.timing.wait_until(now) {
             if self.failed() {
                 break;
@@ -334,10 +377,15 @@ impl EdgeSink for StreamSink<'_> {
     #[inline]
     fn submitted(&mut self, task: TaskId) {
         let (states, release) = (self.states, self.release);
-        if self.timing.is_immediate() {
-            Self::seal(states, &mut self.start, release, task);
-        } else {
+        if !self.timing.is_immediate() {
             self.submit_timed(task);
+        } else if let Some(unsealed) = &mut self.unsealed {
+            unsealed.push(task);
+            if unsealed.len() >= BATCH || (self.parked)() {
+                self.seal_batch();
+            }
+        } else {
+            Self::seal(states, &mut self.start, release, task);
         }
         self.start.submitted(release);
         self.submitted = task.0 + 1;
@@ -459,7 +507,15 @@ impl WorkerPool {
             window.as_ref(),
             Arc::clone(&counters),
         );
+        // An `abort` or `benchmark` window judges the tasks in flight as they are submitted and
+        // never waits, so held tasks would change its verdicts: no batches under those.
+        let engine = match stream.window {
+            None | Some((_, WindowMode::Stall)) => engine.with_ready_ring(),
+            Some(_) => engine,
+        };
         let release = |t: TaskId| engine.push_external(t);
+        let publish = || engine.publish_external();
+        let parked = || engine.workers_parked();
         let fail = |e: ExecError| engine.fail(e);
         let orchestrate = || {
             let t0 = Instant::now();
@@ -473,6 +529,9 @@ impl WorkerPool {
                 stream: 0,
                 t0: Instant::now(),
                 release: &release,
+                publish: &publish,
+                parked: &parked,
+                unsealed: engine.batches_external().then(|| Vec::with_capacity(BATCH)),
                 fail: &fail,
                 abort: engine.abort_flag(),
                 refused: 0,
@@ -507,6 +566,7 @@ impl WorkerPool {
             let sink = builder.sink_mut();
             sink.open_all();
             sink.start.orchestration_done(&release);
+            publish();
             let edge_list = sink.edges.take().unwrap_or_default();
             let wired = edges.saturating_sub(sink.refused + build.forgotten);
             engine.set_total(tasks);

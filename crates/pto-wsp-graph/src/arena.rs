@@ -9,7 +9,11 @@
 //! ([`ChunkArena::get_or_grow`]) and never moved, so readers index the arena without locks while
 //! it grows. [`ChunkArena::reclaim_below`] frees every chunk that lies wholly below an index;
 //! the caller promises that no thread touches those entries any more (that is the whole safety
-//! contract: it is what a completed-prefix watermark gives). [`ChunkArena::live`] and
+//! contract: it is what a completed-prefix watermark gives). Up to [`SPARE`] freed chunks are
+//! kept and handed out again by the next growth (entries re-made by `init`), so a run that
+//! streams millions of tasks through a window of a few chunks keeps reusing the same, already
+//! faulted-in memory instead of asking the allocator (and the kernel) for fresh pages per
+//! chunk. [`ChunkArena::live`] and
 //! [`ChunkArena::peak`] count the entries held, so tests can hold memory to a bound without
 //! measuring the process.
 //!
@@ -22,6 +26,7 @@
 //! the pointer to null and frees the chunk.
 
 use crate::sync::{AtomicPtr, AtomicUsize, OnceLock, Ordering};
+use std::sync::Mutex;
 
 /// log2 of [`CHUNK`].
 #[cfg(not(loom))]
@@ -36,6 +41,12 @@ pub const CHUNK: usize = 1 << CHUNK_BITS;
 const PAGE_BITS: u32 = 10;
 #[cfg(loom)]
 const PAGE_BITS: u32 = 2;
+/// Most freed chunks kept for reuse (not counted as [`ChunkArena::live`]).
+#[cfg(not(loom))]
+pub const SPARE: usize = 8;
+/// None under loom: models keep exercising fresh growth.
+#[cfg(loom)]
+pub const SPARE: usize = 0;
 /// Directory pages needed to index every `u32`.
 #[cfg(not(loom))]
 const PAGES: usize = 1 << (32 - CHUNK_BITS - PAGE_BITS);
@@ -43,13 +54,25 @@ const PAGES: usize = 1 << (32 - CHUNK_BITS - PAGE_BITS);
 #[cfg(loom)]
 const PAGES: usize = 8;
 
-type Page<T> = Box<[AtomicPtr<T>]>;
+/// Fixed-size arrays, so that indexing by a `u32`'s bits needs no bounds check.
+type Page<T> = Box<[AtomicPtr<T>; 1 << PAGE_BITS]>;
+
+/// A boxed array of `N` values made by `f`.
+fn boxed_array<E, const N: usize>(f: impl FnMut(usize) -> E) -> Box<[E; N]> {
+    let v: Box<[E]> = (0..N).map(f).collect();
+    match v.try_into() {
+        Ok(a) => a,
+        Err(_) => unreachable!("collected exactly N values"),
+    }
+}
 
 /// Storage indexed by `u32`, grown in chunks on demand and freed behind a watermark (see the
 /// module docs).
 pub struct ChunkArena<T> {
-    pages: Box<[OnceLock<Page<T>>]>,
+    pages: Box<[OnceLock<Page<T>>; PAGES]>,
     init: fn() -> T,
+    /// Freed chunks kept for reuse (raw `CHUNK`-long boxed slices nobody else references).
+    spare: Mutex<Vec<SparePtr<T>>>,
     live: AtomicUsize,
     peak: AtomicUsize,
 }
@@ -67,8 +90,9 @@ impl<T> ChunkArena<T> {
     /// An empty arena whose entries start as `init()`.
     pub fn new(init: fn() -> T) -> ChunkArena<T> {
         ChunkArena {
-            pages: (0..PAGES).map(|_| OnceLock::new()).collect(),
+            pages: boxed_array(|_| OnceLock::new()),
             init,
+            spare: Mutex::new(Vec::new()),
             live: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
         }
@@ -82,11 +106,8 @@ impl<T> ChunkArena<T> {
 
     #[inline]
     fn slot_or_grow(&self, chunk: usize) -> &AtomicPtr<T> {
-        let page = self.pages[chunk >> PAGE_BITS].get_or_init(|| {
-            (0..1usize << PAGE_BITS)
-                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
-                .collect()
-        });
+        let page = self.pages[chunk >> PAGE_BITS]
+            .get_or_init(|| boxed_array(|_| AtomicPtr::new(std::ptr::null_mut())));
         &page[chunk & ((1 << PAGE_BITS) - 1)]
     }
 
@@ -126,8 +147,7 @@ impl<T> ChunkArena<T> {
         }
         let i = i as usize;
         let slot = self.slot_or_grow(i >> CHUNK_BITS);
-        let chunk: Box<[T]> = (0..CHUNK).map(|_| (self.init)()).collect();
-        let fresh = Box::into_raw(chunk) as *mut T;
+        let fresh = self.new_chunk();
         let p = match slot.compare_exchange(
             std::ptr::null_mut(),
             fresh,
@@ -140,11 +160,12 @@ impl<T> ChunkArena<T> {
                 fresh
             }
             Err(theirs) => {
-                // Another grower won: free our copy, never published.
-                // SAFETY: `fresh` came from `Box::into_raw` of a `CHUNK`-long slice just above
-                // and nobody else saw it.
+                // Another grower won: our copy was never published.
+                // SAFETY: `fresh` came from `new_chunk` just above and nobody else saw it.
                 #[allow(unsafe_code)]
-                drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(fresh, CHUNK)) });
+                unsafe {
+                    self.retire_chunk(fresh)
+                };
                 theirs
             }
         };
@@ -153,6 +174,47 @@ impl<T> ChunkArena<T> {
         unsafe {
             &*p.add(i & (CHUNK - 1))
         }
+    }
+
+    /// A chunk of `CHUNK` entries made by `init`: a spare one re-made in place, or a new one.
+    fn new_chunk(&self) -> *mut T {
+        let spare = self.spare.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        match spare {
+            Some(SparePtr(p)) => {
+                for k in 0..CHUNK {
+                    // SAFETY: `p` is a `CHUNK`-long slice nobody references (a spare chunk); its
+                    // entries are initialised, so each is dropped and re-made in place.
+                    #[allow(unsafe_code)]
+                    unsafe {
+                        let e = p.add(k);
+                        std::ptr::drop_in_place(e);
+                        e.write((self.init)());
+                    }
+                }
+                p
+            }
+            None => {
+                let chunk: Box<[T]> = (0..CHUNK).map(|_| (self.init)()).collect();
+                Box::into_raw(chunk) as *mut T
+            }
+        }
+    }
+
+    /// Keeps a chunk nobody references any more for reuse, or frees it if [`SPARE`] are kept.
+    ///
+    /// # Safety
+    /// `p` came from [`ChunkArena::new_chunk`] and nobody references its entries.
+    #[allow(unsafe_code)]
+    unsafe fn retire_chunk(&self, p: *mut T) {
+        {
+            let mut spare = self.spare.lock().unwrap_or_else(|p| p.into_inner());
+            if spare.len() < SPARE {
+                spare.push(SparePtr(p));
+                return;
+            }
+        }
+        // SAFETY: the caller's promise; `new_chunk` made it as a `CHUNK`-long boxed slice.
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, CHUNK)) });
     }
 
     /// Frees every chunk that lies wholly below index `below` and was not freed before,
@@ -173,9 +235,9 @@ impl<T> ChunkArena<T> {
             if p.is_null() {
                 break;
             }
-            // SAFETY: `p` was installed from `Box::into_raw` of a `CHUNK`-long slice; the swap
-            // took it out, and the caller promised nobody uses its entries.
-            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, CHUNK)) });
+            // SAFETY: `p` was installed from `new_chunk`; the swap took it out, and the caller
+            // promised nobody uses its entries.
+            unsafe { self.retire_chunk(p) };
             freed += CHUNK;
         }
         self.live.fetch_sub(freed, Ordering::Relaxed);
@@ -196,7 +258,7 @@ impl<T> ChunkArena<T> {
             return 0;
         }
         // SAFETY: as in `reclaim_below`.
-        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, CHUNK)) });
+        unsafe { self.retire_chunk(p) };
         self.live.fetch_sub(CHUNK, Ordering::Relaxed);
         CHUNK
     }
@@ -214,6 +276,13 @@ impl<T> ChunkArena<T> {
 
 impl<T> Drop for ChunkArena<T> {
     fn drop(&mut self) {
+        let spare = self.spare.get_mut().unwrap_or_else(|p| p.into_inner());
+        for SparePtr(p) in spare.drain(..) {
+            // SAFETY: `&mut self`: nobody else uses the arena; a spare chunk is a `CHUNK`-long
+            // boxed slice nobody references.
+            #[allow(unsafe_code)]
+            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, CHUNK)) });
+        }
         for page in self.pages.iter_mut() {
             let Some(page) = page.get_mut() else { continue };
             for slot in page.iter() {
@@ -228,6 +297,14 @@ impl<T> Drop for ChunkArena<T> {
         }
     }
 }
+
+/// A spare chunk's pointer (owned by the arena's spare list).
+struct SparePtr<T>(*mut T);
+
+// SAFETY: a spare chunk is owned by the arena alone; moving its ownership between threads is
+// what `T: Send` allows.
+#[allow(unsafe_code)]
+unsafe impl<T: Send> Send for SparePtr<T> {}
 
 // SAFETY: the arena hands out `&T` to any thread and frees `T`s from any thread: exactly what
 // `T: Send + Sync` allows.
@@ -261,5 +338,26 @@ mod tests {
         assert_eq!(a.get_or_grow(u32::MAX).load(Ordering::Relaxed), 7);
         assert_eq!(a.live(), 4 * CHUNK);
         assert_eq!(a.peak(), 5 * CHUNK);
+    }
+
+    #[test]
+    fn reused_chunks_start_afresh() {
+        let a = ChunkArena::<AtomicUsize>::new(|| AtomicUsize::new(7));
+        let n = ((SPARE + 3) * CHUNK) as u32;
+        for i in 0..n {
+            a.get_or_grow(i).store(1, Ordering::Relaxed);
+        }
+        // SAFETY: nothing else uses the arena.
+        #[allow(unsafe_code)]
+        let freed = unsafe { a.reclaim_below(n) };
+        assert_eq!(freed, n as usize);
+        assert_eq!(a.live(), 0);
+        assert_eq!(a.spare.lock().unwrap().len(), SPARE);
+        // Growth takes the spares back, each entry re-made by `init`, then fresh chunks.
+        for i in n..2 * n {
+            assert_eq!(a.get_or_grow(i).load(Ordering::Relaxed), 7, "index {i}");
+        }
+        assert!(a.spare.lock().unwrap().is_empty());
+        assert_eq!(a.live(), n as usize);
     }
 }

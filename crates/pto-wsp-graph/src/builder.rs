@@ -506,9 +506,9 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         n.fanin = fanin;
         n.io_count = nio as u16;
         n.params_count = nparams as u16;
-        let n = *n;
+        // By reference: a copy right after these narrow stores stalls on store forwarding.
         self.sink
-            .publish(&n, &self.params[params_at..], &self.io[io_at..]);
+            .publish(n, &self.params[params_at..], &self.io[io_at..]);
         self.sink.submitted(task);
         self.open = false;
         self.retire_in -= 1;
