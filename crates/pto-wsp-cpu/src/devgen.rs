@@ -521,7 +521,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         match Interpreter::new(sh.program, sh.bound, ExecutorConfig::all()) {
             Ok(mut interp) => match interp.run(self) {
                 Ok(summary) => self.stats.loops_at_max = summary.loops_at_max,
-                Err(e) => sh.fail(ExecError::Build(e.to_string())),
+                Err(e) => sh.fail(ExecError::build(&e)),
             },
             Err(e) => sh.fail(ExecError::Build(e.to_string())),
         }
