@@ -74,8 +74,10 @@
 //! # Computed reads
 //!
 //! A `read` instruction (`docs/SEMANTICS.md`, "Computed reads") reads an element of a tensor
-//! tasks of the run write. Every executor walks every task, so every executor makes every read,
-//! at the same place of the same stream, and numbers them alike.
+//! tasks of the run write; a `loop` over a ragged or sparse axis whose arrays tasks write reads
+//! each such array whole when it starts (a box read, served the same way). Every executor walks
+//! every task, so every executor makes every read, at the same place of the same stream, and
+//! numbers them alike.
 //!
 //! - **Producers.** When the program has reads, each executor records the written boxes of
 //!   every generated task on a read tensor ([`Producers`]; nothing is recorded otherwise). At a
