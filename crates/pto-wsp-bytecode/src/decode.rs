@@ -295,14 +295,20 @@ impl Decoder<'_> {
                 array: t.flags & TENSOR_ARRAY != 0,
             });
         }
+        // An axis array is bound, or computed (`docs/SEMANTICS.md`, "Computed reads"): an
+        // integer tensor with a shape and no bound contents, read whole through the sink.
         let array = |t: u16, at: usize, table: &'static str, i: usize| -> Result<(), DecodeError> {
             match tensors.get(usize::from(t)) {
                 Some(d) if d.array => Ok(()),
+                Some(d) if d.shape.is_some() && d.dtype.is_integer() => Ok(()),
                 Some(_) => Err(entry(
                     at,
                     table,
                     i,
-                    format!("tensor {t} has no bound contents"),
+                    format!(
+                        "tensor {t} has no bound contents and is not an integer tensor with a \
+                         shape (a computed array)"
+                    ),
                 )),
                 None => Err(entry(at, table, i, format!("tensor {t} does not exist"))),
             }
@@ -698,6 +704,7 @@ impl Decoder<'_> {
             max_coords: 0,
             total_coords: 0,
             max_regions: 0,
+            read_locs: img.read_locs.clone(),
         };
         let mut off = 0u32;
         for t in &prog.tensors {
@@ -705,6 +712,26 @@ impl Decoder<'_> {
             off += t.shape.as_ref().map_or(0, Vec::len) as u32;
         }
         self.structure(&mut prog, &uses_args)?;
+        // The read-location side table (after the instructions are checked): increasing pcs of `read`s and loops, sane locations.
+        for (i, &(pc, loc)) in img.read_locs.iter().enumerate() {
+            let at = self.off.read_locs + 4 + 12 * i;
+            let op = img.insns.get(pc as usize).map(|x| x.op);
+            let message = if !matches!(op, Some(Op::Read | Op::Loop)) {
+                Some(format!("instruction {pc} is not a `read` or a `loop`"))
+            } else if i > 0 && img.read_locs[i - 1].0 >= pc {
+                Some("instructions are not in increasing order".to_string())
+            } else if loc.start > loc.end {
+                Some(format!(
+                    "location {}..{} ends before it starts",
+                    loc.start, loc.end
+                ))
+            } else {
+                None
+            };
+            if let Some(m) = message {
+                return Err(entry(at, "read locations", i, m));
+            }
+        }
         plan(&mut prog);
         // The interpreter finds a task's plan through its instruction: `b` (the keyset, kept in
         // the task's descriptor) becomes the task's index.
@@ -1934,6 +1961,61 @@ workload main() {
         for want in ["while max", "wend", "break if", "read s = A["] {
             assert!(text.contains(want), "{want:?} not in\n{text}");
         }
+    }
+
+    /// The side table of read locations: the `read` and the loop over a computed ragged axis
+    /// carry their statements' places; bytes without computed reads carry no table (unchanged
+    /// layout); a table entry naming another instruction, or out of order, is refused.
+    #[test]
+    fn read_locations_are_a_validated_side_table() {
+        let p = Program::decode(&while_image().write()).expect("decodes");
+        let read = p
+            .insns
+            .iter()
+            .position(|i| i.op == Op::Read)
+            .expect("a read");
+        let loc = p.read_loc(read);
+        assert_eq!(
+            &WHILE_SRC[loc.start as usize..loc.end as usize],
+            "load s = A[s];"
+        );
+        // Not a read: no location.
+        assert!(!p.read_loc(0).is_known());
+        // A ragged axis over computed lengths: the loop's place is the statement's.
+        let src = "tensor H: i64[4];\ntensor A: i64[4];\ntensor D: f32[4, 4];\n\
+                   axis R = ragged(4, A);\nkernel copy(in x: i64[?], out y: i64[?]);\n\
+                   kernel k(inout x: f32[1, 4]);\nworkload main() {\n\
+                   task copy(H[0 +: 4], A[0 +: 4]);\n\
+                   parallel_for r, c in R { task k(D[r, 0 +: 4]); }\n}\n";
+        let m = pto_wsp_ir::parse(src).expect("parses");
+        let img = Image::read(&encode(&m, &EncodeOptions::default()).expect("encodes"))
+            .expect("reads")
+            .0;
+        let p = Program::decode(&img.write()).expect("decodes");
+        assert_eq!(p.computed_tensors(), vec![false, true, false]);
+        let lp = find(&img, Op::Loop);
+        let loc = p.read_loc(lp);
+        assert!(src[loc.start as usize..loc.end as usize].starts_with("parallel_for r, c in R"));
+        // No computed read: no table, no flag.
+        let m = pto_wsp_ir::parse(
+            "tensor D: f32[4, 4];\naxis I = dense(4);\nkernel k(inout x: f32[1, 4]);\n\
+             workload main() { parallel_for r in I { task k(D[r, 0 +: 4]); } }",
+        )
+        .expect("parses");
+        let bytes = encode(&m, &EncodeOptions::default()).expect("encodes");
+        assert!(Image::read(&bytes).expect("reads").0.read_locs.is_empty());
+        assert_eq!(bytes[45] & crate::format::FLAG_READ_LOCS, 0);
+        // Malformed tables.
+        let mut img = while_image();
+        img.read_locs[0].0 = 0;
+        has(&err_of(&img), "instruction 0 is not a `read` or a `loop`");
+        let mut img = while_image();
+        let again = img.read_locs[0];
+        img.read_locs.push(again);
+        has(&err_of(&img), "instructions are not in increasing order");
+        let mut img = while_image();
+        img.read_locs[0].1 = pto_wsp_ir::Loc { start: 9, end: 3 };
+        has(&err_of(&img), "ends before it starts");
     }
 
     #[test]

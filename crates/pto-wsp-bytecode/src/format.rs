@@ -32,6 +32,10 @@ pub const NO_KEYSET: u32 = 0xFFFF_FFFF;
 /// Header flag: the names of kernels, tensors without bound contents, axes, processes and
 /// channels are present (the names of symbols, slots and bound tensors always are).
 pub const FLAG_DEBUG_NAMES: u8 = 1;
+/// Header flag: the side table of read locations follows the names (`u32` count, then per
+/// computed read `u32 pc, u32 start, u32 end`: source byte offsets, `u32::MAX` when none). Set
+/// only when the entry has computed reads, so other programs' bytes do not change.
+pub const FLAG_READ_LOCS: u8 = 2;
 
 /// Loop-descriptor flag: the whole row of a ragged / sparse axis is skipped at once.
 pub const LOOP_ROW_SKIP: u16 = 1;

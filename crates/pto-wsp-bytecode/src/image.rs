@@ -11,9 +11,11 @@
 
 use crate::decode::DecodeError;
 use crate::format::{
-    FLAG_DEBUG_NAMES, HEADER_LEN, MAGIC, MAX_DISPATCH_DEPTH, MAX_RANK, TENSOR_ARRAY, VERSION, dnode,
+    FLAG_DEBUG_NAMES, FLAG_READ_LOCS, HEADER_LEN, MAGIC, MAX_DISPATCH_DEPTH, MAX_RANK,
+    TENSOR_ARRAY, VERSION, dnode,
 };
 use crate::op::{Insn, Op};
+use pto_wsp_ir::Loc;
 
 /// An axis record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -139,6 +141,8 @@ pub(crate) struct Image {
     /// Whether the names of kernels, axes, processes, channels and unbound tensors are stored.
     pub debug_names: bool,
     pub names: Names,
+    /// `(pc, loc)` of each computed read, by increasing pc (the read-location side table).
+    pub read_locs: Vec<(u32, Loc)>,
 }
 
 /// Where each part of an image was found, for error messages.
@@ -157,6 +161,7 @@ pub(crate) struct Offsets {
     pub sched: usize,
     pub channels: usize,
     pub names: usize,
+    pub read_locs: usize,
     pub symbols: usize,
     pub slots: usize,
     pub regs: usize,
@@ -269,6 +274,10 @@ impl Image {
             FLAG_DEBUG_NAMES
         } else {
             0
+        } | if self.read_locs.is_empty() {
+            0
+        } else {
+            FLAG_READ_LOCS
         });
         w.u16(self.dimsets.len() as u16);
         let len_at = w.0.len();
@@ -380,6 +389,14 @@ impl Image {
                 w.name(s);
             }
         }
+        if !self.read_locs.is_empty() {
+            w.u32(self.read_locs.len() as u32);
+            for &(pc, loc) in &self.read_locs {
+                w.u32(pc);
+                w.u32(loc.start);
+                w.u32(loc.end);
+            }
+        }
         let total = w.0.len() as u32;
         w.0[len_at..len_at + 4].copy_from_slice(&total.to_le_bytes());
         w.0
@@ -418,7 +435,7 @@ impl Image {
         let flags_at = r.pos;
         let flags = r.u8("the flags")?;
         let n_dimsets = usize::from(r.u16("the dimension list count")?);
-        if flags & !FLAG_DEBUG_NAMES != 0 {
+        if flags & !(FLAG_DEBUG_NAMES | FLAG_READ_LOCS) != 0 {
             return Err(DecodeError::BadEntry {
                 offset: flags_at,
                 table: "header",
@@ -643,6 +660,18 @@ impl Image {
             procs: optional(&mut r, usize::from(n_procs))?,
             channels: optional(&mut r, n_channels)?,
         };
+        off.read_locs = r.pos;
+        let mut read_locs = Vec::new();
+        if flags & FLAG_READ_LOCS != 0 {
+            let n = r.u32("the read location count")? as usize;
+            r.need(n.saturating_mul(12), "the read locations")?;
+            for _ in 0..n {
+                let pc = r.u32("a read location's instruction")?;
+                let start = r.u32("a read location's start")?;
+                let end = r.u32("a read location's end")?;
+                read_locs.push((pc, Loc { start, end }));
+            }
+        }
         if r.pos != bytes.len() {
             return Err(DecodeError::Length {
                 header: r.pos as u64,
@@ -679,6 +708,7 @@ impl Image {
                 n_procs,
                 debug_names,
                 names,
+                read_locs,
             },
             off,
         ))

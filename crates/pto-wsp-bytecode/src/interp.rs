@@ -195,6 +195,15 @@ pub enum InterpError {
         /// Why the sink refused it.
         reason: String,
     },
+    /// An error of a computed read — a `read`, or a loop reading its axis's computed arrays —
+    /// at the read's source location (the bytecode's side table of read locations).
+    #[error("{error}")]
+    AtRead {
+        /// The error.
+        error: Box<InterpError>,
+        /// The statement that reads.
+        loc: Loc,
+    },
     /// An instruction the interpreter cannot run where it stands (a decoder bug).
     #[error("internal error at instruction {pc}: {message}")]
     Internal {
@@ -203,6 +212,20 @@ pub enum InterpError {
         /// What went wrong.
         message: String,
     },
+}
+
+impl pto_wsp_ir::Diagnostic for InterpError {
+    /// A computed read's location ([`InterpError::AtRead`]); [`Loc::NONE`] otherwise.
+    fn loc(&self) -> Loc {
+        match self {
+            InterpError::AtRead { loc, .. } => *loc,
+            _ => Loc::NONE,
+        }
+    }
+
+    fn label(&self) -> Option<String> {
+        matches!(self, InterpError::AtRead { .. }).then(|| "computed read".to_string())
+    }
 }
 
 /// What an interpretation reports at the end.
@@ -393,6 +416,9 @@ pub struct Interpreter<'p> {
     /// The indices of the `load` / `read` being run, and a computed read's answer.
     index: Vec<i64>,
     read_buf: Vec<i64>,
+    /// Per `loop` over an axis with computed arrays: its pc and the arrays read (through the
+    /// sink) when it last started. A loop instruction is open at most once at a time.
+    snaps: Vec<(u32, [Vec<i64>; 2])>,
 }
 
 impl<'p> Interpreter<'p> {
@@ -471,6 +497,7 @@ impl<'p> Interpreter<'p> {
             summary: RunSummary::default(),
             index: Vec::new(),
             read_buf: Vec::new(),
+            snaps: Vec::new(),
         };
         interp.constant_coords();
         interp.dependents();
@@ -860,7 +887,13 @@ impl<'p> Interpreter<'p> {
                     return Ok(Stop::Done);
                 }
                 Op::Loop => {
-                    self.loop_start(pc, ps)?;
+                    if !self
+                        .loop_start(pc, ps, sink)
+                        .map_err(|e| self.at_read(pc, e))?
+                    {
+                        ps.pc = pc;
+                        return Ok(Stop::Stopped);
+                    }
                     pc = self.advance(ps, sink)?;
                 }
                 Op::Next => {
@@ -943,7 +976,7 @@ impl<'p> Interpreter<'p> {
                     pc += 1;
                 }
                 Op::Load => pc = self.load(pc)?,
-                Op::Read => match self.read(pc, sink)? {
+                Op::Read => match self.read(pc, sink).map_err(|e| self.at_read(pc, e))? {
                     Some(next) => pc = next,
                     None => {
                         ps.pc = pc;
@@ -1017,12 +1050,21 @@ impl<'p> Interpreter<'p> {
         }
     }
 
-    /// Starts a loop: evaluates its axis and pushes its frame (the first iteration is then
-    /// decided by [`Interpreter::advance`]).
-    fn loop_start(&mut self, pc: usize, ps: &mut ProcState) -> R<()> {
+    /// Starts a loop: evaluates its axis (reading its computed arrays through the sink) and
+    /// pushes its frame (the first iteration is then decided by [`Interpreter::advance`]).
+    /// `false`: the sink stopped the run at a read.
+    fn loop_start(&mut self, pc: usize, ps: &mut ProcState, sink: &mut impl TaskSink) -> R<bool> {
         let prog = self.prog;
         let insn = prog.insns[pc];
         let desc = &prog.loops[usize::from(insn.a)];
+        let axis = &prog.axes[usize::from(desc.axis)];
+        if axis.arrays().any(|t| prog.computed_array(t)) {
+            for (k, t) in axis.arrays().enumerate() {
+                if prog.computed_array(t) && !self.read_array(pc, k, t, sink)? {
+                    return Ok(false);
+                }
+            }
+        }
         let ordered = insn.flags & 1 != 0;
         let now = self.count;
         let track = ordered.then(|| OrderTrack::new(now));
@@ -1051,7 +1093,7 @@ impl<'p> Interpreter<'p> {
             },
             AxisDesc::Ragged { rows, lengths } => {
                 let rows = eval_rows(self, rows, "row count")?;
-                let data = self.array(lengths);
+                let data = self.axis_array(pc, 0, lengths);
                 let name = || prog.tensor_name(u32::from(lengths));
                 if (data.len() as u64) < rows as u64 {
                     return Err(InterpError::ArrayTooShort {
@@ -1086,8 +1128,8 @@ impl<'p> Interpreter<'p> {
                 indices,
             } => {
                 let rows = eval_rows(self, rows, "row count")?;
-                let ip = self.array(indptr);
-                let idx = self.array(indices);
+                let ip = self.axis_array(pc, 0, indptr);
+                let idx = self.axis_array(pc, 1, indices);
                 let ip_name = prog.tensor_name(u32::from(indptr));
                 let needed = rows as u64 + 1;
                 if (ip.len() as u64) < needed {
@@ -1132,7 +1174,7 @@ impl<'p> Interpreter<'p> {
             }
         };
         ps.stack.push(frame);
-        Ok(())
+        Ok(true)
     }
 
     #[inline]
@@ -1140,11 +1182,73 @@ impl<'p> Interpreter<'p> {
         self.bound.arrays[usize::from(t)].as_deref().unwrap_or(&[])
     }
 
+    /// Array `k` (`t`) of the axis of the loop at `lpc`: its bound contents, or what
+    /// [`Interpreter::read_array`] read when the loop started.
+    #[inline]
+    fn axis_array(&self, lpc: usize, k: usize, t: u16) -> &[i64] {
+        match self.bound.arrays[usize::from(t)].as_deref() {
+            Some(a) => a,
+            None => self
+                .snaps
+                .iter()
+                .find(|(p, _)| *p as usize == lpc)
+                .map_or(&[], |(_, a)| &a[k]),
+        }
+    }
+
+    /// Reads computed array `k` (tensor `t`, whole) of the loop at `lpc` through the sink
+    /// (`docs/SEMANTICS.md`, "Computed reads": a ragged or sparse axis reads its whole tensor
+    /// when its loop starts). `false`: the sink stopped the run.
+    #[cold]
+    fn read_array(&mut self, lpc: usize, k: usize, t: u16, sink: &mut impl TaskSink) -> R<bool> {
+        let prog = self.prog;
+        let shape = &self.bound.shapes[usize::from(t)];
+        let zeros = [0i64; crate::format::MAX_RANK];
+        let read = DataRead {
+            tensor: u32::from(t),
+            start: &zeros[..shape.len()],
+            size: shape,
+            loc: prog.read_loc(lpc),
+        };
+        let at = match self.snaps.iter().position(|(p, _)| *p as usize == lpc) {
+            Some(i) => i,
+            None => {
+                self.snaps.push((lpc as u32, Default::default()));
+                self.snaps.len() - 1
+            }
+        };
+        let out = &mut self.snaps[at].1[k];
+        out.clear();
+        if shape.contains(&0) {
+            // Nothing to read (as the reference expander: no read is made).
+            return Ok(true);
+        }
+        match sink.read(&read, out) {
+            Ok(()) => {
+                self.summary.computed_reads += 1;
+                let want = shape.iter().product::<i64>();
+                if out.len() as i64 != want {
+                    return Err(InterpError::ComputedRead {
+                        tensor: prog.tensor_name(u32::from(t)),
+                        reason: format!("the sink gave {} element(s), not {want}", out.len()),
+                    }
+                    .into());
+                }
+                Ok(true)
+            }
+            Err(ReadRefused::Stopped) => Ok(false),
+            Err(ReadRefused::Unsupported(reason)) => Err(InterpError::ComputedRead {
+                tensor: prog.tensor_name(u32::from(t)),
+                reason,
+            }
+            .into()),
+        }
+    }
+
     /// Moves the loop on top of the stack to its next iteration (skipping whole iterations
     /// where allowed), or leaves it. Returns the next pc.
     fn advance(&mut self, ps: &mut ProcState, sink: &mut impl TaskSink) -> R<usize> {
         let prog = self.prog;
-        let bound: &'p Bound = self.bound;
         loop {
             let now = self.count;
             self.steps += 1;
@@ -1210,19 +1314,20 @@ impl<'p> Interpreter<'p> {
                         }
                         .into());
                     };
-                    let lens = bound.arrays[usize::from(lengths)].as_deref().unwrap_or(&[]);
+                    let lens = self.axis_array(lpc, 0, lengths);
                     while *row < *rows && *pos >= lens[*row as usize] {
                         *row += 1;
                         *pos = 0;
                     }
                     if *row < *rows {
+                        let row_len = lens[*row as usize];
                         let row_now = *row as u64;
                         let first = *pos == 0;
                         let untracked = track.is_none();
                         self.set_reg(usize::from(desc.var0), row_now);
                         if first && desc.row_skip && untracked {
                             // The whole row at once: its tasks share the row's target.
-                            let len = lens[*row as usize] as u64;
+                            let len = row_len as u64;
                             let r = *row;
                             self.hoist =
                                 self.target(0, 0, desc.hoist.map(u32::from)).ok().flatten();
@@ -1277,18 +1382,21 @@ impl<'p> Interpreter<'p> {
                         }
                         .into());
                     };
-                    let ip = bound.arrays[usize::from(indptr)].as_deref().unwrap_or(&[]);
-                    let idx = bound.arrays[usize::from(indices)].as_deref().unwrap_or(&[]);
+                    let ip = self.axis_array(lpc, 0, indptr);
+                    let idx = self.axis_array(lpc, 1, indices);
                     // indptr was checked: rows + 1 non-decreasing entries within the indices.
                     while *row < *rows && *j >= ip[*row + 1] as usize {
                         *row += 1;
                     }
                     if *row < *rows {
+                        let (lo, hi) = (ip[*row], ip[*row + 1]);
+                        // `j` is below `hi`, which is within the indices.
+                        let e = idx[*j] as u64;
                         let row_now = *row as u64;
-                        let first = *j == ip[*row] as usize;
+                        let first = *j == lo as usize;
                         self.set_reg(usize::from(desc.var0), row_now);
                         if first && desc.row_skip {
-                            let len = (ip[*row + 1] - ip[*row]) as u64;
+                            let len = (hi - lo) as u64;
                             let r = *row;
                             self.hoist =
                                 self.target(0, 0, desc.hoist.map(u32::from)).ok().flatten();
@@ -1300,7 +1408,7 @@ impl<'p> Interpreter<'p> {
                             {
                                 if let Some(Frame::Sparse { row, j, .. }) = ps.stack.last_mut() {
                                     *row = r + 1;
-                                    *j = ip[r + 1] as usize;
+                                    *j = hi as usize;
                                 }
                                 self.advance_count(total, sink)?;
                                 continue;
@@ -1313,7 +1421,6 @@ impl<'p> Interpreter<'p> {
                             }
                             .into());
                         };
-                        let e = idx[*j] as u64;
                         *j += 1;
                         self.set_reg(usize::from(desc.var1), e);
                         if (desc.hoist.is_some() || desc.count.is_some())
@@ -1507,6 +1614,17 @@ impl<'p> Interpreter<'p> {
         Ok(ld.next_pc as usize)
     }
 
+    /// `e`, raised by the computed read at `pc`, at the read's location when the bytecode
+    /// stores one (the error path only).
+    #[cold]
+    fn at_read(&self, pc: usize, e: Box<InterpError>) -> Box<InterpError> {
+        let loc = self.prog.read_loc(pc);
+        if !loc.is_known() {
+            return e;
+        }
+        Box::new(InterpError::AtRead { error: e, loc })
+    }
+
     /// A computed read: the element comes from the sink (`None`: the sink stopped the run).
     fn read(&mut self, pc: usize, sink: &mut impl TaskSink) -> R<Option<usize>> {
         self.element_index(pc)?;
@@ -1517,7 +1635,7 @@ impl<'p> Interpreter<'p> {
             tensor: u32::from(t),
             start: &self.index,
             size: &ones[..self.index.len()],
-            loc: Loc::NONE,
+            loc: prog.read_loc(pc),
         };
         let mut out = std::mem::take(&mut self.read_buf);
         out.clear();

@@ -8,7 +8,7 @@
 //! every value of the type. Its fields are private; the accessors give what a runtime needs.
 
 use crate::op::Insn;
-use pto_wsp_ir::{Access, DType, ExecPool, ScalarType};
+use pto_wsp_ir::{Access, DType, ExecPool, Loc, ScalarType};
 use std::ops::Range;
 
 /// A fast form of an expression, tried before its ops.
@@ -53,6 +53,20 @@ pub(crate) enum AxisDesc {
         indptr: u16,
         indices: u16,
     },
+}
+
+impl AxisDesc {
+    /// The tensors whose contents the axis reads (none for a dense axis).
+    pub(crate) fn arrays(&self) -> impl Iterator<Item = u16> {
+        let (a, b) = match *self {
+            AxisDesc::Dense { .. } => (None, None),
+            AxisDesc::Ragged { lengths, .. } => (Some(lengths), None),
+            AxisDesc::Sparse {
+                indptr, indices, ..
+            } => (Some(indptr), Some(indices)),
+        };
+        a.into_iter().chain(b)
+    }
 }
 
 /// A loop statement.
@@ -276,6 +290,8 @@ pub struct Program {
     /// Coordinates (starts and sizes) of every task statement together.
     pub(crate) total_coords: usize,
     pub(crate) max_regions: usize,
+    /// `(pc, loc)` of each computed read (`read`, a loop over computed arrays), by pc.
+    pub(crate) read_locs: Vec<(u32, Loc)>,
 }
 
 impl Program {
@@ -304,8 +320,9 @@ impl Program {
         self.sched.streams
     }
 
-    /// Per tensor (module index): whether a `read` instruction reads it, i.e. the generator
-    /// reads values tasks of the run compute (`docs/SEMANTICS.md`, "Computed reads").
+    /// Per tensor (module index): whether a `read` instruction or a ragged / sparse axis over
+    /// unbound arrays reads it, i.e. the generator reads values tasks of the run compute
+    /// (`docs/SEMANTICS.md`, "Computed reads").
     pub fn computed_tensors(&self) -> Vec<bool> {
         let mut out = vec![false; self.tensors.len()];
         for i in &self.insns {
@@ -315,7 +332,29 @@ impl Program {
                 *c = true;
             }
         }
+        for a in &self.axes {
+            for t in a.arrays() {
+                if self.computed_array(t) {
+                    out[usize::from(t)] = true;
+                }
+            }
+        }
         out
+    }
+
+    /// The source location of the computed read at instruction `pc` (a `read`, or a loop over
+    /// computed arrays), from the side table; [`Loc::NONE`] when the bytecode stores none.
+    pub fn read_loc(&self, pc: usize) -> Loc {
+        self.read_locs
+            .binary_search_by_key(&(pc as u32), |&(p, _)| p)
+            .map_or(Loc::NONE, |i| self.read_locs[i].1)
+    }
+
+    /// Whether axis array `t` is computed (read whole through the sink when its loop starts)
+    /// rather than bound.
+    #[inline]
+    pub(crate) fn computed_array(&self, t: u16) -> bool {
+        self.tensors.get(usize::from(t)).is_some_and(|d| !d.array)
     }
 
     /// Whether the entry is a CSP pipeline.

@@ -166,7 +166,8 @@ pub trait TaskSink {
         let _ = edge;
     }
 
-    /// A computed read (`read`: an element of a tensor tasks of the run write,
+    /// A computed read (`read`: an element of a tensor tasks of the run write; or a `loop`
+    /// over a ragged / sparse axis whose arrays tasks write: the whole tensor,
     /// `docs/SEMANTICS.md`, "Computed reads"): push the box's elements (row-major) onto `out`
     /// once every task generated before it that writes an overlapping box has completed. Every
     /// task the executor generated before the read has been passed to [`TaskSink::task`] (an

@@ -316,7 +316,14 @@ pub fn run(
         ));
     }
     let t1 = Instant::now();
-    let fail = |e: pto_wsp::RunError| CliError::plain(format!("{name}: {e}"));
+    // An error of a computed read is rendered at the read's `file:line:column`.
+    let fail = |e: pto_wsp::RunError| {
+        if pto_wsp::ir::Diagnostic::loc(&e).is_known() {
+            CliError::diagnostic(&loaded.source, &e)
+        } else {
+            CliError::plain(format!("{name}: {e}"))
+        }
+    };
     let stats = if count {
         program.execute_async(&bindings).map_err(fail)?;
         let mut bar = Bar::new("running tasks", total, true);

@@ -809,6 +809,26 @@ fn data_dependent_runs_report_computed_reads_and_unbound_reads_are_located() {
         err.contains("the contents of tensor `F` are not bound") && err.contains("u.wsp:5:5"),
         "{err}"
     );
+    // A computed read out of range at run time: rendered at the read, host and device
+    // generation alike.
+    let path = dir.join("r.wsp");
+    std::fs::write(
+        &path,
+        "slot s: i64;\ntensor H: i64[4];\ntensor A: i64[4];\n\
+         kernel copy(in x: i64[?], out y: i64[?]);\nworkload main() {\n\
+         \x20   task copy(H[0 +: 4], A[0 +: 4]);\n    load s = A[0];\n    load s = A[s];\n}\n",
+    )
+    .unwrap();
+    for mode in [None, Some("--device-gen")] {
+        let mut args = vec!["run", path.to_str().unwrap(), "--bind", "H=9,0,0,0"];
+        args.extend(mode);
+        let (code, _, err) = binary(&args);
+        assert_ne!(code, 0);
+        assert!(
+            err.contains("index 9 is out of bounds") && err.contains("r.wsp:8:5"),
+            "{mode:?}: {err}"
+        );
+    }
 }
 
 /// Issue 16, item 3: a host run puts each task on worker `target mod threads`, under every

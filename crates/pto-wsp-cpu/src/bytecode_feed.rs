@@ -14,9 +14,11 @@
 //!   same barriers and the same explicit dependencies, so the same edges (the interpreter's
 //!   [`TaskSink`] contract, with [`ExecutorConfig::all`], is the expander's).
 //! - Modules the bytecode cannot express ([`pto_wsp_bytecode::supports`]: per-row ragged
-//!   lengths, multi-producer channels) and modules with computed reads (this feed does not wait
-//!   on producers; device generation does) are not this module's: a runtime keeps the expander
-//!   for them.
+//!   lengths, multi-producer channels) are not this module's: a runtime keeps the expander for
+//!   them.
+//! - Computed reads (`read`, ragged / sparse axes over computed arrays) are served exactly as
+//!   for the expander: through the feeder to [`FeedHooks::read`], which waits on the tasks
+//!   already submitted that write the read box (`docs/SEMANTICS.md`, "Computed reads").
 //! - The first failure (builder, hook, interpreter) stops generation; see [`BytecodeFeedError`].
 
 use std::ops::{ControlFlow, Range};
@@ -26,7 +28,7 @@ use pto_wsp_graph::builder::{BuildError, EdgeSink, GraphBuilder};
 use pto_wsp_graph::feed::{FeedError, FeedHooks, FeedSummary, FeedTask, Feeder, RegionFn};
 use pto_wsp_graph::tensor_map::TensorMap;
 use pto_wsp_graph::types::{ExecDomain, ExecPool};
-use pto_wsp_ir::{ExpandSummary, OrderEdge};
+use pto_wsp_ir::{DataRead, ExpandSink, ExpandSummary, OrderEdge, ReadRefused};
 
 /// Why a bytecode feed failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -87,6 +89,9 @@ impl<M: TensorMap, S: EdgeSink, H: FeedHooks> TaskSink for Sink<'_, '_, M, S, H>
     fn order(&mut self, edge: OrderEdge) {
         self.0.close_edge(&edge);
     }
+    fn read(&mut self, read: &DataRead<'_>, out: &mut Vec<i64>) -> Result<(), ReadRefused> {
+        ExpandSink::read(self.0, read, out)
+    }
 }
 
 /// Interprets `program` under `bound` (every task, as one generator) straight into `builder`,
@@ -121,8 +126,8 @@ pub fn feed_bytecode<M: TensorMap, S: EdgeSink, H: FeedHooks>(
             streams: program.streams(),
             truncated: false,
             stopped: s.stopped,
-            loops_at_max: 0,
-            computed_reads: 0,
+            loops_at_max: s.loops_at_max,
+            computed_reads: s.computed_reads,
         },
     };
     feeder.finish(Ok(summary)).map_err(BytecodeFeedError::Feed)

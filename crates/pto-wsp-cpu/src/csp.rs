@@ -29,6 +29,13 @@
 //!   [`CspError::Conflict`], naming both tasks, before it touches anything — it never races.
 //! - A kernel failure, a panic or an expansion error in one process stops every process (they
 //!   see the stop at their next channel operation or task) and is the run's error.
+//! - **Computed reads** (`docs/SEMANTICS.md`, "Computed reads") of a tensor only the reading
+//!   process's tasks write are served from the store: the process ran each of its earlier tasks
+//!   to completion, and no other process writes the tensor, so the read sees exactly the value
+//!   of the sequential reference run and races with nothing. A read of a tensor another
+//!   process writes is refused before anything runs
+//!   ([`pto_wsp_ir::Resolved::cross_process_read`]): channels order no read after another
+//!   process's task.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -41,8 +48,8 @@ use std::time::Instant;
 
 use pto_wsp_graph::types::{MAX_RANK, Region, TaskIo};
 use pto_wsp_ir::{
-    Bindings, ChannelPort, ExpandOptions, ExpandSink, ExpandedTask, Module, OrderEdge, Pipeline,
-    Value, expand_process,
+    Bindings, ChannelPort, DataRead, ExpandOptions, ExpandSink, ExpandedTask, Module, OrderEdge,
+    Pipeline, ReadRefused, ResolveOptions, Value, expand_process,
 };
 use pto_wsp_kernels::{ConflictChecker, KernelId, KernelRegistry, TaskContext, TensorStore};
 
@@ -418,6 +425,8 @@ struct TaskRunner<'a, 'm, 'p, 'l> {
     tasks: u64,
     spans: Vec<Span>,
     error: Option<CspError>,
+    /// Computed reads served.
+    reads: u64,
 }
 
 impl TaskRunner<'_, '_, '_, '_> {
@@ -560,10 +569,25 @@ impl ExpandSink for TaskRunner<'_, '_, '_, '_> {
     fn order(&mut self, _edge: OrderEdge) {
         // A process runs its tasks one after another: every order inside it holds already.
     }
+
+    fn read(&mut self, read: &DataRead<'_>, out: &mut Vec<i64>) -> Result<(), ReadRefused> {
+        if self.monitor.stopped() {
+            return Err(ReadRefused::Stopped);
+        }
+        // SAFETY: only this process's tasks write the tensor (`run_pipeline` refuses a read of
+        // a tensor another process writes), and each ran to completion before the generator
+        // went on: nothing writes the box while it is read.
+        let v = unsafe { crate::datadep::read_ints(self.shared.store, read) }
+            .map_err(ReadRefused::Unsupported)?;
+        self.reads += 1;
+        out.extend(v);
+        Ok(())
+    }
 }
 
-/// What a process thread returns: tasks run, spans, its error, its recorded steps.
-type ProcessOutcome = (u64, Vec<Span>, Option<CspError>, Vec<CspStep>);
+/// What a process thread returns: tasks run, spans, its error, its recorded steps, its computed
+/// reads.
+type ProcessOutcome = (u64, Vec<Span>, Option<CspError>, Vec<CspStep>, u64);
 
 /// Runs the pipeline that is `module`'s entry under `bindings`: one thread per process, tasks
 /// run by their process with `registry`'s kernels (`kernels[k]` for the module's kernel `k`,
@@ -587,6 +611,18 @@ pub fn run_pipeline(
     let pipeline = module
         .pipeline(entry)
         .ok_or_else(|| CspError::Setup(format!("the entry `{entry}` is not a pipeline")))?;
+    // Computed reads are served only of what the reading process alone writes (module docs).
+    if let Ok(r) = pto_wsp_ir::resolve(module, &ResolveOptions::default())
+        && let Some((t, _, p, q)) = r.cross_process_read()
+    {
+        return Err(CspError::Setup(format!(
+            "process `{}` reads computed values of tensor `{}`, which process `{}` writes: \
+             channels order no read after another process's task",
+            r.processes[p].name,
+            module.tensors[t.index()].name,
+            r.processes[q].name
+        )));
+    }
     let channel = |name: &str| {
         pipeline
             .channels
@@ -668,6 +704,7 @@ pub fn run_pipeline(
                             tasks: 0,
                             spans: Vec::new(),
                             error: None,
+                            reads: 0,
                         };
                         let mut port = Port {
                             monitor,
@@ -699,8 +736,9 @@ pub fn run_pipeline(
                             monitor.stop();
                         }
                         monitor.end(p, produces);
+                        let reads = runner.reads;
                         let error = runner.error.or(err);
-                        (runner.tasks, runner.spans, error, log.into_inner())
+                        (runner.tasks, runner.spans, error, log.into_inner(), reads)
                     });
                 if spawned.is_err() {
                     // Its channels would never be served: stop the others.
@@ -718,6 +756,7 @@ pub fn run_pipeline(
                         Vec::new(),
                         Some(CspError::Setup("a process thread panicked".into())),
                         Vec::new(),
+                        0,
                     )
                 }),
                 Err(e) => (
@@ -727,6 +766,7 @@ pub fn run_pipeline(
                         "cannot start a process thread: {e}"
                     ))),
                     Vec::new(),
+                    0,
                 ),
             })
             .collect()
@@ -734,7 +774,7 @@ pub fn run_pipeline(
     let run_ns = shared.t0.elapsed().as_nanos() as u64;
     let st = monitor.lock();
     // A failing task is the cause; processes stopped by it only report that they stopped.
-    if let Some(e) = results.iter().find_map(|(_, _, e, _)| e.clone()) {
+    if let Some(e) = results.iter().find_map(|(_, _, e, ..)| e.clone()) {
         return Err(e);
     }
     if let Some(d) = &st.deadlock {
@@ -746,8 +786,10 @@ pub fn run_pipeline(
         run_ns,
         ..RunStats::default()
     };
+    // A process never waits at a read: its producers are its own earlier tasks, all complete.
+    stats.generation.computed_reads = results.iter().map(|r| r.4).sum();
     let mut steps = Vec::with_capacity(n);
-    for (_, spans, _, log) in results {
+    for (_, spans, _, log, _) in results {
         if options.trace {
             stats.spans.extend(spans);
         }

@@ -75,8 +75,10 @@
 //! # Computed reads
 //!
 //! A `read` instruction (`docs/SEMANTICS.md`, "Computed reads") reads an element of a tensor
-//! tasks of the run write. Every executor walks every task, so every executor makes every read,
-//! at the same place of the same stream, and numbers them alike.
+//! tasks of the run write; a `loop` over a ragged or sparse axis whose arrays tasks write reads
+//! each such array whole when it starts (a box read, served the same way). Every executor walks
+//! every task, so every executor makes every read, at the same place of the same stream, and
+//! numbers them alike.
 //!
 //! - **Producers.** When the program has reads, each executor records the written boxes of
 //!   every generated task on a read tensor ([`Producers`]; nothing is recorded otherwise). At a
@@ -527,7 +529,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         match Interpreter::new(sh.program, sh.bound, ExecutorConfig::all()) {
             Ok(mut interp) => match interp.run(self) {
                 Ok(summary) => self.stats.loops_at_max = summary.loops_at_max,
-                Err(e) => sh.fail(ExecError::Build(e.to_string())),
+                Err(e) => sh.fail(ExecError::build(&e)),
             },
             Err(e) => sh.fail(ExecError::Build(e.to_string())),
         }

@@ -2,7 +2,7 @@
 
 use pto_wsp_graph::TaskId;
 use pto_wsp_graph::order_check::{BoxText, Unordered};
-use pto_wsp_ir::DepsMode;
+use pto_wsp_ir::{DepsMode, Loc};
 use std::fmt;
 
 /// Runs one task on a worker. Implemented by the kernel executor (kernels from a registry) and
@@ -83,6 +83,15 @@ pub enum ExecError {
     /// Generating or building the graph failed (expansion, dependency inference).
     #[error("{0}")]
     Build(String),
+    /// Generating failed at a statement of the source: a computed read (`docs/SEMANTICS.md`,
+    /// "Computed reads") whose location the generator knows.
+    #[error("{message}")]
+    BuildAt {
+        /// What went wrong.
+        message: String,
+        /// The statement.
+        loc: Loc,
+    },
     /// The run was set up wrongly (bad configuration, missing data).
     #[error("{0}")]
     Setup(String),
@@ -91,7 +100,31 @@ pub enum ExecError {
     Internal(String),
 }
 
+impl pto_wsp_ir::Diagnostic for ExecError {
+    /// Where a generator error happened ([`ExecError::BuildAt`]); [`Loc::NONE`] otherwise.
+    fn loc(&self) -> Loc {
+        match self {
+            ExecError::BuildAt { loc, .. } => *loc,
+            _ => Loc::NONE,
+        }
+    }
+}
+
 impl ExecError {
+    /// A generator's error `e`: [`ExecError::BuildAt`] when it knows its location, else
+    /// [`ExecError::Build`].
+    pub fn build(e: &dyn pto_wsp_ir::Diagnostic) -> ExecError {
+        let loc = e.loc();
+        if loc.is_known() {
+            ExecError::BuildAt {
+                message: e.to_string(),
+                loc,
+            }
+        } else {
+            ExecError::Build(e.to_string())
+        }
+    }
+
     /// The error of task `id` failing with `f`.
     pub fn from_failure(id: u32, f: TaskFailure) -> ExecError {
         ExecError::Kernel {

@@ -12,11 +12,10 @@
 //! and feeds each into the dependency-inferring builder, while the workers run every task whose
 //! predecessors are done (start policy, window, gates, batching and dispatch from the
 //! schedule). The generator is the bytecode interpreter (the workload encoded once at compile
-//! time, `pto_wsp_cpu::feed_bytecode`) whenever the bytecode can express the module and the
-//! module has no computed reads, else the reference expander (which stops at each computed read
-//! until its producers complete; `pto_wsp_bytecode::supports` says what else the bytecode cannot
-//! express: per-row ragged lengths, multi-producer channels; or
-//! [`CompileOptions::host_expander`]). Both feed the builder the same tasks and the same order
+//! time, `pto_wsp_cpu::feed_bytecode`) whenever the bytecode can express the module, else the
+//! reference expander (`pto_wsp_bytecode::supports` says what the bytecode cannot express:
+//! per-row ragged lengths, multi-producer channels; or [`CompileOptions::host_expander`]).
+//! Either stops at each computed read until its producers complete. Both feed the builder the same tasks and the same order
 //! announcements, so the graph is the same; an interpreter error is reported in the expander's
 //! words. Kernels come from the [`KernelRegistry`] of the [`CompileOptions`]; every kernel
 //! the module can run must be registered (else [`CompileError::UnknownKernel`]).
@@ -46,9 +45,9 @@ use pto_wsp_graph::feed::{FeedError, FeedHooks, FeedTask, Origins, feed};
 use pto_wsp_graph::ready::ReadyKind;
 use pto_wsp_graph::{ExecDomain, TaskId};
 use pto_wsp_ir::{
-    Bindings, DataRead, Dispatch, ExpandOptions, ExpandedTask, Module, PoolsPolicy, ReadRefused,
-    ReadyPolicy, ResolveError, ResolveOptions, Resolved, Schedule, ScheduleConfig, ScheduleItem,
-    ScheduleItemKind, TracePolicy, Unsupported, ValidationError, resolve, validate,
+    Bindings, DataRead, Dispatch, ExpandError, ExpandOptions, ExpandedTask, Module, PoolsPolicy,
+    ReadRefused, ReadyPolicy, ResolveError, ResolveOptions, Resolved, Schedule, ScheduleConfig,
+    ScheduleItem, ScheduleItemKind, TracePolicy, Unsupported, ValidationError, resolve, validate,
     validate_for_run,
 };
 use pto_wsp_kernels::{KernelId, KernelRegistry, StoreError, TensorStore};
@@ -230,6 +229,17 @@ pub enum RunError {
     Pipeline(#[from] pto_wsp_cpu::CspError),
 }
 
+impl pto_wsp_ir::Diagnostic for RunError {
+    /// Where the run failed in the source, when the generator knows it (an error of a computed
+    /// read: [`ExecError::BuildAt`]); [`pto_wsp_ir::Loc::NONE`] otherwise.
+    fn loc(&self) -> pto_wsp_ir::Loc {
+        match self {
+            RunError::Exec(e) => pto_wsp_ir::Diagnostic::loc(e),
+            _ => pto_wsp_ir::Loc::NONE,
+        }
+    }
+}
+
 /// A module lowered for back ends: validated, with its schedule decisions folded.
 #[derive(Clone, Debug)]
 pub struct LoweredPlan {
@@ -383,12 +393,9 @@ pub(crate) fn compile_cpu(
     };
     // A host run's generator: the bytecode interpreter when it can express the module (the
     // first refusal of `pto_wsp_bytecode::supports`, or a table too wide for the format, keeps
-    // the reference expander), and the expander also serves computed reads: it stops at each one
-    // until the producers complete (the interpreter's waiting is device generation's).
-    let host_bytecode = if matches!(mode, modes::Mode::Host)
-        && !options.host_expander
-        && !computed.iter().any(|&c| c)
-    {
+    // the reference expander). Both serve computed reads through the same hooks: the generator
+    // stops at each one until the producers complete.
+    let host_bytecode = if matches!(mode, modes::Mode::Host) && !options.host_expander {
         devgen::compile_bytecode(&plan.module).ok()
     } else {
         None
@@ -522,8 +529,9 @@ impl FeedHooks for Hooks<'_> {
 }
 
 /// The reference expander's error for `module` under `bindings`, if it finds one (every task
-/// discarded as generated: nothing is kept).
-fn expander_error(module: &Module, bindings: &Bindings) -> Option<String> {
+/// discarded as generated: nothing is kept; a computed read stops it with
+/// [`ExpandError::ComputedRead`]).
+fn expander_error(module: &Module, bindings: &Bindings) -> Option<ExpandError> {
     struct Discard;
     impl pto_wsp_ir::ExpandSink for Discard {
         fn task(&mut self, _: u32, _: &ExpandedTask) -> std::ops::ControlFlow<()> {
@@ -531,9 +539,7 @@ fn expander_error(module: &Module, bindings: &Bindings) -> Option<String> {
         }
         fn order(&mut self, _: pto_wsp_ir::OrderEdge) {}
     }
-    pto_wsp_ir::expand_with(module, bindings, &ExpandOptions::default(), &mut Discard)
-        .err()
-        .map(|e| e.to_string())
+    pto_wsp_ir::expand_with(module, bindings, &ExpandOptions::default(), &mut Discard).err()
 }
 
 impl Inner {
@@ -646,11 +652,21 @@ impl Inner {
                         Ok(s) => Ok(s),
                         Err(BytecodeFeedError::Feed(e)) => Err(e),
                         // The user sees the reference expander's message for the same mistake
-                        // (the interpreter's when the expander finds none).
+                        // (the interpreter's when the expander finds none before a computed
+                        // read, which it cannot serve without running tasks, and for an error
+                        // of a computed read itself, which the interpreter places).
                         Err(BytecodeFeedError::Interp(e)) => {
-                            return Err(ExecError::Build(
-                                expander_error(module, bindings).unwrap_or_else(|| e.to_string()),
-                            ));
+                            if pto_wsp_ir::Diagnostic::loc(&e).is_known() {
+                                return Err(ExecError::build(&e));
+                            }
+                            return Err(
+                                match expander_error(module, bindings)
+                                    .filter(|x| !matches!(x, ExpandError::ComputedRead { .. }))
+                                {
+                                    Some(x) => ExecError::build(&x),
+                                    None => ExecError::build(&e),
+                                },
+                            );
                         }
                     }
                 }
@@ -669,7 +685,7 @@ impl Inner {
                     Ok(())
                 }
                 Err(FeedError::Hook(())) => Ok(()),
-                Err(FeedError::Expand(e)) => Err(ExecError::Build(e.to_string())),
+                Err(FeedError::Expand(e)) => Err(ExecError::build(&e)),
                 Err(FeedError::Build(e)) => Err(ExecError::Build(e.to_string())),
             }
         });

@@ -29,6 +29,8 @@ pub(crate) struct LLoop {
     pub count: Option<TExpr>,
     pub row_skip: bool,
     pub range_skip: bool,
+    /// Where the loop statement is, when its axis reads computed arrays (else `None`).
+    pub computed: Option<Loc>,
 }
 
 /// A task statement of the tree.
@@ -75,6 +77,8 @@ pub(crate) enum LStmt {
         tensor: u16,
         index: Vec<TExpr>,
         computed: bool,
+        /// The statement's location.
+        loc: Loc,
     },
     /// `while COND max MAX { body }`.
     While {
@@ -158,8 +162,8 @@ pub(crate) fn lower(module: &Module) -> Result<Lowered, EncodeError> {
 }
 
 /// Whether the bytecode can express `r`: the first construct it cannot, named, with its
-/// location. Today: a channel with more than one producer, a token that is not `i64`, a ragged
-/// axis whose lengths are an expression, and a ragged or sparse axis over a computed tensor.
+/// location. Today: a channel with more than one producer, a token that is not `i64` and a
+/// ragged axis whose lengths are an expression.
 /// (Table sizes beyond the format's field widths are reported by [`crate::encode()`].)
 pub fn supports(r: &Resolved<'_>) -> Result<(), Unsupported> {
     let unsupported = |construct: String, loc| Unsupported {
@@ -177,34 +181,10 @@ pub fn supports(r: &Resolved<'_>) -> Result<(), Unsupported> {
             ));
         }
     }
-    // Computed reads (`docs/SEMANTICS.md`, "Computed reads") are `read` instructions: one
-    // element at a time. A ragged or sparse axis reads whole tensors when its loop starts.
+    // Computed reads (`docs/SEMANTICS.md`, "Computed reads") are `read` instructions, and a
+    // ragged or sparse axis over computed arrays reads them whole when its loop starts.
     let mut first = None;
     r.each_stmt(&mut |s| {
-        if first.is_none()
-            && let StmtKind::Loop(lp) = &s.kind
-            && let Some(axis) = r.axes.get(lp.axis.index())
-        {
-            let computed = match &axis.kind {
-                AxisExtent::Dense(_) => None,
-                AxisExtent::Ragged { lengths, .. } => Some(*lengths).filter(|&t| r.computed(t)),
-                AxisExtent::Sparse {
-                    indptr, indices, ..
-                } => [*indptr, *indices].into_iter().find(|&t| r.computed(t)),
-            };
-            if let Some(t) = computed {
-                first = Some(unsupported(
-                    format!(
-                        "axis `{}` over computed tensor `{}` (written by tasks of the run); the \
-                         bytecode reads computed data one element at a time (`load`), not a \
-                         ragged or sparse axis's arrays",
-                        axis.name,
-                        r.module.tensors[t.index()].name
-                    ),
-                    s.loc,
-                ));
-            }
-        }
         if first.is_none()
             && let StmtKind::Loop(lp) = &s.kind
             && let Some(axis) = r.axes.get(lp.axis.index())
@@ -404,6 +384,18 @@ impl Lower<'_, '_> {
                 count: None,
                 row_skip: false,
                 range_skip: false,
+                computed: self
+                    .r
+                    .axes
+                    .get(l.axis.index())
+                    .is_some_and(|a| match &a.kind {
+                        AxisExtent::Dense(_) => false,
+                        AxisExtent::Ragged { lengths, .. } => self.r.computed(*lengths),
+                        AxisExtent::Sparse {
+                            indptr, indices, ..
+                        } => self.r.computed(*indptr) || self.r.computed(*indices),
+                    })
+                    .then_some(s.loc),
             })),
             StmtKind::If {
                 cond,
@@ -463,6 +455,7 @@ impl Lower<'_, '_> {
                 tensor: tensor.0 as u16,
                 index: index.iter().map(|&e| self.x(e)).collect(),
                 computed: self.r.computed(*tensor),
+                loc: s.loc,
             },
             StmtKind::Call { args, body, .. } => {
                 // The parameters' registers are written in order, then the callee runs.

@@ -32,7 +32,7 @@ use crate::image::{
 use crate::op::{Insn, Op};
 use lower::{LAxis, LDispatch, LRegion, LStmt, Lowered};
 use pto_wsp_ir::resolve::TExpr;
-use pto_wsp_ir::{Module, ParamKind, ResolveError};
+use pto_wsp_ir::{Loc, Module, ParamKind, ResolveError};
 use std::collections::HashMap;
 use texpr::CompileExpr;
 
@@ -112,6 +112,9 @@ struct Emitter {
     /// The `while` instructions enclosing the statement being emitted (a `break` names the
     /// innermost).
     whiles: Vec<usize>,
+    /// `(pc, loc)` of every computed read: `read` instructions and loops over computed arrays
+    /// (the side table of read locations, `docs/BYTECODE.md`).
+    read_locs: Vec<(u32, Loc)>,
 }
 
 fn too_large(what: &'static str, count: usize, max: usize) -> EncodeError {
@@ -151,6 +154,7 @@ impl Emitter {
                 .collect(),
             depth: 0,
             whiles: Vec::new(),
+            read_locs: Vec::new(),
         }
     }
 
@@ -327,6 +331,9 @@ impl Emitter {
                     a: id,
                     b: 0,
                 });
+                if let Some(loc) = l.computed {
+                    self.read_locs.push((at as u32, loc));
+                }
                 self.enter()?;
                 self.stmts(&l.body)?;
                 self.depth -= 1;
@@ -412,13 +419,17 @@ impl Emitter {
                 tensor,
                 index,
                 computed,
+                loc,
             } => {
                 let mut refs = Vec::new();
                 for e in index {
                     refs.push(self.expr(e)?);
                 }
                 let op = if *computed { Op::Read } else { Op::Load };
-                self.push(Insn::new(op, *reg, u32::from(*tensor)));
+                let at = self.push(Insn::new(op, *reg, u32::from(*tensor)));
+                if *computed {
+                    self.read_locs.push((at as u32, *loc));
+                }
                 self.refs(&refs);
             }
             LStmt::While { cond, max, body } => {
@@ -684,6 +695,7 @@ impl Emitter {
             n_procs: l.processes.len() as u8,
             debug_names: options.names,
             names,
+            read_locs: self.read_locs,
         })
     }
 }

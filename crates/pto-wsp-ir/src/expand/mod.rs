@@ -247,6 +247,8 @@ pub enum ExpandError {
         index: i64,
         /// The extent.
         extent: i64,
+        /// The `load` statement.
+        loc: Loc,
     },
     /// An expression failed to evaluate.
     #[error("evaluating {context}: {source}")]
@@ -287,6 +289,15 @@ pub enum ExpandError {
         /// The statement that reads it.
         loc: Loc,
     },
+    /// An error of a ragged or sparse axis over computed arrays (a row length, an indptr),
+    /// at the loop statement that reads them.
+    #[error("{error}")]
+    AtRead {
+        /// The error.
+        error: Box<ExpandError>,
+        /// The loop statement.
+        loc: Loc,
+    },
     /// More than `u32::MAX` tasks.
     #[error("more than 2^32 - 1 tasks")]
     TooManyTasks,
@@ -305,7 +316,9 @@ impl Diagnostic for ExpandError {
         match self {
             ExpandError::Resolve(e) => e.loc(),
             ExpandError::Binding(e) => e.loc(),
-            ExpandError::ComputedRead { loc, .. } => *loc,
+            ExpandError::ComputedRead { loc, .. }
+            | ExpandError::LoadOutOfBounds { loc, .. }
+            | ExpandError::AtRead { loc, .. } => *loc,
             _ => Loc::NONE,
         }
     }

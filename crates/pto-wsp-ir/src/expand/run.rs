@@ -918,10 +918,21 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                             track,
                         });
                     }
-                    AxisExtent::Ragged { .. } => {
-                        return self.start_ragged(s, lp, axis, track, proc);
+                    AxisExtent::Ragged { lengths, .. } => {
+                        let computed = prog.computed[lengths.index()];
+                        return self
+                            .start_ragged(s, lp, axis, track, proc)
+                            .map_err(|e| at_read(computed, s.loc, e));
                     }
-                    AxisExtent::Sparse { .. } => return self.start_sparse(s, lp, axis, proc),
+                    AxisExtent::Sparse {
+                        indptr, indices, ..
+                    } => {
+                        let computed =
+                            prog.computed[indptr.index()] || prog.computed[indices.index()];
+                        return self
+                            .start_sparse(s, lp, axis, proc)
+                            .map_err(|e| at_read(computed, s.loc, e));
+                    }
                 }
             }
             StmtKind::If {
@@ -982,6 +993,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                             dim: d,
                             index: i,
                             extent,
+                            loc: s.loc,
                         });
                     }
                     // In bounds of every dimension, so the product fits the element count.
@@ -1342,4 +1354,19 @@ fn target(
         }
         DispatchPlan::WorkSteal => None,
     })
+}
+
+/// `e`, raised where a loop at `loc` starts, placed at the loop when its axis reads computed
+/// arrays (an error of the read: a row length, an indptr) and `e` has no place of its own.
+#[cold]
+fn at_read(computed: bool, loc: Loc, e: ExpandError) -> ExpandError {
+    use crate::source::Diagnostic;
+    if computed && !e.loc().is_known() {
+        ExpandError::AtRead {
+            error: Box::new(e),
+            loc,
+        }
+    } else {
+        e
+    }
 }

@@ -22,8 +22,8 @@ use pto_wsp_ir::{
 ///
 /// | construct | host run | device generation | CSP pipeline |
 /// |---|---|---|---|
-/// | computed `load` (and the conditions, `while` bounds, `dense_dyn` extents it feeds) | honoured | honoured (`read`) | refused |
-/// | ragged / sparse axis over computed arrays | honoured | refused | refused |
+/// | computed `load` (and the conditions, `while` bounds, `dense_dyn` extents it feeds) | honoured | honoured (`read`) | honoured when only the reading process writes the tensor |
+/// | ragged / sparse axis over computed arrays | honoured | honoured (read whole when its loop starts) | as `load` |
 /// | `while COND max N`, `break if` | honoured | honoured (`while` / `wend` / `break`) | honoured |
 pub(crate) fn data_refused(r: &Resolved<'_>, mode: Mode) -> Result<(), Unsupported> {
     match mode {
@@ -35,17 +35,20 @@ pub(crate) fn data_refused(r: &Resolved<'_>, mode: Mode) -> Result<(), Unsupport
             construct: format!("{} in {}", u.construct, mode.name()),
             loc: u.loc,
         }),
-        // A process's generator runs on its own thread beside the others' tasks; it has no
-        // producer tracking to wait on, so it reads only host-bound tensors.
-        Mode::Pipeline => match r.computed_reads().first() {
-            Some((t, loc)) => Err(Unsupported {
+        // A process runs its own tasks to completion before going on, so it reads what its own
+        // tasks computed; another process's writes are ordered with it by channels only.
+        Mode::Pipeline => match r.cross_process_read() {
+            Some((t, loc, p, q)) => Err(Unsupported {
                 backend: "cpu_sim".into(),
                 construct: format!(
-                    "a computed read of tensor `{}` in a pipeline process (CSP processes read \
-                     only host-bound tensors)",
-                    r.module.tensors[t.index()].name
+                    "a computed read of tensor `{}` in pipeline process `{}`, which process `{}` \
+                     writes (a process reads only what its own tasks compute: channels order \
+                     no read after another process's task)",
+                    r.module.tensors[t.index()].name,
+                    r.processes[p].name,
+                    r.processes[q].name
                 ),
-                loc: *loc,
+                loc,
             }),
             None => Ok(()),
         },

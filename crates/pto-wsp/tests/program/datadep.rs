@@ -313,26 +313,95 @@ fn early_exit_decode_stops_after_the_flagged_chunk() {
 
 // ----- refusals --------------------------------------------------------------------------------
 
+/// A ragged axis whose row lengths and a sparse axis whose indptr and indices tasks of the run
+/// write (the lengths copied from `H`, the indices from what `A` holds after a task wrote it),
+/// run by every path: the tasks and the data equal the sequential reference run, and each
+/// axis counts as one computed read per array.
 #[test]
-fn device_generation_refuses_a_ragged_axis_over_computed_data_by_name() {
-    let text = "tensor H: i64[4];\ntensor A: i64[4];\ntensor D: f32[4, 4];\n\
-                axis R = ragged(4, A);\n\
+fn ragged_and_sparse_axes_over_computed_arrays_run_in_every_path() {
+    let text = "tensor H: i64[4];\ntensor HP: i64[3];\ntensor A: i64[4];\ntensor P: i64[3];\n\
+                tensor Q: i64[4];\ntensor D: f32[4, 4];\ntensor E: f32[4, 4];\ntensor F: f32[16, 4];\n\
+                axis R = ragged(4, A);\naxis S = sparse(2, P, Q);\n\
                 kernel copy(in x: i64[?], out y: i64[?]);\n\
                 kernel add_scalar(in x: f32[?], out y: f32[?], value: f64);\n\
                 workload main() {\n    task copy(H[0 +: 4], A[0 +: 4]);\n\
-                \x20   parallel_for r, p in R { task add_scalar(D[r, 0 +: 4], D[r, 0 +: 4], 1.0); }\n}\n";
+                \x20   task copy(HP[0 +: 3], P[0 +: 3]);\n    task copy(A[0 +: 4], Q[0 +: 4]);\n\
+                \x20   parallel_for r, p in R { task add_scalar(D[r, 0 +: 4], F[r * 4 + p, 0 +: 4], 1.0); }\n\
+                \x20   select r, e in S { task add_scalar(D[r, 0 +: 4], E[e, 0 +: 4], 2.0); }\n}\n";
     let m = parse(text).unwrap();
-    let err = compile(
-        lower(&m).unwrap(),
-        CompileOptions {
-            device_gen: true,
-            threads: 1,
-            ..CompileOptions::default()
-        },
-    )
-    .expect_err("the bytecode reads computed data one element at a time");
-    let text = err.to_string();
-    assert!(text.contains("axis `R` over computed tensor `A`"), "{text}");
+    let b = Bindings::new()
+        .array("H", vec![2, 0, 3, 1])
+        .array("HP", vec![0, 1, 4]);
+    let mut input = TensorStore::new(&m, &b).unwrap();
+    input.fill_random(3);
+    // What the host bound for the computed tensors is never read: the run's writes are.
+    input.write("A", &[0i64; 4]).unwrap();
+    input.write("P", &[0i64, 0, 0]).unwrap();
+    let reg = KernelRegistry::with_builtins();
+    let kernels: Vec<Option<KernelId>> =
+        m.kernels.iter().map(|k| reg.lookup(&k.name.name)).collect();
+    let names: Vec<String> = m.kernels.iter().map(|k| k.name.name.clone()).collect();
+    let want = input.clone();
+    let seq = sequential(&m, &b, &want, &reg, &kernels, &names).unwrap();
+    // 3 copies, 2 + 0 + 3 + 1 ragged tasks, 4 sparse entries.
+    assert_eq!(seq.tasks, 13);
+    assert_eq!(seq.generation.computed_reads, 3);
+    // Independent reference: F[4 r + p] = D[r] + 1 for the H[r] positions p of row r;
+    // E[Q[j]] = D[r] + 2 for the entries j of row r (indptr HP, indices Q = H).
+    let d = input.read::<f32>("D").unwrap();
+    let mut f = input.read::<f32>("F").unwrap();
+    for (r, &len) in [2usize, 0, 3, 1].iter().enumerate() {
+        for p in 0..len {
+            for c in 0..4 {
+                f[(r * 4 + p) * 4 + c] = d[r * 4 + c] + 1.0;
+            }
+        }
+    }
+    let mut e = input.read::<f32>("E").unwrap();
+    for (r, js) in [(0usize, 0..1usize), (1, 1..4)] {
+        for j in js {
+            let q = [2usize, 0, 3, 1][j];
+            for c in 0..4 {
+                e[q * 4 + c] = d[r * 4 + c] + 2.0;
+            }
+        }
+    }
+    assert_eq!(want.read::<f32>("F").unwrap(), f);
+    assert_eq!(want.read::<f32>("E").unwrap(), e);
+    for host_expander in [false, true] {
+        for (device_gen, threads) in [(false, 1), (false, 3), (true, 1), (true, 2), (true, 4)] {
+            if host_expander && device_gen {
+                continue;
+            }
+            let what = format!(
+                "host_expander {host_expander}, device_gen {device_gen}, {threads} threads"
+            );
+            let mut p = compile(
+                lower(&m).unwrap(),
+                CompileOptions {
+                    threads,
+                    debug_checks: true,
+                    device_gen,
+                    host_expander,
+                    ..CompileOptions::default()
+                },
+            )
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(p.host_bytecode(), !host_expander && !device_gen, "{what}");
+            *p.tensors(&b).unwrap() = Some(input.clone());
+            let stats = p.execute(&b).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let got = p.tensors(&b).unwrap().as_ref().unwrap().clone();
+            assert_eq!(stats.tasks - stats.barriers, 13, "{what}");
+            assert_eq!(stats.generation.computed_reads, 3, "{what}");
+            for t in ["E", "F"] {
+                assert_eq!(
+                    got.read::<f32>(t).unwrap(),
+                    want.read::<f32>(t).unwrap(),
+                    "{what}: {t}"
+                );
+            }
+        }
+    }
 }
 
 // ----- property: every path equals the sequential reference run -----------------------------
@@ -353,8 +422,11 @@ mod property {
         If(u8, u8),
         /// `while s < k max m { copy; load from A; set s = s + 1; }`.
         While(u8, u8),
-        /// A ragged loop whose row lengths are `A[0..4]` (computed).
+        /// A ragged loop whose row lengths are `A[0..8]` (computed).
         Ragged,
+        /// A sparse loop over 2 rows whose indptr `P` (from the host's valid `HP`) and indices
+        /// `Q` (copied from `A[0..4]` just before) are computed.
+        Sparse,
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -364,6 +436,7 @@ mod property {
             (0u8..8, 0u8..8).prop_map(|(k, r)| Op::If(k, r)),
             (0u8..10, 0u8..4).prop_map(|(k, m)| Op::While(k, m)),
             Just(Op::Ragged),
+            Just(Op::Sparse),
         ]
     }
 
@@ -382,7 +455,7 @@ mod property {
     fn text(ops: &[Op], deps: &str, knob: (&str, &str)) -> String {
         let (graph, top) = knob;
         // A task writes `A`, so every read of `A` is a computed read.
-        let mut body = String::from("task copy(H[7], A[7]);\n");
+        let mut body = String::from("task copy(H[7], A[7]);\ntask copy(HP[0 +: 3], P[0 +: 3]);\n");
         for o in ops {
             body.push_str(&match o {
                 Op::Copy(i, j) => format!("task copy(H[(s + {i}) % 8], A[(s + {j}) % 8]);\n"),
@@ -395,11 +468,14 @@ mod property {
                     "while s < {k} max {m} {{ task copy(H[(s + 1) % 8], A[s % 8]); load s = A[s % 8]; set s = s + 1; }}\n"
                 ),
                 Op::Ragged => "parallel_for r, p in R { task add_scalar(D[r, 0 +: 4], E[(r + p) % 8, 0 +: 4], 2.0); }\n".into(),
+                Op::Sparse => "task copy(A[0 +: 4], Q[0 +: 4]);\n\
+                               select r, e in S { task add_scalar(D[r, 0 +: 4], E[e, 0 +: 4], 3.0); }\n".into(),
             });
         }
         format!(
             "slot s: i64;\ntensor H: i64[8];\ntensor A: i64[8];\ntensor D: f32[8, 4];\n\
-             tensor E: f32[8, 4];\naxis R = ragged(4, A);\n\
+             tensor E: f32[8, 4];\ntensor HP: i64[3];\ntensor P: i64[3];\ntensor Q: i64[4];\n\
+             axis R = ragged(4, A);\naxis S = sparse(2, P, Q);\n\
              kernel copy(in x: i64[?], out y: i64[?]);\n\
              kernel add_scalar(in x: f32[?], out y: f32[?], value: f64);\n\
              workload main() {{\n{body}}}\n\
@@ -419,11 +495,15 @@ mod property {
             threads in 1usize..3,
             knob in 0..KNOBS.len(),
             dthreads in 1usize..5,
+            bounds in (0i64..5, 0i64..5),
+            host_expander in any::<bool>(),
         ) {
             let src = text(&ops, if overlap { "overlap" } else { "hybrid" }, KNOBS[knob]);
             let m = parse(&src).unwrap();
             pto_wsp::ir::validate(&m).unwrap_or_else(|e| panic!("{e:?}\n{src}"));
-            let b = Bindings::new().array("H", host.clone());
+            // A valid indptr for the sparse axis: 0 <= a <= b <= 4 (the indices' length).
+            let hp = vec![0, bounds.0.min(bounds.1), bounds.0.max(bounds.1)];
+            let b = Bindings::new().array("H", host.clone()).array("HP", hp.clone());
             let mut input = TensorStore::new(&m, &b).unwrap();
             input.fill_random(7);
             input.write("A", &initial).unwrap();
@@ -436,9 +516,11 @@ mod property {
                 .unwrap_or_else(|e| panic!("{e}\n{src}"));
             let mut p = compile(
                 lower(&m).unwrap(),
-                CompileOptions { threads, debug_checks: true, ..CompileOptions::default() },
+                CompileOptions { threads, debug_checks: true, host_expander, ..CompileOptions::default() },
             )
             .unwrap();
+            // The host generator is the bytecode interpreter unless asked for the expander.
+            prop_assert_eq!(p.host_bytecode(), !host_expander);
             *p.tensors(&b).unwrap() = Some(input);
             let stats = p.execute(&b).unwrap_or_else(|e| panic!("{e}\n{src}"));
             let got = p.tensors(&b).unwrap().as_ref().unwrap().clone();
@@ -452,37 +534,36 @@ mod property {
                 prop_assert_eq!(got.read::<f32>(t).unwrap(), want.read::<f32>(t).unwrap(), "{}\n{}", t, src);
             }
             device_generation_equals_the_sequential_reference(
-                &ops, overlap, knob, dthreads, &host, &initial,
+                &ops, overlap, knob, dthreads, &host, &hp, &initial,
             )?;
         }
     }
 
-    /// The device-generation side of the property: the same workload without its ragged loops
-    /// over computed data (the bytecode refuses those by name, tested above), under the
-    /// schedule knobs device generation honours (the others are refused), run by the bytecode
-    /// on `threads` executors, equals its own sequential reference run.
+    /// The device-generation side of the property: the same workload (ragged and sparse loops
+    /// over computed arrays included) under the schedule knobs device generation honours (the
+    /// others are refused), run by the bytecode on `threads` executors, equals its own
+    /// sequential reference run.
+    #[allow(clippy::too_many_arguments)]
     fn device_generation_equals_the_sequential_reference(
         ops: &[Op],
         overlap: bool,
         knob: usize,
         threads: usize,
         host: &[i64],
+        hp: &[i64],
         initial: &[i64],
     ) -> Result<(), TestCaseError> {
-        let ops: Vec<Op> = ops
-            .iter()
-            .filter(|o| !matches!(o, Op::Ragged))
-            .cloned()
-            .collect();
         // `task_window 3 stall` is each executor's share (one task on 2 or more executors).
         let knob = if KNOBS[knob].1.starts_with("task_window") {
             KNOBS[knob]
         } else {
             KNOBS[0]
         };
-        let src = text(&ops, if overlap { "overlap" } else { "hybrid" }, knob);
+        let src = text(ops, if overlap { "overlap" } else { "hybrid" }, knob);
         let m = parse(&src).unwrap();
-        let b = Bindings::new().array("H", host.to_vec());
+        let b = Bindings::new()
+            .array("H", host.to_vec())
+            .array("HP", hp.to_vec());
         let mut input = TensorStore::new(&m, &b).unwrap();
         input.fill_random(7);
         input.write("A", initial).unwrap();
@@ -534,8 +615,10 @@ mod property {
     }
 }
 
+/// A CSP process reads what another process writes: refused by name and place (channels order
+/// no read after another process's task), before anything runs.
 #[test]
-fn a_pipeline_with_a_computed_read_is_refused_by_name_and_place() {
+fn a_pipeline_process_reading_another_process_output_is_refused_by_name_and_place() {
     let text = "slot n: i64;\ntensor H: i64[4];\ntensor A: i64[4];\n\
                 kernel copy(in x: i64[?], out y: i64[?]);\n\
                 pipeline p {\n    channel c[1];\n\
@@ -548,8 +631,131 @@ fn a_pipeline_with_a_computed_read_is_refused_by_name_and_place() {
     };
     let rendered = pto_wsp::ir::SourceFile::new("p.wsp", text).render(&u);
     assert!(
-        rendered.contains("computed read of tensor `A` in a pipeline process")
-            && rendered.contains("p.wsp:13:13"),
+        rendered.contains(
+            "computed read of tensor `A` in pipeline process `b`, which process `a` writes"
+        ) && rendered.contains("p.wsp:13:13"),
         "{rendered}"
     );
+    // The CSP runner refuses it too when called directly.
+    let reg = KernelRegistry::with_builtins();
+    let kernels: Vec<Option<KernelId>> =
+        m.kernels.iter().map(|k| reg.lookup(&k.name.name)).collect();
+    let names: Vec<String> = m.kernels.iter().map(|k| k.name.name.clone()).collect();
+    let b = Bindings::new().array("H", vec![1, 2, 3, 4]);
+    let store = TensorStore::new(&m, &b).unwrap();
+    let err =
+        pto_wsp::cpu::run_pipeline(&m, &b, &store, &reg, &kernels, &names, Default::default())
+            .expect_err("refused");
+    assert!(
+        err.to_string()
+            .contains("process `b` reads computed values of tensor `A`"),
+        "{err}"
+    );
+}
+
+/// A CSP process reads what its own tasks computed (a `load` feeding a `dense_dyn` extent, a
+/// ragged axis over computed lengths): the tokens it sends and the tasks it runs follow the
+/// computed values, equal to the sequential reference run and to a plain-loop reference.
+#[test]
+fn a_pipeline_process_reads_what_its_own_tasks_computed() {
+    let text = "slot n: i64;\ntensor H: i64[4];\ntensor A: i64[4];\n\
+                tensor D: f32[8, 4];\ntensor E: f32[8, 4];\ntensor F: f32[16, 4];\n\
+                axis I = dense_dyn(n);\naxis R = ragged(4, A);\n\
+                kernel copy(in x: i64[?], out y: i64[?]);\n\
+                kernel add_scalar(in x: f32[?], out y: f32[?], value: f64);\n\
+                pipeline p {\n    channel c[2];\n\
+                process a(produces c) {\n        task copy(H[0 +: 4], A[0 +: 4]);\n\
+                \x20       load n = A[0];\n        parallel_for i in I { send c(i); }\n\
+                \x20       parallel_for r, q in R { task add_scalar(D[r, 0 +: 4], F[r * 4 + q, 0 +: 4], 2.0); }\n    }\n\
+                process b(consumes c) {\n        consume c as i { task add_scalar(D[i, 0 +: 4], E[i, 0 +: 4], 1.0); }\n    }\n}\n";
+    let m = parse(text).unwrap();
+    let h = [3usize, 1, 0, 2];
+    let b = Bindings::new().array("H", h.iter().map(|&x| x as i64).collect::<Vec<i64>>());
+    let mut input = TensorStore::new(&m, &b).unwrap();
+    input.fill_random(5);
+    input.write("A", &[0i64; 4]).unwrap();
+    // Independent reference: E[i] = D[i] + 1 for i < H[0]; F[4 r + q] = D[r] + 2 for q < H[r].
+    let d = input.read::<f32>("D").unwrap();
+    let mut e = input.read::<f32>("E").unwrap();
+    let mut f = input.read::<f32>("F").unwrap();
+    for i in 0..h[0] {
+        for c in 0..4 {
+            e[i * 4 + c] = d[i * 4 + c] + 1.0;
+        }
+    }
+    for (r, &len) in h.iter().enumerate() {
+        for q in 0..len {
+            for c in 0..4 {
+                f[(r * 4 + q) * 4 + c] = d[r * 4 + c] + 2.0;
+            }
+        }
+    }
+    let seq = reference_run(&m, &input);
+    assert_eq!(seq.tasks, 1 + 3 + 6);
+    assert_eq!(seq.store.read::<f32>("E").unwrap(), e);
+    assert_eq!(seq.store.read::<f32>("F").unwrap(), f);
+    let mut p = compile(lower(&m).unwrap(), CompileOptions::default()).unwrap();
+    *p.tensors(&b).unwrap() = Some(input.clone());
+    let stats = p.execute(&b).unwrap();
+    let got = p.tensors(&b).unwrap().as_ref().unwrap().clone();
+    assert_eq!(stats.tasks, 10);
+    assert_eq!(
+        stats.generation.computed_reads,
+        seq.generation.computed_reads
+    );
+    assert_eq!(stats.generation.computed_reads, 2);
+    assert_eq!(got.read::<f32>("E").unwrap(), e);
+    assert_eq!(got.read::<f32>("F").unwrap(), f);
+}
+
+/// A run-time error of a computed read — an index out of range, a negative row length of a
+/// ragged axis over computed lengths — names the read's `file:line:column` in every path: device
+/// generation (the bytecode's side table of read locations), host runs generating with the
+/// bytecode, and host runs generating with the expander.
+#[test]
+fn computed_read_errors_name_the_reads_line_and_column_in_every_path() {
+    let cases = [
+        (
+            // `A[0]` is 9 once the copy ran: the second read is out of range.
+            "slot s: i64;\ntensor H: i64[4];\ntensor A: i64[4];\n\
+             kernel copy(in x: i64[?], out y: i64[?]);\n\
+             workload main() {\n    task copy(H[0 +: 4], A[0 +: 4]);\n    load s = A[0];\n    \
+             load s = A[s];\n}\n",
+            "index 9 is out of bounds",
+            "m.wsp:8:5",
+        ),
+        (
+            // The row lengths a task wrote: `A[1]` is -1.
+            "tensor H: i64[4];\ntensor A: i64[4];\ntensor D: f32[4, 4];\ntensor E: f32[4, 4];\n\
+             axis R = ragged(4, A);\nkernel copy(in x: i64[?], out y: i64[?]);\n\
+             kernel add_scalar(in x: f32[?], out y: f32[?], value: f64);\n\
+             workload main() {\n    task copy(H[0 +: 4], A[0 +: 4]);\n    \
+             parallel_for r, p in R { task add_scalar(D[r, 0 +: 4], E[r, 0 +: 4], 1.0); }\n}\n",
+            "is negative (-1)",
+            "m.wsp:10:5",
+        ),
+    ];
+    for (text, what, place) in cases {
+        let m = parse(text).unwrap();
+        let b = Bindings::new().array("H", vec![9, -1, 0, 0]);
+        let source = pto_wsp::ir::SourceFile::new("m.wsp", text);
+        for (device_gen, host_expander) in [(true, false), (false, false), (false, true)] {
+            let mut p = compile(
+                lower(&m).unwrap(),
+                CompileOptions {
+                    threads: 2,
+                    device_gen,
+                    host_expander,
+                    ..CompileOptions::default()
+                },
+            )
+            .unwrap();
+            let err = p.execute(&b).expect_err("the read fails");
+            let rendered = source.render(&err);
+            assert!(
+                rendered.contains(what) && rendered.contains(place),
+                "device_gen {device_gen}, host_expander {host_expander}:\n{rendered}"
+            );
+        }
+    }
 }
