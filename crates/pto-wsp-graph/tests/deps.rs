@@ -159,6 +159,22 @@ fn graph_preds(g: &TaskGraphStorage) -> Vec<Vec<usize>> {
     preds
 }
 
+/// Each task's predecessors, sorted, from a sink's flat list and per-task ends.
+fn sorted_preds(preds: &[u32], ends: &[u32]) -> Vec<Vec<usize>> {
+    let mut begin = 0;
+    ends.iter()
+        .map(|&end| {
+            let mut p: Vec<usize> = preds[begin as usize..end as usize]
+                .iter()
+                .map(|&p| p as usize)
+                .collect();
+            p.sort_unstable();
+            begin = end;
+            p
+        })
+        .collect()
+}
+
 /// Oracle predecessors: every conflicting earlier task plus explicit deps (or only the explicit
 /// deps when `inference` is off).
 fn oracle_preds(tasks: &[GenTask], inference: Option<bool>) -> Vec<Vec<usize>> {
@@ -982,17 +998,7 @@ fn the_sinks_retire_hint_keeps_every_edge_and_a_map_bounded_by_boxes() {
         assert_eq!(b.stats().forgotten, 0, "{mode:?}");
         assert_eq!(b.stats().edges(), plain.edge_count() as u64, "{mode:?}");
         let (preds, ends) = b.sink().inner.preds();
-        let mut got = Vec::new();
-        let mut begin = 0;
-        for &end in ends {
-            let mut p: Vec<usize> = preds[begin as usize..end as usize]
-                .iter()
-                .map(|&p| p as usize)
-                .collect();
-            p.sort();
-            got.push(p);
-            begin = end;
-        }
+        let got = sorted_preds(preds, ends);
         let mut want = graph_preds(&plain);
         want.iter_mut().for_each(|p| p.sort_unstable());
         assert_eq!(got, want, "{mode:?}");
@@ -1083,17 +1089,7 @@ fn check_same_edges_found<M: TensorMap>(
     let st = b.stats();
     let (preds, ends) = b.sink().preds();
     prop_assert_eq!(preds.len() as u64 + st.forgotten, st.edges());
-    let mut got = Vec::new();
-    let mut begin = 0;
-    for &end in ends {
-        let mut p: Vec<usize> = preds[begin as usize..end as usize]
-            .iter()
-            .map(|&p| p as usize)
-            .collect();
-        p.sort_unstable();
-        got.push(p);
-        begin = end;
-    }
+    let got = sorted_preds(preds, ends);
     let mut want = graph_preds(full);
     want.iter_mut().for_each(|p| p.sort_unstable());
     if st.forgotten == 0 {

@@ -675,61 +675,21 @@ fn the_inferred_edge_count_is_the_same_in_every_mode() {
     let module = parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let mut b = Bindings::new();
     b.bind_str(&module, "seq=1024").unwrap();
-    // The reference: every task, fed into a builder that never retires.
-    let mut builder = GraphBuilder::new(DepsMode::Exact);
-    feed(
+    // As `pto-wsp bench` does: exact keys, a cost reference (it misses attention's prefix
+    // dependencies, which kernels that do nothing do not mind).
+    edges_found_in_every_mode(
         &module,
         &b,
-        &ExpandOptions::default(),
-        &mut builder,
-        &mut NoHooks,
-        ExecDomain::default(),
-    )
-    .unwrap();
-    let reference = builder.stats();
-    assert!(reference.tasks > 3 * u64::from(pto_wsp::graph::builder::RETIRE_EVERY));
-    assert_eq!(reference.forgotten, 0);
-    let mut kernels = KernelRegistry::new();
-    for k in &module.kernels {
-        kernels.register(&k.name.name, |_| Ok(()));
-    }
-    let mut wired = BTreeSet::new();
-    for (device_gen, threads, window) in [
-        (false, 1, None),
-        (false, 2, Some(2)),
-        (false, 2, Some(64)),
-        (false, 1, Some(4096)),
-        (true, 1, Some(4)),
-        (true, 2, Some(64)),
-    ] {
-        let mut plan = if device_gen {
-            lower(&device_gen_view(&module)).unwrap()
-        } else {
-            lower(&module).unwrap()
-        };
-        plan.config.task_window = window.map(|w| (w, WindowMode::Stall));
-        // As `pto-wsp bench` does: exact keys, a cost reference (it misses attention's prefix
-        // dependencies, which kernels that do nothing do not mind).
-        plan.config.deps = DepsMode::Exact;
-        let mut p = compile(
-            plan,
-            CompileOptions {
-                threads,
-                kernels: kernels.clone(),
-                device_gen,
-                ..CompileOptions::default()
-            },
-        )
-        .unwrap();
-        let s = p.execute(&b).unwrap();
-        let what = format!("device_gen {device_gen}, {threads} thread(s), window {window:?}");
-        assert_eq!(s.tasks, reference.tasks, "{what}");
-        assert_eq!(s.edges, reference.edges(), "{what}: edges found");
-        assert!(s.wired_edges <= s.edges, "{what}");
-        wired.insert(s.wired_edges);
-    }
-    // Tasks completed early in some runs: fewer edges were wired than found.
-    assert!(wired.iter().any(|&w| w < reference.edges()), "{wired:?}");
+        DepsMode::Exact,
+        &[
+            (false, StartPolicy::Immediate, 1, None),
+            (false, StartPolicy::Immediate, 2, Some(2)),
+            (false, StartPolicy::Immediate, 2, Some(64)),
+            (false, StartPolicy::Immediate, 1, Some(4096)),
+            (true, StartPolicy::Immediate, 1, Some(4)),
+            (true, StartPolicy::Immediate, 2, Some(64)),
+        ],
+    );
 }
 
 /// Overlap inference finds the same edges in every mode. A workload of prefix reads (each
@@ -767,68 +727,84 @@ schedule for main {{
 "
         )
     };
-    let mut kernels = KernelRegistry::new();
-    for k in ["w", "attn", "reset"] {
-        kernels.register(k, |_| Ok(()));
-    }
     for (mode, deps) in [(DepsMode::Overlap, "overlap"), (DepsMode::Hybrid, "hybrid")] {
-        let module = parse(&text(deps)).unwrap();
-        let b = Bindings::new();
-        // The reference: every task, fed into a builder that never retires.
-        let mut builder = GraphBuilder::new(mode);
-        feed(
-            &module,
-            &b,
-            &ExpandOptions::default(),
-            &mut builder,
-            &mut NoHooks,
-            ExecDomain::default(),
-        )
-        .unwrap();
-        let reference = builder.stats();
-        assert!(reference.tasks > 3 * u64::from(pto_wsp::graph::builder::RETIRE_EVERY));
-        assert_eq!(reference.forgotten, 0);
-        let mut wired = BTreeSet::new();
-        for (device_gen, start, threads, window) in [
-            (false, StartPolicy::AfterOrchestration, 2, None),
-            (false, StartPolicy::Immediate, 1, None),
-            (false, StartPolicy::Immediate, 2, Some(2)),
-            (false, StartPolicy::Immediate, 2, Some(64)),
-            (false, StartPolicy::Immediate, 1, Some(4096)),
-            (true, StartPolicy::Immediate, 1, Some(4)),
-            (true, StartPolicy::Immediate, 2, Some(64)),
-        ] {
-            let mut plan = if device_gen {
-                lower(&device_gen_view(&module)).unwrap()
-            } else {
-                lower(&module).unwrap()
-            };
-            plan.config.task_window = window.map(|w| (w, WindowMode::Stall));
-            plan.config.start = start;
-            let mut p = compile(
-                plan,
-                CompileOptions {
-                    threads,
-                    kernels: kernels.clone(),
-                    device_gen,
-                    ..CompileOptions::default()
-                },
-            )
-            .unwrap();
-            let s = p.execute(&b).unwrap();
-            let what = format!(
-                "{deps}: device_gen {device_gen}, {start:?}, {threads} thread(s), window {window:?}"
-            );
-            assert_eq!(s.tasks, reference.tasks, "{what}");
-            assert_eq!(s.edges, reference.edges(), "{what}: edges found");
-            assert_eq!(s.edges_unnamed, 0, "{what}: the report warns of nothing");
-            assert!(s.wired_edges <= s.edges, "{what}");
-            wired.insert(s.wired_edges);
-        }
-        // Tasks completed early in some runs: fewer edges were wired than found.
-        assert!(
-            wired.iter().any(|&w| w < reference.edges()),
-            "{deps}: {wired:?}"
+        edges_found_in_every_mode(
+            &parse(&text(deps)).unwrap(),
+            &Bindings::new(),
+            mode,
+            &[
+                (false, StartPolicy::AfterOrchestration, 2, None),
+                (false, StartPolicy::Immediate, 1, None),
+                (false, StartPolicy::Immediate, 2, Some(2)),
+                (false, StartPolicy::Immediate, 2, Some(64)),
+                (false, StartPolicy::Immediate, 1, Some(4096)),
+                (true, StartPolicy::Immediate, 1, Some(4)),
+                (true, StartPolicy::Immediate, 2, Some(64)),
+            ],
         );
     }
+}
+
+/// Runs `module` under `mode` once per `(device_gen, start, threads, window)` with kernels that
+/// do nothing, and checks that every run counts the edges of the reference (every task fed into
+/// a builder that never retires, long enough to retire several times in the runs), with nothing
+/// for the report to warn of, and that some run wired fewer edges than it found.
+fn edges_found_in_every_mode(
+    module: &Module,
+    b: &Bindings,
+    mode: DepsMode,
+    runs: &[(bool, StartPolicy, usize, Option<u64>)],
+) {
+    let mut builder = GraphBuilder::new(mode);
+    feed(
+        module,
+        b,
+        &ExpandOptions::default(),
+        &mut builder,
+        &mut NoHooks,
+        ExecDomain::default(),
+    )
+    .unwrap();
+    let reference = builder.stats();
+    assert!(reference.tasks > 3 * u64::from(pto_wsp::graph::builder::RETIRE_EVERY));
+    assert_eq!(reference.forgotten, 0);
+    let mut kernels = KernelRegistry::new();
+    for k in &module.kernels {
+        kernels.register(&k.name.name, |_| Ok(()));
+    }
+    let mut wired = BTreeSet::new();
+    for &(device_gen, start, threads, window) in runs {
+        let mut plan = if device_gen {
+            lower(&device_gen_view(module)).unwrap()
+        } else {
+            lower(module).unwrap()
+        };
+        plan.config.task_window = window.map(|w| (w, WindowMode::Stall));
+        plan.config.start = start;
+        plan.config.deps = mode;
+        let mut p = compile(
+            plan,
+            CompileOptions {
+                threads,
+                kernels: kernels.clone(),
+                device_gen,
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap();
+        let s = p.execute(b).unwrap();
+        let what = format!(
+            "{mode:?}: device_gen {device_gen}, {start:?}, {threads} thread(s), window {window:?}"
+        );
+        assert_eq!(s.tasks, reference.tasks, "{what}");
+        assert_eq!(s.edges, reference.edges(), "{what}: edges found");
+        assert_eq!(s.edges_unnamed, 0, "{what}: the report warns of nothing");
+        assert!(s.wired_edges <= s.edges, "{what}");
+        wired.insert(s.wired_edges);
+    }
+    // Tasks completed early in some runs: fewer edges were wired than found.
+    assert!(
+        wired.iter().any(|&w| w < reference.edges()),
+        "{mode:?}: {wired:?}"
+    );
 }
