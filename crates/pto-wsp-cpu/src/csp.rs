@@ -254,10 +254,10 @@ impl fmt::Display for ReadConflict {
     }
 }
 
-impl CspError {
+impl pto_wsp_ir::Diagnostic for CspError {
     /// Where in the source the run failed, when known (a [`CspError::ReadConflict`]: the read);
     /// [`Loc::NONE`] otherwise.
-    pub fn loc(&self) -> Loc {
+    fn loc(&self) -> Loc {
         match self {
             CspError::ReadConflict(c) => c.loc,
             _ => Loc::NONE,
@@ -976,4 +976,100 @@ pub fn run_pipeline(
         );
     }
     Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pto_wsp_ir::{Access, Diagnostic, SourceFile, parse};
+
+    /// The runners' shared state for `m` with no process running: the checker is driven by
+    /// hand, so the order of a read and a write is fixed without timing.
+    fn shared<'a>(
+        m: &Module,
+        store: &'a TensorStore,
+        registry: &'a KernelRegistry,
+        names: &'a [String],
+    ) -> Shared<'a> {
+        Shared {
+            store,
+            registry,
+            kernels: &[],
+            names,
+            processes: m.pipelines[0]
+                .processes
+                .iter()
+                .map(|p| p.name.name.clone())
+                .collect(),
+            checker: ConflictChecker::new(),
+            started: Mutex::new(Vec::new()),
+            next_id: AtomicU32::new(0),
+            t0: Instant::now(),
+            trace: false,
+        }
+    }
+
+    /// A computed read whose box another process's running task writes fails naming the read
+    /// (box, `file:line:column`) and the task, whichever of the two began first; a read beside
+    /// a running task that writes another box, or one that only reads it, is admitted.
+    #[test]
+    fn a_read_overlapping_another_process_running_write_fails_naming_both() {
+        let text = "slot n: i64;\ntensor X: f32[4, 4];\ntensor K: i32[4, 1];\n\
+                    kernel topk(in x: f32[?, ?], out idx: i32[?, ?]);\n\
+                    pipeline p {\n    channel c[1];\n\
+                    process producer(produces c) {\n        task topk(X[0 +: 4, 0 +: 4], K[0 +: 4, 0 +: 1]);\n        send c(0);\n    }\n\
+                    process consumer(consumes c) {\n        consume c as t {\n            load n = K[2, 0];\n        }\n    }\n}\n";
+        let m = parse(text).unwrap();
+        let store = TensorStore::new(&m, &Bindings::new()).unwrap();
+        let registry = KernelRegistry::with_builtins();
+        let names = vec!["topk".to_string()];
+        let sh = shared(&m, &store, &registry, &names);
+        let k = m.tensors.iter().position(|t| t.name.name == "K").unwrap() as u32;
+        let at = text.find("load n").unwrap() as u32;
+        let loc = Loc {
+            start: at,
+            end: at + 16,
+        };
+        let io = |start: i64, rows: i64, access| {
+            [TaskIo::new(
+                Region::new(k, &[start, 0], &[rows, 1]).unwrap(),
+                access,
+            )]
+        };
+        let (write, read) = (io(0, 4, Access::Out), io(2, 1, Access::In));
+        let task = Started::Task {
+            process: 0,
+            index: 3,
+            kernel: 0,
+        };
+        let reading = Started::Read { process: 1, loc };
+        let want = "process `consumer`, its computed read of K[2..3, 0..1] overlaps process \
+                    `producer`'s running task #3 (kernel `topk`, out K[0..4, 0..1]), which \
+                    writes it";
+        let source = SourceFile::new("p.wsp", text);
+        // The task runs; the read comes.
+        let t = sh.admit(task, &write).unwrap();
+        let err = sh.admit(reading, &read).unwrap_err();
+        assert!(matches!(err, CspError::ReadConflict(_)), "{err}");
+        assert_eq!(err.loc(), loc);
+        let rendered = source.render(&err);
+        assert!(
+            rendered.contains(want) && rendered.contains("p.wsp:13:13"),
+            "{rendered}"
+        );
+        sh.checker.end(t);
+        // The read runs; the task comes.
+        let r = sh.admit(reading, &read).unwrap();
+        let err = sh.admit(task, &write).unwrap_err();
+        assert!(source.render(&err).contains(want), "{err}");
+        sh.checker.end(r);
+        // A write of other rows, or a read of the same rows, runs beside the read.
+        let r = sh.admit(reading, &read).unwrap();
+        let t = sh.admit(task, &io(0, 2, Access::Out)).unwrap();
+        let t2 = sh.admit(task, &io(2, 1, Access::In)).unwrap();
+        sh.checker.end(t);
+        sh.checker.end(t2);
+        sh.checker.end(r);
+        assert_eq!(sh.checker.regions_in_flight(), 0);
+    }
 }

@@ -237,7 +237,7 @@ impl pto_wsp_ir::Diagnostic for RunError {
     fn loc(&self) -> pto_wsp_ir::Loc {
         match self {
             RunError::Exec(e) => pto_wsp_ir::Diagnostic::loc(e),
-            RunError::Pipeline(e) => e.loc(),
+            RunError::Pipeline(e) => pto_wsp_ir::Diagnostic::loc(e),
             _ => pto_wsp_ir::Loc::NONE,
         }
     }
