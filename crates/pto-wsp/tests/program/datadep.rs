@@ -725,6 +725,77 @@ fn a_pipeline_consumer_generates_from_counts_its_producer_computed() {
     }
 }
 
+/// A pipeline consumer that stops generating on a flag its producer computed: per token the
+/// producer ranks the 4 values of `X[t]` (`topk` with k = 4, largest first) into `F[t]`; the
+/// consumer walks the ranking in a `while` loop, reading each entry, and `break if`s at column
+/// 0, so token `t` gets one chunk per value larger than `X[t, 0]`. Checked against a plain loop
+/// and the sequential reference run.
+#[test]
+fn a_pipeline_consumer_stops_on_a_flag_its_producer_computed() {
+    let text = "slot q: i64;\nslot s: i64;\n\
+                tensor X: f32[8, 4];\ntensor F: i32[8, 4];\n\
+                tensor D: f32[8, 4];\ntensor E: f32[32, 4];\n\
+                axis T = dense(8);\n\
+                kernel topk(in x: f32[?, ?], out idx: i32[?, ?]);\n\
+                kernel add_scalar(in x: f32[?], out y: f32[?], value: f64);\n\
+                pipeline p {\n    channel c[2];\n\
+                process producer(produces c) {\n        for_each t in T {\n            \
+                task topk(X[t, 0 +: 4], F[t, 0 +: 4]);\n            send c(t);\n        }\n    }\n\
+                process consumer(consumes c) {\n        consume c as t {\n            \
+                set q = 0;\n            while q < 4 max 4 {\n                \
+                load s = F[t, q];\n                break if s == 0;\n                \
+                task add_scalar(D[t, 0 +: 4], E[t * 4 + q, 0 +: 4], 1.0);\n                \
+                set q = q + 1;\n            }\n        }\n    }\n}\n";
+    let m = parse(text).unwrap();
+    let b = Bindings::new();
+    let mut input = TensorStore::new(&m, &b).unwrap();
+    input.fill_random(23);
+    // Independent reference: token t gets a chunk per value of X[t] larger than X[t, 0].
+    let x = input.read::<f32>("X").unwrap();
+    let d = input.read::<f32>("D").unwrap();
+    let mut e = input.read::<f32>("E").unwrap();
+    let mut chunks = Vec::new();
+    for t in 0..8 {
+        let n = (1..4).filter(|&c| x[t * 4 + c] > x[t * 4]).count();
+        chunks.push(n);
+        for q in 0..n {
+            for c in 0..4 {
+                e[(t * 4 + q) * 4 + c] = d[t * 4 + c] + 1.0;
+            }
+        }
+    }
+    assert!(chunks.iter().any(|&n| n != chunks[0]), "{chunks:?}");
+    let total: usize = chunks.iter().sum();
+    // One read per chunk, and one more for the entry that stops the loop.
+    let reads = (total + 8) as u64;
+    let seq = reference_run(&m, &input);
+    assert_eq!(seq.tasks as usize, 8 + total);
+    assert_eq!(seq.generation.computed_reads, reads);
+    assert_eq!(seq.store.read::<f32>("E").unwrap(), e);
+    for threads in [1, 2] {
+        let mut p = compile(
+            lower(&m).unwrap(),
+            CompileOptions {
+                threads,
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap();
+        *p.tensors(&b).unwrap() = Some(input.clone());
+        let stats = p
+            .execute(&b)
+            .unwrap_or_else(|err| panic!("{threads} threads: {err}"));
+        let got = p.tensors(&b).unwrap().as_ref().unwrap().clone();
+        assert_eq!(stats.per_worker, vec![8, total as u64], "{threads} threads");
+        assert_eq!(stats.generation.computed_reads, reads);
+        assert_eq!(got.read::<f32>("E").unwrap(), e, "{threads} threads");
+        assert_eq!(
+            got.read::<i32>("F").unwrap(),
+            seq.store.read::<i32>("F").unwrap()
+        );
+    }
+}
+
 /// A CSP process reads what its own tasks computed (a `load` feeding a `dense_dyn` extent, a
 /// ragged axis over computed lengths): the tokens it sends and the tasks it runs follow the
 /// computed values, equal to the sequential reference run and to a plain-loop reference.
