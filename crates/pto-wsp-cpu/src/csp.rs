@@ -29,13 +29,17 @@
 //!   [`CspError::Conflict`], naming both tasks, before it touches anything — it never races.
 //! - A kernel failure, a panic or an expansion error in one process stops every process (they
 //!   see the stop at their next channel operation or task) and is the run's error.
-//! - **Computed reads** (`docs/SEMANTICS.md`, "Computed reads") of a tensor only the reading
-//!   process's tasks write are served from the store: the process ran each of its earlier tasks
-//!   to completion, and no other process writes the tensor, so the read sees exactly the value
-//!   of the sequential reference run and races with nothing. A read of a tensor another
-//!   process writes is refused before anything runs
-//!   ([`pto_wsp_ir::Resolved::cross_process_read`]): channels order no read after another
-//!   process's task.
+//! - **Computed reads** (`docs/SEMANTICS.md`, "Computed reads") are served from the store, when
+//!   the generator reaches them. A process runs each of its own tasks to completion before its
+//!   next statement, so its earlier writes are complete; another process's task that came
+//!   before a `send` the reader has received had completed before that send, and the channel's
+//!   lock orders its writes before the read. So a read sees every write the channel order puts
+//!   before it — what tasks see. Like a task, a read is admitted by the [`ConflictChecker`] for
+//!   the time it reads: a read whose box another process's running task writes (or a task that
+//!   would write a box a read is reading) fails the run with [`CspError::ReadConflict`], naming
+//!   the read (tensor, box, place) and the task — it never races. Whether the value equals the
+//!   sequential reference run's is the buffer rule of tasks: it does when no buffer is
+//!   overwritten before it is read (a buffer reused every `n` tokens with `n >= depth + 2`).
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -48,8 +52,8 @@ use std::time::Instant;
 
 use pto_wsp_graph::types::{MAX_RANK, Region, TaskIo};
 use pto_wsp_ir::{
-    Bindings, ChannelPort, DataRead, ExpandOptions, ExpandSink, ExpandedTask, Module, OrderEdge,
-    Pipeline, ReadRefused, ResolveOptions, Value, expand_process,
+    Bindings, ChannelPort, DataRead, ExpandOptions, ExpandSink, ExpandedTask, Loc, Module,
+    OrderEdge, Pipeline, ReadRefused, Value, expand_process,
 };
 use pto_wsp_kernels::{ConflictChecker, KernelId, KernelRegistry, TaskContext, TensorStore};
 
@@ -158,6 +162,10 @@ pub enum CspError {
     /// Two processes' tasks would have touched conflicting regions at the same time.
     #[error("{0}")]
     Conflict(Box<TaskConflict>),
+    /// A computed read and another process's running task touched the same box at the same
+    /// time, the task writing it (see [`ReadConflict`]).
+    #[error("{0}")]
+    ReadConflict(Box<ReadConflict>),
     /// Generating a process's tasks failed (an expansion error).
     #[error("process `{process}`: {message}")]
     Process {
@@ -210,6 +218,50 @@ impl fmt::Display for TaskConflict {
             self.other_kernel,
             self.other_access
         )
+    }
+}
+
+/// A computed read that overlapped, in time and in its box, a task of another process that
+/// writes the box (see [`CspError::ReadConflict`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadConflict {
+    /// The process that reads.
+    pub process: String,
+    /// The box read, e.g. `K[1..2, 0..1]`.
+    pub read: String,
+    /// Where the read is written (the `load`, or the loop of a ragged / sparse axis).
+    pub loc: Loc,
+    /// The process whose task writes the box.
+    pub task_process: String,
+    /// That task's index among its process's tasks.
+    pub task: u32,
+    /// Its kernel.
+    pub kernel: String,
+    /// Its access and region.
+    pub access: String,
+}
+
+impl fmt::Display for ReadConflict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "process `{}`, its computed read of {} overlaps process `{}`'s running task #{} \
+             (kernel `{}`, {}), which writes it: only channels order the processes, so a \
+             buffer is overwritten while another process reads it (use more buffers, or a \
+             smaller channel depth)",
+            self.process, self.read, self.task_process, self.task, self.kernel, self.access
+        )
+    }
+}
+
+impl pto_wsp_ir::Diagnostic for CspError {
+    /// Where in the source the run failed, when known (a [`CspError::ReadConflict`]: the read);
+    /// [`Loc::NONE`] otherwise.
+    fn loc(&self) -> Loc {
+        match self {
+            CspError::ReadConflict(c) => c.loc,
+            _ => Loc::NONE,
+        }
     }
 }
 
@@ -399,18 +451,173 @@ impl ChannelPort for Port<'_, '_, '_> {
     }
 }
 
+/// What a global id the [`ConflictChecker`] knows stands for.
+#[derive(Clone, Copy, Debug)]
+enum Started {
+    /// Task `index` of `process`, running module kernel `kernel`.
+    Task {
+        process: usize,
+        index: u32,
+        kernel: u32,
+    },
+    /// A computed read of `process`, written at `loc`.
+    Read { process: usize, loc: Loc },
+}
+
 /// What every process's task runner shares.
 struct Shared<'a> {
     store: &'a TensorStore,
     registry: &'a KernelRegistry,
     kernels: &'a [Option<KernelId>],
     names: &'a [String],
+    /// The pipeline's process names, by index.
+    processes: Vec<String>,
     checker: ConflictChecker,
-    /// (process, task index within it, module kernel) of every task started, by global id.
-    started: Mutex<Vec<(usize, u32, u32)>>,
+    /// What each global id the checker was given stands for.
+    started: Mutex<Vec<Option<Started>>>,
     next_id: AtomicU32,
     t0: Instant,
     trace: bool,
+}
+
+impl Shared<'_> {
+    fn kernel_name(&self, k: u32) -> String {
+        self.names
+            .get(k as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("kernel#{k}"))
+    }
+
+    fn process_name(&self, p: usize) -> String {
+        self.processes
+            .get(p)
+            .cloned()
+            .unwrap_or_else(|| "?".to_string())
+    }
+
+    /// `Stage[0..256, 0..1024]`.
+    fn region_text(&self, r: &Region) -> String {
+        let rank = (r.rank as usize).min(MAX_RANK);
+        let dims: Vec<String> = (0..rank)
+            .map(|d| format!("{}..{}", r.start[d], r.end(d)))
+            .collect();
+        let tensor = if (r.tensor as usize) < self.store.len() {
+            self.store.info(r.tensor).name.clone()
+        } else {
+            format!("tensor#{}", r.tensor)
+        };
+        format!("{tensor}[{}]", dims.join(", "))
+    }
+
+    /// `out Stage[0..256, 0..1024]`.
+    fn describe(&self, r: &Region, access: pto_wsp_ir::Access) -> String {
+        format!("{access} {}", self.region_text(r))
+    }
+
+    /// Gives `what` (a task, or a computed read) a global id and admits its regions `io`
+    /// through the checker: the id, to pass to `checker.end` when it is done, or the error
+    /// naming both sides when a region conflicts with one in flight (another process's: a
+    /// process does one thing at a time).
+    fn admit(&self, what: Started, io: &[TaskIo]) -> Result<u32, CspError> {
+        let gid = self.next_id.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut started = self.started.lock().unwrap_or_else(|p| p.into_inner());
+            if started.len() <= gid as usize {
+                started.resize(gid as usize + 1, None);
+            }
+            started[gid as usize] = Some(what);
+        }
+        let Err(c) = self.checker.begin(gid, io) else {
+            return Ok(gid);
+        };
+        let other = self
+            .started
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(c.running as usize)
+            .copied()
+            .flatten();
+        let task_side = |process: usize, index: u32, kernel: u32, r: &Region, a| {
+            (
+                self.process_name(process),
+                index,
+                self.kernel_name(kernel),
+                self.describe(r, a),
+            )
+        };
+        let read_conflict =
+            |process: usize, loc: Loc, read: &Region, task: (String, u32, String, String)| {
+                CspError::ReadConflict(Box::new(ReadConflict {
+                    process: self.process_name(process),
+                    read: self.region_text(read),
+                    loc,
+                    task_process: task.0,
+                    task: task.1,
+                    kernel: task.2,
+                    access: task.3,
+                }))
+            };
+        Err(match (what, other) {
+            (
+                Started::Read { process, loc },
+                Some(Started::Task {
+                    process: tp,
+                    index,
+                    kernel,
+                }),
+            ) => read_conflict(
+                process,
+                loc,
+                &c.region,
+                task_side(tp, index, kernel, &c.running_region, c.running_access),
+            ),
+            (
+                Started::Task {
+                    process: tp,
+                    index,
+                    kernel,
+                },
+                Some(Started::Read { process, loc }),
+            ) => read_conflict(
+                process,
+                loc,
+                &c.running_region,
+                task_side(tp, index, kernel, &c.region, c.access),
+            ),
+            (
+                Started::Task {
+                    process,
+                    index,
+                    kernel,
+                },
+                other,
+            ) => {
+                let (op, oi, ok) = match other {
+                    Some(Started::Task {
+                        process,
+                        index,
+                        kernel,
+                    }) => (self.process_name(process), index, self.kernel_name(kernel)),
+                    _ => ("?".to_string(), c.running, "?".to_string()),
+                };
+                CspError::Conflict(Box::new(TaskConflict {
+                    process: self.process_name(process),
+                    task: index,
+                    kernel: self.kernel_name(kernel),
+                    access: self.describe(&c.region, c.access),
+                    other_process: op,
+                    other_task: oi,
+                    other_kernel: ok,
+                    other_access: self.describe(&c.running_region, c.running_access),
+                }))
+            }
+            // Two reads never conflict (the checker's rule: one side writes).
+            (Started::Read { .. }, _) => CspError::Setup(format!(
+                "internal error: a computed read conflicts with id {}, which is no task",
+                c.running
+            )),
+        })
+    }
 }
 
 /// Runs the tasks one process generates, as they are generated.
@@ -430,38 +637,9 @@ struct TaskRunner<'a, 'm, 'p, 'l> {
 }
 
 impl TaskRunner<'_, '_, '_, '_> {
-    fn kernel_name(&self, k: u32) -> String {
-        self.shared
-            .names
-            .get(k as usize)
-            .cloned()
-            .unwrap_or_else(|| format!("kernel#{k}"))
-    }
-
-    fn process_name(&self, p: usize) -> String {
-        self.monitor.pipeline.processes[p].name.name.clone()
-    }
-
-    /// `out Stage[0..256, 0..1024]`.
-    fn describe(&self, r: &Region, access: pto_wsp_ir::Access) -> String {
-        let rank = (r.rank as usize).min(MAX_RANK);
-        let dims: Vec<String> = (0..rank)
-            .map(|d| format!("{}..{}", r.start[d], r.end(d)))
-            .collect();
-        let tensor = if (r.tensor as usize) < self.shared.store.len() {
-            self.shared.store.info(r.tensor).name.clone()
-        } else {
-            format!("tensor#{}", r.tensor)
-        };
-        format!("{access} {tensor}[{}]", dims.join(", "))
-    }
-
     fn run(&mut self, index: u32, task: &ExpandedTask) -> Result<(), CspError> {
         let sh = self.shared;
-        let (pname, kname) = (
-            self.process_name(self.process),
-            self.kernel_name(task.kernel),
-        );
+        let (pname, kname) = (sh.process_name(self.process), sh.kernel_name(task.kernel));
         let fail = |message: String, panicked: bool| CspError::Task {
             process: pname.clone(),
             task: index,
@@ -487,37 +665,14 @@ impl TaskRunner<'_, '_, '_, '_> {
                 false,
             ));
         };
-        let gid = sh.next_id.fetch_add(1, Ordering::Relaxed);
-        {
-            let mut started = sh.started.lock().unwrap_or_else(|p| p.into_inner());
-            if started.len() <= gid as usize {
-                started.resize(gid as usize + 1, (usize::MAX, 0, 0));
-            }
-            started[gid as usize] = (self.process, index, task.kernel);
-        }
-        if let Err(c) = sh.checker.begin(gid, &self.io) {
-            let (op, oi, ok) = sh
-                .started
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(c.running as usize)
-                .copied()
-                .unwrap_or((usize::MAX, c.running, u32::MAX));
-            return Err(CspError::Conflict(Box::new(TaskConflict {
-                process: pname,
-                task: index,
-                kernel: kname,
-                access: self.describe(&c.region, c.access),
-                other_process: if op == usize::MAX {
-                    "?".into()
-                } else {
-                    self.process_name(op)
-                },
-                other_task: oi,
-                other_kernel: self.kernel_name(ok),
-                other_access: self.describe(&c.running_region, c.running_access),
-            })));
-        }
+        let gid = sh.admit(
+            Started::Task {
+                process: self.process,
+                index,
+                kernel: task.kernel,
+            },
+            &self.io,
+        )?;
         let start = sh.t0.elapsed().as_nanos() as u64;
         // SAFETY: the store is borrowed for the whole run and nothing but tasks touch it
         // (`run_pipeline`'s contract); the checker admitted this task's regions, so no running
@@ -574,11 +729,30 @@ impl ExpandSink for TaskRunner<'_, '_, '_, '_> {
         if self.monitor.stopped() {
             return Err(ReadRefused::Stopped);
         }
-        // SAFETY: only this process's tasks write the tensor (`run_pipeline` refuses a read of
-        // a tensor another process writes), and each ran to completion before the generator
-        // went on: nothing writes the box while it is read.
-        let v = unsafe { crate::datadep::read_ints(self.shared.store, read) }
-            .map_err(ReadRefused::Unsupported)?;
+        let region = Region::new(read.tensor, read.start, read.size)
+            .map_err(|e| ReadRefused::Unsupported(e.to_string()))?;
+        let io = [TaskIo::new(region, pto_wsp_ir::Access::In)];
+        let sh = self.shared;
+        let gid = match sh.admit(
+            Started::Read {
+                process: self.process,
+                loc: read.loc,
+            },
+            &io,
+        ) {
+            Ok(gid) => gid,
+            Err(e) => {
+                self.error = Some(e);
+                self.monitor.stop();
+                return Err(ReadRefused::Stopped);
+            }
+        };
+        // SAFETY: the checker admitted the box: no running task of another process writes it,
+        // none may start writing it until `end` below, and this process's own tasks all
+        // returned (module docs, "Computed reads").
+        let v = unsafe { crate::datadep::read_ints(sh.store, read) };
+        sh.checker.end(gid);
+        let v = v.map_err(ReadRefused::Unsupported)?;
         self.reads += 1;
         out.extend(v);
         Ok(())
@@ -611,18 +785,6 @@ pub fn run_pipeline(
     let pipeline = module
         .pipeline(entry)
         .ok_or_else(|| CspError::Setup(format!("the entry `{entry}` is not a pipeline")))?;
-    // Computed reads are served only of what the reading process alone writes (module docs).
-    if let Ok(r) = pto_wsp_ir::resolve(module, &ResolveOptions::default())
-        && let Some((t, _, p, q)) = r.cross_process_read()
-    {
-        return Err(CspError::Setup(format!(
-            "process `{}` reads computed values of tensor `{}`, which process `{}` writes: \
-             channels order no read after another process's task",
-            r.processes[p].name,
-            module.tensors[t.index()].name,
-            r.processes[q].name
-        )));
-    }
     let channel = |name: &str| {
         pipeline
             .channels
@@ -678,6 +840,11 @@ pub fn run_pipeline(
         registry,
         kernels,
         names,
+        processes: pipeline
+            .processes
+            .iter()
+            .map(|p| p.name.name.clone())
+            .collect(),
         checker: ConflictChecker::new(),
         started: Mutex::new(Vec::new()),
         next_id: AtomicU32::new(0),
@@ -786,7 +953,7 @@ pub fn run_pipeline(
         run_ns,
         ..RunStats::default()
     };
-    // A process never waits at a read: its producers are its own earlier tasks, all complete.
+    // A process never waits at a read: its producers completed before the tokens it received.
     stats.generation.computed_reads = results.iter().map(|r| r.4).sum();
     let mut steps = Vec::with_capacity(n);
     for (_, spans, _, log, _) in results {
@@ -809,4 +976,100 @@ pub fn run_pipeline(
         );
     }
     Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pto_wsp_ir::{Access, Diagnostic, SourceFile, parse};
+
+    /// The runners' shared state for `m` with no process running: the checker is driven by
+    /// hand, so the order of a read and a write is fixed without timing.
+    fn shared<'a>(
+        m: &Module,
+        store: &'a TensorStore,
+        registry: &'a KernelRegistry,
+        names: &'a [String],
+    ) -> Shared<'a> {
+        Shared {
+            store,
+            registry,
+            kernels: &[],
+            names,
+            processes: m.pipelines[0]
+                .processes
+                .iter()
+                .map(|p| p.name.name.clone())
+                .collect(),
+            checker: ConflictChecker::new(),
+            started: Mutex::new(Vec::new()),
+            next_id: AtomicU32::new(0),
+            t0: Instant::now(),
+            trace: false,
+        }
+    }
+
+    /// A computed read whose box another process's running task writes fails naming the read
+    /// (box, `file:line:column`) and the task, whichever of the two began first; a read beside
+    /// a running task that writes another box, or one that only reads it, is admitted.
+    #[test]
+    fn a_read_overlapping_another_process_running_write_fails_naming_both() {
+        let text = "slot n: i64;\ntensor X: f32[4, 4];\ntensor K: i32[4, 1];\n\
+                    kernel topk(in x: f32[?, ?], out idx: i32[?, ?]);\n\
+                    pipeline p {\n    channel c[1];\n\
+                    process producer(produces c) {\n        task topk(X[0 +: 4, 0 +: 4], K[0 +: 4, 0 +: 1]);\n        send c(0);\n    }\n\
+                    process consumer(consumes c) {\n        consume c as t {\n            load n = K[2, 0];\n        }\n    }\n}\n";
+        let m = parse(text).unwrap();
+        let store = TensorStore::new(&m, &Bindings::new()).unwrap();
+        let registry = KernelRegistry::with_builtins();
+        let names = vec!["topk".to_string()];
+        let sh = shared(&m, &store, &registry, &names);
+        let k = m.tensors.iter().position(|t| t.name.name == "K").unwrap() as u32;
+        let at = text.find("load n").unwrap() as u32;
+        let loc = Loc {
+            start: at,
+            end: at + 16,
+        };
+        let io = |start: i64, rows: i64, access| {
+            [TaskIo::new(
+                Region::new(k, &[start, 0], &[rows, 1]).unwrap(),
+                access,
+            )]
+        };
+        let (write, read) = (io(0, 4, Access::Out), io(2, 1, Access::In));
+        let task = Started::Task {
+            process: 0,
+            index: 3,
+            kernel: 0,
+        };
+        let reading = Started::Read { process: 1, loc };
+        let want = "process `consumer`, its computed read of K[2..3, 0..1] overlaps process \
+                    `producer`'s running task #3 (kernel `topk`, out K[0..4, 0..1]), which \
+                    writes it";
+        let source = SourceFile::new("p.wsp", text);
+        // The task runs; the read comes.
+        let t = sh.admit(task, &write).unwrap();
+        let err = sh.admit(reading, &read).unwrap_err();
+        assert!(matches!(err, CspError::ReadConflict(_)), "{err}");
+        assert_eq!(err.loc(), loc);
+        let rendered = source.render(&err);
+        assert!(
+            rendered.contains(want) && rendered.contains("p.wsp:13:13"),
+            "{rendered}"
+        );
+        sh.checker.end(t);
+        // The read runs; the task comes.
+        let r = sh.admit(reading, &read).unwrap();
+        let err = sh.admit(task, &write).unwrap_err();
+        assert!(source.render(&err).contains(want), "{err}");
+        sh.checker.end(r);
+        // A write of other rows, or a read of the same rows, runs beside the read.
+        let r = sh.admit(reading, &read).unwrap();
+        let t = sh.admit(task, &io(0, 2, Access::Out)).unwrap();
+        let t2 = sh.admit(task, &io(2, 1, Access::In)).unwrap();
+        sh.checker.end(t);
+        sh.checker.end(t2);
+        sh.checker.end(r);
+        assert_eq!(sh.checker.regions_in_flight(), 0);
+    }
 }

@@ -231,10 +231,13 @@ pub enum RunError {
 
 impl pto_wsp_ir::Diagnostic for RunError {
     /// Where the run failed in the source, when the generator knows it (an error of a computed
-    /// read: [`ExecError::BuildAt`]); [`pto_wsp_ir::Loc::NONE`] otherwise.
+    /// read: [`ExecError::BuildAt`]; a pipeline's computed read that met another process's
+    /// running task: [`pto_wsp_cpu::CspError::ReadConflict`]); [`pto_wsp_ir::Loc::NONE`]
+    /// otherwise.
     fn loc(&self) -> pto_wsp_ir::Loc {
         match self {
             RunError::Exec(e) => pto_wsp_ir::Diagnostic::loc(e),
+            RunError::Pipeline(e) => pto_wsp_ir::Diagnostic::loc(e),
             _ => pto_wsp_ir::Loc::NONE,
         }
     }

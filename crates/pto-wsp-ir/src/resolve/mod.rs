@@ -483,63 +483,6 @@ impl Resolved<'_> {
             walk_stmts(&p.body, f);
         }
     }
-
-    /// The first computed read in one process of a tensor that a task of *another* process
-    /// writes: `(tensor, the read's location, reading process, writing process)`. A CSP
-    /// process runs its own tasks to completion before going on, so a read of what only its own
-    /// tasks write sees exactly their earlier writes; other processes are ordered with it by
-    /// channels only, which order no read (`docs/SEMANTICS.md`, "Computed reads").
-    pub fn cross_process_read(&self) -> Option<(TensorId, Loc, usize, usize)> {
-        let n = self.arrays.len();
-        let written: Vec<Vec<bool>> = self
-            .processes
-            .iter()
-            .map(|p| {
-                let mut w = vec![false; n];
-                walk_stmts(&p.body, &mut |s| {
-                    if let StmtKind::Task(t) = &s.kind {
-                        for a in &t.args {
-                            if let TaskArg::Region { tensor, access, .. } = a
-                                && access.writes()
-                            {
-                                w[tensor.index()] = true;
-                            }
-                        }
-                    }
-                });
-                w
-            })
-            .collect();
-        for (p, proc) in self.processes.iter().enumerate() {
-            let mut found = None;
-            walk_stmts(&proc.body, &mut |s| {
-                let reads: Vec<TensorId> = match &s.kind {
-                    StmtKind::Load { tensor, .. } => vec![*tensor],
-                    StmtKind::Loop(l) => match self.axes.get(l.axis.index()).map(|a| &a.kind) {
-                        Some(AxisExtent::Ragged { lengths, .. }) => vec![*lengths],
-                        Some(AxisExtent::Sparse {
-                            indptr, indices, ..
-                        }) => vec![*indptr, *indices],
-                        _ => Vec::new(),
-                    },
-                    _ => Vec::new(),
-                };
-                for t in reads {
-                    if found.is_none()
-                        && self.computed(t)
-                        && let Some(q) =
-                            (0..written.len()).find(|&q| q != p && written[q][t.index()])
-                    {
-                        found = Some((t, s.loc, p, q));
-                    }
-                }
-            });
-            if found.is_some() {
-                return found;
-            }
-        }
-        None
-    }
 }
 
 /// Calls `f` on every statement of `body`, nested ones included, in program order.

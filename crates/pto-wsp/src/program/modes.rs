@@ -22,7 +22,7 @@ use pto_wsp_ir::{
 ///
 /// | construct | host run | device generation | CSP pipeline |
 /// |---|---|---|---|
-/// | computed `load` (and the conditions, `while` bounds, `dense_dyn` extents it feeds) | honoured | honoured (`read`) | honoured when only the reading process writes the tensor |
+/// | computed `load` (and the conditions, `while` bounds, `dense_dyn` extents it feeds) | honoured | honoured (`read`) | honoured (ordered by the channels; checked against running tasks) |
 /// | ragged / sparse axis over computed arrays | honoured | honoured (read whole when its loop starts) | as `load` |
 /// | `while COND max N`, `break if` | honoured | honoured (`while` / `wend` / `break`) | honoured |
 pub(crate) fn data_refused(r: &Resolved<'_>, mode: Mode) -> Result<(), Unsupported> {
@@ -35,23 +35,10 @@ pub(crate) fn data_refused(r: &Resolved<'_>, mode: Mode) -> Result<(), Unsupport
             construct: format!("{} in {}", u.construct, mode.name()),
             loc: u.loc,
         }),
-        // A process runs its own tasks to completion before going on, so it reads what its own
-        // tasks computed; another process's writes are ordered with it by channels only.
-        Mode::Pipeline => match r.cross_process_read() {
-            Some((t, loc, p, q)) => Err(Unsupported {
-                backend: "cpu_sim".into(),
-                construct: format!(
-                    "a computed read of tensor `{}` in pipeline process `{}`, which process `{}` \
-                     writes (a process reads only what its own tasks compute: channels order \
-                     no read after another process's task)",
-                    r.module.tensors[t.index()].name,
-                    r.processes[p].name,
-                    r.processes[q].name
-                ),
-                loc,
-            }),
-            None => Ok(()),
-        },
+        // A process runs each task to completion before its next statement, and the channels
+        // order the processes: a read sees what the channel order puts before it, and the CSP
+        // runner checks it against other processes' running tasks (`pto_wsp_cpu::csp`).
+        Mode::Pipeline => Ok(()),
     }
 }
 

@@ -42,12 +42,17 @@ struct Outcome {
 
 /// The sequential reference run of `m` from `input`.
 fn reference_run(m: &Module, input: &TensorStore) -> Outcome {
+    reference_run_bound(m, &Bindings::new(), input)
+}
+
+/// The sequential reference run of `m` under `b` from `input`.
+fn reference_run_bound(m: &Module, b: &Bindings, input: &TensorStore) -> Outcome {
     let reg = KernelRegistry::with_builtins();
     let kernels: Vec<Option<KernelId>> =
         m.kernels.iter().map(|k| reg.lookup(&k.name.name)).collect();
     let names: Vec<String> = m.kernels.iter().map(|k| k.name.name.clone()).collect();
     let store = input.clone();
-    let s = sequential(m, &Bindings::new(), &store, &reg, &kernels, &names)
+    let s = sequential(m, b, &store, &reg, &kernels, &names)
         .unwrap_or_else(|e| panic!("sequential run: {e}"));
     Outcome {
         store,
@@ -615,42 +620,180 @@ mod property {
     }
 }
 
-/// A CSP process reads what another process writes: refused by name and place (channels order
-/// no read after another process's task), before anything runs.
+/// A two-process pipeline whose consumer decides what to generate from what its producer
+/// computed: the producer computes, per token, a count (the column of the largest of 4 values,
+/// `topk`) into the token's slot `t % nbuf` of `K` and sends the token; the consumer `load`s the
+/// count and generates that many chunks. `nbuf` 8 (a slot per token) and 3 (a ring reused every
+/// 3 tokens through a channel of depth 1: `3 >= 1 + 2`, the buffer rule) give the same result,
+/// equal to the sequential reference run and to a plain loop here, run with 1 and 2 threads.
 #[test]
-fn a_pipeline_process_reading_another_process_output_is_refused_by_name_and_place() {
-    let text = "slot n: i64;\ntensor H: i64[4];\ntensor A: i64[4];\n\
-                kernel copy(in x: i64[?], out y: i64[?]);\n\
+fn a_pipeline_consumer_generates_from_counts_its_producer_computed() {
+    let text = "slot n: i64;\nsymbol nbuf: i64;\n\
+                tensor X: f32[8, 4];\ntensor K: i32[nbuf, 1];\n\
+                tensor D: f32[8, 4];\ntensor E: f32[32, 4];\n\
+                axis T = dense(8);\naxis Q = dense_dyn(n);\n\
+                kernel topk(in x: f32[?, ?], out idx: i32[?, ?]);\n\
+                kernel add_scalar(in x: f32[?], out y: f32[?], value: f64);\n\
                 pipeline p {\n    channel c[1];\n\
-                process a(produces c) {\n        task copy(H[0], A[0]);\n        send c(0);\n    }\n\
-                process b(consumes c) {\n        consume c as i {\n            load n = A[0];\n        }\n    }\n}\n";
+                process producer(produces c) {\n        for_each t in T {\n            \
+                task topk(X[t, 0 +: 4], K[t % nbuf, 0 +: 1]);\n            send c(t);\n        }\n    }\n\
+                process consumer(consumes c) {\n        consume c as t {\n            \
+                load n = K[t % nbuf, 0];\n            \
+                for_each q in Q { task add_scalar(D[t, 0 +: 4], E[t * 4 + q, 0 +: 4], 1.0); }\n        }\n    }\n}\n";
     let m = parse(text).unwrap();
-    let err = compile(lower(&m).unwrap(), CompileOptions::default()).expect_err("refused");
-    let pto_wsp::CompileError::Unsupported(u) = err else {
-        panic!("{err}")
-    };
-    let rendered = pto_wsp::ir::SourceFile::new("p.wsp", text).render(&u);
-    assert!(
-        rendered.contains(
-            "computed read of tensor `A` in pipeline process `b`, which process `a` writes"
-        ) && rendered.contains("p.wsp:13:13"),
-        "{rendered}"
-    );
-    // The CSP runner refuses it too when called directly.
-    let reg = KernelRegistry::with_builtins();
-    let kernels: Vec<Option<KernelId>> =
-        m.kernels.iter().map(|k| reg.lookup(&k.name.name)).collect();
-    let names: Vec<String> = m.kernels.iter().map(|k| k.name.name.clone()).collect();
-    let b = Bindings::new().array("H", vec![1, 2, 3, 4]);
-    let store = TensorStore::new(&m, &b).unwrap();
-    let err =
-        pto_wsp::cpu::run_pipeline(&m, &b, &store, &reg, &kernels, &names, Default::default())
-            .expect_err("refused");
-    assert!(
-        err.to_string()
-            .contains("process `b` reads computed values of tensor `A`"),
-        "{err}"
-    );
+    for nbuf in [8i64, 3] {
+        let b = Bindings::new().symbol("nbuf", nbuf);
+        let mut input = TensorStore::new(&m, &b).unwrap();
+        input.fill_random(11 + nbuf as u64);
+        // Independent reference: count(t) = the column of X[t]'s largest element (first on a
+        // tie); E[4 t + q] = D[t] + 1 for q < the count the consumer reads, the rest untouched.
+        let x = input.read::<f32>("X").unwrap();
+        let d = input.read::<f32>("D").unwrap();
+        let count: Vec<usize> = (0..8)
+            .map(|t| {
+                let row = &x[t * 4..t * 4 + 4];
+                (0..4).fold(0, |best, c| if row[c] > row[best] { c } else { best })
+            })
+            .collect();
+        let expect = |read: &dyn Fn(usize) -> usize| {
+            let mut e = input.read::<f32>("E").unwrap();
+            for t in 0..8 {
+                for q in 0..read(t) {
+                    for c in 0..4 {
+                        e[(t * 4 + q) * 4 + c] = d[t * 4 + c] + 1.0;
+                    }
+                }
+            }
+            e
+        };
+        // What the CSP run reads: the channel orders token t's count before its read, and the
+        // ring is never overwritten before it is read.
+        let e = expect(&|t| count[t]);
+        let chunks: usize = count.iter().sum();
+        // A seed whose counts are all equal would not show that the counts steer generation.
+        assert!(
+            count.iter().any(|&c| c != count[0]),
+            "counts of seed {nbuf}: {count:?}"
+        );
+        let seq = reference_run_bound(&m, &b, &input);
+        assert_eq!(seq.generation.computed_reads, 8);
+        if nbuf == 8 {
+            // A slot per token: the sequential reference run reads the same counts.
+            assert_eq!(seq.tasks as usize, 8 + chunks);
+            assert_eq!(seq.store.read::<f32>("E").unwrap(), e);
+        } else {
+            // The reference's Kahn order runs the producer to its end before the consumer (its
+            // channels are unbounded), so each slot holds the count of the last token that used
+            // it when the consumer reads: the reference gives the value at that point of its
+            // order, which differs from the CSP run's once a buffer is overwritten before it is
+            // read (`docs/SEMANTICS.md`, "Computed reads").
+            let last = |t: usize| count[(0..8).rev().find(|u| u % 3 == t % 3).unwrap()];
+            assert_eq!(seq.store.read::<f32>("E").unwrap(), expect(&last));
+            assert_ne!(expect(&last), e, "the seed must show the difference");
+        }
+        for threads in [1, 2] {
+            let mut p = compile(
+                lower(&m).unwrap(),
+                CompileOptions {
+                    threads,
+                    ..CompileOptions::default()
+                },
+            )
+            .unwrap();
+            *p.tensors(&b).unwrap() = Some(input.clone());
+            let stats = p
+                .execute(&b)
+                .unwrap_or_else(|err| panic!("nbuf {nbuf}, {threads} threads: {err}"));
+            let got = p.tensors(&b).unwrap().as_ref().unwrap().clone();
+            assert_eq!(
+                stats.tasks as usize,
+                8 + chunks,
+                "nbuf {nbuf}, {threads} threads"
+            );
+            assert_eq!(stats.per_worker, vec![8, chunks as u64]);
+            assert_eq!(stats.generation.computed_reads, 8);
+            assert_eq!(
+                got.read::<f32>("E").unwrap(),
+                e,
+                "nbuf {nbuf}, {threads} threads"
+            );
+            let k: Vec<i32> = (0..nbuf as usize)
+                .map(|s| count[(0..8).rev().find(|t| t % nbuf as usize == s).unwrap()] as i32)
+                .collect();
+            assert_eq!(got.read::<i32>("K").unwrap(), k);
+        }
+    }
+}
+
+/// A pipeline consumer that stops generating on a flag its producer computed: per token the
+/// producer ranks the 4 values of `X[t]` (`topk` with k = 4, largest first) into `F[t]`; the
+/// consumer walks the ranking in a `while` loop, reading each entry, and `break if`s at column
+/// 0, so token `t` gets one chunk per value larger than `X[t, 0]`. Checked against a plain loop
+/// and the sequential reference run.
+#[test]
+fn a_pipeline_consumer_stops_on_a_flag_its_producer_computed() {
+    let text = "slot q: i64;\nslot s: i64;\n\
+                tensor X: f32[8, 4];\ntensor F: i32[8, 4];\n\
+                tensor D: f32[8, 4];\ntensor E: f32[32, 4];\n\
+                axis T = dense(8);\n\
+                kernel topk(in x: f32[?, ?], out idx: i32[?, ?]);\n\
+                kernel add_scalar(in x: f32[?], out y: f32[?], value: f64);\n\
+                pipeline p {\n    channel c[2];\n\
+                process producer(produces c) {\n        for_each t in T {\n            \
+                task topk(X[t, 0 +: 4], F[t, 0 +: 4]);\n            send c(t);\n        }\n    }\n\
+                process consumer(consumes c) {\n        consume c as t {\n            \
+                set q = 0;\n            while q < 4 max 4 {\n                \
+                load s = F[t, q];\n                break if s == 0;\n                \
+                task add_scalar(D[t, 0 +: 4], E[t * 4 + q, 0 +: 4], 1.0);\n                \
+                set q = q + 1;\n            }\n        }\n    }\n}\n";
+    let m = parse(text).unwrap();
+    let b = Bindings::new();
+    let mut input = TensorStore::new(&m, &b).unwrap();
+    input.fill_random(23);
+    // Independent reference: token t gets a chunk per value of X[t] larger than X[t, 0].
+    let x = input.read::<f32>("X").unwrap();
+    let d = input.read::<f32>("D").unwrap();
+    let mut e = input.read::<f32>("E").unwrap();
+    let mut chunks = Vec::new();
+    for t in 0..8 {
+        let n = (1..4).filter(|&c| x[t * 4 + c] > x[t * 4]).count();
+        chunks.push(n);
+        for q in 0..n {
+            for c in 0..4 {
+                e[(t * 4 + q) * 4 + c] = d[t * 4 + c] + 1.0;
+            }
+        }
+    }
+    assert!(chunks.iter().any(|&n| n != chunks[0]), "{chunks:?}");
+    let total: usize = chunks.iter().sum();
+    // One read per chunk, and one more for the entry that stops the loop.
+    let reads = (total + 8) as u64;
+    let seq = reference_run(&m, &input);
+    assert_eq!(seq.tasks as usize, 8 + total);
+    assert_eq!(seq.generation.computed_reads, reads);
+    assert_eq!(seq.store.read::<f32>("E").unwrap(), e);
+    for threads in [1, 2] {
+        let mut p = compile(
+            lower(&m).unwrap(),
+            CompileOptions {
+                threads,
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap();
+        *p.tensors(&b).unwrap() = Some(input.clone());
+        let stats = p
+            .execute(&b)
+            .unwrap_or_else(|err| panic!("{threads} threads: {err}"));
+        let got = p.tensors(&b).unwrap().as_ref().unwrap().clone();
+        assert_eq!(stats.per_worker, vec![8, total as u64], "{threads} threads");
+        assert_eq!(stats.generation.computed_reads, reads);
+        assert_eq!(got.read::<f32>("E").unwrap(), e, "{threads} threads");
+        assert_eq!(
+            got.read::<i32>("F").unwrap(),
+            seq.store.read::<i32>("F").unwrap()
+        );
+    }
 }
 
 /// A CSP process reads what its own tasks computed (a `load` feeding a `dense_dyn` extent, a
