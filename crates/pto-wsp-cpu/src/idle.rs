@@ -107,11 +107,11 @@ impl Idle {
         }
     }
 
-    /// Whether some worker is parked, or about to (a relaxed load: a hint for batching, not a
-    /// wake-up decision — [`Idle::notify`] makes those).
+    /// Whether every worker is parked, or about to, so nobody looks for work unless woken (a
+    /// relaxed load: a hint for batching, not a wake-up decision — [`Idle::notify`] makes those).
     #[inline]
-    pub(crate) fn any_asleep(&self) -> bool {
-        self.sleepers.load(Ordering::Relaxed) > 0
+    pub(crate) fn all_asleep(&self) -> bool {
+        self.sleepers.load(Ordering::Relaxed) >= self.slots.len()
     }
 
     /// The run's state changed (finished, aborted, orchestration done): wake everyone. The change

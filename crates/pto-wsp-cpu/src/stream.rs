@@ -18,7 +18,7 @@
 //! When routing is plain (work stealing, no placement or pool split) and the run has no task
 //! window or a stalling one (an `abort` or `benchmark` window judges tasks in flight as they are
 //! submitted and never waits, so holding tasks would change its verdicts) the sink seals submitted
-//! tasks a batch at a time ([`crate::ring::BATCH`] submissions, or at once while a worker is
+//! tasks a batch at a time ([`crate::ring::BATCH`] submissions, or at once while every worker is
 //! parked) and the engine publishes the ones found ready through its ready ring, so the
 //! workers trail the builder by about a batch instead of running each task the moment it is
 //! sealed: the builder and the workers then work on different task-state cache lines instead
@@ -169,7 +169,7 @@ pub struct StreamSink<'s> {
     release: &'s (dyn Fn(TaskId) + Sync),
     /// Makes every task `release` was given visible to the workers.
     publish: &'s (dyn Fn() + Sync),
-    /// Whether some worker is parked (a hint: seal at once rather than batch).
+    /// Whether every worker is parked (a hint: seal at once rather than batch).
     parked: &'s (dyn Fn() -> bool + Sync),
     /// Submitted tasks not sealed yet, when the engine takes ready tasks in batches.
     unsealed: Option<Vec<TaskId>>,
