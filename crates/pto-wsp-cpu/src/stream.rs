@@ -225,11 +225,10 @@ impl<'s> StreamSink<'s> {
     /// loads with acquire ordering, so their work happens before anything this thread publishes
     /// later): amortised O(1) per task, since the prefix only grows.
     fn advance(&mut self) {
-        while self.completed_below < self.submitted
-            && self.states.is_complete(TaskId(self.completed_below))
-        {
-            self.completed_below += 1;
-        }
+        self.completed_below = self
+            .states
+            .completed_until(TaskId(self.completed_below), TaskId(self.submitted))
+            .0;
     }
 
     /// Under a stalling window, keeps the tasks submitted after the completed prefix under
