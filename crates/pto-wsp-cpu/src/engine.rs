@@ -265,12 +265,8 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
     /// Publish a ready task from outside the workers (the orchestration thread).
     pub(crate) fn push_external(&self, t: TaskId) {
         if let Some(ring) = &self.ring {
-            // When every worker is parked the task goes at once; while one is still spinning or
-            // busy it goes with the batch (the batch's publication wakes a parked peer). Going
-            // at once whenever *some* worker is parked would hand a chain's tasks over one by
-            // one on two threads (one worker always parks there), sharing each task's state
-            // lines between builder and worker again.
-            match ring.push(t, self.idle.all_asleep()) {
+            // A parked worker gets the task at once; a spinning or busy one with the batch.
+            match ring.push(t, self.idle.any_asleep()) {
                 Some(true) => return self.notify(ExecPool::Any, None),
                 Some(false) => return,
                 // Full: the workers are far behind; the shared queue takes it.
@@ -313,9 +309,15 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
         self.ring.is_some()
     }
 
-    /// Whether every worker is parked (a relaxed hint: [`Idle::all_asleep`]).
+    /// Whether some worker is parked (a relaxed hint: [`Idle::any_asleep`]).
     #[inline]
     pub(crate) fn workers_parked(&self) -> bool {
+        self.idle.any_asleep()
+    }
+
+    /// Whether every worker is parked (a relaxed hint: [`Idle::all_asleep`]).
+    #[inline]
+    pub(crate) fn all_workers_parked(&self) -> bool {
         self.idle.all_asleep()
     }
 

@@ -107,6 +107,13 @@ impl Idle {
         }
     }
 
+    /// Whether some worker is parked, or about to (a relaxed load: a hint for batching, not a
+    /// wake-up decision — [`Idle::notify`] makes those).
+    #[inline]
+    pub(crate) fn any_asleep(&self) -> bool {
+        self.sleepers.load(Ordering::Relaxed) > 0
+    }
+
     /// Whether every worker is parked, or about to, so nobody looks for work unless woken (a
     /// relaxed load: a hint for batching, not a wake-up decision — [`Idle::notify`] makes those).
     #[inline]

@@ -13,7 +13,7 @@
 //! # What it promises
 //!
 //! - Every task [`ReadyRing::push`] accepted is returned by exactly one [`ReadyRing::take`],
-//!   once it is published: when a batch fills ([`BATCH`] tasks), when every worker is parked
+//!   once it is published: when a batch fills ([`BATCH`] tasks), when a worker is parked
 //!   (`push` is told so by its caller), or at [`ReadyRing::publish`], which the orchestrator
 //!   calls after each batch of seals ([`crate::stream`]), before it waits for anything and when
 //!   orchestration ends. So a task may sit unpublished only while the orchestrator is still
@@ -78,7 +78,7 @@ impl ReadyRing {
 
     /// Producer only (one thread): append `t`. Returns `None` if the ring is full (the task was
     /// not taken), else whether this call published (the caller then wakes a parked worker).
-    /// `urgent` publishes at once (every worker is parked) instead of when the batch fills.
+    /// `urgent` publishes at once (a worker is parked) instead of when the batch fills.
     #[inline]
     pub(crate) fn push(&self, t: TaskId, urgent: bool) -> Option<bool> {
         let p = &*self.producer;
