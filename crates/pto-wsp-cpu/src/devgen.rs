@@ -750,11 +750,11 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
     /// anything wired later) and forgets the map's records below it.
     fn retire(&mut self) {
         let before = self.completed_below;
-        while self.completed_below < self.next_id
-            && self.sh.states.is_complete(TaskId(self.completed_below))
-        {
-            self.completed_below += 1;
-        }
+        self.completed_below = self
+            .sh
+            .states
+            .completed_until(TaskId(self.completed_below), TaskId(self.next_id))
+            .0;
         if self.completed_below == before {
             return;
         }

@@ -315,6 +315,12 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
         self.idle.any_asleep()
     }
 
+    /// Whether every worker is parked (a relaxed hint: [`Idle::all_asleep`]).
+    #[inline]
+    pub(crate) fn all_workers_parked(&self) -> bool {
+        self.idle.all_asleep()
+    }
+
     /// Claim a batch of the orchestrator's ready tasks: the first is returned, the rest go to
     /// this worker's stack (alone) or deque (peers may steal them), in submission order.
     #[inline]

@@ -114,6 +114,13 @@ impl Idle {
         self.sleepers.load(Ordering::Relaxed) > 0
     }
 
+    /// Whether every worker is parked, or about to, so nobody looks for work unless woken (a
+    /// relaxed load: a hint for batching, not a wake-up decision — [`Idle::notify`] makes those).
+    #[inline]
+    pub(crate) fn all_asleep(&self) -> bool {
+        self.sleepers.load(Ordering::Relaxed) >= self.slots.len()
+    }
+
     /// The run's state changed (finished, aborted, orchestration done): wake everyone. The change
     /// must be visible (stored) before the call.
     pub(crate) fn wake_all(&self) {

@@ -18,8 +18,8 @@
 //! When routing is plain (work stealing, no placement or pool split) and the run has no task
 //! window or a stalling one (an `abort` or `benchmark` window judges tasks in flight as they are
 //! submitted and never waits, so holding tasks would change its verdicts) the sink seals submitted
-//! tasks a batch at a time ([`crate::ring::BATCH`] submissions, or at once while a worker is
-//! parked) and the engine publishes the ones found ready through its ready ring, so the
+//! tasks a batch at a time ([`crate::ring::BATCH`] submissions, or at once while every worker is
+//! parked, or while some worker is parked and a held task waits for no predecessor) and the engine publishes the ones found ready through its ready ring, so the
 //! workers trail the builder by about a batch instead of running each task the moment it is
 //! sealed: the builder and the workers then work on different task-state cache lines instead
 //! of passing each task's lines back and forth (a chain: the worker completes task `k` while
@@ -169,10 +169,17 @@ pub struct StreamSink<'s> {
     release: &'s (dyn Fn(TaskId) + Sync),
     /// Makes every task `release` was given visible to the workers.
     publish: &'s (dyn Fn() + Sync),
-    /// Whether some worker is parked (a hint: seal at once rather than batch).
+    /// Whether some worker is parked (a hint: seal at once rather than batch, if that readies
+    /// something).
     parked: &'s (dyn Fn() -> bool + Sync),
+    /// Whether every worker is parked (a hint: seal at once rather than batch).
+    all_parked: &'s (dyn Fn() -> bool + Sync),
     /// Submitted tasks not sealed yet, when the engine takes ready tasks in batches.
     unsealed: Option<Vec<TaskId>>,
+    /// The task being submitted waits for a predecessor (an edge to it was accepted).
+    waits: bool,
+    /// Some task in `unsealed` waits for no predecessor: sealing makes it ready.
+    ready_held: bool,
     fail: &'s (dyn Fn(ExecError) + Sync),
     abort: &'s AtomicBool,
     refused: u64,
@@ -225,11 +232,10 @@ impl<'s> StreamSink<'s> {
     /// loads with acquire ordering, so their work happens before anything this thread publishes
     /// later): amortised O(1) per task, since the prefix only grows.
     fn advance(&mut self) {
-        while self.completed_below < self.submitted
-            && self.states.is_complete(TaskId(self.completed_below))
-        {
-            self.completed_below += 1;
-        }
+        self.completed_below = self
+            .states
+            .completed_until(TaskId(self.completed_below), TaskId(self.submitted))
+            .0;
     }
 
     /// Under a stalling window, keeps the tasks submitted after the completed prefix under
@@ -280,6 +286,7 @@ impl<'s> StreamSink<'s> {
         let Some(unsealed) = &mut self.unsealed else {
             return;
         };
+        self.ready_held = false;
         let (states, release) = (self.states, self.release);
         for t in unsealed.drain(..) {
             Self::seal(states, &mut self.start, release, t);
@@ -355,7 +362,9 @@ impl EdgeSink for StreamSink<'_> {
         if let Some((c, _)) = &mut self.order {
             c.edge(pred);
         }
-        if !self.states.add_edge_in(&mut self.cursor, pred, succ) {
+        if self.states.add_edge_in(&mut self.cursor, pred, succ) {
+            self.waits = true;
+        } else {
             self.refused += 1;
         }
     }
@@ -377,11 +386,21 @@ impl EdgeSink for StreamSink<'_> {
     #[inline]
     fn submitted(&mut self, task: TaskId) {
         let (states, release) = (self.states, self.release);
+        let waits = std::mem::take(&mut self.waits);
         if !self.timing.is_immediate() {
             self.submit_timed(task);
         } else if let Some(unsealed) = &mut self.unsealed {
             unsealed.push(task);
-            if unsealed.len() >= BATCH || (self.parked)() {
+            self.ready_held |= !waits;
+            // Early only when that helps a parked worker: every worker parked, or some parked
+            // and a held task is ready once sealed. Not merely because some worker is parked:
+            // on two threads a chain always has one (one task is ready at a time), and sealing
+            // each task at once would let the running worker complete task `k` while this
+            // thread wires `k + 1` to it, on the same state lines (what batches avoid).
+            if unsealed.len() >= BATCH
+                || (self.all_parked)()
+                || (self.ready_held && (self.parked)())
+            {
                 self.seal_batch();
             }
         } else {
@@ -516,6 +535,7 @@ impl WorkerPool {
         let release = |t: TaskId| engine.push_external(t);
         let publish = || engine.publish_external();
         let parked = || engine.workers_parked();
+        let all_parked = || engine.all_workers_parked();
         let fail = |e: ExecError| engine.fail(e);
         let orchestrate = || {
             let t0 = Instant::now();
@@ -531,7 +551,10 @@ impl WorkerPool {
                 release: &release,
                 publish: &publish,
                 parked: &parked,
+                all_parked: &all_parked,
                 unsealed: engine.batches_external().then(|| Vec::with_capacity(BATCH)),
+                waits: false,
+                ready_held: false,
                 fail: &fail,
                 abort: engine.abort_flag(),
                 refused: 0,

@@ -21,10 +21,11 @@
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use pto_wsp_graph::TaskId;
-use pto_wsp_graph::arena::ChunkArena;
+use pto_wsp_graph::arena::{CHUNK, ChunkArena};
 use pto_wsp_graph::storage::TaskNode;
 use pto_wsp_graph::types::TaskIo;
 
@@ -100,27 +101,53 @@ impl<T: Copy> AppendVec<T> {
 
     /// The writer, if nobody else holds it.
     pub fn writer(&self) -> Option<Writer<'_, T>> {
-        (!self.writer.swap(true, Ordering::Acquire)).then_some(Writer { vec: self })
+        (!self.writer.swap(true, Ordering::Acquire)).then_some(Writer {
+            vec: self,
+            chunk: None,
+        })
     }
 }
 
 /// The one writer of an [`AppendVec`].
 pub struct Writer<'a, T: Copy> {
     vec: &'a AppendVec<T>,
+    /// The chunk being filled, as its first index and a pointer to its first slot: the arena
+    /// lookup is paid once per chunk, not once per push. Used only for the slot at the
+    /// published length, which no reclamation frees.
+    chunk: Option<(usize, NonNull<UnsafeCell<MaybeUninit<T>>>)>,
 }
+
+// SAFETY: the chunk pointer is a cache of what `vec` holds (a writer on another thread reaches
+// the same chunk through `vec`); the writer stays unique wherever it moves.
+unsafe impl<T: Copy + Send + Sync> Send for Writer<'_, T> {}
 
 impl<T: Copy> Writer<'_, T> {
     /// Appends `v` and publishes it; returns its index.
     #[inline]
     pub fn push(&mut self, v: T) -> usize {
         let i = self.vec.len.load(Ordering::Relaxed);
-        let at = u32::try_from(i).expect("an append vector holds at most 2^32 elements");
-        let slot = self.vec.slots.get_or_grow(at);
-        // SAFETY: slot `i` is not yet published (`i == len`), so no reader looks at it, and this
-        // is the only writer (`Writer` is unique), so nobody else writes it.
-        unsafe { (*slot.get()).write(v) };
+        let (first, base) = match self.chunk {
+            Some((first, base)) if i - first < CHUNK => (first, base),
+            _ => self.grow(i),
+        };
+        // SAFETY: `base` points at the `CHUNK` contiguous slots of the chunk of `first ..
+        // first + CHUNK`, which holds `i`. That chunk is alive: chunks are freed only when
+        // wholly below the published length (`reclaim_below` here and the table's reclaim of
+        // priority keys both cap at it), which is `i`. Slot `i` is not yet published, so no
+        // reader looks at it, and this is the only writer (`Writer` is unique), so nobody else
+        // writes it.
+        unsafe { (*(*base.as_ptr().add(i - first)).get()).write(v) };
         self.vec.len.store(i + 1, Ordering::Release);
         i
+    }
+
+    /// Looks up (allocating if needed) the chunk holding slot `i` and caches it.
+    #[cold]
+    fn grow(&mut self, i: usize) -> (usize, NonNull<UnsafeCell<MaybeUninit<T>>>) {
+        let at = u32::try_from(i).expect("an append vector holds at most 2^32 elements");
+        let chunk = (i & !(CHUNK - 1), self.vec.slots.chunk_or_grow(at));
+        self.chunk = Some(chunk);
+        chunk
     }
 
     /// Frees the chunks wholly below element `below`.
@@ -130,6 +157,8 @@ impl<T: Copy> Writer<'_, T> {
     pub unsafe fn reclaim_below(&mut self, below: usize) {
         let below = u32::try_from(below.min(self.vec.len.load(Ordering::Relaxed)))
             .expect("an append vector holds at most 2^32 elements");
+        // The cached chunk may be among those freed.
+        self.chunk = None;
         // SAFETY: the caller's promise; indices below `len` are never grown again.
         unsafe { self.vec.slots.reclaim_below(below) };
     }

@@ -176,6 +176,33 @@ impl<T> ChunkArena<T> {
         }
     }
 
+    /// The entries from `i` to the end of its chunk, if the chunk is allocated (and not
+    /// reclaimed): a scan over consecutive entries looks each chunk up once.
+    #[inline]
+    pub fn try_chunk_from(&self, i: u32) -> Option<&[T]> {
+        let p = self.slot(i as usize >> CHUNK_BITS)?.load(Ordering::Acquire);
+        if p.is_null() {
+            return None;
+        }
+        let off = i as usize & (CHUNK - 1);
+        // SAFETY: as in `try_get`, for the entries `off .. CHUNK` of the chunk.
+        #[allow(unsafe_code)]
+        Some(unsafe { std::slice::from_raw_parts(p.add(off), CHUNK - off) })
+    }
+
+    /// The first of the [`CHUNK`] contiguous entries of the chunk holding `i` (entry `i` is at
+    /// offset `i % CHUNK`), allocating the chunk if needed: a single writer that fills a chunk
+    /// entry by entry looks the chunk up once instead of once per entry. The pointer is valid
+    /// until the chunk is reclaimed; the same rules as for [`ChunkArena::get_or_grow`] apply.
+    #[inline]
+    pub fn chunk_or_grow(&self, i: u32) -> std::ptr::NonNull<T> {
+        self.get_or_grow(i);
+        let p = self
+            .slot(i as usize >> CHUNK_BITS)
+            .map_or(std::ptr::null_mut(), |s| s.load(Ordering::Acquire));
+        std::ptr::NonNull::new(p).expect("arena: a chunk grown just now is allocated")
+    }
+
     /// A chunk of `CHUNK` entries made by `init`: a spare one re-made in place, or a new one.
     fn new_chunk(&self) -> *mut T {
         let spare = self.spare.lock().unwrap_or_else(|p| p.into_inner()).pop();
