@@ -660,7 +660,28 @@ impl TensorStore {
     /// Checks that `io`'s region lies inside its tensor: the tensor exists, the ranks agree and
     /// every dimension's `start + size` is within the extent. Engines call this before running a
     /// task; views check the same when made.
+    ///
+    /// Inline: engines call it for every region of every task, and the passing check is a few
+    /// comparisons; naming what is wrong is out of line ([`TensorStore::region_error`]).
+    #[inline]
     pub fn check_region(&self, io: &TaskIo) -> Result<(), StoreError> {
+        let r = &io.region;
+        let fits = self.infos.get(r.tensor as usize).is_some_and(|info| {
+            r.rank as usize == info.shape.len()
+                && r.rank as usize <= MAX_RANK
+                && info
+                    .shape
+                    .iter()
+                    .enumerate()
+                    .all(|(dim, &extent)| r.end(dim) <= extent)
+        });
+        if fits { Ok(()) } else { self.region_error(io) }
+    }
+
+    /// [`TensorStore::check_region`] for a region it refused: names what is wrong.
+    #[cold]
+    #[inline(never)]
+    fn region_error(&self, io: &TaskIo) -> Result<(), StoreError> {
         let r = &io.region;
         let info = self
             .infos

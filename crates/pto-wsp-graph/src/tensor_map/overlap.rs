@@ -318,7 +318,10 @@ impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
         }
     }
 
-    /// Scans `list`, moving the references it keeps to its front; their number.
+    /// Scans `list`, moving the references it keeps to its front; their number. Inlined into
+    /// each of its few callers: as a call, its prologue and epilogue cost as much as scanning
+    /// the one or two references most lists hold.
+    #[inline(always)]
     fn nonempty_list(&mut self, list: &mut [Ref], write_list: bool) -> usize {
         let mut keep = 0;
         for i in 0..list.len() {
