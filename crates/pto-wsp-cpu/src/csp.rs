@@ -480,7 +480,34 @@ struct Shared<'a> {
     trace: bool,
 }
 
-impl Shared<'_> {
+impl<'a> Shared<'a> {
+    /// The state the runners of `pipeline` share, with no process started.
+    fn new(
+        store: &'a TensorStore,
+        registry: &'a KernelRegistry,
+        kernels: &'a [Option<KernelId>],
+        names: &'a [String],
+        pipeline: &Pipeline,
+        trace: bool,
+    ) -> Shared<'a> {
+        Shared {
+            store,
+            registry,
+            kernels,
+            names,
+            processes: pipeline
+                .processes
+                .iter()
+                .map(|p| p.name.name.clone())
+                .collect(),
+            checker: ConflictChecker::new(),
+            started: Mutex::new(Vec::new()),
+            next_id: AtomicU32::new(0),
+            t0: Instant::now(),
+            trace,
+        }
+    }
+
     fn kernel_name(&self, k: u32) -> String {
         self.names
             .get(k as usize)
@@ -835,22 +862,7 @@ pub fn run_pipeline(
         }),
         changed: Condvar::new(),
     };
-    let shared = Shared {
-        store,
-        registry,
-        kernels,
-        names,
-        processes: pipeline
-            .processes
-            .iter()
-            .map(|p| p.name.name.clone())
-            .collect(),
-        checker: ConflictChecker::new(),
-        started: Mutex::new(Vec::new()),
-        next_id: AtomicU32::new(0),
-        t0: Instant::now(),
-        trace: options.trace,
-    };
+    let shared = Shared::new(store, registry, kernels, names, pipeline, options.trace);
     let results: Vec<ProcessOutcome> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..n)
             .map(|p| {
@@ -991,22 +1003,7 @@ mod tests {
         registry: &'a KernelRegistry,
         names: &'a [String],
     ) -> Shared<'a> {
-        Shared {
-            store,
-            registry,
-            kernels: &[],
-            names,
-            processes: m.pipelines[0]
-                .processes
-                .iter()
-                .map(|p| p.name.name.clone())
-                .collect(),
-            checker: ConflictChecker::new(),
-            started: Mutex::new(Vec::new()),
-            next_id: AtomicU32::new(0),
-            t0: Instant::now(),
-            trace: false,
-        }
+        Shared::new(store, registry, &[], names, &m.pipelines[0], false)
     }
 
     /// A computed read whose box another process's running task writes fails naming the read

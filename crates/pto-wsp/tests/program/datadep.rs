@@ -4,7 +4,7 @@
 //! opcodes) on 1, 2 and 4 threads, each checked against numbers computed here by plain loops
 //! (never by the kernels under test).
 
-use pto_wsp::cpu::{GenStats, sequential};
+use pto_wsp::cpu::{GenStats, RunStats, sequential};
 use pto_wsp::ir::{Bindings, Module, parse};
 use pto_wsp::kernels::{KernelId, KernelRegistry, TensorStore};
 use pto_wsp::{CompileOptions, compile, lower};
@@ -61,23 +61,35 @@ fn reference_run_bound(m: &Module, b: &Bindings, input: &TensorStore) -> Outcome
     }
 }
 
+/// Compiles `m` with `options` and runs it under `b` from `input`: the run's stats and its
+/// tensors afterwards; `what` names the run in a failure.
+fn run_from(
+    m: &Module,
+    b: &Bindings,
+    input: &TensorStore,
+    options: CompileOptions,
+    what: &str,
+) -> (RunStats, TensorStore) {
+    let mut p = compile(lower(m).unwrap(), options).unwrap_or_else(|e| panic!("{what}: {e}"));
+    *p.tensors(b).unwrap() = Some(input.clone());
+    let stats = p.execute(b).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let store = p.tensors(b).unwrap().as_ref().unwrap().clone();
+    (stats, store)
+}
+
 /// A host streamed run of `m` from `input` on `threads` threads, debug checks on.
 fn host_run(m: &Module, input: &TensorStore, threads: usize) -> Outcome {
-    let b = Bindings::new();
-    let mut p = compile(
-        lower(m).unwrap(),
+    let (stats, store) = run_from(
+        m,
+        &Bindings::new(),
+        input,
         CompileOptions {
             threads,
             debug_checks: true,
             ..CompileOptions::default()
         },
-    )
-    .unwrap();
-    *p.tensors(&b).unwrap() = Some(input.clone());
-    let stats = p
-        .execute(&b)
-        .unwrap_or_else(|e| panic!("host run, {threads} threads: {e}"));
-    let store = p.tensors(&b).unwrap().as_ref().unwrap().clone();
+        &format!("host run, {threads} threads"),
+    );
     Outcome {
         store,
         tasks: stats.tasks - stats.barriers,
@@ -88,22 +100,18 @@ fn host_run(m: &Module, input: &TensorStore, threads: usize) -> Outcome {
 /// A device-generation run of `m` from `input` on `threads` threads (executors), debug checks
 /// on.
 fn devgen_run(m: &Module, input: &TensorStore, threads: usize) -> Outcome {
-    let b = Bindings::new();
-    let mut p = compile(
-        lower(m).unwrap(),
+    let (stats, store) = run_from(
+        m,
+        &Bindings::new(),
+        input,
         CompileOptions {
             threads,
             debug_checks: true,
             device_gen: true,
             ..CompileOptions::default()
         },
-    )
-    .unwrap_or_else(|e| panic!("device generation: {e}"));
-    *p.tensors(&b).unwrap() = Some(input.clone());
-    let stats = p
-        .execute(&b)
-        .unwrap_or_else(|e| panic!("device generation, {threads} threads: {e}"));
-    let store = p.tensors(&b).unwrap().as_ref().unwrap().clone();
+        &format!("device generation, {threads} threads"),
+    );
     let d = stats
         .device_gen
         .as_ref()
@@ -692,19 +700,16 @@ fn a_pipeline_consumer_generates_from_counts_its_producer_computed() {
             assert_ne!(expect(&last), e, "the seed must show the difference");
         }
         for threads in [1, 2] {
-            let mut p = compile(
-                lower(&m).unwrap(),
+            let (stats, got) = run_from(
+                &m,
+                &b,
+                &input,
                 CompileOptions {
                     threads,
                     ..CompileOptions::default()
                 },
-            )
-            .unwrap();
-            *p.tensors(&b).unwrap() = Some(input.clone());
-            let stats = p
-                .execute(&b)
-                .unwrap_or_else(|err| panic!("nbuf {nbuf}, {threads} threads: {err}"));
-            let got = p.tensors(&b).unwrap().as_ref().unwrap().clone();
+                &format!("nbuf {nbuf}, {threads} threads"),
+            );
             assert_eq!(
                 stats.tasks as usize,
                 8 + chunks,
@@ -773,19 +778,16 @@ fn a_pipeline_consumer_stops_on_a_flag_its_producer_computed() {
     assert_eq!(seq.generation.computed_reads, reads);
     assert_eq!(seq.store.read::<f32>("E").unwrap(), e);
     for threads in [1, 2] {
-        let mut p = compile(
-            lower(&m).unwrap(),
+        let (stats, got) = run_from(
+            &m,
+            &b,
+            &input,
             CompileOptions {
                 threads,
                 ..CompileOptions::default()
             },
-        )
-        .unwrap();
-        *p.tensors(&b).unwrap() = Some(input.clone());
-        let stats = p
-            .execute(&b)
-            .unwrap_or_else(|err| panic!("{threads} threads: {err}"));
-        let got = p.tensors(&b).unwrap().as_ref().unwrap().clone();
+            &format!("{threads} threads"),
+        );
         assert_eq!(stats.per_worker, vec![8, total as u64], "{threads} threads");
         assert_eq!(stats.generation.computed_reads, reads);
         assert_eq!(got.read::<f32>("E").unwrap(), e, "{threads} threads");
@@ -837,10 +839,7 @@ fn a_pipeline_process_reads_what_its_own_tasks_computed() {
     assert_eq!(seq.tasks, 1 + 3 + 6);
     assert_eq!(seq.store.read::<f32>("E").unwrap(), e);
     assert_eq!(seq.store.read::<f32>("F").unwrap(), f);
-    let mut p = compile(lower(&m).unwrap(), CompileOptions::default()).unwrap();
-    *p.tensors(&b).unwrap() = Some(input.clone());
-    let stats = p.execute(&b).unwrap();
-    let got = p.tensors(&b).unwrap().as_ref().unwrap().clone();
+    let (stats, got) = run_from(&m, &b, &input, CompileOptions::default(), "pipeline");
     assert_eq!(stats.tasks, 10);
     assert_eq!(
         stats.generation.computed_reads,
