@@ -577,20 +577,26 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             if self.next_id - self.completed_below < self.sh.span {
                 return Ok(());
             }
-            if self.sh.aborted() {
-                return Err(Stopped);
-            }
-            if let Some(t) = self.next_ready() {
-                self.run_one(t)?;
-                round = 0;
-                continue;
-            }
-            if Idle::backoff(round) {
-                round += 1;
-            } else {
-                std::thread::yield_now();
-            }
+            self.help_or_yield(&mut round)?;
         }
+    }
+
+    /// One step of waiting on another executor's task: runs an own ready task if there is one,
+    /// else backs off, then yields (never parks: no completion of another executor's task is
+    /// announced to this one). `Err` when the run stopped.
+    fn help_or_yield(&mut self, round: &mut u32) -> Result<(), Stopped> {
+        if self.sh.aborted() {
+            return Err(Stopped);
+        }
+        if let Some(t) = self.next_ready() {
+            self.run_one(t)?;
+            *round = 0;
+        } else if Idle::backoff(*round) {
+            *round += 1;
+        } else {
+            std::thread::yield_now();
+        }
+        Ok(())
     }
 
     /// Waits until the window has room for one more own task (running ready tasks meanwhile).
@@ -804,21 +810,8 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
                 continue;
             }
             waited = true;
-            if self.sh.aborted() {
-                return None;
-            }
-            if let Some(r) = self.next_ready() {
-                self.run_one(r).ok()?;
-                round = 0;
-                continue;
-            }
-            // The producer is another executor's, whose completion is not announced here:
-            // back off, then yield to it (never park).
-            if Idle::backoff(round) {
-                round += 1;
-            } else {
-                std::thread::yield_now();
-            }
+            // The producer may be another executor's, whose completion is not announced here.
+            self.help_or_yield(&mut round).ok()?;
         }
         Some(waited)
     }
