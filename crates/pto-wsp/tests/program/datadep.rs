@@ -520,13 +520,8 @@ mod property {
             let mut input = TensorStore::new(&m, &b).unwrap();
             input.fill_random(7);
             input.write("A", &initial).unwrap();
-            let reg = KernelRegistry::with_builtins();
-            let kernels: Vec<Option<KernelId>> =
-                m.kernels.iter().map(|k| reg.lookup(&k.name.name)).collect();
-            let names: Vec<String> = m.kernels.iter().map(|k| k.name.name.clone()).collect();
-            let want = input.clone();
-            let seq = sequential(&m, &b, &want, &reg, &kernels, &names)
-                .unwrap_or_else(|e| panic!("{e}\n{src}"));
+            let seq = reference_run_bound(&m, &b, &input);
+            let want = &seq.store;
             let mut p = compile(
                 lower(&m).unwrap(),
                 CompileOptions { threads, debug_checks: true, host_expander, ..CompileOptions::default() },
@@ -580,13 +575,8 @@ mod property {
         let mut input = TensorStore::new(&m, &b).unwrap();
         input.fill_random(7);
         input.write("A", initial).unwrap();
-        let reg = KernelRegistry::with_builtins();
-        let kernels: Vec<Option<KernelId>> =
-            m.kernels.iter().map(|k| reg.lookup(&k.name.name)).collect();
-        let names: Vec<String> = m.kernels.iter().map(|k| k.name.name.clone()).collect();
-        let want = input.clone();
-        let seq = sequential(&m, &b, &want, &reg, &kernels, &names)
-            .unwrap_or_else(|e| panic!("{e}\n{src}"));
+        let seq = reference_run_bound(&m, &b, &input);
+        let want = &seq.store;
         let mut p = compile(
             lower(&m).unwrap(),
             CompileOptions {
