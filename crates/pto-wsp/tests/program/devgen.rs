@@ -579,11 +579,9 @@ fn with_window_one(text: &str) -> String {
     out
 }
 
-/// The edges a device-generation run wires into each executor's own tasks, over all
-/// executors, against the host builder's graph (the feeder's numbering, barriers included):
-/// the same set. (Programs under the builder's retire period, so no record is retired.)
-fn check_edges(name: &str, module: &Module, b: &Bindings) {
-    let deps = lower(module).unwrap().config.deps;
+/// Every task of `module` under `b`, from the reference expander, fed into a builder under
+/// `deps` that never retires.
+fn reference_builder(module: &Module, b: &Bindings, deps: DepsMode) -> GraphBuilder {
     let mut builder = GraphBuilder::new(deps);
     feed(
         module,
@@ -594,7 +592,15 @@ fn check_edges(name: &str, module: &Module, b: &Bindings) {
         ExecDomain::default(),
     )
     .unwrap();
-    let graph = builder.finish();
+    builder
+}
+
+/// The edges a device-generation run wires into each executor's own tasks, over all
+/// executors, against the host builder's graph (the feeder's numbering, barriers included):
+/// the same set. (Programs under the builder's retire period, so no record is retired.)
+fn check_edges(name: &str, module: &Module, b: &Bindings) {
+    let deps = lower(module).unwrap().config.deps;
+    let graph = reference_builder(module, b, deps).finish();
     assert!(
         graph.len() < pto_wsp::graph::builder::RETIRE_EVERY as usize,
         "{name}"
@@ -755,17 +761,7 @@ fn edges_found_in_every_mode(
     mode: DepsMode,
     runs: &[(bool, StartPolicy, usize, Option<u64>)],
 ) {
-    let mut builder = GraphBuilder::new(mode);
-    feed(
-        module,
-        b,
-        &ExpandOptions::default(),
-        &mut builder,
-        &mut NoHooks,
-        ExecDomain::default(),
-    )
-    .unwrap();
-    let reference = builder.stats();
+    let reference = reference_builder(module, b, mode).stats();
     assert!(reference.tasks > 3 * u64::from(pto_wsp::graph::builder::RETIRE_EVERY));
     assert_eq!(reference.forgotten, 0);
     let mut kernels = KernelRegistry::new();
