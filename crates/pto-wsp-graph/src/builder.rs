@@ -79,6 +79,10 @@ pub trait EdgeSink {
     }
 }
 
+/// Most regions of a task whose [`TensorMap::prefetch`] hints [`GraphBuilder::submit`] keeps
+/// (on its stack): a task with more passes none.
+const MAX_HINTS: usize = 8;
+
 /// How often [`GraphBuilder::submit`] asks its sink for [`EdgeSink::retire_hint`].
 pub const RETIRE_EVERY: u32 = 4096;
 
@@ -238,9 +242,6 @@ pub struct GraphBuilder<M: TensorMap = AnyTensorMap, S: EdgeSink = CollectEdges>
     tasks: Vec<TaskNode>,
     params: Vec<u64>,
     io: Vec<TaskIo>,
-    /// [`TensorMap::prefetch`]'s hint per region of the open task (parallel to its `io`) when
-    /// the map gives hints; empty when it gives none.
-    hints: Vec<u64>,
     /// `seen[p] == t` while task `t` is being submitted and already has predecessor `p`.
     seen: Vec<u32>,
     explicit: Vec<u32>,
@@ -279,7 +280,6 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             tasks: Vec::new(),
             params: Vec::new(),
             io: Vec::new(),
-            hints: Vec::new(),
             seen: Vec::new(),
             explicit: Vec::new(),
             open: false,
@@ -375,9 +375,6 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
     #[inline]
     pub fn add_access(&mut self, region: Region, access: Access) {
         let _ = self.current();
-        if let Some(hint) = self.map.prefetch(&region) {
-            self.hints.push(hint);
-        }
         self.io.push(TaskIo::new(region, access));
     }
 
@@ -486,13 +483,24 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
                 *st.kind_mut(kind) += 1;
                 sink.edge(p, task);
             };
-            // Hints go back only when every region got one (a map that gave some only would
-            // otherwise see them shifted onto the wrong regions).
-            if self.hints.len() != nio {
-                self.hints.clear();
+            // Every region's hint first (a large table's home slots prefetched together, so
+            // their misses overlap), then the accesses; hints go back only when every region
+            // got one, and a task of more than `MAX_HINTS` regions gets none.
+            let mut hints = [0u64; MAX_HINTS];
+            let mut hinted = nio <= MAX_HINTS;
+            if hinted {
+                for (h, io) in hints.iter_mut().zip(&self.io[io_at..]) {
+                    match self.map.prefetch(&io.region) {
+                        Some(x) => *h = x,
+                        None => {
+                            hinted = false;
+                            break;
+                        }
+                    }
+                }
             }
             for (k, io) in self.io[io_at..].iter().enumerate() {
-                let hint = self.hints.get(k).copied();
+                let hint = if hinted { hints.get(k).copied() } else { None };
                 self.map
                     .access_hinted(task, &io.region, hint, io.access(), &mut pred);
             }
@@ -501,7 +509,6 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             }
         }
         self.explicit.clear();
-        self.hints.clear();
         let n = &mut self.tasks[(task.0 - self.base) as usize];
         n.fanin = fanin;
         n.io_count = nio as u16;
@@ -557,7 +564,6 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
                 .truncate(n.params_start as usize - self.params_base);
             self.seen.pop();
             self.explicit.clear();
-            self.hints.clear();
             self.open = false;
         }
     }
@@ -613,7 +619,6 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         self.params.clear();
         self.io.clear();
         self.seen.clear();
-        self.hints.clear();
         self.base = 0;
         self.params_base = 0;
         self.io_base = 0;
