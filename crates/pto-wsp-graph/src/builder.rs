@@ -486,10 +486,16 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             // Every region's hint first (a large table's home slots prefetched together, so
             // their misses overlap), then the accesses; hints go back only when every region
             // got one, and a task of more than `MAX_HINTS` regions gets none.
+            // (The first region decides for a map that never hints, at one call per task.)
             let mut hints = [0u64; MAX_HINTS];
-            let mut hinted = nio <= MAX_HINTS;
-            if hinted {
-                for (h, io) in hints.iter_mut().zip(&self.io[io_at..]) {
+            let mut hinted = false;
+            if let Some((first, rest)) = self.io[io_at..].split_first()
+                && nio <= MAX_HINTS
+                && let Some(h) = self.map.prefetch(&first.region)
+            {
+                hints[0] = h;
+                hinted = true;
+                for (h, io) in hints[1..].iter_mut().zip(rest) {
                     match self.map.prefetch(&io.region) {
                         Some(x) => *h = x,
                         None => {
