@@ -79,8 +79,8 @@ pub trait EdgeSink {
     }
 }
 
-/// Most regions of a task whose [`TensorMap::prefetch`] hints [`GraphBuilder::submit`] keeps
-/// (on its stack): a task with more passes none.
+/// Most regions of a task whose [`TensorMap::prefetch`] hints the builder keeps (in a fixed
+/// array): a task with more passes none.
 const MAX_HINTS: usize = 8;
 
 /// How often [`GraphBuilder::submit`] asks its sink for [`EdgeSink::retire_hint`].
@@ -242,6 +242,10 @@ pub struct GraphBuilder<M: TensorMap = AnyTensorMap, S: EdgeSink = CollectEdges>
     tasks: Vec<TaskNode>,
     params: Vec<u64>,
     io: Vec<TaskIo>,
+    /// [`TensorMap::prefetch`]'s hints for the first regions of the open task, in order.
+    hints: [u64; MAX_HINTS],
+    /// Regions of the open task added so far that got a hint (counted past [`MAX_HINTS`]).
+    nhints: usize,
     /// `seen[p] == t` while task `t` is being submitted and already has predecessor `p`.
     seen: Vec<u32>,
     explicit: Vec<u32>,
@@ -280,6 +284,8 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             tasks: Vec::new(),
             params: Vec::new(),
             io: Vec::new(),
+            hints: [0; MAX_HINTS],
+            nhints: 0,
             seen: Vec::new(),
             explicit: Vec::new(),
             open: false,
@@ -375,6 +381,13 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
     #[inline]
     pub fn add_access(&mut self, region: Region, access: Access) {
         let _ = self.current();
+        // Hashed and prefetched now, as early as the builder can, for `submit` to pass back.
+        if let Some(hint) = self.map.prefetch(&region) {
+            if let Some(h) = self.hints.get_mut(self.nhints) {
+                *h = hint;
+            }
+            self.nhints += 1;
+        }
         self.io.push(TaskIo::new(region, access));
     }
 
@@ -483,28 +496,11 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
                 *st.kind_mut(kind) += 1;
                 sink.edge(p, task);
             };
-            // Every region's hint first (a large table's home slots prefetched together, so
-            // their misses overlap), then the accesses; hints go back only when every region
-            // got one, and a task of more than `MAX_HINTS` regions gets none.
-            // (The first region decides for a map that never hints, at one call per task.)
-            let mut hints = [0u64; MAX_HINTS];
-            let mut hinted = false;
-            if let Some((first, rest)) = self.io[io_at..].split_first()
-                && nio <= MAX_HINTS
-                && let Some(h) = self.map.prefetch(&first.region)
-            {
-                hints[0] = h;
-                hinted = true;
-                for (h, io) in hints[1..].iter_mut().zip(rest) {
-                    match self.map.prefetch(&io.region) {
-                        Some(x) => *h = x,
-                        None => {
-                            hinted = false;
-                            break;
-                        }
-                    }
-                }
-            }
+            // Hints go back only when every region got one (a map that gave some only would
+            // otherwise see them shifted onto the wrong regions), and a task of more than
+            // `MAX_HINTS` regions gets none.
+            let hinted = self.nhints == nio && nio <= MAX_HINTS;
+            let hints = &self.hints;
             for (k, io) in self.io[io_at..].iter().enumerate() {
                 let hint = if hinted { hints.get(k).copied() } else { None };
                 self.map
@@ -515,6 +511,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             }
         }
         self.explicit.clear();
+        self.nhints = 0;
         let n = &mut self.tasks[(task.0 - self.base) as usize];
         n.fanin = fanin;
         n.io_count = nio as u16;
@@ -570,6 +567,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
                 .truncate(n.params_start as usize - self.params_base);
             self.seen.pop();
             self.explicit.clear();
+            self.nhints = 0;
             self.open = false;
         }
     }
@@ -625,6 +623,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         self.params.clear();
         self.io.clear();
         self.seen.clear();
+        self.nhints = 0;
         self.base = 0;
         self.params_base = 0;
         self.io_base = 0;

@@ -1,9 +1,9 @@
 //! A cache prefetch hint, the one `unsafe` call of the crate.
 //!
 //! Why: an exact-key lookup's first cost is a cache miss on its home slot (the slot table of a
-//! large build does not fit the L2). Announcing the home slots of all a task's regions before its
-//! first lookup lets those misses overlap one another and the lookups instead of stalling each
-//! lookup in turn.
+//! large build does not fit the L2). Announcing the slot when a region is added to a task, before
+//! the task is submitted, lets those misses overlap the rest of the task's building instead of
+//! stalling each lookup in turn.
 //! Promise: [`prefetch`] has no effect a program can observe except timing; it never reads or
 //! writes memory architecturally and never faults, whatever the address.
 

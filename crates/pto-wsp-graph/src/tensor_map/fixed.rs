@@ -11,10 +11,9 @@
 //! `8k .. 8k + 8` of one row of a tensor in eight neighbouring slots (one cache line), so a
 //! task stream walking a row of tiles misses the table once per eight new keys rather than once
 //! per key. Once the table outgrows the L1 cache ([`PREFETCH_MIN_SLOTS`]) the builder computes
-//! the hashes of a task's regions once, when it submits the task and before its first access
-//! ([`TensorMap::prefetch`], which also prefetches the home slot, so the misses of one task's
-//! regions overlap), and passes each to [`TensorMap::access_hinted`]; a smaller table is hashed
-//! in [`TensorMap::access`] and keeps no hint.
+//! the hash once, when a region is added to a task ([`TensorMap::prefetch`], which also
+//! prefetches the home slot), and passes it to [`TensorMap::access_hinted`]; a smaller table
+//! is hashed in [`TensorMap::access`] and keeps no hint.
 //!
 //! **Retiring without a sweep (bounded map):** an entry's newest task is its newest reader or
 //! else its writer (readers since the last write are newer than the writer), and the map logs
