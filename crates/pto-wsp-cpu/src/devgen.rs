@@ -749,6 +749,16 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         }
     }
 
+    /// With several executors, in [`Executor::tick`]: publish (every [`POLL_EVERY`] tasks),
+    /// then seal what the others have inferred. Out of line, to keep one executor's tick small.
+    #[inline(never)]
+    fn exchange(&mut self, poll: bool) {
+        if poll {
+            self.publish();
+        }
+        self.seal_inferred();
+    }
+
     /// Between two tasks: hands the edges found into the others' tasks over, then says that
     /// every task generated so far is inferred (release), so that their owners may seal them.
     fn publish(&mut self) {
@@ -804,20 +814,33 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         let mine = |x: &&TaskIo| x.region.tensor % e == me;
         if own {
             let slot = self.take_slot(id);
+            let sh = self.sh;
             let Executor {
                 map,
                 io,
                 open,
                 slots,
+                wiring,
                 ..
             } = self;
             let s = &mut slots[slot];
             s.preds.clear();
-            let mut pred = |p: TaskId, _: EdgeKind| s.preds.push(p.0);
-            for x in io.iter().filter(mine) {
-                map.access(TaskId(id), &x.region, x.access(), &mut pred);
+            if e == 1 {
+                // The only executor: every edge is found here, wired at once.
+                let mut pred = |p: TaskId, _: EdgeKind| wiring.wire(&sh.states, p, id);
+                for x in io.iter() {
+                    map.access(TaskId(id), &x.region, x.access(), &mut pred);
+                }
+                for o in open.iter() {
+                    pred(TaskId(o.dep), EdgeKind::Explicit);
+                }
+            } else {
+                let mut pred = |p: TaskId, _: EdgeKind| s.preds.push(p.0);
+                for x in io.iter().filter(mine) {
+                    map.access(TaskId(id), &x.region, x.access(), &mut pred);
+                }
+                s.preds.extend(open.iter().map(|o| o.dep));
             }
-            s.preds.extend(open.iter().map(|o| o.dep));
             s.index = task.index;
             s.kernel = task.kernel;
             s.params.clear();
@@ -825,7 +848,10 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             std::mem::swap(&mut s.io, io);
             self.generated_own();
             if e == 1 {
-                self.seal_own(id, slot);
+                // Wired above, nothing handed over.
+                if self.sh.states.seal(TaskId(id)) {
+                    self.ready.push_back(id);
+                }
             } else {
                 self.unsealed.push_back((id, slot as u32));
             }
@@ -876,7 +902,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
 
     /// Per generated task: retire the map now and then; run ready tasks after own tasks and
     /// every [`POLL_EVERY`] tasks.
-    #[inline]
+    #[inline(always)]
     fn tick(&mut self, own: bool) -> Result<(), Stopped> {
         self.retire_in -= 1;
         if self.retire_in == 0 {
@@ -887,10 +913,11 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         let poll = self.poll_in == 0;
         if poll {
             self.poll_in = POLL_EVERY;
-            self.publish();
         }
         if own || poll {
-            self.seal_inferred();
+            if self.sh.executors > 1 {
+                self.exchange(poll);
+            }
             while let Some(t) = self.next_ready() {
                 self.run_one(t)?;
             }

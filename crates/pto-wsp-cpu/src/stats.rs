@@ -58,7 +58,9 @@ pub struct RunStats {
     pub cycles: Option<CycleStats>,
     /// The TensorMap of a streamed run at its end: hits, misses, live entries and their
     /// high-water mark (the distinct regions not yet covered by a write: the maps keep
-    /// tombstones of completed tasks, so that the edges found do not depend on timing).
+    /// tombstones of completed tasks, so that the edges found do not depend on timing). For a
+    /// device-generation run, the sum over the executors' maps (each holds its share of the
+    /// tensors; the high-water figure is the sum of theirs, an upper bound of the whole's).
     pub tensor_map: MapStats,
     /// Most per-task entries a streamed or device-generation run held at once (task states,
     /// task table, per-executor task records; whole chunks of
