@@ -579,8 +579,9 @@ impl OverlapMap {
     }
 
     /// A write of one cell with both coordinates below [`DENSE_CELLS`] that no record lists
-    /// (no bucket) on a tensor without "large" records: the general path would scan nothing but the tensor's marks, so this does only
-    /// that and records the write (a tiled loop's output tile, most writes of the LLaMA stream).
+    /// (no bucket) on a tensor without "large" records: the general path would scan nothing
+    /// but the tensor's marks, so this does only that and records the write (a tiled loop's
+    /// output tile, most writes of the LLaMA stream).
     fn write_fresh_cell<F: FnMut(TaskId, EdgeKind)>(
         &mut self,
         g: usize,
