@@ -23,7 +23,8 @@
 //! A streamed run's orchestrator hands the tasks it finds ready to the workers in batches
 //! through a [`ReadyRing`] when routing is plain (work stealing, no placement or pool split):
 //! a worker that runs dry claims up to a batch and keeps it on its own stack or deque, where
-//! idle peers steal from it. Other configurations push each such task to the shared queues.
+//! idle peers steal from it. Other configurations push each such task to the queue or inbox its
+//! routing names (the orchestrator still seals them a batch at a time, [`crate::stream`]).
 //!
 //! Completions are counted per worker and published when the worker runs out of work, so the
 //! per-task path has no shared counter; the run ends when the published count reaches the
@@ -301,12 +302,6 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
         {
             self.notify(ExecPool::Any, None);
         }
-    }
-
-    /// Whether [`Engine::push_external`] hands tasks over in batches ([`Engine::with_ready_ring`]
-    /// took effect).
-    pub(crate) fn batches_external(&self) -> bool {
-        self.ring.is_some()
     }
 
     /// Whether some worker is parked (a relaxed hint: [`Idle::any_asleep`]).

@@ -15,15 +15,18 @@
 //!
 //! # Batches
 //!
-//! When routing is plain (work stealing, no placement or pool split) and the run has no task
-//! window or a stalling one (an `abort` or `benchmark` window judges tasks in flight as they are
-//! submitted and never waits, so holding tasks would change its verdicts) the sink seals submitted
-//! tasks a batch at a time ([`crate::ring::BATCH`] submissions, or at once while every worker is
-//! parked, or while some worker is parked and a held task waits for no predecessor) and the engine publishes the ones found ready through its ready ring, so the
-//! workers trail the builder by about a batch instead of running each task the moment it is
-//! sealed: the builder and the workers then work on different task-state cache lines instead
-//! of passing each task's lines back and forth (a chain: the worker completes task `k` while
-//! the builder wires `k + 1` to it, on the same line). Unsealed tasks are sealed and published
+//! When the run has no task window or a stalling one (an `abort` or `benchmark` window judges
+//! tasks in flight as they are submitted and never waits, so holding tasks would change its
+//! verdicts) the sink seals submitted tasks a batch at a time ([`crate::ring::BATCH`]
+//! submissions, or at once while every worker is parked, or while some worker is parked and a
+//! held task waits for no predecessor), so the workers trail the builder by about a batch
+//! instead of running each task the moment it is sealed: the builder and the workers then work
+//! on different task-state cache lines instead of passing each task's lines back and forth (a
+//! chain: the worker completes task `k` while the builder wires `k + 1` to it, on the same
+//! line). This holds for every routing: when routing is plain (work stealing, no placement or
+//! pool split) the engine publishes the tasks found ready through its ready ring; otherwise
+//! (a `dispatch` placement or a pool split, as in the LLaMA layer's schedule) each goes to the
+//! queue or inbox its routing names, a batch of seals at a time. Unsealed tasks are sealed and published
 //! before the orchestrator waits for anything (window, completed prefix, `wait_complete`,
 //! `rate_limit` pacing) and when orchestration ends. So a task waits for at most a batch of
 //! later submissions, and a producer that waits for a task's completion must do so through the
@@ -527,10 +530,13 @@ impl WorkerPool {
             Arc::clone(&counters),
         );
         // An `abort` or `benchmark` window judges the tasks in flight as they are submitted and
-        // never waits, so held tasks would change its verdicts: no batches under those.
-        let engine = match stream.window {
-            None | Some((_, WindowMode::Stall)) => engine.with_ready_ring(),
-            Some(_) => engine,
+        // never waits, so held tasks would change its verdicts: no batches under those. Seals
+        // are batched whatever the routing; the ready ring is used only when routing is plain.
+        let batch_seals = matches!(stream.window, None | Some((_, WindowMode::Stall)));
+        let engine = if batch_seals {
+            engine.with_ready_ring()
+        } else {
+            engine
         };
         let release = |t: TaskId| engine.push_external(t);
         let publish = || engine.publish_external();
@@ -552,7 +558,7 @@ impl WorkerPool {
                 publish: &publish,
                 parked: &parked,
                 all_parked: &all_parked,
-                unsealed: engine.batches_external().then(|| Vec::with_capacity(BATCH)),
+                unsealed: batch_seals.then(|| Vec::with_capacity(BATCH)),
                 waits: false,
                 ready_held: false,
                 fail: &fail,
