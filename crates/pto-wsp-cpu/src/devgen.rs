@@ -18,10 +18,20 @@
 //! does: tasks and barrier tasks (one per structural order edge with several earlier tasks) in
 //! generation order. Every executor sees the same stream, so every executor assigns the same ids.
 //!
-//! - **Replica of the TensorMap.** Each executor records every task's regions — its own and the
-//!   others' — in its own [`AnyTensorMap`], in id order, exactly as the host builder does. So it
-//!   infers exactly the host build's edges into any task; it keeps only the edges *into its own
-//!   tasks*. A foreign task costs its generation and its map accesses, nothing else.
+//! - **The TensorMap, partitioned by tensor.** Executor `x` infers the accesses of the tensors
+//!   `tensor mod E == x`, of every task (its own and the others'), in its own [`AnyTensorMap`],
+//!   in id order, exactly as the host builder does for those tensors. Every map keeps each
+//!   tensor's records apart (no state crosses tensors), so the `E` maps together find exactly
+//!   the host build's edges, and each task's accesses are inferred once, not once per
+//!   executor. An edge found into another executor's task is *handed over*: appended to that
+//!   owner's list from this executor ([`Shared::handed`], in successor order); every
+//!   [`POLL_EVERY`] tasks and before any wait an executor hands its edges over and then
+//!   publishes how far it has inferred ([`Shared::inferred`], release).
+//! - **Sealing.** The owner keeps the predecessors it found for its task in the task's slot and
+//!   seals the task once every other executor has published past it (an acquire load, then it
+//!   takes what they handed over): it wires the task's edges, its own and the handed ones,
+//!   together — so a predecessor found on two tensors by two executors is wired and counted
+//!   once — and seals. A barrier accesses no tensor and is sealed at once.
 //! - **Ownership.** A task belongs to executor `target mod E`, or `index mod E` when it has no
 //!   dispatch target (`work_steal`): the bytecode's rule, with the pool's thread count as `E`
 //!   (dispatch targets themselves are the schedule's, exactly the reference expander's). A barrier
@@ -45,9 +55,10 @@
 //!
 //! # Memory
 //!
-//! Per executor: a slot per own task in flight (kernel, params, regions; reused), its map
-//! replica (the distinct regions seen and not yet covered by a write: it keeps tombstones of
-//! completed tasks, so it follows the regions, not the tasks), deduplication stamps for the
+//! Per executor: a slot per own task in flight (kernel, params, regions, the predecessors it
+//! found; reused), its part of the map (the distinct regions of its tensors seen and not yet
+//! covered by a write: it keeps tombstones of completed tasks, so it follows the regions, not
+//! the tasks), the edges handed over and not yet wired, deduplication stamps for the
 //! tasks after its completed prefix, and the barriers' places ([`Origins`]: global index ↔ id).
 //! Shared: [`TaskStates`] and the owner table, in chunks. After advancing its prefix an executor
 //! frees the edge chunks it filled whose predecessors are all below it
@@ -69,7 +80,15 @@
 //! last one's completion (or `O`'s own seal) made `t` ready and put it in `O`'s ready queue or
 //! inbox, waking `O` — so `O` is not waiting either. Hence some executor always makes progress,
 //! with any window of at least one task; the idle protocol's pre-park re-check of the inbox
-//! makes sure a wake-up is not lost. (Inboxes are unbounded queues, but what is in one is always
+//! makes sure a wake-up is not lost.
+//!
+//! Sealing after the others' inference adds one more wait, and it cannot close a cycle: an
+//! executor publishes its inference before every wait, and never parks while it holds an
+//! unsealed task (it yields instead: another executor's inference is not announced). If `O`
+//! holds `t` unsealed, another executor `X` has not published past `t`: either `X` is still
+//! walking (it publishes within [`POLL_EVERY`] tasks) or it waits, having published its
+//! position `p <= t`; everything `X` waits on is older than `p`, and the smallest unfinished
+//! task is older still, so by the argument above it is ready or sealable by its owner. (Inboxes are unbounded queues, but what is in one is always
 //! at most its executor's window: a task becomes ready once.)
 //!
 //! # Computed reads
@@ -107,7 +126,11 @@
 //! # Memory orderings
 //!
 //! - The owner's writes of a task's slot and owner-table entry are sequenced before
-//!   [`TaskStates::seal`] (and before any `add_edge` into it). A completing executor reads the
+//!   [`TaskStates::seal`] (and before any `add_edge` into it: the owner wires every edge into
+//!   its tasks itself, the handed-over ones too).
+//! - An executor appends the edges it hands over (under the list's mutex) before its release
+//!   store of [`Shared::inferred`]; an owner that loads that value (acquire) and then locks the
+//!   list finds every edge into the tasks below it. A completing executor reads the
 //!   owner entry (relaxed) only for successors `complete` reported ready, which happens after the
 //!   seal and after the `add_edge`'s release CAS that its `AcqRel` swap acquired.
 //! - A task's data effects reach its successors through the protocol of [`TaskStates`] (release
@@ -178,7 +201,7 @@ const NO_INDEX: u32 = u32::MAX;
 /// How a device-generation run infers and bounds its work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DevGenConfig {
-    /// Dependency inference mode (each executor's replica of the TensorMap).
+    /// Dependency inference mode (each executor's part of the TensorMap).
     pub deps: DepsMode,
     /// The exact-key map for exact mode.
     pub exact: ExactMap,
@@ -364,6 +387,12 @@ struct Shared<'r, E: DirectExec> {
     owners: OwnerTable,
     /// Per executor: its completed prefix, published (release) once it touches nothing below.
     lows: Box<[CachePadded<AtomicU32>]>,
+    /// Per executor: every task below this id has been inferred by it on its tensors, and the
+    /// edges it found into other executors' tasks are in [`Shared::handed`] (release).
+    inferred: Box<[CachePadded<AtomicU32>]>,
+    /// Edges an executor found into another's tasks, `(successor, predecessor)` in successor
+    /// order: entry `to * E + from`.
+    handed: Box<[CachePadded<Mutex<Handed>>]>,
     inboxes: Box<[CachePadded<Injector<u32>>]>,
     idle: Idle,
     abort: AtomicBool,
@@ -377,6 +406,9 @@ struct Shared<'r, E: DirectExec> {
     /// take it (module docs, "Computed reads"). With the executors that have yet to take it.
     reads: Mutex<std::collections::HashMap<u64, (Vec<i64>, u32)>>,
 }
+
+/// Edges one executor found into another's tasks: `(successor, predecessor)` ids.
+type Handed = Vec<(u32, u32)>;
 
 /// What one executor hands back at the end.
 struct Report {
@@ -442,6 +474,9 @@ struct Slot {
     kernel: u32,
     params: Vec<u64>,
     io: Vec<TaskIo>,
+    /// Predecessors this executor found for it (its own tensors' accesses and order edges),
+    /// wired at its seal together with the ones the other executors handed over.
+    preds: Vec<u32>,
 }
 
 /// An announced order edge whose later range is being generated.
@@ -468,6 +503,17 @@ struct Executor<'s, 'r, E: DirectExec> {
     slots: Vec<Slot>,
     free: Vec<u32>,
     ready: VecDeque<u32>,
+    /// Own tasks generated and not sealed yet (id, slot), oldest first: each waits until every
+    /// other executor has inferred it ([`Shared::inferred`]).
+    unsealed: VecDeque<(u32, u32)>,
+    /// Per destination executor: edges found into its tasks, not yet handed over.
+    outbox: Vec<Vec<(u32, u32)>>,
+    /// Per source executor: edges it handed over into own tasks not yet sealed.
+    inbound: Vec<VecDeque<(u32, u32)>>,
+    /// The last value stored in this executor's [`Shared::inferred`].
+    published: u32,
+    /// The smallest [`Shared::inferred`] of the others when [`Shared::handed`] was last drained.
+    drained: u32,
     in_flight: usize,
     /// Every task below this id has completed (as far as this executor has looked).
     completed_below: u32,
@@ -507,6 +553,11 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             slots: Vec::new(),
             free: Vec::new(),
             ready: VecDeque::new(),
+            unsealed: VecDeque::new(),
+            outbox: vec![Vec::new(); sh.executors as usize],
+            inbound: vec![VecDeque::new(); sh.executors as usize],
+            published: 0,
+            drained: 0,
             in_flight: 0,
             completed_below: 0,
             retire_in: RETIRE_EVERY,
@@ -534,6 +585,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             Err(e) => sh.fail(ExecError::Build(e.to_string())),
         }
         self.stats.generated_ns = sh.t0.elapsed().as_nanos() as u64;
+        self.publish();
         while self.in_flight > 0 {
             if self.wait_and_run().is_err() {
                 return;
@@ -588,6 +640,8 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         if self.sh.aborted() {
             return Err(Stopped);
         }
+        self.publish();
+        self.seal_inferred();
         if let Some(t) = self.next_ready() {
             self.run_one(t)?;
             *round = 0;
@@ -625,14 +679,91 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         slot
     }
 
-    /// Own task `id` is wired: seal it, and queue it if nothing is left to wait for.
-    fn sealed(&mut self, id: u32) {
+    /// An own task was generated: it counts against the window until it completes.
+    fn generated_own(&mut self) {
         self.in_flight += 1;
         self.stats.own += 1;
         self.stats.in_flight_hwm = self.stats.in_flight_hwm.max(self.in_flight as u64);
-        if self.sh.states.seal(TaskId(id)) {
-            self.ready.push_back(id);
+    }
+
+    /// Own task `id` (in `slot`) has been inferred by every executor: wire the predecessors
+    /// this executor found (its slot's `preds`) and those the others handed over, one task's
+    /// edges together so that [`Wiring::wire`] reports each predecessor once; seal it, and queue
+    /// it if nothing is left to wait for.
+    fn seal_own(&mut self, id: u32, slot: usize) {
+        let sh = self.sh;
+        let Executor {
+            slots,
+            wiring,
+            inbound,
+            ready,
+            ..
+        } = self;
+        for &p in &slots[slot].preds {
+            wiring.wire(&sh.states, TaskId(p), id);
         }
+        for q in inbound.iter_mut() {
+            while let Some(&(succ, p)) = q.front() {
+                if succ != id {
+                    break;
+                }
+                q.pop_front();
+                wiring.wire(&sh.states, TaskId(p), id);
+            }
+        }
+        if sh.states.seal(TaskId(id)) {
+            ready.push_back(id);
+        }
+    }
+
+    /// Seals the own tasks every other executor has inferred, oldest first (an acquire load
+    /// of each one's [`Shared::inferred`], then what it handed over).
+    fn seal_inferred(&mut self) {
+        let Some(&(first, _)) = self.unsealed.front() else {
+            return;
+        };
+        let sh = self.sh;
+        if first >= self.drained {
+            let (me, e) = (self.me as usize, sh.executors as usize);
+            let w = (0..e)
+                .filter(|&x| x != me)
+                .map(|x| sh.inferred[x].load(Ordering::Acquire))
+                .min()
+                .unwrap_or(u32::MAX);
+            if w <= first {
+                return;
+            }
+            for (x, q) in self.inbound.iter_mut().enumerate() {
+                if x != me {
+                    q.extend(lock(&sh.handed[me * e + x]).drain(..));
+                }
+            }
+            self.drained = w;
+        }
+        while let Some(&(id, slot)) = self.unsealed.front() {
+            if id >= self.drained {
+                break;
+            }
+            self.unsealed.pop_front();
+            self.seal_own(id, slot as usize);
+        }
+    }
+
+    /// Between two tasks: hands the edges found into the others' tasks over, then says that
+    /// every task generated so far is inferred (release), so that their owners may seal them.
+    fn publish(&mut self) {
+        let sh = self.sh;
+        if sh.executors == 1 || self.published == self.next_id {
+            return;
+        }
+        let (me, e) = (self.me as usize, sh.executors as usize);
+        for (to, out) in self.outbox.iter_mut().enumerate() {
+            if !out.is_empty() {
+                lock(&sh.handed[to * e + me]).append(out);
+            }
+        }
+        self.published = self.next_id;
+        sh.inferred[me].store(self.next_id, Ordering::Release);
     }
 
     /// One generated task: record its regions; if it is ours, wire, keep and seal it.
@@ -667,35 +798,45 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         if let Some(p) = &mut self.producers {
             p.record_io(TaskId(id), &self.io);
         }
+        // This executor infers the accesses of its tensors only (module docs, "The TensorMap,
+        // partitioned by tensor").
+        let me = self.me;
+        let mine = |x: &&TaskIo| x.region.tensor % e == me;
         if own {
             let slot = self.take_slot(id);
-            let sh = self.sh;
             let Executor {
                 map,
                 io,
-                wiring,
                 open,
+                slots,
                 ..
             } = self;
-            let mut pred = |p: TaskId, _: EdgeKind| wiring.wire(&sh.states, p, id);
-            for x in io.iter() {
+            let s = &mut slots[slot];
+            s.preds.clear();
+            let mut pred = |p: TaskId, _: EdgeKind| s.preds.push(p.0);
+            for x in io.iter().filter(mine) {
                 map.access(TaskId(id), &x.region, x.access(), &mut pred);
             }
-            for o in open.iter() {
-                pred(TaskId(o.dep), EdgeKind::Explicit);
-            }
-            let s = &mut self.slots[slot];
+            s.preds.extend(open.iter().map(|o| o.dep));
             s.index = task.index;
             s.kernel = task.kernel;
             s.params.clear();
             s.params.extend(task.params.iter().map(|v| v.to_bits()));
-            std::mem::swap(&mut s.io, &mut self.io);
-            self.sealed(id);
+            std::mem::swap(&mut s.io, io);
+            self.generated_own();
+            if e == 1 {
+                self.seal_own(id, slot);
+            } else {
+                self.unsealed.push_back((id, slot as u32));
+            }
         } else {
-            let mut ignore = |_: TaskId, _: EdgeKind| {};
-            for x in &self.io {
-                self.map
-                    .access(TaskId(id), &x.region, x.access(), &mut ignore);
+            let Executor {
+                map, io, outbox, ..
+            } = self;
+            let out = &mut outbox[owner as usize];
+            let mut hand = |p: TaskId, _: EdgeKind| out.push((id, p.0));
+            for x in io.iter().filter(mine) {
+                map.access(TaskId(id), &x.region, x.access(), &mut hand);
             }
         }
         self.tick(own)
@@ -716,18 +857,18 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
                     "device generation: order edge from tasks {before:?} not yet generated"
                 ))));
             }
-            for i in before {
-                if let Some(p) = self.origins.task_id(i) {
-                    self.wiring.wire(&self.sh.states, p, id);
-                }
-            }
             let s = &mut self.slots[slot];
+            s.preds.clear();
+            s.preds
+                .extend(before.filter_map(|i| self.origins.task_id(i)).map(|p| p.0));
             s.index = NO_INDEX;
             s.kernel = BARRIER_KERNEL;
             self.stats.barriers += 1;
             s.params.clear();
             s.io.clear();
-            self.sealed(id);
+            self.generated_own();
+            // A barrier accesses no tensor: no other executor finds an edge into it.
+            self.seal_own(id, slot);
         }
         self.tick(own)?;
         Ok(id)
@@ -743,8 +884,13 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             self.retire();
         }
         self.poll_in -= 1;
-        if own || self.poll_in == 0 {
+        let poll = self.poll_in == 0;
+        if poll {
             self.poll_in = POLL_EVERY;
+            self.publish();
+        }
+        if own || poll {
+            self.seal_inferred();
             while let Some(t) = self.next_ready() {
                 self.run_one(t)?;
             }
@@ -881,16 +1027,23 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
 
     /// Runs one ready task, waiting for one (spin, then park) if there is none.
     fn wait_and_run(&mut self) -> Result<(), Stopped> {
+        self.publish();
         let mut round = 0u32;
         loop {
             if self.sh.aborted() {
                 return Err(Stopped);
             }
+            self.seal_inferred();
             if let Some(t) = self.next_ready() {
                 return self.run_one(t);
             }
             if Idle::backoff(round) {
                 round += 1;
+                continue;
+            }
+            if !self.unsealed.is_empty() {
+                // Waits on another executor's inference, which is not announced: never park.
+                std::thread::yield_now();
                 continue;
             }
             self.stats.parks += 1;
@@ -1100,6 +1253,12 @@ impl WorkerPool {
             lows: (0..executors)
                 .map(|_| CachePadded::new(AtomicU32::new(0)))
                 .collect(),
+            inferred: (0..executors)
+                .map(|_| CachePadded::new(AtomicU32::new(0)))
+                .collect(),
+            handed: (0..executors * executors)
+                .map(|_| CachePadded::new(Mutex::new(Vec::new())))
+                .collect(),
             inboxes: (0..executors)
                 .map(|_| CachePadded::new(Injector::new()))
                 .collect(),
@@ -1139,9 +1298,13 @@ impl WorkerPool {
             stats.edges_unnamed += r.stats.unnamed;
             stats.barriers += r.stats.barriers;
             stats.build_ns = stats.build_ns.max(r.stats.generated_ns);
-            if r.executor == 0 {
-                stats.tensor_map = r.map;
-            }
+            // Each executor's map holds its tensors' records: the run's map is their sum.
+            let m = &mut stats.tensor_map;
+            m.hits += r.map.hits;
+            m.misses += r.map.misses;
+            m.probes += r.map.probes;
+            m.live += r.map.live;
+            m.high_water += r.map.high_water;
             stats.spans.extend(r.spans);
             stats.edge_list.extend(r.edges);
             per[r.executor] = r.stats;

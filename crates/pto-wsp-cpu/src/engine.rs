@@ -294,6 +294,26 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
         self.notify(pool, target);
     }
 
+    /// [`Engine::push_external`] for several tasks (a batch of seals): the parked-worker check
+    /// and the wake-up are made once for all of them.
+    pub(crate) fn push_external_all(&self, ts: &[TaskId]) {
+        let Some(ring) = &self.ring else {
+            return ts.iter().for_each(|&t| self.push_external(t));
+        };
+        let urgent = self.idle.any_asleep();
+        let mut published = false;
+        for &t in ts {
+            match ring.push(t, urgent) {
+                Some(p) => published |= p,
+                // Full: the workers are far behind; the shared queue takes it.
+                None => self.push_external(t),
+            }
+        }
+        if published {
+            self.notify(ExecPool::Any, None);
+        }
+    }
+
     /// Make every task [`Engine::push_external`] holds in a partial batch visible to the workers
     /// (waking one if any sleeps).
     pub(crate) fn publish_external(&self) {
@@ -302,18 +322,6 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
         {
             self.notify(ExecPool::Any, None);
         }
-    }
-
-    /// Whether some worker is parked (a relaxed hint: [`Idle::any_asleep`]).
-    #[inline]
-    pub(crate) fn workers_parked(&self) -> bool {
-        self.idle.any_asleep()
-    }
-
-    /// Whether every worker is parked (a relaxed hint: [`Idle::all_asleep`]).
-    #[inline]
-    pub(crate) fn all_workers_parked(&self) -> bool {
-        self.idle.all_asleep()
     }
 
     /// Claim a batch of the orchestrator's ready tasks: the first is returned, the rest go to

@@ -170,13 +170,15 @@ pub struct StreamSink<'s> {
     /// The run's clock for `timing rate_limit`.
     t0: Instant,
     release: &'s (dyn Fn(TaskId) + Sync),
+    /// `release` for the tasks a batch of seals found ready, in one call.
+    release_all: &'s (dyn Fn(&[TaskId]) + Sync),
+    /// The tasks the batch being sealed found ready (passed to `release_all`).
+    ready: Vec<TaskId>,
     /// Makes every task `release` was given visible to the workers.
     publish: &'s (dyn Fn() + Sync),
-    /// Whether some worker is parked (a hint: seal at once rather than batch, if that readies
-    /// something).
-    parked: &'s (dyn Fn() -> bool + Sync),
-    /// Whether every worker is parked (a hint: seal at once rather than batch).
-    all_parked: &'s (dyn Fn() -> bool + Sync),
+    /// The workers' parking state: whether some or every worker is parked is a hint to seal at
+    /// once rather than batch (read inline, one load per submission).
+    idle: &'s Idle,
     /// Submitted tasks not sealed yet, when the engine takes ready tasks in batches.
     unsealed: Option<Vec<TaskId>>,
     /// The task being submitted waits for a predecessor (an edge to it was accepted).
@@ -272,13 +274,15 @@ impl<'s> StreamSink<'s> {
     }
 
     /// Seals `task`, passing it to the start gate if nothing is left to wait for.
+    #[inline(always)]
     fn seal(
         states: &TaskStates,
+        cursor: &mut EdgeCursor,
         start: &mut StartGate,
         release: &(dyn Fn(TaskId) + Sync),
         task: TaskId,
     ) {
-        if states.seal(task) {
+        if states.seal_in(cursor, task) {
             start.ready(task, release);
         }
     }
@@ -290,9 +294,20 @@ impl<'s> StreamSink<'s> {
             return;
         };
         self.ready_held = false;
-        let (states, release) = (self.states, self.release);
+        let (states, cursor, start, ready) = (
+            self.states,
+            &mut self.cursor,
+            &mut self.start,
+            &mut self.ready,
+        );
         for t in unsealed.drain(..) {
-            Self::seal(states, &mut self.start, release, t);
+            if states.seal_in(cursor, t) {
+                start.ready(t, |r| ready.push(r));
+            }
+        }
+        if !ready.is_empty() {
+            (self.release_all)(ready);
+            ready.clear();
         }
         (self.publish)();
     }
@@ -303,8 +318,9 @@ impl<'s> StreamSink<'s> {
     fn open_all(&mut self) {
         self.seal_batch();
         let (states, release) = (self.states, self.release);
-        let start = &mut self.start;
-        self.timing.flush(|t| Self::seal(states, start, release, t));
+        let (cursor, start) = (&mut self.cursor, &mut self.start);
+        self.timing
+            .flush(|t| Self::seal(states, cursor, start, release, t));
         self.start.force_open(release);
         (self.publish)();
     }
@@ -330,12 +346,13 @@ impl<'s> StreamSink<'s> {
             now = self.t0.elapsed().as_nanos() as u64;
         }
         let (states, release) = (self.states, self.release);
-        let start = &mut self.start;
+        let (cursor, start) = (&mut self.cursor, &mut self.start);
         self.timing.submitted(task, self.stream, now, |t| {
-            Self::seal(states, start, release, t)
+            Self::seal(states, cursor, start, release, t)
         });
     }
 
+    #[inline]
     fn enter_window(&mut self) {
         let Some(win) = self.window else { return };
         self.keep_close();
@@ -372,6 +389,7 @@ impl EdgeSink for StreamSink<'_> {
         }
     }
 
+    #[inline]
     fn publish(&mut self, node: &TaskNode, params: &[u64], io: &[TaskIo]) {
         if let Some((c, deps)) = &mut self.order
             && let Err(pair) = c.task(node.id, node.kernel, io)
@@ -401,13 +419,13 @@ impl EdgeSink for StreamSink<'_> {
             // each task at once would let the running worker complete task `k` while this
             // thread wires `k + 1` to it, on the same state lines (what batches avoid).
             if unsealed.len() >= BATCH
-                || (self.all_parked)()
-                || (self.ready_held && (self.parked)())
+                || self.idle.all_asleep()
+                || (self.ready_held && self.idle.any_asleep())
             {
                 self.seal_batch();
             }
         } else {
-            Self::seal(states, &mut self.start, release, task);
+            Self::seal(states, &mut self.cursor, &mut self.start, release, task);
         }
         self.start.submitted(release);
         self.submitted = task.0 + 1;
@@ -539,9 +557,8 @@ impl WorkerPool {
             engine
         };
         let release = |t: TaskId| engine.push_external(t);
+        let release_all = |ts: &[TaskId]| engine.push_external_all(ts);
         let publish = || engine.publish_external();
-        let parked = || engine.workers_parked();
-        let all_parked = || engine.all_workers_parked();
         let fail = |e: ExecError| engine.fail(e);
         let orchestrate = || {
             let t0 = Instant::now();
@@ -555,9 +572,10 @@ impl WorkerPool {
                 stream: 0,
                 t0: Instant::now(),
                 release: &release,
+                release_all: &release_all,
+                ready: Vec::with_capacity(BATCH),
                 publish: &publish,
-                parked: &parked,
-                all_parked: &all_parked,
+                idle: &engine.idle,
                 unsealed: batch_seals.then(|| Vec::with_capacity(BATCH)),
                 waits: false,
                 ready_held: false,

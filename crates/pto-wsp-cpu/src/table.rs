@@ -44,7 +44,10 @@ unsafe impl<T: Copy + Send + Sync> Sync for AppendVec<T> {}
 impl<T: Copy> Default for AppendVec<T> {
     fn default() -> Self {
         AppendVec {
-            slots: ChunkArena::new(|| UnsafeCell::new(MaybeUninit::uninit())),
+            // SAFETY: a cell of `MaybeUninit` of a `Copy` type is valid whatever its bytes and
+            // owns nothing; slots are read only once written (the module docs).
+            #[allow(unsafe_code)]
+            slots: unsafe { ChunkArena::new_unfilled(|| UnsafeCell::new(MaybeUninit::uninit())) },
             len: AtomicUsize::new(0),
             writer: AtomicBool::new(false),
         }
@@ -266,6 +269,7 @@ pub(crate) struct TableWriter<'a> {
 
 impl TableWriter<'_> {
     /// Appends a task; its node's `params_start` / `io_start` are rewritten to the table's.
+    #[inline]
     pub(crate) fn push(&mut self, node: &TaskNode, params: &[u64], io: &[TaskIo]) {
         let mut n = *node;
         n.params_start = self.params.vec.len() as u32;

@@ -71,6 +71,8 @@ fn boxed_array<E, const N: usize>(f: impl FnMut(usize) -> E) -> Box<[E; N]> {
 pub struct ChunkArena<T> {
     pages: Box<[OnceLock<Page<T>>; PAGES]>,
     init: fn() -> T,
+    /// How a chunk's entries are made.
+    fill: Fill,
     /// Freed chunks kept for reuse (raw `CHUNK`-long boxed slices nobody else references).
     spare: Mutex<Vec<SparePtr<T>>>,
     live: AtomicUsize,
@@ -92,10 +94,43 @@ impl<T> ChunkArena<T> {
         ChunkArena {
             pages: boxed_array(|_| OnceLock::new()),
             init,
+            fill: Fill::Call,
             spare: Mutex::new(Vec::new()),
             live: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
         }
+    }
+
+    /// Like [`ChunkArena::new`], for entries that may be made by copying the bytes of one
+    /// `init()`: a chunk (a fresh one, or a spare one re-made) is filled by copying one value,
+    /// not by a call of `init` per entry — the per-task cost of a streamed run that reuses its
+    /// chunks. (Under loom, whose atomics must not be copied, entries are made one by one.)
+    ///
+    /// # Safety
+    /// A bitwise copy of `init()` is a valid `T` that owns nothing: `T` has no drop glue and
+    /// holds no unique reference (integers, atomics of integers, `MaybeUninit` of such).
+    #[allow(unsafe_code)]
+    pub unsafe fn new_bitwise(init: fn() -> T) -> ChunkArena<T> {
+        let mut a = ChunkArena::new(init);
+        if !cfg!(loom) && !std::mem::needs_drop::<T>() {
+            a.fill = Fill::Copy;
+        }
+        a
+    }
+
+    /// Like [`ChunkArena::new`], for entries valid whatever their bytes: a chunk's entries are
+    /// not made at all (a fresh chunk is uninitialised memory, a spare one keeps its old bytes).
+    ///
+    /// # Safety
+    /// Every byte pattern, uninitialised bytes included, is a valid `T` that owns nothing
+    /// (`MaybeUninit` of a `Copy` type, in a cell).
+    #[allow(unsafe_code)]
+    pub unsafe fn new_unfilled(init: fn() -> T) -> ChunkArena<T> {
+        let mut a = ChunkArena::new(init);
+        if !cfg!(loom) && !std::mem::needs_drop::<T>() {
+            a.fill = Fill::Nothing;
+        }
+        a
     }
 
     #[inline]
@@ -206,6 +241,30 @@ impl<T> ChunkArena<T> {
     /// A chunk of `CHUNK` entries made by `init`: a spare one re-made in place, or a new one.
     fn new_chunk(&self) -> *mut T {
         let spare = self.spare.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        if self.fill != Fill::Call {
+            let p = match spare {
+                Some(SparePtr(p)) => p,
+                None => {
+                    let chunk: Box<[std::mem::MaybeUninit<T>]> = Box::new_uninit_slice(CHUNK);
+                    Box::into_raw(chunk) as *mut T
+                }
+            };
+            if self.fill == Fill::Nothing {
+                // Any bytes are a valid entry (`new_unfilled`'s promise).
+                return p;
+            }
+            let v = std::mem::ManuallyDrop::new((self.init)());
+            for k in 0..CHUNK {
+                // SAFETY: `p` is a `CHUNK`-long slice nobody references (spare or just made);
+                // its entries need no drop and a copy of `v`'s bytes is a valid, independent
+                // `T` (`new_bitwise`'s promise).
+                #[allow(unsafe_code)]
+                unsafe {
+                    std::ptr::copy_nonoverlapping(&*v as *const T, p.add(k), 1)
+                };
+            }
+            return p;
+        }
         match spare {
             Some(SparePtr(p)) => {
                 for k in 0..CHUNK {
@@ -325,6 +384,17 @@ impl<T> Drop for ChunkArena<T> {
     }
 }
 
+/// How a [`ChunkArena`] makes the entries of a chunk it hands out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fill {
+    /// A call of `init` per entry (dropping a spare chunk's old entries first).
+    Call,
+    /// Copies of one `init()` ([`ChunkArena::new_bitwise`]).
+    Copy,
+    /// Nothing ([`ChunkArena::new_unfilled`]).
+    Nothing,
+}
+
 /// A spare chunk's pointer (owned by the arena's spare list).
 struct SparePtr<T>(*mut T);
 
@@ -369,7 +439,15 @@ mod tests {
 
     #[test]
     fn reused_chunks_start_afresh() {
-        let a = ChunkArena::<AtomicUsize>::new(|| AtomicUsize::new(7));
+        reused_chunks_start_afresh_in(ChunkArena::<AtomicUsize>::new(|| AtomicUsize::new(7)));
+        // SAFETY: an atomic integer owns nothing; a copy of a fresh one is a fresh one.
+        #[allow(unsafe_code)]
+        let bitwise = unsafe { ChunkArena::<AtomicUsize>::new_bitwise(|| AtomicUsize::new(7)) };
+        assert_eq!(bitwise.fill, Fill::Copy);
+        reused_chunks_start_afresh_in(bitwise);
+    }
+
+    fn reused_chunks_start_afresh_in(a: ChunkArena<AtomicUsize>) {
         let n = ((SPARE + 3) * CHUNK) as u32;
         for i in 0..n {
             a.get_or_grow(i).store(1, Ordering::Relaxed);

@@ -79,6 +79,10 @@ pub trait EdgeSink {
     }
 }
 
+/// Most regions of a task whose [`TensorMap::prefetch`] hints the builder keeps (in a fixed
+/// array): a task with more passes none.
+const MAX_HINTS: usize = 8;
+
 /// How often [`GraphBuilder::submit`] asks its sink for [`EdgeSink::retire_hint`].
 pub const RETIRE_EVERY: u32 = 4096;
 
@@ -238,9 +242,10 @@ pub struct GraphBuilder<M: TensorMap = AnyTensorMap, S: EdgeSink = CollectEdges>
     tasks: Vec<TaskNode>,
     params: Vec<u64>,
     io: Vec<TaskIo>,
-    /// [`TensorMap::prefetch`]'s hint per region of the open task (parallel to its `io`) when
-    /// the map gives hints; empty when it gives none.
-    hints: Vec<u64>,
+    /// [`TensorMap::prefetch`]'s hints for the first regions of the open task, in order.
+    hints: [u64; MAX_HINTS],
+    /// Regions of the open task added so far that got a hint (counted past [`MAX_HINTS`]).
+    nhints: usize,
     /// `seen[p] == t` while task `t` is being submitted and already has predecessor `p`.
     seen: Vec<u32>,
     explicit: Vec<u32>,
@@ -279,7 +284,8 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             tasks: Vec::new(),
             params: Vec::new(),
             io: Vec::new(),
-            hints: Vec::new(),
+            hints: [0; MAX_HINTS],
+            nhints: 0,
             seen: Vec::new(),
             explicit: Vec::new(),
             open: false,
@@ -375,8 +381,12 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
     #[inline]
     pub fn add_access(&mut self, region: Region, access: Access) {
         let _ = self.current();
+        // Hashed and prefetched now, as early as the builder can, for `submit` to pass back.
         if let Some(hint) = self.map.prefetch(&region) {
-            self.hints.push(hint);
+            if let Some(h) = self.hints.get_mut(self.nhints) {
+                *h = hint;
+            }
+            self.nhints += 1;
         }
         self.io.push(TaskIo::new(region, access));
     }
@@ -487,12 +497,12 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
                 sink.edge(p, task);
             };
             // Hints go back only when every region got one (a map that gave some only would
-            // otherwise see them shifted onto the wrong regions).
-            if self.hints.len() != nio {
-                self.hints.clear();
-            }
+            // otherwise see them shifted onto the wrong regions), and a task of more than
+            // `MAX_HINTS` regions gets none.
+            let hinted = self.nhints == nio && nio <= MAX_HINTS;
+            let hints = &self.hints;
             for (k, io) in self.io[io_at..].iter().enumerate() {
-                let hint = self.hints.get(k).copied();
+                let hint = if hinted { hints.get(k).copied() } else { None };
                 self.map
                     .access_hinted(task, &io.region, hint, io.access(), &mut pred);
             }
@@ -501,7 +511,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             }
         }
         self.explicit.clear();
-        self.hints.clear();
+        self.nhints = 0;
         let n = &mut self.tasks[(task.0 - self.base) as usize];
         n.fanin = fanin;
         n.io_count = nio as u16;
@@ -557,7 +567,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
                 .truncate(n.params_start as usize - self.params_base);
             self.seen.pop();
             self.explicit.clear();
-            self.hints.clear();
+            self.nhints = 0;
             self.open = false;
         }
     }
@@ -613,7 +623,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         self.params.clear();
         self.io.clear();
         self.seen.clear();
-        self.hints.clear();
+        self.nhints = 0;
         self.base = 0;
         self.params_base = 0;
         self.io_base = 0;

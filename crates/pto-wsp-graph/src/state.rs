@@ -14,12 +14,16 @@
 //!
 //! # State
 //!
-//! Each task has two `u32` atomics:
+//! Each task has three `u32` atomics:
 //!
-//! - `fanin`: the number of things the task still waits for. It starts at 1, the *wiring bias*:
-//!   the task is "being wired" until [`seal`](TaskStates::seal) drops the bias. Each accepted edge
-//!   adds 1; each predecessor completion subtracts 1. Because the bias is held while edges are
-//!   added, the count cannot reach 0 before the task is sealed.
+//! - `fanin`: what the task still waits for. It starts at `BIAS` (2^31), the *wiring bias*: the
+//!   task is "being wired" until [`seal`](TaskStates::seal) subtracts `BIAS - wired`, leaving
+//!   the number of accepted edges whose producer has not completed yet. Each predecessor
+//!   completion subtracts 1. While the bias is held the count is at least `BIAS - wired`, far
+//!   above 1, so it cannot reach 1 or 0 before the task is sealed.
+//! - `wired`: the number of accepted edges into the task, counted by its one wirer with plain
+//!   (relaxed load and store) updates: an accepted edge costs the wirer no read-modify-write on
+//!   the successor, only the compare-exchange on the producer's list.
 //! - `head`: the head of the task's fan-out list, a lock-free LIFO of nodes in an append-only edge
 //!   arena (`EMPTY` when the list is empty), or `CLOSED` once the task has completed.
 //!
@@ -38,19 +42,17 @@
 //!   1. `pred.head.load(Acquire)`; if `CLOSED`, return `false` at once. The acquire pairs with
 //!      the completing producer's release, so the producer's work happens before the builder's
 //!      later `seal` and hence before `succ` runs.
-//!   2. `succ.fanin.fetch_add(1, Relaxed)`. Relaxed suffices: the producer learns of the edge only
-//!      through the release CAS of step 3, so its decrement follows this increment in `fanin`'s
-//!      modification order.
-//!   3. Write the node (`succ`, `next = head`, relaxed stores) and
-//!      `pred.head.compare_exchange(head, node, Release, Acquire)`. On success return `true`.
-//!      On failure with `CLOSED` (the producer completed in between; the acquire sees its
-//!      work), undo the increment with `fetch_sub(1, Relaxed)` — it cannot reach 0, the bias is
-//!      still held — and return `false`. On any other failure (another wirer), retry.
-//! - `seal(task)`: drop the bias. Fast path: `fanin.load(Acquire) == 1` means only the bias is
-//!   left; no predecessor can still touch the counter, so the task is ready without a
-//!   read-modify-write. Otherwise `fetch_sub(1, AcqRel) == 1` decides. Either way, reading the
-//!   final value acquires the whole release sequence of decrements on `fanin`, so every
-//!   predecessor's work happens before the report.
+//!   2. Write the node (`succ`, `next = head`, relaxed stores) and
+//!      `pred.head.compare_exchange(head, node, Release, Acquire)`. On success count the edge in
+//!      `succ.wired` and return `true`. On failure with `CLOSED` (the producer completed in
+//!      between; the acquire sees its work) return `false` (nothing was counted). On any other
+//!      failure (another wirer of the same producer), retry.
+//! - `seal(task)`: drop the bias, keeping one count per accepted edge: `d = BIAS - wired`. Fast
+//!   path: `fanin.load(Acquire) == d` means every accepted producer has already subtracted (none
+//!   can still touch the counter), so the task is ready without a read-modify-write — always the
+//!   case for a task with no accepted edge. Otherwise `fetch_sub(d, AcqRel) == d` decides.
+//!   Either way, reading the final value acquires the whole release sequence of decrements on
+//!   `fanin`, so every predecessor's work happens before the report.
 //! - `complete(task, on_ready)`: `head.swap(CLOSED, AcqRel)`. Acquire: every pushed node was
 //!   published by a release CAS and all writes to `head` are read-modify-writes, so the swap sees
 //!   every node and its fields. Release: a wirer that later sees `CLOSED` acquires this task's
@@ -62,16 +64,18 @@
 //!   `fetch_sub(1, AcqRel) == 1` decides (release so that the last decrementer acquires this
 //!   task's work). A ready successor is passed to `on_ready`.
 //!
-//! A count of 1 observed by a predecessor implies the task is sealed: while the bias is held and
-//! an accepted edge is pending the count is at least 2, and nothing is added after `seal`. The
-//! value of `fanin` after the task became ready is unspecified (0 or 1).
+//! A count of 1 observed by a predecessor implies the task is sealed: while the bias is held the
+//! count is at least `BIAS - wired >= 2`, and after `seal` it only falls. The value of `fanin`
+//! after the task became ready is unspecified.
 //!
 //! # Contract
 //!
 //! `add_edge(_, t)` only before `seal(t)`; `seal(t)` once; `complete(t)` once, after `t` became
 //! ready; `add_edge(p, _)` only after `p` was allocated (any earlier `add_edge`/`seal` of `p`
-//! or [`TaskStates::reserve`]). The protocol allows several concurrent wirers, but the builder
-//! is one thread in practice. Violations are caught by debug assertions where cheap.
+//! or [`TaskStates::reserve`]). The protocol allows several concurrent wirers (of the same
+//! producer, too), but every edge into one task is wired, and the task sealed, by one thread
+//! (its `wired` count is updated without a read-modify-write); the builder is one thread in
+//! practice. Violations are caught by debug assertions where cheap.
 //!
 //! [`Wiring`] is the builder's streaming [`EdgeSink`]: each inferred edge becomes `add_edge`, each
 //! submission `seal`.
@@ -89,6 +93,9 @@ const EMPTY: u32 = u32::MAX - 1;
 const CLOSED: u32 = u32::MAX;
 /// Largest number of edge nodes (indices `EMPTY` and `CLOSED` are reserved).
 const MAX_EDGES: u32 = u32::MAX - 2;
+/// Initial `fanin`: the wiring bias (see the module docs). A task accepts fewer than
+/// `BIAS - 1` edges.
+const BIAS: u32 = 1 << 31;
 /// `fanin` of a task whose `complete` has returned: nobody touches its state any more.
 const DONE: u32 = u32::MAX;
 
@@ -96,13 +103,16 @@ const DONE: u32 = u32::MAX;
 struct TaskSlot {
     fanin: AtomicU32,
     head: AtomicU32,
+    /// Accepted edges into the task (its one wirer's count).
+    wired: AtomicU32,
 }
 
 impl TaskSlot {
     fn new() -> TaskSlot {
         TaskSlot {
-            fanin: AtomicU32::new(1),
+            fanin: AtomicU32::new(BIAS),
             head: AtomicU32::new(EMPTY),
+            wired: AtomicU32::new(0),
         }
     }
 }
@@ -152,8 +162,12 @@ impl TaskStates {
     /// Empty state; storage grows as tasks are wired.
     pub fn new() -> TaskStates {
         TaskStates {
-            tasks: ChunkArena::new(TaskSlot::new),
-            edges: ChunkArena::new(EdgeNode::new),
+            // SAFETY: both are pairs of `u32` atomics (no drop, no reference): a copy of a
+            // fresh one is a valid fresh one.
+            #[allow(unsafe_code)]
+            tasks: unsafe { ChunkArena::new_bitwise(TaskSlot::new) },
+            #[allow(unsafe_code)]
+            edges: unsafe { ChunkArena::new_bitwise(EdgeNode::new) },
             next_edge: AtomicU32::new(0),
             floor: AtomicU32::new(0),
         }
@@ -179,39 +193,86 @@ impl TaskStates {
     /// which case `pred`'s `complete` will release `succ`; `false` if `pred` had already
     /// completed, in which case `succ` does not wait for it.
     pub fn add_edge(&self, pred: TaskId, succ: TaskId) -> bool {
-        self.wire(pred, succ, || {
-            let idx = self.next_edge.fetch_add(1, Ordering::Relaxed);
-            assert!(
-                idx < MAX_EDGES,
-                "task-state arena: more than {MAX_EDGES} edges"
-            );
-            idx
-        })
-    }
-
-    /// [`TaskStates::add_edge`] with the edge node taken from `cursor`, a wirer's own chunks of
-    /// edge nodes, so that the wirer can free them once their predecessors are done
-    /// ([`EdgeCursor::reclaim`]). A run uses cursors for every edge or for none.
-    pub fn add_edge_in(&self, cursor: &mut EdgeCursor, pred: TaskId, succ: TaskId) -> bool {
-        self.wire(pred, succ, || cursor.take(self, succ))
-    }
-
-    #[inline]
-    fn wire(&self, pred: TaskId, succ: TaskId, alloc: impl FnOnce() -> u32) -> bool {
         debug_assert_ne!(pred, succ, "a task cannot depend on itself");
         if pred.0 < self.floor.load(Ordering::Relaxed) {
             // Completed, and its storage was reclaimed.
             return false;
         }
         let p = self.slot_or_grow(pred);
+        let s = self.slot_or_grow(succ);
+        self.wire(p, s, succ, || {
+            let idx = self.next_edge.fetch_add(1, Ordering::Relaxed);
+            assert!(
+                idx < MAX_EDGES,
+                "task-state arena: more than {MAX_EDGES} edges"
+            );
+            (idx, self.edges.get_or_grow(idx))
+        })
+    }
+
+    /// [`TaskStates::add_edge`] with the edge node taken from `cursor`, a wirer's own chunks of
+    /// edge nodes, so that the wirer can free them once their predecessors are done
+    /// ([`EdgeCursor::reclaim`]). A run uses cursors for every edge or for none.
+    ///
+    /// The cursor also remembers the chunks it last used (the task-state chunk of the newest
+    /// successor and the edge-node chunk being filled), so a builder wiring task after task
+    /// looks each chunk up once, not once per edge.
+    #[inline]
+    pub fn add_edge_in(&self, cursor: &mut EdgeCursor, pred: TaskId, succ: TaskId) -> bool {
+        debug_assert_ne!(pred, succ, "a task cannot depend on itself");
+        if pred.0 < self.floor.load(Ordering::Relaxed) {
+            // Completed, and its storage was reclaimed.
+            return false;
+        }
+        let p = match cursor.cached_slot(pred) {
+            Some(p) => p,
+            None => self.slot_or_grow(pred),
+        };
+        // `succ` is being wired, so it has not completed (the contract): `slot_in` may cache it.
+        let s = self.slot_in(cursor, succ);
+        self.wire(p, s, succ, || cursor.take(self, succ))
+    }
+
+    /// The state of `task` through `cursor`'s cached chunk (caching the chunk of `task`).
+    /// `task` must not have completed (it is being wired or sealed), so its chunk is alive.
+    #[inline(always)]
+    fn slot_in<'s>(&'s self, cursor: &mut EdgeCursor, task: TaskId) -> &'s TaskSlot {
+        match cursor.cached_slot(task) {
+            Some(s) => s,
+            None => self.cache_slot(cursor, task),
+        }
+    }
+
+    /// [`TaskStates::slot_in`] when `task` is not in the cached chunk: caches its chunk.
+    #[cold]
+    #[inline(never)]
+    fn cache_slot<'s>(&'s self, cursor: &mut EdgeCursor, task: TaskId) -> &'s TaskSlot {
+        self.slot_or_grow(task);
+        let base = self.tasks.chunk_or_grow(task.0);
+        let first = task.0 & !(crate::arena::CHUNK as u32 - 1);
+        cursor.slots = Some((first, base));
+        // SAFETY: `base` points at the first of the `CHUNK` entries of the chunk holding `task`
+        // (offset `task - first`), allocated just now or before and not reclaimed: `task` has
+        // not completed, and only chunks of completed tasks are reclaimed.
+        #[allow(unsafe_code)]
+        unsafe {
+            &*base.as_ptr().add((task.0 - first) as usize)
+        }
+    }
+
+    #[inline]
+    fn wire<'s>(
+        &'s self,
+        p: &TaskSlot,
+        s: &TaskSlot,
+        succ: TaskId,
+        alloc: impl FnOnce() -> (u32, &'s EdgeNode),
+    ) -> bool {
         let mut head = p.head.load(Ordering::Acquire);
         if head == CLOSED {
             return false;
         }
-        let s = self.slot_or_grow(succ);
-        s.fanin.fetch_add(1, Ordering::Relaxed);
-        let idx = alloc();
-        let node = self.edges.get_or_grow(idx);
+        let (idx, node) = alloc();
         node.succ.store(succ.0, Ordering::Relaxed);
         loop {
             node.next.store(head, Ordering::Relaxed);
@@ -219,11 +280,16 @@ impl TaskStates {
                 .head
                 .compare_exchange(head, idx, Ordering::Release, Ordering::Acquire)
             {
-                Ok(_) => return true,
+                Ok(_) => {
+                    // Only this task's wirer writes `wired`: no read-modify-write needed.
+                    let wired = s.wired.load(Ordering::Relaxed) + 1;
+                    assert!(wired < BIAS - 1, "a task accepts fewer than 2^31 - 1 edges");
+                    s.wired.store(wired, Ordering::Relaxed);
+                    return true;
+                }
                 Err(CLOSED) => {
                     // The producer completed while we wired: it will never see this node (which
                     // stays unused), and the consumer must not wait for it.
-                    s.fanin.fetch_sub(1, Ordering::Relaxed);
                     return false;
                 }
                 Err(other) => head = other,
@@ -235,11 +301,24 @@ impl TaskStates {
     /// accepted predecessor has completed, or there were none); otherwise the last predecessor's
     /// `complete` reports it.
     pub fn seal(&self, task: TaskId) -> bool {
-        let s = self.slot_or_grow(task);
-        if s.fanin.load(Ordering::Acquire) == 1 {
+        Self::unbias(self.slot_or_grow(task))
+    }
+
+    /// [`TaskStates::seal`] through the wirer's cursor (the chunk it wired `task`'s edges in is
+    /// looked up once, not again per task).
+    #[inline]
+    pub fn seal_in(&self, cursor: &mut EdgeCursor, task: TaskId) -> bool {
+        Self::unbias(self.slot_in(cursor, task))
+    }
+
+    /// Drops the wiring bias of a task's state: whether it became ready.
+    #[inline]
+    fn unbias(s: &TaskSlot) -> bool {
+        let d = BIAS - s.wired.load(Ordering::Relaxed);
+        if s.fanin.load(Ordering::Acquire) == d {
             return true;
         }
-        s.fanin.fetch_sub(1, Ordering::AcqRel) == 1
+        s.fanin.fetch_sub(d, Ordering::AcqRel) == d
     }
 
     /// Record that `task` (which became ready and ran) has completed, and pass every successor
@@ -363,15 +442,32 @@ impl TaskStates {
 /// filled can be freed once every task they point from is done, however many wirers there are.
 /// A chunk's nodes were all wired by this wirer into successors no newer than the newest it
 /// records; their predecessors are older still.
+///
+/// It also caches two chunk pointers: the edge-node chunk being filled and the task-state chunk
+/// it last wired or sealed a task in. Both stay valid while cached: the edge chunk is freed only
+/// by this cursor's [`EdgeCursor::reclaim`] once filled (and then no longer current); a task-state
+/// chunk is freed only when every task in it has completed, which puts all its ids below the
+/// reclaimed floor, and the cache is used only for a successor being wired or sealed (not
+/// completed) or for a predecessor at or above the floor.
 #[derive(Debug, Default)]
 pub struct EdgeCursor {
     next: u32,
     end: u32,
     /// The chunk being filled: its first index and the newest successor wired with it.
     current: Option<(u32, u32)>,
+    /// The first node of the chunk being filled (`end - CHUNK .. end`).
+    nodes: Option<std::ptr::NonNull<EdgeNode>>,
+    /// The task-state chunk last used: its first task id and its first slot.
+    slots: Option<(u32, std::ptr::NonNull<TaskSlot>)>,
     /// Filled chunks: first index, newest successor.
     filled: std::collections::VecDeque<(u32, u32)>,
 }
+
+// SAFETY: the cached pointers point into a `TaskStates`' arenas, whose entries are atomics
+// shared between threads anyway; the cursor is used by one wirer at a time (`&mut`), wherever
+// it moves.
+#[allow(unsafe_code)]
+unsafe impl Send for EdgeCursor {}
 
 impl EdgeCursor {
     /// A cursor with no chunk yet.
@@ -379,27 +475,58 @@ impl EdgeCursor {
         EdgeCursor::default()
     }
 
-    fn take(&mut self, states: &TaskStates, succ: TaskId) -> u32 {
-        if self.next == self.end {
-            let chunk = crate::arena::CHUNK as u32;
-            let start = states.next_edge.fetch_add(chunk, Ordering::Relaxed);
-            assert!(
-                start <= MAX_EDGES - chunk,
-                "task-state arena: more than {MAX_EDGES} edges"
-            );
-            debug_assert_eq!(start % chunk, 0, "edge cursors and add_edge were mixed");
-            if let Some(done) = self.current.replace((start, succ.0)) {
-                self.filled.push_back(done);
-            }
-            self.next = start;
-            self.end = start + chunk;
+    /// The state of `task` if it lies in the cached task-state chunk. The caller makes sure the
+    /// task is at or above the floor (see the type's docs), so the chunk is alive.
+    #[inline(always)]
+    fn cached_slot<'s>(&self, task: TaskId) -> Option<&'s TaskSlot> {
+        let (first, base) = self.slots?;
+        let off = task.0.wrapping_sub(first);
+        if off >= crate::arena::CHUNK as u32 {
+            return None;
         }
+        // SAFETY: `base` is the first of the `CHUNK` entries of a chunk that is alive while
+        // cached for tasks at or above the floor (the type's docs); `off < CHUNK`.
+        #[allow(unsafe_code)]
+        Some(unsafe { &*base.as_ptr().add(off as usize) })
+    }
+
+    /// The next edge node (index and node) for an edge into `succ`.
+    #[inline]
+    fn take<'s>(&mut self, states: &'s TaskStates, succ: TaskId) -> (u32, &'s EdgeNode) {
+        let chunk = crate::arena::CHUNK as u32;
+        let base = match self.nodes {
+            Some(base) if self.next != self.end => base,
+            _ => self.next_chunk(states, succ),
+        };
         if let Some((_, newest)) = &mut self.current {
             *newest = (*newest).max(succ.0);
         }
         let idx = self.next;
         self.next += 1;
-        idx
+        // SAFETY: `base` is the first node of the chunk `end - CHUNK .. end` (allocated by
+        // `next_chunk`), which holds `idx`; only `reclaim` frees it, once it is filled.
+        #[allow(unsafe_code)]
+        let node = unsafe { &*base.as_ptr().add((idx - (self.end - chunk)) as usize) };
+        (idx, node)
+    }
+
+    #[cold]
+    fn next_chunk(&mut self, states: &TaskStates, succ: TaskId) -> std::ptr::NonNull<EdgeNode> {
+        let chunk = crate::arena::CHUNK as u32;
+        let start = states.next_edge.fetch_add(chunk, Ordering::Relaxed);
+        assert!(
+            start <= MAX_EDGES - chunk,
+            "task-state arena: more than {MAX_EDGES} edges"
+        );
+        debug_assert_eq!(start % chunk, 0, "edge cursors and add_edge were mixed");
+        if let Some(done) = self.current.replace((start, succ.0)) {
+            self.filled.push_back(done);
+        }
+        self.next = start;
+        self.end = start + chunk;
+        let base = states.edges.chunk_or_grow(start);
+        self.nodes = Some(base);
+        base
     }
 
     /// Frees the filled chunks whose every node points from a task below `done_below`.
@@ -528,6 +655,65 @@ mod tests {
             s.reclaim_below(TaskId(chunk + 3))
         };
         check("first chunk reclaimed");
+    }
+
+    /// Wiring and sealing through a cursor (its cached chunks) across chunk boundaries and a
+    /// reclaimed prefix: every task becomes ready exactly when the reference says — a task
+    /// whose predecessors (two back and one back) have all completed — and edges from
+    /// reclaimed tasks are refused.
+    #[test]
+    fn cursor_wiring_across_chunks_and_reclaim() {
+        let s = TaskStates::new();
+        let mut cursor = EdgeCursor::new();
+        let chunk = crate::arena::CHUNK as u32;
+        let n = chunk * 4 + 3;
+        let mut done = vec![false; n as usize];
+        let mut ready_at_seal = vec![];
+        let mut released = vec![];
+        let mut floor = 0u32;
+        for t in 0..n {
+            // Complete the task two behind first (it is ready: its producers completed in the
+            // steps before), so that of each task's two edges one is refused (a completed
+            // producer) and one accepted.
+            if t >= 2 {
+                let c = t - 2;
+                s.complete(TaskId(c), |r| released.push(r.0));
+                done[c as usize] = true;
+            }
+            let mut accepted = 0;
+            for p in [t.checked_sub(2), t.checked_sub(1)].into_iter().flatten() {
+                let a = s.add_edge_in(&mut cursor, TaskId(p), TaskId(t));
+                // The reference: an edge is accepted iff its producer has not completed.
+                assert_eq!(a, !done[p as usize], "edge {p} -> {t}");
+                accepted += u32::from(a);
+            }
+            if s.seal_in(&mut cursor, TaskId(t)) {
+                assert_eq!(
+                    accepted, 0,
+                    "task {t} ready at seal with a pending producer"
+                );
+                ready_at_seal.push(t);
+            }
+            if t % chunk == chunk - 1 && t > chunk {
+                floor = t - chunk;
+                #[allow(unsafe_code)]
+                unsafe {
+                    s.reclaim_below(TaskId(floor));
+                    cursor.reclaim(&s, TaskId(floor));
+                }
+                assert!(s.is_complete(TaskId(floor - 1)));
+            }
+        }
+        assert!(floor > chunk, "the prefix was reclaimed past a chunk");
+        assert!(
+            !s.add_edge_in(&mut cursor, TaskId(0), TaskId(n)),
+            "reclaimed"
+        );
+        // Every task became ready exactly once, at its seal or released by a producer: all but
+        // the newest, whose producer one back is still running.
+        let mut all: Vec<u32> = ready_at_seal.iter().chain(&released).copied().collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..n - 1).collect::<Vec<_>>());
     }
 
     #[test]

@@ -185,6 +185,11 @@ pub struct Region {
 
 const _: () = assert!(std::mem::size_of::<Region>() == 40);
 
+/// Slots per window of [`Region::slot_hash`] (one 64-byte line of 8-byte slots), and its log.
+pub(crate) const SLOT_WINDOW_BITS: u32 = 3;
+/// See [`SLOT_WINDOW_BITS`].
+pub(crate) const SLOT_WINDOW: u64 = 1 << SLOT_WINDOW_BITS;
+
 /// Multiplier of the FxHash family (rustc's hasher): odd, with well-spread bits.
 pub(crate) const FX_K: u64 = 0xf135_7aea_2e62_a9c5;
 
@@ -321,29 +326,29 @@ impl Region {
         h ^ (h >> 32)
     }
 
-    /// A 64-bit hash of the key whose bits above the lowest 2 are a hash of everything but the
-    /// low 2 bits of the region's tile column (`start[1]` in units of the largest power of two
-    /// dividing `size[1]`: the column tile index for power-of-two tiles), and whose low 2 bits
-    /// are those column bits XOR-ed with 2 bits of the hash. So the tiles `4k .. 4k + 4` of one row of one
-    /// tensor (same sizes) get the 4 values of one aligned window `4w .. 4w + 4`, each its own:
-    /// an open-addressing table of 8-byte slots indexed by it puts those keys in 32 aligned
-    /// bytes of one cache line, and a stream that walks a row of tiles misses once per 4 keys
-    /// instead of once per key. Equal keys have equal hashes.
+    /// A 64-bit hash of the key whose bits above the lowest 3 are a hash of everything but the
+    /// low 3 bits of the region's tile column (`start[1]` in units of the largest power of two
+    /// dividing `size[1]`: the column tile index for power-of-two tiles), and whose low 3 bits
+    /// are those column bits XOR-ed with 3 bits of the hash. So the tiles `8k .. 8k + 8` of one
+    /// row of one tensor (same sizes) get the 8 values of one aligned window `8w .. 8w + 8`
+    /// ([`SLOT_WINDOW`]), each its own: an open-addressing table of 8-byte slots indexed by it
+    /// puts those keys in one aligned 64-byte cache line, and a stream that walks a row of tiles
+    /// misses once per 8 keys instead of once per key. Equal keys have equal hashes.
     #[inline]
     pub fn slot_hash(&self) -> u64 {
         let [a, _, s23, z01, z23] = self.words();
         // The top bit makes the count at most 31 (a zero size, an unused dimension, has a zero
         // start) and lets the count compile to one instruction.
         let col = self.start[1] >> (self.size[1] | 1 << 31).trailing_zeros();
-        let s01 = (self.start[0] as u64) | (((col >> 2) as u64) << 32);
+        let s01 = (self.start[0] as u64) | (((col >> SLOT_WINDOW_BITS) as u64) << 32);
         let x = (a ^ z01.rotate_left(19) ^ s23.rotate_left(41)).wrapping_mul(FX_K);
         let y = (s01 ^ z23.rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let h = x ^ y.rotate_left(29);
         let h = h ^ (h >> 32);
-        // The position in the window is the column's low 2 bits XOR-ed with the hash's (a
-        // permutation of the four places per window), so keys that share a column (every
-        // whole-row or 1-d region has column 0) spread over the four positions.
-        h ^ (col as u64 & 3)
+        // The position in the window is the column's low 3 bits XOR-ed with the hash's (a
+        // permutation of the eight places per window), so keys that share a column (every
+        // whole-row or 1-d region has column 0) spread over the eight positions.
+        h ^ (col as u64 & (SLOT_WINDOW - 1))
     }
 }
 
@@ -399,25 +404,29 @@ impl TaskIo {
 mod tests {
     use super::*;
 
-    /// Neighbouring column tiles of one row share a 4-slot window, one place each; other rows,
-    /// tensors and tile shapes land elsewhere; equal keys hash equally.
+    /// Neighbouring column tiles of one row share a window of [`SLOT_WINDOW`] slots, one place
+    /// each; other rows, tensors and tile shapes land elsewhere; equal keys hash equally.
     #[test]
-    fn slot_hash_keeps_four_column_tiles_of_a_row_together() {
+    fn slot_hash_keeps_a_window_of_column_tiles_of_a_row_together() {
         let tile = |tensor, row, col| Region::new_2d(tensor, row * 32, 32, col * 128, 128);
+        let (w, bits) = (SLOT_WINDOW as u32, SLOT_WINDOW_BITS);
         for row in 0..8u32 {
             for k in 0..8u32 {
-                let h: Vec<u64> = (0..4)
-                    .map(|c| tile(3, row, 4 * k + c).slot_hash())
+                let h: Vec<u64> = (0..w)
+                    .map(|c| tile(3, row, w * k + c).slot_hash())
                     .collect();
-                let mut places: Vec<u64> = h.iter().map(|h| h & 3).collect();
+                let mut places: Vec<u64> = h.iter().map(|h| h & (SLOT_WINDOW - 1)).collect();
                 places.sort_unstable();
                 assert_eq!(
                     places,
-                    [0, 1, 2, 3],
+                    (0..SLOT_WINDOW).collect::<Vec<_>>(),
                     "each tile its own place in the window"
                 );
-                assert!(h.iter().all(|x| x >> 2 == h[0] >> 2), "one window: {h:x?}");
-                assert_eq!(tile(3, row, 4 * k).slot_hash(), h[0]);
+                assert!(
+                    h.iter().all(|x| x >> bits == h[0] >> bits),
+                    "one window: {h:x?}"
+                );
+                assert_eq!(tile(3, row, w * k).slot_hash(), h[0]);
             }
         }
         // Windows of different rows, tensors, window indices and tile shapes differ (a weak
@@ -426,12 +435,12 @@ mod tests {
         for tensor in 0..2 {
             for row in 0..8 {
                 for k in 0..8 {
-                    assert!(windows.insert(tile(tensor, row, 4 * k).slot_hash() >> 2));
+                    assert!(windows.insert(tile(tensor, row, w * k).slot_hash() >> bits));
                 }
             }
         }
-        let wide = Region::new_2d(3, 0, 32, 0, 256).slot_hash() >> 2;
-        assert_ne!(wide, tile(3, 0, 0).slot_hash() >> 2);
+        let wide = Region::new_2d(3, 0, 32, 0, 256).slot_hash() >> bits;
+        assert_ne!(wide, tile(3, 0, 0).slot_hash() >> bits);
     }
     use proptest::prelude::*;
 

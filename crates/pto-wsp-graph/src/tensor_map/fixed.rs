@@ -1,15 +1,15 @@
 //! The bounded exact-key map (seed 004 §6.2.3 `FixedTensorMap`): what an AICPU-style executor
 //! can run with no allocator.
 //!
-//! A table (open addressing that probes the same place of the next 4-slot window, at most half full) of 8-byte slots — a 32-bit hash
+//! A table (open addressing that probes the same place of the next 8-slot window, at most half full) of 8-byte slots — a 32-bit hash
 //! tag and an entry index — over a fixed pool of entries (key, last writer, reader list: one
 //! 64-byte cache line each). All
 //! memory is reserved at construction, except reader-list chunks, which come from a pool with a
 //! free list.
 //!
 //! **Slot layout:** slots are indexed by [`Region::slot_hash`], which places the column tiles
-//! `4k .. 4k + 4` of one row of a tensor in four neighbouring slots (half a cache line), so a
-//! task stream walking a row of tiles misses the table once per four new keys rather than once
+//! `8k .. 8k + 8` of one row of a tensor in eight neighbouring slots (one cache line), so a
+//! task stream walking a row of tiles misses the table once per eight new keys rather than once
 //! per key. Once the table outgrows the L1 cache ([`PREFETCH_MIN_SLOTS`]) the builder computes
 //! the hash once, when a region is added to a task ([`TensorMap::prefetch`], which also
 //! prefetches the home slot), and passes it to [`TensorMap::access_hinted`]; a smaller table
@@ -53,9 +53,12 @@
 
 use super::readers::{ExactEntry, ReaderPool};
 use super::{MapFull, MapStats, TensorMap};
-use crate::types::{Access, EdgeKind, Region, TaskId};
+use crate::types::{Access, EdgeKind, Region, SLOT_WINDOW, SLOT_WINDOW_BITS, TaskId};
 
 const NIL: u32 = u32::MAX;
+
+/// Slots per window ([`Region::slot_hash`]).
+const W: usize = SLOT_WINDOW as usize;
 
 /// Slot-table size (256 KiB of slots: past the 32 KiB L1 data cache, with the entries at 8×
 /// that, past the L2) from which [`TensorMap::prefetch`] prefetches; a smaller table is hashed
@@ -107,20 +110,20 @@ pub struct FixedExactMap {
     stats: MapStats,
 }
 
-/// The slot after `i` in probe order: the same position of the next 4-slot window (so the
+/// The slot after `i` in probe order: the same position of the next window of `W` slots (so the
 /// keys of one window, which sit at different positions, never probe into each other's
 /// slots), and from the last window on to the next position of the first (`n` slots, a power
-/// of two `>= 4`: every slot is visited once per cycle).
+/// of two `>= W`: every slot is visited once per cycle).
 #[inline]
 fn next_slot(i: usize, n: usize) -> usize {
-    let j = i + 4;
-    if j < n { j } else { (j + 1) & 3 }
+    let j = i + W;
+    if j < n { j } else { (j + 1) & (W - 1) }
 }
 
 /// Where slot `i` comes in the probe cycle of [`next_slot`] (position 0 is slot 0).
 #[inline]
 fn probe_rank(i: usize, n: usize) -> usize {
-    (i & 3) * (n >> 2) + (i >> 2)
+    (i & (W - 1)) * (n >> SLOT_WINDOW_BITS) + (i >> SLOT_WINDOW_BITS)
 }
 
 impl FixedExactMap {
@@ -128,7 +131,7 @@ impl FixedExactMap {
     /// table of the next power of two at or above `2 * capacity` slots.
     pub fn new(capacity: usize) -> FixedExactMap {
         let capacity = capacity.max(1);
-        let n = (2 * capacity).next_power_of_two().max(4);
+        let n = (2 * capacity).next_power_of_two().max(W);
         FixedExactMap {
             slots: vec![EMPTY; n],
             mask: n - 1,
@@ -161,7 +164,7 @@ impl FixedExactMap {
         self.capacity *= 2;
         self.entries
             .reserve(self.capacity.saturating_sub(self.entries.len()));
-        let n = (2 * self.capacity).next_power_of_two().max(4);
+        let n = (2 * self.capacity).next_power_of_two().max(W);
         self.slots.clear();
         self.slots.resize(n, EMPTY);
         self.mask = n - 1;
@@ -439,7 +442,7 @@ mod tests {
     /// `next_slot` visits every slot once per cycle, in the order `probe_rank` numbers them.
     #[test]
     fn the_probe_cycle_visits_every_slot_once() {
-        for n in [4usize, 8, 64, 1024] {
+        for n in [8usize, 16, 64, 1024] {
             let (mut i, mut seen) = (0usize, vec![false; n]);
             for rank in 0..n {
                 assert_eq!(probe_rank(i, n), rank, "slot {i} of {n}");

@@ -702,8 +702,9 @@ fn the_inferred_edge_count_is_the_same_in_every_mode() {
 /// attention-like task reads the rows of every earlier tile of its column block: coverage marks)
 /// and covering writes (a task rewrites the whole tensor each round: records dropped), long
 /// enough to retire several times, runs finished, streamed under windows of 2 to 4096 tasks on
-/// 1 and 2 threads, and in device generation; in `overlap` and `hybrid` every run counts the
-/// edges of the reference, a builder fed every task that never retires.
+/// 1 and 2 threads, and in device generation on 1, 2 and 4 (two executors then infer no
+/// tensor); in `overlap` and `hybrid` every run counts the edges of the reference, a builder
+/// fed every task that never retires.
 #[test]
 fn overlap_inference_finds_the_same_edges_in_every_mode() {
     let text = |deps: &str| {
@@ -746,6 +747,9 @@ schedule for main {{
                 (false, StartPolicy::Immediate, 1, Some(4096)),
                 (true, StartPolicy::Immediate, 1, Some(4)),
                 (true, StartPolicy::Immediate, 2, Some(64)),
+                // Four executors, each inferring a quarter of the tensors and sealing a task
+                // only once the others have inferred it, under a window of 2 tasks.
+                (true, StartPolicy::Immediate, 4, Some(2)),
             ],
         );
     }
