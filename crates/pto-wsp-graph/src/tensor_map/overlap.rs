@@ -175,38 +175,52 @@ fn new_bucket_of(
     key: CellKey,
 ) -> u32 {
     let slot = if key.cx < DENSE_CELLS && key.cy < DENSE_CELLS {
-        let (cx, cy) = (key.cx as usize, key.cy as usize);
-        if cx >= grid.dense.len() {
-            grid.dense.resize_with(cx + 1, Vec::new);
-        }
+        dense_slot(grid, key)
+    } else {
+        cells.entry(key).or_insert(NIL)
+    };
+    if *slot != NIL {
+        return *slot;
+    }
+    let b = fresh_bucket(buckets, free_buckets, key);
+    *slot = b;
+    grid.buckets.push(b);
+    b
+}
+
+/// The dense table's entry of a cell with both coordinates below [`DENSE_CELLS`], its row
+/// created or lengthened if needed.
+#[inline(always)]
+fn dense_slot(grid: &mut Grid, key: CellKey) -> &mut u32 {
+    let (cx, cy) = (key.cx as usize, key.cy as usize);
+    if cx >= grid.dense.len() {
+        grid.dense.resize_with(cx + 1, Vec::new);
+    }
+    if cy >= grid.dense[cx].len() {
         // A new row takes the previous row's length at once (a tiled tensor's rows have the
         // same cells), not one cell at a time through several reallocations.
         let hint = match cx {
             0 => 0,
             _ => grid.dense[cx - 1].len(),
         };
-        let row = &mut grid.dense[cx];
-        if cy >= row.len() {
-            row.resize((cy + 1).max(hint), NIL);
-        }
-        &mut row[cy]
-    } else {
-        cells.entry(key).or_insert(NIL)
-    };
-    if *slot == NIL {
-        let b = match free_buckets.pop() {
-            Some(b) => b,
-            None => {
-                buckets.push(Bucket::default());
-                (buckets.len() - 1) as u32
-            }
-        };
-        buckets[b as usize].cell = key;
-        buckets[b as usize].wseq = 0;
-        grid.buckets.push(b);
-        *slot = b;
+        grid.dense[cx].resize((cy + 1).max(hint), NIL);
     }
-    *slot
+    &mut grid.dense[cx][cy]
+}
+
+/// An empty bucket for `key` (a freed one if any), not yet listed in its grid.
+#[inline(always)]
+fn fresh_bucket(buckets: &mut Vec<Bucket>, free_buckets: &mut Vec<u32>, key: CellKey) -> u32 {
+    let b = match free_buckets.pop() {
+        Some(b) => b,
+        None => {
+            buckets.push(Bucket::default());
+            (buckets.len() - 1) as u32
+        }
+    };
+    buckets[b as usize].cell = key;
+    buckets[b as usize].wseq = 0;
+    b
 }
 
 /// Overlap TensorMap (see the module docs).
@@ -564,9 +578,10 @@ impl OverlapMap {
         }
     }
 
-    /// A write of one cell that no record lists (no bucket) on a tensor without "large"
-    /// records: the general path would scan nothing but the tensor's marks, so this does only
-    /// that and records the write (a tiled loop's output tile, most writes of the LLaMA stream).
+    /// A write of one cell with both coordinates below [`DENSE_CELLS`] that no record lists
+    /// (no bucket) on a tensor without "large" records: the general path would scan nothing
+    /// but the tensor's marks, so this does only that and records the write (a tiled loop's
+    /// output tile, most writes of the LLaMA stream).
     fn write_fresh_cell<F: FnMut(TaskId, EdgeKind)>(
         &mut self,
         g: usize,
@@ -578,7 +593,6 @@ impl OverlapMap {
     ) {
         let rf = self.new_record(*region, task, seq);
         let OverlapMap {
-            cells,
             buckets,
             free_buckets,
             grids,
@@ -586,7 +600,12 @@ impl OverlapMap {
             ..
         } = self;
         let grid = &mut grids[g];
-        let b = new_bucket_of(grid, cells, buckets, free_buckets, key) as usize;
+        // The caller checked: a dense cell without a bucket. Its bucket is made here, inline
+        // (not through `new_bucket_of`'s call and its sparse-cell branch).
+        let b = fresh_bucket(buckets, free_buckets, key);
+        *dense_slot(grid, key) = b;
+        grid.buckets.push(b);
+        let b = b as usize;
         buckets[b].writes.push(rf);
         buckets[b].wseq = seq;
         grid.seqs.set((key.cx, key.cx, key.cy, key.cy), seq);
