@@ -433,10 +433,7 @@ impl Decoder<'_> {
 
     /// Dimension lists: every dimension's `(start, size)` in one array, and each list's range
     /// of it.
-    pub(super) fn dimsets(
-        &self,
-        dx: &Exprs,
-    ) -> Result<(Vec<(u16, u16)>, DimSets), DecodeError> {
+    pub(super) fn dimsets(&self, dx: &Exprs) -> Result<(Vec<(u16, u16)>, DimSets), DecodeError> {
         let img = self.img;
         let mut dims = Vec::new();
         let mut dimsets = Vec::with_capacity(img.dimsets.len());

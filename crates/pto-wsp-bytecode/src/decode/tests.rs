@@ -1,11 +1,10 @@
-
 //! One test per error kind, each asserting the message, on mutations of a valid bytecode.
 
 use super::*;
+use crate::format::HEADER_LEN;
 use crate::format::NONE16;
 use crate::image::DNodeRec;
 use crate::op::Insn;
-use crate::format::HEADER_LEN;
 use crate::{EncodeOptions, encode};
 
 const SRC: &str = "
