@@ -493,6 +493,28 @@ fn walk_cells<F: FnMut(TaskId, EdgeKind)>(
     }
 }
 
+/// A box of more than [`LARGE_CELLS`] cells: scans the tensor's existing buckets inside it
+/// (unless the mark covers them) rather than every cell.
+#[inline(always)]
+fn scan_large<F: FnMut(TaskId, EdgeKind)>(
+    grid: &Grid,
+    buckets: &mut [Bucket],
+    scan: &mut Scan<'_, F>,
+    (x0, x1, y0, y1): (u32, u32, u32, u32),
+    mb: &MarkBox,
+) {
+    for &b in &grid.buckets {
+        let bucket = &mut buckets[b as usize];
+        let c = bucket.cell;
+        if (x0..=x1).contains(&c.cx)
+            && (y0..=y1).contains(&c.cy)
+            && !(bucket.wseq < mb.mark_seq && mb.inside(c.cx, c.cy))
+        {
+            scan.bucket(bucket);
+        }
+    }
+}
+
 impl OverlapMap {
     /// An empty map.
     pub fn new() -> OverlapMap {
@@ -728,14 +750,12 @@ impl OverlapMap {
         task: u32,
         region: &Region,
         access: Access,
-        range: (u32, u32, u32, u32),
+        (range, ncells): ((u32, u32, u32, u32), u64),
         cover: Option<Mark>,
         pred: &mut F,
     ) {
         let writes = access.writes();
         let seq = self.seq;
-        let (x0, x1, y0, y1) = range;
-        let ncells = ((x1 - x0) as u64 + 1) * ((y1 - y0) as u64 + 1);
         let stamp = self.next_stamp();
         // The new record (an inout records only its write: the write covers the read). It is
         // listed after each list is scanned, so the scan never meets it.
@@ -783,16 +803,7 @@ impl OverlapMap {
                 seq,
             );
         } else {
-            for &b in &grid.buckets {
-                let bucket = &mut buckets[b as usize];
-                let c = bucket.cell;
-                if (x0..=x1).contains(&c.cx)
-                    && (y0..=y1).contains(&c.cy)
-                    && !(bucket.wseq < mb.mark_seq && mb.inside(c.cx, c.cy))
-                {
-                    scan.bucket(bucket);
-                }
-            }
+            scan_large(grid, buckets, &mut scan, range, &mb);
         }
         scan.list(&mut grid.large_writes, true);
         if writes {
@@ -909,7 +920,7 @@ impl TensorMap for OverlapMap {
             self.stats.hits += 1;
             return;
         }
-        self.access_cells(g, task.0, region, access, range, cover, pred);
+        self.access_cells(g, task.0, region, access, (range, ncells), cover, pred);
     }
 
     fn retire_before(&mut self, oldest_live: TaskId) {
