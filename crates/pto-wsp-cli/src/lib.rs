@@ -12,7 +12,6 @@
 #![forbid(unsafe_code)]
 
 pub mod aliases;
-pub mod ascend;
 pub mod ascend_run;
 pub mod bench;
 pub mod bench_devgen;
@@ -22,7 +21,7 @@ pub mod bench_median;
 mod bench_once;
 pub mod binds;
 pub mod bytecode;
-pub mod emit;
+pub mod cmd;
 pub mod exec;
 pub mod expect;
 pub mod files;

@@ -35,12 +35,12 @@ use pto_wsp::ir::{Bindings, DType, ExpandOptions, ParamKind};
 use pto_wsp::kernels::npy::NpyHeader;
 use pto_wsp::kernels::{KernelRegistry, TensorStore};
 use pto_wsp::plan::{PlanOptions, PlanStats, run_plans};
-use pto_wsp::{CompileOptions, compile, lower};
+use pto_wsp::{Artefact, CompileOptions, Output, compile, compile_target, lower};
 use pto_wsp_cli::aliases::apply_aliases;
 use pto_wsp_cli::{Loaded, bindings_for, canonical, leading_comments};
 use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 pyo3::create_exception!(
     _pto_wsp,
@@ -193,6 +193,49 @@ impl Module {
             last_bindings: None,
         };
         Ok(Bound::new(py, program)?.into_any())
+    }
+
+    /// Compiles the module for an emitting `target` (see [`backends`]: `pto_isa`,
+    /// `ascend_a2a3sim`, `ascend_a2a3`, `bytecode`) through the back-end registry, baking in the
+    /// values of `bind` on top of the text's `//@ bind` lines; returns the artefact: `bytes`
+    /// for one file, or a dict of relative path to `bytes` for a tree of files. Refusals raise
+    /// `CompileError` at their `file:line:column`.
+    #[pyo3(signature = (target, bind = None))]
+    fn emit<'py>(
+        &self,
+        py: Python<'py>,
+        target: &str,
+        bind: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let specs = bind_specs(bind)?;
+        let bindings =
+            bindings_for(&self.loaded, &specs).map_err(|e| CompileError::new_err(e.rendered))?;
+        let options = CompileOptions {
+            target: target.to_string(),
+            bindings,
+            ..CompileOptions::default()
+        };
+        let loaded = &self.loaded;
+        let out = py
+            .detach(|| {
+                lower(&loaded.module).and_then(|plan| {
+                    compile_target(&plan.with_source(loaded.source.clone()), &options)
+                })
+            })
+            .map_err(|e| CompileError::new_err(render_compile_error(loaded, &e)))?;
+        match out {
+            Output::Artefact(Artefact::Bytes(b)) => Ok(PyBytes::new(py, &b).into_any()),
+            Output::Artefact(Artefact::Tree(files)) => {
+                let d = PyDict::new(py);
+                for (path, bytes) in files {
+                    d.set_item(path.display().to_string(), PyBytes::new(py, &bytes))?;
+                }
+                Ok(d.into_any())
+            }
+            Output::Program(_) => Err(CompileError::new_err(format!(
+                "target `{target}` compiles to a runnable program: use `compile`"
+            ))),
+        }
     }
 
     /// The names of the plans (`plan NAME over ...`), in the order they run.
@@ -819,6 +862,44 @@ impl PlanProgram {
     }
 }
 
+/// A compile error rendered against the module's source (`file:line:column` when it has a
+/// place there).
+fn render_compile_error(loaded: &Loaded, e: &pto_wsp::CompileError) -> String {
+    if pto_wsp::ir::Diagnostic::loc(e).is_known() {
+        loaded.source.render(e)
+    } else {
+        pto_wsp_cli::exec::compile_error(loaded, e).rendered
+    }
+}
+
+/// A registered back end as a dict: `name`, `targets`, `capabilities`.
+fn backend_dict<'py>(py: Python<'py>, b: &dyn pto_wsp::Backend) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("name", b.name())?;
+    d.set_item("targets", b.targets())?;
+    let caps: Vec<&str> = b.capabilities().iter().map(|c| c.name()).collect();
+    d.set_item("capabilities", caps)?;
+    Ok(d)
+}
+
+/// Every registered back end (the facade's registry, as `pto-wsp targets` lists it), in
+/// registration order.
+#[pyfunction]
+fn backends(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    pto_wsp::backends()
+        .iter()
+        .map(|b| backend_dict(py, b.as_ref()))
+        .collect()
+}
+
+/// The back end registered under `name` (its name or one of its targets), or `None`.
+#[pyfunction]
+fn get_backend<'py>(py: Python<'py>, name: &str) -> PyResult<Option<Bound<'py, PyDict>>> {
+    pto_wsp::get_backend(name)
+        .map(|b| backend_dict(py, b.as_ref()))
+        .transpose()
+}
+
 /// Version and features of the extension.
 fn info() -> HashMap<&'static str, &'static str> {
     HashMap::from([("version", env!("CARGO_PKG_VERSION"))])
@@ -831,6 +912,8 @@ fn _pto_wsp(m: &Bound<'_, pyo3::types::PyModule>) -> PyResult<()> {
     m.add_class::<Module>()?;
     m.add_class::<Program>()?;
     m.add_class::<PlanProgram>()?;
+    m.add_function(wrap_pyfunction!(backends, m)?)?;
+    m.add_function(wrap_pyfunction!(get_backend, m)?)?;
     m.add("PtoWspError", py.get_type::<PtoWspError>())?;
     m.add("ValidationError", py.get_type::<ValidationError>())?;
     m.add("CompileError", py.get_type::<CompileError>())?;
