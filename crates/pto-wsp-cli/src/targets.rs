@@ -94,14 +94,7 @@ pub fn compile_loaded(
 }
 
 fn render(loaded: &Loaded, e: CompileError) -> CliError {
-    match e {
-        CompileError::Invalid(errors) => crate::render_all(&loaded.source, &errors),
-        e
-        @ (CompileError::Unsupported(_) | CompileError::Resolve(_) | CompileError::Emitter(_)) => {
-            CliError::diagnostic(&loaded.source, &e)
-        }
-        other => CliError::plain(other),
-    }
+    pto_wsp::driver::compile_error(loaded, &e)
 }
 
 /// Writes `a` under a temporary name beside `out`, then renames it; returns the bytes written.

@@ -54,6 +54,7 @@
 #![forbid(unsafe_code)]
 
 pub mod backend;
+pub mod driver;
 pub mod plan;
 pub mod program;
 

@@ -25,7 +25,7 @@ fn with_input<T>(
     emit: impl FnOnce(&Input<'_>) -> Result<T, EmitError>,
 ) -> Result<T, CliError> {
     let plan =
-        pto_wsp::lower(&loaded.module).map_err(|e| crate::exec::compile_error(loaded, &e))?;
+        pto_wsp::lower(&loaded.module).map_err(|e| pto_wsp::driver::compile_error(loaded, &e))?;
     let resolved = plan
         .resolve()
         .map_err(|e| CliError::diagnostic(&loaded.source, &e))?;
