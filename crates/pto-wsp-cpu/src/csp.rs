@@ -46,8 +46,6 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::ops::ControlFlow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
 use pto_wsp_graph::types::{MAX_RANK, Region, TaskIo};
@@ -60,6 +58,7 @@ use pto_wsp_kernels::{ConflictChecker, KernelId, KernelRegistry, TaskContext, Te
 use crate::pool::panic_message;
 use crate::sim::{CspStep, CspTrace, simulate_pipeline};
 use crate::stats::{RunStats, Span};
+use crate::sync::{AtomicU32, Condvar, Mutex, MutexGuard, Ordering, lock, wait};
 
 /// What a process waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -301,7 +300,7 @@ struct Monitor<'p> {
 
 impl Monitor<'_> {
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.state)
     }
 
     /// Whether the channel `ch` can serve `op` now.
@@ -379,7 +378,7 @@ impl Monitor<'_> {
                 st.waiting[p] = None;
                 return None;
             }
-            st = self.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+            st = wait(&self.changed, st);
             st.waiting[p] = None;
         }
     }
@@ -548,7 +547,7 @@ impl<'a> Shared<'a> {
     fn admit(&self, what: Started, io: &[TaskIo]) -> Result<u32, CspError> {
         let gid = self.next_id.fetch_add(1, Ordering::Relaxed);
         {
-            let mut started = self.started.lock().unwrap_or_else(|p| p.into_inner());
+            let mut started = lock(&self.started);
             if started.len() <= gid as usize {
                 started.resize(gid as usize + 1, None);
             }
@@ -557,10 +556,7 @@ impl<'a> Shared<'a> {
         let Err(c) = self.checker.begin(gid, io) else {
             return Ok(gid);
         };
-        let other = self
-            .started
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        let other = lock(&self.started)
             .get(c.running as usize)
             .copied()
             .flatten();
@@ -990,7 +986,7 @@ pub fn run_pipeline(
     Ok(stats)
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use pto_wsp_ir::{Access, Diagnostic, SourceFile, parse};

@@ -161,7 +161,6 @@ use std::ops::{ControlFlow, Range};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
 
-use crossbeam_deque::{Injector, Steal};
 use crossbeam_utils::CachePadded;
 use pto_wsp_bytecode::{Bound, ExecutorConfig, Interpreter, Program, Task, TaskSink};
 use pto_wsp_graph::TaskId;
@@ -171,7 +170,6 @@ use pto_wsp_graph::counters::CounterSnapshot;
 use pto_wsp_graph::feed::BARRIER_KERNEL;
 use pto_wsp_graph::feed::Origins;
 use pto_wsp_graph::state::{EdgeCursor, TaskStates};
-use pto_wsp_graph::sync::{AtomicBool, AtomicU32, Mutex, Ordering, lock};
 use pto_wsp_graph::tensor_map::{AnyTensorMap, MapStats, TensorMap};
 use pto_wsp_graph::types::{EdgeKind, Region, TaskIo};
 use pto_wsp_ir::{DataRead, DepsMode, OrderEdge, ReadRefused};
@@ -183,6 +181,7 @@ use crate::idle::Idle;
 use crate::kexec::{KernelExec, TaskSource};
 use crate::pool::{WorkerPool, panic_message};
 use crate::stats::{RunStats, Span};
+use crate::sync::{AtomicBool, AtomicU32, Inbox, Mutex, Ordering, lock, thread};
 
 /// The default window: own tasks in flight per executor.
 pub const DEFAULT_WINDOW: usize = 1024;
@@ -393,7 +392,7 @@ struct Shared<'r, E: DirectExec> {
     /// Edges an executor found into another's tasks, `(successor, predecessor)` in successor
     /// order: entry `to * E + from`.
     handed: Box<[CachePadded<Mutex<Handed>>]>,
-    inboxes: Box<[CachePadded<Injector<u32>>]>,
+    inboxes: Box<[CachePadded<Inbox>]>,
     idle: Idle,
     abort: AtomicBool,
     error: Mutex<Option<ExecError>>,
@@ -648,7 +647,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         } else if Idle::backoff(*round) {
             *round += 1;
         } else {
-            std::thread::yield_now();
+            thread::yield_now();
         }
         Ok(())
     }
@@ -1042,14 +1041,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         if let Some(t) = self.ready.pop_front() {
             return Some(t);
         }
-        let inbox = &self.sh.inboxes[self.me as usize];
-        loop {
-            match inbox.steal() {
-                Steal::Success(t) => return Some(t),
-                Steal::Empty => return None,
-                Steal::Retry => {}
-            }
-        }
+        self.sh.inboxes[self.me as usize].pop()
     }
 
     /// Runs one ready task, waiting for one (spin, then park) if there is none.
@@ -1070,7 +1062,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             }
             if !self.unsealed.is_empty() {
                 // Waits on another executor's inference, which is not announced: never park.
-                std::thread::yield_now();
+                thread::yield_now();
                 continue;
             }
             self.stats.parks += 1;
@@ -1287,7 +1279,7 @@ impl WorkerPool {
                 .map(|_| CachePadded::new(Mutex::new(Vec::new())))
                 .collect(),
             inboxes: (0..executors)
-                .map(|_| CachePadded::new(Injector::new()))
+                .map(|_| CachePadded::new(Inbox::default()))
                 .collect(),
             idle: Idle::new(executors),
             abort: AtomicBool::new(false),
@@ -1356,10 +1348,10 @@ impl WorkerPool {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use pto_wsp_graph::sync::AtomicU64;
+    use crate::sync::AtomicU64;
 
     #[test]
     fn owner_table_keeps_owner_and_slot_anywhere_in_the_index_space() {

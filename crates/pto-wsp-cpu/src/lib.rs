@@ -53,7 +53,11 @@ pub mod shapes;
 pub mod sim;
 pub mod stats;
 pub mod stream;
+mod sync;
 pub mod table;
+
+#[cfg(all(test, loom))]
+mod loom_models;
 
 pub use bytecode_feed::{BytecodeFeedError, feed_bytecode};
 pub use csp::{CspError, CspOptions, Deadlock, run_pipeline};

@@ -46,7 +46,6 @@
 //! window the orchestrator keeps that span under `max(2 · window, 2 · RETIRE_EVERY)` tasks.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use pto_wsp_graph::TaskId;
@@ -56,7 +55,6 @@ use pto_wsp_graph::order_check::OrderChecker;
 use pto_wsp_graph::start::StartGate;
 use pto_wsp_graph::state::{EdgeCursor, TaskStates};
 use pto_wsp_graph::storage::TaskNode;
-use pto_wsp_graph::sync::Arc;
 use pto_wsp_graph::tensor_map::{AnyTensorMap, MapStats, TensorMap};
 use pto_wsp_graph::timing::ReleaseTiming;
 use pto_wsp_graph::types::TaskIo;
@@ -70,6 +68,7 @@ use crate::pool::{WorkerPool, panic_message};
 use crate::ring::BATCH;
 use crate::run::{RunConfig, finish_stats};
 use crate::stats::RunStats;
+use crate::sync::{Arc, AtomicBool, Ordering, thread};
 use crate::table::{TableWriter, TaskTable};
 
 /// How the graph of a streamed run is built.
@@ -268,7 +267,7 @@ impl<'s> StreamSink<'s> {
             if Idle::backoff(round) {
                 round += 1;
             } else {
-                std::thread::yield_now();
+                thread::yield_now();
             }
         }
     }
@@ -339,7 +338,7 @@ impl<'s> StreamSink<'s> {
                 break;
             }
             if free - now > 20_000 {
-                std::thread::yield_now();
+                thread::yield_now();
             } else {
                 std::hint::spin_loop();
             }
@@ -485,7 +484,7 @@ impl EdgeSink for StreamSink<'_> {
             if spins < 64 {
                 std::hint::spin_loop();
             } else {
-                std::thread::yield_now();
+                thread::yield_now();
             }
         }
     }

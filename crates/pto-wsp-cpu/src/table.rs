@@ -19,15 +19,15 @@
 //! once the writer has seen every task below `W` done (an acquire load of the completion state)
 //! nobody reads their slots and the writer may free them.
 
-use std::cell::UnsafeCell;
-use std::mem::MaybeUninit;
-use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
 use pto_wsp_graph::TaskId;
 use pto_wsp_graph::arena::{CHUNK, ChunkArena};
 use pto_wsp_graph::storage::TaskNode;
 use pto_wsp_graph::types::TaskIo;
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
+use std::ptr::NonNull;
+
+use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 
 /// An append-only vector with one writer and many readers (see the module docs).
 pub struct AppendVec<T: Copy> {
@@ -312,7 +312,7 @@ impl TableWriter<'_> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

@@ -1,0 +1,386 @@
+//! Loom models of the CPU back end's concurrency, run on the production code through
+//! [`crate::sync`]: the ready ring ([`crate::ring`]), the idle / park / wake protocol
+//! ([`crate::idle`]) with the worker pool's hand-off and the engine's routing ([`crate::pool`],
+//! [`crate::engine`]), and device generation's hand-over, seal and inboxes ([`crate::devgen`]).
+//!
+//! Run (CI step):
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" cargo test -p pto-wsp-cpu --lib --release loom_models
+//! ```
+//!
+//! Without `--cfg loom` this module is not compiled. Under loom the ring has 4 slots and
+//! batches of 2, idle workers yield once and then park, and the task arenas have 2-entry chunks,
+//! so small models fill and wrap the ring, park every worker and cross chunk boundaries. A lost
+//! wake-up shows as loom's deadlock report (every thread blocked, the model's joins never
+//! return), a task run twice or lost as a failed count, and a missing happens-before edge as a
+//! failed assertion on a *relaxed* flag written before the hand-off (loom explores stale reads).
+//!
+//! Each model states its preemption bound: every interleaving with at most that many
+//! preemptions is explored.
+
+use loom::thread;
+use pto_wsp_graph::builder::GraphBuilder;
+use pto_wsp_graph::ready::ReadyKind;
+use pto_wsp_graph::types::TaskIo;
+use pto_wsp_graph::{ExecDomain, TaskId};
+use pto_wsp_ir::{DepsMode, ExecPool};
+
+use crate::devgen::{DevGenConfig, DirectExec};
+use crate::exec::{Exec, TaskFailure};
+use crate::idle::Idle;
+use crate::pool::WorkerPool;
+use crate::ring::{BATCH, CAPACITY, ReadyRing};
+use crate::run::{PoolSplit, RunConfig, StaticGraph};
+use crate::sync::{Arc, AtomicBool, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
+
+/// Explores `f` under loom with at most `preemptions` preemptions per execution, and prints
+/// how many executions that took (`--nocapture` shows it).
+fn model(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
+    let executions = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = executions.clone();
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(preemptions);
+    b.check(move || {
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        f();
+    });
+    eprintln!(
+        "{} executions (preemption bound {preemptions})",
+        executions.load(std::sync::atomic::Ordering::Relaxed)
+    );
+}
+
+fn flags(n: usize) -> Arc<Vec<AtomicBool>> {
+    Arc::new((0..n).map(|_| AtomicBool::new(false)).collect())
+}
+
+fn counts(n: usize) -> Arc<Vec<AtomicUsize>> {
+    Arc::new((0..n).map(|_| AtomicUsize::new(0)).collect())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ready ring
+// ---------------------------------------------------------------------------------------------
+
+/// A consumer of the ring: `tries` claims, counting every task it gets, checking that what the
+/// producer wrote before the push is visible (relaxed flag: only the ring orders it) and that
+/// its claims come in push order.
+fn consume(ring: &ReadyRing, written: &[AtomicBool], taken: &[AtomicUsize], tries: usize) {
+    let mut out = [0u32; BATCH];
+    let mut last = None;
+    for _ in 0..tries {
+        let k = ring.take(&mut out);
+        for &t in &out[..k] {
+            assert!(
+                written[t as usize].load(Relaxed),
+                "task {t} taken before it was written"
+            );
+            assert!(last < Some(t), "task {t} claimed after a later one");
+            last = Some(t);
+            taken[t as usize].fetch_add(1, Relaxed);
+        }
+    }
+}
+
+/// One producer pushes `n` tasks into the ring (publishing by batch, urgently for the tasks
+/// `urgent` picks, and at the end) while two consumers claim: every task is handed out exactly
+/// once — by a consumer, by the final drain, or back to the producer when the ring refuses it
+/// because it is full — and each claim sees the producer's writes before the push.
+fn ring_model(n: u32, urgent: fn(u32) -> bool) {
+    let ring = Arc::new(ReadyRing::new());
+    let written = flags(n as usize);
+    let taken = counts(n as usize);
+    let consumers: Vec<_> = (0..2)
+        .map(|_| {
+            let (ring, written, taken) = (ring.clone(), written.clone(), taken.clone());
+            thread::spawn(move || consume(&ring, &written, &taken, 2))
+        })
+        .collect();
+    for t in 0..n {
+        written[t as usize].store(true, Relaxed);
+        if ring.push(TaskId(t), urgent(t)).is_none() {
+            // Full: the caller hands the task over another way (the engine: a shared queue).
+            taken[t as usize].fetch_add(1, Relaxed);
+        }
+    }
+    ring.publish();
+    for c in consumers {
+        c.join().unwrap();
+    }
+    consume(&ring, &written, &taken, n as usize);
+    assert!(!ring.has_published());
+    for (t, c) in taken.iter().enumerate() {
+        assert_eq!(
+            c.load(Relaxed),
+            1,
+            "task {t} handed out {} times",
+            c.load(Relaxed)
+        );
+    }
+}
+
+/// Batches: a full batch is published by one release store, the rest by `publish`.
+#[test]
+fn ring_publishes_batches_each_task_claimed_once() {
+    assert_eq!((BATCH, CAPACITY), (2, 4));
+    model(3, || ring_model(3, |_| false));
+}
+
+/// Wrap-around: six tasks through four slots with an urgent push. A consumer that read slots
+/// the producer then overwrote (after another consumer claimed them) must fail its
+/// compare-exchange and never return the stale ids; a push into a full ring is refused.
+#[test]
+fn ring_wraps_and_refuses_without_losing_or_repeating_tasks() {
+    model(2, || ring_model(6, |t| t == 2));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Idle workers: park and wake
+// ---------------------------------------------------------------------------------------------
+
+/// Two parked (or parking) workers that run different work — worker 0 vector, worker 1 cube —
+/// and a publisher that makes cube work visible and notifies the workers that fit: worker 1
+/// must wake (or see the work in its pre-park re-check), whatever worker 0 does. A wake-up
+/// spent on worker 0 would leave worker 1 asleep forever: loom reports the deadlock.
+#[test]
+fn idle_wakes_the_sleeper_that_can_run_the_work() {
+    model(3, || {
+        let idle = Arc::new(Idle::new(2));
+        // Per worker: tasks waiting that only it can run (its pool's queue).
+        let work = counts(2);
+        let done = Arc::new(AtomicBool::new(false));
+        let worker = |w: usize| {
+            let (idle, work, done) = (idle.clone(), work.clone(), done.clone());
+            thread::spawn(move || {
+                loop {
+                    if work[w].swap(0, SeqCst) > 0 {
+                        return true;
+                    }
+                    if done.load(SeqCst) {
+                        return false;
+                    }
+                    idle.park(w, || work[w].load(SeqCst) > 0 || done.load(SeqCst));
+                }
+            })
+        };
+        let vector = worker(0);
+        let cube = worker(1);
+        work[1].fetch_add(1, SeqCst);
+        idle.notify(None, |w| w == 1);
+        assert!(cube.join().unwrap(), "the cube worker ran its task");
+        done.store(true, SeqCst);
+        idle.wake_all();
+        assert!(
+            !vector.join().unwrap(),
+            "the vector worker had nothing to run"
+        );
+    });
+}
+
+/// A recording executor: every task runs once, after its predecessors (relaxed flags: only the
+/// runtime's hand-offs order them), on a worker that may run it.
+struct Recorder {
+    preds: Vec<Vec<usize>>,
+    /// Workers allowed to run each task (`None`: any).
+    on: Vec<Option<usize>>,
+    done: Arc<Vec<AtomicBool>>,
+    runs: Arc<Vec<AtomicUsize>>,
+}
+
+impl Recorder {
+    fn new(preds: Vec<Vec<usize>>, on: Vec<Option<usize>>) -> Recorder {
+        let n = preds.len();
+        Recorder {
+            preds,
+            on,
+            done: flags(n),
+            runs: counts(n),
+        }
+    }
+
+    fn record(&self, t: usize, worker: usize) {
+        for &p in &self.preds[t] {
+            assert!(self.done[p].load(Relaxed), "task {t} ran before task {p}");
+        }
+        if let Some(w) = self.on[t] {
+            assert_eq!(worker, w, "task {t} ran on worker {worker}");
+        }
+        self.runs[t].fetch_add(1, Relaxed);
+        self.done[t].store(true, Relaxed);
+    }
+
+    fn check(&self) {
+        for (t, r) in self.runs.iter().enumerate() {
+            assert_eq!(r.load(Relaxed), 1, "task {t} ran {} times", r.load(Relaxed));
+        }
+    }
+}
+
+impl Exec for Recorder {
+    fn run(&self, task: TaskId, worker: usize) -> Result<(), TaskFailure> {
+        self.record(task.index(), worker);
+        Ok(())
+    }
+}
+
+/// A finished graph of `tasks` (pool, dispatch target, predecessors).
+fn static_graph(tasks: &[(ExecPool, Option<u32>, &[u32])]) -> StaticGraph {
+    let mut b = GraphBuilder::new(DepsMode::Explicit);
+    for (pool, target, preds) in tasks {
+        b.alloc_task(0, ExecDomain::default(), *pool, 0, *target);
+        for &p in *preds {
+            b.add_explicit_dep(TaskId(p)).unwrap();
+        }
+        b.submit().unwrap();
+    }
+    StaticGraph::new(b.finish())
+}
+
+/// The whole path of a finished graph's run, on a two-worker pool split into a vector and a
+/// cube worker under FIFO queues (every queue a loom-visible mutex queue): the pool hands the
+/// run to both workers (epoch, condition variable), the vector task 0 runs on worker 0 and
+/// makes the cube task 1 ready, which only worker 1 may run, while worker 1 spins, parks or
+/// re-checks. Worker 1 is woken (not worker 0), task 1 runs once after task 0, the run ends on
+/// both workers and the pool stops and joins its threads.
+#[test]
+fn pool_run_wakes_the_worker_of_the_right_pool() {
+    model(3, || {
+        let graph = static_graph(&[(ExecPool::Vector, None, &[]), (ExecPool::Cube, None, &[0])]);
+        let exec = Recorder::new(vec![vec![], vec![0]], vec![Some(0), Some(1)]);
+        let config = RunConfig {
+            ready: ReadyKind::Fifo,
+            pools: PoolSplit::ByExecUnit { vector: 1 },
+            ..RunConfig::default()
+        };
+        let pool = WorkerPool::new(2).unwrap();
+        let stats = pool.run(&graph, &config, &exec).unwrap();
+        assert_eq!(stats.tasks, 2);
+        exec.check();
+    });
+}
+
+/// Placement: task 1 is placed on worker 1 (`target mod threads`), on worker 1's own FIFO queue
+/// that worker 0 never pops, by worker 0 as it completes task 0. Worker 1 must be woken for it
+/// (the wake-up names the target first) or find it in its pre-park re-check of its own queue.
+#[test]
+fn pool_run_wakes_the_worker_a_task_is_placed_on() {
+    model(3, || {
+        let graph = static_graph(&[
+            (ExecPool::Any, Some(0), &[]),
+            (ExecPool::Any, Some(1), &[0]),
+        ]);
+        let exec = Recorder::new(vec![vec![], vec![0]], vec![Some(0), Some(1)]);
+        let config = RunConfig {
+            ready: ReadyKind::Fifo,
+            placement: true,
+            ..RunConfig::default()
+        };
+        let pool = WorkerPool::new(2).unwrap();
+        let stats = pool.run(&graph, &config, &exec).unwrap();
+        assert_eq!(stats.tasks, 2);
+        exec.check();
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Device generation
+// ---------------------------------------------------------------------------------------------
+
+/// A bytecode program, decoded and bound.
+fn devgen_program(text: &str) -> (pto_wsp_bytecode::Program, pto_wsp_bytecode::Bound) {
+    let m = pto_wsp_ir::parse(text).unwrap();
+    let bytes = pto_wsp_bytecode::encode(&m, &Default::default()).unwrap();
+    let p = pto_wsp_bytecode::Program::decode(&bytes).unwrap();
+    let bound = p.bind(&pto_wsp_ir::Bindings::new()).unwrap();
+    (p, bound)
+}
+
+impl DirectExec for Recorder {
+    fn run_task(
+        &self,
+        task: TaskId,
+        executor: usize,
+        _: u32,
+        _: &[u64],
+        _: &[TaskIo],
+    ) -> Result<(), TaskFailure> {
+        self.record(task.index(), executor);
+        Ok(())
+    }
+}
+
+/// Device generation on two executors of a program of two tasks, task 0 owned by executor 0 and
+/// task 1 by executor 1, where task 1 depends on task 0 through two tensors: `X` (tensor 0,
+/// inferred by executor 0, which hands the edge over to executor 1) and `Y` (tensor 1, inferred
+/// by executor 1 itself). Executor 1 seals task 1 only once executor 0 published that it
+/// inferred it, wires the edge found twice once, and runs task 1 after task 0, which executor 0
+/// reports through executor 1's inbox (waking it if it parked). Every run ends with each task
+/// run once on its owner and one edge counted.
+#[test]
+fn devgen_hands_edges_over_seals_once_and_wakes_the_owner() {
+    let (program, bound) = devgen_program(
+        "tensor X: f32[4]; tensor Y: f32[4]; axis I = dense(2);
+         kernel k(inout x: f32[4], inout y: f32[4]);
+         workload main() { parallel_for i in I { task k(X[0 +: 4], Y[0 +: 4]); } }
+         schedule for main { executors 2; dispatch round_robin(2); }",
+    );
+    let shared = std::sync::Arc::new((program, bound));
+    model(2, move || {
+        let (program, bound) = &*shared;
+        let exec = Recorder::new(vec![vec![], vec![0]], vec![Some(0), Some(1)]);
+        let config = DevGenConfig {
+            window: 1,
+            record_edges: true,
+            ..DevGenConfig::default()
+        };
+        let pool = WorkerPool::new(2).unwrap();
+        let stats = pool.run_devgen(program, bound, &config, &exec).unwrap();
+        exec.check();
+        assert_eq!(stats.tasks, 2);
+        assert_eq!(
+            stats.edges, 1,
+            "the edge found on two tensors is counted once"
+        );
+        assert_eq!(stats.edge_list, vec![(0, 1)]);
+    });
+}
+
+/// A chain of three tasks over the same two tensors, owned by executors 0, 1, 0: edges are
+/// handed over in both directions (executor 0 infers `X` and hands `0 -> 1` to executor 1;
+/// executor 1 infers `Y` and hands `1 -> 2` to executor 0), both completions cross executors
+/// through the inboxes, and with a window of one own task executor 0 must run task 0 — which it
+/// may seal only once executor 1 published its inference of it — before it generates task 2.
+#[test]
+fn devgen_chain_crosses_executors_both_ways() {
+    let (program, bound) = devgen_program(
+        "tensor X: f32[4]; tensor Y: f32[4]; axis I = dense(3);
+         kernel k(inout x: f32[4], inout y: f32[4]);
+         workload main() { parallel_for i in I { task k(X[0 +: 4], Y[0 +: 4]); } }
+         schedule for main { executors 2; dispatch round_robin(2); }",
+    );
+    let shared = std::sync::Arc::new((program, bound));
+    model(2, move || {
+        let (program, bound) = &*shared;
+        let exec = Recorder::new(
+            vec![vec![], vec![0], vec![1]],
+            vec![Some(0), Some(1), Some(0)],
+        );
+        let config = DevGenConfig {
+            window: 1,
+            record_edges: true,
+            ..DevGenConfig::default()
+        };
+        let pool = WorkerPool::new(2).unwrap();
+        let stats = pool.run_devgen(program, bound, &config, &exec).unwrap();
+        exec.check();
+        assert_eq!(stats.tasks, 3);
+        assert_eq!(
+            stats.edges, 2,
+            "each edge found on two tensors is counted once"
+        );
+        let mut edges = stats.edge_list.clone();
+        edges.sort();
+        assert_eq!(edges, vec![(0, 1), (1, 2)]);
+    });
+}
