@@ -21,12 +21,15 @@
 
 use loom::thread;
 use pto_wsp_graph::builder::GraphBuilder;
+use pto_wsp_graph::counters::Counters;
 use pto_wsp_graph::ready::ReadyKind;
 use pto_wsp_graph::types::TaskIo;
+use pto_wsp_graph::window::WindowState;
 use pto_wsp_graph::{ExecDomain, TaskId};
-use pto_wsp_ir::{DepsMode, ExecPool};
+use pto_wsp_ir::{DepsMode, ExecPool, WindowMode};
 
 use crate::devgen::{DevGenConfig, DirectExec};
+use crate::engine::{Engine, Meta, RunGraph};
 use crate::exec::{Exec, TaskFailure};
 use crate::idle::Idle;
 use crate::pool::WorkerPool;
@@ -281,6 +284,95 @@ fn pool_run_wakes_the_worker_a_task_is_placed_on() {
         assert_eq!(stats.tasks, 2);
         exec.check();
     });
+}
+
+/// Independent tasks as the engine sees them: their pools, nothing to release.
+struct Independent(Vec<ExecPool>);
+
+impl RunGraph for Independent {
+    fn meta(&self, t: TaskId) -> Meta {
+        Meta {
+            pool: self.0[t.index()],
+            affinity: None,
+            stream: 0,
+        }
+    }
+
+    fn priority(&self, _: TaskId) -> i64 {
+        0
+    }
+
+    fn release(&self, _: TaskId, _: bool, _: impl FnMut(TaskId)) {}
+}
+
+/// An orchestrator (the calling thread, as in a streamed run) publishes `pools.len()` tasks
+/// one at a time through a stalling task window of one task while two workers run them: it
+/// publishes what it holds before each wait (the streamed run's rule), enters the window —
+/// waiting, on a condition variable, until a worker completed the task before — and pushes the
+/// next task through the engine's routing; at the end it waits for the last task the same way. Every push races with the workers parking; a
+/// wake-up that goes astray leaves the orchestrator and the workers all waiting (loom reports
+/// the deadlock). `ring` hands the tasks over through the ready ring (work stealing, plain
+/// routing); otherwise the queues are FIFO and the workers split into a vector and a cube one.
+fn orchestrated(pools: &[ExecPool], ring: bool) {
+    let graph = Independent(pools.to_vec());
+    let on = pools
+        .iter()
+        .map(|p| match p {
+            ExecPool::Vector => Some(0),
+            ExecPool::Cube => Some(1),
+            ExecPool::Any => None,
+        })
+        .collect();
+    let exec = Recorder::new(vec![vec![]; pools.len()], on);
+    let config = if ring {
+        RunConfig::default()
+    } else {
+        RunConfig {
+            ready: ReadyKind::Fifo,
+            pools: PoolSplit::ByExecUnit { vector: 1 },
+            ..RunConfig::default()
+        }
+    };
+    let counters = Arc::new(Counters::new(3));
+    let window = WindowState::new(1, WindowMode::Stall, counters.clone());
+    let pool = WorkerPool::new(2).unwrap();
+    let engine = Engine::new(&graph, &exec, &config, 2, &[], None, Some(&window), counters);
+    let engine = if ring { engine.with_ready_ring() } else { engine };
+    let n = pools.len() as u32;
+    pool.scope(
+        &|w| engine.worker(w),
+        || {
+            for t in 0..n {
+                engine.publish_external();
+                window.enter().unwrap();
+                engine.push_external(TaskId(t));
+            }
+            // Wait for the last task too (as `wait_complete` does), then end orchestration:
+            // ending wakes every worker, which would hide a wake-up lost before.
+            engine.publish_external();
+            window.enter().unwrap();
+            engine.set_total(u64::from(n));
+        },
+    )
+    .unwrap();
+    let (error, reports, _) = engine.into_outcome();
+    assert!(error.is_none());
+    assert_eq!(reports.iter().map(|r| r.tasks).sum::<u64>(), u64::from(n));
+    exec.check();
+}
+
+/// A cube task, then a vector task, published while both workers of a pool split may be
+/// parked: the cube task must wake the cube worker, not the vector one.
+#[test]
+fn engine_wakes_the_fitting_worker_for_the_orchestrators_tasks() {
+    model(2, || orchestrated(&[ExecPool::Cube, ExecPool::Vector], false));
+}
+
+/// A task handed over through the ready ring and published before the orchestrator waits: a
+/// parked worker is woken for it, or sees it published in its pre-park re-check.
+#[test]
+fn engine_ring_publication_reaches_a_parking_worker() {
+    model(2, || orchestrated(&[ExecPool::Any], true));
 }
 
 // ---------------------------------------------------------------------------------------------
