@@ -25,8 +25,7 @@
 //! loads the pointer with `Acquire` sees the chunk's initialised entries. The reclaimer swaps
 //! the pointer to null and frees the chunk.
 
-use crate::sync::{AtomicPtr, AtomicUsize, OnceLock, Ordering};
-use std::sync::Mutex;
+use crate::sync::{AtomicPtr, AtomicUsize, OnceLock, Ordering, UnmodelledMutex as Mutex};
 
 /// log2 of [`CHUNK`].
 #[cfg(not(loom))]
