@@ -135,7 +135,8 @@
 //!   seal and after the `add_edge`'s release CAS that its `AcqRel` swap acquired.
 //! - A task's data effects reach its successors through the protocol of [`TaskStates`] (release
 //!   on completion, acquire by the last releaser or the sealing owner) and then through the
-//!   inbox (a `crossbeam` injector: its push happens before the pop that takes the task).
+//!   inbox (`sync::Inbox`, a `crossbeam` injector: its push happens before the pop that
+//!   takes the task).
 //! - The abort flag is raised with `SeqCst` before every executor is woken; executors check it
 //!   before every task and every wait.
 //!
