@@ -19,13 +19,14 @@
 //! once the writer has seen every task below `W` done (an acquire load of the completion state)
 //! nobody reads their slots and the writer may free them.
 
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
+use std::ptr::NonNull;
+
 use pto_wsp_graph::TaskId;
 use pto_wsp_graph::arena::{CHUNK, ChunkArena};
 use pto_wsp_graph::storage::TaskNode;
 use pto_wsp_graph::types::TaskIo;
-use std::cell::UnsafeCell;
-use std::mem::MaybeUninit;
-use std::ptr::NonNull;
 
 use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 
