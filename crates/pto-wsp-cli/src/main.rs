@@ -35,10 +35,16 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Parse and validate a module; print a one-line summary.
+    /// Parse and validate a module; print a one-line summary. With `--target ascend_a2a3` (or
+    /// `ascend_a2a3sim`) also check what the Ascend back end supports and every kernel with a body
+    /// against the a2a3 device rules (memory hierarchy, capacities, element types, the cube /
+    /// vector split).
     Check {
         /// The `.wsp` file.
         file: PathBuf,
+        /// Also check for this target (see `pto-wsp targets`).
+        #[arg(long)]
+        target: Option<String>,
     },
     /// Print the canonical form of a module (keeping its leading comment block).
     Fmt {
@@ -334,13 +340,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             pto_wsp_cli::emit::write_files(&tree.files, &out)?;
             emit(&pto_wsp_cli::ascend::summary(&tree, &out))?;
         }
-        Command::Check { file } => {
+        Command::Check { file, target } => {
             let name = file.display().to_string();
             let loaded = pto_wsp_cli::load_source(&name, &read(&file)?)?;
-            emit(&format!(
-                "{}\n",
-                pto_wsp_cli::check_summary(&name, &loaded.module)
-            ))?;
+            let mut line = pto_wsp_cli::check_summary(&name, &loaded.module);
+            if let Some(t) = target {
+                line.push_str(&format!(
+                    "; {}",
+                    pto_wsp_cli::targets::check_for_target(&loaded, &t)?
+                ));
+            }
+            emit(&format!("{line}\n"))?;
         }
         Command::Fmt { file, check, write } => {
             let name = file.display().to_string();

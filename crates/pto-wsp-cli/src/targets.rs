@@ -90,6 +90,35 @@ pub fn compile_loaded(
     }
 }
 
+/// What `pto-wsp check --target TARGET` adds to its line: whether the back end serving `target`
+/// supports the module (its first refusal rendered at its location otherwise) and, for the
+/// Ascend targets, the a2a3 device rules on every kernel a task may run.
+pub fn check_for_target(loaded: &Loaded, target: &str) -> Result<String, CliError> {
+    let Some(backend) = backends()
+        .into_iter()
+        .find(|b| b.targets().iter().any(|t| t == target))
+    else {
+        let known: Vec<String> = backends().iter().flat_map(|b| b.targets()).collect();
+        return Err(CliError::plain(format!(
+            "unknown target `{target}` (known: {})",
+            known.join(", ")
+        )));
+    };
+    let res = pto_wsp::ir::resolve(&loaded.module, &pto_wsp::ir::ResolveOptions::default())
+        .map_err(|e| CliError::diagnostic(&loaded.source, &e))?;
+    backend
+        .supports(&res)
+        .map_err(|u| CliError::diagnostic(&loaded.source, &u))?;
+    if crate::ascend::TARGETS.contains(&target) {
+        let used: Vec<bool> = (0..loaded.module.kernels.len())
+            .map(|k| res.kernels_used[k] && res.tiers[k].is_none())
+            .collect();
+        let checked = crate::device_check(loaded, Some(&used))?;
+        return Ok(format!("supported by `{target}`; {}", checked.summary()));
+    }
+    Ok(format!("supported by `{target}`"))
+}
+
 fn render(loaded: &Loaded, e: CompileError) -> CliError {
     match e {
         CompileError::Unsupported(u) => CliError::diagnostic(&loaded.source, &u),

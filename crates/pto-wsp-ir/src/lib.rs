@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 pub mod builder;
+pub mod device;
 pub mod csp;
 pub mod eval;
 pub mod expand;
