@@ -674,17 +674,15 @@ fn round_up(n: u64, unit: u64) -> u64 {
 }
 
 /// The shape a tile is declared with on the device: vector tiles have 32-byte rows; cube tiles
-/// (mat, left, right, acc) whole fractals: rows a multiple of 16 (a one-row tile stays one row)
-/// and columns a multiple of 16 elements (which is also a whole number of 32-byte blocks for
+/// (mat, left, right, acc) whole fractals: rows a multiple of 16 (even a one-row tile: the
+/// L1-to-L0 moves need 16-row units, PTO-ISA `TExtract.hpp` "srcRow must be aligned to 16") and
+/// columns a multiple of 16 elements (which is also a whole number of 32-byte blocks for
 /// f32, f16 and bf16), so that a `mat` tile and the `left` / `right` tile it moves into have
 /// the same declared shape. The valid part is the declared shape; the padding is never read.
 pub fn padded_shape(kind: TileKind, dtype: DType, rows: u64, cols: u64) -> (u64, u64) {
     match kind {
         TileKind::Vec => (rows, round_up(cols, c0(dtype))),
-        _ => (
-            if rows == 1 { 1 } else { round_up(rows, 16) },
-            round_up(cols, 16.max(c0(dtype))),
-        ),
+        _ => (round_up(rows, 16), round_up(cols, 16.max(c0(dtype)))),
     }
 }
 
