@@ -155,6 +155,12 @@ enum Command {
         /// (default 0, generation is free); makes start policies and `timing` visible.
         #[arg(long, default_value_t = 0, value_name = "N")]
         issue_cycles: u64,
+        /// Before running, apply a device's rules to every kernel a task may run (memory
+        /// hierarchy, buffer capacities, element types, the cube / vector split), as `check
+        /// --target ascend_a2a3` does, so a kernel that runs here but not on the device is
+        /// refused at its line. Known devices: a2a3.
+        #[arg(long, value_name = "DEVICE")]
+        device_rules: Option<String>,
     },
     /// List every registered back end: its targets and capabilities.
     Targets,
@@ -487,6 +493,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             rtol,
             atol,
             issue_cycles,
+            device_rules,
         } => {
             let (name, text, main_job) = match &file {
                 Some(f) => (f.display().to_string(), read(f)?, false),
@@ -513,6 +520,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 atol,
                 on_task: None,
             };
+            if let Some(device) = &device_rules {
+                emit(&format!(
+                    "{}\n",
+                    pto_wsp_cli::targets::device_rules(&name, &text, device)?
+                ))?;
+            }
             if target.starts_with("ascend") {
                 let outcome = pto_wsp_cli::ascend_run::run_ascend(&name, &text, &target, &opts)?;
                 emit(&outcome.report)?;

@@ -400,6 +400,23 @@ impl KernelCx<'_> {
                 }
                 format!("{mn}({}, {tmp})", cpp.join(", "))
             }
+            CppForm::Helper { name, tmp } => {
+                let mut ops = cpp.clone();
+                if tmp {
+                    self.fresh += 1;
+                    let t = format!("tmp{}_", self.fresh);
+                    let _ = writeln!(
+                        out,
+                        "{pad}decltype({s}) {t}({s}.GetValidRow(), {s}.GetValidCol());",
+                        s = cpp[1]
+                    );
+                    if let Mode::Device { alloc, .. } = self.mode {
+                        self.assign(&t, alloc.temp(s), out, pad);
+                    }
+                    ops.push(t);
+                }
+                format!("pto_wsp_rt::{name}({})", ops.join(", "))
+            }
             CppForm::WithRound => {
                 format!("{mn}({}, pto::RoundMode::CAST_RINT)", cpp.join(", "))
             }

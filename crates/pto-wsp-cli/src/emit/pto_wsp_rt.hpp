@@ -163,6 +163,19 @@ inline pto::GlobalTensor<T, pto::Shape<1, 1, 1, pto::DYNAMIC, pto::DYNAMIC>, pto
         pto::Stride<>(p.stride[0], p.stride[1], p.stride[2], p.stride[3], p.stride[4]));
 }
 
+// TCOLSUM: PTO-ISA's CPU simulation takes (dst, src), its a2a3 templates (dst, src, tmp,
+// isBinary); the sequential sum is the one the CPU simulation computes.
+template <typename D, typename S, typename T>
+inline void colsum(D &dst, S &src, T &tmp)
+{
+#ifdef __CPU_SIM
+    (void)tmp;
+    pto::TCOLSUM(dst, src);
+#else
+    pto::TCOLSUM(dst, src, tmp, false);
+#endif
+}
+
 // A float scalar parameter travels as the bits of its f64 value; kernels compute in f32.
 inline float f32_param(uint64_t bits)
 {

@@ -52,7 +52,11 @@ impl Plan {
 /// The scratch bytes `op` needs in UB beside its operands (PTO-ISA's `tmp` operand, shaped like
 /// the source), if any.
 pub fn temp_bytes(op: TileOp, src: Option<&TileDecl>) -> Option<u64> {
-    (op.cpp_form() == CppForm::WithTmp)
+    let needs = matches!(
+        op.cpp_form(),
+        CppForm::WithTmp | CppForm::Helper { tmp: true, .. }
+    );
+    needs
         .then(|| src.map(|t| super::footprint(t.kind, t.dtype, t.rows, t.cols)))
         .flatten()
 }

@@ -12,8 +12,8 @@
 //! least one a write) and that its pipe `P` is not yet ordered after, one
 //! `set_flag(Q, P, EVENT_ID0); wait_flag(Q, P, EVENT_ID0)` (every set is waited at once, so flags
 //! never stay set on any path); for a conflict with an earlier vector instruction not yet behind
-//! a barrier, `pipe_barrier(PIPE_V)`. Nothing else: a pipe ordered after `Q` stays ordered until
-//! `Q` issues a new conflicting access. Branches join (the union of what may be pending) and
+//! a barrier, `pipe_barrier(PIPE_V)`. Nothing else: a pipe ordered after `Q` stays ordered after
+//! everything `Q` was ordered after, until new conflicting accesses are issued. Branches join (the union of what may be pending) and
 //! loops iterate to a fixed point, so accesses of the previous iteration are ordered too.
 //! [`SyncPlan::end`] drains every pipe before the kernel returns.
 
@@ -180,7 +180,26 @@ impl Planner<'_> {
                 .map(|(_, _, q)| *q)
                 .collect()
         };
-        for q in conflicts(&st.pending[idx(p)]) {
+        // Wait for one conflicting pipe at a time, the one whose wait also orders the most
+        // other conflicts (a pipe that waited for another passes that order on).
+        loop {
+            let pending = &st.pending[idx(p)];
+            let open = conflicts(pending);
+            let after_wait = |q: Pipe| -> BTreeSet<Access> {
+                let of_q = &st.pending[idx(q)];
+                pending
+                    .iter()
+                    .filter(|a| a.2 != q && of_q.contains(*a))
+                    .cloned()
+                    .collect()
+            };
+            let Some(q) = open
+                .iter()
+                .copied()
+                .min_by_key(|q| conflicts(&after_wait(*q)).len())
+            else {
+                break;
+            };
             out.push(Sync::Set {
                 from: q,
                 to: p,
@@ -191,7 +210,9 @@ impl Planner<'_> {
                 to: p,
                 event: 0,
             });
-            st.pending[idx(p)].retain(|a| a.2 != q);
+            // P is now after every access of Q, and after every access Q was already ordered
+            // after (the set is issued on Q behind Q's own waits).
+            st.pending[idx(p)] = after_wait(q);
         }
         if p.needs_barrier_within() {
             let hit = st
