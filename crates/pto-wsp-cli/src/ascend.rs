@@ -423,11 +423,21 @@ pub fn emit_ascend(
             let located = |e: pto_wsp::ir::device::check::DeviceError| {
                 CliError::diagnostic(&loaded.source, &e)
             };
-            let alloc = alloc::plan(&part.kernel).map_err(located)?;
-            let sync = sync::plan(&part.kernel);
+            // Loops double-buffer what they load afresh each iteration, when the buffers have
+            // room for the second copies; otherwise every tile has one buffer.
+            let mut doubles = sync::find_doubles(&part.kernel);
+            let alloc = match alloc::plan_with(&part.kernel, &doubles.decls()) {
+                Ok(a) => a,
+                Err(_) => {
+                    doubles = sync::Doubles::default();
+                    alloc::plan(&part.kernel).map_err(located)?
+                }
+            };
+            let sync = sync::plan_with(&part.kernel, &doubles);
             let mode = crate::emit::Mode::Device {
                 alloc: &alloc,
                 sync: &sync,
+                doubles: &doubles,
             };
             let text = emit_kernel(&part.kernel, &loaded.source, mode, messages.len() as i64 + 1)
                 .map_err(|e: EmitError| CliError::diagnostic(&loaded.source, &e))?;
@@ -448,6 +458,7 @@ pub fn emit_ascend(
                 first: plan.parts.len() == 1,
                 sync_pairs: sync.pairs,
                 sync_barriers: sync.barriers,
+                doubled: doubles.len(),
             });
         }
         plans[ki] = Some(plan);
@@ -580,6 +591,7 @@ pub fn emit_ascend(
                 first_part: p.first,
                 sync_pairs: p.sync_pairs,
                 sync_barriers: p.sync_barriers,
+                doubled: p.doubled,
             })
             .collect(),
     })
@@ -596,6 +608,7 @@ struct EmittedPart {
     first: bool,
     sync_pairs: usize,
     sync_barriers: usize,
+    doubled: usize,
 }
 
 /// What the tree's summary and tests know of each AICore kernel.
@@ -611,6 +624,8 @@ pub struct DeviceKernel {
     pub sync_pairs: usize,
     /// `pipe_barrier(PIPE_V)`s it placed.
     pub sync_barriers: usize,
+    /// Tiles its loops double-buffer.
+    pub doubled: usize,
 }
 
 /// What the runtime does with each schedule directive it cannot honour as written.
@@ -892,9 +907,10 @@ pub fn summary(tree: &AscendTree, dir: &std::path::Path) -> String {
     let aic = tree.kernels.iter().filter(|k| k.core == Core::Aic).count();
     let pairs: usize = tree.kernels.iter().map(|k| k.sync_pairs).sum();
     let barriers: usize = tree.kernels.iter().map(|k| k.sync_barriers).sum();
+    let doubled: usize = tree.kernels.iter().map(|k| k.doubled).sum();
     let mut s = format!(
         "emitted an Ascend workload ({} kernel task(s), submitted as {} AICore task(s), {} barrier task(s), {} edge(s) under the bindings) to {}\n\
-         {} AICore kernel(s) ({aic} cube, {} vector), legal on {}; pipes ordered by {pairs} set/wait pair(s) and {barriers} vector barrier(s)\n\
+         {} AICore kernel(s) ({aic} cube, {} vector), legal on {}; pipes ordered by {pairs} set/wait pair(s) and {barriers} vector barrier(s), {doubled} tile(s) double-buffered in loops\n\
          run: python {}/runner.py IN_DIR OUT_DIR (writes {})\n",
         tree.kernel_tasks,
         tree.part_tasks,

@@ -392,6 +392,7 @@ fn pipe_named(s: &str) -> Pipe {
 /// Reads the body of an emitted kernel header into statements.
 fn read_kernel(text: &str) -> Vec<Cpp> {
     let mut kinds: HashMap<String, &'static str> = HashMap::new();
+    let mut alias: HashMap<String, String> = HashMap::new();
     let mut stack: Vec<(Vec<Cpp>, u8)> = vec![(Vec::new(), 0)]; // (statements, 0 block / 1 loop / 2 then / 3 else)
     let mut then_part: Vec<Vec<Cpp>> = Vec::new();
     let mut region = String::new();
@@ -414,6 +415,12 @@ fn read_kernel(text: &str) -> Vec<Cpp> {
         }
         if let Some((name, kind)) = tile_kind_of_decl(line) {
             kinds.insert(name, kind);
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("auto &") {
+            // A double-buffered loop's name for this iteration's buffer.
+            let (name, of) = rest.trim_end_matches(';').split_once(" = ").unwrap();
+            alias.insert(name.to_string(), of.to_string());
             continue;
         }
         if let Some(rest) = line.strip_prefix("decltype(") {
@@ -480,7 +487,10 @@ fn read_kernel(text: &str) -> Vec<Cpp> {
         }
         let args: Vec<String> = line[open + 1..line.len() - 2]
             .split(", ")
-            .map(|a| a.trim().to_string())
+            .map(|a| {
+                let a = a.trim().to_string();
+                alias.get(&a).cloned().unwrap_or(a)
+            })
             .collect();
         let res = |a: &str| -> Option<String> {
             if a == "gt_" {
@@ -671,12 +681,12 @@ fn every_cross_pipe_def_use_of_every_emitted_kernel_is_ordered() {
             let lines: Vec<&str> = text.lines().collect();
             for (i, l) in lines.iter().enumerate() {
                 if l.trim_start().starts_with("wait_flag(") {
-                    let set = lines[i - 1];
-                    assert!(set.trim_start().starts_with("set_flag("), "a wait right after its set");
+                    // A wait with its set right before it, or a double buffer's credit wait.
+                    let paired = lines[i - 1].trim_start().starts_with("set_flag(");
                     let cut: String = lines
                         .iter()
                         .enumerate()
-                        .filter(|(j, _)| *j != i && *j != i - 1)
+                        .filter(|(j, _)| *j != i && !(paired && *j == i - 1))
                         .map(|(_, l)| format!("{l}\n"))
                         .collect();
                     assert!(

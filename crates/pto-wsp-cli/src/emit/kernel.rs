@@ -18,7 +18,11 @@
 //! an [`EmitError`] at the statement.
 
 use super::EmitError;
-use pto_wsp::ir::device::{alloc::Plan, padded_shape, sync::SyncPlan};
+use pto_wsp::ir::device::{
+    alloc::Plan,
+    padded_shape,
+    sync::{Doubles, SyncPlan},
+};
 use pto_wsp::ir::kernel_body::{InstArg, KStmt, KStmtKind, TileDecl, TileKind};
 use pto_wsp::ir::tile_isa::{CppForm, Operand};
 use pto_wsp::ir::{BinOp, DType, Expr, KernelDecl, Loc, ParamKind, ParamType, SourceFile, UnOp};
@@ -37,6 +41,8 @@ pub(crate) enum Mode<'p> {
         alloc: &'p Plan,
         /// The synchronisation before each instruction.
         sync: &'p SyncPlan,
+        /// The tiles loops double-buffer.
+        doubles: &'p Doubles,
     },
 }
 
@@ -115,6 +121,10 @@ struct KernelCx<'a> {
     /// Messages of the checks written so far.
     messages: Vec<String>,
     first_code: i64,
+    /// The half of a double-buffered loop being written (which buffer, which credit event).
+    half: usize,
+    /// The double-buffered tiles of the loop being written.
+    doubled_now: Vec<String>,
 }
 
 impl KernelCx<'_> {
@@ -243,12 +253,29 @@ impl KernelCx<'_> {
                         "{pad}if (!pto_wsp_rt::check_valid(st, {code}, vr_{n}, vc_{n}, {}, {})) {RETURN}",
                         t.rows, t.cols
                     );
-                    let _ = writeln!(
-                        out,
-                        "{pad}{ty} t_{n}(static_cast<size_t>(vr_{n}), static_cast<size_t>(vc_{n}));"
-                    );
-                    if let Mode::Device { alloc, .. } = self.mode {
-                        self.assign(&format!("t_{n}"), alloc.tile(s), out, &pad);
+                    match self.mode {
+                        Mode::Device { alloc, doubles, .. } if doubles.doubled(s) => {
+                            // Two buffers; the loop picks one per iteration (`t_{n}` there).
+                            for (b, addr) in [alloc.tile(s), alloc.second(s)].into_iter().enumerate() {
+                                let _ = writeln!(
+                                    out,
+                                    "{pad}{ty} t_{n}_b{b}(static_cast<size_t>(vr_{n}), static_cast<size_t>(vc_{n}));"
+                                );
+                                self.assign(&format!("t_{n}_b{b}"), addr, out, &pad);
+                            }
+                            if self.in_doubled_body(n) {
+                                let _ = writeln!(out, "{pad}auto &t_{n} = t_{n}_b{};", self.half);
+                            }
+                        }
+                        _ => {
+                            let _ = writeln!(
+                                out,
+                                "{pad}{ty} t_{n}(static_cast<size_t>(vr_{n}), static_cast<size_t>(vc_{n}));"
+                            );
+                            if let Mode::Device { alloc, .. } = self.mode {
+                                self.assign(&format!("t_{n}"), alloc.tile(s), out, &pad);
+                            }
+                        }
                     }
                     self.tiles.insert(n.clone(), t.clone());
                 }
@@ -263,13 +290,31 @@ impl KernelCx<'_> {
                     let n = self.expr(count, s.loc, &where_)?;
                     let _ = writeln!(out, "{pad}const int64_t {v}_n_ = {n};", v = var.name);
                     self.after_divisions(before, out, &pad);
-                    let _ = writeln!(
-                        out,
-                        "{pad}for (int64_t v_{v} = 0; v_{v} < {v}_n_; ++v_{v}) {{",
-                        v = var.name
-                    );
-                    self.body(body, out, depth + 1)?;
-                    let _ = writeln!(out, "{pad}}}");
+                    let doubled: Vec<String> = match self.mode {
+                        Mode::Device { sync, doubles, .. } => {
+                            for x in sync.prologue(s) {
+                                let _ = writeln!(out, "{pad}{}", x.cpp_in(self.half));
+                            }
+                            doubles.of_loop(s).iter().map(|d| d.tile.clone()).collect()
+                        }
+                        Mode::Host => Vec::new(),
+                    };
+                    if doubled.is_empty() {
+                        let _ = writeln!(
+                            out,
+                            "{pad}for (int64_t v_{v} = 0; v_{v} < {v}_n_; ++v_{v}) {{",
+                            v = var.name
+                        );
+                        self.body(body, out, depth + 1)?;
+                        let _ = writeln!(out, "{pad}}}");
+                    } else {
+                        self.doubled_loop(&var.name, &doubled, body, out, depth)?;
+                    }
+                    if let Mode::Device { sync, .. } = self.mode {
+                        for x in sync.epilogue(s) {
+                            let _ = writeln!(out, "{pad}{}", x.cpp_in(self.half));
+                        }
+                    }
                 }
                 KStmtKind::If {
                     cond,
@@ -290,7 +335,60 @@ impl KernelCx<'_> {
                 }
                 KStmtKind::Inst { op, args } => self.inst(s, *op, args, &src, out, &pad)?,
             }
+            if let Mode::Device { sync, .. } = self.mode {
+                for x in sync.after(s) {
+                    let _ = writeln!(out, "{pad}{}", x.cpp_in(self.half));
+                }
+            }
         }
+        Ok(())
+    }
+
+    /// Whether tile `n` is one of the double-buffered tiles of the loop being written.
+    fn in_doubled_body(&self, n: &str) -> bool {
+        self.doubled_now.iter().any(|d| d == n)
+    }
+
+    /// A loop with double-buffered tiles, two iterations per pass: the first on buffers `_b0`,
+    /// the second (when there is one) on `_b1`.
+    fn doubled_loop(
+        &mut self,
+        var: &str,
+        doubled: &[String],
+        body: &[KStmt],
+        out: &mut String,
+        depth: usize,
+    ) -> Result<(), EmitError> {
+        let pad = "    ".repeat(depth);
+        let _ = writeln!(
+            out,
+            "{pad}for (int64_t {var}_p_ = 0; {var}_p_ < {var}_n_; {var}_p_ += 2) {{ // two iterations per pass: buffers 0 and 1"
+        );
+        let saved = (self.half, std::mem::take(&mut self.doubled_now));
+        for h in 0..2 {
+            let inner = "    ".repeat(depth + 1);
+            if h == 0 {
+                let _ = writeln!(out, "{inner}{{");
+            } else {
+                let _ = writeln!(out, "{inner}if ({var}_p_ + 1 < {var}_n_) {{");
+            }
+            let body_pad = "    ".repeat(depth + 2);
+            let _ = writeln!(out, "{body_pad}const int64_t v_{var} = {var}_p_ + {h};");
+            self.half = h;
+            self.doubled_now = doubled.to_vec();
+            for n in doubled {
+                let inside = body
+                    .iter()
+                    .any(|st| matches!(&st.kind, KStmtKind::Tile(t) if t.name.name == *n));
+                if !inside {
+                    let _ = writeln!(out, "{body_pad}auto &t_{n} = t_{n}_b{h};");
+                }
+            }
+            self.body(body, out, depth + 2)?;
+            let _ = writeln!(out, "{inner}}}");
+        }
+        (self.half, self.doubled_now) = saved;
+        let _ = writeln!(out, "{pad}}}");
         Ok(())
     }
 
@@ -378,7 +476,7 @@ impl KernelCx<'_> {
         }
         if let Mode::Device { sync, .. } = self.mode {
             for x in sync.before(s) {
-                let _ = writeln!(out, "{pad}{}", x.cpp());
+                let _ = writeln!(out, "{pad}{}", x.cpp_in(self.half));
             }
         }
         if op == pto_wsp::ir::TileOp::Trans {
@@ -571,6 +669,8 @@ pub(crate) fn emit_kernel(
         fresh: 0,
         messages: Vec::new(),
         first_code,
+        half: 0,
+        doubled_now: Vec::new(),
     };
     let mut params = vec!["__gm__ pto_wsp_rt::Status *st".to_string()];
     let mut ri = 0;

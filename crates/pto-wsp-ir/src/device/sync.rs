@@ -47,12 +47,39 @@ pub enum Sync {
     },
     /// `pipe_barrier(pipe)`; `None` is `PIPE_ALL`.
     Barrier(Option<Pipe>),
+    /// The flag of a double-buffered tile's buffer (see [`Double`]): `set_flag` (or, with
+    /// `wait`, `wait_flag`) from `from` to `to` with `events[h]` in half `h` of the loop, which
+    /// the emitter writes twice, once per buffer.
+    Credit {
+        /// Whether it waits (or sets).
+        wait: bool,
+        /// The pipe reading the buffer.
+        from: Pipe,
+        /// The pipe loading it (`MTE2`).
+        to: Pipe,
+        /// The event of each buffer.
+        events: [u8; 2],
+    },
 }
 
 impl Sync {
-    /// The C++ statement.
+    /// The C++ statement (in half 0 of a double-buffered loop).
     pub fn cpp(&self) -> String {
+        self.cpp_in(0)
+    }
+
+    /// The C++ statement in half `half` of a double-buffered loop.
+    pub fn cpp_in(&self, half: usize) -> String {
         match self {
+            Sync::Credit {
+                wait,
+                from,
+                to,
+                events,
+            } => {
+                let f = if *wait { "wait_flag" } else { "set_flag" };
+                format!("{f}({}, {}, EVENT_ID{});", from.cpp(), to.cpp(), events[half % 2])
+            }
             Sync::Set { from, to, event } => {
                 format!("set_flag({}, {}, EVENT_ID{event});", from.cpp(), to.cpp())
             }
@@ -67,10 +94,72 @@ impl Sync {
     }
 }
 
+/// A tile a loop loads afresh at the top of every iteration and then only reads on one other
+/// pipe: it gets two buffers, iterations alternate between them, and the load of the next
+/// iteration overlaps the reads of this one. The loader waits for the buffer's last reader two
+/// iterations back through a flag per buffer ("credits": both set before the loop, each waited
+/// before a load and set again after the iteration's last read, both waited after the loop).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Double {
+    /// The tile.
+    pub tile: String,
+    /// Its declaration.
+    pub decl: *const KStmt,
+    /// The load at the top of the loop body.
+    pub load: *const KStmt,
+    /// The statement of the loop body (at its top level) holding the last read.
+    pub last_read: *const KStmt,
+    /// The pipe of every read.
+    pub reader: Pipe,
+    /// The event of each buffer's flag.
+    pub events: [u8; 2],
+}
+
+/// The double-buffered tiles of a body, by loop.
+#[derive(Clone, Debug, Default)]
+pub struct Doubles {
+    by_loop: HashMap<*const KStmt, Vec<Double>>,
+}
+
+impl Doubles {
+    /// The double-buffered tiles of loop `s`.
+    pub fn of_loop(&self, s: &KStmt) -> &[Double] {
+        self.by_loop
+            .get(&(s as *const KStmt))
+            .map_or(&[], |v| v.as_slice())
+    }
+
+    /// The declarations of every double-buffered tile (for [`super::alloc::plan_with`]).
+    pub fn decls(&self) -> std::collections::HashSet<*const KStmt> {
+        self.by_loop.values().flatten().map(|d| d.decl).collect()
+    }
+
+    /// Whether `decl` declares a double-buffered tile.
+    pub fn doubled(&self, decl: &KStmt) -> bool {
+        self.by_loop
+            .values()
+            .flatten()
+            .any(|d| std::ptr::eq(d.decl, decl))
+    }
+
+    /// How many tiles are double-buffered.
+    pub fn len(&self) -> usize {
+        self.by_loop.values().map(Vec::len).sum()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// The synchronisation of one body.
 #[derive(Debug, Clone, Default)]
 pub struct SyncPlan {
     before: HashMap<*const KStmt, Vec<Sync>>,
+    after: HashMap<*const KStmt, Vec<Sync>>,
+    prologue: HashMap<*const KStmt, Vec<Sync>>,
+    epilogue: HashMap<*const KStmt, Vec<Sync>>,
     pipes: HashMap<*const KStmt, Pipe>,
     /// What to issue at the end of the body (a full drain).
     pub end: Vec<Sync>,
@@ -84,6 +173,27 @@ impl SyncPlan {
     /// What to issue before instruction `s`.
     pub fn before(&self, s: &KStmt) -> &[Sync] {
         self.before
+            .get(&(s as *const KStmt))
+            .map_or(&[], |v| v.as_slice())
+    }
+
+    /// What to issue after statement `s` (the credits of double-buffered tiles).
+    pub fn after(&self, s: &KStmt) -> &[Sync] {
+        self.after
+            .get(&(s as *const KStmt))
+            .map_or(&[], |v| v.as_slice())
+    }
+
+    /// What to issue before loop `s` starts.
+    pub fn prologue(&self, s: &KStmt) -> &[Sync] {
+        self.prologue
+            .get(&(s as *const KStmt))
+            .map_or(&[], |v| v.as_slice())
+    }
+
+    /// What to issue after loop `s` ends.
+    pub fn epilogue(&self, s: &KStmt) -> &[Sync] {
+        self.epilogue
             .get(&(s as *const KStmt))
             .map_or(&[], |v| v.as_slice())
     }
@@ -129,6 +239,9 @@ struct Planner<'k> {
     k: &'k KernelDecl,
     plan: SyncPlan,
     scope: Vec<TileDecl>,
+    doubles: &'k Doubles,
+    /// The double-buffered load each statement is, if any.
+    loads: HashMap<*const KStmt, Double>,
 }
 
 impl Planner<'_> {
@@ -172,6 +285,17 @@ impl Planner<'_> {
         let (acc, pipe) = self.accesses(op, args);
         let Some(p) = pipe else { return };
         let mut out = Vec::new();
+        if let Some(d) = self.loads.get(&(s as *const KStmt)) {
+            // The buffer this iteration loads was last read two iterations back; its credit
+            // orders that read. The other buffer's reads do not conflict.
+            out.push(Sync::Credit {
+                wait: true,
+                from: d.reader,
+                to: p,
+                events: d.events,
+            });
+            st.pending[idx(p)].retain(|a| !(a.0 == d.tile && a.2 == d.reader));
+        }
         // Other pipes this instruction must wait for.
         let conflicts = |pending: &BTreeSet<Access>| -> BTreeSet<Pipe> {
             pending
@@ -262,6 +386,23 @@ impl Planner<'_> {
                     *st = t;
                 }
                 KStmtKind::For { body, .. } => {
+                    if emit {
+                        for d in self.doubles.of_loop(s) {
+                            let (set, wait) = credits(d);
+                            self.plan.prologue.entry(s as *const _).or_default().extend(set);
+                            self.plan.epilogue.entry(s as *const _).or_default().extend(wait);
+                            self.plan
+                                .after
+                                .entry(d.last_read)
+                                .or_default()
+                                .push(Sync::Credit {
+                                    wait: false,
+                                    from: d.reader,
+                                    to: Pipe::Mte2,
+                                    events: d.events,
+                                });
+                        }
+                    }
                     // The state at the top of an iteration: before the loop, or after any
                     // number of iterations (also the state after the loop, which may run 0
                     // times).
@@ -287,15 +428,270 @@ impl Planner<'_> {
     }
 }
 
-/// The synchronisation of `k`'s body (a single-core kernel or part; see the module docs).
+/// Both credits of a double-buffered tile set before its loop, and both waited after it.
+fn credits(d: &Double) -> (Vec<Sync>, Vec<Sync>) {
+    let one = |wait: bool, e: u8| {
+        if wait {
+            Sync::Wait {
+                from: d.reader,
+                to: Pipe::Mte2,
+                event: e,
+            }
+        } else {
+            Sync::Set {
+                from: d.reader,
+                to: Pipe::Mte2,
+                event: e,
+            }
+        }
+    };
+    (
+        d.events.iter().map(|e| one(false, *e)).collect(),
+        d.events.iter().map(|e| one(true, *e)).collect(),
+    )
+}
+
+/// The synchronisation of `k`'s body (a single-core kernel or part; see the module docs), with
+/// no tile double-buffered.
 pub fn plan(k: &KernelDecl) -> SyncPlan {
+    plan_with(k, &Doubles::default())
+}
+
+/// [`plan`], with the tiles of `doubles` double-buffered.
+pub fn plan_with(k: &KernelDecl, doubles: &Doubles) -> SyncPlan {
+    let loads = doubles
+        .by_loop
+        .values()
+        .flatten()
+        .map(|d| (d.load, d.clone()))
+        .collect();
     let mut p = Planner {
         k,
         plan: SyncPlan::default(),
         scope: Vec::new(),
+        doubles,
+        loads,
     };
     let mut st = State::new();
     p.block(k.body.as_deref().unwrap_or(&[]), &mut st, true);
     p.plan.end = vec![Sync::Barrier(None)];
     p.plan
+}
+
+/// One access of a tile inside a loop body: the top-level statement of the body holding it,
+/// whether it writes, its pipe, and the statement itself.
+struct Use {
+    top: usize,
+    write: bool,
+    pipe: Option<Pipe>,
+    stmt: *const KStmt,
+}
+
+/// Finds the tiles to double-buffer: in each `for` loop, a tile whose first access in the body
+/// is a `TLOAD` at the body's top level, whose every other access is a read on one pipe other
+/// than the loader's, and that nothing outside the loop touches. At most three per pipe pair
+/// (two event ids each, ids 1 to 6; 0 is the planner's, 7 the kernel exit's).
+pub fn find_doubles(k: &KernelDecl) -> Doubles {
+    let body = k.body.as_deref().unwrap_or(&[]);
+    // Every access of every tile declaration in the kernel.
+    let mut all: HashMap<*const KStmt, usize> = HashMap::new();
+    count_uses(k, body, &mut Vec::new(), &mut all);
+    let mut out = Doubles::default();
+    let mut used_events: HashMap<(Pipe, Pipe), u8> = HashMap::new();
+    find_in(k, body, &mut Vec::new(), &all, &mut out, &mut used_events);
+    out
+}
+
+type Scope = Vec<(String, *const KStmt, TileDecl)>;
+
+fn lookup<'s>(scope: &'s Scope, name: &str) -> Option<&'s (String, *const KStmt, TileDecl)> {
+    scope.iter().rev().find(|(n, _, _)| n == name)
+}
+
+/// The tiles (declaration, write?) an instruction touches, and its pipe.
+fn touches(
+    op: TileOp,
+    args: &[InstArg],
+    scope: &Scope,
+) -> (Vec<(*const KStmt, String, bool)>, Option<Pipe>) {
+    let decls: Vec<TileDecl> = scope.iter().map(|(_, _, d)| d.clone()).collect();
+    let lk = |n: &str| decls.iter().rev().find(|t| t.name.name == n);
+    let pipe = inst_tiles(op, args, &lk)
+        .and_then(|t| place(op, &t).ok())
+        .and_then(|m| match m.run {
+            super::Run::On { pipe, .. } => Some(pipe),
+            super::Run::Cross { .. } => None,
+        });
+    let mut out = Vec::new();
+    for (kind, a) in op.operands().iter().zip(args) {
+        if let (Operand::Dst | Operand::Src, InstArg::Name(id)) = (kind, a)
+            && let Some((n, d, _)) = lookup(scope, &id.name)
+        {
+            let write = *kind == Operand::Dst;
+            out.push((*d, n.clone(), write));
+            if write && op == TileOp::MatmulAcc {
+                out.push((*d, n.clone(), false));
+            }
+        }
+    }
+    (out, pipe)
+}
+
+fn count_uses(
+    k: &KernelDecl,
+    body: &[KStmt],
+    scope: &mut Scope,
+    all: &mut HashMap<*const KStmt, usize>,
+) {
+    let mark = scope.len();
+    for s in body {
+        match &s.kind {
+            KStmtKind::Tile(t) => scope.push((t.name.name.clone(), s as *const _, t.clone())),
+            KStmtKind::Let { .. } => {}
+            KStmtKind::For { body, .. } => count_uses(k, body, scope, all),
+            KStmtKind::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                count_uses(k, then_body, scope, all);
+                count_uses(k, else_body, scope, all);
+            }
+            KStmtKind::Inst { op, args } => {
+                for (d, _, _) in touches(*op, args, scope).0 {
+                    *all.entry(d).or_default() += 1;
+                }
+            }
+        }
+    }
+    scope.truncate(mark);
+}
+
+/// The uses of every tile in a loop body, by declaration.
+fn loop_uses(
+    body: &[KStmt],
+    top: Option<usize>,
+    scope: &mut Scope,
+    uses: &mut HashMap<*const KStmt, Vec<Use>>,
+) {
+    let mark = scope.len();
+    for (i, s) in body.iter().enumerate() {
+        let t = top.unwrap_or(i);
+        match &s.kind {
+            KStmtKind::Tile(d) => scope.push((d.name.name.clone(), s as *const _, d.clone())),
+            KStmtKind::Let { .. } => {}
+            KStmtKind::For { body, .. } => loop_uses(body, Some(t), scope, uses),
+            KStmtKind::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                loop_uses(then_body, Some(t), scope, uses);
+                loop_uses(else_body, Some(t), scope, uses);
+            }
+            KStmtKind::Inst { op, args } => {
+                let (ts, pipe) = touches(*op, args, scope);
+                for (d, _, write) in ts {
+                    uses.entry(d).or_default().push(Use {
+                        top: t,
+                        write,
+                        pipe,
+                        stmt: s as *const _,
+                    });
+                }
+            }
+        }
+    }
+    scope.truncate(mark);
+}
+
+fn find_in(
+    k: &KernelDecl,
+    body: &[KStmt],
+    scope: &mut Scope,
+    all: &HashMap<*const KStmt, usize>,
+    out: &mut Doubles,
+    used_events: &mut HashMap<(Pipe, Pipe), u8>,
+) {
+    let mark = scope.len();
+    for s in body {
+        match &s.kind {
+            KStmtKind::Tile(t) => scope.push((t.name.name.clone(), s as *const _, t.clone())),
+            KStmtKind::Let { .. } | KStmtKind::Inst { .. } => {}
+            KStmtKind::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                find_in(k, then_body, scope, all, out, used_events);
+                find_in(k, else_body, scope, all, out, used_events);
+            }
+            KStmtKind::For { body: inner, .. } => {
+                let mut uses = HashMap::new();
+                loop_uses(inner, None, &mut scope.clone(), &mut uses);
+                // Declarations visible in the body: the enclosing scope and its own top level.
+                let mut visible: Scope = scope.clone();
+                for t in inner {
+                    if let KStmtKind::Tile(d) = &t.kind {
+                        visible.push((d.name.name.clone(), t as *const _, d.clone()));
+                    }
+                }
+                let mut found = Vec::new();
+                for (decl, us) in &uses {
+                    let Some((name, _, _)) = visible.iter().rev().find(|v| v.1 == *decl) else {
+                        continue;
+                    };
+                    if all.get(decl).copied().unwrap_or(0) != us.len() {
+                        continue; // used outside the loop
+                    }
+                    let first = &us[0];
+                    let load = &inner[first.top];
+                    let first_is_load = std::ptr::eq(first.stmt, load)
+                        && matches!(&load.kind, KStmtKind::Inst { op: TileOp::Load, .. })
+                        && first.write;
+                    let reads = &us[1..];
+                    let reader = reads.first().and_then(|u| u.pipe);
+                    if !first_is_load
+                        || reads.is_empty()
+                        || reads.iter().any(|u| u.write || u.pipe != reader)
+                        || reader.is_none_or(|r| r == Pipe::Mte2)
+                    {
+                        continue;
+                    }
+                    let reader = reader.expect("checked");
+                    let last = reads.iter().map(|u| u.top).max().expect("reads");
+                    found.push(Double {
+                        tile: name.clone(),
+                        decl: *decl,
+                        load: load as *const _,
+                        last_read: &inner[last] as *const _,
+                        reader,
+                        events: [0, 0],
+                    });
+                }
+                // In the order of their loads, each with two event ids of its pipe pair.
+                found.sort_by_key(|d| {
+                    inner
+                        .iter()
+                        .position(|x| std::ptr::eq(x, d.load))
+                        .unwrap_or(0)
+                });
+                found.retain_mut(|d| {
+                    let next = used_events.entry((d.reader, Pipe::Mte2)).or_insert(1);
+                    if *next > 5 {
+                        return false;
+                    }
+                    d.events = [*next, *next + 1];
+                    *next += 2;
+                    true
+                });
+                if !found.is_empty() {
+                    out.by_loop.insert(s as *const _, found);
+                }
+                let mut sc = scope.clone();
+                find_in(k, inner, &mut sc, all, out, used_events);
+            }
+        }
+    }
+    scope.truncate(mark);
 }
