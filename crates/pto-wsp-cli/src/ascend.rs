@@ -29,20 +29,18 @@
 mod orch;
 
 use crate::emit::{EmitError, emit_kernel};
-use pto_wsp::ir::device::{Core, alloc, split, sync};
 use crate::{CliError, Loaded};
 use pto_wsp::graph::ExecDomain;
 use pto_wsp::graph::builder::GraphBuilder;
 use pto_wsp::graph::feed::{BARRIER_KERNEL, NoHooks, feed};
 use pto_wsp::graph::types::access_from_code;
+use pto_wsp::ir::device::{Core, alloc, split, sync};
 use pto_wsp::ir::resolve::{Resolved, Unsupported};
 use pto_wsp::ir::schedule::{
     DepsMode, Dispatch, PoolsPolicy, ReadyPolicy, ScheduleItemKind, StartPolicy, TaskGraphItem,
     Timing, TracePolicy, WindowMode,
 };
-use pto_wsp::ir::{
-    Bindings, DType, ExpandOptions, KernelDecl, Loc, ParamKind, ParamType,
-};
+use pto_wsp::ir::{Bindings, DType, ExpandOptions, KernelDecl, Loc, ParamKind, ParamType};
 use pto_wsp::kernels::TensorStore;
 use std::fmt::Write as _;
 
@@ -384,8 +382,11 @@ pub fn emit_ascend(
     let mut notes = Vec::new();
     // Status code c is messages[c - 1].
     let mut messages: Vec<String> = Vec::new();
-    let names: std::collections::HashSet<&str> =
-        module.kernels.iter().map(|k| k.name.name.as_str()).collect();
+    let names: std::collections::HashSet<&str> = module
+        .kernels
+        .iter()
+        .map(|k| k.name.name.as_str())
+        .collect();
     for (ki, k) in module.kernels.iter().enumerate().filter(|(i, _)| used[*i]) {
         let split = split::split(k).map_err(|e| CliError::diagnostic(&loaded.source, &e))?;
         if split.parts.len() > 1 {
@@ -439,8 +440,13 @@ pub fn emit_ascend(
                 sync: &sync,
                 doubles: &doubles,
             };
-            let text = emit_kernel(&part.kernel, &loaded.source, mode, messages.len() as i64 + 1)
-                .map_err(|e: EmitError| CliError::diagnostic(&loaded.source, &e))?;
+            let text = emit_kernel(
+                &part.kernel,
+                &loaded.source,
+                mode,
+                messages.len() as i64 + 1,
+            )
+            .map_err(|e: EmitError| CliError::diagnostic(&loaded.source, &e))?;
             messages.extend(text.messages.iter().cloned());
             let wrapper = kernel_wrapper(loaded, &part.kernel, &mut messages);
             plan.parts.push(orch::PartPlan {
@@ -572,7 +578,14 @@ pub fn emit_ascend(
         .collect();
     files.push((
         "README.md".to_string(),
-        readme(loaded, &notes, part_tasks, barrier_tasks, &written, platform),
+        readme(
+            loaded,
+            &notes,
+            part_tasks,
+            barrier_tasks,
+            &written,
+            platform,
+        ),
     ));
     Ok(AscendTree {
         files,
@@ -750,7 +763,11 @@ fn kernel_wrapper(loaded: &Loaded, k: &KernelDecl, messages: &mut Vec<String>) -
         n + scalars.len()
     );
     for (i, (pname, dtype)) in regions.iter().enumerate() {
-        let e = if *dtype == DType::F16 { "half" } else { "float" };
+        let e = if *dtype == DType::F16 {
+            "half"
+        } else {
+            "float"
+        };
         messages.push(format!(
             "kernel `{name}`: region {i} (`{pname}`): its columns are not adjacent in memory (stride {{0}})"
         ));

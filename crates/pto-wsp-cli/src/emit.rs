@@ -91,8 +91,8 @@ pub fn emit_kernels(loaded: &Loaded, bindings: &Bindings) -> Result<Emitted, Cli
     // Status code c is messages[c - 1].
     let mut messages: Vec<String> = Vec::new();
     for k in module.kernels.iter().filter(|k| k.body.is_some()) {
-        let text = emit_kernel(k, &loaded.source, Mode::Host, messages.len() as i64 + 1)
-            .map_err(diag)?;
+        let text =
+            emit_kernel(k, &loaded.source, Mode::Host, messages.len() as i64 + 1).map_err(diag)?;
         files.push((format!("{}.hpp", k.name.name), text.text));
         messages.extend(text.messages);
         kernels.push(k.name.name.clone());

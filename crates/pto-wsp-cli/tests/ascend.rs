@@ -486,11 +486,19 @@ fn a_kernel_using_both_cores_runs_as_parts_on_both_targets() {
     for ((n1, t1), (n2, t2)) in device.files.iter().zip(&sim.files) {
         assert_eq!(n1, n2);
         if n1 != "runner.py" && n1 != "README.md" {
-            assert_eq!(t1, t2, "{n1} differs between the simulator and device trees");
+            assert_eq!(
+                t1, t2,
+                "{n1} differs between the simulator and device trees"
+            );
         }
     }
     let runner = |t: &pto_wsp_cli::ascend::AscendTree| {
-        t.files.iter().find(|(n, _)| n == "runner.py").unwrap().1.clone()
+        t.files
+            .iter()
+            .find(|(n, _)| n == "runner.py")
+            .unwrap()
+            .1
+            .clone()
     };
     assert!(runner(&device).contains("PLATFORM = \"a2a3\""));
     assert!(runner(&sim).contains("PLATFORM = \"a2a3sim\""));
@@ -514,7 +522,12 @@ fn a_kernel_using_both_cores_runs_as_parts_on_both_targets() {
     );
     // 8 chunk tasks of 5 parts and 2 merge tasks of 3.
     assert_eq!((device.kernel_tasks, device.part_tasks), (10, 46));
-    let readme = &device.files.iter().find(|(n, _)| n == "README.md").unwrap().1;
+    let readme = &device
+        .files
+        .iter()
+        .find(|(n, _)| n == "README.md")
+        .unwrap()
+        .1;
     assert!(
         readme.contains("kernel `chunk` uses the cube and the vector core: each of its tasks runs as 5 dependent tasks"),
         "{readme}"

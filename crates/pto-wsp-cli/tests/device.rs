@@ -52,7 +52,11 @@ impl Tools {
         if !t.pto_isa.join("include/pto/npu/a2a3/TLoad.hpp").exists() {
             return Err(format!("no PTO-ISA at {}", t.pto_isa.display()));
         }
-        if !t.simpler.join("src/common/task_interface/tensor.h").exists() {
+        if !t
+            .simpler
+            .join("src/common/task_interface/tensor.h")
+            .exists()
+        {
             return Err(format!("no simpler at {}", t.simpler.display()));
         }
         if Command::new("g++").arg("--version").output().is_err() {
@@ -63,7 +67,13 @@ impl Tools {
 
     fn commit(&self) -> String {
         Command::new("git")
-            .args(["-C", &self.pto_isa.display().to_string(), "rev-parse", "--short=8", "HEAD"])
+            .args([
+                "-C",
+                &self.pto_isa.display().to_string(),
+                "rev-parse",
+                "--short=8",
+                "HEAD",
+            ])
             .output()
             .ok()
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
@@ -72,7 +82,14 @@ impl Tools {
     }
 
     /// `g++ -fsyntax-only` of `source` (written to `dir/name`) for a cube or vector core.
-    fn check(&self, dir: &Path, name: &str, source: &str, cube: bool, std: &str) -> Result<(), String> {
+    fn check(
+        &self,
+        dir: &Path,
+        name: &str,
+        source: &str,
+        cube: bool,
+        std: &str,
+    ) -> Result<(), String> {
         let tu = dir.join(name);
         std::fs::write(&tu, source).unwrap();
         let stub = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/a2a3");
@@ -82,14 +99,21 @@ impl Tools {
             .arg("-include")
             .arg(stub.join("cce_stub.hpp"))
             .args(["-D__CCE_AICORE__=220", "-D__NPU_ARCH__=2201"])
-            .arg(if cube { "-D__DAV_CUBE__" } else { "-D__DAV_VEC__" })
+            .arg(if cube {
+                "-D__DAV_CUBE__"
+            } else {
+                "-D__DAV_VEC__"
+            })
             .arg(format!("-I{}", stub.join("shim").display()))
             .arg(format!("-I{}", self.pto_isa.join("include").display()))
             .arg(format!(
                 "-I{}",
                 self.simpler.join("src/common/task_interface").display()
             ))
-            .arg(format!("-I{}", self.simpler.join("simpler_setup/incore").display()))
+            .arg(format!(
+                "-I{}",
+                self.simpler.join("simpler_setup/incore").display()
+            ))
             .arg(format!("-I{}", dir.display()))
             .arg(&tu)
             .output()
@@ -169,14 +193,22 @@ fn every_emitted_device_kernel_passes_pto_isas_a2a3_templates() {
                 let dir = base.join(format!("m{i}"));
                 pto_wsp_cli::emit::write_files(&t.files, &dir).unwrap();
                 for k in &t.kernels {
-                    jobs.push((name.clone(), dir.clone(), k.name.clone(), k.core == device::Core::Aic));
+                    jobs.push((
+                        name.clone(),
+                        dir.clone(),
+                        k.name.clone(),
+                        k.core == device::Core::Aic,
+                    ));
                 }
             }
             Err(why) => refused.push(format!("{name}: {why}")),
         }
     }
     let modules = trees.iter().filter(|t| t.1.is_ok()).count();
-    assert!(modules >= 6, "the examples of examples/ascend reach the back end");
+    assert!(
+        modules >= 6,
+        "the examples of examples/ascend reach the back end"
+    );
     // Two compilers at a time; each judges its kernels for C++2b (the check) and C++17 (what the
     // device compiler builds with).
     let failures = std::sync::Mutex::new(Vec::new());
@@ -194,7 +226,11 @@ fn every_emitted_device_kernel_passes_pto_isas_a2a3_templates() {
                         if let Err(e) = tools.check(dir, &tu, &kernel_tu(kernel), *cube, std) {
                             failures.lock().unwrap().push(format!(
                                 "{module}: kernel_{kernel}.cpp (-std={std}):\n{}",
-                                e.lines().filter(|l| l.contains("error")).take(6).collect::<Vec<_>>().join("\n")
+                                e.lines()
+                                    .filter(|l| l.contains("error"))
+                                    .take(6)
+                                    .collect::<Vec<_>>()
+                                    .join("\n")
                             ));
                         }
                     }
@@ -219,10 +255,18 @@ fn every_emitted_device_kernel_passes_pto_isas_a2a3_templates() {
 
 /// A kernel emitted for the host driver (no device rules) and judged by the templates: the
 /// rule's cited assertion must be what refuses it.
-fn host_kernel_refused_as_cited(tools: &Tools, dir: &Path, src: &str, kernel: &str, cube: bool, cited: &str) {
+fn host_kernel_refused_as_cited(
+    tools: &Tools,
+    dir: &Path,
+    src: &str,
+    kernel: &str,
+    cube: bool,
+    cited: &str,
+) {
     let loaded = pto_wsp_cli::load_source("t.wsp", src).unwrap_or_else(|e| panic!("{e}"));
     let bindings = pto_wsp_cli::bindings_for(&loaded, &[]).unwrap();
-    let emitted = pto_wsp_cli::emit::emit_kernels(&loaded, &bindings).unwrap_or_else(|e| panic!("{e}"));
+    let emitted =
+        pto_wsp_cli::emit::emit_kernels(&loaded, &bindings).unwrap_or_else(|e| panic!("{e}"));
     pto_wsp_cli::emit::write_emitted(&emitted, dir).unwrap();
     let tu = format!("#include <pto/pto-inst.hpp>\n#include \"{kernel}.hpp\"\n");
     let err = tools
@@ -231,7 +275,11 @@ fn host_kernel_refused_as_cited(tools: &Tools, dir: &Path, src: &str, kernel: &s
     assert!(
         err.contains(cited),
         "refused, but not by `{cited}`:\n{}",
-        err.lines().filter(|l| l.contains("error")).take(5).collect::<Vec<_>>().join("\n")
+        err.lines()
+            .filter(|l| l.contains("error"))
+            .take(5)
+            .collect::<Vec<_>>()
+            .join("\n")
     );
     // And the device rules refuse it too, citing the same assertion.
     let rendered = pto_wsp_cli::device_check(&loaded, None).expect_err("the rules accept it");
@@ -252,8 +300,12 @@ fn each_device_rule_matches_the_pto_isa_assertion_it_cites() {
     // 16-row (or one-row) step more fails with SA-0352, a misaligned address with SA-0354.
     for b in device::BUFFERS {
         let ty = match b.kind {
-            pto_wsp::ir::TileKind::Vec => "pto::Tile<pto::TileType::Vec, float, {R}, 256, pto::BLayout::RowMajor>",
-            pto_wsp::ir::TileKind::Mat => "pto::Tile<pto::TileType::Mat, float, {R}, 256, pto::BLayout::ColMajor, {R}, 256, pto::SLayout::RowMajor, 512>",
+            pto_wsp::ir::TileKind::Vec => {
+                "pto::Tile<pto::TileType::Vec, float, {R}, 256, pto::BLayout::RowMajor>"
+            }
+            pto_wsp::ir::TileKind::Mat => {
+                "pto::Tile<pto::TileType::Mat, float, {R}, 256, pto::BLayout::ColMajor, {R}, 256, pto::SLayout::RowMajor, 512>"
+            }
             pto_wsp::ir::TileKind::Left => "pto::TileLeft<float, {R}, 256>",
             pto_wsp::ir::TileKind::Right => "pto::TileRight<float, {R}, 256>",
             pto_wsp::ir::TileKind::Acc => "pto::TileAcc<float, {R}, 256>",
@@ -261,7 +313,11 @@ fn each_device_rule_matches_the_pto_isa_assertion_it_cites() {
         let cols = 256u64;
         let rows = b.capacity / (cols * 4);
         assert_eq!(rows * cols * 4, b.capacity, "{}", b.name);
-        let step = if b.kind == pto_wsp::ir::TileKind::Vec { 1 } else { 16 };
+        let step = if b.kind == pto_wsp::ir::TileKind::Vec {
+            1
+        } else {
+            16
+        };
         let cube = b.core == device::Core::Aic;
         let case = |r: u64, addr: u64| {
             format!(
@@ -270,14 +326,37 @@ fn each_device_rule_matches_the_pto_isa_assertion_it_cites() {
             )
         };
         tools
-            .check(&dir, &format!("fits_{}.cpp", b.name), &case(rows, 0), cube, "c++2b")
-            .unwrap_or_else(|e| panic!("{}: a tile of {} bytes is refused:\n{e}", b.name, b.capacity));
+            .check(
+                &dir,
+                &format!("fits_{}.cpp", b.name),
+                &case(rows, 0),
+                cube,
+                "c++2b",
+            )
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{}: a tile of {} bytes is refused:\n{e}",
+                    b.name, b.capacity
+                )
+            });
         let over = tools
-            .check(&dir, &format!("over_{}.cpp", b.name), &case(rows + step, 0), cube, "c++2b")
+            .check(
+                &dir,
+                &format!("over_{}.cpp", b.name),
+                &case(rows + step, 0),
+                cube,
+                "c++2b",
+            )
             .expect_err("a tile over the capacity is accepted");
         assert!(over.contains("SA-0352"), "{}: {over}", b.name);
         let misaligned = tools
-            .check(&dir, &format!("align_{}.cpp", b.name), &case(step, b.align / 2), cube, "c++2b")
+            .check(
+                &dir,
+                &format!("align_{}.cpp", b.name),
+                &case(step, b.align / 2),
+                cube,
+                "c++2b",
+            )
             .expect_err("a misaligned address is accepted");
         assert!(misaligned.contains("SA-0354"), "{}: {misaligned}", b.name);
         println!(
@@ -407,7 +486,12 @@ fn read_kernel(text: &str) -> Vec<Cpp> {
             continue;
         }
         if line.contains("pto_wsp_rt::part(") {
-            region = line.split(", ").nth(2).unwrap().trim_start_matches("g_").to_string();
+            region = line
+                .split(", ")
+                .nth(2)
+                .unwrap()
+                .trim_start_matches("g_")
+                .to_string();
             continue;
         }
         if line.contains("return;") {
@@ -434,7 +518,10 @@ fn read_kernel(text: &str) -> Vec<Cpp> {
             break; // the end of the function
         }
         let top = &mut stack.last_mut().unwrap().0;
-        if let Some(args) = line.strip_prefix("set_flag(").or_else(|| line.strip_prefix("wait_flag(")) {
+        if let Some(args) = line
+            .strip_prefix("set_flag(")
+            .or_else(|| line.strip_prefix("wait_flag("))
+        {
             let a: Vec<&str> = args.trim_end_matches(");").split(", ").collect();
             let e: u8 = a[2].trim_start_matches("EVENT_ID").parse().unwrap();
             top.push(if line.starts_with("set") {
@@ -480,7 +567,9 @@ fn read_kernel(text: &str) -> Vec<Cpp> {
         }
         let Some(open) = line.find('(') else { continue };
         // Instructions PTO-ISA spells per platform go through the support header.
-        let helper = line[..open].strip_prefix("pto_wsp_rt::").map(|h| format!("T{}", h.to_uppercase()));
+        let helper = line[..open]
+            .strip_prefix("pto_wsp_rt::")
+            .map(|h| format!("T{}", h.to_uppercase()));
         let mn: &str = helper.as_deref().unwrap_or(&line[..open]);
         if !mn.starts_with('T') || mn.starts_with("TASSIGN") || !line.ends_with(");") {
             continue;
@@ -587,8 +676,14 @@ fn check_path(path: &[Cpp]) -> Result<usize, String> {
                 flags.entry((idx(*q), idx(*p), *e)).or_default().push(token);
             }
             Cpp::Wait(q, p, e) => {
-                let Some(token) = flags.get_mut(&(idx(*q), idx(*p), *e)).filter(|v| !v.is_empty()).map(|v| v.remove(0)) else {
-                    return Err(format!("wait_flag({q:?}, {p:?}, {e}) without a set_flag: a hang"));
+                let Some(token) = flags
+                    .get_mut(&(idx(*q), idx(*p), *e))
+                    .filter(|v| !v.is_empty())
+                    .map(|v| v.remove(0))
+                else {
+                    return Err(format!(
+                        "wait_flag({q:?}, {p:?}, {e}) without a set_flag: a hang"
+                    ));
                 };
                 for (k, t) in known[idx(*p)].iter_mut().zip(token) {
                     *k = (*k).max(t);
@@ -602,7 +697,12 @@ fn check_path(path: &[Cpp]) -> Result<usize, String> {
             Cpp::Barrier(Some(p)) => {
                 known[idx(*p)][idx(*p)] = issued[idx(*p)];
             }
-            Cpp::Inst { text, pipe, reads, writes } => {
+            Cpp::Inst {
+                text,
+                pipe,
+                reads,
+                writes,
+            } => {
                 let p = idx(*pipe);
                 let mine: Vec<(&String, bool)> = reads
                     .iter()
@@ -673,7 +773,8 @@ fn every_cross_pipe_def_use_of_every_emitted_kernel_is_ordered() {
                 .find(|(n, _)| *n == format!("{}.hpp", k.name))
                 .unwrap()
                 .1;
-            let n = check_kernel_text(text).unwrap_or_else(|e| panic!("{module}: kernel `{}`: {e}", k.name));
+            let n = check_kernel_text(text)
+                .unwrap_or_else(|e| panic!("{module}: kernel `{}`: {e}", k.name));
             kernels += 1;
             pairs += n;
             // The check can fail: without any one of the kernel's waits (and its set), some
@@ -831,5 +932,8 @@ fn run_with_device_rules_refuses_what_the_cpu_would_run() {
     );
     let (code, _, err) = common::binary(&["run", &f, "--device-rules", "a5"]);
     assert_eq!(code, 1);
-    assert!(err.contains("unknown device `a5` for --device-rules (known: a2a3)"), "{err}");
+    assert!(
+        err.contains("unknown device `a5` for --device-rules (known: a2a3)"),
+        "{err}"
+    );
 }

@@ -13,8 +13,8 @@
 #![forbid(unsafe_code)]
 
 pub mod builder;
-pub mod device;
 pub mod csp;
+pub mod device;
 pub mod eval;
 pub mod expand;
 pub mod expr;

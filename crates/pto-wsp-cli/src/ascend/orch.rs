@@ -551,11 +551,7 @@ impl Gen<'_> {
             self.line(d1, "tk.scalar(orch.status_slot());");
             self.line(
                 d1,
-                &format!(
-                    "tk.submit({}, {});",
-                    part.func,
-                    part.core == Core::Aic
-                ),
+                &format!("tk.submit({}, {});", part.func, part.core == Core::Aic),
             );
             for (k, id) in outs.iter().enumerate() {
                 self.line(d1, &format!("x{base}_{id} = tk.output({k});"));

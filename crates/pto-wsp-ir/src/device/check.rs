@@ -117,7 +117,10 @@ pub fn place(op: TileOp, tiles: &[(Operand, &TileDecl)]) -> Result<&'static Move
                         .unwrap_or(super::PIPES_SOURCE),
                 });
             }
-            (Some(Place::Tile(TileKind::Vec)), Some(Place::Tile(TileKind::Vec)))
+            (
+                Some(Place::Tile(TileKind::Vec)),
+                Some(Place::Tile(TileKind::Vec)),
+            )
         }
     };
     let (Some(dst), Some(src)) = (dst, src) else {

@@ -153,7 +153,10 @@ pub const BUFFERS: [BufferSpec; 5] = [
         core: Core::Aiv,
         capacity: 192 * 1024,
         align: 32,
-        source: src(LIMITS_HPP, "PTO_UBUF_SIZE_BYTES (192u * 1024u), PTO_UBUF_ALIGN_BYTES 32u"),
+        source: src(
+            LIMITS_HPP,
+            "PTO_UBUF_SIZE_BYTES (192u * 1024u), PTO_UBUF_ALIGN_BYTES 32u",
+        ),
     },
     BufferSpec {
         buffer: Buffer::L1,
@@ -162,7 +165,10 @@ pub const BUFFERS: [BufferSpec; 5] = [
         core: Core::Aic,
         capacity: 512 * 1024,
         align: 32,
-        source: src(LIMITS_HPP, "PTO_CBUF_SIZE_BYTES (512u * 1024u), PTO_CBUF_ALIGN_BYTES 32u"),
+        source: src(
+            LIMITS_HPP,
+            "PTO_CBUF_SIZE_BYTES (512u * 1024u), PTO_CBUF_ALIGN_BYTES 32u",
+        ),
     },
     BufferSpec {
         buffer: Buffer::L0a,
@@ -171,7 +177,10 @@ pub const BUFFERS: [BufferSpec; 5] = [
         core: Core::Aic,
         capacity: 64 * 1024,
         align: 32,
-        source: src(LIMITS_HPP, "PTO_L0A_SIZE_BYTES (64u * 1024u), PTO_L0A_ALIGN_BYTES 32u"),
+        source: src(
+            LIMITS_HPP,
+            "PTO_L0A_SIZE_BYTES (64u * 1024u), PTO_L0A_ALIGN_BYTES 32u",
+        ),
     },
     BufferSpec {
         buffer: Buffer::L0b,
@@ -180,7 +189,10 @@ pub const BUFFERS: [BufferSpec; 5] = [
         core: Core::Aic,
         capacity: 64 * 1024,
         align: 32,
-        source: src(LIMITS_HPP, "PTO_L0B_SIZE_BYTES (64u * 1024u), PTO_L0B_ALIGN_BYTES 32u"),
+        source: src(
+            LIMITS_HPP,
+            "PTO_L0B_SIZE_BYTES (64u * 1024u), PTO_L0B_ALIGN_BYTES 32u",
+        ),
     },
     BufferSpec {
         buffer: Buffer::L0c,
@@ -189,7 +201,10 @@ pub const BUFFERS: [BufferSpec; 5] = [
         core: Core::Aic,
         capacity: 128 * 1024,
         align: 32,
-        source: src(LIMITS_HPP, "PTO_L0C_SIZE_BYTES (128u * 1024u), PTO_L0C_ALIGN_BYTES 32u"),
+        source: src(
+            LIMITS_HPP,
+            "PTO_L0C_SIZE_BYTES (128u * 1024u), PTO_L0C_ALIGN_BYTES 32u",
+        ),
     },
 ];
 
@@ -578,7 +593,10 @@ pub const TYPES: [TypeRule; 3] = [
         dtypes: &[DType::F16, DType::Bf16, DType::F32],
         what: "the cube multiplies f16 × f16, bf16 × bf16 or f32 × f32 into an f32 \
                accumulator (both operands of one type)",
-        source: src(TMATMUL_HPP, "CheckStaticMad: static_assert \"The data type is not supported.\""),
+        source: src(
+            TMATMUL_HPP,
+            "CheckStaticMad: static_assert \"The data type is not supported.\"",
+        ),
     },
     TypeRule {
         unit: Unit::Movement,
@@ -602,8 +620,7 @@ pub fn type_rule(unit: Unit) -> &'static TypeRule {
 /// Which operations the vector arithmetic rule applies to (not conversions, transposes, copies
 /// and fills, which are data movement).
 pub fn is_vector_arith(op: TileOp) -> bool {
-    Class::of(op) == Class::Vector
-        && !matches!(op, TileOp::Cvt | TileOp::Trans | TileOp::Expands)
+    Class::of(op) == Class::Vector && !matches!(op, TileOp::Cvt | TileOp::Trans | TileOp::Expands)
 }
 
 /// A shape limit of one instruction.
@@ -622,12 +639,18 @@ pub const LIMITS: [Limit; 3] = [
     Limit {
         what: "rows of a tile loaded into UB",
         max: 4095,
-        source: src(TLOAD_HPP, "static_assert \"Fix: TLOAD Rows>=4095 not supported in A2/A3\""),
+        source: src(
+            TLOAD_HPP,
+            "static_assert \"Fix: TLOAD Rows>=4095 not supported in A2/A3\"",
+        ),
     },
     Limit {
         what: "columns of an acc tile stored to global memory",
         max: 4095,
-        source: src(TSTORE_HPP, "static_assert \"The range of Cols is [1, 4095].\""),
+        source: src(
+            TSTORE_HPP,
+            "static_assert \"The range of Cols is [1, 4095].\"",
+        ),
     },
     Limit {
         what: "M, K and N of a matrix multiply",
@@ -728,7 +751,7 @@ mod tests {
                 let (r, c) = padded_shape(*k, d, 3, 5);
                 assert_eq!(c * d.size_bytes() as u64 % 32, 0, "{k} {d}");
                 if *k != TileKind::Vec {
-                    assert_eq!(r % 16 == 0 || r % c0(d) == 0, true, "{k} {d}");
+                    assert!(r.is_multiple_of(16), "{k} {d}");
                 }
             }
         }

@@ -177,7 +177,7 @@ impl<'k> Flat<'k> {
                     };
                     let mut cores = BTreeSet::new();
                     let mut local = scope.clone();
-                    self.loop_body(inner, &mut local, &mut unit, &mut cores, s)?;
+                    self.loop_body(inner, &mut local, &mut unit, &mut cores)?;
                     if cores.len() > 1 || unit.cross {
                         return Err(cannot_host(
                             self.k,
@@ -212,7 +212,6 @@ impl<'k> Flat<'k> {
         scope: &mut Vec<(String, usize)>,
         unit: &mut Unit,
         cores: &mut BTreeSet<Core>,
-        at: &KStmt,
     ) -> Result<(), DeviceError> {
         for s in body {
             match &s.kind {
@@ -226,14 +225,14 @@ impl<'k> Flat<'k> {
                     scope.push((t.name.name.clone(), id));
                 }
                 KStmtKind::Let { .. } => {}
-                KStmtKind::For { body, .. } => self.loop_body(body, scope, unit, cores, at)?,
+                KStmtKind::For { body, .. } => self.loop_body(body, scope, unit, cores)?,
                 KStmtKind::If {
                     then_body,
                     else_body,
                     ..
                 } => {
-                    self.loop_body(then_body, scope, unit, cores, at)?;
-                    self.loop_body(else_body, scope, unit, cores, at)?;
+                    self.loop_body(then_body, scope, unit, cores)?;
+                    self.loop_body(else_body, scope, unit, cores)?;
                 }
                 KStmtKind::Inst { op, args } => {
                     if let Some(u) = self.inst(*op, args, scope, s)? {
@@ -414,7 +413,9 @@ pub fn split(k: &KernelDecl) -> Result<Split, DeviceError> {
     }
     // Both cores: try starting with each, keep the fewer phases.
     let ntiles = flat.tiles.len();
-    let mut best: Option<(usize, Core, Vec<(usize, usize)>)> = None;
+    // (phases, start core, each unit's phases)
+    type Best = (usize, Core, Vec<(usize, usize)>);
+    let mut best: Option<Best> = None;
     for start in [Core::Aic, Core::Aiv] {
         let n = asap(&mut flat.units, ntiles, start);
         alap(&mut flat.units, ntiles, start);
@@ -433,7 +434,13 @@ pub fn split(k: &KernelDecl) -> Result<Split, DeviceError> {
         present.insert(u.phase.0);
         present.insert(u.phase.1);
     }
-    let core_of = |p: usize| if p % 2 == 0 { start } else { start.other() };
+    let core_of = |p: usize| {
+        if p.is_multiple_of(2) {
+            start
+        } else {
+            start.other()
+        }
+    };
     let mut part_of: BTreeMap<usize, usize> = BTreeMap::new();
     let mut cores: Vec<Core> = Vec::new();
     for p in present {
@@ -480,7 +487,8 @@ impl<'f, 'k> Builder<'f, 'k> {
                 written[t].insert(u.phase.1);
             }
         }
-        let mut names: BTreeSet<String> = flat.k.params.iter().map(|p| p.name.name.clone()).collect();
+        let mut names: BTreeSet<String> =
+            flat.k.params.iter().map(|p| p.name.name.clone()).collect();
         names.extend(flat.tiles.iter().map(|t| t.decl.name.name.clone()));
         Builder {
             flat,

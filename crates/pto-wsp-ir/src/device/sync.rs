@@ -78,7 +78,12 @@ impl Sync {
                 events,
             } => {
                 let f = if *wait { "wait_flag" } else { "set_flag" };
-                format!("{f}({}, {}, EVENT_ID{});", from.cpp(), to.cpp(), events[half % 2])
+                format!(
+                    "{f}({}, {}, EVENT_ID{});",
+                    from.cpp(),
+                    to.cpp(),
+                    events[half % 2]
+                )
             }
             Sync::Set { from, to, event } => {
                 format!("set_flag({}, {}, EVENT_ID{event});", from.cpp(), to.cpp())
@@ -86,10 +91,7 @@ impl Sync {
             Sync::Wait { from, to, event } => {
                 format!("wait_flag({}, {}, EVENT_ID{event});", from.cpp(), to.cpp())
             }
-            Sync::Barrier(p) => format!(
-                "pipe_barrier({});",
-                p.map_or("PIPE_ALL", |p| p.cpp())
-            ),
+            Sync::Barrier(p) => format!("pipe_barrier({});", p.map_or("PIPE_ALL", |p| p.cpp())),
         }
     }
 }
@@ -389,8 +391,16 @@ impl Planner<'_> {
                     if emit {
                         for d in self.doubles.of_loop(s) {
                             let (set, wait) = credits(d);
-                            self.plan.prologue.entry(s as *const _).or_default().extend(set);
-                            self.plan.epilogue.entry(s as *const _).or_default().extend(wait);
+                            self.plan
+                                .prologue
+                                .entry(s as *const _)
+                                .or_default()
+                                .extend(set);
+                            self.plan
+                                .epilogue
+                                .entry(s as *const _)
+                                .or_default()
+                                .extend(wait);
                             self.plan
                                 .after
                                 .entry(d.last_read)
@@ -495,10 +505,10 @@ pub fn find_doubles(k: &KernelDecl) -> Doubles {
     let body = k.body.as_deref().unwrap_or(&[]);
     // Every access of every tile declaration in the kernel.
     let mut all: HashMap<*const KStmt, usize> = HashMap::new();
-    count_uses(k, body, &mut Vec::new(), &mut all);
+    count_uses(body, &mut Vec::new(), &mut all);
     let mut out = Doubles::default();
     let mut used_events: HashMap<(Pipe, Pipe), u8> = HashMap::new();
-    find_in(k, body, &mut Vec::new(), &all, &mut out, &mut used_events);
+    find_in(body, &mut Vec::new(), &all, &mut out, &mut used_events);
     out
 }
 
@@ -537,25 +547,20 @@ fn touches(
     (out, pipe)
 }
 
-fn count_uses(
-    k: &KernelDecl,
-    body: &[KStmt],
-    scope: &mut Scope,
-    all: &mut HashMap<*const KStmt, usize>,
-) {
+fn count_uses(body: &[KStmt], scope: &mut Scope, all: &mut HashMap<*const KStmt, usize>) {
     let mark = scope.len();
     for s in body {
         match &s.kind {
             KStmtKind::Tile(t) => scope.push((t.name.name.clone(), s as *const _, t.clone())),
             KStmtKind::Let { .. } => {}
-            KStmtKind::For { body, .. } => count_uses(k, body, scope, all),
+            KStmtKind::For { body, .. } => count_uses(body, scope, all),
             KStmtKind::If {
                 then_body,
                 else_body,
                 ..
             } => {
-                count_uses(k, then_body, scope, all);
-                count_uses(k, else_body, scope, all);
+                count_uses(then_body, scope, all);
+                count_uses(else_body, scope, all);
             }
             KStmtKind::Inst { op, args } => {
                 for (d, _, _) in touches(*op, args, scope).0 {
@@ -606,7 +611,6 @@ fn loop_uses(
 }
 
 fn find_in(
-    k: &KernelDecl,
     body: &[KStmt],
     scope: &mut Scope,
     all: &HashMap<*const KStmt, usize>,
@@ -623,8 +627,8 @@ fn find_in(
                 else_body,
                 ..
             } => {
-                find_in(k, then_body, scope, all, out, used_events);
-                find_in(k, else_body, scope, all, out, used_events);
+                find_in(then_body, scope, all, out, used_events);
+                find_in(else_body, scope, all, out, used_events);
             }
             KStmtKind::For { body: inner, .. } => {
                 let mut uses = HashMap::new();
@@ -647,7 +651,13 @@ fn find_in(
                     let first = &us[0];
                     let load = &inner[first.top];
                     let first_is_load = std::ptr::eq(first.stmt, load)
-                        && matches!(&load.kind, KStmtKind::Inst { op: TileOp::Load, .. })
+                        && matches!(
+                            &load.kind,
+                            KStmtKind::Inst {
+                                op: TileOp::Load,
+                                ..
+                            }
+                        )
                         && first.write;
                     let reads = &us[1..];
                     let reader = reads.first().and_then(|u| u.pipe);
@@ -689,7 +699,7 @@ fn find_in(
                     out.by_loop.insert(s as *const _, found);
                 }
                 let mut sc = scope.clone();
-                find_in(k, inner, &mut sc, all, out, used_events);
+                find_in(inner, &mut sc, all, out, used_events);
             }
         }
     }
