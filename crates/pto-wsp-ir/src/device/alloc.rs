@@ -234,3 +234,47 @@ pub fn plan_with(k: &KernelDecl, doubled: &HashSet<*const KStmt>) -> Result<Plan
     p.block(k.body.as_deref().unwrap_or(&[]))?;
     Ok(p.plan)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(body: &str) -> KernelDecl {
+        let src = format!(
+            "tensor X: f32[64, 64];\nkernel k(inout x: f32[64, 64]) @vector {{\n{body}}}\n\
+             workload main() {{\n    task k(X[0 +: 64, 0 +: 64]);\n}}\n"
+        );
+        crate::parse(&src).expect("parses").kernels[0].clone()
+    }
+
+    #[test]
+    fn tiles_stack_by_scope_aligned_and_padded() {
+        let k = kernel(
+            "tile a: vec f32[8, 3];\nfor i in range(2) {\ntile b: vec f32[8, 8];\nTEXP(b, b);\n}\n\
+             tile c: vec f32[8, 8];\nTEXP(c, c);\n",
+        );
+        let p = plan(&k).unwrap();
+        let body = k.body.as_ref().unwrap();
+        // `a` is 8 x 3 padded to 8 x 8 (256 bytes); `b` lives in the loop only, so `c` reuses
+        // its place.
+        assert_eq!(p.tile(&body[0]), Some(0));
+        let KStmtKind::For { body: inner, .. } = &body[1].kind else {
+            panic!()
+        };
+        assert_eq!(p.tile(&inner[0]), Some(256));
+        assert_eq!(p.tile(&body[2]), Some(256));
+        assert_eq!(p.peak[&Buffer::Ub], 512);
+    }
+
+    #[test]
+    fn an_overflow_names_the_live_tiles() {
+        let k = kernel("tile a: vec f32[128, 256];\ntile b: vec f32[65, 256];\nTEXP(a, a);\n");
+        let e = plan(&k).unwrap_err();
+        assert_eq!(
+            e.message,
+            "the tiles live here need 197,632 bytes of UB (with 32-byte alignment), over its \
+             capacity of 196,608 bytes (192 KiB): `a` vec f32[128, 256] 131,072 bytes, `b` vec \
+             f32[65, 256] 66,560 bytes"
+        );
+    }
+}

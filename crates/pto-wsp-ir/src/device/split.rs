@@ -845,3 +845,85 @@ fn at(mut s: KStmt, loc: Loc) -> KStmt {
     s.loc = loc;
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(src: &str) -> KernelDecl {
+        let m = crate::parse(src).expect("parses");
+        crate::validate(&m).expect("valid");
+        m.kernels[0].clone()
+    }
+
+    const MIXED: &str = "tensor X: f32[16, 16];\ntensor Y: f32[16, 16];\n\
+        kernel k(in x: f32[16, 16], out y: f32[16, 16]) @cube {\n\
+        tile xm: mat f32[16, 16];\ntile l: left f32[16, 16];\ntile r: right f32[16, 16];\n\
+        tile c: acc f32[16, 16];\ntile v: vec f32[16, 16];\n\
+        TLOAD(xm, x);\nTMOV(l, xm);\nTMOV(r, xm);\nTMATMUL(c, l, r);\nTMOV(v, c);\nTEXP(v, v);\nTSTORE(y, v);\n}\n\
+        workload main() {\n    task k(X[0 +: 16, 0 +: 16], Y[0 +: 16, 0 +: 16]);\n}\n";
+
+    #[test]
+    fn a_single_core_kernel_is_one_part_the_kernel_itself() {
+        let k = kernel(
+            "tensor X: f32[8, 8];\nkernel k(inout x: f32[8, 8]) @vector {\ntile t: vec f32[8, 8];\n\
+             TLOAD(t, x);\nTEXP(t, t);\nTSTORE(x, t);\n}\nworkload main() {\n    task k(X[0 +: 8, 0 +: 8]);\n}\n",
+        );
+        let s = split(&k).unwrap();
+        assert_eq!(s.parts.len(), 1);
+        assert_eq!(s.parts[0].core, Core::Aiv);
+        assert_eq!(s.parts[0].kernel, k);
+        assert!(s.scratch.is_empty());
+    }
+
+    #[test]
+    fn a_cube_then_vector_kernel_is_two_parts_joined_by_one_scratch() {
+        let s = split(&kernel(MIXED)).unwrap();
+        let cores: Vec<Core> = s.parts.iter().map(|p| p.core).collect();
+        assert_eq!(cores, [Core::Aic, Core::Aiv]);
+        // The accumulator crosses once: the cube part stores it, the vector part loads it.
+        assert_eq!(s.scratch.len(), 1);
+        assert_eq!(
+            (s.scratch[0].rows, s.scratch[0].cols, s.scratch[0].producer),
+            (16, 16, 0)
+        );
+        let text = |i: usize| {
+            let mut out = String::new();
+            for st in s.parts[i].kernel.body.as_ref().unwrap() {
+                out.push_str(&format!("{:?}\n", st.kind));
+            }
+            out
+        };
+        assert!(
+            text(0).contains("Store") && !text(0).contains("Exp"),
+            "{}",
+            text(0)
+        );
+        assert!(
+            text(1).contains("Exp") && !text(1).contains("Matmul"),
+            "{}",
+            text(1)
+        );
+        // Every part keeps the regions it touches only.
+        assert_eq!(
+            s.parts[0].params,
+            [
+                PartParam::Original(0),
+                PartParam::Scratch {
+                    id: 0,
+                    output: true
+                }
+            ]
+        );
+        assert_eq!(
+            s.parts[1].params,
+            [
+                PartParam::Original(1),
+                PartParam::Scratch {
+                    id: 0,
+                    output: false
+                }
+            ]
+        );
+    }
+}

@@ -705,3 +705,74 @@ fn find_in(
     }
     scope.truncate(mark);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(params: &str, body: &str, task: &str) -> KernelDecl {
+        let src = format!(
+            "tensor A: f16[16, 64];\ntensor X: f32[16, 16];\nkernel k({params}) @cube {{\n{body}}}\n\
+             workload main() {{\n    task k({task});\n}}\n"
+        );
+        let m = crate::parse(&src).expect("parses");
+        crate::validate(&m).expect("valid");
+        m.kernels[0].clone()
+    }
+
+    #[test]
+    fn a_load_then_a_move_waits_once_per_pipe_pair() {
+        let k = kernel(
+            "in a: f16[16, 64], out x: f32[16, 16]",
+            "tile m: mat f16[16, 16];\ntile l: left f16[16, 16];\ntile r: right f16[16, 16];\n\
+             tile c: acc f32[16, 16];\nTLOAD(m, a);\nTMOV(l, m);\nTMOV(r, m);\nTMATMUL(c, l, r);\nTSTORE(x, c);\n",
+            "A[0 +: 16, 0 +: 64], X[0 +: 16, 0 +: 16]",
+        );
+        let p = plan(&k);
+        let body = k.body.as_ref().unwrap();
+        let wait = |q, p| Sync::Wait {
+            from: q,
+            to: p,
+            event: 0,
+        };
+        // TMOV(l, m) waits for the load; TMOV(r, m) is on the same pipe and need not.
+        assert!(p.before(&body[5]).contains(&wait(Pipe::Mte2, Pipe::Mte1)));
+        assert!(p.before(&body[6]).is_empty());
+        assert!(p.before(&body[7]).contains(&wait(Pipe::Mte1, Pipe::M)));
+        assert!(p.before(&body[8]).contains(&wait(Pipe::M, Pipe::Fix)));
+        assert_eq!(p.pairs, 3);
+    }
+
+    #[test]
+    fn a_tile_loaded_afresh_in_a_loop_is_double_buffered() {
+        let k = kernel(
+            "in a: f16[16, 64], out x: f32[16, 16]",
+            "tile m: mat f16[16, 16];\ntile l: left f16[16, 16];\nfor i in range(4) {\n\
+             TLOAD(m, a, 0, i * 16);\nTMOV(l, m);\n}\n",
+            "A[0 +: 16, 0 +: 64], X[0 +: 16, 0 +: 16]",
+        );
+        let d = find_doubles(&k);
+        assert_eq!(d.len(), 1);
+        let body = k.body.as_ref().unwrap();
+        let dd = &d.of_loop(&body[2])[0];
+        assert_eq!(
+            (dd.tile.as_str(), dd.reader, dd.events),
+            ("m", Pipe::Mte1, [1, 2])
+        );
+        let p = plan_with(&k, &d);
+        assert_eq!(p.prologue(&body[2]).len(), 2);
+        assert_eq!(p.epilogue(&body[2]).len(), 2);
+        let KStmtKind::For { body: inner, .. } = &body[2].kind else {
+            panic!()
+        };
+        // The load waits for its buffer's credit, not for the previous iteration's move.
+        assert!(matches!(
+            p.before(&inner[0])[..],
+            [Sync::Credit { wait: true, .. }]
+        ));
+        assert!(matches!(
+            p.after(&inner[1])[..],
+            [Sync::Credit { wait: false, .. }]
+        ));
+    }
+}
