@@ -625,3 +625,32 @@ fn the_ascend_back_end_is_registered_and_compile_writes_its_tree() {
         .unwrap_err();
     assert!(e.to_string().contains("which has no body"), "{e}");
 }
+
+/// A check a kernel fails on the simulator (a valid size outside its tile, known only from the
+/// task's scalar) comes back as its message through the task's status slot, and the run fails.
+#[test]
+fn ascend_sim_a_kernel_check_failing_on_the_simulator_is_reported_with_its_message() {
+    if let Err(why) = Toolchain::find() {
+        println!("skipped: {why}");
+        return;
+    }
+    let _one_at_a_time = SIM.lock().unwrap_or_else(|e| e.into_inner());
+    let text = "tensor X: f32[64, 64];\n\
+        kernel k(inout x: f32[64, 64], n: i64) @vector {\n    tile t: vec f32[64, 64] valid(n, 64);\n    \
+        TLOAD(t, x);\n    TADDS(t, t, 1.0);\n    TSTORE(x, t);\n}\n\
+        workload main() {\n    task k(X[0 +: 64, 0 +: 64], 70);\n}\n";
+    let opts = RunOptions {
+        progress: false,
+        threads: 2,
+        ..RunOptions::default()
+    };
+    let e = run_ascend("bad_valid.wsp", text, "ascend_a2a3sim", &opts)
+        .map(|_| ())
+        .unwrap_err()
+        .rendered;
+    assert!(
+        e.contains("error: kernel `k`: tile `t`: valid 70 x 64 is outside its 64 x 64"),
+        "{e}"
+    );
+    assert!(e.contains("1 kernel task(s) failed a check"), "{e}");
+}

@@ -558,6 +558,10 @@ impl KernelCx<'_> {
                      whose rows come in groups of {{2}} (a `vec` tile may cover whole groups, a \
                      matrix tile must stay inside one)"
                 ));
+                let _code3 = self.check(format!(
+                    "{where_}: the rows of region {ri} are {{0}} elements apart; a matrix tile \
+                     moves rows at most 65,535 elements apart"
+                ));
                 let _ = writeln!(out, "{pad}{{");
                 let e = elem(self.globals[&g].1).unwrap_or("float");
                 let _ = writeln!(out, "{pad}    pto_wsp_rt::Part<{e}> p_;");

@@ -112,7 +112,9 @@ struct Part {
 
 // Fills `p` with the part at (r0, c0) of `g` (vr x vc). A part must lie inside the region (code)
 // and, when its rows span several groups of the region's layout, start and end on group
-// boundaries and (`stacked` false: matrix tiles) stay inside one group (code + 1).
+// boundaries and (`stacked` false: matrix tiles) stay inside one group (code + 1); a matrix
+// tile's rows may be at most 65,535 elements apart (code + 2: PTO-ISA's ND-to-NZ load,
+// include/pto/npu/a2a3/TLoad.hpp, "The Stride3 of GlobalTensor must be in range of [1, 65535]").
 template <typename T>
 inline bool part(__gm__ Status *st, int64_t code, const Gm<T> &g, int64_t r0, int64_t c0, int64_t vr, int64_t vc,
                  bool stacked, Part<T> &p)
@@ -124,6 +126,9 @@ inline bool part(__gm__ Status *st, int64_t code, const Gm<T> &g, int64_t r0, in
     const int64_t group = r0 / g.inner;
     const int64_t first = r0 % g.inner;
     p.ptr = g.base + group * g.outer_stride + first * g.row_stride + c0;
+    if (!stacked && vr > 1 && g.row_stride > 65535) {
+        return fail(st, code + 2, g.row_stride);
+    }
     if (first + vr <= g.inner) {
         const int64_t shape[5] = {1, 1, 1, vr, vc};
         const int64_t stride[5] = {n, n, n, g.row_stride, 1};
