@@ -22,8 +22,9 @@
 
 mod common;
 
+use pto_wsp::emitters::ascend::AscendTree;
 use pto_wsp::ir::device::{self, Pipe};
-use pto_wsp_cli::ascend::{AscendTree, emit_ascend};
+use pto_wsp_cli::cmd::emit::ascend as emit_ascend;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -191,7 +192,7 @@ fn every_emitted_device_kernel_passes_pto_isas_a2a3_templates() {
         match tree {
             Ok(t) => {
                 let dir = base.join(format!("m{i}"));
-                pto_wsp_cli::emit::write_files(&t.files, &dir).unwrap();
+                pto_wsp_cli::cmd::emit::write_files(&t.files, &dir).unwrap();
                 for k in &t.kernels {
                     jobs.push((
                         name.clone(),
@@ -266,8 +267,8 @@ fn host_kernel_refused_as_cited(
     let loaded = pto_wsp_cli::load_source("t.wsp", src).unwrap_or_else(|e| panic!("{e}"));
     let bindings = pto_wsp_cli::bindings_for(&loaded, &[]).unwrap();
     let emitted =
-        pto_wsp_cli::emit::emit_kernels(&loaded, &bindings).unwrap_or_else(|e| panic!("{e}"));
-    pto_wsp_cli::emit::write_emitted(&emitted, dir).unwrap();
+        pto_wsp_cli::cmd::emit::kernels(&loaded, &bindings).unwrap_or_else(|e| panic!("{e}"));
+    pto_wsp_cli::cmd::emit::write_files(&emitted.files, dir).unwrap();
     let tu = format!("#include <pto/pto-inst.hpp>\n#include \"{kernel}.hpp\"\n");
     let err = tools
         .check(dir, &format!("host_{kernel}.cpp"), &tu, cube, "c++2b")

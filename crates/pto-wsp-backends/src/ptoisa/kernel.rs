@@ -6,26 +6,27 @@
 //! stdio or heap.
 //!
 //! Promise: every instruction is written as the instruction table says
-//! (`pto_wsp::ir::tile_isa::CppForm`); every tile is declared with its device shape
-//! (`pto_wsp::ir::device::padded_shape`, valid part = the declared shape or its `valid(...)`).
+//! (`pto_wsp_ir::tile_isa::CppForm`); every tile is declared with its device shape
+//! (`pto_wsp_ir::device::padded_shape`, valid part = the declared shape or its `valid(...)`).
 //! In [`Mode::Device`] every tile is placed with `TASSIGN<addr>` at the address
-//! `pto_wsp::ir::device::alloc` gives (PTO-ISA checks it against the buffer at compile time), every
-//! instruction is preceded by the synchronisation `pto_wsp::ir::device::sync` plans, and the body
+//! `pto_wsp_ir::device::alloc` gives (PTO-ISA checks it against the buffer at compile time), every
+//! instruction is preceded by the synchronisation `pto_wsp_ir::device::sync` plans, and the body
 //! ends by draining every pipe. A failed check (a valid size out of its tile, a region part out of
 //! its region, a division by zero) writes its number and values to the task's
 //! `pto_wsp_rt::Status` and returns; [`KernelText::messages`] holds the message of each number
 //! (the CPU executor's wording, `{0}`…`{5}` for the values). Anything the emitter cannot write is
 //! an [`EmitError`] at the statement.
 
-use super::EmitError;
-use pto_wsp::ir::device::{
+use super::kernel_error;
+use crate::{EmitError, Input};
+use pto_wsp_ir::device::{
     alloc::Plan,
     padded_shape,
     sync::{Doubles, SyncPlan},
 };
-use pto_wsp::ir::kernel_body::{InstArg, KStmt, KStmtKind, TileDecl, TileKind};
-use pto_wsp::ir::tile_isa::{CppForm, Operand};
-use pto_wsp::ir::{BinOp, DType, Expr, KernelDecl, Loc, ParamKind, ParamType, SourceFile, UnOp};
+use pto_wsp_ir::kernel_body::{InstArg, KStmt, KStmtKind, TileDecl, TileKind};
+use pto_wsp_ir::tile_isa::{CppForm, Operand};
+use pto_wsp_ir::{BinOp, DType, Expr, KernelDecl, Loc, ParamKind, ParamType, UnOp};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -108,7 +109,7 @@ const RETURN: &str = "{ pipe_barrier(PIPE_ALL); return; }";
 /// What the names of one kernel mean while its body is written.
 struct KernelCx<'a> {
     decl: &'a KernelDecl,
-    source: &'a SourceFile,
+    input: &'a Input<'a>,
     mode: Mode<'a>,
     /// Tiles declared so far: name → declaration.
     tiles: HashMap<String, TileDecl>,
@@ -129,11 +130,7 @@ struct KernelCx<'a> {
 
 impl KernelCx<'_> {
     fn err(&self, loc: Loc, message: String) -> EmitError {
-        EmitError {
-            kernel: self.decl.name.name.clone(),
-            message,
-            loc,
-        }
+        kernel_error(&self.decl.name.name, message, loc)
     }
 
     /// A new check with `message`; returns its status code.
@@ -223,7 +220,7 @@ impl KernelCx<'_> {
         let pad = "    ".repeat(depth);
         let kname = self.decl.name.name.clone();
         for s in body {
-            let src = self.source.position(s.loc);
+            let src = self.input.position(s.loc);
             let before = self.messages.len();
             match &s.kind {
                 KStmtKind::Tile(t) => {
@@ -399,7 +396,7 @@ impl KernelCx<'_> {
     fn inst(
         &mut self,
         s: &KStmt,
-        op: pto_wsp::ir::TileOp,
+        op: pto_wsp_ir::TileOp,
         args: &[InstArg],
         src: &str,
         out: &mut String,
@@ -483,7 +480,7 @@ impl KernelCx<'_> {
                 let _ = writeln!(out, "{pad}{}", x.cpp_in(self.half));
             }
         }
-        if op == pto_wsp::ir::TileOp::Trans {
+        if op == pto_wsp_ir::TileOp::Trans {
             return self.trans(s, args, loc, out, pad);
         }
         let call = match form {
@@ -596,7 +593,7 @@ impl KernelCx<'_> {
         self.fresh += 1;
         let k = self.fresh;
         let plain = |t: &TileDecl| TileDecl {
-            name: pto_wsp::ir::Ident::new(String::new()),
+            name: pto_wsp_ir::Ident::new(String::new()),
             kind: TileKind::Vec,
             ..t.clone()
         };
@@ -730,28 +727,27 @@ const CPP_RESERVED: &[&str] = &[
 /// Whether `name` cannot be a kernel function's name.
 pub(crate) fn reserved(name: &str) -> bool {
     CPP_RESERVED.contains(&name)
-        || name.starts_with('T') && pto_wsp::ir::TileOp::parse(name).is_some()
+        || name.starts_with('T') && pto_wsp_ir::TileOp::parse(name).is_some()
 }
 
 /// One kernel as a C++ header: `void NAME(status, regions..., scalars...)` in namespace
 /// `pto_wsp_kernels`; its checks' status codes start at `first_code` (≥ 1).
 pub(crate) fn emit_kernel(
     k: &KernelDecl,
-    source: &SourceFile,
+    input: &Input<'_>,
     mode: Mode<'_>,
     first_code: i64,
 ) -> Result<KernelText, EmitError> {
     if reserved(&k.name.name) {
-        return Err(EmitError {
-            kernel: k.name.name.clone(),
-            message: "the kernel's name is a C++ keyword or a PTO-ISA instruction; rename it"
-                .into(),
-            loc: k.name.loc,
-        });
+        return Err(kernel_error(
+            &k.name.name,
+            "the kernel's name is a C++ keyword or a PTO-ISA instruction; rename it",
+            k.name.loc,
+        ));
     }
     let mut cx = KernelCx {
         decl: k,
-        source,
+        input,
         mode,
         tiles: HashMap::new(),
         globals: HashMap::new(),
@@ -798,7 +794,7 @@ pub(crate) fn emit_kernel(
     let _ = writeln!(
         out,
         "// Generated by `pto-wsp emit`: kernel `{name}` ({}). Do not edit.",
-        source.position(k.name.loc)
+        input.position(k.name.loc)
     );
     out.push_str("#pragma once\n#include \"pto_wsp_rt.hpp\"\n\nnamespace pto_wsp_kernels {\n\n");
     let _ = writeln!(

@@ -1,5 +1,6 @@
-//! `pto-wsp emit ascend`: a workload as a tree for the Ascend task runtime (simpler's
-//! `tensormap_and_ringbuffer`), runnable on its `a2a3sim` simulator.
+//! The Ascend back end (`pto-wsp emit ascend`, targets `ascend_a2a3sim` and `ascend_a2a3`): a
+//! workload as a tree for the Ascend task runtime (simpler's `tensormap_and_ringbuffer`),
+//! runnable on its `a2a3sim` simulator.
 //!
 //! Why: the production target of a workload is the Ascend NPU, where an AICPU thread runs an
 //! orchestration function submitting tasks to AICore kernels and the runtime infers their
@@ -9,7 +10,7 @@
 //! Promises:
 //! - Every construct the back end cannot express (a CSP pipeline, a task of a kernel without a
 //!   body, a tile instruction PTO-ISA lacks, an element type or size over the runtime's limits)
-//!   is a [`CliError`] naming it at its `file:line:column`, returned before anything is written.
+//!   is an [`EmitError`] naming it at its `file:line:column`, returned before anything is emitted.
 //! - The orchestration (`ascend/orch.rs`) is the resolved entry point as C++: it submits the
 //!   reference expander's tasks under the bindings, in program order, each with views of the
 //!   module tensors (`in` → `add_input`, `out` / `inout` → `add_inout`, so the runtime looks up
@@ -17,7 +18,7 @@
 //!   infer — write-after-read, and the structural order of `for_each` / `sequential` / `while`
 //!   (one barrier dummy task per order edge, as our feed makes) — is declared with explicit
 //!   dependencies at run time, so the runtime orders every pair of tasks ours orders.
-//! - Kernel files reuse `emit kernels`' body emission ([`crate::emit::emit_kernel`]); each is
+//! - Kernel files reuse the PTO-ISA back end's body emission ([`crate::ptoisa`]); each is
 //!   wrapped as a `kernel_entry(__gm__ int64_t *args)` reading its regions from the runtime's
 //!   tensor descriptors.
 //! - Every schedule directive the runtime cannot honour is listed (with its location) in the
@@ -28,21 +29,23 @@
 
 mod orch;
 
-use crate::emit::{EmitError, emit_kernel};
-use crate::{CliError, Loaded};
-use pto_wsp::graph::ExecDomain;
-use pto_wsp::graph::builder::GraphBuilder;
-use pto_wsp::graph::feed::{BARRIER_KERNEL, NoHooks, feed};
-use pto_wsp::graph::types::access_from_code;
-use pto_wsp::ir::device::{Core, alloc, split, sync};
-use pto_wsp::ir::resolve::{Resolved, Unsupported};
-use pto_wsp::ir::schedule::{
+use crate::ptoisa::{emit_kernel, tensor_store};
+use crate::{EmitError, Files, Input};
+use pto_wsp_graph::ExecDomain;
+use pto_wsp_graph::builder::GraphBuilder;
+use pto_wsp_graph::feed::{BARRIER_KERNEL, NoHooks, feed};
+use pto_wsp_graph::types::access_from_code;
+use pto_wsp_ir::device::{Core, alloc, check, split, sync};
+use pto_wsp_ir::resolve::{Resolved, Unsupported};
+use pto_wsp_ir::schedule::{
     DepsMode, Dispatch, PoolsPolicy, ReadyPolicy, ScheduleItemKind, StartPolicy, TaskGraphItem,
     Timing, TracePolicy, WindowMode,
 };
-use pto_wsp::ir::{Bindings, DType, ExpandOptions, KernelDecl, Loc, ParamKind, ParamType};
-use pto_wsp::kernels::TensorStore;
+use pto_wsp_ir::{DType, ExpandOptions, KernelDecl, Loc, ParamKind, ParamType};
 use std::fmt::Write as _;
+
+/// The back end's name in the registry.
+pub const NAME: &str = "ascend";
 
 /// The targets this back end serves: the simulator and the device.
 pub const TARGETS: [&str; 2] = ["ascend_a2a3sim", "ascend_a2a3"];
@@ -65,7 +68,7 @@ const RUNNER_BODY: &str = include_str!("ascend/runner.py");
 #[derive(Debug, Clone)]
 pub struct AscendTree {
     /// `(file name, contents)`.
-    pub files: Vec<(String, String)>,
+    pub files: Files,
     /// Schedule directives the runtime cannot honour (and other notes), each with its place.
     pub notes: Vec<String>,
     /// Kernel tasks of the workload (ours: one per `task`).
@@ -109,8 +112,8 @@ fn dtype_names(d: DType) -> Option<(&'static str, &'static str)> {
 
 /// The first construct of `res` the Ascend back end cannot express, with its location: a CSP
 /// pipeline, a computed read, a task of a kernel without a body, a bf16 tensor, a tensor rank
-/// or an argument count over the runtime's limits. The one list of refusals, read by
-/// [`emit_ascend`] and by [`AscendBackend::supports`].
+/// or an argument count over the runtime's limits. The one list of refusals, read by [`emit`]
+/// and by the back end's `supports` in the facade's registry.
 pub fn unsupported(res: &Resolved<'_>) -> Result<(), Unsupported> {
     let module = res.module;
     let no = |construct: String, loc: Loc| Unsupported {
@@ -225,9 +228,9 @@ pub fn unsupported(res: &Resolved<'_>) -> Result<(), Unsupported> {
 const MAX_LOOP_DEPTH: usize = 60;
 
 /// The first loop nested deeper than [`MAX_LOOP_DEPTH`] (explicit stack: bodies can be deep).
-fn too_deep(body: &[pto_wsp::ir::resolve::Stmt], depth: usize) -> Option<Loc> {
-    use pto_wsp::ir::resolve::StmtKind;
-    let mut stack: Vec<(&[pto_wsp::ir::resolve::Stmt], usize)> = vec![(body, depth)];
+fn too_deep(body: &[pto_wsp_ir::resolve::Stmt], depth: usize) -> Option<Loc> {
+    use pto_wsp_ir::resolve::StmtKind;
+    let mut stack: Vec<(&[pto_wsp_ir::resolve::Stmt], usize)> = vec![(body, depth)];
     while let Some((stmts, d)) = stack.pop() {
         for s in stmts {
             match &s.kind {
@@ -261,90 +264,31 @@ fn too_deep(body: &[pto_wsp::ir::resolve::Stmt], depth: usize) -> Option<Loc> {
     None
 }
 
-/// The Ascend back end in the `pto_wsp::Backend` registry (`pto-wsp targets`, `pto-wsp
-/// compile`): [`unsupported`] as its `supports`; `compile` emits the tree under no bindings
-/// (a module with symbols or bound tensors needs `pto-wsp emit ascend FILE --bind …`, or
-/// `pto-wsp compile`, which applies the file's `//@ bind` lines).
-#[derive(Debug, Clone, Copy)]
-pub struct AscendBackend;
-
-impl pto_wsp::Backend for AscendBackend {
-    fn name(&self) -> &str {
-        "ascend"
-    }
-
-    fn targets(&self) -> Vec<String> {
-        TARGETS.iter().map(|t| t.to_string()).collect()
-    }
-
-    fn capabilities(&self) -> Vec<pto_wsp::Capability> {
-        vec![pto_wsp::Capability::Emit]
-    }
-
-    fn supports(&self, module: &Resolved<'_>) -> Result<(), Unsupported> {
-        unsupported(module)
-    }
-
-    fn compile(
-        &self,
-        plan: &pto_wsp::LoweredPlan,
-        options: &pto_wsp::CompileOptions,
-    ) -> Result<pto_wsp::Output, pto_wsp::CompileError> {
-        // Locations must refer to a text: the module's canonical print, parsed again.
-        let fail = |message: String| pto_wsp::CompileError::Emit {
-            backend: "ascend".into(),
-            message,
-        };
-        let loaded = crate::parse_source("<module>", &plan.module.to_string())
-            .map_err(|e| fail(e.rendered))?;
-        let tree = emit_ascend(&loaded, &Bindings::new(), &options.target)
-            .map_err(|e| fail(e.rendered.trim_end().to_string()))?;
-        Ok(pto_wsp::Output::Artefact(pto_wsp::Artefact::Tree(
-            tree.files
-                .into_iter()
-                .map(|(n, t)| (std::path::PathBuf::from(n), t.into_bytes()))
-                .collect(),
-        )))
-    }
-}
-
-/// Registers [`AscendBackend`] (once per process; later calls do nothing).
-pub fn register() {
-    if pto_wsp::get_backend("ascend").is_none() {
-        let _ = pto_wsp::register_backend(std::sync::Arc::new(AscendBackend));
-    }
-}
-
 /// A located refusal.
-fn refuse(loaded: &Loaded, loc: Loc, message: String) -> CliError {
-    CliError::plain(format!(
-        "{}: the Ascend back end cannot express this: {message}",
-        loaded.source.position(loc)
-    ))
+fn refuse(loc: Loc, message: String) -> EmitError {
+    EmitError::at(
+        loc,
+        format!("the Ascend back end cannot express this: {message}"),
+    )
 }
 
-/// Emits the Ascend tree of `loaded` under `bindings` for `target` (one of [`TARGETS`]).
-pub fn emit_ascend(
-    loaded: &Loaded,
-    bindings: &Bindings,
-    target: &str,
-) -> Result<AscendTree, CliError> {
+/// Emits the Ascend tree of the input's program under its bindings for `target` (one of
+/// [`TARGETS`]).
+pub fn emit(input: &Input<'_>, target: &str) -> Result<AscendTree, EmitError> {
     if !TARGETS.contains(&target) {
-        return Err(CliError::plain(format!(
+        return Err(EmitError::plain(format!(
             "unknown Ascend target `{target}` (known: {})",
             TARGETS.join(", ")
         )));
     }
     let device = target == "ascend_a2a3";
-    let module = &loaded.module;
-    let name = &loaded.source.name;
-    let plan = pto_wsp::lower(module).map_err(|e| crate::exec::compile_error(loaded, &e))?;
-    let config = plan.config;
-    let res = pto_wsp::ir::resolve(module, &pto_wsp::ir::ResolveOptions::default())
-        .map_err(|e| CliError::diagnostic(&loaded.source, &e))?;
-    unsupported(&res).map_err(|u| CliError::diagnostic(&loaded.source, &u))?;
-    let store = TensorStore::new(module, bindings)
-        .map_err(|e| CliError::plain(format!("{name}: tensor shapes: {e}")))?;
+    let res = input.resolved;
+    let module = res.module;
+    let bindings = input.bindings;
+    let name = input.name();
+    let config = &res.schedule.config;
+    unsupported(res)?;
+    let store = tensor_store(input)?;
 
     // Our graph: the expander fed into an overlap builder (what the runtime's TensorMap does,
     // plus write-after-read), barriers for the structural order edges.
@@ -360,12 +304,12 @@ pub fn emit_ascend(
         &mut NoHooks,
         ExecDomain::HostCpu,
     )
-    .map_err(|e| CliError::plain(format!("expansion of {name} failed: {e}")))?;
+    .map_err(|e| EmitError::plain(format!("expansion of {name} failed: {e}")))?;
     let graph = builder.finish();
     if graph.tasks.len() > MAX_TASKS || summary.expand.truncated {
-        return Err(CliError::plain(format!(
-            "{name}: more than {MAX_TASKS} tasks under these bindings; the emitter expands the \
-             workload once (to check it and count its tasks and edges) and keeps at most that many"
+        return Err(EmitError::plain(format!(
+            "more than {MAX_TASKS} tasks under these bindings; the emitter expands the workload \
+             once (to check it and count its tasks and edges) and keeps at most that many"
         )));
     }
 
@@ -376,7 +320,12 @@ pub fn emit_ascend(
     let used: Vec<bool> = (0..module.kernels.len())
         .map(|k| res.kernels_used[k] && res.tiers[k].is_none())
         .collect();
-    crate::device_check(loaded, Some(&used))?;
+    for (ki, k) in module.kernels.iter().enumerate().filter(|(i, _)| used[*i]) {
+        let _ = ki;
+        if let Some(e) = check::check_kernel(k).into_iter().next() {
+            return Err(e.into());
+        }
+    }
     let mut parts: Vec<EmittedPart> = Vec::new();
     let mut plans: Vec<Option<orch::KernelPlan>> = vec![None; module.kernels.len()];
     let mut notes = Vec::new();
@@ -388,12 +337,12 @@ pub fn emit_ascend(
         .map(|k| k.name.name.as_str())
         .collect();
     for (ki, k) in module.kernels.iter().enumerate().filter(|(i, _)| used[*i]) {
-        let split = split::split(k).map_err(|e| CliError::diagnostic(&loaded.source, &e))?;
+        let split = split::split(k)?;
         if split.parts.len() > 1 {
             notes.push(format!(
                 "{}: kernel `{}` uses the cube and the vector core: each of its tasks runs as {} \
                  dependent tasks ({}), joined through global memory the runtime allocates",
-                loaded.source.position(k.name.loc),
+                input.position(k.name.loc),
                 k.name.name,
                 split.parts.len(),
                 split
@@ -412,7 +361,6 @@ pub fn emit_ascend(
             let pname = part.kernel.name.name.clone();
             if pname != k.name.name && names.contains(pname.as_str()) {
                 return Err(refuse(
-                    loaded,
                     k.name.loc,
                     format!(
                         "kernel `{}` is split into parts named `{pname}`…, but the module already \
@@ -421,9 +369,7 @@ pub fn emit_ascend(
                     ),
                 ));
             }
-            let located = |e: pto_wsp::ir::device::check::DeviceError| {
-                CliError::diagnostic(&loaded.source, &e)
-            };
+            let located = EmitError::from;
             // Loops double-buffer what they load afresh each iteration, when the buffers have
             // room for the second copies; otherwise every tile has one buffer.
             let mut doubles = sync::find_doubles(&part.kernel);
@@ -435,20 +381,14 @@ pub fn emit_ascend(
                 }
             };
             let sync = sync::plan_with(&part.kernel, &doubles);
-            let mode = crate::emit::Mode::Device {
+            let mode = crate::ptoisa::Mode::Device {
                 alloc: &alloc,
                 sync: &sync,
                 doubles: &doubles,
             };
-            let text = emit_kernel(
-                &part.kernel,
-                &loaded.source,
-                mode,
-                messages.len() as i64 + 1,
-            )
-            .map_err(|e: EmitError| CliError::diagnostic(&loaded.source, &e))?;
+            let text = emit_kernel(&part.kernel, input, mode, messages.len() as i64 + 1)?;
             messages.extend(text.messages.iter().cloned());
-            let wrapper = kernel_wrapper(loaded, &part.kernel, &mut messages);
+            let wrapper = kernel_wrapper(input, &part.kernel, &mut messages);
             plan.parts.push(orch::PartPlan {
                 func: parts.len() as u32,
                 core: part.core,
@@ -470,8 +410,8 @@ pub fn emit_ascend(
         plans[ki] = Some(plan);
     }
     if parts.len() > MAX_KERNELS {
-        return Err(CliError::plain(format!(
-            "{name}: {} kernels; the runtime dispatches at most {MAX_KERNELS}",
+        return Err(EmitError::plain(format!(
+            "{} kernels; the runtime dispatches at most {MAX_KERNELS}",
             parts.len()
         )));
     }
@@ -507,7 +447,7 @@ pub fn emit_ascend(
     let mut edges: Vec<(u32, u32)> = graph.edges().map(|(p, s)| (p.0, s.0)).collect();
     edges.sort_unstable();
 
-    notes.extend(schedule_notes(loaded));
+    notes.extend(schedule_notes(input));
     let barriers: Vec<bool> = graph
         .tasks
         .iter()
@@ -534,7 +474,7 @@ pub fn emit_ascend(
     let mut files = vec![
         (
             "pto_wsp_rt.hpp".to_string(),
-            crate::emit::RT_HPP.to_string(),
+            crate::ptoisa::RT_HPP.to_string(),
         ),
         ("pto_wsp_aicore.hpp".to_string(), AICORE_HPP.to_string()),
     ];
@@ -543,9 +483,7 @@ pub fn emit_ascend(
         files.push((format!("kernel_{}.cpp", p.name), p.wrapper.clone()));
     }
     let orch = orch::orchestration(&orch::OrchInput {
-        loaded,
-        res: &res,
-        bindings,
+        input,
         shapes: store.infos().iter().map(|i| i.shape.clone()).collect(),
         kernels: plans,
     });
@@ -558,7 +496,7 @@ pub fn emit_ascend(
     files.push((
         "runner.py".to_string(),
         runner(
-            loaded,
+            input,
             &RunnerFacts {
                 tensors: &facts,
                 parts: &parts,
@@ -578,14 +516,7 @@ pub fn emit_ascend(
         .collect();
     files.push((
         "README.md".to_string(),
-        readme(
-            loaded,
-            &notes,
-            part_tasks,
-            barrier_tasks,
-            &written,
-            platform,
-        ),
+        readme(input, &notes, part_tasks, barrier_tasks, &written, platform),
     ));
     Ok(AscendTree {
         files,
@@ -642,13 +573,13 @@ pub struct DeviceKernel {
 }
 
 /// What the runtime does with each schedule directive it cannot honour as written.
-fn schedule_notes(loaded: &Loaded) -> Vec<String> {
-    let Some(schedule) = &loaded.module.schedule else {
+fn schedule_notes(input: &Input<'_>) -> Vec<String> {
+    let Some(schedule) = &input.resolved.module.schedule else {
         return Vec::new();
     };
     let mut notes = Vec::new();
     let mut note = |loc: Loc, what: String| {
-        notes.push(format!("{}: {what}", loaded.source.position(loc)));
+        notes.push(format!("{}: {what}", input.position(loc)));
     };
     for item in &schedule.items {
         let loc = item.loc;
@@ -735,7 +666,7 @@ fn schedule_notes(loaded: &Loaded) -> Vec<String> {
 /// The AICore entry of one kernel (or part): regions from the runtime's descriptors (views,
 /// no copies), scalars from the argument words after them, the task's status slot last, then
 /// the emitted body. Its own checks' messages are appended to `messages`.
-fn kernel_wrapper(loaded: &Loaded, k: &KernelDecl, messages: &mut Vec<String>) -> String {
+fn kernel_wrapper(input: &Input<'_>, k: &KernelDecl, messages: &mut Vec<String>) -> String {
     let name = &k.name.name;
     let mut out = String::new();
     let _ = writeln!(
@@ -744,7 +675,7 @@ fn kernel_wrapper(loaded: &Loaded, k: &KernelDecl, messages: &mut Vec<String>) -
          #include <cstdint>\n\n\
          #include \"{name}.hpp\"\n#include \"pto_wsp_aicore.hpp\"\n#include \"pipe_sync.h\"\n\n\
          #ifndef __aicore__\n#define __aicore__ [aicore]\n#endif\n",
-        loaded.source.position(k.name.loc)
+        input.position(k.name.loc)
     );
     let regions: Vec<(&str, DType)> = k
         .params
@@ -819,7 +750,7 @@ struct RunnerFacts<'a> {
 }
 
 /// The runner: the tree's facts as Python literals, then the shared body.
-fn runner(loaded: &Loaded, f: &RunnerFacts<'_>) -> String {
+fn runner(input: &Input<'_>, f: &RunnerFacts<'_>) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -828,7 +759,8 @@ fn runner(loaded: &Loaded, f: &RunnerFacts<'_>) -> String {
          (the platform defaults to {}, the one it was emitted for). Needs only numpy and an\n\
          installed simpler (scripts/prepare-simpler.sh in pto-wsp), and `g++-15` on PATH for the\n\
          simulated kernels.\n\"\"\"\n",
-        loaded.source.name, f.platform
+        input.name(),
+        f.platform
     );
     out.push_str("TENSORS = [\n");
     for t in f.tensors {
@@ -893,7 +825,7 @@ fn runner(loaded: &Loaded, f: &RunnerFacts<'_>) -> String {
 }
 
 fn readme(
-    loaded: &Loaded,
+    input: &Input<'_>,
     notes: &[String],
     kernel_tasks: usize,
     barrier_tasks: usize,
@@ -907,7 +839,7 @@ fn readme(
          - `kernel_NAME.cpp`: the AICore entry of each kernel (`NAME.hpp`: its body in PTO-ISA, legal on a2a3: tiles placed in their buffers, pipes synchronised; a kernel using the cube and the vector core runs as parts `NAME_partI`, one task each).\n\
          - `runner.py IN_DIR OUT_DIR`: builds with simpler's compiler, runs on `{platform}` (the platform it was emitted for; `--platform` picks the other), reads `IN_DIR/NAME.npy` (missing tensors start zeroed), writes `OUT_DIR/NAME.npy` for {}; a kernel's failed check is reported with its message and the run fails.\n\n\
          ## Notes: schedule directives the runtime does not honour, kernels split into parts\n\n",
-        loaded.source.name,
+        input.name(),
         written.join(", ")
     );
     if notes.is_empty() {
@@ -917,31 +849,4 @@ fn readme(
         let _ = writeln!(out, "- {n}");
     }
     out
-}
-
-/// What `pto-wsp emit ascend` prints after writing `tree` to `dir`.
-pub fn summary(tree: &AscendTree, dir: &std::path::Path) -> String {
-    let aic = tree.kernels.iter().filter(|k| k.core == Core::Aic).count();
-    let pairs: usize = tree.kernels.iter().map(|k| k.sync_pairs).sum();
-    let barriers: usize = tree.kernels.iter().map(|k| k.sync_barriers).sum();
-    let doubled: usize = tree.kernels.iter().map(|k| k.doubled).sum();
-    let mut s = format!(
-        "emitted an Ascend workload ({} kernel task(s), submitted as {} AICore task(s), {} barrier task(s), {} edge(s) under the bindings) to {}\n\
-         {} AICore kernel(s) ({aic} cube, {} vector), legal on {}; pipes ordered by {pairs} set/wait pair(s) and {barriers} vector barrier(s), {doubled} tile(s) double-buffered in loops\n\
-         run: python {}/runner.py IN_DIR OUT_DIR (writes {})\n",
-        tree.kernel_tasks,
-        tree.part_tasks,
-        tree.barrier_tasks,
-        tree.edges.len(),
-        dir.display(),
-        tree.kernels.len(),
-        tree.kernels.len() - aic,
-        pto_wsp::ir::device::DEVICE,
-        dir.display(),
-        tree.written.join(", ")
-    );
-    for n in &tree.notes {
-        let _ = writeln!(s, "note: {n}");
-    }
-    s
 }
