@@ -35,13 +35,13 @@ use pto_wsp_graph::ExecDomain;
 use pto_wsp_graph::builder::GraphBuilder;
 use pto_wsp_graph::feed::{BARRIER_KERNEL, NoHooks, feed};
 use pto_wsp_graph::types::access_from_code;
-use pto_wsp_ir::kernel_body::{KStmt, KStmtKind, TileKind};
+use pto_wsp_ir::device::{Core, alloc, check, split, sync};
 use pto_wsp_ir::resolve::{Resolved, Unsupported};
 use pto_wsp_ir::schedule::{
     DepsMode, Dispatch, PoolsPolicy, ReadyPolicy, ScheduleItemKind, StartPolicy, TaskGraphItem,
     Timing, TracePolicy, WindowMode,
 };
-use pto_wsp_ir::{Access, DType, ExecPool, ExpandOptions, KernelDecl, Loc, ParamKind, ParamType};
+use pto_wsp_ir::{DType, ExpandOptions, KernelDecl, Loc, ParamKind, ParamType};
 use std::fmt::Write as _;
 
 /// The back end's name in the registry.
@@ -71,8 +71,10 @@ pub struct AscendTree {
     pub files: Files,
     /// Schedule directives the runtime cannot honour (and other notes), each with its place.
     pub notes: Vec<String>,
-    /// Kernel tasks the orchestration submits.
+    /// Kernel tasks of the workload (ours: one per `task`).
     pub kernel_tasks: usize,
+    /// Kernel tasks the orchestration submits: one per part of a split kernel.
+    pub part_tasks: usize,
     /// Barrier (dummy) tasks it submits.
     pub barrier_tasks: usize,
     /// Our builder's edges `(pred, succ)` over the submitted tasks (kernel and barrier
@@ -82,6 +84,8 @@ pub struct AscendTree {
     pub barriers: Vec<bool>,
     /// The tensors the workload writes (the runner's outputs).
     pub written: Vec<String>,
+    /// The AICore kernels, in function-id order.
+    pub kernels: Vec<DeviceKernel>,
 }
 
 /// The runtime-side facts of one module tensor.
@@ -104,47 +108,6 @@ fn dtype_names(d: DType) -> Option<(&'static str, &'static str)> {
         DType::U8 => ("uint8", "UINT8"),
         DType::Bf16 => return None,
     })
-}
-
-/// Whether a kernel body declares cube tiles, and vector tiles.
-fn tile_kinds(body: &[KStmt], cube: &mut bool, vector: &mut bool) {
-    for s in body {
-        match &s.kind {
-            KStmtKind::Tile(t) => match t.kind {
-                TileKind::Vec => *vector = true,
-                _ => *cube = true,
-            },
-            KStmtKind::For { body, .. } => tile_kinds(body, cube, vector),
-            KStmtKind::If {
-                then_body,
-                else_body,
-                ..
-            } => {
-                tile_kinds(then_body, cube, vector);
-                tile_kinds(else_body, cube, vector);
-            }
-            _ => {}
-        }
-    }
-}
-
-/// The core a kernel's tasks are submitted to (`aic` or `aiv`), and whether it mixes cube and
-/// vector tiles (one AICore cannot run both on a device).
-fn core_of(k: &KernelDecl) -> (&'static str, bool) {
-    let (mut cube, mut vector) = (false, false);
-    tile_kinds(k.body.as_deref().unwrap_or(&[]), &mut cube, &mut vector);
-    let core = match k.pool {
-        ExecPool::Cube => "aic",
-        ExecPool::Vector => "aiv",
-        ExecPool::Any => {
-            if cube {
-                "aic"
-            } else {
-                "aiv"
-            }
-        }
-    };
-    (core, cube && vector)
 }
 
 /// The first construct of `res` the Ascend back end cannot express, with its location: a CSP
@@ -350,44 +313,116 @@ pub fn emit(input: &Input<'_>, target: &str) -> Result<AscendTree, EmitError> {
         )));
     }
 
-    // Kernels: every kernel a task may run (tier variants included), in module order, must
-    // have a body.
+    // Kernels: every kernel a task may run (tier variants included), in module order, has a
+    // body (`unsupported`) and follows the device rules; each becomes one part per core it uses
+    // (one for most), each part one AICore kernel with its own function id.
     // A kernel with tiers never runs itself: its variants do.
     let used: Vec<bool> = (0..module.kernels.len())
         .map(|k| res.kernels_used[k] && res.tiers[k].is_none())
         .collect();
-    let mut func_id = vec![u32::MAX; module.kernels.len()];
-    let mut kernels = Vec::new();
-    let mut notes = Vec::new();
     for (ki, k) in module.kernels.iter().enumerate().filter(|(i, _)| used[*i]) {
-        let (core, mixed) = core_of(k);
-        if mixed {
-            let what = format!(
-                "kernel `{}` ({}) uses cube (left / right / acc / mat) and vector tiles: one \
-                 AICore runs one of them",
-                k.name.name,
-                input.position(k.name.loc)
-            );
-            if device {
-                return Err(refuse(
-                    k.name.loc,
-                    format!("{what}; split it into a cube and a vector kernel"),
-                ));
-            }
+        let _ = ki;
+        if let Some(e) = check::check_kernel(k).into_iter().next() {
+            return Err(e.into());
+        }
+    }
+    let mut parts: Vec<EmittedPart> = Vec::new();
+    let mut plans: Vec<Option<orch::KernelPlan>> = vec![None; module.kernels.len()];
+    let mut notes = Vec::new();
+    // Status code c is messages[c - 1].
+    let mut messages: Vec<String> = Vec::new();
+    let names: std::collections::HashSet<&str> = module
+        .kernels
+        .iter()
+        .map(|k| k.name.name.as_str())
+        .collect();
+    for (ki, k) in module.kernels.iter().enumerate().filter(|(i, _)| used[*i]) {
+        let split = split::split(k)?;
+        if split.parts.len() > 1 {
             notes.push(format!(
-                "{what}; a2a3sim runs it on one simulated {core} core, a device could not"
+                "{}: kernel `{}` uses the cube and the vector core: each of its tasks runs as {} \
+                 dependent tasks ({}), joined through global memory the runtime allocates",
+                input.position(k.name.loc),
+                k.name.name,
+                split.parts.len(),
+                split
+                    .parts
+                    .iter()
+                    .map(|p| format!("`{}` on {}", p.kernel.name.name, p.core.runtime()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
-        let header = emit_kernel(k, input)?;
-        func_id[ki] = kernels.len() as u32;
-        kernels.push((ki, core, header));
+        let mut plan = orch::KernelPlan {
+            parts: Vec::new(),
+            scratch: split.scratch.clone(),
+        };
+        for part in split.parts {
+            let pname = part.kernel.name.name.clone();
+            if pname != k.name.name && names.contains(pname.as_str()) {
+                return Err(refuse(
+                    k.name.loc,
+                    format!(
+                        "kernel `{}` is split into parts named `{pname}`…, but the module already \
+                         has a kernel `{pname}`; rename it",
+                        k.name.name
+                    ),
+                ));
+            }
+            let located = EmitError::from;
+            // Loops double-buffer what they load afresh each iteration, when the buffers have
+            // room for the second copies; otherwise every tile has one buffer.
+            let mut doubles = sync::find_doubles(&part.kernel);
+            let alloc = match alloc::plan_with(&part.kernel, &doubles.decls()) {
+                Ok(a) => a,
+                Err(_) => {
+                    doubles = sync::Doubles::default();
+                    alloc::plan(&part.kernel).map_err(located)?
+                }
+            };
+            let sync = sync::plan_with(&part.kernel, &doubles);
+            let mode = crate::ptoisa::Mode::Device {
+                alloc: &alloc,
+                sync: &sync,
+                doubles: &doubles,
+            };
+            let text = emit_kernel(&part.kernel, input, mode, messages.len() as i64 + 1)?;
+            messages.extend(text.messages.iter().cloned());
+            let wrapper = kernel_wrapper(input, &part.kernel, &mut messages);
+            plan.parts.push(orch::PartPlan {
+                func: parts.len() as u32,
+                core: part.core,
+                params: part.params.clone(),
+            });
+            parts.push(EmittedPart {
+                name: pname,
+                core: part.core,
+                header: text.text,
+                wrapper,
+                decl: part.kernel,
+                kinds: part.params,
+                first: plan.parts.len() == 1,
+                sync_pairs: sync.pairs,
+                sync_barriers: sync.barriers,
+                doubled: doubles.len(),
+            });
+        }
+        plans[ki] = Some(plan);
     }
-    if kernels.len() > MAX_KERNELS {
+    if parts.len() > MAX_KERNELS {
         return Err(EmitError::plain(format!(
             "{} kernels; the runtime dispatches at most {MAX_KERNELS}",
-            kernels.len()
+            parts.len()
         )));
     }
+    // Tier variants run in place of the kernel a task names: a task takes as many status slots
+    // as the most parts any kernel has.
+    let max_parts = plans
+        .iter()
+        .flatten()
+        .map(|p| p.parts.len())
+        .max()
+        .unwrap_or(1);
 
     // Tensors.
     let mut facts = Vec::new();
@@ -421,6 +456,20 @@ pub fn emit(input: &Input<'_>, target: &str) -> Result<AscendTree, EmitError> {
     let barrier_tasks = barriers.iter().filter(|b| **b).count();
     let kernel_tasks = graph.tasks.len() - barrier_tasks;
 
+    // Tasks as the runtime sees them: every part of a split kernel is a task of its own.
+    let part_tasks: usize = graph
+        .tasks
+        .iter()
+        .filter(|t| t.kernel != BARRIER_KERNEL)
+        .map(|t| {
+            plans
+                .get(t.kernel as usize)
+                .and_then(|p| p.as_ref())
+                .map_or(max_parts, |p| p.parts.len())
+        })
+        .sum();
+    let status_slots = (kernel_tasks * max_parts).max(1);
+
     // Files.
     let mut files = vec![
         (
@@ -429,31 +478,36 @@ pub fn emit(input: &Input<'_>, target: &str) -> Result<AscendTree, EmitError> {
         ),
         ("pto_wsp_aicore.hpp".to_string(), AICORE_HPP.to_string()),
     ];
-    for (ki, _, header) in &kernels {
-        let k = &module.kernels[*ki];
-        files.push((format!("{}.hpp", k.name.name), header.clone()));
-        files.push((
-            format!("kernel_{}.cpp", k.name.name),
-            kernel_wrapper(input, k),
-        ));
-    }
-    let mut kernel_of = vec![None; module.kernels.len()];
-    for (f, (ki, core, _)) in kernels.iter().enumerate() {
-        kernel_of[*ki] = Some((f as u32, *core == "aic"));
+    for p in &parts {
+        files.push((format!("{}.hpp", p.name), p.header.clone()));
+        files.push((format!("kernel_{}.cpp", p.name), p.wrapper.clone()));
     }
     let orch = orch::orchestration(&orch::OrchInput {
         input,
         shapes: store.infos().iter().map(|i| i.shape.clone()).collect(),
-        kernels: kernel_of,
+        kernels: plans,
     });
     files.push(("orchestration.cpp".to_string(), orch));
     files.push(("pto_wsp_orch.hpp".to_string(), ORCH_HPP.to_string()));
     let window = config
         .task_window
         .map(|(n, _)| (n + 1).next_power_of_two().max(4));
+    let platform = if device { "a2a3" } else { "a2a3sim" };
     files.push((
         "runner.py".to_string(),
-        runner(input, &facts, &kernels, kernel_tasks, barrier_tasks, window),
+        runner(
+            input,
+            &RunnerFacts {
+                tensors: &facts,
+                parts: &parts,
+                messages: &messages,
+                kernel_tasks: part_tasks,
+                barrier_tasks,
+                window,
+                platform,
+                status_slots,
+            },
+        ),
     ));
     let written: Vec<String> = facts
         .iter()
@@ -462,17 +516,60 @@ pub fn emit(input: &Input<'_>, target: &str) -> Result<AscendTree, EmitError> {
         .collect();
     files.push((
         "README.md".to_string(),
-        readme(input, &notes, kernel_tasks, barrier_tasks, &written),
+        readme(input, &notes, part_tasks, barrier_tasks, &written, platform),
     ));
     Ok(AscendTree {
         files,
         notes,
         kernel_tasks,
+        part_tasks,
         barrier_tasks,
         edges,
         barriers,
         written,
+        kernels: parts
+            .iter()
+            .map(|p| DeviceKernel {
+                name: p.name.clone(),
+                core: p.core,
+                first_part: p.first,
+                sync_pairs: p.sync_pairs,
+                sync_barriers: p.sync_barriers,
+                doubled: p.doubled,
+            })
+            .collect(),
     })
+}
+
+/// One emitted AICore kernel (a kernel, or a part of a split one).
+struct EmittedPart {
+    name: String,
+    core: Core,
+    header: String,
+    wrapper: String,
+    decl: KernelDecl,
+    kinds: Vec<split::PartParam>,
+    first: bool,
+    sync_pairs: usize,
+    sync_barriers: usize,
+    doubled: usize,
+}
+
+/// What the tree's summary and tests know of each AICore kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceKernel {
+    /// The kernel's name (`NAME` of `kernel_NAME.cpp`).
+    pub name: String,
+    /// The core it runs on.
+    pub core: Core,
+    /// Whether it is the first (or only) part of its kernel.
+    pub first_part: bool,
+    /// `set_flag` / `wait_flag` pairs the sync planner placed.
+    pub sync_pairs: usize,
+    /// `pipe_barrier(PIPE_V)`s it placed.
+    pub sync_barriers: usize,
+    /// Tiles its loops double-buffer.
+    pub doubled: usize,
 }
 
 /// What the runtime does with each schedule directive it cannot honour as written.
@@ -566,89 +663,107 @@ fn schedule_notes(input: &Input<'_>) -> Vec<String> {
     notes
 }
 
-/// The AICore entry of one kernel: regions from the runtime's descriptors, scalars from the
-/// argument words after them, then the emitted body.
-fn kernel_wrapper(input: &Input<'_>, k: &KernelDecl) -> String {
+/// The AICore entry of one kernel (or part): regions from the runtime's descriptors (views,
+/// no copies), scalars from the argument words after them, the task's status slot last, then
+/// the emitted body. Its own checks' messages are appended to `messages`.
+fn kernel_wrapper(input: &Input<'_>, k: &KernelDecl, messages: &mut Vec<String>) -> String {
     let name = &k.name.name;
     let mut out = String::new();
     let _ = writeln!(
         out,
         "// Generated by `pto-wsp emit ascend`: AICore entry of kernel `{name}` ({}). Do not edit.\n\
-         #include <cstdint>\n#include <exception>\n\n\
+         #include <cstdint>\n\n\
          #include \"{name}.hpp\"\n#include \"pto_wsp_aicore.hpp\"\n#include \"pipe_sync.h\"\n\n\
          #ifndef __aicore__\n#define __aicore__ [aicore]\n#endif\n",
         input.position(k.name.loc)
     );
-    let regions: Vec<(&str, DType, Access)> = k
+    let regions: Vec<(&str, DType)> = k
         .params
         .iter()
         .filter_map(|p| match &p.kind {
-            ParamKind::Tile { dtype, access, .. } => Some((p.name.name.as_str(), *dtype, *access)),
+            ParamKind::Tile { dtype, .. } => Some((p.name.name.as_str(), *dtype)),
             _ => None,
         })
         .collect();
+    let scalars = k.scalar_types();
     let n = regions.len();
-    out.push_str("extern \"C\" __aicore__ void kernel_entry(__gm__ int64_t *args)\n{\n    try {\n");
-    let mut call = Vec::new();
-    for (i, (pname, dtype, _)) in regions.iter().enumerate() {
+    out.push_str("extern \"C\" __aicore__ void kernel_entry(__gm__ int64_t *args)\n{\n");
+    let _ = writeln!(
+        out,
+        "    __gm__ pto_wsp_rt::Status *st = reinterpret_cast<__gm__ pto_wsp_rt::Status *>(static_cast<uintptr_t>(args[{}]));",
+        n + scalars.len()
+    );
+    for (i, (pname, dtype)) in regions.iter().enumerate() {
         let e = if *dtype == DType::F16 {
             "half"
         } else {
             "float"
         };
+        messages.push(format!(
+            "kernel `{name}`: region {i} (`{pname}`): its columns are not adjacent in memory (stride {{0}})"
+        ));
+        let code = messages.len();
+        messages.push(format!(
+            "kernel `{name}`: region {i} (`{pname}`): its rows need more than two strides (a view of rank {{0}})"
+        ));
         let _ = writeln!(
             out,
-            "        pto_wsp_aicore::Region<{e}> r{i}(args[{i}]); // {pname}"
+            "    pto_wsp_rt::Gm<{e}> r{i}{{}};\n    if (!pto_wsp_aicore::region(st, {code}, args[{i}], r{i})) {{\n        pipe_sync();\n        return;\n    }}"
         );
-        call.push(format!("r{i}.data(), r{i}.rows, r{i}.cols"));
     }
-    for (j, t) in k.scalar_types().iter().enumerate() {
-        let a = format!("static_cast<uint64_t>(args[{}])", n + j);
-        call.push(match t {
-            ParamType::Bool => format!("({a} != 0)"),
-            ParamType::I64 | ParamType::U64 => format!("static_cast<int64_t>({a})"),
-            ParamType::F32 | ParamType::F64 => format!("pto_wsp_rt::f32_param({a})"),
-        });
-    }
-    let _ = writeln!(out, "        pto_wsp_kernels::{name}({});", call.join(", "));
-    for (i, (_, _, access)) in regions.iter().enumerate() {
-        if access.writes() {
-            let _ = writeln!(out, "        r{i}.finish();");
+    // The kernel's parameters in declaration order: the runtime passes every tensor first, then
+    // the scalars.
+    let mut call = vec!["st".to_string()];
+    let (mut ri, mut sj) = (0, 0);
+    for p in &k.params {
+        match p.kind {
+            ParamKind::Tile { .. } => {
+                call.push(format!("r{ri}"));
+                ri += 1;
+            }
+            ParamKind::Scalar(t) => {
+                let a = format!("static_cast<uint64_t>(args[{}])", n + sj);
+                sj += 1;
+                call.push(match t {
+                    ParamType::Bool => format!("({a} != 0)"),
+                    ParamType::I64 | ParamType::U64 => format!("static_cast<int64_t>({a})"),
+                    ParamType::F32 | ParamType::F64 => format!("pto_wsp_rt::f32_param({a})"),
+                });
+            }
         }
     }
-    let _ = writeln!(
-        out,
-        "    }} catch (const std::exception &e) {{\n        pto_wsp_aicore::fail({}, e.what());\n    }}\n    pipe_sync();\n}}",
-        c_str(name)
-    );
+    let _ = writeln!(out, "    pto_wsp_kernels::{name}({});", call.join(", "));
+    out.push_str("    pipe_sync();\n}\n");
     out
 }
 
-fn c_str(s: &str) -> String {
-    format!("{s:?}")
-}
-
-/// The runner: the tree's facts as Python literals, then the shared body.
-fn runner(
-    input: &Input<'_>,
-    facts: &[TensorFacts],
-    kernels: &[(usize, &'static str, String)],
+/// What the runner is written from.
+struct RunnerFacts<'a> {
+    tensors: &'a [TensorFacts],
+    parts: &'a [EmittedPart],
+    messages: &'a [String],
     kernel_tasks: usize,
     barrier_tasks: usize,
     window: Option<u64>,
-) -> String {
-    let module = input.resolved.module;
+    platform: &'static str,
+    status_slots: usize,
+}
+
+/// The runner: the tree's facts as Python literals, then the shared body.
+fn runner(input: &Input<'_>, f: &RunnerFacts<'_>) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
         "#!/usr/bin/env python3\n\"\"\"Runs the workload of {} on simpler (generated by `pto-wsp emit ascend`; do not edit).\n\n\
          Usage: python runner.py IN_DIR OUT_DIR [--platform a2a3sim|a2a3] [--pto-isa-root DIR]\n\
-         Needs only numpy and an installed simpler (scripts/prepare-simpler.sh in pto-wsp), and\n\
-         `g++-15` on PATH for the simulated kernels.\n\"\"\"\n",
-        input.name()
+         (the platform defaults to {}, the one it was emitted for). Needs only numpy and an\n\
+         installed simpler (scripts/prepare-simpler.sh in pto-wsp), and `g++-15` on PATH for the\n\
+         simulated kernels.\n\"\"\"\n",
+        input.name(),
+        f.platform
     );
     out.push_str("TENSORS = [\n");
-    for t in facts {
+    for t in f.tensors {
         let _ = writeln!(
             out,
             "    {{\"name\": {:?}, \"shape\": [{}], \"numpy\": {:?}, \"simpler\": {:?}, \"written\": {}}},",
@@ -664,35 +779,46 @@ fn runner(
         );
     }
     out.push_str("]\nKERNELS = [\n");
-    for (f, (ki, core, _)) in kernels.iter().enumerate() {
-        let k = &module.kernels[*ki];
-        let sig: Vec<String> = k
+    for (fid, p) in f.parts.iter().enumerate() {
+        let sig: Vec<&str> = p
+            .decl
             .params
             .iter()
-            .filter_map(|p| match &p.kind {
-                ParamKind::Tile { access, .. } => Some(
-                    if access.writes() {
-                        "\"INOUT\""
-                    } else {
-                        "\"IN\""
-                    }
-                    .to_string(),
-                ),
+            .zip(&p.kinds)
+            .filter_map(|(prm, kind)| match (&prm.kind, kind) {
+                (ParamKind::Tile { .. }, split::PartParam::Scratch { output: true, .. }) => {
+                    Some("\"OUT\"")
+                }
+                (ParamKind::Tile { access, .. }, _) => Some(if access.writes() {
+                    "\"INOUT\""
+                } else {
+                    "\"IN\""
+                }),
                 _ => None,
             })
             .collect();
         let _ = writeln!(
             out,
-            "    {{\"func_id\": {f}, \"name\": {:?}, \"file\": \"kernel_{}.cpp\", \"core\": {core:?}, \"signature\": [{}]}},",
-            k.name.name,
-            k.name.name,
+            "    {{\"func_id\": {fid}, \"name\": {:?}, \"file\": \"kernel_{}.cpp\", \"core\": {:?}, \"first_part\": {}, \"signature\": [{}]}},",
+            p.name,
+            p.name,
+            p.core.runtime(),
+            if p.first { "True" } else { "False" },
             sig.join(", ")
         );
     }
+    out.push_str("]\nMESSAGES = [\n");
+    for m in f.messages {
+        let _ = writeln!(out, "    {m:?},");
+    }
     let _ = writeln!(
         out,
-        "]\nKERNEL_TASKS = {kernel_tasks}\nBARRIER_TASKS = {barrier_tasks}\nRING_TASK_WINDOW = {}",
-        window.map_or("None".to_string(), |w| w.to_string())
+        "]\nKERNEL_TASKS = {}\nBARRIER_TASKS = {}\nRING_TASK_WINDOW = {}\nPLATFORM = {:?}\nSTATUS_SLOTS = {}",
+        f.kernel_tasks,
+        f.barrier_tasks,
+        f.window.map_or("None".to_string(), |w| w.to_string()),
+        f.platform,
+        f.status_slots
     );
     out.push_str(RUNNER_BODY);
     out
@@ -704,14 +830,15 @@ fn readme(
     kernel_tasks: usize,
     barrier_tasks: usize,
     written: &[String],
+    platform: &str,
 ) -> String {
     let mut out = format!(
         "# {} for the Ascend runtime (simpler, tensormap_and_ringbuffer)\n\n\
          Generated by `pto-wsp emit ascend`; do not edit.\n\n\
          - `orchestration.cpp`: the workload's loops and conditions as C++ (with `pto_wsp_orch.hpp`); under the bindings given at emit time it submits {kernel_tasks} kernel task(s) and {barrier_tasks} barrier task(s).\n\
-         - `kernel_NAME.cpp`: the AICore entry of each kernel (`NAME.hpp`: its body in PTO-ISA).\n\
-         - `runner.py IN_DIR OUT_DIR`: builds with simpler's compiler, runs on `a2a3sim` (or `--platform a2a3`), reads `IN_DIR/NAME.npy` (missing tensors start zeroed), writes `OUT_DIR/NAME.npy` for {}.\n\n\
-         ## Schedule directives the runtime does not honour\n\n",
+         - `kernel_NAME.cpp`: the AICore entry of each kernel (`NAME.hpp`: its body in PTO-ISA, legal on a2a3: tiles placed in their buffers, pipes synchronised; a kernel using the cube and the vector core runs as parts `NAME_partI`, one task each).\n\
+         - `runner.py IN_DIR OUT_DIR`: builds with simpler's compiler, runs on `{platform}` (the platform it was emitted for; `--platform` picks the other), reads `IN_DIR/NAME.npy` (missing tensors start zeroed), writes `OUT_DIR/NAME.npy` for {}; a kernel's failed check is reported with its message and the run fails.\n\n\
+         ## Notes: schedule directives the runtime does not honour, kernels split into parts\n\n",
         input.name(),
         written.join(", ")
     );

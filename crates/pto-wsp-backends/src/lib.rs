@@ -88,6 +88,12 @@ impl Diagnostic for EmitError {
     }
 }
 
+impl From<pto_wsp_ir::device::check::DeviceError> for EmitError {
+    fn from(e: pto_wsp_ir::device::check::DeviceError) -> EmitError {
+        EmitError::at(e.loc, format!("{e} (rule: {})", e.source))
+    }
+}
+
 impl From<Unsupported> for EmitError {
     fn from(u: Unsupported) -> EmitError {
         EmitError::at(u.loc, u.to_string())

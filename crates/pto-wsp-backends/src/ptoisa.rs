@@ -13,22 +13,22 @@
 //! (`pto_wsp_ir::tile_isa::CppForm`); an instruction PTO-ISA lacks, an element type or an
 //! expression the emitter cannot write is an [`EmitError`] at the statement's
 //! `file:line:column`, naming the kernel and the instruction, and nothing is emitted. The
-//! emitted kernels raise the same shape errors as the CPU executor (a region part out of its
-//! region, a valid size out of its tile) with the same messages.
+//! emitted kernels report the same shape errors as the CPU executor (a region part out of its
+//! region, a valid size out of its tile) with the same messages, as status codes whose messages
+//! the driver prints (the kernel text is legal AI Core code: `ptoisa/kernel.rs`).
 //!
 //! Tile mapping: PTO-ISA tiles need 32-byte aligned rows (vector tiles) and whole fractals
 //! (left / right / accumulator tiles), so each tile is declared with its shape rounded up to
-//! those units and its valid rows × cols set to ours (always `DYNAMIC`, so that tiles of one
-//! declared shape share one C++ type): the padding is never read.
+//! those units (`pto_wsp_ir::device::padded_shape`) and its valid rows × cols set to ours
+//! (always `DYNAMIC`, so that tiles of one declared shape share one C++ type): the padding is
+//! never read.
+
+pub(crate) mod kernel;
 
 use crate::{EmitError, Files, Input};
-use pto_wsp_ir::kernel_body::{InstArg, KStmt, KStmtKind, TileDecl, TileKind};
-use pto_wsp_ir::tile_isa::{CppForm, Operand};
-use pto_wsp_ir::{
-    BinOp, DType, ExpandOptions, Expr, KernelDecl, Loc, ParamKind, ParamType, UnOp, Value,
-};
+pub(crate) use kernel::{Mode, c_str, elem, emit_kernel};
+use pto_wsp_ir::{ExpandOptions, Loc, ParamType, Value};
 use pto_wsp_kernels::TensorStore;
-use std::collections::HashMap;
 use std::fmt::Write as _;
 
 /// The most tasks a driver is written for (each task is a few lines of straight-line C++).
@@ -46,7 +46,7 @@ pub(crate) const RT_HPP: &str = include_str!("ptoisa/pto_wsp_rt.hpp");
 const HOST_HPP: &str = include_str!("ptoisa/pto_wsp_host.hpp");
 
 /// A kernel-body construct the emitter cannot write as PTO-ISA C++, at `loc`.
-fn kernel_error(kernel: &str, message: impl std::fmt::Display, loc: Loc) -> EmitError {
+pub(crate) fn kernel_error(kernel: &str, message: impl std::fmt::Display, loc: Loc) -> EmitError {
     EmitError::at(
         loc,
         format!("kernel `{kernel}`: cannot emit PTO-ISA C++: {message}"),
@@ -76,9 +76,12 @@ pub fn emit_kernels(input: &Input<'_>) -> Result<Emitted, EmitError> {
     let module = input.resolved.module;
     let mut files = vec![("pto_wsp_rt.hpp".to_string(), RT_HPP.to_string())];
     let mut kernels = Vec::new();
+    // Status code c is messages[c - 1].
+    let mut messages: Vec<String> = Vec::new();
     for k in module.kernels.iter().filter(|k| k.body.is_some()) {
-        let text = emit_kernel(k, input)?;
-        files.push((format!("{}.hpp", k.name.name), text));
+        let text = emit_kernel(k, input, Mode::Host, messages.len() as i64 + 1)?;
+        files.push((format!("{}.hpp", k.name.name), text.text));
+        messages.extend(text.messages);
         kernels.push(k.name.name.clone());
     }
     if kernels.is_empty() {
@@ -100,7 +103,7 @@ pub fn emit_kernels(input: &Input<'_>) -> Result<Emitted, EmitError> {
              tasks one by one and is limited to that many"
         )));
     }
-    let driver = emit_driver(input, &store, &expansion.tasks, &kernels)?;
+    let driver = emit_driver(input, &store, &expansion.tasks, &kernels, &messages)?;
     files.push(("driver.cpp".to_string(), driver.text));
     files.push(("pto_wsp_host.hpp".to_string(), HOST_HPP.to_string()));
     files.push(("Makefile".to_string(), MAKEFILE.to_string()));
@@ -150,579 +153,6 @@ clean:
 .PHONY: run clean
 ";
 
-/// The C++ element type of a tile or region.
-fn elem(dtype: DType) -> Option<&'static str> {
-    match dtype {
-        DType::F32 => Some("float"),
-        DType::F16 => Some("half"),
-        _ => None,
-    }
-}
-
-fn round_up(n: u64, unit: u64) -> u64 {
-    n.div_ceil(unit) * unit
-}
-
-/// The PTO-ISA C++ type of a tile (see the module docs for the padding).
-fn tile_type(t: &TileDecl) -> Result<String, String> {
-    let e = elem(t.dtype).ok_or_else(|| {
-        format!(
-            "tile `{}` is {}: the emitter writes f32 and f16 tiles only (PTO-ISA's CPU \
-             simulation has no bf16 matmul)",
-            t.name, t.dtype
-        )
-    })?;
-    // Elements in 32 bytes, and the 16-row / 16-column fractal units.
-    let align = 32 / t.dtype.size_bytes() as u64;
-    let rows16 = |r: u64| if r == 1 { 1 } else { round_up(r, 16) };
-    Ok(match t.kind {
-        TileKind::Vec => format!(
-            "pto::Tile<pto::TileType::Vec, {e}, {}, {}, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>",
-            t.rows,
-            round_up(t.cols, align)
-        ),
-        TileKind::Mat => format!(
-            "pto::Tile<pto::TileType::Mat, {e}, {}, {}, pto::BLayout::ColMajor, pto::DYNAMIC, pto::DYNAMIC, pto::SLayout::RowMajor, 512>",
-            rows16(t.rows),
-            round_up(t.cols, align)
-        ),
-        TileKind::Left => format!(
-            "pto::TileLeft<{e}, {}, {}, pto::DYNAMIC, pto::DYNAMIC>",
-            rows16(t.rows),
-            round_up(t.cols, align)
-        ),
-        TileKind::Right => format!(
-            "pto::TileRight<{e}, {}, {}, pto::DYNAMIC, pto::DYNAMIC>",
-            round_up(t.rows, align),
-            round_up(t.cols, 16)
-        ),
-        TileKind::Acc => format!(
-            "pto::TileAcc<{e}, {}, {}, pto::DYNAMIC, pto::DYNAMIC>",
-            rows16(t.rows),
-            round_up(t.cols, 16)
-        ),
-    })
-}
-
-/// A C++ string literal of `s`.
-fn c_str(s: &str) -> String {
-    let mut out = String::from("\"");
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// What the names of one kernel mean while its body is written.
-struct KernelCx<'a> {
-    decl: &'a KernelDecl,
-    input: &'a Input<'a>,
-    /// Tiles declared so far: name → declaration.
-    tiles: HashMap<String, TileDecl>,
-    /// Tile parameters: name → (region index, element type).
-    globals: HashMap<String, (usize, DType)>,
-    /// Float scalar parameters.
-    floats: Vec<String>,
-    /// Counter for fresh C++ names.
-    fresh: usize,
-}
-
-impl KernelCx<'_> {
-    fn err(&self, loc: Loc, message: String) -> EmitError {
-        kernel_error(&self.decl.name.name, message, loc)
-    }
-
-    /// An integer or boolean expression as C++ (names are the `v_` locals and parameters).
-    fn expr(&self, e: &Expr, loc: Loc, where_: &str) -> Result<String, EmitError> {
-        Ok(match e {
-            Expr::Int(v) => format!("int64_t{{{v}}}"),
-            Expr::UInt(v) => format!("static_cast<int64_t>(UINT64_C({v}))"),
-            Expr::Bool(b) => b.to_string(),
-            Expr::Float(_) => {
-                return Err(self.err(loc, format!("`{e}` is a float where an integer is needed")));
-            }
-            Expr::Name(id) => format!("v_{}", id.name),
-            Expr::Unary(op, x) => {
-                let x = self.expr(x, loc, where_)?;
-                match op {
-                    UnOp::Neg => format!("(-{x})"),
-                    UnOp::Not => format!("(!{x})"),
-                }
-            }
-            Expr::Binary(op, a, b) => {
-                let (a, b) = (self.expr(a, loc, where_)?, self.expr(b, loc, where_)?);
-                let infix = |s: &str| format!("({a} {s} {b})");
-                match op {
-                    BinOp::Add => infix("+"),
-                    BinOp::Sub => infix("-"),
-                    BinOp::Mul => infix("*"),
-                    BinOp::Div => format!("pto_wsp_rt::idiv({a}, {b}, {})", c_str(where_)),
-                    BinOp::Rem => format!("pto_wsp_rt::irem({a}, {b}, {})", c_str(where_)),
-                    BinOp::Min => format!("std::min<int64_t>({a}, {b})"),
-                    BinOp::Max => format!("std::max<int64_t>({a}, {b})"),
-                    BinOp::Eq => infix("=="),
-                    BinOp::Ne => infix("!="),
-                    BinOp::Lt => infix("<"),
-                    BinOp::Le => infix("<="),
-                    BinOp::Gt => infix(">"),
-                    BinOp::Ge => infix(">="),
-                    BinOp::And => infix("&&"),
-                    BinOp::Or => infix("||"),
-                }
-            }
-            Expr::Ternary(c, a, b) => format!(
-                "({} ? {} : {})",
-                self.expr(c, loc, where_)?,
-                self.expr(a, loc, where_)?,
-                self.expr(b, loc, where_)?
-            ),
-        })
-    }
-
-    fn name<'n>(&self, a: &'n InstArg) -> &'n str {
-        match a {
-            InstArg::Name(id) => &id.name,
-            InstArg::Expr(_) => "",
-        }
-    }
-
-    fn body(&mut self, body: &[KStmt], out: &mut String, depth: usize) -> Result<(), EmitError> {
-        let pad = "    ".repeat(depth);
-        let kname = self.decl.name.name.clone();
-        for s in body {
-            let src = self.position(s.loc);
-            match &s.kind {
-                KStmtKind::Tile(t) => {
-                    let ty = tile_type(t).map_err(|m| self.err(s.loc, m))?;
-                    let (vr, vc) = match &t.valid {
-                        None => (
-                            format!("int64_t{{{}}}", t.rows),
-                            format!("int64_t{{{}}}", t.cols),
-                        ),
-                        Some((r, c)) => {
-                            (self.expr(r, s.loc, &kname)?, self.expr(c, s.loc, &kname)?)
-                        }
-                    };
-                    let n = &t.name.name;
-                    let _ = writeln!(
-                        out,
-                        "{pad}// tile {n}: {} {}[{}, {}] ({src})",
-                        t.kind, t.dtype, t.rows, t.cols
-                    );
-                    let _ = writeln!(out, "{pad}const int64_t vr_{n} = {vr}, vc_{n} = {vc};");
-                    let _ = writeln!(
-                        out,
-                        "{pad}pto_wsp_rt::check_valid({}, {}, vr_{n}, vc_{n}, {}, {});",
-                        c_str(&kname),
-                        c_str(n),
-                        t.rows,
-                        t.cols
-                    );
-                    let _ = writeln!(
-                        out,
-                        "{pad}{ty} t_{n}(static_cast<size_t>(vr_{n}), static_cast<size_t>(vc_{n}));"
-                    );
-                    self.tiles.insert(n.clone(), t.clone());
-                }
-                KStmtKind::Let { name, value } => {
-                    let v = self.expr(value, s.loc, &kname)?;
-                    let _ = writeln!(out, "{pad}const int64_t v_{} = {v};", name.name);
-                }
-                KStmtKind::For { var, count, body } => {
-                    let n = self.expr(count, s.loc, &kname)?;
-                    let _ = writeln!(
-                        out,
-                        "{pad}for (int64_t v_{v} = 0, {v}_n_ = {n}; v_{v} < {v}_n_; ++v_{v}) {{",
-                        v = var.name
-                    );
-                    self.body(body, out, depth + 1)?;
-                    let _ = writeln!(out, "{pad}}}");
-                }
-                KStmtKind::If {
-                    cond,
-                    then_body,
-                    else_body,
-                } => {
-                    let c = self.expr(cond, s.loc, &kname)?;
-                    let _ = writeln!(out, "{pad}if ({c}) {{");
-                    self.body(then_body, out, depth + 1)?;
-                    let _ = writeln!(out, "{pad}}} else {{");
-                    self.body(else_body, out, depth + 1)?;
-                    let _ = writeln!(out, "{pad}}}");
-                }
-                KStmtKind::Inst { op, args } => self.inst(*op, args, s.loc, &src, out, &pad)?,
-            }
-        }
-        Ok(())
-    }
-
-    fn position(&self, loc: Loc) -> String {
-        self.input.position(loc)
-    }
-
-    fn inst(
-        &mut self,
-        op: pto_wsp_ir::TileOp,
-        args: &[InstArg],
-        loc: Loc,
-        src: &str,
-        out: &mut String,
-        pad: &str,
-    ) -> Result<(), EmitError> {
-        let mn = op.mnemonic();
-        let form = op.cpp_form();
-        if let CppForm::Missing(why) = form {
-            return Err(self.err(loc, format!("{mn} has no PTO-ISA equivalent: {why}")));
-        }
-        let kname = self.decl.name.name.clone();
-        let where_ = format!("kernel `{kname}`: {mn}");
-        let written: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        let _ = writeln!(out, "{pad}// {mn}({}) ({src})", written.join(", "));
-        // The element type of the first tile operand: float operands take it.
-        let tile_elem = args
-            .iter()
-            .find_map(|a| self.tiles.get(self.name(a)))
-            .and_then(|t| elem(t.dtype))
-            .unwrap_or("float");
-        let mut cpp: Vec<String> = Vec::new();
-        let mut global: Option<(String, usize, DType)> = None;
-        let mut offsets: Vec<String> = Vec::new();
-        for (i, kind) in op.operands().iter().enumerate() {
-            let a = args.get(i);
-            match kind {
-                Operand::Dst | Operand::Src => {
-                    let n = a.map(|a| self.name(a)).unwrap_or("");
-                    cpp.push(format!("t_{n}"));
-                }
-                Operand::Global => {
-                    let n = a.map(|a| self.name(a)).unwrap_or("");
-                    let Some(&(ri, dt)) = self.globals.get(n) else {
-                        return Err(self.err(loc, format!("{mn}: `{n}` is not a tile parameter")));
-                    };
-                    global = Some((n.to_string(), ri, dt));
-                    cpp.push("gt_".to_string());
-                }
-                Operand::Float => {
-                    let v = match a {
-                        Some(InstArg::Expr(Expr::Float(f))) => format!("{:?}f", f.value() as f32),
-                        Some(InstArg::Name(id)) if self.floats.contains(&id.name) => {
-                            format!("v_{}", id.name)
-                        }
-                        Some(other) => {
-                            return Err(self.err(
-                                loc,
-                                format!("{mn}: float operand `{other}` is not a float literal or a float parameter"),
-                            ));
-                        }
-                        None => "0.0f".to_string(),
-                    };
-                    cpp.push(format!("static_cast<{tile_elem}>({v})"));
-                }
-                Operand::CmpMode => {
-                    return Err(self.err(loc, format!("{mn}: comparison modes are not emitted")));
-                }
-                Operand::OptInt => {
-                    offsets.push(match a {
-                        None => "int64_t{0}".to_string(),
-                        Some(InstArg::Name(id)) => format!("v_{}", id.name),
-                        Some(InstArg::Expr(e)) => self.expr(e, loc, &where_)?,
-                    });
-                }
-            }
-        }
-        if op == pto_wsp_ir::TileOp::Trans {
-            return self.trans(args, loc, out, pad);
-        }
-        let call = match form {
-            CppForm::Direct => format!("{mn}({})", cpp.join(", ")),
-            CppForm::WithTmp => {
-                // A scratch tile shaped like the source (unused by the CPU simulation).
-                self.fresh += 1;
-                let tmp = format!("tmp{}_", self.fresh);
-                let _ = writeln!(
-                    out,
-                    "{pad}decltype({s}) {tmp}({s}.GetValidRow(), {s}.GetValidCol());",
-                    s = cpp[1]
-                );
-                format!("{mn}({}, {tmp})", cpp.join(", "))
-            }
-            CppForm::WithRound => {
-                format!("{mn}({}, pto::RoundMode::CAST_RINT)", cpp.join(", "))
-            }
-            CppForm::AccTwice => format!("{mn}({c}, {c}, {}, {})", cpp[1], cpp[2], c = cpp[0]),
-            CppForm::Missing(_) => unreachable!("refused above"),
-        };
-        match global {
-            None => {
-                let _ = writeln!(out, "{pad}{call};");
-            }
-            Some((g, ri, _)) => {
-                // The tile whose valid part moves: the destination of TLOAD, the source of TSTORE.
-                let t = cpp
-                    .iter()
-                    .find(|c| c.starts_with("t_"))
-                    .cloned()
-                    .unwrap_or_default();
-                let (r0, c0) = (
-                    offsets
-                        .first()
-                        .cloned()
-                        .unwrap_or_else(|| "int64_t{0}".into()),
-                    offsets
-                        .get(1)
-                        .cloned()
-                        .unwrap_or_else(|| "int64_t{0}".into()),
-                );
-                let _ = writeln!(out, "{pad}{{");
-                let _ = writeln!(
-                    out,
-                    "{pad}    auto gt_ = pto_wsp_rt::part(g_{g}, g_{g}_rows, g_{g}_cols, {r0}, {c0}, {t}.GetValidRow(), {t}.GetValidCol(), {ri}, {});",
-                    c_str(&where_)
-                );
-                let _ = writeln!(out, "{pad}    {call};");
-                let _ = writeln!(out, "{pad}}}");
-            }
-        }
-        Ok(())
-    }
-}
-
-impl KernelCx<'_> {
-    /// `TTRANS(dst, src)`. PTO-ISA's CPU `TTRANS` handles plain (vector) tiles only, so a
-    /// left / right / accumulator / matrix operand goes through a vector tile and `TMOV`
-    /// (copies, exact in any order).
-    fn trans(
-        &mut self,
-        args: &[InstArg],
-        loc: Loc,
-        out: &mut String,
-        pad: &str,
-    ) -> Result<(), EmitError> {
-        let (dn, sn) = (self.name(&args[0]), self.name(&args[1]));
-        let (Some(d), Some(s)) = (self.tiles.get(dn).cloned(), self.tiles.get(sn).cloned()) else {
-            return Err(self.err(loc, "TTRANS: operands must be tiles".into()));
-        };
-        self.fresh += 1;
-        let k = self.fresh;
-        let plain = |t: &TileDecl, name: String| TileDecl {
-            name: pto_wsp_ir::Ident::new(name),
-            kind: TileKind::Vec,
-            ..t.clone()
-        };
-        let mut src = format!("t_{sn}");
-        if s.kind != TileKind::Vec {
-            let ty = tile_type(&plain(&s, String::new())).map_err(|m| self.err(loc, m))?;
-            let _ = writeln!(
-                out,
-                "{pad}{ty} tsrc{k}_(t_{sn}.GetValidRow(), t_{sn}.GetValidCol());\n{pad}TMOV(tsrc{k}_, t_{sn});"
-            );
-            src = format!("tsrc{k}_");
-        }
-        let _ = writeln!(
-            out,
-            "{pad}decltype({src}) tmp{k}_({src}.GetValidRow(), {src}.GetValidCol());"
-        );
-        if d.kind == TileKind::Vec {
-            let _ = writeln!(out, "{pad}TTRANS(t_{dn}, {src}, tmp{k}_);");
-        } else {
-            let ty = tile_type(&plain(&d, String::new())).map_err(|m| self.err(loc, m))?;
-            let _ = writeln!(
-                out,
-                "{pad}{ty} tdst{k}_(t_{dn}.GetValidRow(), t_{dn}.GetValidCol());\n\
-                 {pad}TTRANS(tdst{k}_, {src}, tmp{k}_);\n{pad}TMOV(t_{dn}, tdst{k}_);"
-            );
-        }
-        Ok(())
-    }
-}
-
-/// C++ keywords and names a kernel function may not take (other names are prefixed).
-const CPP_RESERVED: &[&str] = &[
-    "alignas",
-    "alignof",
-    "and",
-    "and_eq",
-    "asm",
-    "auto",
-    "bitand",
-    "bitor",
-    "bool",
-    "break",
-    "case",
-    "catch",
-    "char",
-    "char8_t",
-    "char16_t",
-    "char32_t",
-    "class",
-    "compl",
-    "concept",
-    "const",
-    "consteval",
-    "constexpr",
-    "constinit",
-    "const_cast",
-    "continue",
-    "co_await",
-    "co_return",
-    "co_yield",
-    "decltype",
-    "default",
-    "delete",
-    "do",
-    "double",
-    "dynamic_cast",
-    "else",
-    "enum",
-    "explicit",
-    "export",
-    "extern",
-    "false",
-    "float",
-    "for",
-    "friend",
-    "goto",
-    "if",
-    "inline",
-    "int",
-    "long",
-    "main",
-    "mutable",
-    "namespace",
-    "new",
-    "noexcept",
-    "not",
-    "not_eq",
-    "nullptr",
-    "operator",
-    "or",
-    "or_eq",
-    "private",
-    "protected",
-    "public",
-    "register",
-    "reinterpret_cast",
-    "requires",
-    "return",
-    "short",
-    "signed",
-    "sizeof",
-    "static",
-    "static_assert",
-    "static_cast",
-    "struct",
-    "switch",
-    "template",
-    "this",
-    "thread_local",
-    "throw",
-    "true",
-    "try",
-    "typedef",
-    "typeid",
-    "typename",
-    "union",
-    "unsigned",
-    "using",
-    "virtual",
-    "void",
-    "volatile",
-    "wchar_t",
-    "while",
-    "xor",
-    "xor_eq",
-];
-
-/// One kernel as a C++ header: `void NAME(regions..., scalars...)` in namespace
-/// `pto_wsp_kernels`.
-pub(crate) fn emit_kernel(k: &KernelDecl, input: &Input<'_>) -> Result<String, EmitError> {
-    if CPP_RESERVED.contains(&k.name.name.as_str())
-        || k.name.name.starts_with('T') && pto_wsp_ir::TileOp::parse(&k.name.name).is_some()
-    {
-        return Err(kernel_error(
-            &k.name.name,
-            "the kernel's name is a C++ keyword or a PTO-ISA instruction; rename it",
-            k.name.loc,
-        ));
-    }
-    let mut cx = KernelCx {
-        decl: k,
-        input,
-        tiles: HashMap::new(),
-        globals: HashMap::new(),
-        floats: Vec::new(),
-        fresh: 0,
-    };
-    let mut params = Vec::new();
-    let mut ri = 0;
-    for p in &k.params {
-        let n = &p.name.name;
-        match &p.kind {
-            ParamKind::Tile { dtype, .. } => {
-                let e = elem(*dtype).ok_or_else(|| {
-                    cx.err(
-                        p.name.loc,
-                        format!("tile parameter `{n}` is {dtype}: the emitter writes f32 and f16 regions only"),
-                    )
-                })?;
-                params.push(format!(
-                    "{e} *g_{n}, int64_t g_{n}_rows, int64_t g_{n}_cols"
-                ));
-                cx.globals.insert(n.clone(), (ri, *dtype));
-                ri += 1;
-            }
-            ParamKind::Scalar(t) => {
-                let ty = match t {
-                    ParamType::Bool => "bool",
-                    ParamType::I64 | ParamType::U64 => "int64_t",
-                    ParamType::F32 | ParamType::F64 => {
-                        cx.floats.push(n.clone());
-                        "float"
-                    }
-                };
-                params.push(format!("{ty} v_{n}"));
-            }
-        }
-    }
-    let mut body = String::new();
-    cx.body(k.body.as_deref().unwrap_or(&[]), &mut body, 1)?;
-    let name = &k.name.name;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "// Generated by `pto-wsp emit kernels`: kernel `{name}` ({}). Do not edit.",
-        input.position(k.name.loc)
-    );
-    out.push_str("#pragma once\n#include \"pto_wsp_rt.hpp\"\n\nnamespace pto_wsp_kernels {\n\n");
-    let _ = writeln!(
-        out,
-        "// Regions are row-major rows x cols blocks; float parameters arrive as f32.\n\
-         inline void {name}({})\n{{",
-        params.join(", ")
-    );
-    out.push_str("    using namespace pto;\n");
-    for p in &k.params {
-        let n = &p.name.name;
-        match p.kind {
-            ParamKind::Tile { .. } => {
-                let _ = writeln!(out, "    (void)g_{n}; (void)g_{n}_rows; (void)g_{n}_cols;");
-            }
-            ParamKind::Scalar(_) => {
-                let _ = writeln!(out, "    (void)v_{n};");
-            }
-        }
-    }
-    out.push_str(&body);
-    out.push_str("}\n\n} // namespace pto_wsp_kernels\n");
-    Ok(out)
-}
-
 struct Driver {
     text: String,
     written: Vec<String>,
@@ -736,6 +166,7 @@ fn emit_driver(
     store: &TensorStore,
     tasks: &[pto_wsp_ir::ExpandedTask],
     kernels: &[String],
+    messages: &[String],
 ) -> Result<Driver, EmitError> {
     let module = input.resolved.module;
     let mut out = String::new();
@@ -751,6 +182,14 @@ fn emit_driver(
         let _ = writeln!(out, "#include \"{k}.hpp\"");
     }
     out.push_str("#include \"pto_wsp_host.hpp\"\n\n#include <cstdio>\n#include <exception>\n\n");
+    out.push_str("// The message of each status code (code c is entry c - 1; {i} is value i).\nstatic const char *const kMessages[] = {\n");
+    for m in messages {
+        let _ = writeln!(out, "    {},", c_str(m));
+    }
+    if messages.is_empty() {
+        out.push_str("    \"\",\n");
+    }
+    out.push_str("};\n\n");
     out.push_str("int main(int argc, char **argv)\n{\n");
     out.push_str(
         "    if (argc != 3) {\n        std::fprintf(stderr, \"usage: %s IN_DIR OUT_DIR\\n\", argv[0]);\n        return 2;\n    }\n",
@@ -807,7 +246,7 @@ fn emit_driver(
             "        {{ // task {ti}: {}\n            current = \"task {ti} ({})\";",
             k.name.name, k.name.name
         );
-        let mut args = Vec::new();
+        let mut region_args = Vec::new();
         for (ri, r) in task.regions.iter().enumerate() {
             let info = store.info(r.tensor);
             let e = elem(info.dtype).ok_or_else(|| {
@@ -829,7 +268,9 @@ fn emit_driver(
                 list(&r.start),
                 list(&r.size)
             );
-            args.push(format!("r{ri}.data.data(), r{ri}.rows, r{ri}.cols"));
+            region_args.push(format!(
+                "pto_wsp_rt::block(r{ri}.data.data(), r{ri}.rows, r{ri}.cols)"
+            ));
             if r.access.reads()
                 && skipped_writes.contains(&r.tensor)
                 && !read_after_skipped.contains(&r.tensor)
@@ -841,8 +282,9 @@ fn emit_driver(
             }
         }
         let scalar_types = k.scalar_types();
+        let mut scalar_args = Vec::new();
         for (v, t) in task.params.iter().zip(&scalar_types) {
-            args.push(match (t, v) {
+            scalar_args.push(match (t, v) {
                 (ParamType::F32 | ParamType::F64, Value::U64(bits)) => {
                     format!("pto_wsp_rt::f32_param(UINT64_C({bits:#x}))")
                 }
@@ -851,9 +293,22 @@ fn emit_driver(
                 (_, Value::U64(u)) => format!("static_cast<int64_t>(UINT64_C({u}))"),
             });
         }
+        // The kernel's parameters in declaration order.
+        let (mut regions, mut scalars) = (region_args.into_iter(), scalar_args.into_iter());
+        let args: Vec<String> = k
+            .params
+            .iter()
+            .filter_map(|p| match p.kind {
+                pto_wsp_ir::ParamKind::Tile { .. } => regions.next(),
+                pto_wsp_ir::ParamKind::Scalar(_) => scalars.next(),
+            })
+            .collect();
         let _ = writeln!(
             out,
-            "            pto_wsp_kernels::{}({});",
+            "            pto_wsp_rt::Status st{{}};\n            pto_wsp_kernels::{}(&st, {});\n            \
+             if (st.code != 0) {{\n                std::fprintf(stderr, \"error: %s: %s\\n\", current.c_str(), \
+             pto_wsp_host::status_message(kMessages, sizeof(kMessages) / sizeof(kMessages[0]), st.code, st.v).c_str());\n                \
+             return 1;\n            }}",
             k.name.name,
             args.join(", ")
         );

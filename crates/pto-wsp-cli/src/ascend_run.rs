@@ -196,6 +196,9 @@ pub struct AscendOutcome {
     pub sim_explicit_edges: usize,
     /// Whether each task the runtime recorded is a barrier (a dummy task), in submission order.
     pub sim_barriers: Vec<bool>,
+    /// Whether each task the runtime recorded continues the task before it (a later part of a
+    /// kernel split into cube and vector parts), in submission order.
+    pub sim_later_parts: Vec<bool>,
     /// Every tensor's contents before the run (both sides started from these).
     pub inputs: Vec<(String, Vec<f64>)>,
     /// Every written tensor after our CPU run.
@@ -372,11 +375,19 @@ pub fn run_ascend(
         opts.seed
     );
     report.push_str(&format!(
-        "  tasks: cpu_sim {} kernel + {} barrier; a2a3sim {} kernel + {} barrier (runtime record)\n",
+        "  tasks: cpu_sim {} kernel + {} barrier; a2a3sim {} kernel + {} barrier (runtime record{})\n",
         cpu.stats.tasks - cpu.stats.barriers,
         cpu.stats.barriers,
         sim_tasks.0,
-        sim_tasks.1
+        sim_tasks.1,
+        if tree.part_tasks != tree.kernel_tasks {
+            format!(
+                "; {} tasks of kernels using both cores run as their cube and vector parts",
+                tree.kernel_tasks
+            )
+        } else {
+            String::new()
+        }
     ));
     report.push_str(&format!(
         "  edges: ours {}; runtime recorded {} ({} declared explicitly by the orchestration)\n",
@@ -403,6 +414,7 @@ pub fn run_ascend(
         sim_edges,
         sim_explicit_edges,
         sim_barriers: kinds.trim().chars().map(|c| c == 'b').collect(),
+        sim_later_parts: kinds.trim().chars().map(|c| c == 'p').collect(),
         inputs: input_values,
         cpu_outputs,
         sim_outputs,

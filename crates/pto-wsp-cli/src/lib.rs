@@ -38,6 +38,63 @@ pub use pto_wsp::driver::{
     expand_loaded, leading_comments, load_source, parse_source, render_all,
 };
 
+/// The a2a3 device rules (`pto_wsp::ir::device`) applied to every kernel with a body of
+/// `loaded` (only those with `used[i]` when given): every violation rendered at its statement,
+/// or how many kernels were checked and how many run as cube + vector parts.
+pub fn device_check(loaded: &Loaded, used: Option<&[bool]>) -> Result<DeviceChecked, CliError> {
+    let mut errors = Vec::new();
+    let mut checked = DeviceChecked::default();
+    for (i, k) in loaded.module.kernels.iter().enumerate() {
+        if k.body.is_none() || used.is_some_and(|u| !u.get(i).copied().unwrap_or(false)) {
+            continue;
+        }
+        let found = pto_wsp::ir::device::check::check_kernel(k);
+        if found.is_empty() {
+            checked.kernels += 1;
+            if let Ok(split) = pto_wsp::ir::device::split::split(k)
+                && split.parts.len() > 1
+            {
+                checked.split.push((k.name.name.clone(), split.parts.len()));
+            }
+        }
+        errors.extend(found);
+    }
+    if errors.is_empty() {
+        Ok(checked)
+    } else {
+        Err(render_all(&loaded.source, &errors))
+    }
+}
+
+/// What [`device_check`] found legal.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeviceChecked {
+    /// Kernels with a body that follow every rule.
+    pub kernels: usize,
+    /// Kernels that use both cores, with their number of parts.
+    pub split: Vec<(String, usize)>,
+}
+
+impl DeviceChecked {
+    /// `legal on a2a3: 2 kernels (chunk: 5 parts, cube and vector)`.
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "legal on {}: {} with a body",
+            pto_wsp::ir::device::DEVICE,
+            count(self.kernels, "kernel")
+        );
+        if !self.split.is_empty() {
+            let parts: Vec<String> = self
+                .split
+                .iter()
+                .map(|(k, n)| format!("`{k}` runs as {n} parts alternating cube and vector"))
+                .collect();
+            s.push_str(&format!(" ({})", parts.join(", ")));
+        }
+        s
+    }
+}
+
 /// Whether `text` has `//` comments after its leading comment block (comments that `fmt` would
 /// drop). Returns the 1-based line of the first such comment.
 pub fn first_dropped_comment(text: &str) -> Option<usize> {

@@ -35,10 +35,16 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Parse and validate a module; print a one-line summary.
+    /// Parse and validate a module; print a one-line summary. With `--target ascend_a2a3` (or
+    /// `ascend_a2a3sim`) also check what the Ascend back end supports and every kernel with a body
+    /// against the a2a3 device rules (memory hierarchy, capacities, element types, the cube /
+    /// vector split).
     Check {
         /// The `.wsp` file.
         file: PathBuf,
+        /// Also check for this target (see `pto-wsp targets`).
+        #[arg(long)]
+        target: Option<String>,
     },
     /// Print the canonical form of a module (keeping its leading comment block).
     Fmt {
@@ -149,6 +155,12 @@ enum Command {
         /// (default 0, generation is free); makes start policies and `timing` visible.
         #[arg(long, default_value_t = 0, value_name = "N")]
         issue_cycles: u64,
+        /// Before running, apply a device's rules to every kernel a task may run (memory
+        /// hierarchy, buffer capacities, element types, the cube / vector split), as `check
+        /// --target ascend_a2a3` does, so a kernel that runs here but not on the device is
+        /// refused at its line. Known devices: a2a3.
+        #[arg(long, value_name = "DEVICE")]
+        device_rules: Option<String>,
     },
     /// List every registered back end: its targets and capabilities.
     Targets,
@@ -333,13 +345,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             pto_wsp_cli::cmd::emit::write_files(&tree.files, &out)?;
             emit(&pto_wsp_cli::cmd::emit::ascend_summary(&tree, &out))?;
         }
-        Command::Check { file } => {
+        Command::Check { file, target } => {
             let name = file.display().to_string();
             let loaded = pto_wsp_cli::load_source(&name, &read(&file)?)?;
-            emit(&format!(
-                "{}\n",
-                pto_wsp_cli::check_summary(&name, &loaded.module)
-            ))?;
+            let mut line = pto_wsp_cli::check_summary(&name, &loaded.module);
+            if let Some(t) = target {
+                line.push_str(&format!(
+                    "; {}",
+                    pto_wsp_cli::targets::check_for_target(&loaded, &t)?
+                ));
+            }
+            emit(&format!("{line}\n"))?;
         }
         Command::Fmt { file, check, write } => {
             let name = file.display().to_string();
@@ -476,6 +492,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             rtol,
             atol,
             issue_cycles,
+            device_rules,
         } => {
             let (name, text, main_job) = match &file {
                 Some(f) => (f.display().to_string(), read(f)?, false),
@@ -502,6 +519,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 atol,
                 on_task: None,
             };
+            if let Some(device) = &device_rules {
+                emit(&format!(
+                    "{}\n",
+                    pto_wsp_cli::targets::device_rules(&name, &text, device)?
+                ))?;
+            }
             if target.starts_with("ascend") {
                 let outcome = pto_wsp_cli::ascend_run::run_ascend(&name, &text, &target, &opts)?;
                 emit(&outcome.report)?;

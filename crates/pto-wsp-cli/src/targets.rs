@@ -93,6 +93,54 @@ pub fn compile_loaded(
     }
 }
 
+/// What `pto-wsp check --target TARGET` adds to its line: whether the back end serving `target`
+/// supports the module (its first refusal rendered at its location otherwise) and, for the
+/// Ascend targets, the a2a3 device rules on every kernel a task may run.
+pub fn check_for_target(loaded: &Loaded, target: &str) -> Result<String, CliError> {
+    let Some(backend) = backends()
+        .into_iter()
+        .find(|b| b.targets().iter().any(|t| t == target))
+    else {
+        let known: Vec<String> = backends().iter().flat_map(|b| b.targets()).collect();
+        return Err(CliError::plain(format!(
+            "unknown target `{target}` (known: {})",
+            known.join(", ")
+        )));
+    };
+    let res = pto_wsp::ir::resolve(&loaded.module, &pto_wsp::ir::ResolveOptions::default())
+        .map_err(|e| CliError::diagnostic(&loaded.source, &e))?;
+    backend
+        .supports(&res)
+        .map_err(|u| CliError::diagnostic(&loaded.source, &u))?;
+    if pto_wsp::emitters::ascend::TARGETS.contains(&target) {
+        let used: Vec<bool> = (0..loaded.module.kernels.len())
+            .map(|k| res.kernels_used[k] && res.tiers[k].is_none())
+            .collect();
+        let checked = crate::device_check(loaded, Some(&used))?;
+        return Ok(format!("supported by `{target}`; {}", checked.summary()));
+    }
+    Ok(format!("supported by `{target}`"))
+}
+
+/// `pto-wsp run --device-rules DEVICE`: the device's rules on every kernel a task of `text`
+/// may run; the line to print, or every violation at its line.
+pub fn device_rules(name: &str, text: &str, device: &str) -> Result<String, CliError> {
+    if device != pto_wsp::ir::device::DEVICE {
+        return Err(CliError::plain(format!(
+            "unknown device `{device}` for --device-rules (known: {})",
+            pto_wsp::ir::device::DEVICE
+        )));
+    }
+    let loaded = crate::load_source(name, text)?;
+    let res = pto_wsp::ir::resolve(&loaded.module, &pto_wsp::ir::ResolveOptions::default())
+        .map_err(|e| CliError::diagnostic(&loaded.source, &e))?;
+    let used: Vec<bool> = (0..loaded.module.kernels.len())
+        .map(|k| res.kernels_used[k] && res.tiers[k].is_none())
+        .collect();
+    let checked = crate::device_check(&loaded, Some(&used))?;
+    Ok(format!("device rules: {}", checked.summary()))
+}
+
 fn render(loaded: &Loaded, e: CompileError) -> CliError {
     pto_wsp::driver::compile_error(loaded, &e)
 }

@@ -75,13 +75,19 @@ fn check(out: &AscendOutcome, example: &str, tensor: &str, reference: &[f64], to
         sim <= tol * scale,
         "{example}: a2a3sim {tensor} max error {sim}"
     );
+    // The runtime runs a task of a kernel using both cores as its parts.
     assert_eq!(
         (
             out.cpu.stats.tasks - out.cpu.stats.barriers,
             out.cpu.stats.barriers
         ),
-        out.sim_tasks,
+        (out.tree.kernel_tasks as u64, out.tree.barrier_tasks as u64),
         "{example}: task counts differ"
+    );
+    assert_eq!(
+        (out.tree.part_tasks as u64, out.tree.barrier_tasks as u64),
+        out.sim_tasks,
+        "{example}: the runtime's task counts differ"
     );
     assert!(out.passed, "{example}: the two back ends disagree");
 }
@@ -137,27 +143,48 @@ fn kernel_pairs(edges: &[(u32, u32)], barrier: &[bool]) -> Vec<(usize, usize)> {
 }
 
 /// Every ordering our builder infers between kernel tasks is implied by the runtime's recorded
-/// graph (reachability over the runtime's edges).
+/// graph: some part of the earlier task reaches some part of the later one (reachability over
+/// the runtime's edges; a kernel using both cores runs as several parts, the later ones marked
+/// in `sim_later_parts`).
 fn no_edge_missing(out: &AscendOutcome, example: &str) {
     let ours = kernel_pairs(&out.tree.edges, &out.tree.barriers);
     let theirs = kernel_pairs(&out.sim_edges, &out.sim_barriers);
-    let kernels = out.sim_barriers.iter().filter(|b| !**b).count();
+    // Runtime kernel tasks (parts) by ordinal, and the workload task each belongs to.
+    let mut group = Vec::new();
+    for (i, b) in out.sim_barriers.iter().enumerate() {
+        if !b {
+            let later = out.sim_later_parts.get(i).copied().unwrap_or(false);
+            let g = if later {
+                *group.last().expect("a later part follows its first")
+            } else {
+                group.last().map_or(0, |g| g + 1)
+            };
+            group.push(g);
+        }
+    }
+    let parts = group.len();
+    let tasks = group.last().map_or(0, |g| g + 1);
     assert_eq!(
-        kernels,
+        tasks,
         out.tree.barriers.iter().filter(|b| !**b).count(),
         "{example}: kernel task counts differ"
     );
-    let mut succ = vec![Vec::new(); kernels];
+    assert_eq!(parts, out.tree.part_tasks, "{example}: part counts differ");
+    let mut members = vec![Vec::new(); tasks];
+    for (p, g) in group.iter().enumerate() {
+        members[*g].push(p);
+    }
+    let mut succ = vec![Vec::new(); parts];
     for &(p, s) in &theirs {
         succ[p].push(s);
     }
     let mut missing = Vec::new();
     for &(p, s) in &ours {
-        let mut seen = vec![false; kernels];
-        let mut stack = vec![p];
+        let mut seen = vec![false; parts];
+        let mut stack = members[p].clone();
         let mut found = false;
         while let Some(x) = stack.pop() {
-            if x == s {
+            if group[x] == s {
                 found = true;
                 break;
             }
@@ -449,25 +476,60 @@ fn constructs_the_ascend_back_end_cannot_express_are_refused_with_their_location
 }
 
 #[test]
-fn a_device_target_refuses_a_kernel_mixing_cube_and_vector_tiles() {
+fn a_kernel_using_both_cores_runs_as_parts_on_both_targets() {
     let (path, text) = example("decode_attention");
     let loaded = pto_wsp_cli::load_source(&path, &text).unwrap();
     let bindings = pto_wsp_cli::bindings_for(&loaded, &[]).unwrap();
-    let e = emit_ascend(&loaded, &bindings, "ascend_a2a3")
-        .map(|_| ())
-        .unwrap_err()
-        .rendered;
-    assert!(
-        e.contains("decode_attention.wsp:")
-            && e.contains("kernel `chunk`")
-            && e.contains("split it"),
-        "{e}"
+    let device = emit_ascend(&loaded, &bindings, "ascend_a2a3").unwrap();
+    let sim = emit_ascend(&loaded, &bindings, "ascend_a2a3sim").unwrap();
+    // The same kernels; the trees differ only in the platform the runner defaults to.
+    for ((n1, t1), (n2, t2)) in device.files.iter().zip(&sim.files) {
+        assert_eq!(n1, n2);
+        if n1 != "runner.py" && n1 != "README.md" {
+            assert_eq!(
+                t1, t2,
+                "{n1} differs between the simulator and device trees"
+            );
+        }
+    }
+    let runner = |t: &pto_wsp::emitters::ascend::AscendTree| {
+        t.files
+            .iter()
+            .find(|(n, _)| n == "runner.py")
+            .unwrap()
+            .1
+            .clone()
+    };
+    assert!(runner(&device).contains("PLATFORM = \"a2a3\""));
+    assert!(runner(&sim).contains("PLATFORM = \"a2a3sim\""));
+    let names: Vec<(&str, &str)> = device
+        .kernels
+        .iter()
+        .map(|k| (k.name.as_str(), k.core.runtime()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("chunk_part0", "aiv"),
+            ("chunk_part1", "aic"),
+            ("chunk_part2", "aiv"),
+            ("chunk_part3", "aic"),
+            ("chunk_part4", "aiv"),
+            ("merge_part0", "aiv"),
+            ("merge_part1", "aic"),
+            ("merge_part2", "aiv"),
+        ]
     );
-    // The simulator target runs it, with the note in the README.
-    let tree = emit_ascend(&loaded, &bindings, "ascend_a2a3sim").unwrap();
-    let readme = &tree.files.iter().find(|(n, _)| n == "README.md").unwrap().1;
+    // 8 chunk tasks of 5 parts and 2 merge tasks of 3.
+    assert_eq!((device.kernel_tasks, device.part_tasks), (10, 46));
+    let readme = &device
+        .files
+        .iter()
+        .find(|(n, _)| n == "README.md")
+        .unwrap()
+        .1;
     assert!(
-        readme.contains("kernel `chunk`") && readme.contains("a device could not"),
+        readme.contains("kernel `chunk` uses the cube and the vector core: each of its tasks runs as 5 dependent tasks"),
         "{readme}"
     );
 }
@@ -523,8 +585,9 @@ fn the_ascend_back_end_is_registered_and_compile_writes_its_tree() {
     assert_eq!(code, 0, "{stderr}");
     for f in [
         "orchestration.cpp",
-        "kernel_chunk.cpp",
-        "kernel_merge.cpp",
+        "kernel_chunk_part0.cpp",
+        "kernel_chunk_part4.cpp",
+        "kernel_merge_part2.cpp",
         "runner.py",
         "README.md",
     ] {
@@ -561,4 +624,33 @@ fn the_ascend_back_end_is_registered_and_compile_writes_its_tree() {
         .map(|_| ())
         .unwrap_err();
     assert!(e.to_string().contains("which has no body"), "{e}");
+}
+
+/// A check a kernel fails on the simulator (a valid size outside its tile, known only from the
+/// task's scalar) comes back as its message through the task's status slot, and the run fails.
+#[test]
+fn ascend_sim_a_kernel_check_failing_on_the_simulator_is_reported_with_its_message() {
+    if let Err(why) = Toolchain::find() {
+        println!("skipped: {why}");
+        return;
+    }
+    let _one_at_a_time = SIM.lock().unwrap_or_else(|e| e.into_inner());
+    let text = "tensor X: f32[64, 64];\n\
+        kernel k(inout x: f32[64, 64], n: i64) @vector {\n    tile t: vec f32[64, 64] valid(n, 64);\n    \
+        TLOAD(t, x);\n    TADDS(t, t, 1.0);\n    TSTORE(x, t);\n}\n\
+        workload main() {\n    task k(X[0 +: 64, 0 +: 64], 70);\n}\n";
+    let opts = RunOptions {
+        progress: false,
+        threads: 2,
+        ..RunOptions::default()
+    };
+    let e = run_ascend("bad_valid.wsp", text, "ascend_a2a3sim", &opts)
+        .map(|_| ())
+        .unwrap_err()
+        .rendered;
+    assert!(
+        e.contains("error: kernel `k`: tile `t`: valid 70 x 64 is outside its 64 x 64"),
+        "{e}"
+    );
+    assert!(e.contains("1 kernel task(s) failed a check"), "{e}");
 }

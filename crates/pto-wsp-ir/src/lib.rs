@@ -14,6 +14,7 @@
 
 pub mod builder;
 pub mod csp;
+pub mod device;
 pub mod eval;
 pub mod expand;
 pub mod expr;

@@ -84,6 +84,16 @@ pub enum CppForm {
     WithRound,
     /// `TMATMUL_ACC(c, c, a, b)`: PTO-ISA names the accumulator as output and input.
     AccTwice,
+    /// `pto_wsp_rt::NAME(operands..., tmp)`: PTO-ISA's CPU simulation and its a2a3 templates
+    /// spell the instruction differently (`TCOLSUM(dst, src)` there, `TCOLSUM(dst, src, tmp,
+    /// isBinary)` on a2a3); the emitted support header picks the form by platform. With `tmp`,
+    /// a scratch tile shaped like the source is passed last.
+    Helper {
+        /// The support function's name.
+        name: &'static str,
+        /// Whether it takes a scratch tile shaped like the source.
+        tmp: bool,
+    },
     /// PTO-ISA has no instruction with these semantics; the reason, for the emitter's error.
     Missing(&'static str),
 }
@@ -209,7 +219,7 @@ tile_ops! {
     /// `TROWMIN(dst, a)`: per row, the minimum.
     RowMin = "TROWMIN", [Dst, Src], RowReduce, DstValid, CppForm::WithTmp;
     /// `TCOLSUM(dst, a)`: per column, the sum.
-    ColSum = "TCOLSUM", [Dst, Src], ColReduce, DstValid, CppForm::Direct;
+    ColSum = "TCOLSUM", [Dst, Src], ColReduce, DstValid, CppForm::Helper { name: "colsum", tmp: true };
     /// `TCOLMAX(dst, a)`: per column, the maximum.
     ColMax = "TCOLMAX", [Dst, Src], ColReduce, DstValid, CppForm::Direct;
     /// `TROWEXPAND(dst, v)`: dst[r][c] = v[r][0].

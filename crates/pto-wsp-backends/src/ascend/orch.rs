@@ -13,17 +13,38 @@
 //! orchestration through `rt_report_fatal`, naming the statement's `file:line:column`.
 
 use crate::Input;
+use pto_wsp_ir::device::Core;
+use pto_wsp_ir::device::split::{PartParam, Scratch};
 use pto_wsp_ir::resolve::{AxisExtent, Stmt, StmtKind, TExpr, Task, TaskArg, TensorId};
 use pto_wsp_ir::{BinOp, ScalarType, UnOp, Value};
 use std::fmt::Write as _;
+
+/// One part of a kernel as the orchestration submits it.
+#[derive(Clone, Debug)]
+pub(crate) struct PartPlan {
+    /// Its function id.
+    pub func: u32,
+    /// The core it runs on.
+    pub core: Core,
+    /// What each of its parameters is.
+    pub params: Vec<PartParam>,
+}
+
+/// How a kernel's task is submitted: its parts in order (one for most kernels) and the scratch
+/// tensors joining them.
+#[derive(Clone, Debug)]
+pub(crate) struct KernelPlan {
+    pub parts: Vec<PartPlan>,
+    pub scratch: Vec<Scratch>,
+}
 
 /// What the generator needs besides the emitter's input.
 pub(crate) struct OrchInput<'a> {
     pub input: &'a Input<'a>,
     /// Per tensor: its evaluated shape.
     pub shapes: Vec<Vec<u64>>,
-    /// Per kernel: `(function id, runs on AIC)` when a task may run it.
-    pub kernels: Vec<Option<(u32, bool)>>,
+    /// Per kernel: how its tasks are submitted, when a task may run it.
+    pub kernels: Vec<Option<KernelPlan>>,
 }
 
 fn cty(t: ScalarType) -> &'static str {
@@ -373,84 +394,168 @@ impl Gen<'_> {
         let d1 = d + 1;
         // Scalars first (tiers read them).
         // `a{j}`: the task's j-th scalar argument (what a tier's `TExpr::Arg(j)` names).
-        let mut scalars = Vec::new();
+        let mut scalars = 0;
         for a in &t.args {
             if let TaskArg::Scalar(e) = a {
-                let j = scalars.len();
                 let v = self.x(*e);
                 let ty = cty(self.inp.input.resolved.exprs[e.index()].expr.ty());
-                self.line(d1, &format!("const {ty} a{j} = {v};"));
-                scalars.push(j);
+                self.line(d1, &format!("const {ty} a{scalars} = {v};"));
+                scalars += 1;
             }
         }
         // The kernel: the task's, or the first tier whose condition holds.
-        let fid = |kid: pto_wsp_ir::resolve::KernelId| {
-            self.inp.kernels[kid.index()].unwrap_or((u32::MAX, false))
-        };
         match &self.inp.input.resolved.tiers[t.kernel.index()] {
-            None => {
-                let (f, cube) = fid(t.kernel);
-                self.line(d1, &format!("int32_t func = {f}; bool cube = {cube};"));
-            }
+            None => self.parts(t, t.kernel.index(), d1),
             Some(tiers) => {
-                let (f, cube) = fid(tiers.default);
-                self.line(d1, &format!("int32_t func = {f}; bool cube = {cube};"));
+                let mut kids = vec![tiers.default.index()];
+                self.line(d1, &format!("int32_t kid = {};", tiers.default.index()));
                 let mut first = true;
                 for (c, kid) in &tiers.cases {
-                    let (f, cube) = fid(*kid);
                     let cond = self.x(*c);
                     let kw = if first { "if" } else { "else if" };
                     first = false;
-                    self.line(
-                        d1,
-                        &format!("{kw} ({cond}) {{ func = {f}; cube = {cube}; }}"),
-                    );
+                    self.line(d1, &format!("{kw} ({cond}) {{ kid = {}; }}", kid.index()));
+                    kids.push(kid.index());
+                }
+                kids.sort_unstable();
+                kids.dedup();
+                for (i, kid) in kids.iter().enumerate() {
+                    let kw = if i == 0 { "if" } else { "} else if" };
+                    self.line(d1, &format!("{kw} (kid == {kid}) {{"));
+                    self.parts(t, *kid, d1 + 1);
+                }
+                self.line(d1, "}");
+            }
+        }
+        self.line(d, "}");
+    }
+
+    /// The `tk.region(...)` line of the task's argument `i` (a region).
+    fn region(&mut self, t: &Task, i: usize, ri: usize, kname: &str, d: usize) {
+        let module = self.inp.input.resolved.module;
+        let TaskArg::Region {
+            tensor,
+            access,
+            dims,
+        } = &t.args[i]
+        else {
+            return;
+        };
+        let pname = module.kernels[t.kernel.index()]
+            .params
+            .get(i)
+            .map_or("", |p| p.name.name.as_str());
+        let starts: Vec<String> = dims.iter().map(|(s, _)| self.x(*s)).collect();
+        let sizes: Vec<String> = dims
+            .iter()
+            .map(|(_, z)| z.map_or("INT64_C(1)".to_string(), |z| self.x(z)))
+            .collect();
+        let ext: Vec<String> = self.inp.shapes[tensor.index()]
+            .iter()
+            .map(|e| format!("INT64_C({e})"))
+            .collect();
+        let tname = &module.tensors[tensor.index()].name.name;
+        self.line(
+            d,
+            &format!(
+                "{{ const int64_t s[] = {{{}}}, z[] = {{{}}}, e[] = {{{}}}; tk.region({}, {}, {}, {}, s, z, e, {:?}); }}",
+                starts.join(", "),
+                sizes.join(", "),
+                ext.join(", "),
+                tensor.0,
+                access.reads(),
+                access.writes(),
+                dims.len(),
+                format!("region {ri} (`{pname}`) of tensor `{tname}` ({kname})")
+            ),
+        );
+    }
+
+    /// Submits the parts of kernel `kid` for task `t` (whose scalars are `a0`, `a1`, ...).
+    fn parts(&mut self, t: &Task, kid: usize, d: usize) {
+        let Some(plan) = self.inp.kernels[kid].clone() else {
+            self.line(d, "pw::fail(orch.at + \": a kernel without AICore code\");");
+            return;
+        };
+        let module = self.inp.input.resolved.module;
+        let kname = module.kernels[kid].name.name.clone();
+        // Per argument: its index among regions, or among scalars.
+        let mut region_no = Vec::new();
+        let mut scalar_no = Vec::new();
+        let (mut r, mut s) = (0, 0);
+        for a in &t.args {
+            match a {
+                TaskArg::Region { .. } => {
+                    region_no.push(r);
+                    scalar_no.push(usize::MAX);
+                    r += 1;
+                }
+                TaskArg::Scalar(_) => {
+                    region_no.push(usize::MAX);
+                    scalar_no.push(s);
+                    s += 1;
                 }
             }
         }
-        self.line(d1, "pto_wsp_orch::Task tk(orch);");
-        let mut ri = 0;
-        for (i, a) in t.args.iter().enumerate() {
-            let TaskArg::Region {
-                tensor,
-                access,
-                dims,
-            } = a
-            else {
-                continue;
-            };
-            let pname = k.params.get(i).map_or("", |p| p.name.name.as_str());
-            let starts: Vec<String> = dims.iter().map(|(s, _)| self.x(*s)).collect();
-            let sizes: Vec<String> = dims
-                .iter()
-                .map(|(_, z)| z.map_or("INT64_C(1)".to_string(), |z| self.x(z)))
+        let base = self.next();
+        if !plan.scratch.is_empty() {
+            let vars: Vec<String> = (0..plan.scratch.len())
+                .map(|i| format!("x{base}_{i}"))
                 .collect();
-            let ext: Vec<String> = self.inp.shapes[tensor.index()]
-                .iter()
-                .map(|e| format!("INT64_C({e})"))
-                .collect();
-            let tname = &module.tensors[tensor.index()].name.name;
+            self.line(d, &format!("ChipTensor {};", vars.join(", ")));
+        }
+        for part in &plan.parts {
+            self.line(d, "{");
+            let d1 = d + 1;
+            self.line(d1, "pto_wsp_orch::Task tk(orch);");
+            let mut outs = Vec::new();
+            for p in &part.params {
+                match *p {
+                    PartParam::Original(i) => {
+                        if region_no[i] != usize::MAX {
+                            self.region(t, i, region_no[i], &kname, d1);
+                        }
+                    }
+                    PartParam::Scratch { id, output: true } => {
+                        let x = &plan.scratch[id];
+                        let dt = match x.dtype {
+                            pto_wsp_ir::DType::F16 => "FLOAT16",
+                            _ => "FLOAT32",
+                        };
+                        self.line(
+                            d1,
+                            &format!(
+                                "tk.scratch_out(DataType::{dt}, {}, {}); // tile `{}`",
+                                x.rows, x.cols, x.tile
+                            ),
+                        );
+                        outs.push(id);
+                    }
+                    PartParam::Scratch { id, output: false } => {
+                        self.line(d1, &format!("tk.scratch_in(x{base}_{id});"));
+                    }
+                }
+            }
+            for p in &part.params {
+                if let PartParam::Original(i) = *p
+                    && scalar_no[i] != usize::MAX
+                {
+                    self.line(
+                        d1,
+                        &format!("tk.scalar(static_cast<uint64_t>(a{}));", scalar_no[i]),
+                    );
+                }
+            }
+            self.line(d1, "tk.scalar(orch.status_slot());");
             self.line(
                 d1,
-                &format!(
-                    "{{ const int64_t s[] = {{{}}}, z[] = {{{}}}, e[] = {{{}}}; tk.region({}, {}, {}, {}, s, z, e, {:?}); }}",
-                    starts.join(", "),
-                    sizes.join(", "),
-                    ext.join(", "),
-                    tensor.0,
-                    access.reads(),
-                    access.writes(),
-                    dims.len(),
-                    format!("region {ri} (`{pname}`) of tensor `{tname}`")
-                ),
+                &format!("tk.submit({}, {});", part.func, part.core == Core::Aic),
             );
-            ri += 1;
+            for (k, id) in outs.iter().enumerate() {
+                self.line(d1, &format!("x{base}_{id} = tk.output({k});"));
+            }
+            self.line(d, "}");
         }
-        for i in scalars {
-            self.line(d1, &format!("tk.scalar(static_cast<uint64_t>(a{i}));"));
-        }
-        self.line(d1, "tk.submit(func, cube);");
-        self.line(d, "}");
     }
 }
 
@@ -512,8 +617,8 @@ pub(crate) fn orchestration(inp: &OrchInput<'_>) -> String {
     );
     let _ = writeln!(
         g.out,
-        "extern \"C\" {{\n\n__attribute__((visibility(\"default\"))) PTO2OrchestrationConfig aicpu_orchestration_config(const ChipTaskArgs &orch_args)\n{{\n    (void)orch_args;\n    PTO2OrchestrationConfig c{{}};\n    c.expected_arg_count = {};\n    return c;\n}}\n",
-        module.tensors.len()
+        "extern \"C\" {{\n\n__attribute__((visibility(\"default\"))) PTO2OrchestrationConfig aicpu_orchestration_config(const ChipTaskArgs &orch_args)\n{{\n    (void)orch_args;\n    PTO2OrchestrationConfig c{{}};\n    c.expected_arg_count = {}; // the module's tensors, then the status tensor\n    return c;\n}}\n",
+        module.tensors.len() + 1
     );
     g.out.push_str(
         "__attribute__((visibility(\"default\"))) void aicpu_orchestration_entry(const ChipTaskArgs &orch_args)\n{\n",

@@ -135,6 +135,8 @@ struct Orch {
     std::vector<std::vector<std::pair<PTO2TaskId, Box>>> readers;
     std::vector<Order *> orders;
     std::string at; // the statement being run, for messages
+    int64_t *status = nullptr; // the status tensor (the last argument): 8 words per kernel task
+    uint64_t slots = 0, next_slot = 0;
 
     Orch(const ChipTaskArgs &args, uint32_t n, const std::vector<bool> &written)
         : ext(n), tracked(written), readers(n)
@@ -142,6 +144,18 @@ struct Orch {
         for (uint32_t t = 0; t < n; ++t) {
             ext[t] = &args.tensor(t).ref();
         }
+        const ChipTensor &s = args.tensor(n).ref();
+        status = s.data_as<int64_t>();
+        slots = s.shapes[0];
+    }
+
+    // The address of the next kernel task's status slot (the runner reads them after the run).
+    uint64_t status_slot()
+    {
+        if (next_slot >= slots) {
+            fail(at + ": more kernel tasks than the " + std::to_string(slots) + " status slots counted at emit time");
+        }
+        return reinterpret_cast<uint64_t>(status + 8 * next_slot++);
     }
 
     void push(Order &o) { orders.push_back(&o); }
@@ -187,16 +201,23 @@ struct Ordered {
     void boundary() { Orch::boundary(ord); }
 };
 
-// One task being put together.
+// One task being put together: its tensor arguments in the kernel's order (views of module
+// tensors, scratch tensors a part of a split kernel writes for a later part, which the runtime
+// allocates, and scratch tensors an earlier part wrote), then its scalars.
 struct Task {
+    enum Kind : uint8_t { View, ScratchIn, ScratchOut };
     Orch &o;
+    Kind kinds[32] = {};
     ChipTensor views[32];
+    const ChipTensor *ins[32] = {};
+    TensorCreateInfo outs[32];
     Box boxes[32];
     uint8_t writes[32] = {};
     uint8_t reads[32] = {};
     uint32_t n = 0;
     uint64_t scalars[16] = {};
     uint32_t ns = 0;
+    TaskOutputTensors result;
 
     explicit Task(Orch &orch) : o(orch) {}
 
@@ -217,19 +238,44 @@ struct Task {
             off[d] = static_cast<uint32_t>(start[d]);
             sh[d] = static_cast<uint32_t>(size[d]);
         }
+        kinds[n] = View;
         views[n] = o.ext[t]->view(sh, off);
         reads[n] = rd;
         writes[n] = wr;
         ++n;
     }
 
+    // A rows x cols tensor the runtime allocates for this task to write.
+    void scratch_out(DataType dtype, uint32_t rows, uint32_t cols)
+    {
+        const uint32_t shape[2] = {rows, cols};
+        kinds[n] = ScratchOut;
+        outs[n] = TensorCreateInfo(shape, 2, dtype);
+        ++n;
+    }
+
+    // A tensor an earlier task of the same split kernel wrote.
+    void scratch_in(const ChipTensor &t)
+    {
+        kinds[n] = ScratchIn;
+        ins[n] = &t;
+        ++n;
+    }
+
     void scalar(uint64_t v) { scalars[ns++] = v; }
+
+    // The k-th scratch tensor this task wrote (after `submit`).
+    ChipTensor output(uint32_t k) const { return result.get_ref(k); }
 
     PTO2TaskId submit(int32_t func, bool cube)
     {
         CoreTaskArgs args;
         for (uint32_t i = 0; i < n; ++i) {
-            if (writes[i]) {
+            if (kinds[i] == ScratchOut) {
+                args.add_output(outs[i]);
+            } else if (kinds[i] == ScratchIn) {
+                args.add_input(*ins[i]);
+            } else if (writes[i]) {
                 args.add_inout(views[i]);
             } else {
                 args.add_input(views[i]);
@@ -242,7 +288,7 @@ struct Task {
         o.gates(deps);
         // Write-after-read: every earlier reader of a box this task writes.
         for (uint32_t i = 0; i < n; ++i) {
-            if (!writes[i]) {
+            if (kinds[i] != View || !writes[i]) {
                 continue;
             }
             auto &rs = o.readers[boxes[i].tensor];
@@ -255,10 +301,17 @@ struct Task {
         if (!deps.empty()) {
             args.set_dependencies(deps.data(), static_cast<uint32_t>(deps.size()));
         }
-        const PTO2TaskId id = cube ? rt_submit_aic_task(func, args).task_id() : rt_submit_aiv_task(func, args).task_id();
+        MixedKernels mk;
+        if (cube) {
+            mk.aic_kernel_id = func;
+        } else {
+            mk.aiv0_kernel_id = func;
+        }
+        result = rt_submit_task(mk, args);
+        const PTO2TaskId id = result.task_id();
         for (uint32_t i = 0; i < n; ++i) {
             const uint32_t t = boxes[i].tensor;
-            if (!o.tracked[t]) {
+            if (kinds[i] != View || !o.tracked[t]) {
                 continue;
             }
             auto &rs = o.readers[t];
@@ -274,7 +327,7 @@ struct Task {
             }
         }
         for (uint32_t i = 0; i < n; ++i) {
-            if (reads[i] && o.tracked[boxes[i].tensor]) {
+            if (kinds[i] == View && reads[i] && o.tracked[boxes[i].tensor]) {
                 o.readers[boxes[i].tensor].push_back({id, boxes[i]});
             }
         }

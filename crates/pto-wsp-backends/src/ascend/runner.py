@@ -69,7 +69,8 @@ def build(platform, pto_isa_root, build_dir):
 
 
 def run(platform, chip, host, deps_dir):
-    """Runs the workload once on a level-2 worker; returns the host arrays after the run."""
+    """Runs the workload once on a level-2 worker; returns the host arrays after the run and the
+    status of every kernel task (one row per task: the failed check's number, its values)."""
     from simpler.task_interface import CallConfig, DataType, TaskArgs, TensorArgType  # noqa: PLC0415
     from simpler.worker import Worker  # noqa: PLC0415
 
@@ -85,6 +86,11 @@ def run(platform, chip, host, deps_dir):
             bufs.append(buf)
             tag = TensorArgType.INOUT if t["written"] else TensorArgType.INPUT
             args.add_tensor(buf.tensor(tuple(t["shape"]), getattr(DataType, t["simpler"])), tag)
+        status = np.zeros((STATUS_SLOTS, 8), dtype=np.int64)
+        status_buf = worker.malloc(status.nbytes)
+        worker.copy_to(status_buf, status)
+        bufs.append(status_buf)
+        args.add_tensor(status_buf.tensor((STATUS_SLOTS, 8), DataType.INT64), TensorArgType.INOUT)
         config = CallConfig()
         if RING_TASK_WINDOW:
             config.runtime_env.ring_task_window = RING_TASK_WINDOW
@@ -101,9 +107,10 @@ def run(platform, chip, host, deps_dir):
                 out.append(b)
             else:
                 out.append(a)
+        worker.copy_from(status, status_buf)
         for buf in bufs:
             worker.free(buf)
-        return out
+        return out, status
     finally:
         worker.close()
 
@@ -112,7 +119,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("in_dir", help="directory of NAME.npy inputs (missing tensors start zeroed)")
     ap.add_argument("out_dir", help="directory for NAME.npy of every tensor the workload writes")
-    ap.add_argument("--platform", default="a2a3sim", choices=["a2a3sim", "a2a3"])
+    ap.add_argument("--platform", default=PLATFORM, choices=["a2a3sim", "a2a3"])
     ap.add_argument(
         "--pto-isa-root",
         default=os.environ.get("PTO_ISA_ROOT", os.path.expanduser("~/.cache/pto-wsp/pto-isa")),
@@ -122,7 +129,14 @@ def main():
     a = ap.parse_args()
     host = load_inputs(a.in_dir)
     chip = build(a.platform, a.pto_isa_root, a.build_dir)
-    out = run(a.platform, chip, host, a.deps_dir)
+    out, status = run(a.platform, chip, host, a.deps_dir)
+    failures = [row for row in status if row[0] != 0]
+    for row in failures[:10]:
+        code = int(row[0])
+        text = MESSAGES[code - 1] if 1 <= code <= len(MESSAGES) else f"kernel check {code} failed"
+        print("error: " + text.format(*[int(v) for v in row[1:8]]), file=sys.stderr)
+    if failures:
+        sys.exit(f"error: {len(failures)} kernel task(s) failed a check; no outputs written")
     os.makedirs(a.out_dir, exist_ok=True)
     for t, arr in zip(TENSORS, out):
         if t["written"]:
@@ -136,8 +150,16 @@ def main():
         kernel_tasks = sum(1 for t in deps["tasks"] if any(k >= 0 for k in t["kernel_ids"]))
         barrier_tasks = len(deps["tasks"]) - kernel_tasks
         source = "runtime deps.json"
+        first = {k["func_id"]: k["first_part"] for k in KERNELS}
+
+        def kind(t):
+            ids = [k for k in t["kernel_ids"] if k >= 0]
+            if not ids:
+                return "b"
+            return "k" if first.get(ids[0], True) else "p"
+
         with open(os.path.join(a.deps_dir, "kinds.txt"), "w") as f:
-            f.write("".join("k" if any(k >= 0 for k in t["kernel_ids"]) else "b" for t in deps["tasks"]))
+            f.write("".join(kind(t) for t in deps["tasks"]))
         with open(os.path.join(a.deps_dir, "edges.txt"), "w") as f:
             for e in deps["edges"]:
                 f.write(f"{pos[e['pred']]} {pos[e['succ']]} {e['source']}\n")

@@ -210,4 +210,22 @@ private:
     }
 };
 
+// The message of status `code` from `table` (entry code - 1), `{i}` replaced by values[i].
+inline std::string status_message(const char *const *table, size_t n, int64_t code, const int64_t *values)
+{
+    if (code < 1 || static_cast<size_t>(code) > n) {
+        return "kernel check " + std::to_string(code) + " failed";
+    }
+    std::string out;
+    for (const char *p = table[code - 1]; *p != 0; ++p) {
+        if (p[0] == '{' && p[1] >= '0' && p[1] <= '6' && p[2] == '}') {
+            out += std::to_string(values[p[1] - '0']);
+            p += 2;
+        } else {
+            out += *p;
+        }
+    }
+    return out;
+}
+
 } // namespace pto_wsp_host

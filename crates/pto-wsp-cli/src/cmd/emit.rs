@@ -46,6 +46,16 @@ pub fn kernels(loaded: &Loaded, bindings: &Bindings) -> Result<Emitted, CliError
 /// The Ascend tree of `loaded` under `bindings` for `target` (`ascend_a2a3sim`,
 /// `ascend_a2a3`).
 pub fn ascend(loaded: &Loaded, bindings: &Bindings, target: &str) -> Result<AscendTree, CliError> {
+    // Every kernel a task may run against the a2a3 device rules first: each violation at its
+    // statement, with the rule's source (the emitter itself stops at the first).
+    let res = pto_wsp::ir::resolve(&loaded.module, &pto_wsp::ir::ResolveOptions::default())
+        .map_err(|e| CliError::diagnostic(&loaded.source, &e))?;
+    let used: Vec<bool> = (0..loaded.module.kernels.len())
+        .map(|k| res.kernels_used[k] && res.tiers[k].is_none())
+        .collect();
+    if ascend::unsupported(&res).is_ok() {
+        crate::device_check(loaded, Some(&used))?;
+    }
     with_input(loaded, bindings, |input| ascend::emit(input, target))
 }
 
@@ -98,14 +108,27 @@ pub fn kernels_summary(emitted: &Emitted, dir: &Path) -> String {
 }
 
 /// What `pto-wsp emit ascend` prints after writing `tree` to `dir`.
-pub fn ascend_summary(tree: &AscendTree, dir: &Path) -> String {
+pub fn ascend_summary(tree: &AscendTree, dir: &std::path::Path) -> String {
+    let aic = tree
+        .kernels
+        .iter()
+        .filter(|k| k.core == pto_wsp::ir::device::Core::Aic)
+        .count();
+    let pairs: usize = tree.kernels.iter().map(|k| k.sync_pairs).sum();
+    let barriers: usize = tree.kernels.iter().map(|k| k.sync_barriers).sum();
+    let doubled: usize = tree.kernels.iter().map(|k| k.doubled).sum();
     let mut s = format!(
-        "emitted an Ascend workload ({} kernel task(s), {} barrier task(s), {} edge(s) under the bindings) to {}\n\
+        "emitted an Ascend workload ({} kernel task(s), submitted as {} AICore task(s), {} barrier task(s), {} edge(s) under the bindings) to {}\n\
+         {} AICore kernel(s) ({aic} cube, {} vector), legal on {}; pipes ordered by {pairs} set/wait pair(s) and {barriers} vector barrier(s), {doubled} tile(s) double-buffered in loops\n\
          run: python {}/runner.py IN_DIR OUT_DIR (writes {})\n",
         tree.kernel_tasks,
+        tree.part_tasks,
         tree.barrier_tasks,
         tree.edges.len(),
         dir.display(),
+        tree.kernels.len(),
+        tree.kernels.len() - aic,
+        pto_wsp::ir::device::DEVICE,
         dir.display(),
         tree.written.join(", ")
     );

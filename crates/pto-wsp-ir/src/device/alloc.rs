@@ -1,0 +1,280 @@
+//! Tile placement: every tile of a (single-core) kernel body gets an address in its buffer.
+//!
+//! Why: on the device a tile is a pointer into UB, L1 or L0A/B/C that the kernel assigns
+//! (`TASSIGN<addr>(tile)`, which PTO-ISA checks at compile time against the buffer's capacity and
+//! alignment); the CPU simulation allocates tiles itself and hides an overflow. Placing them here
+//! lets the validator report an overflow at the `.wsp` line, naming the tiles, and gives the
+//! emitter the addresses.
+//!
+//! Promise: [`plan`] places tiles by lexical scope, as a stack per buffer: a tile lives from its
+//! declaration to the end of its block, at the buffer's top when declared, aligned to the
+//! buffer's alignment, with its padded footprint ([`super::footprint`]); an instruction that needs
+//! a scratch tile (PTO-ISA's row reductions and transpose) gets one at the top of the UB stack
+//! for its duration; a tile the sync planner double-buffers ([`plan_with`]) gets a second slot
+//! right after the first. Live tiles never overlap, every address is aligned, and no buffer is
+//! used past its capacity — or [`plan`] returns a [`DeviceError`] listing the live tiles of the
+//! full buffer, their sizes and the capacity.
+
+use super::check::DeviceError;
+use super::{Buffer, BufferSpec};
+use crate::kernel_body::{InstArg, KStmt, KStmtKind, TileDecl};
+use crate::module::KernelDecl;
+use crate::tile_isa::{CppForm, TileOp};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Where each tile of a body lives.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    tiles: HashMap<*const KStmt, u64>,
+    doubles: HashMap<*const KStmt, u64>,
+    temps: HashMap<*const KStmt, u64>,
+    /// The most bytes each buffer holds at once.
+    pub peak: BTreeMap<Buffer, u64>,
+}
+
+impl Plan {
+    /// The address of the tile declared by `decl` (a `tile` statement of the planned body).
+    pub fn tile(&self, decl: &KStmt) -> Option<u64> {
+        self.tiles.get(&(decl as *const KStmt)).copied()
+    }
+
+    /// The address of the second buffer of a double-buffered tile.
+    pub fn second(&self, decl: &KStmt) -> Option<u64> {
+        self.doubles.get(&(decl as *const KStmt)).copied()
+    }
+
+    /// The address of the scratch tile of instruction `inst`, if it needs one.
+    pub fn temp(&self, inst: &KStmt) -> Option<u64> {
+        self.temps.get(&(inst as *const KStmt)).copied()
+    }
+}
+
+/// The scratch bytes `op` needs in UB beside its operands (PTO-ISA's `tmp` operand, shaped like
+/// the source), if any.
+pub fn temp_bytes(op: TileOp, src: Option<&TileDecl>) -> Option<u64> {
+    let needs = matches!(
+        op.cpp_form(),
+        CppForm::WithTmp | CppForm::Helper { tmp: true, .. }
+    );
+    needs
+        .then(|| src.map(|t| super::footprint(t.kind, t.dtype, t.rows, t.cols)))
+        .flatten()
+}
+
+struct Live {
+    name: String,
+    what: String,
+    bytes: u64,
+}
+
+struct Planner<'k> {
+    k: &'k KernelDecl,
+    doubled: &'k HashSet<*const KStmt>,
+    plan: Plan,
+    /// Per buffer: top of the stack and the live tiles.
+    stacks: BTreeMap<Buffer, (u64, Vec<Live>)>,
+    scope: Vec<TileDecl>,
+}
+
+fn align(n: u64, a: u64) -> u64 {
+    n.div_ceil(a) * a
+}
+
+impl Planner<'_> {
+    fn push(&mut self, spec: &BufferSpec, live: Live, s: &KStmt) -> Result<u64, DeviceError> {
+        let (top, lives) = self.stacks.entry(spec.buffer).or_default();
+        let at = align(*top, spec.align);
+        let end = at + live.bytes;
+        lives.push(live);
+        if end > spec.capacity {
+            let list: Vec<String> = lives
+                .iter()
+                .map(|l| format!("`{}` {} {} bytes", l.name, l.what, group(l.bytes)))
+                .collect();
+            return Err(DeviceError {
+                kernel: self.k.name.name.clone(),
+                message: format!(
+                    "the tiles live here need {} bytes of {} (with {}-byte alignment), over its \
+                     capacity of {} bytes ({} KiB): {}",
+                    group(end),
+                    spec.name,
+                    spec.align,
+                    group(spec.capacity),
+                    spec.capacity / 1024,
+                    list.join(", ")
+                ),
+                source: spec.source,
+                loc: s.loc,
+            });
+        }
+        *top = end;
+        let peak = self.plan.peak.entry(spec.buffer).or_default();
+        *peak = (*peak).max(end);
+        Ok(at)
+    }
+
+    fn block(&mut self, body: &[KStmt]) -> Result<(), DeviceError> {
+        let saved: BTreeMap<Buffer, (u64, usize)> = self
+            .stacks
+            .iter()
+            .map(|(b, (top, l))| (*b, (*top, l.len())))
+            .collect();
+        let mark = self.scope.len();
+        for s in body {
+            match &s.kind {
+                KStmtKind::Tile(t) => {
+                    let spec = super::buffer(t.kind);
+                    let bytes = super::footprint(t.kind, t.dtype, t.rows, t.cols);
+                    let (pr, pc) = super::padded_shape(t.kind, t.dtype, t.rows, t.cols);
+                    let padded = if (pr, pc) != (t.rows, t.cols) {
+                        format!(" (padded to {pr} x {pc})")
+                    } else {
+                        String::new()
+                    };
+                    let what = format!("{} {}[{}, {}]{padded}", t.kind, t.dtype, t.rows, t.cols);
+                    let at = self.push(
+                        spec,
+                        Live {
+                            name: t.name.name.clone(),
+                            what: what.clone(),
+                            bytes,
+                        },
+                        s,
+                    )?;
+                    self.plan.tiles.insert(s as *const _, at);
+                    if self.doubled.contains(&(s as *const KStmt)) {
+                        let second = self.push(
+                            spec,
+                            Live {
+                                name: format!("{} (second buffer)", t.name),
+                                what,
+                                bytes,
+                            },
+                            s,
+                        )?;
+                        self.plan.doubles.insert(s as *const _, second);
+                    }
+                    self.scope.push(t.clone());
+                }
+                KStmtKind::Let { .. } => {}
+                KStmtKind::For { body, .. } => self.block(body)?,
+                KStmtKind::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    self.block(then_body)?;
+                    self.block(else_body)?;
+                }
+                KStmtKind::Inst { op, args } => {
+                    let src = args.get(1).and_then(|a| match a {
+                        InstArg::Name(id) => {
+                            self.scope.iter().rev().find(|t| t.name.name == id.name)
+                        }
+                        InstArg::Expr(_) => None,
+                    });
+                    if let (Some(bytes), Some(src)) = (temp_bytes(*op, src), src) {
+                        let spec = super::buffer(src.kind);
+                        let name = format!("{} scratch", op.mnemonic());
+                        let before = self.stacks.get(&spec.buffer).map_or(0, |s| s.0);
+                        let at = self.push(
+                            spec,
+                            Live {
+                                name,
+                                what: "like its source".into(),
+                                bytes,
+                            },
+                            s,
+                        )?;
+                        self.plan.temps.insert(s as *const _, at);
+                        let (top, lives) = self.stacks.get_mut(&spec.buffer).expect("pushed");
+                        lives.pop();
+                        *top = before;
+                    }
+                }
+            }
+        }
+        self.scope.truncate(mark);
+        for (b, (top, lives)) in self.stacks.iter_mut() {
+            let (t, n) = saved.get(b).copied().unwrap_or((0, 0));
+            *top = t;
+            lives.truncate(n);
+        }
+        Ok(())
+    }
+}
+
+/// `n` with thousands separators (`1,048,576`).
+pub fn group(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Places every tile of `k`'s body (a single-core kernel or part).
+pub fn plan(k: &KernelDecl) -> Result<Plan, DeviceError> {
+    plan_with(k, &HashSet::new())
+}
+
+/// [`plan`], giving the tiles declared by the statements in `doubled` a second buffer.
+pub fn plan_with(k: &KernelDecl, doubled: &HashSet<*const KStmt>) -> Result<Plan, DeviceError> {
+    let mut p = Planner {
+        k,
+        doubled,
+        plan: Plan::default(),
+        stacks: BTreeMap::new(),
+        scope: Vec::new(),
+    };
+    p.block(k.body.as_deref().unwrap_or(&[]))?;
+    Ok(p.plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(body: &str) -> KernelDecl {
+        let src = format!(
+            "tensor X: f32[64, 64];\nkernel k(inout x: f32[64, 64]) @vector {{\n{body}}}\n\
+             workload main() {{\n    task k(X[0 +: 64, 0 +: 64]);\n}}\n"
+        );
+        crate::parse(&src).expect("parses").kernels[0].clone()
+    }
+
+    #[test]
+    fn tiles_stack_by_scope_aligned_and_padded() {
+        let k = kernel(
+            "tile a: vec f32[8, 3];\nfor i in range(2) {\ntile b: vec f32[8, 8];\nTEXP(b, b);\n}\n\
+             tile c: vec f32[8, 8];\nTEXP(c, c);\n",
+        );
+        let p = plan(&k).unwrap();
+        let body = k.body.as_ref().unwrap();
+        // `a` is 8 x 3 padded to 8 x 8 (256 bytes); `b` lives in the loop only, so `c` reuses
+        // its place.
+        assert_eq!(p.tile(&body[0]), Some(0));
+        let KStmtKind::For { body: inner, .. } = &body[1].kind else {
+            panic!()
+        };
+        assert_eq!(p.tile(&inner[0]), Some(256));
+        assert_eq!(p.tile(&body[2]), Some(256));
+        assert_eq!(p.peak[&Buffer::Ub], 512);
+    }
+
+    #[test]
+    fn an_overflow_names_the_live_tiles() {
+        let k = kernel("tile a: vec f32[128, 256];\ntile b: vec f32[65, 256];\nTEXP(a, a);\n");
+        let e = plan(&k).unwrap_err();
+        assert_eq!(
+            e.message,
+            "the tiles live here need 197,632 bytes of UB (with 32-byte alignment), over its \
+             capacity of 196,608 bytes (192 KiB): `a` vec f32[128, 256] 131,072 bytes, `b` vec \
+             f32[65, 256] 66,560 bytes"
+        );
+    }
+}
