@@ -349,7 +349,7 @@ impl KernelCx<'_> {
     fn name<'n>(&self, a: &'n InstArg) -> &'n str {
         match a {
             InstArg::Name(id) => &id.name,
-            InstArg::Expr(_) => "",
+            _ => "",
         }
     }
 
@@ -360,6 +360,9 @@ impl KernelCx<'_> {
             let src = self.position(s.loc);
             match &s.kind {
                 KStmtKind::Tile(t) => {
+                    if t.count.is_some() {
+                        return Err(self.err(s.loc, "tile arrays are not emitted yet".into()));
+                    }
                     let ty = tile_type(t).map_err(|m| self.err(s.loc, m))?;
                     let (vr, vc) = match &t.valid {
                         None => (
@@ -418,6 +421,12 @@ impl KernelCx<'_> {
                     let _ = writeln!(out, "{pad}}}");
                 }
                 KStmtKind::Inst { op, args } => self.inst(*op, args, s.loc, &src, out, &pad)?,
+                KStmtKind::LetFloat { .. } | KStmtKind::Check { .. } | KStmtKind::GetVal { .. } => {
+                    return Err(self.err(
+                        s.loc,
+                        "float locals, `check` and `GETVAL` are not emitted yet".into(),
+                    ));
+                }
             }
         }
         Ok(())
@@ -458,6 +467,9 @@ impl KernelCx<'_> {
             let a = args.get(i);
             match kind {
                 Operand::Dst | Operand::Src => {
+                    if let Some(a @ InstArg::Index(..)) = a {
+                        return Err(self.err(loc, format!("{mn}: tile arrays (`{a}`) are not emitted yet")));
+                    }
                     let n = a.map(|a| self.name(a)).unwrap_or("");
                     cpp.push(format!("t_{n}"));
                 }
@@ -485,14 +497,17 @@ impl KernelCx<'_> {
                     };
                     cpp.push(format!("static_cast<{tile_elem}>({v})"));
                 }
-                Operand::CmpMode => {
-                    return Err(self.err(loc, format!("{mn}: comparison modes are not emitted")));
+                Operand::CmpMode | Operand::TriMode | Operand::PadMode | Operand::Int => {
+                    return Err(self.err(loc, format!("{mn}: this operand is not emitted yet")));
                 }
                 Operand::OptInt => {
                     offsets.push(match a {
                         None => "int64_t{0}".to_string(),
                         Some(InstArg::Name(id)) => format!("v_{}", id.name),
                         Some(InstArg::Expr(e)) => self.expr(e, loc, &where_)?,
+                        Some(other) => {
+                            return Err(self.err(loc, format!("{mn}: `{other}` is not an offset")));
+                        }
                     });
                 }
             }
@@ -518,6 +533,9 @@ impl KernelCx<'_> {
             }
             CppForm::AccTwice => format!("{mn}({c}, {c}, {}, {})", cpp[1], cpp[2], c = cpp[0]),
             CppForm::Missing(_) => unreachable!("refused above"),
+            CppForm::Template | CppForm::Helper(_) => {
+                return Err(self.err(loc, format!("{mn} is not emitted yet")));
+            }
         };
         match global {
             None => {
