@@ -259,6 +259,21 @@ workload main() {\n    task k(X[0 +: 8, 0 +: 64]);\n}\n";
         "{rendered}"
     );
     assert!(rendered.contains(" --> t.wsp:2:13"), "{rendered}");
+    // Through the command line: exit 1, the same error, nothing written.
+    let dir = scratch("emit-refused");
+    let file = dir.join("t.wsp");
+    std::fs::write(&file, src).unwrap();
+    let out = dir.join("out");
+    let (code, stdout, stderr) = binary(&[
+        "emit",
+        "kernels",
+        file.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(!out.exists(), "nothing may be written");
+    assert_eq!(stderr.replace(file.to_str().unwrap(), "t.wsp"), rendered);
 }
 
 #[test]
