@@ -468,7 +468,10 @@ impl KernelCx<'_> {
             match kind {
                 Operand::Dst | Operand::Src => {
                     if let Some(a @ InstArg::Index(..)) = a {
-                        return Err(self.err(loc, format!("{mn}: tile arrays (`{a}`) are not emitted yet")));
+                        return Err(self.err(
+                            loc,
+                            format!("{mn}: tile arrays (`{a}`) are not emitted yet"),
+                        ));
                     }
                     let n = a.map(|a| self.name(a)).unwrap_or("");
                     cpp.push(format!("t_{n}"));

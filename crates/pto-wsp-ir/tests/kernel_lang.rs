@@ -234,11 +234,31 @@ workload main() { task k(X[0 +: 8, 0 +: 100], I[0 +: 8], Y[0 +: 8, 0 +: 100], 2.
         8 + 7 * 64 + 4 * 36 + 3 * 64
     );
     for (from, to, needle) in [
-        ("TMULS(acc[j % 4], t, s)", "TMULS(acc, t, s)", "TMULS operand 1: `acc` is an array of 4 tiles: name one, `acc[i]`"),
-        ("TLOAD(t, x, first, j * 64)", "TLOAD(t, x, first, j * 64);\n        TLOAD(t, x, rows(s), 0)", "`s` in `rows(s)` is not a tile parameter"),
-        ("{rows(y)}", "{nosuch}", "the message of `check` names {nosuch}: unknown name `nosuch`"),
-        ("GETVAL(it, 0, 0)", "GETVAL(acc[0], 0, 0)", "GETVAL: `acc[0]` is f32: GETVAL reads integer tiles"),
-        ("TDIVS(t, t, f32(cols(x)))", "TDIVS(t, t, f32(s))", "the operand of `f32` / `rsqrt`: `s` is not an integer or bool scalar"),
+        (
+            "TMULS(acc[j % 4], t, s)",
+            "TMULS(acc, t, s)",
+            "TMULS operand 1: `acc` is an array of 4 tiles: name one, `acc[i]`",
+        ),
+        (
+            "TLOAD(t, x, first, j * 64)",
+            "TLOAD(t, x, first, j * 64);\n        TLOAD(t, x, rows(s), 0)",
+            "`s` in `rows(s)` is not a tile parameter",
+        ),
+        (
+            "{rows(y)}",
+            "{nosuch}",
+            "the message of `check` names {nosuch}: unknown name `nosuch`",
+        ),
+        (
+            "GETVAL(it, 0, 0)",
+            "GETVAL(acc[0], 0, 0)",
+            "GETVAL: `acc[0]` is f32: GETVAL reads integer tiles",
+        ),
+        (
+            "TDIVS(t, t, f32(cols(x)))",
+            "TDIVS(t, t, f32(s))",
+            "the operand of `f32` / `rsqrt`: `s` is not an integer or bool scalar",
+        ),
     ] {
         let bad = src.replace(from, to);
         let out = errors(&bad);

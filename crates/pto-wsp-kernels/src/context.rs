@@ -179,10 +179,7 @@ impl<'a> TaskContext<'a> {
         let Some((&cols, outer)) = r.size[..rank].split_last() else {
             return Ok((1, 1));
         };
-        Ok((
-            outer.iter().map(|&s| s as usize).product(),
-            cols as usize,
-        ))
+        Ok((outer.iter().map(|&s| s as usize).product(), cols as usize))
     }
 
     /// Name, element type and shape of the tensor of region `i`.

@@ -206,7 +206,10 @@ enum Step {
         else_body: Vec<Step>,
     },
     /// `check COND else "MESSAGE"`.
-    Check { cond: IntExpr, message: Vec<MsgPart> },
+    Check {
+        cond: IntExpr,
+        message: Vec<MsgPart>,
+    },
     /// `let NAME: i64 = GETVAL(TILE, ROW, COL)`: sets a value slot.
     GetVal {
         slot: usize,
@@ -611,11 +614,7 @@ impl Lower {
             (t.rows, t.cols)
         };
         let has = |n: usize| i.t[n] != usize::MAX;
-        let (d, a, b) = (
-            dims(0),
-            has(1).then(|| dims(1)),
-            has(2).then(|| dims(2)),
-        );
+        let (d, a, b) = (dims(0), has(1).then(|| dims(1)), has(2).then(|| dims(2)));
         let int = |n: usize| self.tiles[i.t[n]].int();
         let float = |n: usize| !has(n) || !int(n);
         // Integer tiles go through the element-wise path, which checks every index: only the
@@ -694,12 +693,10 @@ fn count_uses(steps: &[Step], uses: &mut [usize]) {
 fn read_by_rows(steps: &[Step], out: &mut [bool]) {
     for s in steps {
         match s {
-            Step::Inst(i) if matches!(i.op, TileOp::Matmul | TileOp::MatmulAcc) => {
-                match &i.ix[2] {
-                    Some(a) => out[i.t[2]..i.t[2] + a.len].fill(true),
-                    None => out[i.t[2]] = true,
-                }
-            }
+            Step::Inst(i) if matches!(i.op, TileOp::Matmul | TileOp::MatmulAcc) => match &i.ix[2] {
+                Some(a) => out[i.t[2]..i.t[2] + a.len].fill(true),
+                None => out[i.t[2]] = true,
+            },
             Step::MatmulT { s, .. } => out[*s] = true,
             Step::For { body, .. } => read_by_rows(body, out),
             Step::If {

@@ -18,7 +18,6 @@ use crate::tile_isa::{Elems, Operand, ShapeRule, TileOp};
 use crate::types::{Access, DType, ScalarType};
 use std::collections::HashSet;
 
-
 /// What a name means inside a body.
 #[derive(Clone)]
 enum Local {
@@ -32,7 +31,39 @@ struct Ctx<'a> {
     scope: Vec<(String, Local)>,
     /// Tiles some instruction may have written (flow-sensitive: see [`Ctx::stmt`]).
     written: HashSet<String>,
+    /// The tiles written anywhere in each enclosing loop's body, innermost last.
+    loops: Vec<HashSet<String>>,
+    /// `if`s entered since the innermost loop: a read under one may depend on the iteration (a
+    /// branch taken after the first, `if i > 0`), so it only needs a write somewhere in the loop.
+    ifs_in_loop: usize,
     errors: &'a mut Vec<ValidationError>,
+}
+
+/// The tiles the instructions of `body` write (destinations), recursively.
+fn writes_in(body: &[KStmt], out: &mut HashSet<String>) {
+    for s in body {
+        match &s.kind {
+            KStmtKind::Inst { op, args } => {
+                for (kind, a) in op.operands().iter().zip(args) {
+                    if *kind == Operand::Dst
+                        && let Some(id) = a.tile_name()
+                    {
+                        out.insert(id.name.clone());
+                    }
+                }
+            }
+            KStmtKind::For { body, .. } => writes_in(body, out),
+            KStmtKind::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                writes_in(then_body, out);
+                writes_in(else_body, out);
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Checks `k`'s body, if it has one, pushing every mistake to `errors`.
@@ -49,6 +80,8 @@ pub(crate) fn check(k: &KernelDecl, errors: &mut Vec<ValidationError>) {
         k,
         scope: Vec::new(),
         written: HashSet::new(),
+        loops: Vec::new(),
+        ifs_in_loop: 0,
         errors,
     };
     cx.block(body);
@@ -198,7 +231,13 @@ impl Ctx<'_> {
                 // The first iteration sees what was written before the loop; after it, what
                 // any iteration wrote may have been written.
                 let before = self.written.clone();
+                let mut w = HashSet::new();
+                writes_in(body, &mut w);
+                self.loops.push(w);
+                let ifs = std::mem::replace(&mut self.ifs_in_loop, 0);
                 self.block(body);
+                self.ifs_in_loop = ifs;
+                self.loops.pop();
                 self.written.extend(before);
                 self.scope.truncate(mark);
             }
@@ -209,9 +248,11 @@ impl Ctx<'_> {
             } => {
                 self.expr(cond, ScalarType::Bool, "the condition of `if`", s.loc);
                 let before = self.written.clone();
+                self.ifs_in_loop += 1;
                 self.block(then_body);
                 let after_then = std::mem::replace(&mut self.written, before);
                 self.block(else_body);
+                self.ifs_in_loop -= 1;
                 self.written.extend(after_then);
             }
             KStmtKind::LetFloat { name, value } => {
@@ -345,10 +386,7 @@ impl Ctx<'_> {
             }
             (None, Some(_)) => {
                 self.push(
-                    format!(
-                        "{mn} operand {n}: `{}` is one tile, not an array",
-                        id.name
-                    ),
+                    format!("{mn} operand {n}: `{}` is one tile, not an array", id.name),
                     loc,
                 );
                 return None;
@@ -370,7 +408,9 @@ impl Ctx<'_> {
     }
 
     fn read(&mut self, t: &TileUse, mn: &str, loc: Loc) {
-        if !self.written.contains(&t.decl.name.name) {
+        let name = &t.decl.name.name;
+        let guarded = self.ifs_in_loop > 0 && self.loops.iter().any(|w| w.contains(name));
+        if !self.written.contains(name) && !guarded {
             self.push(
                 format!(
                     "{mn} reads tile `{}` before any instruction writes it",
@@ -426,7 +466,10 @@ impl Ctx<'_> {
             InstArg::Name(id) => Expr::Name(id.clone()),
             InstArg::Expr(e) => e.clone(),
             _ => {
-                self.push(format!("{mn} operand {n} must be an integer expression"), loc);
+                self.push(
+                    format!("{mn} operand {n} must be an integer expression"),
+                    loc,
+                );
                 return;
             }
         };
@@ -589,7 +632,11 @@ impl Ctx<'_> {
             Some(_) => return,
         };
         if r0 + vr > rows || c0 + vc > cols {
-            let verb = if op == TileOp::Load { "loads" } else { "stores" };
+            let verb = if op == TileOp::Load {
+                "loads"
+            } else {
+                "stores"
+            };
             self.push(
                 format!(
                     "{}: tile `{}` {verb} {vr} x {vc} at ({r0}, {c0}), outside `{}`, declared \
@@ -607,7 +654,8 @@ impl Ctx<'_> {
     fn shapes(&mut self, op: TileOp, t: &[TileUse], global: Option<&GlobalUse>, loc: Loc) {
         let mn = op.mnemonic();
         let shape = |x: &TileUse| format!("`{}` is {} x {}", x.name, x.decl.rows, x.decl.cols);
-        let same = |a: &TileUse, b: &TileUse| a.decl.rows == b.decl.rows && a.decl.cols == b.decl.cols;
+        let same =
+            |a: &TileUse, b: &TileUse| a.decl.rows == b.decl.rows && a.decl.cols == b.decl.cols;
         let mut bad = Vec::new();
         match op.shape_rule() {
             ShapeRule::Same | ShapeRule::Convert | ShapeRule::FillPad => {
@@ -703,7 +751,11 @@ impl Ctx<'_> {
                     (1, d(&t[0]).cols)
                 };
                 if d(&t[2]).rows != r || d(&t[2]).cols != c {
-                    bad.push(format!("{}: `{}` must be {r} x {c}", shape(&t[2]), t[2].name));
+                    bad.push(format!(
+                        "{}: `{}` must be {r} x {c}",
+                        shape(&t[2]),
+                        t[2].name
+                    ));
                 }
                 self.same_types(op, t, loc);
             }
@@ -717,7 +769,11 @@ impl Ctx<'_> {
                         shape(b)
                     ));
                 }
-                for (x, kind) in [(c, TileKind::Acc), (a, TileKind::Left), (b, TileKind::Right)] {
+                for (x, kind) in [
+                    (c, TileKind::Acc),
+                    (a, TileKind::Left),
+                    (b, TileKind::Right),
+                ] {
                     if d(x).kind != kind {
                         bad.push(format!(
                             "`{}` is a {} tile, this operand must be {}",
@@ -906,7 +962,11 @@ impl Ctx<'_> {
                         d(src).dtype
                     ));
                 }
-                let shaped = if op.shape_rule() == ShapeRule::Gather { dst } else { src };
+                let shaped = if op.shape_rule() == ShapeRule::Gather {
+                    dst
+                } else {
+                    src
+                };
                 if !matches!(d(idx).dtype, DType::I32 | DType::U32) || !same(shaped, idx) {
                     bad.push(format!(
                         "{}: the index tile `{}` must be i32 or u32 with `{}`'s shape",

@@ -210,7 +210,9 @@ fn rope_tables(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
     let (mut bc, mut bs) = (Scratch::take(), Scratch::take());
     cos.load_all(&mut bc);
     sin.load_all(&mut bs);
-    rotate(&mut views, tokens, half, |t, i| (bc[t * half + i], bs[t * half + i]));
+    rotate(&mut views, tokens, half, |t, i| {
+        (bc[t * half + i], bs[t * half + i])
+    });
     Ok(())
 }
 
@@ -321,6 +323,8 @@ fn rope_angles(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
             cur[i] = (c * dc - s * ds, s * dc + c * ds);
         }
     }
-    rotate(&mut views, tokens, half, |t, i| (table[t * d + i], table[t * d + half + i]));
+    rotate(&mut views, tokens, half, |t, i| {
+        (table[t * d + i], table[t * d + half + i])
+    });
     Ok(())
 }

@@ -198,11 +198,11 @@ fn record_order(a: (f32, i64), b: (f32, i64)) -> std::cmp::Ordering {
     match (a.0.is_nan(), b.0.is_nan()) {
         (true, false) => Ordering::Greater,
         (false, true) => Ordering::Less,
-        _ => b
-            .0
-            .partial_cmp(&a.0)
-            .unwrap_or(Ordering::Equal)
-            .then(a.1.cmp(&b.1)),
+        _ => {
+            b.0.partial_cmp(&a.0)
+                .unwrap_or(Ordering::Equal)
+                .then(a.1.cmp(&b.1))
+        }
     }
 }
 
@@ -488,7 +488,11 @@ impl Task<'_, '_, '_, '_> {
     }
 
     fn fill_pad(&mut self, i: &Inst, t: [usize; 4]) {
-        let (rows, cols, dtype) = (self.info(t[0]).rows, self.info(t[0]).cols, self.info(t[0]).dtype);
+        let (rows, cols, dtype) = (
+            self.info(t[0]).rows,
+            self.info(t[0]).cols,
+            self.info(t[0]).dtype,
+        );
         let (sr, sc) = self.valid[t[1]];
         let pad = match (i.mode, dtype) {
             (0, _) => Num::I(0),
@@ -563,7 +567,13 @@ impl Task<'_, '_, '_, '_> {
         self.move_elements(i.op, tile, ri, at)
     }
 
-    fn move_elements(&mut self, op: TileOp, tile: usize, ri: usize, at: At) -> Result<(), KernelError> {
+    fn move_elements(
+        &mut self,
+        op: TileOp,
+        tile: usize,
+        ri: usize,
+        at: At,
+    ) -> Result<(), KernelError> {
         let (r0, c0, vr, vc) = at;
         let cols = self.info(tile).cols;
         let dtype = self.info(tile).dtype;

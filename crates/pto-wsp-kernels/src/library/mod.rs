@@ -25,7 +25,8 @@
 //! `i64`), `VARS index` (`i32`, `u32`, `i64`, `u64`, `u8`), `VARS any`, `VARS in T...`,
 //! `A == B`, `A != B`; every type variable must be constrained by some clause. In the text,
 //! `$I_MAX` is the largest value of integer type variable `I`; lines between `//@if regions
-//! >= N` and `//@end` are kept only for instances of at least `N` regions, the trailing
+//! >= N` and `//@end` are kept only for instances of at least `N` regions (between `//@if
+//! NAME...` and `//@end`, only for the built-ins named), the trailing
 //! regions named by `//@ optional` being the ones an instance may leave out; `//@ regions
 //! any` makes a definition (with no parameters) take any regions (`empty`). The first
 //! definition of a built-in whose region count and clauses fit is the one instantiated; none
@@ -51,7 +52,10 @@ use std::sync::OnceLock;
 
 /// The library's files: (name, text).
 pub const FILES: &[(&str, &str)] = &[
-    ("elementwise.wsp", include_str!("../../library/elementwise.wsp")),
+    (
+        "elementwise.wsp",
+        include_str!("../../library/elementwise.wsp"),
+    ),
     ("rows.wsp", include_str!("../../library/rows.wsp")),
     ("matmul.wsp", include_str!("../../library/matmul.wsp")),
     ("attention.wsp", include_str!("../../library/attention.wsp")),
@@ -358,9 +362,9 @@ impl Definition {
         let get = |v: &str| env.iter().find(|(n, _)| n == v).map(|(_, t)| *t);
         // A variable of a region left out is unconstrained.
         let holds = self.clauses.iter().all(|c| match c {
-            Clause::OneOf(vars, set) => vars
-                .iter()
-                .all(|v| get(v).is_none_or(|t| set.contains(&t))),
+            Clause::OneOf(vars, set) => {
+                vars.iter().all(|v| get(v).is_none_or(|t| set.contains(&t)))
+            }
             Clause::Same(a, b, eq) => get(a).zip(get(b)).is_some_and(|(x, y)| (x == y) == *eq),
         });
         holds.then_some(env)
@@ -380,7 +384,13 @@ impl Definition {
 
     /// The definition's text for `regions` regions (its `//@if regions >= N` ... `//@end`
     /// lines kept or dropped) with every variable replaced.
-    fn text_for(&self, builtin: &str, name: &str, env: &[(String, DType)], regions: usize) -> String {
+    fn text_for(
+        &self,
+        builtin: &str,
+        name: &str,
+        env: &[(String, DType)],
+        regions: usize,
+    ) -> String {
         let idx = self.builtins.iter().position(|b| b == builtin).unwrap_or(0);
         let mut kept = String::with_capacity(self.text.len());
         let mut on = true;
@@ -388,6 +398,10 @@ impl Definition {
             let t = line.trim_start();
             if let Some(n) = t.strip_prefix("//@if regions >=") {
                 on = n.trim().parse::<usize>().is_ok_and(|n| regions >= n);
+                continue;
+            }
+            if let Some(names) = t.strip_prefix("//@if ") {
+                on = names.split_whitespace().any(|n| n == builtin);
                 continue;
             }
             if t.starts_with("//@end") {
@@ -504,7 +518,10 @@ pub fn instantiate(builtin: &str, user: &KernelDecl) -> Result<KernelDecl, Libra
 
 /// Gives the instance the module kernel's region shapes and accesses, checking each access
 /// against what the definition does with the region.
-fn adopt_regions(k: &mut KernelDecl, regions: &[(DType, Access, &[Option<u64>])]) -> Result<(), String> {
+fn adopt_regions(
+    k: &mut KernelDecl,
+    regions: &[(DType, Access, &[Option<u64>])],
+) -> Result<(), String> {
     let mut i = 0;
     for p in &mut k.params {
         if let ParamKind::Tile { access, shape, .. } = &mut p.kind {
@@ -573,4 +590,3 @@ fn scalar_defaults(k: &mut KernelDecl, user: &KernelDecl, def: &Definition) -> R
     }
     Ok(())
 }
-

@@ -11,8 +11,8 @@
 //! block with the same kind, element type, shape and valid sizes, and `s` is used nowhere else;
 //! then tiles no statement names are dropped. The kernel computes exactly what it did.
 
-use pto_wsp_ir::kernel_body::{InstArg, KStmt, KStmtKind, TileDecl};
 use pto_wsp_ir::TileOp;
+use pto_wsp_ir::kernel_body::{InstArg, KStmt, KStmtKind, TileDecl};
 use std::collections::HashMap;
 
 /// Simplifies `body` in place (see the module docs).
@@ -61,7 +61,11 @@ fn single<'d>(a: &InstArg, decls: &'d HashMap<String, TileDecl>) -> Option<&'d T
 }
 
 fn alike(a: &TileDecl, b: &TileDecl) -> bool {
-    a.kind == b.kind && a.dtype == b.dtype && a.rows == b.rows && a.cols == b.cols && a.valid == b.valid
+    a.kind == b.kind
+        && a.dtype == b.dtype
+        && a.rows == b.rows
+        && a.cols == b.cols
+        && a.valid == b.valid
 }
 
 fn fold(body: &mut Vec<KStmt>, uses: &mut HashMap<String, usize>) {

@@ -170,10 +170,16 @@ fn put(s: &mut TensorStore, name: &str, dtype: DType, v: &[f64]) {
             .write(name, &v.iter().map(|&x| x as f32).collect::<Vec<_>>())
             .unwrap(),
         DType::F16 => s
-            .write(name, &v.iter().map(|&x| f16::from_f64(x)).collect::<Vec<_>>())
+            .write(
+                name,
+                &v.iter().map(|&x| f16::from_f64(x)).collect::<Vec<_>>(),
+            )
             .unwrap(),
         DType::Bf16 => s
-            .write(name, &v.iter().map(|&x| bf16::from_f64(x)).collect::<Vec<_>>())
+            .write(
+                name,
+                &v.iter().map(|&x| bf16::from_f64(x)).collect::<Vec<_>>(),
+            )
             .unwrap(),
         DType::I32 => s
             .write(name, &v.iter().map(|&x| x as i32).collect::<Vec<_>>())
@@ -196,14 +202,54 @@ fn put(s: &mut TensorStore, name: &str, dtype: DType, v: &[f64]) {
 /// Tensor `name` as `f64`.
 fn get(s: &TensorStore, name: &str, dtype: DType) -> Vec<f64> {
     match dtype {
-        DType::F32 => s.read::<f32>(name).unwrap().iter().map(|&x| x as f64).collect(),
-        DType::F16 => s.read::<f16>(name).unwrap().iter().map(|x| x.to_f64()).collect(),
-        DType::Bf16 => s.read::<bf16>(name).unwrap().iter().map(|x| x.to_f64()).collect(),
-        DType::I32 => s.read::<i32>(name).unwrap().iter().map(|&x| x as f64).collect(),
-        DType::U32 => s.read::<u32>(name).unwrap().iter().map(|&x| x as f64).collect(),
-        DType::I64 => s.read::<i64>(name).unwrap().iter().map(|&x| x as f64).collect(),
-        DType::U64 => s.read::<u64>(name).unwrap().iter().map(|&x| x as f64).collect(),
-        DType::U8 => s.read::<u8>(name).unwrap().iter().map(|&x| x as f64).collect(),
+        DType::F32 => s
+            .read::<f32>(name)
+            .unwrap()
+            .iter()
+            .map(|&x| x as f64)
+            .collect(),
+        DType::F16 => s
+            .read::<f16>(name)
+            .unwrap()
+            .iter()
+            .map(|x| x.to_f64())
+            .collect(),
+        DType::Bf16 => s
+            .read::<bf16>(name)
+            .unwrap()
+            .iter()
+            .map(|x| x.to_f64())
+            .collect(),
+        DType::I32 => s
+            .read::<i32>(name)
+            .unwrap()
+            .iter()
+            .map(|&x| x as f64)
+            .collect(),
+        DType::U32 => s
+            .read::<u32>(name)
+            .unwrap()
+            .iter()
+            .map(|&x| x as f64)
+            .collect(),
+        DType::I64 => s
+            .read::<i64>(name)
+            .unwrap()
+            .iter()
+            .map(|&x| x as f64)
+            .collect(),
+        DType::U64 => s
+            .read::<u64>(name)
+            .unwrap()
+            .iter()
+            .map(|&x| x as f64)
+            .collect(),
+        DType::U8 => s
+            .read::<u8>(name)
+            .unwrap()
+            .iter()
+            .map(|&x| x as f64)
+            .collect(),
     }
 }
 
@@ -273,25 +319,33 @@ pub fn check(
         .iter()
         .map(|r| format!("{}x{}", r.rows, r.cols))
         .collect();
-    let inst = library::instantiate(builtin, user)
-        .unwrap_or_else(|e| panic!("{label}: no instance: {e}"));
+    let inst =
+        library::instantiate(builtin, user).unwrap_or_else(|e| panic!("{label}: no instance: {e}"));
     let registry = KernelRegistry::with_builtins();
     let id = registry.lookup(builtin).unwrap();
     let params = bits(scalars);
-    let (want, rw) = run_on(&module, regions, seed, &params, &|ctx| registry.call(id, ctx));
+    let (want, rw) = run_on(&module, regions, seed, &params, &|ctx| {
+        registry.call(id, ctx)
+    });
     let (got, rg) = run_on(&module, regions, seed, &params, &|ctx| {
         pto_wsp_kernels::lang::run_body(&inst, ctx)
     });
     match (rw, rg) {
         (Ok(()), Ok(())) => {}
         (Err(a), Err(b)) => {
-            println!("library {label} [{}]: both refuse: built-in: {a}; library: {b}", shapes.join(" "));
+            println!(
+                "library {label} [{}]: both refuse: built-in: {a}; library: {b}",
+                shapes.join(" ")
+            );
             return Outcome {
                 error: 0.0,
                 failed: Some((a.to_string(), b.to_string())),
             };
         }
-        (a, b) => panic!("{label} [{}]: built-in {a:?}, library {b:?}", shapes.join(" ")),
+        (a, b) => panic!(
+            "{label} [{}]: built-in {a:?}, library {b:?}",
+            shapes.join(" ")
+        ),
     }
     let mut worst = 0.0f64;
     let mut out_type = DType::F32;
@@ -323,7 +377,9 @@ pub fn check(
         }
         if r.dtype.is_integer() || family == Family::Exact {
             assert!(
-                w.iter().zip(&g).all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())),
+                w.iter()
+                    .zip(&g)
+                    .all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())),
                 "{label} [{}] {name}: not bit-identical (max error {worst:e})",
                 shapes.join(" ")
             );
