@@ -219,7 +219,7 @@ enum Step {
         col: IntExpr,
     },
     /// One instruction.
-    Inst(Inst),
+    Inst(Box<Inst>),
     /// `TROWEXPANDSUB(x, x, m); TEXP(x, x); TROWSUM(l, x)` on `f32` tiles: one pass per row of
     /// `fast::exp_sum`. Runs as the three instructions when `l`'s valid rows differ from `x`'s.
     ExpSum {
@@ -479,7 +479,7 @@ impl Lower {
                 then_body: self.block(then_body)?,
                 else_body: self.block(else_body)?,
             },
-            KStmtKind::Inst { op, args } => Step::Inst(self.inst(*op, args)?),
+            KStmtKind::Inst { op, args } => Step::Inst(Box::new(self.inst(*op, args)?)),
         })
     }
 

@@ -156,7 +156,7 @@ pub(crate) fn lex(text: &str) -> Result<Vec<Token<'_>>, ParseError> {
             }
         } else if b == b'"' {
             let rest = &text[i + 1..];
-            let Some(n) = rest.find(|c| c == '"' || c == '\n') else {
+            let Some(n) = rest.find(['"', '\n']) else {
                 return Err(ParseError::new(
                     "unterminated string literal",
                     Loc::new(i, text.len()),

@@ -24,14 +24,14 @@
 //! that region. `where` clauses: `VARS float` (`f32`, `f16`, `bf16`), `VARS int` (`i32`,
 //! `i64`), `VARS index` (`i32`, `u32`, `i64`, `u64`, `u8`), `VARS any`, `VARS in T...`,
 //! `A == B`, `A != B`; every type variable must be constrained by some clause. In the text,
-//! `$I_MAX` is the largest value of integer type variable `I`; lines between `//@if regions
-//! >= N` and `//@end` are kept only for instances of at least `N` regions (between `//@if
-//! NAME...` and `//@end`, only for the built-ins named), the trailing
-//! regions named by `//@ optional` being the ones an instance may leave out; `//@ regions
-//! any` makes a definition (with no parameters) take any regions (`empty`). The first
-//! definition of a built-in whose region count and clauses fit is the one instantiated; none
-//! fitting is a [`LibraryError`] naming each definition's clauses (so a mixed `f32 × bf16`
-//! product is refused at the module's kernel declaration, never inside a C++ compiler).
+//! `$I_MAX` is the largest value of integer type variable `I`. The lines between
+//! `//@if regions >= N` and `//@end` are kept only for instances of at least `N` regions (the
+//! trailing regions named by `//@ optional` are the ones an instance may leave out); those
+//! between `//@if NAME...` and `//@end` only for the built-ins named. `//@ regions any` makes a
+//! definition (with no parameters) take any regions (`empty`). The first definition of a
+//! built-in whose region count and clauses fit is the one instantiated; none fitting is a
+//! [`LibraryError`] naming each definition's clauses (so a mixed `f32 × bf16` product is
+//! refused at the module's kernel declaration, never inside a C++ compiler).
 //!
 //! Instantiation substitutes the variables, parses and validates the kernel
 //! (`pto_wsp_ir::validate_kernel`), turns the optional scalars the module kernel does not
@@ -206,12 +206,12 @@ fn parse_file(file: &'static str, text: &str) -> Result<Vec<Definition>, String>
             }
             continue;
         }
-        if let Some(d) = cur.as_mut() {
-            if !t.starts_with("//") || !in_header {
-                in_header = false;
-                d.text.push_str(line);
-                d.text.push('\n');
-            }
+        if let Some(d) = cur.as_mut()
+            && (!t.starts_with("//") || !in_header)
+        {
+            in_header = false;
+            d.text.push_str(line);
+            d.text.push('\n');
         }
     }
     if let Some(d) = cur.take() {

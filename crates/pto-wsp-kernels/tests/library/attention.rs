@@ -3,16 +3,10 @@
 use super::*;
 use DType::{Bf16, F16, F32};
 
-fn chunk(
-    q: DType,
-    kv: DType,
-    o: DType,
-    g: usize,
-    s: usize,
-    d: usize,
-    params: &[(&str, Scalar)],
-    seed: u64,
-) -> Outcome {
+/// Types of q, of k and v, of o; query rows g, keys s, head dimension d.
+type Chunk = (DType, DType, DType, usize, usize, usize);
+
+fn chunk((q, kv, o, g, s, d): Chunk, params: &[(&str, Scalar)], seed: u64) -> Outcome {
     check(
         "attn_decode_chunk",
         Family::Sum,
@@ -49,25 +43,15 @@ fn decode_chunk_on_full_ragged_and_empty_chunks() {
             (Bf16, Bf16, Bf16),
             (F16, F16, F16),
         ] {
-            chunk(q, kv, o, g, s, d, &[], seed);
+            chunk((q, kv, o, g, s, d), &[], seed);
             let n_valid = (s * 2 / 3) as i64;
             chunk(
-                q,
-                kv,
-                o,
-                g,
-                s,
-                d,
+                (q, kv, o, g, s, d),
                 &[("cs", Scalar::I(5)), ("ce", Scalar::I(5 + n_valid))],
                 seed,
             );
             chunk(
-                q,
-                kv,
-                o,
-                g,
-                s,
-                d,
+                (q, kv, o, g, s, d),
                 &[
                     ("cs", Scalar::I(3)),
                     ("ce", Scalar::I(3)),
@@ -76,12 +60,7 @@ fn decode_chunk_on_full_ragged_and_empty_chunks() {
                 seed,
             );
             chunk(
-                q,
-                kv,
-                o,
-                g,
-                s,
-                d,
+                (q, kv, o, g, s, d),
                 &[("cs", Scalar::I(0)), ("ce", Scalar::I(1))],
                 seed,
             );
@@ -89,12 +68,7 @@ fn decode_chunk_on_full_ragged_and_empty_chunks() {
     }
     // End before start: refused by both.
     let o = chunk(
-        F32,
-        F32,
-        F32,
-        2,
-        8,
-        4,
+        (F32, F32, F32, 2, 8, 4),
         &[("cs", Scalar::I(5)), ("ce", Scalar::I(2))],
         1,
     );

@@ -20,7 +20,7 @@ mod matmul;
 mod rows;
 
 use half::{bf16, f16};
-use pto_wsp_graph::types::{Region, TaskIo};
+use pto_wsp_ir::task_io::{Region, TaskIo};
 use pto_wsp_ir::{Access, Bindings, DType, Module, parse};
 use pto_wsp_kernels::{KernelError, KernelRegistry, TaskContext, TensorStore, library};
 use std::collections::BTreeMap;
@@ -28,7 +28,7 @@ use std::sync::Mutex;
 
 /// How a region of a case is filled.
 #[derive(Clone, Debug)]
-pub enum Fill {
+pub(crate) enum Fill {
     /// Uniform in `[-scale, scale)`.
     Random(f64),
     /// Given values (row-major; converted to the tensor's type).
@@ -39,15 +39,15 @@ pub enum Fill {
 
 /// One region of a case: element type, rows × cols, access, contents.
 #[derive(Clone, Debug)]
-pub struct Reg {
-    pub dtype: DType,
-    pub rows: usize,
-    pub cols: usize,
-    pub access: Access,
-    pub fill: Fill,
+pub(crate) struct Reg {
+    pub(crate) dtype: DType,
+    pub(crate) rows: usize,
+    pub(crate) cols: usize,
+    pub(crate) access: Access,
+    pub(crate) fill: Fill,
 }
 
-pub fn reg(dtype: DType, rows: usize, cols: usize, access: Access, fill: Fill) -> Reg {
+pub(crate) fn reg(dtype: DType, rows: usize, cols: usize, access: Access, fill: Fill) -> Reg {
     Reg {
         dtype,
         rows,
@@ -57,24 +57,24 @@ pub fn reg(dtype: DType, rows: usize, cols: usize, access: Access, fill: Fill) -
     }
 }
 
-pub fn input(dtype: DType, rows: usize, cols: usize) -> Reg {
+pub(crate) fn input(dtype: DType, rows: usize, cols: usize) -> Reg {
     reg(dtype, rows, cols, Access::In, Fill::Random(1.0))
 }
 
-pub fn output(dtype: DType, rows: usize, cols: usize) -> Reg {
+pub(crate) fn output(dtype: DType, rows: usize, cols: usize) -> Reg {
     reg(dtype, rows, cols, Access::Out, Fill::Zero)
 }
 
 /// A scalar parameter of a case: its declared type and value bits.
 #[derive(Clone, Copy, Debug)]
-pub enum Scalar {
+pub(crate) enum Scalar {
     F(f64),
     I(i64),
 }
 
 /// The family of a kernel: how close the library must be to the built-in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Family {
+pub(crate) enum Family {
     /// One correctly rounded operation per element (or a copy): bit for bit.
     Exact,
     /// Transcendentals (`exp`: the fast exp against the standard library's): `2e-7` relative
@@ -87,7 +87,7 @@ pub enum Family {
 /// The bound on the normwise error for a family and the output's element type: the family's
 /// `f32` bound plus one unit of the output type's rounding (`2^-10` for `f16`, `2^-7` for
 /// `bf16`) when the family is not exact (two `f32` results an ulp apart may round apart).
-pub fn bound(family: Family, out: DType) -> f64 {
+pub(crate) fn bound(family: Family, out: DType) -> f64 {
     let base = match family {
         Family::Exact => return 0.0,
         Family::Transcendental => 1e-6,
@@ -104,10 +104,10 @@ pub fn bound(family: Family, out: DType) -> f64 {
 static SEEN: Mutex<BTreeMap<String, f64>> = Mutex::new(BTreeMap::new());
 
 /// SplitMix64.
-pub struct Rng(pub u64);
+pub(crate) struct Rng(pub u64);
 
 impl Rng {
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -116,7 +116,7 @@ impl Rng {
     }
 
     /// Uniform in `[-1, 1)`.
-    pub fn unit(&mut self) -> f64 {
+    pub(crate) fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 52) as f64 - 1.0
     }
 }
@@ -293,17 +293,15 @@ fn run_on(
 }
 
 /// What [`check`] found.
-pub struct Outcome {
-    /// The largest normwise error over the written tensors.
-    pub error: f64,
+pub(crate) struct Outcome {
     /// The errors of both sides, when they failed.
-    pub failed: Option<(String, String)>,
+    pub(crate) failed: Option<(String, String)>,
 }
 
 /// Runs built-in `builtin` and its library instance on the same inputs, compares every tensor
 /// either writes, prints and records the largest normwise error, and asserts it within
 /// `bound(family, ...)` (or both sides failing). Returns the outcome.
-pub fn check(
+pub(crate) fn check(
     builtin: &str,
     family: Family,
     regions: &[Reg],
@@ -338,7 +336,6 @@ pub fn check(
                 shapes.join(" ")
             );
             return Outcome {
-                error: 0.0,
                 failed: Some((a.to_string(), b.to_string())),
             };
         }
@@ -398,14 +395,11 @@ pub fn check(
     let mut seen = SEEN.lock().unwrap();
     let e = seen.entry(label).or_insert(0.0);
     *e = e.max(worst);
-    Outcome {
-        error: worst,
-        failed: None,
-    }
+    Outcome { failed: None }
 }
 
 /// Prints the largest error seen per (kernel, element types) of the kernels named `prefix...`.
-pub fn summary(builtins: &[&str]) {
+pub(crate) fn summary(builtins: &[&str]) {
     let seen = SEEN.lock().unwrap();
     for (label, e) in seen.iter() {
         if builtins.iter().any(|b| label.starts_with(&format!("{b}("))) {
@@ -415,11 +409,11 @@ pub fn summary(builtins: &[&str]) {
 }
 
 /// The float element types the tests run each float region at.
-pub const FLOATS: [DType; 3] = [DType::F32, DType::F16, DType::Bf16];
+pub(crate) const FLOATS: [DType; 3] = [DType::F32, DType::F16, DType::Bf16];
 
 /// Row × column shapes: one element, one row of widths around the 512-column tile, several
 /// row chunks of ragged widths, and one shape crossing several row and column chunks.
-pub const SHAPES: &[(usize, usize)] = &[
+pub(crate) const SHAPES: &[(usize, usize)] = &[
     (1, 1),
     (1, 7),
     (1, 63),
