@@ -22,7 +22,7 @@
 //! declared shape share one C++ type): the padding is never read.
 
 use crate::{EmitError, Files, Input};
-use pto_wsp_ir::kernel_body::{InstArg, KStmt, KStmtKind, TileDecl, TileKind};
+use pto_wsp_ir::kernel_body::{FloatArg, InstArg, KStmt, KStmtKind, TileDecl, TileKind};
 use pto_wsp_ir::tile_isa::{CppForm, Operand};
 use pto_wsp_ir::{
     BinOp, DType, ExpandOptions, Expr, KernelDecl, Loc, ParamKind, ParamType, UnOp, Value,
@@ -155,7 +155,12 @@ fn elem(dtype: DType) -> Option<&'static str> {
     match dtype {
         DType::F32 => Some("float"),
         DType::F16 => Some("half"),
-        _ => None,
+        DType::I32 => Some("int32_t"),
+        DType::U32 => Some("uint32_t"),
+        DType::I64 => Some("int64_t"),
+        DType::U64 => Some("uint64_t"),
+        DType::U8 => Some("uint8_t"),
+        DType::Bf16 => None,
     }
 }
 
@@ -167,8 +172,8 @@ fn round_up(n: u64, unit: u64) -> u64 {
 fn tile_type(t: &TileDecl) -> Result<String, String> {
     let e = elem(t.dtype).ok_or_else(|| {
         format!(
-            "tile `{}` is {}: the emitter writes f32 and f16 tiles only (PTO-ISA's CPU \
-             simulation has no bf16 matmul)",
+            "tile `{}` is {}: the emitter writes f32, f16 and integer tiles only (PTO-ISA's CPU \
+             simulation has no bf16 arithmetic with this g++)",
             t.name, t.dtype
         )
     })?;
@@ -247,7 +252,11 @@ impl KernelCx<'_> {
             Expr::Float(_) => {
                 return Err(self.err(loc, format!("`{e}` is a float where an integer is needed")));
             }
-            Expr::Name(id) => format!("v_{}", id.name),
+            Expr::Name(id) => match pto_wsp_ir::kernel_body::parse_extent(&id.name) {
+                Some((true, x)) => format!("g_{x}_rows"),
+                Some((false, x)) => format!("g_{x}_cols"),
+                None => format!("v_{}", id.name),
+            },
             Expr::Unary(op, x) => {
                 let x = self.expr(x, loc, where_)?;
                 match op {
@@ -287,9 +296,51 @@ impl KernelCx<'_> {
 
     fn name<'n>(&self, a: &'n InstArg) -> &'n str {
         match a {
-            InstArg::Name(id) => &id.name,
+            InstArg::Name(id) | InstArg::Index(id, _) => &id.name,
             _ => "",
         }
+    }
+
+    /// A tile operand as C++: `t_x`, or `t_x[i]` (bounds-checked) for an array element.
+    fn tile_ref(&self, a: &InstArg, loc: Loc, where_: &str) -> Result<String, EmitError> {
+        match a {
+            InstArg::Name(id) => Ok(format!("t_{}", id.name)),
+            InstArg::Index(id, e) => {
+                let len = self.tiles.get(&id.name).and_then(|t| t.count).unwrap_or(0);
+                let i = self.expr(e, loc, where_)?;
+                Ok(format!(
+                    "t_{n}[pto_wsp_rt::at({i}, {len}, {})]",
+                    c_str(&format!("{where_}: tile array `{}`", id.name)),
+                    n = id.name
+                ))
+            }
+            other => Err(self.err(loc, format!("`{other}` is not a tile"))),
+        }
+    }
+
+    /// A float operand as C++ (a `float` expression).
+    fn float(&self, a: &InstArg, loc: Loc, where_: &str) -> Result<String, EmitError> {
+        Ok(match a {
+            InstArg::Expr(Expr::Float(f)) => format!("{:?}f", f.value() as f32),
+            InstArg::Name(id) if self.floats.contains(&id.name) => format!("v_{}", id.name),
+            InstArg::Float(FloatArg::Inf { negative }) => format!(
+                "({}std::numeric_limits<float>::infinity())",
+                if *negative { "-" } else { "" }
+            ),
+            InstArg::Float(FloatArg::OfInt(e)) => {
+                format!("static_cast<float>({})", self.expr(e, loc, where_)?)
+            }
+            InstArg::Float(FloatArg::InvSqrt(e)) => format!(
+                "static_cast<float>(1.0 / std::sqrt(static_cast<double>({})))",
+                self.expr(e, loc, where_)?
+            ),
+            other => {
+                return Err(self.err(
+                    loc,
+                    format!("float operand `{other}` is not a float literal, parameter or local"),
+                ));
+            }
+        })
     }
 
     fn body(&mut self, body: &[KStmt], out: &mut String, depth: usize) -> Result<(), EmitError> {
@@ -298,44 +349,43 @@ impl KernelCx<'_> {
         for s in body {
             let src = self.position(s.loc);
             match &s.kind {
-                KStmtKind::Tile(t) => {
-                    if t.count.is_some() {
-                        return Err(self.err(s.loc, "tile arrays are not emitted yet".into()));
-                    }
-                    let ty = tile_type(t).map_err(|m| self.err(s.loc, m))?;
-                    let (vr, vc) = match &t.valid {
-                        None => (
-                            format!("int64_t{{{}}}", t.rows),
-                            format!("int64_t{{{}}}", t.cols),
-                        ),
-                        Some((r, c)) => {
-                            (self.expr(r, s.loc, &kname)?, self.expr(c, s.loc, &kname)?)
-                        }
-                    };
-                    let n = &t.name.name;
-                    let _ = writeln!(
-                        out,
-                        "{pad}// tile {n}: {} {}[{}, {}] ({src})",
-                        t.kind, t.dtype, t.rows, t.cols
-                    );
-                    let _ = writeln!(out, "{pad}const int64_t vr_{n} = {vr}, vc_{n} = {vc};");
-                    let _ = writeln!(
-                        out,
-                        "{pad}pto_wsp_rt::check_valid({}, {}, vr_{n}, vc_{n}, {}, {});",
-                        c_str(&kname),
-                        c_str(n),
-                        t.rows,
-                        t.cols
-                    );
-                    let _ = writeln!(
-                        out,
-                        "{pad}{ty} t_{n}(static_cast<size_t>(vr_{n}), static_cast<size_t>(vc_{n}));"
-                    );
-                    self.tiles.insert(n.clone(), t.clone());
-                }
+                KStmtKind::Tile(t) => self.tile_decl(t, s.loc, &src, out, &pad)?,
                 KStmtKind::Let { name, value } => {
                     let v = self.expr(value, s.loc, &kname)?;
                     let _ = writeln!(out, "{pad}const int64_t v_{} = {v};", name.name);
+                }
+                KStmtKind::LetFloat { name, value } => {
+                    let v = self.float(value, s.loc, &kname)?;
+                    let _ = writeln!(out, "{pad}const float v_{} = {v};", name.name);
+                    self.floats.push(name.name.clone());
+                }
+                KStmtKind::Check { cond, message } => {
+                    let c = self.expr(cond, s.loc, &kname)?;
+                    let text = self.message(message, s.loc, &kname)?;
+                    let _ = writeln!(
+                        out,
+                        "{pad}if (!({c})) {{\n{pad}    throw pto_wsp_rt::Fail(std::string({}) + {text});\n{pad}}}",
+                        c_str(&format!("kernel `{kname}`: "))
+                    );
+                }
+                KStmtKind::GetVal {
+                    name,
+                    tile,
+                    row,
+                    col,
+                } => {
+                    let where_ = format!("kernel `{kname}`: GETVAL");
+                    let t = self.tile_ref(tile, s.loc, &where_)?;
+                    let (r, c) = (
+                        self.expr(row, s.loc, &kname)?,
+                        self.expr(col, s.loc, &kname)?,
+                    );
+                    let _ = writeln!(
+                        out,
+                        "{pad}const int64_t v_{} = pto_wsp_rt::get_value({t}, {r}, {c}, {});",
+                        name.name,
+                        c_str(&where_)
+                    );
                 }
                 KStmtKind::For { var, count, body } => {
                     let n = self.expr(count, s.loc, &kname)?;
@@ -360,19 +410,89 @@ impl KernelCx<'_> {
                     let _ = writeln!(out, "{pad}}}");
                 }
                 KStmtKind::Inst { op, args } => self.inst(*op, args, s.loc, &src, out, &pad)?,
-                KStmtKind::LetFloat { .. } | KStmtKind::Check { .. } | KStmtKind::GetVal { .. } => {
-                    return Err(self.err(
-                        s.loc,
-                        "float locals, `check` and `GETVAL` are not emitted yet".into(),
-                    ));
-                }
             }
         }
         Ok(())
     }
 
+    /// A `check` message as a C++ `std::string` expression: its text with each `{name}`
+    /// replaced by the integer's value.
+    fn message(&self, text: &str, loc: Loc, kname: &str) -> Result<String, EmitError> {
+        let mut parts = vec!["std::string()".to_string()];
+        let mut rest = text;
+        while let Some(open) = rest.find('{') {
+            let Some(close) = rest[open..].find('}') else {
+                break;
+            };
+            parts.push(format!("std::string({})", c_str(&rest[..open])));
+            let name = &rest[open + 1..open + close];
+            let e = Expr::Name(pto_wsp_ir::Ident::new(name));
+            parts.push(format!("std::to_string({})", self.expr(&e, loc, kname)?));
+            rest = &rest[open + close + 1..];
+        }
+        parts.push(format!("std::string({})", c_str(rest)));
+        Ok(parts.join(" + "))
+    }
+
+    /// A tile declaration: its valid sizes checked, the tile (or an array of tiles) made.
+    fn tile_decl(
+        &mut self,
+        t: &TileDecl,
+        loc: Loc,
+        src: &str,
+        out: &mut String,
+        pad: &str,
+    ) -> Result<(), EmitError> {
+        let kname = self.decl.name.name.clone();
+        let ty = tile_type(t).map_err(|m| self.err(loc, m))?;
+        let (vr, vc) = match &t.valid {
+            None => (
+                format!("int64_t{{{}}}", t.rows),
+                format!("int64_t{{{}}}", t.cols),
+            ),
+            Some((r, c)) => (self.expr(r, loc, &kname)?, self.expr(c, loc, &kname)?),
+        };
+        let n = &t.name.name;
+        let count = t.count.map(|c| format!("[{c}]")).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{pad}// tile {n}{count}: {} {}[{}, {}] ({src})",
+            t.kind, t.dtype, t.rows, t.cols
+        );
+        let _ = writeln!(out, "{pad}const int64_t vr_{n} = {vr}, vc_{n} = {vc};");
+        let _ = writeln!(
+            out,
+            "{pad}pto_wsp_rt::check_valid({}, {}, vr_{n}, vc_{n}, {}, {});",
+            c_str(&kname),
+            c_str(n),
+            t.rows,
+            t.cols
+        );
+        match t.count {
+            None => {
+                let _ = writeln!(
+                    out,
+                    "{pad}{ty} t_{n}(static_cast<size_t>(vr_{n}), static_cast<size_t>(vc_{n}));"
+                );
+            }
+            Some(c) => {
+                let _ = writeln!(
+                    out,
+                    "{pad}auto t_{n} = pto_wsp_rt::tiles<{ty}, {c}>(static_cast<size_t>(vr_{n}), static_cast<size_t>(vc_{n}));"
+                );
+            }
+        }
+        self.tiles.insert(n.clone(), t.clone());
+        Ok(())
+    }
+
     fn position(&self, loc: Loc) -> String {
         self.input.position(loc)
+    }
+
+    /// The element type (C++) of the tile an operand names.
+    fn tile_elem(&self, a: &InstArg) -> Option<&'static str> {
+        self.tiles.get(self.name(a)).and_then(|t| elem(t.dtype))
     }
 
     fn inst(
@@ -384,6 +504,7 @@ impl KernelCx<'_> {
         out: &mut String,
         pad: &str,
     ) -> Result<(), EmitError> {
+        use pto_wsp_ir::TileOp;
         let mn = op.mnemonic();
         let form = op.cpp_form();
         if let CppForm::Missing(why) = form {
@@ -396,24 +517,22 @@ impl KernelCx<'_> {
         // The element type of the first tile operand: float operands take it.
         let tile_elem = args
             .iter()
-            .find_map(|a| self.tiles.get(self.name(a)))
-            .and_then(|t| elem(t.dtype))
+            .find_map(|a| self.tile_elem(a))
             .unwrap_or("float");
         let mut cpp: Vec<String> = Vec::new();
+        let mut tiles: Vec<&InstArg> = Vec::new();
         let mut global: Option<(String, usize, DType)> = None;
         let mut offsets: Vec<String> = Vec::new();
+        let mut ints: Vec<String> = Vec::new();
+        let mut word = String::new();
         for (i, kind) in op.operands().iter().enumerate() {
             let a = args.get(i);
             match kind {
                 Operand::Dst | Operand::Src => {
-                    if let Some(a @ InstArg::Index(..)) = a {
-                        return Err(self.err(
-                            loc,
-                            format!("{mn}: tile arrays (`{a}`) are not emitted yet"),
-                        ));
-                    }
-                    let n = a.map(|a| self.name(a)).unwrap_or("");
-                    cpp.push(format!("t_{n}"));
+                    let a =
+                        a.ok_or_else(|| self.err(loc, format!("{mn}: a tile operand is missing")))?;
+                    cpp.push(self.tile_ref(a, loc, &where_)?);
+                    tiles.push(a);
                 }
                 Operand::Global => {
                     let n = a.map(|a| self.name(a)).unwrap_or("");
@@ -425,27 +544,52 @@ impl KernelCx<'_> {
                 }
                 Operand::Float => {
                     let v = match a {
-                        Some(InstArg::Expr(Expr::Float(f))) => format!("{:?}f", f.value() as f32),
-                        Some(InstArg::Name(id)) if self.floats.contains(&id.name) => {
-                            format!("v_{}", id.name)
-                        }
-                        Some(other) => {
-                            return Err(self.err(
-                                loc,
-                                format!("{mn}: float operand `{other}` is not a float literal or a float parameter"),
-                            ));
-                        }
+                        Some(a) => self.float(a, loc, &where_)?,
                         None => "0.0f".to_string(),
                     };
                     cpp.push(format!("static_cast<{tile_elem}>({v})"));
                 }
-                Operand::CmpMode | Operand::TriMode | Operand::PadMode | Operand::Int => {
-                    return Err(self.err(loc, format!("{mn}: this operand is not emitted yet")));
+                Operand::CmpMode => {
+                    word = format!(
+                        "pto::CmpMode::{}",
+                        a.map(|a| a.to_string()).unwrap_or_default()
+                    );
+                }
+                Operand::TriMode => {
+                    word = match a.map(|a| a.to_string()).as_deref() {
+                        Some("UPPER") => "1".into(),
+                        _ => "0".into(),
+                    };
+                }
+                Operand::PadMode => {
+                    word = match a.map(|a| a.to_string()).as_deref() {
+                        Some("MIN") => "pto::PadValue::Min".into(),
+                        Some("MAX") => "pto::PadValue::Max".into(),
+                        _ => "pto::PadValue::Zero".into(),
+                    };
+                }
+                Operand::Int => {
+                    let e = match a {
+                        Some(InstArg::Name(id)) => Expr::Name(id.clone()),
+                        Some(InstArg::Expr(e)) => e.clone(),
+                        other => {
+                            return Err(self.err(
+                                loc,
+                                format!(
+                                    "{mn}: `{}` is not an integer",
+                                    other.map(|a| a.to_string()).unwrap_or_default()
+                                ),
+                            ));
+                        }
+                    };
+                    ints.push(self.expr(&e, loc, &where_)?);
                 }
                 Operand::OptInt => {
                     offsets.push(match a {
                         None => "int64_t{0}".to_string(),
-                        Some(InstArg::Name(id)) => format!("v_{}", id.name),
+                        Some(InstArg::Name(id)) => {
+                            self.expr(&Expr::Name(id.clone()), loc, &where_)?
+                        }
                         Some(InstArg::Expr(e)) => self.expr(e, loc, &where_)?,
                         Some(other) => {
                             return Err(self.err(loc, format!("{mn}: `{other}` is not an offset")));
@@ -454,10 +598,26 @@ impl KernelCx<'_> {
                 }
             }
         }
-        if op == pto_wsp_ir::TileOp::Trans {
+        if op == TileOp::Trans {
             return self.trans(args, loc, out, pad);
         }
+        let dst_elem = tiles
+            .first()
+            .and_then(|a| self.tile_elem(a))
+            .unwrap_or("float");
+        // A store of an accumulator into a region of another type converts (the cube's fix
+        // pipe); PTO-ISA's CPU simulation refuses mixed sizes, so the helper does it there.
+        let converting_store = op == TileOp::Store
+            && global
+                .as_ref()
+                .zip(tiles.first().and_then(|a| self.tiles.get(self.name(a))))
+                .is_some_and(|((_, _, dt), t)| *dt != t.dtype);
         let call = match form {
+            _ if converting_store => format!("pto_wsp_rt::store_cvt({})", cpp.join(", ")),
+            CppForm::Direct if op == TileOp::MrgSort => format!(
+                "TMRGSORT({}, {}, static_cast<uint32_t>({}))",
+                cpp[0], cpp[1], ints[0]
+            ),
             CppForm::Direct => format!("{mn}({})", cpp.join(", ")),
             CppForm::WithTmp => {
                 // A scratch tile shaped like the source (unused by the CPU simulation).
@@ -465,7 +625,7 @@ impl KernelCx<'_> {
                 let tmp = format!("tmp{}_", self.fresh);
                 let _ = writeln!(
                     out,
-                    "{pad}decltype({s}) {tmp}({s}.GetValidRow(), {s}.GetValidCol());",
+                    "{pad}std::remove_reference_t<decltype({s})> {tmp}({s}.GetValidRow(), {s}.GetValidCol());",
                     s = cpp[1]
                 );
                 format!("{mn}({}, {tmp})", cpp.join(", "))
@@ -474,10 +634,31 @@ impl KernelCx<'_> {
                 format!("{mn}({}, pto::RoundMode::CAST_RINT)", cpp.join(", "))
             }
             CppForm::AccTwice => format!("{mn}({c}, {c}, {}, {})", cpp[1], cpp[2], c = cpp[0]),
-            CppForm::Missing(_) => unreachable!("refused above"),
-            CppForm::Template | CppForm::Helper(_) => {
-                return Err(self.err(loc, format!("{mn} is not emitted yet")));
+            CppForm::Template => match op {
+                TileOp::Ci => format!(
+                    "TCI<std::remove_reference_t<decltype({t})>, {dst_elem}, 0>({t}, static_cast<{dst_elem}>({}))",
+                    ints[0],
+                    t = cpp[0]
+                ),
+                TileOp::Tri => format!(
+                    "TTRI<std::remove_reference_t<decltype({t})>, {word}>({t}, static_cast<int>({}))",
+                    ints[0],
+                    t = cpp[0]
+                ),
+                _ => format!("pto_wsp_rt::fill_pad<{word}>({})", cpp.join(", ")),
+            },
+            CppForm::Helper(name) => {
+                let mut all = cpp.clone();
+                all.extend(ints.iter().cloned());
+                if !word.is_empty() {
+                    all.push(word.clone());
+                }
+                if op == TileOp::SetVal {
+                    all.push(c_str(&where_));
+                }
+                format!("pto_wsp_rt::{name}({})", all.join(", "))
             }
+            CppForm::Missing(_) => unreachable!("refused above"),
         };
         match global {
             None => {
@@ -529,34 +710,40 @@ impl KernelCx<'_> {
         let (Some(d), Some(s)) = (self.tiles.get(dn).cloned(), self.tiles.get(sn).cloned()) else {
             return Err(self.err(loc, "TTRANS: operands must be tiles".into()));
         };
+        let where_ = format!("kernel `{}`: TTRANS", self.decl.name.name);
+        let (dref, sref) = (
+            self.tile_ref(&args[0], loc, &where_)?,
+            self.tile_ref(&args[1], loc, &where_)?,
+        );
         self.fresh += 1;
         let k = self.fresh;
         let plain = |t: &TileDecl, name: String| TileDecl {
             name: pto_wsp_ir::Ident::new(name),
             kind: TileKind::Vec,
+            count: None,
             ..t.clone()
         };
-        let mut src = format!("t_{sn}");
+        let mut src = sref.clone();
         if s.kind != TileKind::Vec {
             let ty = tile_type(&plain(&s, String::new())).map_err(|m| self.err(loc, m))?;
             let _ = writeln!(
                 out,
-                "{pad}{ty} tsrc{k}_(t_{sn}.GetValidRow(), t_{sn}.GetValidCol());\n{pad}TMOV(tsrc{k}_, t_{sn});"
+                "{pad}{ty} tsrc{k}_({sref}.GetValidRow(), {sref}.GetValidCol());\n{pad}TMOV(tsrc{k}_, {sref});"
             );
             src = format!("tsrc{k}_");
         }
         let _ = writeln!(
             out,
-            "{pad}decltype({src}) tmp{k}_({src}.GetValidRow(), {src}.GetValidCol());"
+            "{pad}std::remove_reference_t<decltype({src})> tmp{k}_({src}.GetValidRow(), {src}.GetValidCol());"
         );
         if d.kind == TileKind::Vec {
-            let _ = writeln!(out, "{pad}TTRANS(t_{dn}, {src}, tmp{k}_);");
+            let _ = writeln!(out, "{pad}TTRANS({dref}, {src}, tmp{k}_);");
         } else {
             let ty = tile_type(&plain(&d, String::new())).map_err(|m| self.err(loc, m))?;
             let _ = writeln!(
                 out,
-                "{pad}{ty} tdst{k}_(t_{dn}.GetValidRow(), t_{dn}.GetValidCol());\n\
-                 {pad}TTRANS(tdst{k}_, {src}, tmp{k}_);\n{pad}TMOV(t_{dn}, tdst{k}_);"
+                "{pad}{ty} tdst{k}_({dref}.GetValidRow(), {dref}.GetValidCol());\n\
+                 {pad}TTRANS(tdst{k}_, {src}, tmp{k}_);\n{pad}TMOV({dref}, tdst{k}_);"
             );
         }
         Ok(())
@@ -689,7 +876,7 @@ pub(crate) fn emit_kernel(k: &KernelDecl, input: &Input<'_>) -> Result<String, E
                 let e = elem(*dtype).ok_or_else(|| {
                     cx.err(
                         p.name.loc,
-                        format!("tile parameter `{n}` is {dtype}: the emitter writes f32 and f16 regions only"),
+                        format!("tile parameter `{n}` is {dtype}: the emitter writes f32, f16 and integer regions only"),
                     )
                 })?;
                 params.push(format!(
@@ -833,7 +1020,7 @@ fn emit_driver(
             let info = store.info(r.tensor);
             let e = elem(info.dtype).ok_or_else(|| {
                 EmitError::plain(format!(
-                    "task {ti} ({}): region {ri} is of tensor `{}` ({}); the driver handles f32 and f16",
+                    "task {ti} ({}): region {ri} is of tensor `{}` ({}); the driver handles f32, f16 and integers",
                     k.name.name, info.name, info.dtype
                 ))
             })?;

@@ -59,6 +59,14 @@ pub fn compile_loaded(
         }
         return Ok(text);
     }
+    // An emitting target writes the kernels that name built-ins from the kernel library.
+    let with_bodies;
+    let loaded = if target == pto_wsp::emitters::ptoisa::TARGET {
+        with_bodies = pto_wsp::driver::library::with_bodies(loaded)?;
+        &with_bodies
+    } else {
+        loaded
+    };
     let plan = lower(&loaded.module)
         .map_err(|e| render(loaded, e))?
         .with_source(loaded.source.clone());
