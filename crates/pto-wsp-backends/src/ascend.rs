@@ -27,6 +27,7 @@
 //! Symbols, slots and bound integer tensors are baked into the orchestration as constants (a
 //! new binding needs a new emit); tensor shapes likewise.
 
+mod csp;
 mod orch;
 
 use crate::ptoisa::{emit_kernel, tensor_store};
@@ -59,6 +60,9 @@ const MAX_TASK_SCALARS: usize = 16;
 const MAX_ORCH_TENSORS: usize = 256;
 const MAX_RANK: usize = 5;
 const MAX_KERNELS: usize = 1024;
+/// Status slots of a workload whose task count is known only when it runs (computed reads):
+/// its tasks take them in turn, round and round.
+const DYNAMIC_STATUS_SLOTS: usize = 1 << 16;
 
 const AICORE_HPP: &str = include_str!("ascend/pto_wsp_aicore.hpp");
 const ORCH_HPP: &str = include_str!("ascend/pto_wsp_orch.hpp");
@@ -121,27 +125,16 @@ pub fn unsupported(res: &Resolved<'_>) -> Result<(), Unsupported> {
         construct,
         loc,
     };
-    if res.csp {
-        let loc = module
-            .pipelines
-            .iter()
-            .find(|p| p.name.name == res.entry)
-            .map_or(Loc::NONE, |p| p.name.loc);
+    if res.csp
+        && let Some((t, loc)) = res.computed_reads().first()
+    {
         return Err(no(
             format!(
-                "pipeline `{}` (CSP: channels, send / consume): the runtime has no channels or \
-                 per-process orchestration threads",
+                "a computed read of tensor `{}` inside pipeline `{}`: a pipeline is lowered by \
+                 running its processes at emit time (channels become dependencies between the \
+                 tasks), and a value its tasks write exists only when they run",
+                module.tensors[t.index()].name,
                 res.entry
-            ),
-            loc,
-        ));
-    }
-    if let Some((t, loc)) = res.computed_reads().first() {
-        return Err(no(
-            format!(
-                "a computed read of tensor `{}` (its contents are written by the workload's own \
-                 tasks); the orchestration reads bound integer tensors only",
-                module.tensors[t.index()].name
             ),
             *loc,
         ));
@@ -291,27 +284,49 @@ pub fn emit(input: &Input<'_>, target: &str) -> Result<AscendTree, EmitError> {
     let store = tensor_store(input)?;
 
     // Our graph: the expander fed into an overlap builder (what the runtime's TensorMap does,
-    // plus write-after-read), barriers for the structural order edges.
-    let mut builder = GraphBuilder::new(DepsMode::Overlap);
-    let summary = feed(
-        module,
-        bindings,
-        &ExpandOptions {
-            limit: Some(MAX_TASKS + 1),
-            executors: None,
-        },
-        &mut builder,
-        &mut NoHooks,
-        ExecDomain::HostCpu,
-    )
-    .map_err(|e| EmitError::plain(format!("expansion of {name} failed: {e}")))?;
-    let graph = builder.finish();
-    if graph.tasks.len() > MAX_TASKS || summary.expand.truncated {
-        return Err(EmitError::plain(format!(
-            "more than {MAX_TASKS} tasks under these bindings; the emitter expands the workload \
-             once (to check it and count its tasks and edges) and keeps at most that many"
-        )));
-    }
+    // plus write-after-read), barriers for the structural order edges. A workload with computed
+    // reads has no graph before it runs (its tasks depend on what earlier tasks write): the
+    // runtime's record counts its tasks.
+    let computed = !res.computed_reads().is_empty();
+    let csp_tasks = if res.csp {
+        let pipeline = module
+            .pipelines
+            .iter()
+            .find(|p| p.name.name == res.entry)
+            .ok_or_else(|| EmitError::plain(format!("no pipeline `{}`", res.entry)))?;
+        Some(
+            csp::schedule(module, bindings, pipeline, MAX_TASKS)
+                .map_err(|m| refuse(pipeline.name.loc, m))?,
+        )
+    } else {
+        None
+    };
+    let graph = if computed || csp_tasks.is_some() {
+        None
+    } else {
+        let mut builder = GraphBuilder::new(DepsMode::Overlap);
+        let summary = feed(
+            module,
+            bindings,
+            &ExpandOptions {
+                limit: Some(MAX_TASKS + 1),
+                executors: None,
+            },
+            &mut builder,
+            &mut NoHooks,
+            ExecDomain::HostCpu,
+        )
+        .map_err(|e| EmitError::plain(format!("expansion of {name} failed: {e}")))?;
+        let graph = builder.finish();
+        if graph.tasks.len() > MAX_TASKS || summary.expand.truncated {
+            return Err(EmitError::plain(format!(
+                "more than {MAX_TASKS} tasks under these bindings; the emitter expands the \
+                 workload once (to check it and count its tasks and edges) and keeps at most \
+                 that many"
+            )));
+        }
+        Some(graph)
+    };
 
     // Kernels: every kernel a task may run (tier variants included), in module order, has a
     // body (`unsupported`) and follows the device rules; each becomes one part per core it uses
@@ -437,38 +452,105 @@ pub fn emit(input: &Input<'_>, target: &str) -> Result<AscendTree, EmitError> {
             written: false,
         });
     }
-    for io in &graph.io {
-        if access_from_code(io.access).writes() {
-            facts[io.region.tensor as usize].written = true;
+    match &graph {
+        Some(graph) => {
+            for io in &graph.io {
+                if access_from_code(io.access).writes() {
+                    facts[io.region.tensor as usize].written = true;
+                }
+            }
+        }
+        None => {
+            for (f, &w) in facts.iter_mut().zip(&res.written) {
+                f.written = w;
+            }
+        }
+    }
+    if let Some(tasks) = &csp_tasks {
+        for r in tasks.iter().flat_map(|t| &t.task.regions) {
+            if r.access.writes() {
+                facts[r.tensor as usize].written = true;
+            }
         }
     }
 
     // Our builder's edges, for the summary and the tests.
-    let mut edges: Vec<(u32, u32)> = graph.edges().map(|(p, s)| (p.0, s.0)).collect();
+    let mut edges: Vec<(u32, u32)> = graph
+        .iter()
+        .flat_map(|g| g.edges().map(|(p, s)| (p.0, s.0)))
+        .collect();
+    if let Some(tasks) = &csp_tasks {
+        // The pipeline's explicit edges (process order, channels).
+        edges.extend(
+            tasks
+                .iter()
+                .enumerate()
+                .flat_map(|(i, t)| t.deps.iter().map(move |&d| (d as u32, i as u32))),
+        );
+    }
     edges.sort_unstable();
 
     notes.extend(schedule_notes(input));
-    let barriers: Vec<bool> = graph
-        .tasks
+    if computed {
+        let reads: Vec<String> = res
+            .computed_reads()
+            .iter()
+            .map(|(t, loc)| {
+                format!(
+                    "`{}` ({})",
+                    module.tensors[t.index()].name,
+                    input.position(*loc)
+                )
+            })
+            .collect();
+        notes.push(format!(
+            "computed reads of {}: the orchestration waits for the tasks that write each element \
+             it reads (simpler's get_tensor_data) and submits nothing meanwhile; the tasks are \
+             counted when they run",
+            reads.join(", ")
+        ));
+    }
+    let mut barriers: Vec<bool> = graph
         .iter()
-        .map(|t| t.kernel == BARRIER_KERNEL)
+        .flat_map(|g| g.tasks.iter().map(|t| t.kernel == BARRIER_KERNEL))
         .collect();
+    if let Some(tasks) = &csp_tasks {
+        barriers = vec![false; tasks.len()];
+        notes.push(format!(
+            "pipeline `{}` lowered to {} task(s) submitted in a bounded order its channels allow \
+             (each process runs until a channel blocks it), with explicit dependencies for each \
+             process's order and each token's channel",
+            res.entry,
+            tasks.len()
+        ));
+    }
     let barrier_tasks = barriers.iter().filter(|b| **b).count();
-    let kernel_tasks = graph.tasks.len() - barrier_tasks;
+    let kernel_tasks = barriers.len() - barrier_tasks;
 
     // Tasks as the runtime sees them: every part of a split kernel is a task of its own.
-    let part_tasks: usize = graph
-        .tasks
-        .iter()
-        .filter(|t| t.kernel != BARRIER_KERNEL)
-        .map(|t| {
-            plans
-                .get(t.kernel as usize)
-                .and_then(|p| p.as_ref())
-                .map_or(max_parts, |p| p.parts.len())
-        })
-        .sum();
-    let status_slots = (kernel_tasks * max_parts).max(1);
+    let parts_of = |k: u32| {
+        plans
+            .get(k as usize)
+            .and_then(|p| p.as_ref())
+            .map_or(max_parts, |p| p.parts.len())
+    };
+    let part_tasks: usize = match (&graph, &csp_tasks) {
+        (Some(g), _) => g
+            .tasks
+            .iter()
+            .filter(|t| t.kernel != BARRIER_KERNEL)
+            .map(|t| parts_of(t.kernel))
+            .sum(),
+        (None, Some(tasks)) => tasks.iter().map(|t| parts_of(t.task.kernel)).sum(),
+        (None, None) => 0,
+    };
+    // A workload with computed reads has no task count before it runs: its tasks share a ring
+    // of slots (a failure stays in its slot; the report names its message).
+    let status_slots = if computed {
+        DYNAMIC_STATUS_SLOTS
+    } else {
+        (kernel_tasks * max_parts).max(1)
+    };
 
     // Files.
     let mut files = vec![
@@ -482,11 +564,15 @@ pub fn emit(input: &Input<'_>, target: &str) -> Result<AscendTree, EmitError> {
         files.push((format!("{}.hpp", p.name), p.header.clone()));
         files.push((format!("kernel_{}.cpp", p.name), p.wrapper.clone()));
     }
-    let orch = orch::orchestration(&orch::OrchInput {
+    let orch_input = orch::OrchInput {
         input,
         shapes: store.infos().iter().map(|i| i.shape.clone()).collect(),
         kernels: plans,
-    });
+    };
+    let orch = match &csp_tasks {
+        Some(tasks) => orch::csp_orchestration(&orch_input, tasks),
+        None => orch::orchestration(&orch_input),
+    };
     files.push(("orchestration.cpp".to_string(), orch));
     files.push(("pto_wsp_orch.hpp".to_string(), ORCH_HPP.to_string()));
     let window = config
@@ -694,11 +780,7 @@ fn kernel_wrapper(input: &Input<'_>, k: &KernelDecl, messages: &mut Vec<String>)
         n + scalars.len()
     );
     for (i, (pname, dtype)) in regions.iter().enumerate() {
-        let e = if *dtype == DType::F16 {
-            "half"
-        } else {
-            "float"
-        };
+        let e = crate::ptoisa::elem(*dtype).unwrap_or("float");
         messages.push(format!(
             "kernel `{name}`: region {i} (`{pname}`): its columns are not adjacent in memory (stride {{0}})"
         ));

@@ -251,7 +251,7 @@ fn emit_driver(
             let info = store.info(r.tensor);
             let e = elem(info.dtype).ok_or_else(|| {
                 EmitError::plain(format!(
-                    "task {ti} ({}): region {ri} is of tensor `{}` ({}); the driver handles f32 and f16",
+                    "task {ti} ({}): region {ri} is of tensor `{}` ({}); the driver handles f32, f16 and integers",
                     k.name.name, info.name, info.dtype
                 ))
             })?;

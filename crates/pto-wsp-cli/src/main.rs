@@ -348,6 +348,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Check { file, target } => {
             let name = file.display().to_string();
             let loaded = pto_wsp_cli::load_source(&name, &read(&file)?)?;
+            // Kernels naming built-ins are typed against the kernel library: what no back end
+            // can run is an error; what only the CPU simulation runs, a warning.
+            let (errors, warnings): (Vec<_>, Vec<_>) = pto_wsp::driver::library::check(&loaded)
+                .into_iter()
+                .partition(|d| d.fatal);
+            if !errors.is_empty() {
+                return Err(pto_wsp::driver::render_all(&loaded.source, &errors).into());
+            }
+            for w in &warnings {
+                eprint!(
+                    "{}",
+                    loaded.source.render(w).replacen("error", "warning", 1)
+                );
+            }
             let mut line = pto_wsp_cli::check_summary(&name, &loaded.module);
             if let Some(t) = target {
                 line.push_str(&format!(

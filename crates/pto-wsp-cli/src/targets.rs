@@ -59,6 +59,14 @@ pub fn compile_loaded(
         }
         return Ok(text);
     }
+    // An emitting target writes the kernels that name built-ins from the kernel library.
+    let with_bodies;
+    let loaded = if target == pto_wsp::emitters::ptoisa::TARGET {
+        with_bodies = pto_wsp::driver::library::with_bodies(loaded)?;
+        &with_bodies
+    } else {
+        loaded
+    };
     let plan = lower(&loaded.module)
         .map_err(|e| render(loaded, e))?
         .with_source(loaded.source.clone());
@@ -107,6 +115,16 @@ pub fn check_for_target(loaded: &Loaded, target: &str) -> Result<String, CliErro
             known.join(", ")
         )));
     };
+    // Kernels naming built-ins carry the kernel library's bodies to the emitting back ends.
+    let with_bodies;
+    let loaded = if pto_wsp::emitters::ascend::TARGETS.contains(&target)
+        || target == pto_wsp::emitters::ptoisa::TARGET
+    {
+        with_bodies = pto_wsp::driver::library::with_bodies(loaded)?;
+        &with_bodies
+    } else {
+        loaded
+    };
     let res = pto_wsp::ir::resolve(&loaded.module, &pto_wsp::ir::ResolveOptions::default())
         .map_err(|e| CliError::diagnostic(&loaded.source, &e))?;
     backend
@@ -137,7 +155,9 @@ pub fn device_rules(name: &str, text: &str, device: &str) -> Result<String, CliE
     let used: Vec<bool> = (0..loaded.module.kernels.len())
         .map(|k| res.kernels_used[k] && res.tiers[k].is_none())
         .collect();
-    let checked = crate::device_check(&loaded, Some(&used))?;
+    // Kernels naming built-ins are judged with the kernel library's bodies.
+    let with_bodies = pto_wsp::driver::library::with_bodies(&loaded)?;
+    let checked = crate::device_check(&with_bodies, Some(&used))?;
     Ok(format!("device rules: {}", checked.summary()))
 }
 

@@ -1,7 +1,8 @@
 //! The a2a3 device rules, judged by PTO-ISA's own device templates and by an independent model
 //! of the pipes.
 //!
-//! - Every module under `examples/` that reaches the Ascend back end is emitted for
+//! - Every module under `examples/` that reaches the Ascend back end (and the module naming
+//!   every kernel of the kernel library) is emitted for
 //!   `ascend_a2a3`, and every AICore kernel of its tree is compiled with `g++ -fsyntax-only`
 //!   against PTO-ISA's `include/pto/npu/a2a3` templates (`__CCE_AICORE__` set for a2a3, the CCE
 //!   built-ins declared by `tests/a2a3/cce_stub.hpp`), without exceptions and with stdio and
@@ -156,10 +157,13 @@ fn example_files() -> Vec<PathBuf> {
 }
 
 /// Every example's `ascend_a2a3` tree (under the file's `//@ bind` lines), or the first line of
-/// the back end's refusal.
+/// the back end's refusal; and the tree of the module naming every kernel of the kernel library
+/// (`test_data/library/every_kernel.wsp`), so every library kernel and instruction is judged.
 fn device_trees() -> Vec<(String, Result<AscendTree, String>)> {
     let root = common::root();
-    example_files()
+    let mut files = example_files();
+    files.push(root.join("test_data/library/every_kernel.wsp"));
+    files
         .into_iter()
         .map(|p| {
             let shown = p.strip_prefix(&root).unwrap_or(&p).display().to_string();
@@ -432,10 +436,14 @@ enum Cpp {
 fn pipe_of(mn: &str, kinds: &[&str]) -> Pipe {
     match mn {
         "TLOAD" => Pipe::Mte2,
-        "TSTORE" => match kinds.first().copied() {
+        // Accumulating and converting stores too (`TSTORE<AtomicAdd>`, the fix pipe's
+        // conversion).
+        "TSTORE" | "TSTORE_ADD" | "TSTORE_CVT" => match kinds.first().copied() {
             Some("acc") => Pipe::Fix,
             _ => Pipe::Mte3,
         },
+        // Single elements through the scalar unit (`Tile::GetValue` / `SetValue`).
+        "TGET_VALUE" | "TSET_VALUE" | "TSORT_INDEX" | "TSORT_VALUE" => Pipe::S,
         "TMOV" => match (kinds.first().copied(), kinds.get(1).copied()) {
             (Some("left" | "right"), Some("mat")) => Pipe::Mte1,
             (Some("mat"), Some("acc")) => Pipe::Fix,
@@ -460,13 +468,19 @@ fn tile_kind_of_decl(line: &str) -> Option<(String, &'static str)> {
     } else {
         return None;
     };
-    let after = line.rsplit_once("> ")?.1;
-    let name = after.split('(').next()?.trim().to_string();
+    // The type has no "> " inside; a tile array's elements are one resource.
+    let after = line.split_once("> ")?.1;
+    let name = after.split(['(', '[', ' ']).next()?.trim().to_string();
     Some((name, kind))
 }
 
 fn pipe_named(s: &str) -> Pipe {
     Pipe::parse(s.trim()).unwrap_or_else(|| panic!("unknown pipe `{s}`"))
+}
+
+/// A tile operand's resource: `t_x` for `t_x` and for any element `t_x[i]` of an array.
+fn base_name(a: &str) -> String {
+    a.split('[').next().unwrap_or(a).trim().to_string()
 }
 
 /// Reads the body of an emitted kernel header into statements.
@@ -495,6 +509,28 @@ fn read_kernel(text: &str) -> Vec<Cpp> {
                 .to_string();
             continue;
         }
+        // A single element read or written by the scalar unit (its failure branch returns).
+        for (f, write) in [
+            ("pto_wsp_rt::get_value(", false),
+            ("pto_wsp_rt::set_value(", true),
+        ] {
+            if let Some(at) = line.find(f) {
+                let args: Vec<&str> = line[at + f.len()..].split(", ").collect();
+                let t = base_name(args[2]);
+                let text = line.to_string();
+                let (reads, writes) = if write {
+                    (Vec::new(), vec![t])
+                } else {
+                    (vec![t], Vec::new())
+                };
+                stack.last_mut().unwrap().0.push(Cpp::Inst {
+                    text,
+                    pipe: Pipe::S,
+                    reads,
+                    writes,
+                });
+            }
+        }
         if line.contains("return;") {
             continue;
         }
@@ -508,10 +544,15 @@ fn read_kernel(text: &str) -> Vec<Cpp> {
             alias.insert(name.to_string(), of.to_string());
             continue;
         }
-        if let Some(rest) = line.strip_prefix("decltype(") {
+        if let Some(rest) = line
+            .strip_prefix("decltype(")
+            .or_else(|| line.strip_prefix("std::remove_reference_t<decltype("))
+        {
+            let rest = rest.replacen(")>", ")", 1);
+            let rest = rest.as_str();
             let (of, after) = rest.split_once(") ").unwrap();
             let name = after.split('(').next().unwrap().to_string();
-            let k = kinds.get(of).copied().unwrap_or("vec");
+            let k = kinds.get(&base_name(of)).copied().unwrap_or("vec");
             kinds.insert(name, k);
             continue;
         }
@@ -566,19 +607,30 @@ fn read_kernel(text: &str) -> Vec<Cpp> {
             }
             continue;
         }
-        let Some(open) = line.find('(') else { continue };
+        let Some(mut open) = line.find('(') else {
+            continue;
+        };
+        // A template instruction (`TCI<T, E, 0>(...)`, `fill_pad<PAD>(...)`): its operands
+        // follow the template arguments.
+        let callee = line[..open].split('<').next().unwrap_or("").to_string();
+        if line[..open].contains('<') {
+            match line.find(">(") {
+                Some(p) => open = p + 1,
+                None => continue,
+            }
+        }
         // Instructions PTO-ISA spells per platform go through the support header.
-        let helper = line[..open]
+        let helper = callee
             .strip_prefix("pto_wsp_rt::")
             .map(|h| format!("T{}", h.to_uppercase()));
-        let mn: &str = helper.as_deref().unwrap_or(&line[..open]);
+        let mn: &str = helper.as_deref().unwrap_or(&callee);
         if !mn.starts_with('T') || mn.starts_with("TASSIGN") || !line.ends_with(");") {
             continue;
         }
         let args: Vec<String> = line[open + 1..line.len() - 2]
             .split(", ")
             .map(|a| {
-                let a = a.trim().to_string();
+                let a = base_name(a.trim());
                 alias.get(&a).cloned().unwrap_or(a)
             })
             .collect();
@@ -596,7 +648,11 @@ fn read_kernel(text: &str) -> Vec<Cpp> {
             .iter()
             .filter_map(|a| kinds.get(a.as_str()).copied())
             .collect();
-        let (reads, writes) = if mn == "TSTORE" {
+        if named.is_empty() {
+            continue;
+        }
+        let (reads, writes) = if mn.starts_with("TSTORE") {
+            // An accumulating store reads the region too; the region is what it writes.
             (named[1..].to_vec(), named[..1].to_vec())
         } else {
             // The destination is written; a scratch operand (`tmpN_`) is written too.

@@ -16,6 +16,15 @@
 //!     TSTORE(y, xt);
 //! }
 //! ```
+//! Inside a body, the extents of a tile parameter `x` (its region seen as rows × cols) are the
+//! integer names `rows(x)` and `cols(x)` ([`extent_name`]), so that one body serves regions of
+//! any size (`?` dimensions). Further statements: `check COND else "message";` fails the task
+//! with the message (`{name}` in it is replaced by the value of the integer `name`), and
+//! `let v: i64 = GETVAL(t, r, c);` reads one element of an integer tile. A tile may be an array
+//! (`tile acc[16]: vec f32[1, 128];`, operands `acc[g]`). Float operands are literals, float
+//! parameters and locals (`let s: f32 = ...;`), `inf`, `-inf`, `f32(EXPR)` of an integer
+//! expression or `rsqrt(EXPR)`.
+//!
 //! Promise: `Display` prints a body so that the parser reads back an equal body.
 
 use crate::expr::Expr;
@@ -62,6 +71,43 @@ pub struct TileDecl {
     /// Valid rows and columns, expressions over the kernel's integer parameters and locals
     /// declared before the tile; `None` = the declared shape.
     pub valid: Option<(Expr, Expr)>,
+    /// `tile NAME[N]: ...`: an array of `N` tiles of this type (each element its own buffer),
+    /// named in operands as `NAME[i]`; `None` = one tile.
+    pub count: Option<u64>,
+}
+
+/// The most elements of a tile array.
+pub const MAX_TILE_ARRAY: u64 = 1024;
+
+/// The name standing for a region extent in a body: `rows(x)` or `cols(x)` of tile parameter
+/// `x` (the region seen as rows × cols).
+pub fn extent_name(rows: bool, of: &str) -> String {
+    format!("{}({of})", if rows { "rows" } else { "cols" })
+}
+
+/// The parts of a name made by [`extent_name`]: (`true` for rows, the tile parameter).
+pub fn parse_extent(name: &str) -> Option<(bool, &str)> {
+    let (rows, rest) = if let Some(r) = name.strip_prefix("rows(") {
+        (true, r)
+    } else {
+        (false, name.strip_prefix("cols(")?)
+    };
+    Some((rows, rest.strip_suffix(')')?))
+}
+
+/// A float operand written other than as a literal or a parameter.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum FloatArg {
+    /// `inf` or `-inf`.
+    Inf {
+        /// `-inf`.
+        negative: bool,
+    },
+    /// `f32(EXPR)`: the value of an integer expression as a float.
+    OfInt(Expr),
+    /// `rsqrt(EXPR)`: `1 / √EXPR` of an integer expression, computed in `f64` and rounded once
+    /// to `f32` (attention's default scale `1/√D`).
+    InvSqrt(Expr),
 }
 
 /// One operand of an instruction as written.
@@ -69,8 +115,22 @@ pub struct TileDecl {
 pub enum InstArg {
     /// A tile, a tile parameter, or a scalar parameter / local (the validator decides which).
     Name(Ident),
+    /// `NAME[INDEX]`: element `INDEX` of a tile array.
+    Index(Ident, Expr),
     /// Any other expression (a float literal or an integer expression).
     Expr(Expr),
+    /// `inf`, `-inf` or `f32(EXPR)`.
+    Float(FloatArg),
+}
+
+impl InstArg {
+    /// The tile (or tile array) this operand names, if it names one.
+    pub fn tile_name(&self) -> Option<&Ident> {
+        match self {
+            InstArg::Name(id) | InstArg::Index(id, _) => Some(id),
+            _ => None,
+        }
+    }
 }
 
 /// A statement of a kernel body.
@@ -111,6 +171,7 @@ impl KStmt {
             rows,
             cols,
             valid: None,
+            count: None,
         }))
     }
 }
@@ -152,13 +213,48 @@ pub enum KStmtKind {
         /// Its operands as written.
         args: Vec<InstArg>,
     },
+    /// `let NAME: f32 = VALUE;`: an immutable float local, usable wherever a float operand is;
+    /// `VALUE` is a float operand (a literal, a float parameter or local, `inf`, `-inf`,
+    /// `f32(EXPR)`, `rsqrt(EXPR)`).
+    LetFloat {
+        /// The local's name.
+        name: Ident,
+        /// Its value.
+        value: InstArg,
+    },
+    /// `check COND else "MESSAGE";`: the task fails with `MESSAGE` (each `{name}` replaced by
+    /// the value of the integer `name` in scope) unless `COND` holds; nothing after it runs.
+    Check {
+        /// A `bool` expression.
+        cond: Expr,
+        /// The message, without quotes.
+        message: String,
+    },
+    /// `let NAME: i64 = GETVAL(TILE, ROW, COL);`: one element of an integer tile (PTO-ISA's
+    /// `GetValue` on the scalar unit), an immutable local.
+    GetVal {
+        /// The local's name.
+        name: Ident,
+        /// The tile (a name or an array element).
+        tile: InstArg,
+        /// Row within the tile's valid part.
+        row: Expr,
+        /// Column within the tile's valid part.
+        col: Expr,
+    },
 }
 
 impl std::fmt::Display for InstArg {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             InstArg::Name(id) => f.write_str(&id.name),
+            InstArg::Index(id, e) => write!(f, "{id}[{e}]"),
             InstArg::Expr(e) => write!(f, "{e}"),
+            InstArg::Float(FloatArg::Inf { negative }) => {
+                f.write_str(if *negative { "-inf" } else { "inf" })
+            }
+            InstArg::Float(FloatArg::OfInt(e)) => write!(f, "f32({e})"),
+            InstArg::Float(FloatArg::InvSqrt(e)) => write!(f, "rsqrt({e})"),
         }
     }
 }
@@ -173,11 +269,11 @@ pub(crate) fn print_body(
     for s in body {
         match &s.kind {
             KStmtKind::Tile(t) => {
-                write!(
-                    f,
-                    "{pad}tile {}: {} {}[{}, {}]",
-                    t.name, t.kind, t.dtype, t.rows, t.cols
-                )?;
+                write!(f, "{pad}tile {}", t.name)?;
+                if let Some(n) = t.count {
+                    write!(f, "[{n}]")?;
+                }
+                write!(f, ": {} {}[{}, {}]", t.kind, t.dtype, t.rows, t.cols)?;
                 if let Some((r, c)) = &t.valid {
                     write!(f, " valid({r}, {c})")?;
                 }
@@ -204,6 +300,16 @@ pub(crate) fn print_body(
                     writeln!(f, "{pad}}}")?;
                 }
             }
+            KStmtKind::Check { cond, message } => {
+                writeln!(f, "{pad}check {cond} else \"{message}\";")?
+            }
+            KStmtKind::LetFloat { name, value } => writeln!(f, "{pad}let {name}: f32 = {value};")?,
+            KStmtKind::GetVal {
+                name,
+                tile,
+                row,
+                col,
+            } => writeln!(f, "{pad}let {name}: i64 = GETVAL({tile}, {row}, {col});")?,
             KStmtKind::Inst { op, args } => {
                 write!(f, "{pad}{}(", op.mnemonic())?;
                 for (i, a) in args.iter().enumerate() {
@@ -242,30 +348,50 @@ pub struct Walk<'k> {
 
 impl<'k> Walk<'k> {
     /// A walk of `kernel`'s body with its scalar parameters bound to the raw values `scalars`
-    /// (in declaration order, as a task passes them).
+    /// (in declaration order, as a task passes them); region extents (`rows(x)`, `cols(x)`) are
+    /// 0 (see [`Walk::with_regions`]).
     pub fn new(
         kernel: &'k crate::module::KernelDecl,
         scalars: &[u64],
+    ) -> Result<Walk<'k>, BodyError> {
+        Walk::with_regions(kernel, scalars, &[])
+    }
+
+    /// [`Walk::new`] with the rows × cols of the task's regions (one per tile parameter, in
+    /// order; missing ones count as 0 × 0), which `rows(x)` and `cols(x)` name.
+    pub fn with_regions(
+        kernel: &'k crate::module::KernelDecl,
+        scalars: &[u64],
+        regions: &[(u64, u64)],
     ) -> Result<Walk<'k>, BodyError> {
         use crate::module::ParamKind;
         use crate::types::ScalarType;
         use crate::value::Value;
         let mut env = std::collections::HashMap::new();
         let mut it = scalars.iter();
+        let mut region = 0;
         for p in &kernel.params {
-            if let ParamKind::Scalar(t) = p.kind {
-                let Some(&raw) = it.next() else {
-                    return Err(BodyError {
-                        kernel: kernel.name.name.clone(),
-                        message: format!("scalar parameter `{}` is not given", p.name),
-                    });
-                };
-                let v = match t.carrier() {
-                    ScalarType::Bool => Value::Bool(raw != 0),
-                    ScalarType::I64 => Value::I64(raw as i64),
-                    ScalarType::U64 => Value::U64(raw),
-                };
-                env.insert(p.name.name.clone(), v);
+            match p.kind {
+                ParamKind::Scalar(t) => {
+                    let Some(&raw) = it.next() else {
+                        return Err(BodyError {
+                            kernel: kernel.name.name.clone(),
+                            message: format!("scalar parameter `{}` is not given", p.name),
+                        });
+                    };
+                    let v = match t.carrier() {
+                        ScalarType::Bool => Value::Bool(raw != 0),
+                        ScalarType::I64 => Value::I64(raw as i64),
+                        ScalarType::U64 => Value::U64(raw),
+                    };
+                    env.insert(p.name.name.clone(), v);
+                }
+                ParamKind::Tile { .. } => {
+                    let (r, c) = regions.get(region).copied().unwrap_or((0, 0));
+                    region += 1;
+                    env.insert(extent_name(true, &p.name.name), Value::I64(r as i64));
+                    env.insert(extent_name(false, &p.name.name), Value::I64(c as i64));
+                }
             }
         }
         Ok(Walk {
@@ -343,6 +469,13 @@ impl<'k> Walk<'k> {
                     self.run(if c { then_body } else { else_body }, on_inst)?;
                 }
                 KStmtKind::Inst { op, args } => on_inst(self, *op, args)?,
+                // The cost model knows no tile contents: an element read counts as 0, and a
+                // check is not evaluated (a failing one stops the task, which costs no more).
+                KStmtKind::GetVal { name, .. } => {
+                    self.env
+                        .insert(name.name.clone(), crate::value::Value::I64(0));
+                }
+                KStmtKind::Check { .. } | KStmtKind::LetFloat { .. } => {}
             }
         }
         Ok(())
@@ -357,7 +490,7 @@ pub fn inst_cycles(w: &Walk<'_>, op: TileOp, args: &[InstArg]) -> u64 {
         let mut seen = 0;
         for (k, a) in op.operands().iter().zip(args) {
             if *k == kind
-                && let InstArg::Name(id) = a
+                && let Some(id) = a.tile_name()
             {
                 if seen == nth {
                     return w.valid(&id.name);
@@ -377,9 +510,10 @@ pub fn inst_cycles(w: &Walk<'_>, op: TileOp, args: &[InstArg]) -> u64 {
             r * c
         }
         CostRule::Sort5N => {
-            let (r, c) = tile(crate::tile_isa::Operand::Dst, 0);
+            let (r, c) = tile(crate::tile_isa::Operand::Src, 0);
             5 * r * c
         }
+        CostRule::One => 1,
         CostRule::MKN => {
             let (m, k) = tile(crate::tile_isa::Operand::Src, 0);
             let (_, n) = tile(crate::tile_isa::Operand::Src, 1);
@@ -391,10 +525,19 @@ pub fn inst_cycles(w: &Walk<'_>, op: TileOp, args: &[InstArg]) -> u64 {
 /// The cycles of one run of `kernel`'s body with scalar parameters `scalars`: the sum of
 /// [`inst_cycles`] over the instructions executed.
 pub fn body_cycles(kernel: &crate::module::KernelDecl, scalars: &[u64]) -> Result<u64, BodyError> {
+    body_cycles_with(kernel, scalars, &[])
+}
+
+/// [`body_cycles`] with the rows × cols of the task's regions ([`Walk::with_regions`]).
+pub fn body_cycles_with(
+    kernel: &crate::module::KernelDecl,
+    scalars: &[u64],
+    regions: &[(u64, u64)],
+) -> Result<u64, BodyError> {
     let Some(body) = &kernel.body else {
         return Ok(0);
     };
-    let mut w = Walk::new(kernel, scalars)?;
+    let mut w = Walk::with_regions(kernel, scalars, regions)?;
     let mut total = 0u64;
     w.run(body, &mut |w, op, args| {
         total += inst_cycles(w, op, args);

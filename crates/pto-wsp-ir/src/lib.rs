@@ -41,7 +41,7 @@ pub use expand::{
     expand_each, expand_process, expand_with,
 };
 pub use expr::{BinOp, Expr, FloatLit, OpClass, UnOp};
-pub use kernel_body::{InstArg, KStmt, KStmtKind, TileDecl, TileKind};
+pub use kernel_body::{FloatArg, InstArg, KStmt, KStmtKind, TileDecl, TileKind};
 pub use loc::{Ident, Loc};
 pub use module::{
     AxisDecl, AxisKind, KernelDecl, KernelParam, Module, ParamKind, SlotDecl, SymbolDecl,
@@ -54,9 +54,9 @@ pub use schedule::{
     ScheduleItem, ScheduleItemKind, StartPolicy, TaskGraphItem, Timing, TracePolicy, WindowMode,
 };
 pub use source::{Diagnostic, SourceFile};
-pub use tile_isa::{CostRule, CppForm, Operand, ShapeRule, TileOp};
+pub use tile_isa::{CostRule, CppForm, Elems, Operand, ShapeRule, TileOp};
 pub use types::{Access, DType, ExecPool, ParamType, ScalarType};
 pub use validate::depth::MAX_TOTAL_DEPTH;
-pub use validate::{ValidationError, validate, validate_for_run};
+pub use validate::{ValidationError, validate, validate_for_run, validate_kernel};
 pub use value::{BindError, Bindings, Value};
 pub use workload::{Arg, LoopOrder, Region, RegionDim, Stmt, StmtKind, TaskStmt};

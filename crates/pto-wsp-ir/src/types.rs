@@ -80,6 +80,11 @@ impl DType {
             DType::F16 | DType::Bf16 | DType::F32 => false,
         }
     }
+
+    /// Whether elements are floats (`f32`, `f16`, `bf16`).
+    pub fn is_float(self) -> bool {
+        !self.is_integer()
+    }
 }
 
 keyword_enum! {

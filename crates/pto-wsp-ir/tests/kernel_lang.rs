@@ -104,7 +104,8 @@ workload main() { task k(X[0 +: 8, 0 +: 64]); }
         "kernel `k`: TMATMUL: `a` is a vec tile, this operand must be acc",
         "kernel `k`: TLOAD: `x` holds f32 but tile `h` is f16: use TCVT on the tile\n --> t.wsp:9:5",
         "kernel `k`: TEXP operand 2: `nosuch` is not a tile declared in the body\n  --> t.wsp:10:5",
-        "kernel `k`: TADDS operand 3 must be a float literal or an f32 / f64 parameter\n  --> t.wsp:11:5",
+        "kernel `k`: TADDS operand 3 must be a float literal, an f32 / f64 parameter or local, `inf`, `-inf`, `f32(INTEGER)` or `rsqrt(INTEGER)`\n  --> t.wsp:11:5",
+        "kernel `k`: TROWSUM reads tile `a` before any instruction writes it\n --> t.wsp:6:5",
     ] {
         assert!(out.contains(needle), "missing {needle:?} in\n{out}");
     }
@@ -152,29 +153,146 @@ fn masks_and_sort_are_checked_and_costed() {
 tensor X: f32[4, 32];
 kernel k(inout x: f32[4, 32]) @vector {
     tile t: vec f32[4, 32];
-    tile s: vec f32[4, 32] valid(4, 20);
+    tile m: vec u8[4, 32];
+    tile row: vec f32[1, 32];
+    tile ix: vec u32[1, 32];
+    tile rec: vec f32[1, 64] valid(1, 40);
     TLOAD(t, x);
-    TSORT(s, t);
-    TCMP(t, t, t, GT);
-    TSEL(t, t, t, t);
+    TLOAD(row, x);
+    TCI(ix, 0);
+    TSORT32(rec, row, ix);
+    TCMPS(m, t, 0.5, GT);
+    TSEL(t, m, t, t);
     TSTORE(x, t);
 }
 workload main() { task k(X[0 +: 4, 0 +: 32]); }
 ";
     let m = module(src);
-    // TLOAD 128, TSORT 5 x 4 x 20, TCMP 128, TSEL 128, TSTORE 128.
+    assert_eq!(errors(src), "");
+    // TLOAD 128 + 32, TCI 32, TSORT32 5 x 32, TCMPS 128, TSEL 128, TSTORE 128.
     assert_eq!(
         body_cycles(m.kernel("k").unwrap(), &[]).unwrap(),
-        4 * 128 + 400
+        4 * 128 + 2 * 32 + 5 * 32
     );
     let bad = src.replace("GT);", "BIGGER);");
     let out = errors(&bad);
     assert!(
         out.contains(
-            "kernel `k`: TCMP operand 4 must be a comparison mode (EQ, NE, LT, LE, GT, GE)\n --> t.wsp:7:5"
+            "kernel `k`: TCMPS operand 4 must be a comparison mode (EQ, NE, LT, LE, GT, GE)\n  --> t.wsp:12:5"
         ),
         "{out}"
     );
+    let bad = src
+        .replace("tile m: vec u8[4, 32];", "tile m: vec f32[4, 32];")
+        .replace("vec f32[1, 64] valid(1, 40)", "vec f32[1, 32]");
+    let out = errors(&bad);
+    for needle in [
+        "kernel `k`: TCMPS: mask `m` must be u8 (PTO-ISA's packed mask), not f32\n  --> t.wsp:12:5",
+        "kernel `k`: TSEL: mask `m` must be u8 (PTO-ISA's packed mask), not f32",
+        "kernel `k`: TSORT32: `row` is 1 x 32 and `rec` is 1 x 32: `rec` must be 1 x 64 (2 words per record)",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in\n{out}");
+    }
+}
+
+#[test]
+fn extents_arrays_checks_and_element_reads_parse_print_and_validate() {
+    let src = "\
+tensor X: f32[8, 100];
+tensor I: i32[8];
+tensor Y: f32[8, 100];
+kernel k(in x: f32[?, ?], in idx: i32[?], out y: f32[?, ?], s: f32) @vector {
+    let n: i64 = (cols(x) + 63) / 64;
+    check rows(x) == rows(y) && cols(x) == cols(y) else \"rows {rows(x)} vs {rows(y)}\";
+    tile acc[4]: vec f32[1, 64];
+    tile it: vec i32[1, 8] valid(1, cols(idx));
+    TLOAD(it, idx);
+    let first: i64 = GETVAL(it, 0, 0);
+    for j in range(n) {
+        let vc: i64 = min(64, cols(x) - j * 64);
+        tile t: vec f32[1, 64] valid(1, vc);
+        TLOAD(t, x, first, j * 64);
+        TMAXS(t, t, -inf);
+        TMINS(t, t, inf);
+        TDIVS(t, t, f32(cols(x)));
+        let half: f32 = rsqrt(4);
+        TMULS(acc[j % 4], t, s);
+        TMULS(acc[j % 4], acc[j % 4], half);
+        TSTORE(y, acc[j % 4], 0, j * 64);
+    }
+}
+workload main() { task k(X[0 +: 8, 0 +: 100], I[0 +: 8], Y[0 +: 8, 0 +: 100], 2.0); }
+";
+    assert_eq!(errors(src), "");
+    let m = module(src);
+    assert_eq!(parse(&m.to_string()).unwrap(), m);
+    let k = m.kernel("k").unwrap();
+    // rows(x) = 8, cols(x) = 100: two chunks of 64 and 36 columns; GETVAL counts 0.
+    use pto_wsp_ir::kernel_body::body_cycles_with;
+    assert_eq!(
+        body_cycles_with(k, &[2f64.to_bits()], &[(8, 100), (1, 8), (8, 100)]).unwrap(),
+        8 + 7 * 64 + 4 * 36 + 3 * 64
+    );
+    for (from, to, needle) in [
+        (
+            "TMULS(acc[j % 4], t, s)",
+            "TMULS(acc, t, s)",
+            "TMULS operand 1: `acc` is an array of 4 tiles: name one, `acc[i]`",
+        ),
+        (
+            "TLOAD(t, x, first, j * 64)",
+            "TLOAD(t, x, first, j * 64);\n        TLOAD(t, x, rows(s), 0)",
+            "`s` in `rows(s)` is not a tile parameter",
+        ),
+        (
+            "{rows(y)}",
+            "{nosuch}",
+            "the message of `check` names {nosuch}: unknown name `nosuch`",
+        ),
+        (
+            "GETVAL(it, 0, 0)",
+            "GETVAL(acc[0], 0, 0)",
+            "GETVAL: `acc[0]` is f32: GETVAL reads integer tiles",
+        ),
+        (
+            "TDIVS(t, t, f32(cols(x)))",
+            "TDIVS(t, t, f32(s))",
+            "the operand of `f32` / `rsqrt`: `s` is not an integer or bool scalar",
+        ),
+    ] {
+        let bad = src.replace(from, to);
+        let out = errors(&bad);
+        assert!(out.contains(needle), "missing {needle:?} in\n{out}");
+    }
+}
+
+#[test]
+fn reads_before_writes_and_loads_past_the_declared_region_are_errors() {
+    let src = "\
+tensor X: f32[8, 64];
+kernel k(inout x: f32[8, 64]) @vector {
+    tile a: vec f32[16, 64];
+    tile b: vec f32[8, 64];
+    for i in range(2) {
+        TADD(b, b, b);
+        TLOAD(b, x);
+    }
+    if true { TLOAD(a, x); } else { TEXPANDS(b, 0.0); }
+    TSTORE(x, b);
+    TSTORE(x, a, 0, 8);
+}
+workload main() { task k(X[0 +: 8, 0 +: 64]); }
+";
+    let out = errors(src);
+    for needle in [
+        "kernel `k`: TADD reads tile `b` before any instruction writes it\n --> t.wsp:6:9",
+        "kernel `k`: TLOAD: tile `a` loads 16 x 64 at (0, 0), outside `x`, declared 8 x 64 (rows x cols)\n --> t.wsp:9:15",
+        "kernel `k`: TSTORE: tile `a` stores 16 x 64 at (0, 8), outside `x`, declared 8 x 64 (rows x cols)",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in\n{out}");
+    }
+    // Written on one branch (or in an earlier loop iteration) is not an error.
+    assert!(!out.contains("TSTORE reads"), "{out}");
 }
 
 #[test]

@@ -171,6 +171,17 @@ impl<'a> TaskContext<'a> {
         })
     }
 
+    /// Region `i` seen as rows × cols (the product of its outer sizes, its last size), without
+    /// opening a view.
+    pub fn dims(&self, i: usize) -> Result<(usize, usize), KernelError> {
+        let r = &self.io(i)?.region;
+        let rank = r.rank as usize;
+        let Some((&cols, outer)) = r.size[..rank].split_last() else {
+            return Ok((1, 1));
+        };
+        Ok((outer.iter().map(|&s| s as usize).product(), cols as usize))
+    }
+
     /// Name, element type and shape of the tensor of region `i`.
     pub fn info(&self, i: usize) -> Result<&TensorInfo, KernelError> {
         let t = self.io(i)?.region.tensor;

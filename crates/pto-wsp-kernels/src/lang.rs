@@ -40,11 +40,13 @@ use crate::registry::{KernelError, KernelRegistry};
 use crate::tile::{Float, FloatRead, FloatWrite};
 use half::{bf16, f16};
 use pto_wsp_ir::eval::Compiled;
-use pto_wsp_ir::kernel_body::{InstArg, KStmt, KStmtKind, body_cycles};
+use pto_wsp_ir::kernel_body::{FloatArg, InstArg, KStmt, KStmtKind, body_cycles_with, extent_name};
 use pto_wsp_ir::value::Value;
 use pto_wsp_ir::{DType, Expr, KernelDecl, Module, Operand, ParamKind, ScalarType, TileOp};
 use std::cell::RefCell;
 use std::sync::Arc;
+
+mod special;
 
 /// Registers every kernel of `module` that has a body (replacing any kernel of that name).
 /// Returns the names registered.
@@ -55,7 +57,10 @@ pub fn register_bodies(module: &Module, registry: &mut KernelRegistry) -> Vec<St
         let run = prepared.clone();
         registry.register(&k.name.name, move |ctx| run.run(ctx));
         registry.set_cost(&k.name.name, move |ctx| {
-            body_cycles(&prepared.decl, ctx.params()).unwrap_or(0)
+            let dims: Vec<(u64, u64)> = (0..ctx.num_regions())
+                .map(|i| ctx.dims(i).map_or((0, 0), |(r, c)| (r as u64, c as u64)))
+                .collect();
+            body_cycles_with(&prepared.decl, ctx.params(), &dims).unwrap_or(0)
         });
         names.push(k.name.name.clone());
     }
@@ -90,12 +95,20 @@ impl Prepared {
 // ---------------------------------------------------------------------------------------------
 // The lowered form
 
-/// A tile declaration: its slot is its index in [`Program::tiles`].
+/// A tile declaration: its slot is its index in [`Program::tiles`] (an array of `n` tiles takes
+/// `n` consecutive slots).
 struct TileInfo {
     name: String,
     rows: usize,
     cols: usize,
     dtype: DType,
+}
+
+impl TileInfo {
+    /// Whether the tile holds integers (kept in the integer scratch, [`Pool::itiles`]).
+    fn int(&self) -> bool {
+        self.dtype.is_integer()
+    }
 }
 
 /// An integer expression of the body, resolved, with its text for error messages.
@@ -104,15 +117,17 @@ struct IntExpr {
     text: Expr,
 }
 
-/// A float operand: a literal, or a float scalar parameter (index among the scalar
-/// parameters).
-#[derive(Clone, Copy)]
+/// A float operand: a literal, a float scalar parameter or local (its float slot: scalar
+/// parameters by index among the scalar parameters, then locals), or an integer expression
+/// converted (`f32(EXPR)`) or inverted (`rsqrt(EXPR)`).
 enum Scalar {
     Const(f32),
     Param(usize),
+    OfInt(IntExpr),
+    InvSqrt(IntExpr),
 }
 
-/// A `TCMP` mode.
+/// A `TCMP` / `TCMPS` mode.
 #[derive(Clone, Copy)]
 enum Cmp {
     Eq,
@@ -123,31 +138,61 @@ enum Cmp {
     Ge,
 }
 
+/// Element `index` of a tile array of `len` tiles starting at the operand's slot.
+struct ArrayIndex {
+    index: IntExpr,
+    len: usize,
+}
+
 /// One instruction with its operands resolved.
 struct Inst {
     op: TileOp,
-    /// Tile operands (destination and sources) in operand order.
+    /// Tile operands (destination and sources) in operand order: the slot, or the first slot
+    /// of an array whose element [`Inst::ix`] names.
     t: [usize; 4],
-    /// The region of a `TLOAD` / `TSTORE`.
+    /// The element index of array operands.
+    ix: [Option<ArrayIndex>; 4],
+    /// The region of a `TLOAD` / `TSTORE` / `TSTOREADD`.
     region: usize,
-    /// Row and column offsets of a `TLOAD` / `TSTORE`.
+    /// Row and column offsets of a load or store.
     at: [Option<IntExpr>; 2],
+    /// The required integer operands, in order (`TCI` start, `TTRI` diagonal, `TMRGSORT`
+    /// block length, `SETVAL` row, column and value).
+    ints: Vec<IntExpr>,
     scalar: Scalar,
     cmp: Cmp,
+    /// The `TTRI` (0 lower, 1 upper) or `TFILLPAD` (0 zero, 1 min, 2 max) word.
+    mode: u8,
     /// A `TLOAD` into an `f32` tile that products read by rows, from a region the kernel does not
     /// write: it may leave the tile in the region (see [`Task::materialize`]).
     lazy: bool,
 }
 
+impl Inst {
+    /// Whether an operand names an array element (such instructions are never fused).
+    fn indexed(&self) -> bool {
+        self.ix.iter().any(Option::is_some)
+    }
+}
+
+/// A piece of a `check` message.
+enum MsgPart {
+    Text(String),
+    Value(IntExpr),
+}
+
 /// A statement of the lowered body.
 enum Step {
-    /// A tile declaration: sets the tile's valid rows × cols.
+    /// A tile declaration: sets the valid rows × cols of its `count` slots from `tile` on.
     Tile {
         tile: usize,
+        count: usize,
         valid: Option<(IntExpr, IntExpr)>,
     },
     /// `let`: sets a value slot.
     Let { slot: usize, value: IntExpr },
+    /// `let NAME: f32`: sets a float slot.
+    LetFloat { slot: usize, value: Scalar },
     /// A counted loop over a value slot.
     For {
         slot: usize,
@@ -160,8 +205,21 @@ enum Step {
         then_body: Vec<Step>,
         else_body: Vec<Step>,
     },
+    /// `check COND else "MESSAGE"`.
+    Check {
+        cond: IntExpr,
+        message: Vec<MsgPart>,
+    },
+    /// `let NAME: i64 = GETVAL(TILE, ROW, COL)`: sets a value slot.
+    GetVal {
+        slot: usize,
+        tile: usize,
+        ix: Option<ArrayIndex>,
+        row: IntExpr,
+        col: IntExpr,
+    },
     /// One instruction.
-    Inst(Inst),
+    Inst(Box<Inst>),
     /// `TROWEXPANDSUB(x, x, m); TEXP(x, x); TROWSUM(l, x)` on `f32` tiles: one pass per row of
     /// `fast::exp_sum`. Runs as the three instructions when `l`'s valid rows differ from `x`'s.
     ExpSum {
@@ -197,16 +255,22 @@ struct Program {
     tiles: Vec<TileInfo>,
     /// Scalar parameters in order: name, and carrier type or `None` for a float one.
     scalars: Vec<(String, Option<ScalarType>)>,
-    /// Number of value slots: the scalar parameters, then every `let` and loop variable.
+    /// Number of value slots: the scalar parameters, the extents of every tile parameter, then
+    /// every `let`, `GETVAL` and loop variable.
     values: usize,
+    /// Number of float slots: the scalar parameters, then every float local.
+    floats: usize,
     /// Whether each tile parameter (region) may be written.
     regions: Vec<bool>,
+    /// The value slots of `rows(x)` and `cols(x)` of each tile parameter.
+    extents: Vec<(usize, usize)>,
     body: Vec<Step>,
 }
 
 /// Names in scope while lowering.
 enum Local {
     Tile(usize),
+    Array(usize, usize),
     Value(usize),
     Region(usize),
     Float(usize),
@@ -216,6 +280,7 @@ struct Lower {
     scope: Vec<(String, Local)>,
     tiles: Vec<TileInfo>,
     values: usize,
+    floats: usize,
 }
 
 impl Program {
@@ -224,14 +289,17 @@ impl Program {
             scope: Vec::new(),
             tiles: Vec::new(),
             values: 0,
+            floats: 0,
         };
         let (mut scalars, mut regions) = (Vec::new(), Vec::new());
+        let mut region_names = Vec::new();
         for p in &k.params {
             match p.kind {
                 ParamKind::Tile { access, .. } => {
                     lw.scope
                         .push((p.name.name.clone(), Local::Region(regions.len())));
                     regions.push(access.writes());
+                    region_names.push(p.name.name.clone());
                 }
                 ParamKind::Scalar(t) => {
                     let i = scalars.len();
@@ -246,6 +314,15 @@ impl Program {
             }
         }
         lw.values = scalars.len();
+        lw.floats = scalars.len();
+        let mut extents = Vec::new();
+        for name in &region_names {
+            let (r, c) = (lw.values, lw.values + 1);
+            lw.values += 2;
+            lw.scope.push((extent_name(true, name), Local::Value(r)));
+            lw.scope.push((extent_name(false, name), Local::Value(c)));
+            extents.push((r, c));
+        }
         let mut body = lw.block(k.body.as_deref().unwrap_or(&[]))?;
         let mut uses = vec![0; lw.tiles.len()];
         count_uses(&body, &mut uses);
@@ -258,7 +335,9 @@ impl Program {
             tiles: lw.tiles,
             scalars,
             values: lw.values,
+            floats: lw.floats,
             regions,
+            extents,
             body,
         })
     }
@@ -285,6 +364,13 @@ impl Lower {
         })
     }
 
+    fn value_slot(&mut self, name: &str) -> usize {
+        let slot = self.values;
+        self.values += 1;
+        self.scope.push((name.to_string(), Local::Value(slot)));
+        slot
+    }
+
     fn block(&mut self, body: &[KStmt]) -> Result<Vec<Step>, String> {
         let mark = self.scope.len();
         let mut out = Vec::with_capacity(body.len());
@@ -295,6 +381,27 @@ impl Lower {
         Ok(out)
     }
 
+    /// The slot (or first slot and element index) a tile operand names.
+    fn tile_arg(&self, a: &InstArg) -> Result<(usize, Option<ArrayIndex>), String> {
+        match a {
+            InstArg::Name(id) => match self.find(&id.name) {
+                Some(Local::Tile(t)) => Ok((*t, None)),
+                _ => Err(format!("`{}` is not a tile", id.name)),
+            },
+            InstArg::Index(id, e) => match self.find(&id.name) {
+                Some(Local::Array(t, len)) => Ok((
+                    *t,
+                    Some(ArrayIndex {
+                        index: self.int(e)?,
+                        len: *len,
+                    }),
+                )),
+                _ => Err(format!("`{}` is not a tile array", id.name)),
+            },
+            _ => Err(format!("`{a}` is not a tile")),
+        }
+    }
+
     fn stmt(&mut self, s: &KStmt) -> Result<Step, String> {
         Ok(match &s.kind {
             KStmtKind::Tile(t) => {
@@ -303,28 +410,62 @@ impl Lower {
                     None => None,
                 };
                 let tile = self.tiles.len();
-                self.tiles.push(TileInfo {
-                    name: t.name.name.clone(),
-                    rows: t.rows as usize,
-                    cols: t.cols as usize,
-                    dtype: t.dtype,
-                });
-                self.scope.push((t.name.name.clone(), Local::Tile(tile)));
-                Step::Tile { tile, valid }
+                let count = t.count.unwrap_or(1) as usize;
+                for i in 0..count {
+                    self.tiles.push(TileInfo {
+                        name: match t.count {
+                            Some(_) => format!("{}[{i}]", t.name.name),
+                            None => t.name.name.clone(),
+                        },
+                        rows: t.rows as usize,
+                        cols: t.cols as usize,
+                        dtype: t.dtype,
+                    });
+                }
+                let local = match t.count {
+                    Some(_) => Local::Array(tile, count),
+                    None => Local::Tile(tile),
+                };
+                self.scope.push((t.name.name.clone(), local));
+                Step::Tile { tile, count, valid }
             }
             KStmtKind::Let { name, value } => {
                 let value = self.int(value)?;
-                let slot = self.values;
-                self.values += 1;
-                self.scope.push((name.name.clone(), Local::Value(slot)));
+                let slot = self.value_slot(&name.name);
                 Step::Let { slot, value }
             }
+            KStmtKind::GetVal {
+                name,
+                tile,
+                row,
+                col,
+            } => {
+                let (tile, ix) = self.tile_arg(tile)?;
+                let (row, col) = (self.int(row)?, self.int(col)?);
+                let slot = self.value_slot(&name.name);
+                Step::GetVal {
+                    slot,
+                    tile,
+                    ix,
+                    row,
+                    col,
+                }
+            }
+            KStmtKind::LetFloat { name, value } => {
+                let value = self.scalar_of(value)?;
+                let slot = self.floats;
+                self.floats += 1;
+                self.scope.push((name.name.clone(), Local::Float(slot)));
+                Step::LetFloat { slot, value }
+            }
+            KStmtKind::Check { cond, message } => Step::Check {
+                cond: self.int(cond)?,
+                message: self.message(message)?,
+            },
             KStmtKind::For { var, count, body } => {
                 let count = self.int(count)?;
-                let slot = self.values;
-                self.values += 1;
                 let mark = self.scope.len();
-                self.scope.push((var.name.clone(), Local::Value(slot)));
+                let slot = self.value_slot(&var.name);
                 let body = self.block(body)?;
                 self.scope.truncate(mark);
                 Step::For { slot, count, body }
@@ -338,8 +479,46 @@ impl Lower {
                 then_body: self.block(then_body)?,
                 else_body: self.block(else_body)?,
             },
-            KStmtKind::Inst { op, args } => Step::Inst(self.inst(*op, args)?),
+            KStmtKind::Inst { op, args } => Step::Inst(Box::new(self.inst(*op, args)?)),
         })
+    }
+
+    /// A float operand.
+    fn scalar_of(&self, a: &InstArg) -> Result<Scalar, String> {
+        Ok(match a {
+            InstArg::Expr(Expr::Float(v)) => Scalar::Const(v.value() as f32),
+            InstArg::Float(FloatArg::Inf { negative }) => Scalar::Const(if *negative {
+                f32::NEG_INFINITY
+            } else {
+                f32::INFINITY
+            }),
+            InstArg::Float(FloatArg::OfInt(e)) => Scalar::OfInt(self.int(e)?),
+            InstArg::Float(FloatArg::InvSqrt(e)) => Scalar::InvSqrt(self.int(e)?),
+            InstArg::Name(id) => match self.find(&id.name) {
+                Some(Local::Float(i)) => Scalar::Param(*i),
+                _ => return Err(format!("`{}` is not a float scalar", id.name)),
+            },
+            _ => return Err(format!("`{a}` is not a float operand")),
+        })
+    }
+
+    /// A `check` message cut at its `{name}`s.
+    fn message(&self, text: &str) -> Result<Vec<MsgPart>, String> {
+        let mut parts = Vec::new();
+        let mut rest = text;
+        while let Some(open) = rest.find('{') {
+            let close = rest[open..]
+                .find('}')
+                .ok_or_else(|| format!("the message `{text}` has a `{{` without its `}}`"))?;
+            parts.push(MsgPart::Text(rest[..open].to_string()));
+            let name = &rest[open + 1..open + close];
+            parts.push(MsgPart::Value(
+                self.int(&Expr::Name(pto_wsp_ir::Ident::new(name)))?,
+            ));
+            rest = &rest[open + close + 1..];
+        }
+        parts.push(MsgPart::Text(rest.to_string()));
+        Ok(parts)
     }
 
     fn inst(&self, op: TileOp, args: &[InstArg]) -> Result<Inst, String> {
@@ -347,10 +526,13 @@ impl Lower {
         let mut inst = Inst {
             op,
             t: [usize::MAX; 4],
+            ix: [None, None, None, None],
             region: 0,
             at: [None, None],
+            ints: Vec::new(),
             scalar: Scalar::Const(0.0),
             cmp: Cmp::Eq,
+            mode: 0,
             lazy: false,
         };
         let (mut nt, mut nat) = (0, 0);
@@ -375,28 +557,28 @@ impl Lower {
                     arg.map(|a| a.to_string()).unwrap_or_default()
                 )
             };
+            let word = |words: &[&str]| {
+                name.and_then(|n| words.iter().position(|w| *w == n))
+                    .map(|p| p as u8)
+                    .ok_or_else(bad)
+            };
+            let int_of = |a: &InstArg| match a {
+                InstArg::Name(id) => Ok(Expr::Name(id.clone())),
+                InstArg::Expr(e) => Ok(e.clone()),
+                _ => Err(bad()),
+            };
             match kind {
-                Operand::Dst | Operand::Src => match name.and_then(|n| self.find(n)) {
-                    Some(Local::Tile(t)) => {
-                        inst.t[nt] = *t;
-                        nt += 1;
-                    }
-                    _ => return Err(bad()),
-                },
+                Operand::Dst | Operand::Src => {
+                    let (t, ix) = self.tile_arg(arg.ok_or_else(bad)?)?;
+                    inst.t[nt] = t;
+                    inst.ix[nt] = ix;
+                    nt += 1;
+                }
                 Operand::Global => match name.and_then(|n| self.find(n)) {
                     Some(Local::Region(r)) => inst.region = *r,
                     _ => return Err(bad()),
                 },
-                Operand::Float => {
-                    inst.scalar = match arg {
-                        Some(InstArg::Expr(Expr::Float(v))) => Scalar::Const(v.value() as f32),
-                        Some(InstArg::Name(id)) => match self.find(&id.name) {
-                            Some(Local::Float(i)) => Scalar::Param(*i),
-                            _ => return Err(bad()),
-                        },
-                        _ => return Err(bad()),
-                    }
-                }
+                Operand::Float => inst.scalar = self.scalar_of(arg.ok_or_else(bad)?)?,
                 Operand::CmpMode => {
                     inst.cmp = match name {
                         Some("EQ") => Cmp::Eq,
@@ -408,13 +590,12 @@ impl Lower {
                         _ => return Err(bad()),
                     }
                 }
+                Operand::TriMode => inst.mode = word(pto_wsp_ir::tile_isa::TRI_MODES)?,
+                Operand::PadMode => inst.mode = word(pto_wsp_ir::tile_isa::PAD_MODES)?,
+                Operand::Int => inst.ints.push(self.int(&int_of(arg.ok_or_else(bad)?)?)?),
                 Operand::OptInt => {
                     if let Some(a) = arg {
-                        let e = match a {
-                            InstArg::Name(id) => Expr::Name(id.clone()),
-                            InstArg::Expr(e) => e.clone(),
-                        };
-                        inst.at[nat] = Some(self.int(&e)?);
+                        inst.at[nat] = Some(self.int(&int_of(a)?)?);
                     }
                     nat += 1;
                 }
@@ -432,17 +613,19 @@ impl Lower {
             let t = &self.tiles[i.t[n]];
             (t.rows, t.cols)
         };
-        let (d, a, b) = (
-            dims(0),
-            (i.t[1] != usize::MAX).then(|| dims(1)),
-            (i.t[2] != usize::MAX).then(|| dims(2)),
-        );
+        let has = |n: usize| i.t[n] != usize::MAX;
+        let (d, a, b) = (dims(0), has(1).then(|| dims(1)), has(2).then(|| dims(2)));
+        let int = |n: usize| self.tiles[i.t[n]].int();
+        let float = |n: usize| !has(n) || !int(n);
+        // Integer tiles go through the element-wise path, which checks every index: only the
+        // float loops index by declared shapes.
         let ok = match i.op.shape_rule() {
-            R::Load | R::Store => true,
-            R::Same | R::Convert => (1..4).all(|n| i.t[n] == usize::MAX || dims(n) == d),
+            R::Load | R::Store | R::Tri | R::SetVal | R::Index => true,
+            R::Same | R::Convert | R::FillPad => (1..4).all(|n| !has(n) || dims(n) == d),
             R::RowReduce => a.is_some_and(|a| a.0 == d.0),
             R::ColReduce => a.is_some_and(|a| a.1 == d.1),
             R::RowExpand => a.is_some_and(|a| a.0 == d.0),
+            R::ColExpand => a.is_some_and(|a| a.1 == d.1),
             R::RowExpandBinary => a == Some(d) && b.is_some_and(|b| b.0 == d.0),
             R::ColExpandBinary => a == Some(d) && b.is_some_and(|b| b.1 == d.1),
             R::Transpose => a.is_some_and(|a| (a.1, a.0) == d),
@@ -452,6 +635,12 @@ impl Lower {
                 }
                 _ => false,
             },
+            R::Compare => int(0) && (1..4).all(|n| !has(n) || dims(n) == d && float(n)),
+            R::Select => int(1) && (1..4).all(|n| !has(n) || dims(n) == d) && float(0),
+            R::Sort32 => int(2) && float(0) && float(1),
+            R::MrgSort => a == Some(d) && float(0) && float(1),
+            R::SortPart => float(1),
+            R::Gather | R::Scatter => int(2),
         };
         if ok {
             Ok(())
@@ -471,14 +660,19 @@ impl Lower {
     }
 }
 
-/// Counts, per tile, the operands that name it in the whole body.
+/// Counts, per tile, the operands that name it in the whole body (an array element operand
+/// counts for every element, many times: arrays are never fused).
 fn count_uses(steps: &[Step], uses: &mut [usize]) {
     for s in steps {
         match s {
             Step::Inst(i) => {
-                i.t.iter()
-                    .filter(|&&t| t != usize::MAX)
-                    .for_each(|&t| uses[t] += 1)
+                for (n, &t) in i.t.iter().enumerate() {
+                    match &i.ix[n] {
+                        Some(a) => uses[t..t + a.len].iter_mut().for_each(|u| *u += 100),
+                        None if t != usize::MAX => uses[t] += 1,
+                        None => {}
+                    }
+                }
             }
             Step::For { body, .. } => count_uses(body, uses),
             Step::If {
@@ -499,9 +693,10 @@ fn count_uses(steps: &[Step], uses: &mut [usize]) {
 fn read_by_rows(steps: &[Step], out: &mut [bool]) {
     for s in steps {
         match s {
-            Step::Inst(i) if matches!(i.op, TileOp::Matmul | TileOp::MatmulAcc) => {
-                out[i.t[2]] = true
-            }
+            Step::Inst(i) if matches!(i.op, TileOp::Matmul | TileOp::MatmulAcc) => match &i.ix[2] {
+                Some(a) => out[i.t[2]..i.t[2] + a.len].fill(true),
+                None => out[i.t[2]] = true,
+            },
             Step::MatmulT { s, .. } => out[*s] = true,
             Step::For { body, .. } => read_by_rows(body, out),
             Step::If {
@@ -523,7 +718,10 @@ fn mark_lazy(steps: &mut [Step], by_rows: &[bool], tiles: &[TileInfo], writes: &
     for s in steps {
         match s {
             Step::Inst(i) if i.op == TileOp::Load => {
-                i.lazy = by_rows[i.t[0]] && tiles[i.t[0]].dtype == DType::F32 && !writes[i.region];
+                i.lazy = !i.indexed()
+                    && by_rows[i.t[0]]
+                    && tiles[i.t[0]].dtype == DType::F32
+                    && !writes[i.region];
             }
             Step::For { body, .. } => mark_lazy(body, by_rows, tiles, writes),
             Step::If {
@@ -562,7 +760,7 @@ fn fuse(steps: &mut Vec<Step>, tiles: &[TileInfo], uses: &[usize]) {
             _ => {}
         }
         let inst = |k: usize| match steps.get(i + k) {
-            Some(Step::Inst(x)) => Some(x),
+            Some(Step::Inst(x)) if !x.indexed() => Some(x),
             _ => None,
         };
         let (a, b, c) = (inst(0), inst(1), inst(2));
@@ -641,6 +839,8 @@ fn fuse(steps: &mut Vec<Step>, tiles: &[TileInfo], uses: &[usize]) {
 /// cols, value slots, float scalars and one buffer for instructions that need a temporary.
 struct Pool {
     tiles: Vec<Vec<f32>>,
+    /// Integer tiles' buffers (by slot; float tiles leave theirs empty).
+    itiles: Vec<Vec<i64>>,
     valid: Vec<(usize, usize)>,
     backing: Vec<Option<(usize, At)>>,
     values: Vec<Value>,
@@ -652,6 +852,7 @@ thread_local! {
     static POOL: RefCell<Pool> = const {
         RefCell::new(Pool {
             tiles: Vec::new(),
+            itiles: Vec::new(),
             valid: Vec::new(),
             backing: Vec::new(),
             values: Vec::new(),
@@ -669,6 +870,8 @@ enum View<'c> {
     Closed,
     Read(FloatRead<'c>),
     Write(FloatWrite<'c>),
+    /// A region of an integer tensor (integer tiles' loads and stores).
+    Int(special::IntView<'c>),
 }
 
 impl View<'_> {
@@ -677,6 +880,7 @@ impl View<'_> {
             View::Closed => (0, 0, DType::F32),
             View::Read(v) => (v.rows(), v.cols(), v.dtype()),
             View::Write(v) => (v.rows(), v.cols(), v.dtype()),
+            View::Int(v) => v.dims(),
         }
     }
 }
@@ -691,9 +895,14 @@ impl Program {
             let pool = &mut *pool;
             if pool.tiles.len() < self.tiles.len() {
                 pool.tiles.resize_with(self.tiles.len(), Vec::new);
+                pool.itiles.resize_with(self.tiles.len(), Vec::new);
             }
-            for (buf, t) in pool.tiles.iter_mut().zip(&self.tiles) {
-                if buf.len() < t.rows * t.cols {
+            for ((buf, ibuf), t) in pool.tiles.iter_mut().zip(&mut pool.itiles).zip(&self.tiles) {
+                if t.int() {
+                    if ibuf.len() < t.rows * t.cols {
+                        ibuf.resize(t.rows * t.cols, 0);
+                    }
+                } else if buf.len() < t.rows * t.cols {
                     buf.resize(t.rows * t.cols, 0.0);
                 }
             }
@@ -704,7 +913,7 @@ impl Program {
             pool.values.clear();
             pool.values.resize(self.values, Value::I64(0));
             pool.floats.clear();
-            pool.floats.resize(self.scalars.len(), 0.0);
+            pool.floats.resize(self.floats, 0.0);
             let params = ctx.params();
             for (i, (name, ty)) in self.scalars.iter().enumerate() {
                 let Some(&raw) = params.get(i) else {
@@ -720,6 +929,11 @@ impl Program {
                     Some(ScalarType::U64) => pool.values[i] = Value::U64(raw),
                 }
             }
+            for (i, &(rs, cs)) in self.extents.iter().enumerate() {
+                let (r, c) = ctx.dims(i)?;
+                pool.values[rs] = Value::I64(r as i64);
+                pool.values[cs] = Value::I64(c as i64);
+            }
             let n = self.regions.len();
             let mut inline: [View<'_>; INLINE_VIEWS] = Default::default();
             let mut heap: Vec<View<'_>> = Vec::new();
@@ -733,10 +947,11 @@ impl Program {
                 prog: self,
                 ctx,
                 tiles: &mut pool.tiles,
+                itiles: &mut pool.itiles,
                 valid: &mut pool.valid,
                 backing: &mut pool.backing,
                 values: &mut pool.values,
-                floats: &pool.floats,
+                floats: &mut pool.floats,
                 tmp: &mut pool.tmp,
                 views,
                 simd: fast::has_simd(),
@@ -751,11 +966,12 @@ struct Task<'p, 'c, 'x, 'v> {
     prog: &'p Program,
     ctx: &'c TaskContext<'x>,
     tiles: &'v mut [Vec<f32>],
+    itiles: &'v mut [Vec<i64>],
     valid: &'v mut [(usize, usize)],
     /// Tiles a lazy load left in their region: the region and the part.
     backing: &'v mut [Option<(usize, At)>],
     values: &'v mut [Value],
-    floats: &'v [f32],
+    floats: &'v mut [f32],
     tmp: &'v mut Vec<f32>,
     views: &'v mut [View<'c>],
     simd: bool,
@@ -780,12 +996,61 @@ impl Task<'_, '_, '_, '_> {
         }
     }
 
+    fn cond(&self, e: &IntExpr) -> Result<bool, KernelError> {
+        match self.eval(e)? {
+            Value::Bool(b) => Ok(b),
+            v => Err(self.err(format!("`{}` is {v}, not bool", e.text))),
+        }
+    }
+
+    /// The value of a float operand.
+    fn scalar(&self, s: &Scalar) -> Result<f32, KernelError> {
+        Ok(match s {
+            Scalar::Const(v) => *v,
+            Scalar::Param(p) => self.floats[*p],
+            Scalar::OfInt(e) => self.int(e)? as f32,
+            Scalar::InvSqrt(e) => (1.0 / (self.int(e)? as f64).sqrt()) as f32,
+        })
+    }
+
+    /// The slot of a tile operand: `tile`, or element `ix` of the array from `tile` on
+    /// (bounds-checked).
+    fn slot(&self, tile: usize, ix: Option<&ArrayIndex>) -> Result<usize, KernelError> {
+        let Some(a) = ix else { return Ok(tile) };
+        let v = self.int(&a.index)?;
+        match usize::try_from(v) {
+            Ok(k) if k < a.len => Ok(tile + k),
+            _ => {
+                let name = &self.prog.tiles[tile].name;
+                let base = name.strip_suffix("[0]").unwrap_or(name);
+                Err(self.err(format!(
+                    "tile array `{base}`: index {v} is outside 0..{}",
+                    a.len
+                )))
+            }
+        }
+    }
+
+    /// The slots of an instruction's tile operands.
+    fn slots(&self, i: &Inst) -> Result<[usize; 4], KernelError> {
+        if !i.indexed() {
+            return Ok(i.t);
+        }
+        let mut t = i.t;
+        for (n, slot) in t.iter_mut().enumerate() {
+            if let Some(a) = &i.ix[n] {
+                *slot = self.slot(*slot, Some(a))?;
+            }
+        }
+        Ok(t)
+    }
+
     fn steps(&mut self, steps: &[Step]) -> Result<(), KernelError> {
         for s in steps {
             match s {
-                Step::Tile { tile, valid } => {
+                Step::Tile { tile, count, valid } => {
                     let t = &self.prog.tiles[*tile];
-                    self.valid[*tile] = match valid {
+                    let v = match valid {
                         None => (t.rows, t.cols),
                         Some((r, c)) => {
                             let (r, c) = (self.int(r)?, self.int(c)?);
@@ -802,8 +1067,34 @@ impl Task<'_, '_, '_, '_> {
                             (r as usize, c as usize)
                         }
                     };
+                    self.valid[*tile..*tile + *count].fill(v);
                 }
                 Step::Let { slot, value } => self.values[*slot] = Value::I64(self.int(value)?),
+                Step::LetFloat { slot, value } => self.floats[*slot] = self.scalar(value)?,
+                Step::Check { cond, message } => {
+                    if !self.cond(cond)? {
+                        let mut text = String::new();
+                        for part in message {
+                            match part {
+                                MsgPart::Text(t) => text.push_str(t),
+                                MsgPart::Value(e) => text.push_str(&self.int(e)?.to_string()),
+                            }
+                        }
+                        return Err(self.err(text));
+                    }
+                }
+                Step::GetVal {
+                    slot,
+                    tile,
+                    ix,
+                    row,
+                    col,
+                } => {
+                    let t = self.slot(*tile, ix.as_ref())?;
+                    let (r, c) = (self.int(row)?, self.int(col)?);
+                    let v = self.get_value(t, r, c)?;
+                    self.values[*slot] = Value::I64(v);
+                }
                 Step::For { slot, count, body } => {
                     for i in 0..self.int(count)?.max(0) {
                         self.values[*slot] = Value::I64(i);
@@ -815,18 +1106,19 @@ impl Task<'_, '_, '_, '_> {
                     then_body,
                     else_body,
                 } => {
-                    let c = match self.eval(cond)? {
-                        Value::Bool(b) => b,
-                        v => {
-                            return Err(self.err(format!("`{}` is {v}, not bool", cond.text)));
-                        }
-                    };
+                    let c = self.cond(cond)?;
                     self.steps(if c { then_body } else { else_body })?;
                 }
-                Step::Inst(i) => match i.op {
-                    TileOp::Load | TileOp::Store => self.load_store(i)?,
-                    _ => self.compute(i),
-                },
+                Step::Inst(i) => {
+                    let t = self.slots(i)?;
+                    if special::handles(i, &t, &self.prog.tiles) {
+                        self.special(i, t)?;
+                    } else if matches!(i.op, TileOp::Load | TileOp::Store) {
+                        self.load_store(i, t)?;
+                    } else {
+                        self.compute(i, t)?;
+                    }
+                }
                 Step::ExpSum { x, m, l, parts } => {
                     self.materialize(&[*x, *m, *l]);
                     if self.valid[*l].0 == self.valid[*x].0 {
@@ -868,9 +1160,9 @@ impl Task<'_, '_, '_, '_> {
         }
     }
 
-    fn load_store(&mut self, i: &Inst) -> Result<(), KernelError> {
+    fn load_store(&mut self, i: &Inst, slots: [usize; 4]) -> Result<(), KernelError> {
         let load = i.op == TileOp::Load;
-        let t = i.t[0];
+        let t = slots[0];
         if load {
             self.backing[t] = None;
         } else {
@@ -929,38 +1221,36 @@ impl Task<'_, '_, '_, '_> {
     }
 
     /// Runs a vector or matrix instruction (compiled for AVX2 when the CPU has it).
-    fn compute(&mut self, i: &Inst) {
+    fn compute(&mut self, i: &Inst, t: [usize; 4]) -> Result<(), KernelError> {
+        let scalar = self.scalar(&i.scalar)?;
         let product = matches!(i.op, TileOp::Matmul | TileOp::MatmulAcc);
         // The right operand of a product may stay in its region when the product streams its
         // rows (`fast::pv`) and reads only rows and columns the load covered.
         let mut b_view = None;
-        if product && let Some((ri, at)) = self.backing[i.t[2]] {
-            let ((m, k), n) = (self.valid[i.t[1]], self.valid[i.t[2]].1);
-            let dc = self.prog.tiles[i.t[0]].cols;
+        if product && let Some((ri, at)) = self.backing[t[2]] {
+            let ((m, k), n) = (self.valid[t[1]], self.valid[t[2]].1);
+            let dc = self.prog.tiles[t[0]].cols;
             if m <= SKINNY && (m == 1 || n == dc) && k <= at.2 && n <= at.3 {
                 b_view = Some((ri, at));
             }
         }
         let lazy = |n: usize, t: usize| t != usize::MAX && !(n == 2 && b_view.is_some());
-        if i.t
-            .iter()
+        if t.iter()
             .enumerate()
             .any(|(n, &t)| lazy(n, t) && self.backing[t].is_some())
         {
-            for (n, &t) in i.t.iter().enumerate() {
+            for (n, &t) in t.iter().enumerate() {
                 if lazy(n, t) {
                     self.materialize(&[t]);
                 }
             }
         }
-        let d = i.t[0];
+        let d = t[0];
         let mut dst = std::mem::take(&mut self.tiles[d]);
         let c = Compute {
             i,
-            scalar: match i.scalar {
-                Scalar::Const(v) => v,
-                Scalar::Param(p) => self.floats[p],
-            },
+            t,
+            scalar,
             tiles: self.tiles,
             info: &self.prog.tiles,
             valid: self.valid,
@@ -974,10 +1264,11 @@ impl Task<'_, '_, '_, '_> {
             // SAFETY: `simd` is `fast::has_simd()`: the CPU has AVX2 and FMA.
             unsafe { compute_avx2(&c, &mut dst, self.tmp) };
             self.tiles[d] = dst;
-            return;
+            return Ok(());
         }
         compute_plain(&c, &mut dst, self.tmp);
         self.tiles[d] = dst;
+        Ok(())
     }
 
     /// [`Step::ExpSum`]: per valid row of `x`, `x = exp(x - m[r][0])` and `l[r][..] = Σ x`.
@@ -1143,6 +1434,8 @@ fn round_rows(dtype: DType, buf: &mut [f32], cols: usize, vr: usize, vc: usize) 
 /// `tiles`, whose slot is empty meanwhile), so a source that is the destination reads it there.
 struct Compute<'a> {
     i: &'a Inst,
+    /// The slots of the tile operands (array elements resolved).
+    t: [usize; 4],
     scalar: f32,
     tiles: &'a [Vec<f32>],
     info: &'a [TileInfo],
@@ -1156,8 +1449,8 @@ impl Compute<'_> {
     /// is the destination.
     #[inline(always)]
     fn src(&self, n: usize) -> Option<(&[f32], usize)> {
-        let t = self.i.t[n];
-        (t != self.i.t[0]).then(|| (&self.tiles[t][..], self.info[t].cols))
+        let t = self.t[n];
+        (t != self.t[0]).then(|| (&self.tiles[t][..], self.info[t].cols))
     }
 }
 
@@ -1231,13 +1524,12 @@ fn map2(
 #[inline(always)]
 fn compute_with(c: &Compute<'_>, dst: &mut [f32], tmp: &mut Vec<f32>) {
     let i = c.i;
-    let d = i.t[0];
+    let d = c.t[0];
     let dc = c.info[d].cols;
     let (vr, vc) = c.valid[d];
     let s = c.scalar;
     let v = (vr, vc);
     match i.op {
-        TileOp::Load | TileOp::Store => unreachable!("loads and stores run in load_store"),
         TileOp::Expands => (0..vr).for_each(|r| dst[r * dc..r * dc + vc].fill(s)),
         TileOp::Mov | TileOp::Cvt => map1(dst, dc, c.src(1), v, |x| x),
         TileOp::Trans => transpose(c, dst, tmp, dc, v),
@@ -1252,6 +1544,8 @@ fn compute_with(c: &Compute<'_>, dst: &mut [f32], tmp: &mut Vec<f32>) {
         TileOp::Muls => map1(dst, dc, c.src(1), v, |x| x * s),
         TileOp::Divs => map1(dst, dc, c.src(1), v, |x| x / s),
         TileOp::Maxs => map1(dst, dc, c.src(1), v, |x| x.max(s)),
+        TileOp::Mins => map1(dst, dc, c.src(1), v, |x| x.min(s)),
+        TileOp::Relu => map1(dst, dc, c.src(1), v, |x| if x < 0.0 { 0.0 } else { x }),
         TileOp::Exp => {
             for r in 0..vr {
                 let o = &mut dst[r * dc..r * dc + vc];
@@ -1268,43 +1562,84 @@ fn compute_with(c: &Compute<'_>, dst: &mut [f32], tmp: &mut Vec<f32>) {
         TileOp::Neg => map1(dst, dc, c.src(1), v, |x| -x),
         TileOp::Recip => map1(dst, dc, c.src(1), v, |x| 1.0 / x),
         TileOp::RowSum | TileOp::RowMax | TileOp::RowMin => row_reduce(c, dst, dc, v),
-        TileOp::ColSum | TileOp::ColMax => col_reduce(c, dst, tmp, dc, v),
+        TileOp::ColSum | TileOp::ColMax | TileOp::ColMin => col_reduce(c, dst, tmp, dc, v),
         TileOp::RowExpand => {
             for r in 0..vr {
                 let x = c.src(1).map_or(dst[r * dc], |(a, ac)| a[r * ac]);
                 dst[r * dc..r * dc + vc].fill(x);
             }
         }
-        TileOp::RowExpandSub | TileOp::RowExpandMul | TileOp::RowExpandDiv => {
+        TileOp::RowExpandAdd
+        | TileOp::RowExpandSub
+        | TileOp::RowExpandMul
+        | TileOp::RowExpandDiv
+        | TileOp::RowExpandMax
+        | TileOp::RowExpandMin
+        | TileOp::RowExpandExpDif => {
             for r in 0..vr {
                 let x = c.src(2).map_or(dst[r * dc], |(b, bc)| b[r * bc]);
                 let a = c.src(1).map(|(a, ac)| (&a[r * ac..], ac));
                 let row = &mut dst[r * dc..];
                 match i.op {
+                    TileOp::RowExpandAdd => map1(row, dc, a, (1, vc), |y| y + x),
                     TileOp::RowExpandSub => map1(row, dc, a, (1, vc), |y| y - x),
                     TileOp::RowExpandMul => map1(row, dc, a, (1, vc), |y| y * x),
-                    _ => map1(row, dc, a, (1, vc), |y| y / x),
+                    TileOp::RowExpandDiv => map1(row, dc, a, (1, vc), |y| y / x),
+                    TileOp::RowExpandMax => map1(row, dc, a, (1, vc), |y| y.max(x)),
+                    TileOp::RowExpandMin => map1(row, dc, a, (1, vc), |y| y.min(x)),
+                    _ => {
+                        map1(row, dc, a, (1, vc), |y| y - x);
+                        fast::exp_sum(&mut row[..vc], 0.0);
+                    }
                 }
             }
         }
-        TileOp::ColExpandMul => {
-            let b = c.src(2).map(|(b, _)| (b, 0));
-            map2(dst, dc, c.src(1), b, v, |x, y| x * y)
+        TileOp::ColExpand => {
+            let (b, _) = c.src(1).unwrap_or((&dst[..], dc));
+            let row: Vec<f32> = b[..vc].to_vec();
+            (0..vr).for_each(|r| dst[r * dc..r * dc + vc].copy_from_slice(&row));
         }
-        TileOp::Cmp => {
-            let (a, b) = (c.src(1), c.src(2));
-            let bit = |t: bool| if t { 1.0 } else { 0.0 };
-            match i.cmp {
-                Cmp::Eq => map2(dst, dc, a, b, v, |x, y| bit(x == y)),
-                Cmp::Ne => map2(dst, dc, a, b, v, |x, y| bit(x != y)),
-                Cmp::Lt => map2(dst, dc, a, b, v, |x, y| bit(x < y)),
-                Cmp::Le => map2(dst, dc, a, b, v, |x, y| bit(x <= y)),
-                Cmp::Gt => map2(dst, dc, a, b, v, |x, y| bit(x > y)),
-                Cmp::Ge => map2(dst, dc, a, b, v, |x, y| bit(x >= y)),
+        TileOp::ColExpandAdd
+        | TileOp::ColExpandSub
+        | TileOp::ColExpandMul
+        | TileOp::ColExpandDiv
+        | TileOp::ColExpandMax
+        | TileOp::ColExpandMin
+        | TileOp::ColExpandExpDif => {
+            let b = c.src(2).map(|(b, _)| (b, 0));
+            let a = c.src(1);
+            match i.op {
+                TileOp::ColExpandAdd => map2(dst, dc, a, b, v, |x, y| x + y),
+                TileOp::ColExpandSub => map2(dst, dc, a, b, v, |x, y| x - y),
+                TileOp::ColExpandMul => map2(dst, dc, a, b, v, |x, y| x * y),
+                TileOp::ColExpandDiv => map2(dst, dc, a, b, v, |x, y| x / y),
+                TileOp::ColExpandMax => map2(dst, dc, a, b, v, f32::max),
+                TileOp::ColExpandMin => map2(dst, dc, a, b, v, f32::min),
+                _ => {
+                    map2(dst, dc, a, b, v, |x, y| x - y);
+                    (0..vr).for_each(|r| {
+                        fast::exp_sum(&mut dst[r * dc..r * dc + vc], 0.0);
+                    });
+                }
             }
         }
-        TileOp::Sel => select(c, dst, dc, v),
-        TileOp::Sort => sort_rows(c, dst, dc, v),
+        TileOp::Load
+        | TileOp::Store
+        | TileOp::StoreAdd
+        | TileOp::Cmp
+        | TileOp::Cmps
+        | TileOp::Sel
+        | TileOp::Sels
+        | TileOp::Sort32
+        | TileOp::MrgSort
+        | TileOp::SortIdx
+        | TileOp::SortVal
+        | TileOp::Ci
+        | TileOp::Tri
+        | TileOp::Gather
+        | TileOp::Scatter
+        | TileOp::FillPad
+        | TileOp::SetVal => unreachable!("run by `special`"),
         TileOp::Matmul | TileOp::MatmulAcc => product(c, dst),
     }
     let dtype = c.info[d].dtype;
@@ -1347,7 +1682,7 @@ fn transpose(
 #[inline(always)]
 fn row_reduce(c: &Compute<'_>, dst: &mut [f32], dc: usize, (vr, vc): (usize, usize)) {
     let i = c.i;
-    let sc = c.valid[i.t[1]].1;
+    let sc = c.valid[c.t[1]].1;
     let reduce = |row: &[f32]| match i.op {
         TileOp::RowSum => crate::builtins::rows::sum(row),
         TileOp::RowMax => fast::max(row),
@@ -1362,8 +1697,8 @@ fn row_reduce(c: &Compute<'_>, dst: &mut [f32], dc: usize, (vr, vc): (usize, usi
     }
 }
 
-/// `TCOLSUM` / `TCOLMAX`: each column's reduction over the source's valid rows, copied to every
-/// destination row.
+/// `TCOLSUM` / `TCOLMAX` / `TCOLMIN`: each column's reduction over the source's valid rows,
+/// copied to every destination row.
 #[inline(always)]
 fn col_reduce(
     c: &Compute<'_>,
@@ -1373,52 +1708,26 @@ fn col_reduce(
     (vr, vc): (usize, usize),
 ) {
     let i = c.i;
-    let sr = c.valid[i.t[1]].0;
-    let sum = i.op == TileOp::ColSum;
+    let sr = c.valid[c.t[1]].0;
     tmp.clear();
-    tmp.resize(vc, if sum { 0.0 } else { f32::NEG_INFINITY });
+    tmp.resize(
+        vc,
+        match i.op {
+            TileOp::ColSum => 0.0,
+            TileOp::ColMax => f32::NEG_INFINITY,
+            _ => f32::INFINITY,
+        },
+    );
     let (a, ac) = c.src(1).unwrap_or((&dst[..], dc));
     for r in 0..sr {
         let row = &a[r * ac..r * ac + vc];
-        if sum {
-            tmp.iter_mut().zip(row).for_each(|(t, &x)| *t += x);
-        } else {
-            tmp.iter_mut().zip(row).for_each(|(t, &x)| *t = t.max(x));
+        match i.op {
+            TileOp::ColSum => tmp.iter_mut().zip(row).for_each(|(t, &x)| *t += x),
+            TileOp::ColMax => tmp.iter_mut().zip(row).for_each(|(t, &x)| *t = t.max(x)),
+            _ => tmp.iter_mut().zip(row).for_each(|(t, &x)| *t = t.min(x)),
         }
     }
     (0..vr).for_each(|r| dst[r * dc..r * dc + vc].copy_from_slice(tmp));
-}
-
-/// `TSEL`: `dst = mask != 0 ? a : b`, element by element.
-#[inline(always)]
-fn select(c: &Compute<'_>, dst: &mut [f32], dc: usize, (vr, vc): (usize, usize)) {
-    // Every source has the destination's columns (shape rule `Same`).
-    let srcs = [c.src(1), c.src(2), c.src(3)];
-    for r in 0..vr {
-        for col in 0..vc {
-            let at = r * dc + col;
-            let [m, a, b] = srcs.map(|s| s.map_or(dst[at], |(x, _)| x[at]));
-            dst[at] = if m != 0.0 { a } else { b };
-        }
-    }
-}
-
-/// `TSORT`: each row sorted descending, NaNs last.
-#[inline(always)]
-fn sort_rows(c: &Compute<'_>, dst: &mut [f32], dc: usize, (vr, vc): (usize, usize)) {
-    for r in 0..vr {
-        let o = &mut dst[r * dc..r * dc + vc];
-        if let Some((a, ac)) = c.src(1) {
-            o.copy_from_slice(&a[r * ac..r * ac + vc]);
-        }
-        // Descending, NaNs last: total order on (is-not-NaN, value).
-        o.sort_unstable_by(|x, y| {
-            y.is_nan()
-                .cmp(&x.is_nan())
-                .reverse()
-                .then(y.partial_cmp(x).unwrap_or(std::cmp::Ordering::Equal))
-        });
-    }
 }
 
 /// `TMATMUL` / `TMATMUL_ACC` on `dst` (a function of its own: its row table would enlarge the
@@ -1426,13 +1735,13 @@ fn sort_rows(c: &Compute<'_>, dst: &mut [f32], dc: usize, (vr, vc): (usize, usiz
 #[inline(never)]
 fn product(c: &Compute<'_>, dst: &mut [f32]) {
     let i = c.i;
-    let dc = c.info[i.t[0]].cols;
+    let dc = c.info[c.t[0]].cols;
     // The lowering made both sources distinct from the destination.
     let (Some((a, ac)), Some((b, bc))) = (c.src(1), c.src(2)) else {
         unreachable!("checked when lowered")
     };
-    let (m, k) = c.valid[i.t[1]];
-    let n = c.valid[i.t[2]].1;
+    let (m, k) = c.valid[c.t[1]];
+    let n = c.valid[c.t[2]].1;
     if i.op == TileOp::Matmul {
         (0..m).for_each(|r| dst[r * dc..r * dc + n].fill(0.0));
     }

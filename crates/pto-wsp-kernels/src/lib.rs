@@ -36,6 +36,7 @@ pub mod context;
 pub mod cost;
 pub mod fast;
 pub mod lang;
+pub mod library;
 pub mod npy;
 pub mod registry;
 pub mod store;

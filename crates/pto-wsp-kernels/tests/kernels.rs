@@ -841,10 +841,12 @@ fn builtins_refuse_extra_scalar_parameters() {
         "kernel `counter`: parameter 0: the kernel takes no scalar parameters, but the task passes 1"
     );
     assert_eq!(s.read::<f32>("T3").unwrap(), before, "nothing written");
+    // rope's `pos` is optional in the signature: the form with cos / sin tables takes no
+    // scalars; the angle form still requires it (a missing `pos` is `KernelError::Param`).
     let sig = pto_wsp_kernels::builtins::signature("rope").unwrap();
     assert_eq!(
         sig.describe(),
-        "pos: i64, tokens: i64 (optional), theta: f64 (optional)"
+        "pos: i64 (optional), tokens: i64 (optional), theta: f64 (optional)"
     );
 }
 

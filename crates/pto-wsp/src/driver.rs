@@ -16,6 +16,7 @@
 
 pub mod aliases;
 pub mod binds;
+pub mod library;
 pub mod trace;
 
 use crate::program::CompileError;

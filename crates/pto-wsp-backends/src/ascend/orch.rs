@@ -7,7 +7,9 @@
 //! Promise: statement by statement, the C++ does what the reference expander does under the
 //! same bindings (symbols, slots and bound integer tensors are baked in as constants): dense,
 //! ragged and sparse loops, `if`, `while` / `break`, blocks, `set`, `load`, inlined calls, tiers;
-//! integer arithmetic checked as ours (`pto_wsp_orch.hpp`); regions bounds-checked. Ordered
+//! integer arithmetic checked as ours (`pto_wsp_orch.hpp`); regions bounds-checked; a computed
+//! read (an integer tensor the tasks write, read by `load` or an axis) waits for the tasks
+//! submitted before it that write the element, through the runtime's `get_tensor_data`. Ordered
 //! constructs and write-after-read become explicit dependencies (see `pto_wsp_orch.hpp`). A
 //! runtime error (overflow, a region out of its tensor, a negative length) stops the
 //! orchestration through `rt_report_fatal`, naming the statement's `file:line:column`.
@@ -16,7 +18,7 @@ use crate::Input;
 use pto_wsp_ir::device::Core;
 use pto_wsp_ir::device::split::{PartParam, Scratch};
 use pto_wsp_ir::resolve::{AxisExtent, Stmt, StmtKind, TExpr, Task, TaskArg, TensorId};
-use pto_wsp_ir::{BinOp, ScalarType, UnOp, Value};
+use pto_wsp_ir::{BinOp, ParamKind, ScalarType, UnOp, Value};
 use std::fmt::Write as _;
 
 /// One part of a kernel as the orchestration submits it.
@@ -117,9 +119,29 @@ impl Gen<'_> {
         self.fresh
     }
 
-    /// An integer tensor's element `index` (row-major), from its bound contents.
+    /// An integer tensor's element `index` (row-major): from its bound contents, or, for a
+    /// tensor the workload's tasks write (a computed read), read from the runtime once the
+    /// tasks submitted before that write it are done (`get_tensor_data`).
     fn element(&self, t: TensorId, index: &str) -> String {
-        let name = &self.inp.input.resolved.module.tensors[t.index()].name.name;
+        let res = self.inp.input.resolved;
+        let tensor = &res.module.tensors[t.index()];
+        let name = &tensor.name.name;
+        if res.written[t.index()] {
+            let shape = &self.inp.shapes[t.index()];
+            let ext: Vec<String> = shape.iter().map(|e| format!("INT64_C({e})")).collect();
+            let cty = match tensor.dtype {
+                pto_wsp_ir::DType::I32 => "int32_t",
+                pto_wsp_ir::DType::U32 => "uint32_t",
+                pto_wsp_ir::DType::U8 => "uint8_t",
+                pto_wsp_ir::DType::U64 => "uint64_t",
+                _ => "int64_t",
+            };
+            return format!(
+                "pw::computed<{cty}>(orch, {}, {index}, std::vector<int64_t>{{{}}}, {name:?})",
+                t.0,
+                ext.join(", ")
+            );
+        }
         format!(
             "pw::element(kArr{}, static_cast<int64_t>(sizeof(kArr{}) / sizeof(kArr{}[0])), {index}, {name:?}, orch.at)",
             t.0, t.0, t.0
@@ -405,7 +427,7 @@ impl Gen<'_> {
         }
         // The kernel: the task's, or the first tier whose condition holds.
         match &self.inp.input.resolved.tiers[t.kernel.index()] {
-            None => self.parts(t, t.kernel.index(), d1),
+            None => self.parts(Source::Stmt(t), t.kernel.index(), d1),
             Some(tiers) => {
                 let mut kids = vec![tiers.default.index()];
                 self.line(d1, &format!("int32_t kid = {};", tiers.default.index()));
@@ -422,7 +444,7 @@ impl Gen<'_> {
                 for (i, kid) in kids.iter().enumerate() {
                     let kw = if i == 0 { "if" } else { "} else if" };
                     self.line(d1, &format!("{kw} (kid == {kid}) {{"));
-                    self.parts(t, *kid, d1 + 1);
+                    self.parts(Source::Stmt(t), *kid, d1 + 1);
                 }
                 self.line(d1, "}");
             }
@@ -471,26 +493,61 @@ impl Gen<'_> {
         );
     }
 
-    /// Submits the parts of kernel `kid` for task `t` (whose scalars are `a0`, `a1`, ...).
-    fn parts(&mut self, t: &Task, kid: usize, d: usize) {
+    /// The `tk.region(...)` line of a pipeline task's region `ri` (known numbers).
+    fn csp_region(&mut self, t: &super::csp::CspTask, ri: usize, kname: &str, d: usize) {
+        let module = self.inp.input.resolved.module;
+        let Some(r) = t.task.regions.get(ri) else {
+            return;
+        };
+        let list = |v: &[i64]| {
+            v.iter()
+                .map(|x| format!("INT64_C({x})"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let ext: Vec<i64> = self.inp.shapes[r.tensor as usize]
+            .iter()
+            .map(|&e| e as i64)
+            .collect();
+        let tname = &module.tensors[r.tensor as usize].name.name;
+        self.line(
+            d,
+            &format!(
+                "{{ const int64_t s[] = {{{}}}, z[] = {{{}}}, e[] = {{{}}}; tk.region({}, {}, {}, {}, s, z, e, {:?}); }}",
+                list(&r.start),
+                list(&r.size),
+                list(&ext),
+                r.tensor,
+                r.access.reads(),
+                r.access.writes(),
+                r.start.len(),
+                format!("region {ri} of tensor `{tname}` ({kname})")
+            ),
+        );
+    }
+
+    /// Submits the parts of kernel `kid` for a task: a task statement (whose scalars are `a0`,
+    /// `a1`, ...) or a pipeline's task (known values, explicit dependencies, its id kept in
+    /// `ids`).
+    fn parts(&mut self, src: Source<'_>, kid: usize, d: usize) {
         let Some(plan) = self.inp.kernels[kid].clone() else {
             self.line(d, "pw::fail(orch.at + \": a kernel without AICore code\");");
             return;
         };
         let module = self.inp.input.resolved.module;
         let kname = module.kernels[kid].name.name.clone();
-        // Per argument: its index among regions, or among scalars.
+        // Per parameter: its index among regions, or among scalars.
         let mut region_no = Vec::new();
         let mut scalar_no = Vec::new();
         let (mut r, mut s) = (0, 0);
-        for a in &t.args {
-            match a {
-                TaskArg::Region { .. } => {
+        for p in &module.kernels[kid].params {
+            match p.kind {
+                ParamKind::Tile { .. } => {
                     region_no.push(r);
                     scalar_no.push(usize::MAX);
                     r += 1;
                 }
-                TaskArg::Scalar(_) => {
+                ParamKind::Scalar(_) => {
                     region_no.push(usize::MAX);
                     scalar_no.push(s);
                     s += 1;
@@ -504,7 +561,8 @@ impl Gen<'_> {
                 .collect();
             self.line(d, &format!("ChipTensor {};", vars.join(", ")));
         }
-        for part in &plan.parts {
+        let last = plan.parts.len().saturating_sub(1);
+        for (pi, part) in plan.parts.iter().enumerate() {
             self.line(d, "{");
             let d1 = d + 1;
             self.line(d1, "pto_wsp_orch::Task tk(orch);");
@@ -512,8 +570,13 @@ impl Gen<'_> {
             for p in &part.params {
                 match *p {
                     PartParam::Original(i) => {
-                        if region_no[i] != usize::MAX {
-                            self.region(t, i, region_no[i], &kname, d1);
+                        if region_no.get(i).is_some_and(|&r| r != usize::MAX) {
+                            match src {
+                                Source::Stmt(t) => self.region(t, i, region_no[i], &kname, d1),
+                                Source::Csp(t, _) => {
+                                    self.csp_region(t, region_no[i], &kname, d1);
+                                }
+                            }
                         }
                     }
                     PartParam::Scratch { id, output: true } => {
@@ -538,19 +601,30 @@ impl Gen<'_> {
             }
             for p in &part.params {
                 if let PartParam::Original(i) = *p
-                    && scalar_no[i] != usize::MAX
+                    && scalar_no.get(i).is_some_and(|&s| s != usize::MAX)
                 {
-                    self.line(
-                        d1,
-                        &format!("tk.scalar(static_cast<uint64_t>(a{}));", scalar_no[i]),
-                    );
+                    let v = match src {
+                        Source::Stmt(_) => format!("a{}", scalar_no[i]),
+                        Source::Csp(t, _) => t
+                            .task
+                            .params
+                            .get(scalar_no[i])
+                            .map_or("0".to_string(), |v| value(*v)),
+                    };
+                    self.line(d1, &format!("tk.scalar(static_cast<uint64_t>({v}));"));
                 }
             }
             self.line(d1, "tk.scalar(orch.status_slot());");
-            self.line(
-                d1,
-                &format!("tk.submit({}, {});", part.func, part.core == Core::Aic),
-            );
+            if let Source::Csp(t, _) = src {
+                for dep in &t.deps {
+                    self.line(d1, &format!("tk.after(ids[{dep}]);"));
+                }
+            }
+            let submit = format!("tk.submit({}, {})", part.func, part.core == Core::Aic);
+            match src {
+                Source::Csp(_, i) if pi == last => self.line(d1, &format!("ids[{i}] = {submit};")),
+                _ => self.line(d1, &format!("{submit};")),
+            }
             for (k, id) in outs.iter().enumerate() {
                 self.line(d1, &format!("x{base}_{id} = tk.output({k});"));
             }
@@ -559,113 +633,173 @@ impl Gen<'_> {
     }
 }
 
-/// The orchestration source.
-pub(crate) fn orchestration(inp: &OrchInput<'_>) -> String {
-    let res = inp.input.resolved;
+/// Where a submitted task's arguments come from.
+#[derive(Clone, Copy)]
+enum Source<'t> {
+    /// A task statement of the program.
+    Stmt(&'t Task),
+    /// Task `.1` of a pipeline's submission list.
+    Csp(&'t super::csp::CspTask, usize),
+}
+
+/// The orchestration source of a pipeline's tasks in submission order (`super::csp`): one
+/// submission each, with its explicit dependencies on earlier ones.
+pub(crate) fn csp_orchestration(inp: &OrchInput<'_>, tasks: &[super::csp::CspTask]) -> String {
     let module = inp.input.resolved.module;
     let mut g = Gen {
         inp,
         out: String::new(),
         fresh: 0,
     };
+    g.prologue();
     let _ = writeln!(
         g.out,
-        "// Generated by `pto-wsp emit ascend` from {}: the orchestration of workload `{}` for simpler's\n\
-         // tensormap_and_ringbuffer runtime. Do not edit. Symbols, slots and bound integer tensors\n\
-         // are the values given at emit time.\n\
-         #include <algorithm>\n#include <cstdint>\n#include <string>\n#include <vector>\n\n\
-         #include \"pto_orchestration_api.h\"\n#include \"pto_wsp_orch.hpp\"\n\n\
-         namespace pw = pto_wsp_orch;\n\nnamespace {{\n",
-        inp.input.name(),
-        res.entry
+        "        std::vector<PTO2TaskId> ids({});",
+        tasks.len().max(1)
     );
-    // Bound integer tensors the program reads.
-    for (i, t) in module.tensors.iter().enumerate() {
-        if res.arrays[i] && !res.written[i] {
-            let data = inp
-                .input
-                .bindings
-                .arrays
-                .get(&t.name.name)
-                .cloned()
-                .unwrap_or_default();
-            let mut s = String::new();
-            for (j, v) in data.iter().enumerate() {
-                let _ = write!(
-                    s,
-                    "{}{}",
-                    value(Value::I64(*v)),
-                    if j % 8 == 7 { ",\n" } else { ", " }
-                );
-            }
-            let _ = writeln!(
-                g.out,
-                "// tensor `{}`\nconst int64_t kArr{i}[] = {{{s}{}}};",
-                t.name.name,
-                if data.is_empty() { "0" } else { "" }
-            );
-        }
-    }
-    let written: Vec<String> = res.written.iter().map(|w| w.to_string()).collect();
-    let _ = writeln!(
-        g.out,
-        "const std::vector<bool> kWritten = {{{}}};\n\n}} // namespace\n",
-        written.join(", ")
-    );
-    g.out.push_str(
-        "namespace pto_wsp_orch {\ninline int64_t element(const int64_t *a, int64_t len, int64_t i, const char *name, const std::string &at)\n{\n    if (i < 0 || i >= len) {\n        fail(at + \": index \" + std::to_string(i) + \" is outside tensor `\" + name + \"`\");\n    }\n    return a[i];\n}\n} // namespace pto_wsp_orch\n\n",
-    );
-    let _ = writeln!(
-        g.out,
-        "extern \"C\" {{\n\n__attribute__((visibility(\"default\"))) PTO2OrchestrationConfig aicpu_orchestration_config(const ChipTaskArgs &orch_args)\n{{\n    (void)orch_args;\n    PTO2OrchestrationConfig c{{}};\n    c.expected_arg_count = {}; // the module's tensors, then the status tensor\n    return c;\n}}\n",
-        module.tensors.len() + 1
-    );
-    g.out.push_str(
-        "__attribute__((visibility(\"default\"))) void aicpu_orchestration_entry(const ChipTaskArgs &orch_args)\n{\n",
-    );
-    let _ = writeln!(
-        g.out,
-        "    pw::Orch orch(orch_args, {}, kWritten);",
-        module.tensors.len()
-    );
-    // Registers: symbols and slots with their values, variables zero.
-    let nsym = module.symbols.len();
-    for (r, ty) in res.regs.iter().enumerate() {
-        let init = if r < nsym {
-            let s = &module.symbols[r];
-            inp.input
-                .bindings
-                .symbols
-                .get(&s.name.name)
-                .copied()
-                .unwrap_or(Value::zero(*ty))
-        } else if r < nsym + module.slots.len() {
-            let s = &module.slots[r - nsym];
-            inp.input
-                .bindings
-                .slots
-                .get(&s.name.name)
-                .copied()
-                .unwrap_or(Value::zero(*ty))
-        } else {
-            Value::zero(*ty)
-        };
-        let _ = writeln!(
-            g.out,
-            "    {} R{r} = {}; (void)R{r};",
-            cty(*ty),
-            value(init)
+    for (i, t) in tasks.iter().enumerate() {
+        let k = &module.kernels[t.task.kernel as usize];
+        g.line(
+            2,
+            &format!("{{ // task {i}: {} (process {})", k.name.name, t.process),
         );
+        g.line(3, &format!("orch.at = \"task {i} ({})\";", k.name.name));
+        g.parts(Source::Csp(t, i), t.task.kernel as usize, 3);
+        g.line(2, "}");
     }
-    g.out.push_str("    try {\n");
+    g.epilogue();
+    g.out
+}
+
+/// The orchestration source.
+pub(crate) fn orchestration(inp: &OrchInput<'_>) -> String {
+    let res = inp.input.resolved;
+    let mut g = Gen {
+        inp,
+        out: String::new(),
+        fresh: 0,
+    };
+    g.prologue();
     let body = &res
         .processes
         .first()
         .map(|p| p.body.clone())
         .unwrap_or_default();
     g.body(body, 2, &[]);
-    g.out.push_str(
-        "    } catch (const pw::Error &e) {\n        rt_report_fatal(PTO2_ERROR_EXPLICIT_ORCH_FATAL, \"pto-wsp: %s\", e.message.c_str());\n    }\n}\n\n} // extern \"C\"\n",
-    );
+    g.epilogue();
     g.out
+}
+
+impl Gen<'_> {
+    /// The file up to the entry's `try {`: includes, bound arrays, the registers.
+    fn prologue(&mut self) {
+        let inp = self.inp;
+        let res = inp.input.resolved;
+        let module = res.module;
+        let g = self;
+        let _ = writeln!(
+            g.out,
+            "// Generated by `pto-wsp emit ascend` from {}: the orchestration of workload `{}` for simpler's\n\
+             // tensormap_and_ringbuffer runtime. Do not edit. Symbols, slots and bound integer tensors\n\
+             // are the values given at emit time.\n\
+             #include <algorithm>\n#include <cstdint>\n#include <cstdio>\n#include <string>\n#include <vector>\n\n\
+             #include \"pto_orchestration_api.h\"\n#include \"pto_wsp_orch.hpp\"\n\n\
+             namespace pw = pto_wsp_orch;\n\nnamespace {{\n",
+            inp.input.name(),
+            res.entry
+        );
+        // Bound integer tensors the program reads.
+        for (i, t) in module.tensors.iter().enumerate() {
+            if res.arrays[i] && !res.written[i] {
+                let data = inp
+                    .input
+                    .bindings
+                    .arrays
+                    .get(&t.name.name)
+                    .cloned()
+                    .unwrap_or_default();
+                let mut s = String::new();
+                for (j, v) in data.iter().enumerate() {
+                    let _ = write!(
+                        s,
+                        "{}{}",
+                        value(Value::I64(*v)),
+                        if j % 8 == 7 { ",\n" } else { ", " }
+                    );
+                }
+                let _ = writeln!(
+                    g.out,
+                    "// tensor `{}`\nconst int64_t kArr{i}[] = {{{s}{}}};",
+                    t.name.name,
+                    if data.is_empty() { "0" } else { "" }
+                );
+            }
+        }
+        let written: Vec<String> = res.written.iter().map(|w| w.to_string()).collect();
+        let _ = writeln!(
+            g.out,
+            "const std::vector<bool> kWritten = {{{}}};\n\n}} // namespace\n",
+            written.join(", ")
+        );
+        g.out.push_str(
+            "namespace pto_wsp_orch {\ninline int64_t element(const int64_t *a, int64_t len, int64_t i, const char *name, const std::string &at)\n{\n    if (i < 0 || i >= len) {\n        fail(at + \": index \" + std::to_string(i) + \" is outside tensor `\" + name + \"`\");\n    }\n    return a[i];\n}\n} // namespace pto_wsp_orch\n\n",
+        );
+        let _ = writeln!(
+            g.out,
+            "extern \"C\" {{\n\n__attribute__((visibility(\"default\"))) PTO2OrchestrationConfig aicpu_orchestration_config(const ChipTaskArgs &orch_args)\n{{\n    (void)orch_args;\n    PTO2OrchestrationConfig c{{}};\n    c.expected_arg_count = {}; // the module's tensors, then the status tensor\n    return c;\n}}\n",
+            module.tensors.len() + 1
+        );
+        g.out.push_str(
+            "__attribute__((visibility(\"default\"))) void aicpu_orchestration_entry(const ChipTaskArgs &orch_args)\n{\n",
+        );
+        let _ = writeln!(
+            g.out,
+            "    pw::Orch orch(orch_args, {}, kWritten);",
+            module.tensors.len()
+        );
+        // Registers: symbols and slots with their values, variables zero.
+        let nsym = module.symbols.len();
+        for (r, ty) in res.regs.iter().enumerate() {
+            let init = if r < nsym {
+                let s = &module.symbols[r];
+                inp.input
+                    .bindings
+                    .symbols
+                    .get(&s.name.name)
+                    .copied()
+                    .unwrap_or(Value::zero(*ty))
+            } else if r < nsym + module.slots.len() {
+                let s = &module.slots[r - nsym];
+                inp.input
+                    .bindings
+                    .slots
+                    .get(&s.name.name)
+                    .copied()
+                    .unwrap_or(Value::zero(*ty))
+            } else {
+                Value::zero(*ty)
+            };
+            let _ = writeln!(
+                g.out,
+                "    {} R{r} = {}; (void)R{r};",
+                cty(*ty),
+                value(init)
+            );
+        }
+        g.out.push_str("    try {\n");
+    }
+
+    /// Closes the entry: the error report, the computed reads' figures.
+    fn epilogue(&mut self) {
+        let res = self.inp.input.resolved;
+        self.out.push_str(
+            "    } catch (const pw::Error &e) {\n        rt_report_fatal(PTO2_ERROR_EXPLICIT_ORCH_FATAL, \"pto-wsp: %s\", e.message.c_str());\n    }\n",
+        );
+        if !res.computed_reads().is_empty() {
+            self.out.push_str(
+                "    std::printf(\"pto-wsp: computed reads: %llu, waited %.3f ms\\n\", static_cast<unsigned long long>(orch.reads), orch.read_wait_ms);\n    std::fflush(stdout);\n",
+            );
+        }
+        self.out.push_str("}\n\n} // extern \"C\"\n");
+    }
 }

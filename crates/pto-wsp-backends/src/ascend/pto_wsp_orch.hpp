@@ -11,8 +11,12 @@
 //   * structural order (`for_each`, `sequential`, `while`): the tasks of a child precede the
 //     tasks of the next non-empty child, through the one earlier task or a barrier (a dummy task
 //     depending on every task of the earlier child), made when the later child's first task is.
+// - computed reads: an element of a tensor the tasks write, read through the runtime's
+//   `get_tensor_data` on a one-element view (it waits for the earlier tasks writing that
+//   element); the number of reads and the time spent waiting are counted.
 // Errors are thrown as `Error` and reported by the entry through rt_report_fatal.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -137,6 +141,8 @@ struct Orch {
     std::string at; // the statement being run, for messages
     int64_t *status = nullptr; // the status tensor (the last argument): 8 words per kernel task
     uint64_t slots = 0, next_slot = 0;
+    uint64_t reads = 0;       // computed reads made
+    double read_wait_ms = 0;  // time spent in them
 
     Orch(const ChipTaskArgs &args, uint32_t n, const std::vector<bool> &written)
         : ext(n), tracked(written), readers(n)
@@ -150,12 +156,14 @@ struct Orch {
     }
 
     // The address of the next kernel task's status slot (the runner reads them after the run).
+    // A workload whose task count is known only when it runs (computed reads) takes the slots
+    // round and round: a failure stays in its slot (a kernel writes only a clear slot).
     uint64_t status_slot()
     {
-        if (next_slot >= slots) {
-            fail(at + ": more kernel tasks than the " + std::to_string(slots) + " status slots counted at emit time");
+        if (slots == 0) {
+            fail(at + ": no status slots");
         }
-        return reinterpret_cast<uint64_t>(status + 8 * next_slot++);
+        return reinterpret_cast<uint64_t>(status + 8 * (next_slot++ % slots));
     }
 
     void push(Order &o) { orders.push_back(&o); }
@@ -190,6 +198,33 @@ struct Orch {
     }
 };
 
+// Element `flat` (row-major) of tensor `t` of shape `extent`, which the workload's tasks write:
+// waits until the tasks submitted so far that write that element are done, then reads it.
+template <typename T>
+inline int64_t computed(Orch &o, uint32_t t, int64_t flat, const std::vector<int64_t> &extent, const char *name)
+{
+    int64_t total = 1;
+    for (int64_t e : extent) {
+        total *= e;
+    }
+    if (flat < 0 || flat >= total) {
+        fail(o.at + ": index " + std::to_string(flat) + " is outside tensor `" + name + "`");
+    }
+    const uint32_t rank = static_cast<uint32_t>(extent.size());
+    uint32_t off[5] = {}, sh[5] = {1, 1, 1, 1, 1}, zero[5] = {};
+    int64_t rest = flat;
+    for (uint32_t d = rank; d-- > 0;) {
+        off[d] = static_cast<uint32_t>(rest % extent[d]);
+        rest /= extent[d];
+    }
+    const ChipTensor one = o.ext[t]->view(sh, off);
+    const auto t0 = std::chrono::steady_clock::now();
+    const T v = get_tensor_data<T>(one, rank, zero);
+    o.read_wait_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    o.reads += 1;
+    return static_cast<int64_t>(v);
+}
+
 // An ordered construct for as long as it is in scope (a `break` leaving it by `goto` pops it).
 struct Ordered {
     Orch &o;
@@ -218,8 +253,11 @@ struct Task {
     uint64_t scalars[16] = {};
     uint32_t ns = 0;
     TaskOutputTensors result;
+    std::vector<PTO2TaskId> extra; // explicit dependencies (a pipeline's process and channel order)
 
     explicit Task(Orch &orch) : o(orch) {}
+
+    void after(PTO2TaskId id) { extra.push_back(id); }
 
     void region(uint32_t t, bool rd, bool wr, uint32_t rank, const int64_t *start, const int64_t *size,
                 const int64_t *extent, const char *what)
@@ -284,7 +322,7 @@ struct Task {
         for (uint32_t i = 0; i < ns; ++i) {
             args.add_scalar(scalars[i]);
         }
-        std::vector<PTO2TaskId> deps;
+        std::vector<PTO2TaskId> deps = extra;
         o.gates(deps);
         // Write-after-read: every earlier reader of a box this task writes.
         for (uint32_t i = 0; i < n; ++i) {

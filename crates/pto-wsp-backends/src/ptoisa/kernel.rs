@@ -24,9 +24,9 @@ use pto_wsp_ir::device::{
     padded_shape,
     sync::{Doubles, SyncPlan},
 };
-use pto_wsp_ir::kernel_body::{InstArg, KStmt, KStmtKind, TileDecl, TileKind};
+use pto_wsp_ir::kernel_body::{FloatArg, InstArg, KStmt, KStmtKind, TileDecl, TileKind};
 use pto_wsp_ir::tile_isa::{CppForm, Operand};
-use pto_wsp_ir::{BinOp, DType, Expr, KernelDecl, Loc, ParamKind, ParamType, UnOp};
+use pto_wsp_ir::{BinOp, DType, Expr, KernelDecl, Loc, ParamKind, ParamType, TileOp, UnOp};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -61,7 +61,12 @@ pub(crate) fn elem(dtype: DType) -> Option<&'static str> {
     match dtype {
         DType::F32 => Some("float"),
         DType::F16 => Some("half"),
-        _ => None,
+        DType::I32 => Some("int32_t"),
+        DType::U32 => Some("uint32_t"),
+        DType::I64 => Some("int64_t"),
+        DType::U64 => Some("uint64_t"),
+        DType::U8 => Some("uint8_t"),
+        DType::Bf16 => None,
     }
 }
 
@@ -69,8 +74,8 @@ pub(crate) fn elem(dtype: DType) -> Option<&'static str> {
 pub(crate) fn tile_type(t: &TileDecl) -> Result<String, String> {
     let e = elem(t.dtype).ok_or_else(|| {
         format!(
-            "tile `{}` is {}: the emitter writes f32 and f16 tiles only (PTO-ISA's CPU \
-             simulation has no bf16 matmul)",
+            "tile `{}` is {}: the emitter writes f32, f16 and integer tiles only (PTO-ISA's CPU \
+             simulation has no bf16 arithmetic with this g++)",
             t.name, t.dtype
         )
     })?;
@@ -149,7 +154,11 @@ impl KernelCx<'_> {
             Expr::Float(_) => {
                 return Err(self.err(loc, format!("`{e}` is a float where an integer is needed")));
             }
-            Expr::Name(id) => format!("v_{}", id.name),
+            Expr::Name(id) => match pto_wsp_ir::kernel_body::parse_extent(&id.name) {
+                Some((true, x)) => format!("g_{x}.rows"),
+                Some((false, x)) => format!("g_{x}.cols"),
+                None => format!("v_{}", id.name),
+            },
             Expr::Unary(op, x) => {
                 let x = self.expr(x, loc, where_)?;
                 match op {
@@ -201,10 +210,99 @@ impl KernelCx<'_> {
     }
 
     fn name<'n>(&self, a: &'n InstArg) -> &'n str {
+        a.tile_name().map_or("", |id| id.name.as_str())
+    }
+
+    /// A tile operand as C++: `t_x`, or `t_x[i]` for an array element, its index evaluated and
+    /// checked first (written to `out`).
+    fn tile_ref(
+        &mut self,
+        a: &InstArg,
+        loc: Loc,
+        where_: &str,
+        out: &mut String,
+        pad: &str,
+    ) -> Result<String, EmitError> {
         match a {
-            InstArg::Name(id) => &id.name,
-            InstArg::Expr(_) => "",
+            InstArg::Name(id) => Ok(format!("t_{}", id.name)),
+            InstArg::Index(id, e) => {
+                let len = self.tiles.get(&id.name).and_then(|t| t.count).unwrap_or(0);
+                let before = self.messages.len();
+                let i = self.expr(e, loc, where_)?;
+                self.fresh += 1;
+                let var = format!("ix{}_", self.fresh);
+                let _ = writeln!(out, "{pad}const int64_t {var} = {i};");
+                self.after_divisions(before, out, pad);
+                let code = self.check(format!(
+                    "kernel `{}`: tile array `{}`: index {{0}} is outside 0..{{1}}",
+                    self.decl.name.name, id.name
+                ));
+                let _ = writeln!(
+                    out,
+                    "{pad}if (!pto_wsp_rt::in_range(st, {code}, {var}, {len})) {RETURN}"
+                );
+                Ok(format!("t_{}[{var}]", id.name))
+            }
+            other => Err(self.err(loc, format!("`{other}` is not a tile"))),
         }
+    }
+
+    /// A float operand as C++ (a `float` expression).
+    fn float(&mut self, a: &InstArg, loc: Loc, where_: &str) -> Result<String, EmitError> {
+        Ok(match a {
+            InstArg::Expr(Expr::Float(f)) => format!("{:?}f", f.value() as f32),
+            InstArg::Name(id) if self.floats.contains(&id.name) => format!("v_{}", id.name),
+            InstArg::Float(FloatArg::Inf { negative }) => {
+                format!("({}__builtin_inff())", if *negative { "-" } else { "" })
+            }
+            InstArg::Float(FloatArg::OfInt(e)) => {
+                format!("static_cast<float>({})", self.expr(e, loc, where_)?)
+            }
+            InstArg::Float(FloatArg::InvSqrt(e)) => {
+                format!("pto_wsp_rt::inv_sqrt({})", self.expr(e, loc, where_)?)
+            }
+            other => {
+                return Err(self.err(
+                    loc,
+                    format!("float operand `{other}` is not a float literal, parameter or local"),
+                ));
+            }
+        })
+    }
+
+    /// A `check` message for the status table: its text with each `{name}` replaced by a
+    /// numbered value (`{0}`…`{5}`), and the C++ of those values.
+    fn message(
+        &mut self,
+        text: &str,
+        loc: Loc,
+        where_: &str,
+    ) -> Result<(String, Vec<String>), EmitError> {
+        let mut msg = String::new();
+        let mut values = Vec::new();
+        let mut rest = text;
+        while let Some(open) = rest.find('{') {
+            let Some(close) = rest[open..].find('}') else {
+                break;
+            };
+            msg.push_str(&rest[..open]);
+            let name = &rest[open + 1..open + close];
+            let e = Expr::Name(pto_wsp_ir::Ident::new(name));
+            let _ = write!(msg, "{{{}}}", values.len());
+            values.push(self.expr(&e, loc, where_)?);
+            rest = &rest[open + close + 1..];
+        }
+        msg.push_str(rest);
+        if values.len() > 6 {
+            return Err(self.err(
+                loc,
+                format!(
+                    "check message quotes {} values; a task's status holds at most 6",
+                    values.len()
+                ),
+            ));
+        }
+        Ok((msg, values))
     }
 
     /// `TASSIGN<addr>(var)` in device mode.
@@ -223,68 +321,65 @@ impl KernelCx<'_> {
             let src = self.input.position(s.loc);
             let before = self.messages.len();
             match &s.kind {
-                KStmtKind::Tile(t) => {
-                    let ty = tile_type(t).map_err(|m| self.err(s.loc, m))?;
-                    let where_ = format!("kernel `{kname}`: tile `{}`", t.name);
-                    let (vr, vc) = match &t.valid {
-                        None => (
-                            format!("int64_t{{{}}}", t.rows),
-                            format!("int64_t{{{}}}", t.cols),
-                        ),
-                        Some((r, c)) => {
-                            (self.expr(r, s.loc, &where_)?, self.expr(c, s.loc, &where_)?)
-                        }
-                    };
-                    let n = &t.name.name;
-                    let _ = writeln!(
-                        out,
-                        "{pad}// tile {n}: {} {}[{}, {}] ({src})",
-                        t.kind, t.dtype, t.rows, t.cols
-                    );
-                    let _ = writeln!(out, "{pad}const int64_t vr_{n} = {vr}, vc_{n} = {vc};");
-                    self.after_divisions(before, out, &pad);
-                    let code = self.check(format!(
-                        "kernel `{kname}`: tile `{n}`: valid {{0}} x {{1}} is outside its {} x {}",
-                        t.rows, t.cols
-                    ));
-                    let _ = writeln!(
-                        out,
-                        "{pad}if (!pto_wsp_rt::check_valid(st, {code}, vr_{n}, vc_{n}, {}, {})) {RETURN}",
-                        t.rows, t.cols
-                    );
-                    match self.mode {
-                        Mode::Device { alloc, doubles, .. } if doubles.doubled(s) => {
-                            // Two buffers; the loop picks one per iteration (`t_{n}` there).
-                            for (b, addr) in
-                                [alloc.tile(s), alloc.second(s)].into_iter().enumerate()
-                            {
-                                let _ = writeln!(
-                                    out,
-                                    "{pad}{ty} t_{n}_b{b}(static_cast<size_t>(vr_{n}), static_cast<size_t>(vc_{n}));"
-                                );
-                                self.assign(&format!("t_{n}_b{b}"), addr, out, &pad);
-                            }
-                            if self.in_doubled_body(n) {
-                                let _ = writeln!(out, "{pad}auto &t_{n} = t_{n}_b{};", self.half);
-                            }
-                        }
-                        _ => {
-                            let _ = writeln!(
-                                out,
-                                "{pad}{ty} t_{n}(static_cast<size_t>(vr_{n}), static_cast<size_t>(vc_{n}));"
-                            );
-                            if let Mode::Device { alloc, .. } = self.mode {
-                                self.assign(&format!("t_{n}"), alloc.tile(s), out, &pad);
-                            }
-                        }
-                    }
-                    self.tiles.insert(n.clone(), t.clone());
-                }
+                KStmtKind::Tile(t) => self.tile_decl(s, t, &src, out, &pad)?,
                 KStmtKind::Let { name, value } => {
                     let where_ = format!("kernel `{kname}`: `{name}`");
                     let v = self.expr(value, s.loc, &where_)?;
                     let _ = writeln!(out, "{pad}const int64_t v_{} = {v};", name.name);
                     self.after_divisions(before, out, &pad);
+                }
+                KStmtKind::LetFloat { name, value } => {
+                    let where_ = format!("kernel `{kname}`: `{name}`");
+                    let v = self.float(value, s.loc, &where_)?;
+                    let _ = writeln!(out, "{pad}const float v_{} = {v};", name.name);
+                    self.after_divisions(before, out, &pad);
+                    self.floats.push(name.name.clone());
+                }
+                KStmtKind::Check { cond, message } => {
+                    let where_ = format!("kernel `{kname}`: check");
+                    let c = self.expr(cond, s.loc, &where_)?;
+                    self.fresh += 1;
+                    let cv = format!("c{}_", self.fresh);
+                    let _ = writeln!(out, "{pad}const bool {cv} = {c};");
+                    self.after_divisions(before, out, &pad);
+                    let (text, values) = self.message(message, s.loc, &where_)?;
+                    let code = self.check(format!("kernel `{kname}`: {text}"));
+                    let _ = writeln!(out, "{pad}if (!{cv}) {{");
+                    let mut args = vec!["st".to_string(), code.to_string()];
+                    args.extend(values);
+                    let _ = writeln!(
+                        out,
+                        "{pad}    pto_wsp_rt::fail({});\n{pad}    {RETURN}\n{pad}}}",
+                        args.join(", ")
+                    );
+                }
+                KStmtKind::GetVal {
+                    name,
+                    tile,
+                    row,
+                    col,
+                } => {
+                    let where_ = format!("kernel `{kname}`: GETVAL");
+                    let t = self.tile_ref(tile, s.loc, &where_, out, &pad)?;
+                    let (r, c) = (
+                        self.expr(row, s.loc, &where_)?,
+                        self.expr(col, s.loc, &where_)?,
+                    );
+                    self.after_divisions(before, out, &pad);
+                    if let Mode::Device { sync, .. } = self.mode {
+                        for x in sync.before(s) {
+                            let _ = writeln!(out, "{pad}{}", x.cpp_in(self.half));
+                        }
+                    }
+                    let code = self.check(format!(
+                        "{where_}: ({{0}}, {{1}}) is outside the tile ({{2}} x {{3}})"
+                    ));
+                    let _ = writeln!(out, "{pad}int64_t v_{} = 0;", name.name);
+                    let _ = writeln!(
+                        out,
+                        "{pad}if (!pto_wsp_rt::get_value(st, {code}, {t}, {r}, {c}, v_{})) {RETURN}",
+                        name.name
+                    );
                 }
                 KStmtKind::For { var, count, body } => {
                     let where_ = format!("kernel `{kname}`: the count of `for {var}`");
@@ -342,6 +437,80 @@ impl KernelCx<'_> {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// A tile declaration (`s`): its valid sizes checked, the tile (or an array of tiles) made
+    /// and, on the device, placed in its buffer.
+    fn tile_decl(
+        &mut self,
+        s: &KStmt,
+        t: &TileDecl,
+        src: &str,
+        out: &mut String,
+        pad: &str,
+    ) -> Result<(), EmitError> {
+        let kname = self.decl.name.name.clone();
+        let before = self.messages.len();
+        let ty = tile_type(t).map_err(|m| self.err(s.loc, m))?;
+        let where_ = format!("kernel `{kname}`: tile `{}`", t.name);
+        let (vr, vc) = match &t.valid {
+            None => (
+                format!("int64_t{{{}}}", t.rows),
+                format!("int64_t{{{}}}", t.cols),
+            ),
+            Some((r, c)) => (self.expr(r, s.loc, &where_)?, self.expr(c, s.loc, &where_)?),
+        };
+        let n = &t.name.name;
+        let count = t.count.map(|c| format!("[{c}]")).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{pad}// tile {n}{count}: {} {}[{}, {}] ({src})",
+            t.kind, t.dtype, t.rows, t.cols
+        );
+        let _ = writeln!(out, "{pad}const int64_t vr_{n} = {vr}, vc_{n} = {vc};");
+        self.after_divisions(before, out, pad);
+        let code = self.check(format!(
+            "kernel `{kname}`: tile `{n}`: valid {{0}} x {{1}} is outside its {} x {}",
+            t.rows, t.cols
+        ));
+        let _ = writeln!(
+            out,
+            "{pad}if (!pto_wsp_rt::check_valid(st, {code}, vr_{n}, vc_{n}, {}, {})) {RETURN}",
+            t.rows, t.cols
+        );
+        let args = format!("(static_cast<size_t>(vr_{n}), static_cast<size_t>(vc_{n}))");
+        match (self.mode, t.count) {
+            (_, Some(c)) => {
+                let all = vec![format!("{ty}{args}"); c as usize];
+                let _ = writeln!(out, "{pad}{ty} t_{n}[{c}] = {{{}}};", all.join(", "));
+                if let Mode::Device { alloc, .. } = self.mode
+                    && let Some(base) = alloc.tile(s)
+                {
+                    let step = pto_wsp_ir::device::alloc::element_bytes(t);
+                    for i in 0..c {
+                        self.assign(&format!("t_{n}[{i}]"), Some(base + i * step), out, pad);
+                    }
+                }
+            }
+            (Mode::Device { alloc, doubles, .. }, None) if doubles.doubled(s) => {
+                // Two buffers; the loop picks one per iteration (`t_{n}` there).
+                for (b, addr) in [alloc.tile(s), alloc.second(s)].into_iter().enumerate() {
+                    let _ = writeln!(out, "{pad}{ty} t_{n}_b{b}{args};");
+                    self.assign(&format!("t_{n}_b{b}"), addr, out, pad);
+                }
+                if self.in_doubled_body(n) {
+                    let _ = writeln!(out, "{pad}auto &t_{n} = t_{n}_b{};", self.half);
+                }
+            }
+            (_, None) => {
+                let _ = writeln!(out, "{pad}{ty} t_{n}{args};");
+                if let Mode::Device { alloc, .. } = self.mode {
+                    self.assign(&format!("t_{n}"), alloc.tile(s), out, pad);
+                }
+            }
+        }
+        self.tiles.insert(n.clone(), t.clone());
         Ok(())
     }
 
@@ -416,18 +585,22 @@ impl KernelCx<'_> {
         // The element type of the first tile operand: float operands take it.
         let tile_elem = args
             .iter()
-            .find_map(|a| self.tiles.get(self.name(a)))
-            .and_then(|t| elem(t.dtype))
+            .find_map(|a| self.tile_elem(a))
             .unwrap_or("float");
         let mut cpp: Vec<String> = Vec::new();
+        let mut tiles: Vec<&InstArg> = Vec::new();
         let mut global: Option<(String, usize, DType)> = None;
         let mut offsets: Vec<String> = Vec::new();
+        let mut ints: Vec<String> = Vec::new();
+        let mut word = String::new();
         for (i, kind) in op.operands().iter().enumerate() {
             let a = args.get(i);
             match kind {
                 Operand::Dst | Operand::Src => {
-                    let n = a.map(|a| self.name(a)).unwrap_or("");
-                    cpp.push(format!("t_{n}"));
+                    let a =
+                        a.ok_or_else(|| self.err(loc, format!("{mn}: a tile operand is missing")))?;
+                    cpp.push(self.tile_ref(a, loc, &where_, out, pad)?);
+                    tiles.push(a);
                 }
                 Operand::Global => {
                     let n = a.map(|a| self.name(a)).unwrap_or("");
@@ -439,35 +612,64 @@ impl KernelCx<'_> {
                 }
                 Operand::Float => {
                     let v = match a {
-                        Some(InstArg::Expr(Expr::Float(f))) => format!("{:?}f", f.value() as f32),
-                        Some(InstArg::Name(id)) if self.floats.contains(&id.name) => {
-                            format!("v_{}", id.name)
-                        }
-                        Some(other) => {
-                            return Err(self.err(
-                                loc,
-                                format!("{mn}: float operand `{other}` is not a float literal or a float parameter"),
-                            ));
-                        }
+                        Some(a) => self.float(a, loc, &where_)?,
                         None => "0.0f".to_string(),
                     };
                     cpp.push(format!("static_cast<{tile_elem}>({v})"));
                 }
                 Operand::CmpMode => {
-                    return Err(self.err(loc, format!("{mn}: comparison modes are not emitted")));
+                    word = format!(
+                        "pto::CmpMode::{}",
+                        a.map(|a| a.to_string()).unwrap_or_default()
+                    );
+                }
+                Operand::TriMode => {
+                    word = match a.map(|a| a.to_string()).as_deref() {
+                        Some("UPPER") => "1".into(),
+                        _ => "0".into(),
+                    };
+                }
+                Operand::PadMode => {
+                    word = match a.map(|a| a.to_string()).as_deref() {
+                        Some("MIN") => "pto::PadValue::Min".into(),
+                        Some("MAX") => "pto::PadValue::Max".into(),
+                        _ => "pto::PadValue::Zero".into(),
+                    };
+                }
+                Operand::Int => {
+                    let e = match a {
+                        Some(InstArg::Name(id)) => Expr::Name(id.clone()),
+                        Some(InstArg::Expr(e)) => e.clone(),
+                        other => {
+                            return Err(self.err(
+                                loc,
+                                format!(
+                                    "{mn}: `{}` is not an integer",
+                                    other.map(|a| a.to_string()).unwrap_or_default()
+                                ),
+                            ));
+                        }
+                    };
+                    ints.push(self.expr(&e, loc, &where_)?);
                 }
                 Operand::OptInt => {
                     offsets.push(match a {
                         None => "int64_t{0}".to_string(),
-                        Some(InstArg::Name(id)) => format!("v_{}", id.name),
+                        Some(InstArg::Name(id)) => {
+                            self.expr(&Expr::Name(id.clone()), loc, &where_)?
+                        }
                         Some(InstArg::Expr(e)) => self.expr(e, loc, &where_)?,
+                        Some(other) => {
+                            return Err(self.err(loc, format!("{mn}: `{other}` is not an offset")));
+                        }
                     });
                 }
             }
         }
-        if !offsets.is_empty() {
-            // Offsets are evaluated (and their divisions checked) before the instruction.
-            for (i, o) in offsets.iter_mut().enumerate() {
+        if !offsets.is_empty() || !ints.is_empty() {
+            // Offsets and integer operands are evaluated (and their divisions checked) before
+            // the instruction.
+            for (i, o) in offsets.iter_mut().chain(ints.iter_mut()).enumerate() {
                 self.fresh += 1;
                 let var = format!("o{}_{i}", self.fresh);
                 let _ = writeln!(out, "{pad}const int64_t {var} = {o};");
@@ -480,49 +682,75 @@ impl KernelCx<'_> {
                 let _ = writeln!(out, "{pad}{}", x.cpp_in(self.half));
             }
         }
-        if op == pto_wsp_ir::TileOp::Trans {
-            return self.trans(s, args, loc, out, pad);
+        if op == TileOp::Trans {
+            return self.trans(s, &cpp, args, loc, out, pad);
         }
+        let dst_elem = tiles
+            .first()
+            .and_then(|a| self.tile_elem(a))
+            .unwrap_or("float");
+        // A store of an accumulator into a region of another type converts (the cube's fix
+        // pipe); PTO-ISA's CPU simulation refuses mixed sizes, so the helper does it there.
+        let converting_store = op == TileOp::Store
+            && global
+                .as_ref()
+                .zip(tiles.first().and_then(|a| self.tiles.get(self.name(a))))
+                .is_some_and(|((_, _, dt), t)| *dt != t.dtype);
         let call = match form {
+            _ if converting_store => format!("pto_wsp_rt::store_cvt({})", cpp.join(", ")),
+            CppForm::Direct if op == TileOp::MrgSort => format!(
+                "TMRGSORT({}, {}, static_cast<uint32_t>({}))",
+                cpp[0], cpp[1], ints[0]
+            ),
             CppForm::Direct => format!("{mn}({})", cpp.join(", ")),
             CppForm::WithTmp => {
-                // A scratch tile shaped like the source.
-                self.fresh += 1;
-                let tmp = format!("tmp{}_", self.fresh);
-                let _ = writeln!(
-                    out,
-                    "{pad}decltype({s}) {tmp}({s}.GetValidRow(), {s}.GetValidCol());",
-                    s = cpp[1]
-                );
-                if let Mode::Device { alloc, .. } = self.mode {
-                    self.assign(&tmp, alloc.temp(s), out, pad);
-                }
+                let tmp = self.temp_tile(s, &cpp[1], out, pad);
                 format!("{mn}({}, {tmp})", cpp.join(", "))
             }
             CppForm::Helper { name, tmp } => {
                 let mut ops = cpp.clone();
                 if tmp {
-                    self.fresh += 1;
-                    let t = format!("tmp{}_", self.fresh);
-                    let _ = writeln!(
-                        out,
-                        "{pad}decltype({s}) {t}({s}.GetValidRow(), {s}.GetValidCol());",
-                        s = cpp[1]
-                    );
-                    if let Mode::Device { alloc, .. } = self.mode {
-                        self.assign(&t, alloc.temp(s), out, pad);
-                    }
-                    ops.push(t);
+                    ops.push(self.temp_tile(s, &cpp[1], out, pad));
                 }
-                format!("pto_wsp_rt::{name}({})", ops.join(", "))
+                ops.extend(ints.iter().cloned());
+                if !word.is_empty() {
+                    ops.push(word.clone());
+                }
+                if op == TileOp::SetVal {
+                    let code = self.check(format!(
+                        "{where_}: ({{0}}, {{1}}) is outside the tile ({{2}} x {{3}})"
+                    ));
+                    format!(
+                        "if (!pto_wsp_rt::{name}(st, {code}, {})) {RETURN}",
+                        ops.join(", ")
+                    )
+                } else {
+                    format!("pto_wsp_rt::{name}({})", ops.join(", "))
+                }
             }
             CppForm::WithRound => {
                 format!("{mn}({}, pto::RoundMode::CAST_RINT)", cpp.join(", "))
             }
             CppForm::AccTwice => format!("{mn}({c}, {c}, {}, {})", cpp[1], cpp[2], c = cpp[0]),
+            CppForm::Template => match op {
+                TileOp::Ci => format!(
+                    "TCI<std::remove_reference_t<decltype({t})>, {dst_elem}, 0>({t}, static_cast<{dst_elem}>({}))",
+                    ints[0],
+                    t = cpp[0]
+                ),
+                TileOp::Tri => format!(
+                    "TTRI<std::remove_reference_t<decltype({t})>, {word}>({t}, static_cast<int>({}))",
+                    ints[0],
+                    t = cpp[0]
+                ),
+                _ => format!("pto_wsp_rt::fill_pad<{word}>({})", cpp.join(", ")),
+            },
             CppForm::Missing(_) => unreachable!("refused above"),
         };
         match global {
+            None if call.starts_with("if (") => {
+                let _ = writeln!(out, "{pad}{call}");
+            }
             None => {
                 let _ = writeln!(out, "{pad}{call};");
             }
@@ -530,12 +758,12 @@ impl KernelCx<'_> {
                 // The tile whose valid part moves: the destination of TLOAD, the source of TSTORE.
                 let t = cpp
                     .iter()
-                    .find(|c| c.starts_with("t_"))
+                    .find(|c| c.as_str() != "gt_")
                     .cloned()
                     .unwrap_or_default();
-                let stacked = self
-                    .tiles
-                    .get(t.trim_start_matches("t_"))
+                let stacked = tiles
+                    .first()
+                    .and_then(|a| self.tiles.get(self.name(a)))
                     .is_some_and(|d| d.kind == TileKind::Vec);
                 let (r0, c0) = (
                     offsets
@@ -575,12 +803,34 @@ impl KernelCx<'_> {
         Ok(())
     }
 
-    /// `TTRANS(dst, src)`. PTO-ISA's `TTRANS` handles vector tiles only; in host mode a left /
-    /// right / accumulator / matrix operand goes through a vector tile and `TMOV` (copies,
-    /// exact in any order). In device mode the rules allow vector tiles only.
+    /// A scratch tile shaped like the tile `like` (C++), placed on the device where the plan
+    /// puts instruction `s`'s scratch; returns its name.
+    fn temp_tile(&mut self, s: &KStmt, like: &str, out: &mut String, pad: &str) -> String {
+        self.fresh += 1;
+        let t = format!("tmp{}_", self.fresh);
+        let _ = writeln!(
+            out,
+            "{pad}std::remove_reference_t<decltype({like})> {t}({like}.GetValidRow(), {like}.GetValidCol());"
+        );
+        if let Mode::Device { alloc, .. } = self.mode {
+            self.assign(&t, alloc.temp(s), out, pad);
+        }
+        t
+    }
+
+    /// The element type (C++) of the tile an operand names.
+    fn tile_elem(&self, a: &InstArg) -> Option<&'static str> {
+        self.tiles.get(self.name(a)).and_then(|t| elem(t.dtype))
+    }
+
+    /// `TTRANS(dst, src)` (`cpp`: the operands as C++). PTO-ISA's `TTRANS` handles vector tiles
+    /// only; in host mode a left / right / accumulator / matrix operand goes through a vector
+    /// tile and `TMOV` (copies, exact in any order). In device mode the rules allow vector tiles
+    /// only.
     fn trans(
         &mut self,
         s: &KStmt,
+        cpp: &[String],
         args: &[InstArg],
         loc: Loc,
         out: &mut String,
@@ -590,37 +840,39 @@ impl KernelCx<'_> {
         let (Some(d), Some(sd)) = (self.tiles.get(dn).cloned(), self.tiles.get(sn).cloned()) else {
             return Err(self.err(loc, "TTRANS: operands must be tiles".into()));
         };
+        let (dref, sref) = (cpp[0].clone(), cpp[1].clone());
         self.fresh += 1;
         let k = self.fresh;
         let plain = |t: &TileDecl| TileDecl {
             name: pto_wsp_ir::Ident::new(String::new()),
             kind: TileKind::Vec,
+            count: None,
             ..t.clone()
         };
-        let mut src = format!("t_{sn}");
+        let mut src = sref.clone();
         if sd.kind != TileKind::Vec {
             let ty = tile_type(&plain(&sd)).map_err(|m| self.err(loc, m))?;
             let _ = writeln!(
                 out,
-                "{pad}{ty} tsrc{k}_(t_{sn}.GetValidRow(), t_{sn}.GetValidCol());\n{pad}TMOV(tsrc{k}_, t_{sn});"
+                "{pad}{ty} tsrc{k}_({sref}.GetValidRow(), {sref}.GetValidCol());\n{pad}TMOV(tsrc{k}_, {sref});"
             );
             src = format!("tsrc{k}_");
         }
         let _ = writeln!(
             out,
-            "{pad}decltype({src}) tmp{k}_({src}.GetValidRow(), {src}.GetValidCol());"
+            "{pad}std::remove_reference_t<decltype({src})> tmp{k}_({src}.GetValidRow(), {src}.GetValidCol());"
         );
         if let Mode::Device { alloc, .. } = self.mode {
             self.assign(&format!("tmp{k}_"), alloc.temp(s), out, pad);
         }
         if d.kind == TileKind::Vec {
-            let _ = writeln!(out, "{pad}TTRANS(t_{dn}, {src}, tmp{k}_);");
+            let _ = writeln!(out, "{pad}TTRANS({dref}, {src}, tmp{k}_);");
         } else {
             let ty = tile_type(&plain(&d)).map_err(|m| self.err(loc, m))?;
             let _ = writeln!(
                 out,
-                "{pad}{ty} tdst{k}_(t_{dn}.GetValidRow(), t_{dn}.GetValidCol());\n\
-                 {pad}TTRANS(tdst{k}_, {src}, tmp{k}_);\n{pad}TMOV(t_{dn}, tdst{k}_);"
+                "{pad}{ty} tdst{k}_({dref}.GetValidRow(), {dref}.GetValidCol());\n\
+                 {pad}TTRANS(tdst{k}_, {src}, tmp{k}_);\n{pad}TMOV({dref}, tdst{k}_);"
             );
         }
         Ok(())
@@ -767,7 +1019,7 @@ pub(crate) fn emit_kernel(
                 let e = elem(*dtype).ok_or_else(|| {
                     cx.err(
                         p.name.loc,
-                        format!("tile parameter `{n}` is {dtype}: the emitter writes f32 and f16 regions only"),
+                        format!("tile parameter `{n}` is {dtype}: the emitter writes f32, f16 and integer regions only"),
                     )
                 })?;
                 params.push(format!("const pto_wsp_rt::Gm<{e}> &g_{n}"));

@@ -17,13 +17,15 @@ use pto_wsp::ir::Bindings;
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// Lowers `loaded` and runs `emit` on its resolved program, rendering every error against the
-/// source.
+/// Lowers `loaded` (its kernels that name built-ins given their bodies from the kernel
+/// library, `pto_wsp::driver::library`) and runs `emit` on its resolved program, rendering
+/// every error against the source.
 fn with_input<T>(
     loaded: &Loaded,
     bindings: &Bindings,
     emit: impl FnOnce(&Input<'_>) -> Result<T, EmitError>,
 ) -> Result<T, CliError> {
+    let loaded = &pto_wsp::driver::library::with_bodies(loaded)?;
     let plan =
         pto_wsp::lower(&loaded.module).map_err(|e| pto_wsp::driver::compile_error(loaded, &e))?;
     let resolved = plan

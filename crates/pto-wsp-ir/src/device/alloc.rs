@@ -33,7 +33,8 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The address of the tile declared by `decl` (a `tile` statement of the planned body).
+    /// The address of the tile declared by `decl` (a `tile` statement of the planned body); of
+    /// element 0 for a tile array, whose element `i` is [`element_bytes`]` · i` further.
     pub fn tile(&self, decl: &KStmt) -> Option<u64> {
         self.tiles.get(&(decl as *const KStmt)).copied()
     }
@@ -59,6 +60,15 @@ pub fn temp_bytes(op: TileOp, src: Option<&TileDecl>) -> Option<u64> {
     needs
         .then(|| src.map(|t| super::footprint(t.kind, t.dtype, t.rows, t.cols)))
         .flatten()
+}
+
+/// The bytes one tile of `t` takes in its buffer, aligned: the distance between the elements
+/// of a tile array.
+pub fn element_bytes(t: &TileDecl) -> u64 {
+    align(
+        super::footprint(t.kind, t.dtype, t.rows, t.cols),
+        super::buffer(t.kind).align,
+    )
 }
 
 struct Live {
@@ -124,14 +134,21 @@ impl Planner<'_> {
             match &s.kind {
                 KStmtKind::Tile(t) => {
                     let spec = super::buffer(t.kind);
-                    let bytes = super::footprint(t.kind, t.dtype, t.rows, t.cols);
+                    let bytes = match t.count {
+                        None => super::footprint(t.kind, t.dtype, t.rows, t.cols),
+                        Some(n) => element_bytes(t) * n,
+                    };
                     let (pr, pc) = super::padded_shape(t.kind, t.dtype, t.rows, t.cols);
                     let padded = if (pr, pc) != (t.rows, t.cols) {
                         format!(" (padded to {pr} x {pc})")
                     } else {
                         String::new()
                     };
-                    let what = format!("{} {}[{}, {}]{padded}", t.kind, t.dtype, t.rows, t.cols);
+                    let array = t.count.map(|n| format!(" x {n}")).unwrap_or_default();
+                    let what = format!(
+                        "{} {}[{}, {}]{padded}{array}",
+                        t.kind, t.dtype, t.rows, t.cols
+                    );
                     let at = self.push(
                         spec,
                         Live {
@@ -156,7 +173,10 @@ impl Planner<'_> {
                     }
                     self.scope.push(t.clone());
                 }
-                KStmtKind::Let { .. } => {}
+                KStmtKind::Let { .. }
+                | KStmtKind::LetFloat { .. }
+                | KStmtKind::Check { .. }
+                | KStmtKind::GetVal { .. } => {}
                 KStmtKind::For { body, .. } => self.block(body)?,
                 KStmtKind::If {
                     then_body,
@@ -167,12 +187,10 @@ impl Planner<'_> {
                     self.block(else_body)?;
                 }
                 KStmtKind::Inst { op, args } => {
-                    let src = args.get(1).and_then(|a| match a {
-                        InstArg::Name(id) => {
-                            self.scope.iter().rev().find(|t| t.name.name == id.name)
-                        }
-                        InstArg::Expr(_) => None,
-                    });
+                    let src = args
+                        .get(1)
+                        .and_then(InstArg::tile_name)
+                        .and_then(|id| self.scope.iter().rev().find(|t| t.name.name == id.name));
                     if let (Some(bytes), Some(src)) = (temp_bytes(*op, src), src) {
                         let spec = super::buffer(src.kind);
                         let name = format!("{} scratch", op.mnemonic());

@@ -73,7 +73,7 @@ pub fn inst_tiles<'t>(
     let mut out = Vec::new();
     for (kind, a) in op.operands().iter().zip(args) {
         if matches!(kind, Operand::Dst | Operand::Src) {
-            let InstArg::Name(id) = a else { return None };
+            let id = a.tile_name()?;
             out.push((*kind, lookup(&id.name)?));
         }
     }
@@ -102,7 +102,7 @@ pub fn place(op: TileOp, tiles: &[(Operand, &TileDecl)]) -> Result<&'static Move
         Class::Load => (first.map(place_of), Some(Place::Gm)),
         Class::Store => (Some(Place::Gm), first.map(place_of)),
         Class::Mov | Class::Matmul => (first.map(place_of), tiles.get(1).map(|t| place_of(t.1))),
-        Class::Vector => {
+        Class::Vector | Class::Scalar => {
             if let Some((_, t)) = tiles.iter().find(|(_, t)| t.kind != TileKind::Vec) {
                 return Err(Violation {
                     message: format!(
@@ -167,7 +167,7 @@ pub fn place(op: TileOp, tiles: &[(Operand, &TileDecl)]) -> Result<&'static Move
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
-        Class::Vector => unreachable!("vector operands were checked above"),
+        Class::Vector | Class::Scalar => unreachable!("vector operands were checked above"),
     };
     Err(Violation { message, source })
 }
@@ -177,7 +177,12 @@ pub fn element_types(op: TileOp, tiles: &[(Operand, &TileDecl)]) -> Option<Viola
     let mn = op.mnemonic();
     if super::is_vector_arith(op) {
         let rule = super::type_rule(Unit::VectorArith);
-        if let Some((_, t)) = tiles.iter().find(|(_, t)| !rule.dtypes.contains(&t.dtype)) {
+        // Integer operands (masks, indices) are the instruction's own business; the unit's rule
+        // is about floating-point data.
+        if let Some((_, t)) = tiles
+            .iter()
+            .find(|(_, t)| t.dtype.is_float() && !rule.dtypes.contains(&t.dtype))
+        {
             return Some(Violation {
                 message: format!("{mn} on `{}` ({}): {}", t.name, t.dtype, rule.what),
                 source: rule.source,
@@ -273,7 +278,27 @@ fn walk(k: &KernelDecl, body: &[KStmt], scope: &mut Vec<TileDecl>, errors: &mut 
     for s in body {
         match &s.kind {
             KStmtKind::Tile(t) => scope.push(t.clone()),
-            KStmtKind::Let { .. } => {}
+            KStmtKind::Let { .. } | KStmtKind::LetFloat { .. } | KStmtKind::Check { .. } => {}
+            KStmtKind::GetVal { tile, .. } => {
+                let t = tile
+                    .tile_name()
+                    .and_then(|id| scope.iter().rev().find(|t| t.name.name == id.name));
+                if let Some(t) = t.filter(|t| t.kind != TileKind::Vec) {
+                    let m = super::MOVES
+                        .iter()
+                        .find(|m| m.class == Class::Scalar)
+                        .expect("a scalar row");
+                    errors.push(DeviceError {
+                        kernel: k.name.name.clone(),
+                        message: format!(
+                            "GETVAL of {}: the scalar unit reads single elements of `vec` (UB)                              tiles only",
+                            describe(t)
+                        ),
+                        source: m.source,
+                        loc: s.loc,
+                    });
+                }
+            }
             KStmtKind::For { body, .. } => walk(k, body, scope, errors),
             KStmtKind::If {
                 then_body,

@@ -329,6 +329,9 @@ pub enum Class {
     Mov,
     /// `TMATMUL`, `TMATMUL_ACC`.
     Matmul,
+    /// Single elements of a `vec` tile read or written by the scalar unit (`SETVAL`, the sort
+    /// record fields; a body's `GETVAL`): PTO-ISA's `Tile::GetValue` / `SetValue`.
+    Scalar,
     /// Every other instruction: vector arithmetic on `vec` tiles.
     Vector,
 }
@@ -338,7 +341,8 @@ impl Class {
     pub fn of(op: TileOp) -> Class {
         match op {
             TileOp::Load => Class::Load,
-            TileOp::Store => Class::Store,
+            TileOp::Store | TileOp::StoreAdd => Class::Store,
+            TileOp::SetVal | TileOp::SortIdx | TileOp::SortVal => Class::Scalar,
             TileOp::Mov => Class::Mov,
             TileOp::Matmul | TileOp::MatmulAcc => Class::Matmul,
             _ => Class::Vector,
@@ -530,6 +534,16 @@ pub const MOVES: &[Move] = &[
         ),
     },
     Move {
+        class: Class::Scalar,
+        dst: Tile(V),
+        src: Tile(V),
+        run: on(Core::Aiv, Pipe::S, "SCALAR"),
+        source: src(
+            "include/pto/common/pto_tile.hpp",
+            "Tile::GetValue / Tile::SetValue (single elements through the scalar unit)",
+        ),
+    },
+    Move {
         class: Class::Vector,
         dst: Tile(V),
         src: Tile(V),
@@ -620,7 +634,19 @@ pub fn type_rule(unit: Unit) -> &'static TypeRule {
 /// Which operations the vector arithmetic rule applies to (not conversions, transposes, copies
 /// and fills, which are data movement).
 pub fn is_vector_arith(op: TileOp) -> bool {
-    Class::of(op) == Class::Vector && !matches!(op, TileOp::Cvt | TileOp::Trans | TileOp::Expands)
+    Class::of(op) == Class::Vector
+        && !matches!(
+            op,
+            TileOp::Cvt
+                | TileOp::Trans
+                | TileOp::Expands
+                | TileOp::Ci
+                | TileOp::Tri
+                | TileOp::Gather
+                | TileOp::Scatter
+                | TileOp::FillPad
+                | TileOp::ColExpand
+        )
 }
 
 /// A shape limit of one instruction.

@@ -119,6 +119,8 @@ struct Flat<'k> {
     unit_of: HashMap<*const KStmt, usize>,
     /// Tile id of each declaration statement.
     tile_of: HashMap<*const KStmt, usize>,
+    /// The first `GETVAL` (a scalar read whose local later statements may use on any core).
+    getval: Option<Loc>,
 }
 
 fn cannot_host(k: &KernelDecl, loc: Loc, why: String) -> DeviceError {
@@ -158,7 +160,10 @@ impl<'k> Flat<'k> {
                     self.tile_of.insert(s as *const _, id);
                     scope.push((t.name.name.clone(), id));
                 }
-                KStmtKind::Let { .. } => {}
+                KStmtKind::Let { .. } | KStmtKind::LetFloat { .. } | KStmtKind::Check { .. } => {}
+                KStmtKind::GetVal { .. } => {
+                    self.getval.get_or_insert(s.loc);
+                }
                 KStmtKind::If {
                     then_body,
                     else_body,
@@ -224,7 +229,10 @@ impl<'k> Flat<'k> {
                     self.tile_of.insert(s as *const _, id);
                     scope.push((t.name.name.clone(), id));
                 }
-                KStmtKind::Let { .. } => {}
+                KStmtKind::Let { .. } | KStmtKind::LetFloat { .. } | KStmtKind::Check { .. } => {}
+                KStmtKind::GetVal { .. } => {
+                    self.getval.get_or_insert(s.loc);
+                }
                 KStmtKind::For { body, .. } => self.loop_body(body, scope, unit, cores)?,
                 KStmtKind::If {
                     then_body,
@@ -258,7 +266,7 @@ impl<'k> Flat<'k> {
         let mut ids = Vec::new();
         for (kind, a) in op.operands().iter().zip(args) {
             if matches!(kind, Operand::Dst | Operand::Src)
-                && let InstArg::Name(id) = a
+                && let Some(id) = a.tile_name()
                 && let Some(t) = self.lookup(scope, &id.name)
             {
                 ids.push((*kind, t));
@@ -389,6 +397,7 @@ pub fn split(k: &KernelDecl) -> Result<Split, DeviceError> {
         units: Vec::new(),
         unit_of: HashMap::new(),
         tile_of: HashMap::new(),
+        getval: None,
     };
     flat.block(body, &mut Vec::new(), true)?;
     let used: BTreeSet<Core> = flat
@@ -410,6 +419,15 @@ pub fn split(k: &KernelDecl) -> Result<Split, DeviceError> {
             }],
             scratch: Vec::new(),
         });
+    }
+    if let Some(loc) = flat.getval {
+        return Err(cannot_host(
+            k,
+            loc,
+            "a GETVAL's local may be used by either part; read single elements in a kernel \
+             that uses one core"
+                .into(),
+        ));
     }
     // Both cores: try starting with each, keep the fewer phases.
     let ntiles = flat.tiles.len();
@@ -694,7 +712,11 @@ impl<'f, 'k> Builder<'f, 'k> {
                         }
                     }
                 }
-                KStmtKind::Let { .. } => out.push(s.clone()),
+                // Integer and float locals and checks go to every part (a GETVAL refuses a split).
+                KStmtKind::Let { .. }
+                | KStmtKind::LetFloat { .. }
+                | KStmtKind::Check { .. }
+                | KStmtKind::GetVal { .. } => out.push(s.clone()),
                 KStmtKind::If {
                     cond,
                     then_body,
@@ -752,7 +774,7 @@ impl<'f, 'k> Builder<'f, 'k> {
                             }
                         }
                     } else if unit.phase.0 == p {
-                        if matches!(op, TileOp::Load | TileOp::Store) {
+                        if matches!(op, TileOp::Load | TileOp::Store | TileOp::StoreAdd) {
                             let g = if *op == TileOp::Load { 1 } else { 0 };
                             if let Some(a) = args.get(g) {
                                 regions.insert(a.to_string());
@@ -804,7 +826,7 @@ fn note_regions(body: &[KStmt], regions: &mut BTreeSet<String>) {
     for s in body {
         match &s.kind {
             KStmtKind::Inst { op, args } => {
-                if matches!(op, TileOp::Load | TileOp::Store) {
+                if matches!(op, TileOp::Load | TileOp::Store | TileOp::StoreAdd) {
                     let g = if *op == TileOp::Load { 1 } else { 0 };
                     if let Some(a) = args.get(g) {
                         regions.insert(a.to_string());

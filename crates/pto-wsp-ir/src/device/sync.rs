@@ -260,7 +260,7 @@ impl Planner<'_> {
         };
         let mut acc = Vec::new();
         for (kind, a) in op.operands().iter().zip(args) {
-            let InstArg::Name(id) = a else { continue };
+            let Some(id) = a.tile_name() else { continue };
             match kind {
                 Operand::Dst => {
                     acc.push((id.name.clone(), true));
@@ -274,7 +274,10 @@ impl Planner<'_> {
                         p.name.name == id.name && matches!(p.kind, ParamKind::Tile { .. })
                     });
                     if region {
-                        acc.push((format!("@{}", id.name), op == TileOp::Store));
+                        acc.push((
+                            format!("@{}", id.name),
+                            matches!(op, TileOp::Store | TileOp::StoreAdd),
+                        ));
                     }
                 }
                 _ => {}
@@ -286,6 +289,12 @@ impl Planner<'_> {
     fn inst(&mut self, s: &KStmt, op: TileOp, args: &[InstArg], st: &mut State, emit: bool) {
         let (acc, pipe) = self.accesses(op, args);
         let Some(p) = pipe else { return };
+        self.issue(s, acc, p, st, emit);
+    }
+
+    /// Orders statement `s`, accessing `acc` on pipe `p`, after the conflicting accesses of
+    /// other pipes (and vector barriers), and records its own accesses.
+    fn issue(&mut self, s: &KStmt, acc: Vec<(String, bool)>, p: Pipe, st: &mut State, emit: bool) {
         let mut out = Vec::new();
         if let Some(d) = self.loads.get(&(s as *const KStmt)) {
             // The buffer this iteration loads was last read two iterations back; its credit
@@ -373,7 +382,13 @@ impl Planner<'_> {
         for s in body {
             match &s.kind {
                 KStmtKind::Tile(t) => self.scope.push(t.clone()),
-                KStmtKind::Let { .. } => {}
+                KStmtKind::Let { .. } | KStmtKind::LetFloat { .. } | KStmtKind::Check { .. } => {}
+                // The scalar unit reads one element of the tile.
+                KStmtKind::GetVal { tile, .. } => {
+                    if let Some(id) = tile.tile_name() {
+                        self.issue(s, vec![(id.name.clone(), false)], Pipe::S, st, emit);
+                    }
+                }
                 KStmtKind::Inst { op, args } => self.inst(s, *op, args, st, emit),
                 KStmtKind::If {
                     then_body,
@@ -518,6 +533,22 @@ fn lookup<'s>(scope: &'s Scope, name: &str) -> Option<&'s (String, *const KStmt,
     scope.iter().rev().find(|(n, _, _)| n == name)
 }
 
+/// The tiles (declaration, write?) a statement touches, and its pipe: an instruction's, or a
+/// `GETVAL`'s read on the scalar unit; `None` for other statements.
+type Touches = (Vec<(*const KStmt, String, bool)>, Option<Pipe>);
+
+fn stmt_touches(s: &KStmt, scope: &Scope) -> Option<Touches> {
+    match &s.kind {
+        KStmtKind::Inst { op, args } => Some(touches(*op, args, scope)),
+        KStmtKind::GetVal { tile, .. } => {
+            let id = tile.tile_name()?;
+            let (n, d, _) = lookup(scope, &id.name)?;
+            Some((vec![(*d, n.clone(), false)], Some(Pipe::S)))
+        }
+        _ => None,
+    }
+}
+
 /// The tiles (declaration, write?) an instruction touches, and its pipe.
 fn touches(
     op: TileOp,
@@ -534,7 +565,7 @@ fn touches(
         });
     let mut out = Vec::new();
     for (kind, a) in op.operands().iter().zip(args) {
-        if let (Operand::Dst | Operand::Src, InstArg::Name(id)) = (kind, a)
+        if let (Operand::Dst | Operand::Src, Some(id)) = (kind, a.tile_name())
             && let Some((n, d, _)) = lookup(scope, &id.name)
         {
             let write = *kind == Operand::Dst;
@@ -552,7 +583,7 @@ fn count_uses(body: &[KStmt], scope: &mut Scope, all: &mut HashMap<*const KStmt,
     for s in body {
         match &s.kind {
             KStmtKind::Tile(t) => scope.push((t.name.name.clone(), s as *const _, t.clone())),
-            KStmtKind::Let { .. } => {}
+            KStmtKind::Let { .. } | KStmtKind::LetFloat { .. } | KStmtKind::Check { .. } => {}
             KStmtKind::For { body, .. } => count_uses(body, scope, all),
             KStmtKind::If {
                 then_body,
@@ -562,8 +593,8 @@ fn count_uses(body: &[KStmt], scope: &mut Scope, all: &mut HashMap<*const KStmt,
                 count_uses(then_body, scope, all);
                 count_uses(else_body, scope, all);
             }
-            KStmtKind::Inst { op, args } => {
-                for (d, _, _) in touches(*op, args, scope).0 {
+            KStmtKind::Inst { .. } | KStmtKind::GetVal { .. } => {
+                for (d, _, _) in stmt_touches(s, scope).map(|t| t.0).unwrap_or_default() {
                     *all.entry(d).or_default() += 1;
                 }
             }
@@ -584,7 +615,7 @@ fn loop_uses(
         let t = top.unwrap_or(i);
         match &s.kind {
             KStmtKind::Tile(d) => scope.push((d.name.name.clone(), s as *const _, d.clone())),
-            KStmtKind::Let { .. } => {}
+            KStmtKind::Let { .. } | KStmtKind::LetFloat { .. } | KStmtKind::Check { .. } => {}
             KStmtKind::For { body, .. } => loop_uses(body, Some(t), scope, uses),
             KStmtKind::If {
                 then_body,
@@ -594,8 +625,8 @@ fn loop_uses(
                 loop_uses(then_body, Some(t), scope, uses);
                 loop_uses(else_body, Some(t), scope, uses);
             }
-            KStmtKind::Inst { op, args } => {
-                let (ts, pipe) = touches(*op, args, scope);
+            KStmtKind::Inst { .. } | KStmtKind::GetVal { .. } => {
+                let (ts, pipe) = stmt_touches(s, scope).unwrap_or_default();
                 for (d, _, write) in ts {
                     uses.entry(d).or_default().push(Use {
                         top: t,
@@ -621,7 +652,11 @@ fn find_in(
     for s in body {
         match &s.kind {
             KStmtKind::Tile(t) => scope.push((t.name.name.clone(), s as *const _, t.clone())),
-            KStmtKind::Let { .. } | KStmtKind::Inst { .. } => {}
+            KStmtKind::Let { .. }
+            | KStmtKind::LetFloat { .. }
+            | KStmtKind::Check { .. }
+            | KStmtKind::GetVal { .. }
+            | KStmtKind::Inst { .. } => {}
             KStmtKind::If {
                 then_body,
                 else_body,
@@ -642,9 +677,12 @@ fn find_in(
                 }
                 let mut found = Vec::new();
                 for (decl, us) in &uses {
-                    let Some((name, _, _)) = visible.iter().rev().find(|v| v.1 == *decl) else {
+                    let Some((name, _, td)) = visible.iter().rev().find(|v| v.1 == *decl) else {
                         continue;
                     };
+                    if td.count.is_some() {
+                        continue; // tile arrays keep one buffer per element
+                    }
                     if all.get(decl).copied().unwrap_or(0) != us.len() {
                         continue; // used outside the loop
                     }

@@ -3,7 +3,7 @@
 
 use super::lexer::{Kind, Token};
 use super::{PResult, ParseError, Parser, lexer};
-use crate::kernel_body::{InstArg, KStmt, KStmtKind, TileDecl, TileKind};
+use crate::kernel_body::{FloatArg, InstArg, KStmt, KStmtKind, TileDecl, TileKind};
 use crate::tile_isa::TileOp;
 use crate::types::DType;
 
@@ -12,6 +12,7 @@ impl Parser<'_> {
     pub(super) fn kernel_block(&mut self) -> PResult<Vec<KStmt>> {
         self.open("{", "to open the kernel body")?;
         self.enter()?;
+        let outer = std::mem::replace(&mut self.extents, true);
         let mut body = Vec::new();
         while !self.peek().is_punct("}") {
             if self.peek().kind == Kind::Eof {
@@ -19,6 +20,7 @@ impl Parser<'_> {
             }
             body.push(self.kernel_stmt()?);
         }
+        self.extents = outer;
         self.leave();
         self.close("}", "")?;
         Ok(body)
@@ -29,9 +31,9 @@ impl Parser<'_> {
         let start = t.start;
         let kind = match t.text {
             _ if t.kind != Kind::Word => {
-                return Err(
-                    self.err_expected("a kernel statement (tile, let, for, if or an instruction)")
-                );
+                return Err(self.err_expected(
+                    "a kernel statement (tile, let, for, if, check or an instruction)",
+                ));
             }
             "tile" => {
                 self.bump();
@@ -41,11 +43,52 @@ impl Parser<'_> {
                 self.bump();
                 let name = self.ident("local name")?;
                 self.expect(":", "after local name")?;
-                self.expect_word("i64", "(kernel locals are i64)")?;
+                if self.peek().is_word("f32") {
+                    self.bump();
+                    self.expect("=", "after the local's type")?;
+                    let value = self.kernel_operand()?;
+                    self.expect(";", "after the local's value")?;
+                    return Ok(KStmt {
+                        kind: KStmtKind::LetFloat { name, value },
+                        loc: self.loc_from(start),
+                    });
+                }
+                self.expect_word("i64", "(kernel locals are i64 or f32)")?;
                 self.expect("=", "after the local's type")?;
-                let value = self.expr()?;
-                self.expect(";", "after the local's value")?;
-                KStmtKind::Let { name, value }
+                if self.peek().is_word("GETVAL") && self.peek_at(1).is_punct("(") {
+                    self.bump();
+                    self.open("(", "")?;
+                    let tile = self.kernel_operand()?;
+                    self.expect(",", "after the tile of `GETVAL`")?;
+                    let row = self.expr()?;
+                    self.expect(",", "after the row of `GETVAL`")?;
+                    let col = self.expr()?;
+                    self.close(")", "after the column of `GETVAL`")?;
+                    self.expect(";", "after the local's value")?;
+                    KStmtKind::GetVal {
+                        name,
+                        tile,
+                        row,
+                        col,
+                    }
+                } else {
+                    let value = self.expr()?;
+                    self.expect(";", "after the local's value")?;
+                    KStmtKind::Let { name, value }
+                }
+            }
+            "check" => {
+                self.bump();
+                let cond = self.expr()?;
+                self.expect_word("else", "after the condition of `check`")?;
+                let m = self.peek();
+                if m.kind != Kind::Str {
+                    return Err(self.err_expected("the message of `check` (a string literal)"));
+                }
+                self.bump();
+                let message = m.text[1..m.text.len() - 1].to_string();
+                self.expect(";", "after the message of `check`")?;
+                KStmtKind::Check { cond, message }
             }
             "for" => {
                 self.bump();
@@ -80,9 +123,17 @@ impl Parser<'_> {
             loc: self.loc_from(start),
         })
     }
-    /// `tile NAME: KIND DTYPE[ROWS, COLS] valid(R, C);`, after `tile`.
+    /// `tile NAME[COUNT]?: KIND DTYPE[ROWS, COLS] valid(R, C);`, after `tile`.
     fn tile_decl(&mut self) -> PResult<TileDecl> {
         let name = self.ident("tile name")?;
+        let count = if self.peek().is_punct("[") {
+            self.open("[", "")?;
+            let n = self.count("tile array length")?;
+            self.close("]", "after the tile array length")?;
+            Some(n)
+        } else {
+            None
+        };
         self.expect(":", "after tile name")?;
         let kind = self.keyword("tile kind", TileKind::ALL, TileKind::keyword)?;
         let dtype = self.keyword("element type", DType::ALL, DType::keyword)?;
@@ -109,6 +160,7 @@ impl Parser<'_> {
             rows,
             cols,
             valid,
+            count,
         })
     }
 
@@ -125,21 +177,58 @@ impl Parser<'_> {
         };
         self.bump();
         self.open("(", "after the instruction")?;
-        let args = self.list(")", "in instruction operands", |p| {
-            let t = p.peek();
-            let next = p.peek_at(1);
-            if t.kind == Kind::Word
-                && !super::is_reserved(t.text)
-                && (next.is_punct(",") || next.is_punct(")"))
-            {
-                p.bump();
-                Ok(InstArg::Name(crate::loc::Ident::at(t.text, t.loc())))
-            } else {
-                Ok(InstArg::Expr(p.expr()?))
-            }
-        })?;
+        let args = self.list(")", "in instruction operands", Self::kernel_operand)?;
         self.close(")", "")?;
         self.expect(";", "after the instruction")?;
         Ok(KStmtKind::Inst { op, args })
+    }
+
+    /// One instruction operand: `NAME`, `NAME[INDEX]`, `inf`, `-inf`, `f32(EXPR)`,
+    /// `rsqrt(EXPR)` or an expression.
+    fn kernel_operand(&mut self) -> PResult<InstArg> {
+        let t = self.peek();
+        let next = self.peek_at(1);
+        if t.is_word("inf") && (next.is_punct(",") || next.is_punct(")")) {
+            self.bump();
+            return Ok(InstArg::Float(FloatArg::Inf { negative: false }));
+        }
+        if t.is_punct("-") && next.is_word("inf") {
+            self.bump();
+            self.bump();
+            return Ok(InstArg::Float(FloatArg::Inf { negative: true }));
+        }
+        if (t.is_word("f32") || t.is_word("rsqrt")) && next.is_punct("(") {
+            self.bump();
+            self.open("(", "")?;
+            let e = self.expr()?;
+            self.close(")", &format!("after the operand of `{}`", t.text))?;
+            return Ok(InstArg::Float(if t.text == "f32" {
+                FloatArg::OfInt(e)
+            } else {
+                FloatArg::InvSqrt(e)
+            }));
+        }
+        if t.kind == Kind::Word && !super::is_reserved(t.text) && !self.extent_here(t) {
+            if next.is_punct(",") || next.is_punct(")") {
+                self.bump();
+                return Ok(InstArg::Name(crate::loc::Ident::at(t.text, t.loc())));
+            }
+            if next.is_punct("[") {
+                self.bump();
+                self.open("[", "")?;
+                let index = self.expr()?;
+                self.close("]", "after the tile array index")?;
+                return Ok(InstArg::Index(
+                    crate::loc::Ident::at(t.text, t.loc()),
+                    index,
+                ));
+            }
+        }
+        Ok(InstArg::Expr(self.expr()?))
+    }
+
+    /// Whether `t` starts `rows(x)` / `cols(x)`.
+    fn extent_here(&self, t: lexer::Token<'_>) -> bool {
+        (t.is_word("rows") || t.is_word("cols")) && self.peek_at(1).is_punct("(")
     }
 }

@@ -21,6 +21,9 @@ pub(crate) enum Kind {
     Float,
     /// Punctuation or an operator.
     Punct,
+    /// A string literal: `"` up to the next `"` on the same line, no escapes (the text keeps
+    /// the quotes). Only kernel bodies' `check` statements take one.
+    Str,
     /// The end of the input.
     Eof,
 }
@@ -151,6 +154,22 @@ pub(crate) fn lex(text: &str) -> Result<Vec<Token<'_>>, ParseError> {
             } else {
                 Kind::Int
             }
+        } else if b == b'"' {
+            let rest = &text[i + 1..];
+            let Some(n) = rest.find(['"', '\n']) else {
+                return Err(ParseError::new(
+                    "unterminated string literal",
+                    Loc::new(i, text.len()),
+                ));
+            };
+            if rest.as_bytes()[n] == b'\n' {
+                return Err(ParseError::new(
+                    "unterminated string literal (strings end on their line)",
+                    Loc::new(i, i + 1 + n),
+                ));
+            }
+            i += n + 2;
+            Kind::Str
         } else if let Some(p) = PUNCT.iter().find(|p| text[i..].starts_with(**p)) {
             i += p.len();
             Kind::Punct

@@ -112,6 +112,9 @@ struct Parser<'a> {
     depth: usize,
     /// Opening delimiters not closed yet, innermost last.
     open: Vec<(&'static str, Loc)>,
+    /// Inside a kernel body: `rows(x)` and `cols(x)` are names (the region extents,
+    /// `crate::kernel_body`).
+    extents: bool,
 }
 
 /// The names of the schedule items, for messages.
@@ -130,6 +133,7 @@ impl<'a> Parser<'a> {
             prev_end: 0,
             depth: 0,
             open: Vec::new(),
+            extents: false,
         })
     }
 
@@ -525,6 +529,11 @@ impl<'a> Parser<'a> {
             Ok(inner)
         } else if t.is_word("min") || t.is_word("max") {
             self.min_max(t)
+        } else if self.extents
+            && (t.is_word("rows") || t.is_word("cols"))
+            && self.peek_at(1).is_punct("(")
+        {
+            Ok((self.extent(t)?, 1))
         } else {
             Ok((self.leaf(t)?, 1))
         }
@@ -559,6 +568,17 @@ impl<'a> Parser<'a> {
         self.close(")", ctx[2])?;
         let h = self.height(1 + ah.max(bh), t.loc())?;
         Ok((a.bin(op, b), h))
+    }
+
+    /// `rows(x)` / `cols(x)` in a kernel body: the name of a region extent
+    /// (`crate::kernel_body::extent_name`).
+    fn extent(&mut self, t: Token<'a>) -> PResult<Expr> {
+        self.bump();
+        self.open("(", "")?;
+        let of = self.ident("tile parameter name")?;
+        self.close(")", &format!("after the parameter of `{}`", t.text))?;
+        let name = crate::kernel_body::extent_name(t.text == "rows", &of.name);
+        Ok(Expr::Name(Ident::at(name, t.loc().join(of.loc))))
     }
 
     /// A literal or a name.

@@ -1,5 +1,7 @@
-//! Checks of kernel bodies (`crate::kernel_body`): names, operand kinds, and each instruction's
-//! shape and element-type rule from the one table in [`crate::tile_isa`].
+//! Checks of kernel bodies (`crate::kernel_body`): names, operand kinds, each instruction's
+//! shape and element-type rule from the one table in [`crate::tile_isa`], tiles read before any
+//! instruction wrote them, and loads or stores of a static part larger than the parameter's
+//! declared shape.
 //!
 //! Promise: every mistake is a [`ValidationError::KernelBody`] naming the kernel and the
 //! instruction or declaration, at the `file:line:column` of the statement.
@@ -7,23 +9,61 @@
 use super::ValidationError;
 use super::typeck::{self, Expected, Site};
 use crate::expr::Expr;
-use crate::kernel_body::{InstArg, KStmt, KStmtKind, TileDecl, TileKind};
+use crate::kernel_body::{
+    FloatArg, InstArg, KStmt, KStmtKind, MAX_TILE_ARRAY, TileDecl, TileKind, parse_extent,
+};
 use crate::loc::{Ident, Loc};
 use crate::module::{KernelDecl, ParamKind};
-use crate::tile_isa::{Operand, ShapeRule, TileOp};
+use crate::tile_isa::{Elems, Operand, ShapeRule, TileOp};
 use crate::types::{Access, DType, ScalarType};
+use std::collections::HashSet;
 
 /// What a name means inside a body.
 #[derive(Clone)]
 enum Local {
     Tile(TileDecl),
     Int,
+    Float,
 }
 
 struct Ctx<'a> {
     k: &'a KernelDecl,
     scope: Vec<(String, Local)>,
+    /// Tiles some instruction may have written (flow-sensitive: see [`Ctx::stmt`]).
+    written: HashSet<String>,
+    /// The tiles written anywhere in each enclosing loop's body, innermost last.
+    loops: Vec<HashSet<String>>,
+    /// `if`s entered since the innermost loop: a read under one may depend on the iteration (a
+    /// branch taken after the first, `if i > 0`), so it only needs a write somewhere in the loop.
+    ifs_in_loop: usize,
     errors: &'a mut Vec<ValidationError>,
+}
+
+/// The tiles the instructions of `body` write (destinations), recursively.
+fn writes_in(body: &[KStmt], out: &mut HashSet<String>) {
+    for s in body {
+        match &s.kind {
+            KStmtKind::Inst { op, args } => {
+                for (kind, a) in op.operands().iter().zip(args) {
+                    if *kind == Operand::Dst
+                        && let Some(id) = a.tile_name()
+                    {
+                        out.insert(id.name.clone());
+                    }
+                }
+            }
+            KStmtKind::For { body, .. } => writes_in(body, out),
+            KStmtKind::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                writes_in(then_body, out);
+                writes_in(else_body, out);
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Checks `k`'s body, if it has one, pushing every mistake to `errors`.
@@ -39,6 +79,9 @@ pub(crate) fn check(k: &KernelDecl, errors: &mut Vec<ValidationError>) {
     let mut cx = Ctx {
         k,
         scope: Vec::new(),
+        written: HashSet::new(),
+        loops: Vec::new(),
+        ifs_in_loop: 0,
         errors,
     };
     cx.block(body);
@@ -51,6 +94,26 @@ fn err(k: &KernelDecl, message: String, loc: Loc) -> ValidationError {
         loc,
         path: format!("kernel {}", k.name),
     }
+}
+
+/// A tile operand as the shape rules see it.
+struct TileUse {
+    decl: TileDecl,
+    /// The operand's spelling (`t` or `t[i]`).
+    name: String,
+}
+
+/// The global operand of a load or store: access, element type, name, declared shape.
+struct GlobalUse {
+    access: Access,
+    dtype: DType,
+    name: String,
+    shape: Vec<Option<u64>>,
+}
+
+/// The declaration of a tile operand.
+fn d(x: &TileUse) -> &TileDecl {
+    &x.decl
 }
 
 impl Ctx<'_> {
@@ -82,6 +145,29 @@ impl Ctx<'_> {
         self.scope.push((id.name.clone(), what));
     }
 
+    /// The type of an integer / bool name in the body (a local, a scalar parameter, or an
+    /// extent `rows(x)` / `cols(x)` of a tile parameter), or why it is not one.
+    fn scalar(&self, name: &str) -> Result<ScalarType, String> {
+        if let Some(l) = self.lookup(name) {
+            return match l {
+                Local::Int => Ok(ScalarType::I64),
+                Local::Tile(_) => Err(format!("tile `{name}` is not a scalar")),
+                Local::Float => Err(format!("`{name}` is a float local, not an integer")),
+            };
+        }
+        if let Some((_, of)) = parse_extent(name) {
+            return match self.param(of) {
+                Some(ParamKind::Tile { .. }) => Ok(ScalarType::I64),
+                _ => Err(format!("`{of}` in `{name}` is not a tile parameter")),
+            };
+        }
+        match self.param(name) {
+            Some(ParamKind::Scalar(t)) if !t.is_float() => Ok(t.carrier()),
+            Some(_) => Err(format!("`{name}` is not an integer or bool scalar")),
+            None => Err(format!("unknown name `{name}`")),
+        }
+    }
+
     /// Checks an expression of type `want` over the integer / bool parameters and locals.
     fn expr(&mut self, e: &Expr, want: ScalarType, what: &str, loc: Loc) {
         let path = format!("kernel {}", self.k.name);
@@ -90,31 +176,11 @@ impl Ctx<'_> {
             path: &path,
         };
         let mut unknown = Vec::new();
-        let scope = &self.scope;
-        let k = self.k;
         let mut resolve = |id: &Ident| -> Option<ScalarType> {
-            if let Some((_, l)) = scope.iter().rev().find(|(n, _)| *n == id.name) {
-                return match l {
-                    Local::Int => Some(ScalarType::I64),
-                    Local::Tile(_) => {
-                        unknown.push(format!("tile `{}` is not a scalar", id.name));
-                        None
-                    }
-                };
-            }
-            match k
-                .params
-                .iter()
-                .find(|p| p.name.name == id.name)
-                .map(|p| &p.kind)
-            {
-                Some(ParamKind::Scalar(t)) if !t.is_float() => Some(t.carrier()),
-                Some(_) => {
-                    unknown.push(format!("`{}` is not an integer or bool scalar", id.name));
-                    None
-                }
-                None => {
-                    unknown.push(format!("unknown name `{}`", id.name));
+            match self.scalar(&id.name) {
+                Ok(t) => Some(t),
+                Err(m) => {
+                    unknown.push(m);
                     None
                 }
             }
@@ -123,14 +189,16 @@ impl Ctx<'_> {
             ScalarType::Bool => Expected::Bool,
             t => Expected::Exact(t),
         };
+        let mut errors = Vec::new();
         typeck::expect_type(
             e,
             expected,
             &|| what.to_string(),
             &mut resolve,
             &site,
-            self.errors,
+            &mut errors,
         );
+        self.errors.extend(errors);
         for m in unknown {
             self.push(format!("{what}: {m}"), loc);
         }
@@ -146,33 +214,7 @@ impl Ctx<'_> {
 
     fn stmt(&mut self, s: &KStmt) {
         match &s.kind {
-            KStmtKind::Tile(t) => {
-                if !matches!(t.dtype, DType::F32 | DType::F16 | DType::Bf16) {
-                    self.push(
-                        format!(
-                            "tile `{}`: element type must be f32, f16 or bf16, not {}",
-                            t.name, t.dtype
-                        ),
-                        s.loc,
-                    );
-                }
-                if t.rows == 0 || t.cols == 0 || t.rows * t.cols > 1 << 20 {
-                    self.push(
-                        format!(
-                            "tile `{}`: {} x {} is not between 1 and 2^20 elements",
-                            t.name, t.rows, t.cols
-                        ),
-                        s.loc,
-                    );
-                }
-                if let Some((r, c)) = &t.valid {
-                    let what = format!("valid rows of tile `{}`", t.name);
-                    self.expr(r, ScalarType::I64, &what, s.loc);
-                    let what = format!("valid columns of tile `{}`", t.name);
-                    self.expr(c, ScalarType::I64, &what, s.loc);
-                }
-                self.declare(&t.name, Local::Tile(t.clone()), s.loc);
-            }
+            KStmtKind::Tile(t) => self.tile_decl(t, s.loc),
             KStmtKind::Let { name, value } => {
                 self.expr(
                     value,
@@ -186,7 +228,17 @@ impl Ctx<'_> {
                 self.expr(count, ScalarType::I64, "the iteration count", s.loc);
                 let mark = self.scope.len();
                 self.declare(var, Local::Int, s.loc);
+                // The first iteration sees what was written before the loop; after it, what
+                // any iteration wrote may have been written.
+                let before = self.written.clone();
+                let mut w = HashSet::new();
+                writes_in(body, &mut w);
+                self.loops.push(w);
+                let ifs = std::mem::replace(&mut self.ifs_in_loop, 0);
                 self.block(body);
+                self.ifs_in_loop = ifs;
+                self.loops.pop();
+                self.written.extend(before);
                 self.scope.truncate(mark);
             }
             KStmtKind::If {
@@ -195,11 +247,233 @@ impl Ctx<'_> {
                 else_body,
             } => {
                 self.expr(cond, ScalarType::Bool, "the condition of `if`", s.loc);
+                let before = self.written.clone();
+                self.ifs_in_loop += 1;
                 self.block(then_body);
+                let after_then = std::mem::replace(&mut self.written, before);
                 self.block(else_body);
+                self.ifs_in_loop -= 1;
+                self.written.extend(after_then);
+            }
+            KStmtKind::LetFloat { name, value } => {
+                self.float_operand("the value of a float local", 0, value, s.loc);
+                self.declare(name, Local::Float, s.loc);
+            }
+            KStmtKind::Check { cond, message } => {
+                self.expr(cond, ScalarType::Bool, "the condition of `check`", s.loc);
+                self.message(message, s.loc);
+            }
+            KStmtKind::GetVal {
+                name,
+                tile,
+                row,
+                col,
+            } => {
+                if let Some(t) = self.tile_operand("GETVAL", 1, tile, s.loc) {
+                    if !t.decl.dtype.is_integer() {
+                        self.push(
+                            format!(
+                                "GETVAL: `{}` is {}: GETVAL reads integer tiles",
+                                t.name, t.decl.dtype
+                            ),
+                            s.loc,
+                        );
+                    }
+                    self.read(&t, "GETVAL", s.loc);
+                }
+                self.expr(row, ScalarType::I64, "the row of GETVAL", s.loc);
+                self.expr(col, ScalarType::I64, "the column of GETVAL", s.loc);
+                self.declare(name, Local::Int, s.loc);
             }
             KStmtKind::Inst { op, args } => self.inst(*op, args, s.loc),
         }
+    }
+
+    fn tile_decl(&mut self, t: &TileDecl, loc: Loc) {
+        if t.kind != TileKind::Vec && !t.dtype.is_float() {
+            self.push(
+                format!(
+                    "tile `{}`: a {} tile holds f32, f16 or bf16, not {}",
+                    t.name, t.kind, t.dtype
+                ),
+                loc,
+            );
+        }
+        if t.rows == 0 || t.cols == 0 || t.rows * t.cols > 1 << 20 {
+            self.push(
+                format!(
+                    "tile `{}`: {} x {} is not between 1 and 2^20 elements",
+                    t.name, t.rows, t.cols
+                ),
+                loc,
+            );
+        }
+        if let Some(n) = t.count
+            && !(1..=MAX_TILE_ARRAY).contains(&n)
+        {
+            self.push(
+                format!(
+                    "tile `{}`: an array of {n} tiles is not between 1 and {MAX_TILE_ARRAY}",
+                    t.name
+                ),
+                loc,
+            );
+        }
+        if let Some((r, c)) = &t.valid {
+            let what = format!("valid rows of tile `{}`", t.name);
+            self.expr(r, ScalarType::I64, &what, loc);
+            let what = format!("valid columns of tile `{}`", t.name);
+            self.expr(c, ScalarType::I64, &what, loc);
+        }
+        // A declaration (in a loop: every iteration's) makes a tile nothing has written yet.
+        self.written.remove(&t.name.name);
+        self.declare(&t.name, Local::Tile(t.clone()), loc);
+    }
+
+    /// Checks that every `{name}` in a `check` message names an integer in scope.
+    fn message(&mut self, message: &str, loc: Loc) {
+        let mut rest = message;
+        while let Some(open) = rest.find('{') {
+            let Some(close) = rest[open..].find('}') else {
+                self.push(
+                    "the message of `check` has a `{` without its `}`".into(),
+                    loc,
+                );
+                return;
+            };
+            let name = &rest[open + 1..open + close];
+            if let Err(m) = self.scalar(name) {
+                self.push(format!("the message of `check` names {{{name}}}: {m}"), loc);
+            }
+            rest = &rest[open + close + 1..];
+        }
+    }
+
+    /// Resolves a tile operand (`t` or `t[i]`), pushing an error and returning `None` if it is
+    /// not one.
+    fn tile_operand(&mut self, mn: &str, n: usize, a: &InstArg, loc: Loc) -> Option<TileUse> {
+        let (id, index) = match a {
+            InstArg::Name(id) => (id, None),
+            InstArg::Index(id, e) => (id, Some(e)),
+            _ => {
+                self.push(format!("{mn} operand {n} must be a tile"), loc);
+                return None;
+            }
+        };
+        let decl = match self.lookup(&id.name) {
+            Some(Local::Tile(t)) => t.clone(),
+            _ => {
+                self.push(
+                    format!(
+                        "{mn} operand {n}: `{}` is not a tile declared in the body",
+                        id.name
+                    ),
+                    loc,
+                );
+                return None;
+            }
+        };
+        match (decl.count, index) {
+            (Some(len), None) => {
+                self.push(
+                    format!(
+                        "{mn} operand {n}: `{}` is an array of {len} tiles: name one, `{}[i]`",
+                        id.name, id.name
+                    ),
+                    loc,
+                );
+                return None;
+            }
+            (None, Some(_)) => {
+                self.push(
+                    format!("{mn} operand {n}: `{}` is one tile, not an array", id.name),
+                    loc,
+                );
+                return None;
+            }
+            (_, Some(e)) => {
+                self.expr(
+                    e,
+                    ScalarType::I64,
+                    &format!("{mn} operand {n}: the index of `{}`", id.name),
+                    loc,
+                );
+            }
+            (None, None) => {}
+        }
+        Some(TileUse {
+            decl,
+            name: a.to_string(),
+        })
+    }
+
+    fn read(&mut self, t: &TileUse, mn: &str, loc: Loc) {
+        let name = &t.decl.name.name;
+        let guarded = self.ifs_in_loop > 0 && self.loops.iter().any(|w| w.contains(name));
+        if !self.written.contains(name) && !guarded {
+            self.push(
+                format!(
+                    "{mn} reads tile `{}` before any instruction writes it",
+                    t.name
+                ),
+                loc,
+            );
+            // Reported once.
+            self.written.insert(t.decl.name.name.clone());
+        }
+    }
+
+    fn float_operand(&mut self, mn: &str, n: usize, a: &InstArg, loc: Loc) {
+        let ok = match a {
+            InstArg::Expr(Expr::Float(_)) => true,
+            InstArg::Name(id) => match self.lookup(&id.name) {
+                Some(l) => matches!(l, Local::Float),
+                None => {
+                    matches!(self.param(&id.name), Some(ParamKind::Scalar(t)) if t.is_float())
+                }
+            },
+            InstArg::Float(FloatArg::Inf { .. }) => true,
+            InstArg::Float(FloatArg::OfInt(e) | FloatArg::InvSqrt(e)) => {
+                let what = format!("{mn} operand {n}: the operand of `f32` / `rsqrt`");
+                self.expr(e, ScalarType::I64, &what, loc);
+                true
+            }
+            _ => false,
+        };
+        if !ok {
+            self.push(
+                format!(
+                    "{mn} operand {n} must be a float literal, an f32 / f64 parameter or local, \
+                     `inf`, `-inf`, `f32(INTEGER)` or `rsqrt(INTEGER)`"
+                ),
+                loc,
+            );
+        }
+    }
+
+    fn word(&mut self, mn: &str, n: usize, a: &InstArg, words: &[&str], what: &str, loc: Loc) {
+        match a {
+            InstArg::Name(id) if words.contains(&id.name.as_str()) => {}
+            _ => self.push(
+                format!("{mn} operand {n} must be {what} ({})", words.join(", ")),
+                loc,
+            ),
+        }
+    }
+
+    fn int_operand(&mut self, mn: &str, n: usize, a: &InstArg, loc: Loc) {
+        let e = match a {
+            InstArg::Name(id) => Expr::Name(id.clone()),
+            InstArg::Expr(e) => e.clone(),
+            _ => {
+                self.push(
+                    format!("{mn} operand {n} must be an integer expression"),
+                    loc,
+                );
+                return;
+            }
+        };
+        self.expr(&e, ScalarType::I64, &format!("{mn} operand {n}"), loc);
     }
 
     fn inst(&mut self, op: TileOp, args: &[InstArg], loc: Loc) {
@@ -218,267 +492,555 @@ impl Ctx<'_> {
             );
             return;
         }
-        let mut tiles: Vec<TileDecl> = Vec::new();
-        let mut global: Option<(Access, DType, String)> = None;
+        let mut tiles: Vec<TileUse> = Vec::new();
+        let mut dst_at = usize::MAX;
+        let mut global: Option<GlobalUse> = None;
+        let mut ints: Vec<&InstArg> = Vec::new();
         for (i, (kind, a)) in kinds.iter().zip(args).enumerate() {
             let n = i + 1;
             match kind {
                 Operand::Dst | Operand::Src => {
-                    match a {
-                        InstArg::Name(id) => {
-                            match self.lookup(&id.name) {
-                                Some(Local::Tile(t)) => tiles.push(t.clone()),
-                                _ => {
-                                    self.push(format!("{mn} operand {n}: `{}` is not a tile declared in the body", id.name), loc);
-                                    return;
-                                }
-                            }
-                        }
-                        InstArg::Expr(_) => {
-                            self.push(format!("{mn} operand {n} must be a tile"), loc);
-                            return;
-                        }
-                    }
-                }
-                Operand::Global => {
-                    match a {
-                        InstArg::Name(id) => match self.param(&id.name) {
-                            Some(ParamKind::Tile { access, dtype, .. }) => {
-                                global = Some((*access, *dtype, id.name.clone()));
-                            }
-                            _ => {
-                                self.push(format!("{mn} operand {n}: `{}` is not a tile parameter of the kernel", id.name), loc);
-                                return;
-                            }
-                        },
-                        InstArg::Expr(_) => {
-                            self.push(format!("{mn} operand {n} must be a tile parameter"), loc);
-                            return;
-                        }
-                    }
-                }
-                Operand::Float => match a {
-                    InstArg::Expr(Expr::Float(_)) => {}
-                    InstArg::Name(id) if matches!(self.param(&id.name), Some(ParamKind::Scalar(t)) if t.is_float()) =>
-                        {}
-                    _ => self.push(
-                        format!(
-                            "{mn} operand {n} must be a float literal or an f32 / f64 parameter"
-                        ),
-                        loc,
-                    ),
-                },
-                Operand::CmpMode => match a {
-                    InstArg::Name(id) if crate::tile_isa::CMP_MODES.contains(&id.name.as_str()) => {
-                    }
-                    _ => self.push(
-                        format!(
-                            "{mn} operand {n} must be a comparison mode ({})",
-                            crate::tile_isa::CMP_MODES.join(", ")
-                        ),
-                        loc,
-                    ),
-                },
-                Operand::OptInt => {
-                    let e = match a {
-                        InstArg::Name(id) => Expr::Name(id.clone()),
-                        InstArg::Expr(e) => e.clone(),
+                    let Some(t) = self.tile_operand(mn, n, a, loc) else {
+                        return;
                     };
-                    self.expr(&e, ScalarType::I64, &format!("{mn} operand {n}"), loc);
+                    if *kind == Operand::Dst {
+                        dst_at = tiles.len();
+                    }
+                    tiles.push(t);
+                }
+                Operand::Global => match a {
+                    InstArg::Name(id) => match self.param(&id.name) {
+                        Some(ParamKind::Tile {
+                            access,
+                            dtype,
+                            shape,
+                        }) => {
+                            global = Some(GlobalUse {
+                                access: *access,
+                                dtype: *dtype,
+                                name: id.name.clone(),
+                                shape: shape.clone(),
+                            });
+                        }
+                        _ => {
+                            self.push(
+                                format!(
+                                    "{mn} operand {n}: `{}` is not a tile parameter of the kernel",
+                                    id.name
+                                ),
+                                loc,
+                            );
+                            return;
+                        }
+                    },
+                    _ => {
+                        self.push(format!("{mn} operand {n} must be a tile parameter"), loc);
+                        return;
+                    }
+                },
+                Operand::Float => self.float_operand(mn, n, a, loc),
+                Operand::CmpMode => self.word(
+                    mn,
+                    n,
+                    a,
+                    crate::tile_isa::CMP_MODES,
+                    "a comparison mode",
+                    loc,
+                ),
+                Operand::TriMode => {
+                    self.word(mn, n, a, crate::tile_isa::TRI_MODES, "a triangle", loc)
+                }
+                Operand::PadMode => {
+                    self.word(mn, n, a, crate::tile_isa::PAD_MODES, "a padding value", loc)
+                }
+                Operand::Int | Operand::OptInt => {
+                    self.int_operand(mn, n, a, loc);
+                    ints.push(a);
                 }
             }
         }
-        self.shapes(op, &tiles, global, loc);
+        // Reads first (an instruction may read and write one tile), then the write.
+        for (i, t) in tiles.iter().enumerate() {
+            let reads_dst = matches!(op, TileOp::MatmulAcc | TileOp::Scatter);
+            if i != dst_at || reads_dst {
+                self.read(t, mn, loc);
+            }
+        }
+        if let Some(d) = tiles.get(dst_at) {
+            self.written.insert(d.decl.name.name.clone());
+        }
+        self.elems(op, &tiles, loc);
+        self.shapes(op, &tiles, global.as_ref(), loc);
+        if let Some(g) = &global {
+            self.static_fit(op, &tiles[0], g, &ints, loc);
+        }
     }
 
-    fn shapes(
-        &mut self,
-        op: TileOp,
-        t: &[TileDecl],
-        global: Option<(Access, DType, String)>,
-        loc: Loc,
-    ) {
-        let mn = op.mnemonic();
-        let why = match op.shape_rule() {
-            ShapeRule::Same | ShapeRule::Convert => same_rule(op, t),
-            ShapeRule::RowReduce | ShapeRule::RowExpand => vector_rule(op, t),
-            ShapeRule::Transpose => transpose_rule(t),
-            ShapeRule::ColReduce => col_reduce_rule(t),
-            ShapeRule::RowExpandBinary | ShapeRule::ColExpandBinary => expand_binary_rule(op, t),
-            ShapeRule::Matmul => matmul_rule(t),
-            ShapeRule::Load | ShapeRule::Store => match global {
-                Some(g) => global_rule(op, t, g),
-                None => return,
-            },
+    /// The element-type column of the table ([`Elems`]).
+    fn elems(&mut self, op: TileOp, t: &[TileUse], loc: Loc) {
+        if op.elems() != Elems::Float {
+            return;
+        }
+        // Masks and index operands are checked by their shape rules.
+        let skip = |i: usize| match op.shape_rule() {
+            ShapeRule::Compare => i == 0,
+            ShapeRule::Select => i == 1,
+            ShapeRule::Sort32 => i == 2,
+            _ => false,
         };
-        for why in why {
+        for (i, x) in t.iter().enumerate() {
+            if !skip(i) && !x.decl.dtype.is_float() {
+                self.push(
+                    format!(
+                        "{}: `{}` is {}: this instruction takes f32, f16 or bf16 tiles",
+                        op.mnemonic(),
+                        x.name,
+                        x.decl.dtype
+                    ),
+                    loc,
+                );
+                return;
+            }
+        }
+    }
+
+    /// A load or store whose part is static (literal offsets, a tile without `valid` or with
+    /// literal valid sizes) must fit the parameter's declared rows × cols (when the declared
+    /// shape has no `?`).
+    fn static_fit(&mut self, op: TileOp, t: &TileUse, g: &GlobalUse, ints: &[&InstArg], loc: Loc) {
+        let Some(dims) = g.shape.iter().copied().collect::<Option<Vec<u64>>>() else {
+            return;
+        };
+        let Some((&cols, outer)) = dims.split_last() else {
+            return;
+        };
+        let rows: u64 = outer.iter().product();
+        let lit = |a: Option<&&InstArg>| match a {
+            None => Some(0),
+            Some(InstArg::Expr(Expr::Int(v))) => u64::try_from(*v).ok(),
+            _ => None,
+        };
+        let (Some(r0), Some(c0)) = (lit(ints.first()), lit(ints.get(1))) else {
+            return;
+        };
+        let (vr, vc) = match &t.decl.valid {
+            None => (t.decl.rows, t.decl.cols),
+            Some((Expr::Int(r), Expr::Int(c))) => match (u64::try_from(*r), u64::try_from(*c)) {
+                (Ok(r), Ok(c)) => (r, c),
+                _ => return,
+            },
+            Some(_) => return,
+        };
+        if r0 + vr > rows || c0 + vc > cols {
+            let verb = if op == TileOp::Load {
+                "loads"
+            } else {
+                "stores"
+            };
+            self.push(
+                format!(
+                    "{}: tile `{}` {verb} {vr} x {vc} at ({r0}, {c0}), outside `{}`, declared \
+                     {rows} x {cols} (rows x cols)",
+                    op.mnemonic(),
+                    t.name,
+                    g.name
+                ),
+                loc,
+            );
+        }
+    }
+
+    #[allow(clippy::too_many_lines)]
+    fn shapes(&mut self, op: TileOp, t: &[TileUse], global: Option<&GlobalUse>, loc: Loc) {
+        let mn = op.mnemonic();
+        let shape = |x: &TileUse| format!("`{}` is {} x {}", x.name, x.decl.rows, x.decl.cols);
+        let same =
+            |a: &TileUse, b: &TileUse| a.decl.rows == b.decl.rows && a.decl.cols == b.decl.cols;
+        let mut bad = Vec::new();
+        match op.shape_rule() {
+            ShapeRule::Same | ShapeRule::Convert | ShapeRule::FillPad => {
+                for x in &t[1..] {
+                    if !same(&t[0], x) {
+                        bad.push(format!(
+                            "{} but {}: operands must have the same shape",
+                            shape(&t[0]),
+                            shape(x)
+                        ));
+                    }
+                    if op.shape_rule() != ShapeRule::Convert && d(x).dtype != d(&t[0]).dtype {
+                        bad.push(format!(
+                            "`{}` is {} but `{}` is {}: operands must have the same element type",
+                            t[0].name,
+                            d(&t[0]).dtype,
+                            x.name,
+                            d(x).dtype
+                        ));
+                    }
+                }
+                if op == TileOp::Mov && t.len() == 2 && d(&t[0]).dtype != d(&t[1]).dtype {
+                    bad.push(format!(
+                        "`{}` is {} but `{}` is {}: TMOV copies; convert with TCVT",
+                        t[0].name,
+                        d(&t[0]).dtype,
+                        t[1].name,
+                        d(&t[1]).dtype
+                    ));
+                }
+            }
+            ShapeRule::RowReduce | ShapeRule::RowExpand => {
+                let (v, full) = if op.shape_rule() == ShapeRule::RowReduce {
+                    (&t[0], &t[1])
+                } else {
+                    (&t[1], &t[0])
+                };
+                if d(v).rows != d(full).rows || d(v).cols != 1 {
+                    bad.push(format!(
+                        "{} and {}: `{}` must be {} x 1",
+                        shape(full),
+                        shape(v),
+                        v.name,
+                        d(full).rows
+                    ));
+                }
+            }
+            ShapeRule::ColExpand => {
+                if d(&t[1]).cols != d(&t[0]).cols || d(&t[1]).rows != 1 {
+                    bad.push(format!(
+                        "{} and {}: `{}` must be 1 x {}",
+                        shape(&t[0]),
+                        shape(&t[1]),
+                        t[1].name,
+                        d(&t[0]).cols
+                    ));
+                }
+            }
+            ShapeRule::Transpose => {
+                if d(&t[0]).rows != d(&t[1]).cols || d(&t[0]).cols != d(&t[1]).rows {
+                    bad.push(format!(
+                        "{} and {}: `{}` must be {} x {}",
+                        shape(&t[1]),
+                        shape(&t[0]),
+                        t[0].name,
+                        d(&t[1]).cols,
+                        d(&t[1]).rows
+                    ));
+                }
+            }
+            ShapeRule::ColReduce => {
+                if d(&t[0]).cols != d(&t[1]).cols || d(&t[0]).rows != 1 {
+                    bad.push(format!(
+                        "{} and {}: `{}` must be 1 x {}",
+                        shape(&t[1]),
+                        shape(&t[0]),
+                        t[0].name,
+                        d(&t[1]).cols
+                    ));
+                }
+            }
+            ShapeRule::RowExpandBinary | ShapeRule::ColExpandBinary => {
+                if !same(&t[0], &t[1]) {
+                    bad.push(format!(
+                        "{} but {}: operands 1 and 2 must have the same shape",
+                        shape(&t[0]),
+                        shape(&t[1])
+                    ));
+                }
+                let (r, c) = if op.shape_rule() == ShapeRule::RowExpandBinary {
+                    (d(&t[0]).rows, 1)
+                } else {
+                    (1, d(&t[0]).cols)
+                };
+                if d(&t[2]).rows != r || d(&t[2]).cols != c {
+                    bad.push(format!(
+                        "{}: `{}` must be {r} x {c}",
+                        shape(&t[2]),
+                        t[2].name
+                    ));
+                }
+                self.same_types(op, t, loc);
+            }
+            ShapeRule::Matmul => {
+                let (c, a, b) = (&t[0], &t[1], &t[2]);
+                if d(a).cols != d(b).rows || d(c).rows != d(a).rows || d(c).cols != d(b).cols {
+                    bad.push(format!(
+                        "{}, {} and {}: need c M x N, a M x K, b K x N",
+                        shape(c),
+                        shape(a),
+                        shape(b)
+                    ));
+                }
+                for (x, kind) in [
+                    (c, TileKind::Acc),
+                    (a, TileKind::Left),
+                    (b, TileKind::Right),
+                ] {
+                    if d(x).kind != kind {
+                        bad.push(format!(
+                            "`{}` is a {} tile, this operand must be {}",
+                            x.name,
+                            d(x).kind,
+                            kind
+                        ));
+                    }
+                }
+                if d(c).dtype != DType::F32 {
+                    bad.push(format!(
+                        "accumulator `{}` must be f32, not {}",
+                        c.name,
+                        d(c).dtype
+                    ));
+                }
+                if d(a).dtype != d(b).dtype {
+                    bad.push(format!(
+                        "`{}` is {} but `{}` is {}: the cube multiplies operands of one type \
+                         (f16, bf16 or f32)",
+                        a.name,
+                        d(a).dtype,
+                        b.name,
+                        d(b).dtype
+                    ));
+                }
+            }
+            ShapeRule::Load | ShapeRule::Store => {
+                if let Some(g) = global {
+                    bad.extend(self.global_rule(op, &t[0], g));
+                }
+            }
+            ShapeRule::Compare => {
+                if d(&t[0]).dtype != DType::U8 {
+                    bad.push(format!(
+                        "mask `{}` must be u8 (PTO-ISA's packed mask), not {}",
+                        t[0].name,
+                        d(&t[0]).dtype
+                    ));
+                }
+                for x in &t[1..] {
+                    if !same(&t[0], x) {
+                        bad.push(format!(
+                            "{} but {}: the mask is declared with its source's shape",
+                            shape(&t[0]),
+                            shape(x)
+                        ));
+                    }
+                }
+                if t.len() == 3 && d(&t[1]).dtype != d(&t[2]).dtype {
+                    bad.push(format!(
+                        "`{}` is {} but `{}` is {}: operands must have the same element type",
+                        t[1].name,
+                        d(&t[1]).dtype,
+                        t[2].name,
+                        d(&t[2]).dtype
+                    ));
+                }
+            }
+            ShapeRule::Select => {
+                if d(&t[1]).dtype != DType::U8 {
+                    bad.push(format!(
+                        "mask `{}` must be u8 (PTO-ISA's packed mask), not {}",
+                        t[1].name,
+                        d(&t[1]).dtype
+                    ));
+                }
+                for (i, x) in t.iter().enumerate().skip(1) {
+                    if !same(&t[0], x) {
+                        bad.push(format!(
+                            "{} but {}: operands must have the same shape",
+                            shape(&t[0]),
+                            shape(x)
+                        ));
+                    }
+                    if i > 1 && d(x).dtype != d(&t[0]).dtype {
+                        bad.push(format!(
+                            "`{}` is {} but `{}` is {}: operands must have the same element type",
+                            t[0].name,
+                            d(&t[0]).dtype,
+                            x.name,
+                            d(x).dtype
+                        ));
+                    }
+                }
+            }
+            ShapeRule::Sort32 => {
+                let (dst, src, idx) = (&t[0], &t[1], &t[2]);
+                let per = if d(src).dtype == DType::F16 { 4 } else { 2 };
+                if d(dst).dtype != d(src).dtype {
+                    bad.push(format!(
+                        "`{}` is {} but `{}` is {}: records have the source's type",
+                        dst.name,
+                        d(dst).dtype,
+                        src.name,
+                        d(src).dtype
+                    ));
+                }
+                if d(idx).dtype != DType::U32 || !same(src, idx) {
+                    bad.push(format!(
+                        "{}: the index tile `{}` must be u32 with the source's shape",
+                        shape(idx),
+                        idx.name
+                    ));
+                }
+                if d(dst).rows != d(src).rows || d(dst).cols != per * d(src).cols {
+                    bad.push(format!(
+                        "{} and {}: `{}` must be {} x {} ({per} words per record)",
+                        shape(src),
+                        shape(dst),
+                        dst.name,
+                        d(src).rows,
+                        per * d(src).cols
+                    ));
+                }
+            }
+            ShapeRule::MrgSort => {
+                if !same(&t[0], &t[1]) || d(&t[0]).rows != 1 || d(&t[0]).dtype != d(&t[1]).dtype {
+                    bad.push(format!(
+                        "{} and {}: TMRGSORT merges one-row tiles of one shape and type",
+                        shape(&t[0]),
+                        shape(&t[1])
+                    ));
+                }
+            }
+            ShapeRule::SortPart => {
+                let (dst, rec) = (&t[0], &t[1]);
+                let per = if d(rec).dtype == DType::F16 { 4 } else { 2 };
+                if !d(rec).dtype.is_float() || d(rec).rows != 1 {
+                    bad.push(format!(
+                        "records `{}` must be a one-row float tile, not {} {} x {}",
+                        rec.name,
+                        d(rec).dtype,
+                        d(rec).rows,
+                        d(rec).cols
+                    ));
+                }
+                if d(dst).rows != 1 || d(dst).cols * per != d(rec).cols {
+                    bad.push(format!(
+                        "{} and {}: `{}` must be 1 x {}",
+                        shape(rec),
+                        shape(dst),
+                        dst.name,
+                        d(rec).cols / per
+                    ));
+                }
+                let want_index = op == TileOp::SortIdx;
+                let ok = if want_index {
+                    matches!(d(dst).dtype, DType::I32 | DType::U32)
+                } else {
+                    d(dst).dtype == d(rec).dtype
+                };
+                if !ok {
+                    bad.push(format!(
+                        "`{}` is {}: {}",
+                        dst.name,
+                        d(dst).dtype,
+                        if want_index {
+                            "indices are i32 or u32".to_string()
+                        } else {
+                            format!("values have the records' type, {}", d(rec).dtype)
+                        }
+                    ));
+                }
+            }
+            ShapeRule::Index => {
+                if !d(&t[0]).dtype.is_integer() || d(&t[0]).rows != 1 {
+                    bad.push(format!(
+                        "`{}` is {} {} x {}: TCI writes a one-row integer tile",
+                        t[0].name,
+                        d(&t[0]).dtype,
+                        d(&t[0]).rows,
+                        d(&t[0]).cols
+                    ));
+                }
+            }
+            ShapeRule::Tri | ShapeRule::SetVal => {}
+            ShapeRule::Gather | ShapeRule::Scatter => {
+                let (dst, src, idx) = (&t[0], &t[1], &t[2]);
+                if d(dst).dtype != d(src).dtype {
+                    bad.push(format!(
+                        "`{}` is {} but `{}` is {}: operands must have the same element type",
+                        dst.name,
+                        d(dst).dtype,
+                        src.name,
+                        d(src).dtype
+                    ));
+                }
+                let shaped = if op.shape_rule() == ShapeRule::Gather {
+                    dst
+                } else {
+                    src
+                };
+                if !matches!(d(idx).dtype, DType::I32 | DType::U32) || !same(shaped, idx) {
+                    bad.push(format!(
+                        "{}: the index tile `{}` must be i32 or u32 with `{}`'s shape",
+                        shape(idx),
+                        idx.name,
+                        shaped.name
+                    ));
+                }
+                if op.shape_rule() == ShapeRule::Scatter && d(dst).cols != d(src).cols {
+                    bad.push(format!(
+                        "{} and {}: TSCATTER moves rows: same columns",
+                        shape(dst),
+                        shape(src)
+                    ));
+                }
+            }
+        }
+        for why in bad {
             self.push(format!("{mn}: {why}"), loc);
         }
     }
-}
 
-/// How a tile is described in a shape error.
-fn shape(x: &TileDecl) -> String {
-    format!("`{}` is {} x {}", x.name, x.rows, x.cols)
-}
-
-fn same(a: &TileDecl, b: &TileDecl) -> bool {
-    a.rows == b.rows && a.cols == b.cols
-}
-
-/// `Same` / `Convert`: every operand the destination's shape (and, for `Same`, element type).
-fn same_rule(op: TileOp, t: &[TileDecl]) -> Vec<String> {
-    let mut out = Vec::new();
-    for x in &t[1..] {
-        if !same(&t[0], x) {
-            out.push(format!(
-                "{} but {}: operands must have the same shape",
-                shape(&t[0]),
-                shape(x)
-            ));
-        }
-        if op.shape_rule() == ShapeRule::Same && x.dtype != t[0].dtype {
-            out.push(format!(
-                "`{}` is {} but `{}` is {}: operands must have the same element type",
-                t[0].name, t[0].dtype, x.name, x.dtype
-            ));
+    /// Operands 1 and 2 of a broadcast binary have the destination's element type.
+    fn same_types(&mut self, op: TileOp, t: &[TileUse], loc: Loc) {
+        for x in &t[1..] {
+            if x.decl.dtype != t[0].decl.dtype {
+                self.push(
+                    format!(
+                        "{}: `{}` is {} but `{}` is {}: operands must have the same element type",
+                        op.mnemonic(),
+                        t[0].name,
+                        t[0].decl.dtype,
+                        x.name,
+                        x.decl.dtype
+                    ),
+                    loc,
+                );
+                return;
+            }
         }
     }
-    out
-}
 
-/// `RowReduce` / `RowExpand`: the vector operand is `rows x 1` of the full one.
-fn vector_rule(op: TileOp, t: &[TileDecl]) -> Vec<String> {
-    let mut out = Vec::new();
-    let (v, full) = if op.shape_rule() == ShapeRule::RowReduce {
-        (&t[0], &t[1])
-    } else {
-        (&t[1], &t[0])
-    };
-    if v.rows != full.rows || v.cols != 1 {
-        out.push(format!(
-            "{} and {}: `{}` must be {} x 1",
-            shape(full),
-            shape(v),
-            v.name,
-            full.rows
-        ));
-    }
-    out
-}
-
-/// `Transpose`: the destination is the source's shape transposed.
-fn transpose_rule(t: &[TileDecl]) -> Vec<String> {
-    let mut out = Vec::new();
-    if t[0].rows != t[1].cols || t[0].cols != t[1].rows {
-        out.push(format!(
-            "{} and {}: `{}` must be {} x {}",
-            shape(&t[1]),
-            shape(&t[0]),
-            t[0].name,
-            t[1].cols,
-            t[1].rows
-        ));
-    }
-    out
-}
-
-/// `ColReduce`: the destination is `1 x cols` of the source.
-fn col_reduce_rule(t: &[TileDecl]) -> Vec<String> {
-    let mut out = Vec::new();
-    if t[0].cols != t[1].cols || t[0].rows != 1 {
-        out.push(format!(
-            "{} and {}: `{}` must be 1 x {}",
-            shape(&t[1]),
-            shape(&t[0]),
-            t[0].name,
-            t[1].cols
-        ));
-    }
-    out
-}
-
-/// `RowExpandBinary` / `ColExpandBinary`: operands 1 and 2 alike, operand 3 a column or a row.
-fn expand_binary_rule(op: TileOp, t: &[TileDecl]) -> Vec<String> {
-    let mut out = Vec::new();
-    if !same(&t[0], &t[1]) {
-        out.push(format!(
-            "{} but {}: operands 1 and 2 must have the same shape",
-            shape(&t[0]),
-            shape(&t[1])
-        ));
-    }
-    let (r, c) = if op.shape_rule() == ShapeRule::RowExpandBinary {
-        (t[0].rows, 1)
-    } else {
-        (1, t[0].cols)
-    };
-    if t[2].rows != r || t[2].cols != c {
-        out.push(format!(
-            "{}: `{}` must be {r} x {c}",
-            shape(&t[2]),
-            t[2].name
-        ));
-    }
-    out
-}
-
-/// `Matmul`: `c M x N`, `a M x K`, `b K x N`, of the accumulator, left and right kinds, `c` f32.
-fn matmul_rule(t: &[TileDecl]) -> Vec<String> {
-    let mut out = Vec::new();
-    let (c, a, b) = (&t[0], &t[1], &t[2]);
-    if a.cols != b.rows || c.rows != a.rows || c.cols != b.cols {
-        out.push(format!(
-            "{}, {} and {}: need c M x N, a M x K, b K x N",
-            shape(c),
-            shape(a),
-            shape(b)
-        ));
-    }
-    for (x, kind) in [
-        (c, TileKind::Acc),
-        (a, TileKind::Left),
-        (b, TileKind::Right),
-    ] {
-        if x.kind != kind {
-            out.push(format!(
-                "`{}` is a {} tile, this operand must be {}",
-                x.name, x.kind, kind
+    /// The access and element-type rules of a load or store.
+    fn global_rule(&self, op: TileOp, t: &TileUse, g: &GlobalUse) -> Vec<String> {
+        let mut bad = Vec::new();
+        let name = &g.name;
+        let access = g.access;
+        let load = op == TileOp::Load;
+        if load && !access.reads() {
+            bad.push(format!(
+                "`{name}` is `{access}`: only `in` / `inout` parameters can be loaded"
             ));
         }
+        if !load && !access.writes() {
+            bad.push(format!(
+                "`{name}` is `{access}`: only `out` / `inout` parameters can be stored to"
+            ));
+        }
+        if op == TileOp::StoreAdd && access != Access::InOut {
+            bad.push(format!(
+                "`{name}` is `{access}`: TSTOREADD reads the region, declare it `inout`"
+            ));
+        }
+        // The cube's fix pipe converts an f32 accumulator into an f16 / bf16 region.
+        let fix_pipe = !load
+            && t.decl.kind == TileKind::Acc
+            && t.decl.dtype == DType::F32
+            && matches!(g.dtype, DType::F16 | DType::Bf16);
+        if g.dtype != t.decl.dtype && !fix_pipe {
+            bad.push(format!(
+                "`{name}` holds {} but tile `{}` is {}: use TCVT on the tile",
+                g.dtype, t.name, t.decl.dtype
+            ));
+        }
+        bad
     }
-    if c.dtype != DType::F32 {
-        out.push(format!(
-            "accumulator `{}` must be f32, not {}",
-            c.name, c.dtype
-        ));
-    }
-    out
-}
-
-/// `Load` / `Store`: the global parameter's access allows it and its element type is the tile's.
-fn global_rule(
-    op: TileOp,
-    t: &[TileDecl],
-    (access, dtype, name): (Access, DType, String),
-) -> Vec<String> {
-    let mut out = Vec::new();
-    let load = op.shape_rule() == ShapeRule::Load;
-    if load && !access.reads() {
-        out.push(format!(
-            "`{name}` is `{access}`: only `in` / `inout` parameters can be loaded"
-        ));
-    }
-    if !load && !access.writes() {
-        out.push(format!(
-            "`{name}` is `{access}`: only `out` / `inout` parameters can be stored to"
-        ));
-    }
-    if dtype != t[0].dtype {
-        out.push(format!(
-            "`{name}` holds {dtype} but tile `{}` is {}: use TCVT on the tile",
-            t[0].name, t[0].dtype
-        ));
-    }
-    out
 }

@@ -73,6 +73,19 @@ pub fn validate(module: &Module) -> Result<(), Vec<ValidationError>> {
     Err(errors)
 }
 
+/// Checks one kernel's body alone (names, operands, shapes, element types, reads before
+/// writes): what [`validate`] checks of it, for kernels made outside a module (the kernel
+/// library's instances).
+pub fn validate_kernel(k: &crate::module::KernelDecl) -> Result<(), Vec<ValidationError>> {
+    let mut errors = Vec::new();
+    kernel_body::check(k, &mut errors);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
 /// The checks a module must pass to be *run* (or compiled into a program that runs), beyond
 /// [`validate`]: what expansion alone does not need. Every back end that runs a module calls it
 /// (for `cpu_sim`: host runs, device-generation runs and `trace cycles` alike).

@@ -322,7 +322,7 @@ const TABLE: &[(&str, Kernel, WorkFn, Signature)] = &[
         "rope",
         rows::rope,
         work::rope,
-        Signature::new(&[("pos", I64), ("tokens", I64), ("theta", F64)], 1),
+        Signature::new(&[("pos", I64), ("tokens", I64), ("theta", F64)], 0),
     ),
     // Matrix products.
     (

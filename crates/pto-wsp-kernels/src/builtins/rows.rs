@@ -147,13 +147,127 @@ pub fn rmsnorm(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
     Ok(())
 }
 
-/// `rope`: rotary position embedding, in place, of every region (each `inout`). Each region is `tokens·h × d` with `d` even: row `r` is token `r / h` (tokens
-/// outermost, heads inside), at position `pos + r / h`. Params: 0 `pos` (`i64`), optional 1
-/// `tokens` (`i64`, default region 0's rows), optional 2 `theta` (`f64` bits, default 10000).
+/// `rope`: rotary position embedding, in place, of every region to rotate (each `inout`), in
+/// one of two forms.
 ///
-/// Pairs are rotate-half (GPT-NeoX, Hugging Face LLaMA): element `i < d/2` pairs with `i + d/2`,
-/// turned by the angle `position · theta^(-2i/d)`.
+/// - **Tables** (what deployed kernels take, and what the device runs): the last two regions
+///   are `in` — the cos and sin tables, `tokens × d/2` each (row `t`, column `i`: the cosine and
+///   sine of token `t`'s angle for pair `i`); every region before them is rotated. No scalar
+///   parameters; `tokens` is the tables' rows.
+/// - **Angles**: every region is rotated; params 0 `pos` (`i64`), optional 1 `tokens` (`i64`,
+///   default region 0's rows), optional 2 `theta` (`f64` bits, default 10000); angles are
+///   `position · theta^(-2i/d)` computed in `f64` (the CPU's convenience: the device has no
+///   sine or cosine).
+///
+/// Each rotated region is `tokens·h × d` with `d` even: row `r` is token `r / h` (tokens
+/// outermost, heads inside). Pairs are rotate-half (GPT-NeoX, Hugging Face LLaMA): element
+/// `i < d/2` pairs with `i + d/2`: `lo' = lo·cos − hi·sin`, `hi' = lo·sin + hi·cos` in `f32`.
 pub fn rope(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
+    let n = ctx.num_regions();
+    let tables = n >= 3
+        && ctx.io(n - 1)?.access() == pto_wsp_ir::Access::In
+        && ctx.io(n - 2)?.access() == pto_wsp_ir::Access::In;
+    if tables {
+        rope_tables(ctx)
+    } else {
+        rope_angles(ctx)
+    }
+}
+
+/// [`rope`] with cos / sin tables.
+fn rope_tables(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
+    const K: &str = "rope";
+    let n = ctx.num_regions();
+    if !ctx.params().is_empty() {
+        return Err(KernelError::param_value(
+            K,
+            0,
+            format!(
+                "rope with cos / sin tables takes no scalar parameters (the tables give the \
+                 positions), but the task passes {}",
+                ctx.params().len()
+            ),
+        ));
+    }
+    let cos = ctx.read_float(n - 2)?;
+    let sin = ctx.read_float(n - 1)?;
+    let tokens = cos.rows();
+    let mut views = Vec::with_capacity(n - 2);
+    for i in 0..n - 2 {
+        need_inout(ctx, K, i)?;
+        views.push(ctx.write_float(i)?);
+    }
+    let d = views[0].cols();
+    let half = d / 2;
+    let (dc, ds) = (dims_r(n - 2, &cos), dims_r(n - 1, &sin));
+    if tokens == 0 || cos.cols() != half || (sin.rows(), sin.cols()) != (tokens, half) {
+        return Err(KernelError::shape(
+            K,
+            format!("{dc} and {ds}: the cos and sin tables must both be tokens x d/2 (d = {d})"),
+        ));
+    }
+    rotate_shapes(&views, tokens, d)?;
+    let (mut bc, mut bs) = (Scratch::take(), Scratch::take());
+    cos.load_all(&mut bc);
+    sin.load_all(&mut bs);
+    rotate(&mut views, tokens, half, |t, i| {
+        (bc[t * half + i], bs[t * half + i])
+    });
+    Ok(())
+}
+
+/// Every rotated region has region 0's even number of columns and a whole number of rows per
+/// token.
+fn rotate_shapes(views: &[FloatWrite<'_>], tokens: usize, d: usize) -> Result<(), KernelError> {
+    const K: &str = "rope";
+    for (i, v) in views.iter().enumerate() {
+        let dims = dims_w(i, v);
+        if v.cols() != d || v.cols() % 2 != 0 {
+            return Err(KernelError::shape(
+                K,
+                format!(
+                    "{dims}, but every region must have the same even number of columns as region 0 ({d})"
+                ),
+            ));
+        }
+        if v.rows() % tokens != 0 {
+            return Err(KernelError::shape(
+                K,
+                format!("{dims}: its rows are not a multiple of the {tokens} token(s)"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Rotates every region: row `r` of a region of `h = rows / tokens` heads is token `r / h`,
+/// whose pair `i` turns by `cs(token, i) = (cos, sin)`.
+fn rotate(
+    views: &mut [FloatWrite<'_>],
+    tokens: usize,
+    half: usize,
+    cs: impl Fn(usize, usize) -> (f32, f32),
+) {
+    let mut buf = Scratch::take();
+    for v in views {
+        let h = (v.rows() / tokens).max(1);
+        for r in 0..v.rows() {
+            let t = r / h;
+            v.update_row(r, &mut buf, true, |x| {
+                let (lo, hi) = x.split_at_mut(half);
+                for i in 0..half {
+                    let (c, s) = cs(t, i);
+                    let (a, b) = (lo[i], hi[i]);
+                    lo[i] = a * c - b * s;
+                    hi[i] = a * s + b * c;
+                }
+            });
+        }
+    }
+}
+
+/// [`rope`] with angles computed from the position.
+fn rope_angles(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
     const K: &str = "rope";
     let pos = ctx.param_i64(0)?;
     let theta = opt_f64(ctx, 2, 10_000.0);
@@ -185,23 +299,7 @@ pub fn rope(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
             ));
         }
     };
-    for (i, v) in views.iter().enumerate() {
-        let dims = dims_w(i, v);
-        if v.cols() != d || v.cols() % 2 != 0 {
-            return Err(KernelError::shape(
-                K,
-                format!(
-                    "{dims}, but every region must have the same even number of columns as region 0 ({d})"
-                ),
-            ));
-        }
-        if v.rows() % tokens != 0 {
-            return Err(KernelError::shape(
-                K,
-                format!("{dims}: its rows are not a multiple of the {tokens} token(s)"),
-            ));
-        }
-    }
+    rotate_shapes(&views, tokens, d)?;
     let half = d / 2;
     // cos and sin of each token's angles: the first token's directly, then stepped by the
     // rotation of one position (in f64: 32 steps lose nothing an f32 result would see).
@@ -225,21 +323,8 @@ pub fn rope(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
             cur[i] = (c * dc - s * ds, s * dc + c * ds);
         }
     }
-    let mut buf = Scratch::take();
-    for v in &mut views {
-        let h = v.rows() / tokens;
-        for r in 0..v.rows() {
-            let cs = &table[(r / h) * d..(r / h + 1) * d];
-            v.update_row(r, &mut buf, true, |x| {
-                let (lo, hi) = x.split_at_mut(half);
-                for i in 0..half {
-                    let (c, s) = (cs[i], cs[half + i]);
-                    let (a, b) = (lo[i], hi[i]);
-                    lo[i] = a * c - b * s;
-                    hi[i] = a * s + b * c;
-                }
-            });
-        }
-    }
+    rotate(&mut views, tokens, half, |t, i| {
+        (table[t * d + i], table[t * d + half + i])
+    });
     Ok(())
 }
