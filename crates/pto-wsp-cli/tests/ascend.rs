@@ -27,9 +27,10 @@ fn example(name: &str) -> (String, String) {
 /// Runs one example on both back ends, or says why not (and the test passes).
 fn run_example(name: &str) -> Option<AscendOutcome> {
     if let Err(why) = Toolchain::find() {
-        println!("skipped: {why}");
+        common::toolchain_skipped(&why);
         return None;
     }
+    common::toolchain_ran();
     let _one_at_a_time = SIM.lock().unwrap_or_else(|e| e.into_inner());
     let (path, text) = example(name);
     let opts = RunOptions {
@@ -374,9 +375,10 @@ fn ascend_sim_control_flow_matches_its_reference() {
 #[test]
 fn ascend_sim_break_out_of_an_ordered_loop_inside_a_while_matches_its_reference() {
     if let Err(why) = Toolchain::find() {
-        println!("skipped: {why}");
+        common::toolchain_skipped(&why);
         return;
     }
+    common::toolchain_ran();
     let _one_at_a_time = SIM.lock().unwrap_or_else(|e| e.into_inner());
     // `break if` inside a `for_each` inside the `while` leaves both (the orchestration's
     // ordered-construct stack must unwind with it).
@@ -426,15 +428,20 @@ fn constructs_the_ascend_back_end_cannot_express_are_refused_with_their_location
         e.contains("bad.wsp:2:8") && e.contains("kernel `k`, which has no body"),
         "{e}"
     );
-    // A CSP pipeline entry.
-    let e = refusal(
-        "tensor X: f32[8];\nkernel k(inout x: f32[8]) @vector;\n\
-         pipeline p {\n  channel ch[2];\n  process a(produces ch) { send ch(0); }\n  process b(consumes ch) { consume ch as i { task k(X[0 +: 8]); } }\n}\n",
-    );
-    assert!(
-        e.contains("bad.wsp:3:10") && e.contains("pipeline `p`"),
-        "{e}"
-    );
+    // A CSP pipeline is lowered: its tasks in a bounded order with explicit edges.
+    let text = "tensor X: f32[8, 64];\nkernel k(inout x: f32[8, 64]) @vector {\n  tile t: vec f32[8, 64];\n  TLOAD(t, x);\n  TSTORE(x, t);\n}\n\
+                pipeline p {\n  channel ch[2];\n  process a(produces ch) { send ch(0); send ch(1); }\n  process b(consumes ch) { consume ch as i { task k(X[0 +: 8, 0 +: 64]); } }\n}\n";
+    let loaded = pto_wsp_cli::load_source("p.wsp", text).unwrap();
+    let bindings = pto_wsp_cli::bindings_for(&loaded, &[]).unwrap();
+    let tree = emit_ascend(&loaded, &bindings, "ascend_a2a3sim").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(tree.kernel_tasks, 2);
+    let orch = &tree
+        .files
+        .iter()
+        .find(|(n, _)| n == "orchestration.cpp")
+        .unwrap()
+        .1;
+    assert!(orch.contains("tk.after(ids[0]);"), "{orch}");
     // A bf16 tensor (the simulator's bf16 is f16 with this compiler).
     let e = refusal(
         "tensor X: bf16[8, 64];\nkernel k(inout x: f32[8, 64]) @vector {\n  tile t: vec f32[8, 64];\n  TLOAD(t, x);\n  TSTORE(x, t);\n}\n\
@@ -631,9 +638,10 @@ fn the_ascend_back_end_is_registered_and_compile_writes_its_tree() {
 #[test]
 fn ascend_sim_a_kernel_check_failing_on_the_simulator_is_reported_with_its_message() {
     if let Err(why) = Toolchain::find() {
-        println!("skipped: {why}");
+        common::toolchain_skipped(&why);
         return;
     }
+    common::toolchain_ran();
     let _one_at_a_time = SIM.lock().unwrap_or_else(|e| e.into_inner());
     let text = "tensor X: f32[64, 64];\n\
         kernel k(inout x: f32[64, 64], n: i64) @vector {\n    tile t: vec f32[64, 64] valid(n, 64);\n    \

@@ -271,7 +271,7 @@ impl KernelCx<'_> {
     }
 
     /// A `check` message for the status table: its text with each `{name}` replaced by a
-    /// numbered value (`{0}`…`{5}`), and the C++ of those values.
+    /// numbered value (`{0}`…`{6}`), and the C++ of those values.
     fn message(
         &mut self,
         text: &str,
@@ -293,11 +293,11 @@ impl KernelCx<'_> {
             rest = &rest[open + close + 1..];
         }
         msg.push_str(rest);
-        if values.len() > 6 {
+        if values.len() > 7 {
             return Err(self.err(
                 loc,
                 format!(
-                    "check message quotes {} values; a task's status holds at most 6",
+                    "check message quotes {} values; a task's status holds at most 7",
                     values.len()
                 ),
             ));
@@ -384,7 +384,10 @@ impl KernelCx<'_> {
                 KStmtKind::For { var, count, body } => {
                     let where_ = format!("kernel `{kname}`: the count of `for {var}`");
                     let n = self.expr(count, s.loc, &where_)?;
-                    let _ = writeln!(out, "{pad}const int64_t {v}_n_ = {n};", v = var.name);
+                    // Sibling loops may reuse a variable: each count has a fresh name.
+                    self.fresh += 1;
+                    let cnt = format!("{}_n{}_", var.name, self.fresh);
+                    let _ = writeln!(out, "{pad}const int64_t {cnt} = {n};");
                     self.after_divisions(before, out, &pad);
                     let doubled: Vec<String> = match self.mode {
                         Mode::Device { sync, doubles, .. } => {
@@ -398,13 +401,13 @@ impl KernelCx<'_> {
                     if doubled.is_empty() {
                         let _ = writeln!(
                             out,
-                            "{pad}for (int64_t v_{v} = 0; v_{v} < {v}_n_; ++v_{v}) {{",
+                            "{pad}for (int64_t v_{v} = 0; v_{v} < {cnt}; ++v_{v}) {{",
                             v = var.name
                         );
                         self.body(body, out, depth + 1)?;
                         let _ = writeln!(out, "{pad}}}");
                     } else {
-                        self.doubled_loop(&var.name, &doubled, body, out, depth)?;
+                        self.doubled_loop((&var.name, &cnt), &doubled, body, out, depth)?;
                     }
                     if let Mode::Device { sync, .. } = self.mode {
                         for x in sync.epilogue(s) {
@@ -521,9 +524,10 @@ impl KernelCx<'_> {
 
     /// A loop with double-buffered tiles, two iterations per pass: the first on buffers `_b0`,
     /// the second (when there is one) on `_b1`.
+    /// `(var, cnt)`: the loop variable and the name of its count.
     fn doubled_loop(
         &mut self,
-        var: &str,
+        (var, cnt): (&str, &str),
         doubled: &[String],
         body: &[KStmt],
         out: &mut String,
@@ -532,7 +536,7 @@ impl KernelCx<'_> {
         let pad = "    ".repeat(depth);
         let _ = writeln!(
             out,
-            "{pad}for (int64_t {var}_p_ = 0; {var}_p_ < {var}_n_; {var}_p_ += 2) {{ // two iterations per pass: buffers 0 and 1"
+            "{pad}for (int64_t {var}_p_ = 0; {var}_p_ < {cnt}; {var}_p_ += 2) {{ // two iterations per pass: buffers 0 and 1"
         );
         let saved = (self.half, std::mem::take(&mut self.doubled_now));
         for h in 0..2 {
@@ -540,7 +544,7 @@ impl KernelCx<'_> {
             if h == 0 {
                 let _ = writeln!(out, "{inner}{{");
             } else {
-                let _ = writeln!(out, "{inner}if ({var}_p_ + 1 < {var}_n_) {{");
+                let _ = writeln!(out, "{inner}if ({var}_p_ + 1 < {cnt}) {{");
             }
             let body_pad = "    ".repeat(depth + 2);
             let _ = writeln!(out, "{body_pad}const int64_t v_{var} = {var}_p_ + {h};");

@@ -28,7 +28,7 @@
 namespace pto_wsp_rt {
 
 // The outcome of one task. A kernel whose check fails writes the check's number (`code`, an
-// index into the message table its emitter wrote beside it, 0 = no failure) and up to six
+// index into the message table its emitter wrote beside it, 0 = no failure) and up to seven
 // integers the message quotes, then returns. Written once per task: the host reads it after the
 // run and prints the message.
 struct Status {
@@ -38,7 +38,7 @@ struct Status {
 
 // Records a failed check (the first one of the task) and returns false.
 inline bool fail(__gm__ Status *st, int64_t code, int64_t a = 0, int64_t b = 0, int64_t c = 0, int64_t d = 0,
-                 int64_t e = 0, int64_t f = 0)
+                 int64_t e = 0, int64_t f = 0, int64_t g = 0)
 {
     if (st != nullptr && st->code == 0) {
         st->v[0] = a;
@@ -47,6 +47,7 @@ inline bool fail(__gm__ Status *st, int64_t code, int64_t a = 0, int64_t b = 0, 
         st->v[3] = d;
         st->v[4] = e;
         st->v[5] = f;
+        st->v[6] = g;
         st->code = code;
     }
     return false;
@@ -287,9 +288,9 @@ inline void cmp_(M &mask, A &a, B b, pto::CmpMode m, bool scalar)
     (void)scalar;
 #else
     if constexpr (std::is_arithmetic_v<B> || std::is_same_v<B, half>) {
-        TCMPS(mask, a, b, m);
+        pto::TCMPS(mask, a, b, m);
     } else {
-        TCMP(mask, a, b, m);
+        pto::TCMP(mask, a, b, m);
     }
     (void)scalar;
 #endif
@@ -320,7 +321,7 @@ inline void sel(D &dst, M &mask, D &a, D &b)
         }
     }
 #else
-    TSEL(dst, mask, a, b);
+    pto::TSEL(dst, mask, a, b);
 #endif
 }
 
@@ -336,7 +337,7 @@ inline void sels(D &dst, M &mask, D &a, typename D::DType s)
         }
     }
 #else
-    TSELS(dst, mask, a, s);
+    pto::TSELS(dst, mask, a, s);
 #endif
 }
 
@@ -385,7 +386,13 @@ inline void fill_pad(D &dst, S &src)
         }
     }
 #else
-    TFILLPAD<D, Pad>(dst, src);
+    // On the device the pad value is the destination tile type's: the same buffer seen as a
+    // tile of that type.
+    using P = pto::Tile<pto::TileType::Vec, typename D::DType, D::Rows, D::Cols, pto::BLayout::RowMajor, pto::DYNAMIC,
+                        pto::DYNAMIC, pto::SLayout::NoneBox, pto::TileConfig::fractalABSize, Pad>;
+    P p(dst.GetValidRow(), dst.GetValidCol());
+    pto::TASSIGN(p, reinterpret_cast<uint64_t>(dst.data()));
+    pto::TFILLPAD(p, src);
 #endif
 }
 
@@ -401,10 +408,10 @@ inline void store_cvt_(G &gt, T &t)
 {
 #ifdef __CPU_SIM
     vec_like<E, T> tmp(t.GetValidRow(), t.GetValidCol());
-    TCVT(tmp, t, pto::RoundMode::CAST_RINT);
-    TSTORE(gt, tmp);
+    pto::TCVT(tmp, t, pto::RoundMode::CAST_RINT);
+    pto::TSTORE(gt, tmp);
 #else
-    TSTORE(gt, t);
+    pto::TSTORE(gt, t);
 #endif
 }
 
@@ -415,7 +422,7 @@ inline void store_cvt(G &gt, T &t)
 }
 
 // TSTORE accumulating: the region's part += the tile, rounded once to the region's type
-// (PTO-ISA's TSTORE<AtomicType::AtomicAdd>, which its CPU simulation ignores).
+// (PTO-ISA's pto::TSTORE<AtomicType::AtomicAdd>, which its CPU simulation ignores).
 template <typename G, typename T>
 inline void store_add(G &gt, T &t)
 {
@@ -424,14 +431,14 @@ inline void store_add(G &gt, T &t)
     const size_t vr = t.GetValidRow(), vc = t.GetValidCol();
     vec_like<float, T> a(vr, vc), b(vr, vc);
     vec_like<E, T> g(vr, vc);
-    TLOAD(g, gt);
-    TCVT(a, g, pto::RoundMode::CAST_RINT);
-    TCVT(b, t, pto::RoundMode::CAST_RINT);
-    TADD(a, a, b);
-    TCVT(g, a, pto::RoundMode::CAST_RINT);
-    TSTORE(gt, g);
+    pto::TLOAD(g, gt);
+    pto::TCVT(a, g, pto::RoundMode::CAST_RINT);
+    pto::TCVT(b, t, pto::RoundMode::CAST_RINT);
+    pto::TADD(a, a, b);
+    pto::TCVT(g, a, pto::RoundMode::CAST_RINT);
+    pto::TSTORE(gt, g);
 #else
-    TSTORE<T, G, pto::AtomicType::AtomicAdd>(gt, t);
+    pto::TSTORE<T, G, pto::AtomicType::AtomicAdd>(gt, t);
 #endif
 }
 

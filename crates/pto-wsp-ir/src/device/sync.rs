@@ -347,7 +347,15 @@ impl Planner<'_> {
             });
             // P is now after every access of Q, and after every access Q was already ordered
             // after (the set is issued on Q behind Q's own waits).
-            st.pending[idx(p)] = after_wait(q);
+            let ordered = after_wait(q);
+            if p.needs_barrier_within() {
+                // Accesses of P itself that Q was ordered after are complete too: no barrier
+                // is needed for them.
+                let of_q = &st.pending[idx(q)];
+                st.vector
+                    .retain(|(r, w)| of_q.contains(&(r.clone(), *w, p)));
+            }
+            st.pending[idx(p)] = ordered;
         }
         if p.needs_barrier_within() {
             let hit = st

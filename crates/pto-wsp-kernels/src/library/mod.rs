@@ -469,6 +469,7 @@ pub fn instantiate(builtin: &str, user: &KernelDecl) -> Result<KernelDecl, Libra
             continue;
         };
         let text = def.text_for(builtin, &user.name.name, &env, types.len());
+        let text = with_user_names(&text, user);
         let module = pto_wsp_ir::parse(&text).map_err(|e| {
             fail(format!(
                 "the kernel library's definition at {}:{} does not parse: {e}",
@@ -514,6 +515,72 @@ pub fn instantiate(builtin: &str, user: &KernelDecl) -> Result<KernelDecl, Libra
         names.join(", "),
         tried.join(", or ")
     )))
+}
+
+/// The definition's text with its parameters named as the module kernel names them (the
+/// instance stands in for the module's kernel: tiers compare parameter names, and a parameter
+/// must not shadow a module slot), position by position; names inside string literals are
+/// renamed only between `{` and `}` (a check message's values). Unchanged if a new name is
+/// already a word of the definition (it would clash with a local).
+fn with_user_names(text: &str, user: &KernelDecl) -> String {
+    let Ok(module) = pto_wsp_ir::parse(text) else {
+        return text.to_string();
+    };
+    let Some(k) = module.kernels.first() else {
+        return text.to_string();
+    };
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let words: std::collections::HashSet<&str> = text
+        .split(|c: char| !is_word(c))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut map: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    for (lib, mine) in k.params.iter().zip(&user.params) {
+        let (from, to) = (lib.name.name.as_str(), mine.name.name.as_str());
+        if from == to {
+            continue;
+        }
+        if words.contains(to) {
+            return text.to_string();
+        }
+        map.insert(from, to);
+    }
+    if map.is_empty() {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let (mut in_str, mut in_brace, mut in_comment) = (false, false, false);
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String, rename: bool| {
+        match map.get(word.as_str()) {
+            Some(to) if rename => out.push_str(to),
+            _ => out.push_str(word),
+        }
+        word.clear();
+    };
+    let mut prev = '\0';
+    for c in text.chars() {
+        if is_word(c) {
+            word.push(c);
+            prev = c;
+            continue;
+        }
+        let rename = !in_comment && (!in_str || in_brace);
+        flush(&mut word, &mut out, rename);
+        match c {
+            '\n' => in_comment = false,
+            '/' if prev == '/' && !in_str => in_comment = true,
+            '"' if !in_comment => in_str = !in_str,
+            '{' if in_str => in_brace = true,
+            '}' if in_str => in_brace = false,
+            _ => {}
+        }
+        out.push(c);
+        prev = c;
+    }
+    let rename = !in_comment && (!in_str || in_brace);
+    flush(&mut word, &mut out, rename);
+    out
 }
 
 /// Gives the instance the module kernel's region shapes and accesses, checking each access

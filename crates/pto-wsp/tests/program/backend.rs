@@ -315,8 +315,11 @@ fn the_emitting_back_ends_are_registered_for_every_library_user() {
             .count(),
         2
     );
-    // An instruction PTO-ISA lacks: refused at the instruction, through the diagnostic.
-    let bad = src.replace("TSTORE(x, t);", "TSORT(t, t);\n  TSTORE(x, t);");
+    // An element type the emitter does not write: refused at the tile, through the diagnostic.
+    let bad = src.replace(
+        "TSTORE(x, t);",
+        "tile u: vec bf16[8, 64];\n  TCVT(u, t);\n  TCVT(t, u);\n  TSTORE(x, t);",
+    );
     let e = tree(
         &bad,
         "pto_isa",
@@ -326,7 +329,8 @@ fn the_emitting_back_ends_are_registered_for_every_library_user() {
     assert!(matches!(e, CompileError::Emitter(_)), "{e:?}");
     let rendered = SourceFile::new("t.wsp", bad.as_str()).render(&e);
     assert!(
-        rendered.contains("TSORT has no PTO-ISA equivalent") && rendered.contains("--> t.wsp:7:3"),
+        rendered.contains("tile `u` is bf16: the emitter writes f32, f16 and integer tiles only")
+            && rendered.contains("--> t.wsp:7:3"),
         "{rendered}"
     );
 }
