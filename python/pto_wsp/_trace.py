@@ -312,9 +312,9 @@ def task(k: Kernel, args: Sequence[Any], kwargs: Dict[str, Any]) -> None:
             parts.append(a.template())
             exprs += a.exprs()
             decls.append(a.tensor)
-        elif p.type.name in ("f32", "f64"):
+        elif p.type.text in ("f32", "f64"):
             if isinstance(a, Expr):
-                raise FrontError(f"kernel `{k.name}`: parameter `{p.name}` ({p.type.name}) takes a float constant")
+                raise FrontError(f"kernel `{k.name}`: parameter `{p.name}` ({p.type.text}) takes a float constant")
             parts.append(_float_text(a, f"kernel `{k.name}` parameter `{p.name}`"))
         else:
             parts.append("{}")
@@ -437,7 +437,7 @@ class Workload(Decl, Schedulable):
         return [d for s in self.body() for d in s.deps()]
 
     def render(self, out: List[Tuple[str, _where.Loc]]) -> None:
-        ps = ", ".join(f"{n}: {t.name}" for n, t in self.params)
+        ps = ", ".join(f"{n}: {t.text}" for n, t in self.params)
         out.append((f"workload {self.name}({ps}) {{", self.loc))
         for s in self.body():
             s.render(1, out)

@@ -42,30 +42,13 @@ use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
-pyo3::create_exception!(
-    _pto_wsp,
-    PtoWspError,
-    PyException,
-    "Base class of every pto-wsp error."
-);
-pyo3::create_exception!(
-    _pto_wsp,
-    ValidationError,
-    PtoWspError,
-    "The module text does not parse or is not valid."
-);
-pyo3::create_exception!(
-    _pto_wsp,
-    CompileError,
-    PtoWspError,
-    "The module cannot be compiled for the target (or its bindings are wrong)."
-);
-pyo3::create_exception!(
-    _pto_wsp,
-    RunError,
-    PtoWspError,
-    "A run failed, or the arrays given to it do not fit its tensors."
-);
+// The exception classes are Python's (`python/pto_wsp/errors.py`), so that they live in the
+// public module with `file` / `line` / `column` attributes; this crate raises them.
+pyo3::import_exception!(pto_wsp.errors, ValidationError);
+pyo3::import_exception!(pto_wsp.errors, CompileError);
+pyo3::import_exception!(pto_wsp.errors, RunError);
+pyo3::import_exception!(pto_wsp.errors, ArgumentTypeError);
+pyo3::import_exception!(pto_wsp.errors, ArgumentValueError);
 
 /// A pto-wsp module: the IR of a `.wsp` text.
 #[pyclass(module = "pto_wsp._pto_wsp", frozen)]
@@ -819,6 +802,37 @@ impl PlanProgram {
     }
 }
 
+/// The tile instruction table (`pto_wsp::ir::tile_isa`), for the Python tile-kernel builder:
+/// one dict per instruction, in table order, with `mnemonic`, `operands` (the operand kinds in
+/// order: `dst`, `src`, `global`, `float`, `cmp_mode`, `opt_int`), `shape` (the shape rule's
+/// name) and `doc` (the table's documentation of it).
+#[pyfunction]
+fn tile_instructions(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    use pto_wsp::ir::tile_isa::{Operand, TileOp};
+    let list = PyList::empty(py);
+    for &op in TileOp::ALL {
+        let d = PyDict::new(py);
+        d.set_item("mnemonic", op.mnemonic())?;
+        let operands: Vec<&str> = op
+            .operands()
+            .iter()
+            .map(|o| match o {
+                Operand::Dst => "dst",
+                Operand::Src => "src",
+                Operand::Global => "global",
+                Operand::Float => "float",
+                Operand::CmpMode => "cmp_mode",
+                Operand::OptInt => "opt_int",
+            })
+            .collect();
+        d.set_item("operands", operands)?;
+        d.set_item("shape", format!("{:?}", op.shape_rule()))?;
+        d.set_item("doc", op.doc().trim())?;
+        list.append(d)?;
+    }
+    Ok(list)
+}
+
 /// Version and features of the extension.
 fn info() -> HashMap<&'static str, &'static str> {
     HashMap::from([("version", env!("CARGO_PKG_VERSION"))])
@@ -831,10 +845,7 @@ fn _pto_wsp(m: &Bound<'_, pyo3::types::PyModule>) -> PyResult<()> {
     m.add_class::<Module>()?;
     m.add_class::<Program>()?;
     m.add_class::<PlanProgram>()?;
-    m.add("PtoWspError", py.get_type::<PtoWspError>())?;
-    m.add("ValidationError", py.get_type::<ValidationError>())?;
-    m.add("CompileError", py.get_type::<CompileError>())?;
-    m.add("RunError", py.get_type::<RunError>())?;
+    m.add_function(pyo3::wrap_pyfunction!(tile_instructions, m)?)?;
     m.add("__version__", info()["version"])?;
     Ok(())
 }

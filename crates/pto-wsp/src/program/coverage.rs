@@ -1,0 +1,309 @@
+//! Which elements of a program's output tensors its tasks wrote.
+//!
+//! Why: a workload whose tiles cover 64 of 70 rows (`n / 16` tiles of 16) runs and leaves six
+//! rows of its output as they were; nothing fails, and the user reads stale memory as results.
+//! After a host run, every *output* tensor (one some task writes, `out` or `inout`, and no task
+//! reads as `in` nor as data — so intermediates and caches updated in place are not outputs)
+//! is checked to have had each of its elements written by some task.
+//!
+//! Promise: [`Coverage::mark`] records a written box (a region as `(start, size)` per
+//! dimension, clipped to the tensor) in a bitmap of one bit per element, row by row; the same
+//! box twice in a row (the steps of a K loop) costs one comparison. [`Coverage::report`] lists,
+//! per output tensor with unwritten elements, how many there are and the smallest box holding
+//! them — exactly the unwritten elements when [`Unwritten::exact`] is set.
+
+use pto_wsp_ir::resolve::{Resolved, StmtKind, TaskArg};
+use pto_wsp_ir::types::Access;
+use pto_wsp_kernels::TensorStore;
+
+/// An output tensor with elements no task of the run wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unwritten {
+    /// The tensor's name.
+    pub tensor: String,
+    /// Its shape under the run's bindings.
+    pub shape: Vec<u64>,
+    /// Number of elements no task wrote.
+    pub elements: u64,
+    /// The smallest box holding them: `(start, end)` per dimension, `end` exclusive.
+    pub bounds: Vec<(u64, u64)>,
+    /// Whether every element of `bounds` is unwritten (then `bounds` is the unwritten region).
+    pub exact: bool,
+}
+
+impl std::fmt::Display for Unwritten {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let total: u64 = self.shape.iter().product();
+        let region = self
+            .bounds
+            .iter()
+            .map(|(s, e)| format!("{s}:{e}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if self.exact {
+            write!(
+                f,
+                "output tensor `{}` was not fully written: no task wrote its elements [{region}] \
+                 ({} of {total}); they keep what the tensor held before the run",
+                self.tensor, self.elements
+            )
+        } else {
+            write!(
+                f,
+                "output tensor `{}` was not fully written: no task wrote {} of its {total} \
+                 elements, all within [{region}]; they keep what the tensor held before the run",
+                self.tensor, self.elements
+            )
+        }
+    }
+}
+
+/// Per tensor: whether it is an output of the resolved entry (see the module docs).
+pub(crate) fn outputs(r: &Resolved<'_>) -> Vec<bool> {
+    let n = r.module.tensors.len();
+    let mut read = vec![false; n];
+    for (t, &a) in r.arrays.iter().enumerate() {
+        read[t] |= a;
+    }
+    r.each_stmt(&mut |s| {
+        if let StmtKind::Task(task) = &s.kind {
+            for a in &task.args {
+                if let TaskArg::Region {
+                    tensor,
+                    access: Access::In,
+                    ..
+                } = a
+                {
+                    read[tensor.index()] = true;
+                }
+            }
+        }
+    });
+    (0..n).map(|t| r.written[t] && !read[t]).collect()
+}
+
+/// One output tensor's bitmap.
+struct Marks {
+    shape: Vec<u64>,
+    /// Row-major, one bit per element.
+    bits: Vec<u64>,
+    last: Option<(Vec<i64>, Vec<i64>)>,
+}
+
+/// The written elements of the output tensors during one run.
+pub(crate) struct Coverage {
+    tensors: Vec<Option<Marks>>,
+}
+
+impl Coverage {
+    /// Empty bitmaps for the tensors `outputs` marks, shaped as in `store`.
+    pub(crate) fn new(outputs: &[bool], store: &TensorStore) -> Coverage {
+        let tensors = (0..store.len())
+            .map(|t| {
+                outputs.get(t).copied().unwrap_or(false).then(|| {
+                    let shape = store.info(t as u32).shape.clone();
+                    let n: u64 = shape.iter().product();
+                    Marks {
+                        shape,
+                        bits: vec![0; n.div_ceil(64) as usize],
+                        last: None,
+                    }
+                })
+            })
+            .collect();
+        Coverage { tensors }
+    }
+
+    /// Whether any tensor is tracked (else marking is skipped).
+    pub(crate) fn any(&self) -> bool {
+        self.tensors.iter().any(Option::is_some)
+    }
+
+    /// Records that a task wrote `tensor[start +: size]` (`access` out or inout).
+    pub(crate) fn mark(&mut self, access: Access, tensor: u32, start: &[i64], size: &[i64]) {
+        if access == Access::In {
+            return;
+        }
+        let Some(Some(m)) = self.tensors.get_mut(tensor as usize) else {
+            return;
+        };
+        if m.last
+            .as_ref()
+            .is_some_and(|(s, z)| s.as_slice() == start && z.as_slice() == size)
+        {
+            return;
+        }
+        m.last = Some((start.to_vec(), size.to_vec()));
+        m.mark(start, size);
+    }
+
+    /// The output tensors with unwritten elements, in declaration order.
+    pub(crate) fn report(&self, store: &TensorStore) -> Vec<Unwritten> {
+        self.tensors
+            .iter()
+            .enumerate()
+            .filter_map(|(t, m)| {
+                let m = m.as_ref()?;
+                m.unwritten(&store.info(t as u32).name)
+            })
+            .collect()
+    }
+}
+
+impl Marks {
+    /// Sets the bits of the box, clipped to the shape (a region past the end was refused when
+    /// its task ran; the part inside is what it could have written).
+    fn mark(&mut self, start: &[i64], size: &[i64]) {
+        let rank = self.shape.len();
+        if rank == 0 || start.len() != rank || size.len() != rank {
+            return;
+        }
+        let mut lo = vec![0u64; rank];
+        let mut hi = vec![0u64; rank];
+        for d in 0..rank {
+            let s = start[d].max(0) as u64;
+            let e = (start[d].saturating_add(size[d].max(0))).max(0) as u64;
+            lo[d] = s.min(self.shape[d]);
+            hi[d] = e.min(self.shape[d]);
+            if lo[d] >= hi[d] {
+                return;
+            }
+        }
+        // Row-major strides; the last dimension is a run of bits.
+        let mut stride = vec![1u64; rank];
+        for d in (0..rank - 1).rev() {
+            stride[d] = stride[d + 1] * self.shape[d + 1];
+        }
+        let mut idx = lo.clone();
+        loop {
+            let base: u64 = (0..rank - 1).map(|d| idx[d] * stride[d]).sum();
+            set_bits(&mut self.bits, base + lo[rank - 1], base + hi[rank - 1]);
+            // Next row of the box (odometer over the outer dimensions).
+            let mut d = rank - 1;
+            loop {
+                if d == 0 {
+                    return;
+                }
+                d -= 1;
+                idx[d] += 1;
+                if idx[d] < hi[d] {
+                    break;
+                }
+                idx[d] = lo[d];
+            }
+        }
+    }
+
+    fn unwritten(&self, name: &str) -> Option<Unwritten> {
+        let rank = self.shape.len();
+        let total: u64 = self.shape.iter().product();
+        if rank == 0 || total == 0 {
+            return None;
+        }
+        let mut elements = 0u64;
+        let mut lo = self.shape.clone();
+        let mut hi = vec![0u64; rank];
+        for (w, &word) in self.bits.iter().enumerate() {
+            let mut missing = !word;
+            if (w as u64 + 1) * 64 > total {
+                let valid = total - w as u64 * 64;
+                missing &= (1u64 << valid) - 1;
+            }
+            while missing != 0 {
+                let b = missing.trailing_zeros() as u64;
+                missing &= missing - 1;
+                elements += 1;
+                let mut flat = w as u64 * 64 + b;
+                for d in (0..rank).rev() {
+                    let i = flat % self.shape[d];
+                    flat /= self.shape[d];
+                    lo[d] = lo[d].min(i);
+                    hi[d] = hi[d].max(i + 1);
+                }
+            }
+        }
+        if elements == 0 {
+            return None;
+        }
+        let volume: u64 = lo.iter().zip(&hi).map(|(l, h)| h - l).product();
+        Some(Unwritten {
+            tensor: name.to_string(),
+            shape: self.shape.clone(),
+            elements,
+            bounds: lo.into_iter().zip(hi).collect(),
+            exact: volume == elements,
+        })
+    }
+}
+
+/// Sets bits `from .. to` of `bits`.
+fn set_bits(bits: &mut [u64], from: u64, to: u64) {
+    let (mut i, end) = (from, to);
+    while i < end {
+        let w = (i / 64) as usize;
+        let b = i % 64;
+        let n = (64 - b).min(end - i);
+        let mask = if n == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << n) - 1) << b
+        };
+        bits[w] |= mask;
+        i += n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn marks(shape: &[u64]) -> Marks {
+        let n: u64 = shape.iter().product();
+        Marks {
+            shape: shape.to_vec(),
+            bits: vec![0; n.div_ceil(64) as usize],
+            last: None,
+        }
+    }
+
+    #[test]
+    fn tiles_covering_64_of_70_rows_leave_the_last_six_rows_unwritten() {
+        let mut m = marks(&[70, 64]);
+        for i in 0..4 {
+            m.mark(&[i * 16, 0], &[16, 64]);
+        }
+        let u = m.unwritten("Y").unwrap();
+        assert_eq!(u.elements, 6 * 64);
+        assert_eq!(u.bounds, vec![(64, 70), (0, 64)]);
+        assert!(u.exact);
+        assert!(u.to_string().contains("[64:70, 0:64] (384 of 4480)"), "{u}");
+    }
+
+    #[test]
+    fn a_full_cover_reports_nothing_and_boxes_are_clipped() {
+        let mut m = marks(&[3, 5, 7]);
+        m.mark(&[0, 0, 0], &[3, 5, 4]);
+        m.mark(&[0, 0, 4], &[3, 5, 100]);
+        assert_eq!(m.unwritten("X"), None);
+    }
+
+    #[test]
+    fn scattered_holes_give_their_bounding_box_not_exact() {
+        let mut m = marks(&[4, 4]);
+        m.mark(&[0, 0], &[4, 4]);
+        m.bits[0] &= !(1 << 1); // (0, 1)
+        m.bits[0] &= !(1 << 14); // (3, 2)
+        let u = m.unwritten("Z").unwrap();
+        assert_eq!((u.elements, u.exact), (2, false));
+        assert_eq!(u.bounds, vec![(0, 4), (1, 3)]);
+    }
+
+    #[test]
+    fn set_bits_crosses_words() {
+        let mut b = vec![0u64; 3];
+        set_bits(&mut b, 60, 130);
+        assert_eq!(b[0], 0xF << 60);
+        assert_eq!(b[1], u64::MAX);
+        assert_eq!(b[2], 0b11);
+    }
+}
