@@ -61,7 +61,8 @@ pub use backend::{
     Artefact, Backend, Capability, Output, backends, compile_target, get_backend, register_backend,
 };
 pub use program::{
-    CompileError, CompileOptions, LoweredPlan, Program, ProgramStats, RunError, compile, lower,
+    CompileError, CompileOptions, LoweredPlan, Program, ProgramStats, RunError, TensorRole,
+    Unwritten, compile, lower, plan_roles, roles,
 };
 pub use pto_wsp_bytecode as bytecode;
 pub use pto_wsp_cpu as cpu;

@@ -36,8 +36,7 @@
 //! (the Python binding checks for Ctrl-C between waits). After a host run, the elements of the
 //! output tensors no task wrote are reported ([`Program::coverage`], `coverage`).
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -61,6 +60,7 @@ use pto_wsp_ir::{
 use pto_wsp_kernels::{KernelId, KernelRegistry, StoreError, TensorStore};
 
 pub mod coverage;
+pub use coverage::{TensorRole, plan_roles, roles};
 mod devgen;
 pub(crate) mod modes;
 
@@ -476,12 +476,35 @@ pub struct Program {
     compile_ms: f64,
 }
 
-/// A run in progress: its thread, the signal it sends when it ends, and its start.
+/// A run in progress: its thread, the flag it raises when it ends, and its start.
 struct Running {
     handle: JoinHandle<Result<(RunStats, Vec<Unwritten>), RunError>>,
-    done: Receiver<()>,
-    finished: bool,
+    done: Arc<Done>,
     t0: Instant,
+}
+
+/// Raised by a run's thread as it ends (what [`Program::wait`] waits on).
+#[derive(Default)]
+struct Done {
+    ended: Mutex<bool>,
+    signal: Condvar,
+}
+
+impl Done {
+    fn raise(&self) {
+        *self.ended.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.signal.notify_all();
+    }
+
+    /// Whether the run ended within `timeout`.
+    fn wait(&self, timeout: Duration) -> bool {
+        let g = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        let (g, _) = self
+            .signal
+            .wait_timeout_while(g, timeout, |ended| !*ended)
+            .unwrap_or_else(|p| p.into_inner());
+        *g
+    }
 }
 
 /// A program's figures (seed 004 §1.1 `ProgramStats`): what it was compiled for and its last
@@ -902,7 +925,8 @@ impl Program {
         let inner = Arc::clone(&self.inner);
         let store = Arc::clone(&self.store);
         let bindings = bindings.clone();
-        let (tx, done) = sync_channel(1);
+        let done = Arc::new(Done::default());
+        let raise = Arc::clone(&done);
         let handle = std::thread::Builder::new()
             .name("pto-wsp-orchestrator".into())
             .stack_size(pto_wsp_cpu::WALK_STACK_BYTES)
@@ -912,17 +936,11 @@ impl Program {
                     let s = g.as_mut().expect("tensors allocated before the run");
                     inner.execute(&bindings, s)
                 };
-                // The waiter may have gone (a dropped program joins instead).
-                let _ = tx.send(());
+                raise.raise();
                 r
             })
             .map_err(|e| ExecError::Setup(format!("cannot start the orchestration thread: {e}")))?;
-        self.running = Some(Running {
-            handle,
-            done,
-            finished: false,
-            t0,
-        });
+        self.running = Some(Running { handle, done, t0 });
         Ok(())
     }
 
@@ -945,17 +963,11 @@ impl Program {
 
     /// Waits up to `timeout` for the run in progress to end; `true` when it has ended (or
     /// none is in progress), after which [`Program::synchronize`] returns at once.
-    pub fn wait(&mut self, timeout: Duration) -> bool {
-        let Some(run) = &mut self.running else {
-            return true;
-        };
-        if !run.finished {
-            run.finished = match run.done.recv_timeout(timeout) {
-                Ok(()) | Err(RecvTimeoutError::Disconnected) => true,
-                Err(RecvTimeoutError::Timeout) => false,
-            };
+    pub fn wait(&self, timeout: Duration) -> bool {
+        match &self.running {
+            Some(run) => run.done.wait(timeout),
+            None => true,
         }
-        run.finished
     }
 
     /// Cancels the run in progress, from any thread that can reach the program: no kernel
@@ -979,9 +991,7 @@ impl Program {
 
     /// Whether no run is in progress (or the one in progress has finished).
     pub fn is_complete(&self) -> bool {
-        self.running
-            .as_ref()
-            .is_none_or(|r| r.finished || r.handle.is_finished())
+        self.running.as_ref().is_none_or(|r| r.handle.is_finished())
     }
 
     /// Wall-clock milliseconds of the last completed run (orchestration and execution).

@@ -12,8 +12,10 @@
 //! per output tensor with unwritten elements, how many there are and the smallest box holding
 //! them — exactly the unwritten elements when [`Unwritten::exact`] is set.
 
+use pto_wsp_ir::plan::{GenKind, GenStmt};
 use pto_wsp_ir::resolve::{Resolved, StmtKind, TaskArg};
 use pto_wsp_ir::types::Access;
+use pto_wsp_ir::{Arg, Module, ParamKind, TaskStmt};
 use pto_wsp_kernels::TensorStore;
 
 /// An output tensor with elements no task of the run wrote.
@@ -58,12 +60,31 @@ impl std::fmt::Display for Unwritten {
     }
 }
 
-/// Per tensor: whether it is an output of the resolved entry (see the module docs).
-pub(crate) fn outputs(r: &Resolved<'_>) -> Vec<bool> {
+/// How a module's runnable part uses one tensor.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TensorRole {
+    /// Some task reads it (`in`), or the generator reads its contents (a ragged or sparse axis,
+    /// `load`).
+    pub read: bool,
+    /// Some task writes it (`out` or `inout`).
+    pub written: bool,
+}
+
+impl TensorRole {
+    /// Written and never read: what the run produces (intermediates and caches updated in
+    /// place are read too, so they are not outputs).
+    pub fn output(&self) -> bool {
+        self.written && !self.read
+    }
+}
+
+/// The role of every tensor (declaration order) in the resolved entry's tasks.
+pub fn roles(r: &Resolved<'_>) -> Vec<TensorRole> {
     let n = r.module.tensors.len();
-    let mut read = vec![false; n];
-    for (t, &a) in r.arrays.iter().enumerate() {
-        read[t] |= a;
+    let mut out = vec![TensorRole::default(); n];
+    for (t, role) in out.iter_mut().enumerate() {
+        role.read = r.arrays.get(t).copied().unwrap_or(false);
+        role.written = r.written.get(t).copied().unwrap_or(false);
     }
     r.each_stmt(&mut |s| {
         if let StmtKind::Task(task) = &s.kind {
@@ -74,12 +95,72 @@ pub(crate) fn outputs(r: &Resolved<'_>) -> Vec<bool> {
                     ..
                 } = a
                 {
-                    read[tensor.index()] = true;
+                    out[tensor.index()].read = true;
                 }
             }
         }
     });
-    (0..n).map(|t| r.written[t] && !read[t]).collect()
+    out
+}
+
+/// The role of every tensor in a module's plans (`space` / `tiers` / `plan`): the tiers' and
+/// prefetches' calls, and the generators' `load`s (reads).
+pub fn plan_roles(module: &Module) -> Vec<TensorRole> {
+    let mut out = vec![TensorRole::default(); module.tensors.len()];
+    let index = |name: &str| module.tensors.iter().position(|t| t.name.name == name);
+    let call = |c: &TaskStmt, out: &mut [TensorRole]| {
+        let Some(k) = module.kernels.iter().find(|k| k.name.name == c.kernel.name) else {
+            return;
+        };
+        for (p, a) in k.params.iter().zip(&c.args) {
+            if let (ParamKind::Tile { access, .. }, Arg::Region(reg)) = (&p.kind, a)
+                && let Some(t) = index(&reg.tensor.name)
+            {
+                match access {
+                    Access::In => out[t].read = true,
+                    _ => out[t].written = true,
+                }
+            }
+        }
+    };
+    for p in &module.plans {
+        for k in &p.kernels {
+            call(&k.call, &mut out);
+        }
+        if let Some(f) = &p.prefetch {
+            call(&f.call, &mut out);
+        }
+        each_load(&p.body, &mut |tensor| {
+            if let Some(t) = index(tensor) {
+                out[t].read = true;
+            }
+        });
+    }
+    out
+}
+
+/// Calls `f` with the tensor of every `load` of a generator body.
+fn each_load(body: &[GenStmt], f: &mut impl FnMut(&str)) {
+    for s in body {
+        match &s.kind {
+            GenKind::Load { tensor, .. } => f(&tensor.name),
+            GenKind::For { body, .. } => each_load(body, f),
+            GenKind::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                each_load(then_body, f);
+                each_load(else_body, f);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Per tensor: whether it is an output of the resolved entry.
+pub(crate) fn outputs(r: &Resolved<'_>) -> Vec<bool> {
+    roles(r).iter().map(TensorRole::output).collect()
 }
 
 /// One output tensor's bitmap.
