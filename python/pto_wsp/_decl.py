@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, List, Optional,
 
 from . import _where
 from ._expr import Expr, difference, lit
-from .errors import ValidationError, _render
+from .errors import ValidationError, _render, api
 
 _ORDER = itertools.count()
 
@@ -244,6 +244,7 @@ class Symbol(_Named):
 
     kind = "symbol"
 
+    @api
     def __init__(self, type: Any = i64, *, bind: Any = None, name: Optional[str] = None):
         super().__init__(_name(name, "symbol"))
         self.type = _scalar_type(type, f"symbol `{self.name}`")
@@ -258,6 +259,7 @@ class Slot(_Named):
 
     kind = "slot"
 
+    @api
     def __init__(self, type: Any = i64, *, name: Optional[str] = None):
         super().__init__(_name(name, "slot"))
         self.type = _scalar_type(type, f"slot `{self.name}`")
@@ -323,6 +325,7 @@ class Tensor(Decl):
 
     kind = "tensor"
 
+    @api
     def __init__(self, type: TensorType, *, bind: Any = None, name: Optional[str] = None):
         super().__init__(_name(name, "tensor"))
         if not isinstance(type, TensorType):
@@ -346,6 +349,7 @@ class Tensor(Decl):
     def decl_text(self) -> str:
         return f"tensor {self.name}: {self.type.text()};"
 
+    @api
     def __getitem__(self, key: Any) -> Region:
         try:
             return self._region(key)
@@ -677,6 +681,7 @@ def kernel(
     ...     T.store(y, e / T.row_sum(e))
     """
 
+    @api
     def make(f: Callable[..., Any]) -> Kernel:
         params = []
         for pname, p in inspect.signature(f).parameters.items():

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence,
 
 from . import _pto_wsp, _where
 from ._decl import Decl, Kernel, Symbol, Tensor
-from .errors import CompileError, Error, RunError, ValidationError, _render
+from .errors import Error, ValidationError, _render, api
 
 if TYPE_CHECKING:
     from .program import PlanProgram, Program
@@ -63,6 +63,7 @@ class Module:
     # ----- reading ----------------------------------------------------------------------
 
     @classmethod
+    @api
     def from_text(cls, text: str, path: Optional[str] = None) -> "Module":
         """Parses and validates ``text``.
 
@@ -85,6 +86,7 @@ class Module:
         return cls(inner, name, text)
 
     @classmethod
+    @api
     def from_file(cls, path: Union[str, "os.PathLike[str]"]) -> "Module":
         """Reads, parses and validates the ``.wsp`` file at ``path``.
 
@@ -128,6 +130,7 @@ class Module:
         """The module itself (kept for code written against older versions)."""
         return self
 
+    @api
     def expand(self, bind: Optional[Dict[str, Any]] = None, limit: Optional[int] = None) -> List[Dict[str, Any]]:
         """The tasks the module generates under ``bind``, in program order, as ``pto-wsp expand``
         lists them.
@@ -155,6 +158,7 @@ class Module:
         except Error as e:
             raise self._remap(e) from None
 
+    @api
     def compile(
         self,
         target: str = "cpu_sim",
@@ -201,7 +205,7 @@ class Module:
         """``e`` as it should reach the user: for a module built in Python, at the Python place."""
         if not self._locs:
             return e
-        text, loc = remap(str(e), self.path, self._locs, self._text)
+        text, loc = remap(_in_python_terms(str(e)), self.path, self._locs, self._text)
         if loc is None:
             return type(e)(text)
         return type(e)(text, loc.file, loc.line, loc.column)
@@ -250,6 +254,17 @@ class BuiltModule(Module):
 
     def __repr__(self) -> str:
         return f"<pto_wsp.BuiltModule {self.entry or ', '.join(self.plans)} from {self.path}>"
+
+
+def _in_python_terms(message: str) -> str:
+    """A message of the text format's world said as a Python user acts on it."""
+    return re.sub(
+        r"give it a body in tile instructions, or map it to a built-in taking the same parameters "
+        r"with a `//@ alias (\w+)=BUILTIN` line",
+        lambda m: "write its body with tile operations (`from pto_wsp import tile`) in the `@kernel` "
+        'function, or run a built-in taking the same parameters: `@kernel(alias="BUILTIN")`',
+        message,
+    )
 
 
 def remap(message: str, path: str, locs: List[_where.Loc], text: str = "") -> Tuple[str, Optional[_where.Loc]]:
@@ -351,6 +366,7 @@ def _lines(d: Decl) -> List[Tuple[str, _where.Loc]]:
     return [(t, d.loc) for t in d.decl_text().split("\n")]  # type: ignore[attr-defined]
 
 
+@api
 def build(entry: Any, schedule: Any = None, extra: Sequence[Decl] = ()) -> BuiltModule:
     """Assembles and validates the module of a ``@workload`` or ``@pipeline`` (and what it
     refers to), or of plans.

@@ -22,7 +22,8 @@ from ._expr import Expr, lit
 from ._trace import Pipeline, Workload
 
 if TYPE_CHECKING:
-    from ._module import BuiltModule, BuiltProgram
+    from ._module import BuiltModule
+    from .program import Program
 
 
 class _TaskView(Expr):
@@ -317,6 +318,6 @@ class Schedule:
 
         return build(self.target, schedule=self, **kw)
 
-    def compile(self, **kw: Any) -> "BuiltProgram":
+    def compile(self, **kw: Any) -> "Program":
         """``self.module().compile(**kw)``."""
         return self.module().compile(**kw)

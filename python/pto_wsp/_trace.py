@@ -32,9 +32,11 @@ from ._decl import (
     i64,
 )
 from ._expr import Expr, lit
+from .errors import api
 
 if TYPE_CHECKING:
-    from ._module import BuiltModule, BuiltProgram
+    from ._module import BuiltModule
+    from .program import Program
     from ._schedule import Schedule
 
 # ----- recorded statements ------------------------------------------------------------------
@@ -258,6 +260,10 @@ class _P:
         """``break if cond;``: leaves the innermost ``P.while_``."""
         emit(Line("break if {};", [cond]))
 
+    def continue_(self) -> None:
+        """``continue;`` in a plan's generator: the next iteration of the innermost loop."""
+        emit(Line("continue;", []))
+
 
 P = _P()
 
@@ -404,14 +410,16 @@ class Schedulable:
         """``dispatch_threshold(METRIC) { below B: POOL, ..., else: POOL };``"""
         return self._schedule().dispatch_threshold(metric, levels, otherwise)
 
+    @api
     def module(self, **kw: Any) -> "BuiltModule":
         """The module of this workload or pipeline (no schedule): a ``BuiltModule``."""
         from ._module import build
 
         return build(self, **kw)
 
-    def compile(self, **kw: Any) -> "BuiltProgram":
-        """``self.module().compile(**kw)``."""
+    @api
+    def compile(self, **kw: Any) -> "Program":
+        """``self.module().compile(**kw)``: a program callable like a function."""
         return self.module().compile(**kw)
 
 

@@ -16,9 +16,12 @@ This module imports nothing else of the package (the extension module raises the
 
 from __future__ import annotations
 
+import functools
 import linecache
+import os
 import re
-from typing import Optional, Tuple
+import types
+from typing import Any, Callable, Optional, Tuple, TypeVar
 
 __all__ = [
     "ArgumentTypeError",
@@ -175,6 +178,49 @@ class ArgumentTypeError(Error, TypeError):
 class ArgumentValueError(Error, ValueError):
     """An argument of the right type and a wrong value: an array of the wrong shape, a negative
     thread count, an unknown tensor name. Also a ``ValueError``."""
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _user_traceback(tb: Optional[types.TracebackType]) -> Optional[types.TracebackType]:
+    """``tb`` without the frames of this package (the user's frames in between are kept)."""
+    frames = []
+    while tb is not None:
+        if not os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+            frames.append((tb.tb_frame, tb.tb_lasti, tb.tb_lineno))
+        tb = tb.tb_next
+    out: Optional[types.TracebackType] = None
+    for frame, lasti, lineno in reversed(frames):
+        out = types.TracebackType(out, frame, lasti, lineno)
+    return out
+
+
+def api(fn: F) -> F:
+    """Marks a public entry point: a pto-wsp error (or a ``TypeError`` / ``ValueError`` of the
+    package) raised inside it reaches the user with the package's own frames taken out of its
+    traceback, so the last line shown is the user's."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (Error, TypeError, ValueError) as e:
+            tb = e.__traceback__
+            raised_here = tb is not None and _innermost_in_package(tb)
+            if not raised_here:
+                raise
+            raise e.with_traceback(_user_traceback(tb.tb_next if tb is not None else None)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _innermost_in_package(tb: types.TracebackType) -> bool:
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_PACKAGE_DIR)
 
 
 for _cls in (

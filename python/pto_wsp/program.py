@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 import threading
 import warnings
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
-from .errors import ArgumentTypeError, ArgumentValueError, CoverageError, CoverageWarning, Error
+from .errors import ArgumentTypeError, ArgumentValueError, CoverageError, CoverageWarning, Error, api
 
 if TYPE_CHECKING:
     from ._module import Module
@@ -148,6 +149,7 @@ class _Base:
 
     # ----- calling ------------------------------------------------------------------------
 
+    @api
     def __call__(
         self,
         out: Optional[Mapping[str, Any]] = None,
@@ -265,8 +267,9 @@ class _Base:
         for c in stats.get("coverage", ()):
             if self.strict:
                 raise CoverageError(f"error: {c['message']}\n", c["tensor"], [tuple(b) for b in c["bounds"]])
-            warnings.warn(CoverageWarning(c["message"]), stacklevel=4)
+            warnings.warn(CoverageWarning(c["message"]), stacklevel=_user_level())
 
+    @api
     def execute(self, **arrays: Any) -> Dict[str, Any]:
         """Runs with each array as the tensor of its name, read and written in place, and
         returns the run's statistics (``num_tasks``, ``execute_time_ms``, ..., ``coverage``).
@@ -276,6 +279,7 @@ class _Base:
         self._check_names(arrays, info, "")
         return self._run({n: self._prepared(n, a, info[n]) for n, a in arrays.items()})
 
+    @api
     def read(self, name: str) -> Any:
         """A copy (numpy) of tensor ``name`` in the program's own memory after the last run:
         for a tensor no array was given for."""
@@ -306,6 +310,7 @@ class Program(_Base):
         super().__init__(engine, module, strict)
         self._async: Optional[threading.Lock] = None
 
+    @api
     def execute_async(self, **arrays: Any) -> None:
         """Starts the run :meth:`execute` does and returns at once; the arrays must not be
         touched until :meth:`synchronize`.
@@ -333,6 +338,7 @@ class Program(_Base):
             raise
         self._async = self._lock
 
+    @api
     def synchronize(self) -> Dict[str, Any]:
         """Waits for the run :meth:`execute_async` started (Ctrl-C cancels it) and returns its
         statistics, or raises its error."""
@@ -361,6 +367,19 @@ class Program(_Base):
 class PlanProgram(_Base):
     """A compiled module of plans (Plan-Descriptor-Execute): calling it runs every plan in
     declaration order on the given arrays (see :meth:`Program.__call__`)."""
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _user_level() -> int:
+    """The ``stacklevel`` of a warning that names the user's line calling into the package."""
+    f = sys._getframe(1)
+    level = 1
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_PACKAGE_DIR):
+        f = f.f_back  # type: ignore[assignment]
+        level += 1
+    return level
 
 
 def _allocate(d: Dict[str, Any], torch_like: Any) -> Any:

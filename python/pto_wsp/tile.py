@@ -845,8 +845,38 @@ class _Carry:
                     "loop or branch keeps its kind, type and shape",
                     loc,
                 )
-            body.emit(_Inst("TMOV", [o, n], loc))
+            if not _merge_into(body.stack[-1], n, o):
+                body.emit(_Inst("TMOV", [o, n], loc))
             n.redirect = o
+
+
+def _flat(stmts: List[Any]) -> List[_Inst]:
+    out: List[_Inst] = []
+    for st in stmts:
+        if isinstance(st, _Inst):
+            out.append(st)
+        elif st.word != "let":
+            out += _flat(st.body)
+            out += _flat(st.orelse or [])
+    return out
+
+
+def _merge_into(stmts: List[Any], n: Tile, o: Tile) -> bool:
+    """Writes the block's value ``n`` straight into the carried tile ``o`` instead of copying it
+    at the block's end, when that is the same: ``n`` is written once in the block, by an
+    instruction that may write a tile it reads, and ``o`` is not read after that."""
+    insts = _flat(stmts)
+    defs = [i for i, x in enumerate(insts) if x.args and x.args[0] is n and INSTRUCTIONS[x.op]["operands"][:1] == ["dst"]]
+    if len(defs) != 1:
+        return False
+    d = defs[0]
+    if o in insts[d].args[1:] and INSTRUCTIONS[insts[d].op]["shape"] not in _IN_PLACE:
+        return False
+    if any(o in x.args for x in insts[d + 1 :]):
+        return False
+    for x in insts[d:]:
+        x.args = [o if a is n else a for a in x.args]
+    return True
 
 
 def range(count: Any, *, name: Optional[str] = None) -> Iterator[Expr]:  # noqa: A001 - Python's word
@@ -1041,7 +1071,7 @@ def trace_kernel(kernel: "Kernel", fn: Callable[..., Any]) -> List[Tuple[str, _w
 
 def _operand_text(a: Any, names: Dict[int, str]) -> str:
     if isinstance(a, Tile):
-        return names[id(a._cur())]
+        return names[id(a)]
     if isinstance(a, Global):
         return a.name
     if isinstance(a, Expr):
@@ -1096,7 +1126,8 @@ def _allocate(b: _Body) -> Dict[int, "Tile"]:
     used = [t for t in b.tiles if id(t) in first]
     used.sort(key=lambda t: first[id(t)])
     local = {t.id for t in used if t.valid is not None and _local_valid(t, b)}
-    groups: List[List[Any]] = []  # [representative, end position]
+    # [representative, end position, the variable name the group's values have (or None)]
+    groups: List[List[Any]] = []
     of: Dict[int, Tile] = {}
     for t in used:
         pos = first[id(t)]
@@ -1106,19 +1137,27 @@ def _allocate(b: _Body) -> Dict[int, "Tile"]:
             rule = INSTRUCTIONS[inst.op]["shape"]
             srcs = [a for a in inst.args[1:] if isinstance(a, Tile)]
             for g in groups:
-                rep, end = g
+                rep, end, hint = g
                 if rep.id in local or rep.signature() != t.signature():
+                    continue
+                # A value the user named gets a tile of that name: it joins only a group of
+                # the same name (`t = t * s`) or of unnamed temporaries.
+                if t.hint is not None and hint is not None and hint != t.hint:
                     continue
                 if end < pos and choice is None:
                     choice = g
                 elif end == pos and rule in _IN_PLACE and any(of.get(id(s)) is rep for s in srcs):
-                    choice = g
-                    break
+                    if srcs and of.get(id(srcs[0])) is rep:
+                        choice = g
+                        break
+                    if choice is None or choice[1] < pos:
+                        choice = g
         if choice is None:
-            groups.append([t, last[id(t)]])
+            groups.append([t, last[id(t)], t.hint])
             of[id(t)] = t
         else:
             choice[1] = max(choice[1], last[id(t)])
+            choice[2] = choice[2] or t.hint
             of[id(t)] = choice[0]
     return of
 

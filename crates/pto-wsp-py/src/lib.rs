@@ -176,9 +176,7 @@ impl Module {
         let loaded = self.loaded.clone();
         let program = py
             .detach(|| lower(&loaded.module).and_then(|plan| compile(plan, options)))
-            .map_err(|e| {
-                CompileError::new_err(pto_wsp_cli::exec::compile_error(&loaded, &e).rendered)
-            })?;
+            .map_err(|e| CompileError::new_err(compile_error(&loaded, &e)))?;
         let roles = match program.plan().resolve() {
             Ok(r) => pto_wsp::roles(&r),
             Err(_) => Vec::new(),
@@ -305,6 +303,47 @@ impl Module {
     fn is_plans(&self) -> bool {
         let m = &self.loaded.module;
         !m.plans.is_empty() && m.workloads.is_empty() && m.pipelines.is_empty()
+    }
+}
+
+/// A compile error rendered at its place; a kernel with no implementation at its declaration,
+/// with what to write to give it one.
+fn compile_error(loaded: &Loaded, e: &pto_wsp::CompileError) -> String {
+    if let pto_wsp::CompileError::UnknownKernel { name, at, known } = e {
+        let loc = pto_wsp::ir::Loc::new(*at, *at + name.len());
+        return loaded.source.render(&NoImplementation {
+            name: name.clone(),
+            known: known.clone(),
+            loc,
+        });
+    }
+    pto_wsp_cli::exec::compile_error(loaded, e).rendered
+}
+
+/// A kernel declared without a body, alias or built-in of its name.
+struct NoImplementation {
+    name: String,
+    known: String,
+    loc: pto_wsp::ir::Loc,
+}
+
+impl std::fmt::Display for NoImplementation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "kernel `{}` has no implementation: give it a body in tile instructions, or map it \
+             to a built-in taking the same parameters with a `//@ alias {}=BUILTIN` line",
+            self.name, self.name
+        )
+    }
+}
+
+impl pto_wsp::ir::Diagnostic for NoImplementation {
+    fn loc(&self) -> pto_wsp::ir::Loc {
+        self.loc
+    }
+    fn notes(&self) -> Vec<String> {
+        vec![format!("built-ins: {}", self.known)]
     }
 }
 

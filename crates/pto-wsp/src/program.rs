@@ -659,7 +659,15 @@ impl Inner {
         bindings: &Bindings,
         store: &mut TensorStore,
     ) -> Result<(RunStats, Vec<Unwritten>), RunError> {
-        let mut cover = (self.options.coverage && !self.outputs.is_empty())
+        // Host runs feed every task through the hooks that mark coverage; device generation and
+        // pipelines do not, and are not checked.
+        let module = &self.plan.module;
+        let pipeline = module
+            .entry_name()
+            .and_then(|e| module.pipeline(e))
+            .is_some();
+        let host = self.bytecode.is_none() && !pipeline;
+        let mut cover = (self.options.coverage && host && !self.outputs.is_empty())
             .then(|| coverage::Coverage::new(&self.outputs, store))
             .filter(coverage::Coverage::any);
         let stats = self.execute_run(bindings, store, cover.as_mut())?;
@@ -686,7 +694,6 @@ impl Inner {
         if let (Some(bytecode), false) = (&self.bytecode, pipeline) {
             return self.execute_devgen(bytecode, bindings, store);
         }
-        let cover = if pipeline { None } else { cover };
         if pipeline {
             // A pipeline runs as processes on threads with bounded channels (pto_wsp_cpu::csp).
             let options = pto_wsp_cpu::CspOptions {
