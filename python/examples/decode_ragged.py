@@ -21,23 +21,23 @@ Od = Tensor(f16[nreq, 32, 128])
 
 RC = Ragged(nreq, kv_chunks)
 R = DenseDyn(nreq)
-G = Dense[8]
-H = Dense[32]
+G = Dense(8)
+H = Dense(32)
 
 
 @kernel(pool="cube", alias="attn_decode_chunk")
 def decode_chunk(
-    q: In[f16[4, 128]],
-    k: In[f16[512, 128]],
-    v: In[f16[512, 128]],
-    o: Out[f32[4, 1, 128]],
-    m: Out[f32[4, 1]],
-    l: Out[f32[4, 1]],
+    q: In[f16, 4, 128],
+    k: In[f16, 512, 128],
+    v: In[f16, 512, 128],
+    o: Out[f32, 4, 1, 128],
+    m: Out[f32, 4, 1],
+    l: Out[f32, 4, 1],
     chunk_start: i64,
     chunk_end: i64,
 ): ...
 @kernel(pool="vector", alias="attn_merge")
-def merge(o: In[f32[ANY, 128]], m: In[f32[ANY]], l: In[f32[ANY]], out_row: Out[f16[128]]): ...
+def merge(o: In[f32, ANY, 128], m: In[f32, ANY], l: In[f32, ANY], out_row: Out[f16, 128]): ...
 
 
 @workload

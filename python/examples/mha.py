@@ -15,16 +15,16 @@ Probs = Tensor(f16[batch, 32, seq, seq], name="P")
 O = Tensor(f16[batch, 32, seq, 128])
 
 B = DenseDyn(batch)
-H = Dense[32]
+H = Dense(32)
 QT = DenseDyn(seq // 128)
 
 
 @kernel(pool="cube", alias="matmul_bt")
-def qk(q: In[f16[128, 128]], k: In[f16[ANY, 128]], s: Out[f32[128, ANY]]): ...
+def qk(q: In[f16, 128, 128], k: In[f16, ANY, 128], s: Out[f32, 128, ANY]): ...
 @kernel(pool="vector")
-def softmax(s: In[f32[128, ANY]], p: Out[f16[128, ANY]], scale: f64): ...
+def softmax(s: In[f32, 128, ANY], p: Out[f16, 128, ANY], scale: f64): ...
 @kernel(pool="cube", alias="matmul")
-def pv(p: In[f16[128, ANY]], v: In[f16[ANY, 128]], o: Out[f16[128, 128]]): ...
+def pv(p: In[f16, 128, ANY], v: In[f16, ANY, 128], o: Out[f16, 128, 128]): ...
 
 
 @workload

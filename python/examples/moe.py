@@ -27,13 +27,13 @@ TT = DenseDyn(tokens // 16)
 
 @kernel(pool="cube", alias="moe_expert")
 def expert_ffn(
-    x: In[f16[16, ANY]], gate: In[f32[16, 1]], w1: In[f16[ANY, ANY]], w3: In[f16[ANY, ANY]],
-    w2: In[f16[ANY, ANY]], y: Out[f32[16, ANY]],
+    x: In[f16, 16, ANY], gate: In[f32, 16, 1], w1: In[f16, ANY, ANY], w3: In[f16, ANY, ANY],
+    w2: In[f16, ANY, ANY], y: Out[f32, 16, ANY],
 ): ...
 @kernel(pool="vector", alias="fill")
-def zero_tile(y: Out[f32[16, ANY]], value: f64): ...
+def zero_tile(y: Out[f32, 16, ANY], value: f64): ...
 @kernel(pool="vector", alias="accumulate")
-def combine_expert(part: In[f32[16, ANY]], y: InOut[f32[16, ANY]]): ...
+def combine_expert(part: In[f32, 16, ANY], y: InOut[f32, 16, ANY]): ...
 
 
 @workload

@@ -13,7 +13,7 @@ T = DenseDyn(tokens // 16)
 
 
 @kernel(pool="vector")
-def rmsnorm(x: In[f32[16, ANY]], w: In[f32[ANY]], y: Out[f32[16, ANY]]): ...
+def rmsnorm(x: In[f32, 16, ANY], w: In[f32, ANY], y: Out[f32, 16, ANY]): ...
 
 
 @workload

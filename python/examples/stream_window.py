@@ -7,11 +7,11 @@ tasks = Symbol(bind=10000)
 A = Tensor(f32[64, 16])
 
 R = DenseDyn(tasks // 64)
-J = Dense[64]
+J = Dense(64)
 
 
 @kernel(pool="vector")
-def counter(a: InOut[f32[1, 16]]): ...
+def counter(a: InOut[f32, 1, 16]): ...
 
 
 @workload

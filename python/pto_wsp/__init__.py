@@ -208,7 +208,6 @@ __all__ = [
     "select_tier",
     "sequential",
     "span",
-    "tile",
     "u8",
     "u32",
     "u64",

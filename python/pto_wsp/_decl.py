@@ -76,7 +76,7 @@ class _DTypeMeta(type):
 
     def __getitem__(cls, dims: Any) -> "TensorType":
         if not getattr(cls, "tensor", False):
-            raise TypeError(f"`{cls.text}` is not an element type of tensors")
+            raise TypeError(f"`{getattr(cls, 'text', cls.__name__)}` is not an element type of tensors")
         if not isinstance(dims, tuple):
             dims = (dims,)
         return TensorType(cls, tuple(dims))  # type: ignore[arg-type]

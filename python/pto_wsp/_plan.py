@@ -163,7 +163,7 @@ class Space(Decl):
     def decl_text(self) -> str:
         lines = [f"space {self.name} {{"]
         for a in self.axes:
-            end = "dynamic" if a.end is DYNAMIC else a.end.text()
+            end = a.end.text() if isinstance(a.end, Expr) else "dynamic"
             lines.append(f"    axis {a.axis_name} from {a.start.text()} to {end};")
         for a in self.axes:
             t = a.tile

@@ -319,5 +319,5 @@ class Schedule:
         return build(self.target, schedule=self, **kw)
 
     def compile(self, **kw: Any) -> "Program":
-        """``self.module().compile(**kw)``."""
-        return self.module().compile(**kw)
+        """``self.module().compile(**kw)``: a program callable like a function."""
+        return self.module().compile(**kw)  # type: ignore[return-value]

@@ -420,7 +420,7 @@ class Schedulable:
     @api
     def compile(self, **kw: Any) -> "Program":
         """``self.module().compile(**kw)``: a program callable like a function."""
-        return self.module().compile(**kw)
+        return self.module().compile(**kw)  # type: ignore[return-value]
 
 
 class Workload(Decl, Schedulable):

@@ -387,7 +387,7 @@ def _allocate(d: Dict[str, Any], torch_like: Any) -> Any:
     (bf16: ``ml_dtypes.bfloat16`` when installed, else ``uint16`` bits)."""
     shape = tuple(int(x) for x in d["shape"])
     if torch_like is not None:
-        import torch
+        import torch  # type: ignore[import-not-found, unused-ignore]
 
         return torch.zeros(shape, dtype=getattr(torch, _TORCH_DTYPES[d["dtype"]]))
     import numpy as np

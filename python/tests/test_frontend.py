@@ -91,7 +91,7 @@ I = Dense[4]
 
 
 @kernel(pool="vector", alias="relu")
-def act(x: In[f32[32, 64]], y: Out[f32[32, 64]]): ...
+def act(x: In[f32, 32, 64], y: Out[f32, 32, 64]): ...
 """
 
 
@@ -153,7 +153,7 @@ def test_an_unknown_kernel_names_the_users_line(tmp_path):
         tmp_path,
         """
 @kernel(pool="vector")
-def no_such_kernel(x: In[f32[32, 64]], y: Out[f32[32, 64]]): ...
+def no_such_kernel(x: In[f32, 32, 64], y: Out[f32, 32, 64]): ...
 
 
 @workload
@@ -472,16 +472,16 @@ def test_every_construct_gives_the_text_written_by_hand():
     SP = Sparse(n, ptr, idx)
 
     @kernel(pool="vector")
-    def k(x: In[f32[1, 64]], y: Out[f32[1, 64]], a: i64): ...
+    def k(x: In[f32, 1, 64], y: Out[f32, 1, 64], a: i64): ...
 
     @kernel(pool="vector")
-    def k2(x: In[f32[1, 64]], y: Out[f32[1, 64]], a: i64): ...
+    def k2(x: In[f32, 1, 64], y: Out[f32, 1, 64], a: i64): ...
 
     @kernel(tiers=[(lambda a: a < 8, k)], otherwise=k2)
-    def kt(x: In[f32[1, 64]], y: Out[f32[1, 64]], a: i64): ...
+    def kt(x: In[f32, 1, 64], y: Out[f32, 1, 64], a: i64): ...
 
     @kernel(name="c")
-    def c_kernel(x: In[f32[1, 64]], y: Out[f32[1, 64]], a: i64): ...
+    def c_kernel(x: In[f32, 1, 64], y: Out[f32, 1, 64], a: i64): ...
 
     @workload
     def helper(m: i64):
@@ -544,7 +544,7 @@ def test_a_tensor_declared_from_a_numpy_array():
     I = Dense[8]  # noqa: E741
 
     @kernel(alias="relu")
-    def act(x: In[f32[1, 16]], y: Out[f32[1, 16]]): ...
+    def act(x: In[f32, 1, 16], y: Out[f32, 1, 16]): ...
 
     @workload
     def w():

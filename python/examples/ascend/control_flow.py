@@ -18,9 +18,8 @@ Z = Tensor(f32[16, 64])
 S = DenseDyn(steps)
 RG = Ragged(4, lens)
 SP = Sparse(4, indptr, indices)
-R4 = Dense[4]
+R4 = Dense(4)
 
-Block = f32[4, 64]
 
 BUMP_SMALL = """
     tile t: vec f32[4, 64];
@@ -45,13 +44,13 @@ COPY = """
 
 
 @kernel(pool="vector", body=BUMP_SMALL)
-def bump_small(x: InOut[Block], j: i64): ...
+def bump_small(x: InOut[f32, 4, 64], j: i64): ...
 @kernel(pool="vector", body=BUMP_LARGE)
-def bump_large(x: InOut[Block], j: i64): ...
+def bump_large(x: InOut[f32, 4, 64], j: i64): ...
 @kernel(pool="vector", tiers=[(lambda j: j < 2, bump_small)], otherwise=bump_large)
-def bump(x: InOut[Block], j: i64): ...
+def bump(x: InOut[f32, 4, 64], j: i64): ...
 @kernel(pool="vector", body=COPY)
-def copy(x: In[Block], y: Out[Block]): ...
+def copy(x: In[f32, 4, 64], y: Out[f32, 4, 64]): ...
 
 
 def block(k):

@@ -14,8 +14,8 @@ PM = Tensor(f32[8])
 PL = Tensor(f32[8])
 OUT = Tensor(f32[2, 64])
 
-RQ = Dense[2]
-CH = Dense[4]
+RQ = Dense(2)
+CH = Dense(4)
 
 # The kernels of examples/kernels/decode_attention.wsp (python/examples/kernels/decode_attention.py).
 CHUNK_BODY = """
@@ -84,11 +84,11 @@ MERGE_BODY = """
 
 @kernel(pool="cube", body=CHUNK_BODY)
 def chunk(
-    q: In[f32[1, 64]], k: In[f32[64, 64]], v: In[f32[64, 64]], o: Out[f32[1, 64]],
-    m: Out[f32[1]], l: Out[f32[1]], chunk_start: i64, chunk_end: i64,
+    q: In[f32, 1, 64], k: In[f32, 64, 64], v: In[f32, 64, 64], o: Out[f32, 1, 64],
+    m: Out[f32, 1], l: Out[f32, 1], chunk_start: i64, chunk_end: i64,
 ): ...
 @kernel(pool="cube", body=MERGE_BODY)
-def merge(o: In[f32[4, 64]], m: In[f32[4]], l: In[f32[4]], y: Out[f32[1, 64]]): ...
+def merge(o: In[f32, 4, 64], m: In[f32, 4], l: In[f32, 4], y: Out[f32, 1, 64]): ...
 
 
 @workload

@@ -7,7 +7,7 @@ A = Tensor(f16[64, 64])
 B = Tensor(f16[64, 64])
 C = Tensor(f32[64, 64])
 
-T = Dense[4]
+T = Dense(4)
 
 GEMM_TILE = """
     tile ta: left f16[16, 16];
@@ -26,7 +26,7 @@ GEMM_TILE = """
 
 
 @kernel(pool="cube", body=GEMM_TILE)
-def gemm_tile(a: In[f16[16, 64]], b: In[f16[64, 16]], c: Out[f32[16, 16]]): ...
+def gemm_tile(a: In[f16, 16, 64], b: In[f16, 64, 16], c: Out[f32, 16, 16]): ...
 
 
 def tile(i):

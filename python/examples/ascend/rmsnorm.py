@@ -7,7 +7,7 @@ X = Tensor(f32[32, 64])
 W = Tensor(f32[1, 64])
 Y = Tensor(f32[32, 64])
 
-R = Dense[4]
+R = Dense(4)
 
 RMSNORM_TILE = """
     tile tx: vec f32[8, 64];
@@ -33,13 +33,12 @@ SCALE_TILE = """
     TSTORE(x, tx);
 """
 
-Rows = f32[8, 64]
 
 
 @kernel(pool="vector", body=RMSNORM_TILE)
-def rmsnorm_tile(x: In[Rows], w: In[f32[1, 64]], y: Out[Rows], eps: f32): ...
+def rmsnorm_tile(x: In[f32, 8, 64], w: In[f32, 1, 64], y: Out[f32, 8, 64], eps: f32): ...
 @kernel(pool="vector", body=SCALE_TILE)
-def scale_tile(x: InOut[Rows], k: f32): ...
+def scale_tile(x: InOut[f32, 8, 64], k: f32): ...
 
 
 @workload

@@ -9,8 +9,8 @@ M = Tensor(f32[32, 1])
 LP = Tensor(f32[32, 4])
 L = Tensor(f32[32, 1])
 
-B = Dense[4]
-C = Dense[4]
+B = Dense(4)
+C = Dense(4)
 
 TILE_MAX = """
     tile t: vec f32[8, 64];
@@ -53,20 +53,18 @@ NORMALIZE = """
     TSTORE(x, t);
 """
 
-Tile = f32[8, 64]
-Col = f32[8, 1]
 
 
 @kernel(pool="vector", body=TILE_MAX)
-def tile_max(x: In[Tile], m: Out[Col]): ...
+def tile_max(x: In[f32, 8, 64], m: Out[f32, 8, 1]): ...
 @kernel(pool="vector", body=REDUCE.format(out="tm", op="TROWMAX", param="m"))
-def reduce_max(p: In[f32[8, 4]], m: Out[Col]): ...
+def reduce_max(p: In[f32, 8, 4], m: Out[f32, 8, 1]): ...
 @kernel(pool="vector", body=TILE_SUMEXP)
-def tile_sumexp(x: In[Tile], m: In[Col], l: Out[Col]): ...
+def tile_sumexp(x: In[f32, 8, 64], m: In[f32, 8, 1], l: Out[f32, 8, 1]): ...
 @kernel(pool="vector", body=REDUCE.format(out="tl", op="TROWSUM", param="l"))
-def reduce_sum(p: In[f32[8, 4]], l: Out[Col]): ...
+def reduce_sum(p: In[f32, 8, 4], l: Out[f32, 8, 1]): ...
 @kernel(pool="vector", body=NORMALIZE)
-def normalize(x: InOut[Tile], m: In[Col], l: In[Col]): ...
+def normalize(x: InOut[f32, 8, 64], m: In[f32, 8, 1], l: In[f32, 8, 1]): ...
 
 
 @workload

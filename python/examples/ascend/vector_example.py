@@ -11,9 +11,8 @@ e = Tensor(f32[128, 128])
 g = Tensor(f32[128, 128])
 f = Tensor(f32[128, 128])
 
-R = Dense[4]
+R = Dense(4)
 
-Rows = f32[32, 128]
 
 BINARY = """
     tile tx: vec f32[32, 128];
@@ -33,11 +32,11 @@ ADD_SCALAR = """
 
 
 @kernel(pool="vector", body=BINARY.format(op="TADD"))
-def add(x: In[Rows], y: In[Rows], z: Out[Rows]): ...
+def add(x: In[f32, 32, 128], y: In[f32, 32, 128], z: Out[f32, 32, 128]): ...
 @kernel(pool="vector", body=ADD_SCALAR)
-def add_scalar(x: In[Rows], z: Out[Rows], s: f32): ...
+def add_scalar(x: In[f32, 32, 128], z: Out[f32, 32, 128], s: f32): ...
 @kernel(pool="vector", body=BINARY.format(op="TMUL"))
-def mul(x: In[Rows], y: In[Rows], z: Out[Rows]): ...
+def mul(x: In[f32, 32, 128], y: In[f32, 32, 128], z: Out[f32, 32, 128]): ...
 
 
 @workload

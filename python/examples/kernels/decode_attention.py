@@ -17,7 +17,7 @@ PM2 = Tensor(f32[4])
 PL2 = Tensor(f32[4])
 OUT2 = Tensor(f32[1, 64])
 
-CH = Dense[4]
+CH = Dense(4)
 
 CHUNK_BODY = """
     let n: i64 = chunk_end - chunk_start;
@@ -85,18 +85,18 @@ MERGE_BODY = """
 
 @kernel(pool="cube", body=CHUNK_BODY)
 def chunk(
-    q: In[f32[1, 64]], k: In[f32[64, 64]], v: In[f32[64, 64]], o: Out[f32[1, 64]],
-    m: Out[f32[1]], l: Out[f32[1]], chunk_start: i64, chunk_end: i64,
+    q: In[f32, 1, 64], k: In[f32, 64, 64], v: In[f32, 64, 64], o: Out[f32, 1, 64],
+    m: Out[f32, 1], l: Out[f32, 1], chunk_start: i64, chunk_end: i64,
 ): ...
 @kernel(pool="cube", body=MERGE_BODY)
-def merge(o: In[f32[4, 64]], m: In[f32[4]], l: In[f32[4]], y: Out[f32[1, 64]]): ...
+def merge(o: In[f32, 4, 64], m: In[f32, 4], l: In[f32, 4], y: Out[f32, 1, 64]): ...
 @kernel(pool="cube", alias="attn_decode_chunk")
 def chunk_builtin(
-    q: In[f32[1, 64]], k: In[f32[64, 64]], v: In[f32[64, 64]], o: Out[f32[1, 64]],
-    m: Out[f32[1]], l: Out[f32[1]], chunk_start: i64, chunk_end: i64,
+    q: In[f32, 1, 64], k: In[f32, 64, 64], v: In[f32, 64, 64], o: Out[f32, 1, 64],
+    m: Out[f32, 1], l: Out[f32, 1], chunk_start: i64, chunk_end: i64,
 ): ...
 @kernel(pool="cube", alias="attn_merge")
-def merge_builtin(o: In[f32[4, 64]], m: In[f32[4]], l: In[f32[4]], y: Out[f32[1, 64]]): ...
+def merge_builtin(o: In[f32, 4, 64], m: In[f32, 4], l: In[f32, 4], y: Out[f32, 1, 64]): ...
 
 
 @workload

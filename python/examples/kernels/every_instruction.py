@@ -80,8 +80,8 @@ EVERY_OP_BODY = """
 
 @kernel(pool="vector", body=EVERY_OP_BODY)
 def every_op(
-    x: In[f32[8, 16]], w: In[f32[8, 16]], h: In[f16[8, 16]], y: Out[f32[8, 16]],
-    r: Out[f32[8, 1]], s: Out[f32[1, 16]], hy: Out[f16[8, 16]], k: f32,
+    x: In[f32, 8, 16], w: In[f32, 8, 16], h: In[f16, 8, 16], y: Out[f32, 8, 16],
+    r: Out[f32, 8, 1], s: Out[f32, 1, 16], hy: Out[f16, 8, 16], k: f32,
 ): ...
 
 

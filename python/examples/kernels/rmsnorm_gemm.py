@@ -12,8 +12,8 @@ B = Tensor(f32[64, 32])
 C = Tensor(f32[32, 32])
 C2 = Tensor(f32[32, 32])
 
-R = Dense[4]
-T = Dense[2]
+R = Dense(4)
+T = Dense(2)
 
 RMSNORM_TILE = """
     tile tx: vec f32[8, 64];
@@ -50,17 +50,16 @@ GEMM_TILE = """
     TSTORE(c, tc);
 """
 
-Rows = f32[8, 64]
 
 
 @kernel(pool="vector", body=RMSNORM_TILE)
-def rmsnorm_tile(x: In[Rows], w: In[f32[64]], y: Out[Rows], eps: f32): ...
+def rmsnorm_tile(x: In[f32, 8, 64], w: In[f32, 64], y: Out[f32, 8, 64], eps: f32): ...
 @kernel(pool="vector", alias="rmsnorm")
-def rmsnorm_builtin(x: In[Rows], w: In[f32[64]], y: Out[Rows], eps: f64): ...
+def rmsnorm_builtin(x: In[f32, 8, 64], w: In[f32, 64], y: Out[f32, 8, 64], eps: f64): ...
 @kernel(pool="cube", body=GEMM_TILE)
-def gemm_tile(a: In[f32[16, 64]], b: In[f32[64, 16]], c: InOut[f32[16, 16]]): ...
+def gemm_tile(a: In[f32, 16, 64], b: In[f32, 64, 16], c: InOut[f32, 16, 16]): ...
 @kernel(pool="cube", alias="matmul_acc")
-def gemm_builtin(a: In[f32[16, 64]], b: In[f32[64, 16]], c: InOut[f32[16, 16]]): ...
+def gemm_builtin(a: In[f32, 16, 64], b: In[f32, 64, 16], c: InOut[f32, 16, 16]): ...
 
 
 @workload

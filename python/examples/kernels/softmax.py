@@ -6,7 +6,7 @@ from pto_wsp import *
 X = Tensor(f32[32, 64])
 Y = Tensor(f32[32, 64])
 Z = Tensor(f32[32, 64])
-R = Dense[4]
+R = Dense(4)
 
 SOFTMAX_TILE = """
     tile t: vec f32[8, 64];
@@ -24,9 +24,9 @@ SOFTMAX_TILE = """
 
 
 @kernel(pool="vector", body=SOFTMAX_TILE)
-def softmax_tile(x: In[f32[8, 64]], y: Out[f32[8, 64]], scale: f32): ...
+def softmax_tile(x: In[f32, 8, 64], y: Out[f32, 8, 64], scale: f32): ...
 @kernel(pool="vector", alias="softmax")
-def softmax_builtin(x: In[f32[8, 64]], y: Out[f32[8, 64]], scale: f64): ...
+def softmax_builtin(x: In[f32, 8, 64], y: Out[f32, 8, 64], scale: f64): ...
 
 
 @workload
