@@ -210,9 +210,7 @@ impl Program {
     /// (under the compile-time bindings), `read`, `written` and `output` (see
     /// `pto_wsp::TensorRole`).
     fn tensor_info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let store = TensorStore::new(&self.loaded.module, &self.bindings)
-            .map_err(|e| RunError::new_err(format!("{}: {e}", self.name)))?;
-        tensor_list(py, &store, &self.roles)
+        tensor_list(py, &shapes(&self.loaded, &self.bindings, &self.name)?, &self.roles)
     }
 
     /// The contents of tensor `name` in the program's own memory after the last run (a tensor
@@ -391,6 +389,14 @@ fn coverage_list<'py>(py: Python<'py>, unwritten: &[Unwritten]) -> PyResult<Boun
     Ok(list)
 }
 
+/// The tensors' shapes under `bindings` (whose bound integer contents, which a call may
+/// replace, are not checked here).
+fn shapes(loaded: &Loaded, bindings: &Bindings, name: &str) -> PyResult<TensorStore> {
+    let mut b = bindings.clone();
+    b.arrays.clear();
+    TensorStore::new(&loaded.module, &b).map_err(|e| RunError::new_err(format!("{name}: {e}")))
+}
+
 fn tensor_list<'py>(
     py: Python<'py>,
     store: &TensorStore,
@@ -407,6 +413,7 @@ fn tensor_list<'py>(
         d.set_item("read", role.read)?;
         d.set_item("written", role.written)?;
         d.set_item("output", role.output())?;
+        d.set_item("checked", role.checked())?;
         list.append(d)?;
     }
     Ok(list)
@@ -553,9 +560,7 @@ impl PlanProgram {
     /// One dict per tensor, as [`Program::tensor_info`] gives it (roles from the plans'
     /// kernel calls and the generators' `load`s).
     fn tensor_info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let store = TensorStore::new(&self.loaded.module, &self.bindings)
-            .map_err(|e| RunError::new_err(format!("{}: {e}", self.name)))?;
-        tensor_list(py, &store, &self.roles)
+        tensor_list(py, &shapes(&self.loaded, &self.bindings, &self.name)?, &self.roles)
     }
 
     fn __repr__(&self) -> String {

@@ -2,6 +2,11 @@
 ragged axis, a `select` over a sparse axis, kernel tiers, a `while` loop with `load`, `set`, `if`
 and `break`): examples/ascend/control_flow.wsp in Python."""
 
+from typing import Any
+
+import numpy as np
+
+import pto_wsp
 from pto_wsp import *
 
 steps = Symbol(bind=3)
@@ -79,3 +84,49 @@ def main():
 
 
 module = main.module()
+
+
+def check(threads: int = 2) -> None:
+    """Every construct of the example, replayed by hand in numpy with its `//@ bind` values."""
+    rng = np.random.default_rng(36)
+    x, y, z = (rng.standard_normal((16, 64)).astype(np.float32) for _ in range(3))
+    want_x, want_y, want_z = (a.astype(np.float64) for a in (x, y, z))
+    pto_wsp.compile(module, threads=threads)(X=x, Y=y, Z=z)
+    steps, lens = 3, [2, 0, 3, 1]
+    indptr, indices = [0, 2, 3, 3, 5], [1, 3, 0, 2, 3]
+
+    def block(a: Any, k: int) -> Any:
+        return a[k * 4 : k * 4 + 4]
+
+    def bump(a: Any, k: int, j: int) -> None:  # tiers: j < 2 adds 1, else halves and adds 2
+        rows = block(a, k)
+        rows[:] = rows + 1 if j < 2 else rows * 0.5 + 2
+
+    for _ in range(steps):
+        for r in range(4):
+            for p in range(lens[r]):
+                bump(want_x, r, p)
+    for r in range(4):
+        for c in indices[indptr[r] : indptr[r + 1]]:
+            block(want_y, r)[:] = block(want_x, c)
+    for r in range(4):
+        bump(want_x, r, 7)
+    i, rounds = 0, 0
+    while i < 10 and rounds < 8:
+        rounds += 1
+        n = lens[i % 4]
+        if n > 1:
+            bump(want_z, i % 4, n)
+        else:
+            block(want_z, i % 4)[:] = block(want_y, i % 4)
+        i += 3
+        if i > 6:
+            break
+    np.testing.assert_allclose(x, want_x, rtol=1e-6)
+    np.testing.assert_allclose(y, want_y, rtol=1e-6)
+    np.testing.assert_allclose(z, want_z, rtol=1e-6)
+    print("ascend/control_flow: ok")
+
+
+if __name__ == "__main__":
+    check()

@@ -1,6 +1,9 @@
 """Split-KV decode attention for one query row and one head, in tile instructions beside the
 built-ins `attn_decode_chunk` and `attn_merge`: examples/kernels/decode_attention.wsp in Python."""
 
+import numpy as np
+
+import pto_wsp
 from pto_wsp import *
 
 kv = Symbol(bind=200)
@@ -112,3 +115,23 @@ def main():
 
 
 module = main.task_graph(deps=Deps.hybrid()).module()
+
+
+def check(threads: int = 2) -> None:
+    """Split-KV decode over 200 keys (tile instructions and built-ins) against numpy."""
+    prog = pto_wsp.compile(module, threads=threads)  # kv = 200 (its //@ bind)
+    rng = np.random.default_rng(11)
+    q = rng.standard_normal((1, 64)).astype(np.float32)
+    k = rng.standard_normal((256, 64)).astype(np.float32)
+    v = rng.standard_normal((256, 64)).astype(np.float32)
+    out = prog(Q=q, K=k, V=v)
+    s = q.astype(np.float64) @ k[:200].astype(np.float64).T / 8.0
+    p = np.exp(s - s.max())
+    want = p @ v[:200].astype(np.float64) / p.sum()
+    np.testing.assert_allclose(out.OUT, want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(out.OUT2, want, rtol=1e-4, atol=1e-5)
+    print("kernels/decode_attention: ok")
+
+
+if __name__ == "__main__":
+    check()

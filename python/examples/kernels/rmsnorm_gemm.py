@@ -1,6 +1,11 @@
 """RMSNorm and a GEMM tile with accumulation written in tile instructions, each next to the
 built-in it re-expresses: examples/kernels/rmsnorm_gemm.wsp in Python."""
 
+from typing import Any
+
+import numpy as np
+
+import pto_wsp
 from pto_wsp import *
 
 X = Tensor(f32[32, 64])
@@ -75,3 +80,29 @@ def main():
 
 
 module = main.module()
+
+
+def check(threads: int = 2) -> None:
+    """RMSNorm and the accumulating GEMM tile (tile instructions and built-ins) against numpy."""
+    def rmsnorm(x: Any, w: Any) -> Any:
+        return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-6) * w
+
+    prog = pto_wsp.compile(module, threads=threads)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((32, 64)).astype(np.float32)
+    w = rng.standard_normal(64).astype(np.float32)
+    a = rng.standard_normal((32, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 32)).astype(np.float32)
+    c, c2 = np.ones((32, 32), np.float32), np.ones((32, 32), np.float32)
+    out = prog(X=x, W=w, A=a, B=b, out={"C": c, "C2": c2})
+    norm = rmsnorm(x.astype(np.float64), w)
+    np.testing.assert_allclose(out.Y, norm, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(out.Y2, norm, rtol=1e-4, atol=1e-5)
+    gemm = 1.0 + a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, gemm, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(c2, gemm, rtol=1e-4, atol=1e-4)
+    print("kernels/rmsnorm_gemm: ok")
+
+
+if __name__ == "__main__":
+    check()

@@ -1,6 +1,11 @@
 """Row softmax written in tile instructions next to the built-in `softmax` on the same input:
 examples/kernels/softmax.wsp in Python (the kernel body is the tile-instruction text)."""
 
+from typing import Any
+
+import numpy as np
+
+import pto_wsp
 from pto_wsp import *
 
 X = Tensor(f32[32, 64])
@@ -38,3 +43,22 @@ def main():
 
 
 module = main.module()
+
+
+def check(threads: int = 2) -> None:
+    """Both softmax kernels (tile instructions and the built-in) against numpy."""
+    def softmax(x: Any) -> Any:
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    prog = pto_wsp.compile(module, threads=threads)
+    x = np.random.default_rng(6).standard_normal((32, 64)).astype(np.float32)
+    out = prog(X=x)
+    want = softmax(x.astype(np.float64) * 0.125)
+    np.testing.assert_allclose(out.Y, want, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(out.Z, want, rtol=1e-4, atol=1e-6)
+    print("kernels/softmax: ok")
+
+
+if __name__ == "__main__":
+    check()

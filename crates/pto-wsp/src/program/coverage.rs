@@ -2,9 +2,10 @@
 //!
 //! Why: a workload whose tiles cover 64 of 70 rows (`n / 16` tiles of 16) runs and leaves six
 //! rows of its output as they were; nothing fails, and the user reads stale memory as results.
-//! After a host run, every *output* tensor (one some task writes, `out` or `inout`, and no task
-//! reads as `in` nor as data — so intermediates and caches updated in place are not outputs)
-//! is checked to have had each of its elements written by some task.
+//! After a host run, every *output* tensor that tasks only write (`out` regions; no task reads
+//! it as `in` or as data, nor updates it in place with `inout` — so intermediates, caches and
+//! accumulators are not checked) is checked to have had each of its elements written by some
+//! task.
 //!
 //! Promise: [`Coverage::mark`] records a written box (a region as `(start, size)` per
 //! dimension, clipped to the tensor) in a bitmap of one bit per element, row by row; the same
@@ -68,13 +69,21 @@ pub struct TensorRole {
     pub read: bool,
     /// Some task writes it (`out` or `inout`).
     pub written: bool,
+    /// Some task updates it in place (`inout`).
+    pub updated: bool,
 }
 
 impl TensorRole {
-    /// Written and never read: what the run produces (intermediates and caches updated in
-    /// place are read too, so they are not outputs).
+    /// Written and never read by `in`: what the run produces (intermediates and caches are
+    /// read too, so they are not outputs; an accumulator updated with `inout` is).
     pub fn output(&self) -> bool {
         self.written && !self.read
+    }
+
+    /// An output whose every element a run must write: written only by `out` regions (a
+    /// tensor updated in place with `inout` may be updated in part, as the caller's array).
+    pub fn checked(&self) -> bool {
+        self.output() && !self.updated
     }
 }
 
@@ -89,13 +98,12 @@ pub fn roles(r: &Resolved<'_>) -> Vec<TensorRole> {
     r.each_stmt(&mut |s| {
         if let StmtKind::Task(task) = &s.kind {
             for a in &task.args {
-                if let TaskArg::Region {
-                    tensor,
-                    access: Access::In,
-                    ..
-                } = a
-                {
-                    out[tensor.index()].read = true;
+                if let TaskArg::Region { tensor, access, .. } = a {
+                    match access {
+                        Access::In => out[tensor.index()].read = true,
+                        Access::InOut => out[tensor.index()].updated = true,
+                        Access::Out => {}
+                    }
                 }
             }
         }
@@ -118,7 +126,11 @@ pub fn plan_roles(module: &Module) -> Vec<TensorRole> {
             {
                 match access {
                     Access::In => out[t].read = true,
-                    _ => out[t].written = true,
+                    Access::InOut => {
+                        out[t].written = true;
+                        out[t].updated = true;
+                    }
+                    Access::Out => out[t].written = true,
                 }
             }
         }
@@ -158,9 +170,9 @@ fn each_load(body: &[GenStmt], f: &mut impl FnMut(&str)) {
     }
 }
 
-/// Per tensor: whether it is an output of the resolved entry.
+/// Per tensor: whether the resolved entry's runs must write all of it ([`TensorRole::checked`]).
 pub(crate) fn outputs(r: &Resolved<'_>) -> Vec<bool> {
-    roles(r).iter().map(TensorRole::output).collect()
+    roles(r).iter().map(TensorRole::checked).collect()
 }
 
 /// One output tensor's bitmap.
