@@ -7,6 +7,7 @@ import numpy as np
 
 import pto_wsp
 from pto_wsp import *
+from pto_wsp import tile as tl
 
 X = Tensor(f32[32, 64])
 W = Tensor(f32[64])
@@ -19,23 +20,6 @@ C2 = Tensor(f32[32, 32])
 
 R = Dense(4)
 T = Dense(2)
-
-RMSNORM_TILE = """
-    tile tx: vec f32[8, 64];
-    tile sq: vec f32[8, 64];
-    tile s: vec f32[8, 1];
-    tile tw: vec f32[1, 64];
-    TLOAD(tx, x);
-    TMUL(sq, tx, tx);
-    TROWSUM(s, sq);
-    TMULS(s, s, 0.015625);
-    TADDS(s, s, eps);
-    TRSQRT(s, s);
-    TROWEXPANDMUL(tx, tx, s);
-    TLOAD(tw, w);
-    TCOLEXPANDMUL(tx, tx, tw);
-    TSTORE(y, tx);
-"""
 
 GEMM_TILE = """
     tile ta: left f32[16, 16];
@@ -57,8 +41,17 @@ GEMM_TILE = """
 
 
 
-@kernel(pool="vector", body=RMSNORM_TILE)
-def rmsnorm_tile(x: In[f32, 8, 64], w: In[f32, 64], y: Out[f32, 8, 64], eps: f32): ...
+@kernel(pool="vector")
+def rmsnorm_tile(x: In[f32, 8, 64], w: In[f32, 64], y: Out[f32, 8, 64], eps: f32):
+    """y = x / sqrt(mean(x^2) + eps) * w on an 8 x 64 tile, written with tile operations."""
+    tx = tl.load(x)
+    sq = tx * tx
+    s = tl.rsqrt(tl.row_sum(sq) * (1 / 64) + eps)
+    tx = tx * s
+    tw = tl.load(w)
+    tl.store(y, tx * tw)
+
+
 @kernel(pool="vector", alias="rmsnorm")
 def rmsnorm_builtin(x: In[f32, 8, 64], w: In[f32, 64], y: Out[f32, 8, 64], eps: f64): ...
 @kernel(pool="cube", body=GEMM_TILE)

@@ -1,5 +1,5 @@
 """Row softmax written in tile instructions next to the built-in `softmax` on the same input:
-examples/kernels/softmax.wsp in Python (the kernel body is the tile-instruction text)."""
+examples/kernels/softmax.wsp in Python (the kernel written as a Python function over tile values)."""
 
 from typing import Any
 
@@ -7,29 +7,24 @@ import numpy as np
 
 import pto_wsp
 from pto_wsp import *
+from pto_wsp import tile as T
 
 X = Tensor(f32[32, 64])
 Y = Tensor(f32[32, 64])
 Z = Tensor(f32[32, 64])
 R = Dense(4)
 
-SOFTMAX_TILE = """
-    tile t: vec f32[8, 64];
-    tile m: vec f32[8, 1];
-    tile l: vec f32[8, 1];
-    TLOAD(t, x);
-    TMULS(t, t, scale);
-    TROWMAX(m, t);
-    TROWEXPANDSUB(t, t, m);
-    TEXP(t, t);
-    TROWSUM(l, t);
-    TROWEXPANDDIV(t, t, l);
-    TSTORE(y, t);
-"""
+@kernel(pool="vector")
+def softmax_tile(x: In[f32, 8, 64], y: Out[f32, 8, 64], scale: f32):
+    """Fused row softmax of an 8 x 64 tile: y = softmax(scale * x) per row."""
+    t = T.load(x)
+    t = t * scale
+    m = T.row_max(t)
+    t = T.exp(t - m)  # each row minus its max (TROWEXPANDSUB), then TEXP
+    l = T.row_sum(t)
+    T.store(y, t / l)
 
 
-@kernel(pool="vector", body=SOFTMAX_TILE)
-def softmax_tile(x: In[f32, 8, 64], y: Out[f32, 8, 64], scale: f32): ...
 @kernel(pool="vector", alias="softmax")
 def softmax_builtin(x: In[f32, 8, 64], y: Out[f32, 8, 64], scale: f64): ...
 
