@@ -150,6 +150,12 @@ class Space(Decl):
         except (TypeError, ValueError) as e:
             raise FrontError(f"space `{self.name}`: a constraint {e}") from None
 
+    def __getattr__(self, name: str) -> SpaceAxis:
+        # The axes are attributes (set in __init__); this is only reached for other names.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise AttributeError(f"space has no axis `{name}`")
+
     def deps(self) -> List[Decl]:
         out: List[Decl] = []
         for a in self.axes:
@@ -220,6 +226,12 @@ class Tiers(Decl):
                 raise FrontError(f"tier `{n}` of `{self.name}`: the bound is an int or DEFAULT, not {tier.bound!r}")
             self.tiers.append(tier)
             setattr(self, n, n)
+
+    def __getattr__(self, name: str) -> str:
+        # The tiers' names are attributes (set in __init__); this is only reached for others.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise AttributeError(f"tier table has no tier `{name}`")
 
     def decl_text(self) -> str:
         lines = [f"tiers {self.name} {{"]

@@ -1033,6 +1033,15 @@ for _mn, _spec in INSTRUCTIONS.items():
 del _mn, _spec
 
 
+def __getattr__(name: str) -> Callable[..., Any]:
+    """The instruction functions are made from the table at import (``TLOAD``, ``TROWMAX``,
+    ...); this is reached only for names that are none of them (and tells a type checker that
+    ``tile.TROWMAX`` is a function)."""
+    raise AttributeError(
+        f"module 'pto_wsp.tile' has no attribute {name!r} (its instructions: {', '.join(INSTRUCTIONS)})"
+    )
+
+
 # ----- tracing a kernel and writing its body ----------------------------------------------
 
 
