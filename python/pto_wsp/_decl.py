@@ -36,7 +36,7 @@ def _name(name: Optional[str], what: str) -> str:
         if not isinstance(name, str) or not name.isidentifier():
             raise FrontError(f"the name of a {what} must be an identifier, not {name!r}")
         return name
-    n = _where.assigned_name()
+    n = _where.assigned_name(exact=True)
     if n is None:
         raise FrontError(
             f"cannot tell the name of this {what}: assign it to one variable (`X = ...`, or "
@@ -240,7 +240,23 @@ class _Named(Decl, Expr):
 
 
 class Symbol(_Named):
-    """``symbol NAME: TYPE;`` — a run-time value (``bind=`` writes a ``//@ bind`` line)."""
+    """A value fixed when the program is compiled: a size, a count, a flag.
+
+    An expression in Python arithmetic (``M // 128``); ``symbol NAME: TYPE;`` in the text.
+
+    Parameters
+    ----------
+    type : scalar type, default i64
+        ``i64``, ``u64_t``, ``bool_`` (or Python's ``int`` / ``bool``), ``f32``, ``f64``.
+    bind : optional
+        Its default value (a ``//@ bind`` line); ``compile(bind=...)`` overrides it.
+    name : str, optional
+        Default: the variable it is assigned to (``M = Symbol()`` is ``M``).
+
+    Examples
+    --------
+    >>> M, K = Symbol(bind=256), Symbol(bind=128)   # doctest: +SKIP
+    """
 
     kind = "symbol"
 
@@ -251,11 +267,20 @@ class Symbol(_Named):
         self.bind = bind
 
     def decl_text(self) -> str:
+        """The declaration as ``.wsp`` text."""
         return f"symbol {self.name}: {self.type.text};"
 
 
 class Slot(_Named):
-    """``slot NAME: TYPE;`` — a variable of the generating program (``.set``, ``.load``)."""
+    """A variable of the program that generates tasks, set while it runs (``slot.set(e)``,
+    ``slot.load(T[i])``); ``slot NAME: TYPE;`` in the text.
+
+    Parameters
+    ----------
+    type : scalar type, default i64
+    name : str, optional
+        Default: the variable it is assigned to.
+    """
 
     kind = "slot"
 
@@ -265,6 +290,7 @@ class Slot(_Named):
         self.type = _scalar_type(type, f"slot `{self.name}`")
 
     def decl_text(self) -> str:
+        """The declaration as ``.wsp`` text."""
         return f"slot {self.name}: {self.type.text};"
 
     def set(self, value: Any) -> None:
@@ -293,7 +319,13 @@ class Slot(_Named):
 
 
 class span:
-    """``span(start, size)``: the region dimension ``start +: size``."""
+    """A region dimension of ``size`` indices from ``start``: ``X[span(i * 16, 16), :]`` is
+    ``X[i * 16:(i + 1) * 16, :]`` (``start +: size`` in the text).
+
+    Parameters
+    ----------
+    start, size : int or expression
+    """
 
     def __init__(self, start: Any, size: Any):
         self.start = lit(start)
@@ -308,6 +340,7 @@ class Region:
         self.dims = dims
 
     def exprs(self) -> List[Expr]:
+        """The region's start and size expressions, in order."""
         out = []
         for s, z in self.dims:
             out.append(s)
@@ -316,12 +349,32 @@ class Region:
         return out
 
     def template(self) -> str:
+        """The region as ``.wsp`` text with a ``{}`` per expression."""
         parts = ["{}" if z is None else "{} +: {}" for _, z in self.dims]
         return f"{self.tensor.name}[{', '.join(parts)}]"
 
 
 class Tensor(Decl):
-    """``tensor NAME: DTYPE[dims];`` from a type (``Tensor(f32[M, K])``) or ``Tensor.like(array)``."""
+    """A tensor of the module: what tasks read and write, one array per tensor when the program
+    is called.
+
+    ``X[i * 16:(i + 1) * 16, :]`` is a region of it (numpy-style: an index, a slice with a
+    constant-folded size, ``:`` for a whole dimension, ``span(start, size)``).
+
+    Parameters
+    ----------
+    type : TensorType
+        Element type and dimensions, expressions of symbols: ``f32[M, 128]``.
+    bind : list of int, optional
+        The contents of an integer tensor read by the program (``//@ bind`` line).
+    name : str, optional
+        Default: the variable it is assigned to.
+
+    Examples
+    --------
+    >>> A = Tensor(f16[M, K])                          # doctest: +SKIP
+    >>> lens = Tensor(i32[nreq], bind=[1500, 200])     # doctest: +SKIP
+    """
 
     kind = "tensor"
 
@@ -347,6 +400,7 @@ class Tensor(Decl):
         return [d for e in self.dims for d in expr_deps(e)]
 
     def decl_text(self) -> str:
+        """The declaration as ``.wsp`` text."""
         return f"tensor {self.name}: {self.type.text()};"
 
     @api
@@ -381,6 +435,7 @@ class Tensor(Decl):
         return Region(self, dims)
 
     def whole(self) -> Region:
+        """The region of the whole tensor (``T[:, :]``)."""
         return self[()]
 
 
@@ -403,7 +458,15 @@ class _DenseMeta(type):
 
 
 class Dense(Axis, metaclass=_DenseMeta):
-    """``axis NAME = dense(N);`` — written ``Dense[N]`` (or ``Dense(N)``)."""
+    """An iteration space of ``n`` points, ``n`` known at compile time: ``Dense(8)``
+    (``axis NAME = dense(8);``; ``Dense[8]`` also works at run time).
+
+    Parameters
+    ----------
+    n : int or expression of symbols
+    name : str, optional
+        Default: the variable it is assigned to.
+    """
 
     def __init__(self, n: Any, *, name: Optional[str] = None):
         super().__init__(name)
@@ -413,11 +476,21 @@ class Dense(Axis, metaclass=_DenseMeta):
         return expr_deps(self.n)
 
     def decl_text(self) -> str:
+        """The declaration as ``.wsp`` text."""
         return f"axis {self.name} = dense({self.n.text()});"
 
 
 class DenseDyn(Axis):
-    """``axis NAME = dense_dyn(n);`` — the extent evaluated when a loop over it starts."""
+    """An iteration space whose extent is evaluated when a loop over it starts
+    (``axis NAME = dense_dyn(n);``): ``DenseDyn(M // 128)``.
+
+    Parameters
+    ----------
+    n : expression
+        Over symbols and slots.
+    name : str, optional
+        Default: the variable it is assigned to.
+    """
 
     def __init__(self, n: Any, *, name: Optional[str] = None):
         super().__init__(name)
@@ -427,12 +500,25 @@ class DenseDyn(Axis):
         return expr_deps(self.n)
 
     def decl_text(self) -> str:
+        """The declaration as ``.wsp`` text."""
         return f"axis {self.name} = dense_dyn({self.n.text()});"
 
 
 class Ragged(Axis):
-    """``axis NAME = ragged(outer, lengths);`` — row ``r`` has ``lengths[r]`` elements, or
-    ``length(lengths[r])`` with ``length=lambda n: (n + 511) // 512``. Two loop variables."""
+    """A ragged iteration space: ``outer`` rows, row ``r`` of ``lengths[r]`` points (or
+    ``length(lengths[r])``); a loop over it has two variables (``for r, i in P(axis)``).
+    ``axis NAME = ragged(outer, lengths[, LEN]);`` in the text.
+
+    Parameters
+    ----------
+    outer : expression
+        Number of rows.
+    lengths : Tensor
+        An integer tensor of one length per row.
+    length : callable, optional
+        ``lambda n: (n + 511) // 512``: the row's point count from its length.
+    name : str, optional
+    """
 
     nvars = 2
 
@@ -456,12 +542,23 @@ class Ragged(Axis):
         return out
 
     def decl_text(self) -> str:
+        """The declaration as ``.wsp`` text."""
         extra = "" if self.length is None else f", {self.length.text()}"
         return f"axis {self.name} = ragged({self.outer.text()}, {self.lengths.name}{extra});"
 
 
 class Sparse(Axis):
-    """``axis NAME = sparse(outer, indptr, indices);`` — CSR; ``P.sel`` iterates its entries."""
+    """A sparse iteration space in CSR form; ``for r, e in P.sel(axis)`` visits each stored
+    entry (``axis NAME = sparse(outer, indptr, indices);``).
+
+    Parameters
+    ----------
+    outer : expression
+        Number of rows.
+    indptr, indices : Tensor
+        Integer tensors: row ``r``'s entries are ``indices[indptr[r]:indptr[r + 1]]``.
+    name : str, optional
+    """
 
     nvars = 2
 
@@ -475,6 +572,7 @@ class Sparse(Axis):
         return expr_deps(self.outer) + [self.indptr, self.indices]
 
     def decl_text(self) -> str:
+        """The declaration as ``.wsp`` text."""
         return f"axis {self.name} = sparse({self.outer.text()}, {self.indptr.name}, {self.indices.name});"
 
 
@@ -583,6 +681,7 @@ class Kernel(Decl):
         return out
 
     def decl_text(self) -> str:
+        """The declaration as ``.wsp`` text (with its body, if it has one)."""
         s = f"kernel {self.name}({', '.join(p.text() for p in self.params)})"
         if self.pool != "any":
             s += f" @{self.pool}"

@@ -246,10 +246,12 @@ class BuiltModule(Module):
 
     @property
     def generated_text(self) -> str:
+        """The text the Python produced (before the canonical print of :meth:`to_text`)."""
         return self._text
 
     @property
     def locs(self) -> List[_where.Loc]:
+        """Per line of :attr:`generated_text`, the Python place (file, line, column) it came from."""
         return list(self._locs or [])
 
     def __repr__(self) -> str:

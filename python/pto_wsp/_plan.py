@@ -41,19 +41,22 @@ __all__ = [
 
 
 class _Word:
-    def __init__(self, word: str):
+    """A keyword of a plan declaration (``DYNAMIC``, ``AUTO``, ``DEFAULT``)."""
+
+    def __init__(self, word: str, doc: str):
         self.word = word
+        self.__doc__ = doc
 
     def __repr__(self) -> str:
         return self.word.upper()
 
 
 #: An axis end known only when the plan runs (``to dynamic``; the plan binds it: ``bind_end``).
-DYNAMIC = _Word("dynamic")
+DYNAMIC = _Word("dynamic", "An axis end known only when the plan runs (``to dynamic``); the plan binds it with ``bind_end``.")
 #: A tile size the plan binds (``tile(AXIS, auto)``; the plan gives it: ``bind_tile``).
-AUTO = _Word("auto")
+AUTO = _Word("auto", "A tile size the plan binds (``tile(AXIS, auto)``) with ``bind_tile``.")
 #: The last tier, taken by every value above the others' bounds (``tier NAME default``).
-DEFAULT = _Word("default")
+DEFAULT = _Word("default", "The last tier, taken by every value above the other tiers' bounds (``tier NAME default``).")
 
 
 class SpaceAxis(Expr):
@@ -167,6 +170,7 @@ class Space(Decl):
         return out
 
     def decl_text(self) -> str:
+        """The declaration as ``.wsp`` text."""
         lines = [f"space {self.name} {{"]
         for a in self.axes:
             end = a.end.text() if isinstance(a.end, Expr) else "dynamic"
@@ -234,6 +238,7 @@ class Tiers(Decl):
         raise AttributeError(f"tier table has no tier `{name}`")
 
     def decl_text(self) -> str:
+        """The declaration as ``.wsp`` text."""
         lines = [f"tiers {self.name} {{"]
         for t in self.tiers:
             bound = "default" if t.bound is DEFAULT else f"<= {int(t.bound)}"
@@ -343,6 +348,7 @@ class Plan(Decl):
         return n
 
     def body(self) -> List[Line]:
+        """The generator's statements (the function traced on first use)."""
         if self._body is None:
             self._body = _trace_body(self.fn, [])
         return self._body
@@ -351,6 +357,7 @@ class Plan(Decl):
         return self.refs + [d for s in self.body() for d in s.deps()]
 
     def render(self, out: List[Tuple[str, _where.Loc]]) -> None:
+        """Appends the plan's lines, each with its Python place."""
         out.append((f"plan {self.name} over {self.space.name} with {self.tiers.name} {{", self.loc))
         for it in self.items:
             out.append(("    " + it, self.loc))

@@ -476,29 +476,29 @@ def _binary(op: str, a: Tile, b: Any, out: Optional[Tile] = None) -> Tile:
     a = a._cur()
     hint = _hint() if out is None else None
     if _is_scalar(b):
-        dst = out or _like(a, hint)
+        dst = out if out is not None else _like(a, hint)
         _record(_SCALAR[op], [dst, a, _float(b, f"`{_SYMBOL[op]}`")])
         return dst
     if not isinstance(b, Tile):
         raise FrontError(f"`tile {_SYMBOL[op]} {type(b).__name__}`: a tile combines with a tile or a float, not {b!r}")
     b = b._cur()
     if b.shape == a.shape:
-        dst = out or _like(a, hint)
+        dst = out if out is not None else _like(a, hint)
         _record(_SAME[op], [dst, a, b])
         return dst
     if b.cols == 1 and b.rows == a.rows:
         if op in _ROW:
-            dst = out or _like(a, hint)
+            dst = out if out is not None else _like(a, hint)
             _record(_ROW[op], [dst, a, b])
             return dst
         # No TROWEXPANDADD: broadcast the column, then add.
         wide = _new(a.kind, b.dtype, a.rows, a.cols, None if b.valid is None else (b.valid[0], a.valid[1] if a.valid else lit(a.cols)))
         _record("TROWEXPAND", [wide, b])
-        dst = out or _like(a, hint)
+        dst = out if out is not None else _like(a, hint)
         _record(_SAME[op], [dst, a, wide])
         return dst
     if b.rows == 1 and b.cols == a.cols and op in _COL:
-        dst = out or _like(a, hint)
+        dst = out if out is not None else _like(a, hint)
         _record(_COL[op], [dst, a, b])
         return dst
     if a.shape == (b.rows, 1) and b.cols > 1 and op in ("add", "mul"):
@@ -528,7 +528,7 @@ def _inplace(op: str, a: Tile, b: Any) -> Tile:
 
 def _unary(op: str, a: Tile, hint: Optional[str], out: Optional[Tile] = None) -> Tile:
     a = _tile_arg(a, op)
-    dst = out or _like(a, hint)
+    dst = out if out is not None else _like(a, hint)
     _record(op, [dst, a])
     return dst
 
@@ -537,7 +537,7 @@ def _cmp(a: Tile, b: Any, mode: str, out: Optional[Tile] = None) -> Tile:
     a = a._cur()
     if not isinstance(b, Tile):
         raise FrontError("a comparison of tiles takes two tiles of the same shape (TCMP)")
-    dst = out or _like(a, _hint())
+    dst = out if out is not None else _like(a, _hint())
     _record("TCMP", [dst, a, b._cur(), mode])
     return dst
 
@@ -550,10 +550,10 @@ def _reduce(what: str, a: Tile, axis: int, out: Optional[Tile] = None) -> Tile:
         raise FrontError(f"no tile instruction takes the {what} along axis {axis!r} (axis=1: per row; axis=0: per column for sum and max)")
     hint = _hint() if out is None else None
     if axis == 1:
-        dst = out or _new(a.kind, a.dtype, a.rows, 1, _valid_rows(a), hint)
+        dst = out if out is not None else _new(a.kind, a.dtype, a.rows, 1, _valid_rows(a), hint)
     else:
         valid = None if a.valid is None else (lit(1), a.valid[1])
-        dst = out or _new(a.kind, a.dtype, 1, a.cols, valid, hint)
+        dst = out if out is not None else _new(a.kind, a.dtype, 1, a.cols, valid, hint)
     _record(op, [dst, a])
     return dst
 
@@ -701,7 +701,7 @@ def recip(t: Tile, *, out: Optional[Tile] = None) -> Tile:
 def maximum(a: Tile, b: Any, *, out: Optional[Tile] = None) -> Tile:
     """``TMAX`` (two tiles of one shape) or ``TMAXS`` (a tile and a float)."""
     a = _tile_arg(a, "maximum")
-    dst = out or _like(a, _hint())
+    dst = out if out is not None else _like(a, _hint())
     if _is_scalar(b):
         _record("TMAXS", [dst, a, _float(b, "maximum")])
     else:
@@ -714,7 +714,7 @@ def minimum(a: Tile, b: Tile, *, out: Optional[Tile] = None) -> Tile:
     a = _tile_arg(a, "minimum")
     if _is_scalar(b):
         raise FrontError("minimum of a tile and a float: the table has no TMINS (use -maximum(-t, -f))")
-    dst = out or _like(a, _hint())
+    dst = out if out is not None else _like(a, _hint())
     _record("TMIN", [dst, a, _tile_arg(b, "minimum")])
     return dst
 
@@ -770,7 +770,7 @@ def transpose(t: Tile, *, out: Optional[Tile] = None) -> Tile:
 def astype(t: Tile, dtype: Type[DType], *, out: Optional[Tile] = None) -> Tile:
     """``TCVT``: the tile converted to ``dtype`` (rounded to nearest even)."""
     t = _tile_arg(t, "astype")
-    dst = out or _like(t, _hint(), dtype=dtype)
+    dst = out if out is not None else _like(t, _hint(), dtype=dtype)
     _record("TCVT", [dst, t])
     return dst
 
@@ -778,7 +778,7 @@ def astype(t: Tile, dtype: Type[DType], *, out: Optional[Tile] = None) -> Tile:
 def copy(t: Tile, *, kind: Optional[str] = None, out: Optional[Tile] = None) -> Tile:
     """``TMOV``: the tile copied into a new one (of ``kind``, default the same) or ``out``."""
     t = _tile_arg(t, "copy")
-    dst = out or _like(t, _hint(), kind=kind)
+    dst = out if out is not None else _like(t, _hint(), kind=kind)
     _record("TMOV", [dst, t])
     return dst
 
@@ -786,7 +786,7 @@ def copy(t: Tile, *, kind: Optional[str] = None, out: Optional[Tile] = None) -> 
 def select(mask: Tile, a: Tile, b: Tile, *, out: Optional[Tile] = None) -> Tile:
     """``TSEL``: ``a`` where ``mask`` is nonzero, else ``b``."""
     mask = _tile_arg(mask, "select")
-    dst = out or _like(_tile_arg(a, "select"), _hint())
+    dst = out if out is not None else _like(_tile_arg(a, "select"), _hint())
     _record("TSEL", [dst, mask, _tile_arg(a, "select"), _tile_arg(b, "select")])
     return dst
 
@@ -1004,7 +1004,10 @@ def _dst_for(
     if shape is not None:
         r, c = _shape_of(shape, mnemonic)
         base = srcs[0] if srcs else None
-        return _new(kind or (base.kind if base else "vec"), dtype or (base.dtype if base else f32), r, c, None, hint, loc)
+        return _new(
+            kind or (base.kind if base is not None else "vec"),
+            dtype or (base.dtype if base is not None else f32), r, c, None, hint, loc,
+        )
     if rule == "Load":
         g = operands[0]
         if g.rows is None or g.cols is None:

@@ -200,7 +200,7 @@ def test_execute_async_then_synchronize_gives_numpys_numbers():
     reference = x64 / np.sqrt((x64 * x64).mean(axis=1, keepdims=True) + 1e-6) * w
     np.testing.assert_allclose(y, reference, rtol=1e-4, atol=1e-5)
     assert stats["num_tasks"] == tokens // 16
-    with pytest.raises(pto_wsp.RunError, match="no run in progress"):
+    with pytest.raises(RuntimeError, match="no run in progress"):
         program.synchronize()
 
 

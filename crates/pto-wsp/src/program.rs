@@ -398,15 +398,17 @@ pub(crate) fn compile_cpu(
     modes::refused(&plan.module, mode)?;
     // Tensors the generator reads computed values of (`docs/SEMANTICS.md`): their writers are
     // tracked during a run so a read can wait on them; none in most modules.
-    let (computed, outputs) = match plan.resolve() {
+    let (computed, (outputs, writers)) = match plan.resolve() {
         Ok(r) => {
             modes::data_refused(&r, mode)?;
             let computed = (0..r.arrays.len())
                 .map(|t| r.arrays[t] && r.written[t])
                 .collect();
-            (computed, coverage::outputs(&r))
+            let outputs = coverage::outputs(&r);
+            let writers = coverage::writers(&r, &outputs);
+            (computed, (outputs, writers))
         }
-        Err(_) => (Vec::new(), Vec::new()),
+        Err(_) => (Vec::new(), (Vec::new(), Vec::new())),
     };
     let notes = modes::notes(&plan.module, mode);
     let bytecode = if options.device_gen {
@@ -431,6 +433,7 @@ pub(crate) fn compile_cpu(
             names,
             computed,
             outputs,
+            writers,
             pool,
             options,
             bytecode,
@@ -451,8 +454,10 @@ struct Inner {
     names: Vec<String>,
     /// Per tensor: whether the entry reads computed values of it.
     computed: Vec<bool>,
-    /// Per tensor: whether it is an output (written, never read; `coverage::outputs`).
+    /// Per tensor: whether runs must write all of it (`coverage::outputs`).
     outputs: Vec<bool>,
+    /// Per module kernel: whether its tasks may write such a tensor (`coverage::writers`).
+    writers: Vec<bool>,
     pool: WorkerPool,
     options: CompileOptions,
     /// The decoded bytecode, in device-generation mode.
@@ -560,7 +565,9 @@ impl FeedHooks for Hooks<'_> {
         if self.probe.failed() || self.kernels.is_cancelled() {
             return Err(());
         }
-        if let (Some(c), Some((_, t))) = (&mut self.coverage, task) {
+        if let (Some(c), Some((_, t))) = (&mut self.coverage, task)
+            && c.tracks(t.kernel())
+        {
             // A region the builder refuses fails the run below; here it only marks.
             let _ = t.try_for_each_region(&mut |access, tensor, start, size| {
                 c.mark(access, tensor, start, size);
@@ -668,7 +675,7 @@ impl Inner {
             .is_some();
         let host = self.bytecode.is_none() && !pipeline;
         let mut cover = (self.options.coverage && host && !self.outputs.is_empty())
-            .then(|| coverage::Coverage::new(&self.outputs, store))
+            .then(|| coverage::Coverage::new(&self.outputs, &self.writers, store))
             .filter(coverage::Coverage::any);
         let stats = self.execute_run(bindings, store, cover.as_mut())?;
         if self.options.kernels.is_cancelled() {

@@ -175,6 +175,31 @@ pub(crate) fn outputs(r: &Resolved<'_>) -> Vec<bool> {
     roles(r).iter().map(TensorRole::checked).collect()
 }
 
+/// Per module kernel: whether a task running it may write a checked tensor (`checked` per
+/// tensor), so the generating thread looks at the regions of those tasks only.
+pub(crate) fn writers(r: &Resolved<'_>, checked: &[bool]) -> Vec<bool> {
+    let mut out = vec![false; r.module.kernels.len()];
+    r.each_stmt(&mut |s| {
+        if let StmtKind::Task(task) = &s.kind {
+            let writes = task.args.iter().any(|a| {
+                matches!(a, TaskArg::Region { tensor, access, .. }
+                    if *access != Access::In && checked.get(tensor.index()).copied().unwrap_or(false))
+            });
+            if writes {
+                let k = task.kernel.index();
+                out[k] = true;
+                if let Some(Some(t)) = r.tiers.get(k) {
+                    for (_, v) in &t.cases {
+                        out[v.index()] = true;
+                    }
+                    out[t.default.index()] = true;
+                }
+            }
+        }
+    });
+    out
+}
+
 /// One output tensor's bitmap.
 struct Marks {
     shape: Vec<u64>,
@@ -186,11 +211,14 @@ struct Marks {
 /// The written elements of the output tensors during one run.
 pub(crate) struct Coverage {
     tensors: Vec<Option<Marks>>,
+    /// Per module kernel: whether its tasks may write a tracked tensor ([`writers`]).
+    kernels: Vec<bool>,
 }
 
 impl Coverage {
-    /// Empty bitmaps for the tensors `outputs` marks, shaped as in `store`.
-    pub(crate) fn new(outputs: &[bool], store: &TensorStore) -> Coverage {
+    /// Empty bitmaps for the tensors `outputs` marks, shaped as in `store`; `kernels`: per
+    /// module kernel, whether its tasks may write one of them.
+    pub(crate) fn new(outputs: &[bool], kernels: &[bool], store: &TensorStore) -> Coverage {
         let tensors = (0..store.len())
             .map(|t| {
                 outputs.get(t).copied().unwrap_or(false).then(|| {
@@ -204,7 +232,15 @@ impl Coverage {
                 })
             })
             .collect();
-        Coverage { tensors }
+        Coverage {
+            tensors,
+            kernels: kernels.to_vec(),
+        }
+    }
+
+    /// Whether tasks of module kernel `kernel` may write a tracked tensor.
+    pub(crate) fn tracks(&self, kernel: u32) -> bool {
+        self.kernels.get(kernel as usize).copied().unwrap_or(false)
     }
 
     /// Whether any tensor is tracked (else marking is skipped).
