@@ -87,7 +87,7 @@ class Outputs(Dict[str, Any]):
 
 
 def _is_torch(a: Any) -> bool:
-    return type(a).__module__.startswith("torch") and hasattr(a, "__dlpack__")
+    return type(a).__module__.startswith("torch")
 
 
 class _Base:
@@ -99,6 +99,8 @@ class _Base:
         self.strict = bool(strict)
         self._lock = threading.Lock()
         self._info: Optional[List[Dict[str, Any]]] = None
+        self._index: Dict[str, Dict[str, Any]] = {}
+        self._default: List[str] = []
 
     # ----- what it runs on ----------------------------------------------------------------
 
@@ -128,9 +130,8 @@ class _Base:
         ``shape`` (under the compile-time bindings), ``read`` (a task or the generator reads
         it), ``written`` (a task writes it) and ``output`` (written and never read: what a call
         returns by default)."""
-        if self._info is None:
-            self._info = [dict(d) for d in self._engine.tensor_info()]
-        return [dict(d) for d in self._info]
+        self._by_name()
+        return [dict(d) for d in self._info or []]
 
     @property
     def tensors(self) -> List[str]:
@@ -195,30 +196,43 @@ class _Base:
         >>> y = out["Y"]                    # doctest: +SKIP
         >>> prog(X=x, W=w, out={"Y": y})    # doctest: +SKIP
         """
-        info = {d["name"]: d for d in self.tensor_info()}
-        given = self._check_names(arrays, info, "")
-        buffers = self._check_names(dict(out or {}), info, "out=")
-        if out is not None and not isinstance(out, Mapping):
-            raise ArgumentTypeError(f"out= takes a dict of tensor name to array, not {type(out).__name__}")
-        clash = sorted(set(given) & set(buffers))
-        if clash:
-            raise ArgumentValueError(f"tensor `{clash[0]}` is given both as an argument and in out=")
-        wanted = self._wanted(outputs, info)
-        torch = next((a for a in [*given.values(), *buffers.values()] if _is_torch(a)), None)
-        bound: Dict[str, Any] = {}
-        for name, a in {**given, **buffers}.items():
-            bound[name] = self._prepared(name, a, info[name])
-        allocated: Dict[str, Any] = {}
-        for name in wanted:
-            if name not in bound:
-                allocated[name] = _allocate(info[name], torch)
-        self._run({**bound, **allocated})
+        info = self._by_name()
+        for name in arrays:
+            if name not in info:
+                self._check_names(arrays, info, "")
+        buffers: Dict[str, Any] = {}
+        if out is not None:
+            if not isinstance(out, Mapping):
+                raise ArgumentTypeError(f"out= takes a dict of tensor name to array, not {type(out).__name__}")
+            buffers = self._check_names(dict(out), info, "out=")
+            clash = [n for n in buffers if n in arrays]
+            if clash:
+                raise ArgumentValueError(f"tensor `{clash[0]}` is given both as an argument and in out=")
+        wanted = self._outputs() if outputs is None else self._wanted(outputs, info)
+        given = {**arrays, **buffers}
+        torch = next((a for a in given.values() if _is_torch(a)), None)
+        bound = {name: self._prepared(name, a, info[name]) for name, a in given.items()}
         result = Outputs()
         for name in wanted:
-            result[name] = {**given, **buffers, **allocated}[name]
+            a = given.get(name)
+            if a is None:
+                a = bound[name] = _allocate(info[name], torch)
+            result[name] = a
+        self._run(bound)
         for name in buffers:
             result.setdefault(name, buffers[name])
         return result
+
+    def _by_name(self) -> Dict[str, Dict[str, Any]]:
+        if self._info is None:
+            self._info = [dict(d) for d in self._engine.tensor_info()]
+            self._index = {d["name"]: d for d in self._info}
+            self._default = [d["name"] for d in self._info if d["output"]]
+        return self._index
+
+    def _outputs(self) -> List[str]:
+        self._by_name()
+        return self._default
 
     def _check_names(self, arrays: Dict[str, Any], info: Dict[str, Any], what: str) -> Dict[str, Any]:
         for name in arrays:
@@ -243,7 +257,7 @@ class _Base:
     def _prepared(self, name: str, a: Any, d: Dict[str, Any]) -> Any:
         """``a`` as the extension takes it: an input no task writes that is not C-contiguous
         (``numpy.broadcast_to``, a slice) is copied once; everything else is passed as is."""
-        if d["written"]:
+        if d["written"] or type(a).__module__ == "numpy" and a.flags.c_contiguous:
             return a
         flags = getattr(a, "flags", None)
         if flags is not None and not getattr(flags, "c_contiguous", True) and hasattr(a, "__array_interface__"):
