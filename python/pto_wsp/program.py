@@ -269,6 +269,11 @@ class _Base:
         return a
 
     def _run(self, arrays: Dict[str, Any]) -> Dict[str, Any]:
+        if getattr(self, "_async", None) is not None:
+            raise RuntimeError(
+                f"program `{self.name}` is busy: a run started by execute_async is in progress; "
+                "call synchronize() first"
+            )
         with self._lock:
             try:
                 stats = self._engine.execute(**arrays)

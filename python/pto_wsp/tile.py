@@ -1003,6 +1003,8 @@ def _dst_for(
     hint = _where.assigned_name(exact=True)
     if shape is not None:
         r, c = _shape_of(shape, mnemonic)
+        if rule == "Load":
+            return _new(kind or "vec", dtype or operands[0].dtype, r, c, None, hint, loc)
         base = srcs[0] if srcs else None
         return _new(
             kind or (base.kind if base is not None else "vec"),

@@ -447,6 +447,10 @@ def test_execute_async_on_a_busy_program_raises_at_once_naming_it():
     prog.execute_async(A=a, B=b)
     with pytest.raises(RuntimeError, match="program `add.wsp` is busy"):
         prog.execute_async(A=a, B=b)
+    # A call meanwhile, from this thread or another, is refused too (it would wait forever for
+    # the run only `synchronize` ends).
+    with pytest.raises(RuntimeError, match="program `add.wsp` is busy"):
+        prog(A=a, B=b)
     prog.synchronize()
     with pytest.raises(RuntimeError, match="no run in progress"):
         prog.synchronize()

@@ -210,7 +210,11 @@ impl Program {
     /// (under the compile-time bindings), `read`, `written` and `output` (see
     /// `pto_wsp::TensorRole`).
     fn tensor_info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        tensor_list(py, &shapes(&self.loaded, &self.bindings, &self.name)?, &self.roles)
+        tensor_list(
+            py,
+            &shapes(&self.loaded, &self.bindings, &self.name)?,
+            &self.roles,
+        )
     }
 
     /// The contents of tensor `name` in the program's own memory after the last run (a tensor
@@ -560,7 +564,11 @@ impl PlanProgram {
     /// One dict per tensor, as [`Program::tensor_info`] gives it (roles from the plans'
     /// kernel calls and the generators' `load`s).
     fn tensor_info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        tensor_list(py, &shapes(&self.loaded, &self.bindings, &self.name)?, &self.roles)
+        tensor_list(
+            py,
+            &shapes(&self.loaded, &self.bindings, &self.name)?,
+            &self.roles,
+        )
     }
 
     fn __repr__(&self) -> String {

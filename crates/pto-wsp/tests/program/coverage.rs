@@ -47,7 +47,11 @@ fn an_output_left_partly_unwritten_is_reported_with_its_unwritten_rows() {
     assert_eq!(c[0].tensor, "Y");
     assert_eq!(c[0].bounds, vec![(64, 70), (0, 64)]);
     assert_eq!((c[0].elements, c[0].exact), (6 * 64, true));
-    assert!(c[0].to_string().contains("[64:70, 0:64] (384 of 4480)"), "{}", c[0]);
+    assert!(
+        c[0].to_string().contains("[64:70, 0:64] (384 of 4480)"),
+        "{}",
+        c[0]
+    );
 }
 
 #[test]
@@ -93,7 +97,10 @@ fn a_cancelled_run_stops_early_and_the_program_runs_again() {
     let r = p.synchronize();
     assert!(matches!(r, Err(RunError::Cancelled)), "{r:?}");
     let done = ran.load(Ordering::SeqCst);
-    assert!(done < 2 * 400, "the run stopped early ({done} of 800 relu tasks ran)");
+    assert!(
+        done < 2 * 400,
+        "the run stopped early ({done} of 800 relu tasks ran)"
+    );
     // The next run is not cancelled: it runs every task.
     ran.store(1, Ordering::SeqCst);
     p.execute(&b).unwrap();
