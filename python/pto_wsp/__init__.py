@@ -126,6 +126,7 @@ from ._module import BuiltModule, Module, build
 from .program import Outputs, PlanProgram, Program
 from . import tile
 from ._compile import compile
+from ._pto_wsp import backends, get_backend
 
 #: The former name of :class:`Program` for modules built in Python.
 BuiltProgram = Program
@@ -185,6 +186,7 @@ __all__ = [
     "Workload",
     "__version__",
     "alloc",
+    "backends",
     "bf16",
     "bool_",
     "build",
@@ -196,6 +198,7 @@ __all__ = [
     "f16",
     "f32",
     "f64",
+    "get_backend",
     "i32",
     "i64",
     "kernel",

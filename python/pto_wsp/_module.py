@@ -196,6 +196,41 @@ class Module:
             return PlanProgram(engine, self, strict)
         return Program(engine, self, strict)
 
+    @api
+    def emit(self, target: str, *, bind: Optional[Dict[str, Any]] = None) -> Union[bytes, Dict[str, bytes]]:
+        """Compiles the module for an emitting back end and returns what it writes.
+
+        Parameters
+        ----------
+        target : str
+            ``"pto_isa"`` (each kernel with a body as PTO-ISA C++, a host driver and a Makefile),
+            ``"ascend_a2a3sim"`` / ``"ascend_a2a3"`` (the workload for the Ascend runtime
+            simpler) or ``"bytecode"``; ``pto_wsp.backends()`` lists them.
+        bind : dict, optional
+            Values baked into the artefact, over the text's ``//@ bind`` lines.
+
+        Returns
+        -------
+        bytes or dict of str to bytes
+            One file, or a tree of files by relative path (write them out, then ``make -C DIR``
+            for ``pto_isa``).
+
+        Raises
+        ------
+        CompileError
+            What the back end cannot express, at its place (the user's Python line for a
+            module built in Python).
+        """
+        if not isinstance(target, str):
+            raise TypeError(f"target={target!r}: a target name such as 'pto_isa'")
+        if bind is not None and not isinstance(bind, dict):
+            raise TypeError(f"bind= takes a dict of symbol name to value, not {type(bind).__name__}")
+        try:
+            out = self._inner.emit(target, bind=bind)
+        except Error as e:
+            raise self._remap(e) from None
+        return out if isinstance(out, bytes) else dict(out)
+
     def __repr__(self) -> str:
         return repr(self._inner).replace("pto_wsp.Module", f"pto_wsp.{type(self).__name__}")
 

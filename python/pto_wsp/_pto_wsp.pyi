@@ -15,6 +15,13 @@ def tile_instructions() -> List[Dict[str, Any]]:
     """The tile instruction table: dicts of mnemonic, operands (kinds in order), shape (the
     rule's name) and doc."""
 
+def backends() -> List[Dict[str, Any]]:
+    """Every registered back end, in registration order: dicts of `name`, `targets` and
+    `capabilities` (what `pto-wsp targets` lists)."""
+
+def get_backend(name: str) -> Optional[Dict[str, Any]]:
+    """The back end registered under `name` (its name or one of its targets), or `None`."""
+
 class Module:
     """A pto-wsp module: the IR of a `.wsp` text."""
 
@@ -39,6 +46,9 @@ class Module:
         trace: bool = False,
         coverage: bool = True,
     ) -> Union["Program", "PlanProgram"]: ...
+    def emit(
+        self, target: str, bind: Optional[Mapping[str, BindValue]] = None
+    ) -> Union[bytes, Dict[str, bytes]]: ...
     def expand(
         self, bind: Optional[Mapping[str, BindValue]] = None, limit: Optional[int] = None
     ) -> List[Dict[str, Any]]: ...

@@ -24,7 +24,7 @@ use pto_wsp::ir::Bindings;
 use pto_wsp::kernels::{KernelRegistry, TensorStore};
 use pto_wsp::plan::{PlanOptions, PlanStats, run_plans};
 use pto_wsp::{TensorRole, Unwritten};
-use pto_wsp_cli::Loaded;
+use pto_wsp::driver::Loaded;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -178,7 +178,7 @@ impl Program {
             .entry_name()
             .and_then(|e| module.pipeline(e))
             .is_some();
-        let json = pto_wsp_cli::exec::trace_json(&self.loaded, bindings, stats, pipeline);
+        let json = pto_wsp::driver::trace::trace_json(&self.loaded, bindings, stats, pipeline);
         std::fs::write(&path, json).map_err(|e| {
             RunError::new_err(format!(
                 "cannot write the trace to `{}`: {e}",
@@ -524,7 +524,7 @@ impl PlanProgram {
             });
             ran.map_err(|e| {
                 RunError::new_err(
-                    pto_wsp_cli::CliError::diagnostic(&self.loaded.source, &e).rendered,
+                    pto_wsp::driver::Error::diagnostic(&self.loaded.source, &e).rendered,
                 )
             })
         });
