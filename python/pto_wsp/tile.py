@@ -60,11 +60,14 @@ __all__ = [
     "Tile",
     "abs",
     "astype",
+    "clear",
     "col_max",
     "col_sum",
     "copy",
     "exp",
+    "fill",
     "full",
+    "gemm",
     "let",
     "load",
     "log",
@@ -401,7 +404,8 @@ class Tile:
     def to(self, kind: str) -> "Tile":
         """The tile copied into a tile of another kind (``TMOV``): ``acc.to("vec")``,
         ``t.to("left")``."""
-        return copy(self, kind=kind)
+        result: Tile = copy(self, kind=kind)
+        return result
 
     @property
     def T(self) -> "Tile":  # noqa: N802 - numpy's spelling
@@ -775,12 +779,41 @@ def astype(t: Tile, dtype: Type[DType], *, out: Optional[Tile] = None) -> Tile:
     return dst
 
 
-def copy(t: Tile, *, kind: Optional[str] = None, out: Optional[Tile] = None) -> Tile:
-    """``TMOV``: the tile copied into a new one (of ``kind``, default the same) or ``out``."""
-    t = _tile_arg(t, "copy")
-    dst = out if out is not None else _like(t, _hint(), kind=kind)
-    _record("TMOV", [dst, t])
-    return dst
+def copy(src: Any, dst: Any = None, *, kind: Optional[str] = None, out: Optional[Tile] = None) -> Any:
+    """Moves a tile, as TileLang's ``T.copy``: from a tile parameter (or part of one) into a tile
+    (``TLOAD``; a new one when ``dst`` is not given), from a tile into a tile parameter (or part:
+    ``TSTORE``), or between tiles (``TMOV``, into a new tile of ``kind`` when ``dst`` is not
+    given). Returns the destination tile (``None`` for a store)."""
+    target = dst if dst is not None else out
+    if isinstance(src, (Global, _Part)):
+        if target is not None and not isinstance(target, Tile):
+            raise FrontError("copy from a tile parameter goes into a tile (or a new one when none is given)")
+        return load(src, kind=kind or "vec", out=target)
+    if isinstance(target, (Global, _Part)):
+        store(target, src)
+        return None
+    t = _tile_arg(src, "copy")
+    result = target if target is not None else _like(t, _hint(), kind=kind)
+    _record("TMOV", [result, t])
+    return result
+
+
+def clear(t: Tile) -> Tile:
+    """Sets every element of ``t`` to 0 (``TEXPANDS(t, 0.0)``), as TileLang's ``T.clear``."""
+    return full(t.shape, 0.0, out=_tile_arg(t, "clear"))
+
+
+def fill(t: Tile, value: Any) -> Tile:
+    """Sets every element of ``t`` to ``value`` (``TEXPANDS``), as TileLang's ``T.fill``."""
+    return full(t.shape, value, out=_tile_arg(t, "fill"))
+
+
+def gemm(a: Tile, b: Tile, c: Tile) -> Tile:
+    """``c += a @ b`` (``TMATMUL_ACC``), as TileLang's ``T.gemm(A, B, C)``: ``a`` a ``left``,
+    ``b`` a ``right`` and ``c`` an ``acc`` tile."""
+    a, b, c = _tile_arg(a, "gemm"), _tile_arg(b, "gemm"), _tile_arg(c, "gemm")
+    _record("TMATMUL_ACC", [c, a, b])
+    return c
 
 
 def select(mask: Tile, a: Tile, b: Tile, *, out: Optional[Tile] = None) -> Tile:

@@ -309,6 +309,36 @@ def test_loops_carry_tiles_and_matmuls_accumulate_in_python_tile_kernels():
     np.testing.assert_array_equal(out.M[:, 0], a.max(axis=1))
 
 
+def test_tilelang_style_copies_clear_and_gemm_trace_to_the_same_instructions():
+    @kernel(pool="cube")
+    def gemm_tl(a: In[f32, 16, 64], b: In[f32, 64, 16], c: Out[f32, 16, 16]):
+        a_s = T.tile((16, 16), kind="left")
+        b_s = T.tile((16, 16), kind="right")
+        acc = T.tile((16, 16), kind="acc")
+        T.clear(acc)
+        for k in T.range(4):
+            T.copy(a[:, k * 16:(k + 1) * 16], a_s)
+            T.copy(b[k * 16:(k + 1) * 16, :], b_s)
+            T.gemm(a_s, b_s, acc)
+        T.copy(T.copy(acc, kind="vec"), c)
+
+    body = [line for line, _ in gemm_tl.body_lines]
+    assert body[4:] == [
+        "TEXPANDS(acc, 0.0);", "for k in range(4) {", "    TLOAD(a_s, a, 0, (k * 16));",
+        "    TLOAD(b_s, b, (k * 16), 0);", "    TMATMUL_ACC(acc, a_s, b_s);", "}",
+        "TMOV(t0, acc);", "TSTORE(c, t0);",
+    ], body
+    A, B, C = Tensor(f32[16, 64], name="A"), Tensor(f32[64, 16], name="B"), Tensor(f32[16, 16], name="C")
+
+    @workload
+    def one():
+        gemm_tl(A, B, C)
+
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((16, 64)).astype(np.float32), rng.standard_normal((64, 16)).astype(np.float32)
+    np.testing.assert_allclose(pto_wsp.compile(one, threads=1)(A=a, B=b)["C"], a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+
+
 def test_every_instruction_of_the_table_is_a_function_of_the_tile_module():
     table = pto_wsp._pto_wsp.tile_instructions()
     assert len(table) >= 30
