@@ -20,11 +20,11 @@
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
+use pto_wsp::driver::Loaded;
 use pto_wsp::ir::Bindings;
 use pto_wsp::kernels::{KernelRegistry, TensorStore};
 use pto_wsp::plan::{PlanOptions, PlanStats, run_plans};
 use pto_wsp::{TensorRole, Unwritten};
-use pto_wsp::driver::Loaded;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
