@@ -149,6 +149,14 @@ def test_a_dlpack_tensor_of_the_wrong_type_or_device_is_refused_with_python_erro
         prog(A=DlpackOnly(np.zeros((64, 16), np.float32)))
 
 
+def test_jax_arrays_are_inputs():
+    jnp = pytest.importorskip("jax.numpy", reason="skipped: jax is not installed")
+    prog = add_program()
+    a, b = ab()
+    c = prog(A=jnp.asarray(a), B=jnp.asarray(b))["C"]
+    np.testing.assert_array_equal(c, np.maximum(a + b, 0))
+
+
 def test_torch_tensors_in_and_out_without_copies():
     torch = pytest.importorskip("torch", reason="skipped: torch is not installed")
     prog = add_program()

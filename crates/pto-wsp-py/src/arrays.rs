@@ -138,7 +138,9 @@ fn numpy_array(name: String, array: &Bound<'_, PyUntypedArray>) -> PyResult<Give
 }
 
 fn dlpack(name: String, v: &Bound<'_, PyAny>) -> PyResult<Given> {
-    let imported = from_dlpack(v.as_borrowed(), None, Some(false)).map_err(|e| {
+    // `copy=None` (the producer's choice): CPU producers share their memory, and a legacy
+    // (unversioned) capsule, which JAX gives, cannot say so, which `Some(false)` would refuse.
+    let imported = from_dlpack(v.as_borrowed(), None, None).map_err(|e| {
         ArgumentTypeError::new_err(format!(
             "{name}=: the object's `__dlpack__` gave no tensor this run can use without a copy: {e}"
         ))

@@ -713,10 +713,13 @@ impl Inner {
         let mut cover = (self.options.coverage && host && !self.outputs.is_empty())
             .then(|| coverage::Coverage::new(&self.outputs, &self.writers, store))
             .filter(coverage::Coverage::any);
-        let stats = self.execute_run(bindings, store, cover.as_mut())?;
+        // A cancelled run ends with the first refused kernel's error, or not at all when the
+        // generator stopped first: either way it is reported as cancelled.
+        let run = self.execute_run(bindings, store, cover.as_mut());
         if self.options.kernels.is_cancelled() {
             return Err(RunError::Cancelled);
         }
+        let stats = run?;
         let unwritten = cover.map(|c| c.report(store)).unwrap_or_default();
         Ok((stats, unwritten))
     }

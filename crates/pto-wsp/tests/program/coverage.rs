@@ -70,16 +70,22 @@ fn a_fully_written_output_and_a_run_without_the_check_report_nothing() {
 
 #[test]
 fn a_cancelled_run_stops_early_and_the_program_runs_again() {
-    // A kernel that waits at a barrier on its first call, so the test knows the run is under
-    // way, then counts the tasks that ran.
+    // A kernel whose first call meets the test at a barrier (the run is under way), then waits
+    // at a second one until the test has cancelled; it counts the tasks that ran.
     let started = Arc::new(Barrier::new(2));
+    let cancelled = Arc::new(Barrier::new(2));
     let ran = Arc::new(AtomicUsize::new(0));
     let mut kernels = KernelRegistry::with_builtins();
     {
-        let (started, ran) = (Arc::clone(&started), Arc::clone(&ran));
+        let (started, cancelled, ran) = (
+            Arc::clone(&started),
+            Arc::clone(&cancelled),
+            Arc::clone(&ran),
+        );
         kernels.register("relu", move |_: &TaskContext<'_>| {
             if ran.fetch_add(1, Ordering::SeqCst) == 0 {
                 started.wait();
+                cancelled.wait();
             }
             Ok(())
         });
@@ -93,6 +99,7 @@ fn a_cancelled_run_stops_early_and_the_program_runs_again() {
     p.execute_async(&b).unwrap();
     started.wait();
     p.cancel();
+    cancelled.wait();
     assert!(p.wait(Duration::from_secs(60)), "the cancelled run ended");
     let r = p.synchronize();
     assert!(matches!(r, Err(RunError::Cancelled)), "{r:?}");
