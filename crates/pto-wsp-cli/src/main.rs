@@ -161,6 +161,10 @@ enum Command {
         /// refused at its line. Known devices: a2a3.
         #[arg(long, value_name = "DEVICE")]
         device_rules: Option<String>,
+        /// Fail (writing no --output) when an output tensor has elements no task wrote; by
+        /// default that is a warning naming the tensor and the unwritten elements.
+        #[arg(long)]
+        strict: bool,
     },
     /// List every registered back end: its targets and capabilities.
     Targets,
@@ -507,6 +511,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             atol,
             issue_cycles,
             device_rules,
+            strict,
         } => {
             let (name, text, main_job) = match &file {
                 Some(f) => (f.display().to_string(), read(f)?, false),
@@ -532,6 +537,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 rtol,
                 atol,
                 on_task: None,
+                strict,
             };
             if let Some(device) = &device_rules {
                 emit(&format!(
