@@ -469,7 +469,7 @@ pub fn instantiate(builtin: &str, user: &KernelDecl) -> Result<KernelDecl, Libra
             continue;
         };
         let text = def.text_for(builtin, &user.name.name, &env, types.len());
-        let text = with_user_names(&text, user);
+        let (text, renamed) = with_user_names(&text, user);
         let module = pto_wsp_ir::parse(&text).map_err(|e| {
             fail(format!(
                 "the kernel library's definition at {}:{} does not parse: {e}",
@@ -489,7 +489,7 @@ pub fn instantiate(builtin: &str, user: &KernelDecl) -> Result<KernelDecl, Libra
         } else {
             adopt_regions(&mut k, &regions).map_err(&fail)?;
         }
-        scalar_defaults(&mut k, user, def).map_err(&fail)?;
+        scalar_defaults(&mut k, user, def, &renamed).map_err(&fail)?;
         if let Some(body) = k.body.as_mut() {
             peephole::simplify(body);
         }
@@ -522,38 +522,48 @@ pub fn instantiate(builtin: &str, user: &KernelDecl) -> Result<KernelDecl, Libra
 /// must not shadow a module slot), position by position; names inside string literals are
 /// renamed only between `{` and `}` (a check message's values). Unchanged if a new name is
 /// already a word of the definition (it would clash with a local).
-fn with_user_names(text: &str, user: &KernelDecl) -> String {
+fn with_user_names(text: &str, user: &KernelDecl) -> (String, Vec<(String, String)>) {
+    let unchanged = || (text.to_string(), Vec::new());
     let Ok(module) = pto_wsp_ir::parse(text) else {
-        return text.to_string();
+        return unchanged();
     };
     let Some(k) = module.kernels.first() else {
-        return text.to_string();
+        return unchanged();
     };
-    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
     let words: std::collections::HashSet<&str> = text
         .split(|c: char| !is_word(c))
         .filter(|w| !w.is_empty())
         .collect();
-    let mut map: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    let mut map = Vec::new();
     for (lib, mine) in k.params.iter().zip(&user.params) {
         let (from, to) = (lib.name.name.as_str(), mine.name.name.as_str());
         if from == to {
             continue;
         }
         if words.contains(to) {
-            return text.to_string();
+            return unchanged();
         }
-        map.insert(from, to);
+        map.push((from.to_string(), to.to_string()));
     }
     if map.is_empty() {
-        return text.to_string();
+        return unchanged();
     }
+    (rename_words(text, &map), map)
+}
+
+fn is_word(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// `text` with each whole word `from` of `map` replaced by its `to`, except in `//` comments and
+/// inside string literals outside `{` … `}`.
+fn rename_words(text: &str, map: &[(String, String)]) -> String {
     let mut out = String::with_capacity(text.len());
     let (mut in_str, mut in_brace, mut in_comment) = (false, false, false);
     let mut word = String::new();
     let flush = |word: &mut String, out: &mut String, rename: bool| {
-        match map.get(word.as_str()) {
-            Some(to) if rename => out.push_str(to),
+        match map.iter().find(|(f, _)| *f == *word) {
+            Some((_, to)) if rename => out.push_str(to),
             _ => out.push_str(word),
         }
         word.clear();
@@ -619,7 +629,13 @@ fn adopt_regions(
 }
 
 /// Turns the scalar parameters past the module kernel's into locals holding their defaults.
-fn scalar_defaults(k: &mut KernelDecl, user: &KernelDecl, def: &Definition) -> Result<(), String> {
+/// `renamed`: the definition's parameters named otherwise in this instance (defaults name them).
+fn scalar_defaults(
+    k: &mut KernelDecl,
+    user: &KernelDecl,
+    def: &Definition,
+    renamed: &[(String, String)],
+) -> Result<(), String> {
     let given = user.scalar_types().len();
     let mut seen = 0;
     let mut locals = String::new();
@@ -641,6 +657,7 @@ fn scalar_defaults(k: &mut KernelDecl, user: &KernelDecl, def: &Definition) -> R
             ));
         };
         let ty = if t.is_float() { "f32" } else { "i64" };
+        let value = rename_words(value, renamed);
         locals.push_str(&format!("let {}: {ty} = {value};\n", p.name));
     }
     k.params = keep;
