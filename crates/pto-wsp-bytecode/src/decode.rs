@@ -1759,8 +1759,9 @@ mod tests {
     //! One test per error kind, each asserting the message, on mutations of a valid bytecode.
 
     use super::*;
+    use crate::EncodeOptions;
     use crate::format::HEADER_LEN;
-    use crate::{EncodeOptions, encode};
+    use crate::testing::encode;
 
     const SRC: &str = "
 symbol n: i64;

@@ -247,7 +247,8 @@ pub fn run_ascend(
         wanted.push((t.trim().to_string(), PathBuf::from(path.trim())));
     }
     // Refusals first, then the toolchain: nothing runs or is written before both are fine.
-    let tree = crate::cmd::emit::ascend(&loaded, &bindings, target)?;
+    let plan = pto_wsp::driver::lower(&loaded)?;
+    let tree = crate::cmd::emit::ascend(&loaded, &plan, &bindings, target)?;
     if let Some((t, _)) = wanted.iter().find(|(t, _)| !tree.written.contains(t)) {
         return Err(CliError::plain(format!(
             "`--output {t}=...`: no task of the workload writes tensor `{t}` (written: {})",
@@ -359,7 +360,14 @@ pub fn run_ascend(
     };
     std::fs::create_dir_all(&dir_cpu)
         .map_err(|e| CliError::plain(format!("cannot create `{}`: {e}", dir_cpu.display())))?;
-    let cpu = crate::exec::run(name, text, false, &cpu_opts, &mut |_| {})?;
+    let cpu = crate::exec::run_lowered(
+        &loaded,
+        plan,
+        false,
+        &cpu_opts,
+        &mut |_| {},
+        std::time::Instant::now(),
+    )?;
     let cpu_outputs = read_outputs(&dir_cpu, &tree.written).map_err(CliError::plain)?;
     let sim_outputs = read_outputs(&dir_out, &tree.written).map_err(CliError::plain)?;
     for (t, path) in &wanted {

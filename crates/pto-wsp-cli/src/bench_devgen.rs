@@ -24,16 +24,16 @@
 
 use crate::CliError;
 use crate::bench::thousands;
-use crate::bench_llama::{empty_kernels, module, plan};
+use crate::bench_llama::{empty_kernels, plan};
 use crate::bench_once::PerTask;
 use pto_wsp::cpu::{KernelExec, PoolSplit, RunConfig, StaticGraph, WorkerPool};
 use pto_wsp::graph::ExecDomain;
 use pto_wsp::graph::builder::{ExactMap, GraphBuilder};
 use pto_wsp::graph::feed::{NoHooks, feed};
 use pto_wsp::graph::ready::ReadyKind;
-use pto_wsp::ir::{Bindings, DepsMode, Dispatch, ExpandOptions, Module, PoolsPolicy};
+use pto_wsp::ir::{Bindings, DepsMode, ExpandOptions, PoolsPolicy};
 use pto_wsp::kernels::{KernelRegistry, TensorStore};
-use pto_wsp::{CompileOptions, compile};
+use pto_wsp::{CompileOptions, LoweredPlan, compile};
 use std::time::{Duration, Instant};
 
 /// The modes, in the order each round runs them.
@@ -47,7 +47,7 @@ fn median(xs: Vec<f64>) -> f64 {
 /// What the host's build-then-run needs besides the module: the same kernels, tensors and
 /// worker configuration a [`Program`] of the module uses.
 struct Finished<'m> {
-    module: &'m Module,
+    plan: &'m LoweredPlan,
     deps: DepsMode,
     registry: KernelRegistry,
     ids: Vec<Option<pto_wsp::kernels::KernelId>>,
@@ -60,16 +60,16 @@ struct Finished<'m> {
 
 impl<'m> Finished<'m> {
     fn new(
-        module: &'m Module,
+        plan: &'m LoweredPlan,
         b: &Bindings,
         deps: DepsMode,
         threads: usize,
         registry: KernelRegistry,
     ) -> Result<Self, CliError> {
         // The schedule as shipped (validated); `deps` is this run's own.
-        let c = plan(DepsMode::Hybrid)?.config;
+        let (module, c) = (plan.module(), plan.config());
         Ok(Finished {
-            module,
+            plan,
             deps,
             ids: module
                 .kernels
@@ -88,7 +88,7 @@ impl<'m> Finished<'m> {
                         vector: threads / 2,
                     },
                 },
-                placement: !matches!(c.dispatch, Dispatch::WorkSteal),
+                placement: plan.sched().placement(),
                 gate: None,
                 batch: 1,
                 trace: false,
@@ -102,7 +102,7 @@ impl<'m> Finished<'m> {
         let t0 = Instant::now();
         let mut builder = GraphBuilder::with_exact_map(self.deps, ExactMap::Growable);
         let fed = feed(
-            self.module,
+            self.plan.resolved(),
             b,
             &ExpandOptions::default(),
             &mut builder,
@@ -155,16 +155,18 @@ pub fn devgen<E: From<CliError>>(
     ))?;
     for &seq in seqs {
         for mode in [DepsMode::Exact, DepsMode::Hybrid] {
-            let m = module(mode)?;
+            let lowered = plan(mode)?;
+            let m = lowered.module();
             let b = Bindings::new().symbol("seq", seq);
             let mut tasks = 0u64;
-            pto_wsp::ir::expand_each(&m, &b, &ExpandOptions::default(), |_, _| tasks += 1)
-                .map_err(|e| CliError::plain(format!("bench: expand: {e}")))?;
+            pto_wsp::ir::expand_each(lowered.resolved(), &b, &ExpandOptions::default(), |_, _| {
+                tasks += 1
+            })
+            .map_err(|e| CliError::plain(format!("bench: expand: {e}")))?;
             for &t in threads {
-                let lowered = || plan(mode);
                 let program = |device_gen, kernels| {
                     compile(
-                        lowered()?,
+                        lowered.clone(),
                         CompileOptions {
                             threads: t,
                             kernels,
@@ -178,9 +180,11 @@ pub fn devgen<E: From<CliError>>(
                 for (k, name) in MODES.iter().enumerate() {
                     let once = PerTask::new(tasks as usize);
                     let ran = if k == 0 {
-                        Finished::new(&m, &b, mode, t, once.kernels(&m))?.run(&b)?.1
+                        Finished::new(&lowered, &b, mode, t, once.kernels(m))?
+                            .run(&b)?
+                            .1
                     } else {
-                        let s = program(k == 2, once.kernels(&m))?
+                        let s = program(k == 2, once.kernels(m))?
                             .execute(&b)
                             .map_err(|e| CliError::plain(format!("bench: {name} run: {e}")))?;
                         (s.tasks, s.barriers)
@@ -188,9 +192,9 @@ pub fn devgen<E: From<CliError>>(
                     crate::bench_llama::ran_exactly(name, ran, tasks, 0)?;
                     once.check(name, 0)?;
                 }
-                let mut streamed = program(false, empty_kernels(&m))?;
-                let mut dev = program(true, empty_kernels(&m))?;
-                let finished = Finished::new(&m, &b, mode, t, empty_kernels(&m))?;
+                let mut streamed = program(false, empty_kernels(m))?;
+                let mut dev = program(true, empty_kernels(m))?;
+                let finished = Finished::new(&lowered, &b, mode, t, empty_kernels(m))?;
                 let mut best = [f64::MAX; 3];
                 let mut ratios = [Vec::new(), Vec::new()];
                 for _ in 0..repeat {

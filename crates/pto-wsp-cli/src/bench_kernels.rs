@@ -236,10 +236,10 @@ fn main_job_tasks(binds: &[String]) -> Result<(u64, u64), CliError> {
     use pto_wsp::graph::feed::{NoHooks, feed};
     let loaded = crate::load_source(llm::NAME, llm::SOURCE)?;
     let b = crate::bindings_for(&loaded, binds)?;
-    let plan = pto_wsp::lower(&loaded.module).map_err(|e| CliError::plain(e.to_string()))?;
-    let mut builder = GraphBuilder::new(plan.config.deps);
+    let plan = pto_wsp::driver::lower(&loaded)?;
+    let mut builder = GraphBuilder::new(plan.config().deps);
     let fed = feed(
-        &loaded.module,
+        plan.resolved(),
         &b,
         &pto_wsp::ir::ExpandOptions::default(),
         &mut builder,

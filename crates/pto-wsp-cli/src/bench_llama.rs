@@ -58,9 +58,8 @@ pub(crate) fn module(mode: DepsMode) -> Result<Module, CliError> {
 /// prefix dependencies, and the validator rightly refuses `deps exact` written in this module
 /// (`ExactPartialOverlap`), so it is set after validation, on the plan.
 pub(crate) fn plan(mode: DepsMode) -> Result<LoweredPlan, CliError> {
-    let mut plan = lower(&module(DepsMode::Hybrid)?).map_err(|e| CliError::plain(e.to_string()))?;
-    plan.config.deps = mode;
-    Ok(plan)
+    let plan = lower(&module(DepsMode::Hybrid)?).map_err(|e| CliError::plain(e.to_string()))?;
+    Ok(plan.with_config_unchecked(|c| c.deps = mode))
 }
 
 /// Checks that a run of a workload with `tasks` tasks and `barriers` barrier tasks (joining
@@ -122,14 +121,15 @@ pub fn llama<E: From<CliError>>(
     ))?;
     for &seq in seqs {
         for mode in [DepsMode::Hybrid, DepsMode::Exact] {
-            let m = module(mode)?;
+            let lowered = plan(mode)?;
+            let (m, res) = (lowered.module(), lowered.resolved());
             let b = Bindings::new().symbol("seq", seq);
             let opts = ExpandOptions::default();
             let mut tasks = 0usize;
             let expand_ns = best(repeat, || {
                 let t0 = Instant::now();
                 let mut n = 0usize;
-                expand_each(&m, &b, &opts, |_, _| n += 1)
+                expand_each(res, &b, &opts, |_, _| n += 1)
                     .map_err(|e| CliError::plain(format!("bench: expand: {e}")))?;
                 let dt = t0.elapsed();
                 tasks = n;
@@ -141,7 +141,7 @@ pub fn llama<E: From<CliError>>(
                 let t0 = Instant::now();
                 let mut builder = GraphBuilder::new(mode);
                 let fed = feed(
-                    &m,
+                    res,
                     &b,
                     &opts,
                     &mut builder,
@@ -157,7 +157,7 @@ pub fn llama<E: From<CliError>>(
                 Ok(dt)
             })?;
             let bc = {
-                let bytes = pto_wsp::bytecode::encode(&m, &Default::default())
+                let bytes = pto_wsp::bytecode::encode(res, &Default::default())
                     .map_err(|e| CliError::plain(format!("bench: bytecode: {e}")))?;
                 pto_wsp::bytecode::Program::decode(&bytes)
                     .map_err(|e| CliError::plain(format!("bench: bytecode: {e}")))?
@@ -192,7 +192,7 @@ pub fn llama<E: From<CliError>>(
             for &t in threads {
                 let program = |host_expander, kernels| {
                     compile(
-                        plan(mode)?,
+                        lowered.clone(),
                         CompileOptions {
                             threads: t,
                             kernels,
@@ -206,12 +206,12 @@ pub fn llama<E: From<CliError>>(
                 for (k, host_expander) in [true, false].into_iter().enumerate() {
                     // The untimed per-task check, then the timed runs.
                     let once = PerTask::new(tasks + barriers as usize);
-                    let s = program(host_expander, once.kernels(&m))?
+                    let s = program(host_expander, once.kernels(m))?
                         .execute(&b)
                         .map_err(|e| CliError::plain(format!("bench: LLaMA run: {e}")))?;
                     ran_exactly("LLaMA", (s.tasks, s.barriers), tasks as u64, barriers)?;
                     once.check("LLaMA", barriers)?;
-                    let mut p = program(host_expander, empty_kernels(&m))?;
+                    let mut p = program(host_expander, empty_kernels(m))?;
                     times[k] = best(repeat, || {
                         let t0 = Instant::now();
                         let s = p

@@ -9,10 +9,11 @@
 //! values only a run computes), and the report says so.
 
 use crate::CliError;
+use pto_wsp::LoweredPlan;
 use pto_wsp::bytecode::{
     EncodeOptions, ExecutorConfig, Interpreter, Program, RunSummary, Task, TaskSink, encode,
 };
-use pto_wsp::ir::{Bindings, ExpandedTask, Expansion, Module, OrderEdge};
+use pto_wsp::ir::{Bindings, ExpandedTask, Expansion, OrderEdge, Resolved};
 use std::fmt::Write as _;
 use std::ops::{ControlFlow, Range};
 use std::time::{Duration, Instant};
@@ -130,20 +131,14 @@ impl TaskSink for Checker<'_> {
     fn order(&mut self, _edge: OrderEdge) {}
 }
 
-/// The tensors whose computed values the entry of `module` reads (`docs/SEMANTICS.md`,
+/// The tensors whose computed values the resolved entry reads (`docs/SEMANTICS.md`,
 /// "Computed reads"), by name: such an entry's tasks depend on what its own tasks compute, so
 /// the reference expander cannot list them.
-pub fn computed_tensors(module: &Module) -> Vec<String> {
-    let Ok(plan) = pto_wsp::lower(module) else {
-        return Vec::new();
-    };
-    let Ok(resolved) = plan.resolve() else {
-        return Vec::new();
-    };
+pub fn computed_tensors(resolved: &Resolved) -> Vec<String> {
     resolved
         .computed_reads()
         .into_iter()
-        .map(|(t, _)| module.tensors[t.index()].name.name.clone())
+        .map(|(t, _)| resolved.module.tensors[t.index()].name.name.clone())
         .collect()
 }
 
@@ -152,16 +147,18 @@ pub fn computed_tensors(module: &Module) -> Vec<String> {
 /// only: the tasks are generated from values only a run computes.
 pub fn bytecode_report(
     name: &str,
-    module: &Module,
+    plan: &LoweredPlan,
     bindings: &Bindings,
     expansion: Option<&Expansion>,
     options: &BytecodeOptions,
 ) -> Result<BytecodeReport, CliError> {
     let fail =
         |what: &str, e: &dyn std::fmt::Display| CliError::plain(format!("{what} {name}: {e}"));
-    let bytes = encode(module, &EncodeOptions::default()).map_err(|e| fail("cannot encode", &e))?;
+    let (module, resolved) = (plan.module(), plan.resolved());
+    let bytes =
+        encode(resolved, &EncodeOptions::default()).map_err(|e| fail("cannot encode", &e))?;
     let stripped =
-        encode(module, &EncodeOptions { names: false }).map_err(|e| fail("cannot encode", &e))?;
+        encode(resolved, &EncodeOptions { names: false }).map_err(|e| fail("cannot encode", &e))?;
     let prog = Program::decode(&bytes).map_err(|e| fail("internal error: cannot decode", &e))?;
     let bound = prog.bind(bindings).map_err(|e| fail("cannot bind", &e))?;
     let executors = options.executors.unwrap_or(prog.executors());
@@ -190,7 +187,7 @@ pub fn bytecode_report(
             out,
             "tasks: not listed: the entry reads computed values of {}, so its tasks depend on \
              what earlier tasks compute (`pto-wsp run --device-gen` runs the interpreters)",
-            computed_tensors(module)
+            computed_tensors(resolved)
                 .iter()
                 .map(|t| format!("`{t}`"))
                 .collect::<Vec<_>>()

@@ -27,7 +27,7 @@ use crate::{CliError, Loaded, aliases, llm};
 use pto_wsp::cpu::{MAX_THREADS, RunStats};
 use pto_wsp::ir::{ExpandOptions, expand_each};
 use pto_wsp::kernels::KernelRegistry;
-use pto_wsp::{CompileOptions, compile, lower};
+use pto_wsp::{CompileOptions, compile};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -168,7 +168,23 @@ pub fn run(
         )));
     }
     let loaded = crate::load_source(name, text)?;
-    let mut bindings = crate::bindings_for(&loaded, &opts.binds)?;
+    let plan = pto_wsp::driver::lower(&loaded)?;
+    run_lowered(&loaded, plan, main_job, opts, emit, t0)
+}
+
+/// [`run`] of a module already loaded and lowered (the one resolution of its entry point,
+/// shared with the Ascend emitter by `run --target ascend_a2a3sim`); `t0` is when the command
+/// started.
+pub fn run_lowered(
+    loaded: &Loaded,
+    plan: pto_wsp::LoweredPlan,
+    main_job: bool,
+    opts: &RunOptions,
+    emit: &mut dyn FnMut(&str),
+    t0: Instant,
+) -> Result<RunOutcome, CliError> {
+    let name = loaded.source.name.as_str();
+    let mut bindings = crate::bindings_for(loaded, &opts.binds)?;
     // Every file the run will write is checked now, not after the run (crate::files).
     let tensor_names: Vec<&str> = loaded
         .module
@@ -189,7 +205,7 @@ pub fn run(
     let mut registry = KernelRegistry::with_builtins();
     // Kernels written in tile instructions run as themselves; aliases may not name them.
     pto_wsp::kernels::lang::register_bodies(&loaded.module, &mut registry);
-    aliases::apply_aliases(&loaded, &mut registry)?;
+    aliases::apply_aliases(loaded, &mut registry)?;
     if opts.empty_kernels {
         for k in &loaded.module.kernels {
             if registry.lookup(&k.name.name).is_none() {
@@ -216,8 +232,7 @@ pub fn run(
     } else {
         None
     };
-    let plan = lower(&loaded.module).map_err(|e| CliError::plain(e.to_string()))?;
-    unbound_host_reads(&loaded, &plan, &bindings)?;
+    unbound_host_reads(loaded, &plan, &bindings)?;
     let options = CompileOptions {
         threads: opts.threads,
         profiling: opts.trace.is_some(),
@@ -229,7 +244,7 @@ pub fn run(
         ..CompileOptions::default()
     };
     let mut program =
-        compile(plan, options).map_err(|e| pto_wsp::driver::compile_error(&loaded, &e))?;
+        compile(plan, options).map_err(|e| pto_wsp::driver::compile_error(loaded, &e))?;
     for note in program.notes() {
         eprintln!("note: {note}");
     }
@@ -266,7 +281,7 @@ pub fn run(
 
     let total = if count {
         expand_each(
-            &loaded.module,
+            program.plan().resolved(),
             &bindings,
             &ExpandOptions::default(),
             |_, _| {},
@@ -321,6 +336,7 @@ pub fn run(
         .unwrap_or_else(|| t1.elapsed().as_secs_f64() * 1e3);
 
     let t2 = Instant::now();
+    let plan = program.plan().clone();
     let guard = program
         .tensors(&bindings)
         .map_err(|e| CliError::plain(format!("{name}: {e}")))?;
@@ -355,16 +371,9 @@ pub fn run(
         .iter()
         .map(|g| g.compare(store, opts.rtol, opts.atol))
         .collect::<Result<Vec<_>, _>>()?;
-    let pipeline = {
-        let module = &loaded.module;
-        module
-            .entry_name()
-            .and_then(|e| module.pipeline(e))
-            .is_some()
-    };
     outputs.commit(
         |tensor| store.to_npy(tensor).map_err(|e| e.to_string()),
-        || pto_wsp::driver::trace::trace_json(&loaded, &bindings, &stats, pipeline).into_bytes(),
+        || pto_wsp::driver::trace::trace_json(&plan, &bindings, &stats).into_bytes(),
     )?;
     drop(guard);
 
@@ -375,7 +384,7 @@ pub fn run(
     };
     let module = &loaded.module;
     let pipeline = module.entry_name().and_then(|e| module.pipeline(e));
-    let config = &program.plan().config;
+    let sched = program.plan().sched();
     let mut report = match pipeline {
         Some(p) => pipeline_report(name, p, &stats, run_ms),
         None => crate::run_report(
@@ -383,8 +392,8 @@ pub fn run(
             &stats,
             program.threads(),
             run_ms,
-            crate::Generation::of(config, opts.device_gen),
-            crate::Features::of(config),
+            crate::Generation::of(sched, opts.device_gen),
+            crate::Features::of(sched),
         ),
     };
     let given: Vec<&str> = inputs.iter().map(|i| i.tensor.as_str()).collect();
@@ -493,9 +502,7 @@ fn unbound_host_reads(
     plan: &pto_wsp::LoweredPlan,
     bindings: &pto_wsp::ir::Bindings,
 ) -> Result<(), CliError> {
-    let Ok(r) = plan.resolve() else {
-        return Ok(());
-    };
+    let r = plan.resolved();
     for (t, decl) in loaded.module.tensors.iter().enumerate() {
         if r.arrays[t] && !r.written[t] && !bindings.arrays.contains_key(&decl.name.name) {
             let e = pto_wsp::ir::BindingError::MissingArray {

@@ -35,7 +35,7 @@ pub(crate) use pto_wsp::driver::count;
 /// `//@ bind` / `//@ alias` lines, rendered errors ([`pto_wsp::driver`]).
 pub use pto_wsp::driver::{
     Error as CliError, Loaded, aliases, bindings_for, binds, canonical, check_summary,
-    expand_loaded, leading_comments, load_source, parse_source, render_all,
+    leading_comments, load_source, parse_source, render_all,
 };
 
 /// Whether `text` has `//` comments after its leading comment block (comments that `fmt` would
@@ -102,11 +102,12 @@ pub enum Generation {
 }
 
 impl Generation {
-    /// How a run of `config` generates its tasks (`device_gen`: in device-generation mode).
-    pub fn of(config: &pto_wsp::ir::ScheduleConfig, device_gen: bool) -> Generation {
+    /// How a run of the resolved schedule `sched` generates its tasks (`device_gen`: in
+    /// device-generation mode).
+    pub fn of(sched: &pto_wsp::ir::resolve::Sched, device_gen: bool) -> Generation {
         if device_gen {
             Generation::OnWorkers
-        } else if config.start == pto_wsp::ir::StartPolicy::AfterOrchestration {
+        } else if sched.config.start == pto_wsp::ir::StartPolicy::AfterOrchestration {
             Generation::BeforeExecution
         } else {
             Generation::Overlapped
@@ -136,13 +137,14 @@ pub struct Features {
 }
 
 impl Features {
-    /// The features of `config`.
-    pub fn of(config: &pto_wsp::ir::ScheduleConfig) -> Features {
+    /// The features of the resolved schedule `sched`.
+    pub fn of(sched: &pto_wsp::ir::resolve::Sched) -> Features {
+        let config = &sched.config;
         Features {
             window: config.task_window.is_some(),
             gates: config.pipeline_depth.is_some(),
             batching: config.batch_deps > 1,
-            placement: !matches!(config.dispatch, pto_wsp::ir::Dispatch::WorkSteal),
+            placement: sched.placement(),
         }
     }
 }

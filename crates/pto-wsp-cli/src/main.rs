@@ -315,7 +315,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let name = file.display().to_string();
             let loaded = pto_wsp_cli::load_source(&name, &read(&file)?)?;
             let bindings = pto_wsp_cli::bindings_for(&loaded, &binds)?;
-            let emitted = pto_wsp_cli::cmd::emit::kernels(&loaded, &bindings)?;
+            let plan = pto_wsp::driver::lower(&loaded)?;
+            let emitted = pto_wsp_cli::cmd::emit::kernels(&loaded, &plan, &bindings)?;
             pto_wsp_cli::cmd::emit::write_files(&emitted.files, &out)?;
             emit(&pto_wsp_cli::cmd::emit::kernels_summary(&emitted, &out))?;
         }
@@ -329,7 +330,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let name = file.display().to_string();
             let loaded = pto_wsp_cli::load_source(&name, &read(&file)?)?;
             let bindings = pto_wsp_cli::bindings_for(&loaded, &binds)?;
-            let tree = pto_wsp_cli::cmd::emit::ascend(&loaded, &bindings, &target)?;
+            let plan = pto_wsp::driver::lower(&loaded)?;
+            let tree = pto_wsp_cli::cmd::emit::ascend(&loaded, &plan, &bindings, &target)?;
             pto_wsp_cli::cmd::emit::write_files(&tree.files, &out)?;
             emit(&pto_wsp_cli::cmd::emit::ascend_summary(&tree, &out))?;
         }
@@ -384,8 +386,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 limit: None,
                 executors,
             };
+            let plan = pto_wsp::driver::lower(&loaded)?;
             let start = Instant::now();
-            let expansion = pto_wsp_cli::expand_loaded(&loaded, &bindings, &options)?;
+            let expansion = pto_wsp::driver::expand(&plan, &bindings, &options)?;
             let elapsed = start.elapsed().as_secs_f64();
             let opts = report::ReportOptions {
                 limit: if quiet { 0 } else { limit },
@@ -423,8 +426,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             // An entry with computed reads generates tasks from values only a run computes: no
             // expander list to check the interpreters against.
-            let expansion = if pto_wsp_cli::bytecode::computed_tensors(&loaded.module).is_empty() {
-                Some(pto_wsp_cli::expand_loaded(&loaded, &bindings, &options)?)
+            let plan = pto_wsp::driver::lower(&loaded)?;
+            let expansion = if pto_wsp_cli::bytecode::computed_tensors(plan.resolved()).is_empty() {
+                Some(pto_wsp::driver::expand(&plan, &bindings, &options)?)
             } else {
                 None
             };
@@ -435,7 +439,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let report = pto_wsp_cli::bytecode::bytecode_report(
                 &name,
-                &loaded.module,
+                &plan,
                 &bindings,
                 expansion.as_ref(),
                 &opts,

@@ -38,7 +38,8 @@ pub fn compile_loaded(
     if pto_wsp::emitters::ascend::TARGETS.contains(&target) {
         // The Ascend tree needs the bindings: the file's `//@ bind` lines apply.
         let bindings = crate::bindings_for(loaded, &[])?;
-        let tree = crate::cmd::emit::ascend(loaded, &bindings, target)?;
+        let plan = pto_wsp::driver::lower(loaded)?;
+        let tree = crate::cmd::emit::ascend(loaded, &plan, &bindings, target)?;
         let out = out.ok_or_else(|| {
             CliError::plain(format!(
                 "target `{target}` emits an artefact: give the output path with `-o`"

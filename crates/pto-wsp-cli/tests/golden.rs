@@ -78,7 +78,8 @@ fn report_of(name: &str, binds: &[&str], limit: usize) -> (String, usize) {
     let binds: Vec<String> = binds.iter().map(|s| s.to_string()).collect();
     let bindings =
         pto_wsp_cli::bindings_for(&loaded, &binds).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let expansion = pto_wsp_cli::expand_loaded(&loaded, &bindings, &ExpandOptions::default())
+    let plan = pto_wsp::driver::lower(&loaded).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let expansion = pto_wsp::driver::expand(&plan, &bindings, &ExpandOptions::default())
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     let text = report::expand_report(
         &loaded.module,
@@ -274,7 +275,8 @@ fn bytecode_report_of(name: &str, binds: &[&str], disasm: bool) -> String {
     let binds: Vec<String> = binds.iter().map(|s| s.to_string()).collect();
     let bindings =
         pto_wsp_cli::bindings_for(&loaded, &binds).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let expansion = pto_wsp_cli::expand_loaded(&loaded, &bindings, &ExpandOptions::default())
+    let plan = pto_wsp::driver::lower(&loaded).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let expansion = pto_wsp::driver::expand(&plan, &bindings, &ExpandOptions::default())
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     let opts = pto_wsp_cli::bytecode::BytecodeOptions {
         disasm,
@@ -283,7 +285,7 @@ fn bytecode_report_of(name: &str, binds: &[&str], disasm: bool) -> String {
     };
     pto_wsp_cli::bytecode::bytecode_report(
         &format!("examples/{name}.wsp"),
-        &loaded.module,
+        &plan,
         &bindings,
         Some(&expansion),
         &opts,

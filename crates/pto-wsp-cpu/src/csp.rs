@@ -52,8 +52,8 @@ use std::time::Instant;
 
 use pto_wsp_graph::types::{MAX_RANK, Region, TaskIo};
 use pto_wsp_ir::{
-    Bindings, ChannelPort, DataRead, ExpandOptions, ExpandSink, ExpandedTask, Loc, Module,
-    OrderEdge, Pipeline, ReadRefused, Value, expand_process,
+    Bindings, ChannelPort, DataRead, ExpandOptions, ExpandSink, ExpandedTask, Loc, OrderEdge,
+    Pipeline, ReadRefused, Resolved, Value, expand_process,
 };
 use pto_wsp_kernels::{ConflictChecker, KernelId, KernelRegistry, TaskContext, TensorStore};
 
@@ -790,7 +790,8 @@ impl ExpandSink for TaskRunner<'_, '_, '_, '_> {
 /// reads.
 type ProcessOutcome = (u64, Vec<Span>, Option<CspError>, Vec<CspStep>, u64);
 
-/// Runs the pipeline that is `module`'s entry under `bindings`: one thread per process, tasks
+/// Runs the pipeline that is the resolved entry `res` under `bindings`: one thread per process,
+/// tasks
 /// run by their process with `registry`'s kernels (`kernels[k]` for the module's kernel `k`,
 /// `names[k]` its name) on `store` (see the module docs).
 ///
@@ -798,7 +799,7 @@ type ProcessOutcome = (u64, Vec<Span>, Option<CspError>, Vec<CspStep>, u64);
 /// borrowed). Returns the run's statistics: tasks per process in `per_worker`, wall-clock time in
 /// `run_ns`, spans when traced.
 pub fn run_pipeline(
-    module: &Module,
+    res: &Resolved,
     bindings: &Bindings,
     store: &TensorStore,
     registry: &KernelRegistry,
@@ -806,6 +807,7 @@ pub fn run_pipeline(
     names: &[String],
     options: CspOptions,
 ) -> Result<RunStats, CspError> {
+    let module = &res.module;
     let entry = module
         .entry_name()
         .ok_or_else(|| CspError::Setup("the module has no entry point".into()))?;
@@ -892,7 +894,7 @@ pub fn run_pipeline(
                         };
                         let r = catch_unwind(AssertUnwindSafe(|| {
                             expand_process(
-                                module,
+                                res,
                                 bindings,
                                 &ExpandOptions::default(),
                                 p,
@@ -993,7 +995,7 @@ pub fn run_pipeline(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pto_wsp_ir::{Access, Diagnostic, SourceFile, parse};
+    use pto_wsp_ir::{Access, Diagnostic, Module, SourceFile, parse};
 
     /// The runners' shared state for `m` with no process running: the checker is driven by
     /// hand, so the order of a read and a write is fixed without timing.

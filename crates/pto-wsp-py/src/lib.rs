@@ -38,7 +38,7 @@ use pto_wsp::ir::{Bindings, DType, ExpandOptions, ParamKind};
 use pto_wsp::kernels::npy::NpyHeader;
 use pto_wsp::kernels::{KernelRegistry, TensorStore};
 use pto_wsp::plan::{PlanOptions, PlanStats, run_plans};
-use pto_wsp::{Artefact, CompileOptions, Output, compile, compile_target, lower};
+use pto_wsp::{Artefact, CompileOptions, Output, compile, compile_target};
 use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
@@ -175,14 +175,14 @@ impl Module {
         };
         let loaded = self.loaded.clone();
         let program = py
-            .detach(|| lower(&loaded.module).and_then(|plan| compile(plan, options)))
-            .map_err(|e| {
-                CompileError::new_err(pto_wsp::driver::compile_error(&loaded, &e).rendered)
-            })?;
+            .detach(|| {
+                let plan = pto_wsp::driver::lower(&loaded)?;
+                compile(plan, options).map_err(|e| pto_wsp::driver::compile_error(&loaded, &e))
+            })
+            .map_err(|e| CompileError::new_err(e.rendered))?;
         let program = Program {
             program,
             name: loaded.source.name.clone(),
-            loaded,
             bindings,
             running: None,
             last_bindings: None,
@@ -213,11 +213,11 @@ impl Module {
         let loaded = &self.loaded;
         let out = py
             .detach(|| {
-                lower(&loaded.module).and_then(|plan| {
-                    compile_target(&plan.with_source(loaded.source.clone()), &options)
-                })
+                let plan = pto_wsp::driver::lower(loaded)?;
+                compile_target(&plan, &options)
+                    .map_err(|e| pto_wsp::driver::compile_error(loaded, &e))
             })
-            .map_err(|e| CompileError::new_err(render_compile_error(loaded, &e)))?;
+            .map_err(|e| CompileError::new_err(e.rendered))?;
         match out {
             Output::Artefact(Artefact::Bytes(b)) => Ok(PyBytes::new(py, &b).into_any()),
             Output::Artefact(Artefact::Tree(files)) => {
@@ -265,7 +265,10 @@ impl Module {
         };
         let loaded = &self.loaded;
         let expansion = py
-            .detach(|| pto_wsp::driver::expand_loaded(loaded, &bindings, &options))
+            .detach(|| {
+                let plan = pto_wsp::driver::lower(loaded)?;
+                pto_wsp::driver::expand(&plan, &bindings, &options)
+            })
             .map_err(|e| RunError::new_err(e.rendered))?;
         let module = &self.loaded.module;
         let kernel_name = |i: u32| {
@@ -395,8 +398,6 @@ fn bind_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
 #[pyclass(module = "pto_wsp._pto_wsp")]
 pub struct Program {
     program: pto_wsp::Program,
-    /// The module it was compiled from (the trace names tasks from it).
-    loaded: Loaded,
     bindings: Bindings,
     name: String,
     /// A run started by `execute_async`: its bindings, the arrays it runs on (kept alive until
@@ -451,7 +452,7 @@ impl Program {
         }
         let given = given_arrays(arrays)?;
         let mut bindings = self.bindings.clone();
-        bind_integer_arrays(&self.program.plan().module, &given, &mut bindings);
+        bind_integer_arrays(self.program.plan().module(), &given, &mut bindings);
         let mut attached = Vec::with_capacity(given.len());
         let started = self
             .attach(&given, &bindings, &mut attached)
@@ -515,12 +516,7 @@ impl Program {
                 self.name
             )));
         }
-        let module = &self.loaded.module;
-        let pipeline = module
-            .entry_name()
-            .and_then(|e| module.pipeline(e))
-            .is_some();
-        let json = pto_wsp::driver::trace::trace_json(&self.loaded, bindings, stats, pipeline);
+        let json = pto_wsp::driver::trace::trace_json(self.program.plan(), bindings, stats);
         std::fs::write(&path, json).map_err(|e| {
             RunError::new_err(format!(
                 "cannot write the trace to `{}`: {e}",
@@ -854,16 +850,6 @@ impl PlanProgram {
             self.loaded.module.plans.len(),
             self.dispatch_threads
         )
-    }
-}
-
-/// A compile error rendered against the module's source (`file:line:column` when it has a
-/// place there).
-fn render_compile_error(loaded: &Loaded, e: &pto_wsp::CompileError) -> String {
-    if pto_wsp::ir::Diagnostic::loc(e).is_known() {
-        loaded.source.render(e)
-    } else {
-        pto_wsp::driver::compile_error(loaded, e).rendered
     }
 }
 

@@ -10,6 +10,7 @@
 //! complete.
 
 use crate::{CliError, Loaded};
+use pto_wsp::LoweredPlan;
 use pto_wsp::emitters::ascend::AscendTree;
 use pto_wsp::emitters::ptoisa::Emitted;
 use pto_wsp::emitters::{EmitError, Input, ascend, ptoisa};
@@ -17,36 +18,41 @@ use pto_wsp::ir::Bindings;
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// Lowers `loaded` and runs `emit` on its resolved program, rendering every error against the
-/// source.
+/// Runs `emit` on the resolved program of `plan` (lowered from `loaded`), rendering every error
+/// against the source.
 fn with_input<T>(
     loaded: &Loaded,
+    plan: &LoweredPlan,
     bindings: &Bindings,
     emit: impl FnOnce(&Input<'_>) -> Result<T, EmitError>,
 ) -> Result<T, CliError> {
-    let plan =
-        pto_wsp::lower(&loaded.module).map_err(|e| pto_wsp::driver::compile_error(loaded, &e))?;
-    let resolved = plan
-        .resolve()
-        .map_err(|e| CliError::diagnostic(&loaded.source, &e))?;
     let input = Input {
-        resolved: &resolved,
+        resolved: plan.resolved(),
         source: Some(&loaded.source),
         bindings,
     };
     emit(&input).map_err(|e| CliError::diagnostic(&loaded.source, &e))
 }
 
-/// Every kernel of `loaded` with a body as PTO-ISA C++, and the host driver of its tasks under
-/// `bindings`.
-pub fn kernels(loaded: &Loaded, bindings: &Bindings) -> Result<Emitted, CliError> {
-    with_input(loaded, bindings, ptoisa::emit_kernels)
+/// Every kernel of `loaded` (lowered as `plan`) with a body as PTO-ISA C++, and the host driver
+/// of its tasks under `bindings`.
+pub fn kernels(
+    loaded: &Loaded,
+    plan: &LoweredPlan,
+    bindings: &Bindings,
+) -> Result<Emitted, CliError> {
+    with_input(loaded, plan, bindings, ptoisa::emit_kernels)
 }
 
-/// The Ascend tree of `loaded` under `bindings` for `target` (`ascend_a2a3sim`,
-/// `ascend_a2a3`).
-pub fn ascend(loaded: &Loaded, bindings: &Bindings, target: &str) -> Result<AscendTree, CliError> {
-    with_input(loaded, bindings, |input| ascend::emit(input, target))
+/// The Ascend tree of `loaded` (lowered as `plan`) under `bindings` for `target`
+/// (`ascend_a2a3sim`, `ascend_a2a3`).
+pub fn ascend(
+    loaded: &Loaded,
+    plan: &LoweredPlan,
+    bindings: &Bindings,
+    target: &str,
+) -> Result<AscendTree, CliError> {
+    with_input(loaded, plan, bindings, |input| ascend::emit(input, target))
 }
 
 /// Writes `(file name, contents)` pairs into `dir` (created if needed), each to a temporary
