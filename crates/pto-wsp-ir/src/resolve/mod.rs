@@ -382,10 +382,12 @@ pub(crate) fn check_count(what: &str, n: u64) -> Result<(), ResolveError> {
 }
 
 impl Sched {
-    /// Whether tasks are placed on dispatch targets (any dispatch policy but `work_steal`): the
-    /// one reading of the `dispatch` directive for every consumer.
+    /// Whether tasks are placed on dispatch targets (any dispatch policy but `work_steal`; no
+    /// task, nothing placed): the one reading of the `dispatch` directive for every runtime.
     pub fn placement(&self) -> bool {
-        !matches!(self.config.dispatch, crate::schedule::Dispatch::WorkSteal)
+        self.dispatch
+            .as_ref()
+            .is_some_and(|d| *d != DispatchPlan::WorkSteal)
     }
 
     /// Where the `stream_by` key is among a task's keys.
@@ -463,7 +465,9 @@ impl DispatchPlan {
 impl Resolved {
     /// The program with the executor and stream counts `executors` / `streams` where given
     /// (run-time options that override the schedule's `executors N;` / `streams N;`), checked
-    /// as the schedule's are. Nothing else depends on them, so nothing is resolved again.
+    /// as the schedule's are, meaning what the same item written last in the schedule means:
+    /// without a `dispatch` item the default `round_robin` ranges over the new executor count.
+    /// Nothing else depends on them, so nothing is resolved again.
     pub fn with_counts(
         mut self,
         executors: Option<u64>,
@@ -473,6 +477,12 @@ impl Resolved {
             check_count("executors", n)?;
             self.schedule.executors = n;
             self.schedule.config.executors = n;
+            if !self.dispatch_written() {
+                self.schedule.config.dispatch = crate::schedule::Dispatch::RoundRobin(n);
+                if let Some(d @ DispatchPlan::RoundRobin(_)) = &mut self.schedule.dispatch {
+                    *d = DispatchPlan::RoundRobin(n);
+                }
+            }
         }
         if let Some(n) = streams {
             check_count("streams", n)?;
@@ -480,6 +490,16 @@ impl Resolved {
             self.schedule.config.streams = n;
         }
         Ok(self)
+    }
+
+    /// Whether the module's schedule has a `dispatch` item (else the dispatch is the default
+    /// `round_robin` over the executors).
+    fn dispatch_written(&self) -> bool {
+        self.module.schedule.as_ref().is_some_and(|s| {
+            s.items
+                .iter()
+                .any(|i| matches!(i.kind, crate::schedule::ScheduleItemKind::Dispatch(_)))
+        })
     }
 
     /// The typed tree of expression `id`.

@@ -228,6 +228,57 @@ fn compile_options_override_streams_and_executors() {
     assert_eq!(log.lock().unwrap().len(), e.tasks.len());
 }
 
+/// An executor count given at compile time means what `executors N;` written last in the
+/// schedule means: without a `dispatch` item the default round robin ranges over it, in the
+/// expander and in the bytecode; with one, the written policy stays. The reference is the same
+/// module with the item written.
+#[test]
+fn an_executor_override_means_the_written_item() {
+    let body = "axis I = dense(12);\n\
+                kernel k(a: i64);\n\
+                workload main() { parallel_for i in I { task k(i); } }\n";
+    for (schedule, written) in [
+        ("", "schedule for main { executors 5; }\n"),
+        (
+            "schedule for main { executors 2; }\n",
+            "schedule for main { executors 5; }\n",
+        ),
+        (
+            "schedule for main { dispatch round_robin(3); }\n",
+            "schedule for main { dispatch round_robin(3); executors 5; }\n",
+        ),
+    ] {
+        let module = parse(&format!("{body}{schedule}")).unwrap();
+        let options = CompileOptions {
+            num_aicpus: Some(5),
+            kernels: recording(&module, &Arc::new(std::sync::Mutex::new(Vec::new()))),
+            ..CompileOptions::default()
+        };
+        let p = pto_wsp::compile(lower(&module).unwrap(), options).unwrap();
+        let want = lower(&parse(&format!("{body}{written}")).unwrap()).unwrap();
+        let targets = |r: &Resolved| -> Vec<Option<u32>> {
+            let x = expand(r, &Default::default(), &Default::default()).unwrap();
+            x.tasks.iter().map(|t| t.target).collect()
+        };
+        assert_eq!(
+            targets(p.plan().resolved()),
+            targets(want.resolved()),
+            "{schedule}"
+        );
+        assert_eq!(
+            p.plan().config().dispatch,
+            want.config().dispatch,
+            "{schedule}"
+        );
+        let bytes = |r: &Resolved| pto_wsp::bytecode::encode(r, &Default::default()).unwrap();
+        assert_eq!(
+            bytes(p.plan().resolved()),
+            bytes(want.resolved()),
+            "{schedule}"
+        );
+    }
+}
+
 #[test]
 fn ragged_lengths_by_expression_are_refused_by_bytecode_with_their_place() {
     let src = "symbol n: i64;\n\
