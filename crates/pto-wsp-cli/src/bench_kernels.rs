@@ -20,7 +20,7 @@
 
 use crate::CliError;
 use crate::bench_once::PerTask;
-use crate::exec::{RunOptions, TaskHook, run};
+use crate::cmd::run::{RunOptions, TaskHook, run};
 use crate::llm;
 use pto_wsp::kernels::KernelRegistry;
 use pto_wsp::kernels::bench::{
@@ -277,7 +277,7 @@ pub fn main_job<E: From<CliError>>(
     let mut header = None;
     let (tasks, barriers) = main_job_tasks(binds)?;
     for &t in threads {
-        let mut best: Option<crate::exec::RunOutcome> = None;
+        let mut best: Option<crate::cmd::run::RunOutcome> = None;
         // Run 0 is untimed and counts every task's kernel calls.
         for k in 0..=repeat.max(1) {
             let once = PerTask::new((tasks + barriers) as usize);
@@ -304,8 +304,9 @@ pub fn main_job<E: From<CliError>>(
                 continue;
             }
             header.get_or_insert(first);
-            let total =
-                |o: &crate::exec::RunOutcome| o.times.build_ms + o.times.run_ms + o.times.check_ms;
+            let total = |o: &crate::cmd::run::RunOutcome| {
+                o.times.build_ms + o.times.run_ms + o.times.check_ms
+            };
             if best.as_ref().is_none_or(|b| total(&o) < total(b)) {
                 best = Some(o);
             }

@@ -11,24 +11,19 @@
 
 #![forbid(unsafe_code)]
 
-pub mod ascend_run;
 pub mod bench;
 pub mod bench_devgen;
 pub mod bench_kernels;
 pub mod bench_llama;
 pub mod bench_median;
 mod bench_once;
-pub mod bytecode;
 pub mod cmd;
-pub mod exec;
 pub mod expect;
 pub mod files;
 pub mod inputs;
 pub mod llm;
-pub mod plan_run;
 pub mod progress;
 pub mod report;
-pub mod targets;
 
 pub(crate) use pto_wsp::driver::count;
 /// The front-end driver the tool shares with the Python extension: loading a text, its

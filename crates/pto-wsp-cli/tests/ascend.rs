@@ -11,9 +11,9 @@
 
 mod common;
 
-use pto_wsp_cli::ascend_run::{AscendOutcome, Toolchain, run_ascend};
 use pto_wsp_cli::cmd::emit::ascend as emit_ascend;
-use pto_wsp_cli::exec::RunOptions;
+use pto_wsp_cli::cmd::run::RunOptions;
+use pto_wsp_cli::cmd::run::ascend::{AscendOutcome, Toolchain, run_ascend};
 use std::sync::Mutex;
 
 static SIM: Mutex<()> = Mutex::new(());

@@ -12,7 +12,7 @@ use common::{binary, root, scratch};
 use pto_wsp::kernels::TensorStore;
 use pto_wsp::kernels::npy::NpyArray;
 use pto_wsp_cli::cmd::emit::{kernels as emit_kernels, kernels_summary, write_files};
-use pto_wsp_cli::exec::{RunOptions, run};
+use pto_wsp_cli::cmd::run::{RunOptions, run};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -278,12 +278,12 @@ fn bytecode_report_of(name: &str, binds: &[&str], disasm: bool) -> String {
     let plan = pto_wsp::driver::lower(&loaded).unwrap_or_else(|e| panic!("{name}: {e}"));
     let expansion = pto_wsp::driver::expand(&plan, &bindings, &ExpandOptions::default())
         .unwrap_or_else(|e| panic!("{name}: {e}"));
-    let opts = pto_wsp_cli::bytecode::BytecodeOptions {
+    let opts = pto_wsp_cli::cmd::bytecode::BytecodeOptions {
         disasm,
         stats: true,
         executors: None,
     };
-    pto_wsp_cli::bytecode::bytecode_report(
+    pto_wsp_cli::cmd::bytecode::bytecode_report(
         &format!("examples/{name}.wsp"),
         &plan,
         &bindings,

@@ -5,7 +5,7 @@
 //! other test resolves in the same process meanwhile.
 
 use pto_wsp::ir::resolve::resolutions;
-use pto_wsp_cli::exec::{RunOptions, run};
+use pto_wsp_cli::cmd::run::{RunOptions, run};
 
 /// The repository root (examples are named relative to it).
 fn root() -> std::path::PathBuf {
@@ -48,12 +48,13 @@ fn each_command_resolves_its_file_once() {
     let (n, ()) = counted(|| {
         let plan = pto_wsp::driver::lower(&loaded).unwrap();
         let x = pto_wsp::driver::expand(&plan, &bindings, &Default::default()).unwrap();
-        let opts = pto_wsp_cli::bytecode::BytecodeOptions {
+        let opts = pto_wsp_cli::cmd::bytecode::BytecodeOptions {
             disasm: false,
             stats: true,
             executors: None,
         };
-        pto_wsp_cli::bytecode::bytecode_report(path, &plan, &bindings, Some(&x), &opts).unwrap();
+        pto_wsp_cli::cmd::bytecode::bytecode_report(path, &plan, &bindings, Some(&x), &opts)
+            .unwrap();
     });
     assert_eq!(
         n, 1,

@@ -5,7 +5,7 @@
 
 use pto_wsp::ir::DType;
 use pto_wsp::kernels::npy;
-use pto_wsp_cli::exec::{RunOptions, run};
+use pto_wsp_cli::cmd::run::{RunOptions, run};
 use pto_wsp_cli::llm;
 mod common;
 

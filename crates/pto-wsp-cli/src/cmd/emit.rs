@@ -120,3 +120,53 @@ pub fn ascend_summary(tree: &AscendTree, dir: &Path) -> String {
     }
     s
 }
+
+/// What `pto-wsp emit` writes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum EmitWhat {
+    /// Kernels written in tile instructions, as PTO-ISA C++ with a host driver.
+    Kernels,
+    /// The workload for the Ascend runtime (simpler): orchestration C++, one AICore kernel file
+    /// per kernel, a numpy-only runner and a README of the schedule directives it cannot honour.
+    Ascend,
+}
+
+/// The arguments of `pto-wsp emit`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// What to emit.
+    pub what: EmitWhat,
+    /// The `.wsp` file.
+    pub file: std::path::PathBuf,
+    /// The output directory (created if needed).
+    #[arg(short = 'o', long = "out", value_name = "DIR")]
+    pub out: std::path::PathBuf,
+    /// Bind a symbol, slot or integer tensor (after the file's `//@ bind` defaults).
+    #[arg(long = "bind", value_name = "NAME=VALUE")]
+    pub binds: Vec<String>,
+    /// `emit ascend`: the Ascend target (`ascend_a2a3sim` or `ascend_a2a3`).
+    #[arg(long, default_value = "ascend_a2a3sim")]
+    pub target: String,
+}
+
+/// Runs `pto-wsp emit`: the file lowered once, the emitter's files written, a summary printed.
+pub fn main(args: Args) -> anyhow::Result<std::process::ExitCode> {
+    let name = args.file.display().to_string();
+    let loaded = crate::load_source(&name, &super::read(&args.file)?)?;
+    let bindings = crate::bindings_for(&loaded, &args.binds)?;
+    let plan = pto_wsp::driver::lower(&loaded)?;
+    let summary = match args.what {
+        EmitWhat::Kernels => {
+            let emitted = kernels(&loaded, &plan, &bindings)?;
+            write_files(&emitted.files, &args.out)?;
+            kernels_summary(&emitted, &args.out)
+        }
+        EmitWhat::Ascend => {
+            let tree = ascend(&loaded, &plan, &bindings, &args.target)?;
+            write_files(&tree.files, &args.out)?;
+            ascend_summary(&tree, &args.out)
+        }
+    };
+    super::print(&summary)?;
+    Ok(std::process::ExitCode::SUCCESS)
+}

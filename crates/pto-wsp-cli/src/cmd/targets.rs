@@ -135,3 +135,30 @@ fn write_artefact(a: &Artefact, out: &Path) -> Result<usize, CliError> {
         }
     }
 }
+
+/// Runs `pto-wsp targets`.
+pub fn targets_main() -> anyhow::Result<std::process::ExitCode> {
+    super::print(&targets_report())?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// The arguments of `pto-wsp compile`.
+#[derive(clap::Args, Debug)]
+pub struct CompileArgs {
+    /// The `.wsp` file.
+    pub file: std::path::PathBuf,
+    /// The target (see `pto-wsp targets`).
+    #[arg(long, default_value = "cpu_sim")]
+    pub target: String,
+    /// Where an emitting target writes its artefact.
+    #[arg(short = 'o', long = "out", value_name = "OUT")]
+    pub out: Option<std::path::PathBuf>,
+}
+
+/// Runs `pto-wsp compile`.
+pub fn compile_main(args: CompileArgs) -> anyhow::Result<std::process::ExitCode> {
+    let name = args.file.display().to_string();
+    let loaded = crate::load_source(&name, &super::read(&args.file)?)?;
+    super::print(&compile_loaded(&loaded, &args.target, args.out.as_deref())?)?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
