@@ -38,6 +38,7 @@
 
 pub mod binary;
 pub mod check;
+pub mod exec;
 pub mod isa;
 pub mod operand;
 pub mod program;
@@ -45,6 +46,7 @@ pub mod text;
 
 pub use binary::{DecodeError, encode};
 pub use check::{CheckError, Checked};
+pub use exec::{Device, DeviceConfig, Library, RunError, RunReport, run_devices};
 pub use isa::{Insn, Op, Table};
 pub use operand::{
     Access, AffinityType, CoreType, DependencyType, FenceScope, MemLocation, Ns, Split,

@@ -1,0 +1,5 @@
+//! Tests of the task-graph ISA: text and binary round trips, malformed input, execution of
+//! every instruction, the DeepSeek example.
+
+mod common;
+mod smoke;
