@@ -411,7 +411,54 @@ pub fn read(bytes: &[u8]) -> Result<(Program, Locations), DecodeError> {
         }
     }
     program.names = read_names(bytes, s.names, &strings)?;
+    unused_names(&program, s.names.start)?;
     Ok((program, locs))
+}
+
+/// Every id some instruction uses: (namespace, scope, id), kernels scoped by their graph.
+pub fn used_ids(program: &Program) -> std::collections::HashSet<(Ns, u32, u32)> {
+    let mut used = std::collections::HashSet::new();
+    let mut graph = None;
+    for insn in &program.insns {
+        if let Insn::TgBegin { graph: g } = insn {
+            graph = Some(g.0);
+        }
+        insn.visit_ids(&mut |_, ns, id| {
+            if ns != Ns::Kernel {
+                used.insert((ns, 0, id));
+            } else if let Some(g) = graph {
+                used.insert((ns, g, id));
+            }
+        });
+        if insn.op() == Op::TgEnd {
+            graph = None;
+        }
+    }
+    used
+}
+
+/// A name must name an id some instruction uses (text names only what it uses, so a binary
+/// naming more would not read back as the same program).
+fn unused_names(program: &Program, start: usize) -> Result<(), DecodeError> {
+    let used = used_ids(program);
+    for (row, (key, name)) in program.names.iter().enumerate() {
+        if !used.contains(&key) {
+            let (ns, scope, id) = key;
+            let whose = if ns == Ns::Kernel {
+                format!(" of graph {scope}")
+            } else {
+                String::new()
+            };
+            return Err(DecodeError::new(
+                start + row * NAME_ROW,
+                format!(
+                    "the name `{name}` is given to {} {id}{whose}, which no instruction uses",
+                    ns.word()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Reads the name table: rows in strictly increasing (namespace, scope, id) order, each name

@@ -2,4 +2,6 @@
 //! every instruction, the DeepSeek example.
 
 mod common;
+mod programs;
+mod roundtrip;
 mod smoke;
