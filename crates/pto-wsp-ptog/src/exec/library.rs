@@ -211,8 +211,9 @@ impl Library {
 
     /// Adds `module`'s workload as `symbol`: one instance per launch runs the whole program
     /// under `bindings` on `threads` worker threads (0: one per core) with `kernels`. The
-    /// node's tensor arguments are the module's tensors in declaration order (element type and
-    /// element count must match); arguments it writes are copied back.
+    /// node's tensor arguments are the module's first tensors in declaration order (element
+    /// type and size must match); the module's other tensors are the node's own workspace.
+    /// Arguments it writes are copied back after the run.
     pub fn add_workload(
         &mut self,
         symbol: &str,
@@ -271,7 +272,7 @@ impl WorkloadNode {
                 .tensors(&self.bindings)
                 .map_err(|e| fail(e.to_string()))?;
             let store = guard.as_mut().ok_or_else(|| fail("no tensors".into()))?;
-            if store.len() != ctx.num_regions() {
+            if store.len() < ctx.num_regions() {
                 return Err(fail(format!(
                     "the module has {} tensor(s), the node binds {}",
                     store.len(),

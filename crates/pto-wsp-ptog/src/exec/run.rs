@@ -281,7 +281,8 @@ impl<'a> Shared<'a> {
         if body.items.is_empty() {
             return self.scope_done(scope, todo);
         }
-        for (i, &p) in body.preds.iter().enumerate() {
+        // Reversed, so that the work list starts them in definition order.
+        for (i, &p) in body.preds.iter().enumerate().rev() {
             if p == 0 {
                 todo.push(Todo::Start(Arc::clone(&scope), i as u32));
             }
@@ -385,7 +386,7 @@ impl<'a> Shared<'a> {
     }
 
     fn done(&self, s: Arc<Scope<'a>>, i: u32, todo: &mut Vec<Todo<'a>>) -> Result<(), RunError> {
-        for &z in &s.body.succs[i as usize] {
+        for &z in s.body.succs[i as usize].iter().rev() {
             if s.counts[z as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
                 todo.push(Todo::Start(Arc::clone(&s), z));
             }

@@ -2,6 +2,7 @@
 //! every instruction, the DeepSeek example.
 
 mod common;
+mod deepseek;
 mod programs;
 mod roundtrip;
 mod smoke;
