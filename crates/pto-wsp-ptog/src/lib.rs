@@ -38,7 +38,7 @@
 
 pub mod binary;
 pub mod check;
-pub mod deepseek;
+pub mod examples;
 pub mod exec;
 pub mod isa;
 pub mod operand;

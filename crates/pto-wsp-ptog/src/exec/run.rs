@@ -772,8 +772,9 @@ impl<'a> Shared<'a> {
         for (s, sq) in &q.streams {
             for l in &sq.pending {
                 stuck.push(format!(
-                    "graph {} is queued on stream {s}",
-                    self.c.graphs[l.graph].name
+                    "graph {} is queued on stream {}",
+                    self.c.graphs[l.graph].name,
+                    self.c.program.name_of(crate::operand::Ns::Stream, *s)
                 ));
             }
         }
@@ -792,10 +793,7 @@ impl<'a> Shared<'a> {
         // Per open CF_LOOP: iterator, pass, count. Per open CF_WHILE: passes.
         let mut loops: Vec<(u32, u64, u64)> = Vec::new();
         let mut whiles: Vec<u64> = Vec::new();
-        let here = |pc: usize| {
-            let i = c.control_insns[pc];
-            format!("{} (instruction {i})", c.program.insns[i].op().mnemonic())
-        };
+        let here = |pc: usize| crate::text::disasm::render(&c.program, c.control_insns[pc]);
         while pc < c.control.len() {
             if self.abort.load(Ordering::Acquire) {
                 return Err(self.failed());
@@ -828,10 +826,7 @@ impl<'a> Shared<'a> {
                 }
                 Ctl::Sync { graph } => {
                     let g = *graph;
-                    let name = &c.graphs[g].name;
-                    self.wait_for(|q| q.outstanding[g] == 0, &|| {
-                        format!("{} waits for graph {name}", here(pc))
-                    })?;
+                    self.wait_for(|q| q.outstanding[g] == 0, &|| here(pc))?;
                 }
                 Ctl::Alloc { tensor } => {
                     let t = &c.tensors[*tensor];

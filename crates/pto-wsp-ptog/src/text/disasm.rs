@@ -113,6 +113,16 @@ pub fn pins(program: &Program) -> HashSet<((Ns, usize), u32)> {
     pinned
 }
 
+/// Instruction `index` of `program` as the disassembler writes it (without indentation), for
+/// messages about it.
+pub fn render(program: &Program, index: usize) -> String {
+    let text = disassemble(program);
+    text.lines()
+        .nth(index)
+        .map(|l| l.trim().to_string())
+        .unwrap_or_default()
+}
+
 /// The program as text, one instruction per line (see the module docs).
 pub fn disassemble(program: &Program) -> String {
     let pinned = pins(program);

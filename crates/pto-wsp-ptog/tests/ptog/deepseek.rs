@@ -1,7 +1,8 @@
 //! The specification's example, DeepSeek V3.2 indexer attention: its numbers against an `f64`
 //! reference written here with plain loops, and its two prologs running at the same time.
 
-use pto_wsp_ptog::deepseek::*;
+use pto_wsp_ptog::examples::deepseek::*;
+use pto_wsp_ptog::examples::library;
 use pto_wsp_ptog::{Device, DeviceConfig, RunReport, assemble};
 
 fn load() -> Device {

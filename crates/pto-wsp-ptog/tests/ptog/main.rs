@@ -3,6 +3,7 @@
 
 mod common;
 mod deepseek;
+mod exec;
 mod programs;
 mod roundtrip;
 mod smoke;

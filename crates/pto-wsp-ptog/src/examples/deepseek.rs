@@ -22,12 +22,12 @@ use crate::exec::{Launch, Library, LibraryError};
 use pto_wsp_kernels::{KernelError, KernelRegistry, TaskContext};
 
 /// The program: `examples/ptog/deepseek_indexer_attention.ptoasm`.
-pub const PROGRAM: &str = include_str!("../../../examples/ptog/deepseek_indexer_attention.ptoasm");
+pub const PROGRAM: &str = include_str!("../../../../examples/ptog/deepseek_indexer_attention.ptoasm");
 /// The MLA prolog workload: `examples/ptog/deepseek_mla_prolog.wsp`.
-pub const MLA_PROLOG: &str = include_str!("../../../examples/ptog/deepseek_mla_prolog.wsp");
+pub const MLA_PROLOG: &str = include_str!("../../../../examples/ptog/deepseek_mla_prolog.wsp");
 /// The indexer prolog kernel: `examples/ptog/deepseek_indexer_prolog.wsp`.
 pub const INDEXER_PROLOG: &str =
-    include_str!("../../../examples/ptog/deepseek_indexer_prolog.wsp");
+    include_str!("../../../../examples/ptog/deepseek_indexer_prolog.wsp");
 
 /// Tokens.
 pub const TOKENS: usize = 256;
@@ -46,10 +46,9 @@ pub const INDEX_DIM: usize = 32;
 /// Keys selected per query.
 pub const TOP_K: usize = 32;
 
-/// The built-ins, and the example's four kernels (see the module docs); the MLA prolog's
-/// program runs on `threads` worker threads of its own.
-pub fn library(threads: usize) -> Result<Library, LibraryError> {
-    let mut lib = Library::with_builtins();
+/// Adds the example's four kernels (see the module docs) to `lib`; the MLA prolog's program
+/// runs on `threads` worker threads of its own.
+pub fn add_kernels(lib: &mut Library, threads: usize) -> Result<(), LibraryError> {
     let parse = |name: &str, text: &str| {
         pto_wsp_ir::parse(text).map_err(|e| LibraryError::Workload {
             symbol: name.into(),
@@ -69,7 +68,7 @@ pub fn library(threads: usize) -> Result<Library, LibraryError> {
     lib.add_kernel_language(&parse("indexer_prolog", INDEXER_PROLOG)?);
     lib.add_fn("lightning_indexer", lightning_indexer);
     lib.add_fn("sparse_fa", sparse_fa);
-    Ok(lib)
+    Ok(())
 }
 
 fn shape_err(kernel: &str, m: String) -> KernelError {
