@@ -288,7 +288,8 @@ fn header(bytes: &[u8]) -> Result<Sections, DecodeError> {
             return Err(DecodeError::new(
                 start + fit * row,
                 format!(
-                    "the {what} is truncated: {count} {} (header byte {}) of {row} byte(s) from                      byte {start} need {need} byte(s), but the input ends at byte {total}",
+                    "the {what} is truncated: {count} {} (header byte {}) of {row} byte(s) from \
+                     byte {start} need {need} byte(s), but the input ends at byte {total}",
                     COUNTS[count_field],
                     8 + 4 * count_field
                 ),

@@ -74,32 +74,27 @@ impl Program {
         Program::default()
     }
 
-    /// The name of tensor `id`, or `t<id>`.
+    /// The name of tensor `id`, or its number (as the text writes it).
     pub fn tensor_name(&self, id: u32) -> String {
-        self.names
-            .get(Ns::Tensor, 0, id)
-            .map_or_else(|| format!("t{id}"), str::to_string)
+        self.name_of(Ns::Tensor, id)
     }
 
-    /// The name of graph `id`, or `g<id>`.
+    /// The name of graph `id`, or its number.
     pub fn graph_name(&self, id: u32) -> String {
-        self.names
-            .get(Ns::Graph, 0, id)
-            .map_or_else(|| format!("g{id}"), str::to_string)
+        self.name_of(Ns::Graph, id)
     }
 
-    /// The name of kernel `id` of graph `graph`, or `k<id>`.
+    /// The name of kernel `id` of graph `graph`, or its number.
     pub fn kernel_name(&self, graph: u32, id: u32) -> String {
         self.names
             .get(Ns::Kernel, graph, id)
-            .map_or_else(|| format!("k{id}"), str::to_string)
+            .map_or_else(|| id.to_string(), str::to_string)
     }
 
-    /// The name of an id of `ns` (scope 0), or `<letter><id>`.
+    /// The name of an id of `ns` (scope 0), or its number.
     pub fn name_of(&self, ns: Ns, id: u32) -> String {
-        self.names.get(ns, 0, id).map_or_else(
-            || format!("{}{id}", ns.word().chars().next().unwrap_or('x')),
-            str::to_string,
-        )
+        self.names
+            .get(ns, 0, id)
+            .map_or_else(|| id.to_string(), str::to_string)
     }
 }

@@ -890,6 +890,10 @@ fn acyclic(arena: &Arena, b: usize, kernels: &[KernelPlan]) -> Result<(), CheckE
         seen.insert(prev, path.len());
         path.push(prev);
     };
+    // Begin at the item defined first, so that the description does not depend on the walk.
+    let mut cycle = cycle;
+    let first = (0..cycle.len()).min_by_key(|&k| cycle[k]).unwrap_or(0);
+    cycle.rotate_left(first);
     let mut names: Vec<String> = cycle.iter().map(|&i| arena.label(b, i, kernels)).collect();
     names.push(names[0].clone());
     let insn = (0..cycle.len())

@@ -68,7 +68,7 @@ pub struct Checked {
 pub struct TensorPlan {
     /// Its id.
     pub id: u32,
-    /// Its name (`t<id>` when unnamed).
+    /// Its name (its number when unnamed).
     pub name: String,
     /// Element type (`u8` when untyped).
     pub dtype: DType,
@@ -137,7 +137,7 @@ pub enum ArgPlan {
 pub struct KernelPlan {
     /// Its id in the graph.
     pub id: u32,
-    /// Its name (`k<id>` when unnamed).
+    /// Its name (its number when unnamed).
     pub name: String,
     /// Entry symbol.
     pub entry: String,
@@ -179,7 +179,7 @@ pub struct PartitionPlan {
 pub struct GraphPlan {
     /// Its id.
     pub id: u32,
-    /// Its name (`g<id>` when unnamed).
+    /// Its name (its number when unnamed).
     pub name: String,
     /// Kernel nodes in definition order.
     pub kernels: Vec<KernelPlan>,

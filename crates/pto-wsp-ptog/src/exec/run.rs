@@ -69,6 +69,9 @@ struct Scope<'a> {
     lp: Option<Arc<LoopCtl>>,
     /// Values of the graph's loop iterators around the block, outermost first.
     iters: Vec<u64>,
+    /// Per kernel of the graph (when it has `SOFT` edges): whether its run in this scope has
+    /// completed. Read and written under the queue's lock.
+    soft_done: Vec<AtomicBool>,
 }
 
 /// One run of a kernel item: its instances.
@@ -268,6 +271,8 @@ impl<'a> Shared<'a> {
         iters: Vec<u64>,
         todo: &mut Vec<Todo<'a>>,
     ) -> Result<(), RunError> {
+        let g = &self.c.graphs[launch.graph];
+        let soft = if g.soft.is_empty() { 0 } else { g.kernels.len() };
         let scope = Arc::new(Scope {
             launch,
             body,
@@ -277,6 +282,7 @@ impl<'a> Shared<'a> {
             kind,
             lp,
             iters,
+            soft_done: (0..soft).map(|_| AtomicBool::new(false)).collect(),
         });
         if body.items.is_empty() {
             return self.scope_done(scope, todo);
@@ -473,8 +479,18 @@ impl<'a> Shared<'a> {
             left: AtomicU32::new(kp.block_dim),
             mask,
         });
+        let soft = &self.c.graphs[g].soft;
         let mut q = lock(&self.q);
-        q.ready.push_back(Ready { run, next: 0 });
+        // A `SOFT` hint: a kernel whose soft predecessor has completed goes first.
+        let hinted = soft.iter().any(|&(a, d)| {
+            d == kernel
+                && run.scope.soft_done.get(a).is_some_and(|f| f.load(Ordering::Relaxed))
+        });
+        if hinted {
+            q.ready.push_front(Ready { run, next: 0 });
+        } else {
+            q.ready.push_back(Ready { run, next: 0 });
+        }
         let mut wake = q.sleeping & mask;
         let mut n = kp.block_dim;
         while wake != 0 && n > 0 {
@@ -517,6 +533,7 @@ impl<'a> Shared<'a> {
         }
         if gp.soft.iter().any(|&(a, _)| a == run.kernel) {
             let mut q = lock(&self.q);
+            run.scope.soft_done[run.kernel].store(true, Ordering::Relaxed);
             for &(_, d) in gp.soft.iter().filter(|&&(a, _)| a == run.kernel) {
                 if let Some(pos) = q.ready.iter().position(|r| {
                     r.run.kernel == d && r.next == 0 && Arc::ptr_eq(&r.run.scope, &run.scope)

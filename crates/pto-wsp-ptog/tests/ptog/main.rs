@@ -3,6 +3,7 @@
 
 mod common;
 mod deepseek;
+mod errors;
 mod exec;
 mod programs;
 mod roundtrip;
