@@ -166,7 +166,8 @@ enum Node {
     Loop { count: Scalar, iter: u32, body: usize },
     While { cond: Scalar, body: usize },
     Break { cond: Scalar, insn: usize },
-    Join,
+    /// A join point, and the instruction that made it.
+    Join(usize),
 }
 
 struct Arena {
@@ -248,7 +249,7 @@ impl Arena {
     }
 
     /// A readable name for item `i` of block `b`.
-    fn label(&self, b: usize, i: usize, kernels: &[KernelPlan]) -> String {
+    fn label(&self, p: &Program, b: usize, i: usize, kernels: &[KernelPlan]) -> String {
         let first_kernel = |blk: usize| -> Option<String> {
             let mut stack = vec![blk];
             while let Some(x) = stack.pop() {
@@ -274,8 +275,8 @@ impl Arena {
             Node::If { then, els, .. } => around("CF_IF", &[*then, *els]),
             Node::Loop { body, .. } => around("CF_LOOP", &[*body]),
             Node::While { body, .. } => around("CF_WHILE", &[*body]),
-            Node::Break { .. } => "a CF_BREAK".into(),
-            Node::Join => "a barrier".into(),
+            Node::Break { insn, .. } => crate::text::disasm::render(p, *insn),
+            Node::Join(insn) => format!("the join of {}", crate::text::disasm::render(p, *insn)),
         }
     }
 }
@@ -756,15 +757,15 @@ pub(crate) fn finish(
                         format!(
                             "a BARRIER dependency runs forward in definition order, but {} is \
                              defined before {}",
-                            arena.label(b, z, &kernels),
-                            arena.label(b, a, &kernels)
+                            arena.label(p, b, z, &kernels),
+                            arena.label(p, b, a, &kernels)
                         ),
                     );
                 }
                 let blk = &mut arena.blocks[b];
                 let n = blk.defined;
                 let j = blk.items.len();
-                blk.items.push(Node::Join);
+                blk.items.push(Node::Join(i));
                 for x in 0..=a {
                     blk.edges.push((x, j, i));
                 }
@@ -793,7 +794,7 @@ pub(crate) fn finish(
             .map(|e| e.0)
             .collect();
         let j = blk.items.len();
-        blk.items.push(Node::Join);
+        blk.items.push(Node::Join(*i));
         for pr in preds {
             blk.edges.push((pr, j, *i));
         }
@@ -802,7 +803,7 @@ pub(crate) fn finish(
         }
     }
     for b in 0..arena.blocks.len() {
-        acyclic(&arena, b, &kernels)?;
+        acyclic(&arena, p, b, &kernels)?;
     }
     let root = to_body(&arena, 0);
     let mut uses = BTreeSet::new();
@@ -845,7 +846,12 @@ fn break_insn(arena: &Arena, b: usize, i: usize) -> usize {
 }
 
 /// Fails with the cycle if block `b`'s edges have one.
-fn acyclic(arena: &Arena, b: usize, kernels: &[KernelPlan]) -> Result<(), CheckError> {
+fn acyclic(
+    arena: &Arena,
+    p: &Program,
+    b: usize,
+    kernels: &[KernelPlan],
+) -> Result<(), CheckError> {
     let blk = &arena.blocks[b];
     let n = blk.items.len();
     let edges: HashSet<(usize, usize)> = blk.edges.iter().map(|e| (e.0, e.1)).collect();
@@ -894,7 +900,7 @@ fn acyclic(arena: &Arena, b: usize, kernels: &[KernelPlan]) -> Result<(), CheckE
     let mut cycle = cycle;
     let first = (0..cycle.len()).min_by_key(|&k| cycle[k]).unwrap_or(0);
     cycle.rotate_left(first);
-    let mut names: Vec<String> = cycle.iter().map(|&i| arena.label(b, i, kernels)).collect();
+    let mut names: Vec<String> = cycle.iter().map(|&i| arena.label(p, b, i, kernels)).collect();
     names.push(names[0].clone());
     let insn = (0..cycle.len())
         .filter_map(|k| {
@@ -945,7 +951,7 @@ fn to_body(arena: &Arena, b: usize) -> Body {
                 body: to_body(arena, *body),
             },
             Node::Break { cond, .. } => Item::Break { cond: *cond },
-            Node::Join => Item::Join,
+            Node::Join(_) => Item::Join,
         })
         .collect();
     Body {

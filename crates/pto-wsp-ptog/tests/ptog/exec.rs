@@ -738,3 +738,23 @@ TG_SYNC(G)
         "{e}"
     );
 }
+
+#[test]
+fn the_tour_runs_every_instruction_with_built_in_kernels() {
+    let text = include_str!("../../../../examples/ptog/tour.ptoasm");
+    let checked = pto_wsp_ptog::assemble(text).unwrap_or_else(|e| panic!("{e}"));
+    let used: std::collections::BTreeSet<_> = checked.program.insns.iter().map(|i| i.op()).collect();
+    assert_eq!(used.len(), pto_wsp_ptog::Op::ALL.len());
+    let lib = pto_wsp_ptog::Library::with_builtins();
+    let mut dev = pto_wsp_ptog::Device::new(checked, traced(2, 4), &lib).unwrap();
+    let r = dev.run().unwrap_or_else(|e| panic!("{e}"));
+    let y: Vec<f32> = dev.store().read("Y").unwrap();
+    let want: Vec<f32> = (0..64).map(|i| if i < 8 { 3.5 } else { 2.5 }).collect();
+    assert_eq!(y, want);
+    let tmp = dev.store().bytes(dev.store().index_of("TMP").unwrap()).to_vec();
+    let first_rows: Vec<u8> = want[..16].iter().flat_map(|v| v.to_le_bytes()).collect();
+    assert_eq!(tmp, first_rows);
+    // INIT, AFTER_WORK and two WORKs; NEVER, CLEAR and the loop's later passes never run.
+    assert_eq!(r.launches, 4);
+    assert_eq!(r.kernel_runs, 2 + 1 + 2 * 5);
+}
