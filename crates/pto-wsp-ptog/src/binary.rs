@@ -237,7 +237,7 @@ fn header(bytes: &[u8]) -> Result<Sections, DecodeError> {
             format!("the header is truncated: {} of {HEADER} bytes", bytes.len()),
         ));
     }
-    if bytes[..4] != MAGIC {
+    if bytes.get(..4) != Some(&MAGIC[..]) {
         let found: Vec<String> = bytes.iter().take(4).map(|b| format!("{b:02x}")).collect();
         return Err(DecodeError::new(
             0,

@@ -118,6 +118,12 @@ fn malformed_binaries_are_errors_at_their_byte_offset() {
         "byte 0: not a task-graph binary: the magic is `50 54 4f 58` (hex), not `PTOG`".into(),
     ));
     cases.push(("empty", Vec::new(), "byte 0: the header is truncated: 0 of 48 bytes".into()));
+    // Found by the fuzzer: three bytes that are not a prefix of the magic.
+    cases.push((
+        "short, not the magic",
+        b"PPT".to_vec(),
+        "byte 0: not a task-graph binary: the magic is `50 50 54` (hex), not `PTOG`".into(),
+    ));
     cases.push((
         "truncated header",
         good[..20].to_vec(),
