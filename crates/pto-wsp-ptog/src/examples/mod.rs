@@ -4,10 +4,12 @@
 //! - [`deepseek`]: the specification's example, DeepSeek V3.2 indexer attention.
 //! - [`converge`]: a `CF_WHILE` convergence loop (Jacobi iteration until the update is small).
 //! - [`exchange`]: two devices taking turns through `SY_NOTIFY` / `SY_WAIT_NOTIFY`.
+//! - [`shapes`]: the task-graph runtime's benchmark DAGs as programs of empty kernels.
 
 pub mod converge;
 pub mod deepseek;
 pub mod exchange;
+pub mod shapes;
 
 use crate::exec::{Library, LibraryError};
 
@@ -18,5 +20,6 @@ pub fn library(threads: usize) -> Result<Library, LibraryError> {
     deepseek::add_kernels(&mut lib, threads)?;
     converge::add_kernels(&mut lib);
     exchange::add_kernels(&mut lib);
+    lib.add_fn("nop", |_| Ok(()));
     Ok(lib)
 }

@@ -758,3 +758,31 @@ fn the_tour_runs_every_instruction_with_built_in_kernels() {
     assert_eq!(r.launches, 4);
     assert_eq!(r.kernel_runs, 2 + 1 + 2 * 5);
 }
+
+#[test]
+fn the_benchmark_shapes_run_every_node_after_its_predecessors() {
+    use pto_wsp_cpu::shapes::Shape;
+    for text in ["wavefront:8", "random:6:5", "chain:20", "independent:30"] {
+        let shape: Shape = text.parse().unwrap();
+        let checked = pto_wsp_ptog::check::check(pto_wsp_ptog::examples::shapes::program(&shape, 3)).unwrap();
+        let lib = pto_wsp_ptog::examples::library(1).unwrap();
+        let mut dev = pto_wsp_ptog::Device::new(checked, traced(1, 2), &lib).unwrap();
+        let r = dev.run().unwrap();
+        let n = shape.tasks();
+        assert_eq!(r.kernel_runs, 3 * n as u64, "{text}");
+        let preds = shape.preds();
+        for launch in 0..3 {
+            let at = |k: usize| {
+                r.trace
+                    .iter()
+                    .find(|t| t.launch == launch && t.kernel == k)
+                    .unwrap_or_else(|| panic!("{text}: node {k} of launch {launch} never ran"))
+            };
+            for (k, ps) in preds.iter().enumerate() {
+                for &p in ps {
+                    assert!(at(k).start > at(p as usize).end, "{text}: {p} -> {k}");
+                }
+            }
+        }
+    }
+}
