@@ -584,11 +584,11 @@ pub struct Shape {
 }
 
 impl Shape {
-    /// Size in bytes.
-    pub fn bytes(&self) -> u64 {
+    /// Size in bytes (`None` past 2^64).
+    pub fn bytes(&self) -> Option<u64> {
         self.dims
             .iter()
-            .fold(self.dtype.size_bytes() as u64, |a, &d| a * d as u64)
+            .try_fold(self.dtype.size_bytes() as u64, |a, &d| a.checked_mul(d as u64))
     }
 }
 

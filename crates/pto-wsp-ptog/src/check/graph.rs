@@ -519,7 +519,7 @@ fn request_fits(core: CoreType, r: [u32; 3]) -> bool {
     match core {
         CoreType::Aic => r[0] > 0,
         CoreType::Aiv => r[1] > 0,
-        CoreType::AicAiv => r[0] + r[1] > 0,
+        CoreType::AicAiv => r[0] > 0 || r[1] > 0,
         CoreType::Aicpu => r[2] > 0,
     }
 }

@@ -99,7 +99,7 @@ fn tensors(p: &Program) -> Result<(Vec<TensorPlan>, HashMap<u32, usize>), CheckE
         }
         let (dtype, dims) = match shape {
             Some(s) => {
-                if s.bytes() != *size {
+                if s.bytes() != Some(*size) {
                     return err(
                         i,
                         Some(4),
@@ -111,7 +111,7 @@ fn tensors(p: &Program) -> Result<(Vec<TensorPlan>, HashMap<u32, usize>), CheckE
                                 .map(u32::to_string)
                                 .collect::<Vec<_>>()
                                 .join(", "),
-                            s.bytes()
+                            s.bytes().map_or("more than 2^64".to_string(), |b| b.to_string())
                         ),
                     );
                 }

@@ -402,6 +402,13 @@ fn malformed_assembly_is_an_error_at_its_line_and_column() {
         ),
         ("alignment", "MC_ALLOC(T, 16, 48)", "1:17: alignment 48 is not a power of two of at most 4096"),
         (
+            // Found by the fuzzer: the shape's size passes 2^64.
+            "huge shape",
+            "MC_ALLOC(T, 16, 64, GM, u64[4294967295, 4294967295, 4294967295])",
+            "1:25: size 16 does not match u64[4294967295, 4294967295, 4294967295] (more than 2^64 bytes)",
+        ),
+
+        (
             "nested TG_BEGIN",
             "TG_BEGIN(G)\n    TG_BEGIN(H)",
             "2:5: TG_BEGIN(H) inside the definition of graph G: graphs do not nest",
@@ -475,6 +482,8 @@ fn malformed_assembly_is_an_error_at_its_line_and_column() {
             "2:14: unknown escape `\\q` in a string",
         ),
     ];
+    // Found by the fuzzer: counts near 2^32 are counts, not an overflow.
+    assert!(assemble("TG_BEGIN(G)\nTG_KERNEL(A, f, 1, AIC_AIV, 0)\nCA_REQUEST(A, 4294967295, 1)\nTG_END(G)").is_ok());
     for (what, text, want) in cases {
         match assemble(text) {
             Ok(_) => panic!("{what}: assembled"),
