@@ -25,6 +25,8 @@ from ._pto_wsp import (
     RunError,
     ValidationError,
     __version__,
+    backends,
+    get_backend,
 )
 from ._expr import Expr, max_, min_, u64, where
 from ._decl import (
@@ -122,6 +124,7 @@ __all__ = [
     "ValidationError",
     "Workload",
     "__version__",
+    "backends",
     "bf16",
     "bool_",
     "build",
@@ -131,6 +134,7 @@ __all__ = [
     "f16",
     "f32",
     "f64",
+    "get_backend",
     "i32",
     "i64",
     "kernel",

@@ -10,6 +10,8 @@ from ._pto_wsp import (
     RunError as RunError,
     ValidationError as ValidationError,
     __version__ as __version__,
+    backends as backends,
+    get_backend as get_backend,
 )
 from ._decl import (
     ANY as ANY,

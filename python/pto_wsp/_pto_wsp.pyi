@@ -21,6 +21,13 @@ class RunError(PtoWspError):
 
 BindValue = Union[int, float, bool, str, List[int]]
 
+def backends() -> List[Dict[str, Any]]:
+    """Every registered back end, in registration order: dicts of `name`, `targets` and
+    `capabilities` (what `pto-wsp targets` lists)."""
+
+def get_backend(name: str) -> Optional[Dict[str, Any]]:
+    """The back end registered under `name` (its name or one of its targets), or `None`."""
+
 class Module:
     """A pto-wsp module: the IR of a `.wsp` text."""
 
@@ -51,6 +58,12 @@ class Module:
         `trace=True` records task times for `Program.write_trace`. A module of plans (plans
         and no workload or pipeline) gives a `PlanProgram` (`threads`: dispatch threads;
         `device_gen`, `debug_checks`, `trace` and another target are refused)."""
+    def emit(
+        self, target: str, bind: Optional[Mapping[str, BindValue]] = None
+    ) -> Union[bytes, Dict[str, bytes]]:
+        """Compiles for an emitting target (`pto_isa`, `ascend_a2a3sim`, `ascend_a2a3`,
+        `bytecode`; see `backends()`) with `bind`'s values baked in, over `//@ bind`: `bytes`
+        for one file, or relative path -> `bytes` for a tree of files."""
     @property
     def plans(self) -> List[str]:
         """The plans' names, in the order they run."""

@@ -1,11 +1,13 @@
 """Tests of the pto_wsp extension: text round trip against `pto-wsp fmt`, runs against numpy
 references, numpy arrays bound in place, and errors naming the tensor or `file:line:column`."""
 
+import subprocess
+
 import numpy as np
 import pytest
 
 import pto_wsp
-from support import ROOT, assert_to_text_is_what_pto_wsp_fmt_prints
+from support import ROOT, assert_to_text_is_what_pto_wsp_fmt_prints, fmt_binary
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.wsp"))
 
@@ -147,3 +149,39 @@ def test_bf16_tensors_take_ml_dtypes_bfloat16_or_uint16_bits():
     np.testing.assert_array_equal(bits, a.view(np.uint16))
     with pytest.raises(pto_wsp.RunError, match="ml_dtypes.bfloat16, but tensor `F` is f32"):
         program.execute(F=np.zeros((16, 16), dtype=ml_dtypes.bfloat16))
+
+
+def test_every_back_end_is_registered_for_python_and_emits_what_pto_wsp_compile_writes(tmp_path):
+    names = {b["name"]: b for b in pto_wsp.backends()}
+    assert {"cpu", "bytecode", "ptoisa", "ascend"} <= set(names)
+    ascend = pto_wsp.get_backend("ascend_a2a3sim")
+    assert ascend["name"] == "ascend"
+    assert ascend["targets"] == ["ascend_a2a3sim", "ascend_a2a3"]
+    assert ascend["capabilities"] == ["emit"]
+    assert pto_wsp.get_backend("nope") is None
+    path = ROOT / "examples" / "ascend" / "vector_example.wsp"
+    files = pto_wsp.Module.from_file(str(path)).emit("ascend_a2a3sim")
+    assert "aicpu_orchestration_entry" in files["orchestration.cpp"].decode()
+    # The same tree the command line writes for the same file (positions name the same path).
+    binary = fmt_binary()
+    if binary is None:
+        pytest.skip("no pto-wsp binary (build it with `cargo build -p pto-wsp-cli`)")
+    out = tmp_path / "tree"
+    subprocess.run(
+        [binary, "compile", str(path), "--target", "ascend_a2a3sim", "-o", str(out)],
+        check=True,
+        capture_output=True,
+    )
+    written = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert written == files
+
+
+def test_an_emitter_refusal_is_a_compile_error_at_its_place():
+    text = (
+        "tensor X: f32[8, 64];\nkernel k(inout x: f32[8, 64]) @vector;\n"
+        "workload main() { task k(X[0 +: 8, 0 +: 64]); }\n"
+    )
+    module = pto_wsp.Module.from_text(text, path="bad.wsp")
+    with pytest.raises(pto_wsp.CompileError, match=r"bad\.wsp:2:8") as e:
+        module.emit("ascend_a2a3sim")
+    assert "which has no body" in str(e.value)

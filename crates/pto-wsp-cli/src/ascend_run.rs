@@ -18,9 +18,9 @@
 //!   5000 unless set): it never hangs the tool. Its output is kept in the work directory and
 //!   its tail shown on failure.
 
-use crate::ascend::{AscendTree, emit_ascend};
 use crate::exec::{RunOptions, RunOutcome};
 use crate::{CliError, Loaded};
+use pto_wsp::emitters::ascend::AscendTree;
 use pto_wsp::kernels::TensorStore;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -247,7 +247,7 @@ pub fn run_ascend(
         wanted.push((t.trim().to_string(), PathBuf::from(path.trim())));
     }
     // Refusals first, then the toolchain: nothing runs or is written before both are fine.
-    let tree = emit_ascend(&loaded, &bindings, target)?;
+    let tree = crate::cmd::emit::ascend(&loaded, &bindings, target)?;
     if let Some((t, _)) = wanted.iter().find(|(t, _)| !tree.written.contains(t)) {
         return Err(CliError::plain(format!(
             "`--output {t}=...`: no task of the workload writes tensor `{t}` (written: {})",
@@ -266,7 +266,7 @@ pub fn run_ascend(
         work.path().join("out"),
         work.path().join("deps"),
     );
-    crate::emit::write_files(&tree.files, &dir_tree)?;
+    crate::cmd::emit::write_files(&tree.files, &dir_tree)?;
 
     // Inputs: every tensor, generated from the seed unless given, as .npy for both sides.
     let mut store = TensorStore::new(&loaded.module, &bindings)

@@ -27,7 +27,7 @@ use crate::{CliError, Loaded, aliases, llm};
 use pto_wsp::cpu::{MAX_THREADS, RunStats};
 use pto_wsp::ir::{ExpandOptions, expand_each};
 use pto_wsp::kernels::KernelRegistry;
-use pto_wsp::{CompileError, CompileOptions, compile, lower};
+use pto_wsp::{CompileOptions, compile, lower};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -130,29 +130,6 @@ pub struct RunOutcome {
     pub report: String,
 }
 
-/// The message of a compile error, with `file:line:column` of an unknown kernel's declaration.
-pub fn compile_error(loaded: &Loaded, e: &CompileError) -> CliError {
-    match e {
-        CompileError::UnknownKernel { at, .. } => {
-            let text = &loaded.source.text;
-            let before = &text[..(*at).min(text.len())];
-            let line = before.matches('\n').count() + 1;
-            let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-            CliError::plain(format!(
-                "{}:{line}:{col}: {e} (or map it to one with a `//@ alias {}=BUILTIN` line)",
-                loaded.source.name,
-                match e {
-                    CompileError::UnknownKernel { name, .. } => name.as_str(),
-                    _ => "NAME",
-                }
-            ))
-        }
-        // Refused for running (`pto_wsp::ir::validate_for_run`): rendered at their locations.
-        CompileError::Invalid(errors) => crate::render_all(&loaded.source, errors),
-        _ => CliError::plain(e.to_string()),
-    }
-}
-
 /// A registry running `inner`'s kernels (same names, ids and costs) that also calls `after`
 /// with the task's id after each call (the progress bar's count, `pto-wsp bench`'s hook).
 fn counting(inner: KernelRegistry, after: TaskHook) -> KernelRegistry {
@@ -251,7 +228,8 @@ pub fn run(
         device_gen: opts.device_gen,
         ..CompileOptions::default()
     };
-    let mut program = compile(plan, options).map_err(|e| compile_error(&loaded, &e))?;
+    let mut program =
+        compile(plan, options).map_err(|e| pto_wsp::driver::compile_error(&loaded, &e))?;
     for note in program.notes() {
         eprintln!("note: {note}");
     }
@@ -386,7 +364,7 @@ pub fn run(
     };
     outputs.commit(
         |tensor| store.to_npy(tensor).map_err(|e| e.to_string()),
-        || trace_json(&loaded, &bindings, &stats, pipeline).into_bytes(),
+        || pto_wsp::driver::trace::trace_json(&loaded, &bindings, &stats, pipeline).into_bytes(),
     )?;
     drop(guard);
 
@@ -475,41 +453,6 @@ pub fn run(
         comparison,
         expectations,
         report,
-    })
-}
-
-/// The run's Chrome trace: each task's event named by its kernel, with its expander index,
-/// executor and arguments (scalars and regions, as `pto-wsp expand` lists them) in `args`, on
-/// its worker's track. (Pipeline processes' tasks are named by their index only.)
-pub fn trace_json(
-    loaded: &Loaded,
-    bindings: &pto_wsp::ir::Bindings,
-    stats: &RunStats,
-    pipeline: bool,
-) -> String {
-    let mut labels = std::collections::HashMap::new();
-    if !pipeline {
-        let traced: std::collections::HashSet<u32> = stats.spans.iter().map(|s| s.task).collect();
-        // The tasks are expanded again (only the traced ones are kept): the run itself keeps
-        // no per-task text.
-        let _ = expand_each(
-            &loaded.module,
-            bindings,
-            &ExpandOptions::default(),
-            |i, t| {
-                if traced.contains(&i) {
-                    labels.insert(i, crate::report::task_label(&loaded.module, t));
-                }
-            },
-        );
-    }
-    stats.chrome_trace(|t| match labels.get(&t) {
-        Some((kernel, exec, args)) => (
-            kernel.clone(),
-            vec![("executor", exec.clone()), ("args", args.clone())],
-        ),
-        None if t == u32::MAX => ("barrier".to_string(), Vec::new()),
-        None => (format!("task {t}"), Vec::new()),
     })
 }
 

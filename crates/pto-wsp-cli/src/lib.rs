@@ -11,8 +11,6 @@
 
 #![forbid(unsafe_code)]
 
-pub mod aliases;
-pub mod ascend;
 pub mod ascend_run;
 pub mod bench;
 pub mod bench_devgen;
@@ -20,9 +18,8 @@ pub mod bench_kernels;
 pub mod bench_llama;
 pub mod bench_median;
 mod bench_once;
-pub mod binds;
 pub mod bytecode;
-pub mod emit;
+pub mod cmd;
 pub mod exec;
 pub mod expect;
 pub mod files;
@@ -33,145 +30,13 @@ pub mod progress;
 pub mod report;
 pub mod targets;
 
-use pto_wsp::ir::{self, Bindings, Diagnostic, ExpandOptions, Expansion, Module, SourceFile};
-use std::fmt;
-
-/// A failure caused by the user's input, with its message already rendered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CliError {
-    /// The rendered text, ending with a newline (one or more `error: ...` blocks).
-    pub rendered: String,
-}
-
-impl CliError {
-    /// A plain `error: MESSAGE` with no source location.
-    pub fn plain(message: impl fmt::Display) -> CliError {
-        CliError {
-            rendered: format!("error: {message}\n"),
-        }
-    }
-
-    /// Renders `diag` against `source`.
-    pub fn diagnostic(source: &SourceFile, diag: &dyn Diagnostic) -> CliError {
-        CliError {
-            rendered: source.render(diag),
-        }
-    }
-}
-
-impl fmt::Display for CliError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.rendered)
-    }
-}
-
-impl std::error::Error for CliError {}
-
-/// A source file and the module parsed from it.
-#[derive(Debug, Clone)]
-pub struct Loaded {
-    /// The text with its display name.
-    pub source: SourceFile,
-    /// The parsed module.
-    pub module: Module,
-}
-
-/// Parses `text` (shown as `name` in messages) without validating it.
-pub fn parse_source(name: &str, text: &str) -> Result<Loaded, CliError> {
-    let source = SourceFile::new(name, text);
-    match ir::parse(text) {
-        Ok(module) => Ok(Loaded { source, module }),
-        Err(e) => Err(CliError::diagnostic(&source, &e)),
-    }
-}
-
-/// Parses and validates `text`, rendering every validation error.
-pub fn load_source(name: &str, text: &str) -> Result<Loaded, CliError> {
-    let loaded = parse_source(name, text)?;
-    match ir::validate(&loaded.module) {
-        Ok(()) => Ok(loaded),
-        Err(errors) => Err(render_all(&loaded.source, &errors)),
-    }
-}
-
-/// Renders several diagnostics, blank-line separated, with a closing count when there are many.
-fn render_all<D: Diagnostic>(source: &SourceFile, errors: &[D]) -> CliError {
-    let mut rendered = errors
-        .iter()
-        .map(|e| source.render(e))
-        .collect::<Vec<_>>()
-        .join("\n");
-    match errors.len() {
-        0 => rendered.push_str("error: the module is invalid\n"),
-        1 => {}
-        n => rendered.push_str(&format!("\nerror: aborting due to {n} previous errors\n")),
-    }
-    CliError { rendered }
-}
-
-/// `1 kernel`, `2 kernels`.
-pub(crate) fn count(n: usize, what: &str) -> String {
-    if n == 1 {
-        format!("{n} {what}")
-    } else {
-        format!("{n} {what}s")
-    }
-}
-
-/// The line `pto-wsp check` prints for a valid module: `ok: NAME (N workloads, M kernels, ...)`.
-pub fn check_summary(name: &str, module: &Module) -> String {
-    let mut parts = vec![
-        count(module.workloads.len(), "workload"),
-        count(module.pipelines.len(), "pipeline"),
-        count(module.kernels.len(), "kernel"),
-        count(module.tensors.len(), "tensor"),
-        count(module.axes.len(), "axis").replace("axiss", "axes"),
-        count(module.symbols.len(), "symbol"),
-    ];
-    if !module.plans.is_empty() {
-        parts.push(count(module.plans.len(), "plan"));
-    }
-    match module.entry_name() {
-        Some(entry) => parts.push(format!("entry {entry}")),
-        None if !module.plans.is_empty() => parts.push("runs its plans".to_string()),
-        None => parts.push("no entry".to_string()),
-    }
-    if module.schedule.is_some() {
-        parts.push("scheduled".to_string());
-    }
-    format!("ok: {name} ({})", parts.join(", "))
-}
-
-/// The canonical text of a module (the printer's output).
-pub fn canonical(module: &Module) -> String {
-    module.to_string()
-}
-
-/// The leading comment block of a file: the lines before the first line that is neither blank
-/// nor a `//` comment, without trailing blank lines. The parser drops comments, so `fmt` keeps
-/// this block (header comments and `//@ bind` lines) in front of the canonical text.
-pub fn leading_comments(text: &str) -> String {
-    let mut lines = Vec::new();
-    for line in text.lines() {
-        let t = line.trim();
-        if t.is_empty() || t.starts_with("//") {
-            lines.push(line.trim_end());
-        } else {
-            break;
-        }
-    }
-    while lines.last().is_some_and(|l| l.is_empty()) {
-        lines.pop();
-    }
-    while lines.first().is_some_and(|l| l.is_empty()) {
-        lines.remove(0);
-    }
-    let mut out = lines.join("\n");
-    if !out.is_empty() {
-        out.push('\n');
-    }
-    out
-}
+pub(crate) use pto_wsp::driver::count;
+/// The front-end driver the tool shares with the Python extension: loading a text, its
+/// `//@ bind` / `//@ alias` lines, rendered errors ([`pto_wsp::driver`]).
+pub use pto_wsp::driver::{
+    Error as CliError, Loaded, aliases, bindings_for, binds, canonical, check_summary,
+    expand_loaded, leading_comments, load_source, parse_source, render_all,
+};
 
 /// Whether `text` has `//` comments after its leading comment block (comments that `fmt` would
 /// drop). Returns the 1-based line of the first such comment.
@@ -194,14 +59,7 @@ pub fn first_dropped_comment(text: &str) -> Option<usize> {
 /// What `pto-wsp fmt` writes for a file: its leading comment block, a blank line, then the
 /// canonical text of its module.
 pub fn format_source(name: &str, text: &str) -> Result<String, CliError> {
-    let loaded = parse_source(name, text)?;
-    let header = leading_comments(text);
-    let body = canonical(&loaded.module);
-    Ok(if header.is_empty() {
-        body
-    } else {
-        format!("{header}\n{body}")
-    })
+    Ok(pto_wsp::driver::formatted(&parse_source(name, text)?))
 }
 
 /// The first line (1-based) where two texts differ, if they do.
@@ -218,43 +76,6 @@ pub fn first_difference(a: &str, b: &str) -> Option<usize> {
             _ => return Some(line),
         }
     }
-}
-
-/// The bindings for an expansion: the file's `//@ bind` lines, then `cli` (`NAME=VALUE` each) in
-/// order, later ones overriding earlier ones.
-pub fn bindings_for(loaded: &Loaded, cli: &[String]) -> Result<Bindings, CliError> {
-    let mut bindings = Bindings::new();
-    for line in binds::default_binds(&loaded.source.text) {
-        binds::apply(&mut bindings, &loaded.module, &line.spec).map_err(|message| {
-            CliError::diagnostic(
-                &loaded.source,
-                &binds::BindLineError {
-                    message,
-                    loc: line.loc,
-                },
-            )
-        })?;
-    }
-    for spec in cli {
-        binds::apply(&mut bindings, &loaded.module, spec)
-            .map_err(|message| CliError::plain(format!("in `--bind {spec}`: {message}")))?;
-    }
-    Ok(bindings)
-}
-
-/// Runs the reference expander, rendering its error against the source.
-pub fn expand_loaded(
-    loaded: &Loaded,
-    bindings: &Bindings,
-    options: &ExpandOptions,
-) -> Result<Expansion, CliError> {
-    ir::expand(&loaded.module, bindings, options).map_err(|e| {
-        if !e.loc().is_known() {
-            CliError::plain(format!("expansion of {} failed: {e}", loaded.source.name))
-        } else {
-            CliError::diagnostic(&loaded.source, &e)
-        }
-    })
 }
 
 /// `x` with `digits` significant figures (at least the integer part): `0.0417`, `3.21`,
@@ -473,12 +294,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn leading_comment_block_is_kept_without_blank_edges() {
+    fn comments_after_the_leading_block_are_found() {
         let text = "\n// a\n//@ bind n=1\n\n// b\n\nsymbol n: i64; // tail\n// c\n";
-        assert_eq!(leading_comments(text), "// a\n//@ bind n=1\n\n// b\n");
         assert_eq!(first_dropped_comment(text), Some(7));
         assert_eq!(first_dropped_comment("// a\nsymbol n: i64;\n"), None);
-        assert_eq!(leading_comments("symbol n: i64;\n"), "");
     }
 
     #[test]
@@ -497,15 +316,6 @@ mod tests {
         assert_eq!(first_difference("a\nb\n", "a\nc\n"), Some(2));
         assert_eq!(first_difference("a\n", "a\nb\n"), Some(2));
         assert_eq!(first_difference("a", "a\n"), Some(2));
-    }
-
-    #[test]
-    fn summary_counts_declarations() {
-        let m = Module::default();
-        assert_eq!(
-            check_summary("x.wsp", &m),
-            "ok: x.wsp (0 workloads, 0 pipelines, 0 kernels, 0 tensors, 0 axes, 0 symbols, no entry)"
-        );
     }
 
     /// The report warns that the edges found may vary exactly when some were counted without
@@ -547,12 +357,5 @@ mod tests {
                 "  edges: 10 found by dependency inference (3 of them to completed readers counted, not named: one reaching a task twice counts twice, so this count may differ between runs), 4 of them wired to a producer still running"
             );
         }
-    }
-
-    #[test]
-    fn parse_errors_are_rendered_not_panicked() {
-        let err = parse_source("bad.wsp", "tensor A: f16[64 64];\n").expect_err("malformed");
-        assert!(err.rendered.starts_with("error: "), "{err}");
-        assert!(err.rendered.contains("bad.wsp"), "{err}");
     }
 }

@@ -245,7 +245,6 @@ fn main() -> ExitCode {
         eprintln!("error: internal error in pto-wsp (please report it): {info}");
     }));
     let cli = Cli::parse();
-    pto_wsp_cli::ascend::register();
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
@@ -316,9 +315,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let name = file.display().to_string();
             let loaded = pto_wsp_cli::load_source(&name, &read(&file)?)?;
             let bindings = pto_wsp_cli::bindings_for(&loaded, &binds)?;
-            let emitted = pto_wsp_cli::emit::emit_kernels(&loaded, &bindings)?;
-            pto_wsp_cli::emit::write_emitted(&emitted, &out)?;
-            emit(&pto_wsp_cli::emit::summary(&emitted, &out))?;
+            let emitted = pto_wsp_cli::cmd::emit::kernels(&loaded, &bindings)?;
+            pto_wsp_cli::cmd::emit::write_files(&emitted.files, &out)?;
+            emit(&pto_wsp_cli::cmd::emit::kernels_summary(&emitted, &out))?;
         }
         Command::Emit {
             what: EmitWhat::Ascend,
@@ -330,9 +329,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let name = file.display().to_string();
             let loaded = pto_wsp_cli::load_source(&name, &read(&file)?)?;
             let bindings = pto_wsp_cli::bindings_for(&loaded, &binds)?;
-            let tree = pto_wsp_cli::ascend::emit_ascend(&loaded, &bindings, &target)?;
-            pto_wsp_cli::emit::write_files(&tree.files, &out)?;
-            emit(&pto_wsp_cli::ascend::summary(&tree, &out))?;
+            let tree = pto_wsp_cli::cmd::emit::ascend(&loaded, &bindings, &target)?;
+            pto_wsp_cli::cmd::emit::write_files(&tree.files, &out)?;
+            emit(&pto_wsp_cli::cmd::emit::ascend_summary(&tree, &out))?;
         }
         Command::Check { file } => {
             let name = file.display().to_string();

@@ -5,7 +5,8 @@
 //! Promise: the output is deterministic; at most [`ReportOptions::limit`] tasks are listed, while
 //! every count covers all tasks of the expansion.
 
-use pto_wsp::ir::{Bindings, ExecPool, ExpandedRegion, ExpandedTask, Expansion, Module, ParamKind};
+use pto_wsp::driver::trace::{kernel_name, task_cells};
+use pto_wsp::ir::{Bindings, ExecPool, Expansion, Module};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -44,84 +45,6 @@ pub fn bindings_line(bindings: &Bindings) -> String {
         parts.push(format!("{name}=[{}{more}]", shown.join(", ")));
     }
     parts.join(", ")
-}
-
-/// The name of kernel `index` (or `#index` if the module has no such kernel).
-fn kernel_name(module: &Module, index: u32) -> String {
-    module
-        .kernels
-        .get(index as usize)
-        .map_or_else(|| format!("#{index}"), |k| k.name.name.clone())
-}
-
-/// `Q[0, 5 +: 4, 0 +: 128]`: a region with bare indices for size-1 dimensions.
-pub fn region_text(module: &Module, region: &ExpandedRegion) -> String {
-    let tensor = module
-        .tensors
-        .get(region.tensor as usize)
-        .map_or_else(|| format!("#{}", region.tensor), |t| t.name.name.clone());
-    let dims: Vec<String> = region
-        .start
-        .iter()
-        .zip(&region.size)
-        .map(|(s, n)| {
-            if *n == 1 {
-                s.to_string()
-            } else {
-                format!("{s} +: {n}")
-            }
-        })
-        .collect();
-    format!("{tensor}[{}]", dims.join(", "))
-}
-
-/// The columns of one task line: index, kernel, pool, executor, stream, arguments.
-fn task_cells(module: &Module, index: usize, task: &ExpandedTask) -> [String; 6] {
-    let mut kernel = kernel_name(module, task.kernel);
-    if task.declared != task.kernel {
-        kernel = format!("{kernel} ({})", kernel_name(module, task.declared));
-    }
-    let exec = match task.target {
-        Some(t) => format!("exec {t}"),
-        None => "exec -".to_string(),
-    };
-    let mut args: Vec<String> = Vec::new();
-    let scalar_names: Vec<&str> = module
-        .kernels
-        .get(task.declared as usize)
-        .map(|k| {
-            k.params
-                .iter()
-                .filter(|p| matches!(p.kind, ParamKind::Scalar(_)))
-                .map(|p| p.name.as_str())
-                .collect()
-        })
-        .unwrap_or_default();
-    for (i, v) in task.params.iter().enumerate() {
-        match scalar_names.get(i) {
-            Some(name) => args.push(format!("{name}={v}")),
-            None => args.push(v.to_string()),
-        }
-    }
-    for r in &task.regions {
-        args.push(format!("{} {}", r.access, region_text(module, r)));
-    }
-    [
-        format!("#{index}"),
-        kernel,
-        format!("@{}", task.pool),
-        exec,
-        format!("stream {}", task.stream),
-        args.join(", "),
-    ]
-}
-
-/// A task's kernel (with the declared kernel when a tier chose another), executor and
-/// arguments, as the task list shows them (`attn_decode_chunk`, `exec 3`,
-/// `start=0, end=512, in Q[0, 0 +: 4, 0 +: 128], ...`).
-pub fn task_label(module: &Module, task: &ExpandedTask) -> (String, String, String) {
-    let [_, kernel, _, exec, _, args] = task_cells(module, 0, task);
-    (kernel, exec, args)
 }
 
 /// Appends rows as columns two spaces apart, indented; column `right` (if any) is right-aligned,
@@ -295,7 +218,8 @@ pub fn expand_report(
 mod tests {
     use super::*;
     use pto_wsp::ir::{
-        Access, DType, Ident, KernelDecl, KernelParam, OrderEdge, ScalarType, TensorDecl, Value,
+        Access, DType, ExpandedRegion, ExpandedTask, Ident, KernelDecl, KernelParam, OrderEdge,
+        ParamKind, ScalarType, TensorDecl, Value,
     };
 
     fn module() -> Module {

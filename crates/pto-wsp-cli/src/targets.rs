@@ -35,10 +35,10 @@ pub fn compile_loaded(
     out: Option<&Path>,
 ) -> Result<String, CliError> {
     let name = &loaded.source.name;
-    if crate::ascend::TARGETS.contains(&target) {
+    if pto_wsp::emitters::ascend::TARGETS.contains(&target) {
         // The Ascend tree needs the bindings: the file's `//@ bind` lines apply.
         let bindings = crate::bindings_for(loaded, &[])?;
-        let tree = crate::ascend::emit_ascend(loaded, &bindings, target)?;
+        let tree = crate::cmd::emit::ascend(loaded, &bindings, target)?;
         let out = out.ok_or_else(|| {
             CliError::plain(format!(
                 "target `{target}` emits an artefact: give the output path with `-o`"
@@ -59,14 +59,17 @@ pub fn compile_loaded(
         }
         return Ok(text);
     }
-    let plan = lower(&loaded.module).map_err(|e| render(loaded, e))?;
+    let plan = lower(&loaded.module)
+        .map_err(|e| render(loaded, e))?
+        .with_source(loaded.source.clone());
     // Kernels come from the built-in registry, mapped by the file's `//@ alias` lines (as for
-    // `pto-wsp run`).
+    // `pto-wsp run`); an emitting target bakes in the file's `//@ bind` lines.
     let mut kernels = pto_wsp::kernels::KernelRegistry::with_builtins();
     crate::aliases::apply_aliases(loaded, &mut kernels)?;
     let options = CompileOptions {
         target: target.to_string(),
         kernels,
+        bindings: crate::bindings_for(loaded, &[])?,
         ..CompileOptions::default()
     };
     match compile_target(&plan, &options).map_err(|e| render(loaded, e))? {
@@ -91,12 +94,7 @@ pub fn compile_loaded(
 }
 
 fn render(loaded: &Loaded, e: CompileError) -> CliError {
-    match e {
-        CompileError::Unsupported(u) => CliError::diagnostic(&loaded.source, &u),
-        CompileError::Resolve(r) => CliError::diagnostic(&loaded.source, &r),
-        CompileError::Invalid(errors) => crate::render_all(&loaded.source, &errors),
-        other => CliError::plain(other),
-    }
+    pto_wsp::driver::compile_error(loaded, &e)
 }
 
 /// Writes `a` under a temporary name beside `out`, then renames it; returns the bytes written.

@@ -11,8 +11,8 @@
 
 mod common;
 
-use pto_wsp_cli::ascend::emit_ascend;
 use pto_wsp_cli::ascend_run::{AscendOutcome, Toolchain, run_ascend};
+use pto_wsp_cli::cmd::emit::ascend as emit_ascend;
 use pto_wsp_cli::exec::RunOptions;
 use std::sync::Mutex;
 
@@ -530,8 +530,8 @@ fn the_ascend_back_end_is_registered_and_compile_writes_its_tree() {
     ] {
         assert!(out.join(f).exists(), "{f} missing");
     }
-    // Through the library registry: `supports` refuses, `compile` emits a tree.
-    pto_wsp_cli::ascend::register();
+    // Through the library registry (registered by the facade, not the tool): `supports`
+    // refuses, `compile` emits a tree.
     let (_, text) = example("vector_example");
     let plan = pto_wsp::lower(&pto_wsp::ir::parse(&text).unwrap()).unwrap();
     let options = pto_wsp::CompileOptions {

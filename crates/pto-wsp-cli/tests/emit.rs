@@ -11,7 +11,7 @@ mod common;
 use common::{binary, root, scratch};
 use pto_wsp::kernels::TensorStore;
 use pto_wsp::kernels::npy::NpyArray;
-use pto_wsp_cli::emit::{emit_kernels, write_emitted};
+use pto_wsp_cli::cmd::emit::{kernels as emit_kernels, kernels_summary, write_files};
 use pto_wsp_cli::exec::{RunOptions, run};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -118,7 +118,7 @@ fn prepare(file: &Path, binds: &[String], base: &Path) -> Case {
     }
     run(&shown, &text, false, &opts, &mut |_| {}).unwrap();
     let emitted = emit_kernels(&loaded, &bindings).unwrap();
-    write_emitted(&emitted, &dir.join("emitted")).unwrap();
+    write_files(&emitted.files, &dir.join("emitted")).unwrap();
     Case {
         name,
         dir,
@@ -320,7 +320,7 @@ workload main() {\n    task prep(X[0 +: 8, 0 +: 64], T[0 +: 8, 0 +: 64]);\n    t
     assert_eq!(emitted.written, ["Y"]);
     assert_eq!(emitted.skipped_tasks, 1);
     assert_eq!(emitted.read_after_skipped, ["T"]);
-    let summary = pto_wsp_cli::emit::summary(&emitted, Path::new("out"));
+    let summary = kernels_summary(&emitted, Path::new("out"));
     assert!(
         summary.contains(
             "note: emitted kernels read T after tasks the driver does not run write them; give \

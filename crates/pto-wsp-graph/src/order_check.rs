@@ -23,8 +23,8 @@
 
 use crate::storage::TaskGraphStorage;
 use crate::tensor_map::{OverlapMap, TensorMap};
-use crate::types::{MAX_RANK, Region, TaskId, TaskIo};
-use std::fmt;
+use crate::types::{TaskId, TaskIo};
+pub use pto_wsp_ir::task_io::BoxText;
 
 /// One side of an unordered pair: a task, its kernel and the region it touched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,22 +51,6 @@ impl Unordered {
     /// The tensor both regions belong to.
     pub fn tensor(&self) -> u32 {
         self.later.io.region.tensor
-    }
-}
-
-/// A region's box as `[start..end, ...]`.
-pub struct BoxText<'a>(pub &'a Region);
-
-impl fmt::Display for BoxText<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[")?;
-        for d in 0..(self.0.rank as usize).min(MAX_RANK) {
-            if d > 0 {
-                f.write_str(", ")?;
-            }
-            write!(f, "{}..{}", self.0.start[d], self.0.end(d))?;
-        }
-        f.write_str("]")
     }
 }
 
@@ -282,7 +266,7 @@ pub fn check_storage(g: &TaskGraphStorage) -> Result<(), Unordered> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::Access;
+    use crate::types::{Access, Region};
 
     fn io(col: u32, cols: u32, access: Access) -> TaskIo {
         TaskIo::new(Region::new_2d(0, 0, 1, col, cols), access)

@@ -26,6 +26,7 @@ pub mod print;
 pub mod resolve;
 pub mod schedule;
 pub mod source;
+pub mod task_io;
 pub mod tile_isa;
 pub mod types;
 pub mod validate;

@@ -20,7 +20,7 @@
 use crate::{KernelId, KernelRegistry, TaskContext, TensorStore};
 use half::f16;
 use half::slice::HalfFloatSliceExt;
-use pto_wsp_graph::types::{Region, TaskIo};
+use pto_wsp_ir::task_io::{Region, TaskIo};
 use pto_wsp_ir::{Access, Bindings, parse};
 use std::hint::black_box;
 use std::time::{Duration, Instant};

@@ -10,11 +10,17 @@
 //! with a region in flight. Thread-safe; one lock around the in-flight list (a debugging tool,
 //! not a hot path).
 
-use pto_wsp_graph::order_check::BoxText;
-use pto_wsp_graph::sync::{Mutex, lock};
-use pto_wsp_graph::types::{Region, TaskIo};
 use pto_wsp_ir::Access;
+use pto_wsp_ir::task_io::BoxText;
+use pto_wsp_ir::task_io::{Region, TaskIo};
 use std::fmt;
+use std::sync::{Mutex, MutexGuard};
+
+/// Locks the in-flight list, ignoring poisoning: each critical section leaves the list
+/// consistent before anything that can panic.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// Two running tasks whose regions conflict.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use crate::check::ConflictChecker;
 use crate::context::TaskContext;
 use crate::registry::{KernelId, KernelRegistry};
 use crate::store::TensorStore;
-use pto_wsp_graph::types::TaskIo;
+use pto_wsp_ir::task_io::TaskIo;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Runs kernels on a store it holds exclusively, checking regions in flight (module docs).

@@ -20,7 +20,7 @@
 
 use crate::registry::KernelError;
 use crate::store::{Element, StoreError, TensorInfo, TensorStore};
-use pto_wsp_graph::types::{MAX_RANK, Region, TaskIo};
+use pto_wsp_ir::task_io::{MAX_RANK, Region, TaskIo};
 use pto_wsp_ir::{Access, DType};
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;

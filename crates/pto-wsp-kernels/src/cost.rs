@@ -84,7 +84,7 @@ pub fn dims(ctx: &TaskContext<'_>, i: usize) -> (u64, u64) {
     let Ok(io) = ctx.io(i) else {
         return (0, 0);
     };
-    let rank = (io.region.rank as usize).min(pto_wsp_graph::types::MAX_RANK);
+    let rank = (io.region.rank as usize).min(pto_wsp_ir::task_io::MAX_RANK);
     if rank == 0 {
         return (1, 1);
     }

@@ -137,8 +137,8 @@ pub fn default_cost(ctx: &TaskContext<'_>) -> u64 {
 
 /// Number of elements of an I/O entry's region: the product of the sizes of its used
 /// dimensions.
-pub fn region_elements(io: &pto_wsp_graph::types::TaskIo) -> u64 {
-    let rank = (io.region.rank as usize).min(pto_wsp_graph::types::MAX_RANK);
+pub fn region_elements(io: &pto_wsp_ir::task_io::TaskIo) -> u64 {
+    let rank = (io.region.rank as usize).min(pto_wsp_ir::task_io::MAX_RANK);
     io.region.size[..rank].iter().map(|&s| s as u64).product()
 }
 

@@ -18,8 +18,8 @@
 //!   that read through `&self` are covered by the contract of
 //!   [`crate::TaskContext::new`] (no task may write a region while anything else looks at it).
 
-use pto_wsp_graph::types::{MAX_RANK, TaskIo};
 use pto_wsp_ir::eval::{EvalError, eval};
+use pto_wsp_ir::task_io::{MAX_RANK, TaskIo};
 use pto_wsp_ir::{Bindings, DType, Module, ScalarType, Value};
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::collections::HashMap;

@@ -8,7 +8,7 @@
 
 use half::{bf16, f16};
 use proptest::prelude::*;
-use pto_wsp_graph::types::{Region, TaskIo};
+use pto_wsp_ir::task_io::{Region, TaskIo};
 use pto_wsp_ir::{Access, Bindings, DType, Module, ScalarType, parse};
 use pto_wsp_kernels::builtins::NAMES;
 use pto_wsp_kernels::cost::{LAUNCH_CYCLES, Work};

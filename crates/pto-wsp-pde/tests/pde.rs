@@ -160,21 +160,6 @@ fn malformed_tier_tables_are_refused_naming_the_tier() {
 }
 
 #[test]
-fn a_descriptor_is_smaller_than_a_task_node_with_its_regions() {
-    use pto_wsp_graph::storage::TaskNode;
-    use pto_wsp_graph::types::TaskIo;
-    assert_eq!(Descriptor::BYTES, 36);
-    assert_eq!(std::mem::align_of::<Descriptor>(), 4);
-    // The decode chunk as a task: its node, 6 regions (q, k, v, o, m, l) and 2 params.
-    let task = std::mem::size_of::<TaskNode>() + 6 * std::mem::size_of::<TaskIo>() + 2 * 8;
-    assert!(
-        Descriptor::BYTES * 5 < task,
-        "{} vs {task}",
-        Descriptor::BYTES
-    );
-}
-
-#[test]
 fn fields_are_read_by_name_and_unknown_names_are_errors() {
     let l = Layout::new("sp", &["batch", "head"], &["num_chunks"]).unwrap();
     let d = Descriptor {

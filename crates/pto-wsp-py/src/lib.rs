@@ -2,8 +2,9 @@
 //!
 //! Why: the people pto-wsp is for write models in Python; this crate gives them the text format,
 //! compilation and runs with numpy arrays read and written in place, through the same code the
-//! `pto-wsp` command line uses (its parsing, `--bind` rules, error rendering and `--input`
-//! checks), so Python and the CLI cannot disagree.
+//! `pto-wsp` command line uses (the facade's front-end driver, `pto_wsp::driver`: parsing,
+//! `//@ bind` and `--bind` rules, aliases, error rendering, the Chrome trace), so Python and the
+//! CLI cannot disagree.
 //!
 //! Promises:
 //! - [`Module::from_text`] / [`Module::to_text`] round-trip with `pto-wsp fmt` (the leading
@@ -16,7 +17,7 @@
 //!   returns at once (the arrays are held until [`Program::synchronize`], which waits with the
 //!   GIL released and raises the run's error); [`Module::expand`] lists the tasks as
 //!   `pto-wsp expand` does; a program compiled with `trace=True` writes the CLI's Chrome trace
-//!   of its last run (`pto_wsp_cli::exec::trace_json`, the one writer of it).
+//!   of its last run (`pto_wsp::driver::trace::trace_json`, the one writer of it).
 //! - A module of plans (Plan-Descriptor-Execute: plans and no workload or pipeline, the rule of
 //!   `pto-wsp run`) compiles to a [`PlanProgram`], whose `execute` binds the arrays the same way
 //!   and runs the plans with `pto_wsp::plan::run_plans` and the kernels `pto-wsp run` uses.
@@ -31,16 +32,16 @@ use std::collections::HashMap;
 use std::ptr::NonNull;
 
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods, npyffi};
+use pto_wsp::driver::aliases::apply_aliases;
+use pto_wsp::driver::{Loaded, bindings_for};
 use pto_wsp::ir::{Bindings, DType, ExpandOptions, ParamKind};
 use pto_wsp::kernels::npy::NpyHeader;
 use pto_wsp::kernels::{KernelRegistry, TensorStore};
 use pto_wsp::plan::{PlanOptions, PlanStats, run_plans};
-use pto_wsp::{CompileOptions, compile, lower};
-use pto_wsp_cli::aliases::apply_aliases;
-use pto_wsp_cli::{Loaded, bindings_for, canonical, leading_comments};
+use pto_wsp::{Artefact, CompileOptions, Output, compile, compile_target, lower};
 use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 pyo3::create_exception!(
     _pto_wsp,
@@ -80,7 +81,7 @@ impl Module {
     #[pyo3(signature = (text, path = None))]
     fn from_text(text: &str, path: Option<&str>) -> PyResult<Module> {
         let name = path.unwrap_or("<text>");
-        let loaded = pto_wsp_cli::load_source(name, text)
+        let loaded = pto_wsp::driver::load_source(name, text)
             .map_err(|e| ValidationError::new_err(e.rendered))?;
         Ok(Module { loaded })
     }
@@ -97,13 +98,7 @@ impl Module {
     /// The canonical text: the source's leading comment block (header, `//@ bind` lines), then
     /// the printer's output — what `pto-wsp fmt` prints.
     fn to_text(&self) -> String {
-        let header = leading_comments(&self.loaded.source.text);
-        let body = canonical(&self.loaded.module);
-        if header.is_empty() {
-            body
-        } else {
-            format!("{header}\n{body}")
-        }
+        pto_wsp::driver::formatted(&self.loaded)
     }
 
     /// The name of the entry workload or pipeline, if the module has one.
@@ -182,7 +177,7 @@ impl Module {
         let program = py
             .detach(|| lower(&loaded.module).and_then(|plan| compile(plan, options)))
             .map_err(|e| {
-                CompileError::new_err(pto_wsp_cli::exec::compile_error(&loaded, &e).rendered)
+                CompileError::new_err(pto_wsp::driver::compile_error(&loaded, &e).rendered)
             })?;
         let program = Program {
             program,
@@ -193,6 +188,49 @@ impl Module {
             last_bindings: None,
         };
         Ok(Bound::new(py, program)?.into_any())
+    }
+
+    /// Compiles the module for an emitting `target` (see [`backends`]: `pto_isa`,
+    /// `ascend_a2a3sim`, `ascend_a2a3`, `bytecode`) through the back-end registry, baking in the
+    /// values of `bind` on top of the text's `//@ bind` lines; returns the artefact: `bytes`
+    /// for one file, or a dict of relative path to `bytes` for a tree of files. Refusals raise
+    /// `CompileError` at their `file:line:column`.
+    #[pyo3(signature = (target, bind = None))]
+    fn emit<'py>(
+        &self,
+        py: Python<'py>,
+        target: &str,
+        bind: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let specs = bind_specs(bind)?;
+        let bindings =
+            bindings_for(&self.loaded, &specs).map_err(|e| CompileError::new_err(e.rendered))?;
+        let options = CompileOptions {
+            target: target.to_string(),
+            bindings,
+            ..CompileOptions::default()
+        };
+        let loaded = &self.loaded;
+        let out = py
+            .detach(|| {
+                lower(&loaded.module).and_then(|plan| {
+                    compile_target(&plan.with_source(loaded.source.clone()), &options)
+                })
+            })
+            .map_err(|e| CompileError::new_err(render_compile_error(loaded, &e)))?;
+        match out {
+            Output::Artefact(Artefact::Bytes(b)) => Ok(PyBytes::new(py, &b).into_any()),
+            Output::Artefact(Artefact::Tree(files)) => {
+                let d = PyDict::new(py);
+                for (path, bytes) in files {
+                    d.set_item(path.display().to_string(), PyBytes::new(py, &bytes))?;
+                }
+                Ok(d.into_any())
+            }
+            Output::Program(_) => Err(CompileError::new_err(format!(
+                "target `{target}` compiles to a runnable program: use `compile`"
+            ))),
+        }
     }
 
     /// The names of the plans (`plan NAME over ...`), in the order they run.
@@ -227,7 +265,7 @@ impl Module {
         };
         let loaded = &self.loaded;
         let expansion = py
-            .detach(|| pto_wsp_cli::expand_loaded(loaded, &bindings, &options))
+            .detach(|| pto_wsp::driver::expand_loaded(loaded, &bindings, &options))
             .map_err(|e| RunError::new_err(e.rendered))?;
         let module = &self.loaded.module;
         let kernel_name = |i: u32| {
@@ -302,7 +340,7 @@ impl Module {
         format!(
             "<pto_wsp.Module {} ({})>",
             self.loaded.source.name,
-            pto_wsp_cli::check_summary(&self.loaded.source.name, &self.loaded.module)
+            pto_wsp::driver::check_summary(&self.loaded.source.name, &self.loaded.module)
         )
     }
 }
@@ -482,7 +520,7 @@ impl Program {
             .entry_name()
             .and_then(|e| module.pipeline(e))
             .is_some();
-        let json = pto_wsp_cli::exec::trace_json(&self.loaded, bindings, stats, pipeline);
+        let json = pto_wsp::driver::trace::trace_json(&self.loaded, bindings, stats, pipeline);
         std::fs::write(&path, json).map_err(|e| {
             RunError::new_err(format!(
                 "cannot write the trace to `{}`: {e}",
@@ -767,7 +805,7 @@ impl PlanProgram {
             py.detach(move || run_plans(module, bindings, store, kernels, opts))
                 .map_err(|e| {
                     RunError::new_err(
-                        pto_wsp_cli::CliError::diagnostic(&self.loaded.source, &e).rendered,
+                        pto_wsp::driver::Error::diagnostic(&self.loaded.source, &e).rendered,
                     )
                 })
         });
@@ -819,6 +857,44 @@ impl PlanProgram {
     }
 }
 
+/// A compile error rendered against the module's source (`file:line:column` when it has a
+/// place there).
+fn render_compile_error(loaded: &Loaded, e: &pto_wsp::CompileError) -> String {
+    if pto_wsp::ir::Diagnostic::loc(e).is_known() {
+        loaded.source.render(e)
+    } else {
+        pto_wsp::driver::compile_error(loaded, e).rendered
+    }
+}
+
+/// A registered back end as a dict: `name`, `targets`, `capabilities`.
+fn backend_dict<'py>(py: Python<'py>, b: &dyn pto_wsp::Backend) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("name", b.name())?;
+    d.set_item("targets", b.targets())?;
+    let caps: Vec<&str> = b.capabilities().iter().map(|c| c.name()).collect();
+    d.set_item("capabilities", caps)?;
+    Ok(d)
+}
+
+/// Every registered back end (the facade's registry, as `pto-wsp targets` lists it), in
+/// registration order.
+#[pyfunction]
+fn backends(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    pto_wsp::backends()
+        .iter()
+        .map(|b| backend_dict(py, b.as_ref()))
+        .collect()
+}
+
+/// The back end registered under `name` (its name or one of its targets), or `None`.
+#[pyfunction]
+fn get_backend<'py>(py: Python<'py>, name: &str) -> PyResult<Option<Bound<'py, PyDict>>> {
+    pto_wsp::get_backend(name)
+        .map(|b| backend_dict(py, b.as_ref()))
+        .transpose()
+}
+
 /// Version and features of the extension.
 fn info() -> HashMap<&'static str, &'static str> {
     HashMap::from([("version", env!("CARGO_PKG_VERSION"))])
@@ -831,6 +907,8 @@ fn _pto_wsp(m: &Bound<'_, pyo3::types::PyModule>) -> PyResult<()> {
     m.add_class::<Module>()?;
     m.add_class::<Program>()?;
     m.add_class::<PlanProgram>()?;
+    m.add_function(wrap_pyfunction!(backends, m)?)?;
+    m.add_function(wrap_pyfunction!(get_backend, m)?)?;
     m.add("PtoWspError", py.get_type::<PtoWspError>())?;
     m.add("ValidationError", py.get_type::<ValidationError>())?;
     m.add("CompileError", py.get_type::<CompileError>())?;

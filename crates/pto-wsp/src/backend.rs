@@ -10,11 +10,15 @@
 //! - [`compile_target`] validates nothing twice: the plan was validated and resolved by
 //!   [`crate::lower`]; it asks the back end whether it [`Backend::supports`] the resolved module
 //!   (the first construct it cannot handle, named, with its location) before compiling.
-//! - The registry holds `cpu_sim` and `bytecode` from the start; a name or target that is
-//!   already registered is refused, so [`get_backend`] is never ambiguous.
+//! - The registry holds `cpu_sim`, `bytecode` and the emitting back ends of `pto-wsp-backends`
+//!   (`ptoisa`; `ascend` with the default-on `ascend` feature) from the start, for every user of
+//!   the library (Rust, Python, the command line); a name or target that is already registered
+//!   is refused, so [`get_backend`] is never ambiguous.
 //! - Every back end is checked against the reference expander: `cpu_sim` runs what the expander
 //!   generates, and `bytecode`'s interpreters are checked task for task against it
 //!   (`pto-wsp-bytecode`'s tests, `pto-wsp bytecode FILE`).
+
+mod emitters;
 
 use crate::program::{CompileError, CompileOptions, LoweredPlan, Program, compile_cpu};
 use pto_wsp_ir::{Resolved, Unsupported};
@@ -87,7 +91,11 @@ pub trait Backend: Send + Sync {
 
 fn registry() -> &'static RwLock<Vec<Arc<dyn Backend>>> {
     static REGISTRY: OnceLock<RwLock<Vec<Arc<dyn Backend>>>> = OnceLock::new();
-    REGISTRY.get_or_init(|| RwLock::new(vec![Arc::new(CpuSim), Arc::new(BytecodeEmitter)]))
+    REGISTRY.get_or_init(|| {
+        let mut all: Vec<Arc<dyn Backend>> = vec![Arc::new(CpuSim), Arc::new(BytecodeEmitter)];
+        all.extend(emitters::all());
+        RwLock::new(all)
+    })
 }
 
 /// Adds `backend` to the registry. Refused when its name or one of its targets is already

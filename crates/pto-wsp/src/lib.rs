@@ -54,6 +54,7 @@
 #![forbid(unsafe_code)]
 
 pub mod backend;
+pub mod driver;
 pub mod plan;
 pub mod program;
 
@@ -63,6 +64,9 @@ pub use backend::{
 pub use program::{
     CompileError, CompileOptions, LoweredPlan, Program, ProgramStats, RunError, compile, lower,
 };
+/// The code-emitting back ends (PTO-ISA C++ kernels, the Ascend runtime), registered as
+/// `ptoisa` and `ascend`.
+pub use pto_wsp_backends as emitters;
 pub use pto_wsp_bytecode as bytecode;
 pub use pto_wsp_cpu as cpu;
 pub use pto_wsp_graph as graph;

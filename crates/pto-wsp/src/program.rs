@@ -47,8 +47,8 @@ use pto_wsp_graph::{ExecDomain, TaskId};
 use pto_wsp_ir::{
     Bindings, DataRead, Dispatch, ExpandError, ExpandOptions, ExpandedTask, Module, PoolsPolicy,
     ReadRefused, ReadyPolicy, ResolveError, ResolveOptions, Resolved, Schedule, ScheduleConfig,
-    ScheduleItem, ScheduleItemKind, TracePolicy, Unsupported, ValidationError, resolve, validate,
-    validate_for_run,
+    ScheduleItem, ScheduleItemKind, SourceFile, TracePolicy, Unsupported, ValidationError, resolve,
+    validate, validate_for_run,
 };
 use pto_wsp_kernels::{KernelId, KernelRegistry, StoreError, TensorStore};
 
@@ -99,6 +99,10 @@ pub struct CompileOptions {
     /// expander only for what `pto_wsp_bytecode::supports` refuses). Same tasks, same edges;
     /// for comparisons and benchmarks.
     pub host_expander: bool,
+    /// Values an emitting back end bakes into its artefact (symbols, slots, contents of integer
+    /// tensors: `ascend`, `pto_isa`); a running back end takes its bindings at each run and
+    /// ignores these.
+    pub bindings: Bindings,
 }
 
 impl Default for CompileOptions {
@@ -118,6 +122,7 @@ impl Default for CompileOptions {
             opt_level: 2,
             issue_cycles: 0,
             host_expander: false,
+            bindings: Bindings::new(),
         }
     }
 }
@@ -209,6 +214,26 @@ pub enum CompileError {
         /// What went wrong.
         message: String,
     },
+    /// An emitter of `pto-wsp-backends` refused the program or failed, at a source location
+    /// when it has one.
+    #[error(transparent)]
+    Emitter(#[from] pto_wsp_backends::EmitError),
+}
+
+impl pto_wsp_ir::Diagnostic for CompileError {
+    /// Where the failure is in the source, when it has a place there (a construct a back end
+    /// does not support, a resolution or emitter error; the first validation error).
+    fn loc(&self) -> pto_wsp_ir::Loc {
+        match self {
+            CompileError::Invalid(errors) => errors
+                .first()
+                .map_or(pto_wsp_ir::Loc::NONE, pto_wsp_ir::Diagnostic::loc),
+            CompileError::Resolve(e) => pto_wsp_ir::Diagnostic::loc(e),
+            CompileError::Unsupported(e) => e.loc,
+            CompileError::Emitter(e) => e.loc,
+            _ => pto_wsp_ir::Loc::NONE,
+        }
+    }
 }
 
 /// Why running a program failed.
@@ -250,9 +275,19 @@ pub struct LoweredPlan {
     pub module: Module,
     /// The schedule with defaults filled in.
     pub config: ScheduleConfig,
+    /// The text the module was parsed from, when it was: emitting back ends write its
+    /// `file:line:column` positions into what they emit ([`LoweredPlan::with_source`]).
+    pub source: Option<Arc<SourceFile>>,
 }
 
 impl LoweredPlan {
+    /// The plan with the text its module was parsed from, so that positions emitted code names
+    /// read `file:line:column`.
+    pub fn with_source(mut self, source: SourceFile) -> LoweredPlan {
+        self.source = Some(Arc::new(source));
+        self
+    }
+
     /// The module's entry point, resolved (what [`crate::Backend::supports`] reads).
     pub fn resolve(&self) -> Result<Resolved<'_>, ResolveError> {
         resolve(&self.module, &ResolveOptions::default())
@@ -301,6 +336,7 @@ pub fn lower(module: &Module) -> Result<LoweredPlan, CompileError> {
             .as_ref()
             .map(|s| s.config())
             .unwrap_or_default(),
+        source: None,
     })
 }
 

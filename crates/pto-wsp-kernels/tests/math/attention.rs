@@ -492,7 +492,7 @@ fn decode_ragged_example_computes_attention_over_each_request() {
             .iter()
             .map(|r| {
                 TaskIo::new(
-                    pto_wsp_graph::types::Region::new(r.tensor, &r.start, &r.size).unwrap(),
+                    pto_wsp_ir::task_io::Region::new(r.tensor, &r.start, &r.size).unwrap(),
                     r.access,
                 )
             })

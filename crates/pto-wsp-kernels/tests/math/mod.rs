@@ -28,7 +28,7 @@ mod rows;
 mod topk;
 
 use half::{bf16, f16};
-use pto_wsp_graph::types::TaskIo;
+use pto_wsp_ir::task_io::TaskIo;
 use pto_wsp_ir::{Access, Bindings, DType};
 use pto_wsp_kernels::{KernelError, KernelRegistry, TensorStore};
 

@@ -4,7 +4,7 @@
 
 use super::*;
 use proptest::prelude::*;
-use pto_wsp_graph::types::{MAX_RANK, Region};
+use pto_wsp_ir::task_io::{MAX_RANK, Region};
 use pto_wsp_kernels::builtins::NAMES;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 

@@ -249,3 +249,84 @@ fn ragged_lengths_by_expression_are_refused_by_bytecode_with_their_place() {
             .is_ok()
     );
 }
+
+/// The emitting back ends of `pto-wsp-backends` are in every library user's registry (no
+/// front end registers them), compile the resolved program with the positions of its source
+/// and the bindings of the options, and refuse at the construct's location.
+#[test]
+fn the_emitting_back_ends_are_registered_for_every_library_user() {
+    for (key, name) in [
+        ("ascend", "ascend"),
+        ("ascend_a2a3sim", "ascend"),
+        ("ascend_a2a3", "ascend"),
+        ("ptoisa", "ptoisa"),
+        ("pto_isa", "ptoisa"),
+    ] {
+        let b = get_backend(key).unwrap_or_else(|| panic!("`{key}` is not registered"));
+        assert_eq!(b.name(), name);
+        assert_eq!(b.capabilities(), [Capability::Emit]);
+    }
+    let tree = |src: &str, target: &str, bindings: pto_wsp::ir::Bindings| {
+        let plan = lower(&parse(src).unwrap())
+            .unwrap()
+            .with_source(SourceFile::new("t.wsp", src));
+        let options = CompileOptions {
+            target: target.into(),
+            bindings,
+            ..CompileOptions::default()
+        };
+        compile_target(&plan, &options).map(|out| match out {
+            Output::Artefact(Artefact::Tree(files)) => files
+                .into_iter()
+                .map(|(p, b)| (p.display().to_string(), String::from_utf8(b).unwrap()))
+                .collect::<Vec<_>>(),
+            _ => panic!("an emitter gives a tree"),
+        })
+    };
+    let file = |files: &[(String, String)], name: &str| {
+        files.iter().find(|(n, _)| n == name).unwrap().1.clone()
+    };
+    // A symbol's value is baked in; statements name their place in the source text.
+    let src = "symbol n: i64;\ntensor X: f32[8, 64];\naxis I = dense_dyn(n);\n\
+               kernel k(inout x: f32[8, 64]) @vector {\n  tile t: vec f32[8, 64];\n  TLOAD(t, x);\n  TSTORE(x, t);\n}\n\
+               workload main() {\n  parallel_for i in I {\n    task k(X[0 +: 8, 0 +: 64]);\n  }\n}\n";
+    let files = tree(
+        src,
+        "ascend_a2a3sim",
+        pto_wsp::ir::Bindings::new().symbol("n", 3i64),
+    )
+    .unwrap();
+    let orch = file(&files, "orchestration.cpp");
+    assert!(orch.contains("INT64_C(3)"), "{orch}");
+    assert!(orch.contains("\"t.wsp:11:5\""), "{orch}");
+    let readme = file(&files, "README.md");
+    assert!(readme.contains("submits 3 kernel task(s)"), "{readme}");
+    // The PTO-ISA target: the kernel's header names its declaration.
+    let files = tree(
+        src,
+        "pto_isa",
+        pto_wsp::ir::Bindings::new().symbol("n", 2i64),
+    )
+    .unwrap();
+    assert!(file(&files, "k.hpp").contains("kernel `k` (t.wsp:4:8)"));
+    assert_eq!(
+        file(&files, "driver.cpp")
+            .matches("pto_wsp_kernels::k(")
+            .count(),
+        2
+    );
+    // An instruction PTO-ISA lacks: refused at the instruction, through the diagnostic.
+    let bad = src.replace("TSTORE(x, t);", "TSORT(t, t);\n  TSTORE(x, t);");
+    let e = tree(
+        &bad,
+        "pto_isa",
+        pto_wsp::ir::Bindings::new().symbol("n", 1i64),
+    )
+    .unwrap_err();
+    assert!(matches!(e, CompileError::Emitter(_)), "{e:?}");
+    let rendered = SourceFile::new("t.wsp", bad.as_str()).render(&e);
+    assert!(
+        rendered.contains("TSORT has no PTO-ISA equivalent") && rendered.contains("--> t.wsp:7:3"),
+        "{rendered}"
+    );
+}

@@ -493,3 +493,20 @@ fn affinity_in_a_plan_places_each_value_as_the_rust_launch_does() {
     );
     assert_eq!(at, (12, 5));
 }
+
+/// A descriptor (Plan-Descriptor-Execute) against what the task-graph runtime stores for the
+/// same work: the decode chunk as a task is its node, 6 regions (q, k, v, o, m, l) and 2 params.
+#[test]
+fn a_descriptor_is_smaller_than_a_task_node_with_its_regions() {
+    use pto_wsp::graph::storage::TaskNode;
+    use pto_wsp::ir::task_io::TaskIo;
+    use pto_wsp::pde::Descriptor;
+    assert_eq!(Descriptor::BYTES, 36);
+    assert_eq!(std::mem::align_of::<Descriptor>(), 4);
+    let task = std::mem::size_of::<TaskNode>() + 6 * std::mem::size_of::<TaskIo>() + 2 * 8;
+    assert!(
+        Descriptor::BYTES * 5 < task,
+        "{} vs {task}",
+        Descriptor::BYTES
+    );
+}

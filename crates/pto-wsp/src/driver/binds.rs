@@ -2,12 +2,13 @@
 //!
 //! Why: an example should expand with no flags, so a file may carry its default bindings as
 //! comments of the form `//@ bind NAME=VALUE` (one per line, anywhere in the file). This is a
-//! convention of the command-line tool, not of the format: the parser sees ordinary comments.
+//! convention of the front ends (read by this driver), not of the format: the parser sees
+//! ordinary comments.
 //! Promise: every `//@ bind` line is found with its location, so a bad default is reported at
-//! `file:line:column`; `--bind` values given on the command line are applied after the file's
-//! defaults and override them.
+//! `file:line:column`; bindings given by the front end (`--bind`, Python's `bind=`) are applied
+//! after the file's defaults and override them.
 
-use pto_wsp::ir::{Bindings, Diagnostic, Loc, Module};
+use pto_wsp_ir::{Bindings, Diagnostic, Loc, Module};
 use std::fmt;
 
 /// The comment prefix that marks a default binding.

@@ -1,6 +1,7 @@
-//! `pto-wsp emit kernels`: kernels written in tile instructions as PTO-ISA C++.
+//! The PTO-ISA back end: kernels written in tile instructions as PTO-ISA C++ (`pto-wsp emit
+//! kernels`, target `pto_isa`).
 //!
-//! Why: a kernel body (`pto_wsp::ir::kernel_body`) must run on the device too, where the tile
+//! Why: a kernel body (`pto_wsp_ir::kernel_body`) must run on the device too, where the tile
 //! library is PTO-ISA (`#include <pto/pto-inst.hpp>`). This module writes each kernel with a
 //! body as one C++ header calling PTO-ISA's API, plus a host driver that loads the module's
 //! tensors from `.npy` files, runs every task of the workload whose kernel has a body (in
@@ -9,9 +10,9 @@
 //! CPU simulation, which is how the tests compare it with our own CPU executor.
 //!
 //! Promise: every instruction is written as the one instruction table says
-//! (`pto_wsp::ir::tile_isa::CppForm`); an instruction PTO-ISA lacks, an element type or an
+//! (`pto_wsp_ir::tile_isa::CppForm`); an instruction PTO-ISA lacks, an element type or an
 //! expression the emitter cannot write is an [`EmitError`] at the statement's
-//! `file:line:column`, naming the kernel and the instruction, and nothing is written. The
+//! `file:line:column`, naming the kernel and the instruction, and nothing is emitted. The
 //! emitted kernels raise the same shape errors as the CPU executor (a region part out of its
 //! region, a valid size out of its tile) with the same messages.
 //!
@@ -20,58 +21,43 @@
 //! those units and its valid rows × cols set to ours (always `DYNAMIC`, so that tiles of one
 //! declared shape share one C++ type): the padding is never read.
 
-use crate::{CliError, Loaded};
-use pto_wsp::ir::kernel_body::{InstArg, KStmt, KStmtKind, TileDecl, TileKind};
-use pto_wsp::ir::tile_isa::{CppForm, Operand};
-use pto_wsp::ir::{
-    BinOp, Bindings, DType, Diagnostic, ExpandOptions, Expr, KernelDecl, Loc, ParamKind, ParamType,
-    SourceFile, UnOp, Value,
+use crate::{EmitError, Files, Input};
+use pto_wsp_ir::kernel_body::{InstArg, KStmt, KStmtKind, TileDecl, TileKind};
+use pto_wsp_ir::tile_isa::{CppForm, Operand};
+use pto_wsp_ir::{
+    BinOp, DType, ExpandOptions, Expr, KernelDecl, Loc, ParamKind, ParamType, UnOp, Value,
 };
-use pto_wsp::kernels::TensorStore;
+use pto_wsp_kernels::TensorStore;
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::path::Path;
 
 /// The most tasks a driver is written for (each task is a few lines of straight-line C++).
 pub const MAX_EMITTED_TASKS: usize = 1 << 16;
 
+/// The back end's name in the registry, and its one target.
+pub const NAME: &str = "ptoisa";
+/// The target: PTO-ISA C++ kernels with a host driver (built by its Makefile for PTO-ISA's CPU
+/// simulation).
+pub const TARGET: &str = "pto_isa";
+
 /// The kernel-side support header every emitted kernel includes.
-pub(crate) const RT_HPP: &str = include_str!("emit/pto_wsp_rt.hpp");
+pub(crate) const RT_HPP: &str = include_str!("ptoisa/pto_wsp_rt.hpp");
 /// The host-side support header the driver includes (tensors, `.npy`, regions).
-const HOST_HPP: &str = include_str!("emit/pto_wsp_host.hpp");
+const HOST_HPP: &str = include_str!("ptoisa/pto_wsp_host.hpp");
 
-/// Something in a kernel body the emitter cannot write as PTO-ISA C++.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EmitError {
-    /// The kernel.
-    pub kernel: String,
-    /// What cannot be emitted and why.
-    pub message: String,
-    /// The statement.
-    pub loc: Loc,
-}
-
-impl std::fmt::Display for EmitError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "kernel `{}`: cannot emit PTO-ISA C++: {}",
-            self.kernel, self.message
-        )
-    }
-}
-
-impl Diagnostic for EmitError {
-    fn loc(&self) -> Loc {
-        self.loc
-    }
+/// A kernel-body construct the emitter cannot write as PTO-ISA C++, at `loc`.
+fn kernel_error(kernel: &str, message: impl std::fmt::Display, loc: Loc) -> EmitError {
+    EmitError::at(
+        loc,
+        format!("kernel `{kernel}`: cannot emit PTO-ISA C++: {message}"),
+    )
 }
 
 /// The emitted files, in memory.
 #[derive(Debug, Clone)]
 pub struct Emitted {
     /// `(file name, contents)`, every file of the output directory.
-    pub files: Vec<(String, String)>,
+    pub files: Files,
     /// The kernels emitted (those with a body), in module order.
     pub kernels: Vec<String>,
     /// The tensors the driver writes after the run (those the emitted kernels' tasks write).
@@ -84,42 +70,37 @@ pub struct Emitted {
     pub read_after_skipped: Vec<String>,
 }
 
-/// Emits every kernel of `loaded` that has a body, and a driver running the entry workload's
-/// tasks under `bindings`.
-pub fn emit_kernels(loaded: &Loaded, bindings: &Bindings) -> Result<Emitted, CliError> {
-    let module = &loaded.module;
-    let diag = |e: EmitError| CliError::diagnostic(&loaded.source, &e);
+/// Emits every kernel of the module that has a body, and a driver running the entry workload's
+/// tasks under the input's bindings.
+pub fn emit_kernels(input: &Input<'_>) -> Result<Emitted, EmitError> {
+    let module = input.resolved.module;
     let mut files = vec![("pto_wsp_rt.hpp".to_string(), RT_HPP.to_string())];
     let mut kernels = Vec::new();
     for k in module.kernels.iter().filter(|k| k.body.is_some()) {
-        let text = emit_kernel(k, &loaded.source).map_err(diag)?;
+        let text = emit_kernel(k, input)?;
         files.push((format!("{}.hpp", k.name.name), text));
         kernels.push(k.name.name.clone());
     }
     if kernels.is_empty() {
-        return Err(CliError::plain(format!(
-            "{}: no kernel has a body: nothing to emit",
-            loaded.source.name
-        )));
+        return Err(EmitError::plain("no kernel has a body: nothing to emit"));
     }
-    let store = TensorStore::new(module, bindings)
-        .map_err(|e| CliError::plain(format!("{}: tensor shapes: {e}", loaded.source.name)))?;
-    let expansion = crate::expand_loaded(
-        loaded,
-        bindings,
+    let store = tensor_store(input)?;
+    let expansion = pto_wsp_ir::expand(
+        module,
+        input.bindings,
         &ExpandOptions {
             limit: Some(MAX_EMITTED_TASKS + 1),
             executors: None,
         },
-    )?;
+    )
+    .map_err(|e| expand_error(input, &e))?;
     if expansion.tasks.len() > MAX_EMITTED_TASKS || expansion.truncated {
-        return Err(CliError::plain(format!(
-            "{}: the workload has more than {MAX_EMITTED_TASKS} tasks; the emitted driver \
-             lists its tasks one by one and is limited to that many",
-            loaded.source.name
+        return Err(EmitError::plain(format!(
+            "the workload has more than {MAX_EMITTED_TASKS} tasks; the emitted driver lists its \
+             tasks one by one and is limited to that many"
         )));
     }
-    let driver = emit_driver(loaded, &store, &expansion.tasks, &kernels)?;
+    let driver = emit_driver(input, &store, &expansion.tasks, &kernels)?;
     files.push(("driver.cpp".to_string(), driver.text));
     files.push(("pto_wsp_host.hpp".to_string(), HOST_HPP.to_string()));
     files.push(("Makefile".to_string(), MAKEFILE.to_string()));
@@ -132,58 +113,20 @@ pub fn emit_kernels(loaded: &Loaded, bindings: &Bindings) -> Result<Emitted, Cli
     })
 }
 
-/// Writes `emitted` into `dir` (created if needed). Every file is written to a temporary name
-/// and renamed, so a file is either the old one or complete.
-pub fn write_emitted(emitted: &Emitted, dir: &Path) -> Result<(), CliError> {
-    write_files(&emitted.files, dir)
+/// The module's tensors under the input's bindings (their evaluated shapes).
+pub(crate) fn tensor_store(input: &Input<'_>) -> Result<TensorStore, EmitError> {
+    TensorStore::new(input.resolved.module, input.bindings)
+        .map_err(|e| EmitError::plain(format!("tensor shapes: {e}")))
 }
 
-/// Writes `(file name, contents)` pairs into `dir` (created if needed), each to a temporary
-/// name first and then renamed.
-pub fn write_files(files: &[(String, String)], dir: &Path) -> Result<(), CliError> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| CliError::plain(format!("cannot create `{}`: {e}", dir.display())))?;
-    for (name, text) in files {
-        let path = dir.join(name);
-        let tmp = dir.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, text)
-            .and_then(|()| std::fs::rename(&tmp, &path))
-            .map_err(|e| CliError::plain(format!("cannot write `{}`: {e}", path.display())))?;
+/// An expansion error, at its location when it has one.
+pub(crate) fn expand_error(input: &Input<'_>, e: &pto_wsp_ir::ExpandError) -> EmitError {
+    let loc = pto_wsp_ir::Diagnostic::loc(e);
+    if loc.is_known() {
+        EmitError::at(loc, e.to_string())
+    } else {
+        EmitError::plain(format!("expansion of {} failed: {e}", input.name()))
     }
-    Ok(())
-}
-
-/// What `pto-wsp emit kernels` prints after writing `emitted` to `dir`.
-pub fn summary(emitted: &Emitted, dir: &Path) -> String {
-    let mut s = format!(
-        "emitted {} ({}) as PTO-ISA C++ with a host driver to {}\n",
-        crate::count(emitted.kernels.len(), "kernel"),
-        emitted.kernels.join(", "),
-        dir.display()
-    );
-    let _ = writeln!(
-        s,
-        "build: make -C {} [PTO_ISA_ROOT=...]; run: {}/driver IN_DIR OUT_DIR (writes {})",
-        dir.display(),
-        dir.display(),
-        emitted.written.join(", ")
-    );
-    if emitted.skipped_tasks > 0 {
-        let _ = writeln!(
-            s,
-            "note: {} of kernels without a body are not run by the driver",
-            crate::count(emitted.skipped_tasks, "task")
-        );
-    }
-    if !emitted.read_after_skipped.is_empty() {
-        let _ = writeln!(
-            s,
-            "note: emitted kernels read {} after tasks the driver does not run write them; give \
-             their contents as inputs",
-            emitted.read_after_skipped.join(", ")
-        );
-    }
-    s
 }
 
 /// The Makefile of an emitted directory.
@@ -279,7 +222,7 @@ fn c_str(s: &str) -> String {
 /// What the names of one kernel mean while its body is written.
 struct KernelCx<'a> {
     decl: &'a KernelDecl,
-    source: &'a SourceFile,
+    input: &'a Input<'a>,
     /// Tiles declared so far: name → declaration.
     tiles: HashMap<String, TileDecl>,
     /// Tile parameters: name → (region index, element type).
@@ -292,11 +235,7 @@ struct KernelCx<'a> {
 
 impl KernelCx<'_> {
     fn err(&self, loc: Loc, message: String) -> EmitError {
-        EmitError {
-            kernel: self.decl.name.name.clone(),
-            message,
-            loc,
-        }
+        kernel_error(&self.decl.name.name, message, loc)
     }
 
     /// An integer or boolean expression as C++ (names are the `v_` locals and parameters).
@@ -424,12 +363,12 @@ impl KernelCx<'_> {
     }
 
     fn position(&self, loc: Loc) -> String {
-        self.source.position(loc)
+        self.input.position(loc)
     }
 
     fn inst(
         &mut self,
-        op: pto_wsp::ir::TileOp,
+        op: pto_wsp_ir::TileOp,
         args: &[InstArg],
         loc: Loc,
         src: &str,
@@ -497,7 +436,7 @@ impl KernelCx<'_> {
                 }
             }
         }
-        if op == pto_wsp::ir::TileOp::Trans {
+        if op == pto_wsp_ir::TileOp::Trans {
             return self.trans(args, loc, out, pad);
         }
         let call = match form {
@@ -572,7 +511,7 @@ impl KernelCx<'_> {
         self.fresh += 1;
         let k = self.fresh;
         let plain = |t: &TileDecl, name: String| TileDecl {
-            name: pto_wsp::ir::Ident::new(name),
+            name: pto_wsp_ir::Ident::new(name),
             kind: TileKind::Vec,
             ..t.clone()
         };
@@ -702,20 +641,19 @@ const CPP_RESERVED: &[&str] = &[
 
 /// One kernel as a C++ header: `void NAME(regions..., scalars...)` in namespace
 /// `pto_wsp_kernels`.
-pub(crate) fn emit_kernel(k: &KernelDecl, source: &SourceFile) -> Result<String, EmitError> {
+pub(crate) fn emit_kernel(k: &KernelDecl, input: &Input<'_>) -> Result<String, EmitError> {
     if CPP_RESERVED.contains(&k.name.name.as_str())
-        || k.name.name.starts_with('T') && pto_wsp::ir::TileOp::parse(&k.name.name).is_some()
+        || k.name.name.starts_with('T') && pto_wsp_ir::TileOp::parse(&k.name.name).is_some()
     {
-        return Err(EmitError {
-            kernel: k.name.name.clone(),
-            message: "the kernel's name is a C++ keyword or a PTO-ISA instruction; rename it"
-                .into(),
-            loc: k.name.loc,
-        });
+        return Err(kernel_error(
+            &k.name.name,
+            "the kernel's name is a C++ keyword or a PTO-ISA instruction; rename it",
+            k.name.loc,
+        ));
     }
     let mut cx = KernelCx {
         decl: k,
-        source,
+        input,
         tiles: HashMap::new(),
         globals: HashMap::new(),
         floats: Vec::new(),
@@ -759,7 +697,7 @@ pub(crate) fn emit_kernel(k: &KernelDecl, source: &SourceFile) -> Result<String,
     let _ = writeln!(
         out,
         "// Generated by `pto-wsp emit kernels`: kernel `{name}` ({}). Do not edit.",
-        source.position(k.name.loc)
+        input.position(k.name.loc)
     );
     out.push_str("#pragma once\n#include \"pto_wsp_rt.hpp\"\n\nnamespace pto_wsp_kernels {\n\n");
     let _ = writeln!(
@@ -794,12 +732,12 @@ struct Driver {
 
 /// The host driver: tensors, then every task of a kernel with a body, in program order.
 fn emit_driver(
-    loaded: &Loaded,
+    input: &Input<'_>,
     store: &TensorStore,
-    tasks: &[pto_wsp::ir::ExpandedTask],
+    tasks: &[pto_wsp_ir::ExpandedTask],
     kernels: &[String],
-) -> Result<Driver, CliError> {
-    let module = &loaded.module;
+) -> Result<Driver, EmitError> {
+    let module = input.resolved.module;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -807,7 +745,7 @@ fn emit_driver(
          // Usage: driver IN_DIR OUT_DIR. Reads IN_DIR/NAME.npy for every tensor that has one (the\n\
          // others start zeroed), runs the tasks of the kernels below in program order, writes\n\
          // OUT_DIR/NAME.npy for every tensor they write.",
-        loaded.source.name
+        input.name()
     );
     for k in kernels {
         let _ = writeln!(out, "#include \"{k}.hpp\"");
@@ -820,9 +758,9 @@ fn emit_driver(
     out.push_str("    const std::string in = argv[1], out = argv[2];\n");
     out.push_str("    std::vector<pto_wsp_host::Tensor> T = {\n");
     for info in store.infos() {
-        let descr = pto_wsp::kernels::npy::descr(info.dtype);
+        let descr = pto_wsp_kernels::npy::descr(info.dtype);
         if info.shape.len() > 4 {
-            return Err(CliError::plain(format!(
+            return Err(EmitError::plain(format!(
                 "tensor `{}` has {} dimensions; the driver handles at most 4",
                 info.name,
                 info.shape.len()
@@ -873,7 +811,7 @@ fn emit_driver(
         for (ri, r) in task.regions.iter().enumerate() {
             let info = store.info(r.tensor);
             let e = elem(info.dtype).ok_or_else(|| {
-                CliError::plain(format!(
+                EmitError::plain(format!(
                     "task {ti} ({}): region {ri} is of tensor `{}` ({}); the driver handles f32 and f16",
                     k.name.name, info.name, info.dtype
                 ))

@@ -2,17 +2,17 @@
 //!
 //! Why: a module names its kernels for what they mean in the workload (`gemm_tile`,
 //! `decode_chunk`); the CPU simulation runs a kernel by name. An alias line says which built-in
-//! (`docs/KERNELS.md`) a declared kernel runs, so `pto-wsp run` computes real numbers for a module
-//! without any Rust code. Like `//@ bind`, this is a convention of the command-line tool: the
-//! parser sees ordinary comments.
+//! (`docs/KERNELS.md`) a declared kernel runs, so `pto-wsp run` (or Python's `compile`) computes
+//! real numbers for a module without any Rust code. Like `//@ bind`, this is a convention of the
+//! front ends, read by this driver: the parser sees ordinary comments.
 //! Promise: every alias line is checked — the name must be a kernel the module declares, the
 //! target a registered kernel, and no kernel aliased twice — and a bad one is reported at its
 //! `file:line:column`.
 
-use crate::binds::directive_lines;
-use crate::{CliError, Loaded};
-use pto_wsp::ir::{Diagnostic, Loc};
-use pto_wsp::kernels::{KernelRegistry, builtins};
+use super::binds::directive_lines;
+use super::{Error, Loaded};
+use pto_wsp_ir::{Diagnostic, Loc};
+use pto_wsp_kernels::{KernelRegistry, builtins};
 use std::fmt;
 
 /// The comment prefix that marks a kernel alias.
@@ -20,12 +20,12 @@ pub const PREFIX: &str = "//@ alias";
 
 /// Adds every `//@ alias NAME=BUILTIN` line of `loaded` to `registry`: kernel `NAME` of the
 /// module runs the kernel `registry` knows as `BUILTIN`.
-pub fn apply_aliases(loaded: &Loaded, registry: &mut KernelRegistry) -> Result<(), CliError> {
+pub fn apply_aliases(loaded: &Loaded, registry: &mut KernelRegistry) -> Result<(), Error> {
     // Kernels aliased so far: name, target, where.
     let mut seen: Vec<(String, String, Loc)> = Vec::new();
     for line in directive_lines(&loaded.source.text, PREFIX) {
         let err = |message: String| {
-            CliError::diagnostic(
+            Error::diagnostic(
                 &loaded.source,
                 &AliasLineError {
                     message,

@@ -3,15 +3,16 @@
 //! thread, dispatch throughput on 1 and 2 dispatch threads, and load balance of the planned
 //! chunk size against fixed 256 / 1024 / 4096 on the cycle model and on real CPU runs.
 //!
-//! Run: `cargo run --release -p pto-wsp-pde --example pde_measure`
+//! Run: `cargo run --release -p pto-wsp --example pde_measure` (in the facade, which sees both
+//! Plan-Descriptor-Execute and the task-graph runtime it is measured against).
 
-use pto_wsp_cpu::sim::{SimMachine, SimSchedule, SimTask, simulate};
-use pto_wsp_graph::storage::TaskNode;
-use pto_wsp_graph::types::TaskIo;
-use pto_wsp_pde::decode::{
+use pto_wsp::cpu::sim::{SimMachine, SimSchedule, SimTask, simulate};
+use pto_wsp::graph::storage::TaskNode;
+use pto_wsp::ir::task_io::TaskIo;
+use pto_wsp::pde::decode::{
     DecodeBatch, decode_attention, decode_space, decode_tiers, emit_chunks, planned_workspace,
 };
-use pto_wsp_pde::*;
+use pto_wsp::pde::*;
 use std::hint::black_box;
 use std::time::Instant;
 

@@ -12,16 +12,14 @@
 //! runtime error (overflow, a region out of its tensor, a negative length) stops the
 //! orchestration through `rt_report_fatal`, naming the statement's `file:line:column`.
 
-use crate::Loaded;
-use pto_wsp::ir::resolve::{AxisExtent, Resolved, Stmt, StmtKind, TExpr, Task, TaskArg, TensorId};
-use pto_wsp::ir::{BinOp, Bindings, ScalarType, UnOp, Value};
+use crate::Input;
+use pto_wsp_ir::resolve::{AxisExtent, Stmt, StmtKind, TExpr, Task, TaskArg, TensorId};
+use pto_wsp_ir::{BinOp, ScalarType, UnOp, Value};
 use std::fmt::Write as _;
 
-/// What the generator needs besides the resolved program.
+/// What the generator needs besides the emitter's input.
 pub(crate) struct OrchInput<'a> {
-    pub loaded: &'a Loaded,
-    pub res: &'a Resolved<'a>,
-    pub bindings: &'a Bindings,
+    pub input: &'a Input<'a>,
     /// Per tensor: its evaluated shape.
     pub shapes: Vec<Vec<u64>>,
     /// Per kernel: `(function id, runs on AIC)` when a task may run it.
@@ -85,8 +83,8 @@ struct Gen<'a> {
 }
 
 impl Gen<'_> {
-    fn x(&self, id: pto_wsp::ir::resolve::ExprId) -> String {
-        expr(&self.inp.res.exprs[id.index()].expr)
+    fn x(&self, id: pto_wsp_ir::resolve::ExprId) -> String {
+        expr(&self.inp.input.resolved.exprs[id.index()].expr)
     }
 
     fn line(&mut self, depth: usize, s: &str) {
@@ -100,7 +98,7 @@ impl Gen<'_> {
 
     /// An integer tensor's element `index` (row-major), from its bound contents.
     fn element(&self, t: TensorId, index: &str) -> String {
-        let name = &self.inp.loaded.module.tensors[t.index()].name.name;
+        let name = &self.inp.input.resolved.module.tensors[t.index()].name.name;
         format!(
             "pw::element(kArr{}, static_cast<int64_t>(sizeof(kArr{}) / sizeof(kArr{}[0])), {index}, {name:?}, orch.at)",
             t.0, t.0, t.0
@@ -114,7 +112,7 @@ impl Gen<'_> {
     }
 
     fn stmt(&mut self, s: &Stmt, d: usize, whiles: &[usize]) {
-        let at = self.inp.loaded.source.position(s.loc);
+        let at = self.inp.input.position(s.loc);
         match &s.kind {
             StmtKind::Task(t) => {
                 self.line(d, &format!("orch.at = {at:?};"));
@@ -145,7 +143,7 @@ impl Gen<'_> {
                     flat = format!("({flat} * INT64_C({ext}) + {i})");
                 }
                 let e = self.element(*tensor, &flat);
-                let ty = cty(self.inp.res.regs[*slot as usize]);
+                let ty = cty(self.inp.input.resolved.regs[*slot as usize]);
                 self.line(d, &format!("R{slot} = static_cast<{ty}>({e});"));
             }
             StmtKind::If {
@@ -219,7 +217,7 @@ impl Gen<'_> {
     }
 
     /// `const int64_t n{k} = ROWS;` of a ragged or sparse axis, refusing a negative count.
-    fn row_count(&mut self, rows: pto_wsp::ir::resolve::ExprId, k: usize, d1: usize, aname: &str) {
+    fn row_count(&mut self, rows: pto_wsp_ir::resolve::ExprId, k: usize, d1: usize, aname: &str) {
         let n = self.x(rows);
         self.line(d1, &format!("const int64_t n{k} = {n};"));
         self.line(
@@ -235,7 +233,7 @@ impl Gen<'_> {
     /// iteration, runs the body and closes both loops.
     fn inner_body(
         &mut self,
-        lp: &pto_wsp::ir::resolve::Loop,
+        lp: &pto_wsp_ir::resolve::Loop,
         k: usize,
         d1: usize,
         inner: Option<(u32, String)>,
@@ -255,9 +253,9 @@ impl Gen<'_> {
         self.line(d1, "}");
     }
 
-    fn lp(&mut self, lp: &pto_wsp::ir::resolve::Loop, d: usize, whiles: &[usize], at: &str) {
+    fn lp(&mut self, lp: &pto_wsp_ir::resolve::Loop, d: usize, whiles: &[usize], at: &str) {
         let k = self.next();
-        let axis = &self.inp.res.axes[lp.axis.index()];
+        let axis = &self.inp.input.resolved.axes[lp.axis.index()];
         let aname = axis.name.clone();
         let v0 = lp.vars.first().copied().unwrap_or(0);
         let v1 = lp.vars.get(1).copied();
@@ -369,7 +367,7 @@ impl Gen<'_> {
     }
 
     fn task(&mut self, t: &Task, d: usize) {
-        let module = &self.inp.loaded.module;
+        let module = self.inp.input.resolved.module;
         let k = &module.kernels[t.kernel.index()];
         self.line(d, &format!("{{ // task {}", k.name.name));
         let d1 = d + 1;
@@ -380,16 +378,16 @@ impl Gen<'_> {
             if let TaskArg::Scalar(e) = a {
                 let j = scalars.len();
                 let v = self.x(*e);
-                let ty = cty(self.inp.res.exprs[e.index()].expr.ty());
+                let ty = cty(self.inp.input.resolved.exprs[e.index()].expr.ty());
                 self.line(d1, &format!("const {ty} a{j} = {v};"));
                 scalars.push(j);
             }
         }
         // The kernel: the task's, or the first tier whose condition holds.
-        let fid = |kid: pto_wsp::ir::resolve::KernelId| {
+        let fid = |kid: pto_wsp_ir::resolve::KernelId| {
             self.inp.kernels[kid.index()].unwrap_or((u32::MAX, false))
         };
-        match &self.inp.res.tiers[t.kernel.index()] {
+        match &self.inp.input.resolved.tiers[t.kernel.index()] {
             None => {
                 let (f, cube) = fid(t.kernel);
                 self.line(d1, &format!("int32_t func = {f}; bool cube = {cube};"));
@@ -458,8 +456,8 @@ impl Gen<'_> {
 
 /// The orchestration source.
 pub(crate) fn orchestration(inp: &OrchInput<'_>) -> String {
-    let res = inp.res;
-    let module = &inp.loaded.module;
+    let res = inp.input.resolved;
+    let module = inp.input.resolved.module;
     let mut g = Gen {
         inp,
         out: String::new(),
@@ -473,12 +471,14 @@ pub(crate) fn orchestration(inp: &OrchInput<'_>) -> String {
          #include <algorithm>\n#include <cstdint>\n#include <string>\n#include <vector>\n\n\
          #include \"pto_orchestration_api.h\"\n#include \"pto_wsp_orch.hpp\"\n\n\
          namespace pw = pto_wsp_orch;\n\nnamespace {{\n",
-        inp.loaded.source.name, res.entry
+        inp.input.name(),
+        res.entry
     );
     // Bound integer tensors the program reads.
     for (i, t) in module.tensors.iter().enumerate() {
         if res.arrays[i] && !res.written[i] {
             let data = inp
+                .input
                 .bindings
                 .arrays
                 .get(&t.name.name)
@@ -528,14 +528,16 @@ pub(crate) fn orchestration(inp: &OrchInput<'_>) -> String {
     for (r, ty) in res.regs.iter().enumerate() {
         let init = if r < nsym {
             let s = &module.symbols[r];
-            inp.bindings
+            inp.input
+                .bindings
                 .symbols
                 .get(&s.name.name)
                 .copied()
                 .unwrap_or(Value::zero(*ty))
         } else if r < nsym + module.slots.len() {
             let s = &module.slots[r - nsym];
-            inp.bindings
+            inp.input
+                .bindings
                 .slots
                 .get(&s.name.name)
                 .copied()

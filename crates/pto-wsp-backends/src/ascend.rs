@@ -1,5 +1,6 @@
-//! `pto-wsp emit ascend`: a workload as a tree for the Ascend task runtime (simpler's
-//! `tensormap_and_ringbuffer`), runnable on its `a2a3sim` simulator.
+//! The Ascend back end (`pto-wsp emit ascend`, targets `ascend_a2a3sim` and `ascend_a2a3`): a
+//! workload as a tree for the Ascend task runtime (simpler's `tensormap_and_ringbuffer`),
+//! runnable on its `a2a3sim` simulator.
 //!
 //! Why: the production target of a workload is the Ascend NPU, where an AICPU thread runs an
 //! orchestration function submitting tasks to AICore kernels and the runtime infers their
@@ -9,7 +10,7 @@
 //! Promises:
 //! - Every construct the back end cannot express (a CSP pipeline, a task of a kernel without a
 //!   body, a tile instruction PTO-ISA lacks, an element type or size over the runtime's limits)
-//!   is a [`CliError`] naming it at its `file:line:column`, returned before anything is written.
+//!   is an [`EmitError`] naming it at its `file:line:column`, returned before anything is emitted.
 //! - The orchestration (`ascend/orch.rs`) is the resolved entry point as C++: it submits the
 //!   reference expander's tasks under the bindings, in program order, each with views of the
 //!   module tensors (`in` → `add_input`, `out` / `inout` → `add_inout`, so the runtime looks up
@@ -17,7 +18,7 @@
 //!   infer — write-after-read, and the structural order of `for_each` / `sequential` / `while`
 //!   (one barrier dummy task per order edge, as our feed makes) — is declared with explicit
 //!   dependencies at run time, so the runtime orders every pair of tasks ours orders.
-//! - Kernel files reuse `emit kernels`' body emission ([`crate::emit::emit_kernel`]); each is
+//! - Kernel files reuse the PTO-ISA back end's body emission ([`crate::ptoisa`]); each is
 //!   wrapped as a `kernel_entry(__gm__ int64_t *args)` reading its regions from the runtime's
 //!   tensor descriptors.
 //! - Every schedule directive the runtime cannot honour is listed (with its location) in the
@@ -28,23 +29,23 @@
 
 mod orch;
 
-use crate::emit::{EmitError, emit_kernel};
-use crate::{CliError, Loaded};
-use pto_wsp::graph::ExecDomain;
-use pto_wsp::graph::builder::GraphBuilder;
-use pto_wsp::graph::feed::{BARRIER_KERNEL, NoHooks, feed};
-use pto_wsp::graph::types::access_from_code;
-use pto_wsp::ir::kernel_body::{KStmt, KStmtKind, TileKind};
-use pto_wsp::ir::resolve::{Resolved, Unsupported};
-use pto_wsp::ir::schedule::{
+use crate::ptoisa::{emit_kernel, tensor_store};
+use crate::{EmitError, Files, Input};
+use pto_wsp_graph::ExecDomain;
+use pto_wsp_graph::builder::GraphBuilder;
+use pto_wsp_graph::feed::{BARRIER_KERNEL, NoHooks, feed};
+use pto_wsp_graph::types::access_from_code;
+use pto_wsp_ir::kernel_body::{KStmt, KStmtKind, TileKind};
+use pto_wsp_ir::resolve::{Resolved, Unsupported};
+use pto_wsp_ir::schedule::{
     DepsMode, Dispatch, PoolsPolicy, ReadyPolicy, ScheduleItemKind, StartPolicy, TaskGraphItem,
     Timing, TracePolicy, WindowMode,
 };
-use pto_wsp::ir::{
-    Access, Bindings, DType, ExecPool, ExpandOptions, KernelDecl, Loc, ParamKind, ParamType,
-};
-use pto_wsp::kernels::TensorStore;
+use pto_wsp_ir::{Access, DType, ExecPool, ExpandOptions, KernelDecl, Loc, ParamKind, ParamType};
 use std::fmt::Write as _;
+
+/// The back end's name in the registry.
+pub const NAME: &str = "ascend";
 
 /// The targets this back end serves: the simulator and the device.
 pub const TARGETS: [&str; 2] = ["ascend_a2a3sim", "ascend_a2a3"];
@@ -67,7 +68,7 @@ const RUNNER_BODY: &str = include_str!("ascend/runner.py");
 #[derive(Debug, Clone)]
 pub struct AscendTree {
     /// `(file name, contents)`.
-    pub files: Vec<(String, String)>,
+    pub files: Files,
     /// Schedule directives the runtime cannot honour (and other notes), each with its place.
     pub notes: Vec<String>,
     /// Kernel tasks the orchestration submits.
@@ -148,8 +149,8 @@ fn core_of(k: &KernelDecl) -> (&'static str, bool) {
 
 /// The first construct of `res` the Ascend back end cannot express, with its location: a CSP
 /// pipeline, a computed read, a task of a kernel without a body, a bf16 tensor, a tensor rank
-/// or an argument count over the runtime's limits. The one list of refusals, read by
-/// [`emit_ascend`] and by [`AscendBackend::supports`].
+/// or an argument count over the runtime's limits. The one list of refusals, read by [`emit`]
+/// and by the back end's `supports` in the facade's registry.
 pub fn unsupported(res: &Resolved<'_>) -> Result<(), Unsupported> {
     let module = res.module;
     let no = |construct: String, loc: Loc| Unsupported {
@@ -264,9 +265,9 @@ pub fn unsupported(res: &Resolved<'_>) -> Result<(), Unsupported> {
 const MAX_LOOP_DEPTH: usize = 60;
 
 /// The first loop nested deeper than [`MAX_LOOP_DEPTH`] (explicit stack: bodies can be deep).
-fn too_deep(body: &[pto_wsp::ir::resolve::Stmt], depth: usize) -> Option<Loc> {
-    use pto_wsp::ir::resolve::StmtKind;
-    let mut stack: Vec<(&[pto_wsp::ir::resolve::Stmt], usize)> = vec![(body, depth)];
+fn too_deep(body: &[pto_wsp_ir::resolve::Stmt], depth: usize) -> Option<Loc> {
+    use pto_wsp_ir::resolve::StmtKind;
+    let mut stack: Vec<(&[pto_wsp_ir::resolve::Stmt], usize)> = vec![(body, depth)];
     while let Some((stmts, d)) = stack.pop() {
         for s in stmts {
             match &s.kind {
@@ -300,90 +301,31 @@ fn too_deep(body: &[pto_wsp::ir::resolve::Stmt], depth: usize) -> Option<Loc> {
     None
 }
 
-/// The Ascend back end in the `pto_wsp::Backend` registry (`pto-wsp targets`, `pto-wsp
-/// compile`): [`unsupported`] as its `supports`; `compile` emits the tree under no bindings
-/// (a module with symbols or bound tensors needs `pto-wsp emit ascend FILE --bind …`, or
-/// `pto-wsp compile`, which applies the file's `//@ bind` lines).
-#[derive(Debug, Clone, Copy)]
-pub struct AscendBackend;
-
-impl pto_wsp::Backend for AscendBackend {
-    fn name(&self) -> &str {
-        "ascend"
-    }
-
-    fn targets(&self) -> Vec<String> {
-        TARGETS.iter().map(|t| t.to_string()).collect()
-    }
-
-    fn capabilities(&self) -> Vec<pto_wsp::Capability> {
-        vec![pto_wsp::Capability::Emit]
-    }
-
-    fn supports(&self, module: &Resolved<'_>) -> Result<(), Unsupported> {
-        unsupported(module)
-    }
-
-    fn compile(
-        &self,
-        plan: &pto_wsp::LoweredPlan,
-        options: &pto_wsp::CompileOptions,
-    ) -> Result<pto_wsp::Output, pto_wsp::CompileError> {
-        // Locations must refer to a text: the module's canonical print, parsed again.
-        let fail = |message: String| pto_wsp::CompileError::Emit {
-            backend: "ascend".into(),
-            message,
-        };
-        let loaded = crate::parse_source("<module>", &plan.module.to_string())
-            .map_err(|e| fail(e.rendered))?;
-        let tree = emit_ascend(&loaded, &Bindings::new(), &options.target)
-            .map_err(|e| fail(e.rendered.trim_end().to_string()))?;
-        Ok(pto_wsp::Output::Artefact(pto_wsp::Artefact::Tree(
-            tree.files
-                .into_iter()
-                .map(|(n, t)| (std::path::PathBuf::from(n), t.into_bytes()))
-                .collect(),
-        )))
-    }
-}
-
-/// Registers [`AscendBackend`] (once per process; later calls do nothing).
-pub fn register() {
-    if pto_wsp::get_backend("ascend").is_none() {
-        let _ = pto_wsp::register_backend(std::sync::Arc::new(AscendBackend));
-    }
-}
-
 /// A located refusal.
-fn refuse(loaded: &Loaded, loc: Loc, message: String) -> CliError {
-    CliError::plain(format!(
-        "{}: the Ascend back end cannot express this: {message}",
-        loaded.source.position(loc)
-    ))
+fn refuse(loc: Loc, message: String) -> EmitError {
+    EmitError::at(
+        loc,
+        format!("the Ascend back end cannot express this: {message}"),
+    )
 }
 
-/// Emits the Ascend tree of `loaded` under `bindings` for `target` (one of [`TARGETS`]).
-pub fn emit_ascend(
-    loaded: &Loaded,
-    bindings: &Bindings,
-    target: &str,
-) -> Result<AscendTree, CliError> {
+/// Emits the Ascend tree of the input's program under its bindings for `target` (one of
+/// [`TARGETS`]).
+pub fn emit(input: &Input<'_>, target: &str) -> Result<AscendTree, EmitError> {
     if !TARGETS.contains(&target) {
-        return Err(CliError::plain(format!(
+        return Err(EmitError::plain(format!(
             "unknown Ascend target `{target}` (known: {})",
             TARGETS.join(", ")
         )));
     }
     let device = target == "ascend_a2a3";
-    let module = &loaded.module;
-    let name = &loaded.source.name;
-    let plan = pto_wsp::lower(module).map_err(|e| crate::exec::compile_error(loaded, &e))?;
-    let config = plan.config;
-    let res = pto_wsp::ir::resolve(module, &pto_wsp::ir::ResolveOptions::default())
-        .map_err(|e| CliError::diagnostic(&loaded.source, &e))?;
-    unsupported(&res).map_err(|u| CliError::diagnostic(&loaded.source, &u))?;
-    let store = TensorStore::new(module, bindings)
-        .map_err(|e| CliError::plain(format!("{name}: tensor shapes: {e}")))?;
+    let res = input.resolved;
+    let module = res.module;
+    let bindings = input.bindings;
+    let name = input.name();
+    let config = &res.schedule.config;
+    unsupported(res)?;
+    let store = tensor_store(input)?;
 
     // Our graph: the expander fed into an overlap builder (what the runtime's TensorMap does,
     // plus write-after-read), barriers for the structural order edges.
@@ -399,12 +341,12 @@ pub fn emit_ascend(
         &mut NoHooks,
         ExecDomain::HostCpu,
     )
-    .map_err(|e| CliError::plain(format!("expansion of {name} failed: {e}")))?;
+    .map_err(|e| EmitError::plain(format!("expansion of {name} failed: {e}")))?;
     let graph = builder.finish();
     if graph.tasks.len() > MAX_TASKS || summary.expand.truncated {
-        return Err(CliError::plain(format!(
-            "{name}: more than {MAX_TASKS} tasks under these bindings; the emitter expands the \
-             workload once (to check it and count its tasks and edges) and keeps at most that many"
+        return Err(EmitError::plain(format!(
+            "more than {MAX_TASKS} tasks under these bindings; the emitter expands the workload \
+             once (to check it and count its tasks and edges) and keeps at most that many"
         )));
     }
 
@@ -424,11 +366,10 @@ pub fn emit_ascend(
                 "kernel `{}` ({}) uses cube (left / right / acc / mat) and vector tiles: one \
                  AICore runs one of them",
                 k.name.name,
-                loaded.source.position(k.name.loc)
+                input.position(k.name.loc)
             );
             if device {
                 return Err(refuse(
-                    loaded,
                     k.name.loc,
                     format!("{what}; split it into a cube and a vector kernel"),
                 ));
@@ -437,14 +378,13 @@ pub fn emit_ascend(
                 "{what}; a2a3sim runs it on one simulated {core} core, a device could not"
             ));
         }
-        let header = emit_kernel(k, &loaded.source)
-            .map_err(|e: EmitError| CliError::diagnostic(&loaded.source, &e))?;
+        let header = emit_kernel(k, input)?;
         func_id[ki] = kernels.len() as u32;
         kernels.push((ki, core, header));
     }
     if kernels.len() > MAX_KERNELS {
-        return Err(CliError::plain(format!(
-            "{name}: {} kernels; the runtime dispatches at most {MAX_KERNELS}",
+        return Err(EmitError::plain(format!(
+            "{} kernels; the runtime dispatches at most {MAX_KERNELS}",
             kernels.len()
         )));
     }
@@ -472,7 +412,7 @@ pub fn emit_ascend(
     let mut edges: Vec<(u32, u32)> = graph.edges().map(|(p, s)| (p.0, s.0)).collect();
     edges.sort_unstable();
 
-    notes.extend(schedule_notes(loaded));
+    notes.extend(schedule_notes(input));
     let barriers: Vec<bool> = graph
         .tasks
         .iter()
@@ -485,7 +425,7 @@ pub fn emit_ascend(
     let mut files = vec![
         (
             "pto_wsp_rt.hpp".to_string(),
-            crate::emit::RT_HPP.to_string(),
+            crate::ptoisa::RT_HPP.to_string(),
         ),
         ("pto_wsp_aicore.hpp".to_string(), AICORE_HPP.to_string()),
     ];
@@ -494,7 +434,7 @@ pub fn emit_ascend(
         files.push((format!("{}.hpp", k.name.name), header.clone()));
         files.push((
             format!("kernel_{}.cpp", k.name.name),
-            kernel_wrapper(loaded, k),
+            kernel_wrapper(input, k),
         ));
     }
     let mut kernel_of = vec![None; module.kernels.len()];
@@ -502,9 +442,7 @@ pub fn emit_ascend(
         kernel_of[*ki] = Some((f as u32, *core == "aic"));
     }
     let orch = orch::orchestration(&orch::OrchInput {
-        loaded,
-        res: &res,
-        bindings,
+        input,
         shapes: store.infos().iter().map(|i| i.shape.clone()).collect(),
         kernels: kernel_of,
     });
@@ -515,14 +453,7 @@ pub fn emit_ascend(
         .map(|(n, _)| (n + 1).next_power_of_two().max(4));
     files.push((
         "runner.py".to_string(),
-        runner(
-            loaded,
-            &facts,
-            &kernels,
-            kernel_tasks,
-            barrier_tasks,
-            window,
-        ),
+        runner(input, &facts, &kernels, kernel_tasks, barrier_tasks, window),
     ));
     let written: Vec<String> = facts
         .iter()
@@ -531,7 +462,7 @@ pub fn emit_ascend(
         .collect();
     files.push((
         "README.md".to_string(),
-        readme(loaded, &notes, kernel_tasks, barrier_tasks, &written),
+        readme(input, &notes, kernel_tasks, barrier_tasks, &written),
     ));
     Ok(AscendTree {
         files,
@@ -545,13 +476,13 @@ pub fn emit_ascend(
 }
 
 /// What the runtime does with each schedule directive it cannot honour as written.
-fn schedule_notes(loaded: &Loaded) -> Vec<String> {
-    let Some(schedule) = &loaded.module.schedule else {
+fn schedule_notes(input: &Input<'_>) -> Vec<String> {
+    let Some(schedule) = &input.resolved.module.schedule else {
         return Vec::new();
     };
     let mut notes = Vec::new();
     let mut note = |loc: Loc, what: String| {
-        notes.push(format!("{}: {what}", loaded.source.position(loc)));
+        notes.push(format!("{}: {what}", input.position(loc)));
     };
     for item in &schedule.items {
         let loc = item.loc;
@@ -637,7 +568,7 @@ fn schedule_notes(loaded: &Loaded) -> Vec<String> {
 
 /// The AICore entry of one kernel: regions from the runtime's descriptors, scalars from the
 /// argument words after them, then the emitted body.
-fn kernel_wrapper(loaded: &Loaded, k: &KernelDecl) -> String {
+fn kernel_wrapper(input: &Input<'_>, k: &KernelDecl) -> String {
     let name = &k.name.name;
     let mut out = String::new();
     let _ = writeln!(
@@ -646,7 +577,7 @@ fn kernel_wrapper(loaded: &Loaded, k: &KernelDecl) -> String {
          #include <cstdint>\n#include <exception>\n\n\
          #include \"{name}.hpp\"\n#include \"pto_wsp_aicore.hpp\"\n#include \"pipe_sync.h\"\n\n\
          #ifndef __aicore__\n#define __aicore__ [aicore]\n#endif\n",
-        loaded.source.position(k.name.loc)
+        input.position(k.name.loc)
     );
     let regions: Vec<(&str, DType, Access)> = k
         .params
@@ -699,14 +630,14 @@ fn c_str(s: &str) -> String {
 
 /// The runner: the tree's facts as Python literals, then the shared body.
 fn runner(
-    loaded: &Loaded,
+    input: &Input<'_>,
     facts: &[TensorFacts],
     kernels: &[(usize, &'static str, String)],
     kernel_tasks: usize,
     barrier_tasks: usize,
     window: Option<u64>,
 ) -> String {
-    let module = &loaded.module;
+    let module = input.resolved.module;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -714,7 +645,7 @@ fn runner(
          Usage: python runner.py IN_DIR OUT_DIR [--platform a2a3sim|a2a3] [--pto-isa-root DIR]\n\
          Needs only numpy and an installed simpler (scripts/prepare-simpler.sh in pto-wsp), and\n\
          `g++-15` on PATH for the simulated kernels.\n\"\"\"\n",
-        loaded.source.name
+        input.name()
     );
     out.push_str("TENSORS = [\n");
     for t in facts {
@@ -768,7 +699,7 @@ fn runner(
 }
 
 fn readme(
-    loaded: &Loaded,
+    input: &Input<'_>,
     notes: &[String],
     kernel_tasks: usize,
     barrier_tasks: usize,
@@ -781,7 +712,7 @@ fn readme(
          - `kernel_NAME.cpp`: the AICore entry of each kernel (`NAME.hpp`: its body in PTO-ISA).\n\
          - `runner.py IN_DIR OUT_DIR`: builds with simpler's compiler, runs on `a2a3sim` (or `--platform a2a3`), reads `IN_DIR/NAME.npy` (missing tensors start zeroed), writes `OUT_DIR/NAME.npy` for {}.\n\n\
          ## Schedule directives the runtime does not honour\n\n",
-        loaded.source.name,
+        input.name(),
         written.join(", ")
     );
     if notes.is_empty() {
@@ -791,22 +722,4 @@ fn readme(
         let _ = writeln!(out, "- {n}");
     }
     out
-}
-
-/// What `pto-wsp emit ascend` prints after writing `tree` to `dir`.
-pub fn summary(tree: &AscendTree, dir: &std::path::Path) -> String {
-    let mut s = format!(
-        "emitted an Ascend workload ({} kernel task(s), {} barrier task(s), {} edge(s) under the bindings) to {}\n\
-         run: python {}/runner.py IN_DIR OUT_DIR (writes {})\n",
-        tree.kernel_tasks,
-        tree.barrier_tasks,
-        tree.edges.len(),
-        dir.display(),
-        dir.display(),
-        tree.written.join(", ")
-    );
-    for n in &tree.notes {
-        let _ = writeln!(s, "note: {n}");
-    }
-    s
 }
