@@ -55,6 +55,7 @@
 
 pub mod backend;
 pub mod driver;
+pub mod node;
 pub mod plan;
 pub mod program;
 
@@ -75,3 +76,7 @@ pub use pto_wsp_kernels as kernels;
 /// Plan-Descriptor-Execute (seed 001): iteration spaces, tiers, fixed-size work descriptors,
 /// the split-KV planner and parallel dispatch (`docs/PDE.md`).
 pub use pto_wsp_pde as pde;
+/// The task-graph ISA: assembler, disassembler, the `PTOG` binary and its execution on the CPU
+/// simulation (`docs/ISA.md`).
+pub use pto_wsp_ptog as ptog;
+pub use node::WorkloadNode;

@@ -46,9 +46,9 @@ pub const INDEX_DIM: usize = 32;
 /// Keys selected per query.
 pub const TOP_K: usize = 32;
 
-/// Adds the example's four kernels (see the module docs) to `lib`; the MLA prolog's program
-/// runs on `threads` worker threads of its own.
-pub fn add_kernels(lib: &mut Library, threads: usize) -> Result<(), LibraryError> {
+/// Adds the example's four kernels (see the module docs) to `lib`; `make` makes the MLA
+/// prolog's workload node.
+pub fn add_kernels(lib: &mut Library, make: super::WorkloadMaker<'_>) -> Result<(), LibraryError> {
     let parse = |name: &str, text: &str| {
         pto_wsp_ir::parse(text).map_err(|e| LibraryError::Workload {
             symbol: name.into(),
@@ -58,13 +58,11 @@ pub fn add_kernels(lib: &mut Library, threads: usize) -> Result<(), LibraryError
     let mla = parse("mla_prolog", MLA_PROLOG)?;
     let mut kernels = KernelRegistry::with_builtins();
     kernels.alias("proj", "matmul");
-    lib.add_workload(
-        "mla_prolog",
-        &mla,
-        pto_wsp_ir::Bindings::new(),
-        kernels,
-        threads,
-    )?;
+    let node = make(&mla, kernels).map_err(|message| LibraryError::Workload {
+        symbol: "mla_prolog".into(),
+        message,
+    })?;
+    lib.add_workload("mla_prolog", node);
     lib.add_kernel_language(&parse("indexer_prolog", INDEXER_PROLOG)?);
     lib.add_fn("lightning_indexer", lightning_indexer);
     lib.add_fn("sparse_fa", sparse_fa);

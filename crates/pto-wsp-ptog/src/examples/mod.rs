@@ -11,13 +11,19 @@ pub mod deepseek;
 pub mod exchange;
 pub mod shapes;
 
-use crate::exec::{Library, LibraryError};
+use crate::exec::{Library, LibraryError, Workload};
+use pto_wsp_ir::Module;
+use pto_wsp_kernels::KernelRegistry;
 
-/// The built-in kernels and every example's kernels; workload nodes run on `threads` worker
-/// threads of their own (0: one per core).
-pub fn library(threads: usize) -> Result<Library, LibraryError> {
+/// Makes a workload node from a module and the kernels its tasks run. This crate runs task
+/// graphs, not workloads: the facade's `pto_wsp::WorkloadNode::compile` is one.
+pub type WorkloadMaker<'a> = &'a dyn Fn(&Module, KernelRegistry) -> Result<Box<dyn Workload>, String>;
+
+/// The built-in kernels and every example's kernels; the examples' workload nodes are made by
+/// `make`.
+pub fn library(make: WorkloadMaker<'_>) -> Result<Library, LibraryError> {
     let mut lib = Library::with_builtins();
-    deepseek::add_kernels(&mut lib, threads)?;
+    deepseek::add_kernels(&mut lib, make)?;
     converge::add_kernels(&mut lib);
     exchange::add_kernels(&mut lib);
     lib.add_fn("nop", |_| Ok(()));

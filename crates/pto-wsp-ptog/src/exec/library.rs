@@ -7,16 +7,17 @@
 //!   ([`Library::add_kernel_language`], run by `pto_wsp_kernels::lang`);
 //! - a Rust function of this library ([`Library::add_fn`]), which sees its instance
 //!   ([`Launch`]);
-//! - a whole pto-wsp workload ([`Library::add_workload`]): one kernel node runs the module's
-//!   program (`pto_wsp::Program`) on its bound tensors — multi-kernel composition.
+//! - a whole pto-wsp workload ([`Library::add_workload`], any [`Workload`]; the facade's
+//!   `pto_wsp::WorkloadNode` is a compiled program): one kernel node runs the module's
+//!   program on its bound tensors — multi-kernel composition.
 //!
 //! Promises: every kernel runs through `pto_wsp_kernels::CheckedRunner` on views of its bound
 //! regions (so two kernels running at once can never write what the other touches: the run
 //! fails naming both); a library is `Send + Sync` and shared by every worker.
 
 use super::bytes::{AnyWrite, gather};
-use pto_wsp::ir::{Bindings, Module};
-use pto_wsp_kernels::{KernelError, KernelId, KernelRegistry, TaskContext};
+use pto_wsp_ir::Module;
+use pto_wsp_kernels::{KernelError, KernelId, KernelRegistry, TaskContext, TensorStore};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -209,37 +210,14 @@ impl Library {
         names
     }
 
-    /// Adds `module`'s workload as `symbol`: one instance per launch runs the whole program
-    /// under `bindings` on `threads` worker threads (0: one per core) with `kernels`. The
-    /// node's tensor arguments are the module's first tensors in declaration order (element
-    /// type and size must match); the module's other tensors are the node's own workspace.
+    /// Adds `workload` as `symbol`: one instance per launch runs the whole workload (see
+    /// [`Workload`]). The node's tensor arguments are the workload's first tensors in order
+    /// (element type and size must match); its other tensors are the node's own workspace.
     /// Arguments it writes are copied back after the run.
-    pub fn add_workload(
-        &mut self,
-        symbol: &str,
-        module: &Module,
-        bindings: Bindings,
-        kernels: KernelRegistry,
-        threads: usize,
-    ) -> Result<(), LibraryError> {
-        let fail = |message: String| LibraryError::Workload {
-            symbol: symbol.to_string(),
-            message,
-        };
-        let plan = pto_wsp::lower(module).map_err(|e| fail(e.to_string()))?;
-        let program = pto_wsp::compile(
-            plan,
-            pto_wsp::CompileOptions {
-                kernels,
-                threads,
-                ..pto_wsp::CompileOptions::default()
-            },
-        )
-        .map_err(|e| fail(e.to_string()))?;
+    pub fn add_workload(&mut self, symbol: &str, workload: Box<dyn Workload>) {
         let node = Arc::new(WorkloadNode {
             symbol: symbol.to_string(),
-            program: Mutex::new(program),
-            bindings,
+            workload: Mutex::new(workload),
         });
         let id = self.registry.register(symbol, move |ctx| node.run(ctx));
         self.entries.insert(
@@ -250,28 +228,35 @@ impl Library {
                 max_block_dim: 1,
             },
         );
-        Ok(())
     }
+}
+
+/// A whole workload that runs as one kernel node (multi-kernel composition): a compiled
+/// pto-wsp program with its bindings (`pto_wsp::WorkloadNode` implements it), or anything with
+/// tensors that runs.
+pub trait Workload: Send {
+    /// Calls `f` with the workload's tensors (allocated as it runs them).
+    fn tensors(
+        &mut self,
+        f: &mut dyn FnMut(&mut TensorStore) -> Result<(), KernelError>,
+    ) -> Result<(), KernelError>;
+    /// Runs the workload once on its tensors.
+    fn execute(&mut self) -> Result<(), String>;
 }
 
 /// A workload run as one kernel node.
 struct WorkloadNode {
     symbol: String,
-    program: Mutex<pto_wsp::Program>,
-    bindings: Bindings,
+    workload: Mutex<Box<dyn Workload>>,
 }
 
 impl WorkloadNode {
     fn run(&self, ctx: &TaskContext<'_>) -> Result<(), KernelError> {
         let fail = |m: String| KernelError::Message(format!("workload `{}`: {m}", self.symbol));
-        let mut program = self.program.lock().unwrap_or_else(|p| p.into_inner());
+        let mut w = self.workload.lock().unwrap_or_else(|p| p.into_inner());
         // Written arguments are viewed once, read before the run and replaced after it.
         let mut written = Vec::new();
-        {
-            let mut guard = program
-                .tensors(&self.bindings)
-                .map_err(|e| fail(e.to_string()))?;
-            let store = guard.as_mut().ok_or_else(|| fail("no tensors".into()))?;
+        w.tensors(&mut |store: &mut TensorStore| {
             if store.len() < ctx.num_regions() {
                 return Err(fail(format!(
                     "the module has {} tensor(s), the node binds {}",
@@ -302,17 +287,14 @@ impl WorkloadNode {
                 }
                 store.bytes_mut(i as u32).copy_from_slice(&bytes);
             }
-        }
-        program
-            .execute(&self.bindings)
-            .map_err(|e| fail(e.to_string()))?;
-        let guard = program
-            .tensors(&self.bindings)
-            .map_err(|e| fail(e.to_string()))?;
-        let store = guard.as_ref().ok_or_else(|| fail("no tensors".into()))?;
-        for (i, view) in &mut written {
-            view.store(store.bytes(*i as u32))?;
-        }
-        Ok(())
+            Ok(())
+        })?;
+        w.execute().map_err(fail)?;
+        w.tensors(&mut |store: &mut TensorStore| {
+            for (i, view) in &mut written {
+                view.store(store.bytes(*i as u32))?;
+            }
+            Ok(())
+        })
     }
 }

@@ -24,7 +24,7 @@ pub mod library;
 pub mod place;
 mod run;
 
-pub use library::{Entry, Launch, Library, LibraryError};
+pub use library::{Entry, Launch, Library, LibraryError, Workload};
 pub use place::{MAX_WORKERS, Mask};
 
 use crate::check::{ArgPlan, Checked};

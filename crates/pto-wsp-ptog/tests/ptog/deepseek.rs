@@ -7,7 +7,7 @@ use pto_wsp_ptog::{Device, DeviceConfig, RunReport, assemble};
 
 fn load() -> Device {
     let checked = assemble(PROGRAM).unwrap_or_else(|e| panic!("{e}"));
-    let lib = library(2).unwrap_or_else(|e| panic!("{e}"));
+    let lib = library(&pto_wsp::WorkloadNode::maker(2)).unwrap_or_else(|e| panic!("{e}"));
     let cfg = DeviceConfig {
         trace: true,
         ..DeviceConfig::default()

@@ -527,7 +527,7 @@ fn cf_while_converges_in_the_control_code_and_in_one_graph() {
         }
         s
     };
-    let lib = pto_wsp_ptog::examples::library(1).unwrap();
+    let lib = pto_wsp_ptog::examples::library(&pto_wsp::WorkloadNode::maker(1)).unwrap();
     for (program, passes_counted) in [(PROGRAM, steps), (IN_GRAPH, steps - 1)] {
         let checked = pto_wsp_ptog::assemble(program).unwrap_or_else(|e| panic!("{e}"));
         let mut dev = pto_wsp_ptog::Device::new(checked, traced(1, 2), &lib).unwrap();
@@ -691,7 +691,7 @@ TG_SYNC(G)
 #[test]
 fn sy_notify_and_wait_notify_alternate_two_devices() {
     use pto_wsp_ptog::examples::exchange::{DEVICE0, DEVICE1};
-    let lib = pto_wsp_ptog::examples::library(1).unwrap();
+    let lib = pto_wsp_ptog::examples::library(&pto_wsp::WorkloadNode::maker(1)).unwrap();
     let load = |t: &str| {
         pto_wsp_ptog::Device::new(pto_wsp_ptog::assemble(t).unwrap(), traced(1, 1), &lib).unwrap()
     };
@@ -765,7 +765,7 @@ fn the_benchmark_shapes_run_every_node_after_its_predecessors() {
     for text in ["wavefront:8", "random:6:5", "chain:20", "independent:30"] {
         let shape: Shape = text.parse().unwrap();
         let checked = pto_wsp_ptog::check::check(pto_wsp_ptog::examples::shapes::program(&shape, 3)).unwrap();
-        let lib = pto_wsp_ptog::examples::library(1).unwrap();
+        let lib = pto_wsp_ptog::examples::library(&pto_wsp::WorkloadNode::maker(1)).unwrap();
         let mut dev = pto_wsp_ptog::Device::new(checked, traced(1, 2), &lib).unwrap();
         let r = dev.run().unwrap();
         let n = shape.tasks();
