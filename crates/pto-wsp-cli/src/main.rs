@@ -88,9 +88,11 @@ enum Command {
     },
     /// Run a module on the CPU simulation; print run statistics. With no file, run the main job:
     /// one LLM decode step (examples/llm_decode.wsp), checked against an f64 reference. Kernels
-    /// come from the built-in registry, mapped by the file's `//@ alias` lines.
+    /// come from the built-in registry, mapped by the file's `//@ alias` lines. A task-graph
+    /// binary (`.ptog`) or its text (`.ptoasm`) runs on simulated devices (docs/ISA.md).
     Run {
-        /// The `.wsp` file (default: the main job).
+        /// The `.wsp` file (default: the main job), or a task-graph program (`.ptog`,
+        /// `.ptoasm`).
         file: Option<PathBuf>,
         /// Run the module's plans (Plan-Descriptor-Execute, docs/PDE.md) even when it also has a
         /// workload; a module with plans and no workload or pipeline runs them without it.
@@ -149,6 +151,31 @@ enum Command {
         /// (default 0, generation is free); makes start policies and `timing` visible.
         #[arg(long, default_value_t = 0, value_name = "N")]
         issue_cycles: u64,
+        /// For a task-graph binary (`.ptog`, docs/ISA.md): a `.wsp` module whose kernels
+        /// (bodies and `//@ alias` lines) the binary's kernel nodes run.
+        #[arg(long, value_name = "FILE.wsp")]
+        kernels: Option<PathBuf>,
+        /// For a task-graph binary: another device's binary (device 1, 2, ... in order), run at
+        /// the same time; devices exchange notifications (`SY_NOTIFY`).
+        #[arg(long = "device", value_name = "FILE.ptog")]
+        devices: Vec<PathBuf>,
+        /// For a task-graph binary: cube, vector and AICPU cores of each device (default
+        /// 2,4,1).
+        #[arg(long, value_name = "AIC,AIV,AICPU")]
+        cores: Option<String>,
+    },
+    /// Assemble a task-graph program (docs/ISA.md) into its `PTOG` binary.
+    Asm {
+        /// The assembly text.
+        file: PathBuf,
+        /// The binary to write.
+        #[arg(short = 'o', long = "out", value_name = "OUT.ptog")]
+        out: PathBuf,
+    },
+    /// Print a task-graph binary as assembly text (which `asm` reads back to the same binary).
+    Disasm {
+        /// The binary.
+        file: PathBuf,
     },
     /// List every registered back end: its targets and capabilities.
     Targets,
@@ -258,6 +285,19 @@ fn main() -> ExitCode {
 }
 
 /// Reads a source file as UTF-8 text.
+fn read_bytes(path: &Path) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))
+}
+
+/// `AIC,AIV,AICPU` of `--cores`.
+fn parse_cores(spec: &str) -> anyhow::Result<[u32; 3]> {
+    let parts: Vec<Result<u32, _>> = spec.split(',').map(|p| p.trim().parse::<u32>()).collect();
+    match parts.as_slice() {
+        [Ok(a), Ok(b), Ok(c)] => Ok([*a, *b, *c]),
+        _ => anyhow::bail!("`--cores {spec}` is not `AIC,AIV,AICPU` (three counts)"),
+    }
+}
+
 fn read(path: &Path) -> anyhow::Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read `{}`", path.display()))
 }
@@ -296,6 +336,14 @@ fn emit(text: &str) -> anyhow::Result<()> {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Targets => emit(&pto_wsp_cli::targets::targets_report())?,
+        Command::Asm { file, out } => {
+            let name = file.display().to_string();
+            emit(&pto_wsp_cli::cmd::ptog::asm(&name, &read(&file)?, &out)?)?;
+        }
+        Command::Disasm { file } => {
+            let name = file.display().to_string();
+            emit(&pto_wsp_cli::cmd::ptog::disasm(&name, &read_bytes(&file)?)?)?;
+        }
         Command::Compile { file, target, out } => {
             let name = file.display().to_string();
             let loaded = pto_wsp_cli::load_source(&name, &read(&file)?)?;
@@ -476,7 +524,37 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             rtol,
             atol,
             issue_cycles,
+            kernels,
+            devices,
+            cores,
         } => {
+            if let Some(f) = &file {
+                let bytes = pto_wsp_cli::cmd::ptog::program_bytes(f, read_bytes(f)?)?;
+                if pto_wsp_cli::cmd::ptog::is_binary(&bytes) {
+                    let mut args = pto_wsp_cli::cmd::ptog::RunArgs {
+                        devices: vec![(f.display().to_string(), bytes)],
+                        seed,
+                        inputs,
+                        outputs,
+                        ..Default::default()
+                    };
+                    for d in &devices {
+                        let b = pto_wsp_cli::cmd::ptog::program_bytes(d, read_bytes(d)?)?;
+                        args.devices.push((d.display().to_string(), b));
+                    }
+                    if let Some(k) = &kernels {
+                        args.kernels = Some((k.display().to_string(), read(k)?));
+                    }
+                    if let Some(c) = &cores {
+                        args.cores = Some(parse_cores(c)?);
+                    }
+                    emit(&pto_wsp_cli::cmd::ptog::run(&args)?)?;
+                    return Ok(ExitCode::SUCCESS);
+                }
+            }
+            if kernels.is_some() || !devices.is_empty() || cores.is_some() {
+                anyhow::bail!("--kernels, --device and --cores are for task-graph binaries (.ptog)");
+            }
             let (name, text, main_job) = match &file {
                 Some(f) => (f.display().to_string(), read(f)?, false),
                 None => (

@@ -3,3 +3,4 @@
 //! command line and writes the result.
 
 pub mod emit;
+pub mod ptog;

@@ -126,7 +126,12 @@ impl Library {
     /// Every built-in kernel of `pto-wsp-kernels` under its own name (`matmul`, `rmsnorm`,
     /// `topk`, ... — `docs/KERNELS.md`).
     pub fn with_builtins() -> Library {
-        let registry = KernelRegistry::with_builtins();
+        Library::from_registry(KernelRegistry::with_builtins())
+    }
+
+    /// Every kernel of `registry` under its own name (built-ins, aliases, kernel-language
+    /// kernels registered there): how a lowered module's kernels are found.
+    pub fn from_registry(registry: KernelRegistry) -> Library {
         let entries = registry
             .names()
             .map(|n| {

@@ -5,6 +5,7 @@ mod common;
 mod deepseek;
 mod errors;
 mod exec;
+mod lower;
 mod programs;
 mod roundtrip;
 mod smoke;
