@@ -137,6 +137,9 @@ pub(crate) struct Counters {
 }
 
 thread_local! {
+    /// The worker this thread is while it completes an instance, and whether it has kept one
+    /// newly ready instance for itself (so that it wakes no sleeper for it: it takes it next).
+    static KEEPER: std::cell::Cell<Option<(u32, bool)>> = const { std::cell::Cell::new(None) };
     /// The bytes the condition-reading kernel last read on this thread.
     pub(crate) static READ: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
@@ -250,12 +253,13 @@ impl<'a> Shared<'a> {
         Ok(scalar(t.dtype, &bytes))
     }
 
-    fn count(&self, s: &Scalar, who: u32, what: &str) -> Result<u64, RunError> {
+    /// A loop's count; `what` names the loop (on the error path only).
+    fn count(&self, s: &Scalar, who: u32, what: &dyn Fn() -> String) -> Result<u64, RunError> {
         let v = self.eval(s, who)?;
         match v.int {
             Some(n) if n >= 0 => Ok(n.min(u64::MAX as i128) as u64),
-            Some(n) => Err(RunError::Control(format!("{what}: the count is {n}, below 0"))),
-            None => Err(RunError::Internal(format!("{what}: a float count"))),
+            Some(n) => Err(RunError::Control(format!("{}: the count is {n}, below 0", what()))),
+            None => Err(RunError::Internal(format!("{}: a float count", what()))),
         }
     }
 
@@ -340,7 +344,7 @@ impl<'a> Shared<'a> {
                 self.open(launch, body, Some((s, i)), ScopeKind::Branch, lp, iters, todo)?;
             }
             Item::Loop { count, body, .. } => {
-                let what = format!("a CF_LOOP of graph {}", self.c.graphs[g].name);
+                let what = || format!("a CF_LOOP of graph {}", self.c.graphs[g].name);
                 let n = self.count(count, who, &what)?;
                 if n == 0 {
                     todo.push(Todo::Done(s, i));
@@ -381,10 +385,12 @@ impl<'a> Shared<'a> {
         Ok(())
     }
 
-    fn pass_limit(&self, pass: u64, what: &str) -> Result<(), RunError> {
+    /// Fails when a loop reaches the pass limit; `what` names it (on the error path only).
+    fn pass_limit(&self, pass: u64, what: &dyn Fn() -> String) -> Result<(), RunError> {
         if pass >= self.dev.cfg.max_passes {
             return Err(RunError::Control(format!(
-                "{what} reached {} passes and was stopped (DeviceConfig::max_passes)",
+                "{} reached {} passes and was stopped (DeviceConfig::max_passes)",
+                what(),
                 self.dev.cfg.max_passes
             )));
         }
@@ -423,7 +429,7 @@ impl<'a> Shared<'a> {
         let (more, body) = match &pb.items[item as usize] {
             Item::Loop { body, .. } => (pass + 1 < ctl.count, body),
             Item::While { cond, body } => {
-                let what = format!("a CF_WHILE of graph {}", g.name);
+                let what = || format!("a CF_WHILE of graph {}", g.name);
                 self.pass_limit(pass + 1, &what)?;
                 (self.eval(cond, u32::MAX)?.nonzero, body)
             }
@@ -493,6 +499,15 @@ impl<'a> Shared<'a> {
         }
         let mut wake = q.sleeping & mask;
         let mut n = kp.block_dim;
+        // A worker completing an instance takes the first instance it may run next itself.
+        KEEPER.with(|k| {
+            if let Some((w, false)) = k.get()
+                && mask & (1u128 << w) != 0
+            {
+                k.set(Some((w, true)));
+                n -= 1;
+            }
+        });
         while wake != 0 && n > 0 {
             let w = wake.trailing_zeros();
             wake &= wake - 1;
@@ -600,9 +615,18 @@ impl<'a> Shared<'a> {
     /// it; sleep when there is none; leave at shutdown.
     pub(crate) fn worker(&self, w: usize) {
         let bit = 1u128 << w;
+        let mut finished = false;
         loop {
             let (run, block) = {
                 let mut q = lock(&self.q);
+                if finished {
+                    // The instance taken last is done: one lock for that and the next pop.
+                    q.busy -= 1;
+                    if q.busy == 0 && q.ready.is_empty() {
+                        self.control_cv.notify_all();
+                    }
+                }
+                finished = true;
                 loop {
                     if q.shutdown {
                         return;
@@ -628,7 +652,10 @@ impl<'a> Shared<'a> {
                     .instance(&run, block, w as u32)
                     .and_then(|()| {
                         if run.left.fetch_sub(1, Ordering::AcqRel) == 1 {
-                            self.kernel_done(&run, w as u32)
+                            KEEPER.with(|k| k.set(Some((w as u32, false))));
+                            let r = self.kernel_done(&run, w as u32);
+                            KEEPER.with(|k| k.set(None));
+                            r
                         } else {
                             Ok(())
                         }
@@ -636,13 +663,6 @@ impl<'a> Shared<'a> {
                 if let Err(e) = r {
                     self.fail(e);
                 }
-            }
-            let mut q = lock(&self.q);
-            q.busy -= 1;
-            let idle = q.busy == 0 && q.ready.is_empty();
-            drop(q);
-            if idle {
-                self.control_cv.notify_all();
             }
         }
     }
@@ -655,14 +675,15 @@ impl<'a> Shared<'a> {
         let entry = self.dev.entries[g][run.kernel];
         let mut params = Vec::new();
         if entry.launch_params {
-            params = super::Launch {
-                block,
-                block_dim: kp.block_dim,
-                iteration: s.launch.iteration,
-                iterators: s.iters.clone(),
-                first_scalar: 0,
-            }
-            .params();
+            // `Launch::params`, written in place.
+            params.reserve(4 + s.iters.len() + kp.args.len());
+            params.extend([
+                block as u64,
+                kp.block_dim as u64,
+                s.launch.iteration,
+                s.iters.len() as u64,
+            ]);
+            params.extend_from_slice(&s.iters);
         }
         let mut io = Vec::with_capacity(kp.args.len());
         let mut empty = false;
@@ -923,7 +944,7 @@ impl<'a> Shared<'a> {
                 Ctl::Else { end } => next = *end,
                 Ctl::EndIf => {}
                 Ctl::Loop { count, iter, end } => {
-                    let n = self.count(count, u32::MAX, &here(pc))?;
+                    let n = self.count(count, u32::MAX, &|| here(pc))?;
                     if n == 0 {
                         next = end + 1;
                     } else {
@@ -934,7 +955,7 @@ impl<'a> Shared<'a> {
                     let top = loops.last_mut().expect("a CF_LOOP is open");
                     top.1 += 1;
                     if top.1 < top.2 {
-                        self.pass_limit(top.1, &here(*head))?;
+                        self.pass_limit(top.1, &|| here(*head))?;
                         next = head + 1;
                     } else {
                         loops.pop();
@@ -950,7 +971,7 @@ impl<'a> Shared<'a> {
                 }
                 Ctl::EndWhile { head } => {
                     let passes = whiles.pop().unwrap_or(0) + 1;
-                    self.pass_limit(passes, &here(*head))?;
+                    self.pass_limit(passes, &|| here(*head))?;
                     if self.eval(
                         match &c.control[*head] {
                             Ctl::While { cond, .. } => cond,
