@@ -74,14 +74,20 @@ fn dims(input: &Input<'_>, t: usize) -> Result<Vec<u32>, EmitError> {
             other => {
                 return Err(EmitError::at(
                     decl.name.loc,
-                    format!("dimension {d} of tensor `{}` is {other}, not a positive extent", decl.name),
+                    format!(
+                        "dimension {d} of tensor `{}` is {other}, not a positive extent",
+                        decl.name
+                    ),
                 ));
             }
         };
         out.push(u32::try_from(n).map_err(|_| {
             EmitError::at(
                 decl.name.loc,
-                format!("dimension {d} of tensor `{}` ({n}) does not fit 32 bits", decl.name),
+                format!(
+                    "dimension {d} of tensor `{}` ({n}) does not fit 32 bits",
+                    decl.name
+                ),
             )
         })?);
     }
@@ -111,7 +117,13 @@ fn access(a: IrAccess) -> Access {
 fn ident(s: &str) -> String {
     let clean: String = s
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     match clean.chars().next() {
         Some(c) if c.is_ascii_alphabetic() || c == '_' => clean,
@@ -143,7 +155,10 @@ pub fn lower(input: &Input<'_>) -> Result<Lowered, EmitError> {
             dims: d,
         };
         let size = shape.bytes().ok_or_else(|| {
-            EmitError::at(decl.name.loc, format!("tensor `{}` has more than 2^64 bytes", decl.name))
+            EmitError::at(
+                decl.name.loc,
+                format!("tensor `{}` has more than 2^64 bytes", decl.name),
+            )
         })?;
         insns.push(Insn::McAlloc {
             tensor: TensorId(t as u32),
@@ -192,7 +207,11 @@ pub fn lower(input: &Input<'_>) -> Result<Lowered, EmitError> {
     }
     let mut edges = 0usize;
     for (succ, task) in exp.tasks.iter().enumerate() {
-        let lo = if succ == 0 { 0 } else { ends[succ - 1] as usize };
+        let lo = if succ == 0 {
+            0
+        } else {
+            ends[succ - 1] as usize
+        };
         for &p in &preds[lo..ends[succ] as usize] {
             let pred = &exp.tasks[p as usize];
             // The tensor a write of the predecessor shares with the successor, if any.
@@ -200,9 +219,11 @@ pub fn lower(input: &Input<'_>) -> Result<Lowered, EmitError> {
                 (a.access != IrAccess::In
                     && task.regions.iter().any(|b| {
                         b.tensor == a.tensor
-                            && a.start.iter().zip(&a.size).zip(b.start.iter().zip(&b.size)).all(
-                                |((s1, z1), (s2, z2))| s1 < &(s2 + z2) && s2 < &(s1 + z1),
-                            )
+                            && a.start
+                                .iter()
+                                .zip(&a.size)
+                                .zip(b.start.iter().zip(&b.size))
+                                .all(|((s1, z1), (s2, z2))| s1 < &(s2 + z2) && s2 < &(s1 + z1))
                     }))
                 .then_some(a.tensor)
             });

@@ -553,7 +553,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
             }
             if kernels.is_some() || !devices.is_empty() || cores.is_some() {
-                anyhow::bail!("--kernels, --device and --cores are for task-graph binaries (.ptog)");
+                anyhow::bail!(
+                    "--kernels, --device and --cores are for task-graph binaries (.ptog)"
+                );
             }
             let (name, text, main_job) = match &file {
                 Some(f) => (f.display().to_string(), read(f)?, false),

@@ -8,7 +8,13 @@ use common::{binary, scratch};
 #[test]
 fn asm_and_disasm_round_trip_every_example() {
     let dir = scratch("ptog-asm");
-    for name in ["deepseek_indexer_attention", "converge", "converge_in_graph", "tour", "exchange_device0"] {
+    for name in [
+        "deepseek_indexer_attention",
+        "converge",
+        "converge_in_graph",
+        "tour",
+        "exchange_device0",
+    ] {
         let src = format!("examples/ptog/{name}.ptoasm");
         let out = dir.join(format!("{name}.ptog"));
         let (code, stdout, stderr) = binary(&["asm", &src, "-o", out.to_str().unwrap()]);
@@ -20,9 +26,14 @@ fn asm_and_disasm_round_trip_every_example() {
         let again = dir.join(format!("{name}.again.ptoasm"));
         std::fs::write(&again, &text).unwrap();
         let back = dir.join(format!("{name}.again.ptog"));
-        let (code, _, stderr) = binary(&["asm", again.to_str().unwrap(), "-o", back.to_str().unwrap()]);
+        let (code, _, stderr) =
+            binary(&["asm", again.to_str().unwrap(), "-o", back.to_str().unwrap()]);
         assert_eq!(code, 0, "{stderr}");
-        assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&back).unwrap(), "{name}");
+        assert_eq!(
+            std::fs::read(&out).unwrap(),
+            std::fs::read(&back).unwrap(),
+            "{name}"
+        );
     }
 }
 
@@ -47,7 +58,10 @@ fn mistakes_are_reported_where_they_are() {
     let (code, _, stderr) = binary(&["disasm", bin.to_str().unwrap()]);
     assert_ne!(code, 0);
     assert!(
-        stderr.contains(&format!("{}: byte 6: the header is truncated: 6 of 48 bytes", bin.display())),
+        stderr.contains(&format!(
+            "{}: byte 6: the header is truncated: 6 of 48 bytes",
+            bin.display()
+        )),
         "{stderr}"
     );
 }
@@ -82,7 +96,10 @@ fn a_compiled_module_runs_as_a_task_graph() {
     // Without the module's kernels, its aliases are unknown symbols.
     let (code, _, stderr) = binary(&["run", out.to_str().unwrap()]);
     assert_ne!(code, 0);
-    assert!(stderr.contains("runs `proj`, which is not in the kernel library"), "{stderr}");
+    assert!(
+        stderr.contains("runs `proj`, which is not in the kernel library"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -96,7 +113,10 @@ fn the_examples_run_from_the_command_line() {
         &format!("OUTPUT={}", npy.display()),
     ]);
     assert_eq!(code, 0, "{stderr}");
-    assert!(stdout.contains("1 launch(es), 4 kernel run(s), 13 instance(s)"), "{stdout}");
+    assert!(
+        stdout.contains("1 launch(es), 4 kernel run(s), 13 instance(s)"),
+        "{stdout}"
+    );
     assert!(std::fs::metadata(&npy).unwrap().len() > 256 * 256 * 4);
     let (code, stdout, stderr) = binary(&[
         "run",
@@ -105,8 +125,15 @@ fn the_examples_run_from_the_command_line() {
         "examples/ptog/exchange_device1.ptoasm",
     ]);
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(stdout.matches("3 launch(es), 3 kernel run(s)").count(), 2, "{stdout}");
+    assert_eq!(
+        stdout.matches("3 launch(es), 3 kernel run(s)").count(),
+        2,
+        "{stdout}"
+    );
     let (code, stdout, stderr) = binary(&["run", "examples/ptog/tour.ptoasm"]);
     assert_eq!(code, 0, "{stderr}");
-    assert!(stdout.contains("4 launch(es), 13 kernel run(s)"), "{stdout}");
+    assert!(
+        stdout.contains("4 launch(es), 13 kernel run(s)"),
+        "{stdout}"
+    );
 }

@@ -23,10 +23,15 @@ use pto_wsp_ptog::{Device, DeviceConfig, Library};
 const WORKERS: u32 = 2;
 
 fn shapes() -> Vec<Shape> {
-    ["independent:1000", "chain:1000", "wavefront:32", "random:50:20"]
-        .iter()
-        .map(|s| s.parse().expect("a shape"))
-        .collect()
+    [
+        "independent:1000",
+        "chain:1000",
+        "wavefront:32",
+        "random:50:20",
+    ]
+    .iter()
+    .map(|s| s.parse().expect("a shape"))
+    .collect()
 }
 
 fn device(shape: &Shape, launches: u64) -> Device {
@@ -49,14 +54,18 @@ fn bench(c: &mut Criterion) {
         let n = shape.tasks() as u64;
         g.throughput(Throughput::Elements(n));
         let mut one = device(&shape, 1);
-        g.bench_with_input(BenchmarkId::new("ptog/one_launch", shape), &shape, |b, _| {
-            b.iter(|| one.run().expect("runs"))
-        });
+        g.bench_with_input(
+            BenchmarkId::new("ptog/one_launch", shape),
+            &shape,
+            |b, _| b.iter(|| one.run().expect("runs")),
+        );
         g.throughput(Throughput::Elements(20 * n));
         let mut twenty = device(&shape, 20);
-        g.bench_with_input(BenchmarkId::new("ptog/launches_20", shape), &shape, |b, _| {
-            b.iter(|| twenty.run().expect("runs"))
-        });
+        g.bench_with_input(
+            BenchmarkId::new("ptog/launches_20", shape),
+            &shape,
+            |b, _| b.iter(|| twenty.run().expect("runs")),
+        );
         g.throughput(Throughput::Elements(n));
         let graph = StaticGraph::new(shape.storage());
         let cfg = RunConfig::default();

@@ -250,10 +250,7 @@ fn header(bytes: &[u8]) -> Result<Sections, DecodeError> {
     if bytes.len() < HEADER {
         return Err(DecodeError::new(
             bytes.len(),
-            format!(
-                "the header is truncated: {} of {HEADER} bytes",
-                bytes.len()
-            ),
+            format!("the header is truncated: {} of {HEADER} bytes", bytes.len()),
         ));
     }
     let version = le32(bytes, 4);
@@ -281,7 +278,7 @@ fn header(bytes: &[u8]) -> Result<Sections, DecodeError> {
     // `row` bytes per row, `count_field` the header field giving the count (for messages).
     let mut section = |what: &str, count: usize, row: usize, count_field: usize| {
         let start = at;
-        let need = count.checked_mul(row).unwrap_or(usize::MAX);
+        let need = count.saturating_mul(row);
         let end = start.checked_add(need).filter(|&e| e <= total);
         let Some(end) = end else {
             let fit = (total - start) / row;
@@ -493,9 +490,7 @@ fn read_names(bytes: &[u8], sec: Section, strings: &Strings<'_>) -> Result<Names
             ));
         }
         prev = Some(key);
-        let name = strings
-            .get(off)
-            .map_err(|m| DecodeError::new(at + 9, m))?;
+        let name = strings.get(off).map_err(|m| DecodeError::new(at + 9, m))?;
         if !crate::text::is_ident(&name) {
             return Err(DecodeError::new(
                 at + 9,

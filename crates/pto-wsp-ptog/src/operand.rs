@@ -588,7 +588,9 @@ impl Shape {
     pub fn bytes(&self) -> Option<u64> {
         self.dims
             .iter()
-            .try_fold(self.dtype.size_bytes() as u64, |a, &d| a.checked_mul(d as u64))
+            .try_fold(self.dtype.size_bytes() as u64, |a, &d| {
+                a.checked_mul(d as u64)
+            })
     }
 }
 
@@ -624,7 +626,10 @@ impl Operand for Option<Shape> {
         let rank = r.u8()? as usize;
         if code == 0xFF {
             if rank != 0 {
-                return Err(DecodeError::new(rank_at, "an untyped allocation has rank 0"));
+                return Err(DecodeError::new(
+                    rank_at,
+                    "an untyped allocation has rank 0",
+                ));
             }
             for _ in 0..MAX_RANK {
                 r.zero32("an unused dimension")?;
@@ -900,7 +905,11 @@ impl Operand for KernelSet {
         Ok(KernelSet(v))
     }
     fn print(&self, p: &PrintCx<'_>) -> String {
-        let v: Vec<String> = self.0.iter().map(|k| p.id(Ns::Kernel, k.0, false)).collect();
+        let v: Vec<String> = self
+            .0
+            .iter()
+            .map(|k| p.id(Ns::Kernel, k.0, false))
+            .collect();
         format!("{{{}}}", v.join(", "))
     }
     fn parse(arg: &Arg<'_>, cx: &mut ParseCx<'_>) -> Result<Self, AsmError> {

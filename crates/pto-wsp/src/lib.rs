@@ -62,6 +62,7 @@ pub mod program;
 pub use backend::{
     Artefact, Backend, Capability, Output, backends, compile_target, get_backend, register_backend,
 };
+pub use node::WorkloadNode;
 pub use program::{
     CompileError, CompileOptions, LoweredPlan, Program, ProgramStats, RunError, compile, lower,
 };
@@ -79,4 +80,3 @@ pub use pto_wsp_pde as pde;
 /// The task-graph ISA: assembler, disassembler, the `PTOG` binary and its execution on the CPU
 /// simulation (`docs/ISA.md`).
 pub use pto_wsp_ptog as ptog;
-pub use node::WorkloadNode;

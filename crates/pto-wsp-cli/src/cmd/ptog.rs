@@ -102,8 +102,7 @@ fn library(kernels: &Option<(String, String)>) -> Result<Library, CliError> {
         let mut check = pto_wsp::kernels::KernelRegistry::with_builtins();
         crate::aliases::apply_aliases(&loaded, &mut check)?;
         lib.add_kernel_language(&loaded.module);
-        for line in
-            pto_wsp::driver::binds::directive_lines(text, pto_wsp::driver::aliases::PREFIX)
+        for line in pto_wsp::driver::binds::directive_lines(text, pto_wsp::driver::aliases::PREFIX)
         {
             if let Some((alias, kernel)) = line.spec.split_once('=') {
                 lib.alias(alias.trim(), kernel.trim())
@@ -138,13 +137,23 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
         return Err(CliError::plain("no task-graph binary to run"));
     };
     let name0 = &args.devices[0].0;
-    let names: Vec<String> = first.store().infos().iter().map(|i| i.name.clone()).collect();
+    let names: Vec<String> = first
+        .store()
+        .infos()
+        .iter()
+        .map(|i| i.name.clone())
+        .collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let outputs = Outputs::check(&args.outputs, None, &names)?;
     let mut opened = Vec::new();
     for spec in &args.inputs {
         let (tensor, path): (String, PathBuf) = crate::files::split_spec("--input", spec)?;
-        opened.push(crate::inputs::Input::open(spec, &tensor, path, first.store())?);
+        opened.push(crate::inputs::Input::open(
+            spec,
+            &tensor,
+            path,
+            first.store(),
+        )?);
     }
     crate::inputs::read_all(&opened, first.store_mut())?;
     let reports = pto_wsp::ptog::run_devices(&mut devices)

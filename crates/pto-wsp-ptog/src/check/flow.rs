@@ -68,12 +68,23 @@ impl Flow<'_> {
     }
 
     /// Tensor `t` is surely allocated and no graph that may run uses it.
-    fn quiet(&self, st: &State, pc: usize, operand: usize, t: usize, what: &str) -> Result<(), CheckError> {
+    fn quiet(
+        &self,
+        st: &State,
+        pc: usize,
+        operand: usize,
+        t: usize,
+        what: &str,
+    ) -> Result<(), CheckError> {
         let name = &self.c.tensors[t].name;
         match st.alloc[t] {
             St::Live => {}
             St::Free => {
-                return self.fail(pc, Some(operand), format!("{what} tensor {name}, which is not allocated here"));
+                return self.fail(
+                    pc,
+                    Some(operand),
+                    format!("{what} tensor {name}, which is not allocated here"),
+                );
             }
             St::Maybe => {
                 return self.fail(
@@ -112,7 +123,11 @@ impl Flow<'_> {
                 match st.alloc[*tensor] {
                     St::Free => st.alloc[*tensor] = St::Live,
                     St::Live => {
-                        return self.fail(pc, Some(0), format!("MC_ALLOC of tensor {name}, which is already allocated"));
+                        return self.fail(
+                            pc,
+                            Some(0),
+                            format!("MC_ALLOC of tensor {name}, which is already allocated"),
+                        );
                     }
                     St::Maybe => {
                         return self.fail(
@@ -181,7 +196,12 @@ impl Flow<'_> {
 
     /// Runs steps `from..to` from `st`: the state at `to` and the states at each `CF_BREAK`
     /// leaving an enclosing loop.
-    fn walk(&self, from: usize, to: usize, mut st: State) -> Result<(State, Vec<State>), CheckError> {
+    fn walk(
+        &self,
+        from: usize,
+        to: usize,
+        mut st: State,
+    ) -> Result<(State, Vec<State>), CheckError> {
         let mut breaks = Vec::new();
         let mut pc = from;
         while pc < to {
@@ -189,7 +209,9 @@ impl Flow<'_> {
                 Ctl::If { cond, skip } => {
                     self.read(&st, pc, cond, "CF_IF reads")?;
                     let (then_end, els, next) = match &self.c.control[skip - 1] {
-                        Ctl::Else { end } if *skip - 1 > pc => (*skip - 1, Some((*skip, *end)), *end + 1),
+                        Ctl::Else { end } if *skip - 1 > pc => {
+                            (*skip - 1, Some((*skip, *end)), *end + 1)
+                        }
                         _ => (*skip, None, *skip + 1),
                     };
                     let (s1, b1) = self.walk(pc + 1, then_end, st.clone())?;
@@ -227,7 +249,13 @@ impl Flow<'_> {
 
     /// The state after a loop whose body is `from..to`, run zero or more times from `st`;
     /// `test` is a `CF_WHILE`'s condition, read before every pass.
-    fn fixpoint(&self, from: usize, to: usize, st: State, test: Option<(usize, Scalar)>) -> Result<State, CheckError> {
+    fn fixpoint(
+        &self,
+        from: usize,
+        to: usize,
+        st: State,
+        test: Option<(usize, Scalar)>,
+    ) -> Result<State, CheckError> {
         let mut entry = st;
         loop {
             if let Some((pc, cond)) = &test {

@@ -162,10 +162,24 @@ struct Block {
 
 enum Node {
     Kernel(usize),
-    If { cond: Scalar, then: usize, els: usize },
-    Loop { count: Scalar, iter: u32, body: usize },
-    While { cond: Scalar, body: usize },
-    Break { cond: Scalar, insn: usize },
+    If {
+        cond: Scalar,
+        then: usize,
+        els: usize,
+    },
+    Loop {
+        count: Scalar,
+        iter: u32,
+        body: usize,
+    },
+    While {
+        cond: Scalar,
+        body: usize,
+    },
+    Break {
+        cond: Scalar,
+        insn: usize,
+    },
     /// A join point, and the instruction that made it.
     Join(usize),
 }
@@ -192,7 +206,11 @@ impl Arena {
                 ItemBuild::If { cond, then, els } => {
                     let t = self.add(then, Some((b, i)));
                     let e = self.add(els, Some((b, i)));
-                    Node::If { cond, then: t, els: e }
+                    Node::If {
+                        cond,
+                        then: t,
+                        els: e,
+                    }
                 }
                 ItemBuild::Loop { count, iter, body } => Node::Loop {
                     count,
@@ -264,12 +282,11 @@ impl Arena {
             }
             None
         };
-        let around = |what: &str, blocks: &[usize]| {
-            match blocks.iter().find_map(|&x| first_kernel(x)) {
+        let around =
+            |what: &str, blocks: &[usize]| match blocks.iter().find_map(|&x| first_kernel(x)) {
                 Some(k) => format!("the {what} block around {k}"),
                 None => format!("a {what} block"),
-            }
-        };
+            };
         match &self.blocks[b].items[i] {
             Node::Kernel(k) => kernels[*k].name.clone(),
             Node::If { then, els, .. } => around("CF_IF", &[*then, *els]),
@@ -398,7 +415,7 @@ fn bind_box(
         return err(insn, Some(4), "the binding holds no byte");
     }
     let row = t.row_bytes();
-    if offset % row != 0 || size % row != 0 {
+    if !offset.is_multiple_of(row) || !size.is_multiple_of(row) {
         return err(
             insn,
             Some(3),
@@ -445,7 +462,10 @@ fn bind(
         return err(
             insn,
             Some(1),
-            format!("argument index {arg} is above the limit of {}", MAX_ARGS - 1),
+            format!(
+                "argument index {arg} is above the limit of {}",
+                MAX_ARGS - 1
+            ),
         );
     }
     let plan = match tensor {
@@ -846,12 +866,7 @@ fn break_insn(arena: &Arena, b: usize, i: usize) -> usize {
 }
 
 /// Fails with the cycle if block `b`'s edges have one.
-fn acyclic(
-    arena: &Arena,
-    p: &Program,
-    b: usize,
-    kernels: &[KernelPlan],
-) -> Result<(), CheckError> {
+fn acyclic(arena: &Arena, p: &Program, b: usize, kernels: &[KernelPlan]) -> Result<(), CheckError> {
     let blk = &arena.blocks[b];
     let n = blk.items.len();
     let edges: HashSet<(usize, usize)> = blk.edges.iter().map(|e| (e.0, e.1)).collect();
@@ -887,7 +902,10 @@ fn acyclic(
     let mut seen = HashMap::from([(start, 0usize)]);
     let cycle = loop {
         let cur = *path.last().expect("non-empty");
-        let prev = *preds[cur].iter().min().expect("an unfinished item has a predecessor");
+        let prev = *preds[cur]
+            .iter()
+            .min()
+            .expect("an unfinished item has a predecessor");
         if let Some(&at) = seen.get(&prev) {
             let mut c: Vec<usize> = path[at..].to_vec();
             c.reverse();
@@ -900,7 +918,10 @@ fn acyclic(
     let mut cycle = cycle;
     let first = (0..cycle.len()).min_by_key(|&k| cycle[k]).unwrap_or(0);
     cycle.rotate_left(first);
-    let mut names: Vec<String> = cycle.iter().map(|&i| arena.label(p, b, i, kernels)).collect();
+    let mut names: Vec<String> = cycle
+        .iter()
+        .map(|&i| arena.label(p, b, i, kernels))
+        .collect();
     names.push(names[0].clone());
     let insn = (0..cycle.len())
         .filter_map(|k| {

@@ -15,9 +15,7 @@ pub mod flow;
 pub mod graph;
 pub mod structure;
 
-use crate::operand::{
-    Access, AffinityType, CoreType, FenceScope, IterVal, MemLocation, Split,
-};
+use crate::operand::{Access, AffinityType, CoreType, FenceScope, IterVal, MemLocation, Split};
 use crate::program::Program;
 use pto_wsp_ir::DType;
 use std::collections::HashMap;

@@ -111,7 +111,8 @@ fn tensors(p: &Program) -> Result<(Vec<TensorPlan>, HashMap<u32, usize>), CheckE
                                 .map(u32::to_string)
                                 .collect::<Vec<_>>()
                                 .join(", "),
-                            s.bytes().map_or("more than 2^64".to_string(), |b| b.to_string())
+                            s.bytes()
+                                .map_or("more than 2^64".to_string(), |b| b.to_string())
                         ),
                     );
                 }
@@ -247,7 +248,11 @@ impl Walk<'_> {
     /// A kernel-level instruction: inside a graph definition, outside its control flow.
     fn graph_level(&mut self, i: usize, op: Op) -> Result<&mut GraphBuild, CheckError> {
         let Some(g) = self.cur.as_mut() else {
-            return err(i, None, format!("{} outside a graph definition", op.mnemonic()));
+            return err(
+                i,
+                None,
+                format!("{} outside a graph definition", op.mnemonic()),
+            );
         };
         if let Some(open) = g.stack.last() {
             return err(
@@ -303,10 +308,7 @@ impl Walk<'_> {
                     return err(
                         i,
                         Some(0),
-                        format!(
-                            "TG_END({}) without a TG_BEGIN",
-                            self.p.graph_name(graph.0)
-                        ),
+                        format!("TG_END({}) without a TG_BEGIN", self.p.graph_name(graph.0)),
                     );
                 };
                 if g.id != graph.0 {
@@ -717,9 +719,7 @@ impl Walk<'_> {
         let op = insn.op();
         let block = match insn {
             Insn::CfIf { cond } => Some(OpenBlock::new(op, i, self.scalar(i, 0, cond, false)?)),
-            Insn::CfWhile { cond } => {
-                Some(OpenBlock::new(op, i, self.scalar(i, 0, cond, false)?))
-            }
+            Insn::CfWhile { cond } => Some(OpenBlock::new(op, i, self.scalar(i, 0, cond, false)?)),
             Insn::CfLoop { count, iterator } => {
                 let count = self.scalar(i, 0, count, true)?;
                 let g = self.cur.as_ref().expect("in a graph");
@@ -829,7 +829,7 @@ fn copy_range(
         );
     }
     let row = t.row_bytes();
-    if offset % row != 0 || size % row != 0 {
+    if !offset.is_multiple_of(row) || !size.is_multiple_of(row) {
         return err(
             insn,
             Some(operand),
@@ -881,11 +881,7 @@ pub fn build(p: &Program) -> Result<Checked, CheckError> {
         return err(
             o.insn,
             None,
-            format!(
-                "{} is never closed by {}",
-                o.op.mnemonic(),
-                closer(o.op)
-            ),
+            format!("{} is never closed by {}", o.op.mnemonic(), closer(o.op)),
         );
     }
     for &(g, i) in &w.syncs {

@@ -37,7 +37,13 @@ pub fn jacobi_step(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
     if a.rows() != n || a.cols() != n || x.elements() != n || flag.elements() != 1 {
         return Err(KernelError::shape(
             NAME,
-            format!("A {}x{}, b {n}, x {}, flag {} do not fit", a.rows(), a.cols(), x.elements(), flag.elements()),
+            format!(
+                "A {}x{}, b {n}, x {}, flag {} do not fit",
+                a.rows(),
+                a.cols(),
+                x.elements(),
+                flag.elements()
+            ),
         ));
     }
     let old = x.to_vec();

@@ -22,7 +22,8 @@ use crate::exec::{Launch, Library, LibraryError};
 use pto_wsp_kernels::{KernelError, KernelRegistry, TaskContext};
 
 /// The program: `examples/ptog/deepseek_indexer_attention.ptoasm`.
-pub const PROGRAM: &str = include_str!("../../../../examples/ptog/deepseek_indexer_attention.ptoasm");
+pub const PROGRAM: &str =
+    include_str!("../../../../examples/ptog/deepseek_indexer_attention.ptoasm");
 /// The MLA prolog workload: `examples/ptog/deepseek_mla_prolog.wsp`.
 pub const MLA_PROLOG: &str = include_str!("../../../../examples/ptog/deepseek_mla_prolog.wsp");
 /// The indexer prolog kernel: `examples/ptog/deepseek_indexer_prolog.wsp`.
@@ -108,7 +109,11 @@ pub fn lightning_indexer(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
             let kr = k.row(s);
             let mut sc = 0.0f32;
             for h in 0..heads {
-                let dot: f32 = qr[h * d..(h + 1) * d].iter().zip(kr).map(|(a, b)| a * b).sum();
+                let dot: f32 = qr[h * d..(h + 1) * d]
+                    .iter()
+                    .zip(kr)
+                    .map(|(a, b)| a * b)
+                    .sum();
                 sc += wr[h] * dot.max(0.0);
             }
             scores.push((sc, s as i32));
@@ -142,7 +147,10 @@ pub fn sparse_fa(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
         ));
     }
     if idx.rows() != rows || out.rows() != rows || out.cols() != width {
-        return Err(shape_err(NAME, "indices or output rows do not match the queries".into()));
+        return Err(shape_err(
+            NAME,
+            "indices or output rows do not match the queries".into(),
+        ));
     }
     let d = width / heads;
     let scale = 1.0 / (d as f32).sqrt();

@@ -17,7 +17,8 @@ use pto_wsp_kernels::KernelRegistry;
 
 /// Makes a workload node from a module and the kernels its tasks run. This crate runs task
 /// graphs, not workloads: the facade's `pto_wsp::WorkloadNode::compile` is one.
-pub type WorkloadMaker<'a> = &'a dyn Fn(&Module, KernelRegistry) -> Result<Box<dyn Workload>, String>;
+pub type WorkloadMaker<'a> =
+    &'a dyn Fn(&Module, KernelRegistry) -> Result<Box<dyn Workload>, String>;
 
 /// The built-in kernels and every example's kernels; the examples' workload nodes are made by
 /// `make`.

@@ -70,7 +70,8 @@ impl Launch {
     /// The instance a running kernel of [`Library::add_fn`] is.
     pub fn of(ctx: &TaskContext<'_>) -> Result<Launch, KernelError> {
         let p = ctx.params();
-        let bad = || KernelError::Message("the kernel was not called as a task-graph kernel".into());
+        let bad =
+            || KernelError::Message("the kernel was not called as a task-graph kernel".into());
         if p.len() < 4 {
             return Err(bad());
         }
@@ -136,11 +137,14 @@ impl Library {
             .names()
             .map(|n| {
                 let id = registry.lookup(n).expect("listed");
-                (n.to_string(), Entry {
-                    kernel: id,
-                    launch_params: false,
-                    max_block_dim: u32::MAX,
-                })
+                (
+                    n.to_string(),
+                    Entry {
+                        kernel: id,
+                        launch_params: false,
+                        max_block_dim: u32::MAX,
+                    },
+                )
             })
             .collect();
         Library { registry, entries }

@@ -187,7 +187,11 @@ fn internal_kernels(registry: &mut KernelRegistry) -> (KernelId, KernelId) {
 impl Device {
     /// Loads `checked` onto a device `cfg` with kernels from `library`: every entry symbol
     /// resolved, every kernel placed, every tensor allocated, the workers started.
-    pub fn new(checked: Checked, cfg: DeviceConfig, library: &Library) -> Result<Device, LoadError> {
+    pub fn new(
+        checked: Checked,
+        cfg: DeviceConfig,
+        library: &Library,
+    ) -> Result<Device, LoadError> {
         let workers = cfg.aic as u64 + cfg.aiv as u64 + cfg.aicpu as u64;
         if workers == 0 || workers > MAX_WORKERS as u64 {
             return Err(LoadError(format!(
@@ -210,7 +214,11 @@ impl Device {
                         k.name,
                         k.entry,
                         known.join(", "),
-                        if library.symbols().count() > 12 { ", ..." } else { "" }
+                        if library.symbols().count() > 12 {
+                            ", ..."
+                        } else {
+                            ""
+                        }
                     ))
                 })?;
                 if k.block_dim > e.max_block_dim {
@@ -221,7 +229,12 @@ impl Device {
                     )));
                 }
                 for a in &k.args {
-                    if let ArgPlan::Tensor { tensor, start, size, .. } = a
+                    if let ArgPlan::Tensor {
+                        tensor,
+                        start,
+                        size,
+                        ..
+                    } = a
                         && start.iter().zip(size).any(|(s, n)| s + n > u32::MAX as u64)
                     {
                         return Err(LoadError(format!(
@@ -325,7 +338,10 @@ impl Device {
                 .and_then(|r| r);
             r.map(|()| RunReport {
                 trace: shared.take_trace(),
-                launches: shared.counters.launches.load(pto_wsp_graph::sync::Ordering::Relaxed),
+                launches: shared
+                    .counters
+                    .launches
+                    .load(pto_wsp_graph::sync::Ordering::Relaxed),
                 kernel_runs: shared
                     .counters
                     .kernel_runs
@@ -370,7 +386,9 @@ pub fn run_devices(devices: &mut [Device]) -> Result<Vec<RunReport>, RunError> {
                 Ok(h) => h
                     .join()
                     .unwrap_or_else(|_| Err(RunError::Internal("a device thread panicked".into()))),
-                Err(e) => Err(RunError::Internal(format!("cannot start a device thread: {e}"))),
+                Err(e) => Err(RunError::Internal(format!(
+                    "cannot start a device thread: {e}"
+                ))),
             })
             .collect()
     });

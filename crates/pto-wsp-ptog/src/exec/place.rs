@@ -73,11 +73,7 @@ fn workers(m: Mask) -> impl Iterator<Item = u32> {
 
 /// The worker set of every kernel of `g` (see the module docs); an error names the kernel.
 pub fn place(cfg: &DeviceConfig, g: &GraphPlan) -> Result<Vec<Mask>, String> {
-    let mut allowed = [
-        kind_mask(cfg, 0),
-        kind_mask(cfg, 1),
-        kind_mask(cfg, 2),
-    ];
+    let mut allowed = [kind_mask(cfg, 0), kind_mask(cfg, 1), kind_mask(cfg, 2)];
     if let Some(p) = &g.partition {
         let fits = |(s, n): (u32, u32), have: u32, what: &str| {
             if s as u64 + n as u64 > have as u64 {
@@ -128,8 +124,8 @@ fn requests(g: &GraphPlan, allowed: &[Mask; 3], masks: &mut [Mask]) {
     }
     // Per kernel, the workers it keeps of each kind it runs on.
     let mut keep: Vec<Mask> = vec![0; g.kernels.len()];
-    for t in 0..3 {
-        let pool: Vec<u32> = workers(allowed[t]).collect();
+    for (t, &kind) in allowed.iter().enumerate() {
+        let pool: Vec<u32> = workers(kind).collect();
         let users: Vec<usize> = requesting
             .iter()
             .copied()

@@ -74,6 +74,15 @@ struct Scope<'a> {
     soft_done: Vec<AtomicBool>,
 }
 
+/// Where a scope hangs: the construct item it is a block of, what kind of block, the
+/// innermost loop around it, the iterators' values.
+struct Frame<'a> {
+    parent: Option<(Arc<Scope<'a>>, u32)>,
+    kind: ScopeKind,
+    lp: Option<Arc<LoopCtl>>,
+    iters: Vec<u64>,
+}
+
 /// One run of a kernel item: its instances.
 struct KRun<'a> {
     scope: Arc<Scope<'a>>,
@@ -248,7 +257,9 @@ impl<'a> Shared<'a> {
         let io = [TaskIo::new(region, pto_wsp_ir::Access::In)];
         self.runner
             .call(self.dev.read_kernel, who, &[], &io)
-            .map_err(|m| RunError::Memory(format!("reading element {index} of tensor {}: {m}", t.name)))?;
+            .map_err(|m| {
+                RunError::Memory(format!("reading element {index} of tensor {}: {m}", t.name))
+            })?;
         let bytes = READ.with(|r| std::mem::take(&mut *r.borrow_mut()));
         Ok(scalar(t.dtype, &bytes))
     }
@@ -258,25 +269,36 @@ impl<'a> Shared<'a> {
         let v = self.eval(s, who)?;
         match v.int {
             Some(n) if n >= 0 => Ok(n.min(u64::MAX as i128) as u64),
-            Some(n) => Err(RunError::Control(format!("{}: the count is {n}, below 0", what()))),
+            Some(n) => Err(RunError::Control(format!(
+                "{}: the count is {n}, below 0",
+                what()
+            ))),
             None => Err(RunError::Internal(format!("{}: a float count", what()))),
         }
     }
 
     // ---- graph instances ----
 
+    /// Opens a scope over `body` (see [`Frame`]) and starts its items that wait for nothing.
     fn open(
         &self,
         launch: LaunchReq,
         body: &'a Body,
-        parent: Option<(Arc<Scope<'a>>, u32)>,
-        kind: ScopeKind,
-        lp: Option<Arc<LoopCtl>>,
-        iters: Vec<u64>,
+        frame: Frame<'a>,
         todo: &mut Vec<Todo<'a>>,
     ) -> Result<(), RunError> {
+        let Frame {
+            parent,
+            kind,
+            lp,
+            iters,
+        } = frame;
         let g = &self.c.graphs[launch.graph];
-        let soft = if g.soft.is_empty() { 0 } else { g.kernels.len() };
+        let soft = if g.soft.is_empty() {
+            0
+        } else {
+            g.kernels.len()
+        };
         let scope = Arc::new(Scope {
             launch,
             body,
@@ -321,7 +343,10 @@ impl<'a> Shared<'a> {
         who: u32,
         todo: &mut Vec<Todo<'a>>,
     ) -> Result<(), RunError> {
-        if s.lp.as_ref().is_some_and(|l| l.broken.load(Ordering::Acquire)) {
+        if s.lp
+            .as_ref()
+            .is_some_and(|l| l.broken.load(Ordering::Acquire))
+        {
             todo.push(Todo::Done(s, i));
             return Ok(());
         }
@@ -338,10 +363,24 @@ impl<'a> Shared<'a> {
                 todo.push(Todo::Done(s, i));
             }
             Item::If { cond, then, els } => {
-                let body = if self.eval(cond, who)?.nonzero { then } else { els };
+                let body = if self.eval(cond, who)?.nonzero {
+                    then
+                } else {
+                    els
+                };
                 let (lp, iters) = (s.lp.clone(), s.iters.clone());
                 let launch = s.launch;
-                self.open(launch, body, Some((s, i)), ScopeKind::Branch, lp, iters, todo)?;
+                self.open(
+                    launch,
+                    body,
+                    Frame {
+                        parent: Some((s, i)),
+                        kind: ScopeKind::Branch,
+                        lp,
+                        iters,
+                    },
+                    todo,
+                )?;
             }
             Item::Loop { count, body, .. } => {
                 let what = || format!("a CF_LOOP of graph {}", self.c.graphs[g].name);
@@ -362,7 +401,13 @@ impl<'a> Shared<'a> {
                     ctl: Arc::clone(&ctl),
                     pass: 0,
                 };
-                self.open(launch, body, Some((s, i)), kind, Some(ctl), iters, todo)?;
+                let frame = Frame {
+                    parent: Some((s, i)),
+                    kind,
+                    lp: Some(ctl),
+                    iters,
+                };
+                self.open(launch, body, frame, todo)?;
             }
             Item::While { cond, body } => {
                 if !self.eval(cond, who)?.nonzero {
@@ -379,7 +424,13 @@ impl<'a> Shared<'a> {
                     ctl: Arc::clone(&ctl),
                     pass: 0,
                 };
-                self.open(launch, body, Some((s, i)), kind, Some(ctl), iters, todo)?;
+                let frame = Frame {
+                    parent: Some((s, i)),
+                    kind,
+                    lp: Some(ctl),
+                    iters,
+                };
+                self.open(launch, body, frame, todo)?;
             }
         }
         Ok(())
@@ -449,7 +500,17 @@ impl<'a> Shared<'a> {
             ctl: Arc::clone(&ctl),
             pass: pass + 1,
         };
-        self.open(s.launch, body, Some((p, item)), kind, Some(ctl), iters, todo)
+        self.open(
+            s.launch,
+            body,
+            Frame {
+                parent: Some((p, item)),
+                kind,
+                lp: Some(ctl),
+                iters,
+            },
+            todo,
+        )
     }
 
     /// A kernel item is ready: it runs once its events have been signalled often enough.
@@ -459,7 +520,11 @@ impl<'a> Shared<'a> {
         if !kp.waits.is_empty() {
             let n = self.runs[g][k].fetch_add(1, Ordering::Relaxed) + 1;
             let mut ev = lock(&self.events);
-            if !kp.waits.iter().all(|e| ev.counts.get(e).copied().unwrap_or(0) >= n) {
+            if !kp
+                .waits
+                .iter()
+                .all(|e| ev.counts.get(e).copied().unwrap_or(0) >= n)
+            {
                 ev.waiting.push(Waiter {
                     scope: s,
                     item: i,
@@ -490,7 +555,11 @@ impl<'a> Shared<'a> {
         // A `SOFT` hint: a kernel whose soft predecessor has completed goes first.
         let hinted = soft.iter().any(|&(a, d)| {
             d == kernel
-                && run.scope.soft_done.get(a).is_some_and(|f| f.load(Ordering::Relaxed))
+                && run
+                    .scope
+                    .soft_done
+                    .get(a)
+                    .is_some_and(|f| f.load(Ordering::Relaxed))
         });
         if hinted {
             q.ready.push_front(Ready { run, next: 0 });
@@ -587,7 +656,17 @@ impl<'a> Shared<'a> {
     fn begin(&self, req: LaunchReq, who: u32) -> Result<(), RunError> {
         let body = &self.c.graphs[req.graph].root;
         let mut todo = Vec::new();
-        self.open(req, body, None, ScopeKind::Root, None, Vec::new(), &mut todo)?;
+        self.open(
+            req,
+            body,
+            Frame {
+                parent: None,
+                kind: ScopeKind::Root,
+                lp: None,
+                iters: Vec::new(),
+            },
+            &mut todo,
+        )?;
         self.settle(todo, who)
     }
 
@@ -648,18 +727,16 @@ impl<'a> Shared<'a> {
                 }
             };
             if !self.abort.load(Ordering::Acquire) {
-                let r = self
-                    .instance(&run, block, w as u32)
-                    .and_then(|()| {
-                        if run.left.fetch_sub(1, Ordering::AcqRel) == 1 {
-                            KEEPER.with(|k| k.set(Some((w as u32, false))));
-                            let r = self.kernel_done(&run, w as u32);
-                            KEEPER.with(|k| k.set(None));
-                            r
-                        } else {
-                            Ok(())
-                        }
-                    });
+                let r = self.instance(&run, block, w as u32).and_then(|()| {
+                    if run.left.fetch_sub(1, Ordering::AcqRel) == 1 {
+                        KEEPER.with(|k| k.set(Some((w as u32, false))));
+                        let r = self.kernel_done(&run, w as u32);
+                        KEEPER.with(|k| k.set(None));
+                        r
+                    } else {
+                        Ok(())
+                    }
+                });
                 if let Err(e) = r {
                     self.fail(e);
                 }
@@ -803,7 +880,12 @@ impl<'a> Shared<'a> {
                         )
                     })
                     .collect();
-                format!("kernel {} of graph {} waits for {}", k.name, g.name, need.join(", "))
+                format!(
+                    "kernel {} of graph {} waits for {}",
+                    k.name,
+                    g.name,
+                    need.join(", ")
+                )
             })
             .collect();
         let q = lock(&self.q);
@@ -854,11 +936,9 @@ impl<'a> Shared<'a> {
                     }
                     let it = match iteration {
                         IterVal::Imm(v) => *v as u64,
-                        IterVal::Iter(id) => loops
-                            .iter()
-                            .rev()
-                            .find(|l| l.0 == id.0)
-                            .map_or(0, |l| l.1),
+                        IterVal::Iter(id) => {
+                            loops.iter().rev().find(|l| l.0 == id.0).map_or(0, |l| l.1)
+                        }
                     };
                     self.launch(*graph, *stream, it)?;
                 }
@@ -875,7 +955,7 @@ impl<'a> Shared<'a> {
                             t.name
                         )));
                     }
-                    if self.dev.addresses[*tensor] % t.align as usize != 0 {
+                    if !self.dev.addresses[*tensor].is_multiple_of(t.align as usize) {
                         return Err(RunError::Memory(format!(
                             "{}: tensor {} is not aligned to {} bytes",
                             here(pc),
@@ -972,14 +1052,15 @@ impl<'a> Shared<'a> {
                 Ctl::EndWhile { head } => {
                     let passes = whiles.pop().unwrap_or(0) + 1;
                     self.pass_limit(passes, &|| here(*head))?;
-                    if self.eval(
-                        match &c.control[*head] {
-                            Ctl::While { cond, .. } => cond,
-                            _ => &Scalar::Imm(0),
-                        },
-                        u32::MAX,
-                    )?
-                    .nonzero
+                    if self
+                        .eval(
+                            match &c.control[*head] {
+                                Ctl::While { cond, .. } => cond,
+                                _ => &Scalar::Imm(0),
+                            },
+                            u32::MAX,
+                        )?
+                        .nonzero
                     {
                         whiles.push(passes);
                         next = head + 1;

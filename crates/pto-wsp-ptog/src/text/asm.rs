@@ -287,7 +287,10 @@ fn split_line(raw: &str, line: usize) -> Result<Option<Line<'_>>, AsmError> {
         ));
     };
     let Some(inner) = inner.strip_suffix(')') else {
-        return Err(err(end_col, format!("expected `)` at the end of the {mnem} line")));
+        return Err(err(
+            end_col,
+            format!("expected `)` at the end of the {mnem} line"),
+        ));
     };
     let args = split_args(inner, line, open_col + 1)?;
     Ok(Some(Line {

@@ -37,7 +37,8 @@ pub struct AsmError {
 /// Whether `s` is an identifier: `[A-Za-z_][A-Za-z0-9_]*`.
 pub fn is_ident(s: &str) -> bool {
     let mut c = s.chars();
-    c.next().is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+    c.next()
+        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
         && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
 }
 
@@ -45,7 +46,9 @@ pub fn is_ident(s: &str) -> bool {
 /// first character), else quoted with `\"` and `\\` escaped.
 pub fn quote_symbol(s: &str) -> String {
     let mut c = s.chars();
-    let bare = c.next().is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+    let bare = c
+        .next()
+        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
         && c.all(|x| x.is_ascii_alphanumeric() || matches!(x, '_' | '.' | '$'));
     if bare {
         return s.to_string();
@@ -112,9 +115,9 @@ impl<'a> Arg<'a> {
                 p.replace('_', "").parse::<u64>()
             }
             .map_err(|_| self.error(format!("expected a number, found `{}`", self.text)))?;
-            acc = acc.checked_mul(v).ok_or_else(|| {
-                self.error(format!("`{}` does not fit 64 bits", self.text))
-            })?;
+            acc = acc
+                .checked_mul(v)
+                .ok_or_else(|| self.error(format!("`{}` does not fit 64 bits", self.text)))?;
         }
         Ok(acc)
     }
@@ -171,7 +174,9 @@ impl<'a> Arg<'a> {
             return Ok(out);
         }
         let mut c = t.chars();
-        let ok = c.next().is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+        let ok = c
+            .next()
+            .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
             && c.all(|x| x.is_ascii_alphanumeric() || matches!(x, '_' | '.' | '$'));
         if !ok {
             return Err(self.error(format!(
@@ -199,9 +204,9 @@ impl<'a> Arg<'a> {
         if t == "-" {
             return Ok(None);
         }
-        let open = t
-            .find('[')
-            .ok_or_else(|| self.error(format!("expected a shape like `f32[64, 128]`, found `{t}`")))?;
+        let open = t.find('[').ok_or_else(|| {
+            self.error(format!("expected a shape like `f32[64, 128]`, found `{t}`"))
+        })?;
         let dtype = DType::parse_keyword(t[..open].trim()).ok_or_else(|| {
             let all: Vec<&str> = DType::ALL.iter().map(|d| d.keyword()).collect();
             self.error(format!(
@@ -279,8 +284,8 @@ impl<'a> Arg<'a> {
                     return Err(self.error(format!("expected one index in `{t}`")));
                 };
                 let v = idx.number()?;
-                let i = u32::try_from(v)
-                    .map_err(|_| idx.error(format!("{v} does not fit 32 bits")))?;
+                let i =
+                    u32::try_from(v).map_err(|_| idx.error(format!("{v} does not fit 32 bits")))?;
                 Ok((self.sub(&t[..open]), i))
             }
         }

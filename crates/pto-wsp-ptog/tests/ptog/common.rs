@@ -104,7 +104,10 @@ pub(crate) fn kernel(dev: &Device, graph: usize, name: &str) -> usize {
 /// The first start and the last end of kernel `k` of graph `g` in a traced run.
 pub(crate) fn span(r: &RunReport, g: usize, k: usize) -> (u64, u64) {
     let it = || r.trace.iter().filter(|t| t.graph == g && t.kernel == k);
-    let s = it().map(|t| t.start).min().unwrap_or_else(|| panic!("kernel {k} of {g} never ran"));
+    let s = it()
+        .map(|t| t.start)
+        .min()
+        .unwrap_or_else(|| panic!("kernel {k} of {g} never ran"));
     (s, it().map(|t| t.end).max().unwrap())
 }
 

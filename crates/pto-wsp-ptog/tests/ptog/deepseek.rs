@@ -16,7 +16,10 @@ fn load() -> Device {
 }
 
 fn get(dev: &Device, name: &str) -> Vec<f64> {
-    let v: Vec<f32> = dev.store().read(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let v: Vec<f32> = dev
+        .store()
+        .read(name)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
     v.into_iter().map(f64::from).collect()
 }
 
@@ -80,9 +83,17 @@ fn check_numbers(dev: &Device) {
     let x = get(dev, "HIDDEN");
     let w = |n: &str| get(dev, n);
     // MLA prolog.
-    let cq = rmsnorm(&matmul(&x, &w("W_DQ"), TOKENS, HIDDEN, LATENT), &w("G_Q"), LATENT);
+    let cq = rmsnorm(
+        &matmul(&x, &w("W_DQ"), TOKENS, HIDDEN, LATENT),
+        &w("G_Q"),
+        LATENT,
+    );
     let mut q = matmul(&cq, &w("W_UQ"), TOKENS, LATENT, HEADS * HEAD_DIM);
-    let ckv = rmsnorm(&matmul(&x, &w("W_DKV"), TOKENS, HIDDEN, LATENT), &w("G_KV"), LATENT);
+    let ckv = rmsnorm(
+        &matmul(&x, &w("W_DKV"), TOKENS, HIDDEN, LATENT),
+        &w("G_KV"),
+        LATENT,
+    );
     let mut k = matmul(&ckv, &w("W_UK"), TOKENS, LATENT, HEADS * HEAD_DIM);
     let v = matmul(&ckv, &w("W_UV"), TOKENS, LATENT, HEADS * HEAD_DIM);
     rope(&mut q);
@@ -105,7 +116,10 @@ fn check_numbers(dev: &Device) {
             (0..INDEX_HEADS)
                 .map(|h| {
                     let dot: f64 = (0..INDEX_DIM)
-                        .map(|d| qi[t * INDEX_HEADS * INDEX_DIM + h * INDEX_DIM + d] * ki[s * INDEX_DIM + d])
+                        .map(|d| {
+                            qi[t * INDEX_HEADS * INDEX_DIM + h * INDEX_DIM + d]
+                                * ki[s * INDEX_DIM + d]
+                        })
                         .sum();
                     wi[t * INDEX_HEADS + h] * dot.max(0.0)
                 })
@@ -120,7 +134,10 @@ fn check_numbers(dev: &Device) {
         distinct.sort_unstable();
         distinct.dedup();
         assert_eq!(distinct.len(), want, "query {t}: {row:?}");
-        assert!(sel.iter().all(|&s| s <= t), "query {t} selects a later key: {row:?}");
+        assert!(
+            sel.iter().all(|&s| s <= t),
+            "query {t} selects a later key: {row:?}"
+        );
         let mut sorted = scores.clone();
         sorted.sort_by(|a, b| b.total_cmp(a));
         let kth = sorted[want - 1];
@@ -143,7 +160,12 @@ fn check_numbers(dev: &Device) {
             let col = |r: usize, d: usize| r * width + h * HEAD_DIM + d;
             let s: Vec<f64> = selected[t]
                 .iter()
-                .map(|&j| scale * (0..HEAD_DIM).map(|d| q[col(t, d)] * k[col(j, d)]).sum::<f64>())
+                .map(|&j| {
+                    scale
+                        * (0..HEAD_DIM)
+                            .map(|d| q[col(t, d)] * k[col(j, d)])
+                            .sum::<f64>()
+                })
                 .collect();
             let m = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             let e: Vec<f64> = s.iter().map(|x| (x - m).exp()).collect();
@@ -189,11 +211,29 @@ fn deepseek_indexer_attention_matches_its_reference_and_runs_the_prologs_at_once
         assert_eq!(report.kernel_runs, 4);
         assert_eq!(report.instances, 1 + 4 + 4 + 4);
         for t in &report.trace {
-            assert_ne!(masks[t.kernel] & (1u128 << t.worker), 0, "{t:?} outside its placement");
+            assert_ne!(
+                masks[t.kernel] & (1u128 << t.worker),
+                0,
+                "{t:?} outside its placement"
+            );
         }
         // Dependencies: SPARSE_FA starts after both its producers end.
-        let end = |k: usize| report.trace.iter().filter(|t| t.kernel == k).map(|t| t.end).max();
-        let start = |k: usize| report.trace.iter().filter(|t| t.kernel == k).map(|t| t.start).min();
+        let end = |k: usize| {
+            report
+                .trace
+                .iter()
+                .filter(|t| t.kernel == k)
+                .map(|t| t.end)
+                .max()
+        };
+        let start = |k: usize| {
+            report
+                .trace
+                .iter()
+                .filter(|t| t.kernel == k)
+                .map(|t| t.start)
+                .min()
+        };
         let (lightning, fa) = (idx("LIGHTNING_INDEXER"), idx("SPARSE_FA"));
         assert!(start(fa) > end(mla) && start(fa) > end(lightning));
         assert!(start(lightning) > end(indexer));
@@ -203,5 +243,8 @@ fn deepseek_indexer_attention_matches_its_reference_and_runs_the_prologs_at_once
             break;
         }
     }
-    assert!(seen, "the two prologs never ran at the same time in 20 runs");
+    assert!(
+        seen,
+        "the two prologs never ran at the same time in 20 runs"
+    );
 }

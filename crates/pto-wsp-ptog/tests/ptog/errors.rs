@@ -117,7 +117,11 @@ fn malformed_binaries_are_errors_at_their_byte_offset() {
         b,
         "byte 0: not a task-graph binary: the magic is `50 54 4f 58` (hex), not `PTOG`".into(),
     ));
-    cases.push(("empty", Vec::new(), "byte 0: the header is truncated: 0 of 48 bytes".into()));
+    cases.push((
+        "empty",
+        Vec::new(),
+        "byte 0: the header is truncated: 0 of 48 bytes".into(),
+    ));
     // Found by the fuzzer: three bytes that are not a prefix of the magic.
     cases.push((
         "short, not the magic",
@@ -169,7 +173,11 @@ fn malformed_binaries_are_errors_at_their_byte_offset() {
     ));
     let mut b = good.clone();
     set32(&mut b, 44, 1);
-    cases.push(("reserved", b, "byte 44: the reserved header field must be 0".into()));
+    cases.push((
+        "reserved",
+        b,
+        "byte 44: the reserved header field must be 0".into(),
+    ));
     // Kernel row 0: kernel id (48), entry offset (52), blockDim (56), core type (60).
     let mut b = good.clone();
     b[60] = 7;
@@ -240,7 +248,8 @@ fn malformed_programs_are_errors_at_the_offending_instruction() {
         shape: None,
     };
     // (what, instructions, the instruction at fault, bytes into it of the operand at fault, message)
-    let cases: Vec<(&str, Vec<Insn>, usize, usize, String)> = vec![
+    let cases: Vec<(&str, Vec<Insn>, usize, usize, String)> =
+        vec![
         (
             "nested TG_BEGIN",
             vec![g(0), g(1), e(1), e(0)],
@@ -358,21 +367,37 @@ fn malformed_programs_are_errors_at_the_offending_instruction() {
     ];
     for (what, insns, at, delta, want) in cases {
         let (bytes, offs) = encoded(insns);
-        assert_eq!(decode_err(&bytes), format!("byte {}: {want}", offs[at] + delta), "{what}");
+        assert_eq!(
+            decode_err(&bytes),
+            format!("byte {}: {want}", offs[at] + delta),
+            "{what}"
+        );
     }
 }
 
 #[test]
 fn malformed_assembly_is_an_error_at_its_line_and_column() {
     let cases: &[(&str, &str, &str)] = &[
-        ("unknown instruction", "TG_FOO(1)", "1:1: unknown instruction `TG_FOO`"),
+        (
+            "unknown instruction",
+            "TG_FOO(1)",
+            "1:1: unknown instruction `TG_FOO`",
+        ),
         (
             "lower case",
             "  tg_sync(G)",
             "1:3: unknown instruction `tg_sync` (mnemonics are upper case: `TG_SYNC`)",
         ),
-        ("no parenthesis", "TG_SYNC G", "1:9: expected `(` after TG_SYNC, found `G`"),
-        ("unclosed", "TG_SYNC(G", "1:10: expected `)` at the end of the TG_SYNC line"),
+        (
+            "no parenthesis",
+            "TG_SYNC G",
+            "1:9: expected `(` after TG_SYNC, found `G`",
+        ),
+        (
+            "unclosed",
+            "TG_SYNC(G",
+            "1:10: expected `)` at the end of the TG_SYNC line",
+        ),
         (
             "missing operand",
             "TG_BEGIN(G)\nTG_KERNEL(K, f, 1)\nTG_END(G)",
@@ -388,8 +413,16 @@ fn malformed_assembly_is_an_error_at_its_line_and_column() {
             "TG_BEGIN(G)\nTG_KERNEL(K, f, 1, GPU, 0)\nTG_END(G)",
             "2:20: expected a core type (AIC, AIV, AIC_AIV, AICPU), found `GPU`",
         ),
-        ("number", "MC_ALLOC(T, 12x)", "1:13: expected a number, found `12x`"),
-        ("empty operand", "MC_ALLOC(T, , 4)", "1:13: an operand is missing between commas"),
+        (
+            "number",
+            "MC_ALLOC(T, 12x)",
+            "1:13: expected a number, found `12x`",
+        ),
+        (
+            "empty operand",
+            "MC_ALLOC(T, , 4)",
+            "1:13: an operand is missing between commas",
+        ),
         (
             "shape",
             "MC_ALLOC(T, 16, 64, GM, f33[4])",
@@ -400,14 +433,17 @@ fn malformed_assembly_is_an_error_at_its_line_and_column() {
             "MC_ALLOC(T, 16, 64, GM, f32[8])",
             "1:25: size 16 does not match f32[8] (32 bytes)",
         ),
-        ("alignment", "MC_ALLOC(T, 16, 48)", "1:17: alignment 48 is not a power of two of at most 4096"),
+        (
+            "alignment",
+            "MC_ALLOC(T, 16, 48)",
+            "1:17: alignment 48 is not a power of two of at most 4096",
+        ),
         (
             // Found by the fuzzer: the shape's size passes 2^64.
             "huge shape",
             "MC_ALLOC(T, 16, 64, GM, u64[4294967295, 4294967295, 4294967295])",
             "1:25: size 16 does not match u64[4294967295, 4294967295, 4294967295] (more than 2^64 bytes)",
         ),
-
         (
             "nested TG_BEGIN",
             "TG_BEGIN(G)\n    TG_BEGIN(H)",
@@ -438,9 +474,21 @@ fn malformed_assembly_is_an_error_at_its_line_and_column() {
             "CF_LOOP(2, i)\nMC_ALLOC(T, 8)\nCF_ENDLOOP",
             "2:10: MC_ALLOC of tensor T, which may already be allocated here (allocated on another path, or by an earlier pass of a loop, without MC_FREE)",
         ),
-        ("unmatched CF_IF", "CF_IF(1)\nMC_FENCE(GM)", "1:1: CF_IF is never closed by CF_ENDIF"),
-        ("unmatched CF_ENDIF", "MC_FENCE(GM)\nCF_ENDIF", "2:1: CF_ENDIF without a CF_IF"),
-        ("CF_BREAK outside a loop", "CF_BREAK(1)", "1:1: CF_BREAK outside a CF_LOOP or CF_WHILE"),
+        (
+            "unmatched CF_IF",
+            "CF_IF(1)\nMC_FENCE(GM)",
+            "1:1: CF_IF is never closed by CF_ENDIF",
+        ),
+        (
+            "unmatched CF_ENDIF",
+            "MC_FENCE(GM)\nCF_ENDIF",
+            "2:1: CF_ENDIF without a CF_IF",
+        ),
+        (
+            "CF_BREAK outside a loop",
+            "CF_BREAK(1)",
+            "1:1: CF_BREAK outside a CF_LOOP or CF_WHILE",
+        ),
         (
             "undefined kernel",
             "TG_BEGIN(G)\nTG_KERNEL(A, f, 1, AIV, 0)\nTG_DEPEND(A, 5)\nTG_END(G)",
@@ -483,7 +531,12 @@ fn malformed_assembly_is_an_error_at_its_line_and_column() {
         ),
     ];
     // Found by the fuzzer: counts near 2^32 are counts, not an overflow.
-    assert!(assemble("TG_BEGIN(G)\nTG_KERNEL(A, f, 1, AIC_AIV, 0)\nCA_REQUEST(A, 4294967295, 1)\nTG_END(G)").is_ok());
+    assert!(
+        assemble(
+            "TG_BEGIN(G)\nTG_KERNEL(A, f, 1, AIC_AIV, 0)\nCA_REQUEST(A, 4294967295, 1)\nTG_END(G)"
+        )
+        .is_ok()
+    );
     for (what, text, want) in cases {
         match assemble(text) {
             Ok(_) => panic!("{what}: assembled"),

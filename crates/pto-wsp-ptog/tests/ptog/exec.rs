@@ -7,7 +7,9 @@ use pto_wsp_ptog::exec::Mask;
 use pto_wsp_ptog::{CoreType, DeviceConfig};
 
 fn ints(dev: &pto_wsp_ptog::Device, name: &str) -> Vec<i64> {
-    dev.store().read(name).unwrap_or_else(|e| panic!("{name}: {e}"))
+    dev.store()
+        .read(name)
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 fn bit(w: u32) -> Mask {
@@ -49,12 +51,26 @@ TG_SYNC(G)
         (kernel(&dev, 0, "KD"), vec![CoreType::Aicpu]),
     ];
     for (k, allowed) in kinds {
-        let mut blocks: Vec<u32> = r.trace.iter().filter(|t| t.kernel == k).map(|t| t.block).collect();
+        let mut blocks: Vec<u32> = r
+            .trace
+            .iter()
+            .filter(|t| t.kernel == k)
+            .map(|t| t.block)
+            .collect();
         blocks.sort_unstable();
-        assert_eq!(blocks, (0..dev.checked().graphs[0].kernels[k].block_dim).collect::<Vec<_>>());
+        assert_eq!(
+            blocks,
+            (0..dev.checked().graphs[0].kernels[k].block_dim).collect::<Vec<_>>()
+        );
         for t in r.trace.iter().filter(|t| t.kernel == k) {
             assert!(allowed.contains(&t.core), "{t:?}");
-            let kind = if t.worker < 2 { CoreType::Aic } else if t.worker < 5 { CoreType::Aiv } else { CoreType::Aicpu };
+            let kind = if t.worker < 2 {
+                CoreType::Aic
+            } else if t.worker < 5 {
+                CoreType::Aiv
+            } else {
+                CoreType::Aicpu
+            };
             assert_eq!(kind, t.core);
         }
     }
@@ -84,7 +100,11 @@ TG_SYNC(G)
     let (dev, r) = run_text(text, traced(1, 3));
     assert_eq!(ints(&dev, "B"), vec![5; 4]);
     assert_eq!(ints(&dev, "C"), vec![1; 4]);
-    let (p, x, y) = (kernel(&dev, 0, "P"), kernel(&dev, 0, "X"), kernel(&dev, 0, "Y"));
+    let (p, x, y) = (
+        kernel(&dev, 0, "P"),
+        kernel(&dev, 0, "X"),
+        kernel(&dev, 0, "Y"),
+    );
     assert!(span(&r, 0, x).0 > span(&r, 0, p).1);
     assert!(span(&r, 0, y).0 > span(&r, 0, x).1);
 }
@@ -148,14 +168,19 @@ TG_SYNC(G)
     let order: Vec<String> = {
         let mut t = r.trace.clone();
         t.sort_by_key(|x| x.start);
-        t.iter().map(|x| dev.checked().graphs[0].kernels[x.kernel].name.clone()).collect()
+        t.iter()
+            .map(|x| dev.checked().graphs[0].kernels[x.kernel].name.clone())
+            .collect()
     };
     assert_eq!(order, ["A", "B", "X"]);
     // Without the hint, the queue's order.
     let (dev, r) = run_text(&text.replace("    TG_DEPEND(A, B, SOFT)\n", ""), one);
     let mut t = r.trace.clone();
     t.sort_by_key(|x| x.start);
-    let order: Vec<&str> = t.iter().map(|x| dev.checked().graphs[0].kernels[x.kernel].name.as_str()).collect();
+    let order: Vec<&str> = t
+        .iter()
+        .map(|x| dev.checked().graphs[0].kernels[x.kernel].name.as_str())
+        .collect();
     assert_eq!(order, ["A", "X", "B"]);
 }
 
@@ -306,7 +331,10 @@ TG_LAUNCH(G, S)
 TG_SYNC(G)
 ";
     let (dev, _) = run_text(text, traced(1, 2));
-    assert_eq!(ints(&dev, "M"), [vec![0; 4], vec![7; 4], vec![0; 4]].concat());
+    assert_eq!(
+        ints(&dev, "M"),
+        [vec![0; 4], vec![7; 4], vec![0; 4]].concat()
+    );
     assert_eq!(
         ints(&dev, "N"),
         vec![0, 0, 0, 0, 0, 0, -3, -3, 0, 0, -3, -3]
@@ -390,7 +418,11 @@ TG_SYNC(INSIDE)
         );
         let text = text.replace("MC_FREE(F)\nMC_ALLOC(F, 8, 64, GM, i64[1])\n", "");
         let (dev, r) = run_text(&text, traced(1, 2));
-        let want = if flag == 1 { vec![11, 33] } else { vec![22, 44] };
+        let want = if flag == 1 {
+            vec![11, 33]
+        } else {
+            vec![22, 44]
+        };
         assert_eq!(ints(&dev, "OUT"), want, "flag {flag}");
         // The branch not taken runs nothing.
         assert_eq!(r.kernel_runs, 4);
@@ -438,7 +470,12 @@ TG_SYNC(PASSES)
     assert_eq!(ints(&dev, "LOG"), vec![100, 101, 102, 200, 201, 202]);
     // Passes run one after the other: every instance of pass j ends before pass j+1 starts.
     let g = dev.checked().graph_index[&2];
-    let mut spans: Vec<(u64, u64)> = r.trace.iter().filter(|t| t.graph == g).map(|t| (t.start, t.end)).collect();
+    let mut spans: Vec<(u64, u64)> = r
+        .trace
+        .iter()
+        .filter(|t| t.graph == g)
+        .map(|t| (t.start, t.end))
+        .collect();
     spans.sort_unstable();
     for w in spans.windows(2) {
         assert!(w[1].0 > w[0].1, "{spans:?}");
@@ -490,7 +527,11 @@ fn cf_while_converges_in_the_control_code_and_in_one_graph() {
     let a: Vec<f32> = (0..N * N)
         .map(|k| {
             let (i, j) = (k / N, k % N);
-            if i == j { 8.0 } else { ((i * 7 + j * 3) % 5) as f32 * 0.05 - 0.1 }
+            if i == j {
+                8.0
+            } else {
+                ((i * 7 + j * 3) % 5) as f32 * 0.05 - 0.1
+            }
         })
         .collect();
     let b: Vec<f32> = (0..N).map(|i| (i % 9) as f32 - 4.0).collect();
@@ -500,7 +541,10 @@ fn cf_while_converges_in_the_control_code_and_in_one_graph() {
         let mut delta = 0.0f64;
         let old = x.clone();
         for i in 0..N {
-            let off: f64 = (0..N).filter(|&j| j != i).map(|j| a[i * N + j] as f64 * old[j]).sum();
+            let off: f64 = (0..N)
+                .filter(|&j| j != i)
+                .map(|j| a[i * N + j] as f64 * old[j])
+                .sum();
             x[i] = (b[i] as f64 - off) / a[i * N + i] as f64;
             delta = delta.max((x[i] - old[i]).abs());
         }
@@ -511,13 +555,24 @@ fn cf_while_converges_in_the_control_code_and_in_one_graph() {
     }
     let exact = {
         let mut m: Vec<Vec<f64>> = (0..N)
-            .map(|i| (0..=N).map(|j| if j < N { a[i * N + j] as f64 } else { b[i] as f64 }).collect())
+            .map(|i| {
+                (0..=N)
+                    .map(|j| {
+                        if j < N {
+                            a[i * N + j] as f64
+                        } else {
+                            b[i] as f64
+                        }
+                    })
+                    .collect()
+            })
             .collect();
         for c in 0..N {
             for r in c + 1..N {
                 let f = m[r][c] / m[c][c];
-                for k in c..=N {
-                    m[r][k] -= f * m[c][k];
+                let pivot = m[c].clone();
+                for (x, p) in m[r][c..].iter_mut().zip(&pivot[c..]) {
+                    *x -= f * p;
                 }
             }
         }
@@ -540,7 +595,10 @@ fn cf_while_converges_in_the_control_code_and_in_one_graph() {
         }
         // The kernel's f32 steps may stop one step from the f64 reference's.
         let counted = ints(&dev, "STEPS")[0];
-        assert!((counted - passes_counted as i64).abs() <= 1, "{counted} against {passes_counted}");
+        assert!(
+            (counted - passes_counted as i64).abs() <= 1,
+            "{counted} against {passes_counted}"
+        );
         assert_eq!(ints(&dev, "NOT_CONVERGED"), vec![0]);
         assert!(r.kernel_runs >= 2 * steps as u64 - 3);
     }
@@ -627,7 +685,10 @@ TG_SYNC(G)
         &library(),
     )
     .unwrap_err();
-    assert_eq!(err.to_string(), "graph G: partition 0 needs cube cores 1..2, the device has 1");
+    assert_eq!(
+        err.to_string(),
+        "graph G: partition 0 needs cube cores 1..2, the device has 1"
+    );
 }
 
 #[test]
@@ -743,7 +804,8 @@ TG_SYNC(G)
 fn the_tour_runs_every_instruction_with_built_in_kernels() {
     let text = include_str!("../../../../examples/ptog/tour.ptoasm");
     let checked = pto_wsp_ptog::assemble(text).unwrap_or_else(|e| panic!("{e}"));
-    let used: std::collections::BTreeSet<_> = checked.program.insns.iter().map(|i| i.op()).collect();
+    let used: std::collections::BTreeSet<_> =
+        checked.program.insns.iter().map(|i| i.op()).collect();
     assert_eq!(used.len(), pto_wsp_ptog::Op::ALL.len());
     let lib = pto_wsp_ptog::Library::with_builtins();
     let mut dev = pto_wsp_ptog::Device::new(checked, traced(2, 4), &lib).unwrap();
@@ -751,7 +813,10 @@ fn the_tour_runs_every_instruction_with_built_in_kernels() {
     let y: Vec<f32> = dev.store().read("Y").unwrap();
     let want: Vec<f32> = (0..64).map(|i| if i < 8 { 3.5 } else { 2.5 }).collect();
     assert_eq!(y, want);
-    let tmp = dev.store().bytes(dev.store().index_of("TMP").unwrap()).to_vec();
+    let tmp = dev
+        .store()
+        .bytes(dev.store().index_of("TMP").unwrap())
+        .to_vec();
     let first_rows: Vec<u8> = want[..16].iter().flat_map(|v| v.to_le_bytes()).collect();
     assert_eq!(tmp, first_rows);
     // INIT, AFTER_WORK and two WORKs; NEVER, CLEAR and the loop's later passes never run.
@@ -764,7 +829,8 @@ fn the_benchmark_shapes_run_every_node_after_its_predecessors() {
     use pto_wsp_cpu::shapes::Shape;
     for text in ["wavefront:8", "random:6:5", "chain:20", "independent:30"] {
         let shape: Shape = text.parse().unwrap();
-        let checked = pto_wsp_ptog::check::check(pto_wsp_ptog::examples::shapes::program(&shape, 3)).unwrap();
+        let checked =
+            pto_wsp_ptog::check::check(pto_wsp_ptog::examples::shapes::program(&shape, 3)).unwrap();
         let lib = pto_wsp_ptog::examples::library(&pto_wsp::WorkloadNode::maker(1)).unwrap();
         let mut dev = pto_wsp_ptog::Device::new(checked, traced(1, 2), &lib).unwrap();
         let r = dev.run().unwrap();

@@ -96,7 +96,8 @@ fn lowered_examples_compute_what_the_cpu_simulation_computes() {
 #[test]
 fn a_pipeline_is_refused_with_a_reason() {
     let path = "examples/csp_pipeline.wsp";
-    let text = std::fs::read_to_string(format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let text =
+        std::fs::read_to_string(format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
     let loaded = load_source(path, &text).unwrap();
     let options = CompileOptions {
         target: "ptog".into(),

@@ -111,20 +111,27 @@ fn scalar(rng: &mut Rng, tensors: &[Tensor], count: bool) -> ScalarRef {
 
 /// One graph body: kernels, possibly inside control-flow blocks, then the kernel-level
 /// instructions.
+/// The next partition and barrier ids to use (each defined once per program).
+struct Next {
+    partition: u32,
+    barrier: u32,
+}
+
 fn graph(
     rng: &mut Rng,
     gid: u32,
     tensors: &[Tensor],
     events: &[u32],
-    partition_id: &mut u32,
-    barrier_id: &mut u32,
+    next: &mut Next,
     names: &mut Names,
     out: &mut Vec<Insn>,
 ) {
     let nk = 1 + rng.below(5) as usize;
     let kids = Ids::new(rng, nk).ids;
     name_some(rng, names, Ns::Kernel, gid, &kids);
-    out.push(Insn::TgBegin { graph: GraphId(gid) });
+    out.push(Insn::TgBegin {
+        graph: GraphId(gid),
+    });
     // Kernels: some inside control flow (items of the top block are numbered in order).
     let mut block_dims = Vec::new();
     let mut depth = 0;
@@ -155,7 +162,11 @@ fn graph(
             });
             depth += 1;
         }
-        let bd = if rng.chance(60) { 1 } else { 1 + rng.below(4) as u32 };
+        let bd = if rng.chance(60) {
+            1
+        } else {
+            1 + rng.below(4) as u32
+        };
         block_dims.push(bd);
         top_level.push(depth == 0);
         let entry = match rng.below(4) {
@@ -282,8 +293,7 @@ fn graph(
                 DependencyType::Soft,
                 DependencyType::Barrier,
             ]);
-            let tensor = (!tensors.is_empty() && rng.chance(20))
-                .then(|| TensorId(tensors[0].id));
+            let tensor = (!tensors.is_empty() && rng.chance(20)).then(|| TensorId(tensors[0].id));
             (ty, tensor)
         };
         out.push(Insn::TgDepend {
@@ -294,10 +304,10 @@ fn graph(
         });
     }
     // Core allocation and events.
-    for k in 0..nk {
+    for &kid in &kids {
         if rng.chance(30) {
             out.push(Insn::CaRequest {
-                kernel: KernelId(kids[k]),
+                kernel: KernelId(kid),
                 aic: 1 + rng.below(3) as u32,
                 aiv: 1 + rng.below(3) as u32,
                 aicpu: 1 + rng.below(2) as u32,
@@ -306,7 +316,7 @@ fn graph(
         if !events.is_empty() && rng.chance(20) {
             out.push(Insn::SySignal {
                 event: EventId(rng.pick(events)),
-                kernel: KernelId(kids[k]),
+                kernel: KernelId(kid),
             });
         }
     }
@@ -318,29 +328,31 @@ fn graph(
     }
     if rng.chance(30) {
         out.push(Insn::CaPartition {
-            partition: PartitionId(*partition_id),
+            partition: PartitionId(next.partition),
             aic_start: rng.below(2) as u32,
             aic_count: 1 + rng.below(2) as u32,
             aiv_start: rng.below(2) as u32,
             aiv_count: rng.below(3) as u32,
         });
-        *partition_id += 1;
+        next.partition += 1;
     }
     // A barrier of two top-level kernels with no dependency at all.
     let free: Vec<usize> = (0..nk).filter(|&k| top_level[k]).collect();
     if free.len() >= 2 && rng.chance(20) {
         out.push(Insn::SyBarrier {
             kernels: KernelSet(vec![KernelId(kids[free[0]]), KernelId(kids[free[1]])]),
-            barrier: BarrierId(*barrier_id),
+            barrier: BarrierId(next.barrier),
         });
-        *barrier_id += 1;
+        next.barrier += 1;
     }
     if rng.chance(20) {
         out.push(Insn::McFence {
             scope: rng.pick(FenceScope::ALL),
         });
     }
-    out.push(Insn::TgEnd { graph: GraphId(gid) });
+    out.push(Insn::TgEnd {
+        graph: GraphId(gid),
+    });
 }
 
 /// A random program (it may be invalid: callers keep the ones that check).
@@ -380,17 +392,13 @@ pub(crate) fn program(seed: u64) -> Program {
     name_some(&mut rng, &mut names, Ns::Graph, 0, &gids);
     let events: Vec<u32> = (0..rng.below(3) as u32).collect();
     name_some(&mut rng, &mut names, Ns::Event, 0, &events);
-    let (mut partition, mut barrier) = (rng.below(5) as u32, rng.below(5) as u32);
+    let mut next = Next {
+        partition: rng.below(5) as u32,
+        barrier: rng.below(5) as u32,
+    };
     for &g in &gids {
         graph(
-            &mut rng,
-            g,
-            &tensors,
-            &events,
-            &mut partition,
-            &mut barrier,
-            &mut names,
-            &mut out,
+            &mut rng, g, &tensors, &events, &mut next, &mut names, &mut out,
         );
     }
     // Control code: launches in blocks, then syncs, memory operations, notifications.
@@ -519,7 +527,10 @@ pub(crate) fn program(seed: u64) -> Program {
         }
     }
     // Names of ids no instruction uses are dropped (a binary may not name them).
-    let mut p = Program { insns: out, names: Names::new() };
+    let mut p = Program {
+        insns: out,
+        names: Names::new(),
+    };
     let used = pto_wsp_ptog::binary::used_ids(&p);
     for (key, name) in names.iter() {
         if used.contains(&key) {
