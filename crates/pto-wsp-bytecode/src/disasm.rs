@@ -16,116 +16,9 @@ impl Program {
     /// The listing (see the module docs).
     pub fn disassemble(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "; PTOW v{}: {} bytes, {} instructions, {} expressions ({} ops), {} regions, {} loops, {} task statements",
-            crate::format::VERSION,
-            self.size,
-            self.insns.len(),
-            self.exprs.len(),
-            self.ops.len(),
-            self.regions.len(),
-            self.loops.len(),
-            self.tasks.len()
-        );
-        let _ = writeln!(
-            out,
-            "; schedule: executors {}, streams {}, dispatch {}{}{}{}{}",
-            self.sched.executors,
-            self.sched.streams,
-            self.dnode(0),
-            self.sched
-                .stream_by
-                .map_or(String::new(), |k| format!(", stream_by key{k}")),
-            self.sched
-                .priority
-                .map_or(String::new(), |k| format!(", priority key{k}")),
-            self.sched
-                .cost
-                .map_or(String::new(), |k| format!(", cycles key{k}")),
-            self.sched
-                .pools
-                .as_ref()
-                .map_or(String::new(), |(m, levels, otherwise)| {
-                    let ls: Vec<String> = levels
-                        .iter()
-                        .map(|(b, p)| format!("below {b}: {p}"))
-                        .collect();
-                    format!(
-                        ", dispatch_threshold(key{m}) {{ {}, else: {otherwise} }}",
-                        ls.join(", ")
-                    )
-                })
-        );
-        for (i, (t, used)) in self.symbols.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "; symbol r{i} {}: {t}{}",
-                self.symbol_name(i),
-                if *used { "" } else { " (unused)" }
-            );
-        }
-        for (i, t) in self.slots.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "; slot r{} {}: {t}",
-                self.symbols.len() + i,
-                self.slot_name(i)
-            );
-        }
-        for (i, t) in self.tensors.iter().enumerate() {
-            let shape = match &t.shape {
-                Some(dims) => {
-                    let d: Vec<String> = dims.iter().map(|&e| self.expr_text(e)).collect();
-                    format!("[{}]", d.join(", "))
-                }
-                None => "[..]".into(),
-            };
-            let _ = writeln!(
-                out,
-                "; tensor t{i} {}: {}{shape}{}",
-                self.tensor_name(i as u32),
-                t.dtype,
-                if t.array { " (bound contents)" } else { "" }
-            );
-        }
-        for (i, k) in self.kernels.iter().enumerate() {
-            let ps: Vec<String> = k
-                .params
-                .iter()
-                .map(|p| match p {
-                    ParamDesc::Tile(a) => format!("{a} tile"),
-                    ParamDesc::Scalar(t) => t.to_string(),
-                })
-                .collect();
-            let tiers = match &k.tiers {
-                Some((cases, default)) => {
-                    let cs: Vec<String> = cases
-                        .iter()
-                        .map(|&(c, v)| {
-                            format!(
-                                "{} => {}",
-                                self.expr_text(c),
-                                self.kernel_name(u32::from(v))
-                            )
-                        })
-                        .collect();
-                    format!(
-                        " tiers {{ {}, else => {} }}",
-                        cs.join(", "),
-                        self.kernel_name(u32::from(*default))
-                    )
-                }
-                None => String::new(),
-            };
-            let _ = writeln!(
-                out,
-                "; kernel k{i} {}({}) @{}{tiers}",
-                self.kernel_name(i as u32),
-                ps.join(", "),
-                k.pool
-            );
-        }
+        self.header_listing(&mut out);
+        self.decl_listing(&mut out);
+        self.kernel_listing(&mut out);
         for (i, a) in self.axes.iter().enumerate() {
             let d = match a {
                 AxisDesc::Dense { extent } => format!("dense({})", self.expr_text(*extent)),
@@ -180,6 +73,128 @@ impl Program {
         out
     }
 
+    /// The header and schedule lines.
+    fn header_listing(&self, out: &mut String) {
+        let _ = writeln!(
+            *out,
+            "; PTOW v{}: {} bytes, {} instructions, {} expressions ({} ops), {} regions, {} loops, {} task statements",
+            crate::format::VERSION,
+            self.size,
+            self.insns.len(),
+            self.exprs.len(),
+            self.ops.len(),
+            self.regions.len(),
+            self.loops.len(),
+            self.tasks.len()
+        );
+        let _ = writeln!(
+            *out,
+            "; schedule: executors {}, streams {}, dispatch {}{}{}{}{}",
+            self.sched.executors,
+            self.sched.streams,
+            self.dnode(0),
+            self.sched
+                .stream_by
+                .map_or(String::new(), |k| format!(", stream_by key{k}")),
+            self.sched
+                .priority
+                .map_or(String::new(), |k| format!(", priority key{k}")),
+            self.sched
+                .cost
+                .map_or(String::new(), |k| format!(", cycles key{k}")),
+            self.sched
+                .pools
+                .as_ref()
+                .map_or(String::new(), |(m, levels, otherwise)| {
+                    let ls: Vec<String> = levels
+                        .iter()
+                        .map(|(b, p)| format!("below {b}: {p}"))
+                        .collect();
+                    format!(
+                        ", dispatch_threshold(key{m}) {{ {}, else: {otherwise} }}",
+                        ls.join(", ")
+                    )
+                })
+        );
+    }
+
+    /// Symbols, slots and tensors.
+    fn decl_listing(&self, out: &mut String) {
+        for (i, (t, used)) in self.symbols.iter().enumerate() {
+            let _ = writeln!(
+                *out,
+                "; symbol r{i} {}: {t}{}",
+                self.symbol_name(i),
+                if *used { "" } else { " (unused)" }
+            );
+        }
+        for (i, t) in self.slots.iter().enumerate() {
+            let _ = writeln!(
+                *out,
+                "; slot r{} {}: {t}",
+                self.symbols.len() + i,
+                self.slot_name(i)
+            );
+        }
+        for (i, t) in self.tensors.iter().enumerate() {
+            let shape = match &t.shape {
+                Some(dims) => {
+                    let d: Vec<String> = dims.iter().map(|&e| self.expr_text(e)).collect();
+                    format!("[{}]", d.join(", "))
+                }
+                None => "[..]".into(),
+            };
+            let _ = writeln!(
+                *out,
+                "; tensor t{i} {}: {}{shape}{}",
+                self.tensor_name(i as u32),
+                t.dtype,
+                if t.array { " (bound contents)" } else { "" }
+            );
+        }
+    }
+
+    /// Kernels: parameters, pool and tiers.
+    fn kernel_listing(&self, out: &mut String) {
+        for (i, k) in self.kernels.iter().enumerate() {
+            let ps: Vec<String> = k
+                .params
+                .iter()
+                .map(|p| match p {
+                    ParamDesc::Tile(a) => format!("{a} tile"),
+                    ParamDesc::Scalar(t) => t.to_string(),
+                })
+                .collect();
+            let tiers = match &k.tiers {
+                Some((cases, default)) => {
+                    let cs: Vec<String> = cases
+                        .iter()
+                        .map(|&(c, v)| {
+                            format!(
+                                "{} => {}",
+                                self.expr_text(c),
+                                self.kernel_name(u32::from(v))
+                            )
+                        })
+                        .collect();
+                    format!(
+                        " tiers {{ {}, else => {} }}",
+                        cs.join(", "),
+                        self.kernel_name(u32::from(*default))
+                    )
+                }
+                None => String::new(),
+            };
+            let _ = writeln!(
+                *out,
+                "; kernel k{i} {}({}) @{}{tiers}",
+                self.kernel_name(i as u32),
+                ps.join(", "),
+                k.pool
+            );
+        }
+    }
+
     fn dnode(&self, n: u32) -> String {
         match self.sched.dispatch.get(n as usize) {
             Some(DNode::RoundRobin(k)) => format!("round_robin({k})"),
@@ -232,41 +247,7 @@ impl Program {
                 self.proc_name(u32::from(insn.a)),
                 insn.b
             ),
-            Op::Loop => {
-                let l = &self.loops[usize::from(insn.a)];
-                let vars = if l.var1 == NONE16 {
-                    format!("r{}", l.var0)
-                } else {
-                    format!("r{}, r{}", l.var0, l.var1)
-                };
-                let mut s = format!(
-                    "{m}{} {vars} in {} -> {}",
-                    if insn.flags & 1 != 0 { ".ordered" } else { "" },
-                    self.axis_name(u32::from(l.axis)),
-                    insn.b
-                );
-                if let Some(k) = l.hoist {
-                    let _ = write!(
-                        s,
-                        "  ; target per iteration from {}",
-                        self.keyset_text(u32::from(k))
-                    );
-                }
-                if let Some(c) = l.count {
-                    let _ = write!(
-                        s,
-                        "; skip {} tasks{}{}",
-                        self.expr_text(c),
-                        if l.row_skip {
-                            " per position, whole rows"
-                        } else {
-                            ""
-                        },
-                        if l.range_skip { " by index range" } else { "" }
-                    );
-                }
-                s
-            }
+            Op::Loop => self.loop_text(m, insn),
             Op::Next | Op::EndIf | Op::Step | Op::SeqEnd | Op::EndProc | Op::Else | Op::Seq => {
                 format!("{m} {}", insn.b)
             }
@@ -274,45 +255,7 @@ impl Program {
             Op::While => format!("{m} max {} test {}", self.expr_text(insn.a), insn.b),
             Op::EndWhile => format!("{m} {} loop {}", self.expr_text(insn.a), insn.b),
             Op::Break => format!("{m} if {} leave {}", self.expr_text(insn.a), insn.b),
-            Op::Task => {
-                let td = &self.tasks[self.aux[pc] as usize];
-                let kd = &self.kernels[usize::from(td.kernel)];
-                let mut scalars =
-                    self.task_scalars[td.scalars.start as usize..td.scalars.end as usize].iter();
-                let mut regions =
-                    self.task_regions[td.regions.start as usize..td.regions.end as usize].iter();
-                let mut args = Vec::new();
-                for p in &kd.params {
-                    match p {
-                        ParamDesc::Scalar(_) => {
-                            if let Some(&e) = scalars.next() {
-                                args.push(self.expr_text(e));
-                            }
-                        }
-                        ParamDesc::Tile(a) => {
-                            if let Some(&r) = regions.next() {
-                                args.push(format!("{a} {}", self.region_text(r)));
-                            }
-                        }
-                    }
-                }
-                let mut s = format!(
-                    "{m} {}({})",
-                    self.kernel_name(u32::from(td.kernel)),
-                    args.join(", ")
-                );
-                match td.keyset {
-                    Some(k) if td.hoisted => {
-                        let _ =
-                            write!(s, "  ; keys {} (target from the loop)", self.keyset_text(k));
-                    }
-                    Some(k) => {
-                        let _ = write!(s, "  ; keys {}", self.keyset_text(k));
-                    }
-                    None => {}
-                }
-                s
-            }
+            Op::Task => self.task_text(m, pc),
             Op::Args => {
                 let refs = insn.refs();
                 let v: Vec<String> = refs[..usize::from(insn.flags).min(3)]
@@ -350,6 +293,83 @@ impl Program {
             Op::Halt | Op::Nop => m.to_string(),
             expr_ops!() => format!("{m} {} {}", insn.a, insn.b),
         }
+    }
+
+    /// A `loop`: its variables and axis, and what its hoisting and skipping do.
+    fn loop_text(&self, m: &str, insn: &Insn) -> String {
+        let l = &self.loops[usize::from(insn.a)];
+        let vars = if l.var1 == NONE16 {
+            format!("r{}", l.var0)
+        } else {
+            format!("r{}, r{}", l.var0, l.var1)
+        };
+        let mut s = format!(
+            "{m}{} {vars} in {} -> {}",
+            if insn.flags & 1 != 0 { ".ordered" } else { "" },
+            self.axis_name(u32::from(l.axis)),
+            insn.b
+        );
+        if let Some(k) = l.hoist {
+            let _ = write!(
+                s,
+                "  ; target per iteration from {}",
+                self.keyset_text(u32::from(k))
+            );
+        }
+        if let Some(c) = l.count {
+            let _ = write!(
+                s,
+                "; skip {} tasks{}{}",
+                self.expr_text(c),
+                if l.row_skip {
+                    " per position, whole rows"
+                } else {
+                    ""
+                },
+                if l.range_skip { " by index range" } else { "" }
+            );
+        }
+        s
+    }
+
+    /// A `task`: its kernel and arguments (from the decoded descriptor), and its keys.
+    fn task_text(&self, m: &str, pc: usize) -> String {
+        let td = &self.tasks[self.aux[pc] as usize];
+        let kd = &self.kernels[usize::from(td.kernel)];
+        let mut scalars =
+            self.task_scalars[td.scalars.start as usize..td.scalars.end as usize].iter();
+        let mut regions =
+            self.task_regions[td.regions.start as usize..td.regions.end as usize].iter();
+        let mut args = Vec::new();
+        for p in &kd.params {
+            match p {
+                ParamDesc::Scalar(_) => {
+                    if let Some(&e) = scalars.next() {
+                        args.push(self.expr_text(e));
+                    }
+                }
+                ParamDesc::Tile(a) => {
+                    if let Some(&r) = regions.next() {
+                        args.push(format!("{a} {}", self.region_text(r)));
+                    }
+                }
+            }
+        }
+        let mut s = format!(
+            "{m} {}({})",
+            self.kernel_name(u32::from(td.kernel)),
+            args.join(", ")
+        );
+        match td.keyset {
+            Some(k) if td.hoisted => {
+                let _ = write!(s, "  ; keys {} (target from the loop)", self.keyset_text(k));
+            }
+            Some(k) => {
+                let _ = write!(s, "  ; keys {}", self.keyset_text(k));
+            }
+            None => {}
+        }
+        s
     }
 
     fn reg_name(&self, r: u16) -> String {

@@ -31,6 +31,53 @@ fn overflow(op: &'static str, lhs: Value, rhs: Option<Value>) -> EvalError {
     EvalError::Overflow { op, lhs, rhs }
 }
 
+// The stack code's operations on the evaluation stack `$s` with depth `$sp` (the verifier
+// guarantees the depth). Macros, so that the one dispatch `match` stays one jump table.
+
+/// Pops a binary operation's operands; the result goes to `$s[$sp - 1]`.
+macro_rules! bin {
+    ($s:ident, $sp:ident) => {{
+        $sp -= 1;
+        ($s[$sp - 1], $s[$sp])
+    }};
+}
+
+/// Checked arithmetic of type `$t`; overflow is an error naming both operands.
+macro_rules! arith {
+    ($s:ident, $sp:ident, $t:ty, $wrap:ident, $op:literal, $f:ident) => {{
+        let (a, b) = bin!($s, $sp);
+        let (x, y) = (a as $t, b as $t);
+        $s[$sp - 1] = x
+            .$f(y)
+            .ok_or_else(|| overflow($op, $wrap(x), Some($wrap(y))))? as u64;
+    }};
+}
+
+/// Checked division or remainder of type `$t`: by zero and overflow are errors.
+macro_rules! div {
+    ($s:ident, $sp:ident, $t:ty, $wrap:ident, $op:literal, $f:ident) => {{
+        let (a, b) = bin!($s, $sp);
+        let (x, y) = (a as $t, b as $t);
+        if y == 0 {
+            return Err(EvalError::DivisionByZero {
+                op: $op,
+                lhs: $wrap(x),
+            });
+        }
+        $s[$sp - 1] = x
+            .$f(y)
+            .ok_or_else(|| overflow($op, $wrap(x), Some($wrap(y))))? as u64;
+    }};
+}
+
+/// A comparison of type `$t`.
+macro_rules! cmp {
+    ($s:ident, $sp:ident, $t:ty, $f:ident) => {{
+        let (a, b) = bin!($s, $sp);
+        $s[$sp - 1] = u64::from((a as $t).$f(&(b as $t)));
+    }};
+}
+
 impl Program {
     /// Evaluates expression `e` (raw bits of its type). `args` are the scalar arguments of the
     /// task being tiered (empty elsewhere).
@@ -76,45 +123,6 @@ impl Program {
         while pc < code.len() {
             let i = code[pc];
             pc += 1;
-            // Binary operands (the verifier guarantees the depth).
-            macro_rules! bin {
-                () => {{
-                    sp -= 1;
-                    (stack[sp - 1], stack[sp])
-                }};
-            }
-            macro_rules! arith {
-                ($t:ty, $wrap:ident, $op:literal, $f:ident) => {{
-                    let (a, b) = bin!();
-                    let (x, y) = (a as $t, b as $t);
-                    stack[sp - 1] = x
-                        .$f(y)
-                        .ok_or_else(|| overflow($op, $wrap(x), Some($wrap(y))))?
-                        as u64;
-                }};
-            }
-            macro_rules! div {
-                ($t:ty, $wrap:ident, $op:literal, $f:ident) => {{
-                    let (a, b) = bin!();
-                    let (x, y) = (a as $t, b as $t);
-                    if y == 0 {
-                        return Err(EvalError::DivisionByZero {
-                            op: $op,
-                            lhs: $wrap(x),
-                        });
-                    }
-                    stack[sp - 1] = x
-                        .$f(y)
-                        .ok_or_else(|| overflow($op, $wrap(x), Some($wrap(y))))?
-                        as u64;
-                }};
-            }
-            macro_rules! cmp {
-                ($t:ty, $f:ident) => {{
-                    let (a, b) = bin!();
-                    stack[sp - 1] = u64::from((a as $t).$f(&(b as $t)));
-                }};
-            }
             match i.op {
                 Op::Ldr => {
                     stack[sp] = regs[usize::from(i.a)];
@@ -146,30 +154,30 @@ impl Program {
                     stack[sp - 1] = x.checked_neg().ok_or_else(|| overflow("-", U64(x), None))?;
                 }
                 Op::Not => stack[sp - 1] ^= 1,
-                Op::AddI => arith!(i64, I64, "+", checked_add),
-                Op::AddU => arith!(u64, U64, "+", checked_add),
-                Op::SubI => arith!(i64, I64, "-", checked_sub),
-                Op::SubU => arith!(u64, U64, "-", checked_sub),
-                Op::MulI => arith!(i64, I64, "*", checked_mul),
-                Op::MulU => arith!(u64, U64, "*", checked_mul),
-                Op::DivI => div!(i64, I64, "/", checked_div),
-                Op::DivU => div!(u64, U64, "/", checked_div),
-                Op::RemI => div!(i64, I64, "%", checked_rem),
-                Op::RemU => div!(u64, U64, "%", checked_rem),
+                Op::AddI => arith!(stack, sp, i64, I64, "+", checked_add),
+                Op::AddU => arith!(stack, sp, u64, U64, "+", checked_add),
+                Op::SubI => arith!(stack, sp, i64, I64, "-", checked_sub),
+                Op::SubU => arith!(stack, sp, u64, U64, "-", checked_sub),
+                Op::MulI => arith!(stack, sp, i64, I64, "*", checked_mul),
+                Op::MulU => arith!(stack, sp, u64, U64, "*", checked_mul),
+                Op::DivI => div!(stack, sp, i64, I64, "/", checked_div),
+                Op::DivU => div!(stack, sp, u64, U64, "/", checked_div),
+                Op::RemI => div!(stack, sp, i64, I64, "%", checked_rem),
+                Op::RemU => div!(stack, sp, u64, U64, "%", checked_rem),
                 Op::MinI => {
-                    let (a, b) = bin!();
+                    let (a, b) = bin!(stack, sp);
                     stack[sp - 1] = (a as i64).min(b as i64) as u64;
                 }
                 Op::MinU => {
-                    let (a, b) = bin!();
+                    let (a, b) = bin!(stack, sp);
                     stack[sp - 1] = a.min(b);
                 }
                 Op::MaxI => {
-                    let (a, b) = bin!();
+                    let (a, b) = bin!(stack, sp);
                     stack[sp - 1] = (a as i64).max(b as i64) as u64;
                 }
                 Op::MaxU => {
-                    let (a, b) = bin!();
+                    let (a, b) = bin!(stack, sp);
                     stack[sp - 1] = a.max(b);
                 }
                 Op::AddImm | Op::SubImm | Op::MulImm => {
@@ -183,21 +191,21 @@ impl Program {
                     stack[sp - 1] = r.ok_or_else(|| overflow(sym, I64(x), Some(I64(k))))? as u64;
                 }
                 Op::Eq => {
-                    let (a, b) = bin!();
+                    let (a, b) = bin!(stack, sp);
                     stack[sp - 1] = u64::from(a == b);
                 }
                 Op::Ne => {
-                    let (a, b) = bin!();
+                    let (a, b) = bin!(stack, sp);
                     stack[sp - 1] = u64::from(a != b);
                 }
-                Op::LtI => cmp!(i64, lt),
-                Op::LeI => cmp!(i64, le),
-                Op::GtI => cmp!(i64, gt),
-                Op::GeI => cmp!(i64, ge),
-                Op::LtU => cmp!(u64, lt),
-                Op::LeU => cmp!(u64, le),
-                Op::GtU => cmp!(u64, gt),
-                Op::GeU => cmp!(u64, ge),
+                Op::LtI => cmp!(stack, sp, i64, lt),
+                Op::LeI => cmp!(stack, sp, i64, le),
+                Op::GtI => cmp!(stack, sp, i64, gt),
+                Op::GeI => cmp!(stack, sp, i64, ge),
+                Op::LtU => cmp!(stack, sp, u64, lt),
+                Op::LeU => cmp!(stack, sp, u64, le),
+                Op::GtU => cmp!(stack, sp, u64, gt),
+                Op::GeU => cmp!(stack, sp, u64, ge),
                 Op::AndSc => {
                     if stack[sp - 1] == 0 {
                         pc += usize::from(i.a);

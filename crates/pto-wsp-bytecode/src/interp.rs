@@ -26,7 +26,7 @@
 use crate::bind::Bound;
 use crate::eval::value;
 use crate::format::NONE16;
-use crate::op::{Op, expr_ops};
+use crate::op::{Insn, Op, expr_ops};
 use crate::program::{AxisDesc, DNode, Lin, Program, TaskDesc};
 use crate::sink::{Task, TaskSink};
 use pto_wsp_ir::eval::EvalError;
@@ -966,13 +966,7 @@ impl<'p> Interpreter<'p> {
                     pc = next;
                 }
                 Op::Set => {
-                    let v = self
-                        .eval(insn.b as u16)
-                        .map_err(|source| InterpError::Eval {
-                            context: format!("a `set` (instruction {pc})"),
-                            source,
-                        })?;
-                    self.set_reg(usize::from(insn.a), v);
+                    self.set(pc, insn)?;
                     pc += 1;
                 }
                 Op::Load => pc = self.load(pc)?,
@@ -983,27 +977,7 @@ impl<'p> Interpreter<'p> {
                         return Ok(Stop::Stopped);
                     }
                 },
-                Op::While => {
-                    let max = self.eval_int(insn.a).map_err(|source| InterpError::Eval {
-                        context: format!("the `max` bound of a `while` (instruction {pc})"),
-                        source,
-                    })?;
-                    if max < 0 {
-                        return Err(InterpError::NegativeLength {
-                            what: "the `max` bound of a `while` loop".into(),
-                            value: max,
-                        }
-                        .into());
-                    }
-                    ps.stack.push(Frame::While {
-                        pc: pc as u32,
-                        iters: 0,
-                        max,
-                        track: OrderTrack::new(self.count),
-                    });
-                    // The condition is tested at the `wend`, before every iteration.
-                    pc = insn.b as usize;
-                }
+                Op::While => pc = self.while_start(pc, insn, ps)?,
                 Op::EndWhile => pc = self.end_while(pc, ps, sink)?,
                 Op::Break => {
                     let c = self.eval(insn.a).map_err(|source| InterpError::Eval {
@@ -1017,18 +991,7 @@ impl<'p> Interpreter<'p> {
                     };
                 }
                 Op::Send => {
-                    let v = self
-                        .eval(insn.b as u16)
-                        .map_err(|source| InterpError::Eval {
-                            context: format!(
-                                "a `send` on channel `{}`",
-                                prog.channel_name(u32::from(insn.a))
-                            ),
-                            source,
-                        })?;
-                    self.channels[usize::from(insn.a)]
-                        .tokens
-                        .push_back((v, ps.last_task));
+                    self.send(insn, ps)?;
                     pc += 1;
                 }
                 Op::Consume => {
@@ -1050,6 +1013,61 @@ impl<'p> Interpreter<'p> {
         }
     }
 
+    /// A `set`: evaluates the value into the register.
+    #[inline]
+    fn set(&mut self, pc: usize, insn: Insn) -> R<()> {
+        let v = self
+            .eval(insn.b as u16)
+            .map_err(|source| InterpError::Eval {
+                context: format!("a `set` (instruction {pc})"),
+                source,
+            })?;
+        self.set_reg(usize::from(insn.a), v);
+        Ok(())
+    }
+
+    /// A `while`: evaluates its `max` bound and pushes its frame. Returns the pc of its `wend`,
+    /// where the condition is tested before every iteration.
+    fn while_start(&mut self, pc: usize, insn: Insn, ps: &mut ProcState) -> R<usize> {
+        let max = self.eval_int(insn.a).map_err(|source| InterpError::Eval {
+            context: format!("the `max` bound of a `while` (instruction {pc})"),
+            source,
+        })?;
+        if max < 0 {
+            return Err(InterpError::NegativeLength {
+                what: "the `max` bound of a `while` loop".into(),
+                value: max,
+            }
+            .into());
+        }
+        ps.stack.push(Frame::While {
+            pc: pc as u32,
+            iters: 0,
+            max,
+            track: OrderTrack::new(self.count),
+        });
+        Ok(insn.b as usize)
+    }
+
+    /// A `send`: evaluates the token and queues it, with the process's last task, on its
+    /// channel.
+    #[inline]
+    fn send(&mut self, insn: Insn, ps: &ProcState) -> R<()> {
+        let v = self
+            .eval(insn.b as u16)
+            .map_err(|source| InterpError::Eval {
+                context: format!(
+                    "a `send` on channel `{}`",
+                    self.prog.channel_name(u32::from(insn.a))
+                ),
+                source,
+            })?;
+        self.channels[usize::from(insn.a)]
+            .tokens
+            .push_back((v, ps.last_task));
+        Ok(())
+    }
+
     /// Starts a loop: evaluates its axis (reading its computed arrays through the sink) and
     /// pushes its frame (the first iteration is then decided by [`Interpreter::advance`]).
     /// `false`: the sink stopped the run at a read.
@@ -1068,113 +1086,130 @@ impl<'p> Interpreter<'p> {
         let ordered = insn.flags & 1 != 0;
         let now = self.count;
         let track = ordered.then(|| OrderTrack::new(now));
-        let eval_rows = |this: &Self, e: u16, what: &str| -> Result<i64, InterpError> {
-            let v = this.eval_int(e).map_err(|source| InterpError::Eval {
-                context: format!("the {what} of axis `{}`", this.axis_name(pc)),
-                source,
-            })?;
-            if v < 0 {
-                return Err(InterpError::NegativeLength {
-                    what: format!("the {what} of axis `{}`", this.axis_name(pc)),
-                    value: v,
-                });
-            }
-            Ok(v)
-        };
         let frame = match prog.axes[usize::from(desc.axis)] {
             AxisDesc::Dense { extent } => Frame::Dense {
                 pc: pc as u32,
                 next: 0,
-                end: eval_rows(self, extent, "extent")?,
+                end: self.eval_rows(pc, extent, "extent")?,
                 var: desc.var0,
                 desc: insn.a,
                 check: desc.hoist.is_some() || desc.count.is_some(),
                 track,
             },
-            AxisDesc::Ragged { rows, lengths } => {
-                let rows = eval_rows(self, rows, "row count")?;
-                let data = self.axis_array(pc, 0, lengths);
-                let name = || prog.tensor_name(u32::from(lengths));
-                if (data.len() as u64) < rows as u64 {
-                    return Err(InterpError::ArrayTooShort {
-                        tensor: name(),
-                        needed: rows as u64,
-                        len: data.len(),
-                    }
-                    .into());
-                }
-                if let Some(r) = data[..rows as usize].iter().position(|&l| l < 0) {
-                    return Err(InterpError::NegativeLength {
-                        what: format!(
-                            "row length `{}[{r}]` of axis `{}`",
-                            name(),
-                            self.axis_name(pc)
-                        ),
-                        value: data[r],
-                    }
-                    .into());
-                }
-                Frame::Ragged {
-                    pc: pc as u32,
-                    row: 0,
-                    rows,
-                    pos: 0,
-                    track,
-                }
-            }
+            AxisDesc::Ragged { rows, lengths } => self.ragged_frame(pc, rows, lengths, track)?,
             AxisDesc::Sparse {
                 rows,
                 indptr,
                 indices,
-            } => {
-                let rows = eval_rows(self, rows, "row count")?;
-                let ip = self.axis_array(pc, 0, indptr);
-                let idx = self.axis_array(pc, 1, indices);
-                let ip_name = prog.tensor_name(u32::from(indptr));
-                let needed = rows as u64 + 1;
-                if (ip.len() as u64) < needed {
-                    return Err(InterpError::ArrayTooShort {
-                        tensor: ip_name,
-                        needed,
-                        len: ip.len(),
-                    }
-                    .into());
-                }
-                let ip = &ip[..needed as usize];
-                for (r, &v) in ip.iter().enumerate() {
-                    let bad = if v < 0 || v as u64 > idx.len() as u64 {
-                        Some(format!(
-                            "entry {r} is {v}, outside 0..={} (the length of `{}`)",
-                            idx.len(),
-                            prog.tensor_name(u32::from(indices))
-                        ))
-                    } else if r > 0 && v < ip[r - 1] {
-                        Some(format!(
-                            "entry {r} ({v}) is less than entry {} ({})",
-                            r - 1,
-                            ip[r - 1]
-                        ))
-                    } else {
-                        None
-                    };
-                    if let Some(message) = bad {
-                        return Err(InterpError::BadIndptr {
-                            tensor: ip_name,
-                            message,
-                        }
-                        .into());
-                    }
-                }
-                Frame::Sparse {
-                    pc: pc as u32,
-                    row: 0,
-                    rows: rows as usize,
-                    j: ip[0] as usize,
-                }
-            }
+            } => self.sparse_frame(pc, rows, indptr, indices)?,
         };
         ps.stack.push(frame);
         Ok(true)
+    }
+
+    /// Expression `e` of the axis of the loop at `pc` (its extent or row count), which must not
+    /// be negative.
+    fn eval_rows(&self, pc: usize, e: u16, what: &str) -> Result<i64, InterpError> {
+        let v = self.eval_int(e).map_err(|source| InterpError::Eval {
+            context: format!("the {what} of axis `{}`", self.axis_name(pc)),
+            source,
+        })?;
+        if v < 0 {
+            return Err(InterpError::NegativeLength {
+                what: format!("the {what} of axis `{}`", self.axis_name(pc)),
+                value: v,
+            });
+        }
+        Ok(v)
+    }
+
+    /// The frame of a loop over a ragged axis: its row lengths checked.
+    fn ragged_frame(
+        &self,
+        pc: usize,
+        rows: u16,
+        lengths: u16,
+        track: Option<OrderTrack>,
+    ) -> R<Frame> {
+        let prog = self.prog;
+        let rows = self.eval_rows(pc, rows, "row count")?;
+        let data = self.axis_array(pc, 0, lengths);
+        let name = || prog.tensor_name(u32::from(lengths));
+        if (data.len() as u64) < rows as u64 {
+            return Err(InterpError::ArrayTooShort {
+                tensor: name(),
+                needed: rows as u64,
+                len: data.len(),
+            }
+            .into());
+        }
+        if let Some(r) = data[..rows as usize].iter().position(|&l| l < 0) {
+            return Err(InterpError::NegativeLength {
+                what: format!(
+                    "row length `{}[{r}]` of axis `{}`",
+                    name(),
+                    self.axis_name(pc)
+                ),
+                value: data[r],
+            }
+            .into());
+        }
+        Ok(Frame::Ragged {
+            pc: pc as u32,
+            row: 0,
+            rows,
+            pos: 0,
+            track,
+        })
+    }
+
+    /// The frame of a `select` over a sparse axis: its `indptr` checked against its indices.
+    fn sparse_frame(&self, pc: usize, rows: u16, indptr: u16, indices: u16) -> R<Frame> {
+        let prog = self.prog;
+        let rows = self.eval_rows(pc, rows, "row count")?;
+        let ip = self.axis_array(pc, 0, indptr);
+        let idx = self.axis_array(pc, 1, indices);
+        let ip_name = prog.tensor_name(u32::from(indptr));
+        let needed = rows as u64 + 1;
+        if (ip.len() as u64) < needed {
+            return Err(InterpError::ArrayTooShort {
+                tensor: ip_name,
+                needed,
+                len: ip.len(),
+            }
+            .into());
+        }
+        let ip = &ip[..needed as usize];
+        for (r, &v) in ip.iter().enumerate() {
+            let bad = if v < 0 || v as u64 > idx.len() as u64 {
+                Some(format!(
+                    "entry {r} is {v}, outside 0..={} (the length of `{}`)",
+                    idx.len(),
+                    prog.tensor_name(u32::from(indices))
+                ))
+            } else if r > 0 && v < ip[r - 1] {
+                Some(format!(
+                    "entry {r} ({v}) is less than entry {} ({})",
+                    r - 1,
+                    ip[r - 1]
+                ))
+            } else {
+                None
+            };
+            if let Some(message) = bad {
+                return Err(InterpError::BadIndptr {
+                    tensor: ip_name,
+                    message,
+                }
+                .into());
+            }
+        }
+        Ok(Frame::Sparse {
+            pc: pc as u32,
+            row: 0,
+            rows: rows as usize,
+            j: ip[0] as usize,
+        })
     }
 
     #[inline]
@@ -1294,144 +1329,15 @@ impl<'p> Interpreter<'p> {
                     ps.stack.pop();
                     return Ok(prog.insns[lpc].b as usize + 1);
                 }
-                Frame::Ragged {
-                    pc,
-                    row,
-                    rows,
-                    pos,
-                    track,
-                } => {
-                    if let Some(t) = track {
-                        t.boundary(now, |e| sink.order(e), &mut self.armed);
+                Frame::Ragged { .. } => {
+                    if let Some(pc) = self.next_ragged(ps, now, sink)? {
+                        return Ok(pc);
                     }
-                    let lpc = *pc as usize;
-                    let insn = prog.insns[lpc];
-                    let desc = &prog.loops[usize::from(insn.a)];
-                    let AxisDesc::Ragged { lengths, .. } = prog.axes[usize::from(desc.axis)] else {
-                        return Err(InterpError::Internal {
-                            pc: lpc,
-                            message: "a ragged frame over another axis".into(),
-                        }
-                        .into());
-                    };
-                    let lens = self.axis_array(lpc, 0, lengths);
-                    while *row < *rows && *pos >= lens[*row as usize] {
-                        *row += 1;
-                        *pos = 0;
-                    }
-                    if *row < *rows {
-                        let row_len = lens[*row as usize];
-                        let row_now = *row as u64;
-                        let first = *pos == 0;
-                        let untracked = track.is_none();
-                        self.set_reg(usize::from(desc.var0), row_now);
-                        if first && desc.row_skip && untracked {
-                            // The whole row at once: its tasks share the row's target.
-                            let len = row_len as u64;
-                            let r = *row;
-                            self.hoist =
-                                self.target(0, 0, desc.hoist.map(u32::from)).ok().flatten();
-                            if let (Some(me), Some(t), Some(c)) = (self.me, self.hoist, desc.count)
-                                && self.owner(Some(t), 0) != me
-                                && let Ok(n) = prog.eval(c, &self.regs, &[])
-                                && (n as i64) >= 0
-                                && let Some(total) = len.checked_mul(n)
-                            {
-                                if let Some(Frame::Ragged { row, pos, .. }) = ps.stack.last_mut() {
-                                    *row = r + 1;
-                                    *pos = 0;
-                                }
-                                self.advance_count(total, sink)?;
-                                continue;
-                            }
-                        }
-                        let Some(Frame::Ragged { pos, .. }) = ps.stack.last_mut() else {
-                            return Err(InterpError::Internal {
-                                pc: lpc,
-                                message: "lost a ragged frame".into(),
-                            }
-                            .into());
-                        };
-                        let pos_now = *pos as u64;
-                        *pos += 1;
-                        self.set_reg(usize::from(desc.var1), pos_now);
-                        if (desc.hoist.is_some() || desc.count.is_some())
-                            && self.iteration(insn.a, sink)?
-                        {
-                            continue;
-                        }
-                        return Ok(lpc + 1);
-                    }
-                    if let Some(t) = track {
-                        t.end(&mut self.armed);
-                    }
-                    ps.stack.pop();
-                    return Ok(insn.b as usize + 1);
                 }
-                Frame::Sparse { pc, row, rows, j } => {
-                    let lpc = *pc as usize;
-                    let insn = prog.insns[lpc];
-                    let desc = &prog.loops[usize::from(insn.a)];
-                    let AxisDesc::Sparse {
-                        indptr, indices, ..
-                    } = prog.axes[usize::from(desc.axis)]
-                    else {
-                        return Err(InterpError::Internal {
-                            pc: lpc,
-                            message: "a sparse frame over another axis".into(),
-                        }
-                        .into());
-                    };
-                    let ip = self.axis_array(lpc, 0, indptr);
-                    let idx = self.axis_array(lpc, 1, indices);
-                    // indptr was checked: rows + 1 non-decreasing entries within the indices.
-                    while *row < *rows && *j >= ip[*row + 1] as usize {
-                        *row += 1;
+                Frame::Sparse { .. } => {
+                    if let Some(pc) = self.next_sparse(ps, sink)? {
+                        return Ok(pc);
                     }
-                    if *row < *rows {
-                        let (lo, hi) = (ip[*row], ip[*row + 1]);
-                        // `j` is below `hi`, which is within the indices.
-                        let e = idx[*j] as u64;
-                        let row_now = *row as u64;
-                        let first = *j == lo as usize;
-                        self.set_reg(usize::from(desc.var0), row_now);
-                        if first && desc.row_skip {
-                            let len = (hi - lo) as u64;
-                            let r = *row;
-                            self.hoist =
-                                self.target(0, 0, desc.hoist.map(u32::from)).ok().flatten();
-                            if let (Some(me), Some(t), Some(c)) = (self.me, self.hoist, desc.count)
-                                && self.owner(Some(t), 0) != me
-                                && let Ok(n) = prog.eval(c, &self.regs, &[])
-                                && (n as i64) >= 0
-                                && let Some(total) = len.checked_mul(n)
-                            {
-                                if let Some(Frame::Sparse { row, j, .. }) = ps.stack.last_mut() {
-                                    *row = r + 1;
-                                    *j = hi as usize;
-                                }
-                                self.advance_count(total, sink)?;
-                                continue;
-                            }
-                        }
-                        let Some(Frame::Sparse { j, .. }) = ps.stack.last_mut() else {
-                            return Err(InterpError::Internal {
-                                pc: lpc,
-                                message: "lost a sparse frame".into(),
-                            }
-                            .into());
-                        };
-                        *j += 1;
-                        self.set_reg(usize::from(desc.var1), e);
-                        if (desc.hoist.is_some() || desc.count.is_some())
-                            && self.iteration(insn.a, sink)?
-                        {
-                            continue;
-                        }
-                        return Ok(lpc + 1);
-                    }
-                    ps.stack.pop();
-                    return Ok(insn.b as usize + 1);
                 }
                 Frame::Seq { .. } | Frame::Consume { .. } | Frame::While { .. } => {
                     return Err(InterpError::Internal {
@@ -1442,6 +1348,171 @@ impl<'p> Interpreter<'p> {
                 }
             }
         }
+    }
+
+    /// [`Interpreter::advance`] on a ragged frame: the next position of the row, or the next
+    /// row (a foreign row skipped whole where allowed). `Some(pc)`: where to go on; `None`: the
+    /// iteration was skipped, advance again.
+    #[inline]
+    fn next_ragged(
+        &mut self,
+        ps: &mut ProcState,
+        now: u32,
+        sink: &mut impl TaskSink,
+    ) -> R<Option<usize>> {
+        let prog = self.prog;
+        let Some(Frame::Ragged {
+            pc,
+            row,
+            rows,
+            pos,
+            track,
+        }) = ps.stack.last_mut()
+        else {
+            return Err(InterpError::Internal {
+                pc: ps.pc,
+                message: "lost a ragged frame".into(),
+            }
+            .into());
+        };
+        if let Some(t) = track {
+            t.boundary(now, |e| sink.order(e), &mut self.armed);
+        }
+        let lpc = *pc as usize;
+        let insn = prog.insns[lpc];
+        let desc = &prog.loops[usize::from(insn.a)];
+        let AxisDesc::Ragged { lengths, .. } = prog.axes[usize::from(desc.axis)] else {
+            return Err(InterpError::Internal {
+                pc: lpc,
+                message: "a ragged frame over another axis".into(),
+            }
+            .into());
+        };
+        let lens = self.axis_array(lpc, 0, lengths);
+        while *row < *rows && *pos >= lens[*row as usize] {
+            *row += 1;
+            *pos = 0;
+        }
+        if *row < *rows {
+            let row_len = lens[*row as usize];
+            let row_now = *row as u64;
+            let first = *pos == 0;
+            let untracked = track.is_none();
+            self.set_reg(usize::from(desc.var0), row_now);
+            if first && desc.row_skip && untracked {
+                // The whole row at once: its tasks share the row's target.
+                let len = row_len as u64;
+                let r = *row;
+                self.hoist = self.target(0, 0, desc.hoist.map(u32::from)).ok().flatten();
+                if let (Some(me), Some(t), Some(c)) = (self.me, self.hoist, desc.count)
+                    && self.owner(Some(t), 0) != me
+                    && let Ok(n) = prog.eval(c, &self.regs, &[])
+                    && (n as i64) >= 0
+                    && let Some(total) = len.checked_mul(n)
+                {
+                    if let Some(Frame::Ragged { row, pos, .. }) = ps.stack.last_mut() {
+                        *row = r + 1;
+                        *pos = 0;
+                    }
+                    self.advance_count(total, sink)?;
+                    return Ok(None);
+                }
+            }
+            let Some(Frame::Ragged { pos, .. }) = ps.stack.last_mut() else {
+                return Err(InterpError::Internal {
+                    pc: lpc,
+                    message: "lost a ragged frame".into(),
+                }
+                .into());
+            };
+            let pos_now = *pos as u64;
+            *pos += 1;
+            self.set_reg(usize::from(desc.var1), pos_now);
+            if (desc.hoist.is_some() || desc.count.is_some()) && self.iteration(insn.a, sink)? {
+                return Ok(None);
+            }
+            return Ok(Some(lpc + 1));
+        }
+        if let Some(t) = track {
+            t.end(&mut self.armed);
+        }
+        ps.stack.pop();
+        Ok(Some(insn.b as usize + 1))
+    }
+
+    /// [`Interpreter::advance`] on a sparse frame: the next entry of the row, or the next row
+    /// (a foreign row skipped whole where allowed). `Some(pc)` / `None` as for
+    /// [`Interpreter::next_ragged`].
+    #[inline]
+    fn next_sparse(&mut self, ps: &mut ProcState, sink: &mut impl TaskSink) -> R<Option<usize>> {
+        let prog = self.prog;
+        let Some(Frame::Sparse { pc, row, rows, j }) = ps.stack.last_mut() else {
+            return Err(InterpError::Internal {
+                pc: ps.pc,
+                message: "lost a sparse frame".into(),
+            }
+            .into());
+        };
+        let lpc = *pc as usize;
+        let insn = prog.insns[lpc];
+        let desc = &prog.loops[usize::from(insn.a)];
+        let AxisDesc::Sparse {
+            indptr, indices, ..
+        } = prog.axes[usize::from(desc.axis)]
+        else {
+            return Err(InterpError::Internal {
+                pc: lpc,
+                message: "a sparse frame over another axis".into(),
+            }
+            .into());
+        };
+        let ip = self.axis_array(lpc, 0, indptr);
+        let idx = self.axis_array(lpc, 1, indices);
+        // indptr was checked: rows + 1 non-decreasing entries within the indices.
+        while *row < *rows && *j >= ip[*row + 1] as usize {
+            *row += 1;
+        }
+        if *row < *rows {
+            let (lo, hi) = (ip[*row], ip[*row + 1]);
+            // `j` is below `hi`, which is within the indices.
+            let e = idx[*j] as u64;
+            let row_now = *row as u64;
+            let first = *j == lo as usize;
+            self.set_reg(usize::from(desc.var0), row_now);
+            if first && desc.row_skip {
+                let len = (hi - lo) as u64;
+                let r = *row;
+                self.hoist = self.target(0, 0, desc.hoist.map(u32::from)).ok().flatten();
+                if let (Some(me), Some(t), Some(c)) = (self.me, self.hoist, desc.count)
+                    && self.owner(Some(t), 0) != me
+                    && let Ok(n) = prog.eval(c, &self.regs, &[])
+                    && (n as i64) >= 0
+                    && let Some(total) = len.checked_mul(n)
+                {
+                    if let Some(Frame::Sparse { row, j, .. }) = ps.stack.last_mut() {
+                        *row = r + 1;
+                        *j = hi as usize;
+                    }
+                    self.advance_count(total, sink)?;
+                    return Ok(None);
+                }
+            }
+            let Some(Frame::Sparse { j, .. }) = ps.stack.last_mut() else {
+                return Err(InterpError::Internal {
+                    pc: lpc,
+                    message: "lost a sparse frame".into(),
+                }
+                .into());
+            };
+            *j += 1;
+            self.set_reg(usize::from(desc.var1), e);
+            if (desc.hoist.is_some() || desc.count.is_some()) && self.iteration(insn.a, sink)? {
+                return Ok(None);
+            }
+            return Ok(Some(lpc + 1));
+        }
+        ps.stack.pop();
+        Ok(Some(insn.b as usize + 1))
     }
 
     /// The `next` of a `consume`: takes the next token (`Some(body pc)`), leaves when the
@@ -1712,23 +1783,7 @@ impl<'p> Interpreter<'p> {
         if !mine {
             self.summary.filtered += 1;
         } else if let (true, Some(pool)) = (td.simple, td.fixed_pool) {
-            // No tiers, no pool routing, no stream key: only the arguments to evaluate.
-            if !(td.linear && self.fill_linear(td, ti)) {
-                self.fill_general(td, index)?;
-            }
-            let streams = prog.sched.streams;
-            let stream = if streams == 1 {
-                0
-            } else {
-                (u64::from(index) % streams) as u32
-            };
-            fill = Some(Meta {
-                kernel: u32::from(td.kernel),
-                pool,
-                stream,
-                priority: 0,
-                cost: None,
-            });
+            fill = Some(self.fill_simple(td, ti, index, pool)?);
         } else {
             fill = Some(self.fill(td, ti, index)?);
         }
@@ -1744,24 +1799,7 @@ impl<'p> Interpreter<'p> {
         }
         let csp = prog.csp;
         if csp {
-            self.csp_edges.clear();
-            if let Some(last) = ps.last_task {
-                self.csp_edges.push(last..last + 1);
-            }
-            ps.last_task = Some(index);
-            if ps.pending > 0 {
-                for f in &mut ps.stack {
-                    if let Frame::Consume { pending, .. } = f
-                        && let Some(p) = pending.take()
-                    {
-                        self.csp_edges.push(p..p + 1);
-                        ps.pending -= 1;
-                    }
-                }
-            }
-            for before in self.csp_edges.iter().rev() {
-                sink.order_begin(before.clone(), index);
-            }
+            self.csp_edges_begin(ps, index, sink);
         }
         if let Some(m) = fill {
             self.summary.tasks += 1;
@@ -1793,6 +1831,53 @@ impl<'p> Interpreter<'p> {
             }
         }
         Ok((td.next_pc as usize, true))
+    }
+
+    /// Fills an own task with no tiers, no pool routing and no stream key: only the arguments
+    /// to evaluate.
+    #[inline(always)]
+    fn fill_simple(&mut self, td: &'p TaskDesc, ti: usize, index: u32, pool: ExecPool) -> R<Meta> {
+        if !(td.linear && self.fill_linear(td, ti)) {
+            self.fill_general(td, index)?;
+        }
+        let streams = self.prog.sched.streams;
+        let stream = if streams == 1 {
+            0
+        } else {
+            (u64::from(index) % streams) as u32
+        };
+        Ok(Meta {
+            kernel: u32::from(td.kernel),
+            pool,
+            stream,
+            priority: 0,
+            cost: None,
+        })
+    }
+
+    /// A task of a process: its edges from the process's previous task and from the tokens
+    /// its enclosing `consume`s took, begun in the sink (ended after the task, in
+    /// `csp_edges`).
+    #[inline(always)]
+    fn csp_edges_begin(&mut self, ps: &mut ProcState, index: u32, sink: &mut impl TaskSink) {
+        self.csp_edges.clear();
+        if let Some(last) = ps.last_task {
+            self.csp_edges.push(last..last + 1);
+        }
+        ps.last_task = Some(index);
+        if ps.pending > 0 {
+            for f in &mut ps.stack {
+                if let Frame::Consume { pending, .. } = f
+                    && let Some(p) = pending.take()
+                {
+                    self.csp_edges.push(p..p + 1);
+                    ps.pending -= 1;
+                }
+            }
+        }
+        for before in self.csp_edges.iter().rev() {
+            sink.order_begin(before.clone(), index);
+        }
     }
 
     /// Evaluates an own task's arguments, tier, pool and stream into the buffers.

@@ -46,8 +46,6 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::ops::ControlFlow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
 use pto_wsp_graph::types::{MAX_RANK, Region, TaskIo};
@@ -55,11 +53,14 @@ use pto_wsp_ir::{
     Bindings, ChannelPort, DataRead, ExpandOptions, ExpandSink, ExpandedTask, Loc, Module,
     OrderEdge, Pipeline, ReadRefused, Value, expand_process,
 };
-use pto_wsp_kernels::{ConflictChecker, KernelId, KernelRegistry, TaskContext, TensorStore};
+use pto_wsp_kernels::{
+    Conflict, ConflictChecker, KernelId, KernelRegistry, TaskContext, TensorStore,
+};
 
 use crate::pool::panic_message;
 use crate::sim::{CspStep, CspTrace, simulate_pipeline};
 use crate::stats::{RunStats, Span};
+use crate::sync::{AtomicU32, Condvar, Mutex, MutexGuard, Ordering, lock, wait};
 
 /// What a process waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -301,7 +302,7 @@ struct Monitor<'p> {
 
 impl Monitor<'_> {
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.state)
     }
 
     /// Whether the channel `ch` can serve `op` now.
@@ -379,7 +380,7 @@ impl Monitor<'_> {
                 st.waiting[p] = None;
                 return None;
             }
-            st = self.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+            st = wait(&self.changed, st);
             st.waiting[p] = None;
         }
     }
@@ -548,19 +549,22 @@ impl<'a> Shared<'a> {
     fn admit(&self, what: Started, io: &[TaskIo]) -> Result<u32, CspError> {
         let gid = self.next_id.fetch_add(1, Ordering::Relaxed);
         {
-            let mut started = self.started.lock().unwrap_or_else(|p| p.into_inner());
+            let mut started = lock(&self.started);
             if started.len() <= gid as usize {
                 started.resize(gid as usize + 1, None);
             }
             started[gid as usize] = Some(what);
         }
-        let Err(c) = self.checker.begin(gid, io) else {
-            return Ok(gid);
-        };
-        let other = self
-            .started
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        match self.checker.begin(gid, io) {
+            Ok(()) => Ok(gid),
+            Err(c) => Err(self.conflict_error(what, &c)),
+        }
+    }
+
+    /// The error for `what`, refused by the checker because of the conflict `c` with a running
+    /// task or read: which process, task and access on either side.
+    fn conflict_error(&self, what: Started, c: &Conflict) -> CspError {
+        let other = lock(&self.started)
             .get(c.running as usize)
             .copied()
             .flatten();
@@ -584,7 +588,7 @@ impl<'a> Shared<'a> {
                     access: task.3,
                 }))
             };
-        Err(match (what, other) {
+        match (what, other) {
             (
                 Started::Read { process, loc },
                 Some(Started::Task {
@@ -643,7 +647,7 @@ impl<'a> Shared<'a> {
                 "internal error: a computed read conflicts with id {}, which is no task",
                 c.running
             )),
-        })
+        }
     }
 }
 
@@ -786,9 +790,32 @@ impl ExpandSink for TaskRunner<'_, '_, '_, '_> {
     }
 }
 
-/// What a process thread returns: tasks run, spans, its error, its recorded steps, its computed
-/// reads.
-type ProcessOutcome = (u64, Vec<Span>, Option<CspError>, Vec<CspStep>, u64);
+/// What a process thread returns.
+struct ProcessOutcome {
+    /// Tasks it ran.
+    tasks: u64,
+    /// Their spans, when traced.
+    spans: Vec<Span>,
+    /// Why it stopped, if it failed.
+    error: Option<CspError>,
+    /// Its recorded steps (the cycle model).
+    steps: Vec<CspStep>,
+    /// Computed reads it served.
+    reads: u64,
+}
+
+impl ProcessOutcome {
+    /// A process that ran nothing and failed with `error`.
+    fn failed(error: CspError) -> ProcessOutcome {
+        ProcessOutcome {
+            tasks: 0,
+            spans: Vec::new(),
+            error: Some(error),
+            steps: Vec::new(),
+            reads: 0,
+        }
+    }
+}
 
 /// Runs the pipeline that is `module`'s entry under `bindings`: one thread per process, tasks
 /// run by their process with `registry`'s kernels (`kernels[k]` for the module's kernel `k`,
@@ -812,6 +839,43 @@ pub fn run_pipeline(
     let pipeline = module
         .pipeline(entry)
         .ok_or_else(|| CspError::Setup(format!("the entry `{entry}` is not a pipeline")))?;
+    let (chans, produces) = channels(pipeline)?;
+    let n = pipeline.processes.len();
+    let monitor = Monitor {
+        pipeline,
+        state: Mutex::new(State {
+            chans,
+            waiting: vec![None; n],
+            ended: vec![false; n],
+            stop: false,
+            deadlock: None,
+        }),
+        changed: Condvar::new(),
+    };
+    let shared = Shared::new(store, registry, kernels, names, pipeline, options.trace);
+    let process = Process {
+        module,
+        bindings,
+        options,
+        monitor: &monitor,
+        shared: &shared,
+    };
+    let results = process.run_all(&produces);
+    let run_ns = shared.t0.elapsed().as_nanos() as u64;
+    let st = monitor.lock();
+    // A failing task is the cause; processes stopped by it only report that they stopped.
+    if let Some(e) = results.iter().find_map(|r| r.error.clone()) {
+        return Err(e);
+    }
+    if let Some(d) = &st.deadlock {
+        return Err(CspError::Deadlock(d.clone()));
+    }
+    pipeline_stats(results, &st.chans, options, run_ns)
+}
+
+/// The channels of `pipeline` with their producers and consumers, and per process the channels
+/// it produces; an error names a process that produces something that is not a channel.
+fn channels(pipeline: &Pipeline) -> Result<(Vec<Chan>, Vec<Vec<u32>>), CspError> {
     let channel = |name: &str| {
         pipeline
             .channels
@@ -850,134 +914,145 @@ pub fn run_pipeline(
         }
         produces.push(mine);
     }
-    let n = pipeline.processes.len();
-    let monitor = Monitor {
-        pipeline,
-        state: Mutex::new(State {
-            chans,
-            waiting: vec![None; n],
-            ended: vec![false; n],
-            stop: false,
-            deadlock: None,
-        }),
-        changed: Condvar::new(),
-    };
-    let shared = Shared::new(store, registry, kernels, names, pipeline, options.trace);
-    let results: Vec<ProcessOutcome> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..n)
-            .map(|p| {
-                let (monitor, shared, produces) = (&monitor, &shared, &produces[p]);
-                let spawned = std::thread::Builder::new()
-                    .name(format!("pto-wsp-csp-{}", pipeline.processes[p].name))
-                    .stack_size(crate::WALK_STACK_BYTES)
-                    .spawn_scoped(s, move || {
-                        let log = RefCell::new(Vec::new());
-                        let log_ref = options.cycles.then_some(&log);
-                        let mut runner = TaskRunner {
-                            shared,
-                            monitor,
-                            process: p,
-                            log: log_ref,
-                            io: Vec::new(),
-                            params: Vec::new(),
-                            tasks: 0,
-                            spans: Vec::new(),
-                            error: None,
-                            reads: 0,
-                        };
-                        let mut port = Port {
-                            monitor,
-                            process: p,
-                            log: log_ref,
-                        };
-                        let r = catch_unwind(AssertUnwindSafe(|| {
-                            expand_process(
-                                module,
-                                bindings,
-                                &ExpandOptions::default(),
-                                p,
-                                &mut port,
-                                &mut runner,
-                            )
-                        }));
-                        let err = match r {
-                            Ok(Ok(_)) => None,
-                            Ok(Err(e)) => Some(CspError::Process {
-                                process: pipeline.processes[p].name.name.clone(),
-                                message: e.to_string(),
-                            }),
-                            Err(panic) => Some(CspError::Process {
-                                process: pipeline.processes[p].name.name.clone(),
-                                message: format!("internal error: {}", panic_message(&*panic)),
-                            }),
-                        };
-                        if err.is_some() {
-                            monitor.stop();
-                        }
-                        monitor.end(p, produces);
-                        let reads = runner.reads;
-                        let error = runner.error.or(err);
-                        (runner.tasks, runner.spans, error, log.into_inner(), reads)
-                    });
-                if spawned.is_err() {
-                    // Its channels would never be served: stop the others.
-                    monitor.stop();
-                }
-                spawned
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| match h {
-                Ok(h) => h.join().unwrap_or_else(|_| {
-                    (
-                        0,
-                        Vec::new(),
-                        Some(CspError::Setup("a process thread panicked".into())),
-                        Vec::new(),
-                        0,
-                    )
-                }),
-                Err(e) => (
-                    0,
-                    Vec::new(),
-                    Some(CspError::Setup(format!(
+    Ok((chans, produces))
+}
+
+/// What every process thread of one run is given.
+#[derive(Clone, Copy)]
+struct Process<'r, 'p> {
+    module: &'r Module,
+    bindings: &'r Bindings,
+    options: CspOptions,
+    monitor: &'r Monitor<'p>,
+    shared: &'r Shared<'r>,
+}
+
+impl Process<'_, '_> {
+    /// Runs every process on its own thread (`produces[p]`: the channels process `p` closes
+    /// when it ends) and returns their outcomes, in process order.
+    fn run_all(self, produces: &[Vec<u32>]) -> Vec<ProcessOutcome> {
+        let pipeline = self.monitor.pipeline;
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..pipeline.processes.len())
+                .map(|p| {
+                    let produces = &produces[p];
+                    let spawned = std::thread::Builder::new()
+                        .name(format!("pto-wsp-csp-{}", pipeline.processes[p].name))
+                        .stack_size(crate::WALK_STACK_BYTES)
+                        .spawn_scoped(s, move || self.run(p, produces));
+                    if spawned.is_err() {
+                        // Its channels would never be served: stop the others.
+                        self.monitor.stop();
+                    }
+                    spawned
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| match h {
+                    Ok(h) => h.join().unwrap_or_else(|_| {
+                        ProcessOutcome::failed(CspError::Setup("a process thread panicked".into()))
+                    }),
+                    Err(e) => ProcessOutcome::failed(CspError::Setup(format!(
                         "cannot start a process thread: {e}"
                     ))),
-                    Vec::new(),
-                    0,
-                ),
-            })
-            .collect()
-    });
-    let run_ns = shared.t0.elapsed().as_nanos() as u64;
-    let st = monitor.lock();
-    // A failing task is the cause; processes stopped by it only report that they stopped.
-    if let Some(e) = results.iter().find_map(|(_, _, e, ..)| e.clone()) {
-        return Err(e);
+                })
+                .collect()
+        })
     }
-    if let Some(d) = &st.deadlock {
-        return Err(CspError::Deadlock(d.clone()));
+
+    /// Process `p`'s thread: expands the process, running its tasks as they come, then ends
+    /// it (closing the channels it `produces`).
+    fn run(self, p: usize, produces: &[u32]) -> ProcessOutcome {
+        let (monitor, pipeline) = (self.monitor, self.monitor.pipeline);
+        let log = RefCell::new(Vec::new());
+        let log_ref = self.options.cycles.then_some(&log);
+        let mut runner = TaskRunner {
+            shared: self.shared,
+            monitor,
+            process: p,
+            log: log_ref,
+            io: Vec::new(),
+            params: Vec::new(),
+            tasks: 0,
+            spans: Vec::new(),
+            error: None,
+            reads: 0,
+        };
+        let mut port = Port {
+            monitor,
+            process: p,
+            log: log_ref,
+        };
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            expand_process(
+                self.module,
+                self.bindings,
+                &ExpandOptions::default(),
+                p,
+                &mut port,
+                &mut runner,
+            )
+        }));
+        let process = || pipeline.processes[p].name.name.clone();
+        let err = match r {
+            Ok(Ok(_)) => None,
+            Ok(Err(e)) => Some(CspError::Process {
+                process: process(),
+                message: e.to_string(),
+            }),
+            Err(panic) => Some(CspError::Process {
+                process: process(),
+                message: format!("internal error: {}", panic_message(&*panic)),
+            }),
+        };
+        if err.is_some() {
+            monitor.stop();
+        }
+        monitor.end(p, produces);
+        let TaskRunner {
+            tasks,
+            spans,
+            error,
+            reads,
+            ..
+        } = runner;
+        ProcessOutcome {
+            tasks,
+            spans,
+            error: error.or(err),
+            steps: log.into_inner(),
+            reads,
+        }
     }
+}
+
+/// The statistics of a pipeline run that succeeded: tasks per process, spans when traced, and
+/// the cycle model's figures over the recorded steps when asked for.
+fn pipeline_stats(
+    results: Vec<ProcessOutcome>,
+    chans: &[Chan],
+    options: CspOptions,
+    run_ns: u64,
+) -> Result<RunStats, CspError> {
     let mut stats = RunStats {
-        tasks: results.iter().map(|(t, ..)| t).sum(),
-        per_worker: results.iter().map(|(t, ..)| *t).collect(),
+        tasks: results.iter().map(|r| r.tasks).sum(),
+        per_worker: results.iter().map(|r| r.tasks).collect(),
         run_ns,
         ..RunStats::default()
     };
     // A process never waits at a read: its producers completed before the tokens it received.
-    stats.generation.computed_reads = results.iter().map(|r| r.4).sum();
-    let mut steps = Vec::with_capacity(n);
-    for (_, spans, _, log, _) in results {
+    stats.generation.computed_reads = results.iter().map(|r| r.reads).sum();
+    let mut steps = Vec::with_capacity(results.len());
+    for r in results {
         if options.trace {
-            stats.spans.extend(spans);
+            stats.spans.extend(r.spans);
         }
-        steps.push(log);
+        steps.push(r.steps);
     }
     if options.cycles {
         let trace = CspTrace {
-            channels: st
-                .chans
+            channels: chans
                 .iter()
                 .map(|c| (c.depth as u64, c.producer.unwrap_or(usize::MAX)))
                 .collect(),
@@ -990,7 +1065,7 @@ pub fn run_pipeline(
     Ok(stats)
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use pto_wsp_ir::{Access, Diagnostic, SourceFile, parse};

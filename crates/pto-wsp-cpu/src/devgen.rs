@@ -135,7 +135,8 @@
 //!   seal and after the `add_edge`'s release CAS that its `AcqRel` swap acquired.
 //! - A task's data effects reach its successors through the protocol of [`TaskStates`] (release
 //!   on completion, acquire by the last releaser or the sealing owner) and then through the
-//!   inbox (a `crossbeam` injector: its push happens before the pop that takes the task).
+//!   inbox (`sync::Inbox`, a `crossbeam` injector: its push happens before the pop that
+//!   takes the task).
 //! - The abort flag is raised with `SeqCst` before every executor is woken; executors check it
 //!   before every task and every wait.
 //!
@@ -161,7 +162,6 @@ use std::ops::{ControlFlow, Range};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
 
-use crossbeam_deque::{Injector, Steal};
 use crossbeam_utils::CachePadded;
 use pto_wsp_bytecode::{Bound, ExecutorConfig, Interpreter, Program, Task, TaskSink};
 use pto_wsp_graph::TaskId;
@@ -171,7 +171,6 @@ use pto_wsp_graph::counters::CounterSnapshot;
 use pto_wsp_graph::feed::BARRIER_KERNEL;
 use pto_wsp_graph::feed::Origins;
 use pto_wsp_graph::state::{EdgeCursor, TaskStates};
-use pto_wsp_graph::sync::{AtomicBool, AtomicU32, Mutex, Ordering, lock};
 use pto_wsp_graph::tensor_map::{AnyTensorMap, MapStats, TensorMap};
 use pto_wsp_graph::types::{EdgeKind, Region, TaskIo};
 use pto_wsp_ir::{DataRead, DepsMode, OrderEdge, ReadRefused};
@@ -183,6 +182,7 @@ use crate::idle::Idle;
 use crate::kexec::{KernelExec, TaskSource};
 use crate::pool::{WorkerPool, panic_message};
 use crate::stats::{RunStats, Span};
+use crate::sync::{AtomicBool, AtomicU32, Inbox, Mutex, Ordering, lock, thread};
 
 /// The default window: own tasks in flight per executor.
 pub const DEFAULT_WINDOW: usize = 1024;
@@ -393,7 +393,7 @@ struct Shared<'r, E: DirectExec> {
     /// Edges an executor found into another's tasks, `(successor, predecessor)` in successor
     /// order: entry `to * E + from`.
     handed: Box<[CachePadded<Mutex<Handed>>]>,
-    inboxes: Box<[CachePadded<Injector<u32>>]>,
+    inboxes: Box<[CachePadded<Inbox>]>,
     idle: Idle,
     abort: AtomicBool,
     error: Mutex<Option<ExecError>>,
@@ -648,7 +648,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         } else if Idle::backoff(*round) {
             *round += 1;
         } else {
-            std::thread::yield_now();
+            thread::yield_now();
         }
         Ok(())
     }
@@ -793,6 +793,19 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             ))));
         }
         self.origins.push_user();
+        self.regions(task, id)?;
+        if own {
+            self.infer_own(task, id);
+        } else {
+            self.infer_foreign(id, owner);
+        }
+        self.tick(own)
+    }
+
+    /// Task `id`'s regions into `self.io` (checked, and recorded as producers of computed
+    /// tensors); an error names the task.
+    #[inline]
+    fn regions(&mut self, task: &Task<'_>, id: u32) -> Result<(), Stopped> {
         self.io.clear();
         for r in task.regions() {
             match Region::new(r.tensor, r.start, r.size) {
@@ -808,64 +821,74 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         if let Some(p) = &mut self.producers {
             p.record_io(TaskId(id), &self.io);
         }
-        // This executor infers the accesses of its tensors only (module docs, "The TensorMap,
-        // partitioned by tensor").
-        let me = self.me;
-        let mine = |x: &&TaskIo| x.region.tensor % e == me;
-        if own {
-            let slot = self.take_slot(id);
-            let sh = self.sh;
-            let Executor {
-                map,
-                io,
-                open,
-                slots,
-                wiring,
-                ..
-            } = self;
-            let s = &mut slots[slot];
-            s.preds.clear();
-            if e == 1 {
-                // The only executor: every edge is found here, wired at once.
-                let mut pred = |p: TaskId, _: EdgeKind| wiring.wire(&sh.states, p, id);
-                for x in io.iter() {
-                    map.access(TaskId(id), &x.region, x.access(), &mut pred);
-                }
-                for o in open.iter() {
-                    pred(TaskId(o.dep), EdgeKind::Explicit);
-                }
-            } else {
-                let mut pred = |p: TaskId, _: EdgeKind| s.preds.push(p.0);
-                for x in io.iter().filter(mine) {
-                    map.access(TaskId(id), &x.region, x.access(), &mut pred);
-                }
-                s.preds.extend(open.iter().map(|o| o.dep));
+        Ok(())
+    }
+
+    /// Own task `id` (its regions in `self.io`): infer its accesses of this executor's tensors
+    /// (module docs, "The TensorMap, partitioned by tensor"), keep its data in a slot, and seal
+    /// it — at once when this is the only executor (every edge is found here), else once every
+    /// other executor has inferred it ([`Executor::seal_inferred`]).
+    #[inline]
+    fn infer_own(&mut self, task: &Task<'_>, id: u32) {
+        let (e, me) = (self.sh.executors, self.me);
+        let slot = self.take_slot(id);
+        let sh = self.sh;
+        let Executor {
+            map,
+            io,
+            open,
+            slots,
+            wiring,
+            ..
+        } = self;
+        let s = &mut slots[slot];
+        s.preds.clear();
+        if e == 1 {
+            // The only executor: every edge is found here, wired at once.
+            let mut pred = |p: TaskId, _: EdgeKind| wiring.wire(&sh.states, p, id);
+            for x in io.iter() {
+                map.access(TaskId(id), &x.region, x.access(), &mut pred);
             }
-            s.index = task.index;
-            s.kernel = task.kernel;
-            s.params.clear();
-            s.params.extend(task.params.iter().map(|v| v.to_bits()));
-            std::mem::swap(&mut s.io, io);
-            self.generated_own();
-            if e == 1 {
-                // Wired above, nothing handed over.
-                if self.sh.states.seal(TaskId(id)) {
-                    self.ready.push_back(id);
-                }
-            } else {
-                self.unsealed.push_back((id, slot as u32));
+            for o in open.iter() {
+                pred(TaskId(o.dep), EdgeKind::Explicit);
             }
         } else {
-            let Executor {
-                map, io, outbox, ..
-            } = self;
-            let out = &mut outbox[owner as usize];
-            let mut hand = |p: TaskId, _: EdgeKind| out.push((id, p.0));
-            for x in io.iter().filter(mine) {
-                map.access(TaskId(id), &x.region, x.access(), &mut hand);
+            let mut pred = |p: TaskId, _: EdgeKind| s.preds.push(p.0);
+            for x in io.iter().filter(|x| x.region.tensor % e == me) {
+                map.access(TaskId(id), &x.region, x.access(), &mut pred);
             }
+            s.preds.extend(open.iter().map(|o| o.dep));
         }
-        self.tick(own)
+        s.index = task.index;
+        s.kernel = task.kernel;
+        s.params.clear();
+        s.params.extend(task.params.iter().map(|v| v.to_bits()));
+        std::mem::swap(&mut s.io, io);
+        self.generated_own();
+        if e == 1 {
+            // Wired above, nothing handed over.
+            if self.sh.states.seal(TaskId(id)) {
+                self.ready.push_back(id);
+            }
+        } else {
+            self.unsealed.push_back((id, slot as u32));
+        }
+    }
+
+    /// Another executor's task `id` (its regions in `self.io`): infer its accesses of this
+    /// executor's tensors and queue the edges found for its owner (handed over at the next
+    /// [`Executor::publish`]).
+    #[inline]
+    fn infer_foreign(&mut self, id: u32, owner: u32) {
+        let (e, me) = (self.sh.executors, self.me);
+        let Executor {
+            map, io, outbox, ..
+        } = self;
+        let out = &mut outbox[owner as usize];
+        let mut hand = |p: TaskId, _: EdgeKind| out.push((id, p.0));
+        for x in io.iter().filter(|x| x.region.tensor % e == me) {
+            map.access(TaskId(id), &x.region, x.access(), &mut hand);
+        }
     }
 
     /// A barrier after every task of `before` (global indices); its id.
@@ -1042,14 +1065,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         if let Some(t) = self.ready.pop_front() {
             return Some(t);
         }
-        let inbox = &self.sh.inboxes[self.me as usize];
-        loop {
-            match inbox.steal() {
-                Steal::Success(t) => return Some(t),
-                Steal::Empty => return None,
-                Steal::Retry => {}
-            }
-        }
+        self.sh.inboxes[self.me as usize].pop()
     }
 
     /// Runs one ready task, waiting for one (spin, then park) if there is none.
@@ -1070,7 +1086,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             }
             if !self.unsealed.is_empty() {
                 // Waits on another executor's inference, which is not announced: never park.
-                std::thread::yield_now();
+                thread::yield_now();
                 continue;
             }
             self.stats.parks += 1;
@@ -1267,36 +1283,7 @@ impl WorkerPool {
                 "device generation runs on at most {MAX_EXECUTORS} executors, not {executors}"
             )));
         }
-        let shared = Shared {
-            program,
-            bound,
-            exec,
-            config: *config,
-            executors: executors as u32,
-            window: config.window.clamp(1, MAX_WINDOW),
-            span: span_limit(config.window.clamp(1, MAX_WINDOW), executors),
-            states: TaskStates::new(),
-            owners: OwnerTable::new(),
-            lows: (0..executors)
-                .map(|_| CachePadded::new(AtomicU32::new(0)))
-                .collect(),
-            inferred: (0..executors)
-                .map(|_| CachePadded::new(AtomicU32::new(0)))
-                .collect(),
-            handed: (0..executors * executors)
-                .map(|_| CachePadded::new(Mutex::new(Vec::new())))
-                .collect(),
-            inboxes: (0..executors)
-                .map(|_| CachePadded::new(Injector::new()))
-                .collect(),
-            idle: Idle::new(executors),
-            abort: AtomicBool::new(false),
-            error: Mutex::new(None),
-            reports: Mutex::new(Vec::new()),
-            t0: Instant::now(),
-            computed: program.computed_tensors(),
-            reads: Mutex::new(std::collections::HashMap::new()),
-        };
+        let shared = Shared::new(program, bound, exec, config, executors);
         let job = |w: usize| shared.executor(w);
         let r = self.scope(&job, || ());
         let run_ns = shared.t0.elapsed().as_nanos() as u64;
@@ -1313,53 +1300,104 @@ impl WorkerPool {
         let mut stats = RunStats {
             run_ns,
             held_tasks_peak: held,
-            per_worker: vec![0; executors],
             ..RunStats::default()
         };
-        let mut per = vec![ExecutorStats::default(); executors];
-        for r in reports {
-            stats.per_worker[r.executor] = r.ran;
-            stats.tasks += r.ran;
-            stats.edges += r.stats.edges + r.stats.refused;
-            stats.wired_edges += r.stats.edges;
-            stats.edges_unnamed += r.stats.unnamed;
-            stats.barriers += r.stats.barriers;
-            stats.build_ns = stats.build_ns.max(r.stats.generated_ns);
-            // Each executor's map holds its tensors' records: the run's map is their sum.
-            let m = &mut stats.tensor_map;
-            m.hits += r.map.hits;
-            m.misses += r.map.misses;
-            m.probes += r.map.probes;
-            m.live += r.map.live;
-            m.high_water += r.map.high_water;
-            stats.spans.extend(r.spans);
-            stats.edge_list.extend(r.edges);
-            per[r.executor] = r.stats;
-        }
-        stats.counters = CounterSnapshot {
-            tasks_submitted: per.iter().map(|s| s.own).sum(),
-            tasks_completed: stats.tasks,
-            window_stalls: per.iter().map(|s| s.window_stalls).sum(),
-            in_flight_hwm: per.iter().map(|s| s.in_flight_hwm).max().unwrap_or(0),
-            ..CounterSnapshot::default()
-        };
-        // Every executor makes every computed read and ends every `while`: the program's counts
-        // are one executor's; stalls (count and time) are summed over executors.
-        stats.generation = GenStats {
-            computed_reads: per.first().map_or(0, |s| s.computed_reads),
-            stalls: per.iter().map(|s| s.read_stalls).sum(),
-            stall_ns: per.iter().map(|s| s.read_stall_ns).sum(),
-            loops_at_max: per.first().map_or(0, |s| s.loops_at_max),
-        };
-        stats.device_gen = Some(DevGenStats { executors: per });
+        add_reports(&mut stats, reports, executors);
         Ok(stats)
     }
 }
 
-#[cfg(test)]
+impl<'r, E: DirectExec> Shared<'r, E> {
+    /// The shared state of a run of `program` on `executors` executors, nothing generated yet.
+    fn new(
+        program: &'r Program,
+        bound: &'r Bound,
+        exec: &'r E,
+        config: &DevGenConfig,
+        executors: usize,
+    ) -> Shared<'r, E> {
+        let window = config.window.clamp(1, MAX_WINDOW);
+        let per_executor = || {
+            (0..executors)
+                .map(|_| CachePadded::new(AtomicU32::new(0)))
+                .collect()
+        };
+        Shared {
+            program,
+            bound,
+            exec,
+            config: *config,
+            executors: executors as u32,
+            window,
+            span: span_limit(window, executors),
+            states: TaskStates::new(),
+            owners: OwnerTable::new(),
+            lows: per_executor(),
+            inferred: per_executor(),
+            handed: (0..executors * executors)
+                .map(|_| CachePadded::new(Mutex::new(Vec::new())))
+                .collect(),
+            inboxes: (0..executors)
+                .map(|_| CachePadded::new(Inbox::default()))
+                .collect(),
+            idle: Idle::new(executors),
+            abort: AtomicBool::new(false),
+            error: Mutex::new(None),
+            reports: Mutex::new(Vec::new()),
+            t0: Instant::now(),
+            computed: program.computed_tensors(),
+            reads: Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+}
+
+/// Adds the executors' reports (in executor order) to `stats`: tasks, edges and spans summed,
+/// their maps' figures summed (each holds its tensors' records), the program's computed reads
+/// counted once, and each executor's figures in [`RunStats::device_gen`].
+fn add_reports(stats: &mut RunStats, reports: Vec<Report>, executors: usize) {
+    stats.per_worker = vec![0; executors];
+    let mut per = vec![ExecutorStats::default(); executors];
+    for r in reports {
+        stats.per_worker[r.executor] = r.ran;
+        stats.tasks += r.ran;
+        stats.edges += r.stats.edges + r.stats.refused;
+        stats.wired_edges += r.stats.edges;
+        stats.edges_unnamed += r.stats.unnamed;
+        stats.barriers += r.stats.barriers;
+        stats.build_ns = stats.build_ns.max(r.stats.generated_ns);
+        // Each executor's map holds its tensors' records: the run's map is their sum.
+        let m = &mut stats.tensor_map;
+        m.hits += r.map.hits;
+        m.misses += r.map.misses;
+        m.probes += r.map.probes;
+        m.live += r.map.live;
+        m.high_water += r.map.high_water;
+        stats.spans.extend(r.spans);
+        stats.edge_list.extend(r.edges);
+        per[r.executor] = r.stats;
+    }
+    stats.counters = CounterSnapshot {
+        tasks_submitted: per.iter().map(|s| s.own).sum(),
+        tasks_completed: stats.tasks,
+        window_stalls: per.iter().map(|s| s.window_stalls).sum(),
+        in_flight_hwm: per.iter().map(|s| s.in_flight_hwm).max().unwrap_or(0),
+        ..CounterSnapshot::default()
+    };
+    // Every executor makes every computed read and ends every `while`: the program's counts
+    // are one executor's; stalls (count and time) are summed over executors.
+    stats.generation = GenStats {
+        computed_reads: per.first().map_or(0, |s| s.computed_reads),
+        stalls: per.iter().map(|s| s.read_stalls).sum(),
+        stall_ns: per.iter().map(|s| s.read_stall_ns).sum(),
+        loops_at_max: per.first().map_or(0, |s| s.loops_at_max),
+    };
+    stats.device_gen = Some(DevGenStats { executors: per });
+}
+
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use pto_wsp_graph::sync::AtomicU64;
+    use crate::sync::AtomicU64;
 
     #[test]
     fn owner_table_keeps_owner_and_slot_anywhere_in_the_index_space() {

@@ -38,8 +38,6 @@
 
 use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
@@ -47,7 +45,6 @@ use pto_wsp_graph::TaskId;
 use pto_wsp_graph::counters::{Counters, pool_index};
 use pto_wsp_graph::gate::IssueGate;
 use pto_wsp_graph::ready::{LocalReady, ReadyKind, ReadyQueueSet};
-use pto_wsp_graph::sync::Arc;
 use pto_wsp_graph::window::WindowState;
 use pto_wsp_ir::ExecPool;
 
@@ -57,6 +54,7 @@ use crate::pool::panic_message;
 use crate::ring::{BATCH, ReadyRing};
 use crate::run::{PoolSplit, RunConfig};
 use crate::stats::Span;
+use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering, lock};
 
 /// What the scheduler needs to know about a task to route it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -366,7 +364,7 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
     /// Stop the run with `error` (first error wins).
     pub(crate) fn fail(&self, error: ExecError) {
         {
-            let mut e = self.error.lock().unwrap_or_else(|p| p.into_inner());
+            let mut e = lock(&self.error);
             if e.is_none() {
                 *e = Some(error);
             }
@@ -476,14 +474,11 @@ impl<'a, G: RunGraph, E: Exec> Engine<'a, G, E> {
         if st.migrated > 0 {
             self.counters.migrated(st.migrated);
         }
-        self.reports
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(WorkerReport {
-                worker: w,
-                tasks: st.tasks,
-                spans: st.spans,
-            });
+        lock(&self.reports).push(WorkerReport {
+            worker: w,
+            tasks: st.tasks,
+            spans: st.spans,
+        });
     }
 
     #[inline(always)]

@@ -36,15 +36,23 @@
 //! State changes ([`Idle::wake_all`]: finished, aborted, orchestration done) are made visible
 //! first, then every worker's token is set.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
-use std::sync::{Condvar, Mutex};
-
 use crossbeam_utils::CachePadded;
 
+use crate::sync::{
+    AtomicBool, AtomicUsize, Condvar, Mutex, Ordering, fence, lock, spin_hint, wait,
+};
+
 /// Spin rounds (each a few `spin_loop` hints) before yielding.
+#[cfg(not(loom))]
 const SPIN_ROUNDS: u32 = 64;
 /// Yield rounds before parking.
+#[cfg(not(loom))]
 const YIELD_ROUNDS: u32 = 16;
+/// Under loom, one yield and then park: the models explore the park path, not the spinning.
+#[cfg(loom)]
+const SPIN_ROUNDS: u32 = 0;
+#[cfg(loom)]
+const YIELD_ROUNDS: u32 = 1;
 
 /// One worker's parking place.
 #[derive(Debug, Default)]
@@ -56,7 +64,7 @@ struct Slot {
 
 impl Slot {
     fn wake(&self) {
-        let mut w = self.woken.lock().unwrap_or_else(|p| p.into_inner());
+        let mut w = lock(&self.woken);
         *w = true;
         self.cv.notify_one();
     }
@@ -137,11 +145,11 @@ impl Idle {
     pub(crate) fn backoff(round: u32) -> bool {
         if round < SPIN_ROUNDS {
             for _ in 0..(1 << (round / 16).min(4)) {
-                std::hint::spin_loop();
+                spin_hint();
             }
             true
         } else if round < SPIN_ROUNDS + YIELD_ROUNDS {
-            std::thread::yield_now();
+            crate::sync::thread::yield_now();
             true
         } else {
             false
@@ -156,9 +164,9 @@ impl Idle {
         self.sleepers.fetch_add(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         if !has_work() {
-            let mut g = slot.woken.lock().unwrap_or_else(|p| p.into_inner());
+            let mut g = lock(&slot.woken);
             while !*g {
-                g = slot.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+                g = wait(&slot.cv, g);
             }
             *g = false;
         }
@@ -167,10 +175,10 @@ impl Idle {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicU32;
+    use crate::sync::AtomicU32;
 
     /// A vector-only notification must reach the sleeping worker that fits, not another sleeper.
     #[test]

@@ -25,7 +25,10 @@
 //! - [`baseline`]: the same shapes run without the runtime (a sequential loop, rayon), the
 //!   same-process baselines of `pto-wsp bench`.
 //! - `engine` (private): the worker loop shared by every kind of run; `idle` (private): spin,
-//!   then park.
+//!   then park; `ring` (private): batched publication of a streamed run's ready tasks.
+//! - `sync` (private): the crate's one door to atomics, locks and threads, loom's under
+//!   `--cfg loom`, where `loom_models` model-checks the ring, the idle / park / wake protocol
+//!   through the pool and the engine, and device generation's hand-over, seal and inboxes.
 
 #![allow(unsafe_code)]
 
@@ -53,7 +56,11 @@ pub mod shapes;
 pub mod sim;
 pub mod stats;
 pub mod stream;
+mod sync;
 pub mod table;
+
+#[cfg(all(test, loom))]
+mod loom_models;
 
 pub use bytecode_feed::{BytecodeFeedError, feed_bytecode};
 pub use csp::{CspError, CspOptions, Deadlock, run_pipeline};

@@ -19,8 +19,9 @@
 //!   panic.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread::JoinHandle;
+
+use crate::sync::thread::{Builder, JoinHandle};
+use crate::sync::{Arc, Condvar, Mutex, lock, wait};
 
 /// A job as the workers see it: a borrowed closure whose lifetime [`WorkerPool::scope`] erased.
 #[derive(Clone, Copy)]
@@ -50,10 +51,6 @@ struct Shared {
     done: Condvar,
     /// Serialises runs.
     run: Mutex<()>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A job panicked; the message of the first panic.
@@ -150,7 +147,7 @@ impl WorkerPool {
         };
         for w in 0..threads {
             let shared = Arc::clone(&pool.shared);
-            match std::thread::Builder::new()
+            match Builder::new()
                 .name(format!("pto-wsp-worker-{w}"))
                 .stack_size(crate::WALK_STACK_BYTES)
                 .spawn(move || worker_main(&shared, w))
@@ -205,7 +202,7 @@ impl WorkerPool {
             fn drop(&mut self) {
                 let mut st = lock(&self.0.state);
                 while st.running > 0 {
-                    st = self.0.done.wait(st).unwrap_or_else(|p| p.into_inner());
+                    st = wait(&self.0.done, st);
                 }
                 st.job = None;
             }
@@ -237,7 +234,7 @@ fn worker_main(shared: &Shared, w: usize) {
                 if st.epoch != seen {
                     break;
                 }
-                st = shared.start.wait(st).unwrap_or_else(|p| p.into_inner());
+                st = wait(&shared.start, st);
             }
             seen = st.epoch;
             st.job
@@ -271,10 +268,10 @@ impl Drop for WorkerPool {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 
     #[test]
     fn every_worker_runs_each_job_once() {
@@ -328,7 +325,7 @@ mod tests {
     #[test]
     fn caller_runs_while_jobs_run() {
         let pool = WorkerPool::new(2).unwrap();
-        let flag = std::sync::atomic::AtomicBool::new(false);
+        let flag = AtomicBool::new(false);
         // Workers wait for the caller's signal: proves the caller runs concurrently.
         let r = pool
             .scope(

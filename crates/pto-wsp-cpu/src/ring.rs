@@ -35,15 +35,23 @@
 //! passed `c + j`, which makes an exchange from `c` fail. Slots are atomics (relaxed), so a
 //! racing read is a stale value, never undefined behaviour.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-
 use crossbeam_utils::CachePadded;
 use pto_wsp_graph::TaskId;
 
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+
 /// Tasks per published batch, and most tasks one [`ReadyRing::take`] claims.
+#[cfg(not(loom))]
 pub(crate) const BATCH: usize = 32;
 /// Slots in the ring (a power of two, a multiple of [`BATCH`]).
+#[cfg(not(loom))]
 pub(crate) const CAPACITY: usize = 1 << 16;
+/// Under loom a batch of two in a ring of four, so that the models fill the ring, wrap around
+/// and claim several tasks at once within a few operations.
+#[cfg(loom)]
+pub(crate) const BATCH: usize = 2;
+#[cfg(loom)]
+pub(crate) const CAPACITY: usize = 4;
 
 /// The producer's private positions (one cache line nobody else writes).
 #[derive(Debug, Default)]
@@ -144,10 +152,10 @@ impl ReadyRing {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicBool;
+    use crate::sync::AtomicBool;
 
     #[test]
     fn publishes_in_batches_and_on_demand() {

@@ -8,7 +8,6 @@
 //! 1 is the last one and skips the read-modify-write (the common single-predecessor case costs
 //! one load).
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Instant;
 
 use pto_wsp_graph::TaskId;
@@ -16,13 +15,13 @@ use pto_wsp_graph::counters::Counters;
 use pto_wsp_graph::order_check::check_storage;
 use pto_wsp_graph::ready::ReadyKind;
 use pto_wsp_graph::storage::TaskGraphStorage;
-use pto_wsp_graph::sync::Arc;
 use pto_wsp_ir::{DepsMode, GateScope};
 
 use crate::engine::{Engine, Meta, RunGraph, WorkerReport};
 use crate::exec::{Exec, ExecError, UnorderedRun};
 use crate::pool::WorkerPool;
 use crate::stats::RunStats;
+use crate::sync::{Arc, AtomicBool, AtomicU32, Ordering};
 
 /// How workers are split into pools.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

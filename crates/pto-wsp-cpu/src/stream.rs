@@ -46,7 +46,6 @@
 //! window the orchestrator keeps that span under `max(2 · window, 2 · RETIRE_EVERY)` tasks.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use pto_wsp_graph::TaskId;
@@ -56,7 +55,6 @@ use pto_wsp_graph::order_check::OrderChecker;
 use pto_wsp_graph::start::StartGate;
 use pto_wsp_graph::state::{EdgeCursor, TaskStates};
 use pto_wsp_graph::storage::TaskNode;
-use pto_wsp_graph::sync::Arc;
 use pto_wsp_graph::tensor_map::{AnyTensorMap, MapStats, TensorMap};
 use pto_wsp_graph::timing::ReleaseTiming;
 use pto_wsp_graph::types::TaskIo;
@@ -70,6 +68,7 @@ use crate::pool::{WorkerPool, panic_message};
 use crate::ring::BATCH;
 use crate::run::{RunConfig, finish_stats};
 use crate::stats::RunStats;
+use crate::sync::{Arc, AtomicBool, Ordering, thread};
 use crate::table::{TableWriter, TaskTable};
 
 /// How the graph of a streamed run is built.
@@ -268,7 +267,7 @@ impl<'s> StreamSink<'s> {
             if Idle::backoff(round) {
                 round += 1;
             } else {
-                std::thread::yield_now();
+                thread::yield_now();
             }
         }
     }
@@ -339,7 +338,7 @@ impl<'s> StreamSink<'s> {
                 break;
             }
             if free - now > 20_000 {
-                std::thread::yield_now();
+                thread::yield_now();
             } else {
                 std::hint::spin_loop();
             }
@@ -485,7 +484,7 @@ impl EdgeSink for StreamSink<'_> {
             if spins < 64 {
                 std::hint::spin_loop();
             } else {
-                std::thread::yield_now();
+                thread::yield_now();
             }
         }
     }
@@ -499,6 +498,114 @@ fn span_limit(window: u64) -> u32 {
         .saturating_mul(2)
         .max(2 * u64::from(RETIRE_EVERY))
         .min(u64::from(u32::MAX / 2)) as u32
+}
+
+/// What a streamed run's sink calls on the engine (the orchestrator's side of it).
+struct Hooks<'s> {
+    release: &'s (dyn Fn(TaskId) + Sync),
+    release_all: &'s (dyn Fn(&[TaskId]) + Sync),
+    publish: &'s (dyn Fn() + Sync),
+    fail: &'s (dyn Fn(ExecError) + Sync),
+    idle: &'s Idle,
+    abort: &'s AtomicBool,
+}
+
+impl<'s> StreamSink<'s> {
+    /// The sink of a run under `stream`, wiring into `states` and writing `writer`'s table.
+    /// `batch_seals`: seal submitted tasks a batch at a time (the module docs, "Batches").
+    fn new(
+        states: &'s TaskStates,
+        writer: TableWriter<'s>,
+        window: Option<&'s WindowState>,
+        stream: &StreamConfig,
+        batch_seals: bool,
+        hooks: Hooks<'s>,
+    ) -> StreamSink<'s> {
+        StreamSink {
+            states,
+            cursor: EdgeCursor::new(),
+            writer,
+            window,
+            start: StartGate::new(stream.start),
+            timing: ReleaseTiming::new(&stream.timing, stream.streams),
+            stream: 0,
+            t0: Instant::now(),
+            release: hooks.release,
+            release_all: hooks.release_all,
+            ready: Vec::with_capacity(BATCH),
+            publish: hooks.publish,
+            idle: hooks.idle,
+            unsealed: batch_seals.then(|| Vec::with_capacity(BATCH)),
+            waits: false,
+            ready_held: false,
+            fail: hooks.fail,
+            abort: hooks.abort,
+            refused: 0,
+            edges: stream.record_edges.then(Vec::new),
+            completed_below: 0,
+            submitted: 0,
+            hinted: 0,
+            span: match stream.window {
+                Some((n, WindowMode::Stall)) => Some(span_limit(n)),
+                _ => None,
+            },
+            reclaim_table: !stream.record_edges,
+            order: stream
+                .check_order
+                .then(|| (OrderChecker::new(), stream.deps)),
+        }
+    }
+}
+
+/// What orchestration reports: its time, the edges found (all, wired, forgotten), the edge
+/// list when recorded, the TensorMap's figures.
+#[derive(Default)]
+struct Orchestrated {
+    build_ns: u64,
+    edges: (u64, u64, u64),
+    edge_list: Vec<(u32, u32)>,
+    map_stats: MapStats,
+}
+
+/// Runs `produce` on `builder` (a failure or panic fails the run through `fail`), then ends
+/// orchestration: seals and publishes everything held, opens the start gate and tells the
+/// engine the task count through `set_total`.
+fn orchestrate<P>(
+    mut builder: StreamBuilder<'_>,
+    produce: P,
+    fail: &dyn Fn(ExecError),
+    set_total: &dyn Fn(u64),
+    t0: Instant,
+) -> Orchestrated
+where
+    P: FnOnce(&mut StreamBuilder<'_>) -> Result<(), ExecError>,
+{
+    match catch_unwind(AssertUnwindSafe(|| produce(&mut builder))) {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => fail(e),
+        Err(p) => fail(ExecError::Internal(format!(
+            "the graph producer panicked: {}",
+            panic_message(&*p)
+        ))),
+    }
+    builder.abandon();
+    let build = builder.stats();
+    let edges = build.edges();
+    let map_stats = builder.map().stats();
+    let tasks = builder.len() as u64;
+    let sink = builder.sink_mut();
+    sink.open_all();
+    sink.start.orchestration_done(sink.release);
+    (sink.publish)();
+    let edge_list = sink.edges.take().unwrap_or_default();
+    let wired = edges.saturating_sub(sink.refused + build.forgotten);
+    set_total(tasks);
+    Orchestrated {
+        build_ns: t0.elapsed().as_nanos() as u64,
+        edges: (edges, wired, build.forgotten),
+        edge_list,
+        map_stats,
+    }
 }
 
 impl WorkerPool {
@@ -560,84 +667,45 @@ impl WorkerPool {
         let release_all = |ts: &[TaskId]| engine.push_external_all(ts);
         let publish = || engine.publish_external();
         let fail = |e: ExecError| engine.fail(e);
-        let orchestrate = || {
+        let set_total = |n: u64| engine.set_total(n);
+        let orchestration = || {
             let t0 = Instant::now();
-            let sink = StreamSink {
-                states: &graph.states,
-                cursor: EdgeCursor::new(),
-                writer,
-                window: window.as_ref(),
-                start: StartGate::new(stream.start),
-                timing: ReleaseTiming::new(&stream.timing, stream.streams),
-                stream: 0,
-                t0: Instant::now(),
+            let hooks = Hooks {
                 release: &release,
                 release_all: &release_all,
-                ready: Vec::with_capacity(BATCH),
                 publish: &publish,
-                idle: &engine.idle,
-                unsealed: batch_seals.then(|| Vec::with_capacity(BATCH)),
-                waits: false,
-                ready_held: false,
                 fail: &fail,
+                idle: &engine.idle,
                 abort: engine.abort_flag(),
-                refused: 0,
-                edges: stream.record_edges.then(Vec::new),
-                completed_below: 0,
-                submitted: 0,
-                hinted: 0,
-                span: match stream.window {
-                    Some((n, WindowMode::Stall)) => Some(span_limit(n)),
-                    _ => None,
-                },
-                reclaim_table: !stream.record_edges,
-                order: stream
-                    .check_order
-                    .then(|| (OrderChecker::new(), stream.deps)),
             };
-            let mut builder =
-                GraphBuilder::with_map(AnyTensorMap::for_mode(stream.deps, stream.exact), sink);
-            match catch_unwind(AssertUnwindSafe(|| produce(&mut builder))) {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => engine.fail(e),
-                Err(p) => engine.fail(ExecError::Internal(format!(
-                    "the graph producer panicked: {}",
-                    panic_message(&*p)
-                ))),
-            }
-            builder.abandon();
-            let build = builder.stats();
-            let edges = build.edges();
-            let map_stats = builder.map().stats();
-            let tasks = builder.len() as u64;
-            let sink = builder.sink_mut();
-            sink.open_all();
-            sink.start.orchestration_done(&release);
-            publish();
-            let edge_list = sink.edges.take().unwrap_or_default();
-            let wired = edges.saturating_sub(sink.refused + build.forgotten);
-            engine.set_total(tasks);
-            (
-                t0.elapsed().as_nanos() as u64,
-                (edges, wired, build.forgotten),
-                edge_list,
-                map_stats,
+            let sink = StreamSink::new(
+                &graph.states,
+                writer,
+                window.as_ref(),
+                stream,
+                batch_seals,
+                hooks,
+            );
+            let map = AnyTensorMap::for_mode(stream.deps, stream.exact);
+            orchestrate(
+                GraphBuilder::with_map(map, sink),
+                produce,
+                &fail,
+                &set_total,
+                t0,
             )
         };
-        let r = self.scope(&|w| engine.worker(w), orchestrate);
+        let r = self.scope(&|w| engine.worker(w), orchestration);
         let (error, reports, t0) = engine.into_outcome();
-        let ((build_ns, edges, edge_list, map_stats), error) = match r {
-            Err(p) => (
-                (0, (0, 0, 0), Vec::new(), MapStats::default()),
-                Some(ExecError::Internal(p.0)),
-            ),
+        let (done, error) = match r {
+            Err(p) => (Orchestrated::default(), Some(ExecError::Internal(p.0))),
             Ok(v) => (v, error),
         };
         let mut stats = finish_stats(error, reports, t0, &counters, workers)?;
-        stats.build_ns = build_ns;
-        (stats.edges, stats.wired_edges, stats.edges_unnamed) = edges;
-        stats.edge_list = edge_list;
-        stats.tensor_map = map_stats;
+        stats.build_ns = done.build_ns;
+        (stats.edges, stats.wired_edges, stats.edges_unnamed) = done.edges;
+        stats.edge_list = done.edge_list;
+        stats.tensor_map = done.map_stats;
         stats.held_tasks_peak = graph.states.peak_tasks().max(table.peak_tasks()) as u64;
         Ok(stats)
     }

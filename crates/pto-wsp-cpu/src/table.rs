@@ -22,12 +22,13 @@
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use pto_wsp_graph::TaskId;
 use pto_wsp_graph::arena::{CHUNK, ChunkArena};
 use pto_wsp_graph::storage::TaskNode;
 use pto_wsp_graph::types::TaskIo;
+
+use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 
 /// An append-only vector with one writer and many readers (see the module docs).
 pub struct AppendVec<T: Copy> {
@@ -312,7 +313,7 @@ impl TableWriter<'_> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

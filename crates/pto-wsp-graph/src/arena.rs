@@ -25,8 +25,7 @@
 //! loads the pointer with `Acquire` sees the chunk's initialised entries. The reclaimer swaps
 //! the pointer to null and frees the chunk.
 
-use crate::sync::{AtomicPtr, AtomicUsize, OnceLock, Ordering};
-use std::sync::Mutex;
+use crate::sync::{AtomicPtr, AtomicUsize, OnceLock, Ordering, UnmodelledMutex as Mutex};
 
 /// log2 of [`CHUNK`].
 #[cfg(not(loom))]
@@ -66,6 +65,11 @@ fn boxed_array<E, const N: usize>(f: impl FnMut(usize) -> E) -> Box<[E; N]> {
     }
 }
 
+/// A directory page of null chunk pointers.
+fn new_page<T>() -> Page<T> {
+    boxed_array(|_| AtomicPtr::new(std::ptr::null_mut()))
+}
+
 /// Storage indexed by `u32`, grown in chunks on demand and freed behind a watermark (see the
 /// module docs).
 pub struct ChunkArena<T> {
@@ -92,7 +96,15 @@ impl<T> ChunkArena<T> {
     /// An empty arena whose entries start as `init()`.
     pub fn new(init: fn() -> T) -> ChunkArena<T> {
         ChunkArena {
-            pages: boxed_array(|_| OnceLock::new()),
+            pages: boxed_array(|_| {
+                let page = OnceLock::new();
+                // Under loom every page is made up front: several threads may grow one arena
+                // (device generation's owner table), and loom cannot see the synchronisation
+                // of std's `OnceLock` that orders a page's making before its use.
+                #[cfg(loom)]
+                let _ = page.set(new_page());
+                page
+            }),
             init,
             fill: Fill::Call,
             spare: Mutex::new(Vec::new()),
@@ -141,8 +153,7 @@ impl<T> ChunkArena<T> {
 
     #[inline]
     fn slot_or_grow(&self, chunk: usize) -> &AtomicPtr<T> {
-        let page = self.pages[chunk >> PAGE_BITS]
-            .get_or_init(|| boxed_array(|_| AtomicPtr::new(std::ptr::null_mut())));
+        let page = self.pages[chunk >> PAGE_BITS].get_or_init(new_page);
         &page[chunk & ((1 << PAGE_BITS) - 1)]
     }
 

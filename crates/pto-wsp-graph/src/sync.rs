@@ -1,15 +1,18 @@
-//! The one door through which the runtime reaches atomics, so that `--cfg loom` builds swap in
-//! loom's model-checked versions. Nothing else in the crate may name `std::sync::atomic` or
-//! `std::sync::{Mutex, Condvar}` directly.
+//! The one door through which the runtime reaches atomics and locks, so that `--cfg loom` builds
+//! swap in loom's model-checked versions. Nothing else in the crate may name
+//! `std::sync::atomic` or `std::sync::{Mutex, Condvar}` directly; the CPU back end reaches them
+//! through its own `sync` module, which re-exports these and adds threads and its inbox.
 //!
-//! Two things here are *not* swapped under loom, on purpose:
+//! Three things here are *not* swapped under loom, on purpose:
 //!
-//! - [`OnceLock`] is always `std`'s. The runtime uses it only to install the segments of its
-//!   growable per-task arenas ([`crate::state`]); a segment is installed by the one thread that
-//!   grows the arena and every other thread learns of it through an index that was published
-//!   with release/acquire *after* the install, so the lock never blocks a reader. Loom has no
-//!   `OnceLock`; using `std`'s keeps the arena free of `unsafe` while the protocol stored *in*
-//!   the segments (loom atomics) is still model-checked.
+//! - [`OnceLock`] is always `std`'s. The runtime uses it only to make the directory pages of
+//!   its per-task arenas ([`crate::arena`]), which are never freed; std's `OnceLock` orders a
+//!   page's making before any use of it. Loom has no `OnceLock` and cannot see std's
+//!   synchronisation, so under loom every page is made when the arena is (several threads may
+//!   grow one arena: device generation's owner table), while the chunk pointers stored *in* the
+//!   pages and the protocol stored in the chunks (loom atomics) are model-checked.
+//! - [`UnmodelledMutex`] is `std`'s mutex, for the arenas' list of spare chunks: under loom no
+//!   chunk is kept for reuse (the list stays empty) and no loom operation runs while it is held.
 //! - [`shard_hint`] gives each OS thread a stable small number for spreading statistics counters
 //!   over cache lines. It carries no synchronisation and any value is correct.
 
@@ -28,6 +31,9 @@ pub use std::sync::atomic::{
 pub use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 pub use std::sync::OnceLock;
+
+/// `std`'s mutex even under loom (see the module docs: the arenas' spare chunks only).
+pub use std::sync::Mutex as UnmodelledMutex;
 
 /// A hint to the CPU (or, under loom, to the model scheduler) that the caller is spinning.
 #[inline]

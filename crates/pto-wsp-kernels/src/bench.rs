@@ -330,29 +330,8 @@ impl LangCase {
         let vec_io =
             |t: u32, n: i64, a: Access| TaskIo::new(Region::new(t, &[0], &[n]).expect("region"), a);
         let row = |t: u32, n: i64| vec_io(t, n, Access::In);
-        let attn = include_str!("../../../examples/kernels/decode_attention.wsp");
-        // A full chunk of 64 keys: tensors Q 0, K 1, V 2, then (o, m, l) 3-5 for the language
-        // kernel and 7-9 for the built-in; the merge reads 4 partial states into OUT 6 / 10.
-        let chunk = |o: u32| {
-            vec![
-                io(0, 1, 64, Access::In),
-                io(1, 64, 64, Access::In),
-                io(2, 64, 64, Access::In),
-                io(o, 1, 64, Access::Out),
-                vec_io(o + 1, 1, Access::Out),
-                vec_io(o + 2, 1, Access::Out),
-            ]
-        };
-        let merge = |o: u32, y: u32| {
-            vec![
-                io(o, 4, 64, Access::In),
-                row(o + 1, 4),
-                row(o + 2, 4),
-                io(y, 1, 64, Access::Out),
-            ]
-        };
         let f = |v: f64| v.to_bits();
-        vec![
+        let mut cases = vec![
             LangCase::new(
                 "softmax 8x64",
                 softmax,
@@ -411,6 +390,41 @@ impl LangCase {
                     vec![],
                 ),
             ),
+        ];
+        cases.extend(LangCase::attention());
+        cases
+    }
+
+    /// The decode attention chunk and merge cases.
+    fn attention() -> Vec<LangCase> {
+        let io = |t: u32, r: i64, c: i64, a: Access| {
+            TaskIo::new(Region::new(t, &[0, 0], &[r, c]).expect("region"), a)
+        };
+        let vec_io =
+            |t: u32, n: i64, a: Access| TaskIo::new(Region::new(t, &[0], &[n]).expect("region"), a);
+        let row = |t: u32, n: i64| vec_io(t, n, Access::In);
+        let attn = include_str!("../../../examples/kernels/decode_attention.wsp");
+        // A full chunk of 64 keys: tensors Q 0, K 1, V 2, then (o, m, l) 3-5 for the language
+        // kernel and 7-9 for the built-in; the merge reads 4 partial states into OUT 6 / 10.
+        let chunk = |o: u32| {
+            vec![
+                io(0, 1, 64, Access::In),
+                io(1, 64, 64, Access::In),
+                io(2, 64, 64, Access::In),
+                io(o, 1, 64, Access::Out),
+                vec_io(o + 1, 1, Access::Out),
+                vec_io(o + 2, 1, Access::Out),
+            ]
+        };
+        let merge = |o: u32, y: u32| {
+            vec![
+                io(o, 4, 64, Access::In),
+                row(o + 1, 4),
+                row(o + 2, 4),
+                io(y, 1, 64, Access::Out),
+            ]
+        };
+        vec![
             LangCase::new(
                 "attn chunk 1x64, 64 keys",
                 attn,

@@ -1240,26 +1240,7 @@ fn compute_with(c: &Compute<'_>, dst: &mut [f32], tmp: &mut Vec<f32>) {
         TileOp::Load | TileOp::Store => unreachable!("loads and stores run in load_store"),
         TileOp::Expands => (0..vr).for_each(|r| dst[r * dc..r * dc + vc].fill(s)),
         TileOp::Mov | TileOp::Cvt => map1(dst, dc, c.src(1), v, |x| x),
-        TileOp::Trans => {
-            let (sv, sc) = match c.src(1) {
-                Some(s) => s,
-                None => {
-                    tmp.clear();
-                    tmp.extend_from_slice(dst);
-                    (&tmp[..], dc)
-                }
-            };
-            // In blocks of 8 × 8, so that the strided reads stay in a few cache lines.
-            for r0 in (0..vr).step_by(8) {
-                for c0 in (0..vc).step_by(8) {
-                    for r in r0..(r0 + 8).min(vr) {
-                        for col in c0..(c0 + 8).min(vc) {
-                            dst[r * dc + col] = sv[col * sc + r];
-                        }
-                    }
-                }
-            }
-        }
+        TileOp::Trans => transpose(c, dst, tmp, dc, v),
         TileOp::Add => map2(dst, dc, c.src(1), c.src(2), v, |x, y| x + y),
         TileOp::Sub => map2(dst, dc, c.src(1), c.src(2), v, |x, y| x - y),
         TileOp::Mul => map2(dst, dc, c.src(1), c.src(2), v, |x, y| x * y),
@@ -1286,37 +1267,8 @@ fn compute_with(c: &Compute<'_>, dst: &mut [f32], tmp: &mut Vec<f32>) {
         TileOp::Abs => map1(dst, dc, c.src(1), v, f32::abs),
         TileOp::Neg => map1(dst, dc, c.src(1), v, |x| -x),
         TileOp::Recip => map1(dst, dc, c.src(1), v, |x| 1.0 / x),
-        TileOp::RowSum | TileOp::RowMax | TileOp::RowMin => {
-            let sc = c.valid[i.t[1]].1;
-            let reduce = |row: &[f32]| match i.op {
-                TileOp::RowSum => crate::builtins::rows::sum(row),
-                TileOp::RowMax => fast::max(row),
-                _ => row.iter().copied().fold(f32::INFINITY, f32::min),
-            };
-            for r in 0..vr {
-                let x = match c.src(1) {
-                    Some((a, ac)) => reduce(&a[r * ac..r * ac + sc]),
-                    None => reduce(&dst[r * dc..r * dc + sc]),
-                };
-                dst[r * dc..r * dc + vc].fill(x);
-            }
-        }
-        TileOp::ColSum | TileOp::ColMax => {
-            let sr = c.valid[i.t[1]].0;
-            let sum = i.op == TileOp::ColSum;
-            tmp.clear();
-            tmp.resize(vc, if sum { 0.0 } else { f32::NEG_INFINITY });
-            let (a, ac) = c.src(1).unwrap_or((&dst[..], dc));
-            for r in 0..sr {
-                let row = &a[r * ac..r * ac + vc];
-                if sum {
-                    tmp.iter_mut().zip(row).for_each(|(t, &x)| *t += x);
-                } else {
-                    tmp.iter_mut().zip(row).for_each(|(t, &x)| *t = t.max(x));
-                }
-            }
-            (0..vr).for_each(|r| dst[r * dc..r * dc + vc].copy_from_slice(tmp));
-        }
+        TileOp::RowSum | TileOp::RowMax | TileOp::RowMin => row_reduce(c, dst, dc, v),
+        TileOp::ColSum | TileOp::ColMax => col_reduce(c, dst, tmp, dc, v),
         TileOp::RowExpand => {
             for r in 0..vr {
                 let x = c.src(1).map_or(dst[r * dc], |(a, ac)| a[r * ac]);
@@ -1351,37 +1303,121 @@ fn compute_with(c: &Compute<'_>, dst: &mut [f32], tmp: &mut Vec<f32>) {
                 Cmp::Ge => map2(dst, dc, a, b, v, |x, y| bit(x >= y)),
             }
         }
-        TileOp::Sel => {
-            // Every source has the destination's columns (shape rule `Same`).
-            let srcs = [c.src(1), c.src(2), c.src(3)];
-            for r in 0..vr {
-                for col in 0..vc {
-                    let at = r * dc + col;
-                    let [m, a, b] = srcs.map(|s| s.map_or(dst[at], |(x, _)| x[at]));
-                    dst[at] = if m != 0.0 { a } else { b };
-                }
-            }
-        }
-        TileOp::Sort => {
-            for r in 0..vr {
-                let o = &mut dst[r * dc..r * dc + vc];
-                if let Some((a, ac)) = c.src(1) {
-                    o.copy_from_slice(&a[r * ac..r * ac + vc]);
-                }
-                // Descending, NaNs last: total order on (is-not-NaN, value).
-                o.sort_unstable_by(|x, y| {
-                    y.is_nan()
-                        .cmp(&x.is_nan())
-                        .reverse()
-                        .then(y.partial_cmp(x).unwrap_or(std::cmp::Ordering::Equal))
-                });
-            }
-        }
+        TileOp::Sel => select(c, dst, dc, v),
+        TileOp::Sort => sort_rows(c, dst, dc, v),
         TileOp::Matmul | TileOp::MatmulAcc => product(c, dst),
     }
     let dtype = c.info[d].dtype;
     if dtype != DType::F32 {
         round_rows(dtype, dst, dc, vr, vc);
+    }
+}
+
+/// `TTRANS`: `dst[r][c] = src[c][r]` (the destination itself is copied to `tmp` first).
+#[inline(always)]
+fn transpose(
+    c: &Compute<'_>,
+    dst: &mut [f32],
+    tmp: &mut Vec<f32>,
+    dc: usize,
+    (vr, vc): (usize, usize),
+) {
+    let (sv, sc) = match c.src(1) {
+        Some(s) => s,
+        None => {
+            tmp.clear();
+            tmp.extend_from_slice(dst);
+            (&tmp[..], dc)
+        }
+    };
+    // In blocks of 8 × 8, so that the strided reads stay in a few cache lines.
+    for r0 in (0..vr).step_by(8) {
+        for c0 in (0..vc).step_by(8) {
+            for r in r0..(r0 + 8).min(vr) {
+                for col in c0..(c0 + 8).min(vc) {
+                    dst[r * dc + col] = sv[col * sc + r];
+                }
+            }
+        }
+    }
+}
+
+/// `TROWSUM` / `TROWMAX` / `TROWMIN`: each row's reduction over the source's valid columns,
+/// filled across the destination's row.
+#[inline(always)]
+fn row_reduce(c: &Compute<'_>, dst: &mut [f32], dc: usize, (vr, vc): (usize, usize)) {
+    let i = c.i;
+    let sc = c.valid[i.t[1]].1;
+    let reduce = |row: &[f32]| match i.op {
+        TileOp::RowSum => crate::builtins::rows::sum(row),
+        TileOp::RowMax => fast::max(row),
+        _ => row.iter().copied().fold(f32::INFINITY, f32::min),
+    };
+    for r in 0..vr {
+        let x = match c.src(1) {
+            Some((a, ac)) => reduce(&a[r * ac..r * ac + sc]),
+            None => reduce(&dst[r * dc..r * dc + sc]),
+        };
+        dst[r * dc..r * dc + vc].fill(x);
+    }
+}
+
+/// `TCOLSUM` / `TCOLMAX`: each column's reduction over the source's valid rows, copied to every
+/// destination row.
+#[inline(always)]
+fn col_reduce(
+    c: &Compute<'_>,
+    dst: &mut [f32],
+    tmp: &mut Vec<f32>,
+    dc: usize,
+    (vr, vc): (usize, usize),
+) {
+    let i = c.i;
+    let sr = c.valid[i.t[1]].0;
+    let sum = i.op == TileOp::ColSum;
+    tmp.clear();
+    tmp.resize(vc, if sum { 0.0 } else { f32::NEG_INFINITY });
+    let (a, ac) = c.src(1).unwrap_or((&dst[..], dc));
+    for r in 0..sr {
+        let row = &a[r * ac..r * ac + vc];
+        if sum {
+            tmp.iter_mut().zip(row).for_each(|(t, &x)| *t += x);
+        } else {
+            tmp.iter_mut().zip(row).for_each(|(t, &x)| *t = t.max(x));
+        }
+    }
+    (0..vr).for_each(|r| dst[r * dc..r * dc + vc].copy_from_slice(tmp));
+}
+
+/// `TSEL`: `dst = mask != 0 ? a : b`, element by element.
+#[inline(always)]
+fn select(c: &Compute<'_>, dst: &mut [f32], dc: usize, (vr, vc): (usize, usize)) {
+    // Every source has the destination's columns (shape rule `Same`).
+    let srcs = [c.src(1), c.src(2), c.src(3)];
+    for r in 0..vr {
+        for col in 0..vc {
+            let at = r * dc + col;
+            let [m, a, b] = srcs.map(|s| s.map_or(dst[at], |(x, _)| x[at]));
+            dst[at] = if m != 0.0 { a } else { b };
+        }
+    }
+}
+
+/// `TSORT`: each row sorted descending, NaNs last.
+#[inline(always)]
+fn sort_rows(c: &Compute<'_>, dst: &mut [f32], dc: usize, (vr, vc): (usize, usize)) {
+    for r in 0..vr {
+        let o = &mut dst[r * dc..r * dc + vc];
+        if let Some((a, ac)) = c.src(1) {
+            o.copy_from_slice(&a[r * ac..r * ac + vc]);
+        }
+        // Descending, NaNs last: total order on (is-not-NaN, value).
+        o.sort_unstable_by(|x, y| {
+            y.is_nan()
+                .cmp(&x.is_nan())
+                .reverse()
+                .then(y.partial_cmp(x).unwrap_or(std::cmp::Ordering::Equal))
+        });
     }
 }
 

@@ -199,19 +199,12 @@ pub fn decode_attention(batch: &DecodeBatch, chunk: u32, threads: usize) -> Resu
     if chunk == 0 {
         return Err(PdeError::Plan("the chunk size must be at least 1".into()));
     }
-    let (b_n, h_n, g, d) = (
-        batch.kv_lens.len() as u32,
-        batch.kv_heads,
-        batch.group as usize,
-        batch.dim as usize,
-    );
+    let (b_n, h_n) = (batch.kv_lens.len() as u32, batch.kv_heads);
     let max_len = batch.kv_lens.iter().copied().max().unwrap_or(0);
     let space = decode_space(b_n, h_n).bind(&[("kv_chunk", max_len)], &[("kv_chunk", chunk)])?;
     let tiers = decode_tiers(batch.group, batch.dim)?;
     let layout = Layout::new(SPACE, &["batch", "kv_chunk", "head"], &["num_chunks"])?;
-    let nchunks = |len: u32| len.div_ceil(chunk).max(1);
     // The plan reads host metadata only: the workspace is the split requests' partials.
-    let slot = u64::from(batch.group) * (u64::from(batch.dim) + 1);
     let workspace = planned_workspace(&batch.kv_lens, chunk, h_n, batch.group, batch.dim);
     if workspace >= u64::from(NO_WORKSPACE) {
         return Err(PdeError::WorkspaceOverflow {
@@ -244,97 +237,7 @@ pub fn decode_attention(batch: &DecodeBatch, chunk: u32, threads: usize) -> Resu
     let mut bases = vec![NO_WORKSPACE; b_n as usize];
     let chunks = launch.run(|e| emit_chunks(e, &batch.kv_lens, &mut bases))?;
     let merges = if bases.iter().any(|&b| b != NO_WORKSPACE) {
-        let mspace = Space::new("decode_merge")
-            .axis("batch", 0, End::Const(b_n))
-            .axis("head", 0, End::Const(h_n))
-            .bind(&[], &[])?;
-        let mtiers = Tiers::new("merge_kernel", vec![Tier::default_tier("merge", 0)])?;
-        let mlayout = Layout::new(
-            "decode_merge",
-            &["batch", "head"],
-            &["num_chunks", "stride"],
-        )?;
-        let (mb, mh, mws, mn, mstride) = (
-            mlayout.field("batch")?,
-            mlayout.field("head")?,
-            mlayout.field("workspace")?,
-            mlayout.field("num_chunks")?,
-            mlayout.field("stride")?,
-        );
-        let merge = |desc: &Descriptor| -> std::result::Result<(), String> {
-            let (b, h) = (mb.get(desc) as usize, mh.get(desc) as usize);
-            let (base, n, stride) = (
-                mws.get(desc) as usize,
-                mn.get(desc) as usize,
-                mstride.get(desc) as usize,
-            );
-            let mut o = vec![0f32; g * d];
-            let mut lse = vec![0f32; g];
-            let mut acc = vec![0f32; g * d];
-            let mut lse_all = vec![0f32; n * g];
-            for c in 0..n {
-                ws.read(base + c * stride + g * d, &mut lse_all[c * g..(c + 1) * g])
-                    .map_err(|e| e.to_string())?;
-            }
-            for (gi, slot) in lse.iter_mut().enumerate() {
-                *slot = lse_all
-                    .iter()
-                    .skip(gi)
-                    .step_by(g)
-                    .fold(f32::NEG_INFINITY, |a, &x| a.max(x));
-            }
-            let mut wsum = vec![0f32; g];
-            for c in 0..n {
-                ws.read(base + c * stride, &mut o)
-                    .map_err(|e| e.to_string())?;
-                for gi in 0..g {
-                    let m = lse[gi];
-                    let w = if m == f32::NEG_INFINITY {
-                        0.0
-                    } else {
-                        fast::exp(lse_all[c * g + gi] - m)
-                    };
-                    wsum[gi] += w;
-                    for (a, x) in acc[gi * d..(gi + 1) * d]
-                        .iter_mut()
-                        .zip(&o[gi * d..(gi + 1) * d])
-                    {
-                        *a += w * x;
-                    }
-                }
-            }
-            for gi in 0..g {
-                let inv = if wsum[gi] > 0.0 { 1.0 / wsum[gi] } else { 0.0 };
-                acc[gi * d..(gi + 1) * d].iter_mut().for_each(|a| *a *= inv);
-            }
-            out.write((b * (h_n as usize) + h) * g * d, &acc)
-                .map_err(|e| e.to_string())
-        };
-        let stats = Launch::new(&mspace, &mtiers)
-            .kernel("merge", &merge)
-            .dispatch_threads(threads)
-            .run(|e| {
-                for b in 0..b_n {
-                    let base = bases[b as usize];
-                    if base == NO_WORKSPACE {
-                        continue;
-                    }
-                    let n = nchunks(batch.kv_lens[b as usize]);
-                    for h in 0..h_n {
-                        e.emit(Descriptor {
-                            tier: 0,
-                            indices: [b, h, 0],
-                            start: 0,
-                            end: n,
-                            // Within the allocated workspace, which is below 2^32.
-                            workspace: base + h * slot as u32,
-                            user: [n, h_n * slot as u32],
-                        })?;
-                    }
-                }
-                Ok(())
-            })?;
-        Some(stats)
+        Some(merge_launch(batch, chunk, &bases, &ws, &out, threads)?)
     } else {
         None
     };
@@ -343,6 +246,130 @@ pub fn decode_attention(batch: &DecodeBatch, chunk: u32, threads: usize) -> Resu
         chunks,
         merges,
     })
+}
+
+/// The merge kernel's fields, resolved by name once.
+struct MergeFields {
+    batch: Field,
+    head: Field,
+    workspace: Field,
+    num_chunks: Field,
+    stride: Field,
+}
+
+/// The merge launch: for every split request and KV head, its chunks' partial outputs in the
+/// workspace (at `bases`), weighted by their log-sum-exps, into `out`.
+fn merge_launch(
+    batch: &DecodeBatch,
+    chunk: u32,
+    bases: &[u32],
+    ws: &Buffer,
+    out: &Buffer,
+    threads: usize,
+) -> Result<LaunchStats> {
+    let (b_n, h_n) = (batch.kv_lens.len() as u32, batch.kv_heads);
+    let slot = u64::from(batch.group) * (u64::from(batch.dim) + 1);
+    let nchunks = |len: u32| len.div_ceil(chunk).max(1);
+    let mspace = Space::new("decode_merge")
+        .axis("batch", 0, End::Const(b_n))
+        .axis("head", 0, End::Const(h_n))
+        .bind(&[], &[])?;
+    let mtiers = Tiers::new("merge_kernel", vec![Tier::default_tier("merge", 0)])?;
+    let mlayout = Layout::new(
+        "decode_merge",
+        &["batch", "head"],
+        &["num_chunks", "stride"],
+    )?;
+    let f = MergeFields {
+        batch: mlayout.field("batch")?,
+        head: mlayout.field("head")?,
+        workspace: mlayout.field("workspace")?,
+        num_chunks: mlayout.field("num_chunks")?,
+        stride: mlayout.field("stride")?,
+    };
+    let merge = |desc: &Descriptor| merge_kernel(batch, &f, desc, ws, out);
+    Launch::new(&mspace, &mtiers)
+        .kernel("merge", &merge)
+        .dispatch_threads(threads)
+        .run(|e| {
+            for b in 0..b_n {
+                let base = bases[b as usize];
+                if base == NO_WORKSPACE {
+                    continue;
+                }
+                let n = nchunks(batch.kv_lens[b as usize]);
+                for h in 0..h_n {
+                    e.emit(Descriptor {
+                        tier: 0,
+                        indices: [b, h, 0],
+                        start: 0,
+                        end: n,
+                        // Within the allocated workspace, which is below 2^32.
+                        workspace: base + h * slot as u32,
+                        user: [n, h_n * slot as u32],
+                    })?;
+                }
+            }
+            Ok(())
+        })
+}
+
+/// One merge: the partial outputs of one request and KV head combined by their log-sum-exps.
+fn merge_kernel(
+    batch: &DecodeBatch,
+    f: &MergeFields,
+    desc: &Descriptor,
+    ws: &Buffer,
+    out: &Buffer,
+) -> std::result::Result<(), String> {
+    let (h_n, g, d) = (batch.kv_heads, batch.group as usize, batch.dim as usize);
+    let (b, h) = (f.batch.get(desc) as usize, f.head.get(desc) as usize);
+    let (base, n, stride) = (
+        f.workspace.get(desc) as usize,
+        f.num_chunks.get(desc) as usize,
+        f.stride.get(desc) as usize,
+    );
+    let mut o = vec![0f32; g * d];
+    let mut lse = vec![0f32; g];
+    let mut acc = vec![0f32; g * d];
+    let mut lse_all = vec![0f32; n * g];
+    for c in 0..n {
+        ws.read(base + c * stride + g * d, &mut lse_all[c * g..(c + 1) * g])
+            .map_err(|e| e.to_string())?;
+    }
+    for (gi, slot) in lse.iter_mut().enumerate() {
+        *slot = lse_all
+            .iter()
+            .skip(gi)
+            .step_by(g)
+            .fold(f32::NEG_INFINITY, |a, &x| a.max(x));
+    }
+    let mut wsum = vec![0f32; g];
+    for c in 0..n {
+        ws.read(base + c * stride, &mut o)
+            .map_err(|e| e.to_string())?;
+        for gi in 0..g {
+            let m = lse[gi];
+            let w = if m == f32::NEG_INFINITY {
+                0.0
+            } else {
+                fast::exp(lse_all[c * g + gi] - m)
+            };
+            wsum[gi] += w;
+            for (a, x) in acc[gi * d..(gi + 1) * d]
+                .iter_mut()
+                .zip(&o[gi * d..(gi + 1) * d])
+            {
+                *a += w * x;
+            }
+        }
+    }
+    for gi in 0..g {
+        let inv = if wsum[gi] > 0.0 { 1.0 / wsum[gi] } else { 0.0 };
+        acc[gi * d..(gi + 1) * d].iter_mut().for_each(|a| *a *= inv);
+    }
+    out.write((b * (h_n as usize) + h) * g * d, &acc)
+        .map_err(|e| e.to_string())
 }
 
 /// The chunk launch's generator (seed 001 §8.1's `PTO_DESCRIPTOR_GEN`): for every request,

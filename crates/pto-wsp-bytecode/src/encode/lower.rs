@@ -12,7 +12,8 @@
 use super::{EncodeError, too_large};
 use crate::format::{MAX_RANK, NONE16};
 use pto_wsp_ir::resolve::{
-    AxisExtent, DispatchPlan, ExprId, ResolveOptions, Resolved, Stmt, StmtKind, TExpr, TaskArg,
+    AxisExtent, DispatchPlan, ExprId, Loop, ResolveOptions, Resolved, Stmt, StmtKind, TExpr, Task,
+    TaskArg,
 };
 use pto_wsp_ir::{Access, ExecPool, Loc, Module, ScalarType, Unsupported, resolve};
 
@@ -234,38 +235,8 @@ impl Lower<'_, '_> {
     fn lowered(&self) -> Result<Lowered, EncodeError> {
         let r = self.r;
         let module = r.module;
-        if module.symbols.len() + module.slots.len() > usize::from(u16::MAX) {
-            return Err(too_large(
-                "symbols and slots",
-                module.symbols.len() + module.slots.len(),
-                usize::from(u16::MAX),
-            ));
-        }
-        if r.regs.len() >= usize::from(NONE16) {
-            return Err(too_large(
-                "registers (symbols, slots, loop variables, parameters)",
-                r.regs.len(),
-                usize::from(NONE16) - 1,
-            ));
-        }
-        if r.axes.len() >= usize::from(NONE16) {
-            return Err(too_large("axes", r.axes.len(), usize::from(NONE16) - 1));
-        }
-        let mut channels = Vec::new();
-        if r.csp {
-            if r.channels.len() > 255 || r.processes.len() > 255 {
-                return Err(too_large(
-                    "channels or processes of a pipeline",
-                    r.channels.len().max(r.processes.len()),
-                    255,
-                ));
-            }
-            for ch in &r.channels {
-                let producer = ch.producers.first().map_or(0xFF, |&p| p as u8);
-                let consumer = ch.consumers.last().map_or(0xFF, |&p| p as u8);
-                channels.push((ch.name.clone(), producer, consumer));
-            }
-        }
+        self.check_sizes()?;
+        let channels = self.channels()?;
         for dims in r.shapes.iter().flatten() {
             if dims.len() > MAX_RANK {
                 return Err(too_large("tensor rank", dims.len(), MAX_RANK));
@@ -277,23 +248,7 @@ impl Lower<'_, '_> {
                 return Err(too_large("kernel parameters", n, 255));
             }
         }
-        let mut tiers = Vec::with_capacity(r.tiers.len());
-        for t in &r.tiers {
-            tiers.push(match t {
-                Some(t) => {
-                    if t.cases.len() > 254 {
-                        return Err(too_large("tier cases", t.cases.len(), 254));
-                    }
-                    let cases = t
-                        .cases
-                        .iter()
-                        .map(|(c, k)| (self.x(*c), k.0 as u16))
-                        .collect();
-                    Some((cases, t.default.0 as u16))
-                }
-                None => None,
-            });
-        }
+        let tiers = self.tiers()?;
         let sched = &r.schedule;
         if sched.n_dispatch_keys > 200 {
             return Err(too_large("dispatch keys", sched.n_dispatch_keys, 200));
@@ -313,24 +268,7 @@ impl Lower<'_, '_> {
             reg_types: r.regs.clone(),
             symbols_used: r.symbols_used.clone(),
             n_slots: module.slots.len() as u16,
-            axes: r
-                .axes
-                .iter()
-                .map(|a| {
-                    let kind = match &a.kind {
-                        AxisExtent::Dense(e) => LAxis::Dense(self.x(*e)),
-                        AxisExtent::Ragged { rows, lengths, .. } => {
-                            LAxis::Ragged(self.x(*rows), lengths.0 as u16)
-                        }
-                        AxisExtent::Sparse {
-                            rows,
-                            indptr,
-                            indices,
-                        } => LAxis::Sparse(self.x(*rows), indptr.0 as u16, indices.0 as u16),
-                    };
-                    (a.name.clone(), kind)
-                })
-                .collect(),
+            axes: self.axes(),
             shapes: r
                 .shapes
                 .iter()
@@ -356,8 +294,159 @@ impl Lower<'_, '_> {
         })
     }
 
+    /// The counts that must fit the bytecode's field widths: symbols and slots, registers, axes.
+    fn check_sizes(&self) -> Result<(), EncodeError> {
+        let r = self.r;
+        let module = r.module;
+        if module.symbols.len() + module.slots.len() > usize::from(u16::MAX) {
+            return Err(too_large(
+                "symbols and slots",
+                module.symbols.len() + module.slots.len(),
+                usize::from(u16::MAX),
+            ));
+        }
+        if r.regs.len() >= usize::from(NONE16) {
+            return Err(too_large(
+                "registers (symbols, slots, loop variables, parameters)",
+                r.regs.len(),
+                usize::from(NONE16) - 1,
+            ));
+        }
+        if r.axes.len() >= usize::from(NONE16) {
+            return Err(too_large("axes", r.axes.len(), usize::from(NONE16) - 1));
+        }
+        Ok(())
+    }
+
+    /// A pipeline's channels: `(name, producer, consumer)` processes (`0xFF`: the host).
+    fn channels(&self) -> Result<Vec<(String, u8, u8)>, EncodeError> {
+        let r = self.r;
+        let mut channels = Vec::new();
+        if r.csp {
+            if r.channels.len() > 255 || r.processes.len() > 255 {
+                return Err(too_large(
+                    "channels or processes of a pipeline",
+                    r.channels.len().max(r.processes.len()),
+                    255,
+                ));
+            }
+            for ch in &r.channels {
+                let producer = ch.producers.first().map_or(0xFF, |&p| p as u8);
+                let consumer = ch.consumers.last().map_or(0xFF, |&p| p as u8);
+                channels.push((ch.name.clone(), producer, consumer));
+            }
+        }
+        Ok(channels)
+    }
+
+    /// Each kernel's tier cases (condition, variant) and default variant.
+    fn tiers(&self) -> Result<Vec<Option<LTiers>>, EncodeError> {
+        let r = self.r;
+        let mut tiers = Vec::with_capacity(r.tiers.len());
+        for t in &r.tiers {
+            tiers.push(match t {
+                Some(t) => {
+                    if t.cases.len() > 254 {
+                        return Err(too_large("tier cases", t.cases.len(), 254));
+                    }
+                    let cases = t
+                        .cases
+                        .iter()
+                        .map(|(c, k)| (self.x(*c), k.0 as u16))
+                        .collect();
+                    Some((cases, t.default.0 as u16))
+                }
+                None => None,
+            });
+        }
+        Ok(tiers)
+    }
+
+    /// Every axis: its name and extent (with its arrays' tensors).
+    fn axes(&self) -> Vec<(String, LAxis)> {
+        self.r
+            .axes
+            .iter()
+            .map(|a| {
+                let kind = match &a.kind {
+                    AxisExtent::Dense(e) => LAxis::Dense(self.x(*e)),
+                    AxisExtent::Ragged { rows, lengths, .. } => {
+                        LAxis::Ragged(self.x(*rows), lengths.0 as u16)
+                    }
+                    AxisExtent::Sparse {
+                        rows,
+                        indptr,
+                        indices,
+                    } => LAxis::Sparse(self.x(*rows), indptr.0 as u16, indices.0 as u16),
+                };
+                (a.name.clone(), kind)
+            })
+            .collect()
+    }
+
     fn stmts(&self, body: &[Stmt]) -> Result<Vec<LStmt>, EncodeError> {
         body.iter().map(|s| self.stmt(s)).collect()
+    }
+
+    /// A loop: its axis, variables and body (hoisting and skipping are decided later), and
+    /// its place when its axis reads a computed array.
+    fn loop_stmt(&self, s: &Stmt, l: &Loop) -> Result<LStmt, EncodeError> {
+        // Registers are below NONE16 (checked in `lowered`), so they fit 16 bits.
+        Ok(LStmt::Loop(Box::new(LLoop {
+            ordered: l.ordered,
+            axis: l.axis.0 as u16,
+            vars: [
+                l.vars.first().map_or(NONE16, |&v| v as u16),
+                l.vars.get(1).map_or(NONE16, |&v| v as u16),
+            ],
+            body: self.stmts(&l.body)?,
+            hoist: None,
+            count: None,
+            row_skip: false,
+            range_skip: false,
+            computed: self
+                .r
+                .axes
+                .get(l.axis.index())
+                .is_some_and(|a| match &a.kind {
+                    AxisExtent::Dense(_) => false,
+                    AxisExtent::Ragged { lengths, .. } => self.r.computed(*lengths),
+                    AxisExtent::Sparse {
+                        indptr, indices, ..
+                    } => self.r.computed(*indptr) || self.r.computed(*indices),
+                })
+                .then_some(s.loc),
+        })))
+    }
+
+    /// A task: its scalar arguments, regions and keys.
+    fn task_stmt(&self, t: &Task) -> LStmt {
+        let mut scalars = Vec::new();
+        let mut regions = Vec::new();
+        for a in &t.args {
+            match a {
+                TaskArg::Scalar(e) => scalars.push(self.x(*e)),
+                TaskArg::Region {
+                    tensor,
+                    access,
+                    dims,
+                } => regions.push(LRegion {
+                    tensor: tensor.0 as u16,
+                    access: *access,
+                    dims: dims
+                        .iter()
+                        .map(|(s, z)| (self.x(*s), z.map(|z| self.x(z))))
+                        .collect(),
+                }),
+            }
+        }
+        LStmt::Task(Box::new(LTask {
+            kernel: t.kernel.0 as u16,
+            scalars,
+            regions,
+            keys: t.keys.iter().map(|&k| self.x(k)).collect(),
+            hoisted: false,
+        }))
     }
 
     fn stmt(&self, s: &Stmt) -> Result<LStmt, EncodeError> {
@@ -372,31 +461,7 @@ impl Lower<'_, '_> {
             StmtKind::Break { cond } => LStmt::Break {
                 cond: self.x(*cond),
             },
-            StmtKind::Loop(l) => LStmt::Loop(Box::new(LLoop {
-                ordered: l.ordered,
-                axis: l.axis.0 as u16,
-                vars: [
-                    l.vars.first().map_or(NONE16, |&v| reg(v)),
-                    l.vars.get(1).map_or(NONE16, |&v| reg(v)),
-                ],
-                body: self.stmts(&l.body)?,
-                hoist: None,
-                count: None,
-                row_skip: false,
-                range_skip: false,
-                computed: self
-                    .r
-                    .axes
-                    .get(l.axis.index())
-                    .is_some_and(|a| match &a.kind {
-                        AxisExtent::Dense(_) => false,
-                        AxisExtent::Ragged { lengths, .. } => self.r.computed(*lengths),
-                        AxisExtent::Sparse {
-                            indptr, indices, ..
-                        } => self.r.computed(*indptr) || self.r.computed(*indices),
-                    })
-                    .then_some(s.loc),
-            })),
+            StmtKind::Loop(l) => self.loop_stmt(s, l)?,
             StmtKind::If {
                 cond,
                 then_body,
@@ -414,34 +479,7 @@ impl Lower<'_, '_> {
                 ordered: false,
                 body,
             } => LStmt::Block(self.stmts(body)?),
-            StmtKind::Task(t) => {
-                let mut scalars = Vec::new();
-                let mut regions = Vec::new();
-                for a in &t.args {
-                    match a {
-                        TaskArg::Scalar(e) => scalars.push(self.x(*e)),
-                        TaskArg::Region {
-                            tensor,
-                            access,
-                            dims,
-                        } => regions.push(LRegion {
-                            tensor: tensor.0 as u16,
-                            access: *access,
-                            dims: dims
-                                .iter()
-                                .map(|(s, z)| (self.x(*s), z.map(|z| self.x(z))))
-                                .collect(),
-                        }),
-                    }
-                }
-                LStmt::Task(Box::new(LTask {
-                    kernel: t.kernel.0 as u16,
-                    scalars,
-                    regions,
-                    keys: t.keys.iter().map(|&k| self.x(k)).collect(),
-                    hoisted: false,
-                }))
-            }
+            StmtKind::Task(t) => self.task_stmt(t),
             StmtKind::Set { slot, value } => LStmt::Set {
                 reg: reg(*slot),
                 value: self.x(*value),

@@ -30,7 +30,7 @@ use crate::image::{
     AxisRec, DNodeRec, Image, KernelRec, LoopRec, Names, PoolRec, RegionRec, SchedRec, TensorRec,
 };
 use crate::op::{Insn, Op};
-use lower::{LAxis, LDispatch, LRegion, LStmt, Lowered};
+use lower::{LAxis, LDispatch, LLoop, LRegion, LStmt, LTask, Lowered};
 use pto_wsp_ir::resolve::TExpr;
 use pto_wsp_ir::{Loc, Module, ParamKind, ResolveError};
 use std::collections::HashMap;
@@ -293,74 +293,12 @@ impl Emitter {
 
     fn stmt(&mut self, s: &LStmt) -> Result<(), EncodeError> {
         match s {
-            LStmt::Loop(l) => {
-                let keyset = match &l.hoist {
-                    Some(keys) => self.keyset(keys)? as u16,
-                    None => NONE16,
-                };
-                let count = match &l.count {
-                    Some(c) => self.expr(c)?,
-                    None => NONE16,
-                };
-                let mut flags = 0;
-                if l.row_skip {
-                    flags |= LOOP_ROW_SKIP;
-                }
-                if l.range_skip {
-                    flags |= LOOP_RANGE_SKIP;
-                }
-                if self.loops.len() >= usize::from(NONE16) {
-                    return Err(too_large(
-                        "loops",
-                        self.loops.len() + 1,
-                        usize::from(NONE16) - 1,
-                    ));
-                }
-                let id = self.loops.len() as u16;
-                self.loops.push(LoopRec {
-                    axis: l.axis,
-                    var0: l.vars[0],
-                    var1: l.vars[1],
-                    keyset,
-                    count,
-                    flags,
-                });
-                let at = self.push(Insn {
-                    op: Op::Loop,
-                    flags: u8::from(l.ordered),
-                    a: id,
-                    b: 0,
-                });
-                if let Some(loc) = l.computed {
-                    self.read_locs.push((at as u32, loc));
-                }
-                self.enter()?;
-                self.stmts(&l.body)?;
-                self.depth -= 1;
-                let next = self.push(Insn::new(Op::Next, 0, at as u32));
-                self.insns[at].b = next as u32;
-            }
+            LStmt::Loop(l) => self.emit_loop(l)?,
             LStmt::If {
                 cond,
                 then,
                 otherwise,
-            } => {
-                let c = self.expr(cond)?;
-                let at = self.push(Insn::new(Op::If, c, 0));
-                self.enter()?;
-                self.stmts(then)?;
-                if otherwise.is_empty() {
-                    let end = self.push(Insn::new(Op::EndIf, 0, at as u32));
-                    self.insns[at].b = end as u32;
-                } else {
-                    let els = self.push(Insn::new(Op::Else, 0, 0));
-                    self.insns[at].b = els as u32;
-                    self.stmts(otherwise)?;
-                    let end = self.push(Insn::new(Op::EndIf, 0, at as u32));
-                    self.insns[els].b = end as u32;
-                }
-                self.depth -= 1;
-            }
+            } => self.emit_if(cond, then, otherwise)?,
             LStmt::Seq(body) => {
                 if body.is_empty() {
                     return Ok(());
@@ -378,38 +316,7 @@ impl Emitter {
                 self.depth -= 1;
             }
             LStmt::Block(body) => self.stmts(body)?,
-            LStmt::Task(t) => {
-                let keyset = self.keyset(&t.keys)?;
-                let tiles = self
-                    .kernel_tiles
-                    .get(usize::from(t.kernel))
-                    .cloned()
-                    .unwrap_or_default();
-                let mut refs = Vec::new();
-                let (mut si, mut ri) = (0, 0);
-                for tile in tiles {
-                    if tile {
-                        let r = t.regions.get(ri).ok_or_else(|| EncodeError::Malformed {
-                            message: "a task has fewer regions than its kernel".into(),
-                        })?;
-                        refs.push(self.region(r)?);
-                        ri += 1;
-                    } else {
-                        let e = t.scalars.get(si).ok_or_else(|| EncodeError::Malformed {
-                            message: "a task has fewer scalars than its kernel".into(),
-                        })?;
-                        refs.push(self.expr(e)?);
-                        si += 1;
-                    }
-                }
-                self.push(Insn {
-                    op: Op::Task,
-                    flags: u8::from(t.hoisted),
-                    a: t.kernel,
-                    b: keyset,
-                });
-                self.refs(&refs);
-            }
+            LStmt::Task(t) => self.emit_task(t)?,
             LStmt::Set { reg, value } => {
                 let e = self.expr(value)?;
                 self.push(Insn::new(Op::Set, *reg, u32::from(e)));
@@ -474,6 +381,117 @@ impl Emitter {
         Ok(())
     }
 
+    /// `if` (with `else` when there is an `otherwise`) and `endif`.
+    fn emit_if(
+        &mut self,
+        cond: &TExpr,
+        then: &[LStmt],
+        otherwise: &[LStmt],
+    ) -> Result<(), EncodeError> {
+        let c = self.expr(cond)?;
+        let at = self.push(Insn::new(Op::If, c, 0));
+        self.enter()?;
+        self.stmts(then)?;
+        if otherwise.is_empty() {
+            let end = self.push(Insn::new(Op::EndIf, 0, at as u32));
+            self.insns[at].b = end as u32;
+        } else {
+            let els = self.push(Insn::new(Op::Else, 0, 0));
+            self.insns[at].b = els as u32;
+            self.stmts(otherwise)?;
+            let end = self.push(Insn::new(Op::EndIf, 0, at as u32));
+            self.insns[els].b = end as u32;
+        }
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// A loop: its descriptor, `loop`, the body, `next`.
+    fn emit_loop(&mut self, l: &LLoop) -> Result<(), EncodeError> {
+        let keyset = match &l.hoist {
+            Some(keys) => self.keyset(keys)? as u16,
+            None => NONE16,
+        };
+        let count = match &l.count {
+            Some(c) => self.expr(c)?,
+            None => NONE16,
+        };
+        let mut flags = 0;
+        if l.row_skip {
+            flags |= LOOP_ROW_SKIP;
+        }
+        if l.range_skip {
+            flags |= LOOP_RANGE_SKIP;
+        }
+        if self.loops.len() >= usize::from(NONE16) {
+            return Err(too_large(
+                "loops",
+                self.loops.len() + 1,
+                usize::from(NONE16) - 1,
+            ));
+        }
+        let id = self.loops.len() as u16;
+        self.loops.push(LoopRec {
+            axis: l.axis,
+            var0: l.vars[0],
+            var1: l.vars[1],
+            keyset,
+            count,
+            flags,
+        });
+        let at = self.push(Insn {
+            op: Op::Loop,
+            flags: u8::from(l.ordered),
+            a: id,
+            b: 0,
+        });
+        if let Some(loc) = l.computed {
+            self.read_locs.push((at as u32, loc));
+        }
+        self.enter()?;
+        self.stmts(&l.body)?;
+        self.depth -= 1;
+        let next = self.push(Insn::new(Op::Next, 0, at as u32));
+        self.insns[at].b = next as u32;
+        Ok(())
+    }
+
+    /// A task: `task` and the `args` of its kernel's parameters in order (regions and scalar
+    /// expressions).
+    fn emit_task(&mut self, t: &LTask) -> Result<(), EncodeError> {
+        let keyset = self.keyset(&t.keys)?;
+        let tiles = self
+            .kernel_tiles
+            .get(usize::from(t.kernel))
+            .cloned()
+            .unwrap_or_default();
+        let mut refs = Vec::new();
+        let (mut si, mut ri) = (0, 0);
+        for tile in tiles {
+            if tile {
+                let r = t.regions.get(ri).ok_or_else(|| EncodeError::Malformed {
+                    message: "a task has fewer regions than its kernel".into(),
+                })?;
+                refs.push(self.region(r)?);
+                ri += 1;
+            } else {
+                let e = t.scalars.get(si).ok_or_else(|| EncodeError::Malformed {
+                    message: "a task has fewer scalars than its kernel".into(),
+                })?;
+                refs.push(self.expr(e)?);
+                si += 1;
+            }
+        }
+        self.push(Insn {
+            op: Op::Task,
+            flags: u8::from(t.hoisted),
+            a: t.kernel,
+            b: keyset,
+        });
+        self.refs(&refs);
+        Ok(())
+    }
+
     fn dnode(d: &LDispatch) -> DNodeRec {
         match d {
             LDispatch::RoundRobin(n) => DNodeRec::RoundRobin(*n),
@@ -499,78 +517,9 @@ impl Emitter {
         options: &EncodeOptions,
     ) -> Result<Image, EncodeError> {
         // Tables that expressions refer to first, so their ids exist.
-        let mut axes = Vec::new();
-        for (_, a) in &l.axes {
-            axes.push(match a {
-                LAxis::Dense(e) => AxisRec {
-                    kind: AxisCode::Dense as u8,
-                    extent: self.expr(e)?,
-                    arr0: NONE16,
-                    arr1: NONE16,
-                },
-                LAxis::Ragged(e, t) => AxisRec {
-                    kind: AxisCode::Ragged as u8,
-                    extent: self.expr(e)?,
-                    arr0: *t,
-                    arr1: NONE16,
-                },
-                LAxis::Sparse(e, p, i) => AxisRec {
-                    kind: AxisCode::Sparse as u8,
-                    extent: self.expr(e)?,
-                    arr0: *p,
-                    arr1: *i,
-                },
-            });
-        }
-        let mut tensors = Vec::new();
-        for (i, t) in module.tensors.iter().enumerate() {
-            let mut flags = 0;
-            let mut dims = Vec::new();
-            if let Some(Some(shape)) = l.shapes.get(i) {
-                flags |= TENSOR_SHAPED;
-                for d in shape {
-                    dims.push(self.expr(d)?);
-                }
-            }
-            if l.arrays.get(i).copied().unwrap_or(false) {
-                flags |= TENSOR_ARRAY;
-            }
-            tensors.push(TensorRec {
-                dtype: dtype_code(t.dtype),
-                flags,
-                dims,
-            });
-        }
-        let mut kernels = Vec::new();
-        for (i, k) in module.kernels.iter().enumerate() {
-            let used = l.kernel_used.get(i).copied().unwrap_or(false);
-            let params = if used {
-                k.params
-                    .iter()
-                    .map(|p| match &p.kind {
-                        ParamKind::Tile { access, .. } => tile_code(*access),
-                        ParamKind::Scalar(t) => scalar_code(t.carrier()),
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            let tiers = match l.tiers.get(i) {
-                Some(Some((cases, default))) => {
-                    let mut cs = Vec::new();
-                    for (c, v) in cases {
-                        cs.push((self.expr(c)?, *v));
-                    }
-                    Some((cs, *default))
-                }
-                _ => None,
-            };
-            kernels.push(KernelRec {
-                pool: pool_code(k.pool),
-                params,
-                tiers,
-            });
-        }
+        let axes = self.axis_recs(l)?;
+        let tensors = self.tensor_recs(module, l)?;
+        let kernels = self.kernel_recs(module, l)?;
         for (i, (_, body)) in l.processes.iter().enumerate() {
             let at = self.push(Insn::new(Op::Proc, i as u16, 0));
             self.depth = 0;
@@ -601,57 +550,8 @@ impl Emitter {
                 usize::from(NONE16) - 1,
             ));
         }
-        let dispatch = l
-            .dispatch
-            .as_ref()
-            .map_or(DNodeRec::WorkSteal, Emitter::dnode);
-        let stream_by = l.stream_by.then_some(self.n_dispatch_keys as u8);
-        let pools = l.pools.as_ref().map(|(levels, otherwise)| PoolRec {
-            metric: (self.n_dispatch_keys + usize::from(l.stream_by)) as u8,
-            levels: levels.iter().map(|(b, p)| (*b, pool_code(*p))).collect(),
-            otherwise: pool_code(*otherwise),
-        });
-        let after_pools =
-            self.n_dispatch_keys + usize::from(l.stream_by) + usize::from(l.pools.is_some());
-        let priority = l.priority.then_some(after_pools as u8);
-        let cost = l
-            .cost
-            .then_some((after_pools + usize::from(l.priority)) as u8);
-        if pools.as_ref().is_some_and(|p| p.levels.len() > 255) {
-            return Err(too_large("pool levels", 256, 255));
-        }
-        let name = |keep: bool, s: &str| if keep { s.to_string() } else { String::new() };
-        let names = Names {
-            symbols: module.symbols.iter().map(|s| s.name.name.clone()).collect(),
-            slots: module.slots.iter().map(|s| s.name.name.clone()).collect(),
-            tensors: module
-                .tensors
-                .iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    name(
-                        options.names || l.arrays.get(i).copied().unwrap_or(false),
-                        &t.name.name,
-                    )
-                })
-                .collect(),
-            kernels: module
-                .kernels
-                .iter()
-                .map(|k| name(options.names, &k.name.name))
-                .collect(),
-            axes: l.axes.iter().map(|(n, _)| name(options.names, n)).collect(),
-            procs: l
-                .processes
-                .iter()
-                .map(|(n, _)| name(options.names, n))
-                .collect(),
-            channels: l
-                .channels
-                .iter()
-                .map(|(n, ..)| name(options.names, n))
-                .collect(),
-        };
+        let sched = self.sched_rec(l)?;
+        let names = names(module, l, options);
         if module.tensors.len() > usize::from(u16::MAX)
             || module.kernels.len() > usize::from(u16::MAX)
         {
@@ -682,20 +582,169 @@ impl Emitter {
             dimsets: self.dimsets,
             keyset_len: self.keyset_len as u8,
             keysets: self.keysets,
-            sched: SchedRec {
-                executors: l.executors,
-                streams: l.streams,
-                dispatch,
-                stream_by,
-                pools,
-                priority,
-                cost,
-            },
+            sched,
             channels: l.channels.iter().map(|(_, p, c)| (*p, *c)).collect(),
             n_procs: l.processes.len() as u8,
             debug_names: options.names,
             names,
             read_locs: self.read_locs,
         })
+    }
+
+    /// The axis table.
+    fn axis_recs(&mut self, l: &Lowered) -> Result<Vec<AxisRec>, EncodeError> {
+        let mut axes = Vec::new();
+        for (_, a) in &l.axes {
+            axes.push(match a {
+                LAxis::Dense(e) => AxisRec {
+                    kind: AxisCode::Dense as u8,
+                    extent: self.expr(e)?,
+                    arr0: NONE16,
+                    arr1: NONE16,
+                },
+                LAxis::Ragged(e, t) => AxisRec {
+                    kind: AxisCode::Ragged as u8,
+                    extent: self.expr(e)?,
+                    arr0: *t,
+                    arr1: NONE16,
+                },
+                LAxis::Sparse(e, p, i) => AxisRec {
+                    kind: AxisCode::Sparse as u8,
+                    extent: self.expr(e)?,
+                    arr0: *p,
+                    arr1: *i,
+                },
+            });
+        }
+        Ok(axes)
+    }
+
+    /// The tensor table: element type, flags, shape expressions.
+    fn tensor_recs(&mut self, module: &Module, l: &Lowered) -> Result<Vec<TensorRec>, EncodeError> {
+        let mut tensors = Vec::new();
+        for (i, t) in module.tensors.iter().enumerate() {
+            let mut flags = 0;
+            let mut dims = Vec::new();
+            if let Some(Some(shape)) = l.shapes.get(i) {
+                flags |= TENSOR_SHAPED;
+                for d in shape {
+                    dims.push(self.expr(d)?);
+                }
+            }
+            if l.arrays.get(i).copied().unwrap_or(false) {
+                flags |= TENSOR_ARRAY;
+            }
+            tensors.push(TensorRec {
+                dtype: dtype_code(t.dtype),
+                flags,
+                dims,
+            });
+        }
+        Ok(tensors)
+    }
+
+    /// The kernel table: pool, parameter codes of used kernels, tier cases.
+    fn kernel_recs(&mut self, module: &Module, l: &Lowered) -> Result<Vec<KernelRec>, EncodeError> {
+        let mut kernels = Vec::new();
+        for (i, k) in module.kernels.iter().enumerate() {
+            let used = l.kernel_used.get(i).copied().unwrap_or(false);
+            let params = if used {
+                k.params
+                    .iter()
+                    .map(|p| match &p.kind {
+                        ParamKind::Tile { access, .. } => tile_code(*access),
+                        ParamKind::Scalar(t) => scalar_code(t.carrier()),
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let tiers = match l.tiers.get(i) {
+                Some(Some((cases, default))) => {
+                    let mut cs = Vec::new();
+                    for (c, v) in cases {
+                        cs.push((self.expr(c)?, *v));
+                    }
+                    Some((cs, *default))
+                }
+                _ => None,
+            };
+            kernels.push(KernelRec {
+                pool: pool_code(k.pool),
+                params,
+                tiers,
+            });
+        }
+        Ok(kernels)
+    }
+
+    /// The schedule section: counts, the dispatch tree and the key slots after the dispatch
+    /// keys (stream key, pool metric, priority, cost, in that order).
+    fn sched_rec(&self, l: &Lowered) -> Result<SchedRec, EncodeError> {
+        let dispatch = l
+            .dispatch
+            .as_ref()
+            .map_or(DNodeRec::WorkSteal, Emitter::dnode);
+        let stream_by = l.stream_by.then_some(self.n_dispatch_keys as u8);
+        let pools = l.pools.as_ref().map(|(levels, otherwise)| PoolRec {
+            metric: (self.n_dispatch_keys + usize::from(l.stream_by)) as u8,
+            levels: levels.iter().map(|(b, p)| (*b, pool_code(*p))).collect(),
+            otherwise: pool_code(*otherwise),
+        });
+        let after_pools =
+            self.n_dispatch_keys + usize::from(l.stream_by) + usize::from(l.pools.is_some());
+        let priority = l.priority.then_some(after_pools as u8);
+        let cost = l
+            .cost
+            .then_some((after_pools + usize::from(l.priority)) as u8);
+        if pools.as_ref().is_some_and(|p| p.levels.len() > 255) {
+            return Err(too_large("pool levels", 256, 255));
+        }
+        Ok(SchedRec {
+            executors: l.executors,
+            streams: l.streams,
+            dispatch,
+            stream_by,
+            pools,
+            priority,
+            cost,
+        })
+    }
+}
+
+/// The names section: symbols and slots always; tensors with bound contents always; the rest
+/// with debug names (empty otherwise).
+fn names(module: &Module, l: &Lowered, options: &EncodeOptions) -> Names {
+    let name = |keep: bool, s: &str| if keep { s.to_string() } else { String::new() };
+    Names {
+        symbols: module.symbols.iter().map(|s| s.name.name.clone()).collect(),
+        slots: module.slots.iter().map(|s| s.name.name.clone()).collect(),
+        tensors: module
+            .tensors
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                name(
+                    options.names || l.arrays.get(i).copied().unwrap_or(false),
+                    &t.name.name,
+                )
+            })
+            .collect(),
+        kernels: module
+            .kernels
+            .iter()
+            .map(|k| name(options.names, &k.name.name))
+            .collect(),
+        axes: l.axes.iter().map(|(n, _)| name(options.names, n)).collect(),
+        procs: l
+            .processes
+            .iter()
+            .map(|(n, _)| name(options.names, n))
+            .collect(),
+        channels: l
+            .channels
+            .iter()
+            .map(|(n, ..)| name(options.names, n))
+            .collect(),
     }
 }

@@ -62,59 +62,14 @@ impl CompileExpr for TExpr {
                     && let TExpr::Const(Value::I64(k)) = **b
                     && let Ok(k32) = i32::try_from(k)
                 {
-                    let imm = match op {
-                        BinOp::Add => Some(Op::AddImm),
-                        BinOp::Sub => Some(Op::SubImm),
-                        BinOp::Mul => Some(Op::MulImm),
-                        BinOp::Div
-                        | BinOp::Rem
-                        | BinOp::Min
-                        | BinOp::Max
-                        | BinOp::Eq
-                        | BinOp::Ne
-                        | BinOp::Lt
-                        | BinOp::Le
-                        | BinOp::Gt
-                        | BinOp::Ge
-                        | BinOp::And
-                        | BinOp::Or => None,
-                    };
+                    let imm = imm_op(*op);
                     if let Some(o) = imm {
                         out.push(Insn::new(o, 0, k32 as u32));
                         return;
                     }
                 }
                 b.compile(out, consts);
-                let unsigned_like = !signed;
-                let o = match op {
-                    BinOp::Add if signed => Op::AddI,
-                    BinOp::Add => Op::AddU,
-                    BinOp::Sub if signed => Op::SubI,
-                    BinOp::Sub => Op::SubU,
-                    BinOp::Mul if signed => Op::MulI,
-                    BinOp::Mul => Op::MulU,
-                    BinOp::Div if signed => Op::DivI,
-                    BinOp::Div => Op::DivU,
-                    BinOp::Rem if signed => Op::RemI,
-                    BinOp::Rem => Op::RemU,
-                    BinOp::Min if signed => Op::MinI,
-                    BinOp::Min => Op::MinU,
-                    BinOp::Max if signed => Op::MaxI,
-                    BinOp::Max => Op::MaxU,
-                    BinOp::Eq => Op::Eq,
-                    BinOp::Ne => Op::Ne,
-                    BinOp::Lt if unsigned_like => Op::LtU,
-                    BinOp::Lt => Op::LtI,
-                    BinOp::Le if unsigned_like => Op::LeU,
-                    BinOp::Le => Op::LeI,
-                    BinOp::Gt if unsigned_like => Op::GtU,
-                    BinOp::Gt => Op::GtI,
-                    BinOp::Ge if unsigned_like => Op::GeU,
-                    BinOp::Ge => Op::GeI,
-                    // Handled above.
-                    BinOp::And => Op::AndSc,
-                    BinOp::Or => Op::OrSc,
-                };
+                let o = binary_op(*op, signed);
                 out.push(Insn::new(o, 0, 0));
             }
             TExpr::Ternary(c, a, b) => {
@@ -129,6 +84,61 @@ impl CompileExpr for TExpr {
                 out[jmp].a = (out.len() - jmp - 1) as u16;
             }
         }
+    }
+}
+
+/// The one-op form of `x OP k` for a small `i64` constant `k`, where there is one.
+fn imm_op(op: BinOp) -> Option<Op> {
+    match op {
+        BinOp::Add => Some(Op::AddImm),
+        BinOp::Sub => Some(Op::SubImm),
+        BinOp::Mul => Some(Op::MulImm),
+        BinOp::Div
+        | BinOp::Rem
+        | BinOp::Min
+        | BinOp::Max
+        | BinOp::Eq
+        | BinOp::Ne
+        | BinOp::Lt
+        | BinOp::Le
+        | BinOp::Gt
+        | BinOp::Ge
+        | BinOp::And
+        | BinOp::Or => None,
+    }
+}
+
+/// The typed op of a binary operator whose left operand is `i64` (`signed`) or not.
+fn binary_op(op: BinOp, signed: bool) -> Op {
+    let unsigned_like = !signed;
+    match op {
+        BinOp::Add if signed => Op::AddI,
+        BinOp::Add => Op::AddU,
+        BinOp::Sub if signed => Op::SubI,
+        BinOp::Sub => Op::SubU,
+        BinOp::Mul if signed => Op::MulI,
+        BinOp::Mul => Op::MulU,
+        BinOp::Div if signed => Op::DivI,
+        BinOp::Div => Op::DivU,
+        BinOp::Rem if signed => Op::RemI,
+        BinOp::Rem => Op::RemU,
+        BinOp::Min if signed => Op::MinI,
+        BinOp::Min => Op::MinU,
+        BinOp::Max if signed => Op::MaxI,
+        BinOp::Max => Op::MaxU,
+        BinOp::Eq => Op::Eq,
+        BinOp::Ne => Op::Ne,
+        BinOp::Lt if unsigned_like => Op::LtU,
+        BinOp::Lt => Op::LtI,
+        BinOp::Le if unsigned_like => Op::LeU,
+        BinOp::Le => Op::LeI,
+        BinOp::Gt if unsigned_like => Op::GtU,
+        BinOp::Gt => Op::GtI,
+        BinOp::Ge if unsigned_like => Op::GeU,
+        BinOp::Ge => Op::GeI,
+        // Handled above.
+        BinOp::And => Op::AndSc,
+        BinOp::Or => Op::OrSc,
     }
 }
 

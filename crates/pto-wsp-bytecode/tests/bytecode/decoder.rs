@@ -1,6 +1,6 @@
 //! Decoder robustness: truncations, bit flips, byte changes and random bytes never panic; what
 //! decodes can be bound and interpreted without panicking either. (The message of each error
-//! kind is tested beside the decoder, in `src/decode.rs`.)
+//! kind is tested beside the decoder, in `src/decode/tests.rs`.)
 
 use super::examples::{EXAMPLES, example};
 use proptest::prelude::*;

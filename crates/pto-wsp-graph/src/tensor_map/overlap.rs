@@ -398,6 +398,123 @@ impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
     }
 }
 
+/// How a multi-cell access meets the box of the mark it uses.
+#[derive(Clone, Copy)]
+struct MarkBox {
+    /// Cells wholly inside the mark's box: their writes are covered unless newer than it.
+    inner: Option<(u32, u32, u32, u32)>,
+    /// A read of a larger box than the mark's delegates the inner cells to its own mark (is not
+    /// listed there).
+    delegate: bool,
+    /// The mark's sequence number (0: no mark).
+    mark_seq: u64,
+    /// When no write touched the inner cells' rows since the mark, they are not visited at all.
+    skip_inner: bool,
+}
+
+impl MarkBox {
+    #[inline(always)]
+    fn new(grid: &Grid, cover: Option<Mark>, region: &Region, ncells: u64) -> MarkBox {
+        let inner = cover.and_then(|m| inner_cells(grid.shift, &m.region, region));
+        let delegate =
+            inner.is_some() && ncells <= LARGE_CELLS && cover.is_some_and(|m| m.region != *region);
+        let mark_seq = cover.map_or(0, |m| m.seq);
+        let skip_inner = delegate && inner.is_some_and(|r| grid.seqs.all_older(r, mark_seq));
+        MarkBox {
+            inner,
+            delegate,
+            mark_seq,
+            skip_inner,
+        }
+    }
+
+    /// Whether cell `(cx, cy)` is wholly inside the mark's box.
+    #[inline(always)]
+    fn inside(&self, cx: u32, cy: u32) -> bool {
+        self.inner.is_some_and(|(ix0, ix1, iy0, iy1)| {
+            (ix0..=ix1).contains(&cx) && (iy0..=iy1).contains(&cy)
+        })
+    }
+}
+
+/// Visits every cell of a box of at most [`LARGE_CELLS`] cells: scans its bucket (unless the
+/// mark covers it) and lists the access's record `rf` there.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn walk_cells<F: FnMut(TaskId, EdgeKind)>(
+    grid: &mut Grid,
+    cells: &mut FxHashMap<CellKey, u32>,
+    buckets: &mut Vec<Bucket>,
+    free_buckets: &mut Vec<u32>,
+    scan: &mut Scan<'_, F>,
+    (x0, x1, y0, y1): (u32, u32, u32, u32),
+    mb: &MarkBox,
+    rf: Ref,
+    seq: u64,
+) {
+    let mut cx = x0 as u64;
+    while cx <= x1 as u64 {
+        let cx32 = cx as u32;
+        if let Some((ix0, ix1, iy0, iy1)) = mb.inner
+            && mb.skip_inner
+            && cx32 == ix0
+            && iy0 <= y0
+            && y1 <= iy1
+        {
+            cx = ix1 as u64 + 1; // every cell of these rows is inside
+            continue;
+        }
+        for cy in y0..=y1 {
+            let inner_cell = mb.inside(cx32, cy);
+            if mb.skip_inner && inner_cell {
+                continue;
+            }
+            let key = CellKey {
+                tensor: scan.region.tensor,
+                cx: cx32,
+                cy,
+            };
+            let b = bucket_of(grid, cells, buckets, free_buckets, key);
+            let bucket = &mut buckets[b as usize];
+            if !(bucket.wseq < mb.mark_seq && inner_cell) {
+                scan.bucket(bucket);
+            }
+            if scan.writes {
+                bucket.writes.push(rf);
+                bucket.wseq = seq;
+            } else if !(mb.delegate && inner_cell) {
+                bucket.reads.push(rf);
+            }
+        }
+        cx += 1;
+    }
+    if scan.writes {
+        grid.seqs.set((x0, x1, y0, y1), seq);
+    }
+}
+
+/// A box of more than [`LARGE_CELLS`] cells: scans the tensor's existing buckets inside it
+/// (unless the mark covers them) rather than every cell.
+#[inline(always)]
+fn scan_large<F: FnMut(TaskId, EdgeKind)>(
+    grid: &Grid,
+    buckets: &mut [Bucket],
+    scan: &mut Scan<'_, F>,
+    (x0, x1, y0, y1): (u32, u32, u32, u32),
+    mb: &MarkBox,
+) {
+    for &b in &grid.buckets {
+        let bucket = &mut buckets[b as usize];
+        let c = bucket.cell;
+        if (x0..=x1).contains(&c.cx)
+            && (y0..=y1).contains(&c.cy)
+            && !(bucket.wseq < mb.mark_seq && mb.inside(c.cx, c.cy))
+        {
+            scan.bucket(bucket);
+        }
+    }
+}
+
 impl OverlapMap {
     /// An empty map.
     pub fn new() -> OverlapMap {
@@ -622,6 +739,111 @@ impl OverlapMap {
         }
     }
 
+    /// The general access: a new record listed in every cell of its box (or on the tensor's
+    /// large list), every record it meets scanned, and a multi-cell read made the mark of its
+    /// box.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn access_cells<F: FnMut(TaskId, EdgeKind)>(
+        &mut self,
+        g: usize,
+        task: u32,
+        region: &Region,
+        access: Access,
+        (range, ncells): ((u32, u32, u32, u32), u64),
+        cover: Option<Mark>,
+        pred: &mut F,
+    ) {
+        let writes = access.writes();
+        let seq = self.seq;
+        let stamp = self.next_stamp();
+        // The new record (an inout records only its write: the write covers the read). It is
+        // listed after each list is scanned, so the scan never meets it.
+        let rf = self.new_record(*region, task, seq);
+        let OverlapMap {
+            records,
+            free,
+            cells,
+            buckets,
+            free_buckets,
+            grids,
+            groups,
+            group_pool,
+            stats,
+            no_marks,
+            ..
+        } = self;
+        let grid = &mut grids[g];
+        let mb = MarkBox::new(grid, cover, region, ncells);
+        let mut scan = Scan {
+            records,
+            groups,
+            group_pool,
+            free,
+            stats,
+            pred,
+            region,
+            task,
+            stamp,
+            writes,
+            reads: access.reads(),
+            hit: cover.is_some(),
+            cover,
+        };
+        if ncells <= LARGE_CELLS {
+            walk_cells(
+                grid,
+                cells,
+                buckets,
+                free_buckets,
+                &mut scan,
+                range,
+                &mb,
+                rf,
+                seq,
+            );
+        } else {
+            scan_large(grid, buckets, &mut scan, range, &mb);
+        }
+        scan.list(&mut grid.large_writes, true);
+        if writes {
+            grid.last_write = seq;
+            scan.list(&mut grid.large_reads, false);
+            // Readers that delegated their cells to a mark.
+            let Scan { pred, hit, .. } = &mut scan;
+            grid.marks.war(region, task, |t| {
+                *hit = true;
+                pred(TaskId(t), EdgeKind::War);
+            });
+        }
+        let hit = scan.hit;
+        // The read becomes the mark of its box, unless it is the box of the mark it used; it
+        // takes over the used mark's delegation.
+        if !*no_marks && !writes && ncells > 1 && cover.is_none_or(|m| m.region != *region) {
+            let mark = Mark {
+                region: *region,
+                task,
+                seq,
+                delegates: mb.delegate || cover.is_some_and(|m| m.delegates),
+                record: (rf.rec, rf.epoch),
+            };
+            let recorded = grid.marks.insert(mark, cover);
+            debug_assert!(recorded || !mark.delegates, "a used mark makes room");
+        }
+        if ncells > LARGE_CELLS {
+            if writes {
+                grid.large_writes.push(rf);
+            } else {
+                grid.large_reads.push(rf);
+            }
+        }
+        if hit {
+            self.stats.hits += 1;
+        } else {
+            self.stats.misses += 1;
+        }
+    }
+
     fn next_stamp(&mut self) -> u32 {
         self.stamp = self.stamp.wrapping_add(1);
         if self.stamp == 0 {
@@ -646,7 +868,8 @@ impl TensorMap for OverlapMap {
         let writes = access.writes();
         self.seq += 1;
         let seq = self.seq;
-        let (x0, x1, y0, y1) = cell_range(self.grids[g].shift, region);
+        let range = cell_range(self.grids[g].shift, region);
+        let (x0, x1, y0, y1) = range;
         let ncells = ((x1 - x0) as u64 + 1) * ((y1 - y0) as u64 + 1);
         if ncells == 1 {
             let key = CellKey {
@@ -697,141 +920,7 @@ impl TensorMap for OverlapMap {
             self.stats.hits += 1;
             return;
         }
-        let stamp = self.next_stamp();
-        // The new record (an inout records only its write: the write covers the read). It is
-        // listed after each list is scanned, so the scan never meets it.
-        let rf = self.new_record(*region, task.0, seq);
-        let OverlapMap {
-            records,
-            free,
-            cells,
-            buckets,
-            free_buckets,
-            grids,
-            groups,
-            group_pool,
-            stats,
-            no_marks,
-            ..
-        } = self;
-        let grid = &mut grids[g];
-        // Cells wholly inside the mark's box: their writes are covered unless newer than it. A
-        // read of a larger box than the mark's delegates them to its own mark (is not listed
-        // there); when no write touched their rows since the mark, they are not visited at all.
-        let inner = cover.and_then(|m| inner_cells(grid.shift, &m.region, region));
-        let delegate =
-            inner.is_some() && ncells <= LARGE_CELLS && cover.is_some_and(|m| m.region != *region);
-        let mark_seq = cover.map_or(0, |m| m.seq);
-        let skip_inner = delegate && inner.is_some_and(|r| grid.seqs.all_older(r, mark_seq));
-        let inside = |cx: u32, cy: u32| {
-            inner.is_some_and(|(ix0, ix1, iy0, iy1)| {
-                (ix0..=ix1).contains(&cx) && (iy0..=iy1).contains(&cy)
-            })
-        };
-        let mut scan = Scan {
-            records,
-            groups,
-            group_pool,
-            free,
-            stats,
-            pred,
-            region,
-            task: task.0,
-            stamp,
-            writes,
-            reads: access.reads(),
-            hit: cover.is_some(),
-            cover,
-        };
-        if ncells <= LARGE_CELLS {
-            let mut cx = x0 as u64;
-            while cx <= x1 as u64 {
-                let cx32 = cx as u32;
-                if let Some((ix0, ix1, iy0, iy1)) = inner
-                    && skip_inner
-                    && cx32 == ix0
-                    && iy0 <= y0
-                    && y1 <= iy1
-                {
-                    cx = ix1 as u64 + 1; // every cell of these rows is inside
-                    continue;
-                }
-                for cy in y0..=y1 {
-                    let inner_cell = inside(cx32, cy);
-                    if skip_inner && inner_cell {
-                        continue;
-                    }
-                    let key = CellKey {
-                        tensor: region.tensor,
-                        cx: cx32,
-                        cy,
-                    };
-                    let b = bucket_of(grid, cells, buckets, free_buckets, key);
-                    let bucket = &mut buckets[b as usize];
-                    if !(bucket.wseq < mark_seq && inner_cell) {
-                        scan.bucket(bucket);
-                    }
-                    if writes {
-                        bucket.writes.push(rf);
-                        bucket.wseq = seq;
-                    } else if !(delegate && inner_cell) {
-                        bucket.reads.push(rf);
-                    }
-                }
-                cx += 1;
-            }
-            if writes {
-                grid.seqs.set((x0, x1, y0, y1), seq);
-            }
-        } else {
-            for &b in &grid.buckets {
-                let bucket = &mut buckets[b as usize];
-                let c = bucket.cell;
-                if (x0..=x1).contains(&c.cx)
-                    && (y0..=y1).contains(&c.cy)
-                    && !(bucket.wseq < mark_seq && inside(c.cx, c.cy))
-                {
-                    scan.bucket(bucket);
-                }
-            }
-        }
-        scan.list(&mut grid.large_writes, true);
-        if writes {
-            grid.last_write = seq;
-            scan.list(&mut grid.large_reads, false);
-            // Readers that delegated their cells to a mark.
-            let Scan { pred, hit, .. } = &mut scan;
-            grid.marks.war(region, task.0, |t| {
-                *hit = true;
-                pred(TaskId(t), EdgeKind::War);
-            });
-        }
-        let hit = scan.hit;
-        // The read becomes the mark of its box, unless it is the box of the mark it used; it
-        // takes over the used mark's delegation.
-        if !*no_marks && !writes && ncells > 1 && cover.is_none_or(|m| m.region != *region) {
-            let mark = Mark {
-                region: *region,
-                task: task.0,
-                seq,
-                delegates: delegate || cover.is_some_and(|m| m.delegates),
-                record: (rf.rec, rf.epoch),
-            };
-            let recorded = grid.marks.insert(mark, cover);
-            debug_assert!(recorded || !mark.delegates, "a used mark makes room");
-        }
-        if ncells > LARGE_CELLS {
-            if writes {
-                grid.large_writes.push(rf);
-            } else {
-                grid.large_reads.push(rf);
-            }
-        }
-        if hit {
-            self.stats.hits += 1;
-        } else {
-            self.stats.misses += 1;
-        }
+        self.access_cells(g, task.0, region, access, (range, ncells), cover, pred);
     }
 
     fn retire_before(&mut self, oldest_live: TaskId) {

@@ -128,6 +128,29 @@ pub(super) fn compile<'m>(
             what: std::mem::take(&mut e.what),
         })
         .collect();
+    let tasks = compile_tasks(&res, &exprs, tier_base);
+    // Bindings: every symbol the program reads, every array it reads.
+    let env = bind_env(module, &res, bindings, tier_base as usize + tier_scratch)?;
+    let (arrays, computed) = bind_arrays(module, &res, bindings)?;
+    let shapes = shapes(module, &res, &exprs, &env)?;
+    let executors = res.schedule.executors;
+    let streams = res.schedule.streams;
+    Ok(Program {
+        module,
+        res,
+        exprs,
+        tasks,
+        env,
+        shapes,
+        arrays,
+        computed,
+        executors,
+        streams,
+    })
+}
+
+/// Every task statement's arguments and schedule keys as compiled expressions, by task id.
+fn compile_tasks(res: &Resolved, exprs: &[CExpr], tier_base: u32) -> Vec<CTask> {
     let mut tasks: Vec<Option<CTask>> = (0..res.n_tasks).map(|_| None).collect();
     let sched = &res.schedule;
     res.each_stmt(&mut |s| {
@@ -176,10 +199,18 @@ pub(super) fn compile<'m>(
             }
         }
     });
-    let tasks = tasks.into_iter().map(Option::unwrap_or_default).collect();
+    tasks.into_iter().map(Option::unwrap_or_default).collect()
+}
 
-    // Bindings: every symbol the program reads, every array it reads.
-    let mut env = vec![Value::I64(0); tier_base as usize + tier_scratch];
+/// The register file's initial values (`len` registers): symbols and slots from `bindings`,
+/// every other register zero of its type.
+fn bind_env(
+    module: &Module,
+    res: &Resolved,
+    bindings: &Bindings,
+    len: usize,
+) -> Result<Vec<Value>, ExpandError> {
+    let mut env = vec![Value::I64(0); len];
     for (i, ty) in res.regs.iter().enumerate() {
         env[i] = Value::zero(*ty);
     }
@@ -198,6 +229,19 @@ pub(super) fn compile<'m>(
             bindings.slots.get(&slot.name.name).copied(),
         )?;
     }
+    Ok(env)
+}
+
+/// Each tensor's bound contents, if the program reads them.
+type Arrays<'m> = Vec<Option<&'m [i64]>>;
+
+/// The bound contents of every array the program reads, and which tensors are computed (read
+/// and written by the program, so read through the sink).
+fn bind_arrays<'m>(
+    module: &Module,
+    res: &Resolved,
+    bindings: &'m Bindings,
+) -> Result<(Arrays<'m>, Vec<bool>), ExpandError> {
     let mut arrays = vec![None; module.tensors.len()];
     let mut computed = vec![false; module.tensors.len()];
     for (i, t) in module.tensors.iter().enumerate() {
@@ -212,13 +256,23 @@ pub(super) fn compile<'m>(
             arrays[i] = Some(data.as_slice());
         }
     }
+    Ok((arrays, computed))
+}
+
+/// Every tensor's shape, evaluated over the bound symbols.
+fn shapes(
+    module: &Module,
+    res: &Resolved,
+    exprs: &[CExpr],
+    env: &[Value],
+) -> Result<Vec<Vec<i64>>, ExpandError> {
     let mut shapes = vec![Vec::new(); module.tensors.len()];
     for (i, t) in module.tensors.iter().enumerate() {
         if let Some(dims) = &res.shapes[i] {
             let mut shape = Vec::with_capacity(dims.len());
             for (d, id) in dims.iter().enumerate() {
                 let e = &exprs[id.index()];
-                let v = super::run::int(&e.what, e.code.eval(&env))?;
+                let v = super::run::int(&e.what, e.code.eval(env))?;
                 if v < 0 {
                     return Err(ExpandError::NegativeLength {
                         what: format!("dimension {d} of tensor `{}`", t.name),
@@ -230,18 +284,5 @@ pub(super) fn compile<'m>(
             shapes[i] = shape;
         }
     }
-    let executors = res.schedule.executors;
-    let streams = res.schedule.streams;
-    Ok(Program {
-        module,
-        res,
-        exprs,
-        tasks,
-        env,
-        shapes,
-        arrays,
-        computed,
-        executors,
-        streams,
-    })
+    Ok(shapes)
 }

@@ -27,7 +27,7 @@ use super::{
 use crate::eval::EvalError;
 use crate::loc::Loc;
 use crate::resolve::{Axis, AxisExtent, DispatchPlan, Loop, Stmt, StmtKind, Task};
-use crate::resolve::{ExprId, TensorId};
+use crate::resolve::{ExprId, Reg, TensorId};
 use crate::types::{Access, ExecPool, ScalarType};
 use crate::value::Value;
 use std::borrow::Cow;
@@ -720,6 +720,99 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
         }
     }
 
+    /// [`Runner::run_proc`] on a sparse frame: the next entry, or the frame ends.
+    #[inline(always)]
+    fn step_sparse(&mut self, proc: &mut Proc<'p>) {
+        let Some(Frame::Sparse {
+            vars,
+            body,
+            indptr,
+            indices,
+            row,
+            rows,
+            j,
+        }) = proc.stack.last_mut()
+        else {
+            return;
+        };
+        // indptr was checked: OUTER + 1 non-decreasing entries within the indices.
+        while *row < *rows && *j >= indptr[*row + 1] as usize {
+            *row += 1;
+        }
+        if *row < *rows {
+            self.env[vars[0] as usize] = Value::I64(*row as i64);
+            self.env[vars[1] as usize] = Value::I64(indices[*j]);
+            *j += 1;
+            let body: &'p [Stmt] = body;
+            proc.stack.push(Frame::Block {
+                body,
+                pos: 0,
+                track: None,
+            });
+        } else {
+            proc.stack.pop();
+        }
+    }
+
+    /// [`Runner::run_proc`] on a `consume`: the next token (from the port when one is
+    /// attached), the end when the channel is closed and empty, or `Some(Stop::Blocked)`.
+    #[inline(always)]
+    fn step_consume(&mut self, proc: &mut Proc<'p>) -> Result<Option<Stop>, ExpandError> {
+        let Some(Frame::Consume {
+            channel,
+            var,
+            body,
+            pending,
+        }) = proc.stack.last_mut()
+        else {
+            return Ok(None);
+        };
+        if pending.take().is_some() {
+            // The previous iteration generated no task: its edge lapses.
+            proc.pending -= 1;
+        }
+        if let Some(port) = self.port.as_deref_mut() {
+            match port.recv(*channel) {
+                ControlFlow::Break(()) => {
+                    self.stopped = true;
+                    return Ok(Some(Stop::Limit));
+                }
+                ControlFlow::Continue(Some(value)) => {
+                    self.env[*var as usize] = value;
+                    let body: &'p [Stmt] = body;
+                    proc.stack.push(Frame::Block {
+                        body,
+                        pos: 0,
+                        track: None,
+                    });
+                }
+                ControlFlow::Continue(None) => {
+                    proc.stack.pop();
+                }
+            }
+            return Ok(None);
+        }
+        let ch = &mut self.channels[*channel as usize];
+        if let Some(tok) = ch.tokens.pop_front() {
+            self.env[*var as usize] = tok.value;
+            if let Some(t) = tok.after {
+                *pending = Some(t);
+                proc.pending += 1;
+            }
+            let body: &'p [Stmt] = body;
+            proc.stack.push(Frame::Block {
+                body,
+                pos: 0,
+                track: None,
+            });
+        } else if ch.closed {
+            proc.stack.pop();
+        } else {
+            return Ok(Some(Stop::Blocked));
+        }
+        Ok(None)
+    }
+
     /// Runs one process until it blocks, ends or hits the limit.
     fn run_proc(&mut self, proc: &mut Proc<'p>) -> Result<Stop, ExpandError> {
         loop {
@@ -808,86 +901,76 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                         proc.stack.pop();
                     }
                 }
-                Frame::Sparse {
-                    vars,
-                    body,
-                    indptr,
-                    indices,
-                    row,
-                    rows,
-                    j,
-                } => {
-                    // indptr was checked: OUTER + 1 non-decreasing entries within the indices.
-                    while *row < *rows && *j >= indptr[*row + 1] as usize {
-                        *row += 1;
-                    }
-                    if *row < *rows {
-                        self.env[vars[0] as usize] = Value::I64(*row as i64);
-                        self.env[vars[1] as usize] = Value::I64(indices[*j]);
-                        *j += 1;
-                        let body: &'p [Stmt] = body;
-                        proc.stack.push(Frame::Block {
-                            body,
-                            pos: 0,
-                            track: None,
-                        });
-                    } else {
-                        proc.stack.pop();
-                    }
-                }
+                Frame::Sparse { .. } => self.step_sparse(proc),
                 Frame::While { .. } => self.step_while(proc, now)?,
-                Frame::Consume {
-                    channel,
-                    var,
-                    body,
-                    pending,
-                } => {
-                    if pending.take().is_some() {
-                        // The previous iteration generated no task: its edge lapses.
-                        proc.pending -= 1;
-                    }
-                    if let Some(port) = self.port.as_deref_mut() {
-                        match port.recv(*channel) {
-                            ControlFlow::Break(()) => {
-                                self.stopped = true;
-                                return Ok(Stop::Limit);
-                            }
-                            ControlFlow::Continue(Some(value)) => {
-                                self.env[*var as usize] = value;
-                                let body: &'p [Stmt] = body;
-                                proc.stack.push(Frame::Block {
-                                    body,
-                                    pos: 0,
-                                    track: None,
-                                });
-                            }
-                            ControlFlow::Continue(None) => {
-                                proc.stack.pop();
-                            }
-                        }
-                        continue;
-                    }
-                    let ch = &mut self.channels[*channel as usize];
-                    if let Some(tok) = ch.tokens.pop_front() {
-                        self.env[*var as usize] = tok.value;
-                        if let Some(t) = tok.after {
-                            *pending = Some(t);
-                            proc.pending += 1;
-                        }
-                        let body: &'p [Stmt] = body;
-                        proc.stack.push(Frame::Block {
-                            body,
-                            pos: 0,
-                            track: None,
-                        });
-                    } else if ch.closed {
-                        proc.stack.pop();
-                    } else {
-                        return Ok(Stop::Blocked);
+                Frame::Consume { .. } => {
+                    if let Some(stop) = self.step_consume(proc)? {
+                        return Ok(stop);
                     }
                 }
             }
         }
+    }
+
+    /// `load SLOT = TENSOR[..]`: one element of bound contents, or of a computed tensor read
+    /// through the sink. `Ok(false)`: the sink stopped the expansion at the read.
+    #[inline(always)]
+    fn exec_load(
+        &mut self,
+        s: &'p Stmt,
+        slot: Reg,
+        tensor: TensorId,
+        index: &[ExprId],
+    ) -> Result<bool, ExpandError> {
+        let prog = self.prog;
+        let decl = &prog.module.slots[(slot - prog.res.n_symbols()) as usize];
+        let (name, ty) = (&decl.name, &decl.ty);
+        let tname = &prog.module.tensors[tensor.index()].name.name;
+        let shape = &prog.shapes[tensor.index()];
+        let mut flat: u64 = 0;
+        for (d, (e, &extent)) in index.iter().zip(shape).enumerate() {
+            let i = eval_int(prog.x(*e), &self.env)?;
+            if i < 0 || i >= extent {
+                return Err(ExpandError::LoadOutOfBounds {
+                    tensor: tname.clone(),
+                    dim: d,
+                    index: i,
+                    extent,
+                    loc: s.loc,
+                });
+            }
+            // In bounds of every dimension, so the product fits the element count.
+            flat = flat.saturating_mul(extent as u64).saturating_add(i as u64);
+        }
+        let elem = if prog.computed[tensor.index()] {
+            match self.computed_element(tensor, index, s.loc)? {
+                Some(v) => v,
+                None => return Ok(false),
+            }
+        } else {
+            let data = prog.arrays[tensor.index()].unwrap_or(&[]);
+            let Some(&elem) = data.get(flat as usize) else {
+                return Err(ExpandError::ArrayTooShort {
+                    tensor: tname.clone(),
+                    needed: flat.saturating_add(1),
+                    len: data.len(),
+                });
+            };
+            elem
+        };
+        let v = match ty {
+            ScalarType::I64 => Value::I64(elem),
+            ScalarType::U64 if elem >= 0 => Value::U64(elem as u64),
+            ScalarType::U64 | ScalarType::Bool => {
+                return Err(ExpandError::WrongType {
+                    context: format!("`load {name} = {tname}[..]` (element {elem})"),
+                    expected: format!("{ty} (the type of slot `{name}`)"),
+                    found: ScalarType::I64,
+                });
+            }
+        };
+        self.env[slot as usize] = v;
+        Ok(true)
     }
 
     /// Executes one statement (pushing a frame for compound ones). `Ok(false)`: limit reached.
@@ -979,55 +1062,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                 slot,
                 tensor,
                 index,
-            } => {
-                let decl = &prog.module.slots[(*slot - prog.res.n_symbols()) as usize];
-                let (name, ty) = (&decl.name, &decl.ty);
-                let tname = &prog.module.tensors[tensor.index()].name.name;
-                let shape = &prog.shapes[tensor.index()];
-                let mut flat: u64 = 0;
-                for (d, (e, &extent)) in index.iter().zip(shape).enumerate() {
-                    let i = eval_int(prog.x(*e), &self.env)?;
-                    if i < 0 || i >= extent {
-                        return Err(ExpandError::LoadOutOfBounds {
-                            tensor: tname.clone(),
-                            dim: d,
-                            index: i,
-                            extent,
-                            loc: s.loc,
-                        });
-                    }
-                    // In bounds of every dimension, so the product fits the element count.
-                    flat = flat.saturating_mul(extent as u64).saturating_add(i as u64);
-                }
-                let elem = if prog.computed[tensor.index()] {
-                    match self.computed_element(*tensor, index, s.loc)? {
-                        Some(v) => v,
-                        None => return Ok(false),
-                    }
-                } else {
-                    let data = prog.arrays[tensor.index()].unwrap_or(&[]);
-                    let Some(&elem) = data.get(flat as usize) else {
-                        return Err(ExpandError::ArrayTooShort {
-                            tensor: tname.clone(),
-                            needed: flat.saturating_add(1),
-                            len: data.len(),
-                        });
-                    };
-                    elem
-                };
-                let v = match ty {
-                    ScalarType::I64 => Value::I64(elem),
-                    ScalarType::U64 if elem >= 0 => Value::U64(elem as u64),
-                    ScalarType::U64 | ScalarType::Bool => {
-                        return Err(ExpandError::WrongType {
-                            context: format!("`load {name} = {tname}[..]` (element {elem})"),
-                            expected: format!("{ty} (the type of slot `{name}`)"),
-                            found: ScalarType::I64,
-                        });
-                    }
-                };
-                self.env[*slot as usize] = v;
-            }
+            } => return self.exec_load(s, *slot, *tensor, index),
             StmtKind::Call {
                 workload,
                 args,

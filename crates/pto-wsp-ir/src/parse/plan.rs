@@ -139,103 +139,15 @@ impl Parser<'_> {
                 p.workspace = Some(self.ident("workspace tensor")?);
                 self.expect(";", "after the workspace tensor")?;
             } else if self.eat_word("bind") {
-                let what = if self.eat_word("end") {
-                    BindWhat::End
-                } else if self.eat_word("tile") {
-                    BindWhat::Tile
-                } else {
-                    return Err(self.err_expected("`end(AXIS)` or `tile(AXIS)` after `bind`"));
-                };
-                self.open("(", "after the bound item")?;
-                let axis = self.ident("axis name")?;
-                self.close(")", "")?;
-                self.expect("=", "after the bound axis")?;
-                let value = self.expr()?;
-                self.expect(";", "after the binding")?;
-                p.binds.push(PlanBind { what, axis, value });
+                p.binds.push(self.plan_bind()?);
             } else if self.eat_word("kernel") {
-                let tier = self.ident("tier name")?;
-                self.expect("=>", "after the tier name")?;
-                let kernel = self.kernel_name()?;
-                self.open("(", "after kernel name")?;
-                let args: Vec<Arg> = self.list(")", "in kernel arguments", Self::arg)?;
-                self.close(")", "")?;
-                self.expect(";", "after the tier's kernel")?;
-                p.kernels.push(TierKernel {
-                    tier,
-                    call: TaskStmt { kernel, args },
-                    loc: self.loc_from(t.start),
-                });
+                p.kernels.push(self.tier_kernel(t.start)?);
             } else if self.peek().is_word("prefetch") && p.prefetch.is_none() {
-                self.bump();
-                self.open("(", "after `prefetch`")?;
-                let axis = self.ident("axis name")?;
-                self.expect(",", "after the prefetched axis")?;
-                let depth = self.count("the prefetch depth")?;
-                self.close(")", "to close `prefetch(`")?;
-                self.expect("=>", "after `prefetch(...)`")?;
-                let kernel = self.kernel_name()?;
-                self.open("(", "after kernel name")?;
-                let args: Vec<Arg> = self.list(")", "in kernel arguments", Self::arg)?;
-                self.close(")", "")?;
-                self.expect(";", "after the prefetch")?;
-                p.prefetch = Some(PlanPrefetch {
-                    axis,
-                    depth,
-                    call: TaskStmt { kernel, args },
-                    loc: self.loc_from(t.start),
-                });
+                p.prefetch = Some(self.plan_prefetch(t.start)?);
             } else if self.eat_word("order") {
-                self.open("(", "after `order`")?;
-                let axis = self.ident("axis name")?;
-                self.expect(",", "after the ordered axis")?;
-                let order = if self.eat_word("sequential") {
-                    OrderKind::Sequential
-                } else if self.eat_word("parallel") {
-                    OrderKind::Parallel
-                } else if self.eat_word("interleaved") {
-                    self.open("(", "after `interleaved`")?;
-                    let n = self.count("the interleaving group size")?;
-                    self.close(")", "to close `interleaved(`")?;
-                    OrderKind::Interleaved(n)
-                } else {
-                    return Err(self.err_expected(
-                        "`sequential`, `parallel` or `interleaved(N)` in `order(...)`",
-                    ));
-                };
-                self.close(")", "to close `order(`")?;
-                self.expect(";", "after the order")?;
-                p.orders.push(PlanOrder {
-                    axis,
-                    order,
-                    loc: self.loc_from(t.start),
-                });
+                p.orders.push(self.plan_order(t.start)?);
             } else if self.peek().is_word("affinity") && p.affinity.is_none() {
-                self.bump();
-                self.open("(", "after `affinity`")?;
-                let axis = self.ident("axis name")?;
-                self.expect(",", "after the axis")?;
-                let affinity = if self.eat_word("spread") {
-                    AffinityKind::Spread
-                } else if self.eat_word("core_local") {
-                    AffinityKind::CoreLocal
-                } else if self.eat_word("core_group") {
-                    self.open("(", "after `core_group`")?;
-                    let n = self.count("the core group size")?;
-                    self.close(")", "to close `core_group(`")?;
-                    AffinityKind::CoreGroup(n)
-                } else {
-                    return Err(self.err_expected(
-                        "`spread`, `core_group(N)` or `core_local` in `affinity(...)`",
-                    ));
-                };
-                self.close(")", "to close `affinity(`")?;
-                self.expect(";", "after the affinity")?;
-                p.affinity = Some(PlanAffinity {
-                    axis,
-                    affinity,
-                    loc: self.loc_from(t.start),
-                });
+                p.affinity = Some(self.plan_affinity(t.start)?);
             } else if self.peek().is_word("generate") && !generate {
                 self.bump();
                 p.body = self.gen_block("after `generate`")?;
@@ -263,6 +175,119 @@ impl Parser<'_> {
         }
         p.loc = self.loc_from(start);
         Ok(p)
+    }
+
+    /// `bind end(AXIS) = EXPR;` / `bind tile(AXIS) = EXPR;`, after `bind`.
+    fn plan_bind(&mut self) -> PResult<PlanBind> {
+        let what = if self.eat_word("end") {
+            BindWhat::End
+        } else if self.eat_word("tile") {
+            BindWhat::Tile
+        } else {
+            return Err(self.err_expected("`end(AXIS)` or `tile(AXIS)` after `bind`"));
+        };
+        self.open("(", "after the bound item")?;
+        let axis = self.ident("axis name")?;
+        self.close(")", "")?;
+        self.expect("=", "after the bound axis")?;
+        let value = self.expr()?;
+        self.expect(";", "after the binding")?;
+        Ok(PlanBind { what, axis, value })
+    }
+
+    /// `kernel TIER => KERNEL(ARGS);`, after `kernel` (the item starts at `start`).
+    fn tier_kernel(&mut self, start: usize) -> PResult<TierKernel> {
+        let tier = self.ident("tier name")?;
+        self.expect("=>", "after the tier name")?;
+        let kernel = self.kernel_name()?;
+        self.open("(", "after kernel name")?;
+        let args: Vec<Arg> = self.list(")", "in kernel arguments", Self::arg)?;
+        self.close(")", "")?;
+        self.expect(";", "after the tier's kernel")?;
+        Ok(TierKernel {
+            tier,
+            call: TaskStmt { kernel, args },
+            loc: self.loc_from(start),
+        })
+    }
+
+    /// `prefetch(AXIS, DEPTH) => KERNEL(ARGS);` (the item starts at `start`).
+    fn plan_prefetch(&mut self, start: usize) -> PResult<PlanPrefetch> {
+        self.bump();
+        self.open("(", "after `prefetch`")?;
+        let axis = self.ident("axis name")?;
+        self.expect(",", "after the prefetched axis")?;
+        let depth = self.count("the prefetch depth")?;
+        self.close(")", "to close `prefetch(`")?;
+        self.expect("=>", "after `prefetch(...)`")?;
+        let kernel = self.kernel_name()?;
+        self.open("(", "after kernel name")?;
+        let args: Vec<Arg> = self.list(")", "in kernel arguments", Self::arg)?;
+        self.close(")", "")?;
+        self.expect(";", "after the prefetch")?;
+        Ok(PlanPrefetch {
+            axis,
+            depth,
+            call: TaskStmt { kernel, args },
+            loc: self.loc_from(start),
+        })
+    }
+
+    /// `order(AXIS, sequential | parallel | interleaved(N));`, after `order`.
+    fn plan_order(&mut self, start: usize) -> PResult<PlanOrder> {
+        self.open("(", "after `order`")?;
+        let axis = self.ident("axis name")?;
+        self.expect(",", "after the ordered axis")?;
+        let order = if self.eat_word("sequential") {
+            OrderKind::Sequential
+        } else if self.eat_word("parallel") {
+            OrderKind::Parallel
+        } else if self.eat_word("interleaved") {
+            self.open("(", "after `interleaved`")?;
+            let n = self.count("the interleaving group size")?;
+            self.close(")", "to close `interleaved(`")?;
+            OrderKind::Interleaved(n)
+        } else {
+            return Err(
+                self.err_expected("`sequential`, `parallel` or `interleaved(N)` in `order(...)`")
+            );
+        };
+        self.close(")", "to close `order(`")?;
+        self.expect(";", "after the order")?;
+        Ok(PlanOrder {
+            axis,
+            order,
+            loc: self.loc_from(start),
+        })
+    }
+
+    /// `affinity(AXIS, spread | core_group(N) | core_local);` (the item starts at `start`).
+    fn plan_affinity(&mut self, start: usize) -> PResult<PlanAffinity> {
+        self.bump();
+        self.open("(", "after `affinity`")?;
+        let axis = self.ident("axis name")?;
+        self.expect(",", "after the axis")?;
+        let affinity = if self.eat_word("spread") {
+            AffinityKind::Spread
+        } else if self.eat_word("core_local") {
+            AffinityKind::CoreLocal
+        } else if self.eat_word("core_group") {
+            self.open("(", "after `core_group`")?;
+            let n = self.count("the core group size")?;
+            self.close(")", "to close `core_group(`")?;
+            AffinityKind::CoreGroup(n)
+        } else {
+            return Err(
+                self.err_expected("`spread`, `core_group(N)` or `core_local` in `affinity(...)`")
+            );
+        };
+        self.close(")", "to close `affinity(`")?;
+        self.expect(";", "after the affinity")?;
+        Ok(PlanAffinity {
+            axis,
+            affinity,
+            loc: self.loc_from(start),
+        })
     }
 
     fn gen_block(&mut self, ctx: &str) -> PResult<Vec<GenStmt>> {

@@ -299,170 +299,186 @@ impl Ctx<'_> {
         loc: Loc,
     ) {
         let mn = op.mnemonic();
-        let shape = |x: &TileDecl| format!("`{}` is {} x {}", x.name, x.rows, x.cols);
-        let same = |a: &TileDecl, b: &TileDecl| a.rows == b.rows && a.cols == b.cols;
-        let bad = |cx: &mut Self, why: String| cx.push(format!("{mn}: {why}"), loc);
-        match op.shape_rule() {
-            ShapeRule::Same | ShapeRule::Convert => {
-                for x in &t[1..] {
-                    if !same(&t[0], x) {
-                        bad(
-                            self,
-                            format!(
-                                "{} but {}: operands must have the same shape",
-                                shape(&t[0]),
-                                shape(x)
-                            ),
-                        );
-                    }
-                    if op.shape_rule() == ShapeRule::Same && x.dtype != t[0].dtype {
-                        bad(
-                            self,
-                            format!(
-                                "`{}` is {} but `{}` is {}: operands must have the same element type",
-                                t[0].name, t[0].dtype, x.name, x.dtype
-                            ),
-                        );
-                    }
-                }
-            }
-            ShapeRule::RowReduce | ShapeRule::RowExpand => {
-                let (v, full) = if op.shape_rule() == ShapeRule::RowReduce {
-                    (&t[0], &t[1])
-                } else {
-                    (&t[1], &t[0])
-                };
-                if v.rows != full.rows || v.cols != 1 {
-                    bad(
-                        self,
-                        format!(
-                            "{} and {}: `{}` must be {} x 1",
-                            shape(full),
-                            shape(v),
-                            v.name,
-                            full.rows
-                        ),
-                    );
-                }
-            }
-            ShapeRule::Transpose => {
-                if t[0].rows != t[1].cols || t[0].cols != t[1].rows {
-                    bad(
-                        self,
-                        format!(
-                            "{} and {}: `{}` must be {} x {}",
-                            shape(&t[1]),
-                            shape(&t[0]),
-                            t[0].name,
-                            t[1].cols,
-                            t[1].rows
-                        ),
-                    );
-                }
-            }
-            ShapeRule::ColReduce => {
-                if t[0].cols != t[1].cols || t[0].rows != 1 {
-                    bad(
-                        self,
-                        format!(
-                            "{} and {}: `{}` must be 1 x {}",
-                            shape(&t[1]),
-                            shape(&t[0]),
-                            t[0].name,
-                            t[1].cols
-                        ),
-                    );
-                }
-            }
-            ShapeRule::RowExpandBinary | ShapeRule::ColExpandBinary => {
-                if !same(&t[0], &t[1]) {
-                    bad(
-                        self,
-                        format!(
-                            "{} but {}: operands 1 and 2 must have the same shape",
-                            shape(&t[0]),
-                            shape(&t[1])
-                        ),
-                    );
-                }
-                let (r, c) = if op.shape_rule() == ShapeRule::RowExpandBinary {
-                    (t[0].rows, 1)
-                } else {
-                    (1, t[0].cols)
-                };
-                if t[2].rows != r || t[2].cols != c {
-                    bad(
-                        self,
-                        format!("{}: `{}` must be {r} x {c}", shape(&t[2]), t[2].name),
-                    );
-                }
-            }
-            ShapeRule::Matmul => {
-                let (c, a, b) = (&t[0], &t[1], &t[2]);
-                if a.cols != b.rows || c.rows != a.rows || c.cols != b.cols {
-                    bad(
-                        self,
-                        format!(
-                            "{}, {} and {}: need c M x N, a M x K, b K x N",
-                            shape(c),
-                            shape(a),
-                            shape(b)
-                        ),
-                    );
-                }
-                for (x, kind) in [
-                    (c, TileKind::Acc),
-                    (a, TileKind::Left),
-                    (b, TileKind::Right),
-                ] {
-                    if x.kind != kind {
-                        bad(
-                            self,
-                            format!(
-                                "`{}` is a {} tile, this operand must be {}",
-                                x.name, x.kind, kind
-                            ),
-                        );
-                    }
-                }
-                if c.dtype != DType::F32 {
-                    bad(
-                        self,
-                        format!("accumulator `{}` must be f32, not {}", c.name, c.dtype),
-                    );
-                }
-            }
-            ShapeRule::Load | ShapeRule::Store => {
-                let Some((access, dtype, name)) = global else {
-                    return;
-                };
-                let load = op.shape_rule() == ShapeRule::Load;
-                if load && !access.reads() {
-                    bad(
-                        self,
-                        format!(
-                            "`{name}` is `{access}`: only `in` / `inout` parameters can be loaded"
-                        ),
-                    );
-                }
-                if !load && !access.writes() {
-                    bad(
-                        self,
-                        format!(
-                            "`{name}` is `{access}`: only `out` / `inout` parameters can be stored to"
-                        ),
-                    );
-                }
-                if dtype != t[0].dtype {
-                    bad(
-                        self,
-                        format!(
-                            "`{name}` holds {dtype} but tile `{}` is {}: use TCVT on the tile",
-                            t[0].name, t[0].dtype
-                        ),
-                    );
-                }
-            }
+        let why = match op.shape_rule() {
+            ShapeRule::Same | ShapeRule::Convert => same_rule(op, t),
+            ShapeRule::RowReduce | ShapeRule::RowExpand => vector_rule(op, t),
+            ShapeRule::Transpose => transpose_rule(t),
+            ShapeRule::ColReduce => col_reduce_rule(t),
+            ShapeRule::RowExpandBinary | ShapeRule::ColExpandBinary => expand_binary_rule(op, t),
+            ShapeRule::Matmul => matmul_rule(t),
+            ShapeRule::Load | ShapeRule::Store => match global {
+                Some(g) => global_rule(op, t, g),
+                None => return,
+            },
+        };
+        for why in why {
+            self.push(format!("{mn}: {why}"), loc);
         }
     }
+}
+
+/// How a tile is described in a shape error.
+fn shape(x: &TileDecl) -> String {
+    format!("`{}` is {} x {}", x.name, x.rows, x.cols)
+}
+
+fn same(a: &TileDecl, b: &TileDecl) -> bool {
+    a.rows == b.rows && a.cols == b.cols
+}
+
+/// `Same` / `Convert`: every operand the destination's shape (and, for `Same`, element type).
+fn same_rule(op: TileOp, t: &[TileDecl]) -> Vec<String> {
+    let mut out = Vec::new();
+    for x in &t[1..] {
+        if !same(&t[0], x) {
+            out.push(format!(
+                "{} but {}: operands must have the same shape",
+                shape(&t[0]),
+                shape(x)
+            ));
+        }
+        if op.shape_rule() == ShapeRule::Same && x.dtype != t[0].dtype {
+            out.push(format!(
+                "`{}` is {} but `{}` is {}: operands must have the same element type",
+                t[0].name, t[0].dtype, x.name, x.dtype
+            ));
+        }
+    }
+    out
+}
+
+/// `RowReduce` / `RowExpand`: the vector operand is `rows x 1` of the full one.
+fn vector_rule(op: TileOp, t: &[TileDecl]) -> Vec<String> {
+    let mut out = Vec::new();
+    let (v, full) = if op.shape_rule() == ShapeRule::RowReduce {
+        (&t[0], &t[1])
+    } else {
+        (&t[1], &t[0])
+    };
+    if v.rows != full.rows || v.cols != 1 {
+        out.push(format!(
+            "{} and {}: `{}` must be {} x 1",
+            shape(full),
+            shape(v),
+            v.name,
+            full.rows
+        ));
+    }
+    out
+}
+
+/// `Transpose`: the destination is the source's shape transposed.
+fn transpose_rule(t: &[TileDecl]) -> Vec<String> {
+    let mut out = Vec::new();
+    if t[0].rows != t[1].cols || t[0].cols != t[1].rows {
+        out.push(format!(
+            "{} and {}: `{}` must be {} x {}",
+            shape(&t[1]),
+            shape(&t[0]),
+            t[0].name,
+            t[1].cols,
+            t[1].rows
+        ));
+    }
+    out
+}
+
+/// `ColReduce`: the destination is `1 x cols` of the source.
+fn col_reduce_rule(t: &[TileDecl]) -> Vec<String> {
+    let mut out = Vec::new();
+    if t[0].cols != t[1].cols || t[0].rows != 1 {
+        out.push(format!(
+            "{} and {}: `{}` must be 1 x {}",
+            shape(&t[1]),
+            shape(&t[0]),
+            t[0].name,
+            t[1].cols
+        ));
+    }
+    out
+}
+
+/// `RowExpandBinary` / `ColExpandBinary`: operands 1 and 2 alike, operand 3 a column or a row.
+fn expand_binary_rule(op: TileOp, t: &[TileDecl]) -> Vec<String> {
+    let mut out = Vec::new();
+    if !same(&t[0], &t[1]) {
+        out.push(format!(
+            "{} but {}: operands 1 and 2 must have the same shape",
+            shape(&t[0]),
+            shape(&t[1])
+        ));
+    }
+    let (r, c) = if op.shape_rule() == ShapeRule::RowExpandBinary {
+        (t[0].rows, 1)
+    } else {
+        (1, t[0].cols)
+    };
+    if t[2].rows != r || t[2].cols != c {
+        out.push(format!(
+            "{}: `{}` must be {r} x {c}",
+            shape(&t[2]),
+            t[2].name
+        ));
+    }
+    out
+}
+
+/// `Matmul`: `c M x N`, `a M x K`, `b K x N`, of the accumulator, left and right kinds, `c` f32.
+fn matmul_rule(t: &[TileDecl]) -> Vec<String> {
+    let mut out = Vec::new();
+    let (c, a, b) = (&t[0], &t[1], &t[2]);
+    if a.cols != b.rows || c.rows != a.rows || c.cols != b.cols {
+        out.push(format!(
+            "{}, {} and {}: need c M x N, a M x K, b K x N",
+            shape(c),
+            shape(a),
+            shape(b)
+        ));
+    }
+    for (x, kind) in [
+        (c, TileKind::Acc),
+        (a, TileKind::Left),
+        (b, TileKind::Right),
+    ] {
+        if x.kind != kind {
+            out.push(format!(
+                "`{}` is a {} tile, this operand must be {}",
+                x.name, x.kind, kind
+            ));
+        }
+    }
+    if c.dtype != DType::F32 {
+        out.push(format!(
+            "accumulator `{}` must be f32, not {}",
+            c.name, c.dtype
+        ));
+    }
+    out
+}
+
+/// `Load` / `Store`: the global parameter's access allows it and its element type is the tile's.
+fn global_rule(
+    op: TileOp,
+    t: &[TileDecl],
+    (access, dtype, name): (Access, DType, String),
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let load = op.shape_rule() == ShapeRule::Load;
+    if load && !access.reads() {
+        out.push(format!(
+            "`{name}` is `{access}`: only `in` / `inout` parameters can be loaded"
+        ));
+    }
+    if !load && !access.writes() {
+        out.push(format!(
+            "`{name}` is `{access}`: only `out` / `inout` parameters can be stored to"
+        ));
+    }
+    if dtype != t[0].dtype {
+        out.push(format!(
+            "`{name}` holds {dtype} but tile `{}` is {}: use TCVT on the tile",
+            t[0].name, t[0].dtype
+        ));
+    }
+    out
 }

@@ -12,7 +12,7 @@ use crate::loc::{Ident, Loc};
 use crate::module::{Module, ParamKind};
 use crate::plan::{
     AffinityKind, BindWhat, FIXED_FIELDS, GenKind, GenStmt, MAX_PLAN_FIELDS, MAX_SPACE_AXES,
-    OrderKind, PlanDecl, SpaceDecl, SpaceEnd, TierTableDecl, TileKind,
+    OrderKind, PlanDecl, PlanPrefetch, SpaceDecl, SpaceEnd, TierTableDecl, TileKind,
 };
 use crate::types::ScalarType;
 use crate::workload::Arg;
@@ -304,137 +304,159 @@ impl Checker<'_> {
         }
         // Bindings of dynamic ends and auto tiles: exactly one each.
         if let Some(s) = space {
-            for (i, b) in p.binds.iter().enumerate() {
-                self.names(&owner, &b.value, &[]);
-                let Some(a) = s.axes.iter().find(|a| a.name == b.axis) else {
-                    self.err(
-                        b.axis.loc,
-                        format!(
-                            "{owner}: `bind` names axis `{}`, not an axis of space `{}`",
-                            b.axis, s.name
-                        ),
-                    );
-                    continue;
-                };
-                let open = match b.what {
-                    BindWhat::End => a.end == SpaceEnd::Dynamic,
-                    BindWhat::Tile => s
-                        .tiles
-                        .iter()
-                        .any(|t| t.axis == b.axis && t.kind == TileKind::Auto),
-                };
-                if !open {
-                    self.err(
-                        b.axis.loc,
-                        format!(
-                            "{owner}: axis `{}` has no {} to bind",
-                            b.axis,
-                            match b.what {
-                                BindWhat::End => "dynamic end",
-                                BindWhat::Tile => "`auto` tile",
-                            }
-                        ),
-                    );
-                }
-                if p.binds[..i]
-                    .iter()
-                    .any(|o| o.what == b.what && o.axis == b.axis)
-                {
-                    self.err(
-                        b.axis.loc,
-                        format!(
-                            "{owner}: the {} of axis `{}` is bound twice",
-                            b.what.keyword(),
-                            b.axis
-                        ),
-                    );
-                }
-            }
-            for a in &s.axes {
-                if a.end == SpaceEnd::Dynamic
-                    && !p
-                        .binds
-                        .iter()
-                        .any(|b| b.what == BindWhat::End && b.axis == a.name)
-                {
-                    self.err(
-                        p.name.loc,
-                        format!("{owner}: the dynamic end of axis `{}` is not bound (`bind end({}) = ...;`)", a.name, a.name),
-                    );
-                }
-            }
-            for t in &s.tiles {
-                if t.kind == TileKind::Auto
-                    && !p
-                        .binds
-                        .iter()
-                        .any(|b| b.what == BindWhat::Tile && b.axis == t.axis)
-                {
-                    self.err(
-                        p.name.loc,
-                        format!("{owner}: the `auto` tile of axis `{}` is not bound (`bind tile({}) = ...;`)", t.axis, t.axis),
-                    );
-                }
-            }
+            self.plan_binds(&owner, p, s);
         }
         // One kernel per tier, matching the kernel's parameters.
         if let Some(t) = tiers {
-            for (i, k) in p.kernels.iter().enumerate() {
-                if !t.tiers.iter().any(|d| d.name == k.tier) {
-                    self.err(
-                        k.tier.loc,
-                        format!(
-                            "{owner}: `kernel` names tier `{}`, which is not in `{}`",
-                            k.tier, t.name
-                        ),
-                    );
-                }
-                if p.kernels[..i].iter().any(|o| o.tier == k.tier) {
-                    self.err(
-                        k.tier.loc,
-                        format!("{owner}: tier `{}` has two kernels", k.tier),
-                    );
-                }
-            }
-            for d in &t.tiers {
-                if !p.kernels.iter().any(|k| k.tier == d.name) {
-                    self.err(
-                        p.name.loc,
-                        format!(
-                            "{owner}: tier `{}` of `{}` has no kernel (`kernel {} => ...;`)",
-                            d.name, t.name, d.name
-                        ),
-                    );
-                }
-            }
+            self.plan_tiers(&owner, p, t);
         }
         for k in &p.kernels {
             self.tier_call(&owner, &format!("tier `{}`", k.tier), &k.call, &fields);
         }
         if let Some(pf) = &p.prefetch {
-            if let Some(s) = space
-                && !s.axes.iter().any(|a| a.name == pf.axis)
-            {
-                self.err(
-                    pf.axis.loc,
-                    format!(
-                        "{owner}: `prefetch` names `{}`, not an axis of space `{}`",
-                        pf.axis, s.name
-                    ),
-                );
-            }
-            if pf.depth == 0 || pf.depth > u64::from(u32::MAX) {
-                self.err(
-                    pf.loc,
-                    format!("{owner}: the prefetch depth must be 1 to 2^32 - 1"),
-                );
-            }
-            self.tier_call(&owner, "the prefetch", &pf.call, &fields);
+            self.plan_prefetch(&owner, pf, space, &fields);
         }
         self.schedule(&owner, p, space);
         // The generator.
         let mut scope = Vec::new();
         self.gen_body(&owner, p, space, &p.body, &mut scope, 0);
+    }
+
+    /// A plan's `bind`s: each names an axis of the space with a dynamic end or an `auto` tile
+    /// to bind, once; every such end and tile is bound.
+    fn plan_binds(&mut self, owner: &str, p: &PlanDecl, s: &SpaceDecl) {
+        for (i, b) in p.binds.iter().enumerate() {
+            self.names(owner, &b.value, &[]);
+            let Some(a) = s.axes.iter().find(|a| a.name == b.axis) else {
+                self.err(
+                    b.axis.loc,
+                    format!(
+                        "{owner}: `bind` names axis `{}`, not an axis of space `{}`",
+                        b.axis, s.name
+                    ),
+                );
+                continue;
+            };
+            let open = match b.what {
+                BindWhat::End => a.end == SpaceEnd::Dynamic,
+                BindWhat::Tile => s
+                    .tiles
+                    .iter()
+                    .any(|t| t.axis == b.axis && t.kind == TileKind::Auto),
+            };
+            if !open {
+                self.err(
+                    b.axis.loc,
+                    format!(
+                        "{owner}: axis `{}` has no {} to bind",
+                        b.axis,
+                        match b.what {
+                            BindWhat::End => "dynamic end",
+                            BindWhat::Tile => "`auto` tile",
+                        }
+                    ),
+                );
+            }
+            if p.binds[..i]
+                .iter()
+                .any(|o| o.what == b.what && o.axis == b.axis)
+            {
+                self.err(
+                    b.axis.loc,
+                    format!(
+                        "{owner}: the {} of axis `{}` is bound twice",
+                        b.what.keyword(),
+                        b.axis
+                    ),
+                );
+            }
+        }
+        for a in &s.axes {
+            if a.end == SpaceEnd::Dynamic
+                && !p
+                    .binds
+                    .iter()
+                    .any(|b| b.what == BindWhat::End && b.axis == a.name)
+            {
+                self.err(
+                    p.name.loc,
+                    format!("{owner}: the dynamic end of axis `{}` is not bound (`bind end({}) = ...;`)", a.name, a.name),
+                );
+            }
+        }
+        for t in &s.tiles {
+            if t.kind == TileKind::Auto
+                && !p
+                    .binds
+                    .iter()
+                    .any(|b| b.what == BindWhat::Tile && b.axis == t.axis)
+            {
+                self.err(
+                    p.name.loc,
+                    format!("{owner}: the `auto` tile of axis `{}` is not bound (`bind tile({}) = ...;`)", t.axis, t.axis),
+                );
+            }
+        }
+    }
+
+    /// A plan's `kernel`s: one per tier of its table, each naming a tier of it.
+    fn plan_tiers(&mut self, owner: &str, p: &PlanDecl, t: &TierTableDecl) {
+        for (i, k) in p.kernels.iter().enumerate() {
+            if !t.tiers.iter().any(|d| d.name == k.tier) {
+                self.err(
+                    k.tier.loc,
+                    format!(
+                        "{owner}: `kernel` names tier `{}`, which is not in `{}`",
+                        k.tier, t.name
+                    ),
+                );
+            }
+            if p.kernels[..i].iter().any(|o| o.tier == k.tier) {
+                self.err(
+                    k.tier.loc,
+                    format!("{owner}: tier `{}` has two kernels", k.tier),
+                );
+            }
+        }
+        for d in &t.tiers {
+            if !p.kernels.iter().any(|k| k.tier == d.name) {
+                self.err(
+                    p.name.loc,
+                    format!(
+                        "{owner}: tier `{}` of `{}` has no kernel (`kernel {} => ...;`)",
+                        d.name, t.name, d.name
+                    ),
+                );
+            }
+        }
+    }
+
+    /// A plan's `prefetch`: an axis of the space, a depth in range, a call like a tier's.
+    fn plan_prefetch(
+        &mut self,
+        owner: &str,
+        pf: &PlanPrefetch,
+        space: Option<&SpaceDecl>,
+        fields: &[&str],
+    ) {
+        if let Some(s) = space
+            && !s.axes.iter().any(|a| a.name == pf.axis)
+        {
+            self.err(
+                pf.axis.loc,
+                format!(
+                    "{owner}: `prefetch` names `{}`, not an axis of space `{}`",
+                    pf.axis, s.name
+                ),
+            );
+        }
+        if pf.depth == 0 || pf.depth > u64::from(u32::MAX) {
+            self.err(
+                pf.loc,
+                format!("{owner}: the prefetch depth must be 1 to 2^32 - 1"),
+            );
+        }
+        self.tier_call(owner, "the prefetch", &pf.call, fields);
     }
 
     /// Checks `order` and `affinity`: each names an axis of the space, an axis is ordered once,
@@ -670,49 +692,72 @@ impl Checker<'_> {
                     tensor,
                     index,
                 } => {
-                    match self.m.tensor(tensor.as_str()) {
-                        Some(t) if t.dtype.is_integer() => {
-                            if t.shape.len() != index.len() {
-                                self.err(tensor.loc, format!("{owner}: tensor `{tensor}` has {} dimensions, `load` gives {} indices", t.shape.len(), index.len()));
-                            }
-                        }
-                        Some(_) => self.err(
-                            tensor.loc,
-                            format!(
-                                "{owner}: `load` reads `{tensor}`, which is not an integer tensor"
-                            ),
-                        ),
-                        None => self.err(tensor.loc, format!("{owner}: unknown tensor `{tensor}`")),
-                    }
+                    self.gen_load_tensor(owner, tensor, index.len());
                     for i in index {
                         self.names(owner, i, scope);
                     }
                     self.bind_var(owner, name, scope);
                 }
                 GenKind::Emit { fields } => {
-                    let known = self.emit_fields(p, space);
-                    for (i, (f, e)) in fields.iter().enumerate() {
-                        if !known.contains(&f.as_str()) {
-                            self.err(
-                                f.loc,
-                                format!(
-                                    "{owner}: the descriptor has no field `{f}` (fields: {})",
-                                    known.join(", ")
-                                ),
-                            );
-                        }
-                        if fields[..i].iter().any(|(o, _)| o == f) {
-                            self.err(f.loc, format!("{owner}: field `{f}` is given twice"));
-                        }
-                        self.names(owner, e, scope);
-                    }
-                    if !fields.iter().any(|(f, _)| f.as_str() == "tier") {
-                        self.err(s.loc, format!("{owner}: `emit` must give `tier`"));
-                    }
+                    self.gen_emit(owner, p, space, fields, s.loc, scope);
                 }
             }
         }
         scope.truncate(mark);
+    }
+
+    /// The tensor of a generator's `load`: an integer tensor, one index per dimension.
+    fn gen_load_tensor(&mut self, owner: &str, tensor: &Ident, indices: usize) {
+        match self.m.tensor(tensor.as_str()) {
+            Some(t) if t.dtype.is_integer() => {
+                if t.shape.len() != indices {
+                    self.err(
+                        tensor.loc,
+                        format!(
+                            "{owner}: tensor `{tensor}` has {} dimensions, `load` gives {} indices",
+                            t.shape.len(),
+                            indices
+                        ),
+                    );
+                }
+            }
+            Some(_) => self.err(
+                tensor.loc,
+                format!("{owner}: `load` reads `{tensor}`, which is not an integer tensor"),
+            ),
+            None => self.err(tensor.loc, format!("{owner}: unknown tensor `{tensor}`")),
+        }
+    }
+
+    /// A generator's `emit`: fields of the descriptor, each once, `tier` among them.
+    fn gen_emit(
+        &mut self,
+        owner: &str,
+        p: &PlanDecl,
+        space: Option<&SpaceDecl>,
+        fields: &[(Ident, Expr)],
+        loc: Loc,
+        scope: &[&str],
+    ) {
+        let known = self.emit_fields(p, space);
+        for (i, (f, e)) in fields.iter().enumerate() {
+            if !known.contains(&f.as_str()) {
+                self.err(
+                    f.loc,
+                    format!(
+                        "{owner}: the descriptor has no field `{f}` (fields: {})",
+                        known.join(", ")
+                    ),
+                );
+            }
+            if fields[..i].iter().any(|(o, _)| o == f) {
+                self.err(f.loc, format!("{owner}: field `{f}` is given twice"));
+            }
+            self.names(owner, e, scope);
+        }
+        if !fields.iter().any(|(f, _)| f.as_str() == "tier") {
+            self.err(loc, format!("{owner}: `emit` must give `tier`"));
+        }
     }
 
     fn emit_fields<'p>(&self, p: &'p PlanDecl, space: Option<&'p SpaceDecl>) -> Vec<&'p str> {

@@ -11,9 +11,9 @@ use super::errors::ValidationError;
 use super::typeck::Expected;
 use super::{Decl, NameScope, Validator, pick};
 use crate::expr::Expr;
-use crate::loc::Loc;
+use crate::loc::{Ident, Loc};
 use crate::schedule::{
-    Dispatch, Levels, ReadyPolicy, ScheduleItemKind, StartPolicy, TaskGraphItem, Timing,
+    Dispatch, Levels, ReadyPolicy, Schedule, ScheduleItemKind, StartPolicy, TaskGraphItem, Timing,
     TracePolicy, limits,
 };
 use crate::types::ScalarType;
@@ -67,13 +67,59 @@ struct SchedExpr<'m> {
     path: String,
 }
 
+/// What the items of a schedule leave to be checked together.
+#[derive(Default)]
+struct Items<'m> {
+    /// Expressions whose names are checked once the tasks are known.
+    exprs: Vec<SchedExpr<'m>>,
+    executors: Option<u64>,
+    /// `static_partition` start counts, with where they are.
+    partitions: Vec<(usize, Loc, String)>,
+}
+
 impl<'m> Validator<'m> {
     pub(super) fn check_schedule(&mut self) {
         let m = self.m;
         let Some(s) = &m.schedule else { return };
         let spath = format!("schedule for {}", s.target);
+        let entry = self.schedule_entry(s, &spath);
+        let mut seen: HashSet<&'static str> = HashSet::new();
+        let mut items = Items::default();
+        for item in &s.items {
+            let kw = item_keyword(&item.kind);
+            let path = format!("{spath} > {kw}");
+            let loc = pick(item.loc, s.loc);
+            if !seen.insert(kw) {
+                self.push(ValidationError::DuplicateScheduleItem {
+                    item: kw,
+                    block: "the schedule",
+                    loc,
+                    path: path.clone(),
+                });
+            }
+            self.schedule_item(&item.kind, loc, &path, &mut items);
+        }
+        if let Some(n) = items.executors {
+            for (len, loc, path) in items.partitions {
+                if len as u64 != n && len > 0 {
+                    self.push(ValidationError::PartitionExecutors {
+                        starts: len,
+                        executors: n,
+                        loc,
+                        path,
+                    });
+                }
+            }
+        }
+        self.schedule_exprs(entry, items.exprs);
+    }
+
+    /// The schedule's target: a workload (whose parameters are then checked as an entry's) or
+    /// a pipeline.
+    fn schedule_entry(&mut self, s: &'m Schedule, spath: &str) -> Option<Decl> {
+        let m = self.m;
         let tloc = pick(s.target.loc, s.loc);
-        let entry = match self.g.get(&s.target.name) {
+        match self.g.get(&s.target.name) {
             Some(Decl::Workload(i)) => {
                 if let Some(w) = m.workloads.get(i) {
                     self.check_entry_params(w);
@@ -87,7 +133,7 @@ impl<'m> Validator<'m> {
                     found: d.article(),
                     expected: "a workload or pipeline",
                     loc: tloc,
-                    path: spath.clone(),
+                    path: spath.to_string(),
                 });
                 None
             }
@@ -95,149 +141,142 @@ impl<'m> Validator<'m> {
                 self.push(ValidationError::UnknownScheduleTarget {
                     name: s.target.name.clone(),
                     loc: tloc,
-                    path: spath.clone(),
+                    path: spath.to_string(),
                 });
                 None
             }
-        };
+        }
+    }
 
-        let mut seen: HashSet<&'static str> = HashSet::new();
-        let mut exprs: Vec<SchedExpr<'m>> = Vec::new();
-        let mut executors = None;
-        let mut partitions: Vec<(usize, Loc, String)> = Vec::new();
-        for item in &s.items {
-            let kw = item_keyword(&item.kind);
-            let path = format!("{spath} > {kw}");
-            let loc = pick(item.loc, s.loc);
-            if !seen.insert(kw) {
+    /// A count that must not be 0.
+    fn nonzero(&mut self, n: u64, what: &str, loc: Loc, path: &str) {
+        if n == 0 {
+            self.push(ValidationError::ZeroValue {
+                what: what.to_string(),
+                loc,
+                path: path.to_string(),
+            });
+        }
+    }
+
+    /// A count in 1 ..= limit (`crate::schedule::limits`).
+    fn in_range(&mut self, n: u64, what: &str, limit: u64, loc: Loc, path: &str) {
+        self.nonzero(n, what, loc, path);
+        if n > limit {
+            self.push(ValidationError::OverLimit {
+                what: what.to_string(),
+                value: n,
+                limit,
+                loc,
+                path: path.to_string(),
+            });
+        }
+    }
+
+    /// One schedule item.
+    fn schedule_item(
+        &mut self,
+        kind: &'m ScheduleItemKind,
+        loc: Loc,
+        path: &str,
+        items: &mut Items<'m>,
+    ) {
+        match kind {
+            ScheduleItemKind::Executors(n) => {
+                self.in_range(*n, "`executors`", limits::EXECUTORS, loc, path);
+                items.executors = Some(*n);
+            }
+            ScheduleItemKind::Dispatch(d) => {
+                self.check_dispatch(d, loc, path, &mut items.exprs, &mut items.partitions);
+            }
+            ScheduleItemKind::Streams(n) => {
+                self.in_range(*n, "`streams`", limits::STREAMS, loc, path)
+            }
+            ScheduleItemKind::StreamBy(e) => items.exprs.push(SchedExpr {
+                expr: e,
+                item: "stream_by",
+                loc,
+                path: path.to_string(),
+            }),
+            ScheduleItemKind::Timing(t) => match t {
+                Timing::Immediate => {}
+                Timing::Batched(n) => self.nonzero(*n, "the batch size of `batched`", loc, path),
+                Timing::Interleaved(n) => {
+                    self.nonzero(*n, "the group count of `interleaved`", loc, path)
+                }
+                Timing::RateLimit(n) => self.nonzero(*n, "the rate of `rate_limit`", loc, path),
+            },
+            ScheduleItemKind::TaskGraph(tg) => self.task_graph_items(tg, loc, path, items),
+            ScheduleItemKind::TaskWindow(n, _) => {
+                self.in_range(*n, "`task_window`", limits::TASK_WINDOW, loc, path);
+            }
+            ScheduleItemKind::PipelineDepth(n, _) => {
+                self.in_range(*n, "`pipeline_depth`", limits::PIPELINE_DEPTH, loc, path);
+            }
+            ScheduleItemKind::BatchDeps(n) => {
+                self.in_range(*n, "`batch_deps`", limits::BATCH_DEPS, loc, path);
+            }
+            ScheduleItemKind::DispatchThreshold(levels) => {
+                self.check_levels(levels, "dispatch_threshold", loc, path, &mut items.exprs);
+            }
+        }
+    }
+
+    /// The items of a `task_graph` block.
+    fn task_graph_items(
+        &mut self,
+        tg: &'m [TaskGraphItem],
+        loc: Loc,
+        path: &str,
+        items: &mut Items<'m>,
+    ) {
+        let mut sub: HashSet<&'static str> = HashSet::new();
+        for it in tg {
+            let skw = it.keyword();
+            let ipath = format!("{path} > {skw}");
+            if !sub.insert(skw) {
                 self.push(ValidationError::DuplicateScheduleItem {
-                    item: kw,
-                    block: "the schedule",
+                    item: skw,
+                    block: "`task_graph`",
                     loc,
-                    path: path.clone(),
+                    path: ipath.clone(),
                 });
             }
-            let zero = |v: &mut Self, n: u64, what: &str| {
-                if n == 0 {
-                    v.push(ValidationError::ZeroValue {
-                        what: what.to_string(),
-                        loc,
-                        path: path.clone(),
-                    });
-                }
+            let expr = |expr, item| SchedExpr {
+                expr,
+                item,
+                loc,
+                path: ipath.clone(),
             };
-            // 1 ..= limit (`crate::schedule::limits`).
-            let range = |v: &mut Self, n: u64, what: &str, limit: u64| {
-                zero(v, n, what);
-                if n > limit {
-                    v.push(ValidationError::OverLimit {
-                        what: what.to_string(),
-                        value: n,
-                        limit,
-                        loc,
-                        path: path.clone(),
-                    });
-                }
-            };
-            match &item.kind {
-                ScheduleItemKind::Executors(n) => {
-                    range(self, *n, "`executors`", limits::EXECUTORS);
-                    executors = Some(*n);
-                }
-                ScheduleItemKind::Dispatch(d) => {
-                    self.check_dispatch(d, loc, &path, &mut exprs, &mut partitions);
-                }
-                ScheduleItemKind::Streams(n) => range(self, *n, "`streams`", limits::STREAMS),
-                ScheduleItemKind::StreamBy(e) => exprs.push(SchedExpr {
-                    expr: e,
-                    item: "stream_by",
-                    loc,
-                    path: path.clone(),
-                }),
-                ScheduleItemKind::Timing(t) => match t {
-                    Timing::Immediate => {}
-                    Timing::Batched(n) => zero(self, *n, "the batch size of `batched`"),
-                    Timing::Interleaved(n) => zero(self, *n, "the group count of `interleaved`"),
-                    Timing::RateLimit(n) => zero(self, *n, "the rate of `rate_limit`"),
+            match it {
+                TaskGraphItem::Deps(_) | TaskGraphItem::Pools(_) => {}
+                TaskGraphItem::Ready(r) => match r {
+                    ReadyPolicy::Fifo | ReadyPolicy::WorkSteal => {}
+                    ReadyPolicy::Priority(e) => items.exprs.push(expr(e, "priority")),
                 },
-                ScheduleItemKind::TaskGraph(items) => {
-                    let mut sub: HashSet<&'static str> = HashSet::new();
-                    for it in items {
-                        let skw = it.keyword();
-                        let ipath = format!("{path} > {skw}");
-                        if !sub.insert(skw) {
-                            self.push(ValidationError::DuplicateScheduleItem {
-                                item: skw,
-                                block: "`task_graph`",
+                TaskGraphItem::Start(st) => match st {
+                    StartPolicy::AfterOrchestration | StartPolicy::Immediate => {}
+                    StartPolicy::Threshold(n) => {
+                        if *n == 0 {
+                            self.push(ValidationError::ZeroValue {
+                                what: "the task count of `start threshold`".into(),
                                 loc,
-                                path: ipath.clone(),
+                                path: ipath,
                             });
                         }
-                        match it {
-                            TaskGraphItem::Deps(_) | TaskGraphItem::Pools(_) => {}
-                            TaskGraphItem::Ready(r) => match r {
-                                ReadyPolicy::Fifo | ReadyPolicy::WorkSteal => {}
-                                ReadyPolicy::Priority(e) => exprs.push(SchedExpr {
-                                    expr: e,
-                                    item: "priority",
-                                    loc,
-                                    path: ipath,
-                                }),
-                            },
-                            TaskGraphItem::Start(st) => match st {
-                                StartPolicy::AfterOrchestration | StartPolicy::Immediate => {}
-                                StartPolicy::Threshold(n) => {
-                                    if *n == 0 {
-                                        self.push(ValidationError::ZeroValue {
-                                            what: "the task count of `start threshold`".into(),
-                                            loc,
-                                            path: ipath,
-                                        });
-                                    }
-                                }
-                            },
-                            TaskGraphItem::Trace(t) => match t {
-                                TracePolicy::None
-                                | TracePolicy::Wall
-                                | TracePolicy::Cycles(None) => {}
-                                TracePolicy::Cycles(Some(e)) => exprs.push(SchedExpr {
-                                    expr: e,
-                                    item: "cycles",
-                                    loc,
-                                    path: ipath,
-                                }),
-                            },
-                        }
                     }
-                }
-                ScheduleItemKind::TaskWindow(n, _) => {
-                    range(self, *n, "`task_window`", limits::TASK_WINDOW);
-                }
-                ScheduleItemKind::PipelineDepth(n, _) => {
-                    range(self, *n, "`pipeline_depth`", limits::PIPELINE_DEPTH);
-                }
-                ScheduleItemKind::BatchDeps(n) => {
-                    range(self, *n, "`batch_deps`", limits::BATCH_DEPS);
-                }
-                ScheduleItemKind::DispatchThreshold(levels) => {
-                    self.check_levels(levels, "dispatch_threshold", loc, &path, &mut exprs);
-                }
+                },
+                TaskGraphItem::Trace(t) => match t {
+                    TracePolicy::None | TracePolicy::Wall | TracePolicy::Cycles(None) => {}
+                    TracePolicy::Cycles(Some(e)) => items.exprs.push(expr(e, "cycles")),
+                },
             }
         }
-        if let Some(n) = executors {
-            for (len, loc, path) in partitions {
-                if len as u64 != n && len > 0 {
-                    self.push(ValidationError::PartitionExecutors {
-                        starts: len,
-                        executors: n,
-                        loc,
-                        path,
-                    });
-                }
-            }
-        }
+    }
 
-        // Names of schedule expressions that are not symbols or slots: look them up at the tasks.
+    /// Checks the schedule's expressions; names that are not symbols or slots are looked up at
+    /// the entry's tasks.
+    fn schedule_exprs(&mut self, entry: Option<Decl>, exprs: Vec<SchedExpr<'m>>) {
         let mut candidates: BTreeSet<String> = BTreeSet::new();
         for se in &exprs {
             se.expr.for_each_name(&mut |id| {
@@ -472,108 +511,7 @@ impl<'m> Validator<'m> {
         visiting: &mut HashSet<usize>,
     ) {
         for s in body {
-            let nested = |this: &Self,
-                          seg: String,
-                          vars: &[&crate::loc::Ident],
-                          body: &[Stmt],
-                          bound: &mut Vec<(String, ScalarType)>,
-                          path: &mut Vec<String>,
-                          out: &mut Summary,
-                          memo: &mut HashMap<usize, Summary>,
-                          visiting: &mut HashSet<usize>| {
-                let before = bound.len();
-                bound.extend(vars.iter().map(|v| (v.name.clone(), ScalarType::I64)));
-                path.push(seg);
-                this.summarize(body, bound, path, candidates, out, memo, visiting);
-                path.pop();
-                bound.truncate(before);
-            };
             match &s.kind {
-                StmtKind::Loop {
-                    order, vars, body, ..
-                } => {
-                    let vs: Vec<&crate::loc::Ident> = vars.iter().collect();
-                    let seg = format!("{} {}", order.keyword(), names(&vs));
-                    nested(self, seg, &vs, body, bound, path, out, memo, visiting);
-                }
-                StmtKind::Select { vars, body, .. } => {
-                    let vs: Vec<&crate::loc::Ident> = vars.iter().collect();
-                    let seg = format!("select {}", names(&vs));
-                    nested(self, seg, &vs, body, bound, path, out, memo, visiting);
-                }
-                StmtKind::Cond {
-                    then_body,
-                    else_body,
-                    ..
-                } => {
-                    nested(
-                        self,
-                        "if".into(),
-                        &[],
-                        then_body,
-                        bound,
-                        path,
-                        out,
-                        memo,
-                        visiting,
-                    );
-                    nested(
-                        self,
-                        "else".into(),
-                        &[],
-                        else_body,
-                        bound,
-                        path,
-                        out,
-                        memo,
-                        visiting,
-                    );
-                }
-                StmtKind::While { body, .. } => {
-                    nested(
-                        self,
-                        "while".into(),
-                        &[],
-                        body,
-                        bound,
-                        path,
-                        out,
-                        memo,
-                        visiting,
-                    );
-                }
-                StmtKind::Combine(b) => {
-                    nested(
-                        self,
-                        "combine".into(),
-                        &[],
-                        b,
-                        bound,
-                        path,
-                        out,
-                        memo,
-                        visiting,
-                    );
-                }
-                StmtKind::Sequential(b) => {
-                    nested(
-                        self,
-                        "sequential".into(),
-                        &[],
-                        b,
-                        bound,
-                        path,
-                        out,
-                        memo,
-                        visiting,
-                    );
-                }
-                StmtKind::Consume {
-                    channel, var, body, ..
-                } => {
-                    let seg = format!("consume {channel} as {var}");
-                    nested(self, seg, &[var], body, bound, path, out, memo, visiting);
-                }
                 StmtKind::Task(t) => {
                     let mut here = path.clone();
                     here.push(format!("task {}", t.kernel));
@@ -603,10 +541,16 @@ impl<'m> Validator<'m> {
                     here.push(format!("call {workload}"));
                     merge(out, &callee, &here.join(" > "));
                 }
-                StmtKind::SlotSet { .. }
-                | StmtKind::SlotLoad { .. }
-                | StmtKind::Send { .. }
-                | StmtKind::Break { .. } => {}
+                kind => {
+                    for (seg, vars, body) in scopes(kind) {
+                        let before = bound.len();
+                        bound.extend(vars.iter().map(|v| (v.name.clone(), ScalarType::I64)));
+                        path.push(seg);
+                        self.summarize(body, bound, path, candidates, out, memo, visiting);
+                        path.pop();
+                        bound.truncate(before);
+                    }
+                }
             }
         }
     }
@@ -632,4 +576,43 @@ fn merge(into: &mut Summary, from: &Summary, prefix: &str) {
 fn names(vars: &[&crate::loc::Ident]) -> String {
     let v: Vec<&str> = vars.iter().map(|i| i.as_str()).collect();
     v.join(", ")
+}
+
+/// The bodies a statement encloses, each with its path segment and the variables it binds
+/// (none for a task, a call or a statement without a body).
+fn scopes(kind: &StmtKind) -> Vec<(String, Vec<&Ident>, &[Stmt])> {
+    match kind {
+        StmtKind::Loop {
+            order, vars, body, ..
+        } => {
+            let vs: Vec<&Ident> = vars.iter().collect();
+            let seg = format!("{} {}", order.keyword(), names(&vs));
+            vec![(seg, vs, body)]
+        }
+        StmtKind::Select { vars, body, .. } => {
+            let vs: Vec<&Ident> = vars.iter().collect();
+            let seg = format!("select {}", names(&vs));
+            vec![(seg, vs, body)]
+        }
+        StmtKind::Cond {
+            then_body,
+            else_body,
+            ..
+        } => vec![
+            ("if".into(), vec![], then_body),
+            ("else".into(), vec![], else_body),
+        ],
+        StmtKind::While { body, .. } => vec![("while".into(), vec![], body)],
+        StmtKind::Combine(b) => vec![("combine".into(), vec![], b)],
+        StmtKind::Sequential(b) => vec![("sequential".into(), vec![], b)],
+        StmtKind::Consume {
+            channel, var, body, ..
+        } => vec![(format!("consume {channel} as {var}"), vec![var], body)],
+        StmtKind::Task(_)
+        | StmtKind::Call { .. }
+        | StmtKind::SlotSet { .. }
+        | StmtKind::SlotLoad { .. }
+        | StmtKind::Send { .. }
+        | StmtKind::Break { .. } => vec![],
+    }
 }

@@ -65,36 +65,14 @@ pub fn attn_decode_chunk(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
     let mut m_out = ctx.write_float(4)?;
     let mut l_out = ctx.write_float(5)?;
     let (g, d, s) = (q.rows(), q.cols(), k.rows());
-    let dq = Dims::new(0, g, d);
-    for (i, view) in [(1, &k), (2, &v)] {
-        let dims = Dims::new(i, view.rows(), view.cols());
-        if view.cols() != d || view.rows() != s {
-            return Err(KernelError::shape(
-                K,
-                format!(
-                    "{dims}, but keys and values must both be {s} x {d}: region 1's rows (the chunk) by region 0's columns (the head dimension)"
-                ),
-            ));
-        }
-    }
-    let dout = Dims::new(3, o.rows(), o.cols());
-    if (o.rows(), o.cols()) != (g, d) {
-        return Err(KernelError::shape(
-            K,
-            format!("{dout}, but the output must be shaped like the queries: {dq}"),
-        ));
-    }
-    vector_len(
-        K,
-        Dims::new(4, m_out.rows(), m_out.cols()),
-        g,
-        "the running max, one per query row",
-    )?;
-    vector_len(
-        K,
-        Dims::new(5, l_out.rows(), l_out.cols()),
-        g,
-        "the running sum, one per query row",
+    chunk_shapes(
+        (g, d, s),
+        [(k.rows(), k.cols()), (v.rows(), v.cols())],
+        [
+            (o.rows(), o.cols()),
+            (m_out.rows(), m_out.cols()),
+            (l_out.rows(), l_out.cols()),
+        ],
     )?;
     let n = valid_rows(ctx, K, s)?;
     let scale = opt_f64(ctx, 2, 1.0 / (d as f64).sqrt());
@@ -162,6 +140,48 @@ pub fn attn_decode_chunk(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
     }
     m_out.store_all(&stats[..g]);
     l_out.store_all(&stats[g..]);
+    Ok(())
+}
+
+/// The shapes of a decode chunk, as `(rows, cols)`: keys and values (`kv`) `S x D`; of `out`,
+/// the output like the queries (`G x D`), the running max and the running sum `G` each.
+fn chunk_shapes(
+    (g, d, s): (usize, usize, usize),
+    kv: [(usize, usize); 2],
+    out: [(usize, usize); 3],
+) -> Result<(), KernelError> {
+    const K: &str = "attn_decode_chunk";
+    let dq = Dims::new(0, g, d);
+    for (i, (rows, cols)) in [(1, kv[0]), (2, kv[1])] {
+        let dims = Dims::new(i, rows, cols);
+        if cols != d || rows != s {
+            return Err(KernelError::shape(
+                K,
+                format!(
+                    "{dims}, but keys and values must both be {s} x {d}: region 1's rows (the chunk) by region 0's columns (the head dimension)"
+                ),
+            ));
+        }
+    }
+    let dout = Dims::new(3, out[0].0, out[0].1);
+    if out[0] != (g, d) {
+        return Err(KernelError::shape(
+            K,
+            format!("{dout}, but the output must be shaped like the queries: {dq}"),
+        ));
+    }
+    vector_len(
+        K,
+        Dims::new(4, out[1].0, out[1].1),
+        g,
+        "the running max, one per query row",
+    )?;
+    vector_len(
+        K,
+        Dims::new(5, out[2].0, out[2].1),
+        g,
+        "the running sum, one per query row",
+    )?;
     Ok(())
 }
 
