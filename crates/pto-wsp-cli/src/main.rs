@@ -151,6 +151,10 @@ enum Command {
         /// (default 0, generation is free); makes start policies and `timing` visible.
         #[arg(long, default_value_t = 0, value_name = "N")]
         issue_cycles: u64,
+        /// Fail (writing no --output) when an output tensor has elements no task wrote; by
+        /// default that is a warning naming the tensor and the unwritten elements.
+        #[arg(long)]
+        strict: bool,
         /// For a task-graph binary (`.ptog`, docs/ISA.md): a `.wsp` module whose kernels
         /// (bodies and `//@ alias` lines) the binary's kernel nodes run.
         #[arg(long, value_name = "FILE.wsp")]
@@ -284,7 +288,7 @@ fn main() -> ExitCode {
     }
 }
 
-/// Reads a source file as UTF-8 text.
+/// Reads a file's bytes (a task-graph binary or its text).
 fn read_bytes(path: &Path) -> anyhow::Result<Vec<u8>> {
     std::fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))
 }
@@ -298,6 +302,7 @@ fn parse_cores(spec: &str) -> anyhow::Result<[u32; 3]> {
     }
 }
 
+/// Reads a source file as UTF-8 text.
 fn read(path: &Path) -> anyhow::Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read `{}`", path.display()))
 }
@@ -527,10 +532,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             kernels,
             devices,
             cores,
+            strict,
         } => {
             if let Some(f) = &file {
                 let bytes = pto_wsp_cli::cmd::ptog::program_bytes(f, read_bytes(f)?)?;
                 if pto_wsp_cli::cmd::ptog::is_binary(&bytes) {
+                    if strict {
+                        anyhow::bail!("--strict is for .wsp modules, not task-graph binaries");
+                    }
                     let mut args = pto_wsp_cli::cmd::ptog::RunArgs {
                         devices: vec![(f.display().to_string(), bytes)],
                         seed,
@@ -581,6 +590,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 rtol,
                 atol,
                 on_task: None,
+                strict,
             };
             if target.starts_with("ascend") {
                 let outcome = pto_wsp_cli::ascend_run::run_ascend(&name, &text, &target, &opts)?;

@@ -64,6 +64,19 @@ fn mistakes_are_reported_where_they_are() {
         )),
         "{stderr}"
     );
+    // Flags of the other kind of run are refused, not ignored.
+    let (code, _, stderr) = binary(&["run", "examples/ptog/tour.ptoasm", "--strict"]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("--strict is for .wsp modules, not task-graph binaries"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = binary(&["run", "examples/gemm.wsp", "--cores", "1,1,1"]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("--kernels, --device and --cores are for task-graph binaries (.ptog)"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -327,8 +327,29 @@ pub enum GenKind {
     /// not given are 0 (`workspace`: none).
     Emit {
         /// Field names and values, as written.
-        fields: Vec<(Ident, Expr)>,
+        fields: Vec<(Ident, FieldValue)>,
     },
+}
+
+/// The value of one field of an `emit`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum FieldValue {
+    /// An expression over symbols and generator variables.
+    Expr(Expr),
+    /// `select_tier(TIERS, EXPR)`: the index of the tier of the value (as the statement
+    /// `let NAME = select_tier(...)` computes it), written in place.
+    SelectTier {
+        /// The tier table (the plan's).
+        tiers: Ident,
+        /// The value.
+        value: Expr,
+    },
+}
+
+impl From<Expr> for FieldValue {
+    fn from(e: Expr) -> FieldValue {
+        FieldValue::Expr(e)
+    }
 }
 
 /// The fixed descriptor fields every plan has, besides its axes and user fields.

@@ -64,7 +64,8 @@ pub use backend::{
 };
 pub use node::WorkloadNode;
 pub use program::{
-    CompileError, CompileOptions, LoweredPlan, Program, ProgramStats, RunError, compile, lower,
+    CompileError, CompileOptions, LoweredPlan, Program, ProgramStats, RunError, TensorRole,
+    Unwritten, compile, lower, plan_roles, roles,
 };
 /// The code-emitting back ends (PTO-ISA C++ kernels, the Ascend runtime), registered as
 /// `ptoisa` and `ascend`.
