@@ -905,186 +905,242 @@ impl<'a> Shared<'a> {
         ))
     }
 
+    /// The control code's instruction `pc` as written (for messages, on the error path only).
+    fn here(&self, pc: usize) -> String {
+        crate::text::disasm::render(&self.c.program, self.c.control_insns[pc])
+    }
+
     /// Runs the control code of device `device` (see the module docs).
     pub(crate) fn control(&self, device: u32, fabric: &Fabric) -> Result<(), RunError> {
-        let c = self.c;
-        let mut live = vec![false; c.tensors.len()];
+        let mut st = ControlState {
+            live: vec![false; self.c.tensors.len()],
+            loops: Vec::new(),
+            whiles: Vec::new(),
+        };
         let mut pc = 0usize;
-        // Per open CF_LOOP: iterator, pass, count. Per open CF_WHILE: passes.
-        let mut loops: Vec<(u32, u64, u64)> = Vec::new();
-        let mut whiles: Vec<u64> = Vec::new();
-        let here = |pc: usize| crate::text::disasm::render(&c.program, c.control_insns[pc]);
-        while pc < c.control.len() {
+        while pc < self.c.control.len() {
             if self.abort.load(Ordering::Acquire) {
                 return Err(self.failed());
             }
-            let ctl = &c.control[pc];
-            let mut next = pc + 1;
-            match ctl {
-                Ctl::Launch {
-                    graph,
-                    stream,
-                    iteration,
-                } => {
-                    if let Some(&t) = c.graphs[*graph].uses.iter().find(|&&t| !live[t]) {
-                        return Err(RunError::Memory(format!(
-                            "{}: graph {} uses tensor {}, which is not allocated",
-                            here(pc),
-                            c.graphs[*graph].name,
-                            c.tensors[t].name
-                        )));
-                    }
-                    let it = match iteration {
-                        IterVal::Imm(v) => *v as u64,
-                        IterVal::Iter(id) => {
-                            loops.iter().rev().find(|l| l.0 == id.0).map_or(0, |l| l.1)
-                        }
-                    };
-                    self.launch(*graph, *stream, it)?;
-                }
-                Ctl::Sync { graph } => {
-                    let g = *graph;
-                    self.wait_for(|q| q.outstanding[g] == 0, &|| here(pc))?;
-                }
-                Ctl::Alloc { tensor } => {
-                    let t = &c.tensors[*tensor];
-                    if live[*tensor] {
-                        return Err(RunError::Memory(format!(
-                            "{}: tensor {} is already allocated",
-                            here(pc),
-                            t.name
-                        )));
-                    }
-                    if !self.dev.addresses[*tensor].is_multiple_of(t.align as usize) {
-                        return Err(RunError::Memory(format!(
-                            "{}: tensor {} is not aligned to {} bytes",
-                            here(pc),
-                            t.name,
-                            t.align
-                        )));
-                    }
-                    live[*tensor] = true;
-                }
-                Ctl::Free { tensor } => {
-                    if !live[*tensor] {
-                        return Err(RunError::Memory(format!(
-                            "{}: tensor {} is not allocated",
-                            here(pc),
-                            c.tensors[*tensor].name
-                        )));
-                    }
-                    live[*tensor] = false;
-                }
-                Ctl::Copy {
-                    src,
-                    dst,
-                    size,
-                    src_offset,
-                    dst_offset,
-                } => {
-                    for t in [src, dst] {
-                        if !live[*t] {
-                            return Err(RunError::Memory(format!(
-                                "{}: tensor {} is not allocated",
-                                here(pc),
-                                c.tensors[*t].name
-                            )));
-                        }
-                    }
-                    let rows = |t: usize, off: u64| {
-                        let p = &c.tensors[t];
-                        let rb = p.row_bytes();
-                        let mut r = Region {
-                            tensor: t as u32,
-                            rank: p.shape.len() as u32,
-                            start: [0; MAX_RANK],
-                            size: [1; MAX_RANK],
-                        };
-                        for (d, &e) in p.shape.iter().enumerate() {
-                            r.size[d] = e as u32;
-                        }
-                        r.start[0] = (off / rb) as u32;
-                        r.size[0] = (size / rb) as u32;
-                        r
-                    };
-                    let io = [
-                        TaskIo::new(rows(*src, *src_offset), pto_wsp_ir::Access::In),
-                        TaskIo::new(rows(*dst, *dst_offset), pto_wsp_ir::Access::Out),
-                    ];
-                    self.runner
-                        .call(self.dev.copy_kernel, u32::MAX, &[], &io)
-                        .map_err(|m| RunError::Memory(format!("{}: {m}", here(pc))))?;
-                }
-                Ctl::Fence(_) => fence(Ordering::SeqCst),
-                Ctl::If { cond, skip } => {
-                    if !self.eval(cond, u32::MAX)?.nonzero {
-                        next = *skip;
-                    }
-                }
-                Ctl::Else { end } => next = *end,
-                Ctl::EndIf => {}
-                Ctl::Loop { count, iter, end } => {
-                    let n = self.count(count, u32::MAX, &|| here(pc))?;
-                    if n == 0 {
-                        next = end + 1;
-                    } else {
-                        loops.push((*iter, 0, n));
-                    }
-                }
-                Ctl::EndLoop { head } => {
-                    let top = loops.last_mut().expect("a CF_LOOP is open");
-                    top.1 += 1;
-                    if top.1 < top.2 {
-                        self.pass_limit(top.1, &|| here(*head))?;
-                        next = head + 1;
-                    } else {
-                        loops.pop();
-                    }
-                }
-                Ctl::While { cond, end } => {
-                    // Reached from above only: a CF_ENDWHILE jumps past it.
-                    if self.eval(cond, u32::MAX)?.nonzero {
-                        whiles.push(0);
-                    } else {
-                        next = end + 1;
-                    }
-                }
-                Ctl::EndWhile { head } => {
-                    let passes = whiles.pop().unwrap_or(0) + 1;
-                    self.pass_limit(passes, &|| here(*head))?;
-                    if self
-                        .eval(
-                            match &c.control[*head] {
-                                Ctl::While { cond, .. } => cond,
-                                _ => &Scalar::Imm(0),
-                            },
-                            u32::MAX,
-                        )?
-                        .nonzero
-                    {
-                        whiles.push(passes);
-                        next = head + 1;
-                    } else {
-                        next = pc + 1;
-                    }
-                }
-                Ctl::Break { cond, end, counted } => {
-                    if self.eval(cond, u32::MAX)?.nonzero {
-                        if *counted {
-                            loops.pop();
-                        } else {
-                            whiles.pop();
-                        }
-                        next = end + 1;
-                    }
-                }
-                Ctl::Notify { device: to, id } => fabric.notify(device, *to, *id)?,
-                Ctl::WaitNotify { device: from, id } => fabric.wait(device, *from, *id)?,
-            }
-            pc = next;
+            pc = self.control_step(pc, &mut st, device, fabric)?;
         }
         self.wait_for(|q| q.outstanding.iter().all(|&n| n == 0), &|| {
             "the end of the program waits for every launched graph".to_string()
         })
     }
+
+    /// Runs control instruction `pc`; the next one to run.
+    fn control_step(
+        &self,
+        pc: usize,
+        st: &mut ControlState,
+        device: u32,
+        fabric: &Fabric,
+    ) -> Result<usize, RunError> {
+        let c = self.c;
+        match &c.control[pc] {
+            Ctl::Launch {
+                graph,
+                stream,
+                iteration,
+            } => {
+                if let Some(&t) = c.graphs[*graph].uses.iter().find(|&&t| !st.live[t]) {
+                    return Err(RunError::Memory(format!(
+                        "{}: graph {} uses tensor {}, which is not allocated",
+                        self.here(pc),
+                        c.graphs[*graph].name,
+                        c.tensors[t].name
+                    )));
+                }
+                let it = match iteration {
+                    IterVal::Imm(v) => *v as u64,
+                    IterVal::Iter(id) => st
+                        .loops
+                        .iter()
+                        .rev()
+                        .find(|l| l.0 == id.0)
+                        .map_or(0, |l| l.1),
+                };
+                self.launch(*graph, *stream, it)?;
+            }
+            Ctl::Sync { graph } => {
+                let g = *graph;
+                self.wait_for(|q| q.outstanding[g] == 0, &|| self.here(pc))?;
+            }
+            Ctl::Alloc { tensor } => self.alloc(pc, *tensor, &mut st.live)?,
+            Ctl::Free { tensor } => {
+                self.allocated(pc, *tensor, &st.live)?;
+                st.live[*tensor] = false;
+            }
+            Ctl::Copy {
+                src,
+                dst,
+                size,
+                src_offset,
+                dst_offset,
+            } => {
+                self.allocated(pc, *src, &st.live)?;
+                self.allocated(pc, *dst, &st.live)?;
+                self.copy(pc, (*src, *src_offset), (*dst, *dst_offset), *size)?;
+            }
+            Ctl::Fence(_) => fence(Ordering::SeqCst),
+            Ctl::Notify { device: to, id } => fabric.notify(device, *to, *id)?,
+            Ctl::WaitNotify { device: from, id } => fabric.wait(device, *from, *id)?,
+            _ => return self.control_flow(pc, st),
+        }
+        Ok(pc + 1)
+    }
+
+    /// `MC_ALLOC` of `tensor`: not allocated already, and its buffer aligned as asked.
+    fn alloc(&self, pc: usize, tensor: usize, live: &mut [bool]) -> Result<(), RunError> {
+        let t = &self.c.tensors[tensor];
+        if live[tensor] {
+            return Err(RunError::Memory(format!(
+                "{}: tensor {} is already allocated",
+                self.here(pc),
+                t.name
+            )));
+        }
+        if !self.dev.addresses[tensor].is_multiple_of(t.align as usize) {
+            return Err(RunError::Memory(format!(
+                "{}: tensor {} is not aligned to {} bytes",
+                self.here(pc),
+                t.name,
+                t.align
+            )));
+        }
+        live[tensor] = true;
+        Ok(())
+    }
+
+    /// Fails unless `tensor` is allocated.
+    fn allocated(&self, pc: usize, tensor: usize, live: &[bool]) -> Result<(), RunError> {
+        if live[tensor] {
+            return Ok(());
+        }
+        Err(RunError::Memory(format!(
+            "{}: tensor {} is not allocated",
+            self.here(pc),
+            self.c.tensors[tensor].name
+        )))
+    }
+
+    /// `MC_COPY` of `size` bytes (whole rows) from `(tensor, offset)` to `(tensor, offset)`,
+    /// through the checked runner.
+    fn copy(
+        &self,
+        pc: usize,
+        src: (usize, u64),
+        dst: (usize, u64),
+        size: u64,
+    ) -> Result<(), RunError> {
+        let rows = |(t, off): (usize, u64)| {
+            let p = &self.c.tensors[t];
+            let rb = p.row_bytes();
+            let mut r = Region {
+                tensor: t as u32,
+                rank: p.shape.len() as u32,
+                start: [0; MAX_RANK],
+                size: [1; MAX_RANK],
+            };
+            for (d, &e) in p.shape.iter().enumerate() {
+                r.size[d] = e as u32;
+            }
+            r.start[0] = (off / rb) as u32;
+            r.size[0] = (size / rb) as u32;
+            r
+        };
+        let io = [
+            TaskIo::new(rows(src), pto_wsp_ir::Access::In),
+            TaskIo::new(rows(dst), pto_wsp_ir::Access::Out),
+        ];
+        self.runner
+            .call(self.dev.copy_kernel, u32::MAX, &[], &io)
+            .map_err(|m| RunError::Memory(format!("{}: {m}", self.here(pc))))
+    }
+
+    /// Runs control-flow instruction `pc` (`CF_*`); the next instruction to run.
+    fn control_flow(&self, pc: usize, st: &mut ControlState) -> Result<usize, RunError> {
+        let holds =
+            |cond: &Scalar| -> Result<bool, RunError> { Ok(self.eval(cond, u32::MAX)?.nonzero) };
+        Ok(match &self.c.control[pc] {
+            Ctl::If { cond, skip } => {
+                if holds(cond)? {
+                    pc + 1
+                } else {
+                    *skip
+                }
+            }
+            Ctl::Else { end } => *end,
+            Ctl::Loop { count, iter, end } => {
+                let n = self.count(count, u32::MAX, &|| self.here(pc))?;
+                if n == 0 {
+                    end + 1
+                } else {
+                    st.loops.push((*iter, 0, n));
+                    pc + 1
+                }
+            }
+            Ctl::EndLoop { head } => {
+                let top = st.loops.last_mut().expect("a CF_LOOP is open");
+                top.1 += 1;
+                if top.1 < top.2 {
+                    self.pass_limit(top.1, &|| self.here(*head))?;
+                    head + 1
+                } else {
+                    st.loops.pop();
+                    pc + 1
+                }
+            }
+            // Reached from above only: a CF_ENDWHILE jumps past it.
+            Ctl::While { cond, end } => {
+                if holds(cond)? {
+                    st.whiles.push(0);
+                    pc + 1
+                } else {
+                    end + 1
+                }
+            }
+            Ctl::EndWhile { head } => {
+                let passes = st.whiles.pop().unwrap_or(0) + 1;
+                self.pass_limit(passes, &|| self.here(*head))?;
+                let Ctl::While { cond, .. } = &self.c.control[*head] else {
+                    return Err(RunError::Internal(format!(
+                        "{}: its head is not a CF_WHILE",
+                        self.here(pc)
+                    )));
+                };
+                if holds(cond)? {
+                    st.whiles.push(passes);
+                    head + 1
+                } else {
+                    pc + 1
+                }
+            }
+            Ctl::Break { cond, end, counted } => {
+                if !holds(cond)? {
+                    pc + 1
+                } else {
+                    if *counted {
+                        st.loops.pop();
+                    } else {
+                        st.whiles.pop();
+                    }
+                    end + 1
+                }
+            }
+            // CF_ENDIF; every other instruction is `control_step`'s.
+            _ => pc + 1,
+        })
+    }
+}
+
+/// What the control code keeps while it runs.
+struct ControlState {
+    /// Per tensor: allocated (between its `MC_ALLOC` and `MC_FREE`).
+    live: Vec<bool>,
+    /// Per open `CF_LOOP`: iterator, pass, count.
+    loops: Vec<(u32, u64, u64)>,
+    /// Per open `CF_WHILE`: passes made.
+    whiles: Vec<u64>,
 }
