@@ -831,7 +831,7 @@ fn data_dependent_runs_report_computed_reads_and_unbound_reads_are_located() {
     }
 }
 
-/// Issue 16, item 3: a host run puts each task on worker `target mod threads`, under every
+/// A host run puts each task on worker `target mod threads`, under every
 /// ready policy. With stealing off (fifo, priority) the per-worker counts are `expand`'s
 /// per-executor counts folded mod threads and nothing migrates; under work stealing every task
 /// run off its target is counted as a migration (checked task by task against the trace).

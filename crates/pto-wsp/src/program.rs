@@ -1,4 +1,4 @@
-//! The back-end interface (seed 004 §1.1, §6.3, §9.1): [`lower`] a module into a
+//! The back-end interface (the back-end architecture specification): [`lower`] a module into a
 //! [`LoweredPlan`], [`compile`] the plan for a target into a [`Program`], and run it.
 //!
 //! Back ends implement [`crate::Backend`] and live in a registry ([`crate::backends`],
@@ -15,10 +15,11 @@
 //! time, `pto_wsp_cpu::feed_bytecode`) whenever the bytecode can express the module, else the
 //! reference expander (`pto_wsp_bytecode::supports` says what the bytecode cannot express:
 //! per-row ragged lengths, multi-producer channels; or [`CompileOptions::host_expander`]).
-//! Either stops at each computed read until its producers complete. Both feed the builder the same tasks and the same order
-//! announcements, so the graph is the same; an interpreter error is reported in the expander's
-//! words. Kernels come from the [`KernelRegistry`] of the [`CompileOptions`]; every kernel
-//! the module can run must be registered (else [`CompileError::UnknownKernel`]).
+//! Either stops at each computed read until its producers complete. Both feed the builder the same
+//! tasks and the same order announcements, so the graph is the same; an interpreter error is
+//! reported in the expander's words. Kernels come from the [`KernelRegistry`] of the
+//! [`CompileOptions`]; every kernel the module can run must be registered (else
+//! [`CompileError::UnknownKernel`]).
 //!
 //! A module whose entry is a CSP pipeline runs differently: each process on its own thread,
 //! running its own tasks in order, connected by bounded channels of the declared depth
@@ -90,15 +91,15 @@ pub struct CompileOptions {
     /// interpret it and run its own tasks as they are generated, instead of a host thread
     /// building the graph (see [`crate::program`]'s docs and `pto_wsp_cpu::devgen`).
     pub device_gen: bool,
-    /// Streams (seed 004 §5.2 `num_streams`): overrides the schedule's `streams N;` when set.
+    /// Streams (the compile option `num_streams`): overrides the schedule's `streams N;` when set.
     pub num_streams: Option<u64>,
-    /// Executors dispatch targets range over (seed 004 §5.2 `num_aicpus`; on `cpu_sim` the
+    /// Executors dispatch targets range over (the compile option `num_aicpus`; on `cpu_sim` the
     /// modelled executors): overrides the schedule's `executors N;` when set.
     pub num_aicpus: Option<u64>,
-    /// Tile grid dimensions for spatial back ends (seed 004 §5.2 `grid`, AIE); `cpu_sim`
+    /// Tile grid dimensions for spatial back ends (the compile option `grid`, AIE); `cpu_sim`
     /// ignores it.
     pub grid: Vec<u64>,
-    /// Optimisation level 0–3 (seed 004 §5.2, default 2), for back ends that have choices to
+    /// Optimisation level 0–3 (default 2), for back ends that have choices to
     /// make; `cpu_sim` has none yet and ignores it.
     pub opt_level: u8,
     /// Cycles the cycle model (`trace cycles`) charges orchestration for submitting each task
@@ -548,8 +549,8 @@ impl Done {
     }
 }
 
-/// A program's figures (seed 004 §1.1 `ProgramStats`): what it was compiled for and its last
-/// run.
+/// A program's figures (the back-end architecture specification's `ProgramStats`): what it was
+/// compiled for and its last run.
 #[derive(Clone, Debug)]
 pub struct ProgramStats {
     /// Tasks of the last run (barrier tasks of structural order included).
@@ -1052,8 +1053,8 @@ impl Program {
         self.last.as_ref().map(|(_, ms)| *ms)
     }
 
-    /// Seed 004's program statistics of the last completed run, with compile time, streams and
-    /// executors.
+    /// The back-end architecture specification's program statistics of the last completed run, with
+    /// compile time, streams and executors.
     pub fn program_stats(&self) -> Option<ProgramStats> {
         let (run, ms) = self.last.as_ref()?;
         Some(ProgramStats {
