@@ -2,7 +2,7 @@
 //! program.
 //!
 //! Why: a target that runs elsewhere (PTO-ISA's C++ tile library, the Ascend task runtime; the
-//! task-graph ISA and AMD AIE to come) turns the one resolved program
+//! task-graph ISA; AMD AIE to come) turns the one resolved program
 //! ([`pto_wsp_ir::resolve`](mod@pto_wsp_ir::resolve)) into files. Those emitters share what
 //! they need — the resolved program, where it came from, the bindings baked in, one error type
 //! — and live here, below the facade (`pto-wsp`), which registers each one as a
@@ -19,13 +19,15 @@
 //!   source they name the module only.
 //!
 //! Modules: [`ptoisa`] (kernels written in tile instructions as PTO-ISA C++, with a host
-//! driver) and [`ascend`] (a workload for the Ascend runtime simpler, built on [`ptoisa`]'s
-//! kernel bodies; behind the default-on `ascend` feature).
+//! driver), [`ascend`] (a workload for the Ascend runtime simpler, built on [`ptoisa`]'s
+//! kernel bodies; behind the default-on `ascend` feature) and [`ptog`] (the entry point as a
+//! task-graph ISA program, the `PTOG` binary of `pto-wsp-ptog`).
 
 #![forbid(unsafe_code)]
 
 #[cfg(feature = "ascend")]
 pub mod ascend;
+pub mod ptog;
 pub mod ptoisa;
 
 use pto_wsp_ir::{Bindings, Diagnostic, Loc, Resolved, SourceFile, Unsupported};

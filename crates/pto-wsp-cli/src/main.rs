@@ -43,8 +43,13 @@ enum Command {
     Bytecode(cmd::bytecode::Args),
     /// Run a module on the CPU simulation; print run statistics. With no file, run the main job:
     /// one LLM decode step (examples/llm_decode.wsp), checked against an f64 reference. Kernels
-    /// come from the built-in registry, mapped by the file's `//@ alias` lines.
+    /// come from the built-in registry, mapped by the file's `//@ alias` lines. A task-graph
+    /// binary (`.ptog`) or its text (`.ptoasm`) runs on simulated devices (docs/ISA.md).
     Run(cmd::run::Args),
+    /// Assemble a task-graph program (docs/ISA.md) into its `PTOG` binary.
+    Asm(cmd::ptog::AsmArgs),
+    /// Print a task-graph binary as assembly text (which `asm` reads back to the same binary).
+    Disasm(cmd::ptog::DisasmArgs),
     /// List every registered back end: its targets and capabilities.
     Targets,
     /// Validate and resolve a module, check that a target supports it, and compile it: an
@@ -72,6 +77,8 @@ fn main() -> ExitCode {
         Command::Expand(args) => cmd::expand::main(args),
         Command::Bytecode(args) => cmd::bytecode::main(args),
         Command::Run(args) => cmd::run::main(args),
+        Command::Asm(args) => cmd::ptog::asm_main(args),
+        Command::Disasm(args) => cmd::ptog::disasm_main(args),
         Command::Targets => cmd::targets::targets_main(),
         Command::Compile(args) => cmd::targets::compile_main(args),
         Command::Emit(args) => cmd::emit::main(args),

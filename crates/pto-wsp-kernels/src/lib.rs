@@ -44,5 +44,5 @@ pub use check::{Conflict, ConflictChecker};
 pub use checked::{CheckedRunner, with_checked_runner};
 pub use context::{ReadView, TaskContext, ViewProblem, WriteView};
 pub use registry::{KernelError, KernelId, KernelRegistry};
-pub use store::{Element, StoreError, TensorInfo, TensorStore};
+pub use store::{Element, StoreError, TensorInfo, TensorSpec, TensorStore};
 pub use tile::{Float, FloatRead, FloatWrite, Scratch};

@@ -11,6 +11,7 @@ pub mod check;
 pub mod emit;
 pub mod expand;
 pub mod fmt;
+pub mod ptog;
 pub mod run;
 pub mod targets;
 

@@ -1,6 +1,7 @@
 //! `pto-wsp run`: a module run on the CPU simulation ([`cpu`]), its plans through
-//! Plan-Descriptor-Execute ([`plans`]) or on the Ascend simulator ([`ascend`]); with no file,
-//! the main job (one LLM decode step checked against an f64 reference, [`crate::llm`]).
+//! Plan-Descriptor-Execute ([`plans`]) or on the Ascend simulator ([`ascend`]), a task-graph
+//! program on simulated devices ([`super::ptog`]); with no file, the main job (one LLM decode
+//! step checked against an f64 reference, [`crate::llm`]).
 //!
 //! Promise: the report goes to stdout, notes and timing lines to stderr; a failed `--expect`
 //! comparison or reference check fails the command after the report is printed.
@@ -21,7 +22,7 @@ use std::process::ExitCode;
 /// The arguments of `pto-wsp run`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The `.wsp` file (default: the main job).
+    /// The `.wsp` file (default: the main job), or a task-graph program (`.ptog`, `.ptoasm`).
     pub file: Option<PathBuf>,
     /// Run the module's plans (Plan-Descriptor-Execute, docs/PDE.md) even when it also has a
     /// workload; a module with plans and no workload or pipeline runs them without it.
@@ -84,6 +85,17 @@ pub struct Args {
     /// default that is a warning naming the tensor and the unwritten elements.
     #[arg(long)]
     pub strict: bool,
+    /// For a task-graph binary (`.ptog`, docs/ISA.md): a `.wsp` module whose kernels
+    /// (bodies and `//@ alias` lines) the binary's kernel nodes run.
+    #[arg(long, value_name = "FILE.wsp")]
+    pub kernels: Option<PathBuf>,
+    /// For a task-graph binary: another device's binary (device 1, 2, ... in order), run at
+    /// the same time; devices exchange notifications (`SY_NOTIFY`).
+    #[arg(long = "device", value_name = "FILE.ptog")]
+    pub devices: Vec<PathBuf>,
+    /// For a task-graph binary: cube, vector and AICPU cores of each device (default 2,4,1).
+    #[arg(long, value_name = "AIC,AIV,AICPU")]
+    pub cores: Option<String>,
 }
 
 impl Args {
@@ -112,6 +124,9 @@ impl Args {
 
 /// Runs `pto-wsp run`: the Ascend simulator, the module's plans, or the CPU simulation.
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(code) = super::ptog::run_main(&args)? {
+        return Ok(code);
+    }
     let (name, text, main_job) = match &args.file {
         Some(f) => (f.display().to_string(), read(f)?, false),
         None => (
