@@ -36,6 +36,7 @@ pub mod context;
 pub mod cost;
 pub mod fast;
 pub mod lang;
+pub mod ledger;
 pub mod npy;
 pub mod registry;
 pub mod store;
@@ -43,6 +44,7 @@ pub mod tile;
 
 pub use check::{Conflict, ConflictChecker};
 pub use checked::{CheckedRunner, with_checked_runner};
+pub use ledger::RegionLedger;
 pub use context::{ReadView, TaskContext, ViewProblem, WriteView};
 pub use registry::{KernelError, KernelId, KernelRegistry};
 pub use store::{Element, StoreError, TensorInfo, TensorStore};
