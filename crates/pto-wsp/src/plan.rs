@@ -20,9 +20,13 @@
 //!   `affinity(axis, ...)` is `Launch::affinity`.
 //! - Plans run in declaration order; a plan's launch ends before the next starts, so a later
 //!   plan reads what an earlier one wrote (the merge after the chunks of decode attention).
-//! - Descriptors of one launch are promised independent by the plan, not inferred: every
-//!   descriptor's regions are recorded while its kernel runs, and one that overlaps a write of
-//!   a descriptor in flight fails the run, naming both (the kernels' views are sound only so).
+//! - Descriptors of one launch are promised independent by the plan, not inferred. The promise
+//!   is checked whatever the timing: before a descriptor is queued, its regions are evaluated
+//!   on the generator's thread and recorded in a [`RegionLedger`]; one that overlaps an earlier
+//!   descriptor's write (or writes what an earlier one reads) fails the run at its `emit`,
+//!   naming both descriptors, the tensor and the boxes. The regions in flight are also
+//!   compared while kernels run (the kernels' views are sound only so, also with
+//!   [`PlanOptions::check_independence`] off).
 //! - Every mistake is a [`PlanError`] with the source location of the statement, tier kernel
 //!   or declaration involved and a message naming the plan, space, field or tier: a field out
 //!   of range, a tier with no kernel implementation, a workspace overflow, a `load` past its
