@@ -1681,7 +1681,7 @@ mod random_nests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(300))]
+        #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(300)))]
 
         #[test]
         fn expansion_matches_direct_recursion(

@@ -476,6 +476,8 @@ fn views_of_1d_2d_3d_regions_match_naive_indexing() {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(256)))]
+
     #[test]
     fn views_match_naive_indexing_for_random_boxes(
         which in 0usize..4,
@@ -999,6 +1001,8 @@ fn access_of(k: u8) -> Access {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(256)))]
+
     /// Random items of 1 to 3 boxes in 2 tensors of rank 1 to 3 (long and short extents mixed,
     /// so the index's reach matters): the ledger refuses exactly the items the brute force
     /// says conflict with an admitted one, naming the earliest such item, and records nothing
@@ -1155,6 +1159,8 @@ fn brute_conflict(a: &TaskIo, b: &TaskIo) -> bool {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(256)))]
+
     #[test]
     fn checker_agrees_with_brute_force(ops in proptest::collection::vec(op(), 1..40)) {
         let ch = ConflictChecker::new();
