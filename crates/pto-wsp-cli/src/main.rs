@@ -244,6 +244,13 @@ fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         eprintln!("error: internal error in pto-wsp (please report it): {info}");
     }));
+    // A write past the file-size limit (`ulimit -f`) raises SIGXFSZ, which would kill the
+    // process before it removes its temporary files. With a handler installed, the write fails
+    // with "File too large" instead and every error path cleans up and names the user's path.
+    let _ = signal_hook::flag::register(
+        signal_hook::consts::SIGXFSZ,
+        std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    );
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
@@ -259,7 +266,21 @@ fn main() -> ExitCode {
 
 /// Reads a source file as UTF-8 text.
 fn read(path: &Path) -> anyhow::Result<String> {
-    std::fs::read_to_string(path).with_context(|| format!("cannot read `{}`", path.display()))
+    let bytes =
+        std::fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))?;
+    String::from_utf8(bytes).map_err(|e| {
+        // Where the first byte that is not UTF-8 is: byte offset, line and column.
+        let at = e.utf8_error().valid_up_to();
+        let good = &e.as_bytes()[..at];
+        let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
+        let start = good.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let col = String::from_utf8_lossy(&good[start..]).chars().count() + 1;
+        anyhow::anyhow!(
+            "{}:{line}:{col}: not UTF-8 text: byte {at} (0x{:02x}) begins no UTF-8 character",
+            path.display(),
+            e.as_bytes()[at]
+        )
+    })
 }
 
 /// Writes to stdout; a closed pipe (`pto-wsp expand ... | head`) is not an error.
@@ -336,6 +357,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Check { file } => {
             let name = file.display().to_string();
             let loaded = pto_wsp_cli::load_source(&name, &read(&file)?)?;
+            pto_wsp::driver::check_for_run(&loaded)?;
             emit(&format!(
                 "{}\n",
                 pto_wsp_cli::check_summary(&name, &loaded.module)
