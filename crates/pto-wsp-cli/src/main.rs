@@ -266,8 +266,7 @@ fn main() -> ExitCode {
 
 /// Reads a source file as UTF-8 text.
 fn read(path: &Path) -> anyhow::Result<String> {
-    let bytes =
-        std::fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))?;
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))?;
     String::from_utf8(bytes).map_err(|e| {
         // Where the first byte that is not UTF-8 is: byte offset, line and column.
         let at = e.utf8_error().valid_up_to();

@@ -554,19 +554,35 @@ fn compile_to_a_bad_path_names_the_path_given_and_leaves_nothing_behind() {
     // writes a tree: refused, naming DIR; no `DIR.partial` nor temporary file left.
     let target_dir = dir.join("out");
     std::fs::create_dir_all(target_dir.join("keep")).unwrap();
-    for target in ["bytecode", "pto_isa"] {
+    for (target, example) in [
+        ("bytecode", "examples/gemm.wsp"),
+        ("pto_isa", "examples/kernels/softmax.wsp"),
+    ] {
         let o = target_dir.display().to_string();
-        let args = ["compile", "examples/gemm.wsp", "--target", target, "-o", &o];
+        let args = ["compile", example, "--target", target, "-o", &o];
         let (code, _, err) = binary(&args);
         assert_eq!(code, 1, "{target}: {err}");
-        assert!(err.contains(&format!("cannot write `{o}`")), "{target}: {err}");
-        assert!(!err.contains("partial") && !err.contains(".pto-wsp-out"), "{err}");
+        assert!(
+            err.contains(&format!("cannot write `{o}`")),
+            "{target}: {err}"
+        );
+        assert!(
+            !err.contains("partial") && !err.contains(".pto-wsp-out"),
+            "{err}"
+        );
         assert_eq!(listing(&dir), ["out"], "{target}");
         assert_eq!(listing(&target_dir), ["keep"], "{target}");
     }
     // `-o missing/x.bc`: the message names the path given, not a temporary one.
     let missing = dir.join("missing").join("x.bc").display().to_string();
-    let args = ["compile", "examples/gemm.wsp", "--target", "bytecode", "-o", &missing];
+    let args = [
+        "compile",
+        "examples/gemm.wsp",
+        "--target",
+        "bytecode",
+        "-o",
+        &missing,
+    ];
     let (code, _, err) = binary(&args);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains(&format!("cannot write `{missing}`")), "{err}");
@@ -619,7 +635,7 @@ fn run_time_errors_name_the_statement_at_file_line_column() {
         fails_with(&args, "div.wsp:7:9");
     }
     // A negative loop extent, at its loop.
-    let neg = "symbol n: i64;\ntensor A: f32[4, 4];\naxis I = dense(n);\nkernel k(out a: f32[1, 4]);\nworkload main() {\n    parallel_for i in I {\n        task k(A[0, 0 +: 4]);\n    }\n}\n";
+    let neg = "symbol n: i64;\ntensor A: f32[4, 4];\naxis I = dense_dyn(n);\nkernel k(out a: f32[1, 4]);\nworkload main() {\n    parallel_for i in I {\n        task k(A[0, 0 +: 4]);\n    }\n}\n";
     let file = write(&dir, "neg.wsp", neg);
     let args = ["expand", "-q", file.as_str(), "--bind", "n=-5"];
     fails_with(&args, "is negative (-5)");

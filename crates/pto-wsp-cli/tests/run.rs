@@ -249,7 +249,9 @@ fn npy_inputs_are_read_into_their_tensors_and_not_generated() {
     assert_eq!(code, 1, "{stderr}");
     assert!(
         stderr.contains(&format!("in `--input {extra}`"))
-            && stderr.contains("3 byte(s) after the data: a shape (2, 3, 4) of 4-byte elements needs 96"),
+            && stderr.contains(
+                "3 byte(s) after the data: a shape (2, 3, 4) of 4-byte elements needs 96"
+            ),
         "{stderr}"
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -25,7 +25,9 @@ fn scaled(base: u32, factor: &str) -> u32 {
         Ok(f) if f.is_finite() && f > 0.0 => {
             (f64::from(base) * f).ceil().clamp(1.0, f64::from(u32::MAX)) as u32
         }
-        _ => panic!("{SOAK_VAR}={factor}: not a positive number (the factor scaling every property test's case count)"),
+        _ => panic!(
+            "{SOAK_VAR}={factor}: not a positive number (the factor scaling every property test's case count)"
+        ),
     }
 }
 

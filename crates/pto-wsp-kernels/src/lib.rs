@@ -44,8 +44,8 @@ pub mod tile;
 
 pub use check::{Conflict, ConflictChecker};
 pub use checked::{CheckedRunner, with_checked_runner};
-pub use ledger::RegionLedger;
 pub use context::{ReadView, TaskContext, ViewProblem, WriteView};
+pub use ledger::RegionLedger;
 pub use registry::{KernelError, KernelId, KernelRegistry};
 pub use store::{Element, StoreError, TensorInfo, TensorStore};
 pub use tile::{Float, FloatRead, FloatWrite, Scratch};

@@ -15,8 +15,7 @@ use pto_wsp_kernels::cost::{LAUNCH_CYCLES, Work};
 use pto_wsp_kernels::store::ALIGN;
 use pto_wsp_kernels::{
     Conflict, ConflictChecker, KernelError, KernelRegistry, RegionLedger, StoreError, TaskContext,
-    TensorStore,
-    ViewProblem,
+    TensorStore, ViewProblem,
 };
 
 mod math;
@@ -1068,7 +1067,10 @@ fn the_ledger_finds_a_repeated_write_however_far_apart_and_lets_reads_share() {
         .record(500, &[io(1, &[3, 5 * 16 + 2], &[1, 1], Access::Out)])
         .unwrap_err();
     assert_eq!((err.running, err.task, err.tensor()), (64 + 5, 500, 1));
-    assert_eq!(err.named("K").split(':').next(), Some("conflict on tensor `K`"));
+    assert_eq!(
+        err.named("K").split(':').next(),
+        Some("conflict on tensor `K`")
+    );
     // Tile 7 of tensor 0 written again: refused, naming its first writer.
     let err = ledger
         .record(501, &[io(0, &[15, 7 * 16 + 15], &[4, 4], Access::InOut)])

@@ -93,7 +93,15 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(15);
     measure("tiny copies (n = 4096)", "copies.wsp", &copies(4096), reps);
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/pde/decode_attention.wsp");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/pde/decode_attention.wsp"
+    );
     let text = std::fs::read_to_string(path).expect("the example");
-    measure("decode attention example", "decode_attention.wsp", &text, reps);
+    measure(
+        "decode attention example",
+        "decode_attention.wsp",
+        &text,
+        reps,
+    );
 }

@@ -38,9 +38,9 @@ use crate::ir::plan::{
     TierTableDecl, TileKind,
 };
 use crate::ir::{Arg, Bindings, Diagnostic, Expr, Loc, Module, ParamKind, TaskStmt, Value};
+use crate::kernels::ledger::RegionLedger;
 use crate::kernels::{CheckedRunner, KernelId, KernelRegistry, TensorStore, with_checked_runner};
 use crate::pde::{self, Descriptor, End, Launch, LaunchStats, NO_WORKSPACE, PdeError, Tile};
-use crate::kernels::ledger::RegionLedger;
 use pto_wsp_graph::types::{Access, Region, TaskIo};
 use pto_wsp_ir::task_io::BoxText;
 use std::collections::BTreeMap;
@@ -436,7 +436,11 @@ impl Admission<'_> {
     }
 
     fn located_error(&self) -> Option<(Loc, String)> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).error.take()
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .error
+            .take()
     }
 }
 
