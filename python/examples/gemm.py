@@ -1,5 +1,8 @@
 """Tiled GEMM, C[M, N] = A[M, K] * B[K, N] with 128 x 128 tiles: examples/gemm.wsp in Python."""
 
+import numpy as np
+
+import pto_wsp
 from pto_wsp import *
 
 M = Symbol(bind=2048)
@@ -16,9 +19,9 @@ KT = DenseDyn(K // 128)
 
 
 @kernel(pool="vector", alias="fill")
-def zero_tile(c: Out[f32[128, 128]], value: f64): ...
+def zero_tile(c: Out[f32, 128, 128], value: f64): ...
 @kernel(pool="cube", alias="matmul_acc")
-def gemm_tile(a: In[f16[128, 128]], b: In[f16[128, 128]], c: InOut[f32[128, 128]]): ...
+def gemm_tile(a: In[f16, 128, 128], b: In[f16, 128, 128], c: InOut[f32, 128, 128]): ...
 
 
 def tile(i):
@@ -44,3 +47,18 @@ schedule = (
     )
 )
 module = schedule.module()
+
+
+def check(threads: int = 2) -> None:
+    """Runs C = A @ B at M = 256, N = 384, K = 256 and checks it against numpy."""
+    prog = pto_wsp.compile(module, threads=threads, bind={"M": 256, "N": 384, "K": 256})
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((256, 256)).astype(np.float16)
+    b = rng.standard_normal((256, 384)).astype(np.float16)
+    c = prog(A=a, B=b)["C"]
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-3)
+    print(f"gemm: ok ({prog.stats['num_tasks']} tasks)")
+
+
+if __name__ == "__main__":
+    check()

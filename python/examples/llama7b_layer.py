@@ -1,6 +1,11 @@
 """One LLaMA-7B layer (prefill, 32-token tiles, fixed model sizes): examples/llama7b_layer.wsp
 in Python. The seven projections are separate kernels (all running the built-in `matmul`)."""
 
+from typing import Any
+
+import numpy as np
+
+import pto_wsp
 from pto_wsp import *
 
 seq = Symbol(bind=1024)
@@ -30,38 +35,36 @@ NormAttn = Tensor(f16[4096])
 NormFfn = Tensor(f16[4096])
 
 T = DenseDyn(seq // 32)
-Heads = Dense[32]
-HiddenCols = Dense[32]
-FfnCols = Dense[86]
+Heads = Dense(32)
+HiddenCols = Dense(32)
+FfnCols = Dense(86)
 
-Row = f16[32, 4096]
-Tile = f16[32, 128]
 
 
 @kernel(pool="vector")
-def rmsnorm(x: In[Row], w: In[f16[4096]], y: Out[Row]): ...
+def rmsnorm(x: In[f16, 32, 4096], w: In[f16, 4096], y: Out[f16, 32, 4096]): ...
 @kernel(pool="cube", alias="matmul")
-def proj_q(x: In[Row], w: In[f16[4096, 128]], y: Out[Tile]): ...
+def proj_q(x: In[f16, 32, 4096], w: In[f16, 4096, 128], y: Out[f16, 32, 128]): ...
 @kernel(pool="cube", alias="matmul")
-def proj_k(x: In[Row], w: In[f16[4096, 128]], y: Out[Tile]): ...
+def proj_k(x: In[f16, 32, 4096], w: In[f16, 4096, 128], y: Out[f16, 32, 128]): ...
 @kernel(pool="cube", alias="matmul")
-def proj_v(x: In[Row], w: In[f16[4096, 128]], y: Out[Tile]): ...
+def proj_v(x: In[f16, 32, 4096], w: In[f16, 4096, 128], y: Out[f16, 32, 128]): ...
 @kernel(pool="vector")
-def rope(q: InOut[Tile], k: InOut[Tile], pos: i64): ...
+def rope(q: InOut[f16, 32, 128], k: InOut[f16, 32, 128], pos: i64): ...
 @kernel(pool="vector", alias="attn_causal")
-def causal_attn(q: In[Tile], k: In[f16[ANY, 128]], v: In[f16[ANY, 128]], o: Out[Tile], kv_len: i64): ...
+def causal_attn(q: In[f16, 32, 128], k: In[f16, ANY, 128], v: In[f16, ANY, 128], o: Out[f16, 32, 128], kv_len: i64): ...
 @kernel(pool="cube", alias="matmul")
-def proj_o(x: In[Row], w: In[f16[4096, 128]], y: Out[Tile]): ...
+def proj_o(x: In[f16, 32, 4096], w: In[f16, 4096, 128], y: Out[f16, 32, 128]): ...
 @kernel(pool="vector", alias="add")
-def residual_add(a: In[Row], b: In[Row], y: Out[Row]): ...
+def residual_add(a: In[f16, 32, 4096], b: In[f16, 32, 4096], y: Out[f16, 32, 4096]): ...
 @kernel(pool="cube", alias="matmul")
-def proj_gate(x: In[Row], w: In[f16[4096, 128]], y: Out[Tile]): ...
+def proj_gate(x: In[f16, 32, 4096], w: In[f16, 4096, 128], y: Out[f16, 32, 128]): ...
 @kernel(pool="cube", alias="matmul")
-def proj_up(x: In[Row], w: In[f16[4096, 128]], y: Out[Tile]): ...
+def proj_up(x: In[f16, 32, 4096], w: In[f16, 4096, 128], y: Out[f16, 32, 128]): ...
 @kernel(pool="vector")
-def swiglu(gate: In[Tile], up: In[Tile], y: Out[Tile]): ...
+def swiglu(gate: In[f16, 32, 128], up: In[f16, 32, 128], y: Out[f16, 32, 128]): ...
 @kernel(pool="cube", alias="matmul")
-def proj_down(x: In[f16[32, 11008]], w: In[f16[11008, 128]], y: Out[Tile]): ...
+def proj_down(x: In[f16, 32, 11008], w: In[f16, 11008, 128], y: Out[f16, 32, 128]): ...
 
 
 def c128(j):
@@ -99,3 +102,57 @@ schedule = (
     .task_window(8192, "stall")
 )
 module = schedule.module()
+
+
+def check(threads: int = 2, seq_len: int = 32) -> None:
+    """One LLaMA-7B layer over 32 tokens (the real sizes: 4096 hidden, 11008 FFN) against numpy
+    (float32, each intermediate rounded to f16 as the tensors store it)."""
+    prog = pto_wsp.compile(module, threads=threads, bind={"seq": seq_len})
+    rng = np.random.default_rng(41)
+
+    def weight(*shape: int) -> Any:
+        return (rng.standard_normal(shape, dtype=np.float32) / np.sqrt(shape[0])).astype(np.float16)
+
+    def rope(x: Any, pos: Any, theta: float = 10000.0) -> Any:
+        """Rotate-half RoPE of the rows of x (..., d) at position `pos` (one, or one per row)."""
+        half = x.shape[-1] // 2
+        freq = theta ** (-2.0 * np.arange(half) / x.shape[-1])
+        angle = np.asarray(pos, dtype=np.float64)[..., None] * freq
+        c, s = np.cos(angle), np.sin(angle)
+        lo, hi = x[..., :half], x[..., half:]
+        return np.concatenate([lo * c - hi * s, lo * s + hi * c], axis=-1)
+
+    def h(a: Any) -> Any:  # rounded to f16 as the tensor stores it, computed on in f32
+        return a.astype(np.float16).astype(np.float32)
+
+    def rms(x: Any, w: Any) -> Any:
+        return h(x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-6) * w)
+
+    x = rng.standard_normal((seq_len, 4096), dtype=np.float32).astype(np.float16)
+    n1, n2 = ((1 + 0.1 * rng.standard_normal(4096)).astype(np.float16) for _ in range(2))
+    wq, wk, wv, wo = (weight(4096, 4096) for _ in range(4))
+    wgate, wup, wdown = weight(4096, 11008), weight(4096, 11008), weight(11008, 4096)
+    y = prog(X=x, NormAttn=n1, NormFfn=n2, Wq=wq, Wk=wk, Wv=wv, Wo=wo, Wgate=wgate, Wup=wup, Wdown=wdown)["Y"]
+    f = lambda a: a.astype(np.float32)  # noqa: E731
+    xn = rms(f(x), f(n1))
+    q, k, v = h(xn @ f(wq)), h(xn @ f(wk)), h(xn @ f(wv))
+    attn = np.zeros((seq_len, 4096), np.float32)
+    pos = np.arange(seq_len)
+    for hd in range(32):
+        cols = slice(hd * 128, (hd + 1) * 128)
+        qh, kh = h(rope(q[:, cols], pos)), h(rope(k[:, cols], pos))
+        s = qh @ kh.T / np.sqrt(128)
+        s[np.triu_indices(seq_len, 1)] = -np.inf  # token t attends tokens 0 ..= t
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        attn[:, cols] = h((p / p.sum(axis=1, keepdims=True)) @ v[:, cols])
+    h1 = h(f(x) + h(attn @ f(wo)))
+    xn2 = rms(h1, f(n2))
+    gate, up = h(xn2 @ f(wgate)), h(xn2 @ f(wup))
+    act = h(gate / (1 + np.exp(-gate)) * up)
+    want = h(h1 + h(act @ f(wdown)))
+    np.testing.assert_allclose(f(y), want, rtol=2e-2, atol=2e-2)
+    print(f"llama7b_layer: ok ({prog.stats['num_tasks']} tasks)")
+
+
+if __name__ == "__main__":
+    check()

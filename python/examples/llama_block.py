@@ -1,6 +1,11 @@
 """One LLaMA-style transformer block over 16-token tiles (prefill): examples/llama_block.wsp in
 Python."""
 
+from typing import Any
+
+import numpy as np
+
+import pto_wsp
 from pto_wsp import *
 
 seq = Symbol(bind=128)
@@ -38,17 +43,17 @@ F = DenseDyn(ffn // 64)
 
 
 @kernel(pool="vector")
-def rmsnorm(x: In[f32[16, ANY]], w: In[f32[ANY]], y: Out[f32[16, ANY]]): ...
+def rmsnorm(x: In[f32, 16, ANY], w: In[f32, ANY], y: Out[f32, 16, ANY]): ...
 @kernel(pool="cube", alias="matmul")
-def proj(x: In[f32[16, ANY]], w: In[f16[ANY, 64]], y: Out[f32[16, 64]]): ...
+def proj(x: In[f32, 16, ANY], w: In[f16, ANY, 64], y: Out[f32, 16, 64]): ...
 @kernel(pool="vector")
-def rope(q: InOut[f32[16, 64]], k: InOut[f32[16, 64]], pos: i64): ...
+def rope(q: InOut[f32, 16, 64], k: InOut[f32, 16, 64], pos: i64): ...
 @kernel(pool="vector", alias="attn_causal")
-def causal_attn(q: In[f32[16, 64]], k: In[f32[ANY, 64]], v: In[f32[ANY, 64]], o: Out[f32[16, 64]], kv_len: i64): ...
+def causal_attn(q: In[f32, 16, 64], k: In[f32, ANY, 64], v: In[f32, ANY, 64], o: Out[f32, 16, 64], kv_len: i64): ...
 @kernel(pool="vector", alias="add")
-def residual_add(a: In[f32[16, ANY]], b: In[f32[16, ANY]], y: Out[f32[16, ANY]]): ...
+def residual_add(a: In[f32, 16, ANY], b: In[f32, 16, ANY], y: Out[f32, 16, ANY]): ...
 @kernel(pool="vector")
-def swiglu(gate: In[f32[16, 64]], up: In[f32[16, 64]], y: Out[f32[16, 64]]): ...
+def swiglu(gate: In[f32, 16, 64], up: In[f32, 16, 64], y: Out[f32, 16, 64]): ...
 
 
 def c64(j):
@@ -86,3 +91,58 @@ schedule = (
     .task_graph(deps=Deps.hybrid(), ready=ReadyPolicy.work_steal(), start=StartPolicy.immediate(), pools=Pools.by_exec_unit())
 )
 module = schedule.module()
+
+
+def check(threads: int = 2) -> None:
+    """One block over 48 tokens, 2 heads, FFN 128, against a float64 numpy block."""
+    seq, heads, ffn = 48, 2, 128
+    hidden = heads * 64
+    prog = pto_wsp.compile(module, threads=threads, bind={"seq": seq, "heads": heads, "ffn": ffn})
+    rng = np.random.default_rng(12)
+
+    def weight(*shape: int) -> Any:
+        return (rng.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float16)
+
+    def rmsnorm(x: Any, w: Any) -> Any:
+        return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-6) * w
+    def rope(x: Any, pos: Any, theta: float = 10000.0) -> Any:
+        """Rotate-half RoPE of the rows of x (..., d) at position `pos` (one, or one per row)."""
+        half = x.shape[-1] // 2
+        freq = theta ** (-2.0 * np.arange(half) / x.shape[-1])
+        angle = np.asarray(pos, dtype=np.float64)[..., None] * freq
+        c, s = np.cos(angle), np.sin(angle)
+        lo, hi = x[..., :half], x[..., half:]
+        return np.concatenate([lo * c - hi * s, lo * s + hi * c], axis=-1)
+
+    x = rng.standard_normal((seq, hidden)).astype(np.float32)
+    norm_attn = (1 + 0.1 * rng.standard_normal(hidden)).astype(np.float32)
+    norm_ffn = (1 + 0.1 * rng.standard_normal(hidden)).astype(np.float32)
+    wq, wk, wv, wo = (weight(hidden, hidden) for _ in range(4))
+    wgate, wup, wdown = weight(hidden, ffn), weight(hidden, ffn), weight(ffn, hidden)
+    y = prog(
+        X=x, NormAttn=norm_attn, NormFfn=norm_ffn, Wq=wq, Wk=wk, Wv=wv, Wo=wo, Wgate=wgate,
+        Wup=wup, Wdown=wdown,
+    )["Y"]
+    f = lambda a: a.astype(np.float64)  # noqa: E731
+    x64 = f(x)
+    xn = rmsnorm(x64, f(norm_attn))
+    q, k, v = xn @ f(wq), xn @ f(wk), xn @ f(wv)
+    positions = np.arange(seq)
+    attn = np.zeros((seq, hidden))
+    for h in range(heads):
+        cols = slice(h * 64, (h + 1) * 64)
+        qh, kh = rope(q[:, cols], positions), rope(k[:, cols], positions)
+        s = qh @ kh.T / 8.0
+        s[np.triu_indices(seq, 1)] = -np.inf  # token t attends tokens 0 ..= t
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        attn[:, cols] = (p / p.sum(axis=1, keepdims=True)) @ v[:, cols]
+    h1 = x64 + attn @ f(wo)
+    xn2 = rmsnorm(h1, f(norm_ffn))
+    gate, up = xn2 @ f(wgate), xn2 @ f(wup)
+    want = h1 + (gate / (1 + np.exp(-gate)) * up) @ f(wdown)
+    np.testing.assert_allclose(y, want, rtol=2e-3, atol=2e-3)
+    print("llama_block: ok")
+
+
+if __name__ == "__main__":
+    check()

@@ -1,6 +1,11 @@
 """One decode step of a LLaMA-style model for a batch of requests of different lengths:
 examples/llm_decode.wsp (the main job of `pto-wsp run`) written in Python."""
 
+from typing import Any
+
+import numpy as np
+
+import pto_wsp
 from pto_wsp import *
 
 nreq = Symbol(bind=8)
@@ -51,30 +56,30 @@ Chunks = DenseDyn(nc)
 
 
 @kernel(pool="vector")
-def rmsnorm(x: In[f32[ANY, ANY]], w: In[f32[ANY]], y: Out[f32[ANY, ANY]]): ...
+def rmsnorm(x: In[f32, ANY, ANY], w: In[f32, ANY], y: Out[f32, ANY, ANY]): ...
 @kernel(pool="cube", alias="matmul")
-def proj(x: In[f32[ANY, ANY]], w: In[f16[ANY, 128]], y: Out[f32[ANY, 128]]): ...
+def proj(x: In[f32, ANY, ANY], w: In[f16, ANY, 128], y: Out[f32, ANY, 128]): ...
 @kernel(pool="vector")
-def rope(q: InOut[f32[ANY, 128]], k: InOut[f32[ANY, 128]], pos: i64, tokens: i64): ...
+def rope(q: InOut[f32, ANY, 128], k: InOut[f32, ANY, 128], pos: i64, tokens: i64): ...
 @kernel(pool="vector", alias="copy")
-def append(x: In[f32[ANY, 128]], cache: Out[f16[ANY, 128]]): ...
+def append(x: In[f32, ANY, 128], cache: Out[f16, ANY, 128]): ...
 @kernel(pool="cube", alias="attn_decode_chunk")
 def decode_chunk(
-    q: In[f32[4, 128]],
-    k: In[f16[256, 128]],
-    v: In[f16[256, 128]],
-    o: Out[f32[4, 1, 128]],
-    m: Out[f32[4, 1]],
-    l: Out[f32[4, 1]],
+    q: In[f32, 4, 128],
+    k: In[f16, 256, 128],
+    v: In[f16, 256, 128],
+    o: Out[f32, 4, 1, 128],
+    m: Out[f32, 4, 1],
+    l: Out[f32, 4, 1],
     chunk_start: i64,
     chunk_end: i64,
 ): ...
 @kernel(pool="vector", alias="attn_merge")
-def merge(o: In[f32[ANY, 128]], m: In[f32[ANY]], l: In[f32[ANY]], out_row: Out[f32[128]]): ...
+def merge(o: In[f32, ANY, 128], m: In[f32, ANY], l: In[f32, ANY], out_row: Out[f32, 128]): ...
 @kernel(pool="vector", alias="add")
-def residual_add(a: In[f32[ANY, ANY]], b: In[f32[ANY, ANY]], y: Out[f32[ANY, ANY]]): ...
+def residual_add(a: In[f32, ANY, ANY], b: In[f32, ANY, ANY], y: Out[f32, ANY, ANY]): ...
 @kernel(pool="vector")
-def swiglu(gate: In[f32[ANY, 128]], up: In[f32[ANY, 128]], y: Out[f32[ANY, 128]]): ...
+def swiglu(gate: In[f32, ANY, 128], up: In[f32, ANY, 128], y: Out[f32, ANY, 128]): ...
 
 
 def cols(j):
@@ -137,3 +142,79 @@ schedule = (
     )
 )
 module = schedule.module()
+
+
+def check(threads: int = 2) -> None:
+    """One decode step for two requests (300 and 5 tokens) against a float64 numpy decode step."""
+    nreq, g, ffn, max_chunks = 2, 1, 256, 2
+    kv_lens = np.array([300, 5], dtype=np.int32)
+    hidden, qh = 512 * g, 4 * g
+    prog = pto_wsp.compile(
+        module, threads=threads,
+        bind={"nreq": nreq, "kv_heads": g, "ffn": ffn, "layers": 1, "max_chunks": max_chunks},
+    )
+    rng = np.random.default_rng(7)
+
+    def weight(*shape: int) -> Any:
+        return (rng.standard_normal(shape) / np.sqrt(shape[-2])).astype(np.float16)
+
+    def rmsnorm(x: Any, w: Any) -> Any:
+        return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-6) * w
+    def rope(x: Any, pos: Any, theta: float = 10000.0) -> Any:
+        """Rotate-half RoPE of the rows of x (..., d) at position `pos` (one, or one per row)."""
+        half = x.shape[-1] // 2
+        freq = theta ** (-2.0 * np.arange(half) / x.shape[-1])
+        angle = np.asarray(pos, dtype=np.float64)[..., None] * freq
+        c, s = np.cos(angle), np.sin(angle)
+        lo, hi = x[..., :half], x[..., half:]
+        return np.concatenate([lo * c - hi * s, lo * s + hi * c], axis=-1)
+
+    x = np.zeros((2, nreq, hidden), np.float32)
+    x[0] = rng.standard_normal((nreq, hidden))
+    norm_attn = (1 + 0.1 * rng.standard_normal((1, hidden))).astype(np.float32)
+    norm_ffn = (1 + 0.1 * rng.standard_normal((1, hidden))).astype(np.float32)
+    wq, wk, wv = weight(1, hidden, hidden), weight(1, hidden, g * 128), weight(1, hidden, g * 128)
+    wo, wgate, wup = weight(1, hidden, hidden), weight(1, hidden, ffn), weight(1, hidden, ffn)
+    wdown = weight(1, ffn, hidden)
+    kc = np.zeros((1, nreq * g, max_chunks * 256, 128), np.float16)
+    vc = np.zeros_like(kc)
+    for r in range(nreq):
+        n = kv_lens[r]
+        kc[0, r * g : (r + 1) * g, :n] = rng.standard_normal((g, n, 128))
+        vc[0, r * g : (r + 1) * g, :n] = rng.standard_normal((g, n, 128))
+    kc_ref, vc_ref = kc.astype(np.float64), vc.astype(np.float64)
+    prog(
+        kv_lens=kv_lens, X=x, NormAttn=norm_attn, NormFfn=norm_ffn, Wq=wq, Wk=wk, Wv=wv, Wo=wo,
+        Wgate=wgate, Wup=wup, Wdown=wdown, Kc=kc, Vc=vc,
+    )
+    f = lambda a: a.astype(np.float64)  # noqa: E731
+    x0 = f(x[0])
+    xn = rmsnorm(x0, f(norm_attn[0]))
+    q = (xn @ f(wq[0])).reshape(nreq, qh, 128)
+    k_new = (xn @ f(wk[0])).reshape(nreq, g, 128)
+    v_new = (xn @ f(wv[0])).reshape(nreq, g, 128)
+    attn = np.zeros((nreq, qh, 128))
+    for r in range(nreq):
+        n = int(kv_lens[r])
+        q[r] = rope(q[r], n)
+        k_new[r] = rope(k_new[r], n)
+        for kv in range(g):
+            # The new key and value are appended (as f16) at position n, then attended to.
+            kc_ref[0, r * g + kv, n] = k_new[r, kv].astype(np.float16)
+            vc_ref[0, r * g + kv, n] = v_new[r, kv].astype(np.float16)
+            keys, values = kc_ref[0, r * g + kv, : n + 1], vc_ref[0, r * g + kv, : n + 1]
+            for h in range(4 * kv, 4 * kv + 4):
+                s = keys @ q[r, h] / np.sqrt(128)
+                p = np.exp(s - s.max())
+                attn[r, h] = p @ values / p.sum()
+    h1 = x0 + attn.reshape(nreq, hidden) @ f(wo[0])
+    xn2 = rmsnorm(h1, f(norm_ffn[0]))
+    gate, up = xn2 @ f(wgate[0]), xn2 @ f(wup[0])
+    out = h1 + (gate / (1 + np.exp(-gate)) * up) @ f(wdown[0])
+    np.testing.assert_allclose(kc, kc_ref, rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(x[1], out, rtol=2e-3, atol=2e-3)
+    print("llm_decode: ok")
+
+
+if __name__ == "__main__":
+    check()

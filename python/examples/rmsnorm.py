@@ -1,5 +1,8 @@
 """RMSNorm of 16-row blocks: examples/rmsnorm.wsp in Python."""
 
+import numpy as np
+
+import pto_wsp
 from pto_wsp import *
 
 tokens = Symbol(bind=1024)
@@ -13,7 +16,7 @@ T = DenseDyn(tokens // 16)
 
 
 @kernel(pool="vector")
-def rmsnorm(x: In[f32[16, ANY]], w: In[f32[ANY]], y: Out[f32[16, ANY]]): ...
+def rmsnorm(x: In[f32, 16, ANY], w: In[f32, ANY], y: Out[f32, 16, ANY]): ...
 
 
 @workload
@@ -28,3 +31,20 @@ schedule = (
     .task_graph(deps=Deps.exact(), ready=ReadyPolicy.fifo(), start=StartPolicy.immediate(), pools=Pools.single())
 )
 module = schedule.module()
+
+
+def check(threads: int = 2) -> None:
+    """Runs RMSNorm on 64 tokens of 256 and checks it against numpy."""
+    prog = pto_wsp.compile(module, threads=threads, bind={"tokens": 64, "hidden": 256})
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((64, 256)).astype(np.float32)
+    w = rng.standard_normal(256).astype(np.float32)
+    y = prog(X=x, W=w)["Y"]
+    x64 = x.astype(np.float64)
+    want = x64 / np.sqrt((x64 * x64).mean(axis=1, keepdims=True) + 1e-6) * w
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
+    print("rmsnorm: ok")
+
+
+if __name__ == "__main__":
+    check()

@@ -1,32 +1,71 @@
-"""pto-wsp from Python: workloads and schedules written in Python (or in the ``.wsp`` text
-format), compiled and run on the CPU simulation with numpy arrays read and written in place.
+"""pto-wsp from Python: workloads, schedules, plans and tile kernels written in Python (or read
+from the ``.wsp`` text format), compiled once and called like functions on numpy arrays, torch
+tensors or any DLPack producer, in place.
 
+>>> import numpy as np
 >>> from pto_wsp import *
->>> M = Symbol(bind=256)                                          # doctest: +SKIP
->>> A = Tensor(f32[M, 128])                                       # doctest: +SKIP
->>> MT = DenseDyn(M // 16)                                        # doctest: +SKIP
->>> @kernel(pool="vector", alias="relu")
-... def act(x: In[f32[16, 128]], y: Out[f32[16, 128]]): ...       # doctest: +SKIP
+>>> from pto_wsp import tile as T
+>>> X = Tensor(f32[32, 64], name="X")
+>>> Y = Tensor(f32[32, 64], name="Y")
+>>> R = Dense(4, name="R")
+>>> @kernel(pool="vector")
+... def rows(x: In[f32, 8, 64], y: Out[f32, 8, 64], scale: f32):
+...     t = T.load(x) * scale
+...     e = T.exp(t - T.row_max(t))
+...     T.store(y, e / T.row_sum(e))
 >>> @workload
-... def main():
-...     for i in P(MT):
-...         act(A[i * 16:(i + 1) * 16, :], B[i * 16:(i + 1) * 16, :])  # doctest: +SKIP
->>> program = main.task_graph(deps=Deps.exact()).compile(threads=2)   # doctest: +SKIP
+... def softmax():
+...     for r in P(R, names=["r"]):
+...         rows(X[span(r * 8, 8), :], Y[span(r * 8, 8), :], 0.5)
+>>> prog = pto_wsp.compile(softmax, threads=1)      # doctest: +SKIP
+>>> out = prog(X=np.ones((32, 64), np.float32))      # doctest: +SKIP
+>>> out["Y"][0, :2]                                   # doctest: +SKIP
+array([0.015625, 0.015625], dtype=float32)
 
 See docs/PYTHON.md for a walkthrough.
 """
 
-from ._pto_wsp import (
+from __future__ import annotations
+
+import os as _os
+
+try:
+    from ._pto_wsp import __version__
+except ImportError as _e:  # pragma: no cover - depends on how the package was installed
+    # Running from the source tree (`python/`), whose `pto_wsp/` has no built extension, shadows
+    # an installed package: use the installed extension if there is one, else say what to do.
+    import importlib.util as _util
+    import sys as _sys
+
+    _here = _os.path.dirname(_os.path.abspath(__file__))
+    _found = None
+    for _entry in _sys.path:
+        _cand = _os.path.join(_os.path.abspath(_entry or "."), "pto_wsp")
+        if _cand != _here and _os.path.isdir(_cand) and any(
+            f.startswith("_pto_wsp") and f.endswith((".so", ".pyd")) for f in _os.listdir(_cand)
+        ):
+            _found = _cand
+            break
+    if _found is None:
+        raise ImportError(
+            "pto_wsp is being imported from a source tree without its compiled extension "
+            f"({_here}); install the package (`pip install pto-wsp`, or `pip install -v ./python` "
+            "in a checkout) and run Python from another directory, or build it in place with "
+            "`maturin develop -m python/pyproject.toml`"
+        ) from _e
+    __path__.append(_found)  # type: ignore[name-defined]
+    from ._pto_wsp import __version__
+
+from .errors import (
+    ArgumentTypeError,
+    ArgumentValueError,
     CompileError,
-    Module,
-    PlanProgram,
-    Program,
+    CoverageError,
+    CoverageWarning,
+    Error,
     PtoWspError,
     RunError,
     ValidationError,
-    __version__,
-    backends,
-    get_backend,
 )
 from ._expr import Expr, max_, min_, u64, where
 from ._decl import (
@@ -82,27 +121,45 @@ from ._schedule import (
     TimingPolicy,
     TracePolicy,
 )
-from ._module import BuiltModule, BuiltProgram, build
+from ._plan import AUTO, DEFAULT, DYNAMIC, Plan, Space, SpaceAxis, Tier, Tiers, alloc, emit, load, plan, select_tier
+from ._module import BuiltModule, Module, build
+from .program import Outputs, PlanProgram, Program
+from . import tile
+from ._compile import compile
+from ._pto_wsp import backends, get_backend
+
+#: The former name of :class:`Program` for modules built in Python.
+BuiltProgram = Program
 
 __all__ = [
     "ANY",
+    "AUTO",
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "BuiltModule",
     "BuiltProgram",
     "Channel",
     "CompileError",
+    "CoverageError",
+    "CoverageWarning",
+    "DEFAULT",
+    "DYNAMIC",
+    "DType",
     "Dense",
     "DenseDyn",
     "Deps",
     "DispatchPolicy",
-    "DType",
+    "Error",
     "Expr",
     "In",
     "InOut",
     "Kernel",
     "Module",
     "Out",
+    "Outputs",
     "P",
     "Pipeline",
+    "Plan",
     "PlanProgram",
     "Pools",
     "Process",
@@ -114,23 +171,30 @@ __all__ = [
     "RunError",
     "Schedule",
     "Slot",
+    "Space",
+    "SpaceAxis",
     "Sparse",
     "StartPolicy",
     "Symbol",
     "Tensor",
     "TensorType",
+    "Tier",
+    "Tiers",
     "TimingPolicy",
     "TracePolicy",
     "ValidationError",
     "Workload",
     "__version__",
+    "alloc",
     "backends",
     "bf16",
     "bool_",
     "build",
     "call",
     "combine",
+    "compile",
     "connect",
+    "emit",
     "f16",
     "f32",
     "f64",
@@ -138,10 +202,13 @@ __all__ = [
     "i32",
     "i64",
     "kernel",
+    "load",
     "max_",
     "min_",
     "pipeline",
+    "plan",
     "process",
+    "select_tier",
     "sequential",
     "span",
     "u8",

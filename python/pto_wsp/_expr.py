@@ -193,17 +193,20 @@ def u64(v: int) -> Expr:
 
 
 def min_(a: Any, b: Any) -> Expr:
-    """``min(a, b)``."""
+    """The smaller of two integer expressions: ``min(a, b)`` in the text (Python's ``min`` would
+    compare them now)."""
     return Expr("min", (lit(a), lit(b)))
 
 
 def max_(a: Any, b: Any) -> Expr:
-    """``max(a, b)``."""
+    """The larger of two integer expressions: ``max(a, b)`` in the text (Python's ``max`` would
+    compare them now)."""
     return Expr("max", (lit(a), lit(b)))
 
 
 def where(cond: Any, a: Any, b: Any) -> Expr:
-    """``cond ? a : b``."""
+    """``a`` where ``cond`` holds, else ``b``, decided when the program runs: ``cond ? a : b`` in
+    the text (a Python ``if`` would decide now)."""
     return Expr("where", (lit(cond), lit(a), lit(b)))
 
 

@@ -22,7 +22,8 @@ from ._expr import Expr, lit
 from ._trace import Pipeline, Workload
 
 if TYPE_CHECKING:
-    from ._module import BuiltModule, BuiltProgram
+    from ._module import BuiltModule
+    from .program import Program
 
 
 class _TaskView(Expr):
@@ -75,24 +76,29 @@ class DispatchPolicy(Policy):
 
     @staticmethod
     def round_robin(n: int) -> "DispatchPolicy":
+        """Task k goes to executor k mod n (``dispatch round_robin(n)``)."""
         return DispatchPolicy(f"round_robin({_count(n, 'round_robin')})")
 
     @staticmethod
     def affinity(k: Any) -> "DispatchPolicy":
+        """Each task goes to executor ``key mod executors``: ``affinity(lambda i, j: i * 4 + j)``."""
         e = key(k)
         return DispatchPolicy(f"affinity({e.text()})", [e])
 
     @staticmethod
     def hash(k: Any) -> "DispatchPolicy":
+        """Each task goes to the executor of the hash of ``key`` (``dispatch hash(KEY)``)."""
         e = key(k)
         return DispatchPolicy(f"hash({e.text()})", [e])
 
     @staticmethod
     def work_steal() -> "DispatchPolicy":
+        """No fixed executor: idle workers take ready tasks (``dispatch work_steal``)."""
         return DispatchPolicy("work_steal")
 
     @staticmethod
     def static_partition(*starts: int) -> "DispatchPolicy":
+        """Contiguous ranges of tasks per executor, starting at the given task numbers."""
         return DispatchPolicy(f"static_partition({', '.join(str(_count(s, 'static_partition')) for s in starts)})")
 
     @staticmethod
@@ -108,22 +114,26 @@ class Deps(Policy):
 
     @staticmethod
     def infer_tensor_map_exact() -> "Deps":
+        """Dependencies from exact region matches (``deps exact``): tasks touching the same tile are ordered."""
         return Deps("exact")
 
     @staticmethod
     def infer_bytes_overlap() -> "Deps":
+        """Dependencies from overlapping regions (``deps overlap``): any two tasks whose regions share an element."""
         return Deps("overlap")
 
     @staticmethod
     def explicit() -> "Deps":
+        """Only the program's structural order (``deps explicit``): ``for_each``, ``sequential``, channels."""
         return Deps("explicit")
 
     @staticmethod
     def hybrid() -> "Deps":
+        """Exact matches where regions are tiles, overlap elsewhere (``deps hybrid``)."""
         return Deps("hybrid")
 
-    exact = infer_tensor_map_exact
-    overlap = infer_bytes_overlap
+    exact = staticmethod(infer_tensor_map_exact.__func__)  # type: ignore[attr-defined]
+    overlap = staticmethod(infer_bytes_overlap.__func__)  # type: ignore[attr-defined]
 
 
 class ReadyPolicy(Policy):
@@ -131,14 +141,17 @@ class ReadyPolicy(Policy):
 
     @staticmethod
     def fifo() -> "ReadyPolicy":
+        """Ready tasks run in the order they became ready (``ready fifo``)."""
         return ReadyPolicy("fifo")
 
     @staticmethod
     def work_steal() -> "ReadyPolicy":
+        """Per-worker queues; idle workers steal (``ready work_steal``)."""
         return ReadyPolicy("work_steal")
 
     @staticmethod
     def priority(k: Any) -> "ReadyPolicy":
+        """Ready tasks by ``key``, smallest first (``ready priority(KEY)``)."""
         e = key(k)
         return ReadyPolicy(f"priority({e.text()})", [e])
 
@@ -148,14 +161,17 @@ class StartPolicy(Policy):
 
     @staticmethod
     def after_orchestration() -> "StartPolicy":
+        """Tasks start once every task has been generated (``start after_orchestration``)."""
         return StartPolicy("after_orchestration")
 
     @staticmethod
     def immediate() -> "StartPolicy":
+        """Tasks start as soon as they are generated and ready (``start immediate``)."""
         return StartPolicy("immediate")
 
     @staticmethod
     def threshold(n: int) -> "StartPolicy":
+        """Tasks start once ``n`` have been generated (``start threshold(n)``)."""
         return StartPolicy(f"threshold({_count(n, 'threshold')})")
 
 
@@ -164,14 +180,17 @@ class TracePolicy(Policy):
 
     @staticmethod
     def none() -> "TracePolicy":
+        """Record nothing per task (``trace none``)."""
         return TracePolicy("none")
 
     @staticmethod
     def wall() -> "TracePolicy":
+        """Record each task's wall-clock start and end (``trace wall``)."""
         return TracePolicy("wall")
 
     @staticmethod
     def cycles(cost: Any = None) -> "TracePolicy":
+        """Model the run in cycles (``trace cycles``), each task costing ``cost`` (a lambda of the task) or its kernel's model."""
         if cost is None:
             return TracePolicy("cycles")
         e = key(cost)
@@ -183,10 +202,12 @@ class Pools(Policy):
 
     @staticmethod
     def single() -> "Pools":
+        """One pool of workers for every task (``pools single``)."""
         return Pools("single")
 
     @staticmethod
     def by_exec_unit() -> "Pools":
+        """Vector and cube tasks on separate worker pools (``pools by_exec_unit``)."""
         return Pools("by_exec_unit")
 
 
@@ -195,18 +216,22 @@ class TimingPolicy(Policy):
 
     @staticmethod
     def immediate() -> "TimingPolicy":
+        """Each generated task is released at once (``timing immediate``)."""
         return TimingPolicy("immediate")
 
     @staticmethod
     def batched(n: int) -> "TimingPolicy":
+        """Generated tasks are released ``n`` at a time (``timing batched(n)``)."""
         return TimingPolicy(f"batched({_count(n, 'batched')})")
 
     @staticmethod
     def interleaved(n: int) -> "TimingPolicy":
+        """Generation and release alternate every ``n`` tasks (``timing interleaved(n)``)."""
         return TimingPolicy(f"interleaved({_count(n, 'interleaved')})")
 
     @staticmethod
     def rate_limit(n: int) -> "TimingPolicy":
+        """At most ``n`` tasks released per step (``timing rate_limit(n)``)."""
         return TimingPolicy(f"rate_limit({_count(n, 'rate_limit')})")
 
 
@@ -302,9 +327,11 @@ class Schedule:
     # ----- building ----------------------------------------------------------------------
 
     def deps(self) -> List[Decl]:
+        """The declarations the schedule refers to (its target, the names in its keys)."""
         return [self.target] + [d for it in self.items for e in it.exprs for d in expr_deps(e)]
 
     def render(self, out: List[Tuple[str, _where.Loc]]) -> None:
+        """Appends the ``schedule for ...`` block's lines, each with its Python place."""
         out.append((f"schedule for {self.target.name} {{", self.items[0].loc if self.items else self.target.loc))
         for it in self.items:
             for line in it.lines:
@@ -317,6 +344,6 @@ class Schedule:
 
         return build(self.target, schedule=self, **kw)
 
-    def compile(self, **kw: Any) -> "BuiltProgram":
-        """``self.module().compile(**kw)``."""
-        return self.module().compile(**kw)
+    def compile(self, **kw: Any) -> "Program":
+        """``self.module().compile(**kw)``: a program callable like a function."""
+        return self.module().compile(**kw)  # type: ignore[return-value]

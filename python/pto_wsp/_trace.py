@@ -32,9 +32,11 @@ from ._decl import (
     i64,
 )
 from ._expr import Expr, lit
+from .errors import api
 
 if TYPE_CHECKING:
-    from ._module import BuiltModule, BuiltProgram
+    from ._module import BuiltModule
+    from .program import Program
     from ._schedule import Schedule
 
 # ----- recorded statements ------------------------------------------------------------------
@@ -258,6 +260,10 @@ class _P:
         """``break if cond;``: leaves the innermost ``P.while_``."""
         emit(Line("break if {};", [cond]))
 
+    def continue_(self) -> None:
+        """``continue;`` in a plan's generator: the next iteration of the innermost loop."""
+        emit(Line("continue;", []))
+
 
 P = _P()
 
@@ -312,9 +318,9 @@ def task(k: Kernel, args: Sequence[Any], kwargs: Dict[str, Any]) -> None:
             parts.append(a.template())
             exprs += a.exprs()
             decls.append(a.tensor)
-        elif p.type.name in ("f32", "f64"):
+        elif p.type.text in ("f32", "f64"):
             if isinstance(a, Expr):
-                raise FrontError(f"kernel `{k.name}`: parameter `{p.name}` ({p.type.name}) takes a float constant")
+                raise FrontError(f"kernel `{k.name}`: parameter `{p.name}` ({p.type.text}) takes a float constant")
             parts.append(_float_text(a, f"kernel `{k.name}` parameter `{p.name}`"))
         else:
             parts.append("{}")
@@ -404,15 +410,17 @@ class Schedulable:
         """``dispatch_threshold(METRIC) { below B: POOL, ..., else: POOL };``"""
         return self._schedule().dispatch_threshold(metric, levels, otherwise)
 
+    @api
     def module(self, **kw: Any) -> "BuiltModule":
         """The module of this workload or pipeline (no schedule): a ``BuiltModule``."""
         from ._module import build
 
         return build(self, **kw)
 
-    def compile(self, **kw: Any) -> "BuiltProgram":
-        """``self.module().compile(**kw)``."""
-        return self.module().compile(**kw)
+    @api
+    def compile(self, **kw: Any) -> "Program":
+        """``self.module().compile(**kw)``: a program callable like a function."""
+        return self.module().compile(**kw)  # type: ignore[return-value]
 
 
 class Workload(Decl, Schedulable):
@@ -428,6 +436,7 @@ class Workload(Decl, Schedulable):
         self._body: Optional[List[Line]] = None
 
     def body(self) -> List[Line]:
+        """The workload's statements (the function traced on first use)."""
         if self._body is None:
             args = [Expr("name", (n,), None) for n, _ in self.params]
             self._body = _trace_body(self.fn, args)
@@ -437,7 +446,8 @@ class Workload(Decl, Schedulable):
         return [d for s in self.body() for d in s.deps()]
 
     def render(self, out: List[Tuple[str, _where.Loc]]) -> None:
-        ps = ", ".join(f"{n}: {t.name}" for n, t in self.params)
+        """Appends the workload's lines, each with its Python place."""
+        ps = ", ".join(f"{n}: {t.text}" for n, t in self.params)
         out.append((f"workload {self.name}({ps}) {{", self.loc))
         for s in self.body():
             s.render(1, out)
@@ -449,14 +459,43 @@ class Workload(Decl, Schedulable):
 
 
 def workload(fn: Optional[Callable[..., Any]] = None, *, name: Optional[str] = None) -> Any:
-    """Declares a workload: the function is traced once, its loops and tasks recorded."""
+    """Declares a workload: a Python function whose loops (``for i in P(axis)``) and kernel
+    calls are recorded, once, as the program that generates tasks.
+
+    Parameters
+    ----------
+    fn : function
+        Its parameters (annotated with scalar types, default ``i64``) are the workload's.
+    name : str, optional
+        Default: the function's name.
+
+    Returns
+    -------
+    Workload
+        Chain a schedule on it (``.dispatch(...)``, ``.task_graph(...)``), build it
+        (``.module()``) or compile it (``pto_wsp.compile(w)``).
+
+    Examples
+    --------
+    >>> @workload
+    ... def main():
+    ...     for i in P(T):
+    ...         relu(X[span(i * 16, 16), :], Y[span(i * 16, 16), :])   # doctest: +SKIP
+    """
     if fn is None:
         return lambda f: Workload(f, name)
     return Workload(fn, name)
 
 
 def call(w: Workload, *args: Any) -> None:
-    """``call W(args);``"""
+    """Inside a workload, calls another workload: ``call W(args);`` (the same as ``w(args)``).
+
+    Parameters
+    ----------
+    w : Workload
+    *args
+        One expression per parameter of ``w``.
+    """
     if not isinstance(w, Workload):
         raise FrontError(f"`call` takes a workload, not {w!r}")
     if len(args) != len(w.params):
@@ -664,6 +703,7 @@ class Pipeline(Decl, Schedulable):
         return [d for p in self._processes for s in p.body for d in s.deps()]
 
     def render(self, out: List[Tuple[str, _where.Loc]]) -> None:
+        """Appends the pipeline's lines, each with its Python place."""
         self._trace()
         out.append((f"pipeline {self.name} {{", self.loc))
         for c in self._channels:
@@ -682,7 +722,20 @@ class Pipeline(Decl, Schedulable):
 
 
 def pipeline(fn: Optional[Callable[[], Any]] = None, *, name: Optional[str] = None) -> Any:
-    """Declares a CSP pipeline: the function creates ``Channel``s and ``@process`` functions."""
+    """Declares a CSP pipeline: a function that creates ``Channel``s and ``@process`` functions
+    (each run as its own process on a thread, connected by the channels).
+
+    Parameters
+    ----------
+    fn : function
+        Takes no parameters.
+    name : str, optional
+        Default: the function's name.
+
+    Returns
+    -------
+    Pipeline
+    """
     if fn is None:
         return lambda f: Pipeline(f, name)
     return Pipeline(fn, name)

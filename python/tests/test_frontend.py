@@ -44,40 +44,12 @@ def test_the_main_examples_are_written_in_python():
 @pytest.mark.parametrize("path", PY_EXAMPLES, ids=lambda p: str(p.relative_to(ROOT / "python" / "examples")))
 def test_python_example_prints_the_text_of_its_wsp_twin(path):
     twin = ROOT / "examples" / path.relative_to(ROOT / "python" / "examples").with_suffix(".wsp")
+    if not twin.exists():
+        pytest.skip(f"skipped: {path.name} has no .wsp twin")
     expected = without_prose(pto_wsp.Module.from_file(str(twin)).to_text())
     built = load(path).module
     assert isinstance(built, pto_wsp.BuiltModule)
     assert without_prose(built.to_text()) == expected
-
-
-def softmax_reference(x):
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def test_softmax_3pass_in_python_matches_numpy():
-    ex = load(ROOT / "python" / "examples" / "softmax_3pass.py")
-    rows, ntiles = 32, 3
-    program = ex.module.compile(threads=2, bind={"rows": rows, "ntiles": ntiles})
-    rng = np.random.default_rng(3)
-    x = rng.standard_normal((rows, ntiles * 1024)).astype(np.float32) * 4
-    y = np.zeros_like(x)
-    stats = program.execute(X=x, Y=y)
-    np.testing.assert_allclose(y, softmax_reference(x.astype(np.float64)), rtol=1e-4, atol=1e-7)
-    blocks = rows // 16
-    assert stats["num_tasks"] == blocks * (ntiles + 1 + 3 * ntiles + 1 + ntiles)
-
-
-def test_gemm_in_python_matches_numpy():
-    ex = load(ROOT / "python" / "examples" / "gemm.py")
-    m, n, k = 256, 384, 256
-    program = ex.module.compile(threads=2, bind={"M": m, "N": n, "K": k})
-    rng = np.random.default_rng(4)
-    a = rng.standard_normal((m, k)).astype(np.float16)
-    b = rng.standard_normal((k, n)).astype(np.float16)
-    c = np.full((m, n), 3.0, dtype=np.float32)
-    program.execute(A=a, B=b, C=c)
-    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-3)
 
 
 # ----- a user's mistakes, reported at the user's file and line -------------------------------
@@ -91,7 +63,7 @@ I = Dense[4]
 
 
 @kernel(pool="vector", alias="relu")
-def act(x: In[f32[32, 64]], y: Out[f32[32, 64]]): ...
+def act(x: In[f32, 32, 64], y: Out[f32, 32, 64]): ...
 """
 
 
@@ -153,7 +125,7 @@ def test_an_unknown_kernel_names_the_users_line(tmp_path):
         tmp_path,
         """
 @kernel(pool="vector")
-def no_such_kernel(x: In[f32[32, 64]], y: Out[f32[32, 64]]): ...
+def no_such_kernel(x: In[f32, 32, 64], y: Out[f32, 32, 64]): ...
 
 
 @workload
@@ -170,7 +142,11 @@ program = w.module().compile(threads=1)
     # The kernel's declaration: where Python applies its decorator (the `@kernel` line, or the
     # `def` line on some Python versions).
     define = line_of(path, "def no_such_kernel")
-    assert f"{path}:{define - 1} " in str(e) or f"{path}:{define} " in str(e)
+    assert e.file == str(path) and e.line in (define - 1, define)
+    # Said in Python terms: what to write in the `@kernel` function, never "register it" or a
+    # byte offset.
+    assert '@kernel(alias="BUILTIN")' in e.message and "tile operations" in e.message
+    assert "register" not in str(e) and "byte" not in str(e)
 
 
 # ----- expand, execute_async / synchronize, trace ------------------------------------------------
@@ -224,17 +200,18 @@ def test_execute_async_then_synchronize_gives_numpys_numbers():
     reference = x64 / np.sqrt((x64 * x64).mean(axis=1, keepdims=True) + 1e-6) * w
     np.testing.assert_allclose(y, reference, rtol=1e-4, atol=1e-5)
     assert stats["num_tasks"] == tokens // 16
-    with pytest.raises(pto_wsp.RunError, match="no run in progress"):
+    with pytest.raises(RuntimeError, match="no run in progress"):
         program.synchronize()
 
 
 def test_a_failing_async_run_raises_at_synchronize():
     ex = load(ROOT / "python" / "examples" / "datadep" / "early_exit.py")
     program = ex.module.compile(threads=2)
-    # An array that does not fit its tensor is refused at once, before any run starts.
-    with pytest.raises(pto_wsp.RunError, match="V"):
+    # An array that does not fit its tensor is refused at once (a TypeError: its element type),
+    # before any run starts.
+    with pytest.raises(TypeError, match="V"):
         program.execute_async(V=np.zeros((16, 4), dtype=np.float64))
-    with pytest.raises(pto_wsp.RunError, match="no run in progress"):
+    with pytest.raises(RuntimeError, match="no run in progress"):
         program.synchronize()
 
 
@@ -259,115 +236,6 @@ def test_trace_needs_a_traced_compile(tmp_path):
     program.execute()
     with pytest.raises(pto_wsp.RunError, match="trace=True"):
         program.write_trace(str(tmp_path / "t.json"))
-
-
-def test_tile_instruction_kernels_written_in_python_match_numpy():
-    ex = load(ROOT / "python" / "examples" / "kernels" / "softmax.py")
-    program = ex.module.compile(threads=2)
-    rng = np.random.default_rng(6)
-    x = rng.standard_normal((32, 64)).astype(np.float32)
-    y, z = np.zeros_like(x), np.zeros_like(x)
-    program.execute(X=x, Y=y, Z=z)
-    reference = softmax_reference(x.astype(np.float64) * 0.125)
-    np.testing.assert_allclose(y, reference, rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(z, reference, rtol=1e-4, atol=1e-6)
-
-    ex = load(ROOT / "python" / "examples" / "kernels" / "rmsnorm_gemm.py")
-    program = ex.module.compile(threads=2)
-    x = rng.standard_normal((32, 64)).astype(np.float32)
-    w = rng.standard_normal(64).astype(np.float32)
-    a = rng.standard_normal((32, 64)).astype(np.float32)
-    b = rng.standard_normal((64, 32)).astype(np.float32)
-    y, y2 = np.zeros_like(x), np.zeros_like(x)
-    c, c2 = np.ones((32, 32), np.float32), np.ones((32, 32), np.float32)
-    program.execute(X=x, W=w, Y=y, Y2=y2, A=a, B=b, C=c, C2=c2)
-    x64 = x.astype(np.float64)
-    norm = x64 / np.sqrt((x64 * x64).mean(axis=1, keepdims=True) + 1e-6) * w
-    np.testing.assert_allclose(y, norm, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(y2, norm, rtol=1e-4, atol=1e-5)
-    gemm = 1.0 + a.astype(np.float64) @ b.astype(np.float64)
-    np.testing.assert_allclose(c, gemm, rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(c2, gemm, rtol=1e-4, atol=1e-4)
-
-
-def rmsnorm_reference(x, w):
-    return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-6) * w
-
-
-def rope_reference(x, pos, theta=10000.0):
-    """Rotate-half RoPE of the rows of x (..., d) at position `pos` (one, or one per row)."""
-    d = x.shape[-1]
-    half = d // 2
-    freq = theta ** (-2.0 * np.arange(half) / d)
-    angle = np.asarray(pos, dtype=np.float64)[..., None] * freq
-    c, s = np.cos(angle), np.sin(angle)
-    lo, hi = x[..., :half], x[..., half:]
-    return np.concatenate([lo * c - hi * s, lo * s + hi * c], axis=-1)
-
-
-def test_llm_decode_in_python_matches_numpy():
-    """The main job's decode step, built in Python, against a float64 numpy decode step."""
-    ex = load(ROOT / "python" / "examples" / "llm_decode.py")
-    nreq, g, ffn, max_chunks = 2, 1, 256, 2
-    kv_lens = np.array([300, 5], dtype=np.int32)
-    hidden, qh = 512 * g, 4 * g
-    program = ex.module.compile(
-        threads=2,
-        bind={"nreq": nreq, "kv_heads": g, "ffn": ffn, "layers": 1, "max_chunks": max_chunks},
-    )
-    rng = np.random.default_rng(7)
-
-    def weight(*shape):
-        return (rng.standard_normal(shape) / np.sqrt(shape[-2])).astype(np.float16)
-
-    x = np.zeros((2, nreq, hidden), np.float32)
-    x[0] = rng.standard_normal((nreq, hidden))
-    norm_attn = (1 + 0.1 * rng.standard_normal((1, hidden))).astype(np.float32)
-    norm_ffn = (1 + 0.1 * rng.standard_normal((1, hidden))).astype(np.float32)
-    wq, wk, wv = weight(1, hidden, hidden), weight(1, hidden, g * 128), weight(1, hidden, g * 128)
-    wo, wgate, wup = weight(1, hidden, hidden), weight(1, hidden, ffn), weight(1, hidden, ffn)
-    wdown = weight(1, ffn, hidden)
-    kc = np.zeros((1, nreq * g, max_chunks * 256, 128), np.float16)
-    vc = np.zeros_like(kc)
-    for r in range(nreq):
-        n = kv_lens[r]
-        kc[0, r * g : (r + 1) * g, :n] = rng.standard_normal((g, n, 128))
-        vc[0, r * g : (r + 1) * g, :n] = rng.standard_normal((g, n, 128))
-    kc_ref, vc_ref = kc.astype(np.float64), vc.astype(np.float64)
-
-    program.execute(
-        kv_lens=kv_lens, X=x, NormAttn=norm_attn, NormFfn=norm_ffn, Wq=wq, Wk=wk, Wv=wv, Wo=wo,
-        Wgate=wgate, Wup=wup, Wdown=wdown, Kc=kc, Vc=vc,
-    )
-
-    f = lambda a: a.astype(np.float64)  # noqa: E731
-    x0 = f(x[0])
-    xn = rmsnorm_reference(x0, f(norm_attn[0]))
-    q = (xn @ f(wq[0])).reshape(nreq, qh, 128)
-    k_new = (xn @ f(wk[0])).reshape(nreq, g, 128)
-    v_new = (xn @ f(wv[0])).reshape(nreq, g, 128)
-    attn = np.zeros((nreq, qh, 128))
-    for r in range(nreq):
-        n = int(kv_lens[r])
-        q[r] = rope_reference(q[r], n)
-        k_new[r] = rope_reference(k_new[r], n)
-        for kv in range(g):
-            # The new key and value are appended (as f16) at position n, then attended to.
-            kc_ref[0, r * g + kv, n] = k_new[r, kv].astype(np.float16)
-            vc_ref[0, r * g + kv, n] = v_new[r, kv].astype(np.float16)
-            keys, values = kc_ref[0, r * g + kv, : n + 1], vc_ref[0, r * g + kv, : n + 1]
-            for h in range(4 * kv, 4 * kv + 4):
-                s = keys @ q[r, h] / np.sqrt(128)
-                p = np.exp(s - s.max())
-                attn[r, h] = p @ values / p.sum()
-    h1 = x0 + attn.reshape(nreq, hidden) @ f(wo[0])
-    xn2 = rmsnorm_reference(h1, f(norm_ffn[0]))
-    gate, up = xn2 @ f(wgate[0]), xn2 @ f(wup[0])
-    act = gate / (1 + np.exp(-gate)) * up
-    out = h1 + act @ f(wdown[0])
-
-    np.testing.assert_allclose(kc, kc_ref, rtol=2e-3, atol=2e-3)
-    np.testing.assert_allclose(x[1], out, rtol=2e-3, atol=2e-3)
 
 
 # ----- every construct, against text written by hand ----------------------------------------------
@@ -467,16 +335,16 @@ def test_every_construct_gives_the_text_written_by_hand():
     SP = Sparse(n, ptr, idx)
 
     @kernel(pool="vector")
-    def k(x: In[f32[1, 64]], y: Out[f32[1, 64]], a: i64): ...
+    def k(x: In[f32, 1, 64], y: Out[f32, 1, 64], a: i64): ...
 
     @kernel(pool="vector")
-    def k2(x: In[f32[1, 64]], y: Out[f32[1, 64]], a: i64): ...
+    def k2(x: In[f32, 1, 64], y: Out[f32, 1, 64], a: i64): ...
 
     @kernel(tiers=[(lambda a: a < 8, k)], otherwise=k2)
-    def kt(x: In[f32[1, 64]], y: Out[f32[1, 64]], a: i64): ...
+    def kt(x: In[f32, 1, 64], y: Out[f32, 1, 64], a: i64): ...
 
     @kernel(name="c")
-    def c_kernel(x: In[f32[1, 64]], y: Out[f32[1, 64]], a: i64): ...
+    def c_kernel(x: In[f32, 1, 64], y: Out[f32, 1, 64], a: i64): ...
 
     @workload
     def helper(m: i64):
@@ -539,7 +407,7 @@ def test_a_tensor_declared_from_a_numpy_array():
     I = Dense[8]  # noqa: E741
 
     @kernel(alias="relu")
-    def act(x: In[f32[1, 16]], y: Out[f32[1, 16]]): ...
+    def act(x: In[f32, 1, 16], y: Out[f32, 1, 16]): ...
 
     @workload
     def w():
@@ -554,103 +422,7 @@ def test_a_tensor_declared_from_a_numpy_array():
     np.testing.assert_array_equal(b, np.maximum(a, 0))
 
 
-# ----- more Python examples against numpy ----------------------------------------------------------
-
-
-def attention_reference(q, k, v):
-    """softmax(q kᵀ / √d) v in float64, per query row."""
-    s = q @ k.T / np.sqrt(q.shape[-1])
-    p = np.exp(s - s.max(axis=-1, keepdims=True))
-    return (p / p.sum(axis=-1, keepdims=True)) @ v
-
-
-def test_mha_in_python_matches_numpy():
-    ex = load(ROOT / "python" / "examples" / "mha.py")
-    batch, seq = 1, 256
-    program = ex.module.compile(threads=2, bind={"batch": batch, "seq": seq})
-    rng = np.random.default_rng(8)
-    q, k, v = (rng.standard_normal((batch, 32, seq, 128)).astype(np.float16) for _ in range(3))
-    o = np.zeros_like(q)
-    program.execute(Q=q, K=k, V=v, O=o)
-    for b in range(batch):
-        for h in (0, 17, 31):
-            want = attention_reference(q[b, h].astype(np.float64), k[b, h].astype(np.float64), v[b, h].astype(np.float64))
-            # P is f16 between the two products, O is f16.
-            np.testing.assert_allclose(o[b, h].astype(np.float64), want, rtol=2e-2, atol=5e-3)
-
-
-def test_decode_ragged_in_python_matches_numpy():
-    ex = load(ROOT / "python" / "examples" / "decode_ragged.py")
-    kv_lens = np.array([700, 100], dtype=np.int32)
-    kv_chunks = (kv_lens + 511) // 512
-    nreq, max_chunks = 2, 2
-    program = ex.module.compile(threads=2, bind={"nreq": nreq, "max_chunks": max_chunks})
-    rng = np.random.default_rng(9)
-    qd = rng.standard_normal((nreq, 32, 128)).astype(np.float16)
-    kc = rng.standard_normal((nreq, 8, max_chunks * 512, 128)).astype(np.float16)
-    vc = rng.standard_normal((nreq, 8, max_chunks * 512, 128)).astype(np.float16)
-    od = np.zeros_like(qd)
-    program.execute(kv_chunks=kv_chunks.astype(np.int32), kv_lens=kv_lens, Qd=qd, Kc=kc, Vc=vc, Od=od)
-    f = lambda a: a.astype(np.float64)  # noqa: E731
-    for r in range(nreq):
-        n = kv_lens[r]
-        for h in range(32):
-            g = h // 4
-            want = attention_reference(f(qd[r, h])[None], f(kc[r, g, :n]), f(vc[r, g, :n]))[0]
-            np.testing.assert_allclose(f(od[r, h]), want, rtol=1e-2, atol=2e-3)
-
-
-def test_csp_pipeline_in_python_matches_numpy():
-    ex = load(ROOT / "python" / "examples" / "csp_pipeline.py")
-    # nbuf = channel depth 2 + one tile in each of the two consumers: no buffer is reused early.
-    ntiles, nbuf = 6, 4
-    program = ex.module.compile(threads=2, bind={"ntiles": ntiles, "nbuf": nbuf})
-    rng = np.random.default_rng(10)
-    src = rng.standard_normal((ntiles * 256, 1024)).astype(np.float16)
-    dst = np.zeros_like(src)
-    program.execute(Src=src, Dst=dst)
-    x = src.astype(np.float64)
-    np.testing.assert_allclose(dst.astype(np.float64), x / (1 + np.exp(-x)), rtol=2e-3, atol=1e-3)
-
-
-def test_stream_window_in_python_counts_every_task():
-    ex = load(ROOT / "python" / "examples" / "stream_window.py")
-    program = ex.module.compile(threads=2, bind={"tasks": 64 * 50})
-    a = np.zeros((64, 16), dtype=np.float32)
-    stats = program.execute(A=a)
-    assert stats["num_tasks"] == 64 * 50
-    np.testing.assert_array_equal(a, np.full((64, 16), 50.0, dtype=np.float32))
-
-
-def test_early_exit_in_python_stops_where_numpy_does():
-    ex = load(ROOT / "python" / "examples" / "datadep" / "early_exit.py")
-    program = ex.module.compile(threads=2)
-    v = np.full((16, 4), 0.25, dtype=np.float32)
-    v[:, 1:] = np.arange(16 * 3, dtype=np.float32).reshape(16, 3)
-    v[6, 0] = 1.0  # 2 * 1.0 > 1.5: the step of row 6 is the last one
-    out = np.full((16, 4), 9.0, dtype=np.float32)
-    program.execute(V=v, OUT=out)
-    want = np.zeros((16, 4))
-    for c in range(16):
-        want[c] = 2 * v[c]
-        if 2 * v[c, 0] > 1.5:
-            break
-    np.testing.assert_array_equal(out, want)
-
-
-def test_converge_in_python_reaches_numpys_fixed_point():
-    ex = load(ROOT / "python" / "examples" / "datadep" / "converge.py")
-    program = ex.module.compile(threads=2)
-    x = np.full((1, 16), 5.0, dtype=np.float32)
-    program.execute(X=x)
-    want, steps = np.float32(0.0), 0
-    while steps < 60:
-        nxt = np.float32(want * np.float32(0.5) + np.float32(1.0))
-        diff = nxt - want
-        want, steps = nxt, steps + 1
-        if not diff > np.float32(0.001):
-            break
-    np.testing.assert_array_equal(x, np.full((1, 16), want, dtype=np.float32))
+# ----- more of a user's mistakes ---------------------------------------------------------------------
 
 
 def test_a_region_out_of_bounds_at_run_time_names_the_users_line(tmp_path):
@@ -701,137 +473,6 @@ def test_python_truth_of_an_expression_points_at_p_when():
             pass
 
 
-def test_decode_attention_kernels_in_python_match_numpy():
-    ex = load(ROOT / "python" / "examples" / "kernels" / "decode_attention.py")
-    program = ex.module.compile(threads=2)  # kv = 200 (its //@ bind)
-    rng = np.random.default_rng(11)
-    q = rng.standard_normal((1, 64)).astype(np.float32)
-    k = rng.standard_normal((256, 64)).astype(np.float32)
-    v = rng.standard_normal((256, 64)).astype(np.float32)
-    out, out2 = np.zeros((1, 64), np.float32), np.zeros((1, 64), np.float32)
-    program.execute(Q=q, K=k, V=v, OUT=out, OUT2=out2)
-    want = attention_reference(q.astype(np.float64), k[:200].astype(np.float64), v[:200].astype(np.float64))
-    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(out2, want, rtol=1e-4, atol=1e-5)
-
-
-def test_llama_block_in_python_matches_numpy():
-    ex = load(ROOT / "python" / "examples" / "llama_block.py")
-    seq, heads, ffn = 48, 2, 128
-    hidden = heads * 64
-    program = ex.module.compile(threads=2, bind={"seq": seq, "heads": heads, "ffn": ffn})
-    rng = np.random.default_rng(12)
-
-    def weight(*shape):
-        return (rng.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float16)
-
-    x = rng.standard_normal((seq, hidden)).astype(np.float32)
-    norm_attn = (1 + 0.1 * rng.standard_normal(hidden)).astype(np.float32)
-    norm_ffn = (1 + 0.1 * rng.standard_normal(hidden)).astype(np.float32)
-    wq, wk, wv, wo = (weight(hidden, hidden) for _ in range(4))
-    wgate, wup, wdown = weight(hidden, ffn), weight(hidden, ffn), weight(ffn, hidden)
-    y = np.zeros_like(x)
-    program.execute(
-        X=x, NormAttn=norm_attn, NormFfn=norm_ffn, Wq=wq, Wk=wk, Wv=wv, Wo=wo, Wgate=wgate,
-        Wup=wup, Wdown=wdown, Y=y,
-    )
-
-    f = lambda a: a.astype(np.float64)  # noqa: E731
-    x64 = f(x)
-    xn = rmsnorm_reference(x64, f(norm_attn))
-    q, k, v = xn @ f(wq), xn @ f(wk), xn @ f(wv)
-    positions = np.arange(seq)
-    attn = np.zeros((seq, hidden))
-    for h in range(heads):
-        cols = slice(h * 64, (h + 1) * 64)
-        qh, kh = rope_reference(q[:, cols], positions), rope_reference(k[:, cols], positions)
-        s = qh @ kh.T / 8.0
-        s[np.triu_indices(seq, 1)] = -np.inf  # token t attends tokens 0 ..= t
-        p = np.exp(s - s.max(axis=1, keepdims=True))
-        attn[:, cols] = (p / p.sum(axis=1, keepdims=True)) @ v[:, cols]
-    h1 = x64 + attn @ f(wo)
-    xn2 = rmsnorm_reference(h1, f(norm_ffn))
-    gate, up = xn2 @ f(wgate), xn2 @ f(wup)
-    want = h1 + (gate / (1 + np.exp(-gate)) * up) @ f(wdown)
-    np.testing.assert_allclose(y, want, rtol=2e-3, atol=2e-3)
-
-
-@pytest.mark.parametrize("prefill", [False, True])
-def test_tiered_in_python_matches_numpy(prefill):
-    ex = load(ROOT / "python" / "examples" / "tiered.py")
-    nreq, heads, maxlen = 2, 2, 320
-    req_len = np.array([300, 77], dtype=np.int32)
-    program = ex.module.compile(
-        threads=2, bind={"nreq": nreq, "heads": heads, "maxlen": maxlen, "prefill": prefill}
-    )
-    rng = np.random.default_rng(13)
-    q, k, v = (rng.standard_normal((nreq, heads, maxlen, 128)).astype(np.float16) for _ in range(3))
-    o = np.zeros_like(q)
-    program.execute(req_len=req_len, Q=q, Kc=k, Vc=v, O=o)
-    f = lambda a: a.astype(np.float64)  # noqa: E731
-    want = np.zeros(o.shape)
-    for r in range(nreq):
-        n = int(req_len[r])
-        for h in range(heads):
-            s = f(q[r, h, :n]) @ f(k[r, h, :n]).T / np.sqrt(128)
-            s[np.triu_indices(n, 1)] = -np.inf  # token t attends tokens 0 ..= t
-            p = np.exp(s - s.max(axis=1, keepdims=True))
-            full = (p / p.sum(axis=1, keepdims=True)) @ f(v[r, h, :n])
-            if prefill:
-                want[r, h, :n] = full
-            else:  # decode: only the last token's row
-                want[r, h, n - 1] = full[n - 1]
-    np.testing.assert_allclose(f(o), want, rtol=1e-2, atol=2e-3)
-
-
-def test_moe_in_python_matches_numpy():
-    ex = load(ROOT / "python" / "examples" / "moe.py")
-    tokens, hidden, ffn = 48, 64, 96
-    # Token tile 0 goes to experts 0 and 3, tile 1 to expert 5, tile 2 to experts 1, 2, 7.
-    indptr, experts = [0, 2, 3, 6], [0, 3, 5, 1, 2, 7]
-    program = ex.module.compile(
-        threads=2, bind={"tokens": tokens, "hidden": hidden, "ffn": ffn, "routes": len(experts)}
-    )
-    rng = np.random.default_rng(14)
-    x = rng.standard_normal((tokens, hidden)).astype(np.float16)
-    gates = rng.random((tokens, 8)).astype(np.float32)
-    w1 = (rng.standard_normal((8, hidden, ffn)) / 8).astype(np.float16)
-    w3 = (rng.standard_normal((8, hidden, ffn)) / 8).astype(np.float16)
-    w2 = (rng.standard_normal((8, ffn, hidden)) / 10).astype(np.float16)
-    y = np.full((tokens, hidden), 5.0, dtype=np.float32)
-    program.execute(
-        route_indptr=np.array(indptr, np.int32), route_experts=np.array(experts, np.int32),
-        X=x, Gates=gates, W1=w1, W3=w3, W2=w2, Y=y,
-    )
-    f = lambda a: a.astype(np.float64)  # noqa: E731
-    want = np.zeros((tokens, hidden))
-    for t in range(tokens // 16):
-        rows = slice(t * 16, (t + 1) * 16)
-        for e in experts[indptr[t] : indptr[t + 1]]:
-            g, u = f(x[rows]) @ f(w1[e]), f(x[rows]) @ f(w3[e])
-            want[rows] += f(gates[rows, e])[:, None] * ((g / (1 + np.exp(-g)) * u) @ f(w2[e]))
-    np.testing.assert_allclose(y, want, rtol=1e-3, atol=1e-3)
-
-
-def test_moe_routed_in_python_matches_numpy():
-    ex = load(ROOT / "python" / "examples" / "datadep" / "moe_routed.py")
-    program = ex.module.compile(threads=2)
-    rng = np.random.default_rng(15)
-    x = rng.standard_normal((16, 8)).astype(np.float32)
-    wg = rng.standard_normal((8, 8)).astype(np.float32)
-    w = rng.standard_normal((64, 8)).astype(np.float32)
-    y = np.full((16, 8), 3.0, dtype=np.float32)
-    program.execute(X=x, WG=wg, W=w, Y=y)
-    x64 = x.astype(np.float64)
-    logits = x64 @ wg.astype(np.float64)
-    top2 = np.argsort(-logits, axis=1, kind="stable")[:, :2]
-    want = np.zeros((16, 8))
-    for t in range(16):
-        for e in top2[t]:
-            want[t] += x64[t] @ w[e * 8 : (e + 1) * 8].astype(np.float64)
-    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
-
-
 TENSOR = re.compile(r"^tensor (\w+): (\w+)\[([^\]]*)\];", re.M)
 NUMPY = {"f32": np.float32, "f16": np.float16, "i32": np.int32, "i64": np.int64}
 
@@ -863,117 +504,6 @@ def test_python_example_computes_the_numbers_of_its_wsp_twin(name, bind):
         np.testing.assert_array_equal(results[1][k].view(np.uint8), results[0][k].view(np.uint8), err_msg=k)
         changed += not np.array_equal(results[0][k].view(np.uint8), inputs[k].view(np.uint8))
     assert changed > 0, "the run wrote no tensor"
-
-
-# ----- the Ascend examples (kernels in tile instructions) against numpy ----------------------------
-
-
-def ascend(name):
-    return load(ROOT / "python" / "examples" / "ascend" / f"{name}.py").module
-
-
-def test_ascend_gemm_in_python_matches_numpy():
-    rng = np.random.default_rng(31)
-    a = rng.standard_normal((64, 64)).astype(np.float16)
-    b = rng.standard_normal((64, 64)).astype(np.float16)
-    c = np.full((64, 64), 7.0, dtype=np.float32)  # an `out`: overwritten, not accumulated
-    ascend("gemm").compile(threads=2).execute(A=a, B=b, C=c)
-    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4)
-
-
-def test_ascend_rmsnorm_in_python_matches_numpy():
-    rng = np.random.default_rng(32)
-    x = rng.standard_normal((32, 64)).astype(np.float32)
-    w = rng.standard_normal((1, 64)).astype(np.float32)
-    x0 = x.astype(np.float64)
-    y = np.zeros_like(x)
-    ascend("rmsnorm").compile(threads=2).execute(X=x, W=w, Y=y)
-    # Y from X before the halving (the halving waits for the norm that read it).
-    np.testing.assert_allclose(y, rmsnorm_reference(x0, w[0].astype(np.float64)), rtol=1e-4, atol=1e-5)
-    np.testing.assert_array_equal(x, (x0 * 0.5).astype(np.float32))
-
-
-def test_ascend_vector_example_in_python_matches_numpy():
-    rng = np.random.default_rng(33)
-    a, b = (rng.standard_normal((128, 128)).astype(np.float32) for _ in range(2))
-    out = {k: np.zeros((128, 128), np.float32) for k in "cdegf"}
-    ascend("vector_example").compile(threads=2).execute(a=a, b=b, **out)
-    c = a.astype(np.float64) + b
-    want = (c + 1) * (c + 2) + c
-    np.testing.assert_allclose(out["f"], want, rtol=1e-5, atol=1e-4)
-    # simpler's own check: a = 2, b = 3 gives 47 everywhere.
-    out = {k: np.zeros((128, 128), np.float32) for k in "cdegf"}
-    twos, threes = np.full((128, 128), 2, np.float32), np.full((128, 128), 3, np.float32)
-    ascend("vector_example").compile(threads=1).execute(a=twos, b=threes, **out)
-    np.testing.assert_array_equal(out["f"], np.full((128, 128), 47, np.float32))
-
-
-def test_ascend_softmax_3pass_in_python_matches_numpy():
-    rng = np.random.default_rng(34)
-    x = (rng.standard_normal((32, 256)) * 3).astype(np.float32)
-    x0 = x.astype(np.float64)
-    m, l = np.zeros((32, 1), np.float32), np.zeros((32, 1), np.float32)
-    ascend("softmax_3pass").compile(threads=2).execute(X=x, M=m, L=l)
-    np.testing.assert_array_equal(m[:, 0], x0.max(axis=1).astype(np.float32))
-    np.testing.assert_allclose(l[:, 0], np.exp(x0 - x0.max(axis=1, keepdims=True)).sum(axis=1), rtol=1e-5)
-    np.testing.assert_allclose(x, softmax_reference(x0), rtol=1e-5, atol=1e-7)
-
-
-def test_ascend_decode_attention_in_python_matches_numpy():
-    rng = np.random.default_rng(35)
-    q = rng.standard_normal((2, 64)).astype(np.float32)
-    k = rng.standard_normal((512, 64)).astype(np.float32)
-    v = rng.standard_normal((512, 64)).astype(np.float32)
-    out = np.zeros((2, 64), np.float32)
-    kv = {"kv0": 200, "kv1": 96}
-    ascend("decode_attention").compile(threads=2, bind=kv).execute(Q=q, K=k, V=v, OUT=out)
-    f = lambda a: a.astype(np.float64)  # noqa: E731
-    for r, n in enumerate(kv.values()):
-        keys = slice(r * 256, r * 256 + n)
-        want = attention_reference(f(q[r : r + 1]), f(k[keys]), f(v[keys]))[0]  # scale 1/8 = 1/sqrt(64)
-        np.testing.assert_allclose(out[r], want, rtol=1e-4, atol=1e-5)
-
-
-def test_ascend_control_flow_in_python_matches_numpy():
-    """Every construct of the example, replayed by hand in numpy with its `//@ bind` values."""
-    rng = np.random.default_rng(36)
-    x, y, z = (rng.standard_normal((16, 64)).astype(np.float32) for _ in range(3))
-    want_x, want_y, want_z = (a.astype(np.float64) for a in (x, y, z))
-    ascend("control_flow").compile(threads=2).execute(X=x, Y=y, Z=z)
-
-    steps, lens = 3, [2, 0, 3, 1]
-    indptr, indices = [0, 2, 3, 3, 5], [1, 3, 0, 2, 3]
-
-    def block(a, k):
-        return a[k * 4 : k * 4 + 4]
-
-    def bump(a, k, j):  # tiers: j < 2 adds 1, else halves and adds 2
-        rows = block(a, k)
-        rows[:] = rows + 1 if j < 2 else rows * 0.5 + 2
-
-    for _ in range(steps):
-        for r in range(4):
-            for p in range(lens[r]):
-                bump(want_x, r, p)
-    for r in range(4):
-        for c in indices[indptr[r] : indptr[r + 1]]:
-            block(want_y, r)[:] = block(want_x, c)
-    for r in range(4):
-        bump(want_x, r, 7)
-    i, rounds = 0, 0
-    while i < 10 and rounds < 8:
-        rounds += 1
-        n = lens[i % 4]
-        if n > 1:
-            bump(want_z, i % 4, n)
-        else:
-            block(want_z, i % 4)[:] = block(want_y, i % 4)
-        i += 3
-        if i > 6:
-            break
-    np.testing.assert_allclose(x, want_x, rtol=1e-6)
-    np.testing.assert_allclose(y, want_y, rtol=1e-6)
-    np.testing.assert_allclose(z, want_z, rtol=1e-6)
 
 
 # ----- connect: joining a producer's channel to a consumer ------------------------------------------
@@ -1089,7 +619,9 @@ def test_a_bad_connect_names_the_users_line(tmp_path, more, message):
     assert message in str(info.value)
     # The line of the bad call (the template's CONNECT_MORE line), not the good ones before it.
     line = next(i for i, text in enumerate(CONNECTED.split("\n"), 1) if "CONNECT_MORE" in text)
-    assert str(info.value).startswith(f"{path}:{line}: connect: ")
+    assert (info.value.file, info.value.line) == (str(path), line)
+    assert info.value.message.startswith("connect: ")
+    assert f"--> {path}:{line}:" in str(info.value)
 
 
 def test_connecting_a_channel_of_another_pipeline_is_an_unknown_channel(tmp_path):

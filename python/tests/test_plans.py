@@ -179,7 +179,7 @@ def test_a_descriptor_field_out_of_range_names_the_field_at_the_emit():
 
 
 def test_a_wrong_array_shape_names_the_tensor():
-    with pytest.raises(pto_wsp.RunError, match="`X`"):
+    with pytest.raises(ValueError, match="`X`"):
         copy_program(256).execute(X=np.zeros((3, 64), dtype=np.float32))
 
 

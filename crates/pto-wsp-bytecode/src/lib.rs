@@ -1,5 +1,5 @@
 //! `pto-wsp-bytecode`: workload bytecode — a module's entry point as a compact program that every
-//! executor interprets to generate only its own tasks (seed 000).
+//! executor interprets to generate only its own tasks (the on-device generation specification).
 //!
 //! The pipeline: [`encode`] a validated [`pto_wsp_ir::Module`] into bytes (magic `PTOW`, fixed
 //! 8-byte instructions, descriptor tables); ship the bytes; [`Program::decode`] validates them

@@ -2,8 +2,8 @@
 //! shapes, next to same-process baselines and the runtime's speed targets.
 //!
 //! Why: absolute figures drift on shared machines, so every figure is measured in one process
-//! against a plain sequential loop and rayon doing the same (empty) work, and the targets
-//! are printed beside the figures so a reader sees at once which are met.
+//! against a plain sequential loop and rayon doing the same (empty) work, and the project's speed
+//! targets are printed beside the figures so a reader sees at once which are met.
 //!
 //! What is measured, per shape and thread count (best of [`BenchOptions::repeat`] runs, the clock
 //! read around the call only; setup and drops are outside it):
@@ -195,7 +195,7 @@ pub fn machine_line() -> String {
     format!("machine: {cores} cores (available_parallelism), {model}")
 }
 
-/// Whether the run-only targets apply to `shape` (it has dependencies).
+/// Whether the run-only speed targets apply to `shape` (it has dependencies).
 fn dependent(shape: &Shape) -> bool {
     !matches!(shape, Shape::Independent(_))
 }

@@ -11,11 +11,11 @@
 //!   ([`CompileOptions::device_gen`]) — every worker interprets the bytecode and runs its own
 //!   tasks as they are generated (`pto_wsp::cpu::devgen`).
 //!
-//! Why: seed 000's claim is that executor-local generation beats building the graph on the host
-//! and shipping it. The machine this runs on is shared and noisy, so each round runs the three
-//! modes one after the other and the section reports, besides each mode's best time, the
-//! **median over rounds of the per-round ratios** `finished / devgen` and `streamed / devgen`
-//! (above 1: device generation is faster).
+//! Why: the on-device generation specification's claim is that executor-local generation beats
+//! building the graph on the host and shipping it. The machine this runs on is shared and noisy, so
+//! each round runs the three modes one after the other and the section reports, besides each mode's
+//! best time, the **median over rounds of the per-round ratios** `finished / devgen` and `streamed
+//! / devgen` (above 1: device generation is faster).
 //!
 //! Every mode runs the same kernels (registered, empty) through the same kernel executor, under
 //! the example's schedule with its `deps` mode replaced (`exact`, the cheapest inference, and the

@@ -61,8 +61,8 @@ pub fn expansion_bytes(x: &Expansion) -> usize {
         + x.order.capacity() * size_of::<OrderEdge>()
 }
 
-/// Size of one task structure of the older runtime the seed compares with (`PendingTask` with
-/// 16 arguments and a 512-entry fan-out, "~2 KB", seed 000 §1.1).
+/// Size of one task structure of the older runtime the on-device generation specification
+/// compares with (`PendingTask` with 16 arguments and a 512-entry fan-out, "~2 KB").
 pub const PENDING_TASK_BYTES: usize = 2048;
 
 /// Checks an executor's tasks against the expansion as they come.

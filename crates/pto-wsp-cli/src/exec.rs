@@ -68,6 +68,9 @@ pub struct RunOptions {
     /// Called with the task id after every kernel call (`pto-wsp bench` counts each task's
     /// runs with it); `None` for `pto-wsp run`.
     pub on_task: Option<TaskHook>,
+    /// `--strict`: an output tensor the run left partly unwritten is an error (nothing is
+    /// written to `--output`), not a warning.
+    pub strict: bool,
 }
 
 /// A function called with a task's id after each kernel call of a run ([`RunOptions::on_task`]).
@@ -98,6 +101,7 @@ impl Default for RunOptions {
             rtol: crate::expect::DEFAULT_RTOL,
             atol: crate::expect::DEFAULT_ATOL,
             on_task: None,
+            strict: false,
         }
     }
 }
@@ -319,6 +323,16 @@ pub fn run(
     let run_ms = program
         .elapsed_ms()
         .unwrap_or_else(|| t1.elapsed().as_secs_f64() * 1e3);
+    // Output tensors with elements no task wrote: a warning, or under `--strict` an error
+    // before anything is written.
+    if let Some(first) = program.coverage().first() {
+        if opts.strict {
+            return Err(CliError::plain(format!("{name}: {first} (--strict)")));
+        }
+        for u in program.coverage() {
+            eprintln!("warning: {name}: {u}");
+        }
+    }
 
     let t2 = Instant::now();
     let guard = program

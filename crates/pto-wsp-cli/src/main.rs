@@ -149,6 +149,10 @@ enum Command {
         /// (default 0, generation is free); makes start policies and `timing` visible.
         #[arg(long, default_value_t = 0, value_name = "N")]
         issue_cycles: u64,
+        /// Fail (writing no --output) when an output tensor has elements no task wrote; by
+        /// default that is a warning naming the tensor and the unwritten elements.
+        #[arg(long)]
+        strict: bool,
     },
     /// List every registered back end: its targets and capabilities.
     Targets,
@@ -497,6 +501,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             rtol,
             atol,
             issue_cycles,
+            strict,
         } => {
             let (name, text, main_job) = match &file {
                 Some(f) => (f.display().to_string(), read(f)?, false),
@@ -522,6 +527,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 rtol,
                 atol,
                 on_task: None,
+                strict,
             };
             if target.starts_with("ascend") {
                 let outcome = pto_wsp_cli::ascend_run::run_ascend(&name, &text, &target, &opts)?;

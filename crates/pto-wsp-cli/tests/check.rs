@@ -1,4 +1,4 @@
-//! `run --check` as a race detector (issue 16, item 5): a conflicting pair that no path of the
+//! `run --check` as a race detector: a conflicting pair that no path of the
 //! run's graph orders fails the run, named, whatever the timing; sound modes pass; modes that
 //! cannot be checked are refused by name.
 

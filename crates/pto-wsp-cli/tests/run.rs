@@ -844,7 +844,7 @@ fn data_dependent_runs_report_computed_reads_and_unbound_reads_are_located() {
     }
 }
 
-/// Issue 16, item 3: a host run puts each task on worker `target mod threads`, under every
+/// A host run puts each task on worker `target mod threads`, under every
 /// ready policy. With stealing off (fifo, priority) the per-worker counts are `expand`'s
 /// per-executor counts folded mod threads and nothing migrates; under work stealing every task
 /// run off its target is counted as a migration (checked task by task against the trace).
@@ -1005,4 +1005,41 @@ fn run_plans_runs_the_plans_of_a_module_that_also_has_a_workload() {
         stderr.contains("`--plans`, but the module declares no plan"),
         "{stderr}"
     );
+}
+
+/// A workload whose 16-row tiles cover 64 of 70 rows of its output: `run` warns naming the six
+/// unwritten rows (exit 0), `--strict` fails naming them and writes no `--output`.
+#[test]
+fn an_output_left_partly_unwritten_is_a_warning_or_under_strict_an_error() {
+    let dir = common::scratch("coverage");
+    let file = dir.join("relu.wsp");
+    std::fs::write(
+        &file,
+        "symbol n: i64;\ntensor X: f32[n, 64];\ntensor Y: f32[n, 64];\naxis T = dense_dyn(n / 16);\n\
+         kernel relu(in x: f32[16, 64], out y: f32[16, 64]) @vector;\n\
+         workload main() {\n    parallel_for t in T {\n        task relu(X[t * 16 +: 16, 0 +: 64], Y[t * 16 +: 16, 0 +: 64]);\n    }\n}\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let out = dir.join("y.npy");
+    let output = format!("Y={}", out.display());
+    let (code, _, stderr) = common::binary(&["run", file, "--bind", "n=70", "-q"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("warning:")
+            && stderr.contains("output tensor `Y` was not fully written: no task wrote its elements [64:70, 0:64] (384 of 4480)"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = common::binary(&[
+        "run", file, "--bind", "n=70", "-q", "--strict", "--output", &output,
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("[64:70, 0:64]") && stderr.contains("--strict"),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "nothing is written under --strict");
+    let (code, _, stderr) = common::binary(&["run", file, "--bind", "n=64", "-q", "--strict"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
 }

@@ -14,7 +14,9 @@ use crate::module::{
     AxisDecl, AxisKind, KernelDecl, KernelParam, Module, ParamKind, SlotDecl, SymbolDecl,
     TensorDecl, Tiers, Workload,
 };
-use crate::plan::{GenKind, GenStmt, PlanDecl, SpaceDecl, SpaceEnd, TierTableDecl, TileKind};
+use crate::plan::{
+    FieldValue, GenKind, GenStmt, PlanDecl, SpaceDecl, SpaceEnd, TierTableDecl, TileKind,
+};
 use crate::schedule::{
     Dispatch, Levels, ReadyPolicy, Schedule, ScheduleItem, ScheduleItemKind, StartPolicy,
     TaskGraphItem, Timing, TracePolicy,
@@ -754,7 +756,12 @@ fn gen_stmt(f: &mut Formatter<'_>, s: &GenStmt, indent: usize) -> fmt::Result {
                 if i > 0 {
                     f.write_str(", ")?;
                 }
-                write!(f, "{n} = {e}")?;
+                match e {
+                    FieldValue::Expr(e) => write!(f, "{n} = {e}")?,
+                    FieldValue::SelectTier { tiers, value } => {
+                        write!(f, "{n} = select_tier({tiers}, {value})")?
+                    }
+                }
             }
             f.write_str(");")
         }

@@ -144,6 +144,11 @@ macro_rules! tile_ops {
                 match self { $(TileOp::$var => $cpp,)* }
             }
 
+            /// The instruction's documentation line(s), as written in the table.
+            pub fn doc(self) -> &'static str {
+                match self { $(TileOp::$var => concat!($($doc, "\n"),*),)* }
+            }
+
             /// The instruction spelled `mnemonic`.
             pub fn parse(mnemonic: &str) -> Option<TileOp> {
                 match mnemonic { $($mn => Some(TileOp::$var),)* _ => None }

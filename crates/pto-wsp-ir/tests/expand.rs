@@ -1902,7 +1902,7 @@ impl ExpandSink for Collect<'_> {
 }
 
 /// `ragged(ROWS, LENGTHS, EXPR)`: each request's chunk count is `ceil(kv_len / 512)`, derived
-/// from the bound lengths by the axis's expression (issue 14 item 5). Checked against the same
+/// from the bound lengths by the axis's expression. Checked against the same
 /// nested loops written with `div_ceil` here, and against printing and reparsing.
 #[test]
 fn ragged_lengths_by_expression() {

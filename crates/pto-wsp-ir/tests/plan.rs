@@ -352,3 +352,31 @@ fn order_and_affinity_mistakes_are_reported_at_their_line_and_column() {
         );
     }
 }
+
+#[test]
+fn emit_takes_select_tier_in_place_prints_it_back_and_checks_its_table() {
+    let text = example()
+        .replace("            let t = select_tier(ByLength, kv);\n", "")
+        .replace("emit(tier = t,", "emit(tier = select_tier(ByLength, kv),");
+    let m = parse(&text).unwrap_or_else(|e| panic!("{e}"));
+    validate(&m).unwrap();
+    let printed = m.to_string();
+    assert!(
+        printed.contains("emit(tier = select_tier(ByLength, kv), r = i, c = j"),
+        "{printed}"
+    );
+    assert_eq!(parse(&printed).unwrap(), m);
+    let wrong = text.replace(
+        "emit(tier = select_tier(ByLength, kv),",
+        "emit(tier = select_tier(Merge, kv),",
+    );
+    let m = parse(&wrong).unwrap();
+    let errs = validate(&m).unwrap_err();
+    assert!(
+        errs[0]
+            .to_string()
+            .contains("`select_tier` names `Merge`; the plan's tier table is `ByLength`"),
+        "{}",
+        errs[0]
+    );
+}

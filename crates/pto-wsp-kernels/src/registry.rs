@@ -11,11 +11,16 @@
 //!   every worker thread.
 //! - [`KernelRegistry::call`] does not catch panics; the engine decides what a panicking kernel
 //!   means.
+//! - [`KernelRegistry::cancel`] makes every later [`KernelRegistry::call`] of this registry (and
+//!   of its clones, which share the flag) fail with [`KernelError::Cancelled`] before the kernel
+//!   runs, until [`KernelRegistry::clear_cancel`]: one check on the one path every run mode takes
+//!   to a kernel, so a cancelled run stops at its next task whatever runs it.
 
 use crate::context::{TaskContext, ViewProblem};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Index of a kernel in a [`KernelRegistry`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -36,7 +41,12 @@ pub enum KernelError {
         count: usize,
     },
     /// A region the task does not have.
-    #[error("region {index} requested, but the task has {count} region(s)")]
+    #[error(
+        "the kernel reads region {index} (tile argument {}), but the task passes {count} tile argument(s): \
+         the kernel is declared with fewer tile parameters than it takes (docs/KERNELS.md lists each \
+         built-in's regions)",
+        index + 1
+    )]
     Region {
         /// The index asked for.
         index: usize,
@@ -84,6 +94,9 @@ pub enum KernelError {
         /// What is wrong with it.
         message: String,
     },
+    /// The run was cancelled ([`KernelRegistry::cancel`]) before this kernel ran.
+    #[error("the run was cancelled")]
+    Cancelled,
 }
 
 impl KernelError {
@@ -122,6 +135,8 @@ struct Entry {
 pub struct KernelRegistry {
     entries: Vec<Entry>,
     by_name: HashMap<String, u32>,
+    /// Raised by [`KernelRegistry::cancel`]; shared with clones.
+    cancelled: Arc<AtomicBool>,
 }
 
 impl fmt::Debug for KernelRegistry {
@@ -237,7 +252,27 @@ impl KernelRegistry {
     /// unwinds through here.
     #[inline]
     pub fn call(&self, id: KernelId, ctx: &TaskContext<'_>) -> Result<(), KernelError> {
+        if self.cancelled.load(Ordering::Relaxed) {
+            return Err(KernelError::Cancelled);
+        }
         (self.entries[id.0 as usize].run)(ctx)
+    }
+
+    /// Cancels the runs using this registry (or a clone of it): every later [`Self::call`]
+    /// fails with [`KernelError::Cancelled`] without running the kernel, until
+    /// [`Self::clear_cancel`]. Callable from any thread while a run is in progress.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+    }
+
+    /// Lets calls run again after [`Self::cancel`] (a program clears it when a run starts).
+    pub fn clear_cancel(&self) {
+        self.cancelled.store(false, Ordering::Relaxed);
+    }
+
+    /// Whether [`Self::cancel`] was called since the last [`Self::clear_cancel`].
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
     }
 
     /// The cost of running kernel `id` on `ctx`: its cost function, by default [`default_cost`].

@@ -1,10 +1,12 @@
-//! The back-end interface (seed 004 §1.1, §5, §9.1) and the registry new targets plug into.
+//! The back-end interface (the back-end architecture specification) and the registry new targets
+//! plug into.
 //!
 //! Why: every target — the CPU simulation that runs, and the emitting ones to come (Ascend
 //! orchestration code, the task-graph ISA, AIE MLIR) — takes the same resolved module
-//! ([`pto_wsp_ir::resolve`](mod@pto_wsp_ir::resolve)) and gives either a runnable [`Program`] or an [`Artefact`] (bytes or
-//! a tree of files). A new target implements [`Backend`] and calls [`register_backend`]; nothing
-//! in this crate changes (the facade's tests register one from a test file).
+//! ([`pto_wsp_ir::resolve`](mod@pto_wsp_ir::resolve)) and gives either a runnable [`Program`] or an
+//! [`Artefact`] (bytes or a tree of files). A new target implements [`Backend`] and calls
+//! [`register_backend`]; nothing in this crate changes (the facade's tests register one from a test
+//! file).
 //!
 //! Promises:
 //! - [`compile_target`] validates nothing twice: the plan was validated and resolved by
@@ -72,7 +74,8 @@ pub enum Output {
     Artefact(Artefact),
 }
 
-/// A target: checks a resolved module, then compiles a plan (seed 004 §9.1).
+/// A target: checks a resolved module, then compiles a plan (two-phase, as the back-end
+/// architecture specification has it).
 pub trait Backend: Send + Sync {
     /// The back end's name (unique in the registry).
     fn name(&self) -> &str;

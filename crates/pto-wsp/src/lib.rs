@@ -62,7 +62,8 @@ pub use backend::{
     Artefact, Backend, Capability, Output, backends, compile_target, get_backend, register_backend,
 };
 pub use program::{
-    CompileError, CompileOptions, LoweredPlan, Program, ProgramStats, RunError, compile, lower,
+    CompileError, CompileOptions, LoweredPlan, Program, ProgramStats, RunError, TensorRole,
+    Unwritten, compile, lower, plan_roles, roles,
 };
 /// The code-emitting back ends (PTO-ISA C++ kernels, the Ascend runtime), registered as
 /// `ptoisa` and `ascend`.
@@ -72,6 +73,6 @@ pub use pto_wsp_cpu as cpu;
 pub use pto_wsp_graph as graph;
 pub use pto_wsp_ir as ir;
 pub use pto_wsp_kernels as kernels;
-/// Plan-Descriptor-Execute (seed 001): iteration spaces, tiers, fixed-size work descriptors,
-/// the split-KV planner and parallel dispatch (`docs/PDE.md`).
+/// Plan-Descriptor-Execute (the PDE specification): iteration spaces, tiers, fixed-size work
+/// descriptors, the split-KV planner and parallel dispatch (`docs/PDE.md`).
 pub use pto_wsp_pde as pde;

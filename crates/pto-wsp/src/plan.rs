@@ -34,7 +34,7 @@
 
 use crate::ir::eval::{Env, eval};
 use crate::ir::plan::{
-    AffinityKind, BindWhat, GenKind, GenStmt, OrderKind, PlanDecl, SpaceDecl, SpaceEnd,
+    AffinityKind, BindWhat, FieldValue, GenKind, GenStmt, OrderKind, PlanDecl, SpaceDecl, SpaceEnd,
     TierTableDecl, TileKind,
 };
 use crate::ir::{Arg, Bindings, Diagnostic, Expr, Loc, Module, ParamKind, TaskStmt, Value};
@@ -916,7 +916,13 @@ impl<'m> Gen<'m> {
                     ..Descriptor::default()
                 };
                 for (f, value) in fields {
-                    let x = self.field(f.as_str(), value, loc)?;
+                    let x = match value {
+                        FieldValue::Expr(value) => self.field(f.as_str(), value, loc)?,
+                        FieldValue::SelectTier { value, .. } => {
+                            let v = self.field("select_tier value", value, loc)?;
+                            pde::select_tier(e.tiers(), v)
+                        }
+                    };
                     match f.as_str() {
                         "tier" => d.tier = x,
                         "start" => d.start = x,

@@ -1,4 +1,4 @@
-//! The back-end interface (seed 004 §1.1, §6.3, §9.1): [`lower`] a module into a
+//! The back-end interface (the back-end architecture specification): [`lower`] a module into a
 //! [`LoweredPlan`], [`compile`] the plan for a target into a [`Program`], and run it.
 //!
 //! Back ends implement [`crate::Backend`] and live in a registry ([`crate::backends`],
@@ -15,10 +15,11 @@
 //! time, `pto_wsp_cpu::feed_bytecode`) whenever the bytecode can express the module, else the
 //! reference expander (`pto_wsp_bytecode::supports` says what the bytecode cannot express:
 //! per-row ragged lengths, multi-producer channels; or [`CompileOptions::host_expander`]).
-//! Either stops at each computed read until its producers complete. Both feed the builder the same tasks and the same order
-//! announcements, so the graph is the same; an interpreter error is reported in the expander's
-//! words. Kernels come from the [`KernelRegistry`] of the [`CompileOptions`]; every kernel
-//! the module can run must be registered (else [`CompileError::UnknownKernel`]).
+//! Either stops at each computed read until its producers complete. Both feed the builder the same
+//! tasks and the same order announcements, so the graph is the same; an interpreter error is
+//! reported in the expander's words. Kernels come from the [`KernelRegistry`] of the
+//! [`CompileOptions`]; every kernel the module can run must be registered (else
+//! [`CompileError::UnknownKernel`]).
 //!
 //! A module whose entry is a CSP pipeline runs differently: each process on its own thread,
 //! running its own tasks in order, connected by bounded channels of the declared depth
@@ -28,10 +29,17 @@
 //! interprets the bytecode, infers the dependencies into its own tasks and runs them as they
 //! are generated (`pto_wsp_cpu::devgen`). Same tasks, same edges, same numbers. A pipeline entry
 //! runs as processes on threads in either mode.
+//!
+//! A run can be cancelled from another thread ([`Program::cancel`]): the kernel registry refuses
+//! every later kernel call and the generator stops at its next task, so the run ends at the
+//! tasks in flight and [`Program::synchronize`] reports [`RunError::Cancelled`]; the tensors
+//! then hold what the completed tasks wrote. [`Program::wait`] waits for the run with a timeout
+//! (the Python binding checks for Ctrl-C between waits). After a host run, the elements of the
+//! output tensors no task wrote are reported ([`Program::coverage`], `coverage`).
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use pto_wsp_cpu::sim::simulate;
 use pto_wsp_cpu::table::Writer;
@@ -52,8 +60,12 @@ use pto_wsp_ir::{
 };
 use pto_wsp_kernels::{KernelId, KernelRegistry, StoreError, TensorStore};
 
+pub mod coverage;
+pub use coverage::{TensorRole, plan_roles, roles};
 mod devgen;
 pub(crate) mod modes;
+
+pub use coverage::Unwritten;
 
 /// Options of [`compile`].
 #[derive(Clone)]
@@ -79,15 +91,15 @@ pub struct CompileOptions {
     /// interpret it and run its own tasks as they are generated, instead of a host thread
     /// building the graph (see [`crate::program`]'s docs and `pto_wsp_cpu::devgen`).
     pub device_gen: bool,
-    /// Streams (seed 004 §5.2 `num_streams`): overrides the schedule's `streams N;` when set.
+    /// Streams (the compile option `num_streams`): overrides the schedule's `streams N;` when set.
     pub num_streams: Option<u64>,
-    /// Executors dispatch targets range over (seed 004 §5.2 `num_aicpus`; on `cpu_sim` the
+    /// Executors dispatch targets range over (the compile option `num_aicpus`; on `cpu_sim` the
     /// modelled executors): overrides the schedule's `executors N;` when set.
     pub num_aicpus: Option<u64>,
-    /// Tile grid dimensions for spatial back ends (seed 004 §5.2 `grid`, AIE); `cpu_sim`
+    /// Tile grid dimensions for spatial back ends (the compile option `grid`, AIE); `cpu_sim`
     /// ignores it.
     pub grid: Vec<u64>,
-    /// Optimisation level 0–3 (seed 004 §5.2, default 2), for back ends that have choices to
+    /// Optimisation level 0–3 (default 2), for back ends that have choices to
     /// make; `cpu_sim` has none yet and ignores it.
     pub opt_level: u8,
     /// Cycles the cycle model (`trace cycles`) charges orchestration for submitting each task
@@ -99,6 +111,10 @@ pub struct CompileOptions {
     /// expander only for what `pto_wsp_bytecode::supports` refuses). Same tasks, same edges;
     /// for comparisons and benchmarks.
     pub host_expander: bool,
+    /// Check after each host run that every output tensor was fully written
+    /// ([`Program::coverage`]; default `true`). Costs a bitmap of one bit per element of the
+    /// output tensors and a pass over each task's written boxes on the generating thread.
+    pub coverage: bool,
     /// Values an emitting back end bakes into its artefact (symbols, slots, contents of integer
     /// tensors: `ascend`, `pto_isa`); a running back end takes its bindings at each run and
     /// ignores these.
@@ -122,6 +138,7 @@ impl Default for CompileOptions {
             opt_level: 2,
             issue_cycles: 0,
             host_expander: false,
+            coverage: true,
             bindings: Bindings::new(),
         }
     }
@@ -252,6 +269,9 @@ pub enum RunError {
     /// failure, or two processes' tasks conflicting (see [`pto_wsp_cpu::csp`]).
     #[error(transparent)]
     Pipeline(#[from] pto_wsp_cpu::CspError),
+    /// [`Program::cancel`] stopped the run; the tasks that had completed wrote their results.
+    #[error("the run was cancelled")]
+    Cancelled,
 }
 
 impl pto_wsp_ir::Diagnostic for RunError {
@@ -415,14 +435,17 @@ pub(crate) fn compile_cpu(
     modes::refused(&plan.module, mode)?;
     // Tensors the generator reads computed values of (`docs/SEMANTICS.md`): their writers are
     // tracked during a run so a read can wait on them; none in most modules.
-    let computed = match plan.resolve() {
+    let (computed, (outputs, writers)) = match plan.resolve() {
         Ok(r) => {
             modes::data_refused(&r, mode)?;
-            (0..r.arrays.len())
+            let computed = (0..r.arrays.len())
                 .map(|t| r.arrays[t] && r.written[t])
-                .collect()
+                .collect();
+            let outputs = coverage::outputs(&r);
+            let writers = coverage::writers(&r, &outputs);
+            (computed, (outputs, writers))
         }
-        Err(_) => Vec::new(),
+        Err(_) => (Vec::new(), (Vec::new(), Vec::new())),
     };
     let notes = modes::notes(&plan.module, mode);
     let bytecode = if options.device_gen {
@@ -446,6 +469,8 @@ pub(crate) fn compile_cpu(
             kernels,
             names,
             computed,
+            outputs,
+            writers,
             pool,
             options,
             bytecode,
@@ -455,6 +480,7 @@ pub(crate) fn compile_cpu(
         store: Arc::new(Mutex::new(None)),
         running: None,
         last: None,
+        coverage: Vec::new(),
         compile_ms: 0.0,
     })
 }
@@ -465,6 +491,10 @@ struct Inner {
     names: Vec<String>,
     /// Per tensor: whether the entry reads computed values of it.
     computed: Vec<bool>,
+    /// Per tensor: whether runs must write all of it (`coverage::outputs`).
+    outputs: Vec<bool>,
+    /// Per module kernel: whether its tasks may write such a tensor (`coverage::writers`).
+    writers: Vec<bool>,
     pool: WorkerPool,
     options: CompileOptions,
     /// The decoded bytecode, in device-generation mode.
@@ -480,14 +510,47 @@ struct Inner {
 pub struct Program {
     inner: Arc<Inner>,
     store: Arc<Mutex<Option<TensorStore>>>,
-    running: Option<(JoinHandle<Result<RunStats, RunError>>, Instant)>,
+    running: Option<Running>,
     last: Option<(RunStats, f64)>,
+    /// The output tensors the last completed run left partly unwritten.
+    coverage: Vec<Unwritten>,
     /// Milliseconds [`crate::compile_target`] took (resolution, checks and compilation).
     compile_ms: f64,
 }
 
-/// A program's figures (seed 004 §1.1 `ProgramStats`): what it was compiled for and its last
-/// run.
+/// A run in progress: its thread, the flag it raises when it ends, and its start.
+struct Running {
+    handle: JoinHandle<Result<(RunStats, Vec<Unwritten>), RunError>>,
+    done: Arc<Done>,
+    t0: Instant,
+}
+
+/// Raised by a run's thread as it ends (what [`Program::wait`] waits on).
+#[derive(Default)]
+struct Done {
+    ended: Mutex<bool>,
+    signal: Condvar,
+}
+
+impl Done {
+    fn raise(&self) {
+        *self.ended.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.signal.notify_all();
+    }
+
+    /// Whether the run ended within `timeout`.
+    fn wait(&self, timeout: Duration) -> bool {
+        let g = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        let (g, _) = self
+            .signal
+            .wait_timeout_while(g, timeout, |ended| !*ended)
+            .unwrap_or_else(|p| p.into_inner());
+        *g
+    }
+}
+
+/// A program's figures (the back-end architecture specification's `ProgramStats`): what it was
+/// compiled for and its last run.
 #[derive(Clone, Debug)]
 pub struct ProgramStats {
     /// Tasks of the last run (barrier tasks of structural order included).
@@ -523,6 +586,10 @@ struct Hooks<'p> {
     producers: Option<Producers>,
     store: &'p TensorStore,
     generation: &'p mut GenStats,
+    /// The output tensors' written elements, when the run checks them.
+    coverage: Option<&'p mut coverage::Coverage>,
+    /// Raised by [`Program::cancel`]: the generator stops at its next task.
+    kernels: &'p KernelRegistry,
 }
 
 impl FeedHooks for Hooks<'_> {
@@ -532,8 +599,17 @@ impl FeedHooks for Hooks<'_> {
         id: pto_wsp_graph::TaskId,
         task: Option<(u32, &dyn FeedTask)>,
     ) -> Result<(), ()> {
-        if self.probe.failed() {
+        if self.probe.failed() || self.kernels.is_cancelled() {
             return Err(());
+        }
+        if let (Some(c), Some((_, t))) = (&mut self.coverage, task)
+            && c.tracks(t.kernel())
+        {
+            // A region the builder refuses fails the run below; here it only marks.
+            let _ = t.try_for_each_region(&mut |access, tensor, start, size| {
+                c.mark(access, tensor, start, size);
+                Ok(())
+            });
         }
         debug_assert_eq!(id.index(), self.origins.len());
         match task {
@@ -620,7 +696,41 @@ impl Inner {
         matches!(self.plan.config.trace, TracePolicy::Cycles(_))
     }
 
-    fn execute(&self, bindings: &Bindings, store: &mut TensorStore) -> Result<RunStats, RunError> {
+    /// Runs once under `bindings` on `store`; with the output tensors left partly unwritten
+    /// (host runs with [`CompileOptions::coverage`]; empty otherwise).
+    fn execute(
+        &self,
+        bindings: &Bindings,
+        store: &mut TensorStore,
+    ) -> Result<(RunStats, Vec<Unwritten>), RunError> {
+        // Host runs feed every task through the hooks that mark coverage; device generation and
+        // pipelines do not, and are not checked.
+        let module = &self.plan.module;
+        let pipeline = module
+            .entry_name()
+            .and_then(|e| module.pipeline(e))
+            .is_some();
+        let host = self.bytecode.is_none() && !pipeline;
+        let mut cover = (self.options.coverage && host && !self.outputs.is_empty())
+            .then(|| coverage::Coverage::new(&self.outputs, &self.writers, store))
+            .filter(coverage::Coverage::any);
+        // A cancelled run ends with the first refused kernel's error, or not at all when the
+        // generator stopped first: either way it is reported as cancelled.
+        let run = self.execute_run(bindings, store, cover.as_mut());
+        if self.options.kernels.is_cancelled() {
+            return Err(RunError::Cancelled);
+        }
+        let stats = run?;
+        let unwritten = cover.map(|c| c.report(store)).unwrap_or_default();
+        Ok((stats, unwritten))
+    }
+
+    fn execute_run(
+        &self,
+        bindings: &Bindings,
+        store: &mut TensorStore,
+        cover: Option<&mut coverage::Coverage>,
+    ) -> Result<RunStats, RunError> {
         let module = &self.plan.module;
         // A pipeline is a program, not a graph (its bounded channels order its processes), so
         // it runs as processes on threads in either mode.
@@ -684,6 +794,8 @@ impl Inner {
                 producers: tracked.then(|| Producers::new(self.computed.clone())),
                 store: shared,
                 generation: &mut generation,
+                coverage: cover,
+                kernels: &self.options.kernels,
             };
             let fed = match &bound {
                 Some((program, bound)) => {
@@ -860,41 +972,80 @@ impl Program {
             let _ = self.synchronize();
         }
         drop(self.tensors(bindings)?);
+        self.inner.options.kernels.clear_cancel();
         // The clock starts before the orchestration thread exists, so the end-to-end time
         // contains the run's own clock ([`RunStats::run_ns`] starts on that thread).
         let t0 = Instant::now();
         let inner = Arc::clone(&self.inner);
         let store = Arc::clone(&self.store);
         let bindings = bindings.clone();
+        let done = Arc::new(Done::default());
+        let raise = Arc::clone(&done);
         let handle = std::thread::Builder::new()
             .name("pto-wsp-orchestrator".into())
             .stack_size(pto_wsp_cpu::WALK_STACK_BYTES)
             .spawn(move || {
-                let mut g = store.lock().unwrap_or_else(|p| p.into_inner());
-                let s = g.as_mut().expect("tensors allocated before the run");
-                inner.execute(&bindings, s)
+                let r = {
+                    let mut g = store.lock().unwrap_or_else(|p| p.into_inner());
+                    let s = g.as_mut().expect("tensors allocated before the run");
+                    inner.execute(&bindings, s)
+                };
+                raise.raise();
+                r
             })
             .map_err(|e| ExecError::Setup(format!("cannot start the orchestration thread: {e}")))?;
-        self.running = Some((handle, t0));
+        self.running = Some(Running { handle, done, t0 });
         Ok(())
     }
 
     /// Waits for the run started by [`Program::execute_async`].
     pub fn synchronize(&mut self) -> Result<RunStats, RunError> {
-        let (h, t0) = self.running.take().ok_or(RunError::NotRunning)?;
-        let r = h.join().unwrap_or_else(|_| {
+        let run = self.running.take().ok_or(RunError::NotRunning)?;
+        let r = run.handle.join().unwrap_or_else(|_| {
             Err(ExecError::Internal("the orchestration thread panicked".into()).into())
         });
-        let ms = t0.elapsed().as_secs_f64() * 1e3;
-        if let Ok(s) = &r {
-            self.last = Some((s.clone(), ms));
+        let ms = run.t0.elapsed().as_secs_f64() * 1e3;
+        match r {
+            Ok((s, unwritten)) => {
+                self.last = Some((s.clone(), ms));
+                self.coverage = unwritten;
+                Ok(s)
+            }
+            Err(e) => Err(e),
         }
-        r
+    }
+
+    /// Waits up to `timeout` for the run in progress to end; `true` when it has ended (or
+    /// none is in progress), after which [`Program::synchronize`] returns at once.
+    pub fn wait(&self, timeout: Duration) -> bool {
+        match &self.running {
+            Some(run) => run.done.wait(timeout),
+            None => true,
+        }
+    }
+
+    /// Cancels the run in progress, from any thread that can reach the program: no kernel
+    /// starts after this call and the generator stops at its next task; the run ends when
+    /// the tasks in flight do, and [`Program::synchronize`] then returns
+    /// [`RunError::Cancelled`]. The tensors hold what the completed tasks wrote. Does nothing
+    /// when no run is in progress (the next run clears it).
+    pub fn cancel(&self) {
+        if self.running.is_some() {
+            self.inner.options.kernels.cancel();
+        }
+    }
+
+    /// The output tensors the last completed run left partly unwritten (see
+    /// [`coverage`](crate::program::coverage)); empty when every output was fully written, before
+    /// the first run, and for runs that do not check (device generation, pipelines,
+    /// [`CompileOptions::coverage`] off).
+    pub fn coverage(&self) -> &[Unwritten] {
+        &self.coverage
     }
 
     /// Whether no run is in progress (or the one in progress has finished).
     pub fn is_complete(&self) -> bool {
-        self.running.as_ref().is_none_or(|(h, _)| h.is_finished())
+        self.running.as_ref().is_none_or(|r| r.handle.is_finished())
     }
 
     /// Wall-clock milliseconds of the last completed run (orchestration and execution).
@@ -902,8 +1053,8 @@ impl Program {
         self.last.as_ref().map(|(_, ms)| *ms)
     }
 
-    /// Seed 004's program statistics of the last completed run, with compile time, streams and
-    /// executors.
+    /// The back-end architecture specification's program statistics of the last completed run, with
+    /// compile time, streams and executors.
     pub fn program_stats(&self) -> Option<ProgramStats> {
         let (run, ms) = self.last.as_ref()?;
         Some(ProgramStats {

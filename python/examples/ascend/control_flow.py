@@ -2,6 +2,11 @@
 ragged axis, a `select` over a sparse axis, kernel tiers, a `while` loop with `load`, `set`, `if`
 and `break`): examples/ascend/control_flow.wsp in Python."""
 
+from typing import Any
+
+import numpy as np
+
+import pto_wsp
 from pto_wsp import *
 
 steps = Symbol(bind=3)
@@ -18,9 +23,8 @@ Z = Tensor(f32[16, 64])
 S = DenseDyn(steps)
 RG = Ragged(4, lens)
 SP = Sparse(4, indptr, indices)
-R4 = Dense[4]
+R4 = Dense(4)
 
-Block = f32[4, 64]
 
 BUMP_SMALL = """
     tile t: vec f32[4, 64];
@@ -45,13 +49,13 @@ COPY = """
 
 
 @kernel(pool="vector", body=BUMP_SMALL)
-def bump_small(x: InOut[Block], j: i64): ...
+def bump_small(x: InOut[f32, 4, 64], j: i64): ...
 @kernel(pool="vector", body=BUMP_LARGE)
-def bump_large(x: InOut[Block], j: i64): ...
+def bump_large(x: InOut[f32, 4, 64], j: i64): ...
 @kernel(pool="vector", tiers=[(lambda j: j < 2, bump_small)], otherwise=bump_large)
-def bump(x: InOut[Block], j: i64): ...
+def bump(x: InOut[f32, 4, 64], j: i64): ...
 @kernel(pool="vector", body=COPY)
-def copy(x: In[Block], y: Out[Block]): ...
+def copy(x: In[f32, 4, 64], y: Out[f32, 4, 64]): ...
 
 
 def block(k):
@@ -80,3 +84,49 @@ def main():
 
 
 module = main.module()
+
+
+def check(threads: int = 2) -> None:
+    """Every construct of the example, replayed by hand in numpy with its `//@ bind` values."""
+    rng = np.random.default_rng(36)
+    x, y, z = (rng.standard_normal((16, 64)).astype(np.float32) for _ in range(3))
+    want_x, want_y, want_z = (a.astype(np.float64) for a in (x, y, z))
+    pto_wsp.compile(module, threads=threads)(X=x, Y=y, Z=z)
+    steps, lens = 3, [2, 0, 3, 1]
+    indptr, indices = [0, 2, 3, 3, 5], [1, 3, 0, 2, 3]
+
+    def block(a: Any, k: int) -> Any:
+        return a[k * 4 : k * 4 + 4]
+
+    def bump(a: Any, k: int, j: int) -> None:  # tiers: j < 2 adds 1, else halves and adds 2
+        rows = block(a, k)
+        rows[:] = rows + 1 if j < 2 else rows * 0.5 + 2
+
+    for _ in range(steps):
+        for r in range(4):
+            for p in range(lens[r]):
+                bump(want_x, r, p)
+    for r in range(4):
+        for c in indices[indptr[r] : indptr[r + 1]]:
+            block(want_y, r)[:] = block(want_x, c)
+    for r in range(4):
+        bump(want_x, r, 7)
+    i, rounds = 0, 0
+    while i < 10 and rounds < 8:
+        rounds += 1
+        n = lens[i % 4]
+        if n > 1:
+            bump(want_z, i % 4, n)
+        else:
+            block(want_z, i % 4)[:] = block(want_y, i % 4)
+        i += 3
+        if i > 6:
+            break
+    np.testing.assert_allclose(x, want_x, rtol=1e-6)
+    np.testing.assert_allclose(y, want_y, rtol=1e-6)
+    np.testing.assert_allclose(z, want_z, rtol=1e-6)
+    print("ascend/control_flow: ok")
+
+
+if __name__ == "__main__":
+    check()

@@ -1,13 +1,16 @@
 """GEMM with f16 inputs and f32 accumulation in tile instructions, one cube task per 16 x 16
 output tile: examples/ascend/gemm.wsp in Python."""
 
+import numpy as np
+
+import pto_wsp
 from pto_wsp import *
 
 A = Tensor(f16[64, 64])
 B = Tensor(f16[64, 64])
 C = Tensor(f32[64, 64])
 
-T = Dense[4]
+T = Dense(4)
 
 GEMM_TILE = """
     tile ta: left f16[16, 16];
@@ -26,7 +29,7 @@ GEMM_TILE = """
 
 
 @kernel(pool="cube", body=GEMM_TILE)
-def gemm_tile(a: In[f16[16, 64]], b: In[f16[64, 16]], c: Out[f32[16, 16]]): ...
+def gemm_tile(a: In[f16, 16, 64], b: In[f16, 64, 16], c: Out[f32, 16, 16]): ...
 
 
 def tile(i):
@@ -40,3 +43,18 @@ def main():
 
 
 module = main.module()
+
+
+def check(threads: int = 2) -> None:
+    """C = A @ B (an `out`: overwritten, not accumulated) against numpy."""
+    rng = np.random.default_rng(31)
+    a = rng.standard_normal((64, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 64)).astype(np.float16)
+    c = np.full((64, 64), 7.0, dtype=np.float32)
+    pto_wsp.compile(module, threads=threads)(A=a, B=b, out={"C": c})
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4)
+    print("ascend/gemm: ok")
+
+
+if __name__ == "__main__":
+    check()

@@ -1,6 +1,9 @@
 """Row softmax in three passes over 8 x 64 tiles (row maxima, sums of exponentials, normalize in
 place), in tile instructions: examples/ascend/softmax_3pass.wsp in Python."""
 
+import numpy as np
+
+import pto_wsp
 from pto_wsp import *
 
 X = Tensor(f32[32, 256])
@@ -9,8 +12,8 @@ M = Tensor(f32[32, 1])
 LP = Tensor(f32[32, 4])
 L = Tensor(f32[32, 1])
 
-B = Dense[4]
-C = Dense[4]
+B = Dense(4)
+C = Dense(4)
 
 TILE_MAX = """
     tile t: vec f32[8, 64];
@@ -53,20 +56,18 @@ NORMALIZE = """
     TSTORE(x, t);
 """
 
-Tile = f32[8, 64]
-Col = f32[8, 1]
 
 
 @kernel(pool="vector", body=TILE_MAX)
-def tile_max(x: In[Tile], m: Out[Col]): ...
+def tile_max(x: In[f32, 8, 64], m: Out[f32, 8, 1]): ...
 @kernel(pool="vector", body=REDUCE.format(out="tm", op="TROWMAX", param="m"))
-def reduce_max(p: In[f32[8, 4]], m: Out[Col]): ...
+def reduce_max(p: In[f32, 8, 4], m: Out[f32, 8, 1]): ...
 @kernel(pool="vector", body=TILE_SUMEXP)
-def tile_sumexp(x: In[Tile], m: In[Col], l: Out[Col]): ...
+def tile_sumexp(x: In[f32, 8, 64], m: In[f32, 8, 1], l: Out[f32, 8, 1]): ...
 @kernel(pool="vector", body=REDUCE.format(out="tl", op="TROWSUM", param="l"))
-def reduce_sum(p: In[f32[8, 4]], l: Out[Col]): ...
+def reduce_sum(p: In[f32, 8, 4], l: Out[f32, 8, 1]): ...
 @kernel(pool="vector", body=NORMALIZE)
-def normalize(x: InOut[Tile], m: In[Col], l: In[Col]): ...
+def normalize(x: InOut[f32, 8, 64], m: In[f32, 8, 1], l: In[f32, 8, 1]): ...
 
 
 @workload
@@ -84,3 +85,20 @@ def main():
 
 
 module = main.task_graph(deps=Deps.overlap()).module()
+
+
+def check(threads: int = 2) -> None:
+    """Row max, sum of exponentials and softmax of X (in place) against numpy."""
+    rng = np.random.default_rng(34)
+    x = (rng.standard_normal((32, 256)) * 3).astype(np.float32)
+    x0 = x.astype(np.float64)
+    out = pto_wsp.compile(module, threads=threads)(X=x, outputs=["M", "L"])
+    np.testing.assert_array_equal(out.M[:, 0], x0.max(axis=1).astype(np.float32))
+    e = np.exp(x0 - x0.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(out.L[:, 0], e.sum(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(x, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+    print("ascend/softmax_3pass: ok")
+
+
+if __name__ == "__main__":
+    check()

@@ -1,6 +1,11 @@
 """Kernels in tile instructions whose cycle counts are golden-tested (a batched GEMM tile, a
 small attention, a softmax over four chunks): examples/kernels/cycles_golden.wsp in Python."""
 
+from typing import Any
+
+import numpy as np
+
+import pto_wsp
 from pto_wsp import *
 
 A = Tensor(f16[16, 16])
@@ -16,7 +21,7 @@ Y = Tensor(f32[8, 256])
 M = Tensor(f32[8, 1])
 L = Tensor(f32[8, 1])
 
-CH = Dense[4]
+CH = Dense(4)
 
 BGEMM_BODY = """
     tile ta: left f16[16, 16];
@@ -107,17 +112,17 @@ SOFTMAX_NORM_BODY = """
 
 
 @kernel(pool="cube", body=BGEMM_BODY)
-def bgemm(a: In[f16[16, 16]], b: In[f16[16, 16]], c: InOut[f32[16, 16]]): ...
+def bgemm(a: In[f16, 16, 16], b: In[f16, 16, 16], c: InOut[f32, 16, 16]): ...
 @kernel(pool="cube", body=ATTN_BODY)
-def attn(q: In[f32[8, 8]], kt: In[f32[8, 8]], v: In[f32[8, 8]], o: Out[f32[8, 8]]): ...
+def attn(q: In[f32, 8, 8], kt: In[f32, 8, 8], v: In[f32, 8, 8], o: Out[f32, 8, 8]): ...
 @kernel(pool="vector", body=SOFTMAX_INIT_BODY)
-def softmax_init(m: Out[f32[8, 1]], l: Out[f32[8, 1]]): ...
+def softmax_init(m: Out[f32, 8, 1], l: Out[f32, 8, 1]): ...
 @kernel(pool="vector", body=SOFTMAX_MAX_BODY)
-def softmax_max(x: In[f32[8, 64]], m: InOut[f32[8, 1]]): ...
+def softmax_max(x: In[f32, 8, 64], m: InOut[f32, 8, 1]): ...
 @kernel(pool="vector", body=SOFTMAX_SUM_BODY)
-def softmax_sum(x: In[f32[8, 64]], m: In[f32[8, 1]], e: Out[f32[8, 64]], l: InOut[f32[8, 1]]): ...
+def softmax_sum(x: In[f32, 8, 64], m: In[f32, 8, 1], e: Out[f32, 8, 64], l: InOut[f32, 8, 1]): ...
 @kernel(pool="vector", body=SOFTMAX_NORM_BODY)
-def softmax_norm(e: In[f32[8, 64]], l: In[f32[8, 1]], y: Out[f32[8, 64]]): ...
+def softmax_norm(e: In[f32, 8, 64], l: In[f32, 8, 1], y: Out[f32, 8, 64]): ...
 
 
 @workload
@@ -134,3 +139,29 @@ def main():
 
 
 module = main.module()
+
+
+def check(threads: int = 2) -> None:
+    """The bgemm tile, the tile-local attention and the 3-pass softmax against numpy."""
+    def softmax(x: Any) -> Any:
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    prog = pto_wsp.compile(module, threads=threads)
+    rng = np.random.default_rng(21)
+    a, b = (rng.standard_normal((16, 16)).astype(np.float16) for _ in range(2))
+    q, kt, v = (rng.standard_normal((8, 8)).astype(np.float32) for _ in range(3))
+    x = rng.standard_normal((8, 256)).astype(np.float32)
+    c = np.full((16, 16), 0.5, np.float32)
+    out = prog(A=a, B=b, Q=q, K=kt, V=v, X=x, out={"C": c}, outputs=["O", "Y", "M", "L"])
+    f = lambda t: t.astype(np.float64)  # noqa: E731
+    np.testing.assert_allclose(c, 0.5 + f(a) @ f(b), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out.O, softmax(f(q) @ f(kt)) @ f(v), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(out.M[:, 0], x.max(axis=1))
+    np.testing.assert_allclose(out.L[:, 0], np.exp(f(x) - f(x).max(axis=1, keepdims=True)).sum(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(out.Y, softmax(f(x)), rtol=1e-5, atol=1e-7)
+    print("kernels/cycles_golden: ok")
+
+
+if __name__ == "__main__":
+    check()

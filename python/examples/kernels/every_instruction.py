@@ -1,5 +1,8 @@
 """One kernel that uses every tile instruction: examples/kernels/every_instruction.wsp in Python."""
 
+import numpy as np
+
+import pto_wsp
 from pto_wsp import *
 
 X = Tensor(f32[8, 16])
@@ -80,8 +83,8 @@ EVERY_OP_BODY = """
 
 @kernel(pool="vector", body=EVERY_OP_BODY)
 def every_op(
-    x: In[f32[8, 16]], w: In[f32[8, 16]], h: In[f16[8, 16]], y: Out[f32[8, 16]],
-    r: Out[f32[8, 1]], s: Out[f32[1, 16]], hy: Out[f16[8, 16]], k: f32,
+    x: In[f32, 8, 16], w: In[f32, 8, 16], h: In[f16, 8, 16], y: Out[f32, 8, 16],
+    r: Out[f32, 8, 1], s: Out[f32, 1, 16], hy: Out[f16, 8, 16], k: f32,
 ): ...
 
 
@@ -91,3 +94,43 @@ def main():
 
 
 module = main.module()
+
+
+def check(threads: int = 2) -> None:
+    """Every instruction once, replayed in numpy (float32, as the kernel computes)."""
+    prog = pto_wsp.compile(module, threads=threads)
+    rng = np.random.default_rng(22)
+    x, w = (rng.standard_normal((8, 16)).astype(np.float32) for _ in range(2))
+    h = rng.standard_normal((8, 16)).astype(np.float16)
+    out = prog(X=x, W=w, H=h)
+    f = np.float32
+    a, b = x.copy(), w.copy()
+    p = np.abs(b) + f(0.5)
+    t = ((((a + b) - a) * p) / p)
+    t = np.minimum(np.maximum(t, a), b)
+    t = np.maximum((t - f(0.25)) * f(0.75) / f(3.0), f(-0.5))
+    t = np.exp(-t)
+    t = t + np.log(p)
+    t = t + np.sqrt(p)
+    t = t + f(1) / np.sqrt(p)
+    t = t + f(1) / p
+    rr = t.min(axis=1, keepdims=True) + t.max(axis=1, keepdims=True) + t.sum(axis=1, keepdims=True)
+    t = t - rr
+    r2 = p.max(axis=1, keepdims=True)
+    t = t * r2 / r2
+    cs = t.sum(axis=0, keepdims=True)
+    c2 = p.max(axis=0, keepdims=True)
+    cs = cs / c2
+    t = t * c2
+    t = t - np.broadcast_to(rr, t.shape)
+    t = t.T.T + f(0.125)
+    t = t + h.astype(np.float32)
+    np.testing.assert_allclose(out.Y, t, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(out.HY.astype(np.float32), t.astype(np.float16).astype(np.float32), rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(out.R, rr, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(out.S, cs, rtol=1e-4, atol=1e-4)
+    print("kernels/every_instruction: ok")
+
+
+if __name__ == "__main__":
+    check()

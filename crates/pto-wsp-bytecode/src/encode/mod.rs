@@ -1,8 +1,8 @@
 //! The encoder: a module's entry point to bytecode.
 //!
 //! Why: a workload is a small program; shipped as bytecode it costs O(program size), not
-//! O(tasks), and every executor can interpret it to generate its own tasks (seed 000 §2). The
-//! encoder turns the IR into that form once, on the host.
+//! O(tasks), and every executor can interpret it to generate its own tasks (the on-device
+//! generation specification). The encoder turns the IR into that form once, on the host.
 //!
 //! Promises:
 //! - [`encode`] never panics on any module (validated or not); what the bytecode cannot express,

@@ -108,7 +108,8 @@ fn same_bytes_different_bindings() {
     }
 }
 
-/// The seed's headline figure: the LLaMA-7B layer at 16K tokens in at most 4 KB.
+/// The on-device generation specification's headline figure: the LLaMA-7B layer at 16K tokens in
+/// at most 4 KB.
 #[test]
 fn llama_layer_fits_in_the_seed_figure() {
     let (m, b) = example("llama7b_layer");

@@ -37,9 +37,9 @@ use super::ModuleBuilder;
 use crate::expr::Expr;
 use crate::loc::{Ident, Loc};
 use crate::plan::{
-    AffinityKind, BindWhat, GenKind, GenStmt, OrderKind, PlanAffinity, PlanBind, PlanDecl,
-    PlanOrder, PlanPrefetch, SpaceAxis, SpaceDecl, SpaceEnd, TierDecl, TierKernel, TierTableDecl,
-    TileDecl, TileKind,
+    AffinityKind, BindWhat, FieldValue, GenKind, GenStmt, OrderKind, PlanAffinity, PlanBind,
+    PlanDecl, PlanOrder, PlanPrefetch, SpaceAxis, SpaceDecl, SpaceEnd, TierDecl, TierKernel,
+    TierTableDecl, TileDecl, TileKind,
 };
 use crate::workload::{Arg, TaskStmt};
 
@@ -354,7 +354,7 @@ impl GenBody {
         self.push(GenKind::Emit {
             fields: fields
                 .into_iter()
-                .map(|(n, e)| (Ident::new(n), e))
+                .map(|(n, e)| (Ident::new(n), FieldValue::Expr(e)))
                 .collect(),
         })
     }

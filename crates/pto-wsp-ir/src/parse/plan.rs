@@ -6,9 +6,9 @@ use super::lexer::Kind;
 use super::{PResult, Parser};
 use crate::loc::Ident;
 use crate::plan::{
-    AffinityKind, BindWhat, GenKind, GenStmt, OrderKind, PlanAffinity, PlanBind, PlanDecl,
-    PlanOrder, PlanPrefetch, SpaceAxis, SpaceDecl, SpaceEnd, TierDecl, TierKernel, TierTableDecl,
-    TileDecl, TileKind,
+    AffinityKind, BindWhat, FieldValue, GenKind, GenStmt, OrderKind, PlanAffinity, PlanBind,
+    PlanDecl, PlanOrder, PlanPrefetch, SpaceAxis, SpaceDecl, SpaceEnd, TierDecl, TierKernel,
+    TierTableDecl, TileDecl, TileKind,
 };
 use crate::workload::{Arg, TaskStmt};
 
@@ -387,7 +387,16 @@ impl Parser<'_> {
                 p.bump();
                 let f = Ident::at(t.text, t.loc());
                 p.expect("=", "after the field name")?;
-                Ok((f, p.expr()?))
+                if p.peek().is_word("select_tier") && p.peek_at(1).is_punct("(") {
+                    p.bump();
+                    p.open("(", "")?;
+                    let tiers = p.ident("tier table name")?;
+                    p.expect(",", "after the tier table")?;
+                    let value = p.expr()?;
+                    p.close(")", "to close `select_tier(`")?;
+                    return Ok((f, FieldValue::SelectTier { tiers, value }));
+                }
+                Ok((f, FieldValue::Expr(p.expr()?)))
             })?;
             self.close(")", "")?;
             self.expect(";", "after `emit(...)`")?;

@@ -11,8 +11,9 @@ use crate::expr::Expr;
 use crate::loc::{Ident, Loc};
 use crate::module::{Module, ParamKind};
 use crate::plan::{
-    AffinityKind, BindWhat, FIXED_FIELDS, GenKind, GenStmt, MAX_PLAN_FIELDS, MAX_SPACE_AXES,
-    OrderKind, PlanDecl, PlanPrefetch, SpaceDecl, SpaceEnd, TierTableDecl, TileKind,
+    AffinityKind, BindWhat, FIXED_FIELDS, FieldValue, GenKind, GenStmt, MAX_PLAN_FIELDS,
+    MAX_SPACE_AXES, OrderKind, PlanDecl, PlanPrefetch, SpaceDecl, SpaceEnd, TierTableDecl,
+    TileKind,
 };
 use crate::types::ScalarType;
 use crate::workload::Arg;
@@ -735,7 +736,7 @@ impl Checker<'_> {
         owner: &str,
         p: &PlanDecl,
         space: Option<&SpaceDecl>,
-        fields: &[(Ident, Expr)],
+        fields: &[(Ident, FieldValue)],
         loc: Loc,
         scope: &[&str],
     ) {
@@ -753,7 +754,21 @@ impl Checker<'_> {
             if fields[..i].iter().any(|(o, _)| o == f) {
                 self.err(f.loc, format!("{owner}: field `{f}` is given twice"));
             }
-            self.names(owner, e, scope);
+            match e {
+                FieldValue::Expr(e) => self.names(owner, e, scope),
+                FieldValue::SelectTier { tiers, value } => {
+                    if *tiers != p.tiers {
+                        self.err(
+                            tiers.loc,
+                            format!(
+                                "{owner}: `select_tier` names `{tiers}`; the plan's tier table is `{}`",
+                                p.tiers
+                            ),
+                        );
+                    }
+                    self.names(owner, value, scope);
+                }
+            }
         }
         if !fields.iter().any(|(f, _)| f.as_str() == "tier") {
             self.err(loc, format!("{owner}: `emit` must give `tier`"));

@@ -1,0 +1,438 @@
+//! Which elements of a program's output tensors its tasks wrote.
+//!
+//! Why: a workload whose tiles cover 64 of 70 rows (`n / 16` tiles of 16) runs and leaves six
+//! rows of its output as they were; nothing fails, and the user reads stale memory as results.
+//! After a host run, every *output* tensor that tasks only write (`out` regions; no task reads
+//! it as `in` or as data, nor updates it in place with `inout` — so intermediates, caches and
+//! accumulators are not checked) is checked to have had each of its elements written by some
+//! task.
+//!
+//! Promise: [`Coverage::mark`] records a written box (a region as `(start, size)` per
+//! dimension, clipped to the tensor) in a bitmap of one bit per element, row by row; the same
+//! box twice in a row (the steps of a K loop) costs one comparison. [`Coverage::report`] lists,
+//! per output tensor with unwritten elements, how many there are and the smallest box holding
+//! them — exactly the unwritten elements when [`Unwritten::exact`] is set.
+
+use pto_wsp_ir::plan::{GenKind, GenStmt};
+use pto_wsp_ir::resolve::{Resolved, StmtKind, TaskArg};
+use pto_wsp_ir::types::Access;
+use pto_wsp_ir::{Arg, Module, ParamKind, TaskStmt};
+use pto_wsp_kernels::TensorStore;
+
+/// An output tensor with elements no task of the run wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unwritten {
+    /// The tensor's name.
+    pub tensor: String,
+    /// Its shape under the run's bindings.
+    pub shape: Vec<u64>,
+    /// Number of elements no task wrote.
+    pub elements: u64,
+    /// The smallest box holding them: `(start, end)` per dimension, `end` exclusive.
+    pub bounds: Vec<(u64, u64)>,
+    /// Whether every element of `bounds` is unwritten (then `bounds` is the unwritten region).
+    pub exact: bool,
+}
+
+impl std::fmt::Display for Unwritten {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let total: u64 = self.shape.iter().product();
+        let region = self
+            .bounds
+            .iter()
+            .map(|(s, e)| format!("{s}:{e}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if self.exact {
+            write!(
+                f,
+                "output tensor `{}` was not fully written: no task wrote its elements [{region}] \
+                 ({} of {total}); they keep what the tensor held before the run",
+                self.tensor, self.elements
+            )
+        } else {
+            write!(
+                f,
+                "output tensor `{}` was not fully written: no task wrote {} of its {total} \
+                 elements, all within [{region}]; they keep what the tensor held before the run",
+                self.tensor, self.elements
+            )
+        }
+    }
+}
+
+/// How a module's runnable part uses one tensor.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TensorRole {
+    /// Some task reads it (`in`), or the generator reads its contents (a ragged or sparse axis,
+    /// `load`).
+    pub read: bool,
+    /// Some task writes it (`out` or `inout`).
+    pub written: bool,
+    /// Some task updates it in place (`inout`).
+    pub updated: bool,
+}
+
+impl TensorRole {
+    /// Written and never read by `in`: what the run produces (intermediates and caches are
+    /// read too, so they are not outputs; an accumulator updated with `inout` is).
+    pub fn output(&self) -> bool {
+        self.written && !self.read
+    }
+
+    /// An output whose every element a run must write: written only by `out` regions (a
+    /// tensor updated in place with `inout` may be updated in part, as the caller's array).
+    pub fn checked(&self) -> bool {
+        self.output() && !self.updated
+    }
+}
+
+/// The role of every tensor (declaration order) in the resolved entry's tasks.
+pub fn roles(r: &Resolved<'_>) -> Vec<TensorRole> {
+    let n = r.module.tensors.len();
+    let mut out = vec![TensorRole::default(); n];
+    for (t, role) in out.iter_mut().enumerate() {
+        role.read = r.arrays.get(t).copied().unwrap_or(false);
+        role.written = r.written.get(t).copied().unwrap_or(false);
+    }
+    r.each_stmt(&mut |s| {
+        if let StmtKind::Task(task) = &s.kind {
+            for a in &task.args {
+                if let TaskArg::Region { tensor, access, .. } = a {
+                    match access {
+                        Access::In => out[tensor.index()].read = true,
+                        Access::InOut => out[tensor.index()].updated = true,
+                        Access::Out => {}
+                    }
+                }
+            }
+        }
+    });
+    out
+}
+
+/// The role of every tensor in a module's plans (`space` / `tiers` / `plan`): the tiers' and
+/// prefetches' calls, and the generators' `load`s (reads).
+pub fn plan_roles(module: &Module) -> Vec<TensorRole> {
+    let mut out = vec![TensorRole::default(); module.tensors.len()];
+    let index = |name: &str| module.tensors.iter().position(|t| t.name.name == name);
+    let call = |c: &TaskStmt, out: &mut [TensorRole]| {
+        let Some(k) = module.kernels.iter().find(|k| k.name.name == c.kernel.name) else {
+            return;
+        };
+        for (p, a) in k.params.iter().zip(&c.args) {
+            if let (ParamKind::Tile { access, .. }, Arg::Region(reg)) = (&p.kind, a)
+                && let Some(t) = index(&reg.tensor.name)
+            {
+                match access {
+                    Access::In => out[t].read = true,
+                    Access::InOut => {
+                        out[t].written = true;
+                        out[t].updated = true;
+                    }
+                    Access::Out => out[t].written = true,
+                }
+            }
+        }
+    };
+    for p in &module.plans {
+        for k in &p.kernels {
+            call(&k.call, &mut out);
+        }
+        if let Some(f) = &p.prefetch {
+            call(&f.call, &mut out);
+        }
+        each_load(&p.body, &mut |tensor| {
+            if let Some(t) = index(tensor) {
+                out[t].read = true;
+            }
+        });
+    }
+    out
+}
+
+/// Calls `f` with the tensor of every `load` of a generator body.
+fn each_load(body: &[GenStmt], f: &mut impl FnMut(&str)) {
+    for s in body {
+        match &s.kind {
+            GenKind::Load { tensor, .. } => f(&tensor.name),
+            GenKind::For { body, .. } => each_load(body, f),
+            GenKind::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                each_load(then_body, f);
+                each_load(else_body, f);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Per tensor: whether the resolved entry's runs must write all of it ([`TensorRole::checked`]).
+pub(crate) fn outputs(r: &Resolved<'_>) -> Vec<bool> {
+    roles(r).iter().map(TensorRole::checked).collect()
+}
+
+/// Per module kernel: whether a task running it may write a checked tensor (`checked` per
+/// tensor), so the generating thread looks at the regions of those tasks only.
+pub(crate) fn writers(r: &Resolved<'_>, checked: &[bool]) -> Vec<bool> {
+    let mut out = vec![false; r.module.kernels.len()];
+    r.each_stmt(&mut |s| {
+        if let StmtKind::Task(task) = &s.kind {
+            let writes = task.args.iter().any(|a| {
+                matches!(a, TaskArg::Region { tensor, access, .. }
+                    if *access != Access::In && checked.get(tensor.index()).copied().unwrap_or(false))
+            });
+            if writes {
+                let k = task.kernel.index();
+                out[k] = true;
+                if let Some(Some(t)) = r.tiers.get(k) {
+                    for (_, v) in &t.cases {
+                        out[v.index()] = true;
+                    }
+                    out[t.default.index()] = true;
+                }
+            }
+        }
+    });
+    out
+}
+
+/// One output tensor's bitmap.
+struct Marks {
+    shape: Vec<u64>,
+    /// Row-major, one bit per element.
+    bits: Vec<u64>,
+    last: Option<(Vec<i64>, Vec<i64>)>,
+}
+
+/// The written elements of the output tensors during one run.
+pub(crate) struct Coverage {
+    tensors: Vec<Option<Marks>>,
+    /// Per module kernel: whether its tasks may write a tracked tensor ([`writers`]).
+    kernels: Vec<bool>,
+}
+
+impl Coverage {
+    /// Empty bitmaps for the tensors `outputs` marks, shaped as in `store`; `kernels`: per
+    /// module kernel, whether its tasks may write one of them.
+    pub(crate) fn new(outputs: &[bool], kernels: &[bool], store: &TensorStore) -> Coverage {
+        let tensors = (0..store.len())
+            .map(|t| {
+                outputs.get(t).copied().unwrap_or(false).then(|| {
+                    let shape = store.info(t as u32).shape.clone();
+                    let n: u64 = shape.iter().product();
+                    Marks {
+                        shape,
+                        bits: vec![0; n.div_ceil(64) as usize],
+                        last: None,
+                    }
+                })
+            })
+            .collect();
+        Coverage {
+            tensors,
+            kernels: kernels.to_vec(),
+        }
+    }
+
+    /// Whether tasks of module kernel `kernel` may write a tracked tensor.
+    pub(crate) fn tracks(&self, kernel: u32) -> bool {
+        self.kernels.get(kernel as usize).copied().unwrap_or(false)
+    }
+
+    /// Whether any tensor is tracked (else marking is skipped).
+    pub(crate) fn any(&self) -> bool {
+        self.tensors.iter().any(Option::is_some)
+    }
+
+    /// Records that a task wrote `tensor[start +: size]` (`access` out or inout).
+    pub(crate) fn mark(&mut self, access: Access, tensor: u32, start: &[i64], size: &[i64]) {
+        if access == Access::In {
+            return;
+        }
+        let Some(Some(m)) = self.tensors.get_mut(tensor as usize) else {
+            return;
+        };
+        if m.last
+            .as_ref()
+            .is_some_and(|(s, z)| s.as_slice() == start && z.as_slice() == size)
+        {
+            return;
+        }
+        m.last = Some((start.to_vec(), size.to_vec()));
+        m.mark(start, size);
+    }
+
+    /// The output tensors with unwritten elements, in declaration order.
+    pub(crate) fn report(&self, store: &TensorStore) -> Vec<Unwritten> {
+        self.tensors
+            .iter()
+            .enumerate()
+            .filter_map(|(t, m)| {
+                let m = m.as_ref()?;
+                m.unwritten(&store.info(t as u32).name)
+            })
+            .collect()
+    }
+}
+
+impl Marks {
+    /// Sets the bits of the box, clipped to the shape (a region past the end was refused when
+    /// its task ran; the part inside is what it could have written).
+    fn mark(&mut self, start: &[i64], size: &[i64]) {
+        let rank = self.shape.len();
+        if rank == 0 || start.len() != rank || size.len() != rank {
+            return;
+        }
+        let mut lo = vec![0u64; rank];
+        let mut hi = vec![0u64; rank];
+        for d in 0..rank {
+            let s = start[d].max(0) as u64;
+            let e = (start[d].saturating_add(size[d].max(0))).max(0) as u64;
+            lo[d] = s.min(self.shape[d]);
+            hi[d] = e.min(self.shape[d]);
+            if lo[d] >= hi[d] {
+                return;
+            }
+        }
+        // Row-major strides; the last dimension is a run of bits.
+        let mut stride = vec![1u64; rank];
+        for d in (0..rank - 1).rev() {
+            stride[d] = stride[d + 1] * self.shape[d + 1];
+        }
+        let mut idx = lo.clone();
+        loop {
+            let base: u64 = (0..rank - 1).map(|d| idx[d] * stride[d]).sum();
+            set_bits(&mut self.bits, base + lo[rank - 1], base + hi[rank - 1]);
+            // Next row of the box (odometer over the outer dimensions).
+            let mut d = rank - 1;
+            loop {
+                if d == 0 {
+                    return;
+                }
+                d -= 1;
+                idx[d] += 1;
+                if idx[d] < hi[d] {
+                    break;
+                }
+                idx[d] = lo[d];
+            }
+        }
+    }
+
+    fn unwritten(&self, name: &str) -> Option<Unwritten> {
+        let rank = self.shape.len();
+        let total: u64 = self.shape.iter().product();
+        if rank == 0 || total == 0 {
+            return None;
+        }
+        let mut elements = 0u64;
+        let mut lo = self.shape.clone();
+        let mut hi = vec![0u64; rank];
+        for (w, &word) in self.bits.iter().enumerate() {
+            let mut missing = !word;
+            if (w as u64 + 1) * 64 > total {
+                let valid = total - w as u64 * 64;
+                missing &= (1u64 << valid) - 1;
+            }
+            while missing != 0 {
+                let b = missing.trailing_zeros() as u64;
+                missing &= missing - 1;
+                elements += 1;
+                let mut flat = w as u64 * 64 + b;
+                for d in (0..rank).rev() {
+                    let i = flat % self.shape[d];
+                    flat /= self.shape[d];
+                    lo[d] = lo[d].min(i);
+                    hi[d] = hi[d].max(i + 1);
+                }
+            }
+        }
+        if elements == 0 {
+            return None;
+        }
+        let volume: u64 = lo.iter().zip(&hi).map(|(l, h)| h - l).product();
+        Some(Unwritten {
+            tensor: name.to_string(),
+            shape: self.shape.clone(),
+            elements,
+            bounds: lo.into_iter().zip(hi).collect(),
+            exact: volume == elements,
+        })
+    }
+}
+
+/// Sets bits `from .. to` of `bits`.
+fn set_bits(bits: &mut [u64], from: u64, to: u64) {
+    let (mut i, end) = (from, to);
+    while i < end {
+        let w = (i / 64) as usize;
+        let b = i % 64;
+        let n = (64 - b).min(end - i);
+        let mask = if n == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << n) - 1) << b
+        };
+        bits[w] |= mask;
+        i += n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn marks(shape: &[u64]) -> Marks {
+        let n: u64 = shape.iter().product();
+        Marks {
+            shape: shape.to_vec(),
+            bits: vec![0; n.div_ceil(64) as usize],
+            last: None,
+        }
+    }
+
+    #[test]
+    fn tiles_covering_64_of_70_rows_leave_the_last_six_rows_unwritten() {
+        let mut m = marks(&[70, 64]);
+        for i in 0..4 {
+            m.mark(&[i * 16, 0], &[16, 64]);
+        }
+        let u = m.unwritten("Y").unwrap();
+        assert_eq!(u.elements, 6 * 64);
+        assert_eq!(u.bounds, vec![(64, 70), (0, 64)]);
+        assert!(u.exact);
+        assert!(u.to_string().contains("[64:70, 0:64] (384 of 4480)"), "{u}");
+    }
+
+    #[test]
+    fn a_full_cover_reports_nothing_and_boxes_are_clipped() {
+        let mut m = marks(&[3, 5, 7]);
+        m.mark(&[0, 0, 0], &[3, 5, 4]);
+        m.mark(&[0, 0, 4], &[3, 5, 100]);
+        assert_eq!(m.unwritten("X"), None);
+    }
+
+    #[test]
+    fn scattered_holes_give_their_bounding_box_not_exact() {
+        let mut m = marks(&[4, 4]);
+        m.mark(&[0, 0], &[4, 4]);
+        m.bits[0] &= !(1 << 1); // (0, 1)
+        m.bits[0] &= !(1 << 14); // (3, 2)
+        let u = m.unwritten("Z").unwrap();
+        assert_eq!((u.elements, u.exact), (2, false));
+        assert_eq!(u.bounds, vec![(0, 4), (1, 3)]);
+    }
+
+    #[test]
+    fn set_bits_crosses_words() {
+        let mut b = vec![0u64; 3];
+        set_bits(&mut b, 60, 130);
+        assert_eq!(b[0], 0xF << 60);
+        assert_eq!(b[1], u64::MAX);
+        assert_eq!(b[2], 0b11);
+    }
+}
