@@ -70,6 +70,13 @@ fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         eprintln!("error: internal error in pto-wsp (please report it): {info}");
     }));
+    // A write past the file-size limit (`ulimit -f`) raises SIGXFSZ, which would kill the
+    // process before it removes its temporary files. With a handler installed, the write fails
+    // with "File too large" instead and every error path cleans up and names the user's path.
+    let _ = signal_hook::flag::register(
+        signal_hook::consts::SIGXFSZ,
+        std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    );
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(args) => cmd::check::main(args),

@@ -241,6 +241,19 @@ fn npy_inputs_are_read_into_their_tensors_and_not_generated() {
         stderr.contains(&format!("in `--input {cut}`")) && stderr.contains("the data is cut off"),
         "{stderr}"
     );
+    // Bytes after the data (a concatenated or damaged file) are refused, not ignored.
+    let long = dir.join("long.npy");
+    std::fs::write(&long, [bytes.as_slice(), &[0u8; 3]].concat()).unwrap();
+    let extra = format!("A={}", long.display());
+    let (code, _, stderr) = binary(&["run", &m, "--input", &extra]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!("in `--input {extra}`"))
+            && stderr.contains(
+                "3 byte(s) after the data: a shape (2, 3, 4) of 4-byte elements needs 96"
+            ),
+        "{stderr}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

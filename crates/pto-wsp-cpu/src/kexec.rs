@@ -151,7 +151,8 @@ impl<'a, S: TaskSource> KernelExec<'a, S> {
                 .map_err(|e| fail(format!("region {i}: {e}"), false))?;
         }
         if let Some(c) = &self.checker {
-            c.begin(t.0, io).map_err(|e| fail(e.to_string(), false))?;
+            c.begin(t.0, io)
+                .map_err(|e| fail(e.named(&self.store.info(e.tensor()).name), false))?;
         }
         // SAFETY: the store is held borrowed by the run and nothing else touches it (the
         // caller's contract of `KernelExec::new`); between tasks, dependency inference orders

@@ -1297,6 +1297,8 @@ mod props {
     }
 
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(256)))]
+
         #[test]
         fn every_modelled_schedule_is_valid(
             costs in proptest::collection::vec((0u64..50, 0u32..2, -3i64..3, 0u32..4), 1..40),

@@ -291,7 +291,7 @@ fn random_execution(g: &TaskGraphStorage, tasks: &[GenTask], overlap: bool, k: u
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: pto_wsp_ir::soak::cases(48), ..ProptestConfig::default() })]
 
     #[test]
     fn overlap_and_hybrid_match_the_oracle(tasks in stream_strategy(), seed: u64) {
@@ -762,7 +762,7 @@ fn covering_tasks(steps: &[Step]) -> Vec<GenTask> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: pto_wsp_ir::soak::cases(96), ..ProptestConfig::default() })]
 
     /// Streams dominated by covering reads (prefixes, rows, boxes of tiles) and writes after
     /// them: every conflicting pair is ordered through the graph, every other edge is a mark's,
@@ -860,7 +860,7 @@ fn covering_reads_cost_bounded_edges_per_task_whatever_the_prefix_length() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: pto_wsp_ir::soak::cases(24), ..ProptestConfig::default() })]
 
     /// A builder reused through `reset` / `finish_into` (after a different stream, with records,
     /// reader chunks and grids left over) builds exactly what a fresh builder builds.
@@ -1026,7 +1026,7 @@ fn read_heavy_stream_strategy() -> impl Strategy<Value = Vec<GenTask>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: pto_wsp_ir::soak::cases(48), ..ProptestConfig::default() })]
 
     /// Joined read records keep the oracle's promise, and retiring changes no edge found: the
     /// records of completed tasks stay as tombstones (reported, wired to nobody).
@@ -1481,7 +1481,7 @@ mod feeding {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: pto_wsp_ir::soak::cases(64), ..ProptestConfig::default() })]
 
         #[test]
         fn random_nests_feed_in_every_mode(nodes in prop::collection::vec(node(), 1..5)) {

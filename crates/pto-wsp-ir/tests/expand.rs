@@ -59,11 +59,37 @@ fn run(m: &Module, b: &Bindings) -> Expansion {
     }
 }
 
+/// The expansion's error, seen through its statement's place (`ExpandError::At`, checked by
+/// `run_time_errors_are_placed_at_their_statement`).
 fn run_err(m: &Module, b: &Bindings) -> ExpandError {
     match expand(m, b, &ExpandOptions::default()) {
         Ok(x) => panic!("expected an error, got {} tasks", x.tasks.len()),
+        Err(ExpandError::At { error, .. }) => *error,
         Err(e) => e,
     }
+}
+
+#[test]
+fn run_time_errors_are_placed_at_their_statement() {
+    let text = "symbol n: i64; axis I = dense_dyn(n); axis J = dense(3); kernel k(x: i64);
+         workload main() { parallel_for j in J { parallel_for i in I { task k(6 / (2 - j)); } } }";
+    let m = module(text);
+    let place = |b: &Bindings| match expand(&m, b, &ExpandOptions::default()) {
+        Err(e) => {
+            let loc = pto_wsp_ir::Diagnostic::loc(&e);
+            assert!(loc.is_known(), "{e}");
+            text[loc.start as usize..]
+                .split(' ')
+                .next()
+                .unwrap()
+                .to_string()
+        }
+        Ok(_) => panic!("expected an error"),
+    };
+    // Division by zero in a task's argument: at the task.
+    assert_eq!(place(&Bindings::new().symbol("n", 1i64)), "task");
+    // A negative extent: at the loop over the axis.
+    assert_eq!(place(&Bindings::new().symbol("n", -1i64)), "parallel_for");
 }
 
 fn kidx(m: &Module, name: &str) -> u32 {
@@ -1712,7 +1738,7 @@ mod random_nests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(300))]
+        #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(300)))]
 
         #[test]
         fn expansion_matches_direct_recursion(

@@ -82,6 +82,23 @@ pub fn load_source(name: &str, text: &str) -> Result<Loaded, Error> {
     }
 }
 
+/// Every check that needs no run-time value and that `run` makes, on a loaded (validated)
+/// module, each error rendered at its `file:line:column`: its `//@ bind` lines, its
+/// `//@ alias` lines (against the built-in kernels), the rules for running
+/// ([`ir::validate_for_run`]: the tile-grid rule of exact dependencies, `deps explicit`'s),
+/// and the resolution of its entry point. So a module `check` accepts is refused by `run` only
+/// for what depends on the run's inputs, flags or kernels.
+pub fn check_for_run(loaded: &Loaded) -> Result<(), Error> {
+    bindings_for(loaded, &[])?;
+    let mut registry = crate::kernels::KernelRegistry::with_builtins();
+    aliases::apply_aliases(loaded, &mut registry)?;
+    ir::validate_for_run(&loaded.module).map_err(|e| render_all(&loaded.source, &e))?;
+    if loaded.module.entry_name().is_some() {
+        crate::program::lower(&loaded.module).map_err(|e| compile_error(loaded, &e))?;
+    }
+    Ok(())
+}
+
 /// Renders several diagnostics, blank-line separated, with a closing count when there are many.
 pub fn render_all<D: Diagnostic>(source: &SourceFile, errors: &[D]) -> Error {
     let mut rendered = errors

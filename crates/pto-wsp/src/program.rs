@@ -179,7 +179,7 @@ pub enum CompileError {
     },
     /// A kernel the module can run has no implementation in the registry.
     #[error(
-        "kernel `{name}` declared at byte {at} has no implementation registered (register it, or use a built-in: {known})"
+        "kernel `{name}` has no implementation registered (register it, or use a built-in: {known})"
     )]
     UnknownKernel {
         /// The kernel.

@@ -85,7 +85,7 @@ fn every_truncation_is_an_error() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(600))]
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(600)))]
 
     #[test]
     fn flipped_bits_never_panic(

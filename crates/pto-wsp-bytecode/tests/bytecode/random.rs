@@ -328,7 +328,7 @@ fn bindings() -> impl Strategy<Value = Bindings> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(200))]
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(200)))]
 
     #[test]
     fn random_workloads_match_the_expander(

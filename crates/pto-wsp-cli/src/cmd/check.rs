@@ -15,6 +15,7 @@ pub struct Args {
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let name = args.file.display().to_string();
     let loaded = crate::load_source(&name, &read(&args.file)?)?;
+    pto_wsp::driver::check_for_run(&loaded)?;
     print(&format!(
         "{}\n",
         crate::check_summary(&name, &loaded.module)

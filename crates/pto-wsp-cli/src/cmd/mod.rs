@@ -21,7 +21,20 @@ use std::path::Path;
 
 /// Reads a source file as UTF-8 text.
 pub fn read(path: &Path) -> anyhow::Result<String> {
-    std::fs::read_to_string(path).with_context(|| format!("cannot read `{}`", path.display()))
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))?;
+    String::from_utf8(bytes).map_err(|e| {
+        // Where the first byte that is not UTF-8 is: byte offset, line and column.
+        let at = e.utf8_error().valid_up_to();
+        let good = &e.as_bytes()[..at];
+        let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
+        let start = good.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let col = String::from_utf8_lossy(&good[start..]).chars().count() + 1;
+        anyhow::anyhow!(
+            "{}:{line}:{col}: not UTF-8 text: byte {at} (0x{:02x}) begins no UTF-8 character",
+            path.display(),
+            e.as_bytes()[at]
+        )
+    })
 }
 
 /// Writes to stdout; a closed pipe (`pto-wsp expand ... | head`) is not an error.

@@ -298,6 +298,15 @@ pub enum ExpandError {
         /// The loop statement.
         loc: Loc,
     },
+    /// An error with no place of its own, at the statement that was executing when it
+    /// happened (see [`ExpandError::at`]).
+    #[error("{error}")]
+    At {
+        /// The error.
+        error: Box<ExpandError>,
+        /// The statement.
+        loc: Loc,
+    },
     /// More than `u32::MAX` tasks.
     #[error("more than 2^32 - 1 tasks")]
     TooManyTasks,
@@ -311,6 +320,23 @@ pub enum ExpandError {
     },
 }
 
+impl ExpandError {
+    /// `self`, placed at statement `loc` unless it has a place already: every error of a
+    /// running statement (an expression that fails, a negative extent, an index out of range)
+    /// is reported at the statement's `file:line:column`.
+    #[cold]
+    pub fn at(self, loc: Loc) -> ExpandError {
+        if self.loc().is_known() || !loc.is_known() {
+            self
+        } else {
+            ExpandError::At {
+                error: Box::new(self),
+                loc,
+            }
+        }
+    }
+}
+
 impl Diagnostic for ExpandError {
     fn loc(&self) -> Loc {
         match self {
@@ -318,7 +344,8 @@ impl Diagnostic for ExpandError {
             ExpandError::Binding(e) => e.loc(),
             ExpandError::ComputedRead { loc, .. }
             | ExpandError::LoadOutOfBounds { loc, .. }
-            | ExpandError::AtRead { loc, .. } => *loc,
+            | ExpandError::AtRead { loc, .. }
+            | ExpandError::At { loc, .. } => *loc,
             _ => Loc::NONE,
         }
     }

@@ -279,7 +279,7 @@ fn one_chunk_is_already_the_answer_and_merges_compose() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(24)))]
 
     #[test]
     fn split_attention_matches_full_for_random_shapes(

@@ -498,7 +498,7 @@ mod property {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(1000))]
+        #![proptest_config(ProptestConfig::with_cases(pto_wsp::ir::soak::cases(1000)))]
 
         #[test]
         fn host_and_device_generation_runs_equal_the_sequential_reference(

@@ -640,7 +640,7 @@ fn every_example_wires_exactly_the_host_builders_edges() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: pto_wsp::ir::soak::cases(32), ..ProptestConfig::default() })]
 
     /// Random workloads under random schedules (the generator of `differential.rs`): the
     /// expander's tasks, every conflicting pair and order edge ordered, and the sequential

@@ -448,7 +448,7 @@ pub(crate) fn check_text_in(text: &str, mode: DepsMode, device_gen: bool) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: pto_wsp::ir::soak::cases(48), ..ProptestConfig::default() })]
 
     #[test]
     fn random_workloads_match_the_expander_and_a_sequential_reference(seed in any::<u64>()) {

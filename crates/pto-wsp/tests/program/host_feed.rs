@@ -182,7 +182,7 @@ fn every_example_builds_the_expanders_graph_from_the_bytecode() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: pto_wsp::ir::soak::cases(48), ..ProptestConfig::default() })]
 
     /// Random workloads under random schedules: the same graph from either generator.
     #[test]
