@@ -70,7 +70,10 @@ pub use exec::{Exec, ExecError, NoopExec, TaskFailure, UnorderedRun};
 pub use kexec::{KernelExec, TaskSource, task_costs};
 pub use pool::{MAX_THREADS, PoolError, WorkerPool};
 pub use run::{GateConfig, PoolSplit, RunConfig, StaticGraph};
-pub use sim::{CycleStats, SimError, SimMachine, SimReady, SimSchedule, SimTask};
+pub use sim::{
+    CycleStats, DeviceReport, DeviceTimes, SimError, SimMachine, SimReady, SimSchedule, SimTask,
+    Waits, simulate_device,
+};
 pub use stats::{RunStats, Span};
 pub use stream::{AbortProbe, StreamBuilder, StreamConfig, StreamSink};
 pub use table::TaskTable;
