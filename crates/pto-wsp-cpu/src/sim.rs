@@ -265,8 +265,42 @@ pub struct DeviceTimes {
     pub sched_complete: u64,
     /// Scheduler time per successor edge of a completion.
     pub sched_per_edge: u64,
+    /// Tasks that run on no core (barrier tasks): their scheduler thread completes them at
+    /// dispatch, with no handshake (by task id; empty: none).
+    pub no_core: Vec<bool>,
     /// Record the timeline (per-task times, orchestrator and scheduler intervals).
     pub record: bool,
+}
+
+/// One device-model run of a finished run's graph on a machine, as reports and pictures need
+/// it (times in picoseconds).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeviceRun {
+    /// The machine's name.
+    pub machine: String,
+    /// Host generation (the host builds and uploads the graph first) or device generation.
+    pub host_generation: bool,
+    /// Time before the device starts: host generation, upload and launch (0 for device
+    /// generation).
+    pub prefix_ps: u64,
+    /// Makespan: [`Self::prefix_ps`] plus the device's part.
+    pub makespan_ps: u64,
+    /// Core kinds: name, first executor, cores, busy picoseconds.
+    pub kinds: Vec<(String, u32, u32, u64)>,
+    /// Orchestrator threads generating (0 under host generation) and scheduler threads.
+    pub orchestrators: u32,
+    /// Scheduler threads.
+    pub schedulers: u32,
+    /// The engine's statistics (times of the device's part, from its start).
+    pub stats: CycleStats,
+    /// Device-specific results.
+    pub report: DeviceReport,
+    /// Kernel of every task (an index into [`Self::kernel_names`]; `u32::MAX` for a barrier).
+    pub task_kernel: Vec<u32>,
+    /// Kernel names.
+    pub kernel_names: Vec<String>,
+    /// What the model approximated for this run, for the report.
+    pub notes: Vec<String>,
 }
 
 /// What a task waited for, summed over tasks (see [`DeviceReport::waits`]).
@@ -896,6 +930,13 @@ impl<'a> Model<'a> {
         let i = t as usize;
         let s = d.owner(e);
         let written = d.serve(s, now, d.times.sched_dispatch, t);
+        if d.times.no_core.get(i).copied().unwrap_or(false) {
+            d.waits.free_core += now - d.ready_at[i];
+            self.starts[i] = written;
+            d.ends[i] = written;
+            self.events.push(Reverse((written, SEEN, t)));
+            return;
+        }
         let begin = written + d.times.land;
         d.waits.free_core += now - d.ready_at[i];
         d.waits.dispatch += begin - now;
