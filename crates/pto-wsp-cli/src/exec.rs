@@ -49,6 +49,9 @@ pub struct RunOptions {
     pub issue_cycles: u64,
     /// Run kernels without an implementation as empty ones (and generate no inputs).
     pub empty_kernels: bool,
+    /// `--model-only`: build the graph and model it, running no kernel (and generating no
+    /// inputs).
+    pub model_only: bool,
     /// Seed of the generated inputs.
     pub seed: u64,
     /// `--input NAME=PATH.npy`.
@@ -71,6 +74,11 @@ pub struct RunOptions {
     /// `--strict`: an output tensor the run left partly unwritten is an error (nothing is
     /// written to `--output`), not a warning.
     pub strict: bool,
+    /// `--machine NAME|FILE`: model the run on this machine (overrides the schedule's
+    /// `trace cycles device(NAME)`).
+    pub machine: Option<String>,
+    /// `--timeline OUT.svg`: draw the run (the device model's, else the wall clock's).
+    pub timeline: Option<PathBuf>,
 }
 
 /// A function called with a task's id after each kernel call of a run ([`RunOptions::on_task`]).
@@ -92,6 +100,7 @@ impl Default for RunOptions {
             debug_checks: false,
             issue_cycles: 0,
             empty_kernels: false,
+            model_only: false,
             seed: 0,
             inputs: Vec::new(),
             outputs: Vec::new(),
@@ -102,6 +111,8 @@ impl Default for RunOptions {
             atol: crate::expect::DEFAULT_ATOL,
             on_task: None,
             strict: false,
+            machine: None,
+            timeline: None,
         }
     }
 }
@@ -194,7 +205,10 @@ pub fn run(
     // Kernels written in tile instructions run as themselves; aliases may not name them.
     pto_wsp::kernels::lang::register_bodies(&loaded.module, &mut registry);
     aliases::apply_aliases(&loaded, &mut registry)?;
-    if opts.empty_kernels {
+    if opts.model_only {
+        registry.skip_runs();
+    }
+    if opts.empty_kernels || opts.model_only {
         for k in &loaded.module.kernels {
             if registry.lookup(&k.name.name).is_none() {
                 registry.register(&k.name.name, |_| Ok(()));
@@ -202,7 +216,7 @@ pub fn run(
         }
     }
     let done = Arc::new(AtomicU64::new(0));
-    let count = opts.progress && !opts.empty_kernels;
+    let count = opts.progress && !opts.empty_kernels && !opts.model_only;
     if count {
         let done = Arc::clone(&done);
         registry = counting(
@@ -224,12 +238,17 @@ pub fn run(
     unbound_host_reads(&loaded, &plan, &bindings)?;
     let options = CompileOptions {
         threads: opts.threads,
-        profiling: opts.trace.is_some(),
+        profiling: opts.trace.is_some() || opts.timeline.is_some(),
         debug_checks: opts.debug_checks,
         issue_cycles: opts.issue_cycles,
         check_order: opts.debug_checks,
         kernels: registry,
         device_gen: opts.device_gen,
+        machine: match &opts.machine {
+            Some(m) => Some(pto_wsp::machine::resolve(m).map_err(|e| CliError::plain(e.to_string()))?),
+            None => None,
+        },
+        record_timeline: opts.timeline.is_some(),
         ..CompileOptions::default()
     };
     let mut program =
@@ -247,7 +266,7 @@ pub fn run(
         let store = guard
             .as_mut()
             .ok_or_else(|| CliError::plain("internal error: no tensors allocated"))?;
-        if !opts.empty_kernels {
+        if !opts.empty_kernels && !opts.model_only {
             // Only the tensors no input supplies are filled.
             let given: Vec<u32> = inputs
                 .iter()
@@ -381,6 +400,32 @@ pub fn run(
         || pto_wsp::driver::trace::trace_json(&loaded, &bindings, &stats, pipeline).into_bytes(),
     )?;
     drop(guard);
+    if let Some(path) = &opts.timeline {
+        let names: Vec<String> = loaded
+            .module
+            .kernels
+            .iter()
+            .map(|k| k.name.name.clone())
+            .collect();
+        let picture = match stats.device.first() {
+            Some(d) => crate::timeline::of_device(name, d),
+            None => {
+                let mut kernel = std::collections::HashMap::new();
+                let _ = expand_each(
+                    &loaded.module,
+                    &bindings,
+                    &ExpandOptions::default(),
+                    |i, t| {
+                        kernel.insert(i, t.kernel);
+                    },
+                );
+                crate::timeline::of_wall(name, &stats, program.threads(), &names, |t| {
+                    kernel.get(&t).copied()
+                })
+            }
+        };
+        crate::timeline::write(path, &crate::timeline::render(&picture, 1600.0))?;
+    }
 
     let times = Times {
         build_ms,
@@ -402,7 +447,9 @@ pub fn run(
         ),
     };
     let given: Vec<&str> = inputs.iter().map(|i| i.tensor.as_str()).collect();
-    if opts.empty_kernels {
+    if opts.model_only {
+        report.push_str("  data: none generated, no kernel run (--model-only)\n");
+    } else if opts.empty_kernels {
         report.push_str("  data: none generated (--empty-kernels)\n");
     } else {
         report.push_str(&format!(

@@ -128,6 +128,10 @@ enum Command {
         /// runtime on modules whose kernels are not implemented yet); generates no inputs.
         #[arg(long)]
         empty_kernels: bool,
+        /// Build the graph and model it (`trace cycles`, --machine) without running any kernel
+        /// or generating inputs: for modelling workloads too large to run here.
+        #[arg(long)]
+        model_only: bool,
         /// Draw no progress bar.
         #[arg(long, short)]
         quiet: bool,
@@ -153,6 +157,15 @@ enum Command {
         /// default that is a warning naming the tensor and the unwritten elements.
         #[arg(long)]
         strict: bool,
+        /// Model the run on a machine: a shipped machine (`ascend910b`, `unit`) or a machine
+        /// file (TOML, see docs/BACKENDS.md); overrides `trace cycles device(NAME)`. Reports
+        /// the makespan under device and host generation.
+        #[arg(long, value_name = "NAME|FILE")]
+        machine: Option<String>,
+        /// Draw the run as an SVG timeline: the device model's lanes (orchestrator,
+        /// schedulers, cores) when the run is modelled on a machine, else one lane per worker.
+        #[arg(long, value_name = "OUT.svg")]
+        timeline: Option<PathBuf>,
     },
     /// List every registered back end: its targets and capabilities.
     Targets,
@@ -474,6 +487,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             trace,
             check,
             empty_kernels,
+            model_only,
             quiet,
             device_gen,
             expect,
@@ -481,6 +495,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             atol,
             issue_cycles,
             strict,
+            machine,
+            timeline,
         } => {
             let (name, text, main_job) = match &file {
                 Some(f) => (f.display().to_string(), read(f)?, false),
@@ -497,6 +513,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 debug_checks: check,
                 issue_cycles,
                 empty_kernels,
+                model_only,
                 seed,
                 inputs,
                 outputs,
@@ -507,6 +524,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 atol,
                 on_task: None,
                 strict,
+                machine,
+                timeline,
             };
             if target.starts_with("ascend") {
                 let outcome = pto_wsp_cli::ascend_run::run_ascend(&name, &text, &target, &opts)?;

@@ -112,12 +112,12 @@ fn task_cycles(
     if let Some(decl) = k.module.kernel(name).filter(|d| d.body.is_some()) {
         return body_cycles(m, decl, ctx.params());
     }
-    if let Some(w) = pto_wsp_kernels::builtins::work(name, ctx) {
-        return builtin_cycles(m, &w, elem);
-    }
-    match k.ids.get(kernel as usize).copied().flatten() {
-        Some(id) => (pool == ExecPool::Cube, k.registry.cost(id, ctx)),
-        None => (pool == ExecPool::Cube, 0),
+    let Some(id) = k.ids.get(kernel as usize).copied().flatten() else {
+        return (pool == ExecPool::Cube, 0);
+    };
+    match pto_wsp_kernels::builtins::work(k.registry.origin(id), ctx) {
+        Some(w) => builtin_cycles(m, &w, elem),
+        None => (pool == ExecPool::Cube, k.registry.cost(id, ctx)),
     }
 }
 
