@@ -245,7 +245,9 @@ pub fn run(
         kernels: registry,
         device_gen: opts.device_gen,
         machine: match &opts.machine {
-            Some(m) => Some(pto_wsp::machine::resolve(m).map_err(|e| CliError::plain(e.to_string()))?),
+            Some(m) => {
+                Some(pto_wsp::machine::resolve(m).map_err(|e| CliError::plain(e.to_string()))?)
+            }
             None => None,
         },
         record_timeline: opts.timeline.is_some(),

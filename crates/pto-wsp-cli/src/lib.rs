@@ -14,7 +14,6 @@
 pub mod ascend_run;
 pub mod bench;
 pub mod bench_devgen;
-pub mod timeline;
 pub mod bench_kernels;
 pub mod bench_llama;
 pub mod bench_median;
@@ -30,6 +29,7 @@ pub mod plan_run;
 pub mod progress;
 pub mod report;
 pub mod targets;
+pub mod timeline;
 
 pub(crate) use pto_wsp::driver::count;
 /// The front-end driver the tool shares with the Python extension: loading a text, its
@@ -335,7 +335,10 @@ pub fn device_report(d: &pto_wsp::cpu::DeviceRun) -> String {
         .kinds
         .iter()
         .map(|(name, _, cores, busy)| {
-            format!("{name} {cores} × {:.1}% busy", pct(*busy, u64::from(*cores)))
+            format!(
+                "{name} {cores} × {:.1}% busy",
+                pct(*busy, u64::from(*cores))
+            )
         })
         .collect();
     let scheds: Vec<String> = d

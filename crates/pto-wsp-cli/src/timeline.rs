@@ -98,7 +98,10 @@ pub fn of_wall(
             lanes.resize_with(w + 1, Lane::default);
             lanes[w].label = format!("worker {w}");
         }
-        let (a, b) = ((s.start_ns - t0) * 1000, (s.end_ns.max(s.start_ns) - t0) * 1000);
+        let (a, b) = (
+            (s.start_ns - t0) * 1000,
+            (s.end_ns.max(s.start_ns) - t0) * 1000,
+        );
         end = end.max(b);
         lanes[w].events.push(Event {
             start: a,
@@ -259,7 +262,8 @@ pub fn render(t: &Timeline, width: f64) -> String {
             }
         }
     }
-    let mut legend: Vec<(u32, u64, u64)> = per_kernel.iter().map(|(&k, &(n, b))| (k, n, b)).collect();
+    let mut legend: Vec<(u32, u64, u64)> =
+        per_kernel.iter().map(|(&k, &(n, b))| (k, n, b)).collect();
     legend.sort_by_key(|&(k, _, b)| (std::cmp::Reverse(b), k));
     // Colours by kernel name order, stable across runs of one module.
     let mut by_name: Vec<u32> = (0..t.kernels.len() as u32).collect();
@@ -275,7 +279,10 @@ pub fn render(t: &Timeline, width: f64) -> String {
             .unwrap_or_else(|| format!("kernel #{k}"))
     };
     let kcol = |k: Option<u32>| match k {
-        Some(k) => col.get(k as usize).cloned().unwrap_or_else(|| "#888".into()),
+        Some(k) => col
+            .get(k as usize)
+            .cloned()
+            .unwrap_or_else(|| "#888".into()),
         None => "#999999".to_string(),
     };
     let legend_rows = legend.len().div_ceil(4);
@@ -397,9 +404,13 @@ pub fn render(t: &Timeline, width: f64) -> String {
                         .set("fill", kcol(Some(*k))),
                 )
                 .add(
-                    Text::new(format!("{} — {n} task(s), {} busy", kname(*k), fmt_ps(*busy)))
-                        .set("x", cx + 14.0)
-                        .set("y", cy),
+                    Text::new(format!(
+                        "{} — {n} task(s), {} busy",
+                        kname(*k),
+                        fmt_ps(*busy)
+                    ))
+                    .set("x", cx + 14.0)
+                    .set("y", cy),
                 ),
         );
     }
@@ -458,9 +469,8 @@ pub fn write(path: &Path, svg: &str) -> Result<(), CliError> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let fail = |e: &dyn std::fmt::Display| {
-        CliError::plain(format!("--timeline {}: {e}", path.display()))
-    };
+    let fail =
+        |e: &dyn std::fmt::Display| CliError::plain(format!("--timeline {}: {e}", path.display()));
     let mut f = tempfile::NamedTempFile::new_in(dir).map_err(|e| fail(&e))?;
     f.write_all(svg.as_bytes()).map_err(|e| fail(&e))?;
     let file = f.persist(path).map_err(|e| fail(&e.error))?;

@@ -322,10 +322,22 @@ impl Machine {
             "memory.hbm_gb_per_s",
             self.memory.hbm_gb_per_s > 0.0 && self.memory.hbm_gb_per_s.is_finite(),
         );
-        positive("memory.gm_read_per_cycle", self.memory.gm_read_per_cycle > 0);
-        positive("memory.gm_write_per_cycle", self.memory.gm_write_per_cycle > 0);
-        positive("memory.ub_to_gm_per_cycle", self.memory.ub_to_gm_per_cycle > 0);
-        positive("memory.l1_to_l0_per_cycle", self.memory.l1_to_l0_per_cycle > 0);
+        positive(
+            "memory.gm_read_per_cycle",
+            self.memory.gm_read_per_cycle > 0,
+        );
+        positive(
+            "memory.gm_write_per_cycle",
+            self.memory.gm_write_per_cycle > 0,
+        );
+        positive(
+            "memory.ub_to_gm_per_cycle",
+            self.memory.ub_to_gm_per_cycle > 0,
+        );
+        positive(
+            "memory.l1_to_l0_per_cycle",
+            self.memory.l1_to_l0_per_cycle > 0,
+        );
         positive("cube.f16", self.cube.f16 > 0);
         positive("cube.bf16", self.cube.bf16 > 0);
         positive("cube.f32", self.cube.f32 > 0);
@@ -374,8 +386,8 @@ impl Machine {
 
     /// Device-generation cost of a task with `regions` regions, in picoseconds.
     pub fn gen_ps(&self, regions: u64) -> u64 {
-        let instructions = self.aicpu.gen_base_instructions
-            + self.aicpu.gen_per_region_instructions * regions;
+        let instructions =
+            self.aicpu.gen_base_instructions + self.aicpu.gen_per_region_instructions * regions;
         (instructions as f64 * self.aicpu.ns_per_instruction * 1000.0).round() as u64
     }
 
@@ -486,7 +498,10 @@ mod tests {
         assert!(e.to_string().starts_with("m.toml:"), "{e}");
         assert!(e.message.contains("exceed the 2 threads"), "{e}");
         let e = bad(|t| t.replace("TEXP = 4", "TEXPP = 4"));
-        assert!(e.message.contains("`TEXPP` is not a tile instruction"), "{e}");
+        assert!(
+            e.message.contains("`TEXPP` is not a tile instruction"),
+            "{e}"
+        );
         assert_eq!(e.line, line_of(unit, "TEXP = 4"));
         let e = bad(|t| t.replace("\"cube.i8\" = \"guess: round number for tests\"\n", ""));
         assert!(e.message.contains("`cube.i8` has no source"), "{e}");

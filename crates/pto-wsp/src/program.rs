@@ -485,13 +485,15 @@ pub(crate) fn compile_cpu(
     };
     let machine = match (&options.machine, &plan.config.trace) {
         (Some(m), _) => Some(m.clone()),
-        (None, TracePolicy::Cycles(_, Some(name))) => Some(
-            crate::machine::shipped(&name.name).ok_or_else(|| CompileError::UnknownMachine {
-                name: name.name.clone(),
-                at: name.loc.start as usize,
-                shipped: crate::machine::shipped_names().join(", "),
-            })?,
-        ),
+        (None, TracePolicy::Cycles(_, Some(name))) => {
+            Some(crate::machine::shipped(&name.name).ok_or_else(|| {
+                CompileError::UnknownMachine {
+                    name: name.name.clone(),
+                    at: name.loc.start as usize,
+                    shipped: crate::machine::shipped_names().join(", "),
+                }
+            })?)
+        }
         _ => None,
     };
     let pool = WorkerPool::new(options.threads)?;
@@ -1023,7 +1025,9 @@ impl Inner {
 /// A model's refusal as a run error.
 fn model_error(e: SimError) -> RunError {
     match e {
-        SimError::WindowFull { .. } => RunError::Exec(ExecError::Setup(format!("cycle model: {e}"))),
+        SimError::WindowFull { .. } => {
+            RunError::Exec(ExecError::Setup(format!("cycle model: {e}")))
+        }
         e => RunError::Exec(ExecError::Internal(format!("cycle model: {e}"))),
     }
 }

@@ -61,9 +61,7 @@ pub(crate) struct Kernels<'a> {
 
 /// Cycles of a built-in's work on `machine`, and whether it needs the cube.
 fn builtin_cycles(m: &Machine, w: &pto_wsp_kernels::cost::Work, elem: u64) -> (bool, u64) {
-    let cube = w
-        .matmul_flops
-        .div_ceil(2 * m.cube_macs(elem).max(1));
+    let cube = w.matmul_flops.div_ceil(2 * m.cube_macs(elem).max(1));
     let bpc = m.vector.bytes_per_cycle.max(1);
     let vector = (w.vector_ops * elem).div_ceil(bpc)
         + (w.transcendentals * elem * m.op_factor("TEXP")).div_ceil(bpc);
@@ -330,18 +328,44 @@ mod tests {
         // 4 AIV; a long task: execution-bound, ⌈N/4⌉ rounds (scheduler costs serialise the
         // 4 dispatches of a round: 10 ns each, the last task's round ends 30 ns later).
         let n = 12u64;
-        let r = model(&m, &vec![task(100_000); n as usize], &[], &follow(), false, false, &[])
-            .unwrap();
+        let r = model(
+            &m,
+            &vec![task(100_000); n as usize],
+            &[],
+            &follow(),
+            false,
+            false,
+            &[],
+        )
+        .unwrap();
         let round = 10 + 150 + 100_000 + 200 + 10;
         let lo = 100 + n.div_ceil(4) * round;
         let ps = r.makespan_ps / 1000;
         assert!(ps >= lo && ps <= lo + 4 * 100 + 4 * 20, "{ps} vs {lo}");
         assert!((r.kinds[1].3 as f64 / (4.0 * r.stats.total_cycles as f64)) > 0.98);
         // A short task: generation-bound, N·g + one task's latency.
-        let r = model(&m, &vec![task(10); n as usize], &[], &follow(), false, false, &[]).unwrap();
+        let r = model(
+            &m,
+            &vec![task(10); n as usize],
+            &[],
+            &follow(),
+            false,
+            false,
+            &[],
+        )
+        .unwrap();
         assert_eq!(r.makespan_ps / 1000, n * 100 + 10 + 150 + 10 + 200 + 10);
         // Host generation: N·h + upload + launch, then the tasks at once on 4 cores.
-        let r = model(&m, &vec![task(10); n as usize], &[], &follow(), true, false, &[]).unwrap();
+        let r = model(
+            &m,
+            &vec![task(10); n as usize],
+            &[],
+            &follow(),
+            true,
+            false,
+            &[],
+        )
+        .unwrap();
         assert_eq!(r.prefix_ps / 1000, n * 50 + n * 1000 + 1000);
     }
 }
