@@ -30,6 +30,7 @@ pub mod progress;
 pub mod report;
 pub mod targets;
 pub mod timeline;
+pub mod tune;
 
 pub(crate) use pto_wsp::driver::count;
 /// The front-end driver the tool shares with the Python extension: loading a text, its

@@ -169,6 +169,37 @@ enum Command {
     },
     /// List every registered back end: its targets and capabilities.
     Targets,
+    /// Search the schedule space the module leaves open on the device timeline model of a
+    /// machine, within a time budget: prints the best schedules with their modelled makespans
+    /// next to the module's own, and can write the best one back as .wsp text.
+    Tune {
+        /// The `.wsp` file.
+        file: PathBuf,
+        /// The machine: a shipped name (`ascend910b`, `unit`) or a machine file.
+        #[arg(long, default_value = "ascend910b", value_name = "NAME|FILE")]
+        machine: String,
+        /// Search time budget in seconds.
+        #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+        budget: f64,
+        /// Bind a symbol, slot or integer tensor (after the file's `//@ bind` defaults).
+        #[arg(long = "bind", value_name = "NAME=VALUE")]
+        binds: Vec<String>,
+        /// Also try these values of a symbol (e.g. a chunk size): NAME=V1,V2,...
+        #[arg(long = "tune", value_name = "NAME=V1,V2,...")]
+        symbols: Vec<String>,
+        /// Schedules listed.
+        #[arg(long, default_value_t = 5, value_name = "K")]
+        top: usize,
+        /// Seed of the random restarts.
+        #[arg(long, default_value_t = 1, value_name = "N")]
+        seed: u64,
+        /// Write the module with the best schedule to this file.
+        #[arg(long, value_name = "OUT.wsp")]
+        write: Option<PathBuf>,
+        /// Draw no progress bar.
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// Validate and resolve a module, check that a target supports it, and compile it: an
     /// emitting target writes its artefact to OUT, a running one (`cpu_sim`) reports.
     Compile {
@@ -313,6 +344,48 @@ fn emit(text: &str) -> anyhow::Result<()> {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Targets => emit(&pto_wsp_cli::targets::targets_report())?,
+        Command::Tune {
+            file,
+            machine,
+            budget,
+            binds,
+            symbols,
+            top,
+            seed,
+            write,
+            quiet,
+        } => {
+            let name = file.display().to_string();
+            let text = read(&file)?;
+            if !(budget.is_finite() && budget > 0.0) {
+                anyhow::bail!("`--budget {budget}`: give a positive number of seconds");
+            }
+            let symbols = symbols
+                .iter()
+                .map(|s| {
+                    let (n, vs) = s
+                        .split_once('=')
+                        .ok_or_else(|| anyhow::anyhow!("`--tune {s}`: write NAME=V1,V2,..."))?;
+                    Ok((n.to_string(), vs.split(',').map(str::to_string).collect()))
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let o = pto_wsp_cli::tune::TuneOptions {
+                machine,
+                budget: std::time::Duration::from_secs_f64(budget),
+                binds,
+                symbols,
+                top,
+                progress: !quiet,
+                seed,
+            };
+            let r = pto_wsp_cli::tune::tune(&name, &text, &o)?;
+            emit(&pto_wsp_cli::tune::report(&name, &o, &r))?;
+            if let Some(out) = write {
+                let written = pto_wsp_cli::tune::written(&name, &text, &o, &r)?;
+                std::fs::write(&out, written)?;
+                eprintln!("wrote {}", out.display());
+            }
+        }
         Command::Compile { file, target, out } => {
             let name = file.display().to_string();
             let loaded = pto_wsp_cli::load_source(&name, &read(&file)?)?;

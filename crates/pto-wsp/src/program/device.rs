@@ -368,4 +368,52 @@ mod tests {
         .unwrap();
         assert_eq!(r.prefix_ps / 1000, n * 50 + n * 1000 + 1000);
     }
+
+    /// The crossover task size on the 910B description: below `c* = C·g − (s_d + d + u + f +
+    /// s_c)` one orchestrator thread cannot keep C cores busy (a core is held from dispatch to
+    /// its completion being processed). The knee found by sweeping the task size must sit at
+    /// the formula's value (within the sweep's step).
+    #[test]
+    fn the_orchestrator_bound_ends_at_the_crossover_task_size() {
+        let m = crate::machine::shipped("ascend910b").unwrap();
+        let n = 4000usize;
+        let g_ps = m.gen_ps(2);
+        let hold_ps = (m.aicpu.sched_dispatch_ns
+            + m.handshake.dispatch_ns
+            + m.handshake.core_setup_ns
+            + m.handshake.completion_ns
+            + m.aicpu.sched_complete_ns)
+            * 1000;
+        for (cube, cores) in [(false, m.aiv()), (true, m.aic())] {
+            let predicted = u64::from(cores) * g_ps - hold_ps;
+            // Sweep c in 250 ns steps: generation-bound while the makespan stays within one
+            // task of N·g.
+            let step = 250_000u64;
+            let mut knee = None;
+            for k in 1..400u64 {
+                let c_ps = k * step;
+                let cycles = (c_ps as f64 * m.clock.aicore_mhz / 1e6).round() as u64;
+                let t = DeviceTask {
+                    cube,
+                    pool: if cube {
+                        ExecPool::Cube
+                    } else {
+                        ExecPool::Vector
+                    },
+                    ..task(cycles)
+                };
+                let r = model(&m, &vec![t; n], &[], &follow(), false, false, &[]).unwrap();
+                let bound = n as u64 * g_ps + hold_ps + m.cycles_ps(cycles);
+                if r.makespan_ps > bound + g_ps * 50 {
+                    knee = Some(c_ps);
+                    break;
+                }
+            }
+            let knee = knee.expect("execution-bound for large tasks");
+            assert!(
+                knee.abs_diff(predicted) <= 2 * step,
+                "cube {cube}: knee {knee} ps, formula {predicted} ps"
+            );
+        }
+    }
 }
