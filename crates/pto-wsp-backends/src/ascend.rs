@@ -151,8 +151,8 @@ fn core_of(k: &KernelDecl) -> (&'static str, bool) {
 /// pipeline, a computed read, a task of a kernel without a body, a bf16 tensor, a tensor rank
 /// or an argument count over the runtime's limits. The one list of refusals, read by [`emit`]
 /// and by the back end's `supports` in the facade's registry.
-pub fn unsupported(res: &Resolved<'_>) -> Result<(), Unsupported> {
-    let module = res.module;
+pub fn unsupported(res: &Resolved) -> Result<(), Unsupported> {
+    let module = &res.module;
     let no = |construct: String, loc: Loc| Unsupported {
         backend: "ascend".into(),
         construct,
@@ -320,7 +320,7 @@ pub fn emit(input: &Input<'_>, target: &str) -> Result<AscendTree, EmitError> {
     }
     let device = target == "ascend_a2a3";
     let res = input.resolved;
-    let module = res.module;
+    let module = &res.module;
     let bindings = input.bindings;
     let name = input.name();
     let config = &res.schedule.config;
@@ -331,7 +331,7 @@ pub fn emit(input: &Input<'_>, target: &str) -> Result<AscendTree, EmitError> {
     // plus write-after-read), barriers for the structural order edges.
     let mut builder = GraphBuilder::new(DepsMode::Overlap);
     let summary = feed(
-        module,
+        res,
         bindings,
         &ExpandOptions {
             limit: Some(MAX_TASKS + 1),
@@ -637,7 +637,7 @@ fn runner(
     barrier_tasks: usize,
     window: Option<u64>,
 ) -> String {
-    let module = input.resolved.module;
+    let module = &input.resolved.module;
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -35,7 +35,7 @@ use pto_wsp_ir::{Bindings, Diagnostic, Loc, Resolved, SourceFile, Unsupported};
 #[derive(Clone, Copy, Debug)]
 pub struct Input<'a> {
     /// The module's entry point, resolved (its declarations through [`Resolved::module`]).
-    pub resolved: &'a Resolved<'a>,
+    pub resolved: &'a Resolved,
     /// The text the module was parsed from, when it was (positions then read `file:line:column`).
     pub source: Option<&'a SourceFile>,
     /// Symbol values, slot values and contents of integer tensors.

@@ -1,9 +1,10 @@
 //! Bindings at interpretation time: symbol values, slot initial values, bound arrays.
 //!
 //! Why: the same bytes must serve every sequence length, ragged length list and routing table
-//! (seed 000 §7: "same bytecode, different bounds"). So nothing runtime-dependent is in the
-//! bytecode; [`Program::bind`] resolves a [`Bindings`] against the program's own name table and
-//! evaluates tensor shapes once, giving a [`Bound`] every executor can share.
+//! (the on-device generation specification: "same bytecode, different bounds"). So nothing
+//! runtime-dependent is in the bytecode; [`Program::bind`] resolves a [`Bindings`] against the
+//! program's own name table and evaluates tensor shapes once, giving a [`Bound`] every executor can
+//! share.
 //!
 //! Promise: the checks and their order are the reference expander's (the rules themselves are
 //! `pto_wsp_ir::resolve`'s binding checks, shared): every symbol the entry reads and every

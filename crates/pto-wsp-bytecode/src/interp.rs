@@ -1,7 +1,8 @@
 //! The per-executor interpreter: runs a validated program and generates one executor's tasks.
 //!
-//! Why: each executor (an AICPU in seed 000 §3) interprets the same bytecode and produces only
-//! the tasks dispatched to it, in program order, without a task list ever existing anywhere.
+//! Why: each executor (an AICPU in the on-device generation specification) interprets the same
+//! bytecode and produces only the tasks dispatched to it, in program order, without a task list
+//! ever existing anywhere.
 //!
 //! Promises:
 //! - **Same tasks.** Over all executors `0..E`, the tasks generated are exactly the reference

@@ -1,5 +1,5 @@
 //! `pto-wsp-bytecode`: workload bytecode — a module's entry point as a compact program that every
-//! executor interprets to generate only its own tasks (seed 000).
+//! executor interprets to generate only its own tasks (the on-device generation specification).
 //!
 //! The pipeline: [`encode`] a validated [`pto_wsp_ir::Module`] into bytes (magic `PTOW`, fixed
 //! 8-byte instructions, descriptor tables); ship the bytes; [`Program::decode`] validates them
@@ -34,3 +34,16 @@ pub use encode::{EncodeError, EncodeOptions, encode, supports};
 pub use interp::{ExecutorConfig, InterpError, Interpreter, RunSummary};
 pub use program::Program;
 pub use sink::{RegionRef, Task, TaskSink};
+
+/// What the crate's own tests start from: a module, resolved here as a front end would.
+#[cfg(test)]
+mod testing {
+    /// Resolves `module` and encodes it.
+    pub(crate) fn encode(
+        module: &pto_wsp_ir::Module,
+        options: &crate::EncodeOptions,
+    ) -> Result<Vec<u8>, crate::EncodeError> {
+        let resolved = pto_wsp_ir::resolve(module, &Default::default()).expect("resolves");
+        crate::encode(&resolved, options)
+    }
+}

@@ -8,7 +8,7 @@
 //! Promises: [`Op::from_byte`] is the exact inverse of `op as u8`; every opcode has one class
 //! ([`Class::Stmt`] opcodes live in the instruction stream, [`Class::Expr`] ones in expression
 //! code) and one operand kind per field; an instruction is 8 bytes: opcode, flags, `a: u16`,
-//! `b: u32`, little-endian (seed 000 §3.1).
+//! `b: u32`, little-endian (the on-device generation specification's bytecode format).
 
 /// Which stream an opcode belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

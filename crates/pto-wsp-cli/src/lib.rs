@@ -2,8 +2,8 @@
 //!
 //! Why: the binary should be a thin shell around functions that tests can call directly, without
 //! spawning processes and without the timing lines that make output unrepeatable. Everything the
-//! tool prints on stdout is produced here; `main.rs` only parses arguments, reads files, measures
-//! time and chooses exit codes.
+//! tool prints on stdout is produced here; each command's module in [`cmd`] reads its files,
+//! measures time and chooses its exit code, and `main.rs` only parses the command line.
 //!
 //! Promise: every failure caused by the input (syntax, validation, bindings, expansion) comes back
 //! as a [`CliError`] whose text is already rendered for the user (rustc-style, with
@@ -11,24 +11,19 @@
 
 #![forbid(unsafe_code)]
 
-pub mod ascend_run;
 pub mod bench;
 pub mod bench_devgen;
 pub mod bench_kernels;
 pub mod bench_llama;
 pub mod bench_median;
 mod bench_once;
-pub mod bytecode;
 pub mod cmd;
-pub mod exec;
 pub mod expect;
 pub mod files;
 pub mod inputs;
 pub mod llm;
-pub mod plan_run;
 pub mod progress;
 pub mod report;
-pub mod targets;
 pub mod timeline;
 pub mod tune;
 
@@ -37,7 +32,7 @@ pub(crate) use pto_wsp::driver::count;
 /// `//@ bind` / `//@ alias` lines, rendered errors ([`pto_wsp::driver`]).
 pub use pto_wsp::driver::{
     Error as CliError, Loaded, aliases, bindings_for, binds, canonical, check_summary,
-    expand_loaded, leading_comments, load_source, parse_source, render_all,
+    leading_comments, load_source, parse_source, render_all,
 };
 
 /// Whether `text` has `//` comments after its leading comment block (comments that `fmt` would
@@ -104,11 +99,12 @@ pub enum Generation {
 }
 
 impl Generation {
-    /// How a run of `config` generates its tasks (`device_gen`: in device-generation mode).
-    pub fn of(config: &pto_wsp::ir::ScheduleConfig, device_gen: bool) -> Generation {
+    /// How a run of the resolved schedule `sched` generates its tasks (`device_gen`: in
+    /// device-generation mode).
+    pub fn of(sched: &pto_wsp::ir::resolve::Sched, device_gen: bool) -> Generation {
         if device_gen {
             Generation::OnWorkers
-        } else if config.start == pto_wsp::ir::StartPolicy::AfterOrchestration {
+        } else if sched.config.start == pto_wsp::ir::StartPolicy::AfterOrchestration {
             Generation::BeforeExecution
         } else {
             Generation::Overlapped
@@ -138,13 +134,14 @@ pub struct Features {
 }
 
 impl Features {
-    /// The features of `config`.
-    pub fn of(config: &pto_wsp::ir::ScheduleConfig) -> Features {
+    /// The features of the resolved schedule `sched`.
+    pub fn of(sched: &pto_wsp::ir::resolve::Sched) -> Features {
+        let config = &sched.config;
         Features {
             window: config.task_window.is_some(),
             gates: config.pipeline_depth.is_some(),
             batching: config.batch_deps > 1,
-            placement: !matches!(config.dispatch, pto_wsp::ir::Dispatch::WorkSteal),
+            placement: sched.placement(),
         }
     }
 }
@@ -176,7 +173,6 @@ pub fn run_report(
     generation: Generation,
     features: Features,
 ) -> String {
-    let c = &stats.counters;
     let mut out = String::new();
     let user = stats.tasks - stats.barriers;
     let barriers = match stats.barriers {
@@ -192,6 +188,17 @@ pub fn run_report(
         edges_note(stats),
         stats.wired_edges
     ));
+    out.push_str(&time_line(stats, elapsed_ms, generation));
+    out.push_str(&format!("  per worker: {:?}\n", stats.per_worker));
+    out.push_str(&generation_lines(stats));
+    out.push_str(&scheduler_line(stats, features));
+    out.push_str(&cycle_lines(stats));
+    out
+}
+
+/// The report's `time:` line: end to end, generation when it was apart, the last task's end
+/// and the rate.
+fn time_line(stats: &pto_wsp::cpu::RunStats, elapsed_ms: f64, generation: Generation) -> String {
     let generation = if stats.build_ns > 0 {
         format!(
             "task generation {} ms ({}), ",
@@ -206,14 +213,18 @@ pub fn run_report(
     } else {
         0.0
     };
-    out.push_str(&format!(
+    format!(
         "  time: {} ms end to end: {generation}last task done at {} ms; {} tasks/ms ({} µs per task)\n",
         sig(elapsed_ms, 3),
         sig(stats.run_ns as f64 / 1e6, 3),
         sig(stats.tasks_per_ms(), 3),
         sig(per_task_us, 3),
-    ));
-    out.push_str(&format!("  per worker: {:?}\n", stats.per_worker));
+    )
+}
+
+/// The report's lines on data-dependent generation and device generation, when they apply.
+fn generation_lines(stats: &pto_wsp::cpu::RunStats) -> String {
+    let mut out = String::new();
     let g = &stats.generation;
     if g.computed_reads > 0 || g.loops_at_max > 0 {
         out.push_str(&format!(
@@ -237,6 +248,12 @@ pub fn run_report(
             sum(|e| e.parks),
         ));
     }
+    out
+}
+
+/// The report's `scheduler:` line: the counters that mean something for this schedule.
+fn scheduler_line(stats: &pto_wsp::cpu::RunStats, features: Features) -> String {
+    let c = &stats.counters;
     let mut counters = Vec::new();
     if c.steals > 0 {
         counters.push(format!("steals {}", c.steals));
@@ -262,31 +279,37 @@ pub fn run_report(
     if c.ready_len_hwm > 0 {
         counters.push(format!("ready-queue high-water {}", c.ready_len_hwm));
     }
-    if !counters.is_empty() {
-        out.push_str(&format!("  scheduler: {}\n", counters.join(", ")));
+    if counters.is_empty() {
+        return String::new();
     }
-    if let Some(y) = &stats.cycles {
-        out.push_str(&format!(
-            "  cycle model: total_cycles {} on {} modelled executor(s); work {}, critical path {}, utilization {:.1}%\n",
-            y.total_cycles,
-            y.busy.len(),
-            y.work_cycles,
-            y.critical_path,
-            100.0 * y.utilization()
-        ));
-        let mut extra = Vec::new();
-        if y.orchestration_cycles > 0 {
-            extra.push(format!("orchestration ends at {}", y.orchestration_cycles));
-        }
-        if y.window_overflows > 0 {
-            extra.push(format!("window overflows {}", y.window_overflows));
-        }
-        if y.migrations > 0 {
-            extra.push(format!("migrations {}", y.migrations));
-        }
-        if !extra.is_empty() {
-            out.push_str(&format!("  cycle model: {}\n", extra.join(", ")));
-        }
+    format!("  scheduler: {}\n", counters.join(", "))
+}
+
+/// The report's `cycle model:` lines, under `trace cycles`.
+fn cycle_lines(stats: &pto_wsp::cpu::RunStats) -> String {
+    let Some(y) = &stats.cycles else {
+        return String::new();
+    };
+    let mut out = format!(
+        "  cycle model: total_cycles {} on {} modelled executor(s); work {}, critical path {}, utilization {:.1}%\n",
+        y.total_cycles,
+        y.busy.len(),
+        y.work_cycles,
+        y.critical_path,
+        100.0 * y.utilization()
+    );
+    let mut extra = Vec::new();
+    if y.orchestration_cycles > 0 {
+        extra.push(format!("orchestration ends at {}", y.orchestration_cycles));
+    }
+    if y.window_overflows > 0 {
+        extra.push(format!("window overflows {}", y.window_overflows));
+    }
+    if y.migrations > 0 {
+        extra.push(format!("migrations {}", y.migrations));
+    }
+    if !extra.is_empty() {
+        out.push_str(&format!("  cycle model: {}\n", extra.join(", ")));
     }
     for d in &stats.device {
         out.push_str(&device_report(d));

@@ -31,7 +31,7 @@ use pto_wsp::ir::{
     StartPolicy, TaskGraphItem, WindowMode,
 };
 
-use crate::exec::{RunOptions, run};
+use crate::cmd::run::{RunOptions, cpu::run};
 use crate::{CliError, fmt_ps};
 
 /// One dimension: its name and its values as schedule edits.

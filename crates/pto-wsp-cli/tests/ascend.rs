@@ -11,9 +11,9 @@
 
 mod common;
 
-use pto_wsp_cli::ascend_run::{AscendOutcome, Toolchain, run_ascend};
 use pto_wsp_cli::cmd::emit::ascend as emit_ascend;
-use pto_wsp_cli::exec::RunOptions;
+use pto_wsp_cli::cmd::run::RunOptions;
+use pto_wsp_cli::cmd::run::ascend::{AscendOutcome, Toolchain, run_ascend};
 use std::sync::Mutex;
 
 static SIM: Mutex<()> = Mutex::new(());
@@ -382,7 +382,8 @@ fn ascend_sim_break_out_of_an_ordered_loop_inside_a_while_matches_its_reference(
 fn refusal(text: &str) -> String {
     let loaded = pto_wsp_cli::load_source("bad.wsp", text).unwrap();
     let bindings = pto_wsp_cli::bindings_for(&loaded, &[]).unwrap();
-    emit_ascend(&loaded, &bindings, "ascend_a2a3sim")
+    let plan = pto_wsp::driver::lower(&loaded).unwrap();
+    emit_ascend(&loaded, &plan, &bindings, "ascend_a2a3sim")
         .map(|_| ())
         .unwrap_err()
         .rendered
@@ -453,7 +454,8 @@ fn a_device_target_refuses_a_kernel_mixing_cube_and_vector_tiles() {
     let (path, text) = example("decode_attention");
     let loaded = pto_wsp_cli::load_source(&path, &text).unwrap();
     let bindings = pto_wsp_cli::bindings_for(&loaded, &[]).unwrap();
-    let e = emit_ascend(&loaded, &bindings, "ascend_a2a3")
+    let plan = pto_wsp::driver::lower(&loaded).unwrap();
+    let e = emit_ascend(&loaded, &plan, &bindings, "ascend_a2a3")
         .map(|_| ())
         .unwrap_err()
         .rendered;
@@ -464,7 +466,7 @@ fn a_device_target_refuses_a_kernel_mixing_cube_and_vector_tiles() {
         "{e}"
     );
     // The simulator target runs it, with the note in the README.
-    let tree = emit_ascend(&loaded, &bindings, "ascend_a2a3sim").unwrap();
+    let tree = emit_ascend(&loaded, &plan, &bindings, "ascend_a2a3sim").unwrap();
     let readme = &tree.files.iter().find(|(n, _)| n == "README.md").unwrap().1;
     assert!(
         readme.contains("kernel `chunk`") && readme.contains("a device could not"),

@@ -12,7 +12,7 @@ use common::{binary, root, scratch};
 use pto_wsp::kernels::TensorStore;
 use pto_wsp::kernels::npy::NpyArray;
 use pto_wsp_cli::cmd::emit::{kernels as emit_kernels, kernels_summary, write_files};
-use pto_wsp_cli::exec::{RunOptions, run};
+use pto_wsp_cli::cmd::run::{RunOptions, run};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -117,7 +117,12 @@ fn prepare(file: &Path, binds: &[String], base: &Path) -> Case {
         ));
     }
     run(&shown, &text, false, &opts, &mut |_| {}).unwrap();
-    let emitted = emit_kernels(&loaded, &bindings).unwrap();
+    let emitted = emit_kernels(
+        &loaded,
+        &pto_wsp::driver::lower(&loaded).unwrap(),
+        &bindings,
+    )
+    .unwrap();
     write_files(&emitted.files, &dir.join("emitted")).unwrap();
     Case {
         name,
@@ -243,9 +248,13 @@ fn every_emitted_instruction_under_pto_isa_matches_our_cpu_run() {
 fn emit_error(src: &str) -> String {
     let loaded = pto_wsp_cli::load_source("t.wsp", src).expect("valid module");
     let bindings = pto_wsp_cli::bindings_for(&loaded, &[]).unwrap();
-    emit_kernels(&loaded, &bindings)
-        .expect_err("emission must refuse")
-        .rendered
+    emit_kernels(
+        &loaded,
+        &pto_wsp::driver::lower(&loaded).unwrap(),
+        &bindings,
+    )
+    .expect_err("emission must refuse")
+    .rendered
 }
 
 #[test]
@@ -315,7 +324,12 @@ kernel body(in t: f32[8, 64], out y: f32[8, 64]) @vector {\n    tile a: vec f32[
 workload main() {\n    task prep(X[0 +: 8, 0 +: 64], T[0 +: 8, 0 +: 64]);\n    task body(T[0 +: 8, 0 +: 64], Y[0 +: 8, 0 +: 64]);\n}\n";
     let loaded = pto_wsp_cli::load_source("t.wsp", src).unwrap();
     let bindings = pto_wsp_cli::bindings_for(&loaded, &[]).unwrap();
-    let emitted = emit_kernels(&loaded, &bindings).unwrap();
+    let emitted = emit_kernels(
+        &loaded,
+        &pto_wsp::driver::lower(&loaded).unwrap(),
+        &bindings,
+    )
+    .unwrap();
     assert_eq!(emitted.kernels, ["body"]);
     assert_eq!(emitted.written, ["Y"]);
     assert_eq!(emitted.skipped_tasks, 1);

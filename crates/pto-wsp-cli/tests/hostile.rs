@@ -1,4 +1,4 @@
-//! Hostile input (issue 13): each case a user could write that once crashed the tool, exhausted
+//! Hostile input: each case a user could write that once crashed the tool, exhausted
 //! memory or raced silently, run through the binary, with the exact message it must now give.
 
 mod common;
@@ -363,7 +363,7 @@ fn the_reference_expander_refuses_past_its_task_limit() {
     );
 }
 
-/// The issue's race module (`A[0 +: 2]` and `A[0 +: 1]` updated by `inout` tasks in a
+/// A race module once accepted (`A[0 +: 2]` and `A[0 +: 1]` updated by `inout` tasks in a
 /// `parallel_for`) with `SCHED` as its schedule.
 const RACE: &str = "//@ alias inc=counter\ntensor A: f32[1, 4];\naxis I = dense(3000);\nkernel inc(inout a: f32[1, ?]);\nworkload main() {\n    parallel_for i in I {\n        task inc(A[0, 0 +: 2]);\n        task inc(A[0, 0 +: 1]);\n    }\n}\nSCHED";
 
@@ -403,7 +403,7 @@ fn partial_overlaps_under_the_default_deps_are_refused_when_run_naming_both_acce
 
 #[test]
 fn unordered_conflicts_under_deps_explicit_are_refused_when_run_naming_both_accesses() {
-    // `deps explicit` infers no edges: the issue's race ran and lost updates. Expansion only
+    // `deps explicit` infers no edges: this race once ran and lost updates. Expansion only
     // accepts the module; anything that runs it refuses it, naming both accesses.
     let dir = scratch("explicit");
     let sched = "schedule for main {\n    task_graph { deps explicit; }\n}\n";
@@ -468,7 +468,7 @@ fn unordered_conflicts_under_deps_explicit_are_refused_when_run_naming_both_acce
 
 #[test]
 fn partial_overlaps_under_deps_exact_are_refused_naming_both_accesses() {
-    // The issue's race: `A[0 +: 2]` and `A[0 +: 1]` updated by `inout` tasks got no edge and
+    // A race once accepted: `A[0 +: 2]` and `A[0 +: 1]` updated by `inout` tasks got no edge and
     // lost updates (5,990 instead of 6,000), exit 0.
     let dir = scratch("exact");
     let text = "//@ alias inc=counter\ntensor A: f32[1, 4];\naxis I = dense(3000);\nkernel inc(inout a: f32[1, ?]);\nworkload main() {\n    parallel_for i in I {\n        task inc(A[0, 0 +: 2]);\n        task inc(A[0, 0 +: 1]);\n    }\n}\nschedule for main {\n    task_graph { deps exact; }\n}\n";

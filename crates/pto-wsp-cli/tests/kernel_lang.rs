@@ -88,7 +88,7 @@ fn figure(report: &str, key: &str) -> u64 {
 fn trace_cycles_charges_language_kernels_per_instruction() {
     let dir = scratch("lang-cycles");
     let text = std::fs::read_to_string(root().join("examples/kernels/cycles_golden.wsp")).unwrap();
-    // The prototype's figures (the issue's, not computed here): bgemm 5,632, attention 1,680,
+    // The prototype's figures (published with it, not computed here): bgemm 5,632, attention 1,680,
     // softmax passes 544 / 2,088 / 1,544; the init kernel is two TEXPANDS and two TSTOREs on
     // 8 x 1 tiles: 4 · 8 = 32. Pass 1 and pass 2 chain through m and l; the four pass-3
     // tasks depend only on the last pass 2.

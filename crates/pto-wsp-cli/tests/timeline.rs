@@ -233,3 +233,47 @@ fn bad_machines_are_named_with_their_place() {
     assert!(err.contains(&format!("x.wsp:{line}:{col}:")), "{err}");
     assert!(err.contains("ascend910b"), "{err}");
 }
+
+#[test]
+fn tune_never_reports_worse_than_the_module_and_writes_text_that_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tuned.wsp");
+    let (ok, report, err) = run(&[
+        "tune",
+        "examples/rmsnorm.wsp",
+        "--machine",
+        "unit",
+        "--budget",
+        "3",
+        "-q",
+        "--write",
+        out.to_str().unwrap(),
+    ]);
+    assert!(ok, "{report}{err}");
+    assert!(report.contains("the module's schedule:"), "{report}");
+    // The best first; never worse than the module's (the search starts from it).
+    let ratio: f64 = report
+        .split("#1: ")
+        .nth(1)
+        .and_then(|s| s.split('(').nth(1))
+        .and_then(|s| s.split('×').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(ratio <= 1.0, "{report}");
+    let written = std::fs::read_to_string(&out).unwrap();
+    let original = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/rmsnorm.wsp"
+    ))
+    .unwrap();
+    assert!(
+        written.contains("// tuned by pto-wsp tune on unit"),
+        "{written}"
+    );
+    // Text outside the schedule is kept as written (its leading comment block, for one).
+    let first = original.lines().next().unwrap();
+    assert!(first.starts_with("//") && written.starts_with(first));
+    let (ok, o, e) = run(&["check", out.to_str().unwrap()]);
+    assert!(ok, "{o}{e}");
+}

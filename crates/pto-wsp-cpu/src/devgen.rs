@@ -1,13 +1,13 @@
-//! Device-generation runs (seed 000 §5–§6): every executor interprets the workload bytecode
-//! itself and runs its own tasks as they are generated. No task list, no graph and no
-//! orchestration thread exist anywhere; what crosses executors is one atomic state per task and
-//! completion notifications.
+//! Device-generation runs (the on-device generation specification's local task queues and
+//! cross-executor synchronisation): every executor interprets the workload bytecode itself and runs
+//! its own tasks as they are generated. No task list, no graph and no orchestration thread exist
+//! anywhere; what crosses executors is one atomic state per task and completion notifications.
 //!
 //! Why: a host that expands a 200K-task workload and builds its graph before (or while) the
-//! executors run pays for every task on one thread, and ships every task to the device. Seed 000
-//! ships ~1 KB of bytecode instead and lets each executor (an AICPU) generate its share. This
-//! module is that execution model on the CPU simulation: the pool's worker threads are the
-//! executors.
+//! executors run pays for every task on one thread, and ships every task to the device. The
+//! on-device generation specification ships ~1 KB of bytecode instead and lets each executor (an
+//! AICPU) generate its share. This module is that execution model on the CPU simulation: the pool's
+//! worker threads are the executors.
 //!
 //! # Shape of a run
 //!
@@ -88,8 +88,9 @@
 //! holds `t` unsealed, another executor `X` has not published past `t`: either `X` is still
 //! walking (it publishes within [`POLL_EVERY`] tasks) or it waits, having published its
 //! position `p <= t`; everything `X` waits on is older than `p`, and the smallest unfinished
-//! task is older still, so by the argument above it is ready or sealable by its owner. (Inboxes are unbounded queues, but what is in one is always
-//! at most its executor's window: a task becomes ready once.)
+//! task is older still, so by the argument above it is ready or sealable by its owner. (Inboxes are
+//! unbounded queues, but what is in one is always at most its executor's window: a task becomes
+//! ready once.)
 //!
 //! # Computed reads
 //!
@@ -1410,7 +1411,8 @@ mod tests {
 
     fn program(text: &str) -> Program {
         let m = pto_wsp_ir::parse(text).unwrap();
-        let bytes = pto_wsp_bytecode::encode(&m, &Default::default()).unwrap();
+        let r = pto_wsp_ir::resolve(&m, &Default::default()).unwrap();
+        let bytes = pto_wsp_bytecode::encode(&r, &Default::default()).unwrap();
         Program::decode(&bytes).unwrap()
     }
 

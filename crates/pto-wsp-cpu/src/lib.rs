@@ -1,4 +1,5 @@
-//! `pto-wsp-cpu`: the CPU simulation back end (seed 004 §1–2, §6; seed 003 §6–8).
+//! `pto-wsp-cpu`: the CPU simulation back end (the back-end architecture and concurrency-mechanisms
+//! specifications).
 //!
 //! Runs task graphs on a pool of persistent worker threads: the graph of `pto-wsp-graph` (built
 //! up front, or streamed in by an orchestration thread while workers run), the ready policies of
@@ -9,7 +10,8 @@
 //! - [`exec`]: what runs a task ([`Exec`]) and how a run fails ([`ExecError`]).
 //! - [`run`]: running a finished graph ([`StaticGraph`]) under a [`RunConfig`].
 //! - [`devgen`]: device-generation runs: every worker is an executor that interprets the
-//!   workload bytecode and runs its own tasks as they are generated (seed 000 §5–§6).
+//!   workload bytecode and runs its own tasks as they are generated (the on-device generation
+//!   specification).
 //! - [`stream`]: building the graph on the calling thread while the workers run it.
 //! - [`table`]: the task table workers read during a streamed run.
 //! - [`kexec`]: the executor that runs registered kernels on tensor views ([`KernelExec`]).

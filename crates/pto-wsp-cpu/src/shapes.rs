@@ -1,4 +1,4 @@
-//! Taskflow's benchmark shapes as task-graph generators (issue 4: `pto-wsp bench`).
+//! Taskflow's benchmark shapes as task-graph generators (for `pto-wsp bench`).
 //!
 //! Why: the per-task overhead of a runtime is measured with empty kernels on graphs whose shape,
 //! not their work, is the load. These are the DAGs of Taskflow's micro-benchmarks, so the figures
@@ -11,7 +11,8 @@
 //! | [`Shape::BinaryTree`] | `tree:LEVELS` | `2^LEVELS - 1` | `tasks - 1` |
 //! | [`Shape::Independent`] | `independent:N` | `N` | 0 |
 //! | [`Shape::Wavefront`] | `wavefront:SIDE` | `SIDE^2` | `2 SIDE (SIDE - 1)` |
-//! | [`Shape::RandomLevels`] | `random:LEVELS:WIDTH[:SEED]` | `LEVELS * WIDTH` | 1 to 4 per task past level 0 |
+//! | [`Shape::RandomLevels`] | `random:LEVELS:WIDTH[:SEED]` | `LEVELS * WIDTH` | 1 to 4 per task
+//! past level 0 |
 //!
 //! Promises:
 //! - Task ids are a topological order: every edge goes from a lower id to a higher one, so

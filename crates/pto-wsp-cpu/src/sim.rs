@@ -1,7 +1,7 @@
-//! The cycle-cost model (`trace cycles`, seed 003 §7.3): given each task's cost in cycles, the
-//! graph's edges and the schedule, a deterministic simulation of the run on the *modelled*
-//! executors (the schedule's `executors N`, not the host's threads), and its makespan
-//! (`total_cycles`).
+//! The cycle-cost model (`trace cycles`, the concurrency-mechanisms specification's trace policy):
+//! given each task's cost in cycles, the graph's edges and the schedule, a deterministic simulation
+//! of the run on the *modelled* executors (the schedule's `executors N`, not the host's threads),
+//! and its makespan (`total_cycles`).
 //!
 //! Why a model beside the wall clock: the CPU simulation runs on a handful of host threads, while
 //! the target has dozens of cores; a user comparing schedules wants to know what the schedule

@@ -1,5 +1,5 @@
 //! Streamed runs: the graph is built on the calling thread (the orchestrator) while the workers
-//! already run the tasks that are ready (seed 004 §6.2, start policies and the task window).
+//! already run the tasks that are ready (start policies and the task window).
 //!
 //! The orchestrator drives a [`GraphBuilder`] whose edge sink is a [`StreamSink`]. For every
 //! submitted task the sink
@@ -26,11 +26,11 @@
 //! line). This holds for every routing: when routing is plain (work stealing, no placement or
 //! pool split) the engine publishes the tasks found ready through its ready ring; otherwise
 //! (a `dispatch` placement or a pool split, as in the LLaMA layer's schedule) each goes to the
-//! queue or inbox its routing names, a batch of seals at a time. Unsealed tasks are sealed and published
-//! before the orchestrator waits for anything (window, completed prefix, `wait_complete`,
-//! `rate_limit` pacing) and when orchestration ends. So a task waits for at most a batch of
-//! later submissions, and a producer that waits for a task's completion must do so through the
-//! sink ([`EdgeSink::wait_complete`]), not by other means.
+//! queue or inbox its routing names, a batch of seals at a time. Unsealed tasks are sealed and
+//! published before the orchestrator waits for anything (window, completed prefix, `wait_complete`,
+//! `rate_limit` pacing) and when orchestration ends. So a task waits for at most a batch of later
+//! submissions, and a producer that waits for a task's completion must do so through the sink
+//! ([`EdgeSink::wait_complete`]), not by other means.
 //!
 //! Tasks that become ready later are released by the worker that completes their last
 //! predecessor, exactly as in a finished graph. The run ends when orchestration has ended and
@@ -447,9 +447,9 @@ impl EdgeSink for StreamSink<'_> {
         if let Some((c, _)) = &mut self.order {
             c.retire_before(done);
         }
-        // SAFETY: this thread saw every task below `done` complete (acquire loads in `advance`), it is
-        // the only wirer and the table's only writer (and the priority writer's thread), and
-        // the builder names such tasks afterwards only as predecessors of edges.
+        // SAFETY: this thread saw every task below `done` complete (acquire loads in `advance`), it
+        // is the only wirer and the table's only writer (and the priority writer's thread), and the
+        // builder names such tasks afterwards only as predecessors of edges.
         #[allow(unsafe_code)]
         unsafe {
             self.states.reclaim_below(done);

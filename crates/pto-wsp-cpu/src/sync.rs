@@ -1,6 +1,6 @@
 //! This crate's one door to synchronisation, so that `--cfg loom` builds run the CPU back end's
 //! protocols under loom's model checker: the ready ring, the idle / park / wake protocol, the
-//! worker pool's hand-off and device generation's inboxes and seal (`src/loom_models/`).
+//! worker pool's hand-off and device generation's inboxes and seal (`loom_models.rs`).
 //!
 //! Atomics, locks and condition variables are [`pto_wsp_graph::sync`]'s (std's, or loom's under
 //! `--cfg loom`); this module adds what only this crate needs: threads ([`thread`]) and the

@@ -1,6 +1,7 @@
-//! Dependency batching (`batch_deps N`, seed 003 §2.6): a worker buffers the completions it
-//! produces and resolves them — [`TaskStates::complete`] for each, in completion order — once
-//! `N` are buffered, at barriers, and at the end ([`DepBatcher::flush`]).
+//! Dependency batching (`batch_deps N`, the concurrency-mechanisms specification's `DepBatcher`): a
+//! worker buffers the completions it produces and resolves them — [`TaskStates::complete`] for
+//! each, in completion order — once `N` are buffered, at barriers, and at the end
+//! ([`DepBatcher::flush`]).
 //!
 //! A batcher is owned by one worker (`&mut self`, no synchronisation of its own); the protocol's
 //! orderings carry over unchanged, since each buffered task is completed by the same thread that

@@ -1,5 +1,6 @@
-//! The task-graph builder (seed 004 §6.5): tasks come in one at a time, in program order, naming
-//! the regions they read and write; the builder infers the edges and stores everything flat.
+//! The task-graph builder (the back-end architecture specification's shared infrastructure): tasks
+//! come in one at a time, in program order, naming the regions they read and write; the builder
+//! infers the edges and stores everything flat.
 //!
 //! Why: dependency inference is the hard, shared part of every back end; generated code and the
 //! CPU simulation only call `alloc_task`, `add_input`/`add_output`/`add_inout`, `add_param`,

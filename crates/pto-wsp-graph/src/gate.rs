@@ -1,6 +1,6 @@
-//! Issue gates (`pipeline_depth D SCOPE`, seed 003 §2.5): at most `D` tasks issued and not yet
-//! finished per scope — one global limit, one per stream, or one per pool — which is how a
-//! schedule asks for double or triple buffering.
+//! Issue gates (`pipeline_depth D SCOPE`, the concurrency-mechanisms specification's `IssueGate`):
+//! at most `D` tasks issued and not yet finished per scope — one global limit, one per stream, or
+//! one per pool — which is how a schedule asks for double or triple buffering.
 //!
 //! A gate is a set of counting semaphores, one per scope instance. [`IssueGate::try_acquire`]
 //! takes a slot without blocking; [`IssueGate::acquire`] sleeps on a condition variable until a

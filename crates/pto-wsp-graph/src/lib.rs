@@ -1,4 +1,5 @@
-//! `pto-wsp-graph`: the shared runtime core every pto-wsp back end uses (seeds 003, 004 §6).
+//! `pto-wsp-graph`: the shared runtime core every pto-wsp back end uses (the concurrency-mechanisms
+//! specification and the back-end architecture specification's shared infrastructure).
 //!
 //! - [`types`]: task ids, pools, domains — plain data.
 //! - [`storage`]: the immutable, device-copyable task graph (`#[repr(C)]` nodes, CSR fan-out).

@@ -1,4 +1,4 @@
-//! A cache prefetch hint, the one `unsafe` call of the crate.
+//! A cache prefetch hint, an `unsafe` call that never accesses memory.
 //!
 //! Why: an exact-key lookup's first cost is a cache miss on its home slot (the slot table of a
 //! large build does not fit the L2). Announcing the slot when a region is added to a task, before

@@ -1,5 +1,6 @@
 //! Ready-queue sets: where a task waits between "its last predecessor completed" and "a worker
-//! starts it" (seed 003 §2.3, §3; seed 004 §6.2.4).
+//! starts it" (the concurrency-mechanisms specification's FIFO and work-stealing queues; the
+//! back-end architecture specification's `ReadyQueueSet`).
 //!
 //! A [`ReadyQueueSet`] holds one queue per pool — vector, cube and `Any` — under one of three
 //! policies ([`ReadyKind`]):

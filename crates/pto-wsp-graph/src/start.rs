@@ -1,4 +1,5 @@
-//! When execution starts relative to graph building (`StartPolicy`, seed 003 §7.2).
+//! When execution starts relative to graph building (`StartPolicy`, the concurrency-mechanisms
+//! specification's policy API).
 //!
 //! Why a separate piece: the builder (orchestration) reports each task that is ready the moment
 //! it is sealed; whether that task may be handed to workers yet depends on the start policy.
@@ -11,9 +12,9 @@
 //!
 //! Promise: every task passed to [`StartGate::ready`] is released exactly once, in the order it
 //! became ready, and none before the policy allows or [`StartGate::force_open`] is called (which
-//! the orchestrator does before it would stall on a full task window). No worker runs a task before the gate opens,
-//! so before that moment the only source of ready tasks is the orchestration thread itself: the
-//! gate needs no atomics.
+//! the orchestrator does before it would stall on a full task window). No worker runs a task before
+//! the gate opens, so before that moment the only source of ready tasks is the orchestration thread
+//! itself: the gate needs no atomics.
 
 use crate::types::TaskId;
 use pto_wsp_ir::StartPolicy;

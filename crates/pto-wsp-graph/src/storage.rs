@@ -1,4 +1,5 @@
-//! The built task graph: layer 1 of seed 004 §6.2.2, immutable and device-copyable.
+//! The built task graph: layer 1 of the back-end architecture specification's two-layer task graph,
+//! immutable and device-copyable.
 //!
 //! Why: every back end (CPU simulation, emitters, the streaming runtime's finished graph) reads
 //! the same flat arrays, indexed by `u32`, with no pointers and no per-task allocation.
@@ -14,7 +15,7 @@
 use crate::types::{ExecDomain, ExecPool, NO_AFFINITY, SchedTags, TaskId, TaskIo, pool_from_code};
 use std::ops::Range;
 
-/// One task: plain data (seed 004 §6.2.1 `TaskNodePod`).
+/// One task: plain data (the back-end architecture specification's `TaskNodePod`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[repr(C)]
 pub struct TaskNode {
@@ -86,7 +87,7 @@ impl TaskNode {
     }
 }
 
-/// The immutable graph: flat arrays indexed by `u32` (seed 004 §6.2.2 layer 1).
+/// The immutable graph: flat arrays indexed by `u32` (layer 1 of the two-layer task graph).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TaskGraphStorage {
     /// Tasks in id order.

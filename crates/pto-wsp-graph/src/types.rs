@@ -30,7 +30,7 @@ impl TaskId {
     }
 }
 
-/// Where a task runs (seed 004 §6.2.1).
+/// Where a task runs (the back-end architecture specification's core types).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[repr(u8)]
 pub enum ExecDomain {
@@ -46,7 +46,8 @@ pub enum ExecDomain {
 /// No fixed executor: the task may run anywhere (the `work_steal` dispatch policy).
 pub const NO_AFFINITY: u32 = u32::MAX;
 
-/// Device-stable one-byte code of an [`ExecPool`] (seed 004 §6.2.1: vector 0, cube 1, any 255).
+/// Device-stable one-byte code of an [`ExecPool`] (as the back-end architecture specification has
+/// it: vector 0, cube 1, any 255).
 #[inline]
 pub fn pool_code(pool: ExecPool) -> u8 {
     match pool {
@@ -66,8 +67,8 @@ pub fn pool_from_code(code: u8) -> ExecPool {
     }
 }
 
-/// Schedule tags of a task (seed 004 §6.2.1 `sched_tags`): a bitfield of the extended primitives
-/// that act at this task.
+/// Schedule tags of a task (the back-end architecture specification's `sched_tags`): a bitfield of
+/// the extended primitives that act at this task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[repr(transparent)]
 pub struct SchedTags(pub u16);

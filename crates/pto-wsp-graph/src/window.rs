@@ -1,6 +1,6 @@
-//! The task window (`task_window N MODE`, seed 003 §2.4): at most `N` tasks in flight —
-//! submitted and not yet completed — so that per-task metadata stays bounded while the graph is
-//! built as it runs.
+//! The task window (`task_window N MODE`, the concurrency-mechanisms specification's
+//! `WindowState`): at most `N` tasks in flight — submitted and not yet completed — so that per-task
+//! metadata stays bounded while the graph is built as it runs.
 //!
 //! The submitter calls [`WindowState::enter`] once per task before submitting it; completion
 //! calls [`WindowState::leave`] (or [`WindowState::leave_n`] for a batch). When the window is

@@ -1,4 +1,4 @@
-//! CSP pipelines (seed 004): processes connected by bounded channels.
+//! CSP pipelines: processes connected by bounded channels.
 //!
 //! A [`Pipeline`] declares channels and processes. Each process is a sequential program (the same
 //! statements as a workload, plus `send` and `consume`). A channel has exactly one producing

@@ -1,9 +1,10 @@
 //! Kernel bodies: a kernel written in PTO tile instructions instead of named as a built-in.
 //!
-//! Why: a user writes their own tile kernels (seed 001 §7, 004); the same body must run on the
-//! CPU simulation, be costed per instruction and be emitted as PTO-ISA C++. This module holds
-//! the body's IR — typed tile declarations, scalar locals, counted loops, `if`, and
-//! instructions from the one table in [`crate::tile_isa`] — and its canonical text.
+//! Why: a user writes their own tile kernels (the PDE specification's kernel API, the back-end
+//! architecture specification); the same body must run on the CPU simulation, be costed per
+//! instruction and be emitted as PTO-ISA C++. This module holds the body's IR — typed tile
+//! declarations, scalar locals, counted loops, `if`, and instructions from the one table in
+//! [`crate::tile_isa`] — and its canonical text.
 //!
 //! Text form (after the kernel's parameter list and pool, instead of `;`):
 //! ```text

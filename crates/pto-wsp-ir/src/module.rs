@@ -143,7 +143,7 @@ pub struct KernelDecl {
     pub params: Vec<KernelParam>,
     /// Executor pool (default [`ExecPool::Any`]).
     pub pool: ExecPool,
-    /// Optional tiers: variants chosen by a runtime value (seed 001 §4).
+    /// Optional tiers: variants chosen by a runtime value (the PDE specification's kernel tiers).
     pub tiers: Option<Tiers>,
     /// The kernel's body in tile instructions (`crate::kernel_body`), or `None` for a kernel
     /// the runtime supplies (a built-in reached through an alias, a registered Rust kernel).

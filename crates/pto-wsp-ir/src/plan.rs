@@ -1,4 +1,5 @@
-//! Plan-Descriptor-Execute declarations (seed 001): iteration spaces, tier tables and plans.
+//! Plan-Descriptor-Execute declarations (the PDE specification): iteration spaces, tier tables and
+//! plans.
 //!
 //! Why: the second programming model beside workload–schedule needs the same front ends (text,
 //! builder, Python through `Module.from_text`) and shares the module's kernels, tensors and
@@ -108,14 +109,14 @@ pub struct PlanDecl {
     pub binds: Vec<PlanBind>,
     /// `kernel TIER => CALL;`: the call each tier's descriptors run.
     pub kernels: Vec<TierKernel>,
-    /// `prefetch(AXIS, DEPTH) => CALL;`: seed 001's prefetch, the call run for value `v + DEPTH`
-    /// of the axis before the first descriptor of `v` (`docs/PDE.md`).
+    /// `prefetch(AXIS, DEPTH) => CALL;`: the PDE specification's prefetch, the call run for value
+    /// `v + DEPTH` of the axis before the first descriptor of `v` (`docs/PDE.md`).
     pub prefetch: Option<PlanPrefetch>,
-    /// `order(AXIS, ...);` items (seed 001 §5.3), at most one per axis: the order the generator's
-    /// `for` loops over an axis emit in (`docs/PDE.md`).
+    /// `order(AXIS, ...);` items (the PDE specification's `PTO_ORDER`), at most one per axis: the
+    /// order the generator's `for` loops over an axis emit in (`docs/PDE.md`).
     pub orders: Vec<PlanOrder>,
-    /// `affinity(AXIS, ...);` (seed 001 §5.2), at most once: which dispatch threads run a
-    /// descriptor, by its value of the axis.
+    /// `affinity(AXIS, ...);` (the PDE specification's `PTO_AFFINITY`), at most once: which
+    /// dispatch threads run a descriptor, by its value of the axis.
     pub affinity: Option<PlanAffinity>,
     /// `generate { ... }`: the descriptor generator.
     pub body: Vec<GenStmt>,

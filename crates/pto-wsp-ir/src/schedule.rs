@@ -1,5 +1,6 @@
 //! The schedule: *how* the tasks a workload generates are run, decided apart from *what* they are
-//! (seeds 000 §4, 001 §5, 003, 004 §6.4).
+//! (the on-device generation, PDE, concurrency-mechanisms and back-end architecture
+//! specifications).
 //!
 //! A [`Schedule`] is a list of items as written, so that the validator can report a duplicate or
 //! a bad combination where it stands; [`Schedule::config`] folds the items into a
@@ -53,7 +54,8 @@ pub enum ScheduleItemKind {
     Dispatch(Dispatch),
     /// `streams N;` — number of streams (default 1).
     Streams(u64),
-    /// `stream_by EXPR;` — stream of a task is `EXPR mod streams` (default: task index mod streams).
+    /// `stream_by EXPR;` — stream of a task is `EXPR mod streams` (default: task index mod
+    /// streams).
     StreamBy(Expr),
     /// `timing POLICY;` — when generated tasks are issued.
     Timing(Timing),
@@ -82,7 +84,7 @@ pub struct Levels<T> {
     pub otherwise: Box<T>,
 }
 
-/// Dispatch policies (seed 000 §4).
+/// Dispatch policies (the on-device generation specification's dispatch configs).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Dispatch {
     /// `round_robin(n)`: task `i` (in generation order) goes to executor `i mod n`.
@@ -107,7 +109,8 @@ pub enum Timing {
     Immediate,
     /// `batched(n)`: issue in groups of `n`.
     Batched(u64),
-    /// `interleaved(n)`: alternate between `n` outer-loop groups (seed 001 §5.3).
+    /// `interleaved(n)`: alternate between `n` outer-loop groups (the PDE specification's
+    /// `PTO_ORDER`).
     Interleaved(u64),
     /// `rate_limit(n)`: at most `n` issues per scheduling round.
     RateLimit(u64),

@@ -7,12 +7,43 @@
 
 use pto_wsp_ir::expand::{
     ExpandError, ExpandOptions, ExpandSink, ExpandedRegion, ExpandedTask, Expansion, OrderEdge,
-    expand, expand_each, expand_with, splitmix64,
+    splitmix64,
 };
 use pto_wsp_ir::{
     Access, BindingError, Bindings, ExecPool, Loc, Module, ResolveError, Value, parse,
 };
 use std::ops::{ControlFlow, Range};
+
+/// The module resolved (as a front end does once), then expanded: the reference expander reads
+/// the resolved program.
+fn expand(m: &Module, b: &Bindings, o: &ExpandOptions) -> Result<Expansion, ExpandError> {
+    pto_wsp_ir::expand(&resolved(m)?, b, o)
+}
+
+/// `m` resolved, as a front end resolves it once.
+fn resolved(m: &Module) -> Result<pto_wsp_ir::Resolved, ExpandError> {
+    Ok(pto_wsp_ir::resolve(m, &Default::default())?)
+}
+
+/// [`expand`], each task to `f`.
+fn expand_each(
+    m: &Module,
+    b: &Bindings,
+    o: &ExpandOptions,
+    f: impl FnMut(u32, &ExpandedTask),
+) -> Result<pto_wsp_ir::ExpandSummary, ExpandError> {
+    pto_wsp_ir::expand_each(&resolved(m)?, b, o, f)
+}
+
+/// [`expand`] into a sink.
+fn expand_with(
+    m: &Module,
+    b: &Bindings,
+    o: &ExpandOptions,
+    sink: &mut impl ExpandSink,
+) -> Result<pto_wsp_ir::ExpandSummary, ExpandError> {
+    pto_wsp_ir::expand_with(&resolved(m)?, b, o, sink)
+}
 
 fn module(text: &str) -> Module {
     match parse(text) {
@@ -1829,7 +1860,7 @@ fn processes_run_alone_generate_the_pipelines_tasks() {
     for p in 0..3 {
         let mut mine = Vec::new();
         let summary = pto_wsp_ir::expand_process(
-            &m,
+            &resolved(&m).unwrap(),
             &b,
             &ExpandOptions::default(),
             p,
@@ -1854,7 +1885,7 @@ fn processes_run_alone_generate_the_pipelines_tasks() {
     assert_eq!(got, want);
     // An out-of-range process is an error, not a panic.
     let err = pto_wsp_ir::expand_process(
-        &m,
+        &resolved(&m).unwrap(),
         &b,
         &ExpandOptions::default(),
         3,
@@ -1876,7 +1907,7 @@ impl ExpandSink for Collect<'_> {
 }
 
 /// `ragged(ROWS, LENGTHS, EXPR)`: each request's chunk count is `ceil(kv_len / 512)`, derived
-/// from the bound lengths by the axis's expression (issue 14 item 5). Checked against the same
+/// from the bound lengths by the axis's expression. Checked against the same
 /// nested loops written with `div_ceil` here, and against printing and reparsing.
 #[test]
 fn ragged_lengths_by_expression() {

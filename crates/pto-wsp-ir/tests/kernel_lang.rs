@@ -1,7 +1,7 @@
 //! The kernel language (kernel bodies in PTO tile instructions): the text round-trips, bodies
 //! are validated with `file:line:column` errors, and the default cycle model charges the
-//! prototype's per-instruction costs (the golden figures are the issue's, from the C++/Python
-//! prototype, not computed by this code).
+//! prototype's per-instruction costs (the golden figures are the C++/Python prototype's, not
+//! computed by this code).
 
 use pto_wsp_ir::kernel_body::body_cycles;
 use pto_wsp_ir::{SourceFile, parse, validate};

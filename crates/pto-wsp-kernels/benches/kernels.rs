@@ -1,4 +1,4 @@
-//! Kernel benchmarks (issue 5): the built-in kernels called as an engine calls them — through
+//! Kernel benchmarks: the built-in kernels called as an engine calls them — through
 //! the registry, on a `TaskContext` over a `TensorStore` — against a baseline doing the same
 //! work directly, in the same process.
 //!

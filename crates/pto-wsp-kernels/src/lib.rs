@@ -1,5 +1,4 @@
-//! `pto-wsp-kernels`: what a task's kernel runs on (issue 4) and the tile kernels it runs
-//! (issue 5).
+//! `pto-wsp-kernels`: what a task's kernel runs on and the tile kernels it runs.
 //!
 //! - [`store`]: [`TensorStore`], one zeroed, 64-byte-aligned buffer per tensor of a module, with
 //!   shapes evaluated under the run's bindings; typed reads and writes checked against each

@@ -1,6 +1,6 @@
 //! Integration tests of `pto-wsp-kernels`: the tensor store built from parsed modules, region
 //! views against naive index arithmetic, the built-in kernels against naive loops, and the
-//! conflict checker against a brute-force oracle; the tile kernels of issue 5 against `f64`
+//! conflict checker against a brute-force oracle; the tile kernels against `f64`
 //! references in [`math`].
 
 // Contexts are made here directly (single-threaded), which is `unsafe` by contract.

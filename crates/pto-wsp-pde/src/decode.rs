@@ -1,11 +1,12 @@
-//! The flagship: variable-length GQA decode attention as Plan-Descriptor-Execute (seed 001 §8.1).
-//! The plan ([`crate::plan_kv_chunk`], or a fixed chunk for comparison) fixes the `kv_chunk`
-//! axis's `auto` tile; a first launch emits one descriptor per (request, chunk, KV head), each
-//! tiered by the request's length, and its kernel writes a single-chunk request's output
-//! directly and a split request's partial output with its log-sum-exp into the planned
-//! workspace; a second launch (FlashInfer's second kernel) merges each split request's partials.
-//! The chunk kernel runs on the vectorised loops of `pto-wsp-kernels` (`fast::qk`, `fast::pv`,
-//! `fast::max`, `fast::exp_sum`), the same ones the `attn_decode_chunk` built-in uses.
+//! The flagship: variable-length GQA decode attention as Plan-Descriptor-Execute (the PDE
+//! specification's complete decode-attention example). The plan ([`crate::plan_kv_chunk`], or a
+//! fixed chunk for comparison) fixes the `kv_chunk` axis's `auto` tile; a first launch emits one
+//! descriptor per (request, chunk, KV head), each tiered by the request's length, and its kernel
+//! writes a single-chunk request's output directly and a split request's partial output with its
+//! log-sum-exp into the planned workspace; a second launch (FlashInfer's second kernel) merges each
+//! split request's partials. The chunk kernel runs on the vectorised loops of `pto-wsp-kernels`
+//! (`fast::qk`, `fast::pv`, `fast::max`, `fast::exp_sum`), the same ones the `attn_decode_chunk`
+//! built-in uses.
 //!
 //! The plan and the chunk launch by hand (what [`decode_attention`] does, with a kernel that only
 //! counts the keys it is given):
@@ -150,8 +151,8 @@ pub fn decode_space(batch: u32, kv_heads: u32) -> Space {
         .tile("kv_chunk", Tile::Auto)
 }
 
-/// The chunk kernel's tiers (seed 001 §8.1's 2K / 8K / 64K tiers and a default), each with a
-/// workspace slot of one partial: `group × dim` outputs and `group` log-sum-exps.
+/// The chunk kernel's tiers (the PDE specification's 2K / 8K / 64K tiers and a default), each with
+/// a workspace slot of one partial: `group × dim` outputs and `group` log-sum-exps.
 pub fn decode_tiers(group: u32, dim: u32) -> Result<Tiers> {
     let slot = dim
         .checked_add(1)
@@ -372,7 +373,7 @@ fn merge_kernel(
         .map_err(|e| e.to_string())
 }
 
-/// The chunk launch's generator (seed 001 §8.1's `PTO_DESCRIPTOR_GEN`): for every request,
+/// The chunk launch's generator (the PDE specification's `PTO_DESCRIPTOR_GEN`): for every request,
 /// chunk of the `kv_chunk` axis and KV head, skipping (`continue`) the chunks past the request's
 /// length, one descriptor tiered by the request's length, with a workspace slot when the request
 /// is split. `bases[b]` receives the workspace offset of request `b`'s first partial (chunk 0,

@@ -1,9 +1,10 @@
-//! The work descriptor (seed 001 §6.1): what one unit of work is, in a fixed `#[repr(C)]` layout
-//! of 36 bytes known at compile time — the tier, the iteration indices, the bounds, the workspace
-//! offset and a few user fields, no pointers. A task of the task-graph runtime carries a
-//! 44-byte `TaskNode` plus a 44-byte `TaskIo` per region and 8 bytes per scalar param: 324
-//! bytes for the decode chunk (6 regions, 2 params), 9× more (`docs/BENCHMARKS.md`). Kernels read fields as scalars, either
-//! directly or by name through a [`Layout`] resolved once before the run.
+//! The work descriptor (the PDE specification's `WorkDescriptor`): what one unit of work is, in a
+//! fixed `#[repr(C)]` layout of 36 bytes known at compile time — the tier, the iteration indices,
+//! the bounds, the workspace offset and a few user fields, no pointers. A task of the task-graph
+//! runtime carries a 44-byte `TaskNode` plus a 44-byte `TaskIo` per region and 8 bytes per scalar
+//! param: 324 bytes for the decode chunk (6 regions, 2 params), 9× more (`docs/BENCHMARKS.md`).
+//! Kernels read fields as scalars, either directly or by name through a [`Layout`] resolved once
+//! before the run.
 
 use crate::error::{PdeError, Result};
 

@@ -1,15 +1,15 @@
-//! Parallel dispatch (seed 001 §9.2): the generator runs on the calling (control) thread and
-//! pushes descriptors into a bounded lock-free queue (`crossbeam_queue::ArrayQueue`); N dispatch
-//! threads pop them and run the kernel bound to each descriptor's tier, passing the descriptor.
-//! Under an `affinity` other than `spread` there is one queue per group of dispatch threads and
-//! the generator routes each descriptor by its value of the affinity axis.
-//! Kernels are bound to tiers by name before anything runs, so a tier with no kernel is refused
-//! up front. A failing or panicking kernel, or a failing generator, stops the launch: the
-//! generator stops pushing, the dispatchers stop popping, and the first error is returned.
-//! A generator that finds the queue full spins, yields, then parks until a dispatcher frees a
-//! slot, leaving its core to the dispatchers.
-//! Nothing waits without a way out: every wait loop also watches the stop flag and the end of
-//! generation, which a guard sets even when the generator unwinds.
+//! Parallel dispatch (the PDE specification's run-time flow): the generator runs on the calling
+//! (control) thread and pushes descriptors into a bounded lock-free queue
+//! (`crossbeam_queue::ArrayQueue`); N dispatch threads pop them and run the kernel bound to each
+//! descriptor's tier, passing the descriptor. Under an `affinity` other than `spread` there is one
+//! queue per group of dispatch threads and the generator routes each descriptor by its value of the
+//! affinity axis. Kernels are bound to tiers by name before anything runs, so a tier with no kernel
+//! is refused up front. A failing or panicking kernel, or a failing generator, stops the launch:
+//! the generator stops pushing, the dispatchers stop popping, and the first error is returned. A
+//! generator that finds the queue full spins, yields, then parks until a dispatcher frees a slot,
+//! leaving its core to the dispatchers. Nothing waits without a way out: every wait loop also
+//! watches the stop flag and the end of generation, which a guard sets even when the generator
+//! unwinds.
 
 use crate::descriptor::{Descriptor, PREFETCH_TIER};
 use crate::error::{PdeError, Result};

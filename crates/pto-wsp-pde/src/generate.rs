@@ -1,8 +1,9 @@
-//! Descriptor generation (seed 001 §6.2–6.4): the generator block is ordinary Rust — loops over a
-//! [`BoundSpace`], `if` / `continue`, [`crate::select_tier`] — calling [`Emitter::emit`] for each
-//! unit of work and [`Emitter::alloc_workspace`] for its workspace slot. The emitter checks each
-//! descriptor against the space and the tier table (a few compares, no allocation) and hands it
-//! to a [`Sink`]: a vector for measuring, the bounded queue of a launch for running.
+//! Descriptor generation (the PDE specification's `PTO_DESCRIPTOR_GEN`, `PTO_FOR_EACH`,
+//! `PTO_EMIT_DESCRIPTOR`): the generator block is ordinary Rust — loops over a [`BoundSpace`], `if`
+//! / `continue`, [`crate::select_tier`] — calling [`Emitter::emit`] for each unit of work and
+//! [`Emitter::alloc_workspace`] for its workspace slot. The emitter checks each descriptor against
+//! the space and the tier table (a few compares, no allocation) and hands it to a [`Sink`]: a
+//! vector for measuring, the bounded queue of a launch for running.
 
 use crate::descriptor::{Descriptor, MAX_AXES, NO_WORKSPACE, PREFETCH_TIER};
 use crate::error::{PdeError, Result};
@@ -70,13 +71,13 @@ impl<'a, S: Sink> Emitter<'a, S> {
         }
     }
 
-    /// `prefetch(axis, depth)` (seed 001 §5.4): the first time a descriptor of value `v` of
-    /// axis `axis` (by position) is emitted, a prefetch descriptor for value `v + depth` (if
-    /// the axis has it) is pushed just before it — tier [`PREFETCH_TIER`], that value at the
-    /// axis's index, every other index 0, no workspace. So the data of `v + depth` is fetched
-    /// while `v` is processed, and under an affinity on the same axis it is fetched by the
-    /// dispatch threads that will process `v + depth`. Refuses an unknown axis, a depth of 0
-    /// and an axis of more than [`MAX_PREFETCH_AXIS`] iterations.
+    /// `prefetch(axis, depth)` (the PDE specification's `PTO_PREFETCH`): the first time a
+    /// descriptor of value `v` of axis `axis` (by position) is emitted, a prefetch descriptor for
+    /// value `v + depth` (if the axis has it) is pushed just before it — tier [`PREFETCH_TIER`],
+    /// that value at the axis's index, every other index 0, no workspace. So the data of `v +
+    /// depth` is fetched while `v` is processed, and under an affinity on the same axis it is
+    /// fetched by the dispatch threads that will process `v + depth`. Refuses an unknown axis, a
+    /// depth of 0 and an axis of more than [`MAX_PREFETCH_AXIS`] iterations.
     pub fn prefetch(&mut self, axis: usize, depth: u32) -> Result<()> {
         let err = |problem: String| PdeError::Space {
             space: self.space.name().to_string(),

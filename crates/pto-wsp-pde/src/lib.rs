@@ -1,13 +1,12 @@
-//! Plan-Descriptor-Execute (seed 001): the second programming model beside workload–schedule.
-//! The host *plans* from metadata only (here: [`plan_kv_chunk`], FlashInfer's split-KV chunk
-//! search), a generator on one control thread walks an iteration [`Space`] and emits small
-//! fixed-size [`Descriptor`]s ([`Descriptor::BYTES`] = 36 bytes) into a bounded queue, and N
+//! Plan-Descriptor-Execute (the PDE specification): the second programming model beside
+//! workload–schedule. The host *plans* from metadata only (here: [`plan_kv_chunk`], FlashInfer's
+//! split-KV chunk search), a generator on one control thread walks an iteration [`Space`] and emits
+//! small fixed-size [`Descriptor`]s ([`Descriptor::BYTES`] = 36 bytes) into a bounded queue, and N
 //! dispatch threads run the kernel of the tier each descriptor names ([`Launch`]); kernels read
 //! their descriptor's fields as scalars. [`schedule`] holds what is built of the declarative
 //! schedule (`order` as the walk order, `affinity` as dispatch placement; `prefetch` is
-//! [`Emitter::prefetch`]). [`decode`] is the
-//! flagship: variable-length GQA decode
-//! attention with split-KV partials in planned workspace and a merge.
+//! [`Emitter::prefetch`]). [`decode`] is the flagship: variable-length GQA decode attention with
+//! split-KV partials in planned workspace and a merge.
 //!
 //! ```
 //! use pto_wsp_pde::{Descriptor, End, Launch, Space, Tier, Tiers, select_tier};

@@ -1,8 +1,8 @@
-//! The split-KV planner (seed 001 §8.1): chooses the KV chunk size of a decode batch from host
-//! metadata only — the requests' KV lengths, the number of KV heads and the number of blocks the
-//! machine runs — by FlashInfer's binary search: the smallest chunk size whose block
-//! count (Σ over requests of ⌈len / chunk⌉ × KV heads) fits the budget. No device data is read
-//! and nothing waits.
+//! The split-KV planner (the PDE specification's decode-attention example): chooses the KV chunk
+//! size of a decode batch from host metadata only — the requests' KV lengths, the number of KV
+//! heads and the number of blocks the machine runs — by FlashInfer's binary search: the smallest
+//! chunk size whose block count (Σ over requests of ⌈len / chunk⌉ × KV heads) fits the budget. No
+//! device data is read and nothing waits.
 //!
 //! # Against FlashInfer
 //!
@@ -22,7 +22,7 @@
 //!
 //! - **Units.** FlashInfer searches in KV-cache *pages* (its lower bound is 128 tokens' worth of
 //!   pages); we have no paged cache and search in *tokens*, with a caller-given lower bound
-//!   (seed 001 uses 256, [`PlanOptions::default`]).
+//!   (the PDE specification uses 256, [`PlanOptions::default`]).
 //! - **The budget.** FlashInfer's `max_grid_size` is `num_SMs × blocks per SM` from the CUDA
 //!   occupancy calculator: the blocks resident at once, which a GPU time-shares to hide latency,
 //!   and it does not split at all when `batch × KV heads` already reaches it. A CPU worker or an
@@ -52,7 +52,7 @@ pub struct PlanOptions {
 }
 
 impl Default for PlanOptions {
-    /// `min_chunk` 256 (seed 001 §8.1), 8 blocks per executor.
+    /// `min_chunk` 256 (the PDE specification's figure), 8 blocks per executor.
     fn default() -> PlanOptions {
         PlanOptions {
             min_chunk: 256,

@@ -1,6 +1,6 @@
-//! The declarative schedule of seed 001 §5, as far as it is built: `order` decides the order in
-//! which [`walk`] visits a bound space's points (so the order descriptors are generated and
-//! queued), and `affinity` decides which dispatch threads may run a descriptor
+//! The declarative schedule of the PDE specification, as far as it is built: `order` decides the
+//! order in which [`walk`] visits a bound space's points (so the order descriptors are generated
+//! and queued), and `affinity` decides which dispatch threads may run a descriptor
 //! ([`crate::Launch::affinity`]). `prefetch` places prefetch descriptors in the generated order
 //! ([`crate::Emitter::prefetch`], [`crate::Launch::prefetch`]).
 
@@ -18,8 +18,8 @@ pub enum Order {
     /// dispatch threads run what they pop in any order.
     Parallel,
     /// `interleaved(n)`: the axis's values in groups of `n`; for each group, the axes declared
-    /// after it are walked, and at each of their points the group's values in turn (seed 001:
-    /// `B0C0, B1C0, B2C0, B3C0, B0C1, ...` for `interleaved(4)` on the batch axis).
+    /// after it are walked, and at each of their points the group's values in turn (the PDE
+    /// specification: `B0C0, B1C0, B2C0, B3C0, B0C1, ...` for `interleaved(4)` on the batch axis).
     Interleaved(u32),
 }
 

@@ -1,7 +1,8 @@
-//! Iteration spaces (seed 001 §3): the named axes a plan's work ranges over, each with a start, an
-//! end that is a constant or known only at run time, and a tiling. A [`Space`] is declared once;
-//! [`Space::bind`] fixes its dynamic ends and its `auto` tiles (the planner's choice) and checks
-//! everything, giving a [`BoundSpace`] the generator walks without further checks.
+//! Iteration spaces (the PDE specification's `PTO_SPACE`, `PTO_AXIS`, `PTO_TILE`): the named axes a
+//! plan's work ranges over, each with a start, an end that is a constant or known only at run time,
+//! and a tiling. A [`Space`] is declared once; [`Space::bind`] fixes its dynamic ends and its
+//! `auto` tiles (the planner's choice) and checks everything, giving a [`BoundSpace`] the generator
+//! walks without further checks.
 
 use crate::descriptor::MAX_AXES;
 use crate::error::{PdeError, Result};

@@ -1,7 +1,7 @@
-//! Tiers as values (seed 001 §4): a table of kernel variants chosen by a run-time value, the first
-//! whose bound the value does not exceed, the last one the default. A tier is only a name, a bound
-//! and a workspace size here; the kernels are bound to tiers when a launch is made
-//! ([`crate::dispatch::Launch`]), so one table serves any set of kernels.
+//! Tiers as values (the PDE specification's kernel tiers): a table of kernel variants chosen by a
+//! run-time value, the first whose bound the value does not exceed, the last one the default. A
+//! tier is only a name, a bound and a workspace size here; the kernels are bound to tiers when a
+//! launch is made ([`crate::dispatch::Launch`]), so one table serves any set of kernels.
 
 use crate::error::{PdeError, Result};
 

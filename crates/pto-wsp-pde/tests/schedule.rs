@@ -27,7 +27,8 @@ fn points(s: &BoundSpace, orders: &[(&str, Order)]) -> Vec<(u32, u32)> {
 #[test]
 fn interleaved_order_takes_groups_of_values_at_each_inner_point() {
     let s = space(6, 2);
-    // Seed 001 §5.3: B0C0, B1C0, B2C0, B3C0, B0C1, ... for interleaved(4) on the batch.
+    // The PDE specification's `PTO_ORDER` example: B0C0, B1C0, B2C0, B3C0, B0C1, ... for
+    // interleaved(4) on the batch.
     let want = vec![
         (0, 0),
         (1, 0),

@@ -74,6 +74,6 @@ pub use pto_wsp_cpu as cpu;
 pub use pto_wsp_graph as graph;
 pub use pto_wsp_ir as ir;
 pub use pto_wsp_kernels as kernels;
-/// Plan-Descriptor-Execute (seed 001): iteration spaces, tiers, fixed-size work descriptors,
-/// the split-KV planner and parallel dispatch (`docs/PDE.md`).
+/// Plan-Descriptor-Execute (the PDE specification): iteration spaces, tiers, fixed-size work
+/// descriptors, the split-KV planner and parallel dispatch (`docs/PDE.md`).
 pub use pto_wsp_pde as pde;

@@ -367,7 +367,7 @@ impl Gen<'_> {
     }
 
     fn task(&mut self, t: &Task, d: usize) {
-        let module = self.inp.input.resolved.module;
+        let module = &self.inp.input.resolved.module;
         let k = &module.kernels[t.kernel.index()];
         self.line(d, &format!("{{ // task {}", k.name.name));
         let d1 = d + 1;
@@ -457,7 +457,7 @@ impl Gen<'_> {
 /// The orchestration source.
 pub(crate) fn orchestration(inp: &OrchInput<'_>) -> String {
     let res = inp.input.resolved;
-    let module = inp.input.resolved.module;
+    let module = &inp.input.resolved.module;
     let mut g = Gen {
         inp,
         out: String::new(),

@@ -2,8 +2,9 @@
 //! skip without running them.
 //!
 //! Why: an executor must generate only its own tasks at O(1) cost per task, and should not even
-//! walk the subtrees that belong to others (seed 000 §3: "generates only its own tasks"). Both
-//! need facts about the workload that are cheap to find once, here, and cost nothing at run time.
+//! walk the subtrees that belong to others (the on-device generation specification: "generates only
+//! its own tasks"). Both need facts about the workload that are cheap to find once, here, and cost
+//! nothing at run time.
 //!
 //! Promises (the rules, each one sufficient for the interpreter to give exactly the reference
 //! expander's tasks and order edges):

@@ -2,11 +2,10 @@
 //! decodes can be bound and interpreted without panicking either. (The message of each error
 //! kind is tested beside the decoder, in `src/decode/tests.rs`.)
 
+use super::common::encode;
 use super::examples::{EXAMPLES, example};
 use proptest::prelude::*;
-use pto_wsp_bytecode::{
-    EncodeOptions, ExecutorConfig, Interpreter, Program, Task, TaskSink, encode,
-};
+use pto_wsp_bytecode::{EncodeOptions, ExecutorConfig, Interpreter, Program, Task, TaskSink};
 use pto_wsp_ir::{Bindings, DataRead, ReadRefused};
 use std::ops::ControlFlow;
 

@@ -10,6 +10,7 @@
 //! complete.
 
 use crate::{CliError, Loaded};
+use pto_wsp::LoweredPlan;
 use pto_wsp::emitters::ascend::AscendTree;
 use pto_wsp::emitters::ptoisa::Emitted;
 use pto_wsp::emitters::{EmitError, Input, ascend, ptoisa};
@@ -17,36 +18,41 @@ use pto_wsp::ir::Bindings;
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// Lowers `loaded` and runs `emit` on its resolved program, rendering every error against the
-/// source.
+/// Runs `emit` on the resolved program of `plan` (lowered from `loaded`), rendering every error
+/// against the source.
 fn with_input<T>(
     loaded: &Loaded,
+    plan: &LoweredPlan,
     bindings: &Bindings,
     emit: impl FnOnce(&Input<'_>) -> Result<T, EmitError>,
 ) -> Result<T, CliError> {
-    let plan =
-        pto_wsp::lower(&loaded.module).map_err(|e| pto_wsp::driver::compile_error(loaded, &e))?;
-    let resolved = plan
-        .resolve()
-        .map_err(|e| CliError::diagnostic(&loaded.source, &e))?;
     let input = Input {
-        resolved: &resolved,
+        resolved: plan.resolved(),
         source: Some(&loaded.source),
         bindings,
     };
     emit(&input).map_err(|e| CliError::diagnostic(&loaded.source, &e))
 }
 
-/// Every kernel of `loaded` with a body as PTO-ISA C++, and the host driver of its tasks under
-/// `bindings`.
-pub fn kernels(loaded: &Loaded, bindings: &Bindings) -> Result<Emitted, CliError> {
-    with_input(loaded, bindings, ptoisa::emit_kernels)
+/// Every kernel of `loaded` (lowered as `plan`) with a body as PTO-ISA C++, and the host driver
+/// of its tasks under `bindings`.
+pub fn kernels(
+    loaded: &Loaded,
+    plan: &LoweredPlan,
+    bindings: &Bindings,
+) -> Result<Emitted, CliError> {
+    with_input(loaded, plan, bindings, ptoisa::emit_kernels)
 }
 
-/// The Ascend tree of `loaded` under `bindings` for `target` (`ascend_a2a3sim`,
-/// `ascend_a2a3`).
-pub fn ascend(loaded: &Loaded, bindings: &Bindings, target: &str) -> Result<AscendTree, CliError> {
-    with_input(loaded, bindings, |input| ascend::emit(input, target))
+/// The Ascend tree of `loaded` (lowered as `plan`) under `bindings` for `target`
+/// (`ascend_a2a3sim`, `ascend_a2a3`).
+pub fn ascend(
+    loaded: &Loaded,
+    plan: &LoweredPlan,
+    bindings: &Bindings,
+    target: &str,
+) -> Result<AscendTree, CliError> {
+    with_input(loaded, plan, bindings, |input| ascend::emit(input, target))
 }
 
 /// Writes `(file name, contents)` pairs into `dir` (created if needed), each to a temporary
@@ -113,4 +119,54 @@ pub fn ascend_summary(tree: &AscendTree, dir: &Path) -> String {
         let _ = writeln!(s, "note: {n}");
     }
     s
+}
+
+/// What `pto-wsp emit` writes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum EmitWhat {
+    /// Kernels written in tile instructions, as PTO-ISA C++ with a host driver.
+    Kernels,
+    /// The workload for the Ascend runtime (simpler): orchestration C++, one AICore kernel file
+    /// per kernel, a numpy-only runner and a README of the schedule directives it cannot honour.
+    Ascend,
+}
+
+/// The arguments of `pto-wsp emit`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// What to emit.
+    pub what: EmitWhat,
+    /// The `.wsp` file.
+    pub file: std::path::PathBuf,
+    /// The output directory (created if needed).
+    #[arg(short = 'o', long = "out", value_name = "DIR")]
+    pub out: std::path::PathBuf,
+    /// Bind a symbol, slot or integer tensor (after the file's `//@ bind` defaults).
+    #[arg(long = "bind", value_name = "NAME=VALUE")]
+    pub binds: Vec<String>,
+    /// `emit ascend`: the Ascend target (`ascend_a2a3sim` or `ascend_a2a3`).
+    #[arg(long, default_value = "ascend_a2a3sim")]
+    pub target: String,
+}
+
+/// Runs `pto-wsp emit`: the file lowered once, the emitter's files written, a summary printed.
+pub fn main(args: Args) -> anyhow::Result<std::process::ExitCode> {
+    let name = args.file.display().to_string();
+    let loaded = crate::load_source(&name, &super::read(&args.file)?)?;
+    let bindings = crate::bindings_for(&loaded, &args.binds)?;
+    let plan = pto_wsp::driver::lower(&loaded)?;
+    let summary = match args.what {
+        EmitWhat::Kernels => {
+            let emitted = kernels(&loaded, &plan, &bindings)?;
+            write_files(&emitted.files, &args.out)?;
+            kernels_summary(&emitted, &args.out)
+        }
+        EmitWhat::Ascend => {
+            let tree = ascend(&loaded, &plan, &bindings, &args.target)?;
+            write_files(&tree.files, &args.out)?;
+            ascend_summary(&tree, &args.out)
+        }
+    };
+    super::print(&summary)?;
+    Ok(std::process::ExitCode::SUCCESS)
 }

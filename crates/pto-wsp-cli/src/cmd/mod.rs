@@ -1,5 +1,46 @@
-//! One module per command of the `pto-wsp` tool: each takes the command's arguments and
-//! returns what the command prints (or a [`crate::CliError`]), so `main.rs` only parses the
-//! command line and writes the result.
+//! One module per command of the `pto-wsp` tool: each holds the command's arguments (a clap
+//! `Args` struct) and its `main`, which reads the files, prints the results and chooses the exit
+//! code, so `main.rs` only parses the command line and dispatches.
+//!
+//! Promise: a command's stdout is written through [`print`] (a closed pipe is not an error);
+//! every failure caused by the input is a [`crate::CliError`] already rendered for the user.
 
+pub mod bench;
+pub mod bytecode;
+pub mod check;
 pub mod emit;
+pub mod expand;
+pub mod fmt;
+pub mod run;
+pub mod targets;
+pub mod tune;
+
+use anyhow::Context as _;
+use std::io::Write as _;
+use std::path::Path;
+
+/// Reads a source file as UTF-8 text.
+pub fn read(path: &Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("cannot read `{}`", path.display()))
+}
+
+/// Writes to stdout; a closed pipe (`pto-wsp expand ... | head`) is not an error.
+pub fn print(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(e).context("cannot write to stdout")
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A rate for the timing lines on stderr: `per_second` formatted with `decimals`, or `inf` when
+/// no time was measured.
+pub(crate) fn rate(count: f64, secs: f64, decimals: usize) -> String {
+    if secs > 0.0 {
+        format!("{:.*}", decimals, count / secs)
+    } else {
+        "inf".to_string()
+    }
+}

@@ -1,5 +1,6 @@
-//! The unbounded exact-key map (seed 004 §6.2.3 `DynamicTensorMap`): a hash map from region key
-//! to last writer and readers, with the FxHash-style [`super::FxHasher`]. Never full.
+//! The unbounded exact-key map (the back-end architecture specification's `DynamicTensorMap`): a
+//! hash map from region key to last writer and readers, with the FxHash-style [`super::FxHasher`].
+//! Never full.
 //!
 //! Retiring keeps every key: an entry whose tasks have all completed stays as a tombstone (its
 //! last writer's id and a count of completed readers, see [`super::readers`]), so later accesses

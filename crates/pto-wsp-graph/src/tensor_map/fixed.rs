@@ -1,11 +1,10 @@
-//! The bounded exact-key map (seed 004 §6.2.3 `FixedTensorMap`): what an AICPU-style executor
-//! can run with no allocator.
+//! The bounded exact-key map (the back-end architecture specification's `FixedTensorMap`): what an
+//! AICPU-style executor can run with no allocator.
 //!
-//! A table (open addressing that probes the same place of the next 8-slot window, at most half full) of 8-byte slots — a 32-bit hash
-//! tag and an entry index — over a fixed pool of entries (key, last writer, reader list: one
-//! 64-byte cache line each). All
-//! memory is reserved at construction, except reader-list chunks, which come from a pool with a
-//! free list.
+//! A table (open addressing that probes the same place of the next 8-slot window, at most half
+//! full) of 8-byte slots — a 32-bit hash tag and an entry index — over a fixed pool of entries
+//! (key, last writer, reader list: one 64-byte cache line each). All memory is reserved at
+//! construction, except reader-list chunks, which come from a pool with a free list.
 //!
 //! **Slot layout:** slots are indexed by [`Region::slot_hash`], which places the column tiles
 //! `8k .. 8k + 8` of one row of a tensor in eight neighbouring slots (one cache line), so a
@@ -45,11 +44,11 @@
 //! half the capacity at a retire.
 //!
 //! **When full (bounded):** the map holds at most `capacity` distinct keys. It does not grow and
-//! does not evict (evicting a key would lose edges). Instead [`TensorMap::has_room`] tells the builder, before
-//! a task touches the map, whether the task's regions are sure to fit; if not, `submit` fails with
-//! [`crate::builder::BuildError::TensorMapFull`] and nothing of the task is recorded. Under a task
-//! window, [`TensorMap::retire_before`] frees the keys of completed tasks, so a capacity of a few
-//! times the window's distinct keys never fills.
+//! does not evict (evicting a key would lose edges). Instead [`TensorMap::has_room`] tells the
+//! builder, before a task touches the map, whether the task's regions are sure to fit; if not,
+//! `submit` fails with [`crate::builder::BuildError::TensorMapFull`] and nothing of the task is
+//! recorded. Under a task window, [`TensorMap::retire_before`] frees the keys of completed tasks,
+//! so a capacity of a few times the window's distinct keys never fills.
 
 use super::readers::{ExactEntry, ReaderPool};
 use super::{MapFull, MapStats, TensorMap};

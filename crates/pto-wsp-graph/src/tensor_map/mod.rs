@@ -1,5 +1,5 @@
 //! TensorMaps: from the regions a task reads and writes to the earlier tasks it must follow
-//! (seed 003 §2.2, seed 004 §6.2.3).
+//! (the concurrency-mechanisms and back-end architecture specifications' TensorMap).
 //!
 //! Why: dependencies are inferred, and inference is the safety proof — an edge is the only thing
 //! that keeps two tasks from touching the same bytes at once. This module owns that inference for

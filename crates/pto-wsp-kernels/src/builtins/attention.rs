@@ -1,5 +1,5 @@
 //! Split-KV decode attention: one KV chunk to a partial state, and the merge of partial states
-//! (seed 001 §7.1 and §8, the FlashInfer / flash-decoding scheme).
+//! (the PDE specification's decode-attention example, the FlashInfer / flash-decoding scheme).
 //!
 //! Why: at decode time each request has one query token per head and a KV cache of thousands of
 //! tokens; splitting the cache into chunks processed in parallel, each leaving a partial

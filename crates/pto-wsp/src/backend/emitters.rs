@@ -40,9 +40,8 @@ fn with_input<T>(
     options: &CompileOptions,
     emit: impl FnOnce(&Input<'_>) -> Result<T, pto_wsp_backends::EmitError>,
 ) -> Result<T, CompileError> {
-    let resolved = plan.resolve()?;
     let input = Input {
-        resolved: &resolved,
+        resolved: plan.resolved(),
         source: plan.source.as_deref(),
         bindings: &options.bindings,
     };
@@ -67,7 +66,7 @@ impl Backend for PtoIsa {
         vec![Capability::Emit]
     }
 
-    fn supports(&self, _module: &Resolved<'_>) -> Result<(), Unsupported> {
+    fn supports(&self, _module: &Resolved) -> Result<(), Unsupported> {
         // Tasks of kernels without a body are skipped by the driver (and said so); what a body
         // cannot be written as is refused, at its place, by `compile`.
         Ok(())
@@ -105,7 +104,7 @@ impl Backend for Ascend {
         vec![Capability::Emit]
     }
 
-    fn supports(&self, module: &Resolved<'_>) -> Result<(), Unsupported> {
+    fn supports(&self, module: &Resolved) -> Result<(), Unsupported> {
         pto_wsp_backends::ascend::unsupported(module)
     }
 

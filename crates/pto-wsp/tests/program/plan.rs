@@ -392,7 +392,8 @@ fn order_interleaved_in_a_plan_queues_descriptors_as_the_rust_walk_does() {
         let seen = scheduled(SCHED, 6, 2, schedule, 1).unwrap();
         seen.into_iter().map(|(b, c, _)| (b, c)).collect()
     };
-    // Seed 001 §5.3: B0C0, B1C0, B2C0, B3C0, B0C1, ... for interleaved(4) on the batch.
+    // The PDE specification's `PTO_ORDER` example: B0C0, B1C0, B2C0, B3C0, B0C1, ... for
+    // interleaved(4) on the batch.
     let want = vec![
         (0, 0),
         (1, 0),

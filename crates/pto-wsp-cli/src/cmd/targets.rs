@@ -38,7 +38,8 @@ pub fn compile_loaded(
     if pto_wsp::emitters::ascend::TARGETS.contains(&target) {
         // The Ascend tree needs the bindings: the file's `//@ bind` lines apply.
         let bindings = crate::bindings_for(loaded, &[])?;
-        let tree = crate::cmd::emit::ascend(loaded, &bindings, target)?;
+        let plan = pto_wsp::driver::lower(loaded)?;
+        let tree = crate::cmd::emit::ascend(loaded, &plan, &bindings, target)?;
         let out = out.ok_or_else(|| {
             CliError::plain(format!(
                 "target `{target}` emits an artefact: give the output path with `-o`"
@@ -133,4 +134,31 @@ fn write_artefact(a: &Artefact, out: &Path) -> Result<usize, CliError> {
             Ok(total)
         }
     }
+}
+
+/// Runs `pto-wsp targets`.
+pub fn targets_main() -> anyhow::Result<std::process::ExitCode> {
+    super::print(&targets_report())?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// The arguments of `pto-wsp compile`.
+#[derive(clap::Args, Debug)]
+pub struct CompileArgs {
+    /// The `.wsp` file.
+    pub file: std::path::PathBuf,
+    /// The target (see `pto-wsp targets`).
+    #[arg(long, default_value = "cpu_sim")]
+    pub target: String,
+    /// Where an emitting target writes its artefact.
+    #[arg(short = 'o', long = "out", value_name = "OUT")]
+    pub out: Option<std::path::PathBuf>,
+}
+
+/// Runs `pto-wsp compile`.
+pub fn compile_main(args: CompileArgs) -> anyhow::Result<std::process::ExitCode> {
+    let name = args.file.display().to_string();
+    let loaded = crate::load_source(&name, &super::read(&args.file)?)?;
+    super::print(&compile_loaded(&loaded, &args.target, args.out.as_deref())?)?;
+    Ok(std::process::ExitCode::SUCCESS)
 }
