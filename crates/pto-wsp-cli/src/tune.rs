@@ -225,10 +225,9 @@ fn apply(schedule: &Schedule, dims: &[Dim], point: &[usize]) -> (Schedule, Vec<S
     if let Some(pos) = items
         .iter()
         .position(|i| matches!(i.kind, ScheduleItemKind::TaskGraph(_)))
+        && let ScheduleItemKind::TaskGraph(g) = items.remove(pos).kind
     {
-        if let ScheduleItemKind::TaskGraph(g) = items.remove(pos).kind {
-            graph = g;
-        }
+        graph = g;
     }
     let mut binds = Vec::new();
     let mut head = Vec::new();

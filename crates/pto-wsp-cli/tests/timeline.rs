@@ -19,11 +19,15 @@ fn run(args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// One lane as read back: its label and its events' (x, width, y, task or `None` for a merged
+/// run).
+type LaneRead = (String, Vec<(f64, f64, f64, Option<u32>)>);
+
 /// What the structure check reads from a timeline.
 #[derive(Default, Debug)]
 struct Picture {
     /// Per lane (in order): label and the events' (x, width, y, task or None for a merged run).
-    lanes: Vec<(String, Vec<(f64, f64, f64, Option<u32>)>, f64)>,
+    lanes: Vec<LaneRead>,
     legend: Vec<String>,
     ticks: Vec<u64>,
     plot: (f64, f64),
@@ -48,14 +52,15 @@ fn read(path: &Path) -> Picture {
                 if class == "lane" {
                     in_lane = true;
                     let label = a["data-label"].to_string();
-                    p.lanes.push((label, Vec::new(), 0.0));
+                    p.lanes.push((label, Vec::new()));
                 } else if class == "legend-item" {
                     p.legend.push(a["data-kernel"].to_string());
                 }
             }
             Event::Tag("g", Type::End, _) => in_lane = false,
             Event::Tag("rect", _, a)
-                if a.get("class").is_some_and(|c| c.to_string() == "event") =>
+                if a.get("class")
+                    .is_some_and(|c| c.to_string().as_str() == "event") =>
             {
                 assert!(in_lane, "an event outside a lane");
                 let task = a.get("data-task").map(|v| v.to_string().parse().unwrap());
@@ -63,7 +68,10 @@ fn read(path: &Path) -> Picture {
                 lane.1
                     .push((num(&a, "x"), num(&a, "width"), num(&a, "y"), task));
             }
-            Event::Tag("text", _, a) if a.get("class").is_some_and(|c| c.to_string() == "tick") => {
+            Event::Tag("text", _, a)
+                if a.get("class")
+                    .is_some_and(|c| c.to_string().as_str() == "tick") =>
+            {
                 p.ticks.push(a["data-ps"].to_string().parse().unwrap())
             }
             _ => {}
@@ -80,7 +88,7 @@ fn check_geometry(p: &Picture) {
         p.ticks
     );
     let mut ys = Vec::new();
-    for (label, events, _) in &p.lanes {
+    for (label, events) in &p.lanes {
         assert!(!label.is_empty());
         let y = events.first().map(|e| e.2);
         for &(x, w, ey, _) in events {

@@ -1512,6 +1512,7 @@ mod device_tests {
             completion: f,
             sched_complete: sc,
             sched_per_edge: e,
+            no_core: Vec::new(),
             record: true,
         }
     }

@@ -263,7 +263,7 @@ impl Machine {
         })?;
         let spans = Spans::of(text).map_err(|e| err(0, e))?;
         let at = |key: &str| spans.get(key).unwrap_or(0);
-        for (key, message) in machine.problems() {
+        if let Some((key, message)) = machine.problems().into_iter().next() {
             return Err(err(at(&key), format!("`{key}`: {message}")));
         }
         for key in spans.numeric() {
