@@ -24,6 +24,8 @@ pub mod inputs;
 pub mod llm;
 pub mod progress;
 pub mod report;
+pub mod timeline;
+pub mod tune;
 
 pub(crate) use pto_wsp::driver::count;
 /// The front-end driver the tool shares with the Python extension: loading a text, its
@@ -308,6 +310,90 @@ fn cycle_lines(stats: &pto_wsp::cpu::RunStats) -> String {
     }
     if !extra.is_empty() {
         out.push_str(&format!("  cycle model: {}\n", extra.join(", ")));
+    }
+    for d in &stats.device {
+        out.push_str(&device_report(d));
+    }
+    out
+}
+
+/// A time in picoseconds as people read it (`1.23 ms`, `45.6 µs`, `780 ns`).
+pub fn fmt_ps(ps: u64) -> String {
+    let ns = ps as f64 / 1000.0;
+    if ns >= 1e6 {
+        format!("{} ms", sig(ns / 1e6, 4))
+    } else if ns >= 1e3 {
+        format!("{} µs", sig(ns / 1e3, 4))
+    } else {
+        format!("{} ns", sig(ns, 3))
+    }
+}
+
+/// The lines of one device-model run in `pto-wsp run`'s report.
+pub fn device_report(d: &pto_wsp::cpu::DeviceRun) -> String {
+    let pct = |busy: u64, n: u64| {
+        if d.makespan_ps == 0 || n == 0 {
+            0.0
+        } else {
+            100.0 * busy as f64 / (n as f64 * d.makespan_ps as f64)
+        }
+    };
+    let mut out = if d.host_generation {
+        format!(
+            "  device model: {}, host generation (host build, upload and launch {}, then {} scheduler thread(s)): makespan {}\n",
+            d.machine,
+            fmt_ps(d.prefix_ps),
+            d.schedulers,
+            fmt_ps(d.makespan_ps)
+        )
+    } else {
+        format!(
+            "  device model: {}, device generation ({} orchestrator + {} scheduler thread(s)): makespan {}\n",
+            d.machine,
+            d.orchestrators,
+            d.schedulers,
+            fmt_ps(d.makespan_ps)
+        )
+    };
+    let kinds: Vec<String> = d
+        .kinds
+        .iter()
+        .map(|(name, _, cores, busy)| {
+            format!(
+                "{name} {cores} × {:.1}% busy",
+                pct(*busy, u64::from(*cores))
+            )
+        })
+        .collect();
+    let scheds: Vec<String> = d
+        .report
+        .scheduler_busy
+        .iter()
+        .map(|&b| format!("{:.1}", pct(b, 1)))
+        .collect();
+    let orch = if d.host_generation {
+        String::new()
+    } else {
+        format!(
+            "; orchestrator {:.1}% busy",
+            pct(d.report.orchestrator_busy, 1)
+        )
+    };
+    out.push_str(&format!(
+        "    {}{orch}; schedulers {} % busy\n",
+        kinds.join(", "),
+        scheds.join(" / ")
+    ));
+    let w = d.report.waits;
+    out.push_str(&format!(
+        "    waits (sum over tasks): generation {}, dependencies {}, free core {}, dispatch {}\n",
+        fmt_ps(w.generation),
+        fmt_ps(w.dependencies),
+        fmt_ps(w.free_core),
+        fmt_ps(w.dispatch)
+    ));
+    for n in &d.notes {
+        out.push_str(&format!("    note: {n}\n"));
     }
     out
 }

@@ -52,6 +52,10 @@ enum Command {
     Disasm(cmd::ptog::DisasmArgs),
     /// List every registered back end: its targets and capabilities.
     Targets,
+    /// Search the schedule space the module leaves open on the device timeline model of a
+    /// machine, within a time budget: prints the best schedules with their modelled makespans
+    /// next to the module's own, and can write the best one back as .wsp text.
+    Tune(cmd::tune::Args),
     /// Validate and resolve a module, check that a target supports it, and compile it: an
     /// emitting target writes its artefact to OUT, a running one (`cpu_sim`) reports.
     Compile(cmd::targets::CompileArgs),
@@ -87,6 +91,7 @@ fn main() -> ExitCode {
         Command::Asm(args) => cmd::ptog::asm_main(args),
         Command::Disasm(args) => cmd::ptog::disasm_main(args),
         Command::Targets => cmd::targets::targets_main(),
+        Command::Tune(args) => cmd::tune::main(args),
         Command::Compile(args) => cmd::targets::compile_main(args),
         Command::Emit(args) => cmd::emit::main(args),
         Command::Bench(args) => cmd::bench::main(args),

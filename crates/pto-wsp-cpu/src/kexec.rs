@@ -212,6 +212,31 @@ pub fn task_costs<S: TaskSource>(
         .collect()
 }
 
+/// Calls `f` with the node and a context of each task `0..n` of `source` that runs a kernel
+/// (barrier tasks and tasks whose regions fall outside the store get `None`), for models that
+/// read the tasks' shapes. Takes the store exclusively, so no task runs meanwhile.
+pub fn with_task_contexts<S: TaskSource>(
+    source: &S,
+    n: usize,
+    store: &mut TensorStore,
+    mut f: impl FnMut(usize, &TaskNode, Option<&TaskContext<'_>>),
+) {
+    let store = &*store;
+    let mut bufs = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let t = TaskId(i as u32);
+        source.with_task(t, &mut bufs, |node, params, io| {
+            if node.kernel == BARRIER_KERNEL || io.iter().any(|r| store.check_region(r).is_err()) {
+                return f(i, node, None);
+            }
+            // SAFETY: the store is borrowed exclusively by this function, so no task runs and
+            // nothing else reads or writes it while the context lives.
+            let ctx = unsafe { TaskContext::new(store, t.0, 0, params, io) };
+            f(i, node, Some(&ctx));
+        });
+    }
+}
+
 impl<S: TaskSource> Exec for KernelExec<'_, S> {
     fn run(&self, t: TaskId, w: usize) -> Result<(), TaskFailure> {
         BUFS.with(|b| {

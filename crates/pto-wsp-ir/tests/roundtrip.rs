@@ -309,7 +309,11 @@ fn task_graph_item() -> impl Strategy<Value = TaskGraphItem> {
         prop_oneof![
             Just(TracePolicy::None),
             Just(TracePolicy::Wall),
-            proptest::option::of(small_expr()).prop_map(TracePolicy::Cycles),
+            (
+                proptest::option::of(small_expr()),
+                proptest::option::of(Just(Ident::new("ascend910b")))
+            )
+                .prop_map(|(e, m)| TracePolicy::Cycles(e, m)),
         ]
         .prop_map(TaskGraphItem::Trace),
         select(&[PoolsPolicy::Single, PoolsPolicy::ByExecUnit][..]).prop_map(TaskGraphItem::Pools),

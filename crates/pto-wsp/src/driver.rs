@@ -250,6 +250,13 @@ pub fn expand(
 /// `//@ alias` hint.
 pub fn compile_error(loaded: &Loaded, e: &CompileError) -> Error {
     match e {
+        CompileError::UnknownMachine { at, .. } => {
+            let text = &loaded.source.text;
+            let before = &text[..(*at).min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            Error::plain(format!("{}:{line}:{col}: {e}", loaded.source.name))
+        }
         CompileError::UnknownKernel { at, name, .. } => {
             let text = &loaded.source.text;
             let before = &text[..(*at).min(text.len())];

@@ -55,6 +55,7 @@
 
 pub mod backend;
 pub mod driver;
+pub mod machine;
 pub mod node;
 pub mod plan;
 pub mod program;

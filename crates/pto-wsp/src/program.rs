@@ -61,6 +61,7 @@ use pto_wsp_ir::{
 use pto_wsp_kernels::{KernelId, KernelRegistry, StoreError, TensorStore};
 
 pub mod coverage;
+mod device;
 pub use coverage::{TensorRole, plan_roles, roles};
 mod devgen;
 pub(crate) mod modes;
@@ -119,6 +120,12 @@ pub struct CompileOptions {
     /// tensors: `ascend`, `pto_isa`); a running back end takes its bindings at each run and
     /// ignores these.
     pub bindings: Bindings,
+    /// The machine the device timeline model runs each traced run on (overrides the
+    /// schedule's `trace cycles device(NAME)`; `None`: the schedule's, if any).
+    pub machine: Option<crate::machine::Machine>,
+    /// Record the device model's timeline (per-task times, orchestrator and scheduler
+    /// intervals) for pictures.
+    pub record_timeline: bool,
 }
 
 impl Default for CompileOptions {
@@ -140,6 +147,8 @@ impl Default for CompileOptions {
             host_expander: false,
             coverage: true,
             bindings: Bindings::new(),
+            machine: None,
+            record_timeline: false,
         }
     }
 }
@@ -166,6 +175,19 @@ impl std::fmt::Debug for CompileOptions {
 /// Why lowering or compiling failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CompileError {
+    /// `trace cycles device(NAME)` names no shipped machine.
+    #[error(
+        "`device({name})` at byte {at}: no shipped machine of this name (shipped: {shipped}; a \
+         machine file is given with --machine FILE)"
+    )]
+    UnknownMachine {
+        /// The name.
+        name: String,
+        /// Byte offset in the source.
+        at: usize,
+        /// Shipped machine names.
+        shipped: String,
+    },
     /// The module is invalid.
     #[error("the module has {} validation error(s); the first: {}", .0.len(), .0[0])]
     Invalid(Vec<ValidationError>),
@@ -471,6 +493,19 @@ pub(crate) fn compile_cpu(
     } else {
         None
     };
+    let machine = match (&options.machine, &plan.config().trace) {
+        (Some(m), _) => Some(m.clone()),
+        (None, TracePolicy::Cycles(_, Some(name))) => {
+            Some(crate::machine::shipped(&name.name).ok_or_else(|| {
+                CompileError::UnknownMachine {
+                    name: name.name.clone(),
+                    at: name.loc.start as usize,
+                    shipped: crate::machine::shipped_names().join(", "),
+                }
+            })?)
+        }
+        _ => None,
+    };
     let pool = WorkerPool::new(options.threads)?;
     Ok(Program {
         inner: Arc::new(Inner {
@@ -485,6 +520,7 @@ pub(crate) fn compile_cpu(
             bytecode,
             host_bytecode,
             notes,
+            machine,
         }),
         store: Arc::new(Mutex::new(None)),
         running: None,
@@ -513,6 +549,8 @@ struct Inner {
     host_bytecode: Option<pto_wsp_bytecode::Program>,
     /// Directives that compile but do nothing in this program's mode (`modes::notes`).
     notes: Vec<String>,
+    /// The machine of the device timeline model, if runs are modelled on one.
+    machine: Option<crate::machine::Machine>,
 }
 
 /// A compiled program: runs its workload on the CPU simulation (see the module docs).
@@ -702,7 +740,7 @@ impl Inner {
 
     /// Whether the schedule asks for the cycle-cost model.
     fn cycles(&self) -> bool {
-        matches!(self.plan.config().trace, TracePolicy::Cycles(_))
+        matches!(self.plan.config().trace, TracePolicy::Cycles(..)) || self.machine.is_some()
     }
 
     /// Runs once under `bindings` on `store`; with the output tensors left partly unwritten
@@ -886,6 +924,9 @@ impl Inner {
         if self.cycles() {
             stats.cycles = Some(self.model(&table, store, &costs, &stats.edge_list)?);
         }
+        if let Some(m) = &self.machine {
+            stats.device = self.device_model(m, &table, store, &costs, &stats.edge_list)?;
+        }
         Ok(stats)
     }
 
@@ -922,7 +963,54 @@ impl Inner {
             vector: matches!(c.pools, PoolsPolicy::ByExecUnit).then_some(executors / 2),
             placement: self.plan.sched().placement(),
         };
-        let schedule = SimSchedule {
+        simulate(&tasks, edges, &machine, &self.sim_schedule()).map_err(model_error)
+    }
+
+    /// The device timeline model of a finished run on `m`: device generation, then host
+    /// generation (see [`device`]).
+    fn device_model(
+        &self,
+        m: &crate::machine::Machine,
+        table: &TaskTable,
+        store: &mut TensorStore,
+        given: &[Option<u64>],
+        edges: &[(u32, u32)],
+    ) -> Result<Vec<pto_wsp_cpu::DeviceRun>, RunError> {
+        let c = &self.plan.config();
+        let kernels = device::Kernels {
+            module: self.plan.module(),
+            registry: &self.options.kernels,
+            ids: &self.kernels,
+            names: &self.names,
+        };
+        let priority = matches!(c.ready, ReadyPolicy::Priority(_));
+        let tasks = device::device_tasks(m, table, table.len(), store, &kernels, given, priority);
+        let follow = device::Follow {
+            schedule: self.sim_schedule(),
+            executors: c.executors.clamp(1, u32::MAX as u64) as u32,
+            dispatch: c.dispatch.clone(),
+        };
+        [false, true]
+            .into_iter()
+            .map(|host| {
+                device::model(
+                    m,
+                    &tasks,
+                    edges,
+                    &follow,
+                    host,
+                    self.options.record_timeline,
+                    &self.names,
+                )
+                .map_err(model_error)
+            })
+            .collect()
+    }
+
+    /// The schedule the cycle models follow.
+    fn sim_schedule(&self) -> SimSchedule {
+        let c = &self.plan.config();
+        SimSchedule {
             issue_cycles: self.options.issue_cycles,
             window: c.task_window,
             gate: c.pipeline_depth,
@@ -935,13 +1023,17 @@ impl Inner {
             },
             streams: c.streams.clamp(1, u32::MAX as u64) as u32,
             batch_deps: c.batch_deps,
-        };
-        simulate(&tasks, edges, &machine, &schedule).map_err(|e| match e {
-            SimError::WindowFull { .. } => {
-                RunError::Exec(ExecError::Setup(format!("cycle model: {e}")))
-            }
-            e => RunError::Exec(ExecError::Internal(format!("cycle model: {e}"))),
-        })
+        }
+    }
+}
+
+/// A model's refusal as a run error.
+fn model_error(e: SimError) -> RunError {
+    match e {
+        SimError::WindowFull { .. } => {
+            RunError::Exec(ExecError::Setup(format!("cycle model: {e}")))
+        }
+        e => RunError::Exec(ExecError::Internal(format!("cycle model: {e}"))),
     }
 }
 

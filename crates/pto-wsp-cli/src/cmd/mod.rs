@@ -14,6 +14,7 @@ pub mod fmt;
 pub mod ptog;
 pub mod run;
 pub mod targets;
+pub mod tune;
 
 use anyhow::Context as _;
 use std::io::Write as _;

@@ -141,7 +141,7 @@ pub fn resolve(module: &Module, options: &ResolveOptions) -> Result<Resolved, Re
             .as_ref()
             .map(|p| (p.levels.clone(), *p.otherwise)),
         priority: matches!(config.ready, ReadyPolicy::Priority(_)),
-        cost: matches!(config.trace, TracePolicy::Cycles(Some(_))),
+        cost: matches!(config.trace, TracePolicy::Cycles(Some(_), _)),
         config: config.clone(),
     };
     if config.deps == crate::schedule::DepsMode::Explicit
@@ -883,7 +883,7 @@ impl<'m> Walker<'m> {
         if let ReadyPolicy::Priority(e) = &config.ready {
             key(self, e, "the `priority` key")?;
         }
-        if let TracePolicy::Cycles(Some(e)) = &config.trace {
+        if let TracePolicy::Cycles(Some(e), _) = &config.trace {
             key(self, e, "the `cycles` cost")?;
         }
         let id = self.n_tasks;

@@ -134,7 +134,7 @@ fn verdict(d: &Directive, mode: Mode) -> Verdict {
             TaskGraphItem::Pools(PoolsPolicy::ByExecUnit) => {
                 Moot("its executors are not split into vector and cube pools")
             }
-            TaskGraphItem::Trace(TracePolicy::Cycles(_)) => {
+            TaskGraphItem::Trace(TracePolicy::Cycles(..)) => {
                 Refused("the cycle model needs the host-built graph")
             }
             _ => Honoured,

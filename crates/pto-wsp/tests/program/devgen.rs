@@ -432,7 +432,7 @@ fn task_graph_refused_by_device_gen(t: &TaskGraphItem) -> bool {
     match t {
         TaskGraphItem::Start(s) => *s != StartPolicy::Immediate,
         TaskGraphItem::Ready(r) => matches!(r, ReadyPolicy::Priority(_)),
-        TaskGraphItem::Trace(t) => matches!(t, TracePolicy::Cycles(_)),
+        TaskGraphItem::Trace(t) => matches!(t, TracePolicy::Cycles(..)),
         _ => false,
     }
 }

@@ -91,12 +91,19 @@ pub fn run_lowered(
     unbound_host_reads(loaded, &plan, &job.bindings)?;
     let options = CompileOptions {
         threads: opts.threads,
-        profiling: opts.trace.is_some(),
+        profiling: opts.trace.is_some() || opts.timeline.is_some(),
         debug_checks: opts.debug_checks,
         issue_cycles: opts.issue_cycles,
         check_order: opts.debug_checks,
         kernels: job.kernels()?,
         device_gen: opts.device_gen,
+        machine: match &opts.machine {
+            Some(m) => {
+                Some(pto_wsp::machine::resolve(m).map_err(|e| CliError::plain(e.to_string()))?)
+            }
+            None => None,
+        },
+        record_timeline: opts.timeline.is_some(),
         ..CompileOptions::default()
     };
     let mut program =
@@ -199,7 +206,7 @@ impl<'a> Job<'a> {
             goldens,
             inputs,
             dims,
-            count: opts.progress && !opts.empty_kernels,
+            count: opts.progress && !opts.empty_kernels && !opts.model_only,
             done: Arc::new(AtomicU64::new(0)),
         })
     }
@@ -212,7 +219,10 @@ impl<'a> Job<'a> {
         // Kernels written in tile instructions run as themselves; aliases may not name them.
         pto_wsp::kernels::lang::register_bodies(module, &mut registry);
         aliases::apply_aliases(self.loaded, &mut registry)?;
-        if self.opts.empty_kernels {
+        if self.opts.model_only {
+            registry.skip_runs();
+        }
+        if self.opts.empty_kernels || self.opts.model_only {
             for k in &module.kernels {
                 if registry.lookup(&k.name.name).is_none() {
                     registry.register(&k.name.name, |_| Ok(()));
@@ -245,7 +255,7 @@ impl<'a> Job<'a> {
             .as_mut()
             .ok_or_else(|| CliError::plain("internal error: no tensors allocated"))?;
         let mut generated = 0;
-        if !self.opts.empty_kernels {
+        if !self.opts.empty_kernels && !self.opts.model_only {
             // Only the tensors no input supplies are filled.
             let given: Vec<u32> = self
                 .inputs
@@ -361,7 +371,42 @@ impl<'a> Job<'a> {
             |tensor| store.to_npy(tensor).map_err(|e| e.to_string()),
             || pto_wsp::driver::trace::trace_json(&plan, &self.bindings, stats).into_bytes(),
         )?;
+        drop(guard);
+        if let Some(path) = &self.opts.timeline {
+            self.timeline(path, stats, program.threads(), &plan)?;
+        }
         Ok((comparison, check_ms, expectations))
+    }
+
+    /// Writes `--timeline`: the device model's lanes when the run was modelled on a machine,
+    /// else one lane per worker of the wall clock.
+    fn timeline(
+        &self,
+        path: &std::path::Path,
+        stats: &RunStats,
+        threads: usize,
+        plan: &pto_wsp::LoweredPlan,
+    ) -> Result<(), CliError> {
+        let module = &self.loaded.module;
+        let names: Vec<String> = module.kernels.iter().map(|k| k.name.name.clone()).collect();
+        let picture = match stats.device.first() {
+            Some(d) => crate::timeline::of_device(self.name, d),
+            None => {
+                let mut kernel = std::collections::HashMap::new();
+                let _ = expand_each(
+                    plan.resolved(),
+                    &self.bindings,
+                    &ExpandOptions::default(),
+                    |i, t| {
+                        kernel.insert(i, t.kernel);
+                    },
+                );
+                crate::timeline::of_wall(self.name, stats, threads, &names, |t| {
+                    kernel.get(&t).copied()
+                })
+            }
+        };
+        crate::timeline::write(path, &crate::timeline::render(&picture, 1600.0))
     }
 
     /// What `run` prints on stdout.
@@ -412,6 +457,9 @@ impl<'a> Job<'a> {
 
     /// The report's `data:` line: what was generated and what was read.
     fn data_line(&self, data: &Data) -> String {
+        if self.opts.model_only {
+            return "  data: none generated, no kernel run (--model-only)\n".to_string();
+        }
         if self.opts.empty_kernels {
             return "  data: none generated (--empty-kernels)\n".to_string();
         }

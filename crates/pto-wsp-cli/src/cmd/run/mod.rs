@@ -60,6 +60,19 @@ pub struct Args {
     /// runtime on modules whose kernels are not implemented yet); generates no inputs.
     #[arg(long)]
     pub empty_kernels: bool,
+    /// Build the graph and model it (`trace cycles`, --machine) without running any kernel
+    /// or generating inputs: for modelling workloads too large to run here.
+    #[arg(long)]
+    pub model_only: bool,
+    /// Model the run on a machine: a shipped machine (`ascend910b`, `unit`) or a machine
+    /// file (TOML, see docs/BACKENDS.md); overrides `trace cycles device(NAME)`. Reports
+    /// the makespan under device and host generation.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub machine: Option<String>,
+    /// Draw the run as an SVG timeline: the device model's lanes (orchestrator,
+    /// schedulers, cores) when the run is modelled on a machine, else one lane per worker.
+    #[arg(long, value_name = "OUT.svg")]
+    pub timeline: Option<PathBuf>,
     /// Draw no progress bar.
     #[arg(long, short)]
     pub quiet: bool,
@@ -118,6 +131,9 @@ impl Args {
             atol: self.atol,
             on_task: None,
             strict: self.strict,
+            model_only: self.model_only,
+            machine: self.machine.clone(),
+            timeline: self.timeline.clone(),
         }
     }
 }

@@ -44,6 +44,14 @@ pub struct RunOptions {
     /// `--strict`: an output tensor the run left partly unwritten is an error (nothing is
     /// written to `--output`), not a warning.
     pub strict: bool,
+    /// `--model-only`: build the graph and model it, running no kernel (and generating no
+    /// inputs).
+    pub model_only: bool,
+    /// `--machine NAME|FILE`: model the run on this machine (overrides the schedule's
+    /// `trace cycles device(NAME)`).
+    pub machine: Option<String>,
+    /// `--timeline OUT.svg`: draw the run (the device model's, else the wall clock's).
+    pub timeline: Option<PathBuf>,
 }
 
 /// A function called with a task's id after each kernel call of a run ([`RunOptions::on_task`]).
@@ -75,6 +83,9 @@ impl Default for RunOptions {
             atol: crate::expect::DEFAULT_ATOL,
             on_task: None,
             strict: false,
+            model_only: false,
+            machine: None,
+            timeline: None,
         }
     }
 }
