@@ -118,8 +118,8 @@ fn dtype_names(d: DType) -> Option<(&'static str, &'static str)> {
 /// pipeline, a computed read, a task of a kernel without a body, a bf16 tensor, a tensor rank
 /// or an argument count over the runtime's limits. The one list of refusals, read by [`emit`]
 /// and by the back end's `supports` in the facade's registry.
-pub fn unsupported(res: &Resolved<'_>) -> Result<(), Unsupported> {
-    let module = res.module;
+pub fn unsupported(res: &Resolved) -> Result<(), Unsupported> {
+    let module = &res.module;
     let no = |construct: String, loc: Loc| Unsupported {
         backend: "ascend".into(),
         construct,
@@ -276,7 +276,7 @@ pub fn emit(input: &Input<'_>, target: &str) -> Result<AscendTree, EmitError> {
     }
     let device = target == "ascend_a2a3";
     let res = input.resolved;
-    let module = res.module;
+    let module = &res.module;
     let bindings = input.bindings;
     let name = input.name();
     let config = &res.schedule.config;
@@ -295,7 +295,7 @@ pub fn emit(input: &Input<'_>, target: &str) -> Result<AscendTree, EmitError> {
             .find(|p| p.name.name == res.entry)
             .ok_or_else(|| EmitError::plain(format!("no pipeline `{}`", res.entry)))?;
         Some(
-            csp::schedule(module, bindings, pipeline, MAX_TASKS)
+            csp::schedule(res, bindings, pipeline, MAX_TASKS)
                 .map_err(|m| refuse(pipeline.name.loc, m))?,
         )
     } else {
@@ -306,7 +306,7 @@ pub fn emit(input: &Input<'_>, target: &str) -> Result<AscendTree, EmitError> {
     } else {
         let mut builder = GraphBuilder::new(DepsMode::Overlap);
         let summary = feed(
-            module,
+            res,
             bindings,
             &ExpandOptions {
                 limit: Some(MAX_TASKS + 1),

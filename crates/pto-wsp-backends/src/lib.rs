@@ -2,7 +2,7 @@
 //! program.
 //!
 //! Why: a target that runs elsewhere (PTO-ISA's C++ tile library, the Ascend task runtime; the
-//! task-graph ISA and AMD AIE to come) turns the one resolved program
+//! task-graph ISA; AMD AIE to come) turns the one resolved program
 //! ([`pto_wsp_ir::resolve`](mod@pto_wsp_ir::resolve)) into files. Those emitters share what
 //! they need — the resolved program, where it came from, the bindings baked in, one error type
 //! — and live here, below the facade (`pto-wsp`), which registers each one as a
@@ -19,13 +19,15 @@
 //!   source they name the module only.
 //!
 //! Modules: [`ptoisa`] (kernels written in tile instructions as PTO-ISA C++, with a host
-//! driver) and [`ascend`] (a workload for the Ascend runtime simpler, built on [`ptoisa`]'s
-//! kernel bodies; behind the default-on `ascend` feature).
+//! driver), [`ascend`] (a workload for the Ascend runtime simpler, built on [`ptoisa`]'s
+//! kernel bodies; behind the default-on `ascend` feature) and [`ptog`] (the entry point as a
+//! task-graph ISA program, the `PTOG` binary of `pto-wsp-ptog`).
 
 #![forbid(unsafe_code)]
 
 #[cfg(feature = "ascend")]
 pub mod ascend;
+pub mod ptog;
 pub mod ptoisa;
 
 use pto_wsp_ir::{Bindings, Diagnostic, Loc, Resolved, SourceFile, Unsupported};
@@ -35,7 +37,7 @@ use pto_wsp_ir::{Bindings, Diagnostic, Loc, Resolved, SourceFile, Unsupported};
 #[derive(Clone, Copy, Debug)]
 pub struct Input<'a> {
     /// The module's entry point, resolved (its declarations through [`Resolved::module`]).
-    pub resolved: &'a Resolved<'a>,
+    pub resolved: &'a Resolved,
     /// The text the module was parsed from, when it was (positions then read `file:line:column`).
     pub source: Option<&'a SourceFile>,
     /// Symbol values, slot values and contents of integer tensors.

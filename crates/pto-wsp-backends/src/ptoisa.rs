@@ -73,7 +73,7 @@ pub struct Emitted {
 /// Emits every kernel of the module that has a body, and a driver running the entry workload's
 /// tasks under the input's bindings.
 pub fn emit_kernels(input: &Input<'_>) -> Result<Emitted, EmitError> {
-    let module = input.resolved.module;
+    let module = &input.resolved.module;
     let mut files = vec![("pto_wsp_rt.hpp".to_string(), RT_HPP.to_string())];
     let mut kernels = Vec::new();
     // Status code c is messages[c - 1].
@@ -89,7 +89,7 @@ pub fn emit_kernels(input: &Input<'_>) -> Result<Emitted, EmitError> {
     }
     let store = tensor_store(input)?;
     let expansion = pto_wsp_ir::expand(
-        module,
+        input.resolved,
         input.bindings,
         &ExpandOptions {
             limit: Some(MAX_EMITTED_TASKS + 1),
@@ -118,7 +118,7 @@ pub fn emit_kernels(input: &Input<'_>) -> Result<Emitted, EmitError> {
 
 /// The module's tensors under the input's bindings (their evaluated shapes).
 pub(crate) fn tensor_store(input: &Input<'_>) -> Result<TensorStore, EmitError> {
-    TensorStore::new(input.resolved.module, input.bindings)
+    TensorStore::new(&input.resolved.module, input.bindings)
         .map_err(|e| EmitError::plain(format!("tensor shapes: {e}")))
 }
 
@@ -168,7 +168,7 @@ fn emit_driver(
     kernels: &[String],
     messages: &[String],
 ) -> Result<Driver, EmitError> {
-    let module = input.resolved.module;
+    let module = &input.resolved.module;
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -52,7 +52,7 @@ impl TaskSink for First {
 }
 
 fn bench(c: &mut Criterion) {
-    let module = llama();
+    let module = pto_wsp_ir::resolve(&llama(), &Default::default()).expect("resolves");
     let bytes = encode(&module, &EncodeOptions::default()).expect("encodes");
     let prog = Program::decode(&bytes).expect("decodes");
     let seq = 16384i64;

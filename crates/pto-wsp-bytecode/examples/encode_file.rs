@@ -9,6 +9,7 @@ fn main() {
     };
     let text = std::fs::read_to_string(input).expect("readable input");
     let module = pto_wsp_ir::parse(&text).expect("the input parses");
+    let module = pto_wsp_ir::resolve(&module, &Default::default()).expect("the input resolves");
     let bytes = pto_wsp_bytecode::encode(&module, &pto_wsp_bytecode::EncodeOptions::default())
         .expect("the module encodes");
     std::fs::write(output, bytes).expect("writable output");

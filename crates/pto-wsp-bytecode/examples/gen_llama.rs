@@ -17,7 +17,8 @@ fn main() {
         "/../../examples/llama7b_layer.wsp"
     );
     let text = std::fs::read_to_string(path).expect("example");
-    let module = parse(&text).expect("parses");
+    let module =
+        pto_wsp_ir::resolve(&parse(&text).expect("parses"), &Default::default()).expect("resolves");
     let bytes = encode(&module, &EncodeOptions::default()).expect("encodes");
     let prog = Program::decode(&bytes).expect("decodes");
     let bindings = Bindings::new().symbol("seq", seq);

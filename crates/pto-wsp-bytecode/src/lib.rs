@@ -34,3 +34,16 @@ pub use encode::{EncodeError, EncodeOptions, encode, supports};
 pub use interp::{ExecutorConfig, InterpError, Interpreter, RunSummary};
 pub use program::Program;
 pub use sink::{RegionRef, Task, TaskSink};
+
+/// What the crate's own tests start from: a module, resolved here as a front end would.
+#[cfg(test)]
+mod testing {
+    /// Resolves `module` and encodes it.
+    pub(crate) fn encode(
+        module: &pto_wsp_ir::Module,
+        options: &crate::EncodeOptions,
+    ) -> Result<Vec<u8>, crate::EncodeError> {
+        let resolved = pto_wsp_ir::resolve(module, &Default::default()).expect("resolves");
+        crate::encode(&resolved, options)
+    }
+}

@@ -318,110 +318,169 @@ fn main_table<E: From<CliError>>(
             Ok(dt)
         })?;
         for (i, (t, pool, rayon)) in pools.iter().enumerate() {
-            // Untimed: every task exactly once in each runtime mode (`crate::bench_once`).
-            let once = PerTask::new(n);
-            checked(
-                "rayon",
+            let row = Row {
                 shape,
-                Ok(prepared.for_each_rayon(rayon, |t| once.hit(t))),
-            )?;
-            once.check(&format!("rayon baseline on {shape}, {t} threads"), 0)?;
-            let once = PerTask::new(n);
-            checked(
-                "run-only",
-                shape,
-                pool.run(&graph, &RunConfig::default(), &once)
-                    .map(|s| s.tasks),
-            )?;
-            once.check("run-only", 0)?;
-            let once = PerTask::new(n);
-            let table = TaskTable::new();
-            checked(
-                "build+run (stream)",
-                shape,
-                stream_run(pool, &table, shape, &once).map(|s| s.tasks),
-            )?;
-            once.check("build+run (stream)", 0)?;
-            let once = PerTask::new(n);
-            let g = StaticGraph::new(shape.storage());
-            checked(
-                "build+run (finish)",
-                shape,
-                pool.run(&g, &RunConfig::default(), &once).map(|s| s.tasks),
-            )?;
-            once.check("build+run (finish)", 0)?;
-            drop((g, table));
-            let ray = best(r, || {
-                let t0 = Instant::now();
-                let k = prepared.run_rayon(rayon);
-                let dt = t0.elapsed();
-                checked("rayon", shape, Ok(k))?;
-                Ok(dt)
-            })?;
-            let run_only = best(r, || {
-                let t0 = Instant::now();
-                let s = pool.run(&graph, &RunConfig::default(), &NoopExec);
-                let dt = t0.elapsed();
-                checked("run-only", shape, s.map(|s| s.tasks))?;
-                Ok(dt)
-            })?;
-            let stream = best(r, || {
-                let t0 = Instant::now();
-                let table = TaskTable::new();
-                let s = stream_run(pool, &table, shape, &NoopExec);
-                let dt = t0.elapsed();
-                drop(table);
-                checked("build+run (stream)", shape, s.map(|s| s.tasks))?;
-                Ok(dt)
-            })?;
-            let finish = best(r, || {
-                let t0 = Instant::now();
-                let g = StaticGraph::new(shape.storage());
-                let s = pool.run(&g, &RunConfig::default(), &NoopExec);
-                let dt = t0.elapsed();
-                drop(g);
-                checked("build+run (finish)", shape, s.map(|s| s.tasks))?;
-                Ok(dt)
-            })?;
-            let ratio = if ray > 0.0 && n > 0 {
-                format!("{:.2}x", run_only / ray)
+                prepared: &prepared,
+                graph: &graph,
+                threads: *t,
+                pool,
+                rayon,
+                repeat: r,
+            };
+            row.exactly_once()?;
+            let figures = row.figures()?;
+            let seq = if i == 0 {
+                per_task(seq, n)
             } else {
-                "-".to_string()
+                String::new()
             };
-            let mut targets = Vec::new();
-            let run_target = match t {
-                1 => Some(TARGET_RUN_1),
-                2 => Some(TARGET_RUN_2),
-                _ => None,
-            };
-            if n > 0 {
-                let nf = n as f64;
-                if let (true, Some(tr)) = (dependent(shape), run_target) {
-                    targets.push(format!("run-only <= {tr}: {}", verdict(run_only / nf, tr)));
-                }
-                targets.push(format!(
-                    "build+run <= {TARGET_BUILD_RUN}: stream {}, finish {}",
-                    verdict(stream / nf, TARGET_BUILD_RUN),
-                    verdict(finish / nf, TARGET_BUILD_RUN)
-                ));
-            }
-            out(&format!(
-                "{t:>7} {:>8} {:>8} {:>9} {:>19} {:>19} {:>15}  {}\n",
-                if i == 0 {
-                    per_task(seq, n)
-                } else {
-                    String::new()
-                },
-                per_task(ray, n),
-                per_task(run_only, n),
-                per_task(stream, n),
-                per_task(finish, n),
-                ratio,
-                targets.join("; ")
-            ))?;
+            out(&row.text(&seq, &figures))?;
         }
     }
     Ok(())
+}
+
+/// One row of the main table: a shape on one thread count.
+struct Row<'a> {
+    shape: &'a Shape,
+    prepared: &'a Prepared,
+    graph: &'a StaticGraph,
+    threads: usize,
+    pool: &'a WorkerPool,
+    rayon: &'a rayon::ThreadPool,
+    repeat: u32,
+}
+
+/// A row's best times (ns): rayon, run-only, build+run streamed, build+run to the finish.
+struct Figures {
+    rayon: f64,
+    run_only: f64,
+    stream: f64,
+    finish: f64,
+}
+
+impl Row<'_> {
+    /// Untimed: every task exactly once in each runtime mode and the rayon baseline
+    /// (`crate::bench_once`).
+    fn exactly_once(&self) -> Result<(), CliError> {
+        let (shape, pool, n) = (self.shape, self.pool, self.shape.tasks());
+        let once = PerTask::new(n);
+        checked(
+            "rayon",
+            shape,
+            Ok(self.prepared.for_each_rayon(self.rayon, |t| once.hit(t))),
+        )?;
+        once.check(
+            &format!("rayon baseline on {shape}, {} threads", self.threads),
+            0,
+        )?;
+        let once = PerTask::new(n);
+        checked(
+            "run-only",
+            shape,
+            pool.run(self.graph, &RunConfig::default(), &once)
+                .map(|s| s.tasks),
+        )?;
+        once.check("run-only", 0)?;
+        let once = PerTask::new(n);
+        let table = TaskTable::new();
+        checked(
+            "build+run (stream)",
+            shape,
+            stream_run(pool, &table, shape, &once).map(|s| s.tasks),
+        )?;
+        once.check("build+run (stream)", 0)?;
+        let once = PerTask::new(n);
+        let g = StaticGraph::new(shape.storage());
+        checked(
+            "build+run (finish)",
+            shape,
+            pool.run(&g, &RunConfig::default(), &once).map(|s| s.tasks),
+        )?;
+        once.check("build+run (finish)", 0)
+    }
+
+    /// The timed runs, each the best of `repeat`.
+    fn figures(&self) -> Result<Figures, CliError> {
+        let (shape, pool, r) = (self.shape, self.pool, self.repeat);
+        let rayon = best(r, || {
+            let t0 = Instant::now();
+            let k = self.prepared.run_rayon(self.rayon);
+            let dt = t0.elapsed();
+            checked("rayon", shape, Ok(k))?;
+            Ok(dt)
+        })?;
+        let run_only = best(r, || {
+            let t0 = Instant::now();
+            let s = pool.run(self.graph, &RunConfig::default(), &NoopExec);
+            let dt = t0.elapsed();
+            checked("run-only", shape, s.map(|s| s.tasks))?;
+            Ok(dt)
+        })?;
+        let stream = best(r, || {
+            let t0 = Instant::now();
+            let table = TaskTable::new();
+            let s = stream_run(pool, &table, shape, &NoopExec);
+            let dt = t0.elapsed();
+            drop(table);
+            checked("build+run (stream)", shape, s.map(|s| s.tasks))?;
+            Ok(dt)
+        })?;
+        let finish = best(r, || {
+            let t0 = Instant::now();
+            let g = StaticGraph::new(shape.storage());
+            let s = pool.run(&g, &RunConfig::default(), &NoopExec);
+            let dt = t0.elapsed();
+            drop(g);
+            checked("build+run (finish)", shape, s.map(|s| s.tasks))?;
+            Ok(dt)
+        })?;
+        Ok(Figures {
+            rayon,
+            run_only,
+            stream,
+            finish,
+        })
+    }
+
+    /// The row's line: per-task figures (`seq`: the sequential baseline's, on the first row
+    /// only), the ratio to rayon and the targets met or missed.
+    fn text(&self, seq: &str, f: &Figures) -> String {
+        let (t, n) = (self.threads, self.shape.tasks());
+        let ratio = if f.rayon > 0.0 && n > 0 {
+            format!("{:.2}x", f.run_only / f.rayon)
+        } else {
+            "-".to_string()
+        };
+        let mut targets = Vec::new();
+        let run_target = match t {
+            1 => Some(TARGET_RUN_1),
+            2 => Some(TARGET_RUN_2),
+            _ => None,
+        };
+        if n > 0 {
+            let nf = n as f64;
+            if let (true, Some(tr)) = (dependent(self.shape), run_target) {
+                targets.push(format!(
+                    "run-only <= {tr}: {}",
+                    verdict(f.run_only / nf, tr)
+                ));
+            }
+            targets.push(format!(
+                "build+run <= {TARGET_BUILD_RUN}: stream {}, finish {}",
+                verdict(f.stream / nf, TARGET_BUILD_RUN),
+                verdict(f.finish / nf, TARGET_BUILD_RUN)
+            ));
+        }
+        format!(
+            "{t:>7} {seq:>8} {:>8} {:>9} {:>19} {:>19} {ratio:>15}  {}\n",
+            per_task(f.rayon, n),
+            per_task(f.run_only, n),
+            per_task(f.stream, n),
+            per_task(f.finish, n),
+            targets.join("; ")
+        )
+    }
 }
 
 /// A task that busy-spins for a fixed time (thread scaling).

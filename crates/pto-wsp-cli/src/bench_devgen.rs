@@ -24,16 +24,16 @@
 
 use crate::CliError;
 use crate::bench::thousands;
-use crate::bench_llama::{empty_kernels, module, plan};
+use crate::bench_llama::{empty_kernels, plan};
 use crate::bench_once::PerTask;
 use pto_wsp::cpu::{KernelExec, PoolSplit, RunConfig, StaticGraph, WorkerPool};
 use pto_wsp::graph::ExecDomain;
 use pto_wsp::graph::builder::{ExactMap, GraphBuilder};
 use pto_wsp::graph::feed::{NoHooks, feed};
 use pto_wsp::graph::ready::ReadyKind;
-use pto_wsp::ir::{Bindings, DepsMode, Dispatch, ExpandOptions, Module, PoolsPolicy};
+use pto_wsp::ir::{Bindings, DepsMode, ExpandOptions, PoolsPolicy};
 use pto_wsp::kernels::{KernelRegistry, TensorStore};
-use pto_wsp::{CompileOptions, compile};
+use pto_wsp::{CompileOptions, LoweredPlan, compile};
 use std::time::{Duration, Instant};
 
 /// The modes, in the order each round runs them.
@@ -47,7 +47,7 @@ fn median(xs: Vec<f64>) -> f64 {
 /// What the host's build-then-run needs besides the module: the same kernels, tensors and
 /// worker configuration a [`Program`] of the module uses.
 struct Finished<'m> {
-    module: &'m Module,
+    plan: &'m LoweredPlan,
     deps: DepsMode,
     registry: KernelRegistry,
     ids: Vec<Option<pto_wsp::kernels::KernelId>>,
@@ -60,16 +60,16 @@ struct Finished<'m> {
 
 impl<'m> Finished<'m> {
     fn new(
-        module: &'m Module,
+        plan: &'m LoweredPlan,
         b: &Bindings,
         deps: DepsMode,
         threads: usize,
         registry: KernelRegistry,
     ) -> Result<Self, CliError> {
         // The schedule as shipped (validated); `deps` is this run's own.
-        let c = plan(DepsMode::Hybrid)?.config;
+        let (module, c) = (plan.module(), plan.config());
         Ok(Finished {
-            module,
+            plan,
             deps,
             ids: module
                 .kernels
@@ -88,7 +88,7 @@ impl<'m> Finished<'m> {
                         vector: threads / 2,
                     },
                 },
-                placement: !matches!(c.dispatch, Dispatch::WorkSteal),
+                placement: plan.sched().placement(),
                 gate: None,
                 batch: 1,
                 trace: false,
@@ -102,7 +102,7 @@ impl<'m> Finished<'m> {
         let t0 = Instant::now();
         let mut builder = GraphBuilder::with_exact_map(self.deps, ExactMap::Growable);
         let fed = feed(
-            self.module,
+            self.plan.resolved(),
             b,
             &ExpandOptions::default(),
             &mut builder,
@@ -155,66 +155,23 @@ pub fn devgen<E: From<CliError>>(
     ))?;
     for &seq in seqs {
         for mode in [DepsMode::Exact, DepsMode::Hybrid] {
-            let m = module(mode)?;
+            let lowered = plan(mode)?;
             let b = Bindings::new().symbol("seq", seq);
             let mut tasks = 0u64;
-            pto_wsp::ir::expand_each(&m, &b, &ExpandOptions::default(), |_, _| tasks += 1)
-                .map_err(|e| CliError::plain(format!("bench: expand: {e}")))?;
+            pto_wsp::ir::expand_each(lowered.resolved(), &b, &ExpandOptions::default(), |_, _| {
+                tasks += 1
+            })
+            .map_err(|e| CliError::plain(format!("bench: expand: {e}")))?;
             for &t in threads {
-                let lowered = || plan(mode);
-                let program = |device_gen, kernels| {
-                    compile(
-                        lowered()?,
-                        CompileOptions {
-                            threads: t,
-                            kernels,
-                            device_gen,
-                            ..CompileOptions::default()
-                        },
-                    )
-                    .map_err(|e| CliError::plain(e.to_string()))
+                let run = Modes {
+                    lowered: &lowered,
+                    bindings: &b,
+                    mode,
+                    threads: t,
+                    tasks,
                 };
-                // Untimed: every task exactly once in each mode (`crate::bench_once`).
-                for (k, name) in MODES.iter().enumerate() {
-                    let once = PerTask::new(tasks as usize);
-                    let ran = if k == 0 {
-                        Finished::new(&m, &b, mode, t, once.kernels(&m))?.run(&b)?.1
-                    } else {
-                        let s = program(k == 2, once.kernels(&m))?
-                            .execute(&b)
-                            .map_err(|e| CliError::plain(format!("bench: {name} run: {e}")))?;
-                        (s.tasks, s.barriers)
-                    };
-                    crate::bench_llama::ran_exactly(name, ran, tasks, 0)?;
-                    once.check(name, 0)?;
-                }
-                let mut streamed = program(false, empty_kernels(&m))?;
-                let mut dev = program(true, empty_kernels(&m))?;
-                let finished = Finished::new(&m, &b, mode, t, empty_kernels(&m))?;
-                let mut best = [f64::MAX; 3];
-                let mut ratios = [Vec::new(), Vec::new()];
-                for _ in 0..repeat {
-                    let mut round = [0.0f64; 3];
-                    for (k, name) in MODES.iter().enumerate() {
-                        let (dt, ran) = match k {
-                            0 => finished.run(&b)?,
-                            _ => {
-                                let p = if k == 1 { &mut streamed } else { &mut dev };
-                                let t0 = Instant::now();
-                                let s = p.execute(&b).map_err(|e| {
-                                    CliError::plain(format!("bench: {name} run: {e}"))
-                                })?;
-                                (t0.elapsed(), (s.tasks, s.barriers))
-                            }
-                        };
-                        // The example has no structural order: no barrier task.
-                        crate::bench_llama::ran_exactly(name, ran, tasks, 0)?;
-                        round[k] = dt.as_nanos() as f64;
-                        best[k] = best[k].min(round[k]);
-                    }
-                    ratios[0].push(round[0] / round[2]);
-                    ratios[1].push(round[1] / round[2]);
-                }
+                run.exactly_once()?;
+                let (best, ratios) = run.timed(repeat)?;
                 let n = tasks.max(1) as f64;
                 let [r0, r1] = ratios;
                 out(&format!(
@@ -235,4 +192,90 @@ pub fn devgen<E: From<CliError>>(
         }
     }
     Ok(())
+}
+
+/// One row of the section: the three modes on one thread count.
+struct Modes<'a> {
+    lowered: &'a LoweredPlan,
+    bindings: &'a Bindings,
+    mode: DepsMode,
+    threads: usize,
+    /// The tasks the expander generates.
+    tasks: u64,
+}
+
+impl Modes<'_> {
+    /// The facade's program in streamed (`device_gen` false) or device-generation mode.
+    fn program(
+        &self,
+        device_gen: bool,
+        kernels: KernelRegistry,
+    ) -> Result<pto_wsp::Program, CliError> {
+        compile(
+            self.lowered.clone(),
+            CompileOptions {
+                threads: self.threads,
+                kernels,
+                device_gen,
+                ..CompileOptions::default()
+            },
+        )
+        .map_err(|e| CliError::plain(e.to_string()))
+    }
+
+    /// Untimed: every task exactly once in each mode (`crate::bench_once`).
+    fn exactly_once(&self) -> Result<(), CliError> {
+        let (b, m) = (self.bindings, self.lowered.module());
+        for (k, name) in MODES.iter().enumerate() {
+            let once = PerTask::new(self.tasks as usize);
+            let ran = if k == 0 {
+                Finished::new(self.lowered, b, self.mode, self.threads, once.kernels(m))?
+                    .run(b)?
+                    .1
+            } else {
+                let s = self
+                    .program(k == 2, once.kernels(m))?
+                    .execute(b)
+                    .map_err(|e| CliError::plain(format!("bench: {name} run: {e}")))?;
+                (s.tasks, s.barriers)
+            };
+            crate::bench_llama::ran_exactly(name, ran, self.tasks, 0)?;
+            once.check(name, 0)?;
+        }
+        Ok(())
+    }
+
+    /// `repeat` rounds of the three modes back to back: each mode's best time (ns) and, per
+    /// round, finished / devgen and streamed / devgen.
+    fn timed(&self, repeat: u32) -> Result<([f64; 3], [Vec<f64>; 2]), CliError> {
+        let (b, m) = (self.bindings, self.lowered.module());
+        let mut streamed = self.program(false, empty_kernels(m))?;
+        let mut dev = self.program(true, empty_kernels(m))?;
+        let finished = Finished::new(self.lowered, b, self.mode, self.threads, empty_kernels(m))?;
+        let mut best = [f64::MAX; 3];
+        let mut ratios = [Vec::new(), Vec::new()];
+        for _ in 0..repeat {
+            let mut round = [0.0f64; 3];
+            for (k, name) in MODES.iter().enumerate() {
+                let (dt, ran) = match k {
+                    0 => finished.run(b)?,
+                    _ => {
+                        let p = if k == 1 { &mut streamed } else { &mut dev };
+                        let t0 = Instant::now();
+                        let s = p
+                            .execute(b)
+                            .map_err(|e| CliError::plain(format!("bench: {name} run: {e}")))?;
+                        (t0.elapsed(), (s.tasks, s.barriers))
+                    }
+                };
+                // The example has no structural order: no barrier task.
+                crate::bench_llama::ran_exactly(name, ran, self.tasks, 0)?;
+                round[k] = dt.as_nanos() as f64;
+                best[k] = best[k].min(round[k]);
+            }
+            ratios[0].push(round[0] / round[2]);
+            ratios[1].push(round[1] / round[2]);
+        }
+        Ok((best, ratios))
+    }
 }

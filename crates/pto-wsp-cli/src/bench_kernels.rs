@@ -20,14 +20,14 @@
 
 use crate::CliError;
 use crate::bench_once::PerTask;
-use crate::exec::{RunOptions, TaskHook, run};
+use crate::cmd::run::{RunOptions, TaskHook, run};
 use crate::llm;
-use pto_wsp::kernels::KernelRegistry;
 use pto_wsp::kernels::bench::{
     AttnCase, GemmCase, HEAD_DIM, KV_ROWS, LangCase, SIZES, SoftmaxCase, compare_with,
     fma_peak_gflops,
 };
 use pto_wsp::kernels::fast::with_std_exp;
+use pto_wsp::kernels::{KernelId, KernelRegistry};
 use std::cell::RefCell;
 use std::time::Duration;
 
@@ -98,11 +98,45 @@ pub fn kernels<E: From<CliError>>(
         "  GEMM through TaskContext views vs gemm called directly:\n  {:>17} {:>5} {:>12} {:>12} {:>7} {:>8}\n",
         "inputs", "n", "kernel GF/s", "direct GF/s", "ratio", "target"
     ))?;
+    gemm_rows(opts, &reg, matmul, out)?;
+    out(&format!(
+        "  kernels written in tile instructions vs the built-in on the same tiles (target >= 70% of the built-in's speed):\n  {:>20} {:>12} {:>12} {:>7} {:>8}\n",
+        "case", "language µs", "built-in µs", "speed", "target"
+    ))?;
+    for case in LangCase::all() {
+        let (tl, tb) = compare_with(|| case.lang(), || case.builtin(), opts.target, opts.rounds);
+        let speed = 100.0 * tb.as_secs_f64() / tl.as_secs_f64();
+        out(&format!(
+            "  {:>20} {:>12.2} {:>12.2} {:>6.0}% {:>8}\n",
+            case.label,
+            tl.as_secs_f64() * 1e6,
+            tb.as_secs_f64() * 1e6,
+            speed,
+            if speed >= 70.0 { "met" } else { "missed" }
+        ))?;
+    }
+    exp_section(opts, &reg, out)?;
+    out(&format!(
+        "  decode attention chunk ({KV_ROWS} x {HEAD_DIM} keys and values) vs a copy of the same bytes:\n  {:>6} {:>3} {:>11} {:>12} {:>12} {:>7} {:>9} {:>8}\n",
+        "kv", "G", "kernel µs", "kernel GB/s", "copy GB/s", "ratio", "% FMA pk", "target"
+    ))?;
+    attn_rows(opts, &reg, attn, peak, out)?;
+    Ok(())
+}
+
+/// The GEMM rows: the `matmul` kernel through task views against `gemm` called directly,
+/// for every size, with f32 and f16 inputs.
+fn gemm_rows<E: From<CliError>>(
+    opts: &KernelBench,
+    reg: &KernelRegistry,
+    matmul: KernelId,
+    out: &mut impl FnMut(&str) -> Result<(), E>,
+) -> Result<(), E> {
     for f16_inputs in [false, true] {
         for &n in &opts.sizes {
             let case = RefCell::new(GemmCase::new(n, f16_inputs));
             let (tk, td) = compare_with(
-                || case.borrow().kernel(&reg, matmul),
+                || case.borrow().kernel(reg, matmul),
                 || case.borrow_mut().direct(),
                 opts.target,
                 opts.rounds,
@@ -128,31 +162,22 @@ pub fn kernels<E: From<CliError>>(
             ))?;
         }
     }
-    out(&format!(
-        "  kernels written in tile instructions vs the built-in on the same tiles (target >= 70% of the built-in's speed):\n  {:>20} {:>12} {:>12} {:>7} {:>8}\n",
-        "case", "language µs", "built-in µs", "speed", "target"
-    ))?;
-    for case in LangCase::all() {
-        let (tl, tb) = compare_with(|| case.lang(), || case.builtin(), opts.target, opts.rounds);
-        let speed = 100.0 * tb.as_secs_f64() / tl.as_secs_f64();
-        out(&format!(
-            "  {:>20} {:>12.2} {:>12.2} {:>6.0}% {:>8}\n",
-            case.label,
-            tl.as_secs_f64() * 1e6,
-            tb.as_secs_f64() * 1e6,
-            speed,
-            if speed >= 70.0 { "met" } else { "missed" }
-        ))?;
-    }
-    exp_section(opts, &reg, out)?;
-    out(&format!(
-        "  decode attention chunk ({KV_ROWS} x {HEAD_DIM} keys and values) vs a copy of the same bytes:\n  {:>6} {:>3} {:>11} {:>12} {:>12} {:>7} {:>9} {:>8}\n",
-        "kv", "G", "kernel µs", "kernel GB/s", "copy GB/s", "ratio", "% FMA pk", "target"
-    ))?;
+    Ok(())
+}
+
+/// The decode-attention rows: the chunk kernel against a copy of the same bytes, with its
+/// share of the FMA peak when one was measured.
+fn attn_rows<E: From<CliError>>(
+    opts: &KernelBench,
+    reg: &KernelRegistry,
+    attn: KernelId,
+    peak: Option<f64>,
+    out: &mut impl FnMut(&str) -> Result<(), E>,
+) -> Result<(), E> {
     for &(dtype, g) in &opts.attn {
         let case = RefCell::new(AttnCase::new(g, dtype));
         let (tk, tc) = compare_with(
-            || case.borrow().kernel(&reg, attn),
+            || case.borrow().kernel(reg, attn),
             || case.borrow_mut().copy(),
             opts.target,
             opts.rounds,
@@ -236,10 +261,10 @@ fn main_job_tasks(binds: &[String]) -> Result<(u64, u64), CliError> {
     use pto_wsp::graph::feed::{NoHooks, feed};
     let loaded = crate::load_source(llm::NAME, llm::SOURCE)?;
     let b = crate::bindings_for(&loaded, binds)?;
-    let plan = pto_wsp::lower(&loaded.module).map_err(|e| CliError::plain(e.to_string()))?;
-    let mut builder = GraphBuilder::new(plan.config.deps);
+    let plan = pto_wsp::driver::lower(&loaded)?;
+    let mut builder = GraphBuilder::new(plan.config().deps);
     let fed = feed(
-        &loaded.module,
+        plan.resolved(),
         &b,
         &pto_wsp::ir::ExpandOptions::default(),
         &mut builder,
@@ -277,7 +302,7 @@ pub fn main_job<E: From<CliError>>(
     let mut header = None;
     let (tasks, barriers) = main_job_tasks(binds)?;
     for &t in threads {
-        let mut best: Option<crate::exec::RunOutcome> = None;
+        let mut best: Option<crate::cmd::run::RunOutcome> = None;
         // Run 0 is untimed and counts every task's kernel calls.
         for k in 0..=repeat.max(1) {
             let once = PerTask::new((tasks + barriers) as usize);
@@ -304,8 +329,9 @@ pub fn main_job<E: From<CliError>>(
                 continue;
             }
             header.get_or_insert(first);
-            let total =
-                |o: &crate::exec::RunOutcome| o.times.build_ms + o.times.run_ms + o.times.check_ms;
+            let total = |o: &crate::cmd::run::RunOutcome| {
+                o.times.build_ms + o.times.run_ms + o.times.check_ms
+            };
             if best.as_ref().is_none_or(|b| total(&o) < total(b)) {
                 best = Some(o);
             }

@@ -59,9 +59,8 @@ pub(crate) fn module(mode: DepsMode) -> Result<Module, CliError> {
 /// prefix dependencies, and the validator rightly refuses `deps exact` written in this module
 /// (`ExactPartialOverlap`), so it is set after validation, on the plan.
 pub(crate) fn plan(mode: DepsMode) -> Result<LoweredPlan, CliError> {
-    let mut plan = lower(&module(DepsMode::Hybrid)?).map_err(|e| CliError::plain(e.to_string()))?;
-    plan.config.deps = mode;
-    Ok(plan)
+    let plan = lower(&module(DepsMode::Hybrid)?).map_err(|e| CliError::plain(e.to_string()))?;
+    Ok(plan.with_config_unchecked(|c| c.deps = mode))
 }
 
 /// Checks that a run of a workload with `tasks` tasks and `barriers` barrier tasks (joining
@@ -123,109 +122,14 @@ pub fn llama<E: From<CliError>>(
     ))?;
     for &seq in seqs {
         for mode in [DepsMode::Hybrid, DepsMode::Exact] {
-            let m = module(mode)?;
+            let lowered = plan(mode)?;
             let b = Bindings::new().symbol("seq", seq);
-            let opts = ExpandOptions::default();
-            let mut tasks = 0usize;
-            let expand_ns = best(repeat, || {
-                let t0 = Instant::now();
-                let mut n = 0usize;
-                expand_each(&m, &b, &opts, |_, _| n += 1)
-                    .map_err(|e| CliError::plain(format!("bench: expand: {e}")))?;
-                let dt = t0.elapsed();
-                tasks = n;
-                Ok(dt)
-            })?;
-            let mut edges = 0u64;
-            let mut barriers = 0u64;
-            let build_ns = best(repeat, || {
-                let t0 = Instant::now();
-                let mut builder = GraphBuilder::new(mode);
-                let fed = feed(
-                    &m,
-                    &b,
-                    &opts,
-                    &mut builder,
-                    &mut NoHooks,
-                    ExecDomain::default(),
-                )
-                .map_err(|e| CliError::plain(format!("bench: build: {e}")))?;
-                barriers = u64::from(fed.barrier_tasks);
-                let g = builder.finish();
-                let dt = t0.elapsed();
-                edges = g.fanout.len() as u64;
-                drop(g);
-                Ok(dt)
-            })?;
-            let bc = {
-                let bytes = pto_wsp::bytecode::encode(&m, &Default::default())
-                    .map_err(|e| CliError::plain(format!("bench: bytecode: {e}")))?;
-                pto_wsp::bytecode::Program::decode(&bytes)
-                    .map_err(|e| CliError::plain(format!("bench: bytecode: {e}")))?
-            };
-            let bound = bc
-                .bind(&b)
-                .map_err(|e| CliError::plain(format!("bench: bytecode: {e}")))?;
-            let build_bc_ns = best(repeat, || {
-                let t0 = Instant::now();
-                let mut builder = GraphBuilder::new(mode);
-                let fed = feed_bytecode(
-                    &bc,
-                    &bound,
-                    &mut builder,
-                    &mut NoHooks,
-                    ExecDomain::default(),
-                )
-                .map_err(|e| CliError::plain(format!("bench: build from bytecode: {e}")))?;
-                let g = builder.finish();
-                let dt = t0.elapsed();
-                if (fed.user_tasks as usize, g.fanout.len() as u64) != (tasks, edges) {
-                    return Err(CliError::plain(format!(
-                        "bench: the bytecode built {} tasks and {} edges, the expander {tasks} \
-                         and {edges}",
-                        fed.user_tasks,
-                        g.fanout.len()
-                    )));
-                }
-                drop(g);
-                Ok(dt)
-            })?;
+            let g = Graphs::measure(&lowered, mode, &b, repeat)?;
+            let build_bc_ns = g.built_from_bytecode(&lowered, mode, &b, repeat)?;
             for &t in threads {
-                let program = |host_expander, kernels| {
-                    compile(
-                        plan(mode)?,
-                        CompileOptions {
-                            threads: t,
-                            kernels,
-                            host_expander,
-                            ..CompileOptions::default()
-                        },
-                    )
-                    .map_err(|e| CliError::plain(e.to_string()))
-                };
-                let mut times = [0.0f64; 2];
-                for (k, host_expander) in [true, false].into_iter().enumerate() {
-                    // The untimed per-task check, then the timed runs.
-                    let once = PerTask::new(tasks + barriers as usize);
-                    let s = program(host_expander, once.kernels(&m))?
-                        .execute(&b)
-                        .map_err(|e| CliError::plain(format!("bench: LLaMA run: {e}")))?;
-                    ran_exactly("LLaMA", (s.tasks, s.barriers), tasks as u64, barriers)?;
-                    once.check("LLaMA", barriers)?;
-                    let mut p = program(host_expander, empty_kernels(&m))?;
-                    times[k] = best(repeat, || {
-                        let t0 = Instant::now();
-                        let s = p
-                            .execute(&b)
-                            .map_err(|e| CliError::plain(format!("bench: LLaMA run: {e}")))?;
-                        let dt = t0.elapsed();
-                        ran_exactly("LLaMA", (s.tasks, s.barriers), tasks as u64, barriers)?;
-                        Ok(dt)
-                    })?;
-                }
-                let [prog_x_ns, prog_ns] = times;
-                let n = tasks.max(1) as f64;
-                let per_ms = tasks as f64 / (prog_ns / 1e6);
+                let [prog_x_ns, prog_ns] = g.programs(&lowered, t, &b, repeat)?;
+                let n = g.tasks.max(1) as f64;
+                let per_ms = g.tasks as f64 / (prog_ns / 1e6);
                 out(&format!(
                     "{seq:>6} {:>7} {:>9} {:>10.1} {t:>7} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>10.0}  {}\n",
                     if mode == DepsMode::Hybrid {
@@ -233,10 +137,10 @@ pub fn llama<E: From<CliError>>(
                     } else {
                         "exact"
                     },
-                    thousands(tasks),
-                    edges as f64 / n,
-                    expand_ns / n,
-                    build_ns / n,
+                    thousands(g.tasks),
+                    g.edges as f64 / n,
+                    g.expand_ns / n,
+                    g.build_ns / n,
                     build_bc_ns / n,
                     prog_x_ns / n,
                     prog_ns / n,
@@ -251,6 +155,158 @@ pub fn llama<E: From<CliError>>(
         }
     }
     Ok(())
+}
+
+/// The layer's graph under one `deps` mode and binding: its size and the best times to expand
+/// and to build it from the expander.
+struct Graphs {
+    tasks: usize,
+    edges: u64,
+    barriers: u64,
+    expand_ns: f64,
+    build_ns: f64,
+}
+
+impl Graphs {
+    /// Expands and builds `lowered`'s graph `repeat` times each.
+    fn measure(
+        lowered: &LoweredPlan,
+        mode: DepsMode,
+        b: &Bindings,
+        repeat: u32,
+    ) -> Result<Graphs, CliError> {
+        let res = lowered.resolved();
+        let opts = ExpandOptions::default();
+        let mut tasks = 0usize;
+        let expand_ns = best(repeat, || {
+            let t0 = Instant::now();
+            let mut n = 0usize;
+            expand_each(res, b, &opts, |_, _| n += 1)
+                .map_err(|e| CliError::plain(format!("bench: expand: {e}")))?;
+            let dt = t0.elapsed();
+            tasks = n;
+            Ok(dt)
+        })?;
+        let mut edges = 0u64;
+        let mut barriers = 0u64;
+        let build_ns = best(repeat, || {
+            let t0 = Instant::now();
+            let mut builder = GraphBuilder::new(mode);
+            let fed = feed(
+                res,
+                b,
+                &opts,
+                &mut builder,
+                &mut NoHooks,
+                ExecDomain::default(),
+            )
+            .map_err(|e| CliError::plain(format!("bench: build: {e}")))?;
+            barriers = u64::from(fed.barrier_tasks);
+            let g = builder.finish();
+            let dt = t0.elapsed();
+            edges = g.fanout.len() as u64;
+            drop(g);
+            Ok(dt)
+        })?;
+        Ok(Graphs {
+            tasks,
+            edges,
+            barriers,
+            expand_ns,
+            build_ns,
+        })
+    }
+
+    /// The best time to build the graph from the bytecode, which must give the same tasks and
+    /// edges.
+    fn built_from_bytecode(
+        &self,
+        lowered: &LoweredPlan,
+        mode: DepsMode,
+        b: &Bindings,
+        repeat: u32,
+    ) -> Result<f64, CliError> {
+        let (tasks, edges) = (self.tasks, self.edges);
+        let bc = {
+            let bytes = pto_wsp::bytecode::encode(lowered.resolved(), &Default::default())
+                .map_err(|e| CliError::plain(format!("bench: bytecode: {e}")))?;
+            pto_wsp::bytecode::Program::decode(&bytes)
+                .map_err(|e| CliError::plain(format!("bench: bytecode: {e}")))?
+        };
+        let bound = bc
+            .bind(b)
+            .map_err(|e| CliError::plain(format!("bench: bytecode: {e}")))?;
+        best(repeat, || {
+            let t0 = Instant::now();
+            let mut builder = GraphBuilder::new(mode);
+            let fed = feed_bytecode(
+                &bc,
+                &bound,
+                &mut builder,
+                &mut NoHooks,
+                ExecDomain::default(),
+            )
+            .map_err(|e| CliError::plain(format!("bench: build from bytecode: {e}")))?;
+            let g = builder.finish();
+            let dt = t0.elapsed();
+            if (fed.user_tasks as usize, g.fanout.len() as u64) != (tasks, edges) {
+                return Err(CliError::plain(format!(
+                    "bench: the bytecode built {} tasks and {} edges, the expander {tasks} \
+                     and {edges}",
+                    fed.user_tasks,
+                    g.fanout.len()
+                )));
+            }
+            drop(g);
+            Ok(dt)
+        })
+    }
+
+    /// The best end-to-end `Program::execute` times on `t` threads, with the expander and with
+    /// the bytecode generating on the host; each first run once untimed with every task's
+    /// kernel calls counted.
+    fn programs(
+        &self,
+        lowered: &LoweredPlan,
+        t: usize,
+        b: &Bindings,
+        repeat: u32,
+    ) -> Result<[f64; 2], CliError> {
+        let (tasks, barriers, m) = (self.tasks, self.barriers, lowered.module());
+        let program = |host_expander, kernels| {
+            compile(
+                lowered.clone(),
+                CompileOptions {
+                    threads: t,
+                    kernels,
+                    host_expander,
+                    ..CompileOptions::default()
+                },
+            )
+            .map_err(|e| CliError::plain(e.to_string()))
+        };
+        let mut times = [0.0f64; 2];
+        for (k, host_expander) in [true, false].into_iter().enumerate() {
+            // The untimed per-task check, then the timed runs.
+            let once = PerTask::new(tasks + barriers as usize);
+            let s = program(host_expander, once.kernels(m))?
+                .execute(b)
+                .map_err(|e| CliError::plain(format!("bench: LLaMA run: {e}")))?;
+            ran_exactly("LLaMA", (s.tasks, s.barriers), tasks as u64, barriers)?;
+            once.check("LLaMA", barriers)?;
+            let mut p = program(host_expander, empty_kernels(m))?;
+            times[k] = best(repeat, || {
+                let t0 = Instant::now();
+                let s = p
+                    .execute(b)
+                    .map_err(|e| CliError::plain(format!("bench: LLaMA run: {e}")))?;
+                let dt = t0.elapsed();
+                ran_exactly("LLaMA", (s.tasks, s.barriers), tasks as u64, barriers)?;
+                Ok(dt)
+            })?;
+        }
+        Ok(times)
+    }
 }
 
 #[cfg(test)]

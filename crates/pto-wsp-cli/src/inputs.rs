@@ -62,6 +62,13 @@ impl Input {
                 header.data_len
             )));
         }
+        if len > need {
+            let body = (len - header.data_offset as u64) as usize;
+            return Err(err(format!(
+                "not a .npy file numpy wrote: {}",
+                pto_wsp::kernels::npy::trailing(body, &header)
+            )));
+        }
         probe
             .check_npy_header(tensor, &header)
             .map_err(|e| err(e.to_string()))?;

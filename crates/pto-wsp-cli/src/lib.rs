@@ -2,8 +2,8 @@
 //!
 //! Why: the binary should be a thin shell around functions that tests can call directly, without
 //! spawning processes and without the timing lines that make output unrepeatable. Everything the
-//! tool prints on stdout is produced here; `main.rs` only parses arguments, reads files, measures
-//! time and chooses exit codes.
+//! tool prints on stdout is produced here; each command's module in [`cmd`] reads its files,
+//! measures time and chooses its exit code, and `main.rs` only parses the command line.
 //!
 //! Promise: every failure caused by the input (syntax, validation, bindings, expansion) comes back
 //! as a [`CliError`] whose text is already rendered for the user (rustc-style, with
@@ -11,31 +11,28 @@
 
 #![forbid(unsafe_code)]
 
-pub mod ascend_run;
 pub mod bench;
 pub mod bench_devgen;
 pub mod bench_kernels;
 pub mod bench_llama;
 pub mod bench_median;
 mod bench_once;
-pub mod bytecode;
 pub mod cmd;
-pub mod exec;
 pub mod expect;
 pub mod files;
 pub mod inputs;
 pub mod llm;
-pub mod plan_run;
 pub mod progress;
 pub mod report;
-pub mod targets;
+pub mod timeline;
+pub mod tune;
 
 pub(crate) use pto_wsp::driver::count;
 /// The front-end driver the tool shares with the Python extension: loading a text, its
 /// `//@ bind` / `//@ alias` lines, rendered errors ([`pto_wsp::driver`]).
 pub use pto_wsp::driver::{
     Error as CliError, Loaded, aliases, bindings_for, binds, canonical, check_summary,
-    expand_loaded, leading_comments, load_source, parse_source, render_all,
+    leading_comments, load_source, parse_source, render_all,
 };
 
 /// The a2a3 device rules (`pto_wsp::ir::device`) applied to every kernel with a body of
@@ -159,11 +156,12 @@ pub enum Generation {
 }
 
 impl Generation {
-    /// How a run of `config` generates its tasks (`device_gen`: in device-generation mode).
-    pub fn of(config: &pto_wsp::ir::ScheduleConfig, device_gen: bool) -> Generation {
+    /// How a run of the resolved schedule `sched` generates its tasks (`device_gen`: in
+    /// device-generation mode).
+    pub fn of(sched: &pto_wsp::ir::resolve::Sched, device_gen: bool) -> Generation {
         if device_gen {
             Generation::OnWorkers
-        } else if config.start == pto_wsp::ir::StartPolicy::AfterOrchestration {
+        } else if sched.config.start == pto_wsp::ir::StartPolicy::AfterOrchestration {
             Generation::BeforeExecution
         } else {
             Generation::Overlapped
@@ -193,13 +191,14 @@ pub struct Features {
 }
 
 impl Features {
-    /// The features of `config`.
-    pub fn of(config: &pto_wsp::ir::ScheduleConfig) -> Features {
+    /// The features of the resolved schedule `sched`.
+    pub fn of(sched: &pto_wsp::ir::resolve::Sched) -> Features {
+        let config = &sched.config;
         Features {
             window: config.task_window.is_some(),
             gates: config.pipeline_depth.is_some(),
             batching: config.batch_deps > 1,
-            placement: !matches!(config.dispatch, pto_wsp::ir::Dispatch::WorkSteal),
+            placement: sched.placement(),
         }
     }
 }
@@ -231,7 +230,6 @@ pub fn run_report(
     generation: Generation,
     features: Features,
 ) -> String {
-    let c = &stats.counters;
     let mut out = String::new();
     let user = stats.tasks - stats.barriers;
     let barriers = match stats.barriers {
@@ -247,6 +245,17 @@ pub fn run_report(
         edges_note(stats),
         stats.wired_edges
     ));
+    out.push_str(&time_line(stats, elapsed_ms, generation));
+    out.push_str(&format!("  per worker: {:?}\n", stats.per_worker));
+    out.push_str(&generation_lines(stats));
+    out.push_str(&scheduler_line(stats, features));
+    out.push_str(&cycle_lines(stats));
+    out
+}
+
+/// The report's `time:` line: end to end, generation when it was apart, the last task's end
+/// and the rate.
+fn time_line(stats: &pto_wsp::cpu::RunStats, elapsed_ms: f64, generation: Generation) -> String {
     let generation = if stats.build_ns > 0 {
         format!(
             "task generation {} ms ({}), ",
@@ -261,14 +270,18 @@ pub fn run_report(
     } else {
         0.0
     };
-    out.push_str(&format!(
+    format!(
         "  time: {} ms end to end: {generation}last task done at {} ms; {} tasks/ms ({} µs per task)\n",
         sig(elapsed_ms, 3),
         sig(stats.run_ns as f64 / 1e6, 3),
         sig(stats.tasks_per_ms(), 3),
         sig(per_task_us, 3),
-    ));
-    out.push_str(&format!("  per worker: {:?}\n", stats.per_worker));
+    )
+}
+
+/// The report's lines on data-dependent generation and device generation, when they apply.
+fn generation_lines(stats: &pto_wsp::cpu::RunStats) -> String {
+    let mut out = String::new();
     let g = &stats.generation;
     if g.computed_reads > 0 || g.loops_at_max > 0 {
         out.push_str(&format!(
@@ -292,6 +305,12 @@ pub fn run_report(
             sum(|e| e.parks),
         ));
     }
+    out
+}
+
+/// The report's `scheduler:` line: the counters that mean something for this schedule.
+fn scheduler_line(stats: &pto_wsp::cpu::RunStats, features: Features) -> String {
+    let c = &stats.counters;
     let mut counters = Vec::new();
     if c.steals > 0 {
         counters.push(format!("steals {}", c.steals));
@@ -317,31 +336,121 @@ pub fn run_report(
     if c.ready_len_hwm > 0 {
         counters.push(format!("ready-queue high-water {}", c.ready_len_hwm));
     }
-    if !counters.is_empty() {
-        out.push_str(&format!("  scheduler: {}\n", counters.join(", ")));
+    if counters.is_empty() {
+        return String::new();
     }
-    if let Some(y) = &stats.cycles {
-        out.push_str(&format!(
-            "  cycle model: total_cycles {} on {} modelled executor(s); work {}, critical path {}, utilization {:.1}%\n",
-            y.total_cycles,
-            y.busy.len(),
-            y.work_cycles,
-            y.critical_path,
-            100.0 * y.utilization()
-        ));
-        let mut extra = Vec::new();
-        if y.orchestration_cycles > 0 {
-            extra.push(format!("orchestration ends at {}", y.orchestration_cycles));
+    format!("  scheduler: {}\n", counters.join(", "))
+}
+
+/// The report's `cycle model:` lines, under `trace cycles`.
+fn cycle_lines(stats: &pto_wsp::cpu::RunStats) -> String {
+    let Some(y) = &stats.cycles else {
+        return String::new();
+    };
+    let mut out = format!(
+        "  cycle model: total_cycles {} on {} modelled executor(s); work {}, critical path {}, utilization {:.1}%\n",
+        y.total_cycles,
+        y.busy.len(),
+        y.work_cycles,
+        y.critical_path,
+        100.0 * y.utilization()
+    );
+    let mut extra = Vec::new();
+    if y.orchestration_cycles > 0 {
+        extra.push(format!("orchestration ends at {}", y.orchestration_cycles));
+    }
+    if y.window_overflows > 0 {
+        extra.push(format!("window overflows {}", y.window_overflows));
+    }
+    if y.migrations > 0 {
+        extra.push(format!("migrations {}", y.migrations));
+    }
+    if !extra.is_empty() {
+        out.push_str(&format!("  cycle model: {}\n", extra.join(", ")));
+    }
+    for d in &stats.device {
+        out.push_str(&device_report(d));
+    }
+    out
+}
+
+/// A time in picoseconds as people read it (`1.23 ms`, `45.6 µs`, `780 ns`).
+pub fn fmt_ps(ps: u64) -> String {
+    let ns = ps as f64 / 1000.0;
+    if ns >= 1e6 {
+        format!("{} ms", sig(ns / 1e6, 4))
+    } else if ns >= 1e3 {
+        format!("{} µs", sig(ns / 1e3, 4))
+    } else {
+        format!("{} ns", sig(ns, 3))
+    }
+}
+
+/// The lines of one device-model run in `pto-wsp run`'s report.
+pub fn device_report(d: &pto_wsp::cpu::DeviceRun) -> String {
+    let pct = |busy: u64, n: u64| {
+        if d.makespan_ps == 0 || n == 0 {
+            0.0
+        } else {
+            100.0 * busy as f64 / (n as f64 * d.makespan_ps as f64)
         }
-        if y.window_overflows > 0 {
-            extra.push(format!("window overflows {}", y.window_overflows));
-        }
-        if y.migrations > 0 {
-            extra.push(format!("migrations {}", y.migrations));
-        }
-        if !extra.is_empty() {
-            out.push_str(&format!("  cycle model: {}\n", extra.join(", ")));
-        }
+    };
+    let mut out = if d.host_generation {
+        format!(
+            "  device model: {}, host generation (host build, upload and launch {}, then {} scheduler thread(s)): makespan {}\n",
+            d.machine,
+            fmt_ps(d.prefix_ps),
+            d.schedulers,
+            fmt_ps(d.makespan_ps)
+        )
+    } else {
+        format!(
+            "  device model: {}, device generation ({} orchestrator + {} scheduler thread(s)): makespan {}\n",
+            d.machine,
+            d.orchestrators,
+            d.schedulers,
+            fmt_ps(d.makespan_ps)
+        )
+    };
+    let kinds: Vec<String> = d
+        .kinds
+        .iter()
+        .map(|(name, _, cores, busy)| {
+            format!(
+                "{name} {cores} × {:.1}% busy",
+                pct(*busy, u64::from(*cores))
+            )
+        })
+        .collect();
+    let scheds: Vec<String> = d
+        .report
+        .scheduler_busy
+        .iter()
+        .map(|&b| format!("{:.1}", pct(b, 1)))
+        .collect();
+    let orch = if d.host_generation {
+        String::new()
+    } else {
+        format!(
+            "; orchestrator {:.1}% busy",
+            pct(d.report.orchestrator_busy, 1)
+        )
+    };
+    out.push_str(&format!(
+        "    {}{orch}; schedulers {} % busy\n",
+        kinds.join(", "),
+        scheds.join(" / ")
+    ));
+    let w = d.report.waits;
+    out.push_str(&format!(
+        "    waits (sum over tasks): generation {}, dependencies {}, free core {}, dispatch {}\n",
+        fmt_ps(w.generation),
+        fmt_ps(w.dependencies),
+        fmt_ps(w.free_core),
+        fmt_ps(w.dispatch)
+    ));
+    for n in &d.notes {
+        out.push_str(&format!("    note: {n}\n"));
     }
     out
 }

@@ -272,6 +272,27 @@ fn rope(x: &mut [f64], pos: usize) {
     }
 }
 
+/// One head's attention over positions `0..=len` (`key(j, c)`, `val(j, c)`: element `c` of
+/// position `j`), softmax in `f64`, into `out` (`D` values).
+fn head_attention(
+    qh: &[f64],
+    len: usize,
+    key: impl Fn(usize, usize) -> f64,
+    val: impl Fn(usize, usize) -> f64,
+    out: &mut [f64],
+) {
+    let scale = 1.0 / (D as f64).sqrt();
+    let s: Vec<f64> = (0..=len)
+        .map(|j| scale * (0..D).map(|c| qh[c] * key(j, c)).sum::<f64>())
+        .collect();
+    let m = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let e: Vec<f64> = s.iter().map(|v| (v - m).exp()).collect();
+    let z: f64 = e.iter().sum();
+    for (c, o) in out.iter_mut().enumerate().take(D) {
+        *o = (0..=len).map(|j| e[j] * val(j, c)).sum::<f64>() / z;
+    }
+}
+
 /// The reference output `X[layers]`, request after request (`nreq × hidden`), computed from
 /// the store's inputs (see the module docs); `x0` is the input residual stream `X[0]`. Adds the
 /// multiply-adds done to `done` as it goes.
@@ -337,16 +358,7 @@ pub fn reference(
                             vnew[kvh * D + c]
                         }
                     };
-                    let scale = 1.0 / (D as f64).sqrt();
-                    let s: Vec<f64> = (0..=len)
-                        .map(|j| scale * (0..D).map(|c| qh[c] * key(j, c)).sum::<f64>())
-                        .collect();
-                    let m = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                    let e: Vec<f64> = s.iter().map(|v| (v - m).exp()).collect();
-                    let z: f64 = e.iter().sum();
-                    for c in 0..D {
-                        out[head * D + c] = (0..=len).map(|j| e[j] * val(j, c)).sum::<f64>() / z;
-                    }
+                    head_attention(qh, len, key, val, &mut out[head * D..(head + 1) * D]);
                 }
                 out
             })

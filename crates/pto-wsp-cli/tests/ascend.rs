@@ -11,10 +11,21 @@
 
 mod common;
 
-use pto_wsp_cli::ascend_run::{AscendOutcome, Toolchain, run_ascend};
-use pto_wsp_cli::cmd::emit::ascend as emit_ascend;
-use pto_wsp_cli::exec::RunOptions;
+use pto_wsp::emitters::ascend::AscendTree;
+use pto_wsp_cli::cmd::run::RunOptions;
+use pto_wsp_cli::cmd::run::ascend::{AscendOutcome, Toolchain, run_ascend};
 use std::sync::Mutex;
+
+/// The Ascend tree of `loaded` for `target`, its kernels naming built-ins given the kernel
+/// library's bodies, as `pto-wsp emit ascend` does.
+fn emit_ascend(
+    loaded: &pto_wsp_cli::Loaded,
+    bindings: &pto_wsp::ir::Bindings,
+    target: &str,
+) -> Result<AscendTree, pto_wsp_cli::CliError> {
+    let (loaded, plan) = pto_wsp_cli::cmd::emit::with_library(loaded)?;
+    pto_wsp_cli::cmd::emit::ascend(&loaded, &plan, bindings, target)
+}
 
 static SIM: Mutex<()> = Mutex::new(());
 

@@ -7,8 +7,8 @@ mod common;
 use common::{binary, root, scratch};
 use pto_wsp::cpu::ExecError;
 use pto_wsp::ir::{DepsMode, ExpandOptions};
-use pto_wsp::{CompileOptions, RunError, compile, lower};
-use pto_wsp_cli::{bindings_for, expand_loaded, load_source};
+use pto_wsp::{CompileOptions, RunError, compile};
+use pto_wsp_cli::{bindings_for, load_source};
 
 fn softmax() -> String {
     std::fs::read_to_string(root().join("examples/softmax_3pass.wsp")).unwrap()
@@ -22,7 +22,8 @@ fn softmax_3pass_under_deps_exact_and_explicit_fails_check_naming_the_unordered_
     // The oracle: the expander's tasks, compared pairwise. Under `deps exact` only equal
     // regions are ordered, under `deps explicit` nothing (the workload writes no order), so the
     // first task that conflicts with an earlier one on a different region is the first race.
-    let tasks = expand_loaded(&loaded, &bindings, &ExpandOptions::default())
+    let lowered = pto_wsp::driver::lower(&loaded).unwrap();
+    let tasks = pto_wsp::driver::expand(&lowered, &bindings, &ExpandOptions::default())
         .unwrap()
         .tasks;
     let boxes = |t: usize| {
@@ -59,8 +60,7 @@ fn softmax_3pass_under_deps_exact_and_explicit_fails_check_naming_the_unordered_
         assert!(err.contains(&format!("under `deps {deps}`")), "{err}");
         // A plan whose mode is changed after lowering skips that rule (as the benchmarks do):
         // the run itself must catch the race, every time.
-        let mut plan = lower(&loaded.module).unwrap();
-        plan.config.deps = deps;
+        let plan = lowered.clone().with_config_unchecked(|c| c.deps = deps);
         let options = CompileOptions {
             threads: 2,
             debug_checks: true,

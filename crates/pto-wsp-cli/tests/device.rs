@@ -27,10 +27,29 @@ mod common;
 
 use pto_wsp::emitters::ascend::AscendTree;
 use pto_wsp::ir::device::{self, Pipe};
-use pto_wsp_cli::cmd::emit::ascend as emit_ascend;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// The Ascend tree of `loaded` for `target`, its kernels naming built-ins given the kernel
+/// library's bodies, as `pto-wsp emit ascend` does.
+fn emit_ascend(
+    loaded: &pto_wsp_cli::Loaded,
+    bindings: &pto_wsp::ir::Bindings,
+    target: &str,
+) -> Result<AscendTree, pto_wsp_cli::CliError> {
+    let (loaded, plan) = pto_wsp_cli::cmd::emit::with_library(loaded)?;
+    pto_wsp_cli::cmd::emit::ascend(&loaded, &plan, bindings, target)
+}
+
+/// Every kernel of `loaded` with a body as PTO-ISA C++, as `pto-wsp emit kernels` does.
+fn emit_kernels(
+    loaded: &pto_wsp_cli::Loaded,
+    bindings: &pto_wsp::ir::Bindings,
+) -> Result<pto_wsp::emitters::ptoisa::Emitted, pto_wsp_cli::CliError> {
+    let (loaded, plan) = pto_wsp_cli::cmd::emit::with_library(loaded)?;
+    pto_wsp_cli::cmd::emit::kernels(&loaded, &plan, bindings)
+}
 
 fn checkout(var: &str, leaf: &str) -> PathBuf {
     match std::env::var_os(var) {
@@ -287,8 +306,7 @@ fn host_kernel_refused_as_cited(
 ) {
     let loaded = pto_wsp_cli::load_source("t.wsp", src).unwrap_or_else(|e| panic!("{e}"));
     let bindings = pto_wsp_cli::bindings_for(&loaded, &[]).unwrap();
-    let emitted =
-        pto_wsp_cli::cmd::emit::kernels(&loaded, &bindings).unwrap_or_else(|e| panic!("{e}"));
+    let emitted = emit_kernels(&loaded, &bindings).unwrap_or_else(|e| panic!("{e}"));
     pto_wsp_cli::cmd::emit::write_files(&emitted.files, dir).unwrap();
     let tu = format!("#include <pto/pto-inst.hpp>\n#include \"{kernel}.hpp\"\n");
     let err = tools
@@ -959,7 +977,7 @@ fn every_cross_pipe_def_use_of_every_emitted_kernel_is_ordered() {
 
 fn refusal(src: &str) -> String {
     let loaded = pto_wsp_cli::load_source("t.wsp", src).unwrap_or_else(|e| panic!("{e}"));
-    pto_wsp_cli::targets::check_for_target(&loaded, "ascend_a2a3")
+    pto_wsp_cli::cmd::targets::check_for_target(&loaded, "ascend_a2a3")
         .expect_err("accepted")
         .rendered
 }

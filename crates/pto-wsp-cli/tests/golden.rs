@@ -78,7 +78,8 @@ fn report_of(name: &str, binds: &[&str], limit: usize) -> (String, usize) {
     let binds: Vec<String> = binds.iter().map(|s| s.to_string()).collect();
     let bindings =
         pto_wsp_cli::bindings_for(&loaded, &binds).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let expansion = pto_wsp_cli::expand_loaded(&loaded, &bindings, &ExpandOptions::default())
+    let plan = pto_wsp::driver::lower(&loaded).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let expansion = pto_wsp::driver::expand(&plan, &bindings, &ExpandOptions::default())
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     let text = report::expand_report(
         &loaded.module,
@@ -274,16 +275,17 @@ fn bytecode_report_of(name: &str, binds: &[&str], disasm: bool) -> String {
     let binds: Vec<String> = binds.iter().map(|s| s.to_string()).collect();
     let bindings =
         pto_wsp_cli::bindings_for(&loaded, &binds).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let expansion = pto_wsp_cli::expand_loaded(&loaded, &bindings, &ExpandOptions::default())
+    let plan = pto_wsp::driver::lower(&loaded).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let expansion = pto_wsp::driver::expand(&plan, &bindings, &ExpandOptions::default())
         .unwrap_or_else(|e| panic!("{name}: {e}"));
-    let opts = pto_wsp_cli::bytecode::BytecodeOptions {
+    let opts = pto_wsp_cli::cmd::bytecode::BytecodeOptions {
         disasm,
         stats: true,
         executors: None,
     };
-    pto_wsp_cli::bytecode::bytecode_report(
+    pto_wsp_cli::cmd::bytecode::bytecode_report(
         &format!("examples/{name}.wsp"),
-        &loaded.module,
+        &plan,
         &bindings,
         Some(&expansion),
         &opts,

@@ -144,15 +144,24 @@ fn a_kernel_aliased_twice_is_refused_at_the_second_line() {
         "//@ alias k=copy\n//@ alias k=fill\ntensor A: f32[4];\nkernel k(out a: f32[4]);\nworkload main() {\n    task k(A[0 +: 4]);\n}\n",
     )
     .unwrap();
-    let (code, _, err) = binary(&["run", &file.display().to_string(), "-q"]);
-    assert_eq!(code, 1, "{err}");
-    assert!(
-        err.contains(
-            "bad kernel alias: second alias of `k` (to `fill`); line 1:11 already maps it to `copy`"
-        ),
-        "{err}"
-    );
-    assert!(err.contains("twice.wsp:2:11"), "{err}");
+    // `check` applies every static rule `run` does: both refuse it, at the same line.
+    for cmd in [&["run", "-q"][..], &["check"]] {
+        let args: Vec<String> = cmd
+            .iter()
+            .map(|s| s.to_string())
+            .chain([file.display().to_string()])
+            .collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, _, err) = binary(&args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(
+            err.contains(
+                "bad kernel alias: second alias of `k` (to `fill`); line 1:11 already maps it to `copy`"
+            ),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("twice.wsp:2:11"), "{args:?}: {err}");
+    }
 }
 
 #[test]
@@ -370,7 +379,8 @@ const RACE: &str = "//@ alias inc=counter\ntensor A: f32[1, 4];\naxis I = dense(
 #[test]
 fn partial_overlaps_under_the_default_deps_are_refused_when_run_naming_both_accesses() {
     // No `deps` item means exact dependencies: the same race as under `deps exact`. Expansion
-    // only (check, expand, bytecode) accepts the module; anything that runs it refuses it.
+    // only (expand, bytecode) accepts the module; `check` (every static rule of `run`) and
+    // anything that runs it refuse it.
     let dir = scratch("default-exact");
     for (name, sched) in [
         ("none.wsp", ""),
@@ -381,13 +391,14 @@ fn partial_overlaps_under_the_default_deps_are_refused_when_run_naming_both_acce
         ),
     ] {
         let file = write(&dir, name, &RACE.replace("SCHED", sched));
-        for cmd in [&["check"][..], &["expand"], &["bytecode"]] {
+        for cmd in [&["expand"][..], &["bytecode"]] {
             let args: Vec<&str> = cmd.iter().copied().chain([file.as_str()]).collect();
             let (code, _, err) = binary(&args);
             assert_eq!(code, 0, "{args:?}: {err}");
         }
         for cmd in [
-            &["run", "-q", "--empty-kernels"][..],
+            &["check"][..],
+            &["run", "-q", "--empty-kernels"],
             &["run", "-q", "--empty-kernels", "--device-gen"],
             &["run", "-q"],
         ] {
@@ -404,17 +415,19 @@ fn partial_overlaps_under_the_default_deps_are_refused_when_run_naming_both_acce
 #[test]
 fn unordered_conflicts_under_deps_explicit_are_refused_when_run_naming_both_accesses() {
     // `deps explicit` infers no edges: this race once ran and lost updates. Expansion only
-    // accepts the module; anything that runs it refuses it, naming both accesses.
+    // accepts the module; `check` (every static rule of `run`) and anything that runs it refuse
+    // it, naming both accesses.
     let dir = scratch("explicit");
     let sched = "schedule for main {\n    task_graph { deps explicit; }\n}\n";
     let file = write(&dir, "race.wsp", &RACE.replace("SCHED", sched));
-    for cmd in [&["check"][..], &["expand"], &["bytecode"]] {
+    for cmd in [&["expand"][..], &["bytecode"]] {
         let args: Vec<&str> = cmd.iter().copied().chain([file.as_str()]).collect();
         let (code, _, err) = binary(&args);
         assert_eq!(code, 0, "{args:?}: {err}");
     }
     let runs = [
-        &["run", "-q", "--empty-kernels"][..],
+        &["check"][..],
+        &["run", "-q", "--empty-kernels"],
         &["run", "-q", "--empty-kernels", "--device-gen"],
         &["run", "-q"],
     ];
@@ -524,4 +537,116 @@ fn partial_overlaps_under_deps_exact_are_refused_naming_both_accesses() {
     assert_eq!(f(&after, 0), f(&before, 0) + 6000.0);
     assert_eq!(f(&after, 1), f(&before, 1) + 3000.0);
     assert_eq!(f(&after, 2), f(&before, 2));
+}
+
+#[test]
+fn compile_to_a_bad_path_names_the_path_given_and_leaves_nothing_behind() {
+    let dir = scratch("compile-out");
+    let listing = |d: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    // `-o DIR` where DIR is a directory, for a target that writes one file and for one that
+    // writes a tree: refused, naming DIR; no `DIR.partial` nor temporary file left.
+    let target_dir = dir.join("out");
+    std::fs::create_dir_all(target_dir.join("keep")).unwrap();
+    for (target, example) in [
+        ("bytecode", "examples/gemm.wsp"),
+        ("pto_isa", "examples/kernels/softmax.wsp"),
+    ] {
+        let o = target_dir.display().to_string();
+        let args = ["compile", example, "--target", target, "-o", &o];
+        let (code, _, err) = binary(&args);
+        assert_eq!(code, 1, "{target}: {err}");
+        assert!(
+            err.contains(&format!("cannot write `{o}`")),
+            "{target}: {err}"
+        );
+        assert!(
+            !err.contains("partial") && !err.contains(".pto-wsp-out"),
+            "{err}"
+        );
+        assert_eq!(listing(&dir), ["out"], "{target}");
+        assert_eq!(listing(&target_dir), ["keep"], "{target}");
+    }
+    // `-o missing/x.bc`: the message names the path given, not a temporary one.
+    let missing = dir.join("missing").join("x.bc").display().to_string();
+    let args = [
+        "compile",
+        "examples/gemm.wsp",
+        "--target",
+        "bytecode",
+        "-o",
+        &missing,
+    ];
+    let (code, _, err) = binary(&args);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains(&format!("cannot write `{missing}`")), "{err}");
+    assert!(!err.contains("partial"), "{err}");
+    assert_eq!(listing(&dir), ["out"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_output_past_the_file_size_limit_is_an_error_that_leaves_no_temporary_file() {
+    // Under `ulimit -f` a write past the limit raised SIGXFSZ and killed the run, leaving its
+    // `.pto-wsp-out*` temporary file. Now the write fails, the error names the path given, and
+    // the temporary file is removed.
+    let dir = scratch("fsize");
+    let out = dir.join("c.npy").display().to_string();
+    let script = format!(
+        "ulimit -f 64 && exec '{}' run examples/gemm.wsp -q --empty-kernels --bind M=256 \
+         --bind N=256 --bind K=256 --output C={out}",
+        env!("CARGO_BIN_EXE_pto-wsp")
+    );
+    let o = std::process::Command::new("sh")
+        .current_dir(common::root())
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("cannot write `{out}`")) && err.contains("File too large"),
+        "{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn run_time_errors_name_the_statement_at_file_line_column() {
+    let dir = scratch("runtime-loc");
+    // An expression that fails only at run time (`n - 4` is 0): the task statement's place.
+    let div = "symbol n: i64;\ntensor A: f32[n, 4];\naxis I = dense(4);\nkernel k(out a: f32[1, 4]);\nworkload main() {\n    parallel_for i in I {\n        task k(A[i / (n - 4), 0 +: 4]);\n    }\n}\n";
+    let file = write(&dir, "div.wsp", div);
+    for cmd in [&["run", "-q", "--empty-kernels"][..], &["expand", "-q"]] {
+        let args: Vec<&str> = cmd
+            .iter()
+            .copied()
+            .chain([file.as_str(), "--bind", "n=4"])
+            .collect();
+        fails_with(&args, "division by zero");
+        fails_with(&args, "div.wsp:7:9");
+    }
+    // A negative loop extent, at its loop.
+    let neg = "symbol n: i64;\ntensor A: f32[4, 4];\naxis I = dense_dyn(n);\nkernel k(out a: f32[1, 4]);\nworkload main() {\n    parallel_for i in I {\n        task k(A[0, 0 +: 4]);\n    }\n}\n";
+    let file = write(&dir, "neg.wsp", neg);
+    let args = ["expand", "-q", file.as_str(), "--bind", "n=-5"];
+    fails_with(&args, "is negative (-5)");
+    fails_with(&args, "neg.wsp:6:5");
+    // Text that is not UTF-8: the byte, its offset, line and column.
+    let bad = dir.join("utf.wsp");
+    std::fs::write(&bad, b"tensor A: f32[4];\n// \xff\xfe\n").unwrap();
+    let b = bad.display().to_string();
+    fails_with(
+        &["check", &b],
+        &format!("{b}:2:4: not UTF-8 text: byte 21 (0xff) begins no UTF-8 character"),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -16,10 +16,20 @@ mod common;
 use common::{binary, root, scratch};
 use pto_wsp::kernels::TensorStore;
 use pto_wsp::kernels::npy::NpyArray;
-use pto_wsp_cli::cmd::emit::{kernels as emit_kernels, write_files};
-use pto_wsp_cli::exec::{RunOptions, run};
+use pto_wsp_cli::cmd::emit::write_files;
+use pto_wsp_cli::cmd::run::{RunOptions, run};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// Every kernel of `loaded` with a body as PTO-ISA C++, its kernels naming built-ins given the
+/// kernel library's bodies, as `pto-wsp emit kernels` does.
+fn emit_kernels(
+    loaded: &pto_wsp_cli::Loaded,
+    bindings: &pto_wsp::ir::Bindings,
+) -> Result<pto_wsp::emitters::ptoisa::Emitted, pto_wsp_cli::CliError> {
+    let (loaded, plan) = pto_wsp_cli::cmd::emit::with_library(loaded)?;
+    pto_wsp_cli::cmd::emit::kernels(&loaded, &plan, bindings)
+}
 
 fn pto_isa_root() -> PathBuf {
     match std::env::var_os("PTO_ISA_ROOT") {

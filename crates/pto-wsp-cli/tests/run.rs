@@ -5,7 +5,7 @@
 
 use pto_wsp::ir::DType;
 use pto_wsp::kernels::npy;
-use pto_wsp_cli::exec::{RunOptions, run};
+use pto_wsp_cli::cmd::run::{RunOptions, run};
 use pto_wsp_cli::llm;
 mod common;
 
@@ -239,6 +239,19 @@ fn npy_inputs_are_read_into_their_tensors_and_not_generated() {
     assert_eq!(code, 1);
     assert!(
         stderr.contains(&format!("in `--input {cut}`")) && stderr.contains("the data is cut off"),
+        "{stderr}"
+    );
+    // Bytes after the data (a concatenated or damaged file) are refused, not ignored.
+    let long = dir.join("long.npy");
+    std::fs::write(&long, [bytes.as_slice(), &[0u8; 3]].concat()).unwrap();
+    let extra = format!("A={}", long.display());
+    let (code, _, stderr) = binary(&["run", &m, "--input", &extra]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!("in `--input {extra}`"))
+            && stderr.contains(
+                "3 byte(s) after the data: a shape (2, 3, 4) of 4-byte elements needs 96"
+            ),
         "{stderr}"
     );
     let _ = std::fs::remove_dir_all(&dir);
@@ -837,8 +850,10 @@ fn data_dependent_runs_report_computed_reads_and_unbound_reads_are_located() {
 /// run off its target is counted as a migration (checked task by task against the trace).
 #[test]
 fn dispatch_targets_place_tasks_on_workers_under_every_ready_policy() {
-    use pto_wsp::{CompileOptions, compile, lower};
-    use pto_wsp_cli::{bindings_for, expand_loaded, load_source};
+    use pto_wsp::CompileOptions;
+    use pto_wsp::compile;
+    use pto_wsp::driver::{expand, lower};
+    use pto_wsp_cli::{bindings_for, load_source};
     let text = std::fs::read_to_string(root().join("examples/softmax_3pass.wsp")).unwrap();
     let binds = ["rows=64".to_string(), "ntiles=4".to_string()];
     let dispatches = [
@@ -854,9 +869,8 @@ fn dispatch_targets_place_tasks_on_workers_under_every_ready_policy() {
             let text = set_line(&set_line(&text, "dispatch", dispatch), "ready", ready);
             let loaded = load_source("softmax_3pass.wsp", &text).unwrap();
             let bindings = bindings_for(&loaded, &binds).unwrap();
-            let tasks = expand_loaded(&loaded, &bindings, &Default::default())
-                .unwrap()
-                .tasks;
+            let plan = lower(&loaded).unwrap();
+            let tasks = expand(&plan, &bindings, &Default::default()).unwrap().tasks;
             for threads in [2, 3] {
                 let what = format!("{dispatch} {ready} threads {threads}");
                 let target = |i: usize| tasks[i].target.expect("placed") as usize % threads;
@@ -869,7 +883,7 @@ fn dispatch_targets_place_tasks_on_workers_under_every_ready_policy() {
                     profiling: true,
                     ..CompileOptions::default()
                 };
-                let mut program = compile(lower(&loaded.module).unwrap(), options).unwrap();
+                let mut program = compile(plan.clone(), options).unwrap();
                 let stats = program.execute(&bindings).unwrap();
                 assert_eq!(stats.tasks, tasks.len() as u64, "{what}");
                 let off = stats

@@ -50,8 +50,8 @@ use std::time::Instant;
 
 use pto_wsp_graph::types::{MAX_RANK, Region, TaskIo};
 use pto_wsp_ir::{
-    Bindings, ChannelPort, DataRead, ExpandOptions, ExpandSink, ExpandedTask, Loc, Module,
-    OrderEdge, Pipeline, ReadRefused, Value, expand_process,
+    Bindings, ChannelPort, DataRead, ExpandOptions, ExpandSink, ExpandedTask, Loc, OrderEdge,
+    Pipeline, ReadRefused, Resolved, Value, expand_process,
 };
 use pto_wsp_kernels::{
     Conflict, ConflictChecker, KernelId, KernelRegistry, TaskContext, TensorStore,
@@ -817,15 +817,15 @@ impl ProcessOutcome {
     }
 }
 
-/// Runs the pipeline that is `module`'s entry under `bindings`: one thread per process, tasks
-/// run by their process with `registry`'s kernels (`kernels[k]` for the module's kernel `k`,
+/// Runs the pipeline that is the resolved entry `res` under `bindings`: one thread per process,
+/// tasks run by their process with `registry`'s kernels (`kernels[k]` for the module's kernel `k`,
 /// `names[k]` its name) on `store` (see the module docs).
 ///
 /// The store must not be read or written by anything else during the call (the caller holds it
 /// borrowed). Returns the run's statistics: tasks per process in `per_worker`, wall-clock time in
 /// `run_ns`, spans when traced.
 pub fn run_pipeline(
-    module: &Module,
+    res: &Resolved,
     bindings: &Bindings,
     store: &TensorStore,
     registry: &KernelRegistry,
@@ -833,6 +833,7 @@ pub fn run_pipeline(
     names: &[String],
     options: CspOptions,
 ) -> Result<RunStats, CspError> {
+    let module = &res.module;
     let entry = module
         .entry_name()
         .ok_or_else(|| CspError::Setup("the module has no entry point".into()))?;
@@ -854,7 +855,7 @@ pub fn run_pipeline(
     };
     let shared = Shared::new(store, registry, kernels, names, pipeline, options.trace);
     let process = Process {
-        module,
+        res,
         bindings,
         options,
         monitor: &monitor,
@@ -920,7 +921,7 @@ fn channels(pipeline: &Pipeline) -> Result<(Vec<Chan>, Vec<Vec<u32>>), CspError>
 /// What every process thread of one run is given.
 #[derive(Clone, Copy)]
 struct Process<'r, 'p> {
-    module: &'r Module,
+    res: &'r Resolved,
     bindings: &'r Bindings,
     options: CspOptions,
     monitor: &'r Monitor<'p>,
@@ -986,7 +987,7 @@ impl Process<'_, '_> {
         };
         let r = catch_unwind(AssertUnwindSafe(|| {
             expand_process(
-                self.module,
+                self.res,
                 self.bindings,
                 &ExpandOptions::default(),
                 p,
@@ -1068,7 +1069,7 @@ fn pipeline_stats(
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use pto_wsp_ir::{Access, Diagnostic, SourceFile, parse};
+    use pto_wsp_ir::{Access, Diagnostic, Module, SourceFile, parse};
 
     /// The runners' shared state for `m` with no process running: the checker is driven by
     /// hand, so the order of a read and a write is fixed without timing.

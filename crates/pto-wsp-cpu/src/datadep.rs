@@ -21,7 +21,7 @@ use pto_wsp_graph::feed::FeedTask;
 use pto_wsp_graph::types::{Region, TaskIo};
 use pto_wsp_ir::{
     Access, Bindings, DType, DataRead, ExpandError, ExpandOptions, ExpandSink, ExpandedTask,
-    Module, OrderEdge, ReadRefused, expand_with,
+    OrderEdge, ReadRefused, Resolved, expand_with,
 };
 use pto_wsp_kernels::{KernelId, KernelRegistry, TaskContext, TensorStore};
 
@@ -234,13 +234,14 @@ pub enum SequentialError {
     Task(TaskFailure),
 }
 
-/// The sequential reference run: generates `module`'s tasks under `bindings` and runs each,
+/// The sequential reference run: generates the tasks of the resolved entry point `res` under
+/// `bindings` and runs each,
 /// on this thread, the moment it is generated (program order), with `registry`'s kernels
 /// (`kernels[k]` for the module's kernel `k`, `names` for messages) on `store`. Computed reads
 /// read `store` directly: every earlier task has completed. This is what a module with computed
 /// reads means; every other path is checked against it.
 pub fn sequential(
-    module: &Module,
+    res: &Resolved,
     bindings: &Bindings,
     store: &TensorStore,
     registry: &KernelRegistry,
@@ -304,7 +305,7 @@ pub fn sequential(
         failure: None,
         tasks: 0,
     };
-    let summary = expand_with(module, bindings, &ExpandOptions::default(), &mut seq);
+    let summary = expand_with(res, bindings, &ExpandOptions::default(), &mut seq);
     if let Some(f) = seq.failure {
         return Err(SequentialError::Task(f));
     }

@@ -1411,7 +1411,8 @@ mod tests {
 
     fn program(text: &str) -> Program {
         let m = pto_wsp_ir::parse(text).unwrap();
-        let bytes = pto_wsp_bytecode::encode(&m, &Default::default()).unwrap();
+        let r = pto_wsp_ir::resolve(&m, &Default::default()).unwrap();
+        let bytes = pto_wsp_bytecode::encode(&r, &Default::default()).unwrap();
         Program::decode(&bytes).unwrap()
     }
 

@@ -151,7 +151,8 @@ impl<'a, S: TaskSource> KernelExec<'a, S> {
                 .map_err(|e| fail(format!("region {i}: {e}"), false))?;
         }
         if let Some(c) = &self.checker {
-            c.begin(t.0, io).map_err(|e| fail(e.to_string(), false))?;
+            c.begin(t.0, io)
+                .map_err(|e| fail(e.named(&self.store.info(e.tensor()).name), false))?;
         }
         // SAFETY: the store is held borrowed by the run and nothing else touches it (the
         // caller's contract of `KernelExec::new`); between tasks, dependency inference orders
@@ -209,6 +210,31 @@ pub fn task_costs<S: TaskSource>(
             })
         })
         .collect()
+}
+
+/// Calls `f` with the node and a context of each task `0..n` of `source` that runs a kernel
+/// (barrier tasks and tasks whose regions fall outside the store get `None`), for models that
+/// read the tasks' shapes. Takes the store exclusively, so no task runs meanwhile.
+pub fn with_task_contexts<S: TaskSource>(
+    source: &S,
+    n: usize,
+    store: &mut TensorStore,
+    mut f: impl FnMut(usize, &TaskNode, Option<&TaskContext<'_>>),
+) {
+    let store = &*store;
+    let mut bufs = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let t = TaskId(i as u32);
+        source.with_task(t, &mut bufs, |node, params, io| {
+            if node.kernel == BARRIER_KERNEL || io.iter().any(|r| store.check_region(r).is_err()) {
+                return f(i, node, None);
+            }
+            // SAFETY: the store is borrowed exclusively by this function, so no task runs and
+            // nothing else reads or writes it while the context lives.
+            let ctx = unsafe { TaskContext::new(store, t.0, 0, params, io) };
+            f(i, node, Some(&ctx));
+        });
+    }
 }
 
 impl<S: TaskSource> Exec for KernelExec<'_, S> {

@@ -69,10 +69,13 @@ pub use csp::{CspError, CspOptions, Deadlock, run_pipeline};
 pub use datadep::{GenStats, Producers, SequentialError, SequentialStats, sequential};
 pub use devgen::{DevGenConfig, DevGenStats, DirectExec, ExecutorStats};
 pub use exec::{Exec, ExecError, NoopExec, TaskFailure, UnorderedRun};
-pub use kexec::{KernelExec, TaskSource, task_costs};
+pub use kexec::{KernelExec, TaskSource, task_costs, with_task_contexts};
 pub use pool::{MAX_THREADS, PoolError, WorkerPool};
 pub use run::{GateConfig, PoolSplit, RunConfig, StaticGraph};
-pub use sim::{CycleStats, SimError, SimMachine, SimReady, SimSchedule, SimTask};
+pub use sim::{
+    CycleStats, DeviceReport, DeviceRun, DeviceTimes, SimError, SimMachine, SimReady, SimSchedule,
+    SimTask, Waits, simulate_device,
+};
 pub use stats::{RunStats, Span};
 pub use stream::{AbortProbe, StreamBuilder, StreamConfig, StreamSink};
 pub use table::TaskTable;

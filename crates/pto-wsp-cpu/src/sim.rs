@@ -37,6 +37,19 @@
 //!   until a task of that scope finishes (waiters are served in the order they arrived), as a
 //!   host worker blocks on the gate.
 //!
+//! **Device timing** ([`simulate_device`]): the same schedule-following engine with the costs of
+//! a device's control path added (the device timeline model; the machine's figures come from
+//! its machine description, converted to one time unit by the caller): each task costs
+//! [`DeviceTimes::generate`] on the orchestrator; the executors are the device's cores, each owned by
+//! one of [`DeviceTimes::schedulers`] scheduler threads, modelled as serial servers: taking a
+//! ready task costs its thread `sched_dispatch`, the kernel starts `land` later (the dispatch
+//! write landing plus the core's setup) and occupies the core for its cost; its completion
+//! becomes visible `completion` after it ends, and the owning thread then spends
+//! `sched_complete + sched_per_edge × successors` before the successors are readied and the
+//! core is free again. So a chain of N tasks takes `g + N·(s_d + land + c + f + s_c) + (N−1)·e`
+//! and N independent tasks on C free cores `⌈N/C⌉·(land + c + f)` (zero scheduler costs).
+//! A core holds one task at a time (no pending slot).
+//!
 //! A CSP pipeline is modelled apart ([`simulate_pipeline`]): a clock per process, channels of
 //! their declared depth.
 //!
@@ -202,6 +215,9 @@ pub enum SimError {
         /// Processes that never end.
         waiting: usize,
     },
+    /// The device timing does not fit the tasks or the machine.
+    #[error("device model: {0}")]
+    BadDevice(String),
     /// A task's submission found the `abort` window full.
     #[error(
         "task_window {capacity} abort: task {task} was submitted at cycle {cycle} with \
@@ -225,13 +241,184 @@ pub fn simulate(
     machine: &SimMachine,
     schedule: &SimSchedule,
 ) -> Result<CycleStats, SimError> {
-    Model::new(tasks, edges, machine, schedule)?.run()
+    Ok(Model::new(tasks, edges, machine, schedule, None)?.run()?.0)
+}
+
+/// The device's control-path costs for [`simulate_device`] (see the module docs), all in the
+/// model's time unit.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeviceTimes {
+    /// Generation cost of each task on the orchestrator (by task id; empty: the schedule's
+    /// `issue_cycles` for every task).
+    pub generate: Vec<u64>,
+    /// Scheduler thread owning each executor (by executor; empty: one thread owns all).
+    pub owner: Vec<u32>,
+    /// Number of scheduler threads (at least 1).
+    pub schedulers: u32,
+    /// Scheduler time to dispatch one task.
+    pub sched_dispatch: u64,
+    /// From the dispatch write to the kernel's start (landing plus core setup).
+    pub land: u64,
+    /// From the kernel's end to its completion being visible to its scheduler thread.
+    pub completion: u64,
+    /// Scheduler time to process one completion.
+    pub sched_complete: u64,
+    /// Scheduler time per successor edge of a completion.
+    pub sched_per_edge: u64,
+    /// Tasks that run on no core (barrier tasks): their scheduler thread completes them at
+    /// dispatch, with no handshake (by task id; empty: none).
+    pub no_core: Vec<bool>,
+    /// Record the timeline (per-task times, orchestrator and scheduler intervals).
+    pub record: bool,
+}
+
+/// One device-model run of a finished run's graph on a machine, as reports and pictures need
+/// it (times in picoseconds).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeviceRun {
+    /// The machine's name.
+    pub machine: String,
+    /// Host generation (the host builds and uploads the graph first) or device generation.
+    pub host_generation: bool,
+    /// Time before the device starts: host generation, upload and launch (0 for device
+    /// generation).
+    pub prefix_ps: u64,
+    /// Makespan: [`Self::prefix_ps`] plus the device's part.
+    pub makespan_ps: u64,
+    /// Core kinds: name, first executor, cores, busy picoseconds.
+    pub kinds: Vec<(String, u32, u32, u64)>,
+    /// Orchestrator threads generating (0 under host generation) and scheduler threads.
+    pub orchestrators: u32,
+    /// Scheduler threads.
+    pub schedulers: u32,
+    /// The engine's statistics (times of the device's part, from its start).
+    pub stats: CycleStats,
+    /// Device-specific results.
+    pub report: DeviceReport,
+    /// Kernel of every task (an index into [`Self::kernel_names`]; `u32::MAX` for a barrier).
+    pub task_kernel: Vec<u32>,
+    /// Kernel names.
+    pub kernel_names: Vec<String>,
+    /// What the model approximated for this run, for the report.
+    pub notes: Vec<String>,
+}
+
+/// What a task waited for, summed over tasks (see [`DeviceReport::waits`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Waits {
+    /// Its inputs were done but it was not yet generated (or released).
+    pub generation: u64,
+    /// Generated, waiting for its predecessors (their completion handshake included).
+    pub dependencies: u64,
+    /// Ready, but no core of its kind (or gate slot, or its placed core) took it yet.
+    pub free_core: u64,
+    /// Taken by a core, waiting for its scheduler thread, the dispatch and the core's setup.
+    pub dispatch: u64,
+}
+
+/// One interval of a modelled resource, for pictures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interval {
+    /// Start.
+    pub start: u64,
+    /// End.
+    pub end: u64,
+    /// The task it serves.
+    pub task: u32,
+}
+
+/// The device-specific results of [`simulate_device`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeviceReport {
+    /// Orchestrator busy time (generation).
+    pub orchestrator_busy: u64,
+    /// Busy time of each scheduler thread.
+    pub scheduler_busy: Vec<u64>,
+    /// Where tasks waited, summed over tasks.
+    pub waits: Waits,
+    /// Executor of each task.
+    pub executor: Vec<u32>,
+    /// Kernel end of each task (its start is [`CycleStats::starts`]).
+    pub ends: Vec<u64>,
+    /// When recorded: the orchestrator's generation intervals.
+    pub generation: Vec<Interval>,
+    /// When recorded: each scheduler thread's dispatch and completion intervals.
+    pub scheduling: Vec<Vec<Interval>>,
+}
+
+/// Simulates `tasks` on a device: [`simulate`]'s schedule-following with the control-path costs
+/// of `device` (see the module docs). `CycleStats::starts` are kernel starts and `busy` counts
+/// kernel time only.
+pub fn simulate_device(
+    tasks: &[SimTask],
+    edges: &[(u32, u32)],
+    machine: &SimMachine,
+    schedule: &SimSchedule,
+    device: &DeviceTimes,
+) -> Result<(CycleStats, DeviceReport), SimError> {
+    if !device.generate.is_empty() && device.generate.len() != tasks.len() {
+        return Err(SimError::BadDevice(format!(
+            "{} generation costs for {} tasks",
+            device.generate.len(),
+            tasks.len()
+        )));
+    }
+    if let Some(&o) = device
+        .owner
+        .iter()
+        .find(|&&o| o >= device.schedulers.max(1))
+    {
+        return Err(SimError::BadDevice(format!(
+            "an executor belongs to scheduler {o} of {}",
+            device.schedulers.max(1)
+        )));
+    }
+    let (stats, report) = Model::new(tasks, edges, machine, schedule, Some(device))?.run()?;
+    Ok((stats, report.unwrap_or_default()))
 }
 
 /// Event kinds, handled in this order at one instant.
 const FINISH: u8 = 0;
 const ISSUED: u8 = 1;
 const WAKE: u8 = 2;
+/// Device timing: a task's completion becomes visible to its scheduler thread.
+const SEEN: u8 = 3;
+
+/// Per-task times and per-thread state of the device timing.
+struct Dev<'a> {
+    times: &'a DeviceTimes,
+    sched_free: Vec<u64>,
+    sched_busy: Vec<u64>,
+    orch_busy: u64,
+    issued_at: Vec<u64>,
+    dep_at: Vec<u64>,
+    ready_at: Vec<u64>,
+    ends: Vec<u64>,
+    waits: Waits,
+    generation: Vec<Interval>,
+    scheduling: Vec<Vec<Interval>>,
+}
+
+impl Dev<'_> {
+    fn owner(&self, e: usize) -> usize {
+        self.times.owner.get(e).map_or(0, |&o| o as usize)
+    }
+
+    /// Reserves `cost` of thread `s` from `now` on; returns when it ends.
+    fn serve(&mut self, s: usize, now: u64, cost: u64, task: u32) -> u64 {
+        let begin = now.max(self.sched_free[s]);
+        self.sched_free[s] = begin + cost;
+        self.sched_busy[s] += cost;
+        if self.times.record && cost > 0 {
+            self.scheduling[s].push(Interval {
+                start: begin,
+                end: begin + cost,
+                task,
+            });
+        }
+        begin + cost
+    }
+}
 
 /// A ready task's place in a queue: `(-priority, ready sequence, task)`, smallest first.
 type Key = Reverse<(i64, u64, u32)>;
@@ -286,6 +473,7 @@ struct Model<'a> {
     makespan: u64,
     critical: u64,
     migrations: u64,
+    dev: Option<Dev<'a>>,
 }
 
 impl<'a> Model<'a> {
@@ -294,6 +482,7 @@ impl<'a> Model<'a> {
         edges: &[(u32, u32)],
         machine: &'a SimMachine,
         sched: &'a SimSchedule,
+        device: Option<&'a DeviceTimes>,
     ) -> Result<Model<'a>, SimError> {
         let n = tasks.len();
         let execs = machine.executors.max(1) as usize;
@@ -370,10 +559,26 @@ impl<'a> Model<'a> {
             critical: 0,
             migrations: 0,
             buffered: vec![Vec::new(); execs],
+            dev: device.map(|times| {
+                let threads = times.schedulers.max(1) as usize;
+                Dev {
+                    times,
+                    sched_free: vec![0; threads],
+                    sched_busy: vec![0; threads],
+                    orch_busy: 0,
+                    issued_at: vec![0; n],
+                    dep_at: vec![0; n],
+                    ready_at: vec![0; n],
+                    ends: vec![0; n],
+                    waits: Waits::default(),
+                    generation: Vec::new(),
+                    scheduling: vec![Vec::new(); threads],
+                }
+            }),
         })
     }
 
-    fn run(mut self) -> Result<CycleStats, SimError> {
+    fn run(mut self) -> Result<(CycleStats, Option<DeviceReport>), SimError> {
         let n = self.tasks.len();
         if n == 0 {
             return Ok(self.stats());
@@ -387,6 +592,7 @@ impl<'a> Model<'a> {
                 match kind {
                     FINISH => self.finish(id),
                     ISSUED => self.issue(id),
+                    SEEN => self.seen(id),
                     _ => self.wake_at = None,
                 }
             }
@@ -401,8 +607,17 @@ impl<'a> Model<'a> {
         Ok(self.stats())
     }
 
-    fn stats(self) -> CycleStats {
-        CycleStats {
+    fn stats(self) -> (CycleStats, Option<DeviceReport>) {
+        let report = self.dev.as_ref().map(|d| DeviceReport {
+            orchestrator_busy: d.orch_busy,
+            scheduler_busy: d.sched_busy.clone(),
+            waits: d.waits,
+            executor: self.exec_of.clone(),
+            ends: d.ends.clone(),
+            generation: d.generation.clone(),
+            scheduling: d.scheduling.clone(),
+        });
+        let stats = CycleStats {
             total_cycles: self.makespan,
             work_cycles: self.tasks.iter().map(|t| t.cost).sum(),
             critical_path: self.critical,
@@ -411,7 +626,8 @@ impl<'a> Model<'a> {
             window_overflows: self.overflows,
             migrations: self.migrations,
             starts: self.starts,
-        }
+        };
+        (stats, report)
     }
 
     fn serves(&self, e: usize, pool: ExecPool) -> bool {
@@ -462,10 +678,29 @@ impl<'a> Model<'a> {
             let t = self.next as u32;
             self.next += 1;
             self.in_flight += 1;
-            if self.sched.issue_cycles == 0 {
+            let cost = match &mut self.dev {
+                Some(d) if !d.times.generate.is_empty() => {
+                    let g = d.times.generate[t as usize];
+                    d.orch_busy += g;
+                    if d.times.record && g > 0 {
+                        d.generation.push(Interval {
+                            start: self.now,
+                            end: self.now + g,
+                            task: t,
+                        });
+                    }
+                    g
+                }
+                Some(d) => {
+                    d.orch_busy += self.sched.issue_cycles;
+                    self.sched.issue_cycles
+                }
+                None => self.sched.issue_cycles,
+            };
+            if cost == 0 {
                 self.issue(t);
             } else {
-                self.orch_free = self.now + self.sched.issue_cycles;
+                self.orch_free = self.now + cost;
                 self.events.push(Reverse((self.orch_free, ISSUED, t)));
             }
         }
@@ -474,6 +709,9 @@ impl<'a> Model<'a> {
 
     /// Task `t` is submitted: timing decides when it is released.
     fn issue(&mut self, t: u32) {
+        if let Some(d) = &mut self.dev {
+            d.issued_at[t as usize] = self.now;
+        }
         self.issued += 1;
         self.orchestration_cycles = self.now;
         let stream = self.tasks[t as usize].stream;
@@ -525,6 +763,13 @@ impl<'a> Model<'a> {
 
     /// `t` is released and its predecessors are done: queue it.
     fn make_ready(&mut self, t: u32) {
+        if let Some(d) = &mut self.dev {
+            let i = t as usize;
+            d.ready_at[i] = self.now;
+            // The later of "generated (and released)" and "inputs done" made it ready.
+            d.waits.generation += self.now.saturating_sub(d.dep_at[i]);
+            d.waits.dependencies += d.dep_at[i].saturating_sub(d.issued_at[i]);
+        }
         self.seq += 1;
         let task = &self.tasks[t as usize];
         let placed = self.placed(t);
@@ -675,9 +920,46 @@ impl<'a> Model<'a> {
         }
         self.running[e] = true;
         self.busy[e] += cost;
-        self.starts[t as usize] = self.now;
         self.exec_of[t as usize] = e as u32;
-        self.events.push(Reverse((self.now + cost, FINISH, t)));
+        let now = self.now;
+        let Some(d) = &mut self.dev else {
+            self.starts[t as usize] = now;
+            self.events.push(Reverse((now + cost, FINISH, t)));
+            return;
+        };
+        let i = t as usize;
+        let s = d.owner(e);
+        let written = d.serve(s, now, d.times.sched_dispatch, t);
+        if d.times.no_core.get(i).copied().unwrap_or(false) {
+            d.waits.free_core += now - d.ready_at[i];
+            self.starts[i] = written;
+            d.ends[i] = written;
+            self.events.push(Reverse((written, SEEN, t)));
+            return;
+        }
+        let begin = written + d.times.land;
+        d.waits.free_core += now - d.ready_at[i];
+        d.waits.dispatch += begin - now;
+        self.starts[i] = begin;
+        d.ends[i] = begin + cost;
+        self.events
+            .push(Reverse((begin + cost + d.times.completion, SEEN, t)));
+    }
+
+    /// Device timing: `t`'s completion is visible; its scheduler thread processes it, then the
+    /// task finishes (frees its core, readies its successors).
+    fn seen(&mut self, t: u32) {
+        let e = self.exec_of[t as usize] as usize;
+        let succs = u64::from(self.first[t as usize + 1] - self.first[t as usize]);
+        let now = self.now;
+        let d = self
+            .dev
+            .as_mut()
+            .expect("completions are seen only under device timing");
+        let s = d.owner(e);
+        let cost = d.times.sched_complete + d.times.sched_per_edge * succs;
+        let done = d.serve(s, now, cost, t);
+        self.events.push(Reverse((done, FINISH, t)));
     }
 
     fn finish(&mut self, t: u32) {
@@ -721,6 +1003,9 @@ impl<'a> Model<'a> {
             self.path[s] = self.path[s].max(through);
             self.pending[s] -= 1;
             if self.pending[s] == 0 {
+                if let Some(d) = &mut self.dev {
+                    d.dep_at[s] = self.now;
+                }
                 self.readied_by[s] = e as u32;
                 if self.released[s] {
                     self.make_ready(s as u32);
@@ -1212,6 +1497,132 @@ mod tests {
     }
 }
 
+/// Device timing checked against hand computations (letters of the module docs).
+#[cfg(test)]
+mod device_tests {
+    use super::*;
+
+    fn times(g: u64, sd: u64, land: u64, f: u64, sc: u64, e: u64, n: usize) -> DeviceTimes {
+        DeviceTimes {
+            generate: vec![g; n],
+            owner: Vec::new(),
+            schedulers: 1,
+            sched_dispatch: sd,
+            land,
+            completion: f,
+            sched_complete: sc,
+            sched_per_edge: e,
+            no_core: Vec::new(),
+            record: true,
+        }
+    }
+
+    fn machine(executors: u32) -> SimMachine {
+        SimMachine {
+            executors,
+            vector: None,
+            placement: false,
+        }
+    }
+
+    #[test]
+    fn a_chain_pays_every_handshake() {
+        let (g, sd, land, c, f, sc, e) = (7, 3, 11, 100, 13, 5, 2);
+        for n in [1u64, 2, 5, 17] {
+            let tasks = vec![SimTask::with_cost(c); n as usize];
+            let edges: Vec<(u32, u32)> = (1..n as u32).map(|i| (i - 1, i)).collect();
+            let dev = times(g, sd, land, f, sc, e, n as usize);
+            let (s, r) =
+                simulate_device(&tasks, &edges, &machine(4), &SimSchedule::default(), &dev)
+                    .unwrap();
+            let hand = g + n * (sd + land + c + f + sc) + (n - 1) * e;
+            assert_eq!(s.total_cycles, hand, "chain of {n}");
+            assert_eq!(r.orchestrator_busy, n * g);
+            assert_eq!(r.scheduler_busy, vec![n * (sd + sc) + (n - 1) * e]);
+            assert_eq!(r.scheduling[0].len() as u64, 2 * n);
+        }
+    }
+
+    #[test]
+    fn independent_tasks_fill_the_cores_in_rounds() {
+        let (land, c, f) = (50, 1000, 200);
+        for (n, cores) in [(10u64, 4u32), (8, 4), (1, 3), (25, 5)] {
+            let tasks = vec![SimTask::with_cost(c); n as usize];
+            let dev = times(0, 0, land, f, 0, 0, n as usize);
+            let (s, r) =
+                simulate_device(&tasks, &[], &machine(cores), &SimSchedule::default(), &dev)
+                    .unwrap();
+            assert_eq!(
+                s.total_cycles,
+                n.div_ceil(u64::from(cores)) * (land + c + f),
+                "{n} tasks on {cores} cores"
+            );
+            // Waiting for a free core: round k's tasks wait k rounds.
+            let rounds = n.div_ceil(u64::from(cores));
+            let full = n / u64::from(cores);
+            let mut free: u64 = (0..full).map(|k| k * u64::from(cores)).sum();
+            free += (n - full * u64::from(cores)) * full;
+            assert_eq!(r.waits.free_core, free * (land + c + f), "{n} on {cores}");
+            assert!(rounds >= 1);
+            assert_eq!(r.waits.dispatch, n * land);
+        }
+    }
+
+    #[test]
+    fn slow_generation_bounds_the_run() {
+        // g·C > land + c + f: every task finds a free core when generated.
+        let (g, sd, land, c, f, sc) = (400, 10, 50, 1000, 200, 30);
+        let (n, cores) = (30u64, 4u32);
+        assert!(g * u64::from(cores) > sd + land + c + f + sc);
+        let tasks = vec![SimTask::with_cost(c); n as usize];
+        let dev = times(g, sd, land, f, sc, 0, n as usize);
+        let (s, r) =
+            simulate_device(&tasks, &[], &machine(cores), &SimSchedule::default(), &dev).unwrap();
+        assert_eq!(s.total_cycles, n * g + sd + land + c + f + sc);
+        assert_eq!(r.waits.free_core, 0);
+        // Each task waited for its own generation: g, 2g, ..., n·g.
+        assert_eq!(r.waits.generation, g * n * (n + 1) / 2);
+    }
+
+    #[test]
+    fn one_busy_scheduler_thread_bounds_the_run() {
+        let (sd, sc, c) = (300, 200, 100);
+        let n = 40u64;
+        let tasks = vec![SimTask::with_cost(c); n as usize];
+        let dev = times(0, sd, 0, 0, sc, 0, n as usize);
+        let (s, _) =
+            simulate_device(&tasks, &[], &machine(16), &SimSchedule::default(), &dev).unwrap();
+        assert!(s.total_cycles >= n * (sd + sc), "{}", s.total_cycles);
+        assert!(s.total_cycles <= n * (sd + sc) + sd + c + sc);
+        // Two threads, each owning half of the cores: about half the time.
+        let dev = DeviceTimes {
+            schedulers: 2,
+            owner: (0..16).map(|e| e % 2).collect(),
+            ..dev
+        };
+        let (s2, r2) =
+            simulate_device(&tasks, &[], &machine(16), &SimSchedule::default(), &dev).unwrap();
+        assert!(s2.total_cycles >= n * (sd + sc) / 2);
+        assert!(s2.total_cycles <= n * (sd + sc) / 2 + sd + c + sc);
+        assert_eq!(r2.scheduler_busy.iter().sum::<u64>(), n * (sd + sc));
+    }
+
+    #[test]
+    fn bad_device_timing_is_refused() {
+        let tasks = vec![SimTask::with_cost(1); 3];
+        let dev = times(0, 0, 0, 0, 0, 0, 2);
+        assert!(matches!(
+            simulate_device(&tasks, &[], &machine(1), &SimSchedule::default(), &dev),
+            Err(SimError::BadDevice(_))
+        ));
+        let dev = DeviceTimes {
+            owner: vec![1],
+            ..times(0, 0, 0, 0, 0, 0, 3)
+        };
+        assert!(simulate_device(&tasks, &[], &machine(1), &SimSchedule::default(), &dev).is_err());
+    }
+}
+
 #[cfg(test)]
 mod props {
     use super::*;
@@ -1297,6 +1708,8 @@ mod props {
     }
 
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(256)))]
+
         #[test]
         fn every_modelled_schedule_is_valid(
             costs in proptest::collection::vec((0u64..50, 0u32..2, -3i64..3, 0u32..4), 1..40),
@@ -1329,6 +1742,9 @@ mod props {
             edges.dedup();
             let m = SimMachine { executors: execs, vector: None, placement };
             let s = simulate(&tasks, &edges, &m, &sched).unwrap();
+            // Device timing with free control paths is the same model.
+            let (d, _) = simulate_device(&tasks, &edges, &m, &sched, &DeviceTimes::default()).unwrap();
+            prop_assert_eq!(&d, &s);
             let work: u64 = tasks.iter().map(|t| t.cost).sum();
             prop_assert_eq!(s.work_cycles, work);
             prop_assert_eq!(s.busy.iter().sum::<u64>(), work);

@@ -56,6 +56,9 @@ pub struct RunStats {
     pub edge_list: Vec<(u32, u32)>,
     /// The cycle-cost model's result, when the run was traced in cycles (`trace cycles`).
     pub cycles: Option<CycleStats>,
+    /// The device timeline model's runs (device generation, then host generation), when the
+    /// run was traced on a machine (`trace cycles device(NAME)`, `--machine`).
+    pub device: Vec<crate::sim::DeviceRun>,
     /// The TensorMap of a streamed run at its end: hits, misses, live entries and their
     /// high-water mark (the distinct regions not yet covered by a write: the maps keep
     /// tombstones of completed tasks, so that the edges found do not depend on timing). For a

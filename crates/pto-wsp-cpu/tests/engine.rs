@@ -410,7 +410,7 @@ fn a_failing_task_stops_the_run_with_its_error_and_the_pool_runs_again() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(24)))]
     #[test]
     fn random_dags_any_policy(n in 1usize..400, seed in any::<u64>(), k in 0usize..24, threads in 1usize..4) {
         let cfg = &configs()[k];

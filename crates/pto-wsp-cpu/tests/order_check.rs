@@ -95,7 +95,7 @@ fn closure(g: &TaskGraphStorage) -> Vec<Vec<bool>> {
 fn the_order_check_reports_exactly_the_workloads_with_an_unordered_conflicting_pair() {
     let pool = WorkerPool::new(2).unwrap();
     let mut runner = TestRunner::new(Config {
-        cases: 2000,
+        cases: pto_wsp_ir::soak::cases(2000),
         failure_persistence: None,
         ..Config::default()
     });

@@ -316,7 +316,7 @@ fn baselines_run_every_task_once_in_order() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(64)))]
 
     #[test]
     fn random_small_shapes(kind in 0u8..5, a in 0u32..40, b in 0u32..12, seed: u64) {

@@ -43,7 +43,11 @@ fn llama_stream(min_tasks: usize) -> Vec<Task> {
         "/../../examples/llama7b_layer.wsp"
     );
     let text = std::fs::read_to_string(path).expect("examples/llama7b_layer.wsp");
-    let module = pto_wsp_ir::parse(&text).expect("example parses");
+    let module = pto_wsp_ir::resolve(
+        &pto_wsp_ir::parse(&text).expect("example parses"),
+        &Default::default(),
+    )
+    .expect("example resolves");
     let seq = min_tasks.div_ceil(486) as i64 * 32;
     let bindings = pto_wsp_ir::Bindings::new().symbol("seq", seq);
     let mut out = Vec::with_capacity(min_tasks + 486);

@@ -33,7 +33,7 @@
 //! use pto_wsp_graph::builder::GraphBuilder;
 //! use pto_wsp_graph::feed::{NoHooks, feed};
 //! use pto_wsp_graph::ExecDomain;
-//! use pto_wsp_ir::{Bindings, DepsMode, ExpandOptions, parse};
+//! use pto_wsp_ir::{Bindings, DepsMode, ExpandOptions, parse, resolve};
 //!
 //! let m = parse(
 //!     "tensor X: f32[4, 8]; axis I = dense(3); axis J = dense(2);
@@ -41,6 +41,7 @@
 //!      workload main() { for_each i in I { parallel_for j in J { task k(X[i, j * 4 +: 4]); } } }",
 //! )
 //! .unwrap();
+//! let m = resolve(&m, &Default::default()).unwrap();
 //! let mut b = GraphBuilder::new(DepsMode::Explicit);
 //! let s = feed(&m, &Bindings::new(), &ExpandOptions::default(), &mut b, &mut NoHooks,
 //!              ExecDomain::HostCpu).unwrap();
@@ -54,7 +55,7 @@ use crate::tensor_map::TensorMap;
 use crate::types::{ExecDomain, ExecPool, TaskId};
 use pto_wsp_ir::{
     Access, Bindings, DataRead, ExpandError, ExpandOptions, ExpandSink, ExpandSummary,
-    ExpandedTask, Module, OrderEdge, ReadRefused,
+    ExpandedTask, OrderEdge, ReadRefused, Resolved,
 };
 use std::convert::Infallible;
 use std::ops::{ControlFlow, Range};
@@ -536,10 +537,10 @@ impl<M: TensorMap, S: EdgeSink, H: FeedHooks> ExpandSink for Feeder<'_, M, S, H>
     }
 }
 
-/// Expands `module` under `bindings` straight into `builder` (see [`Feeder`]), calling `hooks`
-/// around each submission; tasks run in `domain`.
+/// Expands the resolved entry point `res` under `bindings` straight into `builder` (see
+/// [`Feeder`]), calling `hooks` around each submission; tasks run in `domain`.
 pub fn feed<M: TensorMap, S: EdgeSink, H: FeedHooks>(
-    module: &Module,
+    res: &Resolved,
     bindings: &Bindings,
     options: &ExpandOptions,
     builder: &mut GraphBuilder<M, S>,
@@ -547,6 +548,6 @@ pub fn feed<M: TensorMap, S: EdgeSink, H: FeedHooks>(
     domain: ExecDomain,
 ) -> Result<FeedSummary, FeedError<H::Error>> {
     let mut feeder = Feeder::new(builder, hooks, domain);
-    let r = pto_wsp_ir::expand_with(module, bindings, options, &mut feeder);
+    let r = pto_wsp_ir::expand_with(res, bindings, options, &mut feeder);
     feeder.finish(r)
 }

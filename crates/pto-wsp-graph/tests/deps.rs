@@ -291,7 +291,7 @@ fn random_execution(g: &TaskGraphStorage, tasks: &[GenTask], overlap: bool, k: u
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: pto_wsp_ir::soak::cases(48), ..ProptestConfig::default() })]
 
     #[test]
     fn overlap_and_hybrid_match_the_oracle(tasks in stream_strategy(), seed: u64) {
@@ -682,7 +682,8 @@ fn llama_layer_two_tiles_matches_the_oracle() {
     let bindings = pto_wsp_ir::Bindings::new().symbol("seq", 64i64);
     let mut b = GraphBuilder::new(DepsMode::Hybrid);
     let mut tasks = Vec::new();
-    pto_wsp_ir::expand_each(&module, &bindings, &Default::default(), |_, t| {
+    let resolved = pto_wsp_ir::resolve(&module, &Default::default()).unwrap();
+    pto_wsp_ir::expand_each(&resolved, &bindings, &Default::default(), |_, t| {
         b.submit_expanded(t, ExecDomain::HostCpu).unwrap();
         tasks.push(GenTask {
             regions: t
@@ -761,7 +762,7 @@ fn covering_tasks(steps: &[Step]) -> Vec<GenTask> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: pto_wsp_ir::soak::cases(96), ..ProptestConfig::default() })]
 
     /// Streams dominated by covering reads (prefixes, rows, boxes of tiles) and writes after
     /// them: every conflicting pair is ordered through the graph, every other edge is a mark's,
@@ -859,7 +860,7 @@ fn covering_reads_cost_bounded_edges_per_task_whatever_the_prefix_length() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: pto_wsp_ir::soak::cases(24), ..ProptestConfig::default() })]
 
     /// A builder reused through `reset` / `finish_into` (after a different stream, with records,
     /// reader chunks and grids left over) builds exactly what a fresh builder builds.
@@ -1025,7 +1026,7 @@ fn read_heavy_stream_strategy() -> impl Strategy<Value = Vec<GenTask>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: pto_wsp_ir::soak::cases(48), ..ProptestConfig::default() })]
 
     /// Joined read records keep the oracle's promise, and retiring changes no edge found: the
     /// records of completed tasks stay as tombstones (reported, wired to nobody).
@@ -1144,9 +1145,26 @@ fn feed<M: TensorMap>(b: &mut GraphBuilder<M>, tasks: &[GenTask], retire_at: usi
 mod feeding {
     use super::*;
     use pto_wsp_graph::feed::{
-        BARRIER_KERNEL, FeedError, FeedHooks, FeedTask, Feeder, NO_ORIGIN, NoHooks, feed,
+        BARRIER_KERNEL, FeedError, FeedHooks, FeedTask, Feeder, NO_ORIGIN, NoHooks,
     };
-    use pto_wsp_ir::{Bindings, ExpandOptions, ExpandedTask, Module};
+    use pto_wsp_ir::{Bindings, ExpandOptions, ExpandedTask, Module, Resolved};
+
+    /// `m` resolved, as a front end resolves it once before expanding or feeding it.
+    fn resolved(m: &Module) -> Resolved {
+        pto_wsp_ir::resolve(m, &Default::default()).unwrap()
+    }
+
+    /// [`pto_wsp_graph::feed::feed`] of `m`, resolved.
+    fn feed<M: TensorMap, S: pto_wsp_graph::builder::EdgeSink, H: FeedHooks>(
+        m: &Module,
+        b: &Bindings,
+        o: &ExpandOptions,
+        builder: &mut GraphBuilder<M, S>,
+        hooks: &mut H,
+        domain: ExecDomain,
+    ) -> Result<pto_wsp_graph::feed::FeedSummary, FeedError<H::Error>> {
+        pto_wsp_graph::feed::feed(&resolved(m), b, o, builder, hooks, domain)
+    }
 
     const MODES: [DepsMode; 4] = [
         DepsMode::Exact,
@@ -1204,7 +1222,7 @@ mod feeding {
     /// Feeds `m` in `mode` and checks the graph against the expansion; returns the number of
     /// barriers.
     fn check_feed(name: &str, m: &Module, b: &Bindings, mode: DepsMode) -> u32 {
-        let x = pto_wsp_ir::expand(m, b, &ExpandOptions::default()).unwrap();
+        let x = pto_wsp_ir::expand(&resolved(m), b, &ExpandOptions::default()).unwrap();
         let mut builder = GraphBuilder::new(mode);
         let mut hooks = Recording::default();
         let s = feed(
@@ -1373,7 +1391,7 @@ mod feeding {
             for mode in MODES {
                 check_feed(&name, &m, &b, mode);
             }
-            tasks += pto_wsp_ir::expand(&m, &b, &ExpandOptions::default())
+            tasks += pto_wsp_ir::expand(&resolved(&m), &b, &ExpandOptions::default())
                 .unwrap()
                 .tasks
                 .len();
@@ -1463,7 +1481,7 @@ mod feeding {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: pto_wsp_ir::soak::cases(64), ..ProptestConfig::default() })]
 
         #[test]
         fn random_nests_feed_in_every_mode(nodes in prop::collection::vec(node(), 1..5)) {
@@ -1540,7 +1558,8 @@ workload main() {
                 ..Recording::default()
             };
             let mut feeder = Feeder::new(&mut builder, &mut hooks, ExecDomain::HostCpu);
-            let r = pto_wsp_ir::expand_with(&m, &b, &ExpandOptions::default(), &mut feeder);
+            let r =
+                pto_wsp_ir::expand_with(&resolved(&m), &b, &ExpandOptions::default(), &mut feeder);
             let summary = r.clone().unwrap();
             assert!(summary.stopped);
             let fed_users = (0..summary.tasks)
@@ -1567,7 +1586,8 @@ workload main() {
                 ..Recording::default()
             };
             let mut feeder = Feeder::new(&mut builder, &mut hooks, ExecDomain::HostCpu);
-            let r = pto_wsp_ir::expand_with(&m, &b, &ExpandOptions::default(), &mut feeder);
+            let r =
+                pto_wsp_ir::expand_with(&resolved(&m), &b, &ExpandOptions::default(), &mut feeder);
             assert_eq!(feeder.submitted(), k + 1);
             for (id, &o) in full_origin[..=k].iter().enumerate() {
                 let id = TaskId(id as u32);
@@ -1642,10 +1662,10 @@ workload main() {
             builder.alloc_task(0, ExecDomain::HostCpu, ExecPool::Any, 0, None);
             builder.submit().unwrap();
         }
-        let x = pto_wsp_ir::expand(&m, &b, &ExpandOptions::default()).unwrap();
+        let x = pto_wsp_ir::expand(&resolved(&m), &b, &ExpandOptions::default()).unwrap();
         let mut hooks = NoHooks;
         let mut feeder = Feeder::new(&mut builder, &mut hooks, ExecDomain::HostCpu);
-        let r = pto_wsp_ir::expand_with(&m, &b, &ExpandOptions::default(), &mut feeder);
+        let r = pto_wsp_ir::expand_with(&resolved(&m), &b, &ExpandOptions::default(), &mut feeder);
         for i in 0..x.tasks.len() as u32 {
             let id = feeder.task_id(i).unwrap();
             assert!(id.0 >= 3);

@@ -74,7 +74,9 @@ fn main() {
         "/../../examples/llama7b_layer.wsp"
     );
     let text = std::fs::read_to_string(path).expect("examples/llama7b_layer.wsp");
-    let module = parse(&text).expect("example parses");
+    // Resolved once, as a program is: the figures are of the expansion alone.
+    let module = pto_wsp_ir::resolve(&parse(&text).expect("example parses"), &Default::default())
+        .expect("example resolves");
     let options = ExpandOptions::default();
     println!(
         "{:>7} {:>8} | {:>20} | {:>20} | {:>20}",

@@ -14,7 +14,7 @@
 //! ```
 //! use pto_wsp_ir::builder::{ModuleBuilder, e, region, span};
 //! use pto_wsp_ir::{expand, AxisKind, Bindings, DType, DepsMode, Dispatch, ExecPool};
-//! use pto_wsp_ir::{ExpandOptions, ScalarType};
+//! use pto_wsp_ir::{ExpandOptions, ScalarType, resolve};
 //!
 //! let mut m = ModuleBuilder::new();
 //! m.symbol("seq", ScalarType::I64);
@@ -46,7 +46,8 @@
 //! });
 //! let module = m.finish();
 //!
-//! let x = expand(&module, &Bindings::new().symbol("seq", 64i64), &ExpandOptions::default())
+//! let program = resolve(&module, &Default::default()).unwrap();
+//! let x = expand(&program, &Bindings::new().symbol("seq", 64i64), &ExpandOptions::default())
 //!     .unwrap();
 //! assert_eq!(x.tasks.len(), 2 * 32);
 //! ```

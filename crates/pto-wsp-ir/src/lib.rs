@@ -26,6 +26,7 @@ pub mod plan;
 pub mod print;
 pub mod resolve;
 pub mod schedule;
+pub mod soak;
 pub mod source;
 pub mod task_io;
 pub mod tile_isa;

@@ -464,8 +464,16 @@ impl Display for TracePolicy {
         match self {
             TracePolicy::None => f.write_str("none"),
             TracePolicy::Wall => f.write_str("wall"),
-            TracePolicy::Cycles(None) => f.write_str("cycles"),
-            TracePolicy::Cycles(Some(e)) => write!(f, "cycles({e})"),
+            TracePolicy::Cycles(cost, machine) => {
+                f.write_str("cycles")?;
+                if let Some(e) = cost {
+                    write!(f, "({e})")?;
+                }
+                if let Some(m) = machine {
+                    write!(f, " device({})", m.name)?;
+                }
+                Ok(())
+            }
         }
     }
 }

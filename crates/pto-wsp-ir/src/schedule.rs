@@ -191,8 +191,9 @@ pub enum TracePolicy {
     /// `wall`: wall-clock start and end of every task.
     Wall,
     /// `cycles` or `cycles(EXPR)`: a simulated cycle cost per task (the expression, or each
-    /// kernel's default cost function), giving a modelled makespan.
-    Cycles(Option<Expr>),
+    /// kernel's default cost function), giving a modelled makespan; with `device(NAME)` the
+    /// device timeline model of machine NAME (a shipped machine description).
+    Cycles(Option<Expr>, Option<Ident>),
 }
 
 /// How executors are grouped into pools.

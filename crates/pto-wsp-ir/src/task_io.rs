@@ -384,6 +384,8 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(crate::soak::cases(256)))]
+
         /// `Region::new` accepts exactly the boxes a per-dimension check accepts and names the
         /// first dimension that fails.
         #[test]

@@ -450,7 +450,7 @@ schedule for main {
             g.deps(DepsMode::Overlap)
                 .ready(ReadyPolicy::Priority(Expr::from(0) - e("i")))
                 .start(StartPolicy::Threshold(32))
-                .trace(TracePolicy::Cycles(Some(e("i") + 100)))
+                .trace(TracePolicy::Cycles(Some(e("i") + 100), None))
                 .pools(PoolsPolicy::ByExecUnit);
         });
         s.task_window(64, WindowMode::Abort);

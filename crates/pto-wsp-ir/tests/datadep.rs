@@ -5,6 +5,27 @@
 use pto_wsp_ir::builder::{ModuleBuilder, e};
 use pto_wsp_ir::*;
 
+/// The module resolved (as a front end does once), then expanded: the reference expander reads
+/// the resolved program.
+fn expand(m: &Module, b: &Bindings, o: &ExpandOptions) -> Result<Expansion, ExpandError> {
+    pto_wsp_ir::expand(&resolved(m)?, b, o)
+}
+
+/// `m` resolved, as a front end resolves it once.
+fn resolved(m: &Module) -> Result<pto_wsp_ir::Resolved, ExpandError> {
+    Ok(pto_wsp_ir::resolve(m, &Default::default())?)
+}
+
+/// [`expand`], each task to `f`.
+fn expand_each(
+    m: &Module,
+    b: &Bindings,
+    o: &ExpandOptions,
+    f: impl FnMut(u32, &ExpandedTask),
+) -> Result<ExpandSummary, ExpandError> {
+    pto_wsp_ir::expand_each(&resolved(m)?, b, o, f)
+}
+
 fn parse_ok(text: &str) -> Module {
     parse(text).unwrap_or_else(|e| panic!("{}", SourceFile::new("t.wsp", text).render(&e)))
 }

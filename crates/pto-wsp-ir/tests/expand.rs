@@ -7,12 +7,43 @@
 
 use pto_wsp_ir::expand::{
     ExpandError, ExpandOptions, ExpandSink, ExpandedRegion, ExpandedTask, Expansion, OrderEdge,
-    expand, expand_each, expand_with, splitmix64,
+    splitmix64,
 };
 use pto_wsp_ir::{
     Access, BindingError, Bindings, ExecPool, Loc, Module, ResolveError, Value, parse,
 };
 use std::ops::{ControlFlow, Range};
+
+/// The module resolved (as a front end does once), then expanded: the reference expander reads
+/// the resolved program.
+fn expand(m: &Module, b: &Bindings, o: &ExpandOptions) -> Result<Expansion, ExpandError> {
+    pto_wsp_ir::expand(&resolved(m)?, b, o)
+}
+
+/// `m` resolved, as a front end resolves it once.
+fn resolved(m: &Module) -> Result<pto_wsp_ir::Resolved, ExpandError> {
+    Ok(pto_wsp_ir::resolve(m, &Default::default())?)
+}
+
+/// [`expand`], each task to `f`.
+fn expand_each(
+    m: &Module,
+    b: &Bindings,
+    o: &ExpandOptions,
+    f: impl FnMut(u32, &ExpandedTask),
+) -> Result<pto_wsp_ir::ExpandSummary, ExpandError> {
+    pto_wsp_ir::expand_each(&resolved(m)?, b, o, f)
+}
+
+/// [`expand`] into a sink.
+fn expand_with(
+    m: &Module,
+    b: &Bindings,
+    o: &ExpandOptions,
+    sink: &mut impl ExpandSink,
+) -> Result<pto_wsp_ir::ExpandSummary, ExpandError> {
+    pto_wsp_ir::expand_with(&resolved(m)?, b, o, sink)
+}
 
 fn module(text: &str) -> Module {
     match parse(text) {
@@ -28,11 +59,37 @@ fn run(m: &Module, b: &Bindings) -> Expansion {
     }
 }
 
+/// The expansion's error, seen through its statement's place (`ExpandError::At`, checked by
+/// `run_time_errors_are_placed_at_their_statement`).
 fn run_err(m: &Module, b: &Bindings) -> ExpandError {
     match expand(m, b, &ExpandOptions::default()) {
         Ok(x) => panic!("expected an error, got {} tasks", x.tasks.len()),
+        Err(ExpandError::At { error, .. }) => *error,
         Err(e) => e,
     }
+}
+
+#[test]
+fn run_time_errors_are_placed_at_their_statement() {
+    let text = "symbol n: i64; axis I = dense_dyn(n); axis J = dense(3); kernel k(x: i64);
+         workload main() { parallel_for j in J { parallel_for i in I { task k(6 / (2 - j)); } } }";
+    let m = module(text);
+    let place = |b: &Bindings| match expand(&m, b, &ExpandOptions::default()) {
+        Err(e) => {
+            let loc = pto_wsp_ir::Diagnostic::loc(&e);
+            assert!(loc.is_known(), "{e}");
+            text[loc.start as usize..]
+                .split(' ')
+                .next()
+                .unwrap()
+                .to_string()
+        }
+        Ok(_) => panic!("expected an error"),
+    };
+    // Division by zero in a task's argument: at the task.
+    assert_eq!(place(&Bindings::new().symbol("n", 1i64)), "task");
+    // A negative extent: at the loop over the axis.
+    assert_eq!(place(&Bindings::new().symbol("n", -1i64)), "parallel_for");
 }
 
 fn kidx(m: &Module, name: &str) -> u32 {
@@ -1681,7 +1738,7 @@ mod random_nests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(300))]
+        #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(300)))]
 
         #[test]
         fn expansion_matches_direct_recursion(
@@ -1829,7 +1886,7 @@ fn processes_run_alone_generate_the_pipelines_tasks() {
     for p in 0..3 {
         let mut mine = Vec::new();
         let summary = pto_wsp_ir::expand_process(
-            &m,
+            &resolved(&m).unwrap(),
             &b,
             &ExpandOptions::default(),
             p,
@@ -1854,7 +1911,7 @@ fn processes_run_alone_generate_the_pipelines_tasks() {
     assert_eq!(got, want);
     // An out-of-range process is an error, not a panic.
     let err = pto_wsp_ir::expand_process(
-        &m,
+        &resolved(&m).unwrap(),
         &b,
         &ExpandOptions::default(),
         3,

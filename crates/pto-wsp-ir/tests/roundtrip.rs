@@ -309,7 +309,11 @@ fn task_graph_item() -> impl Strategy<Value = TaskGraphItem> {
         prop_oneof![
             Just(TracePolicy::None),
             Just(TracePolicy::Wall),
-            proptest::option::of(small_expr()).prop_map(TracePolicy::Cycles),
+            (
+                proptest::option::of(small_expr()),
+                proptest::option::of(Just(Ident::new("ascend910b")))
+            )
+                .prop_map(|(e, m)| TracePolicy::Cycles(e, m)),
         ]
         .prop_map(TaskGraphItem::Trace),
         select(&[PoolsPolicy::Single, PoolsPolicy::ByExecUnit][..]).prop_map(TaskGraphItem::Pools),
@@ -404,7 +408,7 @@ fn module() -> impl Strategy<Value = Module> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(1500))]
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(1500)))]
 
     #[test]
     fn printed_modules_parse_back_equal(m in module()) {
@@ -424,7 +428,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(3000))]
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(3000)))]
 
     #[test]
     fn printed_expressions_parse_back_equal(e in expr()) {
@@ -521,7 +525,7 @@ fn token_soup() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(2000)))]
 
     #[test]
     fn any_token_soup_parses_or_fails_cleanly(text in token_soup()) {

@@ -1849,7 +1849,7 @@ mod mutated {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(512))]
+        #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(512)))]
 
         /// Whatever a module looks like, validation returns (no panic), is deterministic, keeps
         /// errors in source order with locations inside the text and non-empty paths, and does

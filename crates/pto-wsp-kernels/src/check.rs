@@ -46,12 +46,15 @@ impl Conflict {
     }
 }
 
-impl fmt::Display for Conflict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "conflict on tensor {}: task {} ({} {}) overlaps running task {} ({} {}), and one of them writes",
-            self.tensor(),
+impl Conflict {
+    /// The message with the tensor called by its name `name` instead of its index.
+    pub fn named(&self, name: &str) -> String {
+        self.text(&format!("`{name}`"))
+    }
+
+    fn text(&self, tensor: &str) -> String {
+        format!(
+            "conflict on tensor {tensor}: task {} ({} {}) overlaps running task {} ({} {}), and one of them writes",
             self.task,
             self.access,
             BoxText(&self.region),
@@ -59,6 +62,12 @@ impl fmt::Display for Conflict {
             self.running_access,
             BoxText(&self.running_region),
         )
+    }
+}
+
+impl fmt::Display for Conflict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text(&self.tensor().to_string()))
     }
 }
 

@@ -65,9 +65,13 @@ impl CheckedRunner<'_> {
                 .map_err(|e| format!("region {}: {e}", i + 1))?;
         }
         let task = self.next.fetch_add(1, Ordering::Relaxed);
-        self.checker
-            .begin(task, io)
-            .map_err(|c| format!("two work items with conflicting regions ran at once: {c}"))?;
+        self.checker.begin(task, io).map_err(|c| {
+            let name = &self.store.info(c.tensor()).name;
+            format!(
+                "two work items with conflicting regions ran at once: {}",
+                c.named(name)
+            )
+        })?;
         let _end = End(&self.checker, task);
         // SAFETY: the store is borrowed exclusively by `with_checked_runner` for the runner's
         // life, so only calls of this runner touch it; the checker has recorded this call's

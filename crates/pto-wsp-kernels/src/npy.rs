@@ -10,7 +10,7 @@
 //!   C-contiguous shape and the data, converted to this machine's byte order (little- and
 //!   big-endian files are read exactly). Anything else — a bad magic, a header that is not the
 //!   dictionary numpy writes, a Fortran-ordered array, a type the IR has no element type for,
-//!   data shorter than the shape says — is an [`NpyError`] saying what and how to fix it.
+//!   data shorter or longer than the shape says — is an [`NpyError`] saying what and how to fix it.
 //! - [`TensorStore::load_npy`] checks the array against the declared tensor — the element type
 //!   exactly (no silent conversion), the shape exactly (as evaluated under the bindings) — and
 //!   names the tensor in every error; it then copies the data in, bit for bit.
@@ -317,6 +317,18 @@ fn dtype_of(kind: char, size: usize) -> Option<DType> {
     })
 }
 
+/// The message for `body` bytes after the header where `h` needs fewer: numpy writes exactly
+/// the data the shape needs, so anything after it is a damaged or concatenated file.
+pub fn trailing(body: usize, h: &NpyHeader) -> String {
+    format!(
+        "{} byte(s) after the data: a shape {} of {}-byte elements needs {} (numpy writes nothing after the data)",
+        body - h.data_len,
+        shape_text(&h.shape),
+        h.size,
+        h.data_len
+    )
+}
+
 impl NpyArray {
     /// Parses the bytes of a `.npy` file (see the module docs).
     pub fn parse(bytes: &[u8]) -> Result<NpyArray, NpyError> {
@@ -330,6 +342,9 @@ impl NpyArray {
                 h.size,
                 h.data_len
             )));
+        }
+        if body.len() > h.data_len {
+            return Err(NpyError::Format(trailing(body.len(), &h)));
         }
         let mut data = body[..h.data_len].to_vec();
         h.to_native(&mut data);
@@ -619,6 +634,13 @@ mod tests {
             NpyArray::parse(&good[..good.len() - 1]),
             Err(NpyError::Format(m)) if m.contains("cut off")
         ));
+        let mut longer = good.clone();
+        longer.extend_from_slice(&[7, 7]);
+        assert_eq!(
+            NpyArray::parse(&longer).unwrap_err().to_string(),
+            "not a .npy file numpy wrote: 2 byte(s) after the data: a shape (3,) of 4-byte \
+             elements needs 12 (numpy writes nothing after the data)"
+        );
         assert!(NpyArray::parse(b"PK\x03\x04 not npy").is_err());
         // A key written twice: numpy reads the last; we refuse rather than read the first.
         let header = "{'descr': '<i4', 'fortran_order': False, 'shape': (3,), 'shape': (2,), }";

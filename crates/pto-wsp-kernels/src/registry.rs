@@ -128,6 +128,8 @@ struct Entry {
     name: String,
     run: Arc<KernelFn>,
     cost: Option<Arc<CostFn>>,
+    /// The name its function was first registered under (an alias's is its kernel's).
+    origin: String,
 }
 
 /// Kernels by name and by [`KernelId`].
@@ -182,6 +184,7 @@ impl KernelRegistry {
             let e = &mut self.entries[id as usize];
             e.run = run;
             e.cost = None;
+            e.origin = name.to_string();
             return KernelId(id);
         }
         let id = u32::try_from(self.entries.len()).expect("fewer than 2^32 kernels");
@@ -189,6 +192,7 @@ impl KernelRegistry {
             name: name.to_string(),
             run,
             cost: None,
+            origin: name.to_string(),
         });
         self.by_name.insert(name.to_string(), id);
         KernelId(id)
@@ -220,7 +224,23 @@ impl KernelRegistry {
         let entry = &mut self.entries[id.0 as usize];
         entry.run = src.run;
         entry.cost = src.cost;
+        entry.origin = src.origin;
         Some(id)
+    }
+
+    /// The name kernel `id`'s function was registered under: its own, or for an alias the
+    /// kernel it aliases (`proj_q` aliasing `matmul`: `matmul`). Panics if `id` is not from this
+    /// registry.
+    pub fn origin(&self, id: KernelId) -> &str {
+        &self.entries[id.0 as usize].origin
+    }
+
+    /// Makes every kernel do nothing when called, keeping names, aliases and cost functions:
+    /// for runs that only build the graph for a model (`pto-wsp run --model-only`).
+    pub fn skip_runs(&mut self) {
+        for e in &mut self.entries {
+            e.run = Arc::new(|_| Ok(()));
+        }
     }
 
     /// The id of kernel `name`.

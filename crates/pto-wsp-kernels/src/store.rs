@@ -89,6 +89,20 @@ impl TensorInfo {
     }
 }
 
+/// A tensor to allocate with [`TensorStore::from_specs`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorSpec {
+    /// The name (for lookups and messages).
+    pub name: String,
+    /// The element type.
+    pub dtype: DType,
+    /// The extent of each dimension (row-major).
+    pub shape: Vec<u64>,
+    /// The buffer's alignment in bytes: a power of two, at most [`MAX_ALIGN`]; below
+    /// [`ALIGN`] it is raised to [`ALIGN`].
+    pub align: usize,
+}
+
 /// The most bytes a store's tensors may take together (16 GiB): checked before anything is
 /// allocated, so a shape bound to a huge symbol is an error, not an exhausted machine.
 pub const MAX_TOTAL_BYTES: u64 = 1 << 34;
@@ -151,6 +165,16 @@ pub enum StoreError {
         total: u64,
         /// [`MAX_TOTAL_BYTES`].
         limit: u64,
+    },
+    /// An alignment that is not a power of two, or above [`MAX_ALIGN`].
+    #[error("tensor `{tensor}`: alignment {align} is not a power of two of at most {max} bytes")]
+    Alignment {
+        /// The tensor.
+        tensor: String,
+        /// The alignment asked for.
+        align: usize,
+        /// [`MAX_ALIGN`].
+        max: usize,
     },
     /// The allocator refused the buffer.
     #[error("cannot allocate {bytes} bytes for tensor `{tensor}`")]
@@ -257,6 +281,8 @@ pub enum StoreError {
 struct Buffer {
     ptr: NonNull<u8>,
     len: usize,
+    /// Alignment of `ptr` (a power of two, at least [`ALIGN`], at most [`MAX_ALIGN`]).
+    align: usize,
     /// Start of the allocation (`ptr` minus the alignment padding); unused for a mapped block.
     base: NonNull<u8>,
     /// The block's own memory map, for blocks of at least [`MAP_MIN`] bytes.
@@ -271,7 +297,11 @@ const CALLOC_ALIGN: usize = 16;
 /// Size from which a buffer is a memory map of its own (see [`Buffer`]).
 const MAP_MIN: usize = 1 << 20;
 
-const _: () = assert!(ALIGN <= 4096, "memory maps are page aligned");
+const _: () = assert!(ALIGN <= MAX_ALIGN, "memory maps are page aligned");
+
+/// The largest alignment a tensor may ask for ([`TensorSpec::align`]): a page, what memory maps
+/// guarantee.
+pub const MAX_ALIGN: usize = 4096;
 
 // SAFETY: a `Buffer` owns its allocation exclusively, like `Box<[u8]>`; moving it to another
 // thread moves that ownership.
@@ -282,14 +312,19 @@ unsafe impl Send for Buffer {}
 unsafe impl Sync for Buffer {}
 
 impl Buffer {
-    /// A zeroed buffer of `len` bytes; `None` if the allocator refuses. `len` must already be
-    /// known to fit a [`Layout`] of alignment [`ALIGN`].
+    /// A zeroed buffer of `layout.size()` bytes aligned to `layout.align()` (raised to
+    /// [`ALIGN`]); `None` if the allocator refuses or the alignment is above [`MAX_ALIGN`].
     fn zeroed(layout: Layout) -> Option<Buffer> {
+        let align = layout.align().max(ALIGN);
+        if align > MAX_ALIGN {
+            return None;
+        }
         if layout.size() == 0 {
-            let ptr = NonNull::new(std::ptr::without_provenance_mut(ALIGN))?;
+            let ptr = NonNull::new(std::ptr::without_provenance_mut(align))?;
             return Some(Buffer {
                 ptr,
                 len: 0,
+                align,
                 base: ptr,
                 map: None,
                 external: false,
@@ -301,37 +336,40 @@ impl Buffer {
             return Some(Buffer {
                 ptr,
                 len: layout.size(),
+                align,
                 base: ptr,
                 map: Some(map),
                 external: false,
             });
         }
-        let outer = Self::outer(layout.size())?;
+        let outer = Self::outer(layout.size(), align)?;
         // SAFETY: the layout has a non-zero size.
         let base = NonNull::new(unsafe { alloc_zeroed(outer) })?;
-        let pad = base.as_ptr().align_offset(ALIGN);
-        debug_assert!(pad < ALIGN);
-        // SAFETY: `pad < ALIGN` and the block has `len + ALIGN` bytes, so `base + pad` and the
+        let pad = base.as_ptr().align_offset(align);
+        debug_assert!(pad < align);
+        // SAFETY: `pad < align` and the block has `len + align` bytes, so `base + pad` and the
         // `len` bytes after it lie inside it.
         let ptr = unsafe { base.add(pad) };
         Some(Buffer {
             ptr,
             len: layout.size(),
+            align,
             base,
             map: None,
             external: false,
         })
     }
 
-    /// The layout actually allocated for `len` bytes.
-    fn outer(len: usize) -> Option<Layout> {
-        Layout::from_size_align(len.checked_add(ALIGN)?, CALLOC_ALIGN).ok()
+    /// The layout actually allocated for `len` bytes aligned to `align`.
+    fn outer(len: usize, align: usize) -> Option<Layout> {
+        Layout::from_size_align(len.checked_add(align)?, CALLOC_ALIGN).ok()
     }
 
-    /// The layout of the tensor's bytes (alignment [`ALIGN`]).
+    /// The layout of the tensor's bytes.
     fn layout(&self) -> Layout {
         // The same layout `zeroed` was given: it was valid then.
-        Layout::from_size_align(self.len, ALIGN).expect("a buffer's layout was valid when made")
+        Layout::from_size_align(self.len, self.align)
+            .expect("a buffer's layout was valid when made")
     }
 
     fn as_slice(&self) -> &[u8] {
@@ -352,7 +390,7 @@ impl Drop for Buffer {
     fn drop(&mut self) {
         // A mapped block is unmapped when `map` drops.
         if self.len != 0 && self.map.is_none() && !self.external {
-            let outer = Self::outer(self.len).expect("valid when allocated");
+            let outer = Self::outer(self.len, self.align).expect("valid when allocated");
             // SAFETY: `base` was allocated by `alloc_zeroed` with exactly this layout, freed once.
             unsafe { dealloc(self.base.as_ptr(), outer) }
         }
@@ -426,15 +464,9 @@ impl TensorStore {
         }
         let lookup = |name: &str| env.get(name).copied();
 
-        let n = module.tensors.len();
-        let mut store = TensorStore {
-            infos: Vec::with_capacity(n),
-            bufs: Vec::with_capacity(n),
-            by_name: HashMap::with_capacity(n),
-            bound: vec![false; n],
-        };
+        let mut store = TensorStore::with_capacity(module.tensors.len());
         let mut total = 0u64;
-        for (i, decl) in module.tensors.iter().enumerate() {
+        for decl in &module.tensors {
             let tensor = decl.name.name.clone();
             let mut shape = Vec::with_capacity(decl.shape.len());
             for (dim, e) in decl.shape.iter().enumerate() {
@@ -463,38 +495,15 @@ impl TensorStore {
                 };
                 shape.push(extent);
             }
-            let too_large = || StoreError::TooLarge {
-                tensor: tensor.clone(),
-                shape: shape.clone(),
-                dtype: decl.dtype,
-            };
-            let bytes = shape
-                .iter()
-                .try_fold(decl.dtype.size_bytes() as u64, |acc, &d| acc.checked_mul(d))
-                .and_then(|b| usize::try_from(b).ok())
-                .ok_or_else(too_large)?;
-            total = total.saturating_add(bytes as u64);
-            if total > MAX_TOTAL_BYTES {
-                return Err(StoreError::OverLimit {
-                    tensor,
-                    bytes: bytes as u64,
-                    total,
-                    limit: MAX_TOTAL_BYTES,
-                });
-            }
-            let layout = Layout::from_size_align(bytes, ALIGN).map_err(|_| too_large())?;
-            let buf = Buffer::zeroed(layout).ok_or_else(|| StoreError::Alloc {
-                tensor: tensor.clone(),
-                bytes,
-            })?;
-            store.by_name.entry(tensor.clone()).or_insert(i as u32);
-            store.infos.push(TensorInfo {
+            let spec = TensorSpec {
                 name: tensor,
                 dtype: decl.dtype,
                 shape,
-            });
-            store.bufs.push(buf);
+                align: ALIGN,
+            };
+            store.push(&spec, &mut total)?;
         }
+        let n = store.len();
         for i in 0..n {
             if let Some(data) = bindings.arrays.get(&store.infos[i].name) {
                 store.fill_bound(i, data)?;
@@ -502,6 +511,85 @@ impl TensorStore {
             }
         }
         Ok(store)
+    }
+
+    /// One zeroed buffer per spec, in order (tensor `i` is `specs[i]`), each aligned to its
+    /// [`TensorSpec::align`]: for runtimes whose tensors are not a module's declarations (the
+    /// task-graph ISA allocates by size, element type and alignment).
+    ///
+    /// Errors: an alignment that is not a power of two or is above [`MAX_ALIGN`]
+    /// ([`StoreError::Alignment`]), a tensor too large to allocate, the tensors together above
+    /// [`MAX_TOTAL_BYTES`], an allocation the allocator refuses.
+    pub fn from_specs(specs: &[TensorSpec]) -> Result<TensorStore, StoreError> {
+        let mut store = TensorStore::with_capacity(specs.len());
+        let mut total = 0u64;
+        for spec in specs {
+            store.push(spec, &mut total)?;
+        }
+        Ok(store)
+    }
+
+    fn with_capacity(n: usize) -> TensorStore {
+        TensorStore {
+            infos: Vec::with_capacity(n),
+            bufs: Vec::with_capacity(n),
+            by_name: HashMap::with_capacity(n),
+            bound: Vec::with_capacity(n),
+        }
+    }
+
+    /// Allocates `spec` as the next tensor; `total` is the bytes of the tensors before it.
+    fn push(&mut self, spec: &TensorSpec, total: &mut u64) -> Result<(), StoreError> {
+        let tensor = spec.name.clone();
+        if !spec.align.is_power_of_two() || spec.align > MAX_ALIGN {
+            return Err(StoreError::Alignment {
+                tensor,
+                align: spec.align,
+                max: MAX_ALIGN,
+            });
+        }
+        let too_large = || StoreError::TooLarge {
+            tensor: tensor.clone(),
+            shape: spec.shape.clone(),
+            dtype: spec.dtype,
+        };
+        let bytes = spec
+            .shape
+            .iter()
+            .try_fold(spec.dtype.size_bytes() as u64, |acc, &d| acc.checked_mul(d))
+            .and_then(|b| usize::try_from(b).ok())
+            .ok_or_else(too_large)?;
+        *total = total.saturating_add(bytes as u64);
+        if *total > MAX_TOTAL_BYTES {
+            return Err(StoreError::OverLimit {
+                tensor,
+                bytes: bytes as u64,
+                total: *total,
+                limit: MAX_TOTAL_BYTES,
+            });
+        }
+        let layout =
+            Layout::from_size_align(bytes, spec.align.max(ALIGN)).map_err(|_| too_large())?;
+        let buf = Buffer::zeroed(layout).ok_or_else(|| StoreError::Alloc {
+            tensor: tensor.clone(),
+            bytes,
+        })?;
+        let i = self.infos.len() as u32;
+        self.by_name.entry(tensor.clone()).or_insert(i);
+        self.infos.push(TensorInfo {
+            name: tensor,
+            dtype: spec.dtype,
+            shape: spec.shape.clone(),
+        });
+        self.bufs.push(buf);
+        self.bound.push(false);
+        Ok(())
+    }
+
+    /// The alignment of tensor `tensor`'s buffer in bytes (a power of two, at least
+    /// [`ALIGN`]). Panics if the index is out of range.
+    pub fn align(&self, tensor: u32) -> usize {
+        self.bufs[tensor as usize].align
     }
 
     /// Copies bound integer contents into tensor `i`, converting to its element type.
@@ -760,6 +848,7 @@ impl TensorStore {
         self.bufs[tensor as usize] = Buffer {
             ptr,
             len,
+            align,
             base: ptr,
             map: None,
             external: true,
@@ -943,6 +1032,41 @@ mod tests {
             a.next();
         }
         assert_eq!(a.next(), SplitMix64::at(5, 3).next());
+    }
+
+    #[test]
+    fn specs_give_each_tensor_its_alignment() {
+        let spec = |name: &str, dtype, shape: Vec<u64>, align| TensorSpec {
+            name: name.into(),
+            dtype,
+            shape,
+            align,
+        };
+        let specs = [
+            spec("a", DType::F32, vec![3, 5], 512),
+            spec("b", DType::U8, vec![7], 1),
+            spec("c", DType::I64, vec![2, 2], 4096),
+            spec("d", DType::F16, vec![MAP_MIN as u64], 2048),
+        ];
+        let mut store = TensorStore::from_specs(&specs).unwrap();
+        for (i, s) in specs.iter().enumerate() {
+            let t = i as u32;
+            assert_eq!(store.align(t), s.align.max(ALIGN));
+            assert_eq!(store.bytes(t).as_ptr() as usize % s.align, 0, "{}", s.name);
+            assert_eq!(store.info(t).shape, s.shape);
+            assert!(store.bytes(t).iter().all(|&x| x == 0));
+        }
+        store.write("a", &[1.5f32; 15]).unwrap();
+        let copy = store.clone();
+        assert_eq!(copy.read::<f32>("a").unwrap(), vec![1.5; 15]);
+        assert_eq!(copy.bytes(0).as_ptr() as usize % 512, 0);
+        let bad = TensorStore::from_specs(&[spec("x", DType::U8, vec![4], 48)]).unwrap_err();
+        assert_eq!(
+            bad.to_string(),
+            "tensor `x`: alignment 48 is not a power of two of at most 4096 bytes"
+        );
+        let big = TensorStore::from_specs(&[spec("y", DType::U8, vec![4], 8192)]).unwrap_err();
+        assert!(matches!(big, StoreError::Alignment { align: 8192, .. }));
     }
 
     #[test]

@@ -14,8 +14,8 @@ use pto_wsp_kernels::builtins::NAMES;
 use pto_wsp_kernels::cost::{LAUNCH_CYCLES, Work};
 use pto_wsp_kernels::store::ALIGN;
 use pto_wsp_kernels::{
-    Conflict, ConflictChecker, KernelError, KernelRegistry, StoreError, TaskContext, TensorStore,
-    ViewProblem,
+    Conflict, ConflictChecker, KernelError, KernelRegistry, RegionLedger, StoreError, TaskContext,
+    TensorStore, ViewProblem,
 };
 
 mod math;
@@ -475,6 +475,8 @@ fn views_of_1d_2d_3d_regions_match_naive_indexing() {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(256)))]
+
     #[test]
     fn views_match_naive_indexing_for_random_boxes(
         which in 0usize..4,
@@ -977,6 +979,109 @@ fn builtins_refuse_other_dtypes_and_bad_accesses() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// RegionLedger: every pair of a launch's items, whatever the timing
+
+/// The ledger's verdict computed by brute force: the earliest earlier item with a region that
+/// intersects one of `io`'s where one of the two writes.
+fn earliest_conflict(earlier: &[(u32, Vec<TaskIo>)], io: &[TaskIo]) -> Option<u32> {
+    earlier
+        .iter()
+        .filter(|(_, old)| {
+            old.iter().any(|o| {
+                io.iter().any(|n| {
+                    (o.access().writes() || n.access().writes()) && o.region.intersects(&n.region)
+                })
+            })
+        })
+        .map(|(i, _)| *i)
+        .min()
+}
+
+fn access_of(k: u8) -> Access {
+    [Access::In, Access::Out, Access::InOut][usize::from(k % 3)]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(256)))]
+
+    /// Random items of 1 to 3 boxes in 2 tensors of rank 1 to 3 (long and short extents mixed,
+    /// so the index's reach matters): the ledger refuses exactly the items the brute force
+    /// says conflict with an admitted one, naming the earliest such item, and records nothing
+    /// of a refused item.
+    #[test]
+    fn the_ledger_refuses_exactly_the_items_a_brute_force_finds_conflicting(
+        items in prop::collection::vec(
+            prop::collection::vec(
+                (0u32..2, 1usize..4, prop::array::uniform3((0i64..12, 1i64..6)), any::<bool>(), any::<u8>()),
+                1..4,
+            ),
+            1..40,
+        )
+    ) {
+        let mut ledger = RegionLedger::new();
+        let mut admitted: Vec<(u32, Vec<TaskIo>)> = Vec::new();
+        for (n, boxes) in items.iter().enumerate() {
+            let io: Vec<TaskIo> = boxes
+                .iter()
+                .map(|&(t, rank, dims, long, k)| {
+                    let start: Vec<i64> = dims[..rank].iter().map(|d| d.0).collect();
+                    let size: Vec<i64> = dims[..rank]
+                        .iter()
+                        .map(|d| if long { d.1 * 4 } else { d.1 })
+                        .collect();
+                    io(t, &start, &size, access_of(k))
+                })
+                .collect();
+            let want = earliest_conflict(&admitted, &io);
+            match ledger.record(n as u32, &io) {
+                Ok(()) => {
+                    prop_assert_eq!(want, None, "item {} admitted", n);
+                    admitted.push((n as u32, io));
+                }
+                Err(c) => {
+                    prop_assert_eq!(Some(c.running), want, "item {}", n);
+                    prop_assert_eq!(c.task, n as u32);
+                    prop_assert!(c.region.intersects(&c.running_region));
+                    prop_assert!(c.access.writes() || c.running_access.writes());
+                }
+            }
+        }
+        let regions: usize = admitted.iter().map(|(_, io)| io.len()).sum();
+        prop_assert_eq!(ledger.regions(), regions);
+    }
+}
+
+#[test]
+fn the_ledger_finds_a_repeated_write_however_far_apart_and_lets_reads_share() {
+    let mut ledger = RegionLedger::new();
+    // A row of column tiles written once each, then read twice: no conflict.
+    for c in 0..64u32 {
+        let w = io(0, &[0, i64::from(c) * 16], &[16, 16], Access::Out);
+        ledger.record(c, &[w]).unwrap();
+    }
+    for c in 0..64u32 {
+        let r = io(1, &[0, i64::from(c) * 16], &[16, 16], Access::In);
+        ledger.record(64 + c, &[r]).unwrap();
+        ledger.record(128 + c, &[r]).unwrap();
+    }
+    // A write of one element of tensor 1, long after: refused, naming the first reader.
+    let err = ledger
+        .record(500, &[io(1, &[3, 5 * 16 + 2], &[1, 1], Access::Out)])
+        .unwrap_err();
+    assert_eq!((err.running, err.task, err.tensor()), (64 + 5, 500, 1));
+    assert_eq!(
+        err.named("K").split(':').next(),
+        Some("conflict on tensor `K`")
+    );
+    // Tile 7 of tensor 0 written again: refused, naming its first writer.
+    let err = ledger
+        .record(501, &[io(0, &[15, 7 * 16 + 15], &[4, 4], Access::InOut)])
+        .unwrap_err();
+    assert_eq!((err.running, err.running_access), (7, Access::Out));
+    assert_eq!(ledger.regions(), 64 * 3);
+}
+
+// ---------------------------------------------------------------------------------------------
 // ConflictChecker
 
 #[test]
@@ -1058,6 +1163,8 @@ fn brute_conflict(a: &TaskIo, b: &TaskIo) -> bool {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(256)))]
+
     #[test]
     fn checker_agrees_with_brute_force(ops in proptest::collection::vec(op(), 1..40)) {
         let ch = ConflictChecker::new();

@@ -25,6 +25,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 /// A tier's kernel: runs one descriptor, or says why it cannot.
 pub type Kernel<'k> = dyn Fn(&Descriptor) -> std::result::Result<(), String> + Sync + 'k;
 
+/// A check every descriptor passes on the generator's thread, in queue order, before it is
+/// queued (prefetch descriptors included); an error stops the launch ([`Launch::admit`]).
+pub type Admit<'k> = dyn Fn(&Descriptor) -> std::result::Result<(), String> + Sync + 'k;
+
 /// One launch: a bound space, its tiers with a kernel each, the planned workspace, and the
 /// dispatch configuration.
 pub struct Launch<'a> {
@@ -37,6 +41,7 @@ pub struct Launch<'a> {
     queue_capacity: usize,
     affinity: Option<(usize, Affinity)>,
     prefetch: Option<(usize, u32, &'a Kernel<'a>)>,
+    admit: Option<&'a Admit<'a>>,
 }
 
 /// What a launch did.
@@ -89,6 +94,7 @@ impl Shared {
 struct QueueSink<'s> {
     shared: &'s Shared,
     space: &'s str,
+    admit: Option<&'s Admit<'s>>,
     /// The affinity axis, if descriptors are routed by it.
     route: Option<usize>,
 }
@@ -96,6 +102,12 @@ struct QueueSink<'s> {
 impl Sink for QueueSink<'_> {
     #[inline]
     fn push(&mut self, mut d: Descriptor) -> Result<()> {
+        if let Some(check) = self.admit {
+            check(&d).map_err(|problem| PdeError::Refused {
+                space: self.space.to_string(),
+                problem,
+            })?;
+        }
         let mut spins = 0u32;
         let queues = &self.shared.queues;
         let q = match self.route {
@@ -176,7 +188,18 @@ impl<'a> Launch<'a> {
             queue_capacity: 1024,
             affinity: None,
             prefetch: None,
+            admit: None,
         }
+    }
+
+    /// Every descriptor, prefetches included, is passed to `check` on the generator's thread in
+    /// the order it is queued, before any dispatch thread can see it; a refusal stops the launch
+    /// with [`PdeError::Refused`] (through the `emit` that queued it). Being sequential, the
+    /// check sees the same descriptors in the same order on every run, whatever the timing of
+    /// the kernels (the facade checks the plan's promise of independent descriptors here).
+    pub fn admit(mut self, check: &'a Admit<'a>) -> Launch<'a> {
+        self.admit = Some(check);
+        self
     }
 
     /// `prefetch(axis, depth)`: while the descriptors of value `v` of axis `axis` run, the data
@@ -326,6 +349,7 @@ impl<'a> Launch<'a> {
             let sink = QueueSinkHandle(QueueSink {
                 shared: &shared,
                 space: space_name,
+                admit: self.admit,
                 route,
             });
             let mut e = Emitter::new(self.space, self.tiers, self.workspace, sink);

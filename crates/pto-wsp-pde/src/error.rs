@@ -126,6 +126,15 @@ pub enum PdeError {
         /// What is wrong.
         problem: String,
     },
+    /// The launch's admission check refused a descriptor before it was queued
+    /// ([`crate::Launch::admit`]).
+    #[error("{problem}")]
+    Refused {
+        /// The space.
+        space: String,
+        /// What the check found.
+        problem: String,
+    },
     /// A `core_group` affinity asks for more dispatch threads than the launch has (or none).
     #[error(
         "space `{space}`: affinity on axis `{axis}`: core_group({size}) needs 1 to {threads} \

@@ -54,7 +54,7 @@ pub mod tier;
 
 pub use buffer::Buffer;
 pub use descriptor::{Descriptor, Field, Layout, MAX_AXES, MAX_USER, NO_WORKSPACE, PREFETCH_TIER};
-pub use dispatch::{Kernel, Launch, LaunchStats};
+pub use dispatch::{Admit, Kernel, Launch, LaunchStats};
 pub use error::{PdeError, Result};
 pub use generate::{Emitter, MAX_PREFETCH_AXIS, Sink, generate_vec};
 pub use planner::{KvPlan, PlanOptions, blocks_for, plan_kv_chunk};

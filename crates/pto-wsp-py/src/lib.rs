@@ -170,12 +170,12 @@ impl Module {
         };
         let loaded = self.loaded.clone();
         let program = py
-            .detach(|| lower(&loaded.module).and_then(|plan| compile(plan, options)))
+            .detach(|| {
+                lower(&loaded.module)
+                    .and_then(|plan| compile(plan.with_source(loaded.source.clone()), options))
+            })
             .map_err(|e| CompileError::new_err(compile_error(&loaded, &e)))?;
-        let roles = match program.plan().resolve() {
-            Ok(r) => pto_wsp::roles(&r),
-            Err(_) => Vec::new(),
-        };
+        let roles = pto_wsp::roles(program.plan().resolved());
         let program = Program::new(program, loaded, bindings, roles);
         Ok(Bound::new(py, program)?.into_any())
     }
@@ -255,7 +255,10 @@ impl Module {
         };
         let loaded = &self.loaded;
         let expansion = py
-            .detach(|| pto_wsp::driver::expand_loaded(loaded, &bindings, &options))
+            .detach(|| {
+                let plan = pto_wsp::driver::lower(loaded)?;
+                pto_wsp::driver::expand(&plan, &bindings, &options)
+            })
             .map_err(|e| RunError::new_err(e.rendered))?;
         let module = &self.loaded.module;
         let kernel_name = |i: u32| {

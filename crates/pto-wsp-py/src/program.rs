@@ -39,7 +39,7 @@ const SLICE: Duration = Duration::from_millis(10);
 #[pyclass(module = "pto_wsp._pto_wsp", frozen)]
 pub struct Program {
     name: String,
-    /// The module it was compiled from (the trace names tasks from it).
+    /// The module it was compiled from (its declarations, for the arrays it binds).
     loaded: Loaded,
     bindings: Bindings,
     roles: Vec<TensorRole>,
@@ -173,12 +173,7 @@ impl Program {
                 self.name
             )));
         }
-        let module = &self.loaded.module;
-        let pipeline = module
-            .entry_name()
-            .and_then(|e| module.pipeline(e))
-            .is_some();
-        let json = pto_wsp::driver::trace::trace_json(&self.loaded, bindings, stats, pipeline);
+        let json = pto_wsp::driver::trace::trace_json(st.program.plan(), bindings, stats);
         std::fs::write(&path, json).map_err(|e| {
             RunError::new_err(format!(
                 "cannot write the trace to `{}`: {e}",

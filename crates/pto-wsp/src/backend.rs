@@ -86,7 +86,7 @@ pub trait Backend: Send + Sync {
     fn capabilities(&self) -> Vec<Capability>;
     /// `Ok` if it can handle every construct of `module`; else the first one it cannot, named,
     /// with its location.
-    fn supports(&self, module: &Resolved<'_>) -> Result<(), Unsupported>;
+    fn supports(&self, module: &Resolved) -> Result<(), Unsupported>;
     /// Compiles `plan` (validated, resolved, and [`Backend::supports`]-checked).
     fn compile(&self, plan: &LoweredPlan, options: &CompileOptions)
     -> Result<Output, CompileError>;
@@ -144,9 +144,10 @@ fn known_targets() -> String {
         .join(", ")
 }
 
-/// Compiles `plan` for `options.target` with whichever back end serves it: resolution, the
-/// back end's [`Backend::supports`] check, then its [`Backend::compile`]. A program records the
-/// time all of that took ([`Program::compile_time_ms`]).
+/// Compiles `plan` for `options.target` with whichever back end serves it: the back end's
+/// [`Backend::supports`] check of the plan's resolved program, then its [`Backend::compile`]. A
+/// program records the time that took ([`Program::compile_time_ms`]; resolution was
+/// [`crate::lower`]'s).
 pub fn compile_target(
     plan: &LoweredPlan,
     options: &CompileOptions,
@@ -156,8 +157,7 @@ pub fn compile_target(
         target: options.target.clone(),
         available: known_targets(),
     })?;
-    let resolved = plan.resolve()?;
-    backend.supports(&resolved)?;
+    backend.supports(plan.resolved())?;
     let mut out = backend.compile(plan, options)?;
     if let Output::Program(p) = &mut out {
         p.set_compile_time_ms(start.elapsed().as_secs_f64() * 1e3);
@@ -186,7 +186,7 @@ impl Backend for CpuSim {
         ]
     }
 
-    fn supports(&self, module: &Resolved<'_>) -> Result<(), Unsupported> {
+    fn supports(&self, module: &Resolved) -> Result<(), Unsupported> {
         // The CPU simulation runs everything the reference expander does; what a pipeline's
         // processes cannot run of data-dependent generation is in the mode table.
         if module.csp {
@@ -220,7 +220,7 @@ impl Backend for BytecodeEmitter {
         vec![Capability::Emit, Capability::Bytecode]
     }
 
-    fn supports(&self, module: &Resolved<'_>) -> Result<(), Unsupported> {
+    fn supports(&self, module: &Resolved) -> Result<(), Unsupported> {
         pto_wsp_bytecode::supports(module)
     }
 
@@ -230,7 +230,7 @@ impl Backend for BytecodeEmitter {
         _options: &CompileOptions,
     ) -> Result<Output, CompileError> {
         let bytes =
-            pto_wsp_bytecode::encode(&plan.module, &pto_wsp_bytecode::EncodeOptions::default())
+            pto_wsp_bytecode::encode(plan.resolved(), &pto_wsp_bytecode::EncodeOptions::default())
                 .map_err(|e| CompileError::Emit {
                     backend: "bytecode".into(),
                     message: e.to_string(),

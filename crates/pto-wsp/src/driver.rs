@@ -10,6 +10,8 @@
 //! - Every failure caused by the input (syntax, validation, bindings, aliases, expansion,
 //!   compilation) is an [`Error`] whose text is already rendered for the user (rustc-style, with
 //!   `file:line:column` when a location is known); nothing here panics on bad input.
+//! - A loaded text is lowered once ([`lower`]: validated, resolved, its source attached), and
+//!   everything after reads that plan.
 //! - Bindings are the file's `//@ bind` lines, then the front end's, in order, later ones
 //!   overriding earlier ones ([`bindings_for`], [`binds`]); kernel aliases are checked as
 //!   [`aliases`] says; a run's Chrome trace is written by [`trace`] alone.
@@ -19,7 +21,7 @@ pub mod binds;
 pub mod library;
 pub mod trace;
 
-use crate::program::CompileError;
+use crate::program::{CompileError, LoweredPlan};
 use pto_wsp_ir::{self as ir, Bindings, Diagnostic, ExpandOptions, Expansion, Module, SourceFile};
 use std::fmt;
 
@@ -79,6 +81,23 @@ pub fn load_source(name: &str, text: &str) -> Result<Loaded, Error> {
         Ok(()) => Ok(loaded),
         Err(errors) => Err(render_all(&loaded.source, &errors)),
     }
+}
+
+/// Every check that needs no run-time value and that `run` makes, on a loaded (validated)
+/// module, each error rendered at its `file:line:column`: its `//@ bind` lines, its
+/// `//@ alias` lines (against the built-in kernels), the rules for running
+/// ([`ir::validate_for_run`]: the tile-grid rule of exact dependencies, `deps explicit`'s),
+/// and the resolution of its entry point. So a module `check` accepts is refused by `run` only
+/// for what depends on the run's inputs, flags or kernels.
+pub fn check_for_run(loaded: &Loaded) -> Result<(), Error> {
+    bindings_for(loaded, &[])?;
+    let mut registry = crate::kernels::KernelRegistry::with_builtins();
+    aliases::apply_aliases(loaded, &mut registry)?;
+    ir::validate_for_run(&loaded.module).map_err(|e| render_all(&loaded.source, &e))?;
+    if loaded.module.entry_name().is_some() {
+        crate::program::lower(&loaded.module).map_err(|e| compile_error(loaded, &e))?;
+    }
+    Ok(())
 }
 
 /// Renders several diagnostics, blank-line separated, with a closing count when there are many.
@@ -194,17 +213,35 @@ pub fn bindings_for(loaded: &Loaded, given: &[String]) -> Result<Bindings, Error
     Ok(bindings)
 }
 
-/// Runs the reference expander, rendering its error against the source.
-pub fn expand_loaded(
-    loaded: &Loaded,
+/// Lowers `loaded` (validation for back ends, the one resolution of its entry point) with its
+/// source attached, every error rendered.
+pub fn lower(loaded: &Loaded) -> Result<LoweredPlan, Error> {
+    crate::lower(&loaded.module)
+        .map(|plan| plan.with_source(loaded.source.clone()))
+        .map_err(|e| compile_error(loaded, &e))
+}
+
+/// The plan's source, or an empty one named `<module>` for a plan built without text.
+fn source_of(plan: &LoweredPlan) -> std::borrow::Cow<'_, SourceFile> {
+    match &plan.source {
+        Some(s) => std::borrow::Cow::Borrowed(s.as_ref()),
+        None => std::borrow::Cow::Owned(SourceFile::new("<module>", "")),
+    }
+}
+
+/// Runs the reference expander on the plan's resolved program, rendering its error against the
+/// plan's source.
+pub fn expand(
+    plan: &LoweredPlan,
     bindings: &Bindings,
     options: &ExpandOptions,
 ) -> Result<Expansion, Error> {
-    ir::expand(&loaded.module, bindings, options).map_err(|e| {
+    ir::expand(plan.resolved(), bindings, options).map_err(|e| {
+        let source = source_of(plan);
         if !e.loc().is_known() {
-            Error::plain(format!("expansion of {} failed: {e}", loaded.source.name))
+            Error::plain(format!("expansion of {} failed: {e}", source.name))
         } else {
-            Error::diagnostic(&loaded.source, &e)
+            Error::diagnostic(&source, &e)
         }
     })
 }
@@ -214,6 +251,13 @@ pub fn expand_loaded(
 /// `//@ alias` hint.
 pub fn compile_error(loaded: &Loaded, e: &CompileError) -> Error {
     match e {
+        CompileError::UnknownMachine { at, .. } => {
+            let text = &loaded.source.text;
+            let before = &text[..(*at).min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            Error::plain(format!("{}:{line}:{col}: {e}", loaded.source.name))
+        }
         CompileError::UnknownKernel { at, name, .. } => {
             let text = &loaded.source.text;
             let before = &text[..(*at).min(text.len())];

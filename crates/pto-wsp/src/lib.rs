@@ -55,12 +55,15 @@
 
 pub mod backend;
 pub mod driver;
+pub mod machine;
+pub mod node;
 pub mod plan;
 pub mod program;
 
 pub use backend::{
     Artefact, Backend, Capability, Output, backends, compile_target, get_backend, register_backend,
 };
+pub use node::WorkloadNode;
 pub use program::{
     CompileError, CompileOptions, LoweredPlan, Program, ProgramStats, RunError, TensorRole,
     Unwritten, compile, lower, plan_roles, roles,
@@ -76,3 +79,6 @@ pub use pto_wsp_kernels as kernels;
 /// Plan-Descriptor-Execute (the PDE specification): iteration spaces, tiers, fixed-size work
 /// descriptors, the split-KV planner and parallel dispatch (`docs/PDE.md`).
 pub use pto_wsp_pde as pde;
+/// The task-graph ISA: assembler, disassembler, the `PTOG` binary and its execution on the CPU
+/// simulation (`docs/ISA.md`).
+pub use pto_wsp_ptog as ptog;

@@ -20,9 +20,13 @@
 //!   `affinity(axis, ...)` is `Launch::affinity`.
 //! - Plans run in declaration order; a plan's launch ends before the next starts, so a later
 //!   plan reads what an earlier one wrote (the merge after the chunks of decode attention).
-//! - Descriptors of one launch are promised independent by the plan, not inferred: every
-//!   descriptor's regions are recorded while its kernel runs, and one that overlaps a write of
-//!   a descriptor in flight fails the run, naming both (the kernels' views are sound only so).
+//! - Descriptors of one launch are promised independent by the plan, not inferred. The promise
+//!   is checked whatever the timing: before a descriptor is queued, its regions are evaluated
+//!   on the generator's thread and recorded in a [`RegionLedger`]; one that overlaps an earlier
+//!   descriptor's write (or writes what an earlier one reads) fails the run at its `emit`,
+//!   naming both descriptors, the tensor and the boxes. The regions in flight are also
+//!   compared while kernels run (the kernels' views are sound only so, also with
+//!   [`PlanOptions::check_independence`] off).
 //! - Every mistake is a [`PlanError`] with the source location of the statement, tier kernel
 //!   or declaration involved and a message naming the plan, space, field or tier: a field out
 //!   of range, a tier with no kernel implementation, a workspace overflow, a `load` past its
@@ -34,10 +38,13 @@ use crate::ir::plan::{
     TierTableDecl, TileKind,
 };
 use crate::ir::{Arg, Bindings, Diagnostic, Expr, Loc, Module, ParamKind, TaskStmt, Value};
+use crate::kernels::ledger::RegionLedger;
 use crate::kernels::{CheckedRunner, KernelId, KernelRegistry, TensorStore, with_checked_runner};
 use crate::pde::{self, Descriptor, End, Launch, LaunchStats, NO_WORKSPACE, PdeError, Tile};
 use pto_wsp_graph::types::{Access, Region, TaskIo};
+use pto_wsp_ir::task_io::BoxText;
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 // The IR's limits are the descriptor's.
 const _: () = assert!(crate::ir::plan::MAX_SPACE_AXES == pde::MAX_AXES);
@@ -79,6 +86,12 @@ pub struct PlanOptions {
     pub dispatch_threads: usize,
     /// Descriptors the bounded queue holds.
     pub queue_capacity: usize,
+    /// Check every descriptor's regions against those of every earlier descriptor of the
+    /// launch before it is queued (on by default): the plan's promise of independent
+    /// descriptors is then judged the same on every run. Off, only the regions *in flight*
+    /// are compared (still sound, but a broken promise is found only when both descriptors
+    /// happen to run at once); for measuring what the check costs.
+    pub check_independence: bool,
 }
 
 impl Default for PlanOptions {
@@ -86,6 +99,7 @@ impl Default for PlanOptions {
         PlanOptions {
             dispatch_threads: 2,
             queue_capacity: 1024,
+            check_independence: true,
         }
     }
 }
@@ -175,10 +189,27 @@ pub fn run_plan(
             Some((pf.axis.as_str(), depth, call))
         }
     };
+    let tensors: Vec<String> = store.infos().iter().map(|i| i.name.clone()).collect();
+    let admission = Admission {
+        calls: &calls,
+        kernel_locs: p
+            .kernels
+            .iter()
+            .map(|k| k.loc)
+            .chain(p.prefetch.as_ref().map(|pf| pf.loc))
+            .collect(),
+        prefetch: prefetch.as_ref().map(|(_, _, c)| c),
+        names: &names,
+        symbols,
+        tensors: &tensors,
+        tiers: td.tiers.iter().map(|t| t.name.as_str()).collect(),
+        state: Mutex::new(Admitted::default()),
+    };
+    let admission = opts.check_independence.then_some(&admission);
     with_checked_runner(store, registry, |runner| {
         launch_plan(
             module, p, bindings, sd, td, &space, &tiers, capacity, &names, &calls, &prefetch,
-            runner, opts,
+            runner, opts, admission,
         )
     })
 }
@@ -199,6 +230,7 @@ fn launch_plan(
     prefetch: &Option<(&str, u32, TierCall<'_>)>,
     runner: &CheckedRunner<'_>,
     opts: PlanOptions,
+    admission: Option<&Admission<'_>>,
 ) -> Result<PlanStats, PlanError> {
     let plan = p.name.as_str();
     let at = PlanError::at(plan);
@@ -223,6 +255,10 @@ fn launch_plan(
     });
     if let Some((axis, depth, hook)) = &fetch {
         launch = launch.prefetch(axis, *depth, &**hook);
+    }
+    let admit = admission.map(|a| move |d: &Descriptor| a.admit(d));
+    if let Some(check) = &admit {
+        launch = launch.admit(check);
     }
     if let Some(a) = &p.affinity {
         // The validator keeps a group size within `u32`; a built module that did not validate
@@ -270,6 +306,9 @@ fn launch_plan(
         group: None,
     };
     let result = launch.run(|e| g.block(&p.body, e).map(|_| ()));
+    if let Some(e) = admission.and_then(Admission::located_error) {
+        return Err(at(e.0, e.1));
+    }
     if let Some(e) = g.error.take() {
         return Err(e);
     }
@@ -297,6 +336,111 @@ fn launch_plan(
             e.to_string(),
         )),
         Err(e) => Err(at(p.loc, e.to_string())),
+    }
+}
+
+/// The plan's promise of independent descriptors, checked on the generator's thread in queue
+/// order ([`pde::Launch::admit`]): each descriptor's regions are evaluated there and recorded in
+/// a [`RegionLedger`], which refuses one that overlaps an earlier descriptor's write (or writes
+/// what an earlier one reads) — whatever the kernels' timing.
+struct Admission<'a> {
+    calls: &'a [TierCall<'a>],
+    /// Each tier's kernel line, then the prefetch's (where a region's evaluation fails).
+    kernel_locs: Vec<Loc>,
+    prefetch: Option<&'a TierCall<'a>>,
+    names: &'a FieldNames<'a>,
+    symbols: &'a BTreeMap<String, Value>,
+    /// Tensor names by index.
+    tensors: &'a [String],
+    tiers: Vec<&'a str>,
+    state: Mutex<Admitted>,
+}
+
+/// What an [`Admission`] has seen.
+#[derive(Default)]
+struct Admitted {
+    ledger: RegionLedger,
+    /// Every descriptor admitted, in queue order.
+    seen: Vec<Descriptor>,
+    /// A region that could not be evaluated, at its call's line.
+    error: Option<(Loc, String)>,
+}
+
+impl Admission<'_> {
+    fn admit(&self, d: &Descriptor) -> Result<(), String> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let (call, line) = if d.tier == pde::PREFETCH_TIER {
+            (self.prefetch, self.kernel_locs.last())
+        } else {
+            (
+                self.calls.get(d.tier as usize),
+                self.kernel_locs.get(d.tier as usize),
+            )
+        };
+        let (Some(call), Some(&line)) = (call, line) else {
+            return Err(format!(
+                "{}: a tier with no call",
+                self.describe(state.seen.len(), d)
+            ));
+        };
+        let io = match call.io(d, self.names, self.symbols) {
+            Ok((io, _)) => io,
+            Err(e) => {
+                let message = format!(
+                    "{}: kernel `{}`: {e}",
+                    self.describe(state.seen.len(), d),
+                    call.kernel
+                );
+                state.error = Some((line, message.clone()));
+                return Err(message);
+            }
+        };
+        let index = state.seen.len() as u32;
+        if let Err(c) = state.ledger.record(index, &io) {
+            let earlier = state.seen[c.running as usize];
+            let tensor = self
+                .tensors
+                .get(c.tensor() as usize)
+                .map_or("?", String::as_str);
+            let verb = |a: Access| if a.writes() { "writes" } else { "reads" };
+            return Err(format!(
+                "{} {} `{tensor}`{} (kernel `{}`), which overlaps `{tensor}`{} that {} {}: the \
+                 descriptors of a launch are promised independent (none may touch what another \
+                 writes), and this plan breaks the promise whatever the timing",
+                self.describe(index as usize, d),
+                verb(c.access),
+                BoxText(&c.region),
+                call.kernel,
+                BoxText(&c.running_region),
+                self.describe(c.running as usize, &earlier),
+                verb(c.running_access),
+            ));
+        }
+        state.seen.push(*d);
+        Ok(())
+    }
+
+    /// `descriptor #N (tier `t`, b = 1, ...)`, N counted from 1 in queue order.
+    fn describe(&self, index: usize, d: &Descriptor) -> String {
+        let tier = if d.tier == pde::PREFETCH_TIER {
+            "prefetch"
+        } else {
+            self.tiers.get(d.tier as usize).copied().unwrap_or("?")
+        };
+        let mut s = format!("descriptor #{} (tier `{tier}`", index + 1);
+        for (k, a) in self.names.axes.iter().enumerate() {
+            s.push_str(&format!(", {a} = {}", d.indices[k]));
+        }
+        s.push(')');
+        s
+    }
+
+    fn located_error(&self) -> Option<(Loc, String)> {
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .error
+            .take()
     }
 }
 
@@ -349,7 +493,7 @@ fn bind_space(
         as_u32(v).ok_or_else(|| {
             space_err(
                 e.loc(),
-                format!("{what} = {v:?} is not an integer from 0 to 2^32 - 1"),
+                format!("{what} = {v} is not an integer from 0 to 2^32 - 1"),
             )
         })
     };
@@ -362,7 +506,7 @@ fn bind_space(
             Ok(v) => {
                 return Err(space_err(
                     *loc,
-                    format!("constraint `{c}` is {v:?}, not a bool"),
+                    format!("constraint `{c}` is {v}, not a bool"),
                 ));
             }
             Err(e) => return Err(space_err(*loc, format!("constraint `{c}`: {e}"))),
@@ -516,14 +660,13 @@ impl<'m> TierCall<'m> {
         })
     }
 
-    /// Runs the kernel for descriptor `d` on the calling dispatch thread.
-    fn run(
+    /// The regions and scalar parameters of this call for descriptor `d`.
+    fn io(
         &self,
         d: &Descriptor,
         names: &FieldNames<'_>,
         symbols: &BTreeMap<String, Value>,
-        runner: &CheckedRunner<'_>,
-    ) -> Result<(), String> {
+    ) -> Result<(Vec<TaskIo>, Vec<u64>), String> {
         let mut locals = Vec::with_capacity(8);
         names.bind(d, &mut locals);
         let scope = Scope {
@@ -532,7 +675,7 @@ impl<'m> TierCall<'m> {
         };
         let int = |e: &Expr| -> Result<i64, String> {
             let v = eval(e, &scope).map_err(|err| format!("`{e}`: {err}"))?;
-            as_i64(v).ok_or_else(|| format!("`{e}` = {v:?} is not an integer"))
+            as_i64(v).ok_or_else(|| format!("`{e}` = {v} is not an integer"))
         };
         let mut io = Vec::with_capacity(self.regions.len());
         for (i, (t, access, dims)) in self.regions.iter().enumerate() {
@@ -554,6 +697,18 @@ impl<'m> TierCall<'m> {
             let v = eval(e, &scope).map_err(|err| format!("`{e}`: {err}"))?;
             params.push(v.to_bits());
         }
+        Ok((io, params))
+    }
+
+    /// Runs the kernel for descriptor `d` on the calling dispatch thread.
+    fn run(
+        &self,
+        d: &Descriptor,
+        names: &FieldNames<'_>,
+        symbols: &BTreeMap<String, Value>,
+        runner: &CheckedRunner<'_>,
+    ) -> Result<(), String> {
+        let (io, params) = self.io(d, names, symbols)?;
         runner
             .call(self.id, 0, &params, &io)
             .map_err(|e| format!("kernel `{}`: {e}", self.kernel))
@@ -711,7 +866,7 @@ impl<'m> Gen<'m> {
             } => match self.value(cond, loc)? {
                 Value::Bool(true) => self.block(then_body, e),
                 Value::Bool(false) => self.block(else_body, e),
-                v => Err(self.fail(loc, format!("the condition `{cond}` is {v:?}, not a bool"))),
+                v => Err(self.fail(loc, format!("the condition `{cond}` is {v}, not a bool"))),
             },
             GenKind::Continue => Ok(Flow::Continue),
             GenKind::Let { name, value } => {

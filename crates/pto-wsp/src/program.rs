@@ -52,15 +52,16 @@ use pto_wsp_graph::builder::ExactMap;
 use pto_wsp_graph::feed::{FeedError, FeedHooks, FeedTask, Origins, feed};
 use pto_wsp_graph::ready::ReadyKind;
 use pto_wsp_graph::{ExecDomain, TaskId};
+use pto_wsp_ir::resolve::Sched;
 use pto_wsp_ir::{
-    Bindings, DataRead, Dispatch, ExpandError, ExpandOptions, ExpandedTask, Module, PoolsPolicy,
-    ReadRefused, ReadyPolicy, ResolveError, ResolveOptions, Resolved, Schedule, ScheduleConfig,
-    ScheduleItem, ScheduleItemKind, SourceFile, TracePolicy, Unsupported, ValidationError, resolve,
-    validate, validate_for_run,
+    Bindings, DataRead, ExpandError, ExpandOptions, ExpandedTask, Module, PoolsPolicy, ReadRefused,
+    ReadyPolicy, ResolveError, ResolveOptions, Resolved, ScheduleConfig, SourceFile, TracePolicy,
+    Unsupported, ValidationError, resolve, validate, validate_for_run,
 };
 use pto_wsp_kernels::{KernelId, KernelRegistry, StoreError, TensorStore};
 
 pub mod coverage;
+mod device;
 pub use coverage::{TensorRole, plan_roles, roles};
 mod devgen;
 pub(crate) mod modes;
@@ -119,6 +120,12 @@ pub struct CompileOptions {
     /// tensors: `ascend`, `pto_isa`); a running back end takes its bindings at each run and
     /// ignores these.
     pub bindings: Bindings,
+    /// The machine the device timeline model runs each traced run on (overrides the
+    /// schedule's `trace cycles device(NAME)`; `None`: the schedule's, if any).
+    pub machine: Option<crate::machine::Machine>,
+    /// Record the device model's timeline (per-task times, orchestrator and scheduler
+    /// intervals) for pictures.
+    pub record_timeline: bool,
 }
 
 impl Default for CompileOptions {
@@ -140,6 +147,8 @@ impl Default for CompileOptions {
             host_expander: false,
             coverage: true,
             bindings: Bindings::new(),
+            machine: None,
+            record_timeline: false,
         }
     }
 }
@@ -166,6 +175,19 @@ impl std::fmt::Debug for CompileOptions {
 /// Why lowering or compiling failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CompileError {
+    /// `trace cycles device(NAME)` names no shipped machine.
+    #[error(
+        "`device({name})` at byte {at}: no shipped machine of this name (shipped: {shipped}; a \
+         machine file is given with --machine FILE)"
+    )]
+    UnknownMachine {
+        /// The name.
+        name: String,
+        /// Byte offset in the source.
+        at: usize,
+        /// Shipped machine names.
+        shipped: String,
+    },
     /// The module is invalid.
     #[error("the module has {} validation error(s); the first: {}", .0.len(), .0[0])]
     Invalid(Vec<ValidationError>),
@@ -179,7 +201,7 @@ pub enum CompileError {
     },
     /// A kernel the module can run has no implementation in the registry.
     #[error(
-        "kernel `{name}` declared at byte {at} has no implementation registered (register it, or use a built-in: {known})"
+        "kernel `{name}` has no implementation registered (register it, or use a built-in: {known})"
     )]
     UnknownKernel {
         /// The kernel.
@@ -288,13 +310,14 @@ impl pto_wsp_ir::Diagnostic for RunError {
     }
 }
 
-/// A module lowered for back ends: validated, with its schedule decisions folded.
+/// A module lowered for back ends: validated and resolved, once (the schedule folded into the
+/// resolved program's [`Sched`]). Every back end, the expander and the front ends read this one
+/// resolution ([`LoweredPlan::resolved`]); nothing on the way to a run or an artefact resolves
+/// the module again.
 #[derive(Clone, Debug)]
 pub struct LoweredPlan {
-    /// The module.
-    pub module: Module,
-    /// The schedule with defaults filled in.
-    pub config: ScheduleConfig,
+    /// The resolved entry point, which owns the module.
+    resolved: Arc<Resolved>,
     /// The text the module was parsed from, when it was: emitting back ends write its
     /// `file:line:column` positions into what they emit ([`LoweredPlan::with_source`]).
     pub source: Option<Arc<SourceFile>>,
@@ -309,53 +332,66 @@ impl LoweredPlan {
     }
 
     /// The module's entry point, resolved (what [`crate::Backend::supports`] reads).
-    pub fn resolve(&self) -> Result<Resolved<'_>, ResolveError> {
-        resolve(&self.module, &ResolveOptions::default())
+    pub fn resolved(&self) -> &Resolved {
+        &self.resolved
     }
 
-    /// Applies the overrides of `options` (`num_streams`, `num_aicpus`) to the schedule, so
-    /// every consumer (expander, bytecode, cost model) sees them.
-    fn with_overrides(mut self, options: &CompileOptions) -> LoweredPlan {
-        let mut items = Vec::new();
-        if let Some(n) = options.num_aicpus {
-            items.push(ScheduleItemKind::Executors(n));
+    /// The module.
+    pub fn module(&self) -> &Module {
+        &self.resolved.module
+    }
+
+    /// The schedule, folded, with its defaults: the one schedule form every consumer reads
+    /// (the resolved program's).
+    pub fn sched(&self) -> &Sched {
+        &self.resolved.schedule
+    }
+
+    /// The schedule's settings as written, with defaults filled in ([`Sched::config`]).
+    pub fn config(&self) -> &ScheduleConfig {
+        &self.resolved.schedule.config
+    }
+
+    /// The same resolved program under other run-time settings, for comparisons and tests:
+    /// `f` edits the folded schedule's settings that only the runtime reads (`deps`,
+    /// `task_window`, `start`, `timing`, the `ready` order, `pools`, `pipeline_depth`,
+    /// `batch_deps`, `trace none` / `wall`). Unchecked: `validate_for_run`'s rules for the new
+    /// settings are not applied again (under `deps exact` the caller answers for every
+    /// dependency being found), and settings resolution decided keep the resolved meaning
+    /// (per-task dispatch, stream, priority and cost keys; use [`CompileOptions::num_aicpus`] /
+    /// [`CompileOptions::num_streams`] for the counts).
+    pub fn with_config_unchecked(self, f: impl FnOnce(&mut ScheduleConfig)) -> LoweredPlan {
+        let mut resolved = Resolved::clone(&self.resolved);
+        f(&mut resolved.schedule.config);
+        LoweredPlan {
+            resolved: Arc::new(resolved),
+            source: self.source,
         }
-        if let Some(n) = options.num_streams {
-            items.push(ScheduleItemKind::Streams(n));
+    }
+
+    /// Applies the overrides of `options` (`num_streams`, `num_aicpus`) to the resolved
+    /// schedule, so every consumer (expander, bytecode, cost model) sees them; nothing is
+    /// resolved again.
+    fn with_overrides(self, options: &CompileOptions) -> Result<LoweredPlan, CompileError> {
+        if options.num_aicpus.is_none() && options.num_streams.is_none() {
+            return Ok(self);
         }
-        if items.is_empty() {
-            return self;
-        }
-        if self.module.schedule.is_none()
-            && let Some(entry) = self.module.entry_name().map(str::to_string)
-        {
-            self.module.schedule = Some(Schedule {
-                target: entry.as_str().into(),
-                items: Vec::new(),
-                loc: pto_wsp_ir::Loc::NONE,
-            });
-        }
-        if let Some(s) = &mut self.module.schedule {
-            // Later items win when the schedule is folded.
-            s.items.extend(items.into_iter().map(ScheduleItem::new));
-            self.config = s.config();
-        }
-        self
+        let resolved =
+            Resolved::clone(&self.resolved).with_counts(options.num_aicpus, options.num_streams)?;
+        Ok(LoweredPlan {
+            resolved: Arc::new(resolved),
+            source: self.source,
+        })
     }
 }
 
 /// Validates `module`, resolves its entry point (every check that needs no runtime value) and
-/// folds its schedule.
+/// folds its schedule: the one resolution of the module on its way to a run or an artefact.
 pub fn lower(module: &Module) -> Result<LoweredPlan, CompileError> {
     validate(module).map_err(CompileError::Invalid)?;
-    resolve(module, &ResolveOptions::default())?;
+    let resolved = resolve(module, &ResolveOptions::default())?;
     Ok(LoweredPlan {
-        module: module.clone(),
-        config: module
-            .schedule
-            .as_ref()
-            .map(|s| s.config())
-            .unwrap_or_default(),
+        resolved: Arc::new(resolved),
         source: None,
     })
 }
@@ -380,13 +416,13 @@ pub(crate) fn compile_cpu(
     // What running needs beyond expansion (the default exact dependencies held to the
     // tile-grid rule, ...): refused here, where host runs, device-generation runs and
     // `trace cycles` all pass.
-    validate_for_run(&plan.module).map_err(CompileError::Invalid)?;
-    let plan = plan.with_overrides(&options);
+    validate_for_run(plan.module()).map_err(CompileError::Invalid)?;
+    let plan = plan.with_overrides(&options)?;
     if options.check_order {
         let pipeline = plan
-            .module
+            .module()
             .entry_name()
-            .and_then(|e| plan.module.pipeline(e))
+            .and_then(|e| plan.module().pipeline(e))
             .is_some();
         // Neither mode builds one graph the checker could see: refused, never silently passed.
         if pipeline {
@@ -401,7 +437,7 @@ pub(crate) fn compile_cpu(
         }
     }
     let mut kernels = Vec::new();
-    for k in &plan.module.kernels {
+    for k in &plan.module().kernels {
         let id = options.kernels.lookup(&k.name.name);
         if id.is_none() && k.tiers.is_none() {
             let mut known: Vec<&str> = options.kernels.names().collect();
@@ -415,15 +451,15 @@ pub(crate) fn compile_cpu(
         kernels.push(id);
     }
     let names = plan
-        .module
+        .module()
         .kernels
         .iter()
         .map(|k| k.name.name.clone())
         .collect();
     let pipeline = plan
-        .module
+        .module()
         .entry_name()
-        .and_then(|e| plan.module.pipeline(e))
+        .and_then(|e| plan.module().pipeline(e))
         .is_some();
     let mode = if pipeline {
         modes::Mode::Pipeline
@@ -432,24 +468,19 @@ pub(crate) fn compile_cpu(
     } else {
         modes::Mode::Host
     };
-    modes::refused(&plan.module, mode)?;
+    modes::refused(plan.module(), mode)?;
     // Tensors the generator reads computed values of (`docs/SEMANTICS.md`): their writers are
     // tracked during a run so a read can wait on them; none in most modules.
-    let (computed, (outputs, writers)) = match plan.resolve() {
-        Ok(r) => {
-            modes::data_refused(&r, mode)?;
-            let computed = (0..r.arrays.len())
-                .map(|t| r.arrays[t] && r.written[t])
-                .collect();
-            let outputs = coverage::outputs(&r);
-            let writers = coverage::writers(&r, &outputs);
-            (computed, (outputs, writers))
-        }
-        Err(_) => (Vec::new(), (Vec::new(), Vec::new())),
-    };
-    let notes = modes::notes(&plan.module, mode);
+    let r = plan.resolved();
+    modes::data_refused(r, mode)?;
+    let computed = (0..r.arrays.len())
+        .map(|t| r.arrays[t] && r.written[t])
+        .collect();
+    let outputs = coverage::outputs(r);
+    let writers = coverage::writers(r, &outputs);
+    let notes = modes::notes(plan.module(), mode);
     let bytecode = if options.device_gen {
-        Some(devgen::compile_bytecode(&plan.module)?)
+        Some(devgen::compile_bytecode(plan.resolved())?)
     } else {
         None
     };
@@ -458,9 +489,22 @@ pub(crate) fn compile_cpu(
     // the reference expander). Both serve computed reads through the same hooks: the generator
     // stops at each one until the producers complete.
     let host_bytecode = if matches!(mode, modes::Mode::Host) && !options.host_expander {
-        devgen::compile_bytecode(&plan.module).ok()
+        devgen::compile_bytecode(plan.resolved()).ok()
     } else {
         None
+    };
+    let machine = match (&options.machine, &plan.config().trace) {
+        (Some(m), _) => Some(m.clone()),
+        (None, TracePolicy::Cycles(_, Some(name))) => {
+            Some(crate::machine::shipped(&name.name).ok_or_else(|| {
+                CompileError::UnknownMachine {
+                    name: name.name.clone(),
+                    at: name.loc.start as usize,
+                    shipped: crate::machine::shipped_names().join(", "),
+                }
+            })?)
+        }
+        _ => None,
     };
     let pool = WorkerPool::new(options.threads)?;
     Ok(Program {
@@ -476,6 +520,7 @@ pub(crate) fn compile_cpu(
             bytecode,
             host_bytecode,
             notes,
+            machine,
         }),
         store: Arc::new(Mutex::new(None)),
         running: None,
@@ -504,6 +549,8 @@ struct Inner {
     host_bytecode: Option<pto_wsp_bytecode::Program>,
     /// Directives that compile but do nothing in this program's mode (`modes::notes`).
     notes: Vec<String>,
+    /// The machine of the device timeline model, if runs are modelled on one.
+    machine: Option<crate::machine::Machine>,
 }
 
 /// A compiled program: runs its workload on the CPU simulation (see the module docs).
@@ -646,7 +693,7 @@ impl FeedHooks for Hooks<'_> {
 /// The reference expander's error for `module` under `bindings`, if it finds one (every task
 /// discarded as generated: nothing is kept; a computed read stops it with
 /// [`ExpandError::ComputedRead`]).
-fn expander_error(module: &Module, bindings: &Bindings) -> Option<ExpandError> {
+fn expander_error(res: &Resolved, bindings: &Bindings) -> Option<ExpandError> {
     struct Discard;
     impl pto_wsp_ir::ExpandSink for Discard {
         fn task(&mut self, _: u32, _: &ExpandedTask) -> std::ops::ControlFlow<()> {
@@ -654,12 +701,12 @@ fn expander_error(module: &Module, bindings: &Bindings) -> Option<ExpandError> {
         }
         fn order(&mut self, _: pto_wsp_ir::OrderEdge) {}
     }
-    pto_wsp_ir::expand_with(module, bindings, &ExpandOptions::default(), &mut Discard).err()
+    pto_wsp_ir::expand_with(res, bindings, &ExpandOptions::default(), &mut Discard).err()
 }
 
 impl Inner {
     fn run_config(&self) -> (RunConfig, StreamConfig) {
-        let c = &self.plan.config;
+        let c = self.plan.config();
         let threads = self.pool.threads();
         let run = RunConfig {
             ready: ReadyKind::from(&c.ready),
@@ -669,7 +716,7 @@ impl Inner {
                     vector: self.options.vector_workers.unwrap_or(threads / 2),
                 },
             },
-            placement: !matches!(c.dispatch, Dispatch::WorkSteal),
+            placement: self.plan.sched().placement(),
             gate: c.pipeline_depth.map(|(depth, scope)| GateConfig {
                 depth: depth.min(u32::MAX as u64) as u32,
                 scope,
@@ -693,7 +740,7 @@ impl Inner {
 
     /// Whether the schedule asks for the cycle-cost model.
     fn cycles(&self) -> bool {
-        matches!(self.plan.config.trace, TracePolicy::Cycles(_))
+        matches!(self.plan.config().trace, TracePolicy::Cycles(..)) || self.machine.is_some()
     }
 
     /// Runs once under `bindings` on `store`; with the output tensors left partly unwritten
@@ -705,12 +752,7 @@ impl Inner {
     ) -> Result<(RunStats, Vec<Unwritten>), RunError> {
         // Host runs feed every task through the hooks that mark coverage; device generation and
         // pipelines do not, and are not checked.
-        let module = &self.plan.module;
-        let pipeline = module
-            .entry_name()
-            .and_then(|e| module.pipeline(e))
-            .is_some();
-        let host = self.bytecode.is_none() && !pipeline;
+        let host = self.bytecode.is_none() && !self.plan.resolved().csp;
         let mut cover = (self.options.coverage && host && !self.outputs.is_empty())
             .then(|| coverage::Coverage::new(&self.outputs, &self.writers, store))
             .filter(coverage::Coverage::any);
@@ -731,7 +773,7 @@ impl Inner {
         store: &mut TensorStore,
         cover: Option<&mut coverage::Coverage>,
     ) -> Result<RunStats, RunError> {
-        let module = &self.plan.module;
+        let module = self.plan.module();
         // A pipeline is a program, not a graph (its bounded channels order its processes), so
         // it runs as processes on threads in either mode.
         let pipeline = module
@@ -745,11 +787,11 @@ impl Inner {
             // A pipeline runs as processes on threads with bounded channels (pto_wsp_cpu::csp).
             let options = pto_wsp_cpu::CspOptions {
                 trace: self.options.profiling
-                    || matches!(self.plan.config.trace, TracePolicy::Wall),
+                    || matches!(self.plan.config().trace, TracePolicy::Wall),
                 cycles: self.cycles(),
             };
             return Ok(pto_wsp_cpu::run_pipeline(
-                module,
+                self.plan.resolved(),
                 bindings,
                 store,
                 &self.options.kernels,
@@ -772,7 +814,7 @@ impl Inner {
         let mut costs = Vec::new();
         let mut generation = GenStats::default();
         let mut summary = None;
-        let priority = matches!(self.plan.config.ready, ReadyPolicy::Priority(_));
+        let priority = matches!(self.plan.config().ready, ReadyPolicy::Priority(_));
         let tracked = self.computed.iter().any(|&c| c);
         let shared: &TensorStore = store;
         // Bindings the bytecode refuses go to the expander, which names the mistake.
@@ -811,7 +853,7 @@ impl Inner {
                                 return Err(ExecError::build(&e));
                             }
                             return Err(
-                                match expander_error(module, bindings)
+                                match expander_error(self.plan.resolved(), bindings)
                                     .filter(|x| !matches!(x, ExpandError::ComputedRead { .. }))
                                 {
                                     Some(x) => ExecError::build(&x),
@@ -822,7 +864,7 @@ impl Inner {
                     }
                 }
                 None => feed(
-                    module,
+                    self.plan.resolved(),
                     bindings,
                     &ExpandOptions::default(),
                     b,
@@ -882,6 +924,9 @@ impl Inner {
         if self.cycles() {
             stats.cycles = Some(self.model(&table, store, &costs, &stats.edge_list)?);
         }
+        if let Some(m) = &self.machine {
+            stats.device = self.device_model(m, &table, store, &costs, &stats.edge_list)?;
+        }
         Ok(stats)
     }
 
@@ -895,7 +940,7 @@ impl Inner {
     ) -> Result<CycleStats, RunError> {
         let n = table.len();
         let cost = task_costs(table, n, store, &self.options.kernels, &self.kernels, given);
-        let c = &self.plan.config;
+        let c = self.plan.config();
         let priority = matches!(c.ready, ReadyPolicy::Priority(_));
         let tasks: Vec<SimTask> = (0..n)
             .map(|i| {
@@ -916,9 +961,56 @@ impl Inner {
         let machine = SimMachine {
             executors,
             vector: matches!(c.pools, PoolsPolicy::ByExecUnit).then_some(executors / 2),
-            placement: !matches!(c.dispatch, Dispatch::WorkSteal),
+            placement: self.plan.sched().placement(),
         };
-        let schedule = SimSchedule {
+        simulate(&tasks, edges, &machine, &self.sim_schedule()).map_err(model_error)
+    }
+
+    /// The device timeline model of a finished run on `m`: device generation, then host
+    /// generation (see [`device`]).
+    fn device_model(
+        &self,
+        m: &crate::machine::Machine,
+        table: &TaskTable,
+        store: &mut TensorStore,
+        given: &[Option<u64>],
+        edges: &[(u32, u32)],
+    ) -> Result<Vec<pto_wsp_cpu::DeviceRun>, RunError> {
+        let c = &self.plan.config();
+        let kernels = device::Kernels {
+            module: self.plan.module(),
+            registry: &self.options.kernels,
+            ids: &self.kernels,
+            names: &self.names,
+        };
+        let priority = matches!(c.ready, ReadyPolicy::Priority(_));
+        let tasks = device::device_tasks(m, table, table.len(), store, &kernels, given, priority);
+        let follow = device::Follow {
+            schedule: self.sim_schedule(),
+            executors: c.executors.clamp(1, u32::MAX as u64) as u32,
+            dispatch: c.dispatch.clone(),
+        };
+        [false, true]
+            .into_iter()
+            .map(|host| {
+                device::model(
+                    m,
+                    &tasks,
+                    edges,
+                    &follow,
+                    host,
+                    self.options.record_timeline,
+                    &self.names,
+                )
+                .map_err(model_error)
+            })
+            .collect()
+    }
+
+    /// The schedule the cycle models follow.
+    fn sim_schedule(&self) -> SimSchedule {
+        let c = &self.plan.config();
+        SimSchedule {
             issue_cycles: self.options.issue_cycles,
             window: c.task_window,
             gate: c.pipeline_depth,
@@ -931,13 +1023,17 @@ impl Inner {
             },
             streams: c.streams.clamp(1, u32::MAX as u64) as u32,
             batch_deps: c.batch_deps,
-        };
-        simulate(&tasks, edges, &machine, &schedule).map_err(|e| match e {
-            SimError::WindowFull { .. } => {
-                RunError::Exec(ExecError::Setup(format!("cycle model: {e}")))
-            }
-            e => RunError::Exec(ExecError::Internal(format!("cycle model: {e}"))),
-        })
+        }
+    }
+}
+
+/// A model's refusal as a run error.
+fn model_error(e: SimError) -> RunError {
+    match e {
+        SimError::WindowFull { .. } => {
+            RunError::Exec(ExecError::Setup(format!("cycle model: {e}")))
+        }
+        e => RunError::Exec(ExecError::Internal(format!("cycle model: {e}"))),
     }
 }
 
@@ -949,7 +1045,7 @@ impl Program {
         bindings: &Bindings,
     ) -> Result<std::sync::MutexGuard<'_, Option<TensorStore>>, RunError> {
         let mut g = self.store.lock().unwrap_or_else(|p| p.into_inner());
-        let fresh = TensorStore::new(&self.inner.plan.module, bindings)?;
+        let fresh = TensorStore::new(self.inner.plan.module(), bindings)?;
         let same = g.as_ref().is_some_and(|s| {
             s.len() == fresh.len() && (0..s.len() as u32).all(|i| s.info(i) == fresh.info(i))
         });
@@ -1059,7 +1155,7 @@ impl Program {
         let (run, ms) = self.last.as_ref()?;
         Some(ProgramStats {
             num_tasks: run.tasks,
-            num_streams: self.inner.plan.config.streams,
+            num_streams: self.inner.plan.config().streams,
             num_executors: self.inner.pool.threads(),
             compile_time_ms: self.compile_ms,
             execute_time_ms: *ms,

@@ -20,7 +20,7 @@
 //! tasks write (a computed read) is refused (its value exists only when the tasks run).
 
 use pto_wsp_ir::{
-    Bindings, ChannelPort, ExpandOptions, ExpandSink, ExpandedTask, Module, OrderEdge, Value,
+    Bindings, ChannelPort, ExpandOptions, ExpandSink, ExpandedTask, OrderEdge, Resolved, Value,
     expand_process,
 };
 use std::collections::VecDeque;
@@ -70,7 +70,7 @@ struct Shared<'a> {
     cv: Condvar,
     names: Vec<String>,
     chan_names: Vec<String>,
-    module: &'a Module,
+    res: &'a Resolved,
     limit: usize,
 }
 
@@ -221,7 +221,7 @@ impl ExpandSink for Sink<'_, '_> {
 /// Runs `pipeline`'s processes in the bounded Kahn order (see the module docs) and returns the
 /// submission list, at most `limit` tasks.
 pub(crate) fn schedule(
-    module: &Module,
+    res: &Resolved,
     bindings: &Bindings,
     pipeline: &pto_wsp_ir::Pipeline,
     limit: usize,
@@ -267,7 +267,7 @@ pub(crate) fn schedule(
             .iter()
             .map(|c| c.name.name.clone())
             .collect(),
-        module,
+        res,
         limit,
     };
     let results: Vec<Result<(), String>> = std::thread::scope(|s| {
@@ -307,7 +307,7 @@ fn run_process(shared: &Shared<'_>, bindings: &Bindings, p: usize) -> Result<(),
     let mut port = Port { shared, p };
     let mut sink = Sink { shared, p };
     let r = expand_process(
-        shared.module,
+        shared.res,
         bindings,
         &ExpandOptions {
             limit: None,

@@ -410,7 +410,7 @@ impl Gen<'_> {
     }
 
     fn task(&mut self, t: &Task, d: usize) {
-        let module = self.inp.input.resolved.module;
+        let module = &self.inp.input.resolved.module;
         let k = &module.kernels[t.kernel.index()];
         self.line(d, &format!("{{ // task {}", k.name.name));
         let d1 = d + 1;
@@ -454,7 +454,7 @@ impl Gen<'_> {
 
     /// The `tk.region(...)` line of the task's argument `i` (a region).
     fn region(&mut self, t: &Task, i: usize, ri: usize, kname: &str, d: usize) {
-        let module = self.inp.input.resolved.module;
+        let module = &self.inp.input.resolved.module;
         let TaskArg::Region {
             tensor,
             access,
@@ -495,7 +495,7 @@ impl Gen<'_> {
 
     /// The `tk.region(...)` line of a pipeline task's region `ri` (known numbers).
     fn csp_region(&mut self, t: &super::csp::CspTask, ri: usize, kname: &str, d: usize) {
-        let module = self.inp.input.resolved.module;
+        let module = &self.inp.input.resolved.module;
         let Some(r) = t.task.regions.get(ri) else {
             return;
         };
@@ -534,7 +534,7 @@ impl Gen<'_> {
             self.line(d, "pw::fail(orch.at + \": a kernel without AICore code\");");
             return;
         };
-        let module = self.inp.input.resolved.module;
+        let module = &self.inp.input.resolved.module;
         let kname = module.kernels[kid].name.name.clone();
         // Per parameter: its index among regions, or among scalars.
         let mut region_no = Vec::new();
@@ -645,7 +645,7 @@ enum Source<'t> {
 /// The orchestration source of a pipeline's tasks in submission order (`super::csp`): one
 /// submission each, with its explicit dependencies on earlier ones.
 pub(crate) fn csp_orchestration(inp: &OrchInput<'_>, tasks: &[super::csp::CspTask]) -> String {
-    let module = inp.input.resolved.module;
+    let module = &inp.input.resolved.module;
     let mut g = Gen {
         inp,
         out: String::new(),
@@ -695,7 +695,7 @@ impl Gen<'_> {
     fn prologue(&mut self) {
         let inp = self.inp;
         let res = inp.input.resolved;
-        let module = res.module;
+        let module = &res.module;
         let g = self;
         let _ = writeln!(
             g.out,

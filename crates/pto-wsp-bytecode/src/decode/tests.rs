@@ -1,11 +1,12 @@
 //! One test per error kind, each asserting the message, on mutations of a valid bytecode.
 
 use super::*;
+use crate::EncodeOptions;
 use crate::format::HEADER_LEN;
 use crate::format::NONE16;
 use crate::image::DNodeRec;
 use crate::op::Insn;
-use crate::{EncodeOptions, encode};
+use crate::testing::encode;
 
 const SRC: &str = "
 symbol n: i64;

@@ -6,16 +6,15 @@
 //! (16-bit registers and table indices, 8-bit channels and key slots) and what it cannot express
 //! (a channel with several producers, a token that is not `i64`).
 //!
-//! Promise: never panics; a module the resolver rejects gives its [`ResolveError`]
-//! (`EncodeError::Resolve`), anything the bytecode cannot hold is `TooLarge` or `Unsupported`.
+//! Promise: never panics; it reads the resolved program as it is (resolving nothing again);
+//! anything the bytecode cannot hold is `TooLarge` or `Unsupported`.
 
 use super::{EncodeError, too_large};
 use crate::format::{MAX_RANK, NONE16};
 use pto_wsp_ir::resolve::{
-    AxisExtent, DispatchPlan, ExprId, Loop, ResolveOptions, Resolved, Stmt, StmtKind, TExpr, Task,
-    TaskArg,
+    AxisExtent, DispatchPlan, ExprId, Loop, Resolved, Stmt, StmtKind, TExpr, Task, TaskArg,
 };
-use pto_wsp_ir::{Access, ExecPool, Loc, Module, ScalarType, Unsupported, resolve};
+use pto_wsp_ir::{Access, ExecPool, Loc, ScalarType, Unsupported};
 
 /// A loop of the tree.
 #[derive(Debug)]
@@ -153,20 +152,19 @@ pub(crate) struct Lowered {
     pub streams: u64,
 }
 
-/// Resolves `module` and lowers it (see the module docs).
-pub(crate) fn lower(module: &Module) -> Result<Lowered, EncodeError> {
-    let r = resolve(module, &ResolveOptions::default())?;
-    supports(&r).map_err(|u| EncodeError::Unsupported {
+/// Lowers the resolved program `r` (see the module docs).
+pub(crate) fn lower(r: &Resolved) -> Result<Lowered, EncodeError> {
+    supports(r).map_err(|u| EncodeError::Unsupported {
         message: u.construct,
     })?;
-    Lower { r: &r }.lowered()
+    Lower { r }.lowered()
 }
 
 /// Whether the bytecode can express `r`: the first construct it cannot, named, with its
 /// location. Today: a channel with more than one producer, a token that is not `i64` and a
 /// ragged axis whose lengths are an expression.
 /// (Table sizes beyond the format's field widths are reported by [`crate::encode()`].)
-pub fn supports(r: &Resolved<'_>) -> Result<(), Unsupported> {
+pub fn supports(r: &Resolved) -> Result<(), Unsupported> {
     let unsupported = |construct: String, loc| Unsupported {
         backend: "bytecode".into(),
         construct,
@@ -223,18 +221,18 @@ pub fn supports(r: &Resolved<'_>) -> Result<(), Unsupported> {
     first.map_or(Ok(()), Err)
 }
 
-struct Lower<'a, 'm> {
-    r: &'a Resolved<'m>,
+struct Lower<'a> {
+    r: &'a Resolved,
 }
 
-impl Lower<'_, '_> {
+impl Lower<'_> {
     fn x(&self, id: ExprId) -> TExpr {
         self.r.expr(id).clone()
     }
 
     fn lowered(&self) -> Result<Lowered, EncodeError> {
         let r = self.r;
-        let module = r.module;
+        let module = &r.module;
         self.check_sizes()?;
         let channels = self.channels()?;
         for dims in r.shapes.iter().flatten() {
@@ -297,7 +295,7 @@ impl Lower<'_, '_> {
     /// The counts that must fit the bytecode's field widths: symbols and slots, registers, axes.
     fn check_sizes(&self) -> Result<(), EncodeError> {
         let r = self.r;
-        let module = r.module;
+        let module = &r.module;
         if module.symbols.len() + module.slots.len() > usize::from(u16::MAX) {
             return Err(too_large(
                 "symbols and slots",

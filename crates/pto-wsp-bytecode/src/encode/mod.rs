@@ -32,17 +32,13 @@ use crate::image::{
 use crate::op::{Insn, Op};
 use lower::{LAxis, LDispatch, LLoop, LRegion, LStmt, LTask, Lowered};
 use pto_wsp_ir::resolve::TExpr;
-use pto_wsp_ir::{Loc, Module, ParamKind, ResolveError};
+use pto_wsp_ir::{Loc, Module, ParamKind, Resolved};
 use std::collections::HashMap;
 use texpr::CompileExpr;
 
 /// Why a module could not be encoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EncodeError {
-    /// The entry point could not be resolved (names, arity, recursion, types, schedule): the
-    /// IR's [`ResolveError`], the same every consumer reports.
-    #[error(transparent)]
-    Resolve(#[from] ResolveError),
     /// A task whose arguments do not match its kernel (not produced by the resolver).
     #[error("malformed module: {message}")]
     Malformed {
@@ -82,9 +78,10 @@ impl Default for EncodeOptions {
     }
 }
 
-/// Encodes `module`'s entry point (see the module docs).
-pub fn encode(module: &Module, options: &EncodeOptions) -> Result<Vec<u8>, EncodeError> {
-    let mut lowered = lower::lower(module)?;
+/// Encodes the resolved entry point `res` (see the module docs).
+pub fn encode(res: &Resolved, options: &EncodeOptions) -> Result<Vec<u8>, EncodeError> {
+    let module = &res.module;
+    let mut lowered = lower::lower(res)?;
     analysis::analyze(&mut lowered);
     let image = Emitter::new(module, &lowered).emit(module, &lowered, options)?;
     Ok(image.write())

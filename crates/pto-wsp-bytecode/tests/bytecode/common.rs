@@ -1,11 +1,29 @@
 //! Running every executor and checking it against the reference expander.
 
 use pto_wsp_bytecode::{
-    EncodeOptions, ExecutorConfig, Interpreter, Program, RunSummary, Task, TaskSink, encode,
+    EncodeOptions, ExecutorConfig, Interpreter, Program, RunSummary, Task, TaskSink,
 };
-use pto_wsp_ir::{Bindings, ExpandOptions, ExpandedTask, Expansion, Module, OrderEdge, expand};
+use pto_wsp_ir::{
+    Bindings, ExpandError, ExpandOptions, ExpandedTask, Expansion, Module, OrderEdge,
+};
 use std::collections::BTreeSet;
 use std::ops::{ControlFlow, Range};
+
+/// What the tests encode from: `m` resolved (as a front end does once), then encoded; either
+/// step's error as its message.
+pub(crate) fn encode(m: &Module, options: &EncodeOptions) -> Result<Vec<u8>, String> {
+    let resolved = pto_wsp_ir::resolve(m, &Default::default()).map_err(|e| e.to_string())?;
+    pto_wsp_bytecode::encode(&resolved, options).map_err(|e| e.to_string())
+}
+
+/// The oracle: `m` resolved, then expanded by the reference expander.
+pub(crate) fn expand(
+    m: &Module,
+    b: &Bindings,
+    options: &ExpandOptions,
+) -> Result<Expansion, ExpandError> {
+    pto_wsp_ir::expand(&pto_wsp_ir::resolve(m, &Default::default())?, b, options)
+}
 
 /// Something an executor's sink saw.
 #[derive(Clone, Debug, PartialEq, Eq)]

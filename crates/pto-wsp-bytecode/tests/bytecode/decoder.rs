@@ -2,11 +2,10 @@
 //! decodes can be bound and interpreted without panicking either. (The message of each error
 //! kind is tested beside the decoder, in `src/decode/tests.rs`.)
 
+use super::common::encode;
 use super::examples::{EXAMPLES, example};
 use proptest::prelude::*;
-use pto_wsp_bytecode::{
-    EncodeOptions, ExecutorConfig, Interpreter, Program, Task, TaskSink, encode,
-};
+use pto_wsp_bytecode::{EncodeOptions, ExecutorConfig, Interpreter, Program, Task, TaskSink};
 use pto_wsp_ir::{Bindings, DataRead, ReadRefused};
 use std::ops::ControlFlow;
 
@@ -86,7 +85,7 @@ fn every_truncation_is_an_error() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(600))]
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(600)))]
 
     #[test]
     fn flipped_bits_never_panic(

@@ -1,7 +1,8 @@
 //! The messages of encoder, binding and interpreter errors: each names what is wrong.
 
+use super::common::{encode, expand};
 use super::examples::example;
-use pto_wsp_bytecode::{EncodeOptions, ExecutorConfig, Interpreter, Program, Task, encode};
+use pto_wsp_bytecode::{EncodeOptions, ExecutorConfig, Interpreter, Program, Task};
 use pto_wsp_ir::{Bindings, parse};
 
 fn encode_err(src: &str) -> String {
@@ -169,7 +170,7 @@ pipeline p {
         &e,
         "deadlock: process `a` waits on channel `d`, process `b` waits on channel `c`",
     );
-    let x = pto_wsp_ir::expand(&m, &Bindings::new(), &pto_wsp_ir::ExpandOptions::default());
+    let x = expand(&m, &Bindings::new(), &pto_wsp_ir::ExpandOptions::default());
     assert_eq!(
         x.unwrap_err().to_string(),
         e,

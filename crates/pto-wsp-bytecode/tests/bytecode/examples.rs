@@ -1,7 +1,8 @@
 //! Every example, and dynamic shapes: the same bytes under different bindings.
 
 use super::common::{check_module, check_program};
-use pto_wsp_bytecode::{EncodeOptions, Program, encode};
+use super::common::{encode, expand};
+use pto_wsp_bytecode::{EncodeOptions, Program};
 use pto_wsp_ir::{Bindings, Module, parse};
 use std::path::Path;
 
@@ -158,7 +159,7 @@ fn failing_bindings_fail_somewhere() {
     for (name, specs) in cases {
         let (m, b) = example(name);
         let b = with(&b, &m, specs);
-        let expected = pto_wsp_ir::expand(&m, &b, &pto_wsp_ir::ExpandOptions::default());
+        let expected = expand(&m, &b, &pto_wsp_ir::ExpandOptions::default());
         assert!(
             expected.is_err(),
             "{name} {specs:?} should fail in the expander"
@@ -191,7 +192,7 @@ fn executors_run_on_their_own_threads() {
     assert_sync::<Program>();
     assert_sync::<pto_wsp_bytecode::Bound>();
     let (m, b) = example("decode_ragged");
-    let x = pto_wsp_ir::expand(&m, &b, &pto_wsp_ir::ExpandOptions::default()).expect("expands");
+    let x = expand(&m, &b, &pto_wsp_ir::ExpandOptions::default()).expect("expands");
     let bytes = encode(&m, &EncodeOptions::default()).expect("encodes");
     let prog = Program::decode(&bytes).expect("decodes");
     let bound = prog.bind(&b).expect("binds");

@@ -12,8 +12,9 @@
 //! the symbols, ragged lengths, sparse arrays and load data.
 
 use super::common::check_program;
+use super::common::encode;
 use proptest::prelude::*;
-use pto_wsp_bytecode::{EncodeOptions, Program, encode};
+use pto_wsp_bytecode::{EncodeOptions, Program};
 use pto_wsp_ir::{Bindings, Value, parse, validate};
 
 #[derive(Clone, Debug)]
@@ -327,7 +328,7 @@ fn bindings() -> impl Strategy<Value = Bindings> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(200))]
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(200)))]
 
     #[test]
     fn random_workloads_match_the_expander(

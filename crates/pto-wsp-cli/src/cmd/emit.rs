@@ -10,6 +10,7 @@
 //! complete.
 
 use crate::{CliError, Loaded};
+use pto_wsp::LoweredPlan;
 use pto_wsp::emitters::ascend::AscendTree;
 use pto_wsp::emitters::ptoisa::Emitted;
 use pto_wsp::emitters::{EmitError, Input, ascend, ptoisa};
@@ -17,48 +18,52 @@ use pto_wsp::ir::Bindings;
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// Lowers `loaded` (its kernels that name built-ins given their bodies from the kernel
-/// library, `pto_wsp::driver::library`) and runs `emit` on its resolved program, rendering
-/// every error against the source.
+/// Runs `emit` on the resolved program of `plan`, rendering every error against the source.
+/// `loaded` has its kernels that name built-ins given their bodies from the kernel library
+/// ([`with_library`]) and `plan` is lowered from it.
 fn with_input<T>(
     loaded: &Loaded,
+    plan: &LoweredPlan,
     bindings: &Bindings,
     emit: impl FnOnce(&Input<'_>) -> Result<T, EmitError>,
 ) -> Result<T, CliError> {
-    let loaded = &pto_wsp::driver::library::with_bodies(loaded)?;
-    let plan =
-        pto_wsp::lower(&loaded.module).map_err(|e| pto_wsp::driver::compile_error(loaded, &e))?;
-    let resolved = plan
-        .resolve()
-        .map_err(|e| CliError::diagnostic(&loaded.source, &e))?;
     let input = Input {
-        resolved: &resolved,
+        resolved: plan.resolved(),
         source: Some(&loaded.source),
         bindings,
     };
     emit(&input).map_err(|e| CliError::diagnostic(&loaded.source, &e))
 }
 
-/// Every kernel of `loaded` with a body as PTO-ISA C++, and the host driver of its tasks under
-/// `bindings`.
-pub fn kernels(loaded: &Loaded, bindings: &Bindings) -> Result<Emitted, CliError> {
-    with_input(loaded, bindings, ptoisa::emit_kernels)
+/// Every kernel of `loaded` (lowered as `plan`, both as [`with_library`] gives them) with a body
+/// as PTO-ISA C++, and the host driver
+/// of its tasks under `bindings`.
+pub fn kernels(
+    loaded: &Loaded,
+    plan: &LoweredPlan,
+    bindings: &Bindings,
+) -> Result<Emitted, CliError> {
+    with_input(loaded, plan, bindings, ptoisa::emit_kernels)
 }
 
-/// The Ascend tree of `loaded` under `bindings` for `target` (`ascend_a2a3sim`,
-/// `ascend_a2a3`).
-pub fn ascend(loaded: &Loaded, bindings: &Bindings, target: &str) -> Result<AscendTree, CliError> {
+/// The Ascend tree of `loaded` (lowered as `plan`, both as [`with_library`] gives them) under
+/// `bindings` for `target` (`ascend_a2a3sim`, `ascend_a2a3`).
+pub fn ascend(
+    loaded: &Loaded,
+    plan: &LoweredPlan,
+    bindings: &Bindings,
+    target: &str,
+) -> Result<AscendTree, CliError> {
     // Every kernel a task may run against the a2a3 device rules first: each violation at its
     // statement, with the rule's source (the emitter itself stops at the first).
-    let res = pto_wsp::ir::resolve(&loaded.module, &pto_wsp::ir::ResolveOptions::default())
-        .map_err(|e| CliError::diagnostic(&loaded.source, &e))?;
-    let used: Vec<bool> = (0..loaded.module.kernels.len())
+    let res = plan.resolved();
+    let used: Vec<bool> = (0..res.module.kernels.len())
         .map(|k| res.kernels_used[k] && res.tiers[k].is_none())
         .collect();
-    if ascend::unsupported(&res).is_ok() {
+    if ascend::unsupported(res).is_ok() {
         crate::device_check(loaded, Some(&used))?;
     }
-    with_input(loaded, bindings, |input| ascend::emit(input, target))
+    with_input(loaded, plan, bindings, |input| ascend::emit(input, target))
 }
 
 /// Writes `(file name, contents)` pairs into `dir` (created if needed), each to a temporary
@@ -138,4 +143,62 @@ pub fn ascend_summary(tree: &AscendTree, dir: &std::path::Path) -> String {
         let _ = writeln!(s, "note: {n}");
     }
     s
+}
+
+/// What `pto-wsp emit` writes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum EmitWhat {
+    /// Kernels written in tile instructions, as PTO-ISA C++ with a host driver.
+    Kernels,
+    /// The workload for the Ascend runtime (simpler): orchestration C++, one AICore kernel file
+    /// per kernel, a numpy-only runner and a README of the schedule directives it cannot honour.
+    Ascend,
+}
+
+/// The arguments of `pto-wsp emit`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// What to emit.
+    pub what: EmitWhat,
+    /// The `.wsp` file.
+    pub file: std::path::PathBuf,
+    /// The output directory (created if needed).
+    #[arg(short = 'o', long = "out", value_name = "DIR")]
+    pub out: std::path::PathBuf,
+    /// Bind a symbol, slot or integer tensor (after the file's `//@ bind` defaults).
+    #[arg(long = "bind", value_name = "NAME=VALUE")]
+    pub binds: Vec<String>,
+    /// `emit ascend`: the Ascend target (`ascend_a2a3sim` or `ascend_a2a3`).
+    #[arg(long, default_value = "ascend_a2a3sim")]
+    pub target: String,
+}
+
+/// `loaded` with its kernels that name built-ins given their bodies from the kernel library
+/// (`pto_wsp::driver::library`), lowered once: what the emitters take.
+pub fn with_library(loaded: &Loaded) -> Result<(Loaded, LoweredPlan), CliError> {
+    let loaded = pto_wsp::driver::library::with_bodies(loaded)?;
+    let plan = pto_wsp::driver::lower(&loaded)?;
+    Ok((loaded, plan))
+}
+
+/// Runs `pto-wsp emit`: the file lowered once, the emitter's files written, a summary printed.
+pub fn main(args: Args) -> anyhow::Result<std::process::ExitCode> {
+    let name = args.file.display().to_string();
+    let loaded = crate::load_source(&name, &super::read(&args.file)?)?;
+    let bindings = crate::bindings_for(&loaded, &args.binds)?;
+    let (loaded, plan) = with_library(&loaded)?;
+    let summary = match args.what {
+        EmitWhat::Kernels => {
+            let emitted = kernels(&loaded, &plan, &bindings)?;
+            write_files(&emitted.files, &args.out)?;
+            kernels_summary(&emitted, &args.out)
+        }
+        EmitWhat::Ascend => {
+            let tree = ascend(&loaded, &plan, &bindings, &args.target)?;
+            write_files(&tree.files, &args.out)?;
+            ascend_summary(&tree, &args.out)
+        }
+    };
+    super::print(&summary)?;
+    Ok(std::process::ExitCode::SUCCESS)
 }

@@ -7,15 +7,14 @@
 //! symbol the entry can read and every integer tensor it reads must be bound, with the declared
 //! type, and every tensor shape it needs must evaluate to non-negative extents.
 //!
-//! Promise: never panics on a module [`crate::resolve::resolve`] accepted, whatever the bindings;
-//! every failure is an [`ExpandError`].
+//! Promise: never panics on a program [`crate::resolve::resolve`] made, whatever the bindings;
+//! every failure is an [`ExpandError`]. The resolved program is read, never resolved again.
 
 use super::ExpandError;
 use crate::eval::Compiled;
 use crate::module::{Module, ParamKind};
 use crate::resolve::{
-    ExprId, ResolveOptions, Resolved, StmtKind, TaskArg, array_value, resolve, slot_value,
-    symbol_value,
+    ExprId, Resolved, StmtKind, TaskArg, array_value, check_count, slot_value, symbol_value,
 };
 use crate::types::{Access, ScalarType};
 use crate::value::{Bindings, Value};
@@ -66,8 +65,8 @@ pub(super) enum CArg {
 #[derive(Debug)]
 pub(super) struct Program<'m> {
     pub module: &'m Module,
-    /// The resolved entry point (its expression descriptions moved to `exprs`).
-    pub res: Resolved<'m>,
+    /// The resolved entry point.
+    pub res: &'m Resolved,
     /// Every expression of `res`, compiled, by [`ExprId`].
     pub exprs: Vec<CExpr>,
     /// Every task statement's expressions, by [`crate::resolve::Task::id`].
@@ -96,18 +95,17 @@ impl Program<'_> {
     }
 }
 
-/// Resolves `module`'s entry point and binds it to `bindings`.
+/// Binds the resolved entry point `res` to `bindings` (`executors_override`: the executor count
+/// dispatch targets range over, instead of the schedule's).
 pub(super) fn compile<'m>(
-    module: &'m Module,
+    res: &'m Resolved,
     bindings: &'m Bindings,
     executors_override: Option<u64>,
 ) -> Result<Program<'m>, ExpandError> {
-    let mut res = resolve(
-        module,
-        &ResolveOptions {
-            executors: executors_override,
-        },
-    )?;
+    let module = &res.module;
+    if let Some(n) = executors_override {
+        check_count("executors", n)?;
+    }
     let tier_base = res.regs.len() as u32;
     let tier_scratch = module
         .kernels
@@ -122,18 +120,18 @@ pub(super) fn compile<'m>(
         .unwrap_or(0);
     let exprs: Vec<CExpr> = res
         .exprs
-        .iter_mut()
+        .iter()
         .map(|e| CExpr {
             code: Compiled::from_typed(&e.expr, tier_base),
-            what: std::mem::take(&mut e.what),
+            what: e.what.clone(),
         })
         .collect();
-    let tasks = compile_tasks(&res, &exprs, tier_base);
+    let tasks = compile_tasks(res, &exprs, tier_base);
     // Bindings: every symbol the program reads, every array it reads.
-    let env = bind_env(module, &res, bindings, tier_base as usize + tier_scratch)?;
-    let (arrays, computed) = bind_arrays(module, &res, bindings)?;
-    let shapes = shapes(module, &res, &exprs, &env)?;
-    let executors = res.schedule.executors;
+    let env = bind_env(module, res, bindings, tier_base as usize + tier_scratch)?;
+    let (arrays, computed) = bind_arrays(module, res, bindings)?;
+    let shapes = shapes(module, res, &exprs, &env)?;
+    let executors = executors_override.unwrap_or(res.schedule.executors);
     let streams = res.schedule.streams;
     Ok(Program {
         module,

@@ -26,10 +26,10 @@
 //! (the state increment included); a `for_each` over a ragged axis orders each `(row, pos)`
 //! iteration after the previous one; `&&`, `||` and `?:` evaluate lazily (see [`crate::eval`]).
 //!
-//! How: [`crate::resolve`](mod@crate::resolve) resolves the entry once (names to registers, calls inlined,
-//! expressions typed, schedule keys per task: the checks every consumer shares), the `compile`
-//! submodule compiles its expressions and binds it, then an explicit-stack interpreter runs it —
-//! see the submodules.
+//! How: the expander takes the entry point as [`crate::resolve`](mod@crate::resolve) made it,
+//! once, for every consumer (names to registers, calls inlined, expressions typed, schedule keys
+//! per task: the checks every consumer shares); the `compile` submodule compiles its
+//! expressions and binds it, then an explicit-stack interpreter runs it — see the submodules.
 
 mod compile;
 mod run;
@@ -37,7 +37,7 @@ mod run;
 use crate::eval::EvalError;
 use crate::loc::Loc;
 use crate::module::{Module, ParamKind};
-use crate::resolve::{BindingError, ResolveError};
+use crate::resolve::{BindingError, ResolveError, Resolved};
 use crate::source::Diagnostic;
 use crate::types::{Access, ExecPool, ScalarType};
 use crate::value::{Bindings, Value};
@@ -298,6 +298,15 @@ pub enum ExpandError {
         /// The loop statement.
         loc: Loc,
     },
+    /// An error with no place of its own, at the statement that was executing when it
+    /// happened (see [`ExpandError::at`]).
+    #[error("{error}")]
+    At {
+        /// The error.
+        error: Box<ExpandError>,
+        /// The statement.
+        loc: Loc,
+    },
     /// More than `u32::MAX` tasks.
     #[error("more than 2^32 - 1 tasks")]
     TooManyTasks,
@@ -311,6 +320,23 @@ pub enum ExpandError {
     },
 }
 
+impl ExpandError {
+    /// `self`, placed at statement `loc` unless it has a place already: every error of a
+    /// running statement (an expression that fails, a negative extent, an index out of range)
+    /// is reported at the statement's `file:line:column`.
+    #[cold]
+    pub fn at(self, loc: Loc) -> ExpandError {
+        if self.loc().is_known() || !loc.is_known() {
+            self
+        } else {
+            ExpandError::At {
+                error: Box::new(self),
+                loc,
+            }
+        }
+    }
+}
+
 impl Diagnostic for ExpandError {
     fn loc(&self) -> Loc {
         match self {
@@ -318,7 +344,8 @@ impl Diagnostic for ExpandError {
             ExpandError::Binding(e) => e.loc(),
             ExpandError::ComputedRead { loc, .. }
             | ExpandError::LoadOutOfBounds { loc, .. }
-            | ExpandError::AtRead { loc, .. } => *loc,
+            | ExpandError::AtRead { loc, .. }
+            | ExpandError::At { loc, .. } => *loc,
             _ => Loc::NONE,
         }
     }
@@ -455,9 +482,9 @@ pub fn splitmix64(x: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Enumerates the tasks of `module`'s entry point under `bindings`.
+/// Enumerates the tasks of the resolved entry point `res` under `bindings`.
 pub fn expand(
-    module: &Module,
+    res: &Resolved,
     bindings: &Bindings,
     options: &ExpandOptions,
 ) -> Result<Expansion, ExpandError> {
@@ -485,7 +512,7 @@ pub fn expand(
         order: Vec::new(),
         overflow: false,
     };
-    let summary = expand_with(module, bindings, options, &mut sink)?;
+    let summary = expand_with(res, bindings, options, &mut sink)?;
     if sink.overflow {
         return Err(ExpandError::TooManyToKeep {
             limit: MAX_KEPT_TASKS,
@@ -504,12 +531,12 @@ pub fn expand(
 /// storing them, announcing each order edge before its later range starts (see [`ExpandSink`]);
 /// the sink may stop the expansion.
 pub fn expand_with(
-    module: &Module,
+    res: &Resolved,
     bindings: &Bindings,
     options: &ExpandOptions,
     sink: &mut impl ExpandSink,
 ) -> Result<ExpandSummary, ExpandError> {
-    let program = compile::compile(module, bindings, options.executors)?;
+    let program = compile::compile(res, bindings, options.executors)?;
     let mut runner = run::Runner::new(&program, options.limit, sink);
     let tasks = runner.run()?;
     Ok(ExpandSummary {
@@ -539,7 +566,7 @@ pub trait ChannelPort {
 }
 
 /// Runs one process (index `process` into the pipeline entry's processes, in declaration
-/// order) of `module`'s pipeline as a sequential program on its own: tasks go to `sink` as they
+/// order) of the resolved pipeline `res` as a sequential program on its own: tasks go to `sink` as they
 /// are generated, numbered from 0 within the process (so the index-based schedule decisions —
 /// `round_robin` targets, streams without `stream_by` — count this process's tasks); `send` and
 /// `consume` go through `port`, which may block. Statements mean what they mean in [`expand`];
@@ -548,14 +575,14 @@ pub trait ChannelPort {
 /// process 0, with no channels. When the port or the sink stops the process, the summary says
 /// [`ExpandSummary::stopped`].
 pub fn expand_process(
-    module: &Module,
+    res: &Resolved,
     bindings: &Bindings,
     options: &ExpandOptions,
     process: usize,
     port: &mut dyn ChannelPort,
     sink: &mut impl ExpandSink,
 ) -> Result<ExpandSummary, ExpandError> {
-    let program = compile::compile(module, bindings, options.executors)?;
+    let program = compile::compile(res, bindings, options.executors)?;
     let mut runner = run::Runner::new(&program, options.limit, sink);
     let tasks = runner.run_alone(process, port)?;
     Ok(ExpandSummary {
@@ -572,7 +599,7 @@ pub fn expand_process(
 /// Like [`expand`], but calls `f(index, task)` for every task as it is generated, storing
 /// nothing (order edges are not reported; use [`expand_with`] for those).
 pub fn expand_each(
-    module: &Module,
+    res: &Resolved,
     bindings: &Bindings,
     options: &ExpandOptions,
     f: impl FnMut(u32, &ExpandedTask),
@@ -585,7 +612,7 @@ pub fn expand_each(
         }
         fn order(&mut self, _edge: OrderEdge) {}
     }
-    expand_with(module, bindings, options, &mut Each(f))
+    expand_with(res, bindings, options, &mut Each(f))
 }
 
 impl Expansion {

@@ -829,7 +829,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     match body.get(*pos) {
                         Some(s) => {
                             *pos += 1;
-                            if !self.exec(s, proc)? {
+                            if !self.exec(s, proc).map_err(|e| e.at(s.loc))? {
                                 return Ok(Stop::Limit);
                             }
                         }

@@ -249,6 +249,17 @@ mod tests {
     }
 
     #[test]
+    fn a_comment_holds_any_character_but_outside_one_a_nul_is_refused() {
+        // docs/FORMAT.md: a comment's text is every character to the end of the line.
+        let toks = lex("a // x\0y\u{7}é\nb").unwrap();
+        let words: Vec<&str> = toks.iter().map(|t| t.text).collect();
+        assert_eq!(&words[..2], ["a", "b"]);
+        let e = lex("a \0 b").unwrap_err();
+        assert_eq!(e.message, "unexpected character `\\0`");
+        assert_eq!((e.loc.start, e.loc.end), (2, 3));
+    }
+
+    #[test]
     fn bad_characters_and_suffixes_are_errors() {
         let e = lex("x é").unwrap_err();
         assert_eq!(e.message, "unexpected character `é`");

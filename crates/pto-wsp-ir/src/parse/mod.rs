@@ -1417,7 +1417,16 @@ impl<'a> Parser<'a> {
                         } else {
                             None
                         };
-                        TracePolicy::Cycles(cost)
+                        let machine = if self.peek().text == "device" {
+                            self.bump();
+                            self.expect("(", "device(MACHINE)")?;
+                            let name = self.ident("machine name")?;
+                            self.expect(")", "device(MACHINE)")?;
+                            Some(name)
+                        } else {
+                            None
+                        };
+                        TracePolicy::Cycles(cost, machine)
                     }
                     _ => return Err(self.unknown("trace policy", "none, wall, cycles")),
                 })

@@ -17,12 +17,21 @@
 //!   [`ChannelId`], [`ExprId`]); every variable of the inlined program (loop, `consume`, call
 //!   parameter) is its own register, numbered after the symbols and slots in program order.
 //! - Which symbols and tensors count as *used* (so must be bound) is decided here, once.
+//! - A program is resolved once: the facade's `lower` is the one caller of [`resolve`] on the
+//!   way from a module to a run or an artefact, and every consumer (the expander, the bytecode
+//!   encoder, every back end, the front ends) reads that [`Resolved`]. The feature
+//!   `resolution-count` counts resolutions ([`resolutions`]) so a test can hold that true.
 //!
 //! How: see `walk.rs` (the one pass over the entry point) and `texpr.rs` (typed expressions).
 
 mod bind;
+#[cfg(feature = "resolution-count")]
+mod count;
 mod texpr;
 mod walk;
+
+#[cfg(feature = "resolution-count")]
+pub use count::resolutions;
 
 pub use bind::{BindingError, array_value, slot_value, symbol_value};
 pub use texpr::{Reg, TExpr};
@@ -70,10 +79,11 @@ pub struct ResolveOptions {
 }
 
 /// A module's entry point, resolved (see the module docs).
-#[derive(Debug)]
-pub struct Resolved<'m> {
-    /// The module (declarations: tensor types, kernel parameters and pools, names).
-    pub module: &'m Module,
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    /// The module (declarations: tensor types, kernel parameters and pools, names), as it was
+    /// resolved.
+    pub module: Module,
     /// The entry point's name.
     pub entry: String,
     /// Whether the entry is a pipeline.
@@ -361,7 +371,25 @@ pub struct Sched {
     pub cost: bool,
 }
 
+/// Refuses an executor or stream count outside `1 ..= 2^32`.
+pub(crate) fn check_count(what: &str, n: u64) -> Result<(), ResolveError> {
+    if n == 0 || n > u64::from(u32::MAX) + 1 {
+        return Err(ResolveError::BadSchedule {
+            message: format!("{what} must be between 1 and 2^32, not {n}"),
+        });
+    }
+    Ok(())
+}
+
 impl Sched {
+    /// Whether tasks are placed on dispatch targets (any dispatch policy but `work_steal`; no
+    /// task, nothing placed): the one reading of the `dispatch` directive for every runtime.
+    pub fn placement(&self) -> bool {
+        self.dispatch
+            .as_ref()
+            .is_some_and(|d| *d != DispatchPlan::WorkSteal)
+    }
+
     /// Where the `stream_by` key is among a task's keys.
     pub fn stream_slot(&self) -> Option<usize> {
         self.stream_by.then_some(self.n_dispatch_keys)
@@ -434,7 +462,46 @@ impl DispatchPlan {
     }
 }
 
-impl Resolved<'_> {
+impl Resolved {
+    /// The program with the executor and stream counts `executors` / `streams` where given
+    /// (run-time options that override the schedule's `executors N;` / `streams N;`), checked
+    /// as the schedule's are, meaning what the same item written last in the schedule means:
+    /// without a `dispatch` item the default `round_robin` ranges over the new executor count.
+    /// Nothing else depends on them, so nothing is resolved again.
+    pub fn with_counts(
+        mut self,
+        executors: Option<u64>,
+        streams: Option<u64>,
+    ) -> Result<Resolved, ResolveError> {
+        if let Some(n) = executors {
+            check_count("executors", n)?;
+            self.schedule.executors = n;
+            self.schedule.config.executors = n;
+            if !self.dispatch_written() {
+                self.schedule.config.dispatch = crate::schedule::Dispatch::RoundRobin(n);
+                if let Some(d @ DispatchPlan::RoundRobin(_)) = &mut self.schedule.dispatch {
+                    *d = DispatchPlan::RoundRobin(n);
+                }
+            }
+        }
+        if let Some(n) = streams {
+            check_count("streams", n)?;
+            self.schedule.streams = n;
+            self.schedule.config.streams = n;
+        }
+        Ok(self)
+    }
+
+    /// Whether the module's schedule has a `dispatch` item (else the dispatch is the default
+    /// `round_robin` over the executors).
+    fn dispatch_written(&self) -> bool {
+        self.module.schedule.as_ref().is_some_and(|s| {
+            s.items
+                .iter()
+                .any(|i| matches!(i.kind, crate::schedule::ScheduleItemKind::Dispatch(_)))
+        })
+    }
+
     /// The typed tree of expression `id`.
     pub fn expr(&self, id: ExprId) -> &TExpr {
         &self.exprs[id.index()].expr

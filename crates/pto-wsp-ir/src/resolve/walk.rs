@@ -21,11 +21,11 @@ use crate::value::Value;
 use crate::workload::{Arg, LoopOrder, Stmt as AstStmt, StmtKind as AstKind};
 use std::collections::HashMap;
 
-/// Resolves `module`'s entry point (see the module docs).
-pub fn resolve<'m>(
-    module: &'m Module,
-    options: &ResolveOptions,
-) -> Result<Resolved<'m>, ResolveError> {
+/// Resolves `module`'s entry point (see the module docs). The result owns a copy of the
+/// module.
+pub fn resolve(module: &Module, options: &ResolveOptions) -> Result<Resolved, ResolveError> {
+    #[cfg(feature = "resolution-count")]
+    super::count::resolved();
     let entry = module
         .entry_name()
         .ok_or_else(|| ResolveError::NoEntryPoint {
@@ -39,16 +39,8 @@ pub fn resolve<'m>(
         .map(|s| s.config())
         .unwrap_or_default();
     let executors = options.executors.unwrap_or(config.executors);
-    if executors == 0 || executors > u64::from(u32::MAX) + 1 {
-        return Err(ResolveError::BadSchedule {
-            message: format!("executors must be between 1 and 2^32, not {executors}"),
-        });
-    }
-    if config.streams == 0 || config.streams > u64::from(u32::MAX) + 1 {
-        return Err(ResolveError::BadSchedule {
-            message: format!("streams must be between 1 and 2^32, not {}", config.streams),
-        });
-    }
+    super::check_count("executors", executors)?;
+    super::check_count("streams", config.streams)?;
     let mut w = Walker::new(module, &config);
     let mut processes = Vec::new();
     let mut channels: Vec<Channel> = Vec::new();
@@ -149,7 +141,7 @@ pub fn resolve<'m>(
             .as_ref()
             .map(|p| (p.levels.clone(), *p.otherwise)),
         priority: matches!(config.ready, ReadyPolicy::Priority(_)),
-        cost: matches!(config.trace, TracePolicy::Cycles(Some(_))),
+        cost: matches!(config.trace, TracePolicy::Cycles(Some(_), _)),
         config: config.clone(),
     };
     if config.deps == crate::schedule::DepsMode::Explicit
@@ -166,7 +158,7 @@ pub fn resolve<'m>(
         });
     }
     Ok(Resolved {
-        module,
+        module: module.clone(),
         entry: entry.to_string(),
         csp,
         processes,
@@ -891,7 +883,7 @@ impl<'m> Walker<'m> {
         if let ReadyPolicy::Priority(e) = &config.ready {
             key(self, e, "the `priority` key")?;
         }
-        if let TracePolicy::Cycles(Some(e)) = &config.trace {
+        if let TracePolicy::Cycles(Some(e), _) = &config.trace {
             key(self, e, "the `cycles` cost")?;
         }
         let id = self.n_tasks;

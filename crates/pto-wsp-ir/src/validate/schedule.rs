@@ -267,8 +267,8 @@ impl<'m> Validator<'m> {
                     }
                 },
                 TaskGraphItem::Trace(t) => match t {
-                    TracePolicy::None | TracePolicy::Wall | TracePolicy::Cycles(None) => {}
-                    TracePolicy::Cycles(Some(e)) => items.exprs.push(expr(e, "cycles")),
+                    TracePolicy::None | TracePolicy::Wall | TracePolicy::Cycles(None, _) => {}
+                    TracePolicy::Cycles(Some(e), _) => items.exprs.push(expr(e, "cycles")),
                 },
             }
         }

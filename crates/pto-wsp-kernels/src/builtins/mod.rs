@@ -94,6 +94,12 @@ impl Signature {
     }
 }
 
+/// The work model of built-in `name` on `ctx` (what a task computes and moves), if it is one:
+/// what device timing models convert with a machine's rates.
+pub fn work(name: &str, ctx: &TaskContext<'_>) -> Option<Work> {
+    TABLE.iter().find(|e| e.0 == name).map(|e| (e.2)(ctx))
+}
+
 /// The scalar parameters of built-in `name`, if it is one.
 pub fn signature(name: &str) -> Option<Signature> {
     TABLE.iter().find(|e| e.0 == name).map(|e| e.3)

@@ -279,7 +279,7 @@ fn one_chunk_is_already_the_answer_and_merges_compose() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(24)))]
 
     #[test]
     fn split_attention_matches_full_for_random_shapes(
@@ -480,7 +480,8 @@ fn decode_ragged_example_computes_attention_over_each_request() {
         .array("kv_lens", lens.to_vec());
     let mut s = TensorStore::new(&m, &b).unwrap();
     s.fill_random(340);
-    let exp = pto_wsp_ir::expand::expand(&m, &b, &Default::default()).expect("expands");
+    let r = pto_wsp_ir::resolve(&m, &Default::default()).expect("resolves");
+    let exp = pto_wsp_ir::expand::expand(&r, &b, &Default::default()).expect("expands");
     let mut reg = KernelRegistry::with_builtins();
     reg.alias("decode_chunk", "attn_decode_chunk").unwrap();
     reg.alias("merge", "attn_merge").unwrap();

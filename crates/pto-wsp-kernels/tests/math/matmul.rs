@@ -250,7 +250,7 @@ fn accumulating_over_k_tiles_equals_one_product() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(48)))]
 
     #[test]
     fn products_match_reference_for_random_shapes(

@@ -76,7 +76,7 @@ fn param() -> impl Strategy<Value = u64> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(2000)))]
 
     #[test]
     fn no_input_makes_a_builtin_panic(

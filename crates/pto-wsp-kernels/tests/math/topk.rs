@@ -135,7 +135,7 @@ fn topk_orders_nan_last_and_zeros_by_index() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(32))]
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(32)))]
 
     #[test]
     fn topk_matches_sorting_for_random_shapes(

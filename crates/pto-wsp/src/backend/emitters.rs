@@ -1,5 +1,6 @@
-//! The emitting back ends of `pto-wsp-backends` in the registry: `ptoisa` (target `pto_isa`)
-//! and, with the `ascend` feature (on by default), `ascend` (`ascend_a2a3sim`, `ascend_a2a3`).
+//! The emitting back ends of `pto-wsp-backends` in the registry: `ptoisa` (target `pto_isa`),
+//! `ptog` (target `ptog`, the task-graph ISA binary) and, with the `ascend` feature (on by
+//! default), `ascend` (`ascend_a2a3sim`, `ascend_a2a3`).
 //!
 //! Why: the emitters live below the facade (they know nothing of [`Backend`]); this module is
 //! the thin adapter that makes each one a registered target, so `get_backend("ascend")` finds
@@ -19,6 +20,7 @@ use std::path::PathBuf;
 pub(super) fn all() -> Vec<std::sync::Arc<dyn Backend>> {
     vec![
         std::sync::Arc::new(PtoIsa),
+        std::sync::Arc::new(Ptog),
         #[cfg(feature = "ascend")]
         std::sync::Arc::new(Ascend),
     ]
@@ -40,9 +42,8 @@ fn with_input<T>(
     options: &CompileOptions,
     emit: impl FnOnce(&Input<'_>) -> Result<T, pto_wsp_backends::EmitError>,
 ) -> Result<T, CompileError> {
-    let resolved = plan.resolve()?;
     let input = Input {
-        resolved: &resolved,
+        resolved: plan.resolved(),
         source: plan.source.as_deref(),
         bindings: &options.bindings,
     };
@@ -67,7 +68,7 @@ impl Backend for PtoIsa {
         vec![Capability::Emit]
     }
 
-    fn supports(&self, _module: &Resolved<'_>) -> Result<(), Unsupported> {
+    fn supports(&self, _module: &Resolved) -> Result<(), Unsupported> {
         // Tasks of kernels without a body are skipped by the driver (and said so); what a body
         // cannot be written as is refused, at its place, by `compile`.
         Ok(())
@@ -80,6 +81,39 @@ impl Backend for PtoIsa {
     ) -> Result<Output, CompileError> {
         let emitted = with_input(plan, options, pto_wsp_backends::ptoisa::emit_kernels)?;
         Ok(tree(emitted.files))
+    }
+}
+
+/// `ptog`: the entry point as a task-graph ISA program, written as the `PTOG` binary
+/// ([`pto_wsp_backends::ptog`], `docs/ISA.md`).
+struct Ptog;
+
+impl Backend for Ptog {
+    fn name(&self) -> &str {
+        pto_wsp_backends::ptog::NAME
+    }
+
+    fn targets(&self) -> Vec<String> {
+        vec![pto_wsp_backends::ptog::TARGET.into()]
+    }
+
+    fn capabilities(&self) -> Vec<Capability> {
+        vec![Capability::Emit]
+    }
+
+    fn supports(&self, _module: &Resolved) -> Result<(), Unsupported> {
+        // Pipelines and workloads reading what their tasks compute are refused by `compile`,
+        // which expands the entry point under the bindings.
+        Ok(())
+    }
+
+    fn compile(
+        &self,
+        plan: &LoweredPlan,
+        options: &CompileOptions,
+    ) -> Result<Output, CompileError> {
+        let bytes = with_input(plan, options, pto_wsp_backends::ptog::emit)?;
+        Ok(Output::Artefact(Artefact::Bytes(bytes)))
     }
 }
 
@@ -105,7 +139,7 @@ impl Backend for Ascend {
         vec![Capability::Emit]
     }
 
-    fn supports(&self, module: &Resolved<'_>) -> Result<(), Unsupported> {
+    fn supports(&self, module: &Resolved) -> Result<(), Unsupported> {
         pto_wsp_backends::ascend::unsupported(module)
     }
 

@@ -7,7 +7,7 @@
 //! Promise: the text depends only on the module and the expanded task; a name the module does not
 //! have is shown as `#index`, never a panic.
 
-use super::Loaded;
+use crate::LoweredPlan;
 use pto_wsp_cpu::RunStats;
 use pto_wsp_ir::{Bindings, ExpandOptions, ExpandedRegion, ExpandedTask, Module, ParamKind};
 
@@ -93,24 +93,20 @@ pub fn task_label(module: &Module, task: &ExpandedTask) -> (String, String, Stri
 /// The run's Chrome trace: each task's event named by its kernel, with its expander index,
 /// executor and arguments (scalars and regions, as `pto-wsp expand` lists them) in `args`, on
 /// its worker's track. (Pipeline processes' tasks are named by their index only.)
-pub fn trace_json(
-    loaded: &Loaded,
-    bindings: &Bindings,
-    stats: &RunStats,
-    pipeline: bool,
-) -> String {
+pub fn trace_json(plan: &LoweredPlan, bindings: &Bindings, stats: &RunStats) -> String {
     let mut labels = std::collections::HashMap::new();
-    if !pipeline {
+    let module = plan.module();
+    if !plan.resolved().csp {
         let traced: std::collections::HashSet<u32> = stats.spans.iter().map(|s| s.task).collect();
         // The tasks are expanded again (only the traced ones are kept): the run itself keeps
         // no per-task text.
         let _ = pto_wsp_ir::expand_each(
-            &loaded.module,
+            plan.resolved(),
             bindings,
             &ExpandOptions::default(),
             |i, t| {
                 if traced.contains(&i) {
-                    labels.insert(i, task_label(&loaded.module, t));
+                    labels.insert(i, task_label(module, t));
                 }
             },
         );

@@ -88,7 +88,7 @@ impl TensorRole {
 }
 
 /// The role of every tensor (declaration order) in the resolved entry's tasks.
-pub fn roles(r: &Resolved<'_>) -> Vec<TensorRole> {
+pub fn roles(r: &Resolved) -> Vec<TensorRole> {
     let n = r.module.tensors.len();
     let mut out = vec![TensorRole::default(); n];
     for (t, role) in out.iter_mut().enumerate() {
@@ -171,13 +171,13 @@ fn each_load(body: &[GenStmt], f: &mut impl FnMut(&str)) {
 }
 
 /// Per tensor: whether the resolved entry's runs must write all of it ([`TensorRole::checked`]).
-pub(crate) fn outputs(r: &Resolved<'_>) -> Vec<bool> {
+pub(crate) fn outputs(r: &Resolved) -> Vec<bool> {
     roles(r).iter().map(TensorRole::checked).collect()
 }
 
 /// Per module kernel: whether a task running it may write a checked tensor (`checked` per
 /// tensor), so the generating thread looks at the regions of those tasks only.
-pub(crate) fn writers(r: &Resolved<'_>, checked: &[bool]) -> Vec<bool> {
+pub(crate) fn writers(r: &Resolved, checked: &[bool]) -> Vec<bool> {
     let mut out = vec![false; r.module.kernels.len()];
     r.each_stmt(&mut |s| {
         if let StmtKind::Task(task) = &s.kind {

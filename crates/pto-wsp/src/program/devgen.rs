@@ -15,14 +15,14 @@ use pto_wsp_cpu::devgen::{DEFAULT_WINDOW, DevGenConfig};
 use pto_wsp_cpu::{ExecError, KernelExec, RunStats};
 use pto_wsp_graph::builder::ExactMap;
 use pto_wsp_graph::storage::TaskGraphStorage;
-use pto_wsp_ir::{Bindings, Module, TracePolicy};
+use pto_wsp_ir::{Bindings, Resolved, TracePolicy};
 use pto_wsp_kernels::TensorStore;
 
 use super::{CompileError, Inner, RunError};
 
-/// Encodes `module`'s entry point and decodes it (validated once, at compile time).
-pub(super) fn compile_bytecode(module: &Module) -> Result<pto_wsp_bytecode::Program, CompileError> {
-    let bytes = encode(module, &EncodeOptions::default())
+/// Encodes the resolved entry point and decodes it (validated once, at compile time).
+pub(super) fn compile_bytecode(res: &Resolved) -> Result<pto_wsp_bytecode::Program, CompileError> {
+    let bytes = encode(res, &EncodeOptions::default())
         .map_err(|e| CompileError::Bytecode(e.to_string()))?;
     pto_wsp_bytecode::Program::decode(&bytes).map_err(|e| CompileError::Bytecode(e.to_string()))
 }
@@ -35,7 +35,7 @@ impl Inner {
         bindings: &Bindings,
         store: &mut TensorStore,
     ) -> Result<RunStats, RunError> {
-        let c = &self.plan.config;
+        let c = self.plan.config();
         let bound = bytecode
             .bind(bindings)
             .map_err(|e| ExecError::Build(e.to_string()))?;

@@ -25,7 +25,7 @@ use pto_wsp_ir::{
 /// | computed `load` (and the conditions, `while` bounds, `dense_dyn` extents it feeds) | honoured | honoured (`read`) | honoured (ordered by the channels; checked against running tasks) |
 /// | ragged / sparse axis over computed arrays | honoured | honoured (read whole when its loop starts) | as `load` |
 /// | `while COND max N`, `break if` | honoured | honoured (`while` / `wend` / `break`) | honoured |
-pub(crate) fn data_refused(r: &Resolved<'_>, mode: Mode) -> Result<(), Unsupported> {
+pub(crate) fn data_refused(r: &Resolved, mode: Mode) -> Result<(), Unsupported> {
     match mode {
         Mode::Host => Ok(()),
         // What the bytecode cannot express (it reads computed data one element at a time) is
@@ -134,7 +134,7 @@ fn verdict(d: &Directive, mode: Mode) -> Verdict {
             TaskGraphItem::Pools(PoolsPolicy::ByExecUnit) => {
                 Moot("its executors are not split into vector and cube pools")
             }
-            TaskGraphItem::Trace(TracePolicy::Cycles(_)) => {
+            TaskGraphItem::Trace(TracePolicy::Cycles(..)) => {
                 Refused("the cycle model needs the host-built graph")
             }
             _ => Honoured,

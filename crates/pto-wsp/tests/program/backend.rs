@@ -11,7 +11,7 @@ use pto_wsp::{
     compile_target, get_backend, lower, register_backend,
 };
 
-use super::{example, recording};
+use super::{example, recording, resolved};
 
 fn text(name: &str) -> String {
     let path = format!("{}/../../examples/{name}.wsp", env!("CARGO_MANIFEST_DIR"));
@@ -35,7 +35,7 @@ impl Backend for Toy {
         vec![Capability::Emit]
     }
 
-    fn supports(&self, module: &Resolved<'_>) -> Result<(), Unsupported> {
+    fn supports(&self, module: &Resolved) -> Result<(), Unsupported> {
         match module.processes.first() {
             Some(p) if module.csp => Err(Unsupported {
                 backend: "toy".into(),
@@ -51,7 +51,7 @@ impl Backend for Toy {
         plan: &LoweredPlan,
         _options: &CompileOptions,
     ) -> Result<Output, CompileError> {
-        let r = plan.resolve()?;
+        let r = plan.resolved();
         let mut listing = String::new();
         r.each_stmt(&mut |s| {
             if let StmtKind::Task(t) = &s.kind {
@@ -151,7 +151,7 @@ fn unsupported_construct_is_named_with_file_line_column() {
                }\n";
     let plan = lower(&parse(src).unwrap()).unwrap();
     let bytecode = get_backend("bytecode").unwrap();
-    let u = bytecode.supports(&plan.resolve().unwrap()).unwrap_err();
+    let u = bytecode.supports(plan.resolved()).unwrap_err();
     assert!(u.to_string().contains("`send c`"), "{u}");
     assert!(u.to_string().contains("u64"), "{u}");
     // Where it is, found independently: line 5, the column of `send`.
@@ -170,7 +170,7 @@ fn unsupported_construct_is_named_with_file_line_column() {
     assert!(
         get_backend("cpu_sim")
             .unwrap()
-            .supports(&plan.resolve().unwrap())
+            .supports(plan.resolved())
             .is_ok()
     );
 }
@@ -197,7 +197,7 @@ fn bytecode_artefact_generates_the_expanders_tasks() {
     .unwrap();
     i.run(&mut |_: &pto_wsp::bytecode::Task<'_>| n += 1)
         .unwrap();
-    let want = expand(&module, &bindings, &Default::default()).unwrap();
+    let want = expand(&resolved(&module), &bindings, &Default::default()).unwrap();
     assert_eq!(n, want.tasks.len() as u64);
 }
 
@@ -213,9 +213,12 @@ fn compile_options_override_streams_and_executors() {
         ..CompileOptions::default()
     };
     let mut p = pto_wsp::compile(lower(&module).unwrap(), options).unwrap();
-    assert_eq!((p.plan().config.streams, p.plan().config.executors), (3, 5));
+    assert_eq!(
+        (p.plan().config().streams, p.plan().config().executors),
+        (3, 5)
+    );
     // The expander of the overridden plan assigns streams and targets in those ranges.
-    let e = expand(&p.plan().module, &bindings, &Default::default()).unwrap();
+    let e = expand(p.plan().resolved(), &bindings, &Default::default()).unwrap();
     assert_eq!(e.tasks.iter().map(|t| t.stream).max(), Some(2));
     assert!(e.tasks.iter().all(|t| t.target.is_some_and(|x| x < 5)));
     p.execute(&bindings).unwrap();
@@ -223,6 +226,57 @@ fn compile_options_override_streams_and_executors() {
     assert_eq!((s.num_streams, s.num_executors), (3, 2));
     assert_eq!(s.num_tasks, s.run.tasks);
     assert_eq!(log.lock().unwrap().len(), e.tasks.len());
+}
+
+/// An executor count given at compile time means what `executors N;` written last in the
+/// schedule means: without a `dispatch` item the default round robin ranges over it, in the
+/// expander and in the bytecode; with one, the written policy stays. The reference is the same
+/// module with the item written.
+#[test]
+fn an_executor_override_means_the_written_item() {
+    let body = "axis I = dense(12);\n\
+                kernel k(a: i64);\n\
+                workload main() { parallel_for i in I { task k(i); } }\n";
+    for (schedule, written) in [
+        ("", "schedule for main { executors 5; }\n"),
+        (
+            "schedule for main { executors 2; }\n",
+            "schedule for main { executors 5; }\n",
+        ),
+        (
+            "schedule for main { dispatch round_robin(3); }\n",
+            "schedule for main { dispatch round_robin(3); executors 5; }\n",
+        ),
+    ] {
+        let module = parse(&format!("{body}{schedule}")).unwrap();
+        let options = CompileOptions {
+            num_aicpus: Some(5),
+            kernels: recording(&module, &Arc::new(std::sync::Mutex::new(Vec::new()))),
+            ..CompileOptions::default()
+        };
+        let p = pto_wsp::compile(lower(&module).unwrap(), options).unwrap();
+        let want = lower(&parse(&format!("{body}{written}")).unwrap()).unwrap();
+        let targets = |r: &Resolved| -> Vec<Option<u32>> {
+            let x = expand(r, &Default::default(), &Default::default()).unwrap();
+            x.tasks.iter().map(|t| t.target).collect()
+        };
+        assert_eq!(
+            targets(p.plan().resolved()),
+            targets(want.resolved()),
+            "{schedule}"
+        );
+        assert_eq!(
+            p.plan().config().dispatch,
+            want.config().dispatch,
+            "{schedule}"
+        );
+        let bytes = |r: &Resolved| pto_wsp::bytecode::encode(r, &Default::default()).unwrap();
+        assert_eq!(
+            bytes(p.plan().resolved()),
+            bytes(want.resolved()),
+            "{schedule}"
+        );
+    }
 }
 
 #[test]
@@ -235,7 +289,7 @@ fn ragged_lengths_by_expression_are_refused_by_bytecode_with_their_place() {
     let plan = lower(&parse(src).unwrap()).unwrap();
     let u = get_backend("bytecode")
         .unwrap()
-        .supports(&plan.resolve().unwrap())
+        .supports(plan.resolved())
         .unwrap_err();
     assert!(u.to_string().contains("ragged axis `R`"), "{u}");
     // The axis's name in its declaration: line 3, found independently.
@@ -245,7 +299,7 @@ fn ragged_lengths_by_expression_are_refused_by_bytecode_with_their_place() {
     assert!(
         get_backend("cpu_sim")
             .unwrap()
-            .supports(&plan.resolve().unwrap())
+            .supports(plan.resolved())
             .is_ok()
     );
 }

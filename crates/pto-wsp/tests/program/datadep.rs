@@ -4,6 +4,7 @@
 //! opcodes) on 1, 2 and 4 threads, each checked against numbers computed here by plain loops
 //! (never by the kernels under test).
 
+use super::resolved;
 use pto_wsp::cpu::{GenStats, RunStats, sequential};
 use pto_wsp::ir::{Bindings, Module, parse};
 use pto_wsp::kernels::{KernelId, KernelRegistry, TensorStore};
@@ -52,7 +53,7 @@ fn reference_run_bound(m: &Module, b: &Bindings, input: &TensorStore) -> Outcome
         m.kernels.iter().map(|k| reg.lookup(&k.name.name)).collect();
     let names: Vec<String> = m.kernels.iter().map(|k| k.name.name.clone()).collect();
     let store = input.clone();
-    let s = sequential(m, b, &store, &reg, &kernels, &names)
+    let s = sequential(&resolved(m), b, &store, &reg, &kernels, &names)
         .unwrap_or_else(|e| panic!("sequential run: {e}"));
     Outcome {
         store,
@@ -355,7 +356,7 @@ fn ragged_and_sparse_axes_over_computed_arrays_run_in_every_path() {
         m.kernels.iter().map(|k| reg.lookup(&k.name.name)).collect();
     let names: Vec<String> = m.kernels.iter().map(|k| k.name.name.clone()).collect();
     let want = input.clone();
-    let seq = sequential(&m, &b, &want, &reg, &kernels, &names).unwrap();
+    let seq = sequential(&resolved(&m), &b, &want, &reg, &kernels, &names).unwrap();
     // 3 copies, 2 + 0 + 3 + 1 ragged tasks, 4 sparse entries.
     assert_eq!(seq.tasks, 13);
     assert_eq!(seq.generation.computed_reads, 3);
@@ -497,7 +498,7 @@ mod property {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(1000))]
+        #![proptest_config(ProptestConfig::with_cases(pto_wsp::ir::soak::cases(1000)))]
 
         #[test]
         fn host_and_device_generation_runs_equal_the_sequential_reference(

@@ -24,6 +24,7 @@ use pto_wsp::ir::{
 use pto_wsp::kernels::{KernelError, KernelRegistry, TaskContext};
 use pto_wsp::{CompileOptions, RunError, compile, lower};
 
+use super::resolved;
 use crate::differential::{check_text_in, module_text};
 use crate::{Key, example, expected};
 
@@ -143,7 +144,7 @@ fn run(
         lower(module).unwrap()
     };
     if let Some(w) = window {
-        plan.config.task_window = Some((w, WindowMode::Stall));
+        plan = plan.with_config_unchecked(|c| c.task_window = Some((w, WindowMode::Stall)));
     }
     let mut p = compile(
         plan,
@@ -431,7 +432,7 @@ fn task_graph_refused_by_device_gen(t: &TaskGraphItem) -> bool {
     match t {
         TaskGraphItem::Start(s) => *s != StartPolicy::Immediate,
         TaskGraphItem::Ready(r) => matches!(r, ReadyPolicy::Priority(_)),
-        TaskGraphItem::Trace(t) => matches!(t, TracePolicy::Cycles(_)),
+        TaskGraphItem::Trace(t) => matches!(t, TracePolicy::Cycles(..)),
         _ => false,
     }
 }
@@ -552,7 +553,7 @@ schedule for main {{
 "
             );
             let m = parse(&text).unwrap();
-            let n = pto_wsp::ir::expand(&m, &Bindings::new(), &ExpandOptions::default())
+            let n = pto_wsp::ir::expand(&resolved(&m), &Bindings::new(), &ExpandOptions::default())
                 .unwrap()
                 .tasks
                 .len();
@@ -584,7 +585,7 @@ fn with_window_one(text: &str) -> String {
 fn reference_builder(module: &Module, b: &Bindings, deps: DepsMode) -> GraphBuilder {
     let mut builder = GraphBuilder::new(deps);
     feed(
-        module,
+        &resolved(module),
         b,
         &ExpandOptions::default(),
         &mut builder,
@@ -599,14 +600,14 @@ fn reference_builder(module: &Module, b: &Bindings, deps: DepsMode) -> GraphBuil
 /// executors, against the host builder's graph (the feeder's numbering, barriers included):
 /// the same set. (Programs under the builder's retire period, so no record is retired.)
 fn check_edges(name: &str, module: &Module, b: &Bindings) {
-    let deps = lower(module).unwrap().config.deps;
+    let deps = lower(module).unwrap().config().deps;
     let graph = reference_builder(module, b, deps).finish();
     assert!(
         graph.len() < pto_wsp::graph::builder::RETIRE_EVERY as usize,
         "{name}"
     );
     let host: BTreeSet<(u32, u32)> = graph.edges().map(|(p, s)| (p.0, s.0)).collect();
-    let bytes = pto_wsp::bytecode::encode(module, &Default::default()).unwrap();
+    let bytes = pto_wsp::bytecode::encode(&resolved(module), &Default::default()).unwrap();
     let program = pto_wsp::bytecode::Program::decode(&bytes).unwrap();
     let bound = program.bind(b).unwrap();
     for threads in [1, 3] {
@@ -639,7 +640,7 @@ fn every_example_wires_exactly_the_host_builders_edges() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: pto_wsp::ir::soak::cases(32), ..ProptestConfig::default() })]
 
     /// Random workloads under random schedules (the generator of `differential.rs`): the
     /// expander's tasks, every conflicting pair and order edge ordered, and the sequential
@@ -774,14 +775,16 @@ fn edges_found_in_every_mode(
     }
     let mut wired = BTreeSet::new();
     for &(device_gen, start, threads, window) in runs {
-        let mut plan = if device_gen {
+        let plan = if device_gen {
             lower(&device_gen_view(module)).unwrap()
         } else {
             lower(module).unwrap()
         };
-        plan.config.task_window = window.map(|w| (w, WindowMode::Stall));
-        plan.config.start = start;
-        plan.config.deps = mode;
+        let plan = plan.with_config_unchecked(|c| {
+            c.task_window = window.map(|w| (w, WindowMode::Stall));
+            c.start = start;
+            c.deps = mode;
+        });
         let mut p = compile(
             plan,
             CompileOptions {

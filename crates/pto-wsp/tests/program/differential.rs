@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::resolved;
 use proptest::prelude::*;
 use pto_wsp::ir::{Access, Bindings, DepsMode, ExpandOptions, ExpandedTask, Module, expand, parse};
 use pto_wsp::kernels::{KernelError, KernelRegistry};
@@ -355,8 +356,8 @@ pub(crate) fn check_text_in(text: &str, mode: DepsMode, device_gen: bool) {
     let text = text.to_string();
     let module = parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let b = Bindings::new();
-    let x =
-        expand(&module, &b, &ExpandOptions::default()).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let x = expand(&resolved(&module), &b, &ExpandOptions::default())
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
     let ids: Vec<i64> = x
         .tasks
         .iter()
@@ -447,7 +448,7 @@ pub(crate) fn check_text_in(text: &str, mode: DepsMode, device_gen: bool) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: pto_wsp::ir::soak::cases(48), ..ProptestConfig::default() })]
 
     #[test]
     fn random_workloads_match_the_expander_and_a_sequential_reference(seed in any::<u64>()) {
@@ -464,7 +465,7 @@ fn the_generator_covers_every_policy_and_statement() {
     for seed in 0..200u64 {
         let (text, _) = module_text(seed);
         let m = parse(&text).unwrap();
-        tasks += expand(&m, &Bindings::new(), &ExpandOptions::default())
+        tasks += expand(&resolved(&m), &Bindings::new(), &ExpandOptions::default())
             .unwrap()
             .tasks
             .len();
@@ -546,7 +547,7 @@ schedule for main {{
 "
         );
         let m = parse(&text).unwrap();
-        let n = expand(&m, &Bindings::new(), &ExpandOptions::default())
+        let n = expand(&resolved(&m), &Bindings::new(), &ExpandOptions::default())
             .unwrap()
             .tasks
             .len();

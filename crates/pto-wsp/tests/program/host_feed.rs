@@ -19,6 +19,7 @@ use pto_wsp::ir::{Bindings, ExpandOptions, Module, expand, parse};
 use pto_wsp::kernels::KernelRegistry;
 use pto_wsp::{CompileOptions, compile, lower};
 
+use super::resolved;
 use crate::differential::module_text;
 use crate::example;
 
@@ -69,11 +70,11 @@ impl pto_wsp::graph::feed::FeedHooks for Keys {
 }
 
 fn by_expander(m: &Module, b: &Bindings) -> (FeedSummary, TaskGraphStorage, Keys) {
-    let deps = lower(m).unwrap().config.deps;
+    let deps = lower(m).unwrap().config().deps;
     let mut builder = GraphBuilder::new(deps);
     let mut keys = Keys::default();
     let s = feed(
-        m,
+        &resolved(m),
         b,
         &ExpandOptions::default(),
         &mut builder,
@@ -85,8 +86,8 @@ fn by_expander(m: &Module, b: &Bindings) -> (FeedSummary, TaskGraphStorage, Keys
 }
 
 fn by_bytecode(m: &Module, b: &Bindings) -> (FeedSummary, TaskGraphStorage, Keys) {
-    let deps = lower(m).unwrap().config.deps;
-    let bytes = pto_wsp::bytecode::encode(m, &Default::default()).unwrap();
+    let deps = lower(m).unwrap().config().deps;
+    let bytes = pto_wsp::bytecode::encode(&resolved(m), &Default::default()).unwrap();
     let program = pto_wsp::bytecode::Program::decode(&bytes).unwrap();
     let bound = program.bind(b).unwrap();
     let mut builder = GraphBuilder::new(deps);
@@ -121,7 +122,7 @@ fn check_same_graph(name: &str, m: &Module, b: &Bindings) {
     assert_eq!(bs.expand.tasks, xs.expand.tasks, "{name}");
 
     // The independent reference: the expander's own task list, in index order.
-    let x = expand(m, b, &ExpandOptions::default()).unwrap();
+    let x = expand(&resolved(m), b, &ExpandOptions::default()).unwrap();
     assert_eq!(x.tasks.len(), bs.user_tasks as usize, "{name}");
     let origin = bs.origins.to_vec();
     let all = rows(&bg);
@@ -181,7 +182,7 @@ fn every_example_builds_the_expanders_graph_from_the_bytecode() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: pto_wsp::ir::soak::cases(48), ..ProptestConfig::default() })]
 
     /// Random workloads under random schedules: the same graph from either generator.
     #[test]
@@ -222,7 +223,7 @@ fn host_runs_generate_with_the_bytecode_unless_it_cannot_express_the_module() {
     );
     let early = parse(&std::fs::read_to_string(path).unwrap()).unwrap();
     let r = lower(&early).unwrap();
-    assert!(pto_wsp::bytecode::supports(&r.resolve().unwrap()).is_ok());
+    assert!(pto_wsp::bytecode::supports(r.resolved()).is_ok());
     assert!(compiled(&early, false).host_bytecode());
     // A module the bytecode cannot express: a ragged axis whose row lengths are an expression.
     let ragged = parse(
@@ -233,7 +234,7 @@ fn host_runs_generate_with_the_bytecode_unless_it_cannot_express_the_module() {
     )
     .unwrap();
     let r = lower(&ragged).unwrap();
-    assert!(pto_wsp::bytecode::supports(&r.resolve().unwrap()).is_err());
+    assert!(pto_wsp::bytecode::supports(r.resolved()).is_err());
     assert!(!compiled(&ragged, false).host_bytecode());
 }
 
@@ -247,7 +248,7 @@ fn an_interpreter_error_is_reported_in_the_expanders_words() {
     .unwrap();
     let mut b = Bindings::new();
     b.bind_str(&m, "N=10").unwrap();
-    let want = expand(&m, &b, &ExpandOptions::default())
+    let want = expand(&resolved(&m), &b, &ExpandOptions::default())
         .unwrap_err()
         .to_string();
     for host_expander in [false, true] {
@@ -267,7 +268,7 @@ fn an_interpreter_error_is_reported_in_the_expanders_words() {
 fn host_runs_count_the_same_tasks_with_either_generator() {
     let (m, mut b) = example("llama7b_layer");
     b.bind_str(&m, "seq=128").unwrap();
-    let x = expand(&m, &b, &ExpandOptions::default()).unwrap();
+    let x = expand(&resolved(&m), &b, &ExpandOptions::default()).unwrap();
     let (s, _, _) = by_expander(&m, &b);
     for host_expander in [false, true] {
         let stats = compiled(&m, host_expander).execute(&b).unwrap();

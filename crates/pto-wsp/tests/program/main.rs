@@ -21,6 +21,11 @@ use pto_wsp::ir::{Bindings, ExpandOptions, Module, ReadyPolicy, expand, parse, p
 use pto_wsp::kernels::{KernelError, KernelRegistry, TaskContext};
 use pto_wsp::{CompileError, CompileOptions, RunError, compile, lower};
 
+/// `module` resolved, as a front end would before expanding it.
+fn resolved(module: &Module) -> pto_wsp::ir::Resolved {
+    pto_wsp::ir::resolve(module, &Default::default()).unwrap()
+}
+
 fn example(name: &str) -> (Module, Bindings) {
     let path = format!("{}/../../examples/{name}.wsp", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap();
@@ -69,7 +74,7 @@ fn recording(module: &Module, log: &Arc<Mutex<Vec<Key>>>) -> KernelRegistry {
 }
 
 fn expected(module: &Module, b: &Bindings) -> BTreeMap<Key, usize> {
-    let e = expand(module, b, &ExpandOptions::default()).unwrap();
+    let e = expand(&resolved(module), b, &ExpandOptions::default()).unwrap();
     let mut m = BTreeMap::new();
     for t in &e.tasks {
         let key = (
@@ -111,8 +116,9 @@ fn every_example_runs_the_expanders_tasks_under_every_policy() {
                 ReadyPolicy::Priority(parse_expr("0").unwrap()),
             ] {
                 let log = Arc::new(Mutex::new(Vec::new()));
-                let mut plan = lower(&module).unwrap();
-                plan.config.ready = ready.clone();
+                let plan = lower(&module)
+                    .unwrap()
+                    .with_config_unchecked(|c| c.ready = ready.clone());
                 let mut p = compile(
                     plan,
                     CompileOptions {

@@ -29,6 +29,7 @@
 //!   measured errors are about 1e-6 of the RMS. Any mistake of order (a missing dependency, a
 //!   stale tile) moves outputs by a large fraction of their scale.
 
+use super::resolved;
 use half::f16;
 use pto_wsp::ir::{Bindings, DType, ExpandOptions, Module, expand, parse};
 use pto_wsp::kernels::{KernelRegistry, TensorStore};
@@ -399,7 +400,7 @@ fn ragged_split_kv_decode_matches_reference_and_follows_the_lengths() {
         );
         let binds = ["nreq=3", "max_chunks=3", kl.as_str(), kc.as_str()];
         let (module, b, _) = load(&text, &binds);
-        let e = expand(&module, &b, &ExpandOptions::default()).unwrap();
+        let e = expand(&resolved(&module), &b, &ExpandOptions::default()).unwrap();
         assert_eq!(e.tasks.len(), chunks.iter().sum::<usize>() * 8 + 3 * 32);
         task_counts.push(e.tasks.len());
         let input = inputs(&module, &b, seed, |_| {});
@@ -468,7 +469,7 @@ fn moe_top_k_routing_runs_only_activated_experts_and_matches_reference() {
             experts,
         ];
         let (module, b, _) = load(&text, &binds);
-        let e = expand(&module, &b, &ExpandOptions::default()).unwrap();
+        let e = expand(&resolved(&module), &b, &ExpandOptions::default()).unwrap();
         let experts_run: Vec<(i64, i64)> = e
             .tasks
             .iter()
@@ -564,7 +565,7 @@ fn tiered_attention_picks_tiers_from_loaded_lengths_and_matches_reference() {
         ),
     ] {
         let (module, b, _) = load(&text, &binds);
-        let e = expand(&module, &b, &ExpandOptions::default()).unwrap();
+        let e = expand(&resolved(&module), &b, &ExpandOptions::default()).unwrap();
         let tiers: std::collections::BTreeSet<&str> = e
             .tasks
             .iter()
@@ -875,7 +876,7 @@ pipeline p {{
     );
     let (module, b, _) = load(&text, &[]);
     assert!(
-        expand(&module, &b, &ExpandOptions::default()).is_ok(),
+        expand(&resolved(&module), &b, &ExpandOptions::default()).is_ok(),
         "unbounded: no deadlock"
     );
     let msg = pipeline_error(&text);

@@ -24,6 +24,7 @@ fn run(
     let opts = PlanOptions {
         dispatch_threads: threads,
         queue_capacity: 8,
+        ..PlanOptions::default()
     };
     let r = run_plans(&module, &b, &mut store, &registry.unwrap_or(reg), opts);
     (r, input, store)
@@ -218,6 +219,34 @@ fn a_tier_whose_kernel_has_no_implementation_is_refused_at_its_kernel_line() {
          it to a built-in with `//@ alias copy_s=BUILTIN`)"
     );
     assert_eq!(at, position(&text, "kernel small =>"));
+}
+
+#[test]
+fn descriptors_writing_the_same_region_are_refused_on_every_run_naming_the_tensor_at_the_emit() {
+    // Every descriptor copies into the same 16 elements of `W`: a broken promise of
+    // independence, with kernels so short that two rarely run at once. The verdict must not
+    // depend on that: every run, on 1 or 2 dispatch threads, is refused the same way.
+    let text = COPY.replace("W[workspace +: 16]", "W[0 +: 16]");
+    let want = "plan `p`: descriptor #2 (tier `big`, r = 1, c = 0) writes `W`[0..16] (kernel \
+                `copy_b`), which overlaps `W`[0..16] that descriptor #1 (tier `small`, r = 0, \
+                c = 0) writes: the descriptors of a launch are promised independent (none may \
+                touch what another writes), and this plan breaks the promise whatever the timing";
+    let binds = copy_binds(256);
+    let binds: Vec<&str> = binds.iter().map(String::as_str).collect();
+    for run_no in 0..20 {
+        let threads = 1 + run_no % 2;
+        let (r, _, out) = run(&text, &binds, threads, zero_w, None);
+        let e = r.expect_err("a repeated write region must be refused");
+        assert_eq!(e.message, want, "run {run_no}");
+        let at = SourceFile::new("t.wsp", &text).line_col(e.loc.start as usize);
+        assert_eq!(at, position(&text, "emit("), "run {run_no}");
+        // Refused before it was queued: nothing but the first descriptor's copy (if it ran
+        // before the stop) reached `W`.
+        let x = out.read::<f32>("X").unwrap();
+        let w = out.read::<f32>("W").unwrap();
+        assert!(w[..16] == [0.0; 16] || w[..16] == x[..16], "run {run_no}");
+        assert!(w[16..].iter().all(|&v| v == 0.0), "run {run_no}");
+    }
 }
 
 #[test]

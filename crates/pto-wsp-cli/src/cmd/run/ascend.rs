@@ -20,7 +20,7 @@
 //!   5000 unless set): it never hangs the tool. Its output is kept in the work directory and
 //!   its tail shown on failure.
 
-use crate::exec::{RunOptions, RunOutcome};
+use crate::cmd::run::{RunOptions, RunOutcome};
 use crate::{CliError, Loaded};
 use pto_wsp::emitters::ascend::AscendTree;
 use pto_wsp::kernels::TensorStore;
@@ -319,6 +319,85 @@ pub fn run_ascend(
     target: &str,
     opts: &RunOptions,
 ) -> Result<AscendOutcome, CliError> {
+    refused(target, opts)?;
+    let loaded: Loaded = crate::load_source(name, text)?;
+    let bindings = crate::bindings_for(&loaded, &opts.binds)?;
+    let wanted = wanted_outputs(opts)?;
+    // Refusals first, then the toolchain: nothing runs or is written before both are fine.
+    // The tree's kernels naming built-ins carry the kernel library's bodies; cpu_sim runs the
+    // built-ins themselves (lowered apart only when the library gave any body).
+    let (emitted, emitted_plan) = crate::cmd::emit::with_library(&loaded)?;
+    let tree = crate::cmd::emit::ascend(&emitted, &emitted_plan, &bindings, target)?;
+    if let Some((t, _)) = wanted.iter().find(|(t, _)| !tree.written.contains(t)) {
+        return Err(CliError::plain(format!(
+            "`--output {t}=...`: no task of the workload writes tensor `{t}` (written: {})",
+            tree.written.join(", ")
+        )));
+    }
+    let tc = Toolchain::find().map_err(CliError::plain)?;
+    let work = Work::new()?;
+    crate::cmd::emit::write_files(&tree.files, &work.tree)?;
+    let (inputs, input_values) = write_inputs(&loaded, &bindings, opts, &work.input)?;
+    let sim_start = Instant::now();
+    let sim = match simulate(&tc, &work) {
+        Ok(r) => r,
+        Err(e) => {
+            // On failure the work directory is kept for the user to look at.
+            let kept = work.dir.keep();
+            return Err(CliError::plain(format!(
+                "{e}\n(work directory kept: {})",
+                kept.display()
+            )));
+        }
+    };
+    let sim_wall = sim_start.elapsed();
+    // Our CPU simulation from the same inputs, its outputs compared with the simulator's.
+    let cpu_opts = cpu_options(opts, &tree, &work, inputs);
+    std::fs::create_dir_all(&work.cpu)
+        .map_err(|e| CliError::plain(format!("cannot create `{}`: {e}", work.cpu.display())))?;
+    let plan = if emitted.module == loaded.module {
+        emitted_plan
+    } else {
+        pto_wsp::driver::lower(&loaded)?
+    };
+    let cpu = crate::cmd::run::run_lowered(
+        &loaded,
+        plan,
+        false,
+        &cpu_opts,
+        &mut |_| {},
+        std::time::Instant::now(),
+    )?;
+    let cpu_outputs = read_outputs(&work.cpu, &tree.written).map_err(CliError::plain)?;
+    let sim_outputs = read_outputs(&work.out, &tree.written).map_err(CliError::plain)?;
+    for (t, path) in &wanted {
+        std::fs::copy(work.out.join(format!("{t}.npy")), path)
+            .map_err(|e| CliError::plain(format!("cannot write `{}`: {e}", path.display())))?;
+    }
+    let compared = compare(&loaded, opts, &cpu_outputs, &sim_outputs);
+    let passed = compared.iter().all(|c| c.passed);
+    let report = report(name, opts, &tree, &cpu, &sim, sim_wall, &compared);
+    let (sim_tasks, (sim_edges, sim_explicit_edges), kinds) = sim;
+    Ok(AscendOutcome {
+        tree,
+        cpu,
+        sim_tasks,
+        sim_edges,
+        sim_explicit_edges,
+        sim_barriers: kinds.trim().chars().map(|c| c == 'b').collect(),
+        sim_later_parts: kinds.trim().chars().map(|c| c == 'p').collect(),
+        inputs: input_values,
+        cpu_outputs,
+        sim_outputs,
+        compared,
+        sim_wall,
+        passed,
+        report,
+    })
+}
+
+/// Refuses a target other than the simulator and the flags that mean nothing here.
+fn refused(target: &str, opts: &RunOptions) -> Result<(), CliError> {
     if target != "ascend_a2a3sim" {
         return Err(CliError::plain(format!(
             "`pto-wsp run --target {target}` runs on the simulator only (`ascend_a2a3sim`); for a \
@@ -339,9 +418,11 @@ pub fn run_ascend(
             )));
         }
     }
-    let loaded: Loaded = crate::load_source(name, text)?;
-    let bindings = crate::bindings_for(&loaded, &opts.binds)?;
-    // `--output NAME=PATH`: the simulator's result of a tensor the workload writes.
+    Ok(())
+}
+
+/// `--output NAME=PATH`: the simulator's result of a tensor the workload writes.
+fn wanted_outputs(opts: &RunOptions) -> Result<Vec<(String, PathBuf)>, CliError> {
     let mut wanted = Vec::new();
     for spec in &opts.outputs {
         let (t, path) = spec
@@ -349,30 +430,53 @@ pub fn run_ascend(
             .ok_or_else(|| CliError::plain(format!("`--output {spec}` is not `NAME=PATH.npy`")))?;
         wanted.push((t.trim().to_string(), PathBuf::from(path.trim())));
     }
-    // Refusals first, then the toolchain: nothing runs or is written before both are fine.
-    let tree = crate::cmd::emit::ascend(&loaded, &bindings, target)?;
-    if let Some((t, _)) = wanted.iter().find(|(t, _)| !tree.written.contains(t)) {
-        return Err(CliError::plain(format!(
-            "`--output {t}=...`: no task of the workload writes tensor `{t}` (written: {})",
-            tree.written.join(", ")
-        )));
-    }
-    let tc = Toolchain::find().map_err(CliError::plain)?;
-    let work = tempfile::Builder::new()
-        .prefix("pto-wsp-ascend-")
-        .tempdir()
-        .map_err(|e| CliError::plain(format!("cannot create a work directory: {e}")))?;
-    let dir_cpu = work.path().join("cpu");
-    let (dir_tree, dir_in, dir_out, dir_deps) = (
-        work.path().join("tree"),
-        work.path().join("in"),
-        work.path().join("out"),
-        work.path().join("deps"),
-    );
-    crate::cmd::emit::write_files(&tree.files, &dir_tree)?;
+    Ok(wanted)
+}
 
-    // Inputs: every tensor, generated from the seed unless given, as .npy for both sides.
-    let mut store = TensorStore::new(&loaded.module, &bindings)
+/// The run's work directory: the emitted tree, the inputs, the simulator's outputs and
+/// dependency record, our CPU run's outputs.
+struct Work {
+    dir: tempfile::TempDir,
+    tree: PathBuf,
+    input: PathBuf,
+    out: PathBuf,
+    deps: PathBuf,
+    cpu: PathBuf,
+    log: PathBuf,
+}
+
+impl Work {
+    fn new() -> Result<Work, CliError> {
+        let dir = tempfile::Builder::new()
+            .prefix("pto-wsp-ascend-")
+            .tempdir()
+            .map_err(|e| CliError::plain(format!("cannot create a work directory: {e}")))?;
+        let at = |p: &str| dir.path().join(p);
+        Ok(Work {
+            tree: at("tree"),
+            input: at("in"),
+            out: at("out"),
+            deps: at("deps"),
+            cpu: at("cpu"),
+            log: at("runner.log"),
+            dir,
+        })
+    }
+}
+
+/// Every tensor, generated from the seed unless given, written as `.npy` into `dir` for both
+/// sides: the `--input` specs of the CPU run and every tensor's values.
+type Inputs = (Vec<String>, Vec<(String, Vec<f64>)>);
+
+/// See [`Inputs`].
+fn write_inputs(
+    loaded: &Loaded,
+    bindings: &pto_wsp::ir::Bindings,
+    opts: &RunOptions,
+    dir: &Path,
+) -> Result<Inputs, CliError> {
+    let name = &loaded.source.name;
+    let mut store = TensorStore::new(&loaded.module, bindings)
         .map_err(|e| CliError::plain(format!("{name}: {e}")))?;
     store.fill_random(opts.seed);
     for spec in &opts.inputs {
@@ -388,8 +492,8 @@ pub fn run_ascend(
             .load_npy(tensor, &array)
             .map_err(|e| CliError::plain(format!("in `--input {spec}`: {e}")))?;
     }
-    std::fs::create_dir_all(&dir_in)
-        .map_err(|e| CliError::plain(format!("cannot create `{}`: {e}", dir_in.display())))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CliError::plain(format!("cannot create `{}`: {e}", dir.display())))?;
     let mut inputs = Vec::new();
     let mut input_values = Vec::new();
     for (t, info) in store.infos().iter().enumerate() {
@@ -400,76 +504,82 @@ pub fn run_ascend(
         let bytes = store
             .to_npy(&info.name)
             .map_err(|e| CliError::plain(format!("{name}: {e}")))?;
-        let path = dir_in.join(format!("{}.npy", info.name));
+        let path = dir.join(format!("{}.npy", info.name));
         std::fs::write(&path, bytes)
             .map_err(|e| CliError::plain(format!("cannot write `{}`: {e}", path.display())))?;
         inputs.push(format!("{}={}", info.name, path.display()));
     }
+    Ok((inputs, input_values))
+}
 
-    // The simulator.
-    let log = work.path().join("runner.log");
+/// What the simulator's run recorded: kernel and barrier tasks, edges (and how many the
+/// orchestration declared), each task's kind.
+type Simulated = ((u64, u64), (Vec<(u32, u32)>, usize), String);
+
+/// Runs the emitted tree on the simulator (under the deadline) and reads its record.
+fn simulate(tc: &Toolchain, work: &Work) -> Result<Simulated, String> {
     let timeout = std::env::var("PTO_WSP_ASCEND_TIMEOUT_S")
         .ok()
         .and_then(|s| s.parse().ok())
         .map_or(RUN_TIMEOUT, Duration::from_secs);
     let (o, d) = (
-        dir_out.display().to_string(),
-        dir_deps.display().to_string(),
+        work.out.display().to_string(),
+        work.deps.display().to_string(),
     );
     let cmd = tc.runner_command(
-        &dir_tree,
-        &[&dir_in.display().to_string(), &o, "--deps-dir", &d],
+        &work.tree,
+        &[&work.input.display().to_string(), &o, "--deps-dir", &d],
     );
-    // On failure the work directory is kept for the user to look at.
-    let sim_start = Instant::now();
-    let ran = run_logged(cmd, &log, timeout).and_then(|()| {
-        Ok((
-            read_tasks(&dir_out.join("tasks.txt"))?,
-            read_edges(&dir_deps.join("edges.txt"))?,
-            std::fs::read_to_string(dir_deps.join("kinds.txt"))
-                .map_err(|e| format!("cannot read the runtime's task kinds: {e}"))?,
-        ))
-    });
-    let sim_wall = sim_start.elapsed();
-    let (sim_tasks, (sim_edges, sim_explicit_edges), kinds) = match ran {
-        Ok(r) => r,
-        Err(e) => {
-            let kept = work.keep();
-            return Err(CliError::plain(format!(
-                "{e}\n(work directory kept: {})",
-                kept.display()
-            )));
-        }
-    };
+    run_logged(cmd, &work.log, timeout)?;
+    Ok((
+        read_tasks(&work.out.join("tasks.txt"))?,
+        read_edges(&work.deps.join("edges.txt"))?,
+        std::fs::read_to_string(work.deps.join("kinds.txt"))
+            .map_err(|e| format!("cannot read the runtime's task kinds: {e}"))?,
+    ))
+}
 
-    // Our CPU simulation from the same inputs, its outputs compared with the simulator's.
-    let cpu_opts = RunOptions {
+/// The CPU run's options: the same inputs, every written tensor written for [`read_outputs`]
+/// (the comparison is [`compare`]'s).
+fn cpu_options(
+    opts: &RunOptions,
+    tree: &AscendTree,
+    work: &Work,
+    inputs: Vec<String>,
+) -> RunOptions {
+    RunOptions {
         inputs,
         expect: Vec::new(),
         outputs: tree
             .written
             .iter()
-            .map(|t| format!("{t}={}", dir_cpu.join(format!("{t}.npy")).display()))
+            .map(|t| format!("{t}={}", work.cpu.join(format!("{t}.npy")).display()))
             .collect(),
         progress: false,
         ..opts.clone()
-    };
-    std::fs::create_dir_all(&dir_cpu)
-        .map_err(|e| CliError::plain(format!("cannot create `{}`: {e}", dir_cpu.display())))?;
-    let cpu = crate::exec::run(name, text, false, &cpu_opts, &mut |_| {})?;
-    let cpu_outputs = read_outputs(&dir_cpu, &tree.written).map_err(CliError::plain)?;
-    let sim_outputs = read_outputs(&dir_out, &tree.written).map_err(CliError::plain)?;
-    for (t, path) in &wanted {
-        std::fs::copy(dir_out.join(format!("{t}.npy")), path)
-            .map_err(|e| CliError::plain(format!("cannot write `{}`: {e}", path.display())))?;
     }
-    // `--rtol` (when given) replaces the float tolerances' multiple of the RMS.
+}
+
+/// Every written tensor, a2a3sim's values against cpu_sim's: its largest difference against a
+/// tolerance times cpu_sim's RMS ([`F32_TOLERANCE`], [`F16_TOLERANCE`]; `--rtol`, when given,
+/// replaces the multiple), integers exactly.
+fn compare(
+    loaded: &Loaded,
+    opts: &RunOptions,
+    cpu_outputs: &[(String, Vec<f64>)],
+    sim_outputs: &[(String, Vec<f64>)],
+) -> Vec<Compared> {
     let user_tol = (opts.rtol != crate::expect::DEFAULT_RTOL).then_some(opts.rtol);
-    let compared: Vec<Compared> = cpu_outputs
+    cpu_outputs
         .iter()
-        .zip(&sim_outputs)
+        .zip(sim_outputs)
         .map(|((t, want), (_, got))| {
-            let dtype = store.info(store.index_of(t).unwrap_or(0)).dtype;
+            let dtype = loaded
+                .module
+                .tensors
+                .iter()
+                .find(|d| d.name.name == *t)
+                .map_or(pto_wsp::ir::DType::F32, |d| d.dtype);
             let tol = match dtype {
                 pto_wsp::ir::DType::F32 => user_tol.unwrap_or(F32_TOLERANCE),
                 d if d.is_float() => user_tol.unwrap_or(F16_TOLERANCE),
@@ -477,7 +587,20 @@ pub fn run_ascend(
             };
             Compared::new(t, dtype, want, got, tol)
         })
-        .collect();
+        .collect()
+}
+
+/// What `run --target ascend_a2a3sim` prints.
+fn report(
+    name: &str,
+    opts: &RunOptions,
+    tree: &AscendTree,
+    cpu: &RunOutcome,
+    sim: &Simulated,
+    sim_wall: Duration,
+    compared: &[Compared],
+) -> String {
+    let (sim_tasks, (sim_edges, sim_explicit_edges), _) = sim;
     let passed = compared.iter().all(|c| c.passed);
     let given: Vec<&str> = opts
         .inputs
@@ -536,28 +659,13 @@ pub fn run_ascend(
         compared.len(),
         names.join(", ")
     ));
-    for c in &compared {
+    for c in compared {
         report.push_str("    ");
         report.push_str(&c.line());
         report.push('\n');
     }
     report.push_str(if passed { "PASS\n" } else { "FAIL\n" });
-    Ok(AscendOutcome {
-        tree,
-        cpu,
-        sim_tasks,
-        sim_edges,
-        sim_explicit_edges,
-        sim_barriers: kinds.trim().chars().map(|c| c == 'b').collect(),
-        sim_later_parts: kinds.trim().chars().map(|c| c == 'p').collect(),
-        inputs: input_values,
-        cpu_outputs,
-        sim_outputs,
-        compared,
-        sim_wall,
-        passed,
-        report,
-    })
+    report
 }
 
 /// `DIR/NAME.npy` for every name, as `f64` values.

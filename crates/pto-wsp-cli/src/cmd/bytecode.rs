@@ -9,10 +9,11 @@
 //! values only a run computes), and the report says so.
 
 use crate::CliError;
+use pto_wsp::LoweredPlan;
 use pto_wsp::bytecode::{
     EncodeOptions, ExecutorConfig, Interpreter, Program, RunSummary, Task, TaskSink, encode,
 };
-use pto_wsp::ir::{Bindings, ExpandedTask, Expansion, Module, OrderEdge};
+use pto_wsp::ir::{Bindings, ExpandedTask, Expansion, OrderEdge, Resolved};
 use std::fmt::Write as _;
 use std::ops::{ControlFlow, Range};
 use std::time::{Duration, Instant};
@@ -130,20 +131,14 @@ impl TaskSink for Checker<'_> {
     fn order(&mut self, _edge: OrderEdge) {}
 }
 
-/// The tensors whose computed values the entry of `module` reads (`docs/SEMANTICS.md`,
+/// The tensors whose computed values the resolved entry reads (`docs/SEMANTICS.md`,
 /// "Computed reads"), by name: such an entry's tasks depend on what its own tasks compute, so
 /// the reference expander cannot list them.
-pub fn computed_tensors(module: &Module) -> Vec<String> {
-    let Ok(plan) = pto_wsp::lower(module) else {
-        return Vec::new();
-    };
-    let Ok(resolved) = plan.resolve() else {
-        return Vec::new();
-    };
+pub fn computed_tensors(resolved: &Resolved) -> Vec<String> {
     resolved
         .computed_reads()
         .into_iter()
-        .map(|(t, _)| module.tensors[t.index()].name.name.clone())
+        .map(|(t, _)| resolved.module.tensors[t.index()].name.name.clone())
         .collect()
 }
 
@@ -152,45 +147,27 @@ pub fn computed_tensors(module: &Module) -> Vec<String> {
 /// only: the tasks are generated from values only a run computes.
 pub fn bytecode_report(
     name: &str,
-    module: &Module,
+    plan: &LoweredPlan,
     bindings: &Bindings,
     expansion: Option<&Expansion>,
     options: &BytecodeOptions,
 ) -> Result<BytecodeReport, CliError> {
     let fail =
         |what: &str, e: &dyn std::fmt::Display| CliError::plain(format!("{what} {name}: {e}"));
-    let bytes = encode(module, &EncodeOptions::default()).map_err(|e| fail("cannot encode", &e))?;
+    let resolved = plan.resolved();
+    let bytes =
+        encode(resolved, &EncodeOptions::default()).map_err(|e| fail("cannot encode", &e))?;
     let stripped =
-        encode(module, &EncodeOptions { names: false }).map_err(|e| fail("cannot encode", &e))?;
+        encode(resolved, &EncodeOptions { names: false }).map_err(|e| fail("cannot encode", &e))?;
     let prog = Program::decode(&bytes).map_err(|e| fail("internal error: cannot decode", &e))?;
     let bound = prog.bind(bindings).map_err(|e| fail("cannot bind", &e))?;
-    let executors = options.executors.unwrap_or(prog.executors());
-    let mut out = String::new();
-    let _ = writeln!(out, "entry: {}", module.entry_name().unwrap_or("?"));
-    let bound_text = crate::report::bindings_line(bindings);
-    let _ = writeln!(
-        out,
-        "bindings: {}",
-        if bound_text.is_empty() {
-            "(none)"
-        } else {
-            &bound_text
-        }
-    );
-    let _ = writeln!(
-        out,
-        "bytecode: {} bytes ({} without debug names): {} instructions, {} task statements",
-        bytes.len(),
-        stripped.len(),
-        prog.instructions(),
-        prog.task_statements()
-    );
+    let mut out = header(plan, bindings, &prog, bytes.len(), stripped.len());
     let Some(expansion) = expansion else {
         let _ = writeln!(
             out,
             "tasks: not listed: the entry reads computed values of {}, so its tasks depend on \
              what earlier tasks compute (`pto-wsp run --device-gen` runs the interpreters)",
-            computed_tensors(module)
+            computed_tensors(resolved)
                 .iter()
                 .map(|t| format!("`{t}`"))
                 .collect::<Vec<_>>()
@@ -208,77 +185,22 @@ pub fn bytecode_report(
             executors: 0,
         });
     };
-    let n = expansion.tasks.len();
-    let ex_bytes = expansion_bytes(expansion);
-    let ratio = |b: usize| {
-        if bytes.is_empty() {
-            0.0
-        } else {
-            b as f64 / bytes.len() as f64
-        }
-    };
-    let _ = writeln!(out, "tasks: {n}");
-    let _ = writeln!(
-        out,
-        "  as the reference expander's task list: {ex_bytes} bytes ({:.0}x the bytecode)",
-        ratio(ex_bytes)
-    );
-    let _ = writeln!(
-        out,
-        "  as {PENDING_TASK_BYTES}-byte task structs of the older runtime: {} bytes ({:.0}x the bytecode)",
-        n * PENDING_TASK_BYTES,
-        ratio(n * PENDING_TASK_BYTES)
-    );
+    sizes(&mut out, expansion, bytes.len());
+    let executors = options.executors.unwrap_or(prog.executors());
     if executors > 4096 {
         return Err(CliError::plain(format!(
             "{name}: {executors} executors: the report runs at most 4096 interpreters"
         )));
     }
-    let mut rows = Vec::new();
-    let mut elapsed = Duration::ZERO;
-    let mut slowest = Duration::ZERO;
-    let mut total = 0u64;
-    for me in 0..executors as u32 {
-        let config = ExecutorConfig {
-            executor: Some(me),
-            executors: options.executors,
-            max_steps: None,
-        };
-        let mut interp =
-            Interpreter::new(&prog, &bound, config).map_err(|e| fail("cannot interpret", &e))?;
-        let mut check = Checker {
-            x: expansion,
-            me,
-            executors,
-            next: 0,
-            count: 0,
-            mismatch: None,
-        };
-        let start = Instant::now();
-        let summary: RunSummary = interp
-            .run(&mut check)
-            .map_err(|e| fail(&format!("executor {me} failed on"), &e))?;
-        let t = start.elapsed();
-        elapsed += t;
-        slowest = slowest.max(t);
-        if let Some(m) = check.mismatch {
-            return Err(CliError::plain(format!("{name}: {m}")));
-        }
-        let expected = expansion
-            .tasks
-            .iter()
-            .enumerate()
-            .filter(|(i, t)| owner(t, *i, executors) == me)
-            .count() as u64;
-        if check.count != expected {
-            return Err(CliError::plain(format!(
-                "{name}: executor {me} generated {} tasks, the reference expander gives it {expected}",
-                check.count
-            )));
-        }
-        total += check.count;
-        rows.push((me, summary));
-    }
+    let run = Executors {
+        name,
+        prog: &prog,
+        bound: &bound,
+        expansion,
+        executors,
+        given: options.executors,
+    };
+    let (rows, total, elapsed, slowest) = run.all()?;
     let _ = writeln!(
         out,
         "per executor ({executors} executors; every task checked against the reference expander):"
@@ -305,4 +227,193 @@ pub fn bytecode_report(
         tasks: total,
         executors,
     })
+}
+
+/// The report's first lines: entry, bindings, the bytecode's size with and without names.
+fn header(
+    plan: &LoweredPlan,
+    bindings: &Bindings,
+    prog: &Program,
+    bytes: usize,
+    stripped: usize,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "entry: {}", plan.module().entry_name().unwrap_or("?"));
+    let bound_text = crate::report::bindings_line(bindings);
+    let _ = writeln!(
+        out,
+        "bindings: {}",
+        if bound_text.is_empty() {
+            "(none)"
+        } else {
+            &bound_text
+        }
+    );
+    let _ = writeln!(
+        out,
+        "bytecode: {bytes} bytes ({stripped} without debug names): {} instructions, {} task statements",
+        prog.instructions(),
+        prog.task_statements()
+    );
+    out
+}
+
+/// The task count and what the task list would take instead of `bytes` of bytecode.
+fn sizes(out: &mut String, expansion: &Expansion, bytes: usize) {
+    let n = expansion.tasks.len();
+    let ex_bytes = expansion_bytes(expansion);
+    let ratio = |b: usize| {
+        if bytes == 0 {
+            0.0
+        } else {
+            b as f64 / bytes as f64
+        }
+    };
+    let _ = writeln!(out, "tasks: {n}");
+    let _ = writeln!(
+        out,
+        "  as the reference expander's task list: {ex_bytes} bytes ({:.0}x the bytecode)",
+        ratio(ex_bytes)
+    );
+    let _ = writeln!(
+        out,
+        "  as {PENDING_TASK_BYTES}-byte task structs of the older runtime: {} bytes ({:.0}x the bytecode)",
+        n * PENDING_TASK_BYTES,
+        ratio(n * PENDING_TASK_BYTES)
+    );
+}
+
+/// Every executor's interpreter over one bound program, each checked against the expansion.
+struct Executors<'a> {
+    name: &'a str,
+    prog: &'a Program,
+    bound: &'a pto_wsp::bytecode::Bound,
+    expansion: &'a Expansion,
+    /// How many executors run.
+    executors: u64,
+    /// The executor count given on the command line, if any.
+    given: Option<u64>,
+}
+
+/// Per executor its summary; the tasks checked, the total and the slowest interpretation time.
+type Rows = (Vec<(u32, RunSummary)>, u64, Duration, Duration);
+
+impl Executors<'_> {
+    /// Runs every executor in turn.
+    fn all(&self) -> Result<Rows, CliError> {
+        let mut rows = Vec::new();
+        let mut elapsed = Duration::ZERO;
+        let mut slowest = Duration::ZERO;
+        let mut total = 0u64;
+        for me in 0..self.executors as u32 {
+            let start = Instant::now();
+            let (summary, count) = self.one(me)?;
+            let t = start.elapsed();
+            elapsed += t;
+            slowest = slowest.max(t);
+            total += count;
+            rows.push((me, summary));
+        }
+        Ok((rows, total, elapsed, slowest))
+    }
+
+    /// Runs executor `me` (its summary and the tasks checked); an error names a task that
+    /// differs from the expander's or a count that does.
+    fn one(&self, me: u32) -> Result<(RunSummary, u64), CliError> {
+        let name = self.name;
+        let fail =
+            |what: &str, e: &dyn std::fmt::Display| CliError::plain(format!("{what} {name}: {e}"));
+        let config = ExecutorConfig {
+            executor: Some(me),
+            executors: self.given,
+            max_steps: None,
+        };
+        let mut interp = Interpreter::new(self.prog, self.bound, config)
+            .map_err(|e| fail("cannot interpret", &e))?;
+        let mut check = Checker {
+            x: self.expansion,
+            me,
+            executors: self.executors,
+            next: 0,
+            count: 0,
+            mismatch: None,
+        };
+        let summary: RunSummary = interp
+            .run(&mut check)
+            .map_err(|e| fail(&format!("executor {me} failed on"), &e))?;
+        if let Some(m) = check.mismatch {
+            return Err(CliError::plain(format!("{name}: {m}")));
+        }
+        let expected = self
+            .expansion
+            .tasks
+            .iter()
+            .enumerate()
+            .filter(|(i, t)| owner(t, *i, self.executors) == me)
+            .count() as u64;
+        if check.count != expected {
+            return Err(CliError::plain(format!(
+                "{name}: executor {me} generated {} tasks, the reference expander gives it {expected}",
+                check.count
+            )));
+        }
+        Ok((summary, check.count))
+    }
+}
+
+/// The arguments of `pto-wsp bytecode`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The `.wsp` file.
+    pub file: std::path::PathBuf,
+    /// Bind a symbol, slot or integer tensor (after the file's `//@ bind` defaults).
+    #[arg(long = "bind", value_name = "NAME=VALUE")]
+    pub binds: Vec<String>,
+    /// Print a readable listing of the bytecode.
+    #[arg(long)]
+    pub disasm: bool,
+    /// Print per-executor statistics (tasks stepped over, skipped in whole iterations).
+    #[arg(long)]
+    pub stats: bool,
+    /// Override the schedule's number of executors (1 to 65536).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=pto_wsp::ir::schedule::limits::EXECUTORS))]
+    pub executors: Option<u64>,
+}
+
+/// Runs `pto-wsp bytecode`: the report on stdout, the interpreters' time on stderr.
+pub fn main(args: Args) -> anyhow::Result<std::process::ExitCode> {
+    let name = args.file.display().to_string();
+    let loaded = crate::load_source(&name, &super::read(&args.file)?)?;
+    let bindings = crate::bindings_for(&loaded, &args.binds)?;
+    let options = pto_wsp::ir::ExpandOptions {
+        limit: None,
+        executors: args.executors,
+    };
+    // An entry with computed reads generates tasks from values only a run computes: no
+    // expander list to check the interpreters against.
+    let plan = pto_wsp::driver::lower(&loaded)?;
+    let expansion = if computed_tensors(plan.resolved()).is_empty() {
+        Some(pto_wsp::driver::expand(&plan, &bindings, &options)?)
+    } else {
+        None
+    };
+    let opts = BytecodeOptions {
+        disasm: args.disasm,
+        stats: args.stats,
+        executors: args.executors,
+    };
+    let report = bytecode_report(&name, &plan, &bindings, expansion.as_ref(), &opts)?;
+    super::print(&report.text)?;
+    if expansion.is_some() {
+        let secs = report.elapsed.as_secs_f64();
+        eprintln!(
+            "interpreted {} tasks on {} executors (one after another) in {:.2} ms ({} M tasks/s, task checks included); slowest executor {:.2} ms",
+            report.tasks,
+            report.executors,
+            secs * 1000.0,
+            super::rate(report.tasks as f64 / 1e6, secs, 1),
+            report.slowest.as_secs_f64() * 1000.0
+        );
+    }
+    Ok(std::process::ExitCode::SUCCESS)
 }

@@ -38,7 +38,8 @@ pub fn compile_loaded(
     if pto_wsp::emitters::ascend::TARGETS.contains(&target) {
         // The Ascend tree needs the bindings: the file's `//@ bind` lines apply.
         let bindings = crate::bindings_for(loaded, &[])?;
-        let tree = crate::cmd::emit::ascend(loaded, &bindings, target)?;
+        let (loaded, plan) = crate::cmd::emit::with_library(loaded)?;
+        let tree = crate::cmd::emit::ascend(&loaded, &plan, &bindings, target)?;
         let out = out.ok_or_else(|| {
             CliError::plain(format!(
                 "target `{target}` emits an artefact: give the output path with `-o`"
@@ -166,18 +167,27 @@ fn render(loaded: &Loaded, e: CompileError) -> CliError {
 }
 
 /// Writes `a` under a temporary name beside `out`, then renames it; returns the bytes written.
+/// Every error names `out` (the path the user gave), and on every error path the temporary
+/// file or directory is removed (it is a `tempfile` guard until the rename).
 fn write_artefact(a: &Artefact, out: &Path) -> Result<usize, CliError> {
-    let io = |what: &str, e: std::io::Error| CliError::plain(format!("cannot {what}: {e}"));
-    let tmp = out.with_extension("partial");
+    let fail = |e: &dyn std::fmt::Display| {
+        CliError::plain(format!("cannot write `{}`: {e}", out.display()))
+    };
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut temp = tempfile::Builder::new();
+    temp.prefix(".pto-wsp-out");
     match a {
         Artefact::Bytes(bytes) => {
-            std::fs::write(&tmp, bytes)
-                .map_err(|e| io(&format!("write `{}`", tmp.display()), e))?;
-            std::fs::rename(&tmp, out)
-                .map_err(|e| io(&format!("rename to `{}`", out.display()), e))?;
+            let mut tmp = temp.tempfile_in(dir).map_err(|e| fail(&e))?;
+            std::io::Write::write_all(&mut tmp, bytes).map_err(|e| fail(&e))?;
+            tmp.persist(out).map_err(|e| fail(&e.error))?;
             Ok(bytes.len())
         }
         Artefact::Tree(files) => {
+            let tmp = temp.tempdir_in(dir).map_err(|e| fail(&e))?;
             let mut total = 0;
             for (rel, bytes) in files {
                 if rel.is_absolute() || rel.components().any(|c| c.as_os_str() == "..") {
@@ -186,19 +196,45 @@ fn write_artefact(a: &Artefact, out: &Path) -> Result<usize, CliError> {
                         rel.display()
                     )));
                 }
-                let path = tmp.join(rel);
-                if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir)
-                        .map_err(|e| io(&format!("create `{}`", dir.display()), e))?;
-                }
-                std::fs::write(&path, bytes)
-                    .map_err(|e| io(&format!("write `{}`", path.display()), e))?;
+                let path = tmp.path().join(rel);
+                let written = path
+                    .parent()
+                    .map_or(Ok(()), std::fs::create_dir_all)
+                    .and_then(|()| std::fs::write(&path, bytes));
+                written.map_err(|e| fail(&format!("{}: {e}", rel.display())))?;
                 total += bytes.len();
             }
-            std::fs::create_dir_all(&tmp).map_err(|e| io("create the output directory", e))?;
-            std::fs::rename(&tmp, out)
-                .map_err(|e| io(&format!("rename to `{}`", out.display()), e))?;
+            std::fs::rename(tmp.path(), out).map_err(|e| fail(&e))?;
+            // Renamed: nothing is left for the guard to remove.
+            let _ = tmp.keep();
             Ok(total)
         }
     }
+}
+
+/// Runs `pto-wsp targets`.
+pub fn targets_main() -> anyhow::Result<std::process::ExitCode> {
+    super::print(&targets_report())?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// The arguments of `pto-wsp compile`.
+#[derive(clap::Args, Debug)]
+pub struct CompileArgs {
+    /// The `.wsp` file.
+    pub file: std::path::PathBuf,
+    /// The target (see `pto-wsp targets`).
+    #[arg(long, default_value = "cpu_sim")]
+    pub target: String,
+    /// Where an emitting target writes its artefact.
+    #[arg(short = 'o', long = "out", value_name = "OUT")]
+    pub out: Option<std::path::PathBuf>,
+}
+
+/// Runs `pto-wsp compile`.
+pub fn compile_main(args: CompileArgs) -> anyhow::Result<std::process::ExitCode> {
+    let name = args.file.display().to_string();
+    let loaded = crate::load_source(&name, &super::read(&args.file)?)?;
+    super::print(&compile_loaded(&loaded, &args.target, args.out.as_deref())?)?;
+    Ok(std::process::ExitCode::SUCCESS)
 }

@@ -9,7 +9,7 @@
 //! (`--trace`, `--device-gen`, `--check`, `--empty-kernels`, `--issue-cycles`) are refused:
 //! plan runs always check the regions of descriptors in flight.
 
-use crate::exec::RunOptions;
+use crate::cmd::run::RunOptions;
 use crate::expect::ExpectResult;
 use crate::files::Outputs;
 use crate::{CliError, aliases};
@@ -30,7 +30,7 @@ pub struct PlanOutcome {
 
 /// Runs module `text` (shown as `name`) if it is a module of plans, or its plans whatever else
 /// it has when `plans` (`--plans`); `None` if it is not (a workload or pipeline module, run by
-/// [`crate::exec::run`]).
+/// [`crate::cmd::run::run`]).
 pub fn run(
     name: &str,
     text: &str,

@@ -1,0 +1,487 @@
+//! A picture of a run (`pto-wsp run --timeline OUT.svg`): one lane per worker for a wall-clock
+//! run; one per orchestrator, scheduler thread and core for a run modelled on a machine.
+//!
+//! Why: a makespan says how long; a timeline says why (idle cores, a busy orchestrator, a tail).
+//! Promises: events are coloured by kernel (a legend names each kernel with its task count and
+//! busy time), a time axis runs along the top and bottom, every event wide enough to see is one
+//! rectangle with a tooltip naming its task, and narrower events of one lane are merged into
+//! runs of one kernel (a tooltip counts them), so the file stays a few megabytes however many
+//! tasks ran. Machine-readable hooks for tests and tools: `class="lane"` with `data-lane`,
+//! `class="event"` with `data-task` or `data-tasks`, `class="legend-item"` with `data-kernel`,
+//! `class="tick"`. Written with the `svg` crate.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use pto_wsp::cpu::{DeviceRun, RunStats};
+use svg::Document;
+use svg::node::element::{Group, Line, Rectangle, Text, Title};
+
+use crate::{CliError, fmt_ps};
+
+/// One bar of a lane.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    /// Start (picoseconds from the run's start).
+    pub start: u64,
+    /// End.
+    pub end: u64,
+    /// The kernel (index into [`Timeline::kernels`]), `None` for control work (grey).
+    pub kernel: Option<u32>,
+    /// The task.
+    pub task: u32,
+    /// Drawn faint (generation of the task, not the task itself).
+    pub faint: bool,
+}
+
+/// A lane: a label and its events.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Lane {
+    /// What the lane is (`worker 0`, `AIC 3`, `scheduler 1`).
+    pub label: String,
+    /// Its events.
+    pub events: Vec<Event>,
+}
+
+/// What a picture shows.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Timeline {
+    /// The title line.
+    pub title: String,
+    /// The lanes, top to bottom.
+    pub lanes: Vec<Lane>,
+    /// Kernel names.
+    pub kernels: Vec<String>,
+    /// The end of the axis (picoseconds).
+    pub end: u64,
+}
+
+const LANE_H: f64 = 12.0;
+const GAP: f64 = 2.0;
+const LABEL_W: f64 = 110.0;
+const TOP: f64 = 48.0;
+
+/// Colours: Okabe–Ito, then Tableau 10, then golden-angle hues.
+fn colour(k: usize) -> String {
+    const PALETTE: [&str; 18] = [
+        "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#000000",
+        "#4E79A7", "#F28E2B", "#E15759", "#76B7B2", "#59A14F", "#EDC948", "#B07AA1", "#FF9DA7",
+        "#9C755F", "#BAB0AC",
+    ];
+    match PALETTE.get(k) {
+        Some(c) => (*c).to_string(),
+        None => format!("hsl({:.0}, 60%, 55%)", (k as f64 * 137.508) % 360.0),
+    }
+}
+
+/// Lanes of a wall-clock run: one per worker; `kernel_of` gives a task's kernel (by the span's
+/// task index).
+pub fn of_wall(
+    name: &str,
+    stats: &RunStats,
+    threads: usize,
+    kernels: &[String],
+    kernel_of: impl Fn(u32) -> Option<u32>,
+) -> Timeline {
+    let workers = threads.max(stats.per_worker.len()).max(1);
+    let mut lanes: Vec<Lane> = (0..workers)
+        .map(|w| Lane {
+            label: format!("worker {w}"),
+            events: Vec::new(),
+        })
+        .collect();
+    let t0 = stats.spans.iter().map(|s| s.start_ns).min().unwrap_or(0);
+    let mut end = 0;
+    for s in &stats.spans {
+        let w = s.worker as usize;
+        if w >= lanes.len() {
+            lanes.resize_with(w + 1, Lane::default);
+            lanes[w].label = format!("worker {w}");
+        }
+        let (a, b) = (
+            (s.start_ns - t0) * 1000,
+            (s.end_ns.max(s.start_ns) - t0) * 1000,
+        );
+        end = end.max(b);
+        lanes[w].events.push(Event {
+            start: a,
+            end: b,
+            kernel: kernel_of(s.task),
+            task: s.task,
+            faint: false,
+        });
+    }
+    Timeline {
+        title: format!(
+            "{name}: wall clock on {workers} worker thread(s), {}",
+            fmt_ps(end)
+        ),
+        lanes,
+        kernels: kernels.to_vec(),
+        end,
+    }
+}
+
+/// Lanes of a modelled run: orchestrators, scheduler threads, then each cluster's cores.
+pub fn of_device(name: &str, d: &DeviceRun) -> Timeline {
+    let r = &d.report;
+    let kernel = |t: u32| {
+        d.task_kernel
+            .get(t as usize)
+            .copied()
+            .filter(|&k| k != u32::MAX)
+    };
+    let shift = d.prefix_ps;
+    let mut lanes = Vec::new();
+    if d.orchestrators > 0 {
+        lanes.push(Lane {
+            label: "orchestrator".to_string(),
+            events: r
+                .generation
+                .iter()
+                .map(|i| Event {
+                    start: i.start + shift,
+                    end: i.end + shift,
+                    kernel: kernel(i.task),
+                    task: i.task,
+                    faint: true,
+                })
+                .collect(),
+        });
+    }
+    if d.prefix_ps > 0 {
+        lanes.push(Lane {
+            label: "host".to_string(),
+            events: vec![Event {
+                start: 0,
+                end: d.prefix_ps,
+                kernel: None,
+                task: 0,
+                faint: false,
+            }],
+        });
+    }
+    for (s, iv) in r.scheduling.iter().enumerate() {
+        lanes.push(Lane {
+            label: format!("scheduler {s}"),
+            events: iv
+                .iter()
+                .map(|i| Event {
+                    start: i.start + shift,
+                    end: i.end + shift,
+                    kernel: None,
+                    task: i.task,
+                    faint: false,
+                })
+                .collect(),
+        });
+    }
+    // Cores: AIC first within each kind's numbering, grouped by cluster below.
+    let mut cores: BTreeMap<u32, Lane> = BTreeMap::new();
+    let mut order = Vec::new();
+    let clusters = d.kinds.iter().map(|k| k.2).min().unwrap_or(0).max(1);
+    for c in 0..clusters {
+        for (name, first, count, _) in d.kinds.iter() {
+            let per = count / clusters;
+            for j in 0..per {
+                let e = first + c * per + j;
+                order.push(e);
+                cores.insert(
+                    e,
+                    Lane {
+                        label: format!("{name} {}", c * per + j),
+                        events: Vec::new(),
+                    },
+                );
+            }
+        }
+    }
+    for (t, &e) in r.executor.iter().enumerate() {
+        let (start, end) = (d.stats.starts[t], r.ends[t]);
+        let Some(k) = kernel(t as u32) else { continue };
+        if let Some(l) = cores.get_mut(&e) {
+            l.events.push(Event {
+                start: start + shift,
+                end: end + shift,
+                kernel: Some(k),
+                task: t as u32,
+                faint: false,
+            });
+        }
+    }
+    for e in order {
+        if let Some(mut l) = cores.remove(&e) {
+            l.events.sort_by_key(|x| x.start);
+            lanes.push(l);
+        }
+    }
+    let generation = if d.host_generation {
+        "host generation"
+    } else {
+        "device generation"
+    };
+    Timeline {
+        title: format!(
+            "{name}: modelled on {} ({generation}), makespan {}",
+            d.machine,
+            fmt_ps(d.makespan_ps)
+        ),
+        lanes,
+        kernels: d.kernel_names.clone(),
+        end: d.makespan_ps,
+    }
+}
+
+/// Tick spacing of 1, 2 or 5 × 10^k giving 8–12 ticks over `end`.
+fn tick_step(end: u64) -> u64 {
+    let mut step = 1u64;
+    loop {
+        for m in [1, 2, 5] {
+            let s = step * m;
+            if end / s <= 12 {
+                return s;
+            }
+        }
+        step *= 10;
+    }
+}
+
+/// The SVG text of `t`, `width` pixels for the plot.
+pub fn render(t: &Timeline, width: f64) -> String {
+    let end = t.end.max(1);
+    let x = |ps: u64| LABEL_W + ps as f64 / end as f64 * width;
+    let plot_h = t.lanes.len() as f64 * (LANE_H + GAP);
+    // Legend: kernels by busy time.
+    let mut per_kernel: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+    for l in &t.lanes {
+        for e in l.events.iter().filter(|e| !e.faint) {
+            if let Some(k) = e.kernel {
+                let s = per_kernel.entry(k).or_default();
+                s.0 += 1;
+                s.1 += e.end - e.start;
+            }
+        }
+    }
+    let mut legend: Vec<(u32, u64, u64)> =
+        per_kernel.iter().map(|(&k, &(n, b))| (k, n, b)).collect();
+    legend.sort_by_key(|&(k, _, b)| (std::cmp::Reverse(b), k));
+    // Colours by kernel name order, stable across runs of one module.
+    let mut by_name: Vec<u32> = (0..t.kernels.len() as u32).collect();
+    by_name.sort_by(|a, b| t.kernels[*a as usize].cmp(&t.kernels[*b as usize]));
+    let mut col = vec![String::new(); t.kernels.len()];
+    for (i, k) in by_name.iter().enumerate() {
+        col[*k as usize] = colour(i);
+    }
+    let kname = |k: u32| {
+        t.kernels
+            .get(k as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("kernel #{k}"))
+    };
+    let kcol = |k: Option<u32>| match k {
+        Some(k) => col
+            .get(k as usize)
+            .cloned()
+            .unwrap_or_else(|| "#888".into()),
+        None => "#999999".to_string(),
+    };
+    let legend_rows = legend.len().div_ceil(4);
+    let height = TOP + plot_h + 30.0 + legend_rows as f64 * 16.0 + 10.0;
+    let total_w = LABEL_W + width + 20.0;
+    let mut doc = Document::new()
+        .set("viewBox", (0, 0, total_w, height))
+        .set("width", total_w)
+        .set("height", height)
+        .set("font-family", "sans-serif")
+        .set("font-size", 10)
+        .add(
+            Rectangle::new()
+                .set("width", total_w)
+                .set("height", height)
+                .set("fill", "white"),
+        )
+        .add(
+            Text::new(t.title.clone())
+                .set("x", 4)
+                .set("y", 14)
+                .set("font-size", 13)
+                .set("class", "title"),
+        );
+    // Axis: grid lines and labels, top and bottom.
+    let step = tick_step(end);
+    let mut axis = Group::new().set("class", "axis");
+    let mut at = 0;
+    while at <= end {
+        let px = x(at);
+        axis = axis
+            .add(
+                Line::new()
+                    .set("x1", px)
+                    .set("x2", px)
+                    .set("y1", TOP - 4.0)
+                    .set("y2", TOP + plot_h)
+                    .set("stroke", "#ddd"),
+            )
+            .add(
+                Text::new(fmt_ps(at))
+                    .set("x", px)
+                    .set("y", TOP - 8.0)
+                    .set("text-anchor", "middle")
+                    .set("class", "tick")
+                    .set("data-ps", at),
+            )
+            .add(
+                Text::new(fmt_ps(at))
+                    .set("x", px)
+                    .set("y", TOP + plot_h + 12.0)
+                    .set("text-anchor", "middle"),
+            );
+        at += step;
+    }
+    doc = doc.add(axis);
+    for (i, lane) in t.lanes.iter().enumerate() {
+        let y = TOP + i as f64 * (LANE_H + GAP);
+        let mut g = Group::new()
+            .set("class", "lane")
+            .set("data-lane", i)
+            .set("data-label", lane.label.clone())
+            .add(
+                Text::new(lane.label.clone())
+                    .set("x", 4)
+                    .set("y", y + LANE_H - 2.0)
+                    .set("class", "lane-label"),
+            );
+        for r in merged(&lane.events, &x) {
+            let mut rect = Rectangle::new()
+                .set("x", r.x0)
+                .set("y", y)
+                .set("width", (r.x1 - r.x0).max(0.5))
+                .set("height", LANE_H)
+                .set("fill", kcol(r.kernel))
+                .set("class", "event");
+            if r.faint {
+                rect = rect.set("fill-opacity", 0.4);
+            }
+            let what = r.kernel.map_or_else(|| "control".to_string(), kname);
+            let tip = if r.count == 1 {
+                rect = rect.set("data-task", r.task);
+                format!(
+                    "task #{} {what}, {}–{}",
+                    r.task,
+                    fmt_ps(r.start),
+                    fmt_ps(r.end)
+                )
+            } else {
+                rect = rect.set("data-tasks", r.count);
+                format!(
+                    "{} tasks of {what}, {}–{}",
+                    r.count,
+                    fmt_ps(r.start),
+                    fmt_ps(r.end)
+                )
+            };
+            g = g.add(rect.add(Title::new(tip)));
+        }
+        doc = doc.add(g);
+    }
+    let ly = TOP + plot_h + 30.0;
+    let mut lg = Group::new().set("class", "legend");
+    for (i, (k, n, busy)) in legend.iter().enumerate() {
+        let (cx, cy) = (
+            LABEL_W + (i % 4) as f64 * (width / 4.0),
+            ly + (i / 4) as f64 * 16.0,
+        );
+        lg = lg.add(
+            Group::new()
+                .set("class", "legend-item")
+                .set("data-kernel", kname(*k))
+                .add(
+                    Rectangle::new()
+                        .set("x", cx)
+                        .set("y", cy - 9.0)
+                        .set("width", 10)
+                        .set("height", 10)
+                        .set("fill", kcol(Some(*k))),
+                )
+                .add(
+                    Text::new(format!(
+                        "{} — {n} task(s), {} busy",
+                        kname(*k),
+                        fmt_ps(*busy)
+                    ))
+                    .set("x", cx + 14.0)
+                    .set("y", cy),
+                ),
+        );
+    }
+    doc = doc.add(lg);
+    doc.to_string()
+}
+
+/// A drawn rectangle: one event, or a run of narrow events of one kernel.
+struct Run {
+    x0: f64,
+    x1: f64,
+    start: u64,
+    end: u64,
+    kernel: Option<u32>,
+    faint: bool,
+    task: u32,
+    count: u64,
+}
+
+/// Events of one lane as rectangles, merging those narrower than a pixel with a neighbour of
+/// the same kernel.
+fn merged(events: &[Event], x: &dyn Fn(u64) -> f64) -> Vec<Run> {
+    let mut out: Vec<Run> = Vec::new();
+    for e in events {
+        let (x0, x1) = (x(e.start), x(e.end));
+        let narrow = x1 - x0 < 1.0;
+        if narrow
+            && let Some(last) = out.last_mut()
+            && (last.kernel == e.kernel || (e.faint && last.faint))
+            && last.faint == e.faint
+            && x0 - last.x1 < 1.0
+        {
+            last.x1 = last.x1.max(x1);
+            last.end = last.end.max(e.end);
+            last.count += 1;
+            continue;
+        }
+        out.push(Run {
+            x0,
+            x1,
+            start: e.start,
+            end: e.end,
+            kernel: e.kernel,
+            faint: e.faint,
+            task: e.task,
+            count: 1,
+        });
+    }
+    out
+}
+
+/// Writes `svg` to `path` whole (a temporary file beside it, renamed), or not at all.
+pub fn write(path: &Path, svg: &str) -> Result<(), CliError> {
+    use std::io::Write;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let fail =
+        |e: &dyn std::fmt::Display| CliError::plain(format!("--timeline {}: {e}", path.display()));
+    let mut f = tempfile::NamedTempFile::new_in(dir).map_err(|e| fail(&e))?;
+    f.write_all(svg.as_bytes()).map_err(|e| fail(&e))?;
+    let file = f.persist(path).map_err(|e| fail(&e.error))?;
+    // A picture is for sharing: readable by others, as a plainly written file would be.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(|e| fail(&e))?;
+    }
+    #[cfg(not(unix))]
+    drop(file);
+    Ok(())
+}
