@@ -331,8 +331,8 @@ pub fn tune(name: &str, text: &str, o: &TuneOptions) -> Result<TuneResult, CliEr
             "{name}: no schedule to tune (write `schedule for ENTRY {{ }}` first)"
         ))
     })?;
-    let machine =
-        pto_wsp::machine::resolve(&o.machine).map_err(|e| CliError::plain(e.to_string()))?;
+    let machine = pto_wsp::machine::resolve(&o.machine, |p| std::fs::read_to_string(p))
+        .map_err(|e| CliError::plain(e.to_string()))?;
     let cores = u64::from(machine.aic() + machine.aiv());
     let dims = dims(&schedule, cores, &o.symbols);
     let t0 = Instant::now();

@@ -395,7 +395,8 @@ fn engine_ring_publication_reaches_a_parking_worker() {
 /// A bytecode program, decoded and bound.
 fn devgen_program(text: &str) -> (pto_wsp_bytecode::Program, pto_wsp_bytecode::Bound) {
     let m = pto_wsp_ir::parse(text).unwrap();
-    let bytes = pto_wsp_bytecode::encode(&m, &Default::default()).unwrap();
+    let r = pto_wsp_ir::resolve(&m, &Default::default()).unwrap();
+    let bytes = pto_wsp_bytecode::encode(&r, &Default::default()).unwrap();
     let p = pto_wsp_bytecode::Program::decode(&bytes).unwrap();
     let bound = p.bind(&pto_wsp_ir::Bindings::new()).unwrap();
     (p, bound)

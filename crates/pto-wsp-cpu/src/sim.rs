@@ -377,12 +377,14 @@ pub fn simulate_device(
     Ok((stats, report.unwrap_or_default()))
 }
 
-/// Event kinds, handled in this order at one instant.
+/// Event kinds, handled in this order at one instant. A completion seen at an instant is
+/// handled before a task issued at it, so that with free control paths the device timing orders
+/// ties exactly as the plain model does (its completion is a `FINISH`, which comes first too).
 const FINISH: u8 = 0;
-const ISSUED: u8 = 1;
-const WAKE: u8 = 2;
 /// Device timing: a task's completion becomes visible to its scheduler thread.
-const SEEN: u8 = 3;
+const SEEN: u8 = 1;
+const ISSUED: u8 = 2;
+const WAKE: u8 = 3;
 
 /// Per-task times and per-thread state of the device timing.
 struct Dev<'a> {

@@ -204,36 +204,30 @@ pub fn shipped(name: &str) -> Option<Machine> {
     Some(Machine::parse(text, &format!("<shipped {name}>")).expect("shipped machines are valid"))
 }
 
-/// Loads and checks a machine file.
-pub fn load(path: &Path) -> Result<Machine, MachineError> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| MachineError {
-        file: file.clone(),
-        line: 1,
-        column: 1,
-        message: format!("cannot read the machine file: {e}"),
-    })?;
-    Machine::parse(&text, &file)
-}
-
-/// A shipped machine name, or else a path to a machine file.
-pub fn resolve(name_or_path: &str) -> Result<Machine, MachineError> {
+/// A shipped machine name, or else a machine file read by `read` (the caller's file access:
+/// library code touches no files). A missing file is said as "no shipped machine or file of
+/// this name", naming the shipped ones.
+pub fn resolve(
+    name_or_path: &str,
+    read: impl FnOnce(&Path) -> std::io::Result<String>,
+) -> Result<Machine, MachineError> {
     if let Some(m) = shipped(name_or_path) {
         return Ok(m);
     }
-    let path = Path::new(name_or_path);
-    if !path.exists() {
-        return Err(MachineError {
-            file: name_or_path.to_string(),
-            line: 1,
-            column: 1,
-            message: format!(
-                "no shipped machine or file of this name (shipped: {})",
-                shipped_names().join(", ")
-            ),
-        });
+    let error = |message: String| MachineError {
+        file: name_or_path.to_string(),
+        line: 1,
+        column: 1,
+        message,
+    };
+    match read(Path::new(name_or_path)) {
+        Ok(text) => Machine::parse(&text, name_or_path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(error(format!(
+            "no shipped machine or file of this name (shipped: {})",
+            shipped_names().join(", ")
+        ))),
+        Err(e) => Err(error(format!("cannot read the machine file: {e}"))),
     }
-    load(path)
 }
 
 /// 1-based line and column of byte `at` in `text`.
@@ -512,7 +506,10 @@ mod tests {
         assert_eq!(e.line, line_of(unit, "[clock]"), "{e}");
         let e = bad(|t| format!("{t}\"cube.f64\" = \"guess: no such figure\"\n"));
         assert!(e.message.contains("not a figure"), "{e}");
-        let e = resolve("no/such/machine.toml").unwrap_err();
+        let e = resolve("no/such/machine.toml", |_| {
+            Err(std::io::ErrorKind::NotFound.into())
+        })
+        .unwrap_err();
         assert!(e.message.contains("ascend910b"), "{e}");
     }
 }

@@ -98,9 +98,10 @@ pub fn run_lowered(
         kernels: job.kernels()?,
         device_gen: opts.device_gen,
         machine: match &opts.machine {
-            Some(m) => {
-                Some(pto_wsp::machine::resolve(m).map_err(|e| CliError::plain(e.to_string()))?)
-            }
+            Some(m) => Some(
+                pto_wsp::machine::resolve(m, |p| std::fs::read_to_string(p))
+                    .map_err(|e| CliError::plain(e.to_string()))?,
+            ),
             None => None,
         },
         record_timeline: opts.timeline.is_some(),
