@@ -19,6 +19,8 @@ pub struct Args {
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let name = args.file.display().to_string();
     let loaded = crate::load_source(&name, &read(&args.file)?)?;
+    // Every static rule of `run` first (aliases, races), so both refuse a module alike.
+    pto_wsp::driver::check_for_run(&loaded)?;
     // Kernels naming built-ins are typed against the kernel library: what no back end can run
     // is an error; what only the CPU simulation runs, a warning.
     let (errors, warnings): (Vec<_>, Vec<_>) = pto_wsp::driver::library::check(&loaded)
@@ -33,7 +35,6 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             loaded.source.render(w).replacen("error", "warning", 1)
         );
     }
-    pto_wsp::driver::check_for_run(&loaded)?;
     let mut line = crate::check_summary(&name, &loaded.module);
     if let Some(t) = &args.target {
         line.push_str(&format!(
