@@ -13,16 +13,21 @@ C = Tensor(f32[64, 64])
 T = Dense(4)
 
 GEMM_TILE = """
+    tile am: mat f16[16, 16];
+    tile bm: mat f16[16, 16];
     tile ta: left f16[16, 16];
     tile tb: right f16[16, 16];
     tile acc: acc f32[16, 16];
-    TLOAD(ta, a, 0, 0);
-    TLOAD(tb, b, 0, 0);
-    TMATMUL(acc, ta, tb);
-    for k in range(3) {
-        TLOAD(ta, a, 0, k * 16 + 16);
-        TLOAD(tb, b, k * 16 + 16, 0);
-        TMATMUL_ACC(acc, ta, tb);
+    for k in range(4) {
+        TLOAD(am, a, 0, k * 16);
+        TLOAD(bm, b, k * 16, 0);
+        TMOV(ta, am);
+        TMOV(tb, bm);
+        if k == 0 {
+            TMATMUL(acc, ta, tb);
+        } else {
+            TMATMUL_ACC(acc, ta, tb);
+        }
     }
     TSTORE(c, acc);
 """
