@@ -926,6 +926,10 @@ impl Inner {
         }
         if let Some(m) = &self.machine {
             stats.device = self.device_model(m, &table, store, &costs, &stats.edge_list)?;
+            let index = origins.to_vec();
+            for d in &mut stats.device {
+                d.task_index.clone_from(&index);
+            }
         }
         Ok(stats)
     }
