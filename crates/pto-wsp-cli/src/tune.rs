@@ -27,8 +27,8 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use pto_wsp::ir::{
-    Dispatch, GateScope, Module, PoolsPolicy, ReadyPolicy, Schedule, ScheduleItem, ScheduleItemKind,
-    StartPolicy, TaskGraphItem, WindowMode,
+    Dispatch, GateScope, Module, PoolsPolicy, ReadyPolicy, Schedule, ScheduleItem,
+    ScheduleItemKind, StartPolicy, TaskGraphItem, WindowMode,
 };
 
 use crate::cmd::run::{RunOptions, cpu::run};

@@ -475,7 +475,9 @@ fn run_report_and_trace_read_like_the_workload() {
     assert!(events.iter().all(|e| e["pid"] == 1), "{json}");
     let tasks: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "X").collect();
     let named = |k: &str| tasks.iter().filter(|e| e["name"] == k).count();
-    assert_eq!((named("first"), named("second"), tasks.len()), (3, 3, 6));
+    // The barrier tasks joining the iterations show as `barrier` (when a worker ran them).
+    assert_eq!((named("first"), named("second")), (3, 3));
+    assert!(named("barrier") <= 2 && tasks.len() == 6 + named("barrier"));
     assert!(
         tasks
             .iter()

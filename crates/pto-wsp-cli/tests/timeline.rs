@@ -357,7 +357,18 @@ fn the_chrome_trace_carries_the_modelled_timeline_beside_the_wall_clock() {
         meta("thread_name", 1),
         [(0, "worker 0".to_string()), (1, "worker 1".to_string())]
     );
-    assert_eq!(complete(1).len(), 6);
+    let wall = complete(1);
+    let barriers = wall.iter().filter(|e| e["cat"] == "barrier").count();
+    assert_eq!(wall.len() - barriers, 6);
+    assert!(
+        barriers <= 2,
+        "the two barrier tasks at most (when a worker ran them)"
+    );
+    assert!(
+        wall.iter()
+            .filter(|e| e["cat"] == "barrier")
+            .all(|e| e["name"] == "barrier")
+    );
     let ps_us = |ps: u64| ps as f64 / 1e6;
     let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
     for (k, d) in device.iter().enumerate() {

@@ -190,7 +190,8 @@ fn task_args(labels: &HashMap<u32, Label>, index: u32) -> (String, Map<String, V
 /// (`generate` events), the host's generation, upload and launch (host generation), each
 /// scheduler thread (`dispatch` and `complete` events) and each core by kind (`AIC 0`, ...,
 /// `AIV 0`, ...), where every task is one event named by its kernel with the same `args` and
-/// its `core`. Task events are in category `task`, control work in `control`. (Pipeline
+/// its `core`. Task events are in category `task`, barrier tasks' (wall clock only: they run
+/// on no core) in `barrier`, control work in `control`. (Pipeline
 /// processes' tasks are named by their index only.)
 pub fn trace_json(plan: &LoweredPlan, bindings: &Bindings, stats: &RunStats) -> String {
     let labels = labels(plan, bindings, stats);
@@ -218,10 +219,15 @@ fn wall(trace: &mut Trace, stats: &RunStats, labels: &HashMap<u32, Label>) {
     }
     for s in &stats.spans {
         let (name, args) = task_args(labels, s.task);
+        let cat = if s.task == u32::MAX {
+            "barrier"
+        } else {
+            "task"
+        };
         trace.complete(
             (1, s.worker),
             &name,
-            "task",
+            cat,
             us_of_ns(s.start_ns),
             us_of_ns(s.end_ns.saturating_sub(s.start_ns)),
             &args,
