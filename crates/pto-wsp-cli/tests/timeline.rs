@@ -465,3 +465,28 @@ fn the_chrome_trace_carries_the_modelled_timeline_beside_the_wall_clock() {
         );
     }
 }
+
+/// The model replays a host-built graph: asked for where no such graph is built (device
+/// generation, a pipeline), the run is refused, naming the model and the mode, not run
+/// unmodelled.
+#[test]
+fn the_model_is_refused_where_no_host_graph_is_built() {
+    for (file, extra, mode) in [
+        (
+            "examples/rmsnorm.wsp",
+            Some("--device-gen"),
+            "device generation",
+        ),
+        ("examples/csp_pipeline.wsp", None, "a CSP pipeline run"),
+    ] {
+        let mut args = vec!["run", file, "-q", "--machine", "unit"];
+        args.extend(extra);
+        let (ok, out, err) = run(&args);
+        assert!(!ok, "{out}{err}");
+        assert!(
+            err.contains("the device timeline model") && err.contains(mode),
+            "{err}"
+        );
+        assert!(out.is_empty(), "nothing ran: {out}");
+    }
+}

@@ -506,6 +506,9 @@ pub(crate) fn compile_cpu(
         }
         _ => None,
     };
+    if machine.is_some() {
+        modes::machine_refused(mode)?;
+    }
     let pool = WorkerPool::new(options.threads)?;
     Ok(Program {
         inner: Arc::new(Inner {
