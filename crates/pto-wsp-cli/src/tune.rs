@@ -8,7 +8,7 @@
 //! Promises:
 //! - **Space**: executors, dispatch (the module's, `work_steal`, `round_robin(E)`), ready policy,
 //!   task window (size and mode as one dimension), pipeline depth, dependency batching, start
-//!   policy, and the values of symbols named by `--tune NAME=V1,V2,...` (e.g. a split-KV chunk
+//!   policy, pools (`single`, `by_exec_unit`), and the values of symbols named by `--tune NAME=V1,V2,...` (e.g. a split-KV chunk
 //!   size). Never `deps` (it decides correctness, not speed) nor `trace`.
 //! - **Method**: exhaustive when the whole space fits the budget at the first evaluation's cost;
 //!   else coordinate descent from the module's own schedule (each dimension in turn set to its
@@ -27,8 +27,8 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use pto_wsp::ir::{
-    Dispatch, GateScope, Module, ReadyPolicy, Schedule, ScheduleItem, ScheduleItemKind,
-    StartPolicy, TaskGraphItem, WindowMode,
+    Dispatch, GateScope, Module, PoolsPolicy, ReadyPolicy, Schedule, ScheduleItem,
+    ScheduleItemKind, StartPolicy, TaskGraphItem, WindowMode,
 };
 
 use crate::cmd::run::{RunOptions, cpu::run};
@@ -49,6 +49,7 @@ enum Value {
     Depth(Option<(u64, GateScope)>),
     Batch(u64),
     Start(StartPolicy),
+    Pools(PoolsPolicy),
     Symbol(String, String),
 }
 
@@ -68,6 +69,7 @@ impl std::fmt::Display for Value {
             }
             Value::Batch(n) => write!(f, "batch_deps {n}"),
             Value::Start(s) => f.write_str(&tg_text(&TaskGraphItem::Start(*s))),
+            Value::Pools(p) => f.write_str(&tg_text(&TaskGraphItem::Pools(*p))),
             Value::Symbol(n, v) => write!(f, "{n}={v}"),
         }
     }
@@ -103,6 +105,7 @@ fn dims(schedule: &Schedule, cores: u64, symbols: &[(String, Vec<String>)]) -> V
     let mut dispatch = None;
     let (mut window, mut depth, mut batch) = (None, None, 1);
     let (mut ready, mut start) = (ReadyPolicy::Fifo, StartPolicy::Immediate);
+    let mut pools = PoolsPolicy::Single;
     for it in &schedule.items {
         match &it.kind {
             ScheduleItemKind::Executors(n) => executors = Some(*n),
@@ -115,6 +118,7 @@ fn dims(schedule: &Schedule, cores: u64, symbols: &[(String, Vec<String>)]) -> V
                     match t {
                         TaskGraphItem::Ready(r) => ready = r.clone(),
                         TaskGraphItem::Start(s) => start = *s,
+                        TaskGraphItem::Pools(p) => pools = *p,
                         _ => {}
                     }
                 }
@@ -192,6 +196,12 @@ fn dims(schedule: &Schedule, cores: u64, symbols: &[(String, Vec<String>)]) -> V
             .map(Value::Start)
             .collect(),
         },
+        Dim {
+            values: with(pools, vec![PoolsPolicy::Single, PoolsPolicy::ByExecUnit])
+                .into_iter()
+                .map(Value::Pools)
+                .collect(),
+        },
     ];
     for (name, values) in symbols {
         out.push(Dim {
@@ -238,6 +248,7 @@ fn apply(schedule: &Schedule, dims: &[Dim], point: &[usize]) -> (Schedule, Vec<S
             Value::Dispatch(x) => head.push(ScheduleItemKind::Dispatch(x.clone())),
             Value::Ready(r) => set_tg(&mut graph, TaskGraphItem::Ready(r.clone())),
             Value::Start(s) => set_tg(&mut graph, TaskGraphItem::Start(*s)),
+            Value::Pools(p) => set_tg(&mut graph, TaskGraphItem::Pools(*p)),
             Value::Window(Some((n, m))) => tail.push(ScheduleItemKind::TaskWindow(*n, *m)),
             Value::Depth(Some((n, s))) => tail.push(ScheduleItemKind::PipelineDepth(*n, *s)),
             Value::Batch(n) if *n > 1 => tail.push(ScheduleItemKind::BatchDeps(*n)),

@@ -285,3 +285,208 @@ fn tune_never_reports_worse_than_the_module_and_writes_text_that_reads_back() {
     let (ok, o, e) = run(&["check", out.to_str().unwrap()]);
     assert!(ok, "{o}{e}");
 }
+
+/// The Chrome trace of a run modelled on a machine: valid trace-event JSON (read back by
+/// `serde_json`), the wall clock as process 1 and each modelled run as a further process; every
+/// task once on a core of the model with its kernel and regions, at the times the device
+/// model's report gives; the control threads' intervals add up to their busy times.
+#[test]
+fn the_chrome_trace_carries_the_modelled_timeline_beside_the_wall_clock() {
+    use pto_wsp_cli::cmd::run::{RunOptions, run as run_module};
+    use serde_json::Value;
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.json");
+    // Three `for_each` iterations of two tasks: expander index 2i is `first` on row 2i,
+    // 2i + 1 is `second` on row 2i + 1; a barrier task joins each iteration to the next, so
+    // graph ids are 0, 1, (barrier 2), 3, 4, (barrier 5), 6, 7: index k has id k + k / 2.
+    let text = "tensor A: f32[6, 4];\naxis I = dense(3);\n\
+                kernel first(inout a: f32[4]);\nkernel second(inout a: f32[4]);\n\
+                workload main() { for_each i in I { \
+                task first(A[i * 2, 0 +: 4]); task second(A[i * 2 + 1, 0 +: 4]); } }\n\
+                schedule for main { task_graph { trace cycles(700); } }\n";
+    let opts = RunOptions {
+        threads: 2,
+        empty_kernels: true,
+        trace: Some(trace.clone()),
+        machine: Some("unit".to_string()),
+        ..RunOptions::default()
+    };
+    let out = run_module("t.wsp", text, false, &opts, &mut |_| {}).unwrap();
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    assert_eq!(json["displayTimeUnit"], "ns");
+    let events = json["traceEvents"].as_array().unwrap();
+    // The trace-event format: metadata (`M`) and complete (`X`) events, each with a process;
+    // complete events with a track, a name and non-negative microsecond times.
+    for e in events {
+        let ph = e["ph"].as_str().unwrap();
+        assert!(ph == "M" || ph == "X", "{e}");
+        assert!(e["pid"].is_u64() && e["name"].is_string(), "{e}");
+        if ph == "X" {
+            assert!(e["tid"].is_u64(), "{e}");
+            assert!(e["ts"].as_f64().unwrap() >= 0.0 && e["dur"].as_f64().unwrap() >= 0.0);
+            assert!(e["args"].is_object(), "{e}");
+        }
+    }
+    let meta = |name: &str, pid: u64| -> Vec<(u64, String)> {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "M" && e["name"] == name && e["pid"] == pid)
+            .map(|e| {
+                (
+                    e["tid"].as_u64().unwrap_or(0),
+                    e["args"]["name"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let process = |pid: u64| meta("process_name", pid).first().map(|p| p.1.clone());
+    assert!(process(1).unwrap().contains("wall clock"));
+    let device = &out.stats.device;
+    assert_eq!(device.len(), 2, "device generation, then host generation");
+    assert!(process(2).unwrap().contains("unit (device generation)"));
+    assert!(process(3).unwrap().contains("unit (host generation)"));
+    assert_eq!(process(4), None);
+    let complete = |pid: u64| -> Vec<&Value> {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["pid"] == pid)
+            .collect()
+    };
+    // The wall clock: the six tasks on the two workers' tracks.
+    assert_eq!(
+        meta("thread_name", 1),
+        [(0, "worker 0".to_string()), (1, "worker 1".to_string())]
+    );
+    let wall = complete(1);
+    let barriers = wall.iter().filter(|e| e["cat"] == "barrier").count();
+    assert_eq!(wall.len() - barriers, 6);
+    assert!(
+        barriers <= 2,
+        "the two barrier tasks at most (when a worker ran them)"
+    );
+    assert!(
+        wall.iter()
+            .filter(|e| e["cat"] == "barrier")
+            .all(|e| e["name"] == "barrier")
+    );
+    let ps_us = |ps: u64| ps as f64 / 1e6;
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+    for (k, d) in device.iter().enumerate() {
+        let pid = 2 + k as u64;
+        let r = &d.report;
+        let tracks: HashMap<u64, String> = meta("thread_name", pid).into_iter().collect();
+        // Cores by kind, numbered within it: the unit machine's 2 AIC and 4 AIV.
+        let mut cores: Vec<&str> = tracks
+            .values()
+            .filter(|n| n.starts_with("AI"))
+            .map(String::as_str)
+            .collect();
+        cores.sort();
+        assert_eq!(
+            cores,
+            ["AIC 0", "AIC 1", "AIV 0", "AIV 1", "AIV 2", "AIV 3"]
+        );
+        assert!(tracks.values().any(|n| n == "scheduler 0"));
+        assert_eq!(
+            tracks.values().any(|n| n == "orchestrator"),
+            !d.host_generation
+        );
+        let evs = complete(pid);
+        let tasks: Vec<&&Value> = evs.iter().filter(|e| e["cat"] == "task").collect();
+        assert_eq!(tasks.len(), 6, "every task once in the model");
+        let mut seen = BTreeSet::new();
+        for e in &tasks {
+            let index = e["args"]["task"].as_u64().unwrap();
+            assert!(seen.insert(index), "task {index} twice");
+            let (kernel, row) = if index % 2 == 0 {
+                ("first", index)
+            } else {
+                ("second", index)
+            };
+            assert_eq!(e["name"], kernel, "{e}");
+            assert_eq!(
+                e["args"]["regions"],
+                serde_json::json!([format!("inout A[{row}, 0 +: 4]")]),
+                "{e}"
+            );
+            // Times: the report's kernel start and end of graph id k + k / 2, after the
+            // host's prefix (host generation).
+            let id = (index + index / 2) as usize;
+            let (start, end) = (d.prefix_ps + d.stats.starts[id], d.prefix_ps + r.ends[id]);
+            let ts = e["ts"].as_f64().unwrap();
+            let dur = e["dur"].as_f64().unwrap();
+            assert!(close(ts, ps_us(start)), "{ts} vs {start} ps");
+            assert!(close(ts + dur, ps_us(end)), "{} vs {end} ps", ts + dur);
+            assert!(close(dur, 0.7), "700 cycles at 1 GHz: {dur} us");
+            // On the track of the core the report names, of its kind.
+            let core = &tracks[&e["tid"].as_u64().unwrap()];
+            assert_eq!(e["args"]["core"].as_str(), Some(core.as_str()));
+            let (kind, first, _, _) = d
+                .kinds
+                .iter()
+                .find(|(_, f, n, _)| (*f..f + n).contains(&r.executor[id]))
+                .unwrap();
+            assert_eq!(*core, format!("{kind} {}", r.executor[id] - first));
+        }
+        assert_eq!(seen, (0..6).collect());
+        let last = tasks
+            .iter()
+            .map(|e| e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap())
+            .fold(0.0, f64::max);
+        assert!(last <= ps_us(d.makespan_ps) + 1e-9);
+        // Control threads: 8 tasks (6 and 2 barriers) generated (device generation),
+        // dispatched and completed; intervals add up to the report's busy times.
+        let sum = |work: &str| -> (usize, f64) {
+            let w: Vec<&&Value> = evs.iter().filter(|e| e["name"] == work).collect();
+            assert!(w.iter().all(|e| e["cat"] == "control"));
+            (w.len(), w.iter().map(|e| e["dur"].as_f64().unwrap()).sum())
+        };
+        let (generated, gen_us) = sum("generate");
+        if d.host_generation {
+            assert_eq!(generated, 0);
+            let host: Vec<&&Value> = evs
+                .iter()
+                .filter(|e| e["cat"] == "control" && tracks[&e["tid"].as_u64().unwrap()] == "host")
+                .collect();
+            assert_eq!(host.len(), 1);
+            assert!(close(host[0]["dur"].as_f64().unwrap(), ps_us(d.prefix_ps)));
+        } else {
+            assert_eq!(generated, 8);
+            assert!(close(gen_us, ps_us(r.orchestrator_busy)));
+        }
+        let (dispatched, d_us) = sum("dispatch");
+        let (completed, c_us) = sum("complete");
+        assert_eq!((dispatched, completed), (8, 8));
+        let busy: u64 = r.scheduler_busy.iter().sum();
+        assert!(
+            close(d_us + c_us, ps_us(busy)),
+            "{} vs {busy} ps",
+            d_us + c_us
+        );
+    }
+}
+
+/// The model replays a host-built graph: asked for where no such graph is built (device
+/// generation, a pipeline), the run is refused, naming the model and the mode, not run
+/// unmodelled.
+#[test]
+fn the_model_is_refused_where_no_host_graph_is_built() {
+    for (file, extra, mode) in [
+        (
+            "examples/rmsnorm.wsp",
+            Some("--device-gen"),
+            "device generation",
+        ),
+        ("examples/csp_pipeline.wsp", None, "a CSP pipeline run"),
+    ] {
+        let mut args = vec!["run", file, "-q", "--machine", "unit"];
+        args.extend(extra);
+        let (ok, out, err) = run(&args);
+        assert!(!ok, "{out}{err}");
+        assert!(
+            err.contains("the device timeline model") && err.contains(mode),
+            "{err}"
+        );
+        assert!(out.is_empty(), "nothing ran: {out}");
+    }
+}

@@ -73,8 +73,8 @@ pub use kexec::{KernelExec, TaskSource, task_costs, with_task_contexts};
 pub use pool::{MAX_THREADS, PoolError, WorkerPool};
 pub use run::{GateConfig, PoolSplit, RunConfig, StaticGraph};
 pub use sim::{
-    CycleStats, DeviceReport, DeviceRun, DeviceTimes, SimError, SimMachine, SimReady, SimSchedule,
-    SimTask, Waits, simulate_device,
+    CycleStats, DeviceReport, DeviceRun, DeviceTimes, Interval, SimError, SimMachine, SimReady,
+    SimSchedule, SimTask, Waits, Work, simulate_device,
 };
 pub use stats::{RunStats, Span};
 pub use stream::{AbortProbe, StreamBuilder, StreamConfig, StreamSink};

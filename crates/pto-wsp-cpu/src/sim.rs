@@ -299,6 +299,9 @@ pub struct DeviceRun {
     pub task_kernel: Vec<u32>,
     /// Kernel names.
     pub kernel_names: Vec<String>,
+    /// Expander index of every task (as `pto-wsp expand` lists it; `u32::MAX` for a barrier),
+    /// filled in by the run that modelled it; empty: the task ids are the indices.
+    pub task_index: Vec<u32>,
     /// What the model approximated for this run, for the report.
     pub notes: Vec<String>,
 }
@@ -316,7 +319,29 @@ pub struct Waits {
     pub dispatch: u64,
 }
 
-/// One interval of a modelled resource, for pictures.
+/// What a control thread does in an [`Interval`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Work {
+    /// The orchestrator generates the task.
+    Generate,
+    /// A scheduler thread dispatches the task to its core.
+    Dispatch,
+    /// A scheduler thread processes the task's completion (readies its successors).
+    Complete,
+}
+
+impl Work {
+    /// `generate`, `dispatch` or `complete`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Work::Generate => "generate",
+            Work::Dispatch => "dispatch",
+            Work::Complete => "complete",
+        }
+    }
+}
+
+/// One interval of a modelled control thread, for pictures and traces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Interval {
     /// Start.
@@ -325,6 +350,8 @@ pub struct Interval {
     pub end: u64,
     /// The task it serves.
     pub task: u32,
+    /// What the thread does for it.
+    pub work: Work,
 }
 
 /// The device-specific results of [`simulate_device`].
@@ -407,7 +434,7 @@ impl Dev<'_> {
     }
 
     /// Reserves `cost` of thread `s` from `now` on; returns when it ends.
-    fn serve(&mut self, s: usize, now: u64, cost: u64, task: u32) -> u64 {
+    fn serve(&mut self, s: usize, now: u64, cost: u64, task: u32, work: Work) -> u64 {
         let begin = now.max(self.sched_free[s]);
         self.sched_free[s] = begin + cost;
         self.sched_busy[s] += cost;
@@ -416,6 +443,7 @@ impl Dev<'_> {
                 start: begin,
                 end: begin + cost,
                 task,
+                work,
             });
         }
         begin + cost
@@ -689,6 +717,7 @@ impl<'a> Model<'a> {
                             start: self.now,
                             end: self.now + g,
                             task: t,
+                            work: Work::Generate,
                         });
                     }
                     g
@@ -931,7 +960,7 @@ impl<'a> Model<'a> {
         };
         let i = t as usize;
         let s = d.owner(e);
-        let written = d.serve(s, now, d.times.sched_dispatch, t);
+        let written = d.serve(s, now, d.times.sched_dispatch, t, Work::Dispatch);
         if d.times.no_core.get(i).copied().unwrap_or(false) {
             d.waits.free_core += now - d.ready_at[i];
             self.starts[i] = written;
@@ -960,7 +989,7 @@ impl<'a> Model<'a> {
             .expect("completions are seen only under device timing");
         let s = d.owner(e);
         let cost = d.times.sched_complete + d.times.sched_per_edge * succs;
-        let done = d.serve(s, now, cost, t);
+        let done = d.serve(s, now, cost, t, Work::Complete);
         self.events.push(Reverse((done, FINISH, t)));
     }
 
@@ -1542,6 +1571,25 @@ mod device_tests {
             assert_eq!(r.orchestrator_busy, n * g);
             assert_eq!(r.scheduler_busy, vec![n * (sd + sc) + (n - 1) * e]);
             assert_eq!(r.scheduling[0].len() as u64, 2 * n);
+            // Each task is dispatched, then its completion processed (with its successor's
+            // edge), in that order on the one scheduler thread; generation is one interval each.
+            for (k, iv) in r.scheduling[0].iter().enumerate() {
+                let t = (k / 2) as u64;
+                let (work, len) = if k % 2 == 0 {
+                    (Work::Dispatch, sd)
+                } else {
+                    (Work::Complete, sc + if t + 1 < n { e } else { 0 })
+                };
+                assert_eq!(
+                    (iv.work, iv.end - iv.start, u64::from(iv.task)),
+                    (work, len, t)
+                );
+            }
+            assert!(
+                r.generation
+                    .iter()
+                    .all(|i| i.work == Work::Generate && i.end - i.start == g)
+            );
         }
     }
 

@@ -165,6 +165,9 @@ impl Module {
             debug_checks,
             kernels,
             profiling: trace,
+            // A run modelled on a machine (`trace cycles device(NAME)`) traces the model's
+            // control threads too.
+            record_timeline: trace,
             coverage,
             ..CompileOptions::default()
         };

@@ -18,6 +18,7 @@
 
 pub mod aliases;
 pub mod binds;
+mod chrome;
 pub mod library;
 pub mod trace;
 

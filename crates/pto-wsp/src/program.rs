@@ -506,6 +506,9 @@ pub(crate) fn compile_cpu(
         }
         _ => None,
     };
+    if machine.is_some() {
+        modes::machine_refused(mode)?;
+    }
     let pool = WorkerPool::new(options.threads)?;
     Ok(Program {
         inner: Arc::new(Inner {
@@ -926,6 +929,10 @@ impl Inner {
         }
         if let Some(m) = &self.machine {
             stats.device = self.device_model(m, &table, store, &costs, &stats.edge_list)?;
+            let index = origins.to_vec();
+            for d in &mut stats.device {
+                d.task_index.clone_from(&index);
+            }
         }
         Ok(stats)
     }

@@ -1,4 +1,5 @@
-//! How a task is written as text, and the Chrome trace of a run: the one writer of both, for
+//! How a task is written as text, and the Chrome trace of a run (the wall clock and, when the
+//! run was modelled on a machine, the device timeline model): the one writer of both, for
 //! `pto-wsp expand`'s task list, `pto-wsp run --trace` and Python's `Program.write_trace`.
 //!
 //! Why: a task shown in a trace should read exactly as the task list shows it (kernel, executor,
@@ -7,9 +8,12 @@
 //! Promise: the text depends only on the module and the expanded task; a name the module does not
 //! have is shown as `#index`, never a panic.
 
+use super::chrome::{Trace, us_of_ns, us_of_ps};
 use crate::LoweredPlan;
-use pto_wsp_cpu::RunStats;
+use pto_wsp_cpu::{DeviceRun, RunStats};
 use pto_wsp_ir::{Bindings, ExpandOptions, ExpandedRegion, ExpandedTask, Module, ParamKind};
+use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
 
 /// The name of kernel `index` (or `#index` if the module has no such kernel).
 pub fn kernel_name(module: &Module, index: u32) -> String {
@@ -90,33 +94,251 @@ pub fn task_label(module: &Module, task: &ExpandedTask) -> (String, String, Stri
     (kernel, exec, args)
 }
 
-/// The run's Chrome trace: each task's event named by its kernel, with its expander index,
-/// executor and arguments (scalars and regions, as `pto-wsp expand` lists them) in `args`, on
-/// its worker's track. (Pipeline processes' tasks are named by their index only.)
-pub fn trace_json(plan: &LoweredPlan, bindings: &Bindings, stats: &RunStats) -> String {
-    let mut labels = std::collections::HashMap::new();
+/// What a trace event says about one task: its kernel, executor, arguments (scalars and
+/// regions, as the task list shows them) and regions alone.
+struct Label {
+    kernel: String,
+    exec: String,
+    args: String,
+    regions: Vec<String>,
+}
+
+/// The labels of the tasks the trace shows, by expander index: the tasks are expanded again
+/// (only those shown are kept), since the run itself keeps no per-task text.
+fn labels(plan: &LoweredPlan, bindings: &Bindings, stats: &RunStats) -> HashMap<u32, Label> {
+    let mut labels = HashMap::new();
     let module = plan.module();
-    if !plan.resolved().csp {
-        let traced: std::collections::HashSet<u32> = stats.spans.iter().map(|s| s.task).collect();
-        // The tasks are expanded again (only the traced ones are kept): the run itself keeps
-        // no per-task text.
-        let _ = pto_wsp_ir::expand_each(
-            plan.resolved(),
-            bindings,
-            &ExpandOptions::default(),
-            |i, t| {
-                if traced.contains(&i) {
-                    labels.insert(i, task_label(module, t));
-                }
-            },
+    if plan.resolved().csp {
+        return labels;
+    }
+    let mut shown: HashSet<u32> = stats.spans.iter().map(|s| s.task).collect();
+    for d in &stats.device {
+        shown.extend((0..d.task_kernel.len() as u32).map(|t| modelled_index(d, t)));
+    }
+    let _ = pto_wsp_ir::expand_each(
+        plan.resolved(),
+        bindings,
+        &ExpandOptions::default(),
+        |i, t| {
+            if shown.contains(&i) {
+                let (kernel, exec, args) = task_label(module, t);
+                let regions = t
+                    .regions
+                    .iter()
+                    .map(|r| format!("{} {}", r.access, region_text(module, r)))
+                    .collect();
+                labels.insert(
+                    i,
+                    Label {
+                        kernel,
+                        exec,
+                        args,
+                        regions,
+                    },
+                );
+            }
+        },
+    );
+    labels
+}
+
+/// The expander index of task `t` of a modelled run (`u32::MAX` for a barrier).
+fn modelled_index(d: &DeviceRun, t: u32) -> u32 {
+    d.task_index.get(t as usize).copied().unwrap_or(t)
+}
+
+/// The kernel of task `t` of a modelled run, as the task list names it.
+fn modelled_kernel(d: &DeviceRun, labels: &HashMap<u32, Label>, t: u32) -> String {
+    let index = modelled_index(d, t);
+    match labels.get(&index) {
+        Some(l) => l.kernel.clone(),
+        None if index == u32::MAX => "barrier".to_string(),
+        None => d
+            .task_kernel
+            .get(t as usize)
+            .and_then(|&k| d.kernel_names.get(k as usize))
+            .cloned()
+            .unwrap_or_else(|| format!("task {index}")),
+    }
+}
+
+/// A task event's name and `args`: `task` (its expander index), then what `labels` knows.
+fn task_args(labels: &HashMap<u32, Label>, index: u32) -> (String, Map<String, Value>) {
+    let mut args = Map::new();
+    args.insert("task".into(), Value::from(index));
+    let name = match labels.get(&index) {
+        Some(l) => {
+            args.insert("executor".into(), Value::from(l.exec.clone()));
+            args.insert("args".into(), Value::from(l.args.clone()));
+            args.insert("regions".into(), Value::from(l.regions.clone()));
+            l.kernel.clone()
+        }
+        None if index == u32::MAX => "barrier".to_string(),
+        None => format!("task {index}"),
+    };
+    (name, args)
+}
+
+/// The run's Chrome trace (Perfetto, `chrome://tracing`; times in microseconds from the run's
+/// start).
+///
+/// Process 1 is the wall clock: one track per worker (`worker N`), one event per task named by
+/// its kernel, with its expander index (`task`), executor, arguments (`args`: scalars and
+/// regions, as `pto-wsp expand` lists them) and `regions` in its `args`. When the run was
+/// modelled on a machine (`trace cycles device(NAME)`, `--machine`), each modelled run follows
+/// as its own process (device generation, then host generation): a track for the orchestrator
+/// (`generate` events), the host's generation, upload and launch (host generation), each
+/// scheduler thread (`dispatch` and `complete` events) and each core by kind (`AIC 0`, ...,
+/// `AIV 0`, ...), where every task is one event named by its kernel with the same `args` and
+/// its `core`. Task events are in category `task`, barrier tasks' (wall clock only: they run
+/// on no core) in `barrier`, control work in `control`. (Pipeline
+/// processes' tasks are named by their index only.)
+pub fn trace_json(plan: &LoweredPlan, bindings: &Bindings, stats: &RunStats) -> String {
+    let labels = labels(plan, bindings, stats);
+    let mut trace = Trace::new();
+    wall(&mut trace, stats, &labels);
+    for (k, d) in stats.device.iter().enumerate() {
+        modelled(&mut trace, 2 + k as u32, d, &labels);
+    }
+    trace.finish()
+}
+
+/// Process 1: the wall-clock spans, one track per worker.
+fn wall(trace: &mut Trace, stats: &RunStats, labels: &HashMap<u32, Label>) {
+    let workers = stats.per_worker.len().max(
+        stats
+            .spans
+            .iter()
+            .map(|s| s.worker as usize + 1)
+            .max()
+            .unwrap_or(0),
+    );
+    trace.process(1, &format!("pto-wsp run: wall clock, {workers} worker(s)"));
+    for w in 0..workers as u32 {
+        trace.track(1, w, &format!("worker {w}"));
+    }
+    for s in &stats.spans {
+        let (name, args) = task_args(labels, s.task);
+        let cat = if s.task == u32::MAX {
+            "barrier"
+        } else {
+            "task"
+        };
+        trace.complete(
+            (1, s.worker),
+            &name,
+            cat,
+            us_of_ns(s.start_ns),
+            us_of_ns(s.end_ns.saturating_sub(s.start_ns)),
+            &args,
         );
     }
-    stats.chrome_trace(|t| match labels.get(&t) {
-        Some((kernel, exec, args)) => (
-            kernel.clone(),
-            vec![("executor", exec.clone()), ("args", args.clone())],
+}
+
+/// Process `pid`: one modelled run, its control threads then its cores by kind.
+fn modelled(trace: &mut Trace, pid: u32, d: &DeviceRun, labels: &HashMap<u32, Label>) {
+    let r = &d.report;
+    let generation = if d.host_generation { "host" } else { "device" };
+    trace.process(
+        pid,
+        &format!(
+            "model of {} ({generation} generation): makespan {} us",
+            d.machine,
+            us_of_ps(d.makespan_ps)
         ),
-        None if t == u32::MAX => ("barrier".to_string(), Vec::new()),
-        None => (format!("task {t}"), Vec::new()),
-    })
+    );
+    let shift = d.prefix_ps;
+    let control = |t: u32| {
+        let mut args = Map::new();
+        args.insert("task".into(), Value::from(modelled_index(d, t)));
+        args.insert("kernel".into(), Value::from(modelled_kernel(d, labels, t)));
+        args
+    };
+    if d.orchestrators > 0 {
+        let name = if d.orchestrators > 1 {
+            format!("orchestrator ({} threads as one)", d.orchestrators)
+        } else {
+            "orchestrator".to_string()
+        };
+        trace.track(pid, 0, &name);
+        for i in &r.generation {
+            let (a, b) = (i.start + shift, i.end + shift);
+            let args = control(i.task);
+            trace.complete(
+                (pid, 0),
+                i.work.name(),
+                "control",
+                us_of_ps(a),
+                us_of_ps(b - a),
+                &args,
+            );
+        }
+    }
+    if d.prefix_ps > 0 {
+        trace.track(pid, 1, "host");
+        trace.complete(
+            (pid, 1),
+            "host generation, upload and launch",
+            "control",
+            0.0,
+            us_of_ps(d.prefix_ps),
+            &Map::new(),
+        );
+    }
+    let schedulers = d.schedulers.max(r.scheduling.len() as u32);
+    for s in 0..schedulers {
+        trace.track(pid, 2 + s, &format!("scheduler {s}"));
+    }
+    for (s, intervals) in r.scheduling.iter().enumerate() {
+        for i in intervals {
+            let (a, b) = (i.start + shift, i.end + shift);
+            let args = control(i.task);
+            let tid = 2 + s as u32;
+            trace.complete(
+                (pid, tid),
+                i.work.name(),
+                "control",
+                us_of_ps(a),
+                us_of_ps(b - a),
+                &args,
+            );
+        }
+    }
+    // Cores: kind by kind (as the machine lists them), each numbered within its kind.
+    let first_core = 2 + schedulers;
+    let mut tid_of = HashMap::new();
+    let mut core_name = HashMap::new();
+    let mut tid = first_core;
+    for (kind, first, count, _) in &d.kinds {
+        for j in 0..*count {
+            let name = format!("{kind} {j}");
+            trace.track(pid, tid, &name);
+            tid_of.insert(first + j, tid);
+            core_name.insert(first + j, name);
+            tid += 1;
+        }
+    }
+    for (t, &e) in r.executor.iter().enumerate() {
+        if d.task_kernel.get(t).is_none_or(|&k| k == u32::MAX) {
+            continue; // A barrier runs on no core.
+        }
+        let (Some(&tid), Some(&start), Some(&end)) =
+            (tid_of.get(&e), d.stats.starts.get(t), r.ends.get(t))
+        else {
+            continue;
+        };
+        let index = modelled_index(d, t as u32);
+        let (_, mut args) = task_args(labels, index);
+        let name = modelled_kernel(d, labels, t as u32);
+        args.insert("core".into(), Value::from(core_name[&e].clone()));
+        let (a, b) = (start + shift, end + shift);
+        trace.complete(
+            (pid, tid),
+            &name,
+            "task",
+            us_of_ps(a),
+            us_of_ps(b - a),
+            &args,
+        );
+    }
 }

@@ -276,6 +276,7 @@ pub(crate) fn model(
         report,
         task_kernel: tasks.iter().map(|t| t.kernel).collect(),
         kernel_names: kernel_names.to_vec(),
+        task_index: Vec::new(),
         notes,
     })
 }

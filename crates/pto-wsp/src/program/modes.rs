@@ -190,6 +190,25 @@ pub(crate) fn refused(module: &Module, mode: Mode) -> Result<(), Unsupported> {
     Ok(())
 }
 
+/// The device timeline model (`--machine`, `trace cycles device(NAME)`) is refused outside host
+/// runs: it replays the host-built graph of a finished run, which device generation and
+/// pipelines do not build (in device generation a schedule's `trace cycles` is refused first,
+/// at its place, by [`refused`]).
+pub(crate) fn machine_refused(mode: Mode) -> Result<(), Unsupported> {
+    if matches!(mode, Mode::Host) {
+        return Ok(());
+    }
+    Err(Unsupported {
+        backend: "cpu_sim".into(),
+        construct: format!(
+            "the device timeline model (`--machine`, `trace cycles device(NAME)`) in {}: it models the graph a host run \
+             builds, which this mode does not build",
+            mode.name()
+        ),
+        loc: Loc::NONE,
+    })
+}
+
 /// One line per directive of `module`'s schedule that compiles in `mode` but does nothing
 /// there, saying why.
 pub(crate) fn notes(module: &Module, mode: Mode) -> Vec<String> {

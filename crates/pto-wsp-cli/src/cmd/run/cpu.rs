@@ -104,7 +104,8 @@ pub fn run_lowered(
             ),
             None => None,
         },
-        record_timeline: opts.timeline.is_some(),
+        // The picture and the trace show the modelled control threads too.
+        record_timeline: opts.timeline.is_some() || opts.trace.is_some(),
         ..CompileOptions::default()
     };
     let mut program =

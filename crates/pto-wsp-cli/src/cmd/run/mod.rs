@@ -48,7 +48,9 @@ pub struct Args {
     /// Write tensor NAME to a numpy .npy file after the run.
     #[arg(long = "output", value_name = "NAME=PATH.npy")]
     pub outputs: Vec<String>,
-    /// Write the wall-clock span of every task as Chrome trace-event JSON (Perfetto).
+    /// Write the wall-clock span of every task as Chrome trace-event JSON (Perfetto); a run
+    /// modelled on a machine (--machine, `trace cycles device(NAME)`) adds the model's
+    /// timeline as further processes (cores by kind, orchestrator, scheduler threads).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// Debug checks: fail on two conflicting tasks in flight at once, and on any two tasks
@@ -200,9 +202,23 @@ fn on_cpu(name: &str, text: &str, main_job: bool, opts: &RunOptions) -> anyhow::
     header?;
     print(&outcome.report)?;
     if let Some(path) = &opts.trace {
+        let modelled: Vec<String> = outcome
+            .stats
+            .device
+            .iter()
+            .map(|d| {
+                let g = if d.host_generation { "host" } else { "device" };
+                format!("the model on {} ({g} generation)", d.machine)
+            })
+            .collect();
         eprintln!(
-            "wrote {} task spans to {}",
+            "wrote {} task spans{} to {}",
             outcome.stats.spans.len(),
+            if modelled.is_empty() {
+                String::new()
+            } else {
+                format!(" and {}", modelled.join(" and "))
+            },
             path.display()
         );
     }
