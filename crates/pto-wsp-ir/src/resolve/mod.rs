@@ -22,9 +22,14 @@
 //!   encoder, every back end, the front ends) reads that [`Resolved`]. The feature
 //!   `resolution-count` counts resolutions ([`resolutions`]) so a test can hold that true.
 //!
-//! How: see `walk.rs` (the one pass over the entry point) and `texpr.rs` (typed expressions).
+//! Kernel bodies are resolved here too, one kernel at a time ([`body::resolve_body`]): every
+//! reader of a body (the cycle model, the CPU executor, the emitters) reads the slot form.
+//!
+//! How: see `walk.rs` (the one pass over the entry point), `texpr.rs` (typed expressions) and
+//! `body.rs` (kernel bodies).
 
 mod bind;
+pub mod body;
 #[cfg(feature = "resolution-count")]
 mod count;
 mod texpr;
@@ -34,6 +39,7 @@ mod walk;
 pub use count::resolutions;
 
 pub use bind::{BindingError, array_value, slot_value, symbol_value};
+pub use body::resolve_body;
 pub use texpr::{Reg, TExpr};
 pub use walk::resolve;
 
