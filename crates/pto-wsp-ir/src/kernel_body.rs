@@ -31,9 +31,9 @@
 use crate::expr::Expr;
 use crate::loc::{Ident, Loc};
 use crate::resolve::body::{Arg, Body, BodyKind, BodyStmt, IntExpr};
-use crate::value::Value;
 use crate::tile_isa::TileOp;
 use crate::types::DType;
+use crate::value::Value;
 
 /// The PTO tile kinds (where a tile lives on the device).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -411,7 +411,11 @@ impl<'a> KernelCx<'a> {
                     );
                 }
                 (
-                    BodyKind::For { slot, count, body: rbody },
+                    BodyKind::For {
+                        slot,
+                        count,
+                        body: rbody,
+                    },
                     KStmtKind::For { body: sbody, .. },
                 ) => {
                     let var = self.body.values[*slot as usize].name.clone();

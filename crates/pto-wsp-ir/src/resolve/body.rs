@@ -110,6 +110,25 @@ pub struct IntExpr {
 }
 
 impl IntExpr {
+    /// Resolves `e`: `slot_of(name)` is the value slot of a name, `None` when it means nothing
+    /// there (an [`crate::eval::EvalError::Unbound`]).
+    pub(crate) fn resolve(
+        e: &Expr,
+        slot_of: &mut impl FnMut(&str) -> Option<u32>,
+    ) -> Result<IntExpr, crate::eval::EvalError> {
+        let mut names = Vec::new();
+        let compiled = Compiled::resolve(e, &mut |n| {
+            let slot = slot_of(n)?;
+            names.push(slot);
+            Some(slot)
+        })?;
+        Ok(IntExpr {
+            compiled,
+            text: e.clone(),
+            names,
+        })
+    }
+
     /// The value slot of each name `text` contains, in the order they are written (a name that
     /// appears twice is listed twice).
     pub fn slots(&self) -> &[u32] {
@@ -357,20 +376,11 @@ impl Resolver<'_> {
     }
 
     fn int(&self, e: &Expr, loc: Loc) -> Result<IntExpr, ResolveError> {
-        let mut names = Vec::new();
-        let compiled = Compiled::resolve(e, &mut |n| match self.find(n) {
-            Some(Local::Value(i)) => {
-                names.push(i);
-                Some(i)
-            }
+        IntExpr::resolve(e, &mut |n| match self.find(n) {
+            Some(Local::Value(i)) => Some(i),
             _ => None,
         })
-        .map_err(|x| self.malformed(format!("`{e}`: {x}"), loc))?;
-        Ok(IntExpr {
-            compiled,
-            text: e.clone(),
-            names,
-        })
+        .map_err(|x| self.malformed(format!("`{e}`: {x}"), loc))
     }
 
     fn declare_value(&mut self, name: &Ident, loc: Loc) -> u32 {
@@ -534,7 +544,9 @@ impl Resolver<'_> {
             })?;
             parts.push(MsgPart::Text(rest[..open].to_string()));
             let name = &rest[open + 1..open + close];
-            parts.push(MsgPart::Value(self.int(&Expr::Name(Ident::new(name)), loc)?));
+            parts.push(MsgPart::Value(
+                self.int(&Expr::Name(Ident::new(name)), loc)?,
+            ));
             rest = &rest[open + close + 1..];
         }
         parts.push(MsgPart::Text(rest.to_string()));
