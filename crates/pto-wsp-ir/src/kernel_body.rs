@@ -30,8 +30,10 @@
 
 use crate::expr::Expr;
 use crate::loc::{Ident, Loc};
+use crate::resolve::body::{Arg, Body, BodyKind, BodyStmt, IntExpr};
 use crate::tile_isa::TileOp;
 use crate::types::DType;
+use crate::value::Value;
 
 /// The PTO tile kinds (where a tile lives on the device).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -338,98 +340,92 @@ pub struct BodyError {
 }
 
 /// What [`Walk::run`] calls for each instruction executed.
-pub type OnInst<'f> = dyn FnMut(&Walk<'_>, TileOp, &[InstArg]) -> Result<(), BodyError> + 'f;
+pub type OnInst<'f> = dyn FnMut(&Walk<'_>, TileOp, &[Arg]) -> Result<(), BodyError> + 'f;
 
-/// The valid rows × cols of every tile in scope, and the integer locals, while walking a body.
-pub struct Walk<'k> {
-    kernel: &'k crate::module::KernelDecl,
-    env: std::collections::HashMap<String, crate::value::Value>,
-    tiles: std::collections::HashMap<String, (u64, u64)>,
+/// The valid rows × cols of every tile and the value slots while walking a resolved body
+/// ([`crate::resolve::body`]).
+pub struct Walk<'b> {
+    body: &'b Body,
+    env: Vec<Value>,
+    tiles: Vec<(u64, u64)>,
 }
 
-impl<'k> Walk<'k> {
-    /// A walk of `kernel`'s body with its scalar parameters bound to the raw values `scalars`
-    /// (in declaration order, as a task passes them); region extents (`rows(x)`, `cols(x)`) are
-    /// 0 (see [`Walk::with_regions`]).
-    pub fn new(
-        kernel: &'k crate::module::KernelDecl,
-        scalars: &[u64],
-    ) -> Result<Walk<'k>, BodyError> {
-        Walk::with_regions(kernel, scalars, &[])
+impl<'b> Walk<'b> {
+    /// A walk of `body` with its scalar parameters bound to the raw values `scalars` (in
+    /// declaration order, as a task passes them); region extents (`rows(x)`, `cols(x)`) are 0
+    /// (see [`Walk::with_regions`]).
+    pub fn new(body: &'b Body, scalars: &[u64]) -> Result<Walk<'b>, BodyError> {
+        Walk::with_regions(body, scalars, &[])
     }
 
     /// [`Walk::new`] with the rows × cols of the task's regions (one per tile parameter, in
     /// order; missing ones count as 0 × 0), which `rows(x)` and `cols(x)` name.
     pub fn with_regions(
-        kernel: &'k crate::module::KernelDecl,
+        body: &'b Body,
         scalars: &[u64],
         regions: &[(u64, u64)],
-    ) -> Result<Walk<'k>, BodyError> {
-        use crate::module::ParamKind;
+    ) -> Result<Walk<'b>, BodyError> {
         use crate::types::ScalarType;
-        use crate::value::Value;
-        let mut env = std::collections::HashMap::new();
-        let mut it = scalars.iter();
-        let mut region = 0;
-        for p in &kernel.params {
-            match p.kind {
-                ParamKind::Scalar(t) => {
-                    let Some(&raw) = it.next() else {
-                        return Err(BodyError {
-                            kernel: kernel.name.name.clone(),
-                            message: format!("scalar parameter `{}` is not given", p.name),
-                        });
-                    };
-                    let v = match t.carrier() {
-                        ScalarType::Bool => Value::Bool(raw != 0),
-                        ScalarType::I64 => Value::I64(raw as i64),
-                        ScalarType::U64 => Value::U64(raw),
-                    };
-                    env.insert(p.name.name.clone(), v);
-                }
-                ParamKind::Tile { .. } => {
-                    let (r, c) = regions.get(region).copied().unwrap_or((0, 0));
-                    region += 1;
-                    env.insert(extent_name(true, &p.name.name), Value::I64(r as i64));
-                    env.insert(extent_name(false, &p.name.name), Value::I64(c as i64));
-                }
-            }
+        let mut env = vec![Value::I64(0); body.values.len()];
+        for (i, p) in body.scalars.iter().enumerate() {
+            let Some(&raw) = scalars.get(i) else {
+                return Err(BodyError {
+                    kernel: body.kernel.clone(),
+                    message: format!("scalar parameter `{}` is not given", p.name),
+                });
+            };
+            env[i] = match p.ty.carrier() {
+                ScalarType::Bool => Value::Bool(raw != 0),
+                ScalarType::I64 => Value::I64(raw as i64),
+                ScalarType::U64 => Value::U64(raw),
+            };
+        }
+        for (i, r) in body.regions.iter().enumerate() {
+            let (rows, cols) = regions.get(i).copied().unwrap_or((0, 0));
+            env[r.extents.0 as usize] = Value::I64(rows as i64);
+            env[r.extents.1 as usize] = Value::I64(cols as i64);
         }
         Ok(Walk {
-            kernel,
+            body,
             env,
-            tiles: std::collections::HashMap::new(),
+            tiles: vec![(0, 0); body.tiles.len()],
         })
     }
 
     fn err(&self, message: String) -> BodyError {
         BodyError {
-            kernel: self.kernel.name.name.clone(),
+            kernel: self.body.kernel.clone(),
             message,
         }
     }
 
     /// Evaluates an integer expression of the body.
-    pub fn int(&self, e: &Expr) -> Result<i64, BodyError> {
-        match crate::eval::eval(e, &self.env) {
-            Ok(crate::value::Value::I64(v)) => Ok(v),
-            Ok(crate::value::Value::U64(v)) => Ok(v as i64),
-            Ok(v) => Err(self.err(format!("`{e}` is {v}, not an integer"))),
-            Err(x) => Err(self.err(format!("`{e}`: {x}"))),
+    pub fn int(&self, e: &IntExpr) -> Result<i64, BodyError> {
+        match e.compiled.eval(&self.env) {
+            Ok(Value::I64(v)) => Ok(v),
+            Ok(Value::U64(v)) => Ok(v as i64),
+            Ok(v) => Err(self.err(format!("`{}` is {v}, not an integer", e.text))),
+            Err(x) => Err(self.err(format!("`{}`: {x}", e.text))),
         }
     }
 
-    /// The valid rows × cols of tile `name`.
-    pub fn valid(&self, name: &str) -> (u64, u64) {
-        self.tiles.get(name).copied().unwrap_or((0, 0))
+    /// The valid rows × cols of tile `tile` (an index into [`Body::tiles`]).
+    pub fn valid(&self, tile: u32) -> (u64, u64) {
+        self.tiles.get(tile as usize).copied().unwrap_or((0, 0))
     }
 
-    /// Walks `body` in program order, calling `on_inst` for each instruction executed.
-    pub fn run(&mut self, body: &[KStmt], on_inst: &mut OnInst<'_>) -> Result<(), BodyError> {
+    /// Walks the body in program order, calling `on_inst` for each instruction executed.
+    pub fn run(&mut self, on_inst: &mut OnInst<'_>) -> Result<(), BodyError> {
+        let body = self.body;
+        self.block(&body.stmts, on_inst)
+    }
+
+    fn block(&mut self, body: &'b [BodyStmt], on_inst: &mut OnInst<'_>) -> Result<(), BodyError> {
         for s in body {
             match &s.kind {
-                KStmtKind::Tile(t) => {
-                    let (vr, vc) = match &t.valid {
+                BodyKind::Tile { tile, valid } => {
+                    let t = &self.body.tiles[*tile as usize].decl;
+                    let (vr, vc) = match valid {
                         None => (t.rows, t.cols),
                         Some((r, c)) => {
                             let (r, c) = (self.int(r)?, self.int(c)?);
@@ -442,41 +438,36 @@ impl<'k> Walk<'k> {
                             (r as u64, c as u64)
                         }
                     };
-                    self.tiles.insert(t.name.name.clone(), (vr, vc));
+                    self.tiles[*tile as usize] = (vr, vc);
                 }
-                KStmtKind::Let { name, value } => {
+                BodyKind::Let { slot, value } => {
                     let v = self.int(value)?;
-                    self.env
-                        .insert(name.name.clone(), crate::value::Value::I64(v));
+                    self.env[*slot as usize] = Value::I64(v);
                 }
-                KStmtKind::For { var, count, body } => {
+                BodyKind::For { slot, count, body } => {
                     let n = self.int(count)?;
                     for i in 0..n.max(0) {
-                        self.env
-                            .insert(var.name.clone(), crate::value::Value::I64(i));
-                        self.run(body, on_inst)?;
+                        self.env[*slot as usize] = Value::I64(i);
+                        self.block(body, on_inst)?;
                     }
                 }
-                KStmtKind::If {
+                BodyKind::If {
                     cond,
                     then_body,
                     else_body,
                 } => {
-                    let c = match crate::eval::eval(cond, &self.env) {
-                        Ok(crate::value::Value::Bool(b)) => b,
-                        Ok(v) => return Err(self.err(format!("`{cond}` is {v}, not bool"))),
-                        Err(x) => return Err(self.err(format!("`{cond}`: {x}"))),
+                    let c = match cond.compiled.eval(&self.env) {
+                        Ok(Value::Bool(b)) => b,
+                        Ok(v) => return Err(self.err(format!("`{}` is {v}, not bool", cond.text))),
+                        Err(x) => return Err(self.err(format!("`{}`: {x}", cond.text))),
                     };
-                    self.run(if c { then_body } else { else_body }, on_inst)?;
+                    self.block(if c { then_body } else { else_body }, on_inst)?;
                 }
-                KStmtKind::Inst { op, args } => on_inst(self, *op, args)?,
+                BodyKind::Inst { op, args } => on_inst(self, *op, args)?,
                 // The cost model knows no tile contents: an element read counts as 0, and a
                 // check is not evaluated (a failing one stops the task, which costs no more).
-                KStmtKind::GetVal { name, .. } => {
-                    self.env
-                        .insert(name.name.clone(), crate::value::Value::I64(0));
-                }
-                KStmtKind::Check { .. } | KStmtKind::LetFloat { .. } => {}
+                BodyKind::GetVal { slot, .. } => self.env[*slot as usize] = Value::I64(0),
+                BodyKind::Check { .. } | BodyKind::LetFloat { .. } => {}
             }
         }
         Ok(())
@@ -485,16 +476,16 @@ impl<'k> Walk<'k> {
 
 /// The cycles one instruction costs under the default model ([`crate::tile_isa::CostRule`]):
 /// valid rows × cols of the destination (source for `TSTORE`), M × K × N for `TMATMUL`.
-pub fn inst_cycles(w: &Walk<'_>, op: TileOp, args: &[InstArg]) -> u64 {
+pub fn inst_cycles(w: &Walk<'_>, op: TileOp, args: &[Arg]) -> u64 {
     use crate::tile_isa::{CostRule, Operand};
     let tile = |kind: Operand, nth: usize| -> (u64, u64) {
         let mut seen = 0;
         for (k, a) in op.operands().iter().zip(args) {
             if *k == kind
-                && let Some(id) = a.tile_name()
+                && let Arg::Tile(t) = a
             {
                 if seen == nth {
-                    return w.valid(&id.name);
+                    return w.valid(t.tile);
                 }
                 seen += 1;
             }
@@ -503,21 +494,21 @@ pub fn inst_cycles(w: &Walk<'_>, op: TileOp, args: &[InstArg]) -> u64 {
     };
     match op.cost_rule() {
         CostRule::DstValid => {
-            let (r, c) = tile(crate::tile_isa::Operand::Dst, 0);
+            let (r, c) = tile(Operand::Dst, 0);
             r * c
         }
         CostRule::SrcValid => {
-            let (r, c) = tile(crate::tile_isa::Operand::Src, 0);
+            let (r, c) = tile(Operand::Src, 0);
             r * c
         }
         CostRule::Sort5N => {
-            let (r, c) = tile(crate::tile_isa::Operand::Src, 0);
+            let (r, c) = tile(Operand::Src, 0);
             5 * r * c
         }
         CostRule::One => 1,
         CostRule::MKN => {
-            let (m, k) = tile(crate::tile_isa::Operand::Src, 0);
-            let (_, n) = tile(crate::tile_isa::Operand::Src, 1);
+            let (m, k) = tile(Operand::Src, 0);
+            let (_, n) = tile(Operand::Src, 1);
             m * k * n
         }
     }
@@ -535,12 +526,22 @@ pub fn body_cycles_with(
     scalars: &[u64],
     regions: &[(u64, u64)],
 ) -> Result<u64, BodyError> {
-    let Some(body) = &kernel.body else {
+    if kernel.body.is_none() {
         return Ok(0);
-    };
-    let mut w = Walk::with_regions(kernel, scalars, regions)?;
+    }
+    let body = crate::resolve::resolve_body(kernel).map_err(|e| BodyError {
+        kernel: kernel.name.name.clone(),
+        message: e.to_string(),
+    })?;
+    cycles(&body, scalars, regions)
+}
+
+/// The cycles of one run of a resolved body: the sum of [`inst_cycles`] over the instructions
+/// executed, with scalar parameters `scalars` and the rows × cols of the task's regions.
+pub fn cycles(body: &Body, scalars: &[u64], regions: &[(u64, u64)]) -> Result<u64, BodyError> {
+    let mut w = Walk::with_regions(body, scalars, regions)?;
     let mut total = 0u64;
-    w.run(body, &mut |w, op, args| {
+    w.run(&mut |w, op, args| {
         total += inst_cycles(w, op, args);
         Ok(())
     })?;

@@ -5,10 +5,10 @@
 //! registry kernel whose cost is the per-instruction cycle model
 //! (`pto_wsp_ir::kernel_body::body_cycles`).
 //!
-//! How: a body is lowered once, when it is registered, into a `Program`: every tile
-//! declaration gets a slot of a per-worker scratch, every name of a scalar an index into a flat
-//! array of values, every integer expression is resolved ([`Compiled`]), and every instruction
-//! becomes a step whose operands are slot numbers. Three sequences are fused: `TROWEXPANDSUB;
+//! How: a body is resolved once, when it is registered (`pto_wsp_ir::resolve::body`: every
+//! name of a scalar an index into a flat array of values, every integer expression
+//! [`Compiled`]), then lowered into a `Program`: every tile gets a slot of a per-worker scratch,
+//! and every instruction becomes a step whose operands are slot numbers. Three sequences are fused: `TROWEXPANDSUB;
 //! TEXP; TROWSUM` into one `exp` pass, `TTRANS; TMATMUL` (the transposed tile used nowhere
 //! else) into a product with the transposed operand, `TMUL(q, x, x); TROWSUM` (`q` used nowhere
 //! else) into sums of squares; each runs as its instructions when the valid sizes of a task do
@@ -39,10 +39,14 @@ use crate::fast;
 use crate::registry::{KernelError, KernelRegistry};
 use crate::tile::{Float, FloatRead, FloatWrite};
 use half::{bf16, f16};
+#[cfg(doc)]
 use pto_wsp_ir::eval::Compiled;
-use pto_wsp_ir::kernel_body::{FloatArg, InstArg, KStmt, KStmtKind, body_cycles_with, extent_name};
+use pto_wsp_ir::kernel_body::cycles;
+use pto_wsp_ir::resolve::body::{
+    Arg, Body, BodyKind, BodyStmt, FloatVal, IntExpr, MsgPart, TileRef, resolve_body,
+};
 use pto_wsp_ir::value::Value;
-use pto_wsp_ir::{DType, Expr, KernelDecl, Module, Operand, ParamKind, ScalarType, TileOp};
+use pto_wsp_ir::{DType, KernelDecl, Module, Operand, ScalarType, TileOp};
 use std::cell::RefCell;
 use std::sync::Arc;
 
@@ -60,7 +64,10 @@ pub fn register_bodies(module: &Module, registry: &mut KernelRegistry) -> Vec<St
             let dims: Vec<(u64, u64)> = (0..ctx.num_regions())
                 .map(|i| ctx.dims(i).map_or((0, 0), |(r, c)| (r as u64, c as u64)))
                 .collect();
-            body_cycles_with(&prepared.decl, ctx.params(), &dims).unwrap_or(0)
+            match &prepared.body {
+                Ok(body) => cycles(body, ctx.params(), &dims).unwrap_or(0),
+                Err(_) => 0,
+            }
         });
         names.push(k.name.name.clone());
     }
@@ -72,16 +79,23 @@ pub fn run_body(k: &KernelDecl, ctx: &TaskContext<'_>) -> Result<(), KernelError
     Prepared::new(k.clone()).run(ctx)
 }
 
-/// A kernel and its lowered body (or why it could not be lowered, reported by every task).
+/// A kernel, its resolved and its lowered body (or why it could not be resolved or lowered,
+/// reported by every task).
 struct Prepared {
     decl: KernelDecl,
+    body: Result<Body, String>,
     program: Result<Program, String>,
 }
 
 impl Prepared {
     fn new(decl: KernelDecl) -> Prepared {
-        let program = Program::lower(&decl);
-        Prepared { decl, program }
+        let body = resolve_body(&decl).map_err(|e| e.to_string());
+        let program = body.as_ref().map_err(Clone::clone).and_then(Program::lower);
+        Prepared {
+            decl,
+            body,
+            program,
+        }
     }
 
     fn run(&self, ctx: &TaskContext<'_>) -> Result<(), KernelError> {
@@ -109,12 +123,6 @@ impl TileInfo {
     fn int(&self) -> bool {
         self.dtype.is_integer()
     }
-}
-
-/// An integer expression of the body, resolved, with its text for error messages.
-struct IntExpr {
-    compiled: Compiled,
-    text: Expr,
 }
 
 /// A float operand: a literal, a float scalar parameter or local (its float slot: scalar
@@ -173,12 +181,6 @@ impl Inst {
     fn indexed(&self) -> bool {
         self.ix.iter().any(Option::is_some)
     }
-}
-
-/// A piece of a `check` message.
-enum MsgPart {
-    Text(String),
-    Value(IntExpr),
 }
 
 /// A statement of the lowered body.
@@ -267,63 +269,39 @@ struct Program {
     body: Vec<Step>,
 }
 
-/// Names in scope while lowering.
-enum Local {
-    Tile(usize),
-    Array(usize, usize),
-    Value(usize),
-    Region(usize),
-    Float(usize),
-}
-
-struct Lower {
-    scope: Vec<(String, Local)>,
+/// The lowering of a resolved body: its tile declarations expanded into slots.
+struct Lower<'b> {
+    body: &'b Body,
+    /// The first slot of each tile declaration (an array takes consecutive slots).
+    first: Vec<usize>,
     tiles: Vec<TileInfo>,
-    values: usize,
-    floats: usize,
 }
 
 impl Program {
-    fn lower(k: &KernelDecl) -> Result<Program, String> {
-        let mut lw = Lower {
-            scope: Vec::new(),
-            tiles: Vec::new(),
-            values: 0,
-            floats: 0,
-        };
-        let (mut scalars, mut regions) = (Vec::new(), Vec::new());
-        let mut region_names = Vec::new();
-        for p in &k.params {
-            match p.kind {
-                ParamKind::Tile { access, .. } => {
-                    lw.scope
-                        .push((p.name.name.clone(), Local::Region(regions.len())));
-                    regions.push(access.writes());
-                    region_names.push(p.name.name.clone());
-                }
-                ParamKind::Scalar(t) => {
-                    let i = scalars.len();
-                    if t.is_float() {
-                        lw.scope.push((p.name.name.clone(), Local::Float(i)));
-                        scalars.push((p.name.name.clone(), None));
-                    } else {
-                        lw.scope.push((p.name.name.clone(), Local::Value(i)));
-                        scalars.push((p.name.name.clone(), Some(t.carrier())));
-                    }
-                }
+    fn lower(b: &Body) -> Result<Program, String> {
+        let (mut first, mut tiles) = (Vec::new(), Vec::new());
+        for t in &b.tiles {
+            first.push(tiles.len());
+            let d = &t.decl;
+            for i in 0..t.count() {
+                tiles.push(TileInfo {
+                    name: match d.count {
+                        Some(_) => format!("{}[{i}]", d.name.name),
+                        None => d.name.name.clone(),
+                    },
+                    rows: d.rows as usize,
+                    cols: d.cols as usize,
+                    dtype: d.dtype,
+                });
             }
         }
-        lw.values = scalars.len();
-        lw.floats = scalars.len();
-        let mut extents = Vec::new();
-        for name in &region_names {
-            let (r, c) = (lw.values, lw.values + 1);
-            lw.values += 2;
-            lw.scope.push((extent_name(true, name), Local::Value(r)));
-            lw.scope.push((extent_name(false, name), Local::Value(c)));
-            extents.push((r, c));
-        }
-        let mut body = lw.block(k.body.as_deref().unwrap_or(&[]))?;
+        let lw = Lower {
+            body: b,
+            first,
+            tiles,
+        };
+        let regions: Vec<bool> = b.regions.iter().map(|r| r.access.writes()).collect();
+        let mut body = lw.block(&b.stmts)?;
         let mut uses = vec![0; lw.tiles.len()];
         count_uses(&body, &mut uses);
         fuse(&mut body, &lw.tiles, &uses);
@@ -331,197 +309,94 @@ impl Program {
         read_by_rows(&body, &mut by_rows);
         mark_lazy(&mut body, &by_rows, &lw.tiles, &regions);
         Ok(Program {
-            kernel: k.name.name.clone(),
+            kernel: b.kernel.clone(),
             tiles: lw.tiles,
-            scalars,
-            values: lw.values,
-            floats: lw.floats,
+            scalars: b
+                .scalars
+                .iter()
+                .map(|p| (p.name.clone(), (!p.ty.is_float()).then(|| p.ty.carrier())))
+                .collect(),
+            values: b.values.len(),
+            floats: b.floats.len(),
             regions,
-            extents,
+            extents: b
+                .regions
+                .iter()
+                .map(|r| (r.extents.0 as usize, r.extents.1 as usize))
+                .collect(),
             body,
         })
     }
 }
 
-impl Lower {
-    fn find(&self, name: &str) -> Option<&Local> {
-        self.scope
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, l)| l)
-    }
-
-    fn int(&self, e: &Expr) -> Result<IntExpr, String> {
-        let compiled = Compiled::resolve(e, &mut |n| match self.find(n) {
-            Some(Local::Value(i)) => Some(*i as u32),
-            _ => None,
-        })
-        .map_err(|x| format!("`{e}`: {x}"))?;
-        Ok(IntExpr {
-            compiled,
-            text: e.clone(),
-        })
-    }
-
-    fn value_slot(&mut self, name: &str) -> usize {
-        let slot = self.values;
-        self.values += 1;
-        self.scope.push((name.to_string(), Local::Value(slot)));
-        slot
-    }
-
-    fn block(&mut self, body: &[KStmt]) -> Result<Vec<Step>, String> {
-        let mark = self.scope.len();
-        let mut out = Vec::with_capacity(body.len());
-        for s in body {
-            out.push(self.stmt(s)?);
-        }
-        self.scope.truncate(mark);
-        Ok(out)
+impl Lower<'_> {
+    fn block(&self, body: &[BodyStmt]) -> Result<Vec<Step>, String> {
+        body.iter().map(|s| self.stmt(&s.kind)).collect()
     }
 
     /// The slot (or first slot and element index) a tile operand names.
-    fn tile_arg(&self, a: &InstArg) -> Result<(usize, Option<ArrayIndex>), String> {
-        match a {
-            InstArg::Name(id) => match self.find(&id.name) {
-                Some(Local::Tile(t)) => Ok((*t, None)),
-                _ => Err(format!("`{}` is not a tile", id.name)),
-            },
-            InstArg::Index(id, e) => match self.find(&id.name) {
-                Some(Local::Array(t, len)) => Ok((
-                    *t,
-                    Some(ArrayIndex {
-                        index: self.int(e)?,
-                        len: *len,
-                    }),
-                )),
-                _ => Err(format!("`{}` is not a tile array", id.name)),
-            },
-            _ => Err(format!("`{a}` is not a tile")),
-        }
+    fn tile_arg(&self, a: &TileRef) -> (usize, Option<ArrayIndex>) {
+        let t = a.tile as usize;
+        let ix = a.index.as_ref().map(|e| ArrayIndex {
+            index: e.clone(),
+            len: self.body.tiles[t].count(),
+        });
+        (self.first[t], ix)
     }
 
-    fn stmt(&mut self, s: &KStmt) -> Result<Step, String> {
-        Ok(match &s.kind {
-            KStmtKind::Tile(t) => {
-                let valid = match &t.valid {
-                    Some((r, c)) => Some((self.int(r)?, self.int(c)?)),
-                    None => None,
-                };
-                let tile = self.tiles.len();
-                let count = t.count.unwrap_or(1) as usize;
-                for i in 0..count {
-                    self.tiles.push(TileInfo {
-                        name: match t.count {
-                            Some(_) => format!("{}[{i}]", t.name.name),
-                            None => t.name.name.clone(),
-                        },
-                        rows: t.rows as usize,
-                        cols: t.cols as usize,
-                        dtype: t.dtype,
-                    });
-                }
-                let local = match t.count {
-                    Some(_) => Local::Array(tile, count),
-                    None => Local::Tile(tile),
-                };
-                self.scope.push((t.name.name.clone(), local));
-                Step::Tile { tile, count, valid }
-            }
-            KStmtKind::Let { name, value } => {
-                let value = self.int(value)?;
-                let slot = self.value_slot(&name.name);
-                Step::Let { slot, value }
-            }
-            KStmtKind::GetVal {
-                name,
+    fn stmt(&self, s: &BodyKind) -> Result<Step, String> {
+        Ok(match s {
+            BodyKind::Tile { tile, valid } => Step::Tile {
+                tile: self.first[*tile as usize],
+                count: self.body.tiles[*tile as usize].count(),
+                valid: valid.clone(),
+            },
+            BodyKind::Let { slot, value } => Step::Let {
+                slot: *slot as usize,
+                value: value.clone(),
+            },
+            BodyKind::GetVal {
+                slot,
                 tile,
                 row,
                 col,
             } => {
-                let (tile, ix) = self.tile_arg(tile)?;
-                let (row, col) = (self.int(row)?, self.int(col)?);
-                let slot = self.value_slot(&name.name);
+                let (tile, ix) = self.tile_arg(tile);
                 Step::GetVal {
-                    slot,
+                    slot: *slot as usize,
                     tile,
                     ix,
-                    row,
-                    col,
+                    row: row.clone(),
+                    col: col.clone(),
                 }
             }
-            KStmtKind::LetFloat { name, value } => {
-                let value = self.scalar_of(value)?;
-                let slot = self.floats;
-                self.floats += 1;
-                self.scope.push((name.name.clone(), Local::Float(slot)));
-                Step::LetFloat { slot, value }
-            }
-            KStmtKind::Check { cond, message } => Step::Check {
-                cond: self.int(cond)?,
-                message: self.message(message)?,
+            BodyKind::LetFloat { slot, value } => Step::LetFloat {
+                slot: *slot as usize,
+                value: scalar_of(value),
             },
-            KStmtKind::For { var, count, body } => {
-                let count = self.int(count)?;
-                let mark = self.scope.len();
-                let slot = self.value_slot(&var.name);
-                let body = self.block(body)?;
-                self.scope.truncate(mark);
-                Step::For { slot, count, body }
-            }
-            KStmtKind::If {
+            BodyKind::Check { cond, message } => Step::Check {
+                cond: cond.clone(),
+                message: message.clone(),
+            },
+            BodyKind::For { slot, count, body } => Step::For {
+                slot: *slot as usize,
+                count: count.clone(),
+                body: self.block(body)?,
+            },
+            BodyKind::If {
                 cond,
                 then_body,
                 else_body,
             } => Step::If {
-                cond: self.int(cond)?,
+                cond: cond.clone(),
                 then_body: self.block(then_body)?,
                 else_body: self.block(else_body)?,
             },
-            KStmtKind::Inst { op, args } => Step::Inst(Box::new(self.inst(*op, args)?)),
+            BodyKind::Inst { op, args } => Step::Inst(Box::new(self.inst(*op, args)?)),
         })
     }
 
-    /// A float operand.
-    fn scalar_of(&self, a: &InstArg) -> Result<Scalar, String> {
-        Ok(match a {
-            InstArg::Expr(Expr::Float(v)) => Scalar::Const(v.value() as f32),
-            InstArg::Float(FloatArg::Inf { negative }) => Scalar::Const(if *negative {
-                f32::NEG_INFINITY
-            } else {
-                f32::INFINITY
-            }),
-            InstArg::Float(FloatArg::OfInt(e)) => Scalar::OfInt(self.int(e)?),
-            InstArg::Float(FloatArg::InvSqrt(e)) => Scalar::InvSqrt(self.int(e)?),
-            InstArg::Name(id) => match self.find(&id.name) {
-                Some(Local::Float(i)) => Scalar::Param(*i),
-                _ => return Err(format!("`{}` is not a float scalar", id.name)),
-            },
-            _ => return Err(format!("`{a}` is not a float operand")),
-        })
-    }
-
-    /// A `check` message cut at its `{name}`s.
-    fn message(&self, text: &str) -> Result<Vec<MsgPart>, String> {
-        let mut parts = Vec::new();
-        let mut rest = text;
-        while let Some(open) = rest.find('{') {
-            let close = rest[open..]
-                .find('}')
-                .ok_or_else(|| format!("the message `{text}` has a `{{` without its `}}`"))?;
-            parts.push(MsgPart::Text(rest[..open].to_string()));
-            let name = &rest[open + 1..open + close];
-            parts.push(MsgPart::Value(
-                self.int(&Expr::Name(pto_wsp_ir::Ident::new(name)))?,
-            ));
-            rest = &rest[open + close + 1..];
-        }
-        parts.push(MsgPart::Text(rest.to_string()));
-        Ok(parts)
-    }
-
-    fn inst(&self, op: TileOp, args: &[InstArg]) -> Result<Inst, String> {
+    fn inst(&self, op: TileOp, args: &[Arg]) -> Result<Inst, String> {
         let m = op.mnemonic();
         let mut inst = Inst {
             op,
@@ -536,69 +411,32 @@ impl Lower {
             lazy: false,
         };
         let (mut nt, mut nat) = (0, 0);
-        let kinds = op.operands();
-        if args.len() > kinds.len() {
-            return Err(format!(
-                "{m}: {} operands, expected at most {}",
-                args.len(),
-                kinds.len()
-            ));
-        }
-        for (i, kind) in kinds.iter().enumerate() {
-            let arg = args.get(i);
-            let name = match arg {
-                Some(InstArg::Name(id)) => Some(id.name.as_str()),
-                _ => None,
-            };
-            let bad = || {
-                format!(
-                    "{m}: operand {} `{}` is not a {kind:?} operand",
-                    i + 1,
-                    arg.map(|a| a.to_string()).unwrap_or_default()
-                )
-            };
-            let word = |words: &[&str]| {
-                name.and_then(|n| words.iter().position(|w| *w == n))
-                    .map(|p| p as u8)
-                    .ok_or_else(bad)
-            };
-            let int_of = |a: &InstArg| match a {
-                InstArg::Name(id) => Ok(Expr::Name(id.clone())),
-                InstArg::Expr(e) => Ok(e.clone()),
-                _ => Err(bad()),
-            };
-            match kind {
-                Operand::Dst | Operand::Src => {
-                    let (t, ix) = self.tile_arg(arg.ok_or_else(bad)?)?;
-                    inst.t[nt] = t;
-                    inst.ix[nt] = ix;
+        for (i, (kind, arg)) in op.operands().iter().zip(args).enumerate() {
+            let bad = || format!("{m}: operand {} is not a {kind:?} operand", i + 1);
+            match (kind, arg) {
+                (Operand::Dst | Operand::Src, Arg::Tile(t)) => {
+                    (inst.t[nt], inst.ix[nt]) = self.tile_arg(t);
                     nt += 1;
                 }
-                Operand::Global => match name.and_then(|n| self.find(n)) {
-                    Some(Local::Region(r)) => inst.region = *r,
-                    _ => return Err(bad()),
-                },
-                Operand::Float => inst.scalar = self.scalar_of(arg.ok_or_else(bad)?)?,
-                Operand::CmpMode => {
-                    inst.cmp = match name {
-                        Some("EQ") => Cmp::Eq,
-                        Some("NE") => Cmp::Ne,
-                        Some("LT") => Cmp::Lt,
-                        Some("LE") => Cmp::Le,
-                        Some("GT") => Cmp::Gt,
-                        Some("GE") => Cmp::Ge,
-                        _ => return Err(bad()),
+                (Operand::Global, Arg::Region(r)) => inst.region = *r as usize,
+                (Operand::Float, Arg::Float(f)) => inst.scalar = scalar_of(f),
+                (Operand::CmpMode, Arg::Word(w)) => {
+                    inst.cmp = match w {
+                        0 => Cmp::Eq,
+                        1 => Cmp::Ne,
+                        2 => Cmp::Lt,
+                        3 => Cmp::Le,
+                        4 => Cmp::Gt,
+                        _ => Cmp::Ge,
                     }
                 }
-                Operand::TriMode => inst.mode = word(pto_wsp_ir::tile_isa::TRI_MODES)?,
-                Operand::PadMode => inst.mode = word(pto_wsp_ir::tile_isa::PAD_MODES)?,
-                Operand::Int => inst.ints.push(self.int(&int_of(arg.ok_or_else(bad)?)?)?),
-                Operand::OptInt => {
-                    if let Some(a) = arg {
-                        inst.at[nat] = Some(self.int(&int_of(a)?)?);
-                    }
+                (Operand::TriMode | Operand::PadMode, Arg::Word(w)) => inst.mode = *w,
+                (Operand::Int, Arg::Int(e)) => inst.ints.push(e.clone()),
+                (Operand::OptInt, Arg::Int(e)) => {
+                    inst.at[nat] = Some(e.clone());
                     nat += 1;
                 }
+                _ => return Err(bad()),
             }
         }
         self.check_shapes(&inst)?;
@@ -657,6 +495,21 @@ impl Lower {
                 i.op.shape_rule()
             ))
         }
+    }
+}
+
+/// A float operand.
+fn scalar_of(f: &FloatVal) -> Scalar {
+    match f {
+        FloatVal::Lit(v) => Scalar::Const(*v),
+        FloatVal::Inf { negative } => Scalar::Const(if *negative {
+            f32::NEG_INFINITY
+        } else {
+            f32::INFINITY
+        }),
+        FloatVal::Slot(i) => Scalar::Param(*i as usize),
+        FloatVal::OfInt(e) => Scalar::OfInt(e.clone()),
+        FloatVal::InvSqrt(e) => Scalar::InvSqrt(e.clone()),
     }
 }
 

@@ -34,8 +34,11 @@
 
 use crate::ir::eval::{Env, eval};
 use crate::ir::plan::{
-    AffinityKind, BindWhat, FieldValue, GenKind, GenStmt, OrderKind, PlanDecl, SpaceDecl, SpaceEnd,
-    TierTableDecl, TileKind,
+    AffinityKind, BindWhat, OrderKind, PlanDecl, SpaceDecl, SpaceEnd, TierTableDecl, TileKind,
+};
+use crate::ir::resolve::body::IntExpr;
+use crate::ir::resolve::generate::{
+    Field, FieldVal, GenStep, GenStepKind, Generator, resolve_generator,
 };
 use crate::ir::{Arg, Bindings, Diagnostic, Expr, Loc, Module, ParamKind, TaskStmt, Value};
 use crate::kernels::ledger::RegionLedger;
@@ -294,18 +297,26 @@ fn launch_plan(
             }
         }
     };
+    // The generator, resolved once for this run; its free names read from the bound symbols.
+    let generator = resolve_generator(module, sd, p, &|n| bindings.symbols.contains_key(n));
+    let mut vars = vec![Value::I64(0); generator.values];
+    for (name, slot) in &generator.free {
+        if let Some(v) = bindings.symbols.get(name) {
+            vars[*slot as usize] = *v;
+        }
+    }
     let mut g = Gen {
-        module,
         plan: p,
         space: sd,
         bound: space,
         bindings,
-        vars: Vec::new(),
+        generator: &generator,
+        vars,
         error: None,
         interleave,
         group: None,
     };
-    let result = launch.run(|e| g.block(&p.body, e).map(|_| ()));
+    let result = launch.run(|e| g.block(&generator.stmts, e).map(|_| ()));
     if let Some(e) = admission.and_then(Admission::located_error) {
         return Err(at(e.0, e.1));
     }
@@ -721,14 +732,15 @@ enum Flow {
     Continue,
 }
 
-/// The generator interpreter: runs a plan's `generate` block on the control thread.
+/// The generator interpreter: runs a plan's resolved `generate` block on the control thread.
 struct Gen<'m> {
-    module: &'m Module,
     plan: &'m PlanDecl,
     space: &'m SpaceDecl,
     bound: &'m pde::BoundSpace,
     bindings: &'m Bindings,
-    vars: Vec<(&'m str, Value)>,
+    generator: &'m Generator,
+    /// The value slots ([`Generator`]).
+    vars: Vec<Value>,
     /// The first error of the interpreter itself (the emitter's errors travel as `PdeError`s
     /// and are given this statement's location too).
     error: Option<PlanError>,
@@ -762,18 +774,21 @@ impl<'m> Gen<'m> {
         stop()
     }
 
-    fn value(&mut self, e: &Expr, loc: Loc) -> Result<Value, PdeError> {
-        let scope = Scope {
-            symbols: &self.bindings.symbols,
-            locals: &self.vars,
-        };
-        match eval(e, &scope) {
+    fn value(&mut self, e: &IntExpr, loc: Loc) -> Result<Value, PdeError> {
+        match e.compiled.eval(&self.vars) {
             Ok(v) => Ok(v),
-            Err(err) => Err(self.fail(loc, format!("`{e}`: {err}"))),
+            Err(err) => {
+                let err = self.generator.explain(err);
+                Err(self.fail(loc, format!("`{}`: {err}", e.text)))
+            }
         }
     }
 
-    fn field(&mut self, name: &str, e: &Expr, loc: Loc) -> Result<u32, PdeError> {
+    fn set(&mut self, slot: u32, v: Value) {
+        self.vars[slot as usize] = v;
+    }
+
+    fn field(&mut self, name: &str, e: &IntExpr, loc: Loc) -> Result<u32, PdeError> {
         let v = self.value(e, loc)?;
         match as_u32(v) {
             Some(x) => Ok(x),
@@ -795,35 +810,29 @@ impl<'m> Gen<'m> {
 
     fn block<S: pde::Sink>(
         &mut self,
-        body: &'m [GenStmt],
+        body: &'m [GenStep],
         e: &mut pde::Emitter<'_, S>,
     ) -> Result<Flow, PdeError> {
-        let mark = self.vars.len();
-        let mut flow = Flow::Next;
         for s in body {
             if let Flow::Continue = self.stmt(s, e)? {
-                flow = Flow::Continue;
-                break;
+                return Ok(Flow::Continue);
             }
         }
-        self.vars.truncate(mark);
-        Ok(flow)
+        Ok(Flow::Next)
     }
 
     fn stmt<S: pde::Sink>(
         &mut self,
-        s: &'m GenStmt,
+        s: &'m GenStep,
         e: &mut pde::Emitter<'_, S>,
     ) -> Result<Flow, PdeError> {
         let loc = s.loc;
         match &s.kind {
-            GenKind::For { vars, axis, body } => {
-                let k = self
-                    .space
-                    .axes
-                    .iter()
-                    .position(|a| a.name == *axis)
-                    .ok_or_else(|| self.fail(loc, format!("no axis `{axis}`")))?;
+            GenStepKind::For { vars, axis, body } => {
+                let k = match axis {
+                    Ok(k) => *k,
+                    Err(axis) => return Err(self.fail(loc, format!("no axis `{axis}`"))),
+                };
                 let count = self.bound.count(k);
                 if let Some((ik, n)) = self.interleave
                     && ik == k
@@ -859,29 +868,32 @@ impl<'m> Gen<'m> {
                 }
                 Ok(Flow::Next)
             }
-            GenKind::If {
+            GenStepKind::If {
                 cond,
                 then_body,
                 else_body,
             } => match self.value(cond, loc)? {
                 Value::Bool(true) => self.block(then_body, e),
                 Value::Bool(false) => self.block(else_body, e),
-                v => Err(self.fail(loc, format!("the condition `{cond}` is {v}, not a bool"))),
+                v => Err(self.fail(
+                    loc,
+                    format!("the condition `{}` is {v}, not a bool", cond.text),
+                )),
             },
-            GenKind::Continue => Ok(Flow::Continue),
-            GenKind::Let { name, value } => {
+            GenStepKind::Continue => Ok(Flow::Continue),
+            GenStepKind::Let { slot, value } => {
                 let v = self.value(value, loc)?;
-                self.vars.push((name.as_str(), v));
+                self.set(*slot, v);
                 Ok(Flow::Next)
             }
-            GenKind::SelectTier { name, value, .. } => {
+            GenStepKind::SelectTier { slot, value } => {
                 let v = self.field("select_tier value", value, loc)?;
                 let t = pde::select_tier(e.tiers(), v);
-                self.vars.push((name.as_str(), Value::I64(t.into())));
+                self.set(*slot, Value::I64(t.into()));
                 Ok(Flow::Next)
             }
-            GenKind::Alloc {
-                name,
+            GenStepKind::Alloc {
+                slot,
                 tier,
                 indices,
             } => {
@@ -898,50 +910,43 @@ impl<'m> Gen<'m> {
                 } else {
                     i64::from(at)
                 };
-                self.vars.push((name.as_str(), Value::I64(v)));
+                self.set(*slot, Value::I64(v));
                 Ok(Flow::Next)
             }
-            GenKind::Load {
-                name,
+            GenStepKind::Load {
+                slot,
                 tensor,
+                extents,
                 index,
             } => {
-                let v = self.load(tensor.as_str(), index, loc)?;
-                self.vars.push((name.as_str(), Value::I64(v)));
+                let v = self.load(tensor, extents.as_deref(), index, loc)?;
+                self.set(*slot, Value::I64(v));
                 Ok(Flow::Next)
             }
-            GenKind::Emit { fields } => {
+            GenStepKind::Emit { fields } => {
                 let mut d = Descriptor {
                     workspace: NO_WORKSPACE,
                     ..Descriptor::default()
                 };
-                for (f, value) in fields {
+                for (f, name, value) in fields {
                     let x = match value {
-                        FieldValue::Expr(value) => self.field(f.as_str(), value, loc)?,
-                        FieldValue::SelectTier { value, .. } => {
+                        FieldVal::Expr(value) => self.field(name, value, loc)?,
+                        FieldVal::SelectTier(value) => {
                             let v = self.field("select_tier value", value, loc)?;
                             pde::select_tier(e.tiers(), v)
                         }
                     };
-                    match f.as_str() {
-                        "tier" => d.tier = x,
-                        "start" => d.start = x,
-                        "end" => d.end = x,
-                        "workspace" => d.workspace = x,
-                        n => {
-                            if let Some(k) =
-                                self.space.axes.iter().position(|a| a.name.as_str() == n)
-                            {
-                                d.indices[k] = x;
-                            } else if let Some(k) =
-                                self.plan.fields.iter().position(|u| u.as_str() == n)
-                            {
-                                d.user[k] = x;
-                            } else {
-                                return Err(
-                                    self.fail(loc, format!("the descriptor has no field `{n}`"))
-                                );
-                            }
+                    match f {
+                        Field::Tier => d.tier = x,
+                        Field::Start => d.start = x,
+                        Field::End => d.end = x,
+                        Field::Workspace => d.workspace = x,
+                        Field::Index(k) => d.indices[*k] = x,
+                        Field::User(k) => d.user[*k] = x,
+                        Field::Unknown => {
+                            return Err(
+                                self.fail(loc, format!("the descriptor has no field `{name}`"))
+                            );
                         }
                     }
                 }
@@ -958,20 +963,18 @@ impl<'m> Gen<'m> {
     fn iteration<S: pde::Sink>(
         &mut self,
         k: usize,
-        vars: &'m [crate::ir::Ident],
+        vars: &'m [u32],
         i: u32,
-        body: &'m [GenStmt],
+        body: &'m [GenStep],
         e: &mut pde::Emitter<'_, S>,
     ) -> Result<(), PdeError> {
-        let mark = self.vars.len();
-        self.vars.push((vars[0].as_str(), Value::I64(i.into())));
+        self.set(vars[0], Value::I64(i.into()));
         if vars.len() == 3 {
             let (lo, hi) = self.bound.tile_bounds(k, i).unwrap_or((0, 0));
-            self.vars.push((vars[1].as_str(), Value::I64(lo.into())));
-            self.vars.push((vars[2].as_str(), Value::I64(hi.into())));
+            self.set(vars[1], Value::I64(lo.into()));
+            self.set(vars[2], Value::I64(hi.into()));
         }
         self.block(body, e)?;
-        self.vars.truncate(mark);
         Ok(())
     }
 
@@ -989,8 +992,14 @@ impl<'m> Gen<'m> {
     }
 
     /// An element of an integer tensor's bound contents.
-    fn load(&mut self, tensor: &str, index: &[Expr], loc: Loc) -> Result<i64, PdeError> {
-        let Some(decl) = self.module.tensor(tensor) else {
+    fn load(
+        &mut self,
+        tensor: &str,
+        extents: Option<&[IntExpr]>,
+        index: &[IntExpr],
+        loc: Loc,
+    ) -> Result<i64, PdeError> {
+        let Some(extents) = extents else {
             return Err(self.fail(loc, format!("unknown tensor `{tensor}`")));
         };
         let Some(data) = self.bindings.arrays.get(tensor) else {
@@ -1003,7 +1012,7 @@ impl<'m> Gen<'m> {
             ));
         };
         let mut flat: i64 = 0;
-        for (d, (i, extent)) in index.iter().zip(&decl.shape).enumerate() {
+        for (d, (i, extent)) in index.iter().zip(extents).enumerate() {
             let i = self.value(i, loc)?;
             let n = self.value(extent, loc)?;
             let (Some(i), Some(n)) = (as_i64(i), as_i64(n)) else {

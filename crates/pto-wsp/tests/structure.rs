@@ -213,11 +213,70 @@ fn no_atomic_or_lock_of_the_runtime_outside_the_sync_doors() {
 }
 
 #[test]
+fn kernel_bodies_and_plan_generators_are_resolved_only_in_resolve() {
+    // `Compiled::resolve` is the one way from the names of an expression to slots; the names
+    // `rows(x)` / `cols(x)` of region extents are made and read by `extent_name` /
+    // `parse_extent`. Only these files may call them: where `Compiled` and the extent names are
+    // defined, the resolver of bodies, the parser (which makes extent names) and the validator
+    // of bodies (which reports mistakes by name, before anything is resolved).
+    let allowed = [
+        "pto-wsp-ir/src/eval.rs",
+        "pto-wsp-ir/src/kernel_body.rs",
+        "pto-wsp-ir/src/resolve/body.rs",
+        "pto-wsp-ir/src/parse/mod.rs",
+        "pto-wsp-ir/src/validate/kernel_body.rs",
+    ];
+    let mut hits = Vec::new();
+    for (name, _) in manifests() {
+        hits.extend(uses(
+            &name,
+            &[],
+            &["Compiled::resolve(", "parse_extent(", "extent_name("],
+        ));
+    }
+    hits.retain(|h| !allowed.iter().any(|a| h.contains(a)));
+    // A reader of the resolved forms reads no operand or generator statement by name, and
+    // keeps no table from names.
+    // (`kernel_body.rs`, home of the cycle walk, also defines and prints the surface form.)
+    let readers = [
+        ("pto-wsp-kernels", "lang.rs"),
+        ("pto-wsp-backends", "kernel.rs"),
+        ("pto-wsp", "device.rs"),
+        ("pto-wsp", "plan.rs"),
+    ];
+    for (krate, file) in readers {
+        let found = uses(
+            krate,
+            &[],
+            &[
+                "InstArg::Name",
+                "InstArg::Index",
+                "GenKind::",
+                "HashMap<String",
+            ],
+        );
+        hits.extend(found.into_iter().filter(|h| {
+            h.split(':')
+                .next()
+                .is_some_and(|p| p.ends_with(&format!("/{file}")))
+        }));
+    }
+    assert!(
+        hits.is_empty(),
+        "names resolved outside `pto-wsp-ir/src/resolve/` (read the resolved body or \
+         generator instead):\n{}",
+        hits.join("\n")
+    );
+}
+
+#[test]
 fn the_checks_above_can_fail() {
     // The scanners find what they look for: the sync doors themselves use `std` atomics, and
     // the CLI prints.
     assert!(!uses("pto-wsp-graph", &[], &["std::sync::atomic"]).is_empty());
     assert!(!uses("pto-wsp-cli", &[], &["println!"]).is_empty());
+    // The resolver of bodies is where names become slots.
+    assert!(!uses("pto-wsp-ir", &[], &["Compiled::resolve("]).is_empty());
     assert_eq!(
         runtime_deps(
             "[dependencies]\npto-wsp-ir.workspace = true\n[dev-dependencies]\npto-wsp = 1\n"

@@ -16,6 +16,11 @@
 //! `pto_wsp_rt::Status` and returns; [`KernelText::messages`] holds the message of each number
 //! (the CPU executor's wording, `{0}`…`{5}` for the values). Anything the emitter cannot write is
 //! an [`EmitError`] at the statement.
+//!
+//! How: the body is read in its resolved form (`pto_wsp_ir::resolve::body`): tiles, regions,
+//! integers and floats are slots, named in the C++ by the names the slots carry. The surface
+//! statements are walked beside it only as the keys of the device plans (`alloc`, `sync`) and
+//! for the source text in comments.
 
 use super::kernel_error;
 use crate::{EmitError, Input};
@@ -24,10 +29,12 @@ use pto_wsp_ir::device::{
     padded_shape,
     sync::{Doubles, SyncPlan},
 };
-use pto_wsp_ir::kernel_body::{FloatArg, InstArg, KStmt, KStmtKind, TileDecl, TileKind};
-use pto_wsp_ir::tile_isa::{CppForm, Operand};
+use pto_wsp_ir::kernel_body::{KStmt, KStmtKind, TileDecl, TileKind};
+use pto_wsp_ir::resolve::body::{
+    Arg, Body, BodyKind, BodyStmt, FloatVal, IntExpr, MsgPart, TileRef, resolve_body,
+};
+use pto_wsp_ir::tile_isa::{CMP_MODES, CppForm, Operand};
 use pto_wsp_ir::{BinOp, DType, Expr, KernelDecl, Loc, ParamKind, ParamType, TileOp, UnOp};
-use std::collections::HashMap;
 use std::fmt::Write as _;
 
 /// How a kernel is written.
@@ -111,17 +118,13 @@ pub(crate) fn c_str(s: &str) -> String {
 /// What a failed check does: drain the pipes and return (the status is written).
 const RETURN: &str = "{ pipe_barrier(PIPE_ALL); return; }";
 
-/// What the names of one kernel mean while its body is written.
+/// One kernel while its body is written.
 struct KernelCx<'a> {
     decl: &'a KernelDecl,
+    /// The body, resolved.
+    body: &'a Body,
     input: &'a Input<'a>,
     mode: Mode<'a>,
-    /// Tiles declared so far: name → declaration.
-    tiles: HashMap<String, TileDecl>,
-    /// Tile parameters: name → (region index, element type).
-    globals: HashMap<String, (usize, DType)>,
-    /// Float scalar parameters.
-    floats: Vec<String>,
     /// Counter for fresh C++ names.
     fresh: usize,
     /// Messages of the checks written so far.
@@ -133,7 +136,7 @@ struct KernelCx<'a> {
     doubled_now: Vec<String>,
 }
 
-impl KernelCx<'_> {
+impl<'a> KernelCx<'a> {
     fn err(&self, loc: Loc, message: String) -> EmitError {
         kernel_error(&self.decl.name.name, message, loc)
     }
@@ -144,9 +147,36 @@ impl KernelCx<'_> {
         self.first_code + self.messages.len() as i64 - 1
     }
 
-    /// An integer or boolean expression as C++ (names are the `v_` locals and parameters);
-    /// a division or remainder records a check named by `where_`.
-    fn expr(&mut self, e: &Expr, loc: Loc, where_: &str) -> Result<String, EmitError> {
+    /// An integer or boolean expression as C++ (value slots are the `v_` locals and parameters,
+    /// region extents `g_x.rows` / `g_x.cols`); a division or remainder records a check named by
+    /// `where_`.
+    fn expr(&mut self, e: &IntExpr, loc: Loc, where_: &str) -> Result<String, EmitError> {
+        let mut slots = e.slots().iter();
+        self.cexpr(&e.text, &mut slots, loc, where_)
+    }
+
+    /// The C++ of `slot`, a value slot.
+    fn value(&self, slot: u32) -> String {
+        for r in &self.body.regions {
+            if r.extents.0 == slot {
+                return format!("g_{}.rows", r.name);
+            }
+            if r.extents.1 == slot {
+                return format!("g_{}.cols", r.name);
+            }
+        }
+        format!("v_{}", self.body.values[slot as usize].name)
+    }
+
+    /// [`KernelCx::expr`] of a subexpression: `slots` gives the value slot of each name, in
+    /// the order they are written.
+    fn cexpr(
+        &mut self,
+        e: &Expr,
+        slots: &mut std::slice::Iter<'_, u32>,
+        loc: Loc,
+        where_: &str,
+    ) -> Result<String, EmitError> {
         Ok(match e {
             Expr::Int(v) => format!("int64_t{{{v}}}"),
             Expr::UInt(v) => format!("static_cast<int64_t>(UINT64_C({v}))"),
@@ -154,20 +184,20 @@ impl KernelCx<'_> {
             Expr::Float(_) => {
                 return Err(self.err(loc, format!("`{e}` is a float where an integer is needed")));
             }
-            Expr::Name(id) => match pto_wsp_ir::kernel_body::parse_extent(&id.name) {
-                Some((true, x)) => format!("g_{x}.rows"),
-                Some((false, x)) => format!("g_{x}.cols"),
-                None => format!("v_{}", id.name),
+            Expr::Name(id) => match slots.next() {
+                Some(&slot) => self.value(slot),
+                None => return Err(self.err(loc, format!("`{id}` is not resolved"))),
             },
             Expr::Unary(op, x) => {
-                let x = self.expr(x, loc, where_)?;
+                let x = self.cexpr(x, slots, loc, where_)?;
                 match op {
                     UnOp::Neg => format!("(-{x})"),
                     UnOp::Not => format!("(!{x})"),
                 }
             }
             Expr::Binary(op, a, b) => {
-                let (a, b) = (self.expr(a, loc, where_)?, self.expr(b, loc, where_)?);
+                let a = self.cexpr(a, slots, loc, where_)?;
+                let b = self.cexpr(b, slots, loc, where_)?;
                 let infix = |s: &str| format!("({a} {s} {b})");
                 match op {
                     BinOp::Add => infix("+"),
@@ -193,12 +223,12 @@ impl KernelCx<'_> {
                     BinOp::Or => infix("||"),
                 }
             }
-            Expr::Ternary(c, a, b) => format!(
-                "({} ? {} : {})",
-                self.expr(c, loc, where_)?,
-                self.expr(a, loc, where_)?,
-                self.expr(b, loc, where_)?
-            ),
+            Expr::Ternary(c, a, b) => {
+                let c = self.cexpr(c, slots, loc, where_)?;
+                let a = self.cexpr(a, slots, loc, where_)?;
+                let b = self.cexpr(b, slots, loc, where_)?;
+                format!("({c} ? {a} : {b})")
+            }
         })
     }
 
@@ -209,64 +239,53 @@ impl KernelCx<'_> {
         }
     }
 
-    fn name<'n>(&self, a: &'n InstArg) -> &'n str {
-        a.tile_name().map_or("", |id| id.name.as_str())
+    /// The declaration of the tile an operand names.
+    fn decl(&self, t: &TileRef) -> &'a TileDecl {
+        &self.body.tiles[t.tile as usize].decl
     }
 
     /// A tile operand as C++: `t_x`, or `t_x[i]` for an array element, its index evaluated and
     /// checked first (written to `out`).
     fn tile_ref(
         &mut self,
-        a: &InstArg,
+        a: &TileRef,
         loc: Loc,
         where_: &str,
         out: &mut String,
         pad: &str,
     ) -> Result<String, EmitError> {
-        match a {
-            InstArg::Name(id) => Ok(format!("t_{}", id.name)),
-            InstArg::Index(id, e) => {
-                let len = self.tiles.get(&id.name).and_then(|t| t.count).unwrap_or(0);
-                let before = self.messages.len();
-                let i = self.expr(e, loc, where_)?;
-                self.fresh += 1;
-                let var = format!("ix{}_", self.fresh);
-                let _ = writeln!(out, "{pad}const int64_t {var} = {i};");
-                self.after_divisions(before, out, pad);
-                let code = self.check(format!(
-                    "kernel `{}`: tile array `{}`: index {{0}} is outside 0..{{1}}",
-                    self.decl.name.name, id.name
-                ));
-                let _ = writeln!(
-                    out,
-                    "{pad}if (!pto_wsp_rt::in_range(st, {code}, {var}, {len})) {RETURN}"
-                );
-                Ok(format!("t_{}[{var}]", id.name))
-            }
-            other => Err(self.err(loc, format!("`{other}` is not a tile"))),
-        }
+        let d = self.decl(a);
+        let Some(e) = &a.index else {
+            return Ok(format!("t_{}", d.name));
+        };
+        let len = d.count.unwrap_or(0);
+        let before = self.messages.len();
+        let i = self.expr(e, loc, where_)?;
+        self.fresh += 1;
+        let var = format!("ix{}_", self.fresh);
+        let _ = writeln!(out, "{pad}const int64_t {var} = {i};");
+        self.after_divisions(before, out, pad);
+        let code = self.check(format!(
+            "kernel `{}`: tile array `{}`: index {{0}} is outside 0..{{1}}",
+            self.decl.name.name, d.name
+        ));
+        let _ = writeln!(
+            out,
+            "{pad}if (!pto_wsp_rt::in_range(st, {code}, {var}, {len})) {RETURN}"
+        );
+        Ok(format!("t_{}[{var}]", d.name))
     }
 
     /// A float operand as C++ (a `float` expression).
-    fn float(&mut self, a: &InstArg, loc: Loc, where_: &str) -> Result<String, EmitError> {
+    fn float(&mut self, a: &FloatVal, loc: Loc, where_: &str) -> Result<String, EmitError> {
         Ok(match a {
-            InstArg::Expr(Expr::Float(f)) => format!("{:?}f", f.value() as f32),
-            InstArg::Name(id) if self.floats.contains(&id.name) => format!("v_{}", id.name),
-            InstArg::Float(FloatArg::Inf { negative }) => {
+            FloatVal::Lit(f) => format!("{f:?}f"),
+            FloatVal::Slot(i) => format!("v_{}", self.body.floats[*i as usize].name),
+            FloatVal::Inf { negative } => {
                 format!("({}__builtin_inff())", if *negative { "-" } else { "" })
             }
-            InstArg::Float(FloatArg::OfInt(e)) => {
-                format!("static_cast<float>({})", self.expr(e, loc, where_)?)
-            }
-            InstArg::Float(FloatArg::InvSqrt(e)) => {
-                format!("pto_wsp_rt::inv_sqrt({})", self.expr(e, loc, where_)?)
-            }
-            other => {
-                return Err(self.err(
-                    loc,
-                    format!("float operand `{other}` is not a float literal, parameter or local"),
-                ));
-            }
+            FloatVal::OfInt(e) => format!("static_cast<float>({})", self.expr(e, loc, where_)?),
+            FloatVal::InvSqrt(e) => format!("pto_wsp_rt::inv_sqrt({})", self.expr(e, loc, where_)?),
         })
     }
 
@@ -274,25 +293,21 @@ impl KernelCx<'_> {
     /// numbered value (`{0}`…`{6}`), and the C++ of those values.
     fn message(
         &mut self,
-        text: &str,
+        parts: &[MsgPart],
         loc: Loc,
         where_: &str,
     ) -> Result<(String, Vec<String>), EmitError> {
         let mut msg = String::new();
         let mut values = Vec::new();
-        let mut rest = text;
-        while let Some(open) = rest.find('{') {
-            let Some(close) = rest[open..].find('}') else {
-                break;
-            };
-            msg.push_str(&rest[..open]);
-            let name = &rest[open + 1..open + close];
-            let e = Expr::Name(pto_wsp_ir::Ident::new(name));
-            let _ = write!(msg, "{{{}}}", values.len());
-            values.push(self.expr(&e, loc, where_)?);
-            rest = &rest[open + close + 1..];
+        for part in parts {
+            match part {
+                MsgPart::Text(t) => msg.push_str(t),
+                MsgPart::Value(e) => {
+                    let _ = write!(msg, "{{{}}}", values.len());
+                    values.push(self.expr(e, loc, where_)?);
+                }
+            }
         }
-        msg.push_str(rest);
         if values.len() > 7 {
             return Err(self.err(
                 loc,
@@ -314,28 +329,39 @@ impl KernelCx<'_> {
         }
     }
 
-    fn body(&mut self, body: &[KStmt], out: &mut String, depth: usize) -> Result<(), EmitError> {
+    /// Writes `body` (the surface statements, the keys of the device plans) and `resolved` (the
+    /// same statements resolved).
+    fn body(
+        &mut self,
+        body: &[KStmt],
+        resolved: &[BodyStmt],
+        out: &mut String,
+        depth: usize,
+    ) -> Result<(), EmitError> {
         let pad = "    ".repeat(depth);
         let kname = self.decl.name.name.clone();
-        for s in body {
+        for (s, b) in body.iter().zip(resolved) {
             let src = self.input.position(s.loc);
             let before = self.messages.len();
-            match &s.kind {
-                KStmtKind::Tile(t) => self.tile_decl(s, t, &src, out, &pad)?,
-                KStmtKind::Let { name, value } => {
+            match (&b.kind, &s.kind) {
+                (BodyKind::Tile { tile, valid }, _) => {
+                    self.tile_decl(s, *tile, valid.as_ref(), &src, out, &pad)?
+                }
+                (BodyKind::Let { slot, value }, _) => {
+                    let name = &self.body.values[*slot as usize].name;
                     let where_ = format!("kernel `{kname}`: `{name}`");
                     let v = self.expr(value, s.loc, &where_)?;
-                    let _ = writeln!(out, "{pad}const int64_t v_{} = {v};", name.name);
+                    let _ = writeln!(out, "{pad}const int64_t v_{name} = {v};");
                     self.after_divisions(before, out, &pad);
                 }
-                KStmtKind::LetFloat { name, value } => {
+                (BodyKind::LetFloat { slot, value }, _) => {
+                    let name = &self.body.floats[*slot as usize].name;
                     let where_ = format!("kernel `{kname}`: `{name}`");
                     let v = self.float(value, s.loc, &where_)?;
-                    let _ = writeln!(out, "{pad}const float v_{} = {v};", name.name);
+                    let _ = writeln!(out, "{pad}const float v_{name} = {v};");
                     self.after_divisions(before, out, &pad);
-                    self.floats.push(name.name.clone());
                 }
-                KStmtKind::Check { cond, message } => {
+                (BodyKind::Check { cond, message }, _) => {
                     let where_ = format!("kernel `{kname}`: check");
                     let c = self.expr(cond, s.loc, &where_)?;
                     self.fresh += 1;
@@ -353,12 +379,15 @@ impl KernelCx<'_> {
                         args.join(", ")
                     );
                 }
-                KStmtKind::GetVal {
-                    name,
-                    tile,
-                    row,
-                    col,
-                } => {
+                (
+                    BodyKind::GetVal {
+                        slot,
+                        tile,
+                        row,
+                        col,
+                    },
+                    _,
+                ) => {
                     let where_ = format!("kernel `{kname}`: GETVAL");
                     let t = self.tile_ref(tile, s.loc, &where_, out, &pad)?;
                     let (r, c) = (
@@ -374,19 +403,27 @@ impl KernelCx<'_> {
                     let code = self.check(format!(
                         "{where_}: ({{0}}, {{1}}) is outside the tile ({{2}} x {{3}})"
                     ));
-                    let _ = writeln!(out, "{pad}int64_t v_{} = 0;", name.name);
+                    let name = &self.body.values[*slot as usize].name;
+                    let _ = writeln!(out, "{pad}int64_t v_{name} = 0;");
                     let _ = writeln!(
                         out,
-                        "{pad}if (!pto_wsp_rt::get_value(st, {code}, {t}, {r}, {c}, v_{})) {RETURN}",
-                        name.name
+                        "{pad}if (!pto_wsp_rt::get_value(st, {code}, {t}, {r}, {c}, v_{name})) {RETURN}",
                     );
                 }
-                KStmtKind::For { var, count, body } => {
+                (
+                    BodyKind::For {
+                        slot,
+                        count,
+                        body: rbody,
+                    },
+                    KStmtKind::For { body: sbody, .. },
+                ) => {
+                    let var = self.body.values[*slot as usize].name.clone();
                     let where_ = format!("kernel `{kname}`: the count of `for {var}`");
                     let n = self.expr(count, s.loc, &where_)?;
                     // Sibling loops may reuse a variable: each count has a fresh name.
                     self.fresh += 1;
-                    let cnt = format!("{}_n{}_", var.name, self.fresh);
+                    let cnt = format!("{var}_n{}_", self.fresh);
                     let _ = writeln!(out, "{pad}const int64_t {cnt} = {n};");
                     self.after_divisions(before, out, &pad);
                     let doubled: Vec<String> = match self.mode {
@@ -401,13 +438,12 @@ impl KernelCx<'_> {
                     if doubled.is_empty() {
                         let _ = writeln!(
                             out,
-                            "{pad}for (int64_t v_{v} = 0; v_{v} < {cnt}; ++v_{v}) {{",
-                            v = var.name
+                            "{pad}for (int64_t v_{var} = 0; v_{var} < {cnt}; ++v_{var}) {{",
                         );
-                        self.body(body, out, depth + 1)?;
+                        self.body(sbody, rbody, out, depth + 1)?;
                         let _ = writeln!(out, "{pad}}}");
                     } else {
-                        self.doubled_loop((&var.name, &cnt), &doubled, body, out, depth)?;
+                        self.doubled_loop((&var, &cnt), &doubled, (sbody, rbody), out, depth)?;
                     }
                     if let Mode::Device { sync, .. } = self.mode {
                         for x in sync.epilogue(s) {
@@ -415,11 +451,18 @@ impl KernelCx<'_> {
                         }
                     }
                 }
-                KStmtKind::If {
-                    cond,
-                    then_body,
-                    else_body,
-                } => {
+                (
+                    BodyKind::If {
+                        cond,
+                        then_body: rthen,
+                        else_body: relse,
+                    },
+                    KStmtKind::If {
+                        then_body: sthen,
+                        else_body: selse,
+                        ..
+                    },
+                ) => {
                     let where_ = format!("kernel `{kname}`: the condition of `if`");
                     let c = self.expr(cond, s.loc, &where_)?;
                     self.fresh += 1;
@@ -427,12 +470,15 @@ impl KernelCx<'_> {
                     let _ = writeln!(out, "{pad}const bool {cv} = {c};");
                     self.after_divisions(before, out, &pad);
                     let _ = writeln!(out, "{pad}if ({cv}) {{");
-                    self.body(then_body, out, depth + 1)?;
+                    self.body(sthen, rthen, out, depth + 1)?;
                     let _ = writeln!(out, "{pad}}} else {{");
-                    self.body(else_body, out, depth + 1)?;
+                    self.body(selse, relse, out, depth + 1)?;
                     let _ = writeln!(out, "{pad}}}");
                 }
-                KStmtKind::Inst { op, args } => self.inst(s, *op, args, &src, out, &pad)?,
+                (BodyKind::Inst { op, args }, _) => self.inst(s, *op, args, &src, out, &pad)?,
+                _ => {
+                    return Err(self.err(s.loc, "the resolved body does not match it".into()));
+                }
             }
             if let Mode::Device { sync, .. } = self.mode {
                 for x in sync.after(s) {
@@ -448,16 +494,18 @@ impl KernelCx<'_> {
     fn tile_decl(
         &mut self,
         s: &KStmt,
-        t: &TileDecl,
+        tile: u32,
+        valid: Option<&(IntExpr, IntExpr)>,
         src: &str,
         out: &mut String,
         pad: &str,
     ) -> Result<(), EmitError> {
+        let t = &self.body.tiles[tile as usize].decl;
         let kname = self.decl.name.name.clone();
         let before = self.messages.len();
         let ty = tile_type(t).map_err(|m| self.err(s.loc, m))?;
         let where_ = format!("kernel `{kname}`: tile `{}`", t.name);
-        let (vr, vc) = match &t.valid {
+        let (vr, vc) = match valid {
             None => (
                 format!("int64_t{{{}}}", t.rows),
                 format!("int64_t{{{}}}", t.cols),
@@ -513,7 +561,6 @@ impl KernelCx<'_> {
                 }
             }
         }
-        self.tiles.insert(n.clone(), t.clone());
         Ok(())
     }
 
@@ -529,7 +576,7 @@ impl KernelCx<'_> {
         &mut self,
         (var, cnt): (&str, &str),
         doubled: &[String],
-        body: &[KStmt],
+        (body, resolved): (&[KStmt], &[BodyStmt]),
         out: &mut String,
         depth: usize,
     ) -> Result<(), EmitError> {
@@ -558,7 +605,7 @@ impl KernelCx<'_> {
                     let _ = writeln!(out, "{body_pad}auto &t_{n} = t_{n}_b{h};");
                 }
             }
-            self.body(body, out, depth + 2)?;
+            self.body(body, resolved, out, depth + 2)?;
             let _ = writeln!(out, "{inner}}}");
         }
         (self.half, self.doubled_now) = saved;
@@ -570,7 +617,7 @@ impl KernelCx<'_> {
         &mut self,
         s: &KStmt,
         op: pto_wsp_ir::TileOp,
-        args: &[InstArg],
+        args: &[Arg],
         src: &str,
         out: &mut String,
         pad: &str,
@@ -583,16 +630,22 @@ impl KernelCx<'_> {
         }
         let kname = self.decl.name.name.clone();
         let where_ = format!("kernel `{kname}`: {mn}");
-        let written: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let written: Vec<String> = match &s.kind {
+            KStmtKind::Inst { args, .. } => args.iter().map(|a| a.to_string()).collect(),
+            _ => Vec::new(),
+        };
         let _ = writeln!(out, "{pad}// {mn}({}) ({src})", written.join(", "));
         let before = self.messages.len();
         // The element type of the first tile operand: float operands take it.
         let tile_elem = args
             .iter()
-            .find_map(|a| self.tile_elem(a))
+            .find_map(|a| match a {
+                Arg::Tile(t) => elem(self.decl(t).dtype),
+                _ => None,
+            })
             .unwrap_or("float");
         let mut cpp: Vec<String> = Vec::new();
-        let mut tiles: Vec<&InstArg> = Vec::new();
+        let mut tiles: Vec<&TileRef> = Vec::new();
         let mut global: Option<(String, usize, DType)> = None;
         let mut offsets: Vec<String> = Vec::new();
         let mut ints: Vec<String> = Vec::new();
@@ -601,71 +654,57 @@ impl KernelCx<'_> {
             let a = args.get(i);
             match kind {
                 Operand::Dst | Operand::Src => {
-                    let a =
-                        a.ok_or_else(|| self.err(loc, format!("{mn}: a tile operand is missing")))?;
+                    let Some(Arg::Tile(a)) = a else {
+                        return Err(self.err(loc, format!("{mn}: a tile operand is missing")));
+                    };
                     cpp.push(self.tile_ref(a, loc, &where_, out, pad)?);
                     tiles.push(a);
                 }
                 Operand::Global => {
-                    let n = a.map(|a| self.name(a)).unwrap_or("");
-                    let Some(&(ri, dt)) = self.globals.get(n) else {
-                        return Err(self.err(loc, format!("{mn}: `{n}` is not a tile parameter")));
+                    let Some(&Arg::Region(ri)) = a else {
+                        return Err(self.err(loc, format!("{mn}: a tile parameter is missing")));
                     };
-                    global = Some((n.to_string(), ri, dt));
+                    let r = &self.body.regions[ri as usize];
+                    global = Some((r.name.clone(), ri as usize, r.dtype));
                     cpp.push("gt_".to_string());
                 }
                 Operand::Float => {
                     let v = match a {
-                        Some(a) => self.float(a, loc, &where_)?,
-                        None => "0.0f".to_string(),
+                        Some(Arg::Float(f)) => self.float(f, loc, &where_)?,
+                        _ => "0.0f".to_string(),
                     };
                     cpp.push(format!("static_cast<{tile_elem}>({v})"));
                 }
                 Operand::CmpMode => {
-                    word = format!(
-                        "pto::CmpMode::{}",
-                        a.map(|a| a.to_string()).unwrap_or_default()
-                    );
+                    let w = match a {
+                        Some(&Arg::Word(w)) => CMP_MODES.get(w as usize).copied(),
+                        _ => None,
+                    };
+                    word = format!("pto::CmpMode::{}", w.unwrap_or_default());
                 }
                 Operand::TriMode => {
-                    word = match a.map(|a| a.to_string()).as_deref() {
-                        Some("UPPER") => "1".into(),
+                    word = match a {
+                        Some(Arg::Word(1)) => "1".into(),
                         _ => "0".into(),
                     };
                 }
                 Operand::PadMode => {
-                    word = match a.map(|a| a.to_string()).as_deref() {
-                        Some("MIN") => "pto::PadValue::Min".into(),
-                        Some("MAX") => "pto::PadValue::Max".into(),
+                    word = match a {
+                        Some(Arg::Word(1)) => "pto::PadValue::Min".into(),
+                        Some(Arg::Word(2)) => "pto::PadValue::Max".into(),
                         _ => "pto::PadValue::Zero".into(),
                     };
                 }
                 Operand::Int => {
-                    let e = match a {
-                        Some(InstArg::Name(id)) => Expr::Name(id.clone()),
-                        Some(InstArg::Expr(e)) => e.clone(),
-                        other => {
-                            return Err(self.err(
-                                loc,
-                                format!(
-                                    "{mn}: `{}` is not an integer",
-                                    other.map(|a| a.to_string()).unwrap_or_default()
-                                ),
-                            ));
-                        }
+                    let Some(Arg::Int(e)) = a else {
+                        return Err(self.err(loc, format!("{mn}: an integer operand is missing")));
                     };
-                    ints.push(self.expr(&e, loc, &where_)?);
+                    ints.push(self.expr(e, loc, &where_)?);
                 }
                 Operand::OptInt => {
                     offsets.push(match a {
-                        None => "int64_t{0}".to_string(),
-                        Some(InstArg::Name(id)) => {
-                            self.expr(&Expr::Name(id.clone()), loc, &where_)?
-                        }
-                        Some(InstArg::Expr(e)) => self.expr(e, loc, &where_)?,
-                        Some(other) => {
-                            return Err(self.err(loc, format!("{mn}: `{other}` is not an offset")));
-                        }
+                        Some(Arg::Int(e)) => self.expr(e, loc, &where_)?,
+                        _ => "int64_t{0}".to_string(),
                     });
                 }
             }
@@ -691,14 +730,14 @@ impl KernelCx<'_> {
         }
         let dst_elem = tiles
             .first()
-            .and_then(|a| self.tile_elem(a))
+            .and_then(|a| elem(self.decl(a).dtype))
             .unwrap_or("float");
         // A store of an accumulator into a region of another type converts (the cube's fix
         // pipe); PTO-ISA's CPU simulation refuses mixed sizes, so the helper does it there.
         let converting_store = op == TileOp::Store
             && global
                 .as_ref()
-                .zip(tiles.first().and_then(|a| self.tiles.get(self.name(a))))
+                .zip(tiles.first().map(|a| self.decl(a)))
                 .is_some_and(|((_, _, dt), t)| *dt != t.dtype);
         let call = match form {
             _ if converting_store => format!("pto_wsp_rt::store_cvt({})", cpp.join(", ")),
@@ -758,7 +797,7 @@ impl KernelCx<'_> {
             None => {
                 let _ = writeln!(out, "{pad}{call};");
             }
-            Some((g, ri, _)) => {
+            Some((g, ri, gdt)) => {
                 // The tile whose valid part moves: the destination of TLOAD, the source of TSTORE.
                 let t = cpp
                     .iter()
@@ -767,8 +806,7 @@ impl KernelCx<'_> {
                     .unwrap_or_default();
                 let stacked = tiles
                     .first()
-                    .and_then(|a| self.tiles.get(self.name(a)))
-                    .is_some_and(|d| d.kind == TileKind::Vec);
+                    .is_some_and(|a| self.decl(a).kind == TileKind::Vec);
                 let (r0, c0) = (
                     offsets
                         .first()
@@ -792,7 +830,7 @@ impl KernelCx<'_> {
                      moves rows at most 65,535 elements apart"
                 ));
                 let _ = writeln!(out, "{pad}{{");
-                let e = elem(self.globals[&g].1).unwrap_or("float");
+                let e = elem(gdt).unwrap_or("float");
                 let _ = writeln!(out, "{pad}    pto_wsp_rt::Part<{e}> p_;");
                 let _ = writeln!(
                     out,
@@ -822,11 +860,6 @@ impl KernelCx<'_> {
         t
     }
 
-    /// The element type (C++) of the tile an operand names.
-    fn tile_elem(&self, a: &InstArg) -> Option<&'static str> {
-        self.tiles.get(self.name(a)).and_then(|t| elem(t.dtype))
-    }
-
     /// `TTRANS(dst, src)` (`cpp`: the operands as C++). PTO-ISA's `TTRANS` handles vector tiles
     /// only; in host mode a left / right / accumulator / matrix operand goes through a vector
     /// tile and `TMOV` (copies, exact in any order). In device mode the rules allow vector tiles
@@ -835,15 +868,15 @@ impl KernelCx<'_> {
         &mut self,
         s: &KStmt,
         cpp: &[String],
-        args: &[InstArg],
+        args: &[Arg],
         loc: Loc,
         out: &mut String,
         pad: &str,
     ) -> Result<(), EmitError> {
-        let (dn, sn) = (self.name(&args[0]), self.name(&args[1]));
-        let (Some(d), Some(sd)) = (self.tiles.get(dn).cloned(), self.tiles.get(sn).cloned()) else {
+        let (Some(Arg::Tile(dt)), Some(Arg::Tile(st))) = (args.first(), args.get(1)) else {
             return Err(self.err(loc, "TTRANS: operands must be tiles".into()));
         };
+        let (d, sd) = (self.decl(dt).clone(), self.decl(st).clone());
         let (dref, sref) = (cpp[0].clone(), cpp[1].clone());
         self.fresh += 1;
         let k = self.fresh;
@@ -1001,13 +1034,15 @@ pub(crate) fn emit_kernel(
             k.name.loc,
         ));
     }
+    let body = resolve_body(k).map_err(|e| {
+        let loc = pto_wsp_ir::Diagnostic::loc(&e);
+        kernel_error(&k.name.name, e, loc)
+    })?;
     let mut cx = KernelCx {
         decl: k,
+        body: &body,
         input,
         mode,
-        tiles: HashMap::new(),
-        globals: HashMap::new(),
-        floats: Vec::new(),
         fresh: 0,
         messages: Vec::new(),
         first_code,
@@ -1015,7 +1050,6 @@ pub(crate) fn emit_kernel(
         doubled_now: Vec::new(),
     };
     let mut params = vec!["__gm__ pto_wsp_rt::Status *st".to_string()];
-    let mut ri = 0;
     for p in &k.params {
         let n = &p.name.name;
         match &p.kind {
@@ -1027,24 +1061,19 @@ pub(crate) fn emit_kernel(
                     )
                 })?;
                 params.push(format!("const pto_wsp_rt::Gm<{e}> &g_{n}"));
-                cx.globals.insert(n.clone(), (ri, *dtype));
-                ri += 1;
             }
             ParamKind::Scalar(t) => {
                 let ty = match t {
                     ParamType::Bool => "bool",
                     ParamType::I64 | ParamType::U64 => "int64_t",
-                    ParamType::F32 | ParamType::F64 => {
-                        cx.floats.push(n.clone());
-                        "float"
-                    }
+                    ParamType::F32 | ParamType::F64 => "float",
                 };
                 params.push(format!("{ty} v_{n}"));
             }
         }
     }
-    let mut body = String::new();
-    cx.body(k.body.as_deref().unwrap_or(&[]), &mut body, 1)?;
+    let mut text = String::new();
+    cx.body(k.body.as_deref().unwrap_or(&[]), &body.stmts, &mut text, 1)?;
     let name = &k.name.name;
     let mut out = String::new();
     let _ = writeln!(
@@ -1071,7 +1100,7 @@ pub(crate) fn emit_kernel(
             }
         }
     }
-    out.push_str(&body);
+    out.push_str(&text);
     if let Mode::Device { sync, .. } = mode {
         for x in &sync.end {
             let _ = writeln!(out, "    {}", x.cpp());

@@ -22,11 +22,19 @@
 //!   encoder, every back end, the front ends) reads that [`Resolved`]. The feature
 //!   `resolution-count` counts resolutions ([`resolutions`]) so a test can hold that true.
 //!
-//! How: see `walk.rs` (the one pass over the entry point) and `texpr.rs` (typed expressions).
+//! Kernel bodies are resolved here too, one kernel at a time ([`body::resolve_body`]), and a
+//! plan's `generate` block once per run ([`generate::resolve_generator`]): every reader of a
+//! body (the cycle model, the CPU executor, the emitters) and the plan generator read the slot
+//! form.
+//!
+//! How: see `walk.rs` (the one pass over the entry point), `texpr.rs` (typed expressions),
+//! `body.rs` (kernel bodies) and `generate.rs` (plan generators).
 
 mod bind;
+pub mod body;
 #[cfg(feature = "resolution-count")]
 mod count;
+pub mod generate;
 mod texpr;
 mod walk;
 
@@ -34,6 +42,7 @@ mod walk;
 pub use count::resolutions;
 
 pub use bind::{BindingError, array_value, slot_value, symbol_value};
+pub use body::resolve_body;
 pub use texpr::{Reg, TExpr};
 pub use walk::resolve;
 

@@ -26,7 +26,8 @@ use pto_wsp_cpu::sim::{
 };
 use pto_wsp_cpu::{TaskTable, with_task_contexts};
 use pto_wsp_ir::kernel_body::{Walk, inst_cycles};
-use pto_wsp_ir::{Dispatch, ExecPool, KernelDecl, Module};
+use pto_wsp_ir::resolve::body::{Body, resolve_body};
+use pto_wsp_ir::{Dispatch, ExecPool, Module};
 use pto_wsp_kernels::{KernelId, KernelRegistry, TaskContext, TensorStore};
 
 use crate::machine::Machine;
@@ -70,15 +71,12 @@ fn builtin_cycles(m: &Machine, w: &pto_wsp_kernels::cost::Work, elem: u64) -> (b
 }
 
 /// Cycles of one run of a tile body on `machine`, and whether it uses the cube.
-fn body_cycles(m: &Machine, k: &KernelDecl, scalars: &[u64]) -> (bool, u64) {
-    let Some(body) = &k.body else {
-        return (false, 0);
-    };
-    let Ok(mut w) = Walk::new(k, scalars) else {
+fn body_cycles(m: &Machine, body: &Body, scalars: &[u64]) -> (bool, u64) {
+    let Ok(mut w) = Walk::new(body, scalars) else {
         return (false, 0);
     };
     let (mut cube, mut total) = (false, 0u64);
-    let _ = w.run(body, &mut |w, op, args| {
+    let _ = w.run(&mut |w, op, args| {
         let units = inst_cycles(w, op, args);
         let bytes = units * 4;
         let name = op.mnemonic();
@@ -101,14 +99,17 @@ fn body_cycles(m: &Machine, k: &KernelDecl, scalars: &[u64]) -> (bool, u64) {
 fn task_cycles(
     m: &Machine,
     k: &Kernels<'_>,
+    bodies: &[Option<Option<Body>>],
     kernel: u32,
     pool: ExecPool,
     ctx: &TaskContext<'_>,
 ) -> (bool, u64) {
-    let name = k.names.get(kernel as usize).map_or("", String::as_str);
     let elem = ctx.info(0).map_or(4, |t| t.dtype.size_bytes() as u64);
-    if let Some(decl) = k.module.kernel(name).filter(|d| d.body.is_some()) {
-        return body_cycles(m, decl, ctx.params());
+    if let Some(body) = bodies.get(kernel as usize).and_then(Option::as_ref) {
+        return match body {
+            Some(body) => body_cycles(m, body, ctx.params()),
+            None => (false, 0),
+        };
     }
     let Some(id) = k.ids.get(kernel as usize).copied().flatten() else {
         return (pool == ExecPool::Cube, 0);
@@ -130,6 +131,15 @@ pub(crate) fn device_tasks(
     priorities: bool,
 ) -> Vec<DeviceTask> {
     let mut out = Vec::with_capacity(n);
+    // Each kernel with a body, resolved once (a body that does not resolve costs nothing).
+    let bodies: Vec<Option<Option<Body>>> = kernels
+        .names
+        .iter()
+        .map(|name| {
+            let decl = kernels.module.kernel(name).filter(|d| d.body.is_some())?;
+            Some(resolve_body(decl).ok())
+        })
+        .collect();
     with_task_contexts(table, n, store, |i, node, ctx| {
         let pool = node.pool();
         let mut t = DeviceTask {
@@ -151,7 +161,7 @@ pub(crate) fn device_tasks(
             t.regions = ctx.num_regions() as u64;
             let (cube, cycles) = match given.get(i).copied().flatten() {
                 Some(c) => (false, c),
-                None => task_cycles(m, kernels, node.kernel, pool, ctx),
+                None => task_cycles(m, kernels, &bodies, node.kernel, pool, ctx),
             };
             t.cube |= cube;
             t.cycles = cycles;
