@@ -805,6 +805,7 @@ impl Inner {
                 trace: self.options.profiling
                     || matches!(self.plan.config().trace, TracePolicy::Wall),
                 cycles: self.cycles(),
+                ..pto_wsp_cpu::CspOptions::default()
             };
             return Ok(pto_wsp_cpu::run_pipeline(
                 self.plan.resolved(),

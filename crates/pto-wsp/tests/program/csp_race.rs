@@ -342,6 +342,22 @@ impl Chain {
     }
 }
 
+/// The oracle agrees with the buffer rule worked out by hand: two stages, a buffer reused every
+/// `n` tokens on a channel of depth `d`, race exactly when `n < d + 2` (given enough tiles).
+#[test]
+fn the_event_graph_oracle_follows_the_buffer_rule() {
+    for d in 1..=3 {
+        for n in 1..=6 {
+            let c = Chain {
+                ntiles: 10,
+                links: vec![(d, n)],
+                updates: vec![false],
+            };
+            assert_eq!(!c.races().is_empty(), n < d + 2, "depth {d}, {n} buffers");
+        }
+    }
+}
+
 fn chain() -> impl Strategy<Value = Chain> {
     (2usize..=3, 1u64..=6)
         .prop_flat_map(|(stages, ntiles)| {
