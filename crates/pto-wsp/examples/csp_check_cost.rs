@@ -58,11 +58,7 @@ fn measure(text: &str, ntiles: u64, noop: bool, reps: usize) {
         .expect("runs");
         let dt = t.elapsed().as_secs_f64();
         tasks = stats.tasks;
-        if check {
-            on.push(dt)
-        } else {
-            off.push(dt)
-        }
+        if check { on.push(dt) } else { off.push(dt) }
     }
     let (on, off) = (median(&mut on), median(&mut off));
     println!(
@@ -81,7 +77,10 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(21);
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/csp_pipeline.wsp");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/csp_pipeline.wsp"
+    );
     let text = std::fs::read_to_string(path).expect("the example");
     for noop in [false, true] {
         for ntiles in [16, 256] {

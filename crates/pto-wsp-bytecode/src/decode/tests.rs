@@ -501,7 +501,10 @@ fn statement_locations_are_a_validated_side_table() {
     let mut img = while_image();
     let past = img.insns.len() as u32;
     img.stmt_locs.last_mut().unwrap().0 = past;
-    has(&err_of(&img), &format!("instruction {past} is past the last"));
+    has(
+        &err_of(&img),
+        &format!("instruction {past} is past the last"),
+    );
     let mut img = while_image();
     let again = img.stmt_locs[0];
     img.stmt_locs.insert(1, again);

@@ -163,7 +163,9 @@ fn scan_stmt(s: &LStmt, f: &mut impl FnMut(Event)) {
             f(Event::Write(*var));
             scan(body, f);
         }
-        LStmt::While { cond, max, body, .. } => {
+        LStmt::While {
+            cond, max, body, ..
+        } => {
             reads(max, f);
             reads(cond, f);
             scan(body, f);

@@ -8,8 +8,8 @@ use super::{
 };
 use crate::decode::DecodeError;
 use crate::format::{
-    FLAG_DEBUG_NAMES, FLAG_READ_LOCS, FLAG_STMT_LOCS, MAGIC, MAX_DISPATCH_DEPTH, MAX_RANK, TENSOR_ARRAY, VERSION,
-    dnode,
+    FLAG_DEBUG_NAMES, FLAG_READ_LOCS, FLAG_STMT_LOCS, MAGIC, MAX_DISPATCH_DEPTH, MAX_RANK,
+    TENSOR_ARRAY, VERSION, dnode,
 };
 use crate::op::{Insn, Op};
 use pto_wsp_ir::Loc;

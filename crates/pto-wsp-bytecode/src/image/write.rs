@@ -3,7 +3,8 @@
 
 use super::{DNodeRec, Image};
 use crate::format::{
-    FLAG_DEBUG_NAMES, FLAG_READ_LOCS, FLAG_STMT_LOCS, HEADER_LEN, MAGIC, TENSOR_ARRAY, VERSION, dnode,
+    FLAG_DEBUG_NAMES, FLAG_READ_LOCS, FLAG_STMT_LOCS, HEADER_LEN, MAGIC, TENSOR_ARRAY, VERSION,
+    dnode,
 };
 
 struct Writer(Vec<u8>);
