@@ -9,8 +9,8 @@
 //! it, and the same program gives the same verdict on every run.
 //!
 //! Promises:
-//! - [`VectorClock`]: one counter per process; process `p`'s clock starts with its own entry at
-//!   1. The edges are those the channel semantics guarantees in *every* run, never one an
+//! - [`VectorClock`]: one counter per process; process `p`'s clock starts with its own entry
+//!   at one. The edges are those the channel semantics guarantees in *every* run, never one an
 //!   interleaving happened to give: a send carries the sender's clock, then the sender ticks;
 //!   receiving token `k` merges the clock sent with it, the receiver's clock then is the
 //!   channel's acknowledgement `k`, then the receiver ticks; send number `s` on a channel of
@@ -106,6 +106,9 @@ struct Entry<T> {
     what: T,
 }
 
+/// The recorded accesses of one tensor with one kind of use.
+type Accesses<T> = RegionIndex<Entry<T>>;
+
 /// A ledger checked only this often (it doubles in between).
 const MIN_PRUNE: usize = 64;
 
@@ -114,7 +117,7 @@ const MIN_PRUNE: usize = 64;
 #[derive(Debug)]
 pub struct HbLedger<T> {
     /// Per tensor: writes, then reads.
-    tensors: HashMap<u32, (RegionIndex<Entry<T>>, RegionIndex<Entry<T>>)>,
+    tensors: HashMap<u32, (Accesses<T>, Accesses<T>)>,
     /// The latest clock each live process recorded with; `None` once it ended.
     known: Vec<Option<VectorClock>>,
     seq: u64,

@@ -67,8 +67,9 @@ pub enum EncodeError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EncodeOptions {
     /// Store the names of kernels, tensors, axes, processes and channels (for disassembly and
-    /// messages). The names of symbols, slots and bound tensors are always stored: bindings
-    /// refer to them.
+    /// messages), and the statement-location table (run-time errors at `file:line:column`,
+    /// when the module has text). The names of symbols, slots and bound tensors are always
+    /// stored: bindings refer to them.
     pub names: bool,
 }
 
@@ -639,8 +640,8 @@ impl Emitter {
             debug_names: options.names,
             names,
             read_locs: self.read_locs,
-            // Only a module with text has locations worth storing.
-            stmt_locs: if self.stmt_locs.iter().any(|(_, l)| l.is_known()) {
+            // Debug information; only a module with text has locations worth storing.
+            stmt_locs: if options.names && self.stmt_locs.iter().any(|(_, l)| l.is_known()) {
                 self.stmt_locs
             } else {
                 Vec::new()
