@@ -36,6 +36,12 @@ pub const FLAG_DEBUG_NAMES: u8 = 1;
 /// computed read `u32 pc, u32 start, u32 end`: source byte offsets, `u32::MAX` when none). Set
 /// only when the entry has computed reads, so other programs' bytes do not change.
 pub const FLAG_READ_LOCS: u8 = 2;
+/// Header flag: the statement-location table follows (after the read locations, if any): `u32`
+/// count, then `u32 pc, u32 start, u32 end` per entry, by strictly increasing pc — every
+/// instruction from an entry's pc up to the next entry's belongs to the statement written at
+/// that byte range. Set only with debug names (`EncodeOptions::names`) and when the module has
+/// text, so built modules' and compact programs' bytes do not change.
+pub const FLAG_STMT_LOCS: u8 = 4;
 
 /// Loop-descriptor flag: the whole row of a ragged / sparse axis is skipped at once.
 pub const LOOP_ROW_SKIP: u16 = 1;

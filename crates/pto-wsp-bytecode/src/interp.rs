@@ -205,6 +205,16 @@ pub enum InterpError {
         /// The statement that reads.
         loc: Loc,
     },
+    /// A run-time error of a statement — arithmetic, an index or region out of its tensor, a
+    /// negative extent, a bad shape array — at the statement's source location (the bytecode's
+    /// statement-location table).
+    #[error("{error}")]
+    At {
+        /// The error.
+        error: Box<InterpError>,
+        /// The statement.
+        loc: Loc,
+    },
     /// An instruction the interpreter cannot run where it stands (a decoder bug).
     #[error("internal error at instruction {pc}: {message}")]
     Internal {
@@ -216,10 +226,11 @@ pub enum InterpError {
 }
 
 impl pto_wsp_ir::Diagnostic for InterpError {
-    /// A computed read's location ([`InterpError::AtRead`]); [`Loc::NONE`] otherwise.
+    /// A computed read's location ([`InterpError::AtRead`]), a statement's
+    /// ([`InterpError::At`]); [`Loc::NONE`] otherwise.
     fn loc(&self) -> Loc {
         match self {
-            InterpError::AtRead { loc, .. } => *loc,
+            InterpError::AtRead { loc, .. } | InterpError::At { loc, .. } => *loc,
             _ => Loc::NONE,
         }
     }
@@ -874,12 +885,26 @@ impl<'p> Interpreter<'p> {
         Ok(true)
     }
 
-    /// Runs one process until it blocks, ends or the sink stops.
+    /// Runs one process until it blocks, ends or the sink stops; an error is placed at the
+    /// statement of the instruction that raised it ([`InterpError::At`]).
     fn run_proc(&mut self, ps: &mut ProcState, sink: &mut impl TaskSink) -> R<Stop> {
+        let mut at = ps.pc;
+        self.run_proc_from(&mut at, ps, sink)
+            .map_err(|e| self.at_stmt(at, e))
+    }
+
+    /// [`Interpreter::run_proc`]'s loop; `at` follows the instruction being run.
+    fn run_proc_from(
+        &mut self,
+        at: &mut usize,
+        ps: &mut ProcState,
+        sink: &mut impl TaskSink,
+    ) -> R<Stop> {
         let prog = self.prog;
         let insns = &prog.insns[..];
         let mut pc = ps.pc;
         loop {
+            *at = pc;
             let insn = insns[pc];
             match insn.op {
                 Op::Proc | Op::Nop | Op::EndIf => pc += 1,
@@ -1684,6 +1709,31 @@ impl<'p> Interpreter<'p> {
         };
         self.set_reg(usize::from(ld.reg), v);
         Ok(ld.next_pc as usize)
+    }
+
+    /// `e`, raised running instruction `pc`, placed at its statement (the statement-location
+    /// table) — unless it has a place already, concerns no one statement (a deadlock, a
+    /// configuration, a limit), or the bytecode stores no locations.
+    #[cold]
+    fn at_stmt(&self, pc: usize, e: Box<InterpError>) -> Box<InterpError> {
+        if matches!(
+            *e,
+            InterpError::AtRead { .. }
+                | InterpError::At { .. }
+                | InterpError::Deadlock { .. }
+                | InterpError::BadConfig { .. }
+                | InterpError::BindingMismatch
+                | InterpError::StepLimit { .. }
+                | InterpError::TooManyTasks
+                | InterpError::Internal { .. }
+        ) {
+            return e;
+        }
+        let loc = self.prog.stmt_loc(pc);
+        if !loc.is_known() {
+            return e;
+        }
+        Box::new(InterpError::At { error: e, loc })
     }
 
     /// `e`, raised by the computed read at `pc`, at the read's location when the bytecode

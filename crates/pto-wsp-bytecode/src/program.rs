@@ -292,6 +292,9 @@ pub struct Program {
     pub(crate) max_regions: usize,
     /// `(pc, loc)` of each computed read (`read`, a loop over computed arrays), by pc.
     pub(crate) read_locs: Vec<(u32, Loc)>,
+    /// The statement-location table: `(pc, loc)` by increasing pc, each entry covering the
+    /// instructions up to the next.
+    pub(crate) stmt_locs: Vec<(u32, Loc)>,
 }
 
 impl Program {
@@ -348,6 +351,13 @@ impl Program {
         self.read_locs
             .binary_search_by_key(&(pc as u32), |&(p, _)| p)
             .map_or(Loc::NONE, |i| self.read_locs[i].1)
+    }
+
+    /// The source location of the statement instruction `pc` belongs to, from the
+    /// statement-location table; [`Loc::NONE`] when the bytecode stores none.
+    pub fn stmt_loc(&self, pc: usize) -> Loc {
+        let i = self.stmt_locs.partition_point(|&(p, _)| p as usize <= pc);
+        i.checked_sub(1).map_or(Loc::NONE, |i| self.stmt_locs[i].1)
     }
 
     /// Whether axis array `t` is computed (read whole through the sink when its loop starts)

@@ -133,6 +133,7 @@ impl<'a> Task<'a> {
             stream: self.stream,
             priority: self.priority,
             cost: self.cost,
+            loc: pto_wsp_ir::Loc::NONE,
         }
     }
 }

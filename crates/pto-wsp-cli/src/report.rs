@@ -280,6 +280,7 @@ mod tests {
             stream: 0,
             priority: 0,
             cost: None,
+            loc: pto_wsp_ir::Loc::NONE,
         }
     }
 

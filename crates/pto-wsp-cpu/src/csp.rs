@@ -23,10 +23,20 @@
 //!   is exact (no timeout): it catches the deadlocks of bounded channels that the unbounded
 //!   reference expander cannot see, such as a producer waiting on a full channel whose consumer
 //!   has ended.
-//! - **Sound whatever the pipeline.** Processes are ordered only through their channels, so the
-//!   regions of running tasks are always checked ([`ConflictChecker`]): a task that would touch
-//!   a region another process's running task writes (or write one it reads) fails the run with
-//!   [`CspError::Conflict`], naming both tasks, before it touches anything — it never races.
+//! - **Unordered accesses are found whatever the timing.** Processes are ordered only through
+//!   their channels. Every task's regions and every computed read are recorded, before they
+//!   are touched, with the process's vector clock ([`crate::hb`]: a token carries its sender's
+//!   clock; a bounded channel's send `s` is after its receive `s - depth`; a closed channel's
+//!   end is after its producer's last statement). Two accesses of different processes to
+//!   overlapping regions, one writing, that these edges do not order fail the run with
+//!   [`CspError::Race`], naming the tensor, both regions, both processes and both statements
+//!   (`file:line:column` when rendered) — on every run, not only when they happen to overlap in
+//!   time. A pipeline whose accesses are all ordered never fails so.
+//! - **Sound whatever the pipeline.** The regions of running tasks are also checked
+//!   ([`ConflictChecker`]): a task that would touch a region another process's running task
+//!   writes (or write one it reads) fails the run with [`CspError::Conflict`], naming both
+//!   tasks, before it touches anything — it never races. (The happens-before check above finds
+//!   every such pair first; this one is the memory-safety backstop.)
 //! - A kernel failure, a panic or an expansion error in one process stops every process (they
 //!   see the stop at their next channel operation or task) and is the run's error.
 //! - **Computed reads** (`docs/SEMANTICS.md`, "Computed reads") are served from the store, when
@@ -57,6 +67,7 @@ use pto_wsp_kernels::{
     Conflict, ConflictChecker, KernelId, KernelRegistry, TaskContext, TensorStore,
 };
 
+use crate::hb::{HbLedger, Race as HbRace, VectorClock};
 use crate::pool::panic_message;
 use crate::sim::{CspStep, CspTrace, simulate_pipeline};
 use crate::stats::{RunStats, Span};
@@ -160,6 +171,10 @@ pub enum CspError {
         /// Whether the kernel panicked.
         panicked: bool,
     },
+    /// Two processes' accesses (tasks or computed reads) touch overlapping regions, one
+    /// writing, and no channel orders them (see [`Race`]); found whatever the timing.
+    #[error("{0}")]
+    Race(Box<Race>),
     /// Two processes' tasks would have touched conflicting regions at the same time.
     #[error("{0}")]
     Conflict(Box<TaskConflict>),
@@ -178,6 +193,51 @@ pub enum CspError {
     /// The module's entry is not a pipeline, or a process thread could not start.
     #[error("{0}")]
     Setup(String),
+}
+
+/// One access of a [`Race`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RaceSide {
+    /// The process.
+    pub process: String,
+    /// The statement: `task #3 (kernel `load_tile`)`, or `computed read`.
+    pub what: String,
+    /// Its access and region, e.g. `out Stage[0..256, 0..1024]`.
+    pub access: String,
+    /// Where the statement is written ([`Loc::NONE`] when not known).
+    pub loc: Loc,
+}
+
+impl fmt::Display for RaceSide {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "process `{}`'s {}", self.process, self.what)
+    }
+}
+
+/// Two accesses of different processes to overlapping regions of one tensor, at least one
+/// writing, that no channel orders (see [`CspError::Race`]). `first` is the access of the
+/// process declared first, so the same pair reads the same whichever was made first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Race {
+    /// The tensor.
+    pub tensor: String,
+    /// The access of the process declared first.
+    pub first: RaceSide,
+    /// The other.
+    pub second: RaceSide,
+}
+
+impl fmt::Display for Race {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "tensor `{}`: {} ({}) and {} ({}) overlap, one writing, and no channel orders them: \
+             a process's accesses are ordered after another's only by a token sent after them, \
+             or by the room taken from a full channel, so a buffer is reused while another \
+             process may still use it (use more buffers, or a smaller channel depth)",
+            self.tensor, self.first, self.first.access, self.second, self.second.access
+        )
+    }
 }
 
 /// A task that was about to start while another process's running task held a conflicting
@@ -256,31 +316,72 @@ impl fmt::Display for ReadConflict {
 }
 
 impl pto_wsp_ir::Diagnostic for CspError {
-    /// Where in the source the run failed, when known (a [`CspError::ReadConflict`]: the read);
-    /// [`Loc::NONE`] otherwise.
+    /// Where in the source the run failed, when known (a [`CspError::ReadConflict`]: the read;
+    /// a [`CspError::Race`]: the first process's statement); [`Loc::NONE`] otherwise.
     fn loc(&self) -> Loc {
         match self {
             CspError::ReadConflict(c) => c.loc,
+            CspError::Race(r) => r.first.loc,
             _ => Loc::NONE,
+        }
+    }
+
+    fn label(&self) -> Option<String> {
+        match self {
+            CspError::Race(r) => Some(r.first.to_string()),
+            _ => None,
+        }
+    }
+
+    /// A [`CspError::Race`]: the other process's statement.
+    fn related(&self) -> Vec<(Loc, String)> {
+        match self {
+            CspError::Race(r) => vec![(r.second.loc, r.second.to_string())],
+            _ => Vec::new(),
         }
     }
 }
 
 /// Options of [`run_pipeline`].
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct CspOptions {
     /// Record every task's wall-clock span (the "worker" of a span is its process index).
     pub trace: bool,
     /// Record each process's steps (task costs, sends, receives) and run the cycle model
     /// ([`crate::sim::simulate_pipeline`]) into [`RunStats::cycles`].
     pub cycles: bool,
+    /// Check every access against the other processes' accesses the channels do not order
+    /// before it (on by default; module docs): an unordered pair then fails every run. Off,
+    /// only the regions *in flight* are compared (still memory-safe, but an unordered pair is
+    /// found only when both happen to run at once); for measuring what the check costs.
+    pub check_order: bool,
+}
+
+impl Default for CspOptions {
+    fn default() -> CspOptions {
+        CspOptions {
+            trace: false,
+            cycles: false,
+            check_order: true,
+        }
+    }
 }
 
 /// A channel's state.
 struct Chan {
-    queue: VecDeque<Value>,
+    /// Tokens, each with its sender's clock at the send.
+    queue: VecDeque<(Value, VectorClock)>,
     depth: usize,
     closed: bool,
+    /// Sends so far.
+    sent: u64,
+    /// The receiver's clock at each receive from number `acks_base` on (a send `depth` later
+    /// is after it).
+    acks: VecDeque<VectorClock>,
+    acks_base: u64,
+    /// The producer's clock when it ended (a consumer that sees the channel closed is after
+    /// it).
+    closed_clock: Option<VectorClock>,
     producer: Option<usize>,
     consumer: Option<usize>,
 }
@@ -385,13 +486,15 @@ impl Monitor<'_> {
         }
     }
 
-    /// Process `p` ended: its channels close.
-    fn end(&self, p: usize, produces: &[u32]) {
+    /// Process `p` ended with clock `clock`: its channels close.
+    fn end(&self, p: usize, produces: &[u32], clock: &VectorClock) {
         let mut st = self.lock();
         st.ended[p] = true;
         st.waiting[p] = None;
         for &ch in produces {
-            st.chans[ch as usize].closed = true;
+            let c = &mut st.chans[ch as usize];
+            c.closed = true;
+            c.closed_clock = Some(clock.clone());
         }
         self.changed.notify_all();
         self.check_deadlock(&mut st);
@@ -413,6 +516,8 @@ impl Monitor<'_> {
 struct Port<'m, 'p, 'l> {
     monitor: &'m Monitor<'p>,
     process: usize,
+    /// The process's vector clock, advanced by its channel operations ([`crate::hb`]).
+    clock: &'l RefCell<VectorClock>,
     /// The process's steps, when the cycle model is on.
     log: Option<&'l RefCell<Vec<CspStep>>>,
 }
@@ -424,7 +529,23 @@ impl ChannelPort for Port<'_, '_, '_> {
         let Some(mut st) = m.wait_for(st, self.process, channel, WaitOp::Send) else {
             return ControlFlow::Break(());
         };
-        st.chans[channel as usize].queue.push_back(value);
+        let c = &mut st.chans[channel as usize];
+        let mut clock = self.clock.borrow_mut();
+        // Send `s` completes only after receive `s - depth`: it is after that receive.
+        if let Some(k) = c.sent.checked_sub(c.depth as u64) {
+            while c.acks_base < k && c.acks.len() > 1 {
+                c.acks.pop_front();
+                c.acks_base += 1;
+            }
+            if c.acks_base == k
+                && let Some(ack) = c.acks.front()
+            {
+                clock.merge(ack);
+            }
+        }
+        c.queue.push_back((value, clock.clone()));
+        c.sent += 1;
+        clock.tick(self.process);
         m.changed.notify_all();
         if let Some(l) = self.log {
             l.borrow_mut().push(CspStep::Send(channel));
@@ -438,10 +559,23 @@ impl ChannelPort for Port<'_, '_, '_> {
         let Some(mut st) = m.wait_for(st, self.process, channel, WaitOp::Receive) else {
             return ControlFlow::Break(());
         };
-        let v = st.chans[channel as usize].queue.pop_front();
-        if v.is_some() {
-            m.changed.notify_all();
-        }
+        let c = &mut st.chans[channel as usize];
+        let mut clock = self.clock.borrow_mut();
+        let v = match c.queue.pop_front() {
+            Some((v, sent)) => {
+                clock.merge(&sent);
+                c.acks.push_back(clock.clone());
+                clock.tick(self.process);
+                m.changed.notify_all();
+                Some(v)
+            }
+            None => {
+                if let Some(end) = &c.closed_clock {
+                    clock.merge(end);
+                }
+                None
+            }
+        };
         if let Some(l) = self.log {
             l.borrow_mut().push(match v {
                 Some(_) => CspStep::Recv(channel),
@@ -455,11 +589,12 @@ impl ChannelPort for Port<'_, '_, '_> {
 /// What a global id the [`ConflictChecker`] knows stands for.
 #[derive(Clone, Copy, Debug)]
 enum Started {
-    /// Task `index` of `process`, running module kernel `kernel`.
+    /// Task `index` of `process`, running module kernel `kernel`, its statement at `loc`.
     Task {
         process: usize,
         index: u32,
         kernel: u32,
+        loc: Loc,
     },
     /// A computed read of `process`, written at `loc`.
     Read { process: usize, loc: Loc },
@@ -474,6 +609,10 @@ struct Shared<'a> {
     /// The pipeline's process names, by index.
     processes: Vec<String>,
     checker: ConflictChecker,
+    /// Every access with the clock it was made at (module docs).
+    hb: Mutex<HbLedger<Started>>,
+    /// Whether [`Shared::order`] checks ([`CspOptions::check_order`]).
+    check_order: bool,
     /// What each global id the checker was given stands for.
     started: Mutex<Vec<Option<Started>>>,
     next_id: AtomicU32,
@@ -502,6 +641,8 @@ impl<'a> Shared<'a> {
                 .map(|p| p.name.name.clone())
                 .collect(),
             checker: ConflictChecker::new(),
+            hb: Mutex::new(HbLedger::new(pipeline.processes.len())),
+            check_order: true,
             started: Mutex::new(Vec::new()),
             next_id: AtomicU32::new(0),
             t0: Instant::now(),
@@ -540,6 +681,64 @@ impl<'a> Shared<'a> {
     /// `out Stage[0..256, 0..1024]`.
     fn describe(&self, r: &Region, access: pto_wsp_ir::Access) -> String {
         format!("{access} {}", self.region_text(r))
+    }
+
+    /// Records the access `what` of `process` to `io`, made at `clock`, in the happens-before
+    /// ledger: the error naming both accesses when another process's access overlaps it, one
+    /// writing, unordered.
+    fn order(
+        &self,
+        process: usize,
+        clock: &RefCell<VectorClock>,
+        io: &[TaskIo],
+        what: Started,
+    ) -> Result<(), CspError> {
+        if !self.check_order {
+            return Ok(());
+        }
+        let r = lock(&self.hb).record(process, &clock.borrow(), io, what);
+        r.map_err(|race| self.race_error(&race))
+    }
+
+    /// Process `p` makes no more accesses.
+    fn ended(&self, p: usize) {
+        lock(&self.hb).end(p);
+    }
+
+    /// The error for an unordered pair, the first declared process's access first.
+    fn race_error(&self, race: &HbRace<Started>) -> CspError {
+        let side = |a: &crate::hb::Access<Started>| {
+            let (what, loc) = match a.what {
+                Started::Task {
+                    index, kernel, loc, ..
+                } => (
+                    format!("task #{index} (kernel `{}`)", self.kernel_name(kernel)),
+                    loc,
+                ),
+                Started::Read { loc, .. } => ("computed read".to_string(), loc),
+            };
+            RaceSide {
+                process: self.process_name(a.process),
+                what,
+                access: self.describe(&a.io.region, a.io.access()),
+                loc,
+            }
+        };
+        let (mut first, mut second) = (&race.earlier, &race.later);
+        if first.process > second.process {
+            std::mem::swap(&mut first, &mut second);
+        }
+        let t = first.io.region.tensor;
+        let tensor = if (t as usize) < self.store.len() {
+            self.store.info(t).name.clone()
+        } else {
+            format!("tensor#{t}")
+        };
+        CspError::Race(Box::new(Race {
+            tensor,
+            first: side(first),
+            second: side(second),
+        }))
     }
 
     /// Gives `what` (a task, or a computed read) a global id and admits its regions `io`
@@ -595,6 +794,7 @@ impl<'a> Shared<'a> {
                     process: tp,
                     index,
                     kernel,
+                    ..
                 }),
             ) => read_conflict(
                 process,
@@ -607,6 +807,7 @@ impl<'a> Shared<'a> {
                     process: tp,
                     index,
                     kernel,
+                    ..
                 },
                 Some(Started::Read { process, loc }),
             ) => read_conflict(
@@ -620,6 +821,7 @@ impl<'a> Shared<'a> {
                     process,
                     index,
                     kernel,
+                    ..
                 },
                 other,
             ) => {
@@ -628,6 +830,7 @@ impl<'a> Shared<'a> {
                         process,
                         index,
                         kernel,
+                        ..
                     }) => (self.process_name(process), index, self.kernel_name(kernel)),
                     _ => ("?".to_string(), c.running, "?".to_string()),
                 };
@@ -656,6 +859,8 @@ struct TaskRunner<'a, 'm, 'p, 'l> {
     shared: &'a Shared<'a>,
     monitor: &'m Monitor<'p>,
     process: usize,
+    /// The process's vector clock ([`crate::hb`]).
+    clock: &'l RefCell<VectorClock>,
     /// The process's steps, when the cycle model is on.
     log: Option<&'l RefCell<Vec<CspStep>>>,
     io: Vec<TaskIo>,
@@ -696,14 +901,14 @@ impl TaskRunner<'_, '_, '_, '_> {
                 false,
             ));
         };
-        let gid = sh.admit(
-            Started::Task {
-                process: self.process,
-                index,
-                kernel: task.kernel,
-            },
-            &self.io,
-        )?;
+        let what = Started::Task {
+            process: self.process,
+            index,
+            kernel: task.kernel,
+            loc: task.loc,
+        };
+        sh.order(self.process, self.clock, &self.io, what)?;
+        let gid = sh.admit(what, &self.io)?;
         let start = sh.t0.elapsed().as_nanos() as u64;
         // SAFETY: the store is borrowed for the whole run and nothing but tasks touch it
         // (`run_pipeline`'s contract); the checker admitted this task's regions, so no running
@@ -764,13 +969,14 @@ impl ExpandSink for TaskRunner<'_, '_, '_, '_> {
             .map_err(|e| ReadRefused::Unsupported(e.to_string()))?;
         let io = [TaskIo::new(region, pto_wsp_ir::Access::In)];
         let sh = self.shared;
-        let gid = match sh.admit(
-            Started::Read {
-                process: self.process,
-                loc: read.loc,
-            },
-            &io,
-        ) {
+        let what = Started::Read {
+            process: self.process,
+            loc: read.loc,
+        };
+        let gid = match sh
+            .order(self.process, self.clock, &io, what)
+            .and_then(|()| sh.admit(what, &io))
+        {
             Ok(gid) => gid,
             Err(e) => {
                 self.error = Some(e);
@@ -853,7 +1059,8 @@ pub fn run_pipeline(
         }),
         changed: Condvar::new(),
     };
-    let shared = Shared::new(store, registry, kernels, names, pipeline, options.trace);
+    let mut shared = Shared::new(store, registry, kernels, names, pipeline, options.trace);
+    shared.check_order = options.check_order;
     let process = Process {
         res,
         bindings,
@@ -891,6 +1098,10 @@ fn channels(pipeline: &Pipeline) -> Result<(Vec<Chan>, Vec<Vec<u32>>), CspError>
             queue: VecDeque::new(),
             depth: usize::try_from(c.depth).unwrap_or(usize::MAX).max(1),
             closed: false,
+            sent: 0,
+            acks: VecDeque::new(),
+            acks_base: 0,
+            closed_clock: None,
             producer: None,
             consumer: None,
         })
@@ -968,10 +1179,12 @@ impl Process<'_, '_> {
         let (monitor, pipeline) = (self.monitor, self.monitor.pipeline);
         let log = RefCell::new(Vec::new());
         let log_ref = self.options.cycles.then_some(&log);
+        let clock = RefCell::new(VectorClock::new(pipeline.processes.len(), p));
         let mut runner = TaskRunner {
             shared: self.shared,
             monitor,
             process: p,
+            clock: &clock,
             log: log_ref,
             io: Vec::new(),
             params: Vec::new(),
@@ -983,6 +1196,7 @@ impl Process<'_, '_> {
         let mut port = Port {
             monitor,
             process: p,
+            clock: &clock,
             log: log_ref,
         };
         let r = catch_unwind(AssertUnwindSafe(|| {
@@ -1010,7 +1224,8 @@ impl Process<'_, '_> {
         if err.is_some() {
             monitor.stop();
         }
-        monitor.end(p, produces);
+        self.shared.ended(p);
+        monitor.end(p, produces, &clock.borrow());
         let TaskRunner {
             tasks,
             spans,
@@ -1114,6 +1329,7 @@ mod tests {
             process: 0,
             index: 3,
             kernel: 0,
+            loc: Loc::NONE,
         };
         let reading = Started::Read { process: 1, loc };
         let want = "process `consumer`, its computed read of K[2..3, 0..1] overlaps process \

@@ -145,7 +145,9 @@
 //!
 //! A kernel error or panic becomes the [`ExecError::Kernel`] of a host run, naming the task by its
 //! global index (the expander's) and its kernel. An interpretation error (bindings, arithmetic, a
-//! region out of its tensor) becomes [`ExecError::Build`]. The first error wins; the abort flag
+//! region out of its tensor) becomes [`ExecError::BuildAt`] at its statement's `file:line:column`
+//! when the bytecode carries its statement-location table (a module with text), else
+//! [`ExecError::Build`]. The first error wins; the abort flag
 //! stops every executor (each finishes at most the kernel it is running) and the pool runs again.
 //!
 //! # What a device-generation run does not do

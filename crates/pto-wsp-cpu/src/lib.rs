@@ -22,6 +22,8 @@
 //!   the producers a host generator waits on before a computed read ([`Producers`]).
 //! - [`csp`]: CSP pipelines on threads — one thread per process, bounded channels of the
 //!   declared depth, deadlocks reported by name ([`run_pipeline`]).
+//! - [`hb`]: happens-before between a pipeline's processes (vector clocks through the
+//!   channels), so accesses no channel orders are found whatever the timing.
 //! - [`shapes`]: Taskflow's benchmark DAGs (chain, binary tree, independent, wavefront, random
 //!   levels) as task-graph generators.
 //! - [`baseline`]: the same shapes run without the runtime (a sequential loop, rayon), the
@@ -49,6 +51,7 @@ pub mod datadep;
 pub mod devgen;
 mod engine;
 pub mod exec;
+pub mod hb;
 mod idle;
 pub mod kexec;
 pub mod pool;

@@ -30,6 +30,11 @@ pub trait Diagnostic: std::fmt::Display {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Other places the error concerns, each with what is there, rendered after the notes as
+    /// `note: WHAT: file:line:column` (an unknown location is left out).
+    fn related(&self) -> Vec<(Loc, String)> {
+        Vec::new()
+    }
 }
 
 impl SourceFile {
@@ -111,13 +116,24 @@ impl SourceFile {
             for note in diag.notes() {
                 let _ = writeln!(out, "{pad} = note: {note}");
             }
+            self.render_related(&mut out, &pad, diag);
         } else {
             let _ = writeln!(out, " --> {}", self.name);
             for note in diag.notes() {
                 let _ = writeln!(out, "  = note: {note}");
             }
+            self.render_related(&mut out, " ", diag);
         }
         out
+    }
+
+    /// The `note: WHAT: file:line:column` lines of [`Diagnostic::related`].
+    fn render_related(&self, out: &mut String, pad: &str, diag: &dyn Diagnostic) {
+        for (loc, what) in diag.related() {
+            if loc.is_known() {
+                let _ = writeln!(out, "{pad} = note: {what}: {}", self.position(loc));
+            }
+        }
     }
 }
 

@@ -177,6 +177,7 @@ fn nested_dense_loops_with_for_each() {
                         stream: idx % 2,
                         priority: 0,
                         cost: None,
+                        loc: pto_wsp_ir::Loc::NONE,
                     });
                 }
             }
@@ -230,6 +231,7 @@ workload main() {
                     stream: 0,
                     priority: 0,
                     cost: None,
+                    loc: pto_wsp_ir::Loc::NONE,
                 });
             }
         }
@@ -1973,6 +1975,7 @@ workload main() {
                 stream: 0,
                 priority: 0,
                 cost: None,
+                loc: pto_wsp_ir::Loc::NONE,
             });
         }
     }

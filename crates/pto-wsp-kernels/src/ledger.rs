@@ -24,16 +24,31 @@ use pto_wsp_ir::task_io::{Region, TaskIo};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 
-/// Boxes of one tensor with one kind of access, by start in dimensions 0 and 1.
-#[derive(Debug, Default)]
-struct Boxes {
-    by_start: BTreeMap<u32, BTreeMap<u32, Vec<(u32, TaskIo)>>>,
-    /// The longest extent recorded in dimensions 0 and 1.
+/// Boxes of one tensor, each with a value `T`, indexed by their start in dimensions 0 and 1, so
+/// that the boxes meeting a query box are found without visiting the others (module docs). Also
+/// the index of [`crate::ledger`]'s callers that keep regions with other data (the pipelines'
+/// happens-before check).
+#[derive(Debug)]
+pub struct RegionIndex<T> {
+    by_start: BTreeMap<u32, BTreeMap<u32, Vec<(TaskIo, T)>>>,
+    /// The longest extent recorded in dimensions 0 and 1 (never shrinks).
     longest: [u32; 2],
+    len: usize,
 }
 
-impl Boxes {
-    fn insert(&mut self, item: u32, io: TaskIo) {
+impl<T> Default for RegionIndex<T> {
+    fn default() -> Self {
+        RegionIndex {
+            by_start: BTreeMap::new(),
+            longest: [0; 2],
+            len: 0,
+        }
+    }
+}
+
+impl<T> RegionIndex<T> {
+    /// Adds the box of `io` with `value`.
+    pub fn insert(&mut self, io: TaskIo, value: T) {
         let r = &io.region;
         self.longest[0] = self.longest[0].max(r.size[0]);
         self.longest[1] = self.longest[1].max(r.size[1]);
@@ -42,11 +57,13 @@ impl Boxes {
             .or_default()
             .entry(r.start[1])
             .or_default()
-            .push((item, io));
+            .push((io, value));
+        self.len += 1;
     }
 
-    /// The earliest recorded item whose box intersects `r`.
-    fn earliest_overlap(&self, r: &Region) -> Option<(u32, TaskIo)> {
+    /// Calls `f` with every recorded box that intersects `r` (same tensor assumed), in order of
+    /// start, then insertion.
+    pub fn for_each_overlap(&self, r: &Region, mut f: impl FnMut(&TaskIo, &T)) {
         let from = |d: usize| {
             (u64::from(r.start[d]) + 1).saturating_sub(u64::from(self.longest[d])) as u32
         };
@@ -56,24 +73,57 @@ impl Boxes {
             let upper = u32::try_from(end).map_or(Bound::Unbounded, Bound::Excluded);
             (Bound::Included(from(d)), upper)
         };
-        let mut best: Option<(u32, TaskIo)> = None;
         for (_, row) in self.by_start.range(span(0)) {
             for (_, list) in row.range(span(1)) {
-                for &(item, io) in list {
-                    if io.region.intersects(r) && best.is_none_or(|(b, _)| item < b) {
-                        best = Some((item, io));
+                for (io, v) in list {
+                    if io.region.intersects(r) {
+                        f(io, v);
                     }
                 }
             }
         }
-        best
     }
+
+    /// Keeps only the boxes whose value satisfies `keep`.
+    pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
+        let mut len = 0;
+        self.by_start.retain(|_, row| {
+            row.retain(|_, list| {
+                list.retain(|(_, v)| keep(v));
+                len += list.len();
+                !list.is_empty()
+            });
+            !row.is_empty()
+        });
+        self.len = len;
+    }
+
+    /// Number of boxes recorded.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no box is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// The earliest recorded item whose box intersects `r`.
+fn earliest_overlap(boxes: &RegionIndex<u32>, r: &Region) -> Option<(u32, TaskIo)> {
+    let mut best: Option<(u32, TaskIo)> = None;
+    boxes.for_each_overlap(r, |io, &item| {
+        if best.is_none_or(|(b, _)| item < b) {
+            best = Some((item, *io));
+        }
+    });
+    best
 }
 
 /// Every region a launch's items touch, per tensor (module docs).
 #[derive(Debug, Default)]
 pub struct RegionLedger {
-    tensors: HashMap<u32, (Boxes, Boxes)>,
+    tensors: HashMap<u32, (RegionIndex<u32>, RegionIndex<u32>)>,
     regions: usize,
 }
 
@@ -91,9 +141,9 @@ impl RegionLedger {
             let Some((writes, reads)) = self.tensors.get(&new.region.tensor) else {
                 continue;
             };
-            let mut hit = writes.earliest_overlap(&new.region);
+            let mut hit = earliest_overlap(writes, &new.region);
             if new.access().writes()
-                && let Some(r) = reads.earliest_overlap(&new.region)
+                && let Some(r) = earliest_overlap(reads, &new.region)
                 && hit.is_none_or(|(w, _)| r.0 < w)
             {
                 hit = Some(r);
@@ -117,9 +167,9 @@ impl RegionLedger {
         for &x in io {
             let (writes, reads) = self.tensors.entry(x.region.tensor).or_default();
             if x.access().writes() {
-                writes.insert(item, x);
+                writes.insert(x, item);
             } else {
-                reads.insert(item, x);
+                reads.insert(x, item);
             }
         }
         self.regions += io.len();

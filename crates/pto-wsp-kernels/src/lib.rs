@@ -45,7 +45,7 @@ pub mod tile;
 pub use check::{Conflict, ConflictChecker};
 pub use checked::{CheckedRunner, with_checked_runner};
 pub use context::{ReadView, TaskContext, ViewProblem, WriteView};
-pub use ledger::RegionLedger;
+pub use ledger::{RegionIndex, RegionLedger};
 pub use registry::{KernelError, KernelId, KernelRegistry};
 pub use store::{Element, StoreError, TensorInfo, TensorSpec, TensorStore};
 pub use tile::{Float, FloatRead, FloatWrite, Scratch};

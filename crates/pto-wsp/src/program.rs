@@ -288,7 +288,7 @@ pub enum RunError {
     #[error("no run in progress")]
     NotRunning,
     /// A pipeline run failed: a deadlock (naming the waiting processes and channels), a task's
-    /// failure, or two processes' tasks conflicting (see [`pto_wsp_cpu::csp`]).
+    /// failure, or two processes' accesses that no channel orders (see [`pto_wsp_cpu::csp`]).
     #[error(transparent)]
     Pipeline(#[from] pto_wsp_cpu::CspError),
     /// [`Program::cancel`] stopped the run; the tasks that had completed wrote their results.
@@ -306,6 +306,22 @@ impl pto_wsp_ir::Diagnostic for RunError {
             RunError::Exec(e) => pto_wsp_ir::Diagnostic::loc(e),
             RunError::Pipeline(e) => pto_wsp_ir::Diagnostic::loc(e),
             _ => pto_wsp_ir::Loc::NONE,
+        }
+    }
+
+    fn label(&self) -> Option<String> {
+        match self {
+            RunError::Exec(e) => pto_wsp_ir::Diagnostic::label(e),
+            RunError::Pipeline(e) => pto_wsp_ir::Diagnostic::label(e),
+            _ => None,
+        }
+    }
+
+    /// A pipeline's unordered pair ([`pto_wsp_cpu::CspError::Race`]): the second statement.
+    fn related(&self) -> Vec<(pto_wsp_ir::Loc, String)> {
+        match self {
+            RunError::Pipeline(e) => pto_wsp_ir::Diagnostic::related(e),
+            _ => Vec::new(),
         }
     }
 }
@@ -792,6 +808,7 @@ impl Inner {
                 trace: self.options.profiling
                     || matches!(self.plan.config().trace, TracePolicy::Wall),
                 cycles: self.cycles(),
+                ..pto_wsp_cpu::CspOptions::default()
             };
             return Ok(pto_wsp_cpu::run_pipeline(
                 self.plan.resolved(),

@@ -102,6 +102,7 @@ impl Decoder<'_> {
         );
         self.structure(&mut prog, &uses_args)?;
         self.read_locs()?;
+        self.stmt_locs()?;
         plan::plan(&mut prog);
         // The interpreter finds a task's plan through its instruction: `b` (the keyset, kept in
         // the task's descriptor) becomes the task's index.
@@ -161,6 +162,7 @@ impl Decoder<'_> {
             total_coords: 0,
             max_regions: 0,
             read_locs: img.read_locs.clone(),
+            stmt_locs: img.stmt_locs.clone(),
         };
         let mut off = 0u32;
         for t in &prog.tensors {

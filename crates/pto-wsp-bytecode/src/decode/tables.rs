@@ -703,4 +703,31 @@ impl Decoder<'_> {
         }
         Ok(())
     }
+
+    /// The statement-location table: strictly increasing pcs of instructions, sane locations.
+    pub(super) fn stmt_locs(&self) -> Result<(), DecodeError> {
+        let img = self.img;
+        for (i, &(pc, loc)) in img.stmt_locs.iter().enumerate() {
+            let at = self.off.stmt_locs + 4 + 12 * i;
+            let message = if pc as usize >= img.insns.len() {
+                Some(format!(
+                    "instruction {pc} is past the last ({})",
+                    img.insns.len().saturating_sub(1)
+                ))
+            } else if i > 0 && img.stmt_locs[i - 1].0 >= pc {
+                Some("instructions are not in increasing order".to_string())
+            } else if loc.start > loc.end {
+                Some(format!(
+                    "location {}..{} ends before it starts",
+                    loc.start, loc.end
+                ))
+            } else {
+                None
+            };
+            if let Some(m) = message {
+                return Err(entry(at, "statement locations", i, m));
+            }
+        }
+        Ok(())
+    }
 }

@@ -458,3 +458,58 @@ fn bad_entries() {
     img.kernels[0].params = vec![0x33];
     has(&err_of(&img), "kernels entry 0: bad parameter code 51");
 }
+
+/// The statement-location table: a parsed module's bytes carry one (each task, loop and
+/// `while` instruction maps to its statement), a built module's none (unchanged bytes); an
+/// entry past the last instruction, out of order, or ending before it starts is refused.
+#[test]
+fn statement_locations_are_a_validated_side_table() {
+    let img = while_image();
+    assert!(!img.stmt_locs.is_empty());
+    let bytes = img.write();
+    assert_ne!(bytes[45] & crate::format::FLAG_STMT_LOCS, 0);
+    let p = Program::decode(&bytes).expect("decodes");
+    for (op, starts) in [
+        (Op::While, "while "),
+        (Op::EndWhile, "while "),
+        (Op::Read, "load s = A[s];"),
+    ] {
+        let pc = find(&img, op);
+        let loc = p.stmt_loc(pc);
+        assert!(
+            WHILE_SRC[loc.start as usize..loc.end as usize].starts_with(starts),
+            "{op:?}: {:?}",
+            &WHILE_SRC[loc.start as usize..loc.end as usize]
+        );
+    }
+    // Built without text: no table, no flag.
+    let text = pto_wsp_ir::parse(
+        "tensor D: f32[4, 4];\nkernel k(inout x: f32[1, 4]);\nworkload main() { task k(D[0, 0 +: 4]); }",
+    )
+    .expect("parses");
+    let mut stripped = text.clone();
+    for w in &mut stripped.workloads {
+        for s in &mut w.body {
+            s.loc = pto_wsp_ir::Loc::NONE;
+        }
+        w.loc = pto_wsp_ir::Loc::NONE;
+    }
+    let bytes = encode(&stripped, &EncodeOptions::default()).expect("encodes");
+    assert!(Image::read(&bytes).expect("reads").0.stmt_locs.is_empty());
+    assert_eq!(bytes[45] & crate::format::FLAG_STMT_LOCS, 0);
+    // Malformed tables.
+    let mut img = while_image();
+    let past = img.insns.len() as u32;
+    img.stmt_locs.last_mut().unwrap().0 = past;
+    has(
+        &err_of(&img),
+        &format!("instruction {past} is past the last"),
+    );
+    let mut img = while_image();
+    let again = img.stmt_locs[0];
+    img.stmt_locs.insert(1, again);
+    has(&err_of(&img), "instructions are not in increasing order");
+    let mut img = while_image();
+    img.stmt_locs[0].1 = pto_wsp_ir::Loc { start: 9, end: 3 };
+    has(&err_of(&img), "ends before it starts");
+}

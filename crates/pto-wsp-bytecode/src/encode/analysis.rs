@@ -136,6 +136,7 @@ fn scan_stmt(s: &LStmt, f: &mut impl FnMut(Event)) {
             cond,
             then,
             otherwise,
+            ..
         } => {
             reads(cond, f);
             scan(then, f);
@@ -147,7 +148,7 @@ fn scan_stmt(s: &LStmt, f: &mut impl FnMut(Event)) {
                 reads(e, f);
             }
         }
-        LStmt::Set { reg, value } => {
+        LStmt::Set { reg, value, .. } => {
             reads(value, f);
             f(Event::Write(*reg));
         }
@@ -162,12 +163,14 @@ fn scan_stmt(s: &LStmt, f: &mut impl FnMut(Event)) {
             f(Event::Write(*var));
             scan(body, f);
         }
-        LStmt::While { cond, max, body } => {
+        LStmt::While {
+            cond, max, body, ..
+        } => {
             reads(max, f);
             reads(cond, f);
             scan(body, f);
         }
-        LStmt::Break { cond } => reads(cond, f),
+        LStmt::Break { cond, .. } => reads(cond, f),
     }
 }
 
@@ -443,6 +446,7 @@ fn count(body: &[LStmt], facts: &Facts<'_>, assigned: &[u16]) -> Option<TExpr> {
                 cond,
                 then,
                 otherwise,
+                ..
             } => {
                 let a = count(then, facts, assigned)?;
                 let b = count(otherwise, facts, assigned)?;

@@ -31,6 +31,8 @@ pub(crate) struct LLoop {
     pub range_skip: bool,
     /// Where the loop statement is, when its axis reads computed arrays (else `None`).
     pub computed: Option<Loc>,
+    /// Where the loop statement is.
+    pub loc: Loc,
 }
 
 /// A task statement of the tree.
@@ -43,6 +45,8 @@ pub(crate) struct LTask {
     /// Schedule keys: dispatch key slots, then `stream_by`, then the pool metric.
     pub keys: Vec<TExpr>,
     pub hoisted: bool,
+    /// Where the task statement is.
+    pub loc: Loc,
 }
 
 /// A region argument.
@@ -61,6 +65,7 @@ pub(crate) enum LStmt {
         cond: TExpr,
         then: Vec<LStmt>,
         otherwise: Vec<LStmt>,
+        loc: Loc,
     },
     /// `sequential`: order edges between consecutive non-empty children.
     Seq(Vec<LStmt>),
@@ -70,6 +75,7 @@ pub(crate) enum LStmt {
     Set {
         reg: u16,
         value: TExpr,
+        loc: Loc,
     },
     /// `load`; `computed`: of a tensor tasks of the run write (a `read` instruction).
     Load {
@@ -85,19 +91,23 @@ pub(crate) enum LStmt {
         cond: TExpr,
         max: TExpr,
         body: Vec<LStmt>,
+        loc: Loc,
     },
     /// `break if COND`.
     Break {
         cond: TExpr,
+        loc: Loc,
     },
     Send {
         channel: u8,
         value: TExpr,
+        loc: Loc,
     },
     Consume {
         channel: u8,
         var: u16,
         body: Vec<LStmt>,
+        loc: Loc,
     },
 }
 
@@ -414,11 +424,12 @@ impl Lower<'_> {
                     } => self.r.computed(*indptr) || self.r.computed(*indices),
                 })
                 .then_some(s.loc),
+            loc: s.loc,
         })))
     }
 
     /// A task: its scalar arguments, regions and keys.
-    fn task_stmt(&self, t: &Task) -> LStmt {
+    fn task_stmt(&self, t: &Task, loc: Loc) -> LStmt {
         let mut scalars = Vec::new();
         let mut regions = Vec::new();
         for a in &t.args {
@@ -444,6 +455,7 @@ impl Lower<'_> {
             regions,
             keys: t.keys.iter().map(|&k| self.x(k)).collect(),
             hoisted: false,
+            loc,
         }))
     }
 
@@ -455,9 +467,11 @@ impl Lower<'_> {
                 cond: self.x(*cond),
                 max: self.x(*max),
                 body: self.stmts(body)?,
+                loc: s.loc,
             },
             StmtKind::Break { cond } => LStmt::Break {
                 cond: self.x(*cond),
+                loc: s.loc,
             },
             StmtKind::Loop(l) => self.loop_stmt(s, l)?,
             StmtKind::If {
@@ -468,6 +482,7 @@ impl Lower<'_> {
                 cond: self.x(*cond),
                 then: self.stmts(then_body)?,
                 otherwise: self.stmts(else_body)?,
+                loc: s.loc,
             },
             StmtKind::Block {
                 ordered: true,
@@ -477,10 +492,11 @@ impl Lower<'_> {
                 ordered: false,
                 body,
             } => LStmt::Block(self.stmts(body)?),
-            StmtKind::Task(t) => self.task_stmt(t),
+            StmtKind::Task(t) => self.task_stmt(t, s.loc),
             StmtKind::Set { slot, value } => LStmt::Set {
                 reg: reg(*slot),
                 value: self.x(*value),
+                loc: s.loc,
             },
             StmtKind::Load {
                 slot,
@@ -500,6 +516,7 @@ impl Lower<'_> {
                     .map(|&(r, e)| LStmt::Set {
                         reg: reg(r),
                         value: self.x(e),
+                        loc: s.loc,
                     })
                     .collect();
                 out.push(LStmt::Block(self.stmts(body)?));
@@ -509,11 +526,13 @@ impl Lower<'_> {
             StmtKind::Send { channel, value } => LStmt::Send {
                 channel: channel.0 as u8,
                 value: self.x(*value),
+                loc: s.loc,
             },
             StmtKind::Consume { channel, var, body } => LStmt::Consume {
                 channel: channel.0 as u8,
                 var: reg(*var),
                 body: self.stmts(body)?,
+                loc: s.loc,
             },
         })
     }

@@ -67,8 +67,9 @@ pub enum EncodeError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EncodeOptions {
     /// Store the names of kernels, tensors, axes, processes and channels (for disassembly and
-    /// messages). The names of symbols, slots and bound tensors are always stored: bindings
-    /// refer to them.
+    /// messages), and the statement-location table (run-time errors at `file:line:column`,
+    /// when the module has text). The names of symbols, slots and bound tensors are always
+    /// stored: bindings refer to them.
     pub names: bool,
 }
 
@@ -112,6 +113,8 @@ struct Emitter {
     /// `(pc, loc)` of every computed read: `read` instructions and loops over computed arrays
     /// (the side table of read locations, `docs/BYTECODE.md`).
     read_locs: Vec<(u32, Loc)>,
+    /// The statement of every instruction from each pc on (see [`Emitter::at`]).
+    stmt_locs: Vec<(u32, Loc)>,
 }
 
 fn too_large(what: &'static str, count: usize, max: usize) -> EncodeError {
@@ -152,6 +155,7 @@ impl Emitter {
             depth: 0,
             whiles: Vec::new(),
             read_locs: Vec::new(),
+            stmt_locs: Vec::new(),
         }
     }
 
@@ -281,6 +285,26 @@ impl Emitter {
         }
     }
 
+    /// The instructions pushed from now on belong to the statement at `loc`: an entry of the
+    /// statement-location table, unless the last entry says the same; an entry at the same pc
+    /// as the last replaces it.
+    fn at(&mut self, loc: Loc) {
+        let pc = self.insns.len() as u32;
+        let same = |a: Loc, b: Loc| a.start == b.start && a.end == b.end;
+        if let Some(&(last_pc, last)) = self.stmt_locs.last() {
+            if same(last, loc) {
+                return;
+            }
+            if last_pc == pc {
+                self.stmt_locs.pop();
+                if self.stmt_locs.last().is_some_and(|&(_, l)| same(l, loc)) {
+                    return;
+                }
+            }
+        }
+        self.stmt_locs.push((pc, loc));
+    }
+
     fn stmts(&mut self, body: &[LStmt]) -> Result<(), EncodeError> {
         for s in body {
             self.stmt(s)?;
@@ -295,7 +319,11 @@ impl Emitter {
                 cond,
                 then,
                 otherwise,
-            } => self.emit_if(cond, then, otherwise)?,
+                loc,
+            } => {
+                self.at(*loc);
+                self.emit_if(cond, then, otherwise)?;
+            }
             LStmt::Seq(body) => {
                 if body.is_empty() {
                     return Ok(());
@@ -314,7 +342,8 @@ impl Emitter {
             }
             LStmt::Block(body) => self.stmts(body)?,
             LStmt::Task(t) => self.emit_task(t)?,
-            LStmt::Set { reg, value } => {
+            LStmt::Set { reg, value, loc } => {
+                self.at(*loc);
                 let e = self.expr(value)?;
                 self.push(Insn::new(Op::Set, *reg, u32::from(e)));
             }
@@ -325,6 +354,7 @@ impl Emitter {
                 computed,
                 loc,
             } => {
+                self.at(*loc);
                 let mut refs = Vec::new();
                 for e in index {
                     refs.push(self.expr(e)?);
@@ -336,7 +366,13 @@ impl Emitter {
                 }
                 self.refs(&refs);
             }
-            LStmt::While { cond, max, body } => {
+            LStmt::While {
+                cond,
+                max,
+                body,
+                loc,
+            } => {
+                self.at(*loc);
                 let m = self.expr(max)?;
                 let at = self.push(Insn::new(Op::While, m, 0));
                 self.enter()?;
@@ -344,11 +380,14 @@ impl Emitter {
                 self.stmts(body)?;
                 self.whiles.pop();
                 self.depth -= 1;
+                // The `wend` evaluates the condition: the `while` statement's again.
+                self.at(*loc);
                 let c = self.expr(cond)?;
                 let end = self.push(Insn::new(Op::EndWhile, c, at as u32));
                 self.insns[at].b = end as u32;
             }
-            LStmt::Break { cond } => {
+            LStmt::Break { cond, loc } => {
+                self.at(*loc);
                 let c = self.expr(cond)?;
                 let Some(&w) = self.whiles.last() else {
                     return Err(EncodeError::Malformed {
@@ -357,11 +396,22 @@ impl Emitter {
                 };
                 self.push(Insn::new(Op::Break, c, w as u32));
             }
-            LStmt::Send { channel, value } => {
+            LStmt::Send {
+                channel,
+                value,
+                loc,
+            } => {
+                self.at(*loc);
                 let e = self.expr(value)?;
                 self.push(Insn::new(Op::Send, u16::from(*channel), u32::from(e)));
             }
-            LStmt::Consume { channel, var, body } => {
+            LStmt::Consume {
+                channel,
+                var,
+                body,
+                loc,
+            } => {
+                self.at(*loc);
                 let at = self.push(Insn {
                     op: Op::Consume,
                     flags: *channel,
@@ -371,6 +421,7 @@ impl Emitter {
                 self.enter()?;
                 self.stmts(body)?;
                 self.depth -= 1;
+                self.at(*loc);
                 let next = self.push(Insn::new(Op::Next, 0, at as u32));
                 self.insns[at].b = next as u32;
             }
@@ -428,6 +479,7 @@ impl Emitter {
             ));
         }
         let id = self.loops.len() as u16;
+        self.at(l.loc);
         self.loops.push(LoopRec {
             axis: l.axis,
             var0: l.vars[0],
@@ -448,6 +500,8 @@ impl Emitter {
         self.enter()?;
         self.stmts(&l.body)?;
         self.depth -= 1;
+        // The `next` advances the loop (a ragged row's length, a sparse row): its statement.
+        self.at(l.loc);
         let next = self.push(Insn::new(Op::Next, 0, at as u32));
         self.insns[at].b = next as u32;
         Ok(())
@@ -456,6 +510,7 @@ impl Emitter {
     /// A task: `task` and the `args` of its kernel's parameters in order (regions and scalar
     /// expressions).
     fn emit_task(&mut self, t: &LTask) -> Result<(), EncodeError> {
+        self.at(t.loc);
         let keyset = self.keyset(&t.keys)?;
         let tiles = self
             .kernel_tiles
@@ -585,6 +640,12 @@ impl Emitter {
             debug_names: options.names,
             names,
             read_locs: self.read_locs,
+            // Debug information; only a module with text has locations worth storing.
+            stmt_locs: if options.names && self.stmt_locs.iter().any(|(_, l)| l.is_known()) {
+                self.stmt_locs
+            } else {
+                Vec::new()
+            },
         })
     }
 

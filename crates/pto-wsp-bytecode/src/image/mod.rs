@@ -143,6 +143,9 @@ pub(crate) struct Image {
     pub names: Names,
     /// `(pc, loc)` of each computed read, by increasing pc (the read-location side table).
     pub read_locs: Vec<(u32, Loc)>,
+    /// `(pc, loc)`: the statement of every instruction from `pc` to the next entry's (the
+    /// statement-location table), by increasing pc.
+    pub stmt_locs: Vec<(u32, Loc)>,
 }
 
 /// Where each part of an image was found, for error messages.
@@ -162,6 +165,7 @@ pub(crate) struct Offsets {
     pub channels: usize,
     pub names: usize,
     pub read_locs: usize,
+    pub stmt_locs: usize,
     pub symbols: usize,
     pub slots: usize,
     pub regs: usize,

@@ -8,8 +8,8 @@ use super::{
 };
 use crate::decode::DecodeError;
 use crate::format::{
-    FLAG_DEBUG_NAMES, FLAG_READ_LOCS, MAGIC, MAX_DISPATCH_DEPTH, MAX_RANK, TENSOR_ARRAY, VERSION,
-    dnode,
+    FLAG_DEBUG_NAMES, FLAG_READ_LOCS, FLAG_STMT_LOCS, MAGIC, MAX_DISPATCH_DEPTH, MAX_RANK,
+    TENSOR_ARRAY, VERSION, dnode,
 };
 use crate::op::{Insn, Op};
 use pto_wsp_ir::Loc;
@@ -84,7 +84,13 @@ impl Image {
         let names = r.all_names(&h, &tensors)?;
         off.read_locs = r.pos;
         let read_locs = if h.flags & FLAG_READ_LOCS != 0 {
-            r.read_locs()?
+            r.loc_table("read location")?
+        } else {
+            Vec::new()
+        };
+        off.stmt_locs = r.pos;
+        let stmt_locs = if h.flags & FLAG_STMT_LOCS != 0 {
+            r.loc_table("statement location")?
         } else {
             Vec::new()
         };
@@ -117,6 +123,7 @@ impl Image {
                 debug_names,
                 names,
                 read_locs,
+                stmt_locs,
             },
             off,
         ))
@@ -162,7 +169,7 @@ impl<'b> Reader<'b> {
         let flags_at = r.pos;
         let flags = r.u8("the flags")?;
         let n_dimsets = usize::from(r.u16("the dimension list count")?);
-        if flags & !(FLAG_DEBUG_NAMES | FLAG_READ_LOCS) != 0 {
+        if flags & !(FLAG_DEBUG_NAMES | FLAG_READ_LOCS | FLAG_STMT_LOCS) != 0 {
             return Err(DecodeError::BadEntry {
                 offset: flags_at,
                 table: "header",
@@ -470,19 +477,19 @@ impl<'b> Reader<'b> {
         })
     }
 
-    /// The read-location side table.
-    fn read_locs(&mut self) -> Result<Vec<(u32, Loc)>, DecodeError> {
+    /// A location table (read locations, statement locations): `what` names its entries.
+    fn loc_table(&mut self, what: &str) -> Result<Vec<(u32, Loc)>, DecodeError> {
         let r = self;
-        let mut read_locs = Vec::new();
-        let n = r.u32("the read location count")? as usize;
-        r.need(n.saturating_mul(12), "the read locations")?;
+        let mut table = Vec::new();
+        let n = r.u32(&format!("the {what} count"))? as usize;
+        r.need(n.saturating_mul(12), &format!("the {what}s"))?;
         for _ in 0..n {
-            let pc = r.u32("a read location's instruction")?;
-            let start = r.u32("a read location's start")?;
-            let end = r.u32("a read location's end")?;
-            read_locs.push((pc, Loc { start, end }));
+            let pc = r.u32(&format!("a {what}'s instruction"))?;
+            let start = r.u32(&format!("a {what}'s start"))?;
+            let end = r.u32(&format!("a {what}'s end"))?;
+            table.push((pc, Loc { start, end }));
         }
-        Ok(read_locs)
+        Ok(table)
     }
 
     fn need(&self, n: usize, what: &str) -> Result<(), DecodeError> {

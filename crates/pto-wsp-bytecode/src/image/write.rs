@@ -3,7 +3,8 @@
 
 use super::{DNodeRec, Image};
 use crate::format::{
-    FLAG_DEBUG_NAMES, FLAG_READ_LOCS, HEADER_LEN, MAGIC, TENSOR_ARRAY, VERSION, dnode,
+    FLAG_DEBUG_NAMES, FLAG_READ_LOCS, FLAG_STMT_LOCS, HEADER_LEN, MAGIC, TENSOR_ARRAY, VERSION,
+    dnode,
 };
 
 struct Writer(Vec<u8>);
@@ -84,12 +85,14 @@ impl Image {
             w.u8(c);
         }
         self.write_names(&mut w);
-        if !self.read_locs.is_empty() {
-            w.u32(self.read_locs.len() as u32);
-            for &(pc, loc) in &self.read_locs {
-                w.u32(pc);
-                w.u32(loc.start);
-                w.u32(loc.end);
+        for table in [&self.read_locs, &self.stmt_locs] {
+            if !table.is_empty() {
+                w.u32(table.len() as u32);
+                for &(pc, loc) in table {
+                    w.u32(pc);
+                    w.u32(loc.start);
+                    w.u32(loc.end);
+                }
             }
         }
         let total = w.0.len() as u32;
@@ -130,6 +133,10 @@ impl Image {
             0
         } else {
             FLAG_READ_LOCS
+        } | if self.stmt_locs.is_empty() {
+            0
+        } else {
+            FLAG_STMT_LOCS
         });
         w.u16(self.dimsets.len() as u16);
         let len_at = w.0.len();

@@ -177,3 +177,80 @@ pipeline p {
         "the same message as the expander"
     );
 }
+
+const PLACED: &str = "symbol n: i64;
+symbol m: i64;
+symbol d: i64;
+slot s: i64;
+tensor X: f32[8, 4];
+tensor T: i64[4];
+axis I = dense_dyn(n);
+kernel k(inout x: f32[1, 4]);
+workload main() {
+    for_each i in I {
+        task k(X[i * m, 0 +: 4]);
+    }
+    set s = 8 / d;
+    load s = T[m];
+}
+";
+
+/// `file:line:column` of the first occurrence of `stmt` in [`PLACED`], counted here.
+fn placed_at(stmt: &str) -> String {
+    let at = PLACED.find(stmt).expect("in the source");
+    let line = PLACED[..at].matches('\n').count() + 1;
+    let col = at - PLACED[..at].rfind('\n').map_or(0, |i| i + 1) + 1;
+    format!("main.wsp:{line}:{col}")
+}
+
+/// Runs [`PLACED`] under `n`, `m`, `d` on every executor and renders the error.
+fn placed_err(n: i64, m: i64, d: i64) -> String {
+    let module = parse(PLACED).unwrap();
+    let bytes = encode(&module, &EncodeOptions::default()).expect("encodes");
+    let p = Program::decode(&bytes).expect("decodes");
+    let b = Bindings::new()
+        .symbol("n", n)
+        .symbol("m", m)
+        .symbol("d", d)
+        .array("T", vec![1, 2, 3, 4]);
+    let bound = p.bind(&b).unwrap_or_else(|e| panic!("{e}"));
+    let mut i = Interpreter::new(&p, &bound, ExecutorConfig::all()).unwrap();
+    let e = i.run(&mut |_: &Task<'_>| {}).expect_err("fails");
+    pto_wsp_ir::SourceFile::new("main.wsp", PLACED).render(&e)
+}
+
+/// Run-time errors of the interpreter (device generation's generator) name the statement that
+/// failed at its `file:line:column`, from the bytecode's statement-location table.
+#[test]
+fn interpreter_errors_name_their_statement() {
+    let cases = [
+        (
+            (8, 2, 1),
+            "task #4 (`k`): region argument 0 of `X` is out of bounds in dimension 0: start 8, size 1, extent 8",
+            "task k(X[i * m",
+        ),
+        (
+            (-1, 1, 1),
+            "the extent of axis `I` is negative (-1)",
+            "for_each i in I",
+        ),
+        ((2, 1, 0), "division by zero", "set s = 8 / d"),
+        (
+            (2, 5, 1),
+            "load from `T`: index 5 is out of bounds in dimension 0 (extent 4)",
+            "load s = T[m]",
+        ),
+    ];
+    for ((n, m, d), message, stmt) in cases {
+        let rendered = placed_err(n, m, d);
+        let first = rendered.lines().next().unwrap();
+        assert!(
+            first.starts_with("error: ") && first.contains(message),
+            "{rendered}"
+        );
+        assert!(
+            rendered.contains(&format!("--> {}\n", placed_at(stmt))),
+            "{stmt}: {rendered}"
+        );
+    }
+}

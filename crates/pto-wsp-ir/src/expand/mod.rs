@@ -93,6 +93,9 @@ pub struct ExpandedTask {
     /// Cycle cost under `trace cycles(EXPR)` (negative values count as 0); `None` otherwise
     /// (the kernel's own cost function decides under `trace cycles`).
     pub cost: Option<u64>,
+    /// Where its `task` statement is written ([`Loc::NONE`] when not known, e.g. a module built
+    /// without text); like every [`Loc`], never part of equality.
+    pub loc: Loc,
 }
 
 /// A region argument with every expression evaluated.

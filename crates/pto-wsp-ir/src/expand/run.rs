@@ -244,6 +244,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                 stream: 0,
                 priority: 0,
                 cost: None,
+                loc: Loc::NONE,
             },
             sink,
             channels: prog
@@ -1043,7 +1044,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                 pos: 0,
                 track: ordered.then(|| OrderTrack::new(now)),
             }),
-            StmtKind::Task(t) => return self.task(t, proc),
+            StmtKind::Task(t) => return self.task(t, s.loc, proc),
             StmtKind::Set { slot, value } => {
                 let value = prog.x(*value);
                 let decl = &prog.module.slots[(*slot - prog.res.n_symbols()) as usize];
@@ -1122,7 +1123,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
 
     /// Emits one task, with the announcements before it and its CSP edges. `Ok(false)`: the
     /// limit was reached first, or the sink stopped the expansion.
-    fn task(&mut self, t: &Task, proc: &mut Proc<'p>) -> Result<bool, ExpandError> {
+    fn task(&mut self, t: &Task, loc: Loc, proc: &mut Proc<'p>) -> Result<bool, ExpandError> {
         let prog = self.prog;
         if self.limit.is_some_and(|l| self.count as usize >= l) {
             self.truncated = true;
@@ -1131,6 +1132,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
         let index = self.count;
         let kname = &prog.module.kernels[t.kernel.index()].name.name;
         self.fill(t, index).map_err(|e| at_task(e, index, kname))?;
+        self.buf.loc = loc;
         self.count = index.checked_add(1).ok_or(ExpandError::TooManyTasks)?;
         // `for_each` / `sequential` edges whose later range starts here, outermost first.
         if !self.armed.is_empty() {

@@ -377,7 +377,8 @@ fn a_failing_kernel_gives_the_host_error_and_the_program_runs_again() {
 }
 
 /// A binding the interpreter refuses at run time (a region outside its tensor) fails the run
-/// with a build error on every thread count; the program runs again with good bindings.
+/// with a build error at the task statement's `file:line:column` on every thread count; the
+/// program runs again with good bindings.
 #[test]
 fn interpretation_errors_stop_every_executor() {
     let text = "
@@ -407,8 +408,12 @@ workload main() {
         )
         .unwrap();
         let bad = Bindings::new().symbol("n", 8i64).symbol("m", 2i64);
-        let err = p.execute(&bad).unwrap_err().to_string();
-        assert!(err.contains("out of bounds"), "{err}");
+        let err = p.execute(&bad).unwrap_err();
+        // At the task statement, from the bytecode's statement-location table.
+        let rendered = pto_wsp::ir::SourceFile::new("d.wsp", text).render(&err);
+        let want = "error: task #4 (`k`): region argument 0 of `X` is out of bounds in dimension \
+                    0: start 8, size 1, extent 8\n --> d.wsp:9:9\n";
+        assert!(rendered.starts_with(want), "{rendered}");
         let good = Bindings::new().symbol("n", 8i64).symbol("m", 1i64);
         let s = p.execute(&good).unwrap();
         assert_eq!(s.tasks, 8);

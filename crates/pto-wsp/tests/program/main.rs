@@ -6,6 +6,7 @@
 
 mod backend;
 mod coverage;
+mod csp_race;
 mod datadep;
 mod devgen;
 mod differential;
