@@ -58,23 +58,65 @@ pub(crate) fn attention_reference(
         .collect()
 }
 
-/// Records that the running test needs an outside toolchain (PTO-ISA, simpler, g++) and found
-/// it: a line `ran TEST` in the file `PTO_WSP_TOOLCHAIN_LOG` names, when set (CI counts them,
-/// so a green run states how much of the device path it exercised).
+/// An outside toolchain a test needs (the summary after a test run counts each separately).
 #[allow(dead_code)] // not every test crate needs a toolchain
-pub(crate) fn toolchain_ran() {
-    toolchain_record("ran", None);
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Needs {
+    /// The PTO-ISA checkout (`PTO_ISA_ROOT`) and g++: the emitted C++ built on PTO-ISA's CPU
+    /// simulation.
+    PtoIsa,
+    /// simpler (`SIMPLER_ROOT`, its venv, the `g++-15` wrapper) and PTO-ISA: the Ascend tree
+    /// built and run on `a2a3sim`, or checked against the device templates.
+    Simpler,
 }
 
-/// Prints `skipped: WHY` for a test whose outside toolchain is missing (the test then passes)
-/// and records `skipped TEST: WHY` like [`toolchain_ran`].
+impl Needs {
+    /// The name the log and the summary use.
+    fn tag(self) -> &'static str {
+        match self {
+            Needs::PtoIsa => "pto-isa",
+            Needs::Simpler => "simpler",
+        }
+    }
+
+    /// How to get it.
+    fn setup(self) -> &'static str {
+        match self {
+            Needs::PtoIsa => "scripts/prepare-toolchains.sh (or set PTO_ISA_ROOT)",
+            Needs::Simpler => {
+                "scripts/prepare-simpler.sh (or set SIMPLER_ROOT, PTO_ISA_ROOT, SIMPLER_VENV, \
+                 PTO_WSP_TOOLS_DIR)"
+            }
+        }
+    }
+}
+
+/// Records that the running test needs `needs` and found it: a line `ran TOOLCHAIN TEST` in the
+/// file `PTO_WSP_TOOLCHAIN_LOG` names, when set (`scripts/test.sh` sets it and prints the
+/// summary, so a green run states how much of the device path it exercised).
+#[allow(dead_code)] // not every test crate needs a toolchain
+pub(crate) fn toolchain_ran(needs: Needs) {
+    toolchain_record("ran", needs, None);
+}
+
+/// A test whose outside toolchain is missing: records `skipped TOOLCHAIN TEST: WHY` like
+/// [`toolchain_ran`]; then with `PTO_WSP_REQUIRE_TOOLCHAINS=1` the test fails, naming what is
+/// missing and how to get it, and otherwise it prints `skipped: WHY` and the caller returns
+/// (the test passes).
 #[allow(dead_code)]
-pub(crate) fn toolchain_skipped(why: &str) {
+pub(crate) fn toolchain_skipped(needs: Needs, why: &str) {
+    toolchain_record("skipped", needs, Some(why));
+    if std::env::var_os("PTO_WSP_REQUIRE_TOOLCHAINS").is_some_and(|v| v == "1") {
+        panic!(
+            "PTO_WSP_REQUIRE_TOOLCHAINS=1 and this test's toolchain is missing: {why}; get it \
+             with {}",
+            needs.setup()
+        );
+    }
     println!("skipped: {why}");
-    toolchain_record("skipped", Some(why));
 }
 
-fn toolchain_record(outcome: &str, why: Option<&str>) {
+fn toolchain_record(outcome: &str, needs: Needs, why: Option<&str>) {
     use std::io::Write as _;
     let Some(path) = std::env::var_os("PTO_WSP_TOOLCHAIN_LOG").filter(|p| !p.is_empty()) else {
         return;
@@ -84,9 +126,10 @@ fn toolchain_record(outcome: &str, why: Option<&str>) {
         .name()
         .unwrap_or("unnamed test")
         .to_string();
+    let tag = needs.tag();
     let line = match why {
-        Some(w) => format!("{outcome} {test}: {w}\n"),
-        None => format!("{outcome} {test}\n"),
+        Some(w) => format!("{outcome} {tag} {test}: {w}\n"),
+        None => format!("{outcome} {tag} {test}\n"),
     };
     // One short append per test: whole lines even with tests in parallel processes.
     if let Ok(mut f) = std::fs::OpenOptions::new()
