@@ -188,7 +188,7 @@ pub(crate) fn golden(rel: &str, actual: &str) {
         )
     });
     if expected != actual {
-        let diff = similar::TextDiff::from_lines(&expected, actual);
+        let diff = similar::TextDiff::from_lines(expected.as_str(), actual);
         let mut shown = diff
             .unified_diff()
             .context_radius(3)
