@@ -36,3 +36,40 @@ def assert_to_text_is_what_pto_wsp_fmt_prints(path):
         [binary, "fmt", str(path)], check=True, capture_output=True, text=True
     ).stdout
     assert pto_wsp.Module.from_file(str(path)).to_text() == expected
+
+
+SETUP = {
+    "pto-isa": "scripts/prepare-toolchains.sh (or set PTO_ISA_ROOT)",
+    "simpler": "scripts/prepare-simpler.sh (or set SIMPLER_ROOT, SIMPLER_VENV)",
+}
+
+
+def _toolchain_record(outcome, needs, why=None):
+    """Appends `OUTCOME TOOLCHAIN TEST[: WHY]` to $PTO_WSP_TOOLCHAIN_LOG when set (the format
+    the Rust tests write; `scripts/toolchain-summary.sh` counts them)."""
+    log = os.environ.get("PTO_WSP_TOOLCHAIN_LOG")
+    if not log:
+        return
+    test = os.environ.get("PYTEST_CURRENT_TEST", "unnamed test").split(" ")[0]
+    line = f"{outcome} {needs} {test}" + (f": {why}" if why else "") + "\n"
+    with open(log, "a", encoding="utf-8") as f:
+        f.write(line)
+
+
+def toolchain_ran(needs):
+    """Records that the running test found the outside toolchain `needs` (`pto-isa`,
+    `simpler`)."""
+    _toolchain_record("ran", needs)
+
+
+def toolchain_missing(needs, why):
+    """The running test's toolchain is missing: records it, then fails the test under
+    `PTO_WSP_REQUIRE_TOOLCHAINS=1` (naming what is missing and how to get it) or skips it with
+    one `skipped: WHY` line."""
+    _toolchain_record("skipped", needs, why)
+    if os.environ.get("PTO_WSP_REQUIRE_TOOLCHAINS") == "1":
+        pytest.fail(
+            f"PTO_WSP_REQUIRE_TOOLCHAINS=1 and this test's toolchain is missing: {why}; "
+            f"get it with {SETUP[needs]}"
+        )
+    pytest.skip(f"skipped: {why}")

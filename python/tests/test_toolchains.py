@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import pto_wsp
-from support import ROOT, fmt_binary
+from support import ROOT, fmt_binary, toolchain_missing, toolchain_ran
 
 CACHE = pathlib.Path.home() / ".cache" / "pto-wsp"
 TWIN = ROOT / "examples" / "ascend" / "rmsnorm.wsp"
@@ -73,7 +73,8 @@ def test_python_rmsnorm_on_the_cpu_equals_the_wsp_kernel(inputs):
 def test_python_rmsnorm_under_pto_isa_cpu_simulation_equals_the_wsp_kernel(tmp_path, inputs):
     pto = cache_dir("PTO_ISA_ROOT", "pto-isa")
     if not (pto / "include" / "pto" / "pto-inst.hpp").exists() or shutil.which("g++") is None:
-        pytest.skip(f"skipped: no PTO-ISA at {pto} (or no g++)")
+        toolchain_missing("pto-isa", f"no PTO-ISA at {pto} (or no g++)")
+    toolchain_ran("pto-isa")
     x, w, d_in = inputs
     results = []
     for name, module in (("python", python_module()), ("wsp", pto_wsp.Module.from_file(TWIN))):
@@ -101,7 +102,8 @@ def test_python_rmsnorm_on_a2a3sim_equals_the_wsp_kernel(tmp_path, inputs):
     venv = cache_dir("SIMPLER_VENV", "simpler-venv")
     binary = fmt_binary()
     if not (simpler / "build" / "lib" / "a2a3" / "sim").exists() or not (venv / "bin" / "python").exists() or binary is None:
-        pytest.skip(f"skipped: no simpler a2a3sim at {simpler} (scripts/prepare-simpler.sh)")
+        toolchain_missing("simpler", f"no simpler a2a3sim at {simpler} (or its venv, or no pto-wsp binary)")
+    toolchain_ran("simpler")
     x, w, d_in = inputs
     results = []
     for name, module in (("python", python_module()), ("wsp", pto_wsp.Module.from_file(TWIN))):

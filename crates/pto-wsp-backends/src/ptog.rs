@@ -136,14 +136,24 @@ pub fn lower(input: &Input<'_>) -> Result<Lowered, EmitError> {
     let r = input.resolved;
     let m = &r.module;
     if r.csp {
-        return Err(EmitError::plain(format!(
+        // At the pipeline's declaration.
+        let loc = m
+            .pipelines
+            .iter()
+            .find(|p| p.name.as_str() == r.entry.as_str())
+            .map_or(pto_wsp_ir::Loc::NONE, |p| p.loc);
+        return Err(EmitError::at(loc, format!(
             "`{}` is a CSP pipeline: its processes run as threads ordered by channels, which a \
              task graph cannot express",
             r.entry
         )));
     }
     let exp = expand(r, input.bindings, &ExpandOptions::default()).map_err(|e| {
-        EmitError::plain(format!("expanding `{}` under the bindings: {e}", r.entry))
+        // At the place the expander names (the read of a computed value, the bad binding).
+        EmitError::at(
+            pto_wsp_ir::Diagnostic::loc(&e),
+            format!("expanding `{}` under the bindings: {e}", r.entry),
+        )
     })?;
     let mut names = Names::new();
     let mut insns = Vec::new();

@@ -38,10 +38,10 @@ fn example(name: &str) -> (String, String) {
 /// Runs one example on both back ends, or says why not (and the test passes).
 fn run_example(name: &str) -> Option<AscendOutcome> {
     if let Err(why) = Toolchain::find() {
-        common::toolchain_skipped(&why);
+        common::toolchain_skipped(common::Needs::Simpler, &why);
         return None;
     }
-    common::toolchain_ran();
+    common::toolchain_ran(common::Needs::Simpler);
     let _one_at_a_time = SIM.lock().unwrap_or_else(|e| e.into_inner());
     let (path, text) = example(name);
     let opts = RunOptions {
@@ -386,10 +386,10 @@ fn ascend_sim_control_flow_matches_its_reference() {
 #[test]
 fn ascend_sim_break_out_of_an_ordered_loop_inside_a_while_matches_its_reference() {
     if let Err(why) = Toolchain::find() {
-        common::toolchain_skipped(&why);
+        common::toolchain_skipped(common::Needs::Simpler, &why);
         return;
     }
-    common::toolchain_ran();
+    common::toolchain_ran(common::Needs::Simpler);
     let _one_at_a_time = SIM.lock().unwrap_or_else(|e| e.into_inner());
     // `break if` inside a `for_each` inside the `while` leaves both (the orchestration's
     // ordered-construct stack must unwind with it).
@@ -649,10 +649,10 @@ fn the_ascend_back_end_is_registered_and_compile_writes_its_tree() {
 #[test]
 fn ascend_sim_a_kernel_check_failing_on_the_simulator_is_reported_with_its_message() {
     if let Err(why) = Toolchain::find() {
-        common::toolchain_skipped(&why);
+        common::toolchain_skipped(common::Needs::Simpler, &why);
         return;
     }
-    common::toolchain_ran();
+    common::toolchain_ran(common::Needs::Simpler);
     let _one_at_a_time = SIM.lock().unwrap_or_else(|e| e.into_inner());
     let text = "tensor X: f32[64, 64];\n\
         kernel k(inout x: f32[64, 64], n: i64) @vector {\n    tile t: vec f32[64, 64] valid(n, 64);\n    \

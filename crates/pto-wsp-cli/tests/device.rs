@@ -211,11 +211,11 @@ fn every_emitted_device_kernel_passes_pto_isas_a2a3_templates() {
     let tools = match Tools::find() {
         Ok(t) => t,
         Err(why) => {
-            common::toolchain_skipped(&why);
+            common::toolchain_skipped(common::Needs::Simpler, &why);
             return;
         }
     };
-    common::toolchain_ran();
+    common::toolchain_ran(common::Needs::Simpler);
     let base = common::scratch("a2a3-templates");
     let trees = device_trees();
     let mut jobs = Vec::new();
@@ -331,11 +331,11 @@ fn each_device_rule_matches_the_pto_isa_assertion_it_cites() {
     let tools = match Tools::find() {
         Ok(t) => t,
         Err(why) => {
-            common::toolchain_skipped(&why);
+            common::toolchain_skipped(common::Needs::Simpler, &why);
             return;
         }
     };
-    common::toolchain_ran();
+    common::toolchain_ran(common::Needs::Simpler);
     let dir = common::scratch("a2a3-rules");
     // Capacities and alignment: TASSIGN<addr> of a tile exactly the buffer's size passes, one
     // 16-row (or one-row) step more fails with SA-0352, a misaligned address with SA-0354.

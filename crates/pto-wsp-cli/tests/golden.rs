@@ -6,6 +6,8 @@
 //! instead. The binary tests check exit codes and that errors are rendered with
 //! `file:line:column`.
 
+mod common;
+
 use pto_wsp::ir::ExpandOptions;
 use pto_wsp_cli::report::{self, ReportOptions};
 use std::path::{Path, PathBuf};
@@ -35,34 +37,10 @@ fn example_text(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
 }
 
-/// Compares `actual` with the golden file `name`, or rewrites it under `PTO_WSP_BLESS=1`.
+/// Compares `actual` with the golden file `name` (a unified diff on a mismatch), or rewrites it
+/// under `PTO_WSP_BLESS=1`.
 fn golden(name: &str, actual: &str) {
-    let path = root().join("test_data/golden").join(name);
-    if std::env::var("PTO_WSP_BLESS").is_ok_and(|v| v == "1") {
-        std::fs::write(&path, actual).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "reading {}: {e} (run with PTO_WSP_BLESS=1 to create it)",
-            path.display()
-        )
-    });
-    if expected != actual {
-        let line = pto_wsp_cli::first_difference(&expected, actual).unwrap_or(0);
-        panic!(
-            "{name} differs from the golden file at line {line}\n--- expected\n{}\n--- actual\n{}\n\
-             (run with PTO_WSP_BLESS=1 to accept the new output)",
-            expected
-                .lines()
-                .nth(line.saturating_sub(1))
-                .unwrap_or("<end>"),
-            actual
-                .lines()
-                .nth(line.saturating_sub(1))
-                .unwrap_or("<end>"),
-        );
-    }
+    common::golden(name, actual);
 }
 
 /// Loads an example (parse + validate), failing with the rendered errors.

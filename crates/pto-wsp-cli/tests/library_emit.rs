@@ -95,10 +95,10 @@ fn check_types_every_kernel_against_the_library() {
 fn every_library_kernel_emitted_as_pto_isa_cpp_matches_the_builtins() {
     let pto = pto_isa_root();
     if !pto.join("include/pto/pto-inst.hpp").is_file() {
-        common::toolchain_skipped(&format!("no PTO-ISA at {}", pto.display()));
+        common::toolchain_skipped(common::Needs::PtoIsa, &format!("no PTO-ISA at {}", pto.display()));
         return;
     }
-    common::toolchain_ran();
+    common::toolchain_ran(common::Needs::PtoIsa);
     let file = root().join("test_data/library/every_kernel.wsp");
     let dir = scratch("library-emit");
     let (inputs, ours, cpp) = (dir.join("in"), dir.join("ours"), dir.join("cpp"));

@@ -354,3 +354,35 @@ schedule for p {
         super::common::check_module(&m, &Bindings::new().symbol("n", n), None);
     }
 }
+
+/// A pipeline of two processes and no channel is still run as CSP (each process its own
+/// generator): the tasks and order edges are the expander's.
+#[test]
+fn a_pipeline_of_two_processes_and_no_channel_is_csp() {
+    let two_processes = "
+tensor A: f32[8, 8];
+axis I = dense(4);
+kernel k(inout a: f32[1, 8]);
+pipeline p {
+    process left() {
+        for_each i in I {
+            task k(A[i, 0 +: 8]);
+        }
+    }
+    process right() {
+        for_each i in I {
+            task k(A[i + 4, 0 +: 8]);
+            task k(A[i + 4, 0 +: 8]);
+        }
+    }
+}
+";
+    for src in [two_processes] {
+        let m = parse(src).expect("parses");
+        pto_wsp_ir::validate(&m).expect("valid");
+        for executors in [None, Some(2)] {
+            let x = super::common::check_module(&m, &Bindings::new(), executors);
+            assert!(!x.tasks.is_empty());
+        }
+    }
+}

@@ -9,6 +9,7 @@ pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+#[allow(dead_code)] // not every test crate needs one
 /// A fresh scratch directory for one test (the process id keeps parallel runs apart).
 pub(crate) fn scratch(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("pto-wsp-cli-{}-{test}", std::process::id()));
@@ -17,6 +18,7 @@ pub(crate) fn scratch(test: &str) -> PathBuf {
     dir
 }
 
+#[allow(dead_code)]
 /// Runs the binary from the repository root; exit code, stdout, stderr.
 pub(crate) fn binary(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_pto-wsp"))
@@ -58,23 +60,65 @@ pub(crate) fn attention_reference(
         .collect()
 }
 
-/// Records that the running test needs an outside toolchain (PTO-ISA, simpler, g++) and found
-/// it: a line `ran TEST` in the file `PTO_WSP_TOOLCHAIN_LOG` names, when set (CI counts them,
-/// so a green run states how much of the device path it exercised).
+/// An outside toolchain a test needs (the summary after a test run counts each separately).
 #[allow(dead_code)] // not every test crate needs a toolchain
-pub(crate) fn toolchain_ran() {
-    toolchain_record("ran", None);
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Needs {
+    /// The PTO-ISA checkout (`PTO_ISA_ROOT`) and g++: the emitted C++ built on PTO-ISA's CPU
+    /// simulation.
+    PtoIsa,
+    /// simpler (`SIMPLER_ROOT`, its venv, the `g++-15` wrapper) and PTO-ISA: the Ascend tree
+    /// built and run on `a2a3sim`, or checked against the device templates.
+    Simpler,
 }
 
-/// Prints `skipped: WHY` for a test whose outside toolchain is missing (the test then passes)
-/// and records `skipped TEST: WHY` like [`toolchain_ran`].
+impl Needs {
+    /// The name the log and the summary use.
+    fn tag(self) -> &'static str {
+        match self {
+            Needs::PtoIsa => "pto-isa",
+            Needs::Simpler => "simpler",
+        }
+    }
+
+    /// How to get it.
+    fn setup(self) -> &'static str {
+        match self {
+            Needs::PtoIsa => "scripts/prepare-toolchains.sh (or set PTO_ISA_ROOT)",
+            Needs::Simpler => {
+                "scripts/prepare-simpler.sh (or set SIMPLER_ROOT, PTO_ISA_ROOT, SIMPLER_VENV, \
+                 PTO_WSP_TOOLS_DIR)"
+            }
+        }
+    }
+}
+
+/// Records that the running test needs `needs` and found it: a line `ran TOOLCHAIN TEST` in the
+/// file `PTO_WSP_TOOLCHAIN_LOG` names, when set (`scripts/test.sh` sets it and prints the
+/// summary, so a green run states how much of the device path it exercised).
+#[allow(dead_code)] // not every test crate needs a toolchain
+pub(crate) fn toolchain_ran(needs: Needs) {
+    toolchain_record("ran", needs, None);
+}
+
+/// A test whose outside toolchain is missing: records `skipped TOOLCHAIN TEST: WHY` like
+/// [`toolchain_ran`]; then with `PTO_WSP_REQUIRE_TOOLCHAINS=1` the test fails, naming what is
+/// missing and how to get it, and otherwise it prints `skipped: WHY` and the caller returns
+/// (the test passes).
 #[allow(dead_code)]
-pub(crate) fn toolchain_skipped(why: &str) {
+pub(crate) fn toolchain_skipped(needs: Needs, why: &str) {
+    toolchain_record("skipped", needs, Some(why));
+    if std::env::var_os("PTO_WSP_REQUIRE_TOOLCHAINS").is_some_and(|v| v == "1") {
+        panic!(
+            "PTO_WSP_REQUIRE_TOOLCHAINS=1 and this test's toolchain is missing: {why}; get it \
+             with {}",
+            needs.setup()
+        );
+    }
     println!("skipped: {why}");
-    toolchain_record("skipped", Some(why));
 }
 
-fn toolchain_record(outcome: &str, why: Option<&str>) {
+fn toolchain_record(outcome: &str, needs: Needs, why: Option<&str>) {
     use std::io::Write as _;
     let Some(path) = std::env::var_os("PTO_WSP_TOOLCHAIN_LOG").filter(|p| !p.is_empty()) else {
         return;
@@ -84,9 +128,10 @@ fn toolchain_record(outcome: &str, why: Option<&str>) {
         .name()
         .unwrap_or("unnamed test")
         .to_string();
+    let tag = needs.tag();
     let line = match why {
-        Some(w) => format!("{outcome} {test}: {w}\n"),
-        None => format!("{outcome} {test}\n"),
+        Some(w) => format!("{outcome} {tag} {test}: {w}\n"),
+        None => format!("{outcome} {tag} {test}\n"),
     };
     // One short append per test: whole lines even with tests in parallel processes.
     if let Ok(mut f) = std::fs::OpenOptions::new()
@@ -96,4 +141,106 @@ fn toolchain_record(outcome: &str, why: Option<&str>) {
     {
         let _ = f.write_all(line.as_bytes());
     }
+}
+
+/// Whether this run rewrites golden files instead of comparing with them (`PTO_WSP_BLESS=1`).
+#[allow(dead_code)] // not every test crate has goldens
+pub(crate) fn blessing() -> bool {
+    std::env::var("PTO_WSP_BLESS").is_ok_and(|v| v == "1")
+}
+
+/// Compares `actual` byte for byte with the golden file `test_data/golden/REL`, or writes it
+/// (creating directories) under `PTO_WSP_BLESS=1`. A mismatch fails with a unified diff of the
+/// golden against `actual`. A golden never holds a path of the machine that wrote it: `actual`
+/// naming the repository's directory or the home directory fails.
+#[allow(dead_code)]
+pub(crate) fn golden(rel: &str, actual: &str) {
+    for (what, dir) in [
+        ("the repository's directory", root().canonicalize().ok()),
+        (
+            "the home directory",
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|h| h.components().count() > 1),
+        ),
+    ] {
+        if let Some(d) = dir {
+            let d = format!("{}/", d.display());
+            assert!(
+                !actual.contains(&d),
+                "{rel}: the output names {what} (`{d}`); a golden file must not hold a path of \
+                 this machine"
+            );
+        }
+    }
+    let path = root().join("test_data/golden").join(rel);
+    if blessing() {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        std::fs::write(&path, actual).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "reading test_data/golden/{rel}: {e} (run the test with PTO_WSP_BLESS=1 to create \
+             it)"
+        )
+    });
+    if expected != actual {
+        let diff = similar::TextDiff::from_lines(expected.as_str(), actual);
+        let mut shown = diff
+            .unified_diff()
+            .context_radius(3)
+            .header(&format!("test_data/golden/{rel}"), "emitted now")
+            .to_string();
+        const MAX: usize = 20_000;
+        if shown.len() > MAX {
+            let cut = (0..=MAX).rev().find(|&i| shown.is_char_boundary(i)).unwrap_or(0);
+            shown.truncate(cut);
+            shown.push_str("\n[... diff cut]\n");
+        }
+        panic!(
+            "test_data/golden/{rel} differs from the output:\n{shown}\n(if the change is \
+             intended, rerun the test with PTO_WSP_BLESS=1 and commit the new golden file)"
+        );
+    }
+}
+
+/// [`golden`] for every file of an emitted tree, under `test_data/golden/DIR/`; the directory
+/// must hold exactly these files (a file the emitter no longer writes fails, or is removed
+/// under `PTO_WSP_BLESS=1`).
+#[allow(dead_code)]
+pub(crate) fn golden_tree(dir: &str, files: &[(String, String)]) {
+    for (name, text) in files {
+        golden(&format!("{dir}/{name}"), text);
+    }
+    let base = root().join("test_data/golden").join(dir);
+    let mut stale = Vec::new();
+    let mut stack = vec![base.clone()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let rel = p.strip_prefix(&base).unwrap().to_string_lossy().into_owned();
+            if !files.iter().any(|(n, _)| *n == rel) {
+                stale.push((rel, p));
+            }
+        }
+    }
+    if blessing() {
+        for (_, p) in &stale {
+            std::fs::remove_file(p).unwrap();
+        }
+        return;
+    }
+    let names: Vec<&str> = stale.iter().map(|(r, _)| r.as_str()).collect();
+    assert!(
+        names.is_empty(),
+        "test_data/golden/{dir}/ holds files the emitter no longer writes: {names:?} (rerun \
+         with PTO_WSP_BLESS=1 to remove them)"
+    );
 }
