@@ -19,7 +19,8 @@
 //!   every task of the plan before (a launch ends before the next starts):
 //!   `sequential { combine { plan 1's tasks } combine { plan 2's tasks } ... }`. Within a plan
 //!   the tasks are unordered but for what their regions imply — nothing, since they are checked
-//!   independent.
+//!   independent. The workload's schedule (a module of plans has none) finds dependencies by
+//!   overlap (`deps overlap`), so the batches are ordered whatever the shapes of their regions.
 //! - The module returned is the given one with its plans replaced by that workload; what the
 //!   plans ask that a task graph does not honour (`affinity`, `order`) is returned as notes.
 
@@ -29,6 +30,7 @@ use super::{
 };
 use crate::ir::eval::eval;
 use crate::ir::plan::PlanDecl;
+use crate::ir::schedule::{DepsMode, Schedule, ScheduleItem, ScheduleItemKind, TaskGraphItem};
 use crate::ir::{
     Arg, Bindings, Expr, Ident, Loc, Module, RegionDim, Stmt, StmtKind, TaskStmt, Value, Workload,
 };
@@ -100,6 +102,18 @@ pub fn plans_as_tasks(module: &Module, bindings: &Bindings) -> Result<PlanTasks,
         body: vec![Stmt::new(StmtKind::Sequential(batches))],
         loc: Loc::NONE,
     });
+    // Dependencies by overlap: a later plan reads what an earlier one wrote through regions of
+    // other shapes (the merge reads a head's partials over all chunks), which exact matching
+    // would not order; within a batch nothing overlaps a write (checked above).
+    if m.schedule.is_none() {
+        m.schedule = Some(Schedule {
+            target: Ident::new(WORKLOAD),
+            items: vec![ScheduleItem::new(ScheduleItemKind::TaskGraph(vec![
+                TaskGraphItem::Deps(DepsMode::Overlap),
+            ]))],
+            loc: Loc::NONE,
+        });
+    }
     Ok(PlanTasks {
         module: m,
         tasks,
