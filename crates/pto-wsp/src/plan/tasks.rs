@@ -55,7 +55,11 @@ pub struct PlanTasks {
 /// have passed `ir::validate`; a module that already has a workload named [`WORKLOAD`] is
 /// refused.
 pub fn plans_as_tasks(module: &Module, bindings: &Bindings) -> Result<PlanTasks, PlanError> {
-    if let Some(w) = module.workloads.iter().find(|w| w.name.as_str() == WORKLOAD) {
+    if let Some(w) = module
+        .workloads
+        .iter()
+        .find(|w| w.name.as_str() == WORKLOAD)
+    {
         return Err(PlanError {
             message: format!(
                 "the module's plans become a workload named `{WORKLOAD}`, and one is declared"

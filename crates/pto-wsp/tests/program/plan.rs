@@ -559,7 +559,10 @@ fn plans_as_task_batches_give_the_plans_output_bit_for_bit() {
         let chunks: usize = lens.iter().map(|l| l.div_ceil(512)).sum();
         assert_eq!(
             expanded.tasks,
-            [("chunks".into(), chunks * 8), ("merge_heads".into(), 3 * 32)]
+            [
+                ("chunks".into(), chunks * 8),
+                ("merge_heads".into(), 3 * 32)
+            ]
         );
         let input = inputs(&module, &b, 5, |_| {});
         let by_tasks = super::numeric::run_once(&expanded.module, &b, &reg, 2, &input).unwrap();
@@ -588,11 +591,13 @@ fn plans_as_task_batches_keep_the_generators_order_workspace_and_errors() {
     let mut want = Vec::new();
     let mut at = 0i64;
     for (row, &len) in LENS.iter().enumerate() {
-        let (kernel, slot) = if len <= 16 { ("copy_s", 16) } else { ("copy_b", 32) };
+        let (kernel, slot) = if len <= 16 {
+            ("copy_s", 16)
+        } else {
+            ("copy_b", 32)
+        };
         for lo in (0..64).step_by(16).filter(|&lo| lo < len) {
-            want.push(format!(
-                "{kernel}(X[{row}, {lo} +: 16], W[{at} +: 16])"
-            ));
+            want.push(format!("{kernel}(X[{row}, {lo} +: 16], W[{at} +: 16])"));
             at += slot;
         }
     }
@@ -631,7 +636,10 @@ fn plans_as_task_batches_keep_the_generators_order_workspace_and_errors() {
     let (run_message, run_at) = error_of(&text, &copy_binds(256), None);
     assert_eq!(e.message, run_message);
     let at = SourceFile::new("t.wsp", &text).line_col(e.loc.start as usize);
-    assert_eq!((at, run_at), (position(&text, "emit("), position(&text, "emit(")));
+    assert_eq!(
+        (at, run_at),
+        (position(&text, "emit("), position(&text, "emit("))
+    );
     let (module, b, _) = load(COPY, &["n=4", "cap=100", "lens=[10, 40, 0, 16]"]);
     let e = plans_as_tasks(&module, &b).unwrap_err();
     assert_eq!(e.message, error_of(COPY, &copy_binds(100), None).0);
