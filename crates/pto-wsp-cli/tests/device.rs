@@ -38,6 +38,9 @@ fn emit_ascend(
     bindings: &pto_wsp::ir::Bindings,
     target: &str,
 ) -> Result<AscendTree, pto_wsp_cli::CliError> {
+    // A module of plans reaches the back end as task batches, as `pto-wsp emit ascend` sends it.
+    let expanded = pto_wsp::driver::plans_as_tasks(loaded, bindings)?;
+    let loaded = expanded.as_ref().map_or(loaded, |(l, _)| l);
     let (loaded, plan) = pto_wsp_cli::cmd::emit::with_library(loaded)?;
     pto_wsp_cli::cmd::emit::ascend(&loaded, &plan, bindings, target)
 }

@@ -89,10 +89,12 @@ fn trace_cycles_charges_language_kernels_per_instruction() {
     let dir = scratch("lang-cycles");
     let text = std::fs::read_to_string(root().join("examples/kernels/cycles_golden.wsp")).unwrap();
     // The prototype's figures (published with it, not computed here): bgemm 5,632, attention 1,680,
-    // softmax passes 544 / 2,088 / 1,544; the init kernel is two TEXPANDS and two TSTOREs on
-    // 8 x 1 tiles: 4 · 8 = 32. Pass 1 and pass 2 chain through m and l; the four pass-3
-    // tasks depend only on the last pass 2.
-    let work = 5_632 + 1_680 + 32 + 4 * (544 + 2_088 + 1_544);
+    // softmax passes 544 / 2,088 / 1,544; the example's device-legal bgemm adds two TMOVs from
+    // L1 into L0 (2 · 256), its attention three (3 · 64) and stores its accumulator directly
+    // (one TMOV of 64 fewer); the init kernel is two TEXPANDS and two TSTOREs on 8 x 1 tiles:
+    // 4 · 8 = 32. Pass 1 and pass 2 chain through m and l; the four pass-3 tasks depend only on
+    // the last pass 2.
+    let work = (5_632 + 2 * 256) + (1_680 + 2 * 64) + 32 + 4 * (544 + 2_088 + 1_544);
     let critical = 32 + 4 * 544 + 4 * 2_088 + 1_544;
     for executors in [1u64, 2] {
         let file = dir.join(format!("cycles{executors}.wsp"));
@@ -170,10 +172,12 @@ fn decode_chunk_with_no_valid_keys_matches_the_builtin_after_the_merge() {
 #[test]
 fn bgemm_makespan_beside_the_prototype_serial_issue_figure() {
     // The prototype reports a bgemm makespan of 275,968 cycles = 49 × 5,632: 49 bgemm tile
-    // tasks issued one after another. The same 49 tasks here (the kernel of
-    // cycles_golden.wsp): 7 independent output tiles, each accumulating 7 K steps in a chain.
+    // tasks issued one after another. The same 49 tasks here (the prototype's bgemm sequence,
+    // test_data/kernels/prototype_cycles.wsp): 7 independent output tiles, each accumulating 7
+    // K steps in a chain.
     let dir = scratch("lang-bgemm");
-    let text = std::fs::read_to_string(root().join("examples/kernels/cycles_golden.wsp")).unwrap();
+    let text =
+        std::fs::read_to_string(root().join("test_data/kernels/prototype_cycles.wsp")).unwrap();
     let kernels = &text[..text.find("workload main()").unwrap()];
     for (executors, want) in [(1u64, 275_968u64), (8, 7 * 5_632)] {
         let file = dir.join(format!("bgemm{executors}.wsp"));

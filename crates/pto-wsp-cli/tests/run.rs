@@ -1054,3 +1054,58 @@ fn an_output_left_partly_unwritten_is_a_warning_or_under_strict_an_error() {
     assert_eq!(code, 0, "{stderr}");
     assert!(!stderr.contains("warning"), "{stderr}");
 }
+
+#[test]
+fn a_module_of_plans_reaches_the_ascend_back_end_as_task_batches() {
+    // The plans expanded at the file's bindings: 136 chunk descriptors, then 128 merges, each a
+    // task; the tree's orchestration submits them, the batches separated by one barrier.
+    let dir = scratch("pde_ascend");
+    let out = dir.join("tree");
+    let (code, stdout, stderr) = binary(&[
+        "emit",
+        "ascend",
+        "examples/pde/decode_attention.wsp",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains(
+            "plans expanded at the bindings into task batches, run in order: plan `chunks` 136 \
+             tasks, plan `merge_heads` 128 tasks"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("264 kernel task(s), submitted as 264 AICore task(s), 1 barrier task(s)"),
+        "{stdout}"
+    );
+    assert!(out.join("orchestration.cpp").is_file());
+    let (code, stdout, stderr) = binary(&[
+        "check",
+        "examples/pde/decode_attention.wsp",
+        "--target",
+        "ascend_a2a3",
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("legal on a2a3"), "{stdout}");
+    // A plan's mistake is reported at its `emit`, as a plan run reports it.
+    let text = std::fs::read_to_string(root().join("examples/pde/decode_attention.wsp"))
+        .unwrap()
+        .replace("c = j, g = k", "c = j + 1, g = k");
+    let path = dir.join("bad.wsp");
+    std::fs::write(&path, &text).unwrap();
+    let p = path.display().to_string();
+    let (code, _, stderr) = binary(&["emit", "ascend", &p, "-o", out.to_str().unwrap()]);
+    assert_ne!(code, 0);
+    let line = text.lines().position(|l| l.contains("c = j + 1")).unwrap() + 1;
+    let col = text.lines().nth(line - 1).unwrap().find("emit").unwrap() + 1;
+    assert!(
+        stderr.contains(
+            "error: plan `chunks`: space `Chunks`: descriptor field `c` = 8 is out of range (must be below 8)"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains(&format!("{p}:{line}:{col}")), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

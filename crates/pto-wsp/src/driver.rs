@@ -101,6 +101,45 @@ pub fn check_for_run(loaded: &Loaded) -> Result<(), Error> {
     Ok(())
 }
 
+/// A module of plans (plans, and no workload or pipeline) made a module of tasks for a back end
+/// that runs task graphs: its plans expanded at `bindings` into the workload
+/// [`crate::plan::tasks::WORKLOAD`] ([`crate::plan::tasks::plans_as_tasks`]), the source text
+/// kept. `None` for any other module.
+pub fn plans_as_tasks(
+    loaded: &Loaded,
+    bindings: &Bindings,
+) -> Result<Option<(Loaded, crate::plan::tasks::PlanTasks)>, Error> {
+    let m = &loaded.module;
+    if m.plans.is_empty() || !m.workloads.is_empty() || !m.pipelines.is_empty() {
+        return Ok(None);
+    }
+    let tasks = crate::plan::tasks::plans_as_tasks(m, bindings)
+        .map_err(|e| Error::diagnostic(&loaded.source, &e))?;
+    let expanded = Loaded {
+        source: loaded.source.clone(),
+        module: tasks.module.clone(),
+    };
+    Ok(Some((expanded, tasks)))
+}
+
+/// What [`plans_as_tasks`] did, for a report: `plans expanded into task batches at the
+/// bindings: `a` N tasks, `b` M tasks`, then each note rendered.
+pub fn plan_tasks_summary(source: &SourceFile, tasks: &crate::plan::tasks::PlanTasks) -> String {
+    let batches: Vec<String> = tasks
+        .tasks
+        .iter()
+        .map(|(p, n)| format!("plan `{p}` {n} tasks"))
+        .collect();
+    let mut s = format!(
+        "  plans expanded at the bindings into task batches, run in order: {}\n",
+        batches.join(", ")
+    );
+    for (loc, note) in &tasks.notes {
+        s.push_str(&format!("  note: {}: {note}\n", source.position(*loc)));
+    }
+    s
+}
+
 /// Renders several diagnostics, blank-line separated, with a closing count when there are many.
 pub fn render_all<D: Diagnostic>(source: &SourceFile, errors: &[D]) -> Error {
     let mut rendered = errors

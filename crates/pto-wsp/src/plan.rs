@@ -49,6 +49,8 @@ use pto_wsp_ir::task_io::BoxText;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+pub mod tasks;
+
 // The IR's limits are the descriptor's.
 const _: () = assert!(crate::ir::plan::MAX_SPACE_AXES == pde::MAX_AXES);
 const _: () = assert!(crate::ir::plan::MAX_PLAN_FIELDS == pde::MAX_USER);
@@ -194,14 +196,14 @@ pub fn run_plan(
     };
     let tensors: Vec<String> = store.infos().iter().map(|i| i.name.clone()).collect();
     let admission = Admission {
-        calls: &calls,
+        calls: calls.iter().map(|c| &c.shape).collect(),
         kernel_locs: p
             .kernels
             .iter()
             .map(|k| k.loc)
             .chain(p.prefetch.as_ref().map(|pf| pf.loc))
             .collect(),
-        prefetch: prefetch.as_ref().map(|(_, _, c)| c),
+        prefetch: prefetch.as_ref().map(|(_, _, c)| &c.shape),
         names: &names,
         symbols,
         tensors: &tensors,
@@ -273,30 +275,7 @@ fn launch_plan(
         };
         launch = launch.affinity(a.axis.as_str(), affinity);
     }
-    let interleave = p.orders.iter().find_map(|o| match o.order {
-        OrderKind::Interleaved(n) => Some((o.axis.as_str(), n)),
-        _ => None,
-    });
-    let interleave = match interleave {
-        None => None,
-        Some((axis, n)) => {
-            let k = sd.axes.iter().position(|a| a.name.as_str() == axis);
-            match (k, u32::try_from(n)) {
-                (Some(k), Ok(n)) if n > 0 => Some((k, n)),
-                _ => {
-                    let o = p
-                        .orders
-                        .iter()
-                        .find(|o| o.axis.as_str() == axis)
-                        .map_or(p.loc, |o| o.loc);
-                    return Err(at(
-                        o,
-                        format!("`order({axis}, interleaved({n}))` is not a valid order"),
-                    ));
-                }
-            }
-        }
-    };
+    let interleave = interleave_of(p, sd)?;
     // The generator, resolved once for this run; its free names read from the bound symbols.
     let generator = resolve_generator(module, sd, p, &|n| bindings.symbols.contains_key(n));
     let mut vars = vec![Value::I64(0); generator.values];
@@ -350,15 +329,43 @@ fn launch_plan(
     }
 }
 
+/// `order(axis, interleaved(n))` of plan `p`: the axis's index in `sd` and `n`.
+fn interleave_of(p: &PlanDecl, sd: &SpaceDecl) -> Result<Option<(usize, u32)>, PlanError> {
+    let interleave: Option<(&str, u64)> = p.orders.iter().find_map(|o| match o.order {
+        OrderKind::Interleaved(n) => Some((o.axis.as_str(), n)),
+        _ => None,
+    });
+    Ok(match interleave {
+        None => None,
+        Some((axis, n)) => {
+            let k = sd.axes.iter().position(|a| a.name.as_str() == axis);
+            match (k, u32::try_from(n)) {
+                (Some(k), Ok(n)) if n > 0 => Some((k, n)),
+                _ => {
+                    let o = p
+                        .orders
+                        .iter()
+                        .find(|o| o.axis.as_str() == axis)
+                        .map_or(p.loc, |o| o.loc);
+                    return Err(PlanError::at(p.name.as_str())(
+                        o,
+                        format!("`order({axis}, interleaved({n}))` is not a valid order"),
+                    ));
+                }
+            }
+        }
+    })
+}
+
 /// The plan's promise of independent descriptors, checked on the generator's thread in queue
 /// order ([`pde::Launch::admit`]): each descriptor's regions are evaluated there and recorded in
 /// a [`RegionLedger`], which refuses one that overlaps an earlier descriptor's write (or writes
 /// what an earlier one reads) — whatever the kernels' timing.
 struct Admission<'a> {
-    calls: &'a [TierCall<'a>],
+    calls: Vec<&'a CallShape<'a>>,
     /// Each tier's kernel line, then the prefetch's (where a region's evaluation fails).
     kernel_locs: Vec<Loc>,
-    prefetch: Option<&'a TierCall<'a>>,
+    prefetch: Option<&'a CallShape<'a>>,
     names: &'a FieldNames<'a>,
     symbols: &'a BTreeMap<String, Value>,
     /// Tensor names by index.
@@ -384,7 +391,7 @@ impl Admission<'_> {
             (self.prefetch, self.kernel_locs.last())
         } else {
             (
-                self.calls.get(d.tier as usize),
+                self.calls.get(d.tier as usize).copied(),
                 self.kernel_locs.get(d.tier as usize),
             )
         };
@@ -623,11 +630,8 @@ impl<'m> FieldNames<'m> {
 
 /// One tier's call, resolved against the store and the registry.
 struct TierCall<'m> {
-    kernel: &'m str,
+    shape: CallShape<'m>,
     id: KernelId,
-    /// Tensor index, access, and the region's dimensions.
-    regions: Vec<(u32, Access, &'m [crate::ir::RegionDim])>,
-    scalars: Vec<&'m Expr>,
 }
 
 impl<'m> TierCall<'m> {
@@ -639,23 +643,60 @@ impl<'m> TierCall<'m> {
         store: &TensorStore,
         registry: &KernelRegistry,
     ) -> Result<TierCall<'m>, String> {
-        let name = call.kernel.as_str();
-        let decl = module
-            .kernel(name)
-            .ok_or_else(|| format!("{who}: unknown kernel `{name}`"))?;
+        let shape = CallShape::new(module, who, call, |t| store.index_of(t))?;
+        let name = shape.kernel;
         let id = registry.lookup(name).ok_or_else(|| {
             format!(
                 "{who}: kernel `{name}` has no implementation (give it a body, or alias it to \
                  a built-in with `//@ alias {name}=BUILTIN`)"
             )
         })?;
+        Ok(TierCall { shape, id })
+    }
+
+    /// Runs the kernel for descriptor `d` on the calling dispatch thread.
+    fn run(
+        &self,
+        d: &Descriptor,
+        names: &FieldNames<'_>,
+        symbols: &BTreeMap<String, Value>,
+        runner: &CheckedRunner<'_>,
+    ) -> Result<(), String> {
+        let (io, params) = self.shape.io(d, names, symbols)?;
+        runner
+            .call(self.id, 0, &params, &io)
+            .map_err(|e| format!("kernel `{}`: {e}", self.shape.kernel))
+    }
+}
+
+/// One tier's call, its regions resolved to tensor indices: what a descriptor evaluates.
+struct CallShape<'m> {
+    kernel: &'m str,
+    /// The call as written.
+    call: &'m TaskStmt,
+    /// Tensor index, access, and the region's dimensions.
+    regions: Vec<(u32, Access, &'m [crate::ir::RegionDim])>,
+    scalars: Vec<&'m Expr>,
+}
+
+impl<'m> CallShape<'m> {
+    /// The call `call` of `who` (`tier `t``, `the prefetch`), tensors numbered by `index_of`.
+    fn new(
+        module: &'m Module,
+        who: &str,
+        call: &'m TaskStmt,
+        index_of: impl Fn(&str) -> Option<u32>,
+    ) -> Result<CallShape<'m>, String> {
+        let name = call.kernel.as_str();
+        let decl = module
+            .kernel(name)
+            .ok_or_else(|| format!("{who}: unknown kernel `{name}`"))?;
         let mut regions = Vec::new();
         let mut scalars = Vec::new();
         for (param, arg) in decl.params.iter().zip(&call.args) {
             match (&param.kind, arg) {
                 (ParamKind::Tile { access, .. }, Arg::Region(r)) => {
-                    let t = store
-                        .index_of(r.tensor.as_str())
+                    let t = index_of(r.tensor.as_str())
                         .ok_or_else(|| format!("no tensor `{}` in the store", r.tensor))?;
                     regions.push((t, *access, r.dims.as_slice()));
                 }
@@ -663,9 +704,9 @@ impl<'m> TierCall<'m> {
                 _ => return Err(format!("{who}: the call does not match kernel `{name}`")),
             }
         }
-        Ok(TierCall {
+        Ok(CallShape {
             kernel: name,
-            id,
+            call,
             regions,
             scalars,
         })
@@ -709,20 +750,6 @@ impl<'m> TierCall<'m> {
             params.push(v.to_bits());
         }
         Ok((io, params))
-    }
-
-    /// Runs the kernel for descriptor `d` on the calling dispatch thread.
-    fn run(
-        &self,
-        d: &Descriptor,
-        names: &FieldNames<'_>,
-        symbols: &BTreeMap<String, Value>,
-        runner: &CheckedRunner<'_>,
-    ) -> Result<(), String> {
-        let (io, params) = self.io(d, names, symbols)?;
-        runner
-            .call(self.id, 0, &params, &io)
-            .map_err(|e| format!("kernel `{}`: {e}", self.kernel))
     }
 }
 

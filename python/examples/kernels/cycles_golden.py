@@ -24,13 +24,17 @@ L = Tensor(f32[8, 1])
 CH = Dense(4)
 
 BGEMM_BODY = """
+    tile am: mat f16[16, 16];
+    tile bm: mat f16[16, 16];
     tile ta: left f16[16, 16];
     tile tb: right f16[16, 16];
     tile acc: acc f32[16, 16];
     tile p: vec f32[16, 16];
     tile tc: vec f32[16, 16];
-    TLOAD(ta, a);
-    TLOAD(tb, b);
+    TLOAD(am, a);
+    TLOAD(bm, b);
+    TMOV(ta, am);
+    TMOV(tb, bm);
     TMATMUL(acc, ta, tb);
     TMOV(p, acc);
     TLOAD(tc, c);
@@ -39,6 +43,9 @@ BGEMM_BODY = """
 """
 
 ATTN_BODY = """
+    tile qm: mat f32[8, 8];
+    tile km: mat f32[8, 8];
+    tile vm: mat f32[8, 8];
     tile tq: left f32[8, 8];
     tile tk: right f32[8, 8];
     tile tv: right f32[8, 8];
@@ -48,10 +55,10 @@ ATTN_BODY = """
     tile l: vec f32[8, 1];
     tile p: left f32[8, 8];
     tile oacc: acc f32[8, 8];
-    tile to: vec f32[8, 8];
-    TLOAD(tq, q);
-    TLOAD(tk, kt);
-    TLOAD(tv, v);
+    TLOAD(qm, q);
+    TLOAD(km, kt);
+    TMOV(tq, qm);
+    TMOV(tk, km);
     TMATMUL(sacc, tq, tk);
     TMOV(s, sacc);
     TROWMAX(m, s);
@@ -60,9 +67,10 @@ ATTN_BODY = """
     TROWSUM(l, s);
     TROWEXPANDDIV(s, s, l);
     TMOV(p, s);
+    TLOAD(vm, v);
+    TMOV(tv, vm);
     TMATMUL(oacc, p, tv);
-    TMOV(to, oacc);
-    TSTORE(o, to);
+    TSTORE(o, oacc);
 """
 
 SOFTMAX_INIT_BODY = """

@@ -24,21 +24,26 @@ CH = Dense(4)
 
 CHUNK_BODY = """
     let n: i64 = chunk_end - chunk_start;
+    tile qm: mat f32[1, 64];
     tile tq: left f32[1, 64];
     tile tk: vec f32[64, 64] valid(n, 64);
+    tile tkv: vec f32[64, 64] valid(64, n);
     tile tkt: right f32[64, 64] valid(64, n);
     tile sacc: acc f32[1, 64] valid(1, n);
     tile s: vec f32[1, 64] valid(1, n);
     tile tm: vec f32[1, 1];
     tile tl: vec f32[1, 1];
     tile p: left f32[1, 64] valid(1, n);
+    tile vm: mat f32[64, 64] valid(n, 64);
     tile tv: right f32[64, 64] valid(n, 64);
     tile oacc: acc f32[1, 64];
     tile to: vec f32[1, 64];
     if n > 0 {
-        TLOAD(tq, q);
+        TLOAD(qm, q);
+        TMOV(tq, qm);
         TLOAD(tk, k);
-        TTRANS(tkt, tk);
+        TTRANS(tkv, tk);
+        TMOV(tkt, tkv);
         TMATMUL(sacc, tq, tkt);
         TMOV(s, sacc);
         TMULS(s, s, 0.125);
@@ -47,7 +52,8 @@ CHUNK_BODY = """
         TEXP(s, s);
         TROWSUM(tl, s);
         TMOV(p, s);
-        TLOAD(tv, v);
+        TLOAD(vm, v);
+        TMOV(tv, vm);
         TMATMUL(oacc, p, tv);
         TMOV(to, oacc);
         TROWEXPANDDIV(to, to, tl);
@@ -67,6 +73,7 @@ MERGE_BODY = """
     tile mx: vec f32[1, 1];
     tile ws: vec f32[1, 1];
     tile w: left f32[1, 4];
+    tile om: mat f32[4, 64];
     tile to: right f32[4, 64];
     tile acc: acc f32[1, 64];
     tile res: vec f32[1, 64];
@@ -78,7 +85,8 @@ MERGE_BODY = """
     TMUL(tm, tm, tl);
     TROWSUM(ws, tm);
     TMOV(w, tm);
-    TLOAD(to, o);
+    TLOAD(om, o);
+    TMOV(to, om);
     TMATMUL(acc, w, to);
     TMOV(res, acc);
     TROWEXPANDDIV(res, res, ws);

@@ -22,16 +22,23 @@ R = Dense(4)
 T = Dense(2)
 
 GEMM_TILE = """
+    tile am: mat f32[16, 16];
+    tile bm: mat f32[16, 16];
     tile ta: left f32[16, 16];
     tile tb: right f32[16, 16];
     tile acc: acc f32[16, 16];
     tile p: vec f32[16, 16];
     tile tc: vec f32[16, 16];
-    TEXPANDS(acc, 0.0);
     for k in range(4) {
-        TLOAD(ta, a, 0, k * 16);
-        TLOAD(tb, b, k * 16, 0);
-        TMATMUL_ACC(acc, ta, tb);
+        TLOAD(am, a, 0, k * 16);
+        TLOAD(bm, b, k * 16, 0);
+        TMOV(ta, am);
+        TMOV(tb, bm);
+        if k == 0 {
+            TMATMUL(acc, ta, tb);
+        } else {
+            TMATMUL_ACC(acc, ta, tb);
+        }
     }
     TMOV(p, acc);
     TLOAD(tc, c);

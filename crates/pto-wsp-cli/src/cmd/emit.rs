@@ -186,6 +186,14 @@ pub fn main(args: Args) -> anyhow::Result<std::process::ExitCode> {
     let name = args.file.display().to_string();
     let loaded = crate::load_source(&name, &super::read(&args.file)?)?;
     let bindings = crate::bindings_for(&loaded, &args.binds)?;
+    // A module of plans is emitted as task batches (its plans expanded at the bindings).
+    let (loaded, expanded) = match pto_wsp::driver::plans_as_tasks(&loaded, &bindings)? {
+        Some((l, t)) => {
+            let summary = pto_wsp::driver::plan_tasks_summary(&l.source, &t);
+            (l, summary)
+        }
+        None => (loaded, String::new()),
+    };
     let (loaded, plan) = with_library(&loaded)?;
     let summary = match args.what {
         EmitWhat::Kernels => {
@@ -199,6 +207,6 @@ pub fn main(args: Args) -> anyhow::Result<std::process::ExitCode> {
             ascend_summary(&tree, &args.out)
         }
     };
-    super::print(&summary)?;
+    super::print(&format!("{expanded}{summary}"))?;
     Ok(std::process::ExitCode::SUCCESS)
 }

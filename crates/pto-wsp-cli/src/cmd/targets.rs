@@ -116,6 +116,17 @@ pub fn check_for_target(loaded: &Loaded, target: &str) -> Result<String, CliErro
             known.join(", ")
         )));
     };
+    // A module of plans reaches the task-graph back ends as task batches (its plans expanded at
+    // the file's bindings).
+    let expanded;
+    let loaded = match pto_wsp::driver::plans_as_tasks(loaded, &crate::bindings_for(loaded, &[])?)?
+    {
+        Some((l, _)) => {
+            expanded = l;
+            &expanded
+        }
+        None => loaded,
+    };
     // Kernels naming built-ins carry the kernel library's bodies to the emitting back ends.
     let with_bodies;
     let loaded = if pto_wsp::emitters::ascend::TARGETS.contains(&target)

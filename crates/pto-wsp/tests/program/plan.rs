@@ -540,3 +540,107 @@ fn a_descriptor_is_smaller_than_a_task_node_with_its_regions() {
         Descriptor::BYTES
     );
 }
+
+#[test]
+fn plans_as_task_batches_give_the_plans_output_bit_for_bit() {
+    // The decode attention plans expanded into a workload (what the Ascend back end runs), run
+    // as a task graph, against the same plans run on Plan-Descriptor-Execute.
+    use pto_wsp::plan::tasks::{WORKLOAD, plans_as_tasks};
+    let text = source("pde/decode_attention");
+    for (lens, max_chunks) in [([2500usize, 1, 20], 5usize), ([1024, 1024, 1024], 2)] {
+        let kl = format!("kv_lens={}", fmt(&lens));
+        let mc = format!("max_chunks={max_chunks}");
+        let binds = ["nreq=3", mc.as_str(), kl.as_str()];
+        let (module, b, reg) = load(&text, &binds);
+        let expanded = plans_as_tasks(&module, &b).unwrap();
+        validate(&expanded.module).unwrap_or_else(|e| panic!("{e:?}"));
+        assert!(expanded.module.plans.is_empty());
+        assert_eq!(expanded.module.workloads[0].name.as_str(), WORKLOAD);
+        let chunks: usize = lens.iter().map(|l| l.div_ceil(512)).sum();
+        assert_eq!(
+            expanded.tasks,
+            [
+                ("chunks".into(), chunks * 8),
+                ("merge_heads".into(), 3 * 32)
+            ]
+        );
+        let input = inputs(&module, &b, 5, |_| {});
+        let by_tasks = super::numeric::run_once(&expanded.module, &b, &reg, 2, &input).unwrap();
+        let mut by_plans = input.clone();
+        run_plans(&module, &b, &mut by_plans, &reg, PlanOptions::default()).unwrap();
+        for t in ["Opart", "Mpart", "Lpart"] {
+            let (x, y) = (by_tasks.read::<f32>(t), by_plans.read::<f32>(t));
+            let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+            assert_eq!(bits(x.unwrap()), bits(y.unwrap()), "{t} for {lens:?}");
+        }
+        let od = |s: &TensorStore| s.read::<half::f16>("Od").unwrap();
+        assert_eq!(od(&by_tasks), od(&by_plans), "Od for {lens:?}");
+    }
+}
+
+#[test]
+fn plans_as_task_batches_keep_the_generators_order_workspace_and_errors() {
+    use pto_wsp::ir::{Arg, Expr, StmtKind};
+    use pto_wsp::plan::tasks::plans_as_tasks;
+    let binds = copy_binds(256);
+    let binds: Vec<&str> = binds.iter().map(String::as_str).collect();
+    let (module, b, _) = load(COPY, &binds);
+    let expanded = plans_as_tasks(&module, &b).unwrap();
+    // The generator, modelled (as `tiers_continue_and_workspace_slots_follow_the_generator`):
+    // each emitted tile a task of its row's tier, reading X[row, lo +: 16] and writing its slot.
+    let mut want = Vec::new();
+    let mut at = 0i64;
+    for (row, &len) in LENS.iter().enumerate() {
+        let (kernel, slot) = if len <= 16 {
+            ("copy_s", 16)
+        } else {
+            ("copy_b", 32)
+        };
+        for lo in (0..64).step_by(16).filter(|&lo| lo < len) {
+            want.push(format!("{kernel}(X[{row}, {lo} +: 16], W[{at} +: 16])"));
+            at += slot;
+        }
+    }
+    let StmtKind::Sequential(batches) = &expanded.module.workloads[0].body[0].kind else {
+        panic!("not a sequential")
+    };
+    let StmtKind::Combine(tasks) = &batches[0].kind else {
+        panic!("not a batch")
+    };
+    let got: Vec<String> = tasks
+        .iter()
+        .map(|s| match &s.kind {
+            StmtKind::Task(t) => {
+                let args: Vec<String> = t
+                    .args
+                    .iter()
+                    .map(|a| match a {
+                        Arg::Region(r) => r.to_string(),
+                        Arg::Scalar(e) => e.to_string(),
+                    })
+                    .collect();
+                assert!(t.args.iter().all(|a| match a {
+                    Arg::Region(r) => r.dims.iter().all(|d| matches!(d.start, Expr::Int(_))),
+                    Arg::Scalar(_) => true,
+                }));
+                format!("{}({})", t.kernel, args.join(", "))
+            }
+            _ => panic!("not a task"),
+        })
+        .collect();
+    assert_eq!(got, want);
+    // A plan's mistakes are the plan run's, at the same place.
+    let text = COPY.replace("W[workspace +: 16]", "W[0 +: 16]");
+    let (module, b, _) = load(&text, &binds);
+    let e = plans_as_tasks(&module, &b).unwrap_err();
+    let (run_message, run_at) = error_of(&text, &copy_binds(256), None);
+    assert_eq!(e.message, run_message);
+    let at = SourceFile::new("t.wsp", &text).line_col(e.loc.start as usize);
+    assert_eq!(
+        (at, run_at),
+        (position(&text, "emit("), position(&text, "emit("))
+    );
+    let (module, b, _) = load(COPY, &["n=4", "cap=100", "lens=[10, 40, 0, 16]"]);
+    let e = plans_as_tasks(&module, &b).unwrap_err();
+    assert_eq!(e.message, error_of(COPY, &copy_binds(100), None).0);
+}

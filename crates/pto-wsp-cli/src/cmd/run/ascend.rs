@@ -322,6 +322,15 @@ pub fn run_ascend(
     refused(target, opts)?;
     let loaded: Loaded = crate::load_source(name, text)?;
     let bindings = crate::bindings_for(&loaded, &opts.binds)?;
+    // A module of plans runs as task batches: its plans expanded at the bindings (cpu_sim runs
+    // the same tasks as a workload; `pto-wsp run` without a target runs the plans themselves).
+    let (loaded, expanded) = match pto_wsp::driver::plans_as_tasks(&loaded, &bindings)? {
+        Some((l, t)) => {
+            let summary = pto_wsp::driver::plan_tasks_summary(&l.source, &t);
+            (l, Some(summary))
+        }
+        None => (loaded, None),
+    };
     let wanted = wanted_outputs(opts)?;
     // Refusals first, then the toolchain: nothing runs or is written before both are fine.
     // The tree's kernels naming built-ins carry the kernel library's bodies; cpu_sim runs the
@@ -376,7 +385,11 @@ pub fn run_ascend(
     }
     let compared = compare(&loaded, opts, &cpu_outputs, &sim_outputs);
     let passed = compared.iter().all(|c| c.passed);
-    let report = report(name, opts, &tree, &cpu, &sim, sim_wall, &compared);
+    let mut report = report(name, opts, &tree, &cpu, &sim, sim_wall, &compared);
+    if let Some(summary) = expanded {
+        let at = report.find('\n').map_or(report.len(), |i| i + 1);
+        report.insert_str(at, &summary);
+    }
     let (sim_tasks, (sim_edges, sim_explicit_edges), kinds) = sim;
     Ok(AscendOutcome {
         tree,
