@@ -276,14 +276,7 @@ fn launch_plan(
         launch = launch.affinity(a.axis.as_str(), affinity);
     }
     let interleave = interleave_of(p, sd)?;
-    // The generator, resolved once for this run; its free names read from the bound symbols.
-    let generator = resolve_generator(module, sd, p, &|n| bindings.symbols.contains_key(n));
-    let mut vars = vec![Value::I64(0); generator.values];
-    for (name, slot) in &generator.free {
-        if let Some(v) = bindings.symbols.get(name) {
-            vars[*slot as usize] = *v;
-        }
-    }
+    let (generator, vars) = generator_for(module, sd, p, bindings);
     let mut g = Gen {
         plan: p,
         space: sd,
@@ -327,6 +320,24 @@ fn launch_plan(
         )),
         Err(e) => Err(at(p.loc, e.to_string())),
     }
+}
+
+/// The generator of plan `p`, resolved once for this run, and its value slots with the free
+/// names read from the bound symbols.
+fn generator_for(
+    module: &Module,
+    sd: &SpaceDecl,
+    p: &PlanDecl,
+    bindings: &Bindings,
+) -> (Generator, Vec<Value>) {
+    let generator = resolve_generator(module, sd, p, &|n| bindings.symbols.contains_key(n));
+    let mut vars = vec![Value::I64(0); generator.values];
+    for (name, slot) in &generator.free {
+        if let Some(v) = bindings.symbols.get(name) {
+            vars[*slot as usize] = *v;
+        }
+    }
+    (generator, vars)
 }
 
 /// `order(axis, interleaved(n))` of plan `p`: the axis's index in `sd` and `n`.

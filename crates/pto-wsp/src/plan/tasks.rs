@@ -25,8 +25,8 @@
 //!   plans ask that a task graph does not honour (`affinity`, `order`) is returned as notes.
 
 use super::{
-    Admission, CallShape, FieldNames, Gen, PlanError, Scope, as_u32, bind_space, interleave_of,
-    tier_table,
+    Admission, CallShape, FieldNames, Gen, PlanError, Scope, as_u32, bind_space, generator_for,
+    interleave_of, tier_table,
 };
 use crate::ir::eval::eval;
 use crate::ir::plan::PlanDecl;
@@ -195,13 +195,14 @@ fn plan_tasks(module: &Module, p: &PlanDecl, bindings: &Bindings) -> Result<Vec<
         tiers: td.tiers.iter().map(|t| t.name.as_str()).collect(),
         state: Mutex::new(Default::default()),
     };
+    let (generator, vars) = generator_for(module, sd, p, bindings);
     let mut g = Gen {
-        module,
         plan: p,
         space: sd,
         bound: &space,
         bindings,
-        vars: Vec::new(),
+        generator: &generator,
+        vars,
         error: None,
         interleave: interleave_of(p, sd)?,
         group: None,
@@ -216,7 +217,7 @@ fn plan_tasks(module: &Module, p: &PlanDecl, bindings: &Bindings) -> Result<Vec<
         e.prefetch(*axis, *depth)
             .map_err(|err| at(*loc, err.to_string()))?;
     }
-    let result = g.block(&p.body, &mut e);
+    let result = g.block(&generator.stmts, &mut e);
     if let Some((loc, m)) = admission.located_error() {
         return Err(at(loc, m));
     }
