@@ -16,9 +16,10 @@
 //!   writes the simulator's result; `--expect`, `--trace`, `--device-gen` and
 //!   `--empty-kernels` are refused (they have no meaning here).
 //! - The simulator runs in a child process with a deadline ([`RUN_TIMEOUT`], or
-//!   `PTO_WSP_ASCEND_TIMEOUT_S`) and a scheduler watchdog (`SIMPLER_SCHEDULER_TIMEOUT_MS`,
-//!   5000 unless set): it never hangs the tool. Its output is kept in the work directory and
-//!   its tail shown on failure.
+//!   `PTO_WSP_ASCEND_TIMEOUT_S`) and the runtime's watchdog (no task completing for a budget the
+//!   runner scales by the host's CPUs, or `SIMPLER_SCHEDULER_TIMEOUT_MS`): it never hangs the
+//!   tool. Its output is kept in the work directory and its tail shown on failure, with what a
+//!   watchdog stop means.
 
 use crate::cmd::run::{RunOptions, RunOutcome};
 use crate::{CliError, Loaded};
@@ -202,7 +203,8 @@ impl Toolchain {
         Ok(tc)
     }
 
-    /// `python runner.py ARGS` with `g++-15` on `PATH` and the scheduler watchdog set.
+    /// `python runner.py ARGS` with `g++-15` on `PATH` (the runner sets the simulator's
+    /// watchdog budget for this host unless `SIMPLER_SCHEDULER_TIMEOUT_MS` is set).
     pub fn runner_command(&self, tree: &Path, args: &[&str]) -> Command {
         let mut cmd = Command::new(&self.python);
         cmd.arg(tree.join("runner.py")).args(args);
@@ -211,9 +213,6 @@ impl Toolchain {
         paths.extend(std::env::split_paths(&path));
         if let Ok(joined) = std::env::join_paths(paths) {
             cmd.env("PATH", joined);
-        }
-        if std::env::var_os("SIMPLER_SCHEDULER_TIMEOUT_MS").is_none() {
-            cmd.env("SIMPLER_SCHEDULER_TIMEOUT_MS", "5000");
         }
         cmd.env("PTO_ISA_ROOT", &self.pto_isa_root);
         cmd.arg("--pto-isa-root").arg(&self.pto_isa_root);
@@ -255,9 +254,23 @@ pub fn run_logged(mut cmd: Command, log: &Path, timeout: Duration) -> Result<(),
         Ok(())
     } else {
         Err(format!(
-            "the simulator run failed ({status})\n{}",
-            tail(log)
+            "the simulator run failed ({status})\n{}{}",
+            tail(log),
+            watchdog_hint(log)
         ))
+    }
+}
+
+/// What a stop by the runtime's watchdog means, when the log shows one with tasks still running.
+fn watchdog_hint(log: &Path) -> &'static str {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    if text.contains("SCHEDULER_TIMEOUT") && text.contains("running-stalled") {
+        "\nnote: the runtime's watchdog saw no task complete within its budget while kernels were \
+         running: a kernel that hangs, or kernels slower than the budget on this host (the \
+         simulator runs every core's kernel as a host thread); rerun with a larger \
+         SIMPLER_SCHEDULER_TIMEOUT_MS (milliseconds) to tell them apart"
+    } else {
+        ""
     }
 }
 
