@@ -53,10 +53,15 @@ pub struct Compared {
     /// max |a2a3sim − cpu_sim| over its elements (NaN against NaN counts 0; any other
     /// non-finite mismatch is infinite).
     pub max_abs: f64,
-    /// √(Σ cpu_sim² / n) over the finite values.
+    /// √(Σ cpu_sim² / n) over the finite values the run wrote (changed on either side;
+    /// every value when none changed): the tensor's scale
+    /// ([`super::tolerance::written_rms`]).
     pub rms: f64,
     /// The tolerance as a multiple of `rms` (integers: exact).
     pub tolerance: f64,
+    /// The `f16` / `bf16` tensor the workload writes that this one is computed from, when that
+    /// set its tolerance ([`super::tolerance::tolerance_of`]).
+    pub inherits: Option<String>,
     /// Whether `max_abs ≤ tolerance · rms` (integers: `max_abs == 0`).
     pub passed: bool,
 }
@@ -69,6 +74,19 @@ impl Compared {
         want: &[f64],
         got: &[f64],
         tolerance: f64,
+    ) -> Compared {
+        Compared::with_input(name, dtype, want, got, None, (tolerance, None))
+    }
+
+    /// As [`Compared::new`], the scale taken over the elements either side changed from
+    /// `input`, and the tolerance with the tensor it is inherited from.
+    pub fn with_input(
+        name: &str,
+        dtype: pto_wsp::ir::DType,
+        want: &[f64],
+        got: &[f64],
+        input: Option<&[f64]>,
+        (tolerance, inherits): (f64, Option<String>),
     ) -> Compared {
         let mut max_abs = if want.len() == got.len() {
             0f64
@@ -85,12 +103,7 @@ impl Compared {
             };
             max_abs = max_abs.max(e);
         }
-        let finite: Vec<f64> = want.iter().copied().filter(|x| x.is_finite()).collect();
-        let rms = if finite.is_empty() {
-            0.0
-        } else {
-            (finite.iter().map(|x| x * x).sum::<f64>() / finite.len() as f64).sqrt()
-        };
+        let rms = super::tolerance::written_rms(want, got, input);
         let passed = if dtype.is_integer() {
             max_abs == 0.0
         } else {
@@ -103,6 +116,7 @@ impl Compared {
             max_abs,
             rms,
             tolerance,
+            inherits,
             passed,
         }
     }
@@ -124,8 +138,11 @@ impl Compared {
         } else {
             0.0
         };
+        let why = self.inherits.as_ref().map_or(String::new(), |s| {
+            format!(" (computed from `{s}`, written in 16 bits)")
+        });
         format!(
-            "{} ({}, {} values): max |a2a3sim - cpu_sim| {:.3e} = {:.2e} x RMS (RMS {:.3e}); tolerance {:.0e} x RMS: {verdict}",
+            "{} ({}, {} values): max |a2a3sim - cpu_sim| {:.3e} = {:.2e} x RMS (RMS {:.3e} of the written values); tolerance {:.0e} x RMS{why}: {verdict}",
             self.name, self.dtype, self.len, self.max_abs, rel, self.rms, self.tolerance
         )
     }
@@ -387,7 +404,7 @@ pub fn run_ascend(
         std::fs::copy(work.out.join(format!("{t}.npy")), path)
             .map_err(|e| CliError::plain(format!("cannot write `{}`: {e}", path.display())))?;
     }
-    let compared = compare(&loaded, opts, &cpu_outputs, &sim_outputs);
+    let compared = compare(&loaded, opts, &input_values, &cpu_outputs, &sim_outputs);
     let passed = compared.iter().all(|c| c.passed);
     let report = report(name, opts, &tree, &cpu, &sim, sim_wall, &compared);
     let (sim_tasks, (sim_edges, sim_explicit_edges), kinds) = sim;
@@ -579,10 +596,12 @@ fn cpu_options(
 fn compare(
     loaded: &Loaded,
     opts: &RunOptions,
+    inputs: &[(String, Vec<f64>)],
     cpu_outputs: &[(String, Vec<f64>)],
     sim_outputs: &[(String, Vec<f64>)],
 ) -> Vec<Compared> {
     let user_tol = (opts.rtol != crate::expect::DEFAULT_RTOL).then_some(opts.rtol);
+    let derived = super::tolerance::derived_from(&loaded.module);
     cpu_outputs
         .iter()
         .zip(sim_outputs)
@@ -593,12 +612,20 @@ fn compare(
                 .iter()
                 .find(|d| d.name.name == *t)
                 .map_or(pto_wsp::ir::DType::F32, |d| d.dtype);
-            let tol = match dtype {
-                pto_wsp::ir::DType::F32 => user_tol.unwrap_or(F32_TOLERANCE),
-                d if d.is_float() => user_tol.unwrap_or(F16_TOLERANCE),
-                _ => 0.0,
+            let tol = match (dtype, user_tol) {
+                (d, _) if !d.is_float() => (0.0, None),
+                (_, Some(u)) => (u, None),
+                (pto_wsp::ir::DType::F32, None) => super::tolerance::tolerance_of(
+                    &loaded.module,
+                    &derived,
+                    t,
+                    F32_TOLERANCE,
+                    F16_TOLERANCE,
+                ),
+                _ => (F16_TOLERANCE, None),
             };
-            Compared::new(t, dtype, want, got, tol)
+            let input = inputs.iter().find(|(n, _)| n == t).map(|(_, v)| v.as_slice());
+            Compared::with_input(t, dtype, want, got, input, tol)
         })
         .collect()
 }
@@ -667,7 +694,8 @@ fn report(
     let names: Vec<&str> = compared.iter().map(|c| c.name.as_str()).collect();
     report.push_str(&format!(
         "  compared {} written tensor(s) ({}), a2a3sim against cpu_sim: max |difference| \
-         against a tolerance times cpu_sim's RMS (f32 {F32_TOLERANCE:.0e}, f16 / bf16 \
+         against a tolerance times cpu_sim's RMS over the values the run wrote (f32 \
+         {F32_TOLERANCE:.0e}, f16 / bf16 and what is computed from a written f16 / bf16 tensor \
          {F16_TOLERANCE:.0e}, integers exact):\n",
         compared.len(),
         names.join(", ")
