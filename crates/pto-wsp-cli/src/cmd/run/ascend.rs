@@ -278,6 +278,71 @@ pub fn run_logged(mut cmd: Command, log: &Path, timeout: Duration) -> Result<(),
     }
 }
 
+/// Where the tasks of each kernel named by a failed check (`error: kernel `K`: ...` lines of the
+/// runner) are made: a note per kernel listing its `task` statements' `file:line:column`.
+fn failed_task_places(loaded: &Loaded, log_tail: &str) -> String {
+    let mut kernels: Vec<&str> = Vec::new();
+    for line in log_tail.lines() {
+        let Some(rest) = line.trim().strip_prefix("error: kernel `") else {
+            continue;
+        };
+        if let Some((k, _)) = rest.split_once('`') {
+            if !kernels.contains(&k) {
+                kernels.push(k);
+            }
+        }
+    }
+    let mut out = String::new();
+    for k in kernels {
+        let mut places = Vec::new();
+        let mut visit = |body: &[pto_wsp::ir::Stmt]| task_places(body, k, &mut places);
+        for w in &loaded.module.workloads {
+            visit(&w.body);
+        }
+        for p in &loaded.module.pipelines {
+            for q in &p.processes {
+                visit(&q.body);
+            }
+        }
+        if !places.is_empty() {
+            let at: Vec<String> = places
+                .iter()
+                .map(|l| loaded.source.position(*l))
+                .collect();
+            out.push_str(&format!(
+                "\nnote: the tasks of kernel `{k}` are made at {}",
+                at.join(", ")
+            ));
+        }
+    }
+    out
+}
+
+/// The locations of the `task K(...)` statements under `body`.
+fn task_places(body: &[pto_wsp::ir::Stmt], k: &str, out: &mut Vec<pto_wsp::ir::Loc>) {
+    use pto_wsp::ir::StmtKind as S;
+    for s in body {
+        match &s.kind {
+            S::Loop { body, .. }
+            | S::Select { body, .. }
+            | S::While { body, .. }
+            | S::Consume { body, .. }
+            | S::Combine(body)
+            | S::Sequential(body) => task_places(body, k, out),
+            S::Cond {
+                then_body,
+                else_body,
+                ..
+            } => {
+                task_places(then_body, k, out);
+                task_places(else_body, k, out);
+            }
+            S::Task(t) if t.kernel.name == k => out.push(s.loc),
+            _ => {}
+        }
+    }
+}
+
 /// What a stop by the runtime's watchdog means, when the log shows one with tasks still running.
 fn watchdog_hint(log: &Path) -> &'static str {
     let text = std::fs::read_to_string(log).unwrap_or_default();
@@ -375,7 +440,8 @@ pub fn run_ascend(
             // On failure the work directory is kept for the user to look at.
             let kept = work.dir.keep();
             return Err(CliError::plain(format!(
-                "{e}\n(work directory kept: {})",
+                "{e}{}\n(work directory kept: {})",
+                failed_task_places(&loaded, &e),
                 kept.display()
             )));
         }
