@@ -56,10 +56,7 @@ fn rel_err(got: &[f64], want: &[f64]) -> f64 {
 #[test]
 fn ascend_sim_user_rmsnorm_then_gemm_matches_its_reference() {
     let (t, h, w) = (32usize, 96usize, 128usize);
-    let Some(out) = run_user(
-        "rmsnorm_gemm",
-        &["tokens=32", "hidden=96", "width=128"],
-    ) else {
+    let Some(out) = run_user("rmsnorm_gemm", &["tokens=32", "hidden=96", "width=128"]) else {
         return;
     };
     let (x, nw, wm) = (
@@ -134,10 +131,7 @@ fn ascend_sim_user_variable_length_decode_attention_matches_its_reference() {
 #[test]
 fn ascend_sim_user_moe_with_computed_routing_matches_its_reference() {
     let (t, h, f, experts) = (24usize, 40usize, 24usize, 8usize);
-    let Some(out) = run_user(
-        "moe_routed_ffn",
-        &["tokens=24", "hidden=40", "ffn=24"],
-    ) else {
+    let Some(out) = run_user("moe_routed_ffn", &["tokens=24", "hidden=40", "ffn=24"]) else {
         return;
     };
     let x = get(&out.inputs, "X");

@@ -305,10 +305,7 @@ fn failed_task_places(loaded: &Loaded, log_tail: &str) -> String {
             }
         }
         if !places.is_empty() {
-            let at: Vec<String> = places
-                .iter()
-                .map(|l| loaded.source.position(*l))
-                .collect();
+            let at: Vec<String> = places.iter().map(|l| loaded.source.position(*l)).collect();
             out.push_str(&format!(
                 "\nnote: the tasks of kernel `{k}` are made at {}",
                 at.join(", ")
@@ -690,7 +687,10 @@ fn compare(
                 ),
                 _ => (F16_TOLERANCE, None),
             };
-            let input = inputs.iter().find(|(n, _)| n == t).map(|(_, v)| v.as_slice());
+            let input = inputs
+                .iter()
+                .find(|(n, _)| n == t)
+                .map(|(_, v)| v.as_slice());
             Compared::with_input(t, dtype, want, got, input, tol)
         })
         .collect()
