@@ -672,4 +672,9 @@ fn ascend_sim_a_kernel_check_failing_on_the_simulator_is_reported_with_its_messa
         "{e}"
     );
     assert!(e.contains("1 kernel task(s) failed a check"), "{e}");
+    // The failing kernel's task statements, at their place in the source.
+    assert!(
+        e.contains("note: the tasks of kernel `k` are made at bad_valid.wsp:9:5"),
+        "{e}"
+    );
 }

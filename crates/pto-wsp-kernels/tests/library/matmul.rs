@@ -66,13 +66,15 @@ fn products_of_one_element_type_on_the_cube() {
 
 #[test]
 fn mixed_products_exactly_on_the_vector_unit() {
-    // The main job's projections: f32 activations times f16 weights, up to 16 rows.
+    // The main job's projections: f32 activations times f16 weights, up to 16 rows; and more
+    // rows than one group of 16 (a prefill tile), with a remainder group.
     let shapes = [
         (1, 1, 1),
         (4, 63, 65),
         (8, 4096, 128),
         (16, 130, 300),
         (3, 1, 7),
+        (40, 70, 130),
     ];
     for (n, &(m, k, nn)) in shapes.iter().enumerate() {
         let seed = 800 + n as u64;
@@ -109,8 +111,7 @@ fn mixed_products_exactly_on_the_vector_unit() {
             );
         }
     }
-    // More than 16 rows of mixed operands: the library refuses (with the reason), the built-in
-    // computes.
+    // Any row count of mixed operands has a definition.
     let text = "kernel proj(in x: f32[?, ?], in w: f16[?, ?], out y: f32[?, ?]);\n";
     let m = parse(text).unwrap();
     let k = library::instantiate("matmul", m.kernel("proj").unwrap()).unwrap();
@@ -126,6 +127,10 @@ fn moe_expert() {
         (16, 128, 70),
         (16, 96, 130),
         (3, 33, 65),
+        // More than 16 tokens (two groups, the second partial), and more than 128 output
+        // tiles (hidden 1032 = 129 blocks of 8 columns: the hidden dimension in groups).
+        (20, 40, 30),
+        (16, 1032, 24),
     ]
     .iter()
     .enumerate()

@@ -16,9 +16,10 @@
 //!   writes the simulator's result; `--expect`, `--trace`, `--device-gen` and
 //!   `--empty-kernels` are refused (they have no meaning here).
 //! - The simulator runs in a child process with a deadline ([`RUN_TIMEOUT`], or
-//!   `PTO_WSP_ASCEND_TIMEOUT_S`) and a scheduler watchdog (`SIMPLER_SCHEDULER_TIMEOUT_MS`,
-//!   5000 unless set): it never hangs the tool. Its output is kept in the work directory and
-//!   its tail shown on failure.
+//!   `PTO_WSP_ASCEND_TIMEOUT_S`) and the runtime's watchdog (no task completing for a budget the
+//!   runner scales by the host's CPUs, or `SIMPLER_SCHEDULER_TIMEOUT_MS`): it never hangs the
+//!   tool. Its output is kept in the work directory and its tail shown on failure, with what a
+//!   watchdog stop means.
 
 use crate::cmd::run::{RunOptions, RunOutcome};
 use crate::{CliError, Loaded};
@@ -52,10 +53,15 @@ pub struct Compared {
     /// max |a2a3sim − cpu_sim| over its elements (NaN against NaN counts 0; any other
     /// non-finite mismatch is infinite).
     pub max_abs: f64,
-    /// √(Σ cpu_sim² / n) over the finite values.
+    /// √(Σ cpu_sim² / n) over the finite values the run wrote (changed on either side;
+    /// every value when none changed): the tensor's scale
+    /// ([`super::tolerance::written_rms`]).
     pub rms: f64,
     /// The tolerance as a multiple of `rms` (integers: exact).
     pub tolerance: f64,
+    /// The `f16` / `bf16` tensor the workload writes that this one is computed from, when that
+    /// set its tolerance ([`super::tolerance::tolerance_of`]).
+    pub inherits: Option<String>,
     /// Whether `max_abs ≤ tolerance · rms` (integers: `max_abs == 0`).
     pub passed: bool,
 }
@@ -68,6 +74,19 @@ impl Compared {
         want: &[f64],
         got: &[f64],
         tolerance: f64,
+    ) -> Compared {
+        Compared::with_input(name, dtype, want, got, None, (tolerance, None))
+    }
+
+    /// As [`Compared::new`], the scale taken over the elements either side changed from
+    /// `input`, and the tolerance with the tensor it is inherited from.
+    pub fn with_input(
+        name: &str,
+        dtype: pto_wsp::ir::DType,
+        want: &[f64],
+        got: &[f64],
+        input: Option<&[f64]>,
+        (tolerance, inherits): (f64, Option<String>),
     ) -> Compared {
         let mut max_abs = if want.len() == got.len() {
             0f64
@@ -84,12 +103,7 @@ impl Compared {
             };
             max_abs = max_abs.max(e);
         }
-        let finite: Vec<f64> = want.iter().copied().filter(|x| x.is_finite()).collect();
-        let rms = if finite.is_empty() {
-            0.0
-        } else {
-            (finite.iter().map(|x| x * x).sum::<f64>() / finite.len() as f64).sqrt()
-        };
+        let rms = super::tolerance::written_rms(want, got, input);
         let passed = if dtype.is_integer() {
             max_abs == 0.0
         } else {
@@ -102,6 +116,7 @@ impl Compared {
             max_abs,
             rms,
             tolerance,
+            inherits,
             passed,
         }
     }
@@ -123,8 +138,11 @@ impl Compared {
         } else {
             0.0
         };
+        let why = self.inherits.as_ref().map_or(String::new(), |s| {
+            format!(" (computed from `{s}`, written in 16 bits)")
+        });
         format!(
-            "{} ({}, {} values): max |a2a3sim - cpu_sim| {:.3e} = {:.2e} x RMS (RMS {:.3e}); tolerance {:.0e} x RMS: {verdict}",
+            "{} ({}, {} values): max |a2a3sim - cpu_sim| {:.3e} = {:.2e} x RMS (RMS {:.3e} of the written values); tolerance {:.0e} x RMS{why}: {verdict}",
             self.name, self.dtype, self.len, self.max_abs, rel, self.rms, self.tolerance
         )
     }
@@ -202,7 +220,8 @@ impl Toolchain {
         Ok(tc)
     }
 
-    /// `python runner.py ARGS` with `g++-15` on `PATH` and the scheduler watchdog set.
+    /// `python runner.py ARGS` with `g++-15` on `PATH` (the runner sets the simulator's
+    /// watchdog budget for this host unless `SIMPLER_SCHEDULER_TIMEOUT_MS` is set).
     pub fn runner_command(&self, tree: &Path, args: &[&str]) -> Command {
         let mut cmd = Command::new(&self.python);
         cmd.arg(tree.join("runner.py")).args(args);
@@ -211,9 +230,6 @@ impl Toolchain {
         paths.extend(std::env::split_paths(&path));
         if let Ok(joined) = std::env::join_paths(paths) {
             cmd.env("PATH", joined);
-        }
-        if std::env::var_os("SIMPLER_SCHEDULER_TIMEOUT_MS").is_none() {
-            cmd.env("SIMPLER_SCHEDULER_TIMEOUT_MS", "5000");
         }
         cmd.env("PTO_ISA_ROOT", &self.pto_isa_root);
         cmd.arg("--pto-isa-root").arg(&self.pto_isa_root);
@@ -255,9 +271,85 @@ pub fn run_logged(mut cmd: Command, log: &Path, timeout: Duration) -> Result<(),
         Ok(())
     } else {
         Err(format!(
-            "the simulator run failed ({status})\n{}",
-            tail(log)
+            "the simulator run failed ({status})\n{}{}",
+            tail(log),
+            watchdog_hint(log)
         ))
+    }
+}
+
+/// Where the tasks of each kernel named by a failed check (`error: kernel `K`: ...` lines of the
+/// runner) are made: a note per kernel listing its `task` statements' `file:line:column`.
+fn failed_task_places(loaded: &Loaded, log_tail: &str) -> String {
+    let mut kernels: Vec<&str> = Vec::new();
+    for line in log_tail.lines() {
+        let Some(rest) = line.trim().strip_prefix("error: kernel `") else {
+            continue;
+        };
+        if let Some((k, _)) = rest.split_once('`') {
+            if !kernels.contains(&k) {
+                kernels.push(k);
+            }
+        }
+    }
+    let mut out = String::new();
+    for k in kernels {
+        let mut places = Vec::new();
+        let mut visit = |body: &[pto_wsp::ir::Stmt]| task_places(body, k, &mut places);
+        for w in &loaded.module.workloads {
+            visit(&w.body);
+        }
+        for p in &loaded.module.pipelines {
+            for q in &p.processes {
+                visit(&q.body);
+            }
+        }
+        if !places.is_empty() {
+            let at: Vec<String> = places.iter().map(|l| loaded.source.position(*l)).collect();
+            out.push_str(&format!(
+                "\nnote: the tasks of kernel `{k}` are made at {}",
+                at.join(", ")
+            ));
+        }
+    }
+    out
+}
+
+/// The locations of the `task K(...)` statements under `body`.
+fn task_places(body: &[pto_wsp::ir::Stmt], k: &str, out: &mut Vec<pto_wsp::ir::Loc>) {
+    use pto_wsp::ir::StmtKind as S;
+    for s in body {
+        match &s.kind {
+            S::Loop { body, .. }
+            | S::Select { body, .. }
+            | S::While { body, .. }
+            | S::Consume { body, .. }
+            | S::Combine(body)
+            | S::Sequential(body) => task_places(body, k, out),
+            S::Cond {
+                then_body,
+                else_body,
+                ..
+            } => {
+                task_places(then_body, k, out);
+                task_places(else_body, k, out);
+            }
+            S::Task(t) if t.kernel.name == k => out.push(s.loc),
+            _ => {}
+        }
+    }
+}
+
+/// What a stop by the runtime's watchdog means, when the log shows one with tasks still running.
+fn watchdog_hint(log: &Path) -> &'static str {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    if text.contains("SCHEDULER_TIMEOUT") && text.contains("running-stalled") {
+        "\nnote: the runtime's watchdog saw no task complete within its budget while kernels were \
+         running: a kernel that hangs, or kernels slower than the budget on this host (the \
+         simulator runs every core's kernel as a host thread); rerun with a larger \
+         SIMPLER_SCHEDULER_TIMEOUT_MS (milliseconds) to tell them apart"
+    } else {
+        ""
     }
 }
 
@@ -354,7 +446,8 @@ pub fn run_ascend(
             // On failure the work directory is kept for the user to look at.
             let kept = work.dir.keep();
             return Err(CliError::plain(format!(
-                "{e}\n(work directory kept: {})",
+                "{e}{}\n(work directory kept: {})",
+                failed_task_places(&loaded, &e),
                 kept.display()
             )));
         }
@@ -383,7 +476,7 @@ pub fn run_ascend(
         std::fs::copy(work.out.join(format!("{t}.npy")), path)
             .map_err(|e| CliError::plain(format!("cannot write `{}`: {e}", path.display())))?;
     }
-    let compared = compare(&loaded, opts, &cpu_outputs, &sim_outputs);
+    let compared = compare(&loaded, opts, &input_values, &cpu_outputs, &sim_outputs);
     let passed = compared.iter().all(|c| c.passed);
     let mut report = report(name, opts, &tree, &cpu, &sim, sim_wall, &compared);
     if let Some(summary) = expanded {
@@ -579,10 +672,12 @@ fn cpu_options(
 fn compare(
     loaded: &Loaded,
     opts: &RunOptions,
+    inputs: &[(String, Vec<f64>)],
     cpu_outputs: &[(String, Vec<f64>)],
     sim_outputs: &[(String, Vec<f64>)],
 ) -> Vec<Compared> {
     let user_tol = (opts.rtol != crate::expect::DEFAULT_RTOL).then_some(opts.rtol);
+    let derived = super::tolerance::derived_from(&loaded.module);
     cpu_outputs
         .iter()
         .zip(sim_outputs)
@@ -593,12 +688,23 @@ fn compare(
                 .iter()
                 .find(|d| d.name.name == *t)
                 .map_or(pto_wsp::ir::DType::F32, |d| d.dtype);
-            let tol = match dtype {
-                pto_wsp::ir::DType::F32 => user_tol.unwrap_or(F32_TOLERANCE),
-                d if d.is_float() => user_tol.unwrap_or(F16_TOLERANCE),
-                _ => 0.0,
+            let tol = match (dtype, user_tol) {
+                (d, _) if !d.is_float() => (0.0, None),
+                (_, Some(u)) => (u, None),
+                (pto_wsp::ir::DType::F32, None) => super::tolerance::tolerance_of(
+                    &loaded.module,
+                    &derived,
+                    t,
+                    F32_TOLERANCE,
+                    F16_TOLERANCE,
+                ),
+                _ => (F16_TOLERANCE, None),
             };
-            Compared::new(t, dtype, want, got, tol)
+            let input = inputs
+                .iter()
+                .find(|(n, _)| n == t)
+                .map(|(_, v)| v.as_slice());
+            Compared::with_input(t, dtype, want, got, input, tol)
         })
         .collect()
 }
@@ -667,7 +773,8 @@ fn report(
     let names: Vec<&str> = compared.iter().map(|c| c.name.as_str()).collect();
     report.push_str(&format!(
         "  compared {} written tensor(s) ({}), a2a3sim against cpu_sim: max |difference| \
-         against a tolerance times cpu_sim's RMS (f32 {F32_TOLERANCE:.0e}, f16 / bf16 \
+         against a tolerance times cpu_sim's RMS over the values the run wrote (f32 \
+         {F32_TOLERANCE:.0e}, f16 / bf16 and what is computed from a written f16 / bf16 tensor \
          {F16_TOLERANCE:.0e}, integers exact):\n",
         compared.len(),
         names.join(", ")

@@ -10,6 +10,7 @@ pub mod ascend;
 pub mod cpu;
 mod options;
 pub mod plans;
+pub mod tolerance;
 
 pub use cpu::{run, run_lowered};
 pub use options::{RunOptions, RunOutcome, TaskHook, Times};
