@@ -8,7 +8,7 @@
 //! Ascend simulator, both from the same inputs) computes what the model would. Like `//@ bind`,
 //! this is a convention of the front ends, read by this driver: the parser sees comments.
 //!
-//! Generators (`docs/FORMAT.md`, "Generated inputs"):
+//! Generators (README, "Generated inputs: `//@ fill`"):
 //! - `uniform(LO, HI)`: the seed's values `x` in `[-1, 1)` mapped to `LO + (x + 1)·(HI − LO)/2`
 //!   (for `uniform(-a, a)` with `a` a power of two, exactly `a·x`: the values stay exact in the
 //!   tensor's type);
@@ -236,7 +236,7 @@ impl Diagnostic for FillLineError {
     fn notes(&self) -> Vec<String> {
         vec![
             "generated inputs are written `//@ fill NAME=uniform(LO, HI)`, `rope_cos(THETA)` or \
-             `rope_sin(THETA)` (see docs/FORMAT.md)"
+             `rope_sin(THETA)` (see the README, \"Generated inputs\")"
                 .to_string(),
         ]
     }
