@@ -453,7 +453,10 @@ mod tests {
         let wq0: Vec<f16> = store.read("Wq").unwrap();
         let fills = pto_wsp::driver::fills::fill_lines(&loaded).unwrap();
         pto_wsp::driver::fills::apply(&mut store, &fills, &[]).unwrap();
-        let (rc, rs) = (f32s(&store, "RopeCos").unwrap(), f32s(&store, "RopeSin").unwrap());
+        let (rc, rs) = (
+            f32s(&store, "RopeCos").unwrap(),
+            f32s(&store, "RopeSin").unwrap(),
+        );
         assert_eq!(rc.len(), 512 * D / 2);
         for p in [0, 1, 17, 511] {
             let (c, s) = angles(p);
@@ -468,7 +471,12 @@ mod tests {
                 .zip(&wq0)
                 .all(|(a, b)| a.to_f64() == b.to_f64() / 64.0)
         );
-        assert!(f32s(&store, "NormAttn").unwrap().iter().all(|v| (0.5..1.0).contains(v)));
+        assert!(
+            f32s(&store, "NormAttn")
+                .unwrap()
+                .iter()
+                .all(|v| (0.5..1.0).contains(v))
+        );
     }
 
     #[test]

@@ -341,20 +341,32 @@ fn ascend_sim_main_job_at_small_bindings_matches_its_f64_reference() {
     let opts = RunOptions {
         progress: false,
         threads: 2,
-        binds: ["nreq=2", "kv_heads=1", "ffn=256", "max_chunks=2", "kv_lens=[300, 5]"]
-            .map(String::from)
-            .to_vec(),
+        binds: [
+            "nreq=2",
+            "kv_heads=1",
+            "ffn=256",
+            "max_chunks=2",
+            "kv_lens=[300, 5]",
+        ]
+        .map(String::from)
+        .to_vec(),
         ..RunOptions::default()
     };
     let out = pto_wsp_cli::cmd::run::ascend::run_main_job_ascend("ascend_a2a3sim", &opts)
         .unwrap_or_else(|e| panic!("{e}"));
     println!("{}", out.report);
-    let reference = out.reference.as_ref().expect("the main job's reference check");
+    let reference = out
+        .reference
+        .as_ref()
+        .expect("the main job's reference check");
     assert_eq!(reference.elements, 2 * 512);
     assert!(reference.passed, "{}", out.report);
     assert!(out.passed, "{}", out.report);
     // The inputs were shaped by the file: real RoPE tables, weights at their scale.
-    assert!(out.report.contains("RopeCos, RopeSin as the file's `//@ fill` lines say"));
+    assert!(
+        out.report
+            .contains("RopeCos, RopeSin as the file's `//@ fill` lines say")
+    );
     no_edge_missing(&out, "llm_decode");
 }
 

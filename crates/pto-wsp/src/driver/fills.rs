@@ -250,7 +250,8 @@ mod tests {
         crate::driver::load_source("t.wsp", text).unwrap()
     }
 
-    const DECLS: &str = "tensor W: f16[4, 8];\ntensor C: f32[6, 4];\ntensor S: f32[6, 4];\ntensor I: i32[4];\n";
+    const DECLS: &str =
+        "tensor W: f16[4, 8];\ntensor C: f32[6, 4];\ntensor S: f32[6, 4];\ntensor I: i32[4];\n";
 
     #[test]
     fn lines_are_read_and_tables_hold_the_angles() {

@@ -11,8 +11,9 @@
 //!   (or given with `--input`) and written as `.npy` for both; every tensor the workload
 //!   writes is compared: its largest |a2a3sim − cpu_sim| against a tolerance times cpu_sim's
 //!   root mean square ([`F32_TOLERANCE`], [`F16_TOLERANCE`]; integers exactly). The report names
-//!   the inputs (seed, files), each tensor compared with its error and tolerance, and ends with
-//!   `PASS` or `FAIL`. `--output NAME=PATH`
+//!   the inputs (seed, files, the file's `//@ fill` lines), each tensor compared with its error
+//!   and tolerance, and ends with `PASS` or `FAIL`. The main job ([`run_main_job_ascend`]) is
+//!   also checked against its `f64` reference, which decides its verdict. `--output NAME=PATH`
 //!   writes the simulator's result; `--expect`, `--trace`, `--device-gen` and
 //!   `--empty-kernels` are refused (they have no meaning here).
 //! - The simulator runs in a child process with a deadline ([`RUN_TIMEOUT`], or
@@ -307,7 +308,9 @@ pub struct AscendOutcome {
     /// Wall time of the simulator's run (the runner: build of the kernels and orchestration,
     /// then the run).
     pub sim_wall: Duration,
-    /// Whether every compared tensor is within the tolerance.
+    /// Whether every compared tensor is within the tolerance; for the main job, whether its
+    /// output is within its `f64` reference's tolerance (the comparisons with cpu_sim are then
+    /// reported beside it).
     pub passed: bool,
     /// The report to print.
     pub report: String,
@@ -405,7 +408,13 @@ fn run_ascend_with(
         (Some(d), Some(store)) => Some(against_reference(store, d, &sim_outputs)?),
         _ => None,
     };
-    let passed = compared.iter().all(|c| c.passed) && reference.as_ref().is_none_or(|c| c.passed);
+    // The main job is judged by its f64 reference (its purpose); its tensors' differences from
+    // cpu_sim are reported beside it. Every other module by every written tensor.
+    let beyond = compared.iter().filter(|c| !c.passed).count();
+    let passed = match &reference {
+        Some(c) => c.passed,
+        None => beyond == 0,
+    };
     let mut report = report(
         name,
         opts,
@@ -420,6 +429,14 @@ fn run_ascend_with(
         // The verdict line stays last.
         report.truncate(report.trim_end().rfind('\n').map_or(0, |i| i + 1));
         report.push_str(&reference_line(c));
+        if beyond > 0 {
+            report.push_str(&format!(
+                "  note: {beyond} written tensor(s) differ from cpu_sim beyond the tolerance above \
+                 (both sides are f32 sums of up to ffn terms in different orders, and a computed \
+                 f32 rounded into the f16 cache may land one f16 step apart); the main job is \
+                 judged by its f64 reference\n"
+            ));
+        }
         report.push_str(if passed { "PASS\n" } else { "FAIL\n" });
     }
     let (sim_tasks, (sim_edges, sim_explicit_edges), kinds) = sim;
@@ -636,7 +653,20 @@ fn simulate(tc: &Toolchain, work: &Work) -> Result<Simulated, String> {
         &work.tree,
         &[&work.input.display().to_string(), &o, "--deps-dir", &d],
     );
-    run_logged(cmd, &work.log, timeout)?;
+    run_logged(cmd, &work.log, timeout).map_err(|e| {
+        if e.contains("SCHEDULER_TIMEOUT") {
+            let ms =
+                std::env::var("SIMPLER_SCHEDULER_TIMEOUT_MS").unwrap_or_else(|_| "5000".into());
+            format!(
+                "{e}\nnote: the runtime's scheduler watchdog ({ms} ms without a task completing) \
+                 also stops a run whose kernels are merely slow in the simulation (large \
+                 products, a loaded machine): run again with SIMPLER_SCHEDULER_TIMEOUT_MS=60000 \
+                 to tell the two apart"
+            )
+        } else {
+            e
+        }
+    })?;
     Ok((
         read_tasks(&work.out.join("tasks.txt"))?,
         read_edges(&work.deps.join("edges.txt"))?,
