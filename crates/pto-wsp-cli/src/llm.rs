@@ -446,7 +446,14 @@ mod tests {
     #[test]
     fn the_files_inputs_are_the_models() {
         let loaded = crate::load_source(NAME, SOURCE).unwrap();
-        let binds = ["nreq=2", "kv_heads=1", "ffn=128", "max_chunks=2"].map(String::from);
+        let binds = [
+            "nreq=2",
+            "kv_heads=1",
+            "ffn=128",
+            "max_chunks=2",
+            "kv_lens=[300, 5]",
+        ]
+        .map(String::from);
         let bindings = crate::bindings_for(&loaded, &binds).unwrap();
         let mut store = TensorStore::new(&loaded.module, &bindings).unwrap();
         store.fill_random(5);
