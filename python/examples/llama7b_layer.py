@@ -24,15 +24,17 @@ Up = Tensor(f16[seq, 11008])
 Act = Tensor(f16[seq, 11008])
 Down = Tensor(f16[seq, 4096])
 Y = Tensor(f16[seq, 4096])
-Wq = Tensor(f16[4096, 4096])
-Wk = Tensor(f16[4096, 4096])
-Wv = Tensor(f16[4096, 4096])
-Wo = Tensor(f16[4096, 4096])
-Wgate = Tensor(f16[4096, 11008])
-Wup = Tensor(f16[4096, 11008])
-Wdown = Tensor(f16[11008, 4096])
-NormAttn = Tensor(f16[4096])
-NormFfn = Tensor(f16[4096])
+Wq = Tensor(f16[4096, 4096], fill="uniform(-0.015625, 0.015625)")
+Wk = Tensor(f16[4096, 4096], fill="uniform(-0.015625, 0.015625)")
+Wv = Tensor(f16[4096, 4096], fill="uniform(-0.015625, 0.015625)")
+Wo = Tensor(f16[4096, 4096], fill="uniform(-0.015625, 0.015625)")
+Wgate = Tensor(f16[4096, 11008], fill="uniform(-0.015625, 0.015625)")
+Wup = Tensor(f16[4096, 11008], fill="uniform(-0.015625, 0.015625)")
+Wdown = Tensor(f16[11008, 4096], fill="uniform(-0.0078125, 0.0078125)")
+NormAttn = Tensor(f16[4096], fill="uniform(0.5, 1.0)")
+NormFfn = Tensor(f16[4096], fill="uniform(0.5, 1.0)")
+RopeCos = Tensor(f32[seq, 64], fill="rope_cos(10000)")
+RopeSin = Tensor(f32[seq, 64], fill="rope_sin(10000)")
 
 T = DenseDyn(seq // 32)
 Heads = Dense(32)
@@ -50,7 +52,7 @@ def proj_k(x: In[f16, 32, 4096], w: In[f16, 4096, 128], y: Out[f16, 32, 128]): .
 @kernel(pool="cube", alias="matmul")
 def proj_v(x: In[f16, 32, 4096], w: In[f16, 4096, 128], y: Out[f16, 32, 128]): ...
 @kernel(pool="vector")
-def rope(q: InOut[f16, 32, 128], k: InOut[f16, 32, 128], pos: i64): ...
+def rope(q: InOut[f16, 32, 128], k: InOut[f16, 32, 128], cs: In[f32, 32, 64], sn: In[f32, 32, 64]): ...
 @kernel(pool="vector", alias="attn_causal")
 def causal_attn(q: In[f16, 32, 128], k: In[f16, ANY, 128], v: In[f16, ANY, 128], o: Out[f16, 32, 128], kv_len: i64): ...
 @kernel(pool="cube", alias="matmul")
@@ -80,7 +82,7 @@ def llama_layer():
             proj_q(Xn1[rows, :], Wq[:, c128(h)], Qr[rows, c128(h)])
             proj_k(Xn1[rows, :], Wk[:, c128(h)], Kr[rows, c128(h)])
             proj_v(Xn1[rows, :], Wv[:, c128(h)], Vr[rows, c128(h)])
-            rope(Qr[rows, c128(h)], Kr[rows, c128(h)], t * 32)
+            rope(Qr[rows, c128(h)], Kr[rows, c128(h)], RopeCos[rows, :], RopeSin[rows, :])
             causal_attn(Qr[rows, c128(h)], Kr[:(t + 1) * 32, c128(h)], Vr[:(t + 1) * 32, c128(h)], Attn[rows, c128(h)], (t + 1) * 32)
         for j in P(HiddenCols):
             proj_o(Attn[rows, :], Wo[:, c128(j)], AttnOut[rows, c128(j)])
@@ -132,7 +134,13 @@ def check(threads: int = 2, seq_len: int = 32) -> None:
     n1, n2 = ((1 + 0.1 * rng.standard_normal(4096)).astype(np.float16) for _ in range(2))
     wq, wk, wv, wo = (weight(4096, 4096) for _ in range(4))
     wgate, wup, wdown = weight(4096, 11008), weight(4096, 11008), weight(11008, 4096)
-    y = prog(X=x, NormAttn=n1, NormFfn=n2, Wq=wq, Wk=wk, Wv=wv, Wo=wo, Wgate=wgate, Wup=wup, Wdown=wdown)["Y"]
+    # The RoPE tables: cos / sin of every position's angles (the reference uses the angles).
+    angle = np.arange(seq_len)[:, None] * 10000.0 ** (-2.0 * np.arange(64) / 128)
+    cos, sin = np.cos(angle).astype(np.float32), np.sin(angle).astype(np.float32)
+    y = prog(
+        X=x, NormAttn=n1, NormFfn=n2, Wq=wq, Wk=wk, Wv=wv, Wo=wo, Wgate=wgate, Wup=wup, Wdown=wdown,
+        RopeCos=cos, RopeSin=sin,
+    )["Y"]
     f = lambda a: a.astype(np.float32)  # noqa: E731
     xn = rms(f(x), f(n1))
     q, k, v = h(xn @ f(wq)), h(xn @ f(wk)), h(xn @ f(wv))

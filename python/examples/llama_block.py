@@ -27,15 +27,17 @@ Up = Tensor(f32[seq, ffn])
 Act = Tensor(f32[seq, ffn])
 Down = Tensor(f32[seq, hidden])
 Y = Tensor(f32[seq, hidden])
-Wq = Tensor(f16[hidden, hidden])
-Wk = Tensor(f16[hidden, hidden])
-Wv = Tensor(f16[hidden, hidden])
-Wo = Tensor(f16[hidden, hidden])
-Wgate = Tensor(f16[hidden, ffn])
-Wup = Tensor(f16[hidden, ffn])
-Wdown = Tensor(f16[ffn, hidden])
-NormAttn = Tensor(f32[hidden])
-NormFfn = Tensor(f32[hidden])
+Wq = Tensor(f16[hidden, hidden], fill="uniform(-0.0625, 0.0625)")
+Wk = Tensor(f16[hidden, hidden], fill="uniform(-0.0625, 0.0625)")
+Wv = Tensor(f16[hidden, hidden], fill="uniform(-0.0625, 0.0625)")
+Wo = Tensor(f16[hidden, hidden], fill="uniform(-0.0625, 0.0625)")
+Wgate = Tensor(f16[hidden, ffn], fill="uniform(-0.0625, 0.0625)")
+Wup = Tensor(f16[hidden, ffn], fill="uniform(-0.0625, 0.0625)")
+Wdown = Tensor(f16[ffn, hidden], fill="uniform(-0.03125, 0.03125)")
+NormAttn = Tensor(f32[hidden], fill="uniform(0.5, 1.0)")
+NormFfn = Tensor(f32[hidden], fill="uniform(0.5, 1.0)")
+RopeCos = Tensor(f32[seq, 32], fill="rope_cos(10000)")
+RopeSin = Tensor(f32[seq, 32], fill="rope_sin(10000)")
 
 T = DenseDyn(seq // 16)
 H = DenseDyn(heads)
@@ -47,7 +49,7 @@ def rmsnorm(x: In[f32, 16, ANY], w: In[f32, ANY], y: Out[f32, 16, ANY]): ...
 @kernel(pool="cube", alias="matmul")
 def proj(x: In[f32, 16, ANY], w: In[f16, ANY, 64], y: Out[f32, 16, 64]): ...
 @kernel(pool="vector")
-def rope(q: InOut[f32, 16, 64], k: InOut[f32, 16, 64], pos: i64): ...
+def rope(q: InOut[f32, 16, 64], k: InOut[f32, 16, 64], cs: In[f32, 16, 32], sn: In[f32, 16, 32]): ...
 @kernel(pool="vector", alias="attn_causal")
 def causal_attn(q: In[f32, 16, 64], k: In[f32, ANY, 64], v: In[f32, ANY, 64], o: Out[f32, 16, 64], kv_len: i64): ...
 @kernel(pool="vector", alias="add")
@@ -70,7 +72,7 @@ def llama_block():
             proj(Xn1[rows, :], Wq[:, c64(h)], Q[rows, c64(h)])
             proj(Xn1[rows, :], Wk[:, c64(h)], K[rows, c64(h)])
             proj(Xn1[rows, :], Wv[:, c64(h)], V[rows, c64(h)])
-            rope(Q[rows, c64(h)], K[rows, c64(h)], t * 16)
+            rope(Q[rows, c64(h)], K[rows, c64(h)], RopeCos[rows, :], RopeSin[rows, :])
             causal_attn(Q[rows, c64(h)], K[:(t + 1) * 16, c64(h)], V[:(t + 1) * 16, c64(h)], Attn[rows, c64(h)], (t + 1) * 16)
         for j in P(H):
             proj(Attn[rows, :], Wo[:, c64(j)], AttnOut[rows, c64(j)])
@@ -119,9 +121,12 @@ def check(threads: int = 2) -> None:
     norm_ffn = (1 + 0.1 * rng.standard_normal(hidden)).astype(np.float32)
     wq, wk, wv, wo = (weight(hidden, hidden) for _ in range(4))
     wgate, wup, wdown = weight(hidden, ffn), weight(hidden, ffn), weight(ffn, hidden)
+    # The RoPE tables: cos / sin of every position's angles (the reference uses the angles).
+    angle = np.arange(seq)[:, None] * 10000.0 ** (-2.0 * np.arange(32) / 64)
     y = prog(
         X=x, NormAttn=norm_attn, NormFfn=norm_ffn, Wq=wq, Wk=wk, Wv=wv, Wo=wo, Wgate=wgate,
-        Wup=wup, Wdown=wdown,
+        Wup=wup, Wdown=wdown, RopeCos=np.cos(angle).astype(np.float32),
+        RopeSin=np.sin(angle).astype(np.float32),
     )["Y"]
     f = lambda a: a.astype(np.float64)  # noqa: E731
     x64 = f(x)

@@ -20,15 +20,17 @@ nc = Slot()
 hidden = kv_heads * 512
 kv_lens = Tensor(i32[nreq], bind=[3100, 517, 1900, 4000, 260, 2750, 1200, 3500])
 X = Tensor(f32[layers + 1, nreq, hidden])
-NormAttn = Tensor(f32[layers, hidden])
-NormFfn = Tensor(f32[layers, hidden])
-Wq = Tensor(f16[layers, hidden, hidden])
-Wk = Tensor(f16[layers, hidden, kv_heads * 128])
-Wv = Tensor(f16[layers, hidden, kv_heads * 128])
-Wo = Tensor(f16[layers, hidden, hidden])
-Wgate = Tensor(f16[layers, hidden, ffn])
-Wup = Tensor(f16[layers, hidden, ffn])
-Wdown = Tensor(f16[layers, ffn, hidden])
+NormAttn = Tensor(f32[layers, hidden], fill="uniform(0.5, 1.0)")
+NormFfn = Tensor(f32[layers, hidden], fill="uniform(0.5, 1.0)")
+Wq = Tensor(f16[layers, hidden, hidden], fill="uniform(-0.015625, 0.015625)")
+Wk = Tensor(f16[layers, hidden, kv_heads * 128], fill="uniform(-0.015625, 0.015625)")
+Wv = Tensor(f16[layers, hidden, kv_heads * 128], fill="uniform(-0.015625, 0.015625)")
+Wo = Tensor(f16[layers, hidden, hidden], fill="uniform(-0.015625, 0.015625)")
+Wgate = Tensor(f16[layers, hidden, ffn], fill="uniform(-0.015625, 0.015625)")
+Wup = Tensor(f16[layers, hidden, ffn], fill="uniform(-0.015625, 0.015625)")
+Wdown = Tensor(f16[layers, ffn, hidden], fill="uniform(-0.0078125, 0.0078125)")
+RopeCos = Tensor(f32[max_chunks * 256, 64], fill="rope_cos(10000)")
+RopeSin = Tensor(f32[max_chunks * 256, 64], fill="rope_sin(10000)")
 Kc = Tensor(f16[layers, nreq * kv_heads, max_chunks * 256, 128])
 Vc = Tensor(f16[layers, nreq * kv_heads, max_chunks * 256, 128])
 Xn = Tensor(f32[nreq, hidden])
@@ -60,7 +62,7 @@ def rmsnorm(x: In[f32, ANY, ANY], w: In[f32, ANY], y: Out[f32, ANY, ANY]): ...
 @kernel(pool="cube", alias="matmul")
 def proj(x: In[f32, ANY, ANY], w: In[f16, ANY, 128], y: Out[f32, ANY, 128]): ...
 @kernel(pool="vector")
-def rope(q: InOut[f32, ANY, 128], k: InOut[f32, ANY, 128], pos: i64, tokens: i64): ...
+def rope(q: InOut[f32, ANY, 128], k: InOut[f32, ANY, 128], cs: In[f32, 1, 64], sn: In[f32, 1, 64]): ...
 @kernel(pool="vector", alias="copy")
 def append(x: In[f32, ANY, 128], cache: Out[f16, ANY, 128]): ...
 @kernel(pool="cube", alias="attn_decode_chunk")
@@ -99,7 +101,7 @@ def decode_step():
         for r in P(R):
             len_.load(kv_lens[r])
             nc.set((len_ + 256) // 256)
-            rope(Q[r, :, :], Kn[r, :, :], len_, 1)
+            rope(Q[r, :, :], Kn[r, :, :], RopeCos[span(len_, 1), :], RopeSin[span(len_, 1), :])
             heads_of_r = span(r * kv_heads, kv_heads)
             append(Kn[r, :, :], Kc[l, heads_of_r, len_, :])
             append(Vn[r, :, :], Vc[l, heads_of_r, len_, :])
@@ -183,9 +185,12 @@ def check(threads: int = 2) -> None:
         kc[0, r * g : (r + 1) * g, :n] = rng.standard_normal((g, n, 128))
         vc[0, r * g : (r + 1) * g, :n] = rng.standard_normal((g, n, 128))
     kc_ref, vc_ref = kc.astype(np.float64), vc.astype(np.float64)
+    # The RoPE tables: cos / sin of every cache position's angles (the reference uses the angles).
+    angle = np.arange(max_chunks * 256)[:, None] * 10000.0 ** (-2.0 * np.arange(64) / 128)
     prog(
         kv_lens=kv_lens, X=x, NormAttn=norm_attn, NormFfn=norm_ffn, Wq=wq, Wk=wk, Wv=wv, Wo=wo,
         Wgate=wgate, Wup=wup, Wdown=wdown, Kc=kc, Vc=vc,
+        RopeCos=np.cos(angle).astype(np.float32), RopeSin=np.sin(angle).astype(np.float32),
     )
     f = lambda a: a.astype(np.float64)  # noqa: E731
     x0 = f(x[0])

@@ -367,6 +367,10 @@ class Tensor(Decl):
         Element type and dimensions, expressions of symbols: ``f32[M, 128]``.
     bind : list of int, optional
         The contents of an integer tensor read by the program (``//@ bind`` line).
+    fill : str, optional
+        How ``pto-wsp run`` generates this float tensor when no input gives it (a ``//@ fill``
+        line): ``"uniform(LO, HI)"``, ``"rope_cos(THETA)"`` or ``"rope_sin(THETA)"``
+        (README, "Generated inputs"). Arrays passed to a compiled program replace it.
     name : str, optional
         Default: the variable it is assigned to.
 
@@ -374,18 +378,24 @@ class Tensor(Decl):
     --------
     >>> A = Tensor(f16[M, K])                          # doctest: +SKIP
     >>> lens = Tensor(i32[nreq], bind=[1500, 200])     # doctest: +SKIP
+    >>> cos = Tensor(f32[seq, 64], fill="rope_cos(10000)")  # doctest: +SKIP
     """
 
     kind = "tensor"
 
     @api
-    def __init__(self, type: TensorType, *, bind: Any = None, name: Optional[str] = None):
+    def __init__(
+        self, type: TensorType, *, bind: Any = None, fill: Optional[str] = None, name: Optional[str] = None
+    ):
         super().__init__(_name(name, "tensor"))
         if not isinstance(type, TensorType):
             raise FrontError(f"tensor `{self.name}`: give a type such as `f32[M, 128]`")
+        if fill is not None and not isinstance(fill, str):
+            raise FrontError(f"tensor `{self.name}`: `fill` is a generator such as \"uniform(-1, 1)\"")
         self.type = type
         self.dims = [lit(d) for d in type.dims]
         self.bind = bind
+        self.fill = fill
 
     @staticmethod
     def like(array: Any, *, name: Optional[str] = None) -> "Tensor":

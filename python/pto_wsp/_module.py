@@ -8,8 +8,8 @@ there.
 
 Promises: ``build(entry, schedule=...)`` declares exactly what the entry (and the workloads it
 calls, the schedule, ``extra``) refer to, each kind in the order the Python created it, plus the
-``//@ alias`` (kernels' ``alias=``) and ``//@ bind`` (symbols' and tensors' ``bind=``) lines; the
-result is parsed and validated by the Rust side. For a module built in Python every error the
+``//@ alias`` (kernels' ``alias=``), ``//@ bind`` (symbols' and tensors' ``bind=``) and ``//@ fill``
+(tensors' ``fill=``) lines; the result is parsed and validated by the Rust side. For a module built in Python every error the
 Rust side reports at a line of the generated text is re-rendered at the Python place that line
 came from (``file`` / ``line`` / ``column`` of the exception are the user's), with the generated
 line quoted in a note.
@@ -376,6 +376,9 @@ def render(entries: Sequence[Any], schedule: Any = None, extra: Sequence[Decl] =
     for b in bound:
         if b.bind is not None:
             out.append((f"//@ bind {b.name}={_bind_text(b.bind)}", b.loc))
+    for d in decls:
+        if isinstance(d, Tensor) and d.fill is not None:
+            out.append((f"//@ fill {d.name}={d.fill}", d.loc))
     kind = None
     for d in decls:
         lines = _lines(d)

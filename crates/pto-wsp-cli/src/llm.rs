@@ -8,15 +8,17 @@
 //! the kernels or the runtime.
 //!
 //! Promises:
-//! - [`prepare_inputs`] turns the seed's uniform `[-1, 1)` inputs into a model of realistic
-//!   scale: every weight matrix is multiplied by a power of two near `1/√fan_in` (exact in
-//!   `f16`), the norm weights are moved to `[0.5, 1)`. Tensors given by `--input` are left
-//!   alone (they are loaded after this).
+//! - The inputs are the file's: every tensor from the seed, shaped by its `//@ fill` lines into
+//!   a model of realistic scale (weights near `1/√fan_in` at the default sizes, exact in `f16`;
+//!   norm weights in `[0.5, 1)`; the RoPE tables `RopeCos` / `RopeSin` of real angles), as every
+//!   run of `examples/llm_decode.wsp` does; `--input` replaces any of them.
 //! - [`reference`] computes the output residual stream `X[layers]` of every request in `f64`:
-//!   RMSNorm (eps 1e-6), projections, RoPE (rotate-half, θ = 10000, at position `len`), the new
-//!   key and value rounded to `f16` as the cache stores them, softmax attention over the
-//!   request's `len + 1` keys with scale `1/√128`, output projection, residual, RMSNorm,
-//!   SwiGLU MLP, residual — layer after layer from its own results, never from the run's.
+//!   RMSNorm (eps 1e-6), projections, RoPE (rotate-half, by the rows of the cos / sin tables at
+//!   position `len`, as the model's kernels; the tables' angles `p·10000^(−2i/128)` are checked
+//!   against the file in the tests), the new key and value rounded to `f16` as the cache stores
+//!   them, softmax attention over the request's `len + 1` keys with scale `1/√128`, output
+//!   projection, residual, RMSNorm, SwiGLU MLP, residual — layer after layer from its own
+//!   results, never from the run's.
 //! - [`compare`] states the check: the largest error over every output element, relative to
 //!   the root mean square of the reference output, must be at most [`TOLERANCE`].
 
@@ -151,54 +153,6 @@ impl Dims {
     }
 }
 
-/// Multiplies the f32 tensor `name` by `s` and adds `t` (exactly, for `s` a power of two and
-/// the seed's grid values).
-fn affine_f32(store: &mut TensorStore, name: &str, s: f32, t: f32) -> Result<(), CliError> {
-    let mut v: Vec<f32> = store
-        .read(name)
-        .map_err(|e| CliError::plain(e.to_string()))?;
-    v.iter_mut().for_each(|x| *x = *x * s + t);
-    store
-        .write(name, &v)
-        .map_err(|e| CliError::plain(e.to_string()))
-}
-
-/// Multiplies the f16 tensor `name` by the power of two `s`.
-fn scale_f16(store: &mut TensorStore, name: &str, s: f32) -> Result<(), CliError> {
-    let t = store
-        .index_of(name)
-        .ok_or_else(|| CliError::plain(format!("the main job has no tensor `{name}`")))?;
-    if store.info(t).dtype != DType::F16 {
-        return Err(CliError::plain(format!("tensor `{name}` is not f16")));
-    }
-    let data: &mut [f16] = bytemuck::cast_slice_mut(store.bytes_mut(t));
-    data.par_chunks_mut(1 << 12).for_each(|c| {
-        let mut buf = vec![0f32; c.len()];
-        c.convert_to_f32_slice(&mut buf);
-        buf.iter_mut().for_each(|x| *x *= s);
-        c.convert_from_f32_slice(&buf);
-    });
-    Ok(())
-}
-
-/// The power of two nearest `1/√n`.
-fn fan_in_scale(n: usize) -> f32 {
-    let e = (n.max(1) as f64).sqrt().log2().round() as i32;
-    2f32.powi(-e)
-}
-
-/// Rescales the seed's inputs to a model of realistic scale (see the module docs).
-pub fn prepare_inputs(store: &mut TensorStore, dims: &Dims) -> Result<(), CliError> {
-    for name in ["Wq", "Wk", "Wv", "Wo", "Wgate", "Wup"] {
-        scale_f16(store, name, fan_in_scale(dims.hidden))?;
-    }
-    scale_f16(store, "Wdown", fan_in_scale(dims.ffn))?;
-    for name in ["NormAttn", "NormFfn"] {
-        affine_f32(store, name, 0.25, 0.75)?;
-    }
-    Ok(())
-}
-
 /// An f16 tensor's elements, borrowed.
 fn f16s<'s>(store: &'s TensorStore, name: &str) -> Result<&'s [f16], CliError> {
     let t = store
@@ -259,12 +213,11 @@ fn rmsnorm(x: &[f64], w: &[f32]) -> Vec<f64> {
     x.iter().zip(w).map(|(v, &g)| v * inv * g as f64).collect()
 }
 
-/// Rotate-half RoPE of every 128-wide head of `x` at position `pos`.
-fn rope(x: &mut [f64], pos: usize) {
+/// Rotate-half RoPE of every 128-wide head of `x` by the table rows `cos`, `sin` (`D/2` each).
+fn rope(x: &mut [f64], cos: &[f32], sin: &[f32]) {
     for head in x.chunks_exact_mut(D) {
         for i in 0..D / 2 {
-            let angle = pos as f64 * 10_000f64.powf(-2.0 * i as f64 / D as f64);
-            let (s, c) = angle.sin_cos();
+            let (c, s) = (cos[i] as f64, sin[i] as f64);
             let (a, b) = (head[i], head[i + D / 2]);
             head[i] = a * c - b * s;
             head[i + D / 2] = b * c + a * s;
@@ -317,6 +270,17 @@ pub fn reference(
     );
     let (kc, vc) = (f16s(store, "Kc")?, f16s(store, "Vc")?);
     let (na, nf) = (f32s(store, "NormAttn")?, f32s(store, "NormFfn")?);
+    let (rc, rs) = (f32s(store, "RopeCos")?, f32s(store, "RopeSin")?);
+    let row = |t: &'_ [f32], p: usize| -> Result<Vec<f32>, CliError> {
+        t.get(p * D / 2..(p + 1) * D / 2)
+            .map(<[f32]>::to_vec)
+            .ok_or_else(|| CliError::plain(format!("the RoPE tables have no row {p}")))
+    };
+    let tables: Vec<(Vec<f32>, Vec<f32>)> = dims
+        .lens
+        .iter()
+        .map(|&len| Ok((row(rc, len)?, row(rs, len)?)))
+        .collect::<Result<_, CliError>>()?;
     let mut x: Vec<Vec<f64>> = (0..dims.nreq)
         .map(|r| x0[r * h..(r + 1) * h].iter().map(|&v| v as f64).collect())
         .collect();
@@ -332,10 +296,11 @@ pub fn reference(
             .into_par_iter()
             .map(|r| {
                 let len = dims.lens[r];
+                let (cos, sin) = &tables[r];
                 let mut qr = q[r].clone();
-                rope(&mut qr, len);
+                rope(&mut qr, cos, sin);
                 let mut kr = kn[r].clone();
-                rope(&mut kr, len);
+                rope(&mut kr, cos, sin);
                 // The cache holds f16: the new key and value as stored.
                 let knew: Vec<f64> = kr.iter().map(|&v| f16::from_f64(v).to_f64()).collect();
                 let vnew: Vec<f64> = vn[r].iter().map(|&v| f16::from_f64(v).to_f64()).collect();
@@ -450,26 +415,75 @@ pub fn input(store: &TensorStore, dims: &Dims) -> Result<Vec<f32>, CliError> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn scales_are_powers_of_two_near_one_over_sqrt_fan_in() {
-        assert_eq!(fan_in_scale(4096), 1.0 / 64.0);
-        assert_eq!(fan_in_scale(14336), 1.0 / 128.0);
-        assert_eq!(fan_in_scale(512), 1.0 / 32.0);
-        assert_eq!(fan_in_scale(0), 1.0);
+    /// cos / sin of position `pos`'s angles, as the model defines them (θ = 10000, d = 128).
+    fn angles(pos: usize) -> (Vec<f32>, Vec<f32>) {
+        (0..D / 2)
+            .map(|i| {
+                let a = pos as f64 * 10_000f64.powf(-2.0 * i as f64 / D as f64);
+                (a.cos() as f32, a.sin() as f32)
+            })
+            .unzip()
     }
 
     #[test]
     fn rope_at_position_zero_is_identity_and_keeps_norms() {
         let mut x: Vec<f64> = (0..2 * D).map(|i| (i as f64 * 0.37).sin()).collect();
         let orig = x.clone();
-        rope(&mut x, 0);
+        let (c, s) = angles(0);
+        rope(&mut x, &c, &s);
         assert_eq!(x, orig);
-        rope(&mut x, 1234);
+        let (c, s) = angles(1234);
+        rope(&mut x, &c, &s);
         for (a, b) in x.chunks(D).zip(orig.chunks(D)) {
             let na: f64 = a.iter().map(|v| v * v).sum();
             let nb: f64 = b.iter().map(|v| v * v).sum();
-            assert!((na - nb).abs() < 1e-9);
+            assert!((na - nb).abs() < 1e-6 * nb);
         }
+    }
+
+    /// The tables the job's file generates hold the angles `p·10000^(−2i/128)` the model means,
+    /// and its weights are at their stated scale: the file and this reference agree.
+    #[test]
+    fn the_files_inputs_are_the_models() {
+        let loaded = crate::load_source(NAME, SOURCE).unwrap();
+        let binds = [
+            "nreq=2",
+            "kv_heads=1",
+            "ffn=128",
+            "max_chunks=2",
+            "kv_lens=[300, 5]",
+        ]
+        .map(String::from);
+        let bindings = crate::bindings_for(&loaded, &binds).unwrap();
+        let mut store = TensorStore::new(&loaded.module, &bindings).unwrap();
+        store.fill_random(5);
+        let wq0: Vec<f16> = store.read("Wq").unwrap();
+        let fills = pto_wsp::driver::fills::fill_lines(&loaded).unwrap();
+        pto_wsp::driver::fills::apply(&mut store, &fills, &[]).unwrap();
+        let (rc, rs) = (
+            f32s(&store, "RopeCos").unwrap(),
+            f32s(&store, "RopeSin").unwrap(),
+        );
+        assert_eq!(rc.len(), 512 * D / 2);
+        for p in [0, 1, 17, 511] {
+            let (c, s) = angles(p);
+            for i in 0..D / 2 {
+                assert!((rc[p * D / 2 + i] - c[i]).abs() <= 1e-7, "cos p {p} i {i}");
+                assert!((rs[p * D / 2 + i] - s[i]).abs() <= 1e-7, "sin p {p} i {i}");
+            }
+        }
+        let wq = f16s(&store, "Wq").unwrap();
+        assert!(
+            wq.iter()
+                .zip(&wq0)
+                .all(|(a, b)| a.to_f64() == b.to_f64() / 64.0)
+        );
+        assert!(
+            f32s(&store, "NormAttn")
+                .unwrap()
+                .iter()
+                .all(|v| (0.5..1.0).contains(v))
+        );
     }
 
     #[test]

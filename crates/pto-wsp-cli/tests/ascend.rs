@@ -325,6 +325,51 @@ fn ascend_sim_varlen_split_kv_decode_attention_matches_its_reference() {
     no_edge_missing(&out, "decode_attention");
 }
 
+/// The main job (`pto-wsp run --target ascend_a2a3sim`) at small bindings (2 requests of 300 and
+/// 5 tokens, one KV head, FFN 256, 2 chunks: a few dozen tasks, the simulator's run about a
+/// minute): its RoPE by cos / sin tables, KV-cache append, split-KV attention and MLP on
+/// a2a3sim, the output checked against the job's own `f64` reference and every written tensor
+/// against cpu_sim.
+#[test]
+fn ascend_sim_main_job_at_small_bindings_matches_its_f64_reference() {
+    if let Err(why) = Toolchain::find() {
+        common::toolchain_skipped(&why);
+        return;
+    }
+    common::toolchain_ran();
+    let _one_at_a_time = SIM.lock().unwrap_or_else(|e| e.into_inner());
+    let opts = RunOptions {
+        progress: false,
+        threads: 2,
+        binds: [
+            "nreq=2",
+            "kv_heads=1",
+            "ffn=256",
+            "max_chunks=2",
+            "kv_lens=[300, 5]",
+        ]
+        .map(String::from)
+        .to_vec(),
+        ..RunOptions::default()
+    };
+    let out = pto_wsp_cli::cmd::run::ascend::run_main_job_ascend("ascend_a2a3sim", &opts)
+        .unwrap_or_else(|e| panic!("{e}"));
+    println!("{}", out.report);
+    let reference = out
+        .reference
+        .as_ref()
+        .expect("the main job's reference check");
+    assert_eq!(reference.elements, 2 * 512);
+    assert!(reference.passed, "{}", out.report);
+    assert!(out.passed, "{}", out.report);
+    // The inputs were shaped by the file: real RoPE tables, weights at their scale.
+    assert!(
+        out.report
+            .contains("RopeCos, RopeSin as the file's `//@ fill` lines say")
+    );
+    no_edge_missing(&out, "llm_decode");
+}
+
 #[test]
 fn ascend_sim_control_flow_matches_its_reference() {
     let Some(out) = run_example("control_flow") else {

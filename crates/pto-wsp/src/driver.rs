@@ -14,11 +14,13 @@
 //!   everything after reads that plan.
 //! - Bindings are the file's `//@ bind` lines, then the front end's, in order, later ones
 //!   overriding earlier ones ([`bindings_for`], [`binds`]); kernel aliases are checked as
-//!   [`aliases`] says; a run's Chrome trace is written by [`trace`] alone.
+//!   [`aliases`] says, generated inputs (`//@ fill`) as [`fills`] says; a run's Chrome trace is
+//!   written by [`trace`] alone.
 
 pub mod aliases;
 pub mod binds;
 mod chrome;
+pub mod fills;
 pub mod library;
 pub mod trace;
 
@@ -86,12 +88,13 @@ pub fn load_source(name: &str, text: &str) -> Result<Loaded, Error> {
 
 /// Every check that needs no run-time value and that `run` makes, on a loaded (validated)
 /// module, each error rendered at its `file:line:column`: its `//@ bind` lines, its
-/// `//@ alias` lines (against the built-in kernels), the rules for running
+/// `//@ fill` lines, its `//@ alias` lines (against the built-in kernels), the rules for running
 /// ([`ir::validate_for_run`]: the tile-grid rule of exact dependencies, `deps explicit`'s),
 /// and the resolution of its entry point. So a module `check` accepts is refused by `run` only
 /// for what depends on the run's inputs, flags or kernels.
 pub fn check_for_run(loaded: &Loaded) -> Result<(), Error> {
     bindings_for(loaded, &[])?;
+    fills::fill_lines(loaded)?;
     let mut registry = crate::kernels::KernelRegistry::with_builtins();
     aliases::apply_aliases(loaded, &mut registry)?;
     ir::validate_for_run(&loaded.module).map_err(|e| render_all(&loaded.source, &e))?;

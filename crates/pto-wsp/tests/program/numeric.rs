@@ -723,6 +723,18 @@ fn llama_style_block_matches_reference() {
         for w in ["Wq", "Wk", "Wv", "Wo", "Wgate", "Wup", "Wdown"] {
             scale(s, w, 1.0 / 16.0);
         }
+        // The RoPE tables: cos / sin of position t's angles (the reference below rotates by
+        // the angles themselves).
+        let (mut cos, mut sin) = (vec![0f32; seq * d / 2], vec![0f32; seq * d / 2]);
+        for t in 0..seq {
+            for i in 0..d / 2 {
+                let ang = t as f64 * 10_000f64.powf(-2.0 * i as f64 / d as f64);
+                cos[t * d / 2 + i] = ang.cos() as f32;
+                sin[t * d / 2 + i] = ang.sin() as f32;
+            }
+        }
+        s.write("RopeCos", &cos).unwrap();
+        s.write("RopeSin", &sin).unwrap();
     });
     let g = |n: &str| get(&input, n);
     let x = g("X");

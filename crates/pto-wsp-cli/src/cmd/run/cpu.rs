@@ -55,8 +55,8 @@ fn counting(inner: KernelRegistry, after: TaskHook) -> KernelRegistry {
     out
 }
 
-/// Runs module `text` (shown as `name`); `main_job` adds the main job's input preparation and
-/// reference check. `emit` receives lines to print before the report (the main job's header).
+/// Runs module `text` (shown as `name`); `main_job` adds the main job's header and reference
+/// check. `emit` receives lines to print before the report (the main job's header).
 pub fn run(
     name: &str,
     text: &str,
@@ -147,13 +147,14 @@ pub fn run_lowered(
 struct Job<'a> {
     loaded: &'a Loaded,
     name: &'a str,
-    main_job: bool,
     opts: &'a RunOptions,
     bindings: pto_wsp::ir::Bindings,
     /// The files the run will write, checked now, not after the run (crate::files).
     outputs: Outputs,
     goldens: Vec<crate::expect::Expectation>,
     inputs: Vec<crate::inputs::Input>,
+    /// The file's `//@ fill` lines: how generated inputs look.
+    fills: Vec<pto_wsp::driver::fills::FillLine>,
     /// The main job's dimensions.
     dims: Option<llm::Dims>,
     /// Whether the progress bar counts tasks (and so kernels count their calls).
@@ -193,6 +194,7 @@ impl<'a> Job<'a> {
         // Inputs: read and checked against the declarations before anything is allocated for
         // real.
         let inputs = crate::inputs::open_all(name, &loaded.module, &mut bindings, &opts.inputs)?;
+        let fills = pto_wsp::driver::fills::fill_lines(loaded)?;
         let dims = if main_job {
             Some(llm::Dims::from_bindings(&bindings)?)
         } else {
@@ -201,12 +203,12 @@ impl<'a> Job<'a> {
         Ok(Job {
             loaded,
             name,
-            main_job,
             opts,
             bindings,
             outputs,
             goldens,
             inputs,
+            fills,
             dims,
             count: opts.progress && !opts.empty_kernels && !opts.model_only,
             done: Arc::new(AtomicU64::new(0)),
@@ -246,8 +248,23 @@ impl<'a> Job<'a> {
         Ok(registry)
     }
 
-    /// Allocates the tensors and fills them: from the seed (unless `--empty-kernels`), the
-    /// main job's inputs, then the `--input` files.
+    /// `" (A, B as the file's `//@ fill` lines say)"` for the filled tensors no input gives.
+    fn shaped(&self, given: &[&str]) -> String {
+        let names: Vec<&str> = self
+            .fills
+            .iter()
+            .map(|f| f.tensor.as_str())
+            .filter(|t| !given.contains(t))
+            .collect();
+        if names.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} as the file's `//@ fill` lines say)", names.join(", "))
+        }
+    }
+
+    /// Allocates the tensors and fills them: from the seed (unless `--empty-kernels`) as the
+    /// file's `//@ fill` lines say, then the `--input` files.
     fn fill(&self, program: &mut pto_wsp::Program) -> Result<Data, CliError> {
         let name = self.name;
         let mut guard = program
@@ -265,10 +282,9 @@ impl<'a> Job<'a> {
                 .filter_map(|i| store.index_of(&i.tensor))
                 .collect();
             store.fill_random_except(self.opts.seed, &given);
+            pto_wsp::driver::fills::apply(store, &self.fills, &given)
+                .map_err(|e| CliError::plain(format!("{name}: {e}")))?;
             generated = store.len() - given.len();
-            if let Some(d) = &self.dims {
-                llm::prepare_inputs(store, d)?;
-            }
         }
         let t_read = Instant::now();
         let read_bytes = crate::inputs::read_all(&self.inputs, store)?;
@@ -470,11 +486,7 @@ impl<'a> Job<'a> {
             "  data: {} tensor(s) generated from seed {} (integer tensors with bound contents kept){}{}\n",
             data.generated,
             self.opts.seed,
-            if self.main_job {
-                " (weights scaled by 1/sqrt(fan-in))"
-            } else {
-                ""
-            },
+            self.shaped(&given),
             if given.is_empty() {
                 String::new()
             } else {

@@ -169,7 +169,11 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     }
     let target = &args.target;
     if target.starts_with("ascend") {
-        let outcome = ascend::run_ascend(&name, &text, target, &opts)?;
+        let outcome = if main_job {
+            ascend::run_main_job_ascend(target, &opts)?
+        } else {
+            ascend::run_ascend(&name, &text, target, &opts)?
+        };
         print(&outcome.report)?;
         return Ok(if outcome.passed {
             ExitCode::SUCCESS
