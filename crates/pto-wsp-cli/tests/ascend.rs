@@ -333,10 +333,10 @@ fn ascend_sim_varlen_split_kv_decode_attention_matches_its_reference() {
 #[test]
 fn ascend_sim_main_job_at_small_bindings_matches_its_f64_reference() {
     if let Err(why) = Toolchain::find() {
-        common::toolchain_skipped(&why);
+        common::toolchain_skipped(common::Needs::Simpler, &why);
         return;
     }
-    common::toolchain_ran();
+    common::toolchain_ran(common::Needs::Simpler);
     let _one_at_a_time = SIM.lock().unwrap_or_else(|e| e.into_inner());
     let opts = RunOptions {
         progress: false,

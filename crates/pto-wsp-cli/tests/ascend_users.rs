@@ -19,10 +19,10 @@ static SIM: Mutex<()> = Mutex::new(());
 /// Runs `examples/users/NAME.wsp` under `binds` on both back ends, or says why not.
 fn run_user(name: &str, binds: &[&str]) -> Option<AscendOutcome> {
     if let Err(why) = Toolchain::find() {
-        common::toolchain_skipped(&why);
+        common::toolchain_skipped(common::Needs::Simpler, &why);
         return None;
     }
-    common::toolchain_ran();
+    common::toolchain_ran(common::Needs::Simpler);
     let _one_at_a_time = SIM.lock().unwrap_or_else(|e| e.into_inner());
     let path = format!("examples/users/{name}.wsp");
     let text = std::fs::read_to_string(common::root().join(&path)).unwrap();
