@@ -286,10 +286,10 @@ fn failed_task_places(loaded: &Loaded, log_tail: &str) -> String {
         let Some(rest) = line.trim().strip_prefix("error: kernel `") else {
             continue;
         };
-        if let Some((k, _)) = rest.split_once('`') {
-            if !kernels.contains(&k) {
-                kernels.push(k);
-            }
+        if let Some((k, _)) = rest.split_once('`')
+            && !kernels.contains(&k)
+        {
+            kernels.push(k);
         }
     }
     let mut out = String::new();
