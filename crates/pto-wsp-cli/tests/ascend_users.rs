@@ -8,6 +8,7 @@
 //! one `skipped: …` line and passes. Simulator runs never overlap (a process lock here, the
 //! nextest test group of `ascend_sim` tests).
 
+#[allow(dead_code)] // this crate uses a few of the shared helpers
 mod common;
 
 use pto_wsp_cli::cmd::run::RunOptions;
