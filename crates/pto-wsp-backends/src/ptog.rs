@@ -142,11 +142,14 @@ pub fn lower(input: &Input<'_>) -> Result<Lowered, EmitError> {
             .iter()
             .find(|p| p.name.as_str() == r.entry.as_str())
             .map_or(pto_wsp_ir::Loc::NONE, |p| p.loc);
-        return Err(EmitError::at(loc, format!(
-            "`{}` is a CSP pipeline: its processes run as threads ordered by channels, which a \
+        return Err(EmitError::at(
+            loc,
+            format!(
+                "`{}` is a CSP pipeline: its processes run as threads ordered by channels, which a \
              task graph cannot express",
-            r.entry
-        )));
+                r.entry
+            ),
+        ));
     }
     let exp = expand(r, input.bindings, &ExpandOptions::default()).map_err(|e| {
         // At the place the expander names (the read of a computed value, the bad binding).

@@ -147,7 +147,10 @@ fn prepare(file: &Path, binds: &[String], base: &Path) -> Case {
 fn emitted_module_matches_our_cpu_run(file: &str, binds: &[&str]) {
     let pto = pto_isa_root();
     if !pto.join("include/pto/pto-inst.hpp").is_file() {
-        common::toolchain_skipped(common::Needs::PtoIsa, &format!("no PTO-ISA at {}", pto.display()));
+        common::toolchain_skipped(
+            common::Needs::PtoIsa,
+            &format!("no PTO-ISA at {}", pto.display()),
+        );
         return;
     }
     common::toolchain_ran(common::Needs::PtoIsa);

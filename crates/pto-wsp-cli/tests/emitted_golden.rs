@@ -119,7 +119,10 @@ fn ptog_assembly_of_every_example_matches_its_golden() {
                 source: Some(&loaded.source),
                 bindings: &bindings,
             };
-            let name = format!("ptog/{}", path.trim_start_matches("examples/").replace('/', "."));
+            let name = format!(
+                "ptog/{}",
+                path.trim_start_matches("examples/").replace('/', ".")
+            );
             let name = name.trim_end_matches(".wsp");
             match ptog::lower(&input) {
                 Ok(l) => {
@@ -138,5 +141,8 @@ fn ptog_assembly_of_every_example_matches_its_golden() {
             }
         }
     }
-    assert!(lowered >= 5, "only {lowered} examples lower to the task-graph ISA");
+    assert!(
+        lowered >= 5,
+        "only {lowered} examples lower to the task-graph ISA"
+    );
 }

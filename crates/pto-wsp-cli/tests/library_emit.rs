@@ -95,7 +95,10 @@ fn check_types_every_kernel_against_the_library() {
 fn every_library_kernel_emitted_as_pto_isa_cpp_matches_the_builtins() {
     let pto = pto_isa_root();
     if !pto.join("include/pto/pto-inst.hpp").is_file() {
-        common::toolchain_skipped(common::Needs::PtoIsa, &format!("no PTO-ISA at {}", pto.display()));
+        common::toolchain_skipped(
+            common::Needs::PtoIsa,
+            &format!("no PTO-ISA at {}", pto.display()),
+        );
         return;
     }
     common::toolchain_ran(common::Needs::PtoIsa);

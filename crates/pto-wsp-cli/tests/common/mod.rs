@@ -196,7 +196,10 @@ pub(crate) fn golden(rel: &str, actual: &str) {
             .to_string();
         const MAX: usize = 20_000;
         if shown.len() > MAX {
-            let cut = (0..=MAX).rev().find(|&i| shown.is_char_boundary(i)).unwrap_or(0);
+            let cut = (0..=MAX)
+                .rev()
+                .find(|&i| shown.is_char_boundary(i))
+                .unwrap_or(0);
             shown.truncate(cut);
             shown.push_str("\n[... diff cut]\n");
         }
@@ -225,7 +228,11 @@ pub(crate) fn golden_tree(dir: &str, files: &[(String, String)]) {
                 stack.push(p);
                 continue;
             }
-            let rel = p.strip_prefix(&base).unwrap().to_string_lossy().into_owned();
+            let rel = p
+                .strip_prefix(&base)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
             if !files.iter().any(|(n, _)| *n == rel) {
                 stale.push((rel, p));
             }
