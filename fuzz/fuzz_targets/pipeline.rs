@@ -33,7 +33,10 @@ fuzz_target!(|data: &[u8]| {
         limit: Some(4_000),
         executors: None,
     };
-    let Ok(x) = expand(&module, &bindings, &options) else {
+    let Ok(lowered) = lower(&module) else {
+        return;
+    };
+    let Ok(x) = expand(lowered.resolved(), &bindings, &options) else {
         return;
     };
     if x.truncated {
@@ -41,7 +44,7 @@ fuzz_target!(|data: &[u8]| {
     }
 
     // Bytecode: every task generated once over two executors, as many as the expander's.
-    if let Ok(bytes) = encode(&module, &EncodeOptions::default()) {
+    if let Ok(bytes) = encode(lowered.resolved(), &EncodeOptions::default()) {
         let prog = Program::decode(&bytes).expect("encoded bytecode decodes");
         let bound = prog.bind(&bindings).expect("binds like the expander");
         let mut n = 0usize;

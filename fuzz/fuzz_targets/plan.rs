@@ -10,6 +10,7 @@
 #![no_main]
 
 #[path = "common/modules.rs"]
+#[allow(dead_code)] // only its `Choices`
 mod modules;
 
 use libfuzzer_sys::fuzz_target;

@@ -386,3 +386,28 @@ pipeline p {
         }
     }
 }
+
+/// Each tensor's regions are checked against that tensor's own extents: two tensors of
+/// different symbolic shapes, tasks over the whole of the larger one (in bounds only against
+/// its own extents), every task the expander's.
+#[test]
+fn regions_are_checked_against_their_own_tensors_extents() {
+    let src = "
+symbol m: i64;
+symbol n: i64;
+tensor A: f32[m, 4];
+tensor B: f32[n, 64];
+axis I = dense_dyn(n);
+kernel k(in a: f32[1, 4], inout b: f32[1, 64]);
+workload main() {
+    parallel_for i in I {
+        task k(A[0, 0 +: 4], B[i, 0 +: 64]);
+    }
+}
+";
+    let m = parse(src).expect("parses");
+    pto_wsp_ir::validate(&m).expect("valid");
+    let b = Bindings::new().symbol("m", 2i64).symbol("n", 16i64);
+    let x = super::common::check_module(&m, &b, None);
+    assert_eq!(x.tasks.len(), 16);
+}
