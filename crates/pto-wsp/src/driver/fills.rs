@@ -247,7 +247,7 @@ mod tests {
     use super::*;
 
     fn loaded(text: &str) -> Loaded {
-        crate::driver::load_source("t.wsp", text).unwrap()
+        crate::driver::parse_source("t.wsp", text).unwrap()
     }
 
     const DECLS: &str =
