@@ -69,6 +69,29 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNTIME = "tensormap_and_ringbuffer"
 
+# The runtime's watchdog stops a run when no task completes for a wall-clock budget (simpler's
+# SIMPLER_SCHEDULER_TIMEOUT_MS; 10 s on a2a3sim). The simulator runs each of the device's 72
+# AICores as a host thread: when the host has fewer CPUs, kernels running at once share them,
+# and a kernel's wall time grows with the cores running beside it (16 MoE experts of 0.3 s CPU
+# each, started together on 2 CPUs, all finish after several seconds). A budget per CPU's share
+# of the cores keeps a slow kernel from passing for a hang; a real hang is still reported.
+SIM_CORES = 72
+SIM_WATCHDOG_MS_PER_SHARE = 5000
+
+
+def host_cpus():
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def sim_watchdog_ms(cpus):
+    """The watchdog budget (ms) on a host of `cpus` CPUs: 5 s times the simulated cores per CPU."""
+    cpus = max(1, cpus or 1)
+    return SIM_WATCHDOG_MS_PER_SHARE * max(1, -(-SIM_CORES // cpus))
+
 
 def load_inputs(in_dir):
     """Every module tensor: IN_DIR/NAME.npy when present (dtype and shape checked), else zeros."""
@@ -185,6 +208,9 @@ def main():
     ap.add_argument("--build-dir", default=os.path.join(HERE, "build"))
     ap.add_argument("--deps-dir", default=None, help="also write the runtime's dependency graph (deps.json) here")
     a = ap.parse_args()
+    if a.platform.endswith("sim") and "SIMPLER_SCHEDULER_TIMEOUT_MS" not in os.environ:
+        # Read by the simulator when it loads, so set before any of simpler is imported.
+        os.environ["SIMPLER_SCHEDULER_TIMEOUT_MS"] = str(sim_watchdog_ms(host_cpus()))
     host = load_inputs(a.in_dir)
     chip = build(a.platform, a.pto_isa_root, a.build_dir)
     out, status = run(a.platform, chip, host, a.deps_dir)

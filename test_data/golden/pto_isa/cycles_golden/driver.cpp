@@ -15,6 +15,8 @@
 
 // The message of each status code (code c is entry c - 1; {i} is value i).
 static const char *const kMessages[] = {
+    "kernel `bgemm`: tile `am`: valid {0} x {1} is outside its 16 x 16",
+    "kernel `bgemm`: tile `bm`: valid {0} x {1} is outside its 16 x 16",
     "kernel `bgemm`: tile `ta`: valid {0} x {1} is outside its 16 x 16",
     "kernel `bgemm`: tile `tb`: valid {0} x {1} is outside its 16 x 16",
     "kernel `bgemm`: tile `acc`: valid {0} x {1} is outside its 16 x 16",
@@ -32,6 +34,9 @@ static const char *const kMessages[] = {
     "kernel `bgemm`: TSTORE: {0} x {1} at ({2}, {3}) is outside region 2 ({4} x {5})",
     "kernel `bgemm`: TSTORE: rows {0} to {1} of region 2 are not one run of its layout, whose rows come in groups of {2} (a `vec` tile may cover whole groups, a matrix tile must stay inside one)",
     "kernel `bgemm`: TSTORE: the rows of region 2 are {0} elements apart; a matrix tile moves rows at most 65,535 elements apart",
+    "kernel `attn`: tile `qm`: valid {0} x {1} is outside its 8 x 8",
+    "kernel `attn`: tile `km`: valid {0} x {1} is outside its 8 x 8",
+    "kernel `attn`: tile `vm`: valid {0} x {1} is outside its 8 x 8",
     "kernel `attn`: tile `tq`: valid {0} x {1} is outside its 8 x 8",
     "kernel `attn`: tile `tk`: valid {0} x {1} is outside its 8 x 8",
     "kernel `attn`: tile `tv`: valid {0} x {1} is outside its 8 x 8",
@@ -41,7 +46,6 @@ static const char *const kMessages[] = {
     "kernel `attn`: tile `l`: valid {0} x {1} is outside its 8 x 1",
     "kernel `attn`: tile `p`: valid {0} x {1} is outside its 8 x 8",
     "kernel `attn`: tile `oacc`: valid {0} x {1} is outside its 8 x 8",
-    "kernel `attn`: tile `to`: valid {0} x {1} is outside its 8 x 8",
     "kernel `attn`: TLOAD: {0} x {1} at ({2}, {3}) is outside region 0 ({4} x {5})",
     "kernel `attn`: TLOAD: rows {0} to {1} of region 0 are not one run of its layout, whose rows come in groups of {2} (a `vec` tile may cover whole groups, a matrix tile must stay inside one)",
     "kernel `attn`: TLOAD: the rows of region 0 are {0} elements apart; a matrix tile moves rows at most 65,535 elements apart",

@@ -19,27 +19,27 @@ inline void k_bucket(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<int32_t
     const int64_t v_nl = (g_lists.rows * g_lists.cols);
     const bool c1_ = (g_lists.rows == v_b);
     if (!c1_) {
-        pto_wsp_rt::fail(st, 1021, v_t, v_k, v_b, v_nl, v_c);
+        pto_wsp_rt::fail(st, 1031, v_t, v_k, v_b, v_nl, v_c);
         { pipe_barrier(PIPE_ALL); return; }
     }
     const bool c2_ = ((g_counts.rows == int64_t{1}) || (g_counts.cols == int64_t{1}));
     if (!c2_) {
-        pto_wsp_rt::fail(st, 1022, g_counts.rows, g_counts.cols);
+        pto_wsp_rt::fail(st, 1032, g_counts.rows, g_counts.cols);
         { pipe_barrier(PIPE_ALL); return; }
     }
     const bool c3_ = (v_b <= int64_t{1024});
     if (!c3_) {
-        pto_wsp_rt::fail(st, 1023, v_b);
+        pto_wsp_rt::fail(st, 1033, v_b);
         { pipe_barrier(PIPE_ALL); return; }
     }
     const bool c4_ = (v_c <= int64_t{4096});
     if (!c4_) {
-        pto_wsp_rt::fail(st, 1024, v_c);
+        pto_wsp_rt::fail(st, 1034, v_c);
         { pipe_barrier(PIPE_ALL); return; }
     }
     // tile cnt: vec i32[1, 1024] (test_data/library/every_kernel.wsp:183:8)
     const int64_t vr_cnt = int64_t{1}, vc_cnt = v_b;
-    if (!pto_wsp_rt::check_valid(st, 1025, vr_cnt, vc_cnt, 1, 1024)) { pipe_barrier(PIPE_ALL); return; }
+    if (!pto_wsp_rt::check_valid(st, 1035, vr_cnt, vc_cnt, 1, 1024)) { pipe_barrier(PIPE_ALL); return; }
     pto::Tile<pto::TileType::Vec, int32_t, 1, 1024, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_cnt(static_cast<size_t>(vr_cnt), static_cast<size_t>(vc_cnt));
     // TEXPANDS(cnt, 0.0) (test_data/library/every_kernel.wsp:183:8)
     TEXPANDS(t_cnt, static_cast<int32_t>(0.0f));
@@ -47,40 +47,40 @@ inline void k_bucket(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<int32_t
     for (int64_t v_p = 0; v_p < p_n5_; ++v_p) {
         // tile it: vec i32[1, 1] (test_data/library/every_kernel.wsp:183:8)
         const int64_t vr_it = int64_t{1}, vc_it = int64_t{1};
-        if (!pto_wsp_rt::check_valid(st, 1026, vr_it, vc_it, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 1036, vr_it, vc_it, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, int32_t, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_it(static_cast<size_t>(vr_it), static_cast<size_t>(vc_it));
         // TLOAD(it, idx, p / k, p % k) (test_data/library/every_kernel.wsp:183:8)
-        const int64_t o6_0 = pto_wsp_rt::idiv(st, 1027, v_p, v_k);
-        const int64_t o7_1 = pto_wsp_rt::irem(st, 1028, v_p, v_k);
+        const int64_t o6_0 = pto_wsp_rt::idiv(st, 1037, v_p, v_k);
+        const int64_t o7_1 = pto_wsp_rt::irem(st, 1038, v_p, v_k);
         if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
         {
             pto_wsp_rt::Part<int32_t> p_;
-            if (!pto_wsp_rt::part(st, 1029, g_idx, o6_0, o7_1, t_it.GetValidRow(), t_it.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::part(st, 1039, g_idx, o6_0, o7_1, t_it.GetValidRow(), t_it.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
             auto gt_ = pto_wsp_rt::tensor(p_);
             TLOAD(t_it, gt_);
         }
         int64_t v_e = 0;
-        if (!pto_wsp_rt::get_value(st, 1032, t_it, int64_t{0}, int64_t{0}, v_e)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::get_value(st, 1042, t_it, int64_t{0}, int64_t{0}, v_e)) { pipe_barrier(PIPE_ALL); return; }
         const bool c8_ = ((v_e >= int64_t{0}) && (v_e < v_b));
         if (!c8_) {
-            pto_wsp_rt::fail(st, 1033, v_p, v_e, v_b);
+            pto_wsp_rt::fail(st, 1043, v_p, v_e, v_b);
             { pipe_barrier(PIPE_ALL); return; }
         }
         int64_t v_cur = 0;
-        if (!pto_wsp_rt::get_value(st, 1034, t_cnt, int64_t{0}, v_e, v_cur)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::get_value(st, 1044, t_cnt, int64_t{0}, v_e, v_cur)) { pipe_barrier(PIPE_ALL); return; }
         // SETVAL(cnt, 0, e, cur + 1) (test_data/library/every_kernel.wsp:183:8)
         const int64_t o9_0 = int64_t{0};
         const int64_t o10_1 = v_e;
         const int64_t o11_2 = (v_cur + int64_t{1});
-        if (!pto_wsp_rt::set_value(st, 1035, t_cnt, o9_0, o10_1, o11_2)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::set_value(st, 1045, t_cnt, o9_0, o10_1, o11_2)) { pipe_barrier(PIPE_ALL); return; }
     }
     const int64_t e_n12_ = v_b;
     for (int64_t v_e = 0; v_e < e_n12_; ++v_e) {
         int64_t v_ce = 0;
-        if (!pto_wsp_rt::get_value(st, 1036, t_cnt, int64_t{0}, v_e, v_ce)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::get_value(st, 1046, t_cnt, int64_t{0}, v_e, v_ce)) { pipe_barrier(PIPE_ALL); return; }
         const bool c13_ = (v_ce <= v_c);
         if (!c13_) {
-            pto_wsp_rt::fail(st, 1037, v_e, v_ce, v_c);
+            pto_wsp_rt::fail(st, 1047, v_e, v_ce, v_c);
             { pipe_barrier(PIPE_ALL); return; }
         }
     }
@@ -88,15 +88,15 @@ inline void k_bucket(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<int32_t
     for (int64_t v_e = 0; v_e < e_n14_; ++v_e) {
         // tile lr: vec i32[1, 4096] (test_data/library/every_kernel.wsp:183:8)
         const int64_t vr_lr = int64_t{1}, vc_lr = v_c;
-        if (!pto_wsp_rt::check_valid(st, 1038, vr_lr, vc_lr, 1, 4096)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 1048, vr_lr, vc_lr, 1, 4096)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, int32_t, 1, 4096, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_lr(static_cast<size_t>(vr_lr), static_cast<size_t>(vc_lr));
         // tile pos: vec i32[1, 1] (test_data/library/every_kernel.wsp:183:8)
         const int64_t vr_pos = int64_t{1}, vc_pos = int64_t{1};
-        if (!pto_wsp_rt::check_valid(st, 1039, vr_pos, vc_pos, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 1049, vr_pos, vc_pos, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, int32_t, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_pos(static_cast<size_t>(vr_pos), static_cast<size_t>(vc_pos));
         // tile one: vec i32[1, 1] (test_data/library/every_kernel.wsp:183:8)
         const int64_t vr_one = int64_t{1}, vc_one = int64_t{1};
-        if (!pto_wsp_rt::check_valid(st, 1040, vr_one, vc_one, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 1050, vr_one, vc_one, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, int32_t, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_one(static_cast<size_t>(vr_one), static_cast<size_t>(vc_one));
         // TEXPANDS(lr, -1.0) (test_data/library/every_kernel.wsp:183:8)
         TEXPANDS(t_lr, static_cast<int32_t>(-1.0f));
@@ -106,35 +106,35 @@ inline void k_bucket(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<int32_t
         for (int64_t v_p = 0; v_p < p_n15_; ++v_p) {
             // tile it: vec i32[1, 1] (test_data/library/every_kernel.wsp:183:8)
             const int64_t vr_it = int64_t{1}, vc_it = int64_t{1};
-            if (!pto_wsp_rt::check_valid(st, 1041, vr_it, vc_it, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 1051, vr_it, vc_it, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, int32_t, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_it(static_cast<size_t>(vr_it), static_cast<size_t>(vc_it));
             // TLOAD(it, idx, p / k, p % k) (test_data/library/every_kernel.wsp:183:8)
-            const int64_t o16_0 = pto_wsp_rt::idiv(st, 1042, v_p, v_k);
-            const int64_t o17_1 = pto_wsp_rt::irem(st, 1043, v_p, v_k);
+            const int64_t o16_0 = pto_wsp_rt::idiv(st, 1052, v_p, v_k);
+            const int64_t o17_1 = pto_wsp_rt::irem(st, 1053, v_p, v_k);
             if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
             {
                 pto_wsp_rt::Part<int32_t> p_;
-                if (!pto_wsp_rt::part(st, 1044, g_idx, o16_0, o17_1, t_it.GetValidRow(), t_it.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::part(st, 1054, g_idx, o16_0, o17_1, t_it.GetValidRow(), t_it.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
                 auto gt_ = pto_wsp_rt::tensor(p_);
                 TLOAD(t_it, gt_);
             }
             int64_t v_ee = 0;
-            if (!pto_wsp_rt::get_value(st, 1047, t_it, int64_t{0}, int64_t{0}, v_ee)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::get_value(st, 1057, t_it, int64_t{0}, int64_t{0}, v_ee)) { pipe_barrier(PIPE_ALL); return; }
             const bool c18_ = (v_ee == v_e);
             if (c18_) {
                 int64_t v_q = 0;
-                if (!pto_wsp_rt::get_value(st, 1048, t_pos, int64_t{0}, int64_t{0}, v_q)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::get_value(st, 1058, t_pos, int64_t{0}, int64_t{0}, v_q)) { pipe_barrier(PIPE_ALL); return; }
                 // SETVAL(lr, 0, q, p / k) (test_data/library/every_kernel.wsp:183:8)
                 const int64_t o19_0 = int64_t{0};
                 const int64_t o20_1 = v_q;
-                const int64_t o21_2 = pto_wsp_rt::idiv(st, 1049, v_p, v_k);
+                const int64_t o21_2 = pto_wsp_rt::idiv(st, 1059, v_p, v_k);
                 if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
-                if (!pto_wsp_rt::set_value(st, 1050, t_lr, o19_0, o20_1, o21_2)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::set_value(st, 1060, t_lr, o19_0, o20_1, o21_2)) { pipe_barrier(PIPE_ALL); return; }
                 // SETVAL(pos, 0, 0, q + 1) (test_data/library/every_kernel.wsp:183:8)
                 const int64_t o22_0 = int64_t{0};
                 const int64_t o23_1 = int64_t{0};
                 const int64_t o24_2 = (v_q + int64_t{1});
-                if (!pto_wsp_rt::set_value(st, 1051, t_pos, o22_0, o23_1, o24_2)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::set_value(st, 1061, t_pos, o22_0, o23_1, o24_2)) { pipe_barrier(PIPE_ALL); return; }
             } else {
             }
         }
@@ -143,17 +143,17 @@ inline void k_bucket(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<int32_t
         const int64_t o26_1 = int64_t{0};
         {
             pto_wsp_rt::Part<int32_t> p_;
-            if (!pto_wsp_rt::part(st, 1052, g_lists, o25_0, o26_1, t_lr.GetValidRow(), t_lr.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::part(st, 1062, g_lists, o25_0, o26_1, t_lr.GetValidRow(), t_lr.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
             auto gt_ = pto_wsp_rt::tensor(p_);
             TSTORE(gt_, t_lr);
         }
         int64_t v_ce = 0;
-        if (!pto_wsp_rt::get_value(st, 1055, t_cnt, int64_t{0}, v_e, v_ce)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::get_value(st, 1065, t_cnt, int64_t{0}, v_e, v_ce)) { pipe_barrier(PIPE_ALL); return; }
         // SETVAL(one, 0, 0, ce) (test_data/library/every_kernel.wsp:183:8)
         const int64_t o27_0 = int64_t{0};
         const int64_t o28_1 = int64_t{0};
         const int64_t o29_2 = v_ce;
-        if (!pto_wsp_rt::set_value(st, 1056, t_one, o27_0, o28_1, o29_2)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::set_value(st, 1066, t_one, o27_0, o28_1, o29_2)) { pipe_barrier(PIPE_ALL); return; }
         const bool c30_ = (g_counts.cols == int64_t{1});
         if (c30_) {
             // TSTORE(counts, one, e, 0) (test_data/library/every_kernel.wsp:183:8)
@@ -161,7 +161,7 @@ inline void k_bucket(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<int32_t
             const int64_t o32_1 = int64_t{0};
             {
                 pto_wsp_rt::Part<int32_t> p_;
-                if (!pto_wsp_rt::part(st, 1057, g_counts, o31_0, o32_1, t_one.GetValidRow(), t_one.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::part(st, 1067, g_counts, o31_0, o32_1, t_one.GetValidRow(), t_one.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
                 auto gt_ = pto_wsp_rt::tensor(p_);
                 TSTORE(gt_, t_one);
             }
@@ -171,7 +171,7 @@ inline void k_bucket(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<int32_t
             const int64_t o34_1 = v_e;
             {
                 pto_wsp_rt::Part<int32_t> p_;
-                if (!pto_wsp_rt::part(st, 1060, g_counts, o33_0, o34_1, t_one.GetValidRow(), t_one.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::part(st, 1070, g_counts, o33_0, o34_1, t_one.GetValidRow(), t_one.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
                 auto gt_ = pto_wsp_rt::tensor(p_);
                 TSTORE(gt_, t_one);
             }

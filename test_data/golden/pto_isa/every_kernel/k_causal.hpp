@@ -19,110 +19,110 @@ inline void k_causal(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float> 
     const int64_t v_s = g_k.rows;
     const bool c1_ = (((g_k.cols == v_d) && (g_v.cols == v_d)) && (g_v.rows == v_s));
     if (!c1_) {
-        pto_wsp_rt::fail(st, 815, g_k.rows, g_k.cols, g_v.rows, g_v.cols, v_s, v_d);
+        pto_wsp_rt::fail(st, 824, g_k.rows, g_k.cols, g_v.rows, g_v.cols, v_s, v_d);
         { pipe_barrier(PIPE_ALL); return; }
     }
     const bool c2_ = ((g_o.rows == v_tq) && (g_o.cols == v_d));
     if (!c2_) {
-        pto_wsp_rt::fail(st, 816, g_o.rows, g_o.cols, v_tq, v_d);
+        pto_wsp_rt::fail(st, 825, g_o.rows, g_o.cols, v_tq, v_d);
         { pipe_barrier(PIPE_ALL); return; }
     }
     const int64_t v_n = v_kv_len;
     const bool c3_ = ((v_n >= v_tq) && (v_n <= v_s));
     if (!c3_) {
-        pto_wsp_rt::fail(st, 817, v_n, v_tq, v_s);
+        pto_wsp_rt::fail(st, 826, v_n, v_tq, v_s);
         { pipe_barrier(PIPE_ALL); return; }
     }
     const bool c4_ = (v_d <= int64_t{128});
     if (!c4_) {
-        pto_wsp_rt::fail(st, 818, v_d);
+        pto_wsp_rt::fail(st, 827, v_d);
         { pipe_barrier(PIPE_ALL); return; }
     }
-    const int64_t gb_n5_ = pto_wsp_rt::idiv(st, 819, (v_tq + int64_t{15}), int64_t{16});
+    const int64_t gb_n5_ = pto_wsp_rt::idiv(st, 828, (v_tq + int64_t{15}), int64_t{16});
     if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
     for (int64_t v_gb = 0; v_gb < gb_n5_; ++v_gb) {
         const int64_t v_g = pto_wsp_rt::imin(int64_t{16}, (v_tq - (v_gb * int64_t{16})));
         // tile qs[16]: vec f32[1, 128] (test_data/library/every_kernel.wsp:178:8)
         const int64_t vr_qs = int64_t{1}, vc_qs = v_d;
-        if (!pto_wsp_rt::check_valid(st, 820, vr_qs, vc_qs, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 829, vr_qs, vc_qs, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_qs[16] = {pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_qs), static_cast<size_t>(vc_qs)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_qs), static_cast<size_t>(vc_qs)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_qs), static_cast<size_t>(vc_qs)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_qs), static_cast<size_t>(vc_qs)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_qs), static_cast<size_t>(vc_qs)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_qs), static_cast<size_t>(vc_qs)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_qs), static_cast<size_t>(vc_qs)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_qs), static_cast<size_t>(vc_qs)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_qs), static_cast<size_t>(vc_qs)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_qs), static_cast<size_t>(vc_qs)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_qs), static_cast<size_t>(vc_qs)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_qs), static_cast<size_t>(vc_qs)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_qs), static_cast<size_t>(vc_qs)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_qs), static_cast<size_t>(vc_qs)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_qs), static_cast<size_t>(vc_qs)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_qs), static_cast<size_t>(vc_qs))};
         // tile acc[16]: vec f32[1, 128] (test_data/library/every_kernel.wsp:178:8)
         const int64_t vr_acc = int64_t{1}, vc_acc = v_d;
-        if (!pto_wsp_rt::check_valid(st, 821, vr_acc, vc_acc, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 830, vr_acc, vc_acc, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_acc[16] = {pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc))};
         // tile mx[16]: vec f32[1, 1] (test_data/library/every_kernel.wsp:178:8)
         const int64_t vr_mx = int64_t{1}, vc_mx = int64_t{1};
-        if (!pto_wsp_rt::check_valid(st, 822, vr_mx, vc_mx, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 831, vr_mx, vc_mx, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_mx[16] = {pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_mx), static_cast<size_t>(vc_mx)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_mx), static_cast<size_t>(vc_mx)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_mx), static_cast<size_t>(vc_mx)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_mx), static_cast<size_t>(vc_mx)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_mx), static_cast<size_t>(vc_mx)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_mx), static_cast<size_t>(vc_mx)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_mx), static_cast<size_t>(vc_mx)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_mx), static_cast<size_t>(vc_mx)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_mx), static_cast<size_t>(vc_mx)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_mx), static_cast<size_t>(vc_mx)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_mx), static_cast<size_t>(vc_mx)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_mx), static_cast<size_t>(vc_mx)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_mx), static_cast<size_t>(vc_mx)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_mx), static_cast<size_t>(vc_mx)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_mx), static_cast<size_t>(vc_mx)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_mx), static_cast<size_t>(vc_mx))};
         // tile sm[16]: vec f32[1, 1] (test_data/library/every_kernel.wsp:178:8)
         const int64_t vr_sm = int64_t{1}, vc_sm = int64_t{1};
-        if (!pto_wsp_rt::check_valid(st, 823, vr_sm, vc_sm, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 832, vr_sm, vc_sm, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_sm[16] = {pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_sm), static_cast<size_t>(vc_sm)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_sm), static_cast<size_t>(vc_sm)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_sm), static_cast<size_t>(vc_sm)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_sm), static_cast<size_t>(vc_sm)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_sm), static_cast<size_t>(vc_sm)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_sm), static_cast<size_t>(vc_sm)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_sm), static_cast<size_t>(vc_sm)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_sm), static_cast<size_t>(vc_sm)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_sm), static_cast<size_t>(vc_sm)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_sm), static_cast<size_t>(vc_sm)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_sm), static_cast<size_t>(vc_sm)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_sm), static_cast<size_t>(vc_sm)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_sm), static_cast<size_t>(vc_sm)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_sm), static_cast<size_t>(vc_sm)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_sm), static_cast<size_t>(vc_sm)), pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_sm), static_cast<size_t>(vc_sm))};
         const int64_t r_n6_ = v_g;
         for (int64_t v_r = 0; v_r < r_n6_; ++v_r) {
             // tile q16: vec f32[1, 128] (test_data/library/every_kernel.wsp:178:8)
             const int64_t vr_q16 = int64_t{1}, vc_q16 = v_d;
-            if (!pto_wsp_rt::check_valid(st, 824, vr_q16, vc_q16, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 833, vr_q16, vc_q16, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_q16(static_cast<size_t>(vr_q16), static_cast<size_t>(vc_q16));
             // TLOAD(q16, q, gb * 16 + r, 0) (test_data/library/every_kernel.wsp:178:8)
             const int64_t o7_0 = ((v_gb * int64_t{16}) + v_r);
             const int64_t o8_1 = int64_t{0};
             {
                 pto_wsp_rt::Part<float> p_;
-                if (!pto_wsp_rt::part(st, 825, g_q, o7_0, o8_1, t_q16.GetValidRow(), t_q16.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::part(st, 834, g_q, o7_0, o8_1, t_q16.GetValidRow(), t_q16.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
                 auto gt_ = pto_wsp_rt::tensor(p_);
                 TLOAD(t_q16, gt_);
             }
             // TCVT(qs[r], q16) (test_data/library/every_kernel.wsp:178:8)
             const int64_t ix9_ = v_r;
-            if (!pto_wsp_rt::in_range(st, 828, ix9_, 16)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::in_range(st, 837, ix9_, 16)) { pipe_barrier(PIPE_ALL); return; }
             TCVT(t_qs[ix9_], t_q16, pto::RoundMode::CAST_RINT);
             // TMULS(qs[r], qs[r], scale) (test_data/library/every_kernel.wsp:178:8)
             const int64_t ix10_ = v_r;
-            if (!pto_wsp_rt::in_range(st, 829, ix10_, 16)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::in_range(st, 838, ix10_, 16)) { pipe_barrier(PIPE_ALL); return; }
             const int64_t ix11_ = v_r;
-            if (!pto_wsp_rt::in_range(st, 830, ix11_, 16)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::in_range(st, 839, ix11_, 16)) { pipe_barrier(PIPE_ALL); return; }
             TMULS(t_qs[ix10_], t_qs[ix11_], static_cast<float>(v_scale));
             // TEXPANDS(acc[r], 0.0) (test_data/library/every_kernel.wsp:178:8)
             const int64_t ix12_ = v_r;
-            if (!pto_wsp_rt::in_range(st, 831, ix12_, 16)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::in_range(st, 840, ix12_, 16)) { pipe_barrier(PIPE_ALL); return; }
             TEXPANDS(t_acc[ix12_], static_cast<float>(0.0f));
             // TEXPANDS(mx[r], -3.4028235e38) (test_data/library/every_kernel.wsp:178:8)
             const int64_t ix13_ = v_r;
-            if (!pto_wsp_rt::in_range(st, 832, ix13_, 16)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::in_range(st, 841, ix13_, 16)) { pipe_barrier(PIPE_ALL); return; }
             TEXPANDS(t_mx[ix13_], static_cast<float>(-3.4028235e38f));
             // TEXPANDS(sm[r], 0.0) (test_data/library/every_kernel.wsp:178:8)
             const int64_t ix14_ = v_r;
-            if (!pto_wsp_rt::in_range(st, 833, ix14_, 16)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::in_range(st, 842, ix14_, 16)) { pipe_barrier(PIPE_ALL); return; }
             TEXPANDS(t_sm[ix14_], static_cast<float>(0.0f));
         }
         const int64_t v_last = ((((v_n - v_tq) + (v_gb * int64_t{16})) + v_g) - int64_t{1});
-        const int64_t j_n15_ = (pto_wsp_rt::idiv(st, 834, v_last, int64_t{64}) + int64_t{1});
+        const int64_t j_n15_ = (pto_wsp_rt::idiv(st, 843, v_last, int64_t{64}) + int64_t{1});
         if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
         for (int64_t v_j = 0; v_j < j_n15_; ++v_j) {
             const int64_t v_kv = pto_wsp_rt::imin(int64_t{64}, (v_n - (v_j * int64_t{64})));
             // tile kt: vec f32[64, 128] (test_data/library/every_kernel.wsp:178:8)
             const int64_t vr_kt = v_kv, vc_kt = v_d;
-            if (!pto_wsp_rt::check_valid(st, 835, vr_kt, vc_kt, 64, 128)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 844, vr_kt, vc_kt, 64, 128)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, float, 64, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_kt(static_cast<size_t>(vr_kt), static_cast<size_t>(vc_kt));
             // tile vt: vec f32[64, 128] (test_data/library/every_kernel.wsp:178:8)
             const int64_t vr_vt = v_kv, vc_vt = v_d;
-            if (!pto_wsp_rt::check_valid(st, 836, vr_vt, vc_vt, 64, 128)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 845, vr_vt, vc_vt, 64, 128)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, float, 64, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_vt(static_cast<size_t>(vr_vt), static_cast<size_t>(vc_vt));
             // tile pos: vec i32[1, 64] (test_data/library/every_kernel.wsp:178:8)
             const int64_t vr_pos = int64_t{1}, vc_pos = v_kv;
-            if (!pto_wsp_rt::check_valid(st, 837, vr_pos, vc_pos, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 846, vr_pos, vc_pos, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, int32_t, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_pos(static_cast<size_t>(vr_pos), static_cast<size_t>(vc_pos));
             // tile posf: vec f32[1, 64] (test_data/library/every_kernel.wsp:178:8)
             const int64_t vr_posf = int64_t{1}, vc_posf = v_kv;
-            if (!pto_wsp_rt::check_valid(st, 838, vr_posf, vc_posf, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 847, vr_posf, vc_posf, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_posf(static_cast<size_t>(vr_posf), static_cast<size_t>(vc_posf));
             // TLOAD(kt, k, j * 64, 0) (test_data/library/every_kernel.wsp:178:8)
             const int64_t o16_0 = (v_j * int64_t{64});
             const int64_t o17_1 = int64_t{0};
             {
                 pto_wsp_rt::Part<float> p_;
-                if (!pto_wsp_rt::part(st, 839, g_k, o16_0, o17_1, t_kt.GetValidRow(), t_kt.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::part(st, 848, g_k, o16_0, o17_1, t_kt.GetValidRow(), t_kt.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
                 auto gt_ = pto_wsp_rt::tensor(p_);
                 TLOAD(t_kt, gt_);
             }
@@ -131,7 +131,7 @@ inline void k_causal(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float> 
             const int64_t o19_1 = int64_t{0};
             {
                 pto_wsp_rt::Part<float> p_;
-                if (!pto_wsp_rt::part(st, 842, g_v, o18_0, o19_1, t_vt.GetValidRow(), t_vt.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::part(st, 851, g_v, o18_0, o19_1, t_vt.GetValidRow(), t_vt.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
                 auto gt_ = pto_wsp_rt::tensor(p_);
                 TLOAD(t_vt, gt_);
             }
@@ -145,43 +145,43 @@ inline void k_causal(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float> 
                 const int64_t v_lim = (((v_n - v_tq) + (v_gb * int64_t{16})) + v_r);
                 // tile p: vec f32[64, 128] (test_data/library/every_kernel.wsp:178:8)
                 const int64_t vr_p = v_kv, vc_p = v_d;
-                if (!pto_wsp_rt::check_valid(st, 845, vr_p, vc_p, 64, 128)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::check_valid(st, 854, vr_p, vc_p, 64, 128)) { pipe_barrier(PIPE_ALL); return; }
                 pto::Tile<pto::TileType::Vec, float, 64, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_p(static_cast<size_t>(vr_p), static_cast<size_t>(vc_p));
                 // tile sc: vec f32[64, 1] (test_data/library/every_kernel.wsp:178:8)
                 const int64_t vr_sc = v_kv, vc_sc = int64_t{1};
-                if (!pto_wsp_rt::check_valid(st, 846, vr_sc, vc_sc, 64, 1)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::check_valid(st, 855, vr_sc, vc_sc, 64, 1)) { pipe_barrier(PIPE_ALL); return; }
                 pto::Tile<pto::TileType::Vec, float, 64, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_sc(static_cast<size_t>(vr_sc), static_cast<size_t>(vc_sc));
                 // tile sr: vec f32[1, 64] (test_data/library/every_kernel.wsp:178:8)
                 const int64_t vr_sr = int64_t{1}, vc_sr = v_kv;
-                if (!pto_wsp_rt::check_valid(st, 847, vr_sr, vc_sr, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::check_valid(st, 856, vr_sr, vc_sr, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
                 pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_sr(static_cast<size_t>(vr_sr), static_cast<size_t>(vc_sr));
                 // tile bias: vec f32[1, 64] (test_data/library/every_kernel.wsp:178:8)
                 const int64_t vr_bias = int64_t{1}, vc_bias = v_kv;
-                if (!pto_wsp_rt::check_valid(st, 848, vr_bias, vc_bias, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::check_valid(st, 857, vr_bias, vc_bias, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
                 pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_bias(static_cast<size_t>(vr_bias), static_cast<size_t>(vc_bias));
                 // tile mb: vec f32[1, 1] (test_data/library/every_kernel.wsp:178:8)
                 const int64_t vr_mb = int64_t{1}, vc_mb = int64_t{1};
-                if (!pto_wsp_rt::check_valid(st, 849, vr_mb, vc_mb, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::check_valid(st, 858, vr_mb, vc_mb, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
                 pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_mb(static_cast<size_t>(vr_mb), static_cast<size_t>(vc_mb));
                 // tile mn: vec f32[1, 1] (test_data/library/every_kernel.wsp:178:8)
                 const int64_t vr_mn = int64_t{1}, vc_mn = int64_t{1};
-                if (!pto_wsp_rt::check_valid(st, 850, vr_mn, vc_mn, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::check_valid(st, 859, vr_mn, vc_mn, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
                 pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_mn(static_cast<size_t>(vr_mn), static_cast<size_t>(vc_mn));
                 // tile al: vec f32[1, 1] (test_data/library/every_kernel.wsp:178:8)
                 const int64_t vr_al = int64_t{1}, vc_al = int64_t{1};
-                if (!pto_wsp_rt::check_valid(st, 851, vr_al, vc_al, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::check_valid(st, 860, vr_al, vc_al, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
                 pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_al(static_cast<size_t>(vr_al), static_cast<size_t>(vc_al));
                 // tile lb: vec f32[1, 1] (test_data/library/every_kernel.wsp:178:8)
                 const int64_t vr_lb = int64_t{1}, vc_lb = int64_t{1};
-                if (!pto_wsp_rt::check_valid(st, 852, vr_lb, vc_lb, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::check_valid(st, 861, vr_lb, vc_lb, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
                 pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_lb(static_cast<size_t>(vr_lb), static_cast<size_t>(vc_lb));
                 // tile ob: vec f32[1, 128] (test_data/library/every_kernel.wsp:178:8)
                 const int64_t vr_ob = int64_t{1}, vc_ob = v_d;
-                if (!pto_wsp_rt::check_valid(st, 853, vr_ob, vc_ob, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::check_valid(st, 862, vr_ob, vc_ob, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
                 pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_ob(static_cast<size_t>(vr_ob), static_cast<size_t>(vc_ob));
                 // TCOLEXPANDMUL(p, kt, qs[r]) (test_data/library/every_kernel.wsp:178:8)
                 const int64_t ix22_ = v_r;
-                if (!pto_wsp_rt::in_range(st, 854, ix22_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::in_range(st, 863, ix22_, 16)) { pipe_barrier(PIPE_ALL); return; }
                 TCOLEXPANDMUL(t_p, t_kt, t_qs[ix22_]);
                 // TROWSUM(sc, p) (test_data/library/every_kernel.wsp:178:8)
                 std::remove_reference_t<decltype(t_p)> tmp23_(t_p.GetValidRow(), t_p.GetValidCol());
@@ -206,11 +206,11 @@ inline void k_causal(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float> 
                 TROWMAX(t_mb, t_sr, tmp26_);
                 // TMAX(mn, mx[r], mb) (test_data/library/every_kernel.wsp:178:8)
                 const int64_t ix27_ = v_r;
-                if (!pto_wsp_rt::in_range(st, 855, ix27_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::in_range(st, 864, ix27_, 16)) { pipe_barrier(PIPE_ALL); return; }
                 TMAX(t_mn, t_mx[ix27_], t_mb);
                 // TSUB(al, mx[r], mn) (test_data/library/every_kernel.wsp:178:8)
                 const int64_t ix28_ = v_r;
-                if (!pto_wsp_rt::in_range(st, 856, ix28_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::in_range(st, 865, ix28_, 16)) { pipe_barrier(PIPE_ALL); return; }
                 TSUB(t_al, t_mx[ix28_], t_mn);
                 // TEXP(al, al) (test_data/library/every_kernel.wsp:178:8)
                 TEXP(t_al, t_al);
@@ -223,19 +223,19 @@ inline void k_causal(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float> 
                 TROWSUM(t_lb, t_sr, tmp29_);
                 // TMUL(sm[r], sm[r], al) (test_data/library/every_kernel.wsp:178:8)
                 const int64_t ix30_ = v_r;
-                if (!pto_wsp_rt::in_range(st, 857, ix30_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::in_range(st, 866, ix30_, 16)) { pipe_barrier(PIPE_ALL); return; }
                 const int64_t ix31_ = v_r;
-                if (!pto_wsp_rt::in_range(st, 858, ix31_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::in_range(st, 867, ix31_, 16)) { pipe_barrier(PIPE_ALL); return; }
                 TMUL(t_sm[ix30_], t_sm[ix31_], t_al);
                 // TADD(sm[r], sm[r], lb) (test_data/library/every_kernel.wsp:178:8)
                 const int64_t ix32_ = v_r;
-                if (!pto_wsp_rt::in_range(st, 859, ix32_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::in_range(st, 868, ix32_, 16)) { pipe_barrier(PIPE_ALL); return; }
                 const int64_t ix33_ = v_r;
-                if (!pto_wsp_rt::in_range(st, 860, ix33_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::in_range(st, 869, ix33_, 16)) { pipe_barrier(PIPE_ALL); return; }
                 TADD(t_sm[ix32_], t_sm[ix33_], t_lb);
                 // TMOV(mx[r], mn) (test_data/library/every_kernel.wsp:178:8)
                 const int64_t ix34_ = v_r;
-                if (!pto_wsp_rt::in_range(st, 861, ix34_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::in_range(st, 870, ix34_, 16)) { pipe_barrier(PIPE_ALL); return; }
                 TMOV(t_mx[ix34_], t_mn);
                 // TTRANS(sc, sr) (test_data/library/every_kernel.wsp:178:8)
                 std::remove_reference_t<decltype(t_sr)> tmp35_(t_sr.GetValidRow(), t_sr.GetValidCol());
@@ -247,15 +247,15 @@ inline void k_causal(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float> 
                 pto_wsp_rt::colsum(t_ob, t_p, tmp36_);
                 // TROWEXPANDMUL(acc[r], acc[r], al) (test_data/library/every_kernel.wsp:178:8)
                 const int64_t ix37_ = v_r;
-                if (!pto_wsp_rt::in_range(st, 862, ix37_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::in_range(st, 871, ix37_, 16)) { pipe_barrier(PIPE_ALL); return; }
                 const int64_t ix38_ = v_r;
-                if (!pto_wsp_rt::in_range(st, 863, ix38_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::in_range(st, 872, ix38_, 16)) { pipe_barrier(PIPE_ALL); return; }
                 TROWEXPANDMUL(t_acc[ix37_], t_acc[ix38_], t_al);
                 // TADD(acc[r], acc[r], ob) (test_data/library/every_kernel.wsp:178:8)
                 const int64_t ix39_ = v_r;
-                if (!pto_wsp_rt::in_range(st, 864, ix39_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::in_range(st, 873, ix39_, 16)) { pipe_barrier(PIPE_ALL); return; }
                 const int64_t ix40_ = v_r;
-                if (!pto_wsp_rt::in_range(st, 865, ix40_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::in_range(st, 874, ix40_, 16)) { pipe_barrier(PIPE_ALL); return; }
                 TADD(t_acc[ix39_], t_acc[ix40_], t_ob);
             }
         }
@@ -263,32 +263,32 @@ inline void k_causal(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float> 
         for (int64_t v_r = 0; v_r < r_n41_; ++v_r) {
             // tile os: vec f32[1, 128] (test_data/library/every_kernel.wsp:178:8)
             const int64_t vr_os = int64_t{1}, vc_os = v_d;
-            if (!pto_wsp_rt::check_valid(st, 866, vr_os, vc_os, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 875, vr_os, vc_os, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_os(static_cast<size_t>(vr_os), static_cast<size_t>(vc_os));
             // tile inv: vec f32[1, 1] (test_data/library/every_kernel.wsp:178:8)
             const int64_t vr_inv = int64_t{1}, vc_inv = int64_t{1};
-            if (!pto_wsp_rt::check_valid(st, 867, vr_inv, vc_inv, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 876, vr_inv, vc_inv, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_inv(static_cast<size_t>(vr_inv), static_cast<size_t>(vc_inv));
             // TRECIP(inv, sm[r]) (test_data/library/every_kernel.wsp:178:8)
             const int64_t ix42_ = v_r;
-            if (!pto_wsp_rt::in_range(st, 868, ix42_, 16)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::in_range(st, 877, ix42_, 16)) { pipe_barrier(PIPE_ALL); return; }
             TRECIP(t_inv, t_sm[ix42_]);
             // TROWEXPANDMUL(acc[r], acc[r], inv) (test_data/library/every_kernel.wsp:178:8)
             const int64_t ix43_ = v_r;
-            if (!pto_wsp_rt::in_range(st, 869, ix43_, 16)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::in_range(st, 878, ix43_, 16)) { pipe_barrier(PIPE_ALL); return; }
             const int64_t ix44_ = v_r;
-            if (!pto_wsp_rt::in_range(st, 870, ix44_, 16)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::in_range(st, 879, ix44_, 16)) { pipe_barrier(PIPE_ALL); return; }
             TROWEXPANDMUL(t_acc[ix43_], t_acc[ix44_], t_inv);
             // TCVT(os, acc[r]) (test_data/library/every_kernel.wsp:178:8)
             const int64_t ix45_ = v_r;
-            if (!pto_wsp_rt::in_range(st, 871, ix45_, 16)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::in_range(st, 880, ix45_, 16)) { pipe_barrier(PIPE_ALL); return; }
             TCVT(t_os, t_acc[ix45_], pto::RoundMode::CAST_RINT);
             // TSTORE(o, os, gb * 16 + r, 0) (test_data/library/every_kernel.wsp:178:8)
             const int64_t o46_0 = ((v_gb * int64_t{16}) + v_r);
             const int64_t o47_1 = int64_t{0};
             {
                 pto_wsp_rt::Part<float> p_;
-                if (!pto_wsp_rt::part(st, 872, g_o, o46_0, o47_1, t_os.GetValidRow(), t_os.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::part(st, 881, g_o, o46_0, o47_1, t_os.GetValidRow(), t_os.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
                 auto gt_ = pto_wsp_rt::tensor(p_);
                 TSTORE(gt_, t_os);
             }

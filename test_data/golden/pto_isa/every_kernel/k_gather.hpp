@@ -16,30 +16,30 @@ inline void k_gather(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float> 
     const int64_t v_m = g_src.rows;
     const bool c1_ = ((g_dst.rows == v_ni) && (g_dst.cols == g_src.cols));
     if (!c1_) {
-        pto_wsp_rt::fail(st, 969, g_src.rows, g_src.cols, v_ni, g_dst.rows, g_dst.cols);
+        pto_wsp_rt::fail(st, 979, g_src.rows, g_src.cols, v_ni, g_dst.rows, g_dst.cols);
         { pipe_barrier(PIPE_ALL); return; }
     }
     const int64_t p_n2_ = v_ni;
     for (int64_t v_p = 0; v_p < p_n2_; ++v_p) {
         // tile it: vec i32[1, 1] (test_data/library/every_kernel.wsp:181:8)
         const int64_t vr_it = int64_t{1}, vc_it = int64_t{1};
-        if (!pto_wsp_rt::check_valid(st, 970, vr_it, vc_it, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 980, vr_it, vc_it, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, int32_t, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_it(static_cast<size_t>(vr_it), static_cast<size_t>(vc_it));
         // TLOAD(it, idx, p / ci, p % ci) (test_data/library/every_kernel.wsp:181:8)
-        const int64_t o3_0 = pto_wsp_rt::idiv(st, 971, v_p, v_ci);
-        const int64_t o4_1 = pto_wsp_rt::irem(st, 972, v_p, v_ci);
+        const int64_t o3_0 = pto_wsp_rt::idiv(st, 981, v_p, v_ci);
+        const int64_t o4_1 = pto_wsp_rt::irem(st, 982, v_p, v_ci);
         if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
         {
             pto_wsp_rt::Part<int32_t> p_;
-            if (!pto_wsp_rt::part(st, 973, g_idx, o3_0, o4_1, t_it.GetValidRow(), t_it.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::part(st, 983, g_idx, o3_0, o4_1, t_it.GetValidRow(), t_it.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
             auto gt_ = pto_wsp_rt::tensor(p_);
             TLOAD(t_it, gt_);
         }
         int64_t v_i = 0;
-        if (!pto_wsp_rt::get_value(st, 976, t_it, int64_t{0}, int64_t{0}, v_i)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::get_value(st, 986, t_it, int64_t{0}, int64_t{0}, v_i)) { pipe_barrier(PIPE_ALL); return; }
         const bool c5_ = ((v_i >= int64_t{0}) && (v_i < v_m));
         if (!c5_) {
-            pto_wsp_rt::fail(st, 977, v_p, v_i, v_m);
+            pto_wsp_rt::fail(st, 987, v_p, v_i, v_m);
             { pipe_barrier(PIPE_ALL); return; }
         }
     }
@@ -47,34 +47,34 @@ inline void k_gather(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float> 
     for (int64_t v_p = 0; v_p < p_n6_; ++v_p) {
         // tile it: vec i32[1, 1] (test_data/library/every_kernel.wsp:181:8)
         const int64_t vr_it = int64_t{1}, vc_it = int64_t{1};
-        if (!pto_wsp_rt::check_valid(st, 978, vr_it, vc_it, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 988, vr_it, vc_it, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, int32_t, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_it(static_cast<size_t>(vr_it), static_cast<size_t>(vc_it));
         // TLOAD(it, idx, p / ci, p % ci) (test_data/library/every_kernel.wsp:181:8)
-        const int64_t o7_0 = pto_wsp_rt::idiv(st, 979, v_p, v_ci);
-        const int64_t o8_1 = pto_wsp_rt::irem(st, 980, v_p, v_ci);
+        const int64_t o7_0 = pto_wsp_rt::idiv(st, 989, v_p, v_ci);
+        const int64_t o8_1 = pto_wsp_rt::irem(st, 990, v_p, v_ci);
         if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
         {
             pto_wsp_rt::Part<int32_t> p_;
-            if (!pto_wsp_rt::part(st, 981, g_idx, o7_0, o8_1, t_it.GetValidRow(), t_it.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::part(st, 991, g_idx, o7_0, o8_1, t_it.GetValidRow(), t_it.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
             auto gt_ = pto_wsp_rt::tensor(p_);
             TLOAD(t_it, gt_);
         }
         int64_t v_i = 0;
-        if (!pto_wsp_rt::get_value(st, 984, t_it, int64_t{0}, int64_t{0}, v_i)) { pipe_barrier(PIPE_ALL); return; }
-        const int64_t j_n9_ = pto_wsp_rt::idiv(st, 985, (g_src.cols + int64_t{511}), int64_t{512});
+        if (!pto_wsp_rt::get_value(st, 994, t_it, int64_t{0}, int64_t{0}, v_i)) { pipe_barrier(PIPE_ALL); return; }
+        const int64_t j_n9_ = pto_wsp_rt::idiv(st, 995, (g_src.cols + int64_t{511}), int64_t{512});
         if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
         for (int64_t v_j = 0; v_j < j_n9_; ++v_j) {
             const int64_t v_vc = pto_wsp_rt::imin(int64_t{512}, (g_src.cols - (v_j * int64_t{512})));
             // tile ds: vec f32[1, 512] (test_data/library/every_kernel.wsp:181:8)
             const int64_t vr_ds = int64_t{1}, vc_ds = v_vc;
-            if (!pto_wsp_rt::check_valid(st, 986, vr_ds, vc_ds, 1, 512)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 996, vr_ds, vc_ds, 1, 512)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, float, 1, 512, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_ds(static_cast<size_t>(vr_ds), static_cast<size_t>(vc_ds));
             // TLOAD(ds, src, i, j * 512) (test_data/library/every_kernel.wsp:181:8)
             const int64_t o10_0 = v_i;
             const int64_t o11_1 = (v_j * int64_t{512});
             {
                 pto_wsp_rt::Part<float> p_;
-                if (!pto_wsp_rt::part(st, 987, g_src, o10_0, o11_1, t_ds.GetValidRow(), t_ds.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::part(st, 997, g_src, o10_0, o11_1, t_ds.GetValidRow(), t_ds.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
                 auto gt_ = pto_wsp_rt::tensor(p_);
                 TLOAD(t_ds, gt_);
             }
@@ -83,7 +83,7 @@ inline void k_gather(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float> 
             const int64_t o13_1 = (v_j * int64_t{512});
             {
                 pto_wsp_rt::Part<float> p_;
-                if (!pto_wsp_rt::part(st, 990, g_dst, o12_0, o13_1, t_ds.GetValidRow(), t_ds.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::part(st, 1000, g_dst, o12_0, o13_1, t_ds.GetValidRow(), t_ds.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
                 auto gt_ = pto_wsp_rt::tensor(p_);
                 TSTORE(gt_, t_ds);
             }

@@ -24,110 +24,111 @@ inline void k_matmul_mixed(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<f
         pto_wsp_rt::fail(st, 592, g_c.rows, g_c.cols, v_m, v_n);
         { pipe_barrier(PIPE_ALL); return; }
     }
-    const bool c3_ = (v_m <= int64_t{16});
-    if (!c3_) {
-        pto_wsp_rt::fail(st, 593, v_m);
-        { pipe_barrier(PIPE_ALL); return; }
-    }
-    const int64_t j_n4_ = pto_wsp_rt::idiv(st, 594, (v_n + int64_t{127}), int64_t{128});
+    const int64_t ib_n3_ = pto_wsp_rt::idiv(st, 593, (v_m + int64_t{15}), int64_t{16});
     if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
-    for (int64_t v_j = 0; v_j < j_n4_; ++v_j) {
-        const int64_t v_vn = pto_wsp_rt::imin(int64_t{128}, (v_n - (v_j * int64_t{128})));
-        // tile acc[16]: vec f32[1, 128] (test_data/library/every_kernel.wsp:172:8)
-        const int64_t vr_acc = int64_t{1}, vc_acc = v_vn;
-        if (!pto_wsp_rt::check_valid(st, 595, vr_acc, vc_acc, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
-        pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_acc[16] = {pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc))};
-        const int64_t r_n5_ = v_m;
-        for (int64_t v_r = 0; v_r < r_n5_; ++v_r) {
-            // TEXPANDS(acc[r], 0.0) (test_data/library/every_kernel.wsp:172:8)
-            const int64_t ix6_ = v_r;
-            if (!pto_wsp_rt::in_range(st, 596, ix6_, 16)) { pipe_barrier(PIPE_ALL); return; }
-            TEXPANDS(t_acc[ix6_], static_cast<float>(0.0f));
-        }
-        const int64_t p_n7_ = pto_wsp_rt::idiv(st, 597, (v_kk + int64_t{63}), int64_t{64});
+    for (int64_t v_ib = 0; v_ib < ib_n3_; ++v_ib) {
+        const int64_t v_i0 = (v_ib * int64_t{16});
+        const int64_t v_mb = pto_wsp_rt::imin(int64_t{16}, (v_m - v_i0));
+        const int64_t j_n4_ = pto_wsp_rt::idiv(st, 594, (v_n + int64_t{127}), int64_t{128});
         if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
-        for (int64_t v_p = 0; v_p < p_n7_; ++v_p) {
-            const int64_t v_vk = pto_wsp_rt::imin(int64_t{64}, (v_kk - (v_p * int64_t{64})));
-            // tile bs: vec f16[64, 128] (test_data/library/every_kernel.wsp:172:8)
-            const int64_t vr_bs = v_vk, vc_bs = v_vn;
-            if (!pto_wsp_rt::check_valid(st, 598, vr_bs, vc_bs, 64, 128)) { pipe_barrier(PIPE_ALL); return; }
-            pto::Tile<pto::TileType::Vec, half, 64, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_bs(static_cast<size_t>(vr_bs), static_cast<size_t>(vc_bs));
-            // tile bt: vec f32[64, 128] (test_data/library/every_kernel.wsp:172:8)
-            const int64_t vr_bt = v_vk, vc_bt = v_vn;
-            if (!pto_wsp_rt::check_valid(st, 599, vr_bt, vc_bt, 64, 128)) { pipe_barrier(PIPE_ALL); return; }
-            pto::Tile<pto::TileType::Vec, float, 64, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_bt(static_cast<size_t>(vr_bt), static_cast<size_t>(vc_bt));
-            // TLOAD(bs, b, p * 64, j * 128) (test_data/library/every_kernel.wsp:172:8)
-            const int64_t o8_0 = (v_p * int64_t{64});
-            const int64_t o9_1 = (v_j * int64_t{128});
-            {
-                pto_wsp_rt::Part<half> p_;
-                if (!pto_wsp_rt::part(st, 600, g_b, o8_0, o9_1, t_bs.GetValidRow(), t_bs.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
-                auto gt_ = pto_wsp_rt::tensor(p_);
-                TLOAD(t_bs, gt_);
+        for (int64_t v_j = 0; v_j < j_n4_; ++v_j) {
+            const int64_t v_vn = pto_wsp_rt::imin(int64_t{128}, (v_n - (v_j * int64_t{128})));
+            // tile acc[16]: vec f32[1, 128] (test_data/library/every_kernel.wsp:172:8)
+            const int64_t vr_acc = int64_t{1}, vc_acc = v_vn;
+            if (!pto_wsp_rt::check_valid(st, 595, vr_acc, vc_acc, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
+            pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_acc[16] = {pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_acc), static_cast<size_t>(vc_acc))};
+            const int64_t r_n5_ = v_mb;
+            for (int64_t v_r = 0; v_r < r_n5_; ++v_r) {
+                // TEXPANDS(acc[r], 0.0) (test_data/library/every_kernel.wsp:172:8)
+                const int64_t ix6_ = v_r;
+                if (!pto_wsp_rt::in_range(st, 596, ix6_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                TEXPANDS(t_acc[ix6_], static_cast<float>(0.0f));
             }
-            // TCVT(bt, bs) (test_data/library/every_kernel.wsp:172:8)
-            TCVT(t_bt, t_bs, pto::RoundMode::CAST_RINT);
-            const int64_t r_n10_ = v_m;
-            for (int64_t v_r = 0; v_r < r_n10_; ++v_r) {
-                // tile ar: vec f32[1, 64] (test_data/library/every_kernel.wsp:172:8)
-                const int64_t vr_ar = int64_t{1}, vc_ar = v_vk;
-                if (!pto_wsp_rt::check_valid(st, 603, vr_ar, vc_ar, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
-                pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_ar(static_cast<size_t>(vr_ar), static_cast<size_t>(vc_ar));
-                // tile ac: vec f32[64, 1] (test_data/library/every_kernel.wsp:172:8)
-                const int64_t vr_ac = v_vk, vc_ac = int64_t{1};
-                if (!pto_wsp_rt::check_valid(st, 604, vr_ac, vc_ac, 64, 1)) { pipe_barrier(PIPE_ALL); return; }
-                pto::Tile<pto::TileType::Vec, float, 64, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_ac(static_cast<size_t>(vr_ac), static_cast<size_t>(vc_ac));
-                // tile pr: vec f32[64, 128] (test_data/library/every_kernel.wsp:172:8)
-                const int64_t vr_pr = v_vk, vc_pr = v_vn;
-                if (!pto_wsp_rt::check_valid(st, 605, vr_pr, vc_pr, 64, 128)) { pipe_barrier(PIPE_ALL); return; }
-                pto::Tile<pto::TileType::Vec, float, 64, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_pr(static_cast<size_t>(vr_pr), static_cast<size_t>(vc_pr));
-                // tile part: vec f32[1, 128] (test_data/library/every_kernel.wsp:172:8)
-                const int64_t vr_part = int64_t{1}, vc_part = v_vn;
-                if (!pto_wsp_rt::check_valid(st, 606, vr_part, vc_part, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
-                pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_part(static_cast<size_t>(vr_part), static_cast<size_t>(vc_part));
-                // TLOAD(ar, a, r, p * 64) (test_data/library/every_kernel.wsp:172:8)
-                const int64_t o11_0 = v_r;
-                const int64_t o12_1 = (v_p * int64_t{64});
+            const int64_t p_n7_ = pto_wsp_rt::idiv(st, 597, (v_kk + int64_t{63}), int64_t{64});
+            if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
+            for (int64_t v_p = 0; v_p < p_n7_; ++v_p) {
+                const int64_t v_vk = pto_wsp_rt::imin(int64_t{64}, (v_kk - (v_p * int64_t{64})));
+                // tile bs: vec f16[64, 128] (test_data/library/every_kernel.wsp:172:8)
+                const int64_t vr_bs = v_vk, vc_bs = v_vn;
+                if (!pto_wsp_rt::check_valid(st, 598, vr_bs, vc_bs, 64, 128)) { pipe_barrier(PIPE_ALL); return; }
+                pto::Tile<pto::TileType::Vec, half, 64, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_bs(static_cast<size_t>(vr_bs), static_cast<size_t>(vc_bs));
+                // tile bt: vec f32[64, 128] (test_data/library/every_kernel.wsp:172:8)
+                const int64_t vr_bt = v_vk, vc_bt = v_vn;
+                if (!pto_wsp_rt::check_valid(st, 599, vr_bt, vc_bt, 64, 128)) { pipe_barrier(PIPE_ALL); return; }
+                pto::Tile<pto::TileType::Vec, float, 64, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_bt(static_cast<size_t>(vr_bt), static_cast<size_t>(vc_bt));
+                // TLOAD(bs, b, p * 64, j * 128) (test_data/library/every_kernel.wsp:172:8)
+                const int64_t o8_0 = (v_p * int64_t{64});
+                const int64_t o9_1 = (v_j * int64_t{128});
+                {
+                    pto_wsp_rt::Part<half> p_;
+                    if (!pto_wsp_rt::part(st, 600, g_b, o8_0, o9_1, t_bs.GetValidRow(), t_bs.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                    auto gt_ = pto_wsp_rt::tensor(p_);
+                    TLOAD(t_bs, gt_);
+                }
+                // TCVT(bt, bs) (test_data/library/every_kernel.wsp:172:8)
+                TCVT(t_bt, t_bs, pto::RoundMode::CAST_RINT);
+                const int64_t r_n10_ = v_mb;
+                for (int64_t v_r = 0; v_r < r_n10_; ++v_r) {
+                    // tile ar: vec f32[1, 64] (test_data/library/every_kernel.wsp:172:8)
+                    const int64_t vr_ar = int64_t{1}, vc_ar = v_vk;
+                    if (!pto_wsp_rt::check_valid(st, 603, vr_ar, vc_ar, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
+                    pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_ar(static_cast<size_t>(vr_ar), static_cast<size_t>(vc_ar));
+                    // tile ac: vec f32[64, 1] (test_data/library/every_kernel.wsp:172:8)
+                    const int64_t vr_ac = v_vk, vc_ac = int64_t{1};
+                    if (!pto_wsp_rt::check_valid(st, 604, vr_ac, vc_ac, 64, 1)) { pipe_barrier(PIPE_ALL); return; }
+                    pto::Tile<pto::TileType::Vec, float, 64, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_ac(static_cast<size_t>(vr_ac), static_cast<size_t>(vc_ac));
+                    // tile pr: vec f32[64, 128] (test_data/library/every_kernel.wsp:172:8)
+                    const int64_t vr_pr = v_vk, vc_pr = v_vn;
+                    if (!pto_wsp_rt::check_valid(st, 605, vr_pr, vc_pr, 64, 128)) { pipe_barrier(PIPE_ALL); return; }
+                    pto::Tile<pto::TileType::Vec, float, 64, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_pr(static_cast<size_t>(vr_pr), static_cast<size_t>(vc_pr));
+                    // tile part: vec f32[1, 128] (test_data/library/every_kernel.wsp:172:8)
+                    const int64_t vr_part = int64_t{1}, vc_part = v_vn;
+                    if (!pto_wsp_rt::check_valid(st, 606, vr_part, vc_part, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
+                    pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_part(static_cast<size_t>(vr_part), static_cast<size_t>(vc_part));
+                    // TLOAD(ar, a, i0 + r, p * 64) (test_data/library/every_kernel.wsp:172:8)
+                    const int64_t o11_0 = (v_i0 + v_r);
+                    const int64_t o12_1 = (v_p * int64_t{64});
+                    {
+                        pto_wsp_rt::Part<float> p_;
+                        if (!pto_wsp_rt::part(st, 607, g_a, o11_0, o12_1, t_ar.GetValidRow(), t_ar.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                        auto gt_ = pto_wsp_rt::tensor(p_);
+                        TLOAD(t_ar, gt_);
+                    }
+                    // TTRANS(ac, ar) (test_data/library/every_kernel.wsp:172:8)
+                    std::remove_reference_t<decltype(t_ar)> tmp13_(t_ar.GetValidRow(), t_ar.GetValidCol());
+                    TTRANS(t_ac, t_ar, tmp13_);
+                    // TROWEXPANDMUL(pr, bt, ac) (test_data/library/every_kernel.wsp:172:8)
+                    TROWEXPANDMUL(t_pr, t_bt, t_ac);
+                    // TCOLSUM(part, pr) (test_data/library/every_kernel.wsp:172:8)
+                    std::remove_reference_t<decltype(t_pr)> tmp14_(t_pr.GetValidRow(), t_pr.GetValidCol());
+                    pto_wsp_rt::colsum(t_part, t_pr, tmp14_);
+                    // TADD(acc[r], acc[r], part) (test_data/library/every_kernel.wsp:172:8)
+                    const int64_t ix15_ = v_r;
+                    if (!pto_wsp_rt::in_range(st, 610, ix15_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                    const int64_t ix16_ = v_r;
+                    if (!pto_wsp_rt::in_range(st, 611, ix16_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                    TADD(t_acc[ix15_], t_acc[ix16_], t_part);
+                }
+            }
+            const int64_t r_n17_ = v_mb;
+            for (int64_t v_r = 0; v_r < r_n17_; ++v_r) {
+                // tile cs: vec f32[1, 128] (test_data/library/every_kernel.wsp:172:8)
+                const int64_t vr_cs = int64_t{1}, vc_cs = v_vn;
+                if (!pto_wsp_rt::check_valid(st, 612, vr_cs, vc_cs, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
+                pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_cs(static_cast<size_t>(vr_cs), static_cast<size_t>(vc_cs));
+                // TCVT(cs, acc[r]) (test_data/library/every_kernel.wsp:172:8)
+                const int64_t ix18_ = v_r;
+                if (!pto_wsp_rt::in_range(st, 613, ix18_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                TCVT(t_cs, t_acc[ix18_], pto::RoundMode::CAST_RINT);
+                // TSTORE(c, cs, i0 + r, j * 128) (test_data/library/every_kernel.wsp:172:8)
+                const int64_t o19_0 = (v_i0 + v_r);
+                const int64_t o20_1 = (v_j * int64_t{128});
                 {
                     pto_wsp_rt::Part<float> p_;
-                    if (!pto_wsp_rt::part(st, 607, g_a, o11_0, o12_1, t_ar.GetValidRow(), t_ar.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                    if (!pto_wsp_rt::part(st, 614, g_c, o19_0, o20_1, t_cs.GetValidRow(), t_cs.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
                     auto gt_ = pto_wsp_rt::tensor(p_);
-                    TLOAD(t_ar, gt_);
+                    TSTORE(gt_, t_cs);
                 }
-                // TTRANS(ac, ar) (test_data/library/every_kernel.wsp:172:8)
-                std::remove_reference_t<decltype(t_ar)> tmp13_(t_ar.GetValidRow(), t_ar.GetValidCol());
-                TTRANS(t_ac, t_ar, tmp13_);
-                // TROWEXPANDMUL(pr, bt, ac) (test_data/library/every_kernel.wsp:172:8)
-                TROWEXPANDMUL(t_pr, t_bt, t_ac);
-                // TCOLSUM(part, pr) (test_data/library/every_kernel.wsp:172:8)
-                std::remove_reference_t<decltype(t_pr)> tmp14_(t_pr.GetValidRow(), t_pr.GetValidCol());
-                pto_wsp_rt::colsum(t_part, t_pr, tmp14_);
-                // TADD(acc[r], acc[r], part) (test_data/library/every_kernel.wsp:172:8)
-                const int64_t ix15_ = v_r;
-                if (!pto_wsp_rt::in_range(st, 610, ix15_, 16)) { pipe_barrier(PIPE_ALL); return; }
-                const int64_t ix16_ = v_r;
-                if (!pto_wsp_rt::in_range(st, 611, ix16_, 16)) { pipe_barrier(PIPE_ALL); return; }
-                TADD(t_acc[ix15_], t_acc[ix16_], t_part);
-            }
-        }
-        const int64_t r_n17_ = v_m;
-        for (int64_t v_r = 0; v_r < r_n17_; ++v_r) {
-            // tile cs: vec f32[1, 128] (test_data/library/every_kernel.wsp:172:8)
-            const int64_t vr_cs = int64_t{1}, vc_cs = v_vn;
-            if (!pto_wsp_rt::check_valid(st, 612, vr_cs, vc_cs, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
-            pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_cs(static_cast<size_t>(vr_cs), static_cast<size_t>(vc_cs));
-            // TCVT(cs, acc[r]) (test_data/library/every_kernel.wsp:172:8)
-            const int64_t ix18_ = v_r;
-            if (!pto_wsp_rt::in_range(st, 613, ix18_, 16)) { pipe_barrier(PIPE_ALL); return; }
-            TCVT(t_cs, t_acc[ix18_], pto::RoundMode::CAST_RINT);
-            // TSTORE(c, cs, r, j * 128) (test_data/library/every_kernel.wsp:172:8)
-            const int64_t o19_0 = v_r;
-            const int64_t o20_1 = (v_j * int64_t{128});
-            {
-                pto_wsp_rt::Part<float> p_;
-                if (!pto_wsp_rt::part(st, 614, g_c, o19_0, o20_1, t_cs.GetValidRow(), t_cs.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
-                auto gt_ = pto_wsp_rt::tensor(p_);
-                TSTORE(gt_, t_cs);
             }
         }
     }

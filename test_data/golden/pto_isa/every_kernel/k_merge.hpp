@@ -30,9 +30,9 @@ inline void k_merge(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float> &
         pto_wsp_rt::fail(st, 762, v_nm, v_nl, v_hc);
         { pipe_barrier(PIPE_ALL); return; }
     }
-    const bool c3_ = (((g_m.rows == int64_t{1}) || (g_m.cols == int64_t{1})) && ((g_l.rows == int64_t{1}) || (g_l.cols == int64_t{1})));
+    const bool c3_ = ((((g_m.rows == int64_t{1}) || (g_m.cols == int64_t{1})) || (g_m.cols == v_c)) && (((g_l.rows == int64_t{1}) || (g_l.cols == int64_t{1})) || (g_l.cols == v_c)));
     if (!c3_) {
-        pto_wsp_rt::fail(st, 763, g_m.rows, g_m.cols, g_l.rows, g_l.cols);
+        pto_wsp_rt::fail(st, 763, g_m.rows, g_m.cols, g_l.rows, g_l.cols, v_c);
         { pipe_barrier(PIPE_ALL); return; }
     }
     const bool c4_ = (v_d <= int64_t{128});
@@ -90,35 +90,48 @@ inline void k_merge(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float> &
                 std::remove_reference_t<decltype(t_mct)> tmp10_(t_mct.GetValidRow(), t_mct.GetValidCol());
                 TTRANS(t_mr, t_mct, tmp10_);
             } else {
-                // TLOAD(ms, m, 0, at) (test_data/library/every_kernel.wsp:177:8)
-                const int64_t o11_0 = int64_t{0};
-                const int64_t o12_1 = v_at;
-                {
-                    pto_wsp_rt::Part<float> p_;
-                    if (!pto_wsp_rt::part(st, 775, g_m, o11_0, o12_1, t_ms.GetValidRow(), t_ms.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
-                    auto gt_ = pto_wsp_rt::tensor(p_);
-                    TLOAD(t_ms, gt_);
+                const bool c11_ = (g_m.rows == int64_t{1});
+                if (c11_) {
+                    // TLOAD(ms, m, 0, at) (test_data/library/every_kernel.wsp:177:8)
+                    const int64_t o12_0 = int64_t{0};
+                    const int64_t o13_1 = v_at;
+                    {
+                        pto_wsp_rt::Part<float> p_;
+                        if (!pto_wsp_rt::part(st, 775, g_m, o12_0, o13_1, t_ms.GetValidRow(), t_ms.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                        auto gt_ = pto_wsp_rt::tensor(p_);
+                        TLOAD(t_ms, gt_);
+                    }
+                } else {
+                    // TLOAD(ms, m, hi, cb * 64) (test_data/library/every_kernel.wsp:177:8)
+                    const int64_t o14_0 = v_hi;
+                    const int64_t o15_1 = (v_cb * int64_t{64});
+                    {
+                        pto_wsp_rt::Part<float> p_;
+                        if (!pto_wsp_rt::part(st, 778, g_m, o14_0, o15_1, t_ms.GetValidRow(), t_ms.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                        auto gt_ = pto_wsp_rt::tensor(p_);
+                        TLOAD(t_ms, gt_);
+                    }
                 }
                 // TCVT(mr, ms) (test_data/library/every_kernel.wsp:177:8)
                 TCVT(t_mr, t_ms, pto::RoundMode::CAST_RINT);
             }
             // TROWMAX(mb, mr) (test_data/library/every_kernel.wsp:177:8)
-            std::remove_reference_t<decltype(t_mr)> tmp13_(t_mr.GetValidRow(), t_mr.GetValidCol());
-            TROWMAX(t_mb, t_mr, tmp13_);
+            std::remove_reference_t<decltype(t_mr)> tmp16_(t_mr.GetValidRow(), t_mr.GetValidCol());
+            TROWMAX(t_mb, t_mr, tmp16_);
             // TMAX(big, big, mb) (test_data/library/every_kernel.wsp:177:8)
             TMAX(t_big, t_big, t_mb);
         }
         // tile bg: vec f32[1, 1] (test_data/library/every_kernel.wsp:177:8)
         const int64_t vr_bg = int64_t{1}, vc_bg = int64_t{1};
-        if (!pto_wsp_rt::check_valid(st, 778, vr_bg, vc_bg, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 781, vr_bg, vc_bg, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_bg(static_cast<size_t>(vr_bg), static_cast<size_t>(vc_bg));
         // tile tot: vec f32[1, 1] (test_data/library/every_kernel.wsp:177:8)
         const int64_t vr_tot = int64_t{1}, vc_tot = int64_t{1};
-        if (!pto_wsp_rt::check_valid(st, 779, vr_tot, vc_tot, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 782, vr_tot, vc_tot, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_tot(static_cast<size_t>(vr_tot), static_cast<size_t>(vc_tot));
         // tile om: vec f32[1, 128] (test_data/library/every_kernel.wsp:177:8)
         const int64_t vr_om = int64_t{1}, vc_om = v_d;
-        if (!pto_wsp_rt::check_valid(st, 780, vr_om, vc_om, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 783, vr_om, vc_om, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_om(static_cast<size_t>(vr_om), static_cast<size_t>(vc_om));
         // TMAXS(bg, big, -3.4028235e38) (test_data/library/every_kernel.wsp:177:8)
         TMAXS(t_bg, t_big, static_cast<float>(-3.4028235e38f));
@@ -126,113 +139,139 @@ inline void k_merge(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float> &
         TEXPANDS(t_tot, static_cast<float>(0.0f));
         // TEXPANDS(om, 0.0) (test_data/library/every_kernel.wsp:177:8)
         TEXPANDS(t_om, static_cast<float>(0.0f));
-        const int64_t cb_n14_ = pto_wsp_rt::idiv(st, 781, (v_c + int64_t{63}), int64_t{64});
+        const int64_t cb_n17_ = pto_wsp_rt::idiv(st, 784, (v_c + int64_t{63}), int64_t{64});
         if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
-        for (int64_t v_cb = 0; v_cb < cb_n14_; ++v_cb) {
+        for (int64_t v_cb = 0; v_cb < cb_n17_; ++v_cb) {
             const int64_t v_vc = pto_wsp_rt::imin(int64_t{64}, (v_c - (v_cb * int64_t{64})));
             const int64_t v_at = ((v_hi * v_c) + (v_cb * int64_t{64}));
             // tile w: vec f32[1, 64] (test_data/library/every_kernel.wsp:177:8)
             const int64_t vr_w = int64_t{1}, vc_w = v_vc;
-            if (!pto_wsp_rt::check_valid(st, 782, vr_w, vc_w, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 785, vr_w, vc_w, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_w(static_cast<size_t>(vr_w), static_cast<size_t>(vc_w));
             // tile lr: vec f32[1, 64] (test_data/library/every_kernel.wsp:177:8)
             const int64_t vr_lr = int64_t{1}, vc_lr = v_vc;
-            if (!pto_wsp_rt::check_valid(st, 783, vr_lr, vc_lr, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 786, vr_lr, vc_lr, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_lr(static_cast<size_t>(vr_lr), static_cast<size_t>(vc_lr));
             // tile ms: vec f32[1, 64] (test_data/library/every_kernel.wsp:177:8)
             const int64_t vr_ms = int64_t{1}, vc_ms = v_vc;
-            if (!pto_wsp_rt::check_valid(st, 784, vr_ms, vc_ms, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 787, vr_ms, vc_ms, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_ms(static_cast<size_t>(vr_ms), static_cast<size_t>(vc_ms));
             // tile mc: vec f32[64, 1] (test_data/library/every_kernel.wsp:177:8)
             const int64_t vr_mc = v_vc, vc_mc = int64_t{1};
-            if (!pto_wsp_rt::check_valid(st, 785, vr_mc, vc_mc, 64, 1)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 788, vr_mc, vc_mc, 64, 1)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, float, 64, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_mc(static_cast<size_t>(vr_mc), static_cast<size_t>(vc_mc));
             // tile mct: vec f32[64, 1] (test_data/library/every_kernel.wsp:177:8)
             const int64_t vr_mct = v_vc, vc_mct = int64_t{1};
-            if (!pto_wsp_rt::check_valid(st, 786, vr_mct, vc_mct, 64, 1)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 789, vr_mct, vc_mct, 64, 1)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, float, 64, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_mct(static_cast<size_t>(vr_mct), static_cast<size_t>(vc_mct));
             // tile ls: vec f32[1, 64] (test_data/library/every_kernel.wsp:177:8)
             const int64_t vr_ls = int64_t{1}, vc_ls = v_vc;
-            if (!pto_wsp_rt::check_valid(st, 787, vr_ls, vc_ls, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 790, vr_ls, vc_ls, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_ls(static_cast<size_t>(vr_ls), static_cast<size_t>(vc_ls));
             // tile lc: vec f32[64, 1] (test_data/library/every_kernel.wsp:177:8)
             const int64_t vr_lc = v_vc, vc_lc = int64_t{1};
-            if (!pto_wsp_rt::check_valid(st, 788, vr_lc, vc_lc, 64, 1)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 791, vr_lc, vc_lc, 64, 1)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, float, 64, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_lc(static_cast<size_t>(vr_lc), static_cast<size_t>(vc_lc));
             // tile lct: vec f32[64, 1] (test_data/library/every_kernel.wsp:177:8)
             const int64_t vr_lct = v_vc, vc_lct = int64_t{1};
-            if (!pto_wsp_rt::check_valid(st, 789, vr_lct, vc_lct, 64, 1)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 792, vr_lct, vc_lct, 64, 1)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, float, 64, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_lct(static_cast<size_t>(vr_lct), static_cast<size_t>(vc_lct));
             // tile part: vec f32[1, 1] (test_data/library/every_kernel.wsp:177:8)
             const int64_t vr_part = int64_t{1}, vc_part = int64_t{1};
-            if (!pto_wsp_rt::check_valid(st, 790, vr_part, vc_part, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 793, vr_part, vc_part, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_part(static_cast<size_t>(vr_part), static_cast<size_t>(vc_part));
             // tile wc: vec f32[64, 1] (test_data/library/every_kernel.wsp:177:8)
             const int64_t vr_wc = v_vc, vc_wc = int64_t{1};
-            if (!pto_wsp_rt::check_valid(st, 791, vr_wc, vc_wc, 64, 1)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 794, vr_wc, vc_wc, 64, 1)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, float, 64, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_wc(static_cast<size_t>(vr_wc), static_cast<size_t>(vc_wc));
             // tile ot: vec f32[64, 128] (test_data/library/every_kernel.wsp:177:8)
             const int64_t vr_ot = v_vc, vc_ot = v_d;
-            if (!pto_wsp_rt::check_valid(st, 792, vr_ot, vc_ot, 64, 128)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 795, vr_ot, vc_ot, 64, 128)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, float, 64, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_ot(static_cast<size_t>(vr_ot), static_cast<size_t>(vc_ot));
             // tile ob: vec f32[1, 128] (test_data/library/every_kernel.wsp:177:8)
             const int64_t vr_ob = int64_t{1}, vc_ob = v_d;
-            if (!pto_wsp_rt::check_valid(st, 793, vr_ob, vc_ob, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 796, vr_ob, vc_ob, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_ob(static_cast<size_t>(vr_ob), static_cast<size_t>(vc_ob));
-            const bool c15_ = (g_m.cols == int64_t{1});
-            if (c15_) {
+            const bool c18_ = (g_m.cols == int64_t{1});
+            if (c18_) {
                 // TLOAD(mc, m, at, 0) (test_data/library/every_kernel.wsp:177:8)
-                const int64_t o16_0 = v_at;
-                const int64_t o17_1 = int64_t{0};
+                const int64_t o19_0 = v_at;
+                const int64_t o20_1 = int64_t{0};
                 {
                     pto_wsp_rt::Part<float> p_;
-                    if (!pto_wsp_rt::part(st, 794, g_m, o16_0, o17_1, t_mc.GetValidRow(), t_mc.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                    if (!pto_wsp_rt::part(st, 797, g_m, o19_0, o20_1, t_mc.GetValidRow(), t_mc.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
                     auto gt_ = pto_wsp_rt::tensor(p_);
                     TLOAD(t_mc, gt_);
                 }
                 // TCVT(mct, mc) (test_data/library/every_kernel.wsp:177:8)
                 TCVT(t_mct, t_mc, pto::RoundMode::CAST_RINT);
                 // TTRANS(w, mct) (test_data/library/every_kernel.wsp:177:8)
-                std::remove_reference_t<decltype(t_mct)> tmp18_(t_mct.GetValidRow(), t_mct.GetValidCol());
-                TTRANS(t_w, t_mct, tmp18_);
+                std::remove_reference_t<decltype(t_mct)> tmp21_(t_mct.GetValidRow(), t_mct.GetValidCol());
+                TTRANS(t_w, t_mct, tmp21_);
             } else {
-                // TLOAD(ms, m, 0, at) (test_data/library/every_kernel.wsp:177:8)
-                const int64_t o19_0 = int64_t{0};
-                const int64_t o20_1 = v_at;
-                {
-                    pto_wsp_rt::Part<float> p_;
-                    if (!pto_wsp_rt::part(st, 797, g_m, o19_0, o20_1, t_ms.GetValidRow(), t_ms.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
-                    auto gt_ = pto_wsp_rt::tensor(p_);
-                    TLOAD(t_ms, gt_);
+                const bool c22_ = (g_m.rows == int64_t{1});
+                if (c22_) {
+                    // TLOAD(ms, m, 0, at) (test_data/library/every_kernel.wsp:177:8)
+                    const int64_t o23_0 = int64_t{0};
+                    const int64_t o24_1 = v_at;
+                    {
+                        pto_wsp_rt::Part<float> p_;
+                        if (!pto_wsp_rt::part(st, 800, g_m, o23_0, o24_1, t_ms.GetValidRow(), t_ms.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                        auto gt_ = pto_wsp_rt::tensor(p_);
+                        TLOAD(t_ms, gt_);
+                    }
+                } else {
+                    // TLOAD(ms, m, hi, cb * 64) (test_data/library/every_kernel.wsp:177:8)
+                    const int64_t o25_0 = v_hi;
+                    const int64_t o26_1 = (v_cb * int64_t{64});
+                    {
+                        pto_wsp_rt::Part<float> p_;
+                        if (!pto_wsp_rt::part(st, 803, g_m, o25_0, o26_1, t_ms.GetValidRow(), t_ms.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                        auto gt_ = pto_wsp_rt::tensor(p_);
+                        TLOAD(t_ms, gt_);
+                    }
                 }
                 // TCVT(w, ms) (test_data/library/every_kernel.wsp:177:8)
                 TCVT(t_w, t_ms, pto::RoundMode::CAST_RINT);
             }
-            const bool c21_ = (g_l.cols == int64_t{1});
-            if (c21_) {
+            const bool c27_ = (g_l.cols == int64_t{1});
+            if (c27_) {
                 // TLOAD(lc, l, at, 0) (test_data/library/every_kernel.wsp:177:8)
-                const int64_t o22_0 = v_at;
-                const int64_t o23_1 = int64_t{0};
+                const int64_t o28_0 = v_at;
+                const int64_t o29_1 = int64_t{0};
                 {
                     pto_wsp_rt::Part<float> p_;
-                    if (!pto_wsp_rt::part(st, 800, g_l, o22_0, o23_1, t_lc.GetValidRow(), t_lc.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                    if (!pto_wsp_rt::part(st, 806, g_l, o28_0, o29_1, t_lc.GetValidRow(), t_lc.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
                     auto gt_ = pto_wsp_rt::tensor(p_);
                     TLOAD(t_lc, gt_);
                 }
                 // TCVT(lct, lc) (test_data/library/every_kernel.wsp:177:8)
                 TCVT(t_lct, t_lc, pto::RoundMode::CAST_RINT);
                 // TTRANS(lr, lct) (test_data/library/every_kernel.wsp:177:8)
-                std::remove_reference_t<decltype(t_lct)> tmp24_(t_lct.GetValidRow(), t_lct.GetValidCol());
-                TTRANS(t_lr, t_lct, tmp24_);
+                std::remove_reference_t<decltype(t_lct)> tmp30_(t_lct.GetValidRow(), t_lct.GetValidCol());
+                TTRANS(t_lr, t_lct, tmp30_);
             } else {
-                // TLOAD(ls, l, 0, at) (test_data/library/every_kernel.wsp:177:8)
-                const int64_t o25_0 = int64_t{0};
-                const int64_t o26_1 = v_at;
-                {
-                    pto_wsp_rt::Part<float> p_;
-                    if (!pto_wsp_rt::part(st, 803, g_l, o25_0, o26_1, t_ls.GetValidRow(), t_ls.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
-                    auto gt_ = pto_wsp_rt::tensor(p_);
-                    TLOAD(t_ls, gt_);
+                const bool c31_ = (g_l.rows == int64_t{1});
+                if (c31_) {
+                    // TLOAD(ls, l, 0, at) (test_data/library/every_kernel.wsp:177:8)
+                    const int64_t o32_0 = int64_t{0};
+                    const int64_t o33_1 = v_at;
+                    {
+                        pto_wsp_rt::Part<float> p_;
+                        if (!pto_wsp_rt::part(st, 809, g_l, o32_0, o33_1, t_ls.GetValidRow(), t_ls.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                        auto gt_ = pto_wsp_rt::tensor(p_);
+                        TLOAD(t_ls, gt_);
+                    }
+                } else {
+                    // TLOAD(ls, l, hi, cb * 64) (test_data/library/every_kernel.wsp:177:8)
+                    const int64_t o34_0 = v_hi;
+                    const int64_t o35_1 = (v_cb * int64_t{64});
+                    {
+                        pto_wsp_rt::Part<float> p_;
+                        if (!pto_wsp_rt::part(st, 812, g_l, o34_0, o35_1, t_ls.GetValidRow(), t_ls.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                        auto gt_ = pto_wsp_rt::tensor(p_);
+                        TLOAD(t_ls, gt_);
+                    }
                 }
                 // TCVT(lr, ls) (test_data/library/every_kernel.wsp:177:8)
                 TCVT(t_lr, t_ls, pto::RoundMode::CAST_RINT);
@@ -244,41 +283,41 @@ inline void k_merge(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float> &
             // TMUL(w, lr, w) (test_data/library/every_kernel.wsp:177:8)
             TMUL(t_w, t_lr, t_w);
             // TROWSUM(part, w) (test_data/library/every_kernel.wsp:177:8)
-            std::remove_reference_t<decltype(t_w)> tmp27_(t_w.GetValidRow(), t_w.GetValidCol());
-            TROWSUM(t_part, t_w, tmp27_);
+            std::remove_reference_t<decltype(t_w)> tmp36_(t_w.GetValidRow(), t_w.GetValidCol());
+            TROWSUM(t_part, t_w, tmp36_);
             // TADD(tot, tot, part) (test_data/library/every_kernel.wsp:177:8)
             TADD(t_tot, t_tot, t_part);
             // TTRANS(wc, w) (test_data/library/every_kernel.wsp:177:8)
-            std::remove_reference_t<decltype(t_w)> tmp28_(t_w.GetValidRow(), t_w.GetValidCol());
-            TTRANS(t_wc, t_w, tmp28_);
+            std::remove_reference_t<decltype(t_w)> tmp37_(t_w.GetValidRow(), t_w.GetValidCol());
+            TTRANS(t_wc, t_w, tmp37_);
             // TLOAD(ot, o, at, 0) (test_data/library/every_kernel.wsp:177:8)
-            const int64_t o29_0 = v_at;
-            const int64_t o30_1 = int64_t{0};
+            const int64_t o38_0 = v_at;
+            const int64_t o39_1 = int64_t{0};
             {
                 pto_wsp_rt::Part<float> p_;
-                if (!pto_wsp_rt::part(st, 806, g_o, o29_0, o30_1, t_ot.GetValidRow(), t_ot.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::part(st, 815, g_o, o38_0, o39_1, t_ot.GetValidRow(), t_ot.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
                 auto gt_ = pto_wsp_rt::tensor(p_);
                 TLOAD(t_ot, gt_);
             }
             // TROWEXPANDMUL(ot, ot, wc) (test_data/library/every_kernel.wsp:177:8)
             TROWEXPANDMUL(t_ot, t_ot, t_wc);
             // TCOLSUM(ob, ot) (test_data/library/every_kernel.wsp:177:8)
-            std::remove_reference_t<decltype(t_ot)> tmp31_(t_ot.GetValidRow(), t_ot.GetValidCol());
-            pto_wsp_rt::colsum(t_ob, t_ot, tmp31_);
+            std::remove_reference_t<decltype(t_ot)> tmp40_(t_ot.GetValidRow(), t_ot.GetValidCol());
+            pto_wsp_rt::colsum(t_ob, t_ot, tmp40_);
             // TADD(om, om, ob) (test_data/library/every_kernel.wsp:177:8)
             TADD(t_om, t_om, t_ob);
         }
         // tile tg: vec f32[1, 1] (test_data/library/every_kernel.wsp:177:8)
         const int64_t vr_tg = int64_t{1}, vc_tg = int64_t{1};
-        if (!pto_wsp_rt::check_valid(st, 809, vr_tg, vc_tg, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 818, vr_tg, vc_tg, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_tg(static_cast<size_t>(vr_tg), static_cast<size_t>(vc_tg));
         // tile inv: vec f32[1, 1] (test_data/library/every_kernel.wsp:177:8)
         const int64_t vr_inv = int64_t{1}, vc_inv = int64_t{1};
-        if (!pto_wsp_rt::check_valid(st, 810, vr_inv, vc_inv, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 819, vr_inv, vc_inv, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_inv(static_cast<size_t>(vr_inv), static_cast<size_t>(vc_inv));
         // tile pos: vec u8[1, 1] (test_data/library/every_kernel.wsp:177:8)
         const int64_t vr_pos = int64_t{1}, vc_pos = int64_t{1};
-        if (!pto_wsp_rt::check_valid(st, 811, vr_pos, vc_pos, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 820, vr_pos, vc_pos, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, uint8_t, 1, 32, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_pos(static_cast<size_t>(vr_pos), static_cast<size_t>(vc_pos));
         // TMAXS(tg, tot, 1.17549435e-38) (test_data/library/every_kernel.wsp:177:8)
         TMAXS(t_tg, t_tot, static_cast<float>(1.1754944e-38f));
@@ -291,11 +330,11 @@ inline void k_merge(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float> &
         // TROWEXPANDMUL(om, om, inv) (test_data/library/every_kernel.wsp:177:8)
         TROWEXPANDMUL(t_om, t_om, t_inv);
         // TSTORE(y, om, hi, 0) (test_data/library/every_kernel.wsp:177:8)
-        const int64_t o32_0 = v_hi;
-        const int64_t o33_1 = int64_t{0};
+        const int64_t o41_0 = v_hi;
+        const int64_t o42_1 = int64_t{0};
         {
             pto_wsp_rt::Part<float> p_;
-            if (!pto_wsp_rt::part(st, 812, g_y, o32_0, o33_1, t_om.GetValidRow(), t_om.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::part(st, 821, g_y, o41_0, o42_1, t_om.GetValidRow(), t_om.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
             auto gt_ = pto_wsp_rt::tensor(p_);
             TSTORE(gt_, t_om);
         }

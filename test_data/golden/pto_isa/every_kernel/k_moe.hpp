@@ -19,299 +19,302 @@ inline void k_moe(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float> &g_
     const int64_t v_f = g_w1.cols;
     const bool c1_ = (((((g_w1.rows == v_h) && (g_w3.rows == v_h)) && (g_w3.cols == v_f)) && (g_w2.rows == v_f)) && (g_w2.cols == v_h));
     if (!c1_) {
-        pto_wsp_rt::fail(st, 875, g_w1.rows, g_w1.cols, g_w3.rows, g_w3.cols, g_w2.rows, g_w2.cols, v_h);
+        pto_wsp_rt::fail(st, 884, g_w1.rows, g_w1.cols, g_w3.rows, g_w3.cols, g_w2.rows, g_w2.cols, v_h);
         { pipe_barrier(PIPE_ALL); return; }
     }
     const bool c2_ = ((g_y.rows == v_t) && (g_y.cols == v_h));
     if (!c2_) {
-        pto_wsp_rt::fail(st, 876, g_y.rows, g_y.cols, v_t, v_h);
+        pto_wsp_rt::fail(st, 885, g_y.rows, g_y.cols, v_t, v_h);
         { pipe_barrier(PIPE_ALL); return; }
     }
     const int64_t v_ng = (g_g.rows * g_g.cols);
     const bool c3_ = (v_ng == v_t);
     if (!c3_) {
-        pto_wsp_rt::fail(st, 877, g_g.rows, g_g.cols, v_ng, v_t);
+        pto_wsp_rt::fail(st, 886, g_g.rows, g_g.cols, v_ng, v_t);
         { pipe_barrier(PIPE_ALL); return; }
     }
     const bool c4_ = ((g_g.rows == int64_t{1}) || (g_g.cols == int64_t{1}));
     if (!c4_) {
-        pto_wsp_rt::fail(st, 878, g_g.rows, g_g.cols);
+        pto_wsp_rt::fail(st, 887, g_g.rows, g_g.cols);
         { pipe_barrier(PIPE_ALL); return; }
     }
-    const bool c5_ = (v_t <= int64_t{16});
-    if (!c5_) {
-        pto_wsp_rt::fail(st, 879, v_t);
-        { pipe_barrier(PIPE_ALL); return; }
-    }
-    const int64_t v_hb = ((pto_wsp_rt::irem(st, 880, v_h, int64_t{128}) == int64_t{0}) ? int64_t{128} : ((pto_wsp_rt::irem(st, 881, v_h, int64_t{64}) == int64_t{0}) ? int64_t{64} : ((pto_wsp_rt::irem(st, 882, v_h, int64_t{32}) == int64_t{0}) ? int64_t{32} : ((pto_wsp_rt::irem(st, 883, v_h, int64_t{16}) == int64_t{0}) ? int64_t{16} : ((pto_wsp_rt::irem(st, 884, v_h, int64_t{8}) == int64_t{0}) ? int64_t{8} : int64_t{1})))));
+    const int64_t v_hb = ((pto_wsp_rt::irem(st, 888, v_h, int64_t{128}) == int64_t{0}) ? int64_t{128} : ((pto_wsp_rt::irem(st, 889, v_h, int64_t{64}) == int64_t{0}) ? int64_t{64} : ((pto_wsp_rt::irem(st, 890, v_h, int64_t{32}) == int64_t{0}) ? int64_t{32} : ((pto_wsp_rt::irem(st, 891, v_h, int64_t{16}) == int64_t{0}) ? int64_t{16} : ((pto_wsp_rt::irem(st, 892, v_h, int64_t{8}) == int64_t{0}) ? int64_t{8} : int64_t{1})))));
     if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
-    const int64_t v_nh = pto_wsp_rt::idiv(st, 885, v_h, v_hb);
+    const int64_t v_nh = pto_wsp_rt::idiv(st, 893, v_h, v_hb);
     if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
-    const int64_t v_tiles = (v_t * v_nh);
-    const bool c6_ = (v_tiles <= int64_t{128});
-    if (!c6_) {
-        pto_wsp_rt::fail(st, 886, v_t, v_nh, v_hb);
-        { pipe_barrier(PIPE_ALL); return; }
-    }
-    // tile yacc[128]: vec f32[1, 128] (test_data/library/every_kernel.wsp:179:8)
-    const int64_t vr_yacc = int64_t{1}, vc_yacc = v_hb;
-    if (!pto_wsp_rt::check_valid(st, 887, vr_yacc, vc_yacc, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
-    pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_yacc[128] = {pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc))};
-    const int64_t q_n7_ = v_tiles;
-    for (int64_t v_q = 0; v_q < q_n7_; ++v_q) {
-        // TEXPANDS(yacc[q], 0.0) (test_data/library/every_kernel.wsp:179:8)
-        const int64_t ix8_ = v_q;
-        if (!pto_wsp_rt::in_range(st, 888, ix8_, 128)) { pipe_barrier(PIPE_ALL); return; }
-        TEXPANDS(t_yacc[ix8_], static_cast<float>(0.0f));
-    }
-    const int64_t fb_n9_ = pto_wsp_rt::idiv(st, 889, (v_f + int64_t{63}), int64_t{64});
+    const int64_t tg_n5_ = pto_wsp_rt::idiv(st, 894, (v_t + int64_t{15}), int64_t{16});
     if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
-    for (int64_t v_fb = 0; v_fb < fb_n9_; ++v_fb) {
-        const int64_t v_vf = pto_wsp_rt::imin(int64_t{64}, (v_f - (v_fb * int64_t{64})));
-        // tile a1[16]: vec f32[1, 64] (test_data/library/every_kernel.wsp:179:8)
-        const int64_t vr_a1 = int64_t{1}, vc_a1 = v_vf;
-        if (!pto_wsp_rt::check_valid(st, 890, vr_a1, vc_a1, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
-        pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_a1[16] = {pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1))};
-        // tile a3[16]: vec f32[1, 64] (test_data/library/every_kernel.wsp:179:8)
-        const int64_t vr_a3 = int64_t{1}, vc_a3 = v_vf;
-        if (!pto_wsp_rt::check_valid(st, 891, vr_a3, vc_a3, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
-        pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_a3[16] = {pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3))};
-        const int64_t r_n10_ = v_t;
-        for (int64_t v_r = 0; v_r < r_n10_; ++v_r) {
-            // TEXPANDS(a1[r], 0.0) (test_data/library/every_kernel.wsp:179:8)
-            const int64_t ix11_ = v_r;
-            if (!pto_wsp_rt::in_range(st, 892, ix11_, 16)) { pipe_barrier(PIPE_ALL); return; }
-            TEXPANDS(t_a1[ix11_], static_cast<float>(0.0f));
-            // TEXPANDS(a3[r], 0.0) (test_data/library/every_kernel.wsp:179:8)
-            const int64_t ix12_ = v_r;
-            if (!pto_wsp_rt::in_range(st, 893, ix12_, 16)) { pipe_barrier(PIPE_ALL); return; }
-            TEXPANDS(t_a3[ix12_], static_cast<float>(0.0f));
-        }
-        const int64_t kb_n13_ = pto_wsp_rt::idiv(st, 894, (v_h + int64_t{63}), int64_t{64});
+    for (int64_t v_tg = 0; v_tg < tg_n5_; ++v_tg) {
+        const int64_t v_t0 = (v_tg * int64_t{16});
+        const int64_t v_tb = pto_wsp_rt::imin(int64_t{16}, (v_t - v_t0));
+        const int64_t v_per = pto_wsp_rt::idiv(st, 895, int64_t{128}, v_tb);
         if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
-        for (int64_t v_kb = 0; v_kb < kb_n13_; ++v_kb) {
-            const int64_t v_vk = pto_wsp_rt::imin(int64_t{64}, (v_h - (v_kb * int64_t{64})));
-            // tile w1t: vec f32[64, 64] (test_data/library/every_kernel.wsp:179:8)
-            const int64_t vr_w1t = v_vk, vc_w1t = v_vf;
-            if (!pto_wsp_rt::check_valid(st, 895, vr_w1t, vc_w1t, 64, 64)) { pipe_barrier(PIPE_ALL); return; }
-            pto::Tile<pto::TileType::Vec, float, 64, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_w1t(static_cast<size_t>(vr_w1t), static_cast<size_t>(vc_w1t));
-            // tile w3t: vec f32[64, 64] (test_data/library/every_kernel.wsp:179:8)
-            const int64_t vr_w3t = v_vk, vc_w3t = v_vf;
-            if (!pto_wsp_rt::check_valid(st, 896, vr_w3t, vc_w3t, 64, 64)) { pipe_barrier(PIPE_ALL); return; }
-            pto::Tile<pto::TileType::Vec, float, 64, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_w3t(static_cast<size_t>(vr_w3t), static_cast<size_t>(vc_w3t));
-            // TLOAD(w1t, w1, kb * 64, fb * 64) (test_data/library/every_kernel.wsp:179:8)
-            const int64_t o14_0 = (v_kb * int64_t{64});
-            const int64_t o15_1 = (v_fb * int64_t{64});
-            {
-                pto_wsp_rt::Part<float> p_;
-                if (!pto_wsp_rt::part(st, 897, g_w1, o14_0, o15_1, t_w1t.GetValidRow(), t_w1t.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
-                auto gt_ = pto_wsp_rt::tensor(p_);
-                TLOAD(t_w1t, gt_);
+        const int64_t grp_n6_ = pto_wsp_rt::idiv(st, 896, ((v_nh + v_per) - int64_t{1}), v_per);
+        if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
+        for (int64_t v_grp = 0; v_grp < grp_n6_; ++v_grp) {
+            const int64_t v_j0 = (v_grp * v_per);
+            const int64_t v_nj = pto_wsp_rt::imin(v_per, (v_nh - v_j0));
+            // tile yacc[128]: vec f32[1, 128] (test_data/library/every_kernel.wsp:179:8)
+            const int64_t vr_yacc = int64_t{1}, vc_yacc = v_hb;
+            if (!pto_wsp_rt::check_valid(st, 897, vr_yacc, vc_yacc, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
+            pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_yacc[128] = {pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc)), pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_yacc), static_cast<size_t>(vc_yacc))};
+            const int64_t q_n7_ = (v_tb * v_nj);
+            for (int64_t v_q = 0; v_q < q_n7_; ++v_q) {
+                // TEXPANDS(yacc[q], 0.0) (test_data/library/every_kernel.wsp:179:8)
+                const int64_t ix8_ = v_q;
+                if (!pto_wsp_rt::in_range(st, 898, ix8_, 128)) { pipe_barrier(PIPE_ALL); return; }
+                TEXPANDS(t_yacc[ix8_], static_cast<float>(0.0f));
             }
-            // TLOAD(w3t, w3, kb * 64, fb * 64) (test_data/library/every_kernel.wsp:179:8)
-            const int64_t o16_0 = (v_kb * int64_t{64});
-            const int64_t o17_1 = (v_fb * int64_t{64});
-            {
-                pto_wsp_rt::Part<float> p_;
-                if (!pto_wsp_rt::part(st, 900, g_w3, o16_0, o17_1, t_w3t.GetValidRow(), t_w3t.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
-                auto gt_ = pto_wsp_rt::tensor(p_);
-                TLOAD(t_w3t, gt_);
-            }
-            const int64_t r_n18_ = v_t;
-            for (int64_t v_r = 0; v_r < r_n18_; ++v_r) {
-                // tile xr: vec f32[1, 64] (test_data/library/every_kernel.wsp:179:8)
-                const int64_t vr_xr = int64_t{1}, vc_xr = v_vk;
-                if (!pto_wsp_rt::check_valid(st, 903, vr_xr, vc_xr, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
-                pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_xr(static_cast<size_t>(vr_xr), static_cast<size_t>(vc_xr));
-                // tile xc: vec f32[64, 1] (test_data/library/every_kernel.wsp:179:8)
-                const int64_t vr_xc = v_vk, vc_xc = int64_t{1};
-                if (!pto_wsp_rt::check_valid(st, 904, vr_xc, vc_xc, 64, 1)) { pipe_barrier(PIPE_ALL); return; }
-                pto::Tile<pto::TileType::Vec, float, 64, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_xc(static_cast<size_t>(vr_xc), static_cast<size_t>(vc_xc));
-                // tile pr: vec f32[64, 64] (test_data/library/every_kernel.wsp:179:8)
-                const int64_t vr_pr = v_vk, vc_pr = v_vf;
-                if (!pto_wsp_rt::check_valid(st, 905, vr_pr, vc_pr, 64, 64)) { pipe_barrier(PIPE_ALL); return; }
-                pto::Tile<pto::TileType::Vec, float, 64, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_pr(static_cast<size_t>(vr_pr), static_cast<size_t>(vc_pr));
-                // tile part: vec f32[1, 64] (test_data/library/every_kernel.wsp:179:8)
-                const int64_t vr_part = int64_t{1}, vc_part = v_vf;
-                if (!pto_wsp_rt::check_valid(st, 906, vr_part, vc_part, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
-                pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_part(static_cast<size_t>(vr_part), static_cast<size_t>(vc_part));
-                // TLOAD(xr, x, r, kb * 64) (test_data/library/every_kernel.wsp:179:8)
-                const int64_t o19_0 = v_r;
-                const int64_t o20_1 = (v_kb * int64_t{64});
-                {
-                    pto_wsp_rt::Part<float> p_;
-                    if (!pto_wsp_rt::part(st, 907, g_x, o19_0, o20_1, t_xr.GetValidRow(), t_xr.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
-                    auto gt_ = pto_wsp_rt::tensor(p_);
-                    TLOAD(t_xr, gt_);
+            const int64_t fb_n9_ = pto_wsp_rt::idiv(st, 899, (v_f + int64_t{63}), int64_t{64});
+            if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
+            for (int64_t v_fb = 0; v_fb < fb_n9_; ++v_fb) {
+                const int64_t v_vf = pto_wsp_rt::imin(int64_t{64}, (v_f - (v_fb * int64_t{64})));
+                // tile a1[16]: vec f32[1, 64] (test_data/library/every_kernel.wsp:179:8)
+                const int64_t vr_a1 = int64_t{1}, vc_a1 = v_vf;
+                if (!pto_wsp_rt::check_valid(st, 900, vr_a1, vc_a1, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
+                pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_a1[16] = {pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a1), static_cast<size_t>(vc_a1))};
+                // tile a3[16]: vec f32[1, 64] (test_data/library/every_kernel.wsp:179:8)
+                const int64_t vr_a3 = int64_t{1}, vc_a3 = v_vf;
+                if (!pto_wsp_rt::check_valid(st, 901, vr_a3, vc_a3, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
+                pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_a3[16] = {pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3)), pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC>(static_cast<size_t>(vr_a3), static_cast<size_t>(vc_a3))};
+                const int64_t r_n10_ = v_tb;
+                for (int64_t v_r = 0; v_r < r_n10_; ++v_r) {
+                    // TEXPANDS(a1[r], 0.0) (test_data/library/every_kernel.wsp:179:8)
+                    const int64_t ix11_ = v_r;
+                    if (!pto_wsp_rt::in_range(st, 902, ix11_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                    TEXPANDS(t_a1[ix11_], static_cast<float>(0.0f));
+                    // TEXPANDS(a3[r], 0.0) (test_data/library/every_kernel.wsp:179:8)
+                    const int64_t ix12_ = v_r;
+                    if (!pto_wsp_rt::in_range(st, 903, ix12_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                    TEXPANDS(t_a3[ix12_], static_cast<float>(0.0f));
                 }
-                // TTRANS(xc, xr) (test_data/library/every_kernel.wsp:179:8)
-                std::remove_reference_t<decltype(t_xr)> tmp21_(t_xr.GetValidRow(), t_xr.GetValidCol());
-                TTRANS(t_xc, t_xr, tmp21_);
-                // TROWEXPANDMUL(pr, w1t, xc) (test_data/library/every_kernel.wsp:179:8)
-                TROWEXPANDMUL(t_pr, t_w1t, t_xc);
-                // TCOLSUM(part, pr) (test_data/library/every_kernel.wsp:179:8)
-                std::remove_reference_t<decltype(t_pr)> tmp22_(t_pr.GetValidRow(), t_pr.GetValidCol());
-                pto_wsp_rt::colsum(t_part, t_pr, tmp22_);
-                // TADD(a1[r], a1[r], part) (test_data/library/every_kernel.wsp:179:8)
-                const int64_t ix23_ = v_r;
-                if (!pto_wsp_rt::in_range(st, 910, ix23_, 16)) { pipe_barrier(PIPE_ALL); return; }
-                const int64_t ix24_ = v_r;
-                if (!pto_wsp_rt::in_range(st, 911, ix24_, 16)) { pipe_barrier(PIPE_ALL); return; }
-                TADD(t_a1[ix23_], t_a1[ix24_], t_part);
-                // TROWEXPANDMUL(pr, w3t, xc) (test_data/library/every_kernel.wsp:179:8)
-                TROWEXPANDMUL(t_pr, t_w3t, t_xc);
-                // TCOLSUM(part, pr) (test_data/library/every_kernel.wsp:179:8)
-                std::remove_reference_t<decltype(t_pr)> tmp25_(t_pr.GetValidRow(), t_pr.GetValidCol());
-                pto_wsp_rt::colsum(t_part, t_pr, tmp25_);
-                // TADD(a3[r], a3[r], part) (test_data/library/every_kernel.wsp:179:8)
-                const int64_t ix26_ = v_r;
-                if (!pto_wsp_rt::in_range(st, 912, ix26_, 16)) { pipe_barrier(PIPE_ALL); return; }
-                const int64_t ix27_ = v_r;
-                if (!pto_wsp_rt::in_range(st, 913, ix27_, 16)) { pipe_barrier(PIPE_ALL); return; }
-                TADD(t_a3[ix26_], t_a3[ix27_], t_part);
+                const int64_t kb_n13_ = pto_wsp_rt::idiv(st, 904, (v_h + int64_t{63}), int64_t{64});
+                if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
+                for (int64_t v_kb = 0; v_kb < kb_n13_; ++v_kb) {
+                    const int64_t v_vk = pto_wsp_rt::imin(int64_t{64}, (v_h - (v_kb * int64_t{64})));
+                    // tile w1t: vec f32[64, 64] (test_data/library/every_kernel.wsp:179:8)
+                    const int64_t vr_w1t = v_vk, vc_w1t = v_vf;
+                    if (!pto_wsp_rt::check_valid(st, 905, vr_w1t, vc_w1t, 64, 64)) { pipe_barrier(PIPE_ALL); return; }
+                    pto::Tile<pto::TileType::Vec, float, 64, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_w1t(static_cast<size_t>(vr_w1t), static_cast<size_t>(vc_w1t));
+                    // tile w3t: vec f32[64, 64] (test_data/library/every_kernel.wsp:179:8)
+                    const int64_t vr_w3t = v_vk, vc_w3t = v_vf;
+                    if (!pto_wsp_rt::check_valid(st, 906, vr_w3t, vc_w3t, 64, 64)) { pipe_barrier(PIPE_ALL); return; }
+                    pto::Tile<pto::TileType::Vec, float, 64, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_w3t(static_cast<size_t>(vr_w3t), static_cast<size_t>(vc_w3t));
+                    // TLOAD(w1t, w1, kb * 64, fb * 64) (test_data/library/every_kernel.wsp:179:8)
+                    const int64_t o14_0 = (v_kb * int64_t{64});
+                    const int64_t o15_1 = (v_fb * int64_t{64});
+                    {
+                        pto_wsp_rt::Part<float> p_;
+                        if (!pto_wsp_rt::part(st, 907, g_w1, o14_0, o15_1, t_w1t.GetValidRow(), t_w1t.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                        auto gt_ = pto_wsp_rt::tensor(p_);
+                        TLOAD(t_w1t, gt_);
+                    }
+                    // TLOAD(w3t, w3, kb * 64, fb * 64) (test_data/library/every_kernel.wsp:179:8)
+                    const int64_t o16_0 = (v_kb * int64_t{64});
+                    const int64_t o17_1 = (v_fb * int64_t{64});
+                    {
+                        pto_wsp_rt::Part<float> p_;
+                        if (!pto_wsp_rt::part(st, 910, g_w3, o16_0, o17_1, t_w3t.GetValidRow(), t_w3t.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                        auto gt_ = pto_wsp_rt::tensor(p_);
+                        TLOAD(t_w3t, gt_);
+                    }
+                    const int64_t r_n18_ = v_tb;
+                    for (int64_t v_r = 0; v_r < r_n18_; ++v_r) {
+                        // tile xr: vec f32[1, 64] (test_data/library/every_kernel.wsp:179:8)
+                        const int64_t vr_xr = int64_t{1}, vc_xr = v_vk;
+                        if (!pto_wsp_rt::check_valid(st, 913, vr_xr, vc_xr, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
+                        pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_xr(static_cast<size_t>(vr_xr), static_cast<size_t>(vc_xr));
+                        // tile xc: vec f32[64, 1] (test_data/library/every_kernel.wsp:179:8)
+                        const int64_t vr_xc = v_vk, vc_xc = int64_t{1};
+                        if (!pto_wsp_rt::check_valid(st, 914, vr_xc, vc_xc, 64, 1)) { pipe_barrier(PIPE_ALL); return; }
+                        pto::Tile<pto::TileType::Vec, float, 64, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_xc(static_cast<size_t>(vr_xc), static_cast<size_t>(vc_xc));
+                        // tile pr: vec f32[64, 64] (test_data/library/every_kernel.wsp:179:8)
+                        const int64_t vr_pr = v_vk, vc_pr = v_vf;
+                        if (!pto_wsp_rt::check_valid(st, 915, vr_pr, vc_pr, 64, 64)) { pipe_barrier(PIPE_ALL); return; }
+                        pto::Tile<pto::TileType::Vec, float, 64, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_pr(static_cast<size_t>(vr_pr), static_cast<size_t>(vc_pr));
+                        // tile part: vec f32[1, 64] (test_data/library/every_kernel.wsp:179:8)
+                        const int64_t vr_part = int64_t{1}, vc_part = v_vf;
+                        if (!pto_wsp_rt::check_valid(st, 916, vr_part, vc_part, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
+                        pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_part(static_cast<size_t>(vr_part), static_cast<size_t>(vc_part));
+                        // TLOAD(xr, x, t0 + r, kb * 64) (test_data/library/every_kernel.wsp:179:8)
+                        const int64_t o19_0 = (v_t0 + v_r);
+                        const int64_t o20_1 = (v_kb * int64_t{64});
+                        {
+                            pto_wsp_rt::Part<float> p_;
+                            if (!pto_wsp_rt::part(st, 917, g_x, o19_0, o20_1, t_xr.GetValidRow(), t_xr.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                            auto gt_ = pto_wsp_rt::tensor(p_);
+                            TLOAD(t_xr, gt_);
+                        }
+                        // TTRANS(xc, xr) (test_data/library/every_kernel.wsp:179:8)
+                        std::remove_reference_t<decltype(t_xr)> tmp21_(t_xr.GetValidRow(), t_xr.GetValidCol());
+                        TTRANS(t_xc, t_xr, tmp21_);
+                        // TROWEXPANDMUL(pr, w1t, xc) (test_data/library/every_kernel.wsp:179:8)
+                        TROWEXPANDMUL(t_pr, t_w1t, t_xc);
+                        // TCOLSUM(part, pr) (test_data/library/every_kernel.wsp:179:8)
+                        std::remove_reference_t<decltype(t_pr)> tmp22_(t_pr.GetValidRow(), t_pr.GetValidCol());
+                        pto_wsp_rt::colsum(t_part, t_pr, tmp22_);
+                        // TADD(a1[r], a1[r], part) (test_data/library/every_kernel.wsp:179:8)
+                        const int64_t ix23_ = v_r;
+                        if (!pto_wsp_rt::in_range(st, 920, ix23_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                        const int64_t ix24_ = v_r;
+                        if (!pto_wsp_rt::in_range(st, 921, ix24_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                        TADD(t_a1[ix23_], t_a1[ix24_], t_part);
+                        // TROWEXPANDMUL(pr, w3t, xc) (test_data/library/every_kernel.wsp:179:8)
+                        TROWEXPANDMUL(t_pr, t_w3t, t_xc);
+                        // TCOLSUM(part, pr) (test_data/library/every_kernel.wsp:179:8)
+                        std::remove_reference_t<decltype(t_pr)> tmp25_(t_pr.GetValidRow(), t_pr.GetValidCol());
+                        pto_wsp_rt::colsum(t_part, t_pr, tmp25_);
+                        // TADD(a3[r], a3[r], part) (test_data/library/every_kernel.wsp:179:8)
+                        const int64_t ix26_ = v_r;
+                        if (!pto_wsp_rt::in_range(st, 922, ix26_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                        const int64_t ix27_ = v_r;
+                        if (!pto_wsp_rt::in_range(st, 923, ix27_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                        TADD(t_a3[ix26_], t_a3[ix27_], t_part);
+                    }
+                }
+                const int64_t r_n28_ = v_tb;
+                for (int64_t v_r = 0; v_r < r_n28_; ++v_r) {
+                    // tile e: vec f32[1, 64] (test_data/library/every_kernel.wsp:179:8)
+                    const int64_t vr_e = int64_t{1}, vc_e = v_vf;
+                    if (!pto_wsp_rt::check_valid(st, 924, vr_e, vc_e, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
+                    pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_e(static_cast<size_t>(vr_e), static_cast<size_t>(vc_e));
+                    // TMULS(e, a1[r], -1.0) (test_data/library/every_kernel.wsp:179:8)
+                    const int64_t ix29_ = v_r;
+                    if (!pto_wsp_rt::in_range(st, 925, ix29_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                    TMULS(t_e, t_a1[ix29_], static_cast<float>(-1.0f));
+                    // TEXP(e, e) (test_data/library/every_kernel.wsp:179:8)
+                    TEXP(t_e, t_e);
+                    // TADDS(e, e, 1.0) (test_data/library/every_kernel.wsp:179:8)
+                    TADDS(t_e, t_e, static_cast<float>(1.0f));
+                    // TDIV(a1[r], a1[r], e) (test_data/library/every_kernel.wsp:179:8)
+                    const int64_t ix30_ = v_r;
+                    if (!pto_wsp_rt::in_range(st, 926, ix30_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                    const int64_t ix31_ = v_r;
+                    if (!pto_wsp_rt::in_range(st, 927, ix31_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                    TDIV(t_a1[ix30_], t_a1[ix31_], t_e);
+                    // TMUL(a1[r], a1[r], a3[r]) (test_data/library/every_kernel.wsp:179:8)
+                    const int64_t ix32_ = v_r;
+                    if (!pto_wsp_rt::in_range(st, 928, ix32_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                    const int64_t ix33_ = v_r;
+                    if (!pto_wsp_rt::in_range(st, 929, ix33_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                    const int64_t ix34_ = v_r;
+                    if (!pto_wsp_rt::in_range(st, 930, ix34_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                    TMUL(t_a1[ix32_], t_a1[ix33_], t_a3[ix34_]);
+                }
+                const int64_t jb_n35_ = v_nj;
+                for (int64_t v_jb = 0; v_jb < jb_n35_; ++v_jb) {
+                    // tile w2t: vec f32[64, 128] (test_data/library/every_kernel.wsp:179:8)
+                    const int64_t vr_w2t = v_vf, vc_w2t = v_hb;
+                    if (!pto_wsp_rt::check_valid(st, 931, vr_w2t, vc_w2t, 64, 128)) { pipe_barrier(PIPE_ALL); return; }
+                    pto::Tile<pto::TileType::Vec, float, 64, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_w2t(static_cast<size_t>(vr_w2t), static_cast<size_t>(vc_w2t));
+                    // TLOAD(w2t, w2, fb * 64, (j0 + jb) * hb) (test_data/library/every_kernel.wsp:179:8)
+                    const int64_t o36_0 = (v_fb * int64_t{64});
+                    const int64_t o37_1 = ((v_j0 + v_jb) * v_hb);
+                    {
+                        pto_wsp_rt::Part<float> p_;
+                        if (!pto_wsp_rt::part(st, 932, g_w2, o36_0, o37_1, t_w2t.GetValidRow(), t_w2t.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                        auto gt_ = pto_wsp_rt::tensor(p_);
+                        TLOAD(t_w2t, gt_);
+                    }
+                    const int64_t r_n38_ = v_tb;
+                    for (int64_t v_r = 0; v_r < r_n38_; ++v_r) {
+                        // tile gc: vec f32[64, 1] (test_data/library/every_kernel.wsp:179:8)
+                        const int64_t vr_gc = v_vf, vc_gc = int64_t{1};
+                        if (!pto_wsp_rt::check_valid(st, 935, vr_gc, vc_gc, 64, 1)) { pipe_barrier(PIPE_ALL); return; }
+                        pto::Tile<pto::TileType::Vec, float, 64, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_gc(static_cast<size_t>(vr_gc), static_cast<size_t>(vc_gc));
+                        // tile pr2: vec f32[64, 128] (test_data/library/every_kernel.wsp:179:8)
+                        const int64_t vr_pr2 = v_vf, vc_pr2 = v_hb;
+                        if (!pto_wsp_rt::check_valid(st, 936, vr_pr2, vc_pr2, 64, 128)) { pipe_barrier(PIPE_ALL); return; }
+                        pto::Tile<pto::TileType::Vec, float, 64, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_pr2(static_cast<size_t>(vr_pr2), static_cast<size_t>(vc_pr2));
+                        // tile part2: vec f32[1, 128] (test_data/library/every_kernel.wsp:179:8)
+                        const int64_t vr_part2 = int64_t{1}, vc_part2 = v_hb;
+                        if (!pto_wsp_rt::check_valid(st, 937, vr_part2, vc_part2, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
+                        pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_part2(static_cast<size_t>(vr_part2), static_cast<size_t>(vc_part2));
+                        // TTRANS(gc, a1[r]) (test_data/library/every_kernel.wsp:179:8)
+                        const int64_t ix39_ = v_r;
+                        if (!pto_wsp_rt::in_range(st, 938, ix39_, 16)) { pipe_barrier(PIPE_ALL); return; }
+                        std::remove_reference_t<decltype(t_a1[ix39_])> tmp40_(t_a1[ix39_].GetValidRow(), t_a1[ix39_].GetValidCol());
+                        TTRANS(t_gc, t_a1[ix39_], tmp40_);
+                        // TROWEXPANDMUL(pr2, w2t, gc) (test_data/library/every_kernel.wsp:179:8)
+                        TROWEXPANDMUL(t_pr2, t_w2t, t_gc);
+                        // TCOLSUM(part2, pr2) (test_data/library/every_kernel.wsp:179:8)
+                        std::remove_reference_t<decltype(t_pr2)> tmp41_(t_pr2.GetValidRow(), t_pr2.GetValidCol());
+                        pto_wsp_rt::colsum(t_part2, t_pr2, tmp41_);
+                        // TADD(yacc[r * nj + jb], yacc[r * nj + jb], part2) (test_data/library/every_kernel.wsp:179:8)
+                        const int64_t ix42_ = ((v_r * v_nj) + v_jb);
+                        if (!pto_wsp_rt::in_range(st, 939, ix42_, 128)) { pipe_barrier(PIPE_ALL); return; }
+                        const int64_t ix43_ = ((v_r * v_nj) + v_jb);
+                        if (!pto_wsp_rt::in_range(st, 940, ix43_, 128)) { pipe_barrier(PIPE_ALL); return; }
+                        TADD(t_yacc[ix42_], t_yacc[ix43_], t_part2);
+                    }
+                }
             }
-        }
-        const int64_t r_n28_ = v_t;
-        for (int64_t v_r = 0; v_r < r_n28_; ++v_r) {
-            // tile e: vec f32[1, 64] (test_data/library/every_kernel.wsp:179:8)
-            const int64_t vr_e = int64_t{1}, vc_e = v_vf;
-            if (!pto_wsp_rt::check_valid(st, 914, vr_e, vc_e, 1, 64)) { pipe_barrier(PIPE_ALL); return; }
-            pto::Tile<pto::TileType::Vec, float, 1, 64, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_e(static_cast<size_t>(vr_e), static_cast<size_t>(vc_e));
-            // TMULS(e, a1[r], -1.0) (test_data/library/every_kernel.wsp:179:8)
-            const int64_t ix29_ = v_r;
-            if (!pto_wsp_rt::in_range(st, 915, ix29_, 16)) { pipe_barrier(PIPE_ALL); return; }
-            TMULS(t_e, t_a1[ix29_], static_cast<float>(-1.0f));
-            // TEXP(e, e) (test_data/library/every_kernel.wsp:179:8)
-            TEXP(t_e, t_e);
-            // TADDS(e, e, 1.0) (test_data/library/every_kernel.wsp:179:8)
-            TADDS(t_e, t_e, static_cast<float>(1.0f));
-            // TDIV(a1[r], a1[r], e) (test_data/library/every_kernel.wsp:179:8)
-            const int64_t ix30_ = v_r;
-            if (!pto_wsp_rt::in_range(st, 916, ix30_, 16)) { pipe_barrier(PIPE_ALL); return; }
-            const int64_t ix31_ = v_r;
-            if (!pto_wsp_rt::in_range(st, 917, ix31_, 16)) { pipe_barrier(PIPE_ALL); return; }
-            TDIV(t_a1[ix30_], t_a1[ix31_], t_e);
-            // TMUL(a1[r], a1[r], a3[r]) (test_data/library/every_kernel.wsp:179:8)
-            const int64_t ix32_ = v_r;
-            if (!pto_wsp_rt::in_range(st, 918, ix32_, 16)) { pipe_barrier(PIPE_ALL); return; }
-            const int64_t ix33_ = v_r;
-            if (!pto_wsp_rt::in_range(st, 919, ix33_, 16)) { pipe_barrier(PIPE_ALL); return; }
-            const int64_t ix34_ = v_r;
-            if (!pto_wsp_rt::in_range(st, 920, ix34_, 16)) { pipe_barrier(PIPE_ALL); return; }
-            TMUL(t_a1[ix32_], t_a1[ix33_], t_a3[ix34_]);
-        }
-        const int64_t jb_n35_ = v_nh;
-        for (int64_t v_jb = 0; v_jb < jb_n35_; ++v_jb) {
-            // tile w2t: vec f32[64, 128] (test_data/library/every_kernel.wsp:179:8)
-            const int64_t vr_w2t = v_vf, vc_w2t = v_hb;
-            if (!pto_wsp_rt::check_valid(st, 921, vr_w2t, vc_w2t, 64, 128)) { pipe_barrier(PIPE_ALL); return; }
-            pto::Tile<pto::TileType::Vec, float, 64, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_w2t(static_cast<size_t>(vr_w2t), static_cast<size_t>(vc_w2t));
-            // TLOAD(w2t, w2, fb * 64, jb * hb) (test_data/library/every_kernel.wsp:179:8)
-            const int64_t o36_0 = (v_fb * int64_t{64});
-            const int64_t o37_1 = (v_jb * v_hb);
-            {
-                pto_wsp_rt::Part<float> p_;
-                if (!pto_wsp_rt::part(st, 922, g_w2, o36_0, o37_1, t_w2t.GetValidRow(), t_w2t.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
-                auto gt_ = pto_wsp_rt::tensor(p_);
-                TLOAD(t_w2t, gt_);
-            }
-            const int64_t r_n38_ = v_t;
-            for (int64_t v_r = 0; v_r < r_n38_; ++v_r) {
-                // tile gc: vec f32[64, 1] (test_data/library/every_kernel.wsp:179:8)
-                const int64_t vr_gc = v_vf, vc_gc = int64_t{1};
-                if (!pto_wsp_rt::check_valid(st, 925, vr_gc, vc_gc, 64, 1)) { pipe_barrier(PIPE_ALL); return; }
-                pto::Tile<pto::TileType::Vec, float, 64, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_gc(static_cast<size_t>(vr_gc), static_cast<size_t>(vc_gc));
-                // tile pr2: vec f32[64, 128] (test_data/library/every_kernel.wsp:179:8)
-                const int64_t vr_pr2 = v_vf, vc_pr2 = v_hb;
-                if (!pto_wsp_rt::check_valid(st, 926, vr_pr2, vc_pr2, 64, 128)) { pipe_barrier(PIPE_ALL); return; }
-                pto::Tile<pto::TileType::Vec, float, 64, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_pr2(static_cast<size_t>(vr_pr2), static_cast<size_t>(vc_pr2));
-                // tile part2: vec f32[1, 128] (test_data/library/every_kernel.wsp:179:8)
-                const int64_t vr_part2 = int64_t{1}, vc_part2 = v_hb;
-                if (!pto_wsp_rt::check_valid(st, 927, vr_part2, vc_part2, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
-                pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_part2(static_cast<size_t>(vr_part2), static_cast<size_t>(vc_part2));
-                // TTRANS(gc, a1[r]) (test_data/library/every_kernel.wsp:179:8)
-                const int64_t ix39_ = v_r;
-                if (!pto_wsp_rt::in_range(st, 928, ix39_, 16)) { pipe_barrier(PIPE_ALL); return; }
-                std::remove_reference_t<decltype(t_a1[ix39_])> tmp40_(t_a1[ix39_].GetValidRow(), t_a1[ix39_].GetValidCol());
-                TTRANS(t_gc, t_a1[ix39_], tmp40_);
-                // TROWEXPANDMUL(pr2, w2t, gc) (test_data/library/every_kernel.wsp:179:8)
-                TROWEXPANDMUL(t_pr2, t_w2t, t_gc);
-                // TCOLSUM(part2, pr2) (test_data/library/every_kernel.wsp:179:8)
-                std::remove_reference_t<decltype(t_pr2)> tmp41_(t_pr2.GetValidRow(), t_pr2.GetValidCol());
-                pto_wsp_rt::colsum(t_part2, t_pr2, tmp41_);
-                // TADD(yacc[r * nh + jb], yacc[r * nh + jb], part2) (test_data/library/every_kernel.wsp:179:8)
-                const int64_t ix42_ = ((v_r * v_nh) + v_jb);
-                if (!pto_wsp_rt::in_range(st, 929, ix42_, 128)) { pipe_barrier(PIPE_ALL); return; }
-                const int64_t ix43_ = ((v_r * v_nh) + v_jb);
-                if (!pto_wsp_rt::in_range(st, 930, ix43_, 128)) { pipe_barrier(PIPE_ALL); return; }
-                TADD(t_yacc[ix42_], t_yacc[ix43_], t_part2);
-            }
-        }
-    }
-    const int64_t r_n44_ = v_t;
-    for (int64_t v_r = 0; v_r < r_n44_; ++v_r) {
-        // tile gv: vec f32[1, 1] (test_data/library/every_kernel.wsp:179:8)
-        const int64_t vr_gv = int64_t{1}, vc_gv = int64_t{1};
-        if (!pto_wsp_rt::check_valid(st, 931, vr_gv, vc_gv, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
-        pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_gv(static_cast<size_t>(vr_gv), static_cast<size_t>(vc_gv));
-        const bool c45_ = (g_g.cols == int64_t{1});
-        if (c45_) {
-            // tile gs: vec f32[1, 1] (test_data/library/every_kernel.wsp:179:8)
-            const int64_t vr_gs = int64_t{1}, vc_gs = int64_t{1};
-            if (!pto_wsp_rt::check_valid(st, 932, vr_gs, vc_gs, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
-            pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_gs(static_cast<size_t>(vr_gs), static_cast<size_t>(vc_gs));
-            // TLOAD(gs, g, r, 0) (test_data/library/every_kernel.wsp:179:8)
-            const int64_t o46_0 = v_r;
-            const int64_t o47_1 = int64_t{0};
-            {
-                pto_wsp_rt::Part<float> p_;
-                if (!pto_wsp_rt::part(st, 933, g_g, o46_0, o47_1, t_gs.GetValidRow(), t_gs.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
-                auto gt_ = pto_wsp_rt::tensor(p_);
-                TLOAD(t_gs, gt_);
-            }
-            // TCVT(gv, gs) (test_data/library/every_kernel.wsp:179:8)
-            TCVT(t_gv, t_gs, pto::RoundMode::CAST_RINT);
-        } else {
-            // tile gs2: vec f32[1, 1] (test_data/library/every_kernel.wsp:179:8)
-            const int64_t vr_gs2 = int64_t{1}, vc_gs2 = int64_t{1};
-            if (!pto_wsp_rt::check_valid(st, 936, vr_gs2, vc_gs2, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
-            pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_gs2(static_cast<size_t>(vr_gs2), static_cast<size_t>(vc_gs2));
-            // TLOAD(gs2, g, 0, r) (test_data/library/every_kernel.wsp:179:8)
-            const int64_t o48_0 = int64_t{0};
-            const int64_t o49_1 = v_r;
-            {
-                pto_wsp_rt::Part<float> p_;
-                if (!pto_wsp_rt::part(st, 937, g_g, o48_0, o49_1, t_gs2.GetValidRow(), t_gs2.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
-                auto gt_ = pto_wsp_rt::tensor(p_);
-                TLOAD(t_gs2, gt_);
-            }
-            // TCVT(gv, gs2) (test_data/library/every_kernel.wsp:179:8)
-            TCVT(t_gv, t_gs2, pto::RoundMode::CAST_RINT);
-        }
-        const int64_t jb_n50_ = v_nh;
-        for (int64_t v_jb = 0; v_jb < jb_n50_; ++v_jb) {
-            // tile ys: vec f32[1, 128] (test_data/library/every_kernel.wsp:179:8)
-            const int64_t vr_ys = int64_t{1}, vc_ys = v_hb;
-            if (!pto_wsp_rt::check_valid(st, 940, vr_ys, vc_ys, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
-            pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_ys(static_cast<size_t>(vr_ys), static_cast<size_t>(vc_ys));
-            // TROWEXPANDMUL(yacc[r * nh + jb], yacc[r * nh + jb], gv) (test_data/library/every_kernel.wsp:179:8)
-            const int64_t ix51_ = ((v_r * v_nh) + v_jb);
-            if (!pto_wsp_rt::in_range(st, 941, ix51_, 128)) { pipe_barrier(PIPE_ALL); return; }
-            const int64_t ix52_ = ((v_r * v_nh) + v_jb);
-            if (!pto_wsp_rt::in_range(st, 942, ix52_, 128)) { pipe_barrier(PIPE_ALL); return; }
-            TROWEXPANDMUL(t_yacc[ix51_], t_yacc[ix52_], t_gv);
-            // TCVT(ys, yacc[r * nh + jb]) (test_data/library/every_kernel.wsp:179:8)
-            const int64_t ix53_ = ((v_r * v_nh) + v_jb);
-            if (!pto_wsp_rt::in_range(st, 943, ix53_, 128)) { pipe_barrier(PIPE_ALL); return; }
-            TCVT(t_ys, t_yacc[ix53_], pto::RoundMode::CAST_RINT);
-            // TSTORE(y, ys, r, jb * hb) (test_data/library/every_kernel.wsp:179:8)
-            const int64_t o54_0 = v_r;
-            const int64_t o55_1 = (v_jb * v_hb);
-            {
-                pto_wsp_rt::Part<float> p_;
-                if (!pto_wsp_rt::part(st, 944, g_y, o54_0, o55_1, t_ys.GetValidRow(), t_ys.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
-                auto gt_ = pto_wsp_rt::tensor(p_);
-                TSTORE(gt_, t_ys);
+            const int64_t r_n44_ = v_tb;
+            for (int64_t v_r = 0; v_r < r_n44_; ++v_r) {
+                // tile gv: vec f32[1, 1] (test_data/library/every_kernel.wsp:179:8)
+                const int64_t vr_gv = int64_t{1}, vc_gv = int64_t{1};
+                if (!pto_wsp_rt::check_valid(st, 941, vr_gv, vc_gv, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+                pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_gv(static_cast<size_t>(vr_gv), static_cast<size_t>(vc_gv));
+                const bool c45_ = (g_g.cols == int64_t{1});
+                if (c45_) {
+                    // tile gs: vec f32[1, 1] (test_data/library/every_kernel.wsp:179:8)
+                    const int64_t vr_gs = int64_t{1}, vc_gs = int64_t{1};
+                    if (!pto_wsp_rt::check_valid(st, 942, vr_gs, vc_gs, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+                    pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_gs(static_cast<size_t>(vr_gs), static_cast<size_t>(vc_gs));
+                    // TLOAD(gs, g, t0 + r, 0) (test_data/library/every_kernel.wsp:179:8)
+                    const int64_t o46_0 = (v_t0 + v_r);
+                    const int64_t o47_1 = int64_t{0};
+                    {
+                        pto_wsp_rt::Part<float> p_;
+                        if (!pto_wsp_rt::part(st, 943, g_g, o46_0, o47_1, t_gs.GetValidRow(), t_gs.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                        auto gt_ = pto_wsp_rt::tensor(p_);
+                        TLOAD(t_gs, gt_);
+                    }
+                    // TCVT(gv, gs) (test_data/library/every_kernel.wsp:179:8)
+                    TCVT(t_gv, t_gs, pto::RoundMode::CAST_RINT);
+                } else {
+                    // tile gs2: vec f32[1, 1] (test_data/library/every_kernel.wsp:179:8)
+                    const int64_t vr_gs2 = int64_t{1}, vc_gs2 = int64_t{1};
+                    if (!pto_wsp_rt::check_valid(st, 946, vr_gs2, vc_gs2, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+                    pto::Tile<pto::TileType::Vec, float, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_gs2(static_cast<size_t>(vr_gs2), static_cast<size_t>(vc_gs2));
+                    // TLOAD(gs2, g, 0, t0 + r) (test_data/library/every_kernel.wsp:179:8)
+                    const int64_t o48_0 = int64_t{0};
+                    const int64_t o49_1 = (v_t0 + v_r);
+                    {
+                        pto_wsp_rt::Part<float> p_;
+                        if (!pto_wsp_rt::part(st, 947, g_g, o48_0, o49_1, t_gs2.GetValidRow(), t_gs2.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                        auto gt_ = pto_wsp_rt::tensor(p_);
+                        TLOAD(t_gs2, gt_);
+                    }
+                    // TCVT(gv, gs2) (test_data/library/every_kernel.wsp:179:8)
+                    TCVT(t_gv, t_gs2, pto::RoundMode::CAST_RINT);
+                }
+                const int64_t jb_n50_ = v_nj;
+                for (int64_t v_jb = 0; v_jb < jb_n50_; ++v_jb) {
+                    // tile ys: vec f32[1, 128] (test_data/library/every_kernel.wsp:179:8)
+                    const int64_t vr_ys = int64_t{1}, vc_ys = v_hb;
+                    if (!pto_wsp_rt::check_valid(st, 950, vr_ys, vc_ys, 1, 128)) { pipe_barrier(PIPE_ALL); return; }
+                    pto::Tile<pto::TileType::Vec, float, 1, 128, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_ys(static_cast<size_t>(vr_ys), static_cast<size_t>(vc_ys));
+                    // TROWEXPANDMUL(yacc[r * nj + jb], yacc[r * nj + jb], gv) (test_data/library/every_kernel.wsp:179:8)
+                    const int64_t ix51_ = ((v_r * v_nj) + v_jb);
+                    if (!pto_wsp_rt::in_range(st, 951, ix51_, 128)) { pipe_barrier(PIPE_ALL); return; }
+                    const int64_t ix52_ = ((v_r * v_nj) + v_jb);
+                    if (!pto_wsp_rt::in_range(st, 952, ix52_, 128)) { pipe_barrier(PIPE_ALL); return; }
+                    TROWEXPANDMUL(t_yacc[ix51_], t_yacc[ix52_], t_gv);
+                    // TCVT(ys, yacc[r * nj + jb]) (test_data/library/every_kernel.wsp:179:8)
+                    const int64_t ix53_ = ((v_r * v_nj) + v_jb);
+                    if (!pto_wsp_rt::in_range(st, 953, ix53_, 128)) { pipe_barrier(PIPE_ALL); return; }
+                    TCVT(t_ys, t_yacc[ix53_], pto::RoundMode::CAST_RINT);
+                    // TSTORE(y, ys, t0 + r, (j0 + jb) * hb) (test_data/library/every_kernel.wsp:179:8)
+                    const int64_t o54_0 = (v_t0 + v_r);
+                    const int64_t o55_1 = ((v_j0 + v_jb) * v_hb);
+                    {
+                        pto_wsp_rt::Part<float> p_;
+                        if (!pto_wsp_rt::part(st, 954, g_y, o54_0, o55_1, t_ys.GetValidRow(), t_ys.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                        auto gt_ = pto_wsp_rt::tensor(p_);
+                        TSTORE(gt_, t_ys);
+                    }
+                }
             }
         }
     }

@@ -16,30 +16,30 @@ inline void k_scatter(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float>
     const int64_t v_m = g_dst.rows;
     const bool c1_ = ((g_src.rows == v_ni) && (g_dst.cols == g_src.cols));
     if (!c1_) {
-        pto_wsp_rt::fail(st, 993, g_src.rows, g_src.cols, v_ni, g_dst.rows, g_dst.cols);
+        pto_wsp_rt::fail(st, 1003, g_src.rows, g_src.cols, v_ni, g_dst.rows, g_dst.cols);
         { pipe_barrier(PIPE_ALL); return; }
     }
     const int64_t p_n2_ = v_ni;
     for (int64_t v_p = 0; v_p < p_n2_; ++v_p) {
         // tile it: vec i32[1, 1] (test_data/library/every_kernel.wsp:182:8)
         const int64_t vr_it = int64_t{1}, vc_it = int64_t{1};
-        if (!pto_wsp_rt::check_valid(st, 994, vr_it, vc_it, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 1004, vr_it, vc_it, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, int32_t, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_it(static_cast<size_t>(vr_it), static_cast<size_t>(vc_it));
         // TLOAD(it, idx, p / ci, p % ci) (test_data/library/every_kernel.wsp:182:8)
-        const int64_t o3_0 = pto_wsp_rt::idiv(st, 995, v_p, v_ci);
-        const int64_t o4_1 = pto_wsp_rt::irem(st, 996, v_p, v_ci);
+        const int64_t o3_0 = pto_wsp_rt::idiv(st, 1005, v_p, v_ci);
+        const int64_t o4_1 = pto_wsp_rt::irem(st, 1006, v_p, v_ci);
         if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
         {
             pto_wsp_rt::Part<int32_t> p_;
-            if (!pto_wsp_rt::part(st, 997, g_idx, o3_0, o4_1, t_it.GetValidRow(), t_it.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::part(st, 1007, g_idx, o3_0, o4_1, t_it.GetValidRow(), t_it.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
             auto gt_ = pto_wsp_rt::tensor(p_);
             TLOAD(t_it, gt_);
         }
         int64_t v_i = 0;
-        if (!pto_wsp_rt::get_value(st, 1000, t_it, int64_t{0}, int64_t{0}, v_i)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::get_value(st, 1010, t_it, int64_t{0}, int64_t{0}, v_i)) { pipe_barrier(PIPE_ALL); return; }
         const bool c5_ = ((v_i >= int64_t{0}) && (v_i < v_m));
         if (!c5_) {
-            pto_wsp_rt::fail(st, 1001, v_p, v_i, v_m);
+            pto_wsp_rt::fail(st, 1011, v_p, v_i, v_m);
             { pipe_barrier(PIPE_ALL); return; }
         }
     }
@@ -47,38 +47,38 @@ inline void k_scatter(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float>
     for (int64_t v_p = 0; v_p < p_n6_; ++v_p) {
         // tile it: vec i32[1, 1] (test_data/library/every_kernel.wsp:182:8)
         const int64_t vr_it = int64_t{1}, vc_it = int64_t{1};
-        if (!pto_wsp_rt::check_valid(st, 1002, vr_it, vc_it, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 1012, vr_it, vc_it, 1, 1)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, int32_t, 1, 8, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_it(static_cast<size_t>(vr_it), static_cast<size_t>(vc_it));
         // TLOAD(it, idx, p / ci, p % ci) (test_data/library/every_kernel.wsp:182:8)
-        const int64_t o7_0 = pto_wsp_rt::idiv(st, 1003, v_p, v_ci);
-        const int64_t o8_1 = pto_wsp_rt::irem(st, 1004, v_p, v_ci);
+        const int64_t o7_0 = pto_wsp_rt::idiv(st, 1013, v_p, v_ci);
+        const int64_t o8_1 = pto_wsp_rt::irem(st, 1014, v_p, v_ci);
         if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
         {
             pto_wsp_rt::Part<int32_t> p_;
-            if (!pto_wsp_rt::part(st, 1005, g_idx, o7_0, o8_1, t_it.GetValidRow(), t_it.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::part(st, 1015, g_idx, o7_0, o8_1, t_it.GetValidRow(), t_it.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
             auto gt_ = pto_wsp_rt::tensor(p_);
             TLOAD(t_it, gt_);
         }
         int64_t v_i = 0;
-        if (!pto_wsp_rt::get_value(st, 1008, t_it, int64_t{0}, int64_t{0}, v_i)) { pipe_barrier(PIPE_ALL); return; }
-        const int64_t j_n9_ = pto_wsp_rt::idiv(st, 1009, (g_src.cols + int64_t{511}), int64_t{512});
+        if (!pto_wsp_rt::get_value(st, 1018, t_it, int64_t{0}, int64_t{0}, v_i)) { pipe_barrier(PIPE_ALL); return; }
+        const int64_t j_n9_ = pto_wsp_rt::idiv(st, 1019, (g_src.cols + int64_t{511}), int64_t{512});
         if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
         for (int64_t v_j = 0; v_j < j_n9_; ++v_j) {
             const int64_t v_vc = pto_wsp_rt::imin(int64_t{512}, (g_src.cols - (v_j * int64_t{512})));
             // tile st: vec f32[1, 512] (test_data/library/every_kernel.wsp:182:8)
             const int64_t vr_st = int64_t{1}, vc_st = v_vc;
-            if (!pto_wsp_rt::check_valid(st, 1010, vr_st, vc_st, 1, 512)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 1020, vr_st, vc_st, 1, 512)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, float, 1, 512, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_st(static_cast<size_t>(vr_st), static_cast<size_t>(vc_st));
             // tile dt: vec f32[1, 512] (test_data/library/every_kernel.wsp:182:8)
             const int64_t vr_dt = int64_t{1}, vc_dt = v_vc;
-            if (!pto_wsp_rt::check_valid(st, 1011, vr_dt, vc_dt, 1, 512)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::check_valid(st, 1021, vr_dt, vc_dt, 1, 512)) { pipe_barrier(PIPE_ALL); return; }
             pto::Tile<pto::TileType::Vec, float, 1, 512, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_dt(static_cast<size_t>(vr_dt), static_cast<size_t>(vc_dt));
             // TLOAD(dt, dst, i, j * 512) (test_data/library/every_kernel.wsp:182:8)
             const int64_t o10_0 = v_i;
             const int64_t o11_1 = (v_j * int64_t{512});
             {
                 pto_wsp_rt::Part<float> p_;
-                if (!pto_wsp_rt::part(st, 1012, g_dst, o10_0, o11_1, t_dt.GetValidRow(), t_dt.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::part(st, 1022, g_dst, o10_0, o11_1, t_dt.GetValidRow(), t_dt.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
                 auto gt_ = pto_wsp_rt::tensor(p_);
                 TLOAD(t_dt, gt_);
             }
@@ -87,7 +87,7 @@ inline void k_scatter(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float>
             const int64_t o13_1 = (v_j * int64_t{512});
             {
                 pto_wsp_rt::Part<float> p_;
-                if (!pto_wsp_rt::part(st, 1015, g_src, o12_0, o13_1, t_st.GetValidRow(), t_st.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::part(st, 1025, g_src, o12_0, o13_1, t_st.GetValidRow(), t_st.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
                 auto gt_ = pto_wsp_rt::tensor(p_);
                 TLOAD(t_st, gt_);
             }
@@ -98,7 +98,7 @@ inline void k_scatter(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float>
             const int64_t o15_1 = (v_j * int64_t{512});
             {
                 pto_wsp_rt::Part<float> p_;
-                if (!pto_wsp_rt::part(st, 1018, g_dst, o14_0, o15_1, t_dt.GetValidRow(), t_dt.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+                if (!pto_wsp_rt::part(st, 1028, g_dst, o14_0, o15_1, t_dt.GetValidRow(), t_dt.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
                 auto gt_ = pto_wsp_rt::tensor(p_);
                 TSTORE(gt_, t_dt);
             }

@@ -15,23 +15,23 @@ inline void k_topk(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float> &g
     const int64_t v_k = g_i.cols;
     const bool c1_ = ((g_i.rows == g_x.rows) && (v_k <= v_n));
     if (!c1_) {
-        pto_wsp_rt::fail(st, 947, g_x.rows, v_n, g_i.rows, v_k, v_n);
+        pto_wsp_rt::fail(st, 957, g_x.rows, v_n, g_i.rows, v_k, v_n);
         { pipe_barrier(PIPE_ALL); return; }
     }
     const int64_t v_top = (v_n - int64_t{1});
     const bool c2_ = (v_top <= int64_t{2147483647});
     if (!c2_) {
-        pto_wsp_rt::fail(st, 948, g_x.rows, v_n, v_top);
+        pto_wsp_rt::fail(st, 958, g_x.rows, v_n, v_top);
         { pipe_barrier(PIPE_ALL); return; }
     }
     const bool c3_ = ((g_v.rows == g_x.rows) && (g_v.cols == v_k));
     if (!c3_) {
-        pto_wsp_rt::fail(st, 949, g_v.rows, g_v.cols, g_i.rows, v_k);
+        pto_wsp_rt::fail(st, 959, g_v.rows, g_v.cols, g_i.rows, v_k);
         { pipe_barrier(PIPE_ALL); return; }
     }
     const bool c4_ = (v_n <= int64_t{2048});
     if (!c4_) {
-        pto_wsp_rt::fail(st, 950, v_n);
+        pto_wsp_rt::fail(st, 960, v_n);
         { pipe_barrier(PIPE_ALL); return; }
     }
     const int64_t v_np = ((v_n <= int64_t{32}) ? int64_t{32} : ((v_n <= int64_t{128}) ? int64_t{128} : ((v_n <= int64_t{512}) ? int64_t{512} : int64_t{2048})));
@@ -40,38 +40,38 @@ inline void k_topk(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float> &g
     for (int64_t v_r = 0; v_r < r_n5_; ++v_r) {
         // tile xr: vec f32[1, 2048] (test_data/library/every_kernel.wsp:180:8)
         const int64_t vr_xr = int64_t{1}, vc_xr = v_n;
-        if (!pto_wsp_rt::check_valid(st, 951, vr_xr, vc_xr, 1, 2048)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 961, vr_xr, vc_xr, 1, 2048)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, float, 1, 2048, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_xr(static_cast<size_t>(vr_xr), static_cast<size_t>(vc_xr));
         // tile xp: vec f32[1, 2048] (test_data/library/every_kernel.wsp:180:8)
         const int64_t vr_xp = int64_t{1}, vc_xp = v_np;
-        if (!pto_wsp_rt::check_valid(st, 952, vr_xp, vc_xp, 1, 2048)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 962, vr_xp, vc_xp, 1, 2048)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, float, 1, 2048, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_xp(static_cast<size_t>(vr_xp), static_cast<size_t>(vc_xp));
         // tile ix: vec u32[1, 2048] (test_data/library/every_kernel.wsp:180:8)
         const int64_t vr_ix = int64_t{1}, vc_ix = v_np;
-        if (!pto_wsp_rt::check_valid(st, 953, vr_ix, vc_ix, 1, 2048)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 963, vr_ix, vc_ix, 1, 2048)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, uint32_t, 1, 2048, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_ix(static_cast<size_t>(vr_ix), static_cast<size_t>(vc_ix));
         // tile ra: vec f32[1, 4096] (test_data/library/every_kernel.wsp:180:8)
         const int64_t vr_ra = int64_t{1}, vc_ra = (int64_t{2} * v_np);
-        if (!pto_wsp_rt::check_valid(st, 954, vr_ra, vc_ra, 1, 4096)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 964, vr_ra, vc_ra, 1, 4096)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, float, 1, 4096, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_ra(static_cast<size_t>(vr_ra), static_cast<size_t>(vc_ra));
         // tile rb: vec f32[1, 4096] (test_data/library/every_kernel.wsp:180:8)
         const int64_t vr_rb = int64_t{1}, vc_rb = (int64_t{2} * v_np);
-        if (!pto_wsp_rt::check_valid(st, 955, vr_rb, vc_rb, 1, 4096)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 965, vr_rb, vc_rb, 1, 4096)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, float, 1, 4096, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_rb(static_cast<size_t>(vr_rb), static_cast<size_t>(vc_rb));
         // tile ti: vec i32[1, 2048] (test_data/library/every_kernel.wsp:180:8)
         const int64_t vr_ti = int64_t{1}, vc_ti = v_k;
-        if (!pto_wsp_rt::check_valid(st, 956, vr_ti, vc_ti, 1, 2048)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 966, vr_ti, vc_ti, 1, 2048)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, int32_t, 1, 2048, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_ti(static_cast<size_t>(vr_ti), static_cast<size_t>(vc_ti));
         // tile tv: vec f32[1, 2048] (test_data/library/every_kernel.wsp:180:8)
         const int64_t vr_tv = int64_t{1}, vc_tv = v_k;
-        if (!pto_wsp_rt::check_valid(st, 957, vr_tv, vc_tv, 1, 2048)) { pipe_barrier(PIPE_ALL); return; }
+        if (!pto_wsp_rt::check_valid(st, 967, vr_tv, vc_tv, 1, 2048)) { pipe_barrier(PIPE_ALL); return; }
         pto::Tile<pto::TileType::Vec, float, 1, 2048, pto::BLayout::RowMajor, pto::DYNAMIC, pto::DYNAMIC> t_tv(static_cast<size_t>(vr_tv), static_cast<size_t>(vc_tv));
         // TLOAD(xr, x, r, 0) (test_data/library/every_kernel.wsp:180:8)
         const int64_t o6_0 = v_r;
         const int64_t o7_1 = int64_t{0};
         {
             pto_wsp_rt::Part<float> p_;
-            if (!pto_wsp_rt::part(st, 958, g_x, o6_0, o7_1, t_xr.GetValidRow(), t_xr.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::part(st, 968, g_x, o6_0, o7_1, t_xr.GetValidRow(), t_xr.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
             auto gt_ = pto_wsp_rt::tensor(p_);
             TLOAD(t_xr, gt_);
         }
@@ -85,7 +85,7 @@ inline void k_topk(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float> &g
         const int64_t p_n9_ = v_passes;
         for (int64_t v_p = 0; v_p < p_n9_; ++v_p) {
             const int64_t v_bl = ((v_p == int64_t{0}) ? int64_t{64} : ((v_p == int64_t{1}) ? int64_t{256} : int64_t{1024}));
-            const bool c10_ = (pto_wsp_rt::irem(st, 961, v_p, int64_t{2}) == int64_t{0});
+            const bool c10_ = (pto_wsp_rt::irem(st, 971, v_p, int64_t{2}) == int64_t{0});
             if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
             if (c10_) {
                 // TMRGSORT(rb, ra, bl) (test_data/library/every_kernel.wsp:180:8)
@@ -97,7 +97,7 @@ inline void k_topk(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float> &g
                 TMRGSORT(t_ra, t_rb, static_cast<uint32_t>(o12_0));
             }
         }
-        const bool c13_ = (pto_wsp_rt::irem(st, 962, v_passes, int64_t{2}) == int64_t{1});
+        const bool c13_ = (pto_wsp_rt::irem(st, 972, v_passes, int64_t{2}) == int64_t{1});
         if (pto_wsp_rt::failed(st)) { pipe_barrier(PIPE_ALL); return; }
         if (c13_) {
             // TSORTIDX(ti, rb) (test_data/library/every_kernel.wsp:180:8)
@@ -115,7 +115,7 @@ inline void k_topk(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float> &g
         const int64_t o15_1 = int64_t{0};
         {
             pto_wsp_rt::Part<int32_t> p_;
-            if (!pto_wsp_rt::part(st, 963, g_i, o14_0, o15_1, t_ti.GetValidRow(), t_ti.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::part(st, 973, g_i, o14_0, o15_1, t_ti.GetValidRow(), t_ti.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
             auto gt_ = pto_wsp_rt::tensor(p_);
             TSTORE(gt_, t_ti);
         }
@@ -124,7 +124,7 @@ inline void k_topk(__gm__ pto_wsp_rt::Status *st, const pto_wsp_rt::Gm<float> &g
         const int64_t o17_1 = int64_t{0};
         {
             pto_wsp_rt::Part<float> p_;
-            if (!pto_wsp_rt::part(st, 966, g_v, o16_0, o17_1, t_tv.GetValidRow(), t_tv.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
+            if (!pto_wsp_rt::part(st, 976, g_v, o16_0, o17_1, t_tv.GetValidRow(), t_tv.GetValidCol(), true, p_)) { pipe_barrier(PIPE_ALL); return; }
             auto gt_ = pto_wsp_rt::tensor(p_);
             TSTORE(gt_, t_tv);
         }

@@ -57,6 +57,8 @@ static const char *const kMessages[] = {
     "kernel `rmsnorm_builtin`: TSTORE: {0} x {1} at ({2}, {3}) is outside region 2 ({4} x {5})",
     "kernel `rmsnorm_builtin`: TSTORE: rows {0} to {1} of region 2 are not one run of its layout, whose rows come in groups of {2} (a `vec` tile may cover whole groups, a matrix tile must stay inside one)",
     "kernel `rmsnorm_builtin`: TSTORE: the rows of region 2 are {0} elements apart; a matrix tile moves rows at most 65,535 elements apart",
+    "kernel `gemm_tile`: tile `am`: valid {0} x {1} is outside its 16 x 16",
+    "kernel `gemm_tile`: tile `bm`: valid {0} x {1} is outside its 16 x 16",
     "kernel `gemm_tile`: tile `ta`: valid {0} x {1} is outside its 16 x 16",
     "kernel `gemm_tile`: tile `tb`: valid {0} x {1} is outside its 16 x 16",
     "kernel `gemm_tile`: tile `acc`: valid {0} x {1} is outside its 16 x 16",
