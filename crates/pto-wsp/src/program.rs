@@ -864,14 +864,12 @@ impl Inner {
                     match feed_bytecode(program, bound, b, &mut hooks, ExecDomain::default()) {
                         Ok(s) => Ok(s),
                         Err(BytecodeFeedError::Feed(e)) => Err(e),
-                        // The user sees the reference expander's message for the same mistake
-                        // (the interpreter's when the expander finds none before a computed
-                        // read, which it cannot serve without running tasks, and for an error
-                        // of a computed read itself, which the interpreter places).
+                        // The user sees the reference expander's message for the same mistake,
+                        // placed at its statement (the interpreter's, placed by its statement
+                        // table, when the expander finds none before a computed read, which it
+                        // cannot serve without running tasks, and for an error of a computed
+                        // read itself).
                         Err(BytecodeFeedError::Interp(e)) => {
-                            if pto_wsp_ir::Diagnostic::loc(&e).is_known() {
-                                return Err(ExecError::build(&e));
-                            }
                             return Err(
                                 match expander_error(self.plan.resolved(), bindings)
                                     .filter(|x| !matches!(x, ExpandError::ComputedRead { .. }))
