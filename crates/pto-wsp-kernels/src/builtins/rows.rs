@@ -174,6 +174,17 @@ pub fn rope(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
     }
 }
 
+/// The RoPE tables' entry of position `position`, pair `pair` of a head of `2 · half`
+/// elements at base `theta` (rotate-half pairing): `(cos, sin)` of
+/// `position · theta^(−pair / half)`, in `f64`. The one definition of the tables: the
+/// `//@ fill NAME=rope_cos(THETA)` / `rope_sin(THETA)` generators and every program that fills
+/// tables itself read it, so tables and the angles form agree.
+pub fn rope_table_entry(theta: f64, position: usize, pair: usize, half: usize) -> (f64, f64) {
+    let angle = position as f64 * theta.powf(-2.0 * pair as f64 / (2 * half) as f64);
+    let (s, c) = angle.sin_cos();
+    (c, s)
+}
+
 /// [`rope`] with cos / sin tables.
 fn rope_tables(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
     const K: &str = "rope";

@@ -3,6 +3,7 @@
 //!
 //! - `mla_prolog`: a whole pto-wsp workload (`examples/ptog/deepseek_mla_prolog.wsp`:
 //!   projections, RMSNorm and RoPE of the MLA queries, keys and values) as one kernel node;
+//!   RoPE takes cos / sin tables, the node's own tensors, filled here once;
 //! - `indexer_prolog`: a kernel in the kernel language
 //!   (`examples/ptog/deepseek_indexer_prolog.wsp`), 4 instances of 64 token rows;
 //! - `lightning_indexer` and `sparse_fa`: library kernels written here, run as 4 instances
@@ -19,7 +20,8 @@
 //! `1/√d`, per head.
 
 use crate::exec::{Launch, Library, LibraryError};
-use pto_wsp_kernels::{KernelError, KernelRegistry, TaskContext};
+use pto_wsp_kernels::builtins::rows::rope_table_entry;
+use pto_wsp_kernels::{KernelError, KernelRegistry, TaskContext, TensorStore};
 
 /// The program: `examples/ptog/deepseek_indexer_attention.ptoasm`.
 pub const PROGRAM: &str =
@@ -59,14 +61,44 @@ pub fn add_kernels(lib: &mut Library, make: super::WorkloadMaker<'_>) -> Result<
     let mla = parse("mla_prolog", MLA_PROLOG)?;
     let mut kernels = KernelRegistry::with_builtins();
     kernels.alias("proj", "matmul");
-    let node = make(&mla, kernels).map_err(|message| LibraryError::Workload {
+    let mut node = make(&mla, kernels).map_err(|message| LibraryError::Workload {
         symbol: "mla_prolog".into(),
         message,
     })?;
+    node.tensors(&mut fill_rope_tables)
+        .map_err(|e| LibraryError::Workload {
+            symbol: "mla_prolog".into(),
+            message: e.to_string(),
+        })?;
     lib.add_workload("mla_prolog", node);
     lib.add_kernel_language(&parse("indexer_prolog", INDEXER_PROLOG)?);
     lib.add_fn("lightning_indexer", lightning_indexer);
     lib.add_fn("sparse_fa", sparse_fa);
+    Ok(())
+}
+
+/// RoPE's base in the MLA prolog (its `//@ fill RopeCos=rope_cos(10000)` line).
+pub const ROPE_THETA: f64 = 10_000.0;
+
+/// Fills the MLA prolog's own cos / sin tables (`RopeCos`, `RopeSin`: position × pair), as
+/// its `//@ fill` lines do for `pto-wsp run`; the node's arguments never cover them.
+fn fill_rope_tables(store: &mut TensorStore) -> Result<(), KernelError> {
+    for (name, sin) in [("RopeCos", false), ("RopeSin", true)] {
+        let t = store
+            .index_of(name)
+            .ok_or_else(|| KernelError::Message(format!("the MLA prolog has no tensor `{name}`")))?;
+        let half = store.info(t).shape.last().copied().unwrap_or(1).max(1) as usize;
+        let n = store.info(t).elements() as usize;
+        let data: Vec<f32> = (0..n)
+            .map(|k| {
+                let (c, s) = rope_table_entry(ROPE_THETA, k / half, k % half, half);
+                (if sin { s } else { c }) as f32
+            })
+            .collect();
+        store
+            .write(name, &data)
+            .map_err(|e| KernelError::Message(e.to_string()))?;
+    }
     Ok(())
 }
 

@@ -191,11 +191,11 @@ pub fn apply(store: &mut TensorStore, lines: &[FillLine], skip: &[u32]) -> Resul
 
 /// The generated value at position `p`, pair `i` of `cols`, from the seed's value `x`.
 fn value(g: Generator, p: usize, i: usize, cols: usize, x: f32) -> f32 {
-    let angle = |theta: f64| p as f64 * theta.powf(-2.0 * i as f64 / (2 * cols) as f64);
+    let table = |theta: f64| pto_wsp_kernels::builtins::rows::rope_table_entry(theta, p, i, cols);
     (match g {
         Generator::Uniform { lo, hi } => lo + (x as f64 + 1.0) * ((hi - lo) / 2.0),
-        Generator::RopeCos { theta } => angle(theta).cos(),
-        Generator::RopeSin { theta } => angle(theta).sin(),
+        Generator::RopeCos { theta } => table(theta).0,
+        Generator::RopeSin { theta } => table(theta).1,
     }) as f32
 }
 
