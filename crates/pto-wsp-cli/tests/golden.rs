@@ -434,3 +434,43 @@ fn compile_runs_any_target() {
     assert!(stderr.contains("does not support `send c`"), "{stderr}");
     assert!(!out.exists(), "nothing written on an error");
 }
+
+/// What only failed at run time is reported by `check` at its place: a region smaller than
+/// the body loads (a `?` dimension), one smaller than another parameter's matching one, and a
+/// tile an `if` writes in one branch only.
+#[test]
+fn regions_too_small_and_one_sided_writes_are_check_errors_at_their_place() {
+    let cases = [
+        (
+            "region_too_small",
+            "region_too_small.wsp:15:16",
+            "region `X[..]` bound to `x` (in x: f32[?, 64]) is 8 x 64 (rows x cols), but the \
+             body's TLOAD loads tile `t` (valid 16 x 64) at (0, 0) from it: it needs at least 16 \
+             x 64",
+        ),
+        (
+            "region_smaller_than_other_param",
+            "region_smaller_than_other_param.wsp:14:41",
+            "region `Y[..]` bound to `y` (out y: f32[?, 64]) is 4 x 64 (rows x cols), but the \
+             body's TSTORE stores tile `t` (valid 16 x 64) at (0, 0) into it",
+        ),
+        (
+            "one_sided_if",
+            "one_sided_if.wsp:14:5",
+            "TSTORE reads tile `s`, which may be unwritten here: the `if scale` before it writes \
+             it in only one branch",
+        ),
+    ];
+    for (name, place, message) in cases {
+        let file = format!("test_data/errors/{name}.wsp");
+        let stderr = assert_user_error(&["check", &file], &format!("test_data/errors/{place}"));
+        assert!(stderr.contains(message), "{name}: {stderr}");
+        assert_eq!(stderr.matches("error:").count(), 1, "{name}: {stderr}");
+    }
+    // The accepted forms: regions as large as the body needs, both branches written, an
+    // accumulator written in a loop's first step; and they run.
+    for cmd in ["check", "run"] {
+        let (code, _, stderr) = run(&[cmd, "test_data/kernels/flow_ok.wsp"]);
+        assert_eq!(code, 0, "{cmd}: {stderr}");
+    }
+}

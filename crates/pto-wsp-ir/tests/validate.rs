@@ -1994,3 +1994,91 @@ fn ragged_row_length_expression() {
         "{e}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Checks that follow a body's values (regions at tasks, one-sided `if`s)
+
+/// The errors of a file under `test_data/`, each as (line, column, message).
+fn file_errors(path: &str) -> Vec<(usize, usize, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let text = std::fs::read_to_string(root.join(path)).unwrap();
+    let file = SourceFile::new(path, &text);
+    match validate(&parse(&text).unwrap()) {
+        Ok(()) => Vec::new(),
+        Err(errors) => errors
+            .iter()
+            .map(|e| {
+                let (l, c) = file.line_col(e.loc().start as usize);
+                (l, c, e.to_string())
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn a_region_smaller_than_the_body_loads_is_reported_at_the_region() {
+    let errs = file_errors("test_data/errors/region_too_small.wsp");
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    let (l, c, m) = &errs[0];
+    assert_eq!((*l, *c), (15, 16), "{m}");
+    assert_eq!(
+        m,
+        "kernel `scale`: region `X[..]` bound to `x` (in x: f32[?, 64]) is 8 x 64 (rows x cols), \
+         but the body's TLOAD loads tile `t` (valid 16 x 64) at (0, 0) from it: it needs at least \
+         16 x 64"
+    );
+}
+
+#[test]
+fn a_region_smaller_than_another_parameters_matching_one_is_reported() {
+    // The tile's valid rows are rows(x) = 16 at this task; `y` has 4.
+    let errs = file_errors("test_data/errors/region_smaller_than_other_param.wsp");
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    let (l, c, m) = &errs[0];
+    assert_eq!((*l, *c), (14, 41), "{m}");
+    assert!(
+        m.contains("region `Y[..]` bound to `y` (out y: f32[?, 64]) is 4 x 64 (rows x cols), but the body's TSTORE stores tile `t` (valid 16 x 64) at (0, 0) into it"),
+        "{m}"
+    );
+}
+
+#[test]
+fn a_tile_written_in_one_branch_and_read_after_the_if_is_reported_at_the_read() {
+    let errs = file_errors("test_data/errors/one_sided_if.wsp");
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    let (l, c, m) = &errs[0];
+    assert_eq!((*l, *c), (14, 5), "{m}");
+    assert_eq!(
+        m,
+        "kernel `maybe_scale`: TSTORE reads tile `s`, which may be unwritten here: the `if scale` \
+         before it writes it in only one branch (write it in both, or before the `if`)"
+    );
+}
+
+#[test]
+fn regions_that_fit_and_writes_on_every_path_stay_accepted() {
+    assert_eq!(file_errors("test_data/kernels/flow_ok.wsp"), Vec::new());
+    // A loop-dependent branch is followed per iteration: iteration 0 writes `acc`, the others
+    // accumulate into it; with the count a parameter, the first iteration is still taken.
+    valid(
+        "tensor A: f32[16, 64];\ntensor C: f32[16, 16];\n\
+         kernel k(in a: f32[16, ?], out c: f32[16, 16], n: i64) @vector {\n    \
+         tile t: vec f32[16, 16];\n    tile acc: vec f32[16, 16];\n    \
+         for i in range(n) {\n        TLOAD(t, a, 0, i * 16);\n        \
+         if i == 0 {\n            TMOV(acc, t);\n        } else {\n            \
+         TADD(acc, acc, t);\n        }\n    }\n    TSTORE(c, acc);\n}\n\
+         workload main() {\n    task k(A[0 +: 16, 0 +: 64], C[0 +: 16, 0 +: 16], 4);\n}\n",
+    );
+    // The same region at a task where the loop runs past it is reported.
+    let bad = "tensor A: f32[16, 64];\ntensor C: f32[16, 16];\n\
+         kernel k(in a: f32[16, ?], out c: f32[16, 16], n: i64) @vector {\n    \
+         tile t: vec f32[16, 16];\n    tile acc: vec f32[16, 16];\n    TEXPANDS(acc, 0.0);\n    \
+         for i in range(n) {\n        TLOAD(t, a, 0, i * 16);\n        TADD(acc, acc, t);\n    }\n    \
+         TSTORE(c, acc);\n}\n\
+         workload main() {\n    task k(A[0 +: 16, 0 +: 64], C[0 +: 16, 0 +: 16], 5);\n}\n";
+    let out = render_errors(bad);
+    assert!(
+        out.contains("is 16 x 64 (rows x cols), but the body's TLOAD loads tile `t` (valid 16 x 16) at (0, 64) from it: it needs at least 16 x 80"),
+        "{out}"
+    );
+}

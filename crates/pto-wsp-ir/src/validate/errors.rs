@@ -294,6 +294,17 @@ validation_errors! {
         message: String,
     }
 
+    /// A region bound at a task is smaller than what the kernel's body loads from or stores
+    /// to it there (a `?` dimension bound to too few rows or columns).
+    #[error("kernel `{kernel}`: {message}")]
+    #[label = "region too small for the kernel's body"]
+    RegionTooSmall {
+        /// The kernel.
+        kernel: String,
+        /// What is wrong, naming the parameter, the instruction and the tile.
+        message: String,
+    }
+
     /// A float literal anywhere but as the argument of a float kernel parameter.
     #[error("float literal `{text}` here: float literals are only arguments of `f32` / `f64` kernel parameters")]
     #[label = "float literal not allowed here"]

@@ -33,6 +33,7 @@ pub mod depth;
 mod errors;
 mod exact;
 mod explicit;
+mod flow;
 mod kernel_body;
 mod plan;
 mod schedule;
@@ -79,6 +80,9 @@ pub fn validate(module: &Module) -> Result<(), Vec<ValidationError>> {
 pub fn validate_kernel(k: &crate::module::KernelDecl) -> Result<(), Vec<ValidationError>> {
     let mut errors = Vec::new();
     kernel_body::check(k, &mut errors);
+    if errors.is_empty() {
+        flow::check_unwritten(k, &mut errors);
+    }
     if errors.is_empty() {
         Ok(())
     } else {
@@ -193,13 +197,22 @@ impl<'m> Validator<'m> {
         for a in &m.axes {
             self.check_axis(a);
         }
+        // Kernels whose bodies have mistakes are not interpreted (`flow`).
+        let mut broken = HashSet::new();
         for k in &m.kernels {
             self.check_kernel(k);
+            let before = self.errors.len();
             kernel_body::check(k, &mut self.errors);
+            if self.errors.len() == before {
+                flow::check_unwritten(k, &mut self.errors);
+            } else {
+                broken.insert(k.name.name.clone());
+            }
         }
         for (i, w) in m.workloads.iter().enumerate() {
             self.check_workload(i, w);
         }
+        flow::check_calls(m, &broken, &mut self.errors);
         for p in &m.pipelines {
             self.check_pipeline(p);
         }
