@@ -64,8 +64,8 @@ const MAX_KERNELS: usize = 1024;
 /// its tasks take them in turn, round and round.
 const DYNAMIC_STATUS_SLOTS: usize = 1 << 16;
 
-const AICORE_HPP: &str = include_str!("ascend/pto_wsp_aicore.hpp");
-const ORCH_HPP: &str = include_str!("ascend/pto_wsp_orch.hpp");
+pub(crate) const AICORE_HPP: &str = include_str!("ascend/pto_wsp_aicore.hpp");
+pub(crate) const ORCH_HPP: &str = include_str!("ascend/pto_wsp_orch.hpp");
 const RUNNER_BODY: &str = include_str!("ascend/runner.py");
 
 /// An emitted tree, in memory, with what the caller reports and tests compare.

@@ -32,6 +32,24 @@ pub mod ptoisa;
 
 use pto_wsp_ir::{Bindings, Diagnostic, Loc, Resolved, SourceFile, Unsupported};
 
+/// The support files the emitters write verbatim, the same bytes into every tree that has them,
+/// as (file name, text): the run-time helper headers of kernels, host driver, AI Core wrappers
+/// and orchestration, and the PTO-ISA driver's Makefile. Every other emitted file depends on the
+/// module. The goldens of emitted code store each of these once.
+pub fn support_files() -> Vec<(&'static str, &'static str)> {
+    let mut files = vec![
+        ("pto_wsp_rt.hpp", ptoisa::RT_HPP),
+        ("pto_wsp_host.hpp", ptoisa::HOST_HPP),
+        ("Makefile", ptoisa::MAKEFILE),
+    ];
+    #[cfg(feature = "ascend")]
+    files.extend([
+        ("pto_wsp_aicore.hpp", ascend::AICORE_HPP),
+        ("pto_wsp_orch.hpp", ascend::ORCH_HPP),
+    ]);
+    files
+}
+
 /// What an emitter reads: the resolved program, the text it came from (for positions) and the
 /// bindings whose values the emitted code bakes in.
 #[derive(Clone, Copy, Debug)]

@@ -421,39 +421,51 @@ impl Program {
     }
 
     fn decompile(&self, code: &[Insn]) -> Option<String> {
-        let mut st: Vec<String> = Vec::new();
+        let mut st: Vec<Text> = Vec::new();
         let mut k = 0;
         while k < code.len() {
             let i = code[k];
             k += 1;
-            let un = |st: &mut Vec<String>, f: &dyn Fn(String) -> String| -> Option<()> {
-                let a = st.pop()?;
-                st.push(f(a));
+            let un = |st: &mut Vec<Text>, f: &dyn Fn(String) -> String| -> Option<()> {
+                let a = st.pop()?.done();
+                st.push(f(a).into());
                 Some(())
             };
-            let bin = |st: &mut Vec<String>, op: &str| -> Option<()> {
-                let b = st.pop()?;
-                let a = st.pop()?;
-                st.push(match op {
-                    "min" | "max" => format!("{op}({a}, {b})"),
-                    _ => format!("({a} {op} {b})"),
-                });
+            // `(a op b)` appended to `a` in place, so a chain of any length decompiles in
+            // linear time.
+            let infix = |st: &mut Vec<Text>, op: &str, b: &str| -> Option<()> {
+                let mut a = st.pop()?;
+                a.open += 1;
+                a.text.push_str(&format!(" {op} {b})"));
+                st.push(a);
                 Some(())
+            };
+            let bin = |st: &mut Vec<Text>, op: &str| -> Option<()> {
+                let b = st.pop()?.done();
+                if let "min" | "max" = op {
+                    let a = st.pop()?.done();
+                    st.push(format!("{op}({a}, {b})").into());
+                    return Some(());
+                }
+                infix(st, op, &b)
             };
             match i.op {
-                Op::Ldr => st.push(self.reg_name(i.a)),
-                Op::Ldi => st.push(i.imm().to_string()),
-                Op::Ldu => st.push(format!("{}u", i.b)),
-                Op::Ldb => st.push((i.b != 0).to_string()),
+                Op::Ldr => st.push(self.reg_name(i.a).into()),
+                Op::Ldi => st.push(i.imm().to_string().into()),
+                Op::Ldu => st.push(format!("{}u", i.b).into()),
+                Op::Ldb => st.push((i.b != 0).to_string().into()),
                 Op::Ldc => {
                     let c = *self.consts.get(usize::from(i.a))?;
-                    st.push(if i.flags == 2 {
-                        format!("{c}u")
-                    } else {
-                        (c as i64).to_string()
-                    });
+                    st.push(
+                        if i.flags == 2 {
+                            format!("{c}u")
+                        } else {
+                            (c as i64).to_string()
+                        }
+                        .into(),
+                    );
                 }
-                Op::Arg => st.push(format!("arg{}", i.a)),
+                Op::Arg => st.push(format!("arg{}", i.a).into()),
                 Op::NegI | Op::NegU => un(&mut st, &|a| format!("-{a}"))?,
                 Op::Not => un(&mut st, &|a| format!("!{a}"))?,
                 Op::AddI | Op::AddU => bin(&mut st, "+")?,
@@ -463,9 +475,9 @@ impl Program {
                 Op::RemI | Op::RemU => bin(&mut st, "%")?,
                 Op::MinI | Op::MinU => bin(&mut st, "min")?,
                 Op::MaxI | Op::MaxU => bin(&mut st, "max")?,
-                Op::AddImm => un(&mut st, &|a| format!("({a} + {})", i.imm()))?,
-                Op::SubImm => un(&mut st, &|a| format!("({a} - {})", i.imm()))?,
-                Op::MulImm => un(&mut st, &|a| format!("{a} * {}", i.imm()))?,
+                Op::AddImm => infix(&mut st, "+", &i.imm().to_string())?,
+                Op::SubImm => infix(&mut st, "-", &i.imm().to_string())?,
+                Op::MulImm => st.last_mut()?.text.push_str(&format!(" * {}", i.imm())),
                 Op::Eq => bin(&mut st, "==")?,
                 Op::Ne => bin(&mut st, "!=")?,
                 Op::LtI | Op::LtU => bin(&mut st, "<")?,
@@ -475,9 +487,8 @@ impl Program {
                 Op::AndSc | Op::OrSc => {
                     let end = k + usize::from(i.a);
                     let rhs = self.decompile(code.get(k..end)?)?;
-                    let lhs = st.pop()?;
                     let op = if i.op == Op::AndSc { "&&" } else { "||" };
-                    st.push(format!("({lhs} {op} {rhs})"));
+                    infix(&mut st, op, &rhs)?;
                     k = end;
                 }
                 Op::Jz => {
@@ -489,14 +500,42 @@ impl Program {
                     let a = self.decompile(code.get(k..else_at - 1)?)?;
                     let end = else_at + usize::from(jmp.a);
                     let b = self.decompile(code.get(else_at..end)?)?;
-                    let c = st.pop()?;
-                    st.push(format!("({c} ? {a} : {b})"));
+                    let c = st.pop()?.done();
+                    st.push(format!("({c} ? {a} : {b})").into());
                     k = end;
                 }
                 Op::Jmp => return None,
                 stmt_ops!() => return None,
             }
         }
-        if st.len() == 1 { st.pop() } else { None }
+        if st.len() == 1 {
+            st.pop().map(Text::done)
+        } else {
+            None
+        }
+    }
+}
+
+/// Decompiled text still missing its `open` leading `(`: an infix operation appends to its left
+/// operand's text and counts one more, so a chain of any length decompiles in linear time.
+struct Text {
+    open: usize,
+    text: String,
+}
+
+impl Text {
+    fn done(self) -> String {
+        if self.open == 0 {
+            return self.text;
+        }
+        let mut s = "(".repeat(self.open);
+        s.push_str(&self.text);
+        s
+    }
+}
+
+impl From<String> for Text {
+    fn from(text: String) -> Text {
+        Text { open: 0, text }
     }
 }

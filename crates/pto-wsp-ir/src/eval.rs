@@ -115,12 +115,16 @@ pub fn eval(expr: &Expr, env: &impl Env) -> Result<Value, EvalError> {
             name: id.name.clone(),
         }),
         Expr::Unary(op, a) => unary(*op, eval(a, env)?),
-        Expr::Binary(op, a, b) => {
-            let a = eval(a, env)?;
-            match short_circuit(*op, a)? {
-                Some(v) => Ok(v),
-                None => binary(*op, a, eval(b, env)?),
+        Expr::Binary(..) => {
+            let (first, rest) = expr.left_spine();
+            let mut acc = eval(first, env)?;
+            for (op, b) in rest {
+                acc = match short_circuit(op, acc)? {
+                    Some(v) => v,
+                    None => binary(op, acc, eval(b, env)?)?,
+                };
             }
+            Ok(acc)
         }
         Expr::Ternary(c, a, b) => {
             if condition(eval(c, env)?)? {
@@ -407,9 +411,15 @@ impl Compiled {
                 TExpr::Reg(r, _) => Node::Var(*r),
                 TExpr::Arg(i, _) => Node::Var(arg_base.saturating_add(*i)),
                 TExpr::Unary(op, a) => Node::Unary(*op, push(a, arg_base, nodes)),
-                TExpr::Binary(op, a, b) => {
-                    let a = push(a, arg_base, nodes);
-                    Node::Binary(*op, a, push(b, arg_base, nodes))
+                TExpr::Binary(..) => {
+                    let (first, rest) = e.left_spine();
+                    let mut acc = push(first, arg_base, nodes);
+                    for (op, b) in rest {
+                        let b = push(b, arg_base, nodes);
+                        nodes.push(Node::Binary(op, acc, b));
+                        acc = (nodes.len() - 1) as u32;
+                    }
+                    return acc;
                 }
                 TExpr::Ternary(c, a, b) => {
                     let c = push(c, arg_base, nodes);
@@ -482,25 +492,7 @@ impl Compiled {
                     name: format!("<slot {s}>"),
                 }),
             Node::Unary(op, a) => unary(op, self.eval_node(a as usize, env)?),
-            Node::Binary(op, a, b) => {
-                let a = self.eval_node(a as usize, env)?;
-                // Fast path for the common integer case.
-                if let (BinOp::Add | BinOp::Sub | BinOp::Mul, Value::I64(x)) = (op, a)
-                    && let Value::I64(y) = self.eval_node(b as usize, env)?
-                {
-                    return arith_i64(op, x, y).map(Value::I64).ok_or_else(|| {
-                        EvalError::Overflow {
-                            op: op.symbol(),
-                            lhs: a,
-                            rhs: Some(Value::I64(y)),
-                        }
-                    });
-                }
-                match short_circuit(op, a)? {
-                    Some(v) => Ok(v),
-                    None => binary(op, a, self.eval_node(b as usize, env)?),
-                }
-            }
+            Node::Binary(..) => self.eval_chain(i, env),
             Node::Ternary(c, a, b) => {
                 if condition(self.eval_node(c as usize, env)?)? {
                     self.eval_node(a as usize, env)
@@ -508,6 +500,66 @@ impl Compiled {
                     self.eval_node(b as usize, env)
                 }
             }
+        }
+    }
+}
+
+impl Compiled {
+    /// Evaluates the chain of binary operations whose outermost is node `i` along its left
+    /// operands in a loop (a flat sum of any length), recursing only into right operands.
+    fn eval_chain(&self, i: usize, env: &[Value]) -> Result<Value, EvalError> {
+        // One operator (the common case): no chain to collect.
+        if let Some(&Node::Binary(op, a, b)) = self.nodes.get(i)
+            && !matches!(self.nodes.get(a as usize), Some(Node::Binary(..)))
+        {
+            let a = self.eval_node(a as usize, env)?;
+            return self.apply(op, a, b as usize, env);
+        }
+        // The chain's nodes, outermost first: on the stack for short chains.
+        let mut short = [0u32; 16];
+        let mut long: Vec<u32> = Vec::new();
+        let (mut n, mut j) = (0usize, i);
+        while let Some(&Node::Binary(_, a, _)) = self.nodes.get(j) {
+            match short.get_mut(n) {
+                Some(slot) => *slot = j as u32,
+                None => {
+                    if long.is_empty() {
+                        long.extend_from_slice(&short);
+                    }
+                    long.push(j as u32);
+                }
+            }
+            n += 1;
+            j = a as usize;
+        }
+        let chain = if n <= short.len() { &short[..n] } else { &long };
+        let mut acc = self.eval_node(j, env)?;
+        for &k in chain.iter().rev() {
+            if let Some(&Node::Binary(op, _, b)) = self.nodes.get(k as usize) {
+                acc = self.apply(op, acc, b as usize, env)?;
+            }
+        }
+        Ok(acc)
+    }
+
+    /// `a op (node b)`, evaluating node `b` only when `&&` / `||` need it.
+    #[inline]
+    fn apply(&self, op: BinOp, a: Value, b: usize, env: &[Value]) -> Result<Value, EvalError> {
+        // Fast path for the common integer case.
+        if let (BinOp::Add | BinOp::Sub | BinOp::Mul, Value::I64(x)) = (op, a)
+            && let Value::I64(y) = self.eval_node(b, env)?
+        {
+            return arith_i64(op, x, y)
+                .map(Value::I64)
+                .ok_or_else(|| EvalError::Overflow {
+                    op: op.symbol(),
+                    lhs: a,
+                    rhs: Some(Value::I64(y)),
+                });
+        }
+        match short_circuit(op, a)? {
+            Some(v) => Ok(v),
+            None => binary(op, a, self.eval_node(b, env)?),
         }
     }
 }
@@ -535,17 +587,23 @@ fn push_node(
                 _ => Node::Unary(*op, a),
             }
         }
-        Expr::Binary(op, a, b) => {
+        Expr::Binary(..) => {
+            let (first, rest) = expr.left_spine();
             let start = nodes.len();
-            let a = push_node(a, slot_of, nodes)?;
-            let b = push_node(b, slot_of, nodes)?;
-            match (nodes[a as usize], nodes[b as usize]) {
-                (Node::Const(x), Node::Const(y)) if fold_binary(*op, x, y).is_some() => {
-                    nodes.truncate(start);
-                    Node::Const(fold_binary(*op, x, y).unwrap_or(x))
-                }
-                _ => Node::Binary(*op, a, b),
+            let mut acc = push_node(first, slot_of, nodes)?;
+            for (op, b) in rest {
+                let b = push_node(b, slot_of, nodes)?;
+                let node = match (nodes[acc as usize], nodes[b as usize]) {
+                    (Node::Const(x), Node::Const(y)) if fold_binary(op, x, y).is_some() => {
+                        nodes.truncate(start);
+                        Node::Const(fold_binary(op, x, y).unwrap_or(x))
+                    }
+                    _ => Node::Binary(op, acc, b),
+                };
+                nodes.push(node);
+                acc = (nodes.len() - 1) as u32;
             }
+            return Ok(acc);
         }
         Expr::Ternary(c, a, b) => {
             let start = nodes.len();

@@ -10,7 +10,9 @@ use crate::loc::Ident;
 use std::fmt;
 
 /// A scalar expression.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// `Clone`, `Drop`, `PartialEq`, `Hash` and `Debug` walk a chain of binary operations
+/// iteratively (`crate::chain`), so a flat sum of any length is safe to copy, compare and drop.
 pub enum Expr {
     /// A signed integer literal (`42`, `-3`), type `i64`.
     Int(i64),
@@ -276,9 +278,12 @@ impl Expr {
             Expr::Int(_) | Expr::UInt(_) | Expr::Bool(_) | Expr::Float(_) => {}
             Expr::Name(id) => f(id),
             Expr::Unary(_, a) => a.for_each_name(f),
-            Expr::Binary(_, a, b) => {
-                a.for_each_name(f);
-                b.for_each_name(f);
+            Expr::Binary(..) => {
+                let (first, rest) = self.left_spine();
+                first.for_each_name(f);
+                for (_, b) in rest {
+                    b.for_each_name(f);
+                }
             }
             Expr::Ternary(c, a, b) => {
                 c.for_each_name(f);
@@ -303,9 +308,12 @@ impl Expr {
             Expr::Float(v) => f(v),
             Expr::Int(_) | Expr::UInt(_) | Expr::Bool(_) | Expr::Name(_) => {}
             Expr::Unary(_, a) => a.for_each_float(f),
-            Expr::Binary(_, a, b) => {
-                a.for_each_float(f);
-                b.for_each_float(f);
+            Expr::Binary(..) => {
+                let (first, rest) = self.left_spine();
+                first.for_each_float(f);
+                for (_, b) in rest {
+                    b.for_each_float(f);
+                }
             }
             Expr::Ternary(c, a, b) => {
                 c.for_each_float(f);

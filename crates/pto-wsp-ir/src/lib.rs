@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 pub mod builder;
+mod chain;
 pub mod csp;
 pub mod device;
 pub mod eval;

@@ -77,6 +77,30 @@ fn infix_operand_needs_parens(child: &Expr, parent: BinOp, right: bool) -> bool 
     }
 }
 
+/// Writes the infix operation `e` and the chain of infix operations along its left operands
+/// that need no parentheses (`a + b * c - d`) in a loop, so a flat sum of any length prints
+/// without recursing down it.
+fn infix_chain(f: &mut Formatter<'_>, e: &Expr) -> fmt::Result {
+    let mut links = Vec::new();
+    let mut left = e;
+    while let Expr::Binary(op, a, b) = left {
+        links.push((*op, &**b));
+        left = a;
+        let infix = matches!(&**a, Expr::Binary(o, ..) if o.precedence().is_some());
+        if !infix || infix_operand_needs_parens(a, *op, false) {
+            break;
+        }
+    }
+    if let Some(&(innermost, _)) = links.last() {
+        wrap(f, left, infix_operand_needs_parens(left, innermost, false))?;
+    }
+    for (op, b) in links.iter().rev() {
+        write!(f, " {op} ")?;
+        wrap(f, b, infix_operand_needs_parens(b, *op, true))?;
+    }
+    Ok(())
+}
+
 impl Display for Expr {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         match self {
@@ -102,11 +126,7 @@ impl Display for Expr {
                 wrap(f, a, paren)
             }
             Expr::Binary(op, a, b) if op.precedence().is_none() => write!(f, "{op}({a}, {b})"),
-            Expr::Binary(op, a, b) => {
-                wrap(f, a, infix_operand_needs_parens(a, *op, false))?;
-                write!(f, " {op} ")?;
-                wrap(f, b, infix_operand_needs_parens(b, *op, true))
-            }
+            Expr::Binary(..) => infix_chain(f, self),
             // Only a ternary condition needs parentheses: both branches are full expressions
             // (and parentheses the input did not have would nest the text deeper).
             Expr::Ternary(c, t, e) => {

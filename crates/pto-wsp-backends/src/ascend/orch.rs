@@ -18,7 +18,7 @@ use crate::Input;
 use pto_wsp_ir::device::Core;
 use pto_wsp_ir::device::split::{PartParam, Scratch};
 use pto_wsp_ir::resolve::{AxisExtent, Stmt, StmtKind, TExpr, Task, TaskArg, TensorId};
-use pto_wsp_ir::{BinOp, ParamKind, ScalarType, UnOp, Value};
+use pto_wsp_ir::{BinOp, OpClass, ParamKind, ScalarType, UnOp, Value};
 use std::fmt::Write as _;
 
 /// One part of a kernel as the orchestration submits it.
@@ -73,29 +73,65 @@ fn expr(e: &TExpr) -> String {
         TExpr::Arg(i, _) => format!("a{i}"),
         TExpr::Unary(UnOp::Neg, a) => format!("pw::neg({})", expr(a)),
         TExpr::Unary(UnOp::Not, a) => format!("(!{})", expr(a)),
-        TExpr::Binary(op, a, b) => {
-            let (x, y) = (expr(a), expr(b));
-            let t = cty(a.ty());
-            let f = |name: &str| format!("pw::{name}<{t}>({x}, {y})");
-            match op {
-                BinOp::Add => f("add"),
-                BinOp::Sub => f("sub"),
-                BinOp::Mul => f("mul"),
-                BinOp::Div => f("div"),
-                BinOp::Rem => f("rem"),
-                BinOp::Min => format!("std::min<{t}>({x}, {y})"),
-                BinOp::Max => format!("std::max<{t}>({x}, {y})"),
-                BinOp::Eq => format!("({x} == {y})"),
-                BinOp::Ne => format!("({x} != {y})"),
-                BinOp::Lt => format!("({x} < {y})"),
-                BinOp::Le => format!("({x} <= {y})"),
-                BinOp::Gt => format!("({x} > {y})"),
-                BinOp::Ge => format!("({x} >= {y})"),
-                BinOp::And => format!("({x} && {y})"),
-                BinOp::Or => format!("({x} || {y})"),
-            }
-        }
+        TExpr::Binary(..) => chain(e),
         TExpr::Ternary(c, a, b) => format!("({} ? {} : {})", expr(c), expr(a), expr(b)),
+    }
+}
+
+/// The shortest run of operators of one class [`chain`] writes as a statement list.
+const LONG_RUN: usize = 32;
+
+/// A chain of binary operations, read along its left operands in a loop. A run of at least
+/// [`LONG_RUN`] arithmetic (or `&&` / `||`) operators, whose operands and results all have one
+/// type, is written as an immediately invoked lambda updating one variable, so the C++ nests no
+/// deeper for a long sum; shorter runs nest one call per operator.
+fn chain(e: &TExpr) -> String {
+    let (first, rest) = e.left_spine();
+    let mut acc = expr(first);
+    let mut i = 0;
+    while i < rest.len() {
+        let class = rest[i].0.class();
+        let run = rest[i..]
+            .iter()
+            .take_while(|(op, _)| class != OpClass::Compare && op.class() == class)
+            .count();
+        if run >= LONG_RUN {
+            let t = cty(rest[i].1.ty());
+            let mut body = format!("[&]() -> {t} {{ {t} v = {acc};");
+            for (op, b) in &rest[i..i + run] {
+                let _ = write!(body, " v = {};", binary(*op, t, "v", &expr(b)));
+            }
+            body.push_str(" return v; }()");
+            acc = body;
+            i += run;
+        } else {
+            let (op, b) = rest[i];
+            acc = binary(op, cty(b.ty()), &acc, &expr(b));
+            i += 1;
+        }
+    }
+    acc
+}
+
+/// `x op y` as C++, for operands of type `t`.
+fn binary(op: BinOp, t: &str, x: &str, y: &str) -> String {
+    let f = |name: &str| format!("pw::{name}<{t}>({x}, {y})");
+    match op {
+        BinOp::Add => f("add"),
+        BinOp::Sub => f("sub"),
+        BinOp::Mul => f("mul"),
+        BinOp::Div => f("div"),
+        BinOp::Rem => f("rem"),
+        BinOp::Min => format!("std::min<{t}>({x}, {y})"),
+        BinOp::Max => format!("std::max<{t}>({x}, {y})"),
+        BinOp::Eq => format!("({x} == {y})"),
+        BinOp::Ne => format!("({x} != {y})"),
+        BinOp::Lt => format!("({x} < {y})"),
+        BinOp::Le => format!("({x} <= {y})"),
+        BinOp::Gt => format!("({x} > {y})"),
+        BinOp::Ge => format!("({x} >= {y})"),
+        BinOp::And => format!("({x} && {y})"),
+        BinOp::Or => format!("({x} || {y})"),
     }
 }
 

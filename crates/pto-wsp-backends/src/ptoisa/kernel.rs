@@ -37,6 +37,30 @@ use pto_wsp_ir::tile_isa::{CMP_MODES, CppForm, Operand};
 use pto_wsp_ir::{BinOp, DType, Expr, KernelDecl, Loc, ParamKind, ParamType, TileOp, UnOp};
 use std::fmt::Write as _;
 
+/// The shortest run of alike operators [`KernelCx::chain`] writes flat.
+const FLAT_RUN: usize = 32;
+
+/// The operators C++ groups alike (one precedence, left to right, each written infix), so a run
+/// of them needs no parentheses inside; `None` for the ones written as calls or comparisons.
+fn cpp_group(op: BinOp) -> Option<u8> {
+    match op {
+        BinOp::Add | BinOp::Sub => Some(0),
+        BinOp::Mul => Some(1),
+        BinOp::And => Some(2),
+        BinOp::Or => Some(3),
+        BinOp::Div
+        | BinOp::Rem
+        | BinOp::Min
+        | BinOp::Max
+        | BinOp::Eq
+        | BinOp::Ne
+        | BinOp::Lt
+        | BinOp::Le
+        | BinOp::Gt
+        | BinOp::Ge => None,
+    }
+}
+
 /// How a kernel is written.
 #[derive(Clone, Copy)]
 pub(crate) enum Mode<'p> {
@@ -195,34 +219,7 @@ impl<'a> KernelCx<'a> {
                     UnOp::Not => format!("(!{x})"),
                 }
             }
-            Expr::Binary(op, a, b) => {
-                let a = self.cexpr(a, slots, loc, where_)?;
-                let b = self.cexpr(b, slots, loc, where_)?;
-                let infix = |s: &str| format!("({a} {s} {b})");
-                match op {
-                    BinOp::Add => infix("+"),
-                    BinOp::Sub => infix("-"),
-                    BinOp::Mul => infix("*"),
-                    BinOp::Div => {
-                        let code = self.check(format!("{where_}: division by zero"));
-                        format!("pto_wsp_rt::idiv(st, {code}, {a}, {b})")
-                    }
-                    BinOp::Rem => {
-                        let code = self.check(format!("{where_}: remainder by zero"));
-                        format!("pto_wsp_rt::irem(st, {code}, {a}, {b})")
-                    }
-                    BinOp::Min => format!("pto_wsp_rt::imin({a}, {b})"),
-                    BinOp::Max => format!("pto_wsp_rt::imax({a}, {b})"),
-                    BinOp::Eq => infix("=="),
-                    BinOp::Ne => infix("!="),
-                    BinOp::Lt => infix("<"),
-                    BinOp::Le => infix("<="),
-                    BinOp::Gt => infix(">"),
-                    BinOp::Ge => infix(">="),
-                    BinOp::And => infix("&&"),
-                    BinOp::Or => infix("||"),
-                }
-            }
+            Expr::Binary(..) => self.chain(e, slots, loc, where_)?,
             Expr::Ternary(c, a, b) => {
                 let c = self.cexpr(c, slots, loc, where_)?;
                 let a = self.cexpr(a, slots, loc, where_)?;
@@ -230,6 +227,73 @@ impl<'a> KernelCx<'a> {
                 format!("({c} ? {a} : {b})")
             }
         })
+    }
+
+    /// A chain of binary operations, read along its left operands in a loop. A run of at least
+    /// [`FLAT_RUN`] operators C++ groups alike (`+ -`, `*`, `&&`, `||`) is written flat,
+    /// `(x + y - z …)`, so the C++ nests no deeper for a long sum; shorter runs one pair of
+    /// parentheses per operator.
+    fn chain(
+        &mut self,
+        e: &Expr,
+        slots: &mut std::slice::Iter<'_, u32>,
+        loc: Loc,
+        where_: &str,
+    ) -> Result<String, EmitError> {
+        let (first, rest) = e.left_spine();
+        let mut acc = self.cexpr(first, slots, loc, where_)?;
+        let mut i = 0;
+        while i < rest.len() {
+            let group = cpp_group(rest[i].0);
+            let run = rest[i..]
+                .iter()
+                .take_while(|(op, _)| group.is_some() && cpp_group(*op) == group)
+                .count();
+            if run >= FLAT_RUN {
+                let mut flat = format!("({acc}");
+                for (op, b) in &rest[i..i + run] {
+                    let b = self.cexpr(b, slots, loc, where_)?;
+                    let _ = write!(flat, " {op} {b}");
+                }
+                flat.push(')');
+                acc = flat;
+                i += run;
+            } else {
+                let (op, b) = rest[i];
+                let b = self.cexpr(b, slots, loc, where_)?;
+                acc = self.binary(op, &acc, &b, where_);
+                i += 1;
+            }
+        }
+        Ok(acc)
+    }
+
+    /// `a op b` as C++, `a` and `b` written already.
+    fn binary(&mut self, op: BinOp, a: &str, b: &str, where_: &str) -> String {
+        let infix = |s: &str| format!("({a} {s} {b})");
+        match op {
+            BinOp::Add => infix("+"),
+            BinOp::Sub => infix("-"),
+            BinOp::Mul => infix("*"),
+            BinOp::Div => {
+                let code = self.check(format!("{where_}: division by zero"));
+                format!("pto_wsp_rt::idiv(st, {code}, {a}, {b})")
+            }
+            BinOp::Rem => {
+                let code = self.check(format!("{where_}: remainder by zero"));
+                format!("pto_wsp_rt::irem(st, {code}, {a}, {b})")
+            }
+            BinOp::Min => format!("pto_wsp_rt::imin({a}, {b})"),
+            BinOp::Max => format!("pto_wsp_rt::imax({a}, {b})"),
+            BinOp::Eq => infix("=="),
+            BinOp::Ne => infix("!="),
+            BinOp::Lt => infix("<"),
+            BinOp::Le => infix("<="),
+            BinOp::Gt => infix(">"),
+            BinOp::Ge => infix(">="),
+            BinOp::And => infix("&&"),
+            BinOp::Or => infix("||"),
+        }
     }
 
     /// `if (failed) return;` after a statement whose expressions may divide.

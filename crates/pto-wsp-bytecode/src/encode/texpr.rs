@@ -39,38 +39,14 @@ impl CompileExpr for TExpr {
                     0,
                 ));
             }
-            TExpr::Binary(op @ (BinOp::And | BinOp::Or), a, b) => {
-                a.compile(out, consts);
-                let at = out.len();
-                out.push(Insn::new(
-                    if *op == BinOp::And {
-                        Op::AndSc
-                    } else {
-                        Op::OrSc
-                    },
-                    0,
-                    0,
-                ));
-                b.compile(out, consts);
-                out[at].a = (out.len() - at - 1) as u16;
-            }
-            TExpr::Binary(op, a, b) => {
-                a.compile(out, consts);
-                let signed = a.ty() == ScalarType::I64;
-                // `x + k`, `x - k`, `x * k` with a small `i64` constant: one op.
-                if signed
-                    && let TExpr::Const(Value::I64(k)) = **b
-                    && let Ok(k32) = i32::try_from(k)
-                {
-                    let imm = imm_op(*op);
-                    if let Some(o) = imm {
-                        out.push(Insn::new(o, 0, k32 as u32));
-                        return;
-                    }
+            // A chain along its left operands in a loop: a flat sum of any length compiles
+            // without recursing down it.
+            TExpr::Binary(..) => {
+                let (first, rest) = self.left_spine();
+                first.compile(out, consts);
+                for (op, b) in rest {
+                    link(op, b, out, consts);
                 }
-                b.compile(out, consts);
-                let o = binary_op(*op, signed);
-                out.push(Insn::new(o, 0, 0));
             }
             TExpr::Ternary(c, a, b) => {
                 c.compile(out, consts);
@@ -85,6 +61,35 @@ impl CompileExpr for TExpr {
             }
         }
     }
+}
+
+/// Appends `OP b` to the code of the left operand `x` already in `out`.
+fn link(op: BinOp, b: &TExpr, out: &mut Vec<Insn>, consts: &mut Vec<u64>) {
+    if let BinOp::And | BinOp::Or = op {
+        let at = out.len();
+        let sc = if op == BinOp::And {
+            Op::AndSc
+        } else {
+            Op::OrSc
+        };
+        out.push(Insn::new(sc, 0, 0));
+        b.compile(out, consts);
+        out[at].a = (out.len() - at - 1) as u16;
+        return;
+    }
+    // Both operands of an arithmetic operator or a comparison have one type.
+    let signed = b.ty() == ScalarType::I64;
+    // `x + k`, `x - k`, `x * k` with a small `i64` constant: one op.
+    if signed
+        && let TExpr::Const(Value::I64(k)) = *b
+        && let Ok(k32) = i32::try_from(k)
+        && let Some(o) = imm_op(op)
+    {
+        out.push(Insn::new(o, 0, k32 as u32));
+        return;
+    }
+    b.compile(out, consts);
+    out.push(Insn::new(binary_op(op, signed), 0, 0));
 }
 
 /// The one-op form of `x OP k` for a small `i64` constant `k`, where there is one.

@@ -6,6 +6,7 @@
 //! by its owner, with the expander's index), each executor's sequence the expander's order
 //! restricted to it, and the order edges and their announcements consistent with the expander's.
 
+mod chains;
 mod common;
 mod decoder;
 mod errors;

@@ -210,19 +210,58 @@ pub(crate) fn golden(rel: &str, actual: &str) {
     }
 }
 
-/// [`golden`] for every file of an emitted tree, under `test_data/golden/DIR/`; the directory
-/// must hold exactly these files (a file the emitter no longer writes fails, or is removed
-/// under `PTO_WSP_BLESS=1`).
+/// Where the support files of emitted trees (`pto_wsp::emitters::support_files`) are stored,
+/// each once, under `test_data/golden/`.
+#[allow(dead_code)]
+pub(crate) const SUPPORT_DIR: &str = "support";
+
+/// The file of each tree's golden that lists the support files the tree holds.
+#[allow(dead_code)]
+pub(crate) const SUPPORT_LIST: &str = "support-files.txt";
+
+/// [`golden`] for every file of an emitted tree, under `test_data/golden/DIR/`, except the
+/// support files the back ends write verbatim into every tree: those are compared with the one
+/// copy under `test_data/golden/support/` (so a changed header is one diff, not one per tree),
+/// and `DIR/support-files.txt` lists which of them the tree holds. The directory must hold
+/// exactly the other files and the list, `support/` only support files (a file no longer
+/// written fails, or is removed under `PTO_WSP_BLESS=1`).
 #[allow(dead_code)]
 pub(crate) fn golden_tree(dir: &str, files: &[(String, String)]) {
+    let support: Vec<&str> = pto_wsp::emitters::support_files()
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    let mut listed = String::new();
+    let mut own = vec![SUPPORT_LIST.to_string()];
     for (name, text) in files {
-        golden(&format!("{dir}/{name}"), text);
+        if support.contains(&name.as_str()) {
+            golden(&format!("{SUPPORT_DIR}/{name}"), text);
+            listed.push_str(name);
+            listed.push('\n');
+        } else {
+            golden(&format!("{dir}/{name}"), text);
+            own.push(name.clone());
+        }
     }
+    golden(&format!("{dir}/{SUPPORT_LIST}"), &listed);
+    only_these(dir, &own);
+    let support: Vec<String> = support.iter().map(|s| s.to_string()).collect();
+    only_these(SUPPORT_DIR, &support);
+}
+
+/// Fails if `test_data/golden/DIR/` holds a file (at any depth) not named in `names` (relative
+/// to it); under `PTO_WSP_BLESS=1` removes such files instead. A directory not there holds
+/// nothing.
+#[allow(dead_code)]
+fn only_these(dir: &str, names: &[String]) {
     let base = root().join("test_data/golden").join(dir);
     let mut stale = Vec::new();
     let mut stack = vec![base.clone()];
     while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
             let p = entry.path();
             if p.is_dir() {
                 stack.push(p);
@@ -233,14 +272,20 @@ pub(crate) fn golden_tree(dir: &str, files: &[(String, String)]) {
                 .unwrap()
                 .to_string_lossy()
                 .into_owned();
-            if !files.iter().any(|(n, _)| *n == rel) {
+            if !names.contains(&rel) {
                 stale.push((rel, p));
             }
         }
     }
     if blessing() {
         for (_, p) in &stale {
-            std::fs::remove_file(p).unwrap();
+            // Another test blessing the same shared directory may have removed it already.
+            match std::fs::remove_file(p) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    panic!("removing {}: {e}", p.display())
+                }
+                _ => {}
+            }
         }
         return;
     }

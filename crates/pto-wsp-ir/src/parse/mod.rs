@@ -6,7 +6,9 @@
 //! Promises: [`parse`] never panics, whatever the input; it stops at the first error; every
 //! parsed [`Ident`], statement, workload, pipeline, process, schedule and schedule item carries
 //! the byte range it was written at; nesting deeper than [`MAX_DEPTH`] levels (blocks,
-//! parentheses, operators, dispatch thresholds) is an error rather than a stack overflow; and the
+//! parentheses, operators, dispatch thresholds) is an error rather than a stack overflow, while a
+//! chain of infix operators (`1 + 1 + …`) is of any length, since every walk reads it in a loop
+//! (`Expr::left_spine`); and the
 //! printer's output (`Display` for [`Module`]) parses back to an equal module.
 
 mod kernel_body;
@@ -28,8 +30,9 @@ use crate::types::{Access, DType, ExecPool, ParamType, ScalarType};
 use crate::workload::{Arg, LoopOrder, Region, RegionDim, Stmt, StmtKind, TaskStmt};
 use lexer::{Kind, Token};
 
-/// How deeply blocks, parentheses, unary operators, operator chains and dispatch thresholds may
-/// nest before the parser gives up with an error (instead of overflowing the stack).
+/// How deeply blocks, parentheses, unary operators, right operands and dispatch thresholds may
+/// nest before the parser gives up with an error (instead of overflowing the stack). A chain of
+/// left-associative operators counts one level, whatever its length.
 pub const MAX_DEPTH: usize = 256;
 
 /// The reserved words of the format: never identifiers.
@@ -479,7 +482,9 @@ impl<'a> Parser<'a> {
             }
             let op_loc = self.bump().loc();
             let (rhs, rh) = self.binary(prec + 1)?;
-            h = self.height(1 + h.max(rh), op_loc)?;
+            // A chain of operators is read along its left operands in a loop by every walk, so
+            // only the right operand adds a level: a flat sum of any length has height 2.
+            h = self.height(h.max(1 + rh), op_loc)?;
             lhs = lhs.bin(op, rhs);
             if op.is_comparison() && self.peek_binop().is_some_and(BinOp::is_comparison) {
                 return Err(ParseError::new(

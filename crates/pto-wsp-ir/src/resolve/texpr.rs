@@ -21,7 +21,9 @@ use crate::value::Value;
 pub type Reg = u32;
 
 /// A typed, resolved expression.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// `Clone`, `Drop`, `PartialEq`, `Hash` and `Debug` walk a chain of binary operations
+/// iteratively (`crate::chain`), like [`crate::Expr`]'s.
 pub enum TExpr {
     /// A constant (after folding).
     Const(Value),
@@ -45,8 +47,9 @@ impl TExpr {
             TExpr::Const(v) => v.ty(),
             TExpr::Reg(_, t) | TExpr::Arg(_, t) => *t,
             TExpr::Unary(_, a) => a.ty(),
-            TExpr::Binary(op, a, _) => match op.class() {
-                OpClass::Arith => a.ty(),
+            // The right operand: a chain's left operands nest as deep as the chain is long.
+            TExpr::Binary(op, _, b) => match op.class() {
+                OpClass::Arith => b.ty(),
                 OpClass::Compare | OpClass::Logic => ScalarType::Bool,
             },
             TExpr::Ternary(_, a, _) => a.ty(),
@@ -59,9 +62,12 @@ impl TExpr {
             TExpr::Const(_) | TExpr::Arg(..) => {}
             TExpr::Reg(r, _) => f(*r),
             TExpr::Unary(_, a) => a.each_reg(f),
-            TExpr::Binary(_, a, b) => {
-                a.each_reg(f);
-                b.each_reg(f);
+            TExpr::Binary(..) => {
+                let (first, rest) = self.left_spine();
+                first.each_reg(f);
+                for (_, b) in rest {
+                    b.each_reg(f);
+                }
             }
             TExpr::Ternary(c, a, b) => {
                 c.each_reg(f);

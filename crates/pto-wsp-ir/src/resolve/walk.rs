@@ -1019,10 +1019,14 @@ fn build(e: &Expr, lookup: &mut impl FnMut(&str) -> Option<TExpr>) -> Result<TEx
         Expr::Bool(b) => TExpr::Const(Value::Bool(*b)),
         Expr::Name(id) => lookup(&id.name).ok_or_else(|| BuildError::Unbound(id.name.clone()))?,
         Expr::Unary(op, a) => TExpr::unary(*op, build(a, lookup)?).map_err(BuildError::Type)?,
-        Expr::Binary(op, a, b) => {
-            let a = build(a, lookup)?;
-            let b = build(b, lookup)?;
-            TExpr::binary(*op, a, b).map_err(BuildError::Type)?
+        Expr::Binary(..) => {
+            let (first, rest) = e.left_spine();
+            let mut acc = build(first, lookup)?;
+            for (op, b) in rest {
+                let b = build(b, lookup)?;
+                acc = TExpr::binary(op, acc, b).map_err(BuildError::Type)?;
+            }
+            acc
         }
         Expr::Ternary(c, a, b) => {
             let c = build(c, lookup)?;

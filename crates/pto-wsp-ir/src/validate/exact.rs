@@ -105,7 +105,10 @@ fn invariant(m: &Module, e: &Expr) -> bool {
         Expr::Int(_) | Expr::UInt(_) | Expr::Float(_) | Expr::Bool(_) => true,
         Expr::Name(id) => m.symbol(id.as_str()).is_some(),
         Expr::Unary(_, a) => invariant(m, a),
-        Expr::Binary(_, a, b) => invariant(m, a) && invariant(m, b),
+        Expr::Binary(..) => {
+            let (first, rest) = e.left_spine();
+            invariant(m, first) && rest.iter().all(|(_, b)| invariant(m, b))
+        }
         Expr::Ternary(c, a, b) => invariant(m, c) && invariant(m, a) && invariant(m, b),
     }
 }
@@ -119,20 +122,42 @@ fn literal(e: &Expr) -> Option<i128> {
 }
 
 /// Whether `start` is provably a multiple of `extent` for every value of its names.
+/// A sum is a multiple when every term is, a product when any factor is; a chain of either is
+/// read along its left operands in a loop.
 fn multiple_of(start: &Expr, extent: &Expr) -> bool {
+    let mut e = start;
+    loop {
+        if let Some(known) = plainly_multiple(e, extent) {
+            return known;
+        }
+        match e {
+            Expr::Binary(BinOp::Mul, a, b) => {
+                if multiple_of(b, extent) {
+                    return true;
+                }
+                e = a;
+            }
+            Expr::Binary(BinOp::Add | BinOp::Sub, a, b) => {
+                if !multiple_of(b, extent) {
+                    return false;
+                }
+                e = a;
+            }
+            _ => return false,
+        }
+    }
+}
+
+/// Whether `start` is a multiple of `extent` by its literals or by being the extent itself;
+/// `None` when that does not decide it.
+fn plainly_multiple(start: &Expr, extent: &Expr) -> Option<bool> {
     if literal(extent) == Some(1) || literal(start) == Some(0) || start == extent {
-        return true;
+        return Some(true);
     }
     if let (Some(s), Some(x)) = (literal(start), literal(extent)) {
-        return x != 0 && s % x == 0;
+        return Some(x != 0 && s % x == 0);
     }
-    match start {
-        Expr::Binary(BinOp::Mul, a, b) => multiple_of(a, extent) || multiple_of(b, extent),
-        Expr::Binary(BinOp::Add | BinOp::Sub, a, b) => {
-            multiple_of(a, extent) && multiple_of(b, extent)
-        }
-        _ => false,
-    }
+    None
 }
 
 /// The extent of a region dimension (`None` written as a bare index is 1).

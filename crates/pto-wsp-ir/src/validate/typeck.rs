@@ -109,10 +109,22 @@ pub(crate) fn type_of(
             }
             Some(ta)
         }
-        Expr::Binary(op, a, b) => {
-            let ta = type_of(a, resolve, site, errors);
-            let tb = type_of(b, resolve, site, errors);
-            binary_type(*op, (a, ta), (b, tb), site, errors)
+        Expr::Binary(..) => {
+            // A chain along its left operands in a loop, innermost first.
+            let mut chain = Vec::new();
+            let mut left = expr;
+            while let Expr::Binary(_, a, _) = left {
+                chain.push(left);
+                left = a;
+            }
+            let mut ta = type_of(left, resolve, site, errors);
+            for node in chain.into_iter().rev() {
+                if let Expr::Binary(op, a, b) = node {
+                    let tb = type_of(b, resolve, site, errors);
+                    ta = binary_type(*op, (a, ta), (b, tb), site, errors);
+                }
+            }
+            ta
         }
         Expr::Ternary(c, a, b) => {
             if let Some(tc) = type_of(c, resolve, site, errors)

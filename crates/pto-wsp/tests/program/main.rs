@@ -5,6 +5,7 @@
 //! With real kernels, every example against an independent reference ([`numeric`]).
 
 mod backend;
+mod chains;
 mod coverage;
 mod csp_race;
 mod datadep;
