@@ -560,6 +560,28 @@ fn gate_try_acquire_refuses_exactly_at_depth_and_counts_stalls() {
     assert_eq!(gate.in_flight(0), 0);
 }
 
+/// A gate reports the depth and scope it was made with (a depth of 0 means 1), and one scope
+/// instance per stream, per pool (three) or one in all.
+#[test]
+fn gate_reports_its_depth_scope_and_slots() {
+    let counters = Arc::new(Counters::new(1));
+    for (depth, scope, streams, slots) in [
+        (3, GateScope::PerStream, 5, 5),
+        (2, GateScope::PerPool, 5, 3),
+        (7, GateScope::Global, 5, 1),
+    ] {
+        let gate = IssueGate::new(depth, scope, streams, counters.clone());
+        assert_eq!(
+            (gate.depth(), gate.scope(), gate.slots()),
+            (depth, scope, slots)
+        );
+    }
+    let gate = IssueGate::new(0, GateScope::Global, 0, counters);
+    assert_eq!(gate.depth(), 1);
+    let _only = gate.try_acquire(0, ExecPool::Vector).unwrap();
+    assert!(gate.try_acquire(0, ExecPool::Vector).is_none());
+}
+
 #[test]
 fn gate_acquire_blocks_until_release() {
     let counters = Arc::new(Counters::new(2));
