@@ -459,6 +459,47 @@ fn window_stall_blocks_until_a_completion() {
     assert_eq!(w.high_water(), 2);
 }
 
+/// A window reports the size (0 taken as 1) and mode it was made with.
+#[test]
+fn window_reports_its_capacity_and_mode() {
+    let counters = Arc::new(Counters::new(1));
+    for (size, mode) in [
+        (3, WindowMode::Abort),
+        (5, WindowMode::Benchmark),
+        (7, WindowMode::Stall),
+    ] {
+        let w = WindowState::new(size, mode, counters.clone());
+        assert_eq!((w.capacity(), w.mode()), (size, mode));
+    }
+    let w = WindowState::new(0, WindowMode::Abort, counters);
+    assert_eq!(w.capacity(), 1);
+    w.enter().unwrap();
+    assert!(w.enter().is_err());
+}
+
+/// Closing a window (the run failed) wakes a submitter stalled on it with `Closed`, and every
+/// later entry fails the same way, even with room.
+#[test]
+fn window_close_releases_a_stalled_submitter() {
+    let counters = Arc::new(Counters::new(2));
+    let w = WindowState::new(1, WindowMode::Stall, counters);
+    w.enter().unwrap();
+    thread::scope(|s| {
+        let stalled = s.spawn(|| {
+            let _guard = AbortOnPanic;
+            w.enter()
+        });
+        while w.stalled() == 0 {
+            thread::yield_now();
+        }
+        w.close();
+        assert_eq!(stalled.join().unwrap(), Err(WindowError::Closed));
+    });
+    w.leave();
+    assert_eq!(w.in_flight(), 0);
+    assert_eq!(w.enter(), Err(WindowError::Closed));
+}
+
 #[test]
 fn window_benchmark_counts_and_continues() {
     let counters = Arc::new(Counters::new(1));
@@ -558,6 +599,28 @@ fn gate_try_acquire_refuses_exactly_at_depth_and_counts_stalls() {
     assert_eq!(gate.in_flight(0), 2);
     drop((b, c, d));
     assert_eq!(gate.in_flight(0), 0);
+}
+
+/// A gate reports the depth and scope it was made with (a depth of 0 means 1), and one scope
+/// instance per stream, per pool (three) or one in all.
+#[test]
+fn gate_reports_its_depth_scope_and_slots() {
+    let counters = Arc::new(Counters::new(1));
+    for (depth, scope, streams, slots) in [
+        (3, GateScope::PerStream, 5, 5),
+        (2, GateScope::PerPool, 5, 3),
+        (7, GateScope::Global, 5, 1),
+    ] {
+        let gate = IssueGate::new(depth, scope, streams, counters.clone());
+        assert_eq!(
+            (gate.depth(), gate.scope(), gate.slots()),
+            (depth, scope, slots)
+        );
+    }
+    let gate = IssueGate::new(0, GateScope::Global, 0, counters);
+    assert_eq!(gate.depth(), 1);
+    let _only = gate.try_acquire(0, ExecPool::Vector).unwrap();
+    assert!(gate.try_acquire(0, ExecPool::Vector).is_none());
 }
 
 #[test]

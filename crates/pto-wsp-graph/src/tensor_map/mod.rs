@@ -302,7 +302,132 @@ pub type FxHashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<Fx
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::builder::ExactMap;
+    use pto_wsp_ir::DepsMode;
+    use std::collections::HashSet;
     use std::hash::BuildHasher;
+
+    /// Task 0 writes a region, task 1 reads it, task 2 writes it again: the edges every
+    /// inferring map must report (read after write; write after write and after read), written
+    /// out here from the module promises.
+    const EXPECTED: [(u32, u32, EdgeKind); 3] = [
+        (0, 1, EdgeKind::Raw),
+        (0, 2, EdgeKind::Waw),
+        (1, 2, EdgeKind::War),
+    ];
+
+    fn edges_of(map: &mut AnyTensorMap, hinted: bool) -> Vec<(u32, u32, EdgeKind)> {
+        let region = Region::new_2d(0, 0, 4, 0, 8);
+        let mut edges = Vec::new();
+        for (t, access) in [Access::Out, Access::In, Access::Out]
+            .into_iter()
+            .enumerate()
+        {
+            let t = t as u32;
+            let mut pred = |p: TaskId, kind| edges.push((p.0, t, kind));
+            if hinted {
+                let hint = map.prefetch(&region);
+                map.access_hinted(TaskId(t), &region, hint, access, &mut pred);
+            } else {
+                map.access(TaskId(t), &region, access, &mut pred);
+            }
+        }
+        edges.sort_by_key(|&(p, t, _)| (t, p));
+        edges.dedup();
+        edges
+    }
+
+    /// Every variant of the run-time choice reaches its map through both entry points
+    /// (`access` and `access_hinted`), and the explicit mode infers nothing.
+    #[test]
+    fn any_map_dispatches_every_access_to_its_map() {
+        let inferring = [
+            (DepsMode::Exact, ExactMap::Fixed(64)),
+            (DepsMode::Exact, ExactMap::Dynamic),
+            (DepsMode::Exact, ExactMap::Growable),
+            (DepsMode::Overlap, ExactMap::Growable),
+            (DepsMode::Hybrid, ExactMap::Growable),
+        ];
+        for (deps, exact) in inferring {
+            for hinted in [false, true] {
+                let mut map = AnyTensorMap::for_mode(deps, exact);
+                assert_eq!(edges_of(&mut map, hinted), EXPECTED, "{deps:?} {exact:?}");
+                assert_eq!(map.stats().hits, 2, "{deps:?} {exact:?}");
+            }
+        }
+        for hinted in [false, true] {
+            let mut map = AnyTensorMap::for_mode(DepsMode::Explicit, ExactMap::Growable);
+            assert!(edges_of(&mut map, hinted).is_empty());
+        }
+    }
+
+    /// The fixed map's prefetch hint (its key hash, the fast path) survives the run-time choice;
+    /// the other variants prefetch nothing.
+    #[test]
+    fn any_map_passes_on_the_fixed_maps_prefetch_hint() {
+        let big = 1 << 16;
+        let region = Region::new_2d(1, 2, 3, 4, 5);
+        let direct = FixedExactMap::new(big).prefetch(&region);
+        assert_eq!(direct, Some(region.slot_hash()));
+        let any = AnyTensorMap::for_mode(DepsMode::Exact, ExactMap::Fixed(big));
+        assert_eq!(any.prefetch(&region), direct);
+        for deps in [DepsMode::Overlap, DepsMode::Explicit] {
+            let any = AnyTensorMap::for_mode(deps, ExactMap::Fixed(big));
+            assert_eq!(any.prefetch(&region), None, "{deps:?}");
+        }
+    }
+
+    /// Hashes of `keys` (each hashed through `write`), asserting no two collide.
+    fn assert_distinct<K: std::fmt::Debug>(
+        keys: impl IntoIterator<Item = K>,
+        write: impl Fn(&mut FxHasher, &K),
+    ) {
+        let mut seen = HashSet::new();
+        for k in keys {
+            let mut h = FxHasher::default();
+            write(&mut h, &k);
+            assert!(seen.insert(h.finish()), "{k:?} collides");
+        }
+    }
+
+    /// Every word width the maps' keys use is mixed in: distinct keys of one, two and three
+    /// words, of `u32`, `u64`, `usize` and byte strings (with and without a partial last word),
+    /// get distinct hashes. (One word is a bijection, `x * K`; a second is rotated in by xor.)
+    #[test]
+    fn fx_hasher_mixes_every_word_width() {
+        let small = || (0..48u64).flat_map(|a| (0..48u64).map(move |b| (a, b)));
+        assert_distinct(small(), |h, &(a, b)| {
+            h.write_u32(a as u32);
+            h.write_u32(b as u32);
+        });
+        assert_distinct(small(), |h, &(a, b)| {
+            h.write_usize(a as usize);
+            h.write_usize(b as usize);
+        });
+        // A first `u64` is kept as it is, so keep its bits clear of the second's (plain Fx
+        // collides `(1 << 5) ^ 32` with `(2 << 5) ^ 0`-style pairs by design).
+        assert_distinct(small(), |h, &(a, b)| {
+            h.write_u64((a + 1) << 8);
+            h.write_u64(b);
+        });
+        assert_distinct(small(), |h, &(a, b)| {
+            h.write_u32(7);
+            h.write_u64(a);
+            h.write_u64(b);
+        });
+        // Byte strings: whole words, a partial last word, and prefixes of one another.
+        assert_distinct(small(), |h, &(a, b)| {
+            let mut bytes = a.to_le_bytes().to_vec();
+            bytes.extend_from_slice(&b.to_le_bytes());
+            h.write(&bytes);
+        });
+        assert_distinct(small(), |h, &(a, b)| h.write(&[a as u8, b as u8, 1]));
+        assert_distinct(1..=12usize, |h, &n| h.write(&vec![0xa5u8; n]));
+        // A single pre-mixed `u64` (a region's key) passes through as it is.
+        let mut h = FxHasher::default();
+        h.write_u64(0x1234_5678_9abc_def0);
+        assert_eq!(h.finish(), 0x1234_5678_9abc_def0);
+    }
 
     #[test]
     fn fx_hasher_spreads_region_keys() {
