@@ -4,16 +4,20 @@
 //! Why: a makespan says how long; a timeline says why (idle cores, a busy orchestrator, a tail).
 //! Promises: events are coloured by kernel (a legend names each kernel with its task count and
 //! busy time), a time axis runs along the top and bottom, every event wide enough to see is one
-//! rectangle with a tooltip naming its task, and narrower events of one lane are merged into
-//! runs of one kernel (a tooltip counts them), so the file stays a few megabytes however many
-//! tasks ran. Machine-readable hooks for tests and tools: `class="lane"` with `data-lane`,
-//! `class="event"` with `data-task` or `data-tasks`, `class="legend-item"` with `data-kernel`,
-//! `class="tick"`. Written with the `svg` crate.
+//! rectangle with a tooltip naming its task as `pto-wsp expand` and the Chrome trace do (its
+//! index in the expander's order, its kernel, its times, then its regions with their accesses;
+//! control work says what it does for which task), and narrower events of one lane are merged
+//! into runs of one kernel (a tooltip counts them), so the file stays a few megabytes however
+//! many tasks ran. Machine-readable hooks for tests and tools: `class="lane"` with `data-lane`,
+//! `class="event"` with `data-task` (the run's task id) or `data-tasks` (a merged run's count)
+//! and, for one task, `data-index` (its expander index) and `data-kernel`; `class="legend-item"`
+//! with `data-kernel`; `class="tick"`. Written with the `svg` crate.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use pto_wsp::cpu::{DeviceRun, RunStats};
+use pto_wsp::driver::trace::TaskText;
 use svg::Document;
 use svg::node::element::{Group, Line, Rectangle, Text, Title};
 
@@ -28,8 +32,13 @@ pub struct Event {
     pub end: u64,
     /// The kernel (index into [`Timeline::kernels`]), `None` for control work (grey).
     pub kernel: Option<u32>,
-    /// The task.
+    /// The task (the run's task id).
     pub task: u32,
+    /// Its index in the expander's order (`u32::MAX`: a barrier, or not known).
+    pub index: u32,
+    /// Control work done for the task (`generate`, `dispatch`, `complete`), `None` for the
+    /// task itself.
+    pub work: Option<&'static str>,
     /// Drawn faint (generation of the task, not the task itself).
     pub faint: bool,
 }
@@ -54,6 +63,9 @@ pub struct Timeline {
     pub kernels: Vec<String>,
     /// The end of the axis (picoseconds).
     pub end: u64,
+    /// What the tooltips say of each task, by expander index (kernel and regions); a task
+    /// without one is named by its kernel alone.
+    pub texts: HashMap<u32, TaskText>,
 }
 
 const LANE_H: f64 = 12.0;
@@ -108,6 +120,8 @@ pub fn of_wall(
             end: b,
             kernel: kernel_of(s.task),
             task: s.task,
+            index: s.task,
+            work: None,
             faint: false,
         });
     }
@@ -119,6 +133,7 @@ pub fn of_wall(
         lanes,
         kernels: kernels.to_vec(),
         end,
+        texts: HashMap::new(),
     }
 }
 
@@ -131,6 +146,7 @@ pub fn of_device(name: &str, d: &DeviceRun) -> Timeline {
             .copied()
             .filter(|&k| k != u32::MAX)
     };
+    let index = |t: u32| d.task_index.get(t as usize).copied().unwrap_or(t);
     let shift = d.prefix_ps;
     let mut lanes = Vec::new();
     if d.orchestrators > 0 {
@@ -144,6 +160,8 @@ pub fn of_device(name: &str, d: &DeviceRun) -> Timeline {
                     end: i.end + shift,
                     kernel: kernel(i.task),
                     task: i.task,
+                    index: index(i.task),
+                    work: Some(i.work.name()),
                     faint: true,
                 })
                 .collect(),
@@ -157,6 +175,8 @@ pub fn of_device(name: &str, d: &DeviceRun) -> Timeline {
                 end: d.prefix_ps,
                 kernel: None,
                 task: 0,
+                index: u32::MAX,
+                work: Some("host generation, upload and launch"),
                 faint: false,
             }],
         });
@@ -171,6 +191,8 @@ pub fn of_device(name: &str, d: &DeviceRun) -> Timeline {
                     end: i.end + shift,
                     kernel: None,
                     task: i.task,
+                    index: index(i.task),
+                    work: Some(i.work.name()),
                     faint: false,
                 })
                 .collect(),
@@ -205,6 +227,8 @@ pub fn of_device(name: &str, d: &DeviceRun) -> Timeline {
                 end: end + shift,
                 kernel: Some(k),
                 task: t as u32,
+                index: index(t as u32),
+                work: None,
                 faint: false,
             });
         }
@@ -229,6 +253,7 @@ pub fn of_device(name: &str, d: &DeviceRun) -> Timeline {
         lanes,
         kernels: d.kernel_names.clone(),
         end: d.makespan_ps,
+        texts: HashMap::new(),
     }
 }
 
@@ -365,12 +390,14 @@ pub fn render(t: &Timeline, width: f64) -> String {
             let what = r.kernel.map_or_else(|| "control".to_string(), kname);
             let tip = if r.count == 1 {
                 rect = rect.set("data-task", r.task);
-                format!(
-                    "task #{} {what}, {}–{}",
-                    r.task,
-                    fmt_ps(r.start),
-                    fmt_ps(r.end)
-                )
+                let (tip, kernel) = tooltip(t, &r, &kname);
+                if r.index != u32::MAX {
+                    rect = rect.set("data-index", r.index);
+                }
+                if let Some(k) = kernel {
+                    rect = rect.set("data-kernel", k);
+                }
+                tip
             } else {
                 rect = rect.set("data-tasks", r.count);
                 format!(
@@ -418,6 +445,35 @@ pub fn render(t: &Timeline, width: f64) -> String {
     doc.to_string()
 }
 
+/// The tooltip of one event (its first line: what, which task, when; then one line per region)
+/// and the kernel it names.
+fn tooltip(t: &Timeline, r: &Run, kname: &dyn Fn(u32) -> String) -> (String, Option<String>) {
+    let text = t.texts.get(&r.index);
+    let kernel = text
+        .map(|x| x.kernel.clone())
+        .or_else(|| r.kernel.map(kname));
+    let task = (r.index != u32::MAX).then(|| match &kernel {
+        Some(k) => format!("task #{} {k}", r.index),
+        None => format!("task #{}", r.index),
+    });
+    let head = match (r.work, task) {
+        (Some(w), Some(task)) => format!("{w} {task}"),
+        (Some(w), None) => w.to_string(),
+        (None, Some(task)) => task,
+        (None, None) => "a barrier task".to_string(),
+    };
+    let mut tip = format!("{head}, {}–{}", fmt_ps(r.start), fmt_ps(r.end));
+    if r.work.is_none()
+        && let Some(x) = text
+    {
+        for region in &x.regions {
+            tip.push('\n');
+            tip.push_str(region);
+        }
+    }
+    (tip, kernel)
+}
+
 /// A drawn rectangle: one event, or a run of narrow events of one kernel.
 struct Run {
     x0: f64,
@@ -427,6 +483,8 @@ struct Run {
     kernel: Option<u32>,
     faint: bool,
     task: u32,
+    index: u32,
+    work: Option<&'static str>,
     count: u64,
 }
 
@@ -456,6 +514,8 @@ fn merged(events: &[Event], x: &dyn Fn(u64) -> f64) -> Vec<Run> {
             kernel: e.kernel,
             faint: e.faint,
             task: e.task,
+            index: e.index,
+            work: e.work,
             count: 1,
         });
     }

@@ -490,3 +490,147 @@ fn the_model_is_refused_where_no_host_graph_is_built() {
         assert!(out.is_empty(), "nothing ran: {out}");
     }
 }
+
+/// Every shipped machine is named where users choose one (`tune --help`, `run --help`) and runs:
+/// the help text and the shipped list cannot drift apart.
+#[test]
+fn every_shipped_machine_is_listed_by_the_help_and_models_a_run() {
+    let (ok, tune_help, err) = run(&["tune", "--help"]);
+    assert!(ok, "{err}");
+    let (ok, run_help, err) = run(&["run", "--help"]);
+    assert!(ok, "{err}");
+    for name in pto_wsp::machine::shipped_names() {
+        assert!(
+            tune_help.contains(&format!("`{name}`")),
+            "tune --help: {name}"
+        );
+        assert!(
+            run_help.contains(&format!("`{name}`")),
+            "run --help: {name}"
+        );
+        let (ok, out, err) = run(&[
+            "run",
+            "examples/rmsnorm.wsp",
+            "--model-only",
+            "-q",
+            "--machine",
+            name,
+        ]);
+        assert!(ok, "{name}: {out}{err}");
+        assert!(
+            out.contains(&format!("device model: {name}, device generation")),
+            "{name}: {out}"
+        );
+    }
+}
+
+/// Each task's rectangle with its tooltip and hooks, as read back from an SVG: `data-task`,
+/// `data-index`, `data-kernel` and the `<title>` text.
+fn task_events(path: &Path) -> Vec<(u32, Option<u32>, Option<String>, String)> {
+    use svg::node::element::tag::Type;
+    use svg::parser::Event;
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut out = Vec::new();
+    let mut open: Option<(u32, Option<u32>, Option<String>)> = None;
+    let mut in_title = false;
+    for ev in svg::read(&text).unwrap() {
+        match ev {
+            Event::Tag("rect", Type::Start, a) if a.get("data-task").is_some() => {
+                let get = |k: &str| a.get(k).map(|v| v.to_string());
+                open = Some((
+                    get("data-task").unwrap().parse().unwrap(),
+                    get("data-index").map(|v| v.parse().unwrap()),
+                    get("data-kernel"),
+                ));
+            }
+            Event::Tag("title", Type::Start, _) => in_title = true,
+            Event::Tag("title", Type::End, _) => in_title = false,
+            Event::Text(t) if in_title => {
+                if let Some((task, index, kernel)) = open.take() {
+                    out.push((task, index, kernel, t.to_string()));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The tooltips name each task as the task list does: its expander index, its kernel and its
+/// regions. The module: three `for_each` iterations of two tasks, expander index `k` is `first`
+/// (k even) or `second` (k odd) on row `k` of `A`, and a barrier task joins each iteration to
+/// the next, so graph task ids are `k + k / 2` (they differ from the indices). The expected
+/// text is computed from that, not read from the program.
+#[test]
+fn tooltips_name_each_task_by_index_kernel_and_regions() {
+    let dir = tempfile::tempdir().unwrap();
+    let wsp = dir.path().join("t.wsp");
+    std::fs::write(
+        &wsp,
+        "tensor A: f32[6, 4];\naxis I = dense(3);\n\
+         kernel first(inout a: f32[4]);\nkernel second(inout a: f32[4]);\n\
+         workload main() { for_each i in I { \
+         task first(A[i * 2, 0 +: 4]); task second(A[i * 2 + 1, 0 +: 4]); } }\n\
+         schedule for main { task_graph { trace cycles(700); } }\n",
+    )
+    .unwrap();
+    let expected = |k: u32| {
+        let kernel = if k % 2 == 0 { "first" } else { "second" };
+        (kernel.to_string(), format!("inout A[{k}, 0 +: 4]"))
+    };
+    for machine in [true, false] {
+        let svg = dir.path().join(format!("t{machine}.svg"));
+        let mut args = vec![
+            "run",
+            wsp.to_str().unwrap(),
+            "--empty-kernels",
+            "--threads",
+            "2",
+            "-q",
+            "--timeline",
+            svg.to_str().unwrap(),
+        ];
+        if machine {
+            args.extend(["--machine", "unit"]);
+        }
+        let (ok, out, err) = run(&args);
+        assert!(ok, "{out}{err}");
+        let events = task_events(&svg);
+        let mut seen = BTreeSet::new();
+        for (task, index, kernel, tip) in events {
+            let Some(k) = index else {
+                // Control work without a task (the host's prefix) or a barrier task.
+                assert!(
+                    tip.starts_with("a barrier task") || tip.starts_with("host"),
+                    "{tip}"
+                );
+                continue;
+            };
+            let (kname, region) = expected(k);
+            if machine {
+                assert_eq!(task, k + k / 2, "graph id of task #{k}");
+            } else {
+                assert_eq!(task, k, "a wall-clock span is named by its index");
+            }
+            assert_eq!(kernel.as_deref(), Some(kname.as_str()), "{tip}");
+            let lines: Vec<&str> = tip.lines().collect();
+            if lines[0].starts_with(&format!("task #{k} {kname}, ")) {
+                // The task itself: its regions follow, one per line.
+                assert_eq!(lines[1..], [region.as_str()], "{tip}");
+                seen.insert(k);
+            } else {
+                // Control work for the task: generation, dispatch, completion.
+                let work = lines[0].split(' ').next().unwrap();
+                assert!(
+                    ["generate", "dispatch", "complete"].contains(&work),
+                    "{tip}"
+                );
+                assert!(
+                    lines[0].starts_with(&format!("{work} task #{k} {kname}, ")),
+                    "{tip}"
+                );
+            }
+        }
+        assert_eq!(seen, (0..6).collect(), "machine {machine}: every task once");
+    }
+}

@@ -12,8 +12,10 @@
 //! - A bad file is refused with `file:line:column` and the key: TOML syntax, unknown or missing
 //!   keys, wrong types, impossible values (`orchestrators + schedulers > threads`, zero rates),
 //!   an `op_factor` that is not a tile instruction, a figure without a source.
-//! - Shipped machines ([`shipped_names`]): `ascend910b` (one 910B2-class die) and `unit` (round
-//!   numbers for hand computations). On-chip buffer capacities are not here: they belong to the
+//! - Shipped machines ([`shipped_names`]): `ascend910b` (one 910B2-class die: 24 AIC + 48 AIV at
+//!   1.8 GHz), `ascend910b4` (the 910B4: 20 AIC + 40 AIV at 1.5 GHz, half the HBM bandwidth),
+//!   `ascend950` (an a5-class Ascend 950 as simpler's a5 runtime sees it: 36 AIC + 72 AIV at
+//!   1.65 GHz, 1 orchestrator + 4 schedulers) and `unit` (round numbers for hand computations). On-chip buffer capacities are not here: they belong to the
 //!   a2a3 device tables the kernel checks read.
 //! - Times convert to integer picoseconds, the model's unit.
 
@@ -190,6 +192,8 @@ pub struct MachineError {
 
 const SHIPPED: &[(&str, &str)] = &[
     ("ascend910b", include_str!("../machines/ascend910b.toml")),
+    ("ascend910b4", include_str!("../machines/ascend910b4.toml")),
+    ("ascend950", include_str!("../machines/ascend950.toml")),
     ("unit", include_str!("../machines/unit.toml")),
 ];
 
@@ -469,10 +473,48 @@ mod tests {
         // 246 instructions at 0.83 ns.
         assert_eq!(m.gen_ps(0), 204_180);
         assert_eq!(m.cycles_ps(1800), 1_000_000);
+        // The 910B4: 20 clusters at 1.5 GHz, half the 910B2's HBM bandwidth.
+        let b4 = shipped("ascend910b4").unwrap();
+        assert_eq!((b4.aic(), b4.aiv(), b4.clock.aicore_mhz), (20, 40, 1500.0));
+        assert_eq!(b4.memory.hbm_gb_per_s * 2.0, m.memory.hbm_gb_per_s);
+        // The a5-class 950: 36 clusters at 1.65 GHz, 1 orchestrator + 4 schedulers, 512-byte
+        // vector repeats: 72 AIV x 256 f16 flop x 1.65 GHz = 30.4 TFLOP/s.
+        let a5 = shipped("ascend950").unwrap();
+        assert_eq!((a5.aic(), a5.aiv(), a5.meta.arch.as_str()), (36, 72, "a5"));
+        assert_eq!((a5.aicpu.orchestrators, a5.aicpu.schedulers), (1, 4));
+        let vtflops = 72.0 * (a5.vector.bytes_per_cycle / 2) as f64 * 1.65e9 / 1e12;
+        assert!((vtflops - 30.4).abs() < 0.1, "{vtflops}");
+    }
+
+    /// Every shipped machine file, read as a user's file would be (by path), loads and validates;
+    /// a machine file that is not shipped is found by `resolve` through the reader.
+    #[test]
+    fn every_shipped_file_loads_from_its_path() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/machines");
+        let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+            .collect();
+        on_disk.sort();
+        let mut names: Vec<String> = shipped_names().iter().map(|s| s.to_string()).collect();
+        names.sort();
+        assert_eq!(
+            on_disk, names,
+            "every file under machines/ is shipped, and only those"
+        );
+        for name in names {
+            let path = format!("{dir}/{name}.toml");
+            let text = std::fs::read_to_string(&path).unwrap();
+            let m = Machine::parse(&text, &path).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(m.meta.name, name);
+            assert_eq!(Some(m), shipped(&name));
+        }
     }
 
     fn bad(edit: impl Fn(&str) -> String) -> MachineError {
-        let text = edit(SHIPPED[1].1);
+        let text = edit(SHIPPED.iter().find(|s| s.0 == "unit").unwrap().1);
         Machine::parse(&text, "m.toml").unwrap_err()
     }
 
@@ -483,7 +525,7 @@ mod tests {
 
     #[test]
     fn bad_files_are_refused_at_the_key() {
-        let unit = SHIPPED[1].1;
+        let unit = SHIPPED.iter().find(|s| s.0 == "unit").unwrap().1;
         let e = bad(|t| t.replace("clusters = 2", "clusterz = 2"));
         assert_eq!(e.line, line_of(unit, "clusters = 2"), "{e}");
         assert!(e.message.contains("clusterz"), "{e}");

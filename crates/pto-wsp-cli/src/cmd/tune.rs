@@ -10,7 +10,9 @@ use std::process::ExitCode;
 pub struct Args {
     /// The `.wsp` file.
     pub file: PathBuf,
-    /// The machine: a shipped name (`ascend910b`, `unit`) or a machine file.
+    /// The machine: a shipped name (`ascend910b`: a 910B2-class die, 24 AIC + 48 AIV;
+    /// `ascend910b4`: 20 AIC + 40 AIV at 1.5 GHz; `ascend950`: an a5-class part, 36 AIC + 72 AIV;
+    /// `unit`: round numbers) or a machine file (TOML, docs/BACKENDS.md).
     #[arg(long, default_value = "ascend910b", value_name = "NAME|FILE")]
     pub machine: String,
     /// Search time budget in seconds.

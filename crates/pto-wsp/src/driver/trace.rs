@@ -94,17 +94,33 @@ pub fn task_label(module: &Module, task: &ExpandedTask) -> (String, String, Stri
     (kernel, exec, args)
 }
 
-/// What a trace event says about one task: its kernel, executor, arguments (scalars and
-/// regions, as the task list shows them) and regions alone.
-struct Label {
-    kernel: String,
-    exec: String,
-    args: String,
-    regions: Vec<String>,
+/// What a trace event or a timeline's tooltip says about one task: its kernel, executor,
+/// arguments (scalars and regions, as the task list shows them) and regions alone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskText {
+    /// The kernel that ran (with the declared one when a tier chose another).
+    pub kernel: String,
+    /// `exec 3` or `exec -`.
+    pub exec: String,
+    /// Scalars by name, then regions.
+    pub args: String,
+    /// Each region with its access: `in Q[0, 5 +: 4, 0 +: 128]`.
+    pub regions: Vec<String>,
 }
 
-/// The labels of the tasks the trace shows, by expander index: the tasks are expanded again
-/// (only those shown are kept), since the run itself keeps no per-task text.
+type Label = TaskText;
+
+/// The texts of the tasks a run's trace or timeline shows (the wall clock's spans and every
+/// modelled task), by expander index: the tasks are expanded again (only those shown are
+/// kept), since the run itself keeps no per-task text. Empty for a pipeline.
+pub fn task_texts(
+    plan: &LoweredPlan,
+    bindings: &Bindings,
+    stats: &RunStats,
+) -> HashMap<u32, TaskText> {
+    labels(plan, bindings, stats)
+}
+
 fn labels(plan: &LoweredPlan, bindings: &Bindings, stats: &RunStats) -> HashMap<u32, Label> {
     let mut labels = HashMap::new();
     let module = plan.module();

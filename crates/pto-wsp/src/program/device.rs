@@ -380,6 +380,42 @@ mod tests {
         assert_eq!(r.prefix_ps / 1000, n * 50 + n * 1000 + 1000);
     }
 
+    /// A compute-bound workload on each shipped Ascend machine: N independent vector tasks of c
+    /// AI Core cycles take ⌈N / AIV⌉ rounds of c / f (the control path adds well under 1 % at
+    /// c / f = 2 ms), so the makespans scale between machines as the hand computation says: the
+    /// 910B4 (40 AIV at 1.5 GHz) takes 18 rounds of 2.4 ms where the 910B2 (48 AIV at 1.8 GHz)
+    /// takes 15 of 2 ms, 1.44 times as long; the a5-class 950 (72 AIV at 1.65 GHz) 10 of
+    /// 2.18 ms.
+    #[test]
+    fn a_compute_bound_makespan_scales_with_cores_and_clock() {
+        let (n, c) = (720usize, 3_600_000u64);
+        // (machine, vector cores, MHz): written out, not read from the files.
+        let hand = [
+            ("ascend910b", 48u64, 1800.0),
+            ("ascend910b4", 40, 1500.0),
+            ("ascend950", 72, 1650.0),
+        ];
+        let mut ms = Vec::new();
+        for (name, aiv, mhz) in hand {
+            let m = crate::machine::shipped(name).unwrap();
+            assert_eq!(u64::from(m.aiv()), aiv, "{name}");
+            let r = model(&m, &vec![task(c); n], &[], &follow(), false, false, &[]).unwrap();
+            let rounds = (n as u64).div_ceil(aiv) as f64;
+            let predicted = rounds * c as f64 / mhz * 1e6; // ps
+            let got = r.makespan_ps as f64;
+            assert!(
+                got >= predicted && got < predicted * 1.01,
+                "{name}: modelled {got} ps, hand {predicted} ps"
+            );
+            ms.push(got);
+        }
+        let ratio = ms[1] / ms[0];
+        assert!((ratio - 1.44).abs() < 0.01, "910B4 / 910B2 = {ratio}");
+        let ratio = ms[2] / ms[0];
+        let hand_ratio = (10.0 / 1650.0) / (15.0 / 1800.0);
+        assert!((ratio - hand_ratio).abs() < 0.01, "950 / 910B2 = {ratio}");
+    }
+
     /// The crossover task size on the 910B description: below `c* = C·g − (s_d + d + u + f +
     /// s_c)` one orchestrator thread cannot keep C cores busy (a core is held from dispatch to
     /// its completion being processed). The knee found by sweeping the task size must sit at

@@ -424,6 +424,8 @@ impl<'a> Job<'a> {
                 })
             }
         };
+        let mut picture = picture;
+        picture.texts = pto_wsp::driver::trace::task_texts(plan, &self.bindings, stats);
         crate::timeline::write(path, &crate::timeline::render(&picture, 1600.0))
     }
 

@@ -67,7 +67,8 @@ pub struct Args {
     /// or generating inputs: for modelling workloads too large to run here.
     #[arg(long)]
     pub model_only: bool,
-    /// Model the run on a machine: a shipped machine (`ascend910b`, `unit`) or a machine
+    /// Model the run on a machine: a shipped machine (`ascend910b`, `ascend910b4`,
+    /// `ascend950`, `unit`) or a machine
     /// file (TOML, see docs/BACKENDS.md); overrides `trace cycles device(NAME)`. Reports
     /// the makespan under device and host generation.
     #[arg(long, value_name = "NAME|FILE")]
