@@ -23,8 +23,8 @@
 //!   the root mean square of the reference output, must be at most [`TOLERANCE`].
 
 use crate::CliError;
+use crate::dense::{Strided, product, widen};
 use half::f16;
-use half::slice::HalfFloatSliceExt;
 use pto_wsp::ir::{Bindings, DType, Value};
 use pto_wsp::kernels::TensorStore;
 use rayon::prelude::*;
@@ -175,35 +175,60 @@ fn f32s<'s>(store: &'s TensorStore, name: &str) -> Result<&'s [f32], CliError> {
     Ok(bytemuck::cast_slice(store.bytes(t)))
 }
 
+/// Columns of `W` one parallel work item covers.
+const COLS: usize = 512;
+/// Rows of `W` converted to `f64` at a time (a `KROWS × COLS` panel, 256 KiB: it stays in the
+/// core's cache while the product reads it).
+const KROWS: usize = 64;
+
 /// `y[r] = x[r] · W` for every request row `r`, `W` an `f16` matrix `k × n` (row-major), in
 /// `f64`; adds `k · n` to `done`.
+///
+/// Panels of `W` are widened to `f64` (exactly) and multiplied by `gemm`'s `f64` kernel, column
+/// blocks in parallel: the same sums as the plain triple loop, in `f64`, at the speed of the
+/// machine's vector units (the run's own products are `f32` code of the kernels crate).
 fn matmul(x: &[Vec<f64>], w: &[f16], k: usize, n: usize, done: &AtomicU64) -> Vec<Vec<f64>> {
-    const COLS: usize = 128;
-    let blocks: Vec<Vec<Vec<f64>>> = (0..n.div_ceil(COLS))
+    let m = x.len();
+    let lhs: Vec<f64> = x.iter().flat_map(|r| r[..k].iter().copied()).collect();
+    let blocks: Vec<Vec<f64>> = (0..n.div_ceil(COLS))
         .into_par_iter()
         .map(|b| {
             let (c0, c1) = (b * COLS, ((b + 1) * COLS).min(n));
-            let mut acc = vec![vec![0.0f64; c1 - c0]; x.len()];
-            let mut row = vec![0f32; c1 - c0];
-            let mut wide = vec![0f64; c1 - c0];
-            for i in 0..k {
-                w[i * n + c0..i * n + c1].convert_to_f32_slice(&mut row);
-                for (d, &v) in wide.iter_mut().zip(&row) {
-                    *d = v as f64;
+            let nb = c1 - c0;
+            let mut acc = vec![0.0f64; m * nb];
+            let mut panel = vec![0.0f64; KROWS * nb];
+            for k0 in (0..k).step_by(KROWS) {
+                let kb = KROWS.min(k - k0);
+                for (i, dst) in panel.chunks_exact_mut(nb).take(kb).enumerate() {
+                    let at = (k0 + i) * n;
+                    widen(&w[at + c0..at + c1], dst);
                 }
-                for (a, xr) in acc.iter_mut().zip(x) {
-                    let xi = xr[i];
-                    for (s, &wv) in a.iter_mut().zip(&wide) {
-                        *s += xi * wv;
-                    }
-                }
+                let lhs = Strided {
+                    data: &lhs[k0..],
+                    row_stride: k,
+                    col_stride: 1,
+                };
+                let rhs = Strided {
+                    data: &panel,
+                    row_stride: nb,
+                    col_stride: 1,
+                };
+                product((m, nb, kb), &mut acc, nb, k0 > 0, lhs, rhs, 1.0);
             }
-            done.fetch_add((k * (c1 - c0)) as u64, Ordering::Relaxed);
+            done.fetch_add((k * nb) as u64, Ordering::Relaxed);
             acc
         })
         .collect();
-    (0..x.len())
-        .map(|r| blocks.iter().flat_map(|b| b[r].iter().copied()).collect())
+    (0..m)
+        .map(|r| {
+            blocks
+                .iter()
+                .flat_map(|b| {
+                    let nb = b.len() / m;
+                    b[r * nb..(r + 1) * nb].iter().copied()
+                })
+                .collect()
+        })
         .collect()
 }
 
@@ -225,24 +250,68 @@ fn rope(x: &mut [f64], cos: &[f32], sin: &[f32]) {
     }
 }
 
-/// One head's attention over positions `0..=len` (`key(j, c)`, `val(j, c)`: element `c` of
-/// position `j`), softmax in `f64`, into `out` (`D` values).
-fn head_attention(
-    qh: &[f64],
-    len: usize,
-    key: impl Fn(usize, usize) -> f64,
-    val: impl Fn(usize, usize) -> f64,
+/// Attention of the `GROUP` query heads `q` (`GROUP × D`, after RoPE) of one KV head over its
+/// `len` cached positions (`keys`, `vals`: `len × D` in `f16`) and the new one (`knew`, `vnew`),
+/// softmax in `f64`, into `out` (`GROUP × D`).
+///
+/// The cache rows are widened to `f64` once for the group; scores and weighted sums are `f64`
+/// products of `gemm` (the run's attention is the kernels crate's `f32` code).
+fn group_attention(
+    q: &[f64],
+    (keys, vals): (&[f16], &[f16]),
+    (knew, vnew): (&[f64], &[f64]),
     out: &mut [f64],
 ) {
+    let len = keys.len() / D;
+    let rows = len + 1;
+    let widen = |cached: &[f16], new: &[f64]| {
+        let mut m = vec![0.0f64; rows * D];
+        widen(cached, &mut m[..len * D]);
+        m[len * D..].copy_from_slice(new);
+        m
+    };
+    let (k, v) = (widen(keys, knew), widen(vals, vnew));
+    // s[j][h] = scale · k[j] · q[h]
+    let mut s = vec![0.0f64; rows * GROUP];
     let scale = 1.0 / (D as f64).sqrt();
-    let s: Vec<f64> = (0..=len)
-        .map(|j| scale * (0..D).map(|c| qh[c] * key(j, c)).sum::<f64>())
-        .collect();
-    let m = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let e: Vec<f64> = s.iter().map(|v| (v - m).exp()).collect();
-    let z: f64 = e.iter().sum();
-    for (c, o) in out.iter_mut().enumerate().take(D) {
-        *o = (0..=len).map(|j| e[j] * val(j, c)).sum::<f64>() / z;
+    let keys = Strided {
+        data: &k,
+        row_stride: D,
+        col_stride: 1,
+    };
+    // q read as its transpose: element (c, h) at h·D + c.
+    let qt = Strided {
+        data: q,
+        row_stride: 1,
+        col_stride: D,
+    };
+    product((rows, GROUP, D), &mut s, GROUP, false, keys, qt, scale);
+    let mut z = [0.0f64; GROUP];
+    for (h, zh) in z.iter_mut().enumerate() {
+        let m = (0..rows)
+            .map(|j| s[j * GROUP + h])
+            .fold(f64::NEG_INFINITY, f64::max);
+        for j in 0..rows {
+            let e = (s[j * GROUP + h] - m).exp();
+            s[j * GROUP + h] = e;
+            *zh += e;
+        }
+    }
+    // out[h] = Σ_j e[j][h] · v[j]
+    // s read as its transpose: element (h, j) at j·GROUP + h.
+    let weights = Strided {
+        data: &s,
+        row_stride: 1,
+        col_stride: GROUP,
+    };
+    let values = Strided {
+        data: &v,
+        row_stride: D,
+        col_stride: 1,
+    };
+    product((GROUP, D, rows), out, D, false, weights, values, 1.0);
+    for (o, zh) in out.chunks_exact_mut(D).zip(z) {
+        o.iter_mut().for_each(|v| *v /= zh);
     }
 }
 
@@ -292,42 +361,37 @@ pub fn reference(
         let q = matmul(&xn, &wq[l * h * h..(l + 1) * h * h], h, h, done);
         let kn = matmul(&xn, &wk[l * h * kvw..(l + 1) * h * kvw], h, kvw, done);
         let vn = matmul(&xn, &wv[l * h * kvw..(l + 1) * h * kvw], h, kvw, done);
-        let attn: Vec<Vec<f64>> = (0..dims.nreq)
-            .into_par_iter()
+        // RoPE on the request's query and new key; the new key and value rounded to f16 as
+        // the cache stores them.
+        let roped: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> = (0..dims.nreq)
             .map(|r| {
-                let len = dims.lens[r];
                 let (cos, sin) = &tables[r];
                 let mut qr = q[r].clone();
                 rope(&mut qr, cos, sin);
                 let mut kr = kn[r].clone();
                 rope(&mut kr, cos, sin);
-                // The cache holds f16: the new key and value as stored.
-                let knew: Vec<f64> = kr.iter().map(|&v| f16::from_f64(v).to_f64()).collect();
-                let vnew: Vec<f64> = vn[r].iter().map(|&v| f16::from_f64(v).to_f64()).collect();
-                let mut out = vec![0.0; h];
-                for head in 0..g * GROUP {
-                    let kvh = head / GROUP;
-                    let base = ((l * dims.nreq + r) * g + kvh) * cap * D;
-                    let qh = &qr[head * D..(head + 1) * D];
-                    let key = |j: usize, c: usize| {
-                        if j < len {
-                            kc[base + j * D + c].to_f64()
-                        } else {
-                            knew[kvh * D + c]
-                        }
-                    };
-                    let val = |j: usize, c: usize| {
-                        if j < len {
-                            vc[base + j * D + c].to_f64()
-                        } else {
-                            vnew[kvh * D + c]
-                        }
-                    };
-                    head_attention(qh, len, key, val, &mut out[head * D..(head + 1) * D]);
-                }
+                let knew = kr.iter().map(|&v| f16::from_f64(v).to_f64()).collect();
+                let vnew = vn[r].iter().map(|&v| f16::from_f64(v).to_f64()).collect();
+                (qr, knew, vnew)
+            })
+            .collect();
+        // One work item per request and KV head: its GROUP query heads.
+        let groups: Vec<Vec<f64>> = (0..dims.nreq * g)
+            .into_par_iter()
+            .map(|item| {
+                let (r, kvh) = (item / g, item % g);
+                let len = dims.lens[r];
+                let (qr, knew, vnew) = &roped[r];
+                let base = ((l * dims.nreq + r) * g + kvh) * cap * D;
+                let cached = (&kc[base..base + len * D], &vc[base..base + len * D]);
+                let new = (&knew[kvh * D..(kvh + 1) * D], &vnew[kvh * D..(kvh + 1) * D]);
+                let heads = kvh * GROUP * D..(kvh + 1) * GROUP * D;
+                let mut out = vec![0.0; GROUP * D];
+                group_attention(&qr[heads], cached, new, &mut out);
                 out
             })
             .collect();
+        let attn: Vec<Vec<f64>> = groups.chunks(g).map(|c| c.concat()).collect();
         let ao = matmul(&attn, &wo[l * h * h..(l + 1) * h * h], h, h, done);
         let h1: Vec<Vec<f64>> = x
             .iter()
@@ -484,6 +548,91 @@ mod tests {
                 .iter()
                 .all(|v| (0.5..1.0).contains(v))
         );
+    }
+
+    /// `n` values exact in `f16`, spread over `[-0.5, 0.5)`, from `salt`.
+    fn halves(n: usize, salt: usize) -> Vec<f16> {
+        (0..n)
+            .map(|i| f16::from_f64(((i * 7919 + salt) % 257) as f64 / 256.0 - 0.5))
+            .collect()
+    }
+
+    fn close(got: f64, want: f64) -> bool {
+        (got - want).abs() <= 1e-12 * (1.0 + want.abs())
+    }
+
+    /// The blocked `gemm` products are the plain triple loop's sums (up to summation order),
+    /// across the edges of the column and row blocks.
+    #[test]
+    fn blocked_products_equal_the_plain_triple_loop() {
+        let (m, k, n) = (3, 2 * KROWS + 37, COLS + 45);
+        let x: Vec<Vec<f64>> = (0..m)
+            .map(|r| {
+                (0..k)
+                    .map(|i| ((r * 31 + i * 17) % 101) as f64 / 50.0 - 1.0)
+                    .collect()
+            })
+            .collect();
+        let w = halves(k * n, 3);
+        let done = AtomicU64::new(0);
+        let y = matmul(&x, &w, k, n, &done);
+        assert_eq!(done.load(Ordering::Relaxed), (k * n) as u64);
+        for (r, xr) in x.iter().enumerate() {
+            for c in 0..n {
+                let want: f64 = (0..k).map(|i| xr[i] * w[i * n + c].to_f64()).sum();
+                assert!(
+                    close(y[r][c], want),
+                    "row {r} column {c}: {} against {want}",
+                    y[r][c]
+                );
+            }
+        }
+    }
+
+    /// A group's attention is each head's softmax attention, written out plainly.
+    #[test]
+    fn group_attention_is_softmax_attention() {
+        let len = 300;
+        let q: Vec<f64> = halves(GROUP * D, 1)
+            .iter()
+            .map(|v| v.to_f64() * 4.0)
+            .collect();
+        let (keys, vals) = (halves(len * D, 2), halves(len * D, 5));
+        let knew: Vec<f64> = halves(D, 7).iter().map(|v| v.to_f64()).collect();
+        let vnew: Vec<f64> = halves(D, 11).iter().map(|v| v.to_f64()).collect();
+        let mut out = vec![0.0; GROUP * D];
+        group_attention(&q, (&keys, &vals), (&knew, &vnew), &mut out);
+        let key = |j: usize, c: usize| {
+            if j < len {
+                keys[j * D + c].to_f64()
+            } else {
+                knew[c]
+            }
+        };
+        let val = |j: usize, c: usize| {
+            if j < len {
+                vals[j * D + c].to_f64()
+            } else {
+                vnew[c]
+            }
+        };
+        for h in 0..GROUP {
+            let qh = &q[h * D..(h + 1) * D];
+            let s: Vec<f64> = (0..=len)
+                .map(|j| (0..D).map(|c| qh[c] * key(j, c)).sum::<f64>() / (D as f64).sqrt())
+                .collect();
+            let m = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let e: Vec<f64> = s.iter().map(|v| (v - m).exp()).collect();
+            let z: f64 = e.iter().sum();
+            for c in 0..D {
+                let want = (0..=len).map(|j| e[j] * val(j, c)).sum::<f64>() / z;
+                let got = out[h * D + c];
+                assert!(
+                    close(got, want),
+                    "head {h} element {c}: {got} against {want}"
+                );
+            }
+        }
     }
 
     #[test]

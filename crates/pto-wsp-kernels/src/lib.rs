@@ -39,6 +39,7 @@ pub mod ledger;
 pub mod library;
 pub mod npy;
 pub mod registry;
+mod seed;
 pub mod store;
 pub mod tile;
 
@@ -47,5 +48,5 @@ pub use checked::{CheckedRunner, with_checked_runner};
 pub use context::{ReadView, TaskContext, ViewProblem, WriteView};
 pub use ledger::{RegionIndex, RegionLedger};
 pub use registry::{KernelError, KernelId, KernelRegistry};
-pub use store::{Element, StoreError, TensorInfo, TensorSpec, TensorStore};
+pub use store::{Element, SeedRange, StoreError, TensorInfo, TensorSpec, TensorStore};
 pub use tile::{Float, FloatRead, FloatWrite, Scratch};

@@ -26,6 +26,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::ptr::NonNull;
 
+pub use crate::seed::SeedRange;
+
 /// Alignment of every tensor buffer, in bytes (a cache line; enough for any SIMD load).
 pub const ALIGN: usize = 64;
 
@@ -296,7 +298,6 @@ const CALLOC_ALIGN: usize = 16;
 
 /// Size from which a buffer is a memory map of its own (see [`Buffer`]).
 const MAP_MIN: usize = 1 << 20;
-
 const _: () = assert!(ALIGN <= MAX_ALIGN, "memory maps are page aligned");
 
 /// The largest alignment a tensor may ask for ([`TensorSpec::align`]): a page, what memory maps
@@ -732,6 +733,14 @@ impl TensorStore {
     /// an input will replace need no contents first. Every other tensor gets the same bytes as
     /// from `fill_random` (each tensor has its own stream).
     pub fn fill_random_except(&mut self, seed: u64, given: &[u32]) {
+        self.fill_random_ranged(seed, given, &[]);
+    }
+
+    /// [`TensorStore::fill_random_except`], the float tensors of `ranges` (index, range) with
+    /// their values placed in their [`SeedRange`] as they are made (one pass over memory): the
+    /// same bytes as filling first and mapping each value after. Ranges of integer tensors
+    /// are ignored.
+    pub fn fill_random_ranged(&mut self, seed: u64, given: &[u32], ranges: &[(u32, SeedRange)]) {
         for t in 0..self.len() {
             if self.bound[t] || given.contains(&(t as u32)) {
                 continue;
@@ -741,7 +750,11 @@ impl TensorStore {
                     .wrapping_add(1)
                     .wrapping_mul(0xD1B5_4A32_D192_ED03);
             let dtype = self.infos[t].dtype;
-            fill_stream(self.bufs[t].as_mut_slice(), dtype, stream);
+            let range = ranges
+                .iter()
+                .find(|(i, _)| *i as usize == t)
+                .map(|&(_, r)| r);
+            crate::seed::fill(self.bufs[t].as_mut_slice(), dtype, stream, range);
         }
     }
 
@@ -884,97 +897,6 @@ fn store_int<T: Element + TryFrom<i64>>(bytes: &mut [u8], k: usize, v: i64) -> b
     }
 }
 
-fn fill_with<T: Element>(bytes: &mut [u8], mut f: impl FnMut() -> T) {
-    for x in bytemuck::cast_slice_mut::<u8, T>(bytes) {
-        *x = f();
-    }
-}
-
-/// Elements below which a tensor is filled on the calling thread alone.
-const PARALLEL_FILL: usize = 1 << 20;
-
-/// Fills `bytes` (elements of `dtype`) from the SplitMix64 stream seeded with `stream`, element
-/// `k` from the stream's `k + 1`-th output. SplitMix64's state after `k` outputs is `stream +
-/// k·γ`, so large buffers are cut into chunks filled on several threads, each starting its
-/// generator at its first element: the bytes are the same as one sequential pass.
-fn fill_stream(bytes: &mut [u8], dtype: DType, stream: u64) {
-    let size = dtype.size_bytes();
-    let elements = bytes.len() / size.max(1);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if elements < PARALLEL_FILL || threads < 2 {
-        fill_chunk(bytes, dtype, SplitMix64::new(stream));
-        return;
-    }
-    let per = elements.div_ceil(threads);
-    std::thread::scope(|s| {
-        for (i, chunk) in bytes.chunks_mut(per * size).enumerate() {
-            let rng = SplitMix64::at(stream, (i * per) as u64);
-            s.spawn(move || fill_chunk(chunk, dtype, rng));
-        }
-    });
-}
-
-fn fill_chunk(bytes: &mut [u8], dtype: DType, mut rng: SplitMix64) {
-    match dtype {
-        DType::F32 => fill_with(bytes, || rng.unit_grid(24)),
-        // Half types through an f32 block and the (vectorised) slice conversion: the values are
-        // exact in the type, so converting them is exact too.
-        DType::F16 => fill_half::<half::f16>(bytes, || rng.unit_grid(11)),
-        DType::Bf16 => fill_half::<half::bf16>(bytes, || rng.unit_grid(8)),
-        DType::I32 => fill_with(bytes, || rng.small() as i32),
-        DType::U32 => fill_with(bytes, || rng.small() as u32),
-        DType::I64 => fill_with(bytes, || rng.small() as i64),
-        DType::U64 => fill_with(bytes, || rng.small()),
-        DType::U8 => fill_with(bytes, || rng.small() as u8),
-    }
-}
-
-fn fill_half<T: crate::tile::Float>(bytes: &mut [u8], mut f: impl FnMut() -> f32) {
-    let mut block = [0f32; 1024];
-    for chunk in bytemuck::cast_slice_mut::<u8, T>(bytes).chunks_mut(block.len()) {
-        let b = &mut block[..chunk.len()];
-        b.iter_mut().for_each(|x| *x = f());
-        T::store(b, chunk);
-    }
-}
-
-/// SplitMix64 (Steele, Lea, Flood 2014): a tiny, well-mixed, reproducible generator.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
-    }
-
-    /// The generator seeded with `seed` after `k` outputs.
-    fn at(seed: u64, k: u64) -> SplitMix64 {
-        SplitMix64(seed.wrapping_add(k.wrapping_mul(Self::GAMMA)))
-    }
-
-    const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(Self::GAMMA);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A multiple of `2^-(p-1)` in `[-1, 1)`, exact in any float type with `p` significand bits.
-    fn unit_grid(&mut self, p: u32) -> f32 {
-        let half = 1i64 << (p - 1);
-        let m = (self.next() >> (64 - p)) as i64;
-        // half is a power of two: multiplying by its reciprocal is exact, and cheaper.
-        (m - half) as f32 * (1.0 / half as f32)
-    }
-
-    /// A small non-negative integer, `0 .. 16`.
-    fn small(&mut self) -> u64 {
-        self.next() >> 60
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1002,36 +924,6 @@ mod tests {
         assert_eq!(store.read::<f32>("A").expect("reads"), vec![0.0; 6]);
         store.write("A", &[7.0f32; 6]).expect("writes");
         assert_eq!(mine, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
-    }
-
-    #[test]
-    fn unit_grid_is_exact_and_in_range() {
-        let mut rng = SplitMix64::new(7);
-        for _ in 0..10_000 {
-            let x = rng.unit_grid(11);
-            assert!((-1.0..1.0).contains(&x));
-            assert_eq!(half::f16::from_f32(x).to_f32(), x);
-            let y = rng.unit_grid(8);
-            assert!((-1.0..1.0).contains(&y));
-            assert_eq!(half::bf16::from_f32(y).to_f32(), y);
-        }
-    }
-
-    #[test]
-    fn chunked_fill_equals_one_sequential_pass() {
-        for dtype in [DType::F32, DType::F16, DType::U8, DType::I64] {
-            let n = PARALLEL_FILL + 12_345;
-            let mut par = vec![0u8; n * dtype.size_bytes()];
-            let mut seq = par.clone();
-            fill_stream(&mut par, dtype, 99);
-            fill_chunk(&mut seq, dtype, SplitMix64::new(99));
-            assert!(par == seq, "{dtype}");
-        }
-        let mut a = SplitMix64::new(5);
-        for _ in 0..3 {
-            a.next();
-        }
-        assert_eq!(a.next(), SplitMix64::at(5, 3).next());
     }
 
     #[test]

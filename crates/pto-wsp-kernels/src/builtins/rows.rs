@@ -180,9 +180,15 @@ pub fn rope(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
 /// `//@ fill NAME=rope_cos(THETA)` / `rope_sin(THETA)` generators and every program that fills
 /// tables itself read it, so tables and the angles form agree.
 pub fn rope_table_entry(theta: f64, position: usize, pair: usize, half: usize) -> (f64, f64) {
-    let angle = position as f64 * theta.powf(-2.0 * pair as f64 / (2 * half) as f64);
+    let angle = position as f64 * rope_frequency(theta, pair, half);
     let (s, c) = angle.sin_cos();
     (c, s)
+}
+
+/// The rotation frequency of pair `pair` of `half` pairs: `theta^(-2 pair / (2 half))`; the
+/// angle at position `p` is `p` times it.
+pub fn rope_frequency(theta: f64, pair: usize, half: usize) -> f64 {
+    theta.powf(-2.0 * pair as f64 / (2 * half) as f64)
 }
 
 /// [`rope`] with cos / sin tables.

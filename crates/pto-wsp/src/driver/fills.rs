@@ -25,7 +25,7 @@
 use super::binds::directive_lines;
 use super::{Error, Loaded};
 use pto_wsp_ir::{DType, Diagnostic, Loc};
-use pto_wsp_kernels::{Float, TensorStore};
+use pto_wsp_kernels::{Float, SeedRange, TensorStore};
 use std::fmt;
 
 /// The comment prefix that marks a generated input.
@@ -166,19 +166,55 @@ fn parse_generator(spec: &str) -> Result<Generator, String> {
     }
 }
 
+/// Fills every tensor of `store` from `seed` except those whose index is in `given` (and those
+/// whose contents the bindings hold), as `lines` say: the same bytes as
+/// [`TensorStore::fill_random_except`] followed by [`apply`], in one pass over each `uniform`
+/// tensor (its values placed in their range as they are made, on every core).
+pub fn fill(
+    store: &mut TensorStore,
+    seed: u64,
+    lines: &[FillLine],
+    given: &[u32],
+) -> Result<(), String> {
+    let mut ranges = Vec::new();
+    let mut rest = Vec::new();
+    for line in lines {
+        let t = index(store, line)?;
+        match line.generator {
+            Generator::Uniform { lo, hi } if store.info(t).dtype.is_float() => {
+                ranges.push((t, SeedRange { lo, hi }));
+            }
+            _ => rest.push(line.clone()),
+        }
+    }
+    store.fill_random_ranged(seed, given, &ranges);
+    apply(store, &rest, given)
+}
+
+fn index(store: &TensorStore, line: &FillLine) -> Result<u32, String> {
+    store
+        .index_of(&line.tensor)
+        .ok_or_else(|| format!("no tensor `{}` to fill", line.tensor))
+}
+
 /// Fills the tensors of `lines` in `store` (already filled from the seed), except those whose
 /// index is in `skip` (given by the caller's own inputs).
 pub fn apply(store: &mut TensorStore, lines: &[FillLine], skip: &[u32]) -> Result<(), String> {
     for line in lines {
-        let t = store
-            .index_of(&line.tensor)
-            .ok_or_else(|| format!("no tensor `{}` to fill", line.tensor))?;
+        let t = index(store, line)?;
         if skip.contains(&t) {
             continue;
         }
         let cols = store.info(t).shape.last().copied().unwrap_or(1).max(1) as usize;
         let g = line.generator;
-        let f = move |k: usize, x: f32| value(g, k / cols, k % cols, cols, x);
+        // The angles' frequencies, one per pair (column), computed once.
+        let freq: Vec<f64> = match g {
+            Generator::RopeCos { theta } | Generator::RopeSin { theta } => (0..cols)
+                .map(|i| pto_wsp_kernels::builtins::rows::rope_frequency(theta, i, cols))
+                .collect(),
+            Generator::Uniform { .. } => Vec::new(),
+        };
+        let f = |k: usize, x: f32| value(g, &freq, k, cols, x);
         match store.info(t).dtype {
             DType::F32 => map::<f32>(store, t, f),
             DType::F16 => map::<half::f16>(store, t, f),
@@ -189,13 +225,14 @@ pub fn apply(store: &mut TensorStore, lines: &[FillLine], skip: &[u32]) -> Resul
     Ok(())
 }
 
-/// The generated value at position `p`, pair `i` of `cols`, from the seed's value `x`.
-fn value(g: Generator, p: usize, i: usize, cols: usize, x: f32) -> f32 {
-    let table = |theta: f64| pto_wsp_kernels::builtins::rows::rope_table_entry(theta, p, i, cols);
+/// The generated value of flat element `k` (position `k / cols`, pair `k % cols`) from the
+/// seed's value `x`; `freq` holds the tables' frequency of each pair.
+fn value(g: Generator, freq: &[f64], k: usize, cols: usize, x: f32) -> f32 {
+    let angle = || (k / cols) as f64 * freq[k % cols];
     (match g {
-        Generator::Uniform { lo, hi } => lo + (x as f64 + 1.0) * ((hi - lo) / 2.0),
-        Generator::RopeCos { theta } => table(theta).0,
-        Generator::RopeSin { theta } => table(theta).1,
+        Generator::Uniform { lo, hi } => SeedRange { lo, hi }.map(x) as f64,
+        Generator::RopeCos { .. } => angle().cos(),
+        Generator::RopeSin { .. } => angle().sin(),
     }) as f32
 }
 
@@ -286,6 +323,29 @@ mod tests {
         let ci = again.index_of("C").unwrap();
         apply(&mut again, &lines, &[ci]).unwrap();
         assert_eq!(again.read::<f32>("C").unwrap(), c0);
+    }
+
+    /// One fused pass gives the bytes of the seeded fill followed by the lines.
+    #[test]
+    fn the_fused_fill_is_the_fill_then_the_lines() {
+        let text = format!(
+            "//@ fill W=uniform(-0.0625, 0.0625)\n//@ fill C=uniform(0.5, 1.0)\n//@ fill S=rope_sin(10000)\n{DECLS}"
+        );
+        let l = loaded(&text);
+        let lines = fill_lines(&l).unwrap();
+        let b = pto_wsp_ir::Bindings::new();
+        let mut two = TensorStore::new(&l.module, &b).unwrap();
+        two.fill_random_except(3, &[1]);
+        apply(&mut two, &lines, &[1]).unwrap();
+        let mut one = TensorStore::new(&l.module, &b).unwrap();
+        fill(&mut one, 3, &lines, &[1]).unwrap();
+        for t in 0..one.len() as u32 {
+            assert_eq!(one.bytes(t), two.bytes(t), "tensor {t}");
+        }
+        assert!(
+            one.bytes(1).iter().all(|&x| x == 0),
+            "a given tensor is left alone"
+        );
     }
 
     #[test]

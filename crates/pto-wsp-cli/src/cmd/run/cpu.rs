@@ -281,8 +281,7 @@ impl<'a> Job<'a> {
                 .iter()
                 .filter_map(|i| store.index_of(&i.tensor))
                 .collect();
-            store.fill_random_except(self.opts.seed, &given);
-            pto_wsp::driver::fills::apply(store, &self.fills, &given)
+            pto_wsp::driver::fills::fill(store, self.opts.seed, &self.fills, &given)
                 .map_err(|e| CliError::plain(format!("{name}: {e}")))?;
             generated = store.len() - given.len();
         }
