@@ -456,7 +456,7 @@ mod derivation_tests {
         task proj(X[t * 16 +: 16, 0 +: hidden], Wg[0 +: hidden, f * 64 +: 64], Gate[t * 16 +: 16, f * 64 +: 64]);\n            \
         task proj(X[t * 16 +: 16, 0 +: hidden], Wu[0 +: hidden, f * 64 +: 64], Up[t * 16 +: 16, f * 64 +: 64]);\n            \
         task swiglu(Gate[t * 16 +: 16, f * 64 +: 64], Up[t * 16 +: 16, f * 64 +: 64], Act[t * 16 +: 16, f * 64 +: 64]);\n        \
-        }\n    }\n    task copy(Act, Act16);\n    task matmul(Act16, Wd, Z);\n    task add(X[0 +: 32, 0 +: 128], X[0 +: 32, 0 +: 128], V);\n}\n";
+        }\n    }\n    task copy(Act[0 +: 32, 0 +: 128], Act16[0 +: 32, 0 +: 128]);\n    task matmul(Act16[0 +: 32, 0 +: 128], Wd[0 +: 128, 0 +: 8], Z[0 +: 32, 0 +: 8]);\n    task add(X[0 +: 32, 0 +: 128], X[0 +: 32, 0 +: 128], V[0 +: 32, 0 +: 128]);\n}\n";
 
     fn derived() -> BTreeMap<String, Tolerance> {
         let module = pto_wsp::ir::parse(&FFN.replace("hidden", "256")).expect("parses");
@@ -504,8 +504,8 @@ mod derivation_tests {
         // An accumulation across tasks (`inout`) counts the whole tensors read.
         let acc = "tensor A: f32[16, 512];\ntensor B: f32[512, 16];\ntensor C: f32[16, 16];\n\
             kernel matmul_acc(in a: f32[16, 64], in b: f32[64, 16], inout c: f32[16, 16]);\n\
-            axis K = dense(8);\nworkload w() {\n    for k in K {\n        \
-            task matmul_acc(A[0 +: 16, k * 64 +: 64], B[k * 64 +: 64, 0 +: 16], C);\n    }\n}\n";
+            axis K = dense(8);\nworkload w() {\n    for_each k in K {\n        \
+            task matmul_acc(A[0 +: 16, k * 64 +: 64], B[k * 64 +: 64, 0 +: 16], C[0 +: 16, 0 +: 16]);\n    }\n}\n";
         let module = pto_wsp::ir::parse(acc).expect("parses");
         let d = tolerances(&module, &BTreeMap::new(), &Bindings::new(), floor);
         assert_eq!(d["C"].terms, 512);
