@@ -127,9 +127,9 @@ fn check_call(
             (ParamKind::Tile { .. }, TaskArg::Region(r)) => {
                 let extents = region_extents(m, r);
                 let i = regions.len();
-                regions.push(extents.map(|(rows, cols)| {
-                    (rows, cols, r.tensor.loc, r.tensor.name.clone())
-                }));
+                regions.push(
+                    extents.map(|(rows, cols)| (rows, cols, r.tensor.loc, r.tensor.name.clone())),
+                );
                 if let (Some((rows, cols)), Some(rp)) = (extents, body.regions.get(i)) {
                     env[rp.extents.0 as usize] = Some(Value::I64(rows as i64));
                     env[rp.extents.1 as usize] = Some(Value::I64(cols as i64));
@@ -171,7 +171,11 @@ fn region_extents(m: &Module, r: &crate::workload::Region) -> Option<(u64, u64)>
     } else {
         r.dims
             .iter()
-            .map(|d| d.size.as_ref().map_or(Some(1), |e| constant(e).and_then(as_u64)))
+            .map(|d| {
+                d.size
+                    .as_ref()
+                    .map_or(Some(1), |e| constant(e).and_then(as_u64))
+            })
             .collect::<Option<_>>()?
     };
     let (&cols, outer) = sizes.split_last()?;
@@ -275,7 +279,15 @@ impl State {
 /// What a walk reports to.
 trait Report {
     /// A load or store of `tile` (valid part known) at `offsets` from region `region`.
-    fn global(&mut self, op: TileOp, st: &State, tile: &TileRef, region: u32, offsets: [Option<i64>; 2], loc: Loc);
+    fn global(
+        &mut self,
+        op: TileOp,
+        st: &State,
+        tile: &TileRef,
+        region: u32,
+        offsets: [Option<i64>; 2],
+        loc: Loc,
+    );
     /// A read of `tile`.
     fn read(&mut self, op: &str, st: &State, tile: &TileRef, loc: Loc);
 }
@@ -412,7 +424,15 @@ struct Fits<'a> {
 }
 
 impl Report for Fits<'_> {
-    fn global(&mut self, op: TileOp, st: &State, tile: &TileRef, region: u32, offsets: [Option<i64>; 2], loc: Loc) {
+    fn global(
+        &mut self,
+        op: TileOp,
+        st: &State,
+        tile: &TileRef,
+        region: u32,
+        offsets: [Option<i64>; 2],
+        loc: Loc,
+    ) {
         let Some(Some((rows, cols, at, tensor))) = self.regions.get(region as usize) else {
             return;
         };

@@ -84,9 +84,9 @@ pub const ROPE_THETA: f64 = 10_000.0;
 /// its `//@ fill` lines do for `pto-wsp run`; the node's arguments never cover them.
 fn fill_rope_tables(store: &mut TensorStore) -> Result<(), KernelError> {
     for (name, sin) in [("RopeCos", false), ("RopeSin", true)] {
-        let t = store
-            .index_of(name)
-            .ok_or_else(|| KernelError::Message(format!("the MLA prolog has no tensor `{name}`")))?;
+        let t = store.index_of(name).ok_or_else(|| {
+            KernelError::Message(format!("the MLA prolog has no tensor `{name}`"))
+        })?;
         let half = store.info(t).shape.last().copied().unwrap_or(1).max(1) as usize;
         let n = store.info(t).elements() as usize;
         let data: Vec<f32> = (0..n)

@@ -827,12 +827,8 @@ fn compare(
     sim_outputs: &[(String, Vec<f64>)],
 ) -> Vec<Compared> {
     let user_tol = (opts.rtol != crate::expect::DEFAULT_RTOL).then_some(opts.rtol);
-    let derived = super::tolerance::tolerances(
-        &loaded.module,
-        &aliases_of(loaded),
-        bindings,
-        floor,
-    );
+    let derived =
+        super::tolerance::tolerances(&loaded.module, &aliases_of(loaded), bindings, floor);
     cpu_outputs
         .iter()
         .zip(sim_outputs)

@@ -254,10 +254,42 @@ fn task_terms(
 /// Built-ins that reduce nothing: every result element is a fixed, short computation of its
 /// inputs (element-wise, broadcasts, copies, selections, RoPE's rotation).
 const ELEMENT_WISE: &[&str] = &[
-    "empty", "fill", "copy", "add", "scale", "accumulate", "counter", "sub", "mul", "div", "max",
-    "min", "add_row", "sub_row", "mul_row", "div_row", "max_row", "min_row", "add_col",
-    "sub_col", "mul_col", "div_col", "max_col", "min_col", "exp", "rsqrt", "relu", "silu",
-    "gelu", "swiglu", "row_max", "rope", "add_scalar", "gather_rows", "bucket_by_index", "topk",
+    "empty",
+    "fill",
+    "copy",
+    "add",
+    "scale",
+    "accumulate",
+    "counter",
+    "sub",
+    "mul",
+    "div",
+    "max",
+    "min",
+    "add_row",
+    "sub_row",
+    "mul_row",
+    "div_row",
+    "max_row",
+    "min_row",
+    "add_col",
+    "sub_col",
+    "mul_col",
+    "div_col",
+    "max_col",
+    "min_col",
+    "exp",
+    "rsqrt",
+    "relu",
+    "silu",
+    "gelu",
+    "swiglu",
+    "row_max",
+    "rope",
+    "add_scalar",
+    "gather_rows",
+    "bucket_by_index",
+    "topk",
 ];
 
 /// Built-ins that reduce along the rows of their first region (its last extent): matrix
@@ -306,7 +338,10 @@ fn tensor_extents(module: &Module, bindings: &Bindings, name: &str) -> Vec<u64> 
     let Some(d) = module.tensors.iter().find(|d| d.name.name == name) else {
         return Vec::new();
     };
-    d.shape.iter().map(|e| eval_extent(bindings, e).unwrap_or(0)).collect()
+    d.shape
+        .iter()
+        .map(|e| eval_extent(bindings, e).unwrap_or(0))
+        .collect()
 }
 
 /// The extents of region `r` of a tensor of extents `whole`, as the kernel parameter of
@@ -326,8 +361,9 @@ fn region_extents(
             .enumerate()
             .map(|(i, d)| match &d.size {
                 None => 1,
-                Some(e) => eval_extent(bindings, e)
-                    .unwrap_or_else(|| whole.get(i).copied().unwrap_or(0)),
+                Some(e) => {
+                    eval_extent(bindings, e).unwrap_or_else(|| whole.get(i).copied().unwrap_or(0))
+                }
             })
             .collect()
     };
@@ -397,7 +433,6 @@ mod tests {
         let r2 = written_rms(&want, &got2, Some(&input));
         assert!((r2 - (26.0f64 / 3.0).sqrt()).abs() < 1e-12, "{r2}");
     }
-
 }
 
 #[cfg(test)]
@@ -421,7 +456,7 @@ mod derivation_tests {
         task proj(X[t * 16 +: 16, 0 +: hidden], Wg[0 +: hidden, f * 64 +: 64], Gate[t * 16 +: 16, f * 64 +: 64]);\n            \
         task proj(X[t * 16 +: 16, 0 +: hidden], Wu[0 +: hidden, f * 64 +: 64], Up[t * 16 +: 16, f * 64 +: 64]);\n            \
         task swiglu(Gate[t * 16 +: 16, f * 64 +: 64], Up[t * 16 +: 16, f * 64 +: 64], Act[t * 16 +: 16, f * 64 +: 64]);\n        \
-        }\n    }\n    task copy(Act, Act16);\n    task matmul(Act16, Wd, Z);\n    task add(X[0 +: 32, 0 +: 128], X[0 +: 32, 0 +: 128], V);\n}\n";
+        }\n    }\n    task copy(Act[0 +: 32, 0 +: 128], Act16[0 +: 32, 0 +: 128]);\n    task matmul(Act16[0 +: 32, 0 +: 128], Wd[0 +: 128, 0 +: 8], Z[0 +: 32, 0 +: 8]);\n    task add(X[0 +: 32, 0 +: 128], X[0 +: 32, 0 +: 128], V[0 +: 32, 0 +: 128]);\n}\n";
 
     fn derived() -> BTreeMap<String, Tolerance> {
         let module = pto_wsp::ir::parse(&FFN.replace("hidden", "256")).expect("parses");
@@ -469,8 +504,8 @@ mod derivation_tests {
         // An accumulation across tasks (`inout`) counts the whole tensors read.
         let acc = "tensor A: f32[16, 512];\ntensor B: f32[512, 16];\ntensor C: f32[16, 16];\n\
             kernel matmul_acc(in a: f32[16, 64], in b: f32[64, 16], inout c: f32[16, 16]);\n\
-            axis K = dense(8);\nworkload w() {\n    for k in K {\n        \
-            task matmul_acc(A[0 +: 16, k * 64 +: 64], B[k * 64 +: 64, 0 +: 16], C);\n    }\n}\n";
+            axis K = dense(8);\nworkload w() {\n    for_each k in K {\n        \
+            task matmul_acc(A[0 +: 16, k * 64 +: 64], B[k * 64 +: 64, 0 +: 16], C[0 +: 16, 0 +: 16]);\n    }\n}\n";
         let module = pto_wsp::ir::parse(acc).expect("parses");
         let d = tolerances(&module, &BTreeMap::new(), &Bindings::new(), floor);
         assert_eq!(d["C"].terms, 512);
@@ -479,7 +514,9 @@ mod derivation_tests {
     #[test]
     fn a_result_perturbed_beyond_the_derived_bound_fails_and_within_it_passes() {
         let tol = derived()["Act"].clone();
-        let want: Vec<f64> = (0..64).map(|i| ((i * 37 % 11) as f64 - 5.0) / 3.0).collect();
+        let want: Vec<f64> = (0..64)
+            .map(|i| ((i * 37 % 11) as f64 - 5.0) / 3.0)
+            .collect();
         let rms = (want.iter().map(|v| v * v).sum::<f64>() / want.len() as f64).sqrt();
         let compare = |by: f64| {
             let mut got = want.clone();
