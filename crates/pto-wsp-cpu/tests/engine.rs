@@ -88,6 +88,29 @@ impl Recorder {
         }
     }
 
+    /// No task that depends on `failed` (directly or through others) ran, and `failed` ran once.
+    fn check_nothing_after(&self, d: &Dag, failed: u32) {
+        let mut after = vec![false; d.tasks.len()];
+        after[failed as usize] = true;
+        let mut descendants = 0;
+        for (i, (_, _, _, preds)) in d.tasks.iter().enumerate().skip(failed as usize + 1) {
+            if preds.iter().any(|&p| after[p as usize]) {
+                after[i] = true;
+                descendants += 1;
+                assert_eq!(
+                    self.runs[i].load(Ordering::SeqCst),
+                    0,
+                    "task {i} depends on failed task {failed} but ran"
+                );
+            }
+        }
+        assert!(
+            descendants > 0,
+            "the failing task has no dependants to check"
+        );
+        assert_eq!(self.runs[failed as usize].load(Ordering::SeqCst), 1);
+    }
+
     fn check(&self, d: &Dag) {
         for (i, (_, _, _, preds)) in d.tasks.iter().enumerate() {
             assert_eq!(self.runs[i].load(Ordering::SeqCst), 1, "task {i} ran once");
@@ -383,10 +406,12 @@ fn a_failing_task_stops_the_run_with_its_error_and_the_pool_runs_again() {
         let err = pool.run(&g, &RunConfig::default(), &rec).unwrap_err();
         assert_eq!(err.to_string(), "task #123 (kernel `k`) failed: bad tile");
         // Nothing that depends on the failed task ran.
+        rec.check_nothing_after(&d, 123);
         let mut rec2 = Recorder::new(d.tasks.len(), vec![]);
         rec2.panic_at = Some(7);
         let err = pool.run(&g, &RunConfig::default(), &rec2).unwrap_err();
         assert!(matches!(err, ExecError::Internal(ref m) if m.contains("engine must survive")));
+        rec2.check_nothing_after(&d, 7);
         let rec3 = Recorder::new(d.tasks.len(), vec![]);
         pool.run(&g, &RunConfig::default(), &rec3).unwrap();
         rec3.check(&d);
@@ -406,6 +431,7 @@ fn a_failing_task_stops_the_run_with_its_error_and_the_pool_runs_again() {
             })
             .unwrap_err();
         assert!(err.to_string().starts_with("task #40"), "{err}");
+        rec4.check_nothing_after(&d, 40);
     }
 }
 
