@@ -303,6 +303,39 @@ fn streamed_runs_release_tasks_as_timing_says() {
     }
 }
 
+/// A producer learns of a task failure through its sink (`failed`) while it is still
+/// submitting, so it can stop early: here it submits one failing task and then waits for the
+/// sink to say so (a regression hangs until the test runner's time limit). An `abort` window
+/// (never full here) makes each task ready as it is submitted, not a batch at a time.
+#[test]
+fn a_streaming_producer_sees_a_task_failure_while_it_submits() {
+    for threads in [1, 2] {
+        let pool = WorkerPool::new(threads).unwrap();
+        let mut rec = Recorder::new(1, vec![]);
+        rec.fail_at = Some(0);
+        let table = TaskTable::new();
+        let sc = StreamConfig {
+            deps: DepsMode::Explicit,
+            window: Some((1024, WindowMode::Abort)),
+            ..StreamConfig::default()
+        };
+        let mut seen = false;
+        let err = pool
+            .run_streaming(&table, &RunConfig::default(), &sc, &rec, |b| {
+                b.alloc_task(0, ExecDomain::default(), ExecPool::Any, 0, None);
+                b.submit().unwrap();
+                while !b.sink().failed() {
+                    std::thread::yield_now();
+                }
+                seen = true;
+                Ok(())
+            })
+            .unwrap_err();
+        assert!(seen);
+        assert_eq!(err.to_string(), "task #0 (kernel `k`) failed: bad tile");
+    }
+}
+
 #[test]
 fn window_abort_fails_with_a_clear_error_and_the_pool_runs_again() {
     let pool = WorkerPool::new(2).unwrap();
