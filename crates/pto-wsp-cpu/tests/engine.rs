@@ -88,6 +88,29 @@ impl Recorder {
         }
     }
 
+    /// No task that depends on `failed` (directly or through others) ran, and `failed` ran once.
+    fn check_nothing_after(&self, d: &Dag, failed: u32) {
+        let mut after = vec![false; d.tasks.len()];
+        after[failed as usize] = true;
+        let mut descendants = 0;
+        for (i, (_, _, _, preds)) in d.tasks.iter().enumerate().skip(failed as usize + 1) {
+            if preds.iter().any(|&p| after[p as usize]) {
+                after[i] = true;
+                descendants += 1;
+                assert_eq!(
+                    self.runs[i].load(Ordering::SeqCst),
+                    0,
+                    "task {i} depends on failed task {failed} but ran"
+                );
+            }
+        }
+        assert!(
+            descendants > 0,
+            "the failing task has no dependants to check"
+        );
+        assert_eq!(self.runs[failed as usize].load(Ordering::SeqCst), 1);
+    }
+
     fn check(&self, d: &Dag) {
         for (i, (_, _, _, preds)) in d.tasks.iter().enumerate() {
             assert_eq!(self.runs[i].load(Ordering::SeqCst), 1, "task {i} ran once");
@@ -280,6 +303,39 @@ fn streamed_runs_release_tasks_as_timing_says() {
     }
 }
 
+/// A producer learns of a task failure through its sink (`failed`) while it is still
+/// submitting, so it can stop early: here it submits one failing task and then waits for the
+/// sink to say so (a regression hangs until the test runner's time limit). An `abort` window
+/// (never full here) makes each task ready as it is submitted, not a batch at a time.
+#[test]
+fn a_streaming_producer_sees_a_task_failure_while_it_submits() {
+    for threads in [1, 2] {
+        let pool = WorkerPool::new(threads).unwrap();
+        let mut rec = Recorder::new(1, vec![]);
+        rec.fail_at = Some(0);
+        let table = TaskTable::new();
+        let sc = StreamConfig {
+            deps: DepsMode::Explicit,
+            window: Some((1024, WindowMode::Abort)),
+            ..StreamConfig::default()
+        };
+        let mut seen = false;
+        let err = pool
+            .run_streaming(&table, &RunConfig::default(), &sc, &rec, |b| {
+                b.alloc_task(0, ExecDomain::default(), ExecPool::Any, 0, None);
+                b.submit().unwrap();
+                while !b.sink().failed() {
+                    std::thread::yield_now();
+                }
+                seen = true;
+                Ok(())
+            })
+            .unwrap_err();
+        assert!(seen);
+        assert_eq!(err.to_string(), "task #0 (kernel `k`) failed: bad tile");
+    }
+}
+
 #[test]
 fn window_abort_fails_with_a_clear_error_and_the_pool_runs_again() {
     let pool = WorkerPool::new(2).unwrap();
@@ -383,10 +439,12 @@ fn a_failing_task_stops_the_run_with_its_error_and_the_pool_runs_again() {
         let err = pool.run(&g, &RunConfig::default(), &rec).unwrap_err();
         assert_eq!(err.to_string(), "task #123 (kernel `k`) failed: bad tile");
         // Nothing that depends on the failed task ran.
+        rec.check_nothing_after(&d, 123);
         let mut rec2 = Recorder::new(d.tasks.len(), vec![]);
         rec2.panic_at = Some(7);
         let err = pool.run(&g, &RunConfig::default(), &rec2).unwrap_err();
         assert!(matches!(err, ExecError::Internal(ref m) if m.contains("engine must survive")));
+        rec2.check_nothing_after(&d, 7);
         let rec3 = Recorder::new(d.tasks.len(), vec![]);
         pool.run(&g, &RunConfig::default(), &rec3).unwrap();
         rec3.check(&d);
@@ -406,6 +464,7 @@ fn a_failing_task_stops_the_run_with_its_error_and_the_pool_runs_again() {
             })
             .unwrap_err();
         assert!(err.to_string().starts_with("task #40"), "{err}");
+        rec4.check_nothing_after(&d, 40);
     }
 }
 

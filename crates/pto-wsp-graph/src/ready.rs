@@ -664,6 +664,101 @@ mod tests {
         ReadyQueueSet::new(kind, workers, Arc::new(Counters::new(1)))
     }
 
+    /// The standalone queues report their length after each push and as they drain, and pop
+    /// in their order (FIFO: push order; priority: highest key, then smallest id).
+    #[test]
+    fn standalone_queues_count_and_order() {
+        let f = FifoQueue::new();
+        assert!(f.is_empty());
+        assert_eq!((f.push(TaskId(5)), f.push(TaskId(3))), (1, 2));
+        assert!(!f.is_empty());
+        assert_eq!(f.len(), 2);
+        assert_eq!(f.try_pop(), Some(TaskId(5)));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f.try_pop(), Some(TaskId(3)));
+        assert!(f.is_empty());
+        assert_eq!(f.try_pop(), None);
+
+        let q = PriorityQueue::new();
+        assert!(q.is_empty());
+        let lens = [
+            q.push(TaskId(4), 1),
+            q.push(TaskId(9), 7),
+            q.push(TaskId(2), 1),
+        ];
+        assert_eq!(lens, [1, 2, 3]);
+        assert!(!q.is_empty());
+        assert_eq!(q.len(), 3);
+        let order: Vec<_> = std::iter::from_fn(|| q.try_pop()).collect();
+        assert_eq!(order, [TaskId(9), TaskId(2), TaskId(4)]);
+        assert!(q.is_empty());
+    }
+
+    /// A set reports its policy, worker count (0 taken as 1), counters and length (placed
+    /// tasks included), and counts every push, pop and the longest queue it saw.
+    #[test]
+    fn set_reports_its_shape_length_and_counts() {
+        for kind in [ReadyKind::Fifo, ReadyKind::Priority, ReadyKind::WorkSteal] {
+            let counters = Arc::new(Counters::new(1));
+            let s = ReadyQueueSet::new(kind, 0, counters.clone());
+            assert_eq!((s.kind(), s.workers()), (kind, 1));
+            assert!(Arc::ptr_eq(s.counters(), &counters));
+            assert_eq!(s.len(), 0, "{kind:?}");
+            assert!(s.is_empty(), "{kind:?}");
+            s.push(ExecPool::Vector, TaskId(1));
+            s.push(ExecPool::Vector, TaskId(2));
+            s.push_to(0, ExecPool::Cube, TaskId(3));
+            assert_eq!(s.len(), 3, "{kind:?}");
+            assert!(!s.is_empty(), "{kind:?}");
+            {
+                let mut l = s.local(0).unwrap();
+                assert_eq!(l.worker(), 0);
+                let mut got = vec![l.try_pop_any().unwrap(), l.try_pop_any().unwrap()];
+                got.push(l.try_pop_any().unwrap());
+                got.sort();
+                assert_eq!(got, [TaskId(1), TaskId(2), TaskId(3)], "{kind:?}");
+                assert_eq!(l.try_pop_any(), None, "{kind:?}");
+            }
+            assert!(s.is_empty(), "{kind:?}");
+            let snap = counters.snapshot();
+            assert_eq!(snap.ready_pushes, [2, 1, 0], "{kind:?}");
+            assert_eq!(snap.ready_pops, [2, 1, 0], "{kind:?}");
+            let longest = if kind == ReadyKind::WorkSteal { 1 } else { 2 };
+            assert_eq!(snap.ready_len_hwm, longest, "{kind:?}");
+        }
+    }
+
+    /// Under work stealing a worker's own pushes go to its deque (popped LIFO by `pop_own`,
+    /// counted when the handle drops, with the deque's longest length); under FIFO there is no
+    /// own deque.
+    #[test]
+    fn own_deque_pushes_pops_and_counts() {
+        let counters = Arc::new(Counters::new(1));
+        let s = ReadyQueueSet::new(ReadyKind::WorkSteal, 2, counters.clone());
+        {
+            let mut l = s.local(1).unwrap();
+            for t in 0..3 {
+                l.push(ExecPool::Cube, TaskId(t));
+            }
+            assert_eq!(s.len(), 3);
+            assert_eq!(l.pop_own(ExecPool::Vector), None);
+            assert_eq!(l.pop_own(ExecPool::Cube), Some(TaskId(2)));
+            assert_eq!(l.pop_own(ExecPool::Cube), Some(TaskId(1)));
+        }
+        let snap = counters.snapshot();
+        assert_eq!(snap.ready_pushes, [0, 3, 0]);
+        assert_eq!(snap.ready_pops, [0, 2, 0]);
+        assert_eq!(snap.ready_len_hwm, 3);
+        // The task left in the deque went to the injector when the handle dropped.
+        assert_eq!(s.try_pop(ExecPool::Cube), Some(TaskId(0)));
+
+        let f = set(ReadyKind::Fifo, 1);
+        let mut l = f.local(0).unwrap();
+        l.push(ExecPool::Vector, TaskId(4));
+        assert_eq!(l.pop_own(ExecPool::Vector), None);
+        assert_eq!(l.try_pop(ExecPool::Vector), Some(TaskId(4)));
+    }
+
     #[test]
     fn pool_then_any() {
         for kind in [ReadyKind::Fifo, ReadyKind::Priority, ReadyKind::WorkSteal] {
