@@ -315,7 +315,8 @@ fn apply(
     for (d, &i) in dims.iter().zip(point) {
         match &d.values[i] {
             Value::Bound(site, level, v) => set_bound(&mut out, *site, *level, *v),
-            Value::Tier(k, c, e) => tiers.push((*k, *c, e.clone())),
+            // The module's own condition: no edit (its declaration stays as written).
+            Value::Tier(k, c, e) if i != 0 => tiers.push((*k, *c, e.clone())),
             _ => {}
         }
     }
