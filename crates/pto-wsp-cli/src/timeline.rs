@@ -458,7 +458,8 @@ fn tooltip(t: &Timeline, r: &Run, kname: &dyn Fn(u32) -> String) -> (String, Opt
     });
     let head = match (r.work, task) {
         (Some(w), Some(task)) => format!("{w} {task}"),
-        (Some(w), None) => w.to_string(),
+        (Some(w), None) if w.starts_with("host") => w.to_string(),
+        (Some(w), None) => format!("{w} a barrier task"),
         (None, Some(task)) => task,
         (None, None) => "a barrier task".to_string(),
     };

@@ -6,10 +6,17 @@
 //! evaluation per candidate suffices.
 //!
 //! Promises:
-//! - **Space**: executors, dispatch (the module's, `work_steal`, `round_robin(E)`), ready policy,
+//! - **Space**: executors, dispatch (the module's; a key for `affinity` and `hash` from the
+//!   workload's own variables: [`key_candidates`]; `work_steal`; `round_robin(E)`), ready policy,
 //!   task window (size and mode as one dimension), pipeline depth, dependency batching, start
-//!   policy, pools (`single`, `by_exec_unit`), and the values of symbols named by `--tune NAME=V1,V2,...` (e.g. a split-KV chunk
-//!   size). Never `deps` (it decides correctness, not speed) nor `trace`.
+//!   policy, pools (`single`, `by_exec_unit`), each bound of the schedule's `dispatch_threshold`
+//!   and `dispatch threshold(..)` levels and each literal bound of a kernel's `tiers` condition
+//!   (`PARAM <= N`, `<`, `>=`, `>`; one dimension per bound, candidate values the real cuts of
+//!   the values the metric or parameter takes over the module's tasks: [`cuts`]), and the values
+//!   of symbols named by `--tune NAME=V1,V2,...` (e.g. a split-KV chunk size). Never `deps` (it
+//!   decides correctness, not speed) nor `trace`. Each dimension's first value is the module's
+//!   own; on a tie the earlier value is kept (the module's, then the keys its loops offer, then
+//!   the policies that ignore the workload's structure).
 //! - **Method**: exhaustive when the whole space fits the budget at the first evaluation's cost;
 //!   else coordinate descent from the module's own schedule (each dimension in turn set to its
 //!   best value given the others, sweeps repeated until one changes nothing), then seeded random
@@ -27,8 +34,9 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use pto_wsp::ir::{
-    Dispatch, GateScope, Module, PoolsPolicy, ReadyPolicy, Schedule, ScheduleItem,
-    ScheduleItemKind, StartPolicy, TaskGraphItem, WindowMode,
+    BinOp, Dispatch, ExpandOptions, Expr, GateScope, Ident, Module, ParamKind, PoolsPolicy,
+    ReadyPolicy, Schedule, ScheduleItem, ScheduleItemKind, StartPolicy, StmtKind, TaskGraphItem,
+    Value as Scalar, WindowMode,
 };
 
 use crate::cmd::run::{RunOptions, cpu::run};
@@ -36,7 +44,17 @@ use crate::{CliError, fmt_ps};
 
 /// One dimension: its name and its values as schedule edits.
 struct Dim {
+    name: String,
     values: Vec<Value>,
+}
+
+/// Where a level bound sits in the schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Site {
+    /// `dispatch_threshold(..) { below N: POOL, ... }`.
+    Pools,
+    /// `dispatch threshold(..) { below N: POLICY, ... }`.
+    Dispatch,
 }
 
 /// One value of a dimension.
@@ -51,6 +69,10 @@ enum Value {
     Start(StartPolicy),
     Pools(PoolsPolicy),
     Symbol(String, String),
+    /// Level `usize`'s bound of a schedule threshold.
+    Bound(Site, usize, i64),
+    /// Kernel `usize`'s tier case `usize` with this condition.
+    Tier(usize, usize, Expr),
 }
 
 impl std::fmt::Display for Value {
@@ -71,6 +93,11 @@ impl std::fmt::Display for Value {
             Value::Start(s) => f.write_str(&tg_text(&TaskGraphItem::Start(*s))),
             Value::Pools(p) => f.write_str(&tg_text(&TaskGraphItem::Pools(*p))),
             Value::Symbol(n, v) => write!(f, "{n}={v}"),
+            Value::Bound(Site::Pools, l, v) => write!(f, "dispatch_threshold level {l}: below {v}"),
+            Value::Bound(Site::Dispatch, l, v) => {
+                write!(f, "dispatch threshold level {l}: below {v}")
+            }
+            Value::Tier(_, _, e) => write!(f, "tier {e}"),
         }
     }
 }
@@ -100,7 +127,12 @@ fn tg_text(item: &TaskGraphItem) -> String {
 }
 
 /// The dimensions of `schedule` on a machine with `cores` cores, module's value first.
-fn dims(schedule: &Schedule, cores: u64, symbols: &[(String, Vec<String>)]) -> Vec<Dim> {
+fn dims(
+    schedule: &Schedule,
+    cores: u64,
+    keys: Vec<Dispatch>,
+    symbols: &[(String, Vec<String>)],
+) -> Vec<Dim> {
     let mut executors = None;
     let mut dispatch = None;
     let (mut window, mut depth, mut batch) = (None, None, 1);
@@ -138,6 +170,7 @@ fn dims(schedule: &Schedule, cores: u64, symbols: &[(String, Vec<String>)]) -> V
     }
     let mut out = vec![
         Dim {
+            name: "executors".into(),
             values: with(e, vec![cores / 3, cores * 2 / 3, cores])
                 .into_iter()
                 .filter(|&n| n > 0)
@@ -145,21 +178,26 @@ fn dims(schedule: &Schedule, cores: u64, symbols: &[(String, Vec<String>)]) -> V
                 .collect(),
         },
         Dim {
+            name: "dispatch".into(),
             values: with(
                 dispatch.clone().unwrap_or(Dispatch::WorkSteal),
-                vec![Dispatch::WorkSteal, Dispatch::RoundRobin(e)],
+                keys.into_iter()
+                    .chain([Dispatch::WorkSteal, Dispatch::RoundRobin(e)])
+                    .collect(),
             )
             .into_iter()
             .map(Value::Dispatch)
             .collect(),
         },
         Dim {
+            name: "ready".into(),
             values: with(ready, vec![ReadyPolicy::Fifo, ReadyPolicy::WorkSteal])
                 .into_iter()
                 .map(Value::Ready)
                 .collect(),
         },
         Dim {
+            name: "task_window".into(),
             values: with(
                 window,
                 [None, Some(512), Some(2048), Some(8192), Some(32768)]
@@ -172,18 +210,21 @@ fn dims(schedule: &Schedule, cores: u64, symbols: &[(String, Vec<String>)]) -> V
             .collect(),
         },
         Dim {
+            name: "pipeline_depth".into(),
             values: with(depth, vec![None, Some((cores, GateScope::Global))])
                 .into_iter()
                 .map(Value::Depth)
                 .collect(),
         },
         Dim {
+            name: "batch_deps".into(),
             values: with(batch, vec![1, 4, 16])
                 .into_iter()
                 .map(Value::Batch)
                 .collect(),
         },
         Dim {
+            name: "start".into(),
             values: with(
                 start,
                 vec![
@@ -197,6 +238,7 @@ fn dims(schedule: &Schedule, cores: u64, symbols: &[(String, Vec<String>)]) -> V
             .collect(),
         },
         Dim {
+            name: "pools".into(),
             values: with(pools, vec![PoolsPolicy::Single, PoolsPolicy::ByExecUnit])
                 .into_iter()
                 .map(Value::Pools)
@@ -205,6 +247,7 @@ fn dims(schedule: &Schedule, cores: u64, symbols: &[(String, Vec<String>)]) -> V
     ];
     for (name, values) in symbols {
         out.push(Dim {
+            name: format!("symbol {name}"),
             values: values
                 .iter()
                 .map(|v| Value::Symbol(name.clone(), v.clone()))
@@ -214,8 +257,16 @@ fn dims(schedule: &Schedule, cores: u64, symbols: &[(String, Vec<String>)]) -> V
     out
 }
 
-/// `schedule` with the values of `point` applied.
-fn apply(schedule: &Schedule, dims: &[Dim], point: &[usize]) -> (Schedule, Vec<String>) {
+/// A tier edit: kernel, case, the case's new condition.
+type TierEdit = (usize, usize, Expr);
+
+/// `schedule` with the values of `point` applied, the `--bind` values of tuned symbols and the
+/// tier edits.
+fn apply(
+    schedule: &Schedule,
+    dims: &[Dim],
+    point: &[usize],
+) -> (Schedule, Vec<String>, Vec<TierEdit>) {
     let mut items: Vec<ScheduleItem> = schedule
         .items
         .iter()
@@ -260,6 +311,15 @@ fn apply(schedule: &Schedule, dims: &[Dim], point: &[usize]) -> (Schedule, Vec<S
     out.append(&mut items);
     out.push(ScheduleItem::new(ScheduleItemKind::TaskGraph(graph)));
     out.extend(tail.into_iter().map(ScheduleItem::new));
+    let mut tiers = Vec::new();
+    for (d, &i) in dims.iter().zip(point) {
+        match &d.values[i] {
+            Value::Bound(site, level, v) => set_bound(&mut out, *site, *level, *v),
+            // The module's own condition: no edit (its declaration stays as written).
+            Value::Tier(k, c, e) if i != 0 => tiers.push((*k, *c, e.clone())),
+            _ => {}
+        }
+    }
     (
         Schedule {
             target: schedule.target.clone(),
@@ -267,7 +327,395 @@ fn apply(schedule: &Schedule, dims: &[Dim], point: &[usize]) -> (Schedule, Vec<S
             loc: schedule.loc,
         },
         binds,
+        tiers,
     )
+}
+
+/// Sets level `level`'s bound of the threshold at `site` (nothing when the schedule has none
+/// there, e.g. a dispatch dimension chose another policy).
+fn set_bound(items: &mut [ScheduleItem], site: Site, level: usize, v: i64) {
+    for it in items {
+        let bound = match (&mut it.kind, site) {
+            (ScheduleItemKind::DispatchThreshold(l), Site::Pools) => {
+                l.levels.get_mut(level).map(|b| &mut b.0)
+            }
+            (ScheduleItemKind::Dispatch(Dispatch::Threshold(l)), Site::Dispatch) => {
+                l.levels.get_mut(level).map(|b| &mut b.0)
+            }
+            _ => None,
+        };
+        if let Some(b) = bound {
+            *b = v;
+        }
+    }
+}
+
+/// Variables (at most this many) whose keys [`key_candidates`] offers.
+const MAX_KEY_VARS: usize = 4;
+/// Candidate values of one threshold dimension (besides the module's own).
+const MAX_CUTS: usize = 16;
+
+/// Loop variables and workload parameters, in the order written: the entry's first, then the
+/// other workloads'.
+fn variables(module: &Module) -> Vec<String> {
+    fn walk(body: &[pto_wsp::ir::Stmt], out: &mut Vec<String>) {
+        for s in body {
+            match &s.kind {
+                StmtKind::Loop { vars, body, .. } | StmtKind::Select { vars, body, .. } => {
+                    out.extend(vars.iter().map(|v| v.name.clone()));
+                    walk(body, out);
+                }
+                StmtKind::Cond {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    walk(then_body, out);
+                    walk(else_body, out);
+                }
+                StmtKind::While { body, .. }
+                | StmtKind::Combine(body)
+                | StmtKind::Sequential(body) => walk(body, out),
+                _ => {}
+            }
+        }
+    }
+    let entry = module.entry_name();
+    let mut workloads: Vec<&pto_wsp::ir::Workload> = module.workloads.iter().collect();
+    workloads.sort_by_key(|w| Some(w.name.name.as_str()) != entry);
+    let mut out = Vec::new();
+    for w in workloads {
+        out.extend(w.params.iter().map(|p| p.0.name.clone()));
+        walk(&w.body, &mut out);
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|v| seen.insert(v.clone()));
+    out
+}
+
+/// The dispatch keys the module's tasks allow: each loop variable and workload parameter (in
+/// the order written, the entry's first) that the validator accepts as `dispatch affinity(v)`
+/// (an integer bound at every task the entry generates), at most [`MAX_KEY_VARS`] of them, as
+/// `affinity(v)` and `hash(v)`, then each pair of them as `hash(a * 65536 + b)` (an injective
+/// combination while `b` < 65536, so tasks of distinct pairs are spread independently).
+pub fn key_candidates(name: &str, text: &str, module: &Module) -> Vec<Dispatch> {
+    let Some(schedule) = &module.schedule else {
+        return Vec::new();
+    };
+    let var = |v: &str| Expr::Name(Ident::new(v));
+    let accepted = |d: Dispatch| {
+        let mut s = schedule.clone();
+        s.items
+            .retain(|i| !matches!(i.kind, ScheduleItemKind::Dispatch(_)));
+        s.items
+            .insert(0, ScheduleItem::new(ScheduleItemKind::Dispatch(d)));
+        crate::load_source(name, &splice(text, schedule, &s, "")).is_ok()
+    };
+    let vars: Vec<String> = variables(module)
+        .into_iter()
+        .filter(|v| accepted(Dispatch::Affinity(var(v))))
+        .take(MAX_KEY_VARS)
+        .collect();
+    let mut out = Vec::new();
+    for v in &vars {
+        out.push(Dispatch::Affinity(var(v)));
+        out.push(Dispatch::Hash(var(v)));
+    }
+    for (i, a) in vars.iter().enumerate() {
+        for b in &vars[i + 1..] {
+            let ab = Expr::Binary(
+                BinOp::Add,
+                Box::new(Expr::Binary(
+                    BinOp::Mul,
+                    Box::new(var(a)),
+                    Box::new(Expr::Int(65536)),
+                )),
+                Box::new(var(b)),
+            );
+            out.push(Dispatch::Hash(ab));
+        }
+    }
+    out
+}
+
+/// The literals that cut `values` (what a metric or parameter takes over the module's tasks) in
+/// each distinct place, for a condition `x OP literal` (`below N` is `x < N`): every cut when
+/// the values are fewer than [`MAX_CUTS`], else [`MAX_CUTS`] cuts evenly spaced over the sorted
+/// distinct values; nothing cut off and everything cut off included. Each literal is a real
+/// threshold: two of them put different sets of tasks on each side.
+pub fn cuts(values: &[i64], op: BinOp) -> Vec<i64> {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    let m = v.len();
+    if m == 0 {
+        return Vec::new();
+    }
+    let mut js: Vec<usize> = if m < MAX_CUTS {
+        (0..=m).collect()
+    } else {
+        (0..MAX_CUTS).map(|k| k * m / (MAX_CUTS - 1)).collect()
+    };
+    js.dedup();
+    js.into_iter()
+        .map(|j| match op {
+            // The low side is `x <= K` (`<=`) or its complement (`>`).
+            BinOp::Le | BinOp::Gt => match j {
+                0 => v[0].saturating_sub(1),
+                _ => v[j - 1],
+            },
+            // The low side is `x < K` (`<`, `below`) or its complement (`>=`).
+            _ if j == m => v[m - 1].saturating_add(1),
+            _ => v[j],
+        })
+        .collect()
+}
+
+/// The module's tasks under `binds`, expanded (kernels not run).
+fn each_task(
+    name: &str,
+    text: &str,
+    binds: &[String],
+    mut f: impl FnMut(&pto_wsp::ir::ExpandedTask),
+) -> Result<(), CliError> {
+    let loaded = crate::load_source(name, text)?;
+    let bindings = crate::bindings_for(&loaded, binds)?;
+    let plan = pto_wsp::driver::lower(&loaded)?;
+    pto_wsp::ir::expand_each(
+        plan.resolved(),
+        &bindings,
+        &ExpandOptions::default(),
+        |_, t| f(t),
+    )
+    .map_err(|e| CliError::plain(format!("{name}: {e}")))?;
+    Ok(())
+}
+
+/// The values `metric` (a schedule expression) takes over the module's tasks: the module
+/// expanded with `ready priority(metric)`, whose key the expander evaluates at every task.
+fn metric_values(
+    name: &str,
+    text: &str,
+    schedule: &Schedule,
+    metric: &Expr,
+    binds: &[String],
+) -> Result<Vec<i64>, CliError> {
+    let mut s = schedule.clone();
+    let mut found = false;
+    for it in &mut s.items {
+        if let ScheduleItemKind::TaskGraph(g) = &mut it.kind {
+            set_tg(
+                g,
+                TaskGraphItem::Ready(ReadyPolicy::Priority(metric.clone())),
+            );
+            found = true;
+        }
+    }
+    if !found {
+        s.items
+            .push(ScheduleItem::new(ScheduleItemKind::TaskGraph(vec![
+                TaskGraphItem::Ready(ReadyPolicy::Priority(metric.clone())),
+            ])));
+    }
+    let mut out = Vec::new();
+    each_task(name, &splice(text, schedule, &s, ""), binds, |t| {
+        out.push(t.priority)
+    })?;
+    Ok(out)
+}
+
+/// `PARAM OP LITERAL` of a tier condition: the scalar parameter's position among the kernel's
+/// scalar parameters, the operator and whether the literal is unsigned.
+fn tier_cut(decl: &pto_wsp::ir::KernelDecl, cond: &Expr) -> Option<(usize, BinOp, bool)> {
+    let Expr::Binary(op @ (BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge), l, r) = cond else {
+        return None;
+    };
+    let (Expr::Name(p), Expr::Int(_) | Expr::UInt(_)) = (&**l, &**r) else {
+        return None;
+    };
+    let pos = decl
+        .params
+        .iter()
+        .filter(|q| matches!(q.kind, ParamKind::Scalar(_)))
+        .position(|q| q.name.name == p.name)?;
+    Some((pos, *op, matches!(**r, Expr::UInt(_))))
+}
+
+/// The threshold dimensions: each bound of the schedule's `dispatch_threshold` and top-level
+/// `dispatch threshold(..)` levels, each `PARAM OP LITERAL` tier condition; values the
+/// module's own, then [`cuts`] of the metric's or parameter's values over the tasks.
+fn threshold_dims(
+    name: &str,
+    text: &str,
+    module: &Module,
+    schedule: &Schedule,
+    binds: &[String],
+) -> Result<Vec<Dim>, CliError> {
+    let mut out = Vec::new();
+    for it in &schedule.items {
+        let (site, levels, what): (Site, Vec<i64>, &str) = match &it.kind {
+            ScheduleItemKind::DispatchThreshold(l) => (
+                Site::Pools,
+                l.levels.iter().map(|b| b.0).collect(),
+                "dispatch_threshold",
+            ),
+            ScheduleItemKind::Dispatch(Dispatch::Threshold(l)) => (
+                Site::Dispatch,
+                l.levels.iter().map(|b| b.0).collect(),
+                "dispatch threshold",
+            ),
+            _ => continue,
+        };
+        let metric = match &it.kind {
+            ScheduleItemKind::DispatchThreshold(l) => &l.metric,
+            ScheduleItemKind::Dispatch(Dispatch::Threshold(l)) => &l.metric,
+            _ => continue,
+        };
+        let values = metric_values(name, text, schedule, metric, binds)?;
+        for (l, own) in levels.iter().enumerate() {
+            let mut vs = vec![*own];
+            vs.extend(cuts(&values, BinOp::Lt).into_iter().filter(|v| v != own));
+            out.push(Dim {
+                name: format!("{what}({metric}) bound {l}"),
+                values: vs.into_iter().map(|v| Value::Bound(site, l, v)).collect(),
+            });
+        }
+    }
+    let tiered: Vec<(usize, usize, usize, BinOp, bool)> = module
+        .kernels
+        .iter()
+        .enumerate()
+        .flat_map(|(k, d)| {
+            d.tiers.iter().flat_map(move |t| {
+                t.cases
+                    .iter()
+                    .enumerate()
+                    .filter_map(move |(c, (cond, _))| {
+                        tier_cut(d, cond).map(|(p, op, u)| (k, c, p, op, u))
+                    })
+            })
+        })
+        .collect();
+    if tiered.is_empty()
+        || tiered
+            .iter()
+            .any(|x| kernel_span(text, &module.kernels[x.0]).is_none())
+    {
+        return Ok(out);
+    }
+    let mut values: HashMap<(usize, usize), Vec<i64>> = HashMap::new();
+    each_task(name, text, binds, |t| {
+        for &(k, _, p, _, _) in &tiered {
+            if t.declared as usize == k
+                && let Some(v) = t.params.get(p)
+            {
+                let v = match *v {
+                    Scalar::I64(x) => x,
+                    Scalar::U64(x) => i64::try_from(x).unwrap_or(i64::MAX),
+                    Scalar::Bool(b) => i64::from(b),
+                };
+                values.entry((k, p)).or_default().push(v);
+            }
+        }
+    })?;
+    for (k, c, p, op, unsigned) in tiered {
+        let decl = &module.kernels[k];
+        let tiers = decl.tiers.as_ref().expect("a tiered kernel");
+        let own = &tiers.cases[c].0;
+        let Expr::Binary(_, param, _) = own else {
+            continue;
+        };
+        let lit = |v: i64| -> Expr {
+            if unsigned {
+                Expr::UInt(v.max(0) as u64)
+            } else {
+                Expr::Int(v)
+            }
+        };
+        let mut vs = vec![Value::Tier(k, c, own.clone())];
+        for v in cuts(values.get(&(k, p)).map_or(&[][..], Vec::as_slice), op) {
+            let e = Expr::Binary(op, param.clone(), Box::new(lit(v)));
+            if e != *own {
+                vs.push(Value::Tier(k, c, e));
+            }
+        }
+        out.push(Dim {
+            name: format!("tier `{own}` of kernel {}", decl.name),
+            values: vs,
+        });
+    }
+    Ok(out)
+}
+
+/// The byte range of kernel `decl`'s declaration in `text` (from `kernel` to its `;`), for a
+/// kernel without a body.
+fn kernel_span(text: &str, decl: &pto_wsp::ir::KernelDecl) -> Option<(usize, usize)> {
+    if decl.body.is_some() || !decl.name.loc.is_known() {
+        return None;
+    }
+    let at = decl.name.loc.start as usize;
+    let start = text.get(..at)?.rfind("kernel")?;
+    let mut depth = 0i32;
+    for (i, ch) in text.get(at..)?.char_indices() {
+        match ch {
+            '(' | '{' | '[' => depth += 1,
+            ')' | '}' | ']' => depth -= 1,
+            ';' if depth == 0 => return Some((start, at + i + 1)),
+            '/' if text[at + i..].starts_with("//") => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `text` with its schedule replaced by `new` (a comment line above it) and the tier edits
+/// made (each edited kernel's declaration printed anew); checked to read back with those
+/// tiers.
+fn candidate(
+    name: &str,
+    text: &str,
+    module: &Module,
+    old: &Schedule,
+    new: &Schedule,
+    tiers: &[TierEdit],
+    comment: &str,
+) -> Result<String, String> {
+    let mut edits = vec![(
+        old.loc.start as usize,
+        old.loc.end as usize,
+        format!("{comment}{new}"),
+    )];
+    let mut decls: HashMap<usize, pto_wsp::ir::KernelDecl> = HashMap::new();
+    for (k, c, e) in tiers {
+        let d = decls
+            .entry(*k)
+            .or_insert_with(|| module.kernels[*k].clone());
+        if let Some(t) = &mut d.tiers {
+            t.cases[*c].0 = e.clone();
+        }
+    }
+    for (k, d) in &decls {
+        let (a, b) = kernel_span(text, &module.kernels[*k])
+            .ok_or_else(|| format!("kernel `{}`: its declaration was not found", d.name))?;
+        edits.push((a, b, d.to_string()));
+    }
+    edits.sort_by_key(|e| std::cmp::Reverse(e.0));
+    let mut out = text.to_string();
+    for (a, b, s) in edits {
+        out.replace_range(a..b, &s);
+    }
+    if !decls.is_empty() {
+        let back = crate::load_source(name, &out).map_err(|e| e.to_string())?;
+        for (k, d) in &decls {
+            if back.module.kernels.get(*k).map(|x| &x.tiers) != Some(&d.tiers) {
+                return Err(format!(
+                    "kernel `{}`: the tier edit did not read back",
+                    d.name
+                ));
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn set_tg(graph: &mut Vec<TaskGraphItem>, item: TaskGraphItem) {
@@ -315,6 +763,12 @@ pub struct Tuned {
     pub text: String,
     /// `--bind` values of tuned symbols.
     pub binds: Vec<String>,
+    /// The kernel declarations a tier edit changed, as `.wsp` text.
+    pub kernels: Vec<String>,
+    /// The tier edits (kernel, case, condition).
+    tiers: Vec<TierEdit>,
+    /// Its place in the space (each dimension's value index).
+    point: Vec<usize>,
 }
 
 /// What a search found.
@@ -323,8 +777,12 @@ pub struct TuneResult {
     pub own: Tuned,
     /// The best schedules, best first.
     pub best: Vec<Tuned>,
-    /// Evaluations (distinct points) and refused candidates.
+    /// Points of the space visited.
     pub evaluated: usize,
+    /// Distinct module texts modelled (points whose edits are moot share one).
+    pub modelled: usize,
+    /// Each dimension's name and number of values, and the whole space's size.
+    pub space: (Vec<(String, usize)>, u128),
     /// Candidates the model refused (with the first reason).
     pub refused: (usize, Option<String>),
     /// The method used.
@@ -345,47 +803,73 @@ pub fn tune(name: &str, text: &str, o: &TuneOptions) -> Result<TuneResult, CliEr
     let machine = pto_wsp::machine::resolve(&o.machine, |p| std::fs::read_to_string(p))
         .map_err(|e| CliError::plain(e.to_string()))?;
     let cores = u64::from(machine.aic() + machine.aiv());
-    let dims = dims(&schedule, cores, &o.symbols);
+    let keys = key_candidates(name, text, module);
+    let mut dims = dims(&schedule, cores, keys, &o.symbols);
+    dims.extend(threshold_dims(name, text, module, &schedule, &o.binds)?);
     let t0 = Instant::now();
     let bar = progress_bar(o);
     let mut cache: HashMap<Vec<usize>, Result<Tuned, String>> = HashMap::new();
+    let by_text: std::cell::RefCell<HashMap<String, Result<u64, String>>> = Default::default();
     let own_point = vec![0usize; dims.len()];
     let eval = |point: &[usize], cache: &mut HashMap<Vec<usize>, Result<Tuned, String>>| {
         if let Some(r) = cache.get(point) {
             return r.clone();
         }
-        let (s, binds) = apply(&schedule, &dims, point);
+        let (s, binds, tiers) = apply(&schedule, &dims, point);
         let changes: Vec<String> = dims
             .iter()
             .zip(point)
             .filter(|(_, i)| **i != 0)
             .map(|(d, &i)| format!("{} → {}", d.values[0], d.values[i]))
             .collect();
-        let candidate = splice(text, &schedule, &s, "");
-        let mut all_binds = o.binds.clone();
-        all_binds.extend(binds.iter().cloned());
-        let opts = RunOptions {
-            binds: all_binds,
-            threads: 1,
-            model_only: true,
-            machine: Some(o.machine.clone()),
-            ..RunOptions::default()
-        };
-        let r = run(name, &candidate, false, &opts, &mut |_| {})
-            .map_err(|e| e.to_string())
-            .and_then(|out| {
-                out.stats
-                    .device
-                    .first()
-                    .map(|d| Tuned {
-                        makespan_ps: d.makespan_ps,
-                        changes,
-                        schedule: s.to_string(),
-                        text: candidate.clone(),
-                        binds,
-                    })
-                    .ok_or_else(|| "the run was not modelled".to_string())
-            });
+        let r = candidate(name, text, module, &schedule, &s, &tiers, "").and_then(|cand| {
+            let mut all_binds = o.binds.clone();
+            all_binds.extend(binds.iter().cloned());
+            let key = format!("{cand}\n{}", all_binds.join("\n"));
+            let cached = by_text.borrow().get(&key).cloned();
+            let makespan = match cached {
+                Some(m) => m,
+                None => {
+                    let opts = RunOptions {
+                        binds: all_binds,
+                        threads: 1,
+                        model_only: true,
+                        machine: Some(o.machine.clone()),
+                        ..RunOptions::default()
+                    };
+                    let m = run(name, &cand, false, &opts, &mut |_| {})
+                        .map_err(|e| e.to_string())
+                        .and_then(|out| {
+                            out.stats
+                                .device
+                                .first()
+                                .map(|d| d.makespan_ps)
+                                .ok_or_else(|| "the run was not modelled".to_string())
+                        });
+                    by_text.borrow_mut().insert(key, m.clone());
+                    m
+                }
+            };
+            let kernels = {
+                let mut ks: Vec<usize> = tiers.iter().map(|x| x.0).collect();
+                ks.sort_unstable();
+                ks.dedup();
+                let back = crate::load_source(name, &cand).map_err(|e| e.to_string())?;
+                ks.iter()
+                    .map(|&k| back.module.kernels[k].to_string())
+                    .collect()
+            };
+            makespan.map(|makespan_ps| Tuned {
+                makespan_ps,
+                changes,
+                schedule: s.to_string(),
+                text: cand,
+                binds,
+                kernels,
+                tiers,
+                point: point.to_vec(),
+            })
+        });
         cache.insert(point.to_vec(), r.clone());
         r
     };
@@ -483,16 +967,26 @@ pub fn tune(name: &str, text: &str, o: &TuneOptions) -> Result<TuneResult, CliEr
         .filter_map(|r| r.as_ref().ok())
         .cloned()
         .collect();
+    // Ties: fewer changes, then the earlier values (the module's own first in every dimension).
     best.sort_by(|a, b| {
         a.makespan_ps
             .cmp(&b.makespan_ps)
             .then(a.changes.len().cmp(&b.changes.len()))
+            .then(a.point.cmp(&b.point))
     });
     best.truncate(o.top.max(1));
+    let modelled = by_text.borrow().len();
     Ok(TuneResult {
         own,
         best,
         evaluated: cache.len(),
+        modelled,
+        space: (
+            dims.iter()
+                .map(|d| (d.name.clone(), d.values.len()))
+                .collect(),
+            space,
+        ),
         refused: (refused.len(), refused.first().map(|s| (*s).clone())),
         method,
         elapsed: t0.elapsed(),
@@ -512,13 +1006,17 @@ fn progress_bar(o: &TuneOptions) -> Option<indicatif::ProgressBar> {
     Some(b)
 }
 
-/// The report of a search.
+/// The report of a search: what was searched and how, the module's makespan, then the best
+/// schedules, each with its changes and its `.wsp` text (the schedule, and any kernel whose tier
+/// bound changed) between ```` ```wsp ```` fences, and the best against the module's.
 pub fn report(name: &str, o: &TuneOptions, r: &TuneResult) -> String {
     let mut out = format!(
-        "{name}: tuned on {} (device generation) by {}: {} schedule(s) evaluated in {:.1} s",
+        "{name}: tuned on {} (device generation) by {}: {} point(s) visited, {} distinct \
+         schedule(s) modelled in {:.1} s",
         o.machine,
         r.method,
         r.evaluated,
+        r.modelled,
         r.elapsed.as_secs_f64()
     );
     if r.refused.0 > 0 {
@@ -528,6 +1026,12 @@ pub fn report(name: &str, o: &TuneOptions, r: &TuneResult) -> String {
             r.refused.1.clone().unwrap_or_default()
         ));
     }
+    let dims: Vec<String> = r.space.0.iter().map(|(n, k)| format!("{n} {k}")).collect();
+    out.push_str(&format!(
+        "\n  space: {} candidate(s) = {} (each dimension's first value is the module's own)",
+        r.space.1,
+        dims.join(" × ")
+    ));
     out.push_str(&format!(
         "\n  the module's schedule: {}\n",
         fmt_ps(r.own.makespan_ps)
@@ -545,11 +1049,33 @@ pub fn report(name: &str, o: &TuneOptions, r: &TuneResult) -> String {
                 format!(": {}", t.changes.join("; "))
             }
         ));
+        out.push_str("    ```wsp\n");
+        for k in &t.kernels {
+            for line in k.lines() {
+                out.push_str(&format!("    {line}\n"));
+            }
+        }
+        for line in t.schedule.lines() {
+            out.push_str(&format!("    {line}\n"));
+        }
+        if !t.binds.is_empty() {
+            out.push_str(&format!("    // bind: {}\n", t.binds.join(", ")));
+        }
+        out.push_str("    ```\n");
+    }
+    if let Some(b) = r.best.first() {
+        out.push_str(&format!(
+            "  best: {} → {} ({:+.1} %)\n",
+            fmt_ps(r.own.makespan_ps),
+            fmt_ps(b.makespan_ps),
+            (b.makespan_ps as f64 / r.own.makespan_ps.max(1) as f64 - 1.0) * 100.0
+        ));
     }
     out
 }
 
-/// The best schedule written into the module's text (checked by re-parsing).
+/// The best schedule (and its tier bounds) written into the module's text, a comment above
+/// the schedule; checked by re-parsing.
 pub fn written(
     name: &str,
     text: &str,
@@ -581,7 +1107,16 @@ pub fn written(
             best.binds.join(", ")
         ));
     }
-    let out = splice(text, &old, &new, &comment);
+    let out = candidate(
+        name,
+        text,
+        &loaded.module,
+        &old,
+        &new,
+        &best.tiers,
+        &comment,
+    )
+    .map_err(|e| CliError::plain(format!("{name}: {e}; nothing written")))?;
     let back = crate::load_source(name, &out)?;
     let same = back.module.schedule.as_ref().map(ToString::to_string) == Some(new.to_string());
     if !same {

@@ -599,9 +599,14 @@ fn tooltips_name_each_task_by_index_kernel_and_regions() {
         let mut seen = BTreeSet::new();
         for (task, index, kernel, tip) in events {
             let Some(k) = index else {
-                // Control work without a task (the host's prefix) or a barrier task.
+                // Control work without a task (the host's prefix) or for a barrier task.
+                let first = tip.split(',').next().unwrap();
                 assert!(
-                    tip.starts_with("a barrier task") || tip.starts_with("host"),
+                    first == "a barrier task"
+                        || first.starts_with("host")
+                        || ["generate", "dispatch", "complete"]
+                            .iter()
+                            .any(|w| first == format!("{w} a barrier task")),
                     "{tip}"
                 );
                 continue;
@@ -632,5 +637,168 @@ fn tooltips_name_each_task_by_index_kernel_and_regions() {
             }
         }
         assert_eq!(seen, (0..6).collect(), "machine {machine}: every task once");
+    }
+}
+
+/// The fenced `.wsp` blocks of a `tune` report, in order (each candidate listed).
+fn wsp_blocks(report: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur: Option<String> = None;
+    for line in report.lines() {
+        match (line.trim(), &mut cur) {
+            ("```wsp", None) => cur = Some(String::new()),
+            ("```", Some(_)) => out.push(cur.take().unwrap()),
+            (_, Some(c)) => {
+                c.push_str(line.strip_prefix("    ").unwrap_or(line));
+                c.push('\n');
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The makespan (ns) a `tune` report line gives after `prefix`, e.g. `#1: 200.7 µs`.
+fn report_ns(report: &str, prefix: &str) -> f64 {
+    let rest = report
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(prefix))
+        .unwrap_or_else(|| panic!("no `{prefix}` in {report}"));
+    let mut it = rest.split_whitespace();
+    let v: f64 = it.next().unwrap().parse().unwrap();
+    let scale = match it.next().unwrap().trim_end_matches(',') {
+        "ns" => 1.0,
+        "µs" | "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        u => panic!("unit {u}"),
+    };
+    v * scale
+}
+
+/// `tune` varies the dispatch key and a threshold's bound, and finds the best choice an
+/// independent calculation gives. On the unit machine (4 AIV, 2 AIC; a task holds its core
+/// for s_d + d + u + c + f + s_c = 10 + 150 + 100,000 + 200 + 10 = 100,370 ns; generation
+/// 100 ns a task): 12 equal tasks `k(i)`, the module's key `affinity(z)` puts all of them on one
+/// core (`z` is always 0) and its `dispatch_threshold(i) { below 12: vector, else: cube }`
+/// sends all to the vector cores: 100 + 12 × 100,370 ns. The best any schedule can do is two
+/// rounds: 8 tasks on the 4 AIV and 4 on the 2 AIC, i.e. the bound `below 8` and a key
+/// spreading `i` (max(⌈N/4⌉, ⌈(12 − N)/2⌉) is 2 only at N = 8); the keyed placement
+/// `affinity(i)` over 4 executors does it (as does stealing, `dispatch work_steal` or `ready
+/// work_steal`, which ties). Every candidate printed parses, validates and runs.
+#[test]
+fn tune_finds_the_balancing_dispatch_key_and_threshold_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let wsp = dir.path().join("k.wsp");
+    let text = "tensor A: f32[12, 64];\naxis Z = dense(1);\naxis I = dense(12);\n\
+                kernel k(inout a: f32[64]);\n\
+                workload main() { parallel_for z in Z { parallel_for i in I { \
+                task k(A[i, 0 +: 64]); } } }\n\
+                // the schedule to tune\n\
+                schedule for main {\n    executors 4;\n    dispatch affinity(z);\n    \
+                dispatch_threshold(i) { below 12: vector, else: cube };\n    \
+                task_graph { trace cycles(100000); }\n}\n";
+    std::fs::write(&wsp, text).unwrap();
+    let out = dir.path().join("best.wsp");
+    let (ok, report, err) = run(&[
+        "tune",
+        wsp.to_str().unwrap(),
+        "--machine",
+        "unit",
+        "--budget",
+        "20",
+        "--top",
+        "10",
+        "-q",
+        "--write",
+        out.to_str().unwrap(),
+    ]);
+    assert!(ok, "{report}{err}");
+    // The space names the keys and the bound it varies.
+    assert!(report.contains("dispatch "), "{report}");
+    assert!(
+        report.contains("dispatch_threshold(i) bound 0 13"),
+        "{report}"
+    );
+    let hold = 10.0 + 150.0 + 100_000.0 + 200.0 + 10.0;
+    // Makespans are printed to 4 significant digits.
+    let own = report_ns(&report, "the module's schedule:");
+    let hand = 100.0 + 12.0 * hold;
+    assert!((own - hand).abs() <= hand * 5e-4, "{own} ns\n{report}");
+    let blocks = wsp_blocks(&report);
+    assert_eq!(blocks.len(), 10, "{report}");
+    let listed: Vec<f64> = (1..=10)
+        .map(|k| report_ns(&report, &format!("#{k}:")))
+        .collect();
+    let two_rounds = |ns: f64| ns >= 2.0 * hold * (1.0 - 5e-4) && ns <= 2.0 * hold + 12.0 * 110.0;
+    assert!(two_rounds(listed[0]), "{}\n{report}", listed[0]);
+    // The best bound is the one the calculation gives (nothing reaches two rounds with another),
+    // and the keyed placement that balances (`affinity(i)` over 4 executors) is among the best.
+    for (ns, b) in listed.iter().zip(&blocks) {
+        if two_rounds(*ns) {
+            assert!(b.contains("below 8: vector"), "{b}");
+        }
+    }
+    assert!(
+        listed
+            .iter()
+            .zip(&blocks)
+            .any(|(ns, b)| two_rounds(*ns) && b.contains("dispatch affinity(i);")),
+        "{report}"
+    );
+    // Every printed candidate, put in place of the module's schedule, checks and runs.
+    let at = text.find("schedule for").unwrap();
+    for (n, b) in blocks.iter().enumerate() {
+        let cand = dir.path().join(format!("c{n}.wsp"));
+        std::fs::write(&cand, format!("{}{b}", &text[..at])).unwrap();
+        let (ok, o, e) = run(&["check", cand.to_str().unwrap()]);
+        assert!(ok, "candidate {n}: {o}{e}\n{b}");
+        let (ok, o, e) = run(&[
+            "run",
+            cand.to_str().unwrap(),
+            "--model-only",
+            "-q",
+            "--machine",
+            "unit",
+        ]);
+        assert!(ok, "candidate {n}: {o}{e}");
+    }
+    // The written module keeps the comment outside the schedule and reads back.
+    let written = std::fs::read_to_string(&out).unwrap();
+    assert!(written.contains("// the schedule to tune"), "{written}");
+    assert!(written.contains("below 8: vector"), "{written}");
+    let (ok, o, e) = run(&["check", out.to_str().unwrap()]);
+    assert!(ok, "{o}{e}");
+}
+
+/// A kernel's tier bound is a dimension whose candidates are the real cuts of the parameter's
+/// values: `examples/tiered.wsp` decodes requests of 512, 1800, 4096, 8192, 10000 and 12000
+/// tokens, so `seq <= K` can put 0 … 6 of them below: K ∈ {511, 512, 1800, 4096, 8192, 10000,
+/// 12000}: 7 values besides the module's 2048 (which splits as 1800 does); 6 besides its
+/// 8192.
+#[test]
+fn tune_varies_a_kernel_tier_bound_over_the_cuts_of_its_parameter() {
+    let (ok, report, err) = run(&[
+        "tune",
+        "examples/tiered.wsp",
+        "--machine",
+        "unit",
+        "--budget",
+        "5",
+        "--top",
+        "2",
+        "-q",
+    ]);
+    assert!(ok, "{report}{err}");
+    assert!(
+        report.contains("tier `seq <= 2048` of kernel attn 8"),
+        "{report}"
+    );
+    assert!(
+        report.contains("tier `seq <= 8192` of kernel attn 7"),
+        "{report}"
+    );
+    for b in wsp_blocks(&report) {
+        assert!(b.contains("schedule for serve"), "{b}");
     }
 }
