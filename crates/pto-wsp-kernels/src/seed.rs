@@ -4,10 +4,10 @@
 //! hundreds of megabytes (the main job fills 570 MB). Generated one element at a time, the fill
 //! took longer than the run it prepares. Here the generator is SplitMix64 (Steele, Lea, Flood
 //! 2014), whose `k`-th output is a pure function of the seed and `k`: blocks of outputs are
-//! computed independently (vectorised, on x86-64 with AVX-512 or AVX2 when the CPU has them) and
-//! large tensors are cut into chunks filled on every core. A float tensor may also have a
-//! [`SeedRange`], applied as each value is made, so a weight of a given scale takes one pass
-//! over memory, not two.
+//! computed independently (vectorised, on x86-64 with AVX-512 or AVX2 when the CPU has them,
+//! rounded to `f16` eight at a time with F16C) and large tensors are cut into chunks filled on
+//! every core. A float tensor may also have a [`SeedRange`], applied as each value is made, so a
+//! weight of a given scale takes one pass over memory, not two.
 //!
 //! Promises: element `k` of a tensor is made from the stream's `k + 1`-th output, whatever the
 //! chunking, the thread count or the instruction set; floats are multiples of `2^-(p-1)` in
@@ -68,46 +68,87 @@ fn unit_grid(z: u64, p: u32) -> f32 {
     (m - half) as f32 * (1.0 / half as f32)
 }
 
-/// `out[i]` = element `first + i`'s value on the grid of `p` bits.
+/// `out[i]` = element `first + i`'s value on the grid of `p` bits, placed in `range`.
 #[inline(always)]
-fn grid_block_plain(seed: u64, first: u64, p: u32, out: &mut [f32]) {
-    for (i, x) in out.iter_mut().enumerate() {
-        *x = unit_grid(output(seed, first + i as u64), p);
+fn grid_block_plain(seed: u64, first: u64, p: u32, range: Option<SeedRange>, out: &mut [f32]) {
+    match range {
+        None => {
+            for (i, x) in out.iter_mut().enumerate() {
+                *x = unit_grid(output(seed, first + i as u64), p);
+            }
+        }
+        Some(r) => {
+            for (i, x) in out.iter_mut().enumerate() {
+                *x = r.map(unit_grid(output(seed, first + i as u64), p));
+            }
+        }
     }
 }
 
 /// [`grid_block_plain`] compiled for AVX-512 (64-bit multiplies in one instruction).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl")]
-fn grid_block_avx512(seed: u64, first: u64, p: u32, out: &mut [f32]) {
-    grid_block_plain(seed, first, p, out);
+fn grid_block_avx512(seed: u64, first: u64, p: u32, range: Option<SeedRange>, out: &mut [f32]) {
+    grid_block_plain(seed, first, p, range, out);
 }
 
 /// [`grid_block_plain`] compiled for AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn grid_block_avx2(seed: u64, first: u64, p: u32, out: &mut [f32]) {
-    grid_block_plain(seed, first, p, out);
+fn grid_block_avx2(seed: u64, first: u64, p: u32, range: Option<SeedRange>, out: &mut [f32]) {
+    grid_block_plain(seed, first, p, range, out);
 }
 
 /// [`grid_block_plain`] with the widest vectors the CPU has.
-fn grid_block(seed: u64, first: u64, p: u32, out: &mut [f32]) {
+fn grid_block(seed: u64, first: u64, p: u32, range: Option<SeedRange>, out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512dq")
             && std::arch::is_x86_feature_detected!("avx512vl")
         {
             // SAFETY: the CPU has the features the function is compiled for (checked above).
-            unsafe { grid_block_avx512(seed, first, p, out) };
+            unsafe { grid_block_avx512(seed, first, p, range, out) };
             return;
         }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: as above, for AVX2.
-            unsafe { grid_block_avx2(seed, first, p, out) };
+            unsafe { grid_block_avx2(seed, first, p, range, out) };
             return;
         }
     }
-    grid_block_plain(seed, first, p, out);
+    grid_block_plain(seed, first, p, range, out);
+}
+
+/// `dst[i] = src[i]` rounded to `f16` (to nearest, ties to even: what [`Float::store`] does),
+/// eight at a time with F16C.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx,f16c")]
+fn store_f16c(src: &[f32], dst: &mut [half::f16]) {
+    use std::arch::x86_64::{
+        _MM_FROUND_TO_NEAREST_INT, _mm_storeu_si128, _mm256_cvtps_ph, _mm256_loadu_ps,
+    };
+    let n = src.len().min(dst.len());
+    let whole = n - n % 8;
+    for i in (0..whole).step_by(8) {
+        // SAFETY: `i + 8 <= n`, within both slices; the accesses are unaligned ones.
+        unsafe {
+            let v = _mm256_loadu_ps(src.as_ptr().add(i));
+            let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v);
+            _mm_storeu_si128(dst.as_mut_ptr().add(i).cast(), h);
+        }
+    }
+    half::f16::store(&src[whole..n], &mut dst[whole..n]);
+}
+
+/// [`Float::store`] for `f16`, with F16C when the CPU has it.
+fn store_f16(src: &[f32], dst: &mut [half::f16]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("f16c") && std::arch::is_x86_feature_detected!("avx") {
+        // SAFETY: the CPU has the features the function is compiled for (checked above).
+        unsafe { store_f16c(src, dst) };
+        return;
+    }
+    half::f16::store(src, dst);
 }
 
 /// Fills `bytes` (elements of `dtype`) from the stream seeded with `seed`, on every core when
@@ -144,9 +185,9 @@ pub(crate) fn fill_chunk(
     range: Option<SeedRange>,
 ) {
     match dtype {
-        DType::F32 => fill_float::<f32>(bytes, 24, seed, first, range),
-        DType::F16 => fill_float::<half::f16>(bytes, 11, seed, first, range),
-        DType::Bf16 => fill_float::<half::bf16>(bytes, 8, seed, first, range),
+        DType::F32 => fill_float::<f32>(bytes, 24, seed, first, range, f32::store),
+        DType::F16 => fill_float::<half::f16>(bytes, 11, seed, first, range, store_f16),
+        DType::Bf16 => fill_float::<half::bf16>(bytes, 8, seed, first, range, half::bf16::store),
         DType::I32 => fill_int(bytes, seed, first, |v| v as i32),
         DType::U32 => fill_int(bytes, seed, first, |v| v as u32),
         DType::I64 => fill_int(bytes, seed, first, |v| v as i64),
@@ -155,18 +196,22 @@ pub(crate) fn fill_chunk(
     }
 }
 
-fn fill_float<T: Float>(bytes: &mut [u8], p: u32, seed: u64, first: u64, range: Option<SeedRange>) {
+fn fill_float<T: Float>(
+    bytes: &mut [u8],
+    p: u32,
+    seed: u64,
+    first: u64,
+    range: Option<SeedRange>,
+    store: fn(&[f32], &mut [T]),
+) {
     let mut block = [0f32; BLOCK];
     for (c, chunk) in bytemuck::cast_slice_mut::<u8, T>(bytes)
         .chunks_mut(BLOCK)
         .enumerate()
     {
         let b = &mut block[..chunk.len()];
-        grid_block(seed, first + (c * BLOCK) as u64, p, b);
-        if let Some(r) = range {
-            b.iter_mut().for_each(|x| *x = r.map(*x));
-        }
-        T::store(b, chunk);
+        grid_block(seed, first + (c * BLOCK) as u64, p, range, b);
+        store(b, chunk);
     }
 }
 
@@ -242,13 +287,42 @@ mod tests {
         }
     }
 
+    /// The F16C store rounds every `f32` as the half crate does: the values halfway between
+    /// two halves and around every half, subnormals, overflow, infinities and NaN.
+    #[test]
+    fn f16_stores_round_as_the_half_crate() {
+        let mut src: Vec<f32> = (0..=u16::MAX)
+            .flat_map(|b| {
+                let v = half::f16::from_bits(b).to_f32();
+                [
+                    v,
+                    f32::from_bits(v.to_bits() + 1),
+                    f32::from_bits(v.to_bits() + 0x1000),
+                ]
+            })
+            .filter(|v| !v.is_nan())
+            .collect();
+        src.extend([f32::NAN, 65520.0, 1e-8, -1e-8, 70000.0, f32::INFINITY]);
+        let mut got = vec![half::f16::ZERO; src.len()];
+        store_f16(&src, &mut got);
+        for (s, g) in src.iter().zip(&got) {
+            let want = half::f16::from_f32(*s);
+            assert!(
+                g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()),
+                "{s:e}: {:#06x} against {:#06x}",
+                g.to_bits(),
+                want.to_bits()
+            );
+        }
+    }
+
     #[test]
     fn grid_values_are_exact_and_in_range() {
         let mut x = vec![0f32; 10_000];
         for p in [8, 11, 24] {
-            grid_block(7, 3, p, &mut x);
+            grid_block(7, 3, p, None, &mut x);
             let mut plain = vec![0f32; x.len()];
-            grid_block_plain(7, 3, p, &mut plain);
+            grid_block_plain(7, 3, p, None, &mut plain);
             assert_eq!(x, plain);
             for &v in &x {
                 assert!((-1.0..1.0).contains(&v));
