@@ -32,15 +32,15 @@
 //!   of range, a tier with no kernel implementation, a workspace overflow, a `load` past its
 //!   tensor, a kernel that fails. Nothing panics on bad input.
 
-use crate::ir::eval::{Env, eval};
 use crate::ir::plan::{
     AffinityKind, BindWhat, OrderKind, PlanDecl, SpaceDecl, SpaceEnd, TierTableDecl, TileKind,
 };
 use crate::ir::resolve::body::IntExpr;
 use crate::ir::resolve::generate::{
-    Field, FieldVal, GenStep, GenStepKind, Generator, resolve_generator,
+    CallArg, CallForm, Field, FieldVal, GenStep, GenStepKind, Generator, PlanForm,
+    resolve_generator, resolve_plan,
 };
-use crate::ir::{Arg, Bindings, Diagnostic, Expr, Loc, Module, ParamKind, TaskStmt, Value};
+use crate::ir::{Bindings, Diagnostic, Loc, Module, ParamKind, TaskStmt, Value};
 use crate::kernels::ledger::RegionLedger;
 use crate::kernels::{CheckedRunner, KernelId, KernelRegistry, TensorStore, with_checked_runner};
 use crate::pde::{self, Descriptor, End, Launch, LaunchStats, NO_WORKSPACE, PdeError, Tile};
@@ -152,7 +152,10 @@ pub fn run_plan(
         return Err(at(p.loc, "its space or tier table is not declared".into()));
     };
     let symbols = &bindings.symbols;
-    let space = bind_space(sd, p, symbols).map_err(|(loc, m)| at(loc, m))?;
+    let tier_names: Vec<&str> = td.tiers.iter().map(|t| t.name.as_str()).collect();
+    let form = resolve_plan(sd, p, &tier_names, &|n| symbols.contains_key(n));
+    let env = CallEnv::new(&form, sd, p, symbols);
+    let space = bind_space(sd, p, &env).map_err(|(loc, m)| at(loc, m))?;
     let tiers = tier_table(td).map_err(|e| at(td.name.loc, e.to_string()))?;
     let capacity = match &p.workspace {
         None => 0,
@@ -163,12 +166,13 @@ pub fn run_plan(
             store.info(i).elements()
         }
     };
-    let names = FieldNames::new(sd, p);
+    let names = FieldNames::new(sd);
     let calls = td
         .tiers
         .iter()
-        .map(|t| {
-            let k = p.kernels.iter().find(|k| k.tier == t.name).ok_or_else(|| {
+        .zip(&form.tier_kernels)
+        .map(|(t, k)| {
+            let (k, call) = k.map(|i| (&p.kernels[i], &form.calls[i])).ok_or_else(|| {
                 at(
                     p.loc,
                     format!("tier `{}` of `{}` has no kernel", t.name, td.name),
@@ -177,7 +181,7 @@ pub fn run_plan(
             TierCall::new(
                 module,
                 &format!("tier `{}`", k.tier),
-                &k.call,
+                (&k.call, call),
                 store,
                 registry,
             )
@@ -189,7 +193,10 @@ pub fn run_plan(
         Some(pf) => {
             let depth = u32::try_from(pf.depth)
                 .map_err(|_| at(pf.loc, "the prefetch depth is past 2^32 - 1".into()))?;
-            let call = TierCall::new(module, "the prefetch", &pf.call, store, registry)
+            let Some(form) = &form.prefetch else {
+                return Err(at(pf.loc, "the prefetch's call is not resolved".into()));
+            };
+            let call = TierCall::new(module, "the prefetch", (&pf.call, form), store, registry)
                 .map_err(|m| at(pf.loc, m))?;
             Some((pf.axis.as_str(), depth, call))
         }
@@ -205,7 +212,7 @@ pub fn run_plan(
             .collect(),
         prefetch: prefetch.as_ref().map(|(_, _, c)| &c.shape),
         names: &names,
-        symbols,
+        env: &env,
         tensors: &tensors,
         tiers: td.tiers.iter().map(|t| t.name.as_str()).collect(),
         state: Mutex::new(Admitted::default()),
@@ -213,7 +220,7 @@ pub fn run_plan(
     let admission = opts.check_independence.then_some(&admission);
     with_checked_runner(store, registry, |runner| {
         launch_plan(
-            module, p, bindings, sd, td, &space, &tiers, capacity, &names, &calls, &prefetch,
+            module, p, bindings, sd, td, &space, &tiers, capacity, &env, &calls, &prefetch,
             runner, opts, admission,
         )
     })
@@ -230,7 +237,7 @@ fn launch_plan(
     space: &pde::BoundSpace,
     tiers: &pde::Tiers,
     capacity: u64,
-    names: &FieldNames<'_>,
+    env: &CallEnv<'_>,
     calls: &[TierCall<'_>],
     prefetch: &Option<(&str, u32, TierCall<'_>)>,
     runner: &CheckedRunner<'_>,
@@ -239,11 +246,10 @@ fn launch_plan(
 ) -> Result<PlanStats, PlanError> {
     let plan = p.name.as_str();
     let at = PlanError::at(plan);
-    let symbols = &bindings.symbols;
     let runners: Vec<Box<pde::Kernel<'_>>> = calls
         .iter()
         .map(|c| {
-            let f = move |d: &Descriptor| c.run(d, names, symbols, runner);
+            let f = move |d: &Descriptor| c.run(d, env, runner);
             Box::new(f) as Box<pde::Kernel<'_>>
         })
         .collect();
@@ -255,7 +261,7 @@ fn launch_plan(
         launch = launch.kernel(t.name.as_str(), &**r);
     }
     let fetch = prefetch.as_ref().map(|(axis, depth, c)| {
-        let f = move |d: &Descriptor| c.run(d, names, symbols, runner);
+        let f = move |d: &Descriptor| c.run(d, env, runner);
         (*axis, *depth, Box::new(f) as Box<pde::Kernel<'_>>)
     });
     if let Some((axis, depth, hook)) = &fetch {
@@ -306,8 +312,14 @@ fn launch_plan(
                 _ => "",
             };
             // A prefetch descriptor's tier is not in the table: its failure is named `prefetch`.
-            let loc = match p.kernels.iter().find(|k| k.tier.as_str() == tier) {
-                Some(k) => k.loc,
+            let kernel = td
+                .tiers
+                .iter()
+                .zip(&env.form.tier_kernels)
+                .find(|(t, _)| t.name.as_str() == tier)
+                .and_then(|(_, k)| *k);
+            let loc = match kernel {
+                Some(k) => p.kernels[k].loc,
                 None => p.prefetch.as_ref().map_or(p.loc, |pf| pf.loc),
             };
             Err(at(loc, e.to_string()))
@@ -378,7 +390,7 @@ struct Admission<'a> {
     kernel_locs: Vec<Loc>,
     prefetch: Option<&'a CallShape<'a>>,
     names: &'a FieldNames<'a>,
-    symbols: &'a BTreeMap<String, Value>,
+    env: &'a CallEnv<'a>,
     /// Tensor names by index.
     tensors: &'a [String],
     tiers: Vec<&'a str>,
@@ -412,7 +424,7 @@ impl Admission<'_> {
                 self.describe(state.seen.len(), d)
             ));
         };
-        let io = match call.io(d, self.names, self.symbols) {
+        let io = match call.io(d, self.env) {
             Ok((io, _)) => io,
             Err(e) => {
                 let message = format!(
@@ -473,23 +485,6 @@ impl Admission<'_> {
     }
 }
 
-/// Symbols and local variables, for evaluating expressions.
-struct Scope<'a> {
-    symbols: &'a BTreeMap<String, Value>,
-    locals: &'a [(&'a str, Value)],
-}
-
-impl Env for Scope<'_> {
-    fn lookup(&self, name: &str) -> Option<Value> {
-        self.locals
-            .iter()
-            .rev()
-            .find(|(n, _)| *n == name)
-            .map(|&(_, v)| v)
-            .or_else(|| self.symbols.get(name).copied())
-    }
-}
-
 fn as_u32(v: Value) -> Option<u32> {
     match v {
         Value::I64(x) => u32::try_from(x).ok(),
@@ -506,55 +501,59 @@ fn as_i64(v: Value) -> Option<i64> {
     }
 }
 
-/// Binds the space for the plan: ends, tiles, constraints.
+/// Binds the space for the plan: ends, tiles, constraints (their expressions from `env`'s
+/// resolved plan).
 fn bind_space(
     sd: &SpaceDecl,
     p: &PlanDecl,
-    symbols: &BTreeMap<String, Value>,
+    env: &CallEnv<'_>,
 ) -> Result<pde::BoundSpace, (Loc, String)> {
-    let scope = Scope {
-        symbols,
-        locals: &[],
-    };
+    let form = env.form;
     let space_err = |loc: Loc, m: String| (loc, format!("space `{}`: {m}", sd.name));
-    let value = |e: &Expr, what: String| -> Result<u32, (Loc, String)> {
-        let v = eval(e, &scope).map_err(|err| space_err(e.loc(), format!("{what}: {err}")))?;
+    let eval = |e: &IntExpr| e.compiled.eval(&env.base).map_err(|err| form.explain(err));
+    let value = |e: &IntExpr, what: String| -> Result<u32, (Loc, String)> {
+        let loc = e.text.loc();
+        let v = eval(e).map_err(|err| space_err(loc, format!("{what}: {err}")))?;
         as_u32(v).ok_or_else(|| {
             space_err(
-                e.loc(),
+                loc,
                 format!("{what} = {v} is not an integer from 0 to 2^32 - 1"),
             )
         })
     };
-    for (c, loc) in &sd.constraints {
-        match eval(c, &scope) {
+    for (c, (_, loc)) in form.constraints.iter().zip(&sd.constraints) {
+        let c_text = &c.text;
+        match eval(c) {
             Ok(Value::Bool(true)) => {}
             Ok(Value::Bool(false)) => {
-                return Err(space_err(*loc, format!("constraint `{c}` does not hold")));
+                return Err(space_err(
+                    *loc,
+                    format!("constraint `{c_text}` does not hold"),
+                ));
             }
             Ok(v) => {
                 return Err(space_err(
                     *loc,
-                    format!("constraint `{c}` is {v}, not a bool"),
+                    format!("constraint `{c_text}` is {v}, not a bool"),
                 ));
             }
-            Err(e) => return Err(space_err(*loc, format!("constraint `{c}`: {e}"))),
+            Err(e) => return Err(space_err(*loc, format!("constraint `{c_text}`: {e}"))),
         }
     }
     let mut space = pde::Space::new(sd.name.as_str());
-    for a in &sd.axes {
-        let end = match &a.end {
-            SpaceEnd::Const(n) => End::Const(u32::try_from(*n).map_err(|_| {
+    for (a, symbol_end) in sd.axes.iter().zip(&form.ends) {
+        let end = match (&a.end, symbol_end) {
+            (SpaceEnd::Const(n), _) => End::Const(u32::try_from(*n).map_err(|_| {
                 space_err(
                     a.name.loc,
                     format!("the end of axis `{}` is past 2^32 - 1", a.name),
                 )
             })?),
-            SpaceEnd::Symbol(s) => End::Const(value(
-                &Expr::Name(s.clone()),
+            (SpaceEnd::Symbol(s), Some(e)) => End::Const(value(
+                e,
                 format!("the end of axis `{}` (symbol `{s}`)", a.name),
             )?),
-            SpaceEnd::Dynamic => End::Dynamic,
+            (SpaceEnd::Symbol(_), None) | (SpaceEnd::Dynamic, _) => End::Dynamic,
         };
         let start = u32::try_from(a.start).map_err(|_| {
             space_err(
@@ -575,8 +574,8 @@ fn bind_space(
     }
     let mut ends = Vec::new();
     let mut tiles = Vec::new();
-    for b in &p.binds {
-        let v = value(&b.value, format!("`bind {}({})`", b.what.keyword(), b.axis))?;
+    for (b, e) in p.binds.iter().zip(&form.binds) {
+        let v = value(e, format!("`bind {}({})`", b.what.keyword(), b.axis))?;
         match b.what {
             BindWhat::End => ends.push((b.axis.as_str(), v)),
             BindWhat::Tile => tiles.push((b.axis.as_str(), v)),
@@ -604,38 +603,74 @@ fn tier_table(td: &TierTableDecl) -> Result<pde::Tiers, PdeError> {
     pde::Tiers::new(td.name.as_str(), tiers)
 }
 
-/// The names of a plan's descriptor fields, in the order [`FieldNames::bind`] gives values.
+/// The names of a plan's space axes, for messages.
 struct FieldNames<'m> {
     axes: Vec<&'m str>,
-    user: Vec<&'m str>,
 }
 
 impl<'m> FieldNames<'m> {
-    fn new(sd: &'m SpaceDecl, p: &'m PlanDecl) -> FieldNames<'m> {
+    fn new(sd: &'m SpaceDecl) -> FieldNames<'m> {
         FieldNames {
             axes: sd.axes.iter().map(|a| a.name.as_str()).collect(),
-            user: p.fields.iter().map(|f| f.as_str()).collect(),
+        }
+    }
+}
+
+/// The value slots of a plan's resolved expressions ([`PlanForm`]): the free names read from
+/// the bound symbols once, the descriptor's fields set per descriptor.
+struct CallEnv<'a> {
+    form: &'a PlanForm,
+    /// Every slot, the fields 0 (what the space's bounds see).
+    base: Vec<Value>,
+    /// The number of space axes (the user fields follow them).
+    axes: usize,
+    /// The number of user fields.
+    users: usize,
+}
+
+impl<'a> CallEnv<'a> {
+    fn new(
+        form: &'a PlanForm,
+        sd: &SpaceDecl,
+        p: &PlanDecl,
+        symbols: &BTreeMap<String, Value>,
+    ) -> CallEnv<'a> {
+        let mut base = vec![Value::I64(0); form.values];
+        for (name, slot) in &form.free {
+            if let Some(v) = symbols.get(name) {
+                base[*slot as usize] = *v;
+            }
+        }
+        CallEnv {
+            form,
+            base,
+            axes: sd.axes.len(),
+            users: p.fields.len(),
         }
     }
 
-    /// Each field of `d` as a name and an `i64` value (`workspace` of none: -1).
-    fn bind(&self, d: &Descriptor, out: &mut Vec<(&'m str, Value)>) {
-        out.clear();
+    /// The slots with `d`'s fields (`workspace` of none: -1), in the order
+    /// [`PlanForm::FIELD_SLOTS`] gives.
+    fn vars(&self, d: &Descriptor) -> Vec<Value> {
+        let mut v = self.base.clone();
         let ws = if d.workspace == NO_WORKSPACE {
             -1
         } else {
             i64::from(d.workspace)
         };
-        out.push(("tier", Value::I64(d.tier.into())));
-        out.push(("start", Value::I64(d.start.into())));
-        out.push(("end", Value::I64(d.end.into())));
-        out.push(("workspace", Value::I64(ws)));
-        for (k, a) in self.axes.iter().enumerate() {
-            out.push((a, Value::I64(d.indices[k].into())));
+        let fixed = [d.tier.into(), d.start.into(), d.end.into(), ws];
+        let n = fixed.len();
+        for (slot, x) in v.iter_mut().zip(fixed) {
+            *slot = Value::I64(x);
         }
-        for (k, u) in self.user.iter().enumerate() {
-            out.push((u, Value::I64(d.user[k].into())));
+        for (slot, x) in v.iter_mut().skip(n).take(self.axes).zip(&d.indices) {
+            *slot = Value::I64((*x).into());
         }
+        let user_slots = v.iter_mut().skip(n + self.axes).take(self.users);
+        for (slot, x) in user_slots.zip(&d.user) {
+            *slot = Value::I64((*x).into());
+        }
+        v
     }
 }
 
@@ -646,11 +681,11 @@ struct TierCall<'m> {
 }
 
 impl<'m> TierCall<'m> {
-    /// The call `call` of `who` (`tier `t``, `the prefetch`).
+    /// The call `call` of `who` (`tier `t``, `the prefetch`), with its resolved form.
     fn new(
         module: &'m Module,
         who: &str,
-        call: &'m TaskStmt,
+        call: (&'m TaskStmt, &'m CallForm),
         store: &TensorStore,
         registry: &KernelRegistry,
     ) -> Result<TierCall<'m>, String> {
@@ -669,25 +704,26 @@ impl<'m> TierCall<'m> {
     fn run(
         &self,
         d: &Descriptor,
-        names: &FieldNames<'_>,
-        symbols: &BTreeMap<String, Value>,
+        env: &CallEnv<'_>,
         runner: &CheckedRunner<'_>,
     ) -> Result<(), String> {
-        let (io, params) = self.shape.io(d, names, symbols)?;
+        let (io, params) = self.shape.io(d, env)?;
         runner
             .call(self.id, 0, &params, &io)
             .map_err(|e| format!("kernel `{}`: {e}", self.shape.kernel))
     }
 }
 
+/// A region argument of a call: tensor index, access, and per dimension its start and size.
+type RegionArg<'m> = (u32, Access, &'m [(IntExpr, Option<IntExpr>)]);
+
 /// One tier's call, its regions resolved to tensor indices: what a descriptor evaluates.
 struct CallShape<'m> {
     kernel: &'m str,
-    /// The call as written.
-    call: &'m TaskStmt,
-    /// Tensor index, access, and the region's dimensions.
-    regions: Vec<(u32, Access, &'m [crate::ir::RegionDim])>,
-    scalars: Vec<&'m Expr>,
+    /// The call as written, and resolved.
+    call: (&'m TaskStmt, &'m CallForm),
+    regions: Vec<RegionArg<'m>>,
+    scalars: Vec<&'m IntExpr>,
 }
 
 impl<'m> CallShape<'m> {
@@ -695,7 +731,7 @@ impl<'m> CallShape<'m> {
     fn new(
         module: &'m Module,
         who: &str,
-        call: &'m TaskStmt,
+        (call, form): (&'m TaskStmt, &'m CallForm),
         index_of: impl Fn(&str) -> Option<u32>,
     ) -> Result<CallShape<'m>, String> {
         let name = call.kernel.as_str();
@@ -704,50 +740,45 @@ impl<'m> CallShape<'m> {
             .ok_or_else(|| format!("{who}: unknown kernel `{name}`"))?;
         let mut regions = Vec::new();
         let mut scalars = Vec::new();
-        for (param, arg) in decl.params.iter().zip(&call.args) {
-            match (&param.kind, arg) {
-                (ParamKind::Tile { access, .. }, Arg::Region(r)) => {
+        for (param, (arg, resolved)) in decl.params.iter().zip(call.args.iter().zip(&form.args)) {
+            match (&param.kind, arg, resolved) {
+                (ParamKind::Tile { access, .. }, crate::ir::Arg::Region(r), CallArg::Region(dims)) => {
                     let t = index_of(r.tensor.as_str())
                         .ok_or_else(|| format!("no tensor `{}` in the store", r.tensor))?;
-                    regions.push((t, *access, r.dims.as_slice()));
+                    regions.push((t, *access, dims.as_slice()));
                 }
-                (ParamKind::Scalar(_), Arg::Scalar(e)) => scalars.push(e),
+                (ParamKind::Scalar(_), _, CallArg::Scalar(e)) => scalars.push(e),
                 _ => return Err(format!("{who}: the call does not match kernel `{name}`")),
             }
         }
         Ok(CallShape {
             kernel: name,
-            call,
+            call: (call, form),
             regions,
             scalars,
         })
     }
 
     /// The regions and scalar parameters of this call for descriptor `d`.
-    fn io(
-        &self,
-        d: &Descriptor,
-        names: &FieldNames<'_>,
-        symbols: &BTreeMap<String, Value>,
-    ) -> Result<(Vec<TaskIo>, Vec<u64>), String> {
-        let mut locals = Vec::with_capacity(8);
-        names.bind(d, &mut locals);
-        let scope = Scope {
-            symbols,
-            locals: &locals,
+    fn io(&self, d: &Descriptor, env: &CallEnv<'_>) -> Result<(Vec<TaskIo>, Vec<u64>), String> {
+        let vars = env.vars(d);
+        let eval = |e: &IntExpr| -> Result<Value, String> {
+            e.compiled
+                .eval(&vars)
+                .map_err(|err| format!("`{}`: {}", e.text, env.form.explain(err)))
         };
-        let int = |e: &Expr| -> Result<i64, String> {
-            let v = eval(e, &scope).map_err(|err| format!("`{e}`: {err}"))?;
-            as_i64(v).ok_or_else(|| format!("`{e}` = {v} is not an integer"))
+        let int = |e: &IntExpr| -> Result<i64, String> {
+            let v = eval(e)?;
+            as_i64(v).ok_or_else(|| format!("`{}` = {v} is not an integer", e.text))
         };
         let mut io = Vec::with_capacity(self.regions.len());
         for (i, (t, access, dims)) in self.regions.iter().enumerate() {
             let mut start = Vec::with_capacity(dims.len());
             let mut size = Vec::with_capacity(dims.len());
-            for dim in dims.iter() {
-                start.push(int(&dim.start)?);
-                size.push(match &dim.size {
-                    Some(s) => int(s)?,
+            for (s, n) in dims.iter() {
+                start.push(int(s)?);
+                size.push(match n {
+                    Some(n) => int(n)?,
                     None => 1,
                 });
             }
@@ -757,8 +788,7 @@ impl<'m> CallShape<'m> {
         }
         let mut params = Vec::with_capacity(self.scalars.len());
         for e in &self.scalars {
-            let v = eval(e, &scope).map_err(|err| format!("`{e}`: {err}"))?;
-            params.push(v.to_bits());
+            params.push(eval(e)?.to_bits());
         }
         Ok((io, params))
     }

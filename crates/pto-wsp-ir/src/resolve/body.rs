@@ -15,17 +15,20 @@
 //!
 //! Promises: [`resolve_body`] never panics, on any kernel (validated or not); a name that means
 //! nothing where it stands, or an operand of the wrong kind, is a [`ResolveError`] naming the
-//! kernel, at the location of the statement it is in. Scoping is the validator's: a name is
-//! visible after its declaration to the end of its block, inner declarations shadow outer ones.
+//! kernel, at the location of the statement it is in. This is the one place a body's names are
+//! looked up: the validator checks the body [`resolve_body_all`] gives with every such mistake
+//! (so its messages about names are this module's), and every consumer reads the [`Body`].
+//! Scoping: a name is visible after its declaration to the end of its block; declaring a name
+//! that is visible (a parameter, an outer local) is a mistake.
 
 use super::ResolveError;
 use crate::eval::Compiled;
 use crate::expr::Expr;
-use crate::kernel_body::{FloatArg, InstArg, KStmt, KStmtKind, TileDecl, extent_name};
+use crate::kernel_body::{FloatArg, InstArg, KStmt, KStmtKind, TileDecl, extent_name, parse_extent};
 use crate::loc::{Ident, Loc};
 use crate::module::{KernelDecl, ParamKind};
 use crate::tile_isa::{CMP_MODES, Operand, PAD_MODES, TRI_MODES, TileOp};
-use crate::types::{Access, DType, ParamType};
+use crate::types::{Access, DType, ParamType, ScalarType};
 
 /// A kernel body with every name resolved (see the module docs).
 #[derive(Clone, Debug)]
@@ -46,6 +49,23 @@ pub struct Body {
     pub floats: Vec<Slot>,
     /// The statements.
     pub stmts: Vec<BodyStmt>,
+}
+
+/// A place of a body [`resolve_body_all`] could not resolve: a value slot, tile or region
+/// index that stands for a name that means nothing there (never in a body [`resolve_body`]
+/// returns).
+pub(crate) const UNRESOLVED: u32 = u32::MAX;
+
+impl Body {
+    /// The type of value slot `slot`: a scalar parameter's carrier type, `i64` for every other
+    /// slot (extents, `let`, `GETVAL`, loop variables); `None` for [`UNRESOLVED`].
+    pub fn value_type(&self, slot: u32) -> Option<ScalarType> {
+        match self.scalars.get(slot as usize) {
+            Some(p) => Some(p.ty.carrier()),
+            None if (slot as usize) < self.values.len() => Some(ScalarType::I64),
+            None => None,
+        }
+    }
 }
 
 /// A scalar parameter.
@@ -107,6 +127,9 @@ pub struct IntExpr {
     /// The value slot of each name of `text`, in the order they are written (see
     /// [`IntExpr::slots`]).
     names: Vec<u32>,
+    /// Why each name that means no integer where it stands does not ([`UNRESOLVED`] in
+    /// `names`); empty in every body [`resolve_body`] returns.
+    unresolved: Vec<String>,
 }
 
 impl IntExpr {
@@ -126,7 +149,14 @@ impl IntExpr {
             compiled,
             text: e.clone(),
             names,
+            unresolved: Vec::new(),
         })
+    }
+
+    /// Why the names of `text` that mean no integer where they stand do not, in the order they
+    /// are written: empty in a body [`resolve_body`] returns (see [`resolve_body_all`]).
+    pub(crate) fn unresolved(&self) -> &[String] {
+        &self.unresolved
     }
 
     /// The value slot of each name `text` contains, in the order they are written (a name that
@@ -266,6 +296,17 @@ pub enum BodyKind {
     },
 }
 
+
+/// A mistake in a body's names or operands, found by resolution: what is wrong (naming the
+/// instruction, operand or declaration) and the location of its statement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct BodyProblem {
+    /// What is wrong.
+    pub(crate) message: String,
+    /// The statement.
+    pub(crate) loc: Loc,
+}
+
 /// What a name means where it is read.
 #[derive(Clone, Copy)]
 enum Local {
@@ -279,10 +320,36 @@ struct Resolver<'k> {
     k: &'k KernelDecl,
     scope: Vec<(String, Local)>,
     body: Body,
+    /// Mistakes outside integer expressions (those stay in their [`IntExpr`]).
+    problems: Vec<BodyProblem>,
+    /// The first mistake of any kind, as [`resolve_body`] reports it.
+    first: Option<BodyProblem>,
 }
 
 /// Resolves `k`'s body (an empty body when it has none); see the module docs.
 pub fn resolve_body(k: &KernelDecl) -> Result<Body, ResolveError> {
+    let (body, first) = run(k);
+    match first {
+        Some(p) => Err(ResolveError::Malformed {
+            message: format!("kernel `{}`: {}", k.name, p.message),
+            loc: p.loc,
+        }),
+        None => Ok(body.0),
+    }
+}
+
+/// Resolves `k`'s body going on past every mistake: the body, where a name that means nothing
+/// is [`UNRESOLVED`] (in an [`IntExpr`], with the reason in [`IntExpr::unresolved`]) and an
+/// instruction with a wrong number of operands, or a tile or region operand that names
+/// nothing, is left out; and every mistake outside integer expressions, in statement order.
+/// Empty problems and no unresolved name means [`resolve_body`] gives the same body.
+pub(crate) fn resolve_body_all(k: &KernelDecl) -> (Body, Vec<BodyProblem>) {
+    run(k).0
+}
+
+type Outcome = ((Body, Vec<BodyProblem>), Option<BodyProblem>);
+
+fn run(k: &KernelDecl) -> Outcome {
     let mut r = Resolver {
         k,
         scope: Vec::new(),
@@ -296,11 +363,13 @@ pub fn resolve_body(k: &KernelDecl) -> Result<Body, ResolveError> {
             floats: Vec::new(),
             stmts: Vec::new(),
         },
+        problems: Vec::new(),
+        first: None,
     };
     r.params();
-    let stmts = r.block(k.body.as_deref().unwrap_or(&[]))?;
+    let stmts = r.block(k.body.as_deref().unwrap_or(&[]));
     r.body.stmts = stmts;
-    Ok(r.body)
+    ((r.body, r.problems), r.first)
 }
 
 fn param_slot(name: &str) -> Slot {
@@ -310,12 +379,23 @@ fn param_slot(name: &str) -> Slot {
     }
 }
 
+/// The words of a mode operand and what they are, for messages.
+fn words_of(kind: Operand) -> (&'static [&'static str], &'static str) {
+    match kind {
+        Operand::CmpMode => (CMP_MODES, "a comparison mode"),
+        Operand::TriMode => (TRI_MODES, "a triangle"),
+        _ => (PAD_MODES, "a padding value"),
+    }
+}
+
 impl Resolver<'_> {
-    fn malformed(&self, message: String, loc: Loc) -> ResolveError {
-        ResolveError::Malformed {
-            message: format!("kernel `{}`: {message}", self.k.name),
-            loc,
+    /// Records a mistake outside an integer expression.
+    fn problem(&mut self, message: String, loc: Loc) {
+        let p = BodyProblem { message, loc };
+        if self.first.is_none() {
+            self.first = Some(p.clone());
         }
+        self.problems.push(p);
     }
 
     fn params(&mut self) {
@@ -375,12 +455,59 @@ impl Resolver<'_> {
             .map(|(_, l)| *l)
     }
 
-    fn int(&self, e: &Expr, loc: Loc) -> Result<IntExpr, ResolveError> {
-        IntExpr::resolve(e, &mut |n| match self.find(n) {
+    /// Why `name`, which is `what` where it stands, is no integer or `bool`.
+    fn not_a_value(&self, name: &str, what: Option<Local>) -> String {
+        match what {
+            Some(Local::Tile(_)) => format!("tile `{name}` is not a scalar"),
+            Some(Local::Float(i)) if i as usize >= self.body.scalars.len() => {
+                format!("`{name}` is a float local, not an integer")
+            }
+            Some(_) => format!("`{name}` is not an integer or bool scalar"),
+            None => match parse_extent(name) {
+                Some((_, of)) => format!("`{of}` in `{name}` is not a tile parameter"),
+                None => format!("unknown name `{name}`"),
+            },
+        }
+    }
+
+    /// An integer or `bool` expression; a name that means no integer is [`UNRESOLVED`], its
+    /// reason kept in the result.
+    fn int(&mut self, e: &Expr, loc: Loc) -> IntExpr {
+        let mut unresolved = Vec::new();
+        let this = &*self;
+        let resolved = IntExpr::resolve(e, &mut |n| match this.find(n) {
             Some(Local::Value(i)) => Some(i),
-            _ => None,
-        })
-        .map_err(|x| self.malformed(format!("`{e}`: {x}"), loc))
+            other => {
+                unresolved.push(this.not_a_value(n, other));
+                Some(UNRESOLVED)
+            }
+        });
+        // Every name has a slot (or `UNRESOLVED`), so resolution does not fail.
+        let mut out = resolved.unwrap_or_else(|_| IntExpr {
+            compiled: Compiled::constant(crate::value::Value::I64(0)),
+            text: e.clone(),
+            names: vec![UNRESOLVED],
+            unresolved: Vec::new(),
+        });
+        if let Some(why) = unresolved.first()
+            && self.first.is_none()
+        {
+            self.first = Some(BodyProblem {
+                message: format!("`{e}`: {why}"),
+                loc,
+            });
+        }
+        out.unresolved = unresolved;
+        out
+    }
+
+    /// Declares `name` at `loc` as `what`; a name already visible is a mistake (and the new
+    /// declaration hides it).
+    fn declare(&mut self, name: &Ident, what: Local, loc: Loc) {
+        if self.find(&name.name).is_some() {
+            self.problem(format!("`{}` is already declared", name.name), loc);
+        }
+        self.scope.push((name.name.clone(), what));
     }
 
     fn declare_value(&mut self, name: &Ident, loc: Loc) -> u32 {
@@ -389,41 +516,41 @@ impl Resolver<'_> {
             name: name.name.clone(),
             loc,
         });
-        self.scope.push((name.name.clone(), Local::Value(slot)));
+        self.declare(name, Local::Value(slot), loc);
         slot
     }
 
-    fn block(&mut self, body: &[KStmt]) -> Result<Vec<BodyStmt>, ResolveError> {
+    fn block(&mut self, body: &[KStmt]) -> Vec<BodyStmt> {
         let mark = self.scope.len();
         let mut out = Vec::with_capacity(body.len());
         for s in body {
-            out.push(BodyStmt {
-                kind: self.stmt(s)?,
-                loc: s.loc,
-            });
+            if let Some(kind) = self.stmt(s) {
+                out.push(BodyStmt { kind, loc: s.loc });
+            }
         }
         self.scope.truncate(mark);
-        Ok(out)
+        out
     }
 
-    fn stmt(&mut self, s: &KStmt) -> Result<BodyKind, ResolveError> {
+    /// A statement; `None` for an instruction left out (see [`resolve_body_all`]).
+    fn stmt(&mut self, s: &KStmt) -> Option<BodyKind> {
         let loc = s.loc;
-        Ok(match &s.kind {
+        Some(match &s.kind {
             KStmtKind::Tile(t) => {
-                let valid = match &t.valid {
-                    Some((r, c)) => Some((self.int(r, loc)?, self.int(c, loc)?)),
-                    None => None,
-                };
+                let valid = t
+                    .valid
+                    .as_ref()
+                    .map(|(r, c)| (self.int(r, loc), self.int(c, loc)));
                 let tile = self.body.tiles.len() as u32;
                 self.body.tiles.push(TileSlot {
                     decl: t.clone(),
                     loc,
                 });
-                self.scope.push((t.name.name.clone(), Local::Tile(tile)));
+                self.declare(&t.name, Local::Tile(tile), loc);
                 BodyKind::Tile { tile, valid }
             }
             KStmtKind::Let { name, value } => {
-                let value = self.int(value, loc)?;
+                let value = self.int(value, loc);
                 BodyKind::Let {
                     slot: self.declare_value(name, loc),
                     value,
@@ -435,8 +562,13 @@ impl Resolver<'_> {
                 row,
                 col,
             } => {
-                let tile = self.tile_ref(tile, loc)?;
-                let (row, col) = (self.int(row, loc)?, self.int(col, loc)?);
+                let tile = self
+                    .tile_ref("GETVAL", 1, tile, loc)
+                    .unwrap_or(TileRef {
+                        tile: UNRESOLVED,
+                        index: None,
+                    });
+                let (row, col) = (self.int(row, loc), self.int(col, loc));
                 BodyKind::GetVal {
                     slot: self.declare_value(name, loc),
                     tile,
@@ -445,24 +577,24 @@ impl Resolver<'_> {
                 }
             }
             KStmtKind::LetFloat { name, value } => {
-                let value = self.float(value, loc)?;
+                let value = self.float("the value of a float local", 0, value, loc);
                 let slot = self.body.floats.len() as u32;
                 self.body.floats.push(Slot {
                     name: name.name.clone(),
                     loc,
                 });
-                self.scope.push((name.name.clone(), Local::Float(slot)));
+                self.declare(name, Local::Float(slot), loc);
                 BodyKind::LetFloat { slot, value }
             }
             KStmtKind::Check { cond, message } => BodyKind::Check {
-                cond: self.int(cond, loc)?,
-                message: self.message(message, loc)?,
+                cond: self.int(cond, loc),
+                message: self.message(message, loc),
             },
             KStmtKind::For { var, count, body } => {
-                let count = self.int(count, loc)?;
+                let count = self.int(count, loc);
                 let mark = self.scope.len();
                 let slot = self.declare_value(var, loc);
-                let body = self.block(body)?;
+                let body = self.block(body);
                 self.scope.truncate(mark);
                 BodyKind::For { slot, count, body }
             }
@@ -471,9 +603,9 @@ impl Resolver<'_> {
                 then_body,
                 else_body,
             } => BodyKind::If {
-                cond: self.int(cond, loc)?,
-                then_body: self.block(then_body)?,
-                else_body: self.block(else_body)?,
+                cond: self.int(cond, loc),
+                then_body: self.block(then_body),
+                else_body: self.block(else_body),
             },
             KStmtKind::Inst { op, args } => BodyKind::Inst {
                 op: *op,
@@ -482,133 +614,175 @@ impl Resolver<'_> {
         })
     }
 
-    /// A tile operand (`t` or `t[i]`).
-    fn tile_ref(&self, a: &InstArg, loc: Loc) -> Result<TileRef, ResolveError> {
+    /// Tile operand `n` of `mn` (`t` or `t[i]`), `None` (the mistake recorded) when it is none.
+    fn tile_ref(&mut self, mn: &str, n: usize, a: &InstArg, loc: Loc) -> Option<TileRef> {
         let (id, index) = match a {
             InstArg::Name(id) => (id, None),
             InstArg::Index(id, e) => (id, Some(e)),
-            _ => return Err(self.malformed(format!("`{a}` is not a tile"), loc)),
+            _ => {
+                self.problem(format!("{mn} operand {n} must be a tile"), loc);
+                return None;
+            }
         };
         let Some(Local::Tile(tile)) = self.find(&id.name) else {
-            return Err(self.malformed(
-                format!("`{}` is not a tile declared in the body", id.name),
+            self.problem(
+                format!(
+                    "{mn} operand {n}: `{}` is not a tile declared in the body",
+                    id.name
+                ),
                 loc,
-            ));
+            );
+            return None;
         };
-        let array = self.body.tiles[tile as usize].decl.count.is_some();
-        let index = match (index, array) {
-            (Some(e), true) => Some(self.int(e, loc)?),
-            (None, false) => None,
-            (None, true) => {
-                return Err(self.malformed(format!("`{}` is a tile array: name one", id), loc));
+        let count = self.body.tiles[tile as usize].decl.count;
+        let index = match (index, count) {
+            (Some(e), Some(_)) => Some(self.int(e, loc)),
+            (None, None) => None,
+            (None, Some(len)) => {
+                self.problem(
+                    format!(
+                        "{mn} operand {n}: `{}` is an array of {len} tiles: name one, `{}[i]`",
+                        id.name, id.name
+                    ),
+                    loc,
+                );
+                return None;
             }
-            (Some(_), false) => {
-                return Err(self.malformed(format!("`{}` is one tile, not an array", id), loc));
+            (Some(_), None) => {
+                self.problem(
+                    format!("{mn} operand {n}: `{}` is one tile, not an array", id.name),
+                    loc,
+                );
+                return None;
             }
         };
-        Ok(TileRef { tile, index })
+        Some(TileRef { tile, index })
     }
 
-    /// A float operand.
-    fn float(&self, a: &InstArg, loc: Loc) -> Result<FloatVal, ResolveError> {
-        Ok(match a {
-            InstArg::Expr(Expr::Float(v)) => FloatVal::Lit(v.value() as f32),
-            InstArg::Float(FloatArg::Inf { negative }) => FloatVal::Inf {
-                negative: *negative,
-            },
-            InstArg::Float(FloatArg::OfInt(e)) => FloatVal::OfInt(self.int(e, loc)?),
-            InstArg::Float(FloatArg::InvSqrt(e)) => FloatVal::InvSqrt(self.int(e, loc)?),
-            InstArg::Name(id) => match self.find(&id.name) {
-                Some(Local::Float(i)) => FloatVal::Slot(i),
-                _ => {
-                    return Err(self.malformed(
-                        format!("`{}` is not a float parameter or local", id.name),
-                        loc,
-                    ));
+    /// Float operand `n` of `mn` (a literal `0` standing for one that is none).
+    fn float(&mut self, mn: &str, n: usize, a: &InstArg, loc: Loc) -> FloatVal {
+        match a {
+            InstArg::Expr(Expr::Float(v)) => return FloatVal::Lit(v.value() as f32),
+            InstArg::Float(FloatArg::Inf { negative }) => {
+                return FloatVal::Inf {
+                    negative: *negative,
+                };
+            }
+            InstArg::Float(FloatArg::OfInt(e)) => return FloatVal::OfInt(self.int(e, loc)),
+            InstArg::Float(FloatArg::InvSqrt(e)) => return FloatVal::InvSqrt(self.int(e, loc)),
+            InstArg::Name(id) => {
+                if let Some(Local::Float(i)) = self.find(&id.name) {
+                    return FloatVal::Slot(i);
                 }
-            },
-            _ => return Err(self.malformed(format!("`{a}` is not a float operand"), loc)),
-        })
+            }
+            _ => {}
+        }
+        self.problem(
+            format!(
+                "{mn} operand {n} must be a float literal, an f32 / f64 parameter or local, \
+                 `inf`, `-inf`, `f32(INTEGER)` or `rsqrt(INTEGER)`"
+            ),
+            loc,
+        );
+        FloatVal::Lit(0.0)
     }
 
     /// A `check` message cut at its `{name}`s.
-    fn message(&self, text: &str, loc: Loc) -> Result<Vec<MsgPart>, ResolveError> {
+    fn message(&mut self, text: &str, loc: Loc) -> Vec<MsgPart> {
         let mut parts = Vec::new();
         let mut rest = text;
         while let Some(open) = rest.find('{') {
-            let close = rest[open..].find('}').ok_or_else(|| {
-                self.malformed(
-                    format!("the message `{text}` has a `{{` without its `}}`"),
+            let Some(close) = rest[open..].find('}') else {
+                self.problem(
+                    "the message of `check` has a `{` without its `}`".into(),
                     loc,
-                )
-            })?;
+                );
+                break;
+            };
             parts.push(MsgPart::Text(rest[..open].to_string()));
             let name = &rest[open + 1..open + close];
             parts.push(MsgPart::Value(
-                self.int(&Expr::Name(Ident::new(name)), loc)?,
+                self.int(&Expr::Name(Ident::new(name)), loc),
             ));
             rest = &rest[open + close + 1..];
         }
         parts.push(MsgPart::Text(rest.to_string()));
-        Ok(parts)
+        parts
     }
 
-    fn inst(&self, op: TileOp, args: &[InstArg], loc: Loc) -> Result<Vec<Arg>, ResolveError> {
-        let m = op.mnemonic();
+    /// The operands of `op`, one per entry of its table row; `None` (the mistake recorded) when
+    /// their number is wrong or a tile or region operand names nothing.
+    fn inst(&mut self, op: TileOp, args: &[InstArg], loc: Loc) -> Option<Vec<Arg>> {
+        let mn = op.mnemonic();
         let kinds = op.operands();
-        if args.len() > kinds.len() {
-            return Err(self.malformed(
-                format!(
-                    "{m}: {} operands, expected at most {}",
-                    args.len(),
-                    kinds.len()
-                ),
+        let required = kinds.iter().filter(|k| **k != Operand::OptInt).count();
+        if args.len() < required || args.len() > kinds.len() {
+            let range = if required == kinds.len() {
+                format!("{required}")
+            } else {
+                format!("{required} to {}", kinds.len())
+            };
+            self.problem(
+                format!("{mn} takes {range} operands, {} given", args.len()),
                 loc,
-            ));
+            );
+            return None;
         }
         let mut out = Vec::with_capacity(args.len());
-        for (i, kind) in kinds.iter().enumerate() {
-            let Some(arg) = args.get(i) else {
-                if *kind == Operand::OptInt {
-                    continue;
-                }
-                return Err(self.malformed(format!("{m}: operand {} is missing", i + 1), loc));
-            };
+        for (i, (kind, arg)) in kinds.iter().zip(args).enumerate() {
+            let n = i + 1;
             let name = match arg {
-                InstArg::Name(id) => Some(id.name.as_str()),
+                InstArg::Name(id) => Some(id),
                 _ => None,
             };
-            let bad = || {
-                self.malformed(
-                    format!("{m}: operand {} `{arg}` is not a {kind:?} operand", i + 1),
-                    loc,
-                )
-            };
-            let word = |words: &[&str]| {
-                name.and_then(|n| words.iter().position(|w| *w == n))
-                    .map(|p| Arg::Word(p as u8))
-                    .ok_or_else(bad)
-            };
             out.push(match kind {
-                Operand::Dst | Operand::Src => Arg::Tile(self.tile_ref(arg, loc)?),
-                Operand::Global => match name.and_then(|n| self.find(n)) {
-                    Some(Local::Region(r)) => Arg::Region(r),
-                    _ => return Err(bad()),
+                Operand::Dst | Operand::Src => Arg::Tile(self.tile_ref(mn, n, arg, loc)?),
+                Operand::Global => match name.map(|id| (id, self.find(&id.name))) {
+                    Some((_, Some(Local::Region(r)))) => Arg::Region(r),
+                    Some((id, _)) => {
+                        self.problem(
+                            format!("{mn} operand {n}: `{id}` is not a tile parameter of the kernel"),
+                            loc,
+                        );
+                        return None;
+                    }
+                    None => {
+                        self.problem(format!("{mn} operand {n} must be a tile parameter"), loc);
+                        return None;
+                    }
                 },
-                Operand::Float => Arg::Float(self.float(arg, loc)?),
-                Operand::CmpMode => word(CMP_MODES)?,
-                Operand::TriMode => word(TRI_MODES)?,
-                Operand::PadMode => word(PAD_MODES)?,
-                Operand::Int | Operand::OptInt => {
-                    let e = match arg {
-                        InstArg::Name(id) => Expr::Name(id.clone()),
-                        InstArg::Expr(e) => e.clone(),
-                        _ => return Err(bad()),
-                    };
-                    Arg::Int(self.int(&e, loc)?)
+                Operand::Float => Arg::Float(self.float(mn, n, arg, loc)),
+                Operand::CmpMode | Operand::TriMode | Operand::PadMode => {
+                    let (words, what) = words_of(*kind);
+                    match name.and_then(|id| words.iter().position(|w| *w == id.name)) {
+                        Some(p) => Arg::Word(p as u8),
+                        None => {
+                            self.problem(
+                                format!("{mn} operand {n} must be {what} ({})", words.join(", ")),
+                                loc,
+                            );
+                            Arg::Word(u8::MAX)
+                        }
+                    }
                 }
+                Operand::Int | Operand::OptInt => Arg::Int(match arg {
+                    InstArg::Name(id) => self.int(&Expr::Name(id.clone()), loc),
+                    InstArg::Expr(e) => self.int(e, loc),
+                    _ => {
+                        self.problem(
+                            format!("{mn} operand {n} must be an integer expression"),
+                            loc,
+                        );
+                        IntExpr {
+                            compiled: Compiled::constant(crate::value::Value::I64(0)),
+                            text: Expr::Name(Ident::new(&arg.to_string())),
+                            names: vec![UNRESOLVED],
+                            unresolved: Vec::new(),
+                        }
+                    }
+                }),
             });
         }
-        Ok(out)
+        Some(out)
     }
 }

@@ -140,16 +140,7 @@ pub enum GenStepKind {
 impl Generator {
     /// `err` with a slot past the values (an unbound free name) named.
     pub fn explain(&self, err: EvalError) -> EvalError {
-        if let EvalError::Unbound { name } = &err
-            && let Some(slot) = name
-                .strip_prefix("<slot ")
-                .and_then(|s| s.strip_suffix('>'))
-                .and_then(|s| s.parse::<u32>().ok())
-            && let Some(n) = self.unbound.get((u32::MAX - slot) as usize)
-        {
-            return EvalError::Unbound { name: n.clone() };
-        }
-        err
+        explain_unbound(&self.unbound, err)
     }
 }
 
@@ -370,6 +361,194 @@ impl Resolver<'_> {
                     Field::Unknown
                 }
             }
+        }
+    }
+}
+
+/// A plan's expressions outside its `generate` block, in slot form: its space's bounds (over the
+/// run's symbols) and each tier's kernel call and the prefetch's (over the descriptor's fields
+/// and the symbols), resolved once per run.
+///
+/// Slots: the descriptor's fields first, in the order [`PlanForm::FIELD_SLOTS`] gives (`tier`,
+/// `start`, `end`, `workspace`, the space's axes, the plan's user fields; the space's bounds
+/// do not see them), then the bound free names ([`PlanForm::free`]); an unbound name has a
+/// slot past the end, so evaluating an expression that reaches it fails and
+/// [`PlanForm::explain`] names it.
+#[derive(Clone, Debug)]
+pub struct PlanForm {
+    /// Per tier of the plan's tier table, in the table's order: the index in
+    /// [`PlanDecl::kernels`] of its `kernel` item (`None` when the plan gives it none).
+    pub tier_kernels: Vec<Option<usize>>,
+    /// Per `kernel` item of the plan, in order: its call.
+    pub calls: Vec<CallForm>,
+    /// The prefetch's call.
+    pub prefetch: Option<CallForm>,
+    /// The space's constraints, in order.
+    pub constraints: Vec<IntExpr>,
+    /// Per axis of the space: the end when it is a symbol.
+    pub ends: Vec<Option<IntExpr>>,
+    /// The values of the plan's `bind` items, in order.
+    pub binds: Vec<IntExpr>,
+    /// The number of value slots (fields, then bound free names).
+    pub values: usize,
+    /// The bound free names and their value slots, filled from the symbols when the run starts.
+    pub free: Vec<(String, u32)>,
+    /// The unbound free names: name `i` has slot `u32::MAX - i`.
+    unbound: Vec<String>,
+}
+
+/// A kernel call of a plan: one argument per kernel parameter.
+#[derive(Clone, Debug)]
+pub struct CallForm {
+    /// The arguments, as written.
+    pub args: Vec<CallArg>,
+}
+
+/// An argument of a plan's kernel call.
+#[derive(Clone, Debug)]
+pub enum CallArg {
+    /// A region: per dimension, its start and its size (`None`: 1).
+    Region(Vec<(IntExpr, Option<IntExpr>)>),
+    /// A scalar.
+    Scalar(IntExpr),
+}
+
+impl PlanForm {
+    /// The fields before the axes and the user fields, in slot order.
+    pub const FIELD_SLOTS: [&'static str; 4] = ["tier", "start", "end", "workspace"];
+
+    /// `err` with a slot past the values (an unbound free name) named.
+    pub fn explain(&self, err: EvalError) -> EvalError {
+        explain_unbound(&self.unbound, err)
+    }
+}
+
+fn explain_unbound(unbound: &[String], err: EvalError) -> EvalError {
+    if let EvalError::Unbound { name } = &err
+        && let Some(slot) = name
+            .strip_prefix("<slot ")
+            .and_then(|s| s.strip_suffix('>'))
+            .and_then(|s| s.parse::<u32>().ok())
+        && let Some(n) = unbound.get((u32::MAX - slot) as usize)
+    {
+        return EvalError::Unbound { name: n.clone() };
+    }
+    err
+}
+
+/// Resolves the expressions of `plan` outside its `generate` block over `space` (see
+/// [`PlanForm`]); `is_bound(name)` says whether the run binds symbol `name`. Never fails: a
+/// name that means nothing is found out where the expression is evaluated, as for the
+/// generator.
+pub fn resolve_plan(
+    space: &SpaceDecl,
+    plan: &PlanDecl,
+    tiers: &[&str],
+    is_bound: &dyn Fn(&str) -> bool,
+) -> PlanForm {
+    let fields: Vec<&str> = PlanForm::FIELD_SLOTS
+        .into_iter()
+        .chain(space.axes.iter().map(|a| a.name.as_str()))
+        .chain(plan.fields.iter().map(|f| f.as_str()))
+        .collect();
+    let base = fields.len() as u32;
+    let mut r = Free {
+        fields: &fields,
+        base,
+        is_bound,
+        free: Vec::new(),
+        unbound: Vec::new(),
+    };
+    let calls = plan.kernels.iter().map(|k| r.call(&k.call)).collect();
+    let prefetch = plan.prefetch.as_ref().map(|pf| r.call(&pf.call));
+    // The space's bounds read the symbols only.
+    r.fields = &[];
+    let constraints = space.constraints.iter().map(|(c, _)| r.int(c)).collect();
+    let ends = space
+        .axes
+        .iter()
+        .map(|a| match &a.end {
+            crate::plan::SpaceEnd::Symbol(s) => Some(r.int(&Expr::Name(s.clone()))),
+            _ => None,
+        })
+        .collect();
+    let binds = plan.binds.iter().map(|b| r.int(&b.value)).collect();
+    PlanForm {
+        tier_kernels: tiers
+            .iter()
+            .map(|t| plan.kernels.iter().position(|k| k.tier.as_str() == *t))
+            .collect(),
+        calls,
+        prefetch,
+        constraints,
+        ends,
+        binds,
+        values: base as usize + r.free.len(),
+        free: r
+            .free
+            .into_iter()
+            .enumerate()
+            .map(|(i, n)| (n, base + i as u32))
+            .collect(),
+        unbound: r.unbound,
+    }
+}
+
+/// Names of a plan's expressions outside `generate`: the fields in scope, then free names.
+struct Free<'a> {
+    fields: &'a [&'a str],
+    /// The first slot of the free names: the number of fields.
+    base: u32,
+    is_bound: &'a dyn Fn(&str) -> bool,
+    free: Vec<String>,
+    unbound: Vec<String>,
+}
+
+impl Free<'_> {
+    fn slot_of(&mut self, name: &str) -> u32 {
+        if let Some(i) = self.fields.iter().position(|f| *f == name) {
+            return i as u32;
+        }
+        if (self.is_bound)(name) {
+            let i = match self.free.iter().position(|n| n == name) {
+                Some(i) => i,
+                None => {
+                    self.free.push(name.to_string());
+                    self.free.len() - 1
+                }
+            };
+            return self.base + i as u32;
+        }
+        let i = match self.unbound.iter().position(|n| n == name) {
+            Some(i) => i,
+            None => {
+                self.unbound.push(name.to_string());
+                self.unbound.len() - 1
+            }
+        };
+        u32::MAX - i as u32
+    }
+
+    fn int(&mut self, e: &Expr) -> IntExpr {
+        IntExpr::resolve(e, &mut |n| Some(self.slot_of(n)))
+            .unwrap_or_else(|_| unreachable!("every name of a plan has a slot"))
+    }
+
+    fn call(&mut self, call: &crate::workload::TaskStmt) -> CallForm {
+        CallForm {
+            args: call
+                .args
+                .iter()
+                .map(|a| match a {
+                    crate::workload::Arg::Region(r) => CallArg::Region(
+                        r.dims
+                            .iter()
+                            .map(|d| (self.int(&d.start), d.size.as_ref().map(|s| self.int(s))))
+                            .collect(),
+                    ),
+                    crate::workload::Arg::Scalar(e) => CallArg::Scalar(self.int(e)),
+                })
+                .collect(),
         }
     }
 }

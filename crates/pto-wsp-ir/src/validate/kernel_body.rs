@@ -1,7 +1,10 @@
-//! Checks of kernel bodies (`crate::kernel_body`): names, operand kinds, each instruction's
-//! shape and element-type rule from the one table in [`crate::tile_isa`], tiles read before any
+//! Checks of kernel bodies (`crate::kernel_body`), on the body resolved once
+//! ([`crate::resolve::body`]): operand and expression types, each instruction's shape and
+//! element-type rule from the one table in [`crate::tile_isa`], tiles read before any
 //! instruction wrote them, and loads or stores of a static part larger than the parameter's
-//! declared shape.
+//! declared shape. What a name means, and whether an operand is of its instruction's kind, is
+//! resolution's to say: its mistakes are reported here as they are, and this module looks no
+//! name up.
 //!
 //! Promise: every mistake is a [`ValidationError::KernelBody`] naming the kernel and the
 //! instruction or declaration, at the `file:line:column` of the statement.
@@ -9,30 +12,24 @@
 use super::ValidationError;
 use super::typeck::{self, Expected, Site};
 use crate::expr::Expr;
-use crate::kernel_body::{
-    FloatArg, InstArg, KStmt, KStmtKind, MAX_TILE_ARRAY, TileDecl, TileKind, parse_extent,
-};
+use crate::kernel_body::{MAX_TILE_ARRAY, TileDecl, TileKind};
 use crate::loc::{Ident, Loc};
-use crate::module::{KernelDecl, ParamKind};
+use crate::module::KernelDecl;
+use crate::resolve::body::{
+    Arg, Body, BodyKind, BodyStmt, FloatVal, IntExpr, MsgPart, RegionParam, TileRef,
+    resolve_body_all,
+};
 use crate::tile_isa::{Elems, Operand, ShapeRule, TileOp};
 use crate::types::{Access, DType, ScalarType};
 use std::collections::HashSet;
 
-/// What a name means inside a body.
-#[derive(Clone)]
-enum Local {
-    Tile(TileDecl),
-    Int,
-    Float,
-}
-
 struct Ctx<'a> {
     k: &'a KernelDecl,
-    scope: Vec<(String, Local)>,
+    body: &'a Body,
     /// Tiles some instruction may have written (flow-sensitive: see [`Ctx::stmt`]).
-    written: HashSet<String>,
+    written: HashSet<u32>,
     /// The tiles written anywhere in each enclosing loop's body, innermost last.
-    loops: Vec<HashSet<String>>,
+    loops: Vec<HashSet<u32>>,
     /// `if`s entered since the innermost loop: a read under one may depend on the iteration (a
     /// branch taken after the first, `if i > 0`), so it only needs a write somewhere in the loop.
     ifs_in_loop: usize,
@@ -40,20 +37,20 @@ struct Ctx<'a> {
 }
 
 /// The tiles the instructions of `body` write (destinations), recursively.
-fn writes_in(body: &[KStmt], out: &mut HashSet<String>) {
+fn writes_in(body: &[BodyStmt], out: &mut HashSet<u32>) {
     for s in body {
         match &s.kind {
-            KStmtKind::Inst { op, args } => {
+            BodyKind::Inst { op, args } => {
                 for (kind, a) in op.operands().iter().zip(args) {
                     if *kind == Operand::Dst
-                        && let Some(id) = a.tile_name()
+                        && let Arg::Tile(t) = a
                     {
-                        out.insert(id.name.clone());
+                        out.insert(t.tile);
                     }
                 }
             }
-            KStmtKind::For { body, .. } => writes_in(body, out),
-            KStmtKind::If {
+            BodyKind::For { body, .. } => writes_in(body, out),
+            BodyKind::If {
                 then_body,
                 else_body,
                 ..
@@ -66,9 +63,11 @@ fn writes_in(body: &[KStmt], out: &mut HashSet<String>) {
     }
 }
 
-/// Checks `k`'s body, if it has one, pushing every mistake to `errors`.
+/// Checks `k`'s body, if it has one, pushing every mistake to `errors` (in statement order).
 pub(crate) fn check(k: &KernelDecl, errors: &mut Vec<ValidationError>) {
-    let Some(body) = &k.body else { return };
+    if k.body.is_none() {
+        return;
+    }
     if k.tiers.is_some() {
         errors.push(err(
             k,
@@ -76,15 +75,25 @@ pub(crate) fn check(k: &KernelDecl, errors: &mut Vec<ValidationError>) {
             k.name.loc,
         ));
     }
+    let (body, problems) = resolve_body_all(k);
+    let mut found: Vec<ValidationError> = problems
+        .into_iter()
+        .map(|p| err(k, p.message, p.loc))
+        .collect();
     let mut cx = Ctx {
         k,
-        scope: Vec::new(),
+        body: &body,
         written: HashSet::new(),
         loops: Vec::new(),
         ifs_in_loop: 0,
-        errors,
+        errors: &mut found,
     };
-    cx.block(body);
+    cx.block(&body.stmts);
+    found.sort_by_key(|e| {
+        let loc = e.loc();
+        if loc.is_known() { loc.start } else { u32::MAX }
+    });
+    errors.extend(found);
 }
 
 fn err(k: &KernelDecl, message: String, loc: Loc) -> ValidationError {
@@ -97,93 +106,43 @@ fn err(k: &KernelDecl, message: String, loc: Loc) -> ValidationError {
 }
 
 /// A tile operand as the shape rules see it.
-struct TileUse {
-    decl: TileDecl,
+struct TileUse<'b> {
+    /// Index into [`Body::tiles`].
+    tile: u32,
+    decl: &'b TileDecl,
     /// The operand's spelling (`t` or `t[i]`).
     name: String,
 }
 
-/// The global operand of a load or store: access, element type, name, declared shape.
-struct GlobalUse {
-    access: Access,
-    dtype: DType,
-    name: String,
-    shape: Vec<Option<u64>>,
-}
-
 /// The declaration of a tile operand.
-fn d(x: &TileUse) -> &TileDecl {
-    &x.decl
+fn d<'b>(x: &TileUse<'b>) -> &'b TileDecl {
+    x.decl
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
     fn push(&mut self, message: String, loc: Loc) {
         let e = err(self.k, message, loc);
         self.errors.push(e);
     }
 
-    fn lookup(&self, name: &str) -> Option<&Local> {
-        self.scope
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, l)| l)
-    }
-
-    fn param(&self, name: &str) -> Option<&ParamKind> {
-        self.k
-            .params
-            .iter()
-            .find(|p| p.name.name == name)
-            .map(|p| &p.kind)
-    }
-
-    fn declare(&mut self, id: &Ident, what: Local, loc: Loc) {
-        if self.lookup(&id.name).is_some() || self.param(&id.name).is_some() {
-            self.push(format!("`{}` is already declared", id.name), loc);
-        }
-        self.scope.push((id.name.clone(), what));
-    }
-
-    /// The type of an integer / bool name in the body (a local, a scalar parameter, or an
-    /// extent `rows(x)` / `cols(x)` of a tile parameter), or why it is not one.
-    fn scalar(&self, name: &str) -> Result<ScalarType, String> {
-        if let Some(l) = self.lookup(name) {
-            return match l {
-                Local::Int => Ok(ScalarType::I64),
-                Local::Tile(_) => Err(format!("tile `{name}` is not a scalar")),
-                Local::Float => Err(format!("`{name}` is a float local, not an integer")),
-            };
-        }
-        if let Some((_, of)) = parse_extent(name) {
-            return match self.param(of) {
-                Some(ParamKind::Tile { .. }) => Ok(ScalarType::I64),
-                _ => Err(format!("`{of}` in `{name}` is not a tile parameter")),
-            };
-        }
-        match self.param(name) {
-            Some(ParamKind::Scalar(t)) if !t.is_float() => Ok(t.carrier()),
-            Some(_) => Err(format!("`{name}` is not an integer or bool scalar")),
-            None => Err(format!("unknown name `{name}`")),
-        }
-    }
-
-    /// Checks an expression of type `want` over the integer / bool parameters and locals.
-    fn expr(&mut self, e: &Expr, want: ScalarType, what: &str, loc: Loc) {
+    /// Checks that `e` has type `want`, reporting the names resolution found meaning nothing
+    /// there, as `what`.
+    fn expr(&mut self, e: &IntExpr, want: ScalarType, what: &str, loc: Loc) {
         let path = format!("kernel {}", self.k.name);
         let site = Site {
             fallback: loc,
             path: &path,
         };
-        let mut unknown = Vec::new();
-        let mut resolve = |id: &Ident| -> Option<ScalarType> {
-            match self.scalar(&id.name) {
-                Ok(t) => Some(t),
-                Err(m) => {
-                    unknown.push(m);
-                    None
-                }
-            }
+        // The type of each name is its value slot's, the slots given in the order the names
+        // are written.
+        let body = self.body;
+        let mut slots = e.slots().iter();
+        let mut type_of = |id: &Ident| -> Option<ScalarType> {
+            let slot = *slots.next()?;
+            body.values
+                .get(slot as usize)
+                .filter(|v| v.name == id.name)?;
+            body.value_type(slot)
         };
         let expected = match want {
             ScalarType::Bool => Expected::Bool,
@@ -191,43 +150,35 @@ impl Ctx<'_> {
         };
         let mut errors = Vec::new();
         typeck::expect_type(
-            e,
+            &e.text,
             expected,
             &|| what.to_string(),
-            &mut resolve,
+            &mut type_of,
             &site,
             &mut errors,
         );
         self.errors.extend(errors);
-        for m in unknown {
+        for m in e.unresolved() {
             self.push(format!("{what}: {m}"), loc);
         }
     }
 
-    fn block(&mut self, body: &[KStmt]) {
-        let mark = self.scope.len();
+    fn block(&mut self, body: &[BodyStmt]) {
         for s in body {
             self.stmt(s);
         }
-        self.scope.truncate(mark);
     }
 
-    fn stmt(&mut self, s: &KStmt) {
+    fn stmt(&mut self, s: &BodyStmt) {
+        let loc = s.loc;
         match &s.kind {
-            KStmtKind::Tile(t) => self.tile_decl(t, s.loc),
-            KStmtKind::Let { name, value } => {
-                self.expr(
-                    value,
-                    ScalarType::I64,
-                    &format!("the value of `{name}`"),
-                    s.loc,
-                );
-                self.declare(name, Local::Int, s.loc);
+            BodyKind::Tile { tile, valid } => self.tile_decl(*tile, valid.as_ref(), loc),
+            BodyKind::Let { slot, value } => {
+                let what = format!("the value of `{}`", self.slot_name(*slot));
+                self.expr(value, ScalarType::I64, &what, loc);
             }
-            KStmtKind::For { var, count, body } => {
-                self.expr(count, ScalarType::I64, "the iteration count", s.loc);
-                let mark = self.scope.len();
-                self.declare(var, Local::Int, s.loc);
+            BodyKind::For { count, body, .. } => {
+                self.expr(count, ScalarType::I64, "the iteration count", loc);
                 // The first iteration sees what was written before the loop; after it, what
                 // any iteration wrote may have been written.
                 let before = self.written.clone();
@@ -239,14 +190,13 @@ impl Ctx<'_> {
                 self.ifs_in_loop = ifs;
                 self.loops.pop();
                 self.written.extend(before);
-                self.scope.truncate(mark);
             }
-            KStmtKind::If {
+            BodyKind::If {
                 cond,
                 then_body,
                 else_body,
             } => {
-                self.expr(cond, ScalarType::Bool, "the condition of `if`", s.loc);
+                self.expr(cond, ScalarType::Bool, "the condition of `if`", loc);
                 let before = self.written.clone();
                 self.ifs_in_loop += 1;
                 self.block(then_body);
@@ -255,41 +205,55 @@ impl Ctx<'_> {
                 self.ifs_in_loop -= 1;
                 self.written.extend(after_then);
             }
-            KStmtKind::LetFloat { name, value } => {
-                self.float_operand("the value of a float local", 0, value, s.loc);
-                self.declare(name, Local::Float, s.loc);
+            BodyKind::LetFloat { value, .. } => {
+                self.float_operand("the value of a float local", 0, value, loc);
             }
-            KStmtKind::Check { cond, message } => {
-                self.expr(cond, ScalarType::Bool, "the condition of `check`", s.loc);
-                self.message(message, s.loc);
+            BodyKind::Check { cond, message } => {
+                self.expr(cond, ScalarType::Bool, "the condition of `check`", loc);
+                for part in message {
+                    if let MsgPart::Value(v) = part {
+                        for m in v.unresolved() {
+                            self.push(
+                                format!("the message of `check` names {{{}}}: {m}", v.text),
+                                loc,
+                            );
+                        }
+                    }
+                }
             }
-            KStmtKind::GetVal {
-                name,
-                tile,
-                row,
-                col,
-            } => {
-                if let Some(t) = self.tile_operand("GETVAL", 1, tile, s.loc) {
+            BodyKind::GetVal { tile, row, col, .. } => {
+                if let Some(t) = self.tile_use("GETVAL", 1, tile, loc) {
                     if !t.decl.dtype.is_integer() {
                         self.push(
                             format!(
                                 "GETVAL: `{}` is {}: GETVAL reads integer tiles",
                                 t.name, t.decl.dtype
                             ),
-                            s.loc,
+                            loc,
                         );
                     }
-                    self.read(&t, "GETVAL", s.loc);
+                    self.read(&t, "GETVAL", loc);
                 }
-                self.expr(row, ScalarType::I64, "the row of GETVAL", s.loc);
-                self.expr(col, ScalarType::I64, "the column of GETVAL", s.loc);
-                self.declare(name, Local::Int, s.loc);
+                self.expr(row, ScalarType::I64, "the row of GETVAL", loc);
+                self.expr(col, ScalarType::I64, "the column of GETVAL", loc);
             }
-            KStmtKind::Inst { op, args } => self.inst(*op, args, s.loc),
+            BodyKind::Inst { op, args } => self.inst(*op, args, loc),
         }
     }
 
-    fn tile_decl(&mut self, t: &TileDecl, loc: Loc) {
+    /// The name of value slot `slot`.
+    fn slot_name(&self, slot: u32) -> &'a str {
+        self.body
+            .values
+            .get(slot as usize)
+            .map_or("?", |v| v.name.as_str())
+    }
+
+    fn tile_decl(&mut self, tile: u32, valid: Option<&(IntExpr, IntExpr)>, loc: Loc) {
+        let Some(slot) = self.body.tiles.get(tile as usize) else {
+            return;
+        };
+        let t = &slot.decl;
         if t.kind != TileKind::Vec && !t.dtype.is_float() {
             self.push(
                 format!(
@@ -319,98 +283,42 @@ impl Ctx<'_> {
                 loc,
             );
         }
-        if let Some((r, c)) = &t.valid {
+        if let Some((r, c)) = valid {
             let what = format!("valid rows of tile `{}`", t.name);
             self.expr(r, ScalarType::I64, &what, loc);
             let what = format!("valid columns of tile `{}`", t.name);
             self.expr(c, ScalarType::I64, &what, loc);
         }
         // A declaration (in a loop: every iteration's) makes a tile nothing has written yet.
-        self.written.remove(&t.name.name);
-        self.declare(&t.name, Local::Tile(t.clone()), loc);
+        self.written.remove(&tile);
     }
 
-    /// Checks that every `{name}` in a `check` message names an integer in scope.
-    fn message(&mut self, message: &str, loc: Loc) {
-        let mut rest = message;
-        while let Some(open) = rest.find('{') {
-            let Some(close) = rest[open..].find('}') else {
-                self.push(
-                    "the message of `check` has a `{` without its `}`".into(),
-                    loc,
-                );
-                return;
-            };
-            let name = &rest[open + 1..open + close];
-            if let Err(m) = self.scalar(name) {
-                self.push(format!("the message of `check` names {{{name}}}: {m}"), loc);
-            }
-            rest = &rest[open + close + 1..];
-        }
-    }
-
-    /// Resolves a tile operand (`t` or `t[i]`), pushing an error and returning `None` if it is
-    /// not one.
-    fn tile_operand(&mut self, mn: &str, n: usize, a: &InstArg, loc: Loc) -> Option<TileUse> {
-        let (id, index) = match a {
-            InstArg::Name(id) => (id, None),
-            InstArg::Index(id, e) => (id, Some(e)),
-            _ => {
-                self.push(format!("{mn} operand {n} must be a tile"), loc);
-                return None;
-            }
-        };
-        let decl = match self.lookup(&id.name) {
-            Some(Local::Tile(t)) => t.clone(),
-            _ => {
-                self.push(
-                    format!(
-                        "{mn} operand {n}: `{}` is not a tile declared in the body",
-                        id.name
-                    ),
-                    loc,
-                );
-                return None;
-            }
-        };
-        match (decl.count, index) {
-            (Some(len), None) => {
-                self.push(
-                    format!(
-                        "{mn} operand {n}: `{}` is an array of {len} tiles: name one, `{}[i]`",
-                        id.name, id.name
-                    ),
-                    loc,
-                );
-                return None;
-            }
-            (None, Some(_)) => {
-                self.push(
-                    format!("{mn} operand {n}: `{}` is one tile, not an array", id.name),
-                    loc,
-                );
-                return None;
-            }
-            (_, Some(e)) => {
+    /// Tile operand `n` of `mn` as the rules see it, its index checked; `None` when resolution
+    /// found none (and said why).
+    fn tile_use(&mut self, mn: &str, n: usize, t: &TileRef, loc: Loc) -> Option<TileUse<'a>> {
+        let decl = &self.body.tiles.get(t.tile as usize)?.decl;
+        let name = match &t.index {
+            None => decl.name.name.clone(),
+            Some(e) => {
                 self.expr(
                     e,
                     ScalarType::I64,
-                    &format!("{mn} operand {n}: the index of `{}`", id.name),
+                    &format!("{mn} operand {n}: the index of `{}`", decl.name),
                     loc,
                 );
+                format!("{}[{}]", decl.name, e.text)
             }
-            (None, None) => {}
-        }
+        };
         Some(TileUse {
+            tile: t.tile,
             decl,
-            name: a.to_string(),
+            name,
         })
     }
 
-    fn read(&mut self, t: &TileUse, mn: &str, loc: Loc) {
-        let name = &t.decl.name.name;
-        let guarded = self.ifs_in_loop > 0 && self.loops.iter().any(|w| w.contains(name));
-        if !self.written.contains(name) && !guarded {
+    fn read(&mut self, t: &TileUse<'_>, mn: &str, loc: Loc) {
+        let guarded = self.ifs_in_loop > 0 && self.loops.iter().any(|w| w.contains(&t.tile));
+        if !self.written.contains(&t.tile) && !guarded {
             self.push(
                 format!(
                     "{mn} reads tile `{}` before any instruction writes it",
@@ -419,88 +327,30 @@ impl Ctx<'_> {
                 loc,
             );
             // Reported once.
-            self.written.insert(t.decl.name.name.clone());
+            self.written.insert(t.tile);
         }
     }
 
-    fn float_operand(&mut self, mn: &str, n: usize, a: &InstArg, loc: Loc) {
-        let ok = match a {
-            InstArg::Expr(Expr::Float(_)) => true,
-            InstArg::Name(id) => match self.lookup(&id.name) {
-                Some(l) => matches!(l, Local::Float),
-                None => {
-                    matches!(self.param(&id.name), Some(ParamKind::Scalar(t)) if t.is_float())
-                }
-            },
-            InstArg::Float(FloatArg::Inf { .. }) => true,
-            InstArg::Float(FloatArg::OfInt(e) | FloatArg::InvSqrt(e)) => {
-                let what = format!("{mn} operand {n}: the operand of `f32` / `rsqrt`");
-                self.expr(e, ScalarType::I64, &what, loc);
-                true
-            }
-            _ => false,
-        };
-        if !ok {
-            self.push(
-                format!(
-                    "{mn} operand {n} must be a float literal, an f32 / f64 parameter or local, \
-                     `inf`, `-inf`, `f32(INTEGER)` or `rsqrt(INTEGER)`"
-                ),
-                loc,
-            );
+    /// The integer operand of `f32(...)` / `rsqrt(...)`.
+    fn float_operand(&mut self, mn: &str, n: usize, v: &FloatVal, loc: Loc) {
+        if let FloatVal::OfInt(e) | FloatVal::InvSqrt(e) = v {
+            let what = format!("{mn} operand {n}: the operand of `f32` / `rsqrt`");
+            self.expr(e, ScalarType::I64, &what, loc);
         }
     }
 
-    fn word(&mut self, mn: &str, n: usize, a: &InstArg, words: &[&str], what: &str, loc: Loc) {
-        match a {
-            InstArg::Name(id) if words.contains(&id.name.as_str()) => {}
-            _ => self.push(
-                format!("{mn} operand {n} must be {what} ({})", words.join(", ")),
-                loc,
-            ),
-        }
-    }
-
-    fn int_operand(&mut self, mn: &str, n: usize, a: &InstArg, loc: Loc) {
-        let e = match a {
-            InstArg::Name(id) => Expr::Name(id.clone()),
-            InstArg::Expr(e) => e.clone(),
-            _ => {
-                self.push(
-                    format!("{mn} operand {n} must be an integer expression"),
-                    loc,
-                );
-                return;
-            }
-        };
-        self.expr(&e, ScalarType::I64, &format!("{mn} operand {n}"), loc);
-    }
-
-    fn inst(&mut self, op: TileOp, args: &[InstArg], loc: Loc) {
-        let kinds = op.operands();
-        let required = kinds.iter().filter(|k| **k != Operand::OptInt).count();
+    fn inst(&mut self, op: TileOp, args: &[Arg], loc: Loc) {
         let mn = op.mnemonic();
-        if args.len() < required || args.len() > kinds.len() {
-            let range = if required == kinds.len() {
-                format!("{required}")
-            } else {
-                format!("{required} to {}", kinds.len())
-            };
-            self.push(
-                format!("{mn} takes {range} operands, {} given", args.len()),
-                loc,
-            );
-            return;
-        }
-        let mut tiles: Vec<TileUse> = Vec::new();
+        let body = self.body;
+        let mut tiles: Vec<TileUse<'a>> = Vec::new();
         let mut dst_at = usize::MAX;
-        let mut global: Option<GlobalUse> = None;
-        let mut ints: Vec<&InstArg> = Vec::new();
-        for (i, (kind, a)) in kinds.iter().zip(args).enumerate() {
+        let mut global: Option<&'a RegionParam> = None;
+        let mut ints: Vec<&IntExpr> = Vec::new();
+        for (i, (kind, a)) in op.operands().iter().zip(args).enumerate() {
             let n = i + 1;
-            match kind {
-                Operand::Dst | Operand::Src => {
-                    let Some(t) = self.tile_operand(mn, n, a, loc) else {
+            match a {
+                Arg::Tile(t) => {
+                    let Some(t) = self.tile_use(mn, n, t, loc) else {
                         return;
                     };
                     if *kind == Operand::Dst {
@@ -508,54 +358,15 @@ impl Ctx<'_> {
                     }
                     tiles.push(t);
                 }
-                Operand::Global => match a {
-                    InstArg::Name(id) => match self.param(&id.name) {
-                        Some(ParamKind::Tile {
-                            access,
-                            dtype,
-                            shape,
-                        }) => {
-                            global = Some(GlobalUse {
-                                access: *access,
-                                dtype: *dtype,
-                                name: id.name.clone(),
-                                shape: shape.clone(),
-                            });
-                        }
-                        _ => {
-                            self.push(
-                                format!(
-                                    "{mn} operand {n}: `{}` is not a tile parameter of the kernel",
-                                    id.name
-                                ),
-                                loc,
-                            );
-                            return;
-                        }
-                    },
-                    _ => {
-                        self.push(format!("{mn} operand {n} must be a tile parameter"), loc);
-                        return;
-                    }
+                Arg::Region(r) => match body.regions.get(*r as usize) {
+                    Some(g) => global = Some(g),
+                    None => return,
                 },
-                Operand::Float => self.float_operand(mn, n, a, loc),
-                Operand::CmpMode => self.word(
-                    mn,
-                    n,
-                    a,
-                    crate::tile_isa::CMP_MODES,
-                    "a comparison mode",
-                    loc,
-                ),
-                Operand::TriMode => {
-                    self.word(mn, n, a, crate::tile_isa::TRI_MODES, "a triangle", loc)
-                }
-                Operand::PadMode => {
-                    self.word(mn, n, a, crate::tile_isa::PAD_MODES, "a padding value", loc)
-                }
-                Operand::Int | Operand::OptInt => {
-                    self.int_operand(mn, n, a, loc);
-                    ints.push(a);
+                Arg::Float(v) => self.float_operand(mn, n, v, loc),
+                Arg::Word(_) => {}
+                Arg::Int(e) => {
+                    self.expr(e, ScalarType::I64, &format!("{mn} operand {n}"), loc);
+                    ints.push(e);
                 }
             }
         }
@@ -567,11 +378,11 @@ impl Ctx<'_> {
             }
         }
         if let Some(d) = tiles.get(dst_at) {
-            self.written.insert(d.decl.name.name.clone());
+            self.written.insert(d.tile);
         }
         self.elems(op, &tiles, loc);
-        self.shapes(op, &tiles, global.as_ref(), loc);
-        if let Some(g) = &global {
+        self.shapes(op, &tiles, global, loc);
+        if let Some(g) = global {
             self.static_fit(op, &tiles[0], g, &ints, loc);
         }
     }
@@ -607,7 +418,14 @@ impl Ctx<'_> {
     /// A load or store whose part is static (literal offsets, a tile without `valid` or with
     /// literal valid sizes) must fit the parameter's declared rows × cols (when the declared
     /// shape has no `?`).
-    fn static_fit(&mut self, op: TileOp, t: &TileUse, g: &GlobalUse, ints: &[&InstArg], loc: Loc) {
+    fn static_fit(
+        &mut self,
+        op: TileOp,
+        t: &TileUse,
+        g: &RegionParam,
+        ints: &[&IntExpr],
+        loc: Loc,
+    ) {
         let Some(dims) = g.shape.iter().copied().collect::<Option<Vec<u64>>>() else {
             return;
         };
@@ -615,9 +433,9 @@ impl Ctx<'_> {
             return;
         };
         let rows: u64 = outer.iter().product();
-        let lit = |a: Option<&&InstArg>| match a {
+        let lit = |a: Option<&&IntExpr>| match a.map(|e| &e.text) {
             None => Some(0),
-            Some(InstArg::Expr(Expr::Int(v))) => u64::try_from(*v).ok(),
+            Some(Expr::Int(v)) => u64::try_from(*v).ok(),
             _ => None,
         };
         let (Some(r0), Some(c0)) = (lit(ints.first()), lit(ints.get(1))) else {
@@ -651,7 +469,7 @@ impl Ctx<'_> {
     }
 
     #[allow(clippy::too_many_lines)]
-    fn shapes(&mut self, op: TileOp, t: &[TileUse], global: Option<&GlobalUse>, loc: Loc) {
+    fn shapes(&mut self, op: TileOp, t: &[TileUse], global: Option<&RegionParam>, loc: Loc) {
         let mn = op.mnemonic();
         let shape = |x: &TileUse| format!("`{}` is {} x {}", x.name, x.decl.rows, x.decl.cols);
         let same =
@@ -1010,7 +828,7 @@ impl Ctx<'_> {
     }
 
     /// The access and element-type rules of a load or store.
-    fn global_rule(&self, op: TileOp, t: &TileUse, g: &GlobalUse) -> Vec<String> {
+    fn global_rule(&self, op: TileOp, t: &TileUse, g: &RegionParam) -> Vec<String> {
         let mut bad = Vec::new();
         let name = &g.name;
         let access = g.access;

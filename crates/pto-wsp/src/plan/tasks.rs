@@ -25,10 +25,12 @@
 //!   plans ask that a task graph does not honour (`affinity`, `order`) is returned as notes.
 
 use super::{
-    Admission, CallShape, FieldNames, Gen, PlanError, Scope, as_u32, bind_space, generator_for,
+    Admission, CallEnv, CallShape, FieldNames, Gen, PlanError, as_u32, bind_space, generator_for,
     interleave_of, tier_table,
 };
+use crate::ir::resolve::generate::{CallArg, resolve_plan};
 use crate::ir::eval::eval;
+use crate::ir::resolve::body::IntExpr;
 use crate::ir::plan::PlanDecl;
 use crate::ir::schedule::{DepsMode, Schedule, ScheduleItem, ScheduleItemKind, TaskGraphItem};
 use crate::ir::{
@@ -136,7 +138,10 @@ fn plan_tasks(module: &Module, p: &PlanDecl, bindings: &Bindings) -> Result<Vec<
         return Err(at(p.loc, "its space or tier table is not declared".into()));
     };
     let symbols = &bindings.symbols;
-    let space = bind_space(sd, p, symbols).map_err(|(loc, m)| at(loc, m))?;
+    let tier_names: Vec<&str> = td.tiers.iter().map(|t| t.name.as_str()).collect();
+    let form = resolve_plan(sd, p, &tier_names, &|n| symbols.contains_key(n));
+    let env = CallEnv::new(&form, sd, p, symbols);
+    let space = bind_space(sd, p, &env).map_err(|(loc, m)| at(loc, m))?;
     let tiers = tier_table(td).map_err(|e| at(td.name.loc, e.to_string()))?;
     let index_of = |t: &str| {
         module
@@ -149,18 +154,19 @@ fn plan_tasks(module: &Module, p: &PlanDecl, bindings: &Bindings) -> Result<Vec<
         None => 0,
         Some(w) => elements(module, w.as_str(), symbols).map_err(|m| at(w.loc, m))?,
     };
-    let names = FieldNames::new(sd, p);
+    let names = FieldNames::new(sd);
     let calls = td
         .tiers
         .iter()
-        .map(|t| {
-            let k = p.kernels.iter().find(|k| k.tier == t.name).ok_or_else(|| {
+        .zip(&form.tier_kernels)
+        .map(|(t, k)| {
+            let (k, call) = k.map(|i| (&p.kernels[i], &form.calls[i])).ok_or_else(|| {
                 at(
                     p.loc,
                     format!("tier `{}` of `{}` has no kernel", t.name, td.name),
                 )
             })?;
-            CallShape::new(module, &format!("tier `{}`", k.tier), &k.call, index_of)
+            CallShape::new(module, &format!("tier `{}`", k.tier), (&k.call, call), index_of)
                 .map(|c| (c, k.loc))
                 .map_err(|m| at(k.loc, m))
         })
@@ -175,7 +181,10 @@ fn plan_tasks(module: &Module, p: &PlanDecl, bindings: &Bindings) -> Result<Vec<
                 .iter()
                 .position(|a| a.name == pf.axis)
                 .ok_or_else(|| at(pf.loc, format!("no axis `{}`", pf.axis)))?;
-            let call = CallShape::new(module, "the prefetch", &pf.call, index_of)
+            let Some(form) = &form.prefetch else {
+                return Err(at(pf.loc, "the prefetch's call is not resolved".into()));
+            };
+            let call = CallShape::new(module, "the prefetch", (&pf.call, form), index_of)
                 .map_err(|m| at(pf.loc, m))?;
             Some((axis, depth, call, pf.loc))
         }
@@ -190,7 +199,7 @@ fn plan_tasks(module: &Module, p: &PlanDecl, bindings: &Bindings) -> Result<Vec<
             .collect(),
         prefetch: prefetch.as_ref().map(|(_, _, c, _)| c),
         names: &names,
-        symbols,
+        env: &env,
         tensors: &tensors,
         tiers: td.tiers.iter().map(|t| t.name.as_str()).collect(),
         state: Mutex::new(Default::default()),
@@ -235,7 +244,7 @@ fn plan_tasks(module: &Module, p: &PlanDecl, bindings: &Bindings) -> Result<Vec<
                 calls.get(d.tier as usize).map(|(c, l)| (c, *l))
             }
             .ok_or_else(|| at(p.loc, "a descriptor of a tier with no call".into()))?;
-            task(call, d, &names, symbols, loc).map_err(|m| at(loc, m))
+            task(call, d, &env, loc).map_err(|m| at(loc, m))
         })
         .collect()
 }
@@ -269,10 +278,7 @@ fn elements(
     let decl = module
         .tensor(name)
         .ok_or_else(|| format!("no tensor `{name}`"))?;
-    let scope = Scope {
-        symbols,
-        locals: &[],
-    };
+    let scope = |n: &str| symbols.get(n).copied();
     decl.shape.iter().try_fold(1u64, |n, e| {
         let v = eval(e, &scope).map_err(|err| format!("`{name}`: `{e}`: {err}"))?;
         let d = as_u32(v).ok_or_else(|| format!("`{name}`: extent `{e}` = {v}"))?;
@@ -283,58 +289,50 @@ fn elements(
 
 /// The task of `call` for descriptor `d`: every region bound and scalar evaluated with the
 /// descriptor's fields, as literals.
-fn task(
-    call: &CallShape<'_>,
-    d: &Descriptor,
-    names: &FieldNames<'_>,
-    symbols: &std::collections::BTreeMap<String, Value>,
-    loc: Loc,
-) -> Result<Stmt, String> {
-    let mut locals = Vec::with_capacity(8);
-    names.bind(d, &mut locals);
-    let scope = Scope {
-        symbols,
-        locals: &locals,
-    };
-    let literal = |e: &Expr| -> Result<Expr, String> {
-        if let Expr::Float(_) = e {
-            return Ok(e.clone());
+fn task(call: &CallShape<'_>, d: &Descriptor, env: &CallEnv<'_>, loc: Loc) -> Result<Stmt, String> {
+    let vars = env.vars(d);
+    let literal = |e: &IntExpr| -> Result<Expr, String> {
+        if let Expr::Float(_) = e.text {
+            return Ok(e.text.clone());
         }
-        Ok(
-            match eval(e, &scope).map_err(|err| format!("`{e}`: {err}"))? {
-                Value::I64(x) => Expr::Int(x),
-                Value::U64(x) => Expr::UInt(x),
-                Value::Bool(b) => Expr::Bool(b),
-            },
-        )
+        let v = e
+            .compiled
+            .eval(&vars)
+            .map_err(|err| format!("`{}`: {}", e.text, env.form.explain(err)))?;
+        Ok(match v {
+            Value::I64(x) => Expr::Int(x),
+            Value::U64(x) => Expr::UInt(x),
+            Value::Bool(b) => Expr::Bool(b),
+        })
     };
-    let args = call
-        .call
+    let (written, resolved) = call.call;
+    let args = written
         .args
         .iter()
-        .map(|a| {
-            Ok(match a {
-                Arg::Region(r) => {
+        .zip(&resolved.args)
+        .map(|(a, resolved)| {
+            Ok(match (a, resolved) {
+                (Arg::Region(r), CallArg::Region(dims)) => {
                     let mut r = r.clone();
-                    r.dims = r
-                        .dims
+                    r.dims = dims
                         .iter()
-                        .map(|dim| {
+                        .map(|(start, size)| {
                             Ok(RegionDim {
-                                start: literal(&dim.start)?,
-                                size: dim.size.as_ref().map(&literal).transpose()?,
+                                start: literal(start)?,
+                                size: size.as_ref().map(&literal).transpose()?,
                             })
                         })
                         .collect::<Result<_, String>>()?;
                     Arg::Region(r)
                 }
-                Arg::Scalar(e) => Arg::Scalar(literal(e)?),
+                (_, CallArg::Scalar(e)) => Arg::Scalar(literal(e)?),
+                (_, CallArg::Region(_)) => return Err("a region where a scalar is written".into()),
             })
         })
         .collect::<Result<Vec<_>, String>>()?;
     Ok(Stmt {
         kind: StmtKind::Task(TaskStmt {
-            kernel: call.call.kernel.clone(),
+            kernel: written.kernel.clone(),
             args,
         }),
         loc,
