@@ -705,6 +705,18 @@ mod tests {
             assert!(Arc::ptr_eq(s.counters(), &counters));
             assert_eq!(s.len(), 0, "{kind:?}");
             assert!(s.is_empty(), "{kind:?}");
+            assert_eq!(ReadyQueueSet::new(kind, 3, counters.clone()).workers(), 3);
+            // Nothing queued: no worker of any pool has work; a task placed on worker 0 in
+            // `Any` is work for it whatever its pool.
+            let pools = [ExecPool::Vector, ExecPool::Cube, ExecPool::Any];
+            let other = ReadyQueueSet::new(kind, 2, Arc::new(Counters::new(1)));
+            for pool in pools {
+                assert!(!other.has_work_for_worker(0, pool), "{kind:?} {pool:?}");
+            }
+            other.push_to(0, ExecPool::Any, TaskId(9));
+            for pool in pools {
+                assert!(other.has_work_for_worker(0, pool), "{kind:?} {pool:?}");
+            }
             s.push(ExecPool::Vector, TaskId(1));
             s.push(ExecPool::Vector, TaskId(2));
             s.push_to(0, ExecPool::Cube, TaskId(3));
