@@ -535,7 +535,7 @@ fn task_events(path: &Path) -> Vec<(u32, Option<u32>, Option<String>, String)> {
     let mut in_title = false;
     for ev in svg::read(&text).unwrap() {
         match ev {
-            Event::Tag("rect", Type::Start, a) if a.get("data-task").is_some() => {
+            Event::Tag("rect", Type::Start, a) if a.contains_key("data-task") => {
                 let get = |k: &str| a.get(k).map(|v| v.to_string());
                 open = Some((
                     get("data-task").unwrap().parse().unwrap(),
@@ -575,7 +575,11 @@ fn tooltips_name_each_task_by_index_kernel_and_regions() {
     )
     .unwrap();
     let expected = |k: u32| {
-        let kernel = if k % 2 == 0 { "first" } else { "second" };
+        let kernel = if k.is_multiple_of(2) {
+            "first"
+        } else {
+            "second"
+        };
         (kernel.to_string(), format!("inout A[{k}, 0 +: 4]"))
     };
     for machine in [true, false] {
