@@ -220,8 +220,8 @@ pub fn run_plan(
     let admission = opts.check_independence.then_some(&admission);
     with_checked_runner(store, registry, |runner| {
         launch_plan(
-            module, p, bindings, sd, td, &space, &tiers, capacity, &env, &calls, &prefetch,
-            runner, opts, admission,
+            module, p, bindings, sd, td, &space, &tiers, capacity, &env, &calls, &prefetch, runner,
+            opts, admission,
         )
     })
 }
@@ -742,7 +742,11 @@ impl<'m> CallShape<'m> {
         let mut scalars = Vec::new();
         for (param, (arg, resolved)) in decl.params.iter().zip(call.args.iter().zip(&form.args)) {
             match (&param.kind, arg, resolved) {
-                (ParamKind::Tile { access, .. }, crate::ir::Arg::Region(r), CallArg::Region(dims)) => {
+                (
+                    ParamKind::Tile { access, .. },
+                    crate::ir::Arg::Region(r),
+                    CallArg::Region(dims),
+                ) => {
                     let t = index_of(r.tensor.as_str())
                         .ok_or_else(|| format!("no tensor `{}` in the store", r.tensor))?;
                     regions.push((t, *access, dims.as_slice()));

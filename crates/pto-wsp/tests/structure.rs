@@ -236,12 +236,7 @@ fn kernel_bodies_and_plan_generators_are_resolved_only_in_resolve() {
     // A reader of the resolved forms reads no operand, statement or generator statement by
     // name, and keeps no table from names.
     // (`kernel_body.rs`, home of the cycle walk, also defines and prints the surface form.)
-    let body = [
-        "InstArg::",
-        "GenKind::",
-        "HashMap<String",
-        "HashSet<String",
-    ];
+    let body = ["InstArg::", "GenKind::", "HashMap<String", "HashSet<String"];
     // The validator checks the resolved statements, not the written ones (the emitter walks
     // the written ones beside them, as the keys of the device plans).
     let validator = [

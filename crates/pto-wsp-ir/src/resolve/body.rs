@@ -24,7 +24,9 @@
 use super::ResolveError;
 use crate::eval::Compiled;
 use crate::expr::Expr;
-use crate::kernel_body::{FloatArg, InstArg, KStmt, KStmtKind, TileDecl, extent_name, parse_extent};
+use crate::kernel_body::{
+    FloatArg, InstArg, KStmt, KStmtKind, TileDecl, extent_name, parse_extent,
+};
 use crate::loc::{Ident, Loc};
 use crate::module::{KernelDecl, ParamKind};
 use crate::tile_isa::{CMP_MODES, Operand, PAD_MODES, TRI_MODES, TileOp};
@@ -296,7 +298,6 @@ pub enum BodyKind {
     },
 }
 
-
 /// A mistake in a body's names or operands, found by resolution: what is wrong (naming the
 /// instruction, operand or declaration) and the location of its statement.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -562,12 +563,10 @@ impl Resolver<'_> {
                 row,
                 col,
             } => {
-                let tile = self
-                    .tile_ref("GETVAL", 1, tile, loc)
-                    .unwrap_or(TileRef {
-                        tile: UNRESOLVED,
-                        index: None,
-                    });
+                let tile = self.tile_ref("GETVAL", 1, tile, loc).unwrap_or(TileRef {
+                    tile: UNRESOLVED,
+                    index: None,
+                });
                 let (row, col) = (self.int(row, loc), self.int(col, loc));
                 BodyKind::GetVal {
                     slot: self.declare_value(name, loc),
@@ -701,9 +700,7 @@ impl Resolver<'_> {
             };
             parts.push(MsgPart::Text(rest[..open].to_string()));
             let name = &rest[open + 1..open + close];
-            parts.push(MsgPart::Value(
-                self.int(&Expr::Name(Ident::new(name)), loc),
-            ));
+            parts.push(MsgPart::Value(self.int(&Expr::Name(Ident::new(name)), loc)));
             rest = &rest[open + close + 1..];
         }
         parts.push(MsgPart::Text(rest.to_string()));
@@ -741,7 +738,9 @@ impl Resolver<'_> {
                     Some((_, Some(Local::Region(r)))) => Arg::Region(r),
                     Some((id, _)) => {
                         self.problem(
-                            format!("{mn} operand {n}: `{id}` is not a tile parameter of the kernel"),
+                            format!(
+                                "{mn} operand {n}: `{id}` is not a tile parameter of the kernel"
+                            ),
                             loc,
                         );
                         return None;

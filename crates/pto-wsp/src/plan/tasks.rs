@@ -28,10 +28,10 @@ use super::{
     Admission, CallEnv, CallShape, FieldNames, Gen, PlanError, as_u32, bind_space, generator_for,
     interleave_of, tier_table,
 };
-use crate::ir::resolve::generate::{CallArg, resolve_plan};
 use crate::ir::eval::eval;
-use crate::ir::resolve::body::IntExpr;
 use crate::ir::plan::PlanDecl;
+use crate::ir::resolve::body::IntExpr;
+use crate::ir::resolve::generate::{CallArg, resolve_plan};
 use crate::ir::schedule::{DepsMode, Schedule, ScheduleItem, ScheduleItemKind, TaskGraphItem};
 use crate::ir::{
     Arg, Bindings, Expr, Ident, Loc, Module, RegionDim, Stmt, StmtKind, TaskStmt, Value, Workload,
@@ -166,9 +166,14 @@ fn plan_tasks(module: &Module, p: &PlanDecl, bindings: &Bindings) -> Result<Vec<
                     format!("tier `{}` of `{}` has no kernel", t.name, td.name),
                 )
             })?;
-            CallShape::new(module, &format!("tier `{}`", k.tier), (&k.call, call), index_of)
-                .map(|c| (c, k.loc))
-                .map_err(|m| at(k.loc, m))
+            CallShape::new(
+                module,
+                &format!("tier `{}`", k.tier),
+                (&k.call, call),
+                index_of,
+            )
+            .map(|c| (c, k.loc))
+            .map_err(|m| at(k.loc, m))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let prefetch = match &p.prefetch {
