@@ -236,10 +236,12 @@ fn kernel_bodies_and_plan_generators_are_resolved_only_in_resolve() {
     // A reader of the resolved forms reads no operand, statement or generator statement by
     // name, and keeps no table from names.
     // (`kernel_body.rs`, home of the cycle walk, also defines and prints the surface form.)
-    let body = [
+    let body = ["InstArg::", "GenKind::", "HashMap<String", "HashSet<String"];
+    // The validator checks the resolved statements, not the written ones (the emitter walks
+    // the written ones beside them, as the keys of the device plans).
+    let validator = [
         "InstArg::",
         "KStmtKind::",
-        "GenKind::",
         "HashMap<String",
         "HashSet<String",
     ];
@@ -258,7 +260,7 @@ fn kernel_bodies_and_plan_generators_are_resolved_only_in_resolve() {
         ("pto-wsp", "device.rs", &body),
         ("pto-wsp", "src/plan.rs", &plan),
         // The validator of bodies checks the resolved body: resolution reports its names.
-        ("pto-wsp-ir", "validate/kernel_body.rs", &body),
+        ("pto-wsp-ir", "validate/kernel_body.rs", &validator),
     ];
     for (krate, file, needles) in readers {
         let found = uses(krate, &[], needles);
