@@ -774,7 +774,7 @@ impl Resolver<'_> {
                         );
                         IntExpr {
                             compiled: Compiled::constant(crate::value::Value::I64(0)),
-                            text: Expr::Name(Ident::new(&arg.to_string())),
+                            text: Expr::Name(Ident::new(arg.to_string())),
                             names: vec![UNRESOLVED],
                             unresolved: Vec::new(),
                         }
