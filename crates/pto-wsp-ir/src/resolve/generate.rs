@@ -228,24 +228,13 @@ impl Resolver<'_> {
         if let Some((_, s)) = self.scope.iter().rev().find(|(n, _)| n == name) {
             return *s;
         }
-        if (self.is_bound)(name) {
-            let i = match self.free.iter().position(|n| n == name) {
-                Some(i) => i,
-                None => {
-                    self.free.push(name.to_string());
-                    self.free.len() - 1
-                }
-            };
-            return self.base + i as u32;
-        }
-        let i = match self.unbound.iter().position(|n| n == name) {
-            Some(i) => i,
-            None => {
-                self.unbound.push(name.to_string());
-                self.unbound.len() - 1
-            }
-        };
-        u32::MAX - i as u32
+        outside_slot(
+            name,
+            self.is_bound,
+            self.base,
+            &mut self.free,
+            &mut self.unbound,
+        )
     }
 
     fn int(&mut self, e: &Expr) -> IntExpr {
@@ -494,6 +483,29 @@ pub fn resolve_plan(
     }
 }
 
+/// The slot of a name no local scope declares: a bound name's place after `base` in `free`,
+/// an unbound one's counted down from `u32::MAX` in `unbound` (each added on first use).
+fn outside_slot(
+    name: &str,
+    is_bound: &dyn Fn(&str) -> bool,
+    base: u32,
+    free: &mut Vec<String>,
+    unbound: &mut Vec<String>,
+) -> u32 {
+    let index_in = |list: &mut Vec<String>| match list.iter().position(|n| n == name) {
+        Some(i) => i as u32,
+        None => {
+            list.push(name.to_string());
+            list.len() as u32 - 1
+        }
+    };
+    if is_bound(name) {
+        base + index_in(free)
+    } else {
+        u32::MAX - index_in(unbound)
+    }
+}
+
 /// Names of a plan's expressions outside `generate`: the fields in scope, then free names.
 struct Free<'a> {
     fields: &'a [&'a str],
@@ -509,24 +521,13 @@ impl Free<'_> {
         if let Some(i) = self.fields.iter().position(|f| *f == name) {
             return i as u32;
         }
-        if (self.is_bound)(name) {
-            let i = match self.free.iter().position(|n| n == name) {
-                Some(i) => i,
-                None => {
-                    self.free.push(name.to_string());
-                    self.free.len() - 1
-                }
-            };
-            return self.base + i as u32;
-        }
-        let i = match self.unbound.iter().position(|n| n == name) {
-            Some(i) => i,
-            None => {
-                self.unbound.push(name.to_string());
-                self.unbound.len() - 1
-            }
-        };
-        u32::MAX - i as u32
+        outside_slot(
+            name,
+            self.is_bound,
+            self.base,
+            &mut self.free,
+            &mut self.unbound,
+        )
     }
 
     fn int(&mut self, e: &Expr) -> IntExpr {
