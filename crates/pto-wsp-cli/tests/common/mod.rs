@@ -9,13 +9,37 @@ pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// A test's scratch directory, removed with everything in it when the test ends (pass or
+/// panic), so test runs leave nothing behind in the temporary directory.
+#[allow(dead_code)]
+pub(crate) struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 #[allow(dead_code)] // not every test crate needs one
 /// A fresh scratch directory for one test (the process id keeps parallel runs apart).
-pub(crate) fn scratch(test: &str) -> PathBuf {
+pub(crate) fn scratch(test: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("pto-wsp-cli-{}-{test}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
 }
 
 #[allow(dead_code)]
