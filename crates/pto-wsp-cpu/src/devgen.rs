@@ -613,7 +613,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             return Err(self.stop(ExecError::Build("more than 2^32 - 2 tasks".into())));
         }
         self.next_id += 1;
-        if id as usize % CHUNK == 0 {
+        if (id as usize).is_multiple_of(CHUNK) {
             // The first id of a chunk of task state: free what every executor is past before
             // this executor can grow the chunk (module docs, "Memory").
             self.free_behind_floor();
