@@ -68,7 +68,8 @@
 //! first id of every chunk it walks into, before it can grow that chunk. And no executor walks
 //! more than `span = max(2 · window · E, 2 · RETIRE_EVERY)` tasks past its own prefix
 //! (`keep_close`: it runs its ready tasks, else yields). So a run holds state for at most
-//! `2 · span` tasks and a chunk, whatever the timing (the proof is at the test
+//! `2 · span` tasks and a chunk, whatever the timing (the proof, and the one narrow window it
+//! leaves, are at the test
 //! `a_device_generation_run_holds_task_state_for_the_window_not_the_task_count`), not for
 //! every task.
 //! No executor holds a task list or a graph.
@@ -1526,6 +1527,11 @@ mod tests {
     ///    `Y` need not have walked, would add one.)
     /// 3. So `a - F < 2 · span + 1`: every chunk below `c - 2 · span / CHUNK` is freed before
     ///    `c` is grown, and the chunks held are at most `2 · span / CHUNK + 1`.
+    ///
+    /// One window is outside this argument: when another executor raised the task states'
+    /// floor first, `X`'s free leaves the chunks to it, and if that executor is preempted
+    /// between raising the floor and taking its chunks out of the arena (a few instructions
+    /// per chunk), they are still counted when `X` grows `c`.
     ///
     /// Each executor's own look at the prefix (every `RETIRE_EVERY` walked tasks) lags: the
     /// prefix it sees may be a full window behind its walk. Without the free at each chunk's
