@@ -64,10 +64,14 @@
 //! frees the edge chunks it filled whose predecessors are all below it
 //! ([`EdgeCursor::reclaim`]), publishes the prefix (release) — from then on it answers a
 //! predecessor below it as done without touching its state — and frees the task states and owner
-//! entries below the minimum of every executor's published prefix. And no executor walks more
-//! than `max(2 · window · E, 2 · RETIRE_EVERY)` tasks past its own prefix (`keep_close`: it runs
-//! its ready tasks, else yields). So a run holds state for a number of tasks set by the window
-//! and the executor count, not for every task.
+//! entries below the minimum of every executor's published prefix; it frees them again at the
+//! first id of every chunk it walks into, before it can grow that chunk. And no executor walks
+//! more than `span = max(2 · window · E, 2 · RETIRE_EVERY)` tasks past its own prefix
+//! (`keep_close`: it runs its ready tasks, else yields). So a run holds state for at most
+//! `2 · span` tasks and a chunk, whatever the timing (the proof, and the one narrow window it
+//! leaves, are at the test
+//! `a_device_generation_run_holds_task_state_for_the_window_not_the_task_count`), not for
+//! every task.
 //! No executor holds a task list or a graph.
 //!
 //! # Why this cannot deadlock
@@ -168,7 +172,7 @@ use std::time::Instant;
 use crossbeam_utils::CachePadded;
 use pto_wsp_bytecode::{Bound, ExecutorConfig, Interpreter, Program, Task, TaskSink};
 use pto_wsp_graph::TaskId;
-use pto_wsp_graph::arena::ChunkArena;
+use pto_wsp_graph::arena::{CHUNK, ChunkArena};
 use pto_wsp_graph::builder::{ExactMap, RETIRE_EVERY};
 use pto_wsp_graph::counters::CounterSnapshot;
 use pto_wsp_graph::feed::BARRIER_KERNEL;
@@ -610,6 +614,11 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             return Err(self.stop(ExecError::Build("more than 2^32 - 2 tasks".into())));
         }
         self.next_id += 1;
+        if (id as usize).is_multiple_of(CHUNK) {
+            // The first id of a chunk of task state: free what every executor is past before
+            // this executor can grow the chunk (module docs, "Memory").
+            self.free_behind_floor();
+        }
         self.wiring.seen.push_back(u32::MAX);
         self.stats.walked += 1;
         Ok(id)
@@ -979,6 +988,13 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         // From now on this executor names no task below `done` (its wiring answers such
         // predecessors itself): say so, and free what every executor is past.
         sh.lows[self.me as usize].store(done.0, Ordering::Release);
+        self.free_behind_floor();
+    }
+
+    /// Frees the task states and owner entries below the minimum of every executor's published
+    /// prefix ([`Shared::lows`], acquire loads).
+    fn free_behind_floor(&self) {
+        let sh = self.sh;
         let floor = sh
             .lows
             .iter()
@@ -1492,19 +1508,46 @@ mod tests {
 
     /// A device-generation run of a 100K-task chain under a window of 1,024 own tasks per
     /// executor holds task state (task states, owner table) for a bounded number of tasks,
-    /// freed behind the slowest executor's completed prefix: at most both executors' windows,
-    /// the tasks walked between two looks at the prefix (`RETIRE_EVERY`) and a chunk at either
-    /// end, whatever the task count. The same chain of 10K tasks held about as much.
+    /// freed behind the slowest executor's published prefix, whatever the task count and
+    /// whatever the timing: at most `2 · span + CHUNK` (span: [`span_limit`], 4,096 here), so
+    /// nine chunks. The same chain of 10K tasks is held to the same bound.
+    ///
+    /// Why, under every timing. Write `low(Y)` for executor `Y`'s published prefix and `w(Y)`
+    /// for the ids it has walked; a chunk `c` is grown by an executor `X` only for an id below
+    /// `w(X)`, so only after `X` allocated `a = c · CHUNK`, and right then `X` frees below
+    /// `F = min low(Y)` as it loads them ([`Executor::free_behind_floor`]).
+    /// 1. `a < low(X) + span`: `keep_close` allocates only within `span` of `X`'s own prefix.
+    /// 2. `F > low(X) - 1 - span`: task `q = low(X) - 1` is complete (`X` acquired its
+    ///    completion, or a floor raised by a reclaimer that loaded every low at or above it).
+    ///    For each `Y`, `q` completed only after `Y` walked past it — `q` is `Y`'s and `Y`
+    ///    generated it, or it is another's and its owner sealed it after acquiring `Y`'s
+    ///    published inference past it — and when `Y` allocated `q`, `q - low(Y) < span` held
+    ///    with a `low(Y)` stored before; that store happens before `X`'s load, which sees it or
+    ///    a later one. (A chain has no barrier task; each barrier right below the prefix, which
+    ///    `Y` need not have walked, would add one.)
+    /// 3. So `a - F < 2 · span + 1`: every chunk below `c - 2 · span / CHUNK` is freed before
+    ///    `c` is grown, and the chunks held are at most `2 · span / CHUNK + 1`.
+    ///
+    /// One window is outside this argument: when another executor raised the task states'
+    /// floor first, `X`'s free leaves the chunks to it, and if that executor is preempted
+    /// between raising the floor and taking its chunks out of the arena (a few instructions
+    /// per chunk), they are still counted when `X` grows `c`.
+    ///
+    /// Each executor's own look at the prefix (every `RETIRE_EVERY` walked tasks) lags: the
+    /// prefix it sees may be a full window behind its walk. Without the free at each chunk's
+    /// first id, chunk `c` could be grown against the floor of the last look — `2 · span`
+    /// plus a chunk behind — and a loaded machine held ten chunks.
     #[test]
     fn a_device_generation_run_holds_task_state_for_the_window_not_the_task_count() {
-        use pto_wsp_graph::arena::CHUNK;
         const WINDOW: usize = 1024;
         let pool = WorkerPool::new(2).unwrap();
         let config = DevGenConfig {
             window: WINDOW,
             ..DevGenConfig::default()
         };
-        let bound_held = (2 * WINDOW + RETIRE_EVERY as usize + 3 * CHUNK) as u64;
+        let span = span_limit(WINDOW, 2) as usize;
+        assert_eq!(span % CHUNK, 0);
+        let bound_held = (2 * span + CHUNK) as u64;
         for n in [10_000u32, 100_000] {
             let p = chain(n, "work_steal");
             let bound = p.bind(&pto_wsp_ir::Bindings::new()).unwrap();

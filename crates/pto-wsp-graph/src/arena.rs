@@ -332,12 +332,14 @@ impl<T> ChunkArena<T> {
             if p.is_null() {
                 break;
             }
+            // Counted as freed at once: a concurrent grower's peak does not count a chunk this
+            // call holds only to free it.
+            self.live.fetch_sub(CHUNK, Ordering::Relaxed);
             // SAFETY: `p` was installed from `new_chunk`; the swap took it out, and the caller
             // promised nobody uses its entries.
             unsafe { self.retire_chunk(p) };
             freed += CHUNK;
         }
-        self.live.fetch_sub(freed, Ordering::Relaxed);
         freed
     }
 

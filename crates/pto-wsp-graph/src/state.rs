@@ -380,7 +380,9 @@ impl TaskStates {
     /// `false`), or `to` if all have: the completed prefix advanced in one scan that looks each
     /// chunk of task state up once, where a loop of `is_complete` looks up every task.
     pub fn completed_until(&self, from: TaskId, to: TaskId) -> TaskId {
-        let mut t = from.0.max(self.floor.load(Ordering::Relaxed));
+        // Acquire: a prefix taken from the floor comes with what its reclaimer saw (device
+        // generation's bound on task state held relies on it).
+        let mut t = from.0.max(self.floor.load(Ordering::Acquire));
         while t < to.0 {
             let Some(run) = self.tasks.try_chunk_from(t) else {
                 break;
@@ -407,7 +409,7 @@ impl TaskStates {
     /// from the floor without touching storage).
     #[allow(unsafe_code)]
     pub unsafe fn reclaim_below(&self, done_below: TaskId) -> usize {
-        if done_below.0 <= self.floor.fetch_max(done_below.0, Ordering::Relaxed) {
+        if done_below.0 <= self.floor.fetch_max(done_below.0, Ordering::AcqRel) {
             return 0;
         }
         // SAFETY: every task below `done_below` completed and its `complete` returned (its
