@@ -435,6 +435,7 @@ fn window_stall_blocks_until_a_completion() {
     let w = WindowState::new(2, WindowMode::Stall, counters.clone());
     w.enter().unwrap();
     w.enter().unwrap();
+    assert_eq!(w.stalled(), 0, "nobody has stalled yet");
     let (tx, rx) = mpsc::channel();
     thread::scope(|s| {
         s.spawn(|| {
@@ -457,6 +458,7 @@ fn window_stall_blocks_until_a_completion() {
     });
     assert_eq!(w.in_flight(), 2);
     assert_eq!(w.high_water(), 2);
+    assert_eq!(w.stalled(), 0, "the released submitter no longer counts as stalled");
 }
 
 /// A window reports the size (0 taken as 1) and mode it was made with.
