@@ -415,7 +415,11 @@ fn work_steal_thieves_reach_every_victim_and_counts_add_up() {
             let mut rest = vec![w.try_pop(ExecPool::Vector), w.try_pop(ExecPool::Vector)];
             rest.sort();
             assert_eq!(rest, vec![Some(TaskId(1)), Some(TaskId(2))]);
-            assert_eq!(w.try_pop(ExecPool::Cube), Some(TaskId(9)), "stolen from the inbox");
+            assert_eq!(
+                w.try_pop(ExecPool::Cube),
+                Some(TaskId(9)),
+                "stolen from the inbox"
+            );
             assert!(set.is_empty());
             assert!(!set.has_work_for(ExecPool::Any));
         }
@@ -503,7 +507,11 @@ fn window_stall_blocks_until_a_completion() {
     });
     assert_eq!(w.in_flight(), 2);
     assert_eq!(w.high_water(), 2);
-    assert_eq!(w.stalled(), 0, "the released submitter no longer counts as stalled");
+    assert_eq!(
+        w.stalled(),
+        0,
+        "the released submitter no longer counts as stalled"
+    );
 }
 
 /// A window reports the size (0 taken as 1) and mode it was made with.
