@@ -5,8 +5,16 @@
 //! the expander's count), then run on the CPU with debug checks (`run --check`) on the host
 //! path and in device generation. Nothing may panic, and where both runs succeed their tensors
 //! must be equal byte for byte.
+//!
+//! Modules that generate more than [`MAX_TASKS`] tasks are dropped after expansion: the
+//! properties checked here (count agreement, host and device generation agreeing, the debug
+//! checks) do not need big graphs, and a few hundred tasks already fill every window size the
+//! generator draws (1–64) many times over. The kernel registry is built once per process.
+//! Each input still goes validator → expander → bytecode → two runs on two worker threads.
 
 #![no_main]
+
+use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use pto_wsp::bytecode::{EncodeOptions, ExecutorConfig, Interpreter, Program, Task, encode};
@@ -19,6 +27,32 @@ mod modules;
 
 use modules::{Choices, module_text};
 
+/// Inputs whose module generates more tasks than this are not run (see the module docs).
+const MAX_TASKS: usize = 256;
+
+/// [`MAX_TASKS`], or `PTO_WSP_FUZZ_MAX_TASKS` when set (to measure what the bound costs).
+fn max_tasks() -> usize {
+    static N: OnceLock<usize> = OnceLock::new();
+    *N.get_or_init(|| {
+        std::env::var("PTO_WSP_FUZZ_MAX_TASKS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(MAX_TASKS)
+    })
+}
+
+/// The built-ins under the generator's kernel names, built once.
+fn registry() -> &'static KernelRegistry {
+    static R: OnceLock<KernelRegistry> = OnceLock::new();
+    R.get_or_init(|| {
+        let mut r = KernelRegistry::with_builtins();
+        for (k, builtin) in [("inc", "counter"), ("acc", "accumulate"), ("cp", "copy")] {
+            r.alias(k, builtin).expect("a built-in");
+        }
+        r
+    })
+}
+
 fuzz_target!(|data: &[u8]| {
     let text = module_text(&mut Choices(data));
     let module = match parse(&text) {
@@ -30,7 +64,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let bindings = Bindings::new();
     let options = ExpandOptions {
-        limit: Some(4_000),
+        limit: Some(max_tasks()),
         executors: None,
     };
     let Ok(lowered) = lower(&module) else {
@@ -65,10 +99,6 @@ fuzz_target!(|data: &[u8]| {
     }
 
     // Runs: host and device generation, with debug checks; equal tensors where both succeed.
-    let mut registry = KernelRegistry::with_builtins();
-    for (k, builtin) in [("inc", "counter"), ("acc", "accumulate"), ("cp", "copy")] {
-        registry.alias(k, builtin).expect("a built-in");
-    }
     let mut results = Vec::new();
     for device_gen in [false, true] {
         let Ok(plan) = lower(&module) else { return };
@@ -77,7 +107,7 @@ fuzz_target!(|data: &[u8]| {
             CompileOptions {
                 threads: 2,
                 debug_checks: true,
-                kernels: registry.clone(),
+                kernels: registry().clone(),
                 device_gen,
                 ..CompileOptions::default()
             },

@@ -592,3 +592,40 @@ fn a_producer_waiting_through_the_sink_sees_held_tasks_complete() {
         }
     }
 }
+
+/// Under the priority policy a lone worker runs the ready task of the highest key first, also
+/// among the successors it has just released itself (it does not keep one as its next task):
+/// the root's successors are released in id order with keys rising, so they run in the
+/// reverse order, which the test derives by sorting the keys.
+#[test]
+fn the_priority_policy_orders_a_workers_own_successors() {
+    let n = 8u32;
+    let d = Dag {
+        tasks: (0..n)
+            .map(|i| {
+                (
+                    ExecPool::Any,
+                    None,
+                    0,
+                    if i == 0 { vec![] } else { vec![0] },
+                )
+            })
+            .collect(),
+    };
+    let keys: Vec<i64> = (0..i64::from(n)).map(|k| k * 10).collect();
+    let g = StaticGraph::new(storage(&d)).with_priorities(keys.clone());
+    let pool = WorkerPool::new(1).unwrap();
+    let rec = Recorder::new(n as usize, vec![]);
+    let cfg = RunConfig {
+        ready: ReadyKind::Priority,
+        ..RunConfig::default()
+    };
+    pool.run(&g, &cfg, &rec).unwrap();
+    rec.check(&d);
+    let mut ran: Vec<u32> = (0..n).collect();
+    ran.sort_by_key(|&t| rec.start[t as usize].load(Ordering::SeqCst));
+    let mut expected: Vec<u32> = (1..n).collect();
+    expected.sort_by_key(|&t| std::cmp::Reverse(keys[t as usize]));
+    expected.insert(0, 0);
+    assert_eq!(ran, expected);
+}

@@ -377,6 +377,55 @@ fn work_steal_local_is_lifo() {
     assert_eq!(w0.try_pop_any(), Some(TaskId(2)));
 }
 
+/// Under work stealing a thief finds tasks held in any other worker's deque (every victim of
+/// every thief of three workers; a thief takes the oldest), a task in a worker's inbox counts
+/// as queued, and the handles' own traffic reaches the counters when they drop: pushes, pops,
+/// one steal, the deepest deque. Tasks left in a dropped handle's deque move to the shared
+/// queues and are found again. Every expected number is counted here by hand.
+#[test]
+fn work_steal_thieves_reach_every_victim_and_counts_add_up() {
+    let v = pool_index(ExecPool::Vector);
+    for victim in 0..3 {
+        for thief in (0..3).filter(|&t| t != victim) {
+            let counters = Arc::new(Counters::new(3));
+            let set = ReadyQueueSet::new(ReadyKind::WorkSteal, 3, counters.clone());
+            let mut handles: Vec<_> = (0..3).map(|w| set.local(w).unwrap()).collect();
+            assert!(!set.has_work_for(ExecPool::Any));
+            for t in 0..3 {
+                handles[victim].push(ExecPool::Vector, TaskId(t));
+            }
+            assert_eq!(set.len(), 3);
+            assert!(set.has_work_for(ExecPool::Vector));
+            assert!(set.has_work_for(ExecPool::Any));
+            assert!(!set.has_work_for(ExecPool::Cube));
+            let got = handles[thief].try_pop(ExecPool::Vector);
+            assert_eq!(got, Some(TaskId(0)), "thief {thief}, victim {victim}");
+            // One task waits in the thief's inbox, none in the injector.
+            set.push_to(thief, ExecPool::Cube, TaskId(9));
+            assert_eq!(set.len(), 3);
+            assert!(set.has_work_for(ExecPool::Cube));
+            drop(handles);
+            let snap = counters.snapshot();
+            assert_eq!(snap.ready_pushes[v], 3, "the victim's own pushes");
+            assert_eq!(snap.ready_pops[v], 1, "the thief's pop");
+            assert_eq!(snap.steals, 1);
+            assert_eq!(snap.ready_len_hwm, 3, "the victim's deque held three");
+            // The victim's two tasks went to the injector when its handle dropped.
+            let mut w = set.local(victim).unwrap();
+            let mut rest = vec![w.try_pop(ExecPool::Vector), w.try_pop(ExecPool::Vector)];
+            rest.sort();
+            assert_eq!(rest, vec![Some(TaskId(1)), Some(TaskId(2))]);
+            assert_eq!(
+                w.try_pop(ExecPool::Cube),
+                Some(TaskId(9)),
+                "stolen from the inbox"
+            );
+            assert!(set.is_empty());
+            assert!(!set.has_work_for(ExecPool::Any));
+        }
+    }
+}
+
 #[test]
 fn priority_pops_highest_key_then_submission_order() {
     let set = ReadyQueueSet::new(ReadyKind::Priority, 1, Arc::new(Counters::new(1)));
@@ -435,6 +484,7 @@ fn window_stall_blocks_until_a_completion() {
     let w = WindowState::new(2, WindowMode::Stall, counters.clone());
     w.enter().unwrap();
     w.enter().unwrap();
+    assert_eq!(w.stalled(), 0, "nobody has stalled yet");
     let (tx, rx) = mpsc::channel();
     thread::scope(|s| {
         s.spawn(|| {
@@ -457,6 +507,11 @@ fn window_stall_blocks_until_a_completion() {
     });
     assert_eq!(w.in_flight(), 2);
     assert_eq!(w.high_water(), 2);
+    assert_eq!(
+        w.stalled(),
+        0,
+        "the released submitter no longer counts as stalled"
+    );
 }
 
 /// A window reports the size (0 taken as 1) and mode it was made with.
