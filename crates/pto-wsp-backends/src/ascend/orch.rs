@@ -373,30 +373,30 @@ impl Gen<'_> {
         if lp.ordered {
             self.line(d1, &format!("pto_wsp_orch::Ordered o{k}(orch);"));
         }
-        let at = Level {
+        let level = Level {
             k,
             d1,
             aname: &aname,
         };
         match &axis.kind {
-            AxisExtent::Dense(e) => self.dense(lp, *e, &at, whiles),
+            AxisExtent::Dense(e) => self.dense(lp, *e, &level, whiles),
             AxisExtent::Ragged {
                 rows,
                 lengths,
                 per_row,
-            } => self.ragged(lp, (*rows, *lengths, *per_row), &at, whiles),
+            } => self.ragged(lp, (*rows, *lengths, *per_row), &level, whiles),
             AxisExtent::Sparse {
                 rows,
                 indptr,
                 indices,
-            } => self.sparse(lp, (*rows, *indptr, *indices), &at, whiles),
+            } => self.sparse(lp, (*rows, *indptr, *indices), &level, whiles),
         }
         self.line(d, "}");
     }
 
     /// A dense axis of extent `e`.
-    fn dense(&mut self, lp: &Loop, e: ExprId, at: &Level<'_>, whiles: &[usize]) {
-        let Level { k, d1, aname } = *at;
+    fn dense(&mut self, lp: &Loop, e: ExprId, level: &Level<'_>, whiles: &[usize]) {
+        let Level { k, d1, aname } = *level;
         let v0 = lp.vars.first().copied().unwrap_or(0);
         let n = self.x(e);
         self.line(d1, &format!("const int64_t n{k} = {n};"));
@@ -425,10 +425,10 @@ impl Gen<'_> {
         &mut self,
         lp: &Loop,
         (rows, lengths, per_row): (ExprId, TensorId, Option<RowLength>),
-        at: &Level<'_>,
+        level: &Level<'_>,
         whiles: &[usize],
     ) {
-        let Level { k, d1, aname } = *at;
+        let Level { k, d1, aname } = *level;
         self.row_count(rows, k, d1, aname);
         self.line(
             d1,
@@ -471,10 +471,10 @@ impl Gen<'_> {
         &mut self,
         lp: &Loop,
         (rows, indptr, indices): (ExprId, TensorId, TensorId),
-        at: &Level<'_>,
+        level: &Level<'_>,
         whiles: &[usize],
     ) {
-        let Level { k, d1, aname } = *at;
+        let Level { k, d1, aname } = *level;
         self.row_count(rows, k, d1, aname);
         let lo = self.element(indptr, &format!("r{k}"));
         let hi = self.element(indptr, &format!("r{k} + 1"));
