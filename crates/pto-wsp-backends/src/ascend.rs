@@ -35,6 +35,7 @@ use crate::{EmitError, Files, Input};
 use pto_wsp_graph::ExecDomain;
 use pto_wsp_graph::builder::GraphBuilder;
 use pto_wsp_graph::feed::{BARRIER_KERNEL, NoHooks, feed};
+use pto_wsp_graph::storage::TaskGraphStorage;
 use pto_wsp_graph::types::access_from_code;
 use pto_wsp_ir::device::{Core, alloc, check, split, sync};
 use pto_wsp_ir::resolve::{Resolved, Unsupported};
@@ -43,6 +44,7 @@ use pto_wsp_ir::schedule::{
     Timing, TracePolicy, WindowMode,
 };
 use pto_wsp_ir::{DType, ExpandOptions, KernelDecl, Loc, ParamKind, ParamType};
+use pto_wsp_kernels::TensorStore;
 use std::fmt::Write as _;
 
 /// The back end's name in the registry.
@@ -276,76 +278,268 @@ pub fn emit(input: &Input<'_>, target: &str) -> Result<AscendTree, EmitError> {
     }
     let device = target == "ascend_a2a3";
     let res = input.resolved;
-    let module = &res.module;
-    let bindings = input.bindings;
-    let name = input.name();
-    let config = &res.schedule.config;
     unsupported(res)?;
     let store = tensor_store(input)?;
+    let tasks = Expanded::of(input)?;
+    let kernels = emit_kernels(input)?;
+    let facts = tensor_facts(&store, &tasks, res);
+    let edges = tasks.edges();
+    let mut notes = kernels.notes;
+    notes.extend(schedule_notes(input));
+    notes.extend(tasks.notes(input));
+    let barriers = tasks.barriers();
+    let barrier_tasks = barriers.iter().filter(|b| **b).count();
+    let kernel_tasks = barriers.len() - barrier_tasks;
+    let max_parts = max_parts(&kernels.plans);
+    let part_tasks = tasks.part_tasks(&kernels.plans, max_parts);
+    // A workload with computed reads has no task count before it runs: its tasks share a ring
+    // of slots (a failure stays in its slot; the report names its message).
+    let status_slots = if tasks.computed {
+        DYNAMIC_STATUS_SLOTS
+    } else {
+        (kernel_tasks * max_parts).max(1)
+    };
+    let written: Vec<String> = facts
+        .iter()
+        .filter(|t| t.written)
+        .map(|t| t.name.clone())
+        .collect();
+    let platform = if device { "a2a3" } else { "a2a3sim" };
+    let orch_input = orch::OrchInput {
+        input,
+        shapes: store.infos().iter().map(|i| i.shape.clone()).collect(),
+        kernels: kernels.plans,
+    };
+    let orchestration = match &tasks.csp {
+        Some(tasks) => orch::csp_orchestration(&orch_input, tasks),
+        None => orch::orchestration(&orch_input),
+    };
+    let window = res
+        .schedule
+        .config
+        .task_window
+        .map(|(n, _)| (n + 1).next_power_of_two().max(4));
+    let runner = runner(
+        input,
+        &RunnerFacts {
+            tensors: &facts,
+            parts: &kernels.parts,
+            messages: &kernels.messages,
+            kernel_tasks: part_tasks,
+            barrier_tasks,
+            window,
+            platform,
+            status_slots,
+        },
+    );
+    let readme = readme(input, &notes, part_tasks, barrier_tasks, &written, platform);
+    Ok(AscendTree {
+        files: tree_files(&kernels.parts, orchestration, runner, readme),
+        notes,
+        kernel_tasks,
+        part_tasks,
+        barrier_tasks,
+        edges,
+        barriers,
+        written,
+        kernels: kernels.parts.iter().map(EmittedPart::summary).collect(),
+    })
+}
 
-    // Our graph: the expander fed into an overlap builder (what the runtime's TensorMap does,
-    // plus write-after-read), barriers for the structural order edges. A workload with computed
-    // reads has no graph before it runs (its tasks depend on what earlier tasks write): the
-    // runtime's record counts its tasks.
-    let computed = !res.computed_reads().is_empty();
-    let csp_tasks = if res.csp {
-        let pipeline = module
-            .pipelines
+/// The workload's tasks as the emitter expands them once, to check it and count its tasks and
+/// edges: our graph (the expander fed into an overlap builder: what the runtime's TensorMap
+/// does, plus write-after-read, and barriers for the structural order edges), or a pipeline's
+/// tasks in submission order. A workload with computed reads has neither (its tasks depend on
+/// what earlier tasks write): the runtime's record counts its tasks.
+struct Expanded {
+    /// Whether the workload reads tensor elements to compute task arguments.
+    computed: bool,
+    /// Our graph, for a workload without computed reads or a pipeline.
+    graph: Option<TaskGraphStorage>,
+    /// A CSP pipeline's tasks.
+    csp: Option<Vec<csp::CspTask>>,
+}
+
+impl Expanded {
+    /// Expands the input's workload under its bindings (at most [`MAX_TASKS`] tasks).
+    fn of(input: &Input<'_>) -> Result<Expanded, EmitError> {
+        let res = input.resolved;
+        let computed = !res.computed_reads().is_empty();
+        let csp = if res.csp {
+            let pipeline = res
+                .module
+                .pipelines
+                .iter()
+                .find(|p| p.name.name == res.entry)
+                .ok_or_else(|| EmitError::plain(format!("no pipeline `{}`", res.entry)))?;
+            Some(
+                csp::schedule(res, input.bindings, pipeline, MAX_TASKS)
+                    .map_err(|m| refuse(pipeline.name.loc, m))?,
+            )
+        } else {
+            None
+        };
+        let graph = if computed || csp.is_some() {
+            None
+        } else {
+            Some(build_graph(input)?)
+        };
+        Ok(Expanded {
+            computed,
+            graph,
+            csp,
+        })
+    }
+
+    /// Our builder's edges `(pred, succ)` over the submitted tasks, sorted: the graph's, or the
+    /// pipeline's explicit ones (process order, channels).
+    fn edges(&self) -> Vec<(u32, u32)> {
+        let mut edges: Vec<(u32, u32)> = self
+            .graph
             .iter()
-            .find(|p| p.name.name == res.entry)
-            .ok_or_else(|| EmitError::plain(format!("no pipeline `{}`", res.entry)))?;
-        Some(
-            csp::schedule(res, bindings, pipeline, MAX_TASKS)
-                .map_err(|m| refuse(pipeline.name.loc, m))?,
-        )
-    } else {
-        None
-    };
-    let graph = if computed || csp_tasks.is_some() {
-        None
-    } else {
-        let mut builder = GraphBuilder::new(DepsMode::Overlap);
-        let summary = feed(
-            res,
-            bindings,
-            &ExpandOptions {
-                limit: Some(MAX_TASKS + 1),
-                executors: None,
-            },
-            &mut builder,
-            &mut NoHooks,
-            ExecDomain::HostCpu,
-        )
-        .map_err(|e| EmitError::plain(format!("expansion of {name} failed: {e}")))?;
-        let graph = builder.finish();
-        if graph.tasks.len() > MAX_TASKS || summary.expand.truncated {
-            return Err(EmitError::plain(format!(
-                "more than {MAX_TASKS} tasks under these bindings; the emitter expands the \
-                 workload once (to check it and count its tasks and edges) and keeps at most \
-                 that many"
-            )));
+            .flat_map(|g| g.edges().map(|(p, s)| (p.0, s.0)))
+            .collect();
+        if let Some(tasks) = &self.csp {
+            edges.extend(
+                tasks
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, t)| t.deps.iter().map(move |&d| (d as u32, i as u32))),
+            );
         }
-        Some(graph)
-    };
+        edges.sort_unstable();
+        edges
+    }
 
-    // Kernels: every kernel a task may run (tier variants included), in module order, has a
-    // body (`unsupported`) and follows the device rules; each becomes one part per core it uses
-    // (one for most), each part one AICore kernel with its own function id.
-    // A kernel with tiers never runs itself: its variants do.
+    /// Whether each submitted task is a barrier (a pipeline has none).
+    fn barriers(&self) -> Vec<bool> {
+        match &self.csp {
+            Some(tasks) => vec![false; tasks.len()],
+            None => self
+                .graph
+                .iter()
+                .flat_map(|g| g.tasks.iter().map(|t| t.kernel == BARRIER_KERNEL))
+                .collect(),
+        }
+    }
+
+    /// The notes on how the tasks are submitted: computed reads wait, a pipeline is lowered.
+    fn notes(&self, input: &Input<'_>) -> Vec<String> {
+        let res = input.resolved;
+        let mut notes = Vec::new();
+        if self.computed {
+            let reads: Vec<String> = res
+                .computed_reads()
+                .iter()
+                .map(|(t, loc)| {
+                    format!(
+                        "`{}` ({})",
+                        res.module.tensors[t.index()].name,
+                        input.position(*loc)
+                    )
+                })
+                .collect();
+            notes.push(format!(
+                "computed reads of {}: the orchestration waits for the tasks that write each \
+                 element it reads (simpler's get_tensor_data) and submits nothing meanwhile; the \
+                 tasks are counted when they run",
+                reads.join(", ")
+            ));
+        }
+        if let Some(tasks) = &self.csp {
+            notes.push(format!(
+                "pipeline `{}` lowered to {} task(s) submitted in a bounded order its channels \
+                 allow (each process runs until a channel blocks it), with explicit dependencies \
+                 for each process's order and each token's channel",
+                res.entry,
+                tasks.len()
+            ));
+        }
+        notes
+    }
+
+    /// Kernel tasks as the runtime sees them: every part of a split kernel is a task of its own
+    /// (a kernel without a plan, a tiered one, counts `max_parts`).
+    fn part_tasks(&self, plans: &[Option<orch::KernelPlan>], max_parts: usize) -> usize {
+        let parts_of = |k: u32| {
+            plans
+                .get(k as usize)
+                .and_then(|p| p.as_ref())
+                .map_or(max_parts, |p| p.parts.len())
+        };
+        match (&self.graph, &self.csp) {
+            (Some(g), _) => g
+                .tasks
+                .iter()
+                .filter(|t| t.kernel != BARRIER_KERNEL)
+                .map(|t| parts_of(t.kernel))
+                .sum(),
+            (None, Some(tasks)) => tasks.iter().map(|t| parts_of(t.task.kernel)).sum(),
+            (None, None) => 0,
+        }
+    }
+}
+
+/// Our graph of the input's workload: the expander fed into an overlap builder, barriers for
+/// the structural order edges; refused over [`MAX_TASKS`] tasks.
+fn build_graph(input: &Input<'_>) -> Result<TaskGraphStorage, EmitError> {
+    let mut builder = GraphBuilder::new(DepsMode::Overlap);
+    let summary = feed(
+        input.resolved,
+        input.bindings,
+        &ExpandOptions {
+            limit: Some(MAX_TASKS + 1),
+            executors: None,
+        },
+        &mut builder,
+        &mut NoHooks,
+        ExecDomain::HostCpu,
+    )
+    .map_err(|e| EmitError::plain(format!("expansion of {} failed: {e}", input.name())))?;
+    let graph = builder.finish();
+    if graph.tasks.len() > MAX_TASKS || summary.expand.truncated {
+        return Err(EmitError::plain(format!(
+            "more than {MAX_TASKS} tasks under these bindings; the emitter expands the \
+             workload once (to check it and count its tasks and edges) and keeps at most \
+             that many"
+        )));
+    }
+    Ok(graph)
+}
+
+/// The AICore kernels of a workload and what the orchestration and runner need of them.
+struct Kernels {
+    /// Every emitted part, in function-id order.
+    parts: Vec<EmittedPart>,
+    /// Per module kernel: how its tasks are submitted, when a task may run it.
+    plans: Vec<Option<orch::KernelPlan>>,
+    /// Notes on kernels split over the cube and the vector core.
+    notes: Vec<String>,
+    /// The status messages the kernels report: status code c is `messages[c - 1]`.
+    messages: Vec<String>,
+}
+
+/// Emits every kernel a task may run (tier variants included), in module order: each has a
+/// body (`unsupported`) and follows the device rules; each becomes one part per core it uses
+/// (one for most), each part one AICore kernel with its own function id. A kernel with tiers
+/// never runs itself: its variants do.
+fn emit_kernels(input: &Input<'_>) -> Result<Kernels, EmitError> {
+    let res = input.resolved;
+    let module = &res.module;
     let used: Vec<bool> = (0..module.kernels.len())
         .map(|k| res.kernels_used[k] && res.tiers[k].is_none())
         .collect();
-    for (ki, k) in module.kernels.iter().enumerate().filter(|(i, _)| used[*i]) {
-        let _ = ki;
+    for (_, k) in module.kernels.iter().enumerate().filter(|(i, _)| used[*i]) {
         if let Some(e) = check::check_kernel(k).into_iter().next() {
             return Err(e.into());
         }
     }
-    let mut parts: Vec<EmittedPart> = Vec::new();
-    let mut plans: Vec<Option<orch::KernelPlan>> = vec![None; module.kernels.len()];
-    let mut notes = Vec::new();
-    // Status code c is messages[c - 1].
-    let mut messages: Vec<String> = Vec::new();
+    let mut kernels = Kernels {
+        parts: Vec::new(),
+        plans: vec![None; module.kernels.len()],
+        notes: Vec::new(),
+        messages: Vec::new(),
+    };
     let names: std::collections::HashSet<&str> = module
         .kernels
         .iter()
@@ -354,27 +548,15 @@ pub fn emit(input: &Input<'_>, target: &str) -> Result<AscendTree, EmitError> {
     for (ki, k) in module.kernels.iter().enumerate().filter(|(i, _)| used[*i]) {
         let split = split::split(k)?;
         if split.parts.len() > 1 {
-            notes.push(format!(
-                "{}: kernel `{}` uses the cube and the vector core: each of its tasks runs as {} \
-                 dependent tasks ({}), joined through global memory the runtime allocates",
-                input.position(k.name.loc),
-                k.name.name,
-                split.parts.len(),
-                split
-                    .parts
-                    .iter()
-                    .map(|p| format!("`{}` on {}", p.kernel.name.name, p.core.runtime()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+            kernels.notes.push(split_note(input, k, &split));
         }
         let mut plan = orch::KernelPlan {
             parts: Vec::new(),
             scratch: split.scratch.clone(),
         };
         for part in split.parts {
-            let pname = part.kernel.name.name.clone();
-            if pname != k.name.name && names.contains(pname.as_str()) {
+            let pname = &part.kernel.name.name;
+            if *pname != k.name.name && names.contains(pname.as_str()) {
                 return Err(refuse(
                     k.name.loc,
                     format!(
@@ -384,75 +566,113 @@ pub fn emit(input: &Input<'_>, target: &str) -> Result<AscendTree, EmitError> {
                     ),
                 ));
             }
-            let located = EmitError::from;
-            // Loops double-buffer what they load afresh each iteration, when the buffers have
-            // room for the second copies; otherwise every tile has one buffer.
-            let mut doubles = sync::find_doubles(&part.kernel);
-            let alloc = match alloc::plan_with(&part.kernel, &doubles.decls()) {
-                Ok(a) => a,
-                Err(_) => {
-                    doubles = sync::Doubles::default();
-                    alloc::plan(&part.kernel).map_err(located)?
-                }
-            };
-            let sync = sync::plan_with(&part.kernel, &doubles);
-            let mode = crate::ptoisa::Mode::Device {
-                alloc: &alloc,
-                sync: &sync,
-                doubles: &doubles,
-            };
-            let text = emit_kernel(&part.kernel, input, mode, messages.len() as i64 + 1)?;
-            messages.extend(text.messages.iter().cloned());
-            let wrapper = kernel_wrapper(input, &part.kernel, &mut messages);
             plan.parts.push(orch::PartPlan {
-                func: parts.len() as u32,
+                func: kernels.parts.len() as u32,
                 core: part.core,
                 params: part.params.clone(),
             });
-            parts.push(EmittedPart {
-                name: pname,
-                core: part.core,
-                header: text.text,
-                wrapper,
-                decl: part.kernel,
-                kinds: part.params,
-                first: plan.parts.len() == 1,
-                sync_pairs: sync.pairs,
-                sync_barriers: sync.barriers,
-                doubled: doubles.len(),
-            });
+            let first = plan.parts.len() == 1;
+            let emitted = emit_part(input, part, first, &mut kernels.messages)?;
+            kernels.parts.push(emitted);
         }
-        plans[ki] = Some(plan);
+        kernels.plans[ki] = Some(plan);
     }
-    if parts.len() > MAX_KERNELS {
+    if kernels.parts.len() > MAX_KERNELS {
         return Err(EmitError::plain(format!(
             "{} kernels; the runtime dispatches at most {MAX_KERNELS}",
-            parts.len()
+            kernels.parts.len()
         )));
     }
-    // Tier variants run in place of the kernel a task names: a task takes as many status slots
-    // as the most parts any kernel has.
-    let max_parts = plans
+    Ok(kernels)
+}
+
+/// The note on a kernel split over the cube and the vector core.
+fn split_note(input: &Input<'_>, k: &KernelDecl, split: &split::Split) -> String {
+    format!(
+        "{}: kernel `{}` uses the cube and the vector core: each of its tasks runs as {} \
+         dependent tasks ({}), joined through global memory the runtime allocates",
+        input.position(k.name.loc),
+        k.name.name,
+        split.parts.len(),
+        split
+            .parts
+            .iter()
+            .map(|p| format!("`{}` on {}", p.kernel.name.name, p.core.runtime()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// Emits one part as an AICore kernel: its header (the PTO-ISA body under the device's buffer
+/// and sync plans) and its `kernel_entry` wrapper; its status messages go to `messages`.
+fn emit_part(
+    input: &Input<'_>,
+    part: split::Part,
+    first: bool,
+    messages: &mut Vec<String>,
+) -> Result<EmittedPart, EmitError> {
+    // Loops double-buffer what they load afresh each iteration, when the buffers have room for
+    // the second copies; otherwise every tile has one buffer.
+    let mut doubles = sync::find_doubles(&part.kernel);
+    let alloc = match alloc::plan_with(&part.kernel, &doubles.decls()) {
+        Ok(a) => a,
+        Err(_) => {
+            doubles = sync::Doubles::default();
+            alloc::plan(&part.kernel).map_err(EmitError::from)?
+        }
+    };
+    let sync = sync::plan_with(&part.kernel, &doubles);
+    let mode = crate::ptoisa::Mode::Device {
+        alloc: &alloc,
+        sync: &sync,
+        doubles: &doubles,
+    };
+    let text = emit_kernel(&part.kernel, input, mode, messages.len() as i64 + 1)?;
+    messages.extend(text.messages.iter().cloned());
+    let wrapper = kernel_wrapper(input, &part.kernel, messages);
+    Ok(EmittedPart {
+        name: part.kernel.name.name.clone(),
+        core: part.core,
+        header: text.text,
+        wrapper,
+        decl: part.kernel,
+        kinds: part.params,
+        first,
+        sync_pairs: sync.pairs,
+        sync_barriers: sync.barriers,
+        doubled: doubles.len(),
+    })
+}
+
+/// The most parts any kernel has: a task takes as many status slots, since tier variants run
+/// in place of the kernel a task names.
+fn max_parts(plans: &[Option<orch::KernelPlan>]) -> usize {
+    plans
         .iter()
         .flatten()
         .map(|p| p.parts.len())
         .max()
-        .unwrap_or(1);
+        .unwrap_or(1)
+}
 
-    // Tensors.
-    let mut facts = Vec::new();
-    for info in store.infos() {
-        // `unsupported` refused bf16 and ranks outside 1..=5.
-        let (numpy, simpler) = dtype_names(info.dtype).unwrap_or(("float32", "FLOAT32"));
-        facts.push(TensorFacts {
-            name: info.name.clone(),
-            shape: info.shape.clone(),
-            numpy,
-            simpler,
-            written: false,
-        });
-    }
-    match &graph {
+/// The runtime-side facts of every module tensor, with whether the workload writes it.
+fn tensor_facts(store: &TensorStore, tasks: &Expanded, res: &Resolved) -> Vec<TensorFacts> {
+    let mut facts: Vec<TensorFacts> = store
+        .infos()
+        .iter()
+        .map(|info| {
+            // `unsupported` refused bf16 and ranks outside 1..=5.
+            let (numpy, simpler) = dtype_names(info.dtype).unwrap_or(("float32", "FLOAT32"));
+            TensorFacts {
+                name: info.name.clone(),
+                shape: info.shape.clone(),
+                numpy,
+                simpler,
+                written: false,
+            }
+        })
+        .collect();
+    match &tasks.graph {
         Some(graph) => {
             for io in &graph.io {
                 if access_from_code(io.access).writes() {
@@ -466,93 +686,24 @@ pub fn emit(input: &Input<'_>, target: &str) -> Result<AscendTree, EmitError> {
             }
         }
     }
-    if let Some(tasks) = &csp_tasks {
+    if let Some(tasks) = &tasks.csp {
         for r in tasks.iter().flat_map(|t| &t.task.regions) {
             if r.access.writes() {
                 facts[r.tensor as usize].written = true;
             }
         }
     }
+    facts
+}
 
-    // Our builder's edges, for the summary and the tests.
-    let mut edges: Vec<(u32, u32)> = graph
-        .iter()
-        .flat_map(|g| g.edges().map(|(p, s)| (p.0, s.0)))
-        .collect();
-    if let Some(tasks) = &csp_tasks {
-        // The pipeline's explicit edges (process order, channels).
-        edges.extend(
-            tasks
-                .iter()
-                .enumerate()
-                .flat_map(|(i, t)| t.deps.iter().map(move |&d| (d as u32, i as u32))),
-        );
-    }
-    edges.sort_unstable();
-
-    notes.extend(schedule_notes(input));
-    if computed {
-        let reads: Vec<String> = res
-            .computed_reads()
-            .iter()
-            .map(|(t, loc)| {
-                format!(
-                    "`{}` ({})",
-                    module.tensors[t.index()].name,
-                    input.position(*loc)
-                )
-            })
-            .collect();
-        notes.push(format!(
-            "computed reads of {}: the orchestration waits for the tasks that write each element \
-             it reads (simpler's get_tensor_data) and submits nothing meanwhile; the tasks are \
-             counted when they run",
-            reads.join(", ")
-        ));
-    }
-    let mut barriers: Vec<bool> = graph
-        .iter()
-        .flat_map(|g| g.tasks.iter().map(|t| t.kernel == BARRIER_KERNEL))
-        .collect();
-    if let Some(tasks) = &csp_tasks {
-        barriers = vec![false; tasks.len()];
-        notes.push(format!(
-            "pipeline `{}` lowered to {} task(s) submitted in a bounded order its channels allow \
-             (each process runs until a channel blocks it), with explicit dependencies for each \
-             process's order and each token's channel",
-            res.entry,
-            tasks.len()
-        ));
-    }
-    let barrier_tasks = barriers.iter().filter(|b| **b).count();
-    let kernel_tasks = barriers.len() - barrier_tasks;
-
-    // Tasks as the runtime sees them: every part of a split kernel is a task of its own.
-    let parts_of = |k: u32| {
-        plans
-            .get(k as usize)
-            .and_then(|p| p.as_ref())
-            .map_or(max_parts, |p| p.parts.len())
-    };
-    let part_tasks: usize = match (&graph, &csp_tasks) {
-        (Some(g), _) => g
-            .tasks
-            .iter()
-            .filter(|t| t.kernel != BARRIER_KERNEL)
-            .map(|t| parts_of(t.kernel))
-            .sum(),
-        (None, Some(tasks)) => tasks.iter().map(|t| parts_of(t.task.kernel)).sum(),
-        (None, None) => 0,
-    };
-    // A workload with computed reads has no task count before it runs: its tasks share a ring
-    // of slots (a failure stays in its slot; the report names its message).
-    let status_slots = if computed {
-        DYNAMIC_STATUS_SLOTS
-    } else {
-        (kernel_tasks * max_parts).max(1)
-    };
-
-    // Files.
+/// The tree's files: the shared headers, each part's header and wrapper, the orchestration,
+/// the runner and the README.
+fn tree_files(
+    parts: &[EmittedPart],
+    orchestration: String,
+    runner: String,
+    readme: String,
+) -> Files {
     let mut files = vec![
         (
             "pto_wsp_rt.hpp".to_string(),
@@ -560,71 +711,15 @@ pub fn emit(input: &Input<'_>, target: &str) -> Result<AscendTree, EmitError> {
         ),
         ("pto_wsp_aicore.hpp".to_string(), AICORE_HPP.to_string()),
     ];
-    for p in &parts {
+    for p in parts {
         files.push((format!("{}.hpp", p.name), p.header.clone()));
         files.push((format!("kernel_{}.cpp", p.name), p.wrapper.clone()));
     }
-    let orch_input = orch::OrchInput {
-        input,
-        shapes: store.infos().iter().map(|i| i.shape.clone()).collect(),
-        kernels: plans,
-    };
-    let orch = match &csp_tasks {
-        Some(tasks) => orch::csp_orchestration(&orch_input, tasks),
-        None => orch::orchestration(&orch_input),
-    };
-    files.push(("orchestration.cpp".to_string(), orch));
+    files.push(("orchestration.cpp".to_string(), orchestration));
     files.push(("pto_wsp_orch.hpp".to_string(), ORCH_HPP.to_string()));
-    let window = config
-        .task_window
-        .map(|(n, _)| (n + 1).next_power_of_two().max(4));
-    let platform = if device { "a2a3" } else { "a2a3sim" };
-    files.push((
-        "runner.py".to_string(),
-        runner(
-            input,
-            &RunnerFacts {
-                tensors: &facts,
-                parts: &parts,
-                messages: &messages,
-                kernel_tasks: part_tasks,
-                barrier_tasks,
-                window,
-                platform,
-                status_slots,
-            },
-        ),
-    ));
-    let written: Vec<String> = facts
-        .iter()
-        .filter(|t| t.written)
-        .map(|t| t.name.clone())
-        .collect();
-    files.push((
-        "README.md".to_string(),
-        readme(input, &notes, part_tasks, barrier_tasks, &written, platform),
-    ));
-    Ok(AscendTree {
-        files,
-        notes,
-        kernel_tasks,
-        part_tasks,
-        barrier_tasks,
-        edges,
-        barriers,
-        written,
-        kernels: parts
-            .iter()
-            .map(|p| DeviceKernel {
-                name: p.name.clone(),
-                core: p.core,
-                first_part: p.first,
-                sync_pairs: p.sync_pairs,
-                sync_barriers: p.sync_barriers,
-                doubled: p.doubled,
-            })
-            .collect(),
-    })
+    files.push(("runner.py".to_string(), runner));
+    files.push(("README.md".to_string(), readme));
+    files
 }
 
 /// One emitted AICore kernel (a kernel, or a part of a split one).
@@ -639,6 +734,20 @@ struct EmittedPart {
     sync_pairs: usize,
     sync_barriers: usize,
     doubled: usize,
+}
+
+impl EmittedPart {
+    /// What the tree's summary says of it.
+    fn summary(&self) -> DeviceKernel {
+        DeviceKernel {
+            name: self.name.clone(),
+            core: self.core,
+            first_part: self.first,
+            sync_pairs: self.sync_pairs,
+            sync_barriers: self.sync_barriers,
+            doubled: self.doubled,
+        }
+    }
 }
 
 /// What the tree's summary and tests know of each AICore kernel.

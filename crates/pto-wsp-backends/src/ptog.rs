@@ -25,7 +25,8 @@ use crate::{EmitError, Input};
 use pto_wsp_graph::builder::GraphBuilder;
 use pto_wsp_graph::types::ExecDomain;
 use pto_wsp_ir::{
-    Access as IrAccess, DepsMode, ExecPool, ExpandOptions, Value, eval::eval, expand,
+    Access as IrAccess, DepsMode, ExecPool, ExpandOptions, ExpandedTask, Expansion, OrderEdge,
+    Value, eval::eval, expand,
 };
 use pto_wsp_ptog::isa::Insn;
 use pto_wsp_ptog::operand::{
@@ -136,20 +137,7 @@ pub fn lower(input: &Input<'_>) -> Result<Lowered, EmitError> {
     let r = input.resolved;
     let m = &r.module;
     if r.csp {
-        // At the pipeline's declaration.
-        let loc = m
-            .pipelines
-            .iter()
-            .find(|p| p.name.as_str() == r.entry.as_str())
-            .map_or(pto_wsp_ir::Loc::NONE, |p| p.loc);
-        return Err(EmitError::at(
-            loc,
-            format!(
-                "`{}` is a CSP pipeline: its processes run as threads ordered by channels, which a \
-             task graph cannot express",
-                r.entry
-            ),
-        ));
+        return Err(csp_refused(input));
     }
     let exp = expand(r, input.bindings, &ExpandOptions::default()).map_err(|e| {
         // At the place the expander names (the read of a computed value, the bad binding).
@@ -159,8 +147,60 @@ pub fn lower(input: &Input<'_>) -> Result<Lowered, EmitError> {
         )
     })?;
     let mut names = Names::new();
+    let mut insns = allocations(input, &mut names)?;
+    // Dependencies, as the runtime's builder infers them.
+    let mut builder = GraphBuilder::new(DepsMode::Overlap);
+    for task in &exp.tasks {
+        builder
+            .submit_expanded(task, ExecDomain::HostCpu)
+            .map_err(|e| EmitError::plain(format!("task of `{}`: {e}", r.entry)))?;
+    }
+    let (_, sink) = builder.finish_with_sink();
+    let graph = GraphId(0);
+    names.insert(Ns::Graph, 0, 0, ident(&r.entry));
+    insns.push(Insn::TgBegin { graph });
+    kernel_nodes(m, &exp, &mut insns, &mut names);
+    let edges = data_edges(&exp.tasks, sink.preds(), &mut insns)
+        + order_edges(exp.tasks.len(), &exp.order, &mut insns);
+    bind_arguments(&exp.tasks, &mut insns);
+    insns.push(Insn::TgEnd { graph });
+    insns.push(Insn::TgLaunch {
+        graph,
+        stream: StreamId(0),
+    });
+    insns.push(Insn::TgSync { graph });
+    let mut program = Program { insns, names };
+    keep_used_names(&mut program);
+    Ok(Lowered {
+        program,
+        nodes: exp.tasks.len() + exp.order.len(),
+        edges,
+    })
+}
+
+/// The refusal of a CSP pipeline, at its declaration.
+fn csp_refused(input: &Input<'_>) -> EmitError {
+    let r = input.resolved;
+    let loc = r
+        .module
+        .pipelines
+        .iter()
+        .find(|p| p.name.as_str() == r.entry.as_str())
+        .map_or(pto_wsp_ir::Loc::NONE, |p| p.loc);
+    EmitError::at(
+        loc,
+        format!(
+            "`{}` is a CSP pipeline: its processes run as threads ordered by channels, which a \
+             task graph cannot express",
+            r.entry
+        ),
+    )
+}
+
+/// One global-memory allocation per module tensor, its name recorded.
+fn allocations(input: &Input<'_>, names: &mut Names) -> Result<Vec<Insn>, EmitError> {
+    let m = &input.resolved.module;
     let mut insns = Vec::new();
-    let mut shapes = Vec::with_capacity(m.tensors.len());
     for (t, decl) in m.tensors.iter().enumerate() {
         let d = dims(input, t)?;
         let shape = Shape {
@@ -178,24 +218,15 @@ pub fn lower(input: &Input<'_>) -> Result<Lowered, EmitError> {
             size,
             alignment: ALIGN,
             location: MemLocation::Gm,
-            shape: Some(shape.clone()),
+            shape: Some(shape),
         });
         names.insert(Ns::Tensor, 0, t as u32, decl.name.name.clone());
-        shapes.push(shape);
     }
-    // Dependencies, as the runtime's builder infers them.
-    let mut builder = GraphBuilder::new(DepsMode::Overlap);
-    for task in &exp.tasks {
-        builder
-            .submit_expanded(task, ExecDomain::HostCpu)
-            .map_err(|e| EmitError::plain(format!("task of `{}`: {e}", r.entry)))?;
-    }
-    let (_, sink) = builder.finish_with_sink();
-    let (preds, ends) = sink.preds();
-    let graph = GraphId(0);
-    names.insert(Ns::Graph, 0, 0, ident(&r.entry));
-    insns.push(Insn::TgBegin { graph });
-    let n = exp.tasks.len();
+    Ok(insns)
+}
+
+/// One kernel node per task (`KIND_i`), then one empty AICPU node per order edge (`order_j`).
+fn kernel_nodes(m: &pto_wsp_ir::Module, exp: &Expansion, insns: &mut Vec<Insn>, names: &mut Names) {
     for (i, task) in exp.tasks.iter().enumerate() {
         let kname = &m.kernels[task.kernel as usize].name.name;
         insns.push(Insn::TgKernel {
@@ -207,6 +238,7 @@ pub fn lower(input: &Input<'_>) -> Result<Lowered, EmitError> {
         });
         names.insert(Ns::Kernel, 0, i as u32, format!("{}_{i}", ident(kname)));
     }
+    let n = exp.tasks.len();
     for (j, _) in exp.order.iter().enumerate() {
         let id = (n + j) as u32;
         insns.push(Insn::TgKernel {
@@ -218,15 +250,25 @@ pub fn lower(input: &Input<'_>) -> Result<Lowered, EmitError> {
         });
         names.insert(Ns::Kernel, 0, id, format!("order_{j}"));
     }
-    let mut edges = 0usize;
-    for (succ, task) in exp.tasks.iter().enumerate() {
+}
+
+/// The builder's edges (`preds` of each task, ending at `ends`) as dependencies: `Data` through
+/// the tensor a write of the predecessor shares with the successor, else `After`. Returns how
+/// many.
+fn data_edges(
+    tasks: &[ExpandedTask],
+    (preds, ends): (&[u32], &[u32]),
+    insns: &mut Vec<Insn>,
+) -> usize {
+    let mut edges = 0;
+    for (succ, task) in tasks.iter().enumerate() {
         let lo = if succ == 0 {
             0
         } else {
             ends[succ - 1] as usize
         };
         for &p in &preds[lo..ends[succ] as usize] {
-            let pred = &exp.tasks[p as usize];
+            let pred = &tasks[p as usize];
             // The tensor a write of the predecessor shares with the successor, if any.
             let through = pred.regions.iter().find_map(|a| {
                 (a.access != IrAccess::In
@@ -253,7 +295,14 @@ pub fn lower(input: &Input<'_>) -> Result<Lowered, EmitError> {
             edges += 1;
         }
     }
-    for (j, o) in exp.order.iter().enumerate() {
+    edges
+}
+
+/// Each structural order edge through its join node (`n` tasks come first): every task before
+/// it precedes the node, the node every task after. Returns how many dependencies.
+fn order_edges(n: usize, order: &[OrderEdge], insns: &mut Vec<Insn>) -> usize {
+    let mut edges = 0;
+    for (j, o) in order.iter().enumerate() {
         let join = KernelId((n + j) as u32);
         for b in o.before.clone() {
             insns.push(Insn::TgDepend {
@@ -273,21 +322,25 @@ pub fn lower(input: &Input<'_>) -> Result<Lowered, EmitError> {
         }
         edges += o.before.len() + o.after.len();
     }
-    for (i, task) in exp.tasks.iter().enumerate() {
+    edges
+}
+
+/// Each task's arguments: its regions (boxes of their tensors), then its scalars.
+fn bind_arguments(tasks: &[ExpandedTask], insns: &mut Vec<Insn>) {
+    for (i, task) in tasks.iter().enumerate() {
         let mut arg = 0u32;
         for reg in &task.regions {
-            let box_ = BoxRegion {
-                start: reg.start.iter().map(|&s| s as u32).collect(),
-                size: reg.size.iter().map(|&z| z as u32).collect(),
-            };
             // A scalar tensor is one element: its box is the whole of it.
             let region = if reg.start.is_empty() {
-                Some(BoxRegion {
+                BoxRegion {
                     start: vec![0],
                     size: vec![1],
-                })
+                }
             } else {
-                Some(box_)
+                BoxRegion {
+                    start: reg.start.iter().map(|&s| s as u32).collect(),
+                    size: reg.size.iter().map(|&z| z as u32).collect(),
+                }
             };
             insns.push(Insn::McBind {
                 kernel: KernelId(i as u32),
@@ -297,7 +350,7 @@ pub fn lower(input: &Input<'_>) -> Result<Lowered, EmitError> {
                 size: 0,
                 access: access(reg.access),
                 split: Split::Whole,
-                region,
+                region: Some(region),
             });
             arg += 1;
         }
@@ -315,15 +368,11 @@ pub fn lower(input: &Input<'_>) -> Result<Lowered, EmitError> {
             arg += 1;
         }
     }
-    insns.push(Insn::TgEnd { graph });
-    insns.push(Insn::TgLaunch {
-        graph,
-        stream: StreamId(0),
-    });
-    insns.push(Insn::TgSync { graph });
-    let mut program = Program { insns, names };
-    // Names the text can write only: drop those of ids no instruction uses.
-    let used = pto_wsp_ptog::binary::used_ids(&program);
+}
+
+/// Drops the names of ids no instruction uses (names the text can write only).
+fn keep_used_names(program: &mut Program) {
+    let used = pto_wsp_ptog::binary::used_ids(program);
     let mut kept = Names::new();
     for (key, name) in program.names.iter() {
         if used.contains(&key) {
@@ -331,11 +380,6 @@ pub fn lower(input: &Input<'_>) -> Result<Lowered, EmitError> {
         }
     }
     program.names = kept;
-    Ok(Lowered {
-        program,
-        nodes: n + exp.order.len(),
-        edges,
-    })
 }
 
 /// The binary of `input`'s entry point, checked.

@@ -27,7 +27,7 @@ pub(crate) mod kernel;
 
 use crate::{EmitError, Files, Input};
 pub(crate) use kernel::{Mode, c_str, elem, emit_kernel};
-use pto_wsp_ir::{ExpandOptions, Loc, ParamType, Value};
+use pto_wsp_ir::{ExpandOptions, KernelDecl, Loc, ParamType, Value};
 use pto_wsp_kernels::TensorStore;
 use std::fmt::Write as _;
 
@@ -169,6 +169,64 @@ fn emit_driver(
     messages: &[String],
 ) -> Result<Driver, EmitError> {
     let module = &input.resolved.module;
+    let mut out = driver_head(input, kernels, messages);
+    tensor_table(store, &mut out)?;
+    out.push_str("    };\n    std::string current = \"reading inputs\";\n    try {\n");
+    out.push_str(
+        "        for (auto &t : T) {\n            t.bytes.assign(static_cast<size_t>(t.elements()) * t.info.esize, 0);\n            pto_wsp_host::read_npy(in + \"/\" + t.info.name + \".npy\", t);\n        }\n",
+    );
+    let mut touched = Touched::default();
+    for (ti, task) in tasks.iter().enumerate() {
+        let k = &module.kernels[task.kernel as usize];
+        if k.body.is_none() {
+            touched.skip(task, k);
+        } else {
+            task_block(&mut out, store, (ti, task), k, &mut touched)?;
+        }
+    }
+    driver_tail(&mut out, store, &touched);
+    let names =
+        |ts: &[u32]| -> Vec<String> { ts.iter().map(|&t| store.info(t).name.clone()).collect() };
+    Ok(Driver {
+        text: out,
+        written: names(&touched.written),
+        skipped: touched.skipped,
+        read_after_skipped: names(&touched.read_after_skipped),
+    })
+}
+
+/// What the driver's tasks touch, gathered as they are written.
+#[derive(Default)]
+struct Touched {
+    /// Tensors the emitted tasks write, in first-write order.
+    written: Vec<u32>,
+    /// Tasks skipped: their kernels have no body.
+    skipped: usize,
+    /// The kernels of the skipped tasks, in first-skip order.
+    skipped_names: Vec<String>,
+    /// Tensors written by skipped tasks so far.
+    skipped_writes: Vec<u32>,
+    /// Those of them an emitted task then reads.
+    read_after_skipped: Vec<u32>,
+}
+
+impl Touched {
+    /// Records a skipped task of kernel `k` (one without a body).
+    fn skip(&mut self, task: &pto_wsp_ir::ExpandedTask, k: &KernelDecl) {
+        self.skipped += 1;
+        for r in task.regions.iter().filter(|r| r.access.writes()) {
+            if !self.skipped_writes.contains(&r.tensor) {
+                self.skipped_writes.push(r.tensor);
+            }
+        }
+        if !self.skipped_names.contains(&k.name.name) {
+            self.skipped_names.push(k.name.name.clone());
+        }
+    }
+}
+
+/// The driver's head: a comment, the includes, the status messages and the start of `main`.
+fn driver_head(input: &Input<'_>, kernels: &[String], messages: &[String]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -195,6 +253,11 @@ fn emit_driver(
         "    if (argc != 3) {\n        std::fprintf(stderr, \"usage: %s IN_DIR OUT_DIR\\n\", argv[0]);\n        return 2;\n    }\n",
     );
     out.push_str("    const std::string in = argv[1], out = argv[2];\n");
+    out
+}
+
+/// The entries of the driver's tensor table `T` (at most 4 dimensions each).
+fn tensor_table(store: &TensorStore, out: &mut String) -> Result<(), EmitError> {
     out.push_str("    std::vector<pto_wsp_host::Tensor> T = {\n");
     for info in store.infos() {
         let descr = pto_wsp_kernels::npy::descr(info.dtype);
@@ -217,136 +280,130 @@ fn emit_driver(
             shape.join(", ")
         );
     }
-    out.push_str("    };\n    std::string current = \"reading inputs\";\n    try {\n");
-    out.push_str(
-        "        for (auto &t : T) {\n            t.bytes.assign(static_cast<size_t>(t.elements()) * t.info.esize, 0);\n            pto_wsp_host::read_npy(in + \"/\" + t.info.name + \".npy\", t);\n        }\n",
+    Ok(())
+}
+
+/// The block running task `ti` of kernel `k`: its regions, the call, a failed status
+/// reported, the written regions stored back.
+fn task_block(
+    out: &mut String,
+    store: &TensorStore,
+    (ti, task): (usize, &pto_wsp_ir::ExpandedTask),
+    k: &KernelDecl,
+    touched: &mut Touched,
+) -> Result<(), EmitError> {
+    let _ = writeln!(
+        out,
+        "        {{ // task {ti}: {}\n            current = \"task {ti} ({})\";",
+        k.name.name, k.name.name
     );
-    let mut written: Vec<u32> = Vec::new();
-    let mut skipped = 0;
-    let mut skipped_names: Vec<String> = Vec::new();
-    // Tensors written by skipped tasks so far, and those of them an emitted task then reads.
-    let mut skipped_writes: Vec<u32> = Vec::new();
-    let mut read_after_skipped: Vec<u32> = Vec::new();
-    for (ti, task) in tasks.iter().enumerate() {
-        let k = &module.kernels[task.kernel as usize];
-        if k.body.is_none() {
-            skipped += 1;
-            for r in task.regions.iter().filter(|r| r.access.writes()) {
-                if !skipped_writes.contains(&r.tensor) {
-                    skipped_writes.push(r.tensor);
-                }
-            }
-            if !skipped_names.contains(&k.name.name) {
-                skipped_names.push(k.name.name.clone());
-            }
-            continue;
-        }
-        let _ = writeln!(
-            out,
-            "        {{ // task {ti}: {}\n            current = \"task {ti} ({})\";",
-            k.name.name, k.name.name
-        );
-        let mut region_args = Vec::new();
-        for (ri, r) in task.regions.iter().enumerate() {
-            let info = store.info(r.tensor);
-            let e = elem(info.dtype).ok_or_else(|| {
-                EmitError::plain(format!(
-                    "task {ti} ({}): region {ri} is of tensor `{}` ({}); the driver handles f32, f16 and integers",
-                    k.name.name, info.name, info.dtype
-                ))
-            })?;
-            let list = |v: &[i64]| {
-                v.iter()
-                    .map(|x| x.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            let _ = writeln!(
-                out,
-                "            pto_wsp_host::Region<{e}> r{ri}(T[{}], {{{}}}, {{{}}});",
-                r.tensor,
-                list(&r.start),
-                list(&r.size)
-            );
-            region_args.push(format!(
-                "pto_wsp_rt::block(r{ri}.data.data(), r{ri}.rows, r{ri}.cols)"
-            ));
-            if r.access.reads()
-                && skipped_writes.contains(&r.tensor)
-                && !read_after_skipped.contains(&r.tensor)
-            {
-                read_after_skipped.push(r.tensor);
-            }
-            if r.access.writes() && !written.contains(&r.tensor) {
-                written.push(r.tensor);
-            }
-        }
-        let scalar_types = k.scalar_types();
-        let mut scalar_args = Vec::new();
-        for (v, t) in task.params.iter().zip(&scalar_types) {
-            scalar_args.push(match (t, v) {
-                (ParamType::F32 | ParamType::F64, Value::U64(bits)) => {
-                    format!("pto_wsp_rt::f32_param(UINT64_C({bits:#x}))")
-                }
-                (_, Value::Bool(b)) => b.to_string(),
-                (_, Value::I64(i)) => format!("int64_t{{{i}}}"),
-                (_, Value::U64(u)) => format!("static_cast<int64_t>(UINT64_C({u}))"),
-            });
-        }
-        // The kernel's parameters in declaration order.
-        let (mut regions, mut scalars) = (region_args.into_iter(), scalar_args.into_iter());
-        let args: Vec<String> = k
-            .params
-            .iter()
-            .filter_map(|p| match p.kind {
-                pto_wsp_ir::ParamKind::Tile { .. } => regions.next(),
-                pto_wsp_ir::ParamKind::Scalar(_) => scalars.next(),
-            })
-            .collect();
-        let _ = writeln!(
-            out,
-            "            pto_wsp_rt::Status st{{}};\n            pto_wsp_kernels::{}(&st, {});\n            \
-             if (st.code != 0) {{\n                std::fprintf(stderr, \"error: %s: %s\\n\", current.c_str(), \
-             pto_wsp_host::status_message(kMessages, sizeof(kMessages) / sizeof(kMessages[0]), st.code, st.v).c_str());\n                \
-             return 1;\n            }}",
-            k.name.name,
-            args.join(", ")
-        );
-        for (ri, r) in task.regions.iter().enumerate() {
-            if r.access.writes() {
-                let _ = writeln!(out, "            r{ri}.store();");
-            }
-        }
-        out.push_str("        }\n");
-    }
-    let names: Vec<String> = written
+    let region_args = task_regions(out, store, (ti, task), k, touched)?;
+    let scalar_types = k.scalar_types();
+    let scalar_args = task
+        .params
         .iter()
-        .map(|&t| store.info(t).name.clone())
+        .zip(&scalar_types)
+        .map(|(v, t)| match (t, v) {
+            (ParamType::F32 | ParamType::F64, Value::U64(bits)) => {
+                format!("pto_wsp_rt::f32_param(UINT64_C({bits:#x}))")
+            }
+            (_, Value::Bool(b)) => b.to_string(),
+            (_, Value::I64(i)) => format!("int64_t{{{i}}}"),
+            (_, Value::U64(u)) => format!("static_cast<int64_t>(UINT64_C({u}))"),
+        });
+    // The kernel's parameters in declaration order.
+    let (mut regions, mut scalars) = (region_args.into_iter(), scalar_args);
+    let args: Vec<String> = k
+        .params
+        .iter()
+        .filter_map(|p| match p.kind {
+            pto_wsp_ir::ParamKind::Tile { .. } => regions.next(),
+            pto_wsp_ir::ParamKind::Scalar(_) => scalars.next(),
+        })
         .collect();
-    for &t in &written {
+    let _ = writeln!(
+        out,
+        "            pto_wsp_rt::Status st{{}};\n            pto_wsp_kernels::{}(&st, {});\n            \
+         if (st.code != 0) {{\n                std::fprintf(stderr, \"error: %s: %s\\n\", current.c_str(), \
+         pto_wsp_host::status_message(kMessages, sizeof(kMessages) / sizeof(kMessages[0]), st.code, st.v).c_str());\n                \
+         return 1;\n            }}",
+        k.name.name,
+        args.join(", ")
+    );
+    for (ri, r) in task.regions.iter().enumerate() {
+        if r.access.writes() {
+            let _ = writeln!(out, "            r{ri}.store();");
+        }
+    }
+    out.push_str("        }\n");
+    Ok(())
+}
+
+/// Declares task `ti`'s regions and returns them as kernel arguments; records what it reads
+/// after a skipped task wrote it and what it writes.
+fn task_regions(
+    out: &mut String,
+    store: &TensorStore,
+    (ti, task): (usize, &pto_wsp_ir::ExpandedTask),
+    k: &KernelDecl,
+    touched: &mut Touched,
+) -> Result<Vec<String>, EmitError> {
+    let mut region_args = Vec::new();
+    for (ri, r) in task.regions.iter().enumerate() {
+        let info = store.info(r.tensor);
+        let e = elem(info.dtype).ok_or_else(|| {
+            EmitError::plain(format!(
+                "task {ti} ({}): region {ri} is of tensor `{}` ({}); the driver handles f32, f16 and integers",
+                k.name.name, info.name, info.dtype
+            ))
+        })?;
+        let list = |v: &[i64]| {
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "            pto_wsp_host::Region<{e}> r{ri}(T[{}], {{{}}}, {{{}}});",
+            r.tensor,
+            list(&r.start),
+            list(&r.size)
+        );
+        region_args.push(format!(
+            "pto_wsp_rt::block(r{ri}.data.data(), r{ri}.rows, r{ri}.cols)"
+        ));
+        if r.access.reads()
+            && touched.skipped_writes.contains(&r.tensor)
+            && !touched.read_after_skipped.contains(&r.tensor)
+        {
+            touched.read_after_skipped.push(r.tensor);
+        }
+        if r.access.writes() && !touched.written.contains(&r.tensor) {
+            touched.written.push(r.tensor);
+        }
+    }
+    Ok(region_args)
+}
+
+/// The driver's tail: the written tensors saved, the skipped tasks named, errors caught.
+fn driver_tail(out: &mut String, store: &TensorStore, touched: &Touched) {
+    for &t in &touched.written {
         let _ = writeln!(
             out,
             "        pto_wsp_host::write_npy(out + \"/{}.npy\", T[{t}]);",
             store.info(t).name
         );
     }
-    if skipped > 0 {
+    if touched.skipped > 0 {
         let _ = writeln!(
             out,
-            "        std::printf(\"skipped {skipped} task(s) of kernels without a body: {}\\n\");",
-            skipped_names.join(", ")
+            "        std::printf(\"skipped {} task(s) of kernels without a body: {}\\n\");",
+            touched.skipped,
+            touched.skipped_names.join(", ")
         );
     }
     out.push_str(
         "    } catch (const std::exception &e) {\n        std::fprintf(stderr, \"error: %s: %s\\n\", current.c_str(), e.what());\n        return 1;\n    }\n    return 0;\n}\n",
     );
-    Ok(Driver {
-        text: out,
-        written: names,
-        skipped,
-        read_after_skipped: read_after_skipped
-            .iter()
-            .map(|&t| store.info(t).name.clone())
-            .collect(),
-    })
 }

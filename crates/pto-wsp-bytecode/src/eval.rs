@@ -42,6 +42,22 @@ macro_rules! bin {
     }};
 }
 
+/// Pushes `$v`.
+macro_rules! push {
+    ($s:ident, $sp:ident, $v:expr) => {{
+        $s[$sp] = $v;
+        $sp += 1;
+    }};
+}
+
+/// A binary operation that cannot fail: `$f` of the two operands (raw bits) is the result.
+macro_rules! pure {
+    ($s:ident, $sp:ident, $f:expr) => {{
+        let (a, b) = bin!($s, $sp);
+        $s[$sp - 1] = $f(a, b);
+    }};
+}
+
 /// Checked arithmetic of type `$t`; overflow is an error naming both operands.
 macro_rules! arith {
     ($s:ident, $sp:ident, $t:ty, $wrap:ident, $op:literal, $f:ident) => {{
@@ -124,26 +140,11 @@ impl Program {
             let i = code[pc];
             pc += 1;
             match i.op {
-                Op::Ldr => {
-                    stack[sp] = regs[usize::from(i.a)];
-                    sp += 1;
-                }
-                Op::Ldi => {
-                    stack[sp] = i.imm() as u64;
-                    sp += 1;
-                }
-                Op::Ldu | Op::Ldb => {
-                    stack[sp] = u64::from(i.b);
-                    sp += 1;
-                }
-                Op::Ldc => {
-                    stack[sp] = self.consts[usize::from(i.a)];
-                    sp += 1;
-                }
-                Op::Arg => {
-                    stack[sp] = args.get(usize::from(i.a)).copied().unwrap_or(0);
-                    sp += 1;
-                }
+                Op::Ldr => push!(stack, sp, regs[usize::from(i.a)]),
+                Op::Ldi => push!(stack, sp, i.imm() as u64),
+                Op::Ldu | Op::Ldb => push!(stack, sp, u64::from(i.b)),
+                Op::Ldc => push!(stack, sp, self.consts[usize::from(i.a)]),
+                Op::Arg => push!(stack, sp, args.get(usize::from(i.a)).copied().unwrap_or(0)),
                 Op::NegI => {
                     let x = stack[sp - 1] as i64;
                     stack[sp - 1] =
@@ -164,22 +165,10 @@ impl Program {
                 Op::DivU => div!(stack, sp, u64, U64, "/", checked_div),
                 Op::RemI => div!(stack, sp, i64, I64, "%", checked_rem),
                 Op::RemU => div!(stack, sp, u64, U64, "%", checked_rem),
-                Op::MinI => {
-                    let (a, b) = bin!(stack, sp);
-                    stack[sp - 1] = (a as i64).min(b as i64) as u64;
-                }
-                Op::MinU => {
-                    let (a, b) = bin!(stack, sp);
-                    stack[sp - 1] = a.min(b);
-                }
-                Op::MaxI => {
-                    let (a, b) = bin!(stack, sp);
-                    stack[sp - 1] = (a as i64).max(b as i64) as u64;
-                }
-                Op::MaxU => {
-                    let (a, b) = bin!(stack, sp);
-                    stack[sp - 1] = a.max(b);
-                }
+                Op::MinI => pure!(stack, sp, |a, b| (a as i64).min(b as i64) as u64),
+                Op::MinU => pure!(stack, sp, |a: u64, b| a.min(b)),
+                Op::MaxI => pure!(stack, sp, |a, b| (a as i64).max(b as i64) as u64),
+                Op::MaxU => pure!(stack, sp, |a: u64, b| a.max(b)),
                 Op::AddImm | Op::SubImm | Op::MulImm => {
                     let x = stack[sp - 1] as i64;
                     let k = i.imm();
@@ -190,14 +179,8 @@ impl Program {
                     };
                     stack[sp - 1] = r.ok_or_else(|| overflow(sym, I64(x), Some(I64(k))))? as u64;
                 }
-                Op::Eq => {
-                    let (a, b) = bin!(stack, sp);
-                    stack[sp - 1] = u64::from(a == b);
-                }
-                Op::Ne => {
-                    let (a, b) = bin!(stack, sp);
-                    stack[sp - 1] = u64::from(a != b);
-                }
+                Op::Eq => pure!(stack, sp, |a, b| u64::from(a == b)),
+                Op::Ne => pure!(stack, sp, |a, b| u64::from(a != b)),
                 Op::LtI => cmp!(stack, sp, i64, lt),
                 Op::LeI => cmp!(stack, sp, i64, le),
                 Op::GtI => cmp!(stack, sp, i64, gt),

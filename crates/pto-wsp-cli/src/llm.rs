@@ -324,22 +324,8 @@ pub fn reference(
     x0: &[f32],
     done: &AtomicU64,
 ) -> Result<Vec<f64>, CliError> {
-    let (h, f, g, cap) = (dims.hidden, dims.ffn, dims.kv_heads, dims.cap);
-    let kvw = g * D;
-    let (wq, wk, wv, wo) = (
-        f16s(store, "Wq")?,
-        f16s(store, "Wk")?,
-        f16s(store, "Wv")?,
-        f16s(store, "Wo")?,
-    );
-    let (wg, wu, wd) = (
-        f16s(store, "Wgate")?,
-        f16s(store, "Wup")?,
-        f16s(store, "Wdown")?,
-    );
-    let (kc, vc) = (f16s(store, "Kc")?, f16s(store, "Vc")?);
-    let (na, nf) = (f32s(store, "NormAttn")?, f32s(store, "NormFfn")?);
-    let (rc, rs) = (f32s(store, "RopeCos")?, f32s(store, "RopeSin")?);
+    let h = dims.hidden;
+    let w = Weights::read(store)?;
     let row = |t: &'_ [f32], p: usize| -> Result<Vec<f32>, CliError> {
         t.get(p * D / 2..(p + 1) * D / 2)
             .map(<[f32]>::to_vec)
@@ -348,80 +334,140 @@ pub fn reference(
     let tables: Vec<(Vec<f32>, Vec<f32>)> = dims
         .lens
         .iter()
-        .map(|&len| Ok((row(rc, len)?, row(rs, len)?)))
+        .map(|&len| Ok((row(w.rope_cos, len)?, row(w.rope_sin, len)?)))
         .collect::<Result<_, CliError>>()?;
     let mut x: Vec<Vec<f64>> = (0..dims.nreq)
         .map(|r| x0[r * h..(r + 1) * h].iter().map(|&v| v as f64).collect())
         .collect();
     for l in 0..dims.layers {
-        let xn: Vec<Vec<f64>> = x
-            .iter()
-            .map(|xr| rmsnorm(xr, &na[l * h..(l + 1) * h]))
-            .collect();
-        let q = matmul(&xn, &wq[l * h * h..(l + 1) * h * h], h, h, done);
-        let kn = matmul(&xn, &wk[l * h * kvw..(l + 1) * h * kvw], h, kvw, done);
-        let vn = matmul(&xn, &wv[l * h * kvw..(l + 1) * h * kvw], h, kvw, done);
-        // RoPE on the request's query and new key; the new key and value rounded to f16 as
-        // the cache stores them.
-        let roped: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> = (0..dims.nreq)
-            .map(|r| {
-                let (cos, sin) = &tables[r];
-                let mut qr = q[r].clone();
-                rope(&mut qr, cos, sin);
-                let mut kr = kn[r].clone();
-                rope(&mut kr, cos, sin);
-                let knew = kr.iter().map(|&v| f16::from_f64(v).to_f64()).collect();
-                let vnew = vn[r].iter().map(|&v| f16::from_f64(v).to_f64()).collect();
-                (qr, knew, vnew)
-            })
-            .collect();
-        // One work item per request and KV head: its GROUP query heads.
-        let groups: Vec<Vec<f64>> = (0..dims.nreq * g)
-            .into_par_iter()
-            .map(|item| {
-                let (r, kvh) = (item / g, item % g);
-                let len = dims.lens[r];
-                let (qr, knew, vnew) = &roped[r];
-                let base = ((l * dims.nreq + r) * g + kvh) * cap * D;
-                let cached = (&kc[base..base + len * D], &vc[base..base + len * D]);
-                let new = (&knew[kvh * D..(kvh + 1) * D], &vnew[kvh * D..(kvh + 1) * D]);
-                let heads = kvh * GROUP * D..(kvh + 1) * GROUP * D;
-                let mut out = vec![0.0; GROUP * D];
-                group_attention(&qr[heads], cached, new, &mut out);
-                out
-            })
-            .collect();
-        let attn: Vec<Vec<f64>> = groups.chunks(g).map(|c| c.concat()).collect();
-        let ao = matmul(&attn, &wo[l * h * h..(l + 1) * h * h], h, h, done);
-        let h1: Vec<Vec<f64>> = x
-            .iter()
-            .zip(&ao)
-            .map(|(a, b)| a.iter().zip(b).map(|(p, q)| p + q).collect())
-            .collect();
-        let xn2: Vec<Vec<f64>> = h1
-            .iter()
-            .map(|v| rmsnorm(v, &nf[l * h..(l + 1) * h]))
-            .collect();
-        let gate = matmul(&xn2, &wg[l * h * f..(l + 1) * h * f], h, f, done);
-        let up = matmul(&xn2, &wu[l * h * f..(l + 1) * h * f], h, f, done);
-        let act: Vec<Vec<f64>> = gate
-            .iter()
-            .zip(&up)
-            .map(|(gr, ur)| {
-                gr.iter()
-                    .zip(ur)
-                    .map(|(&a, &b)| a / (1.0 + (-a).exp()) * b)
-                    .collect()
-            })
-            .collect();
-        let down = matmul(&act, &wd[l * f * h..(l + 1) * f * h], f, h, done);
-        x = h1
-            .iter()
-            .zip(&down)
-            .map(|(a, b)| a.iter().zip(b).map(|(p, q)| p + q).collect())
-            .collect();
+        let ao = attention(&w, dims, l, &x, &tables, done);
+        let h1 = add_rows(&x, &ao);
+        let down = ffn(&w, dims, l, &h1, done);
+        x = add_rows(&h1, &down);
     }
     Ok(x.into_iter().flatten().collect())
+}
+
+/// The main job's weights, caches and tables, as the store holds them.
+struct Weights<'s> {
+    wq: &'s [f16],
+    wk: &'s [f16],
+    wv: &'s [f16],
+    wo: &'s [f16],
+    wgate: &'s [f16],
+    wup: &'s [f16],
+    wdown: &'s [f16],
+    kc: &'s [f16],
+    vc: &'s [f16],
+    norm_attn: &'s [f32],
+    norm_ffn: &'s [f32],
+    rope_cos: &'s [f32],
+    rope_sin: &'s [f32],
+}
+
+impl<'s> Weights<'s> {
+    /// Reads them from `store`; a missing tensor is an error naming it.
+    fn read(store: &'s TensorStore) -> Result<Weights<'s>, CliError> {
+        Ok(Weights {
+            wq: f16s(store, "Wq")?,
+            wk: f16s(store, "Wk")?,
+            wv: f16s(store, "Wv")?,
+            wo: f16s(store, "Wo")?,
+            wgate: f16s(store, "Wgate")?,
+            wup: f16s(store, "Wup")?,
+            wdown: f16s(store, "Wdown")?,
+            kc: f16s(store, "Kc")?,
+            vc: f16s(store, "Vc")?,
+            norm_attn: f32s(store, "NormAttn")?,
+            norm_ffn: f32s(store, "NormFfn")?,
+            rope_cos: f32s(store, "RopeCos")?,
+            rope_sin: f32s(store, "RopeSin")?,
+        })
+    }
+}
+
+/// `a + b`, row by row.
+fn add_rows(a: &[Vec<f64>], b: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    a.iter()
+        .zip(b)
+        .map(|(a, b)| a.iter().zip(b).map(|(p, q)| p + q).collect())
+        .collect()
+}
+
+/// Layer `l`'s attention block on the residual stream `x` (one row per request): normed, its
+/// query and new key rotated by the request's RoPE row (`tables`), attention over the cache
+/// and the new key and value, projected by `Wo`.
+fn attention(
+    w: &Weights<'_>,
+    dims: &Dims,
+    l: usize,
+    x: &[Vec<f64>],
+    tables: &[(Vec<f32>, Vec<f32>)],
+    done: &AtomicU64,
+) -> Vec<Vec<f64>> {
+    let (h, g, cap) = (dims.hidden, dims.kv_heads, dims.cap);
+    let kvw = g * D;
+    let xn: Vec<Vec<f64>> = x
+        .iter()
+        .map(|xr| rmsnorm(xr, &w.norm_attn[l * h..(l + 1) * h]))
+        .collect();
+    let q = matmul(&xn, &w.wq[l * h * h..(l + 1) * h * h], h, h, done);
+    let kn = matmul(&xn, &w.wk[l * h * kvw..(l + 1) * h * kvw], h, kvw, done);
+    let vn = matmul(&xn, &w.wv[l * h * kvw..(l + 1) * h * kvw], h, kvw, done);
+    // RoPE on the request's query and new key; the new key and value rounded to f16 as
+    // the cache stores them.
+    let roped: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> = (0..dims.nreq)
+        .map(|r| {
+            let (cos, sin) = &tables[r];
+            let mut qr = q[r].clone();
+            rope(&mut qr, cos, sin);
+            let mut kr = kn[r].clone();
+            rope(&mut kr, cos, sin);
+            let knew = kr.iter().map(|&v| f16::from_f64(v).to_f64()).collect();
+            let vnew = vn[r].iter().map(|&v| f16::from_f64(v).to_f64()).collect();
+            (qr, knew, vnew)
+        })
+        .collect();
+    // One work item per request and KV head: its GROUP query heads.
+    let groups: Vec<Vec<f64>> = (0..dims.nreq * g)
+        .into_par_iter()
+        .map(|item| {
+            let (r, kvh) = (item / g, item % g);
+            let len = dims.lens[r];
+            let (qr, knew, vnew) = &roped[r];
+            let base = ((l * dims.nreq + r) * g + kvh) * cap * D;
+            let cached = (&w.kc[base..base + len * D], &w.vc[base..base + len * D]);
+            let new = (&knew[kvh * D..(kvh + 1) * D], &vnew[kvh * D..(kvh + 1) * D]);
+            let heads = kvh * GROUP * D..(kvh + 1) * GROUP * D;
+            let mut out = vec![0.0; GROUP * D];
+            group_attention(&qr[heads], cached, new, &mut out);
+            out
+        })
+        .collect();
+    let attn: Vec<Vec<f64>> = groups.chunks(g).map(|c| c.concat()).collect();
+    matmul(&attn, &w.wo[l * h * h..(l + 1) * h * h], h, h, done)
+}
+
+/// Layer `l`'s feed-forward block on `h1`: normed, SiLU-gated, projected down.
+fn ffn(w: &Weights<'_>, dims: &Dims, l: usize, h1: &[Vec<f64>], done: &AtomicU64) -> Vec<Vec<f64>> {
+    let (h, f) = (dims.hidden, dims.ffn);
+    let xn2: Vec<Vec<f64>> = h1
+        .iter()
+        .map(|v| rmsnorm(v, &w.norm_ffn[l * h..(l + 1) * h]))
+        .collect();
+    let gate = matmul(&xn2, &w.wgate[l * h * f..(l + 1) * h * f], h, f, done);
+    let up = matmul(&xn2, &w.wup[l * h * f..(l + 1) * h * f], h, f, done);
+    let act: Vec<Vec<f64>> = gate
+        .iter()
+        .zip(&up)
+        .map(|(gr, ur)| {
+            gr.iter()
+                .zip(ur)
+                .map(|(&a, &b)| a / (1.0 + (-a).exp()) * b)
+                .collect()
+        })
+        .collect();
+    matmul(&act, &w.wdown[l * f * h..(l + 1) * f * h], f, h, done)
 }
 
 /// How the run's output compares with the reference.

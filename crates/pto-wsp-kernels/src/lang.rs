@@ -901,39 +901,12 @@ impl Task<'_, '_, '_, '_> {
     fn steps(&mut self, steps: &[Step]) -> Result<(), KernelError> {
         for s in steps {
             match s {
-                Step::Tile { tile, count, valid } => {
-                    let t = &self.prog.tiles[*tile];
-                    let v = match valid {
-                        None => (t.rows, t.cols),
-                        Some((r, c)) => {
-                            let (r, c) = (self.int(r)?, self.int(c)?);
-                            if r < 0
-                                || c < 0
-                                || r as u64 > t.rows as u64
-                                || c as u64 > t.cols as u64
-                            {
-                                return Err(self.err(format!(
-                                    "tile `{}`: valid {r} x {c} is outside its {} x {}",
-                                    t.name, t.rows, t.cols
-                                )));
-                            }
-                            (r as usize, c as usize)
-                        }
-                    };
-                    self.valid[*tile..*tile + *count].fill(v);
-                }
+                Step::Tile { tile, count, valid } => self.tile(*tile, *count, valid.as_ref())?,
                 Step::Let { slot, value } => self.values[*slot] = Value::I64(self.int(value)?),
                 Step::LetFloat { slot, value } => self.floats[*slot] = self.scalar(value)?,
                 Step::Check { cond, message } => {
                     if !self.cond(cond)? {
-                        let mut text = String::new();
-                        for part in message {
-                            match part {
-                                MsgPart::Text(t) => text.push_str(t),
-                                MsgPart::Value(e) => text.push_str(&self.int(e)?.to_string()),
-                            }
-                        }
-                        return Err(self.err(text));
+                        return Err(self.failed_check(message));
                     }
                 }
                 Step::GetVal {
@@ -1001,6 +974,50 @@ impl Task<'_, '_, '_, '_> {
             }
         }
         Ok(())
+    }
+
+    /// A tile declaration: tiles `tile..tile + count` (an array) get their valid part, checked
+    /// against the declared shape (`None`: the whole tile).
+    #[inline]
+    fn tile(
+        &mut self,
+        tile: usize,
+        count: usize,
+        valid: Option<&(IntExpr, IntExpr)>,
+    ) -> Result<(), KernelError> {
+        let t = &self.prog.tiles[tile];
+        let v = match valid {
+            None => (t.rows, t.cols),
+            Some((r, c)) => {
+                let (r, c) = (self.int(r)?, self.int(c)?);
+                if r < 0 || c < 0 || r as u64 > t.rows as u64 || c as u64 > t.cols as u64 {
+                    return Err(self.err(format!(
+                        "tile `{}`: valid {r} x {c} is outside its {} x {}",
+                        t.name, t.rows, t.cols
+                    )));
+                }
+                (r as usize, c as usize)
+            }
+        };
+        self.valid[tile..tile + count].fill(v);
+        Ok(())
+    }
+
+    /// The error of a failed `check`: its message with the values filled in (or the error of
+    /// evaluating one).
+    #[cold]
+    fn failed_check(&self, message: &[MsgPart]) -> KernelError {
+        let mut text = String::new();
+        for part in message {
+            match part {
+                MsgPart::Text(t) => text.push_str(t),
+                MsgPart::Value(e) => match self.int(e) {
+                    Ok(v) => text.push_str(&v.to_string()),
+                    Err(e) => return e,
+                },
+            }
+        }
+        self.err(text)
     }
 
     fn offset(&self, e: &Option<IntExpr>) -> Result<usize, KernelError> {
@@ -1399,15 +1416,7 @@ fn compute_with(c: &Compute<'_>, dst: &mut [f32], tmp: &mut Vec<f32>) {
         TileOp::Maxs => map1(dst, dc, c.src(1), v, |x| x.max(s)),
         TileOp::Mins => map1(dst, dc, c.src(1), v, |x| x.min(s)),
         TileOp::Relu => map1(dst, dc, c.src(1), v, |x| if x < 0.0 { 0.0 } else { x }),
-        TileOp::Exp => {
-            for r in 0..vr {
-                let o = &mut dst[r * dc..r * dc + vc];
-                if let Some((a, ac)) = c.src(1) {
-                    o.copy_from_slice(&a[r * ac..r * ac + vc]);
-                }
-                fast::exp_sum(o, 0.0);
-            }
-        }
+        TileOp::Exp => exp_rows(c, dst, dc, v),
         TileOp::Log => map1(dst, dc, c.src(1), v, f32::ln),
         TileOp::Sqrt => map1(dst, dc, c.src(1), v, f32::sqrt),
         TileOp::Rsqrt => map1(dst, dc, c.src(1), v, |x| 1.0 / x.sqrt()),
@@ -1428,25 +1437,7 @@ fn compute_with(c: &Compute<'_>, dst: &mut [f32], tmp: &mut Vec<f32>) {
         | TileOp::RowExpandDiv
         | TileOp::RowExpandMax
         | TileOp::RowExpandMin
-        | TileOp::RowExpandExpDif => {
-            for r in 0..vr {
-                let x = c.src(2).map_or(dst[r * dc], |(b, bc)| b[r * bc]);
-                let a = c.src(1).map(|(a, ac)| (&a[r * ac..], ac));
-                let row = &mut dst[r * dc..];
-                match i.op {
-                    TileOp::RowExpandAdd => map1(row, dc, a, (1, vc), |y| y + x),
-                    TileOp::RowExpandSub => map1(row, dc, a, (1, vc), |y| y - x),
-                    TileOp::RowExpandMul => map1(row, dc, a, (1, vc), |y| y * x),
-                    TileOp::RowExpandDiv => map1(row, dc, a, (1, vc), |y| y / x),
-                    TileOp::RowExpandMax => map1(row, dc, a, (1, vc), |y| y.max(x)),
-                    TileOp::RowExpandMin => map1(row, dc, a, (1, vc), |y| y.min(x)),
-                    _ => {
-                        map1(row, dc, a, (1, vc), |y| y - x);
-                        fast::exp_sum(&mut row[..vc], 0.0);
-                    }
-                }
-            }
-        }
+        | TileOp::RowExpandExpDif => row_expand(c, dst, dc, v),
         TileOp::ColExpand => {
             let (b, _) = c.src(1).unwrap_or((&dst[..], dc));
             let row: Vec<f32> = b[..vc].to_vec();
@@ -1458,24 +1449,7 @@ fn compute_with(c: &Compute<'_>, dst: &mut [f32], tmp: &mut Vec<f32>) {
         | TileOp::ColExpandDiv
         | TileOp::ColExpandMax
         | TileOp::ColExpandMin
-        | TileOp::ColExpandExpDif => {
-            let b = c.src(2).map(|(b, _)| (b, 0));
-            let a = c.src(1);
-            match i.op {
-                TileOp::ColExpandAdd => map2(dst, dc, a, b, v, |x, y| x + y),
-                TileOp::ColExpandSub => map2(dst, dc, a, b, v, |x, y| x - y),
-                TileOp::ColExpandMul => map2(dst, dc, a, b, v, |x, y| x * y),
-                TileOp::ColExpandDiv => map2(dst, dc, a, b, v, |x, y| x / y),
-                TileOp::ColExpandMax => map2(dst, dc, a, b, v, f32::max),
-                TileOp::ColExpandMin => map2(dst, dc, a, b, v, f32::min),
-                _ => {
-                    map2(dst, dc, a, b, v, |x, y| x - y);
-                    (0..vr).for_each(|r| {
-                        fast::exp_sum(&mut dst[r * dc..r * dc + vc], 0.0);
-                    });
-                }
-            }
-        }
+        | TileOp::ColExpandExpDif => col_expand(c, dst, dc, v),
         TileOp::Load
         | TileOp::Store
         | TileOp::StoreAdd
@@ -1498,6 +1472,64 @@ fn compute_with(c: &Compute<'_>, dst: &mut [f32], tmp: &mut Vec<f32>) {
     let dtype = c.info[d].dtype;
     if dtype != DType::F32 {
         round_rows(dtype, dst, dc, vr, vc);
+    }
+}
+
+/// `TEXP`: `dst[r][c] = exp(a[r][c])` over the valid rows × cols.
+#[inline(always)]
+fn exp_rows(c: &Compute<'_>, dst: &mut [f32], dc: usize, (vr, vc): (usize, usize)) {
+    for r in 0..vr {
+        let o = &mut dst[r * dc..r * dc + vc];
+        if let Some((a, ac)) = c.src(1) {
+            o.copy_from_slice(&a[r * ac..r * ac + vc]);
+        }
+        fast::exp_sum(o, 0.0);
+    }
+}
+
+/// `TROWEXPAND{ADD,SUB,MUL,DIV,MAX,MIN,EXPDIF}`: each row of `a` with row `r`'s element of the
+/// column `b` (`dst[r][c] = a[r][c] op b[r][0]`; `EXPDIF`: `exp(a − b)`).
+#[inline(always)]
+fn row_expand(c: &Compute<'_>, dst: &mut [f32], dc: usize, (vr, vc): (usize, usize)) {
+    for r in 0..vr {
+        let x = c.src(2).map_or(dst[r * dc], |(b, bc)| b[r * bc]);
+        let a = c.src(1).map(|(a, ac)| (&a[r * ac..], ac));
+        let row = &mut dst[r * dc..];
+        match c.i.op {
+            TileOp::RowExpandAdd => map1(row, dc, a, (1, vc), |y| y + x),
+            TileOp::RowExpandSub => map1(row, dc, a, (1, vc), |y| y - x),
+            TileOp::RowExpandMul => map1(row, dc, a, (1, vc), |y| y * x),
+            TileOp::RowExpandDiv => map1(row, dc, a, (1, vc), |y| y / x),
+            TileOp::RowExpandMax => map1(row, dc, a, (1, vc), |y| y.max(x)),
+            TileOp::RowExpandMin => map1(row, dc, a, (1, vc), |y| y.min(x)),
+            _ => {
+                map1(row, dc, a, (1, vc), |y| y - x);
+                fast::exp_sum(&mut row[..vc], 0.0);
+            }
+        }
+    }
+}
+
+/// `TCOLEXPAND{ADD,SUB,MUL,DIV,MAX,MIN,EXPDIF}`: each row of `a` with the row `b`
+/// (`dst[r][c] = a[r][c] op b[0][c]`; `EXPDIF`: `exp(a − b)`).
+#[inline(always)]
+fn col_expand(c: &Compute<'_>, dst: &mut [f32], dc: usize, v: (usize, usize)) {
+    let (vr, vc) = v;
+    let b = c.src(2).map(|(b, _)| (b, 0));
+    let a = c.src(1);
+    match c.i.op {
+        TileOp::ColExpandAdd => map2(dst, dc, a, b, v, |x, y| x + y),
+        TileOp::ColExpandSub => map2(dst, dc, a, b, v, |x, y| x - y),
+        TileOp::ColExpandMul => map2(dst, dc, a, b, v, |x, y| x * y),
+        TileOp::ColExpandDiv => map2(dst, dc, a, b, v, |x, y| x / y),
+        TileOp::ColExpandMax => map2(dst, dc, a, b, v, f32::max),
+        TileOp::ColExpandMin => map2(dst, dc, a, b, v, f32::min),
+        _ => {
+            map2(dst, dc, a, b, v, |x, y| x - y);
+            (0..vr).for_each(|r| {
+                fast::exp_sum(&mut dst[r * dc..r * dc + vc], 0.0);
+            });
+        }
     }
 }
 

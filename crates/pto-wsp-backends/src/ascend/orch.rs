@@ -17,7 +17,9 @@
 use crate::Input;
 use pto_wsp_ir::device::Core;
 use pto_wsp_ir::device::split::{PartParam, Scratch};
-use pto_wsp_ir::resolve::{AxisExtent, Stmt, StmtKind, TExpr, Task, TaskArg, TensorId};
+use pto_wsp_ir::resolve::{
+    AxisExtent, ExprId, Loop, RowLength, Stmt, StmtKind, TExpr, Task, TaskArg, TensorId,
+};
 use pto_wsp_ir::{BinOp, OpClass, ParamKind, ScalarType, UnOp, Value};
 use std::fmt::Write as _;
 
@@ -208,22 +210,7 @@ impl Gen<'_> {
                 index,
             } => {
                 self.line(d, &format!("orch.at = {at:?};"));
-                let shape = &self.inp.shapes[tensor.index()];
-                let mut flat = "INT64_C(0)".to_string();
-                for (k, e) in index.iter().enumerate() {
-                    let i = self.x(*e);
-                    let ext = shape[k];
-                    self.line(
-                        d,
-                        &format!(
-                            "if ({i} < 0 || {i} >= INT64_C({ext})) pw::fail(orch.at + \": load index out of range\");"
-                        ),
-                    );
-                    flat = format!("({flat} * INT64_C({ext}) + {i})");
-                }
-                let e = self.element(*tensor, &flat);
-                let ty = cty(self.inp.input.resolved.regs[*slot as usize]);
-                self.line(d, &format!("R{slot} = static_cast<{ty}>({e});"));
+                self.load(*slot, *tensor, index, d);
             }
             StmtKind::If {
                 cond,
@@ -238,20 +225,7 @@ impl Gen<'_> {
                 self.body(else_body, d + 1, whiles);
                 self.line(d, "}");
             }
-            StmtKind::Block { ordered, body } => {
-                self.line(d, "{");
-                if *ordered {
-                    let k = self.next();
-                    self.line(d + 1, &format!("pto_wsp_orch::Ordered o{k}(orch);"));
-                    for c in body {
-                        self.stmt(c, d + 1, whiles);
-                        self.line(d + 1, &format!("o{k}.boundary();"));
-                    }
-                } else {
-                    self.body(body, d + 1, whiles);
-                }
-                self.line(d, "}");
-            }
+            StmtKind::Block { ordered, body } => self.block(*ordered, body, d, whiles),
             StmtKind::Call { args, body, .. } => {
                 self.line(d, &format!("orch.at = {at:?};"));
                 for (r, e) in args {
@@ -261,27 +235,7 @@ impl Gen<'_> {
                 self.body(body, d, whiles);
             }
             StmtKind::While { cond, max, body } => {
-                let k = self.next();
-                self.line(d, &format!("orch.at = {at:?};"));
-                let m = self.x(*max);
-                let c = self.x(*cond);
-                self.line(d, "{");
-                self.line(d + 1, &format!("const int64_t max{k} = {m};"));
-                self.line(d + 1, &format!("pto_wsp_orch::Ordered o{k}(orch);"));
-                self.line(
-                    d + 1,
-                    &format!("for (int64_t it{k} = 0; it{k} < max{k}; ++it{k}) {{"),
-                );
-                self.line(d + 2, &format!("orch.at = {at:?};"));
-                self.line(d + 2, &format!("if (!({c})) break;"));
-                self.line(d + 2, "PTO2_SCOPE_GUARD();");
-                let mut w = whiles.to_vec();
-                w.push(k);
-                self.body(body, d + 2, &w);
-                self.line(d + 2, &format!("o{k}.boundary();"));
-                self.line(d + 1, "}");
-                self.line(d + 1, &format!("while_end{k}:;"));
-                self.line(d, "}");
+                self.while_loop((*cond, *max), body, d, whiles, &at)
             }
             StmtKind::Break { cond } => {
                 let c = self.x(*cond);
@@ -293,6 +247,81 @@ impl Gen<'_> {
                 // Refused before generation (CSP entries); nothing to emit.
             }
         }
+    }
+
+    /// `R{slot} = TENSOR[INDEX...];`, each index checked against its extent.
+    fn load(
+        &mut self,
+        slot: u32,
+        tensor: TensorId,
+        index: &[pto_wsp_ir::resolve::ExprId],
+        d: usize,
+    ) {
+        let shape = &self.inp.shapes[tensor.index()];
+        let mut flat = "INT64_C(0)".to_string();
+        for (k, e) in index.iter().enumerate() {
+            let i = self.x(*e);
+            let ext = shape[k];
+            self.line(
+                d,
+                &format!(
+                    "if ({i} < 0 || {i} >= INT64_C({ext})) pw::fail(orch.at + \": load index out of range\");"
+                ),
+            );
+            flat = format!("({flat} * INT64_C({ext}) + {i})");
+        }
+        let e = self.element(tensor, &flat);
+        let ty = cty(self.inp.input.resolved.regs[slot as usize]);
+        self.line(d, &format!("R{slot} = static_cast<{ty}>({e});"));
+    }
+
+    /// A block; an ordered one (`sequential`) puts a boundary after each statement.
+    fn block(&mut self, ordered: bool, body: &[Stmt], d: usize, whiles: &[usize]) {
+        self.line(d, "{");
+        if ordered {
+            let k = self.next();
+            self.line(d + 1, &format!("pto_wsp_orch::Ordered o{k}(orch);"));
+            for c in body {
+                self.stmt(c, d + 1, whiles);
+                self.line(d + 1, &format!("o{k}.boundary();"));
+            }
+        } else {
+            self.body(body, d + 1, whiles);
+        }
+        self.line(d, "}");
+    }
+
+    /// `while COND max MAX { BODY }`: at most MAX ordered iterations, each in its own scope; a
+    /// `break` jumps to `while_end{k}`.
+    fn while_loop(
+        &mut self,
+        (cond, max): (pto_wsp_ir::resolve::ExprId, pto_wsp_ir::resolve::ExprId),
+        body: &[Stmt],
+        d: usize,
+        whiles: &[usize],
+        at: &str,
+    ) {
+        let k = self.next();
+        self.line(d, &format!("orch.at = {at:?};"));
+        let m = self.x(max);
+        let c = self.x(cond);
+        self.line(d, "{");
+        self.line(d + 1, &format!("const int64_t max{k} = {m};"));
+        self.line(d + 1, &format!("pto_wsp_orch::Ordered o{k}(orch);"));
+        self.line(
+            d + 1,
+            &format!("for (int64_t it{k} = 0; it{k} < max{k}; ++it{k}) {{"),
+        );
+        self.line(d + 2, &format!("orch.at = {at:?};"));
+        self.line(d + 2, &format!("if (!({c})) break;"));
+        self.line(d + 2, "PTO2_SCOPE_GUARD();");
+        let mut w = whiles.to_vec();
+        w.push(k);
+        self.body(body, d + 2, &w);
+        self.line(d + 2, &format!("o{k}.boundary();"));
+        self.line(d + 1, "}");
+        self.line(d + 1, &format!("while_end{k}:;"));
+        self.line(d, "}");
     }
 
     /// `const int64_t n{k} = ROWS;` of a ragged or sparse axis, refusing a negative count.
@@ -332,117 +361,147 @@ impl Gen<'_> {
         self.line(d1, "}");
     }
 
-    fn lp(&mut self, lp: &pto_wsp_ir::resolve::Loop, d: usize, whiles: &[usize], at: &str) {
+    /// A loop over an axis: dense, ragged (row lengths from a tensor) or sparse (CSR), each
+    /// iteration in its own scope; an ordered loop puts a boundary after each.
+    fn lp(&mut self, lp: &Loop, d: usize, whiles: &[usize], at: &str) {
         let k = self.next();
         let axis = &self.inp.input.resolved.axes[lp.axis.index()];
         let aname = axis.name.clone();
-        let v0 = lp.vars.first().copied().unwrap_or(0);
-        let v1 = lp.vars.get(1).copied();
         self.line(d, &format!("orch.at = {at:?};"));
         self.line(d, "{");
         let d1 = d + 1;
         if lp.ordered {
             self.line(d1, &format!("pto_wsp_orch::Ordered o{k}(orch);"));
         }
-        let close = |g: &mut Self, depth: usize| {
-            if lp.ordered {
-                g.line(depth, &format!("o{k}.boundary();"));
-            }
+        let level = Level {
+            k,
+            d1,
+            aname: &aname,
         };
         match &axis.kind {
-            AxisExtent::Dense(e) => {
-                let n = self.x(*e);
-                self.line(d1, &format!("const int64_t n{k} = {n};"));
-                self.line(
-                    d1,
-                    &format!(
-                        "if (n{k} < 0) pw::fail(orch.at + \": axis `{aname}` has negative extent \" + std::to_string(n{k}));"
-                    ),
-                );
-                self.line(
-                    d1,
-                    &format!("for (int64_t i{k} = 0; i{k} < n{k}; ++i{k}) {{"),
-                );
-                self.line(d1 + 1, &format!("R{v0} = i{k};"));
-                self.line(d1 + 1, "PTO2_SCOPE_GUARD();");
-                self.body(&lp.body, d1 + 1, whiles);
-                close(self, d1 + 1);
-                self.line(d1, "}");
-            }
+            AxisExtent::Dense(e) => self.dense(lp, *e, &level, whiles),
             AxisExtent::Ragged {
                 rows,
                 lengths,
                 per_row,
-            } => {
-                self.row_count(*rows, k, d1, &aname);
-                self.line(
-                    d1,
-                    &format!("std::vector<int64_t> len{k}(static_cast<size_t>(n{k}));"),
-                );
-                self.line(d1, &format!("for (int64_t r = 0; r < n{k}; ++r) {{"));
-                let el = self.element(*lengths, "r");
-                match per_row {
-                    None => self.line(d1 + 1, &format!("len{k}[r] = static_cast<int64_t>({el});")),
-                    Some(pr) => {
-                        let l = self.x(pr.length);
-                        self.line(
-                            d1 + 1,
-                            &format!("R{} = static_cast<int64_t>({el});", pr.element),
-                        );
-                        self.line(d1 + 1, &format!("len{k}[r] = {l};"));
-                    }
-                }
-                self.line(
-                    d1 + 1,
-                    &format!(
-                        "if (len{k}[r] < 0) pw::fail(orch.at + \": a row length of axis `{aname}` is negative\");"
-                    ),
-                );
-                self.line(d1, "}");
-                self.line(
-                    d1,
-                    &format!("for (int64_t r{k} = 0; r{k} < n{k}; ++r{k}) {{"),
-                );
-                self.line(
-                    d1 + 1,
-                    &format!("for (int64_t p{k} = 0; p{k} < len{k}[r{k}]; ++p{k}) {{"),
-                );
-                self.inner_body(lp, k, d1, v1.map(|v| (v, format!("p{k}"))), whiles);
-            }
+            } => self.ragged(lp, (*rows, *lengths, *per_row), &level, whiles),
             AxisExtent::Sparse {
                 rows,
                 indptr,
                 indices,
-            } => {
-                self.row_count(*rows, k, d1, &aname);
-                let lo = self.element(*indptr, &format!("r{k}"));
-                let hi = self.element(*indptr, &format!("r{k} + 1"));
-                let ix = self.element(*indices, &format!("j{k}"));
-                self.line(
-                    d1,
-                    &format!("for (int64_t r{k} = 0; r{k} < n{k}; ++r{k}) {{"),
-                );
-                self.line(
-                    d1 + 1,
-                    &format!(
-                        "const int64_t lo{k} = static_cast<int64_t>({lo}), hi{k} = static_cast<int64_t>({hi});"
-                    ),
-                );
-                self.line(
-                    d1 + 1,
-                    &format!(
-                        "if (lo{k} < 0 || hi{k} < lo{k}) pw::fail(orch.at + \": axis `{aname}`: bad CSR offsets\");"
-                    ),
-                );
-                self.line(
-                    d1 + 1,
-                    &format!("for (int64_t j{k} = lo{k}; j{k} < hi{k}; ++j{k}) {{"),
-                );
-                let inner = format!("static_cast<int64_t>({ix})");
-                self.inner_body(lp, k, d1, v1.map(|v| (v, inner)), whiles);
-            }
+            } => self.sparse(lp, (*rows, *indptr, *indices), &level, whiles),
         }
         self.line(d, "}");
+    }
+
+    /// A dense axis of extent `e`.
+    fn dense(&mut self, lp: &Loop, e: ExprId, level: &Level<'_>, whiles: &[usize]) {
+        let Level { k, d1, aname } = *level;
+        let v0 = lp.vars.first().copied().unwrap_or(0);
+        let n = self.x(e);
+        self.line(d1, &format!("const int64_t n{k} = {n};"));
+        self.line(
+            d1,
+            &format!(
+                "if (n{k} < 0) pw::fail(orch.at + \": axis `{aname}` has negative extent \" + std::to_string(n{k}));"
+            ),
+        );
+        self.line(
+            d1,
+            &format!("for (int64_t i{k} = 0; i{k} < n{k}; ++i{k}) {{"),
+        );
+        self.line(d1 + 1, &format!("R{v0} = i{k};"));
+        self.line(d1 + 1, "PTO2_SCOPE_GUARD();");
+        self.body(&lp.body, d1 + 1, whiles);
+        if lp.ordered {
+            self.line(d1 + 1, &format!("o{k}.boundary();"));
+        }
+        self.line(d1, "}");
+    }
+
+    /// A ragged axis: `rows` rows whose lengths are the elements of `lengths` (or computed from
+    /// each by `per_row`).
+    fn ragged(
+        &mut self,
+        lp: &Loop,
+        (rows, lengths, per_row): (ExprId, TensorId, Option<RowLength>),
+        level: &Level<'_>,
+        whiles: &[usize],
+    ) {
+        let Level { k, d1, aname } = *level;
+        self.row_count(rows, k, d1, aname);
+        self.line(
+            d1,
+            &format!("std::vector<int64_t> len{k}(static_cast<size_t>(n{k}));"),
+        );
+        self.line(d1, &format!("for (int64_t r = 0; r < n{k}; ++r) {{"));
+        let el = self.element(lengths, "r");
+        match per_row {
+            None => self.line(d1 + 1, &format!("len{k}[r] = static_cast<int64_t>({el});")),
+            Some(pr) => {
+                let l = self.x(pr.length);
+                self.line(
+                    d1 + 1,
+                    &format!("R{} = static_cast<int64_t>({el});", pr.element),
+                );
+                self.line(d1 + 1, &format!("len{k}[r] = {l};"));
+            }
+        }
+        self.line(
+            d1 + 1,
+            &format!(
+                "if (len{k}[r] < 0) pw::fail(orch.at + \": a row length of axis `{aname}` is negative\");"
+            ),
+        );
+        self.line(d1, "}");
+        self.line(
+            d1,
+            &format!("for (int64_t r{k} = 0; r{k} < n{k}; ++r{k}) {{"),
+        );
+        self.line(
+            d1 + 1,
+            &format!("for (int64_t p{k} = 0; p{k} < len{k}[r{k}]; ++p{k}) {{"),
+        );
+        let v1 = lp.vars.get(1).copied();
+        self.inner_body(lp, k, d1, v1.map(|v| (v, format!("p{k}"))), whiles);
+    }
+
+    /// A sparse axis in CSR form: `rows` rows, row offsets `indptr`, column `indices`.
+    fn sparse(
+        &mut self,
+        lp: &Loop,
+        (rows, indptr, indices): (ExprId, TensorId, TensorId),
+        level: &Level<'_>,
+        whiles: &[usize],
+    ) {
+        let Level { k, d1, aname } = *level;
+        self.row_count(rows, k, d1, aname);
+        let lo = self.element(indptr, &format!("r{k}"));
+        let hi = self.element(indptr, &format!("r{k} + 1"));
+        let ix = self.element(indices, &format!("j{k}"));
+        self.line(
+            d1,
+            &format!("for (int64_t r{k} = 0; r{k} < n{k}; ++r{k}) {{"),
+        );
+        self.line(
+            d1 + 1,
+            &format!(
+                "const int64_t lo{k} = static_cast<int64_t>({lo}), hi{k} = static_cast<int64_t>({hi});"
+            ),
+        );
+        self.line(
+            d1 + 1,
+            &format!(
+                "if (lo{k} < 0 || hi{k} < lo{k}) pw::fail(orch.at + \": axis `{aname}`: bad CSR offsets\");"
+            ),
+        );
+        self.line(
+            d1 + 1,
+            &format!("for (int64_t j{k} = lo{k}; j{k} < hi{k}; ++j{k}) {{"),
+        );
+        let inner = format!("static_cast<int64_t>({ix})");
+        let v1 = lp.vars.get(1).copied();
+        self.inner_body(lp, k, d1, v1.map(|v| (v, inner)), whiles);
     }
 
     fn task(&mut self, t: &Task, d: usize) {
@@ -597,76 +656,128 @@ impl Gen<'_> {
                 .collect();
             self.line(d, &format!("ChipTensor {};", vars.join(", ")));
         }
+        let sub = Submission {
+            src,
+            plan: &plan,
+            region_no,
+            scalar_no,
+            base,
+            kname: &kname,
+        };
         let last = plan.parts.len().saturating_sub(1);
         for (pi, part) in plan.parts.iter().enumerate() {
-            self.line(d, "{");
-            let d1 = d + 1;
-            self.line(d1, "pto_wsp_orch::Task tk(orch);");
-            let mut outs = Vec::new();
-            for p in &part.params {
-                match *p {
-                    PartParam::Original(i) => {
-                        if region_no.get(i).is_some_and(|&r| r != usize::MAX) {
-                            match src {
-                                Source::Stmt(t) => self.region(t, i, region_no[i], &kname, d1),
-                                Source::Csp(t, _) => {
-                                    self.csp_region(t, region_no[i], &kname, d1);
-                                }
+            self.part(&sub, part, pi == last, d);
+        }
+    }
+
+    /// Submits one part of a task's kernel (`last`: the part whose id a pipeline keeps).
+    fn part(&mut self, sub: &Submission<'_>, part: &PartPlan, last: bool, d: usize) {
+        self.line(d, "{");
+        let d1 = d + 1;
+        self.line(d1, "pto_wsp_orch::Task tk(orch);");
+        let outs = self.part_tensors(sub, part, d1);
+        self.part_scalars(sub, part, d1);
+        self.line(d1, "tk.scalar(orch.status_slot());");
+        if let Source::Csp(t, _) = sub.src {
+            for dep in &t.deps {
+                self.line(d1, &format!("tk.after(ids[{dep}]);"));
+            }
+        }
+        let submit = format!("tk.submit({}, {})", part.func, part.core == Core::Aic);
+        match sub.src {
+            Source::Csp(_, i) if last => self.line(d1, &format!("ids[{i}] = {submit};")),
+            _ => self.line(d1, &format!("{submit};")),
+        }
+        for (k, id) in outs.iter().enumerate() {
+            self.line(d1, &format!("x{}_{id} = tk.output({k});", sub.base));
+        }
+        self.line(d, "}");
+    }
+
+    /// A part's tensor arguments: the task's regions and the scratch tensors it reads or
+    /// writes; returns the scratch tensors it writes, in order.
+    fn part_tensors(&mut self, sub: &Submission<'_>, part: &PartPlan, d1: usize) -> Vec<usize> {
+        let mut outs = Vec::new();
+        for p in &part.params {
+            match *p {
+                PartParam::Original(i) => {
+                    if sub.region_no.get(i).is_some_and(|&r| r != usize::MAX) {
+                        match sub.src {
+                            Source::Stmt(t) => {
+                                self.region(t, i, sub.region_no[i], sub.kname, d1);
+                            }
+                            Source::Csp(t, _) => {
+                                self.csp_region(t, sub.region_no[i], sub.kname, d1);
                             }
                         }
                     }
-                    PartParam::Scratch { id, output: true } => {
-                        let x = &plan.scratch[id];
-                        let dt = match x.dtype {
-                            pto_wsp_ir::DType::F16 => "FLOAT16",
-                            _ => "FLOAT32",
-                        };
-                        self.line(
-                            d1,
-                            &format!(
-                                "tk.scratch_out(DataType::{dt}, {}, {}); // tile `{}`",
-                                x.rows, x.cols, x.tile
-                            ),
-                        );
-                        outs.push(id);
-                    }
-                    PartParam::Scratch { id, output: false } => {
-                        self.line(d1, &format!("tk.scratch_in(x{base}_{id});"));
-                    }
                 }
-            }
-            for p in &part.params {
-                if let PartParam::Original(i) = *p
-                    && scalar_no.get(i).is_some_and(|&s| s != usize::MAX)
-                {
-                    let v = match src {
-                        Source::Stmt(_) => format!("a{}", scalar_no[i]),
-                        Source::Csp(t, _) => t
-                            .task
-                            .params
-                            .get(scalar_no[i])
-                            .map_or("0".to_string(), |v| value(*v)),
+                PartParam::Scratch { id, output: true } => {
+                    let x = &sub.plan.scratch[id];
+                    let dt = match x.dtype {
+                        pto_wsp_ir::DType::F16 => "FLOAT16",
+                        _ => "FLOAT32",
                     };
-                    self.line(d1, &format!("tk.scalar(static_cast<uint64_t>({v}));"));
+                    self.line(
+                        d1,
+                        &format!(
+                            "tk.scratch_out(DataType::{dt}, {}, {}); // tile `{}`",
+                            x.rows, x.cols, x.tile
+                        ),
+                    );
+                    outs.push(id);
+                }
+                PartParam::Scratch { id, output: false } => {
+                    self.line(d1, &format!("tk.scratch_in(x{}_{id});", sub.base));
                 }
             }
-            self.line(d1, "tk.scalar(orch.status_slot());");
-            if let Source::Csp(t, _) = src {
-                for dep in &t.deps {
-                    self.line(d1, &format!("tk.after(ids[{dep}]);"));
-                }
+        }
+        outs
+    }
+
+    /// A part's scalar arguments, in parameter order.
+    fn part_scalars(&mut self, sub: &Submission<'_>, part: &PartPlan, d1: usize) {
+        for p in &part.params {
+            if let PartParam::Original(i) = *p
+                && sub.scalar_no.get(i).is_some_and(|&s| s != usize::MAX)
+            {
+                let v = match sub.src {
+                    Source::Stmt(_) => format!("a{}", sub.scalar_no[i]),
+                    Source::Csp(t, _) => t
+                        .task
+                        .params
+                        .get(sub.scalar_no[i])
+                        .map_or("0".to_string(), |v| value(*v)),
+                };
+                self.line(d1, &format!("tk.scalar(static_cast<uint64_t>({v}));"));
             }
-            let submit = format!("tk.submit({}, {})", part.func, part.core == Core::Aic);
-            match src {
-                Source::Csp(_, i) if pi == last => self.line(d1, &format!("ids[{i}] = {submit};")),
-                _ => self.line(d1, &format!("{submit};")),
-            }
-            for (k, id) in outs.iter().enumerate() {
-                self.line(d1, &format!("x{base}_{id} = tk.output({k});"));
-            }
-            self.line(d, "}");
         }
     }
+}
+
+/// The loop being written: its number `k` (the suffix of its C++ names), the depth `d1` of its
+/// body and its axis's name.
+#[derive(Clone, Copy)]
+struct Level<'n> {
+    k: usize,
+    d1: usize,
+    aname: &'n str,
+}
+
+/// One task's submission of a kernel's parts.
+struct Submission<'s> {
+    /// Where its arguments come from.
+    src: Source<'s>,
+    /// How the kernel's tasks are submitted.
+    plan: &'s KernelPlan,
+    /// Per kernel parameter: its index among the regions (`usize::MAX` for a scalar).
+    region_no: Vec<usize>,
+    /// Per kernel parameter: its index among the scalars (`usize::MAX` for a region).
+    scalar_no: Vec<usize>,
+    /// The suffix of its scratch tensors' names (`x{base}_{id}`).
+    base: usize,
+    /// The kernel's name.
+    kname: &'s str,
 }
 
 /// Where a submitted task's arguments come from.

@@ -22,6 +22,8 @@
 //! statements are walked beside it only as the keys of the device plans (`alloc`, `sync`) and
 //! for the source text in comments.
 
+mod inst;
+
 use super::kernel_error;
 use crate::{EmitError, Input};
 use pto_wsp_ir::device::{
@@ -31,10 +33,9 @@ use pto_wsp_ir::device::{
 };
 use pto_wsp_ir::kernel_body::{KStmt, KStmtKind, TileDecl, TileKind};
 use pto_wsp_ir::resolve::body::{
-    Arg, Body, BodyKind, BodyStmt, FloatVal, IntExpr, MsgPart, TileRef, resolve_body,
+    Body, BodyKind, BodyStmt, FloatVal, IntExpr, MsgPart, TileRef, resolve_body,
 };
-use pto_wsp_ir::tile_isa::{CMP_MODES, CppForm, Operand};
-use pto_wsp_ir::{BinOp, DType, Expr, KernelDecl, Loc, ParamKind, ParamType, TileOp, UnOp};
+use pto_wsp_ir::{BinOp, DType, Expr, KernelDecl, Loc, ParamKind, ParamType, UnOp};
 use std::fmt::Write as _;
 
 /// The shortest run of alike operators [`KernelCx::chain`] writes flat.
@@ -403,153 +404,240 @@ impl<'a> KernelCx<'a> {
         depth: usize,
     ) -> Result<(), EmitError> {
         let pad = "    ".repeat(depth);
-        let kname = self.decl.name.name.clone();
         for (s, b) in body.iter().zip(resolved) {
-            let src = self.input.position(s.loc);
-            let before = self.messages.len();
-            match (&b.kind, &s.kind) {
-                (BodyKind::Tile { tile, valid }, _) => {
-                    self.tile_decl(s, *tile, valid.as_ref(), &src, out, &pad)?
-                }
-                (BodyKind::Let { slot, value }, _) => {
-                    let name = &self.body.values[*slot as usize].name;
-                    let where_ = format!("kernel `{kname}`: `{name}`");
-                    let v = self.expr(value, s.loc, &where_)?;
-                    let _ = writeln!(out, "{pad}const int64_t v_{name} = {v};");
-                    self.after_divisions(before, out, &pad);
-                }
-                (BodyKind::LetFloat { slot, value }, _) => {
-                    let name = &self.body.floats[*slot as usize].name;
-                    let where_ = format!("kernel `{kname}`: `{name}`");
-                    let v = self.float(value, s.loc, &where_)?;
-                    let _ = writeln!(out, "{pad}const float v_{name} = {v};");
-                    self.after_divisions(before, out, &pad);
-                }
-                (BodyKind::Check { cond, message }, _) => {
-                    let where_ = format!("kernel `{kname}`: check");
-                    let c = self.expr(cond, s.loc, &where_)?;
-                    self.fresh += 1;
-                    let cv = format!("c{}_", self.fresh);
-                    let _ = writeln!(out, "{pad}const bool {cv} = {c};");
-                    self.after_divisions(before, out, &pad);
-                    let (text, values) = self.message(message, s.loc, &where_)?;
-                    let code = self.check(format!("kernel `{kname}`: {text}"));
-                    let _ = writeln!(out, "{pad}if (!{cv}) {{");
-                    let mut args = vec!["st".to_string(), code.to_string()];
-                    args.extend(values);
-                    let _ = writeln!(
-                        out,
-                        "{pad}    pto_wsp_rt::fail({});\n{pad}    {RETURN}\n{pad}}}",
-                        args.join(", ")
-                    );
-                }
-                (
-                    BodyKind::GetVal {
-                        slot,
-                        tile,
-                        row,
-                        col,
-                    },
-                    _,
-                ) => {
-                    let where_ = format!("kernel `{kname}`: GETVAL");
-                    let t = self.tile_ref(tile, s.loc, &where_, out, &pad)?;
-                    let (r, c) = (
-                        self.expr(row, s.loc, &where_)?,
-                        self.expr(col, s.loc, &where_)?,
-                    );
-                    self.after_divisions(before, out, &pad);
-                    if let Mode::Device { sync, .. } = self.mode {
-                        for x in sync.before(s) {
-                            let _ = writeln!(out, "{pad}{}", x.cpp_in(self.half));
-                        }
-                    }
-                    let code = self.check(format!(
-                        "{where_}: ({{0}}, {{1}}) is outside the tile ({{2}} x {{3}})"
-                    ));
-                    let name = &self.body.values[*slot as usize].name;
-                    let _ = writeln!(out, "{pad}int64_t v_{name} = 0;");
-                    let _ = writeln!(
-                        out,
-                        "{pad}if (!pto_wsp_rt::get_value(st, {code}, {t}, {r}, {c}, v_{name})) {RETURN}",
-                    );
-                }
-                (
-                    BodyKind::For {
-                        slot,
-                        count,
-                        body: rbody,
-                    },
-                    KStmtKind::For { body: sbody, .. },
-                ) => {
-                    let var = self.body.values[*slot as usize].name.clone();
-                    let where_ = format!("kernel `{kname}`: the count of `for {var}`");
-                    let n = self.expr(count, s.loc, &where_)?;
-                    // Sibling loops may reuse a variable: each count has a fresh name.
-                    self.fresh += 1;
-                    let cnt = format!("{var}_n{}_", self.fresh);
-                    let _ = writeln!(out, "{pad}const int64_t {cnt} = {n};");
-                    self.after_divisions(before, out, &pad);
-                    let doubled: Vec<String> = match self.mode {
-                        Mode::Device { sync, doubles, .. } => {
-                            for x in sync.prologue(s) {
-                                let _ = writeln!(out, "{pad}{}", x.cpp_in(self.half));
-                            }
-                            doubles.of_loop(s).iter().map(|d| d.tile.clone()).collect()
-                        }
-                        Mode::Host => Vec::new(),
-                    };
-                    if doubled.is_empty() {
-                        let _ = writeln!(
-                            out,
-                            "{pad}for (int64_t v_{var} = 0; v_{var} < {cnt}; ++v_{var}) {{",
-                        );
-                        self.body(sbody, rbody, out, depth + 1)?;
-                        let _ = writeln!(out, "{pad}}}");
-                    } else {
-                        self.doubled_loop((&var, &cnt), &doubled, (sbody, rbody), out, depth)?;
-                    }
-                    if let Mode::Device { sync, .. } = self.mode {
-                        for x in sync.epilogue(s) {
-                            let _ = writeln!(out, "{pad}{}", x.cpp_in(self.half));
-                        }
-                    }
-                }
-                (
-                    BodyKind::If {
-                        cond,
-                        then_body: rthen,
-                        else_body: relse,
-                    },
-                    KStmtKind::If {
-                        then_body: sthen,
-                        else_body: selse,
-                        ..
-                    },
-                ) => {
-                    let where_ = format!("kernel `{kname}`: the condition of `if`");
-                    let c = self.expr(cond, s.loc, &where_)?;
-                    self.fresh += 1;
-                    let cv = format!("c{}_", self.fresh);
-                    let _ = writeln!(out, "{pad}const bool {cv} = {c};");
-                    self.after_divisions(before, out, &pad);
-                    let _ = writeln!(out, "{pad}if ({cv}) {{");
-                    self.body(sthen, rthen, out, depth + 1)?;
-                    let _ = writeln!(out, "{pad}}} else {{");
-                    self.body(selse, relse, out, depth + 1)?;
-                    let _ = writeln!(out, "{pad}}}");
-                }
-                (BodyKind::Inst { op, args }, _) => self.inst(s, *op, args, &src, out, &pad)?,
-                _ => {
-                    return Err(self.err(s.loc, "the resolved body does not match it".into()));
-                }
-            }
+            self.stmt(s, b, out, depth, &pad)?;
             if let Mode::Device { sync, .. } = self.mode {
                 for x in sync.after(s) {
                     let _ = writeln!(out, "{pad}{}", x.cpp_in(self.half));
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Writes one statement: `s` surface, `b` resolved, at `depth` (indented by `pad`).
+    fn stmt(
+        &mut self,
+        s: &KStmt,
+        b: &BodyStmt,
+        out: &mut String,
+        depth: usize,
+        pad: &str,
+    ) -> Result<(), EmitError> {
+        let src = self.input.position(s.loc);
+        match (&b.kind, &s.kind) {
+            (BodyKind::Tile { tile, valid }, _) => {
+                self.tile_decl(s, *tile, valid.as_ref(), &src, out, pad)
+            }
+            (BodyKind::Let { slot, value }, _) => self.let_int(s, *slot, value, out, pad),
+            (BodyKind::LetFloat { slot, value }, _) => self.let_float(s, *slot, value, out, pad),
+            (BodyKind::Check { cond, message }, _) => self.check_stmt(s, cond, message, out, pad),
+            (
+                BodyKind::GetVal {
+                    slot,
+                    tile,
+                    row,
+                    col,
+                },
+                _,
+            ) => self.get_val(s, *slot, tile, (row, col), out, pad),
+            (
+                BodyKind::For {
+                    slot,
+                    count,
+                    body: rbody,
+                },
+                KStmtKind::For { body: sbody, .. },
+            ) => self.for_loop(s, *slot, count, (sbody, rbody), out, depth),
+            (
+                BodyKind::If {
+                    cond,
+                    then_body: rthen,
+                    else_body: relse,
+                },
+                KStmtKind::If {
+                    then_body: sthen,
+                    else_body: selse,
+                    ..
+                },
+            ) => self.if_else(s, cond, [(sthen, rthen), (selse, relse)], out, depth),
+            (BodyKind::Inst { op, args }, _) => self.inst(s, *op, args, &src, out, pad),
+            _ => Err(self.err(s.loc, "the resolved body does not match it".into())),
+        }
+    }
+
+    /// `let NAME: i64 = VALUE;` (`slot`: NAME's value slot).
+    fn let_int(
+        &mut self,
+        s: &KStmt,
+        slot: u32,
+        value: &IntExpr,
+        out: &mut String,
+        pad: &str,
+    ) -> Result<(), EmitError> {
+        let before = self.messages.len();
+        let name = &self.body.values[slot as usize].name;
+        let where_ = format!("kernel `{}`: `{name}`", self.decl.name.name);
+        let v = self.expr(value, s.loc, &where_)?;
+        let _ = writeln!(out, "{pad}const int64_t v_{name} = {v};");
+        self.after_divisions(before, out, pad);
+        Ok(())
+    }
+
+    /// `let NAME: f32 = VALUE;` (`slot`: NAME's float slot).
+    fn let_float(
+        &mut self,
+        s: &KStmt,
+        slot: u32,
+        value: &FloatVal,
+        out: &mut String,
+        pad: &str,
+    ) -> Result<(), EmitError> {
+        let before = self.messages.len();
+        let name = &self.body.floats[slot as usize].name;
+        let where_ = format!("kernel `{}`: `{name}`", self.decl.name.name);
+        let v = self.float(value, s.loc, &where_)?;
+        let _ = writeln!(out, "{pad}const float v_{name} = {v};");
+        self.after_divisions(before, out, pad);
+        Ok(())
+    }
+
+    /// `check COND else "MESSAGE";`: a failure writes the message's code and values.
+    fn check_stmt(
+        &mut self,
+        s: &KStmt,
+        cond: &IntExpr,
+        message: &[MsgPart],
+        out: &mut String,
+        pad: &str,
+    ) -> Result<(), EmitError> {
+        let before = self.messages.len();
+        let kname = self.decl.name.name.clone();
+        let where_ = format!("kernel `{kname}`: check");
+        let c = self.expr(cond, s.loc, &where_)?;
+        self.fresh += 1;
+        let cv = format!("c{}_", self.fresh);
+        let _ = writeln!(out, "{pad}const bool {cv} = {c};");
+        self.after_divisions(before, out, pad);
+        let (text, values) = self.message(message, s.loc, &where_)?;
+        let code = self.check(format!("kernel `{kname}`: {text}"));
+        let _ = writeln!(out, "{pad}if (!{cv}) {{");
+        let mut args = vec!["st".to_string(), code.to_string()];
+        args.extend(values);
+        let _ = writeln!(
+            out,
+            "{pad}    pto_wsp_rt::fail({});\n{pad}    {RETURN}\n{pad}}}",
+            args.join(", ")
+        );
+        Ok(())
+    }
+
+    /// `let NAME: i64 = GETVAL(TILE, ROW, COL);`, the position checked against the tile.
+    fn get_val(
+        &mut self,
+        s: &KStmt,
+        slot: u32,
+        tile: &TileRef,
+        (row, col): (&IntExpr, &IntExpr),
+        out: &mut String,
+        pad: &str,
+    ) -> Result<(), EmitError> {
+        let before = self.messages.len();
+        let where_ = format!("kernel `{}`: GETVAL", self.decl.name.name);
+        let t = self.tile_ref(tile, s.loc, &where_, out, pad)?;
+        let (r, c) = (
+            self.expr(row, s.loc, &where_)?,
+            self.expr(col, s.loc, &where_)?,
+        );
+        self.after_divisions(before, out, pad);
+        if let Mode::Device { sync, .. } = self.mode {
+            for x in sync.before(s) {
+                let _ = writeln!(out, "{pad}{}", x.cpp_in(self.half));
+            }
+        }
+        let code = self.check(format!(
+            "{where_}: ({{0}}, {{1}}) is outside the tile ({{2}} x {{3}})"
+        ));
+        let name = &self.body.values[slot as usize].name;
+        let _ = writeln!(out, "{pad}int64_t v_{name} = 0;");
+        let _ = writeln!(
+            out,
+            "{pad}if (!pto_wsp_rt::get_value(st, {code}, {t}, {r}, {c}, v_{name})) {RETURN}",
+        );
+        Ok(())
+    }
+
+    /// `for VAR in range(COUNT) { BODY }` (`slot`: VAR's value slot), double-buffered where
+    /// the device plan says so.
+    fn for_loop(
+        &mut self,
+        s: &KStmt,
+        slot: u32,
+        count: &IntExpr,
+        (sbody, rbody): (&[KStmt], &[BodyStmt]),
+        out: &mut String,
+        depth: usize,
+    ) -> Result<(), EmitError> {
+        let pad = "    ".repeat(depth);
+        let before = self.messages.len();
+        let var = self.body.values[slot as usize].name.clone();
+        let where_ = format!("kernel `{}`: the count of `for {var}`", self.decl.name.name);
+        let n = self.expr(count, s.loc, &where_)?;
+        // Sibling loops may reuse a variable: each count has a fresh name.
+        self.fresh += 1;
+        let cnt = format!("{var}_n{}_", self.fresh);
+        let _ = writeln!(out, "{pad}const int64_t {cnt} = {n};");
+        self.after_divisions(before, out, &pad);
+        let doubled: Vec<String> = match self.mode {
+            Mode::Device { sync, doubles, .. } => {
+                for x in sync.prologue(s) {
+                    let _ = writeln!(out, "{pad}{}", x.cpp_in(self.half));
+                }
+                doubles.of_loop(s).iter().map(|d| d.tile.clone()).collect()
+            }
+            Mode::Host => Vec::new(),
+        };
+        if doubled.is_empty() {
+            let _ = writeln!(
+                out,
+                "{pad}for (int64_t v_{var} = 0; v_{var} < {cnt}; ++v_{var}) {{",
+            );
+            self.body(sbody, rbody, out, depth + 1)?;
+            let _ = writeln!(out, "{pad}}}");
+        } else {
+            self.doubled_loop((&var, &cnt), &doubled, (sbody, rbody), out, depth)?;
+        }
+        if let Mode::Device { sync, .. } = self.mode {
+            for x in sync.epilogue(s) {
+                let _ = writeln!(out, "{pad}{}", x.cpp_in(self.half));
+            }
+        }
+        Ok(())
+    }
+
+    /// `if COND { THEN } else { ELSE }` (`arms`: the two bodies, surface and resolved).
+    fn if_else(
+        &mut self,
+        s: &KStmt,
+        cond: &IntExpr,
+        arms: [(&[KStmt], &[BodyStmt]); 2],
+        out: &mut String,
+        depth: usize,
+    ) -> Result<(), EmitError> {
+        let pad = "    ".repeat(depth);
+        let before = self.messages.len();
+        let where_ = format!("kernel `{}`: the condition of `if`", self.decl.name.name);
+        let c = self.expr(cond, s.loc, &where_)?;
+        self.fresh += 1;
+        let cv = format!("c{}_", self.fresh);
+        let _ = writeln!(out, "{pad}const bool {cv} = {c};");
+        self.after_divisions(before, out, &pad);
+        let [(sthen, rthen), (selse, relse)] = arms;
+        let _ = writeln!(out, "{pad}if ({cv}) {{");
+        self.body(sthen, rthen, out, depth + 1)?;
+        let _ = writeln!(out, "{pad}}} else {{");
+        self.body(selse, relse, out, depth + 1)?;
+        let _ = writeln!(out, "{pad}}}");
         Ok(())
     }
 
@@ -674,308 +762,6 @@ impl<'a> KernelCx<'a> {
         }
         (self.half, self.doubled_now) = saved;
         let _ = writeln!(out, "{pad}}}");
-        Ok(())
-    }
-
-    fn inst(
-        &mut self,
-        s: &KStmt,
-        op: pto_wsp_ir::TileOp,
-        args: &[Arg],
-        src: &str,
-        out: &mut String,
-        pad: &str,
-    ) -> Result<(), EmitError> {
-        let loc = s.loc;
-        let mn = op.mnemonic();
-        let form = op.cpp_form();
-        if let CppForm::Missing(why) = form {
-            return Err(self.err(loc, format!("{mn} has no PTO-ISA equivalent: {why}")));
-        }
-        let kname = self.decl.name.name.clone();
-        let where_ = format!("kernel `{kname}`: {mn}");
-        let written: Vec<String> = match &s.kind {
-            KStmtKind::Inst { args, .. } => args.iter().map(|a| a.to_string()).collect(),
-            _ => Vec::new(),
-        };
-        let _ = writeln!(out, "{pad}// {mn}({}) ({src})", written.join(", "));
-        let before = self.messages.len();
-        // The element type of the first tile operand: float operands take it.
-        let tile_elem = args
-            .iter()
-            .find_map(|a| match a {
-                Arg::Tile(t) => elem(self.decl(t).dtype),
-                _ => None,
-            })
-            .unwrap_or("float");
-        let mut cpp: Vec<String> = Vec::new();
-        let mut tiles: Vec<&TileRef> = Vec::new();
-        let mut global: Option<(String, usize, DType)> = None;
-        let mut offsets: Vec<String> = Vec::new();
-        let mut ints: Vec<String> = Vec::new();
-        let mut word = String::new();
-        for (i, kind) in op.operands().iter().enumerate() {
-            let a = args.get(i);
-            match kind {
-                Operand::Dst | Operand::Src => {
-                    let Some(Arg::Tile(a)) = a else {
-                        return Err(self.err(loc, format!("{mn}: a tile operand is missing")));
-                    };
-                    cpp.push(self.tile_ref(a, loc, &where_, out, pad)?);
-                    tiles.push(a);
-                }
-                Operand::Global => {
-                    let Some(&Arg::Region(ri)) = a else {
-                        return Err(self.err(loc, format!("{mn}: a tile parameter is missing")));
-                    };
-                    let r = &self.body.regions[ri as usize];
-                    global = Some((r.name.clone(), ri as usize, r.dtype));
-                    cpp.push("gt_".to_string());
-                }
-                Operand::Float => {
-                    let v = match a {
-                        Some(Arg::Float(f)) => self.float(f, loc, &where_)?,
-                        _ => "0.0f".to_string(),
-                    };
-                    cpp.push(format!("static_cast<{tile_elem}>({v})"));
-                }
-                Operand::CmpMode => {
-                    let w = match a {
-                        Some(&Arg::Word(w)) => CMP_MODES.get(w as usize).copied(),
-                        _ => None,
-                    };
-                    word = format!("pto::CmpMode::{}", w.unwrap_or_default());
-                }
-                Operand::TriMode => {
-                    word = match a {
-                        Some(Arg::Word(1)) => "1".into(),
-                        _ => "0".into(),
-                    };
-                }
-                Operand::PadMode => {
-                    word = match a {
-                        Some(Arg::Word(1)) => "pto::PadValue::Min".into(),
-                        Some(Arg::Word(2)) => "pto::PadValue::Max".into(),
-                        _ => "pto::PadValue::Zero".into(),
-                    };
-                }
-                Operand::Int => {
-                    let Some(Arg::Int(e)) = a else {
-                        return Err(self.err(loc, format!("{mn}: an integer operand is missing")));
-                    };
-                    ints.push(self.expr(e, loc, &where_)?);
-                }
-                Operand::OptInt => {
-                    offsets.push(match a {
-                        Some(Arg::Int(e)) => self.expr(e, loc, &where_)?,
-                        _ => "int64_t{0}".to_string(),
-                    });
-                }
-            }
-        }
-        if !offsets.is_empty() || !ints.is_empty() {
-            // Offsets and integer operands are evaluated (and their divisions checked) before
-            // the instruction.
-            for (i, o) in offsets.iter_mut().chain(ints.iter_mut()).enumerate() {
-                self.fresh += 1;
-                let var = format!("o{}_{i}", self.fresh);
-                let _ = writeln!(out, "{pad}const int64_t {var} = {o};");
-                *o = var;
-            }
-            self.after_divisions(before, out, pad);
-        }
-        if let Mode::Device { sync, .. } = self.mode {
-            for x in sync.before(s) {
-                let _ = writeln!(out, "{pad}{}", x.cpp_in(self.half));
-            }
-        }
-        if op == TileOp::Trans {
-            return self.trans(s, &cpp, args, loc, out, pad);
-        }
-        let dst_elem = tiles
-            .first()
-            .and_then(|a| elem(self.decl(a).dtype))
-            .unwrap_or("float");
-        // A store of an accumulator into a region of another type converts (the cube's fix
-        // pipe); PTO-ISA's CPU simulation refuses mixed sizes, so the helper does it there.
-        let converting_store = op == TileOp::Store
-            && global
-                .as_ref()
-                .zip(tiles.first().map(|a| self.decl(a)))
-                .is_some_and(|((_, _, dt), t)| *dt != t.dtype);
-        let call = match form {
-            _ if converting_store => format!("pto_wsp_rt::store_cvt({})", cpp.join(", ")),
-            CppForm::Direct if op == TileOp::MrgSort => format!(
-                "TMRGSORT({}, {}, static_cast<uint32_t>({}))",
-                cpp[0], cpp[1], ints[0]
-            ),
-            CppForm::Direct => format!("{mn}({})", cpp.join(", ")),
-            CppForm::WithTmp => {
-                let tmp = self.temp_tile(s, &cpp[1], out, pad);
-                format!("{mn}({}, {tmp})", cpp.join(", "))
-            }
-            CppForm::Helper { name, tmp } => {
-                let mut ops = cpp.clone();
-                if tmp {
-                    ops.push(self.temp_tile(s, &cpp[1], out, pad));
-                }
-                ops.extend(ints.iter().cloned());
-                if !word.is_empty() {
-                    ops.push(word.clone());
-                }
-                if op == TileOp::SetVal {
-                    let code = self.check(format!(
-                        "{where_}: ({{0}}, {{1}}) is outside the tile ({{2}} x {{3}})"
-                    ));
-                    format!(
-                        "if (!pto_wsp_rt::{name}(st, {code}, {})) {RETURN}",
-                        ops.join(", ")
-                    )
-                } else {
-                    format!("pto_wsp_rt::{name}({})", ops.join(", "))
-                }
-            }
-            CppForm::WithRound => {
-                format!("{mn}({}, pto::RoundMode::CAST_RINT)", cpp.join(", "))
-            }
-            CppForm::AccTwice => format!("{mn}({c}, {c}, {}, {})", cpp[1], cpp[2], c = cpp[0]),
-            CppForm::Template => match op {
-                TileOp::Ci => format!(
-                    "TCI<std::remove_reference_t<decltype({t})>, {dst_elem}, 0>({t}, static_cast<{dst_elem}>({}))",
-                    ints[0],
-                    t = cpp[0]
-                ),
-                TileOp::Tri => format!(
-                    "TTRI<std::remove_reference_t<decltype({t})>, {word}>({t}, static_cast<int>({}))",
-                    ints[0],
-                    t = cpp[0]
-                ),
-                _ => format!("pto_wsp_rt::fill_pad<{word}>({})", cpp.join(", ")),
-            },
-            CppForm::Missing(_) => unreachable!("refused above"),
-        };
-        match global {
-            None if call.starts_with("if (") => {
-                let _ = writeln!(out, "{pad}{call}");
-            }
-            None => {
-                let _ = writeln!(out, "{pad}{call};");
-            }
-            Some((g, ri, gdt)) => {
-                // The tile whose valid part moves: the destination of TLOAD, the source of TSTORE.
-                let t = cpp
-                    .iter()
-                    .find(|c| c.as_str() != "gt_")
-                    .cloned()
-                    .unwrap_or_default();
-                let stacked = tiles
-                    .first()
-                    .is_some_and(|a| self.decl(a).kind == TileKind::Vec);
-                let (r0, c0) = (
-                    offsets
-                        .first()
-                        .cloned()
-                        .unwrap_or_else(|| "int64_t{0}".into()),
-                    offsets
-                        .get(1)
-                        .cloned()
-                        .unwrap_or_else(|| "int64_t{0}".into()),
-                );
-                let code = self.check(format!(
-                    "{where_}: {{0}} x {{1}} at ({{2}}, {{3}}) is outside region {ri} ({{4}} x {{5}})"
-                ));
-                let _code2 = self.check(format!(
-                    "{where_}: rows {{0}} to {{1}} of region {ri} are not one run of its layout, \
-                     whose rows come in groups of {{2}} (a `vec` tile may cover whole groups, a \
-                     matrix tile must stay inside one)"
-                ));
-                let _code3 = self.check(format!(
-                    "{where_}: the rows of region {ri} are {{0}} elements apart; a matrix tile \
-                     moves rows at most 65,535 elements apart"
-                ));
-                let _ = writeln!(out, "{pad}{{");
-                let e = elem(gdt).unwrap_or("float");
-                let _ = writeln!(out, "{pad}    pto_wsp_rt::Part<{e}> p_;");
-                let _ = writeln!(
-                    out,
-                    "{pad}    if (!pto_wsp_rt::part(st, {code}, g_{g}, {r0}, {c0}, {t}.GetValidRow(), {t}.GetValidCol(), {stacked}, p_)) {RETURN}"
-                );
-                let view = if stacked { "tensor" } else { "tensor2" };
-                let _ = writeln!(out, "{pad}    auto gt_ = pto_wsp_rt::{view}(p_);");
-                let _ = writeln!(out, "{pad}    {call};");
-                let _ = writeln!(out, "{pad}}}");
-            }
-        }
-        Ok(())
-    }
-
-    /// A scratch tile shaped like the tile `like` (C++), placed on the device where the plan
-    /// puts instruction `s`'s scratch; returns its name.
-    fn temp_tile(&mut self, s: &KStmt, like: &str, out: &mut String, pad: &str) -> String {
-        self.fresh += 1;
-        let t = format!("tmp{}_", self.fresh);
-        let _ = writeln!(
-            out,
-            "{pad}std::remove_reference_t<decltype({like})> {t}({like}.GetValidRow(), {like}.GetValidCol());"
-        );
-        if let Mode::Device { alloc, .. } = self.mode {
-            self.assign(&t, alloc.temp(s), out, pad);
-        }
-        t
-    }
-
-    /// `TTRANS(dst, src)` (`cpp`: the operands as C++). PTO-ISA's `TTRANS` handles vector tiles
-    /// only; in host mode a left / right / accumulator / matrix operand goes through a vector
-    /// tile and `TMOV` (copies, exact in any order). In device mode the rules allow vector tiles
-    /// only.
-    fn trans(
-        &mut self,
-        s: &KStmt,
-        cpp: &[String],
-        args: &[Arg],
-        loc: Loc,
-        out: &mut String,
-        pad: &str,
-    ) -> Result<(), EmitError> {
-        let (Some(Arg::Tile(dt)), Some(Arg::Tile(st))) = (args.first(), args.get(1)) else {
-            return Err(self.err(loc, "TTRANS: operands must be tiles".into()));
-        };
-        let (d, sd) = (self.decl(dt).clone(), self.decl(st).clone());
-        let (dref, sref) = (cpp[0].clone(), cpp[1].clone());
-        self.fresh += 1;
-        let k = self.fresh;
-        let plain = |t: &TileDecl| TileDecl {
-            name: pto_wsp_ir::Ident::new(String::new()),
-            kind: TileKind::Vec,
-            count: None,
-            ..t.clone()
-        };
-        let mut src = sref.clone();
-        if sd.kind != TileKind::Vec {
-            let ty = tile_type(&plain(&sd)).map_err(|m| self.err(loc, m))?;
-            let _ = writeln!(
-                out,
-                "{pad}{ty} tsrc{k}_({sref}.GetValidRow(), {sref}.GetValidCol());\n{pad}TMOV(tsrc{k}_, {sref});"
-            );
-            src = format!("tsrc{k}_");
-        }
-        let _ = writeln!(
-            out,
-            "{pad}std::remove_reference_t<decltype({src})> tmp{k}_({src}.GetValidRow(), {src}.GetValidCol());"
-        );
-        if let Mode::Device { alloc, .. } = self.mode {
-            self.assign(&format!("tmp{k}_"), alloc.temp(s), out, pad);
-        }
-        if d.kind == TileKind::Vec {
-            let _ = writeln!(out, "{pad}TTRANS({dref}, {src}, tmp{k}_);");
-        } else {
-            let ty = tile_type(&plain(&d)).map_err(|m| self.err(loc, m))?;
-            let _ = writeln!(
-                out,
-                "{pad}{ty} tdst{k}_({dref}.GetValidRow(), {dref}.GetValidCol());\n\
-                 {pad}TTRANS(tdst{k}_, {src}, tmp{k}_);\n{pad}TMOV({dref}, tdst{k}_);"
-            );
-        }
         Ok(())
     }
 }

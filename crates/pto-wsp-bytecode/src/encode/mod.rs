@@ -324,22 +324,7 @@ impl Emitter {
                 self.at(*loc);
                 self.emit_if(cond, then, otherwise)?;
             }
-            LStmt::Seq(body) => {
-                if body.is_empty() {
-                    return Ok(());
-                }
-                let at = self.push(Insn::new(Op::Seq, 0, 0));
-                self.enter()?;
-                for (i, child) in body.iter().enumerate() {
-                    if i > 0 {
-                        self.push(Insn::new(Op::Step, 0, at as u32));
-                    }
-                    self.stmt(child)?;
-                }
-                let end = self.push(Insn::new(Op::SeqEnd, 0, at as u32));
-                self.insns[at].b = end as u32;
-                self.depth -= 1;
-            }
+            LStmt::Seq(body) => self.emit_seq(body)?,
             LStmt::Block(body) => self.stmts(body)?,
             LStmt::Task(t) => self.emit_task(t)?,
             LStmt::Set { reg, value, loc } => {
@@ -355,37 +340,14 @@ impl Emitter {
                 loc,
             } => {
                 self.at(*loc);
-                let mut refs = Vec::new();
-                for e in index {
-                    refs.push(self.expr(e)?);
-                }
-                let op = if *computed { Op::Read } else { Op::Load };
-                let at = self.push(Insn::new(op, *reg, u32::from(*tensor)));
-                if *computed {
-                    self.read_locs.push((at as u32, *loc));
-                }
-                self.refs(&refs);
+                self.emit_load(*reg, *tensor, index, (*computed).then_some(*loc))?;
             }
             LStmt::While {
                 cond,
                 max,
                 body,
                 loc,
-            } => {
-                self.at(*loc);
-                let m = self.expr(max)?;
-                let at = self.push(Insn::new(Op::While, m, 0));
-                self.enter()?;
-                self.whiles.push(at);
-                self.stmts(body)?;
-                self.whiles.pop();
-                self.depth -= 1;
-                // The `wend` evaluates the condition: the `while` statement's again.
-                self.at(*loc);
-                let c = self.expr(cond)?;
-                let end = self.push(Insn::new(Op::EndWhile, c, at as u32));
-                self.insns[at].b = end as u32;
-            }
+            } => self.emit_while(cond, max, body, *loc)?,
             LStmt::Break { cond, loc } => {
                 self.at(*loc);
                 let c = self.expr(cond)?;
@@ -410,22 +372,101 @@ impl Emitter {
                 var,
                 body,
                 loc,
-            } => {
-                self.at(*loc);
-                let at = self.push(Insn {
-                    op: Op::Consume,
-                    flags: *channel,
-                    a: *var,
-                    b: 0,
-                });
-                self.enter()?;
-                self.stmts(body)?;
-                self.depth -= 1;
-                self.at(*loc);
-                let next = self.push(Insn::new(Op::Next, 0, at as u32));
-                self.insns[at].b = next as u32;
-            }
+            } => self.emit_consume(*channel, *var, body, *loc)?,
         }
+        Ok(())
+    }
+
+    /// `seq` with a `step` between its statements, and `seqend` (nothing for an empty one).
+    fn emit_seq(&mut self, body: &[LStmt]) -> Result<(), EncodeError> {
+        if body.is_empty() {
+            return Ok(());
+        }
+        let at = self.push(Insn::new(Op::Seq, 0, 0));
+        self.enter()?;
+        for (i, child) in body.iter().enumerate() {
+            if i > 0 {
+                self.push(Insn::new(Op::Step, 0, at as u32));
+            }
+            self.stmt(child)?;
+        }
+        let end = self.push(Insn::new(Op::SeqEnd, 0, at as u32));
+        self.insns[at].b = end as u32;
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// `load` of a bound tensor's element into `reg`, or `read` of a computed one (`computed`:
+    /// the statement's location, recorded for the read), followed by its index expressions.
+    fn emit_load(
+        &mut self,
+        reg: u16,
+        tensor: u16,
+        index: &[TExpr],
+        computed: Option<Loc>,
+    ) -> Result<(), EncodeError> {
+        let mut refs = Vec::new();
+        for e in index {
+            refs.push(self.expr(e)?);
+        }
+        let op = if computed.is_some() {
+            Op::Read
+        } else {
+            Op::Load
+        };
+        let at = self.push(Insn::new(op, reg, u32::from(tensor)));
+        if let Some(loc) = computed {
+            self.read_locs.push((at as u32, loc));
+        }
+        self.refs(&refs);
+        Ok(())
+    }
+
+    /// `while` (at most `max` iterations) and its `wend`, which evaluates the condition.
+    fn emit_while(
+        &mut self,
+        cond: &TExpr,
+        max: &TExpr,
+        body: &[LStmt],
+        loc: Loc,
+    ) -> Result<(), EncodeError> {
+        self.at(loc);
+        let m = self.expr(max)?;
+        let at = self.push(Insn::new(Op::While, m, 0));
+        self.enter()?;
+        self.whiles.push(at);
+        self.stmts(body)?;
+        self.whiles.pop();
+        self.depth -= 1;
+        // The `wend` evaluates the condition: the `while` statement's again.
+        self.at(loc);
+        let c = self.expr(cond)?;
+        let end = self.push(Insn::new(Op::EndWhile, c, at as u32));
+        self.insns[at].b = end as u32;
+        Ok(())
+    }
+
+    /// `consume` of `channel` into `var` and its `next`.
+    fn emit_consume(
+        &mut self,
+        channel: u8,
+        var: u16,
+        body: &[LStmt],
+        loc: Loc,
+    ) -> Result<(), EncodeError> {
+        self.at(loc);
+        let at = self.push(Insn {
+            op: Op::Consume,
+            flags: channel,
+            a: var,
+            b: 0,
+        });
+        self.enter()?;
+        self.stmts(body)?;
+        self.depth -= 1;
+        self.at(loc);
+        let next = self.push(Insn::new(Op::Next, 0, at as u32));
+        self.insns[at].b = next as u32;
         Ok(())
     }
 

@@ -19,7 +19,7 @@ use super::{
     ArgPlan, Body, CheckError, GraphPlan, Item, KernelPlan, PartitionPlan, Scalar, TensorPlan,
 };
 use crate::isa::{Insn, Op};
-use crate::operand::{AffinityType, CoreType, DependencyType, KernelId, Split};
+use crate::operand::{AffinityType, CoreType, DependencyType, KernelId, Split, TensorId};
 use crate::program::Program;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -544,6 +544,20 @@ fn request_fits(core: CoreType, r: [u32; 3]) -> bool {
     }
 }
 
+/// A dependency: source and destination kernels, its type, its tensor and its instruction.
+type Dep = (usize, usize, DependencyType, Option<usize>, usize);
+
+/// What a graph's reference instructions say besides kernel arguments and placement.
+#[derive(Default)]
+struct Refs {
+    /// `TG_DEPEND`s, in order.
+    deps: Vec<Dep>,
+    /// `SY_BARRIER`s: the kernels and the instruction.
+    barriers: Vec<(Vec<usize>, usize)>,
+    /// `CA_AFFINITY`s.
+    affinities: Vec<(Vec<usize>, AffinityType)>,
+}
+
 /// The plan of the graph `g` (see the module docs).
 pub(crate) fn finish(
     g: GraphBuild,
@@ -551,8 +565,50 @@ pub(crate) fn finish(
     tensors: &[TensorPlan],
     tensor_index: &HashMap<u32, usize>,
 ) -> Result<GraphPlan, CheckError> {
-    let mut kernels: Vec<KernelPlan> = g
-        .kernels
+    let mut kernels = kernel_plans(&g, p);
+    let refs = read_refs(&g, p, tensors, tensor_index, &mut kernels)?;
+    check_data_deps(&refs.deps, &kernels, tensors)?;
+    // The blocks, and every edge lifted into them.
+    let mut arena = Arena {
+        blocks: Vec::new(),
+        at: vec![(0, 0); kernels.len()],
+    };
+    arena.add(g.root, None);
+    break_edges(&mut arena);
+    let soft = lift_deps(&mut arena, &refs.deps, p, &kernels)?;
+    lift_barriers(&mut arena, &refs.barriers)?;
+    for b in 0..arena.blocks.len() {
+        acyclic(&arena, p, b, &kernels)?;
+    }
+    let root = to_body(&arena, 0);
+    let mut uses = BTreeSet::new();
+    for k in &kernels {
+        for a in &k.args {
+            if let ArgPlan::Tensor { tensor, .. } = a {
+                uses.insert(*tensor);
+            }
+        }
+    }
+    for &(_, _, _, t, _) in &refs.deps {
+        uses.extend(t);
+    }
+    scalar_uses(&root, &mut uses);
+    Ok(GraphPlan {
+        id: g.id,
+        name: g.name,
+        kernels,
+        root,
+        partition: g.partition,
+        affinities: refs.affinities,
+        soft,
+        uses: uses.into_iter().collect(),
+        insn: g.insn,
+    })
+}
+
+/// The plan of each `TG_KERNEL` of `g`, without arguments or placement yet.
+fn kernel_plans(g: &GraphBuild, p: &Program) -> Vec<KernelPlan> {
+    g.kernels
         .iter()
         .zip(&g.iters)
         .filter_map(|(&i, iters)| match &p.insns[i] {
@@ -578,11 +634,20 @@ pub(crate) fn finish(
             }),
             _ => None,
         })
-        .collect();
+        .collect()
+}
+
+/// Reads the graph's reference instructions: arguments, requests and events into `kernels`,
+/// the rest returned.
+fn read_refs(
+    g: &GraphBuild,
+    p: &Program,
+    tensors: &[TensorPlan],
+    tensor_index: &HashMap<u32, usize>,
+    kernels: &mut [KernelPlan],
+) -> Result<Refs, CheckError> {
     let mut args: Vec<Vec<Option<(ArgPlan, usize)>>> = vec![Vec::new(); kernels.len()];
-    let mut deps = Vec::new();
-    let mut barriers = Vec::new();
-    let mut affinities = Vec::new();
+    let mut refs = Refs::default();
     for &i in &g.refs {
         match &p.insns[i] {
             Insn::TgDepend {
@@ -590,81 +655,41 @@ pub(crate) fn finish(
                 dst,
                 dep_type,
                 tensor,
-            } => {
-                let s = kernel(&g, p, i, 0, *src)?;
-                let d = kernel(&g, p, i, 1, *dst)?;
-                if s == d {
-                    return err(
-                        i,
-                        Some(1),
-                        format!("kernel {} depends on itself", kernels[s].name),
-                    );
-                }
-                let t = match tensor {
-                    Some(t) => Some(*tensor_index.get(&t.0).ok_or_else(|| {
-                        CheckError::at(
-                            i,
-                            Some(3),
-                            format!(
-                                "tensor {} is not allocated by any MC_ALLOC",
-                                p.tensor_name(t.0)
-                            ),
-                        )
-                    })?),
-                    None if *dep_type == DependencyType::Data => {
-                        return err(i, Some(3), "a DATA dependency names its tensor");
-                    }
-                    None => None,
-                };
-                deps.push((s, d, *dep_type, t, i));
-            }
-            Insn::McBind { .. } => {
-                bind(&g, p, i, tensors, tensor_index, &mut kernels, &mut args)?;
-            }
+            } => refs.deps.push(depend(
+                (g, p, i),
+                (src, dst),
+                dep_type,
+                tensor,
+                tensor_index,
+                kernels,
+            )?),
+            Insn::McBind { .. } => bind(g, p, i, tensors, tensor_index, kernels, &mut args)?,
             Insn::CaRequest {
                 kernel: kid,
                 aic,
                 aiv,
                 aicpu,
             } => {
-                let k = kernel(&g, p, i, 0, *kid)?;
-                if kernels[k].request.is_some() {
-                    return err(
-                        i,
-                        Some(0),
-                        format!("kernel {} has a second CA_REQUEST", kernels[k].name),
-                    );
-                }
-                let r = [*aic, *aiv, *aicpu];
-                if !request_fits(kernels[k].core, r) {
-                    return err(
-                        i,
-                        Some(1),
-                        format!(
-                            "CA_REQUEST gives kernel {} ({}) no core it can run on",
-                            kernels[k].name, kernels[k].core
-                        ),
-                    );
-                }
-                kernels[k].request = Some(r);
+                let k = kernel(g, p, i, 0, *kid)?;
+                request(&mut kernels[k], i, [*aic, *aiv, *aicpu])?;
             }
             Insn::CaAffinity {
                 kernels: set,
                 affinity,
             } => {
-                let ks = kernel_set(&g, p, i, &set.0)?;
-                affinities.push((ks, *affinity));
+                let ks = kernel_set(g, p, i, &set.0)?;
+                refs.affinities.push((ks, *affinity));
             }
             Insn::SySignal { event, kernel: kid } => {
-                let k = kernel(&g, p, i, 1, *kid)?;
+                let k = kernel(g, p, i, 1, *kid)?;
                 kernels[k].signals.push(event.0);
             }
             Insn::SyWait { event, kernel: kid } => {
-                let k = kernel(&g, p, i, 1, *kid)?;
+                let k = kernel(g, p, i, 1, *kid)?;
                 kernels[k].waits.push(event.0);
             }
             Insn::SyBarrier { kernels: set, .. } => {
-                barriers.push((kernel_set(&g, p, i, &set.0)?, i));
+                refs.barriers.push((kernel_set(g, p, i, &set.0)?, i));
             }
             _ => {}
         }
@@ -688,7 +713,77 @@ pub(crate) fn finish(
         }
         kernels[k].args = list;
     }
-    for &(s, d, ty, t, i) in &deps {
+    Ok(refs)
+}
+
+/// Reads the `TG_DEPEND` at `i`: `src` → `dst` of type `dep_type`, through `tensor`.
+fn depend(
+    (g, p, i): (&GraphBuild, &Program, usize),
+    (src, dst): (&KernelId, &KernelId),
+    dep_type: &DependencyType,
+    tensor: &Option<TensorId>,
+    tensor_index: &HashMap<u32, usize>,
+    kernels: &[KernelPlan],
+) -> Result<Dep, CheckError> {
+    let s = kernel(g, p, i, 0, *src)?;
+    let d = kernel(g, p, i, 1, *dst)?;
+    if s == d {
+        return err(
+            i,
+            Some(1),
+            format!("kernel {} depends on itself", kernels[s].name),
+        );
+    }
+    let t = match tensor {
+        Some(t) => Some(*tensor_index.get(&t.0).ok_or_else(|| {
+            CheckError::at(
+                i,
+                Some(3),
+                format!(
+                    "tensor {} is not allocated by any MC_ALLOC",
+                    p.tensor_name(t.0)
+                ),
+            )
+        })?),
+        None if *dep_type == DependencyType::Data => {
+            return err(i, Some(3), "a DATA dependency names its tensor");
+        }
+        None => None,
+    };
+    Ok((s, d, *dep_type, t, i))
+}
+
+/// Records the `CA_REQUEST` `r` (at `i`) of kernel `k`: one per kernel, giving it a core of its
+/// type.
+fn request(k: &mut KernelPlan, i: usize, r: [u32; 3]) -> Result<(), CheckError> {
+    if k.request.is_some() {
+        return err(
+            i,
+            Some(0),
+            format!("kernel {} has a second CA_REQUEST", k.name),
+        );
+    }
+    if !request_fits(k.core, r) {
+        return err(
+            i,
+            Some(1),
+            format!(
+                "CA_REQUEST gives kernel {} ({}) no core it can run on",
+                k.name, k.core
+            ),
+        );
+    }
+    k.request = Some(r);
+    Ok(())
+}
+
+/// Checks that each `DATA` dependency's source writes its tensor and its destination binds it.
+fn check_data_deps(
+    deps: &[Dep],
+    kernels: &[KernelPlan],
+    tensors: &[TensorPlan],
+) -> Result<(), CheckError> {
+    for &(s, d, ty, t, i) in deps {
         if ty != DependencyType::Data {
             continue;
         }
@@ -723,20 +818,19 @@ pub(crate) fn finish(
             );
         }
     }
+    Ok(())
+}
 
-    // The blocks, and every edge lifted into them.
-    let mut arena = Arena {
-        blocks: Vec::new(),
-        at: vec![(0, 0); kernels.len()],
-    };
-    arena.add(g.root, None);
+/// Orders every item of a block that holds a `CF_BREAK` (or is a `CF_IF` holding one) after
+/// every item defined before it and before every item defined after it.
+fn break_edges(arena: &mut Arena) {
     for b in 0..arena.blocks.len() {
         let n = arena.blocks[b].defined;
         for i in 0..n {
             if !arena.has_break(b, i) {
                 continue;
             }
-            let insn = break_insn(&arena, b, i);
+            let insn = break_insn(arena, b, i);
             for j in 0..n {
                 match j.cmp(&i) {
                     std::cmp::Ordering::Less => arena.blocks[b].edges.push((j, i, insn)),
@@ -746,8 +840,18 @@ pub(crate) fn finish(
             }
         }
     }
+}
+
+/// Lifts each dependency into the innermost block holding both ends (a `BARRIER` one as a join
+/// point); returns the soft dependencies between kernels of one block.
+fn lift_deps(
+    arena: &mut Arena,
+    deps: &[Dep],
+    p: &Program,
+    kernels: &[KernelPlan],
+) -> Result<Vec<(usize, usize)>, CheckError> {
     let mut soft = Vec::new();
-    for &(s, d, ty, _, i) in &deps {
+    for &(s, d, ty, _, i) in deps {
         let (b, items) = arena.lift(&[s, d]);
         let (a, z) = (items[0], items[1]);
         if a == z {
@@ -777,8 +881,8 @@ pub(crate) fn finish(
                         format!(
                             "a BARRIER dependency runs forward in definition order, but {} is \
                              defined before {}",
-                            arena.label(p, b, z, &kernels),
-                            arena.label(p, b, a, &kernels)
+                            arena.label(p, b, z, kernels),
+                            arena.label(p, b, a, kernels)
                         ),
                     );
                 }
@@ -795,7 +899,13 @@ pub(crate) fn finish(
             }
         }
     }
-    for (set, i) in &barriers {
+    Ok(soft)
+}
+
+/// Each `SY_BARRIER` as a join point in the block holding its kernels: after what any of them
+/// waits for, before each of them.
+fn lift_barriers(arena: &mut Arena, barriers: &[(Vec<usize>, usize)]) -> Result<(), CheckError> {
+    for (set, i) in barriers {
         let (b, items) = arena.lift(set);
         let distinct: BTreeSet<usize> = items.iter().copied().collect();
         if distinct.len() != items.len() {
@@ -822,34 +932,7 @@ pub(crate) fn finish(
             blk.edges.push((j, x, *i));
         }
     }
-    for b in 0..arena.blocks.len() {
-        acyclic(&arena, p, b, &kernels)?;
-    }
-    let root = to_body(&arena, 0);
-    let mut uses = BTreeSet::new();
-    for k in &kernels {
-        for a in &k.args {
-            if let ArgPlan::Tensor { tensor, .. } = a {
-                uses.insert(*tensor);
-            }
-        }
-    }
-    for &(_, _, _, t, _) in &deps {
-        uses.extend(t);
-    }
-    scalar_uses(&root, &mut uses);
-    let affinities: Vec<(Vec<usize>, AffinityType)> = affinities;
-    Ok(GraphPlan {
-        id: g.id,
-        name: g.name,
-        kernels,
-        root,
-        partition: g.partition,
-        affinities,
-        soft,
-        uses: uses.into_iter().collect(),
-        insn: g.insn,
-    })
+    Ok(())
 }
 
 /// The `CF_BREAK` instruction of item `i` of block `b` (the first one inside a `CF_IF`).

@@ -272,186 +272,31 @@ impl Walk<'_> {
     fn step(&mut self, i: usize, insn: &Insn) -> Result<(), CheckError> {
         let op = insn.op();
         match insn {
-            Insn::TgBegin { graph } => {
-                if let Some(g) = &self.cur {
-                    return err(
-                        i,
-                        None,
-                        format!(
-                            "TG_BEGIN({}) inside the definition of graph {}: graphs do not nest",
-                            self.p.graph_name(graph.0),
-                            g.name
-                        ),
-                    );
-                }
-                if let Some(open) = self.top.last() {
-                    return err(
-                        i,
-                        None,
-                        format!(
-                            "TG_BEGIN inside a {} block: graphs are defined at top level",
-                            open.op.mnemonic()
-                        ),
-                    );
-                }
-                if self.defined.contains(&graph.0) {
-                    return err(
-                        i,
-                        Some(0),
-                        format!("graph {} is defined twice", self.p.graph_name(graph.0)),
-                    );
-                }
-                self.cur = Some(GraphBuild::new(graph.0, self.p.graph_name(graph.0), i));
-            }
-            Insn::TgEnd { graph } => {
-                let Some(g) = self.cur.take() else {
-                    return err(
-                        i,
-                        Some(0),
-                        format!("TG_END({}) without a TG_BEGIN", self.p.graph_name(graph.0)),
-                    );
-                };
-                if g.id != graph.0 {
-                    return err(
-                        i,
-                        Some(0),
-                        format!(
-                            "TG_END({}) closes TG_BEGIN({}): the graph ids differ",
-                            self.p.graph_name(graph.0),
-                            g.name
-                        ),
-                    );
-                }
-                if let Some(open) = g.stack.last() {
-                    return err(
-                        open.insn,
-                        None,
-                        format!(
-                            "{} is not closed by {} before TG_END({})",
-                            open.op.mnemonic(),
-                            closer(open.op),
-                            g.name
-                        ),
-                    );
-                }
-                let plan = graph::finish(g, self.p, &self.c.tensors, &self.c.tensor_index)?;
-                self.defined.insert(graph.0);
-                self.c.graph_index.insert(graph.0, self.c.graphs.len());
-                self.c.graphs.push(plan);
-            }
+            Insn::TgBegin { graph } => self.begin_graph(i, graph.0)?,
+            Insn::TgEnd { graph } => self.end_graph(i, graph.0)?,
             Insn::TgKernel {
                 kernel, block_dim, ..
-            } => {
-                let Some(g) = self.cur.as_mut() else {
-                    return err(i, None, "TG_KERNEL outside a graph definition");
-                };
-                if !(1..=MAX_BLOCK_DIM).contains(block_dim) {
-                    return err(
-                        i,
-                        Some(2),
-                        format!("blockDim is 1 to {MAX_BLOCK_DIM}, not {block_dim}"),
-                    );
-                }
-                if g.kernel_index.contains_key(&kernel.0) {
-                    return err(
-                        i,
-                        Some(0),
-                        format!(
-                            "kernel {} is defined twice in graph {}",
-                            self.p.kernel_name(g.id, kernel.0),
-                            g.name
-                        ),
-                    );
-                }
-                g.add_kernel(self.p, i);
-            }
+            } => self.define_kernel(i, kernel.0, *block_dim)?,
             Insn::TgDepend { .. }
             | Insn::McBind { .. }
             | Insn::CaRequest { .. }
             | Insn::CaAffinity { .. }
             | Insn::SySignal { .. }
-            | Insn::SyWait { .. } => {
-                self.graph_level(i, op)?.refs.push(i);
-                match insn {
-                    Insn::SySignal { event, .. } => {
-                        self.signalled.insert(event.0);
-                    }
-                    Insn::SyWait { event, .. } => self.waited.push((event.0, i)),
-                    _ => {}
-                }
-            }
+            | Insn::SyWait { .. } => self.kernel_ref(i, insn)?,
             Insn::CaPartition {
                 partition,
                 aic_start,
                 aic_count,
                 aiv_start,
                 aiv_count,
-            } => {
-                if self.partitions.insert(partition.0, i).is_some() {
-                    return err(
-                        i,
-                        Some(0),
-                        format!(
-                            "partition {} is defined twice",
-                            self.p.name_of(Ns::Partition, partition.0)
-                        ),
-                    );
-                }
-                if aic_start.checked_add(*aic_count).is_none()
-                    || aiv_start.checked_add(*aiv_count).is_none()
-                {
-                    return err(i, None, "a core range passes 2^32");
-                }
-                if *aic_count == 0 && *aiv_count == 0 {
-                    return err(i, Some(2), "a partition with no core");
-                }
-                let name = self.p.name_of(Ns::Partition, partition.0);
-                let g = self.graph_level(i, op)?;
-                if g.partition.is_some() {
-                    return err(
-                        i,
-                        None,
-                        format!("graph {} has a second CA_PARTITION ({name})", g.name),
-                    );
-                }
-                g.partition = Some(super::PartitionPlan {
-                    id: partition.0,
-                    aic: (*aic_start, *aic_count),
-                    aiv: (*aiv_start, *aiv_count),
-                    insn: i,
-                });
-            }
-            Insn::SyBarrier { barrier, .. } => {
-                if self.barriers.insert(barrier.0, i).is_some() {
-                    return err(
-                        i,
-                        Some(1),
-                        format!(
-                            "barrier {} is defined twice",
-                            self.p.name_of(Ns::Barrier, barrier.0)
-                        ),
-                    );
-                }
-                self.graph_level(i, op)?.refs.push(i);
-            }
-            Insn::McAlloc { tensor, .. } => {
-                if let Some(g) = &self.cur
-                    && let Some(open) = g.stack.last()
-                {
-                    return err(
-                        i,
-                        None,
-                        format!(
-                            "MC_ALLOC inside a {} block of graph {}: only TG_KERNEL and control \
-                             flow stand there",
-                            open.op.mnemonic(),
-                            g.name
-                        ),
-                    );
-                }
-                let t = self.c.tensor_index[&tensor.0];
-                self.emit(Ctl::Alloc { tensor: t }, i);
-            }
+            } => self.partition(
+                i,
+                partition.0,
+                (*aic_start, *aic_count),
+                (*aiv_start, *aiv_count),
+            )?,
+            Insn::SyBarrier { barrier, .. } => self.define_barrier(i, barrier.0)?,
+            Insn::McAlloc { tensor, .. } => self.alloc(i, tensor.0)?,
             Insn::McFree { tensor } => {
                 self.control_only(i, op)?;
                 let t = self.tensor(i, 0, tensor.0)?;
@@ -463,26 +308,7 @@ impl Walk<'_> {
                 size,
                 src_offset,
                 dst_offset,
-            } => {
-                self.control_only(i, op)?;
-                let s = self.tensor(i, 0, src.0)?;
-                let d = self.tensor(i, 1, dst.0)?;
-                copy_range(&self.c.tensors[s], *src_offset, *size, i, 3)?;
-                copy_range(&self.c.tensors[d], *dst_offset, *size, i, 4)?;
-                if *size == 0 {
-                    return err(i, Some(2), "a copy of 0 bytes");
-                }
-                self.emit(
-                    Ctl::Copy {
-                        src: s,
-                        dst: d,
-                        size: *size,
-                        src_offset: *src_offset,
-                        dst_offset: *dst_offset,
-                    },
-                    i,
-                );
-            }
+            } => self.copy(i, (src.0, *src_offset), (dst.0, *dst_offset), *size)?,
             Insn::McFence { scope } => {
                 if let Some(g) = &self.cur
                     && !g.stack.is_empty()
@@ -506,42 +332,10 @@ impl Walk<'_> {
                 }
             }
             Insn::TgLaunch { graph, stream } => {
-                self.control_only(i, op)?;
-                let g = self.graph_ref(i, graph.0)?;
-                self.launched.insert(g);
-                self.emit(
-                    Ctl::Launch {
-                        graph: g,
-                        stream: stream.0,
-                        iteration: IterVal::Imm(0),
-                    },
-                    i,
-                );
+                self.launch(i, op, graph.0, stream.0, IterVal::Imm(0))?;
             }
             Insn::TgInvoke { graph, iteration } => {
-                self.control_only(i, op)?;
-                let g = self.graph_ref(i, graph.0)?;
-                if let IterVal::Iter(it) = iteration
-                    && !self.top.iter().any(|o| o.iter == Some(it.0))
-                {
-                    return err(
-                        i,
-                        Some(1),
-                        format!(
-                            "iterator {} is not the iterator of an enclosing CF_LOOP",
-                            self.p.name_of(Ns::Iterator, it.0)
-                        ),
-                    );
-                }
-                self.launched.insert(g);
-                self.emit(
-                    Ctl::Launch {
-                        graph: g,
-                        stream: 0,
-                        iteration: *iteration,
-                    },
-                    i,
-                );
+                self.launch(i, op, graph.0, 0, *iteration)?;
             }
             Insn::TgSync { graph } => {
                 self.control_only(i, op)?;
@@ -550,26 +344,281 @@ impl Walk<'_> {
                 self.emit(Ctl::Sync { graph: g }, i);
             }
             Insn::SyNotify { device, notify } => {
+                let ctl = Ctl::Notify {
+                    device: device.0,
+                    id: notify.0,
+                };
                 self.control_only(i, op)?;
-                self.emit(
-                    Ctl::Notify {
-                        device: device.0,
-                        id: notify.0,
-                    },
-                    i,
-                );
+                self.emit(ctl, i);
             }
             Insn::SyWaitNotify { device, notify } => {
+                let ctl = Ctl::WaitNotify {
+                    device: device.0,
+                    id: notify.0,
+                };
                 self.control_only(i, op)?;
-                self.emit(
-                    Ctl::WaitNotify {
-                        device: device.0,
-                        id: notify.0,
-                    },
-                    i,
-                );
+                self.emit(ctl, i);
             }
         }
+        Ok(())
+    }
+
+    /// `TG_BEGIN(graph)`: a new graph definition, at top level.
+    fn begin_graph(&mut self, i: usize, graph: u32) -> Result<(), CheckError> {
+        if let Some(g) = &self.cur {
+            return err(
+                i,
+                None,
+                format!(
+                    "TG_BEGIN({}) inside the definition of graph {}: graphs do not nest",
+                    self.p.graph_name(graph),
+                    g.name
+                ),
+            );
+        }
+        if let Some(open) = self.top.last() {
+            return err(
+                i,
+                None,
+                format!(
+                    "TG_BEGIN inside a {} block: graphs are defined at top level",
+                    open.op.mnemonic()
+                ),
+            );
+        }
+        if self.defined.contains(&graph) {
+            return err(
+                i,
+                Some(0),
+                format!("graph {} is defined twice", self.p.graph_name(graph)),
+            );
+        }
+        self.cur = Some(GraphBuild::new(graph, self.p.graph_name(graph), i));
+        Ok(())
+    }
+
+    /// `TG_END(graph)`: the definition open closes (its blocks closed) and becomes a plan.
+    fn end_graph(&mut self, i: usize, graph: u32) -> Result<(), CheckError> {
+        let Some(g) = self.cur.take() else {
+            return err(
+                i,
+                Some(0),
+                format!("TG_END({}) without a TG_BEGIN", self.p.graph_name(graph)),
+            );
+        };
+        if g.id != graph {
+            return err(
+                i,
+                Some(0),
+                format!(
+                    "TG_END({}) closes TG_BEGIN({}): the graph ids differ",
+                    self.p.graph_name(graph),
+                    g.name
+                ),
+            );
+        }
+        if let Some(open) = g.stack.last() {
+            return err(
+                open.insn,
+                None,
+                format!(
+                    "{} is not closed by {} before TG_END({})",
+                    open.op.mnemonic(),
+                    closer(open.op),
+                    g.name
+                ),
+            );
+        }
+        let plan = graph::finish(g, self.p, &self.c.tensors, &self.c.tensor_index)?;
+        self.defined.insert(graph);
+        self.c.graph_index.insert(graph, self.c.graphs.len());
+        self.c.graphs.push(plan);
+        Ok(())
+    }
+
+    /// `TG_KERNEL`: kernel `kernel` of the open graph, with `block_dim` instances.
+    fn define_kernel(&mut self, i: usize, kernel: u32, block_dim: u32) -> Result<(), CheckError> {
+        let Some(g) = self.cur.as_mut() else {
+            return err(i, None, "TG_KERNEL outside a graph definition");
+        };
+        if !(1..=MAX_BLOCK_DIM).contains(&block_dim) {
+            return err(
+                i,
+                Some(2),
+                format!("blockDim is 1 to {MAX_BLOCK_DIM}, not {block_dim}"),
+            );
+        }
+        if g.kernel_index.contains_key(&kernel) {
+            return err(
+                i,
+                Some(0),
+                format!(
+                    "kernel {} is defined twice in graph {}",
+                    self.p.kernel_name(g.id, kernel),
+                    g.name
+                ),
+            );
+        }
+        g.add_kernel(self.p, i);
+        Ok(())
+    }
+
+    /// `CA_PARTITION`: the open graph's one partition, `(start, count)` cores of each type.
+    fn partition(
+        &mut self,
+        i: usize,
+        partition: u32,
+        (aic_start, aic_count): (u32, u32),
+        (aiv_start, aiv_count): (u32, u32),
+    ) -> Result<(), CheckError> {
+        if self.partitions.insert(partition, i).is_some() {
+            return err(
+                i,
+                Some(0),
+                format!(
+                    "partition {} is defined twice",
+                    self.p.name_of(Ns::Partition, partition)
+                ),
+            );
+        }
+        if aic_start.checked_add(aic_count).is_none() || aiv_start.checked_add(aiv_count).is_none()
+        {
+            return err(i, None, "a core range passes 2^32");
+        }
+        if aic_count == 0 && aiv_count == 0 {
+            return err(i, Some(2), "a partition with no core");
+        }
+        let name = self.p.name_of(Ns::Partition, partition);
+        let g = self.graph_level(i, Op::CaPartition)?;
+        if g.partition.is_some() {
+            return err(
+                i,
+                None,
+                format!("graph {} has a second CA_PARTITION ({name})", g.name),
+            );
+        }
+        g.partition = Some(super::PartitionPlan {
+            id: partition,
+            aic: (aic_start, aic_count),
+            aiv: (aiv_start, aiv_count),
+            insn: i,
+        });
+        Ok(())
+    }
+
+    /// An instruction about the open graph's kernels (dependencies, bindings, placement,
+    /// events), read when the graph ends; events signalled and waited for are noted.
+    fn kernel_ref(&mut self, i: usize, insn: &Insn) -> Result<(), CheckError> {
+        self.graph_level(i, insn.op())?.refs.push(i);
+        match insn {
+            Insn::SySignal { event, .. } => {
+                self.signalled.insert(event.0);
+            }
+            Insn::SyWait { event, .. } => self.waited.push((event.0, i)),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// `SY_BARRIER` defining `barrier`, in a graph definition.
+    fn define_barrier(&mut self, i: usize, barrier: u32) -> Result<(), CheckError> {
+        if self.barriers.insert(barrier, i).is_some() {
+            return err(
+                i,
+                Some(1),
+                format!(
+                    "barrier {} is defined twice",
+                    self.p.name_of(Ns::Barrier, barrier)
+                ),
+            );
+        }
+        self.graph_level(i, Op::SyBarrier)?.refs.push(i);
+        Ok(())
+    }
+
+    /// `MC_ALLOC`: anywhere but inside a graph's control flow.
+    fn alloc(&mut self, i: usize, tensor: u32) -> Result<(), CheckError> {
+        if let Some(g) = &self.cur
+            && let Some(open) = g.stack.last()
+        {
+            return err(
+                i,
+                None,
+                format!(
+                    "MC_ALLOC inside a {} block of graph {}: only TG_KERNEL and control \
+                     flow stand there",
+                    open.op.mnemonic(),
+                    g.name
+                ),
+            );
+        }
+        let t = self.c.tensor_index[&tensor];
+        self.emit(Ctl::Alloc { tensor: t }, i);
+        Ok(())
+    }
+
+    /// `MC_COPY` of `size` bytes from `(tensor, offset)` `src` to `dst`, in the control code.
+    fn copy(
+        &mut self,
+        i: usize,
+        (src, src_offset): (u32, u64),
+        (dst, dst_offset): (u32, u64),
+        size: u64,
+    ) -> Result<(), CheckError> {
+        self.control_only(i, Op::McCopy)?;
+        let s = self.tensor(i, 0, src)?;
+        let d = self.tensor(i, 1, dst)?;
+        copy_range(&self.c.tensors[s], src_offset, size, i, 3)?;
+        copy_range(&self.c.tensors[d], dst_offset, size, i, 4)?;
+        if size == 0 {
+            return err(i, Some(2), "a copy of 0 bytes");
+        }
+        self.emit(
+            Ctl::Copy {
+                src: s,
+                dst: d,
+                size,
+                src_offset,
+                dst_offset,
+            },
+            i,
+        );
+        Ok(())
+    }
+
+    /// `TG_LAUNCH` / `TG_INVOKE` of a defined graph, in the control code; an iteration given
+    /// by an iterator names one of an enclosing `CF_LOOP`.
+    fn launch(
+        &mut self,
+        i: usize,
+        op: Op,
+        graph: u32,
+        stream: u32,
+        iteration: IterVal,
+    ) -> Result<(), CheckError> {
+        self.control_only(i, op)?;
+        let g = self.graph_ref(i, graph)?;
+        if let IterVal::Iter(it) = iteration
+            && !self.top.iter().any(|o| o.iter == Some(it.0))
+        {
+            return err(
+                i,
+                Some(1),
+                format!(
+                    "iterator {} is not the iterator of an enclosing CF_LOOP",
+                    self.p.name_of(Ns::Iterator, it.0)
+                ),
+            );
+        }
+        self.launched.insert(g);
+        self.emit(
+            Ctl::Launch {
+                graph: g,
+                stream,
+                iteration,
+            },
+            i,
+        );
         Ok(())
     }
 
@@ -580,14 +629,7 @@ impl Walk<'_> {
             Insn::CfIf { cond } => {
                 let cond = self.scalar(i, 0, cond, false)?;
                 let pc = self.emit(Ctl::If { cond, skip: 0 }, i);
-                self.top.push(TopOpen {
-                    op,
-                    insn: i,
-                    pc,
-                    else_pc: None,
-                    breaks: Vec::new(),
-                    iter: None,
-                });
+                self.open_top(op, i, pc, None);
             }
             Insn::CfLoop { count, iterator } => {
                 let count = self.scalar(i, 0, count, true)?;
@@ -609,26 +651,12 @@ impl Walk<'_> {
                     },
                     i,
                 );
-                self.top.push(TopOpen {
-                    op,
-                    insn: i,
-                    pc,
-                    else_pc: None,
-                    breaks: Vec::new(),
-                    iter: Some(iterator.0),
-                });
+                self.open_top(op, i, pc, Some(iterator.0));
             }
             Insn::CfWhile { cond } => {
                 let cond = self.scalar(i, 0, cond, false)?;
                 let pc = self.emit(Ctl::While { cond, end: 0 }, i);
-                self.top.push(TopOpen {
-                    op,
-                    insn: i,
-                    pc,
-                    else_pc: None,
-                    breaks: Vec::new(),
-                    iter: None,
-                });
+                self.open_top(op, i, pc, None);
             }
             Insn::CfBreak { cond } => {
                 let cond = self.scalar(i, 0, cond, false)?;
@@ -660,33 +688,50 @@ impl Walk<'_> {
                     o.else_pc = Some(pc);
                 }
             }
-            Insn::CfEndIf {} | Insn::CfEndLoop {} | Insn::CfEndWhile {} => {
-                self.match_open(i, op)?;
-                let open = self.top.pop().expect("matched above");
-                let pc = self.c.control.len();
-                let end = match op {
-                    Op::CfEndIf => self.emit(Ctl::EndIf, i),
-                    Op::CfEndLoop => self.emit(Ctl::EndLoop { head: open.pc }, i),
-                    _ => self.emit(Ctl::EndWhile { head: open.pc }, i),
-                };
-                debug_assert_eq!(pc, end);
-                match &mut self.c.control[open.pc] {
-                    Ctl::If { skip, .. } => *skip = open.else_pc.map_or(end, |e| e + 1),
-                    Ctl::Loop { end: e, .. } | Ctl::While { end: e, .. } => *e = end,
-                    _ => {}
-                }
-                if let Some(e) = open.else_pc
-                    && let Ctl::Else { end: x } = &mut self.c.control[e]
-                {
-                    *x = end;
-                }
-                for b in open.breaks {
-                    if let Ctl::Break { end: x, .. } = &mut self.c.control[b] {
-                        *x = end;
-                    }
-                }
-            }
+            Insn::CfEndIf {} | Insn::CfEndLoop {} | Insn::CfEndWhile {} => self.close_top(i, op)?,
             _ => {}
+        }
+        Ok(())
+    }
+
+    /// Opens a block of the control code: `op` at `i`, its control step `pc`, its iterator.
+    fn open_top(&mut self, op: Op, insn: usize, pc: usize, iter: Option<u32>) {
+        self.top.push(TopOpen {
+            op,
+            insn,
+            pc,
+            else_pc: None,
+            breaks: Vec::new(),
+            iter,
+        });
+    }
+
+    /// Closes the open block of the control code with `op` (at `i`): its end step written, the
+    /// steps that jump to it (head, `CF_ELSE`, `CF_BREAK`s) patched.
+    fn close_top(&mut self, i: usize, op: Op) -> Result<(), CheckError> {
+        self.match_open(i, op)?;
+        let open = self.top.pop().expect("matched above");
+        let pc = self.c.control.len();
+        let end = match op {
+            Op::CfEndIf => self.emit(Ctl::EndIf, i),
+            Op::CfEndLoop => self.emit(Ctl::EndLoop { head: open.pc }, i),
+            _ => self.emit(Ctl::EndWhile { head: open.pc }, i),
+        };
+        debug_assert_eq!(pc, end);
+        match &mut self.c.control[open.pc] {
+            Ctl::If { skip, .. } => *skip = open.else_pc.map_or(end, |e| e + 1),
+            Ctl::Loop { end: e, .. } | Ctl::While { end: e, .. } => *e = end,
+            _ => {}
+        }
+        if let Some(e) = open.else_pc
+            && let Ctl::Else { end: x } = &mut self.c.control[e]
+        {
+            *x = end;
+        }
+        for b in open.breaks {
+            if let Ctl::Break { end: x, .. } = &mut self.c.control[b] {
+                *x = end;
+            }
         }
         Ok(())
     }

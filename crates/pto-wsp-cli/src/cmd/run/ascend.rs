@@ -440,85 +440,49 @@ fn run_ascend_with(
     main_job: bool,
 ) -> Result<AscendOutcome, CliError> {
     refused(target, opts)?;
-    let loaded: Loaded = crate::load_source(name, text)?;
-    let bindings = crate::bindings_for(&loaded, &opts.binds)?;
-    // A module of plans runs as task batches: its plans expanded at the bindings (cpu_sim runs
-    // the same tasks as a workload; `pto-wsp run` without a target runs the plans themselves).
-    let (loaded, expanded) = match pto_wsp::driver::plans_as_tasks(&loaded, &bindings)? {
-        Some((l, t)) => {
-            let summary = pto_wsp::driver::plan_tasks_summary(&l.source, &t);
-            (l, Some(summary))
-        }
-        None => (loaded, None),
-    };
-    let dims = if main_job {
-        Some(llm::Dims::from_bindings(&bindings)?)
-    } else {
-        None
-    };
+    let job = Job::load(name, text, opts, main_job)?;
+    let (loaded, bindings) = (&job.loaded, &job.bindings);
     let wanted = wanted_outputs(opts)?;
     // Refusals first, then the toolchain: nothing runs or is written before both are fine.
     // The tree's kernels naming built-ins carry the kernel library's bodies; cpu_sim runs the
     // built-ins themselves (lowered apart only when the library gave any body).
-    let (emitted, emitted_plan) = crate::cmd::emit::with_library(&loaded)?;
-    let tree = crate::cmd::emit::ascend(&emitted, &emitted_plan, &bindings, target)?;
-    if let Some((t, _)) = wanted.iter().find(|(t, _)| !tree.written.contains(t)) {
-        return Err(CliError::plain(format!(
-            "`--output {t}=...`: no task of the workload writes tensor `{t}` (written: {})",
-            tree.written.join(", ")
-        )));
-    }
+    let (emitted, emitted_plan) = crate::cmd::emit::with_library(loaded)?;
+    let tree = crate::cmd::emit::ascend(&emitted, &emitted_plan, bindings, target)?;
+    unwritten_output(&wanted, &tree)?;
     let tc = Toolchain::find().map_err(CliError::plain)?;
     let work = Work::new()?;
     crate::cmd::emit::write_files(&tree.files, &work.tree)?;
-    let written = write_inputs(&loaded, &bindings, opts, dims.is_some(), &work.input)?;
+    let written = write_inputs(loaded, bindings, opts, job.dims.is_some(), &work.input)?;
     let (inputs, input_values) = (written.specs, written.values);
     let sim_start = Instant::now();
-    let sim = match simulate(&tc, &work) {
-        Ok(r) => r,
-        Err(e) => {
-            // On failure the work directory is kept for the user to look at.
-            let kept = work.dir.keep();
-            return Err(CliError::plain(format!(
-                "{e}{}\n(work directory kept: {})",
-                failed_task_places(&loaded, &e),
-                kept.display()
-            )));
-        }
-    };
+    let (sim, work) = simulate_keeping(&tc, work, loaded)?;
     let sim_wall = sim_start.elapsed();
     // Our CPU simulation from the same inputs, its outputs compared with the simulator's.
-    let cpu_opts = cpu_options(opts, &tree, &work, inputs);
-    std::fs::create_dir_all(&work.cpu)
-        .map_err(|e| CliError::plain(format!("cannot create `{}`: {e}", work.cpu.display())))?;
     let plan = if emitted.module == loaded.module {
         emitted_plan
     } else {
-        pto_wsp::driver::lower(&loaded)?
+        pto_wsp::driver::lower(loaded)?
     };
-    let cpu = crate::cmd::run::run_lowered(
-        &loaded,
+    let cpu = run_cpu(
+        loaded,
         plan,
-        false,
-        &cpu_opts,
-        &mut |_| {},
-        std::time::Instant::now(),
+        &cpu_options(opts, &tree, &work, inputs),
+        &work,
     )?;
     let cpu_outputs = read_outputs(&work.cpu, &tree.written).map_err(CliError::plain)?;
     let sim_outputs = read_outputs(&work.out, &tree.written).map_err(CliError::plain)?;
     for (t, path) in &wanted {
-        std::fs::copy(work.out.join(format!("{t}.npy")), path)
-            .map_err(|e| CliError::plain(format!("cannot write `{}`: {e}", path.display())))?;
+        copy_output(&work, t, path)?;
     }
     let compared = compare(
-        &loaded,
-        &bindings,
+        loaded,
+        bindings,
         opts,
         &input_values,
         &cpu_outputs,
         &sim_outputs,
     );
-    let reference = match (&dims, &written.store) {
+    let reference = match (&job.dims, &written.store) {
         (Some(d), Some(store)) => Some(against_reference(store, d, &sim_outputs)?),
         _ => None,
     };
@@ -539,23 +503,12 @@ fn run_ascend_with(
         sim_wall,
         &compared,
     );
-    if let Some(summary) = expanded {
+    if let Some(summary) = &job.expanded {
         let at = report.find('\n').map_or(report.len(), |i| i + 1);
-        report.insert_str(at, &summary);
+        report.insert_str(at, summary);
     }
     if let Some(c) = &reference {
-        // The verdict line stays last.
-        report.truncate(report.trim_end().rfind('\n').map_or(0, |i| i + 1));
-        report.push_str(&reference_line(c));
-        if beyond > 0 {
-            report.push_str(&format!(
-                "  note: {beyond} written tensor(s) differ from cpu_sim beyond the tolerance above \
-                 (both sides are f32 sums of up to ffn terms in different orders, and a computed \
-                 f32 rounded into the f16 cache may land one f16 step apart); the main job is \
-                 judged by its f64 reference\n"
-            ));
-        }
-        report.push_str(if passed { "PASS\n" } else { "FAIL\n" });
+        with_reference(&mut report, c, beyond, passed);
     }
     let (sim_tasks, (sim_edges, sim_explicit_edges), kinds) = sim;
     Ok(AscendOutcome {
@@ -575,6 +528,117 @@ fn run_ascend_with(
         passed,
         report,
     })
+}
+
+/// Refuses an `--output` of a tensor no task of the tree writes.
+fn unwritten_output(wanted: &[(String, PathBuf)], tree: &AscendTree) -> Result<(), CliError> {
+    match wanted.iter().find(|(t, _)| !tree.written.contains(t)) {
+        Some((t, _)) => Err(CliError::plain(format!(
+            "`--output {t}=...`: no task of the workload writes tensor `{t}` (written: {})",
+            tree.written.join(", ")
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Copies the simulator's output of tensor `t` to `path` (an `--output`).
+fn copy_output(work: &Work, t: &str, path: &Path) -> Result<(), CliError> {
+    std::fs::copy(work.out.join(format!("{t}.npy")), path)
+        .map_err(|e| CliError::plain(format!("cannot write `{}`: {e}", path.display())))?;
+    Ok(())
+}
+
+/// A module loaded for an Ascend run, under its bindings.
+struct Job {
+    /// The module (a module of plans: as its task batches).
+    loaded: Loaded,
+    bindings: pto_wsp::ir::Bindings,
+    /// For a module of plans, the summary of the task batches they expanded to.
+    expanded: Option<String>,
+    /// The main job's dimensions, when this is the main job.
+    dims: Option<llm::Dims>,
+}
+
+impl Job {
+    /// Loads `text` and binds it under `opts`.
+    fn load(name: &str, text: &str, opts: &RunOptions, main_job: bool) -> Result<Job, CliError> {
+        let loaded: Loaded = crate::load_source(name, text)?;
+        let bindings = crate::bindings_for(&loaded, &opts.binds)?;
+        // A module of plans runs as task batches: its plans expanded at the bindings (cpu_sim
+        // runs the same tasks as a workload; `pto-wsp run` without a target runs the plans
+        // themselves).
+        let (loaded, expanded) = match pto_wsp::driver::plans_as_tasks(&loaded, &bindings)? {
+            Some((l, t)) => {
+                let summary = pto_wsp::driver::plan_tasks_summary(&l.source, &t);
+                (l, Some(summary))
+            }
+            None => (loaded, None),
+        };
+        let dims = if main_job {
+            Some(llm::Dims::from_bindings(&bindings)?)
+        } else {
+            None
+        };
+        Ok(Job {
+            loaded,
+            bindings,
+            expanded,
+            dims,
+        })
+    }
+}
+
+/// [`simulate`], keeping the work directory for the user to look at when it fails.
+fn simulate_keeping(
+    tc: &Toolchain,
+    work: Work,
+    loaded: &Loaded,
+) -> Result<(Simulated, Work), CliError> {
+    match simulate(tc, &work) {
+        Ok(r) => Ok((r, work)),
+        Err(e) => {
+            let kept = work.dir.keep();
+            Err(CliError::plain(format!(
+                "{e}{}\n(work directory kept: {})",
+                failed_task_places(loaded, &e),
+                kept.display()
+            )))
+        }
+    }
+}
+
+/// Our CPU simulation of `plan` under `cpu_opts`, writing its outputs into the work directory.
+fn run_cpu(
+    loaded: &Loaded,
+    plan: pto_wsp::LoweredPlan,
+    cpu_opts: &RunOptions,
+    work: &Work,
+) -> Result<RunOutcome, CliError> {
+    std::fs::create_dir_all(&work.cpu)
+        .map_err(|e| CliError::plain(format!("cannot create `{}`: {e}", work.cpu.display())))?;
+    crate::cmd::run::run_lowered(
+        loaded,
+        plan,
+        false,
+        cpu_opts,
+        &mut |_| {},
+        std::time::Instant::now(),
+    )
+}
+
+/// Puts the main job's reference comparison `c` before the verdict line, which stays last.
+fn with_reference(report: &mut String, c: &llm::Comparison, beyond: usize, passed: bool) {
+    report.truncate(report.trim_end().rfind('\n').map_or(0, |i| i + 1));
+    report.push_str(&reference_line(c));
+    if beyond > 0 {
+        report.push_str(&format!(
+            "  note: {beyond} written tensor(s) differ from cpu_sim beyond the tolerance above \
+             (both sides are f32 sums of up to ffn terms in different orders, and a computed \
+             f32 rounded into the f16 cache may land one f16 step apart); the main job is \
+             judged by its f64 reference\n"
+        ));
+    }
+    report.push_str(if passed { "PASS\n" } else { "FAIL\n" });
 }
 
 /// The main job's output `X[layers]` on the simulator against its `f64` reference, computed
