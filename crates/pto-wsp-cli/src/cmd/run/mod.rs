@@ -144,6 +144,7 @@ impl Args {
             model_only: self.model_only,
             machine: self.machine.clone(),
             timeline: self.timeline.clone(),
+            collect_warnings: false,
         }
     }
 }
