@@ -129,31 +129,43 @@ fn tg_text(item: &TaskGraphItem) -> String {
     item_text(&ScheduleItemKind::TaskGraph(vec![item.clone()]))
 }
 
-/// The dimensions of `schedule` on a machine with `cores` cores, module's value first.
-fn dims(
-    schedule: &Schedule,
-    cores: u64,
-    keys: Vec<Dispatch>,
-    symbols: &[(String, Vec<String>)],
-) -> Vec<Dim> {
-    let mut executors = None;
-    let mut dispatch = None;
-    let (mut window, mut depth, mut batch) = (None, None, 1);
-    let (mut ready, mut start) = (ReadyPolicy::Fifo, StartPolicy::Immediate);
-    let mut pools = PoolsPolicy::Single;
+/// The module's own choice in each fixed dimension (the defaults where the schedule says
+/// nothing).
+struct Own {
+    executors: u64,
+    dispatch: Option<Dispatch>,
+    window: Option<(u64, WindowMode)>,
+    depth: Option<(u64, GateScope)>,
+    batch: u64,
+    ready: ReadyPolicy,
+    start: StartPolicy,
+    pools: PoolsPolicy,
+}
+
+fn own_choices(schedule: &Schedule) -> Own {
+    let mut o = Own {
+        executors: 1,
+        dispatch: None,
+        window: None,
+        depth: None,
+        batch: 1,
+        ready: ReadyPolicy::Fifo,
+        start: StartPolicy::Immediate,
+        pools: PoolsPolicy::Single,
+    };
     for it in &schedule.items {
         match &it.kind {
-            ScheduleItemKind::Executors(n) => executors = Some(*n),
-            ScheduleItemKind::Dispatch(d) => dispatch = Some(d.clone()),
-            ScheduleItemKind::TaskWindow(n, m) => window = Some((*n, *m)),
-            ScheduleItemKind::PipelineDepth(n, s) => depth = Some((*n, *s)),
-            ScheduleItemKind::BatchDeps(n) => batch = *n,
+            ScheduleItemKind::Executors(n) => o.executors = *n,
+            ScheduleItemKind::Dispatch(d) => o.dispatch = Some(d.clone()),
+            ScheduleItemKind::TaskWindow(n, m) => o.window = Some((*n, *m)),
+            ScheduleItemKind::PipelineDepth(n, s) => o.depth = Some((*n, *s)),
+            ScheduleItemKind::BatchDeps(n) => o.batch = *n,
             ScheduleItemKind::TaskGraph(items) => {
                 for t in items {
                     match t {
-                        TaskGraphItem::Ready(r) => ready = r.clone(),
-                        TaskGraphItem::Start(s) => start = *s,
-                        TaskGraphItem::Pools(p) => pools = *p,
+                        TaskGraphItem::Ready(r) => o.ready = r.clone(),
+                        TaskGraphItem::Start(s) => o.start = *s,
+                        TaskGraphItem::Pools(p) => o.pools = *p,
                         _ => {}
                     }
                 }
@@ -161,92 +173,75 @@ fn dims(
             _ => {}
         }
     }
-    let e = executors.unwrap_or(1);
-    fn with<T: PartialEq>(first: T, rest: Vec<T>) -> Vec<T> {
-        let mut v = vec![first];
-        for r in rest {
-            if !v.contains(&r) {
-                v.push(r);
-            }
+    o
+}
+
+/// A dimension: the module's value `first`, then each of `rest` not yet listed.
+fn dim<T: PartialEq>(name: &str, first: T, rest: Vec<T>, value: impl Fn(T) -> Value) -> Dim {
+    let mut v = vec![first];
+    for r in rest {
+        if !v.contains(&r) {
+            v.push(r);
         }
-        v
     }
+    Dim {
+        name: name.into(),
+        values: v.into_iter().map(value).collect(),
+    }
+}
+
+/// The dimensions of `schedule` on a machine with `cores` cores, module's value first.
+fn dims(
+    schedule: &Schedule,
+    cores: u64,
+    keys: Vec<Dispatch>,
+    symbols: &[(String, Vec<String>)],
+) -> Vec<Dim> {
+    let o = own_choices(schedule);
+    let e = o.executors;
+    let executors = [cores / 3, cores * 2 / 3, cores]
+        .into_iter()
+        .filter(|&n| n > 0);
+    let dispatch = keys
+        .into_iter()
+        .chain([Dispatch::WorkSteal, Dispatch::RoundRobin(e)]);
+    let windows = [None, Some(512), Some(2048), Some(8192), Some(32768)]
+        .into_iter()
+        .map(|w| w.map(|n| (n, WindowMode::Stall)));
+    let starts = vec![
+        StartPolicy::Immediate,
+        StartPolicy::Threshold(cores),
+        StartPolicy::AfterOrchestration,
+    ];
     let mut out = vec![
-        Dim {
-            name: "executors".into(),
-            values: with(e, vec![cores / 3, cores * 2 / 3, cores])
-                .into_iter()
-                .filter(|&n| n > 0)
-                .map(Value::Executors)
-                .collect(),
-        },
-        Dim {
-            name: "dispatch".into(),
-            values: with(
-                dispatch.clone().unwrap_or(Dispatch::WorkSteal),
-                keys.into_iter()
-                    .chain([Dispatch::WorkSteal, Dispatch::RoundRobin(e)])
-                    .collect(),
-            )
-            .into_iter()
-            .map(Value::Dispatch)
-            .collect(),
-        },
-        Dim {
-            name: "ready".into(),
-            values: with(ready, vec![ReadyPolicy::Fifo, ReadyPolicy::WorkSteal])
-                .into_iter()
-                .map(Value::Ready)
-                .collect(),
-        },
-        Dim {
-            name: "task_window".into(),
-            values: with(
-                window,
-                [None, Some(512), Some(2048), Some(8192), Some(32768)]
-                    .into_iter()
-                    .map(|w| w.map(|n| (n, WindowMode::Stall)))
-                    .collect(),
-            )
-            .into_iter()
-            .map(Value::Window)
-            .collect(),
-        },
-        Dim {
-            name: "pipeline_depth".into(),
-            values: with(depth, vec![None, Some((cores, GateScope::Global))])
-                .into_iter()
-                .map(Value::Depth)
-                .collect(),
-        },
-        Dim {
-            name: "batch_deps".into(),
-            values: with(batch, vec![1, 4, 16])
-                .into_iter()
-                .map(Value::Batch)
-                .collect(),
-        },
-        Dim {
-            name: "start".into(),
-            values: with(
-                start,
-                vec![
-                    StartPolicy::Immediate,
-                    StartPolicy::Threshold(cores),
-                    StartPolicy::AfterOrchestration,
-                ],
-            )
-            .into_iter()
-            .map(Value::Start)
-            .collect(),
-        },
-        Dim {
-            name: "pools".into(),
-            values: with(pools, vec![PoolsPolicy::Single, PoolsPolicy::ByExecUnit])
-                .into_iter()
-                .map(Value::Pools)
-                .collect(),
-        },
+        dim("executors", e, executors.collect(), Value::Executors),
+        dim(
+            "dispatch",
+            o.dispatch.unwrap_or(Dispatch::WorkSteal),
+            dispatch.collect(),
+            Value::Dispatch,
+        ),
+        dim(
+            "ready",
+            o.ready,
+            vec![ReadyPolicy::Fifo, ReadyPolicy::WorkSteal],
+            Value::Ready,
+        ),
+        dim("task_window", o.window, windows.collect(), Value::Window),
+        dim(
+            "pipeline_depth",
+            o.depth,
+            vec![None, Some((cores, GateScope::Global))],
+            Value::Depth,
+        ),
+        dim("batch_deps", o.batch, vec![1, 4, 16], Value::Batch),
+        dim("start", o.start, starts, Value::Start),
+        dim(
+            "pools",
+            o.pools,
+            vec![PoolsPolicy::Single, PoolsPolicy::ByExecUnit],
+            Value::Pools,
+        ),
     ];
     for (name, values) in symbols {
         out.push(Dim {
