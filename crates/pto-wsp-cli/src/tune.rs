@@ -777,6 +777,11 @@ struct Search<'a> {
     warned: BTreeMap<String, usize>,
     /// Modelled candidates with at least one warning.
     warning_candidates: usize,
+    /// The output-coverage warnings of the module's tasks under each set of binds, checked on
+    /// the first candidate with those binds: tasks and their regions do not depend on the
+    /// schedule or on which tier variant runs, so later candidates skip the check and inherit
+    /// its result.
+    coverage: HashMap<Vec<String>, Vec<String>>,
     t0: Instant,
     bar: Option<indicatif::ProgressBar>,
 }
@@ -836,17 +841,26 @@ impl Search<'_> {
         if let Some(m) = self.by_text.get(&key) {
             return m.clone();
         }
+        let known = self.coverage.get(&all_binds).cloned();
         let opts = RunOptions {
-            binds: all_binds,
+            binds: all_binds.clone(),
             threads: 1,
             model_only: true,
             machine: Some(self.o.machine.clone()),
             collect_warnings: true,
+            skip_coverage: known.is_some(),
             ..RunOptions::default()
         };
         let m = run(self.name, cand, false, &opts, &mut |_| {})
             .map_err(|e| e.to_string())
-            .and_then(|out| {
+            .and_then(|mut out| {
+                match known {
+                    Some(cov) => out.warnings.extend(cov),
+                    None => {
+                        let cov = out.warnings.iter().filter(|w| w.starts_with("warning: "));
+                        self.coverage.insert(all_binds, cov.cloned().collect());
+                    }
+                }
                 if !out.warnings.is_empty() {
                     self.warning_candidates += 1;
                 }
@@ -1028,6 +1042,7 @@ pub fn tune(name: &str, text: &str, o: &TuneOptions) -> Result<TuneResult, CliEr
         by_text: HashMap::new(),
         warned: BTreeMap::new(),
         warning_candidates: 0,
+        coverage: HashMap::new(),
         t0: Instant::now(),
         bar: progress_bar(o),
     };

@@ -106,6 +106,7 @@ pub fn run_lowered(
         },
         // The picture and the trace show the modelled control threads too.
         record_timeline: opts.timeline.is_some() || opts.trace.is_some(),
+        coverage: !opts.skip_coverage,
         ..CompileOptions::default()
     };
     let mut program =

@@ -145,6 +145,7 @@ impl Args {
             machine: self.machine.clone(),
             timeline: self.timeline.clone(),
             collect_warnings: false,
+            skip_coverage: false,
         }
     }
 }

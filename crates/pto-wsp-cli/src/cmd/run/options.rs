@@ -55,6 +55,9 @@ pub struct RunOptions {
     /// Keep the run's warnings and notes in [`RunOutcome::warnings`] instead of printing them
     /// (a search's candidates, reported once by the search).
     pub collect_warnings: bool,
+    /// Skip the check that every output tensor was fully written (a search whose candidates
+    /// differ only in schedule checked their common tasks once).
+    pub skip_coverage: bool,
 }
 
 /// A function called with a task's id after each kernel call of a run ([`RunOptions::on_task`]).
@@ -90,6 +93,7 @@ impl Default for RunOptions {
             machine: None,
             timeline: None,
             collect_warnings: false,
+            skip_coverage: false,
         }
     }
 }
@@ -120,7 +124,8 @@ pub struct RunOutcome {
     pub expectations: Vec<crate::expect::ExpectResult>,
     /// What `run` prints on stdout.
     pub report: String,
-    /// The warnings (`warning: ...`) and notes (`note: ...`) of the run, without the file's
-    /// name, when [`RunOptions::collect_warnings`] kept them from stderr; else empty.
+    /// The warnings (`warning: ...`: the output-coverage check's) and notes (`note: ...`) of
+    /// the run, without the file's name, when [`RunOptions::collect_warnings`] kept them from
+    /// stderr; else empty.
     pub warnings: Vec<String>,
 }
