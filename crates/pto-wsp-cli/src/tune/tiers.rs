@@ -89,7 +89,7 @@ pub(super) fn leaves(module: &Module) -> Vec<Leaf> {
     for (k, d) in module.kernels.iter().enumerate() {
         let params = scalars(d);
         for (c, (cond, _)) in d.tiers.iter().flat_map(|t| t.cases.iter().enumerate()) {
-            walk(cond, &mut Vec::new(), &params, &mut |path, e| {
+            walk(cond, &mut Vec::new(), &mut |path, e| {
                 if let Some(l) = leaf(k, c, path, e, &params) {
                     out.push(l);
                 }
@@ -100,18 +100,18 @@ pub(super) fn leaves(module: &Module) -> Vec<Leaf> {
 }
 
 /// Calls `f` with each comparison reached through `&&`, `||` and `!`, and its path.
-fn walk(e: &Expr, path: &mut Vec<usize>, params: &[&str], f: &mut impl FnMut(&[usize], &Expr)) {
+fn walk(e: &Expr, path: &mut Vec<usize>, f: &mut impl FnMut(&[usize], &Expr)) {
     match e {
         Expr::Binary(BinOp::And | BinOp::Or, a, b) => {
             for (i, x) in [a, b].into_iter().enumerate() {
                 path.push(i);
-                walk(x, path, params, f);
+                walk(x, path, f);
                 path.pop();
             }
         }
         Expr::Unary(UnOp::Not, a) => {
             path.push(0);
-            walk(a, path, params, f);
+            walk(a, path, f);
             path.pop();
         }
         _ => f(path, e),
