@@ -137,17 +137,55 @@ pub fn of_wall(
     }
 }
 
+/// Task `t`'s kernel in a modelled run (`None` for a barrier).
+fn kernel_of(d: &DeviceRun, t: u32) -> Option<u32> {
+    d.task_kernel
+        .get(t as usize)
+        .copied()
+        .filter(|&k| k != u32::MAX)
+}
+
+/// Task `t`'s index in the expander's order (its id when not known).
+fn index_of(d: &DeviceRun, t: u32) -> u32 {
+    d.task_index.get(t as usize).copied().unwrap_or(t)
+}
+
 /// Lanes of a modelled run: orchestrators, scheduler threads, then each cluster's cores.
 pub fn of_device(name: &str, d: &DeviceRun) -> Timeline {
-    let r = &d.report;
-    let kernel = |t: u32| {
-        d.task_kernel
-            .get(t as usize)
-            .copied()
-            .filter(|&k| k != u32::MAX)
+    let mut lanes = control_lanes(d);
+    lanes.extend(core_lanes(d));
+    let generation = if d.host_generation {
+        "host generation"
+    } else {
+        "device generation"
     };
-    let index = |t: u32| d.task_index.get(t as usize).copied().unwrap_or(t);
+    Timeline {
+        title: format!(
+            "{name}: modelled on {} ({generation}), makespan {}",
+            d.machine,
+            fmt_ps(d.makespan_ps)
+        ),
+        lanes,
+        kernels: d.kernel_names.clone(),
+        end: d.makespan_ps,
+        texts: HashMap::new(),
+    }
+}
+
+/// The control lanes of a modelled run: the orchestrator (device generation), the host's
+/// prefix (host generation), each scheduler thread.
+fn control_lanes(d: &DeviceRun) -> Vec<Lane> {
+    let r = &d.report;
     let shift = d.prefix_ps;
+    let control = |i: &pto_wsp::cpu::sim::Interval, kernel: Option<u32>, faint: bool| Event {
+        start: i.start + shift,
+        end: i.end + shift,
+        kernel,
+        task: i.task,
+        index: index_of(d, i.task),
+        work: Some(i.work.name()),
+        faint,
+    };
     let mut lanes = Vec::new();
     if d.orchestrators > 0 {
         lanes.push(Lane {
@@ -155,15 +193,7 @@ pub fn of_device(name: &str, d: &DeviceRun) -> Timeline {
             events: r
                 .generation
                 .iter()
-                .map(|i| Event {
-                    start: i.start + shift,
-                    end: i.end + shift,
-                    kernel: kernel(i.task),
-                    task: i.task,
-                    index: index(i.task),
-                    work: Some(i.work.name()),
-                    faint: true,
-                })
+                .map(|i| control(i, kernel_of(d, i.task), true))
                 .collect(),
         });
     }
@@ -184,21 +214,15 @@ pub fn of_device(name: &str, d: &DeviceRun) -> Timeline {
     for (s, iv) in r.scheduling.iter().enumerate() {
         lanes.push(Lane {
             label: format!("scheduler {s}"),
-            events: iv
-                .iter()
-                .map(|i| Event {
-                    start: i.start + shift,
-                    end: i.end + shift,
-                    kernel: None,
-                    task: i.task,
-                    index: index(i.task),
-                    work: Some(i.work.name()),
-                    faint: false,
-                })
-                .collect(),
+            events: iv.iter().map(|i| control(i, None, false)).collect(),
         });
     }
-    // Cores: AIC first within each kind's numbering, grouped by cluster below.
+    lanes
+}
+
+/// One lane per core of a modelled run, grouped by cluster (each kind's cores of a cluster in
+/// the order of [`DeviceRun::kinds`]), each with the tasks it ran.
+fn core_lanes(d: &DeviceRun) -> Vec<Lane> {
     let mut cores: BTreeMap<u32, Lane> = BTreeMap::new();
     let mut order = Vec::new();
     let clusters = d.kinds.iter().map(|k| k.2).min().unwrap_or(0).max(1);
@@ -208,53 +232,41 @@ pub fn of_device(name: &str, d: &DeviceRun) -> Timeline {
             for j in 0..per {
                 let e = first + c * per + j;
                 order.push(e);
+                let label = format!("{name} {}", c * per + j);
                 cores.insert(
                     e,
                     Lane {
-                        label: format!("{name} {}", c * per + j),
+                        label,
                         events: Vec::new(),
                     },
                 );
             }
         }
     }
-    for (t, &e) in r.executor.iter().enumerate() {
-        let (start, end) = (d.stats.starts[t], r.ends[t]);
-        let Some(k) = kernel(t as u32) else { continue };
+    for (t, &e) in d.report.executor.iter().enumerate() {
+        let Some(k) = kernel_of(d, t as u32) else {
+            continue;
+        };
         if let Some(l) = cores.get_mut(&e) {
             l.events.push(Event {
-                start: start + shift,
-                end: end + shift,
+                start: d.stats.starts[t] + d.prefix_ps,
+                end: d.report.ends[t] + d.prefix_ps,
                 kernel: Some(k),
                 task: t as u32,
-                index: index(t as u32),
+                index: index_of(d, t as u32),
                 work: None,
                 faint: false,
             });
         }
     }
+    let mut lanes = Vec::new();
     for e in order {
         if let Some(mut l) = cores.remove(&e) {
             l.events.sort_by_key(|x| x.start);
             lanes.push(l);
         }
     }
-    let generation = if d.host_generation {
-        "host generation"
-    } else {
-        "device generation"
-    };
-    Timeline {
-        title: format!(
-            "{name}: modelled on {} ({generation}), makespan {}",
-            d.machine,
-            fmt_ps(d.makespan_ps)
-        ),
-        lanes,
-        kernels: d.kernel_names.clone(),
-        end: d.makespan_ps,
-        texts: HashMap::new(),
-    }
+    lanes
 }
 
 /// Tick spacing of 1, 2 or 5 × 10^k giving 8–12 ticks over `end`.
@@ -271,12 +283,46 @@ fn tick_step(end: u64) -> u64 {
     }
 }
 
-/// The SVG text of `t`, `width` pixels for the plot.
-pub fn render(t: &Timeline, width: f64) -> String {
-    let end = t.end.max(1);
-    let x = |ps: u64| LABEL_W + ps as f64 / end as f64 * width;
-    let plot_h = t.lanes.len() as f64 * (LANE_H + GAP);
-    // Legend: kernels by busy time.
+/// Each kernel's colour and name.
+struct Palette<'t> {
+    kernels: &'t [String],
+    colours: Vec<String>,
+}
+
+impl Palette<'_> {
+    /// Colours by kernel name order, stable across runs of one module.
+    fn new(kernels: &[String]) -> Palette<'_> {
+        let mut by_name: Vec<usize> = (0..kernels.len()).collect();
+        by_name.sort_by(|a, b| kernels[*a].cmp(&kernels[*b]));
+        let mut colours = vec![String::new(); kernels.len()];
+        for (i, k) in by_name.iter().enumerate() {
+            colours[*k] = colour(i);
+        }
+        Palette { kernels, colours }
+    }
+
+    fn name(&self, k: u32) -> String {
+        self.kernels
+            .get(k as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("kernel #{k}"))
+    }
+
+    /// A kernel's colour; control work is grey.
+    fn colour(&self, k: Option<u32>) -> String {
+        match k {
+            Some(k) => self
+                .colours
+                .get(k as usize)
+                .cloned()
+                .unwrap_or_else(|| "#888".into()),
+            None => "#999999".to_string(),
+        }
+    }
+}
+
+/// The legend's entries: each kernel with its task count and busy time, busiest first.
+fn legend_entries(t: &Timeline) -> Vec<(u32, u64, u64)> {
     let mut per_kernel: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
     for l in &t.lanes {
         for e in l.events.iter().filter(|e| !e.faint) {
@@ -290,26 +336,16 @@ pub fn render(t: &Timeline, width: f64) -> String {
     let mut legend: Vec<(u32, u64, u64)> =
         per_kernel.iter().map(|(&k, &(n, b))| (k, n, b)).collect();
     legend.sort_by_key(|&(k, _, b)| (std::cmp::Reverse(b), k));
-    // Colours by kernel name order, stable across runs of one module.
-    let mut by_name: Vec<u32> = (0..t.kernels.len() as u32).collect();
-    by_name.sort_by(|a, b| t.kernels[*a as usize].cmp(&t.kernels[*b as usize]));
-    let mut col = vec![String::new(); t.kernels.len()];
-    for (i, k) in by_name.iter().enumerate() {
-        col[*k as usize] = colour(i);
-    }
-    let kname = |k: u32| {
-        t.kernels
-            .get(k as usize)
-            .cloned()
-            .unwrap_or_else(|| format!("kernel #{k}"))
-    };
-    let kcol = |k: Option<u32>| match k {
-        Some(k) => col
-            .get(k as usize)
-            .cloned()
-            .unwrap_or_else(|| "#888".into()),
-        None => "#999999".to_string(),
-    };
+    legend
+}
+
+/// The SVG text of `t`, `width` pixels for the plot.
+pub fn render(t: &Timeline, width: f64) -> String {
+    let end = t.end.max(1);
+    let x = |ps: u64| LABEL_W + ps as f64 / end as f64 * width;
+    let plot_h = t.lanes.len() as f64 * (LANE_H + GAP);
+    let legend = legend_entries(t);
+    let palette = Palette::new(&t.kernels);
     let legend_rows = legend.len().div_ceil(4);
     let height = TOP + plot_h + 30.0 + legend_rows as f64 * 16.0 + 10.0;
     let total_w = LABEL_W + width + 20.0;
@@ -331,8 +367,17 @@ pub fn render(t: &Timeline, width: f64) -> String {
                 .set("y", 14)
                 .set("font-size", 13)
                 .set("class", "title"),
-        );
-    // Axis: grid lines and labels, top and bottom.
+        )
+        .add(axis(end, plot_h, &x));
+    for (i, lane) in t.lanes.iter().enumerate() {
+        doc = doc.add(lane_group(t, i, lane, &x, &palette));
+    }
+    doc.add(legend_group(&legend, TOP + plot_h + 30.0, width, &palette))
+        .to_string()
+}
+
+/// The time axis: grid lines and labels, top and bottom, over a plot `plot_h` high.
+fn axis(end: u64, plot_h: f64, x: &dyn Fn(u64) -> f64) -> Group {
     let step = tick_step(end);
     let mut axis = Group::new().set("class", "axis");
     let mut at = 0;
@@ -363,55 +408,73 @@ pub fn render(t: &Timeline, width: f64) -> String {
             );
         at += step;
     }
-    doc = doc.add(axis);
-    for (i, lane) in t.lanes.iter().enumerate() {
-        let y = TOP + i as f64 * (LANE_H + GAP);
-        let mut g = Group::new()
-            .set("class", "lane")
-            .set("data-lane", i)
-            .set("data-label", lane.label.clone())
-            .add(
-                Text::new(lane.label.clone())
-                    .set("x", 4)
-                    .set("y", y + LANE_H - 2.0)
-                    .set("class", "lane-label"),
-            );
-        for r in merged(&lane.events, &x) {
-            let mut rect = Rectangle::new()
-                .set("x", r.x0)
-                .set("y", y)
-                .set("width", (r.x1 - r.x0).max(0.5))
-                .set("height", LANE_H)
-                .set("fill", kcol(r.kernel))
-                .set("class", "event");
-            if r.faint {
-                rect = rect.set("fill-opacity", 0.4);
-            }
-            let what = r.kernel.map_or_else(|| "control".to_string(), kname);
-            let tip = if r.count == 1 {
-                rect = rect.set("data-task", r.task);
-                let (tip, kernel) = tooltip(t, &r, &kname);
-                if r.index != u32::MAX {
-                    rect = rect.set("data-index", r.index);
-                }
-                if let Some(k) = kernel {
-                    rect = rect.set("data-kernel", k);
-                }
-                tip
-            } else {
-                rect = rect.set("data-tasks", r.count);
-                format!(
-                    "{} tasks of {what}, {}–{}",
-                    r.count,
-                    fmt_ps(r.start),
-                    fmt_ps(r.end)
-                )
-            };
-            g = g.add(rect.add(Title::new(tip)));
-        }
-        doc = doc.add(g);
+    axis
+}
+
+/// Lane `i`: its label and its events (narrow ones merged), each with a tooltip.
+fn lane_group(
+    t: &Timeline,
+    i: usize,
+    lane: &Lane,
+    x: &dyn Fn(u64) -> f64,
+    palette: &Palette<'_>,
+) -> Group {
+    let y = TOP + i as f64 * (LANE_H + GAP);
+    let mut g = Group::new()
+        .set("class", "lane")
+        .set("data-lane", i)
+        .set("data-label", lane.label.clone())
+        .add(
+            Text::new(lane.label.clone())
+                .set("x", 4)
+                .set("y", y + LANE_H - 2.0)
+                .set("class", "lane-label"),
+        );
+    for r in merged(&lane.events, x) {
+        g = g.add(event_rect(t, &r, y, palette));
     }
-    let ly = TOP + plot_h + 30.0;
+    g
+}
+
+/// One drawn run at height `y`: a rectangle in its kernel's colour with its tooltip and the
+/// machine-readable hooks (see the module docs).
+fn event_rect(t: &Timeline, r: &Run, y: f64, palette: &Palette<'_>) -> Rectangle {
+    let mut rect = Rectangle::new()
+        .set("x", r.x0)
+        .set("y", y)
+        .set("width", (r.x1 - r.x0).max(0.5))
+        .set("height", LANE_H)
+        .set("fill", palette.colour(r.kernel))
+        .set("class", "event");
+    if r.faint {
+        rect = rect.set("fill-opacity", 0.4);
+    }
+    let kname = |k: u32| palette.name(k);
+    let tip = if r.count == 1 {
+        rect = rect.set("data-task", r.task);
+        let (tip, kernel) = tooltip(t, r, &kname);
+        if r.index != u32::MAX {
+            rect = rect.set("data-index", r.index);
+        }
+        if let Some(k) = kernel {
+            rect = rect.set("data-kernel", k);
+        }
+        tip
+    } else {
+        rect = rect.set("data-tasks", r.count);
+        let what = r.kernel.map_or_else(|| "control".to_string(), kname);
+        format!(
+            "{} tasks of {what}, {}–{}",
+            r.count,
+            fmt_ps(r.start),
+            fmt_ps(r.end)
+        )
+    };
+    rect.add(Title::new(tip))
+}
+
+/// The legend, four entries a row from height `ly`.
+fn legend_group(legend: &[(u32, u64, u64)], ly: f64, width: f64, palette: &Palette<'_>) -> Group {
     let mut lg = Group::new().set("class", "legend");
     for (i, (k, n, busy)) in legend.iter().enumerate() {
         let (cx, cy) = (
@@ -421,19 +484,19 @@ pub fn render(t: &Timeline, width: f64) -> String {
         lg = lg.add(
             Group::new()
                 .set("class", "legend-item")
-                .set("data-kernel", kname(*k))
+                .set("data-kernel", palette.name(*k))
                 .add(
                     Rectangle::new()
                         .set("x", cx)
                         .set("y", cy - 9.0)
                         .set("width", 10)
                         .set("height", 10)
-                        .set("fill", kcol(Some(*k))),
+                        .set("fill", palette.colour(Some(*k))),
                 )
                 .add(
                     Text::new(format!(
                         "{} — {n} task(s), {} busy",
-                        kname(*k),
+                        palette.name(*k),
                         fmt_ps(*busy)
                     ))
                     .set("x", cx + 14.0)
@@ -441,8 +504,7 @@ pub fn render(t: &Timeline, width: f64) -> String {
                 ),
         );
     }
-    doc = doc.add(lg);
-    doc.to_string()
+    lg
 }
 
 /// The tooltip of one event (its first line: what, which task, when; then one line per region)

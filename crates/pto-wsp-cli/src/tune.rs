@@ -10,11 +10,12 @@
 //!   workload's own variables: [`key_candidates`]; `work_steal`; `round_robin(E)`), ready policy,
 //!   task window (size and mode as one dimension), pipeline depth, dependency batching, start
 //!   policy, pools (`single`, `by_exec_unit`), each bound of the schedule's `dispatch_threshold`
-//!   and `dispatch threshold(..)` levels and each literal bound of a kernel's `tiers` condition
-//!   (`PARAM <= N`, `<`, `>=`, `>`; one dimension per bound, candidate values the real cuts of
-//!   the values the metric or parameter takes over the module's tasks: [`cuts`]), and the values
-//!   of symbols named by `--tune NAME=V1,V2,...` (e.g. a split-KV chunk size). Never `deps` (it
-//!   decides correctness, not speed) nor `trace`. Each dimension's first value is the module's
+//!   and `dispatch threshold(..)` levels and each bound of a kernel's `tiers` condition (any
+//!   comparison of a parameter expression with literals and symbols, either way round, under
+//!   `&&`, `||`, `!`: [`tiers`]; one dimension per bound, candidate values the real cuts of the
+//!   values the metric or the compared expression takes over the module's tasks: [`cuts`]),
+//!   and the values of symbols named by `--tune NAME=V1,V2,...` (e.g. a split-KV chunk size).
+//!   Never `deps` (it decides correctness, not speed) nor `trace`. Each dimension's first value is the module's
 //!   own; on a tie the earlier value is kept (the module's, then the keys its loops offer, then
 //!   the policies that ignore the workload's structure).
 //! - **Method**: exhaustive when the whole space fits the budget at the first evaluation's cost;
@@ -30,17 +31,19 @@
 //!   replaced, built (kernels not run) and modelled; `--write` writes that text, re-parsed and
 //!   checked to print the same schedule before anything is written.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use pto_wsp::ir::{
-    BinOp, Dispatch, ExpandOptions, Expr, GateScope, Ident, Module, ParamKind, PoolsPolicy,
-    ReadyPolicy, Schedule, ScheduleItem, ScheduleItemKind, StartPolicy, StmtKind, TaskGraphItem,
-    Value as Scalar, WindowMode,
+    BinOp, Dispatch, ExpandOptions, Expr, GateScope, Ident, Module, PoolsPolicy, ReadyPolicy,
+    Schedule, ScheduleItem, ScheduleItemKind, StartPolicy, StmtKind, TaskGraphItem, WindowMode,
 };
 
 use crate::cmd::run::{RunOptions, cpu::run};
+
+mod tiers;
 use crate::{CliError, fmt_ps};
+use tiers::TierEdit;
 
 /// One dimension: its name and its values as schedule edits.
 struct Dim {
@@ -71,8 +74,8 @@ enum Value {
     Symbol(String, String),
     /// Level `usize`'s bound of a schedule threshold.
     Bound(Site, usize, i64),
-    /// Kernel `usize`'s tier case `usize` with this condition.
-    Tier(usize, usize, Expr),
+    /// A tier comparison as written (the module's) or moved.
+    Tier(TierEdit),
 }
 
 impl std::fmt::Display for Value {
@@ -97,7 +100,7 @@ impl std::fmt::Display for Value {
             Value::Bound(Site::Dispatch, l, v) => {
                 write!(f, "dispatch threshold level {l}: below {v}")
             }
-            Value::Tier(_, _, e) => write!(f, "tier {e}"),
+            Value::Tier(e) => write!(f, "tier {}", e.leaf),
         }
     }
 }
@@ -126,31 +129,43 @@ fn tg_text(item: &TaskGraphItem) -> String {
     item_text(&ScheduleItemKind::TaskGraph(vec![item.clone()]))
 }
 
-/// The dimensions of `schedule` on a machine with `cores` cores, module's value first.
-fn dims(
-    schedule: &Schedule,
-    cores: u64,
-    keys: Vec<Dispatch>,
-    symbols: &[(String, Vec<String>)],
-) -> Vec<Dim> {
-    let mut executors = None;
-    let mut dispatch = None;
-    let (mut window, mut depth, mut batch) = (None, None, 1);
-    let (mut ready, mut start) = (ReadyPolicy::Fifo, StartPolicy::Immediate);
-    let mut pools = PoolsPolicy::Single;
+/// The module's own choice in each fixed dimension (the defaults where the schedule says
+/// nothing).
+struct Own {
+    executors: u64,
+    dispatch: Option<Dispatch>,
+    window: Option<(u64, WindowMode)>,
+    depth: Option<(u64, GateScope)>,
+    batch: u64,
+    ready: ReadyPolicy,
+    start: StartPolicy,
+    pools: PoolsPolicy,
+}
+
+fn own_choices(schedule: &Schedule) -> Own {
+    let mut o = Own {
+        executors: 1,
+        dispatch: None,
+        window: None,
+        depth: None,
+        batch: 1,
+        ready: ReadyPolicy::Fifo,
+        start: StartPolicy::Immediate,
+        pools: PoolsPolicy::Single,
+    };
     for it in &schedule.items {
         match &it.kind {
-            ScheduleItemKind::Executors(n) => executors = Some(*n),
-            ScheduleItemKind::Dispatch(d) => dispatch = Some(d.clone()),
-            ScheduleItemKind::TaskWindow(n, m) => window = Some((*n, *m)),
-            ScheduleItemKind::PipelineDepth(n, s) => depth = Some((*n, *s)),
-            ScheduleItemKind::BatchDeps(n) => batch = *n,
+            ScheduleItemKind::Executors(n) => o.executors = *n,
+            ScheduleItemKind::Dispatch(d) => o.dispatch = Some(d.clone()),
+            ScheduleItemKind::TaskWindow(n, m) => o.window = Some((*n, *m)),
+            ScheduleItemKind::PipelineDepth(n, s) => o.depth = Some((*n, *s)),
+            ScheduleItemKind::BatchDeps(n) => o.batch = *n,
             ScheduleItemKind::TaskGraph(items) => {
                 for t in items {
                     match t {
-                        TaskGraphItem::Ready(r) => ready = r.clone(),
-                        TaskGraphItem::Start(s) => start = *s,
-                        TaskGraphItem::Pools(p) => pools = *p,
+                        TaskGraphItem::Ready(r) => o.ready = r.clone(),
+                        TaskGraphItem::Start(s) => o.start = *s,
+                        TaskGraphItem::Pools(p) => o.pools = *p,
                         _ => {}
                     }
                 }
@@ -158,92 +173,75 @@ fn dims(
             _ => {}
         }
     }
-    let e = executors.unwrap_or(1);
-    fn with<T: PartialEq>(first: T, rest: Vec<T>) -> Vec<T> {
-        let mut v = vec![first];
-        for r in rest {
-            if !v.contains(&r) {
-                v.push(r);
-            }
+    o
+}
+
+/// A dimension: the module's value `first`, then each of `rest` not yet listed.
+fn dim<T: PartialEq>(name: &str, first: T, rest: Vec<T>, value: impl Fn(T) -> Value) -> Dim {
+    let mut v = vec![first];
+    for r in rest {
+        if !v.contains(&r) {
+            v.push(r);
         }
-        v
     }
+    Dim {
+        name: name.into(),
+        values: v.into_iter().map(value).collect(),
+    }
+}
+
+/// The dimensions of `schedule` on a machine with `cores` cores, module's value first.
+fn dims(
+    schedule: &Schedule,
+    cores: u64,
+    keys: Vec<Dispatch>,
+    symbols: &[(String, Vec<String>)],
+) -> Vec<Dim> {
+    let o = own_choices(schedule);
+    let e = o.executors;
+    let executors = [cores / 3, cores * 2 / 3, cores]
+        .into_iter()
+        .filter(|&n| n > 0);
+    let dispatch = keys
+        .into_iter()
+        .chain([Dispatch::WorkSteal, Dispatch::RoundRobin(e)]);
+    let windows = [None, Some(512), Some(2048), Some(8192), Some(32768)]
+        .into_iter()
+        .map(|w| w.map(|n| (n, WindowMode::Stall)));
+    let starts = vec![
+        StartPolicy::Immediate,
+        StartPolicy::Threshold(cores),
+        StartPolicy::AfterOrchestration,
+    ];
     let mut out = vec![
-        Dim {
-            name: "executors".into(),
-            values: with(e, vec![cores / 3, cores * 2 / 3, cores])
-                .into_iter()
-                .filter(|&n| n > 0)
-                .map(Value::Executors)
-                .collect(),
-        },
-        Dim {
-            name: "dispatch".into(),
-            values: with(
-                dispatch.clone().unwrap_or(Dispatch::WorkSteal),
-                keys.into_iter()
-                    .chain([Dispatch::WorkSteal, Dispatch::RoundRobin(e)])
-                    .collect(),
-            )
-            .into_iter()
-            .map(Value::Dispatch)
-            .collect(),
-        },
-        Dim {
-            name: "ready".into(),
-            values: with(ready, vec![ReadyPolicy::Fifo, ReadyPolicy::WorkSteal])
-                .into_iter()
-                .map(Value::Ready)
-                .collect(),
-        },
-        Dim {
-            name: "task_window".into(),
-            values: with(
-                window,
-                [None, Some(512), Some(2048), Some(8192), Some(32768)]
-                    .into_iter()
-                    .map(|w| w.map(|n| (n, WindowMode::Stall)))
-                    .collect(),
-            )
-            .into_iter()
-            .map(Value::Window)
-            .collect(),
-        },
-        Dim {
-            name: "pipeline_depth".into(),
-            values: with(depth, vec![None, Some((cores, GateScope::Global))])
-                .into_iter()
-                .map(Value::Depth)
-                .collect(),
-        },
-        Dim {
-            name: "batch_deps".into(),
-            values: with(batch, vec![1, 4, 16])
-                .into_iter()
-                .map(Value::Batch)
-                .collect(),
-        },
-        Dim {
-            name: "start".into(),
-            values: with(
-                start,
-                vec![
-                    StartPolicy::Immediate,
-                    StartPolicy::Threshold(cores),
-                    StartPolicy::AfterOrchestration,
-                ],
-            )
-            .into_iter()
-            .map(Value::Start)
-            .collect(),
-        },
-        Dim {
-            name: "pools".into(),
-            values: with(pools, vec![PoolsPolicy::Single, PoolsPolicy::ByExecUnit])
-                .into_iter()
-                .map(Value::Pools)
-                .collect(),
-        },
+        dim("executors", e, executors.collect(), Value::Executors),
+        dim(
+            "dispatch",
+            o.dispatch.unwrap_or(Dispatch::WorkSteal),
+            dispatch.collect(),
+            Value::Dispatch,
+        ),
+        dim(
+            "ready",
+            o.ready,
+            vec![ReadyPolicy::Fifo, ReadyPolicy::WorkSteal],
+            Value::Ready,
+        ),
+        dim("task_window", o.window, windows.collect(), Value::Window),
+        dim(
+            "pipeline_depth",
+            o.depth,
+            vec![None, Some((cores, GateScope::Global))],
+            Value::Depth,
+        ),
+        dim("batch_deps", o.batch, vec![1, 4, 16], Value::Batch),
+        dim("start", o.start, starts, Value::Start),
+        dim(
+            "pools",
+            o.pools,
+            vec![PoolsPolicy::Single, PoolsPolicy::ByExecUnit],
+            Value::Pools,
+        ),
     ];
     for (name, values) in symbols {
         out.push(Dim {
@@ -256,9 +254,6 @@ fn dims(
     }
     out
 }
-
-/// A tier edit: kernel, case, the case's new condition.
-type TierEdit = (usize, usize, Expr);
 
 /// `schedule` with the values of `point` applied, the `--bind` values of tuned symbols and the
 /// tier edits.
@@ -316,7 +311,7 @@ fn apply(
         match &d.values[i] {
             Value::Bound(site, level, v) => set_bound(&mut out, *site, *level, *v),
             // The module's own condition: no edit (its declaration stays as written).
-            Value::Tier(k, c, e) if i != 0 => tiers.push((*k, *c, e.clone())),
+            Value::Tier(e) if i != 0 => tiers.push(e.clone()),
             _ => {}
         }
     }
@@ -524,26 +519,10 @@ fn metric_values(
     Ok(out)
 }
 
-/// `PARAM OP LITERAL` of a tier condition: the scalar parameter's position among the kernel's
-/// scalar parameters, the operator and whether the literal is unsigned.
-fn tier_cut(decl: &pto_wsp::ir::KernelDecl, cond: &Expr) -> Option<(usize, BinOp, bool)> {
-    let Expr::Binary(op @ (BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge), l, r) = cond else {
-        return None;
-    };
-    let (Expr::Name(p), Expr::Int(_) | Expr::UInt(_)) = (&**l, &**r) else {
-        return None;
-    };
-    let pos = decl
-        .params
-        .iter()
-        .filter(|q| matches!(q.kind, ParamKind::Scalar(_)))
-        .position(|q| q.name.name == p.name)?;
-    Some((pos, *op, matches!(**r, Expr::UInt(_))))
-}
-
 /// The threshold dimensions: each bound of the schedule's `dispatch_threshold` and top-level
-/// `dispatch threshold(..)` levels, each `PARAM OP LITERAL` tier condition; values the
-/// module's own, then [`cuts`] of the metric's or parameter's values over the tasks.
+/// `dispatch threshold(..)` levels, then each movable comparison of a kernel's tier condition
+/// ([`tier_dims`]); values the module's own, then [`cuts`] of the metric's or the compared
+/// expression's values over the tasks.
 fn threshold_dims(
     name: &str,
     text: &str,
@@ -581,70 +560,52 @@ fn threshold_dims(
             });
         }
     }
-    let tiered: Vec<(usize, usize, usize, BinOp, bool)> = module
-        .kernels
-        .iter()
-        .enumerate()
-        .flat_map(|(k, d)| {
-            d.tiers.iter().flat_map(move |t| {
-                t.cases
-                    .iter()
-                    .enumerate()
-                    .filter_map(move |(c, (cond, _))| {
-                        tier_cut(d, cond).map(|(p, op, u)| (k, c, p, op, u))
-                    })
-            })
-        })
-        .collect();
-    if tiered.is_empty()
-        || tiered
-            .iter()
-            .any(|x| kernel_span(text, &module.kernels[x.0]).is_none())
-    {
-        return Ok(out);
-    }
-    let mut values: HashMap<(usize, usize), Vec<i64>> = HashMap::new();
-    each_task(name, text, binds, |t| {
-        for &(k, _, p, _, _) in &tiered {
-            if t.declared as usize == k
-                && let Some(v) = t.params.get(p)
-            {
-                let v = match *v {
-                    Scalar::I64(x) => x,
-                    Scalar::U64(x) => i64::try_from(x).unwrap_or(i64::MAX),
-                    Scalar::Bool(b) => i64::from(b),
-                };
-                values.entry((k, p)).or_default().push(v);
-            }
-        }
-    })?;
-    for (k, c, p, op, unsigned) in tiered {
-        let decl = &module.kernels[k];
-        let tiers = decl.tiers.as_ref().expect("a tiered kernel");
-        let own = &tiers.cases[c].0;
-        let Expr::Binary(_, param, _) = own else {
-            continue;
-        };
-        let lit = |v: i64| -> Expr {
-            if unsigned {
-                Expr::UInt(v.max(0) as u64)
-            } else {
-                Expr::Int(v)
-            }
-        };
-        let mut vs = vec![Value::Tier(k, c, own.clone())];
-        for v in cuts(values.get(&(k, p)).map_or(&[][..], Vec::as_slice), op) {
-            let e = Expr::Binary(op, param.clone(), Box::new(lit(v)));
-            if e != *own {
-                vs.push(Value::Tier(k, c, e));
-            }
-        }
-        out.push(Dim {
-            name: format!("tier `{own}` of kernel {}", decl.name),
-            values: vs,
-        });
-    }
+    out.extend(tier_dims(name, text, module, binds)?);
     Ok(out)
+}
+
+/// One dimension per movable comparison of a kernel's tier condition ([`tiers`]).
+fn tier_dims(
+    name: &str,
+    text: &str,
+    module: &Module,
+    binds: &[String],
+) -> Result<Vec<Dim>, CliError> {
+    let leaves = tiers::leaves(module);
+    if leaves.is_empty()
+        || leaves
+            .iter()
+            .any(|l| kernel_span(text, &module.kernels[l.kernel]).is_none())
+    {
+        return Ok(Vec::new());
+    }
+    let loaded = crate::load_source(name, text)?;
+    let symbols = crate::bindings_for(&loaded, binds)?.symbols;
+    let mut seen: Vec<tiers::Seen> = leaves.iter().map(|_| Default::default()).collect();
+    each_task(name, text, binds, |t| {
+        let k = t.declared as usize;
+        tiers::observe(&leaves, module, k, &t.params, &symbols, &mut seen);
+    })?;
+    Ok(leaves
+        .iter()
+        .zip(&seen)
+        .map(|(l, s)| {
+            let decl = &module.kernels[l.kernel];
+            let cond = &decl.tiers.as_ref().expect("a tiered kernel").cases[l.case].0;
+            let within = if *cond == l.written {
+                String::new()
+            } else {
+                format!(" in `{cond}`")
+            };
+            Dim {
+                name: format!("tier `{}`{within} of kernel {}", l.written, decl.name),
+                values: tiers::edits(l, s, &symbols)
+                    .into_iter()
+                    .map(Value::Tier)
+                    .collect(),
+            }
+        })
+        .collect())
 }
 
 /// The byte range of kernel `decl`'s declaration in `text` (from `kernel` to its `;`), for a
@@ -686,12 +647,17 @@ fn candidate(
         format!("{comment}{new}"),
     )];
     let mut decls: HashMap<usize, pto_wsp::ir::KernelDecl> = HashMap::new();
-    for (k, c, e) in tiers {
+    for e in tiers {
         let d = decls
-            .entry(*k)
-            .or_insert_with(|| module.kernels[*k].clone());
-        if let Some(t) = &mut d.tiers {
-            t.cases[*c].0 = e.clone();
+            .entry(e.kernel)
+            .or_insert_with(|| module.kernels[e.kernel].clone());
+        if let Some(leaf) = d
+            .tiers
+            .as_mut()
+            .and_then(|t| t.cases.get_mut(e.case))
+            .and_then(|c| tiers::at_mut(&mut c.0, &e.path))
+        {
+            *leaf = e.leaf.clone();
         }
     }
     for (k, d) in &decls {
@@ -785,10 +751,269 @@ pub struct TuneResult {
     pub space: (Vec<(String, usize)>, u128),
     /// Candidates the model refused (with the first reason).
     pub refused: (usize, Option<String>),
+    /// Modelled candidates that warned, and each distinct warning or note with the number of
+    /// candidates that gave it (the candidates' runs print nothing).
+    pub warnings: (usize, Vec<(String, usize)>),
     /// The method used.
     pub method: &'static str,
     /// Wall time of the search.
     pub elapsed: Duration,
+}
+
+/// The state of one search: the module, its dimensions, and every point evaluated.
+struct Search<'a> {
+    name: &'a str,
+    text: &'a str,
+    module: &'a Module,
+    schedule: Schedule,
+    dims: Vec<Dim>,
+    o: &'a TuneOptions,
+    /// Every point visited, by its value indices.
+    cache: HashMap<Vec<usize>, Result<Tuned, String>>,
+    /// Every distinct module text (with its binds) modelled: points whose edits are moot share
+    /// one.
+    by_text: HashMap<String, Result<u64, String>>,
+    /// Each warning or note of a modelled candidate, and how many candidates gave it.
+    warned: BTreeMap<String, usize>,
+    /// Modelled candidates with at least one warning.
+    warning_candidates: usize,
+    /// The output-coverage warnings of the module's tasks under each set of binds, checked on
+    /// the first candidate with those binds: tasks and their regions do not depend on the
+    /// schedule or on which tier variant runs, so later candidates skip the check and inherit
+    /// its result.
+    coverage: HashMap<Vec<String>, Vec<String>>,
+    t0: Instant,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Search<'_> {
+    /// The candidate at `point` (its makespan, or why the model refused it), evaluated once.
+    fn eval(&mut self, point: &[usize]) -> Result<Tuned, String> {
+        if let Some(r) = self.cache.get(point) {
+            return r.clone();
+        }
+        let r = self.evaluate(point);
+        self.cache.insert(point.to_vec(), r.clone());
+        r
+    }
+
+    fn evaluate(&mut self, point: &[usize]) -> Result<Tuned, String> {
+        let (s, binds, tiers) = apply(&self.schedule, &self.dims, point);
+        let changes: Vec<String> = self
+            .dims
+            .iter()
+            .zip(point)
+            .filter(|(_, i)| **i != 0)
+            .map(|(d, &i)| format!("{} → {}", d.values[0], d.values[i]))
+            .collect();
+        let (name, text) = (self.name, self.text);
+        let cand = candidate(name, text, self.module, &self.schedule, &s, &tiers, "")?;
+        let makespan_ps = self.model(&cand, &binds)?;
+        let mut ks: Vec<usize> = tiers.iter().map(|x| x.kernel).collect();
+        ks.sort_unstable();
+        ks.dedup();
+        let kernels = if ks.is_empty() {
+            Vec::new()
+        } else {
+            let back = crate::load_source(name, &cand).map_err(|e| e.to_string())?;
+            ks.iter()
+                .map(|&k| back.module.kernels[k].to_string())
+                .collect()
+        };
+        Ok(Tuned {
+            makespan_ps,
+            changes,
+            schedule: s.to_string(),
+            text: cand,
+            binds,
+            kernels,
+            tiers,
+            point: point.to_vec(),
+        })
+    }
+
+    /// The modelled makespan of module text `cand` under the search's and `binds`'
+    /// bindings, each distinct text modelled once; its warnings counted, not printed.
+    fn model(&mut self, cand: &str, binds: &[String]) -> Result<u64, String> {
+        let mut all_binds = self.o.binds.clone();
+        all_binds.extend(binds.iter().cloned());
+        let key = format!("{cand}\n{}", all_binds.join("\n"));
+        if let Some(m) = self.by_text.get(&key) {
+            return m.clone();
+        }
+        let known = self.coverage.get(&all_binds).cloned();
+        let opts = RunOptions {
+            binds: all_binds.clone(),
+            threads: 1,
+            model_only: true,
+            machine: Some(self.o.machine.clone()),
+            collect_warnings: true,
+            skip_coverage: known.is_some(),
+            ..RunOptions::default()
+        };
+        let m = run(self.name, cand, false, &opts, &mut |_| {})
+            .map_err(|e| e.to_string())
+            .and_then(|mut out| {
+                match known {
+                    Some(cov) => out.warnings.extend(cov),
+                    None => {
+                        let cov = out.warnings.iter().filter(|w| w.starts_with("warning: "));
+                        self.coverage.insert(all_binds, cov.cloned().collect());
+                    }
+                }
+                if !out.warnings.is_empty() {
+                    self.warning_candidates += 1;
+                }
+                for w in out.warnings {
+                    *self.warned.entry(w).or_default() += 1;
+                }
+                out.stats
+                    .device
+                    .first()
+                    .map(|d| d.makespan_ps)
+                    .ok_or_else(|| "the run was not modelled".to_string())
+            });
+        self.by_text.insert(key, m.clone());
+        m
+    }
+
+    fn out_of_time(&self) -> bool {
+        self.t0.elapsed() >= self.o.budget
+    }
+
+    /// Updates the progress bar (when drawn): time, points visited, the best so far.
+    fn show(&self, what: &str) {
+        if let Some(b) = &self.bar {
+            let best = self
+                .cache
+                .values()
+                .filter_map(|r| r.as_ref().ok())
+                .map(|t| t.makespan_ps)
+                .min();
+            b.set_position(self.t0.elapsed().as_millis() as u64);
+            b.set_message(format!(
+                "{} evaluated, best {} ({what})",
+                self.cache.len(),
+                best.map_or("-".into(), fmt_ps)
+            ));
+        }
+    }
+
+    /// Every point of the space, the first dimension varying fastest.
+    fn exhaustive(&mut self) {
+        let mut point = vec![0usize; self.dims.len()];
+        loop {
+            let _ = self.eval(&point);
+            self.show("exhaustive");
+            let mut k = 0;
+            loop {
+                if k == self.dims.len() {
+                    return;
+                }
+                point[k] += 1;
+                if point[k] < self.dims[k].values.len() {
+                    break;
+                }
+                point[k] = 0;
+                k += 1;
+            }
+        }
+    }
+
+    /// Coordinate descent from the module's point, then from seeded random points, until the
+    /// budget is spent.
+    fn descend(&mut self) {
+        let mut rng = self.o.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut start = vec![0usize; self.dims.len()];
+        for restart in 0.. {
+            let mut cur = start;
+            loop {
+                let before = cur.clone();
+                if !self.sweep(&mut cur, restart) {
+                    return;
+                }
+                if cur == before {
+                    break;
+                }
+            }
+            start = self
+                .dims
+                .iter()
+                .map(|d| {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    (rng % d.values.len() as u64) as usize
+                })
+                .collect();
+        }
+    }
+
+    /// One sweep of coordinate descent: each dimension in turn set to its best value given the
+    /// others (the current value kept on a tie). False when the budget ran out.
+    fn sweep(&mut self, cur: &mut [usize], restart: usize) -> bool {
+        for k in 0..self.dims.len() {
+            let mut best = (u64::MAX, cur[k]);
+            for v in 0..self.dims[k].values.len() {
+                if self.out_of_time() {
+                    return false;
+                }
+                let mut p = cur.to_vec();
+                p[k] = v;
+                if let Ok(t) = self.eval(&p)
+                    && t.makespan_ps < best.0
+                {
+                    best = (t.makespan_ps, v);
+                }
+                self.show(&format!("restart {restart}"));
+            }
+            cur[k] = best.1;
+        }
+        true
+    }
+
+    /// The result: the best `top` candidates (ties: fewer changes, then the earlier values,
+    /// the module's own first in every dimension), the refusals and the warnings.
+    fn finish(self, own: Tuned, method: &'static str, space: u128) -> TuneResult {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+        let refused: Vec<&String> = self
+            .cache
+            .values()
+            .filter_map(|r| r.as_ref().err())
+            .collect();
+        let mut best: Vec<Tuned> = self
+            .cache
+            .values()
+            .filter_map(|r| r.as_ref().ok())
+            .cloned()
+            .collect();
+        best.sort_by(|a, b| {
+            a.makespan_ps
+                .cmp(&b.makespan_ps)
+                .then(a.changes.len().cmp(&b.changes.len()))
+                .then(a.point.cmp(&b.point))
+        });
+        best.truncate(self.o.top.max(1));
+        TuneResult {
+            own,
+            best,
+            evaluated: self.cache.len(),
+            modelled: self.by_text.len(),
+            space: (
+                self.dims
+                    .iter()
+                    .map(|d| (d.name.clone(), d.values.len()))
+                    .collect(),
+                space,
+            ),
+            refused: (refused.len(), refused.first().map(|s| (*s).clone())),
+            warnings: (self.warning_candidates, self.warned.into_iter().collect()),
+            method,
+            elapsed: self.t0.elapsed(),
+        }
+    }
 }
 
 /// Searches `text`'s schedule space on the device model (see the module docs).
@@ -806,191 +1031,34 @@ pub fn tune(name: &str, text: &str, o: &TuneOptions) -> Result<TuneResult, CliEr
     let keys = key_candidates(name, text, module);
     let mut dims = dims(&schedule, cores, keys, &o.symbols);
     dims.extend(threshold_dims(name, text, module, &schedule, &o.binds)?);
-    let t0 = Instant::now();
-    let bar = progress_bar(o);
-    let mut cache: HashMap<Vec<usize>, Result<Tuned, String>> = HashMap::new();
-    let by_text: std::cell::RefCell<HashMap<String, Result<u64, String>>> = Default::default();
-    let own_point = vec![0usize; dims.len()];
-    let eval = |point: &[usize], cache: &mut HashMap<Vec<usize>, Result<Tuned, String>>| {
-        if let Some(r) = cache.get(point) {
-            return r.clone();
-        }
-        let (s, binds, tiers) = apply(&schedule, &dims, point);
-        let changes: Vec<String> = dims
-            .iter()
-            .zip(point)
-            .filter(|(_, i)| **i != 0)
-            .map(|(d, &i)| format!("{} → {}", d.values[0], d.values[i]))
-            .collect();
-        let r = candidate(name, text, module, &schedule, &s, &tiers, "").and_then(|cand| {
-            let mut all_binds = o.binds.clone();
-            all_binds.extend(binds.iter().cloned());
-            let key = format!("{cand}\n{}", all_binds.join("\n"));
-            let cached = by_text.borrow().get(&key).cloned();
-            let makespan = match cached {
-                Some(m) => m,
-                None => {
-                    let opts = RunOptions {
-                        binds: all_binds,
-                        threads: 1,
-                        model_only: true,
-                        machine: Some(o.machine.clone()),
-                        ..RunOptions::default()
-                    };
-                    let m = run(name, &cand, false, &opts, &mut |_| {})
-                        .map_err(|e| e.to_string())
-                        .and_then(|out| {
-                            out.stats
-                                .device
-                                .first()
-                                .map(|d| d.makespan_ps)
-                                .ok_or_else(|| "the run was not modelled".to_string())
-                        });
-                    by_text.borrow_mut().insert(key, m.clone());
-                    m
-                }
-            };
-            let kernels = {
-                let mut ks: Vec<usize> = tiers.iter().map(|x| x.0).collect();
-                ks.sort_unstable();
-                ks.dedup();
-                let back = crate::load_source(name, &cand).map_err(|e| e.to_string())?;
-                ks.iter()
-                    .map(|&k| back.module.kernels[k].to_string())
-                    .collect()
-            };
-            makespan.map(|makespan_ps| Tuned {
-                makespan_ps,
-                changes,
-                schedule: s.to_string(),
-                text: cand,
-                binds,
-                kernels,
-                tiers,
-                point: point.to_vec(),
-            })
-        });
-        cache.insert(point.to_vec(), r.clone());
-        r
+    let mut search = Search {
+        name,
+        text,
+        module,
+        schedule,
+        dims,
+        o,
+        cache: HashMap::new(),
+        by_text: HashMap::new(),
+        warned: BTreeMap::new(),
+        warning_candidates: 0,
+        coverage: HashMap::new(),
+        t0: Instant::now(),
+        bar: progress_bar(o),
     };
-    let own = eval(&own_point, &mut cache)
+    let own = search
+        .eval(&vec![0usize; search.dims.len()])
         .map_err(|e| CliError::plain(format!("{name}: the module's own schedule: {e}")))?;
-    let per_eval = t0.elapsed().max(Duration::from_micros(1));
-    let space: u128 = dims.iter().map(|d| d.values.len() as u128).product();
-    let fits = space * per_eval.as_micros() <= o.budget.as_micros();
-    let out_of_time = |t0: &Instant| t0.elapsed() >= o.budget;
-    let show = |bar: &Option<indicatif::ProgressBar>,
-                cache: &HashMap<Vec<usize>, Result<Tuned, String>>,
-                what: &str| {
-        if let Some(b) = bar {
-            let best = cache
-                .values()
-                .filter_map(|r| r.as_ref().ok())
-                .map(|t| t.makespan_ps)
-                .min();
-            b.set_position(t0.elapsed().as_millis() as u64);
-            b.set_message(format!(
-                "{} evaluated, best {} ({what})",
-                cache.len(),
-                best.map_or("-".into(), fmt_ps)
-            ));
-        }
-    };
-    let method;
-    if fits {
-        method = "exhaustive (the space fits the budget)";
-        let mut point = vec![0usize; dims.len()];
-        'all: loop {
-            let _ = eval(&point, &mut cache);
-            show(&bar, &cache, "exhaustive");
-            let mut k = 0;
-            loop {
-                if k == dims.len() {
-                    break 'all;
-                }
-                point[k] += 1;
-                if point[k] < dims[k].values.len() {
-                    break;
-                }
-                point[k] = 0;
-                k += 1;
-            }
-        }
+    let per_eval = search.t0.elapsed().max(Duration::from_micros(1));
+    let space: u128 = search.dims.iter().map(|d| d.values.len() as u128).product();
+    let method = if space * per_eval.as_micros() <= o.budget.as_micros() {
+        search.exhaustive();
+        "exhaustive (the space fits the budget)"
     } else {
-        method = "coordinate descent from the module's schedule, then seeded random restarts";
-        let mut rng = o.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        let mut start = own_point.clone();
-        let mut restart = 0;
-        'search: loop {
-            let mut cur = start.clone();
-            loop {
-                let before = cur.clone();
-                for k in 0..dims.len() {
-                    let mut best = (u64::MAX, cur[k]);
-                    for v in 0..dims[k].values.len() {
-                        if out_of_time(&t0) {
-                            break 'search;
-                        }
-                        let mut p = cur.clone();
-                        p[k] = v;
-                        if let Ok(t) = eval(&p, &mut cache)
-                            && t.makespan_ps < best.0
-                        {
-                            best = (t.makespan_ps, v);
-                        }
-                        show(&bar, &cache, &format!("restart {restart}"));
-                    }
-                    cur[k] = best.1;
-                }
-                if cur == before {
-                    break;
-                }
-            }
-            restart += 1;
-            start = dims
-                .iter()
-                .map(|d| {
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    (rng % d.values.len() as u64) as usize
-                })
-                .collect();
-        }
-    }
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
-    let refused: Vec<&String> = cache.values().filter_map(|r| r.as_ref().err()).collect();
-    let mut best: Vec<Tuned> = cache
-        .values()
-        .filter_map(|r| r.as_ref().ok())
-        .cloned()
-        .collect();
-    // Ties: fewer changes, then the earlier values (the module's own first in every dimension).
-    best.sort_by(|a, b| {
-        a.makespan_ps
-            .cmp(&b.makespan_ps)
-            .then(a.changes.len().cmp(&b.changes.len()))
-            .then(a.point.cmp(&b.point))
-    });
-    best.truncate(o.top.max(1));
-    let modelled = by_text.borrow().len();
-    Ok(TuneResult {
-        own,
-        best,
-        evaluated: cache.len(),
-        modelled,
-        space: (
-            dims.iter()
-                .map(|d| (d.name.clone(), d.values.len()))
-                .collect(),
-            space,
-        ),
-        refused: (refused.len(), refused.first().map(|s| (*s).clone())),
-        method,
-        elapsed: t0.elapsed(),
-    })
+        search.descend();
+        "coordinate descent from the module's schedule, then seeded random restarts"
+    };
+    Ok(search.finish(own, method, space))
 }
 
 fn progress_bar(o: &TuneOptions) -> Option<indicatif::ProgressBar> {
@@ -1025,6 +1093,15 @@ pub fn report(name: &str, o: &TuneOptions, r: &TuneResult) -> String {
             r.refused.0,
             r.refused.1.clone().unwrap_or_default()
         ));
+    }
+    if r.warnings.0 > 0 {
+        out.push_str(&format!(
+            "\n  {} of {} modelled candidate(s) warned:",
+            r.warnings.0, r.modelled
+        ));
+        for (w, n) in &r.warnings.1 {
+            out.push_str(&format!("\n    {n} × {w}"));
+        }
     }
     let dims: Vec<String> = r.space.0.iter().map(|(n, k)| format!("{n} {k}")).collect();
     out.push_str(&format!(

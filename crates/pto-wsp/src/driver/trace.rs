@@ -253,7 +253,6 @@ fn wall(trace: &mut Trace, stats: &RunStats, labels: &HashMap<u32, Label>) {
 
 /// Process `pid`: one modelled run, its control threads then its cores by kind.
 fn modelled(trace: &mut Trace, pid: u32, d: &DeviceRun, labels: &HashMap<u32, Label>) {
-    let r = &d.report;
     let generation = if d.host_generation { "host" } else { "device" };
     trace.process(
         pid,
@@ -263,13 +262,45 @@ fn modelled(trace: &mut Trace, pid: u32, d: &DeviceRun, labels: &HashMap<u32, La
             us_of_ps(d.makespan_ps)
         ),
     );
-    let shift = d.prefix_ps;
-    let control = |t: u32| {
-        let mut args = Map::new();
-        args.insert("task".into(), Value::from(modelled_index(d, t)));
-        args.insert("kernel".into(), Value::from(modelled_kernel(d, labels, t)));
-        args
-    };
+    let schedulers = modelled_control(trace, pid, d, labels);
+    modelled_cores(trace, pid, d, labels, 2 + schedulers);
+}
+
+/// One control interval of a modelled run on track `(pid, tid)`, with its task's index and
+/// kernel.
+fn control_event(
+    trace: &mut Trace,
+    at: (u32, u32),
+    i: &pto_wsp_cpu::sim::Interval,
+    d: &DeviceRun,
+    labels: &HashMap<u32, Label>,
+) {
+    let mut args = Map::new();
+    args.insert("task".into(), Value::from(modelled_index(d, i.task)));
+    args.insert(
+        "kernel".into(),
+        Value::from(modelled_kernel(d, labels, i.task)),
+    );
+    let (a, b) = (i.start + d.prefix_ps, i.end + d.prefix_ps);
+    trace.complete(
+        at,
+        i.work.name(),
+        "control",
+        us_of_ps(a),
+        us_of_ps(b - a),
+        &args,
+    );
+}
+
+/// The control tracks of a modelled run: the orchestrator (track 0), the host's prefix
+/// (track 1), then each scheduler thread (tracks 2 …); returns the number of schedulers.
+fn modelled_control(
+    trace: &mut Trace,
+    pid: u32,
+    d: &DeviceRun,
+    labels: &HashMap<u32, Label>,
+) -> u32 {
+    let r = &d.report;
     if d.orchestrators > 0 {
         let name = if d.orchestrators > 1 {
             format!("orchestrator ({} threads as one)", d.orchestrators)
@@ -278,16 +309,7 @@ fn modelled(trace: &mut Trace, pid: u32, d: &DeviceRun, labels: &HashMap<u32, La
         };
         trace.track(pid, 0, &name);
         for i in &r.generation {
-            let (a, b) = (i.start + shift, i.end + shift);
-            let args = control(i.task);
-            trace.complete(
-                (pid, 0),
-                i.work.name(),
-                "control",
-                us_of_ps(a),
-                us_of_ps(b - a),
-                &args,
-            );
+            control_event(trace, (pid, 0), i, d, labels);
         }
     }
     if d.prefix_ps > 0 {
@@ -307,21 +329,22 @@ fn modelled(trace: &mut Trace, pid: u32, d: &DeviceRun, labels: &HashMap<u32, La
     }
     for (s, intervals) in r.scheduling.iter().enumerate() {
         for i in intervals {
-            let (a, b) = (i.start + shift, i.end + shift);
-            let args = control(i.task);
-            let tid = 2 + s as u32;
-            trace.complete(
-                (pid, tid),
-                i.work.name(),
-                "control",
-                us_of_ps(a),
-                us_of_ps(b - a),
-                &args,
-            );
+            control_event(trace, (pid, 2 + s as u32), i, d, labels);
         }
     }
-    // Cores: kind by kind (as the machine lists them), each numbered within its kind.
-    let first_core = 2 + schedulers;
+    schedulers
+}
+
+/// The core tracks of a modelled run from track `first_core`: kind by kind (as the machine
+/// lists them), each numbered within its kind, every task one event.
+fn modelled_cores(
+    trace: &mut Trace,
+    pid: u32,
+    d: &DeviceRun,
+    labels: &HashMap<u32, Label>,
+    first_core: u32,
+) {
+    let (r, shift) = (&d.report, d.prefix_ps);
     let mut tid_of = HashMap::new();
     let mut core_name = HashMap::new();
     let mut tid = first_core;

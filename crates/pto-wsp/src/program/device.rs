@@ -179,20 +179,11 @@ pub(crate) struct Follow {
     pub(crate) dispatch: Dispatch,
 }
 
-/// Models `tasks` with `edges` on `m` under device generation (`host = false`) or host
-/// generation.
-pub(crate) fn model(
-    m: &Machine,
-    tasks: &[DeviceTask],
-    edges: &[(u32, u32)],
-    follow: &Follow,
-    host: bool,
-    record: bool,
-    kernel_names: &[String],
-) -> Result<DeviceRun, SimError> {
+/// The engine's view of `tasks` on `m`: cost in picoseconds, core kind, and a dispatch target
+/// mapped onto a core of the task's kind.
+fn sim_tasks(m: &Machine, tasks: &[DeviceTask], follow: &Follow) -> Vec<SimTask> {
     let (aiv, aic) = (m.aiv(), m.aic());
-    let n = tasks.len() as u64;
-    let sim_tasks: Vec<SimTask> = tasks
+    tasks
         .iter()
         .map(|t| {
             let (base, cores) = if t.cube { (aiv, aic) } else { (0, aiv) };
@@ -210,17 +201,20 @@ pub(crate) fn model(
                 priority: t.priority,
             }
         })
-        .collect();
-    let machine = SimMachine {
-        executors: aiv + aic,
-        vector: Some(aiv),
-        placement: !matches!(follow.dispatch, Dispatch::WorkSteal),
-    };
-    let schedulers = if host {
-        m.aicpu.schedulers + m.aicpu.orchestrators
-    } else {
-        m.aicpu.schedulers
-    };
+        .collect()
+}
+
+/// The control path's costs on `m` with `schedulers` scheduler threads: per-task generation
+/// (none under host generation; several orchestrators share it), core ownership by cluster,
+/// handshake and scheduler costs in picoseconds.
+fn device_times(
+    m: &Machine,
+    tasks: &[DeviceTask],
+    host: bool,
+    schedulers: u32,
+    record: bool,
+) -> DeviceTimes {
+    let (aiv, aic) = (m.aiv(), m.aic());
     let cluster = |e: u32| {
         if e < aiv {
             e / m.cores.aiv_per_cluster.max(1)
@@ -229,7 +223,7 @@ pub(crate) fn model(
         }
     };
     let orchestrators = u64::from(m.aicpu.orchestrators.max(1));
-    let times = DeviceTimes {
+    DeviceTimes {
         generate: if host {
             vec![0; tasks.len()]
         } else {
@@ -248,7 +242,38 @@ pub(crate) fn model(
         sched_per_edge: m.aicpu.sched_per_edge_ns * 1000,
         no_core: tasks.iter().map(|t| t.barrier).collect(),
         record,
+    }
+}
+
+/// The host's prefix under host generation: building `n` tasks, uploading them, launching.
+fn host_prefix_ps(m: &Machine, n: u64) -> u64 {
+    let upload = n as f64 * m.host.upload_bytes_per_task as f64 / m.host.link_gb_per_s;
+    n * m.host.gen_ns_per_task * 1000 + (upload * 1000.0) as u64 + m.host.launch_ns * 1000
+}
+
+/// Models `tasks` with `edges` on `m` under device generation (`host = false`) or host
+/// generation.
+pub(crate) fn model(
+    m: &Machine,
+    tasks: &[DeviceTask],
+    edges: &[(u32, u32)],
+    follow: &Follow,
+    host: bool,
+    record: bool,
+    kernel_names: &[String],
+) -> Result<DeviceRun, SimError> {
+    let (aiv, aic) = (m.aiv(), m.aic());
+    let machine = SimMachine {
+        executors: aiv + aic,
+        vector: Some(aiv),
+        placement: !matches!(follow.dispatch, Dispatch::WorkSteal),
     };
+    let schedulers = if host {
+        m.aicpu.schedulers + m.aicpu.orchestrators
+    } else {
+        m.aicpu.schedulers
+    };
+    let times = device_times(m, tasks, host, schedulers, record);
     let mut schedule = follow.schedule;
     let mut notes = Vec::new();
     if host {
@@ -262,10 +287,10 @@ pub(crate) fn model(
             m.aicpu.orchestrators, m.aicpu.orchestrators
         ));
     }
-    let (stats, report) = simulate_device(&sim_tasks, edges, &machine, &schedule, &times)?;
+    let sim = sim_tasks(m, tasks, follow);
+    let (stats, report) = simulate_device(&sim, edges, &machine, &schedule, &times)?;
     let prefix_ps = if host {
-        let upload = n as f64 * m.host.upload_bytes_per_task as f64 / m.host.link_gb_per_s;
-        n * m.host.gen_ns_per_task * 1000 + (upload * 1000.0) as u64 + m.host.launch_ns * 1000
+        host_prefix_ps(m, tasks.len() as u64)
     } else {
         0
     };

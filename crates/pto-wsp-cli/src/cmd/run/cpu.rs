@@ -106,19 +106,25 @@ pub fn run_lowered(
         },
         // The picture and the trace show the modelled control threads too.
         record_timeline: opts.timeline.is_some() || opts.trace.is_some(),
+        coverage: !opts.skip_coverage,
         ..CompileOptions::default()
     };
     let mut program =
         compile(plan, options).map_err(|e| pto_wsp::driver::compile_error(loaded, &e))?;
+    let mut warnings = Vec::new();
     for note in program.notes() {
-        eprintln!("note: {note}");
+        if opts.collect_warnings {
+            warnings.push(format!("note: {note}"));
+        } else {
+            eprintln!("note: {note}");
+        }
     }
     let data = job.fill(&mut program)?;
     let build_ms = t0.elapsed().as_secs_f64() * 1e3;
     if let Some(d) = &job.dims {
         emit(&main_job_header(job.name, d, program.threads()));
     }
-    let (stats, run_ms) = job.execute(&mut program)?;
+    let (stats, run_ms) = job.execute(&mut program, &mut warnings)?;
     let (comparison, check_ms, expectations) = job.check(&mut program, &data, &stats)?;
     let times = Times {
         build_ms,
@@ -140,6 +146,7 @@ pub fn run_lowered(
         comparison,
         expectations,
         report,
+        warnings,
     })
 }
 
@@ -303,7 +310,13 @@ impl<'a> Job<'a> {
     /// Runs the program (with a progress bar when counted); the statistics and the run's
     /// end-to-end milliseconds. Output tensors left partly unwritten are warned about, or
     /// under `--strict` refused.
-    fn execute(&self, program: &mut pto_wsp::Program) -> Result<(RunStats, f64), CliError> {
+    /// Runs the program; its coverage warnings are printed, or pushed on `warnings` when
+    /// [`RunOptions::collect_warnings`] asks.
+    fn execute(
+        &self,
+        program: &mut pto_wsp::Program,
+        warnings: &mut Vec<String>,
+    ) -> Result<(RunStats, f64), CliError> {
         let (name, bindings) = (self.name, &self.bindings);
         let total = if self.count {
             expand_each(
@@ -348,7 +361,11 @@ impl<'a> Job<'a> {
                 return Err(CliError::plain(format!("{name}: {first} (--strict)")));
             }
             for u in program.coverage() {
-                eprintln!("warning: {name}: {u}");
+                if self.opts.collect_warnings {
+                    warnings.push(format!("warning: {u}"));
+                } else {
+                    eprintln!("warning: {name}: {u}");
+                }
             }
         }
         Ok((stats, run_ms))

@@ -144,6 +144,8 @@ impl Args {
             model_only: self.model_only,
             machine: self.machine.clone(),
             timeline: self.timeline.clone(),
+            collect_warnings: false,
+            skip_coverage: false,
         }
     }
 }

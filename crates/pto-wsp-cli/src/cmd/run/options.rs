@@ -52,6 +52,12 @@ pub struct RunOptions {
     pub machine: Option<String>,
     /// `--timeline OUT.svg`: draw the run (the device model's, else the wall clock's).
     pub timeline: Option<PathBuf>,
+    /// Keep the run's warnings and notes in [`RunOutcome::warnings`] instead of printing them
+    /// (a search's candidates, reported once by the search).
+    pub collect_warnings: bool,
+    /// Skip the check that every output tensor was fully written (a search whose candidates
+    /// differ only in schedule checked their common tasks once).
+    pub skip_coverage: bool,
 }
 
 /// A function called with a task's id after each kernel call of a run ([`RunOptions::on_task`]).
@@ -86,6 +92,8 @@ impl Default for RunOptions {
             model_only: false,
             machine: None,
             timeline: None,
+            collect_warnings: false,
+            skip_coverage: false,
         }
     }
 }
@@ -116,4 +124,8 @@ pub struct RunOutcome {
     pub expectations: Vec<crate::expect::ExpectResult>,
     /// What `run` prints on stdout.
     pub report: String,
+    /// The warnings (`warning: ...`: the output-coverage check's) and notes (`note: ...`) of
+    /// the run, without the file's name, when [`RunOptions::collect_warnings`] kept them from
+    /// stderr; else empty.
+    pub warnings: Vec<String>,
 }
