@@ -153,10 +153,11 @@ pub fn run_plan(
     };
     let symbols = &bindings.symbols;
     let tier_names: Vec<&str> = td.tiers.iter().map(|t| t.name.as_str()).collect();
-    let form = resolve_plan(sd, p, &tier_names, &|n| symbols.contains_key(n));
+    let form = resolve_plan(sd, p, &tier_names, None, &|n| symbols.contains_key(n));
     let env = CallEnv::new(&form, sd, p, symbols);
     let space = bind_space(sd, p, &env).map_err(|(loc, m)| at(loc, m))?;
     let tiers = tier_table(td).map_err(|e| at(td.name.loc, e.to_string()))?;
+    // The store holds every tensor at its bound shape.
     let capacity = match &p.workspace {
         None => 0,
         Some(w) => {

@@ -28,7 +28,6 @@ use super::{
     Admission, CallEnv, CallShape, FieldNames, Gen, PlanError, as_u32, bind_space, generator_for,
     interleave_of, tier_table,
 };
-use crate::ir::eval::eval;
 use crate::ir::plan::PlanDecl;
 use crate::ir::resolve::body::IntExpr;
 use crate::ir::resolve::generate::{CallArg, resolve_plan};
@@ -139,7 +138,17 @@ fn plan_tasks(module: &Module, p: &PlanDecl, bindings: &Bindings) -> Result<Vec<
     };
     let symbols = &bindings.symbols;
     let tier_names: Vec<&str> = td.tiers.iter().map(|t| t.name.as_str()).collect();
-    let form = resolve_plan(sd, p, &tier_names, &|n| symbols.contains_key(n));
+    let workspace = match &p.workspace {
+        None => None,
+        Some(w) => Some(
+            module
+                .tensor(w.as_str())
+                .ok_or_else(|| at(w.loc, format!("no tensor `{w}`")))?
+                .shape
+                .as_slice(),
+        ),
+    };
+    let form = resolve_plan(sd, p, &tier_names, workspace, &|n| symbols.contains_key(n));
     let env = CallEnv::new(&form, sd, p, symbols);
     let space = bind_space(sd, p, &env).map_err(|(loc, m)| at(loc, m))?;
     let tiers = tier_table(td).map_err(|e| at(td.name.loc, e.to_string()))?;
@@ -152,7 +161,7 @@ fn plan_tasks(module: &Module, p: &PlanDecl, bindings: &Bindings) -> Result<Vec<
     };
     let capacity = match &p.workspace {
         None => 0,
-        Some(w) => elements(module, w.as_str(), symbols).map_err(|m| at(w.loc, m))?,
+        Some(w) => elements(w.as_str(), &env).map_err(|m| at(w.loc, m))?,
     };
     let names = FieldNames::new(sd);
     let calls = td
@@ -274,19 +283,16 @@ impl pde::Sink for Checked<'_> {
     }
 }
 
-/// The elements of tensor `name` at the bound symbols.
-fn elements(
-    module: &Module,
-    name: &str,
-    symbols: &std::collections::BTreeMap<String, Value>,
-) -> Result<u64, String> {
-    let decl = module
-        .tensor(name)
-        .ok_or_else(|| format!("no tensor `{name}`"))?;
-    let scope = |n: &str| symbols.get(n).copied();
-    decl.shape.iter().try_fold(1u64, |n, e| {
-        let v = eval(e, &scope).map_err(|err| format!("`{name}`: `{e}`: {err}"))?;
-        let d = as_u32(v).ok_or_else(|| format!("`{name}`: extent `{e}` = {v}"))?;
+/// The elements of the plan's workspace tensor `name` at the bound symbols: the product of its
+/// dimensions in slot form ([`crate::ir::resolve::generate::PlanForm::workspace`]).
+fn elements(name: &str, env: &CallEnv<'_>) -> Result<u64, String> {
+    env.form.workspace.iter().try_fold(1u64, |n, e| {
+        let text = &e.text;
+        let v = e
+            .compiled
+            .eval(&env.base)
+            .map_err(|err| format!("`{name}`: `{text}`: {}", env.form.explain(err)))?;
+        let d = as_u32(v).ok_or_else(|| format!("`{name}`: extent `{text}` = {v}"))?;
         n.checked_mul(d.into())
             .ok_or_else(|| format!("`{name}` has more than 2^64 elements"))
     })
