@@ -265,11 +265,13 @@ fn kernel_bodies_and_plan_generators_are_resolved_only_in_resolve() {
         "HashMap<String",
         "HashSet<String",
     ];
-    let readers: [(&str, &str, &[&str]); 8] = [
+    let readers: [(&str, &str, &[&str]); 9] = [
         ("pto-wsp-kernels", "lang.rs", &body),
         ("pto-wsp-backends", "kernel.rs", &body),
         ("pto-wsp", "device.rs", &body),
         ("pto-wsp", "src/plan.rs", &plan),
+        // Plans as task batches: the same generator, and the workspace size from the slot form.
+        ("pto-wsp", "plan/tasks.rs", &plan),
         // The validator of bodies checks the resolved body: resolution reports its names.
         ("pto-wsp-ir", "validate/kernel_body.rs", &validator),
         ("pto-wsp-ir", "device/check.rs", &device),
