@@ -555,9 +555,12 @@ pub fn find_doubles(k: &KernelDecl) -> Doubles {
     f.out
 }
 
+/// The tiles (slot, write?) a statement touches, and its pipe.
+type Touches = (Vec<(u32, bool)>, Option<Pipe>);
+
 /// The tiles (slot, write?) statement `b` touches, and its pipe: an instruction's, or a
 /// `GETVAL`'s read on the scalar unit; `None` for other statements.
-fn touches(body: &Body, b: &BodyStmt) -> Option<(Vec<(u32, bool)>, Option<Pipe>)> {
+fn touches(body: &Body, b: &BodyStmt) -> Option<Touches> {
     let (op, args) = match &b.kind {
         BodyKind::Inst { op, args } => (*op, args),
         BodyKind::GetVal { tile, .. } => return Some((vec![(tile.tile, false)], Some(Pipe::S))),

@@ -911,7 +911,7 @@ impl<'m> Walker<'m> {
         r: &'m crate::workload::Region,
         context: &str,
     ) -> Result<TaskArg, ResolveError> {
-        let t = self.shaped(&r.tensor, &context)?;
+        let t = self.shaped(&r.tensor, context)?;
         let rank = self.module.tensors[t.index()].shape.len();
         if r.dims.len() != rank {
             return Err(self.malformed(format!(
