@@ -153,10 +153,11 @@ pub fn run_plan(
     };
     let symbols = &bindings.symbols;
     let tier_names: Vec<&str> = td.tiers.iter().map(|t| t.name.as_str()).collect();
-    let form = resolve_plan(sd, p, &tier_names, &|n| symbols.contains_key(n));
+    let form = resolve_plan(sd, p, &tier_names, None, &|n| symbols.contains_key(n));
     let env = CallEnv::new(&form, sd, p, symbols);
     let space = bind_space(sd, p, &env).map_err(|(loc, m)| at(loc, m))?;
     let tiers = tier_table(td).map_err(|e| at(td.name.loc, e.to_string()))?;
+    // The store holds every tensor at its bound shape.
     let capacity = match &p.workspace {
         None => 0,
         Some(w) => {
@@ -306,31 +307,36 @@ fn launch_plan(
             plan: plan.to_string(),
             launch,
         }),
-        Err(e @ PdeError::Kernel { .. }) => {
-            let tier = match &e {
-                PdeError::Kernel { tier, .. } => tier.as_str(),
-                _ => "",
-            };
+        Err(e) => Err(launch_error(p, td, env, e)),
+    }
+}
+
+/// A failed launch of plan `p`, at the item it comes from: a kernel's failure at its tier's
+/// `kernel` item (a prefetch descriptor's at the `prefetch`), a refused affinity at the
+/// `affinity` item, anything else at the plan.
+fn launch_error(p: &PlanDecl, td: &TierTableDecl, env: &CallEnv<'_>, e: PdeError) -> PlanError {
+    let at = PlanError::at(p.name.as_str());
+    match e {
+        PdeError::Kernel { ref tier, .. } => {
             // A prefetch descriptor's tier is not in the table: its failure is named `prefetch`.
             let kernel = td
                 .tiers
                 .iter()
                 .zip(&env.form.tier_kernels)
-                .find(|(t, _)| t.name.as_str() == tier)
+                .find(|(t, _)| t.name.as_str() == tier.as_str())
                 .and_then(|(_, k)| *k);
             let loc = match kernel {
                 Some(k) => p.kernels[k].loc,
                 None => p.prefetch.as_ref().map_or(p.loc, |pf| pf.loc),
             };
-            Err(at(loc, e.to_string()))
+            at(loc, e.to_string())
         }
         // The launch refuses an affinity it cannot honour (a group larger than the threads)
         // only when it runs: reported at the plan's `affinity` item.
-        Err(e @ PdeError::Affinity { .. }) => Err(at(
-            p.affinity.as_ref().map_or(p.loc, |a| a.loc),
-            e.to_string(),
-        )),
-        Err(e) => Err(at(p.loc, e.to_string())),
+        PdeError::Affinity { .. } => {
+            at(p.affinity.as_ref().map_or(p.loc, |a| a.loc), e.to_string())
+        }
+        _ => at(p.loc, e.to_string()),
     }
 }
 
@@ -900,46 +906,7 @@ impl<'m> Gen<'m> {
     ) -> Result<Flow, PdeError> {
         let loc = s.loc;
         match &s.kind {
-            GenStepKind::For { vars, axis, body } => {
-                let k = match axis {
-                    Ok(k) => *k,
-                    Err(axis) => return Err(self.fail(loc, format!("no axis `{axis}`"))),
-                };
-                let count = self.bound.count(k);
-                if let Some((ik, n)) = self.interleave
-                    && ik == k
-                    && self.group.is_none()
-                {
-                    let mut g0 = 0;
-                    while g0 < count {
-                        let g1 = count.min(g0.saturating_add(n));
-                        self.group = Some(Group {
-                            current: 0,
-                            held: Vec::new(),
-                        });
-                        for i in g0..g1 {
-                            if let Some(g) = &mut self.group {
-                                g.current = (i - g0) as usize;
-                            }
-                            self.iteration(k, vars, i, body, e)?;
-                        }
-                        let mut held = self.group.take().map_or_else(Vec::new, |g| g.held);
-                        // Stable: a value's descriptors at one point keep their emission order.
-                        held.sort_by(|(v, d, _), (w, c, _)| {
-                            d.indices[k + 1..].cmp(&c.indices[k + 1..]).then(v.cmp(w))
-                        });
-                        for (_, d, at) in held {
-                            self.queue(d, at, e)?;
-                        }
-                        g0 = g1;
-                    }
-                    return Ok(Flow::Next);
-                }
-                for i in 0..count {
-                    self.iteration(k, vars, i, body, e)?;
-                }
-                Ok(Flow::Next)
-            }
+            GenStepKind::For { vars, axis, body } => self.for_axis(axis, vars, body, loc, e),
             GenStepKind::If {
                 cond,
                 then_body,
@@ -968,23 +935,7 @@ impl<'m> Gen<'m> {
                 slot,
                 tier,
                 indices,
-            } => {
-                let t = self.field("tier", tier, loc)?;
-                let mut idx = Vec::with_capacity(indices.len());
-                for i in indices {
-                    idx.push(self.field("alloc index", i, loc)?);
-                }
-                let at = e
-                    .alloc_workspace(t, &idx)
-                    .map_err(|err| self.fail(loc, err.to_string()))?;
-                let v = if at == NO_WORKSPACE {
-                    -1
-                } else {
-                    i64::from(at)
-                };
-                self.set(*slot, Value::I64(v));
-                Ok(Flow::Next)
-            }
+            } => self.alloc(*slot, tier, indices, loc, e),
             GenStepKind::Load {
                 slot,
                 tensor,
@@ -995,40 +946,136 @@ impl<'m> Gen<'m> {
                 self.set(*slot, Value::I64(v));
                 Ok(Flow::Next)
             }
-            GenStepKind::Emit { fields } => {
-                let mut d = Descriptor {
-                    workspace: NO_WORKSPACE,
-                    ..Descriptor::default()
-                };
-                for (f, name, value) in fields {
-                    let x = match value {
-                        FieldVal::Expr(value) => self.field(name, value, loc)?,
-                        FieldVal::SelectTier(value) => {
-                            let v = self.field("select_tier value", value, loc)?;
-                            pde::select_tier(e.tiers(), v)
-                        }
-                    };
-                    match f {
-                        Field::Tier => d.tier = x,
-                        Field::Start => d.start = x,
-                        Field::End => d.end = x,
-                        Field::Workspace => d.workspace = x,
-                        Field::Index(k) => d.indices[*k] = x,
-                        Field::User(k) => d.user[*k] = x,
-                        Field::Unknown => {
-                            return Err(
-                                self.fail(loc, format!("the descriptor has no field `{name}`"))
-                            );
-                        }
-                    }
+            GenStepKind::Emit { fields } => self.emit(fields, loc, e),
+        }
+    }
+
+    /// `for VARS in AXIS { BODY }`: every value of the axis in order, or in groups of the
+    /// plan's interleave when it is that axis.
+    fn for_axis<S: pde::Sink>(
+        &mut self,
+        axis: &Result<usize, String>,
+        vars: &'m [u32],
+        body: &'m [GenStep],
+        loc: Loc,
+        e: &mut pde::Emitter<'_, S>,
+    ) -> Result<Flow, PdeError> {
+        let k = match axis {
+            Ok(k) => *k,
+            Err(axis) => return Err(self.fail(loc, format!("no axis `{axis}`"))),
+        };
+        let count = self.bound.count(k);
+        if let Some((ik, n)) = self.interleave
+            && ik == k
+            && self.group.is_none()
+        {
+            return self.interleaved(k, n, vars, body, e);
+        }
+        for i in 0..count {
+            self.iteration(k, vars, i, body, e)?;
+        }
+        Ok(Flow::Next)
+    }
+
+    /// The loop over axis `k` interleaved in groups of `n` values: each group's descriptors
+    /// held and queued by their inner indices.
+    fn interleaved<S: pde::Sink>(
+        &mut self,
+        k: usize,
+        n: u32,
+        vars: &'m [u32],
+        body: &'m [GenStep],
+        e: &mut pde::Emitter<'_, S>,
+    ) -> Result<Flow, PdeError> {
+        let count = self.bound.count(k);
+        let mut g0 = 0;
+        while g0 < count {
+            let g1 = count.min(g0.saturating_add(n));
+            self.group = Some(Group {
+                current: 0,
+                held: Vec::new(),
+            });
+            for i in g0..g1 {
+                if let Some(g) = &mut self.group {
+                    g.current = (i - g0) as usize;
                 }
-                match &mut self.group {
-                    Some(g) => g.held.push((g.current, d, loc)),
-                    None => self.queue(d, loc, e)?,
+                self.iteration(k, vars, i, body, e)?;
+            }
+            let mut held = self.group.take().map_or_else(Vec::new, |g| g.held);
+            // Stable: a value's descriptors at one point keep their emission order.
+            held.sort_by(|(v, d, _), (w, c, _)| {
+                d.indices[k + 1..].cmp(&c.indices[k + 1..]).then(v.cmp(w))
+            });
+            for (_, d, at) in held {
+                self.queue(d, at, e)?;
+            }
+            g0 = g1;
+        }
+        Ok(Flow::Next)
+    }
+
+    /// `let SLOT = alloc(TIER, INDICES...);`: a workspace slot (`-1` for none).
+    fn alloc<S: pde::Sink>(
+        &mut self,
+        slot: u32,
+        tier: &IntExpr,
+        indices: &[IntExpr],
+        loc: Loc,
+        e: &mut pde::Emitter<'_, S>,
+    ) -> Result<Flow, PdeError> {
+        let t = self.field("tier", tier, loc)?;
+        let mut idx = Vec::with_capacity(indices.len());
+        for i in indices {
+            idx.push(self.field("alloc index", i, loc)?);
+        }
+        let at = e
+            .alloc_workspace(t, &idx)
+            .map_err(|err| self.fail(loc, err.to_string()))?;
+        let v = if at == NO_WORKSPACE {
+            -1
+        } else {
+            i64::from(at)
+        };
+        self.set(slot, Value::I64(v));
+        Ok(Flow::Next)
+    }
+
+    /// `emit(FIELDS);`: a descriptor, queued (or held by the interleaving group).
+    fn emit<S: pde::Sink>(
+        &mut self,
+        fields: &[(Field, String, FieldVal)],
+        loc: Loc,
+        e: &mut pde::Emitter<'_, S>,
+    ) -> Result<Flow, PdeError> {
+        let mut d = Descriptor {
+            workspace: NO_WORKSPACE,
+            ..Descriptor::default()
+        };
+        for (f, name, value) in fields {
+            let x = match value {
+                FieldVal::Expr(value) => self.field(name, value, loc)?,
+                FieldVal::SelectTier(value) => {
+                    let v = self.field("select_tier value", value, loc)?;
+                    pde::select_tier(e.tiers(), v)
                 }
-                Ok(Flow::Next)
+            };
+            match f {
+                Field::Tier => d.tier = x,
+                Field::Start => d.start = x,
+                Field::End => d.end = x,
+                Field::Workspace => d.workspace = x,
+                Field::Index(k) => d.indices[*k] = x,
+                Field::User(k) => d.user[*k] = x,
+                Field::Unknown => {
+                    return Err(self.fail(loc, format!("the descriptor has no field `{name}`")));
+                }
             }
         }
+        match &mut self.group {
+            Some(g) => g.held.push((g.current, d, loc)),
+            None => self.queue(d, loc, e)?,
+        }
+        Ok(Flow::Next)
     }
 
     /// Runs `body` for value `i` of axis `k`, its variables bound.

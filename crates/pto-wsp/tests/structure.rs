@@ -254,13 +254,29 @@ fn kernel_bodies_and_plan_generators_are_resolved_only_in_resolve() {
         "GenKind::",
         "HashMap<String",
     ];
-    let readers: [(&str, &str, &[&str]); 5] = [
+    // The device passes that key their plans by the written statements (`check`, `alloc`,
+    // `sync`) read every operand through its slot: no tile scope of their own, no operand read
+    // by name, no name compared.
+    let device = [
+        "InstArg",
+        "tile_name(",
+        "name.name ==",
+        "scope",
+        "HashMap<String",
+        "HashSet<String",
+    ];
+    let readers: [(&str, &str, &[&str]); 9] = [
         ("pto-wsp-kernels", "lang.rs", &body),
         ("pto-wsp-backends", "kernel.rs", &body),
         ("pto-wsp", "device.rs", &body),
         ("pto-wsp", "src/plan.rs", &plan),
+        // Plans as task batches: the same generator, and the workspace size from the slot form.
+        ("pto-wsp", "plan/tasks.rs", &plan),
         // The validator of bodies checks the resolved body: resolution reports its names.
         ("pto-wsp-ir", "validate/kernel_body.rs", &validator),
+        ("pto-wsp-ir", "device/check.rs", &device),
+        ("pto-wsp-ir", "device/alloc.rs", &device),
+        ("pto-wsp-ir", "device/sync.rs", &device),
     ];
     for (krate, file, needles) in readers {
         let found = uses(krate, &[], needles);
@@ -286,6 +302,8 @@ fn the_checks_above_can_fail() {
     assert!(!uses("pto-wsp-cli", &[], &["println!"]).is_empty());
     // The resolver of bodies is where names become slots.
     assert!(!uses("pto-wsp-ir", &[], &["Compiled::resolve("]).is_empty());
+    // The written form's operands name their tiles (what the device passes no longer read).
+    assert!(!uses("pto-wsp-ir", &[], &["tile_name("]).is_empty());
     assert_eq!(
         runtime_deps(
             "[dependencies]\npto-wsp-ir.workspace = true\n[dev-dependencies]\npto-wsp = 1\n"

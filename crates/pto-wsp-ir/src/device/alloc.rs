@@ -16,9 +16,12 @@
 //! full buffer, their sizes and the capacity.
 
 use super::check::DeviceError;
+use super::pair::{Pair, resolved, tile_of};
 use super::{Buffer, BufferSpec};
-use crate::kernel_body::{InstArg, KStmt, KStmtKind, TileDecl};
+use crate::kernel_body::{KStmt, TileDecl};
 use crate::module::KernelDecl;
+use crate::resolve::body::{Arg, Body, BodyKind};
+use crate::source::Diagnostic as _;
 use crate::tile_isa::{CppForm, TileOp};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -83,7 +86,8 @@ struct Planner<'k> {
     plan: Plan,
     /// Per buffer: top of the stack and the live tiles.
     stacks: BTreeMap<Buffer, (u64, Vec<Live>)>,
-    scope: Vec<TileDecl>,
+    /// The body in slot form, beside the written one.
+    body: &'k Body,
 }
 
 fn align(n: u64, a: u64) -> u64 {
@@ -123,96 +127,96 @@ impl Planner<'_> {
         Ok(at)
     }
 
-    fn block(&mut self, body: &[KStmt]) -> Result<(), DeviceError> {
+    /// Places tile `t`, declared by `s` (and its second buffer when it is double-buffered).
+    fn tile(&mut self, s: &KStmt, t: &TileDecl) -> Result<(), DeviceError> {
+        let spec = super::buffer(t.kind);
+        let bytes = match t.count {
+            None => super::footprint(t.kind, t.dtype, t.rows, t.cols),
+            Some(n) => element_bytes(t) * n,
+        };
+        let (pr, pc) = super::padded_shape(t.kind, t.dtype, t.rows, t.cols);
+        let padded = if (pr, pc) != (t.rows, t.cols) {
+            format!(" (padded to {pr} x {pc})")
+        } else {
+            String::new()
+        };
+        let array = t.count.map(|n| format!(" x {n}")).unwrap_or_default();
+        let what = format!(
+            "{} {}[{}, {}]{padded}{array}",
+            t.kind, t.dtype, t.rows, t.cols
+        );
+        let live = Live {
+            name: t.name.name.clone(),
+            what: what.clone(),
+            bytes,
+        };
+        let at = self.push(spec, live, s)?;
+        self.plan.tiles.insert(s as *const _, at);
+        if self.doubled.contains(&(s as *const KStmt)) {
+            let live = Live {
+                name: format!("{} (second buffer)", t.name),
+                what,
+                bytes,
+            };
+            let second = self.push(spec, live, s)?;
+            self.plan.doubles.insert(s as *const _, second);
+        }
+        Ok(())
+    }
+
+    /// The scratch tile of instruction `s` (`op`, with `src` its second operand when that is a
+    /// tile), if it needs one: placed at the top of its stack for the instruction only.
+    fn temp(&mut self, s: &KStmt, op: TileOp, src: Option<&TileDecl>) -> Result<(), DeviceError> {
+        let (Some(bytes), Some(src)) = (temp_bytes(op, src), src) else {
+            return Ok(());
+        };
+        let spec = super::buffer(src.kind);
+        let name = format!("{} scratch", op.mnemonic());
+        let before = self.stacks.get(&spec.buffer).map_or(0, |s| s.0);
+        let live = Live {
+            name,
+            what: "like its source".into(),
+            bytes,
+        };
+        let at = self.push(spec, live, s)?;
+        self.plan.temps.insert(s as *const _, at);
+        let (top, lives) = self.stacks.get_mut(&spec.buffer).expect("pushed");
+        lives.pop();
+        *top = before;
+        Ok(())
+    }
+
+    fn block(&mut self, block: Pair<'_>) -> Result<(), DeviceError> {
         let saved: BTreeMap<Buffer, (u64, usize)> = self
             .stacks
             .iter()
             .map(|(b, (top, l))| (*b, (*top, l.len())))
             .collect();
-        let mark = self.scope.len();
-        for s in body {
-            match &s.kind {
-                KStmtKind::Tile(t) => {
-                    let spec = super::buffer(t.kind);
-                    let bytes = match t.count {
-                        None => super::footprint(t.kind, t.dtype, t.rows, t.cols),
-                        Some(n) => element_bytes(t) * n,
-                    };
-                    let (pr, pc) = super::padded_shape(t.kind, t.dtype, t.rows, t.cols);
-                    let padded = if (pr, pc) != (t.rows, t.cols) {
-                        format!(" (padded to {pr} x {pc})")
-                    } else {
-                        String::new()
-                    };
-                    let array = t.count.map(|n| format!(" x {n}")).unwrap_or_default();
-                    let what = format!(
-                        "{} {}[{}, {}]{padded}{array}",
-                        t.kind, t.dtype, t.rows, t.cols
-                    );
-                    let at = self.push(
-                        spec,
-                        Live {
-                            name: t.name.name.clone(),
-                            what: what.clone(),
-                            bytes,
-                        },
-                        s,
-                    )?;
-                    self.plan.tiles.insert(s as *const _, at);
-                    if self.doubled.contains(&(s as *const KStmt)) {
-                        let second = self.push(
-                            spec,
-                            Live {
-                                name: format!("{} (second buffer)", t.name),
-                                what,
-                                bytes,
-                            },
-                            s,
-                        )?;
-                        self.plan.doubles.insert(s as *const _, second);
-                    }
-                    self.scope.push(t.clone());
-                }
-                KStmtKind::Let { .. }
-                | KStmtKind::LetFloat { .. }
-                | KStmtKind::Check { .. }
-                | KStmtKind::GetVal { .. } => {}
-                KStmtKind::For { body, .. } => self.block(body)?,
-                KStmtKind::If {
-                    then_body,
-                    else_body,
-                    ..
-                } => {
-                    self.block(then_body)?;
-                    self.block(else_body)?;
-                }
-                KStmtKind::Inst { op, args } => {
-                    let src = args
-                        .get(1)
-                        .and_then(InstArg::tile_name)
-                        .and_then(|id| self.scope.iter().rev().find(|t| t.name.name == id.name));
-                    if let (Some(bytes), Some(src)) = (temp_bytes(*op, src), src) {
-                        let spec = super::buffer(src.kind);
-                        let name = format!("{} scratch", op.mnemonic());
-                        let before = self.stacks.get(&spec.buffer).map_or(0, |s| s.0);
-                        let at = self.push(
-                            spec,
-                            Live {
-                                name,
-                                what: "like its source".into(),
-                                bytes,
-                            },
-                            s,
-                        )?;
-                        self.plan.temps.insert(s as *const _, at);
-                        let (top, lives) = self.stacks.get_mut(&spec.buffer).expect("pushed");
-                        lives.pop();
-                        *top = before;
+        for (s, b) in block.iter() {
+            match &b.kind {
+                BodyKind::Tile { tile, .. } => {
+                    if let Some(t) = tile_of(self.body, *tile) {
+                        self.tile(s, t)?;
                     }
                 }
+                BodyKind::For { .. } | BodyKind::If { .. } => {
+                    for inner in Pair::nested(s, b) {
+                        self.block(inner)?;
+                    }
+                }
+                BodyKind::Inst { op, args } => {
+                    let src = match args.get(1) {
+                        Some(Arg::Tile(r)) => tile_of(self.body, r.tile),
+                        _ => None,
+                    };
+                    self.temp(s, *op, src)?;
+                }
+                BodyKind::Let { .. }
+                | BodyKind::LetFloat { .. }
+                | BodyKind::Check { .. }
+                | BodyKind::GetVal { .. } => {}
             }
         }
-        self.scope.truncate(mark);
         for (b, (top, lives)) in self.stacks.iter_mut() {
             let (t, n) = saved.get(b).copied().unwrap_or((0, 0));
             *top = t;
@@ -235,27 +239,35 @@ pub fn group(n: u64) -> String {
     out
 }
 
-/// Places every tile of `k`'s body (a single-core kernel or part).
+/// Places every tile of `k`'s body (a single-core kernel or part), read in slot form and keyed by
+/// the written statements; a body that does not resolve is refused.
 pub fn plan(k: &KernelDecl) -> Result<Plan, DeviceError> {
     plan_with(k, &HashSet::new())
 }
 
 /// [`plan`], giving the tiles declared by the statements in `doubled` a second buffer.
 pub fn plan_with(k: &KernelDecl, doubled: &HashSet<*const KStmt>) -> Result<Plan, DeviceError> {
+    let body = resolved(k).map_err(|e| DeviceError {
+        kernel: k.name.name.clone(),
+        message: format!("its tiles cannot be placed: {e}"),
+        source: super::TASSIGN_SOURCE,
+        loc: e.loc(),
+    })?;
     let mut p = Planner {
         k,
+        body: &body,
         doubled,
         plan: Plan::default(),
         stacks: BTreeMap::new(),
-        scope: Vec::new(),
     };
-    p.block(k.body.as_deref().unwrap_or(&[]))?;
+    p.block(Pair::top(k, &body))?;
     Ok(p.plan)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel_body::KStmtKind;
 
     fn kernel(body: &str) -> KernelDecl {
         let src = format!(
@@ -266,7 +278,7 @@ mod tests {
     }
 
     #[test]
-    fn tiles_stack_by_scope_aligned_and_padded() {
+    fn tiles_stack_by_block_aligned_and_padded() {
         let k = kernel(
             "tile a: vec f32[8, 3];\nfor i in range(2) {\ntile b: vec f32[8, 8];\nTEXP(b, b);\n}\n\
              tile c: vec f32[8, 8];\nTEXP(c, c);\n",

@@ -13,9 +13,10 @@
 //! error.
 
 use super::{Class, Core, Move, Place, Run, Source, Unit};
-use crate::kernel_body::{InstArg, KStmt, KStmtKind, TileDecl, TileKind};
+use crate::kernel_body::{TileDecl, TileKind};
 use crate::loc::Loc;
 use crate::module::KernelDecl;
+use crate::resolve::body::{Arg, Body, BodyKind, BodyStmt, resolve_body_all};
 use crate::source::Diagnostic;
 use crate::tile_isa::{Operand, TileOp};
 
@@ -63,18 +64,18 @@ pub struct Violation {
     pub source: Source,
 }
 
-/// The tile operands of an instruction (destination and sources, in operand order), resolved
-/// by `lookup`; `None` if one does not resolve (the base validator reports that).
-pub fn inst_tiles<'t>(
+/// The tile operands of an instruction of `body` (destination and sources, in operand order),
+/// read through their slots; `None` if one is not a tile (never in a body that resolves).
+pub fn inst_tiles<'b>(
+    body: &'b Body,
     op: TileOp,
-    args: &[InstArg],
-    lookup: &dyn Fn(&str) -> Option<&'t TileDecl>,
-) -> Option<Vec<(Operand, &'t TileDecl)>> {
+    args: &[Arg],
+) -> Option<Vec<(Operand, &'b TileDecl)>> {
     let mut out = Vec::new();
     for (kind, a) in op.operands().iter().zip(args) {
         if matches!(kind, Operand::Dst | Operand::Src) {
-            let id = a.tile_name()?;
-            out.push((*kind, lookup(&id.name)?));
+            let Arg::Tile(r) = a else { return None };
+            out.push((*kind, super::pair::tile_of(body, r.tile)?));
         }
     }
     Some(out)
@@ -247,14 +248,16 @@ pub fn limits(op: TileOp, tiles: &[(Operand, &TileDecl)]) -> Option<Violation> {
     }
 }
 
-/// Every violation of the a2a3 rules in `k`'s body (none for a kernel without a body).
+/// Every violation of the a2a3 rules in `k`'s body (none for a kernel without a body). The
+/// body is read resolved ([`resolve_body_all`]): an instruction whose operands do not resolve is
+/// the validator's to report and is not judged here.
 pub fn check_kernel(k: &KernelDecl) -> Vec<DeviceError> {
-    let Some(body) = &k.body else {
+    if k.body.is_none() {
         return Vec::new();
-    };
+    }
+    let (body, _) = resolve_body_all(k);
     let mut errors = Vec::new();
-    let mut scope: Vec<TileDecl> = Vec::new();
-    walk(k, body, &mut scope, &mut errors);
+    walk(k, &body, &body.stmts, &mut errors);
     if errors.is_empty() {
         match super::split::split(k) {
             Err(e) => errors.push(e),
@@ -273,58 +276,48 @@ pub fn check_kernel(k: &KernelDecl) -> Vec<DeviceError> {
     errors
 }
 
-fn walk(k: &KernelDecl, body: &[KStmt], scope: &mut Vec<TileDecl>, errors: &mut Vec<DeviceError>) {
-    let mark = scope.len();
-    for s in body {
+/// The violation of statement `s`, if any.
+fn violation(body: &Body, s: &BodyStmt) -> Option<Violation> {
+    match &s.kind {
+        BodyKind::GetVal { tile, .. } => {
+            let t = super::pair::tile_of(body, tile.tile)?;
+            (t.kind != TileKind::Vec).then(|| Violation {
+                message: format!(
+                    "GETVAL of {}: the scalar unit reads single elements of `vec` (UB) tiles only",
+                    describe(t)
+                ),
+                source: super::MOVES
+                    .iter()
+                    .find(|m| m.class == Class::Scalar)
+                    .expect("a scalar row")
+                    .source,
+            })
+        }
+        BodyKind::Inst { op, args } => {
+            let tiles = inst_tiles(body, *op, args)?;
+            place(*op, &tiles)
+                .err()
+                .or_else(|| element_types(*op, &tiles))
+                .or_else(|| limits(*op, &tiles))
+        }
+        _ => None,
+    }
+}
+
+fn walk(k: &KernelDecl, body: &Body, stmts: &[BodyStmt], errors: &mut Vec<DeviceError>) {
+    for s in stmts {
         match &s.kind {
-            KStmtKind::Tile(t) => scope.push(t.clone()),
-            KStmtKind::Let { .. } | KStmtKind::LetFloat { .. } | KStmtKind::Check { .. } => {}
-            KStmtKind::GetVal { tile, .. } => {
-                let t = tile
-                    .tile_name()
-                    .and_then(|id| scope.iter().rev().find(|t| t.name.name == id.name));
-                if let Some(t) = t.filter(|t| t.kind != TileKind::Vec) {
-                    let m = super::MOVES
-                        .iter()
-                        .find(|m| m.class == Class::Scalar)
-                        .expect("a scalar row");
-                    errors.push(DeviceError {
-                        kernel: k.name.name.clone(),
-                        message: format!(
-                            "GETVAL of {}: the scalar unit reads single elements of `vec` (UB)                              tiles only",
-                            describe(t)
-                        ),
-                        source: m.source,
-                        loc: s.loc,
-                    });
-                }
-            }
-            KStmtKind::For { body, .. } => walk(k, body, scope, errors),
-            KStmtKind::If {
+            BodyKind::For { body: inner, .. } => walk(k, body, inner, errors),
+            BodyKind::If {
                 then_body,
                 else_body,
                 ..
             } => {
-                walk(k, then_body, scope, errors);
-                walk(k, else_body, scope, errors);
+                walk(k, body, then_body, errors);
+                walk(k, body, else_body, errors);
             }
-            KStmtKind::Inst { op, args } => {
-                let found = {
-                    let sc: &[TileDecl] = scope;
-                    let lookup = |n: &str| sc.iter().rev().find(|t| t.name.name == n);
-                    inst_tiles(*op, args, &lookup).map(|v| {
-                        v.into_iter()
-                            .map(|(o, t)| (o, t.clone()))
-                            .collect::<Vec<_>>()
-                    })
-                };
-                let Some(owned) = found else { continue };
-                let tiles: Vec<(Operand, &TileDecl)> = owned.iter().map(|(o, t)| (*o, t)).collect();
-                let v = place(*op, &tiles)
-                    .err()
-                    .or_else(|| element_types(*op, &tiles))
-                    .or_else(|| limits(*op, &tiles));
-                if let Some(v) = v {
+            _ => {
+                if let Some(v) = violation(body, s) {
                     errors.push(DeviceError {
                         kernel: k.name.name.clone(),
                         message: v.message,
@@ -335,7 +328,6 @@ fn walk(k: &KernelDecl, body: &[KStmt], scope: &mut Vec<TileDecl>, errors: &mut 
             }
         }
     }
-    scope.truncate(mark);
 }
 
 /// The core an instruction's movement row runs on, or the cores it joins.

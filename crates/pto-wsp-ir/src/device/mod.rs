@@ -20,10 +20,12 @@
 //!
 //! [`check`] applies them to kernel bodies, [`split`] turns a kernel using both cores into
 //! per-core parts joined through global memory, [`alloc`] places tiles in their buffers and
-//! [`sync`] orders the pipes.
+//! [`sync`] orders the pipes. `check`, `alloc` and `sync` read bodies in slot form
+//! ([`crate::resolve::body`]); `split` writes new kernels, so it works on the written form.
 
 pub mod alloc;
 pub mod check;
+mod pair;
 pub mod split;
 pub mod sync;
 

@@ -19,8 +19,10 @@
 
 use super::Pipe;
 use super::check::{inst_tiles, place};
-use crate::kernel_body::{InstArg, KStmt, KStmtKind, TileDecl};
-use crate::module::{KernelDecl, ParamKind};
+use super::pair::{Pair, resolved, tile_of};
+use crate::kernel_body::KStmt;
+use crate::module::KernelDecl;
+use crate::resolve::body::{Arg, Body, BodyKind, BodyStmt};
 use crate::tile_isa::{Operand, TileOp};
 use std::collections::{BTreeSet, HashMap};
 
@@ -238,20 +240,32 @@ fn idx(p: Pipe) -> usize {
 }
 
 struct Planner<'k> {
-    k: &'k KernelDecl,
+    /// The body in slot form, beside the written one.
+    body: &'k Body,
     plan: SyncPlan,
-    scope: Vec<TileDecl>,
     doubles: &'k Doubles,
     /// The double-buffered load each statement is, if any.
     loads: HashMap<*const KStmt, Double>,
 }
 
+/// The resource a tile or region operand stands for: the tile's declared name, or `@` and the
+/// region's. Tiles of sibling blocks that share a name are one resource (they may share an
+/// address, [`super::alloc`] placing tiles by scope), so accesses to them are ordered as one.
+fn resource(body: &Body, a: &Arg) -> Option<String> {
+    match a {
+        Arg::Tile(r) => tile_of(body, r.tile).map(|t| t.name.name.clone()),
+        Arg::Region(r) => body
+            .regions
+            .get(*r as usize)
+            .map(|p| format!("@{}", p.name)),
+        _ => None,
+    }
+}
+
 impl Planner<'_> {
-    /// The resources instruction `op` reads and writes (`tile` names and `@region` names).
-    fn accesses(&self, op: TileOp, args: &[InstArg]) -> (Vec<(String, bool)>, Option<Pipe>) {
-        let sc = &self.scope;
-        let lookup = |n: &str| sc.iter().rev().find(|t| t.name.name == n);
-        let Some(tiles) = inst_tiles(op, args, &lookup) else {
+    /// The resources instruction `op` reads and writes (tiles and `@region`s), and its pipe.
+    fn accesses(&self, op: TileOp, args: &[Arg]) -> (Vec<(String, bool)>, Option<Pipe>) {
+        let Some(tiles) = inst_tiles(self.body, op, args) else {
             return (Vec::new(), None);
         };
         let pipe = match place(op, &tiles).map(|m| m.run) {
@@ -260,33 +274,25 @@ impl Planner<'_> {
         };
         let mut acc = Vec::new();
         for (kind, a) in op.operands().iter().zip(args) {
-            let Some(id) = a.tile_name() else { continue };
+            let Some(r) = resource(self.body, a) else {
+                continue;
+            };
             match kind {
                 Operand::Dst => {
-                    acc.push((id.name.clone(), true));
+                    acc.push((r.clone(), true));
                     if op == TileOp::MatmulAcc {
-                        acc.push((id.name.clone(), false));
+                        acc.push((r, false));
                     }
                 }
-                Operand::Src => acc.push((id.name.clone(), false)),
-                Operand::Global => {
-                    let region = self.k.params.iter().any(|p| {
-                        p.name.name == id.name && matches!(p.kind, ParamKind::Tile { .. })
-                    });
-                    if region {
-                        acc.push((
-                            format!("@{}", id.name),
-                            matches!(op, TileOp::Store | TileOp::StoreAdd),
-                        ));
-                    }
-                }
+                Operand::Src => acc.push((r, false)),
+                Operand::Global => acc.push((r, matches!(op, TileOp::Store | TileOp::StoreAdd))),
                 _ => {}
             }
         }
         (acc, pipe)
     }
 
-    fn inst(&mut self, s: &KStmt, op: TileOp, args: &[InstArg], st: &mut State, emit: bool) {
+    fn inst(&mut self, s: &KStmt, op: TileOp, args: &[Arg], st: &mut State, emit: bool) {
         let (acc, pipe) = self.accesses(op, args);
         let Some(p) = pipe else { return };
         self.issue(s, acc, p, st, emit);
@@ -385,79 +391,81 @@ impl Planner<'_> {
         }
     }
 
-    fn block(&mut self, body: &[KStmt], st: &mut State, emit: bool) {
-        let mark = self.scope.len();
-        for s in body {
-            match &s.kind {
-                KStmtKind::Tile(t) => self.scope.push(t.clone()),
-                KStmtKind::Let { .. } | KStmtKind::LetFloat { .. } | KStmtKind::Check { .. } => {}
+    fn block(&mut self, block: Pair<'_>, st: &mut State, emit: bool) {
+        for (s, b) in block.iter() {
+            match &b.kind {
+                BodyKind::Tile { .. }
+                | BodyKind::Let { .. }
+                | BodyKind::LetFloat { .. }
+                | BodyKind::Check { .. } => {}
                 // The scalar unit reads one element of the tile.
-                KStmtKind::GetVal { tile, .. } => {
-                    if let Some(id) = tile.tile_name() {
-                        self.issue(s, vec![(id.name.clone(), false)], Pipe::S, st, emit);
+                BodyKind::GetVal { tile, .. } => {
+                    if let Some(t) = tile_of(self.body, tile.tile) {
+                        self.issue(s, vec![(t.name.name.clone(), false)], Pipe::S, st, emit);
                     }
                 }
-                KStmtKind::Inst { op, args } => self.inst(s, *op, args, st, emit),
-                KStmtKind::If {
-                    then_body,
-                    else_body,
-                    ..
-                } => {
-                    let mut t = st.clone();
-                    self.block(then_body, &mut t, emit);
-                    let mut e = st.clone();
-                    self.block(else_body, &mut e, emit);
-                    t.join(&e);
-                    *st = t;
+                BodyKind::Inst { op, args } => self.inst(s, *op, args, st, emit),
+                BodyKind::If { .. } => {
+                    let mut joined: Option<State> = None;
+                    for branch in Pair::nested(s, b) {
+                        let mut t = st.clone();
+                        self.block(branch, &mut t, emit);
+                        match &mut joined {
+                            Some(j) => j.join(&t),
+                            None => joined = Some(t),
+                        }
+                    }
+                    if let Some(j) = joined {
+                        *st = j;
+                    }
                 }
-                KStmtKind::For { body, .. } => {
-                    if emit {
-                        for d in self.doubles.of_loop(s) {
-                            let (set, wait) = credits(d);
-                            self.plan
-                                .prologue
-                                .entry(s as *const _)
-                                .or_default()
-                                .extend(set);
-                            self.plan
-                                .epilogue
-                                .entry(s as *const _)
-                                .or_default()
-                                .extend(wait);
-                            self.plan
-                                .after
-                                .entry(d.last_read)
-                                .or_default()
-                                .push(Sync::Credit {
-                                    wait: false,
-                                    from: d.reader,
-                                    to: Pipe::Mte2,
-                                    events: d.events,
-                                });
-                        }
+                BodyKind::For { .. } => {
+                    if let Some(inner) = Pair::nested(s, b).pop() {
+                        self.lp(s, inner, st, emit);
                     }
-                    // The state at the top of an iteration: before the loop, or after any
-                    // number of iterations (also the state after the loop, which may run 0
-                    // times).
-                    let mut entry = st.clone();
-                    loop {
-                        let mut end = entry.clone();
-                        self.block(body, &mut end, false);
-                        let mut next = entry.clone();
-                        next.join(&end);
-                        if next == entry {
-                            break;
-                        }
-                        entry = next;
-                    }
-                    let mut end = entry.clone();
-                    self.block(body, &mut end, emit);
-                    entry.join(&end);
-                    *st = entry;
                 }
             }
         }
-        self.scope.truncate(mark);
+    }
+
+    /// Loop `s` with body `inner`: the credits of its double-buffered tiles, then its body
+    /// from the state at the top of an iteration.
+    fn lp(&mut self, s: &KStmt, inner: Pair<'_>, st: &mut State, emit: bool) {
+        if emit {
+            for d in self.doubles.of_loop(s) {
+                let (set, wait) = credits(d);
+                let at = s as *const KStmt;
+                self.plan.prologue.entry(at).or_default().extend(set);
+                self.plan.epilogue.entry(at).or_default().extend(wait);
+                self.plan
+                    .after
+                    .entry(d.last_read)
+                    .or_default()
+                    .push(Sync::Credit {
+                        wait: false,
+                        from: d.reader,
+                        to: Pipe::Mte2,
+                        events: d.events,
+                    });
+            }
+        }
+        // The state at the top of an iteration: before the loop, or after any number of
+        // iterations (also the state after the loop, which may run 0 times).
+        let mut entry = st.clone();
+        loop {
+            let mut end = entry.clone();
+            self.block(inner, &mut end, false);
+            let mut next = entry.clone();
+            next.join(&end);
+            if next == entry {
+                break;
+            }
+            entry = next;
+        }
+        let mut end = entry.clone();
+        self.block(inner, &mut end, emit);
+        entry.join(&end);
+        *st = entry;
     }
 }
 
@@ -485,30 +493,34 @@ fn credits(d: &Double) -> (Vec<Sync>, Vec<Sync>) {
 }
 
 /// The synchronisation of `k`'s body (a single-core kernel or part; see the module docs), with
-/// no tile double-buffered.
+/// no tile double-buffered. The body is read in slot form, keyed by the written statements; one
+/// that does not resolve (which [`super::alloc::plan`] refuses) gets only the final drain.
 pub fn plan(k: &KernelDecl) -> SyncPlan {
     plan_with(k, &Doubles::default())
 }
 
 /// [`plan`], with the tiles of `doubles` double-buffered.
 pub fn plan_with(k: &KernelDecl, doubles: &Doubles) -> SyncPlan {
-    let loads = doubles
-        .by_loop
-        .values()
-        .flatten()
-        .map(|d| (d.load, d.clone()))
-        .collect();
-    let mut p = Planner {
-        k,
-        plan: SyncPlan::default(),
-        scope: Vec::new(),
-        doubles,
-        loads,
-    };
-    let mut st = State::new();
-    p.block(k.body.as_deref().unwrap_or(&[]), &mut st, true);
-    p.plan.end = vec![Sync::Barrier(None)];
-    p.plan
+    let mut plan = SyncPlan::default();
+    if let Ok(body) = resolved(k) {
+        let loads = doubles
+            .by_loop
+            .values()
+            .flatten()
+            .map(|d| (d.load, d.clone()))
+            .collect();
+        let mut p = Planner {
+            body: &body,
+            plan,
+            doubles,
+            loads,
+        };
+        let mut st = State::new();
+        p.block(Pair::top(k, &body), &mut st, true);
+        plan = p.plan;
+    }
+    plan.end = vec![Sync::Barrier(None)];
+    plan
 }
 
 /// One access of a tile inside a loop body: the top-level statement of the body holding it,
@@ -523,49 +535,38 @@ struct Use {
 /// Finds the tiles to double-buffer: in each `for` loop, a tile whose first access in the body
 /// is a `TLOAD` at the body's top level, whose every other access is a read on one pipe other
 /// than the loader's, and that nothing outside the loop touches. At most three per pipe pair
-/// (two event ids each, ids 1 to 6; 0 is the planner's, 7 the kernel exit's).
+/// (two event ids each, ids 1 to 6; 0 is the planner's, 7 the kernel exit's). A body that does
+/// not resolve (which [`super::alloc::plan`] refuses) has none.
 pub fn find_doubles(k: &KernelDecl) -> Doubles {
-    let body = k.body.as_deref().unwrap_or(&[]);
-    // Every access of every tile declaration in the kernel.
-    let mut all: HashMap<*const KStmt, usize> = HashMap::new();
-    count_uses(body, &mut Vec::new(), &mut all);
-    let mut out = Doubles::default();
-    let mut used_events: HashMap<(Pipe, Pipe), u8> = HashMap::new();
-    find_in(body, &mut Vec::new(), &all, &mut out, &mut used_events);
-    out
+    let Ok(body) = resolved(k) else {
+        return Doubles::default();
+    };
+    let top = Pair::top(k, &body);
+    let mut f = Finder {
+        body: &body,
+        decls: vec![std::ptr::null(); body.tiles.len()],
+        all: vec![0; body.tiles.len()],
+        out: Doubles::default(),
+        used_events: HashMap::new(),
+    };
+    // Every access of every tile in the kernel.
+    f.count_uses(top);
+    f.find_in(top, &mut Vec::new());
+    f.out
 }
 
-type Scope = Vec<(String, *const KStmt, TileDecl)>;
+/// The tiles (slot, write?) a statement touches, and its pipe.
+type Touches = (Vec<(u32, bool)>, Option<Pipe>);
 
-fn lookup<'s>(scope: &'s Scope, name: &str) -> Option<&'s (String, *const KStmt, TileDecl)> {
-    scope.iter().rev().find(|(n, _, _)| n == name)
-}
-
-/// The tiles (declaration, write?) a statement touches, and its pipe: an instruction's, or a
+/// The tiles (slot, write?) statement `b` touches, and its pipe: an instruction's, or a
 /// `GETVAL`'s read on the scalar unit; `None` for other statements.
-type Touches = (Vec<(*const KStmt, String, bool)>, Option<Pipe>);
-
-fn stmt_touches(s: &KStmt, scope: &Scope) -> Option<Touches> {
-    match &s.kind {
-        KStmtKind::Inst { op, args } => Some(touches(*op, args, scope)),
-        KStmtKind::GetVal { tile, .. } => {
-            let id = tile.tile_name()?;
-            let (n, d, _) = lookup(scope, &id.name)?;
-            Some((vec![(*d, n.clone(), false)], Some(Pipe::S)))
-        }
-        _ => None,
-    }
-}
-
-/// The tiles (declaration, write?) an instruction touches, and its pipe.
-fn touches(
-    op: TileOp,
-    args: &[InstArg],
-    scope: &Scope,
-) -> (Vec<(*const KStmt, String, bool)>, Option<Pipe>) {
-    let decls: Vec<TileDecl> = scope.iter().map(|(_, _, d)| d.clone()).collect();
-    let lk = |n: &str| decls.iter().rev().find(|t| t.name.name == n);
-    let pipe = inst_tiles(op, args, &lk)
+fn touches(body: &Body, b: &BodyStmt) -> Option<Touches> {
+    let (op, args) = match &b.kind {
+        BodyKind::Inst { op, args } => (*op, args),
+        BodyKind::GetVal { tile, .. } => return Some((vec![(tile.tile, false)], Some(Pipe::S))),
+        _ => return None,
+    };
+    let pipe = inst_tiles(body, op, args)
         .and_then(|t| place(op, &t).ok())
         .and_then(|m| match m.run {
             super::Run::On { pipe, .. } => Some(pipe),
@@ -573,188 +574,177 @@ fn touches(
         });
     let mut out = Vec::new();
     for (kind, a) in op.operands().iter().zip(args) {
-        if let (Operand::Dst | Operand::Src, Some(id)) = (kind, a.tile_name())
-            && let Some((n, d, _)) = lookup(scope, &id.name)
-        {
+        if let (Operand::Dst | Operand::Src, Arg::Tile(r)) = (kind, a) {
             let write = *kind == Operand::Dst;
-            out.push((*d, n.clone(), write));
+            out.push((r.tile, write));
             if write && op == TileOp::MatmulAcc {
-                out.push((*d, n.clone(), false));
+                out.push((r.tile, false));
             }
         }
     }
-    (out, pipe)
+    Some((out, pipe))
 }
 
-fn count_uses(body: &[KStmt], scope: &mut Scope, all: &mut HashMap<*const KStmt, usize>) {
-    let mark = scope.len();
-    for s in body {
-        match &s.kind {
-            KStmtKind::Tile(t) => scope.push((t.name.name.clone(), s as *const _, t.clone())),
-            KStmtKind::Let { .. } | KStmtKind::LetFloat { .. } | KStmtKind::Check { .. } => {}
-            KStmtKind::For { body, .. } => count_uses(body, scope, all),
-            KStmtKind::If {
-                then_body,
-                else_body,
-                ..
-            } => {
-                count_uses(then_body, scope, all);
-                count_uses(else_body, scope, all);
+/// The search of [`find_doubles`].
+struct Finder<'b> {
+    body: &'b Body,
+    /// The statement declaring each tile slot.
+    decls: Vec<*const KStmt>,
+    /// The accesses of each tile slot in the whole kernel.
+    all: Vec<usize>,
+    out: Doubles,
+    /// The next event id of each pipe pair.
+    used_events: HashMap<(Pipe, Pipe), u8>,
+}
+
+impl Finder<'_> {
+    fn count_uses(&mut self, block: Pair<'_>) {
+        for (s, b) in block.iter() {
+            if let BodyKind::Tile { tile, .. } = &b.kind
+                && let Some(d) = self.decls.get_mut(*tile as usize)
+            {
+                *d = s as *const _;
             }
-            KStmtKind::Inst { .. } | KStmtKind::GetVal { .. } => {
-                for (d, _, _) in stmt_touches(s, scope).map(|t| t.0).unwrap_or_default() {
-                    *all.entry(d).or_default() += 1;
+            for inner in Pair::nested(s, b) {
+                self.count_uses(inner);
+            }
+            for (t, _) in touches(self.body, b).map(|t| t.0).unwrap_or_default() {
+                if let Some(n) = self.all.get_mut(t as usize) {
+                    *n += 1;
                 }
             }
         }
     }
-    scope.truncate(mark);
-}
 
-/// The uses of every tile in a loop body, by declaration.
-fn loop_uses(
-    body: &[KStmt],
-    top: Option<usize>,
-    scope: &mut Scope,
-    uses: &mut HashMap<*const KStmt, Vec<Use>>,
-) {
-    let mark = scope.len();
-    for (i, s) in body.iter().enumerate() {
-        let t = top.unwrap_or(i);
-        match &s.kind {
-            KStmtKind::Tile(d) => scope.push((d.name.name.clone(), s as *const _, d.clone())),
-            KStmtKind::Let { .. } | KStmtKind::LetFloat { .. } | KStmtKind::Check { .. } => {}
-            KStmtKind::For { body, .. } => loop_uses(body, Some(t), scope, uses),
-            KStmtKind::If {
-                then_body,
-                else_body,
-                ..
-            } => {
-                loop_uses(then_body, Some(t), scope, uses);
-                loop_uses(else_body, Some(t), scope, uses);
+    /// The uses of every tile in a loop body, by slot (`top`: the top-level statement of the
+    /// loop body holding `block`, `None` for the loop body itself).
+    fn loop_uses(&self, block: Pair<'_>, top: Option<usize>, uses: &mut HashMap<u32, Vec<Use>>) {
+        for (i, (s, b)) in block.iter().enumerate() {
+            let t = top.unwrap_or(i);
+            for inner in Pair::nested(s, b) {
+                self.loop_uses(inner, Some(t), uses);
             }
-            KStmtKind::Inst { .. } | KStmtKind::GetVal { .. } => {
-                let (ts, pipe) = stmt_touches(s, scope).unwrap_or_default();
-                for (d, _, write) in ts {
-                    uses.entry(d).or_default().push(Use {
-                        top: t,
-                        write,
-                        pipe,
-                        stmt: s as *const _,
-                    });
-                }
+            let (ts, pipe) = touches(self.body, b).unwrap_or_default();
+            for (slot, write) in ts {
+                uses.entry(slot).or_default().push(Use {
+                    top: t,
+                    write,
+                    pipe,
+                    stmt: s as *const _,
+                });
             }
         }
     }
-    scope.truncate(mark);
-}
 
-fn find_in(
-    body: &[KStmt],
-    scope: &mut Scope,
-    all: &HashMap<*const KStmt, usize>,
-    out: &mut Doubles,
-    used_events: &mut HashMap<(Pipe, Pipe), u8>,
-) {
-    let mark = scope.len();
-    for s in body {
-        match &s.kind {
-            KStmtKind::Tile(t) => scope.push((t.name.name.clone(), s as *const _, t.clone())),
-            KStmtKind::Let { .. }
-            | KStmtKind::LetFloat { .. }
-            | KStmtKind::Check { .. }
-            | KStmtKind::GetVal { .. }
-            | KStmtKind::Inst { .. } => {}
-            KStmtKind::If {
-                then_body,
-                else_body,
-                ..
-            } => {
-                find_in(then_body, scope, all, out, used_events);
-                find_in(else_body, scope, all, out, used_events);
-            }
-            KStmtKind::For { body: inner, .. } => {
-                let mut uses = HashMap::new();
-                loop_uses(inner, None, &mut scope.clone(), &mut uses);
-                // Declarations visible in the body: the enclosing scope and its own top level.
-                let mut visible: Scope = scope.clone();
-                for t in inner {
-                    if let KStmtKind::Tile(d) = &t.kind {
-                        visible.push((d.name.name.clone(), t as *const _, d.clone()));
+    /// `visible`: the tile slots declared in the enclosing blocks so far.
+    fn find_in(&mut self, block: Pair<'_>, visible: &mut Vec<u32>) {
+        let mark = visible.len();
+        for (s, b) in block.iter() {
+            match &b.kind {
+                BodyKind::Tile { tile, .. } => visible.push(*tile),
+                BodyKind::If { .. } => {
+                    for branch in Pair::nested(s, b) {
+                        self.find_in(branch, visible);
                     }
                 }
-                let mut found = Vec::new();
-                for (decl, us) in &uses {
-                    let Some((name, _, td)) = visible.iter().rev().find(|v| v.1 == *decl) else {
+                BodyKind::For { .. } => {
+                    let Some(inner) = Pair::nested(s, b).pop() else {
                         continue;
                     };
-                    if td.count.is_some() {
-                        continue; // tile arrays keep one buffer per element
+                    let found = self.of_loop(inner, visible);
+                    if !found.is_empty() {
+                        self.out.by_loop.insert(s as *const _, found);
                     }
-                    if all.get(decl).copied().unwrap_or(0) != us.len() {
-                        continue; // used outside the loop
-                    }
-                    let first = &us[0];
-                    let load = &inner[first.top];
-                    let first_is_load = std::ptr::eq(first.stmt, load)
-                        && matches!(
-                            &load.kind,
-                            KStmtKind::Inst {
-                                op: TileOp::Load,
-                                ..
-                            }
-                        )
-                        && first.write;
-                    let reads = &us[1..];
-                    let reader = reads.first().and_then(|u| u.pipe);
-                    if !first_is_load
-                        || reads.is_empty()
-                        || reads.iter().any(|u| u.write || u.pipe != reader)
-                        || reader.is_none_or(|r| r == Pipe::Mte2)
-                    {
-                        continue;
-                    }
-                    let reader = reader.expect("checked");
-                    let last = reads.iter().map(|u| u.top).max().expect("reads");
-                    found.push(Double {
-                        tile: name.clone(),
-                        decl: *decl,
-                        load: load as *const _,
-                        last_read: &inner[last] as *const _,
-                        reader,
-                        events: [0, 0],
-                    });
+                    self.find_in(inner, &mut visible.clone());
                 }
-                // In the order of their loads, each with two event ids of its pipe pair.
-                found.sort_by_key(|d| {
-                    inner
-                        .iter()
-                        .position(|x| std::ptr::eq(x, d.load))
-                        .unwrap_or(0)
-                });
-                found.retain_mut(|d| {
-                    let next = used_events.entry((d.reader, Pipe::Mte2)).or_insert(1);
-                    if *next > 5 {
-                        return false;
-                    }
-                    d.events = [*next, *next + 1];
-                    *next += 2;
-                    true
-                });
-                if !found.is_empty() {
-                    out.by_loop.insert(s as *const _, found);
-                }
-                let mut sc = scope.clone();
-                find_in(inner, &mut sc, all, out, used_events);
+                _ => {}
             }
         }
+        visible.truncate(mark);
     }
-    scope.truncate(mark);
+
+    /// The double-buffered tiles of the loop with body `inner`, in the order of their loads,
+    /// each with two event ids of its pipe pair.
+    fn of_loop(&mut self, inner: Pair<'_>, visible: &[u32]) -> Vec<Double> {
+        let mut uses = HashMap::new();
+        self.loop_uses(inner, None, &mut uses);
+        // Tiles visible in the body: the enclosing blocks' and its own top level's.
+        let mut visible = visible.to_vec();
+        for (_, b) in inner.iter() {
+            if let BodyKind::Tile { tile, .. } = &b.kind {
+                visible.push(*tile);
+            }
+        }
+        let mut found: Vec<Double> = uses
+            .iter()
+            .filter(|(slot, _)| visible.contains(slot))
+            .filter_map(|(slot, us)| self.candidate(inner, *slot, us))
+            .collect();
+        found.sort_by_key(|d| {
+            inner
+                .written
+                .iter()
+                .position(|x| std::ptr::eq(x, d.load))
+                .unwrap_or(0)
+        });
+        found.retain_mut(|d| {
+            let next = self.used_events.entry((d.reader, Pipe::Mte2)).or_insert(1);
+            if *next > 5 {
+                return false;
+            }
+            d.events = [*next, *next + 1];
+            *next += 2;
+            true
+        });
+        found
+    }
+
+    /// Tile `slot` of a loop with body `inner`, used `us` there, if it is double-buffered
+    /// (with no events yet).
+    fn candidate(&self, inner: Pair<'_>, slot: u32, us: &[Use]) -> Option<Double> {
+        let td = tile_of(self.body, slot)?;
+        if td.count.is_some() {
+            return None; // tile arrays keep one buffer per element
+        }
+        if self.all.get(slot as usize).copied().unwrap_or(0) != us.len() {
+            return None; // used outside the loop
+        }
+        let first = &us[0];
+        let load = &inner.written[first.top];
+        let first_is_load = std::ptr::eq(first.stmt, load)
+            && matches!(
+                &inner.resolved[first.top].kind,
+                BodyKind::Inst {
+                    op: TileOp::Load,
+                    ..
+                }
+            )
+            && first.write;
+        let reads = &us[1..];
+        let reader = reads.first().and_then(|u| u.pipe);
+        if !first_is_load
+            || reads.is_empty()
+            || reads.iter().any(|u| u.write || u.pipe != reader)
+            || reader.is_none_or(|r| r == Pipe::Mte2)
+        {
+            return None;
+        }
+        let last = reads.iter().map(|u| u.top).max()?;
+        Some(Double {
+            tile: td.name.name.clone(),
+            decl: self.decls[slot as usize],
+            load: load as *const _,
+            last_read: &inner.written[last] as *const _,
+            reader: reader?,
+            events: [0, 0],
+        })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel_body::KStmtKind;
 
     fn kernel(params: &str, body: &str, task: &str) -> KernelDecl {
         let src = format!(

@@ -19,7 +19,7 @@
 //! child after it; a tracked frame that ends disarms its entry. Every armed entry was armed at
 //! the current count, so the list holds at most one entry per process.
 
-use super::compile::{CArg, CExpr, Program};
+use super::compile::{CArg, CExpr, CTask, Program};
 use super::{
     ChannelPort, DataRead, ExpandError, ExpandSink, ExpandedRegion, ExpandedTask, OrderEdge,
     OrderTrack, ReadRefused, splitmix64,
@@ -27,7 +27,7 @@ use super::{
 use crate::eval::EvalError;
 use crate::loc::Loc;
 use crate::resolve::{Axis, AxisExtent, DispatchPlan, Loop, Stmt, StmtKind, Task};
-use crate::resolve::{ExprId, Reg, TensorId};
+use crate::resolve::{ChannelId, ExprId, Reg, TensorId};
 use crate::types::{Access, ExecPool, ScalarType};
 use crate::value::Value;
 use std::borrow::Cow;
@@ -981,44 +981,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
         let prog = self.prog;
         let now = self.count;
         match &s.kind {
-            StmtKind::Loop(lp) => {
-                let track = lp.ordered.then(|| OrderTrack::new(now));
-                let axis = &prog.res.axes[lp.axis.index()];
-                let var = |k: usize| lp.vars.get(k).copied().unwrap_or(0);
-                match &axis.kind {
-                    AxisExtent::Dense(extent) => {
-                        let end = eval_int(prog.x(*extent), &self.env)?;
-                        if end < 0 {
-                            return Err(ExpandError::NegativeLength {
-                                what: format!("the extent of axis `{}`", axis.name),
-                                value: end,
-                            });
-                        }
-                        proc.stack.push(Frame::Dense {
-                            var: var(0),
-                            body: &lp.body,
-                            next: 0,
-                            end,
-                            track,
-                        });
-                    }
-                    AxisExtent::Ragged { lengths, .. } => {
-                        let computed = prog.computed[lengths.index()];
-                        return self
-                            .start_ragged(s, lp, axis, track, proc)
-                            .map_err(|e| at_read(computed, s.loc, e));
-                    }
-                    AxisExtent::Sparse {
-                        indptr, indices, ..
-                    } => {
-                        let computed =
-                            prog.computed[indptr.index()] || prog.computed[indices.index()];
-                        return self
-                            .start_sparse(s, lp, axis, proc)
-                            .map_err(|e| at_read(computed, s.loc, e));
-                    }
-                }
-            }
+            StmtKind::Loop(lp) => return self.start_loop(s, lp, now, proc),
             StmtKind::If {
                 cond,
                 then_body,
@@ -1045,20 +1008,7 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                 track: ordered.then(|| OrderTrack::new(now)),
             }),
             StmtKind::Task(t) => return self.task(t, s.loc, proc),
-            StmtKind::Set { slot, value } => {
-                let value = prog.x(*value);
-                let decl = &prog.module.slots[(*slot - prog.res.n_symbols()) as usize];
-                let (name, ty) = (&decl.name, &decl.ty);
-                let v = eval(value, &self.env)?;
-                if v.ty() != *ty {
-                    return Err(ExpandError::WrongType {
-                        context: value.what.clone(),
-                        expected: format!("{ty} (the type of slot `{name}`)"),
-                        found: v.ty(),
-                    });
-                }
-                self.env[*slot as usize] = v;
-            }
+            StmtKind::Set { slot, value } => self.set_slot(*slot, *value)?,
             StmtKind::Load {
                 slot,
                 tensor,
@@ -1068,49 +1018,8 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                 workload,
                 args,
                 body,
-            } => {
-                for (var, e) in args {
-                    let e = prog.x(*e);
-                    let ty = &prog.res.regs[*var as usize];
-                    let v = eval(e, &self.env)?;
-                    if v.ty() != *ty {
-                        return Err(ExpandError::WrongType {
-                            context: format!("{} (calling `{workload}`)", e.what),
-                            expected: ty.to_string(),
-                            found: v.ty(),
-                        });
-                    }
-                    // Callee parameters live above every caller variable: no clobbering.
-                    self.env[*var as usize] = v;
-                }
-                proc.stack.push(Frame::Block {
-                    body,
-                    pos: 0,
-                    track: None,
-                });
-            }
-            StmtKind::Send { channel, value } => {
-                let value = prog.x(*value);
-                let v = eval(value, &self.env)?;
-                if v.ty() == ScalarType::Bool {
-                    return Err(ExpandError::WrongType {
-                        context: value.what.clone(),
-                        expected: "an integer".into(),
-                        found: v.ty(),
-                    });
-                }
-                if let Some(port) = self.port.as_deref_mut() {
-                    if port.send(channel.0, v).is_break() {
-                        self.stopped = true;
-                        return Ok(false);
-                    }
-                    return Ok(true);
-                }
-                self.channels[channel.index()].tokens.push_back(Token {
-                    value: v,
-                    after: proc.last_task,
-                });
-            }
+            } => self.call(workload, args, body, proc)?,
+            StmtKind::Send { channel, value } => return self.send(*channel, *value, proc),
             StmtKind::Consume { channel, var, body } => proc.stack.push(Frame::Consume {
                 channel: channel.0,
                 var: *var,
@@ -1118,6 +1027,137 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                 pending: None,
             }),
         }
+        Ok(true)
+    }
+
+    /// Starts loop `lp` (statement `s`, at task count `now`).
+    #[inline]
+    fn start_loop(
+        &mut self,
+        s: &'p Stmt,
+        lp: &'p Loop,
+        now: u32,
+        proc: &mut Proc<'p>,
+    ) -> Result<bool, ExpandError> {
+        let prog = self.prog;
+        let track = lp.ordered.then(|| OrderTrack::new(now));
+        let axis = &prog.res.axes[lp.axis.index()];
+        let var = |k: usize| lp.vars.get(k).copied().unwrap_or(0);
+        match &axis.kind {
+            AxisExtent::Dense(extent) => {
+                let end = eval_int(prog.x(*extent), &self.env)?;
+                if end < 0 {
+                    return Err(ExpandError::NegativeLength {
+                        what: format!("the extent of axis `{}`", axis.name),
+                        value: end,
+                    });
+                }
+                proc.stack.push(Frame::Dense {
+                    var: var(0),
+                    body: &lp.body,
+                    next: 0,
+                    end,
+                    track,
+                });
+            }
+            AxisExtent::Ragged { lengths, .. } => {
+                let computed = prog.computed[lengths.index()];
+                return self
+                    .start_ragged(s, lp, axis, track, proc)
+                    .map_err(|e| at_read(computed, s.loc, e));
+            }
+            AxisExtent::Sparse {
+                indptr, indices, ..
+            } => {
+                let computed = prog.computed[indptr.index()] || prog.computed[indices.index()];
+                return self
+                    .start_sparse(s, lp, axis, proc)
+                    .map_err(|e| at_read(computed, s.loc, e));
+            }
+        }
+        Ok(true)
+    }
+
+    /// `set SLOT = VALUE;`.
+    #[inline]
+    fn set_slot(&mut self, slot: Reg, value: ExprId) -> Result<(), ExpandError> {
+        let prog = self.prog;
+        let value = prog.x(value);
+        let decl = &prog.module.slots[(slot - prog.res.n_symbols()) as usize];
+        let (name, ty) = (&decl.name, &decl.ty);
+        let v = eval(value, &self.env)?;
+        if v.ty() != *ty {
+            return Err(ExpandError::WrongType {
+                context: value.what.clone(),
+                expected: format!("{ty} (the type of slot `{name}`)"),
+                found: v.ty(),
+            });
+        }
+        self.env[slot as usize] = v;
+        Ok(())
+    }
+
+    /// `call WORKLOAD(ARGS)`: the arguments into the callee's parameters, then its body.
+    #[inline]
+    fn call(
+        &mut self,
+        workload: &str,
+        args: &[(Reg, ExprId)],
+        body: &'p [Stmt],
+        proc: &mut Proc<'p>,
+    ) -> Result<(), ExpandError> {
+        let prog = self.prog;
+        for (var, e) in args {
+            let e = prog.x(*e);
+            let ty = &prog.res.regs[*var as usize];
+            let v = eval(e, &self.env)?;
+            if v.ty() != *ty {
+                return Err(ExpandError::WrongType {
+                    context: format!("{} (calling `{workload}`)", e.what),
+                    expected: ty.to_string(),
+                    found: v.ty(),
+                });
+            }
+            // Callee parameters live above every caller variable: no clobbering.
+            self.env[*var as usize] = v;
+        }
+        proc.stack.push(Frame::Block {
+            body,
+            pos: 0,
+            track: None,
+        });
+        Ok(())
+    }
+
+    /// `send CHANNEL VALUE;`. `Ok(false)`: the port stopped the expansion.
+    #[inline]
+    fn send(
+        &mut self,
+        channel: ChannelId,
+        value: ExprId,
+        proc: &mut Proc<'p>,
+    ) -> Result<bool, ExpandError> {
+        let prog = self.prog;
+        let value = prog.x(value);
+        let v = eval(value, &self.env)?;
+        if v.ty() == ScalarType::Bool {
+            return Err(ExpandError::WrongType {
+                context: value.what.clone(),
+                expected: "an integer".into(),
+                found: v.ty(),
+            });
+        }
+        if let Some(port) = self.port.as_deref_mut() {
+            if port.send(channel.0, v).is_break() {
+                self.stopped = true;
+                return Ok(false);
+            }
+            return Ok(true);
+        }
+        self.channels[channel.index()].tokens.push_back(Token {
+            value: v,
+            after: proc.last_task,
+        });
         Ok(true)
     }
 
@@ -1231,36 +1271,37 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
                     }
                     let r = &mut buf.regions[nreg];
                     nreg += 1;
-                    r.tensor = *tensor;
-                    r.access = *access;
-                    r.start.clear();
-                    r.size.clear();
                     let shape = &prog.shapes[*tensor as usize];
-                    for (d, ((start, size), &extent)) in dims.iter().zip(shape).enumerate() {
-                        let s = eval_int(start, env)?;
-                        let z = match size {
-                            Some(e) => eval_int(e, env)?,
-                            None => 1,
-                        };
-                        if s < 0 || z < 1 || s.checked_add(z).is_none_or(|e| e > extent) {
-                            return Err(ExpandError::RegionOutOfBounds {
-                                task: index,
-                                kernel: decl.name.name.clone(),
-                                param: pname(*param),
-                                tensor: prog.module.tensors[*tensor as usize].name.name.clone(),
-                                dim: d,
-                                start: s,
-                                size: z,
-                                extent,
-                            });
-                        }
-                        r.start.push(s);
-                        r.size.push(z);
-                    }
+                    fill_region(
+                        r,
+                        (*tensor, *access),
+                        dims,
+                        shape,
+                        env,
+                        |dim, start, size, extent| ExpandError::RegionOutOfBounds {
+                            task: index,
+                            kernel: decl.name.name.clone(),
+                            param: pname(*param),
+                            tensor: prog.module.tensors[*tensor as usize].name.name.clone(),
+                            dim,
+                            start,
+                            size,
+                            extent,
+                        },
+                    )?;
                 }
             }
         }
         buf.regions.truncate(nreg);
+        self.choose(t, ct, index)
+    }
+
+    /// The task's kernel (its tier), pool, target executor, stream, priority and cost.
+    #[inline]
+    fn choose(&mut self, t: &Task, ct: &CTask, index: u32) -> Result<(), ExpandError> {
+        let prog = self.prog;
+        let env = &mut self.env;
+        let buf = &mut self.buf;
         buf.kernel = match &prog.res.tiers[t.kernel.index()] {
             Some(tiers) => {
                 let mut k = tiers.default.0;
@@ -1299,6 +1340,36 @@ impl<'p, 's, S: ExpandSink> Runner<'p, 's, S> {
         };
         Ok(())
     }
+}
+
+/// Region `r` of a task: `tensor` accessed `access`, each dimension's start and size evaluated
+/// and checked within `shape` (`oob(dim, start, size, extent)` is the error of one that is not).
+#[inline]
+fn fill_region(
+    r: &mut ExpandedRegion,
+    (tensor, access): (u32, Access),
+    dims: &[(CExpr, Option<CExpr>)],
+    shape: &[i64],
+    env: &[Value],
+    oob: impl Fn(usize, i64, i64, i64) -> ExpandError,
+) -> Result<(), ExpandError> {
+    r.tensor = tensor;
+    r.access = access;
+    r.start.clear();
+    r.size.clear();
+    for (d, ((start, size), &extent)) in dims.iter().zip(shape).enumerate() {
+        let s = eval_int(start, env)?;
+        let z = match size {
+            Some(e) => eval_int(e, env)?,
+            None => 1,
+        };
+        if s < 0 || z < 1 || s.checked_add(z).is_none_or(|e| e > extent) {
+            return Err(oob(d, s, z, extent));
+        }
+        r.start.push(s);
+        r.size.push(z);
+    }
+    Ok(())
 }
 
 /// The choice of the first level whose bound is above the metric, else the default.

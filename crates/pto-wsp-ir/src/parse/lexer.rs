@@ -86,6 +86,79 @@ fn is_word_char(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
+/// The number literal at `start` of `text` (which starts with a digit): its kind and end.
+#[inline]
+fn number(text: &str, start: usize) -> Result<(Kind, usize), ParseError> {
+    let bytes = text.as_bytes();
+    let digits = |mut i: usize| {
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+        }
+        i
+    };
+    let mut i = digits(start);
+    let mut float = false;
+    if bytes.get(i) == Some(&b'.') && bytes.get(i + 1).is_some_and(u8::is_ascii_digit) {
+        i = digits(i + 1);
+        float = true;
+    }
+    if matches!(bytes.get(i), Some(b'e' | b'E')) {
+        let sign = usize::from(matches!(bytes.get(i + 1), Some(b'+' | b'-')));
+        if bytes.get(i + 1 + sign).is_some_and(u8::is_ascii_digit) {
+            i = digits(i + 1 + sign);
+            float = true;
+        }
+    }
+    let digits_end = i;
+    while i < bytes.len() && is_word_char(bytes[i]) {
+        i += 1;
+    }
+    let suffix = &text[digits_end..i];
+    if float {
+        if !suffix.is_empty() {
+            return Err(ParseError::new(
+                format!(
+                    "invalid suffix `{}` on float literal `{}`",
+                    shorten(suffix),
+                    shorten(&text[start..i])
+                ),
+                Loc::new(digits_end, i),
+            ));
+        }
+        Ok((Kind::Float, i))
+    } else if !suffix.is_empty() && suffix != "u" {
+        Err(ParseError::new(
+            format!(
+                "invalid suffix `{}` on integer literal `{}` (only `u` is allowed)",
+                shorten(suffix),
+                shorten(&text[start..i])
+            ),
+            Loc::new(digits_end, i),
+        ))
+    } else {
+        Ok((Kind::Int, i))
+    }
+}
+
+/// The end of the string literal at `i` of `text` (at its opening `"`).
+#[inline]
+fn string(text: &str, i: usize) -> Result<usize, ParseError> {
+    let rest = &text[i + 1..];
+    let Some(n) = rest.find(['"', '\n']) else {
+        return Err(ParseError::new(
+            "unterminated string literal",
+            Loc::new(i, text.len()),
+        ));
+    };
+    if rest.as_bytes()[n] == b'\n' {
+        return Err(ParseError::new(
+            "unterminated string literal (strings end on their line)",
+            Loc::new(i, i + 1 + n),
+        ));
+    }
+    Ok(i + n + 2)
+}
+
 /// Splits `text` into tokens.
 pub(crate) fn lex(text: &str) -> Result<Vec<Token<'_>>, ParseError> {
     let bytes = text.as_bytes();
@@ -106,69 +179,11 @@ pub(crate) fn lex(text: &str) -> Result<Vec<Token<'_>>, ParseError> {
             }
             Kind::Word
         } else if b.is_ascii_digit() {
-            let digits = |mut i: usize| {
-                while i < bytes.len() && bytes[i].is_ascii_digit() {
-                    i += 1;
-                }
-                i
-            };
-            i = digits(i);
-            let mut float = false;
-            if bytes.get(i) == Some(&b'.') && bytes.get(i + 1).is_some_and(u8::is_ascii_digit) {
-                i = digits(i + 1);
-                float = true;
-            }
-            if matches!(bytes.get(i), Some(b'e' | b'E')) {
-                let sign = usize::from(matches!(bytes.get(i + 1), Some(b'+' | b'-')));
-                if bytes.get(i + 1 + sign).is_some_and(u8::is_ascii_digit) {
-                    i = digits(i + 1 + sign);
-                    float = true;
-                }
-            }
-            let digits_end = i;
-            while i < bytes.len() && is_word_char(bytes[i]) {
-                i += 1;
-            }
-            let suffix = &text[digits_end..i];
-            if float {
-                if !suffix.is_empty() {
-                    return Err(ParseError::new(
-                        format!(
-                            "invalid suffix `{}` on float literal `{}`",
-                            shorten(suffix),
-                            shorten(&text[start..i])
-                        ),
-                        Loc::new(digits_end, i),
-                    ));
-                }
-                Kind::Float
-            } else if !suffix.is_empty() && suffix != "u" {
-                return Err(ParseError::new(
-                    format!(
-                        "invalid suffix `{}` on integer literal `{}` (only `u` is allowed)",
-                        shorten(suffix),
-                        shorten(&text[start..i])
-                    ),
-                    Loc::new(digits_end, i),
-                ));
-            } else {
-                Kind::Int
-            }
+            let (kind, end) = number(text, start)?;
+            i = end;
+            kind
         } else if b == b'"' {
-            let rest = &text[i + 1..];
-            let Some(n) = rest.find(['"', '\n']) else {
-                return Err(ParseError::new(
-                    "unterminated string literal",
-                    Loc::new(i, text.len()),
-                ));
-            };
-            if rest.as_bytes()[n] == b'\n' {
-                return Err(ParseError::new(
-                    "unterminated string literal (strings end on their line)",
-                    Loc::new(i, i + 1 + n),
-                ));
-            }
-            i += n + 2;
+            i = string(text, start)?;
             Kind::Str
         } else if let Some(p) = PUNCT.iter().find(|p| text[i..].starts_with(**p)) {
             i += p.len();

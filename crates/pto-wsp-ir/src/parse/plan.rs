@@ -332,38 +332,7 @@ impl Parser<'_> {
             self.expect(";", "after `continue`")?;
             GenKind::Continue
         } else if self.eat_word("let") {
-            let name = self.ident("variable name")?;
-            self.expect("=", "after the variable name")?;
-            let kind = if self.peek().is_word("select_tier") && self.peek_at(1).is_punct("(") {
-                self.bump();
-                self.open("(", "")?;
-                let tiers = self.ident("tier table name")?;
-                self.expect(",", "after the tier table")?;
-                let value = self.expr()?;
-                self.close(")", "to close `select_tier(`")?;
-                GenKind::SelectTier { name, tiers, value }
-            } else if self.peek().is_word("alloc") && self.peek_at(1).is_punct("(") {
-                self.bump();
-                self.open("(", "")?;
-                let tier = self.expr()?;
-                let mut indices = Vec::new();
-                while self.eat_punct(",") {
-                    indices.push(self.expr()?);
-                }
-                self.close(")", "to close `alloc(`")?;
-                GenKind::Alloc {
-                    name,
-                    tier,
-                    indices,
-                }
-            } else {
-                GenKind::Let {
-                    name,
-                    value: self.expr()?,
-                }
-            };
-            self.expect(";", "after `let`")?;
-            kind
+            self.gen_let()?
         } else if self.eat_word("load") {
             let name = self.ident("variable name")?;
             self.expect("=", "after the variable name")?;
@@ -378,29 +347,7 @@ impl Parser<'_> {
                 index,
             }
         } else if self.eat_word("emit") {
-            self.open("(", "after `emit`")?;
-            let fields = self.list(")", "in the emitted fields", |p| {
-                let t = p.peek();
-                if t.kind != Kind::Word {
-                    return Err(p.err_expected("a descriptor field name"));
-                }
-                p.bump();
-                let f = Ident::at(t.text, t.loc());
-                p.expect("=", "after the field name")?;
-                if p.peek().is_word("select_tier") && p.peek_at(1).is_punct("(") {
-                    p.bump();
-                    p.open("(", "")?;
-                    let tiers = p.ident("tier table name")?;
-                    p.expect(",", "after the tier table")?;
-                    let value = p.expr()?;
-                    p.close(")", "to close `select_tier(`")?;
-                    return Ok((f, FieldValue::SelectTier { tiers, value }));
-                }
-                Ok((f, FieldValue::Expr(p.expr()?)))
-            })?;
-            self.close(")", "")?;
-            self.expect(";", "after `emit(...)`")?;
-            GenKind::Emit { fields }
+            self.gen_emit()?
         } else {
             return Err(self.gen_expected());
         };
@@ -408,6 +355,69 @@ impl Parser<'_> {
             kind,
             loc: self.loc_from(t.start),
         })
+    }
+
+    /// After `let`: `NAME = select_tier(...)`, `NAME = alloc(...)` or `NAME = EXPR`, and `;`.
+    fn gen_let(&mut self) -> PResult<GenKind> {
+        let name = self.ident("variable name")?;
+        self.expect("=", "after the variable name")?;
+        let kind = if self.peek().is_word("select_tier") && self.peek_at(1).is_punct("(") {
+            self.bump();
+            self.open("(", "")?;
+            let tiers = self.ident("tier table name")?;
+            self.expect(",", "after the tier table")?;
+            let value = self.expr()?;
+            self.close(")", "to close `select_tier(`")?;
+            GenKind::SelectTier { name, tiers, value }
+        } else if self.peek().is_word("alloc") && self.peek_at(1).is_punct("(") {
+            self.bump();
+            self.open("(", "")?;
+            let tier = self.expr()?;
+            let mut indices = Vec::new();
+            while self.eat_punct(",") {
+                indices.push(self.expr()?);
+            }
+            self.close(")", "to close `alloc(`")?;
+            GenKind::Alloc {
+                name,
+                tier,
+                indices,
+            }
+        } else {
+            GenKind::Let {
+                name,
+                value: self.expr()?,
+            }
+        };
+        self.expect(";", "after `let`")?;
+        Ok(kind)
+    }
+
+    /// After `emit`: `(FIELD = VALUE, ...);`.
+    fn gen_emit(&mut self) -> PResult<GenKind> {
+        self.open("(", "after `emit`")?;
+        let fields = self.list(")", "in the emitted fields", |p| {
+            let t = p.peek();
+            if t.kind != Kind::Word {
+                return Err(p.err_expected("a descriptor field name"));
+            }
+            p.bump();
+            let f = Ident::at(t.text, t.loc());
+            p.expect("=", "after the field name")?;
+            if p.peek().is_word("select_tier") && p.peek_at(1).is_punct("(") {
+                p.bump();
+                p.open("(", "")?;
+                let tiers = p.ident("tier table name")?;
+                p.expect(",", "after the tier table")?;
+                let value = p.expr()?;
+                p.close(")", "to close `select_tier(`")?;
+                return Ok((f, FieldValue::SelectTier { tiers, value }));
+            }
+            Ok((f, FieldValue::Expr(p.expr()?)))
+        })?;
+        self.close(")", "")?;
+        self.expect(";", "after `emit(...)`")?;
+        Ok(GenKind::Emit { fields })
     }
 
     fn gen_expected(&self) -> super::ParseError {

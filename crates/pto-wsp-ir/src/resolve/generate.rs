@@ -378,6 +378,9 @@ pub struct PlanForm {
     pub ends: Vec<Option<IntExpr>>,
     /// The values of the plan's `bind` items, in order.
     pub binds: Vec<IntExpr>,
+    /// The dimensions of the plan's `workspace` tensor, over the symbols (empty when it has
+    /// none).
+    pub workspace: Vec<IntExpr>,
     /// The number of value slots (fields, then bound free names).
     pub values: usize,
     /// The bound free names and their value slots, filled from the symbols when the run starts.
@@ -426,13 +429,14 @@ fn explain_unbound(unbound: &[String], err: EvalError) -> EvalError {
 }
 
 /// Resolves the expressions of `plan` outside its `generate` block over `space` (see
-/// [`PlanForm`]); `is_bound(name)` says whether the run binds symbol `name`. Never fails: a
-/// name that means nothing is found out where the expression is evaluated, as for the
-/// generator.
+/// [`PlanForm`]); `workspace` is the shape of the tensor the plan's `workspace` item names,
+/// `is_bound(name)` says whether the run binds symbol `name`. Never fails: a name that means
+/// nothing is found out where the expression is evaluated, as for the generator.
 pub fn resolve_plan(
     space: &SpaceDecl,
     plan: &PlanDecl,
     tiers: &[&str],
+    workspace: Option<&[Expr]>,
     is_bound: &dyn Fn(&str) -> bool,
 ) -> PlanForm {
     let fields: Vec<&str> = PlanForm::FIELD_SLOTS
@@ -462,6 +466,7 @@ pub fn resolve_plan(
         })
         .collect();
     let binds = plan.binds.iter().map(|b| r.int(&b.value)).collect();
+    let workspace = workspace.unwrap_or(&[]).iter().map(|e| r.int(e)).collect();
     PlanForm {
         tier_kernels: tiers
             .iter()
@@ -472,6 +477,7 @@ pub fn resolve_plan(
         constraints,
         ends,
         binds,
+        workspace,
         values: base as usize + r.free.len(),
         free: r
             .free

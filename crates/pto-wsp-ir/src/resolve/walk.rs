@@ -42,94 +42,16 @@ pub fn resolve(module: &Module, options: &ResolveOptions) -> Result<Resolved, Re
     super::check_count("executors", executors)?;
     super::check_count("streams", config.streams)?;
     let mut w = Walker::new(module, &config);
-    let mut processes = Vec::new();
-    let mut channels: Vec<Channel> = Vec::new();
-    let csp;
-    if let Some(wl) = module.workload(entry) {
-        w.loc = wl.loc;
-        if !wl.params.is_empty() {
-            return Err(ResolveError::Malformed {
-                message: format!("the entry workload `{entry}` has parameters; nothing binds them"),
-                loc: wl.loc,
-            });
-        }
-        w.place = format!("workload `{entry}`");
-        w.call_stack.push(entry.to_string());
-        let body = w.stmts(&wl.body)?;
-        processes.push(Process {
-            name: entry.to_string(),
-            body,
-            produces: Vec::new(),
-            loc: wl.loc,
-        });
-        csp = false;
+    let (processes, channels, csp) = if let Some(wl) = module.workload(entry) {
+        (vec![entry_workload(&mut w, wl, entry)?], Vec::new(), false)
     } else if let Some(p) = module.pipeline(entry) {
-        let mut ids: HashMap<&str, u32> = HashMap::new();
-        for ch in &p.channels {
-            if ids
-                .insert(ch.name.name.as_str(), channels.len() as u32)
-                .is_some()
-            {
-                return Err(ResolveError::Malformed {
-                    message: format!(
-                        "channel `{}` is declared twice in pipeline `{entry}`",
-                        ch.name
-                    ),
-                    loc: ch.name.loc,
-                });
-            }
-            channels.push(Channel {
-                name: ch.name.name.clone(),
-                producers: Vec::new(),
-                consumers: Vec::new(),
-                depth: ch.depth,
-            });
-        }
-        for (pi, proc) in p.processes.iter().enumerate() {
-            for ch in proc.produces.iter().chain(&proc.consumes) {
-                if !ids.contains_key(ch.name.as_str()) {
-                    return Err(ResolveError::UnknownName {
-                        kind: "channel",
-                        name: ch.name.clone(),
-                        context: format!("process `{}` of pipeline `{entry}`", proc.name),
-                        loc: ch.loc,
-                    });
-                }
-            }
-            for ch in &proc.produces {
-                channels[ids[ch.name.as_str()] as usize]
-                    .producers
-                    .push(pi as u32);
-            }
-            for ch in &proc.consumes {
-                channels[ids[ch.name.as_str()] as usize]
-                    .consumers
-                    .push(pi as u32);
-            }
-        }
-        w.channels = Some(ids.clone());
-        for proc in &p.processes {
-            w.place = format!("process `{}` of pipeline `{entry}`", proc.name);
-            w.loc = proc.loc;
-            w.frames = vec![Vec::new()];
-            let body = w.stmts(&proc.body)?;
-            processes.push(Process {
-                name: proc.name.name.clone(),
-                body,
-                produces: proc
-                    .produces
-                    .iter()
-                    .map(|c| ChannelId(ids[c.name.as_str()]))
-                    .collect(),
-                loc: proc.loc,
-            });
-        }
-        csp = true;
+        let (processes, channels) = entry_pipeline(&mut w, p, entry)?;
+        (processes, channels, true)
     } else {
         return Err(ResolveError::NoEntryPoint {
             reason: format!("the schedule's target `{entry}` is not a workload or pipeline"),
         });
-    }
+    };
     let schedule = Sched {
         executors,
         streams: config.streams,
@@ -144,18 +66,8 @@ pub fn resolve(module: &Module, options: &ResolveOptions) -> Result<Resolved, Re
         cost: matches!(config.trace, TracePolicy::Cycles(Some(_), _)),
         config: config.clone(),
     };
-    if config.deps == crate::schedule::DepsMode::Explicit
-        && let Some(t) = (0..module.tensors.len()).find(|&t| w.arrays[t] && w.written[t])
-    {
-        return Err(ResolveError::Malformed {
-            message: format!(
-                "the workload reads the contents of tensor `{}`, which its tasks write, under \
-                 `deps explicit`: nothing orders the read after the tasks that compute it \
-                 (use `deps exact`, `overlap` or `hybrid`)",
-                module.tensors[t].name
-            ),
-            loc: w.array_reads[t],
-        });
+    if config.deps == crate::schedule::DepsMode::Explicit {
+        explicit_reads(&w, module)?;
     }
     Ok(Resolved {
         module: module.clone(),
@@ -176,6 +88,128 @@ pub fn resolve(module: &Module, options: &ResolveOptions) -> Result<Resolved, Re
         exprs: w.exprs,
         n_tasks: w.n_tasks,
     })
+}
+
+/// Under `deps explicit`, a read of the contents of a tensor the tasks write is refused:
+/// nothing would order it after them.
+fn explicit_reads(w: &Walker<'_>, module: &Module) -> Result<(), ResolveError> {
+    match (0..module.tensors.len()).find(|&t| w.arrays[t] && w.written[t]) {
+        None => Ok(()),
+        Some(t) => Err(ResolveError::Malformed {
+            message: format!(
+                "the workload reads the contents of tensor `{}`, which its tasks write, under \
+                 `deps explicit`: nothing orders the read after the tasks that compute it \
+                 (use `deps exact`, `overlap` or `hybrid`)",
+                module.tensors[t].name
+            ),
+            loc: w.array_reads[t],
+        }),
+    }
+}
+
+/// The one process of workload entry `wl`.
+fn entry_workload<'m>(
+    w: &mut Walker<'m>,
+    wl: &'m crate::module::Workload,
+    entry: &str,
+) -> Result<Process, ResolveError> {
+    w.loc = wl.loc;
+    if !wl.params.is_empty() {
+        return Err(ResolveError::Malformed {
+            message: format!("the entry workload `{entry}` has parameters; nothing binds them"),
+            loc: wl.loc,
+        });
+    }
+    w.place = format!("workload `{entry}`");
+    w.call_stack.push(entry.to_string());
+    let body = w.stmts(&wl.body)?;
+    Ok(Process {
+        name: entry.to_string(),
+        body,
+        produces: Vec::new(),
+        loc: wl.loc,
+    })
+}
+
+/// The channels of pipeline entry `p`, with their producers and consumers, and each channel's
+/// index by name.
+fn pipeline_channels<'p>(
+    p: &'p crate::csp::Pipeline,
+    entry: &str,
+) -> Result<(HashMap<&'p str, u32>, Vec<Channel>), ResolveError> {
+    let mut ids: HashMap<&str, u32> = HashMap::new();
+    let mut channels: Vec<Channel> = Vec::new();
+    for ch in &p.channels {
+        if ids
+            .insert(ch.name.name.as_str(), channels.len() as u32)
+            .is_some()
+        {
+            return Err(ResolveError::Malformed {
+                message: format!(
+                    "channel `{}` is declared twice in pipeline `{entry}`",
+                    ch.name
+                ),
+                loc: ch.name.loc,
+            });
+        }
+        channels.push(Channel {
+            name: ch.name.name.clone(),
+            producers: Vec::new(),
+            consumers: Vec::new(),
+            depth: ch.depth,
+        });
+    }
+    for (pi, proc) in p.processes.iter().enumerate() {
+        for ch in proc.produces.iter().chain(&proc.consumes) {
+            if !ids.contains_key(ch.name.as_str()) {
+                return Err(ResolveError::UnknownName {
+                    kind: "channel",
+                    name: ch.name.clone(),
+                    context: format!("process `{}` of pipeline `{entry}`", proc.name),
+                    loc: ch.loc,
+                });
+            }
+        }
+        for ch in &proc.produces {
+            channels[ids[ch.name.as_str()] as usize]
+                .producers
+                .push(pi as u32);
+        }
+        for ch in &proc.consumes {
+            channels[ids[ch.name.as_str()] as usize]
+                .consumers
+                .push(pi as u32);
+        }
+    }
+    Ok((ids, channels))
+}
+
+/// The processes and channels of pipeline entry `p`.
+fn entry_pipeline<'m>(
+    w: &mut Walker<'m>,
+    p: &'m crate::csp::Pipeline,
+    entry: &str,
+) -> Result<(Vec<Process>, Vec<Channel>), ResolveError> {
+    let (ids, channels) = pipeline_channels(p, entry)?;
+    w.channels = Some(ids.clone());
+    let mut processes = Vec::new();
+    for proc in &p.processes {
+        w.place = format!("process `{}` of pipeline `{entry}`", proc.name);
+        w.loc = proc.loc;
+        w.frames = vec![Vec::new()];
+        let body = w.stmts(&proc.body)?;
+        processes.push(Process {
+            name: proc.name.name.clone(),
+            body,
+            produces: proc
+                .produces
+                .iter()
+                .map(|c| ChannelId(ids[c.name.as_str()]))
+                .collect(),
+            loc: proc.loc,
+        });
+    }
+    Ok((processes, channels))
 }
 
 /// How names resolve in an expression.
@@ -556,54 +590,8 @@ impl<'m> Walker<'m> {
                 vars,
                 axis,
                 body,
-            } => {
-                let context = format!("{} over `{axis}` in {}", order.keyword(), self.place);
-                let a = self.axis(axis, &context)?;
-                let decl = &self.module.axis(&axis.name).map(|d| &d.kind);
-                let arity = match self.axes[a.index()].kind {
-                    AxisExtent::Dense(_) => 1,
-                    AxisExtent::Ragged { .. } => 2,
-                    AxisExtent::Sparse { .. } => {
-                        return Err(self.malformed(format!(
-                            "{context}: a sparse axis is iterated with `select`, not a loop"
-                        )));
-                    }
-                };
-                if vars.len() != arity {
-                    return Err(self.malformed(format!(
-                        "{context}: a {} axis binds {arity} loop variable(s), not {}",
-                        decl.map_or("", |k| k.keyword()),
-                        vars.len()
-                    )));
-                }
-                let (vars, body) = self.scoped(vars, body)?;
-                Ok(StmtKind::Loop(Box::new(Loop {
-                    ordered: *order == LoopOrder::Sequential,
-                    axis: a,
-                    vars,
-                    body,
-                })))
-            }
-            AstKind::Select { vars, axis, body } => {
-                let context = format!("select over `{axis}` in {}", self.place);
-                let a = self.axis(axis, &context)?;
-                if !matches!(self.axes[a.index()].kind, AxisExtent::Sparse { .. }) {
-                    return Err(self.malformed(format!("{context}: `select` needs a sparse axis")));
-                }
-                if vars.len() != 2 {
-                    return Err(self.malformed(format!(
-                        "{context}: `select` binds 2 variables, not {}",
-                        vars.len()
-                    )));
-                }
-                let (vars, body) = self.scoped(vars, body)?;
-                Ok(StmtKind::Loop(Box::new(Loop {
-                    ordered: false,
-                    axis: a,
-                    vars,
-                    body,
-                })))
-            }
+            } => self.loop_stmt(*order, vars, axis, body),
+            AstKind::Select { vars, axis, body } => self.select(vars, axis, body),
             AstKind::Cond {
                 cond,
                 then_body,
@@ -618,21 +606,7 @@ impl<'m> Walker<'m> {
                     else_body: self.stmts(else_body)?,
                 })
             }
-            AstKind::While { cond, max, body } => {
-                let what = format!("a `while` condition in {}", self.place);
-                let cond =
-                    self.expr(cond, what, Scope::Workload, Want::Exactly(ScalarType::Bool))?;
-                let what = format!("the `max` bound of a `while` in {}", self.place);
-                let max = self.expr(max, what, Scope::Workload, Want::Integer)?;
-                self.whiles += 1;
-                let body = self.stmts(body);
-                self.whiles -= 1;
-                Ok(StmtKind::While {
-                    cond,
-                    max,
-                    body: body?,
-                })
-            }
+            AstKind::While { cond, max, body } => self.while_stmt(cond, max, body),
             AstKind::Break { cond } => {
                 if self.whiles == 0 {
                     return Err(self.malformed(format!(
@@ -654,107 +628,13 @@ impl<'m> Walker<'m> {
                 body: self.stmts(body)?,
             }),
             AstKind::Task(t) => self.task(&t.kernel, &t.args),
-            AstKind::SlotSet { slot, value } => {
-                let (reg, ty) = self.slot(slot)?;
-                let what = format!("`set {slot}` in {}", self.place);
-                let t = self.tree(value, &what, Scope::Workload, Want::Any)?;
-                if t.ty() != ty {
-                    return Err(self.type_error(
-                        &what,
-                        format!(
-                            "expected {ty} (the type of slot `{slot}`), found a {}",
-                            t.ty()
-                        ),
-                    ));
-                }
-                Ok(StmtKind::Set {
-                    slot: reg,
-                    value: self.add(t, what),
-                })
-            }
+            AstKind::SlotSet { slot, value } => self.set(slot, value),
             AstKind::SlotLoad {
                 slot,
                 tensor,
                 index,
-            } => {
-                let (reg, ty) = self.slot(slot)?;
-                let context = format!("`load {slot} = {tensor}[..]` in {}", self.place);
-                if ty == ScalarType::Bool {
-                    return Err(self.type_error(
-                        &context,
-                        format!("slot `{slot}` is bool; `load` needs an integer slot"),
-                    ));
-                }
-                let t = self.shaped(tensor, &context)?;
-                self.array(tensor, &context)?;
-                let rank = self.module.tensors[t.index()].shape.len();
-                if index.len() != rank {
-                    return Err(self.malformed(format!(
-                        "{context}: tensor `{tensor}` has {rank} dimension(s), the index {}",
-                        index.len()
-                    )));
-                }
-                let mut idx = Vec::new();
-                for (d, e) in index.iter().enumerate() {
-                    let what = format!("index {d} of {context}");
-                    idx.push(self.expr(e, what, Scope::Workload, Want::Integer)?);
-                }
-                Ok(StmtKind::Load {
-                    slot: reg,
-                    tensor: t,
-                    index: idx,
-                })
-            }
-            AstKind::Call { workload, args } => {
-                let context = format!("`call {workload}` in {}", self.place);
-                let w = self
-                    .module
-                    .workload(&workload.name)
-                    .ok_or_else(|| self.unknown("workload", &workload.name, &context))?;
-                if self.call_stack.contains(&workload.name) {
-                    return Err(ResolveError::Recursion {
-                        chain: self
-                            .call_stack
-                            .iter()
-                            .cloned()
-                            .chain([workload.name.clone()])
-                            .collect(),
-                        loc: self.loc,
-                    });
-                }
-                if args.len() != w.params.len() {
-                    return Err(self.malformed(format!(
-                        "{context}: `{workload}` takes {} argument(s), not {}",
-                        w.params.len(),
-                        args.len()
-                    )));
-                }
-                let mut bound = Vec::new();
-                let mut frame = Vec::new();
-                for (a, (p, ty)) in args.iter().zip(&w.params) {
-                    let what = format!("argument `{p}` of {context}");
-                    let v = self.expr(a, what, Scope::Workload, Want::Exactly(*ty))?;
-                    let reg = self.fresh(*ty);
-                    bound.push((reg, v));
-                    frame.push((p.name.as_str(), reg));
-                }
-                // The callee sees only its own parameters and variables (plus globals).
-                let saved_place =
-                    std::mem::replace(&mut self.place, format!("workload `{workload}`"));
-                self.frames.push(frame);
-                self.call_stack.push(workload.name.clone());
-                let saved_whiles = std::mem::replace(&mut self.whiles, 0);
-                let body = self.stmts(&w.body);
-                self.whiles = saved_whiles;
-                self.call_stack.pop();
-                self.frames.pop();
-                self.place = saved_place;
-                Ok(StmtKind::Call {
-                    workload: workload.name.clone(),
-                    args: bound,
-                    body: body?,
-                })
-            }
+            } => self.load(slot, tensor, index),
+            AstKind::Call { workload, args } => self.call(workload, args),
             AstKind::Send { channel, value } => {
                 let ch = self.channel(channel)?;
                 let what = format!("`send {channel}` in {}", self.place);
@@ -774,6 +654,197 @@ impl<'m> Walker<'m> {
                 })
             }
         }
+    }
+
+    /// `for` / `parallel_for` over `axis`, binding `vars`.
+    fn loop_stmt(
+        &mut self,
+        order: LoopOrder,
+        vars: &'m [Ident],
+        axis: &'m Ident,
+        body: &'m [AstStmt],
+    ) -> Result<StmtKind, ResolveError> {
+        let context = format!("{} over `{axis}` in {}", order.keyword(), self.place);
+        let a = self.axis(axis, &context)?;
+        let decl = &self.module.axis(&axis.name).map(|d| &d.kind);
+        let arity = match self.axes[a.index()].kind {
+            AxisExtent::Dense(_) => 1,
+            AxisExtent::Ragged { .. } => 2,
+            AxisExtent::Sparse { .. } => {
+                return Err(self.malformed(format!(
+                    "{context}: a sparse axis is iterated with `select`, not a loop"
+                )));
+            }
+        };
+        if vars.len() != arity {
+            return Err(self.malformed(format!(
+                "{context}: a {} axis binds {arity} loop variable(s), not {}",
+                decl.map_or("", |k| k.keyword()),
+                vars.len()
+            )));
+        }
+        let (vars, body) = self.scoped(vars, body)?;
+        Ok(StmtKind::Loop(Box::new(Loop {
+            ordered: order == LoopOrder::Sequential,
+            axis: a,
+            vars,
+            body,
+        })))
+    }
+
+    /// `select` over sparse axis `axis`, binding `vars`.
+    fn select(
+        &mut self,
+        vars: &'m [Ident],
+        axis: &'m Ident,
+        body: &'m [AstStmt],
+    ) -> Result<StmtKind, ResolveError> {
+        let context = format!("select over `{axis}` in {}", self.place);
+        let a = self.axis(axis, &context)?;
+        if !matches!(self.axes[a.index()].kind, AxisExtent::Sparse { .. }) {
+            return Err(self.malformed(format!("{context}: `select` needs a sparse axis")));
+        }
+        if vars.len() != 2 {
+            return Err(self.malformed(format!(
+                "{context}: `select` binds 2 variables, not {}",
+                vars.len()
+            )));
+        }
+        let (vars, body) = self.scoped(vars, body)?;
+        Ok(StmtKind::Loop(Box::new(Loop {
+            ordered: false,
+            axis: a,
+            vars,
+            body,
+        })))
+    }
+
+    /// `while COND max MAX { ... }`.
+    fn while_stmt(
+        &mut self,
+        cond: &'m Expr,
+        max: &'m Expr,
+        body: &'m [AstStmt],
+    ) -> Result<StmtKind, ResolveError> {
+        let what = format!("a `while` condition in {}", self.place);
+        let cond = self.expr(cond, what, Scope::Workload, Want::Exactly(ScalarType::Bool))?;
+        let what = format!("the `max` bound of a `while` in {}", self.place);
+        let max = self.expr(max, what, Scope::Workload, Want::Integer)?;
+        self.whiles += 1;
+        let body = self.stmts(body);
+        self.whiles -= 1;
+        Ok(StmtKind::While {
+            cond,
+            max,
+            body: body?,
+        })
+    }
+
+    /// `set SLOT = VALUE;`.
+    fn set(&mut self, slot: &'m Ident, value: &'m Expr) -> Result<StmtKind, ResolveError> {
+        let (reg, ty) = self.slot(slot)?;
+        let what = format!("`set {slot}` in {}", self.place);
+        let t = self.tree(value, &what, Scope::Workload, Want::Any)?;
+        if t.ty() != ty {
+            return Err(self.type_error(
+                &what,
+                format!(
+                    "expected {ty} (the type of slot `{slot}`), found a {}",
+                    t.ty()
+                ),
+            ));
+        }
+        Ok(StmtKind::Set {
+            slot: reg,
+            value: self.add(t, what),
+        })
+    }
+
+    /// `load SLOT = TENSOR[INDEX];`.
+    fn load(
+        &mut self,
+        slot: &'m Ident,
+        tensor: &'m Ident,
+        index: &'m [Expr],
+    ) -> Result<StmtKind, ResolveError> {
+        let (reg, ty) = self.slot(slot)?;
+        let context = format!("`load {slot} = {tensor}[..]` in {}", self.place);
+        if ty == ScalarType::Bool {
+            return Err(self.type_error(
+                &context,
+                format!("slot `{slot}` is bool; `load` needs an integer slot"),
+            ));
+        }
+        let t = self.shaped(tensor, &context)?;
+        self.array(tensor, &context)?;
+        let rank = self.module.tensors[t.index()].shape.len();
+        if index.len() != rank {
+            return Err(self.malformed(format!(
+                "{context}: tensor `{tensor}` has {rank} dimension(s), the index {}",
+                index.len()
+            )));
+        }
+        let mut idx = Vec::new();
+        for (d, e) in index.iter().enumerate() {
+            let what = format!("index {d} of {context}");
+            idx.push(self.expr(e, what, Scope::Workload, Want::Integer)?);
+        }
+        Ok(StmtKind::Load {
+            slot: reg,
+            tensor: t,
+            index: idx,
+        })
+    }
+
+    /// `call WORKLOAD(ARGS);`: the callee's body, resolved in its own frame.
+    fn call(&mut self, workload: &'m Ident, args: &'m [Expr]) -> Result<StmtKind, ResolveError> {
+        let context = format!("`call {workload}` in {}", self.place);
+        let w = self
+            .module
+            .workload(&workload.name)
+            .ok_or_else(|| self.unknown("workload", &workload.name, &context))?;
+        if self.call_stack.contains(&workload.name) {
+            return Err(ResolveError::Recursion {
+                chain: self
+                    .call_stack
+                    .iter()
+                    .cloned()
+                    .chain([workload.name.clone()])
+                    .collect(),
+                loc: self.loc,
+            });
+        }
+        if args.len() != w.params.len() {
+            return Err(self.malformed(format!(
+                "{context}: `{workload}` takes {} argument(s), not {}",
+                w.params.len(),
+                args.len()
+            )));
+        }
+        let mut bound = Vec::new();
+        let mut frame = Vec::new();
+        for (a, (p, ty)) in args.iter().zip(&w.params) {
+            let what = format!("argument `{p}` of {context}");
+            let v = self.expr(a, what, Scope::Workload, Want::Exactly(*ty))?;
+            let reg = self.fresh(*ty);
+            bound.push((reg, v));
+            frame.push((p.name.as_str(), reg));
+        }
+        // The callee sees only its own parameters and variables (plus globals).
+        let saved_place = std::mem::replace(&mut self.place, format!("workload `{workload}`"));
+        self.frames.push(frame);
+        self.call_stack.push(workload.name.clone());
+        let saved_whiles = std::mem::replace(&mut self.whiles, 0);
+        let body = self.stmts(&w.body);
+        self.whiles = saved_whiles;
+        self.call_stack.pop();
+        self.frames.pop();
+        self.place = saved_place;
+        Ok(StmtKind::Call {
+            workload: workload.name.clone(),
+            args: bound,
+            body: body?,
+        })
     }
 
     fn task(&mut self, kernel: &'m Ident, args: &'m [Arg]) -> Result<StmtKind, ResolveError> {
@@ -800,43 +871,7 @@ impl<'m> Walker<'m> {
                     )?));
                 }
                 (ParamKind::Tile { access, .. }, Arg::Region(r)) => {
-                    let t = self.shaped(&r.tensor, &context)?;
-                    let rank = self.module.tensors[t.index()].shape.len();
-                    if r.dims.len() != rank {
-                        return Err(self.malformed(format!(
-                            "{context}: tensor `{}` has {rank} dimension(s), the region {}",
-                            r.tensor,
-                            r.dims.len()
-                        )));
-                    }
-                    let mut dims = Vec::new();
-                    for (d, rd) in r.dims.iter().enumerate() {
-                        let what = format!("dimension {d} of argument `{}` of {context}", p.name);
-                        let start = self.expr(
-                            &rd.start,
-                            format!("the start of {what}"),
-                            Scope::Workload,
-                            Want::Integer,
-                        )?;
-                        let size = match &rd.size {
-                            Some(e) => Some(self.expr(
-                                e,
-                                format!("the size of {what}"),
-                                Scope::Workload,
-                                Want::Integer,
-                            )?),
-                            None => None,
-                        };
-                        dims.push((start, size));
-                    }
-                    if access.writes() {
-                        self.written[t.index()] = true;
-                    }
-                    targs.push(TaskArg::Region {
-                        tensor: t,
-                        access: *access,
-                        dims,
-                    });
+                    targs.push(self.region_arg(p, *access, r, &context)?);
                 }
                 (ParamKind::Scalar(_), Arg::Region(_))
                 | (ParamKind::Tile { .. }, Arg::Scalar(_)) => {
@@ -857,7 +892,66 @@ impl<'m> Walker<'m> {
             let t = self.tiers_of(decl, tiers)?;
             self.tiers[k.index()] = Some(t);
         }
-        // The schedule's per-task expressions, resolved where the task stands.
+        let keys = self.task_keys(&context)?;
+        let id = self.n_tasks;
+        self.n_tasks += 1;
+        Ok(StmtKind::Task(Box::new(Task {
+            id,
+            kernel: k,
+            args: targs,
+            keys,
+        })))
+    }
+
+    /// Region argument `r` of task parameter `p` (accessed `access`) in `context`.
+    fn region_arg(
+        &mut self,
+        p: &'m crate::module::KernelParam,
+        access: crate::types::Access,
+        r: &'m crate::workload::Region,
+        context: &str,
+    ) -> Result<TaskArg, ResolveError> {
+        let t = self.shaped(&r.tensor, context)?;
+        let rank = self.module.tensors[t.index()].shape.len();
+        if r.dims.len() != rank {
+            return Err(self.malformed(format!(
+                "{context}: tensor `{}` has {rank} dimension(s), the region {}",
+                r.tensor,
+                r.dims.len()
+            )));
+        }
+        let mut dims = Vec::new();
+        for (d, rd) in r.dims.iter().enumerate() {
+            let what = format!("dimension {d} of argument `{}` of {context}", p.name);
+            let start = self.expr(
+                &rd.start,
+                format!("the start of {what}"),
+                Scope::Workload,
+                Want::Integer,
+            )?;
+            let size = match &rd.size {
+                Some(e) => Some(self.expr(
+                    e,
+                    format!("the size of {what}"),
+                    Scope::Workload,
+                    Want::Integer,
+                )?),
+                None => None,
+            };
+            dims.push((start, size));
+        }
+        if access.writes() {
+            self.written[t.index()] = true;
+        }
+        Ok(TaskArg::Region {
+            tensor: t,
+            access,
+            dims,
+        })
+    }
+
+    /// The schedule's per-task expressions, resolved where the task (in `context`) stands.
+    fn task_keys(&mut self, context: &str) -> Result<Vec<ExprId>, ResolveError> {
         let config = self.config;
         if self.dispatch.is_none() {
             let mut keys = Vec::new();
@@ -886,14 +980,7 @@ impl<'m> Walker<'m> {
         if let TracePolicy::Cycles(Some(e), _) = &config.trace {
             key(self, e, "the `cycles` cost")?;
         }
-        let id = self.n_tasks;
-        self.n_tasks += 1;
-        Ok(StmtKind::Task(Box::new(Task {
-            id,
-            kernel: k,
-            args: targs,
-            keys,
-        })))
+        Ok(keys)
     }
 
     fn tiers_of(

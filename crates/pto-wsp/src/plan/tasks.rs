@@ -28,10 +28,9 @@ use super::{
     Admission, CallEnv, CallShape, FieldNames, Gen, PlanError, as_u32, bind_space, generator_for,
     interleave_of, tier_table,
 };
-use crate::ir::eval::eval;
-use crate::ir::plan::PlanDecl;
+use crate::ir::plan::{PlanDecl, SpaceDecl, TierTableDecl};
 use crate::ir::resolve::body::IntExpr;
-use crate::ir::resolve::generate::{CallArg, resolve_plan};
+use crate::ir::resolve::generate::{CallArg, PlanForm, resolve_plan};
 use crate::ir::schedule::{DepsMode, Schedule, ScheduleItem, ScheduleItemKind, TaskGraphItem};
 use crate::ir::{
     Arg, Bindings, Expr, Ident, Loc, Module, RegionDim, Stmt, StmtKind, TaskStmt, Value, Workload,
@@ -139,61 +138,27 @@ fn plan_tasks(module: &Module, p: &PlanDecl, bindings: &Bindings) -> Result<Vec<
     };
     let symbols = &bindings.symbols;
     let tier_names: Vec<&str> = td.tiers.iter().map(|t| t.name.as_str()).collect();
-    let form = resolve_plan(sd, p, &tier_names, &|n| symbols.contains_key(n));
+    let workspace = match &p.workspace {
+        None => None,
+        Some(w) => Some(
+            module
+                .tensor(w.as_str())
+                .ok_or_else(|| at(w.loc, format!("no tensor `{w}`")))?
+                .shape
+                .as_slice(),
+        ),
+    };
+    let form = resolve_plan(sd, p, &tier_names, workspace, &|n| symbols.contains_key(n));
     let env = CallEnv::new(&form, sd, p, symbols);
     let space = bind_space(sd, p, &env).map_err(|(loc, m)| at(loc, m))?;
     let tiers = tier_table(td).map_err(|e| at(td.name.loc, e.to_string()))?;
-    let index_of = |t: &str| {
-        module
-            .tensors
-            .iter()
-            .position(|d| d.name.as_str() == t)
-            .and_then(|i| u32::try_from(i).ok())
-    };
     let capacity = match &p.workspace {
         None => 0,
-        Some(w) => elements(module, w.as_str(), symbols).map_err(|m| at(w.loc, m))?,
+        Some(w) => elements(w.as_str(), &env).map_err(|m| at(w.loc, m))?,
     };
     let names = FieldNames::new(sd);
-    let calls = td
-        .tiers
-        .iter()
-        .zip(&form.tier_kernels)
-        .map(|(t, k)| {
-            let (k, call) = k.map(|i| (&p.kernels[i], &form.calls[i])).ok_or_else(|| {
-                at(
-                    p.loc,
-                    format!("tier `{}` of `{}` has no kernel", t.name, td.name),
-                )
-            })?;
-            CallShape::new(
-                module,
-                &format!("tier `{}`", k.tier),
-                (&k.call, call),
-                index_of,
-            )
-            .map(|c| (c, k.loc))
-            .map_err(|m| at(k.loc, m))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let prefetch = match &p.prefetch {
-        None => None,
-        Some(pf) => {
-            let depth = u32::try_from(pf.depth)
-                .map_err(|_| at(pf.loc, "the prefetch depth is past 2^32 - 1".into()))?;
-            let axis = sd
-                .axes
-                .iter()
-                .position(|a| a.name == pf.axis)
-                .ok_or_else(|| at(pf.loc, format!("no axis `{}`", pf.axis)))?;
-            let Some(form) = &form.prefetch else {
-                return Err(at(pf.loc, "the prefetch's call is not resolved".into()));
-            };
-            let call = CallShape::new(module, "the prefetch", (&pf.call, form), index_of)
-                .map_err(|m| at(pf.loc, m))?;
-            Some((axis, depth, call, pf.loc))
-        }
-    };
+    let calls = tier_calls(module, p, td, &form)?;
+    let prefetch = prefetch_call(module, p, sd, &form)?;
     let tensors: Vec<String> = module.tensors.iter().map(|t| t.name.to_string()).collect();
     let admission = Admission {
         calls: calls.iter().map(|(c, _)| c).collect(),
@@ -239,9 +204,8 @@ fn plan_tasks(module: &Module, p: &PlanDecl, bindings: &Bindings) -> Result<Vec<
         return Err(err);
     }
     result.map_err(|err| at(p.loc, err.to_string()))?;
-    e.into_sink()
-        .seen
-        .iter()
+    let seen = e.into_sink().seen;
+    seen.iter()
         .map(|d| {
             let (call, loc) = if d.tier == pde::PREFETCH_TIER {
                 prefetch.as_ref().map(|(_, _, c, l)| (c, *l))
@@ -252,6 +216,76 @@ fn plan_tasks(module: &Module, p: &PlanDecl, bindings: &Bindings) -> Result<Vec<
             task(call, d, &env, loc).map_err(|m| at(loc, m))
         })
         .collect()
+}
+
+/// The index of tensor `t` of `module`.
+fn tensor_index(module: &Module, t: &str) -> Option<u32> {
+    module
+        .tensors
+        .iter()
+        .position(|d| d.name.as_str() == t)
+        .and_then(|i| u32::try_from(i).ok())
+}
+
+/// The call of each tier of `td` in plan `p`, with the location of its `kernel` item.
+fn tier_calls<'m>(
+    module: &'m Module,
+    p: &'m PlanDecl,
+    td: &TierTableDecl,
+    form: &'m PlanForm,
+) -> Result<Vec<(CallShape<'m>, Loc)>, PlanError> {
+    let at = PlanError::at(p.name.as_str());
+    td.tiers
+        .iter()
+        .zip(&form.tier_kernels)
+        .map(|(t, k)| {
+            let (k, call) = k.map(|i| (&p.kernels[i], &form.calls[i])).ok_or_else(|| {
+                at(
+                    p.loc,
+                    format!("tier `{}` of `{}` has no kernel", t.name, td.name),
+                )
+            })?;
+            CallShape::new(
+                module,
+                &format!("tier `{}`", k.tier),
+                (&k.call, call),
+                |t| tensor_index(module, t),
+            )
+            .map(|c| (c, k.loc))
+            .map_err(|m| at(k.loc, m))
+        })
+        .collect()
+}
+
+/// Plan `p`'s prefetch: its axis, depth, call and location.
+type Prefetch<'m> = (usize, u32, CallShape<'m>, Loc);
+
+/// The prefetch of plan `p` over space `sd`, if it has one.
+fn prefetch_call<'m>(
+    module: &'m Module,
+    p: &'m PlanDecl,
+    sd: &SpaceDecl,
+    form: &'m PlanForm,
+) -> Result<Option<Prefetch<'m>>, PlanError> {
+    let at = PlanError::at(p.name.as_str());
+    let Some(pf) = &p.prefetch else {
+        return Ok(None);
+    };
+    let depth = u32::try_from(pf.depth)
+        .map_err(|_| at(pf.loc, "the prefetch depth is past 2^32 - 1".into()))?;
+    let axis = sd
+        .axes
+        .iter()
+        .position(|a| a.name == pf.axis)
+        .ok_or_else(|| at(pf.loc, format!("no axis `{}`", pf.axis)))?;
+    let Some(form) = &form.prefetch else {
+        return Err(at(pf.loc, "the prefetch's call is not resolved".into()));
+    };
+    let call = CallShape::new(module, "the prefetch", (&pf.call, form), |t| {
+        tensor_index(module, t)
+    })
+    .map_err(|m| at(pf.loc, m))?;
+    Ok(Some((axis, depth, call, pf.loc)))
 }
 
 /// Descriptors admitted by the plan's independence check, kept in queue order.
@@ -274,19 +308,16 @@ impl pde::Sink for Checked<'_> {
     }
 }
 
-/// The elements of tensor `name` at the bound symbols.
-fn elements(
-    module: &Module,
-    name: &str,
-    symbols: &std::collections::BTreeMap<String, Value>,
-) -> Result<u64, String> {
-    let decl = module
-        .tensor(name)
-        .ok_or_else(|| format!("no tensor `{name}`"))?;
-    let scope = |n: &str| symbols.get(n).copied();
-    decl.shape.iter().try_fold(1u64, |n, e| {
-        let v = eval(e, &scope).map_err(|err| format!("`{name}`: `{e}`: {err}"))?;
-        let d = as_u32(v).ok_or_else(|| format!("`{name}`: extent `{e}` = {v}"))?;
+/// The elements of the plan's workspace tensor `name` at the bound symbols: the product of its
+/// dimensions in slot form ([`crate::ir::resolve::generate::PlanForm::workspace`]).
+fn elements(name: &str, env: &CallEnv<'_>) -> Result<u64, String> {
+    env.form.workspace.iter().try_fold(1u64, |n, e| {
+        let text = &e.text;
+        let v = e
+            .compiled
+            .eval(&env.base)
+            .map_err(|err| format!("`{name}`: `{text}`: {}", env.form.explain(err)))?;
+        let d = as_u32(v).ok_or_else(|| format!("`{name}`: extent `{text}` = {v}"))?;
         n.checked_mul(d.into())
             .ok_or_else(|| format!("`{name}` has more than 2^64 elements"))
     })
