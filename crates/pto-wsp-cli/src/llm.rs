@@ -164,6 +164,31 @@ fn f16s<'s>(store: &'s TensorStore, name: &str) -> Result<&'s [f16], CliError> {
     Ok(bytemuck::cast_slice(store.bytes(t)))
 }
 
+/// Elements `range` of an f16 tensor, borrowed (only what is read: the KV cache's rows of each
+/// request's length, not its whole capacity).
+fn f16s_in<'s>(
+    store: &'s TensorStore,
+    name: &str,
+    range: std::ops::Range<usize>,
+) -> Result<&'s [f16], CliError> {
+    let t = store
+        .index_of(name)
+        .ok_or_else(|| CliError::plain(format!("the main job has no tensor `{name}`")))?;
+    let info = store.info(t);
+    if info.dtype != DType::F16 {
+        return Err(CliError::plain(format!("tensor `{name}` is not f16")));
+    }
+    if range.end as u64 > info.elements() {
+        return Err(CliError::plain(format!(
+            "tensor `{name}` has no elements {}..{}",
+            range.start, range.end
+        )));
+    }
+    Ok(bytemuck::cast_slice(
+        store.bytes_in(t, range.start * 2..range.end * 2),
+    ))
+}
+
 /// An f32 tensor's elements, borrowed.
 fn f32s<'s>(store: &'s TensorStore, name: &str) -> Result<&'s [f32], CliError> {
     let t = store
@@ -337,7 +362,6 @@ pub fn reference(
         f16s(store, "Wup")?,
         f16s(store, "Wdown")?,
     );
-    let (kc, vc) = (f16s(store, "Kc")?, f16s(store, "Vc")?);
     let (na, nf) = (f32s(store, "NormAttn")?, f32s(store, "NormFfn")?);
     let (rc, rs) = (f32s(store, "RopeCos")?, f32s(store, "RopeSin")?);
     let row = |t: &'_ [f32], p: usize| -> Result<Vec<f32>, CliError> {
@@ -383,14 +407,18 @@ pub fn reference(
                 let len = dims.lens[r];
                 let (qr, knew, vnew) = &roped[r];
                 let base = ((l * dims.nreq + r) * g + kvh) * cap * D;
-                let cached = (&kc[base..base + len * D], &vc[base..base + len * D]);
+                let rows = base..base + len * D;
+                let cached = (
+                    f16s_in(store, "Kc", rows.clone())?,
+                    f16s_in(store, "Vc", rows)?,
+                );
                 let new = (&knew[kvh * D..(kvh + 1) * D], &vnew[kvh * D..(kvh + 1) * D]);
                 let heads = kvh * GROUP * D..(kvh + 1) * GROUP * D;
                 let mut out = vec![0.0; GROUP * D];
                 group_attention(&qr[heads], cached, new, &mut out);
-                out
+                Ok(out)
             })
-            .collect();
+            .collect::<Result<_, CliError>>()?;
         let attn: Vec<Vec<f64>> = groups.chunks(g).map(|c| c.concat()).collect();
         let ao = matmul(&attn, &wo[l * h * h..(l + 1) * h * h], h, h, done);
         let h1: Vec<Vec<f64>> = x
