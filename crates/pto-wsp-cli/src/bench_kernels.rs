@@ -10,7 +10,8 @@
 //!   as many bytes as its keys and values (GB/s, target ≥ 60% of the copy), best of interleaved
 //!   rounds.
 //! - Main job: `pto-wsp run` with no file, end to end, split into build (parse, validate,
-//!   compile, allocate and fill the tensors), run (generation, dependency inference and
+//!   compile, allocate the tensors; large generated inputs are made during the run where first
+//!   read), run (generation, dependency inference and
 //!   execution, overlapped) and check (the f64 reference), with its verdict.
 //!
 //! Promise: each section reports the figures it measured and its targets; a failed check of the

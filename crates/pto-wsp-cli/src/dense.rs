@@ -4,7 +4,8 @@
 //! `f64`; written as plain loops they took longer than the run they check, on a build for
 //! baseline x86-64. `gemm`'s `f64` kernels pick the machine's vector units at run time. Its
 //! interface is raw pointers and strides; this module is the one place that calls it, with
-//! every extent checked against its slice first, so the rest of the crate stays safe code.
+//! every extent checked against its slice first, so the rest of the crate stays safe code. The
+//! `f16` weights are widened to `f64` here too, with F16C where the CPU has it.
 //!
 //! Promise: [`product`] computes `dst = scale · lhs · rhs` (or adds it to `dst`), each operand
 //! read through its strides; it panics, before touching memory, when a view does not cover its
@@ -110,12 +111,47 @@ fn half_to_single(h: u16) -> f32 {
 
 /// `dst[i] = src[i]` widened to `f64`, exactly (NaNs stay NaN), for `min(len)` elements.
 ///
-/// A branch-free loop the compiler vectorises for the baseline target: several times faster than
-/// the general slice conversion, and the main job's reference widens every weight once.
+/// The main job's reference widens every weight once (218 million values): with F16C, eight
+/// at a time by the conversion instructions (`f16 → f32 → f64`, both exact); elsewhere by a
+/// branch-free loop the compiler vectorises for the baseline target.
 pub fn widen(src: &[half::f16], dst: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("f16c") && std::arch::is_x86_feature_detected!("avx") {
+        // SAFETY: the CPU has the features the function is compiled for (checked above).
+        unsafe { widen_f16c(src, dst) };
+        return;
+    }
+    widen_plain(src, dst);
+}
+
+/// [`widen`] on any target: the bits rebuilt as an `f32`, then widened.
+fn widen_plain(src: &[half::f16], dst: &mut [f64]) {
     for (d, s) in dst.iter_mut().zip(src) {
         *d = f64::from(half_to_single(s.to_bits()));
     }
+}
+
+/// [`widen`] with F16C: eight halves to eight singles in one instruction, then to doubles.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx,f16c")]
+fn widen_f16c(src: &[half::f16], dst: &mut [f64]) {
+    use std::arch::x86_64::{
+        _mm_loadu_si128, _mm256_castps256_ps128, _mm256_cvtph_ps, _mm256_cvtps_pd,
+        _mm256_extractf128_ps, _mm256_storeu_pd,
+    };
+    let n = src.len().min(dst.len());
+    let whole = n - n % 8;
+    for i in (0..whole).step_by(8) {
+        // SAFETY: `i + 8 <= n`, within both slices; the accesses are unaligned ones.
+        unsafe {
+            let single = _mm256_cvtph_ps(_mm_loadu_si128(src.as_ptr().add(i).cast()));
+            let lo = _mm256_cvtps_pd(_mm256_castps256_ps128(single));
+            let hi = _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(single));
+            _mm256_storeu_pd(dst.as_mut_ptr().add(i), lo);
+            _mm256_storeu_pd(dst.as_mut_ptr().add(i + 4), hi);
+        }
+    }
+    widen_plain(&src[whole..n], &mut dst[whole..n]);
 }
 
 #[cfg(test)]
@@ -148,16 +184,24 @@ mod tests {
         }
     }
 
+    /// Both ways of widening (the one this CPU takes and the portable one), on every half and
+    /// on lengths that leave a tail of 1 to 7.
     #[test]
     fn every_half_widens_exactly() {
         let all: Vec<half::f16> = (0..=u16::MAX).map(half::f16::from_bits).collect();
-        let mut wide = vec![0.0; all.len()];
-        widen(&all, &mut wide);
-        for (h, w) in all.iter().zip(&wide) {
-            if h.is_nan() {
-                assert!(w.is_nan(), "{:#06x}", h.to_bits());
-            } else {
-                assert_eq!(w.to_bits(), h.to_f64().to_bits(), "{:#06x}", h.to_bits());
+        let ways: [fn(&[half::f16], &mut [f64]); 2] = [widen, widen_plain];
+        for way in ways {
+            for cut in 0..8 {
+                let src = &all[cut..];
+                let mut wide = vec![0.0; src.len()];
+                way(src, &mut wide);
+                for (h, w) in src.iter().zip(&wide) {
+                    if h.is_nan() {
+                        assert!(w.is_nan(), "{:#06x}", h.to_bits());
+                    } else {
+                        assert_eq!(w.to_bits(), h.to_f64().to_bits(), "{:#06x}", h.to_bits());
+                    }
+                }
             }
         }
     }

@@ -164,6 +164,31 @@ fn f16s<'s>(store: &'s TensorStore, name: &str) -> Result<&'s [f16], CliError> {
     Ok(bytemuck::cast_slice(store.bytes(t)))
 }
 
+/// Elements `range` of an f16 tensor, borrowed (only what is read: the KV cache's rows of each
+/// request's length, not its whole capacity).
+fn f16s_in<'s>(
+    store: &'s TensorStore,
+    name: &str,
+    range: std::ops::Range<usize>,
+) -> Result<&'s [f16], CliError> {
+    let t = store
+        .index_of(name)
+        .ok_or_else(|| CliError::plain(format!("the main job has no tensor `{name}`")))?;
+    let info = store.info(t);
+    if info.dtype != DType::F16 {
+        return Err(CliError::plain(format!("tensor `{name}` is not f16")));
+    }
+    if range.end as u64 > info.elements() {
+        return Err(CliError::plain(format!(
+            "tensor `{name}` has no elements {}..{}",
+            range.start, range.end
+        )));
+    }
+    Ok(bytemuck::cast_slice(
+        store.bytes_in(t, range.start * 2..range.end * 2),
+    ))
+}
+
 /// An f32 tensor's elements, borrowed.
 fn f32s<'s>(store: &'s TensorStore, name: &str) -> Result<&'s [f32], CliError> {
     let t = store
@@ -340,7 +365,7 @@ pub fn reference(
         .map(|r| x0[r * h..(r + 1) * h].iter().map(|&v| v as f64).collect())
         .collect();
     for l in 0..dims.layers {
-        let ao = attention(&w, dims, l, &x, &tables, done);
+        let ao = attention(&w, dims, l, &x, &tables, done)?;
         let h1 = add_rows(&x, &ao);
         let down = ffn(&w, dims, l, &h1, done);
         x = add_rows(&h1, &down);
@@ -348,7 +373,8 @@ pub fn reference(
     Ok(x.into_iter().flatten().collect())
 }
 
-/// The main job's weights, caches and tables, as the store holds them.
+/// The main job's weights and tables, as the store holds them, and the store itself for the KV
+/// caches (read row range by row range: only what each request's length reaches is made).
 struct Weights<'s> {
     wq: &'s [f16],
     wk: &'s [f16],
@@ -357,8 +383,7 @@ struct Weights<'s> {
     wgate: &'s [f16],
     wup: &'s [f16],
     wdown: &'s [f16],
-    kc: &'s [f16],
-    vc: &'s [f16],
+    store: &'s TensorStore,
     norm_attn: &'s [f32],
     norm_ffn: &'s [f32],
     rope_cos: &'s [f32],
@@ -376,8 +401,7 @@ impl<'s> Weights<'s> {
             wgate: f16s(store, "Wgate")?,
             wup: f16s(store, "Wup")?,
             wdown: f16s(store, "Wdown")?,
-            kc: f16s(store, "Kc")?,
-            vc: f16s(store, "Vc")?,
+            store,
             norm_attn: f32s(store, "NormAttn")?,
             norm_ffn: f32s(store, "NormFfn")?,
             rope_cos: f32s(store, "RopeCos")?,
@@ -404,7 +428,7 @@ fn attention(
     x: &[Vec<f64>],
     tables: &[(Vec<f32>, Vec<f32>)],
     done: &AtomicU64,
-) -> Vec<Vec<f64>> {
+) -> Result<Vec<Vec<f64>>, CliError> {
     let (h, g, cap) = (dims.hidden, dims.kv_heads, dims.cap);
     let kvw = g * D;
     let xn: Vec<Vec<f64>> = x
@@ -436,16 +460,20 @@ fn attention(
             let len = dims.lens[r];
             let (qr, knew, vnew) = &roped[r];
             let base = ((l * dims.nreq + r) * g + kvh) * cap * D;
-            let cached = (&w.kc[base..base + len * D], &w.vc[base..base + len * D]);
+            let rows = base..base + len * D;
+            let cached = (
+                f16s_in(w.store, "Kc", rows.clone())?,
+                f16s_in(w.store, "Vc", rows)?,
+            );
             let new = (&knew[kvh * D..(kvh + 1) * D], &vnew[kvh * D..(kvh + 1) * D]);
             let heads = kvh * GROUP * D..(kvh + 1) * GROUP * D;
             let mut out = vec![0.0; GROUP * D];
             group_attention(&qr[heads], cached, new, &mut out);
-            out
+            Ok(out)
         })
-        .collect();
+        .collect::<Result<_, CliError>>()?;
     let attn: Vec<Vec<f64>> = groups.chunks(g).map(|c| c.concat()).collect();
-    matmul(&attn, &w.wo[l * h * h..(l + 1) * h * h], h, h, done)
+    Ok(matmul(&attn, &w.wo[l * h * h..(l + 1) * h * h], h, h, done))
 }
 
 /// Layer `l`'s feed-forward block on `h1`: normed, SiLU-gated, projected down.

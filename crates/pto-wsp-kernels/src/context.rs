@@ -267,6 +267,19 @@ impl<'a> TaskContext<'a> {
         }
         self.record(i, write);
         let geo = Geometry::new(&info.shape, &io.region);
+        if let Some((lo, hi)) = geo.span() {
+            let size = info.dtype.size_bytes();
+            // SAFETY: the view about to be handed out is covered by `TaskContext::new`'s
+            // contract; seeded contents promised for its bytes are made before it reads them.
+            unsafe {
+                self.store.make_span(
+                    io.region.tensor,
+                    lo * size,
+                    hi * size,
+                    self.executor as usize,
+                )
+            };
+        }
         Ok((self.store.base_ptr(io.region.tensor).cast::<T>(), geo))
     }
 
@@ -360,6 +373,12 @@ impl Geometry {
             stride *= shape[d] as usize;
         }
         g
+    }
+
+    /// The elements from the region's first to past its last (`None` for an empty region).
+    fn span(&self) -> Option<(usize, usize)> {
+        (self.rows > 0 && self.cols > 0)
+            .then(|| (self.base, self.row_offset(self.rows - 1) + self.cols))
     }
 
     /// Offset of the first element of row `r`. Panics if `r` is not a row.

@@ -35,6 +35,7 @@ pub mod context;
 pub mod cost;
 pub mod fast;
 pub mod lang;
+mod lazy;
 pub mod ledger;
 pub mod library;
 pub mod npy;

@@ -539,11 +539,7 @@ impl TensorStore {
             }
             order.push(t);
         }
-        let mut by_tensor: Vec<Option<&mut [u8]>> = self
-            .buffers_mut()
-            .enumerate()
-            .map(|(t, b)| order.contains(&(t as u32)).then_some(b))
-            .collect();
+        let mut by_tensor: Vec<Option<&mut [u8]>> = self.buffers_mut(&order).collect();
         Ok(order
             .iter()
             .map(|&t| by_tensor[t as usize].take().expect("distinct tensors"))

@@ -26,7 +26,13 @@ use std::collections::HashMap;
 use std::fmt;
 use std::ptr::NonNull;
 
+use crate::lazy::LazyFill;
 pub use crate::seed::SeedRange;
+
+/// Size from which [`TensorStore::fill_random_lazy`] promises a tensor's contents instead of
+/// making them (smaller tensors are filled at once: their chunk checks would cost more than
+/// the fill).
+pub const LAZY_MIN: usize = 1 << 20;
 
 /// Alignment of every tensor buffer, in bytes (a cache line; enough for any SIMD load).
 pub const ALIGN: usize = 64;
@@ -408,6 +414,8 @@ pub struct TensorStore {
     by_name: HashMap<String, u32>,
     /// Whether the tensor's contents came from `Bindings::arrays` (kept by `fill_random`).
     bound: Vec<bool>,
+    /// Seeded contents promised, made where first read ([`TensorStore::fill_random_lazy`]).
+    lazy: Vec<Option<Box<LazyFill>>>,
 }
 
 impl fmt::Debug for TensorStore {
@@ -422,6 +430,7 @@ impl Clone for TensorStore {
     /// A deep copy of every buffer. Like every `&self` read, it must not run while a task writes
     /// (see [`crate::TaskContext::new`]).
     fn clone(&self) -> TensorStore {
+        self.make_all();
         let bufs = self
             .bufs
             .iter()
@@ -437,6 +446,7 @@ impl Clone for TensorStore {
             bufs,
             by_name: self.by_name.clone(),
             bound: self.bound.clone(),
+            lazy: self.bound.iter().map(|_| None).collect(),
         }
     }
 }
@@ -536,6 +546,7 @@ impl TensorStore {
             bufs: Vec::with_capacity(n),
             by_name: HashMap::with_capacity(n),
             bound: Vec::with_capacity(n),
+            lazy: Vec::with_capacity(n),
         }
     }
 
@@ -584,6 +595,7 @@ impl TensorStore {
         });
         self.bufs.push(buf);
         self.bound.push(false);
+        self.lazy.push(None);
         Ok(())
     }
 
@@ -687,6 +699,8 @@ impl TensorStore {
                 found: data.len(),
             });
         }
+        // Every byte is replaced: a promise of seeded contents is void.
+        self.lazy[t as usize] = None;
         self.bufs[t as usize]
             .as_mut_slice()
             .copy_from_slice(bytemuck::cast_slice(data));
@@ -699,7 +713,7 @@ impl TensorStore {
     /// [`crate::TaskContext::new`]).
     pub fn read<T: Element>(&self, name: &str) -> Result<Vec<T>, StoreError> {
         let t = self.lookup::<T>(name)?;
-        Ok(bytemuck::cast_slice(self.bufs[t as usize].as_slice()).to_vec())
+        Ok(bytemuck::cast_slice(self.bytes(t)).to_vec())
     }
 
     /// The raw bytes of tensor `tensor` (row-major, native endianness). Panics if the index is
@@ -709,12 +723,64 @@ impl TensorStore {
     /// contract of [`crate::TaskContext::new`], which engines meet by holding the store
     /// exclusively while tasks run.
     pub fn bytes(&self, tensor: u32) -> &[u8] {
+        self.make(tensor);
         self.bufs[tensor as usize].as_slice()
+    }
+
+    /// Bytes `range` of tensor `tensor` ([`TensorStore::bytes`] of part of a tensor: of a tensor
+    /// filled with [`TensorStore::fill_random_lazy`], only the part read is made). Panics if the
+    /// index or the range is out of range.
+    pub fn bytes_in(&self, tensor: u32, range: std::ops::Range<usize>) -> &[u8] {
+        let t = tensor as usize;
+        if let Some(l) = &self.lazy[t] {
+            let b = &self.bufs[t];
+            // SAFETY: the buffer is valid for `b.len` bytes; every reader of it asks the
+            // promise first (the store's readers and `TaskContext`'s views), and the borrow
+            // rules of `TaskContext::new` keep writers away while this `&self` borrow lives.
+            unsafe { l.ensure(b.ptr.as_ptr(), b.len, range.start, range.end, 0) };
+        }
+        &self.bufs[t].as_slice()[range]
     }
 
     /// The raw bytes of tensor `tensor`, writable. Panics if the index is out of range.
     pub fn bytes_mut(&mut self, tensor: u32) -> &mut [u8] {
+        self.make(tensor);
+        self.lazy[tensor as usize] = None;
         self.bufs[tensor as usize].as_mut_slice()
+    }
+
+    /// Makes every promised chunk of tensor `t` ([`TensorStore::fill_random_lazy`]).
+    fn make(&self, t: u32) {
+        if let Some(l) = &self.lazy[t as usize] {
+            let b = &self.bufs[t as usize];
+            // SAFETY: as in `bytes_in`.
+            unsafe { l.ensure_all(b.ptr.as_ptr(), b.len) };
+        }
+    }
+
+    /// [`TensorStore::make`] of every tensor.
+    fn make_all(&self) {
+        for t in 0..self.len() {
+            self.make(t as u32);
+        }
+    }
+
+    /// Makes the promised chunks of tensor `tensor` covering bytes `lo .. hi` (a view's span,
+    /// before the view is handed out); `start` spreads callers asking at once over different
+    /// chunks. Nothing to do for a tensor with nothing promised.
+    ///
+    /// # Safety
+    ///
+    /// The caller is about to hand out a view of these bytes under the contract of
+    /// [`crate::TaskContext::new`]: nothing reads or writes a byte of the buffer but through the
+    /// store's methods and such views.
+    #[inline]
+    pub(crate) unsafe fn make_span(&self, tensor: u32, lo: usize, hi: usize, start: usize) {
+        if let Some(l) = &self.lazy[tensor as usize] {
+            let b = &self.bufs[tensor as usize];
+            // SAFETY: the buffer is valid for `b.len` bytes; the caller's promise.
+            unsafe { l.ensure(b.ptr.as_ptr(), b.len, lo, hi, start) };
+        }
     }
 
     /// Fills tensors with deterministic pseudo-random contents derived from `seed` alone (the
@@ -745,17 +811,50 @@ impl TensorStore {
             if self.bound[t] || given.contains(&(t as u32)) {
                 continue;
             }
-            let stream = seed
-                ^ (t as u64)
-                    .wrapping_add(1)
-                    .wrapping_mul(0xD1B5_4A32_D192_ED03);
-            let dtype = self.infos[t].dtype;
-            let range = ranges
-                .iter()
-                .find(|(i, _)| *i as usize == t)
-                .map(|&(_, r)| r);
+            let (stream, dtype, range) = self.seeding(t, seed, ranges);
+            self.lazy[t] = None;
             crate::seed::fill(self.bufs[t].as_mut_slice(), dtype, stream, range);
         }
+    }
+
+    /// [`TensorStore::fill_random_ranged`], except that tensors of at least [`LAZY_MIN`] bytes
+    /// are only promised their contents: each chunk of such a tensor is made where it is first
+    /// read (a task's view of a region, or any read of the store), on the thread that reads it.
+    /// Every read sees the same bytes as after `fill_random_ranged`; parts nobody reads are
+    /// never made. Writing a whole tensor ([`TensorStore::write`], an input file) drops its
+    /// promise.
+    pub fn fill_random_lazy(&mut self, seed: u64, given: &[u32], ranges: &[(u32, SeedRange)]) {
+        for t in 0..self.len() {
+            if self.bound[t] || given.contains(&(t as u32)) {
+                continue;
+            }
+            let (stream, dtype, range) = self.seeding(t, seed, ranges);
+            let len = self.bufs[t].len;
+            if len >= LAZY_MIN && !self.bufs[t].external {
+                self.lazy[t] = Some(Box::new(LazyFill::new(len, dtype, stream, range)));
+            } else {
+                self.lazy[t] = None;
+                crate::seed::fill(self.bufs[t].as_mut_slice(), dtype, stream, range);
+            }
+        }
+    }
+
+    /// Tensor `t`'s stream (seeded from `seed` and its index), element type and range.
+    fn seeding(
+        &self,
+        t: usize,
+        seed: u64,
+        ranges: &[(u32, SeedRange)],
+    ) -> (u64, DType, Option<SeedRange>) {
+        let stream = seed
+            ^ (t as u64)
+                .wrapping_add(1)
+                .wrapping_mul(0xD1B5_4A32_D192_ED03);
+        let range = ranges
+            .iter()
+            .find(|(i, _)| *i as usize == t)
+            .map(|&(_, r)| r);
+        (stream, self.infos[t].dtype, range)
     }
 
     /// Checks that `io`'s region lies inside its tensor: the tensor exists, the ranks agree and
@@ -813,9 +912,16 @@ impl TensorStore {
     }
 
     /// Base pointer of tensor `tensor`'s buffer, for views. Panics if the index is out of range.
-    /// Every tensor's bytes, mutably, in tensor order (disjoint buffers).
-    pub(crate) fn buffers_mut(&mut self) -> impl Iterator<Item = &mut [u8]> {
-        self.bufs.iter_mut().map(Buffer::as_mut_slice)
+    /// The bytes of the tensors of `whole`, mutably, to be overwritten whole (their promised
+    /// contents dropped unmade), in tensor order (disjoint buffers): `None` for the others.
+    pub(crate) fn buffers_mut(&mut self, whole: &[u32]) -> impl Iterator<Item = Option<&mut [u8]>> {
+        for &t in whole {
+            self.lazy[t as usize] = None;
+        }
+        self.bufs
+            .iter_mut()
+            .enumerate()
+            .map(|(t, b)| whole.contains(&(t as u32)).then(|| b.as_mut_slice()))
     }
 
     pub(crate) fn base_ptr(&self, tensor: u32) -> *mut u8 {
@@ -858,6 +964,7 @@ impl TensorStore {
                 "the memory is not aligned to its {align}-byte elements"
             )));
         }
+        self.lazy[tensor as usize] = None;
         self.bufs[tensor as usize] = Buffer {
             ptr,
             len,
@@ -882,6 +989,7 @@ impl TensorStore {
             bytes: layout.size(),
         })?;
         self.bufs[tensor as usize] = fresh;
+        self.lazy[tensor as usize] = None;
         Ok(())
     }
 }
@@ -924,6 +1032,82 @@ mod tests {
         assert_eq!(store.read::<f32>("A").expect("reads"), vec![0.0; 6]);
         store.write("A", &[7.0f32; 6]).expect("writes");
         assert_eq!(mine, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    }
+
+    /// A promised fill reads as the eager fill everywhere: through views of regions (a column
+    /// tile of a matrix, from two threads at once), parts, whole reads, clones and `.npy`; a
+    /// whole write drops the promise; nothing unread is made.
+    #[test]
+    fn a_lazy_fill_reads_as_the_eager_fill() {
+        let text = "tensor W: f16[1024, 1536];\ntensor K: f32[8, 4096, 16];\ntensor s: f32[4];";
+        let module = pto_wsp_ir::parse(text).expect("parses");
+        let b = Bindings::new();
+        let range = [(
+            0u32,
+            SeedRange {
+                lo: -0.25,
+                hi: 0.25,
+            },
+        )];
+        let mut eager = TensorStore::new(&module, &b).expect("allocates");
+        eager.fill_random_ranged(5, &[], &range);
+        let mut lazy = TensorStore::new(&module, &b).expect("allocates");
+        lazy.fill_random_lazy(5, &[], &range);
+        assert!(lazy.lazy[0].is_some() && lazy.lazy[1].is_some() && lazy.lazy[2].is_none());
+        // Two tasks' column tiles of W, viewed at once from two threads.
+        let tiles: Vec<Vec<TaskIo>> = (0..2i64)
+            .map(|c| {
+                let r = pto_wsp_ir::task_io::Region::new(0, &[0, c * 128], &[1024, 128]).unwrap();
+                vec![TaskIo::new(r, pto_wsp_ir::Access::In)]
+            })
+            .collect();
+        let seen: Vec<Vec<half::f16>> = std::thread::scope(|s| {
+            let hs: Vec<_> = tiles
+                .iter()
+                .enumerate()
+                .map(|(e, io)| {
+                    let lazy = &lazy;
+                    s.spawn(move || {
+                        // SAFETY: both contexts only read; nothing writes the store meanwhile.
+                        let ctx = unsafe { crate::TaskContext::new(lazy, 0, e as u32, &[], io) };
+                        let v = ctx.read::<half::f16>(0).expect("a view");
+                        (0..v.rows()).flat_map(|r| v.row(r).to_vec()).collect()
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().expect("joins")).collect()
+        });
+        let w: &[half::f16] = bytemuck::cast_slice(eager.bytes(0));
+        for (c, got) in seen.iter().enumerate() {
+            let want: Vec<half::f16> = (0..1024)
+                .flat_map(|r| w[r * 1536 + c * 128..r * 1536 + c * 128 + 128].to_vec())
+                .collect();
+            assert!(*got == want, "tile {c}");
+        }
+        // A part of K: only its chunks are made.
+        let part = 3 * 4096 * 16 * 4 + 1000..3 * 4096 * 16 * 4 + 9000;
+        assert_eq!(lazy.bytes_in(1, part.clone()), &eager.bytes(1)[part]);
+        let unread = &lazy.bufs[1].as_slice()[..4096];
+        assert!(unread.iter().all(|&x| x == 0), "nothing unread is made");
+        let copy = lazy.clone();
+        for t in 0..3u32 {
+            assert_eq!(copy.bytes(t), eager.bytes(t), "clone, tensor {t}");
+            assert_eq!(lazy.bytes(t), eager.bytes(t), "tensor {t}");
+        }
+        let mut fresh = TensorStore::new(&module, &b).expect("allocates");
+        fresh.fill_random_lazy(5, &[], &range);
+        assert_eq!(fresh.to_npy("K").unwrap(), eager.to_npy("K").unwrap());
+        fresh
+            .write("W", &vec![half::f16::ONE; 1024 * 1536])
+            .unwrap();
+        assert!(fresh.lazy[0].is_none());
+        assert!(
+            fresh
+                .read::<half::f16>("W")
+                .unwrap()
+                .iter()
+                .all(|&v| v == half::f16::ONE)
+        );
     }
 
     #[test]

@@ -434,56 +434,17 @@ pub(crate) fn compile_cpu(
     // `trace cycles` all pass.
     validate_for_run(plan.module()).map_err(CompileError::Invalid)?;
     let plan = plan.with_overrides(&options)?;
+    let mode = run_mode(&plan, &options);
     if options.check_order {
-        let pipeline = plan
-            .module()
-            .entry_name()
-            .and_then(|e| plan.module().pipeline(e))
-            .is_some();
-        // Neither mode builds one graph the checker could see: refused, never silently passed.
-        if pipeline {
-            return Err(CompileError::CheckUnsupported {
-                mode: "CSP pipelines (processes on threads ordered by channels)",
-            });
-        }
-        if options.device_gen {
-            return Err(CompileError::CheckUnsupported {
-                mode: "device generation (--device-gen: each executor wires its own tasks)",
-            });
-        }
+        check_order_refused(mode)?;
     }
-    let mut kernels = Vec::new();
-    for k in &plan.module().kernels {
-        let id = options.kernels.lookup(&k.name.name);
-        if id.is_none() && k.tiers.is_none() {
-            let mut known: Vec<&str> = options.kernels.names().collect();
-            known.sort();
-            return Err(CompileError::UnknownKernel {
-                name: k.name.name.clone(),
-                at: k.name.loc.start as usize,
-                known: known.join(", "),
-            });
-        }
-        kernels.push(id);
-    }
+    let kernels = kernel_ids(&plan, &options)?;
     let names = plan
         .module()
         .kernels
         .iter()
         .map(|k| k.name.name.clone())
         .collect();
-    let pipeline = plan
-        .module()
-        .entry_name()
-        .and_then(|e| plan.module().pipeline(e))
-        .is_some();
-    let mode = if pipeline {
-        modes::Mode::Pipeline
-    } else if options.device_gen {
-        modes::Mode::DeviceGen
-    } else {
-        modes::Mode::Host
-    };
     modes::refused(plan.module(), mode)?;
     // Tensors the generator reads computed values of (`docs/SEMANTICS.md`): their writers are
     // tracked during a run so a read can wait on them; none in most modules.
@@ -509,19 +470,7 @@ pub(crate) fn compile_cpu(
     } else {
         None
     };
-    let machine = match (&options.machine, &plan.config().trace) {
-        (Some(m), _) => Some(m.clone()),
-        (None, TracePolicy::Cycles(_, Some(name))) => {
-            Some(crate::machine::shipped(&name.name).ok_or_else(|| {
-                CompileError::UnknownMachine {
-                    name: name.name.clone(),
-                    at: name.loc.start as usize,
-                    shipped: crate::machine::shipped_names().join(", "),
-                }
-            })?)
-        }
-        _ => None,
-    };
+    let machine = machine_of(&plan, &options)?;
     if machine.is_some() {
         modes::machine_refused(mode)?;
     }
@@ -546,6 +495,80 @@ pub(crate) fn compile_cpu(
         last: None,
         coverage: Vec::new(),
         compile_ms: 0.0,
+    })
+}
+
+/// How a program compiled with `options` runs `plan`'s entry point.
+fn run_mode(plan: &LoweredPlan, options: &CompileOptions) -> modes::Mode {
+    let module = plan.module();
+    if module
+        .entry_name()
+        .and_then(|e| module.pipeline(e))
+        .is_some()
+    {
+        modes::Mode::Pipeline
+    } else if options.device_gen {
+        modes::Mode::DeviceGen
+    } else {
+        modes::Mode::Host
+    }
+}
+
+/// Refuses the order check in a mode that builds no one graph the checker could see (never
+/// silently passed).
+fn check_order_refused(mode: modes::Mode) -> Result<(), CompileError> {
+    match mode {
+        modes::Mode::Pipeline => Err(CompileError::CheckUnsupported {
+            mode: "CSP pipelines (processes on threads ordered by channels)",
+        }),
+        modes::Mode::DeviceGen => Err(CompileError::CheckUnsupported {
+            mode: "device generation (--device-gen: each executor wires its own tasks)",
+        }),
+        modes::Mode::Host => Ok(()),
+    }
+}
+
+/// The registry's id of each kernel of the module, in order (`None` for a kernel with tiers
+/// the registry does not hold); a kernel neither has is an error listing the known names.
+fn kernel_ids(
+    plan: &LoweredPlan,
+    options: &CompileOptions,
+) -> Result<Vec<Option<KernelId>>, CompileError> {
+    let mut kernels = Vec::new();
+    for k in &plan.module().kernels {
+        let id = options.kernels.lookup(&k.name.name);
+        if id.is_none() && k.tiers.is_none() {
+            let mut known: Vec<&str> = options.kernels.names().collect();
+            known.sort();
+            return Err(CompileError::UnknownKernel {
+                name: k.name.name.clone(),
+                at: k.name.loc.start as usize,
+                known: known.join(", "),
+            });
+        }
+        kernels.push(id);
+    }
+    Ok(kernels)
+}
+
+/// The machine runs are modelled on: the options', else the one the schedule's `trace cycles`
+/// names (a shipped description), else none.
+fn machine_of(
+    plan: &LoweredPlan,
+    options: &CompileOptions,
+) -> Result<Option<crate::machine::Machine>, CompileError> {
+    Ok(match (&options.machine, &plan.config().trace) {
+        (Some(m), _) => Some(m.clone()),
+        (None, TracePolicy::Cycles(_, Some(name))) => {
+            Some(crate::machine::shipped(&name.name).ok_or_else(|| {
+                CompileError::UnknownMachine {
+                    name: name.name.clone(),
+                    at: name.loc.start as usize,
+                    shipped: crate::machine::shipped_names().join(", "),
+                }
+            })?)
+        }
+        _ => None,
     })
 }
 
@@ -786,6 +809,7 @@ impl Inner {
         Ok((stats, unwritten))
     }
 
+    /// One run of the entry point: a device-generation run, a pipeline, or a host run.
     fn execute_run(
         &self,
         bindings: &Bindings,
@@ -799,27 +823,43 @@ impl Inner {
             .entry_name()
             .and_then(|e| module.pipeline(e))
             .is_some();
-        if let (Some(bytecode), false) = (&self.bytecode, pipeline) {
-            return self.execute_devgen(bytecode, bindings, store);
+        match (&self.bytecode, pipeline) {
+            (_, true) => self.execute_pipeline(bindings, store),
+            (Some(bytecode), false) => self.execute_devgen(bytecode, bindings, store),
+            (None, false) => self.execute_host(bindings, store, cover),
         }
-        if pipeline {
-            // A pipeline runs as processes on threads with bounded channels (pto_wsp_cpu::csp).
-            let options = pto_wsp_cpu::CspOptions {
-                trace: self.options.profiling
-                    || matches!(self.plan.config().trace, TracePolicy::Wall),
-                cycles: self.cycles(),
-                ..pto_wsp_cpu::CspOptions::default()
-            };
-            return Ok(pto_wsp_cpu::run_pipeline(
-                self.plan.resolved(),
-                bindings,
-                store,
-                &self.options.kernels,
-                &self.kernels,
-                &self.names,
-                options,
-            )?);
-        }
+    }
+
+    /// A pipeline's run: processes on threads with bounded channels (`pto_wsp_cpu::csp`).
+    fn execute_pipeline(
+        &self,
+        bindings: &Bindings,
+        store: &mut TensorStore,
+    ) -> Result<RunStats, RunError> {
+        let options = pto_wsp_cpu::CspOptions {
+            trace: self.options.profiling || matches!(self.plan.config().trace, TracePolicy::Wall),
+            cycles: self.cycles(),
+            ..pto_wsp_cpu::CspOptions::default()
+        };
+        Ok(pto_wsp_cpu::run_pipeline(
+            self.plan.resolved(),
+            bindings,
+            store,
+            &self.options.kernels,
+            &self.kernels,
+            &self.names,
+            options,
+        )?)
+    }
+
+    /// A host run: the generator feeds the streamed builder while the pool runs the tasks;
+    /// then tasks are named by their expander index and the models run on the finished graph.
+    fn execute_host(
+        &self,
+        bindings: &Bindings,
+        store: &mut TensorStore,
+        cover: Option<&mut coverage::Coverage>,
+    ) -> Result<RunStats, RunError> {
         let (run, stream) = self.run_config();
         let table = TaskTable::new();
         let exec = KernelExec::new(
@@ -837,21 +877,11 @@ impl Inner {
         let priority = matches!(self.plan.config().ready, ReadyPolicy::Priority(_));
         let tracked = self.computed.iter().any(|&c| c);
         let shared: &TensorStore = store;
-        // Bindings the bytecode refuses go to the expander, which names the mistake.
-        let bound = self
-            .host_bytecode
-            .as_ref()
-            .and_then(|p| p.bind(bindings).ok().map(|b| (p, b)));
         let r = self.pool.run_streaming(&table, &run, &stream, &exec, |b| {
-            let probe = b.sink().abort_probe();
             let mut hooks = Hooks {
                 origins: &mut origins,
-                probe,
-                priorities: if priority {
-                    table.priority_writer()
-                } else {
-                    None
-                },
+                probe: b.sink().abort_probe(),
+                priorities: priority.then(|| table.priority_writer()).flatten(),
                 costs: self.cycles().then_some(&mut costs),
                 producers: tracked.then(|| Producers::new(self.computed.clone())),
                 store: shared,
@@ -859,49 +889,83 @@ impl Inner {
                 coverage: cover,
                 kernels: &self.options.kernels,
             };
-            let fed = match &bound {
-                Some((program, bound)) => {
-                    match feed_bytecode(program, bound, b, &mut hooks, ExecDomain::default()) {
-                        Ok(s) => Ok(s),
-                        Err(BytecodeFeedError::Feed(e)) => Err(e),
-                        // The user sees the reference expander's message for the same mistake,
-                        // placed at its statement (the interpreter's, placed by its statement
-                        // table, when the expander finds none before a computed read, which it
-                        // cannot serve without running tasks, and for an error of a computed
-                        // read itself).
-                        Err(BytecodeFeedError::Interp(e)) => {
-                            return Err(
-                                match expander_error(self.plan.resolved(), bindings)
-                                    .filter(|x| !matches!(x, ExpandError::ComputedRead { .. }))
-                                {
-                                    Some(x) => ExecError::build(&x),
-                                    None => ExecError::build(&e),
-                                },
-                            );
-                        }
+            summary = self.generate(bindings, b, &mut hooks)?;
+            Ok(())
+        });
+        let mut stats = r.map_err(|e| self.as_user_knows(e, &origins))?;
+        stats.barriers = u64::from(origins.barrier_tasks());
+        if let Some(s) = summary {
+            generation.loops_at_max = s.loops_at_max;
+        }
+        stats.generation = generation;
+        // Spans name tasks as the user knows them too (barrier tasks run no kernel, no span).
+        for s in &mut stats.spans {
+            s.task = origins.index_of(TaskId(s.task)).unwrap_or(u32::MAX);
+        }
+        self.add_models(&mut stats, &table, store, &costs, &origins)?;
+        Ok(stats)
+    }
+
+    /// Feeds every task of the entry point under `bindings` into `b`: through the bytecode
+    /// interpreter when it can express the module, else the reference expander. The
+    /// expansion's summary, or `None` when a hook stopped the feed (the run failed or was
+    /// cancelled: the pool reports why).
+    fn generate(
+        &self,
+        bindings: &Bindings,
+        b: &mut pto_wsp_cpu::StreamBuilder<'_>,
+        hooks: &mut Hooks<'_>,
+    ) -> Result<Option<pto_wsp_ir::ExpandSummary>, ExecError> {
+        // Bindings the bytecode refuses go to the expander, which names the mistake.
+        let bound = self
+            .host_bytecode
+            .as_ref()
+            .and_then(|p| p.bind(bindings).ok().map(|b| (p, b)));
+        let fed = match &bound {
+            Some((program, bound)) => {
+                match feed_bytecode(program, bound, b, hooks, ExecDomain::default()) {
+                    Ok(s) => Ok(s),
+                    Err(BytecodeFeedError::Feed(e)) => Err(e),
+                    Err(BytecodeFeedError::Interp(e)) => {
+                        return Err(self.interp_error(bindings, &e));
                     }
                 }
-                None => feed(
-                    self.plan.resolved(),
-                    bindings,
-                    &ExpandOptions::default(),
-                    b,
-                    &mut hooks,
-                    ExecDomain::default(),
-                ),
-            };
-            match fed {
-                Ok(s) => {
-                    summary = Some(s.expand);
-                    Ok(())
-                }
-                Err(FeedError::Hook(())) => Ok(()),
-                Err(FeedError::Expand(e)) => Err(ExecError::build(&e)),
-                Err(FeedError::Build(e)) => Err(ExecError::Build(e.to_string())),
             }
-        });
-        // Name tasks as the user knows them: by their expander index.
-        let mut stats = r.map_err(|e| match e {
+            None => feed(
+                self.plan.resolved(),
+                bindings,
+                &ExpandOptions::default(),
+                b,
+                hooks,
+                ExecDomain::default(),
+            ),
+        };
+        match fed {
+            Ok(s) => Ok(Some(s.expand)),
+            Err(FeedError::Hook(())) => Ok(None),
+            Err(FeedError::Expand(e)) => Err(ExecError::build(&e)),
+            Err(FeedError::Build(e)) => Err(ExecError::Build(e.to_string())),
+        }
+    }
+
+    /// The error of a bytecode generator that stopped with `e`: the user sees the reference
+    /// expander's message for the same mistake, placed at its statement (the interpreter's,
+    /// placed by its statement table, when the expander finds none before a computed read,
+    /// which it cannot serve without running tasks, and for an error of a computed read
+    /// itself).
+    fn interp_error(&self, bindings: &Bindings, e: &pto_wsp_bytecode::InterpError) -> ExecError {
+        match expander_error(self.plan.resolved(), bindings)
+            .filter(|x| !matches!(x, ExpandError::ComputedRead { .. }))
+        {
+            Some(x) => ExecError::build(&x),
+            None => ExecError::build(e),
+        }
+    }
+
+    /// `e` with its tasks named as the user knows them: by their expander index (and an
+    /// unordered pair's kernels and tensor by name).
+    fn as_user_knows(&self, e: ExecError, origins: &Origins) -> ExecError {
+        match e {
             ExecError::Kernel {
                 task,
                 kernel,
@@ -922,34 +986,37 @@ impl Inner {
                 };
                 let (e, l) = (u.pair.earlier, u.pair.later);
                 u.kernels = [name(e.kernel), name(l.kernel)];
-                if let Some(t) = module.tensors.get(u.pair.tensor() as usize) {
+                if let Some(t) = self.plan.module().tensors.get(u.pair.tensor() as usize) {
                     u.tensor = t.name.name.clone();
                 }
                 u.indices = [e.task, l.task].map(|t| origins.index_of(t).unwrap_or(t.0));
                 ExecError::Unordered(u)
             }
             other => other,
-        })?;
-        stats.barriers = u64::from(origins.barrier_tasks());
-        if let Some(s) = summary {
-            generation.loops_at_max = s.loops_at_max;
         }
-        stats.generation = generation;
-        // Spans name tasks as the user knows them too (barrier tasks run no kernel, no span).
-        for s in &mut stats.spans {
-            s.task = origins.index_of(TaskId(s.task)).unwrap_or(u32::MAX);
-        }
+    }
+
+    /// The cycle-cost model and the device timeline model of a finished host run, when the
+    /// program asks for them.
+    fn add_models(
+        &self,
+        stats: &mut RunStats,
+        table: &TaskTable,
+        store: &mut TensorStore,
+        costs: &[Option<u64>],
+        origins: &Origins,
+    ) -> Result<(), RunError> {
         if self.cycles() {
-            stats.cycles = Some(self.model(&table, store, &costs, &stats.edge_list)?);
+            stats.cycles = Some(self.model(table, store, costs, &stats.edge_list)?);
         }
         if let Some(m) = &self.machine {
-            stats.device = self.device_model(m, &table, store, &costs, &stats.edge_list)?;
+            stats.device = self.device_model(m, table, store, costs, &stats.edge_list)?;
             let index = origins.to_vec();
             for d in &mut stats.device {
                 d.task_index.clone_from(&index);
             }
         }
-        Ok(stats)
+        Ok(())
     }
 
     /// The cycle-cost model of a finished run (see [`pto_wsp_cpu::sim`]).

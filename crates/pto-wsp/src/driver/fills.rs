@@ -169,7 +169,9 @@ fn parse_generator(spec: &str) -> Result<Generator, String> {
 /// Fills every tensor of `store` from `seed` except those whose index is in `given` (and those
 /// whose contents the bindings hold), as `lines` say: the same bytes as
 /// [`TensorStore::fill_random_except`] followed by [`apply`], in one pass over each `uniform`
-/// tensor (its values placed in their range as they are made, on every core).
+/// tensor (its values placed in their range as they are made). Large tensors are only promised
+/// their contents ([`TensorStore::fill_random_lazy`]): each part is made where a task (or any
+/// read of the store) first reads it, on that thread.
 pub fn fill(
     store: &mut TensorStore,
     seed: u64,
@@ -187,7 +189,7 @@ pub fn fill(
             _ => rest.push(line.clone()),
         }
     }
-    store.fill_random_ranged(seed, given, &ranges);
+    store.fill_random_lazy(seed, given, &ranges);
     apply(store, &rest, given)
 }
 

@@ -18,8 +18,10 @@
 //!   `FAIL`.
 //! - Every failure is a [`CliError`] naming what failed: the flag and file, the tensor, the
 //!   source location of a kernel declaration, the task and kernel of a failed task.
-//! - The time is reported split into build (parse, validate, compile, allocate and fill the
-//!   tensors), run (generation and execution, overlapped) and check (the main job's reference).
+//! - The time is reported split into build (parse, validate, compile, allocate the tensors and
+//!   fill the small ones; a generated tensor of 1 MiB or more is made where the run first
+//!   reads it, [`TensorStore::fill_random_lazy`](pto_wsp::kernels::TensorStore::fill_random_lazy)),
+//!   run (generation and execution, overlapped) and check (the main job's reference).
 
 use super::{RunOptions, RunOutcome, TaskHook, Times};
 use crate::expect::ExpectResult;
@@ -565,7 +567,7 @@ fn reference_check(
 /// The report's `phases:` line.
 fn phases_line(times: &Times, checked: bool) -> String {
     format!(
-        "  phases: prepare {} ms (parse, validate, compile, allocate and fill tensors), run {} ms (as above){}\n",
+        "  phases: prepare {} ms (parse, validate, compile, allocate tensors; large generated inputs are made where the run first reads them), run {} ms (as above){}\n",
         crate::sig(times.build_ms, 3),
         crate::sig(times.run_ms, 3),
         if checked {

@@ -101,7 +101,8 @@ impl Default for RunOptions {
 /// Wall-clock milliseconds of a run's phases.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Times {
-    /// Parse, validate, compile, allocate and fill the tensors.
+    /// Parse, validate, compile, allocate the tensors and fill the small ones (large generated
+    /// inputs are made during the run, where first read).
     pub build_ms: f64,
     /// Generate and run the tasks (overlapped).
     pub run_ms: f64,
