@@ -118,18 +118,99 @@ pub fn model(d: &AieDesign, module: &Module) -> Throughput {
                 items: 0,
             },
         ));
-    let total = actors.get(bottleneck).map_or(0, |b| b.busy)
-        + actors
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != bottleneck)
-            .map(|(_, a)| a.per_item())
-            .sum::<u64>();
+    let edges = flow_edges(d);
+    let w: Vec<u64> = actors.iter().map(Actor::per_item).collect();
+    let down = longest(&edges, &w, true);
+    let up = longest(&edges, &w, false);
+    let fill = (down[bottleneck] + up[bottleneck]).saturating_sub(2 * w[bottleneck]);
+    let total = actors.get(bottleneck).map_or(0, |b| b.busy) + fill;
     Throughput {
         actors,
         bottleneck,
         total,
     }
+}
+
+/// Data-flow edges between actors (cores first, then DMA fifos, as [`model`] lists them):
+/// producer core → its DMA fifo → consumer core, core → core over a shared fifo, and fifo →
+/// fifo through a memory-tile link.
+fn flow_edges(d: &AieDesign) -> Vec<(usize, usize)> {
+    let core = |t: TileId| d.cores.iter().position(|c| c.tile == t);
+    let mut dma = vec![None; d.fifos.len()];
+    let mut n = d.cores.len();
+    for (i, f) in d.fifos.iter().enumerate() {
+        if f.kind == FifoKind::Dma {
+            dma[i] = Some(n);
+            n += 1;
+        }
+    }
+    let mut e = Vec::new();
+    for (i, f) in d.fifos.iter().enumerate() {
+        let p = core(f.producer);
+        for &c in &f.consumers {
+            let q = core(c);
+            match (dma[i], p, q) {
+                (None, Some(p), Some(q)) => e.push((p, q)),
+                (Some(x), p, q) => {
+                    if let Some(p) = p {
+                        e.push((p, x));
+                    }
+                    if let Some(q) = q {
+                        e.push((x, q));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    for l in &d.links {
+        for &i in &l.ins {
+            for &o in &l.outs {
+                if let (Some(a), Some(b)) = (dma[i], dma[o]) {
+                    e.push((a, b));
+                }
+            }
+        }
+    }
+    e
+}
+
+/// Per node, the heaviest path (sum of `w`) ending at it (`into`) or starting at it.
+fn longest(edges: &[(usize, usize)], w: &[u64], into: bool) -> Vec<u64> {
+    let n = w.len();
+    let mut best: Vec<Option<u64>> = vec![None; n];
+    fn visit(
+        v: usize,
+        edges: &[(usize, usize)],
+        w: &[u64],
+        into: bool,
+        best: &mut Vec<Option<u64>>,
+        depth: usize,
+    ) -> u64 {
+        if let Some(b) = best[v] {
+            return b;
+        }
+        let mut m = 0;
+        if depth <= w.len() {
+            for &(a, b) in edges {
+                let next = if into && b == v {
+                    Some(a)
+                } else if !into && a == v {
+                    Some(b)
+                } else {
+                    None
+                };
+                if let Some(u) = next {
+                    m = m.max(visit(u, edges, w, into, best, depth + 1));
+                }
+            }
+        }
+        best[v] = Some(m + w[v]);
+        m + w[v]
+    }
+    (0..n)
+        .map(|v| visit(v, edges, w, into, &mut best, 0))
+        .collect()
 }
 
 impl fmt::Display for Throughput {
