@@ -94,9 +94,13 @@ fn mlir_opts() -> Vec<(String, bool)> {
         .collect()
 }
 
-/// `text` with SSA value names replaced by `%v0, %v1, ...` in order of first appearance.
+/// `text` with SSA value names replaced by `%v0, %v1, ...`: every definition (`%x = ...`, a
+/// block argument `%x: type`) takes the next number, every use the number of the latest
+/// definition of its name (names may be defined again in sibling regions, as each core's
+/// constants are).
 fn rename_ssa(text: &str) -> String {
-    let mut names: Vec<String> = Vec::new();
+    let mut latest: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut next = 0;
     let mut out = String::new();
     let b = text.as_bytes();
     let mut i = 0;
@@ -107,10 +111,16 @@ fn rename_ssa(text: &str) -> String {
                 j += 1;
             }
             let name = &text[i..j];
-            let k = names.iter().position(|n| n == name).unwrap_or_else(|| {
-                names.push(name.to_string());
-                names.len() - 1
-            });
+            let rest = &text[j..];
+            let k = if rest.starts_with(" =") || rest.starts_with(':') {
+                next += 1;
+                latest.insert(name.to_string(), next - 1);
+                next - 1
+            } else {
+                *latest
+                    .get(name)
+                    .unwrap_or_else(|| panic!("use of {name} before its definition"))
+            };
             out.push_str(&format!("%v{k}"));
             i = j;
         } else {
@@ -253,13 +263,13 @@ tensor OA: f32[64, 64];
 tensor OB: f32[64, 64];
 tensor OC: f32[64, 64];
 axis T = dense(2);
-kernel copy(in x: f32[32, 64], out y: f32[32, 64]) @vector {
-    tile t: vec f32[32, 64];
+kernel copy(in x: f32[16, 64], out y: f32[16, 64]) @vector {
+    tile t: vec f32[16, 64];
     TLOAD(t, x);
     TSTORE(y, t);
 }
-kernel fan(in x: f32[32, 64], out a: f32[32, 64], out b: f32[32, 64], out c: f32[32, 64]) @vector {
-    tile t: vec f32[32, 64];
+kernel fan(in x: f32[16, 64], out a: f32[16, 64], out b: f32[16, 64], out c: f32[16, 64]) @vector {
+    tile t: vec f32[16, 64];
     TLOAD(t, x);
     TSTORE(a, t);
     TSTORE(b, t);
@@ -271,20 +281,20 @@ pipeline fanout {
     channel cc[2];
     process src(produces ca, cb, cc) {
         for_each t in T {
-            task fan(X[t * 32 +: 32, 0 +: 64], A[t * 32 +: 32, 0 +: 64], B[t * 32 +: 32, 0 +: 64], C[t * 32 +: 32, 0 +: 64]);
+            task fan(X[t * 16 +: 16, 0 +: 64], A[t * 16 +: 16, 0 +: 64], B[t * 16 +: 16, 0 +: 64], C[t * 16 +: 16, 0 +: 64]);
             send ca(t);
             send cb(t);
             send cc(t);
         }
     }
     process qa(consumes ca) {
-        consume ca as i { task copy(A[i * 32 +: 32, 0 +: 64], OA[i * 32 +: 32, 0 +: 64]); }
+        consume ca as i { task copy(A[i * 16 +: 16, 0 +: 64], OA[i * 16 +: 16, 0 +: 64]); }
     }
     process qb(consumes cb) {
-        consume cb as i { task copy(B[i * 32 +: 32, 0 +: 64], OB[i * 32 +: 32, 0 +: 64]); }
+        consume cb as i { task copy(B[i * 16 +: 16, 0 +: 64], OB[i * 16 +: 16, 0 +: 64]); }
     }
     process qc(consumes cc) {
-        consume cc as i { task copy(C[i * 32 +: 32, 0 +: 64], OC[i * 32 +: 32, 0 +: 64]); }
+        consume cc as i { task copy(C[i * 16 +: 16, 0 +: 64], OC[i * 16 +: 16, 0 +: 64]); }
     }
 }
 spatial_map far for fanout {

@@ -935,7 +935,14 @@ impl Mapper<'_> {
             let carried_here = (0..nt)
                 .filter(|&u| {
                     let w = self.roles_of(u, true);
-                    w.len() == 1 && w[0].0 == pc && !self.roles_of(u, false).is_empty()
+                    let r = self.roles_of(u, false);
+                    w.len() == 1
+                        && w[0].0 == pc
+                        && r.first().is_some_and(|&(c, _)| {
+                            self.cores[c]
+                                .process
+                                .is_some_and(|q| channel.consumers.contains(&(q as u32)))
+                        })
                 })
                 .count();
             let fname = if carried_here > 1 {
