@@ -90,7 +90,7 @@ impl TensorLayout {
                 LayoutDim::Replicate => n,
                 LayoutDim::Shard(a) => {
                     let cells = extent(grid, *a);
-                    if n % cells != 0 {
+                    if !n.is_multiple_of(cells) {
                         return Err(format!(
                             "tensor `{}` dimension {d} has {n} elements, not a multiple of grid axis `{a}` ({cells} cells)",
                             l.tensor

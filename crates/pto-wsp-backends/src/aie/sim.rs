@@ -30,8 +30,8 @@ use pto_wsp_kernels::checked::with_checked_runner;
 use pto_wsp_kernels::registry::KernelRegistry;
 use pto_wsp_kernels::store::{TensorSpec, TensorStore};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::sync::{Arc, Mutex};
 
 type Buf = Vec<u8>;
 
@@ -139,12 +139,12 @@ pub fn simulate(
     pto_wsp_kernels::lang::register_bodies(module, &mut registry);
     let registry = Arc::new(registry);
     let mut ends = build(d);
-    let outputs: Arc<Mutex<Vec<(usize, Vec<u8>)>>> = Arc::new(Mutex::new(Vec::new()));
+    let mut outputs: Vec<(usize, Vec<u8>)> = Vec::new();
     let mut stats = SimStats::default();
     let result = std::thread::scope(|s| -> Result<(), String> {
         let mut handles: Vec<(
             String,
-            std::thread::ScopedJoinHandle<'_, Result<u64, String>>,
+            std::thread::ScopedJoinHandle<'_, Result<Done, String>>,
         )> = Vec::new();
         // Host transfers.
         for (ti, t) in d.transfers.iter().enumerate() {
@@ -159,7 +159,6 @@ pub fn simulate(
                     .position(|c| c.1 == d.device.shim_row)
                     .unwrap_or(0);
                 let drain = take(&mut ends.drain, (t.fifo, j), "fifo")?;
-                let out = outputs.clone();
                 let n = f.objects;
                 let who = name.clone();
                 handles.push((
@@ -173,10 +172,7 @@ pub fn simulate(
                             bytes.extend_from_slice(&b);
                             let _ = drain.free.send(b);
                         }
-                        out.lock()
-                            .map_err(|_| "poisoned".to_string())?
-                            .push((ti, bytes));
-                        Ok(0)
+                        Ok(Done::Output(ti, bytes))
                     }),
                 ));
             } else {
@@ -200,7 +196,7 @@ pub fn simulate(
                                 .send(b)
                                 .map_err(|_| format!("{who}: the fifo's consumer stopped"))?;
                         }
-                        Ok(0)
+                        Ok(Done::Moved(0))
                     }),
                 ));
             }
@@ -231,7 +227,7 @@ pub fn simulate(
                         }
                         let _ = pdrain.free.send(b);
                     }
-                    Ok(n)
+                    Ok(Done::Moved(n))
                 }),
             ));
         }
@@ -269,7 +265,7 @@ pub fn simulate(
                             .send(o)
                             .map_err(|_| format!("{who}: output stopped"))?;
                     }
-                    Ok(n * ins.len() as u64)
+                    Ok(Done::Moved(n * ins.len() as u64))
                 }),
             ));
         }
@@ -314,7 +310,7 @@ pub fn simulate(
                         who,
                     };
                     core.run(&c.program)?;
-                    Ok(core.calls)
+                    Ok(Done::Calls(core.calls))
                 }),
             ));
         }
@@ -322,13 +318,9 @@ pub fn simulate(
         let mut errors: Vec<String> = Vec::new();
         for (name, h) in handles {
             match h.join() {
-                Ok(Ok(n)) => {
-                    if name.starts_with("core") {
-                        stats.calls += n;
-                    } else {
-                        stats.objects += n;
-                    }
-                }
+                Ok(Ok(Done::Calls(n))) => stats.calls += n,
+                Ok(Ok(Done::Moved(n))) => stats.objects += n,
+                Ok(Ok(Done::Output(ti, bytes))) => outputs.push((ti, bytes)),
                 Ok(Err(e)) => errors.push(e),
                 Err(_) => errors.push(format!("{name} panicked")),
             }
@@ -342,8 +334,7 @@ pub fn simulate(
         }
     });
     result?;
-    let outs = std::mem::take(&mut *outputs.lock().map_err(|_| "poisoned".to_string())?);
-    for (ti, bytes) in outs {
+    for (ti, bytes) in outputs {
         let t = &d.transfers[ti];
         let h = &d.host[t.host];
         let esize = h.dtype.size_bytes();
@@ -354,6 +345,16 @@ pub fn simulate(
         }
     }
     Ok(stats)
+}
+
+/// What a thread hands back when it ends well.
+enum Done {
+    /// A core: its kernel calls.
+    Calls(u64),
+    /// A stream or link: objects moved.
+    Moved(u64),
+    /// A host output transfer: its index and the bytes it drained, in pattern order.
+    Output(usize, Vec<u8>),
 }
 
 fn collect_uses(steps: &[Step], out: &mut Vec<(usize, Port)>) {

@@ -96,7 +96,10 @@ fn outer_dims(offsets: &[u64]) -> Option<Vec<(u64, u64)>> {
             .all(|(k, &o)| o == (k as u64 / s2) * t3 + (k as u64 % s2) * t2);
         ok.then(|| vec![(n / s2, t3), (s2, t2)])
     };
-    (1..=n).filter(|s2| n % s2 == 0).rev().find_map(try_two)
+    (1..=n)
+        .filter(|s2| n.is_multiple_of(*s2))
+        .rev()
+        .find_map(try_two)
 }
 
 /// Drops size-1 dimensions and merges neighbours that are contiguous.
@@ -136,21 +139,21 @@ fn limits(p: &Pattern, elem_bytes: u64) -> Result<(), String> {
             p.strides[3]
         ));
     }
-    if (p.offset * elem_bytes) % 4 != 0 {
+    if !(p.offset * elem_bytes).is_multiple_of(4) {
         return Err(format!(
             "offset {} ({} bytes) is not on a 4-byte boundary",
             p.offset,
             p.offset * elem_bytes
         ));
     }
-    if (p.sizes[3] * elem_bytes) % 4 != 0 {
+    if !(p.sizes[3] * elem_bytes).is_multiple_of(4) {
         return Err(format!(
             "the innermost run of {} elements is not a whole number of 4-byte words",
             p.sizes[3]
         ));
     }
     for d in 0..3 {
-        if p.sizes[d] > 1 && (p.strides[d] * elem_bytes) % 4 != 0 {
+        if p.sizes[d] > 1 && !(p.strides[d] * elem_bytes).is_multiple_of(4) {
             return Err(format!(
                 "stride {} of dimension {d} is not a whole number of 4-byte words",
                 p.strides[d]

@@ -315,7 +315,7 @@ impl Checker<'_> {
                 }
                 let cells = grid.extent(*axis);
                 if let Some(n) = constant(extent)
-                    && (n < 0 || n as u64 % cells != 0)
+                    && (n < 0 || !(n as u64).is_multiple_of(cells))
                 {
                     self.err(
                         l.loc,
