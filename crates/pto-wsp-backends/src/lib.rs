@@ -25,6 +25,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod aie;
 #[cfg(feature = "ascend")]
 pub mod ascend;
 pub mod ptog;

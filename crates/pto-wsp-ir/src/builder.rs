@@ -53,6 +53,7 @@
 //! ```
 
 pub mod plan;
+pub mod spatial;
 
 use crate::csp::{Channel, Pipeline, Process};
 use crate::expr::Expr;

@@ -29,6 +29,7 @@ pub mod resolve;
 pub mod schedule;
 pub mod soak;
 pub mod source;
+pub mod spatial;
 pub mod task_io;
 pub mod tile_isa;
 pub mod types;
@@ -56,6 +57,7 @@ pub use schedule::{
     ScheduleItem, ScheduleItemKind, StartPolicy, TaskGraphItem, Timing, TracePolicy, WindowMode,
 };
 pub use source::{Diagnostic, SourceFile};
+pub use spatial::{GridAxis, Layout, LayoutDim, SpatialMap};
 pub use tile_isa::{CostRule, CppForm, Elems, Operand, ShapeRule, TileOp};
 pub use types::{Access, DType, ExecPool, ParamType, ScalarType};
 pub use validate::depth::MAX_TOTAL_DEPTH;

@@ -4,7 +4,8 @@
 //! validator, the expander and every back end read. It refers to things by name; the validator
 //! checks that every name resolves. Declarations keep the order they were written in within each
 //! kind; the printer writes kinds in a fixed order (symbols, slots, tensors, axes, kernels,
-//! workloads, pipelines, schedule), which is the canonical form.
+//! workloads, pipelines, schedule, spaces, tier tables, plans, spatial maps), which is the
+//! canonical form.
 
 use crate::csp::Pipeline;
 use crate::expr::Expr;
@@ -38,6 +39,9 @@ pub struct Module {
     pub tier_tables: Vec<crate::plan::TierTableDecl>,
     /// Plans: descriptor generators over a space, run in declaration order.
     pub plans: Vec<crate::plan::PlanDecl>,
+    /// Spatial maps (`crate::spatial`): where an entry point runs on a spatial array, and how
+    /// its tensors are laid out there (read by the AIE back end only).
+    pub spatial_maps: Vec<crate::spatial::SpatialMap>,
 }
 
 /// `symbol NAME: TYPE;` — a scalar whose value is bound at run time.
@@ -263,6 +267,11 @@ impl Module {
     /// The plan declared as `name`.
     pub fn plan(&self, name: &str) -> Option<&crate::plan::PlanDecl> {
         self.plans.iter().find(|d| d.name.name == name)
+    }
+
+    /// The spatial map of entry point `entry`, if one was declared.
+    pub fn spatial_map_for(&self, entry: &str) -> Option<&crate::spatial::SpatialMap> {
+        self.spatial_maps.iter().find(|d| d.entry.name == entry)
     }
 
     /// The name of the entry point: the workload or pipeline the schedule names; without a

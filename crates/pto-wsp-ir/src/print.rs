@@ -622,7 +622,35 @@ impl Display for Module {
         for d in &self.plans {
             w.item(d, true)?;
         }
+        for d in &self.spatial_maps {
+            w.item(d, true)?;
+        }
         Ok(())
+    }
+}
+
+// ----- spatial maps ------------------------------------------------------------------------
+
+impl Display for crate::spatial::SpatialMap {
+    /// Items in a fixed order: device, grid, tiles, places, layouts.
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        writeln!(f, "spatial_map {} for {} {{", self.name, self.entry)?;
+        if let Some(d) = &self.device {
+            writeln!(f, "    device {d};")?;
+        }
+        if let Some(g) = &self.grid {
+            writeln!(f, "    grid {} x {};", g.rows, g.cols)?;
+        }
+        for t in &self.tiles {
+            writeln!(f, "    tile {} -> {};", t.var, t.axis)?;
+        }
+        for p in &self.places {
+            writeln!(f, "    place {} at ({}, {});", p.process, p.row, p.col)?;
+        }
+        for l in &self.layouts {
+            writeln!(f, "    layout {l};")?;
+        }
+        f.write_str("}")
     }
 }
 

@@ -532,13 +532,13 @@ const ERRORS: &[(&str, &str, (usize, usize))] = &[
     (
         "}",
         "expected a declaration (symbol, slot, tensor, axis, kernel, workload, pipeline, \
-         schedule, space, tiers or plan), found `}`",
+         schedule, space, tiers, plan or spatial_map), found `}`",
         (1, 1),
     ),
     (
         "symbol n: i64;\n42",
         "expected a declaration (symbol, slot, tensor, axis, kernel, workload, pipeline, \
-         schedule, space, tiers or plan), found `42`",
+         schedule, space, tiers, plan or spatial_map), found `42`",
         (2, 1),
     ),
     (

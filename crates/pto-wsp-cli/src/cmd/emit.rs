@@ -153,6 +153,9 @@ pub enum EmitWhat {
     /// The workload for the Ascend runtime (simpler): orchestration C++, one AICore kernel file
     /// per kernel, a numpy-only runner and a README of the schedule directives it cannot honour.
     Ascend,
+    /// An AMD AIE design placed by the module's spatial map: MLIR in mlir-aie's dialects
+    /// (`-o OUT.mlir`), the kernels' C++ next to it (`OUT.kernels.cc`).
+    Aie,
 }
 
 /// The arguments of `pto-wsp emit`.
@@ -162,9 +165,16 @@ pub struct Args {
     pub what: EmitWhat,
     /// The `.wsp` file.
     pub file: std::path::PathBuf,
-    /// The output directory (created if needed).
+    /// The output directory (created if needed); for `emit aie`, the MLIR file.
     #[arg(short = 'o', long = "out", value_name = "DIR")]
     pub out: std::path::PathBuf,
+    /// `emit aie`: write the generic op form (parsed by any MLIR tool with
+    /// `--allow-unregistered-dialect`) instead of mlir-aie's custom assembly form.
+    #[arg(long)]
+    pub generic: bool,
+    /// `emit aie`: print the placement, routing and budget tables and the throughput model.
+    #[arg(long)]
+    pub report: bool,
     /// Bind a symbol, slot or integer tensor (after the file's `//@ bind` defaults).
     #[arg(long = "bind", value_name = "NAME=VALUE")]
     pub binds: Vec<String>,
@@ -206,7 +216,51 @@ pub fn main(args: Args) -> anyhow::Result<std::process::ExitCode> {
             write_files(&tree.files, &args.out)?;
             ascend_summary(&tree, &args.out)
         }
+        EmitWhat::Aie => aie(&loaded, &plan, &bindings, &args)?,
     };
     super::print(&format!("{expanded}{summary}"))?;
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// `pto-wsp emit aie FILE -o OUT.mlir [--generic] [--report]`: the design in one form to
+/// `OUT.mlir`, its kernels to `OUT.kernels.cc` (both written only once the design fits).
+fn aie(
+    loaded: &Loaded,
+    plan: &LoweredPlan,
+    bindings: &Bindings,
+    args: &Args,
+) -> Result<String, CliError> {
+    let out = &args.out;
+    let stem = out
+        .file_stem()
+        .map_or("design".to_string(), |s| s.to_string_lossy().into_owned());
+    let object = pto_wsp::emitters::aie::mlir::object_name(&stem);
+    let e = with_input(loaded, plan, bindings, |i| {
+        pto_wsp::emitters::aie::emit(i, &object)
+    })?;
+    let dir = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let mlir_name = out.file_name().map_or("design.mlir".to_string(), |s| {
+        s.to_string_lossy().into_owned()
+    });
+    let cc = format!("{stem}.kernels.cc");
+    let text = if args.generic { e.generic } else { e.custom };
+    write_files(&[(mlir_name, text), (cc.clone(), e.kernels_cpp)], &dir)?;
+    let d = &e.design;
+    let mut s = format!(
+        "emitted an AIE design for {} ({} core(s), {} fifo(s), {} host transfer(s)) to {} ({} form); kernels to {}\n",
+        d.device.name,
+        d.cores.len(),
+        d.fifos.len(),
+        d.transfers.len(),
+        out.display(),
+        if args.generic { "generic" } else { "custom" },
+        dir.join(cc).display()
+    );
+    if args.report {
+        s.push_str(&e.report);
+    }
+    Ok(s)
 }

@@ -94,6 +94,9 @@ pub(crate) enum Needs {
     /// simpler (`SIMPLER_ROOT`, its venv, the `g++-15` wrapper) and PTO-ISA: the Ascend tree
     /// built and run on `a2a3sim`, or checked against the device templates.
     Simpler,
+    /// Debian's MLIR tools (`mlir-opt-22`, `mlir-opt-19`): the AIE back end's generic form
+    /// parsed and verified with `--allow-unregistered-dialect`.
+    Mlir,
 }
 
 impl Needs {
@@ -102,6 +105,7 @@ impl Needs {
         match self {
             Needs::PtoIsa => "pto-isa",
             Needs::Simpler => "simpler",
+            Needs::Mlir => "mlir",
         }
     }
 
@@ -109,6 +113,7 @@ impl Needs {
     fn setup(self) -> &'static str {
         match self {
             Needs::PtoIsa => "scripts/prepare-toolchains.sh (or set PTO_ISA_ROOT)",
+            Needs::Mlir => "apt-get install mlir-22-tools (or mlir-19-tools)",
             Needs::Simpler => {
                 "scripts/prepare-simpler.sh (or set SIMPLER_ROOT, PTO_ISA_ROOT, SIMPLER_VENV, \
                  PTO_WSP_TOOLS_DIR)"

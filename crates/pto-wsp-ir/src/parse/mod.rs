@@ -14,6 +14,7 @@
 mod kernel_body;
 mod lexer;
 mod plan;
+mod spatial;
 
 use crate::csp::{Channel, Pipeline, Process};
 use crate::expr::{BinOp, Expr, FloatLit, UnOp};
@@ -663,6 +664,11 @@ impl<'a> Parser<'a> {
                     m.plans.push(d);
                     continue;
                 }
+                "spatial_map" => {
+                    let d = self.spatial_map()?;
+                    m.spatial_maps.push(d);
+                    continue;
+                }
                 "schedule" => {
                     if m.schedule.is_some() {
                         return Err(ParseError::new(
@@ -677,7 +683,7 @@ impl<'a> Parser<'a> {
             }
             return Err(self.err_expected(
                 "a declaration (symbol, slot, tensor, axis, kernel, workload, pipeline, schedule, space, \
-                 tiers or plan)",
+                 tiers, plan or spatial_map)",
             ));
         }
     }

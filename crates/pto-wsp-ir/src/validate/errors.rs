@@ -821,6 +821,15 @@ validation_errors! {
         message: String,
     }
 
+    /// A mistake in a spatial map (`spatial_map`): the message names the map and the item
+    /// (device, grid, tile variable, process, layout).
+    #[error("{message}")]
+    #[label = "here"]
+    Spatial {
+        /// What is wrong, naming the map and the item.
+        message: String,
+    }
+
     /// Nothing says what to run.
     #[error("no entry point: no schedule, no workload `main`, and {} and {} (need exactly one)", count(.workloads, "workload"), count(.pipelines, "pipeline"))]
     #[label = "no entry point"]

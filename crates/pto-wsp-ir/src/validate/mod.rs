@@ -38,6 +38,7 @@ mod kernel_body;
 mod plan;
 mod schedule;
 mod scope;
+mod spatial;
 mod typeck;
 
 pub use errors::ValidationError;
@@ -64,6 +65,7 @@ pub fn validate(module: &Module) -> Result<(), Vec<ValidationError>> {
     v.run();
     let mut errors = v.errors;
     plan::check(module, &mut errors);
+    spatial::check(module, &mut errors);
     if errors.is_empty() {
         return Ok(());
     }

@@ -1,5 +1,6 @@
 //! The emitting back ends of `pto-wsp-backends` in the registry: `ptoisa` (target `pto_isa`),
-//! `ptog` (target `ptog`, the task-graph ISA binary) and, with the `ascend` feature (on by
+//! `ptog` (target `ptog`, the task-graph ISA binary), `aie` (target `aie`, an AMD AIE design
+//! in mlir-aie's dialects) and, with the `ascend` feature (on by
 //! default), `ascend` (`ascend_a2a3sim`, `ascend_a2a3`).
 //!
 //! Why: the emitters live below the facade (they know nothing of [`Backend`]); this module is
@@ -21,6 +22,7 @@ pub(super) fn all() -> Vec<std::sync::Arc<dyn Backend>> {
     vec![
         std::sync::Arc::new(PtoIsa),
         std::sync::Arc::new(Ptog),
+        std::sync::Arc::new(Aie),
         #[cfg(feature = "ascend")]
         std::sync::Arc::new(Ascend),
     ]
@@ -114,6 +116,46 @@ impl Backend for Ptog {
     ) -> Result<Output, CompileError> {
         let bytes = with_input(plan, options, pto_wsp_backends::ptog::emit)?;
         Ok(Output::Artefact(Artefact::Bytes(bytes)))
+    }
+}
+
+/// `aie`: the entry point placed on an AMD AIE array by its spatial map, as MLIR in both forms,
+/// the kernels' C++ and the report ([`pto_wsp_backends::aie`], `docs/AIE.md`).
+struct Aie;
+
+impl Backend for Aie {
+    fn name(&self) -> &str {
+        pto_wsp_backends::aie::NAME
+    }
+
+    fn targets(&self) -> Vec<String> {
+        vec![pto_wsp_backends::aie::TARGET.into()]
+    }
+
+    fn capabilities(&self) -> Vec<Capability> {
+        vec![Capability::Emit]
+    }
+
+    fn supports(&self, _module: &Resolved) -> Result<(), Unsupported> {
+        // The mapper refuses, at their place, what does not fit the device or has no spatial
+        // map.
+        Ok(())
+    }
+
+    fn compile(
+        &self,
+        plan: &LoweredPlan,
+        options: &CompileOptions,
+    ) -> Result<Output, CompileError> {
+        let e = with_input(plan, options, |i| {
+            pto_wsp_backends::aie::emit(i, "design.kernels.o")
+        })?;
+        Ok(tree(vec![
+            ("design.mlir".into(), e.custom),
+            ("design.generic.mlir".into(), e.generic),
+            ("design.kernels.cc".into(), e.kernels_cpp),
+            ("report.txt".into(), e.report),
+        ]))
     }
 }
 
