@@ -189,7 +189,8 @@ mod tests {
     #[test]
     fn every_half_widens_exactly() {
         let all: Vec<half::f16> = (0..=u16::MAX).map(half::f16::from_bits).collect();
-        let ways: [fn(&[half::f16], &mut [f64]); 2] = [widen, widen_plain];
+        type Widen = fn(&[half::f16], &mut [f64]);
+        let ways: [Widen; 2] = [widen, widen_plain];
         for way in ways {
             for cut in 0..8 {
                 let src = &all[cut..];

@@ -841,8 +841,7 @@ fn holds(cond: &str, n: i64, limit: i64) -> bool {
     // Precedence climbing over ints (booleans as 0 / 1).
     fn expr(t: &[String], p: &mut usize, min: u8, n: i64, l: i64) -> i64 {
         let mut a = unary(t, p, n, l);
-        loop {
-            let Some(op) = t.get(*p) else { break };
+        while let Some(op) = t.get(*p) {
             let prec = match op.as_str() {
                 "||" => 1,
                 "&&" => 2,
