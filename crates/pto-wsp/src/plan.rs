@@ -173,12 +173,7 @@ pub fn run_plan(
         .iter()
         .zip(&form.tier_kernels)
         .map(|(t, k)| {
-            let (k, call) = k.map(|i| (&p.kernels[i], &form.calls[i])).ok_or_else(|| {
-                at(
-                    p.loc,
-                    format!("tier `{}` of `{}` has no kernel", t.name, td.name),
-                )
-            })?;
+            let (k, call) = tier_kernel(p, td, &form, t, *k)?;
             TierCall::new(
                 module,
                 &format!("tier `{}`", k.tier),
@@ -1159,4 +1154,21 @@ impl<'m> Gen<'m> {
             )),
         }
     }
+}
+
+/// Tier `t`'s kernel item in plan `p` and its call in slot form (`k` its index in
+/// `form.tier_kernels`); a tier without a kernel is an error at the plan.
+fn tier_kernel<'m>(
+    p: &'m PlanDecl,
+    td: &TierTableDecl,
+    form: &'m PlanForm,
+    t: &crate::ir::plan::TierDecl,
+    k: Option<usize>,
+) -> Result<(&'m crate::ir::plan::TierKernel, &'m CallForm), PlanError> {
+    k.map(|i| (&p.kernels[i], &form.calls[i])).ok_or_else(|| {
+        PlanError::at(p.name.as_str())(
+            p.loc,
+            format!("tier `{}` of `{}` has no kernel", t.name, td.name),
+        )
+    })
 }

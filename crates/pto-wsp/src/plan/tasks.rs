@@ -26,7 +26,7 @@
 
 use super::{
     Admission, CallEnv, CallShape, FieldNames, Gen, PlanError, as_u32, bind_space, generator_for,
-    interleave_of, tier_table,
+    interleave_of, tier_kernel, tier_table,
 };
 use crate::ir::plan::{PlanDecl, SpaceDecl, TierTableDecl};
 use crate::ir::resolve::body::IntExpr;
@@ -239,12 +239,7 @@ fn tier_calls<'m>(
         .iter()
         .zip(&form.tier_kernels)
         .map(|(t, k)| {
-            let (k, call) = k.map(|i| (&p.kernels[i], &form.calls[i])).ok_or_else(|| {
-                at(
-                    p.loc,
-                    format!("tier `{}` of `{}` has no kernel", t.name, td.name),
-                )
-            })?;
+            let (k, call) = tier_kernel(p, td, form, t, *k)?;
             CallShape::new(
                 module,
                 &format!("tier `{}`", k.tier),
