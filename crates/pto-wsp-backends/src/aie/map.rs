@@ -813,11 +813,10 @@ impl Mapper<'_> {
         self.transfer(r, out, t, &blocks, true)
     }
 
+    /// Routes every tensor of a pipeline: from the host, to the host, or over the channel that
+    /// joins its writer to its readers.
     fn route_pipeline(&self, r: &mut Router, tiles: &[TileId]) -> Result<(), EmitError> {
-        let res = self.res;
-        let nt = self.shapes.len() as u32;
-        let core_of_process = |p: usize| self.cores.iter().position(|c| c.process == Some(p));
-        for t in 0..nt {
+        for t in 0..self.shapes.len() as u32 {
             let readers = self.roles_of(t, false);
             let writers = self.roles_of(t, true);
             let name = self.tensor_name(t);
@@ -827,162 +826,236 @@ impl Mapper<'_> {
                     self.cores[writers[0].0].label, self.cores[writers[1].0].label
                 )));
             }
-            if writers.is_empty() {
-                for &(c, ro) in &readers {
-                    let role = &self.cores[c].roles[ro];
-                    let col = r.pick_shim(tiles[c].0, false, &self.label(c))?;
-                    let fname = if readers.len() == 1 {
-                        name.to_string()
-                    } else {
-                        format!(
-                            "{name}_{}",
-                            res.processes[self.cores[c].process.unwrap_or(0)].name
-                        )
-                    };
-                    let f = r.fifo(Fifo {
-                        name: fname,
-                        producer: (col, self.dev.shim_row),
-                        consumers: vec![tiles[c]],
-                        depth: DEFAULT_DEPTH,
-                        obj: self.obj(role),
-                        kind: FifoKind::Dma,
-                        objects: role.blocks.len() as u64,
-                        carries: format!("host {name}"),
-                    });
-                    self.transfer(r, f, t, &role.blocks, false)?;
-                    r.assign.insert((c, ro), (f, Port::Consume));
+            match (writers.first(), readers.is_empty()) {
+                (None, _) => self.route_host_inputs(r, tiles, t, &readers)?,
+                (Some(&w), true) => self.route_host_output(r, tiles, t, w)?,
+                (Some(&w), false) => {
+                    let ch = self.channel_of(t, w, &readers)?;
+                    self.route_channel(r, tiles, t, w, &readers, ch);
                 }
-                continue;
             }
-            let (pc, pro) = writers[0];
-            let prole = &self.cores[pc].roles[pro];
-            if readers.is_empty() {
-                let col = r.pick_shim(tiles[pc].0, true, &self.label(pc))?;
-                let f = r.fifo(Fifo {
-                    name: name.to_string(),
-                    producer: tiles[pc],
-                    consumers: vec![(col, self.dev.shim_row)],
-                    depth: DEFAULT_DEPTH,
-                    obj: self.obj(prole),
-                    kind: FifoKind::Dma,
-                    objects: prole.blocks.len() as u64,
-                    carries: format!("host {name}"),
-                });
-                self.transfer(r, f, t, &prole.blocks, true)?;
-                r.assign.insert((pc, pro), (f, Port::Produce));
-                continue;
-            }
-            // Carried on a channel from the writer to every reader.
-            let pp = self.cores[pc].process.expect("pipeline core");
-            let mut chan = None;
-            for &(c, ro) in &readers {
-                let qp = self.cores[c].process.expect("pipeline core");
-                if c == pc {
-                    return Err(EmitError::at(
-                        self.cores[c].loc,
-                        format!(
-                            "tensor `{name}` is written and read by {} only: core-local scratch tensors are not placed yet; pass it through a channel",
-                            self.cores[c].label
-                        ),
-                    ));
-                }
-                let ch = res.channels.iter().position(|ch| {
-                    ch.producers.contains(&(pp as u32)) && ch.consumers.contains(&(qp as u32))
-                });
-                let Some(ch) = ch else {
-                    return Err(EmitError::at(
-                        self.cores[c].loc,
-                        format!(
-                            "tensor `{name}` is written by process `{}` and read by process `{}`, but no channel joins them: on an AIE array data moves in a channel's ObjectFIFO",
-                            res.processes[pp].name, res.processes[qp].name
-                        ),
-                    ));
-                };
-                let role = &self.cores[c].roles[ro];
-                if role.blocks != prole.blocks {
-                    let k = role
-                        .blocks
-                        .iter()
-                        .zip(&prole.blocks)
-                        .position(|(a, b)| a != b)
-                        .unwrap_or(role.blocks.len().min(prole.blocks.len()));
-                    let show = |b: Option<&(Vec<u64>, Vec<u64>)>| {
-                        b.map_or("nothing".to_string(), |(s, z)| self.region_text(t, s, z))
-                    };
-                    return Err(EmitError::at(
-                        self.cores[c].loc,
-                        format!(
-                            "layout mismatch on channel `{}`: object {k} of `{name}` is {} as process `{}` writes it but {} as process `{}` reads it ({} objects written, {} read)",
-                            res.channels[ch].name,
-                            show(prole.blocks.get(k)),
-                            res.processes[pp].name,
-                            show(role.blocks.get(k)),
-                            res.processes[qp].name,
-                            prole.blocks.len(),
-                            role.blocks.len()
-                        ),
-                    ));
-                }
-                if chan.is_some_and(|x| x != ch) {
-                    return Err(EmitError::plain(format!(
-                        "tensor `{name}` goes to its readers over two channels; one fifo carries it"
-                    )));
-                }
-                chan = Some(ch);
-            }
-            let ch = chan.expect("readers");
-            let channel = &res.channels[ch];
-            let carried_here = (0..nt)
-                .filter(|&u| {
-                    let w = self.roles_of(u, true);
-                    let r = self.roles_of(u, false);
-                    w.len() == 1
-                        && w[0].0 == pc
-                        && r.first().is_some_and(|&(c, _)| {
-                            self.cores[c]
-                                .process
-                                .is_some_and(|q| channel.consumers.contains(&(q as u32)))
-                        })
-                })
-                .count();
-            let fname = if carried_here > 1 {
-                format!("{}_{name}", channel.name)
-            } else {
-                channel.name.clone()
-            };
-            let consumers: Vec<TileId> = readers.iter().map(|&(c, _)| tiles[c]).collect();
-            let kind = if consumers.len() == 1
-                && (self.dev.core_reaches(tiles[pc], consumers[0])
-                    || self.dev.core_reaches(consumers[0], tiles[pc]))
-            {
-                let owner = if self.dev.core_reaches(consumers[0], tiles[pc]) {
-                    tiles[pc]
-                } else {
-                    consumers[0]
-                };
-                FifoKind::Shared { owner }
-            } else {
-                FifoKind::Dma
-            };
-            let slots = self.shapes[t as usize][0] / prole.blocks[0].1[0].max(1);
-            let f = r.fifo(Fifo {
-                name: fname,
-                producer: tiles[pc],
-                consumers,
-                depth: channel.depth,
-                obj: self.obj(prole),
-                kind,
-                objects: prole.blocks.len() as u64,
-                carries: format!("channel {} ({name}; its {slots} ring slots are the fifo's buffers on the device)", channel.name),
-            });
-            r.assign.insert((pc, pro), (f, Port::Produce));
-            for &(c, ro) in &readers {
-                r.assign.insert((c, ro), (f, Port::Consume));
-            }
-            // Every channel used to order tasks still carries its data in the fifo.
-            let _ = core_of_process;
         }
         Ok(())
+    }
+
+    /// A tensor no core writes: one fifo from a shim tile to each reader.
+    fn route_host_inputs(
+        &self,
+        r: &mut Router,
+        tiles: &[TileId],
+        t: u32,
+        readers: &[(usize, usize)],
+    ) -> Result<(), EmitError> {
+        let name = self.tensor_name(t);
+        for &(c, ro) in readers {
+            let role = &self.cores[c].roles[ro];
+            let col = r.pick_shim(tiles[c].0, false, &self.label(c))?;
+            let fname = if readers.len() == 1 {
+                name.to_string()
+            } else {
+                format!(
+                    "{name}_{}",
+                    self.res.processes[self.cores[c].process.unwrap_or(0)].name
+                )
+            };
+            let f = r.fifo(Fifo {
+                name: fname,
+                producer: (col, self.dev.shim_row),
+                consumers: vec![tiles[c]],
+                depth: DEFAULT_DEPTH,
+                obj: self.obj(role),
+                kind: FifoKind::Dma,
+                objects: role.blocks.len() as u64,
+                carries: format!("host {name}"),
+            });
+            self.transfer(r, f, t, &role.blocks, false)?;
+            r.assign.insert((c, ro), (f, Port::Consume));
+        }
+        Ok(())
+    }
+
+    /// A tensor no core reads: one fifo from its writer to a shim tile.
+    fn route_host_output(
+        &self,
+        r: &mut Router,
+        tiles: &[TileId],
+        t: u32,
+        (pc, pro): (usize, usize),
+    ) -> Result<(), EmitError> {
+        let name = self.tensor_name(t);
+        let prole = &self.cores[pc].roles[pro];
+        let col = r.pick_shim(tiles[pc].0, true, &self.label(pc))?;
+        let f = r.fifo(Fifo {
+            name: name.to_string(),
+            producer: tiles[pc],
+            consumers: vec![(col, self.dev.shim_row)],
+            depth: DEFAULT_DEPTH,
+            obj: self.obj(prole),
+            kind: FifoKind::Dma,
+            objects: prole.blocks.len() as u64,
+            carries: format!("host {name}"),
+        });
+        self.transfer(r, f, t, &prole.blocks, true)?;
+        r.assign.insert((pc, pro), (f, Port::Produce));
+        Ok(())
+    }
+
+    /// The one channel carrying tensor `t` from its writer to every reader, each reader reading
+    /// the objects as they are written.
+    fn channel_of(
+        &self,
+        t: u32,
+        (pc, pro): (usize, usize),
+        readers: &[(usize, usize)],
+    ) -> Result<usize, EmitError> {
+        let res = self.res;
+        let name = self.tensor_name(t);
+        let prole = &self.cores[pc].roles[pro];
+        let pp = self.cores[pc].process.expect("pipeline core");
+        let mut chan = None;
+        for &(c, ro) in readers {
+            let qp = self.cores[c].process.expect("pipeline core");
+            if c == pc {
+                return Err(EmitError::at(
+                    self.cores[c].loc,
+                    format!(
+                        "tensor `{name}` is written and read by {} only: core-local scratch tensors are not placed yet; pass it through a channel",
+                        self.cores[c].label
+                    ),
+                ));
+            }
+            let ch = res.channels.iter().position(|ch| {
+                ch.producers.contains(&(pp as u32)) && ch.consumers.contains(&(qp as u32))
+            });
+            let Some(ch) = ch else {
+                return Err(EmitError::at(
+                    self.cores[c].loc,
+                    format!(
+                        "tensor `{name}` is written by process `{}` and read by process `{}`, but no channel joins them: on an AIE array data moves in a channel's ObjectFIFO",
+                        res.processes[pp].name, res.processes[qp].name
+                    ),
+                ));
+            };
+            let role = &self.cores[c].roles[ro];
+            if role.blocks != prole.blocks {
+                return Err(self.layout_mismatch(t, ch, (pc, pro), (c, ro)));
+            }
+            if chan.is_some_and(|x| x != ch) {
+                return Err(EmitError::plain(format!(
+                    "tensor `{name}` goes to its readers over two channels; one fifo carries it"
+                )));
+            }
+            chan = Some(ch);
+        }
+        Ok(chan.expect("readers"))
+    }
+
+    /// The error for a reader `(c, ro)` reading tensor `t` in other objects than writer
+    /// `(pc, pro)` writes them on channel `ch`: the first object that differs, as both see it.
+    fn layout_mismatch(
+        &self,
+        t: u32,
+        ch: usize,
+        (pc, pro): (usize, usize),
+        (c, ro): (usize, usize),
+    ) -> EmitError {
+        let res = self.res;
+        let name = self.tensor_name(t);
+        let prole = &self.cores[pc].roles[pro];
+        let role = &self.cores[c].roles[ro];
+        let (pp, qp) = (
+            self.cores[pc].process.expect("pipeline core"),
+            self.cores[c].process.expect("pipeline core"),
+        );
+        let k = role
+            .blocks
+            .iter()
+            .zip(&prole.blocks)
+            .position(|(a, b)| a != b)
+            .unwrap_or(role.blocks.len().min(prole.blocks.len()));
+        let show = |b: Option<&(Vec<u64>, Vec<u64>)>| {
+            b.map_or("nothing".to_string(), |(s, z)| self.region_text(t, s, z))
+        };
+        EmitError::at(
+            self.cores[c].loc,
+            format!(
+                "layout mismatch on channel `{}`: object {k} of `{name}` is {} as process `{}` writes it but {} as process `{}` reads it ({} objects written, {} read)",
+                res.channels[ch].name,
+                show(prole.blocks.get(k)),
+                res.processes[pp].name,
+                show(role.blocks.get(k)),
+                res.processes[qp].name,
+                prole.blocks.len(),
+                role.blocks.len()
+            ),
+        )
+    }
+
+    /// The fifo of channel `ch` carrying tensor `t` from its writer to its readers: shared
+    /// memory between neighbouring cores, else DMA; named for the tensor when the channel
+    /// carries several.
+    fn route_channel(
+        &self,
+        r: &mut Router,
+        tiles: &[TileId],
+        t: u32,
+        (pc, pro): (usize, usize),
+        readers: &[(usize, usize)],
+        ch: usize,
+    ) {
+        let name = self.tensor_name(t);
+        let prole = &self.cores[pc].roles[pro];
+        let channel = &self.res.channels[ch];
+        let carried_here = (0..self.shapes.len() as u32)
+            .filter(|&u| {
+                let w = self.roles_of(u, true);
+                let r = self.roles_of(u, false);
+                w.len() == 1
+                    && w[0].0 == pc
+                    && r.first().is_some_and(|&(c, _)| {
+                        self.cores[c]
+                            .process
+                            .is_some_and(|q| channel.consumers.contains(&(q as u32)))
+                    })
+            })
+            .count();
+        let fname = if carried_here > 1 {
+            format!("{}_{name}", channel.name)
+        } else {
+            channel.name.clone()
+        };
+        let consumers: Vec<TileId> = readers.iter().map(|&(c, _)| tiles[c]).collect();
+        let kind = if consumers.len() == 1
+            && (self.dev.core_reaches(tiles[pc], consumers[0])
+                || self.dev.core_reaches(consumers[0], tiles[pc]))
+        {
+            let owner = if self.dev.core_reaches(consumers[0], tiles[pc]) {
+                tiles[pc]
+            } else {
+                consumers[0]
+            };
+            FifoKind::Shared { owner }
+        } else {
+            FifoKind::Dma
+        };
+        let slots = self.shapes[t as usize][0] / prole.blocks[0].1[0].max(1);
+        let f = r.fifo(Fifo {
+            name: fname,
+            producer: tiles[pc],
+            consumers,
+            depth: channel.depth,
+            obj: self.obj(prole),
+            kind,
+            objects: prole.blocks.len() as u64,
+            carries: format!(
+                "channel {} ({name}; its {slots} ring slots are the fifo's buffers on the device)",
+                channel.name
+            ),
+        });
+        r.assign.insert((pc, pro), (f, Port::Produce));
+        for &(c, ro) in readers {
+            r.assign.insert((c, ro), (f, Port::Consume));
+        }
     }
 
     fn roles_of(&self, t: u32, output: bool) -> Vec<(usize, usize)> {

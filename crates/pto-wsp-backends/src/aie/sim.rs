@@ -128,6 +128,12 @@ fn take<K: std::hash::Hash + Eq + std::fmt::Debug, V>(
         .ok_or_else(|| format!("internal: {what} {k:?} has no free end"))
 }
 
+/// The threads of one simulation, each named for its error messages.
+type Handles<'scope> = Vec<(
+    String,
+    std::thread::ScopedJoinHandle<'scope, Result<Done, String>>,
+)>;
+
 /// Runs design `d` (kernels of `module`) once, reading its host inputs from `store` and writing
 /// its host outputs there.
 pub fn simulate(
@@ -141,199 +147,16 @@ pub fn simulate(
     let mut ends = build(d);
     let mut outputs: Vec<(usize, Vec<u8>)> = Vec::new();
     let mut stats = SimStats::default();
-    let result = std::thread::scope(|s| -> Result<(), String> {
-        let mut handles: Vec<(
-            String,
-            std::thread::ScopedJoinHandle<'_, Result<Done, String>>,
-        )> = Vec::new();
-        // Host transfers.
-        for (ti, t) in d.transfers.iter().enumerate() {
-            let f = &d.fifos[t.fifo];
-            let h = &d.host[t.host];
-            let esize = h.dtype.size_bytes();
-            let name = format!("host transfer of `{}` ({})", h.name, f.name);
-            if t.output {
-                let j = f
-                    .consumers
-                    .iter()
-                    .position(|c| c.1 == d.device.shim_row)
-                    .unwrap_or(0);
-                let drain = take(&mut ends.drain, (t.fifo, j), "fifo")?;
-                let n = f.objects;
-                let who = name.clone();
-                handles.push((
-                    name,
-                    s.spawn(move || {
-                        let mut bytes = Vec::new();
-                        for k in 0..n {
-                            let b = drain.full.recv().map_err(|_| {
-                                format!("{who}: fifo ended after {k} of {n} objects")
-                            })?;
-                            bytes.extend_from_slice(&b);
-                            let _ = drain.free.send(b);
-                        }
-                        Ok(Done::Output(ti, bytes))
-                    }),
-                ));
-            } else {
-                let fill = take(&mut ends.fill, t.fifo, "fifo")?;
-                let src = store.bytes(h.tensor).to_vec();
-                let idx: Vec<u64> = t.indices().collect();
-                let obj = f.obj.elements() as usize;
-                let n = f.objects;
-                let who = name.clone();
-                handles.push((
-                    name,
-                    s.spawn(move || {
-                        for k in 0..n as usize {
-                            let mut b =
-                                fill.free.recv().map_err(|_| format!("{who}: no buffer"))?;
-                            for (e, &i) in idx[k * obj..(k + 1) * obj].iter().enumerate() {
-                                let i = i as usize * esize;
-                                b[e * esize..(e + 1) * esize].copy_from_slice(&src[i..i + esize]);
-                            }
-                            fill.full
-                                .send(b)
-                                .map_err(|_| format!("{who}: the fifo's consumer stopped"))?;
-                        }
-                        Ok(Done::Moved(0))
-                    }),
-                ));
-            }
-        }
-        // DMA streams.
-        for (i, f) in d.fifos.iter().enumerate() {
-            let Some((pdrain, fills)) = ends.stream.remove(&i) else {
-                continue;
-            };
-            let n = f.objects;
-            let who = format!("DMA stream of `{}`", f.name);
-            handles.push((
-                who.clone(),
-                s.spawn(move || {
-                    for k in 0..n {
-                        let b = pdrain.full.recv().map_err(|_| {
-                            format!("{who}: producer ended after {k} of {n} objects")
-                        })?;
-                        for c in &fills {
-                            let mut o = c
-                                .free
-                                .recv()
-                                .map_err(|_| format!("{who}: a consumer stopped"))?;
-                            o.copy_from_slice(&b);
-                            c.full
-                                .send(o)
-                                .map_err(|_| format!("{who}: a consumer stopped"))?;
-                        }
-                        let _ = pdrain.free.send(b);
-                    }
-                    Ok(Done::Moved(n))
-                }),
-            ));
-        }
-        // Links in memory tiles.
-        for l in &d.links {
-            let mut ins = Vec::new();
-            for &fi in &l.ins {
-                let j = d.fifos[fi]
-                    .consumers
-                    .iter()
-                    .position(|&c| c == l.tile)
-                    .unwrap_or(0);
-                ins.push(take(&mut ends.drain, (fi, j), "fifo")?);
-            }
-            let out = take(&mut ends.fill, l.outs[0], "fifo")?;
-            let n = d.fifos[l.outs[0]].objects;
-            let part = d.fifos[l.ins[0]].obj.bytes() as usize;
-            let who = format!("link in memory tile ({}, {})", l.tile.0, l.tile.1);
-            handles.push((
-                who.clone(),
-                s.spawn(move || {
-                    for k in 0..n {
-                        let mut o = out
-                            .free
-                            .recv()
-                            .map_err(|_| format!("{who}: output stopped"))?;
-                        for (p, input) in ins.iter().enumerate() {
-                            let b = input.full.recv().map_err(|_| {
-                                format!("{who}: input {p} ended after {k} of {n} objects")
-                            })?;
-                            o[p * part..(p + 1) * part].copy_from_slice(&b);
-                            let _ = input.free.send(b);
-                        }
-                        out.full
-                            .send(o)
-                            .map_err(|_| format!("{who}: output stopped"))?;
-                    }
-                    Ok(Done::Moved(n * ins.len() as u64))
-                }),
-            ));
-        }
-        // Cores.
-        for c in &d.cores {
-            let mut fills = HashMap::new();
-            let mut drains = HashMap::new();
-            let mut uses = Vec::new();
-            collect_uses(&c.program, &mut uses);
-            for (fi, port) in uses {
-                match port {
-                    Port::Produce => {
-                        if let std::collections::hash_map::Entry::Vacant(v) = fills.entry(fi) {
-                            v.insert(take(&mut ends.fill, fi, "fifo")?);
-                        }
-                    }
-                    Port::Consume => {
-                        if let std::collections::hash_map::Entry::Vacant(v) = drains.entry(fi) {
-                            let j = d.fifos[fi]
-                                .consumers
-                                .iter()
-                                .position(|&t| t == c.tile)
-                                .unwrap_or(0);
-                            v.insert(take(&mut ends.drain, (fi, j), "fifo")?);
-                        }
-                    }
-                }
-            }
-            let registry = registry.clone();
-            let who = format!("core ({}, {}) ({})", c.tile.0, c.tile.1, c.label);
-            handles.push((
-                who.clone(),
-                s.spawn(move || {
-                    let mut core = CoreRun {
-                        d,
-                        module,
-                        registry: &registry,
-                        fills,
-                        drains,
-                        held: HashMap::new(),
-                        calls: 0,
-                        who,
-                    };
-                    core.run(&c.program)?;
-                    Ok(Done::Calls(core.calls))
-                }),
-            ));
-        }
+    let input: &TensorStore = store;
+    std::thread::scope(|s| -> Result<(), String> {
+        let mut handles: Handles<'_> = Vec::new();
+        spawn_transfers(s, d, input, &mut ends, &mut handles)?;
+        spawn_streams(s, d, &mut ends, &mut handles);
+        spawn_links(s, d, &mut ends, &mut handles)?;
+        spawn_cores(s, d, module, &registry, &mut ends, &mut handles)?;
         stats.threads = handles.len();
-        let mut errors: Vec<String> = Vec::new();
-        for (name, h) in handles {
-            match h.join() {
-                Ok(Ok(Done::Calls(n))) => stats.calls += n,
-                Ok(Ok(Done::Moved(n))) => stats.objects += n,
-                Ok(Ok(Done::Output(ti, bytes))) => outputs.push((ti, bytes)),
-                Ok(Err(e)) => errors.push(e),
-                Err(_) => errors.push(format!("{name} panicked")),
-            }
-        }
-        // The cause first: a thread that failed on its own, before those it stopped.
-        errors.sort_by_key(|e| e.contains("stopped") || e.contains("ended after"));
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(errors.join("; "))
-        }
-    });
-    result?;
+        join_all(handles, &mut stats, &mut outputs)
+    })?;
     for (ti, bytes) in outputs {
         let t = &d.transfers[ti];
         let h = &d.host[t.host];
@@ -345,6 +168,250 @@ pub fn simulate(
         }
     }
     Ok(stats)
+}
+
+/// One thread per host transfer: an input gathers its pattern's elements from `store` into the
+/// fifo's objects; an output drains its fifo and hands the bytes back in pattern order.
+fn spawn_transfers<'scope>(
+    s: &'scope std::thread::Scope<'scope, '_>,
+    d: &AieDesign,
+    store: &TensorStore,
+    ends: &mut Ends,
+    handles: &mut Handles<'scope>,
+) -> Result<(), String> {
+    for (ti, t) in d.transfers.iter().enumerate() {
+        let f = &d.fifos[t.fifo];
+        let h = &d.host[t.host];
+        let esize = h.dtype.size_bytes();
+        let name = format!("host transfer of `{}` ({})", h.name, f.name);
+        let n = f.objects;
+        let who = name.clone();
+        if t.output {
+            let j = f
+                .consumers
+                .iter()
+                .position(|c| c.1 == d.device.shim_row)
+                .unwrap_or(0);
+            let drain = take(&mut ends.drain, (t.fifo, j), "fifo")?;
+            handles.push((
+                name,
+                s.spawn(move || {
+                    let mut bytes = Vec::new();
+                    for k in 0..n {
+                        let b = drain
+                            .full
+                            .recv()
+                            .map_err(|_| format!("{who}: fifo ended after {k} of {n} objects"))?;
+                        bytes.extend_from_slice(&b);
+                        let _ = drain.free.send(b);
+                    }
+                    Ok(Done::Output(ti, bytes))
+                }),
+            ));
+        } else {
+            let fill = take(&mut ends.fill, t.fifo, "fifo")?;
+            let src = store.bytes(h.tensor).to_vec();
+            let idx: Vec<u64> = t.indices().collect();
+            let obj = f.obj.elements() as usize;
+            handles.push((
+                name,
+                s.spawn(move || {
+                    for k in 0..n as usize {
+                        let mut b = fill.free.recv().map_err(|_| format!("{who}: no buffer"))?;
+                        for (e, &i) in idx[k * obj..(k + 1) * obj].iter().enumerate() {
+                            let i = i as usize * esize;
+                            b[e * esize..(e + 1) * esize].copy_from_slice(&src[i..i + esize]);
+                        }
+                        fill.full
+                            .send(b)
+                            .map_err(|_| format!("{who}: the fifo's consumer stopped"))?;
+                    }
+                    Ok(Done::Moved(0))
+                }),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One thread per DMA stream: each object its producer releases is copied to every consumer.
+fn spawn_streams<'scope>(
+    s: &'scope std::thread::Scope<'scope, '_>,
+    d: &AieDesign,
+    ends: &mut Ends,
+    handles: &mut Handles<'scope>,
+) {
+    for (i, f) in d.fifos.iter().enumerate() {
+        let Some((pdrain, fills)) = ends.stream.remove(&i) else {
+            continue;
+        };
+        let n = f.objects;
+        let who = format!("DMA stream of `{}`", f.name);
+        handles.push((
+            who.clone(),
+            s.spawn(move || {
+                for k in 0..n {
+                    let b = pdrain
+                        .full
+                        .recv()
+                        .map_err(|_| format!("{who}: producer ended after {k} of {n} objects"))?;
+                    for c in &fills {
+                        let mut o = c
+                            .free
+                            .recv()
+                            .map_err(|_| format!("{who}: a consumer stopped"))?;
+                        o.copy_from_slice(&b);
+                        c.full
+                            .send(o)
+                            .map_err(|_| format!("{who}: a consumer stopped"))?;
+                    }
+                    let _ = pdrain.free.send(b);
+                }
+                Ok(Done::Moved(n))
+            }),
+        ));
+    }
+}
+
+/// One thread per link in a memory tile: an object of each input, in order, makes one object
+/// of the output (a join).
+fn spawn_links<'scope>(
+    s: &'scope std::thread::Scope<'scope, '_>,
+    d: &AieDesign,
+    ends: &mut Ends,
+    handles: &mut Handles<'scope>,
+) -> Result<(), String> {
+    for l in &d.links {
+        let mut ins = Vec::new();
+        for &fi in &l.ins {
+            let j = d.fifos[fi]
+                .consumers
+                .iter()
+                .position(|&c| c == l.tile)
+                .unwrap_or(0);
+            ins.push(take(&mut ends.drain, (fi, j), "fifo")?);
+        }
+        let out = take(&mut ends.fill, l.outs[0], "fifo")?;
+        let n = d.fifos[l.outs[0]].objects;
+        let part = d.fifos[l.ins[0]].obj.bytes() as usize;
+        let who = format!("link in memory tile ({}, {})", l.tile.0, l.tile.1);
+        handles.push((
+            who.clone(),
+            s.spawn(move || {
+                for k in 0..n {
+                    let mut o = out
+                        .free
+                        .recv()
+                        .map_err(|_| format!("{who}: output stopped"))?;
+                    for (p, input) in ins.iter().enumerate() {
+                        let b = input.full.recv().map_err(|_| {
+                            format!("{who}: input {p} ended after {k} of {n} objects")
+                        })?;
+                        o[p * part..(p + 1) * part].copy_from_slice(&b);
+                        let _ = input.free.send(b);
+                    }
+                    out.full
+                        .send(o)
+                        .map_err(|_| format!("{who}: output stopped"))?;
+                }
+                Ok(Done::Moved(n * ins.len() as u64))
+            }),
+        ));
+    }
+    Ok(())
+}
+
+/// One thread per placed core, running its program with the fifo ends it uses.
+fn spawn_cores<'scope, 'env>(
+    s: &'scope std::thread::Scope<'scope, 'env>,
+    d: &'env AieDesign,
+    module: &'env Module,
+    registry: &Arc<KernelRegistry>,
+    ends: &mut Ends,
+    handles: &mut Handles<'scope>,
+) -> Result<(), String> {
+    for c in &d.cores {
+        let (fills, drains) = core_ends(d, c, ends)?;
+        let registry = registry.clone();
+        let who = format!("core ({}, {}) ({})", c.tile.0, c.tile.1, c.label);
+        handles.push((
+            who.clone(),
+            s.spawn(move || {
+                let mut core = CoreRun {
+                    d,
+                    module,
+                    registry: &registry,
+                    fills,
+                    drains,
+                    held: HashMap::new(),
+                    calls: 0,
+                    who,
+                };
+                core.run(&c.program)?;
+                Ok(Done::Calls(core.calls))
+            }),
+        ));
+    }
+    Ok(())
+}
+
+/// The fifo ends core `c`'s program produces into and consumes from, taken out of `ends`.
+#[allow(clippy::type_complexity)]
+fn core_ends(
+    d: &AieDesign,
+    c: &Core,
+    ends: &mut Ends,
+) -> Result<(HashMap<usize, Fill>, HashMap<usize, Drain>), String> {
+    use std::collections::hash_map::Entry;
+    let mut fills = HashMap::new();
+    let mut drains = HashMap::new();
+    let mut uses = Vec::new();
+    collect_uses(&c.program, &mut uses);
+    for (fi, port) in uses {
+        match port {
+            Port::Produce => {
+                if let Entry::Vacant(v) = fills.entry(fi) {
+                    v.insert(take(&mut ends.fill, fi, "fifo")?);
+                }
+            }
+            Port::Consume => {
+                if let Entry::Vacant(v) = drains.entry(fi) {
+                    let j = d.fifos[fi]
+                        .consumers
+                        .iter()
+                        .position(|&t| t == c.tile)
+                        .unwrap_or(0);
+                    v.insert(take(&mut ends.drain, (fi, j), "fifo")?);
+                }
+            }
+        }
+    }
+    Ok((fills, drains))
+}
+
+/// Joins every thread, adding what each did to `stats` and `outputs`; the errors of those that
+/// failed, the cause first (a thread that failed on its own before those it stopped).
+fn join_all(
+    handles: Handles<'_>,
+    stats: &mut SimStats,
+    outputs: &mut Vec<(usize, Vec<u8>)>,
+) -> Result<(), String> {
+    let mut errors: Vec<String> = Vec::new();
+    for (name, h) in handles {
+        match h.join() {
+            Ok(Ok(Done::Calls(n))) => stats.calls += n,
+            Ok(Ok(Done::Moved(n))) => stats.objects += n,
+            Ok(Ok(Done::Output(ti, bytes))) => outputs.push((ti, bytes)),
+            Ok(Err(e)) => errors.push(e),
+            Err(_) => errors.push(format!("{name} panicked")),
+        }
+    }
+    errors.sort_by_key(|e| e.contains("stopped") || e.contains("ended after"));
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    }
 }
 
 /// What a thread hands back when it ends well.

@@ -137,10 +137,10 @@ pub fn check_for_target(loaded: &Loaded, target: &str) -> Result<String, CliErro
     } else {
         loaded
     };
-    let res = pto_wsp::ir::resolve(&loaded.module, &pto_wsp::ir::ResolveOptions::default())
-        .map_err(|e| CliError::diagnostic(&loaded.source, &e))?;
+    let plan = pto_wsp::driver::lower(loaded)?;
+    let res = plan.resolved();
     backend
-        .supports(&res)
+        .supports(res)
         .map_err(|u| CliError::diagnostic(&loaded.source, &u))?;
     if pto_wsp::emitters::ascend::TARGETS.contains(&target) {
         let used: Vec<bool> = (0..loaded.module.kernels.len())
@@ -162,8 +162,8 @@ pub fn device_rules(name: &str, text: &str, device: &str) -> Result<String, CliE
         )));
     }
     let loaded = crate::load_source(name, text)?;
-    let res = pto_wsp::ir::resolve(&loaded.module, &pto_wsp::ir::ResolveOptions::default())
-        .map_err(|e| CliError::diagnostic(&loaded.source, &e))?;
+    let plan = pto_wsp::driver::lower(&loaded)?;
+    let res = plan.resolved();
     let used: Vec<bool> = (0..loaded.module.kernels.len())
         .map(|k| res.kernels_used[k] && res.tiers[k].is_none())
         .collect();
