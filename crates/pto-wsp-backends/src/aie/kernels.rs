@@ -207,6 +207,22 @@ impl Cx<'_> {
         let _ = writeln!(self.out, "  for (int i = 0; i < {n}; i++) {body}");
     }
 
+    /// The global-memory parameter operand `arg` names: its name, row pitch and element type;
+    /// `refusal` when it names none.
+    fn parameter(
+        &self,
+        s: &KStmt,
+        arg: &InstArg,
+        refusal: &str,
+    ) -> Result<(String, u64, DType), EmitError> {
+        let g = arg.tile_name().map(|n| n.name.clone()).unwrap_or_default();
+        let &(_, gc, gd) = self
+            .regions
+            .get(&g)
+            .ok_or_else(|| self.refuse(s, refusal))?;
+        Ok((g, gc, gd))
+    }
+
     fn inst(&mut self, s: &KStmt, op: TileOp, args: &[InstArg]) -> Result<(), EmitError> {
         let name = op.mnemonic();
         if args.len() > 3 && matches!(op, TileOp::Load | TileOp::Store) {
@@ -215,14 +231,7 @@ impl Cx<'_> {
         match op {
             TileOp::Load => {
                 let (t, (tr, tc, _)) = self.tile(s, &args[0])?;
-                let g = args[1]
-                    .tile_name()
-                    .map(|n| n.name.clone())
-                    .unwrap_or_default();
-                let &(_, gc, gd) = self
-                    .regions
-                    .get(&g)
-                    .ok_or_else(|| self.refuse(s, "`TLOAD` from a non-parameter"))?;
+                let (g, gc, gd) = self.parameter(s, &args[1], "`TLOAD` from a non-parameter")?;
                 let _ = writeln!(
                     self.out,
                     "  for (int r = 0; r < {tr}; r++) for (int c = 0; c < {tc}; c++) {t}[r * {tc} + c] = {};",
@@ -231,14 +240,7 @@ impl Cx<'_> {
             }
             TileOp::Store => {
                 let (t, (tr, tc, _)) = self.tile(s, &args[1])?;
-                let g = args[0]
-                    .tile_name()
-                    .map(|n| n.name.clone())
-                    .unwrap_or_default();
-                let &(_, gc, gd) = self
-                    .regions
-                    .get(&g)
-                    .ok_or_else(|| self.refuse(s, "`TSTORE` to a non-parameter"))?;
+                let (g, gc, gd) = self.parameter(s, &args[0], "`TSTORE` to a non-parameter")?;
                 let _ = writeln!(
                     self.out,
                     "  for (int r = 0; r < {tr}; r++) for (int c = 0; c < {tc}; c++) {g}[r * {gc} + c] = {};",
