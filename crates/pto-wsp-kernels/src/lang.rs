@@ -1450,23 +1450,8 @@ fn compute_with(c: &Compute<'_>, dst: &mut [f32], tmp: &mut Vec<f32>) {
         | TileOp::ColExpandMax
         | TileOp::ColExpandMin
         | TileOp::ColExpandExpDif => col_expand(c, dst, dc, v),
-        TileOp::Load
-        | TileOp::Store
-        | TileOp::StoreAdd
-        | TileOp::Cmp
-        | TileOp::Cmps
-        | TileOp::Sel
-        | TileOp::Sels
-        | TileOp::Sort32
-        | TileOp::MrgSort
-        | TileOp::SortIdx
-        | TileOp::SortVal
-        | TileOp::Ci
-        | TileOp::Tri
-        | TileOp::Gather
-        | TileOp::Scatter
-        | TileOp::FillPad
-        | TileOp::SetVal => unreachable!("run by `special`"),
+        TileOp::Load | TileOp::Store => unreachable!("run by the load and store paths"),
+        special::special_ops!() => unreachable!("run by `special`"),
         TileOp::Matmul | TileOp::MatmulAcc => product(c, dst),
     }
     let dtype = c.info[d].dtype;

@@ -21,14 +21,10 @@ use crate::registry::KernelError;
 use half::{bf16, f16};
 use pto_wsp_ir::{DType, TileOp};
 
-/// Whether [`Task::special`] runs the instruction (on the slots `t`): every instruction but the
-/// float arithmetic, loads and stores of float tiles.
-pub(super) fn handles(i: &Inst, t: &[usize; 4], tiles: &[TileInfo]) -> bool {
-    let int = t
-        .iter()
-        .any(|&s| s != usize::MAX && tiles[s].dtype.is_integer());
-    int || matches!(
-        i.op,
+/// The instructions [`Task::special`] runs whatever their tiles' element types, as a pattern
+/// (the one list: [`handles`] tests it and the float executor's dispatch excludes it).
+macro_rules! special_ops {
+    () => {
         TileOp::StoreAdd
             | TileOp::Cmp
             | TileOp::Cmps
@@ -44,7 +40,17 @@ pub(super) fn handles(i: &Inst, t: &[usize; 4], tiles: &[TileInfo]) -> bool {
             | TileOp::Scatter
             | TileOp::FillPad
             | TileOp::SetVal
-    )
+    };
+}
+pub(super) use special_ops;
+
+/// Whether [`Task::special`] runs the instruction (on the slots `t`): every instruction but the
+/// float arithmetic, loads and stores of float tiles.
+pub(super) fn handles(i: &Inst, t: &[usize; 4], tiles: &[TileInfo]) -> bool {
+    let int = t
+        .iter()
+        .any(|&s| s != usize::MAX && tiles[s].dtype.is_integer());
+    int || matches!(i.op, special_ops!())
 }
 
 /// A view of a region of an integer tensor.

@@ -9,12 +9,15 @@
 //!
 //! Promise: [`Coverage::mark`] records a written box (a region as `(start, size)` per
 //! dimension, clipped to the tensor) in a bitmap of one bit per element, row by row; the same
-//! box twice in a row (the steps of a K loop) costs one comparison. [`Coverage::report`] lists,
+//! box twice in a row (the steps of a K loop) costs one comparison; marking allocates nothing
+//! (regions have at most [`MAX_RANK`] dimensions; a deeper one is refused by the run and not
+//! marked). [`Coverage::report`] lists,
 //! per output tensor with unwritten elements, how many there are and the smallest box holding
 //! them — exactly the unwritten elements when [`Unwritten::exact`] is set.
 
 use pto_wsp_ir::plan::{GenKind, GenStmt};
 use pto_wsp_ir::resolve::{Resolved, StmtKind, TaskArg};
+use pto_wsp_ir::task_io::MAX_RANK;
 use pto_wsp_ir::types::Access;
 use pto_wsp_ir::{Arg, Module, ParamKind, TaskStmt};
 use pto_wsp_kernels::TensorStore;
@@ -205,7 +208,8 @@ struct Marks {
     shape: Vec<u64>,
     /// Row-major, one bit per element.
     bits: Vec<u64>,
-    last: Option<(Vec<i64>, Vec<i64>)>,
+    /// The last box marked (start, size; unused dimensions 0).
+    last: Option<([i64; MAX_RANK], [i64; MAX_RANK])>,
 }
 
 /// The written elements of the output tensors during one run.
@@ -256,13 +260,17 @@ impl Coverage {
         let Some(Some(m)) = self.tensors.get_mut(tensor as usize) else {
             return;
         };
-        if m.last
-            .as_ref()
-            .is_some_and(|(s, z)| s.as_slice() == start && z.as_slice() == size)
-        {
+        let rank = start.len();
+        if rank > MAX_RANK || size.len() != rank {
             return;
         }
-        m.last = Some((start.to_vec(), size.to_vec()));
+        let mut region = ([0i64; MAX_RANK], [0i64; MAX_RANK]);
+        region.0[..rank].copy_from_slice(start);
+        region.1[..rank].copy_from_slice(size);
+        if m.last == Some(region) {
+            return;
+        }
+        m.last = Some(region);
         m.mark(start, size);
     }
 
@@ -284,11 +292,10 @@ impl Marks {
     /// its task ran; the part inside is what it could have written).
     fn mark(&mut self, start: &[i64], size: &[i64]) {
         let rank = self.shape.len();
-        if rank == 0 || start.len() != rank || size.len() != rank {
+        if rank == 0 || rank > MAX_RANK || start.len() != rank || size.len() != rank {
             return;
         }
-        let mut lo = vec![0u64; rank];
-        let mut hi = vec![0u64; rank];
+        let (mut lo, mut hi) = ([0u64; MAX_RANK], [0u64; MAX_RANK]);
         for d in 0..rank {
             let s = start[d].max(0) as u64;
             let e = (start[d].saturating_add(size[d].max(0))).max(0) as u64;
@@ -299,11 +306,11 @@ impl Marks {
             }
         }
         // Row-major strides; the last dimension is a run of bits.
-        let mut stride = vec![1u64; rank];
+        let mut stride = [1u64; MAX_RANK];
         for d in (0..rank - 1).rev() {
             stride[d] = stride[d + 1] * self.shape[d + 1];
         }
-        let mut idx = lo.clone();
+        let mut idx = lo;
         loop {
             let base: u64 = (0..rank - 1).map(|d| idx[d] * stride[d]).sum();
             set_bits(&mut self.bits, base + lo[rank - 1], base + hi[rank - 1]);
@@ -371,46 +378,48 @@ impl Marks {
 }
 
 /// The clear bits of `bits` in `from .. to` (`from < to`): how many, the first and the last
-/// (meaningless when there are none).
+/// (meaningless when there are none). One masked test per word, so a written row costs a few
+/// operations per 64 elements.
 fn missing_in(bits: &[u64], from: u64, to: u64) -> (u64, u64, u64) {
     let (mut n, mut first, mut last) = (0u64, u64::MAX, 0u64);
-    let mut i = from;
-    while i < to {
-        let w = (i / 64) as usize;
-        let b = i % 64;
-        let k = (64 - b).min(to - i);
-        let mask = if k == 64 {
-            u64::MAX
-        } else {
-            ((1u64 << k) - 1) << b
-        };
-        let missing = !bits[w] & mask;
+    let (w0, w1) = ((from / 64) as usize, ((to - 1) / 64) as usize);
+    let (head, tail) = (u64::MAX << (from % 64), u64::MAX >> (63 - (to - 1) % 64));
+    for (w, &word) in bits[w0..=w1].iter().enumerate() {
+        let w = w0 + w;
+        let mut mask = u64::MAX;
+        if w == w0 {
+            mask &= head;
+        }
+        if w == w1 {
+            mask &= tail;
+        }
+        let missing = !word & mask;
         if missing != 0 {
             let base = w as u64 * 64;
             n += u64::from(missing.count_ones());
             first = first.min(base + u64::from(missing.trailing_zeros()));
             last = base + 63 - u64::from(missing.leading_zeros());
         }
-        i += k;
     }
     (n, first, last)
 }
 
-/// Sets bits `from .. to` of `bits`.
+/// Sets bits `from .. to` of `bits`: the partial first and last words masked, the words
+/// between filled whole.
 fn set_bits(bits: &mut [u64], from: u64, to: u64) {
-    let (mut i, end) = (from, to);
-    while i < end {
-        let w = (i / 64) as usize;
-        let b = i % 64;
-        let n = (64 - b).min(end - i);
-        let mask = if n == 64 {
-            u64::MAX
-        } else {
-            ((1u64 << n) - 1) << b
-        };
-        bits[w] |= mask;
-        i += n;
+    if from >= to {
+        return;
     }
+    let (first, last) = ((from / 64) as usize, ((to - 1) / 64) as usize);
+    let head = u64::MAX << (from % 64);
+    let tail = u64::MAX >> (63 - (to - 1) % 64);
+    if first == last {
+        bits[first] |= head & tail;
+        return;
+    }
+    bits[first] |= head;
+    bits[first + 1..last].fill(u64::MAX);
+    bits[last] |= tail;
 }
 
 #[cfg(test)]
@@ -456,6 +465,50 @@ mod tests {
         let u = m.unwritten("Z").unwrap();
         assert_eq!((u.elements, u.exact), (2, false));
         assert_eq!(u.bounds, vec![(0, 4), (1, 3)]);
+    }
+
+    /// Marked bits against a per-element reference: element `e` is set exactly when some box
+    /// (clipped to the shape) holds its multi-index; boxes start before, inside and past the
+    /// shape, with rows shorter than, equal to and longer than a word.
+    #[test]
+    fn marked_bits_match_a_per_element_reference() {
+        let shapes: [&[u64]; 5] = [&[5, 3, 7], &[9, 64], &[3, 130], &[200], &[2, 3, 2, 70]];
+        for shape in shapes {
+            let total: u64 = shape.iter().product();
+            for seed in 0..30u64 {
+                let mut m = marks(shape);
+                let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+                let mut next = |n: u64| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (x % n.max(1)) as i64
+                };
+                let mut boxes = Vec::new();
+                for _ in 0..(1 + seed % 4) {
+                    let start: Vec<i64> = shape.iter().map(|&d| next(d + 4) - 2).collect();
+                    let size: Vec<i64> = shape.iter().map(|&d| next(d + 2)).collect();
+                    m.mark(&start, &size);
+                    boxes.push((start, size));
+                }
+                for e in 0..total {
+                    let mut flat = e;
+                    let mut index = vec![0i64; shape.len()];
+                    for d in (0..shape.len()).rev() {
+                        index[d] = (flat % shape[d]) as i64;
+                        flat /= shape[d];
+                    }
+                    let inside = boxes.iter().any(|(s, z)| {
+                        (0..shape.len()).all(|d| s[d] <= index[d] && index[d] < s[d] + z[d])
+                    });
+                    let set = m.bits[(e / 64) as usize] >> (e % 64) & 1 == 1;
+                    assert_eq!(
+                        set, inside,
+                        "shape {shape:?} element {index:?} boxes {boxes:?}"
+                    );
+                }
+            }
+        }
     }
 
     /// The word-at-a-time count against a per-element reference, on boxes and holes of several
