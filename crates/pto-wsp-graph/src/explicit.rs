@@ -169,11 +169,11 @@ impl<S: EdgeSink> ExplicitBuilder<S> {
     /// and the next task gets the same id.
     ///
     /// # Panics
-    /// After `u32::MAX - 1` tasks.
+    /// After `u32::MAX` tasks (ids stay below [`TaskId::FORGOTTEN`]).
     #[inline]
     pub fn add(&mut self, task: &ExplicitTask, preds: &[TaskId]) -> Result<TaskId, BuildError> {
         let id = TaskId(self.next);
-        assert!(id.0 < u32::MAX - 1, "add: more than 2^32 - 2 tasks");
+        assert!(id.0 < u32::MAX, "add: more than 2^32 - 1 tasks");
         // One pass for the common case (every predecessor earlier), before anything is reported.
         if preds.iter().any(|&p| p >= id) {
             let dep = *preds.iter().find(|&&p| p >= id).expect("found above");
