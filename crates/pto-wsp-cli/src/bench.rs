@@ -10,7 +10,8 @@
 //! - `seq`: [`Prepared::run_sequential`] (one thread; printed once per shape);
 //! - `rayon`: [`Prepared::run_rayon`] on a rayon pool of that many threads;
 //! - `run-only`: [`WorkerPool::run`] of a prebuilt [`StaticGraph`] (build excluded);
-//! - `build+run (stream)`: [`WorkerPool::run_streaming`] building the shape while it runs;
+//! - `build+run (stream)`: [`WorkerPool::run_streaming_explicit`] building the shape while it runs
+//!   (the explicit-edge builder: the shapes name every edge and no region);
 //! - `build+run (finish)`: [`Shape::storage`], [`StaticGraph::new`] and [`WorkerPool::run`];
 //! - `run-only/rayon`: the ratio of the two.
 //!
@@ -224,7 +225,8 @@ fn checked(what: &str, shape: &Shape, r: Result<u64, ExecError>) -> Result<(), C
     }
 }
 
-/// Runs `shape` streamed on `pool` (built while it runs) with `exec`.
+/// Runs `shape` streamed on `pool` (built while it runs, by the explicit-edge builder: the
+/// shapes name every edge and no region) with `exec`.
 fn stream_run<X: Exec>(
     pool: &WorkerPool,
     table: &TaskTable,
@@ -235,7 +237,7 @@ fn stream_run<X: Exec>(
         deps: DepsMode::Explicit,
         ..StreamConfig::default()
     };
-    pool.run_streaming(table, &RunConfig::default(), &sc, exec, |b| {
+    pool.run_streaming_explicit(table, &RunConfig::default(), &sc, exec, |b| {
         shape.build(b).map_err(|e| ExecError::Build(e.to_string()))
     })
 }

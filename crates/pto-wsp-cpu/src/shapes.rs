@@ -28,10 +28,16 @@
 //! - [`Shape::preds`] is a deliberately naive adjacency (a `Vec` per task), written apart from
 //!   [`Shape::build`] so tests can check one against the other.
 
-use pto_wsp_graph::builder::{BuildError, CollectEdges, EdgeSink, GraphBuilder};
+use pto_wsp_graph::builder::BuildError;
+#[cfg(doc)]
+use pto_wsp_graph::builder::GraphBuilder;
+use pto_wsp_graph::explicit::{ExplicitBuilder, ExplicitEdges, ExplicitTask};
 use pto_wsp_graph::storage::TaskGraphStorage;
-use pto_wsp_graph::tensor_map::{AnyTensorMap, TensorMap};
-use pto_wsp_graph::types::{ExecDomain, ExecPool, TaskId};
+#[cfg(doc)]
+use pto_wsp_graph::tensor_map::AnyTensorMap;
+use pto_wsp_graph::types::TaskId;
+#[cfg(doc)]
+use pto_wsp_graph::types::{ExecDomain, ExecPool};
 use pto_wsp_ir::expand::splitmix64;
 use std::fmt;
 use std::str::FromStr;
@@ -185,31 +191,30 @@ impl Shape {
     }
 
     /// Emits every task into `b`, in id order (a topological order), each with its
-    /// predecessors as explicit dependencies: `alloc_task(0, HostCpu, Any, 0, None)`, one
-    /// `add_explicit_dep` per predecessor, `submit`. Task ids are offset by the tasks `b`
-    /// already holds, so the shape can follow other tasks (it does not depend on them).
+    /// predecessors as explicit dependencies: kernel 0 on a host CPU thread of any pool, stream
+    /// 0, no affinity ([`ExplicitTask::host`]). Task ids are offset by the tasks `b` already
+    /// holds, so the shape can follow other tasks (it does not depend on them).
     ///
-    /// Generic in the map and the sink so a streaming runtime can feed its own sink. The map
-    /// sees no region; [`AnyTensorMap::None`] (as [`Shape::storage`] uses) is the cheapest.
+    /// Generic in the builder: the general [`GraphBuilder`] (any map and sink; the map sees no
+    /// region, so [`AnyTensorMap::None`] is the cheapest) or the [`ExplicitBuilder`], which is
+    /// made for this and is what [`Shape::storage`] and a streamed run of a shape use.
     ///
     /// # Errors
     /// Only what the builder reports; with predecessors always earlier, none is expected. On an
-    /// error the task being built is abandoned.
+    /// error the task being built is dropped.
     ///
     /// # Panics
     /// If a task is open in `b`, or if the builder would exceed `u32::MAX - 1` tasks (see
     /// [`Shape::fits`]).
-    pub fn build<M: TensorMap, S: EdgeSink>(
-        &self,
-        b: &mut GraphBuilder<M, S>,
-    ) -> Result<(), BuildError> {
-        let base = u32::try_from(b.len()).expect("builder holds fewer than 2^32 tasks");
+    pub fn build<B: ExplicitEdges>(&self, b: &mut B) -> Result<(), BuildError> {
+        let base = u32::try_from(b.tasks_added()).expect("builder holds fewer than 2^32 tasks");
+        let t = |i: u32| TaskId(base + i);
         match *self {
             Shape::LinearChain(n) => {
                 for i in 0..n {
                     match i {
                         0 => emit(b, &[])?,
-                        _ => emit(b, &[base + i - 1])?,
+                        _ => emit(b, &[t(i - 1)])?,
                     }
                 }
             }
@@ -218,7 +223,7 @@ impl Shape {
                 for i in 0..n {
                     match i {
                         0 => emit(b, &[])?,
-                        _ => emit(b, &[base + (i - 1) / 2])?,
+                        _ => emit(b, &[t((i - 1) / 2)])?,
                     }
                 }
             }
@@ -228,14 +233,14 @@ impl Shape {
                 }
             }
             Shape::Wavefront(side) => {
-                let mut id = base;
+                let mut id = 0;
                 for i in 0..side {
                     for j in 0..side {
                         match (i > 0, j > 0) {
                             (false, false) => emit(b, &[])?,
-                            (false, true) => emit(b, &[id - 1])?,
-                            (true, false) => emit(b, &[id - side])?,
-                            (true, true) => emit(b, &[id - side, id - 1])?,
+                            (false, true) => emit(b, &[t(id - 1)])?,
+                            (true, false) => emit(b, &[t(id - side)])?,
+                            (true, true) => emit(b, &[t(id - side), t(id - 1)])?,
                         }
                         id += 1;
                     }
@@ -247,6 +252,7 @@ impl Shape {
                 seed,
             } => {
                 let mut picks = [0u32; MAX_RANDOM_PREDS];
+                let mut preds = [TaskId(0); MAX_RANDOM_PREDS];
                 let first = if levels > 0 { width } else { 0 };
                 for _ in 0..first {
                     emit(b, &[])?;
@@ -254,12 +260,12 @@ impl Shape {
                 for l in 1..levels {
                     let prev = base + (l - 1) * width;
                     for k in 0..width {
-                        let t = l as u64 * width as u64 + k as u64;
-                        let n = random_preds(seed, width, t, &mut picks);
-                        for p in &mut picks[..n] {
-                            *p += prev;
+                        let task = l as u64 * width as u64 + k as u64;
+                        let n = random_preds(seed, width, task, &mut picks);
+                        for (p, &q) in preds.iter_mut().zip(&picks[..n]) {
+                            *p = TaskId(q + prev);
                         }
-                        emit(b, &picks[..n])?;
+                        emit(b, &preds[..n])?;
                     }
                 }
             }
@@ -267,14 +273,15 @@ impl Shape {
         Ok(())
     }
 
-    /// The shape as a finished [`TaskGraphStorage`]: [`Shape::build`] into a builder with no
-    /// TensorMap and the [`CollectEdges`] sink, then `finish` (CSR fan-out).
+    /// The shape as a finished [`TaskGraphStorage`]: [`Shape::build`] into an
+    /// [`ExplicitBuilder`], then `finish` (CSR fan-out). The same graph as building it into a
+    /// [`GraphBuilder`] with no TensorMap and finishing that.
     ///
     /// # Panics
     /// If the shape does not [fit](Shape::fits).
     pub fn storage(&self) -> TaskGraphStorage {
-        let mut b = GraphBuilder::with_map(AnyTensorMap::None, CollectEdges::default());
-        b.reserve(self.tasks(), 0, 0);
+        let mut b = ExplicitBuilder::new();
+        b.reserve(self.tasks());
         self.build(&mut b)
             .expect("explicit dependencies on earlier tasks never fail");
         b.finish()
@@ -332,20 +339,11 @@ impl Shape {
     }
 }
 
-/// One task with `preds` as explicit dependencies.
+/// One task of a shape (kernel 0, host CPU, any pool), after `preds`.
 #[inline]
-fn emit<M: TensorMap, S: EdgeSink>(
-    b: &mut GraphBuilder<M, S>,
-    preds: &[u32],
-) -> Result<(), BuildError> {
-    b.alloc_task(0, ExecDomain::HostCpu, ExecPool::Any, 0, None);
-    for &p in preds {
-        if let Err(e) = b.add_explicit_dep(TaskId(p)) {
-            b.abandon();
-            return Err(e);
-        }
-    }
-    b.submit().map(|_| ())
+fn emit<B: ExplicitEdges>(b: &mut B, preds: &[TaskId]) -> Result<(), BuildError> {
+    const TASK: ExplicitTask = ExplicitTask::host(0);
+    b.add_explicit(&TASK, preds).map(|_| ())
 }
 
 /// The generator state of task `t` of a random level graph (SplitMix64: the state advances by

@@ -38,8 +38,8 @@
 //!
 //! Memory follows the window, not the task count: every [`pto_wsp_graph::builder::RETIRE_EVERY`]
 //! submissions the sink advances a completed-prefix watermark and frees everything per task
-//! below it — the TensorMap's records, the builder's nodes, params and regions
-//! ([`EdgeSink::forgets_tasks`]), the task states ([`TaskStates::reclaim_below`]) and edge
+//! below it — the TensorMap's records, the builder's dedup stamps (the builder keeps no task
+//! once submitted: [`EdgeSink::forgets_tasks`]), the task states ([`TaskStates::reclaim_below`]) and edge
 //! nodes ([`EdgeCursor::reclaim`]) and the task table (unless the run records its graph for the
 //! cycle model, which reads the table afterwards). What stays is the tasks between the oldest
 //! unfinished one and the newest submitted ([`RunStats::held_tasks_peak`]); under a stalling
@@ -49,13 +49,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
 
 use pto_wsp_graph::TaskId;
-use pto_wsp_graph::builder::{EdgeSink, ExactMap, GraphBuilder, RETIRE_EVERY};
+use pto_wsp_graph::builder::{BuildStats, EdgeSink, ExactMap, GraphBuilder, RETIRE_EVERY};
 use pto_wsp_graph::counters::Counters;
+use pto_wsp_graph::explicit::ExplicitBuilder;
 use pto_wsp_graph::order_check::OrderChecker;
 use pto_wsp_graph::start::StartGate;
 use pto_wsp_graph::state::{EdgeCursor, TaskStates};
 use pto_wsp_graph::storage::TaskNode;
-use pto_wsp_graph::tensor_map::{AnyTensorMap, MapStats, TensorMap};
+use pto_wsp_graph::tensor_map::{AnyTensorMap, MapStats};
 use pto_wsp_graph::timing::ReleaseTiming;
 use pto_wsp_graph::types::TaskIo;
 use pto_wsp_graph::window::{WindowError, WindowState};
@@ -111,6 +112,10 @@ impl Default for StreamConfig {
 
 /// The builder a streamed run's producer fills.
 pub type StreamBuilder<'s> = GraphBuilder<AnyTensorMap, StreamSink<'s>>;
+
+/// The builder a streamed run's producer of explicit edges fills
+/// ([`WorkerPool::run_streaming_explicit`]).
+pub type ExplicitStreamBuilder<'s> = ExplicitBuilder<StreamSink<'s>>;
 
 /// Tells a producer whether its streamed run failed (it should stop submitting).
 #[derive(Clone, Copy, Debug)]
@@ -567,18 +572,88 @@ struct Orchestrated {
     map_stats: MapStats,
 }
 
+/// What orchestration needs of the builder a producer fills: the general [`GraphBuilder`] or
+/// the [`ExplicitBuilder`], both over a [`StreamSink`].
+trait Orchestrator<'s> {
+    /// Drops the open task, if any.
+    fn abandon(&mut self);
+    /// The build's counters.
+    fn build_stats(&self) -> BuildStats;
+    /// Tasks submitted.
+    fn tasks(&self) -> u64;
+    /// The sink.
+    fn stream_sink(&mut self) -> &mut StreamSink<'s>;
+}
+
+impl<'s> Orchestrator<'s> for StreamBuilder<'s> {
+    fn abandon(&mut self) {
+        GraphBuilder::abandon(self);
+    }
+    fn build_stats(&self) -> BuildStats {
+        self.stats()
+    }
+    fn tasks(&self) -> u64 {
+        self.len() as u64
+    }
+    fn stream_sink(&mut self) -> &mut StreamSink<'s> {
+        self.sink_mut()
+    }
+}
+
+impl<'s> Orchestrator<'s> for ExplicitStreamBuilder<'s> {
+    fn abandon(&mut self) {}
+    fn build_stats(&self) -> BuildStats {
+        self.stats()
+    }
+    fn tasks(&self) -> u64 {
+        self.len() as u64
+    }
+    fn stream_sink(&mut self) -> &mut StreamSink<'s> {
+        self.sink_mut()
+    }
+}
+
+/// Which builder a streamed run's producer fills.
+trait StreamKind {
+    /// The builder over a sink of lifetime `'s`.
+    type Builder<'s>: Orchestrator<'s>;
+    /// The builder `stream` asks for, over `sink`.
+    fn builder<'s>(stream: &StreamConfig, sink: StreamSink<'s>) -> Self::Builder<'s>;
+}
+
+/// The general builder, inferring edges by `stream.deps`.
+struct General;
+
+impl StreamKind for General {
+    type Builder<'s> = StreamBuilder<'s>;
+    fn builder<'s>(stream: &StreamConfig, sink: StreamSink<'s>) -> StreamBuilder<'s> {
+        GraphBuilder::with_map(AnyTensorMap::for_mode(stream.deps, stream.exact), sink)
+    }
+}
+
+/// The explicit-edge builder: nothing inferred.
+struct Explicit;
+
+impl StreamKind for Explicit {
+    type Builder<'s> = ExplicitStreamBuilder<'s>;
+    fn builder<'s>(_: &StreamConfig, sink: StreamSink<'s>) -> ExplicitStreamBuilder<'s> {
+        ExplicitBuilder::with_sink(sink)
+    }
+}
+
 /// Runs `produce` on `builder` (a failure or panic fails the run through `fail`), then ends
 /// orchestration: seals and publishes everything held, opens the start gate and tells the
 /// engine the task count through `set_total`.
-fn orchestrate<P>(
-    mut builder: StreamBuilder<'_>,
+fn orchestrate<'s, B, P>(
+    mut builder: B,
     produce: P,
     fail: &dyn Fn(ExecError),
     set_total: &dyn Fn(u64),
     t0: Instant,
 ) -> Orchestrated
 where
-    P: FnOnce(&mut StreamBuilder<'_>) -> Result<(), ExecError>,
+    B: Orchestrator<'s>,
+    P: FnOnce(&mut B) -> Result<(), ExecError>,
 {
     match catch_unwind(AssertUnwindSafe(|| produce(&mut builder))) {
         Ok(Ok(())) => {}
@@ -589,11 +664,11 @@ where
         ))),
     }
     builder.abandon();
-    let build = builder.stats();
+    let build = builder.build_stats();
     let edges = build.edges();
-    let map_stats = builder.map().stats();
-    let tasks = builder.len() as u64;
-    let sink = builder.sink_mut();
+    let map_stats = build.map;
+    let tasks = builder.tasks();
+    let sink = builder.stream_sink();
     sink.open_all();
     sink.start.orchestration_done(sink.release);
     (sink.publish)();
@@ -624,6 +699,41 @@ impl WorkerPool {
     where
         E: Exec,
         P: FnOnce(&mut StreamBuilder<'_>) -> Result<(), ExecError>,
+    {
+        self.run_streamed::<General, E, P>(table, config, stream, exec, produce)
+    }
+
+    /// Like [`WorkerPool::run_streaming`] for a producer that names every edge and no region
+    /// (the Taskflow shapes): it fills an [`ExplicitBuilder`], which infers nothing and writes
+    /// each task once, into the run's task table. `stream.deps` and `stream.exact` are not read.
+    pub fn run_streaming_explicit<E, P>(
+        &self,
+        table: &TaskTable,
+        config: &RunConfig,
+        stream: &StreamConfig,
+        exec: &E,
+        produce: P,
+    ) -> Result<RunStats, ExecError>
+    where
+        E: Exec,
+        P: FnOnce(&mut ExplicitStreamBuilder<'_>) -> Result<(), ExecError>,
+    {
+        self.run_streamed::<Explicit, E, P>(table, config, stream, exec, produce)
+    }
+
+    /// A streamed run whose producer fills the builder of kind `K`.
+    fn run_streamed<K, E, P>(
+        &self,
+        table: &TaskTable,
+        config: &RunConfig,
+        stream: &StreamConfig,
+        exec: &E,
+        produce: P,
+    ) -> Result<RunStats, ExecError>
+    where
+        K: StreamKind,
+        E: Exec,
+        P: for<'s> FnOnce(&mut K::Builder<'s>) -> Result<(), ExecError>,
     {
         if !table.is_empty() {
             return Err(ExecError::Setup(
@@ -686,14 +796,7 @@ impl WorkerPool {
                 batch_seals,
                 hooks,
             );
-            let map = AnyTensorMap::for_mode(stream.deps, stream.exact);
-            orchestrate(
-                GraphBuilder::with_map(map, sink),
-                produce,
-                &fail,
-                &set_total,
-                t0,
-            )
+            orchestrate(K::builder(stream, sink), produce, &fail, &set_total, t0)
         };
         let r = self.scope(&|w| engine.worker(w), orchestration);
         let (error, reports, t0) = engine.into_outcome();

@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use pto_wsp_cpu::baseline::{self, Prepared};
 use pto_wsp_cpu::shapes::{DEFAULT_SEED, ParseShapeError, Shape, Size};
-use pto_wsp_graph::builder::{EdgeSink, GraphBuilder};
+use pto_wsp_graph::builder::{CollectEdges, EdgeSink, GraphBuilder};
 use pto_wsp_graph::storage::TaskGraphStorage;
 use pto_wsp_graph::tensor_map::AnyTensorMap;
 use pto_wsp_graph::types::{ExecDomain, ExecPool, TaskId};
@@ -90,6 +90,57 @@ fn check_storage(shape: Shape, g: &TaskGraphStorage) {
 fn storage_matches_counts_and_naive_adjacency() {
     for shape in cases() {
         check_storage(shape, &shape.storage());
+    }
+}
+
+/// The explicit-edge builder (what `storage` uses) and the general builder with no TensorMap
+/// build the same graph of every shape, both checked against the naive adjacency.
+#[test]
+fn the_explicit_builder_and_the_general_builder_build_the_same_shapes() {
+    for shape in cases() {
+        let mut b = GraphBuilder::with_map(AnyTensorMap::None, CollectEdges::default());
+        shape.build(&mut b).unwrap();
+        let general = b.finish();
+        check_storage(shape, &general);
+        let explicit = shape.storage();
+        assert_eq!(explicit, general, "{shape}");
+    }
+}
+
+/// A streamed run of every shape through the explicit-edge builder runs every task once and
+/// finds exactly the shape's edges (recorded), on 1 and 2 threads.
+#[test]
+fn streamed_shapes_through_the_explicit_builder_find_the_shapes_edges() {
+    use pto_wsp_cpu::{NoopExec, RunConfig, StreamConfig, TaskTable, WorkerPool};
+    for threads in [1, 2] {
+        let pool = WorkerPool::new(threads).unwrap();
+        for shape in cases() {
+            let table = TaskTable::new();
+            let sc = StreamConfig {
+                deps: pto_wsp_ir::DepsMode::Explicit,
+                record_edges: true,
+                ..StreamConfig::default()
+            };
+            let stats = pool
+                .run_streaming_explicit(&table, &RunConfig::default(), &sc, &NoopExec, |b| {
+                    shape
+                        .build(b)
+                        .map_err(|e| pto_wsp_cpu::ExecError::Build(e.to_string()))
+                })
+                .unwrap();
+            assert_eq!(stats.tasks, shape.tasks() as u64, "{shape}");
+            assert_eq!(stats.edges, shape.edges() as u64, "{shape}");
+            let mut got = stats.edge_list.clone();
+            got.sort_unstable();
+            let mut want: Vec<(u32, u32)> = shape
+                .preds()
+                .iter()
+                .enumerate()
+                .flat_map(|(t, ps)| ps.iter().map(move |&p| (p, t as u32)))
+                .collect();
+            want.sort_unstable();
+            assert_eq!(got, want, "{shape} on {threads} threads");
+        }
     }
 }
 

@@ -20,9 +20,11 @@
 //!   [`CollectEdges`] keeps them for [`GraphBuilder::finish`], which lays them out as CSR
 //!   fan-out; a streaming runtime plugs in its own sink.
 //! - [`GraphBuilder::retire_before`] forgets TensorMap records of completed tasks; edges between
-//!   live tasks are unchanged by it. A sink that [`EdgeSink::forgets_tasks`] (a streamed run's)
-//!   also lets the builder drop the nodes, params and regions of those tasks, so it holds the
-//!   tasks after the completed prefix only.
+//!   live tasks are unchanged by it.
+//! - A sink that [`EdgeSink::forgets_tasks`] (a streamed run's) gets each task once, in
+//!   [`EdgeSink::publish`]: the builder then keeps no task once submitted (its node, params and
+//!   regions are staged in buffers reused by the next task, so they stay in the cache) and only
+//!   a dedup stamp per task after the completed prefix.
 //! - Nothing allocates per task in the steady state: regions, params and edges go to flat
 //!   vectors, dedup uses a stamp per task id.
 //! - [`GraphBuilder::reset`] and [`GraphBuilder::finish_into`] start the next build keeping every
@@ -63,10 +65,11 @@ pub trait EdgeSink {
     fn retire_hint(&mut self) -> Option<TaskId> {
         None
     }
-    /// Whether the builder may also forget the tasks below a [`EdgeSink::retire_hint`] (nodes,
-    /// params, regions): a sink that keeps what it needs in [`EdgeSink::publish`] and never
-    /// calls [`GraphBuilder::finish`]. Then the builder holds the tasks after the completed
-    /// prefix only. The default is `false`.
+    /// Whether the builder may forget each task once submitted (nodes, params, regions): a sink
+    /// that keeps what it needs in [`EdgeSink::publish`] and never calls
+    /// [`GraphBuilder::finish`]. Then the builder stages the open task in buffers the next task
+    /// reuses, and keeps only a dedup stamp per task after the last [`EdgeSink::retire_hint`].
+    /// Asked once, when the builder is made. The default is `false`.
     fn forgets_tasks(&self) -> bool {
         false
     }
@@ -256,6 +259,10 @@ pub struct GraphBuilder<M: TensorMap = AnyTensorMap, S: EdgeSink = CollectEdges>
     retire_in: u32,
     /// Id of `tasks[0]`: tasks below it were forgotten ([`EdgeSink::forgets_tasks`]).
     base: u32,
+    /// The sink forgets tasks (asked once): `tasks`, `params` and `io` hold the open task only.
+    staged: bool,
+    /// Id of `seen[0]` (stamps below it were dropped behind the completed prefix).
+    seen_base: u32,
     /// Position of `params[0]` / `io[0]` among every param / region ever added.
     params_base: usize,
     io_base: usize,
@@ -279,6 +286,7 @@ impl GraphBuilder {
 impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
     /// A builder over a given map and sink.
     pub fn with_map(map: M, sink: S) -> GraphBuilder<M, S> {
+        let staged = sink.forgets_tasks();
         GraphBuilder {
             map,
             sink,
@@ -293,6 +301,8 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             stats: BuildStats::default(),
             retire_in: RETIRE_EVERY,
             base: 0,
+            staged,
+            seen_base: 0,
             params_base: 0,
             io_base: 0,
             seen_old: std::collections::HashSet::new(),
@@ -466,7 +476,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         let cur = task.0;
         let mut fanin = 0u32;
         {
-            let (seen, seen_old, base) = (&mut self.seen, &mut self.seen_old, self.base);
+            let (seen, seen_old, base) = (&mut self.seen, &mut self.seen_old, self.seen_base);
             // Counted straight into the build's counters (nothing can fail from here on); the
             // kind is a constant at every call site of the map, so each count is one add.
             let st = &mut self.stats;
@@ -522,12 +532,21 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             .publish(n, &self.params[params_at..], &self.io[io_at..]);
         self.sink.submitted(task);
         self.open = false;
+        if self.staged {
+            // Written once, to the sink: the buffers are the next task's.
+            self.base += 1;
+            self.params_base += self.params.len();
+            self.io_base += self.io.len();
+            self.tasks.clear();
+            self.params.clear();
+            self.io.clear();
+        }
         self.retire_in -= 1;
         if self.retire_in == 0 {
             self.retire_in = RETIRE_EVERY;
             if let Some(oldest_live) = self.sink.retire_hint() {
                 self.map.retire_before(oldest_live);
-                if self.sink.forgets_tasks() {
+                if self.staged {
                     self.forget_before(oldest_live);
                 }
             }
@@ -584,15 +603,22 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         self.map.retire_before(oldest_live);
     }
 
-    /// Drops the nodes, params and regions of the tasks below `oldest_live` (all submitted),
-    /// once they are at least half of what the builder holds (so each task is moved at most
-    /// once on average). Afterwards [`GraphBuilder::finish`] is no longer possible.
+    /// Drops the dedup stamps, and unless they are staged the nodes, params and regions, of the
+    /// tasks below `oldest_live` (all submitted), once they are at least half of what the
+    /// builder holds (so each task is moved at most once on average). Afterwards
+    /// [`GraphBuilder::finish`] is no longer possible.
     fn forget_before(&mut self, oldest_live: TaskId) {
-        let submitted = self.tasks.len() - usize::from(self.open);
-        let k = ((oldest_live.0.saturating_sub(self.base)) as usize).min(submitted);
-        if k == 0 || k < self.tasks.len() / 2 {
+        let submitted = self.seen.len() - usize::from(self.open);
+        let k = ((oldest_live.0.saturating_sub(self.seen_base)) as usize).min(submitted);
+        if k == 0 || k < self.seen.len() / 2 {
             return;
         }
+        self.seen.drain(..k);
+        self.seen_base += k as u32;
+        if self.staged {
+            return;
+        }
+        // Not staged: the nodes start where the stamps did.
         let (params_to, io_to) = match self.tasks.get(k) {
             Some(n) => (
                 n.params_start as usize - self.params_base,
@@ -601,7 +627,6 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             None => (self.params.len(), self.io.len()),
         };
         self.tasks.drain(..k);
-        self.seen.drain(..k);
         self.params.drain(..params_to);
         self.io.drain(..io_to);
         self.base += k as u32;
@@ -610,7 +635,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
     }
 
     /// Tasks whose nodes, params and regions the builder holds now (all of them unless its sink
-    /// [`EdgeSink::forgets_tasks`]).
+    /// [`EdgeSink::forgets_tasks`]; then the open one at most).
     pub fn held_tasks(&self) -> usize {
         self.tasks.len()
     }
@@ -626,6 +651,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         self.seen.clear();
         self.nhints = 0;
         self.base = 0;
+        self.seen_base = 0;
         self.params_base = 0;
         self.io_base = 0;
         self.explicit.clear();
@@ -722,7 +748,7 @@ impl<M: TensorMap> GraphBuilder<M, CollectEdges> {
 }
 
 /// Lays the collected predecessor lists out as CSR fan-out (`cursor` is scratch).
-fn lay_out_fanout(
+pub(crate) fn lay_out_fanout(
     tasks: &mut [TaskNode],
     sink: &CollectEdges,
     fanout: &mut Vec<TaskId>,

@@ -6,6 +6,7 @@
 //! - [`tensor_map`] and [`builder`]: tasks name the regions they read and write; the builder
 //!   infers read-after-write, write-after-write and write-after-read edges through a TensorMap
 //!   (exact region keys, bounded or unbounded; overlapping boxes, indexed), plus explicit edges.
+//! - [`explicit`]: a builder for graphs whose every edge is named (nothing inferred).
 //! - [`feed`]: the reference expander straight into a builder, structural order edges as
 //!   explicit dependencies (through barrier tasks), with hooks around each submission.
 //! - [`arena`]: per-task storage grown in chunks and freed behind a completed-prefix watermark.
@@ -26,6 +27,7 @@ pub mod arena;
 pub mod batcher;
 pub mod builder;
 pub mod counters;
+pub mod explicit;
 pub mod feed;
 pub mod gate;
 pub mod order_check;

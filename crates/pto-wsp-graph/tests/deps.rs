@@ -11,12 +11,12 @@
 //! once.
 
 use proptest::prelude::*;
-use pto_wsp_graph::builder::{BuildError, CollectEdges, ExactMap, GraphBuilder};
+use pto_wsp_graph::builder::{BuildError, CollectEdges, EdgeSink, ExactMap, GraphBuilder};
 use pto_wsp_graph::storage::TaskGraphStorage;
 use pto_wsp_graph::tensor_map::{
     AnyTensorMap, DynamicExactMap, FixedExactMap, OverlapMap, TensorMap,
 };
-use pto_wsp_graph::types::{Access, ExecDomain, ExecPool, Region, TaskId};
+use pto_wsp_graph::types::{Access, ExecDomain, ExecPool, Region, TaskId, TaskIo};
 use pto_wsp_ir::DepsMode;
 
 /// One generated task: regions with accesses, and explicit dependencies (as offsets back).
@@ -1758,4 +1758,119 @@ fn hints_reach_their_own_regions_or_none() {
     }
     assert_eq!(b.map().got, want);
     assert!(want.iter().any(|w| w.1.is_some()) && want.iter().any(|w| w.1.is_none()));
+}
+
+/// Every call a builder makes on its sink, for comparing two builders' outputs.
+#[derive(Debug, PartialEq, Eq)]
+enum SinkCall {
+    Edge(u32, u32),
+    Publish(pto_wsp_graph::storage::TaskNode, Vec<u64>, Vec<TaskIo>),
+    Submitted(u32),
+    Hint(Option<u32>),
+}
+
+/// A sink that records every call and says every task more than `lag` behind the newest has
+/// completed; `forgets` lets the builder drop submitted tasks (as a streamed run's sink does).
+struct Recorder {
+    calls: Vec<SinkCall>,
+    forgets: bool,
+    submitted: u32,
+    lag: u32,
+}
+
+impl EdgeSink for Recorder {
+    fn edge(&mut self, pred: TaskId, succ: TaskId) {
+        self.calls.push(SinkCall::Edge(pred.0, succ.0));
+    }
+    fn submitted(&mut self, task: TaskId) {
+        self.submitted = task.0 + 1;
+        self.calls.push(SinkCall::Submitted(task.0));
+    }
+    fn publish(&mut self, node: &pto_wsp_graph::storage::TaskNode, params: &[u64], io: &[TaskIo]) {
+        self.calls
+            .push(SinkCall::Publish(*node, params.to_vec(), io.to_vec()));
+    }
+    fn retire_hint(&mut self) -> Option<TaskId> {
+        let h = self.submitted.checked_sub(self.lag);
+        self.calls.push(SinkCall::Hint(h));
+        h.map(TaskId)
+    }
+    fn forgets_tasks(&self) -> bool {
+        self.forgets
+    }
+}
+
+/// A builder whose sink forgets tasks (each task staged, then handed to the sink once) makes
+/// the same calls on its sink as one that keeps every task, in every mode, across several
+/// retire periods, with explicit dependencies on tasks whose stamps were already dropped
+/// (repeated, so the forgotten-predecessor dedup runs) and params.
+#[test]
+fn a_builder_that_forgets_submitted_tasks_reports_what_one_that_keeps_them_reports() {
+    use pto_wsp_graph::builder::RETIRE_EVERY;
+    let n = 3 * RETIRE_EVERY + 700;
+    for (mode, seed) in [
+        (DepsMode::Exact, 1u64),
+        (DepsMode::Overlap, 2),
+        (DepsMode::Hybrid, 3),
+        (DepsMode::Explicit, 4),
+    ] {
+        let run = |forgets: bool| {
+            let sink = Recorder {
+                calls: Vec::new(),
+                forgets,
+                submitted: 0,
+                lag: 300,
+            };
+            let map = AnyTensorMap::for_mode(mode, ExactMap::Growable);
+            let mut b = GraphBuilder::with_map(map, sink);
+            let mut x = seed;
+            let mut next = || {
+                x = pto_wsp_ir::expand::splitmix64(x);
+                x
+            };
+            for j in 0..n {
+                let r = next();
+                b.alloc_task((r % 5) as u32, ExecDomain::HostCpu, ExecPool::Any, 0, None);
+                for k in 0..(r >> 8) % 4 {
+                    let t = ((r >> (12 + 4 * k)) % 3) as u32;
+                    let row = ((r >> (20 + 3 * k)) % 64) as u32;
+                    let access =
+                        [Access::In, Access::Out, Access::InOut][((r >> (40 + k)) % 3) as usize];
+                    b.add_access(
+                        Region::new_2d(t, row * 2, 2 + (k as u32 % 2) * 2, 0, 4),
+                        access,
+                    );
+                }
+                if r % 7 == 0 {
+                    b.add_param(r);
+                }
+                if j > 0 && r % 5 == 0 {
+                    // An earlier task, often one far behind the completed prefix, named twice.
+                    let d = (r >> 30) as u32 % j;
+                    b.add_explicit_dep(TaskId(d)).unwrap();
+                    b.add_explicit_dep(TaskId(d)).unwrap();
+                }
+                b.submit().unwrap();
+            }
+            if forgets {
+                assert!(
+                    b.held_tasks() <= 1,
+                    "a forgetting builder holds {}",
+                    b.held_tasks()
+                );
+            } else {
+                assert_eq!(b.held_tasks(), n as usize);
+            }
+            let stats = b.stats();
+            (b.sink_mut().calls.split_off(0), stats)
+        };
+        let (kept, kept_stats) = run(false);
+        let (forgot, forgot_stats) = run(true);
+        assert_eq!(kept.len(), forgot.len(), "{mode:?}");
+        for (i, (a, b)) in kept.iter().zip(&forgot).enumerate() {
+            assert_eq!(a, b, "{mode:?}: call {i}");
+        }
+        assert_eq!(kept_stats, forgot_stats, "{mode:?}");
+        assert!(kept.iter().any(|c| matches!(c, SinkCall::Hint(Some(_)))));
+    }
 }
