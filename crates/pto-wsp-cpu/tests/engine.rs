@@ -716,7 +716,10 @@ fn tasks_run_on_the_workers_their_pool_and_placement_allow() {
             for (t, (tp, target, _, _)) in d.tasks.iter().enumerate() {
                 let w = rec.of(t);
                 let pool_ok = allowed_workers(threads, split, *tp, None);
-                assert!(pool_ok.contains(&w), "{cfg:?}: task {t} ({tp:?}) on worker {w}");
+                assert!(
+                    pool_ok.contains(&w),
+                    "{cfg:?}: task {t} ({tp:?}) on worker {w}"
+                );
                 if strict {
                     let placed = allowed_workers(threads, split, *tp, *target);
                     assert!(
