@@ -1,7 +1,8 @@
 //! Loom models of the CPU back end's concurrency, run on the production code through
 //! [`crate::sync`]: the ready ring ([`crate::ring`]), the idle / park / wake protocol
-//! ([`crate::idle`]) with the worker pool's hand-off and the engine's routing ([`crate::pool`],
-//! [`crate::engine`]), and device generation's hand-over, seal and inboxes ([`crate::devgen`]).
+//! ([`crate::idle`]) with the worker pool's hand-off, the engine's routing and the end of a run
+//! ([`crate::pool`], [`crate::engine`]), and device generation's hand-over, seal and inboxes
+//! ([`crate::devgen`]).
 //!
 //! Run (CI step):
 //!
