@@ -1,7 +1,8 @@
 //! Loom models of the CPU back end's concurrency, run on the production code through
 //! [`crate::sync`]: the ready ring ([`crate::ring`]), the idle / park / wake protocol
-//! ([`crate::idle`]) with the worker pool's hand-off and the engine's routing ([`crate::pool`],
-//! [`crate::engine`]), and device generation's hand-over, seal and inboxes ([`crate::devgen`]).
+//! ([`crate::idle`]) with the worker pool's hand-off, the engine's routing and the end of a run
+//! ([`crate::pool`], [`crate::engine`]), and device generation's hand-over, seal and inboxes
+//! ([`crate::devgen`]).
 //!
 //! Run (CI step):
 //!
@@ -283,6 +284,25 @@ fn pool_run_wakes_the_worker_a_task_is_placed_on() {
         let pool = WorkerPool::new(2).unwrap();
         let stats = pool.run(&graph, &config, &exec).unwrap();
         assert_eq!(stats.tasks, 2);
+        exec.check();
+    });
+}
+
+/// The end of a run with the other worker parked: a finished graph of one task on two workers
+/// under work stealing. The worker that does not claim the task finds nothing, yields once and
+/// parks (its pre-park re-check sees the run unfinished); the one that runs the task then
+/// publishes the last completion and sees the run finished. That first sighting must wake every
+/// parked worker — no worker is left to look again — or the parked one never returns and the
+/// pool's caller waits for it forever (loom reports the deadlock). In the other interleavings
+/// the second worker sees the run finished itself, before or instead of parking.
+#[test]
+fn pool_run_ends_with_the_other_worker_parked() {
+    model(3, || {
+        let graph = static_graph(&[(ExecPool::Any, None, &[])]);
+        let exec = Recorder::new(vec![vec![]], vec![None]);
+        let pool = WorkerPool::new(2).unwrap();
+        let stats = pool.run(&graph, &RunConfig::default(), &exec).unwrap();
+        assert_eq!(stats.tasks, 1);
         exec.check();
     });
 }

@@ -629,3 +629,240 @@ fn the_priority_policy_orders_a_workers_own_successors() {
     expected.insert(0, 0);
     assert_eq!(ran, expected);
 }
+
+/// Records the worker each task ran on (`usize::MAX` before it ran).
+struct OnWorker {
+    worker: Vec<std::sync::atomic::AtomicUsize>,
+}
+
+impl OnWorker {
+    fn new(n: usize) -> OnWorker {
+        OnWorker {
+            worker: (0..n)
+                .map(|_| std::sync::atomic::AtomicUsize::new(usize::MAX))
+                .collect(),
+        }
+    }
+
+    fn of(&self, t: usize) -> usize {
+        self.worker[t].load(Ordering::SeqCst)
+    }
+}
+
+impl Exec for OnWorker {
+    fn run(&self, t: TaskId, w: usize) -> Result<(), TaskFailure> {
+        let before = self.worker[t.index()].swap(w, Ordering::SeqCst);
+        assert_eq!(before, usize::MAX, "task {} ran twice", t.0);
+        Ok(())
+    }
+}
+
+/// The workers a task may run on, written out from the scheduling policy's rules: a pool split
+/// of `vector` vector workers (the first ones) runs vector tasks on them and cube tasks on the
+/// rest; a placed task (`target` set, placement on) runs on `target mod threads`, or under a
+/// split on the `target mod n`-th of its pool's `n` workers.
+fn allowed_workers(
+    threads: usize,
+    split: Option<usize>,
+    pool: ExecPool,
+    target: Option<u32>,
+) -> Vec<usize> {
+    let (lo, hi) = match (split, pool) {
+        (Some(v), ExecPool::Vector) => (0, v),
+        (Some(v), ExecPool::Cube) => (v, threads),
+        _ => (0, threads),
+    };
+    match target {
+        Some(a) => vec![lo + a as usize % (hi - lo)],
+        None => (lo..hi).collect(),
+    }
+}
+
+/// Every task runs on a worker its pool allows under a pool split, and under FIFO and priority
+/// with placement exactly on the worker it is placed on (under work stealing a placed task may
+/// be stolen, within its pool, and counts as a migration; under FIFO and priority nothing
+/// migrates). The sources alternate vector, cube and any tasks, so every chunk of sources a
+/// worker claims holds tasks it may not run (each must be routed to where it may run), and half
+/// of the tasks depend on an earlier one (released tasks are routed too).
+#[test]
+fn tasks_run_on_the_workers_their_pool_and_placement_allow() {
+    let n = 96usize;
+    let d = Dag {
+        tasks: (0..n)
+            .map(|i| {
+                let pool = [ExecPool::Vector, ExecPool::Cube, ExecPool::Any][i % 3];
+                let target = (i % 4 != 3).then_some((i * 7 % 11) as u32);
+                let preds = if i >= 64 && i % 2 == 0 {
+                    vec![(i - 64) as u32]
+                } else {
+                    vec![]
+                };
+                (pool, target, 0, preds)
+            })
+            .collect(),
+    };
+    let g = StaticGraph::new(storage(&d));
+    for threads in [2, 3] {
+        let pool = WorkerPool::new(threads).unwrap();
+        for cfg in configs() {
+            let split = match cfg.pools {
+                PoolSplit::ByExecUnit { vector } => Some(vector),
+                PoolSplit::Single => None,
+            };
+            let rec = OnWorker::new(n);
+            let stats = pool.run(&g, &cfg, &rec).unwrap();
+            assert_eq!(stats.tasks, n as u64);
+            let strict = cfg.placement && cfg.ready != ReadyKind::WorkSteal;
+            for (t, (tp, target, _, _)) in d.tasks.iter().enumerate() {
+                let w = rec.of(t);
+                let pool_ok = allowed_workers(threads, split, *tp, None);
+                assert!(
+                    pool_ok.contains(&w),
+                    "{cfg:?}: task {t} ({tp:?}) on worker {w}"
+                );
+                if strict {
+                    let placed = allowed_workers(threads, split, *tp, *target);
+                    assert!(
+                        placed.contains(&w),
+                        "{cfg:?}: task {t} ({tp:?}, target {target:?}) on worker {w}"
+                    );
+                }
+            }
+            if strict || !cfg.placement {
+                assert_eq!(stats.counters.migrations, 0, "{cfg:?}");
+            }
+        }
+    }
+}
+
+/// Runs two tasks at once, on two different workers: each waits, spinning, until both started.
+struct BothAtOnce {
+    on: OnWorker,
+    started: AtomicU32,
+}
+
+impl Exec for BothAtOnce {
+    fn run(&self, t: TaskId, w: usize) -> Result<(), TaskFailure> {
+        self.on.run(t, w)?;
+        self.started.fetch_add(1, Ordering::SeqCst);
+        while self.started.load(Ordering::SeqCst) < 2 {
+            std::thread::yield_now();
+        }
+        Ok(())
+    }
+}
+
+/// Under work stealing a placed task may run on another worker, and the run counts it: two
+/// tasks placed on worker 1 that must run at the same time (each waits until both started)
+/// cannot both run on worker 1, so one of them is taken by worker 0. The migration count is the
+/// number of tasks that ran on a worker other than the one they were placed on, counted here.
+#[test]
+fn migrations_count_the_placed_tasks_another_worker_ran() {
+    let d = Dag {
+        tasks: vec![
+            (ExecPool::Any, Some(1), 0, vec![]),
+            (ExecPool::Any, Some(1), 0, vec![]),
+        ],
+    };
+    let g = StaticGraph::new(storage(&d));
+    let pool = WorkerPool::new(2).unwrap();
+    for _ in 0..20 {
+        let exec = BothAtOnce {
+            on: OnWorker::new(2),
+            started: AtomicU32::new(0),
+        };
+        let cfg = RunConfig {
+            placement: true,
+            ..RunConfig::default()
+        };
+        let stats = pool.run(&g, &cfg, &exec).unwrap();
+        let off = (0..2).filter(|&t| exec.on.of(t) != 1).count() as u64;
+        assert_eq!(off, 1, "the two tasks ran on different workers");
+        assert_eq!(stats.counters.migrations, off);
+    }
+}
+
+/// Batched dependency resolution (`batch N`) resolves the completions of a worker `N` at a
+/// time: a lone worker running independent tasks completes them one after another and resolves
+/// them in batches of `N` and one of what is left, `ceil(n / N)` batches of all `n` tasks;
+/// without batching (`N = 1`, here with tracing, so the run takes the general worker loop)
+/// nothing is counted as batched.
+#[test]
+fn a_lone_worker_resolves_its_completions_a_batch_at_a_time() {
+    let pool = WorkerPool::new(1).unwrap();
+    for (n, batch) in [(9usize, 3u32), (10, 3), (7, 1), (5, 8)] {
+        let d = Dag {
+            tasks: (0..n).map(|_| (ExecPool::Any, None, 0, vec![])).collect(),
+        };
+        let g = StaticGraph::new(storage(&d));
+        let rec = Recorder::new(n, vec![]);
+        let cfg = RunConfig {
+            batch,
+            trace: true,
+            ..RunConfig::default()
+        };
+        let stats = pool.run(&g, &cfg, &rec).unwrap();
+        rec.check(&d);
+        let (batches, batched) = if batch > 1 {
+            (n.div_ceil(batch as usize) as u64, n as u64)
+        } else {
+            (0, 0)
+        };
+        assert_eq!(
+            (stats.counters.batches, stats.counters.batched_tasks),
+            (batches, batched),
+            "{n} tasks, batch {batch}"
+        );
+    }
+}
+
+/// Task 0 waits until task 1 was submitted, task 1 until task 2 was submitted.
+struct WaitsForSubmissions {
+    submitted: [std::sync::atomic::AtomicBool; 3],
+}
+
+impl Exec for WaitsForSubmissions {
+    fn run(&self, t: TaskId, _w: usize) -> Result<(), TaskFailure> {
+        if let Some(next) = self.submitted.get(t.index() + 1) {
+            while !next.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Under a task window a worker gives a completed task's slot back as it goes (every
+/// `window / (2 * workers)` completions, here every one), not only when it runs out of work:
+/// with a window of two on one worker, task 1 depends on task 0 and waits until task 2 was
+/// submitted, which the window admits only once task 0's slot is free. A worker that kept the
+/// slot until it was idle would wait in task 1 for the producer, which waits for the slot (a
+/// regression hangs until the test runner's time limit).
+#[test]
+fn a_worker_gives_window_slots_back_before_it_runs_out_of_work() {
+    let pool = WorkerPool::new(1).unwrap();
+    let exec = WaitsForSubmissions {
+        submitted: Default::default(),
+    };
+    let table = TaskTable::new();
+    let sc = StreamConfig {
+        deps: DepsMode::Explicit,
+        window: Some((2, WindowMode::Stall)),
+        ..StreamConfig::default()
+    };
+    let stats = pool
+        .run_streaming(&table, &RunConfig::default(), &sc, &exec, |b| {
+            for t in 0..3u32 {
+                b.alloc_task(0, ExecDomain::default(), ExecPool::Any, 0, None);
+                if t == 1 {
+                    b.add_explicit_dep(TaskId(0)).unwrap();
+                }
+                b.submit().unwrap();
+                exec.submitted[t as usize].store(true, Ordering::SeqCst);
+            }
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(stats.tasks, 3);
+    assert!(stats.counters.in_flight_hwm <= 2, "{stats:?}");
+}

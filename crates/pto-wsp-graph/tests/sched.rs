@@ -390,6 +390,8 @@ fn work_steal_thieves_reach_every_victim_and_counts_add_up() {
             let counters = Arc::new(Counters::new(3));
             let set = ReadyQueueSet::new(ReadyKind::WorkSteal, 3, counters.clone());
             let mut handles: Vec<_> = (0..3).map(|w| set.local(w).unwrap()).collect();
+            let workers: Vec<usize> = handles.iter().map(|h| h.worker()).collect();
+            assert_eq!(workers, [0, 1, 2], "each handle knows its worker");
             assert!(!set.has_work_for(ExecPool::Any));
             for t in 0..3 {
                 handles[victim].push(ExecPool::Vector, TaskId(t));
