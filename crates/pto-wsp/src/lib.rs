@@ -65,9 +65,11 @@ pub use backend::{
 };
 pub use node::WorkloadNode;
 pub use program::{
-    CompileError, CompileOptions, LoweredPlan, Program, ProgramStats, RunError, TensorRole,
-    Unwritten, compile, lower, plan_roles, roles,
+    CALLER_DEPTH, CompileError, CompileOptions, LoweredPlan, Program, ProgramStats, RunError,
+    TensorRole, Unwritten, compile, lower, plan_roles, roles,
 };
+/// The worker pool programs run on; one can be shared by many ([`CompileOptions::pool`]).
+pub use pto_wsp_cpu::WorkerPool;
 /// The code-emitting back ends (PTO-ISA C++ kernels, the Ascend runtime), registered as
 /// `ptoisa` and `ascend`.
 pub use pto_wsp_backends as emitters;

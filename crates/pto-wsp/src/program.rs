@@ -37,6 +37,7 @@
 //! (the Python binding checks for Ctrl-C between waits). After a host run, the elements of the
 //! output tensors no task wrote are reported ([`Program::coverage`], `coverage`).
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -73,8 +74,14 @@ pub use coverage::Unwritten;
 pub struct CompileOptions {
     /// Target name (default `cpu_sim`).
     pub target: String,
-    /// Worker threads; 0 means one per core.
+    /// Worker threads; 0 means one per core (with [`CompileOptions::pool`]: the pool's, and any
+    /// other count is refused).
     pub threads: usize,
+    /// Run on this worker pool instead of starting one for the program. Programs that share a
+    /// pool take turns on it (a run waits for the one in progress on another program), and
+    /// compiling one starts no thread: what a process that compiles and runs many programs
+    /// (tests, fuzzing, a server) uses so that it pays for its threads once.
+    pub pool: Option<Arc<WorkerPool>>,
     /// Record the wall-clock span of every task (also on when the schedule says `trace wall`).
     pub profiling: bool,
     /// Record regions in flight and fail loudly on a conflict.
@@ -133,6 +140,7 @@ impl Default for CompileOptions {
         CompileOptions {
             target: "cpu_sim".into(),
             threads: 0,
+            pool: None,
             profiling: false,
             debug_checks: false,
             check_order: false,
@@ -158,6 +166,7 @@ impl std::fmt::Debug for CompileOptions {
         f.debug_struct("CompileOptions")
             .field("target", &self.target)
             .field("threads", &self.threads)
+            .field("pool", &self.pool)
             .field("profiling", &self.profiling)
             .field("debug_checks", &self.debug_checks)
             .field("check_order", &self.check_order)
@@ -214,6 +223,16 @@ pub enum CompileError {
     /// The worker threads could not be started (too many asked for, or the OS refused one).
     #[error(transparent)]
     Threads(#[from] pto_wsp_cpu::PoolError),
+    /// [`CompileOptions::threads`] asks for another count than the shared pool has.
+    #[error(
+        "threads {threads} does not match the shared worker pool's {pool} threads (give 0, or {pool})"
+    )]
+    PoolThreads {
+        /// The count asked for.
+        threads: usize,
+        /// The shared pool's threads.
+        pool: usize,
+    },
     /// The order check was asked for in a mode that does not implement it.
     #[error(
         "--check (the order check: every conflicting pair of tasks ordered by the graph) is not implemented for {mode}; run without --check, or as a host run"
@@ -474,7 +493,19 @@ pub(crate) fn compile_cpu(
     if machine.is_some() {
         modes::machine_refused(mode)?;
     }
-    let pool = WorkerPool::new(options.threads)?;
+    let on_caller = pto_wsp_ir::total_depth(plan.module()) <= CALLER_DEPTH;
+    // The program holds the pool once (its options keep no second reference).
+    let mut options = options;
+    let pool = match options.pool.take() {
+        Some(pool) if options.threads == 0 || options.threads == pool.threads() => pool,
+        Some(pool) => {
+            return Err(CompileError::PoolThreads {
+                threads: options.threads,
+                pool: pool.threads(),
+            });
+        }
+        None => Arc::new(WorkerPool::new(options.threads)?),
+    };
     Ok(Program {
         inner: Arc::new(Inner {
             plan,
@@ -489,6 +520,7 @@ pub(crate) fn compile_cpu(
             host_bytecode,
             notes,
             machine,
+            on_caller,
         }),
         store: Arc::new(Mutex::new(None)),
         running: None,
@@ -582,7 +614,8 @@ struct Inner {
     outputs: Vec<bool>,
     /// Per module kernel: whether its tasks may write such a tensor (`coverage::writers`).
     writers: Vec<bool>,
-    pool: WorkerPool,
+    /// The program's own pool, or the one [`CompileOptions::pool`] shares.
+    pool: Arc<WorkerPool>,
     options: CompileOptions,
     /// The decoded bytecode, in device-generation mode.
     bytecode: Option<pto_wsp_bytecode::Program>,
@@ -593,7 +626,17 @@ struct Inner {
     notes: Vec<String>,
     /// The machine of the device timeline model, if runs are modelled on one.
     machine: Option<crate::machine::Machine>,
+    /// Whether [`Program::execute`] orchestrates on the calling thread: the module is at most
+    /// [`CALLER_DEPTH`] levels deep.
+    on_caller: bool,
 }
+
+/// The deepest module (nesting plus calls, as the validator counts them) whose run
+/// [`Program::execute`] orchestrates on the calling thread; deeper ones run on a thread with
+/// [`pto_wsp_cpu::WALK_STACK_BYTES`] of stack. Held by a test that runs a module this deep on a
+/// thread of 512 KiB in an unoptimised build (a quarter of the 2 MiB a spawned Rust thread has
+/// by default).
+pub const CALLER_DEPTH: usize = 16;
 
 /// A compiled program: runs its workload on the CPU simulation (see the module docs).
 pub struct Program {
@@ -1144,10 +1187,29 @@ impl Program {
         Ok(g)
     }
 
-    /// Runs the workload under `bindings` and waits for it.
+    /// Runs the workload under `bindings` and waits for it. The orchestration (generating the
+    /// tasks and feeding the graph) runs on the calling thread while the pool's workers run the
+    /// tasks, so a run starts no thread; a module nested deeper than [`CALLER_DEPTH`] levels
+    /// (nesting plus calls) runs it on a thread of its own instead, whose stack holds any depth
+    /// the validator accepts. Waits first for a run still in progress.
     pub fn execute(&mut self, bindings: &Bindings) -> Result<RunStats, RunError> {
-        self.execute_async(bindings)?;
-        self.synchronize()
+        if self.running.is_some() {
+            let _ = self.synchronize();
+        }
+        if !self.inner.on_caller {
+            self.execute_async(bindings)?;
+            return self.synchronize();
+        }
+        drop(self.tensors(bindings)?);
+        self.inner.options.kernels.clear_cancel();
+        let t0 = Instant::now();
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            let mut g = self.store.lock().unwrap_or_else(|p| p.into_inner());
+            let s = g.as_mut().expect("tensors allocated before the run");
+            self.inner.execute(bindings, s)
+        }))
+        .unwrap_or_else(|_| Err(ExecError::Internal("the orchestration panicked".into()).into()));
+        self.finish(r, t0)
     }
 
     /// Starts a run under `bindings` on a background thread; [`Program::synchronize`] waits
@@ -1189,15 +1251,20 @@ impl Program {
         let r = run.handle.join().unwrap_or_else(|_| {
             Err(ExecError::Internal("the orchestration thread panicked".into()).into())
         });
-        let ms = run.t0.elapsed().as_secs_f64() * 1e3;
-        match r {
-            Ok((s, unwritten)) => {
-                self.last = Some((s.clone(), ms));
-                self.coverage = unwritten;
-                Ok(s)
-            }
-            Err(e) => Err(e),
-        }
+        self.finish(r, run.t0)
+    }
+
+    /// Records a run that ended with `r` (started at `t0`) as the last one.
+    fn finish(
+        &mut self,
+        r: Result<(RunStats, Vec<Unwritten>), RunError>,
+        t0: Instant,
+    ) -> Result<RunStats, RunError> {
+        let ms = t0.elapsed().as_secs_f64() * 1e3;
+        let (s, unwritten) = r?;
+        self.last = Some((s.clone(), ms));
+        self.coverage = unwritten;
+        Ok(s)
     }
 
     /// Waits up to `timeout` for the run in progress to end; `true` when it has ended (or
