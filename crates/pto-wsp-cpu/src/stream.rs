@@ -126,7 +126,7 @@ impl AbortProbe<'_> {
 /// The graph of a streamed run, as the worker loop sees it.
 struct StreamGraph<'t> {
     table: &'t TaskTable,
-    states: TaskStates,
+    states: &'t TaskStates,
 }
 
 impl RunGraph for StreamGraph<'_> {
@@ -625,6 +625,30 @@ impl WorkerPool {
         E: Exec,
         P: FnOnce(&mut StreamBuilder<'_>) -> Result<(), ExecError>,
     {
+        self.run_streaming_on(table, &TaskStates::new(), config, stream, exec, produce)
+    }
+
+    /// [`WorkerPool::run_streaming`] with the task states of the run given: new, or
+    /// [`TaskStates::reset`] after an earlier run, so that a caller running many graphs keeps
+    /// one table and one set of states (and their memory) across runs.
+    pub fn run_streaming_on<E, P>(
+        &self,
+        table: &TaskTable,
+        states: &TaskStates,
+        config: &RunConfig,
+        stream: &StreamConfig,
+        exec: &E,
+        produce: P,
+    ) -> Result<RunStats, ExecError>
+    where
+        E: Exec,
+        P: FnOnce(&mut StreamBuilder<'_>) -> Result<(), ExecError>,
+    {
+        if !states.is_fresh() {
+            return Err(ExecError::Setup(
+                "a streamed run needs new or reset task states".into(),
+            ));
+        }
         if !table.is_empty() {
             return Err(ExecError::Setup(
                 "a streamed run needs an empty task table".into(),
@@ -640,10 +664,7 @@ impl WorkerPool {
         let window = stream
             .window
             .map(|(n, mode)| WindowState::new(n.max(1) as usize, mode, Arc::clone(&counters)));
-        let graph = StreamGraph {
-            table,
-            states: TaskStates::new(),
-        };
+        let graph = StreamGraph { table, states };
         let engine = Engine::new(
             &graph,
             exec,

@@ -52,6 +52,7 @@ use pto_wsp_cpu::{
 use pto_wsp_graph::builder::ExactMap;
 use pto_wsp_graph::feed::{FeedError, FeedHooks, FeedTask, Origins, feed};
 use pto_wsp_graph::ready::ReadyKind;
+use pto_wsp_graph::state::TaskStates;
 use pto_wsp_graph::{ExecDomain, TaskId};
 use pto_wsp_ir::resolve::Sched;
 use pto_wsp_ir::{
@@ -521,6 +522,7 @@ pub(crate) fn compile_cpu(
             notes,
             machine,
             on_caller,
+            tables: Mutex::new((TaskTable::new(), TaskStates::new())),
         }),
         store: Arc::new(Mutex::new(None)),
         running: None,
@@ -629,6 +631,9 @@ struct Inner {
     /// Whether [`Program::execute`] orchestrates on the calling thread: the module is at most
     /// [`CALLER_DEPTH`] levels deep.
     on_caller: bool,
+    /// A host run's task table and task states, kept across runs and reset before each (their
+    /// chunks are reused: no fresh pages per run).
+    tables: Mutex<(TaskTable, TaskStates)>,
 }
 
 /// The deepest module (nesting plus calls, as the validator counts them) whose run
@@ -904,9 +909,14 @@ impl Inner {
         cover: Option<&mut coverage::Coverage>,
     ) -> Result<RunStats, RunError> {
         let (run, stream) = self.run_config();
-        let table = TaskTable::new();
+        // The program's table and task states, emptied: the last run's memory, no fresh pages.
+        let mut tables = self.tables.lock().unwrap_or_else(|p| p.into_inner());
+        let (table, states) = &mut *tables;
+        table.reset();
+        states.reset();
+        let (table, states) = (&*table, &*states);
         let exec = KernelExec::new(
-            &table,
+            table,
             store,
             &self.options.kernels,
             &self.kernels,
@@ -920,7 +930,7 @@ impl Inner {
         let priority = matches!(self.plan.config().ready, ReadyPolicy::Priority(_));
         let tracked = self.computed.iter().any(|&c| c);
         let shared: &TensorStore = store;
-        let r = self.pool.run_streaming(&table, &run, &stream, &exec, |b| {
+        let r = self.pool.run_streaming_on(table, states, &run, &stream, &exec, |b| {
             let mut hooks = Hooks {
                 origins: &mut origins,
                 probe: b.sink().abort_probe(),
@@ -945,7 +955,7 @@ impl Inner {
         for s in &mut stats.spans {
             s.task = origins.index_of(TaskId(s.task)).unwrap_or(u32::MAX);
         }
-        self.add_models(&mut stats, &table, store, &costs, &origins)?;
+        self.add_models(&mut stats, table, store, &costs, &origins)?;
         Ok(stats)
     }
 
