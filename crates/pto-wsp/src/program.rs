@@ -523,6 +523,7 @@ pub(crate) fn compile_cpu(
             machine,
             on_caller,
             tables: Mutex::new((TaskTable::new(), TaskStates::new())),
+            devgen_tables: Mutex::new(pto_wsp_cpu::DevGenTables::new()),
         }),
         store: Arc::new(Mutex::new(None)),
         running: None,
@@ -634,6 +635,8 @@ struct Inner {
     /// A host run's task table and task states, kept across runs and reset before each (their
     /// chunks are reused: no fresh pages per run).
     tables: Mutex<(TaskTable, TaskStates)>,
+    /// A device-generation run's tables, kept and reset likewise.
+    devgen_tables: Mutex<pto_wsp_cpu::DevGenTables>,
 }
 
 /// The deepest module (nesting plus calls, as the validator counts them) whose run

@@ -61,6 +61,10 @@ impl Inner {
             &self.names,
             self.options.debug_checks,
         );
-        Ok(self.pool.run_devgen(bytecode, &bound, &config, &exec)?)
+        // The program's tables, reset by the run: the last run's memory, no fresh pages.
+        let mut tables = self.devgen_tables.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(self
+            .pool
+            .run_devgen_on(&mut tables, bytecode, &bound, &config, &exec)?)
     }
 }
