@@ -522,8 +522,8 @@ pub(crate) fn compile_cpu(
             notes,
             machine,
             on_caller,
-            tables: Mutex::new((TaskTable::new(), TaskStates::new())),
-            devgen_tables: Mutex::new(pto_wsp_cpu::DevGenTables::new()),
+            tables: Mutex::new(None),
+            devgen_tables: Mutex::new(None),
         }),
         store: Arc::new(Mutex::new(None)),
         running: None,
@@ -632,11 +632,11 @@ struct Inner {
     /// Whether [`Program::execute`] orchestrates on the calling thread: the module is at most
     /// [`CALLER_DEPTH`] levels deep.
     on_caller: bool,
-    /// A host run's task table and task states, kept across runs and reset before each (their
-    /// chunks are reused: no fresh pages per run).
-    tables: Mutex<(TaskTable, TaskStates)>,
-    /// A device-generation run's tables, kept and reset likewise.
-    devgen_tables: Mutex<pto_wsp_cpu::DevGenTables>,
+    /// A host run's task table and task states, made by the first host run, kept across runs
+    /// and reset before each (their chunks are reused: no fresh pages per run).
+    tables: Mutex<Option<(TaskTable, TaskStates)>>,
+    /// A device-generation run's tables, made by the first such run and kept likewise.
+    devgen_tables: Mutex<Option<pto_wsp_cpu::DevGenTables>>,
 }
 
 /// The deepest module (nesting plus calls, as the validator counts them) whose run
@@ -914,7 +914,7 @@ impl Inner {
         let (run, stream) = self.run_config();
         // The program's table and task states, emptied: the last run's memory, no fresh pages.
         let mut tables = self.tables.lock().unwrap_or_else(|p| p.into_inner());
-        let (table, states) = &mut *tables;
+        let (table, states) = tables.get_or_insert_with(|| (TaskTable::new(), TaskStates::new()));
         table.reset();
         states.reset();
         let (table, states) = (&*table, &*states);
@@ -933,21 +933,23 @@ impl Inner {
         let priority = matches!(self.plan.config().ready, ReadyPolicy::Priority(_));
         let tracked = self.computed.iter().any(|&c| c);
         let shared: &TensorStore = store;
-        let r = self.pool.run_streaming_on(table, states, &run, &stream, &exec, |b| {
-            let mut hooks = Hooks {
-                origins: &mut origins,
-                probe: b.sink().abort_probe(),
-                priorities: priority.then(|| table.priority_writer()).flatten(),
-                costs: self.cycles().then_some(&mut costs),
-                producers: tracked.then(|| Producers::new(self.computed.clone())),
-                store: shared,
-                generation: &mut generation,
-                coverage: cover,
-                kernels: &self.options.kernels,
-            };
-            summary = self.generate(bindings, b, &mut hooks)?;
-            Ok(())
-        });
+        let r = self
+            .pool
+            .run_streaming_on(table, states, &run, &stream, &exec, |b| {
+                let mut hooks = Hooks {
+                    origins: &mut origins,
+                    probe: b.sink().abort_probe(),
+                    priorities: priority.then(|| table.priority_writer()).flatten(),
+                    costs: self.cycles().then_some(&mut costs),
+                    producers: tracked.then(|| Producers::new(self.computed.clone())),
+                    store: shared,
+                    generation: &mut generation,
+                    coverage: cover,
+                    kernels: &self.options.kernels,
+                };
+                summary = self.generate(bindings, b, &mut hooks)?;
+                Ok(())
+            });
         let mut stats = r.map_err(|e| self.as_user_knows(e, &origins))?;
         stats.barriers = u64::from(origins.barrier_tasks());
         if let Some(s) = summary {

@@ -79,13 +79,21 @@ fn programs_on_a_shared_pool_start_no_thread_and_compute_what_their_own_pools_do
             shared.push(program(&module_text(deps), device_gen, Some(&pool)));
         }
     }
-    assert_eq!(threads_now(), before, "compiling on a shared pool started threads");
+    assert_eq!(
+        threads_now(),
+        before,
+        "compiling on a shared pool started threads"
+    );
     assert_eq!(Arc::strong_count(&pool), 1 + shared.len());
     let mut k = 0;
     for deps in ["exact", "overlap", "hybrid"] {
         for device_gen in [false, true] {
             let mut own = program(&module_text(deps), device_gen, None);
-            assert_eq!(threads_now(), before + 2, "a program's own pool has two threads");
+            assert_eq!(
+                threads_now(),
+                before + 2,
+                "a program's own pool has two threads"
+            );
             let expect = run(&mut own);
             drop(own);
             let p = &mut shared[k];
@@ -94,7 +102,11 @@ fn programs_on_a_shared_pool_start_no_thread_and_compute_what_their_own_pools_do
             // Twice: a program's second run on the shared pool starts from the same state.
             for _ in 0..2 {
                 assert!(run(p) == expect, "{deps}, device generation {device_gen}");
-                assert_eq!(threads_now(), before, "a run on the shared pool started threads");
+                assert_eq!(
+                    threads_now(),
+                    before,
+                    "a run on the shared pool started threads"
+                );
             }
         }
     }
@@ -117,7 +129,13 @@ fn a_thread_count_other_than_the_shared_pools_is_refused() {
     )
     .err()
     .unwrap();
-    assert!(matches!(e, CompileError::PoolThreads { threads: 3, pool: 2 }));
+    assert!(matches!(
+        e,
+        CompileError::PoolThreads {
+            threads: 3,
+            pool: 2
+        }
+    ));
     assert_eq!(
         e.to_string(),
         "threads 3 does not match the shared worker pool's 2 threads (give 0, or 2)"
