@@ -748,7 +748,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             ..
         } = self;
         for &p in &slots[slot].preds {
-            wiring.wire(&sh.states, TaskId(p), id);
+            wiring.wire(sh.states, TaskId(p), id);
         }
         for q in inbound.iter_mut() {
             while let Some(&(succ, p)) = q.front() {
@@ -756,7 +756,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
                     break;
                 }
                 q.pop_front();
-                wiring.wire(&sh.states, TaskId(p), id);
+                wiring.wire(sh.states, TaskId(p), id);
             }
         }
         if sh.states.seal(TaskId(id)) {
@@ -893,7 +893,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         s.preds.clear();
         if e == 1 {
             // The only executor: every edge is found here, wired at once.
-            let mut pred = |p: TaskId, _: EdgeKind| wiring.wire(&sh.states, p, id);
+            let mut pred = |p: TaskId, _: EdgeKind| wiring.wire(sh.states, p, id);
             for x in io.iter() {
                 map.access(TaskId(id), &x.region, x.access(), &mut pred);
             }
@@ -1019,7 +1019,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         // wired every node of its cursor itself.
         #[allow(unsafe_code)]
         unsafe {
-            self.wiring.cursor.reclaim(&sh.states, done)
+            self.wiring.cursor.reclaim(sh.states, done)
         };
         // From now on this executor names no task below `done` (its wiring answers such
         // predecessors itself): say so, and free what every executor is past.

@@ -700,7 +700,7 @@ impl WorkerPool {
                 abort: engine.abort_flag(),
             };
             let sink = StreamSink::new(
-                &graph.states,
+                graph.states,
                 writer,
                 window.as_ref(),
                 stream,

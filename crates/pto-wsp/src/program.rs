@@ -8,7 +8,7 @@
 //! # What running a program does
 //!
 //! [`Program::execute`] allocates (or reuses) the tensors for the bindings, then runs a
-//! *streamed* graph: an orchestration thread generates the workload's tasks under the bindings
+//! *streamed* graph: the orchestration generates the workload's tasks under the bindings
 //! and feeds each into the dependency-inferring builder, while the workers run every task whose
 //! predecessors are done (start policy, window, gates, batching and dispatch from the
 //! schedule). The generator is the bytecode interpreter (the workload encoded once at compile
@@ -20,6 +20,14 @@
 //! reported in the expander's words. Kernels come from the [`KernelRegistry`] of the
 //! [`CompileOptions`]; every kernel the module can run must be registered (else
 //! [`CompileError::UnknownKernel`]).
+//!
+//! The orchestration runs on the thread that calls [`Program::execute`] (a module nested
+//! deeper than [`CALLER_DEPTH`] levels on an orchestration thread whose stack holds any depth
+//! the validator accepts; [`Program::execute_async`] always on its own thread). The workers are
+//! the program's pool, started by [`compile`], or a pool shared by many programs
+//! ([`CompileOptions::pool`]): runs on a shared pool take turns. A program keeps its run tables
+//! (the task table, the task states, device generation's owner table) from one run to the next
+//! and resets them, so a program run many times reuses their memory.
 //!
 //! A module whose entry is a CSP pipeline runs differently: each process on its own thread,
 //! running its own tasks in order, connected by bounded channels of the declared depth
