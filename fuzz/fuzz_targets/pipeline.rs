@@ -9,18 +9,20 @@
 //! Modules that generate more than [`MAX_TASKS`] tasks are dropped after expansion: the
 //! properties checked here (count agreement, host and device generation agreeing, the debug
 //! checks) do not need big graphs, and a few hundred tasks already fill every window size the
-//! generator draws (1–64) many times over. The kernel registry is built once per process.
-//! Each input still goes validator → expander → bytecode → two runs on two worker threads.
+//! generator draws (1–64) many times over. The kernel registry and a worker pool of two threads
+//! are made once per process: every compiled program runs on that shared pool and orchestrates
+//! on the fuzzing thread, so an input starts no thread. Each input still goes validator →
+//! expander → bytecode → two runs on two worker threads.
 
 #![no_main]
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 use pto_wsp::bytecode::{EncodeOptions, ExecutorConfig, Interpreter, Program, Task, encode};
 use pto_wsp::ir::{Bindings, ExpandOptions, expand, parse, validate};
 use pto_wsp::kernels::KernelRegistry;
-use pto_wsp::{CompileOptions, compile, lower};
+use pto_wsp::{CompileOptions, WorkerPool, compile, lower};
 
 #[path = "common/modules.rs"]
 mod modules;
@@ -51,6 +53,12 @@ fn registry() -> &'static KernelRegistry {
         }
         r
     })
+}
+
+/// The two worker threads every program of the process runs on, started once.
+fn pool() -> &'static Arc<WorkerPool> {
+    static P: OnceLock<Arc<WorkerPool>> = OnceLock::new();
+    P.get_or_init(|| Arc::new(WorkerPool::new(2).expect("two worker threads")))
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -106,6 +114,7 @@ fuzz_target!(|data: &[u8]| {
             plan,
             CompileOptions {
                 threads: 2,
+                pool: Some(Arc::clone(pool())),
                 debug_checks: true,
                 kernels: registry().clone(),
                 device_gen,

@@ -347,6 +347,12 @@ struct OwnerTable {
     entries: ChunkArena<AtomicU32>,
 }
 
+impl Default for OwnerTable {
+    fn default() -> OwnerTable {
+        OwnerTable::new()
+    }
+}
+
 impl OwnerTable {
     fn new() -> OwnerTable {
         OwnerTable {
@@ -372,6 +378,36 @@ impl OwnerTable {
     }
 }
 
+/// The tables a device-generation run shares between its executors (task states, owners),
+/// kept by a caller across runs and reset before each: the last run's chunks are reused, so a
+/// run asks for no fresh pages.
+#[derive(Default)]
+pub struct DevGenTables {
+    states: TaskStates,
+    owners: OwnerTable,
+}
+
+impl std::fmt::Debug for DevGenTables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DevGenTables")
+            .field("states", &self.states)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DevGenTables {
+    /// Empty tables.
+    pub fn new() -> DevGenTables {
+        DevGenTables::default()
+    }
+
+    /// Empties both for another run, keeping their memory.
+    fn reset(&mut self) {
+        self.states.reset();
+        self.owners.entries.reset();
+    }
+}
+
 /// How far an executor may walk past its completed prefix: every executor's window twice, and
 /// at least two retire periods (the prefix is advanced every [`RETIRE_EVERY`] tasks).
 fn span_limit(window: usize, executors: usize) -> u32 {
@@ -390,8 +426,8 @@ struct Shared<'r, E: DirectExec> {
     window: usize,
     /// How far an executor may walk past its completed prefix ([`Executor::keep_close`]).
     span: u32,
-    states: TaskStates,
-    owners: OwnerTable,
+    states: &'r TaskStates,
+    owners: &'r OwnerTable,
     /// Per executor: its completed prefix, published (release) once it touches nothing below.
     lows: Box<[CachePadded<AtomicU32>]>,
     /// Per executor: every task below this id has been inferred by it on its tensors, and the
@@ -712,7 +748,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             ..
         } = self;
         for &p in &slots[slot].preds {
-            wiring.wire(&sh.states, TaskId(p), id);
+            wiring.wire(sh.states, TaskId(p), id);
         }
         for q in inbound.iter_mut() {
             while let Some(&(succ, p)) = q.front() {
@@ -720,7 +756,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
                     break;
                 }
                 q.pop_front();
-                wiring.wire(&sh.states, TaskId(p), id);
+                wiring.wire(sh.states, TaskId(p), id);
             }
         }
         if sh.states.seal(TaskId(id)) {
@@ -857,7 +893,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         s.preds.clear();
         if e == 1 {
             // The only executor: every edge is found here, wired at once.
-            let mut pred = |p: TaskId, _: EdgeKind| wiring.wire(&sh.states, p, id);
+            let mut pred = |p: TaskId, _: EdgeKind| wiring.wire(sh.states, p, id);
             for x in io.iter() {
                 map.access(TaskId(id), &x.region, x.access(), &mut pred);
             }
@@ -983,7 +1019,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         // wired every node of its cursor itself.
         #[allow(unsafe_code)]
         unsafe {
-            self.wiring.cursor.reclaim(&sh.states, done)
+            self.wiring.cursor.reclaim(sh.states, done)
         };
         // From now on this executor names no task below `done` (its wiring answers such
         // predecessors itself): say so, and free what every executor is past.
@@ -1296,13 +1332,28 @@ impl WorkerPool {
         config: &DevGenConfig,
         exec: &E,
     ) -> Result<RunStats, ExecError> {
+        self.run_devgen_on(&mut DevGenTables::new(), program, bound, config, exec)
+    }
+
+    /// [`WorkerPool::run_devgen`] on `tables`, reset first: a caller running many times keeps
+    /// one set of tables (and their memory) across runs.
+    pub fn run_devgen_on<E: DirectExec>(
+        &self,
+        tables: &mut DevGenTables,
+        program: &Program,
+        bound: &Bound,
+        config: &DevGenConfig,
+        exec: &E,
+    ) -> Result<RunStats, ExecError> {
+        tables.reset();
+        let tables = &*tables;
         let executors = self.threads();
         if executors > MAX_EXECUTORS {
             return Err(ExecError::Setup(format!(
                 "device generation runs on at most {MAX_EXECUTORS} executors, not {executors}"
             )));
         }
-        let shared = Shared::new(program, bound, exec, config, executors);
+        let shared = Shared::new(program, bound, exec, config, executors, tables);
         let job = |w: usize| shared.executor(w);
         let r = self.scope(&job, || ());
         let run_ns = shared.t0.elapsed().as_nanos() as u64;
@@ -1334,6 +1385,7 @@ impl<'r, E: DirectExec> Shared<'r, E> {
         exec: &'r E,
         config: &DevGenConfig,
         executors: usize,
+        tables: &'r DevGenTables,
     ) -> Shared<'r, E> {
         let window = config.window.clamp(1, MAX_WINDOW);
         let per_executor = || {
@@ -1349,8 +1401,8 @@ impl<'r, E: DirectExec> Shared<'r, E> {
             executors: executors as u32,
             window,
             span: span_limit(window, executors),
-            states: TaskStates::new(),
-            owners: OwnerTable::new(),
+            states: &tables.states,
+            owners: &tables.owners,
             lows: per_executor(),
             inferred: per_executor(),
             handed: (0..executors * executors)

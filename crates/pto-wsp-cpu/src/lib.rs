@@ -70,7 +70,7 @@ mod loom_models;
 pub use bytecode_feed::{BytecodeFeedError, feed_bytecode};
 pub use csp::{CspError, CspOptions, Deadlock, run_pipeline};
 pub use datadep::{GenStats, Producers, SequentialError, SequentialStats, sequential};
-pub use devgen::{DevGenConfig, DevGenStats, DirectExec, ExecutorStats};
+pub use devgen::{DevGenConfig, DevGenStats, DevGenTables, DirectExec, ExecutorStats};
 pub use exec::{Exec, ExecError, NoopExec, TaskFailure, UnorderedRun};
 pub use kexec::{KernelExec, TaskSource, task_costs, with_task_contexts};
 pub use pool::{MAX_THREADS, PoolError, WorkerPool};

@@ -131,7 +131,7 @@ impl AbortProbe<'_> {
 /// The graph of a streamed run, as the worker loop sees it.
 struct StreamGraph<'t> {
     table: &'t TaskTable,
-    states: TaskStates,
+    states: &'t TaskStates,
 }
 
 impl RunGraph for StreamGraph<'_> {
@@ -700,7 +700,26 @@ impl WorkerPool {
         E: Exec,
         P: FnOnce(&mut StreamBuilder<'_>) -> Result<(), ExecError>,
     {
-        self.run_streamed::<General, E, P>(table, config, stream, exec, produce)
+        self.run_streaming_on(table, &TaskStates::new(), config, stream, exec, produce)
+    }
+
+    /// [`WorkerPool::run_streaming`] with the task states of the run given: new, or
+    /// [`TaskStates::reset`] after an earlier run, so that a caller running many graphs keeps
+    /// one table and one set of states (and their memory) across runs.
+    pub fn run_streaming_on<E, P>(
+        &self,
+        table: &TaskTable,
+        states: &TaskStates,
+        config: &RunConfig,
+        stream: &StreamConfig,
+        exec: &E,
+        produce: P,
+    ) -> Result<RunStats, ExecError>
+    where
+        E: Exec,
+        P: FnOnce(&mut StreamBuilder<'_>) -> Result<(), ExecError>,
+    {
+        self.run_streamed::<General, E, P>(table, states, config, stream, exec, produce)
     }
 
     /// Like [`WorkerPool::run_streaming`] for a producer that names every edge and no region
@@ -718,13 +737,15 @@ impl WorkerPool {
         E: Exec,
         P: FnOnce(&mut ExplicitStreamBuilder<'_>) -> Result<(), ExecError>,
     {
-        self.run_streamed::<Explicit, E, P>(table, config, stream, exec, produce)
+        let states = TaskStates::new();
+        self.run_streamed::<Explicit, E, P>(table, &states, config, stream, exec, produce)
     }
 
-    /// A streamed run whose producer fills the builder of kind `K`.
+    /// A streamed run whose producer fills the builder of kind `K`, on `states` (new or reset).
     fn run_streamed<K, E, P>(
         &self,
         table: &TaskTable,
+        states: &TaskStates,
         config: &RunConfig,
         stream: &StreamConfig,
         exec: &E,
@@ -735,6 +756,11 @@ impl WorkerPool {
         E: Exec,
         P: for<'s> FnOnce(&mut K::Builder<'s>) -> Result<(), ExecError>,
     {
+        if !states.is_fresh() {
+            return Err(ExecError::Setup(
+                "a streamed run needs new or reset task states".into(),
+            ));
+        }
         if !table.is_empty() {
             return Err(ExecError::Setup(
                 "a streamed run needs an empty task table".into(),
@@ -750,10 +776,7 @@ impl WorkerPool {
         let window = stream
             .window
             .map(|(n, mode)| WindowState::new(n.max(1) as usize, mode, Arc::clone(&counters)));
-        let graph = StreamGraph {
-            table,
-            states: TaskStates::new(),
-        };
+        let graph = StreamGraph { table, states };
         let engine = Engine::new(
             &graph,
             exec,
@@ -789,7 +812,7 @@ impl WorkerPool {
                 abort: engine.abort_flag(),
             };
             let sink = StreamSink::new(
-                &graph.states,
+                graph.states,
                 writer,
                 window.as_ref(),
                 stream,

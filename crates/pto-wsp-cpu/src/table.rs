@@ -42,6 +42,11 @@ pub struct AppendVec<T: Copy> {
 // sharing the vector between threads is sound for `T: Send + Sync`.
 unsafe impl<T: Copy + Send + Sync> Sync for AppendVec<T> {}
 
+// SAFETY: the vector owns its slots (plain `T: Copy + Send` values in cells) and its chunks;
+// moving the whole vector to another thread moves them with it, and nobody can hold a writer or
+// a reference into it while it moves.
+unsafe impl<T: Copy + Send + Sync> Send for AppendVec<T> {}
+
 impl<T: Copy> Default for AppendVec<T> {
     fn default() -> Self {
         AppendVec {
@@ -101,6 +106,14 @@ impl<T: Copy> AppendVec<T> {
             }
         }
         true
+    }
+
+    /// Empties the vector for reuse: its chunks are kept for the next writer (see
+    /// `ChunkArena::reset`); exclusive access means nobody reads or writes it.
+    pub fn reset(&mut self) {
+        self.slots.reset();
+        self.len.store(0, Ordering::Relaxed);
+        self.writer.store(false, Ordering::Relaxed);
     }
 
     /// The writer, if nobody else holds it.
@@ -196,6 +209,15 @@ impl TaskTable {
     /// An empty table.
     pub fn new() -> TaskTable {
         TaskTable::default()
+    }
+
+    /// Empties the table for another run, keeping the memory of the last run's chunks (a
+    /// program keeps one table across its runs: no fresh pages per run).
+    pub fn reset(&mut self) {
+        self.nodes.reset();
+        self.params.reset();
+        self.io.reset();
+        self.priorities.reset();
     }
 
     /// Number of published tasks.

@@ -173,6 +173,22 @@ impl TaskStates {
         }
     }
 
+    /// Empties the state for another run, as [`TaskStates::new`] would but keeping the memory
+    /// of the last run's chunks for reuse ([`ChunkArena::reset`]).
+    pub fn reset(&mut self) {
+        self.tasks.reset();
+        self.edges.reset();
+        self.next_edge.store(0, Ordering::Relaxed);
+        self.floor.store(0, Ordering::Relaxed);
+    }
+
+    /// Whether nothing was wired since [`TaskStates::new`] or [`TaskStates::reset`].
+    pub fn is_fresh(&self) -> bool {
+        self.tasks.live() == 0
+            && self.next_edge.load(Ordering::Relaxed) == 0
+            && self.floor.load(Ordering::Relaxed) == 0
+    }
+
     #[inline]
     fn slot(&self, task: TaskId) -> &TaskSlot {
         self.tasks.get(task.0)

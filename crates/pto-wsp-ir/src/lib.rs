@@ -60,7 +60,7 @@ pub use source::{Diagnostic, SourceFile};
 pub use spatial::{GridAxis, Layout, LayoutDim, SpatialMap};
 pub use tile_isa::{CostRule, CppForm, Elems, Operand, ShapeRule, TileOp};
 pub use types::{Access, DType, ExecPool, ParamType, ScalarType};
-pub use validate::depth::MAX_TOTAL_DEPTH;
+pub use validate::depth::{MAX_TOTAL_DEPTH, total_depth};
 pub use validate::{ValidationError, validate, validate_for_run, validate_kernel};
 pub use value::{BindError, Bindings, Value};
 pub use workload::{Arg, LoopOrder, Region, RegionDim, Stmt, StmtKind, TaskStmt};

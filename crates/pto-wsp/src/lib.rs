@@ -65,14 +65,16 @@ pub use backend::{
 };
 pub use node::WorkloadNode;
 pub use program::{
-    CompileError, CompileOptions, LoweredPlan, Program, ProgramStats, RunError, TensorRole,
-    Unwritten, compile, lower, plan_roles, roles,
+    CALLER_DEPTH, CompileError, CompileOptions, LoweredPlan, Program, ProgramStats, RunError,
+    TensorRole, Unwritten, compile, lower, plan_roles, roles,
 };
 /// The code-emitting back ends (PTO-ISA C++ kernels, the Ascend runtime), registered as
 /// `ptoisa` and `ascend`.
 pub use pto_wsp_backends as emitters;
 pub use pto_wsp_bytecode as bytecode;
 pub use pto_wsp_cpu as cpu;
+/// The worker pool programs run on; one can be shared by many ([`CompileOptions::pool`]).
+pub use pto_wsp_cpu::WorkerPool;
 pub use pto_wsp_graph as graph;
 pub use pto_wsp_ir as ir;
 pub use pto_wsp_kernels as kernels;

@@ -8,7 +8,7 @@
 //! # What running a program does
 //!
 //! [`Program::execute`] allocates (or reuses) the tensors for the bindings, then runs a
-//! *streamed* graph: an orchestration thread generates the workload's tasks under the bindings
+//! *streamed* graph: the orchestration generates the workload's tasks under the bindings
 //! and feeds each into the dependency-inferring builder, while the workers run every task whose
 //! predecessors are done (start policy, window, gates, batching and dispatch from the
 //! schedule). The generator is the bytecode interpreter (the workload encoded once at compile
@@ -20,6 +20,14 @@
 //! reported in the expander's words. Kernels come from the [`KernelRegistry`] of the
 //! [`CompileOptions`]; every kernel the module can run must be registered (else
 //! [`CompileError::UnknownKernel`]).
+//!
+//! The orchestration runs on the thread that calls [`Program::execute`] (a module nested
+//! deeper than [`CALLER_DEPTH`] levels on an orchestration thread whose stack holds any depth
+//! the validator accepts; [`Program::execute_async`] always on its own thread). The workers are
+//! the program's pool, started by [`compile`], or a pool shared by many programs
+//! ([`CompileOptions::pool`]): runs on a shared pool take turns. A program keeps its run tables
+//! (the task table, the task states, device generation's owner table) from one run to the next
+//! and resets them, so a program run many times reuses their memory.
 //!
 //! A module whose entry is a CSP pipeline runs differently: each process on its own thread,
 //! running its own tasks in order, connected by bounded channels of the declared depth
@@ -37,6 +45,7 @@
 //! (the Python binding checks for Ctrl-C between waits). After a host run, the elements of the
 //! output tensors no task wrote are reported ([`Program::coverage`], `coverage`).
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -51,6 +60,7 @@ use pto_wsp_cpu::{
 use pto_wsp_graph::builder::ExactMap;
 use pto_wsp_graph::feed::{FeedError, FeedHooks, FeedTask, Origins, feed};
 use pto_wsp_graph::ready::ReadyKind;
+use pto_wsp_graph::state::TaskStates;
 use pto_wsp_graph::{ExecDomain, TaskId};
 use pto_wsp_ir::resolve::Sched;
 use pto_wsp_ir::{
@@ -73,8 +83,14 @@ pub use coverage::Unwritten;
 pub struct CompileOptions {
     /// Target name (default `cpu_sim`).
     pub target: String,
-    /// Worker threads; 0 means one per core.
+    /// Worker threads; 0 means one per core (with [`CompileOptions::pool`]: the pool's, and any
+    /// other count is refused).
     pub threads: usize,
+    /// Run on this worker pool instead of starting one for the program. Programs that share a
+    /// pool take turns on it (a run waits for the one in progress on another program), and
+    /// compiling one starts no thread: what a process that compiles and runs many programs
+    /// (tests, fuzzing, a server) uses so that it pays for its threads once.
+    pub pool: Option<Arc<WorkerPool>>,
     /// Record the wall-clock span of every task (also on when the schedule says `trace wall`).
     pub profiling: bool,
     /// Record regions in flight and fail loudly on a conflict.
@@ -133,6 +149,7 @@ impl Default for CompileOptions {
         CompileOptions {
             target: "cpu_sim".into(),
             threads: 0,
+            pool: None,
             profiling: false,
             debug_checks: false,
             check_order: false,
@@ -158,6 +175,7 @@ impl std::fmt::Debug for CompileOptions {
         f.debug_struct("CompileOptions")
             .field("target", &self.target)
             .field("threads", &self.threads)
+            .field("pool", &self.pool)
             .field("profiling", &self.profiling)
             .field("debug_checks", &self.debug_checks)
             .field("check_order", &self.check_order)
@@ -214,6 +232,16 @@ pub enum CompileError {
     /// The worker threads could not be started (too many asked for, or the OS refused one).
     #[error(transparent)]
     Threads(#[from] pto_wsp_cpu::PoolError),
+    /// [`CompileOptions::threads`] asks for another count than the shared pool has.
+    #[error(
+        "threads {threads} does not match the shared worker pool's {pool} threads (give 0, or {pool})"
+    )]
+    PoolThreads {
+        /// The count asked for.
+        threads: usize,
+        /// The shared pool's threads.
+        pool: usize,
+    },
     /// The order check was asked for in a mode that does not implement it.
     #[error(
         "--check (the order check: every conflicting pair of tasks ordered by the graph) is not implemented for {mode}; run without --check, or as a host run"
@@ -474,7 +502,19 @@ pub(crate) fn compile_cpu(
     if machine.is_some() {
         modes::machine_refused(mode)?;
     }
-    let pool = WorkerPool::new(options.threads)?;
+    let on_caller = pto_wsp_ir::total_depth(plan.module()) <= CALLER_DEPTH;
+    // The program holds the pool once (its options keep no second reference).
+    let mut options = options;
+    let pool = match options.pool.take() {
+        Some(pool) if options.threads == 0 || options.threads == pool.threads() => pool,
+        Some(pool) => {
+            return Err(CompileError::PoolThreads {
+                threads: options.threads,
+                pool: pool.threads(),
+            });
+        }
+        None => Arc::new(WorkerPool::new(options.threads)?),
+    };
     Ok(Program {
         inner: Arc::new(Inner {
             plan,
@@ -489,6 +529,9 @@ pub(crate) fn compile_cpu(
             host_bytecode,
             notes,
             machine,
+            on_caller,
+            tables: Mutex::new(None),
+            devgen_tables: Mutex::new(None),
         }),
         store: Arc::new(Mutex::new(None)),
         running: None,
@@ -582,7 +625,8 @@ struct Inner {
     outputs: Vec<bool>,
     /// Per module kernel: whether its tasks may write such a tensor (`coverage::writers`).
     writers: Vec<bool>,
-    pool: WorkerPool,
+    /// The program's own pool, or the one [`CompileOptions::pool`] shares.
+    pool: Arc<WorkerPool>,
     options: CompileOptions,
     /// The decoded bytecode, in device-generation mode.
     bytecode: Option<pto_wsp_bytecode::Program>,
@@ -593,7 +637,22 @@ struct Inner {
     notes: Vec<String>,
     /// The machine of the device timeline model, if runs are modelled on one.
     machine: Option<crate::machine::Machine>,
+    /// Whether [`Program::execute`] orchestrates on the calling thread: the module is at most
+    /// [`CALLER_DEPTH`] levels deep.
+    on_caller: bool,
+    /// A host run's task table and task states, made by the first host run, kept across runs
+    /// and reset before each (their chunks are reused: no fresh pages per run).
+    tables: Mutex<Option<(TaskTable, TaskStates)>>,
+    /// A device-generation run's tables, made by the first such run and kept likewise.
+    devgen_tables: Mutex<Option<pto_wsp_cpu::DevGenTables>>,
 }
+
+/// The deepest module (nesting plus calls, as the validator counts them) whose run
+/// [`Program::execute`] orchestrates on the calling thread; deeper ones run on a thread with
+/// [`pto_wsp_cpu::WALK_STACK_BYTES`] of stack. Held by a test that runs a module this deep on a
+/// thread of 512 KiB in an unoptimised build (a quarter of the 2 MiB a spawned Rust thread has
+/// by default).
+pub const CALLER_DEPTH: usize = 16;
 
 /// A compiled program: runs its workload on the CPU simulation (see the module docs).
 pub struct Program {
@@ -861,9 +920,14 @@ impl Inner {
         cover: Option<&mut coverage::Coverage>,
     ) -> Result<RunStats, RunError> {
         let (run, stream) = self.run_config();
-        let table = TaskTable::new();
+        // The program's table and task states, emptied: the last run's memory, no fresh pages.
+        let mut tables = self.tables.lock().unwrap_or_else(|p| p.into_inner());
+        let (table, states) = tables.get_or_insert_with(|| (TaskTable::new(), TaskStates::new()));
+        table.reset();
+        states.reset();
+        let (table, states) = (&*table, &*states);
         let exec = KernelExec::new(
-            &table,
+            table,
             store,
             &self.options.kernels,
             &self.kernels,
@@ -877,21 +941,23 @@ impl Inner {
         let priority = matches!(self.plan.config().ready, ReadyPolicy::Priority(_));
         let tracked = self.computed.iter().any(|&c| c);
         let shared: &TensorStore = store;
-        let r = self.pool.run_streaming(&table, &run, &stream, &exec, |b| {
-            let mut hooks = Hooks {
-                origins: &mut origins,
-                probe: b.sink().abort_probe(),
-                priorities: priority.then(|| table.priority_writer()).flatten(),
-                costs: self.cycles().then_some(&mut costs),
-                producers: tracked.then(|| Producers::new(self.computed.clone())),
-                store: shared,
-                generation: &mut generation,
-                coverage: cover,
-                kernels: &self.options.kernels,
-            };
-            summary = self.generate(bindings, b, &mut hooks)?;
-            Ok(())
-        });
+        let r = self
+            .pool
+            .run_streaming_on(table, states, &run, &stream, &exec, |b| {
+                let mut hooks = Hooks {
+                    origins: &mut origins,
+                    probe: b.sink().abort_probe(),
+                    priorities: priority.then(|| table.priority_writer()).flatten(),
+                    costs: self.cycles().then_some(&mut costs),
+                    producers: tracked.then(|| Producers::new(self.computed.clone())),
+                    store: shared,
+                    generation: &mut generation,
+                    coverage: cover,
+                    kernels: &self.options.kernels,
+                };
+                summary = self.generate(bindings, b, &mut hooks)?;
+                Ok(())
+            });
         let mut stats = r.map_err(|e| self.as_user_knows(e, &origins))?;
         stats.barriers = u64::from(origins.barrier_tasks());
         if let Some(s) = summary {
@@ -902,7 +968,7 @@ impl Inner {
         for s in &mut stats.spans {
             s.task = origins.index_of(TaskId(s.task)).unwrap_or(u32::MAX);
         }
-        self.add_models(&mut stats, &table, store, &costs, &origins)?;
+        self.add_models(&mut stats, table, store, &costs, &origins)?;
         Ok(stats)
     }
 
@@ -1144,10 +1210,29 @@ impl Program {
         Ok(g)
     }
 
-    /// Runs the workload under `bindings` and waits for it.
+    /// Runs the workload under `bindings` and waits for it. The orchestration (generating the
+    /// tasks and feeding the graph) runs on the calling thread while the pool's workers run the
+    /// tasks, so a run starts no thread; a module nested deeper than [`CALLER_DEPTH`] levels
+    /// (nesting plus calls) runs it on a thread of its own instead, whose stack holds any depth
+    /// the validator accepts. Waits first for a run still in progress.
     pub fn execute(&mut self, bindings: &Bindings) -> Result<RunStats, RunError> {
-        self.execute_async(bindings)?;
-        self.synchronize()
+        if self.running.is_some() {
+            let _ = self.synchronize();
+        }
+        if !self.inner.on_caller {
+            self.execute_async(bindings)?;
+            return self.synchronize();
+        }
+        drop(self.tensors(bindings)?);
+        self.inner.options.kernels.clear_cancel();
+        let t0 = Instant::now();
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            let mut g = self.store.lock().unwrap_or_else(|p| p.into_inner());
+            let s = g.as_mut().expect("tensors allocated before the run");
+            self.inner.execute(bindings, s)
+        }))
+        .unwrap_or_else(|_| Err(ExecError::Internal("the orchestration panicked".into()).into()));
+        self.finish(r, t0)
     }
 
     /// Starts a run under `bindings` on a background thread; [`Program::synchronize`] waits
@@ -1189,15 +1274,20 @@ impl Program {
         let r = run.handle.join().unwrap_or_else(|_| {
             Err(ExecError::Internal("the orchestration thread panicked".into()).into())
         });
-        let ms = run.t0.elapsed().as_secs_f64() * 1e3;
-        match r {
-            Ok((s, unwritten)) => {
-                self.last = Some((s.clone(), ms));
-                self.coverage = unwritten;
-                Ok(s)
-            }
-            Err(e) => Err(e),
-        }
+        self.finish(r, run.t0)
+    }
+
+    /// Records a run that ended with `r` (started at `t0`) as the last one.
+    fn finish(
+        &mut self,
+        r: Result<(RunStats, Vec<Unwritten>), RunError>,
+        t0: Instant,
+    ) -> Result<RunStats, RunError> {
+        let ms = t0.elapsed().as_secs_f64() * 1e3;
+        let (s, unwritten) = r?;
+        self.last = Some((s.clone(), ms));
+        self.coverage = unwritten;
+        Ok(s)
     }
 
     /// Waits up to `timeout` for the run in progress to end; `true` when it has ended (or

@@ -128,6 +128,29 @@ fn chain_text(names: &[&str]) -> String {
     )
 }
 
+/// The deepest total depth (nesting plus calls, across calls) of any workload or pipeline
+/// process of `m`, as [`MAX_TOTAL_DEPTH`] counts it; call cycles are left out. A run uses the
+/// stack of a walk this deep: a caller can tell whether its own thread has the stack for it.
+pub fn total_depth(m: &Module) -> usize {
+    let index: HashMap<&str, usize> = m
+        .workloads
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (w.name.as_str(), i))
+        .collect();
+    let locals: Vec<Local> = m.workloads.iter().map(|w| local(&w.body, &index)).collect();
+    let total = totals(&locals);
+    let workloads = total.iter().filter_map(|t| t.0).max().unwrap_or(0);
+    let processes = m.pipelines.iter().flat_map(|p| &p.processes).map(|proc| {
+        let l = local(&proc.body, &index);
+        l.calls
+            .iter()
+            .filter_map(|&(d, callee)| total[callee].0.map(|t| d + 1 + t))
+            .fold(l.own, usize::max)
+    });
+    processes.fold(workloads, usize::max)
+}
+
 /// Reports every outermost workload or process deeper than [`MAX_TOTAL_DEPTH`].
 pub(super) fn check_total_depth<'m>(m: &'m Module, errors: &mut Vec<ValidationError>) {
     let index: HashMap<&str, usize> = m

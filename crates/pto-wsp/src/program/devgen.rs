@@ -61,6 +61,11 @@ impl Inner {
             &self.names,
             self.options.debug_checks,
         );
-        Ok(self.pool.run_devgen(bytecode, &bound, &config, &exec)?)
+        // The program's tables, reset by the run: the last run's memory, no fresh pages.
+        let mut tables = self.devgen_tables.lock().unwrap_or_else(|p| p.into_inner());
+        let tables = tables.get_or_insert_with(pto_wsp_cpu::DevGenTables::new);
+        Ok(self
+            .pool
+            .run_devgen_on(tables, bytecode, &bound, &config, &exec)?)
     }
 }

@@ -15,6 +15,7 @@ mod host_feed;
 mod model;
 mod numeric;
 mod plan;
+mod shared_pool;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
