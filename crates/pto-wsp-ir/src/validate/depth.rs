@@ -128,10 +128,16 @@ fn chain_text(names: &[&str]) -> String {
     )
 }
 
-/// The deepest total depth (nesting plus calls, across calls) of any workload or pipeline
-/// process of `m`, as [`MAX_TOTAL_DEPTH`] counts it; call cycles are left out. A run uses the
-/// stack of a walk this deep: a caller can tell whether its own thread has the stack for it.
-pub fn total_depth(m: &Module) -> usize {
+/// Each workload's index by name, its [`local`] depths, and its deepest total depth with the
+/// callee it goes through ([`totals`]).
+type Totals<'m> = (
+    HashMap<&'m str, usize>,
+    Vec<Local>,
+    Vec<(Option<usize>, Option<usize>)>,
+);
+
+/// [`Totals`] of the workloads of `m`.
+fn workload_totals(m: &Module) -> Totals<'_> {
     let index: HashMap<&str, usize> = m
         .workloads
         .iter()
@@ -140,6 +146,14 @@ pub fn total_depth(m: &Module) -> usize {
         .collect();
     let locals: Vec<Local> = m.workloads.iter().map(|w| local(&w.body, &index)).collect();
     let total = totals(&locals);
+    (index, locals, total)
+}
+
+/// The deepest total depth (nesting plus calls, across calls) of any workload or pipeline
+/// process of `m`, as [`MAX_TOTAL_DEPTH`] counts it; call cycles are left out. A run uses the
+/// stack of a walk this deep: a caller can tell whether its own thread has the stack for it.
+pub fn total_depth(m: &Module) -> usize {
+    let (index, _, total) = workload_totals(m);
     let workloads = total.iter().filter_map(|t| t.0).max().unwrap_or(0);
     let processes = m.pipelines.iter().flat_map(|p| &p.processes).map(|proc| {
         let l = local(&proc.body, &index);
@@ -153,14 +167,7 @@ pub fn total_depth(m: &Module) -> usize {
 
 /// Reports every outermost workload or process deeper than [`MAX_TOTAL_DEPTH`].
 pub(super) fn check_total_depth<'m>(m: &'m Module, errors: &mut Vec<ValidationError>) {
-    let index: HashMap<&str, usize> = m
-        .workloads
-        .iter()
-        .enumerate()
-        .map(|(i, w)| (w.name.as_str(), i))
-        .collect();
-    let locals: Vec<Local> = m.workloads.iter().map(|w| local(&w.body, &index)).collect();
-    let total = totals(&locals);
+    let (index, locals, total) = workload_totals(m);
     // The chain of workloads a deepest path goes through, from `w`.
     let chain_from = |mut w: usize, names: &mut Vec<&'m str>| {
         names.push(m.workloads[w].name.as_str());

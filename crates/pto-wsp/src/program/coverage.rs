@@ -467,6 +467,18 @@ mod tests {
         assert_eq!(u.bounds, vec![(0, 4), (1, 3)]);
     }
 
+    /// A deterministic stream of draws in `0 .. n` (xorshift) from `seed`, for the reference
+    /// tests.
+    fn draws(seed: u64) -> impl FnMut(u64) -> i64 {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        move |n| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n.max(1)) as i64
+        }
+    }
+
     /// Marked bits against a per-element reference: element `e` is set exactly when some box
     /// (clipped to the shape) holds its multi-index; boxes start before, inside and past the
     /// shape, with rows shorter than, equal to and longer than a word.
@@ -477,13 +489,7 @@ mod tests {
             let total: u64 = shape.iter().product();
             for seed in 0..30u64 {
                 let mut m = marks(shape);
-                let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-                let mut next = |n: u64| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    (x % n.max(1)) as i64
-                };
+                let mut next = draws(seed);
                 let mut boxes = Vec::new();
                 for _ in 0..(1 + seed % 4) {
                     let start: Vec<i64> = shape.iter().map(|&d| next(d + 4) - 2).collect();
@@ -520,13 +526,7 @@ mod tests {
             let total: u64 = shape.iter().product();
             for seed in 0..20u64 {
                 let mut m = marks(shape);
-                let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-                let mut next = |n: u64| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    (x % n.max(1)) as i64
-                };
+                let mut next = draws(seed);
                 for _ in 0..(seed % 5) {
                     let start: Vec<i64> = shape.iter().map(|&d| next(d)).collect();
                     let size: Vec<i64> = shape.iter().map(|&d| 1 + next(d)).collect();
