@@ -80,5 +80,7 @@ pub use sim::{
     SimSchedule, SimTask, Waits, Work, simulate_device,
 };
 pub use stats::{RunStats, Span};
-pub use stream::{AbortProbe, ExplicitStreamBuilder, StreamBuilder, StreamConfig, StreamSink};
+pub use stream::{
+    AbortProbe, ExplicitStreamBuilder, KeptBuilder, StreamBuilder, StreamConfig, StreamSink,
+};
 pub use table::TaskTable;

@@ -49,7 +49,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
 
 use pto_wsp_graph::TaskId;
-use pto_wsp_graph::builder::{BuildStats, EdgeSink, ExactMap, GraphBuilder, RETIRE_EVERY};
+use pto_wsp_graph::builder::{
+    BuildStats, BuilderParts, EdgeSink, ExactMap, GraphBuilder, RETIRE_EVERY,
+};
 use pto_wsp_graph::counters::Counters;
 use pto_wsp_graph::explicit::ExplicitBuilder;
 use pto_wsp_graph::order_check::OrderChecker;
@@ -116,6 +118,37 @@ pub type StreamBuilder<'s> = GraphBuilder<AnyTensorMap, StreamSink<'s>>;
 /// The builder a streamed run's producer of explicit edges fills
 /// ([`WorkerPool::run_streaming_explicit`]).
 pub type ExplicitStreamBuilder<'s> = ExplicitBuilder<StreamSink<'s>>;
+
+/// What a streamed run's builder leaves for the next run ([`WorkerPool::run_streaming_on`]): its
+/// TensorMap and buffers, emptied when the next run starts but with their allocations, so a
+/// caller that runs one workload again and again (a program's `execute`) neither grows a new map
+/// through every doubling nor has the kernel zero fresh pages for it each run. Holds nothing
+/// until a run has ended; a run under another dependency mode or exact-map choice makes a new
+/// map (and keeps that one).
+#[derive(Debug, Default)]
+pub struct KeptBuilder {
+    parts: Option<KeptParts>,
+}
+
+impl KeptBuilder {
+    /// Nothing kept yet.
+    pub fn new() -> KeptBuilder {
+        KeptBuilder::default()
+    }
+
+    /// Whether a run left a map and buffers.
+    pub fn holds_parts(&self) -> bool {
+        self.parts.is_some()
+    }
+}
+
+/// A builder's parts and the map configuration they were made for.
+#[derive(Debug)]
+struct KeptParts {
+    deps: DepsMode,
+    exact: ExactMap,
+    parts: BuilderParts<AnyTensorMap>,
+}
 
 /// Tells a producer whether its streamed run failed (it should stop submitting).
 #[derive(Clone, Copy, Debug)]
@@ -617,8 +650,16 @@ impl<'s> Orchestrator<'s> for ExplicitStreamBuilder<'s> {
 trait StreamKind {
     /// The builder over a sink of lifetime `'s`.
     type Builder<'s>: Orchestrator<'s>;
-    /// The builder `stream` asks for, over `sink`.
-    fn builder<'s>(stream: &StreamConfig, sink: StreamSink<'s>) -> Self::Builder<'s>;
+    /// What the builder leaves for the next run.
+    type Kept;
+    /// The builder `stream` asks for, over `sink`, on what an earlier run left if it fits.
+    fn builder<'s>(
+        stream: &StreamConfig,
+        sink: StreamSink<'s>,
+        kept: Option<Self::Kept>,
+    ) -> Self::Builder<'s>;
+    /// What `builder` leaves for the next run.
+    fn keep(builder: Self::Builder<'_>, stream: &StreamConfig) -> Option<Self::Kept>;
 }
 
 /// The general builder, inferring edges by `stream.deps`.
@@ -626,8 +667,25 @@ struct General;
 
 impl StreamKind for General {
     type Builder<'s> = StreamBuilder<'s>;
-    fn builder<'s>(stream: &StreamConfig, sink: StreamSink<'s>) -> StreamBuilder<'s> {
-        GraphBuilder::with_map(AnyTensorMap::for_mode(stream.deps, stream.exact), sink)
+    type Kept = KeptParts;
+    fn builder<'s>(
+        stream: &StreamConfig,
+        sink: StreamSink<'s>,
+        kept: Option<KeptParts>,
+    ) -> StreamBuilder<'s> {
+        match kept {
+            Some(k) if k.deps == stream.deps && k.exact == stream.exact => {
+                GraphBuilder::from_parts(k.parts, sink)
+            }
+            _ => GraphBuilder::with_map(AnyTensorMap::for_mode(stream.deps, stream.exact), sink),
+        }
+    }
+    fn keep(builder: StreamBuilder<'_>, stream: &StreamConfig) -> Option<KeptParts> {
+        Some(KeptParts {
+            deps: stream.deps,
+            exact: stream.exact,
+            parts: builder.into_parts().0,
+        })
     }
 }
 
@@ -636,8 +694,16 @@ struct Explicit;
 
 impl StreamKind for Explicit {
     type Builder<'s> = ExplicitStreamBuilder<'s>;
-    fn builder<'s>(_: &StreamConfig, sink: StreamSink<'s>) -> ExplicitStreamBuilder<'s> {
+    type Kept = ();
+    fn builder<'s>(
+        _: &StreamConfig,
+        sink: StreamSink<'s>,
+        _: Option<()>,
+    ) -> ExplicitStreamBuilder<'s> {
         ExplicitBuilder::with_sink(sink)
+    }
+    fn keep(_: ExplicitStreamBuilder<'_>, _: &StreamConfig) -> Option<()> {
+        None
     }
 }
 
@@ -645,7 +711,7 @@ impl StreamKind for Explicit {
 /// orchestration: seals and publishes everything held, opens the start gate and tells the
 /// engine the task count through `set_total`.
 fn orchestrate<'s, B, P>(
-    mut builder: B,
+    builder: &mut B,
     produce: P,
     fail: &dyn Fn(ExecError),
     set_total: &dyn Fn(u64),
@@ -655,7 +721,7 @@ where
     B: Orchestrator<'s>,
     P: FnOnce(&mut B) -> Result<(), ExecError>,
 {
-    match catch_unwind(AssertUnwindSafe(|| produce(&mut builder))) {
+    match catch_unwind(AssertUnwindSafe(|| produce(builder))) {
         Ok(Ok(())) => {}
         Ok(Err(e)) => fail(e),
         Err(p) => fail(ExecError::Internal(format!(
@@ -700,16 +766,28 @@ impl WorkerPool {
         E: Exec,
         P: FnOnce(&mut StreamBuilder<'_>) -> Result<(), ExecError>,
     {
-        self.run_streaming_on(table, &TaskStates::new(), config, stream, exec, produce)
+        let mut kept = KeptBuilder::new();
+        self.run_streaming_on(
+            table,
+            &TaskStates::new(),
+            &mut kept,
+            config,
+            stream,
+            exec,
+            produce,
+        )
     }
 
-    /// [`WorkerPool::run_streaming`] with the task states of the run given: new, or
-    /// [`TaskStates::reset`] after an earlier run, so that a caller running many graphs keeps
-    /// one table and one set of states (and their memory) across runs.
+    /// [`WorkerPool::run_streaming`] with the task states of the run given (new, or
+    /// [`TaskStates::reset`] after an earlier run) and the builder's map and buffers kept in
+    /// `kept` from one run to the next, so that a caller running many graphs keeps one table,
+    /// one set of states and one TensorMap (and their memory) across runs.
+    #[allow(clippy::too_many_arguments)]
     pub fn run_streaming_on<E, P>(
         &self,
         table: &TaskTable,
         states: &TaskStates,
+        kept: &mut KeptBuilder,
         config: &RunConfig,
         stream: &StreamConfig,
         exec: &E,
@@ -719,7 +797,15 @@ impl WorkerPool {
         E: Exec,
         P: FnOnce(&mut StreamBuilder<'_>) -> Result<(), ExecError>,
     {
-        self.run_streamed::<General, E, P>(table, states, config, stream, exec, produce)
+        self.run_streamed::<General, E, P>(
+            table,
+            states,
+            &mut kept.parts,
+            config,
+            stream,
+            exec,
+            produce,
+        )
     }
 
     /// Like [`WorkerPool::run_streaming`] for a producer that names every edge and no region
@@ -738,14 +824,19 @@ impl WorkerPool {
         P: FnOnce(&mut ExplicitStreamBuilder<'_>) -> Result<(), ExecError>,
     {
         let states = TaskStates::new();
-        self.run_streamed::<Explicit, E, P>(table, &states, config, stream, exec, produce)
+        self.run_streamed::<Explicit, E, P>(
+            table, &states, &mut None, config, stream, exec, produce,
+        )
     }
 
-    /// A streamed run whose producer fills the builder of kind `K`, on `states` (new or reset).
+    /// A streamed run whose producer fills the builder of kind `K`, on `states` (new or reset),
+    /// starting from what `kept` holds and leaving the builder's parts there.
+    #[allow(clippy::too_many_arguments)]
     fn run_streamed<K, E, P>(
         &self,
         table: &TaskTable,
         states: &TaskStates,
+        kept: &mut Option<K::Kept>,
         config: &RunConfig,
         stream: &StreamConfig,
         exec: &E,
@@ -819,7 +910,10 @@ impl WorkerPool {
                 batch_seals,
                 hooks,
             );
-            orchestrate(K::builder(stream, sink), produce, &fail, &set_total, t0)
+            let mut builder = K::builder(stream, sink, kept.take());
+            let done = orchestrate(&mut builder, produce, &fail, &set_total, t0);
+            *kept = K::keep(builder, stream);
+            done
         };
         let r = self.scope(&|w| engine.worker(w), orchestration);
         let (error, reports, t0) = engine.into_outcome();

@@ -866,3 +866,126 @@ fn a_worker_gives_window_slots_back_before_it_runs_out_of_work() {
     assert_eq!(stats.tasks, 3);
     assert!(stats.counters.in_flight_hwm <= 2, "{stats:?}");
 }
+
+/// Random tasks over small boxes of three tensors (identical, nested and partly overlapping
+/// boxes all occur), each with its accesses.
+fn region_tasks(
+    n: usize,
+    seed: u64,
+) -> Vec<Vec<(pto_wsp_graph::types::Region, pto_wsp_ir::Access)>> {
+    use pto_wsp_graph::types::Region;
+    use pto_wsp_ir::Access;
+    let mut x = seed | 1;
+    let mut rnd = move |m: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % m) as u32
+    };
+    (0..n)
+        .map(|_| {
+            (0..1 + rnd(4))
+                .map(|_| {
+                    let r = Region::new_2d(
+                        rnd(3),
+                        rnd(3) * 2,
+                        (1 + rnd(2)) * 2,
+                        rnd(3) * 2,
+                        (1 + rnd(2)) * 2,
+                    );
+                    (r, [Access::In, Access::Out, Access::InOut][rnd(3) as usize])
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The edges a new builder of `deps` / `exact` infers for `tasks`, as sorted `(pred, succ)`.
+fn fresh_edges(
+    tasks: &[Vec<(pto_wsp_graph::types::Region, pto_wsp_ir::Access)>],
+    deps: DepsMode,
+    exact: pto_wsp_graph::builder::ExactMap,
+) -> Vec<(u32, u32)> {
+    let mut b = GraphBuilder::with_exact_map(deps, exact);
+    for t in tasks {
+        b.alloc_task(0, ExecDomain::default(), ExecPool::Any, 0, None);
+        for &(r, a) in t {
+            b.add_access(r, a);
+        }
+        b.submit().unwrap();
+    }
+    let (preds, ends) = b.sink().preds();
+    let (preds, ends) = (preds.to_vec(), ends.to_vec());
+    let mut edges = Vec::new();
+    let mut begin = 0usize;
+    for (succ, &end) in ends.iter().enumerate() {
+        edges.extend(preds[begin..end as usize].iter().map(|&p| (p, succ as u32)));
+        begin = end as usize;
+    }
+    edges.sort_unstable();
+    edges
+}
+
+/// Streamed runs on one table, one set of task states and one kept builder, one after the other
+/// under changing dependency modes and exact maps and with different tasks: each infers exactly
+/// the edges a new builder infers for its tasks (the kept TensorMap and buffers are emptied
+/// between runs, and a run under another map configuration gets a map of its own).
+#[test]
+fn a_kept_builder_infers_in_every_run_what_a_new_builder_infers() {
+    use pto_wsp_graph::builder::ExactMap;
+    use pto_wsp_graph::state::TaskStates;
+    let pool = WorkerPool::new(2).unwrap();
+    let (mut table, mut states) = (TaskTable::new(), TaskStates::new());
+    let mut kept = KeptBuilder::new();
+    assert!(!kept.holds_parts());
+    let modes = [
+        (DepsMode::Hybrid, ExactMap::Growable),
+        (DepsMode::Hybrid, ExactMap::Growable),
+        (DepsMode::Exact, ExactMap::Growable),
+        (DepsMode::Exact, ExactMap::Growable),
+        (DepsMode::Exact, ExactMap::Dynamic),
+        (DepsMode::Overlap, ExactMap::Growable),
+        (DepsMode::Exact, ExactMap::Fixed(4096)),
+        (DepsMode::Hybrid, ExactMap::Growable),
+    ];
+    for (k, &(deps, exact)) in modes.iter().enumerate() {
+        let tasks = region_tasks(150 + 40 * k, 7 + k as u64);
+        table.reset();
+        states.reset();
+        let sc = StreamConfig {
+            deps,
+            exact,
+            record_edges: true,
+            ..StreamConfig::default()
+        };
+        let stats = pool
+            .run_streaming_on(
+                &table,
+                &states,
+                &mut kept,
+                &RunConfig::default(),
+                &sc,
+                &NoopExec,
+                |b| {
+                    for t in &tasks {
+                        b.alloc_task(0, ExecDomain::default(), ExecPool::Any, 0, None);
+                        for &(r, a) in t {
+                            b.add_access(r, a);
+                        }
+                        b.submit().map_err(|e| ExecError::Internal(e.to_string()))?;
+                    }
+                    Ok(())
+                },
+            )
+            .unwrap();
+        assert_eq!(stats.tasks, tasks.len() as u64);
+        let mut got = stats.edge_list.clone();
+        got.sort_unstable();
+        assert_eq!(
+            got,
+            fresh_edges(&tasks, deps, exact),
+            "run {k}: {deps:?} {exact:?}"
+        );
+        assert!(kept.holds_parts());
+    }
+}

@@ -28,8 +28,9 @@
 //! - Nothing allocates per task in the steady state: regions, params and edges go to flat
 //!   vectors, dedup uses a stamp per task id.
 //! - [`GraphBuilder::reset`] and [`GraphBuilder::finish_into`] start the next build keeping every
-//!   allocation (maps, buffers, the previous graph's vectors); the graph built afterwards is the
-//!   one a fresh builder with the same map configuration builds.
+//!   allocation (maps, buffers, the previous graph's vectors); so do [`GraphBuilder::into_parts`]
+//!   and [`GraphBuilder::from_parts`] for a build whose sink is new each time (a streamed run's).
+//!   The graph built afterwards is the one a fresh builder with the same map configuration builds.
 
 use crate::storage::{TaskGraphStorage, TaskNode};
 use crate::tensor_map::{AnyTensorMap, MapStats, TensorMap};
@@ -283,20 +284,90 @@ impl GraphBuilder {
     }
 }
 
-impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
-    /// A builder over a given map and sink.
-    pub fn with_map(map: M, sink: S) -> GraphBuilder<M, S> {
-        let staged = sink.forgets_tasks();
-        GraphBuilder {
+/// A builder's TensorMap and buffers without its sink ([`GraphBuilder::into_parts`]): what a
+/// runtime keeps from one build to the next when every build has a sink of its own (a streamed
+/// run's sink borrows that run's tables), so that [`GraphBuilder::from_parts`] starts the next
+/// build on the same allocations instead of growing a new map and new vectors from nothing.
+#[derive(Debug)]
+pub struct BuilderParts<M: TensorMap = AnyTensorMap> {
+    map: M,
+    tasks: Vec<TaskNode>,
+    params: Vec<u64>,
+    io: Vec<TaskIo>,
+    seen: Vec<u32>,
+    explicit: Vec<u32>,
+    seen_old: std::collections::HashSet<u32>,
+}
+
+impl<M: TensorMap> BuilderParts<M> {
+    /// Parts holding `map` and empty buffers.
+    pub fn new(map: M) -> BuilderParts<M> {
+        BuilderParts {
             map,
-            sink,
             tasks: Vec::new(),
             params: Vec::new(),
             io: Vec::new(),
-            hints: [0; MAX_HINTS],
-            nhints: 0,
             seen: Vec::new(),
             explicit: Vec::new(),
+            seen_old: std::collections::HashSet::new(),
+        }
+    }
+
+    /// The map.
+    pub fn map(&self) -> &M {
+        &self.map
+    }
+}
+
+impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
+    /// A builder over a given map and sink.
+    pub fn with_map(map: M, sink: S) -> GraphBuilder<M, S> {
+        GraphBuilder::assemble(BuilderParts::new(map), sink)
+    }
+
+    /// A builder over `sink` on the map and buffers of an earlier build, emptied (the map
+    /// [`TensorMap::clear`]ed, every buffer cleared, every allocation kept): the graph built
+    /// afterwards is the one [`GraphBuilder::with_map`] with a new map of the same configuration
+    /// builds.
+    pub fn from_parts(mut parts: BuilderParts<M>, sink: S) -> GraphBuilder<M, S> {
+        parts.map.clear();
+        parts.tasks.clear();
+        parts.params.clear();
+        parts.io.clear();
+        parts.seen.clear();
+        parts.explicit.clear();
+        parts.seen_old.clear();
+        GraphBuilder::assemble(parts, sink)
+    }
+
+    /// Ends the build for a sink that keeps what it needs (a streamed run's): the map and buffers,
+    /// for [`GraphBuilder::from_parts`], and the sink. An open task is dropped.
+    pub fn into_parts(self) -> (BuilderParts<M>, S) {
+        let parts = BuilderParts {
+            map: self.map,
+            tasks: self.tasks,
+            params: self.params,
+            io: self.io,
+            seen: self.seen,
+            explicit: self.explicit,
+            seen_old: self.seen_old,
+        };
+        (parts, self.sink)
+    }
+
+    /// A builder over `parts` (as they are) and `sink`, at task 0.
+    fn assemble(parts: BuilderParts<M>, sink: S) -> GraphBuilder<M, S> {
+        let staged = sink.forgets_tasks();
+        GraphBuilder {
+            map: parts.map,
+            sink,
+            tasks: parts.tasks,
+            params: parts.params,
+            io: parts.io,
+            hints: [0; MAX_HINTS],
+            nhints: 0,
+            seen: parts.seen,
+            explicit: parts.explicit,
             open: false,
             stats: BuildStats::default(),
             retire_in: RETIRE_EVERY,
@@ -305,7 +376,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             seen_base: 0,
             params_base: 0,
             io_base: 0,
-            seen_old: std::collections::HashSet::new(),
+            seen_old: parts.seen_old,
         }
     }
 

@@ -11,7 +11,9 @@
 //! once.
 
 use proptest::prelude::*;
-use pto_wsp_graph::builder::{BuildError, CollectEdges, EdgeSink, ExactMap, GraphBuilder};
+use pto_wsp_graph::builder::{
+    BuildError, BuildStats, CollectEdges, EdgeSink, ExactMap, GraphBuilder,
+};
 use pto_wsp_graph::storage::TaskGraphStorage;
 use pto_wsp_graph::tensor_map::{
     AnyTensorMap, DynamicExactMap, FixedExactMap, OverlapMap, TensorMap,
@@ -900,6 +902,22 @@ proptest! {
             b.reset();
             feed(&mut b, &second, usize::MAX);
             prop_assert_eq!(&b.finish(), &fresh, "{:?} after reset", mode);
+            // into_parts / from_parts with a new sink each build (a streamed run's way), with a
+            // task left open the first time.
+            let mut b = GraphBuilder::with_exact_map(mode, exact);
+            feed(&mut b, &first, retire_at);
+            b.alloc_task(0, ExecDomain::HostCpu, ExecPool::Any, 0, None);
+            for _ in 0..2 {
+                let (parts, _) = b.into_parts();
+                b = GraphBuilder::from_parts(parts, CollectEdges::default());
+                prop_assert!(b.is_empty());
+                prop_assert_eq!(b.stats(), BuildStats::default());
+                feed(&mut b, &first, retire_at);
+            }
+            let (parts, _) = b.into_parts();
+            let mut b = GraphBuilder::from_parts(parts, CollectEdges::default());
+            feed(&mut b, &second, usize::MAX);
+            prop_assert_eq!(&b.finish(), &fresh, "{:?} after from_parts", mode);
         }
     }
 }

@@ -53,9 +53,9 @@ use std::time::{Duration, Instant};
 use pto_wsp_cpu::sim::simulate;
 use pto_wsp_cpu::table::Writer;
 use pto_wsp_cpu::{
-    BytecodeFeedError, CycleStats, ExecError, GateConfig, GenStats, KernelExec, PoolSplit,
-    Producers, RunConfig, RunStats, SimError, SimMachine, SimReady, SimSchedule, SimTask,
-    StreamConfig, TaskTable, WorkerPool, feed_bytecode, task_costs,
+    BytecodeFeedError, CycleStats, ExecError, GateConfig, GenStats, KeptBuilder, KernelExec,
+    PoolSplit, Producers, RunConfig, RunStats, SimError, SimMachine, SimReady, SimSchedule,
+    SimTask, StreamConfig, TaskTable, WorkerPool, feed_bytecode, task_costs,
 };
 use pto_wsp_graph::builder::ExactMap;
 use pto_wsp_graph::feed::{FeedError, FeedHooks, FeedTask, Origins, feed};
@@ -640,9 +640,10 @@ struct Inner {
     /// Whether [`Program::execute`] orchestrates on the calling thread: the module is at most
     /// [`CALLER_DEPTH`] levels deep.
     on_caller: bool,
-    /// A host run's task table and task states, made by the first host run, kept across runs
-    /// and reset before each (their chunks are reused: no fresh pages per run).
-    tables: Mutex<Option<(TaskTable, TaskStates)>>,
+    /// A host run's task table, task states and builder (its TensorMap and buffers), made by
+    /// the first host run, kept across runs and reset before each (their memory is reused: no
+    /// fresh pages, no map grown again, per run).
+    tables: Mutex<Option<(TaskTable, TaskStates, KeptBuilder)>>,
     /// A device-generation run's tables, made by the first such run and kept likewise.
     devgen_tables: Mutex<Option<pto_wsp_cpu::DevGenTables>>,
 }
@@ -922,7 +923,8 @@ impl Inner {
         let (run, stream) = self.run_config();
         // The program's table and task states, emptied: the last run's memory, no fresh pages.
         let mut tables = self.tables.lock().unwrap_or_else(|p| p.into_inner());
-        let (table, states) = tables.get_or_insert_with(|| (TaskTable::new(), TaskStates::new()));
+        let (table, states, kept) =
+            tables.get_or_insert_with(|| (TaskTable::new(), TaskStates::new(), KeptBuilder::new()));
         table.reset();
         states.reset();
         let (table, states) = (&*table, &*states);
@@ -943,7 +945,7 @@ impl Inner {
         let shared: &TensorStore = store;
         let r = self
             .pool
-            .run_streaming_on(table, states, &run, &stream, &exec, |b| {
+            .run_streaming_on(table, states, kept, &run, &stream, &exec, |b| {
                 let mut hooks = Hooks {
                     origins: &mut origins,
                     probe: b.sink().abort_probe(),
