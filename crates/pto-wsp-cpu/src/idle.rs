@@ -139,9 +139,6 @@ impl Idle {
         }
     }
 
-    /// The rounds [`Idle::backoff`] spins or yields before it says to park.
-    pub(crate) const BACKOFF_ROUNDS: u32 = SPIN_ROUNDS + YIELD_ROUNDS;
-
     /// The backoff step before parking: `round` counts consecutive failed searches. Returns
     /// `false` once the worker should park.
     #[inline]

@@ -308,7 +308,8 @@ fn pool_run_ends_with_the_other_worker_parked() {
 }
 
 /// Two jobs back to back on a pool of two workers. A worker that finished the first job
-/// lingers (watches the posted job counter without the lock, yields once) and then parks; the
+/// lingers (watches the posted job counter without the lock; one yield under loom) and then
+/// parks; the
 /// second job may come before, during or after that. Every worker must run every job exactly
 /// once (a lost hand-off is loom's deadlock report: the caller waits for `running` forever),
 /// the caller's wait must see every job's effects (the counts are relaxed: only the release

@@ -5,15 +5,14 @@
 //! that sleep on a condition variable between runs (no CPU while idle) and run one *job* at a
 //! time: a closure called once on every worker with the worker's index.
 //!
-//! Between two jobs a worker first lingers: it watches the job counter (an atomic, no lock)
-//! for a bounded number of rounds ([`Idle::backoff`]'s spinning and yielding, then
-//! [`LINGER_YIELDS`] more yields), and only then parks on the condition variable. A program
-//! that runs graph after graph (two runs of one input, a caller's loop) hands the next job to
-//! workers that are still awake, without the wake-up system calls and scheduler hand-offs of a
-//! parked thread; a pool nobody gives work parks after those rounds and uses no CPU. Likewise
-//! the caller of [`WorkerPool::scope`] watches the count of running jobs for the backoff's
-//! rounds before it waits on its condition variable, and both condition variables are
-//! signalled only when someone waits on them.
+//! Between two jobs a worker first lingers as an idle worker does inside a run: it watches the
+//! job counter (an atomic, no lock) for [`Idle::backoff`]'s bounded rounds of spinning and
+//! yielding (a few tens of microseconds), and only then parks on the condition variable. A job
+//! posted within that while (the next run of a program that runs graph after graph) reaches a
+//! worker that is still awake, without a wake-up system call; a pool nobody gives work parks
+//! after those rounds and uses no CPU. Likewise the caller of [`WorkerPool::scope`] watches the
+//! count of running jobs for the same rounds before it waits on its condition variable, and
+//! both condition variables are signalled only when someone waits on them.
 //!
 //! # What it promises
 //!
@@ -31,17 +30,8 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::idle::Idle;
-use crate::sync::thread::{Builder, JoinHandle, yield_now};
+use crate::sync::thread::{Builder, JoinHandle};
 use crate::sync::{Arc, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, lock, wait};
-
-/// Yields a worker makes after [`Idle::backoff`]'s rounds, still watching for the next job,
-/// before it parks: together a few tens of microseconds, about the gap between two runs of a
-/// program that runs one after the other.
-#[cfg(not(loom))]
-pub(crate) const LINGER_YIELDS: u32 = 64;
-/// None under loom: the models explore the park path after the backoff's one yield.
-#[cfg(loom)]
-pub(crate) const LINGER_YIELDS: u32 = 0;
 
 /// A job as the workers see it: a borrowed closure whose lifetime [`WorkerPool::scope`] erased.
 #[derive(Clone, Copy)]
@@ -286,13 +276,7 @@ impl WorkerPool {
 /// new epoch and its job, or `None` at shutdown.
 fn next_job(shared: &Shared, seen: u64) -> Option<(u64, Option<JobRef>)> {
     let mut round = 0;
-    while shared.posted.load(Ordering::Acquire) == seen {
-        if !Idle::backoff(round) {
-            if round >= Idle::BACKOFF_ROUNDS + LINGER_YIELDS {
-                break;
-            }
-            yield_now();
-        }
+    while shared.posted.load(Ordering::Acquire) == seen && Idle::backoff(round) {
         round += 1;
     }
     let mut st = lock(&shared.state);
