@@ -494,6 +494,33 @@ unsafe impl<T: Send + Sync> Send for ChunkArena<T> {}
 mod tests {
     use super::*;
 
+    /// The directory grows with the indices used: small indices make only the first page, an
+    /// index beyond it makes the table of the others, and entries on both sides (up to the last
+    /// `u32`) are kept, reset and freed alike.
+    #[test]
+    fn the_directory_grows_with_the_indices_used() {
+        let mut a = ChunkArena::<AtomicUsize>::new(|| AtomicUsize::new(0));
+        assert!(a.first.get().is_none() && a.rest.get().is_none());
+        a.get_or_grow(5).store(5, Ordering::Relaxed);
+        assert!(a.first.get().is_some());
+        assert!(a.rest.get().is_none());
+        let far = (CHUNK << PAGE_BITS) as u32 + 3;
+        assert!(a.try_get(far).is_none());
+        for (i, v) in [(far, 9), (u32::MAX, 11)] {
+            a.get_or_grow(i).store(v, Ordering::Relaxed);
+        }
+        assert!(a.rest.get().is_some());
+        assert_eq!(a.get(5).load(Ordering::Relaxed), 5);
+        assert_eq!(a.get(far).load(Ordering::Relaxed), 9);
+        assert_eq!(a.get(u32::MAX).load(Ordering::Relaxed), 11);
+        assert_eq!(a.live(), 3 * CHUNK);
+        a.reset();
+        assert_eq!(a.live(), 0);
+        assert!(a.try_get(5).is_none() && a.try_get(far).is_none());
+        assert!(a.try_get(u32::MAX).is_none());
+        assert_eq!(a.get_or_grow(far).load(Ordering::Relaxed), 0);
+    }
+
     #[test]
     fn grows_on_demand_and_frees_behind_the_watermark() {
         let a = ChunkArena::<AtomicUsize>::new(|| AtomicUsize::new(7));
