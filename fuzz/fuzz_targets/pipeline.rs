@@ -1,10 +1,10 @@
 //! Fuzz target for the whole pipeline on generated modules: the bytes choose a small module
 //! (bounded loops, ifs, calls, tasks of built-in kernels on overlapping slices of two tensors,
-//! a schedule); it is printed, parsed, validated, expanded by the reference expander, encoded
-//! as bytecode, decoded and interpreted on two executors (every task generated exactly once,
-//! the expander's count), then run on the CPU with debug checks (`run --check`) on the host
-//! path and in device generation. Nothing may panic, and where both runs succeed their tensors
-//! must be equal byte for byte.
+//! a schedule); it is printed, parsed, validated and resolved (once), expanded by the reference
+//! expander, encoded as bytecode, decoded and interpreted on two executors (every task generated
+//! exactly once, the expander's count), then run on the CPU with debug checks (`run --check`)
+//! on the host path and in device generation, both compiled from that one resolution. Nothing
+//! may panic, and where both runs succeed their tensors must be equal byte for byte.
 //!
 //! Modules that generate more than [`MAX_TASKS`] tasks are dropped after expansion: the
 //! properties checked here (count agreement, host and device generation agreeing, the debug
@@ -20,7 +20,7 @@ use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 use pto_wsp::bytecode::{EncodeOptions, ExecutorConfig, Interpreter, Program, Task, encode};
-use pto_wsp::ir::{Bindings, ExpandOptions, expand, parse, validate};
+use pto_wsp::ir::{Bindings, ExpandOptions, expand, parse};
 use pto_wsp::kernels::KernelRegistry;
 use pto_wsp::{CompileOptions, WorkerPool, compile, lower};
 
@@ -67,16 +67,15 @@ fuzz_target!(|data: &[u8]| {
         Ok(m) => m,
         Err(e) => panic!("a generated module does not parse: {e}\n{text}"),
     };
-    if validate(&module).is_err() {
+    // Validation and resolution, once: both runs compile the same lowered plan, as a program
+    // that runs a module twice would.
+    let Ok(lowered) = lower(&module) else {
         return;
-    }
+    };
     let bindings = Bindings::new();
     let options = ExpandOptions {
         limit: Some(max_tasks()),
         executors: None,
-    };
-    let Ok(lowered) = lower(&module) else {
-        return;
     };
     let Ok(x) = expand(lowered.resolved(), &bindings, &options) else {
         return;
@@ -109,9 +108,8 @@ fuzz_target!(|data: &[u8]| {
     // Runs: host and device generation, with debug checks; equal tensors where both succeed.
     let mut results = Vec::new();
     for device_gen in [false, true] {
-        let Ok(plan) = lower(&module) else { return };
         let compiled = compile(
-            plan,
+            lowered.clone(),
             CompileOptions {
                 threads: 2,
                 pool: Some(Arc::clone(pool())),

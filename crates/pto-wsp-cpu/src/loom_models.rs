@@ -307,6 +307,31 @@ fn pool_run_ends_with_the_other_worker_parked() {
     });
 }
 
+/// Two jobs back to back on a pool of two workers. A worker that finished the first job
+/// lingers (watches the posted job counter without the lock; one yield under loom) and then
+/// parks; the
+/// second job may come before, during or after that. Every worker must run every job exactly
+/// once (a lost hand-off is loom's deadlock report: the caller waits for `running` forever),
+/// the caller's wait must see every job's effects (the counts are relaxed: only the release
+/// decrements of `running` order them), and the condition variables are signalled only when
+/// someone waits, so a missed signal would also deadlock.
+#[test]
+fn pool_hands_consecutive_jobs_to_lingering_or_parked_workers() {
+    model(3, || {
+        let pool = WorkerPool::new(2).unwrap();
+        let hits = counts(2);
+        for job in 1..=2 {
+            pool.broadcast(&|w| {
+                hits[w].fetch_add(1, Relaxed);
+            })
+            .unwrap();
+            for h in hits.iter() {
+                assert_eq!(h.load(Relaxed), job);
+            }
+        }
+    });
+}
+
 /// Independent tasks as the engine sees them: their pools, nothing to release.
 struct Independent(Vec<ExecPool>);
 

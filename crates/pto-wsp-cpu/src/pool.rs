@@ -5,6 +5,15 @@
 //! that sleep on a condition variable between runs (no CPU while idle) and run one *job* at a
 //! time: a closure called once on every worker with the worker's index.
 //!
+//! Between two jobs a worker first lingers as an idle worker does inside a run: it watches the
+//! job counter (an atomic, no lock) for [`Idle::backoff`]'s bounded rounds of spinning and
+//! yielding (a few tens of microseconds), and only then parks on the condition variable. A job
+//! posted within that while (the next run of a program that runs graph after graph) reaches a
+//! worker that is still awake, without a wake-up system call; a pool nobody gives work parks
+//! after those rounds and uses no CPU. Likewise the caller of [`WorkerPool::scope`] watches the
+//! count of running jobs for the same rounds before it waits on its condition variable, and
+//! both condition variables are signalled only when someone waits on them.
+//!
 //! # What it promises
 //!
 //! - [`WorkerPool::scope`] calls `job(w)` once on every worker `w` while `caller()` runs on the
@@ -20,8 +29,9 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use crate::idle::Idle;
 use crate::sync::thread::{Builder, JoinHandle};
-use crate::sync::{Arc, Condvar, Mutex, lock, wait};
+use crate::sync::{Arc, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, lock, wait};
 
 /// A job as the workers see it: a borrowed closure whose lifetime [`WorkerPool::scope`] erased.
 #[derive(Clone, Copy)]
@@ -36,15 +46,25 @@ struct State {
     /// Incremented for every job; a worker runs a job once per epoch.
     epoch: u64,
     job: Option<JobRef>,
-    /// Workers that have not finished the current job.
-    running: usize,
     /// A job panicked during the current epoch (message of the first panic).
     panic: Option<String>,
     shutdown: bool,
+    /// Workers waiting on `start` (signalled only if some are).
+    parked: usize,
+    /// Times a worker began waiting on `start`, since the pool started.
+    parks: u64,
+    /// The caller of `scope` waits on `done` (signalled only if it does).
+    caller_waits: bool,
 }
 
 struct Shared {
     state: Mutex<State>,
+    /// `State::epoch`, published (release) under the lock when a job is posted and readable
+    /// without it: what a lingering worker watches.
+    posted: AtomicU64,
+    /// Workers that have not finished the current job: set under the lock when a job is
+    /// posted, decremented (release) by each worker after its call; the caller watches it.
+    running: AtomicUsize,
     /// Workers wait here for a new epoch.
     start: Condvar,
     /// The scope waits here for `running == 0`.
@@ -133,10 +153,14 @@ impl WorkerPool {
             state: Mutex::new(State {
                 epoch: 0,
                 job: None,
-                running: 0,
                 panic: None,
                 shutdown: false,
+                parked: 0,
+                parks: 0,
+                caller_waits: false,
             }),
+            posted: AtomicU64::new(0),
+            running: AtomicUsize::new(0),
             start: Condvar::new(),
             done: Condvar::new(),
             run: Mutex::new(()),
@@ -193,17 +217,31 @@ impl WorkerPool {
             let mut st = lock(&self.shared.state);
             st.epoch += 1;
             st.job = Some(JobRef(ptr));
-            st.running = self.handles.len();
             st.panic = None;
-            self.shared.start.notify_all();
+            self.shared
+                .running
+                .store(self.handles.len(), Ordering::Relaxed);
+            // Release: a worker that sees the new epoch without the lock sees `running` too (it
+            // takes the lock to read the job).
+            self.shared.posted.store(st.epoch, Ordering::Release);
+            if st.parked > 0 {
+                self.shared.start.notify_all();
+            }
         }
         struct Wait<'a>(&'a Shared);
         impl Drop for Wait<'_> {
             fn drop(&mut self) {
-                let mut st = lock(&self.0.state);
-                while st.running > 0 {
-                    st = wait(&self.0.done, st);
+                let shared = self.0;
+                let mut round = 0;
+                while shared.running.load(Ordering::Acquire) > 0 && Idle::backoff(round) {
+                    round += 1;
                 }
+                let mut st = lock(&shared.state);
+                while shared.running.load(Ordering::Acquire) > 0 {
+                    st.caller_waits = true;
+                    st = wait(&shared.done, st);
+                }
+                st.caller_waits = false;
                 st.job = None;
             }
         }
@@ -216,44 +254,77 @@ impl WorkerPool {
         }
     }
 
+    /// How many times a worker has parked (begun waiting for a job on the condition variable)
+    /// since the pool started: a pool given no work parks each worker once and then stays
+    /// parked, whatever the time.
+    pub fn parks(&self) -> u64 {
+        lock(&self.shared.state).parks
+    }
+
+    /// How many workers are parked now.
+    pub fn parked(&self) -> usize {
+        lock(&self.shared.state).parked
+    }
+
     /// Calls `job(w)` on every worker and waits for all of them.
     pub fn broadcast<F: Fn(usize) + Sync>(&self, job: &F) -> Result<(), JobPanicked> {
         self.scope(job, || ())
     }
 }
 
+/// Waits for an epoch other than `seen`: lingers (see the module docs), then parks. Returns the
+/// new epoch and its job, or `None` at shutdown.
+fn next_job(shared: &Shared, seen: u64) -> Option<(u64, Option<JobRef>)> {
+    let mut round = 0;
+    while shared.posted.load(Ordering::Acquire) == seen && Idle::backoff(round) {
+        round += 1;
+    }
+    let mut st = lock(&shared.state);
+    let mut counted = false;
+    loop {
+        if st.shutdown {
+            return None;
+        }
+        if st.epoch != seen {
+            return Some((st.epoch, st.job));
+        }
+        // One park per wait for a job, however often the condition variable wakes.
+        if !counted {
+            st.parks += 1;
+            counted = true;
+        }
+        st.parked += 1;
+        st = wait(&shared.start, st);
+        st.parked -= 1;
+    }
+}
+
 fn worker_main(shared: &Shared, w: usize) {
     let mut seen = 0u64;
-    loop {
-        let job = {
-            let mut st = lock(&shared.state);
-            loop {
-                if st.shutdown {
-                    return;
-                }
-                if st.epoch != seen {
-                    break;
-                }
-                st = wait(&shared.start, st);
-            }
-            seen = st.epoch;
-            st.job
-        };
+    while let Some((epoch, job)) = next_job(shared, seen) {
+        seen = epoch;
         let result = match job {
             // SAFETY: `scope` published this pointer and does not return (so the closure stays
             // alive) until this worker decrements `running` below, after the call.
             Some(JobRef(ptr)) => catch_unwind(AssertUnwindSafe(|| unsafe { (*ptr)(w) })),
             None => Ok(()),
         };
-        let mut st = lock(&shared.state);
-        if let Err(p) = result
-            && st.panic.is_none()
-        {
-            st.panic = Some(panic_message(&*p));
+        if let Err(p) = result {
+            let mut st = lock(&shared.state);
+            if st.panic.is_none() {
+                st.panic = Some(panic_message(&*p));
+            }
         }
-        st.running -= 1;
-        if st.running == 0 {
-            shared.done.notify_all();
+        // Release: the job's effects (and a panic's message, stored above under the lock)
+        // happen before the caller's acquire load that sees zero.
+        if shared.running.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // The last one: wake the caller if it waits. Under the lock, so a caller that read
+            // a non-zero count before this decrement is already waiting (it held the lock from
+            // that read until its wait), and one that reads after it sees zero.
+            let st = lock(&shared.state);
+            if st.caller_waits {
+                shared.done.notify_all();
+            }
         }
     }
 }
@@ -261,6 +332,7 @@ fn worker_main(shared: &Shared, w: usize) {
 impl Drop for WorkerPool {
     fn drop(&mut self) {
         lock(&self.shared.state).shutdown = true;
+        // Every worker, lingering or not: a lingering one sees the shutdown when it parks.
         self.shared.start.notify_all();
         for h in self.handles.drain(..) {
             let _ = h.join();
@@ -303,6 +375,60 @@ mod tests {
         })
         .unwrap();
         assert_eq!(n.load(Ordering::Relaxed), 2);
+    }
+
+    /// Yields until every worker of `pool` is parked (a test's time limit bounds the wait).
+    fn until_all_parked(pool: &WorkerPool) {
+        while pool.parked() < pool.threads() {
+            std::thread::yield_now();
+        }
+    }
+
+    /// A pool given no work lingers a bounded while and then parks each worker exactly once
+    /// per job: after a job every worker parks again (it does not spin on), and it parks once,
+    /// not once per round.
+    #[test]
+    fn an_idle_pool_parks_each_worker_once_per_job() {
+        let pool = WorkerPool::new(2).unwrap();
+        until_all_parked(&pool);
+        assert_eq!(pool.parks(), 2);
+        let n = AtomicUsize::new(0);
+        for job in 1..=3u64 {
+            pool.broadcast(&|_| {
+                n.fetch_add(1, Ordering::Relaxed);
+            })
+            .unwrap();
+            until_all_parked(&pool);
+            assert_eq!(pool.parks(), 2 + 2 * job);
+        }
+        assert_eq!(n.load(Ordering::Relaxed), 6);
+    }
+
+    /// Jobs posted back to back, or after gaps of varying length, reach every worker exactly
+    /// once whether it was still lingering or already parked when the job came, and each job's
+    /// effects are visible to the caller when `scope` returns.
+    #[test]
+    fn jobs_reach_lingering_and_parked_workers_alike() {
+        let pool = WorkerPool::new(3).unwrap();
+        let hits: Vec<AtomicUsize> = (0..3).map(|_| AtomicUsize::new(0)).collect();
+        let mut gap = 1u64;
+        for job in 1..=300usize {
+            // A gap of 0 to ~2^12 yields: some jobs find the workers spinning, some yielding,
+            // some parked.
+            gap = gap
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            for _ in 0..(gap >> 52) {
+                std::thread::yield_now();
+            }
+            pool.broadcast(&|w| {
+                hits[w].fetch_add(1, Ordering::Relaxed);
+            })
+            .unwrap();
+            for h in &hits {
+                assert_eq!(h.load(Ordering::Relaxed), job);
+            }
+        }
     }
 
     #[test]

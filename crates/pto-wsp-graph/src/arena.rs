@@ -20,7 +20,10 @@
 //! # Layout and orderings
 //!
 //! A directory of lazily made pages (`std` [`OnceLock`], never freed: 8 KiB per 2^20 indices)
-//! holds one [`AtomicPtr`] per chunk. A grower installs a chunk with a compare-exchange
+//! holds one [`AtomicPtr`] per chunk. The directory grows with the indices used: the first page
+//! (indices below 2^20) sits in the arena itself, the table of the other pages (4,096 entries,
+//! 64 KiB) is made only when an index above that is first grown, so an arena of a small run
+//! makes and drops one 8 KiB page, not a 64 KiB table. A grower installs a chunk with a compare-exchange
 //! (`AcqRel`; several threads may race to grow, the loser frees its copy), so a reader that
 //! loads the pointer with `Acquire` sees the chunk's initialised entries. The reclaimer swaps
 //! the pointer to null and frees the chunk.
@@ -65,15 +68,36 @@ fn boxed_array<E, const N: usize>(f: impl FnMut(usize) -> E) -> Box<[E; N]> {
     }
 }
 
+/// The table of every directory page.
+type Pages<T> = Box<[OnceLock<Page<T>>; PAGES]>;
+
 /// A directory page of null chunk pointers.
 fn new_page<T>() -> Page<T> {
     boxed_array(|_| AtomicPtr::new(std::ptr::null_mut()))
 }
 
+/// A directory page, made at once under loom: several threads may grow one arena (device
+/// generation's owner table), and loom cannot see the synchronisation of std's `OnceLock` that
+/// orders a page's making before its use.
+fn new_page_lock<T>() -> OnceLock<Page<T>> {
+    let page = OnceLock::new();
+    #[cfg(loom)]
+    let _ = page.set(new_page());
+    page
+}
+
+/// The table of directory pages 1 and up (see [`new_page_lock`] for loom).
+fn new_pages<T>() -> Pages<T> {
+    boxed_array(|_| new_page_lock())
+}
+
 /// Storage indexed by `u32`, grown in chunks on demand and freed behind a watermark (see the
 /// module docs).
 pub struct ChunkArena<T> {
-    pages: Box<[OnceLock<Page<T>>; PAGES]>,
+    /// Directory page 0 (indices below `CHUNK << PAGE_BITS`).
+    first: OnceLock<Page<T>>,
+    /// Directory pages 1 and up, made when first needed (entry 0 stays unused).
+    rest: OnceLock<Pages<T>>,
     init: fn() -> T,
     /// How a chunk's entries are made.
     fill: Fill,
@@ -95,16 +119,13 @@ impl<T> std::fmt::Debug for ChunkArena<T> {
 impl<T> ChunkArena<T> {
     /// An empty arena whose entries start as `init()`.
     pub fn new(init: fn() -> T) -> ChunkArena<T> {
+        let rest = OnceLock::new();
+        // Under loom the whole directory is made up front (see `new_page_lock`).
+        #[cfg(loom)]
+        let _ = rest.set(new_pages());
         ChunkArena {
-            pages: boxed_array(|_| {
-                let page = OnceLock::new();
-                // Under loom every page is made up front: several threads may grow one arena
-                // (device generation's owner table), and loom cannot see the synchronisation
-                // of std's `OnceLock` that orders a page's making before its use.
-                #[cfg(loom)]
-                let _ = page.set(new_page());
-                page
-            }),
+            first: new_page_lock(),
+            rest,
             init,
             fill: Fill::Call,
             spare: Mutex::new(Vec::new()),
@@ -145,15 +166,39 @@ impl<T> ChunkArena<T> {
         a
     }
 
+    /// The lock of directory page `p`, if the table holding it exists.
+    #[inline]
+    fn page_lock(&self, p: usize) -> Option<&OnceLock<Page<T>>> {
+        if p == 0 {
+            Some(&self.first)
+        } else {
+            Some(&self.rest.get()?[p])
+        }
+    }
+
+    /// Every directory page made so far.
+    fn pages(&self) -> impl Iterator<Item = &Page<T>> {
+        let rest = self.rest.get().map(|r| &r[1..]).unwrap_or(&[]);
+        std::iter::once(&self.first)
+            .chain(rest)
+            .filter_map(OnceLock::get)
+    }
+
     #[inline]
     fn slot(&self, chunk: usize) -> Option<&AtomicPtr<T>> {
-        let page = self.pages[chunk >> PAGE_BITS].get()?;
+        let page = self.page_lock(chunk >> PAGE_BITS)?.get()?;
         Some(&page[chunk & ((1 << PAGE_BITS) - 1)])
     }
 
     #[inline]
     fn slot_or_grow(&self, chunk: usize) -> &AtomicPtr<T> {
-        let page = self.pages[chunk >> PAGE_BITS].get_or_init(new_page);
+        let p = chunk >> PAGE_BITS;
+        let lock = if p == 0 {
+            &self.first
+        } else {
+            &self.rest.get_or_init(new_pages)[p]
+        };
+        let page = lock.get_or_init(new_page);
         &page[chunk & ((1 << PAGE_BITS) - 1)]
     }
 
@@ -368,8 +413,7 @@ impl<T> ChunkArena<T> {
     /// `live` and `peak` start again from zero. Exclusive access (`&mut self`) is what makes
     /// every entry unreferenced.
     pub fn reset(&mut self) {
-        for page in self.pages.iter() {
-            let Some(page) = page.get() else { continue };
+        for page in self.pages() {
             for slot in page.iter() {
                 let p = slot.swap(std::ptr::null_mut(), Ordering::Relaxed);
                 if !p.is_null() {
@@ -406,8 +450,7 @@ impl<T> Drop for ChunkArena<T> {
             #[allow(unsafe_code)]
             drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, CHUNK)) });
         }
-        for page in self.pages.iter_mut() {
-            let Some(page) = page.get_mut() else { continue };
+        for page in self.pages() {
             for slot in page.iter() {
                 let p = slot.swap(std::ptr::null_mut(), Ordering::Relaxed);
                 if !p.is_null() {
@@ -450,6 +493,33 @@ unsafe impl<T: Send + Sync> Send for ChunkArena<T> {}
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    /// The directory grows with the indices used: small indices make only the first page, an
+    /// index beyond it makes the table of the others, and entries on both sides (up to the last
+    /// `u32`) are kept, reset and freed alike.
+    #[test]
+    fn the_directory_grows_with_the_indices_used() {
+        let mut a = ChunkArena::<AtomicUsize>::new(|| AtomicUsize::new(0));
+        assert!(a.first.get().is_none() && a.rest.get().is_none());
+        a.get_or_grow(5).store(5, Ordering::Relaxed);
+        assert!(a.first.get().is_some());
+        assert!(a.rest.get().is_none());
+        let far = (CHUNK << PAGE_BITS) as u32 + 3;
+        assert!(a.try_get(far).is_none());
+        for (i, v) in [(far, 9), (u32::MAX, 11)] {
+            a.get_or_grow(i).store(v, Ordering::Relaxed);
+        }
+        assert!(a.rest.get().is_some());
+        assert_eq!(a.get(5).load(Ordering::Relaxed), 5);
+        assert_eq!(a.get(far).load(Ordering::Relaxed), 9);
+        assert_eq!(a.get(u32::MAX).load(Ordering::Relaxed), 11);
+        assert_eq!(a.live(), 3 * CHUNK);
+        a.reset();
+        assert_eq!(a.live(), 0);
+        assert!(a.try_get(5).is_none() && a.try_get(far).is_none());
+        assert!(a.try_get(u32::MAX).is_none());
+        assert_eq!(a.get_or_grow(far).load(Ordering::Relaxed), 0);
+    }
 
     #[test]
     fn grows_on_demand_and_frees_behind_the_watermark() {
