@@ -416,3 +416,30 @@ fn deleting_from_a_probe_run_that_wraps_keeps_every_key() {
         );
     }
 }
+
+/// A key's newest task is its newest reader even when the readers spill from the entry into
+/// a chunk: a bounded map more than half full keeps a key whose chunked readers are live when
+/// a retire frees the keys of completed tasks, and the next write reports those readers.
+#[test]
+fn a_key_with_live_readers_in_a_chunk_survives_a_retire() {
+    for readers in [4u32, 5, 13, 14, 15, 17] {
+        let (key, other) = (Region::new_2d(0, 0, 2, 0, 4), Region::new_2d(0, 2, 2, 0, 4));
+        let mut m = FixedExactMap::new(3);
+        m.access(TaskId(0), &other, Access::Out, &mut |_, _| {});
+        // Readers 1..=readers of `key`; the first ones complete with task 0.
+        for t in 1..=readers {
+            m.access(TaskId(t), &key, Access::In, &mut |p, _| panic!("{p:?}"));
+        }
+        // Two keys of three: more than half full. Tasks before `readers` completed, so `other`
+        // goes and `key` (newest reader `readers`) stays.
+        m.retire_before(TaskId(readers));
+        assert_eq!(m.stats().live, 1, "{readers} readers");
+        let mut got = Vec::new();
+        m.access(TaskId(100), &key, Access::Out, &mut |p, k| {
+            got.push((p.0, k))
+        });
+        got.sort_unstable_by_key(|&(p, _)| p);
+        let want: Vec<(u32, EdgeKind)> = (1..=readers).map(|r| (r, EdgeKind::War)).collect();
+        assert_eq!(got, want, "{readers} readers");
+    }
+}
