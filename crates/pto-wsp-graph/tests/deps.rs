@@ -611,6 +611,70 @@ fn a_full_fixed_map_refuses_the_task_cleanly_and_retiring_makes_room() {
     assert_eq!(b.finish().edge_count(), 0);
 }
 
+/// A task holds at most 65,535 regions and 65,535 params (the node's 16-bit counts): exactly
+/// that many of each is accepted; one more of either is refused naming which and how many
+/// (the regions when both are over).
+#[test]
+fn a_task_of_more_than_65535_regions_or_params_is_refused() {
+    const MAX: usize = u16::MAX as usize;
+    for (nio, nparams, want) in [
+        (MAX, MAX, None),
+        (MAX + 1, 0, Some(("regions", MAX + 1))),
+        (0, MAX + 1, Some(("params", MAX + 1))),
+        (MAX, MAX + 1, Some(("params", MAX + 1))),
+        (MAX + 1, MAX + 1, Some(("regions", MAX + 1))),
+    ] {
+        let mut b = GraphBuilder::with_exact_map(DepsMode::Explicit, ExactMap::Dynamic);
+        b.alloc_task(0, ExecDomain::HostCpu, ExecPool::Any, 0, None);
+        for i in 0..nio {
+            b.add_input(Region::new_2d(0, i as u32, 1, 0, 1));
+        }
+        for i in 0..nparams {
+            b.add_param(i as u64);
+        }
+        match (b.submit(), want) {
+            (Ok(t), None) => assert_eq!(t, TaskId(0)),
+            (Err(BuildError::TooMany { task, what, count }), Some(w)) => {
+                assert_eq!(
+                    (task, (what, count)),
+                    (TaskId(0), w),
+                    "{nio} regions, {nparams} params"
+                )
+            }
+            (got, want) => panic!("{nio} regions, {nparams} params: {got:?}, want {want:?}"),
+        }
+    }
+}
+
+/// Readers of one key that completed and were pruned to a count still count as inferred
+/// write-after-read edges of the next write, and are never wired: 60 readers of a key written
+/// by task 0 while tasks retire five behind, then a write of it.
+#[test]
+fn pruned_readers_count_as_edges_and_are_not_wired() {
+    let key = r(0, 0, 8);
+    let mut b = GraphBuilder::with_exact_map(DepsMode::Exact, ExactMap::Dynamic);
+    one_task(&mut b, &[(key, Access::Out)]);
+    for t in 1..=60u32 {
+        b.retire_before(TaskId(t.saturating_sub(5)));
+        one_task(&mut b, &[(key, Access::In)]);
+    }
+    one_task(&mut b, &[(key, Access::Out)]);
+    let s = b.stats();
+    assert!(s.forgotten > 0, "{s:?}");
+    // Every reader follows the writer and precedes the last write, once each.
+    assert_eq!((s.raw, s.war, s.waw), (60, 60, 1), "{s:?}");
+    let g = b.finish();
+    let mut last: Vec<u32> = graph_preds(&g)[61].iter().map(|&p| p as u32).collect();
+    last.sort_unstable();
+    // Wired: the writer and the readers reported by id, each once.
+    assert_eq!(last.len() as u64, 1 + 60 - s.forgotten, "{last:?}");
+    assert_eq!(last[0], 0);
+    assert!(
+        last.windows(2).all(|w| w[0] < w[1] && w[1] <= 60),
+        "{last:?}"
+    );
+}
+
 #[test]
 fn maps_can_be_used_directly_and_count() {
     fn run<M: TensorMap>(mut m: M) -> (Vec<(u32, u32)>, pto_wsp_graph::tensor_map::MapStats) {

@@ -390,4 +390,42 @@ mod tests {
         // Every reader that may still be live is listed.
         assert!((950..1000).all(|t| got.contains(&t)));
     }
+    /// Clearing the pool drops every chunk (every list is forgotten with it): a list started
+    /// afterwards is built from chunk 0 again, and its readers are its own.
+    #[test]
+    fn clearing_the_pool_drops_its_chunks() {
+        let mut pool = ReaderPool::new();
+        let mut l = ReaderList::default();
+        for i in 0..100 {
+            l.push(TaskId(i), &mut pool, 0);
+        }
+        // 3 inline, then ceil(97 / 14) chunks.
+        assert_eq!(pool.chunks.len(), 97usize.div_ceil(CHUNK));
+        pool.clear();
+        assert_eq!((pool.chunks.len(), pool.free), (0, NIL));
+        let mut l = ReaderList::default();
+        for i in 500..520 {
+            l.push(TaskId(i), &mut pool, 0);
+        }
+        assert_eq!(pool.chunks.len(), 2);
+        assert_eq!(items(&l, &pool), (500..520).collect::<Vec<_>>());
+    }
+
+    /// The count of pruned readers saturates at the most the length word holds instead of
+    /// wrapping (and never disturbs the inline count below it).
+    #[test]
+    fn the_pruned_reader_count_saturates() {
+        let max = u32::MAX >> LEN_BITS;
+        let mut pool = ReaderPool::new();
+        let mut l = ReaderList::default();
+        for i in 0..3 + 2 * CHUNK as u32 {
+            l.push(TaskId(i), &mut pool, 0);
+        }
+        l.len = (max - 1) << LEN_BITS | (l.len & LEN_MASK);
+        // Every earlier task completed: the next chunk prunes the oldest (14 readers).
+        l.push(TaskId(1000), &mut pool, 1000);
+        assert_eq!((l.forgotten(), l.inline_len()), (max, INLINE));
+        let listed = items(&l, &pool);
+        assert_eq!(listed.len(), INLINE + CHUNK + 1, "{listed:?}");
+    }
 }
