@@ -71,6 +71,11 @@ struct Shared {
     done: Condvar,
     /// Serialises runs.
     run: Mutex<()>,
+    /// Whether workers and the caller linger before parking (see the module docs). Always on,
+    /// but in the loom models of other protocols: each lingering look is a point where loom
+    /// must try every interleaving, which multiplies the models built on a pool many times over;
+    /// the pool's own model lingers.
+    linger: bool,
 }
 
 /// A job panicked; the message of the first panic.
@@ -138,6 +143,18 @@ pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 impl WorkerPool {
     /// A pool of `threads` workers; `0` means one per core (at most [`MAX_THREADS`]).
     pub fn new(threads: usize) -> Result<WorkerPool, PoolError> {
+        WorkerPool::start(threads, !cfg!(loom))
+    }
+
+    /// A pool whose workers linger between jobs, for the pool's own loom model (outside loom
+    /// every pool does).
+    #[cfg(loom)]
+    pub(crate) fn lingering(threads: usize) -> Result<WorkerPool, PoolError> {
+        WorkerPool::start(threads, true)
+    }
+
+    /// [`WorkerPool::new`], lingering between jobs or not.
+    fn start(threads: usize, linger: bool) -> Result<WorkerPool, PoolError> {
         if threads > MAX_THREADS {
             return Err(PoolError::TooMany {
                 requested: threads,
@@ -164,6 +181,7 @@ impl WorkerPool {
             start: Condvar::new(),
             done: Condvar::new(),
             run: Mutex::new(()),
+            linger,
         });
         let mut pool = WorkerPool {
             shared,
@@ -233,7 +251,10 @@ impl WorkerPool {
             fn drop(&mut self) {
                 let shared = self.0;
                 let mut round = 0;
-                while shared.running.load(Ordering::Acquire) > 0 && Idle::backoff(round) {
+                while shared.linger
+                    && shared.running.load(Ordering::Acquire) > 0
+                    && Idle::backoff(round)
+                {
                     round += 1;
                 }
                 let mut st = lock(&shared.state);
@@ -276,7 +297,7 @@ impl WorkerPool {
 /// new epoch and its job, or `None` at shutdown.
 fn next_job(shared: &Shared, seen: u64) -> Option<(u64, Option<JobRef>)> {
     let mut round = 0;
-    while shared.posted.load(Ordering::Acquire) == seen && Idle::backoff(round) {
+    while shared.linger && shared.posted.load(Ordering::Acquire) == seen && Idle::backoff(round) {
         round += 1;
     }
     let mut st = lock(&shared.state);
