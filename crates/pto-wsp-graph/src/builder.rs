@@ -312,11 +312,6 @@ impl<M: TensorMap> BuilderParts<M> {
             seen_old: std::collections::HashSet::new(),
         }
     }
-
-    /// The map.
-    pub fn map(&self) -> &M {
-        &self.map
-    }
 }
 
 impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
