@@ -410,6 +410,79 @@ mod tests {
         assert!(got.is_empty(), "no delegating mark left");
     }
 
+    /// Every write meets every delegating mark its box intersects (the oracle: `intersects` of
+    /// each mark, in the test), wherever the marks lie: marks recorded without a used mark (each
+    /// one grows the box of delegating marks), some near the top of the coordinate range where a
+    /// box's size would not fit in `u32` if it were computed wrongly, writes that intersect one
+    /// mark without covering it (nothing is dropped), then writes that cover them.
+    #[test]
+    fn writes_meet_every_delegating_mark_wherever_it_lies() {
+        let top = u32::MAX - 1;
+        let rows = [(1 << 31) - (1 << 20), top, 1 << 31, top - 5, 7, 0, 1 << 20];
+        let mut marks = Marks::default();
+        assert!(marks.is_empty());
+        let mut kept = Vec::new();
+        for (i, &row) in rows.iter().enumerate() {
+            let mark = Mark {
+                region: Region::new_2d(0, row, 1, 0, 8),
+                task: 10 + i as u32,
+                seq: 10 + i as u64,
+                delegates: true,
+                record: (0, 0),
+            };
+            assert!(marks.insert(mark, None));
+            kept.push(mark);
+            assert!(!marks.is_empty());
+            assert_eq!(marks.len(), kept.len());
+            // Every mark so far answers a write of part of its box.
+            for m in &kept {
+                let write = Region::new_2d(0, m.region.start[0], 1, 2, 4);
+                let mut got = Vec::new();
+                marks.war(&write, 99, |t| got.push(t));
+                let want: Vec<u32> = kept
+                    .iter()
+                    .filter(|k| k.region.intersects(&write))
+                    .map(|k| k.task)
+                    .collect();
+                assert_eq!(got, want, "write at row {}", m.region.start[0]);
+            }
+        }
+        // Whole-row writes cover the marks: each is reported once more, then dropped.
+        for (i, m) in kept.iter().enumerate() {
+            let mut got = Vec::new();
+            marks.war(&m.region, 99, |t| got.push(t));
+            assert_eq!(got, vec![m.task]);
+            assert_eq!(marks.len(), kept.len() - i - 1);
+        }
+        assert!(marks.is_empty());
+    }
+
+    /// The box of two regions is the smallest containing both (computed here per dimension),
+    /// also near the top of the coordinate range.
+    #[test]
+    fn union_is_the_smallest_box_containing_both() {
+        let top = u32::MAX - 1;
+        let boxes = [
+            Region::new_2d(0, 0, 1, 0, 1),
+            Region::new_2d(0, 5, 3, 9, 2),
+            Region::new_2d(0, (1 << 31) - 7, 2, 1 << 30, 5),
+            Region::new_2d(0, top, 1, top - 3, 4),
+            Region::new(0, &[3, 4, 5], &[1, 2, 3]).unwrap(),
+        ];
+        for a in &boxes {
+            for b in &boxes {
+                let u = union(a, b);
+                assert_eq!(u.rank, a.rank.max(b.rank));
+                for d in 0..MAX_RANK {
+                    let lo = a.start[d].min(b.start[d]);
+                    let hi = (a.start[d] as u64 + a.size[d] as u64)
+                        .max(b.start[d] as u64 + b.size[d] as u64);
+                    assert_eq!((u.start[d], u.end(d)), (lo, hi), "{a:?} {b:?} dim {d}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn cell_seqs_tell_whether_a_rectangle_was_written_since() {
         let mut c = CellSeqs::default();
