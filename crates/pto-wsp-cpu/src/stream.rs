@@ -930,3 +930,76 @@ impl WorkerPool {
         Ok(stats)
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use pto_wsp_graph::explicit::ExplicitTask;
+    use std::sync::Mutex;
+    use std::sync::atomic::AtomicU32;
+
+    /// Under a stalling window the producer never runs `span_limit(window)` submissions past an
+    /// unfinished task. The sink is driven alone, its hooks standing in for the workers: tasks
+    /// released are completed (and leave the window) whenever the sink publishes, except task 0,
+    /// which "runs" until the producer is at submission `span`. So only the sink's wait for its
+    /// completed prefix can make task 0 complete by the time submission `span` returns: the
+    /// window (3) fills, and so publishes, only at odd submissions, and `span` is even.
+    #[test]
+    fn a_stalling_window_keeps_the_producer_within_its_span_of_an_unfinished_task() {
+        const WINDOW: usize = 3;
+        let span = span_limit(WINDOW as u64);
+        assert_eq!(span % 2, 0);
+        let states = TaskStates::new();
+        let table = TaskTable::new();
+        let counters = Arc::new(Counters::new(1));
+        let window = WindowState::new(WINDOW, WindowMode::Stall, counters);
+        let released = Mutex::new(Vec::new());
+        let at = AtomicU32::new(0);
+        let release = |t: TaskId| released.lock().unwrap().push(t);
+        let release_all = |ts: &[TaskId]| released.lock().unwrap().extend_from_slice(ts);
+        let publish = || {
+            released.lock().unwrap().retain(|&t| {
+                if t.0 == 0 && at.load(Ordering::Relaxed) < span {
+                    return true;
+                }
+                states.complete(t, |_| {});
+                window.leave();
+                false
+            });
+        };
+        let fail = |e: ExecError| panic!("{e}");
+        let idle = Idle::new(1);
+        let abort = AtomicBool::new(false);
+        let hooks = Hooks {
+            release: &release,
+            release_all: &release_all,
+            publish: &publish,
+            fail: &fail,
+            idle: &idle,
+            abort: &abort,
+        };
+        let stream = StreamConfig {
+            deps: DepsMode::Explicit,
+            window: Some((WINDOW as u64, WindowMode::Stall)),
+            ..StreamConfig::default()
+        };
+        let sink = StreamSink::new(
+            &states,
+            table.writer().unwrap(),
+            Some(&window),
+            &stream,
+            false,
+            hooks,
+        );
+        let mut b = ExplicitBuilder::with_sink(sink);
+        for k in 0..span + 4 {
+            at.store(k, Ordering::Relaxed);
+            b.add(&ExplicitTask::host(0), &[]).unwrap();
+            assert!(
+                k < span || states.is_complete(TaskId(0)),
+                "submission {k} returned while task 0 runs (span {span})"
+            );
+        }
+        assert!(states.is_complete(TaskId(span - 1)));
+    }
+}

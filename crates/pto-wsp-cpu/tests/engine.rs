@@ -246,7 +246,8 @@ fn streamed_graphs_run_every_task_once_under_every_start_policy_and_window() {
 
 /// Every `timing` runs every task once after its predecessors, with and without a stalling
 /// window and start gate; `batched(3)` holds exactly the tasks of the open group (released when
-/// the group fills, or all at once before the orchestrator waits on the window).
+/// the group fills, or all at once before the orchestrator waits on the window: so exactly also
+/// under a stalling window larger than the run, which never fills).
 #[test]
 fn streamed_runs_release_tasks_as_timing_says() {
     let timings = [
@@ -261,6 +262,8 @@ fn streamed_runs_release_tasks_as_timing_says() {
                 None,
                 Some((1, WindowMode::Stall)),
                 Some((8, WindowMode::Stall)),
+                // Larger than the run: never full, so nothing but timing releases tasks.
+                Some((1024, WindowMode::Stall)),
             ] {
                 for start in [StartPolicy::Immediate, StartPolicy::AfterOrchestration] {
                     let d = dag(120, 7 + threads as u64);
@@ -284,7 +287,7 @@ fn streamed_runs_release_tasks_as_timing_says() {
                                 b.submit().unwrap();
                                 let held = b.sink().timing_held();
                                 match (timing, window) {
-                                    (Timing::Batched(n), None) => {
+                                    (Timing::Batched(n), None | Some((1024, _))) => {
                                         assert_eq!(held as u64, (i as u64 + 1) % n)
                                     }
                                     (Timing::Batched(n), Some(_)) => assert!((held as u64) < n),
@@ -322,17 +325,69 @@ fn a_streaming_producer_sees_a_task_failure_while_it_submits() {
         let mut seen = false;
         let err = pool
             .run_streaming(&table, &RunConfig::default(), &sc, &rec, |b| {
+                // A probe kept by the producer says what the sink says: nothing failed before
+                // the failing task is submitted, the failure once the sink reports it.
+                let probe = b.sink().abort_probe();
+                assert!(!probe.failed() && !b.sink().failed());
                 b.alloc_task(0, ExecDomain::default(), ExecPool::Any, 0, None);
                 b.submit().unwrap();
                 while !b.sink().failed() {
                     std::thread::yield_now();
                 }
+                assert!(probe.failed());
                 seen = true;
                 Ok(())
             })
             .unwrap_err();
         assert!(seen);
         assert_eq!(err.to_string(), "task #0 (kernel `k`) failed: bad tile");
+    }
+}
+
+/// An edge whose producer has already completed costs nothing: the sink refuses it and counts
+/// it. The producer waits through the sink until tasks 0 and 1 completed, so both edges of task
+/// 2 are refused (counted here: 0 before, 2 after), and the run reports two edges, none wired.
+#[test]
+fn edges_to_completed_tasks_are_refused_and_counted() {
+    use pto_wsp_graph::builder::EdgeSink;
+    for threads in [1, 2] {
+        let pool = WorkerPool::new(threads).unwrap();
+        let rec = Recorder::new(3, vec![]);
+        let table = TaskTable::new();
+        let sc = StreamConfig {
+            deps: DepsMode::Explicit,
+            ..StreamConfig::default()
+        };
+        let stats = pool
+            .run_streaming(&table, &RunConfig::default(), &sc, &rec, |b| {
+                let mut ids = Vec::new();
+                for _ in 0..2 {
+                    b.alloc_task(0, ExecDomain::default(), ExecPool::Any, 0, None);
+                    ids.push(b.submit().unwrap());
+                }
+                assert!(b.sink_mut().wait_complete(&ids).is_some());
+                assert_eq!(b.sink().refused_edges(), 0);
+                b.alloc_task(0, ExecDomain::default(), ExecPool::Any, 0, None);
+                for &p in &ids {
+                    b.add_explicit_dep(p).unwrap();
+                }
+                b.submit().unwrap();
+                assert_eq!(b.sink().refused_edges(), 2);
+                Ok(())
+            })
+            .unwrap();
+        rec.check(&Dag {
+            tasks: vec![
+                (ExecPool::Any, None, 0, vec![]),
+                (ExecPool::Any, None, 0, vec![]),
+                (ExecPool::Any, None, 0, vec![0, 1]),
+            ],
+        });
+        assert_eq!(
+            (stats.edges, stats.wired_edges),
+            (2, 0),
+            "{threads} threads"
+        );
     }
 }
 
