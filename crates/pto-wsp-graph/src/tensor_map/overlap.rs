@@ -15,7 +15,8 @@
 //! every cell. Lookups deduplicate records by a visit stamp. A read looks at write records only;
 //! a write at both. A bucket keeps up to two references per list in itself (no heap block to
 //! miss on), and a write of one cell that has no bucket yet (a tiled loop's fresh output tile)
-//! skips the scan machinery: it only consults the tensor's marks and records itself.
+//! skips the scan machinery: it only consults the tensor's marks and records itself. A read of
+//! one cell skips it too (out of line, no visit stamp: it cannot meet a record twice).
 //!
 //! A write drops every record its box covers (it follows each of them, so it stands in for them
 //! from now on); a record removed this way is freed at once and its cell references, tagged with
@@ -40,6 +41,11 @@
 //! box all wait for the first, not for each other in a chain). So a prefix read costs O(1)
 //! edges, however many tiles the prefix holds: every conflicting writer still happens before
 //! the reader, through the mark's task.
+//!
+//! A write asks the marks for delegating readers (write after read) only where it may meet
+//! one: per column of cells, the rows of every delegating mark recorded since the last clear
+//! (`WarRows`, an over-approximation) say where they can be, so the K/V tiles written under
+//! the prefix marks of every head do not walk those marks.
 //!
 //! Reads of one box share one record (*joining*): a read of one cell whose newest read record
 //! has exactly its box, and a read of exactly a (non-delegating) mark's box with no write to
@@ -395,8 +401,13 @@ impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
     #[inline(always)]
     fn list(&mut self, list: &mut impl Refs, write_list: bool) {
         if !list.is_empty() {
-            let keep = self.nonempty_list(list.as_mut_slice(), write_list);
-            list.truncate(keep);
+            let refs = list.as_mut_slice();
+            let len = refs.len();
+            let keep = self.nonempty_list(refs, write_list);
+            // Most scans drop nothing: no call into the list's truncation then.
+            if keep < len {
+                list.truncate(keep);
+            }
         }
     }
 
@@ -510,7 +521,9 @@ impl<F: FnMut(TaskId, EdgeKind)> ReadOne<'_, F> {
             refs[keep] = rf;
             keep += 1;
         }
-        list.truncate(keep);
+        if keep < refs.len() {
+            list.truncate(keep);
+        }
         hit
     }
 
