@@ -15,7 +15,8 @@
 //! every cell. Lookups deduplicate records by a visit stamp. A read looks at write records only;
 //! a write at both. A bucket keeps up to two references per list in itself (no heap block to
 //! miss on), and a write of one cell that has no bucket yet (a tiled loop's fresh output tile)
-//! skips the scan machinery: it only consults the tensor's marks and records itself.
+//! skips the scan machinery: it only consults the tensor's marks and records itself. A read of
+//! one cell skips it too (out of line, no visit stamp: it cannot meet a record twice).
 //!
 //! A write drops every record its box covers (it follows each of them, so it stands in for them
 //! from now on); a record removed this way is freed at once and its cell references, tagged with
@@ -40,6 +41,11 @@
 //! box all wait for the first, not for each other in a chain). So a prefix read costs O(1)
 //! edges, however many tiles the prefix holds: every conflicting writer still happens before
 //! the reader, through the mark's task.
+//!
+//! A write asks the marks for delegating readers (write after read) only where it may meet
+//! one: per column of cells, the rows of every delegating mark recorded since the last clear
+//! (`WarRows`, an over-approximation) say where they can be, so the K/V tiles written under
+//! the prefix marks of every head do not walk those marks.
 //!
 //! Reads of one box share one record (*joining*): a read of one cell whose newest read record
 //! has exactly its box, and a read of exactly a (non-delegating) mark's box with no write to
@@ -127,12 +133,76 @@ struct Grid {
     marks: Marks,
     /// The newest write per cell.
     seqs: CellSeqs,
+    /// Where delegating marks may be: see [`WarRows`].
+    war_rows: WarRows,
     /// Sequence number of the newest write to the tensor (0: none).
     last_write: u64,
     buckets: Vec<u32>,
     /// `dense[cx][cy]`: bucket of a cell with both coordinates below [`DENSE_CELLS`] (or `NIL`);
     /// rows grow on demand. Other cells go through the shared hash map.
     dense: Vec<Vec<u32>>,
+}
+
+/// Columns of cells whose delegating marks [`WarRows`] tracks one by one.
+const WAR_COLS: u32 = 1024;
+/// A write spanning more columns of cells than this asks [`Marks::war`] without looking.
+const WAR_SPAN: u32 = 64;
+
+/// An over-approximation of the boxes of a tensor's delegating marks: per column of cells, the
+/// rows (first dimension, `lo..hi`) of every delegating mark recorded in it since the last
+/// clear (a mark is merged into each column of cells it touches and never taken out, so what
+/// [`Marks`] holds lies inside). A write whose rows miss them in every column it touches meets
+/// no delegating mark: [`Marks::war`] would report and drop nothing, so it is not asked. This
+/// is what lets the tiles of a causal-attention K/V tensor be written without a walk over the
+/// prefix marks of every head (each lies in its own column, above the rows written next).
+#[derive(Clone, Debug, Default)]
+struct WarRows {
+    /// Per column of cells: `(lo, hi)`, or `hi == 0` for none.
+    cols: Vec<(u64, u64)>,
+    /// A delegating mark touched a column at or past [`WAR_COLS`]: every write asks.
+    all: bool,
+}
+
+impl WarRows {
+    /// A delegating mark of box `r` touching columns of cells `y0..=y1` was recorded.
+    fn note(&mut self, r: &Region, (y0, y1): (u32, u32)) {
+        if y1 >= WAR_COLS {
+            self.all = true;
+            return;
+        }
+        if y1 as usize >= self.cols.len() {
+            self.cols.resize(y1 as usize + 1, (0, 0));
+        }
+        let (lo, hi) = (r.start[0] as u64, r.end(0));
+        for c in &mut self.cols[y0 as usize..=y1 as usize] {
+            *c = match *c {
+                (_, 0) => (lo, hi),
+                (l, h) => (l.min(lo), h.max(hi)),
+            };
+        }
+    }
+
+    /// Whether a write of box `r` touching columns of cells `y0..=y1` may meet a delegating
+    /// mark (false only when it cannot).
+    #[inline(always)]
+    fn may_meet(&self, r: &Region, (y0, y1): (u32, u32)) -> bool {
+        if self.cols.is_empty() && !self.all {
+            return false;
+        }
+        if self.all || y1 - y0 > WAR_SPAN {
+            return true;
+        }
+        let (lo, hi) = (r.start[0] as u64, r.end(0));
+        let last = (y1 as usize).min(self.cols.len().saturating_sub(1));
+        (y0 as usize..=last)
+            .filter_map(|c| self.cols.get(c))
+            .any(|&(l, h)| h != 0 && l < hi && lo < h)
+    }
+
+    fn clear(&mut self) {
+        self.cols.clear();
+        self.all = false;
+    }
 }
 
 /// Cells with both coordinates below this are found by indexing, not hashing.
@@ -249,6 +319,10 @@ pub struct OverlapMap {
     /// Report every conflicting earlier access, never an earlier reader through a coverage mark
     /// ([`OverlapMap::pairwise`]).
     no_marks: bool,
+    /// Tests only: every access takes the general path ([`OverlapMap::access_cells`], asking
+    /// the marks every time), the reference the fast paths are checked against.
+    #[cfg(test)]
+    plain: bool,
 }
 
 const NIL: u32 = u32::MAX;
@@ -327,8 +401,13 @@ impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
     #[inline(always)]
     fn list(&mut self, list: &mut impl Refs, write_list: bool) {
         if !list.is_empty() {
-            let keep = self.nonempty_list(list.as_mut_slice(), write_list);
-            list.truncate(keep);
+            let refs = list.as_mut_slice();
+            let len = refs.len();
+            let keep = self.nonempty_list(refs, write_list);
+            // Most scans drop nothing: no call into the list's truncation then.
+            if keep < len {
+                list.truncate(keep);
+            }
         }
     }
 
@@ -394,6 +473,73 @@ impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
         self.list(&mut b.writes, true);
         if self.writes {
             self.list(&mut b.reads, false);
+        }
+    }
+}
+
+/// A read of one cell meeting write lists: [`Scan`] for the case where no record can be met
+/// twice (a record is listed at most once in a cell's list, and never both in a cell and on
+/// its tensor's "large" list), no mark covers anything and nothing is dropped but dead
+/// references; so it needs no visit stamp. Reports exactly what [`Scan`] reports there.
+struct ReadOne<'a, F> {
+    records: &'a [Record],
+    groups: &'a [ReaderList],
+    group_pool: &'a ReaderPool,
+    stats: &'a mut MapStats,
+    pred: &'a mut F,
+    region: &'a Region,
+    task: u32,
+}
+
+impl<F: FnMut(TaskId, EdgeKind)> ReadOne<'_, F> {
+    /// Reports the live write records of `list` that intersect the read (read after write),
+    /// dropping references to dead records; whether any intersected.
+    #[inline(always)]
+    fn writers(&mut self, list: &mut impl Refs) -> bool {
+        if list.is_empty() {
+            return false;
+        }
+        let refs = list.as_mut_slice();
+        let (mut keep, mut hit) = (0, false);
+        for i in 0..refs.len() {
+            let rf = refs[i];
+            let rec = &self.records[rf.rec as usize];
+            if rec.epoch != rf.epoch {
+                continue; // the record died: drop the reference
+            }
+            if rec.region.intersects(self.region) {
+                hit = true;
+                if rec.group != NIL {
+                    self.group(rec.group);
+                }
+                if rec.task != self.task {
+                    (self.pred)(TaskId(rec.task), EdgeKind::Raw);
+                }
+            } else {
+                self.stats.probes += 1;
+            }
+            refs[keep] = rf;
+            keep += 1;
+        }
+        if keep < refs.len() {
+            list.truncate(keep);
+        }
+        hit
+    }
+
+    /// Reports the joined readers of a group (a write list holds none in practice: joining is
+    /// for read records; kept so that this reports what [`Scan`] reports whatever the lists).
+    #[cold]
+    fn group(&mut self, group: u32) {
+        let (me, pred) = (self.task, &mut *self.pred);
+        let group = &self.groups[group as usize];
+        group.for_each(self.group_pool, |t| {
+            if t.0 != me {
+                pred(t, EdgeKind::Raw);
+            }
+        });
+        for _ in 0..group.forgotten() {
+            pred(TaskId::FORGOTTEN, EdgeKind::Raw);
         }
     }
 }
@@ -531,6 +677,15 @@ impl OverlapMap {
         }
     }
 
+    /// Whether every access takes the general path (tests only, see `plain`).
+    #[inline(always)]
+    fn plain(&self) -> bool {
+        #[cfg(test)]
+        return self.plain;
+        #[cfg(not(test))]
+        false
+    }
+
     /// The grid of `r`'s tensor, created (with `r` choosing the cell side) if missing.
     #[inline]
     fn grid_of(&mut self, r: &Region) -> usize {
@@ -639,7 +794,9 @@ impl OverlapMap {
 
     /// A read of one cell: follows the cell's writers and joins the cell's newest read record
     /// if it has exactly this box (a weight tile or an input row read by many tasks), else adds
-    /// its own record.
+    /// its own record. Out of line and without the general scan's machinery (visit stamp,
+    /// mark cover, covering writes): more than half of the LLaMA stream's accesses come here.
+    #[inline(never)]
     fn read_one_cell<F: FnMut(TaskId, EdgeKind)>(
         &mut self,
         g: usize,
@@ -648,10 +805,8 @@ impl OverlapMap {
         key: CellKey,
         pred: &mut F,
     ) {
-        let stamp = self.next_stamp();
         let OverlapMap {
             records,
-            free,
             cells,
             buckets,
             free_buckets,
@@ -662,30 +817,22 @@ impl OverlapMap {
             ..
         } = self;
         let grid = &mut grids[g];
-        let b = bucket_of(grid, cells, buckets, free_buckets, key);
-        let mut scan = Scan {
+        let b = bucket_of(grid, cells, buckets, free_buckets, key) as usize;
+        let mut read = ReadOne {
             records,
             groups,
             group_pool,
-            free,
             stats,
             pred,
             region,
             task,
-            stamp,
-            writes: false,
-            reads: true,
-            hit: false,
-            cover: None,
         };
-        scan.list(&mut buckets[b as usize].writes, true);
-        scan.list(&mut grid.large_writes, true);
-        let hit = scan.hit;
-        match self.buckets[b as usize].reads.last() {
+        let hit = read.writers(&mut buckets[b].writes) | read.writers(&mut grid.large_writes);
+        match self.buckets[b].reads.last() {
             Some(&rf) if self.same_live_box(rf, region) => self.join(rf.rec, task),
             _ => {
                 let rf = self.new_record(*region, task, self.seq);
-                self.buckets[b as usize].reads.push(rf);
+                self.buckets[b].reads.push(rf);
             }
         }
         if hit {
@@ -728,10 +875,12 @@ impl OverlapMap {
         grid.seqs.set((key.cx, key.cx, key.cy, key.cy), seq);
         grid.last_write = seq;
         let mut hit = false;
-        grid.marks.war(region, task, |t| {
-            hit = true;
-            pred(TaskId(t), EdgeKind::War);
-        });
+        if grid.war_rows.may_meet(region, (key.cy, key.cy)) {
+            grid.marks.war(region, task, |t| {
+                hit = true;
+                pred(TaskId(t), EdgeKind::War);
+            });
+        }
         if hit {
             stats.hits += 1;
         } else {
@@ -743,7 +892,7 @@ impl OverlapMap {
     /// large list), every record it meets scanned, and a multi-cell read made the mark of its
     /// box.
     #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
+    #[inline(never)]
     fn access_cells<F: FnMut(TaskId, EdgeKind)>(
         &mut self,
         g: usize,
@@ -760,6 +909,7 @@ impl OverlapMap {
         // The new record (an inout records only its write: the write covers the read). It is
         // listed after each list is scanned, so the scan never meets it.
         let rf = self.new_record(*region, task, seq);
+        let plain = self.plain();
         let OverlapMap {
             records,
             free,
@@ -811,10 +961,12 @@ impl OverlapMap {
             scan.list(&mut grid.large_reads, false);
             // Readers that delegated their cells to a mark.
             let Scan { pred, hit, .. } = &mut scan;
-            grid.marks.war(region, task, |t| {
-                *hit = true;
-                pred(TaskId(t), EdgeKind::War);
-            });
+            if plain || grid.war_rows.may_meet(region, (range.2, range.3)) {
+                grid.marks.war(region, task, |t| {
+                    *hit = true;
+                    pred(TaskId(t), EdgeKind::War);
+                });
+            }
         }
         let hit = scan.hit;
         // The read becomes the mark of its box, unless it is the box of the mark it used; it
@@ -827,6 +979,9 @@ impl OverlapMap {
                 delegates: mb.delegate || cover.is_some_and(|m| m.delegates),
                 record: (rf.rec, rf.epoch),
             };
+            if mark.delegates {
+                grid.war_rows.note(region, (range.2, range.3));
+            }
             let recorded = grid.marks.insert(mark, cover);
             debug_assert!(recorded || !mark.delegates, "a used mark makes room");
         }
@@ -871,7 +1026,7 @@ impl TensorMap for OverlapMap {
         let range = cell_range(self.grids[g].shift, region);
         let (x0, x1, y0, y1) = range;
         let ncells = ((x1 - x0) as u64 + 1) * ((y1 - y0) as u64 + 1);
-        if ncells == 1 {
+        if ncells == 1 && !self.plain() {
             let key = CellKey {
                 tensor: region.tensor,
                 cx: x0,
@@ -905,6 +1060,7 @@ impl TensorMap for OverlapMap {
         // covers every write it could meet, so it only joins the mark's record (listed in every
         // cell of the box when the mark does not delegate) for write-after-read.
         if let Some(m) = cover
+            && !self.plain()
             && m.region == *region
             && !m.delegates
             && self.grids[g].last_write < m.seq
@@ -950,6 +1106,7 @@ impl TensorMap for OverlapMap {
             g.large_reads.clear();
             g.marks.clear();
             g.seqs.clear();
+            g.war_rows.clear();
             g.last_write = 0;
             g.buckets.clear();
             for row in &mut g.dense {
@@ -969,6 +1126,7 @@ impl TensorMap for OverlapMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     /// Runs one access, returning the predecessors it reported, sorted and deduplicated.
     fn access(m: &mut OverlapMap, task: u32, region: Region, access: Access) -> Vec<u32> {
@@ -1071,5 +1229,58 @@ mod tests {
         // (and, through the mark, for the old ones) and gets a record of its own.
         assert_eq!(access(&mut m, 22, row, Access::In), vec![4, 21]);
         assert_eq!(m.stats().live, 6);
+    }
+
+    /// `rows` x `cols` tiles of 4 x 8 elements of tensor `t` from tile (`row`, `col`).
+    fn tiles(t: u32, row: u32, rows: u32, col: u32, cols: u32) -> Region {
+        Region::new_2d(t, row * 4, rows * 4, col * 8, cols * 8)
+    }
+
+    /// Tasks of one to four accesses: tiles, column prefixes (causal attention's K/V), rows,
+    /// boxes of tiles, unaligned boxes, and on tensor 2 single elements and boxes that span more
+    /// than [`LARGE_CELLS`] cells of the grid a first single element chooses.
+    fn stream() -> impl Strategy<Value = Vec<Vec<(Region, Access)>>> {
+        let access = prop_oneof![Just(Access::In), Just(Access::Out), Just(Access::InOut)];
+        let region = prop_oneof![
+            4 => (0u32..2, 0u32..10, 0u32..4).prop_map(|(t, r, c)| tiles(t, r, 1, c, 1)),
+            2 => (0u32..2, 0u32..10, 0u32..4).prop_map(|(t, r, c)| tiles(t, 0, r + 1, c, 1)),
+            1 => (0u32..2, 0u32..10).prop_map(|(t, r)| tiles(t, r, 1, 0, 4)),
+            1 => (0u32..2, 0u32..10, 1u32..4, 0u32..4, 1u32..3)
+                .prop_map(|(t, r, n, c, m)| tiles(t, r, n, c, m)),
+            1 => (0u32..2, 0u32..40, 1u32..12, 0u32..32, 1u32..12)
+                .prop_map(|(t, r, n, c, m)| Region::new_2d(t, r, n, c, m)),
+            1 => (0u32..200, 0u32..200).prop_map(|(r, c)| Region::new_2d(2, r, 1, c, 1)),
+            1 => (0u32..64, 1u32..200, 0u32..64, 1u32..200)
+                .prop_map(|(r, n, c, m)| Region::new_2d(2, r, n, c, m)),
+        ];
+        prop::collection::vec(prop::collection::vec((region, access), 1..5), 1..160)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(256)))]
+
+        /// The fast paths (a read of one cell, a write of a fresh cell, a read joining a mark's
+        /// record, writes that skip the marks when no delegating mark can be met) find, task
+        /// by task, exactly the predecessors the general path finds.
+        #[test]
+        fn fast_paths_find_the_edges_of_the_general_path(tasks in stream()) {
+            let mut fast = OverlapMap::new();
+            let mut plain = OverlapMap {
+                plain: true,
+                ..OverlapMap::default()
+            };
+            for (t, regions) in tasks.iter().enumerate() {
+                let run = |m: &mut OverlapMap| {
+                    let mut got = Vec::new();
+                    for &(r, a) in regions {
+                        m.access(TaskId(t as u32), &r, a, &mut |p: TaskId, _| got.push(p.0));
+                    }
+                    got.sort_unstable();
+                    got.dedup();
+                    got
+                };
+                prop_assert_eq!(run(&mut fast), run(&mut plain), "task {}", t);
+            }
+        }
     }
 }
