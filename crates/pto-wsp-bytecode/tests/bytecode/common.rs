@@ -202,6 +202,7 @@ pub(crate) fn check_program(
         ExecutorConfig {
             executor: None,
             executors,
+            owners: None,
             max_steps: None,
         },
     )
@@ -220,6 +221,7 @@ pub(crate) fn check_program(
             ExecutorConfig {
                 executor: Some(me),
                 executors,
+                owners: None,
                 max_steps: None,
             },
         )
