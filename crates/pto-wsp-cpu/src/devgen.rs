@@ -13,14 +13,17 @@
 //!
 //! `E` executors (the pool's threads) share one [`TaskStates`] (the streaming completion protocol
 //! of `pto-wsp-graph`), one owner table and one inbox per executor. Each executor runs an
-//! [`Interpreter`] over **every** task of the program (the interpreter's "all executors"
-//! configuration, not its own-tasks-only mode) and numbers them exactly as the host's feeder
-//! does: tasks and barrier tasks (one per structural order edge with several earlier tasks) in
-//! generation order. Every executor sees the same stream, so every executor assigns the same ids.
+//! [`Interpreter`] and numbers the tasks exactly as the host's feeder does: tasks and barrier
+//! tasks (one per structural order edge with several earlier tasks) in generation order. Where
+//! the program allows it, each executor interprets **only its own tasks** (the interpreter's
+//! own-tasks-only mode, "Partitioned generation" below); otherwise each interprets every task of
+//! the program. Either way every executor sees every order edge at the same global position,
+//! so every executor assigns the same ids.
 //!
 //! - **The TensorMap, partitioned by tensor.** Executor `x` infers the accesses of the tensors
 //!   `tensor mod E == x`, of every task (its own and the others'), in its own [`AnyTensorMap`],
-//!   in id order, exactly as the host builder does for those tensors. Every map keeps each
+//!   in id order, exactly as the host builder does for those tensors (partitioned, the others'
+//!   accesses reach it as described below). Every map keeps each
 //!   tensor's records apart (no state crosses tensors), so the `E` maps together find exactly
 //!   the host build's edges, and each task's accesses are inferred once, not once per
 //!   executor. An edge found into another executor's task is *handed over*: appended to that
@@ -96,6 +99,56 @@
 //! unbounded queues, but what is in one is always at most its executor's window: a task becomes
 //! ready once.)
 //!
+//! # Partitioned generation
+//!
+//! Walking every task on every executor costs each executor the interpreter and the region
+//! lists of all `E` executors' tasks. Partitioned, executor `x` runs its interpreter with
+//! [`ExecutorConfig::executor`]`(x)` and `owners = E`: the interpreter hands it only the tasks
+//! it owns (by the same rule as above) and skips a foreign iteration of a hoisting loop whole,
+//! in O(1). Every task still carries its global index, and the interpreter announces every order
+//! edge on every executor at the same global position, so an executor places its own tasks and
+//! every barrier ([`Origins::skip_users_to`]) without walking the others' tasks.
+//!
+//! What crosses executors are then **accesses**, not tasks:
+//!
+//! - **Sending.** The owner of a task queues each access of a tensor of another executor's part
+//!   of the map as `(id, region, access)` for that executor (its own tensors' accesses stay in
+//!   its local queue). Every [`POLL_EVERY`] own tasks and before any wait it appends them to the
+//!   executor's mailbox ([`Shared::sent`], one per (from, to) pair, a batch under its lock) and
+//!   then publishes its **position** ([`Shared::generated`], release): the accesses of every own
+//!   task below it are sent. Its position is the id of its next own task (or barrier) as soon as
+//!   it knows it — before it waits for window room — and `u32::MAX` once its generation is over.
+//! - **Merging.** An executor infers, in id order, every access of its tensors by a task below
+//!   the **watermark**, the smallest position any executor published (acquire loads, then it
+//!   takes its mailboxes): its local queue and each mailbox are each in id order, so merging
+//!   them by id gives each tensor's accesses in the host build's order. Edges into its own tasks
+//!   go into their slots; edges into another executor's tasks are handed over as above, and it
+//!   publishes the watermark as how far it has inferred ([`Shared::inferred`]).
+//! - **Sealing** is unchanged: the owner seals its task once every executor, itself included,
+//!   has inferred past it.
+//!
+//! The mailboxes are batched vectors under a lock, not lock-free rings: a lock taken once per
+//! [`POLL_EVERY`] tasks costs a few instructions per task, needs no `unsafe`, and never fills
+//! (a full ring would be one more way to wait); what is in a mailbox is bounded by `keep_close`
+//! like everything else.
+//!
+//! A program is generated partitioned unless it makes computed reads (every executor serves
+//! every read, so every executor must see every task) or an order edge lies inside an iteration
+//! an executor may skip ([`Program::skips_order_edges`]: it could not number the barrier).
+//! Tasks whose owner is known only late (a `hash` key, `work_steal` by index) are generated
+//! partitioned too: the interpreter evaluates the dispatch key of every task (O(1)) and fills
+//! only its own. [`DevGenConfig::partition`] `= false` forces the walk of every task (a
+//! baseline for tests and benchmarks).
+//!
+//! No deadlock either: an executor publishes its position before every wait, merges in every
+//! waiting loop (and parks only when no published position lets it infer more; publishing
+//! wakes the others), and keeps merging after its own tasks are done until every executor's
+//! generation is over. Let `t` be the smallest id not completed and `g` the watermark. If
+//! `g <= t`, the executor with the smallest position `g` has generated every own task below `g`,
+//! all older than `t` and complete: its window is empty, so it is not waiting on it, and it
+//! generates on (publishing a larger position) — `g` passes `t`. Once `g > t`, every executor
+//! infers past `t`, `t`'s owner seals it, and the argument above applies.
+//!
 //! # Computed reads
 //!
 //! A `read` instruction (`docs/SEMANTICS.md`, "Computed reads") reads an element of a tensor
@@ -142,6 +195,9 @@
 //!   on completion, acquire by the last releaser or the sealing owner) and then through the
 //!   inbox (`sync::Inbox`, a `crossbeam` injector: its push happens before the pop that
 //!   takes the task).
+//! - Partitioned, an executor appends the accesses it sends (under the mailbox's lock) before
+//!   its release store of [`Shared::generated`]; an executor that loads that value (acquire)
+//!   and then locks the mailbox finds every access of the tasks below it.
 //! - The abort flag is raised with `SeqCst` before every executor is woken; executors check it
 //!   before every task and every wait.
 //!
@@ -244,8 +300,8 @@ impl Default for DevGenConfig {
 /// What one executor of a device-generation run did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ExecutorStats {
-    /// Tasks its interpreter generated, every executor's (barrier tasks included): each
-    /// executor walks the whole program.
+    /// Tasks its interpreter generated (barrier tasks included): every executor's when each
+    /// walks the whole program; partitioned, its own tasks and every barrier.
     pub walked: u64,
     /// Of those, its own (which it ran, unless the run failed).
     pub own: u64,
