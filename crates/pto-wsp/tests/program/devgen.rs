@@ -612,8 +612,7 @@ fn check_edges(name: &str, module: &Module, b: &Bindings) -> bool {
     let bytes = pto_wsp::bytecode::encode(&resolved(module), &Default::default()).unwrap();
     let program = pto_wsp::bytecode::Program::decode(&bytes).unwrap();
     let bound = program.bind(b).unwrap();
-    let partitions =
-        !program.computed_tensors().contains(&true) && !program.skips_order_edges();
+    let partitions = !program.computed_tensors().contains(&true) && !program.skips_order_edges();
     for deps in [
         DepsMode::Exact,
         DepsMode::Overlap,
