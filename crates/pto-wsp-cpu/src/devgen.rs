@@ -612,6 +612,39 @@ struct Open {
     dep: u32,
 }
 
+/// Accesses received from one executor, inferred from `head` on. A batch taken from the mailbox
+/// when everything before it is inferred is swapped in whole (no copy).
+#[derive(Default)]
+struct Received {
+    sent: Vec<Sent>,
+    head: usize,
+}
+
+impl Received {
+    /// Takes what `mailbox` holds.
+    fn take(&mut self, mailbox: &mut Vec<Sent>) {
+        if mailbox.is_empty() {
+            return;
+        }
+        if self.head == self.sent.len() {
+            self.sent.clear();
+            self.head = 0;
+            std::mem::swap(&mut self.sent, mailbox);
+        } else {
+            if self.head > self.sent.len() / 2 {
+                self.sent.drain(..self.head);
+                self.head = 0;
+            }
+            self.sent.append(mailbox);
+        }
+    }
+
+    #[inline]
+    fn front(&self) -> Option<&Sent> {
+        self.sent.get(self.head)
+    }
+}
+
 /// One executor: the interpreter's sink, and the runner of its own tasks.
 struct Executor<'s, 'r, E: DirectExec> {
     sh: &'s Shared<'r, E>,
@@ -641,7 +674,7 @@ struct Executor<'s, 'r, E: DirectExec> {
     /// access)`, not yet inferred (they are inferred in id order with [`Executor::mail_in`]).
     local: VecDeque<(u32, u32, TaskIo)>,
     /// Per source executor: accesses it sent for this executor's tensors, not yet inferred.
-    mail_in: Vec<VecDeque<Sent>>,
+    mail_in: Vec<Received>,
     /// Per destination executor: own tasks' accesses of its tensors, not yet sent.
     mail_out: Vec<Vec<Sent>>,
     /// Partitioned generation: every access of this executor's tensors by a task below this id
@@ -700,7 +733,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             inbound: vec![VecDeque::new(); sh.executors as usize],
             published: 0,
             local: VecDeque::new(),
-            mail_in: vec![VecDeque::new(); sh.executors as usize],
+            mail_in: (0..sh.executors).map(|_| Received::default()).collect(),
             mail_out: vec![Vec::new(); sh.executors as usize],
             merged: if sh.partitioned { 0 } else { u32::MAX },
             position: 0,
@@ -950,7 +983,13 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             if self.sent_to != self.position {
                 for (to, out) in self.mail_out.iter_mut().enumerate() {
                     if !out.is_empty() {
-                        lock(&sh.sent[to * e + me]).append(out);
+                        let mut mailbox = lock(&sh.sent[to * e + me]);
+                        if mailbox.is_empty() {
+                            // The whole batch, no copy (the mailbox's empty vector comes back).
+                            std::mem::swap(&mut *mailbox, out);
+                        } else {
+                            mailbox.append(out);
+                        }
                     }
                 }
                 self.sent_to = self.position;
@@ -1007,7 +1046,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         // Locked after the acquire loads: every access below `w` is there.
         for (x, q) in self.mail_in.iter_mut().enumerate() {
             if x != me {
-                q.extend(lock(&sh.sent[me * e + x]).drain(..));
+                q.take(&mut lock(&sh.sent[me * e + x]));
             }
         }
         let Executor {
@@ -1042,11 +1081,11 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             } else {
                 let out = &mut outbox[x];
                 let q = &mut mail_in[x];
-                while let Some(&(_, io)) = q.front().filter(|m| m.0 == id) {
-                    q.pop_front();
+                while let Some((_, io)) = q.front().filter(|m| m.0 == id) {
                     map.access(TaskId(id), &io.region, io.access(), &mut |p, _| {
                         out.push((id, p.0))
                     });
+                    q.head += 1;
                 }
             }
         }
