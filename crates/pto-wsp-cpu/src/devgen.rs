@@ -117,7 +117,9 @@
 //!   executor's mailbox ([`Shared::sent`], one per (from, to) pair, a batch under its lock) and
 //!   then publishes its **position** ([`Shared::generated`], release): the accesses of every own
 //!   task below it are sent. Its position is the id of its next own task (or barrier) as soon as
-//!   it knows it — before it waits for window room — and `u32::MAX` once its generation is over.
+//!   it knows it — before it waits for window room — but never more than `span` past its
+//!   completed prefix (what `keep_close` allows its walk; the bound on task state held rests on
+//!   it), and `u32::MAX` once its generation is over.
 //! - **Merging.** An executor infers, in id order, every access of its tensors by a task below
 //!   the **watermark**, the smallest position any executor published (acquire loads, then it
 //!   takes its mailboxes): its local queue and each mailbox are each in id order, so merging
@@ -980,7 +982,16 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         }
         let (me, e) = (self.me as usize, sh.executors as usize);
         if sh.partitioned {
-            if self.sent_to != self.position {
+            // Never published more than `span` past the completed prefix (any position up to
+            // the next own task's id is true): the bound on task state held relies on it
+            // (the memory test's argument).
+            let position = if self.position == u32::MAX {
+                u32::MAX
+            } else {
+                let bound = self.completed_below.saturating_add(sh.span);
+                self.position.min(bound).max(self.sent_to)
+            };
+            if self.sent_to != position {
                 for (to, out) in self.mail_out.iter_mut().enumerate() {
                     if !out.is_empty() {
                         let mut mailbox = lock(&sh.sent[to * e + me]);
@@ -992,8 +1003,8 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
                         }
                     }
                 }
-                self.sent_to = self.position;
-                sh.generated[me].store(self.position, Ordering::Release);
+                self.sent_to = position;
+                sh.generated[me].store(position, Ordering::Release);
                 for x in (0..e).filter(|&x| x != me) {
                     sh.idle.notify(Some(x), |w| w == x);
                 }
@@ -1027,7 +1038,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             .map(|x| sh.generated[x].load(ordering))
             .min()
             .unwrap_or(u32::MAX)
-            .min(self.position)
+            .min(self.sent_to)
     }
 
     /// Partitioned generation: infers, in id order, every access of this executor's tensors by
