@@ -43,6 +43,7 @@ fuzz_target!(|data: &[u8]| {
             let config = ExecutorConfig {
                 executor,
                 executors: Some(3),
+                owners: None,
                 max_steps: Some(20_000),
             };
             if let Ok(mut interp) = Interpreter::new(&prog, &bound, config) {

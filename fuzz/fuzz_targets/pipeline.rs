@@ -93,6 +93,7 @@ fuzz_target!(|data: &[u8]| {
             let config = ExecutorConfig {
                 executor: Some(me),
                 executors: Some(2),
+                owners: None,
                 max_steps: Some(1_000_000),
             };
             let mut interp = Interpreter::new(&prog, &bound, config).expect("interpreter");

@@ -55,6 +55,11 @@ pub struct ExecutorConfig {
     pub executor: Option<u32>,
     /// Override the schedule's executor count (as `ExpandOptions::executors` does).
     pub executors: Option<u64>,
+    /// How many generators share the tasks, when not one per executor: a task belongs to
+    /// generator `target mod owners` (`index mod owners` without a target) and `executor`
+    /// names a generator. `None`: one generator per executor (`owners` = the executor count).
+    /// Dispatch targets are computed over the executors either way.
+    pub owners: Option<u32>,
     /// Fail with [`InterpError::StepLimit`] after this many loop iterations (counted whether
     /// run or skipped) — a guard for untrusted bytecode; `None` is no limit.
     pub max_steps: Option<u64>,
@@ -66,6 +71,7 @@ impl ExecutorConfig {
         ExecutorConfig {
             executor: Some(id),
             executors: None,
+            owners: None,
             max_steps: None,
         }
     }
@@ -397,6 +403,8 @@ pub struct Interpreter<'p> {
     bound: &'p Bound,
     me: Option<u32>,
     executors: u64,
+    /// Generators sharing the tasks ([`ExecutorConfig::owners`]).
+    owners: u64,
     steps: u64,
     max_steps: u64,
     proc_pcs: Vec<usize>,
@@ -446,11 +454,17 @@ impl<'p> Interpreter<'p> {
                 message: format!("executors must be between 1 and 2^32, not {executors}"),
             });
         }
+        let owners = config.owners.map_or(executors, u64::from);
+        if owners == 0 {
+            return Err(InterpError::BadConfig {
+                message: "owners must be at least 1".into(),
+            });
+        }
         if let Some(me) = config.executor
-            && u64::from(me) >= executors
+            && u64::from(me) >= owners
         {
             return Err(InterpError::BadConfig {
-                message: format!("executor {me} does not exist ({executors} executors)"),
+                message: format!("executor {me} does not exist ({owners} executors)"),
             });
         }
         if bound.regs.len() != prog.reg_types.len()
@@ -481,6 +495,7 @@ impl<'p> Interpreter<'p> {
             bound,
             me: config.executor,
             executors,
+            owners,
             steps: 0,
             max_steps: config.max_steps.unwrap_or(u64::MAX),
             proc_pcs,
@@ -829,8 +844,8 @@ impl<'p> Interpreter<'p> {
     #[inline]
     fn owner(&self, target: Option<u32>, index: u32) -> u32 {
         match target {
-            Some(t) => (u64::from(t) % self.executors) as u32,
-            None => (u64::from(index) % self.executors) as u32,
+            Some(t) => (u64::from(t) % self.owners) as u32,
+            None => (u64::from(index) % self.owners) as u32,
         }
     }
 
@@ -846,10 +861,10 @@ impl<'p> Interpreter<'p> {
         let hi = lo + n.max(1) - 1;
         let part = |i: u64| starts.partition_point(|&s| s <= i).saturating_sub(1) as u64;
         let (k0, k1) = (part(lo), part(hi));
-        if k1 - k0 + 1 >= self.executors {
+        if k1 - k0 + 1 >= self.owners {
             return false;
         }
-        !(k0..=k1).any(|k| k % self.executors == u64::from(me))
+        !(k0..=k1).any(|k| k % self.owners == u64::from(me))
     }
 
     /// At the start of an iteration of loop `l`: decides the hoisted target, and skips the

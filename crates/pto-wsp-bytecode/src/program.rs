@@ -323,6 +323,29 @@ impl Program {
         self.sched.streams
     }
 
+    /// Whether an executor interpreting only its own tasks ([`crate::ExecutorConfig::executor`])
+    /// may skip an order edge whole: some loop whose iterations may be skipped holds a
+    /// `for_each` or a `sequential` block in its body. Such an executor then does not see every
+    /// order edge (the sink's contract omits edges lying inside skipped subtrees), so it cannot
+    /// number the barrier tasks a runtime inserts for them; otherwise every executor sees every
+    /// order edge at the same global position.
+    pub fn skips_order_edges(&self) -> bool {
+        use crate::op::Op;
+        self.insns.iter().enumerate().any(|(pc, i)| {
+            i.op == Op::Loop
+                && self
+                    .loops
+                    .get(usize::from(i.a))
+                    .is_some_and(|l| l.count.is_some())
+                && self
+                    .insns
+                    .get(pc + 1..(i.b as usize).min(self.insns.len()))
+                    .unwrap_or(&[])
+                    .iter()
+                    .any(|j| (j.op == Op::Loop && j.flags & 1 != 0) || j.op == Op::Seq)
+        })
+    }
+
     /// Per tensor (module index): whether a `read` instruction or a ragged / sparse axis over
     /// unbound arrays reads it, i.e. the generator reads values tasks of the run compute
     /// (`docs/SEMANTICS.md`, "Computed reads").

@@ -13,14 +13,17 @@
 //!
 //! `E` executors (the pool's threads) share one [`TaskStates`] (the streaming completion protocol
 //! of `pto-wsp-graph`), one owner table and one inbox per executor. Each executor runs an
-//! [`Interpreter`] over **every** task of the program (the interpreter's "all executors"
-//! configuration, not its own-tasks-only mode) and numbers them exactly as the host's feeder
-//! does: tasks and barrier tasks (one per structural order edge with several earlier tasks) in
-//! generation order. Every executor sees the same stream, so every executor assigns the same ids.
+//! [`Interpreter`] and numbers the tasks exactly as the host's feeder does: tasks and barrier
+//! tasks (one per structural order edge with several earlier tasks) in generation order. Where
+//! the program allows it, each executor interprets **only its own tasks** (the interpreter's
+//! own-tasks-only mode, "Partitioned generation" below); otherwise each interprets every task of
+//! the program. Either way every executor sees every order edge at the same global position,
+//! so every executor assigns the same ids.
 //!
 //! - **The TensorMap, partitioned by tensor.** Executor `x` infers the accesses of the tensors
 //!   `tensor mod E == x`, of every task (its own and the others'), in its own [`AnyTensorMap`],
-//!   in id order, exactly as the host builder does for those tensors. Every map keeps each
+//!   in id order, exactly as the host builder does for those tensors (partitioned, the others'
+//!   accesses reach it as described below). Every map keeps each
 //!   tensor's records apart (no state crosses tensors), so the `E` maps together find exactly
 //!   the host build's edges, and each task's accesses are inferred once, not once per
 //!   executor. An edge found into another executor's task is *handed over*: appended to that
@@ -96,6 +99,58 @@
 //! unbounded queues, but what is in one is always at most its executor's window: a task becomes
 //! ready once.)
 //!
+//! # Partitioned generation
+//!
+//! Walking every task on every executor costs each executor the interpreter and the region
+//! lists of all `E` executors' tasks. Partitioned, executor `x` runs its interpreter with
+//! [`ExecutorConfig::executor`]`(x)` and `owners = E`: the interpreter hands it only the tasks
+//! it owns (by the same rule as above) and skips a foreign iteration of a hoisting loop whole,
+//! in O(1). Every task still carries its global index, and the interpreter announces every order
+//! edge on every executor at the same global position, so an executor places its own tasks and
+//! every barrier ([`Origins::skip_users_to`]) without walking the others' tasks.
+//!
+//! What crosses executors are then **accesses**, not tasks:
+//!
+//! - **Sending.** The owner of a task queues each access of a tensor of another executor's part
+//!   of the map as `(id, region, access)` for that executor (its own tensors' accesses stay in
+//!   its local queue). Every [`POLL_EVERY`] own tasks and before any wait it appends them to the
+//!   executor's mailbox ([`Shared::sent`], one per (from, to) pair, a batch under its lock) and
+//!   then publishes its **position** ([`Shared::generated`], release): the accesses of every own
+//!   task below it are sent. Its position is the id of its next own task (or barrier) as soon as
+//!   it knows it — before it waits for window room — but never more than `span` past its
+//!   completed prefix (what `keep_close` allows its walk; the bound on task state held rests on
+//!   it), and `u32::MAX` once its generation is over.
+//! - **Merging.** An executor infers, in id order, every access of its tensors by a task below
+//!   the **watermark**, the smallest position any executor published (acquire loads, then it
+//!   takes its mailboxes): its local queue and each mailbox are each in id order, so merging
+//!   them by id gives each tensor's accesses in the host build's order. Edges into its own tasks
+//!   go into their slots; edges into another executor's tasks are handed over as above, and it
+//!   publishes the watermark as how far it has inferred ([`Shared::inferred`]).
+//! - **Sealing** is unchanged: the owner seals its task once every executor, itself included,
+//!   has inferred past it.
+//!
+//! The mailboxes are batched vectors under a lock, not lock-free rings: a lock taken once per
+//! [`POLL_EVERY`] tasks costs a few instructions per task, needs no `unsafe`, and never fills
+//! (a full ring would be one more way to wait); what is in a mailbox is bounded by `keep_close`
+//! like everything else.
+//!
+//! A program is generated partitioned unless it makes computed reads (every executor serves
+//! every read, so every executor must see every task) or an order edge lies inside an iteration
+//! an executor may skip ([`Program::skips_order_edges`]: it could not number the barrier).
+//! Tasks whose owner is known only late (a `hash` key, `work_steal` by index) are generated
+//! partitioned too: the interpreter evaluates the dispatch key of every task (O(1)) and fills
+//! only its own. [`DevGenConfig::partition`] `= false` forces the walk of every task (a
+//! baseline for tests and benchmarks).
+//!
+//! No deadlock either: an executor publishes its position before every wait, merges in every
+//! waiting loop (and parks only when no published position lets it infer more; publishing
+//! wakes the others), and keeps merging after its own tasks are done until every executor's
+//! generation is over. Let `t` be the smallest id not completed and `g` the watermark. If
+//! `g <= t`, the executor with the smallest position `g` has generated every own task below `g`,
+//! all older than `t` and complete: its window is empty, so it is not waiting on it, and it
+//! generates on (publishing a larger position) — `g` passes `t`. Once `g > t`, every executor
+//! infers past `t`, `t`'s owner seals it, and the argument above applies.
+//!
 //! # Computed reads
 //!
 //! A `read` instruction (`docs/SEMANTICS.md`, "Computed reads") reads an element of a tensor
@@ -142,6 +197,9 @@
 //!   on completion, acquire by the last releaser or the sealing owner) and then through the
 //!   inbox (`sync::Inbox`, a `crossbeam` injector: its push happens before the pop that
 //!   takes the task).
+//! - Partitioned, an executor appends the accesses it sends (under the mailbox's lock) before
+//!   its release store of [`Shared::generated`]; an executor that loads that value (acquire)
+//!   and then locks the mailbox finds every access of the tasks below it.
 //! - The abort flag is raised with `SeqCst` before every executor is woken; executors check it
 //!   before every task and every wait.
 //!
@@ -222,6 +280,10 @@ pub struct DevGenConfig {
     /// count, [`pto_wsp_graph::TaskId::FORGOTTEN`], not): the host build's edges, for tests and
     /// tools.
     pub record_edges: bool,
+    /// Let each executor generate only its own tasks where the program allows it (module docs,
+    /// "Partitioned generation"); `false` makes every executor walk every task (a baseline for
+    /// tests and benchmarks).
+    pub partition: bool,
 }
 
 impl Default for DevGenConfig {
@@ -232,6 +294,7 @@ impl Default for DevGenConfig {
             window: DEFAULT_WINDOW,
             trace: false,
             record_edges: false,
+            partition: true,
         }
     }
 }
@@ -239,8 +302,8 @@ impl Default for DevGenConfig {
 /// What one executor of a device-generation run did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ExecutorStats {
-    /// Tasks its interpreter generated, every executor's (barrier tasks included): each
-    /// executor walks the whole program.
+    /// Tasks its interpreter generated (barrier tasks included): every executor's when each
+    /// walks the whole program; partitioned, its own tasks and every barrier.
     pub walked: u64,
     /// Of those, its own (which it ran, unless the run failed).
     pub own: u64,
@@ -416,6 +479,13 @@ fn span_limit(window: usize, executors: usize) -> u32 {
         .min(u32::MAX as usize / 2) as u32
 }
 
+/// Whether `program` can be generated partitioned: it makes no computed read (every executor
+/// serves every read, so every executor must see every task) and no order edge lies inside an
+/// iteration an executor may skip (else it could not number the barrier tasks).
+fn partitions(program: &Program) -> bool {
+    !program.computed_tensors().contains(&true) && !program.skips_order_edges()
+}
+
 /// What every executor of a run shares.
 struct Shared<'r, E: DirectExec> {
     program: &'r Program,
@@ -436,6 +506,16 @@ struct Shared<'r, E: DirectExec> {
     /// Edges an executor found into another's tasks, `(successor, predecessor)` in successor
     /// order: entry `to * E + from`.
     handed: Box<[CachePadded<Mutex<Handed>>]>,
+    /// Partitioned generation: each executor interprets only its own tasks and sends their
+    /// accesses to the executors whose tensors they touch (module docs, "Partitioned
+    /// generation"). `false`: every executor walks every task.
+    partitioned: bool,
+    /// Per executor, partitioned generation: the accesses of every own task below this id are
+    /// in [`Shared::sent`] (release).
+    generated: Box<[CachePadded<AtomicU32>]>,
+    /// Accesses an executor sent for another's tensors, `(task id, access)` in id order:
+    /// entry `to * E + from`.
+    sent: Box<[CachePadded<Mutex<Vec<Sent>>>]>,
     inboxes: Box<[CachePadded<Inbox>]>,
     idle: Idle,
     abort: AtomicBool,
@@ -452,6 +532,10 @@ struct Shared<'r, E: DirectExec> {
 
 /// Edges one executor found into another's tasks: `(successor, predecessor)` ids.
 type Handed = Vec<(u32, u32)>;
+
+/// An access sent to the executor whose part of the TensorMap holds its tensor: the task's id
+/// (its owner is the sender) and the region with its access mode.
+type Sent = (u32, TaskIo);
 
 /// What one executor hands back at the end.
 struct Report {
@@ -530,6 +614,39 @@ struct Open {
     dep: u32,
 }
 
+/// Accesses received from one executor, inferred from `head` on. A batch taken from the mailbox
+/// when everything before it is inferred is swapped in whole (no copy).
+#[derive(Default)]
+struct Received {
+    sent: Vec<Sent>,
+    head: usize,
+}
+
+impl Received {
+    /// Takes what `mailbox` holds.
+    fn take(&mut self, mailbox: &mut Vec<Sent>) {
+        if mailbox.is_empty() {
+            return;
+        }
+        if self.head == self.sent.len() {
+            self.sent.clear();
+            self.head = 0;
+            std::mem::swap(&mut self.sent, mailbox);
+        } else {
+            if self.head > self.sent.len() / 2 {
+                self.sent.drain(..self.head);
+                self.head = 0;
+            }
+            self.sent.append(mailbox);
+        }
+    }
+
+    #[inline]
+    fn front(&self) -> Option<&Sent> {
+        self.sent.get(self.head)
+    }
+}
+
 /// One executor: the interpreter's sink, and the runner of its own tasks.
 struct Executor<'s, 'r, E: DirectExec> {
     sh: &'s Shared<'r, E>,
@@ -555,6 +672,23 @@ struct Executor<'s, 'r, E: DirectExec> {
     inbound: Vec<VecDeque<(u32, u32)>>,
     /// The last value stored in this executor's [`Shared::inferred`].
     published: u32,
+    /// Partitioned generation: own tasks' accesses of this executor's tensors, `(id, slot,
+    /// access)`, not yet inferred (they are inferred in id order with [`Executor::mail_in`]).
+    local: VecDeque<(u32, u32, TaskIo)>,
+    /// Per source executor: accesses it sent for this executor's tensors, not yet inferred.
+    mail_in: Vec<Received>,
+    /// Per destination executor: own tasks' accesses of its tensors, not yet sent.
+    mail_out: Vec<Vec<Sent>>,
+    /// Partitioned generation: every access of this executor's tensors by a task below this id
+    /// has been inferred (`u32::MAX` when every task is, and always when not partitioned).
+    merged: u32,
+    /// Partitioned generation: the accesses of every own task below this id are queued (in
+    /// [`Executor::mail_out`] or [`Executor::local`]); `u32::MAX` once generation is over.
+    position: u32,
+    /// The last value stored in this executor's [`Shared::generated`].
+    sent_to: u32,
+    /// The chunk of task state of the last id handed out.
+    chunk: u32,
     /// The smallest [`Shared::inferred`] of the others when [`Shared::handed`] was last drained.
     drained: u32,
     in_flight: usize,
@@ -600,6 +734,13 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             outbox: vec![Vec::new(); sh.executors as usize],
             inbound: vec![VecDeque::new(); sh.executors as usize],
             published: 0,
+            local: VecDeque::new(),
+            mail_in: (0..sh.executors).map(|_| Received::default()).collect(),
+            mail_out: vec![Vec::new(); sh.executors as usize],
+            merged: if sh.partitioned { 0 } else { u32::MAX },
+            position: 0,
+            sent_to: 0,
+            chunk: u32::MAX,
             drained: 0,
             in_flight: 0,
             completed_below: 0,
@@ -620,7 +761,16 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
     /// Generate everything (running own tasks on the way), then run what is left.
     fn run(&mut self) {
         let sh = self.sh;
-        match Interpreter::new(sh.program, sh.bound, ExecutorConfig::all()) {
+        let config = if sh.partitioned {
+            ExecutorConfig {
+                executor: Some(self.me),
+                owners: Some(sh.executors),
+                ..ExecutorConfig::all()
+            }
+        } else {
+            ExecutorConfig::all()
+        };
+        match Interpreter::new(sh.program, sh.bound, config) {
             Ok(mut interp) => match interp.run(self) {
                 Ok(summary) => self.stats.loops_at_max = summary.loops_at_max,
                 Err(e) => sh.fail(ExecError::build(&e)),
@@ -628,8 +778,10 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             Err(e) => sh.fail(ExecError::Build(e.to_string())),
         }
         self.stats.generated_ns = sh.t0.elapsed().as_nanos() as u64;
+        self.position = u32::MAX;
         self.publish();
-        while self.in_flight > 0 {
+        // Partitioned, the others' tasks may still need this executor's inference.
+        while self.in_flight > 0 || self.merged != u32::MAX {
             if self.wait_and_run().is_err() {
                 return;
             }
@@ -642,20 +794,28 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         Stopped
     }
 
-    /// The next task id (recorded in the dedup stamps).
+    /// The next task's id: the tasks and barriers recorded in [`Executor::origins`] so far
+    /// (partitioned, the others' tasks skipped included). Recorded in the dedup stamps.
     fn alloc(&mut self) -> Result<u32, Stopped> {
-        self.keep_close()?;
-        let id = self.next_id;
+        let Ok(id) = u32::try_from(self.origins.len()) else {
+            return Err(self.stop(ExecError::Build("more than 2^32 - 2 tasks".into())));
+        };
         if id >= u32::MAX - 1 {
             return Err(self.stop(ExecError::Build("more than 2^32 - 2 tasks".into())));
         }
-        self.next_id += 1;
-        if (id as usize).is_multiple_of(CHUNK) {
-            // The first id of a chunk of task state: free what every executor is past before
-            // this executor can grow the chunk (module docs, "Memory").
+        self.keep_close(id)?;
+        let chunk = id / CHUNK as u32;
+        if chunk != self.chunk {
+            // The first id of a chunk of task state this executor walks into: free what every
+            // executor is past before this executor can grow the chunk (module docs, "Memory").
+            self.chunk = chunk;
             self.free_behind_floor();
         }
-        self.wiring.seen.push_back(u32::MAX);
+        self.next_id = id + 1;
+        let stamps = (self.next_id - self.wiring.seen_base) as usize;
+        if stamps > self.wiring.seen.len() {
+            self.wiring.seen.resize(stamps, u32::MAX);
+        }
         self.stats.walked += 1;
         Ok(id)
     }
@@ -667,14 +827,14 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
     /// yields to it (backing off, never parking: no completion of another executor's task is
     /// announced to this one). Cannot deadlock: the oldest unfinished task's owner has generated
     /// it (every executor is past it) and its predecessors are done, so it is ready there.
-    fn keep_close(&mut self) -> Result<(), Stopped> {
-        if self.next_id - self.completed_below < self.sh.span {
+    fn keep_close(&mut self, id: u32) -> Result<(), Stopped> {
+        if id - self.completed_below < self.sh.span {
             return Ok(());
         }
         let mut round = 0u32;
         loop {
             self.retire();
-            if self.next_id - self.completed_below < self.sh.span {
+            if id - self.completed_below < self.sh.span {
                 return Ok(());
             }
             self.help_or_yield(&mut round)?;
@@ -777,7 +937,8 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
                 .filter(|&x| x != me)
                 .map(|x| sh.inferred[x].load(Ordering::Acquire))
                 .min()
-                .unwrap_or(u32::MAX);
+                .unwrap_or(u32::MAX)
+                .min(self.merged);
             if w <= first {
                 return;
             }
@@ -809,19 +970,137 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
 
     /// Between two tasks: hands the edges found into the others' tasks over, then says that
     /// every task generated so far is inferred (release), so that their owners may seal them.
+    ///
+    /// Partitioned, first: sends the own tasks' accesses queued for the others' tensors and
+    /// says how far they are sent ([`Shared::generated`], release; waking the others, whose
+    /// inference may wait on it), then infers what every executor has sent
+    /// ([`Executor::merge`]); what is published as inferred is how far that went.
     fn publish(&mut self) {
         let sh = self.sh;
-        if sh.executors == 1 || self.published == self.next_id {
+        if sh.executors == 1 {
             return;
         }
         let (me, e) = (self.me as usize, sh.executors as usize);
+        if sh.partitioned {
+            // Never published more than `span` past the completed prefix (any position up to
+            // the next own task's id is true): the bound on task state held relies on it
+            // (the memory test's argument).
+            let position = if self.position == u32::MAX {
+                u32::MAX
+            } else {
+                let bound = self.completed_below.saturating_add(sh.span);
+                self.position.min(bound).max(self.sent_to)
+            };
+            if self.sent_to != position {
+                for (to, out) in self.mail_out.iter_mut().enumerate() {
+                    if !out.is_empty() {
+                        let mut mailbox = lock(&sh.sent[to * e + me]);
+                        if mailbox.is_empty() {
+                            // The whole batch, no copy (the mailbox's empty vector comes back).
+                            std::mem::swap(&mut *mailbox, out);
+                        } else {
+                            mailbox.append(out);
+                        }
+                    }
+                }
+                self.sent_to = position;
+                sh.generated[me].store(position, Ordering::Release);
+                for x in (0..e).filter(|&x| x != me) {
+                    sh.idle.notify(Some(x), |w| w == x);
+                }
+            }
+            self.merge();
+        }
+        let done = if sh.partitioned {
+            self.merged
+        } else {
+            self.next_id
+        };
+        if self.published == done {
+            return;
+        }
         for (to, out) in self.outbox.iter_mut().enumerate() {
             if !out.is_empty() {
                 lock(&sh.handed[to * e + me]).append(out);
             }
         }
-        self.published = self.next_id;
-        sh.inferred[me].store(self.next_id, Ordering::Release);
+        self.published = done;
+        sh.inferred[me].store(done, Ordering::Release);
+    }
+
+    /// How far every executor has sent its accesses (acquire loads; this executor's own
+    /// position for itself): the accesses of every task below it are known.
+    fn sent_everywhere(&self, ordering: Ordering) -> u32 {
+        let sh = self.sh;
+        let me = self.me as usize;
+        (0..sh.executors as usize)
+            .filter(|&x| x != me)
+            .map(|x| sh.generated[x].load(ordering))
+            .min()
+            .unwrap_or(u32::MAX)
+            .min(self.sent_to)
+    }
+
+    /// Partitioned generation: infers, in id order, every access of this executor's tensors by
+    /// a task below the smallest position every executor has published ([`Shared::generated`]):
+    /// own tasks' from [`Executor::local`] (their predecessors into their slots), the others'
+    /// from what they sent (their predecessors queued for their owners, handed over at the
+    /// next [`Executor::publish`]). Each executor's accesses arrive in id order, so merging the
+    /// sources by id gives every tensor's accesses in the host build's order.
+    fn merge(&mut self) {
+        let w = self.sent_everywhere(Ordering::Acquire);
+        if w <= self.merged {
+            return;
+        }
+        let sh = self.sh;
+        let (me, e) = (self.me as usize, sh.executors as usize);
+        // Locked after the acquire loads: every access below `w` is there.
+        for (x, q) in self.mail_in.iter_mut().enumerate() {
+            if x != me {
+                q.take(&mut lock(&sh.sent[me * e + x]));
+            }
+        }
+        let Executor {
+            map,
+            local,
+            mail_in,
+            slots,
+            outbox,
+            ..
+        } = self;
+        loop {
+            // The source whose next access has the smallest id below `w`.
+            let mut best: Option<(u32, usize)> = local.front().map(|l| (l.0, me));
+            for (x, q) in mail_in.iter().enumerate() {
+                if let Some(&(id, _)) = q.front()
+                    && best.is_none_or(|(b, _)| id < b)
+                {
+                    best = Some((id, x));
+                }
+            }
+            let Some((id, x)) = best.filter(|&(id, _)| id < w) else {
+                break;
+            };
+            if x == me {
+                while let Some(&(_, slot, io)) = local.front().filter(|l| l.0 == id) {
+                    local.pop_front();
+                    let preds = &mut slots[slot as usize].preds;
+                    map.access(TaskId(id), &io.region, io.access(), &mut |p, _| {
+                        preds.push(p.0)
+                    });
+                }
+            } else {
+                let out = &mut outbox[x];
+                let q = &mut mail_in[x];
+                while let Some((_, io)) = q.front().filter(|m| m.0 == id) {
+                    map.access(TaskId(id), &io.region, io.access(), &mut |p, _| {
+                        out.push((id, p.0))
+                    });
+                    q.head += 1;
+                }
+            }
+        }
+        self.merged = w;
     }
 
     /// One generated task: record its regions; if it is ours, wire, keep and seal it.
@@ -829,6 +1108,17 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         let e = self.sh.executors;
         let owner = task.target.map_or(task.index % e, |t| t % e);
         let own = owner == self.me;
+        if self.sh.partitioned {
+            // Only own tasks come: the others' before it were skipped.
+            self.origins.skip_users_to(task.index);
+            self.position = self.origins.len() as u32;
+            if !own {
+                return Err(self.stop(ExecError::Internal(format!(
+                    "device generation: task #{} of executor {owner} generated by {}",
+                    task.index, self.me
+                ))));
+            }
+        }
         if own {
             self.make_room()?;
         }
@@ -887,6 +1177,8 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             open,
             slots,
             wiring,
+            local,
+            mail_out,
             ..
         } = self;
         let s = &mut slots[slot];
@@ -900,6 +1192,17 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             for o in open.iter() {
                 pred(TaskId(o.dep), EdgeKind::Explicit);
             }
+        } else if sh.partitioned {
+            // Inferred in id order with the others' accesses ([`Executor::merge`]).
+            for x in io.iter() {
+                let m = x.region.tensor % e;
+                if m == me {
+                    local.push_back((id, slot as u32, *x));
+                } else {
+                    mail_out[m as usize].push((id, *x));
+                }
+            }
+            s.preds.extend(open.iter().map(|o| o.dep));
         } else {
             let mut pred = |p: TaskId, _: EdgeKind| s.preds.push(p.0);
             for x in io.iter().filter(|x| x.region.tensor % e == me) {
@@ -941,7 +1244,11 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
 
     /// A barrier after every task of `before` (global indices); its id.
     fn barrier(&mut self, before: Range<u32>) -> Result<u32, Stopped> {
-        let own = self.next_id % self.sh.executors == self.me;
+        let next = self.origins.len() as u32;
+        if self.sh.partitioned {
+            self.position = next;
+        }
+        let own = next % self.sh.executors == self.me;
         if own {
             self.make_room()?;
         }
@@ -975,6 +1282,10 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
     /// every [`POLL_EVERY`] tasks.
     #[inline(always)]
     fn tick(&mut self, own: bool) -> Result<(), Stopped> {
+        if self.sh.partitioned {
+            // This task's accesses are queued.
+            self.position = self.next_id;
+        }
         self.retire_in -= 1;
         if self.retire_in == 0 {
             self.retire_in = RETIRE_EVERY;
@@ -996,6 +1307,16 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         Ok(())
     }
 
+    /// The ids this executor knows of: those it handed out, and partitioned the others' tasks
+    /// up to its position (which it skipped).
+    fn horizon(&self) -> u32 {
+        if self.position == u32::MAX {
+            self.next_id
+        } else {
+            self.next_id.max(self.position)
+        }
+    }
+
     /// Advances the completed prefix (acquire loads, so those tasks' work happens before
     /// anything wired later) and forgets the map's records below it.
     fn retire(&mut self) {
@@ -1003,7 +1324,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         self.completed_below = self
             .sh
             .states
-            .completed_until(TaskId(self.completed_below), TaskId(self.next_id))
+            .completed_until(TaskId(self.completed_below), TaskId(self.horizon()))
             .0;
         if self.completed_below == before {
             return;
@@ -1124,16 +1445,21 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
     }
 
     /// Runs one ready task, waiting for one (spin, then park) if there is none.
+    /// Returns without running one when there is nothing left to do (no own task in flight,
+    /// every access inferred).
     fn wait_and_run(&mut self) -> Result<(), Stopped> {
-        self.publish();
         let mut round = 0u32;
         loop {
             if self.sh.aborted() {
                 return Err(Stopped);
             }
+            self.publish();
             self.seal_inferred();
             if let Some(t) = self.next_ready() {
                 return self.run_one(t);
+            }
+            if self.in_flight == 0 && self.merged == u32::MAX {
+                return Ok(());
             }
             if Idle::backoff(round) {
                 round += 1;
@@ -1146,8 +1472,13 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             }
             self.stats.parks += 1;
             let (sh, me) = (self.sh, self.me as usize);
+            // Partitioned, another executor's published position may let this one infer more
+            // (it wakes this one after publishing).
+            let merged = self.merged;
             sh.idle.park(me, || {
-                sh.abort.load(Ordering::SeqCst) || !sh.inboxes[me].is_empty()
+                sh.abort.load(Ordering::SeqCst)
+                    || !sh.inboxes[me].is_empty()
+                    || (sh.partitioned && self.sent_everywhere(Ordering::SeqCst) > merged)
             });
             round = 0;
         }
@@ -1281,6 +1612,10 @@ impl<E: DirectExec> TaskSink for Executor<'_, '_, E> {
         if self.sh.aborted() {
             return;
         }
+        if self.sh.partitioned {
+            // The others' tasks before the later range were skipped.
+            self.origins.skip_users_to(after_start);
+        }
         let dep = if before.len() == 1 {
             match self.origins.task_id(before.start) {
                 Some(id) => id.0,
@@ -1406,6 +1741,11 @@ impl<'r, E: DirectExec> Shared<'r, E> {
             lows: per_executor(),
             inferred: per_executor(),
             handed: (0..executors * executors)
+                .map(|_| CachePadded::new(Mutex::new(Vec::new())))
+                .collect(),
+            partitioned: executors > 1 && config.partition && partitions(program),
+            generated: per_executor(),
+            sent: (0..executors * executors)
                 .map(|_| CachePadded::new(Mutex::new(Vec::new())))
                 .collect(),
             inboxes: (0..executors)
@@ -1536,13 +1876,14 @@ mod tests {
             let bound = p.bind(&pto_wsp_ir::Bindings::new()).unwrap();
             for threads in [1, 3, 8] {
                 let pool = WorkerPool::new(threads).unwrap();
-                for window in [1, 2, 64] {
+                for (window, partition) in [(1, true), (2, true), (64, true), (2, false)] {
                     let exec = InOrder {
                         next: AtomicU64::new(0),
                         fail_at: None,
                     };
                     let config = DevGenConfig {
                         window,
+                        partition,
                         ..DevGenConfig::default()
                     };
                     let s = pool.run_devgen(&p, &bound, &config, &exec).unwrap();
@@ -1550,7 +1891,14 @@ mod tests {
                     assert_eq!(exec.next.load(Ordering::SeqCst), 400);
                     let d = s.device_gen.unwrap();
                     assert_eq!(d.executors.len(), threads);
-                    assert!(d.executors.iter().all(|e| e.walked == 400));
+                    // Partitioned, each executor generates only its own tasks.
+                    let walked_all = !partition || threads == 1;
+                    assert!(
+                        d.executors
+                            .iter()
+                            .all(|e| e.walked == if walked_all { 400 } else { e.own }),
+                        "{dispatch}, {threads} threads, window {window}"
+                    );
                     assert_eq!(d.executors.iter().map(|e| e.own).sum::<u64>(), 400);
                     assert!(d.executors.iter().all(|e| e.in_flight_hwm <= window as u64));
                 }

@@ -1,8 +1,8 @@
 //! Loom models of the CPU back end's concurrency, run on the production code through
 //! [`crate::sync`]: the ready ring ([`crate::ring`]), the idle / park / wake protocol
 //! ([`crate::idle`]) with the worker pool's hand-off, the engine's routing and the end of a run
-//! ([`crate::pool`], [`crate::engine`]), and device generation's hand-over, seal and inboxes
-//! ([`crate::devgen`]).
+//! ([`crate::pool`], [`crate::engine`]), and device generation's hand-over, seal and inboxes,
+//! and its partitioned generation's access exchange and merge watermark ([`crate::devgen`]).
 //!
 //! Run (CI step):
 //!
@@ -468,7 +468,8 @@ impl DirectExec for Recorder {
 /// by executor 1 itself). Executor 1 seals task 1 only once executor 0 published that it
 /// inferred it, wires the edge found twice once, and runs task 1 after task 0, which executor 0
 /// reports through executor 1's inbox (waking it if it parked). Every run ends with each task
-/// run once on its owner and one edge counted.
+/// run once on its owner and one edge counted. Every executor walks every task here (the path
+/// of programs that cannot be generated partitioned); the next two models generate partitioned.
 #[test]
 fn devgen_hands_edges_over_seals_once_and_wakes_the_owner() {
     let (program, bound) = devgen_program(
@@ -484,6 +485,7 @@ fn devgen_hands_edges_over_seals_once_and_wakes_the_owner() {
         let config = DevGenConfig {
             window: 1,
             record_edges: true,
+            partition: false,
             ..DevGenConfig::default()
         };
         let pool = WorkerPool::new(2).unwrap();
@@ -504,7 +506,8 @@ fn devgen_hands_edges_over_seals_once_and_wakes_the_owner() {
 /// owner learns of its task's predecessor only through the hand-over and must not seal before
 /// the other executor published that it inferred the task (else the task would run too early);
 /// both completions cross executors through the inboxes; and with a window of one own task,
-/// executor 0 must run task 0 before it generates task 2.
+/// executor 0 must run task 0 before it generates task 2. Generated partitioned: each executor
+/// interprets only its own tasks and sends the accesses of the other's tensor to it.
 #[test]
 fn devgen_seals_only_after_the_hand_over_both_ways() {
     let (program, bound) = devgen_program(
@@ -531,6 +534,51 @@ fn devgen_seals_only_after_the_hand_over_both_ways() {
         exec.check();
         assert_eq!(stats.tasks, 3);
         assert_eq!(stats.edges, 2);
+        let mut edges = stats.edge_list.clone();
+        edges.sort();
+        assert_eq!(edges, vec![(0, 1), (1, 2)]);
+    });
+}
+
+/// Partitioned generation's access exchange and the merge's watermark: three tasks on `Y`
+/// (tensor 1, so executor 1 infers every access), owned by executors 0, 1, 0. Each executor
+/// interprets only its own tasks: executor 0 sends the accesses of tasks 0 and 2 to executor 1
+/// and publishes how far it has sent them; executor 1 merges them with its own task 1's access
+/// in id order, inferring only below the smallest published position — so it must not infer
+/// task 1 before task 0's access arrived, nor task 2 before task 1's. Edges 0 → 1 (found by
+/// executor 1 for its own task) and 1 → 2 (handed over to executor 0) are wired once each, and
+/// the tasks run in order under windows of one task. A publication made before the accesses
+/// are sent, or never made, fails this model (a task run too early, or every executor waiting).
+#[test]
+fn devgen_partitioned_merges_sent_accesses_in_id_order_under_the_watermark() {
+    let (program, bound) = devgen_program(
+        "tensor X: f32[4]; tensor Y: f32[4]; axis I = dense(3);
+         kernel k(inout y: f32[4]);
+         workload main() { parallel_for i in I { task k(Y[0 +: 4]); } }
+         schedule for main { executors 2; dispatch round_robin(2); }",
+    );
+    let shared = std::sync::Arc::new((program, bound));
+    model(2, move || {
+        let (program, bound) = &*shared;
+        let exec = Recorder::new(
+            vec![vec![], vec![0], vec![1]],
+            vec![Some(0), Some(1), Some(0)],
+        );
+        let config = DevGenConfig {
+            window: 1,
+            record_edges: true,
+            ..DevGenConfig::default()
+        };
+        let pool = WorkerPool::new(2).unwrap();
+        let stats = pool.run_devgen(program, bound, &config, &exec).unwrap();
+        exec.check();
+        assert_eq!(stats.tasks, 3);
+        let d = stats.device_gen.unwrap();
+        assert_eq!(
+            d.executors.iter().map(|e| e.walked).collect::<Vec<_>>(),
+            vec![2, 1],
+            "each executor generated only its own tasks"
+        );
         let mut edges = stats.edge_list.clone();
         edges.sort();
         assert_eq!(edges, vec![(0, 1), (1, 2)]);

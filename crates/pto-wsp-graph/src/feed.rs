@@ -92,6 +92,12 @@ impl Origins {
         self.users += 1;
     }
 
+    /// User tasks up to expander index `index` (exclusive) were generated elsewhere: the next
+    /// user task recorded has index `index`. Does nothing if `index` is not ahead.
+    pub fn skip_users_to(&mut self, index: u32) {
+        self.users = self.users.max(index);
+    }
+
     /// The next task is a barrier.
     pub fn push_barrier(&mut self) {
         self.barriers.push(self.users);

@@ -202,6 +202,7 @@ pub(crate) fn check_program(
         ExecutorConfig {
             executor: None,
             executors,
+            owners: None,
             max_steps: None,
         },
     )
@@ -220,6 +221,7 @@ pub(crate) fn check_program(
             ExecutorConfig {
                 executor: Some(me),
                 executors,
+                owners: None,
                 max_steps: None,
             },
         )
@@ -241,6 +243,28 @@ pub(crate) fn check_program(
             .map(|e| (e.before.start, e.before.end, e.after.start, e.after.end))
             .collect();
         assert_eq!(union, edges, "union of reported edges");
+    }
+    // Fewer generators than executors (`owners`: a device-generation run on 2 or 3 threads):
+    // generator `me` gets the tasks whose target is `me` modulo the generators, targets still
+    // computed over the executors; together they generate every task once.
+    for owners in [2u32, 3] {
+        let mut seen = 0usize;
+        for me in 0..owners {
+            let (rec, _) = run_one(
+                prog,
+                bindings,
+                ExecutorConfig {
+                    executor: Some(me),
+                    executors,
+                    owners: Some(owners),
+                    max_steps: None,
+                },
+            )
+            .unwrap_or_else(|err| panic!("generator {me} of {owners}: {err}"));
+            seen += rec.tasks.len();
+            check_executor(&x, me, u64::from(owners), &rec);
+        }
+        assert_eq!(seen, x.tasks.len(), "union of {owners} generators");
     }
     x
 }

@@ -48,6 +48,7 @@ fn exercise(bytes: &[u8], bindings: &Bindings) {
         let config = ExecutorConfig {
             executor,
             executors: None,
+            owners: None,
             max_steps: Some(50_000),
         };
         if let Ok(mut interp) = Interpreter::new(&prog, &bound, config) {

@@ -131,6 +131,7 @@ fn interpreter_errors() {
             ExecutorConfig {
                 executor: None,
                 executors: None,
+                owners: None,
                 max_steps: Some(10),
             },
         ),

@@ -326,6 +326,7 @@ impl Executors<'_> {
         let config = ExecutorConfig {
             executor: Some(me),
             executors: self.given,
+            owners: None,
             max_steps: None,
         };
         let mut interp = Interpreter::new(self.prog, self.bound, config)

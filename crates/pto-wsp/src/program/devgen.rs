@@ -49,6 +49,7 @@ impl Inner {
                 .map_or(DEFAULT_WINDOW, |(n, _)| (n / threads).max(1) as usize),
             trace: self.options.profiling || matches!(c.trace, TracePolicy::Wall),
             record_edges: false,
+            partition: true,
         };
         // Device generation hands each task's data to the executor directly; the source is
         // never read.
