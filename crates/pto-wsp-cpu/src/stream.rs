@@ -934,9 +934,8 @@ impl WorkerPool {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::sync::{AtomicU32, Mutex};
     use pto_wsp_graph::explicit::ExplicitTask;
-    use std::sync::Mutex;
-    use std::sync::atomic::AtomicU32;
 
     /// Under a stalling window the producer never runs `span_limit(window)` submissions past an
     /// unfinished task. The sink is driven alone, its hooks standing in for the workers: tasks
