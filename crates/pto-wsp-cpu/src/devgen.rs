@@ -134,13 +134,14 @@
 //! (a full ring would be one more way to wait); what is in a mailbox is bounded by `keep_close`
 //! like everything else.
 //!
-//! A program is generated partitioned unless it makes computed reads (every executor serves
+//! Partitioned generation is chosen by [`DevGenConfig::partition`], off by default: on two
+//! executors it measured slower in wall time than the walk (docs/BENCHMARKS.md). With it, a
+//! program is generated partitioned unless it makes computed reads (every executor serves
 //! every read, so every executor must see every task) or an order edge lies inside an iteration
 //! an executor may skip ([`Program::skips_order_edges`]: it could not number the barrier).
 //! Tasks whose owner is known only late (a `hash` key, `work_steal` by index) are generated
 //! partitioned too: the interpreter evaluates the dispatch key of every task (O(1)) and fills
-//! only its own. [`DevGenConfig::partition`] `= false` forces the walk of every task (a
-//! baseline for tests and benchmarks).
+//! only its own.
 //!
 //! No deadlock either: an executor publishes its position before every wait, merges in every
 //! waiting loop (and parks only when no published position lets it infer more; publishing
@@ -281,8 +282,9 @@ pub struct DevGenConfig {
     /// tools.
     pub record_edges: bool,
     /// Let each executor generate only its own tasks where the program allows it (module docs,
-    /// "Partitioned generation"); `false` makes every executor walk every task (a baseline for
-    /// tests and benchmarks).
+    /// "Partitioned generation"); `false` (the default) makes every executor walk every task.
+    /// Off by default: on two executors it runs 2 % fewer instructions per task but measured
+    /// 3–16 % slower in wall time than the walk (docs/BENCHMARKS.md).
     pub partition: bool,
 }
 
@@ -294,7 +296,7 @@ impl Default for DevGenConfig {
             window: DEFAULT_WINDOW,
             trace: false,
             record_edges: false,
-            partition: true,
+            partition: false,
         }
     }
 }

@@ -527,6 +527,7 @@ fn devgen_seals_only_after_the_hand_over_both_ways() {
         let config = DevGenConfig {
             window: 1,
             record_edges: true,
+            partition: true,
             ..DevGenConfig::default()
         };
         let pool = WorkerPool::new(2).unwrap();
@@ -567,6 +568,7 @@ fn devgen_partitioned_merges_sent_accesses_in_id_order_under_the_watermark() {
         let config = DevGenConfig {
             window: 1,
             record_edges: true,
+            partition: true,
             ..DevGenConfig::default()
         };
         let pool = WorkerPool::new(2).unwrap();
