@@ -387,7 +387,7 @@ import sys, threading, time
 import numpy as np
 import pto_wsp
 
-# 16 x 16 output tiles, each zeroed then 256 steps of a 128 x 128 x 128 product: about 8 s on
+# 16 x 16 output tiles, each zeroed then 256 steps of a 128 x 128 x 128 product: about 5 s on
 # two cores (a run of 1 s, with K = 4096, let a loaded machine end it before the signal landed).
 K = 32768
 prog = pto_wsp.compile("{gemm}", threads=2, bind={{"M": 2048, "N": 2048, "K": K}})
