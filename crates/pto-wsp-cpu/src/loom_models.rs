@@ -519,25 +519,8 @@ fn devgen_seals_only_after_the_hand_over_both_ways() {
     );
     let shared = std::sync::Arc::new((program, bound));
     model(2, move || {
-        let (program, bound) = &*shared;
-        let exec = Recorder::new(
-            vec![vec![], vec![0], vec![1]],
-            vec![Some(0), Some(1), Some(0)],
-        );
-        let config = DevGenConfig {
-            window: 1,
-            record_edges: true,
-            partition: true,
-            ..DevGenConfig::default()
-        };
-        let pool = WorkerPool::new(2).unwrap();
-        let stats = pool.run_devgen(program, bound, &config, &exec).unwrap();
-        exec.check();
-        assert_eq!(stats.tasks, 3);
+        let stats = partitioned_chain_of_three(&shared.0, &shared.1);
         assert_eq!(stats.edges, 2);
-        let mut edges = stats.edge_list.clone();
-        edges.sort();
-        assert_eq!(edges, vec![(0, 1), (1, 2)]);
     });
 }
 
@@ -560,29 +543,40 @@ fn devgen_partitioned_merges_sent_accesses_in_id_order_under_the_watermark() {
     );
     let shared = std::sync::Arc::new((program, bound));
     model(2, move || {
-        let (program, bound) = &*shared;
-        let exec = Recorder::new(
-            vec![vec![], vec![0], vec![1]],
-            vec![Some(0), Some(1), Some(0)],
-        );
-        let config = DevGenConfig {
-            window: 1,
-            record_edges: true,
-            partition: true,
-            ..DevGenConfig::default()
-        };
-        let pool = WorkerPool::new(2).unwrap();
-        let stats = pool.run_devgen(program, bound, &config, &exec).unwrap();
-        exec.check();
-        assert_eq!(stats.tasks, 3);
+        let stats = partitioned_chain_of_three(&shared.0, &shared.1);
         let d = stats.device_gen.unwrap();
         assert_eq!(
             d.executors.iter().map(|e| e.walked).collect::<Vec<_>>(),
             vec![2, 1],
             "each executor generated only its own tasks"
         );
-        let mut edges = stats.edge_list.clone();
-        edges.sort();
-        assert_eq!(edges, vec![(0, 1), (1, 2)]);
     });
+}
+
+/// One partitioned run, on two executors with windows of one own task, of a program of three
+/// tasks owned by executors 0, 1, 0, each depending on the one before: checks that each ran
+/// once, on its owner, after its predecessor, and that exactly the edges 0 → 1 and 1 → 2 were
+/// wired.
+fn partitioned_chain_of_three(
+    program: &pto_wsp_bytecode::Program,
+    bound: &pto_wsp_bytecode::Bound,
+) -> crate::stats::RunStats {
+    let exec = Recorder::new(
+        vec![vec![], vec![0], vec![1]],
+        vec![Some(0), Some(1), Some(0)],
+    );
+    let config = DevGenConfig {
+        window: 1,
+        record_edges: true,
+        partition: true,
+        ..DevGenConfig::default()
+    };
+    let pool = WorkerPool::new(2).unwrap();
+    let stats = pool.run_devgen(program, bound, &config, &exec).unwrap();
+    exec.check();
+    assert_eq!(stats.tasks, 3);
+    let mut edges = stats.edge_list.clone();
+    edges.sort();
+    assert_eq!(edges, vec![(0, 1), (1, 2)]);
+    stats
 }
