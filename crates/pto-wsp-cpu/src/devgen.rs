@@ -488,6 +488,13 @@ fn partitions(program: &Program) -> bool {
     !program.computed_tensors().contains(&true) && !program.skips_order_edges()
 }
 
+/// One empty `T` per (to, from) pair of `executors` executors, entry `to * executors + from`.
+fn per_pair<T: Default>(executors: usize) -> Box<[CachePadded<Mutex<T>>]> {
+    (0..executors * executors)
+        .map(|_| CachePadded::new(Mutex::new(T::default())))
+        .collect()
+}
+
 /// What every executor of a run shares.
 struct Shared<'r, E: DirectExec> {
     program: &'r Program,
@@ -935,11 +942,8 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         let sh = self.sh;
         if first >= self.drained {
             let (me, e) = (self.me as usize, sh.executors as usize);
-            let w = (0..e)
-                .filter(|&x| x != me)
-                .map(|x| sh.inferred[x].load(Ordering::Acquire))
-                .min()
-                .unwrap_or(u32::MAX)
+            let w = self
+                .min_of_others(&sh.inferred, Ordering::Acquire)
                 .min(self.merged);
             if w <= first {
                 return;
@@ -1033,14 +1037,21 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
     /// How far every executor has sent its accesses (acquire loads; this executor's own
     /// position for itself): the accesses of every task below it are known.
     fn sent_everywhere(&self, ordering: Ordering) -> u32 {
-        let sh = self.sh;
+        self.min_of_others(&self.sh.generated, ordering)
+            .min(self.sent_to)
+    }
+
+    /// The smallest value the other executors hold in `cells` (one per executor), `u32::MAX`
+    /// when there is no other executor.
+    fn min_of_others(&self, cells: &[CachePadded<AtomicU32>], ordering: Ordering) -> u32 {
         let me = self.me as usize;
-        (0..sh.executors as usize)
-            .filter(|&x| x != me)
-            .map(|x| sh.generated[x].load(ordering))
+        cells
+            .iter()
+            .enumerate()
+            .filter(|&(x, _)| x != me)
+            .map(|(_, c)| c.load(ordering))
             .min()
             .unwrap_or(u32::MAX)
-            .min(self.sent_to)
     }
 
     /// Partitioned generation: infers, in id order, every access of this executor's tensors by
@@ -1742,14 +1753,10 @@ impl<'r, E: DirectExec> Shared<'r, E> {
             owners: &tables.owners,
             lows: per_executor(),
             inferred: per_executor(),
-            handed: (0..executors * executors)
-                .map(|_| CachePadded::new(Mutex::new(Vec::new())))
-                .collect(),
+            handed: per_pair(executors),
             partitioned: executors > 1 && config.partition && partitions(program),
             generated: per_executor(),
-            sent: (0..executors * executors)
-                .map(|_| CachePadded::new(Mutex::new(Vec::new())))
-                .collect(),
+            sent: per_pair(executors),
             inboxes: (0..executors)
                 .map(|_| CachePadded::new(Inbox::default()))
                 .collect(),
