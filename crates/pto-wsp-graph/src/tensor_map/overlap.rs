@@ -436,18 +436,8 @@ impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
                         (false, _) => EdgeKind::War,
                     };
                     if rec.group != NIL && !covered {
-                        // Completed readers too (nothing is wired to them), and those pruned to
-                        // a count as `FORGOTTEN`: the edges found do not depend on timing.
-                        let (me, pred) = (self.task, &mut *self.pred);
                         let group = &self.groups[rec.group as usize];
-                        group.for_each(self.group_pool, |t| {
-                            if t.0 != me {
-                                pred(t, kind);
-                            }
-                        });
-                        for _ in 0..group.forgotten() {
-                            pred(TaskId::FORGOTTEN, kind);
-                        }
+                        report_group(group, self.group_pool, self.task, kind, self.pred);
                     }
                     if rec.task != self.task && !covered {
                         (self.pred)(TaskId(rec.task), kind);
@@ -531,16 +521,29 @@ impl<F: FnMut(TaskId, EdgeKind)> ReadOne<'_, F> {
     /// for read records; kept so that this reports what [`Scan`] reports whatever the lists).
     #[cold]
     fn group(&mut self, group: u32) {
-        let (me, pred) = (self.task, &mut *self.pred);
         let group = &self.groups[group as usize];
-        group.for_each(self.group_pool, |t| {
-            if t.0 != me {
-                pred(t, EdgeKind::Raw);
-            }
-        });
-        for _ in 0..group.forgotten() {
-            pred(TaskId::FORGOTTEN, EdgeKind::Raw);
+        report_group(group, self.group_pool, self.task, EdgeKind::Raw, self.pred);
+    }
+}
+
+/// Reports the joined readers of a record's group as predecessors of task `me` (itself
+/// excepted): completed readers too (nothing is wired to them), and those pruned to a count as
+/// [`TaskId::FORGOTTEN`], so the edges found do not depend on timing.
+#[inline(always)]
+fn report_group<F: FnMut(TaskId, EdgeKind)>(
+    group: &ReaderList,
+    pool: &ReaderPool,
+    me: u32,
+    kind: EdgeKind,
+    pred: &mut F,
+) {
+    group.for_each(pool, |t| {
+        if t.0 != me {
+            pred(t, kind);
         }
+    });
+    for _ in 0..group.forgotten() {
+        pred(TaskId::FORGOTTEN, kind);
     }
 }
 
