@@ -224,6 +224,8 @@ pub struct StreamSink<'s> {
     ready_held: bool,
     fail: &'s (dyn Fn(ExecError) + Sync),
     abort: &'s AtomicBool,
+    /// How the orchestrator gives up its core while it waits for a running task.
+    pause: &'s (dyn Fn() + Sync),
     refused: u64,
     edges: Option<Vec<(u32, u32)>>,
     /// Every task below this id has completed (as far as the sink has looked).
@@ -305,7 +307,7 @@ impl<'s> StreamSink<'s> {
             if Idle::backoff(round) {
                 round += 1;
             } else {
-                thread::yield_now();
+                (self.pause)();
             }
         }
     }
@@ -522,7 +524,7 @@ impl EdgeSink for StreamSink<'_> {
             if spins < 64 {
                 std::hint::spin_loop();
             } else {
-                thread::yield_now();
+                (self.pause)();
             }
         }
     }
@@ -546,6 +548,10 @@ struct Hooks<'s> {
     fail: &'s (dyn Fn(ExecError) + Sync),
     idle: &'s Idle,
     abort: &'s AtomicBool,
+    /// Called, after spinning, in every round of the orchestrator's waits for tasks to complete
+    /// (its completed prefix, `wait_complete`): the engine yields the thread; a test driving
+    /// the sink alone completes tasks there, standing in for the workers.
+    pause: &'s (dyn Fn() + Sync),
 }
 
 impl<'s> StreamSink<'s> {
@@ -578,6 +584,7 @@ impl<'s> StreamSink<'s> {
             ready_held: false,
             fail: hooks.fail,
             abort: hooks.abort,
+            pause: hooks.pause,
             refused: 0,
             edges: stream.record_edges.then(Vec::new),
             completed_below: 0,
@@ -901,6 +908,7 @@ impl WorkerPool {
                 fail: &fail,
                 idle: &engine.idle,
                 abort: engine.abort_flag(),
+                pause: &thread::yield_now,
             };
             let sink = StreamSink::new(
                 graph.states,
@@ -938,11 +946,11 @@ mod tests {
     use pto_wsp_graph::explicit::ExplicitTask;
 
     /// Under a stalling window the producer never runs `span_limit(window)` submissions past an
-    /// unfinished task. The sink is driven alone, its hooks standing in for the workers: tasks
-    /// released are completed (and leave the window) whenever the sink publishes, except task 0,
-    /// which "runs" until the producer is at submission `span`. So only the sink's wait for its
-    /// completed prefix can make task 0 complete by the time submission `span` returns: the
-    /// window (3) fills, and so publishes, only at odd submissions, and `span` is even.
+    /// unfinished task, and waits only there. The sink is driven alone, its hooks standing in
+    /// for the workers: tasks released are completed (and leave the window) whenever the sink
+    /// publishes, except task 0, which "runs" until the sink pauses in a wait for it. So task 0
+    /// completes by the time submission `span` returns only if the sink waited for its completed
+    /// prefix there; a pause at an earlier submission is a wait the span does not call for.
     #[test]
     fn a_stalling_window_keeps_the_producer_within_its_span_of_an_unfinished_task() {
         const WINDOW: usize = 3;
@@ -956,15 +964,27 @@ mod tests {
         let at = AtomicU32::new(0);
         let release = |t: TaskId| released.lock().unwrap().push(t);
         let release_all = |ts: &[TaskId]| released.lock().unwrap().extend_from_slice(ts);
+        let complete = |t: TaskId| {
+            states.complete(t, |_| {});
+            window.leave();
+        };
         let publish = || {
             released.lock().unwrap().retain(|&t| {
-                if t.0 == 0 && at.load(Ordering::Relaxed) < span {
-                    return true;
+                let runs = t.0 == 0;
+                if !runs {
+                    complete(t);
                 }
-                states.complete(t, |_| {});
-                window.leave();
-                false
+                runs
             });
+        };
+        let pause = || {
+            let k = at.load(Ordering::Relaxed);
+            assert!(k >= span, "submission {k} waits for task 0 (span {span})");
+            let mut held = released.lock().unwrap();
+            if let Some(i) = held.iter().position(|t| t.0 == 0) {
+                held.swap_remove(i);
+                complete(TaskId(0));
+            }
         };
         let fail = |e: ExecError| panic!("{e}");
         let idle = Idle::new(1);
@@ -976,6 +996,7 @@ mod tests {
             fail: &fail,
             idle: &idle,
             abort: &abort,
+            pause: &pause,
         };
         let stream = StreamConfig {
             deps: DepsMode::Explicit,
@@ -1000,5 +1021,65 @@ mod tests {
             );
         }
         assert!(states.is_complete(TaskId(span - 1)));
+    }
+
+    /// The producer at its span looks at its completed prefix again before it waits: when the
+    /// prefix caught up since it last looked, the submission goes on as any other and releases
+    /// nothing `timing` holds. Driven alone as above: task 0 runs until the producer has made
+    /// `span` submissions (the last retirement, at submission `span - 1`, saw it running, so
+    /// the producer's prefix is a whole span behind), every other task completes as soon as it
+    /// is released. Under `batched(5)` the open group (`(k + 1) mod 5` tasks) is held after
+    /// every submission `k`, at submission `span` too.
+    #[test]
+    fn a_producer_at_its_span_with_a_caught_up_prefix_releases_nothing_early() {
+        const WINDOW: usize = 64;
+        const GROUP: u32 = 5;
+        let span = span_limit(WINDOW as u64);
+        assert_ne!((span + 1) % GROUP, 0);
+        let states = TaskStates::new();
+        let table = TaskTable::new();
+        let window = WindowState::new(WINDOW, WindowMode::Stall, Arc::new(Counters::new(1)));
+        let released = Mutex::new(Vec::new());
+        let release = |t: TaskId| released.lock().unwrap().push(t);
+        let release_all = |ts: &[TaskId]| released.lock().unwrap().extend_from_slice(ts);
+        let complete = |t: TaskId| {
+            states.complete(t, |_| {});
+            window.leave();
+        };
+        let (idle, abort) = (Idle::new(1), AtomicBool::new(false));
+        let hooks = Hooks {
+            release: &release,
+            release_all: &release_all,
+            publish: &|| {},
+            fail: &|e: ExecError| panic!("{e}"),
+            idle: &idle,
+            abort: &abort,
+            pause: &|| panic!("the producer waits though no task runs a span behind"),
+        };
+        let stream = StreamConfig {
+            deps: DepsMode::Explicit,
+            window: Some((WINDOW as u64, WindowMode::Stall)),
+            timing: Timing::Batched(u64::from(GROUP)),
+            ..StreamConfig::default()
+        };
+        let writer = table.writer().unwrap();
+        let sink = StreamSink::new(&states, writer, Some(&window), &stream, false, hooks);
+        let mut b = ExplicitBuilder::with_sink(sink);
+        for k in 0..span + GROUP {
+            b.add(&ExplicitTask::host(0), &[]).unwrap();
+            assert_eq!(
+                b.sink().timing_held(),
+                ((k + 1) % GROUP) as usize,
+                "after submission {k}"
+            );
+            released.lock().unwrap().retain(|&t| {
+                let runs = t.0 == 0 && k + 1 < span;
+                if !runs {
+                    complete(t);
+                }
+                runs
+            });
+        }
+        assert!(states.is_complete(TaskId(0)));
     }
 }
