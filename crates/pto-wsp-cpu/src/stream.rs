@@ -919,9 +919,25 @@ impl WorkerPool {
                 hooks,
             );
             let mut builder = K::builder(stream, sink, kept.take());
-            let done = orchestrate(&mut builder, produce, &fail, &set_total, t0);
-            *kept = K::keep(builder, stream);
-            done
+            // The producer's panics are caught inside; one of the orchestration's own would
+            // leave the workers waiting for tasks that never come: it fails the run instead,
+            // and nothing of the builder is kept.
+            let orchestrated = catch_unwind(AssertUnwindSafe(|| {
+                orchestrate(&mut builder, produce, &fail, &set_total, t0)
+            }));
+            match orchestrated {
+                Ok(done) => {
+                    *kept = K::keep(builder, stream);
+                    done
+                }
+                Err(p) => {
+                    fail(ExecError::Internal(format!(
+                        "orchestration panicked: {}",
+                        panic_message(&*p)
+                    )));
+                    Orchestrated::default()
+                }
+            }
         };
         let r = self.scope(&|w| engine.worker(w), orchestration);
         let (error, reports, t0) = engine.into_outcome();

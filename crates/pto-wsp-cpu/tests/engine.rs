@@ -391,6 +391,60 @@ fn edges_to_completed_tasks_are_refused_and_counted() {
     }
 }
 
+/// Edges to completed tasks are either refused by the sink (a completed task the map still
+/// names) or forgotten (readers the map pruned to a count): neither is wired. `READERS` tasks
+/// read one tile, the producer waiting for each block of 1,024 to complete before the next, so
+/// every retirement sees the blocks before it completed and the reader list is pruned as it
+/// grows; then one task writes the tile. Its `READERS` write-after-read edges are all to
+/// completed tasks: some forgotten, the rest refused, none wired, and it runs after every reader.
+#[test]
+fn edges_to_forgotten_and_refused_readers_are_both_left_unwired() {
+    use pto_wsp_graph::builder::{EdgeSink, RETIRE_EVERY};
+    use pto_wsp_graph::types::Access;
+    const READERS: u32 = 3 * RETIRE_EVERY;
+    for threads in [1, 2] {
+        let pool = WorkerPool::new(threads).unwrap();
+        let rec = Recorder::new(READERS as usize + 1, vec![]);
+        let table = TaskTable::new();
+        let mut refused = 0;
+        let submit = |b: &mut StreamBuilder<'_>, access| {
+            b.alloc_task(0, ExecDomain::default(), ExecPool::Any, 0, None);
+            b.add_region(access, 0, &[0, 0], &[4, 4]).unwrap();
+            b.submit().unwrap()
+        };
+        let stats = pool
+            .run_streaming(
+                &table,
+                &RunConfig::default(),
+                &StreamConfig::default(),
+                &rec,
+                |b| {
+                    let mut block = Vec::new();
+                    for _ in 0..READERS {
+                        block.push(submit(b, Access::In));
+                        if block.len() == 1024 {
+                            assert!(b.sink_mut().wait_complete(&block).is_some());
+                            block.clear();
+                        }
+                    }
+                    assert!(b.sink_mut().wait_complete(&block).is_some());
+                    submit(b, Access::Out);
+                    refused = b.sink().refused_edges();
+                    Ok(())
+                },
+            )
+            .unwrap();
+        let mut tasks = vec![(ExecPool::Any, None, 0, vec![]); READERS as usize];
+        tasks.push((ExecPool::Any, None, 0, (0..READERS).collect()));
+        rec.check(&Dag { tasks });
+        let what = format!("{threads} threads");
+        assert!(stats.edges_unnamed > 0, "{what}: no reader was forgotten");
+        assert_eq!(stats.edges, u64::from(READERS), "{what}");
+        assert_eq!(refused + stats.edges_unnamed, u64::from(READERS), "{what}");
+        assert_eq!(stats.wired_edges, 0, "{what}");
+    }
+}
+
 #[test]
 fn window_abort_fails_with_a_clear_error_and_the_pool_runs_again() {
     let pool = WorkerPool::new(2).unwrap();
