@@ -14,9 +14,21 @@
 //! on that tensor scans, and a lookup that large visits the tensor's existing buckets rather than
 //! every cell. Lookups deduplicate records by a visit stamp. A read looks at write records only;
 //! a write at both. A bucket keeps up to two references per list in itself (no heap block to
-//! miss on), and a write of one cell that has no bucket yet (a tiled loop's fresh output tile)
-//! skips the scan machinery: it only consults the tensor's marks and records itself. A read of
-//! one cell skips it too (out of line, no visit stamp: it cannot meet a record twice).
+//! miss on).
+//!
+//! The common accesses touch one cell (nearly 90 % of the LLaMA stream's), so a bucket also
+//! keeps, in itself and without a record, its cell's *own write* (the newest write of one cell,
+//! its task, box and sequence number) and *own reads* (reads of one cell of one box: the newest
+//! reader, the earlier ones joined in a reader list, as `OverlapMap::join` does for a record).
+//! Each behaves exactly as a record listed in that cell alone would (the general scan meets it
+//! in `Scan::bucket`, a covering write drops it, it counts as a live record), so this changes
+//! the work, never the edges. A write of one cell takes the fast path
+//! (`OverlapMap::write_one_cell`) when the cell's bucket lists no record, the tensor has no
+//! "large" records and the write covers the cell's own write: it meets only the own write and
+//! reads and the tensor's marks, and becomes the own write. A read of one cell
+//! (`OverlapMap::read_one_cell`, out of line, no visit stamp: it cannot meet a record twice)
+//! follows the own write and the write lists, then joins or becomes the own reads (a read of
+//! another box in that cell gets a record as before).
 //!
 //! A write drops every record its box covers (it follows each of them, so it stands in for them
 //! from now on); a record removed this way is freed at once and its cell references, tagged with
@@ -47,8 +59,9 @@
 //! (`WarRows`, an over-approximation) say where they can be, so the K/V tiles written under
 //! the prefix marks of every head do not walk those marks.
 //!
-//! Reads of one box share one record (*joining*): a read of one cell whose newest read record
-//! has exactly its box, and a read of exactly a (non-delegating) mark's box with no write to
+//! Reads of one box share one record (*joining*): a read of one cell whose own reads (failing
+//! them, whose newest read record) have exactly its box, and a read of exactly a
+//! (non-delegating) mark's box with no write to
 //! the tensor since the mark, add no record and are listed in no cell; the record's task becomes
 //! the new reader and the earlier ones go to the record's reader list. A write meeting the
 //! record reports every reader in it (completed ones filtered out), exactly the edges separate
@@ -108,7 +121,7 @@ struct CellWrite {
 }
 
 /// Reads of one cell of one box kept in the cell's bucket instead of as a record: the newest
-/// reader and the earlier ones that joined it (as [`OverlapMap::join`] does for a record).
+/// reader and the earlier ones that joined it (as `OverlapMap::join` does for a record).
 /// `task == NIL`: none.
 #[derive(Clone, Copy, Debug)]
 struct CellRead {
