@@ -112,17 +112,23 @@ impl Marks {
             }
             return true;
         }
-        let before = self.list.len();
-        self.list
-            .retain(|m| !(Some(*m) == used || (!m.delegates && mark.region.covers(&m.region))));
-        if self.list.len() != before {
-            self.recount();
+        // `used`, if any, is not in the list (it was looked for above by its sequence number,
+        // unique per map). Only marks without delegation are dropped or evicted below, so the
+        // delegating count and box stand. Most inserts (a row read per tile) drop nothing:
+        // find that out reading only, columns first, before moving any mark.
+        let drops = |m: &Mark| {
+            !m.delegates
+                && mark.region.start[1] <= m.region.start[1]
+                && m.region.end(1) <= mark.region.end(1)
+                && mark.region.covers(&m.region)
+        };
+        if self.list.iter().any(drops) {
+            self.list.retain(|m| !drops(m));
         }
         if self.list.len() == MAX_MARKS {
             match self.list.iter().position(|m| !m.delegates) {
                 Some(i) => {
                     self.list.remove(i);
-                    self.recount();
                 }
                 None => return false,
             }

@@ -14,9 +14,21 @@
 //! on that tensor scans, and a lookup that large visits the tensor's existing buckets rather than
 //! every cell. Lookups deduplicate records by a visit stamp. A read looks at write records only;
 //! a write at both. A bucket keeps up to two references per list in itself (no heap block to
-//! miss on), and a write of one cell that has no bucket yet (a tiled loop's fresh output tile)
-//! skips the scan machinery: it only consults the tensor's marks and records itself. A read of
-//! one cell skips it too (out of line, no visit stamp: it cannot meet a record twice).
+//! miss on).
+//!
+//! The common accesses touch one cell (nearly 90 % of the LLaMA stream's), so a bucket also
+//! keeps, in itself and without a record, its cell's *own write* (the newest write of one cell,
+//! its task, box and sequence number) and *own reads* (reads of one cell of one box: the newest
+//! reader, the earlier ones joined in a reader list, as `OverlapMap::join` does for a record).
+//! Each behaves exactly as a record listed in that cell alone would (the general scan meets it
+//! in `Scan::bucket`, a covering write drops it, it counts as a live record), so this changes
+//! the work, never the edges. A write of one cell takes the fast path
+//! (`OverlapMap::write_one_cell`) when the cell's bucket lists no record, the tensor has no
+//! "large" records and the write covers the cell's own write: it meets only the own write and
+//! reads and the tensor's marks, and becomes the own write. A read of one cell
+//! (`OverlapMap::read_one_cell`, out of line, no visit stamp: it cannot meet a record twice)
+//! follows the own write and the write lists, then joins or becomes the own reads (a read of
+//! another box in that cell gets a record as before).
 //!
 //! A write drops every record its box covers (it follows each of them, so it stands in for them
 //! from now on); a record removed this way is freed at once and its cell references, tagged with
@@ -47,8 +59,9 @@
 //! (`WarRows`, an over-approximation) say where they can be, so the K/V tiles written under
 //! the prefix marks of every head do not walk those marks.
 //!
-//! Reads of one box share one record (*joining*): a read of one cell whose newest read record
-//! has exactly its box, and a read of exactly a (non-delegating) mark's box with no write to
+//! Reads of one box share one record (*joining*): a read of one cell whose own reads (failing
+//! them, whose newest read record) have exactly its box, and a read of exactly a
+//! (non-delegating) mark's box with no write to
 //! the tensor since the mark, add no record and are listed in no cell; the record's task becomes
 //! the new reader and the earlier ones go to the record's reader list. A write meeting the
 //! record reports every reader in it (completed ones filtered out), exactly the edges separate
@@ -97,13 +110,65 @@ struct Ref {
 /// every access of the LLaMA stream).
 type RefList = SmallVec<[Ref; 2]>;
 
-#[derive(Clone, Debug, Default)]
+/// A write of one cell kept in the cell's bucket instead of as a record (a record listed in
+/// this cell alone, so it needs no epoch and no visit stamp). `task == NIL`: none.
+#[derive(Clone, Copy, Debug)]
+struct CellWrite {
+    region: Region,
+    task: u32,
+    /// Sequence number of the write (see [`Mark::seq`]).
+    seq: u64,
+}
+
+/// Reads of one cell of one box kept in the cell's bucket instead of as a record: the newest
+/// reader and the earlier ones that joined it (as `OverlapMap::join` does for a record).
+/// `task == NIL`: none.
+#[derive(Clone, Copy, Debug)]
+struct CellRead {
+    region: Region,
+    task: u32,
+    earlier: ReaderList,
+}
+
+#[derive(Clone, Debug)]
 struct Bucket {
+    /// The cell's own write and reads (see the module docs): checked before the lists.
+    own_w: CellWrite,
+    own_r: CellRead,
     writes: RefList,
     reads: RefList,
     cell: CellKey,
-    /// Sequence number of the newest write listed here (0: none).
+    /// Sequence number of the newest write listed here or kept in `own_w` (0: none).
     wseq: u64,
+}
+
+impl Default for Bucket {
+    fn default() -> Self {
+        Bucket {
+            own_w: CellWrite {
+                region: Region::default(),
+                task: NIL,
+                seq: 0,
+            },
+            own_r: CellRead {
+                region: Region::default(),
+                task: NIL,
+                earlier: ReaderList::default(),
+            },
+            writes: RefList::new(),
+            reads: RefList::new(),
+            cell: CellKey::default(),
+            wseq: 0,
+        }
+    }
+}
+
+impl Bucket {
+    /// Whether the bucket lists no record (its own write and reads aside).
+    #[inline(always)]
+    fn lists_nothing(&self) -> bool {
+        self.writes.is_empty() && self.reads.is_empty()
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -380,7 +445,7 @@ impl Refs for RefList {
 struct Scan<'a, F> {
     records: &'a mut Vec<Record>,
     groups: &'a [ReaderList],
-    group_pool: &'a ReaderPool,
+    group_pool: &'a mut ReaderPool,
     free: &'a mut Vec<u32>,
     stats: &'a mut MapStats,
     pred: &'a mut F,
@@ -460,9 +525,67 @@ impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
 
     #[inline]
     fn bucket(&mut self, b: &mut Bucket) {
+        if b.own_w.task != NIL {
+            self.own_write(&mut b.own_w);
+        }
         self.list(&mut b.writes, true);
         if self.writes {
+            if b.own_r.task != NIL {
+                self.own_reads(&mut b.own_r);
+            }
             self.list(&mut b.reads, false);
+        }
+    }
+
+    /// A bucket's own write, as [`Scan::nonempty_list`] treats a write record listed in that
+    /// cell alone.
+    #[inline(always)]
+    fn own_write(&mut self, w: &mut CellWrite) {
+        if !w.region.intersects(self.region) {
+            self.stats.probes += 1;
+            return;
+        }
+        self.hit = true;
+        let covered = self
+            .cover
+            .is_some_and(|m| w.seq < m.seq && w.region.intersects(&m.region));
+        if w.task != self.task && !covered {
+            let kind = if self.reads {
+                EdgeKind::Raw
+            } else {
+                EdgeKind::Waw
+            };
+            (self.pred)(TaskId(w.task), kind);
+        }
+        if self.writes && self.region.covers(&w.region) {
+            w.task = NIL;
+            self.stats.live -= 1;
+        }
+    }
+
+    /// A bucket's own reads met by a write, as [`Scan::nonempty_list`] treats a joined read
+    /// record listed in that cell alone (a write uses no mark, so nothing is covered).
+    #[inline(always)]
+    fn own_reads(&mut self, r: &mut CellRead) {
+        if !r.region.intersects(self.region) {
+            self.stats.probes += 1;
+            return;
+        }
+        self.hit = true;
+        report_group(
+            &r.earlier,
+            self.group_pool,
+            self.task,
+            EdgeKind::War,
+            self.pred,
+        );
+        if r.task != self.task {
+            (self.pred)(TaskId(r.task), EdgeKind::War);
+        }
+        if self.region.covers(&r.region) {
+            r.earlier.clear(self.group_pool);
+            r.task = NIL;
+            self.stats.live -= 1;
         }
     }
 }
@@ -795,10 +918,11 @@ impl OverlapMap {
             .is_some_and(|rec| rec.epoch == rf.epoch && rec.region == *region)
     }
 
-    /// A read of one cell: follows the cell's writers and joins the cell's newest read record
-    /// if it has exactly this box (a weight tile or an input row read by many tasks), else adds
-    /// its own record. Out of line and without the general scan's machinery (visit stamp,
-    /// mark cover, covering writes): more than half of the LLaMA stream's accesses come here.
+    /// A read of one cell: follows the cell's writers, then joins the cell's own reads if they
+    /// have exactly this box (a weight tile or an input row read by many tasks), or becomes
+    /// them if the cell has none, else joins or adds a read record as the general path would.
+    /// Out of line and without the general scan's machinery (visit stamp, mark cover, covering
+    /// writes): more than half of the LLaMA stream's accesses come here.
     #[inline(never)]
     fn read_one_cell<F: FnMut(TaskId, EdgeKind)>(
         &mut self,
@@ -817,10 +941,24 @@ impl OverlapMap {
             groups,
             group_pool,
             stats,
+            oldest_live,
             ..
         } = self;
         let grid = &mut grids[g];
         let b = bucket_of(grid, cells, buckets, free_buckets, key) as usize;
+        let bucket = &mut buckets[b];
+        let mut hit = false;
+        let w = &bucket.own_w;
+        if w.task != NIL {
+            if w.region.intersects(region) {
+                hit = true;
+                if w.task != task {
+                    pred(TaskId(w.task), EdgeKind::Raw);
+                }
+            } else {
+                stats.probes += 1;
+            }
+        }
         let mut read = ReadOne {
             records,
             groups,
@@ -830,13 +968,23 @@ impl OverlapMap {
             region,
             task,
         };
-        let hit = read.writers(&mut buckets[b].writes) | read.writers(&mut grid.large_writes);
-        match self.buckets[b].reads.last() {
-            Some(&rf) if self.same_live_box(rf, region) => self.join(rf.rec, task),
-            _ => {
-                let rf = self.new_record(*region, task, self.seq);
-                self.buckets[b].reads.push(rf);
+        hit |= read.writers(&mut bucket.writes) | read.writers(&mut grid.large_writes);
+        let r = &mut bucket.own_r;
+        if r.task == NIL {
+            *r = CellRead {
+                region: *region,
+                task,
+                earlier: ReaderList::default(),
+            };
+            stats.live += 1;
+            stats.high_water = stats.high_water.max(stats.live);
+        } else if r.region == *region {
+            if r.task != task {
+                r.earlier.push(TaskId(r.task), group_pool, *oldest_live);
+                r.task = task;
             }
+        } else {
+            self.read_record(b, task, region);
         }
         if hit {
             self.stats.hits += 1;
@@ -845,39 +993,96 @@ impl OverlapMap {
         }
     }
 
-    /// A write of one cell with both coordinates below [`DENSE_CELLS`] that no record lists
-    /// (no bucket) on a tensor without "large" records: the general path would scan nothing
-    /// but the tensor's marks, so this does only that and records the write (a tiled loop's
-    /// output tile, most writes of the LLaMA stream).
-    fn write_fresh_cell<F: FnMut(TaskId, EdgeKind)>(
+    /// A read of one cell whose own reads have another box: joins the cell's newest read
+    /// record if it has exactly this box, else adds its own record.
+    #[cold]
+    #[inline(never)]
+    fn read_record(&mut self, b: usize, task: u32, region: &Region) {
+        match self.buckets[b].reads.last() {
+            Some(&rf) if self.same_live_box(rf, region) => self.join(rf.rec, task),
+            _ => {
+                let rf = self.new_record(*region, task, self.seq);
+                self.buckets[b].reads.push(rf);
+            }
+        }
+    }
+
+    /// A write of one cell whose bucket lists no record (or that has no bucket yet, in the
+    /// dense table) on a tensor without "large" records, covering the cell's own write if any:
+    /// the general path would meet only the cell's own write and reads and the tensor's marks,
+    /// so this does only that and becomes the cell's own write (a tiled loop's output tile,
+    /// most writes of the LLaMA stream).
+    #[allow(clippy::too_many_arguments)]
+    fn write_one_cell<F: FnMut(TaskId, EdgeKind)>(
         &mut self,
         g: usize,
+        b: Option<u32>,
         task: u32,
         region: &Region,
+        reads: bool,
         key: CellKey,
         seq: u64,
         pred: &mut F,
     ) {
-        let rf = self.new_record(*region, task, seq);
         let OverlapMap {
             buckets,
             free_buckets,
             grids,
+            group_pool,
             stats,
             ..
         } = self;
         let grid = &mut grids[g];
-        // The caller checked: a dense cell without a bucket. Its bucket is made here, inline
-        // (not through `new_bucket_of`'s call and its sparse-cell branch).
-        let b = fresh_bucket(buckets, free_buckets, key);
-        *dense_slot(grid, key) = b;
-        grid.buckets.push(b);
-        let b = b as usize;
-        buckets[b].writes.push(rf);
-        buckets[b].wseq = seq;
+        let b = match b {
+            Some(b) => b,
+            None => {
+                // The caller checked: a dense cell without a bucket. Its bucket is made here,
+                // inline (not through `new_bucket_of`'s call and its sparse-cell branch).
+                let b = fresh_bucket(buckets, free_buckets, key);
+                *dense_slot(grid, key) = b;
+                grid.buckets.push(b);
+                b
+            }
+        };
+        let bucket = &mut buckets[b as usize];
+        let mut hit = false;
+        let w = &mut bucket.own_w;
+        if w.task != NIL {
+            // The caller checked that this write covers it.
+            hit = true;
+            if w.task != task {
+                let kind = if reads { EdgeKind::Raw } else { EdgeKind::Waw };
+                pred(TaskId(w.task), kind);
+            }
+        } else {
+            stats.live += 1;
+            stats.high_water = stats.high_water.max(stats.live);
+        }
+        *w = CellWrite {
+            region: *region,
+            task,
+            seq,
+        };
+        let r = &mut bucket.own_r;
+        if r.task != NIL {
+            if r.region.intersects(region) {
+                hit = true;
+                report_group(&r.earlier, group_pool, task, EdgeKind::War, pred);
+                if r.task != task {
+                    pred(TaskId(r.task), EdgeKind::War);
+                }
+                if region.covers(&r.region) {
+                    r.earlier.clear(group_pool);
+                    r.task = NIL;
+                    stats.live -= 1;
+                }
+            } else {
+                stats.probes += 1;
+            }
+        }
+        bucket.wseq = seq;
         grid.seqs.set((key.cx, key.cx, key.cy, key.cy), seq);
         grid.last_write = seq;
-        let mut hit = false;
         if grid.war_rows.may_meet(region, (key.cy, key.cy)) {
             grid.marks.war(region, task, |t| {
                 hit = true;
@@ -1041,11 +1246,18 @@ impl TensorMap for OverlapMap {
             let grid = &self.grids[g];
             if key.cx < DENSE_CELLS
                 && key.cy < DENSE_CELLS
-                && dense_bucket(grid, key).is_none()
                 && grid.large_writes.is_empty()
                 && grid.large_reads.is_empty()
             {
-                return self.write_fresh_cell(g, task.0, region, key, seq, pred);
+                let b = dense_bucket(grid, key);
+                if b.is_none_or(|b| {
+                    let bucket = &self.buckets[b as usize];
+                    bucket.lists_nothing()
+                        && (bucket.own_w.task == NIL || region.covers(&bucket.own_w.region))
+                }) {
+                    let reads = access.reads();
+                    return self.write_one_cell(g, b, task.0, region, reads, key, seq, pred);
+                }
             }
         }
         // A multi-cell read: the newest mark inside it covers what it covers.
@@ -1101,6 +1313,9 @@ impl TensorMap for OverlapMap {
         for (i, b) in self.buckets.iter_mut().enumerate().rev() {
             b.writes.clear();
             b.reads.clear();
+            b.own_w.task = NIL;
+            b.own_r.task = NIL;
+            b.own_r.earlier = ReaderList::default();
             self.free_buckets.push(i as u32);
         }
         for g in &mut self.grids {
@@ -1232,6 +1447,61 @@ mod tests {
         // (and, through the mark, for the old ones) and gets a record of its own.
         assert_eq!(access(&mut m, 22, row, Access::In), vec![4, 21]);
         assert_eq!(m.stats().live, 6);
+    }
+
+    /// A cell's own write and reads (kept in its bucket, no record) are met by the general
+    /// path as records would be: a write of two tiles waits for the tile's writer and every
+    /// joined reader and drops them; a write inside the tile that does not cover them keeps
+    /// them (the next reader still waits for both). The same stream on a map whose
+    /// every access takes the general path is the reference.
+    #[test]
+    fn a_cells_own_write_and_reads_are_met_by_the_general_path() {
+        let tile = Region::new_2d(0, 0, 4, 0, 8);
+        let two = Region::new_2d(0, 0, 4, 0, 16);
+        let part = Region::new_2d(0, 1, 2, 2, 4);
+        let stream = [
+            (tile, Access::Out),
+            (tile, Access::In),
+            (tile, Access::In),
+            (tile, Access::In),
+            (two, Access::Out),
+            (tile, Access::In),
+            (tile, Access::InOut),
+            (tile, Access::In),
+            (part, Access::Out),
+            (tile, Access::In),
+            (tile, Access::Out),
+        ];
+        let mut fast = OverlapMap::new();
+        let mut plain = OverlapMap {
+            plain: true,
+            ..OverlapMap::default()
+        };
+        let mut got = Vec::new();
+        for (t, &(r, a)) in stream.iter().enumerate() {
+            let want = access(&mut plain, t as u32, r, a);
+            let have = access(&mut fast, t as u32, r, a);
+            assert_eq!(have, want, "task {t}");
+            got.push(have);
+        }
+        // Independently of the reference: what each access must wait for.
+        assert_eq!(
+            got[4],
+            vec![0, 1, 2, 3],
+            "the wide write meets the cell's own entries"
+        );
+        assert_eq!(
+            got[6],
+            vec![4, 5],
+            "the inout write waits for the wide writer and the reader"
+        );
+        // The wide write's record spans two tiles: a write of one tile does not drop it.
+        assert_eq!(
+            got[9],
+            vec![4, 6, 8],
+            "every writer of the tile, the partial one beside"
+        );
+        assert_eq!(got[10], vec![4, 6, 7, 8, 9]);
     }
 
     /// `rows` x `cols` tiles of 4 x 8 elements of tensor `t` from tile (`row`, `col`).
