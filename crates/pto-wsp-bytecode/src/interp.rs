@@ -32,6 +32,7 @@ use crate::program::{AxisDesc, DNode, Lin, Program, TaskDesc};
 use crate::sink::{Task, TaskSink};
 use pto_wsp_ir::eval::EvalError;
 use pto_wsp_ir::expand::splitmix64;
+use pto_wsp_ir::task_io::{MAX_RANK, Region, TaskIo};
 use pto_wsp_ir::{DataRead, ExecPool, Loc, OrderEdge, OrderTrack, ReadRefused, ScalarType, Value};
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -432,6 +433,13 @@ pub struct Interpreter<'p> {
     coords: Vec<i64>,
     /// Per task statement: its regions as the sink sees them.
     outs: Vec<&'p [crate::sink::RegionOut]>,
+    /// Every task statement's regions as boxes (indexed like `Program::region_outs`): tensor,
+    /// rank and access set once, coordinates copied in when the task is emitted.
+    ios: Vec<TaskIo>,
+    /// Per task statement: whether its regions are handed out as boxes ([`Task::io`]): every
+    /// one fits a [`Region`] (rank at most [`MAX_RANK`], every extent of its tensor below
+    /// 2^32), so the bounds the interpreter checks make each a valid box.
+    io_ok: Vec<bool>,
     summary: RunSummary,
     /// The indices of the `load` / `read` being run, and a computed read's answer.
     index: Vec<i64>,
@@ -490,6 +498,7 @@ impl<'p> Interpreter<'p> {
             .filter(|(_, i)| i.op == Op::Proc)
             .map(|(pc, _)| pc)
             .collect();
+        let (ios, io_ok) = region_boxes(prog, bound);
         let mut interp = Interpreter {
             prog,
             bound,
@@ -521,6 +530,8 @@ impl<'p> Interpreter<'p> {
                     &prog.region_outs[td.region_outs.start as usize..td.region_outs.end as usize]
                 })
                 .collect(),
+            ios,
+            io_ok,
             summary: RunSummary::default(),
             index: Vec::new(),
             read_buf: Vec::new(),
@@ -529,6 +540,32 @@ impl<'p> Interpreter<'p> {
         interp.constant_coords();
         interp.dependents();
         Ok(interp)
+    }
+
+    /// Copies the coordinates of emitted task statement `td` into its boxes.
+    #[inline]
+    fn fill_boxes(&mut self, td: &TaskDesc) {
+        let r = td.region_outs.start as usize..td.region_outs.end as usize;
+        let n = td.n_coords as usize;
+        let coords = &self.coords[td.coord_base as usize..td.coord_base as usize + 2 * n];
+        let (starts, sizes) = coords.split_at(n);
+        for (io, ro) in self.ios[r.clone()]
+            .iter_mut()
+            .zip(&self.prog.region_outs[r])
+        {
+            let (off, rank) = (ro.off as usize, ro.rank as usize);
+            let (s, z) = (&starts[off..off + rank], &sizes[off..off + rank]);
+            for ((a, b), (&s, &z)) in io
+                .region
+                .start
+                .iter_mut()
+                .zip(&mut io.region.size)
+                .zip(s.iter().zip(z))
+            {
+                *a = s as u32;
+                *b = z as u32;
+            }
+        }
     }
 
     /// Lists, per register, the start-only dimensions that read it.
@@ -1869,6 +1906,10 @@ impl<'p> Interpreter<'p> {
         }
         if let Some(m) = fill {
             self.summary.tasks += 1;
+            let boxed = self.io_ok[ti];
+            if boxed {
+                self.fill_boxes(td);
+            }
             let t = Task {
                 index,
                 kernel: m.kernel,
@@ -1883,6 +1924,8 @@ impl<'p> Interpreter<'p> {
                 coords: &self.coords
                     [td.coord_base as usize..(td.coord_base + 2 * td.n_coords) as usize],
                 n_coords: td.n_coords,
+                io: boxed
+                    .then(|| &self.ios[td.region_outs.start as usize..td.region_outs.end as usize]),
             };
             if sink.task(&t).is_break() {
                 return Ok((td.next_pc as usize, false));
@@ -2142,4 +2185,40 @@ impl<'p> Interpreter<'p> {
         }
         Ok(())
     }
+}
+
+/// Every task statement's regions as boxes with tensor, rank and access set (start 0, size 1
+/// until coordinates are copied in), and per statement whether every one fits a [`Region`]:
+/// rank at most [`MAX_RANK`] and every extent of its tensor below 2^32, so that a region within
+/// its tensor's bounds (what the interpreter checks before it emits a task) is a valid box.
+fn region_boxes(prog: &Program, bound: &Bound) -> (Vec<TaskIo>, Vec<bool>) {
+    let fits = |ro: &crate::sink::RegionOut| {
+        ro.rank as usize <= MAX_RANK
+            && bound.shapes.get(ro.tensor as usize).is_some_and(|s| {
+                s.len() == ro.rank as usize && s.iter().all(|&e| e <= i64::from(u32::MAX))
+            })
+    };
+    let ios = prog
+        .region_outs
+        .iter()
+        .map(|ro| {
+            let region = Region {
+                tensor: ro.tensor,
+                rank: ro.rank.min(MAX_RANK as u32),
+                start: [0; MAX_RANK],
+                size: [1; MAX_RANK],
+            };
+            TaskIo::new(region, crate::sink::access_of(ro.access))
+        })
+        .collect();
+    let ok = prog
+        .tasks
+        .iter()
+        .map(|td| {
+            prog.region_outs[td.region_outs.start as usize..td.region_outs.end as usize]
+                .iter()
+                .all(fits)
+        })
+        .collect();
+    (ios, ok)
 }

@@ -10,6 +10,7 @@
 //! scalar params, regions with access modes, pool, dispatch target, stream — is exactly what the
 //! reference expander reports for the same index.
 
+use pto_wsp_ir::task_io::TaskIo;
 use pto_wsp_ir::{
     Access, DataRead, ExecPool, ExpandedRegion, ExpandedTask, OrderEdge, ReadRefused, Value,
 };
@@ -63,9 +64,11 @@ pub struct Task<'a> {
     /// The task's region starts, then its region sizes (`n_coords` each).
     pub(crate) coords: &'a [i64],
     pub(crate) n_coords: u32,
+    /// The regions as boxes (see [`Task::io`]).
+    pub(crate) io: Option<&'a [TaskIo]>,
 }
 
-fn access_of(code: u8) -> Access {
+pub(crate) fn access_of(code: u8) -> Access {
     match code {
         0 => Access::In,
         1 => Access::Out,
@@ -97,6 +100,15 @@ impl<'a> Task<'a> {
             start: self.coords.get(off..off + rank)?,
             size: self.coords.get(n + off..n + off + rank)?,
         })
+    }
+
+    /// The region arguments as checked boxes in the runtime's layout: the same tensors, boxes
+    /// and accesses as [`Task::regions`], in order, each one a box [`pto_wsp_ir::task_io::Region::new`]
+    /// accepts — when every region of the statement fits one (rank at most
+    /// [`pto_wsp_ir::task_io::MAX_RANK`], every extent of its tensor below 2^32); `None`
+    /// otherwise. A runtime takes them as they are, with no conversion per region.
+    pub fn io(&self) -> Option<&'a [TaskIo]> {
+        self.io
     }
 
     /// The region arguments in order.

@@ -27,7 +27,7 @@ use pto_wsp_bytecode::{Bound, ExecutorConfig, InterpError, Interpreter, Program,
 use pto_wsp_graph::builder::{BuildError, EdgeSink, GraphBuilder};
 use pto_wsp_graph::feed::{FeedError, FeedHooks, FeedSummary, FeedTask, Feeder, RegionFn};
 use pto_wsp_graph::tensor_map::TensorMap;
-use pto_wsp_graph::types::{ExecDomain, ExecPool};
+use pto_wsp_graph::types::{ExecDomain, ExecPool, TaskIo};
 use pto_wsp_ir::{DataRead, ExpandSink, ExpandSummary, OrderEdge, ReadRefused};
 
 /// Why a bytecode feed failed.
@@ -73,6 +73,9 @@ impl FeedTask for View<'_, '_> {
             f(r.access, r.tensor, r.start, r.size)?;
         }
         Ok(())
+    }
+    fn io(&self) -> Option<&[TaskIo]> {
+        self.0.io()
     }
 }
 

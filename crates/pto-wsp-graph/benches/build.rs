@@ -1,8 +1,9 @@
 //! Task-graph build cost on the LLaMA-7B prefill layer (`examples/llama7b_layer.wsp`).
 //!
 //! Run with `cargo bench -p pto-wsp-graph --bench build`. The task stream is produced once by the
-//! reference expander and stored as plain records (regions already converted), so the timings
-//! hold no expander cost. For each task count it measures, in one process, best of several runs:
+//! reference expander and stored as plain records (regions already converted, each with its
+//! [`Region::slot_hash`], as a generator that keeps its regions built passes them:
+//! [`GraphBuilder::add_access_hashed`]), so the timings hold no expander cost. For each task count it measures, in one process, best of several runs:
 //! - `copy`: the baseline — the same tasks pushed into flat vectors (nodes, params, regions) with
 //!   no inference at all;
 //! - `explicit`: the builder with no TensorMap (builder bookkeeping, CSR, nothing inferred);
@@ -35,6 +36,8 @@ struct Task {
     params: [u64; 2],
     nregions: usize,
     regions: [(Region, Access); 4],
+    /// Each region's [`Region::slot_hash`].
+    hashes: [u64; 4],
 }
 
 fn llama_stream(min_tasks: usize) -> Vec<Task> {
@@ -61,6 +64,7 @@ fn llama_stream(min_tasks: usize) -> Vec<Task> {
             params: [0; 2],
             nregions: t.regions.len(),
             regions: [(Region::default(), Access::In); 4],
+            hashes: [0; 4],
         };
         for (d, p) in task.params.iter_mut().zip(&t.params) {
             *d = p.to_bits();
@@ -70,6 +74,9 @@ fn llama_stream(min_tasks: usize) -> Vec<Task> {
                 Region::new(r.tensor, &r.start, &r.size).expect("2-d"),
                 r.access,
             );
+        }
+        for (h, (r, _)) in task.hashes.iter_mut().zip(&task.regions) {
+            *h = r.slot_hash();
         }
         out.push(task);
     })
@@ -140,8 +147,8 @@ fn feed<M: TensorMap>(b: &mut GraphBuilder<M>, tasks: &[Task], window: Option<u3
         for &p in &t.params[..t.nparams] {
             b.add_param(p);
         }
-        for &(r, a) in &t.regions[..t.nregions] {
-            b.add_access(r, a);
+        for (&(r, a), &h) in t.regions[..t.nregions].iter().zip(&t.hashes) {
+            b.add_access_hashed(r, a, h);
         }
         b.submit().expect("fits");
         if let Some(w) = window

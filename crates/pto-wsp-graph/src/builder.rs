@@ -25,6 +25,10 @@
 //!   [`EdgeSink::publish`]: the builder then keeps no task once submitted (its node, params and
 //!   regions are staged in buffers reused by the next task, so they stay in the cache) and only
 //!   a dedup stamp per task after the completed prefix.
+//! - Regions handed in already built ([`GraphBuilder::add_ios`]: a task's regions as one slice
+//!   in the builder's layout) or with their slot hash ([`GraphBuilder::add_access_hashed`], so
+//!   the exact map does not hash them again) build exactly what [`GraphBuilder::add_access`]
+//!   builds, region for region.
 //! - Nothing allocates per task in the steady state: regions, params and edges go to flat
 //!   vectors, dedup uses a stamp per task id.
 //! - [`GraphBuilder::reset`] and [`GraphBuilder::finish_into`] start the next build keeping every
@@ -466,6 +470,41 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             self.nhints += 1;
         }
         self.io.push(TaskIo::new(region, access));
+    }
+
+    /// [`GraphBuilder::add_access`] given `slot_hash`, the region's [`Region::slot_hash`]
+    /// computed by the caller (a generator that keeps each region with its hash, so the exact
+    /// map neither hashes it again nor keeps a hint of its own: [`TensorMap::prefetch_hashed`]).
+    /// A wrong hash is a caller's bug: the exact map would file the key under the wrong slot
+    /// (checked in debug builds).
+    #[inline]
+    pub fn add_access_hashed(&mut self, region: Region, access: Access, slot_hash: u64) {
+        let _ = self.current();
+        debug_assert_eq!(slot_hash, region.slot_hash(), "a region's carried hash");
+        if let Some(hint) = self.map.prefetch_hashed(&region, slot_hash) {
+            if let Some(h) = self.hints.get_mut(self.nhints) {
+                *h = hint;
+            }
+            self.nhints += 1;
+        }
+        self.io.push(TaskIo::new(region, access));
+    }
+
+    /// The open task accesses every region of `io`, in order, as each entry says: what
+    /// [`GraphBuilder::add_access`] does for each, for a generator that keeps its regions in the
+    /// builder's layout (checked regions, so no conversion per region, and one call per task).
+    #[inline]
+    pub fn add_ios(&mut self, io: &[TaskIo]) {
+        let _ = self.current();
+        for r in io {
+            if let Some(hint) = self.map.prefetch(&r.region) {
+                if let Some(h) = self.hints.get_mut(self.nhints) {
+                    *h = hint;
+                }
+                self.nhints += 1;
+            }
+        }
+        self.io.extend_from_slice(io);
     }
 
     /// The open task accesses the box `start .. start + size` of `tensor` as `access`; errors

@@ -52,7 +52,7 @@
 
 use crate::builder::{BuildError, EdgeSink, GraphBuilder};
 use crate::tensor_map::TensorMap;
-use crate::types::{ExecDomain, ExecPool, TaskId};
+use crate::types::{ExecDomain, ExecPool, TaskId, TaskIo};
 use pto_wsp_ir::{
     Access, Bindings, DataRead, ExpandError, ExpandOptions, ExpandSink, ExpandSummary,
     ExpandedTask, OrderEdge, ReadRefused, Resolved,
@@ -200,6 +200,13 @@ pub trait FeedTask {
     /// Calls `f` with each region `(access, tensor, start, size)`, in order, stopping at the
     /// first error.
     fn try_for_each_region(&self, f: &mut RegionFn<'_>) -> Result<(), BuildError>;
+    /// The regions already as the builder keeps them, when the generator has them so: exactly
+    /// what [`FeedTask::try_for_each_region`] reports, in order, each region one that
+    /// [`crate::types::Region::new`] accepts. The feed then hands them to the builder in one
+    /// call ([`GraphBuilder::add_ios`]) instead of converting each. The default is `None`.
+    fn io(&self) -> Option<&[TaskIo]> {
+        None
+    }
 }
 
 impl FeedTask for ExpandedTask {
@@ -496,9 +503,12 @@ impl<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> Feeder<'b, M, S, H> {
         let b = &mut *self.builder;
         let filled = (|| {
             task.for_each_param(&mut |p| b.add_param(p));
-            task.try_for_each_region(&mut |access, tensor, start, size| {
-                b.add_region(access, tensor, start, size)
-            })?;
+            match task.io() {
+                Some(io) => b.add_ios(io),
+                None => task.try_for_each_region(&mut |access, tensor, start, size| {
+                    b.add_region(access, tensor, start, size)
+                })?,
+            }
             for o in &self.open {
                 b.add_explicit_dep(o.dep)?;
             }

@@ -455,6 +455,94 @@ proptest! {
     }
 }
 
+/// How a test hands a task's regions to the builder.
+#[derive(Clone, Copy, Debug)]
+enum Entry {
+    /// `add_access`, one region at a time.
+    Plain,
+    /// `add_access_hashed`, each region with its slot hash.
+    Hashed,
+    /// `add_ios`, the task's regions in one slice.
+    Batched,
+    /// Hashed and plain regions alternating within a task.
+    Mixed,
+}
+
+/// Builds the stream over `map`, handing regions in as `entry` says; the graph and counters.
+fn build_entering<M: TensorMap>(
+    tasks: &[GenTask],
+    map: M,
+    entry: Entry,
+) -> (TaskGraphStorage, BuildStats) {
+    let mut b = GraphBuilder::with_map(map, CollectEdges::default());
+    let mut io = Vec::new();
+    for (j, t) in tasks.iter().enumerate() {
+        b.alloc_task(j as u32 % 5, ExecDomain::HostCpu, ExecPool::Any, 0, None);
+        match entry {
+            Entry::Plain => t.regions.iter().for_each(|&(r, a)| b.add_access(r, a)),
+            Entry::Hashed => t
+                .regions
+                .iter()
+                .for_each(|&(r, a)| b.add_access_hashed(r, a, r.slot_hash())),
+            Entry::Batched => {
+                io.clear();
+                io.extend(t.regions.iter().map(|&(r, a)| TaskIo::new(r, a)));
+                b.add_ios(&io);
+            }
+            Entry::Mixed => {
+                for (k, &(r, a)) in t.regions.iter().enumerate() {
+                    if (j + k) % 2 == 0 {
+                        b.add_access_hashed(r, a, r.slot_hash());
+                    } else {
+                        b.add_access(r, a);
+                    }
+                }
+            }
+        }
+        for d in explicit_deps(tasks, j) {
+            b.add_explicit_dep(TaskId(d as u32)).unwrap();
+        }
+        b.submit().unwrap();
+    }
+    let stats = b.stats();
+    (b.finish(), stats)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(64)))]
+
+    /// The entry points for regions a generator keeps built (`add_access_hashed` with the slot
+    /// hash carried, `add_ios` with the task's regions in the builder's layout) build the graph
+    /// `add_access` builds, with the same counters (probes included), under every map: the
+    /// exact maps small (no prefetch of their own) and large (prefetching), growable from one
+    /// key, and the overlap map; also with hashed and plain regions mixed in one task.
+    #[test]
+    fn regions_handed_in_built_or_hashed_build_what_add_access_builds(
+        tasks in stream_strategy(),
+    ) {
+        let maps = || -> Vec<AnyTensorMap> {
+            vec![
+                AnyTensorMap::Fixed(FixedExactMap::new(1024)),
+                AnyTensorMap::Fixed(FixedExactMap::new(1 << 15)),
+                AnyTensorMap::Fixed(FixedExactMap::growable(1)),
+                AnyTensorMap::Dynamic(DynamicExactMap::new()),
+                AnyTensorMap::Overlap(OverlapMap::new()),
+            ]
+        };
+        for (k, map) in maps().into_iter().enumerate() {
+            let want = build_entering(&tasks, map, Entry::Plain);
+            for entry in [Entry::Hashed, Entry::Batched, Entry::Mixed] {
+                let got = build_entering(&tasks, maps().swap_remove(k), entry);
+                prop_assert_eq!(&got, &want, "map {} entered {:?}", k, entry);
+            }
+        }
+        // And the fixed map straight (not behind the run-time choice).
+        let want = build_entering(&tasks, FixedExactMap::new(1 << 15), Entry::Plain);
+        let got = build_entering(&tasks, FixedExactMap::new(1 << 15), Entry::Hashed);
+        prop_assert_eq!(&got, &want);
+    }
+}
+
 fn r(t: u32, row: u32, rows: u32) -> Region {
     Region::new_2d(t, row, rows, 0, 8)
 }

@@ -38,10 +38,35 @@ pub(crate) enum Event {
 pub(crate) struct Recorded {
     pub(crate) tasks: Vec<(u32, ExpandedTask)>,
     pub(crate) events: Vec<Event>,
+    /// Tasks handed out with their regions as boxes ([`check_boxes`]).
+    pub(crate) boxed: usize,
+}
+
+/// The task's boxes ([`Task::io`]) are its regions, converted by the IR's own checked
+/// constructor, in order; `None` only when some region could not be converted. Whether it gave
+/// boxes.
+pub(crate) fn check_boxes(task: &Task<'_>) -> bool {
+    use pto_wsp_ir::task_io::{Region, TaskIo};
+    let want: Result<Vec<TaskIo>, _> = task
+        .regions()
+        .map(|r| Region::new(r.tensor, r.start, r.size).map(|g| TaskIo::new(g, r.access)))
+        .collect();
+    match (task.io(), want) {
+        (Some(io), Ok(want)) => {
+            assert_eq!(io, &want[..], "the boxes of task #{}", task.index);
+            true
+        }
+        (Some(io), Err(e)) => panic!(
+            "task #{}: boxes {io:?} of a region that fails: {e}",
+            task.index
+        ),
+        (None, _) => false,
+    }
 }
 
 impl TaskSink for Recorded {
     fn task(&mut self, task: &Task<'_>) -> ControlFlow<()> {
+        self.boxed += usize::from(check_boxes(task));
         self.tasks.push((task.index, task.to_expanded()));
         self.events.push(Event::Task(task.index));
         ControlFlow::Continue(())

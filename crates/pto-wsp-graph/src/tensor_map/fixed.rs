@@ -362,6 +362,19 @@ impl TensorMap for FixedExactMap {
         Some(h)
     }
 
+    /// The hint is the hash itself, whatever the table's size (it cost nothing here); the home
+    /// slot is prefetched as by [`TensorMap::prefetch`].
+    #[inline]
+    fn prefetch_hashed(&self, region: &Region, slot_hash: u64) -> Option<u64> {
+        debug_assert_eq!(slot_hash, region.slot_hash());
+        if self.slots.len() >= PREFETCH_MIN_SLOTS
+            && let Some(s) = self.slots.get(slot_hash as usize & self.mask)
+        {
+            crate::prefetch::prefetch(s);
+        }
+        Some(slot_hash)
+    }
+
     fn has_room(&self, regions: usize) -> Result<(), MapFull> {
         if self.grows || self.stats.live as usize + regions <= self.capacity {
             Ok(())

@@ -91,6 +91,16 @@ pub trait TensorMap {
         None
     }
 
+    /// [`TensorMap::prefetch`] given `slot_hash`, the region's [`Region::slot_hash`] computed by
+    /// the caller: a map that hashes keys by it returns the hint without hashing again (and may
+    /// return one where [`TensorMap::prefetch`] would not, the hash being free). The default
+    /// is [`TensorMap::prefetch`].
+    #[inline]
+    fn prefetch_hashed(&self, region: &Region, slot_hash: u64) -> Option<u64> {
+        let _ = slot_hash;
+        self.prefetch(region)
+    }
+
     /// [`TensorMap::access`] given `hint`: `Some` of what [`TensorMap::prefetch`] returned for
     /// this very region (and no other: a map may trust it), or `None`. The default ignores it.
     #[inline]
@@ -181,6 +191,15 @@ impl TensorMap for AnyTensorMap {
     fn prefetch(&self, region: &Region) -> Option<u64> {
         if let AnyTensorMap::Fixed(m) = self {
             m.prefetch(region)
+        } else {
+            None
+        }
+    }
+
+    #[inline]
+    fn prefetch_hashed(&self, region: &Region, slot_hash: u64) -> Option<u64> {
+        if let AnyTensorMap::Fixed(m) = self {
+            m.prefetch_hashed(region, slot_hash)
         } else {
             None
         }
