@@ -135,7 +135,14 @@
 //! like everything else.
 //!
 //! Partitioned generation is chosen by [`DevGenConfig::partition`], off by default: on two
-//! executors it measured slower in wall time than the walk (docs/BENCHMARKS.md). With it, a
+//! executors it measured slower in wall time than the walk on a quiet machine, and with
+//! publishing on demand (below) it has not yet been measured on one (docs/BENCHMARKS.md; `pto-wsp
+//! bench --devgen-generation partitioned|walk` compares the two). Where its waits come from:
+//! besides the batching below, the watermark is the position of the executor furthest behind
+//! in *id* order, so when dispatch gives whole iterations to executors in turn (the LLaMA
+//! layer's `affinity(t)`: tile `t` on executor `t mod 2`), every task of the executor ahead is
+//! sealed only once the other has generated its whole earlier iteration (about one tile late),
+//! and at the end of generation that executor runs its last tile alone. With it, a
 //! program is generated partitioned unless it makes computed reads (every executor serves
 //! every read, so every executor must see every task) or an order edge lies inside an iteration
 //! an executor may skip ([`Program::skips_order_edges`]: it could not number the barrier).
@@ -297,8 +304,8 @@ pub struct DevGenConfig {
     pub record_edges: bool,
     /// Let each executor generate only its own tasks where the program allows it (module docs,
     /// "Partitioned generation"); `false` (the default) makes every executor walk every task.
-    /// Off by default: on two executors it runs 2 % fewer instructions per task but measured
-    /// 3–16 % slower in wall time than the walk (docs/BENCHMARKS.md).
+    /// Off by default: on two executors it runs 3 % fewer instructions per task but measured
+    /// 3–16 % slower in wall time than the walk on a quiet machine (docs/BENCHMARKS.md).
     pub partition: bool,
 }
 
