@@ -86,6 +86,9 @@ pub struct BenchOptions {
     pub devgen: Vec<i64>,
     /// Run only the device-generation section.
     pub devgen_only: bool,
+    /// Device generation partitioned (each executor interprets only its own tasks) or not
+    /// (each walks every task); default: the engine's.
+    pub devgen_partition: bool,
 }
 
 impl BenchOptions {
@@ -115,6 +118,7 @@ impl BenchOptions {
             main_job: Some(Vec::new()),
             devgen: if quick { vec![1024] } else { vec![16384] },
             devgen_only: false,
+            devgen_partition: pto_wsp::cpu::devgen::DevGenConfig::default().partition,
         }
     }
 }
@@ -177,7 +181,13 @@ pub fn bench<E: From<CliError>>(
             crate::bench_kernels::main_job(binds, &opts.threads, opts.repeat.min(3), &mut out)?;
         }
     }
-    crate::bench_devgen::devgen(&opts.devgen, &opts.threads, opts.repeat, &mut out)?;
+    crate::bench_devgen::devgen(
+        &opts.devgen,
+        &opts.threads,
+        opts.repeat,
+        opts.devgen_partition,
+        &mut out,
+    )?;
     Ok(())
 }
 
@@ -799,7 +809,7 @@ mod tests {
             inject(Some(fault));
             let e = l(&[64], &[1], 1, &mut sink).unwrap_err().to_string();
             inject(Some(fault));
-            let e2 = d(&[64], &[1], 1, &mut sink).unwrap_err().to_string();
+            let e2 = d(&[64], &[1], 1, true, &mut sink).unwrap_err().to_string();
             inject(Some(fault));
             let binds = [
                 "nreq=2",

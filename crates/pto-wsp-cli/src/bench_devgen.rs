@@ -17,6 +17,10 @@
 //! best time, the **median over rounds of the per-round ratios** `finished / devgen` and `streamed
 //! / devgen` (above 1: device generation is faster).
 //!
+//! The last column, `idle`, is the share of the executors' time in the fastest device-generation
+//! round that they spent waiting with nothing to run (`ExecutorStats::wait_ns` over executors ×
+//! run time): what the exchange between executors costs in latency, apart from instructions.
+//!
 //! Every mode runs the same kernels (registered, empty) through the same kernel executor, under
 //! the example's schedule with its `deps` mode replaced (`exact`, the cheapest inference, and the
 //! example's own `hybrid`). Every run is checked to have run exactly the workload's tasks, barrier
@@ -127,11 +131,14 @@ impl<'m> Finished<'m> {
     }
 }
 
-/// Runs the section for sequence lengths `seqs` on `threads`, `repeat` rounds per figure.
+/// Runs the section for sequence lengths `seqs` on `threads`, `repeat` rounds per figure;
+/// device generation partitioned (`partition`: each executor interprets only its own tasks) or
+/// walking every task.
 pub fn devgen<E: From<CliError>>(
     seqs: &[i64],
     threads: &[usize],
     repeat: u32,
+    partition: bool,
     out: &mut impl FnMut(&str) -> Result<(), E>,
 ) -> Result<(), E> {
     if seqs.is_empty() {
@@ -140,9 +147,15 @@ pub fn devgen<E: From<CliError>>(
     out(&format!(
         "\nDevice generation: LLaMA-7B prefill layer, empty kernels, end to end, ns/task \
          (best of {repeat} rounds); finished = host build then run, streamed = host build while \
-         running (Program::execute), devgen = every worker interprets the bytecode and runs its \
-         own tasks; speedup = median over rounds of (mode time / devgen time) within a round\n\
-         {:>6} {:>7} {:>9} {:>7} {:>9} {:>9} {:>9} {:>16} {:>16}\n",
+         running (Program::execute), devgen = every worker interprets the bytecode ({}) and \
+         runs its own tasks; speedup = median over rounds of (mode time / devgen time) within a \
+         round; idle = executors' time waiting with nothing to run in the fastest devgen round\n\
+         {:>6} {:>7} {:>9} {:>7} {:>9} {:>9} {:>9} {:>16} {:>16} {:>6}\n",
+        if partition {
+            "partitioned: only its own tasks"
+        } else {
+            "walk: every task"
+        },
         "seq",
         "deps",
         "tasks",
@@ -151,7 +164,8 @@ pub fn devgen<E: From<CliError>>(
         "streamed",
         "devgen",
         "finished/devgen",
-        "streamed/devgen"
+        "streamed/devgen",
+        "idle"
     ))?;
     for &seq in seqs {
         for mode in [DepsMode::Exact, DepsMode::Hybrid] {
@@ -169,13 +183,15 @@ pub fn devgen<E: From<CliError>>(
                     mode,
                     threads: t,
                     tasks,
+                    partition,
                 };
                 run.exactly_once()?;
-                let (best, ratios) = run.timed(repeat)?;
+                let (best, ratios, idle) = run.timed(repeat)?;
                 let n = tasks.max(1) as f64;
                 let [r0, r1] = ratios;
                 out(&format!(
-                    "{seq:>6} {:>7} {:>9} {t:>7} {:>9.0} {:>9.0} {:>9.0} {:>15.2}x {:>15.2}x\n",
+                    "{seq:>6} {:>7} {:>9} {t:>7} {:>9.0} {:>9.0} {:>9.0} {:>15.2}x {:>15.2}x \
+                     {:>5.1}%\n",
                     if mode == DepsMode::Hybrid {
                         "hybrid"
                     } else {
@@ -187,6 +203,7 @@ pub fn devgen<E: From<CliError>>(
                     best[2] / n,
                     median(r0),
                     median(r1),
+                    idle * 100.0,
                 ))?;
             }
         }
@@ -202,6 +219,8 @@ struct Modes<'a> {
     threads: usize,
     /// The tasks the expander generates.
     tasks: u64,
+    /// Device generation partitioned, or walking every task.
+    partition: bool,
 }
 
 impl Modes<'_> {
@@ -217,6 +236,7 @@ impl Modes<'_> {
                 threads: self.threads,
                 kernels,
                 device_gen,
+                device_gen_partition: self.partition,
                 ..CompileOptions::default()
             },
         )
@@ -245,15 +265,18 @@ impl Modes<'_> {
         Ok(())
     }
 
-    /// `repeat` rounds of the three modes back to back: each mode's best time (ns) and, per
-    /// round, finished / devgen and streamed / devgen.
-    fn timed(&self, repeat: u32) -> Result<([f64; 3], [Vec<f64>; 2]), CliError> {
+    /// `repeat` rounds of the three modes back to back: each mode's best time (ns), per round
+    /// finished / devgen and streamed / devgen, and the executors' idle share in the fastest
+    /// device-generation round.
+    #[allow(clippy::type_complexity)]
+    fn timed(&self, repeat: u32) -> Result<([f64; 3], [Vec<f64>; 2], f64), CliError> {
         let (b, m) = (self.bindings, self.lowered.module());
         let mut streamed = self.program(false, empty_kernels(m))?;
         let mut dev = self.program(true, empty_kernels(m))?;
         let finished = Finished::new(self.lowered, b, self.mode, self.threads, empty_kernels(m))?;
         let mut best = [f64::MAX; 3];
         let mut ratios = [Vec::new(), Vec::new()];
+        let mut idle = 0.0;
         for _ in 0..repeat {
             let mut round = [0.0f64; 3];
             for (k, name) in MODES.iter().enumerate() {
@@ -265,7 +288,11 @@ impl Modes<'_> {
                         let s = p
                             .execute(b)
                             .map_err(|e| CliError::plain(format!("bench: {name} run: {e}")))?;
-                        (t0.elapsed(), (s.tasks, s.barriers))
+                        let dt = t0.elapsed();
+                        if k == 2 && (dt.as_nanos() as f64) < best[2] {
+                            idle = idle_share(&s);
+                        }
+                        (dt, (s.tasks, s.barriers))
                     }
                 };
                 // The example has no structural order: no barrier task.
@@ -276,6 +303,20 @@ impl Modes<'_> {
             ratios[0].push(round[0] / round[2]);
             ratios[1].push(round[1] / round[2]);
         }
-        Ok((best, ratios))
+        Ok((best, ratios, idle))
+    }
+}
+
+/// The share of a device-generation run's executor time spent waiting with nothing to run.
+fn idle_share(s: &pto_wsp::cpu::RunStats) -> f64 {
+    let Some(d) = &s.device_gen else {
+        return 0.0;
+    };
+    let waited: u64 = d.executors.iter().map(|e| e.wait_ns).sum();
+    let total = s.run_ns as f64 * d.executors.len() as f64;
+    if total > 0.0 {
+        waited as f64 / total
+    } else {
+        0.0
     }
 }

@@ -135,7 +135,14 @@
 //! like everything else.
 //!
 //! Partitioned generation is chosen by [`DevGenConfig::partition`], off by default: on two
-//! executors it measured slower in wall time than the walk (docs/BENCHMARKS.md). With it, a
+//! executors it measured slower in wall time than the walk on a quiet machine, and with
+//! publishing on demand (below) it has not yet been measured on one (docs/BENCHMARKS.md; `pto-wsp
+//! bench --devgen-generation partitioned|walk` compares the two). Where its waits come from:
+//! besides the batching below, the watermark is the position of the executor furthest behind
+//! in *id* order, so when dispatch gives whole iterations to executors in turn (the LLaMA
+//! layer's `affinity(t)`: tile `t` on executor `t mod 2`), every task of the executor ahead is
+//! sealed only once the other has generated its whole earlier iteration (about one tile late),
+//! and at the end of generation that executor runs its last tile alone. With it, a
 //! program is generated partitioned unless it makes computed reads (every executor serves
 //! every read, so every executor must see every task) or an order edge lies inside an iteration
 //! an executor may skip ([`Program::skips_order_edges`]: it could not number the barrier).
@@ -151,6 +158,20 @@
 //! all older than `t` and complete: its window is empty, so it is not waiting on it, and it
 //! generates on (publishing a larger position) — `g` passes `t`. Once `g > t`, every executor
 //! infers past `t`, `t`'s owner seals it, and the argument above applies.
+//!
+//! # Publishing on demand
+//!
+//! Publication ([`Executor::publish`]: accesses sent, position, inference, edges handed over)
+//! is batched every [`POLL_EVERY`] tasks, which costs nothing while every executor is busy but
+//! makes a waiting executor wait for up to a batch of each other executor's tasks per hop (a
+//! partitioned task is sealed after two: its owner's position, then the other's inference).
+//! So an executor that has nothing to run counts itself in [`Shared::waiting`] (a relaxed
+//! counter, for as long as it waits), and while the count is not zero every other executor
+//! publishes after each of its own tasks instead of every [`POLL_EVERY`] (one relaxed load per
+//! task when nobody waits). It is a hint: the batched publication alone keeps every argument
+//! of this module (a count read late only delays a publication by a batch, as before), so it
+//! changes no ordering and no wait; [`ExecutorStats::wait_ns`] and
+//! [`ExecutorStats::seal_yields`] show how long executors still wait.
 //!
 //! # Computed reads
 //!
@@ -283,8 +304,8 @@ pub struct DevGenConfig {
     pub record_edges: bool,
     /// Let each executor generate only its own tasks where the program allows it (module docs,
     /// "Partitioned generation"); `false` (the default) makes every executor walk every task.
-    /// Off by default: on two executors it runs 2 % fewer instructions per task but measured
-    /// 3–16 % slower in wall time than the walk (docs/BENCHMARKS.md).
+    /// Off by default: on two executors it runs 3 % fewer instructions per task but measured
+    /// 3–16 % slower in wall time than the walk on a quiet machine (docs/BENCHMARKS.md).
     pub partition: bool,
 }
 
@@ -337,6 +358,14 @@ pub struct ExecutorStats {
     pub read_stall_ns: u64,
     /// `while` loops its interpreter ended at their `max` with the condition still true.
     pub loops_at_max: u64,
+    /// Nanoseconds it spent waiting with nothing to run (backing off, yielding, parked).
+    pub wait_ns: u64,
+    /// Of its waits, the yields while an own task waited on another executor's inference.
+    pub seal_yields: u64,
+    /// Most own tasks generated and not yet sealed at once.
+    pub unsealed_hwm: u64,
+    /// Sum over its sealed tasks of the ids handed out between generating and sealing each.
+    pub seal_lag: u64,
 }
 
 /// Per-executor figures of a device-generation run ([`RunStats::device_gen`]).
@@ -525,6 +554,9 @@ struct Shared<'r, E: DirectExec> {
     /// Accesses an executor sent for another's tensors, `(task id, access)` in id order:
     /// entry `to * E + from`.
     sent: Box<[CachePadded<Mutex<Vec<Sent>>>]>,
+    /// Executors waiting with nothing to run: while any is, the others publish after every
+    /// own task instead of every [`POLL_EVERY`] (a hint: module docs, "Publishing on demand").
+    waiting: CachePadded<AtomicU32>,
     inboxes: Box<[CachePadded<Inbox>]>,
     idle: Idle,
     abort: AtomicBool,
@@ -696,6 +728,8 @@ struct Executor<'s, 'r, E: DirectExec> {
     position: u32,
     /// The last value stored in this executor's [`Shared::generated`].
     sent_to: u32,
+    /// Whether this executor counts itself in [`Shared::waiting`].
+    waiting: bool,
     /// The chunk of task state of the last id handed out.
     chunk: u32,
     /// The smallest [`Shared::inferred`] of the others when [`Shared::handed`] was last drained.
@@ -749,6 +783,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             merged: if sh.partitioned { 0 } else { u32::MAX },
             position: 0,
             sent_to: 0,
+            waiting: false,
             chunk: u32::MAX,
             drained: 0,
             in_flight: 0,
@@ -844,6 +879,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         loop {
             self.retire();
             if id - self.completed_below < self.sh.span {
+                self.wait_hint(false);
                 return Ok(());
             }
             self.help_or_yield(&mut round)?;
@@ -862,10 +898,15 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         if let Some(t) = self.next_ready() {
             self.run_one(t)?;
             *round = 0;
-        } else if Idle::backoff(*round) {
-            *round += 1;
         } else {
-            thread::yield_now();
+            self.wait_hint(true);
+            let t = Instant::now();
+            if Idle::backoff(*round) {
+                *round += 1;
+            } else {
+                thread::yield_now();
+            }
+            self.waited(Some(t));
         }
         Ok(())
     }
@@ -960,6 +1001,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
                 break;
             }
             self.unsealed.pop_front();
+            self.stats.seal_lag += u64::from(self.next_id - id);
             self.seal_own(id, slot as usize);
         }
     }
@@ -1236,6 +1278,8 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             }
         } else {
             self.unsealed.push_back((id, slot as u32));
+            let n = self.unsealed.len() as u64;
+            self.stats.unsealed_hwm = self.stats.unsealed_hwm.max(n);
         }
     }
 
@@ -1311,7 +1355,8 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         }
         if own || poll {
             if self.sh.executors > 1 {
-                self.exchange(poll);
+                // Another executor waits (on this one's publication, perhaps): publish now.
+                self.exchange(poll || self.sh.waiting.load(Ordering::Relaxed) != 0);
             }
             while let Some(t) = self.next_ready() {
                 self.run_one(t)?;
@@ -1398,6 +1443,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             // The producer may be another executor's, whose completion is not announced here.
             self.help_or_yield(&mut round).ok()?;
         }
+        self.wait_hint(false);
         Some(waited)
     }
 
@@ -1462,6 +1508,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
     /// every access inferred).
     fn wait_and_run(&mut self) -> Result<(), Stopped> {
         let mut round = 0u32;
+        let mut since: Option<Instant> = None;
         loop {
             if self.sh.aborted() {
                 return Err(Stopped);
@@ -1469,10 +1516,16 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             self.publish();
             self.seal_inferred();
             if let Some(t) = self.next_ready() {
+                self.waited(since);
                 return self.run_one(t);
             }
             if self.in_flight == 0 && self.merged == u32::MAX {
+                self.waited(since);
                 return Ok(());
+            }
+            if since.is_none() {
+                since = Some(Instant::now());
+                self.wait_hint(true);
             }
             if Idle::backoff(round) {
                 round += 1;
@@ -1480,6 +1533,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             }
             if !self.unsealed.is_empty() {
                 // Waits on another executor's inference, which is not announced: never park.
+                self.stats.seal_yields += 1;
                 thread::yield_now();
                 continue;
             }
@@ -1494,6 +1548,30 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
                     || (sh.partitioned && self.sent_everywhere(Ordering::SeqCst) > merged)
             });
             round = 0;
+        }
+    }
+
+    /// Adds the time since `since` (a wait's start, if it waited) to the wait figures, and
+    /// stops counting this executor as waiting.
+    fn waited(&mut self, since: Option<Instant>) {
+        if let Some(t) = since {
+            self.stats.wait_ns += t.elapsed().as_nanos() as u64;
+            self.wait_hint(false);
+        }
+    }
+
+    /// Counts this executor in [`Shared::waiting`] (`true`) or not: while it waits, the
+    /// others publish after every own task.
+    #[inline]
+    fn wait_hint(&mut self, waiting: bool) {
+        if self.waiting != waiting {
+            self.waiting = waiting;
+            let w = &self.sh.waiting;
+            if waiting {
+                w.fetch_add(1, Ordering::Relaxed);
+            } else {
+                w.fetch_sub(1, Ordering::Relaxed);
+            }
         }
     }
 
@@ -1757,6 +1835,7 @@ impl<'r, E: DirectExec> Shared<'r, E> {
             partitioned: executors > 1 && config.partition && partitions(program),
             generated: per_executor(),
             sent: per_pair(executors),
+            waiting: CachePadded::new(AtomicU32::new(0)),
             inboxes: (0..executors)
                 .map(|_| CachePadded::new(Inbox::default()))
                 .collect(),

@@ -108,6 +108,11 @@ pub struct CompileOptions {
     /// interpret it and run its own tasks as they are generated, instead of a host thread
     /// building the graph (see [`crate::program`]'s docs and `pto_wsp_cpu::devgen`).
     pub device_gen: bool,
+    /// Device-generation mode: let each executor interpret only its own tasks where the
+    /// program allows it (`pto_wsp_cpu::devgen`, "Partitioned generation"); `false` makes every
+    /// executor walk every task. Default: `DevGenConfig::default().partition` of
+    /// `pto_wsp_cpu::devgen`. Same tasks, same edges, same numbers either way.
+    pub device_gen_partition: bool,
     /// Streams (the compile option `num_streams`): overrides the schedule's `streams N;` when set.
     pub num_streams: Option<u64>,
     /// Executors dispatch targets range over (the compile option `num_aicpus`; on `cpu_sim` the
@@ -156,6 +161,7 @@ impl Default for CompileOptions {
             vector_workers: None,
             kernels: KernelRegistry::with_builtins(),
             device_gen: false,
+            device_gen_partition: pto_wsp_cpu::devgen::DevGenConfig::default().partition,
             num_streams: None,
             num_aicpus: None,
             grid: Vec::new(),
@@ -181,6 +187,7 @@ impl std::fmt::Debug for CompileOptions {
             .field("check_order", &self.check_order)
             .field("kernels", &self.kernels.len())
             .field("device_gen", &self.device_gen)
+            .field("device_gen_partition", &self.device_gen_partition)
             .field("num_streams", &self.num_streams)
             .field("num_aicpus", &self.num_aicpus)
             .field("grid", &self.grid)

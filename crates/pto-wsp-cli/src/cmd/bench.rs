@@ -41,6 +41,11 @@ pub struct Args {
     /// Run only the device-generation section.
     #[arg(long)]
     pub devgen_only: bool,
+    /// How the device-generation section's executors generate: `partitioned` (each
+    /// interprets only its own tasks) or `walk` (each interprets every task). Default: the
+    /// engine's default.
+    #[arg(long, value_name = "HOW", value_parser = ["partitioned", "walk"])]
+    pub devgen_generation: Option<String>,
     /// Run the whole bench in N separate processes (this program re-run N times, one after
     /// the other) and print each figure as median[min-max] over them; numbers equal in
     /// every process are printed as they are. 1: one process, printed as it runs.
@@ -71,6 +76,9 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         opts.devgen = args.devgen.into_iter().filter(|&s| s > 0).collect();
     }
     opts.devgen_only = args.devgen_only;
+    if let Some(how) = args.devgen_generation {
+        opts.devgen_partition = how == "partitioned";
+    }
     crate::bench::bench(&opts, super::print)?;
     Ok(ExitCode::SUCCESS)
 }

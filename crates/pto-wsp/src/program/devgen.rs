@@ -49,9 +49,7 @@ impl Inner {
                 .map_or(DEFAULT_WINDOW, |(n, _)| (n / threads).max(1) as usize),
             trace: self.options.profiling || matches!(c.trace, TracePolicy::Wall),
             record_edges: false,
-            // Every executor walks every task: partitioned generation measured slower in wall
-            // time on two executors (docs/BENCHMARKS.md).
-            partition: false,
+            partition: self.options.device_gen_partition,
         };
         // Device generation hands each task's data to the executor directly; the source is
         // never read.
