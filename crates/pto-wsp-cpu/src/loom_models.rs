@@ -307,60 +307,6 @@ fn pool_run_ends_with_the_other_worker_parked() {
     });
 }
 
-/// Runs tasks `first` and up two at a time: each waits, yielding, until two of them started
-/// (so they must run on two workers at once); counts every task's runs.
-struct Together {
-    first: usize,
-    started: AtomicUsize,
-    runs: Arc<Vec<AtomicUsize>>,
-}
-
-impl Exec for Together {
-    fn run(&self, task: TaskId, _worker: usize) -> Result<(), TaskFailure> {
-        self.runs[task.index()].fetch_add(1, Relaxed);
-        if task.index() >= self.first {
-            self.started.fetch_add(1, SeqCst);
-            while self.started.load(SeqCst) < 2 {
-                thread::yield_now();
-            }
-        }
-        Ok(())
-    }
-}
-
-/// A worker that queues what it released wakes a parked peer for it: on two workers under FIFO
-/// queues and plain routing, task 0 releases tasks 1 and 2 into the shared queue, and the two
-/// must run at once (each waits until both started), so the worker that ran task 0 can run only
-/// one of them. Loom explores the interleaving in which the other worker parked before the
-/// release: unless the releasing worker wakes it, it stays parked while the releasing worker
-/// waits in task 1 for task 2 forever (loom reports the execution that never ends). In the
-/// other interleavings the peer finds task 2 in its pre-park re-check or while it searches.
-#[test]
-fn pool_run_wakes_a_parked_peer_for_the_tasks_a_worker_released() {
-    model(2, || {
-        let graph = static_graph(&[
-            (ExecPool::Any, None, &[]),
-            (ExecPool::Any, None, &[0]),
-            (ExecPool::Any, None, &[0]),
-        ]);
-        let exec = Together {
-            first: 1,
-            started: AtomicUsize::new(0),
-            runs: counts(3),
-        };
-        let config = RunConfig {
-            ready: ReadyKind::Fifo,
-            ..RunConfig::default()
-        };
-        let pool = WorkerPool::new(2).unwrap();
-        let stats = pool.run(&graph, &config, &exec).unwrap();
-        assert_eq!(stats.tasks, 3);
-        for r in exec.runs.iter() {
-            assert_eq!(r.load(Relaxed), 1);
-        }
-    });
-}
-
 /// Two jobs back to back on a lingering pool of one worker (two workers multiply the
 /// interleavings past what a CI run can explore; one already races the worker's linger, park and
 /// wake against the caller's posting and waiting). A worker that finished the first job
