@@ -176,7 +176,9 @@ fn configs() -> Vec<RunConfig> {
 
 #[test]
 fn finished_graphs_run_every_task_once_in_dependency_order() {
-    for threads in [1, 2, 4] {
+    // Five workers: more than the four of a source chunk's divisor `4 * workers` below which
+    // some arithmetic slips go unseen.
+    for threads in [1, 2, 4, 5] {
         let pool = WorkerPool::new(threads).unwrap();
         for (k, cfg) in configs().iter().enumerate() {
             let d = dag(300, 7 + k as u64 * 31 + threads as u64);
@@ -704,39 +706,45 @@ fn a_producer_waiting_through_the_sink_sees_held_tasks_complete() {
 
 /// Under the priority policy a lone worker runs the ready task of the highest key first, also
 /// among the successors it has just released itself (it does not keep one as its next task):
-/// the root's successors are released in id order with keys rising, so they run in the
-/// reverse order, which the test derives by sorting the keys.
+/// the root's successors are released in id order with shuffled keys, so they run in the order
+/// of their keys, highest first, which the test derives by sorting the keys. The same with placement on and
+/// every task placed (on the one worker: to its own queue, ordered by key as well).
 #[test]
 fn the_priority_policy_orders_a_workers_own_successors() {
     let n = 8u32;
-    let d = Dag {
-        tasks: (0..n)
-            .map(|i| {
-                (
-                    ExecPool::Any,
-                    None,
-                    0,
-                    if i == 0 { vec![] } else { vec![0] },
-                )
-            })
-            .collect(),
-    };
-    let keys: Vec<i64> = (0..i64::from(n)).map(|k| k * 10).collect();
-    let g = StaticGraph::new(storage(&d)).with_priorities(keys.clone());
-    let pool = WorkerPool::new(1).unwrap();
-    let rec = Recorder::new(n as usize, vec![]);
-    let cfg = RunConfig {
-        ready: ReadyKind::Priority,
-        ..RunConfig::default()
-    };
-    pool.run(&g, &cfg, &rec).unwrap();
-    rec.check(&d);
-    let mut ran: Vec<u32> = (0..n).collect();
-    ran.sort_by_key(|&t| rec.start[t as usize].load(Ordering::SeqCst));
-    let mut expected: Vec<u32> = (1..n).collect();
-    expected.sort_by_key(|&t| std::cmp::Reverse(keys[t as usize]));
-    expected.insert(0, 0);
-    assert_eq!(ran, expected);
+    for placement in [false, true] {
+        let d = Dag {
+            tasks: (0..n)
+                .map(|i| {
+                    (
+                        ExecPool::Any,
+                        placement.then_some(i % 3),
+                        0,
+                        if i == 0 { vec![] } else { vec![0] },
+                    )
+                })
+                .collect(),
+        };
+        // Keys shuffled (not rising with ids), so neither release order nor its reverse is
+        // the order of the keys.
+        let keys: Vec<i64> = (0..i64::from(n)).map(|k| k * 3 % 8 * 10).collect();
+        let g = StaticGraph::new(storage(&d)).with_priorities(keys.clone());
+        let pool = WorkerPool::new(1).unwrap();
+        let rec = Recorder::new(n as usize, vec![]);
+        let cfg = RunConfig {
+            ready: ReadyKind::Priority,
+            placement,
+            ..RunConfig::default()
+        };
+        pool.run(&g, &cfg, &rec).unwrap();
+        rec.check(&d);
+        let mut ran: Vec<u32> = (0..n).collect();
+        ran.sort_by_key(|&t| rec.start[t as usize].load(Ordering::SeqCst));
+        let mut expected: Vec<u32> = (1..n).collect();
+        expected.sort_by_key(|&t| std::cmp::Reverse(keys[t as usize]));
+        expected.insert(0, 0);
+        assert_eq!(ran, expected, "placement {placement}");
+    }
 }
 
 /// Records the worker each task ran on (`usize::MAX` before it ran).
@@ -787,16 +795,13 @@ fn allowed_workers(
     }
 }
 
-/// Every task runs on a worker its pool allows under a pool split, and under FIFO and priority
-/// with placement exactly on the worker it is placed on (under work stealing a placed task may
-/// be stolen, within its pool, and counts as a migration; under FIFO and priority nothing
-/// migrates). The sources alternate vector, cube and any tasks, so every chunk of sources a
-/// worker claims holds tasks it may not run (each must be routed to where it may run), and half
-/// of the tasks depend on an earlier one (released tasks are routed too).
-#[test]
-fn tasks_run_on_the_workers_their_pool_and_placement_allow() {
+/// 96 tasks for the placement tests: the sources alternate vector, cube and any tasks, so every
+/// chunk of sources a worker claims holds tasks it may not run (each must be routed to where it
+/// may run); three of four have a dispatch target; half of the last third depend on an earlier
+/// task (released tasks are routed too).
+fn placed_tasks() -> Dag {
     let n = 96usize;
-    let d = Dag {
+    Dag {
         tasks: (0..n)
             .map(|i| {
                 let pool = [ExecPool::Vector, ExecPool::Cube, ExecPool::Any][i % 3];
@@ -809,50 +814,101 @@ fn tasks_run_on_the_workers_their_pool_and_placement_allow() {
                 (pool, target, 0, preds)
             })
             .collect(),
+    }
+}
+
+/// Every task of `d` ran (on the worker `rec` saw) where its pool allows under `cfg`'s pool
+/// split, and under FIFO and priority with placement exactly on the worker it is placed on;
+/// nothing migrated unless work stealing may move a placed task.
+fn check_placement(d: &Dag, threads: usize, cfg: &RunConfig, rec: &OnWorker, stats: &RunStats) {
+    let split = match cfg.pools {
+        PoolSplit::ByExecUnit { vector } => Some(vector),
+        PoolSplit::Single => None,
     };
+    assert_eq!(stats.tasks, d.tasks.len() as u64);
+    let strict = cfg.placement && cfg.ready != ReadyKind::WorkSteal;
+    for (t, (tp, target, _, _)) in d.tasks.iter().enumerate() {
+        let w = rec.of(t);
+        let pool_ok = allowed_workers(threads, split, *tp, None);
+        assert!(
+            pool_ok.contains(&w),
+            "{cfg:?}: task {t} ({tp:?}) on worker {w}"
+        );
+        if strict {
+            let placed = allowed_workers(threads, split, *tp, *target);
+            assert!(
+                placed.contains(&w),
+                "{cfg:?}: task {t} ({tp:?}, target {target:?}) on worker {w}"
+            );
+        }
+    }
+    if strict || !cfg.placement {
+        assert_eq!(stats.counters.migrations, 0, "{cfg:?}");
+    }
+}
+
+/// Every task runs on a worker its pool allows under a pool split, and under FIFO and priority
+/// with placement exactly on the worker it is placed on (under work stealing a placed task may
+/// be stolen, within its pool, and counts as a migration; under FIFO and priority nothing
+/// migrates), for a finished graph ([`placed_tasks`]).
+#[test]
+fn tasks_run_on_the_workers_their_pool_and_placement_allow() {
+    let d = placed_tasks();
     let g = StaticGraph::new(storage(&d));
     for threads in [2, 3] {
         let pool = WorkerPool::new(threads).unwrap();
         for cfg in configs() {
-            let split = match cfg.pools {
-                PoolSplit::ByExecUnit { vector } => Some(vector),
-                PoolSplit::Single => None,
-            };
-            let rec = OnWorker::new(n);
+            let rec = OnWorker::new(d.tasks.len());
             let stats = pool.run(&g, &cfg, &rec).unwrap();
-            assert_eq!(stats.tasks, n as u64);
-            let strict = cfg.placement && cfg.ready != ReadyKind::WorkSteal;
-            for (t, (tp, target, _, _)) in d.tasks.iter().enumerate() {
-                let w = rec.of(t);
-                let pool_ok = allowed_workers(threads, split, *tp, None);
-                assert!(
-                    pool_ok.contains(&w),
-                    "{cfg:?}: task {t} ({tp:?}) on worker {w}"
-                );
-                if strict {
-                    let placed = allowed_workers(threads, split, *tp, *target);
-                    assert!(
-                        placed.contains(&w),
-                        "{cfg:?}: task {t} ({tp:?}, target {target:?}) on worker {w}"
-                    );
-                }
-            }
-            if strict || !cfg.placement {
-                assert_eq!(stats.counters.migrations, 0, "{cfg:?}");
+            check_placement(&d, threads, &cfg, &rec, &stats);
+        }
+    }
+}
+
+/// The same rules for a streamed run, whose orchestrator routes the tasks it finds ready (and
+/// hands them over one at a time, or all at once when the start gate opens at the end of
+/// orchestration): the ready ring that takes them under plain routing must not take them
+/// under a pool split or placement.
+#[test]
+fn streamed_tasks_run_on_the_workers_their_pool_and_placement_allow() {
+    let d = placed_tasks();
+    for threads in [2, 3] {
+        let pool = WorkerPool::new(threads).unwrap();
+        for cfg in configs() {
+            for start in [StartPolicy::Immediate, StartPolicy::AfterOrchestration] {
+                let rec = OnWorker::new(d.tasks.len());
+                let table = TaskTable::new();
+                let sc = StreamConfig {
+                    deps: DepsMode::Explicit,
+                    start,
+                    ..StreamConfig::default()
+                };
+                let stats = pool
+                    .run_streaming(&table, &cfg, &sc, &rec, |b| {
+                        emit(&d, b);
+                        Ok(())
+                    })
+                    .unwrap();
+                check_placement(&d, threads, &cfg, &rec, &stats);
             }
         }
     }
 }
 
-/// Runs two tasks at once, on two different workers: each waits, spinning, until both started.
+/// Runs tasks `first` and up two at a time, on two different workers: each waits, spinning,
+/// until two of them started (tasks below `first` run at once).
 struct BothAtOnce {
     on: OnWorker,
+    first: u32,
     started: AtomicU32,
 }
 
 impl Exec for BothAtOnce {
     fn run(&self, t: TaskId, w: usize) -> Result<(), TaskFailure> {
         self.on.run(t, w)?;
+        if t.0 < self.first {
+            return Ok(());
+        }
         self.started.fetch_add(1, Ordering::SeqCst);
         while self.started.load(Ordering::SeqCst) < 2 {
             std::thread::yield_now();
@@ -878,6 +934,7 @@ fn migrations_count_the_placed_tasks_another_worker_ran() {
     for _ in 0..20 {
         let exec = BothAtOnce {
             on: OnWorker::new(2),
+            first: 0,
             started: AtomicU32::new(0),
         };
         let cfg = RunConfig {
@@ -888,6 +945,50 @@ fn migrations_count_the_placed_tasks_another_worker_ran() {
         let off = (0..2).filter(|&t| exec.on.of(t) != 1).count() as u64;
         assert_eq!(off, 1, "the two tasks ran on different workers");
         assert_eq!(stats.counters.migrations, off);
+    }
+}
+
+/// Under work stealing with placement a worker that releases tasks keeps the one placed on
+/// itself as its next task and queues one placed on another worker in that worker's inbox
+/// (waking it): task 0 (not placed) releases tasks 1 and 2, one placed on each of the two
+/// workers, which must run at the same time (each waits until both started). Whichever worker
+/// ran task 0, each of them then runs on the worker it is placed on, so nothing migrates; the
+/// worker running its own task cannot steal the other's before both started. Both orders of
+/// the two targets are run, several times each (a worker that kept the first task it released
+/// whatever its target would run it on the wrong worker for one of the orders).
+#[test]
+fn released_tasks_reach_the_workers_they_are_placed_on_under_work_stealing() {
+    let pool = WorkerPool::new(2).unwrap();
+    let cfg = RunConfig {
+        placement: true,
+        ..RunConfig::default()
+    };
+    for first in [0u32, 1] {
+        let targets = [first, 1 - first];
+        let d = Dag {
+            tasks: vec![
+                (ExecPool::Any, None, 0, vec![]),
+                (ExecPool::Any, Some(targets[0]), 0, vec![0]),
+                (ExecPool::Any, Some(targets[1]), 0, vec![0]),
+            ],
+        };
+        let g = StaticGraph::new(storage(&d));
+        for _ in 0..10 {
+            let exec = BothAtOnce {
+                on: OnWorker::new(3),
+                first: 1,
+                started: AtomicU32::new(0),
+            };
+            let stats = pool.run(&g, &cfg, &exec).unwrap();
+            for (t, target) in [(1, targets[0]), (2, targets[1])] {
+                assert_eq!(
+                    exec.on.of(t),
+                    target as usize,
+                    "task {t} (targets {targets:?})"
+                );
+            }
+            assert_eq!(stats.counters.migrations, 0);
+        }
     }
 }
 
@@ -1097,4 +1198,83 @@ fn a_kept_builder_infers_in_every_run_what_a_new_builder_infers() {
         );
         assert!(kept.holds_parts());
     }
+}
+
+/// Holds task 0 until the producer lets it go; records when each task starts.
+struct HoldsFirst {
+    go: std::sync::atomic::AtomicBool,
+    rec: Recorder,
+}
+
+impl Exec for HoldsFirst {
+    fn run(&self, t: TaskId, w: usize) -> Result<(), TaskFailure> {
+        if t.0 == 0 {
+            while !self.go.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+        }
+        self.rec.run(t, w)
+    }
+}
+
+/// Under the priority policy the tasks a streamed run's orchestrator makes ready are queued by
+/// key, as the finished graph's are: a lone worker runs the ready task of the highest key
+/// first. The worker is held in task 0 (highest key) while the producer submits 63
+/// independent tasks; the orchestrator hands them over a batch of seals at a time (of
+/// `BATCH` = 32 tasks, the first batch holding task 0, so at least tasks 1 to 32 were handed
+/// over when task 0 is let go, and those of 33 on that were not yet come at the end). Tasks 1 to
+/// 32 have shuffled keys, 33 to 63 lower keys falling in submission order, so whenever the
+/// late ones arrive, the start order is determined: the keys sorted, highest first (derived
+/// in the test by sorting). The same with placement on and every task placed (on the one
+/// worker: to its own queue, ordered by key as well).
+#[test]
+fn the_priority_policy_orders_the_orchestrators_ready_tasks() {
+    for placement in [false, true] {
+        orchestrated_tasks_run_by_key(placement);
+    }
+}
+
+fn orchestrated_tasks_run_by_key(placement: bool) {
+    let n = 64u32;
+    let key = |t: u32| -> i64 {
+        match t {
+            0 => 1_000,
+            1..=32 => 100 + i64::from(t * 13 % 32),
+            _ => i64::from(n - t),
+        }
+    };
+    let pool = WorkerPool::new(1).unwrap();
+    let exec = HoldsFirst {
+        go: Default::default(),
+        rec: Recorder::new(n as usize, vec![]),
+    };
+    let table = TaskTable::new();
+    let sc = StreamConfig {
+        deps: DepsMode::Explicit,
+        ..StreamConfig::default()
+    };
+    let cfg = RunConfig {
+        ready: ReadyKind::Priority,
+        placement,
+        ..RunConfig::default()
+    };
+    let stats = pool
+        .run_streaming(&table, &cfg, &sc, &exec, |b| {
+            let mut keys = table.priority_writer().unwrap();
+            for t in 0..n {
+                keys.push(key(t));
+                let target = placement.then_some(t % 3);
+                b.alloc_task(0, ExecDomain::default(), ExecPool::Any, 0, target);
+                b.submit().unwrap();
+            }
+            exec.go.store(true, Ordering::SeqCst);
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(stats.tasks, u64::from(n));
+    let mut ran: Vec<u32> = (0..n).collect();
+    ran.sort_by_key(|&t| exec.rec.start[t as usize].load(Ordering::SeqCst));
+    let mut expected: Vec<u32> = (0..n).collect();
+    expected.sort_by_key(|&t| std::cmp::Reverse(key(t)));
+    assert_eq!(ran, expected, "placement {placement}");
 }
