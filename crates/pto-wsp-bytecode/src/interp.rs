@@ -1906,7 +1906,7 @@ impl<'p> Interpreter<'p> {
         }
         if let Some(m) = fill {
             self.summary.tasks += 1;
-            let boxed = self.io_ok[ti];
+            let boxed = sink.wants_boxes() && self.io_ok[ti];
             if boxed {
                 self.fill_boxes(td);
             }

@@ -105,8 +105,9 @@ impl<'a> Task<'a> {
     /// The region arguments as checked boxes in the runtime's layout: the same tensors, boxes
     /// and accesses as [`Task::regions`], in order, each one a box [`pto_wsp_ir::task_io::Region::new`]
     /// accepts — when every region of the statement fits one (rank at most
-    /// [`pto_wsp_ir::task_io::MAX_RANK`], every extent of its tensor below 2^32); `None`
-    /// otherwise. A runtime takes them as they are, with no conversion per region.
+    /// [`pto_wsp_ir::task_io::MAX_RANK`], every extent of its tensor below 2^32) and the sink
+    /// asked for them ([`TaskSink::wants_boxes`]); `None` otherwise. A runtime takes them as
+    /// they are, with no conversion per region.
     pub fn io(&self) -> Option<&'a [TaskIo]> {
         self.io
     }
@@ -167,6 +168,14 @@ impl<'a> Task<'a> {
 pub trait TaskSink {
     /// One of the executor's tasks. [`ControlFlow::Break`] stops the interpretation.
     fn task(&mut self, task: &Task<'_>) -> ControlFlow<()>;
+
+    /// Whether this sink reads [`Task::io`]: the interpreter fills a task's boxes only for a
+    /// sink that does (the copy of every coordinate costs each task), and hands `None` to the
+    /// others. The default: no.
+    #[inline]
+    fn wants_boxes(&self) -> bool {
+        false
+    }
 
     /// An order edge whose later range starts at global index `after_start` (see the trait
     /// docs). The default ignores it.

@@ -83,6 +83,9 @@ impl FeedTask for View<'_, '_> {
 struct Sink<'f, 'b, M: TensorMap, S: EdgeSink, H: FeedHooks>(&'f mut Feeder<'b, M, S, H>);
 
 impl<M: TensorMap, S: EdgeSink, H: FeedHooks> TaskSink for Sink<'_, '_, M, S, H> {
+    fn wants_boxes(&self) -> bool {
+        true
+    }
     fn task(&mut self, task: &Task<'_>) -> ControlFlow<()> {
         self.0.push_task(task.index, &View(task))
     }

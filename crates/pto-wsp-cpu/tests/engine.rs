@@ -447,6 +447,42 @@ fn edges_to_forgotten_and_refused_readers_are_both_left_unwired() {
     }
 }
 
+/// A producer that returns with a task allocated but not submitted leaves nothing behind: the
+/// open task is dropped, the run ends once the submitted tasks completed (two here, each run
+/// once in order), and the pool runs again.
+#[test]
+fn a_task_left_open_by_the_producer_is_dropped() {
+    use pto_wsp_graph::types::Access;
+    for threads in [1, 2] {
+        let pool = WorkerPool::new(threads).unwrap();
+        for run in 0..2 {
+            let rec = Recorder::new(2, vec![]);
+            let table = TaskTable::new();
+            let sc = StreamConfig::default();
+            let stats = pool
+                .run_streaming(&table, &RunConfig::default(), &sc, &rec, |b| {
+                    for k in 0..3 {
+                        b.alloc_task(0, ExecDomain::default(), ExecPool::Any, 0, None);
+                        b.add_region(Access::InOut, 0, &[0, 0], &[4, 4]).unwrap();
+                        if k < 2 {
+                            b.submit().unwrap();
+                        }
+                    }
+                    Ok(())
+                })
+                .unwrap();
+            let what = format!("{threads} threads, run {run}");
+            assert_eq!(stats.tasks, 2, "{what}");
+            rec.check(&Dag {
+                tasks: vec![
+                    (ExecPool::Any, None, 0, vec![]),
+                    (ExecPool::Any, None, 0, vec![0]),
+                ],
+            });
+        }
+    }
+}
+
 #[test]
 fn window_abort_fails_with_a_clear_error_and_the_pool_runs_again() {
     let pool = WorkerPool::new(2).unwrap();

@@ -65,6 +65,9 @@ pub(crate) fn check_boxes(task: &Task<'_>) -> bool {
 }
 
 impl TaskSink for Recorded {
+    fn wants_boxes(&self) -> bool {
+        true
+    }
     fn task(&mut self, task: &Task<'_>) -> ControlFlow<()> {
         self.boxed += usize::from(check_boxes(task));
         self.tasks.push((task.index, task.to_expanded()));

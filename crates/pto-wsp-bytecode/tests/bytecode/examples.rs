@@ -426,6 +426,15 @@ fn tasks_come_with_their_regions_as_boxes_when_every_extent_fits() {
         let (rec, _) = run_one(&prog, &b, ExecutorConfig::all()).expect("runs");
         assert!(!rec.tasks.is_empty(), "{name}");
         assert_eq!(rec.boxed, rec.tasks.len(), "{name}");
+        // A sink that does not ask for boxes is handed none (their copy is not paid).
+        let bound = prog.bind(&b).expect("binds");
+        let mut interp = pto_wsp_bytecode::Interpreter::new(&prog, &bound, ExecutorConfig::all())
+            .expect("starts");
+        let mut unboxed = 0;
+        interp
+            .run(&mut |t: &pto_wsp_bytecode::Task<'_>| unboxed += usize::from(t.io().is_none()))
+            .expect("runs");
+        assert_eq!(unboxed, rec.tasks.len(), "{name}");
     }
     let src = "
 symbol m: i64;
