@@ -135,9 +135,9 @@
 //! like everything else.
 //!
 //! Partitioned generation is chosen by [`DevGenConfig::partition`], off by default: on two
-//! executors it measured slower in wall time than the walk on a quiet machine, and with
-//! publishing on demand (below) it has not yet been measured on one (docs/BENCHMARKS.md; `pto-wsp
-//! bench --devgen-generation partitioned|walk` compares the two). Where its waits come from:
+//! executors it measured slower in wall time than the walk on a quiet machine
+//! (docs/BENCHMARKS.md; `pto-wsp bench --devgen-generation partitioned|walk` compares the
+//! two). Where its waits come from:
 //! besides the batching below, the watermark is the position of the executor furthest behind
 //! in *id* order, so when dispatch gives whole iterations to executors in turn (the LLaMA
 //! layer's `affinity(t)`: tile `t` on executor `t mod 2`), every task of the executor ahead is
@@ -159,19 +159,18 @@
 //! generates on (publishing a larger position) — `g` passes `t`. Once `g > t`, every executor
 //! infers past `t`, `t`'s owner seals it, and the argument above applies.
 //!
-//! # Publishing on demand
+//! # Publication is batched
 //!
 //! Publication ([`Executor::publish`]: accesses sent, position, inference, edges handed over)
 //! is batched every [`POLL_EVERY`] tasks, which costs nothing while every executor is busy but
 //! makes a waiting executor wait for up to a batch of each other executor's tasks per hop (a
 //! partitioned task is sealed after two: its owner's position, then the other's inference).
-//! So an executor that has nothing to run counts itself in [`Shared::waiting`] (a relaxed
-//! counter, for as long as it waits), and while the count is not zero every other executor
-//! publishes after each of its own tasks instead of every [`POLL_EVERY`] (one relaxed load per
-//! task when nobody waits). It is a hint: the batched publication alone keeps every argument
-//! of this module (a count read late only delays a publication by a batch, as before), so it
-//! changes no ordering and no wait; [`ExecutorStats::wait_ns`] and
-//! [`ExecutorStats::seal_yields`] show how long executors still wait.
+//! Publishing after every own task while another executor waits (a shared count of waiting
+//! executors, read once per task) was tried: partitioned generation stayed slower than the
+//! walk on a quiet machine, and the count's atomic operations in every waiting loop made the
+//! loom models of this module about nine times as long, so it was taken out
+//! (docs/BENCHMARKS.md). [`ExecutorStats::wait_ns`] and [`ExecutorStats::seal_yields`] show how
+//! long executors wait.
 //!
 //! # Computed reads
 //!
@@ -554,9 +553,6 @@ struct Shared<'r, E: DirectExec> {
     /// Accesses an executor sent for another's tensors, `(task id, access)` in id order:
     /// entry `to * E + from`.
     sent: Box<[CachePadded<Mutex<Vec<Sent>>>]>,
-    /// Executors waiting with nothing to run: while any is, the others publish after every
-    /// own task instead of every [`POLL_EVERY`] (a hint: module docs, "Publishing on demand").
-    waiting: CachePadded<AtomicU32>,
     inboxes: Box<[CachePadded<Inbox>]>,
     idle: Idle,
     abort: AtomicBool,
@@ -728,8 +724,6 @@ struct Executor<'s, 'r, E: DirectExec> {
     position: u32,
     /// The last value stored in this executor's [`Shared::generated`].
     sent_to: u32,
-    /// Whether this executor counts itself in [`Shared::waiting`].
-    waiting: bool,
     /// The chunk of task state of the last id handed out.
     chunk: u32,
     /// The smallest [`Shared::inferred`] of the others when [`Shared::handed`] was last drained.
@@ -783,7 +777,6 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             merged: if sh.partitioned { 0 } else { u32::MAX },
             position: 0,
             sent_to: 0,
-            waiting: false,
             chunk: u32::MAX,
             drained: 0,
             in_flight: 0,
@@ -879,7 +872,6 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         loop {
             self.retire();
             if id - self.completed_below < self.sh.span {
-                self.wait_hint(false);
                 return Ok(());
             }
             self.help_or_yield(&mut round)?;
@@ -899,7 +891,6 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             self.run_one(t)?;
             *round = 0;
         } else {
-            self.wait_hint(true);
             let t = Instant::now();
             if Idle::backoff(*round) {
                 *round += 1;
@@ -1355,8 +1346,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         }
         if own || poll {
             if self.sh.executors > 1 {
-                // Another executor waits (on this one's publication, perhaps): publish now.
-                self.exchange(poll || self.sh.waiting.load(Ordering::Relaxed) != 0);
+                self.exchange(poll);
             }
             while let Some(t) = self.next_ready() {
                 self.run_one(t)?;
@@ -1443,7 +1433,6 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             // The producer may be another executor's, whose completion is not announced here.
             self.help_or_yield(&mut round).ok()?;
         }
-        self.wait_hint(false);
         Some(waited)
     }
 
@@ -1525,7 +1514,6 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             }
             if since.is_none() {
                 since = Some(Instant::now());
-                self.wait_hint(true);
             }
             if Idle::backoff(round) {
                 round += 1;
@@ -1551,27 +1539,10 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         }
     }
 
-    /// Adds the time since `since` (a wait's start, if it waited) to the wait figures, and
-    /// stops counting this executor as waiting.
+    /// Adds the time since `since` (a wait's start, if it waited) to the wait figures.
     fn waited(&mut self, since: Option<Instant>) {
         if let Some(t) = since {
             self.stats.wait_ns += t.elapsed().as_nanos() as u64;
-            self.wait_hint(false);
-        }
-    }
-
-    /// Counts this executor in [`Shared::waiting`] (`true`) or not: while it waits, the
-    /// others publish after every own task.
-    #[inline]
-    fn wait_hint(&mut self, waiting: bool) {
-        if self.waiting != waiting {
-            self.waiting = waiting;
-            let w = &self.sh.waiting;
-            if waiting {
-                w.fetch_add(1, Ordering::Relaxed);
-            } else {
-                w.fetch_sub(1, Ordering::Relaxed);
-            }
         }
     }
 
@@ -1835,7 +1806,6 @@ impl<'r, E: DirectExec> Shared<'r, E> {
             partitioned: executors > 1 && config.partition && partitions(program),
             generated: per_executor(),
             sent: per_pair(executors),
-            waiting: CachePadded::new(AtomicU32::new(0)),
             inboxes: (0..executors)
                 .map(|_| CachePadded::new(Inbox::default()))
                 .collect(),

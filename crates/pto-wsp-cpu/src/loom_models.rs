@@ -533,9 +533,6 @@ fn devgen_seals_only_after_the_hand_over_both_ways() {
 /// executor 1 for its own task) and 1 → 2 (handed over to executor 0) are wired once each, and
 /// the tasks run in order under windows of one task. A publication made before the accesses
 /// are sent, or never made, fails this model (a task run too early, or every executor waiting).
-/// With windows of one, executors wait and count themselves in the publication hint, so the
-/// model also runs publications made on demand after a single task (module docs of
-/// [`crate::devgen`], "Publishing on demand"), which must keep the same order.
 #[test]
 fn devgen_partitioned_merges_sent_accesses_in_id_order_under_the_watermark() {
     let (program, bound) = devgen_program(
