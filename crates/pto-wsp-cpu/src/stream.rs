@@ -714,6 +714,32 @@ impl StreamKind for Explicit {
     }
 }
 
+/// [`orchestrate`], failing the run through `fail` if the orchestration's own code panics (the
+/// producer's panics are caught inside): the workers would otherwise wait for tasks that never
+/// come. `None` then.
+fn orchestrate_or_fail<'s, B, P>(
+    builder: &mut B,
+    produce: P,
+    fail: &dyn Fn(ExecError),
+    set_total: &dyn Fn(u64),
+    t0: Instant,
+) -> Option<Orchestrated>
+where
+    B: Orchestrator<'s>,
+    P: FnOnce(&mut B) -> Result<(), ExecError>,
+{
+    catch_unwind(AssertUnwindSafe(|| {
+        orchestrate(builder, produce, fail, set_total, t0)
+    }))
+    .map_err(|p| {
+        fail(ExecError::Internal(format!(
+            "orchestration panicked: {}",
+            panic_message(&*p)
+        )))
+    })
+    .ok()
+}
+
 /// Runs `produce` on `builder` (a failure or panic fails the run through `fail`), then ends
 /// orchestration: seals and publishes everything held, opens the start gate and tells the
 /// engine the task count through `set_total`.
@@ -919,25 +945,10 @@ impl WorkerPool {
                 hooks,
             );
             let mut builder = K::builder(stream, sink, kept.take());
-            // The producer's panics are caught inside; one of the orchestration's own would
-            // leave the workers waiting for tasks that never come: it fails the run instead,
-            // and nothing of the builder is kept.
-            let orchestrated = catch_unwind(AssertUnwindSafe(|| {
-                orchestrate(&mut builder, produce, &fail, &set_total, t0)
-            }));
-            match orchestrated {
-                Ok(done) => {
-                    *kept = K::keep(builder, stream);
-                    done
-                }
-                Err(p) => {
-                    fail(ExecError::Internal(format!(
-                        "orchestration panicked: {}",
-                        panic_message(&*p)
-                    )));
-                    Orchestrated::default()
-                }
-            }
+            let done = orchestrate_or_fail(&mut builder, produce, &fail, &set_total, t0);
+            // Nothing of a builder whose orchestration panicked is kept.
+            *kept = done.as_ref().and_then(|_| K::keep(builder, stream));
+            done.unwrap_or_default()
         };
         let r = self.scope(&|w| engine.worker(w), orchestration);
         let (error, reports, t0) = engine.into_outcome();
