@@ -516,5 +516,14 @@ fn _pto_wsp(m: &Bound<'_, pyo3::types::PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(backends, m)?)?;
     m.add_function(wrap_pyfunction!(get_backend, m)?)?;
     m.add("__version__", info()["version"])?;
+    // NumPy's C API is loaded here, at import, not by the first call that looks at an array:
+    // a Ctrl-C landing while that call imported it would surface as a panic, not as
+    // `KeyboardInterrupt`.
+    let _ = m
+        .py()
+        .None()
+        .into_bound(m.py())
+        .cast::<numpy::PyUntypedArray>()
+        .is_ok();
     Ok(())
 }
