@@ -111,10 +111,19 @@ fn the_explicit_builder_and_the_general_builder_build_the_same_shapes() {
 /// finds exactly the shape's edges (recorded), on 1 and 2 threads.
 #[test]
 fn streamed_shapes_through_the_explicit_builder_find_the_shapes_edges() {
-    use pto_wsp_cpu::{NoopExec, RunConfig, StreamConfig, TaskTable, WorkerPool};
+    use pto_wsp_cpu::{Exec, RunConfig, StreamConfig, TaskFailure, TaskTable, WorkerPool};
+    /// Counts the tasks run.
+    struct Count(std::sync::atomic::AtomicUsize);
+    impl Exec for Count {
+        fn run(&self, _task: TaskId, _worker: usize) -> Result<(), TaskFailure> {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+    }
     for threads in [1, 2] {
         let pool = WorkerPool::new(threads).unwrap();
         for shape in cases() {
+            let ran = Count(Default::default());
             let table = TaskTable::new();
             let sc = StreamConfig {
                 deps: pto_wsp_ir::DepsMode::Explicit,
@@ -122,13 +131,18 @@ fn streamed_shapes_through_the_explicit_builder_find_the_shapes_edges() {
                 ..StreamConfig::default()
             };
             let stats = pool
-                .run_streaming_explicit(&table, &RunConfig::default(), &sc, &NoopExec, |b| {
+                .run_streaming_explicit(&table, &RunConfig::default(), &sc, &ran, |b| {
                     shape
                         .build(b)
                         .map_err(|e| pto_wsp_cpu::ExecError::Build(e.to_string()))
                 })
                 .unwrap();
             assert_eq!(stats.tasks, shape.tasks() as u64, "{shape}");
+            assert_eq!(
+                ran.0.into_inner(),
+                shape.tasks(),
+                "{shape}: every task ran once"
+            );
             assert_eq!(stats.edges, shape.edges() as u64, "{shape}");
             let mut got = stats.edge_list.clone();
             got.sort_unstable();
