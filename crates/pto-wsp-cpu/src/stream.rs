@@ -714,42 +714,17 @@ impl StreamKind for Explicit {
     }
 }
 
-/// [`orchestrate`], failing the run through `fail` if the orchestration's own code panics (the
-/// producer's panics are caught inside): the workers would otherwise wait for tasks that never
-/// come. `None` then.
-fn orchestrate_or_fail<'s, B, P>(
-    builder: &mut B,
-    produce: P,
-    fail: &dyn Fn(ExecError),
-    set_total: &dyn Fn(u64),
-    t0: Instant,
-) -> Option<Orchestrated>
-where
-    B: Orchestrator<'s>,
-    P: FnOnce(&mut B) -> Result<(), ExecError>,
-{
-    catch_unwind(AssertUnwindSafe(|| {
-        orchestrate(builder, produce, fail, set_total, t0)
-    }))
-    .map_err(|p| {
-        fail(ExecError::Internal(format!(
-            "orchestration panicked: {}",
-            panic_message(&*p)
-        )))
-    })
-    .ok()
-}
-
 /// Runs `produce` on `builder` (a failure or panic fails the run through `fail`), then ends
-/// orchestration: seals and publishes everything held, opens the start gate and tells the
-/// engine the task count through `set_total`.
+/// orchestration ([`end_orchestration`]). A panic of that ending, the orchestration's own code,
+/// also fails the run (the workers would otherwise wait for tasks that never come): `None`
+/// then.
 fn orchestrate<'s, B, P>(
     builder: &mut B,
     produce: P,
     fail: &dyn Fn(ExecError),
     set_total: &dyn Fn(u64),
     t0: Instant,
-) -> Orchestrated
+) -> Option<Orchestrated>
 where
     B: Orchestrator<'s>,
     P: FnOnce(&mut B) -> Result<(), ExecError>,
@@ -762,6 +737,25 @@ where
             panic_message(&*p)
         ))),
     }
+    catch_unwind(AssertUnwindSafe(|| {
+        end_orchestration(builder, set_total, t0)
+    }))
+    .map_err(|p| {
+        fail(ExecError::Internal(format!(
+            "orchestration panicked: {}",
+            panic_message(&*p)
+        )))
+    })
+    .ok()
+}
+
+/// Ends orchestration: drops a task left open, seals and publishes everything held, opens the
+/// start gate and tells the engine the task count through `set_total`.
+fn end_orchestration<'s, B: Orchestrator<'s>>(
+    builder: &mut B,
+    set_total: &dyn Fn(u64),
+    t0: Instant,
+) -> Orchestrated {
     builder.abandon();
     let build = builder.build_stats();
     let edges = build.edges();
@@ -945,7 +939,7 @@ impl WorkerPool {
                 hooks,
             );
             let mut builder = K::builder(stream, sink, kept.take());
-            let done = orchestrate_or_fail(&mut builder, produce, &fail, &set_total, t0);
+            let done = orchestrate(&mut builder, produce, &fail, &set_total, t0);
             // Nothing of a builder whose orchestration panicked is kept.
             *kept = done.as_ref().and_then(|_| K::keep(builder, stream));
             done.unwrap_or_default()
