@@ -317,6 +317,10 @@ fn rope_angles(ctx: &TaskContext<'_>) -> Result<(), KernelError> {
         }
     };
     rotate_shapes(&views, tokens, d)?;
+    // Regions of no rows have nothing to rotate; any other region bounds `tokens` by its rows.
+    if views.iter().all(|v| v.rows() == 0) {
+        return Ok(());
+    }
     let half = d / 2;
     // cos and sin of each token's angles: the first token's directly, then stepped by the
     // rotation of one position (in f64: 32 steps lose nothing an f32 result would see).

@@ -359,3 +359,28 @@ fn rope_errors_name_the_problem() {
     .unwrap_err();
     assert!(matches!(err, KernelError::View { index: 1, .. }), "{err:?}");
 }
+
+/// Regions of no rows have nothing to rotate, whatever the token count: `rope` returns at
+/// once, leaving every element as it was, instead of stepping through `tokens` positions (an
+/// `i64::MAX` token count once made it loop for ever on regions of no columns either).
+#[test]
+fn rope_on_regions_of_no_rows_does_nothing_for_any_token_count() {
+    let reg = KernelRegistry::with_builtins();
+    let s = store("tensor P: f32[5, 16];", 97);
+    let before = get(&s, "P");
+    for size in [[0, 16], [0, 0]] {
+        for tokens in [1, 6, i64::MAX] {
+            let mut raw = pto_wsp_ir::task_io::Region {
+                tensor: 0,
+                rank: 2,
+                start: [0; pto_wsp_ir::task_io::MAX_RANK],
+                size: [1; pto_wsp_ir::task_io::MAX_RANK],
+            };
+            raw.start[0] = 1;
+            raw.size[..2].copy_from_slice(&size);
+            let empty = TaskIo::new(raw, Access::InOut);
+            run(&reg, &s, "rope", &[i(3), i(tokens)], &[empty]).unwrap();
+        }
+    }
+    assert_eq!(get(&s, "P"), before);
+}
