@@ -1236,6 +1236,58 @@ fn a_kept_builder_infers_in_every_run_what_a_new_builder_infers() {
     }
 }
 
+/// A kept builder is reused only under the map configuration it was made for: a bounded exact
+/// map of 8 entries refuses 16 distinct written regions (no task runs before the producer ends,
+/// so none retires), and a growable map accepts them, whichever of the two ran before on the
+/// same kept builder. Reusing a kept map of the other kind would accept silently, or refuse,
+/// what the configuration asked for.
+#[test]
+fn a_kept_builder_is_not_reused_under_another_exact_map() {
+    use pto_wsp_graph::builder::ExactMap;
+    use pto_wsp_graph::state::TaskStates;
+    use pto_wsp_graph::types::Region;
+    let pool = WorkerPool::new(2).unwrap();
+    let (mut table, mut states) = (TaskTable::new(), TaskStates::new());
+    let mut kept = KeptBuilder::new();
+    let mut run = |exact: ExactMap, tasks: u32| {
+        table.reset();
+        states.reset();
+        let sc = StreamConfig {
+            deps: DepsMode::Exact,
+            exact,
+            start: StartPolicy::AfterOrchestration,
+            ..StreamConfig::default()
+        };
+        pool.run_streaming_on(
+            &table,
+            &states,
+            &mut kept,
+            &RunConfig::default(),
+            &sc,
+            &NoopExec,
+            |b| {
+                for t in 0..tasks {
+                    b.alloc_task(0, ExecDomain::default(), ExecPool::Any, 0, None);
+                    b.add_access(Region::new_2d(0, t, 1, 0, 4), pto_wsp_ir::Access::Out);
+                    b.submit().map_err(|e| ExecError::Internal(e.to_string()))?;
+                }
+                Ok(())
+            },
+        )
+        .map(|stats| stats.tasks)
+        .map_err(|e| e.to_string())
+    };
+    let refused = |r: Result<u64, String>| match r {
+        Err(e) => assert!(e.contains("fixed TensorMap (8 entries)"), "{e}"),
+        Ok(n) => panic!("a map of 8 entries took {n} distinct regions"),
+    };
+    assert_eq!(run(ExactMap::Growable, 16), Ok(16));
+    refused(run(ExactMap::Fixed(8), 16));
+    assert_eq!(run(ExactMap::Fixed(8), 4), Ok(4));
+    assert_eq!(run(ExactMap::Growable, 16), Ok(16));
+    refused(run(ExactMap::Fixed(8), 16));
+}
+
 /// Holds task 0 until the producer lets it go; records when each task starts.
 struct HoldsFirst {
     go: std::sync::atomic::AtomicBool,
