@@ -13,8 +13,7 @@
 //! the hash once, when a region is added to a task ([`TensorMap::prefetch`], which also
 //! prefetches the home slot), and passes it to [`TensorMap::access_hinted`]; a smaller table
 //! is hashed in [`TensorMap::access`] and keeps no hint. A region that comes with its hash
-//! ([`TensorMap::prefetch_hashed`]) has its home slot prefetched and the hash passed back at
-//! every table size.
+//! ([`TensorMap::prefetch_hashed`]) has the hash passed back at every table size.
 //!
 //! **Retiring without a sweep (bounded map):** an entry's newest task is its newest reader or
 //! else its writer (readers since the last write are newer than the writer), and the map logs
@@ -369,13 +368,14 @@ impl TensorMap for FixedExactMap {
         Some(h)
     }
 
-    /// The hint is the hash itself, whatever the table's size (it cost nothing here), and the
-    /// home slot is prefetched whatever the table's size too: with the hash given, the prefetch
-    /// is two instructions, fewer than the test of the size that would skip it.
+    /// The hint is the hash itself, whatever the table's size (it cost nothing here); the home
+    /// slot is prefetched as by [`TensorMap::prefetch`] (from [`PREFETCH_MIN_SLOTS`] on).
     #[inline]
     fn prefetch_hashed(&self, region: &Region, slot_hash: u64) -> Option<u64> {
         debug_assert_eq!(slot_hash, region.slot_hash());
-        crate::prefetch::prefetch_index(&self.slots, slot_hash as usize & self.mask);
+        if self.slots.len() >= PREFETCH_MIN_SLOTS {
+            crate::prefetch::prefetch_index(&self.slots, slot_hash as usize & self.mask);
+        }
         Some(slot_hash)
     }
 
