@@ -1,9 +1,11 @@
 //! Task-graph build cost on the LLaMA-7B prefill layer (`examples/llama7b_layer.wsp`).
 //!
 //! Run with `cargo bench -p pto-wsp-graph --bench build`. The task stream is produced once by the
-//! reference expander and stored as plain records (regions already converted, each with its
-//! [`Region::slot_hash`], as a generator that keeps its regions built passes them:
-//! [`GraphBuilder::add_access_hashed`]), so the timings hold no expander cost. For each task count it measures, in one process, best of several runs:
+//! reference expander and stored as plain records (regions already converted), so the timings
+//! hold no expander cost. Each region's [`Region::slot_hash`] is stored beside the records, in
+//! an array of its own that only the rows with a TensorMap read (as a generator that keeps its
+//! regions built passes them: [`GraphBuilder::add_access_hashed`]); the rows without one read
+//! the records alone. For each task count it measures, in one process, best of several runs:
 //! - `copy`: the baseline — the same tasks pushed into flat vectors (nodes, params, regions) with
 //!   no inference at all;
 //! - `explicit`: the builder with no TensorMap (builder bookkeeping, CSR, nothing inferred);
@@ -25,7 +27,7 @@ use pto_wsp_graph::types::{Access, ExecDomain, ExecPool, Region, TaskId, TaskIo}
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-/// One task of the stream, as plain data.
+/// One task of the stream, as plain data (its regions' hashes are in [`Stream::hashes`]).
 #[derive(Clone, Copy)]
 struct Task {
     kernel: u32,
@@ -36,11 +38,25 @@ struct Task {
     params: [u64; 2],
     nregions: usize,
     regions: [(Region, Access); 4],
-    /// Each region's [`Region::slot_hash`].
+}
+
+/// A task with each region's [`Region::slot_hash`] (`hashes[k]` is that of `task.regions[k]`),
+/// for the rows over the fixed exact map, which takes them.
+#[derive(Clone, Copy)]
+struct HashedTask {
+    task: Task,
     hashes: [u64; 4],
 }
 
-fn llama_stream(min_tasks: usize) -> Vec<Task> {
+/// The task stream twice: plain records for the rows that do not pass hashes, and the same
+/// records with their hashes for those that do, so that no row streams through the cache bytes
+/// it does not read.
+struct Stream {
+    tasks: Vec<Task>,
+    hashed: Vec<HashedTask>,
+}
+
+fn llama_stream(min_tasks: usize) -> Stream {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/llama7b_layer.wsp"
@@ -54,6 +70,7 @@ fn llama_stream(min_tasks: usize) -> Vec<Task> {
     let seq = min_tasks.div_ceil(486) as i64 * 32;
     let bindings = pto_wsp_ir::Bindings::new().symbol("seq", seq);
     let mut out = Vec::with_capacity(min_tasks + 486);
+    let mut hashed = Vec::with_capacity(min_tasks + 486);
     pto_wsp_ir::expand_each(&module, &bindings, &Default::default(), |_, t| {
         let mut task = Task {
             kernel: t.kernel,
@@ -64,7 +81,6 @@ fn llama_stream(min_tasks: usize) -> Vec<Task> {
             params: [0; 2],
             nregions: t.regions.len(),
             regions: [(Region::default(), Access::In); 4],
-            hashes: [0; 4],
         };
         for (d, p) in task.params.iter_mut().zip(&t.params) {
             *d = p.to_bits();
@@ -75,13 +91,14 @@ fn llama_stream(min_tasks: usize) -> Vec<Task> {
                 r.access,
             );
         }
-        for (h, (r, _)) in task.hashes.iter_mut().zip(&task.regions) {
-            *h = r.slot_hash();
-        }
+        hashed.push(HashedTask {
+            task,
+            hashes: task.regions.map(|(r, _)| r.slot_hash()),
+        });
         out.push(task);
     })
     .expect("expands");
-    out
+    Stream { tasks: out, hashed }
 }
 
 /// The floor: the same tasks into flat vectors, no inference.
@@ -111,13 +128,13 @@ fn copy(tasks: &[Task]) -> usize {
 
 /// Builds the graph of `tasks` with a fresh builder over `map` (cold: every vector and table is
 /// new); `window` retires tasks older than `id - window` every 2048 tasks.
-fn build<M: TensorMap>(tasks: &[Task], map: M, window: Option<u32>) -> TaskGraphStorage {
+fn build<M: TensorMap, R: Record>(tasks: &[R], map: M, window: Option<u32>) -> TaskGraphStorage {
     build_stats(tasks, map, window).0
 }
 
 /// [`build`], also returning the builder's counters.
-fn build_stats<M: TensorMap>(
-    tasks: &[Task],
+fn build_stats<M: TensorMap, R: Record>(
+    tasks: &[R],
     map: M,
     window: Option<u32>,
 ) -> (TaskGraphStorage, BuildStats) {
@@ -130,10 +147,10 @@ fn build_stats<M: TensorMap>(
 
 /// Warm: rebuilds into `out` with a builder that already built the workload (the decode-step
 /// loop: `feed` then `finish_into`, no allocation).
-fn build_warm<M: TensorMap>(
+fn build_warm<M: TensorMap, R: Record>(
     b: &mut GraphBuilder<M>,
     out: &mut TaskGraphStorage,
-    tasks: &[Task],
+    tasks: &[R],
     window: Option<u32>,
 ) -> usize {
     feed(b, tasks, window);
@@ -141,15 +158,52 @@ fn build_warm<M: TensorMap>(
     out.edge_count()
 }
 
-fn feed<M: TensorMap>(b: &mut GraphBuilder<M>, tasks: &[Task], window: Option<u32>) {
-    for t in tasks {
+/// A record of the stream, and how [`feed`] hands its regions to the builder.
+trait Record {
+    /// The task.
+    fn task(&self) -> &Task;
+    /// Adds the task's regions to the open task.
+    fn add_regions<M: TensorMap>(&self, b: &mut GraphBuilder<M>);
+}
+
+/// Plain regions ([`GraphBuilder::add_access`]).
+impl Record for Task {
+    #[inline(always)]
+    fn task(&self) -> &Task {
+        self
+    }
+    #[inline(always)]
+    fn add_regions<M: TensorMap>(&self, b: &mut GraphBuilder<M>) {
+        for &(r, a) in &self.regions[..self.nregions] {
+            b.add_access(r, a);
+        }
+    }
+}
+
+/// Regions with their hashes ([`GraphBuilder::add_access_hashed`]).
+impl Record for HashedTask {
+    #[inline(always)]
+    fn task(&self) -> &Task {
+        &self.task
+    }
+    #[inline(always)]
+    fn add_regions<M: TensorMap>(&self, b: &mut GraphBuilder<M>) {
+        let t = &self.task;
+        for (&(r, a), &h) in t.regions[..t.nregions].iter().zip(&self.hashes) {
+            b.add_access_hashed(r, a, h);
+        }
+    }
+}
+
+/// The build loop.
+fn feed<M: TensorMap, R: Record>(b: &mut GraphBuilder<M>, tasks: &[R], window: Option<u32>) {
+    for rec in tasks {
+        let t = rec.task();
         let id = b.alloc_task(t.kernel, ExecDomain::HostCpu, t.pool, t.stream, t.target);
         for &p in &t.params[..t.nparams] {
             b.add_param(p);
         }
-        for (&(r, a), &h) in t.regions[..t.nregions].iter().zip(&t.hashes) {
-            b.add_access_hashed(r, a, h);
-        }
+        rec.add_regions(b);
         b.submit().expect("fits");
         if let Some(w) = window
             && id.0 % 2048 == 2047
@@ -161,8 +215,8 @@ fn feed<M: TensorMap>(b: &mut GraphBuilder<M>, tasks: &[Task], window: Option<u3
 }
 
 /// Best warm time: one builder and one output graph reused across runs.
-fn best_warm<M: TensorMap>(
-    tasks: &[Task],
+fn best_warm<M: TensorMap, R: Record>(
+    tasks: &[R],
     map: M,
     window: Option<u32>,
 ) -> (Duration, TaskGraphStorage) {
@@ -218,10 +272,15 @@ fn main() {
     if let (Ok(which), Some(n)) = (std::env::var("PTO_BUILD_BENCH"), args.first()) {
         let n: usize = n.parse().expect("a task count");
         let all = llama_stream(n);
-        let tasks = &all[..n];
+        let (plain, hashed) = (&all.tasks[..n], &all.hashed[..n]);
         let repeat = std::env::var("PTO_BUILD_REPEAT").map_or(5, |r| r.parse().expect("a count"));
         if std::env::var("PTO_BUILD_WARM").is_ok_and(|w| w == "1") {
-            fn warm<M: TensorMap>(tasks: &[Task], map: M, window: Option<u32>, repeat: usize) {
+            fn warm<M: TensorMap, R: Record>(
+                tasks: &[R],
+                map: M,
+                window: Option<u32>,
+                repeat: usize,
+            ) {
                 let mut b = GraphBuilder::with_map(map, CollectEdges::default());
                 let mut out = TaskGraphStorage::default();
                 let mut best = Duration::MAX;
@@ -237,20 +296,20 @@ fn main() {
                 );
             }
             match which.as_str() {
-                "exact-fixed" => warm(tasks, FixedExactMap::new(2 * n + 64), None, repeat),
-                "exact-dyn" => warm(tasks, DynamicExactMap::new(), None, repeat),
-                "fixed-win" => warm(tasks, FixedExactMap::new(16 * 1024), Some(8192), repeat),
-                "explicit" => warm(tasks, NoMap, None, repeat),
-                _ => warm(tasks, OverlapMap::new(), None, repeat),
+                "exact-fixed" => warm(hashed, FixedExactMap::new(2 * n + 64), None, repeat),
+                "exact-dyn" => warm(plain, DynamicExactMap::new(), None, repeat),
+                "fixed-win" => warm(hashed, FixedExactMap::new(16 * 1024), Some(8192), repeat),
+                "explicit" => warm(plain, NoMap, None, repeat),
+                _ => warm(plain, OverlapMap::new(), None, repeat),
             }
             return;
         }
         for _ in 0..repeat {
             let g = match which.as_str() {
-                "exact-fixed" => build_stats(tasks, FixedExactMap::new(2 * n + 64), None),
-                "exact-dyn" => build_stats(tasks, DynamicExactMap::new(), None),
-                "fixed-win" => build_stats(tasks, FixedExactMap::new(16 * 1024), Some(8192)),
-                _ => build_stats(tasks, OverlapMap::new(), None),
+                "exact-fixed" => build_stats(hashed, FixedExactMap::new(2 * n + 64), None),
+                "exact-dyn" => build_stats(plain, DynamicExactMap::new(), None),
+                "fixed-win" => build_stats(hashed, FixedExactMap::new(16 * 1024), Some(8192)),
+                _ => build_stats(plain, OverlapMap::new(), None),
             };
             black_box(&g);
             eprintln!("{:?}", g.1);
@@ -281,15 +340,15 @@ fn main() {
     let mut warm_rows = Vec::new();
     head("cold (fresh builder and graph each run)");
     for &n in &sizes {
-        let tasks = &all[..n];
+        let (plain, hashed) = (&all.tasks[..n], &all.hashed[..n]);
         let ns = |d: Duration| d.as_nanos() as f64 / n as f64;
         let cell = |d: Duration| format!("{:>5.1} ({:>4.0})", ns(d), 1e6 / ns(d));
-        let (t_copy, _) = best(|| copy(tasks));
-        let (t_expl, _) = best(|| build(tasks, NoMap, None));
-        let (t_fixed, g_fixed) = best(|| build(tasks, FixedExactMap::new(2 * n + 64), None));
-        let (t_dyn, g_dyn) = best(|| build(tasks, DynamicExactMap::new(), None));
-        let (t_win, _) = best(|| build(tasks, FixedExactMap::new(16 * 1024), Some(8192)));
-        let (t_ovl, g_ovl) = best(|| build(tasks, OverlapMap::new(), None));
+        let (t_copy, _) = best(|| copy(plain));
+        let (t_expl, _) = best(|| build(plain, NoMap, None));
+        let (t_fixed, g_fixed) = best(|| build(hashed, FixedExactMap::new(2 * n + 64), None));
+        let (t_dyn, g_dyn) = best(|| build(plain, DynamicExactMap::new(), None));
+        let (t_win, _) = best(|| build(hashed, FixedExactMap::new(16 * 1024), Some(8192)));
+        let (t_ovl, g_ovl) = best(|| build(plain, OverlapMap::new(), None));
         assert_eq!(g_fixed, g_dyn, "fixed and dynamic exact maps agree");
         let edges = format!(
             "{:>5.2} {:>5.2}",
@@ -306,11 +365,11 @@ fn main() {
             cell(t_win),
             cell(t_ovl),
         );
-        let (w_expl, _) = best_warm(tasks, NoMap, None);
-        let (w_fixed, h_fixed) = best_warm(tasks, FixedExactMap::new(2 * n + 64), None);
-        let (w_dyn, _) = best_warm(tasks, DynamicExactMap::new(), None);
-        let (w_win, _) = best_warm(tasks, FixedExactMap::new(16 * 1024), Some(8192));
-        let (w_ovl, h_ovl) = best_warm(tasks, OverlapMap::new(), None);
+        let (w_expl, _) = best_warm(plain, NoMap, None);
+        let (w_fixed, h_fixed) = best_warm(hashed, FixedExactMap::new(2 * n + 64), None);
+        let (w_dyn, _) = best_warm(plain, DynamicExactMap::new(), None);
+        let (w_win, _) = best_warm(hashed, FixedExactMap::new(16 * 1024), Some(8192));
+        let (w_ovl, h_ovl) = best_warm(plain, OverlapMap::new(), None);
         assert_eq!(h_fixed, g_fixed, "a reused builder builds the same graph");
         assert_eq!(h_ovl, g_ovl, "a reused builder builds the same graph");
         warm_rows.push(format!(
@@ -355,14 +414,14 @@ fn quick(sizes: &[usize]) {
         "tasks", "expl", "fixed", "fixed+win", "expl w", "fixed w", "win w"
     );
     for &n in sizes {
-        let tasks = &all[..n];
+        let (plain, hashed) = (&all.tasks[..n], &all.hashed[..n]);
         let ns = |d: Duration| d.as_nanos() as f64 / n as f64;
-        let (t_expl, _) = best(|| build(tasks, NoMap, None));
-        let (t_fixed, _) = best(|| build(tasks, FixedExactMap::new(2 * n + 64), None));
-        let (t_win, _) = best(|| build(tasks, FixedExactMap::new(16 * 1024), Some(8192)));
-        let (w_expl, _) = best_warm(tasks, NoMap, None);
-        let (w_fixed, _) = best_warm(tasks, FixedExactMap::new(2 * n + 64), None);
-        let (w_win, _) = best_warm(tasks, FixedExactMap::new(16 * 1024), Some(8192));
+        let (t_expl, _) = best(|| build(plain, NoMap, None));
+        let (t_fixed, _) = best(|| build(hashed, FixedExactMap::new(2 * n + 64), None));
+        let (t_win, _) = best(|| build(hashed, FixedExactMap::new(16 * 1024), Some(8192)));
+        let (w_expl, _) = best_warm(plain, NoMap, None);
+        let (w_fixed, _) = best_warm(hashed, FixedExactMap::new(2 * n + 64), None);
+        let (w_win, _) = best_warm(hashed, FixedExactMap::new(16 * 1024), Some(8192));
         println!(
             "{:>7} | {:>8.1} | {:>11.1} | {:>9.1} | {:>8.1} | {:>11.1} | {:>9.1}",
             n,

@@ -12,7 +12,8 @@
 //! per key. Once the table outgrows the L1 cache ([`PREFETCH_MIN_SLOTS`]) the builder computes
 //! the hash once, when a region is added to a task ([`TensorMap::prefetch`], which also
 //! prefetches the home slot), and passes it to [`TensorMap::access_hinted`]; a smaller table
-//! is hashed in [`TensorMap::access`] and keeps no hint.
+//! is hashed in [`TensorMap::access`] and keeps no hint. A region that comes with its hash
+//! ([`TensorMap::prefetch_hashed`]) has the hash passed back at every table size.
 //!
 //! **Retiring without a sweep (bounded map):** an entry's newest task is its newest reader or
 //! else its writer (readers since the last write are newer than the writer), and the map logs
@@ -106,6 +107,9 @@ pub struct FixedExactMap {
     log_off: bool,
     /// Doubles instead of refusing when full ([`FixedExactMap::growable`]).
     grows: bool,
+    /// The live-key count at which an access must grow the map first: `capacity` for a growable
+    /// map, never (`usize::MAX`) for a bounded one (so an access tests one number, not two).
+    grow_at: usize,
     stats: MapStats,
 }
 
@@ -144,6 +148,7 @@ impl FixedExactMap {
             log_off: true,
             log_max: LOG_MAX,
             grows: false,
+            grow_at: usize::MAX,
             stats: MapStats::default(),
         }
     }
@@ -151,9 +156,11 @@ impl FixedExactMap {
     /// A map without a bound, starting with room for `initial` keys and doubling whenever the
     /// live keys reach its capacity (see the module docs). [`TensorMap::has_room`] always agrees.
     pub fn growable(initial: usize) -> FixedExactMap {
+        let map = FixedExactMap::new(initial);
         FixedExactMap {
             grows: true,
-            ..FixedExactMap::new(initial)
+            grow_at: map.capacity,
+            ..map
         }
     }
 
@@ -161,6 +168,7 @@ impl FixedExactMap {
     #[cold]
     fn grow(&mut self) {
         self.capacity *= 2;
+        self.grow_at = self.capacity;
         self.entries
             .reserve(self.capacity.saturating_sub(self.entries.len()));
         let n = (2 * self.capacity).next_power_of_two().max(W);
@@ -313,7 +321,7 @@ impl TensorMap for FixedExactMap {
         pred: &mut F,
     ) {
         debug_assert!(hint.is_none_or(|h| h == region.slot_hash()));
-        if self.grows && self.stats.live as usize >= self.capacity {
+        if self.stats.live as usize >= self.grow_at {
             self.grow();
         }
         let h = hint.unwrap_or_else(|| region.slot_hash());
@@ -356,27 +364,24 @@ impl TensorMap for FixedExactMap {
             return None;
         }
         let h = region.slot_hash();
-        if let Some(s) = self.slots.get(h as usize & self.mask) {
-            crate::prefetch::prefetch(s);
-        }
+        crate::prefetch::prefetch_index(&self.slots, h as usize & self.mask);
         Some(h)
     }
 
     /// The hint is the hash itself, whatever the table's size (it cost nothing here); the home
-    /// slot is prefetched as by [`TensorMap::prefetch`].
+    /// slot is prefetched as by [`TensorMap::prefetch`] (from [`PREFETCH_MIN_SLOTS`] on).
     #[inline]
     fn prefetch_hashed(&self, region: &Region, slot_hash: u64) -> Option<u64> {
         debug_assert_eq!(slot_hash, region.slot_hash());
-        if self.slots.len() >= PREFETCH_MIN_SLOTS
-            && let Some(s) = self.slots.get(slot_hash as usize & self.mask)
-        {
-            crate::prefetch::prefetch(s);
+        if self.slots.len() >= PREFETCH_MIN_SLOTS {
+            crate::prefetch::prefetch_index(&self.slots, slot_hash as usize & self.mask);
         }
         Some(slot_hash)
     }
 
     fn has_room(&self, regions: usize) -> Result<(), MapFull> {
-        if self.grows || self.stats.live as usize + regions <= self.capacity {
+        // The bound first: a bounded map (the one that needs the answer) tests one number.
+        if self.stats.live as usize + regions <= self.capacity || self.grows {
             Ok(())
         } else {
             Err(MapFull {
