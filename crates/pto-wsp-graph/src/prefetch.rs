@@ -4,8 +4,9 @@
 //! large build does not fit the L2). Announcing the slot when a region is added to a task, before
 //! the task is submitted, lets those misses overlap the rest of the task's building instead of
 //! stalling each lookup in turn.
-//! Promise: [`prefetch`] and [`prefetch_index`] have no effect a program can observe except timing; it never reads or
-//! writes memory architecturally and never faults, whatever the address.
+//! Promise: [`prefetch`] and [`prefetch_index`] have no effect a program can observe except
+//! timing; they never read or write memory architecturally and never fault, whatever the
+//! address.
 
 /// Hints the CPU to bring the cache line holding `x` into the cache (a no-op off x86-64).
 #[inline(always)]
@@ -46,8 +47,7 @@ mod tests {
     use super::*;
 
     /// A prefetch reads nothing and faults nowhere: in bounds, one past the end, far out of
-    /// bounds and off an empty slice (the `unsafe` call runs under Miri here); the data is
-    /// unchanged.
+    /// bounds and off an empty slice; the data is unchanged.
     #[test]
     fn a_prefetch_of_any_index_is_harmless() {
         let v: Vec<u64> = (0..16).collect();
