@@ -764,3 +764,216 @@ struct WorkerState {
     pending: Vec<TaskId>,
     spans: Vec<Span>,
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::exec::NoopExec;
+
+    /// Tasks of one pool, all placed on executor `on` if any; task 0 releases `succ` when it
+    /// completes.
+    struct Fan {
+        pool: ExecPool,
+        on: Option<u32>,
+        succ: Vec<TaskId>,
+    }
+
+    impl RunGraph for Fan {
+        fn meta(&self, _: TaskId) -> Meta {
+            Meta {
+                pool: self.pool,
+                affinity: self.on,
+                stream: 0,
+            }
+        }
+
+        fn priority(&self, _: TaskId) -> i64 {
+            0
+        }
+
+        fn release(&self, t: TaskId, _: bool, mut ready: impl FnMut(TaskId)) {
+            if t == TaskId(0) {
+                self.succ.iter().for_each(|&s| ready(s));
+            }
+        }
+    }
+
+    /// A run of `graph` on `workers` workers under `config`, without sources or total.
+    fn engine<'a>(graph: &'a Fan, config: &RunConfig, workers: usize) -> Engine<'a, Fan, NoopExec> {
+        let counters = Arc::new(Counters::new(workers));
+        Engine::new(graph, &NoopExec, config, workers, &[], None, None, counters)
+    }
+
+    /// Worker `w`'s private state at the start of its loop.
+    fn state<G: RunGraph, E: Exec>(engine: &Engine<'_, G, E>, w: usize) -> WorkerState {
+        WorkerState {
+            w,
+            mine: engine.pool_of(w),
+            direct: engine.kind == ReadyKind::WorkSteal,
+            next: None,
+            src: 0..0,
+            private: Vec::new(),
+            done: 0,
+            migrated: 0,
+            tasks: 0,
+            pending: Vec::new(),
+            spans: Vec::new(),
+        }
+    }
+
+    /// Parks the workers `parked` of `engine` on threads of `s` (each re-check finds nothing,
+    /// so each waits until woken), waits until all have announced their sleep, runs `act`, and
+    /// returns which of them `act` claimed for a wake-up: a notification claims a sleeper in
+    /// the caller's thread (its `asleep` flag swapped to false), so the answer does not depend
+    /// on when the woken thread runs. Every parked worker is then woken and joined.
+    fn claimed_by<G: RunGraph, E: Exec>(
+        engine: &Engine<'_, G, E>,
+        parked: &[usize],
+        act: impl FnOnce(),
+    ) -> Vec<usize> {
+        std::thread::scope(|s| {
+            for &w in parked {
+                s.spawn(move || engine.idle.park(w, || false));
+            }
+            // A sleeper is counted after its flag is set: then a notification can claim it.
+            while engine.idle.sleeping() < parked.len() {
+                std::thread::yield_now();
+            }
+            act();
+            let claimed = parked
+                .iter()
+                .copied()
+                .filter(|&w| !engine.idle.is_asleep(w))
+                .collect();
+            engine.idle.wake_all();
+            claimed
+        })
+    }
+
+    /// A worker that queued work in a pool wakes one parked peer of that pool and no other:
+    /// four workers split into three vector ones (0–2) and a cube one (3), all parked; cube work
+    /// claims worker 3 (the only one that can run it), vector work one vector worker.
+    #[test]
+    fn a_worker_wakes_one_parked_peer_of_the_pool_it_queued_work_in() {
+        let config = RunConfig {
+            pools: PoolSplit::ByExecUnit { vector: 3 },
+            ..RunConfig::default()
+        };
+        for (pool, fits) in [
+            (ExecPool::Cube, (|w| w == 3) as fn(usize) -> bool),
+            (ExecPool::Vector, |w| w < 3),
+        ] {
+            let graph = Fan {
+                pool,
+                on: None,
+                succ: vec![],
+            };
+            let e = engine(&graph, &config, 4);
+            let claimed = claimed_by(&e, &[0, 1, 2, 3], || e.wake_peers(1 << pool_index(pool)));
+            assert_eq!(claimed.len(), 1, "{pool:?} work claimed {claimed:?}");
+            assert!(
+                fits(claimed[0]),
+                "{pool:?} work claimed worker {}",
+                claimed[0]
+            );
+        }
+    }
+
+    /// A worker that releases more successors than it keeps queues the others and wakes a
+    /// parked peer for them: under work stealing with plain routing (the first successor is
+    /// the worker's next task, the second goes to its deque) and under FIFO with a pool split
+    /// (the vector worker 0 releases a cube task, which only the parked cube worker 1 can run).
+    #[test]
+    fn a_worker_that_queues_released_tasks_wakes_a_parked_peer() {
+        let plain = RunConfig::default();
+        let split = RunConfig {
+            ready: ReadyKind::Fifo,
+            pools: PoolSplit::ByExecUnit { vector: 1 },
+            ..RunConfig::default()
+        };
+        for (config, pool) in [(plain, ExecPool::Any), (split, ExecPool::Cube)] {
+            let graph = Fan {
+                pool,
+                on: None,
+                succ: vec![TaskId(1), TaskId(2)],
+            };
+            let e = engine(&graph, &config, 2);
+            let mut local = e.queues.local(0).unwrap();
+            let mut st = state(&e, 0);
+            let claimed = claimed_by(&e, &[1], || {
+                if e.needs_meta() {
+                    e.release::<true>(TaskId(0), &mut local, &mut st)
+                } else {
+                    e.release::<false>(TaskId(0), &mut local, &mut st)
+                }
+            });
+            assert_eq!(claimed, [1], "{pool:?} tasks released by worker 0");
+        }
+    }
+
+    /// A worker that claims a batch of the orchestrator's ready tasks from the ring keeps the
+    /// first, queues the rest on its deque and wakes a parked peer for them.
+    #[test]
+    fn a_worker_that_takes_a_batch_from_the_ring_wakes_a_parked_peer() {
+        let graph = Fan {
+            pool: ExecPool::Any,
+            on: None,
+            succ: vec![],
+        };
+        let e = engine(&graph, &RunConfig::default(), 2).with_ready_ring();
+        // Nobody parked yet: the tasks stay in a batch until published, waking nobody.
+        e.push_external_all(&[TaskId(0), TaskId(1), TaskId(2)]);
+        e.publish_external();
+        let mut local = e.queues.local(0).unwrap();
+        let mut st = state(&e, 0);
+        let mut first = None;
+        let claimed = claimed_by(&e, &[1], || first = e.take_ring(&mut local, &mut st));
+        assert_eq!(first, Some(TaskId(0)));
+        assert_eq!(claimed, [1]);
+    }
+
+    /// The orchestrator's ready tasks, pushed as a batch through the ring while a worker is
+    /// parked, are published at once and wake it.
+    #[test]
+    fn the_orchestrators_batch_wakes_a_parked_worker_through_the_ring() {
+        let graph = Fan {
+            pool: ExecPool::Any,
+            on: None,
+            succ: vec![],
+        };
+        let e = engine(&graph, &RunConfig::default(), 2).with_ready_ring();
+        let claimed = claimed_by(&e, &[1], || e.push_external_all(&[TaskId(0), TaskId(1)]));
+        assert_eq!(claimed, [1]);
+        assert!(e.ring.as_ref().is_some_and(ReadyRing::has_published));
+    }
+
+    /// Under FIFO and priority a released task placed on the worker that released it goes to
+    /// that worker's own queue, which no other worker pops (under work stealing it would be the
+    /// releaser's next task instead).
+    #[test]
+    fn a_task_placed_on_its_releaser_stays_in_its_own_queue_under_fifo_and_priority() {
+        for ready in [ReadyKind::Fifo, ReadyKind::Priority] {
+            let config = RunConfig {
+                ready,
+                placement: true,
+                ..RunConfig::default()
+            };
+            let graph = Fan {
+                pool: ExecPool::Any,
+                on: Some(0),
+                succ: vec![TaskId(1)],
+            };
+            let e = engine(&graph, &config, 2);
+            let (mut mine, mut other) = (e.queues.local(0).unwrap(), e.queues.local(1).unwrap());
+            let mut st = state(&e, 0);
+            e.release::<true>(TaskId(0), &mut mine, &mut st);
+            assert_eq!(st.next, None, "{ready:?}");
+            assert_eq!(
+                other.try_pop_any(),
+                None,
+                "{ready:?}: worker 1 took worker 0's task"
+            );
+            assert_eq!(mine.try_pop_any(), Some(TaskId(1)), "{ready:?}");
+        }
+    }
+}

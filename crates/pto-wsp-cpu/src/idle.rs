@@ -129,6 +129,19 @@ impl Idle {
         self.sleepers.load(Ordering::Relaxed) >= self.slots.len()
     }
 
+    /// Workers parked or about to park (tests wait for a parked worker with it).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn sleeping(&self) -> usize {
+        self.sleepers.load(Ordering::SeqCst)
+    }
+
+    /// Whether worker `w` is parked (or about to) and no wake-up has claimed it yet: a
+    /// notification claims a sleeper in the notifier's thread, so a test can see whom it chose.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn is_asleep(&self, w: usize) -> bool {
+        self.slots[w].asleep.load(Ordering::SeqCst)
+    }
+
     /// The run's state changed (finished, aborted, orchestration done): wake everyone. The change
     /// must be visible (stored) before the call.
     pub(crate) fn wake_all(&self) {

@@ -1103,4 +1103,61 @@ mod tests {
         }
         assert!(states.is_complete(TaskId(0)));
     }
+
+    /// Ending orchestration tells the engine how many tasks the producer submitted: the total
+    /// at which the workers may stop. The sink is driven alone (nothing runs), the producer fills
+    /// the explicit builder with chains and sources and counts its own submissions; that count
+    /// must reach `set_total`, for no task, one and many. A total too low shows in a whole run
+    /// only by a race: a worker leaves once the total completed and it finds no task, but every
+    /// task is queued before the total is set, and one released later by a running worker is
+    /// found by that worker itself (when every worker may run every task); a task is lost only
+    /// if every worker looked for work just before the last publication and saw the total just
+    /// after it.
+    #[test]
+    fn ending_orchestration_tells_the_engine_the_explicit_producers_task_count() {
+        for n in [0u32, 1, 2, 37] {
+            let states = TaskStates::new();
+            let table = TaskTable::new();
+            let released = Mutex::new(Vec::new());
+            let (idle, abort) = (Idle::new(1), AtomicBool::new(false));
+            let hooks = Hooks {
+                release: &|t: TaskId| released.lock().unwrap().push(t),
+                release_all: &|ts: &[TaskId]| released.lock().unwrap().extend_from_slice(ts),
+                publish: &|| {},
+                fail: &|e: ExecError| panic!("{e}"),
+                idle: &idle,
+                abort: &abort,
+                pause: &|| panic!("the producer waits though no window is set"),
+            };
+            let stream = StreamConfig {
+                deps: DepsMode::Explicit,
+                ..StreamConfig::default()
+            };
+            let sink =
+                StreamSink::new(&states, table.writer().unwrap(), None, &stream, true, hooks);
+            let mut b = ExplicitBuilder::with_sink(sink);
+            let total = Mutex::new(Vec::new());
+            let set_total = |t: u64| total.lock().unwrap().push(t);
+            let mut submitted = 0u64;
+            let done = orchestrate(
+                &mut b,
+                |b: &mut ExplicitStreamBuilder<'_>| {
+                    for k in 0..n {
+                        // Every third task a source, the others after the task before.
+                        let preds: &[TaskId] = if k % 3 == 0 { &[] } else { &[TaskId(k - 1)] };
+                        b.add(&ExplicitTask::host(0), preds).unwrap();
+                        submitted += 1;
+                    }
+                    Ok(())
+                },
+                &|e: ExecError| panic!("{e}"),
+                &set_total,
+                Instant::now(),
+            );
+            assert!(done.is_some(), "{n} tasks");
+            assert_eq!(*total.lock().unwrap(), [submitted], "{n} tasks");
+            let sources = released.lock().unwrap().len() as u64;
+            assert_eq!(sources, submitted.div_ceil(3), "{n} tasks");
+        }
+    }
 }

@@ -1049,6 +1049,10 @@ fn a_lone_worker_resolves_its_completions_a_batch_at_a_time() {
         };
         let stats = pool.run(&g, &cfg, &rec).unwrap();
         rec.check(&d);
+        // Traced: one span per task, also without batching (the otherwise plain configuration).
+        let mut traced: Vec<u32> = stats.spans.iter().map(|s| s.task).collect();
+        traced.sort_unstable();
+        assert_eq!(traced, (0..n as u32).collect::<Vec<_>>(), "batch {batch}");
         let (batches, batched) = if batch > 1 {
             (n.div_ceil(batch as usize) as u64, n as u64)
         } else {
@@ -1236,29 +1240,36 @@ fn a_kept_builder_infers_in_every_run_what_a_new_builder_infers() {
     }
 }
 
-/// A kept builder is reused only under the map configuration it was made for: a bounded exact
-/// map of 8 entries refuses 16 distinct written regions (no task runs before the producer ends,
-/// so none retires), and a growable map accepts them, whichever of the two ran before on the
-/// same kept builder. Reusing a kept map of the other kind would accept silently, or refuse,
-/// what the configuration asked for.
+/// A kept builder's map is reused only by a run under the same map configuration: a bounded
+/// exact map of 4 keys refuses a task of 5 regions (its capacity named), an unbounded or growable one and a
+/// bounded one of 5 keys take it, whichever ran before on the same kept builder.
 #[test]
-fn a_kept_builder_is_not_reused_under_another_exact_map() {
+fn a_kept_builder_keeps_its_map_only_for_the_same_exact_map() {
     use pto_wsp_graph::builder::ExactMap;
     use pto_wsp_graph::state::TaskStates;
     use pto_wsp_graph::types::Region;
+    use pto_wsp_ir::Access;
     let pool = WorkerPool::new(2).unwrap();
     let (mut table, mut states) = (TaskTable::new(), TaskStates::new());
     let mut kept = KeptBuilder::new();
-    let mut run = |exact: ExactMap, tasks: u32| {
+    let maps = [
+        ExactMap::Dynamic,
+        ExactMap::Fixed(4),
+        ExactMap::Growable,
+        ExactMap::Fixed(4),
+        ExactMap::Fixed(5),
+        ExactMap::Fixed(4),
+        ExactMap::Dynamic,
+    ];
+    for exact in maps {
         table.reset();
         states.reset();
         let sc = StreamConfig {
             deps: DepsMode::Exact,
             exact,
-            start: StartPolicy::AfterOrchestration,
             ..StreamConfig::default()
         };
-        pool.run_streaming_on(
+        let r = pool.run_streaming_on(
             &table,
             &states,
             &mut kept,
@@ -1266,26 +1277,23 @@ fn a_kept_builder_is_not_reused_under_another_exact_map() {
             &sc,
             &NoopExec,
             |b| {
-                for t in 0..tasks {
-                    b.alloc_task(0, ExecDomain::default(), ExecPool::Any, 0, None);
-                    b.add_access(Region::new_2d(0, t, 1, 0, 4), pto_wsp_ir::Access::Out);
-                    b.submit().map_err(|e| ExecError::Internal(e.to_string()))?;
+                b.alloc_task(0, ExecDomain::default(), ExecPool::Any, 0, None);
+                for tensor in 0..5 {
+                    b.add_access(Region::new_2d(tensor, 0, 2, 0, 2), Access::Out);
                 }
+                b.submit().map_err(|e| ExecError::Build(e.to_string()))?;
                 Ok(())
             },
-        )
-        .map(|stats| stats.tasks)
-        .map_err(|e| e.to_string())
-    };
-    let refused = |r: Result<u64, String>| match r {
-        Err(e) => assert!(e.contains("fixed TensorMap (8 entries)"), "{e}"),
-        Ok(n) => panic!("a map of 8 entries took {n} distinct regions"),
-    };
-    assert_eq!(run(ExactMap::Growable, 16), Ok(16));
-    refused(run(ExactMap::Fixed(8), 16));
-    assert_eq!(run(ExactMap::Fixed(8), 4), Ok(4));
-    assert_eq!(run(ExactMap::Growable, 16), Ok(16));
-    refused(run(ExactMap::Fixed(8), 16));
+        );
+        let full = exact == ExactMap::Fixed(4);
+        match r {
+            Ok(stats) => assert!(!full && stats.tasks == 1, "{exact:?}: {stats:?}"),
+            Err(e) => assert!(
+                full && e.to_string().contains("(4 entries)"),
+                "{exact:?}: {e}"
+            ),
+        }
+    }
 }
 
 /// Holds task 0 until the producer lets it go; records when each task starts.

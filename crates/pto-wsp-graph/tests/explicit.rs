@@ -285,10 +285,17 @@ fn a_dependency_that_is_not_earlier_fails_and_leaves_nothing() {
         );
         // Nothing of the refused task reached the sink; the next task takes its id.
         assert_eq!(e.sink().calls, g.sink().calls);
+        for b in [&g as &dyn ExplicitEdges, &e] {
+            assert_eq!(b.tasks_added(), 2, "the refused task is not counted");
+        }
         assert_eq!(e.add(&t, &[TaskId(1)]).unwrap(), TaskId(2));
         assert_eq!(g.add_explicit(&t, &[TaskId(1)]).unwrap(), TaskId(2));
         assert_eq!(e.sink().calls, g.sink().calls);
         assert_eq!(e.len(), 3);
+        assert!(!e.is_empty());
+        for b in [&g as &dyn ExplicitEdges, &e] {
+            assert_eq!(b.tasks_added(), 3);
+        }
     }
 }
 
