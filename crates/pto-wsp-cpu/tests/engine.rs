@@ -1241,8 +1241,9 @@ fn a_kept_builder_infers_in_every_run_what_a_new_builder_infers() {
 }
 
 /// A kept builder's map is reused only by a run under the same map configuration: a bounded
-/// exact map of 4 keys refuses a task of 5 regions (its capacity named), an unbounded or growable one and a
-/// bounded one of 5 keys take it, whichever ran before on the same kept builder.
+/// exact map of 4 keys refuses a task of 5 regions (its capacity named), an unbounded or
+/// growable one and a bounded one of 5 keys take it, whichever ran before on the same kept
+/// builder.
 #[test]
 fn a_kept_builder_keeps_its_map_only_for_the_same_exact_map() {
     use pto_wsp_graph::builder::ExactMap;
