@@ -479,6 +479,10 @@ pub struct Interpreter<'p> {
     ios: Vec<TaskIo>,
     /// Per coordinate of `coords`: its place in `ios` (`box_slot`).
     box_at: Vec<u32>,
+    /// Whether this run's sink takes boxes ([`TaskSink::wants_boxes`]): only then are the
+    /// varying coordinates written into them (a run that starts taking them brings them up to
+    /// date: constants are always there, start-only ones are rewritten at the start of a run).
+    boxes: bool,
     /// Per task statement: whether its regions are handed out as boxes ([`Task::io`]): every
     /// one fits a [`Region`] (rank at most [`MAX_RANK`], every extent of its tensor below
     /// 2^32), so the bounds the interpreter checks make each a valid box.
@@ -574,6 +578,7 @@ impl<'p> Interpreter<'p> {
                 })
                 .collect(),
             box_at: box_slots(prog),
+            boxes: false,
             ios,
             io_ok,
             summary: RunSummary::default(),
@@ -638,22 +643,35 @@ impl<'p> Interpreter<'p> {
         if a == b {
             return;
         }
-        let x = v as i64;
+        // Two copies of the loop: an executor that hands out no boxes pays nothing for them.
+        if self.boxes {
+            self.set_dependents::<true>(a..b, v as i64);
+        } else {
+            self.set_dependents::<false>(a..b, v as i64);
+        }
+    }
+
+    /// The start-only dimensions `dep_list[deps]` for their register's new value `x` (and their
+    /// boxes when `BOXES`).
+    #[inline(always)]
+    fn set_dependents<const BOXES: bool>(&mut self, deps: Range<u32>, x: i64) {
         let (so, coords, bad, ios) = (
             &mut self.starts_only,
             &mut self.coords,
             &mut self.bad,
             &mut self.ios,
         );
-        for &e in &self.dep_list[a as usize..b as usize] {
+        for &e in &self.dep_list[deps.start as usize..deps.end as usize] {
             let p = &mut so[e as usize];
             let ok = x.wrapping_sub(p.lo) as u64 <= p.span;
             if ok {
                 let c = x.wrapping_mul(p.mul).wrapping_add(p.k);
                 coords[p.at as usize] = c;
                 coords[p.at2 as usize] = c;
-                put_box(ios, p.box1, c);
-                put_box(ios, p.box2, c);
+                if BOXES {
+                    put_box(ios, p.box1, c);
+                    put_box(ios, p.box2, c);
+                }
             }
             if ok != p.ok {
                 p.ok = ok;
@@ -768,6 +786,7 @@ impl<'p> Interpreter<'p> {
         // The registers, then the zero register linear forms of constants read.
         self.regs.clone_from(&self.bound.regs);
         self.regs.push(0);
+        self.boxes = sink.wants_boxes();
         self.refresh_all();
         self.count = 0;
         self.steps = 0;
@@ -2185,8 +2204,10 @@ impl<'p> Interpreter<'p> {
             }
             self.coords[p.at as usize] = s;
             self.coords[p.at_size as usize] = z;
-            put_box(&mut self.ios, p.box_start, s);
-            put_box(&mut self.ios, p.box_size, z);
+            if self.boxes {
+                put_box(&mut self.ios, p.box_start, s);
+                put_box(&mut self.ios, p.box_size, z);
+            }
         }
         true
     }
