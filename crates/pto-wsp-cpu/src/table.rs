@@ -163,6 +163,10 @@ impl<T: Copy> Writer<'_, T> {
     /// check when they all fit the chunk being filled.
     #[inline]
     pub fn extend_from_slice(&mut self, vs: &[T]) {
+        // Most tasks have no params: no copy call, no store.
+        if vs.is_empty() {
+            return;
+        }
         let start = self.vec.len.load(Ordering::Relaxed);
         match self.chunk {
             Some((first, base)) if start - first + vs.len() <= CHUNK => {
