@@ -9,8 +9,9 @@
 //!
 //! [`AppendVec`] is an append-only vector with one writer and any number of readers. Storage is
 //! a [`ChunkArena`]: chunks allocated on demand, never moved, and freed only by the writer's
-//! [`TableWriter::reclaim_below`] behind the completed prefix. The writer fills slot `len` and
-//! then publishes it by storing `len + 1` with release ordering; a reader only hands out slots
+//! [`TableWriter::reclaim_below`] behind the completed prefix. The writer fills slot `len` (or
+//! a run of slots from `len`, [`Writer::extend_from_slice`]) and then publishes it by storing
+//! the new length with release ordering; a reader only hands out slots
 //! below a length it loaded with acquire ordering, so every slot it reads was completely written
 //! before, and no slot is written again once published. A task's slots are published before the
 //! builder seals the task, and a worker learns a task id only through the ready queues or a
@@ -406,6 +407,38 @@ mod tests {
         let got: Vec<u64> = (0..v.len()).map(|i| *v.get(i).unwrap()).collect();
         assert_eq!(got, want);
         assert!(v.get(want.len()).is_none());
+    }
+
+    #[test]
+    fn readers_see_only_published_runs_while_writing() {
+        // The writer appends runs of 0..=6 elements (a task's regions); a reader checks every
+        // element below each length it loads.
+        let v = AppendVec::<u64>::default();
+        let total = std::thread::scope(|s| {
+            let w = s.spawn(|| {
+                let mut w = v.writer().unwrap();
+                let (mut n, mut k) = (0u64, 0u64);
+                while n < 100_000 {
+                    let run: Vec<u64> = (n..n + k % 7).map(|i| i ^ 0x5555).collect();
+                    w.extend_from_slice(&run);
+                    n += k % 7;
+                    k += 1;
+                }
+                n
+            });
+            s.spawn(|| {
+                let mut seen = 0;
+                while seen < 100_000 {
+                    let n = v.len();
+                    for i in seen..n {
+                        assert_eq!(*v.get(i).unwrap(), i as u64 ^ 0x5555);
+                    }
+                    seen = n;
+                }
+            });
+            w.join().unwrap()
+        });
+        assert_eq!(v.len() as u64, total);
     }
 
     #[test]
