@@ -47,6 +47,8 @@ struct Meta {
     stream: u32,
     priority: i64,
     cost: Option<u64>,
+    /// Filled by the general path, which writes the coordinates only: the boxes must be copied.
+    general: bool,
 }
 
 /// Which tasks an interpreter generates.
@@ -340,6 +342,9 @@ struct VarDim {
     /// Where its start and its size go in the coordinate buffer.
     at: u32,
     at_size: u32,
+    /// And in the boxes (see `box_slot`).
+    box_start: u32,
+    box_size: u32,
 }
 
 /// A region dimension with a constant size whose start is `reg * mul + k`: in bounds, with no
@@ -355,10 +360,43 @@ struct StartOnly {
     at: u32,
     /// A second coordinate with the same start form and range (`at` again when none).
     at2: u32,
+    /// The places of `at` and `at2` in the boxes (see `box_slot`).
+    box1: u32,
+    box2: u32,
     /// The task statement it belongs to, and whether its coordinates hold the value for the
     /// register's current value (in bounds).
     task: u32,
     ok: bool,
+}
+
+/// Where a coordinate goes in the interpreter's boxes: `io << 4 | is_size << 3 | dim`, or
+/// [`NO_BOX`] for a dimension past [`MAX_RANK`].
+fn box_slot(io: usize, is_size: bool, dim: usize) -> u32 {
+    if dim >= MAX_RANK || io >= (u32::MAX >> 4) as usize {
+        return NO_BOX;
+    }
+    (io as u32) << 4 | u32::from(is_size) << 3 | dim as u32
+}
+
+/// A coordinate with no place in the boxes.
+const NO_BOX: u32 = u32::MAX;
+
+/// Writes coordinate `v` at `slot` of the boxes (nothing for [`NO_BOX`]). A coordinate in its
+/// tensor's bounds fits `u32` whenever the boxes are handed out (`io_ok`); otherwise they are
+/// not read.
+#[inline(always)]
+fn put_box(ios: &mut [TaskIo], slot: u32, v: i64) {
+    if let Some(io) = ios.get_mut((slot >> 4) as usize) {
+        let d = (slot & 7) as usize;
+        let a = if slot & 8 == 0 {
+            &mut io.region.start
+        } else {
+            &mut io.region.size
+        };
+        if let Some(x) = a.get_mut(d) {
+            *x = v as u32;
+        }
+    }
 }
 
 /// The values of `l.reg` for which every step of `((r + pre) * mul) + post` fits `i64` and the
@@ -434,8 +472,17 @@ pub struct Interpreter<'p> {
     /// Per task statement: its regions as the sink sees them.
     outs: Vec<&'p [crate::sink::RegionOut]>,
     /// Every task statement's regions as boxes (indexed like `Program::region_outs`): tensor,
-    /// rank and access set once, coordinates copied in when the task is emitted.
+    /// rank and access set once; every coordinate is written here as it is into `coords` (once
+    /// for constants, on register writes for start-only dimensions, per task for varying
+    /// ones), so an emitted task's boxes are ready — except after the general path, which
+    /// writes `coords` only and is followed by a copy (`fill_boxes`).
     ios: Vec<TaskIo>,
+    /// Per coordinate of `coords`: its place in `ios` (`box_slot`).
+    box_at: Vec<u32>,
+    /// Whether this run's sink takes boxes ([`TaskSink::wants_boxes`]): only then are the
+    /// varying coordinates written into them (a run that starts taking them brings them up to
+    /// date: constants are always there, start-only ones are rewritten at the start of a run).
+    boxes: bool,
     /// Per task statement: whether its regions are handed out as boxes ([`Task::io`]): every
     /// one fits a [`Region`] (rank at most [`MAX_RANK`], every extent of its tensor below
     /// 2^32), so the bounds the interpreter checks make each a valid box.
@@ -530,6 +577,8 @@ impl<'p> Interpreter<'p> {
                     &prog.region_outs[td.region_outs.start as usize..td.region_outs.end as usize]
                 })
                 .collect(),
+            box_at: box_slots(prog),
+            boxes: false,
             ios,
             io_ok,
             summary: RunSummary::default(),
@@ -542,7 +591,8 @@ impl<'p> Interpreter<'p> {
         Ok(interp)
     }
 
-    /// Copies the coordinates of emitted task statement `td` into its boxes.
+    /// Copies the coordinates of emitted task statement `td` into its boxes (after the general
+    /// path, which writes the coordinates only).
     #[inline]
     fn fill_boxes(&mut self, td: &TaskDesc) {
         let r = td.region_outs.start as usize..td.region_outs.end as usize;
@@ -593,15 +643,35 @@ impl<'p> Interpreter<'p> {
         if a == b {
             return;
         }
-        let x = v as i64;
-        let (so, coords, bad) = (&mut self.starts_only, &mut self.coords, &mut self.bad);
-        for &e in &self.dep_list[a as usize..b as usize] {
+        // Two copies of the loop: an executor that hands out no boxes pays nothing for them.
+        if self.boxes {
+            self.set_dependents::<true>(a..b, v as i64);
+        } else {
+            self.set_dependents::<false>(a..b, v as i64);
+        }
+    }
+
+    /// The start-only dimensions `dep_list[deps]` for their register's new value `x` (and their
+    /// boxes when `BOXES`).
+    #[inline(always)]
+    fn set_dependents<const BOXES: bool>(&mut self, deps: Range<u32>, x: i64) {
+        let (so, coords, bad, ios) = (
+            &mut self.starts_only,
+            &mut self.coords,
+            &mut self.bad,
+            &mut self.ios,
+        );
+        for &e in &self.dep_list[deps.start as usize..deps.end as usize] {
             let p = &mut so[e as usize];
             let ok = x.wrapping_sub(p.lo) as u64 <= p.span;
             if ok {
                 let c = x.wrapping_mul(p.mul).wrapping_add(p.k);
                 coords[p.at as usize] = c;
                 coords[p.at2 as usize] = c;
+                if BOXES {
+                    put_box(ios, p.box1, c);
+                    put_box(ios, p.box2, c);
+                }
             }
             if ok != p.ok {
                 p.ok = ok;
@@ -642,8 +712,11 @@ impl<'p> Interpreter<'p> {
                                 && s.checked_add(z).is_some_and(|e| e <= extent) =>
                         {
                             let at = (td.coord_base + p.coord) as usize;
+                            let at_size = at + td.n_coords as usize;
                             self.coords[at] = s;
-                            self.coords[at + td.n_coords as usize] = z;
+                            self.coords[at_size] = z;
+                            put_box(&mut self.ios, self.box_at[at], s);
+                            put_box(&mut self.ios, self.box_at[at_size], z);
                         }
                         (_, Some(z))
                             if z >= 1
@@ -653,7 +726,9 @@ impl<'p> Interpreter<'p> {
                             // Only the start varies: the register's values for which it is in
                             // bounds (and no step overflows) form one interval.
                             let at = (td.coord_base + p.coord) as usize;
-                            self.coords[at + td.n_coords as usize] = z;
+                            let at_size = at + td.n_coords as usize;
+                            self.coords[at_size] = z;
+                            put_box(&mut self.ios, self.box_at[at_size], z);
                             let so = StartOnly {
                                 reg: p.start.reg,
                                 lo,
@@ -665,6 +740,8 @@ impl<'p> Interpreter<'p> {
                                     .wrapping_add(p.start.post),
                                 at: at as u32,
                                 at2: at as u32,
+                                box1: self.box_at[at],
+                                box2: self.box_at[at],
                                 task: ti as u32,
                                 ok: false,
                             };
@@ -676,17 +753,26 @@ impl<'p> Interpreter<'p> {
                                     && (x.reg, x.lo, x.span, x.mul, x.k)
                                         == (so.reg, so.lo, so.span, so.mul, so.k)
                             }) {
-                                Some(x) => x.at2 = so.at,
+                                Some(x) => {
+                                    x.at2 = so.at;
+                                    x.box2 = so.box1;
+                                }
                                 None => self.starts_only.push(so),
                             }
                         }
-                        _ => self.var_dims.push(VarDim {
-                            start: p.start,
-                            size: p.size,
-                            extent,
-                            at: td.coord_base + p.coord,
-                            at_size: td.coord_base + td.n_coords + p.coord,
-                        }),
+                        _ => {
+                            let at = td.coord_base + p.coord;
+                            let at_size = td.coord_base + td.n_coords + p.coord;
+                            self.var_dims.push(VarDim {
+                                start: p.start,
+                                size: p.size,
+                                extent,
+                                at,
+                                at_size,
+                                box_start: self.box_at[at as usize],
+                                box_size: self.box_at[at_size as usize],
+                            })
+                        }
                     }
                 }
             }
@@ -700,6 +786,7 @@ impl<'p> Interpreter<'p> {
         // The registers, then the zero register linear forms of constants read.
         self.regs.clone_from(&self.bound.regs);
         self.regs.push(0);
+        self.boxes = sink.wants_boxes();
         self.refresh_all();
         self.count = 0;
         self.steps = 0;
@@ -1907,7 +1994,7 @@ impl<'p> Interpreter<'p> {
         if let Some(m) = fill {
             self.summary.tasks += 1;
             let boxed = sink.wants_boxes() && self.io_ok[ti];
-            if boxed {
+            if boxed && m.general {
                 self.fill_boxes(td);
             }
             let t = Task {
@@ -1946,7 +2033,8 @@ impl<'p> Interpreter<'p> {
     /// to evaluate.
     #[inline(always)]
     fn fill_simple(&mut self, td: &'p TaskDesc, ti: usize, index: u32, pool: ExecPool) -> R<Meta> {
-        if !(td.linear && self.fill_linear(td, ti)) {
+        let general = !(td.linear && self.fill_linear(td, ti));
+        if general {
             self.fill_general(td, index)?;
         }
         let streams = self.prog.sched.streams;
@@ -1961,6 +2049,7 @@ impl<'p> Interpreter<'p> {
             stream,
             priority: 0,
             cost: None,
+            general,
         })
     }
 
@@ -1993,7 +2082,8 @@ impl<'p> Interpreter<'p> {
     #[inline]
     fn fill(&mut self, td: &'p TaskDesc, ti: usize, index: u32) -> R<Meta> {
         let prog = self.prog;
-        if !(td.linear && self.fill_linear(td, ti)) {
+        let general = !(td.linear && self.fill_linear(td, ti));
+        if general {
             self.fill_general(td, index)?;
         }
         let ctx = |what: &str, source: EvalError| InterpError::Eval {
@@ -2076,6 +2166,7 @@ impl<'p> Interpreter<'p> {
             stream,
             priority,
             cost,
+            general,
         })
     }
 
@@ -2113,6 +2204,10 @@ impl<'p> Interpreter<'p> {
             }
             self.coords[p.at as usize] = s;
             self.coords[p.at_size as usize] = z;
+            if self.boxes {
+                put_box(&mut self.ios, p.box_start, s);
+                put_box(&mut self.ios, p.box_size, z);
+            }
         }
         true
     }
@@ -2185,6 +2280,28 @@ impl<'p> Interpreter<'p> {
         }
         Ok(())
     }
+}
+
+/// Per coordinate of the interpreter's buffer (every task statement's starts, then its sizes):
+/// its place in the boxes ([`box_slot`]).
+fn box_slots(prog: &Program) -> Vec<u32> {
+    let mut at = vec![NO_BOX; prog.total_coords];
+    for td in &prog.tasks {
+        let (base, n) = (td.coord_base as usize, td.n_coords as usize);
+        let outs = td.region_outs.start as usize..td.region_outs.end as usize;
+        for (io, ro) in outs.clone().zip(&prog.region_outs[outs]) {
+            for d in 0..ro.rank as usize {
+                let c = base + ro.off as usize + d;
+                if let Some(x) = at.get_mut(c) {
+                    *x = box_slot(io, false, d);
+                }
+                if let Some(x) = at.get_mut(c + n) {
+                    *x = box_slot(io, true, d);
+                }
+            }
+        }
+    }
+    at
 }
 
 /// Every task statement's regions as boxes with tensor, rank and access set (start 0, size 1

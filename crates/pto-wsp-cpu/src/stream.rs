@@ -288,11 +288,20 @@ impl<'s> StreamSink<'s> {
     /// the storage of everything in between. Waits (spinning, then yielding: nothing announces
     /// a completion to the orchestrator) until the oldest unfinished task completes; it is ready
     /// or running, since everything before it is done, and the start gate is opened.
+    #[inline]
     fn keep_close(&mut self) {
         let Some(span) = self.span else { return };
         if self.submitted - self.completed_below < span {
             return;
         }
+        self.catch_up(span);
+    }
+
+    /// [`StreamSink::keep_close`] once `span` tasks are submitted past the completed prefix
+    /// this sink knew of (rare: out of line).
+    #[cold]
+    #[inline(never)]
+    fn catch_up(&mut self, span: u32) {
         self.advance();
         if self.submitted - self.completed_below < span {
             return;

@@ -9,8 +9,9 @@
 //!
 //! [`AppendVec`] is an append-only vector with one writer and any number of readers. Storage is
 //! a [`ChunkArena`]: chunks allocated on demand, never moved, and freed only by the writer's
-//! [`TableWriter::reclaim_below`] behind the completed prefix. The writer fills slot `len` and
-//! then publishes it by storing `len + 1` with release ordering; a reader only hands out slots
+//! [`TableWriter::reclaim_below`] behind the completed prefix. The writer fills slot `len` (or
+//! a run of slots from `len`, [`Writer::extend_from_slice`]) and then publishes it by storing
+//! the new length with release ordering; a reader only hands out slots
 //! below a length it loaded with acquire ordering, so every slot it reads was completely written
 //! before, and no slot is written again once published. A task's slots are published before the
 //! builder seals the task, and a worker learns a task id only through the ready queues or a
@@ -158,6 +159,39 @@ impl<T: Copy> Writer<'_, T> {
         i
     }
 
+    /// Appends every element of `vs`, in order, and publishes them together: one release store
+    /// of the length after the last is written (readers see none of them or all), and one chunk
+    /// check when they all fit the chunk being filled.
+    #[inline]
+    pub fn extend_from_slice(&mut self, vs: &[T]) {
+        // Most tasks have no params: no copy call, no store.
+        if vs.is_empty() {
+            return;
+        }
+        let start = self.vec.len.load(Ordering::Relaxed);
+        match self.chunk {
+            Some((first, base)) if start - first + vs.len() <= CHUNK => {
+                for (k, &v) in vs.iter().enumerate() {
+                    // SAFETY: as in `push`: slots `start ..` of the cached chunk are not yet
+                    // published and this is their only writer; they all lie in that chunk.
+                    unsafe { (*(*base.as_ptr().add(start - first + k)).get()).write(v) };
+                }
+            }
+            _ => {
+                for (k, &v) in vs.iter().enumerate() {
+                    let i = start + k;
+                    let (first, base) = match self.chunk {
+                        Some((first, base)) if i - first < CHUNK => (first, base),
+                        _ => self.grow(i),
+                    };
+                    // SAFETY: as in `push` (slot `i` is past the published length).
+                    unsafe { (*(*base.as_ptr().add(i - first)).get()).write(v) };
+                }
+            }
+        }
+        self.vec.len.store(start + vs.len(), Ordering::Release);
+    }
+
     /// Looks up (allocating if needed) the chunk holding slot `i` and caches it.
     #[cold]
     fn grow(&mut self, i: usize) -> (usize, NonNull<UnsafeCell<MaybeUninit<T>>>) {
@@ -297,12 +331,8 @@ impl TableWriter<'_> {
         let mut n = *node;
         n.params_start = self.params.vec.len() as u32;
         n.io_start = self.io.vec.len() as u32;
-        for &p in params {
-            self.params.push(p);
-        }
-        for &r in io {
-            self.io.push(r);
-        }
+        self.params.extend_from_slice(params);
+        self.io.extend_from_slice(io);
         let i = self.nodes.push(n);
         debug_assert_eq!(i, node.id.index(), "tasks are published in id order");
     }
@@ -355,6 +385,60 @@ mod tests {
         let mut out = Vec::new();
         assert!(v.copy_range(1020, 10, &mut out));
         assert_eq!(out, (1020..1030).map(|i| i * 3).collect::<Vec<u64>>());
+    }
+
+    #[test]
+    fn extend_appends_runs_across_chunk_boundaries_like_a_vec() {
+        // Runs of 0..=13 elements between single pushes: some fit the chunk being filled, some
+        // cross into the next one, some start a chunk; the oracle is a plain vector.
+        let v = AppendVec::<u64>::default();
+        let mut w = v.writer().unwrap();
+        let mut want: Vec<u64> = Vec::new();
+        let mut k = 0u64;
+        while want.len() < 3 * CHUNK + 7 {
+            let run: Vec<u64> = (0..k % 14).map(|j| k * 100 + j).collect();
+            w.extend_from_slice(&run);
+            want.extend(&run);
+            assert_eq!(v.len(), want.len(), "a run is published whole");
+            w.push(k);
+            want.push(k);
+            k += 1;
+        }
+        let got: Vec<u64> = (0..v.len()).map(|i| *v.get(i).unwrap()).collect();
+        assert_eq!(got, want);
+        assert!(v.get(want.len()).is_none());
+    }
+
+    #[test]
+    fn readers_see_only_published_runs_while_writing() {
+        // The writer appends runs of 0..=6 elements (a task's regions); a reader checks every
+        // element below each length it loads.
+        let v = AppendVec::<u64>::default();
+        let total = std::thread::scope(|s| {
+            let w = s.spawn(|| {
+                let mut w = v.writer().unwrap();
+                let (mut n, mut k) = (0u64, 0u64);
+                while n < 100_000 {
+                    let run: Vec<u64> = (n..n + k % 7).map(|i| i ^ 0x5555).collect();
+                    w.extend_from_slice(&run);
+                    n += k % 7;
+                    k += 1;
+                }
+                n
+            });
+            s.spawn(|| {
+                let mut seen = 0;
+                while seen < 100_000 {
+                    let n = v.len();
+                    for i in seen..n {
+                        assert_eq!(*v.get(i).unwrap(), i as u64 ^ 0x5555);
+                    }
+                    seen = n;
+                }
+            });
+            w.join().unwrap()
+        });
+        assert_eq!(v.len() as u64, total);
     }
 
     #[test]

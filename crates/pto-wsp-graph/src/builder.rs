@@ -26,7 +26,8 @@
 //!   regions are staged in buffers reused by the next task, so they stay in the cache) and only
 //!   a dedup stamp per task after the completed prefix.
 //! - Regions handed in already built ([`GraphBuilder::add_ios`]: a task's regions as one slice
-//!   in the builder's layout) or with their slot hash ([`GraphBuilder::add_access_hashed`], so
+//!   in the builder's layout; [`GraphBuilder::submit_ios`]: the same at submission, read in
+//!   place when the sink forgets tasks) or with their slot hash ([`GraphBuilder::add_access_hashed`], so
 //!   the exact map does not hash them again) build exactly what [`GraphBuilder::add_access`]
 //!   builds, region for region.
 //! - Nothing allocates per task in the steady state: regions, params and edges go to flat
@@ -557,11 +558,49 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
     ///
     /// On error the task stays open and nothing of it reached the map or the sink.
     pub fn submit(&mut self) -> Result<TaskId, BuildError> {
+        self.submit_with(None)
+    }
+
+    /// [`GraphBuilder::add_ios`]`(io)` then [`GraphBuilder::submit`], in one call: the same
+    /// graph, the same counters, the same task handed to the sink. For a sink that
+    /// [`EdgeSink::forgets_tasks`], when the open task has no region yet, `io` is not copied
+    /// into the builder: the map reads it and the sink's [`EdgeSink::publish`] gets it as it is
+    /// (one copy of a task's regions fewer between a generator and the sink).
+    ///
+    /// On error the task stays open without `io` (what the map or the sink saw of it: nothing).
+    #[inline]
+    pub fn submit_ios(&mut self, io: &[TaskIo]) -> Result<TaskId, BuildError> {
+        let node = self.tasks.last().filter(|_| self.open);
+        let direct = self.staged
+            && node.is_some_and(|n| n.io_start as usize - self.io_base == self.io.len());
+        if !direct {
+            self.add_ios(io);
+            return self.submit();
+        }
+        for r in io {
+            if let Some(hint) = self.map.prefetch(&r.region) {
+                if let Some(h) = self.hints.get_mut(self.nhints) {
+                    *h = hint;
+                }
+                self.nhints += 1;
+            }
+        }
+        let r = self.submit_with(Some(io));
+        if r.is_err() {
+            self.nhints = 0;
+        }
+        r
+    }
+
+    /// [`GraphBuilder::submit`], with the open task's regions in `ext` (none added to the
+    /// builder) when it is `Some`.
+    #[inline]
+    fn submit_with(&mut self, ext: Option<&[TaskIo]>) -> Result<TaskId, BuildError> {
         let task = self.current();
         let node = self.tasks[(task.0 - self.base) as usize];
         let io_at = node.io_start as usize - self.io_base;
         let params_at = node.params_start as usize - self.params_base;
-        let nio = self.io.len() - io_at;
+        let nio = ext.map_or(self.io.len() - io_at, <[TaskIo]>::len);
         let nparams = self.params.len() - params_at;
         if (nio | nparams) > u16::MAX as usize {
             let (what, count) = if nio > u16::MAX as usize {
@@ -617,7 +656,8 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             // `MAX_HINTS` regions gets none.
             let hinted = self.nhints == nio && nio <= MAX_HINTS;
             let hints = &self.hints;
-            for (k, io) in self.io[io_at..].iter().enumerate() {
+            let ios = ext.unwrap_or(&self.io[io_at..]);
+            for (k, io) in ios.iter().enumerate() {
                 let hint = if hinted { hints.get(k).copied() } else { None };
                 self.map
                     .access_hinted(task, &io.region, hint, io.access(), &mut pred);
@@ -633,8 +673,8 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         n.io_count = nio as u16;
         n.params_count = nparams as u16;
         // By reference: a copy right after these narrow stores stalls on store forwarding.
-        self.sink
-            .publish(n, &self.params[params_at..], &self.io[io_at..]);
+        let ios = ext.unwrap_or(&self.io[io_at..]);
+        self.sink.publish(n, &self.params[params_at..], ios);
         self.sink.submitted(task);
         self.open = false;
         if self.staged {

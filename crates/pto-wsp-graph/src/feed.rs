@@ -203,7 +203,8 @@ pub trait FeedTask {
     /// The regions already as the builder keeps them, when the generator has them so: exactly
     /// what [`FeedTask::try_for_each_region`] reports, in order, each region one that
     /// [`crate::types::Region::new`] accepts. The feed then hands them to the builder in one
-    /// call ([`GraphBuilder::add_ios`]) instead of converting each. The default is `None`.
+    /// call ([`GraphBuilder::submit_ios`]: not even copied, for a sink that keeps no task)
+    /// instead of converting each. The default is `None`.
     fn io(&self) -> Option<&[TaskIo]> {
         None
     }
@@ -390,8 +391,9 @@ impl<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> Feeder<'b, M, S, H> {
 
     /// Submits generated task `index` (the next one: tasks arrive in index order), with an
     /// explicit dependency for every open order edge; [`ControlFlow::Break`] once the feed has
-    /// failed (the generator must stop).
-    pub fn push_task(&mut self, index: u32, task: &dyn FeedTask) -> ControlFlow<()> {
+    /// failed (the generator must stop). Generic over the task's type, so that reading it
+    /// costs no call per field (hooks see it as a [`FeedTask`] object).
+    pub fn push_task<T: FeedTask>(&mut self, index: u32, task: &T) -> ControlFlow<()> {
         if self.error.is_none()
             && let Err(e) = self.feed_task(index, task)
         {
@@ -466,16 +468,25 @@ impl<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> Feeder<'b, M, S, H> {
     /// Hooks and submits the open task `id`, filled with result `filled` (abandoning it on
     /// error), and records it (before `after_submit`, so the maps include it whatever that
     /// hook says).
+    /// `io`, when given, is the task's regions, not yet added ([`GraphBuilder::submit_ios`]).
     fn submit_open(
         &mut self,
         id: TaskId,
         filled: Result<(), BuildError>,
         task: Option<(u32, &dyn FeedTask)>,
+        io: Option<&[TaskIo]>,
     ) -> Result<(), FeedError<H::Error>> {
         let r = filled
             .map_err(FeedError::Build)
             .and_then(|()| self.hooks.before_submit(id, task).map_err(FeedError::Hook))
-            .and_then(|()| self.builder.submit().map(|_| ()).map_err(FeedError::Build));
+            .and_then(|()| {
+                match io {
+                    Some(io) => self.builder.submit_ios(io),
+                    None => self.builder.submit(),
+                }
+                .map(|_| ())
+                .map_err(FeedError::Build)
+            });
         if r.is_err() {
             self.builder.abandon();
             return r;
@@ -487,7 +498,8 @@ impl<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> Feeder<'b, M, S, H> {
         self.hooks.after_submit(id).map_err(FeedError::Hook)
     }
 
-    fn feed_task(&mut self, index: u32, task: &dyn FeedTask) -> Result<(), FeedError<H::Error>> {
+    #[inline]
+    fn feed_task<T: FeedTask>(&mut self, index: u32, task: &T) -> Result<(), FeedError<H::Error>> {
         debug_assert_eq!(
             index,
             self.origins.user_tasks(),
@@ -501,20 +513,21 @@ impl<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> Feeder<'b, M, S, H> {
             task.target(),
         );
         let b = &mut *self.builder;
+        // Regions the generator keeps built go to the builder at submission (not copied in).
+        let io = task.io();
         let filled = (|| {
             task.for_each_param(&mut |p| b.add_param(p));
-            match task.io() {
-                Some(io) => b.add_ios(io),
-                None => task.try_for_each_region(&mut |access, tensor, start, size| {
+            if io.is_none() {
+                task.try_for_each_region(&mut |access, tensor, start, size| {
                     b.add_region(access, tensor, start, size)
-                })?,
+                })?;
             }
             for o in &self.open {
                 b.add_explicit_dep(o.dep)?;
             }
             Ok(())
         })();
-        self.submit_open(id, filled, Some((index, task)))
+        self.submit_open(id, filled, Some((index, task)), io)
     }
 
     /// A barrier after every task of `before` (expander indices).
@@ -529,7 +542,7 @@ impl<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> Feeder<'b, M, S, H> {
                 .expect("an order edge names tasks already fed");
             self.builder.add_explicit_dep(d)
         });
-        self.submit_open(id, filled, None)?;
+        self.submit_open(id, filled, None, None)?;
         Ok(id)
     }
 }

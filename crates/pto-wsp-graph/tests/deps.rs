@@ -508,6 +508,92 @@ fn build_entering<M: TensorMap>(
     (b.finish(), stats)
 }
 
+/// A sink that forgets tasks (a streamed run's kind): keeps each task's predecessors, in the
+/// order reported, and what it was published with.
+#[derive(Default)]
+struct Forgetting {
+    preds: Vec<Vec<u32>>,
+    published: Vec<(u32, Vec<u64>, Vec<TaskIo>)>,
+}
+
+impl EdgeSink for Forgetting {
+    fn edge(&mut self, pred: TaskId, succ: TaskId) {
+        if self.preds.len() <= succ.0 as usize {
+            self.preds.resize(succ.0 as usize + 1, Vec::new());
+        }
+        self.preds[succ.0 as usize].push(pred.0);
+    }
+    fn submitted(&mut self, task: TaskId) {
+        if self.preds.len() <= task.0 as usize {
+            self.preds.resize(task.0 as usize + 1, Vec::new());
+        }
+    }
+    fn publish(&mut self, node: &pto_wsp_graph::storage::TaskNode, params: &[u64], io: &[TaskIo]) {
+        self.published
+            .push((node.kernel, params.to_vec(), io.to_vec()));
+    }
+    fn forgets_tasks(&self) -> bool {
+        true
+    }
+}
+
+/// Builds the stream over `map` into a [`Forgetting`] sink, each task's regions given at
+/// submission (`submit_ios`) when `at_submit`, else one at a time (`add_access`); every task
+/// has a param, and every third task a region added before the rest come at submission.
+fn build_forgetting<M: TensorMap>(tasks: &[GenTask], map: M, at_submit: bool) -> Forgetting {
+    let mut b = GraphBuilder::with_map(map, Forgetting::default());
+    let mut io = Vec::new();
+    for (j, t) in tasks.iter().enumerate() {
+        b.alloc_task(j as u32 % 5, ExecDomain::HostCpu, ExecPool::Any, 0, None);
+        b.add_param(j as u64 * 7);
+        for d in explicit_deps(tasks, j) {
+            b.add_explicit_dep(TaskId(d as u32)).unwrap();
+        }
+        if at_submit {
+            let first = usize::from(j % 3 == 0);
+            for &(r, a) in &t.regions[..first] {
+                b.add_access(r, a);
+            }
+            io.clear();
+            io.extend(t.regions[first..].iter().map(|&(r, a)| TaskIo::new(r, a)));
+            b.submit_ios(&io).unwrap();
+        } else {
+            t.regions.iter().for_each(|&(r, a)| b.add_access(r, a));
+            b.submit().unwrap();
+        }
+        assert!(
+            b.held_tasks() <= 1,
+            "a forgetting sink's builder holds no task"
+        );
+    }
+    b.into_parts().1
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(64)))]
+
+    /// Regions given at submission (`submit_ios`, read in place by a builder whose sink forgets
+    /// tasks) give every task the predecessors, in order, and the published node, params and
+    /// regions that regions added one at a time give, under the exact and the overlap maps.
+    #[test]
+    fn regions_given_at_submission_build_what_regions_added_build(tasks in stream_strategy()) {
+        let maps = || -> Vec<AnyTensorMap> {
+            vec![
+                AnyTensorMap::Fixed(FixedExactMap::growable(1)),
+                AnyTensorMap::Dynamic(DynamicExactMap::new()),
+                AnyTensorMap::Overlap(OverlapMap::new()),
+            ]
+        };
+        for k in 0..maps().len() {
+            let want = build_forgetting(&tasks, maps().swap_remove(k), false);
+            let got = build_forgetting(&tasks, maps().swap_remove(k), true);
+            prop_assert_eq!(&got.preds, &want.preds, "map {}", k);
+            prop_assert_eq!(&got.published, &want.published, "map {}", k);
+            prop_assert_eq!(want.published.len(), tasks.len());
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(64)))]
 
