@@ -1,8 +1,9 @@
 //! Loom models of the CPU back end's concurrency, run on the production code through
 //! [`crate::sync`]: the ready ring ([`crate::ring`]), the idle / park / wake protocol
 //! ([`crate::idle`]) with the worker pool's hand-off, the engine's routing and the end of a run
-//! ([`crate::pool`], [`crate::engine`]), and device generation's hand-over, seal and inboxes,
-//! and its partitioned generation's access exchange and merge watermark ([`crate::devgen`]).
+//! ([`crate::pool`], [`crate::engine`]), the task table's publication ([`crate::table`]), and
+//! device generation's hand-over, seal and inboxes, and its partitioned generation's access
+//! exchange and merge watermark ([`crate::devgen`]).
 //!
 //! Run (CI step):
 //!
@@ -137,6 +138,56 @@ fn ring_publishes_batches_each_task_claimed_once() {
 #[test]
 fn ring_wraps_and_refuses_without_losing_or_repeating_tasks() {
     model(2, || ring_model(6, |t| t == 2));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The task table's append-only vector
+// ---------------------------------------------------------------------------------------------
+
+/// The writer appends runs of three elements (a task's regions) and single elements across the
+/// 2-entry chunks; a reader reads every element below each length it loads. Every one is
+/// there with its value, a run is seen whole or not at all, and a relaxed flag the writer set
+/// before appending each element is seen set: the length's release store orders the slots'
+/// writes (and the chunks' publication) before any reader that loads it.
+#[test]
+fn table_publishes_runs_whole_across_chunks() {
+    use crate::table::AppendVec;
+    model(2, || {
+        let v = Arc::new(AppendVec::<u64>::default());
+        let written = flags(7);
+        let reader = {
+            let (v, written) = (Arc::clone(&v), Arc::clone(&written));
+            thread::spawn(move || {
+                let (first, second) = (v.len(), v.len());
+                for i in 0..second {
+                    assert_eq!(v.get(i).copied(), Some(i as u64 * 10));
+                    assert!(
+                        written[i].load(Relaxed),
+                        "element {i} read before its write"
+                    );
+                }
+                (first, second)
+            })
+        };
+        let mut w = v.writer().unwrap();
+        let mut append = |run: &[u64]| {
+            for &x in run {
+                written[(x / 10) as usize].store(true, Relaxed);
+            }
+            match run {
+                [x] => {
+                    w.push(*x);
+                }
+                _ => w.extend_from_slice(run),
+            }
+        };
+        append(&[0, 10, 20]);
+        append(&[30]);
+        append(&[]);
+        append(&[40, 50, 60]);
+        let (first, second) = reader.join().unwrap();
+        assert!(first <= second && [0, 3, 4, 7].contains(&first) && [0, 3, 4, 7].contains(&second));
+    });
 }
 
 // ---------------------------------------------------------------------------------------------
