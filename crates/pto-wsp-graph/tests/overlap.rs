@@ -513,3 +513,53 @@ fn a_delegating_reader_is_not_listed_in_the_cells_inside_its_mark() {
     // Tile 1: the same with its second writer.
     assert_eq!(run(9, rows(4, 4), Access::Out), vec![4, 5, 7]);
 }
+
+/// The tensor's large lists, worked by hand on both maps: a first single element makes the
+/// cells one element, so a box of 100 x 100 elements has more than `LARGE_CELLS` cells and goes
+/// on the large list, while a box of 64 x 64 has exactly `LARGE_CELLS` and is listed in its
+/// cells only. A covering write compacts the large list; every later read of one element scans
+/// it, meeting each live record once (each predecessor is reported once, by the sink's calls,
+/// not deduplicated here).
+#[test]
+fn large_lists_hold_each_live_record_once() {
+    let b = |row, rows, col, cols| Region::new_2d(7, row, rows, col, cols);
+    let (i, o) = (Access::In, Access::Out);
+    const RAW: EdgeKind = EdgeKind::Raw;
+    const WAW: EdgeKind = EdgeKind::Waw;
+    // (box, access, edges, probes so far, hit)
+    type Step = (Region, Access, &'static [(u32, EdgeKind)], u64, bool);
+    let stream: [Step; 9] = [
+        // One element: the cell side.
+        (b(0, 1, 0, 1), o, &[], 0, false),
+        // A (large) covers it; B (large) misses A; C (large, A's box) drops A and misses B.
+        (b(0, 100, 0, 100), o, &[(0, WAW)], 0, true),
+        (b(200, 100, 0, 100), o, &[], 1, false),
+        (b(0, 100, 0, 100), o, &[(1, WAW)], 2, true),
+        // Reads of one element: outside both (two probes), inside B (one probe, for C).
+        (b(350, 1, 50, 1), i, &[], 4, false),
+        (b(250, 1, 50, 1), i, &[(2, RAW)], 5, true),
+        // Exactly LARGE_CELLS cells, away from A, B and C (which it misses): listed in its
+        // cells, not on the large list, so the reads of one element meet B and C only there.
+        (b(400, 64, 200, 64), o, &[], 7, false),
+        (b(350, 1, 50, 1), i, &[], 9, false),
+        (b(410, 1, 210, 1), i, &[(6, RAW)], 11, true),
+    ];
+    for mut m in [OverlapMap::pairwise(), OverlapMap::new()] {
+        let mut hits = 0;
+        for (t, &(r, a, want, probes, hit)) in stream.iter().enumerate() {
+            let mut got = Vec::new();
+            m.access(TaskId(t as u32), &r, a, &mut |p: TaskId, k| {
+                got.push((p.0, k))
+            });
+            got.sort_by_key(|&(p, k)| (p, kind_code(k)));
+            assert_eq!(got, want, "task {t}");
+            hits += hit as u64;
+            let s = m.stats();
+            assert_eq!(
+                (s.probes, s.hits, s.misses),
+                (probes, hits, t as u64 + 1 - hits),
+                "task {t}"
+            );
+        }
+    }
+}
