@@ -1183,11 +1183,8 @@ fn fresh_edges(
 #[test]
 fn a_kept_builder_infers_in_every_run_what_a_new_builder_infers() {
     use pto_wsp_graph::builder::ExactMap;
-    use pto_wsp_graph::state::TaskStates;
-    let pool = WorkerPool::new(2).unwrap();
-    let (mut table, mut states) = (TaskTable::new(), TaskStates::new());
-    let mut kept = KeptBuilder::new();
-    assert!(!kept.holds_parts());
+    let mut runs = KeptRuns::new();
+    assert!(!runs.kept.holds_parts());
     let modes = [
         (DepsMode::Hybrid, ExactMap::Growable),
         (DepsMode::Hybrid, ExactMap::Growable),
@@ -1200,34 +1197,13 @@ fn a_kept_builder_infers_in_every_run_what_a_new_builder_infers() {
     ];
     for (k, &(deps, exact)) in modes.iter().enumerate() {
         let tasks = region_tasks(150 + 40 * k, 7 + k as u64);
-        table.reset();
-        states.reset();
         let sc = StreamConfig {
             deps,
             exact,
             record_edges: true,
             ..StreamConfig::default()
         };
-        let stats = pool
-            .run_streaming_on(
-                &table,
-                &states,
-                &mut kept,
-                &RunConfig::default(),
-                &sc,
-                &NoopExec,
-                |b| {
-                    for t in &tasks {
-                        b.alloc_task(0, ExecDomain::default(), ExecPool::Any, 0, None);
-                        for &(r, a) in t {
-                            b.add_access(r, a);
-                        }
-                        b.submit().map_err(|e| ExecError::Internal(e.to_string()))?;
-                    }
-                    Ok(())
-                },
-            )
-            .unwrap();
+        let stats = runs.run(&sc, &tasks).unwrap();
         assert_eq!(stats.tasks, tasks.len() as u64);
         let mut got = stats.edge_list.clone();
         got.sort_unstable();
@@ -1236,7 +1212,55 @@ fn a_kept_builder_infers_in_every_run_what_a_new_builder_infers() {
             fresh_edges(&tasks, deps, exact),
             "run {k}: {deps:?} {exact:?}"
         );
-        assert!(kept.holds_parts());
+        assert!(runs.kept.holds_parts());
+    }
+}
+
+/// One pool, task table, set of task states and kept builder, for streamed runs one after the
+/// other (each run resets the table and the states first).
+struct KeptRuns {
+    pool: WorkerPool,
+    table: TaskTable,
+    states: pto_wsp_graph::state::TaskStates,
+    kept: KeptBuilder,
+}
+
+impl KeptRuns {
+    fn new() -> KeptRuns {
+        KeptRuns {
+            pool: WorkerPool::new(2).unwrap(),
+            table: TaskTable::new(),
+            states: pto_wsp_graph::state::TaskStates::new(),
+            kept: KeptBuilder::new(),
+        }
+    }
+
+    /// A streamed run under `sc` of `tasks`, each given as its regions.
+    fn run(
+        &mut self,
+        sc: &StreamConfig,
+        tasks: &[Vec<(pto_wsp_graph::types::Region, pto_wsp_ir::Access)>],
+    ) -> Result<RunStats, ExecError> {
+        self.table.reset();
+        self.states.reset();
+        self.pool.run_streaming_on(
+            &self.table,
+            &self.states,
+            &mut self.kept,
+            &RunConfig::default(),
+            sc,
+            &NoopExec,
+            |b| {
+                for t in tasks {
+                    b.alloc_task(0, ExecDomain::default(), ExecPool::Any, 0, None);
+                    for &(r, a) in t {
+                        b.add_access(r, a);
+                    }
+                    b.submit().map_err(|e| ExecError::Build(e.to_string()))?;
+                }
+                Ok(())
+            },
+        )
     }
 }
 
@@ -1247,12 +1271,9 @@ fn a_kept_builder_infers_in_every_run_what_a_new_builder_infers() {
 #[test]
 fn a_kept_builder_keeps_its_map_only_for_the_same_exact_map() {
     use pto_wsp_graph::builder::ExactMap;
-    use pto_wsp_graph::state::TaskStates;
     use pto_wsp_graph::types::Region;
     use pto_wsp_ir::Access;
-    let pool = WorkerPool::new(2).unwrap();
-    let (mut table, mut states) = (TaskTable::new(), TaskStates::new());
-    let mut kept = KeptBuilder::new();
+    let mut runs = KeptRuns::new();
     let maps = [
         ExactMap::Dynamic,
         ExactMap::Fixed(4),
@@ -1262,32 +1283,17 @@ fn a_kept_builder_keeps_its_map_only_for_the_same_exact_map() {
         ExactMap::Fixed(4),
         ExactMap::Dynamic,
     ];
+    let task: Vec<_> = (0..5)
+        .map(|tensor| (Region::new_2d(tensor, 0, 2, 0, 2), Access::Out))
+        .collect();
     for exact in maps {
-        table.reset();
-        states.reset();
         let sc = StreamConfig {
             deps: DepsMode::Exact,
             exact,
             ..StreamConfig::default()
         };
-        let r = pool.run_streaming_on(
-            &table,
-            &states,
-            &mut kept,
-            &RunConfig::default(),
-            &sc,
-            &NoopExec,
-            |b| {
-                b.alloc_task(0, ExecDomain::default(), ExecPool::Any, 0, None);
-                for tensor in 0..5 {
-                    b.add_access(Region::new_2d(tensor, 0, 2, 0, 2), Access::Out);
-                }
-                b.submit().map_err(|e| ExecError::Build(e.to_string()))?;
-                Ok(())
-            },
-        );
         let full = exact == ExactMap::Fixed(4);
-        match r {
+        match runs.run(&sc, std::slice::from_ref(&task)) {
             Ok(stats) => assert!(!full && stats.tasks == 1, "{exact:?}: {stats:?}"),
             Err(e) => assert!(
                 full && e.to_string().contains("(4 entries)"),

@@ -4,24 +4,8 @@
 //! large build does not fit the L2). Announcing the slot when a region is added to a task, before
 //! the task is submitted, lets those misses overlap the rest of the task's building instead of
 //! stalling each lookup in turn.
-//! Promise: [`prefetch`] and [`prefetch_index`] have no effect a program can observe except
-//! timing; they never read or write memory architecturally and never fault, whatever the
-//! address.
-
-/// Hints the CPU to bring the cache line holding `x` into the cache (a no-op off x86-64).
-#[inline(always)]
-pub fn prefetch<T>(x: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `prefetcht0` is a hint: it performs no architectural memory access and cannot
-    // fault, and `sse` is part of the x86-64 baseline, so the target feature is always present.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-            (x as *const T).cast::<i8>(),
-        );
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
-}
+//! Promise: [`prefetch_index`] has no effect a program can observe except timing; it never
+//! reads or writes memory architecturally and never faults, whatever the address.
 
 /// Hints the CPU to bring the cache line of `slice[i]` into the cache (a no-op off x86-64).
 /// Nothing is read, so `i` is not checked against the length: an index out of bounds is
@@ -30,8 +14,9 @@ pub fn prefetch<T>(x: &T) {
 #[inline(always)]
 pub fn prefetch_index<T>(slice: &[T], i: usize) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: as in `prefetch`: `prefetcht0` performs no architectural memory access and cannot
-    // fault whatever the address, and `wrapping_add` forms the address without the in-bounds
+    // SAFETY: `prefetcht0` is a hint: it performs no architectural memory access and cannot
+    // fault whatever the address (`sse` is part of the x86-64 baseline, so the target feature
+    // is always present), and `wrapping_add` forms the address without the in-bounds
     // requirement of `add`.
     unsafe {
         std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
@@ -55,7 +40,6 @@ mod tests {
             prefetch_index(&v, i);
         }
         prefetch_index::<u64>(&[], 3);
-        prefetch(&v[3]);
         assert_eq!(v, (0..16).collect::<Vec<u64>>());
     }
 }

@@ -367,6 +367,30 @@ fn closure(preds: &[Vec<usize>]) -> Vec<BTreeSet<usize>> {
     reach
 }
 
+/// A step of a stream worked by hand: (box, access, edges, probes so far, hit).
+type WorkedStep = (Region, Access, &'static [(u32, EdgeKind)], u64, bool);
+
+/// Replays `stream` into `m` as tasks 0, 1, …: each access must report exactly its edges, and
+/// the probe, hit and miss counters after it must be the stream's.
+fn replay_worked(m: &mut OverlapMap, stream: &[WorkedStep]) {
+    let mut hits = 0;
+    for (t, &(r, a, want, probes, hit)) in stream.iter().enumerate() {
+        let mut got = Vec::new();
+        m.access(TaskId(t as u32), &r, a, &mut |p: TaskId, k| {
+            got.push((p.0, k))
+        });
+        got.sort_by_key(|&(p, k)| (p, kind_code(k)));
+        assert_eq!(got, want, "task {t}");
+        hits += hit as u64;
+        let s = m.stats();
+        assert_eq!(
+            (s.probes, s.hits, s.misses),
+            (probes, hits, t as u64 + 1 - hits),
+            "task {t}"
+        );
+    }
+}
+
 /// Counters and edges worked out by hand, access by access, on both maps (no read covers more
 /// than one cell, so no mark is made). The first box, 4 x 8, makes the cells 4 rows by 8
 /// columns; a probe is a record met in a cell that does not intersect the access. Each kind of
@@ -380,9 +404,7 @@ fn counters_and_edges_of_a_hand_worked_stream() {
     const RAW: EdgeKind = EdgeKind::Raw;
     const WAW: EdgeKind = EdgeKind::Waw;
     const WAR: EdgeKind = EdgeKind::War;
-    // (box, access, edges, probes so far, hit)
-    type Step = (Region, Access, &'static [(u32, EdgeKind)], u64, bool);
-    let stream: [Step; 17] = [
+    let stream: [WorkedStep; 17] = [
         (b(0, 4, 0, 8), o, &[], 0, false),
         // Rows 0-1: does not cover the cell's own write (task 0), so gets a record.
         (b(0, 2, 0, 8), o, &[(0, WAW)], 0, true),
@@ -415,22 +437,7 @@ fn counters_and_edges_of_a_hand_worked_stream() {
         (b(12, 2, 0, 8), i, &[(12, RAW), (15, RAW)], 11, true),
     ];
     for mut m in [OverlapMap::pairwise(), OverlapMap::new()] {
-        let mut hits = 0;
-        for (t, &(r, a, want, probes, hit)) in stream.iter().enumerate() {
-            let mut got = Vec::new();
-            m.access(TaskId(t as u32), &r, a, &mut |p: TaskId, k| {
-                got.push((p.0, k))
-            });
-            got.sort_by_key(|&(p, k)| (p, kind_code(k)));
-            assert_eq!(got, want, "task {t}");
-            hits += hit as u64;
-            let s = m.stats();
-            assert_eq!(
-                (s.probes, s.hits, s.misses),
-                (probes, hits, t as u64 + 1 - hits),
-                "task {t}"
-            );
-        }
+        replay_worked(&mut m, &stream);
         // Live: the write records of tasks 1, 4, 8, 11, 13 (until task 15), 14 and 15, task
         // 3's read record, the own writes of tasks 0, 9 and 12, the own reads of tasks 10 and
         // 16; at most one more within an access.
@@ -526,9 +533,7 @@ fn large_lists_hold_each_live_record_once() {
     let (i, o) = (Access::In, Access::Out);
     const RAW: EdgeKind = EdgeKind::Raw;
     const WAW: EdgeKind = EdgeKind::Waw;
-    // (box, access, edges, probes so far, hit)
-    type Step = (Region, Access, &'static [(u32, EdgeKind)], u64, bool);
-    let stream: [Step; 9] = [
+    let stream: [WorkedStep; 9] = [
         // One element: the cell side.
         (b(0, 1, 0, 1), o, &[], 0, false),
         // A (large) covers it; B (large) misses A; C (large, A's box) drops A and misses B.
@@ -545,21 +550,6 @@ fn large_lists_hold_each_live_record_once() {
         (b(410, 1, 210, 1), i, &[(6, RAW)], 11, true),
     ];
     for mut m in [OverlapMap::pairwise(), OverlapMap::new()] {
-        let mut hits = 0;
-        for (t, &(r, a, want, probes, hit)) in stream.iter().enumerate() {
-            let mut got = Vec::new();
-            m.access(TaskId(t as u32), &r, a, &mut |p: TaskId, k| {
-                got.push((p.0, k))
-            });
-            got.sort_by_key(|&(p, k)| (p, kind_code(k)));
-            assert_eq!(got, want, "task {t}");
-            hits += hit as u64;
-            let s = m.stats();
-            assert_eq!(
-                (s.probes, s.hits, s.misses),
-                (probes, hits, t as u64 + 1 - hits),
-                "task {t}"
-            );
-        }
+        replay_worked(&mut m, &stream);
     }
 }

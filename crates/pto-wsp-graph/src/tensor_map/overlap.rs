@@ -537,15 +537,26 @@ impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
         }
     }
 
+    /// Whether a bucket's own entry of box `region` meets the access: a hit if so, a probe if
+    /// not.
+    #[inline(always)]
+    fn meets(&mut self, region: &Region) -> bool {
+        let meets = region.intersects(self.region);
+        if meets {
+            self.hit = true;
+        } else {
+            self.stats.probes += 1;
+        }
+        meets
+    }
+
     /// A bucket's own write, as [`Scan::nonempty_list`] treats a write record listed in that
     /// cell alone.
     #[inline(always)]
     fn own_write(&mut self, w: &mut CellWrite) {
-        if !w.region.intersects(self.region) {
-            self.stats.probes += 1;
+        if !self.meets(&w.region) {
             return;
         }
-        self.hit = true;
         let covered = self
             .cover
             .is_some_and(|m| w.seq < m.seq && w.region.intersects(&m.region));
@@ -567,11 +578,9 @@ impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
     /// record listed in that cell alone (a write uses no mark, so nothing is covered).
     #[inline(always)]
     fn own_reads(&mut self, r: &mut CellRead) {
-        if !r.region.intersects(self.region) {
-            self.stats.probes += 1;
+        if !self.meets(&r.region) {
             return;
         }
-        self.hit = true;
         report_group(
             &r.earlier,
             self.group_pool,
