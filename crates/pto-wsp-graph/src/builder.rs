@@ -202,6 +202,42 @@ pub enum BuildError {
     },
 }
 
+/// What [`GraphBuilder::alloc_task`] takes of a task, for [`GraphBuilder::submit_task`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskHead {
+    /// Kernel id.
+    pub kernel: u32,
+    /// Domain the task runs in.
+    pub domain: ExecDomain,
+    /// Pool the task runs in.
+    pub pool: ExecPool,
+    /// Stream.
+    pub stream: u32,
+    /// Affinity, if any.
+    pub affinity: Option<u32>,
+}
+
+/// Where [`GraphBuilder::submit_task`]'s caller appends the task's scalar params, in order.
+#[derive(Debug)]
+pub struct ParamsOut<'a>(&'a mut Vec<u64>);
+
+impl ParamsOut<'_> {
+    /// Appends a param (as [`GraphBuilder::add_param`]).
+    #[inline]
+    pub fn push(&mut self, value: u64) {
+        self.0.push(value);
+    }
+}
+
+/// Why [`GraphBuilder::submit_task`] failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SubmitError<E> {
+    /// The builder refused the task.
+    Build(BuildError),
+    /// The caller's hook refused it.
+    Before(E),
+}
+
 /// Counters of a build.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BuildStats {
@@ -698,6 +734,110 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         }
         self.stats.tasks += 1;
         Ok(task)
+    }
+
+    /// A whole task in one call: [`GraphBuilder::alloc_task`] with `head`,
+    /// [`GraphBuilder::add_param`] for each param `params` pushes, [`GraphBuilder::add_explicit_dep`] for
+    /// each of `deps`, then `before(id)` (the caller's hook: the task is filled and nothing of
+    /// it has reached the map or the sink), then [`GraphBuilder::submit_ios`]`(io)` — the same
+    /// graph, counters and sink calls, and the same errors in the same order. On any error the
+    /// task is abandoned ([`GraphBuilder::abandon`]: its id is reused).
+    ///
+    /// Why: a generator that keeps its regions built (the bytecode interpreter) submits each
+    /// task this way; for a builder whose sink [`EdgeSink::forgets_tasks`], with no task open,
+    /// the task is filled straight into the staged buffers, with none of the open task's checks
+    /// per call.
+    ///
+    /// # Panics
+    /// As [`GraphBuilder::alloc_task`].
+    #[inline]
+    pub fn submit_task<E>(
+        &mut self,
+        head: TaskHead,
+        params: impl FnOnce(&mut ParamsOut<'_>),
+        io: &[TaskIo],
+        deps: impl IntoIterator<Item = TaskId>,
+        before: impl FnOnce(TaskId) -> Result<(), E>,
+    ) -> Result<TaskId, SubmitError<E>> {
+        if !self.staged || self.open {
+            return self.submit_task_opened(head, params, io, deps, before);
+        }
+        // Staged and nothing open: the buffers hold nothing (each submission empties them).
+        debug_assert!(self.tasks.is_empty() && self.params.is_empty() && self.io.is_empty());
+        let id = self.base;
+        assert!(id < u32::MAX, "alloc_task: more than 2^32 - 2 tasks");
+        let task = TaskId(id);
+        params(&mut ParamsOut(&mut self.params));
+        let filled = deps.into_iter().try_for_each(|dep| {
+            if dep >= task {
+                return Err(BuildError::ForwardDep { task, dep });
+            }
+            self.explicit.push(dep.0);
+            Ok(())
+        });
+        if let Err(e) = filled {
+            self.params.clear();
+            self.explicit.clear();
+            return Err(SubmitError::Build(e));
+        }
+        if let Err(e) = before(task) {
+            self.params.clear();
+            self.explicit.clear();
+            return Err(SubmitError::Before(e));
+        }
+        self.tasks.push(TaskNode {
+            id: task,
+            kernel: head.kernel,
+            stream: head.stream,
+            affinity: head.affinity.unwrap_or(NO_AFFINITY),
+            fanin: 0,
+            fanout_start: 0,
+            fanout_count: 0,
+            params_start: self.params_base as u32,
+            io_start: self.io_base as u32,
+            params_count: 0,
+            io_count: 0,
+            tags: SchedTags::NONE,
+            domain: head.domain,
+            pool: pool_code(head.pool),
+        });
+        self.seen.push(u32::MAX);
+        self.open = true;
+        self.submit_ios(io).map_err(|e| {
+            self.abandon();
+            SubmitError::Build(e)
+        })
+    }
+
+    /// [`GraphBuilder::submit_task`] through the open task's calls (a builder that keeps its
+    /// tasks, or one with a task open).
+    #[inline(never)]
+    fn submit_task_opened<E>(
+        &mut self,
+        head: TaskHead,
+        params: impl FnOnce(&mut ParamsOut<'_>),
+        io: &[TaskIo],
+        deps: impl IntoIterator<Item = TaskId>,
+        before: impl FnOnce(TaskId) -> Result<(), E>,
+    ) -> Result<TaskId, SubmitError<E>> {
+        let id = self.alloc_task(
+            head.kernel,
+            head.domain,
+            head.pool,
+            head.stream,
+            head.affinity,
+        );
+        params(&mut ParamsOut(&mut self.params));
+        let r = deps
+            .into_iter()
+            .try_for_each(|d| self.add_explicit_dep(d))
+            .map_err(SubmitError::Build)
+            .and_then(|()| before(id).map_err(SubmitError::Before))
+            .and_then(|()| self.submit_ios(io).map_err(SubmitError::Build));
+        if r.is_err() {
+            self.abandon();
+        }
+        r
     }
 
     /// Opens, fills and submits a task the expander generated, running in `domain`. Scalar

@@ -50,7 +50,7 @@
 //! assert_eq!(b.finish().edge_count(), 2 * (2 + 2));
 //! ```
 
-use crate::builder::{BuildError, EdgeSink, GraphBuilder};
+use crate::builder::{BuildError, EdgeSink, GraphBuilder, SubmitError, TaskHead};
 use crate::tensor_map::TensorMap;
 use crate::types::{ExecDomain, ExecPool, TaskId, TaskIo};
 use pto_wsp_ir::{
@@ -468,25 +468,16 @@ impl<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> Feeder<'b, M, S, H> {
     /// Hooks and submits the open task `id`, filled with result `filled` (abandoning it on
     /// error), and records it (before `after_submit`, so the maps include it whatever that
     /// hook says).
-    /// `io`, when given, is the task's regions, not yet added ([`GraphBuilder::submit_ios`]).
     fn submit_open(
         &mut self,
         id: TaskId,
         filled: Result<(), BuildError>,
         task: Option<(u32, &dyn FeedTask)>,
-        io: Option<&[TaskIo]>,
     ) -> Result<(), FeedError<H::Error>> {
         let r = filled
             .map_err(FeedError::Build)
             .and_then(|()| self.hooks.before_submit(id, task).map_err(FeedError::Hook))
-            .and_then(|()| {
-                match io {
-                    Some(io) => self.builder.submit_ios(io),
-                    None => self.builder.submit(),
-                }
-                .map(|_| ())
-                .map_err(FeedError::Build)
-            });
+            .and_then(|()| self.builder.submit().map(|_| ()).map_err(FeedError::Build));
         if r.is_err() {
             self.builder.abandon();
             return r;
@@ -505,6 +496,10 @@ impl<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> Feeder<'b, M, S, H> {
             self.origins.user_tasks(),
             "tasks arrive in index order"
         );
+        // Regions the generator keeps built go to the builder at submission (not copied in).
+        if let Some(io) = task.io() {
+            return self.feed_built(index, task, io);
+        }
         let id = self.builder.alloc_task(
             task.kernel(),
             self.domain,
@@ -513,21 +508,52 @@ impl<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> Feeder<'b, M, S, H> {
             task.target(),
         );
         let b = &mut *self.builder;
-        // Regions the generator keeps built go to the builder at submission (not copied in).
-        let io = task.io();
         let filled = (|| {
             task.for_each_param(&mut |p| b.add_param(p));
-            if io.is_none() {
-                task.try_for_each_region(&mut |access, tensor, start, size| {
-                    b.add_region(access, tensor, start, size)
-                })?;
-            }
+            task.try_for_each_region(&mut |access, tensor, start, size| {
+                b.add_region(access, tensor, start, size)
+            })?;
             for o in &self.open {
                 b.add_explicit_dep(o.dep)?;
             }
             Ok(())
         })();
-        self.submit_open(id, filled, Some((index, task)), io)
+        self.submit_open(id, filled, Some((index, task)))
+    }
+
+    /// A task whose regions the generator keeps built ([`FeedTask::io`]): filled, hooked and
+    /// submitted in one [`GraphBuilder::submit_task`] — what [`Feeder::submit_open`] does
+    /// through the open task's calls, in the same order.
+    #[inline]
+    fn feed_built<T: FeedTask>(
+        &mut self,
+        index: u32,
+        task: &T,
+        io: &[TaskIo],
+    ) -> Result<(), FeedError<H::Error>> {
+        let head = TaskHead {
+            kernel: task.kernel(),
+            domain: self.domain,
+            pool: task.pool(),
+            stream: task.stream(),
+            affinity: task.target(),
+        };
+        let hooks = &mut *self.hooks;
+        let id = self
+            .builder
+            .submit_task(
+                head,
+                |out| task.for_each_param(&mut |p| out.push(p)),
+                io,
+                self.open.iter().map(|o| o.dep),
+                |id| hooks.before_submit(id, Some((index, task as &dyn FeedTask))),
+            )
+            .map_err(|e| match e {
+                SubmitError::Build(e) => FeedError::Build(e),
+                SubmitError::Before(e) => FeedError::Hook(e),
+            })?;
+        self.origins.push_user();
+        self.hooks.after_submit(id).map_err(FeedError::Hook)
     }
 
     /// A barrier after every task of `before` (expander indices).
@@ -542,7 +568,7 @@ impl<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> Feeder<'b, M, S, H> {
                 .expect("an order edge names tasks already fed");
             self.builder.add_explicit_dep(d)
         });
-        self.submit_open(id, filled, None, None)?;
+        self.submit_open(id, filled, None)?;
         Ok(id)
     }
 }

@@ -746,32 +746,32 @@ struct Hooks<'p> {
     coverage: Option<&'p mut coverage::Coverage>,
     /// Raised by [`Program::cancel`]: the generator stops at its next task.
     kernels: &'p KernelRegistry,
+    /// Whether any of `priorities`, `costs` and `producers` is set (asked once per task, not
+    /// three times).
+    records: bool,
 }
 
-impl FeedHooks for Hooks<'_> {
-    type Error = ();
-    fn before_submit(
-        &mut self,
-        id: pto_wsp_graph::TaskId,
-        task: Option<(u32, &dyn FeedTask)>,
-    ) -> Result<(), ()> {
-        if self.probe.failed() || self.kernels.is_cancelled() {
-            return Err(());
-        }
-        if let (Some(c), Some((_, t))) = (&mut self.coverage, task)
-            && c.tracks(t.kernel())
-        {
-            // A region the builder refuses fails the run below; here it only marks.
-            let _ = t.try_for_each_region(&mut |access, tensor, start, size| {
-                c.mark(access, tensor, start, size);
-                Ok(())
-            });
-        }
-        debug_assert_eq!(id.index(), self.origins.len());
-        match task {
-            Some(_) => self.origins.push_user(),
-            None => self.origins.push_barrier(),
-        }
+impl Hooks<'_> {
+    /// Sets [`Hooks::records`] from the fields; call once the hooks are built.
+    fn with_records(mut self) -> Self {
+        self.records =
+            self.priorities.is_some() || self.costs.is_some() || self.producers.is_some();
+        self
+    }
+
+    /// Marks the regions task `t` writes in the coverage bitmaps.
+    #[inline(never)]
+    fn mark(c: &mut coverage::Coverage, t: &dyn FeedTask) {
+        // A region the builder refuses fails the run below; here it only marks.
+        let _ = t.try_for_each_region(&mut |access, tensor, start, size| {
+            c.mark(access, tensor, start, size);
+            Ok(())
+        });
+    }
+
+    /// The per-task records some schedules ask for: priority key, cycle cost, producers.
+    #[inline(never)]
+    fn record(&mut self, id: pto_wsp_graph::TaskId, task: Option<(u32, &dyn FeedTask)>) {
         if let Some(w) = &mut self.priorities {
             w.push(task.map_or(0, |(_, t)| t.priority()));
         }
@@ -780,6 +780,35 @@ impl FeedHooks for Hooks<'_> {
         }
         if let (Some(p), Some((_, t))) = (&mut self.producers, task) {
             p.record(id, t);
+        }
+    }
+}
+
+impl FeedHooks for Hooks<'_> {
+    type Error = ();
+    #[inline]
+    fn before_submit(
+        &mut self,
+        id: pto_wsp_graph::TaskId,
+        task: Option<(u32, &dyn FeedTask)>,
+    ) -> Result<(), ()> {
+        if self.probe.failed() || self.kernels.is_cancelled() {
+            return Err(());
+        }
+        debug_assert_eq!(id.index(), self.origins.len());
+        match task {
+            Some((_, t)) => {
+                self.origins.push_user();
+                if let Some(c) = &mut self.coverage
+                    && c.tracks(t.kernel())
+                {
+                    Hooks::mark(c, t);
+                }
+            }
+            None => self.origins.push_barrier(),
+        }
+        if self.records {
+            self.record(id, task);
         }
         Ok(())
     }
@@ -963,7 +992,9 @@ impl Inner {
                     generation: &mut generation,
                     coverage: cover,
                     kernels: &self.options.kernels,
-                };
+                    records: false,
+                }
+                .with_records();
                 summary = self.generate(bindings, b, &mut hooks)?;
                 Ok(())
             });
