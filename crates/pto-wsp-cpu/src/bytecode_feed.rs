@@ -24,7 +24,7 @@
 use std::ops::{ControlFlow, Range};
 
 use pto_wsp_bytecode::{Bound, ExecutorConfig, InterpError, Interpreter, Program, Task, TaskSink};
-use pto_wsp_graph::builder::{BuildError, EdgeSink, GraphBuilder};
+use pto_wsp_graph::builder::{BuildError, EdgeSink, GraphBuilder, ParamsOut};
 use pto_wsp_graph::feed::{FeedError, FeedHooks, FeedSummary, FeedTask, Feeder, RegionFn};
 use pto_wsp_graph::tensor_map::TensorMap;
 use pto_wsp_graph::types::{ExecDomain, ExecPool, TaskIo};
@@ -66,6 +66,12 @@ impl FeedTask for View<'_, '_> {
     fn for_each_param(&self, f: &mut dyn FnMut(u64)) {
         for p in self.0.params {
             f(p.to_bits());
+        }
+    }
+    #[inline]
+    fn params_into(&self, out: &mut ParamsOut<'_>) {
+        for p in self.0.params {
+            out.push(p.to_bits());
         }
     }
     fn try_for_each_region(&self, f: &mut RegionFn<'_>) -> Result<(), BuildError> {

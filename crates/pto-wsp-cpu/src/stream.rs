@@ -156,6 +156,7 @@ pub struct AbortProbe<'s>(&'s AtomicBool);
 
 impl AbortProbe<'_> {
     /// Whether the run failed.
+    #[inline]
     pub fn failed(&self) -> bool {
         self.0.load(Ordering::Relaxed)
     }

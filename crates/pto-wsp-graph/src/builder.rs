@@ -811,7 +811,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
 
     /// [`GraphBuilder::submit_task`] through the open task's calls (a builder that keeps its
     /// tasks, or one with a task open).
-    #[inline(never)]
+    #[inline]
     fn submit_task_opened<E>(
         &mut self,
         head: TaskHead,

@@ -50,7 +50,7 @@
 //! assert_eq!(b.finish().edge_count(), 2 * (2 + 2));
 //! ```
 
-use crate::builder::{BuildError, EdgeSink, GraphBuilder, SubmitError, TaskHead};
+use crate::builder::{BuildError, EdgeSink, GraphBuilder, ParamsOut, SubmitError, TaskHead};
 use crate::tensor_map::TensorMap;
 use crate::types::{ExecDomain, ExecPool, TaskId, TaskIo};
 use pto_wsp_ir::{
@@ -197,6 +197,12 @@ pub trait FeedTask {
     fn cost(&self) -> Option<u64>;
     /// Calls `f` with each scalar param's bits ([`pto_wsp_ir::Value::to_bits`]), in order.
     fn for_each_param(&self, f: &mut dyn FnMut(u64));
+    /// Appends each scalar param's bits to `out`, in order: what [`FeedTask::for_each_param`]
+    /// reports. The default goes through it; a generator with its params at hand skips the call
+    /// per param.
+    fn params_into(&self, out: &mut ParamsOut<'_>) {
+        self.for_each_param(&mut |p| out.push(p));
+    }
     /// Calls `f` with each region `(access, tensor, start, size)`, in order, stopping at the
     /// first error.
     fn try_for_each_region(&self, f: &mut RegionFn<'_>) -> Result<(), BuildError>;
@@ -543,7 +549,7 @@ impl<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> Feeder<'b, M, S, H> {
             .builder
             .submit_task(
                 head,
-                |out| task.for_each_param(&mut |p| out.push(p)),
+                |out| task.params_into(out),
                 io,
                 self.open.iter().map(|o| o.dep),
                 |id| hooks.before_submit(id, Some((index, task as &dyn FeedTask))),

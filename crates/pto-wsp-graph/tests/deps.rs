@@ -2130,3 +2130,175 @@ fn a_builder_that_forgets_submitted_tasks_reports_what_one_that_keeps_them_repor
         assert!(kept.iter().any(|c| matches!(c, SinkCall::Hint(Some(_)))));
     }
 }
+
+/// How [`build_whole`] submits each task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Whole {
+    /// `alloc_task`, `add_param`, `add_explicit_dep`, `submit_ios` (`abandon` on a refusal).
+    Calls,
+    /// One `submit_task`.
+    OneCall,
+}
+
+/// Builds the stream into `b`, each task with its index as kernel, stream and params, its
+/// regions given at submission. Before the task `j` with `refused[j]`, two attempts that fail
+/// and leave nothing: one whose hook refuses, one naming a dependency on itself (a forward
+/// one). Returns the errors met, in order, with the id each hook was given.
+fn build_whole<M: TensorMap, S: EdgeSink>(
+    tasks: &[GenTask],
+    b: &mut GraphBuilder<M, S>,
+    how: Whole,
+    refused: &[bool],
+) -> Vec<String> {
+    use pto_wsp_graph::builder::{SubmitError, TaskHead};
+    let mut seen = Vec::new();
+    let mut io = Vec::new();
+    for (j, t) in tasks.iter().enumerate() {
+        io.clear();
+        io.extend(t.regions.iter().map(|&(r, a)| TaskIo::new(r, a)));
+        let head = TaskHead {
+            kernel: j as u32 % 7,
+            domain: ExecDomain::HostCpu,
+            pool: if j % 2 == 0 {
+                ExecPool::Any
+            } else {
+                ExecPool::Vector
+            },
+            stream: j as u32 % 3,
+            affinity: (j % 4 == 1).then_some(j as u32 % 5),
+        };
+        let params = [j as u64 * 7, j as u64 ^ 0x55];
+        let mut deps: Vec<TaskId> = explicit_deps(tasks, j)
+            .into_iter()
+            .map(|d| TaskId(d as u32))
+            .collect();
+        let mut attempts = vec![(false, true)];
+        if refused.get(j).copied().unwrap_or(false) {
+            attempts.insert(0, (true, false));
+            attempts.insert(0, (false, false));
+        }
+        for (forward, accept) in attempts {
+            let next = TaskId(b.len() as u32);
+            if forward {
+                deps.push(next);
+            }
+            let r = match how {
+                Whole::OneCall => b
+                    .submit_task(
+                        head,
+                        |out| params.iter().for_each(|&p| out.push(p)),
+                        &io,
+                        deps.iter().copied(),
+                        |id| {
+                            seen.push(format!("hook {}", id.0));
+                            if accept { Ok(()) } else { Err(id.0) }
+                        },
+                    )
+                    .map_err(|e| match e {
+                        SubmitError::Build(e) => format!("build {e}"),
+                        SubmitError::Before(id) => format!("refused {id}"),
+                    }),
+                Whole::Calls => {
+                    let id = b.alloc_task(
+                        head.kernel,
+                        head.domain,
+                        head.pool,
+                        head.stream,
+                        head.affinity,
+                    );
+                    params.iter().for_each(|&p| b.add_param(p));
+                    let r = deps
+                        .iter()
+                        .try_for_each(|&d| b.add_explicit_dep(d))
+                        .map_err(|e| format!("build {e}"))
+                        .and_then(|()| {
+                            seen.push(format!("hook {}", id.0));
+                            if accept {
+                                Ok(())
+                            } else {
+                                Err(format!("refused {}", id.0))
+                            }
+                        })
+                        .and_then(|()| b.submit_ios(&io).map_err(|e| format!("build {e}")));
+                    if r.is_err() {
+                        b.abandon();
+                    }
+                    r
+                }
+            };
+            if forward {
+                deps.pop();
+            }
+            match r {
+                Ok(id) => assert_eq!(id, next, "task {j}: the next id"),
+                Err(e) => seen.push(e),
+            }
+        }
+        assert_eq!(b.len(), j + 1, "task {j}: one task more");
+    }
+    seen
+}
+
+/// A sink that forgets tasks and keeps every node, params and regions published, and every edge.
+#[derive(Default, Debug, PartialEq)]
+struct Published {
+    edges: Vec<(u32, u32)>,
+    submitted: Vec<u32>,
+    nodes: Vec<(pto_wsp_graph::storage::TaskNode, Vec<u64>, Vec<TaskIo>)>,
+}
+
+impl EdgeSink for Published {
+    fn edge(&mut self, pred: TaskId, succ: TaskId) {
+        self.edges.push((pred.0, succ.0));
+    }
+    fn submitted(&mut self, task: TaskId) {
+        self.submitted.push(task.0);
+    }
+    fn publish(&mut self, node: &pto_wsp_graph::storage::TaskNode, params: &[u64], io: &[TaskIo]) {
+        self.nodes.push((*node, params.to_vec(), io.to_vec()));
+    }
+    fn forgets_tasks(&self) -> bool {
+        true
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(64)))]
+
+    /// A task submitted in one call (`submit_task`) builds what the open task's calls build —
+    /// the same edges, nodes, params, regions and counters, for a sink that forgets tasks (the
+    /// staged path) and for one that keeps them (the finished graph) — and a refusal (the
+    /// hook's, or a forward dependency) leaves nothing, as `abandon` does, with the same error.
+    #[test]
+    fn one_call_submission_builds_what_the_open_task_calls_build(
+        tasks in stream_strategy(),
+        refused in prop::collection::vec(any::<bool>(), 0..200),
+    ) {
+        let maps = || -> Vec<AnyTensorMap> {
+            vec![
+                AnyTensorMap::Fixed(FixedExactMap::growable(1)),
+                AnyTensorMap::Dynamic(DynamicExactMap::new()),
+                AnyTensorMap::Overlap(OverlapMap::new()),
+            ]
+        };
+        for k in 0..maps().len() {
+            let mut run = |how| {
+                let mut b = GraphBuilder::with_map(maps().swap_remove(k), Published::default());
+                let seen = build_whole(&tasks, &mut b, how, &refused);
+                let stats = b.stats();
+                (seen, stats, b.into_parts().1)
+            };
+            let (want, got) = (run(Whole::Calls), run(Whole::OneCall));
+            prop_assert_eq!(&got, &want, "staged, map {}", k);
+            prop_assert_eq!(want.2.nodes.len(), tasks.len());
+            let mut run = |how| {
+                let mut b = GraphBuilder::with_map(maps().swap_remove(k), CollectEdges::default());
+                let seen = build_whole(&tasks, &mut b, how, &refused);
+                let stats = b.stats();
+                (seen, stats, b.finish())
+            };
+            let (want, got) = (run(Whole::Calls), run(Whole::OneCall));
+            prop_assert_eq!(&got, &want, "kept, map {}", k);
+        }
+    }
+}

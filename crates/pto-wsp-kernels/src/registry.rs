@@ -291,6 +291,7 @@ impl KernelRegistry {
     }
 
     /// Whether [`Self::cancel`] was called since the last [`Self::clear_cancel`].
+    #[inline]
     pub fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Relaxed)
     }
