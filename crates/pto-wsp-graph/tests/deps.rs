@@ -2282,7 +2282,7 @@ proptest! {
             ]
         };
         for k in 0..maps().len() {
-            let mut run = |how| {
+            let run = |how| {
                 let mut b = GraphBuilder::with_map(maps().swap_remove(k), Published::default());
                 let seen = build_whole(&tasks, &mut b, how, &refused);
                 let stats = b.stats();
@@ -2291,7 +2291,7 @@ proptest! {
             let (want, got) = (run(Whole::Calls), run(Whole::OneCall));
             prop_assert_eq!(&got, &want, "staged, map {}", k);
             prop_assert_eq!(want.2.nodes.len(), tasks.len());
-            let mut run = |how| {
+            let run = |how| {
                 let mut b = GraphBuilder::with_map(maps().swap_remove(k), CollectEdges::default());
                 let seen = build_whole(&tasks, &mut b, how, &refused);
                 let stats = b.stats();
