@@ -249,6 +249,64 @@ impl TaskStates {
         self.wire(p, s, succ, || cursor.take(self, succ))
     }
 
+    /// [`TaskStates::add_edge_in`] for a producer that is not sealed yet and whose only wirer is
+    /// this thread (a batch of held submissions, the chain's case): nobody else can touch its
+    /// fan-out list before it is sealed (it cannot be ready, so it cannot complete), so the node
+    /// is pushed by a plain store instead of a compare-exchange, and the edge is always
+    /// accepted. The producer's seal, later on this thread, orders the store before its
+    /// completion (the seal's read-modify-write or the publication of the ready task is a
+    /// release that its completer acquires).
+    ///
+    /// Contract: `pred` was allocated and is not sealed (checked only as far as "not completed":
+    /// its own producers may have counted its `fanin` down already), `succ` is being wired, and
+    /// this thread is the only wirer of both.
+    #[inline]
+    pub fn add_edge_unsealed_in(&self, cursor: &mut EdgeCursor, pred: TaskId, succ: TaskId) {
+        debug_assert!(pred < succ, "a task's producer is older than it");
+        let p = match cursor.cached_slot(pred) {
+            Some(p) => p,
+            None => self.slot_or_grow(pred),
+        };
+        let s = self.slot_in(cursor, succ);
+        let head = p.head.load(Ordering::Relaxed);
+        debug_assert_ne!(head, CLOSED, "an unsealed producer cannot have completed");
+        let (idx, node) = cursor.take(self, succ);
+        node.succ.store(succ.0, Ordering::Relaxed);
+        node.next.store(head, Ordering::Relaxed);
+        p.head.store(idx, Ordering::Release);
+        let wired = s.wired.load(Ordering::Relaxed) + 1;
+        assert!(wired < BIAS - 1, "a task accepts fewer than 2^31 - 1 edges");
+        s.wired.store(wired, Ordering::Relaxed);
+    }
+
+    /// [`TaskStates::seal_in`] for a task whose every accepted edge comes from a producer that
+    /// is not sealed yet ([`TaskStates::add_edge_unsealed_in`]): no producer can have completed
+    /// or complete before this thread seals it, so nobody has touched the task's count and the
+    /// bias is dropped by a plain store instead of a read-modify-write. Returns whether the task
+    /// is ready (it accepted no edge). A batch of such tasks must be sealed newest first, so
+    /// that each one's producers in the batch are still unsealed at its seal.
+    ///
+    /// Contract (checked by a debug assertion): every producer of an edge `task` accepted is
+    /// unsealed, this thread is its only wirer, and `task` is not sealed.
+    #[inline]
+    pub fn seal_unsealed_preds_in(&self, cursor: &mut EdgeCursor, task: TaskId) -> bool {
+        let s = self.slot_in(cursor, task);
+        let wired = s.wired.load(Ordering::Relaxed);
+        debug_assert_eq!(
+            s.fanin.load(Ordering::Relaxed),
+            BIAS,
+            "task {} sealed twice or released by a producer",
+            task.0
+        );
+        if wired == 0 {
+            return true;
+        }
+        // Release: a producer that completes later (after its own seal on this thread) reads
+        // this count or a later one with acquire.
+        s.fanin.store(wired, Ordering::Release);
+        false
+    }
+
     /// The state of `task` through `cursor`'s cached chunk (caching the chunk of `task`).
     /// `task` must not have completed (it is being wired or sealed), so its chunk is alive.
     #[inline(always)]
