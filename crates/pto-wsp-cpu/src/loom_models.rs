@@ -1,8 +1,8 @@
 //! Loom models of the CPU back end's concurrency, run on the production code through
 //! [`crate::sync`]: the ready ring ([`crate::ring`]), the idle / park / wake protocol
 //! ([`crate::idle`]) with the worker pool's hand-off, the engine's routing and the end of a run
-//! ([`crate::pool`], [`crate::engine`]), the task table's publication ([`crate::table`]), and
-//! device generation's hand-over, seal and inboxes, and its partitioned generation's access
+//! ([`crate::pool`], [`crate::engine`]), the task table's publication ([`crate::table`]), the
+//! streamed sink's batches sealed newest first ([`crate::stream`]), and device generation's hand-over, seal and inboxes, and its partitioned generation's access
 //! exchange and merge watermark ([`crate::devgen`]).
 //!
 //! Run (CI step):

@@ -792,6 +792,73 @@ mod tests {
         assert_eq!(all, (0..n - 1).collect::<Vec<_>>());
     }
 
+    /// Batches of held tasks, as a streamed sink builds them: edges from a task of the batch
+    /// being built are wired by plain stores, the others atomically; the batch is sealed newest
+    /// first, a task wired only from its batch by the plain seal. Between batches some of the
+    /// ready tasks complete (a worker lagging behind). Oracle: a task runs only once every
+    /// producer has run, and every task runs exactly once.
+    #[test]
+    fn held_batches_wired_and_sealed_by_plain_stores() {
+        const N: u32 = 300;
+        const BATCH: u32 = 5;
+        // Producers: one to three of the four tasks before (a fixed pseudo-random pattern).
+        let preds = |t: u32| -> Vec<u32> {
+            (1..=4u32)
+                .filter(|k| t >= *k && (t.wrapping_mul(7) + k * 3) % 4 != 0)
+                .map(|k| t - k)
+                .collect()
+        };
+        let s = TaskStates::new();
+        let mut cursor = EdgeCursor::new();
+        let mut done = vec![false; N as usize];
+        let mut ran = 0u32;
+        let mut ready: Vec<u32> = Vec::new();
+        let run = |t: u32, done: &mut Vec<bool>, ready: &mut Vec<u32>| {
+            for p in preds(t) {
+                assert!(done[p as usize], "task {t} ran before its producer {p}");
+            }
+            assert!(!done[t as usize], "task {t} ran twice");
+            done[t as usize] = true;
+            s.complete(TaskId(t), |r| ready.push(r.0));
+        };
+        let mut start = 0;
+        while start < N {
+            let end = (start + BATCH).min(N);
+            let mut outside = vec![false; (end - start) as usize];
+            for t in start..end {
+                for p in preds(t) {
+                    if p >= start {
+                        s.add_edge_unsealed_in(&mut cursor, TaskId(p), TaskId(t));
+                    } else if s.add_edge_in(&mut cursor, TaskId(p), TaskId(t)) {
+                        outside[(t - start) as usize] = true;
+                    }
+                }
+            }
+            for t in (start..end).rev() {
+                let r = if outside[(t - start) as usize] {
+                    s.seal_in(&mut cursor, TaskId(t))
+                } else {
+                    s.seal_unsealed_preds_in(&mut cursor, TaskId(t))
+                };
+                if r {
+                    ready.push(t);
+                }
+            }
+            // The worker runs half of what is ready (its oldest first) before the next batch.
+            for _ in 0..ready.len().div_ceil(2) {
+                let t = ready.remove(0);
+                run(t, &mut done, &mut ready);
+                ran += 1;
+            }
+            start = end;
+        }
+        while let Some(t) = ready.pop() {
+            run(t, &mut done, &mut ready);
+            ran += 1;
+        }
+        assert_eq!(ran, N, "every task ran");
+    }
+
     #[test]
     fn growth_across_segments() {
         let s = TaskStates::new();

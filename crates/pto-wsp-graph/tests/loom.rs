@@ -1,5 +1,5 @@
 //! Loom models of the scheduling core's concurrency: the streaming completion protocol
-//! (`state.rs`), the FIFO ready-queue hand-off (`ready.rs`), and the sleep/wake paths of the task
+//! (`state.rs`, with a batch of held tasks wired and sealed by plain stores), the FIFO ready-queue hand-off (`ready.rs`), and the sleep/wake paths of the task
 //! window (`window.rs`) and issue gate (`gate.rs`).
 //!
 //! Run (CI step):
