@@ -2,8 +2,9 @@
 //! [`crate::sync`]: the ready ring ([`crate::ring`]), the idle / park / wake protocol
 //! ([`crate::idle`]) with the worker pool's hand-off, the engine's routing and the end of a run
 //! ([`crate::pool`], [`crate::engine`]), the task table's publication ([`crate::table`]), the
-//! streamed sink's batches sealed newest first ([`crate::stream`]), and device generation's hand-over, seal and inboxes, and its partitioned generation's access
-//! exchange and merge watermark ([`crate::devgen`]).
+//! streamed sink's batches sealed newest first ([`crate::stream`]), and device generation's
+//! hand-over, seal and inboxes, and its partitioned generation's access exchange and merge
+//! watermark ([`crate::devgen`]).
 //!
 //! Run (CI step):
 //!

@@ -23,16 +23,7 @@
 //! instead of running each task the moment it is sealed: the builder and the workers then work
 //! on different task-state cache lines instead of passing each task's lines back and forth (a
 //! chain: the worker completes task `k` while the builder wires `k + 1` to it, on the same
-//! line). Held tasks are also cheaper to wire and seal: no worker can see a task before it
-//! is sealed, so an edge from a held task is pushed onto its fan-out list by a plain store
-//! ([`TaskStates::add_edge_unsealed_in`]), and a batch is sealed newest first, so that a held
-//! task whose every accepted edge comes from its own batch is sealed while those producers still
-//! cannot have completed: its count is set by a plain store
-//! ([`TaskStates::seal_unsealed_preds_in`]), not a read-modify-write. A task with an edge from a
-//! task sealed earlier (a worker may be completing it), or one being wired when a batch is
-//! sealed, takes the atomic wiring and seal; so a chain costs the orchestrator an atomic
-//! read-modify-write only at batch boundaries. (Under a `timing` other than `immediate` tasks
-//! are sealed one by one as timing releases them, by the atomic seal.) This holds for every routing: when routing is plain (work stealing, no placement or
+//! line). This holds for every routing: when routing is plain (work stealing, no placement or
 //! pool split) the engine publishes the tasks found ready through its ready ring; otherwise
 //! (a `dispatch` placement or a pool split, as in the LLaMA layer's schedule) each goes to the
 //! queue or inbox its routing names, a batch of seals at a time. Unsealed tasks are sealed and
@@ -40,6 +31,17 @@
 //! `rate_limit` pacing) and when orchestration ends. So a task waits for at most a batch of later
 //! submissions, and a producer that waits for a task's completion must do so through the sink
 //! ([`EdgeSink::wait_complete`]), not by other means.
+//!
+//! Held tasks are also cheaper to wire and seal: no worker can see a task before it is sealed,
+//! so an edge from a held task is pushed onto its fan-out list by a plain store
+//! ([`TaskStates::add_edge_unsealed_in`]), and a batch is sealed newest first, so that a held
+//! task whose every accepted edge comes from its own batch is sealed while those producers still
+//! cannot have completed: its count is set by a plain store
+//! ([`TaskStates::seal_unsealed_preds_in`]), not a read-modify-write. A task with an edge from a
+//! task sealed earlier (a worker may be completing it), or one being wired when a batch is
+//! sealed, takes the atomic wiring and seal; so a chain costs the orchestrator an atomic
+//! read-modify-write only at batch boundaries. (Under a `timing` other than `immediate` tasks
+//! are sealed one by one as timing releases them, by the atomic seal.)
 //!
 //! Tasks that become ready later are released by the worker that completes their last
 //! predecessor, exactly as in a finished graph. The run ends when orchestration has ended and

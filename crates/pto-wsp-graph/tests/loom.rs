@@ -1,6 +1,7 @@
 //! Loom models of the scheduling core's concurrency: the streaming completion protocol
-//! (`state.rs`, with a batch of held tasks wired and sealed by plain stores), the FIFO ready-queue hand-off (`ready.rs`), and the sleep/wake paths of the task
-//! window (`window.rs`) and issue gate (`gate.rs`).
+//! (`state.rs`, with a batch of held tasks wired and sealed by plain stores), the FIFO
+//! ready-queue hand-off (`ready.rs`), and the sleep/wake paths of the task window (`window.rs`)
+//! and issue gate (`gate.rs`).
 //!
 //! Run (CI step):
 //!
