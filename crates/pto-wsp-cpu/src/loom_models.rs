@@ -1,9 +1,10 @@
 //! Loom models of the CPU back end's concurrency, run on the production code through
 //! [`crate::sync`]: the ready ring ([`crate::ring`]), the idle / park / wake protocol
 //! ([`crate::idle`]) with the worker pool's hand-off, the engine's routing and the end of a run
-//! ([`crate::pool`], [`crate::engine`]), the task table's publication ([`crate::table`]), and
-//! device generation's hand-over, seal and inboxes, and its partitioned generation's access
-//! exchange and merge watermark ([`crate::devgen`]).
+//! ([`crate::pool`], [`crate::engine`]), the task table's publication ([`crate::table`]), the
+//! streamed sink's batches sealed newest first ([`crate::stream`]), and device generation's
+//! hand-over, seal and inboxes, and its partitioned generation's access exchange and merge
+//! watermark ([`crate::devgen`]).
 //!
 //! Run (CI step):
 //!
@@ -630,4 +631,80 @@ fn partitioned_chain_of_three(
     edges.sort();
     assert_eq!(edges, vec![(0, 1), (1, 2)]);
     stats
+}
+
+// ---------------------------------------------------------------------------------------------
+// The streamed sink's batches
+// ---------------------------------------------------------------------------------------------
+
+/// The streamed sink itself ([`crate::stream::StreamSink`], through the explicit builder) builds
+/// `0; 1 <- 0; 2 <- 1; 3 <- {0, 2}` with seals held in batches of two while a worker runs what is
+/// released and completes it. An edge from a task held unsealed in the batch being built (1 <- 0,
+/// 3 <- 2) is wired by a plain store and, when all of a task's accepted edges are such, the task
+/// is sealed by a plain store, newest first; 2 <- 1 and 3 <- 0 come from a sealed task (the
+/// worker may be completing it) and take the atomic wiring and seal. Every task runs exactly
+/// once, after its producers: a batch sealed oldest first, or an edge from a sealed task taken as
+/// unsealed, lets a completion's release land before the plain seal that overwrites it (the
+/// task never runs: loom reports the worker's endless loop).
+#[test]
+fn stream_sink_seals_held_batches_newest_first() {
+    use crate::exec::ExecError;
+    use crate::stream::{Hooks, StreamConfig, StreamSink};
+    use crate::sync::Inbox;
+    use crate::table::TaskTable;
+    use pto_wsp_graph::explicit::{ExplicitBuilder, ExplicitTask};
+    use pto_wsp_graph::state::TaskStates;
+
+    const PREDS: [&[u32]; 4] = [&[], &[0], &[1], &[0, 2]];
+    model(3, || {
+        let states = Arc::new(TaskStates::new());
+        let queue = Arc::new(Inbox::default());
+        let done = flags(4);
+        let runs = counts(4);
+        let worker = {
+            let (states, queue, done, runs) =
+                (states.clone(), queue.clone(), done.clone(), runs.clone());
+            thread::spawn(move || {
+                let mut finished = 0;
+                while finished < PREDS.len() {
+                    let Some(t) = queue.pop() else {
+                        thread::yield_now();
+                        continue;
+                    };
+                    for &p in PREDS[t as usize] {
+                        assert!(done[p as usize].load(Relaxed), "task {t} ran before {p}");
+                    }
+                    runs[t as usize].fetch_add(1, Relaxed);
+                    done[t as usize].store(true, Relaxed);
+                    states.complete(TaskId(t), |s| queue.push(s.0));
+                    finished += 1;
+                }
+            })
+        };
+        let table = TaskTable::new();
+        let (idle, abort) = (Idle::new(1), AtomicBool::new(false));
+        let hooks = Hooks {
+            release: &|t: TaskId| queue.push(t.0),
+            release_all: &|ts: &[TaskId]| ts.iter().for_each(|t| queue.push(t.0)),
+            publish: &|| {},
+            fail: &|e: ExecError| panic!("{e}"),
+            idle: &idle,
+            abort: &abort,
+            pause: &thread::yield_now,
+        };
+        let stream = StreamConfig {
+            deps: DepsMode::Explicit,
+            ..StreamConfig::default()
+        };
+        let sink = StreamSink::new(&states, table.writer().unwrap(), None, &stream, true, hooks);
+        let mut b = ExplicitBuilder::with_sink(sink);
+        for preds in PREDS {
+            let preds: Vec<TaskId> = preds.iter().map(|&p| TaskId(p)).collect();
+            b.add(&ExplicitTask::host(0), &preds).unwrap();
+        }
+        worker.join().unwrap();
+        for r in runs.iter() {
+            assert_eq!(r.load(Relaxed), 1);
+        }
+    });
 }

@@ -32,6 +32,17 @@
 //! submissions, and a producer that waits for a task's completion must do so through the sink
 //! ([`EdgeSink::wait_complete`]), not by other means.
 //!
+//! Held tasks are also cheaper to wire and seal: no worker can see a task before it is sealed,
+//! so an edge from a held task is pushed onto its fan-out list by a plain store
+//! ([`TaskStates::add_edge_unsealed_in`]), and a batch is sealed newest first, so that a held
+//! task whose every accepted edge comes from its own batch is sealed while those producers still
+//! cannot have completed: its count is set by a plain store
+//! ([`TaskStates::seal_unsealed_preds_in`]), not a read-modify-write. A task with an edge from a
+//! task sealed earlier (a worker may be completing it), or one being wired when a batch is
+//! sealed, takes the atomic wiring and seal; so a chain costs the orchestrator an atomic
+//! read-modify-write only at batch boundaries. (Under a `timing` other than `immediate` tasks
+//! are sealed one by one as timing releases them, by the atomic seal.)
+//!
 //! Tasks that become ready later are released by the worker that completes their last
 //! predecessor, exactly as in a finished graph. The run ends when orchestration has ended and
 //! every submitted task has completed.
@@ -217,10 +228,19 @@ pub struct StreamSink<'s> {
     /// The workers' parking state: whether some or every worker is parked is a hint to seal at
     /// once rather than batch (read inline, one load per submission).
     idle: &'s Idle,
-    /// Submitted tasks not sealed yet, when the engine takes ready tasks in batches.
-    unsealed: Option<Vec<TaskId>>,
+    /// Submitted tasks not sealed yet, when the engine takes ready tasks in batches, each with
+    /// whether some edge it accepted comes from a task sealed before (which may complete at any
+    /// time, so its seal must be the atomic one).
+    unsealed: Option<Vec<(TaskId, bool)>>,
+    /// Tasks from here on are submitted and not sealed (or not submitted yet): an edge from
+    /// one is wired without an atomic read-modify-write ([`TaskStates::add_edge_unsealed_in`]).
+    /// `u32::MAX` when seals are not batched (every producer may be sealed).
+    sealed_below: u32,
     /// The task being submitted waits for a predecessor (an edge to it was accepted).
     waits: bool,
+    /// The task being submitted accepted an edge from a sealed task, or a batch was sealed
+    /// while it was being wired: its seal must be the atomic one.
+    outside: bool,
     /// Some task in `unsealed` waits for no predecessor: sealing makes it ready.
     ready_held: bool,
     fail: &'s (dyn Fn(ExecError) + Sync),
@@ -343,17 +363,35 @@ impl<'s> StreamSink<'s> {
             return;
         };
         self.ready_held = false;
+        // A task being wired now has producers that are sealed from here on.
+        self.outside = true;
+        if let Some(&(last, _)) = unsealed.last()
+            && self.sealed_below != u32::MAX
+        {
+            self.sealed_below = last.0 + 1;
+        }
         let (states, cursor, start, ready) = (
             self.states,
             &mut self.cursor,
             &mut self.start,
             &mut self.ready,
         );
-        for t in unsealed.drain(..) {
-            if states.seal_in(cursor, t) {
+        // Newest first: a task whose every accepted producer is in this batch is sealed while
+        // they all are still unsealed (none can have completed), so its count is set by a
+        // plain store; the others take the atomic seal. The flag becomes "ready".
+        for e in unsealed.iter_mut().rev() {
+            e.1 = if e.1 {
+                states.seal_in(cursor, e.0)
+            } else {
+                states.seal_unsealed_preds_in(cursor, e.0)
+            };
+        }
+        for &(t, found_ready) in unsealed.iter() {
+            if found_ready {
                 start.ready(t, |r| ready.push(r));
             }
         }
+        unsealed.clear();
         if !ready.is_empty() {
             (self.release_all)(ready);
             ready.clear();
@@ -423,7 +461,7 @@ impl<'s> StreamSink<'s> {
 }
 
 impl EdgeSink for StreamSink<'_> {
-    #[inline]
+    #[inline(always)]
     fn edge(&mut self, pred: TaskId, succ: TaskId) {
         if let Some(e) = &mut self.edges {
             e.push((pred.0, succ.0));
@@ -431,14 +469,20 @@ impl EdgeSink for StreamSink<'_> {
         if let Some((c, _)) = &mut self.order {
             c.edge(pred);
         }
-        if self.states.add_edge_in(&mut self.cursor, pred, succ) {
+        if pred.0 >= self.sealed_below {
+            // Held in the batch being built: not sealed, so not completed.
+            self.states
+                .add_edge_unsealed_in(&mut self.cursor, pred, succ);
             self.waits = true;
+        } else if self.states.add_edge_in(&mut self.cursor, pred, succ) {
+            self.waits = true;
+            self.outside = true;
         } else {
             self.refused += 1;
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn publish(&mut self, node: &TaskNode, params: &[u64], io: &[TaskIo]) {
         if let Some((c, deps)) = &mut self.order
             && let Err(pair) = c.task(node.id, node.kernel, io)
@@ -453,14 +497,15 @@ impl EdgeSink for StreamSink<'_> {
         self.writer.push(node, params, io);
     }
 
-    #[inline]
+    #[inline(always)]
     fn submitted(&mut self, task: TaskId) {
         let (states, release) = (self.states, self.release);
         let waits = std::mem::take(&mut self.waits);
+        let outside = std::mem::take(&mut self.outside);
         if !self.timing.is_immediate() {
             self.submit_timed(task);
         } else if let Some(unsealed) = &mut self.unsealed {
-            unsealed.push(task);
+            unsealed.push((task, outside));
             self.ready_held |= !waits;
             // Early only when that helps a parked worker: every worker parked, or some parked
             // and a held task is ready once sealed. Not merely because some worker is parked:
@@ -472,6 +517,7 @@ impl EdgeSink for StreamSink<'_> {
                 || (self.ready_held && self.idle.any_asleep())
             {
                 self.seal_batch();
+                self.outside = false;
             }
         } else {
             Self::seal(states, &mut self.cursor, &mut self.start, release, task);
@@ -551,23 +597,23 @@ fn span_limit(window: u64) -> u32 {
 }
 
 /// What a streamed run's sink calls on the engine (the orchestrator's side of it).
-struct Hooks<'s> {
-    release: &'s (dyn Fn(TaskId) + Sync),
-    release_all: &'s (dyn Fn(&[TaskId]) + Sync),
-    publish: &'s (dyn Fn() + Sync),
-    fail: &'s (dyn Fn(ExecError) + Sync),
-    idle: &'s Idle,
-    abort: &'s AtomicBool,
+pub(crate) struct Hooks<'s> {
+    pub(crate) release: &'s (dyn Fn(TaskId) + Sync),
+    pub(crate) release_all: &'s (dyn Fn(&[TaskId]) + Sync),
+    pub(crate) publish: &'s (dyn Fn() + Sync),
+    pub(crate) fail: &'s (dyn Fn(ExecError) + Sync),
+    pub(crate) idle: &'s Idle,
+    pub(crate) abort: &'s AtomicBool,
     /// Called, after spinning, in every round of the orchestrator's waits for tasks to complete
     /// (its completed prefix, `wait_complete`): the engine yields the thread; a test driving
     /// the sink alone completes tasks there, standing in for the workers.
-    pause: &'s (dyn Fn() + Sync),
+    pub(crate) pause: &'s (dyn Fn() + Sync),
 }
 
 impl<'s> StreamSink<'s> {
     /// The sink of a run under `stream`, wiring into `states` and writing `writer`'s table.
     /// `batch_seals`: seal submitted tasks a batch at a time (the module docs, "Batches").
-    fn new(
+    pub(crate) fn new(
         states: &'s TaskStates,
         writer: TableWriter<'s>,
         window: Option<&'s WindowState>,
@@ -590,7 +636,15 @@ impl<'s> StreamSink<'s> {
             publish: hooks.publish,
             idle: hooks.idle,
             unsealed: batch_seals.then(|| Vec::with_capacity(BATCH)),
+            // Only seals held in batches under `immediate` timing leave producers unsealed
+            // while their consumers are wired.
+            sealed_below: if batch_seals && matches!(stream.timing, Timing::Immediate) {
+                0
+            } else {
+                u32::MAX
+            },
             waits: false,
+            outside: false,
             ready_held: false,
             fail: hooks.fail,
             abort: hooks.abort,

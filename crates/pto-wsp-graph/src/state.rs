@@ -249,6 +249,64 @@ impl TaskStates {
         self.wire(p, s, succ, || cursor.take(self, succ))
     }
 
+    /// [`TaskStates::add_edge_in`] for a producer that is not sealed yet and whose only wirer is
+    /// this thread (a batch of held submissions, the chain's case): nobody else can touch its
+    /// fan-out list before it is sealed (it cannot be ready, so it cannot complete), so the node
+    /// is pushed by a plain store instead of a compare-exchange, and the edge is always
+    /// accepted. The producer's seal, later on this thread, orders the store before its
+    /// completion (the seal's read-modify-write or the publication of the ready task is a
+    /// release that its completer acquires).
+    ///
+    /// Contract: `pred` was allocated and is not sealed (checked only as far as "not completed":
+    /// its own producers may have counted its `fanin` down already), `succ` is being wired, and
+    /// this thread is the only wirer of both.
+    #[inline]
+    pub fn add_edge_unsealed_in(&self, cursor: &mut EdgeCursor, pred: TaskId, succ: TaskId) {
+        debug_assert!(pred < succ, "a task's producer is older than it");
+        let p = match cursor.cached_slot(pred) {
+            Some(p) => p,
+            None => self.slot_or_grow(pred),
+        };
+        let s = self.slot_in(cursor, succ);
+        let head = p.head.load(Ordering::Relaxed);
+        debug_assert_ne!(head, CLOSED, "an unsealed producer cannot have completed");
+        let (idx, node) = cursor.take(self, succ);
+        node.succ.store(succ.0, Ordering::Relaxed);
+        node.next.store(head, Ordering::Relaxed);
+        p.head.store(idx, Ordering::Release);
+        let wired = s.wired.load(Ordering::Relaxed) + 1;
+        assert!(wired < BIAS - 1, "a task accepts fewer than 2^31 - 1 edges");
+        s.wired.store(wired, Ordering::Relaxed);
+    }
+
+    /// [`TaskStates::seal_in`] for a task whose every accepted edge comes from a producer that
+    /// is not sealed yet ([`TaskStates::add_edge_unsealed_in`]): no producer can have completed
+    /// or complete before this thread seals it, so nobody has touched the task's count and the
+    /// bias is dropped by a plain store instead of a read-modify-write. Returns whether the task
+    /// is ready (it accepted no edge). A batch of such tasks must be sealed newest first, so
+    /// that each one's producers in the batch are still unsealed at its seal.
+    ///
+    /// Contract (checked by a debug assertion): every producer of an edge `task` accepted is
+    /// unsealed, this thread is its only wirer, and `task` is not sealed.
+    #[inline]
+    pub fn seal_unsealed_preds_in(&self, cursor: &mut EdgeCursor, task: TaskId) -> bool {
+        let s = self.slot_in(cursor, task);
+        let wired = s.wired.load(Ordering::Relaxed);
+        debug_assert_eq!(
+            s.fanin.load(Ordering::Relaxed),
+            BIAS,
+            "task {} sealed twice or released by a producer",
+            task.0
+        );
+        if wired == 0 {
+            return true;
+        }
+        // Release: a producer that completes later (after its own seal on this thread) reads
+        // this count or a later one with acquire.
+        s.fanin.store(wired, Ordering::Release);
+        false
+    }
+
     /// The state of `task` through `cursor`'s cached chunk (caching the chunk of `task`).
     /// `task` must not have completed (it is being wired or sealed), so its chunk is alive.
     #[inline(always)]
@@ -732,6 +790,73 @@ mod tests {
         let mut all: Vec<u32> = ready_at_seal.iter().chain(&released).copied().collect();
         all.sort_unstable();
         assert_eq!(all, (0..n - 1).collect::<Vec<_>>());
+    }
+
+    /// Batches of held tasks, as a streamed sink builds them: edges from a task of the batch
+    /// being built are wired by plain stores, the others atomically; the batch is sealed newest
+    /// first, a task wired only from its batch by the plain seal. Between batches some of the
+    /// ready tasks complete (a worker lagging behind). Oracle: a task runs only once every
+    /// producer has run, and every task runs exactly once.
+    #[test]
+    fn held_batches_wired_and_sealed_by_plain_stores() {
+        const N: u32 = 300;
+        const BATCH: u32 = 5;
+        // Producers: one to three of the four tasks before (a fixed pseudo-random pattern).
+        let preds = |t: u32| -> Vec<u32> {
+            (1..=4u32)
+                .filter(|k| t >= *k && (t.wrapping_mul(7) + k * 3) % 4 != 0)
+                .map(|k| t - k)
+                .collect()
+        };
+        let s = TaskStates::new();
+        let mut cursor = EdgeCursor::new();
+        let mut done = vec![false; N as usize];
+        let mut ran = 0u32;
+        let mut ready: Vec<u32> = Vec::new();
+        let run = |t: u32, done: &mut Vec<bool>, ready: &mut Vec<u32>| {
+            for p in preds(t) {
+                assert!(done[p as usize], "task {t} ran before its producer {p}");
+            }
+            assert!(!done[t as usize], "task {t} ran twice");
+            done[t as usize] = true;
+            s.complete(TaskId(t), |r| ready.push(r.0));
+        };
+        let mut start = 0;
+        while start < N {
+            let end = (start + BATCH).min(N);
+            let mut outside = vec![false; (end - start) as usize];
+            for t in start..end {
+                for p in preds(t) {
+                    if p >= start {
+                        s.add_edge_unsealed_in(&mut cursor, TaskId(p), TaskId(t));
+                    } else if s.add_edge_in(&mut cursor, TaskId(p), TaskId(t)) {
+                        outside[(t - start) as usize] = true;
+                    }
+                }
+            }
+            for t in (start..end).rev() {
+                let r = if outside[(t - start) as usize] {
+                    s.seal_in(&mut cursor, TaskId(t))
+                } else {
+                    s.seal_unsealed_preds_in(&mut cursor, TaskId(t))
+                };
+                if r {
+                    ready.push(t);
+                }
+            }
+            // The worker runs half of what is ready (its oldest first) before the next batch.
+            for _ in 0..ready.len().div_ceil(2) {
+                let t = ready.remove(0);
+                run(t, &mut done, &mut ready);
+                ran += 1;
+            }
+            start = end;
+        }
+        while let Some(t) = ready.pop() {
+            run(t, &mut done, &mut ready);
+            ran += 1;
+        }
+        assert_eq!(ran, N, "every task ran");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Loom models of the scheduling core's concurrency: the streaming completion protocol
-//! (`state.rs`), the FIFO ready-queue hand-off (`ready.rs`), and the sleep/wake paths of the task
-//! window (`window.rs`) and issue gate (`gate.rs`).
+//! (`state.rs`, with a batch of held tasks wired and sealed by plain stores), the FIFO
+//! ready-queue hand-off (`ready.rs`), and the sleep/wake paths of the task window (`window.rs`)
+//! and issue gate (`gate.rs`).
 //!
 //! Run (CI step):
 //!
@@ -195,6 +196,74 @@ fn chain_built_while_running() {
                     let i = t.0 as usize;
                     if i > 0 {
                         assert!(done[i - 1].load(Relaxed), "task {i} ran before {}", i - 1);
+                    }
+                    runs[i].fetch_add(1, Relaxed);
+                    done[i].store(true, Relaxed);
+                    st.complete(t, |s| {
+                        q.push(s);
+                    });
+                    finished += 1;
+                }
+                None => thread::yield_now(),
+            }
+        }
+        builder.join().unwrap();
+        for r in runs.iter() {
+            assert_eq!(r.load(Relaxed), 1);
+        }
+        assert!(q.is_empty());
+    });
+}
+
+/// A batch of held submissions sealed newest first (a streamed run's batches): task 0 is sealed
+/// and runs while the builder wires the chain 1 -> 2 and the join 1 -> 3 <- 0. The edge 0 -> 1
+/// and 0 -> 3 come from a sealed task (the atomic wiring, and the atomic seal for 1 and 3); 1 -> 2
+/// and 1 -> 3 from a task held unsealed in the batch (a plain store, and the plain seal for 2,
+/// whose only producer is in the batch). Every task runs exactly once, after its producers.
+/// Sealing oldest first (2 after 1) lets the worker complete 1 and release 2 before 2's plain
+/// seal overwrites the count: 2 never runs (loom reports the worker's endless loop).
+#[test]
+fn batch_sealed_newest_first_with_plain_seals() {
+    model(|| {
+        let st = Arc::new(TaskStates::new());
+        let q = Arc::new(FifoQueue::new());
+        let done = flags(4);
+        let runs = counts(4);
+        let preds: [&[usize]; 4] = [&[], &[0], &[1], &[0, 1]];
+
+        let builder = {
+            let (st, q) = (st.clone(), q.clone());
+            thread::spawn(move || {
+                let mut c = EdgeCursor::new();
+                if st.seal_in(&mut c, TaskId(0)) {
+                    q.push(TaskId(0));
+                }
+                // The batch {1, 2, 3}: edges from task 0 (sealed) are wired atomically.
+                let accepted1 = st.add_edge_in(&mut c, TaskId(0), TaskId(1));
+                st.add_edge_unsealed_in(&mut c, TaskId(1), TaskId(2));
+                let accepted3 = st.add_edge_in(&mut c, TaskId(0), TaskId(3));
+                st.add_edge_unsealed_in(&mut c, TaskId(1), TaskId(3));
+                // Newest first; tasks with an edge from a sealed task take the atomic seal
+                // (whether or not that edge was accepted).
+                let _ = (accepted1, accepted3);
+                let r3 = st.seal_in(&mut c, TaskId(3));
+                let r2 = st.seal_unsealed_preds_in(&mut c, TaskId(2));
+                let r1 = st.seal_in(&mut c, TaskId(1));
+                for (t, r) in [(1, r1), (2, r2), (3, r3)] {
+                    if r {
+                        q.push(TaskId(t));
+                    }
+                }
+            })
+        };
+
+        let mut finished = 0;
+        while finished < 4 {
+            match q.try_pop() {
+                Some(t) => {
+                    let i = t.0 as usize;
+                    for &p in preds[i] {
+                        assert!(done[p].load(Relaxed), "task {i} ran before {p}");
                     }
                     runs[i].fetch_add(1, Relaxed);
                     done[i].store(true, Relaxed);
