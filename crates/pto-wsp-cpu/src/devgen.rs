@@ -547,6 +547,32 @@ fn per_pair<T: Default>(executors: usize) -> Box<[CachePadded<Mutex<T>>]> {
         .collect()
 }
 
+/// `x mod E` for the executor count `E` of a run, a mask when `E` is a power of two (a
+/// division per task and per region otherwise).
+#[derive(Clone, Copy)]
+struct ModE {
+    e: u32,
+    /// `E - 1` when `E` is a power of two.
+    mask: Option<u32>,
+}
+
+impl ModE {
+    fn new(e: u32) -> ModE {
+        ModE {
+            e,
+            mask: e.is_power_of_two().then(|| e - 1),
+        }
+    }
+
+    #[inline(always)]
+    fn of(self, x: u32) -> u32 {
+        match self.mask {
+            Some(m) => x & m,
+            None => x % self.e,
+        }
+    }
+}
+
 /// What every executor of a run shares.
 struct Shared<'r, E: DirectExec> {
     program: &'r Program,
@@ -554,6 +580,8 @@ struct Shared<'r, E: DirectExec> {
     exec: &'r E,
     config: DevGenConfig,
     executors: u32,
+    /// `x mod executors`, the owner of a task or a tensor.
+    of: ModE,
     window: usize,
     /// How far an executor may walk past its completed prefix ([`Executor::keep_close`]).
     span: u32,
@@ -1236,8 +1264,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
 
     /// One generated task: record its regions; if it is ours, wire, keep and seal it.
     fn submit(&mut self, task: &Task<'_>) -> Result<(), Stopped> {
-        let e = self.sh.executors;
-        let owner = task.target.map_or(task.index % e, |t| t % e);
+        let owner = self.sh.of.of(task.target.unwrap_or(task.index));
         let own = owner == self.me;
         if self.sh.partitioned {
             // Only own tasks come: the others' before it were skipped.
@@ -1278,10 +1305,10 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
     #[inline]
     fn regions(&mut self, task: &Task<'_>, id: u32, own: bool) -> Result<(), Stopped> {
         self.io.clear();
-        let (e, me) = (self.sh.executors, self.me);
+        let me = self.me;
         let every = own || self.producers.is_some();
         for r in task.regions() {
-            if !every && r.tensor % e != me {
+            if !every && self.sh.of.of(r.tensor) != me {
                 continue;
             }
             match Region::new(r.tensor, r.start, r.size) {
@@ -1333,7 +1360,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         } else if sh.partitioned {
             // Inferred in id order with the others' accesses ([`Executor::merge`]).
             for x in io.iter() {
-                let m = x.region.tensor % e;
+                let m = sh.of.of(x.region.tensor);
                 if m == me {
                     local.push_back((id, slot as u32, *x));
                 } else {
@@ -1343,7 +1370,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             s.preds.extend(open.iter().map(|o| o.dep));
         } else {
             let mut pred = |p: TaskId, _: EdgeKind| s.preds.push(p.0);
-            for x in io.iter().filter(|x| x.region.tensor % e == me) {
+            for x in io.iter().filter(|x| sh.of.of(x.region.tensor) == me) {
                 map.access(TaskId(id), &x.region, x.access(), &mut pred);
             }
             s.preds.extend(open.iter().map(|o| o.dep));
@@ -1371,13 +1398,14 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
     /// [`Executor::publish`]).
     #[inline]
     fn infer_foreign(&mut self, id: u32, owner: u32) {
-        let (e, me) = (self.sh.executors, self.me);
+        let me = self.me;
         let Executor {
             map, io, outbox, ..
         } = self;
         let out = &mut outbox[owner as usize];
         let mut hand = |p: TaskId, _: EdgeKind| out.push((id, p.0));
-        for x in io.iter().filter(|x| x.region.tensor % e == me) {
+        let of = self.sh.of;
+        for x in io.iter().filter(|x| of.of(x.region.tensor) == me) {
             map.access(TaskId(id), &x.region, x.access(), &mut hand);
         }
     }
@@ -1388,7 +1416,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         if self.sh.partitioned {
             self.position = next;
         }
-        let own = next % self.sh.executors == self.me;
+        let own = self.sh.of.of(next) == self.me;
         if own {
             self.make_room()?;
         }
@@ -1898,6 +1926,7 @@ impl<'r, E: DirectExec> Shared<'r, E> {
             exec,
             config: *config,
             executors: executors as u32,
+            of: ModE::new(executors as u32),
             window,
             span: span_limit(window, executors),
             states: &tables.states,
