@@ -75,7 +75,10 @@
 //! leaves, are at the test
 //! `a_device_generation_run_holds_task_state_for_the_window_not_the_task_count`), not for
 //! every task.
-//! No executor holds a task list or a graph.
+//! No executor holds a task list or a graph. What an executor holds is kept for the next run
+//! on the same [`DevGenTables`] (emptied, its memory kept: a repeated run grows no vector and
+//! builds no map again), and of another executor's task it builds only the regions of its own
+//! tensors.
 //!
 //! # Why this cannot deadlock
 //!
@@ -473,9 +476,10 @@ impl OwnerTable {
     }
 }
 
-/// The tables a device-generation run shares between its executors (task states, owners),
-/// kept by a caller across runs and reset before each: the last run's chunks are reused, so a
-/// run asks for no fresh pages.
+/// The tables a device-generation run shares between its executors (task states, owners), and
+/// what each executor keeps from one run to the next (its map, slots and queues), kept by a
+/// caller across runs and reset before each: the last run's chunks and vectors are reused, so a
+/// run asks for no fresh pages and grows nothing it grew before.
 #[derive(Default)]
 pub struct DevGenTables {
     states: TaskStates,
