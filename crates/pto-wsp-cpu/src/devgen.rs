@@ -75,7 +75,10 @@
 //! leaves, are at the test
 //! `a_device_generation_run_holds_task_state_for_the_window_not_the_task_count`), not for
 //! every task.
-//! No executor holds a task list or a graph.
+//! No executor holds a task list or a graph. What an executor holds is kept for the next run
+//! on the same [`DevGenTables`] (emptied, its memory kept: a repeated run grows no vector and
+//! builds no map again), and of another executor's task it builds only the regions of its own
+//! tensors.
 //!
 //! # Why this cannot deadlock
 //!
@@ -281,6 +284,8 @@ pub const POLL_EVERY: u32 = 32;
 
 const SLOT_BITS: u32 = 24;
 const SLOT_MASK: u32 = (1 << SLOT_BITS) - 1;
+/// Deduplication stamps added at a time ([`Wiring::seen`]).
+const STAMP_BLOCK: usize = 256;
 /// Global index of a barrier task's slot (it has none).
 const NO_INDEX: u32 = u32::MAX;
 
@@ -471,13 +476,36 @@ impl OwnerTable {
     }
 }
 
-/// The tables a device-generation run shares between its executors (task states, owners),
-/// kept by a caller across runs and reset before each: the last run's chunks are reused, so a
-/// run asks for no fresh pages.
+/// The tables a device-generation run shares between its executors (task states, owners), and
+/// what each executor keeps from one run to the next (its map, slots and queues), kept by a
+/// caller across runs and reset before each: the last run's chunks and vectors are reused, so a
+/// run asks for no fresh pages and grows nothing it grew before.
 #[derive(Default)]
 pub struct DevGenTables {
     states: TaskStates,
     owners: OwnerTable,
+    /// Per executor: what it keeps from one run to the next ([`Scratch`]).
+    scratch: Vec<Scratch>,
+}
+
+/// What an executor keeps across the runs of one [`DevGenTables`]: its part of the TensorMap,
+/// its task slots and its queues, emptied at the start of each run with their memory kept. A
+/// run repeated on the same tables (every execute of a program) then grows no vector and
+/// builds no map again, as the host's builder does with [`GraphBuilder::reset`].
+///
+/// [`GraphBuilder::reset`]: pto_wsp_graph::builder::GraphBuilder::reset
+#[derive(Default)]
+struct Scratch {
+    /// The map and the configuration it was made for (another configuration makes a new one).
+    map: Option<(DepsMode, ExactMap, AnyTensorMap)>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    io: Vec<TaskIo>,
+    seen: VecDeque<u32>,
+    ready: VecDeque<u32>,
+    unsealed: VecDeque<(u32, u32)>,
+    outbox: Vec<Vec<(u32, u32)>>,
+    inbound: Vec<VecDeque<(u32, u32)>>,
 }
 
 impl std::fmt::Debug for DevGenTables {
@@ -523,6 +551,32 @@ fn per_pair<T: Default>(executors: usize) -> Box<[CachePadded<Mutex<T>>]> {
         .collect()
 }
 
+/// `x mod E` for the executor count `E` of a run, a mask when `E` is a power of two (a
+/// division per task and per region otherwise).
+#[derive(Clone, Copy)]
+struct ModE {
+    e: u32,
+    /// `E - 1` when `E` is a power of two.
+    mask: Option<u32>,
+}
+
+impl ModE {
+    fn new(e: u32) -> ModE {
+        ModE {
+            e,
+            mask: e.is_power_of_two().then(|| e - 1),
+        }
+    }
+
+    #[inline(always)]
+    fn of(self, x: u32) -> u32 {
+        match self.mask {
+            Some(m) => x & m,
+            None => x % self.e,
+        }
+    }
+}
+
 /// What every executor of a run shares.
 struct Shared<'r, E: DirectExec> {
     program: &'r Program,
@@ -530,6 +584,8 @@ struct Shared<'r, E: DirectExec> {
     exec: &'r E,
     config: DevGenConfig,
     executors: u32,
+    /// `x mod executors`, the owner of a task or a tensor.
+    of: ModE,
     window: usize,
     /// How far an executor may walk past its completed prefix ([`Executor::keep_close`]).
     span: u32,
@@ -554,6 +610,9 @@ struct Shared<'r, E: DirectExec> {
     /// entry `to * E + from`.
     sent: Box<[CachePadded<Mutex<Vec<Sent>>>]>,
     inboxes: Box<[CachePadded<Inbox>]>,
+    /// Per executor: what it kept from the tables' last run, taken when it starts and handed
+    /// back in its [`Report`].
+    scratch: Box<[CachePadded<Mutex<Scratch>>]>,
     idle: Idle,
     abort: AtomicBool,
     error: Mutex<Option<ExecError>>,
@@ -582,6 +641,9 @@ struct Report {
     spans: Vec<Span>,
     map: MapStats,
     edges: Vec<(u32, u32)>,
+    /// What the executor keeps for the next run (`None` after a panic: its state is not
+    /// trusted).
+    scratch: Option<Scratch>,
 }
 
 impl<E: DirectExec> Shared<'_, E> {
@@ -604,13 +666,15 @@ impl<E: DirectExec> Shared<'_, E> {
 
     /// Executor `w`'s whole part of the run; a panic that escapes fails the run.
     fn executor(&self, w: usize) {
-        let mut ex = Executor::new(self, w as u32);
-        if let Err(p) = catch_unwind(AssertUnwindSafe(|| ex.run())) {
+        let scratch = std::mem::take(&mut *lock(&self.scratch[w]));
+        let mut ex = Executor::new(self, w as u32, scratch);
+        let panicked = catch_unwind(AssertUnwindSafe(|| ex.run())).is_err_and(|p| {
             self.fail(ExecError::Internal(format!(
                 "executor {w} panicked: {}",
                 panic_message(&*p)
             )));
-        }
+            true
+        });
         ex.stats.edges = ex.wiring.accepted;
         ex.stats.refused = ex.wiring.refused;
         ex.stats.unnamed = ex.wiring.unnamed;
@@ -621,6 +685,7 @@ impl<E: DirectExec> Shared<'_, E> {
             spans: std::mem::take(&mut ex.spans),
             map: ex.map.stats(),
             edges: ex.wiring.edges.take().unwrap_or_default(),
+            scratch: (!panicked).then(|| ex.into_scratch()),
         };
         lock(&self.reports).push(report);
     }
@@ -743,15 +808,50 @@ struct Executor<'s, 'r, E: DirectExec> {
 }
 
 impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
-    fn new(sh: &'s Shared<'r, E>, me: u32) -> Self {
+    /// Executor `me` of a run, with what it kept from the last run on the same tables, emptied.
+    fn new(sh: &'s Shared<'r, E>, me: u32, scratch: Scratch) -> Self {
+        let Scratch {
+            map,
+            mut slots,
+            mut free,
+            mut io,
+            mut seen,
+            mut ready,
+            mut unsealed,
+            mut outbox,
+            mut inbound,
+        } = scratch;
+        let (deps, exact) = (sh.config.deps, sh.config.exact);
+        let map = match map {
+            Some((d, x, mut m)) if d == deps && x == exact => {
+                m.clear();
+                m
+            }
+            _ => AnyTensorMap::for_mode(deps, exact),
+        };
+        // Every slot is free again (a failed run may have left some in use).
+        free.clear();
+        free.extend((0..slots.len() as u32).rev());
+        for s in &mut slots {
+            s.id = 0;
+        }
+        io.clear();
+        seen.clear();
+        ready.clear();
+        unsealed.clear();
+        let e = sh.executors as usize;
+        outbox.resize_with(e, Vec::new);
+        outbox.iter_mut().for_each(Vec::clear);
+        inbound.resize_with(e, VecDeque::new);
+        inbound.iter_mut().for_each(VecDeque::clear);
         Executor {
             sh,
             me,
-            map: AnyTensorMap::for_mode(sh.config.deps, sh.config.exact),
+            map,
             next_id: 0,
             origins: Origins::new(TaskId(0)),
             wiring: Wiring {
-                seen: VecDeque::new(),
+                seen,
                 seen_base: 0,
                 done_below: 0,
                 old: HashSet::new(),
@@ -763,13 +863,13 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
                 unnamed: 0,
             },
             open: Vec::new(),
-            io: Vec::new(),
-            slots: Vec::new(),
-            free: Vec::new(),
-            ready: VecDeque::new(),
-            unsealed: VecDeque::new(),
-            outbox: vec![Vec::new(); sh.executors as usize],
-            inbound: vec![VecDeque::new(); sh.executors as usize],
+            io,
+            slots,
+            free,
+            ready,
+            unsealed,
+            outbox,
+            inbound,
             published: 0,
             local: VecDeque::new(),
             mail_in: (0..sh.executors).map(|_| Received::default()).collect(),
@@ -792,6 +892,22 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
                 .any(|&c| c)
                 .then(|| Producers::new(sh.computed.clone())),
             reads: 0,
+        }
+    }
+
+    /// What this executor keeps for the next run on the same tables.
+    fn into_scratch(self) -> Scratch {
+        let config = self.sh.config;
+        Scratch {
+            map: Some((config.deps, config.exact, self.map)),
+            slots: self.slots,
+            free: self.free,
+            io: self.io,
+            seen: self.wiring.seen,
+            ready: self.ready,
+            unsealed: self.unsealed,
+            outbox: self.outbox,
+            inbound: self.inbound,
         }
     }
 
@@ -851,7 +967,8 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         self.next_id = id + 1;
         let stamps = (self.next_id - self.wiring.seen_base) as usize;
         if stamps > self.wiring.seen.len() {
-            self.wiring.seen.resize(stamps, u32::MAX);
+            // A block of stamps at a time (a stamp past the last id is never read).
+            self.wiring.seen.resize(stamps + STAMP_BLOCK, u32::MAX);
         }
         self.stats.walked += 1;
         Ok(id)
@@ -1151,8 +1268,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
 
     /// One generated task: record its regions; if it is ours, wire, keep and seal it.
     fn submit(&mut self, task: &Task<'_>) -> Result<(), Stopped> {
-        let e = self.sh.executors;
-        let owner = task.target.map_or(task.index % e, |t| t % e);
+        let owner = self.sh.of.of(task.target.unwrap_or(task.index));
         let own = owner == self.me;
         if self.sh.partitioned {
             // Only own tasks come: the others' before it were skipped.
@@ -1177,7 +1293,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             ))));
         }
         self.origins.push_user();
-        self.regions(task, id)?;
+        self.regions(task, id, own)?;
         if own {
             self.infer_own(task, id);
         } else {
@@ -1187,11 +1303,18 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
     }
 
     /// Task `id`'s regions into `self.io` (checked, and recorded as producers of computed
-    /// tensors); an error names the task.
+    /// tensors); an error names the task. Of another executor's task only the regions of this
+    /// executor's tensors, the only ones it infers, unless producers are recorded (they need
+    /// every region): its owner checks the others, with the same error.
     #[inline]
-    fn regions(&mut self, task: &Task<'_>, id: u32) -> Result<(), Stopped> {
+    fn regions(&mut self, task: &Task<'_>, id: u32, own: bool) -> Result<(), Stopped> {
         self.io.clear();
+        let me = self.me;
+        let every = own || self.producers.is_some();
         for r in task.regions() {
+            if !every && self.sh.of.of(r.tensor) != me {
+                continue;
+            }
             match Region::new(r.tensor, r.start, r.size) {
                 Ok(region) => self.io.push(TaskIo::new(region, r.access)),
                 Err(err) => {
@@ -1241,7 +1364,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         } else if sh.partitioned {
             // Inferred in id order with the others' accesses ([`Executor::merge`]).
             for x in io.iter() {
-                let m = x.region.tensor % e;
+                let m = sh.of.of(x.region.tensor);
                 if m == me {
                     local.push_back((id, slot as u32, *x));
                 } else {
@@ -1251,7 +1374,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             s.preds.extend(open.iter().map(|o| o.dep));
         } else {
             let mut pred = |p: TaskId, _: EdgeKind| s.preds.push(p.0);
-            for x in io.iter().filter(|x| x.region.tensor % e == me) {
+            for x in io.iter().filter(|x| sh.of.of(x.region.tensor) == me) {
                 map.access(TaskId(id), &x.region, x.access(), &mut pred);
             }
             s.preds.extend(open.iter().map(|o| o.dep));
@@ -1279,13 +1402,14 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
     /// [`Executor::publish`]).
     #[inline]
     fn infer_foreign(&mut self, id: u32, owner: u32) {
-        let (e, me) = (self.sh.executors, self.me);
+        let me = self.me;
         let Executor {
             map, io, outbox, ..
         } = self;
         let out = &mut outbox[owner as usize];
         let mut hand = |p: TaskId, _: EdgeKind| out.push((id, p.0));
-        for x in io.iter().filter(|x| x.region.tensor % e == me) {
+        let of = self.sh.of;
+        for x in io.iter().filter(|x| of.of(x.region.tensor) == me) {
             map.access(TaskId(id), &x.region, x.access(), &mut hand);
         }
     }
@@ -1296,7 +1420,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         if self.sh.partitioned {
             self.position = next;
         }
-        let own = next % self.sh.executors == self.me;
+        let own = self.sh.of.of(next) == self.me;
         if own {
             self.make_room()?;
         }
@@ -1653,9 +1777,9 @@ impl Wiring {
     /// Every task below `done` is done: stop keeping stamps for them.
     fn forget_before(&mut self, done: TaskId) {
         self.done_below = done.0;
-        while self.seen_base < done.0 && self.seen.pop_front().is_some() {
-            self.seen_base += 1;
-        }
+        let n = (done.0.saturating_sub(self.seen_base) as usize).min(self.seen.len());
+        self.seen.drain(..n);
+        self.seen_base += n as u32;
     }
 }
 
@@ -1743,14 +1867,19 @@ impl WorkerPool {
         exec: &E,
     ) -> Result<RunStats, ExecError> {
         tables.reset();
-        let tables = &*tables;
         let executors = self.threads();
         if executors > MAX_EXECUTORS {
             return Err(ExecError::Setup(format!(
                 "device generation runs on at most {MAX_EXECUTORS} executors, not {executors}"
             )));
         }
-        let shared = Shared::new(program, bound, exec, config, executors, tables);
+        let mut kept = std::mem::take(&mut tables.scratch);
+        kept.resize_with(executors, Scratch::default);
+        let scratch = kept
+            .into_iter()
+            .map(|s| CachePadded::new(Mutex::new(s)))
+            .collect();
+        let shared = Shared::new(program, bound, exec, config, executors, tables, scratch);
         let job = |w: usize| shared.executor(w);
         let r = self.scope(&job, || ());
         let run_ns = shared.t0.elapsed().as_nanos() as u64;
@@ -1759,11 +1888,15 @@ impl WorkerPool {
         }
         let held = shared.states.peak_tasks().max(shared.owners.entries.peak()) as u64;
         let Shared { error, reports, .. } = shared;
+        let mut reports = reports.into_inner().unwrap_or_else(|p| p.into_inner());
+        reports.sort_by_key(|r| r.executor);
+        tables.scratch = reports
+            .iter_mut()
+            .map(|r| r.scratch.take().unwrap_or_default())
+            .collect();
         if let Some(e) = error.into_inner().unwrap_or_else(|p| p.into_inner()) {
             return Err(e);
         }
-        let mut reports = reports.into_inner().unwrap_or_else(|p| p.into_inner());
-        reports.sort_by_key(|r| r.executor);
         let mut stats = RunStats {
             run_ns,
             held_tasks_peak: held,
@@ -1783,6 +1916,7 @@ impl<'r, E: DirectExec> Shared<'r, E> {
         config: &DevGenConfig,
         executors: usize,
         tables: &'r DevGenTables,
+        scratch: Box<[CachePadded<Mutex<Scratch>>]>,
     ) -> Shared<'r, E> {
         let window = config.window.clamp(1, MAX_WINDOW);
         let per_executor = || {
@@ -1796,6 +1930,7 @@ impl<'r, E: DirectExec> Shared<'r, E> {
             exec,
             config: *config,
             executors: executors as u32,
+            of: ModE::new(executors as u32),
             window,
             span: span_limit(window, executors),
             states: &tables.states,
@@ -1809,6 +1944,7 @@ impl<'r, E: DirectExec> Shared<'r, E> {
             inboxes: (0..executors)
                 .map(|_| CachePadded::new(Inbox::default()))
                 .collect(),
+            scratch,
             idle: Idle::new(executors),
             abort: AtomicBool::new(false),
             error: Mutex::new(None),

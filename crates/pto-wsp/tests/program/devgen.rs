@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use proptest::prelude::*;
-use pto_wsp::cpu::devgen::DevGenConfig;
+use pto_wsp::cpu::devgen::{DevGenConfig, DevGenTables};
 use pto_wsp::cpu::{NoopExec, WorkerPool};
 use pto_wsp::graph::ExecDomain;
 use pto_wsp::graph::builder::GraphBuilder;
@@ -606,13 +606,17 @@ fn reference_builder(module: &Module, b: &Bindings, deps: DepsMode) -> GraphBuil
 /// the same set, in every dependency mode, on 1 to 4 executors, under windows of 1, 2 and 64 own
 /// tasks per executor, with each executor generating only its own tasks where the program
 /// allows it (and checked to: each executor walked its own tasks and the barriers, nothing
-/// else), and once with every executor walking every task. (Programs under the builder's
-/// retire period, so no record is retired.)
+/// else), and once with every executor walking every task. The runs on each executor count
+/// share one set of tables, so every run but the first reuses what the executors kept from the
+/// run before, in another mode or window. (Programs under the builder's retire period, so no
+/// record is retired.)
 fn check_edges(name: &str, module: &Module, b: &Bindings) -> bool {
     let bytes = pto_wsp::bytecode::encode(&resolved(module), &Default::default()).unwrap();
     let program = pto_wsp::bytecode::Program::decode(&bytes).unwrap();
     let bound = program.bind(b).unwrap();
     let partitions = !program.computed_tensors().contains(&true) && !program.skips_order_edges();
+    let pools: Vec<WorkerPool> = (1..=4).map(|t| WorkerPool::new(t).unwrap()).collect();
+    let mut tables: Vec<DevGenTables> = (1..=4).map(|_| DevGenTables::new()).collect();
     for deps in [
         DepsMode::Exact,
         DepsMode::Overlap,
@@ -637,9 +641,14 @@ fn check_edges(name: &str, module: &Module, b: &Bindings) -> bool {
                 partition,
                 ..DevGenConfig::default()
             };
-            let s = WorkerPool::new(threads)
-                .unwrap()
-                .run_devgen(&program, &bound, &config, &NoopExec)
+            let s = pools[threads - 1]
+                .run_devgen_on(
+                    &mut tables[threads - 1],
+                    &program,
+                    &bound,
+                    &config,
+                    &NoopExec,
+                )
                 .unwrap();
             let what = format!(
                 "{name}: {deps:?}, {threads} threads, window {window}, partition {partition}"
