@@ -469,6 +469,10 @@ impl<'b, M: TensorMap, S: EdgeSink, H: FeedHooks> Feeder<'b, M, S, H> {
     /// error), and records it (before `after_submit`, so the maps include it whatever that
     /// hook says).
     /// `io`, when given, is the task's regions, not yet added ([`GraphBuilder::submit_ios`]).
+    /// Inlined into each caller, where `io` is known: a generator without built regions (the
+    /// expander) gets [`GraphBuilder::submit`] alone, not a test of `io` and a copy of
+    /// [`GraphBuilder::submit_ios`] beside it.
+    #[inline(always)]
     fn submit_open(
         &mut self,
         id: TaskId,
