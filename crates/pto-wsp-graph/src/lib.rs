@@ -17,9 +17,8 @@
 //! - [`ready`]: ready-queue sets (FIFO, work stealing, priority; vector / cube / any pools).
 //! - [`start`]: the start policy (immediate, threshold, after orchestration).
 //! - [`window`], [`gate`], [`batcher`]: task window, issue gates, dependency batching.
-//! - [`prefetch`]: a cache prefetch hint; [`pages`]: huge-page advice for large tables. They,
-//!   [`arena`] and the reclamation contract of [`state::TaskStates::reclaim_below`] are the
-//!   crate's only `unsafe`.
+//! - [`prefetch`]: a cache prefetch hint. It, [`arena`] and the reclamation contract of
+//!   [`state::TaskStates::reclaim_below`] are the crate's only `unsafe`.
 //! - [`sync`]: every atomic of the runtime comes through here so loom can replace it.
 
 #![deny(unsafe_code)]
@@ -32,8 +31,6 @@ pub mod explicit;
 pub mod feed;
 pub mod gate;
 pub mod order_check;
-#[allow(unsafe_code)]
-pub mod pages;
 #[allow(unsafe_code)]
 pub mod prefetch;
 pub mod ready;

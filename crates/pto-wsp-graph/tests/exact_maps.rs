@@ -444,10 +444,10 @@ fn a_key_with_live_readers_in_a_chunk_survives_a_retire() {
     }
 }
 
-/// Maps whose slot table and entries are megabytes (advised onto huge pages, see
-/// `pto_wsp_graph::pages`) follow the model like small ones: a bounded map of 2^17 keys and a
-/// growable one doubling from 64 past 2^17, over a pseudo-random stream of some 200,000 distinct
-/// keys with retires and a clear in the middle.
+/// Maps whose slot table and entries are megabytes follow the model like small ones: a bounded
+/// map of 2^17 keys (more than half full, so retires free keys) and a growable one doubling
+/// from 64 to 2^17, over a pseudo-random stream of 257,000 accesses to about 100,000 distinct
+/// keys (of 262,144 possible) before and again after a clear, with retires.
 #[test]
 fn maps_of_megabytes_follow_the_model() {
     let mut x = 0x9E37_79B9_7F4A_7C15u64;

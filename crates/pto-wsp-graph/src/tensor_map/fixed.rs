@@ -4,10 +4,7 @@
 //! A table (open addressing that probes the same place of the next 8-slot window, at most half
 //! full) of 8-byte slots — a 32-bit hash tag and an entry index — over a fixed pool of entries
 //! (key, last writer, reader list: one 64-byte cache line each). All memory is reserved at
-//! construction, except reader-list chunks, which come from a pool with a free list. A slot
-//! table or entry pool of megabytes is advised onto huge pages ([`crate::pages`]) before it is
-//! first written: a lookup reads a slot and an entry at random, and on 4 KiB pages each of the
-//! two would cost a TLB miss besides the cache miss.
+//! construction, except reader-list chunks, which come from a pool with a free list.
 //!
 //! **Slot layout:** slots are indexed by [`Region::slot_hash`], which places the column tiles
 //! `8k .. 8k + 8` of one row of a tensor in eight neighbouring slots (one cache line), so a
@@ -126,14 +123,6 @@ fn next_slot(i: usize, n: usize) -> usize {
     if j < n { j } else { (j + 1) & (W - 1) }
 }
 
-/// A table of `n` empty slots, on huge pages when it is large ([`crate::pages`]): a lookup of a
-/// large table then costs a cache miss but no TLB miss.
-fn empty_slots(n: usize) -> Vec<Slot> {
-    let mut slots = crate::pages::with_capacity(n);
-    slots.resize(n, EMPTY);
-    slots
-}
-
 /// Where slot `i` comes in the probe cycle of [`next_slot`] (position 0 is slot 0).
 #[inline]
 fn probe_rank(i: usize, n: usize) -> usize {
@@ -147,9 +136,9 @@ impl FixedExactMap {
         let capacity = capacity.max(1);
         let n = (2 * capacity).next_power_of_two().max(W);
         FixedExactMap {
-            slots: empty_slots(n),
+            slots: vec![EMPTY; n],
             mask: n - 1,
-            entries: crate::pages::with_capacity(capacity),
+            entries: Vec::with_capacity(capacity),
             free: Vec::new(),
             capacity,
             pool: ReaderPool::new(),
@@ -182,9 +171,9 @@ impl FixedExactMap {
         self.grow_at = self.capacity;
         self.entries
             .reserve(self.capacity.saturating_sub(self.entries.len()));
-        crate::pages::advise(&self.entries);
         let n = (2 * self.capacity).next_power_of_two().max(W);
-        self.slots = empty_slots(n);
+        self.slots.clear();
+        self.slots.resize(n, EMPTY);
         self.mask = n - 1;
         let mut free = vec![false; self.entries.len()];
         for &e in &self.free {
