@@ -804,7 +804,7 @@ mod tests {
         // Producers: one to three of the four tasks before (a fixed pseudo-random pattern).
         let preds = |t: u32| -> Vec<u32> {
             (1..=4u32)
-                .filter(|k| t >= *k && (t.wrapping_mul(7) + k * 3) % 4 != 0)
+                .filter(|k| t >= *k && !(t.wrapping_mul(7) + k * 3).is_multiple_of(4))
                 .map(|k| t - k)
                 .collect()
         };
