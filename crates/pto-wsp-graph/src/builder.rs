@@ -613,6 +613,13 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             self.add_ios(io);
             return self.submit();
         }
+        self.submit_direct(io)
+    }
+
+    /// [`GraphBuilder::submit_ios`] for a staged builder whose open task has no region yet:
+    /// the map and the sink read `io` in place.
+    #[inline]
+    fn submit_direct(&mut self, io: &[TaskIo]) -> Result<TaskId, BuildError> {
         for r in io {
             if let Some(hint) = self.map.prefetch(&r.region) {
                 if let Some(h) = self.hints.get_mut(self.nhints) {
@@ -803,7 +810,8 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         });
         self.seen.push(u32::MAX);
         self.open = true;
-        self.submit_ios(io).map_err(|e| {
+        // The open task has no region: the direct case of `submit_ios`.
+        self.submit_direct(io).map_err(|e| {
             self.abandon();
             SubmitError::Build(e)
         })
