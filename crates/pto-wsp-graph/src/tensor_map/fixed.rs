@@ -68,13 +68,31 @@ const PREFETCH_MIN_SLOTS: usize = 1 << 15;
 /// Most access-log records kept (512 KiB); past this the next retire sweeps instead.
 const LOG_MAX: usize = 1 << 16;
 
+/// A table slot: a tag and an entry index, the index stored plus one so that an empty slot is
+/// all zero bits and emptying a table is a `memset` (the C library's, with its wide and
+/// streaming stores) instead of a loop of 8-byte stores.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     tag: u32,
-    entry: u32,
+    /// The entry index plus one, or 0 for an empty slot.
+    entry1: u32,
 }
 
-const EMPTY: Slot = Slot { tag: 0, entry: NIL };
+const EMPTY: Slot = Slot { tag: 0, entry1: 0 };
+
+impl Slot {
+    /// A slot holding entry `e` under `tag`.
+    #[inline]
+    fn new(tag: u32, e: u32) -> Slot {
+        Slot { tag, entry1: e + 1 }
+    }
+
+    /// The entry index, or `NIL` for an empty slot.
+    #[inline]
+    fn entry(self) -> u32 {
+        self.entry1.wrapping_sub(1)
+    }
+}
 
 /// A key and its entry in one 64-byte cache line: a hit touches the slot's line and this one.
 #[derive(Clone, Copy, Debug)]
@@ -185,13 +203,10 @@ impl FixedExactMap {
             }
             let h = keyed.key.slot_hash();
             let mut i = h as usize & self.mask;
-            while self.slots[i].entry != NIL {
+            while self.slots[i].entry() != NIL {
                 i = next_slot(i, n);
             }
-            self.slots[i] = Slot {
-                tag: h as u32,
-                entry: e as u32,
-            };
+            self.slots[i] = Slot::new(h as u32, e as u32);
         }
     }
 
@@ -269,14 +284,14 @@ impl FixedExactMap {
     fn remove_slot(&mut self, entry: u32) {
         let (mask, n) = (self.mask, self.slots.len());
         let mut i = self.entries[entry as usize].key.slot_hash() as usize & mask;
-        while self.slots[i].entry != entry {
+        while self.slots[i].entry() != entry {
             i = next_slot(i, n);
         }
         let mut j = i;
         loop {
             j = next_slot(j, n);
             let s = self.slots[j];
-            if s.entry == NIL {
+            if s.entry() == NIL {
                 break;
             }
             // The slot's tag holds the low 32 bits of its hash, so its home is `tag & mask`;
@@ -330,15 +345,15 @@ impl TensorMap for FixedExactMap {
         let (mut i, mut steps) = (home, 0u64);
         let e = loop {
             let s = self.slots[i];
-            if s.entry == NIL {
+            if s.entry() == NIL {
                 let e = self.alloc(*region);
-                self.slots[i] = Slot { tag, entry: e };
+                self.slots[i] = Slot::new(tag, e);
                 self.stats.misses += 1;
                 break e;
             }
-            if s.tag == tag && self.entries[s.entry as usize].key == *region {
+            if s.tag == tag && self.entries[s.entry() as usize].key == *region {
                 self.stats.hits += 1;
-                break s.entry;
+                break s.entry();
             }
             i = next_slot(i, n);
             steps += 1;
