@@ -212,7 +212,8 @@ struct Marks {
     last: Option<([i64; MAX_RANK], [i64; MAX_RANK])>,
 }
 
-/// The written elements of the output tensors during one run.
+/// The written elements of the output tensors during one run (kept by the program and
+/// [`reset`](Coverage::reset) before each of its runs).
 pub(crate) struct Coverage {
     tensors: Vec<Option<Marks>>,
     /// Per module kernel: whether its tasks may write a tracked tensor ([`writers`]).
@@ -223,22 +224,39 @@ impl Coverage {
     /// Empty bitmaps for the tensors `outputs` marks, shaped as in `store`; `kernels`: per
     /// module kernel, whether its tasks may write one of them.
     pub(crate) fn new(outputs: &[bool], kernels: &[bool], store: &TensorStore) -> Coverage {
-        let tensors = (0..store.len())
-            .map(|t| {
-                outputs.get(t).copied().unwrap_or(false).then(|| {
-                    let shape = store.info(t as u32).shape.clone();
-                    let n: u64 = shape.iter().product();
-                    Marks {
-                        shape,
-                        bits: vec![0; n.div_ceil(64) as usize],
-                        last: None,
-                    }
-                })
-            })
-            .collect();
-        Coverage {
-            tensors,
+        let mut c = Coverage {
+            tensors: Vec::new(),
             kernels: kernels.to_vec(),
+        };
+        c.reset(outputs, store);
+        c
+    }
+
+    /// Empties the bitmaps for a new run on `store` (tensors `outputs` marks): a tensor whose
+    /// shape is the last run's keeps its words, zeroed in place (no fresh pages, no
+    /// allocation); one whose shape changed is resized in its own buffer.
+    pub(crate) fn reset(&mut self, outputs: &[bool], store: &TensorStore) {
+        self.tensors.resize_with(store.len(), || None);
+        for (t, slot) in self.tensors.iter_mut().enumerate() {
+            if !outputs.get(t).copied().unwrap_or(false) {
+                *slot = None;
+                continue;
+            }
+            let shape = &store.info(t as u32).shape;
+            let m = slot.get_or_insert_with(|| Marks {
+                shape: Vec::new(),
+                bits: Vec::new(),
+                last: None,
+            });
+            if m.shape != *shape {
+                let n: u64 = shape.iter().product();
+                m.shape.clone_from(shape);
+                m.bits.clear();
+                m.bits.resize(n.div_ceil(64) as usize, 0);
+            } else {
+                m.bits.fill(0);
+            }
+            m.last = None;
         }
     }
 
