@@ -95,8 +95,9 @@ fn a_second_run_reports_what_it_left_unwritten_not_what_the_first_wrote() {
         b.bind_str(&module, &format!("m={m}")).unwrap();
         b
     };
-    // Each case's unwritten rows, as the tiles leave them: rows `m .. 64`.
-    for m in [64, 48, 64, 16, 32] {
+    // Each case's unwritten rows, as the tiles leave them: rows `m .. 64`. A run after a full
+    // one (48 after 64) and one after a partial one that wrote more (16 after 32).
+    for m in [64, 48, 64, 32, 16] {
         p.execute(&bind(m)).unwrap();
         let c = p.coverage();
         if m == 64 {
