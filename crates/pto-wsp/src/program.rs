@@ -539,6 +539,7 @@ pub(crate) fn compile_cpu(
             on_caller,
             tables: Mutex::new(None),
             devgen_tables: Mutex::new(None),
+            coverage: Mutex::new(None),
         }),
         store: Arc::new(Mutex::new(None)),
         running: None,
@@ -653,6 +654,9 @@ struct Inner {
     tables: Mutex<Option<(TaskTable, TaskStates, KeptBuilder)>>,
     /// A device-generation run's tables, made by the first such run and kept likewise.
     devgen_tables: Mutex<Option<pto_wsp_cpu::DevGenTables>>,
+    /// A host run's coverage bitmaps, made by the first checked run and reset before each
+    /// (zeroed in place: an allocation of one bit per output element per run no more).
+    coverage: Mutex<Option<coverage::Coverage>>,
 }
 
 /// The deepest module (nesting plus calls, as the validator counts them) whose run
@@ -891,17 +895,32 @@ impl Inner {
         // Host runs feed every task through the hooks that mark coverage; device generation and
         // pipelines do not, and are not checked.
         let host = self.bytecode.is_none() && !self.plan.resolved().csp;
-        let mut cover = (self.options.coverage && host && !self.outputs.is_empty())
-            .then(|| coverage::Coverage::new(&self.outputs, &self.writers, store))
-            .filter(coverage::Coverage::any);
+        let mut kept = self.coverage.lock().unwrap_or_else(|p| p.into_inner());
+        let cover = if self.options.coverage && host && !self.outputs.is_empty() {
+            let c = match kept.as_mut() {
+                Some(c) => {
+                    c.reset(&self.outputs, store);
+                    c
+                }
+                None => kept.insert(coverage::Coverage::new(&self.outputs, &self.writers, store)),
+            };
+            c.any().then_some(c)
+        } else {
+            None
+        };
         // A cancelled run ends with the first refused kernel's error, or not at all when the
         // generator stopped first: either way it is reported as cancelled.
-        let run = self.execute_run(bindings, store, cover.as_mut());
+        let run = self.execute_run(bindings, store, cover);
         if self.options.kernels.is_cancelled() {
             return Err(RunError::Cancelled);
         }
         let stats = run?;
-        let unwritten = cover.map(|c| c.report(store)).unwrap_or_default();
+        // Only a checked run made the bitmaps (the options and mode are the program's).
+        let unwritten = kept
+            .as_ref()
+            .filter(|c| c.any())
+            .map(|c| c.report(store))
+            .unwrap_or_default();
         Ok((stats, unwritten))
     }
 

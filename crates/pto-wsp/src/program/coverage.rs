@@ -206,13 +206,18 @@ pub(crate) fn writers(r: &Resolved, checked: &[bool]) -> Vec<bool> {
 /// One output tensor's bitmap.
 struct Marks {
     shape: Vec<u64>,
-    /// Row-major, one bit per element.
+    /// Row-major, one bit per element: a written element's bit is `!flip`'s.
     bits: Vec<u64>,
+    /// 0 (a set bit is written) or `u64::MAX` (a clear bit is): after a run that wrote every
+    /// element the next one starts from that bitmap with the meaning flipped, so it is emptied
+    /// with no pass over it.
+    flip: u64,
     /// The last box marked (start, size; unused dimensions 0).
     last: Option<([i64; MAX_RANK], [i64; MAX_RANK])>,
 }
 
-/// The written elements of the output tensors during one run.
+/// The written elements of the output tensors during one run (kept by the program and
+/// [`reset`](Coverage::reset) before each of its runs).
 pub(crate) struct Coverage {
     tensors: Vec<Option<Marks>>,
     /// Per module kernel: whether its tasks may write a tracked tensor ([`writers`]).
@@ -223,22 +228,45 @@ impl Coverage {
     /// Empty bitmaps for the tensors `outputs` marks, shaped as in `store`; `kernels`: per
     /// module kernel, whether its tasks may write one of them.
     pub(crate) fn new(outputs: &[bool], kernels: &[bool], store: &TensorStore) -> Coverage {
-        let tensors = (0..store.len())
-            .map(|t| {
-                outputs.get(t).copied().unwrap_or(false).then(|| {
-                    let shape = store.info(t as u32).shape.clone();
-                    let n: u64 = shape.iter().product();
-                    Marks {
-                        shape,
-                        bits: vec![0; n.div_ceil(64) as usize],
-                        last: None,
-                    }
-                })
-            })
-            .collect();
-        Coverage {
-            tensors,
+        let mut c = Coverage {
+            tensors: Vec::new(),
             kernels: kernels.to_vec(),
+        };
+        c.reset(outputs, store);
+        c
+    }
+
+    /// Empties the bitmaps for a new run on `store` (tensors `outputs` marks): a tensor whose
+    /// shape is the last run's keeps its words — when the last run wrote all of it, their
+    /// meaning is flipped (no pass over them), else they are filled in place (no fresh pages,
+    /// no allocation); one whose shape changed is resized in its own buffer.
+    pub(crate) fn reset(&mut self, outputs: &[bool], store: &TensorStore) {
+        self.tensors.resize_with(store.len(), || None);
+        for (t, slot) in self.tensors.iter_mut().enumerate() {
+            if !outputs.get(t).copied().unwrap_or(false) {
+                *slot = None;
+                continue;
+            }
+            let shape = &store.info(t as u32).shape;
+            let m = slot.get_or_insert_with(|| Marks {
+                shape: Vec::new(),
+                bits: Vec::new(),
+                flip: 0,
+                last: None,
+            });
+            let n: u64 = shape.iter().product();
+            if m.shape != *shape {
+                m.shape.clone_from(shape);
+                m.bits.clear();
+                m.bits.resize(n.div_ceil(64) as usize, 0);
+                m.flip = 0;
+            } else if all_set(&m.bits, n, m.flip) {
+                // Every element written: the same words, read the other way, are all unwritten.
+                m.flip = !m.flip;
+            } else {
+                m.bits.fill(m.flip);
+            }
+            m.last = None;
         }
     }
 
@@ -313,7 +341,12 @@ impl Marks {
         let mut idx = lo;
         loop {
             let base: u64 = (0..rank - 1).map(|d| idx[d] * stride[d]).sum();
-            set_bits(&mut self.bits, base + lo[rank - 1], base + hi[rank - 1]);
+            set_bits(
+                &mut self.bits,
+                base + lo[rank - 1],
+                base + hi[rank - 1],
+                self.flip,
+            );
             // Next row of the box (odometer over the outer dimensions).
             let mut d = rank - 1;
             loop {
@@ -336,7 +369,7 @@ impl Marks {
     fn unwritten(&self, name: &str) -> Option<Unwritten> {
         let rank = self.shape.len();
         let total: u64 = self.shape.iter().product();
-        if rank == 0 || total == 0 || all_set(&self.bits, total) {
+        if rank == 0 || total == 0 || all_set(&self.bits, total, self.flip) {
             return None;
         }
         let row = self.shape[rank - 1];
@@ -345,7 +378,7 @@ impl Marks {
         let mut hi = vec![0u64; rank];
         let mut outer = vec![0u64; rank - 1];
         for r in 0..total / row {
-            let (n, first, last) = missing_in(&self.bits, r * row, (r + 1) * row);
+            let (n, first, last) = missing_in(&self.bits, r * row, (r + 1) * row, self.flip);
             if n > 0 {
                 elements += n;
                 lo[rank - 1] = lo[rank - 1].min(first - r * row);
@@ -381,20 +414,20 @@ impl Marks {
 /// exit (a loop the compiler vectorises, a fraction of an operation per word), then the partial
 /// last word masked. The usual outcome of a run, so the row-by-row count runs only when
 /// something is missing.
-fn all_set(bits: &[u64], n: u64) -> bool {
+fn all_set(bits: &[u64], n: u64, flip: u64) -> bool {
     let (whole, rest) = ((n / 64) as usize, n % 64);
     let Some((words, tail)) = bits.split_at_checked(whole) else {
         return false;
     };
-    let full = words.iter().fold(u64::MAX, |a, &w| a & w) == u64::MAX;
+    let full = words.iter().fold(u64::MAX, |a, &w| a & (w ^ flip)) == u64::MAX;
     let mask = (1u64 << rest).wrapping_sub(1);
-    full && (rest == 0 || tail.first().is_some_and(|&w| w & mask == mask))
+    full && (rest == 0 || tail.first().is_some_and(|&w| (w ^ flip) & mask == mask))
 }
 
 /// The clear bits of `bits` in `from .. to` (`from < to`): how many, the first and the last
 /// (meaningless when there are none). One masked test per word, so a written row costs a few
 /// operations per 64 elements.
-fn missing_in(bits: &[u64], from: u64, to: u64) -> (u64, u64, u64) {
+fn missing_in(bits: &[u64], from: u64, to: u64, flip: u64) -> (u64, u64, u64) {
     let (mut n, mut first, mut last) = (0u64, u64::MAX, 0u64);
     let (w0, w1) = ((from / 64) as usize, ((to - 1) / 64) as usize);
     let (head, tail) = (u64::MAX << (from % 64), u64::MAX >> (63 - (to - 1) % 64));
@@ -407,7 +440,7 @@ fn missing_in(bits: &[u64], from: u64, to: u64) -> (u64, u64, u64) {
         if w == w1 {
             mask &= tail;
         }
-        let missing = !word & mask;
+        let missing = !(word ^ flip) & mask;
         if missing != 0 {
             let base = w as u64 * 64;
             n += u64::from(missing.count_ones());
@@ -420,20 +453,22 @@ fn missing_in(bits: &[u64], from: u64, to: u64) -> (u64, u64, u64) {
 
 /// Sets bits `from .. to` of `bits`: the partial first and last words masked, the words
 /// between filled whole.
-fn set_bits(bits: &mut [u64], from: u64, to: u64) {
+fn set_bits(bits: &mut [u64], from: u64, to: u64, flip: u64) {
     if from >= to {
         return;
     }
     let (first, last) = ((from / 64) as usize, ((to - 1) / 64) as usize);
     let head = u64::MAX << (from % 64);
     let tail = u64::MAX >> (63 - (to - 1) % 64);
+    // Written bits are `!flip`'s: or-ed in, or cleared when the meaning is flipped.
+    let put = |w: &mut u64, m: u64| *w = (*w | m) & !(m & flip);
     if first == last {
-        bits[first] |= head & tail;
+        put(&mut bits[first], head & tail);
         return;
     }
-    bits[first] |= head;
-    bits[first + 1..last].fill(u64::MAX);
-    bits[last] |= tail;
+    put(&mut bits[first], head);
+    bits[first + 1..last].fill(!flip);
+    put(&mut bits[last], tail);
 }
 
 #[cfg(test)]
@@ -445,6 +480,7 @@ mod tests {
         Marks {
             shape: shape.to_vec(),
             bits: vec![0; n.div_ceil(64) as usize],
+            flip: 0,
             last: None,
         }
     }
@@ -576,6 +612,30 @@ mod tests {
         }
     }
 
+    /// A bitmap read the other way (`flip`, as a run after a full one starts) marks and reports
+    /// as a plain one: its words are the plain one's complement after the same boxes.
+    #[test]
+    fn a_flipped_bitmap_marks_and_reports_as_a_plain_one() {
+        let shapes: [&[u64]; 4] = [&[5, 3, 7], &[9, 64], &[3, 130], &[200]];
+        for shape in shapes {
+            for seed in 0..20u64 {
+                let (mut plain, mut flipped) = (marks(shape), marks(shape));
+                flipped.flip = u64::MAX;
+                flipped.bits.fill(u64::MAX);
+                let mut next = draws(seed);
+                for _ in 0..(seed % 6) {
+                    let start: Vec<i64> = shape.iter().map(|&d| next(d + 4) - 2).collect();
+                    let size: Vec<i64> = shape.iter().map(|&d| next(d + 2)).collect();
+                    plain.mark(&start, &size);
+                    flipped.mark(&start, &size);
+                }
+                let complement: Vec<u64> = flipped.bits.iter().map(|w| !w).collect();
+                assert_eq!(plain.bits, complement, "{shape:?} seed {seed}");
+                assert_eq!(plain.unwritten("T"), flipped.unwritten("T"));
+            }
+        }
+    }
+
     #[test]
     fn all_set_agrees_with_counting_the_missing_bits() {
         let mut draw = draws(7);
@@ -595,16 +655,16 @@ mod tests {
                     bits[(b / 64) as usize] &= !(1 << (b % 64));
                 }
             }
-            let missing = missing_in(&bits, 0, n).0;
-            assert_eq!(all_set(&bits, n), missing == 0, "n {n}, case {case}");
+            let missing = missing_in(&bits, 0, n, 0).0;
+            assert_eq!(all_set(&bits, n, 0), missing == 0, "n {n}, case {case}");
         }
-        assert!(!all_set(&[], 5), "too few words");
+        assert!(!all_set(&[], 5, 0), "too few words");
     }
 
     #[test]
     fn set_bits_crosses_words() {
         let mut b = vec![0u64; 3];
-        set_bits(&mut b, 60, 130);
+        set_bits(&mut b, 60, 130, 0);
         assert_eq!(b[0], 0xF << 60);
         assert_eq!(b[1], u64::MAX);
         assert_eq!(b[2], 0b11);

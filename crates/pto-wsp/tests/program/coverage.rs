@@ -2,7 +2,8 @@
 //! cover 64 of 70 rows of its output is reported naming the six unwritten rows (and one that
 //! covers all 64 is not); outputs updated in place, intermediates and inputs are not checked;
 //! a run cancelled from another thread ends with `RunError::Cancelled` before its last task,
-//! leaves each tile whole, and the program runs again.
+//! leaves each tile whole, and the program runs again; a program run twice reports what its
+//! second run left unwritten, not what the first had written.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
@@ -66,6 +67,48 @@ fn a_fully_written_output_and_a_run_without_the_check_report_nothing() {
     let (mut p, b) = program(70, off);
     p.execute(&b).unwrap();
     assert!(p.coverage().is_empty());
+}
+
+/// `m / 16` tiles of 16 rows written into an output of `n` rows, so two runs of one program
+/// have outputs of one shape and write more or fewer of its rows.
+const PART: &str = "
+symbol n: i64;
+symbol m: i64;
+tensor X: f32[n, 64];
+tensor Y: f32[n, 64];
+axis T = dense_dyn(m / 16);
+kernel relu(in x: f32[16, 64], out y: f32[16, 64]);
+workload main() {
+    parallel_for t in T {
+        task relu(X[t * 16 +: 16, 0 +: 64], Y[t * 16 +: 16, 0 +: 64]);
+    }
+}
+";
+
+#[test]
+fn a_second_run_reports_what_it_left_unwritten_not_what_the_first_wrote() {
+    let module = parse(PART).unwrap();
+    let mut p = compile(lower(&module).unwrap(), CompileOptions::default()).unwrap();
+    let bind = |m: i64| {
+        let mut b = Bindings::new();
+        b.bind_str(&module, "n=64").unwrap();
+        b.bind_str(&module, &format!("m={m}")).unwrap();
+        b
+    };
+    // Each case's unwritten rows, as the tiles leave them: rows `m .. 64`. A run after a full
+    // one (48 after 64) and one after a partial one that wrote more (16 after 32).
+    for m in [64, 48, 64, 32, 16] {
+        p.execute(&bind(m)).unwrap();
+        let c = p.coverage();
+        if m == 64 {
+            assert!(c.is_empty(), "m {m}: {c:?}");
+            continue;
+        }
+        assert_eq!(c.len(), 1, "m {m}: {c:?}");
+        assert_eq!(c[0].tensor, "Y");
+        assert_eq!(c[0].bounds, vec![(m as u64, 64), (0, 64)], "m {m}");
+        assert_eq!(((64 - m as u64) * 64, true), (c[0].elements, c[0].exact));
+    }
 }
 
 #[test]
