@@ -782,15 +782,13 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             self.explicit.push(dep.0);
             Ok(())
         });
-        if let Err(e) = filled {
+        let hooked = filled
+            .map_err(SubmitError::Build)
+            .and_then(|()| before(task).map_err(SubmitError::Before));
+        if let Err(e) = hooked {
             self.params.clear();
             self.explicit.clear();
-            return Err(SubmitError::Build(e));
-        }
-        if let Err(e) = before(task) {
-            self.params.clear();
-            self.explicit.clear();
-            return Err(SubmitError::Before(e));
+            return Err(e);
         }
         self.tasks.push(TaskNode {
             id: task,

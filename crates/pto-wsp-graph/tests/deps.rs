@@ -569,6 +569,15 @@ fn build_forgetting<M: TensorMap>(tasks: &[GenTask], map: M, at_submit: bool) ->
     b.into_parts().1
 }
 
+/// One map of each kind (exact fixed, exact dynamic, overlap), fresh: the submission tests build
+/// the same stream with each.
+fn three_maps() -> Vec<AnyTensorMap> {
+    vec![
+        AnyTensorMap::Fixed(FixedExactMap::growable(1)),
+        AnyTensorMap::Dynamic(DynamicExactMap::new()),
+        AnyTensorMap::Overlap(OverlapMap::new()),
+    ]
+}
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(64)))]
 
@@ -577,16 +586,9 @@ proptest! {
     /// regions that regions added one at a time give, under the exact and the overlap maps.
     #[test]
     fn regions_given_at_submission_build_what_regions_added_build(tasks in stream_strategy()) {
-        let maps = || -> Vec<AnyTensorMap> {
-            vec![
-                AnyTensorMap::Fixed(FixedExactMap::growable(1)),
-                AnyTensorMap::Dynamic(DynamicExactMap::new()),
-                AnyTensorMap::Overlap(OverlapMap::new()),
-            ]
-        };
-        for k in 0..maps().len() {
-            let want = build_forgetting(&tasks, maps().swap_remove(k), false);
-            let got = build_forgetting(&tasks, maps().swap_remove(k), true);
+        for k in 0..three_maps().len() {
+            let want = build_forgetting(&tasks, three_maps().swap_remove(k), false);
+            let got = build_forgetting(&tasks, three_maps().swap_remove(k), true);
             prop_assert_eq!(&got.preds, &want.preds, "map {}", k);
             prop_assert_eq!(&got.published, &want.published, "map {}", k);
             prop_assert_eq!(want.published.len(), tasks.len());
@@ -2274,16 +2276,10 @@ proptest! {
         tasks in stream_strategy(),
         refused in prop::collection::vec(any::<bool>(), 0..200),
     ) {
-        let maps = || -> Vec<AnyTensorMap> {
-            vec![
-                AnyTensorMap::Fixed(FixedExactMap::growable(1)),
-                AnyTensorMap::Dynamic(DynamicExactMap::new()),
-                AnyTensorMap::Overlap(OverlapMap::new()),
-            ]
-        };
-        for k in 0..maps().len() {
+        for k in 0..three_maps().len() {
             let run = |how| {
-                let mut b = GraphBuilder::with_map(maps().swap_remove(k), Published::default());
+                let map = three_maps().swap_remove(k);
+                let mut b = GraphBuilder::with_map(map, Published::default());
                 let seen = build_whole(&tasks, &mut b, how, &refused);
                 let stats = b.stats();
                 (seen, stats, b.into_parts().1)
@@ -2292,7 +2288,8 @@ proptest! {
             prop_assert_eq!(&got, &want, "staged, map {}", k);
             prop_assert_eq!(want.2.nodes.len(), tasks.len());
             let run = |how| {
-                let mut b = GraphBuilder::with_map(maps().swap_remove(k), CollectEdges::default());
+                let map = three_maps().swap_remove(k);
+                let mut b = GraphBuilder::with_map(map, CollectEdges::default());
                 let seen = build_whole(&tasks, &mut b, how, &refused);
                 let stats = b.stats();
                 (seen, stats, b.finish())

@@ -45,6 +45,35 @@ fn counts(n: usize) -> Arc<Vec<AtomicUsize>> {
     Arc::new((0..n).map(|_| AtomicUsize::new(0)).collect())
 }
 
+/// The worker of a model: runs whatever the queue holds until every task of `preds` (task `i`'s
+/// producers are `preds[i]`) has run, each after its producers; then checks that each ran
+/// exactly once.
+fn work_all(st: &TaskStates, q: &FifoQueue, preds: &[&[usize]]) {
+    let n = preds.len();
+    let (done, runs) = (flags(n), counts(n));
+    let mut finished = 0;
+    while finished < n {
+        match q.try_pop() {
+            Some(t) => {
+                let i = t.0 as usize;
+                for &p in preds[i] {
+                    assert!(done[p].load(Relaxed), "task {i} ran before {p}");
+                }
+                runs[i].fetch_add(1, Relaxed);
+                done[i].store(true, Relaxed);
+                st.complete(t, |s| {
+                    q.push(s);
+                });
+                finished += 1;
+            }
+            None => thread::yield_now(),
+        }
+    }
+    for r in runs.iter() {
+        assert_eq!(r.load(Relaxed), 1);
+    }
+}
+
 /// A producer completes while its consumer is being wired: whichever wins, the consumer becomes
 /// ready exactly once, and only after the producer's work.
 #[test]
@@ -171,9 +200,6 @@ fn chain_built_while_running() {
     model(|| {
         let st = Arc::new(TaskStates::new());
         let q = Arc::new(FifoQueue::new());
-        let done = flags(3);
-        let runs = counts(3);
-
         let builder = {
             let (st, q) = (st.clone(), q.clone());
             thread::spawn(move || {
@@ -189,28 +215,8 @@ fn chain_built_while_running() {
             })
         };
 
-        let mut finished = 0;
-        while finished < 3 {
-            match q.try_pop() {
-                Some(t) => {
-                    let i = t.0 as usize;
-                    if i > 0 {
-                        assert!(done[i - 1].load(Relaxed), "task {i} ran before {}", i - 1);
-                    }
-                    runs[i].fetch_add(1, Relaxed);
-                    done[i].store(true, Relaxed);
-                    st.complete(t, |s| {
-                        q.push(s);
-                    });
-                    finished += 1;
-                }
-                None => thread::yield_now(),
-            }
-        }
+        work_all(&st, &q, &[&[], &[0], &[1]]);
         builder.join().unwrap();
-        for r in runs.iter() {
-            assert_eq!(r.load(Relaxed), 1);
-        }
         assert!(q.is_empty());
     });
 }
@@ -227,8 +233,6 @@ fn batch_sealed_newest_first_with_plain_seals() {
     model(|| {
         let st = Arc::new(TaskStates::new());
         let q = Arc::new(FifoQueue::new());
-        let done = flags(4);
-        let runs = counts(4);
         let preds: [&[usize]; 4] = [&[], &[0], &[1], &[0, 1]];
 
         let builder = {
@@ -257,28 +261,8 @@ fn batch_sealed_newest_first_with_plain_seals() {
             })
         };
 
-        let mut finished = 0;
-        while finished < 4 {
-            match q.try_pop() {
-                Some(t) => {
-                    let i = t.0 as usize;
-                    for &p in preds[i] {
-                        assert!(done[p].load(Relaxed), "task {i} ran before {p}");
-                    }
-                    runs[i].fetch_add(1, Relaxed);
-                    done[i].store(true, Relaxed);
-                    st.complete(t, |s| {
-                        q.push(s);
-                    });
-                    finished += 1;
-                }
-                None => thread::yield_now(),
-            }
-        }
+        work_all(&st, &q, &preds);
         builder.join().unwrap();
-        for r in runs.iter() {
-            assert_eq!(r.load(Relaxed), 1);
-        }
         assert!(q.is_empty());
     });
 }
