@@ -1242,8 +1242,10 @@ impl TensorMap for OverlapMap {
         let seq = self.seq;
         let range = cell_range(self.grids[g].shift, region);
         let (x0, x1, y0, y1) = range;
-        let ncells = ((x1 - x0) as u64 + 1) * ((y1 - y0) as u64 + 1);
-        if ncells == 1 && !self.plain() {
+        // One cell (most accesses): decided by two comparisons, the cell count only computed
+        // on the general path.
+        let one_cell = x0 == x1 && y0 == y1;
+        if one_cell && !self.plain() {
             let key = CellKey {
                 tensor: region.tensor,
                 cx: x0,
@@ -1269,6 +1271,7 @@ impl TensorMap for OverlapMap {
                 }
             }
         }
+        let ncells = ((x1 - x0) as u64 + 1) * ((y1 - y0) as u64 + 1);
         // A multi-cell read: the newest mark inside it covers what it covers.
         let cover = if !self.no_marks && !writes && ncells > 1 {
             self.grids[g].marks.within(region)
