@@ -72,7 +72,7 @@ use pto_wsp_graph::storage::TaskNode;
 use pto_wsp_graph::tensor_map::{AnyTensorMap, MapStats};
 use pto_wsp_graph::timing::ReleaseTiming;
 use pto_wsp_graph::types::TaskIo;
-use pto_wsp_graph::window::{WindowError, WindowState};
+use pto_wsp_graph::window::{Reservation, WindowError, WindowState};
 use pto_wsp_ir::{DepsMode, StartPolicy, Timing, WindowMode};
 
 use crate::engine::{Engine, Meta, RunGraph};
@@ -261,7 +261,12 @@ pub struct StreamSink<'s> {
     reclaim_table: bool,
     /// The order checker and the mode it names, under `check_order`.
     order: Option<(OrderChecker, DepsMode)>,
+    /// Window slots reserved for the next submissions, and what was admitted on them.
+    slots: Reservation,
 }
+
+/// Most window slots the sink reserves at once (a seal batch's worth).
+const WINDOW_BATCH: usize = BATCH;
 
 impl std::fmt::Debug for StreamSink<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -403,6 +408,9 @@ impl<'s> StreamSink<'s> {
     /// publishes every released task: the orchestrator calls this before it waits for any
     /// completion, and at the end.
     fn open_all(&mut self) {
+        if let Some(win) = self.window {
+            win.settle(&mut self.slots);
+        }
         self.seal_batch();
         let (states, release) = (self.states, self.release);
         let (cursor, start) = (&mut self.cursor, &mut self.start);
@@ -439,10 +447,21 @@ impl<'s> StreamSink<'s> {
         });
     }
 
+    /// Admits the task being submitted into the window: on a slot reserved earlier if one is
+    /// left, else by reserving up to [`WINDOW_BATCH`] slots at once (the module docs).
     #[inline]
     fn enter_window(&mut self) {
         let Some(win) = self.window else { return };
         self.keep_close();
+        if win.take(&mut self.slots) {
+            return;
+        }
+        self.reserve_slots(win);
+    }
+
+    /// [`StreamSink::enter_window`] with no reserved slot left.
+    #[inline(never)]
+    fn reserve_slots(&mut self, win: &'s WindowState) {
         if win.mode() == WindowMode::Stall && win.in_flight() >= win.capacity() {
             // Waiting for completions needs running workers.
             self.open_all();
@@ -450,7 +469,7 @@ impl<'s> StreamSink<'s> {
         if let Err(WindowError::Full {
             capacity,
             in_flight,
-        }) = win.enter()
+        }) = win.reserve(&mut self.slots, WINDOW_BATCH)
         {
             (self.fail)(ExecError::WindowFull {
                 capacity,
@@ -662,6 +681,7 @@ impl<'s> StreamSink<'s> {
             order: stream
                 .check_order
                 .then(|| (OrderChecker::new(), stream.deps)),
+            slots: Reservation::default(),
         }
     }
 }

@@ -23,6 +23,21 @@
 //! argument independent of the accesses' own orderings. On the fast path (window not full,
 //! nobody stalled) entry is one compare-exchange and exit one `fetch_sub`, a fence and a load.
 //! The window is a pure count: it orders nothing else.
+//!
+//! # Reserved slots
+//!
+//! A submitter that admits many tasks in a row may take several slots in one step
+//! ([`WindowState::reserve`]: as many as the window has free, up to a maximum, the first of them
+//! used at once) and hand them to its next tasks with plain bookkeeping ([`WindowState::take`]),
+//! giving back what it did not use ([`WindowState::settle`]) before it waits for anything and at
+//! the end. A submitter holding a reserved slot would have been admitted at once anyway (the
+//! tasks really in flight are the count less the unused reserved slots, so fewer than the
+//! capacity), and one holding none enters exactly as [`WindowState::enter`] does: when it
+//! blocks, fails or overflows is unchanged. What it observes is unchanged too: each task taken
+//! records the tasks really in flight then (the count less the unused slots) into the high
+//! water, and the submissions and the high water reach the window and its counters at the
+//! settle. Giving slots back is a completion without the completion count: the same fence and
+//! wake-up as [`WindowState::leave_n`].
 
 use pto_wsp_ir::WindowMode;
 
@@ -43,6 +58,25 @@ pub enum WindowError {
     /// The window was closed ([`WindowState::close`]): the run is stopping.
     #[error("task window closed: the run is stopping")]
     Closed,
+}
+
+/// Window slots one submitter reserved ([`WindowState::reserve`]) and what it admitted on them
+/// since its last [`WindowState::settle`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Reservation {
+    /// Slots counted in flight and not used yet.
+    slots: usize,
+    /// Tasks admitted since the last settle.
+    used: usize,
+    /// Most tasks really in flight when one of them was admitted.
+    peak: usize,
+}
+
+impl Reservation {
+    /// Slots held unused.
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
 }
 
 /// Bounded count of in-flight tasks (see the module docs).
@@ -145,6 +179,71 @@ impl WindowState {
         }
     }
 
+    /// Admit one task, reserving up to `max - 1` further slots for the next tasks when the
+    /// window has them free (mode `stall` waits for space, `abort` fails when full, `benchmark`
+    /// overflows by one task only). `r` must hold no unused slot.
+    pub fn reserve(&self, r: &mut Reservation, max: usize) -> Result<(), WindowError> {
+        debug_assert_eq!(r.slots, 0, "window: reserving while holding slots");
+        let mut cur = self.in_flight.load(Ordering::SeqCst);
+        loop {
+            if cur >= self.capacity {
+                // Full (or closed): one task, exactly as `enter` admits it.
+                return self.enter();
+            }
+            if self.closed.load(Ordering::SeqCst) {
+                return Err(WindowError::Closed);
+            }
+            let k = (self.capacity - cur).min(max.max(1));
+            match self.in_flight.compare_exchange_weak(
+                cur,
+                cur + k,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => {
+                    r.slots = k - 1;
+                    r.used += 1;
+                    r.peak = r.peak.max(cur + 1);
+                    return Ok(());
+                }
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Admit one task on a slot `r` reserved, if it holds one: plain bookkeeping and one load.
+    #[inline(always)]
+    pub fn take(&self, r: &mut Reservation) -> bool {
+        if r.slots == 0 {
+            return false;
+        }
+        r.slots -= 1;
+        r.used += 1;
+        // The tasks really in flight now, this one included.
+        let now = self
+            .in_flight
+            .load(Ordering::Relaxed)
+            .saturating_sub(r.slots);
+        if now > r.peak {
+            r.peak = now;
+        }
+        true
+    }
+
+    /// Give back the slots `r` holds unused, and record its submissions and high water.
+    pub fn settle(&self, r: &mut Reservation) {
+        if r.used == 0 && r.slots == 0 {
+            return;
+        }
+        let Reservation { slots, used, peak } = std::mem::take(r);
+        if used > 0 {
+            self.counters.submitted(used as u64);
+            self.high_water.fetch_max(peak, Ordering::Relaxed);
+            self.counters.in_flight(peak as u64);
+        }
+        self.free(slots, 0);
+    }
+
     fn admitted(&self, now: usize) {
         if now > self.high_water.load(Ordering::Relaxed) {
             self.high_water.fetch_max(now, Ordering::Relaxed);
@@ -186,12 +285,23 @@ impl WindowState {
         if n == 0 {
             return;
         }
+        self.free(n, n);
+    }
+
+    /// `n` slots are free again, `completed` of them by completions: wake a stalled submitter
+    /// (see the module docs).
+    fn free(&self, n: usize, completed: usize) {
+        if n == 0 {
+            return;
+        }
         let before = self.in_flight.fetch_sub(n, Ordering::SeqCst);
         debug_assert!(
             before >= n,
-            "window: {n} completions with {before} in flight"
+            "window: {n} slots freed with {before} in flight"
         );
-        self.counters.completed(n as u64);
+        if completed > 0 {
+            self.counters.completed(completed as u64);
+        }
         fence(Ordering::SeqCst);
         if self.waiters.load(Ordering::SeqCst) > 0 {
             let _g = lock(&self.lock);
@@ -216,5 +326,66 @@ mod tests {
         );
         w.leave();
         w.enter().unwrap();
+    }
+
+    /// Tasks admitted on reserved slots, with completions arriving while slots are held, leave
+    /// the window, its verdicts and its counters exactly as entering task by task does (the
+    /// oracle: a second window driven by `enter`).
+    #[test]
+    fn reserved_slots_observe_as_entering_one_by_one() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        for mode in [WindowMode::Abort, WindowMode::Benchmark, WindowMode::Stall] {
+            for capacity in 1..7 {
+                for max in [1, 2, 3, 8] {
+                    let (ca, cb) = (Arc::new(Counters::new(1)), Arc::new(Counters::new(1)));
+                    let a = WindowState::new(capacity, mode, ca.clone());
+                    let b = WindowState::new(capacity, mode, cb.clone());
+                    let mut r = Reservation::default();
+                    let mut admitted = 0usize;
+                    for _ in 0..400 {
+                        let real = a.in_flight();
+                        if next(3) == 0 && real > 0 {
+                            let n = 1 + next(real as u64) as usize;
+                            a.leave_n(n);
+                            b.leave_n(n);
+                            continue;
+                        }
+                        if mode == WindowMode::Stall && real >= capacity {
+                            // Would block: the sink settles before it waits.
+                            b.settle(&mut r);
+                            assert_eq!(b.in_flight(), real);
+                            let n = 1 + next(real as u64) as usize;
+                            a.leave_n(n);
+                            b.leave_n(n);
+                            continue;
+                        }
+                        if next(5) == 0 {
+                            b.settle(&mut r);
+                        }
+                        let ea = a.enter();
+                        let eb = if b.take(&mut r) {
+                            Ok(())
+                        } else {
+                            b.reserve(&mut r, max)
+                        };
+                        assert_eq!(ea, eb, "{mode:?} capacity {capacity} max {max}");
+                        admitted += usize::from(ea.is_ok());
+                        assert_eq!(b.in_flight() - r.slots(), a.in_flight());
+                        assert!(r.slots() < max);
+                    }
+                    b.settle(&mut r);
+                    assert_eq!(b.in_flight(), a.in_flight());
+                    assert_eq!(b.high_water(), a.high_water());
+                    assert_eq!(cb.snapshot(), ca.snapshot());
+                    assert_eq!(ca.snapshot().tasks_submitted, admitted as u64);
+                }
+            }
+        }
     }
 }

@@ -28,7 +28,7 @@ use pto_wsp_graph::counters::Counters;
 use pto_wsp_graph::gate::IssueGate;
 use pto_wsp_graph::ready::FifoQueue;
 use pto_wsp_graph::state::{EdgeCursor, TaskStates};
-use pto_wsp_graph::window::WindowState;
+use pto_wsp_graph::window::{Reservation, WindowState};
 use pto_wsp_ir::{ExecPool, GateScope, WindowMode};
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
@@ -328,6 +328,32 @@ fn window_stall_wakes() {
         w.leave();
         submitter.join().unwrap();
         assert_eq!(w.in_flight(), 1);
+    });
+}
+
+/// Slots reserved and given back unused wake a submitter stalled meanwhile: one thread reserves
+/// both slots of a window of 2, uses one and settles; the other enters (stalling while both are
+/// held) and must be woken by the give-back.
+#[test]
+fn window_reserved_slots_given_back_wake() {
+    model(|| {
+        let w = Arc::new(WindowState::new(
+            2,
+            WindowMode::Stall,
+            Arc::new(Counters::new(1)),
+        ));
+        let submitter = {
+            let w = w.clone();
+            thread::spawn(move || {
+                w.enter().unwrap();
+            })
+        };
+        let mut r = Reservation::default();
+        w.reserve(&mut r, 2).unwrap();
+        w.settle(&mut r);
+        submitter.join().unwrap();
+        assert_eq!(w.in_flight(), 2);
+        assert_eq!(w.high_water(), 2);
     });
 }
 
