@@ -282,9 +282,6 @@ impl WindowState {
 
     /// `n` tasks completed (a batch).
     pub fn leave_n(&self, n: usize) {
-        if n == 0 {
-            return;
-        }
         self.free(n, n);
     }
 
