@@ -1311,6 +1311,33 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         self.io.clear();
         let me = self.me;
         let every = own || self.producers.is_some();
+        if let Some(boxes) = task.io() {
+            // The interpreter's boxes, checked as `Region::new` would (`Task::io`).
+            if every {
+                self.io.extend_from_slice(boxes);
+            } else {
+                let of = self.sh.of;
+                self.io
+                    .extend(boxes.iter().filter(|x| of.of(x.region.tensor) == me));
+            }
+        } else {
+            self.regions_from_coords(task, every)?;
+        }
+        if let Err(full) = self.map.has_room(self.io.len()) {
+            return Err(self.stop(ExecError::Build(format!("task #{}: {full}", task.index))));
+        }
+        if let Some(p) = &mut self.producers {
+            p.record_io(TaskId(id), &self.io);
+        }
+        Ok(())
+    }
+
+    /// [`Executor::regions`] for a task the interpreter hands without boxes (a region of rank
+    /// above [`pto_wsp_ir::task_io::MAX_RANK`] or an extent past `u32`): each region checked
+    /// and built here, the first bad one the task's error.
+    #[cold]
+    fn regions_from_coords(&mut self, task: &Task<'_>, every: bool) -> Result<(), Stopped> {
+        let me = self.me;
         for r in task.regions() {
             if !every && self.sh.of.of(r.tensor) != me {
                 continue;
@@ -1321,12 +1348,6 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
                     return Err(self.stop(ExecError::Build(format!("task #{}: {err}", task.index))));
                 }
             }
-        }
-        if let Err(full) = self.map.has_room(self.io.len()) {
-            return Err(self.stop(ExecError::Build(format!("task #{}: {full}", task.index))));
-        }
-        if let Some(p) = &mut self.producers {
-            p.record_io(TaskId(id), &self.io);
         }
         Ok(())
     }
@@ -1784,6 +1805,13 @@ impl Wiring {
 }
 
 impl<E: DirectExec> TaskSink for Executor<'_, '_, E> {
+    /// The interpreter's boxes ([`Task::io`]) are this executor's regions as they are: no
+    /// region is built again from its coordinates.
+    #[inline]
+    fn wants_boxes(&self) -> bool {
+        true
+    }
+
     fn task(&mut self, task: &Task<'_>) -> ControlFlow<()> {
         if self.sh.aborted() {
             return ControlFlow::Break(());
