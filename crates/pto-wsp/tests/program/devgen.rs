@@ -733,6 +733,66 @@ proptest! {
 /// same `edges` host-built without a window, streamed under windows of 2 to 4,096 tasks on 1
 /// and 2 threads, and in device generation; equal to what a builder that never retires finds
 /// for the same tasks. (Only the wired share may vary.)
+/// Executors take a task's regions from the interpreter's boxes, and build them from the
+/// coordinates when the interpreter hands none (a region of rank above `MAX_RANK`, which no
+/// runtime accepts): such a task stops the run with the host builder's refusal, named by the
+/// task, on 1-4 executors (its owner builds every region of its own task; the others, of its
+/// regions on their tensors), walking or partitioned, while the tasks before it, with boxes, ran.
+#[test]
+fn a_region_without_a_box_is_refused_naming_its_task() {
+    let text = "tensor A: f32[4, 2, 2, 2, 8];
+tensor C: f32[32, 8];
+tensor D: f32[32, 8];
+axis I = dense(4);
+kernel w2(in c: f32[?, ?], out d: f32[?, ?], id: i64);
+kernel w5(in a: f32[?, ?, ?, ?, ?], out d: f32[?, ?], id: i64);
+workload main() {
+    parallel_for i in I {
+        task w2(C[i * 8 +: 8, 0 +: 8], D[i * 8 +: 8, 0 +: 8], i);
+    }
+    task w5(A[0 +: 4, 0 +: 2, 0 +: 2, 0 +: 2, 0 +: 8], D[0 +: 8, 0 +: 8], 9);
+}
+schedule for main {
+    dispatch affinity(0);
+    task_graph { deps hybrid; }
+}
+";
+    let module = parse(text).unwrap();
+    // The host builder refuses the task too.
+    let mut builder = GraphBuilder::new(DepsMode::Hybrid);
+    let host = feed(
+        &resolved(&module),
+        &Bindings::new(),
+        &ExpandOptions::default(),
+        &mut builder,
+        &mut NoHooks,
+        ExecDomain::default(),
+    );
+    assert!(host.is_err(), "{host:?}");
+    let bytes = pto_wsp::bytecode::encode(&resolved(&module), &Default::default()).unwrap();
+    let program = pto_wsp::bytecode::Program::decode(&bytes).unwrap();
+    let bound = program.bind(&Bindings::new()).unwrap();
+    for threads in 1..=4 {
+        let pool = WorkerPool::new(threads).unwrap();
+        let mut tables = DevGenTables::new();
+        for partition in [false, true] {
+            let config = DevGenConfig {
+                deps: DepsMode::Hybrid,
+                partition,
+                ..DevGenConfig::default()
+            };
+            let err = pool
+                .run_devgen_on(&mut tables, &program, &bound, &config, &NoopExec)
+                .expect_err("a region of rank 5 has no box");
+            let message = err.to_string();
+            assert!(
+                message.contains("task #4") && message.contains("rank"),
+                "{threads} threads, partition {partition}: {message}"
+            );
+        }
+    }
+}
+
 #[test]
 fn the_inferred_edge_count_is_the_same_in_every_mode() {
     let path = format!(
