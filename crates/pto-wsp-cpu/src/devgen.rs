@@ -949,29 +949,50 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
 
     /// The next task's id: the tasks and barriers recorded in [`Executor::origins`] so far
     /// (partitioned, the others' tasks skipped included). Recorded in the dedup stamps.
+    /// Inlined into every task's submission; what happens once a chunk or a block of stamps,
+    /// or only far ahead, is out of line.
+    #[inline]
     fn alloc(&mut self) -> Result<u32, Stopped> {
-        let Ok(id) = u32::try_from(self.origins.len()) else {
-            return Err(self.stop(ExecError::Build("more than 2^32 - 2 tasks".into())));
-        };
-        if id >= u32::MAX - 1 {
-            return Err(self.stop(ExecError::Build("more than 2^32 - 2 tasks".into())));
+        let n = self.origins.len();
+        if n >= (u32::MAX - 1) as usize {
+            return Err(self.too_many());
         }
-        self.keep_close(id)?;
-        let chunk = id / CHUNK as u32;
-        if chunk != self.chunk {
-            // The first id of a chunk of task state this executor walks into: free what every
-            // executor is past before this executor can grow the chunk (module docs, "Memory").
-            self.chunk = chunk;
-            self.free_behind_floor();
+        let id = n as u32;
+        if id - self.completed_below >= self.sh.span {
+            self.keep_close(id)?;
+        }
+        if id / CHUNK as u32 != self.chunk {
+            self.enter_chunk(id / CHUNK as u32);
         }
         self.next_id = id + 1;
         let stamps = (self.next_id - self.wiring.seen_base) as usize;
         if stamps > self.wiring.seen.len() {
-            // A block of stamps at a time (a stamp past the last id is never read).
-            self.wiring.seen.resize(stamps + STAMP_BLOCK, u32::MAX);
+            self.grow_stamps(stamps);
         }
         self.stats.walked += 1;
         Ok(id)
+    }
+
+    /// The run has more tasks than ids.
+    #[cold]
+    #[inline(never)]
+    fn too_many(&self) -> Stopped {
+        self.stop(ExecError::Build("more than 2^32 - 2 tasks".into()))
+    }
+
+    /// The first id of a chunk of task state this executor walks into: free what every
+    /// executor is past before this executor can grow the chunk (module docs, "Memory").
+    #[inline(never)]
+    fn enter_chunk(&mut self, chunk: u32) {
+        self.chunk = chunk;
+        self.free_behind_floor();
+    }
+
+    /// Room for `stamps` dedup stamps, a block at a time (a stamp past the last id is never
+    /// read).
+    #[inline(never)]
+    fn grow_stamps(&mut self, stamps: usize) {
+        self.wiring.seen.resize(stamps + STAMP_BLOCK, u32::MAX);
     }
 
     /// Keeps this executor's walk within [`Shared::span`] tasks of its completed prefix: an
@@ -981,6 +1002,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
     /// yields to it (backing off, never parking: no completion of another executor's task is
     /// announced to this one). Cannot deadlock: the oldest unfinished task's owner has generated
     /// it (every executor is past it) and its predecessors are done, so it is ready there.
+    #[inline(never)]
     fn keep_close(&mut self, id: u32) -> Result<(), Stopped> {
         if id - self.completed_below < self.sh.span {
             return Ok(());
@@ -1032,6 +1054,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
     }
 
     /// A free slot for own task `id` (recorded in the owner table).
+    #[inline]
     fn take_slot(&mut self, id: u32) -> usize {
         let slot = match self.free.pop() {
             Some(s) => s as usize,
@@ -1629,7 +1652,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
     }
 
     /// A ready own task: the local queue first, then the inbox.
-    #[inline]
+    #[inline(always)]
     fn next_ready(&mut self) -> Option<u32> {
         if let Some(t) = self.ready.pop_front() {
             return Some(t);
