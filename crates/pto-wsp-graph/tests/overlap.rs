@@ -2,7 +2,8 @@
 //! `tests/deps.rs` generates: several grids per tensor (the first box chooses the cell side),
 //! cells past the dense table (sparse cells), a tensor id past the dense grid table, boxes of
 //! more than `LARGE_CELLS` cells, boxes that share cells but not elements (a third dimension),
-//! and `clear` between parts of a stream.
+//! boxes of rank 1 to 4 on one tensor, boxes ending at the largest coordinates, and `clear`
+//! between parts of a stream.
 //!
 //! Two oracles, neither looking at the map's cells:
 //! - `OverlapMap::pairwise` (no coverage marks) must report, access by access, exactly what a
@@ -13,6 +14,7 @@
 //!   read of a box containing a box the earlier task read), and order every conflicting pair
 //!   through the edges it reports.
 
+use proptest::array::uniform4;
 use proptest::prelude::*;
 use pto_wsp_graph::tensor_map::{MapStats, OverlapMap, TensorMap};
 use pto_wsp_graph::types::{Access, EdgeKind, Region, TaskId};
@@ -72,6 +74,14 @@ fn region() -> impl Strategy<Value = Region> {
                 Region::new(3, &s, &e).unwrap()
             }
         ),
+        // rank 1 to 4 on one tensor (the dimensions past the rank are start 0, size 1, so boxes
+        // of different ranks meet), and boxes ending at the largest coordinates
+        1 => (1usize..=4, uniform4(0i64..6), uniform4(1i64..4)).prop_map(|(rank, s, z)| {
+            Region::new(4, &s[..rank], &z[..rank]).unwrap()
+        }),
+        1 => (0u32..6, 1u32..4, 0u32..6, 1u32..4).prop_map(|(r, n, c, m)| {
+            Region::new_2d(5, u32::MAX - 9 + r, n, u32::MAX - 9 + c, m)
+        }),
     ]
 }
 

@@ -25,6 +25,7 @@
 //! give, depends on the order of the accesses alone, not on timing (a write still reports a
 //! completed mark's task, which the runtimes wire to nobody).
 
+use super::geometry::{covers, meets};
 use crate::types::{MAX_RANK, Region};
 
 /// Marks kept per tensor; the oldest is evicted beyond this (a thrashing workload gets today's
@@ -85,7 +86,7 @@ impl Marks {
             .find(|m| {
                 region.start[1] <= m.region.start[1]
                     && m.region.end(1) <= region.end(1)
-                    && region.covers(&m.region)
+                    && covers(region, &m.region)
             })
             .copied()
     }
@@ -120,7 +121,7 @@ impl Marks {
             !m.delegates
                 && mark.region.start[1] <= m.region.start[1]
                 && m.region.end(1) <= mark.region.end(1)
-                && mark.region.covers(&m.region)
+                && covers(&mark.region, &m.region)
         };
         if self.list.iter().any(drops) {
             self.list.retain(|m| !drops(m));
@@ -151,29 +152,29 @@ impl Marks {
     /// (the writer follows them now).
     #[inline]
     pub fn war(&mut self, region: &Region, task: u32, mut pred: impl FnMut(u32)) {
-        if self.delegating == 0 || !self.delegating_box.intersects(region) {
+        if self.delegating == 0 || !meets(&self.delegating_box, region) {
             return;
         }
         // Most writes meet no mark: find that out reading only, columns first (the marks of a
         // prefix chain per column tile differ in their columns).
-        let meets = |m: &Mark| {
+        let meets_mark = |m: &Mark| {
             m.delegates
                 && (m.region.start[1] as u64) < region.end(1)
                 && (region.start[1] as u64) < m.region.end(1)
-                && m.region.intersects(region)
+                && meets(&m.region, region)
         };
-        if !self.list.iter().any(meets) {
+        if !self.list.iter().any(meets_mark) {
             return;
         }
         let mut dropped = false;
         self.list.retain(|m| {
-            if !m.delegates || !m.region.intersects(region) {
+            if !m.delegates || !meets(&m.region, region) {
                 return true;
             }
             if m.task != task {
                 pred(m.task);
             }
-            let covered = region.covers(&m.region);
+            let covered = covers(region, &m.region);
             dropped |= covered;
             !covered
         });

@@ -29,6 +29,7 @@
 
 mod dynamic;
 mod fixed;
+mod geometry;
 pub mod marks;
 mod overlap;
 mod readers;

@@ -69,6 +69,7 @@
 //! read by every column tile (an attention row read by 32 output projections, a weight tile read
 //! by every row tile) from costing one record and one cell visit per reader and cell.
 
+use super::geometry::{covers, meets};
 use super::marks::{CellSeqs, Mark, Marks, inner_cells};
 use super::readers::{ReaderList, ReaderPool};
 use super::{FxHashMap, MapStats, TensorMap};
@@ -490,11 +491,11 @@ impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
             }
             if rec.visit != self.stamp {
                 rec.visit = self.stamp;
-                if rec.region.intersects(self.region) {
+                if meets(&rec.region, self.region) {
                     self.hit = true;
                     let covered = self
                         .cover
-                        .is_some_and(|m| rec.seq < m.seq && rec.region.intersects(&m.region));
+                        .is_some_and(|m| rec.seq < m.seq && meets(&rec.region, &m.region));
                     let kind = match (write_list, self.reads) {
                         (true, true) => EdgeKind::Raw,
                         (true, false) => EdgeKind::Waw,
@@ -507,7 +508,7 @@ impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
                     if rec.task != self.task && !covered {
                         (self.pred)(TaskId(rec.task), kind);
                     }
-                    if self.writes && self.region.covers(&rec.region) {
+                    if self.writes && covers(self.region, &rec.region) {
                         rec.epoch = rec.epoch.wrapping_add(1);
                         self.free.push(rf.rec);
                         self.stats.live -= 1;
@@ -541,7 +542,7 @@ impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
     /// not.
     #[inline(always)]
     fn meets(&mut self, region: &Region) -> bool {
-        let meets = region.intersects(self.region);
+        let meets = meets(region, self.region);
         if meets {
             self.hit = true;
         } else {
@@ -559,7 +560,7 @@ impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
         }
         let covered = self
             .cover
-            .is_some_and(|m| w.seq < m.seq && w.region.intersects(&m.region));
+            .is_some_and(|m| w.seq < m.seq && meets(&w.region, &m.region));
         if w.task != self.task && !covered {
             let kind = if self.reads {
                 EdgeKind::Raw
@@ -568,7 +569,7 @@ impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
             };
             (self.pred)(TaskId(w.task), kind);
         }
-        if self.writes && self.region.covers(&w.region) {
+        if self.writes && covers(self.region, &w.region) {
             w.task = NIL;
             self.stats.live -= 1;
         }
@@ -591,7 +592,7 @@ impl<F: FnMut(TaskId, EdgeKind)> Scan<'_, F> {
         if r.task != self.task {
             (self.pred)(TaskId(r.task), EdgeKind::War);
         }
-        if self.region.covers(&r.region) {
+        if covers(self.region, &r.region) {
             r.earlier.clear(self.group_pool);
             r.task = NIL;
             self.stats.live -= 1;
@@ -629,7 +630,7 @@ impl<F: FnMut(TaskId, EdgeKind)> ReadOne<'_, F> {
             if rec.epoch != rf.epoch {
                 continue; // the record died: drop the reference
             }
-            if rec.region.intersects(self.region) {
+            if meets(&rec.region, self.region) {
                 hit = true;
                 if rec.group != NIL {
                     self.group(rec.group);
@@ -959,7 +960,7 @@ impl OverlapMap {
         let mut hit = false;
         let w = &bucket.own_w;
         if w.task != NIL {
-            if w.region.intersects(region) {
+            if meets(&w.region, region) {
                 hit = true;
                 if w.task != task {
                     pred(TaskId(w.task), EdgeKind::Raw);
@@ -968,16 +969,19 @@ impl OverlapMap {
                 stats.probes += 1;
             }
         }
-        let mut read = ReadOne {
-            records,
-            groups,
-            group_pool,
-            stats,
-            pred,
-            region,
-            task,
-        };
-        hit |= read.writers(&mut bucket.writes) | read.writers(&mut grid.large_writes);
+        // Most one-cell reads find both write lists empty: then nothing is set up for them.
+        if !(bucket.writes.is_empty() && grid.large_writes.is_empty()) {
+            let mut read = ReadOne {
+                records,
+                groups,
+                group_pool,
+                stats,
+                pred,
+                region,
+                task,
+            };
+            hit |= read.writers(&mut bucket.writes) | read.writers(&mut grid.large_writes);
+        }
         let r = &mut bucket.own_r;
         if r.task == NIL {
             *r = CellRead {
@@ -1074,13 +1078,13 @@ impl OverlapMap {
         };
         let r = &mut bucket.own_r;
         if r.task != NIL {
-            if r.region.intersects(region) {
+            if meets(&r.region, region) {
                 hit = true;
                 report_group(&r.earlier, group_pool, task, EdgeKind::War, pred);
                 if r.task != task {
                     pred(TaskId(r.task), EdgeKind::War);
                 }
-                if region.covers(&r.region) {
+                if covers(region, &r.region) {
                     r.earlier.clear(group_pool);
                     r.task = NIL;
                     stats.live -= 1;
@@ -1264,7 +1268,7 @@ impl TensorMap for OverlapMap {
                 if b.is_none_or(|b| {
                     let bucket = &self.buckets[b as usize];
                     bucket.lists_nothing()
-                        && (bucket.own_w.task == NIL || region.covers(&bucket.own_w.region))
+                        && (bucket.own_w.task == NIL || covers(region, &bucket.own_w.region))
                 }) {
                     let reads = access.reads();
                     return self.write_one_cell(g, b, task.0, region, reads, key, seq, pred);
