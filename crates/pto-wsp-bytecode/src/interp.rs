@@ -381,6 +381,20 @@ fn box_slot(io: usize, is_size: bool, dim: usize) -> u32 {
 /// A coordinate with no place in the boxes.
 const NO_BOX: u32 = u32::MAX;
 
+/// [`put_box`] for a start's `slot` (its size bit clear): the dimension indexes the starts
+/// directly (`box_slot` keeps it below [`MAX_RANK`]), with no test of the size bit.
+// `put_start` reads the dimension as `slot % MAX_RANK`: right while `MAX_RANK` divides 16 (the
+// io's shift) and is at most 8 (the size bit).
+const _: () = assert!(16 % MAX_RANK == 0 && MAX_RANK <= 8);
+
+#[inline(always)]
+fn put_start(ios: &mut [TaskIo], slot: u32, v: i64) {
+    debug_assert!(slot == NO_BOX || slot & 8 == 0, "put_start: a size's slot");
+    if let Some(io) = ios.get_mut((slot >> 4) as usize) {
+        io.region.start[slot as usize % MAX_RANK] = v as u32;
+    }
+}
+
 /// Writes coordinate `v` at `slot` of the boxes (nothing for [`NO_BOX`]). A coordinate in its
 /// tensor's bounds fits `u32` whenever the boxes are handed out (`io_ok`); otherwise they are
 /// not read.
@@ -461,10 +475,9 @@ pub struct Interpreter<'p> {
     var_ranges: Vec<Range<u32>>,
     var_dims: Vec<VarDim>,
     starts_only: Vec<StartOnly>,
-    /// Per register: the start-only dimensions that read it (into `dep_list`), recomputed
-    /// whenever the register is written — not per task.
+    /// Per register: the start-only dimensions that read it (a range of `starts_only`, which
+    /// is sorted by register), recomputed whenever the register is written — not per task.
     dep_index: Vec<(u32, u32)>,
-    dep_list: Vec<u32>,
     /// Per task statement: how many of its start-only dimensions are out of bounds now.
     bad: Vec<u32>,
     /// Per task statement: its starts then its sizes (see `TaskDesc::coord_base`).
@@ -567,7 +580,6 @@ impl<'p> Interpreter<'p> {
             var_dims: Vec::new(),
             starts_only: Vec::new(),
             dep_index: Vec::new(),
-            dep_list: Vec::new(),
             bad: Vec::new(),
             coords: vec![0; prog.total_coords],
             outs: prog
@@ -618,19 +630,25 @@ impl<'p> Interpreter<'p> {
         }
     }
 
-    /// Lists, per register, the start-only dimensions that read it.
+    /// Sorts the start-only dimensions by the register they read and notes, per register, the
+    /// range of them that reads it (so a register write walks its dimensions in place, with no
+    /// list of indices between).
     fn dependents(&mut self) {
         let n = self.prog.reg_types.len() + 1;
-        let mut per: Vec<Vec<u32>> = vec![Vec::new(); n];
-        for (i, p) in self.starts_only.iter().enumerate() {
-            if let Some(v) = per.get_mut(p.reg as usize) {
-                v.push(i as u32);
+        // Stable: dimensions of one register keep their order (a register past the table, which
+        // no write reaches, sorts last and is in no range).
+        self.starts_only.sort_by_key(|p| p.reg);
+        let mut at = 0usize;
+        for r in 0..n {
+            let a = at;
+            while self
+                .starts_only
+                .get(at)
+                .is_some_and(|p| p.reg as usize == r)
+            {
+                at += 1;
             }
-        }
-        for v in per {
-            let a = self.dep_list.len() as u32;
-            self.dep_list.extend(v);
-            self.dep_index.push((a, self.dep_list.len() as u32));
+            self.dep_index.push((a as u32, at as u32));
         }
         self.bad = vec![0; self.prog.tasks.len()];
     }
@@ -651,26 +669,20 @@ impl<'p> Interpreter<'p> {
         }
     }
 
-    /// The start-only dimensions `dep_list[deps]` for their register's new value `x` (and their
-    /// boxes when `BOXES`).
+    /// The start-only dimensions `starts_only[deps]` for their register's new value `x` (and
+    /// their boxes when `BOXES`).
     #[inline(always)]
     fn set_dependents<const BOXES: bool>(&mut self, deps: Range<u32>, x: i64) {
-        let (so, coords, bad, ios) = (
-            &mut self.starts_only,
-            &mut self.coords,
-            &mut self.bad,
-            &mut self.ios,
-        );
-        for &e in &self.dep_list[deps.start as usize..deps.end as usize] {
-            let p = &mut so[e as usize];
+        let (coords, bad, ios) = (&mut self.coords, &mut self.bad, &mut self.ios);
+        for p in &mut self.starts_only[deps.start as usize..deps.end as usize] {
             let ok = x.wrapping_sub(p.lo) as u64 <= p.span;
             if ok {
                 let c = x.wrapping_mul(p.mul).wrapping_add(p.k);
                 coords[p.at as usize] = c;
                 coords[p.at2 as usize] = c;
                 if BOXES {
-                    put_box(ios, p.box1, c);
-                    put_box(ios, p.box2, c);
+                    put_start(ios, p.box1, c);
+                    put_start(ios, p.box2, c);
                 }
             }
             if ok != p.ok {

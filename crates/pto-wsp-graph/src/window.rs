@@ -385,4 +385,58 @@ mod tests {
             }
         }
     }
+
+    /// The high water counts the tasks really in flight, never the reserved slots: in runs
+    /// that never fill the window (so a count that took the unused reserved slots in would be
+    /// above it), it equals an independent count (the most tasks admitted and not yet
+    /// completed at once, kept by plain arithmetic), and so does the counters' in-flight mark.
+    #[test]
+    fn high_water_of_a_window_never_full_is_the_tasks_in_flight() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        for mode in [WindowMode::Abort, WindowMode::Benchmark, WindowMode::Stall] {
+            for capacity in [16usize, 64, 1000] {
+                for max in [2, 8, 32] {
+                    let counters = Arc::new(Counters::new(1));
+                    let w = WindowState::new(capacity, mode, counters.clone());
+                    let mut r = Reservation::default();
+                    // The independent count: tasks admitted and not completed, and its maximum.
+                    let (mut real, mut most) = (0usize, 0usize);
+                    // Completions keep the tasks in flight at most half the window.
+                    let limit = capacity / 2;
+                    for _ in 0..2000 {
+                        if real > 0 && (real >= limit || next(3) == 0) {
+                            let n = 1 + next(real as u64) as usize;
+                            w.leave_n(n);
+                            real -= n;
+                            continue;
+                        }
+                        if next(7) == 0 {
+                            w.settle(&mut r);
+                        }
+                        if !w.take(&mut r) {
+                            w.reserve(&mut r, max).unwrap();
+                        }
+                        real += 1;
+                        most = most.max(real);
+                        assert!(w.in_flight() <= capacity);
+                    }
+                    w.settle(&mut r);
+                    assert!(most < capacity);
+                    assert_eq!(w.in_flight(), real);
+                    assert_eq!(
+                        w.high_water(),
+                        most,
+                        "{mode:?} capacity {capacity} max {max}"
+                    );
+                    assert_eq!(counters.snapshot().in_flight_hwm, most as u64);
+                }
+            }
+        }
+    }
 }

@@ -460,14 +460,31 @@ fn set_bits(bits: &mut [u64], from: u64, to: u64, flip: u64) {
     let (first, last) = ((from / 64) as usize, ((to - 1) / 64) as usize);
     let head = u64::MAX << (from % 64);
     let tail = u64::MAX >> (63 - (to - 1) % 64);
-    // Written bits are `!flip`'s: or-ed in, or cleared when the meaning is flipped.
-    let put = |w: &mut u64, m: u64| *w = (*w | m) & !(m & flip);
+    // Written bits are `!flip`'s: or-ed in, or cleared when the meaning is flipped. One branch
+    // on the direction, so each loop stores a constant (a `memset` for the whole words).
+    if flip == 0 {
+        set_bits_as::<true>(bits, first, last, head, tail);
+    } else {
+        set_bits_as::<false>(bits, first, last, head, tail);
+    }
+}
+
+/// [`set_bits`] in one direction: `SET` or-s the masks in, else clears them.
+#[inline(always)]
+fn set_bits_as<const SET: bool>(bits: &mut [u64], first: usize, last: usize, head: u64, tail: u64) {
+    let put = |w: &mut u64, m: u64| {
+        if SET {
+            *w |= m;
+        } else {
+            *w &= !m;
+        }
+    };
     if first == last {
         put(&mut bits[first], head & tail);
         return;
     }
     put(&mut bits[first], head);
-    bits[first + 1..last].fill(!flip);
+    bits[first + 1..last].fill(if SET { u64::MAX } else { 0 });
     put(&mut bits[last], tail);
 }
 
