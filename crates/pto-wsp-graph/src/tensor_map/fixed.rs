@@ -103,12 +103,6 @@ impl Slot {
     fn live(self, base: u32) -> Option<u32> {
         self.stored.checked_sub(base)
     }
-
-    /// The entry index at `base`, or `NIL` for an empty slot.
-    #[inline]
-    fn entry(self, base: u32) -> u32 {
-        self.live(base).unwrap_or(NIL)
-    }
 }
 
 /// A key and its entry in one 64-byte cache line: a hit touches the slot's line and this one.
@@ -227,7 +221,7 @@ impl FixedExactMap {
             }
             let h = keyed.key.slot_hash();
             let mut i = h as usize & self.mask;
-            while self.slots[i].entry(base) != NIL {
+            while self.slots[i].live(base).is_some() {
                 i = next_slot(i, n);
             }
             self.slots[i] = Slot::new(h as u32, e as u32, base);
@@ -308,14 +302,16 @@ impl FixedExactMap {
     fn remove_slot(&mut self, entry: u32) {
         let (mask, n, base) = (self.mask, self.slots.len(), self.base);
         let mut i = self.entries[entry as usize].key.slot_hash() as usize & mask;
-        while self.slots[i].entry(base) != entry {
+        // Compared as stored: the entry's slot stores `entry + base`, an empty one less than
+        // `base`.
+        while self.slots[i].stored != entry + base {
             i = next_slot(i, n);
         }
         let mut j = i;
         loop {
             j = next_slot(j, n);
             let s = self.slots[j];
-            if s.entry(base) == NIL {
+            if s.stored < base {
                 break;
             }
             // The slot's tag holds the low 32 bits of its hash, so its home is `tag & mask`;
@@ -366,7 +362,7 @@ impl TensorMap for FixedExactMap {
         let h = hint.unwrap_or_else(|| region.slot_hash());
         let tag = h as u32;
         let (n, home, base) = (self.slots.len(), h as usize & self.mask, self.base);
-        let (mut i, mut steps) = (home, 0u64);
+        let mut i = home;
         let e = loop {
             let s = self.slots[i];
             let Some(e) = s.live(base) else {
@@ -380,9 +376,9 @@ impl TensorMap for FixedExactMap {
                 break e;
             }
             i = next_slot(i, n);
-            steps += 1;
+            // Counted in place: a step past the home slot is rare, and a register is not.
+            self.stats.probes += 1;
         };
-        self.stats.probes += steps;
         self.entries[e as usize]
             .entry
             .apply(task, access, &mut self.pool, self.oldest, pred);
