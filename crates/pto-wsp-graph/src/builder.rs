@@ -38,8 +38,9 @@
 //!   The graph built afterwards is the one a fresh builder with the same map configuration builds.
 //! - Reads of tensors no task of the build writes ([`GraphBuilder::set_read_only`], decided by
 //!   the caller from its program) skip the map: such a read has no writer before it and none
-//!   after it, so it takes part in no edge; the task keeps the region. Without that call every
-//!   tensor is tracked.
+//!   after it, so it needs no edge; the task keeps the region. The edges are those of the build
+//!   without the mask but for the overlap map's coverage marks between two such reads
+//!   (read-after-read order, never needed). Without that call every tensor is tracked.
 
 use crate::storage::{TaskGraphStorage, TaskNode};
 use crate::tensor_map::{AnyTensorMap, MapStats, TensorMap};
@@ -283,8 +284,8 @@ impl BuildStats {
     }
 }
 
-/// Whether `io` is a read of a tensor `read_only` marks (written by no task of the build): it can
-/// take part in no edge, so the map neither records nor looks it up.
+/// Whether `io` is a read of a tensor `read_only` marks (written by no task of the build): it
+/// needs no edge, so the map neither records nor looks it up.
 #[inline]
 pub fn skips_map(read_only: &[bool], io: &TaskIo) -> bool {
     io.access() == Access::In && read_only.get(io.region.tensor as usize) == Some(&true)

@@ -669,10 +669,11 @@ fn unwritten(tasks: &[GenTask]) -> Vec<bool> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(64)))]
 
-    /// Reads of tensors no task writes skip the map ([`GraphBuilder::set_read_only`]) and
-    /// change nothing the sink sees: the same predecessors, in order, and the same published
-    /// tasks (regions kept), under each map, regions added one at a time or given at submission;
-    /// the streams have 0 to 3 of their 3 tensors read-only.
+    /// Reads of tensors no task writes skip the map ([`GraphBuilder::set_read_only`]): the same
+    /// published tasks (regions kept) under each map, regions added one at a time or given at
+    /// submission; under the exact maps the same predecessors, in order; under the overlap map
+    /// the same but for coverage marks' edges between reads of read-only tensors (no conflict:
+    /// [`check_fewer_marks`]). The streams have 0 to 3 of their 3 tensors read-only.
     #[test]
     fn reads_of_read_only_tensors_skip_the_map_and_change_no_edge(
         tasks in stream_strategy(),
@@ -689,11 +690,47 @@ proptest! {
                     at_submit,
                     &read_only,
                 );
-                prop_assert_eq!(&got.preds, &want.preds, "map {}", k);
                 prop_assert_eq!(&got.published, &want.published, "map {}", k);
+                if k < 2 {
+                    prop_assert_eq!(&got.preds, &want.preds, "map {}", k);
+                } else {
+                    check_fewer_marks(&tasks, &got.preds, &want.preds);
+                }
             }
         }
     }
+}
+
+/// The overlap map under a read-only mask against the same map without: each task's
+/// predecessors are a subset of the unmasked ones, every edge missing is a coverage mark's
+/// between tasks that do not conflict (read after read, so no order is needed), and the masked
+/// graph still meets the overlap modes' promise against the brute-force oracle.
+fn check_fewer_marks(tasks: &[GenTask], got: &[Vec<u32>], want: &[Vec<u32>]) {
+    let sorted = |p: &[Vec<u32>]| -> Vec<Vec<usize>> {
+        (0..tasks.len())
+            .map(|j| {
+                let mut v: Vec<usize> = p
+                    .get(j)
+                    .map_or(Vec::new(), |v| v.iter().map(|&x| x as usize).collect());
+                v.sort_unstable();
+                v
+            })
+            .collect()
+    };
+    let (got, want) = (sorted(got), sorted(want));
+    for (j, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            g.iter().all(|p| w.contains(p)),
+            "task {j}: {g:?} not in {w:?}"
+        );
+        for &p in w.iter().filter(|p| !g.contains(p)) {
+            assert!(
+                !conflict(&tasks[p], &tasks[j], true) && mark_edge(&tasks[p], &tasks[j]),
+                "edge {p} -> {j} dropped"
+            );
+        }
+    }
+    check_overlap_edges(tasks, &got, &oracle_preds(tasks, Some(true)));
 }
 
 /// A read-only mask lasts for one build: a builder reset, or made from the parts of a masked

@@ -555,7 +555,7 @@ pub(crate) fn compile_cpu(
 /// parameter that writes it (`out` / `inout`). A tensor is named statically by every region
 /// (no tensor is chosen at run time, none aliases another), and a statement counts whether or
 /// not its loops ever run it, so `true` is safe: no task of any run writes the tensor, and its
-/// reads can take part in no edge (docs/RUNTIME.md, "Read-only tensors"). The mask a program
+/// reads need no edge (docs/RUNTIME.md, "Read-only tensors"). The mask a program
 /// hands its builder ([`pto_wsp_graph::builder::GraphBuilder::set_read_only`]) and its device
 /// generation tables.
 pub fn read_only_tensors(r: &Resolved) -> Vec<bool> {
