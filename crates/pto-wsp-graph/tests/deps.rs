@@ -702,9 +702,10 @@ proptest! {
 }
 
 /// The overlap map under a read-only mask against the same map without: each task's
-/// predecessors are a subset of the unmasked ones, every edge missing is a coverage mark's
-/// between tasks that do not conflict (read after read, so no order is needed), and the masked
-/// graph still meets the overlap modes' promise against the brute-force oracle.
+/// predecessors are a subset of the unmasked ones, every edge missing is one a coverage mark can
+/// give (read after read; where the two tasks also conflict elsewhere, another path orders
+/// them), and the masked graph still meets the overlap modes' promise against the brute-force
+/// oracle (every conflicting pair ordered).
 fn check_fewer_marks(tasks: &[GenTask], got: &[Vec<u32>], want: &[Vec<u32>]) {
     let sorted = |p: &[Vec<u32>]| -> Vec<Vec<usize>> {
         (0..tasks.len())
@@ -724,10 +725,7 @@ fn check_fewer_marks(tasks: &[GenTask], got: &[Vec<u32>], want: &[Vec<u32>]) {
             "task {j}: {g:?} not in {w:?}"
         );
         for &p in w.iter().filter(|p| !g.contains(p)) {
-            assert!(
-                !conflict(&tasks[p], &tasks[j], true) && mark_edge(&tasks[p], &tasks[j]),
-                "edge {p} -> {j} dropped"
-            );
+            assert!(mark_edge(&tasks[p], &tasks[j]), "edge {p} -> {j} dropped");
         }
     }
     check_overlap_edges(tasks, &got, &oracle_preds(tasks, Some(true)));

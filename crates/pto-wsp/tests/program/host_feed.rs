@@ -202,9 +202,10 @@ fn check_read_only_skip(name: &str, m: &Module, b: &Bindings) {
     }
 }
 
-/// The overlap maps' edges under the read-only mask are `all`'s but for edges between tasks
-/// that conflict on no tensor (coverage marks' edges between reads of read-only tensors: no
-/// order is needed there), and each dropped edge joins two reads of a read-only tensor.
+/// The overlap maps' edges under the read-only mask are a subset of `all`'s, and each dropped
+/// edge joins two tasks that both read a read-only tensor (a coverage mark's edge; that the
+/// masked graph still orders every conflicting pair is checked against the brute-force oracle
+/// in the graph crate's `deps` tests).
 fn only_marks_dropped(
     all: &TaskGraphStorage,
     got: &BTreeSet<(u32, u32)>,
@@ -218,21 +219,11 @@ fn only_marks_dropped(
     );
     for &(p, s) in every.difference(got) {
         let (a, b) = (all.io_of(TaskId(p)), all.io_of(TaskId(s)));
-        let conflicts = a.iter().any(|x| {
-            b.iter().any(|y| {
-                x.region.tensor == y.region.tensor
-                    && x.region.intersects(&y.region)
-                    && (x.access().writes() || y.access().writes())
-            })
-        });
         let read_only_reads = a.iter().any(|x| {
             read_only.get(x.region.tensor as usize) == Some(&true)
                 && b.iter().any(|y| y.region.tensor == x.region.tensor)
         });
-        assert!(
-            !conflicts && read_only_reads,
-            "{what}: edge {p} -> {s} dropped"
-        );
+        assert!(read_only_reads, "{what}: edge {p} -> {s} dropped");
     }
 }
 
