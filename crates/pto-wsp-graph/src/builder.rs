@@ -288,7 +288,8 @@ impl BuildStats {
 /// needs no edge, so the map neither records nor looks it up.
 #[inline]
 pub fn skips_map(read_only: &[bool], io: &TaskIo) -> bool {
-    io.access() == Access::In && read_only.get(io.region.tensor as usize) == Some(&true)
+    // The tensor first: without a mask (the usual builder) one compare with an empty length.
+    read_only.get(io.region.tensor as usize) == Some(&true) && io.access() == Access::In
 }
 
 /// Builds a task graph, inferring edges through a [`TensorMap`] `M` and reporting them to an
