@@ -255,7 +255,7 @@ use crossbeam_utils::CachePadded;
 use pto_wsp_bytecode::{Bound, ExecutorConfig, Interpreter, Program, Task, TaskSink};
 use pto_wsp_graph::TaskId;
 use pto_wsp_graph::arena::{CHUNK, ChunkArena};
-use pto_wsp_graph::builder::{ExactMap, RETIRE_EVERY};
+use pto_wsp_graph::builder::{ExactMap, RETIRE_EVERY, skips_map};
 use pto_wsp_graph::counters::CounterSnapshot;
 use pto_wsp_graph::feed::BARRIER_KERNEL;
 use pto_wsp_graph::feed::Origins;
@@ -486,6 +486,9 @@ pub struct DevGenTables {
     owners: OwnerTable,
     /// Per executor: what it keeps from one run to the next ([`Scratch`]).
     scratch: Vec<Scratch>,
+    /// Per tensor: written by no task of the program these tables run
+    /// ([`DevGenTables::set_read_only`]).
+    read_only: Vec<bool>,
 }
 
 /// What an executor keeps across the runs of one [`DevGenTables`]: its part of the TensorMap,
@@ -520,6 +523,17 @@ impl DevGenTables {
     /// Empty tables.
     pub fn new() -> DevGenTables {
         DevGenTables::default()
+    }
+
+    /// Tensor `t` is written by no task of the program run on these tables when
+    /// `read_only[t]` (tensors past the end are tracked): the executors' maps skip its reads, as
+    /// [`GraphBuilder::set_read_only`] makes the host's builder do; it lasts for every later
+    /// run. New tables track every tensor. Mark only tensors no task writes.
+    ///
+    /// [`GraphBuilder::set_read_only`]: pto_wsp_graph::builder::GraphBuilder::set_read_only
+    pub fn set_read_only(&mut self, read_only: &[bool]) {
+        self.read_only.clear();
+        self.read_only.extend_from_slice(read_only);
     }
 
     /// Empties both for another run, keeping their memory.
@@ -620,6 +634,8 @@ struct Shared<'r, E: DirectExec> {
     t0: Instant,
     /// Per tensor: whether the program reads computed values of it (`read` instructions).
     computed: Vec<bool>,
+    /// Per tensor: written by no task ([`DevGenTables::set_read_only`]): its reads skip the map.
+    read_only: &'r [bool],
     /// Computed reads' values, by the read's sequence number (the same on every executor):
     /// the first executor to pass a read reads the store and publishes the value; the others
     /// take it (module docs, "Computed reads"). With the executors that have yet to take it.
@@ -1399,7 +1415,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         if e == 1 {
             // The only executor: every edge is found here, wired at once.
             let mut pred = |p: TaskId, _: EdgeKind| wiring.wire(sh.states, p, id);
-            for x in io.iter() {
+            for x in io.iter().filter(|x| !skips_map(sh.read_only, x)) {
                 map.access(TaskId(id), &x.region, x.access(), &mut pred);
             }
             for o in open.iter() {
@@ -1407,7 +1423,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             }
         } else if sh.partitioned {
             // Inferred in id order with the others' accesses ([`Executor::merge`]).
-            for x in io.iter() {
+            for x in io.iter().filter(|x| !skips_map(sh.read_only, x)) {
                 let m = sh.of.of(x.region.tensor);
                 if m == me {
                     local.push_back((id, slot as u32, *x));
@@ -1418,7 +1434,8 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             s.preds.extend(open.iter().map(|o| o.dep));
         } else {
             let mut pred = |p: TaskId, _: EdgeKind| s.preds.push(p.0);
-            for x in io.iter().filter(|x| sh.of.of(x.region.tensor) == me) {
+            let mine = |x: &&TaskIo| sh.of.of(x.region.tensor) == me && !skips_map(sh.read_only, x);
+            for x in io.iter().filter(mine) {
                 map.access(TaskId(id), &x.region, x.access(), &mut pred);
             }
             s.preds.extend(open.iter().map(|o| o.dep));
@@ -1452,8 +1469,11 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         } = self;
         let out = &mut outbox[owner as usize];
         let mut hand = |p: TaskId, _: EdgeKind| out.push((id, p.0));
-        let of = self.sh.of;
-        for x in io.iter().filter(|x| of.of(x.region.tensor) == me) {
+        let (of, read_only) = (self.sh.of, self.sh.read_only);
+        for x in io
+            .iter()
+            .filter(|x| of.of(x.region.tensor) == me && !skips_map(read_only, x))
+        {
             map.access(TaskId(id), &x.region, x.access(), &mut hand);
         }
     }
@@ -2002,6 +2022,7 @@ impl<'r, E: DirectExec> Shared<'r, E> {
             reports: Mutex::new(Vec::new()),
             t0: Instant::now(),
             computed: program.computed_tensors(),
+            read_only: &tables.read_only,
             reads: Mutex::new(std::collections::HashMap::new()),
         }
     }

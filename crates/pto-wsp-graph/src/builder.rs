@@ -36,6 +36,11 @@
 //!   allocation (maps, buffers, the previous graph's vectors); so do [`GraphBuilder::into_parts`]
 //!   and [`GraphBuilder::from_parts`] for a build whose sink is new each time (a streamed run's).
 //!   The graph built afterwards is the one a fresh builder with the same map configuration builds.
+//! - Reads of tensors no task of the build writes ([`GraphBuilder::set_read_only`], decided by
+//!   the caller from its program) skip the map: such a read has no writer before it and none
+//!   after it, so it needs no edge; the task keeps the region. The edges are those of the build
+//!   without the mask but for the overlap map's coverage marks between two such reads
+//!   (read-after-read order, never needed). Without that call every tensor is tracked.
 
 use crate::storage::{TaskGraphStorage, TaskNode};
 use crate::tensor_map::{AnyTensorMap, MapStats, TensorMap};
@@ -306,6 +311,14 @@ impl BuildStats {
     }
 }
 
+/// Whether `io` is a read of a tensor `read_only` marks (written by no task of the build): it
+/// needs no edge, so the map neither records nor looks it up.
+#[inline]
+pub fn skips_map(read_only: &[bool], io: &TaskIo) -> bool {
+    // The tensor first: without a mask (the usual builder) one compare with an empty length.
+    read_only.get(io.region.tensor as usize) == Some(&true) && io.access() == Access::In
+}
+
 /// Builds a task graph, inferring edges through a [`TensorMap`] `M` and reporting them to an
 /// [`EdgeSink`] `S`.
 #[derive(Debug)]
@@ -337,6 +350,9 @@ pub struct GraphBuilder<M: TensorMap = AnyTensorMap, S: EdgeSink = CollectEdges>
     io_base: usize,
     /// Forgotten predecessors already reported for the task being submitted.
     seen_old: std::collections::HashSet<u32>,
+    /// Per tensor: no task of this build writes it ([`GraphBuilder::set_read_only`]); tensors
+    /// past the end are tracked.
+    read_only: Vec<bool>,
 }
 
 impl GraphBuilder {
@@ -365,6 +381,7 @@ pub struct BuilderParts<M: TensorMap = AnyTensorMap> {
     seen: Vec<u32>,
     explicit: Vec<u32>,
     seen_old: std::collections::HashSet<u32>,
+    read_only: Vec<bool>,
 }
 
 impl<M: TensorMap> BuilderParts<M> {
@@ -378,6 +395,7 @@ impl<M: TensorMap> BuilderParts<M> {
             seen: Vec::new(),
             explicit: Vec::new(),
             seen_old: std::collections::HashSet::new(),
+            read_only: Vec::new(),
         }
     }
 }
@@ -400,6 +418,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         parts.seen.clear();
         parts.explicit.clear();
         parts.seen_old.clear();
+        parts.read_only.clear();
         GraphBuilder::assemble(parts, sink)
     }
 
@@ -414,6 +433,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             seen: self.seen,
             explicit: self.explicit,
             seen_old: self.seen_old,
+            read_only: self.read_only,
         };
         (parts, self.sink)
     }
@@ -440,7 +460,18 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             params_base: 0,
             io_base: 0,
             seen_old: parts.seen_old,
+            read_only: parts.read_only,
         }
+    }
+
+    /// Tensor `t` is written by no task of this build when `read_only[t]` (tensors past the end
+    /// are tracked): its reads skip the map (module docs). Call before the first task; it lasts
+    /// until [`GraphBuilder::reset`] (a builder from [`GraphBuilder::from_parts`] starts with
+    /// every tensor tracked). A tensor marked here that a task then writes loses the edges of
+    /// its reads: the caller must mark only tensors it knows no task writes.
+    pub fn set_read_only(&mut self, read_only: &[bool]) {
+        self.read_only.clear();
+        self.read_only.extend_from_slice(read_only);
     }
 
     /// Reserves room for `tasks` tasks with `regions` regions and `params` params in all.
@@ -720,7 +751,11 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             let hinted = self.nhints == nio && nio <= MAX_HINTS;
             let hints = &self.hints;
             let ios = ext.unwrap_or(&self.io[io_at..]);
+            let read_only = &self.read_only;
             for (k, io) in ios.iter().enumerate() {
+                if skips_map(read_only, io) {
+                    continue;
+                }
                 let hint = if hinted { hints.get(k).copied() } else { None };
                 self.map
                     .access_hinted(task, &io.region, hint, io.access(), &mut pred);
@@ -971,6 +1006,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         self.retire_in = RETIRE_EVERY;
         self.map.clear();
         self.sink.clear();
+        self.read_only.clear();
     }
 
     /// Number of tasks allocated (including an open one).

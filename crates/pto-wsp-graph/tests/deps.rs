@@ -541,7 +541,19 @@ impl EdgeSink for Forgetting {
 /// submission (`submit_ios`) when `at_submit`, else one at a time (`add_access`); every task
 /// has a param, and every third task a region added before the rest come at submission.
 fn build_forgetting<M: TensorMap>(tasks: &[GenTask], map: M, at_submit: bool) -> Forgetting {
+    build_forgetting_masked(tasks, map, at_submit, &[])
+}
+
+/// [`build_forgetting`] with the builder's read-only mask `read_only`
+/// ([`GraphBuilder::set_read_only`]).
+fn build_forgetting_masked<M: TensorMap>(
+    tasks: &[GenTask],
+    map: M,
+    at_submit: bool,
+    read_only: &[bool],
+) -> Forgetting {
     let mut b = GraphBuilder::with_map(map, Forgetting::default());
+    b.set_read_only(read_only);
     let mut io = Vec::new();
     for (j, t) in tasks.iter().enumerate() {
         b.alloc_task(j as u32 % 5, ExecDomain::HostCpu, ExecPool::Any, 0, None);
@@ -629,6 +641,116 @@ proptest! {
         let got = build_entering(&tasks, FixedExactMap::new(1 << 15), Entry::Hashed);
         prop_assert_eq!(&got, &want);
     }
+}
+
+/// `tasks` with every access of tensor `t` made a read when bit `t` of `reads_only` is set.
+fn reading_only(tasks: &[GenTask], reads_only: u8) -> Vec<GenTask> {
+    let mut out = tasks.to_vec();
+    for (r, a) in out.iter_mut().flat_map(|t| t.regions.iter_mut()) {
+        if reads_only >> r.tensor & 1 == 1 {
+            *a = Access::In;
+        }
+    }
+    out
+}
+
+/// Per tensor of the generated streams: whether no task of `tasks` writes it (plain loops).
+fn unwritten(tasks: &[GenTask]) -> Vec<bool> {
+    (0..3)
+        .map(|t| {
+            !tasks
+                .iter()
+                .flat_map(|g| &g.regions)
+                .any(|&(r, a)| r.tensor == t && a.writes())
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(64)))]
+
+    /// Reads of tensors no task writes skip the map ([`GraphBuilder::set_read_only`]): the same
+    /// published tasks (regions kept) under each map, regions added one at a time or given at
+    /// submission; under the exact maps the same predecessors, in order; under the overlap map
+    /// the same but for coverage marks' edges between reads of read-only tensors (no conflict:
+    /// [`check_fewer_marks`]). The streams have 0 to 3 of their 3 tensors read-only.
+    #[test]
+    fn reads_of_read_only_tensors_skip_the_map_and_change_no_edge(
+        tasks in stream_strategy(),
+        reads_only in 0u8..8,
+    ) {
+        let tasks = reading_only(&tasks, reads_only);
+        let read_only = unwritten(&tasks);
+        for k in 0..three_maps().len() {
+            for at_submit in [false, true] {
+                let want = build_forgetting(&tasks, three_maps().swap_remove(k), at_submit);
+                let got = build_forgetting_masked(
+                    &tasks,
+                    three_maps().swap_remove(k),
+                    at_submit,
+                    &read_only,
+                );
+                prop_assert_eq!(&got.published, &want.published, "map {}", k);
+                if k < 2 {
+                    prop_assert_eq!(&got.preds, &want.preds, "map {}", k);
+                } else {
+                    check_fewer_marks(&tasks, &got.preds, &want.preds);
+                }
+            }
+        }
+    }
+}
+
+/// The overlap map under a read-only mask against the same map without: each task's
+/// predecessors are a subset of the unmasked ones, every edge missing is one a coverage mark can
+/// give (read after read; where the two tasks also conflict elsewhere, another path orders
+/// them), and the masked graph still meets the overlap modes' promise against the brute-force
+/// oracle (every conflicting pair ordered).
+fn check_fewer_marks(tasks: &[GenTask], got: &[Vec<u32>], want: &[Vec<u32>]) {
+    let sorted = |p: &[Vec<u32>]| -> Vec<Vec<usize>> {
+        (0..tasks.len())
+            .map(|j| {
+                let mut v: Vec<usize> = p
+                    .get(j)
+                    .map_or(Vec::new(), |v| v.iter().map(|&x| x as usize).collect());
+                v.sort_unstable();
+                v
+            })
+            .collect()
+    };
+    let (got, want) = (sorted(got), sorted(want));
+    for (j, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            g.iter().all(|p| w.contains(p)),
+            "task {j}: {g:?} not in {w:?}"
+        );
+        for &p in w.iter().filter(|p| !g.contains(p)) {
+            assert!(mark_edge(&tasks[p], &tasks[j]), "edge {p} -> {j} dropped");
+        }
+    }
+    check_overlap_edges(tasks, &got, &oracle_preds(tasks, Some(true)));
+}
+
+/// A read-only mask lasts for one build: a builder reset, or made from the parts of a masked
+/// build, tracks every tensor again (a write after a read of tensor 0 waits for the read).
+#[test]
+fn a_read_only_mask_lasts_for_one_build() {
+    let read_then_write = |b: &mut GraphBuilder| {
+        one_task(b, &[(r(0, 0, 4), Access::In)]);
+        one_task(b, &[(r(0, 0, 4), Access::Out)])
+    };
+    let mut b = GraphBuilder::new(DepsMode::Exact);
+    b.set_read_only(&[true]);
+    read_then_write(&mut b);
+    // Marked wrongly (task 1 writes tensor 0): the write-after-read edge is lost.
+    assert_eq!(b.stats().edges(), 0);
+    b.reset();
+    read_then_write(&mut b);
+    assert_eq!(b.stats().edges(), 1);
+    let (parts, sink) = b.into_parts();
+    let mut b = GraphBuilder::from_parts(parts, sink);
+    read_then_write(&mut b);
+    assert_eq!(b.stats().edges(), 1);
 }
 
 fn r(t: u32, row: u32, rows: u32) -> Region {

@@ -488,6 +488,7 @@ pub(crate) fn compile_cpu(
     let computed = (0..r.arrays.len())
         .map(|t| r.arrays[t] && r.written[t])
         .collect();
+    let read_only = read_only_tensors(r);
     let outputs = coverage::outputs(r);
     let writers = coverage::writers(r, &outputs);
     let notes = modes::notes(plan.module(), mode);
@@ -528,6 +529,7 @@ pub(crate) fn compile_cpu(
             kernels,
             names,
             computed,
+            read_only,
             outputs,
             writers,
             pool,
@@ -547,6 +549,17 @@ pub(crate) fn compile_cpu(
         coverage: Vec::new(),
         compile_ms: 0.0,
     })
+}
+
+/// Per tensor of `r`'s module: whether no task statement of the entry passes it to a kernel
+/// parameter that writes it (`out` / `inout`). A tensor is named statically by every region
+/// (no tensor is chosen at run time, none aliases another), and a statement counts whether or
+/// not its loops ever run it, so `true` is safe: no task of any run writes the tensor, and its
+/// reads need no edge (docs/RUNTIME.md, "Read-only tensors"). The mask a program
+/// hands its builder ([`pto_wsp_graph::builder::GraphBuilder::set_read_only`]) and its device
+/// generation tables.
+pub fn read_only_tensors(r: &Resolved) -> Vec<bool> {
+    r.written.iter().map(|&w| !w).collect()
 }
 
 /// How a program compiled with `options` runs `plan`'s entry point.
@@ -629,6 +642,9 @@ struct Inner {
     names: Vec<String>,
     /// Per tensor: whether the entry reads computed values of it.
     computed: Vec<bool>,
+    /// Per tensor: written by no task of the entry ([`read_only_tensors`]), so its reads skip
+    /// dependency inference on both generators and in device generation.
+    read_only: Vec<bool>,
     /// Per tensor: whether runs must write all of it (`coverage::outputs`).
     outputs: Vec<bool>,
     /// Per module kernel: whether its tasks may write such a tensor (`coverage::writers`).
@@ -1041,6 +1057,7 @@ impl Inner {
         b: &mut pto_wsp_cpu::StreamBuilder<'_>,
         hooks: &mut Hooks<'_>,
     ) -> Result<Option<pto_wsp_ir::ExpandSummary>, ExecError> {
+        b.set_read_only(&self.read_only);
         // Bindings the bytecode refuses go to the expander, which names the mistake.
         let bound = self
             .host_bytecode

@@ -64,7 +64,11 @@ impl Inner {
         );
         // The program's tables, reset by the run: the last run's memory, no fresh pages.
         let mut tables = self.devgen_tables.lock().unwrap_or_else(|p| p.into_inner());
-        let tables = tables.get_or_insert_with(pto_wsp_cpu::DevGenTables::new);
+        let tables = tables.get_or_insert_with(|| {
+            let mut t = pto_wsp_cpu::DevGenTables::new();
+            t.set_read_only(&self.read_only);
+            t
+        });
         Ok(self
             .pool
             .run_devgen_on(tables, bytecode, &bound, &config, &exec)?)

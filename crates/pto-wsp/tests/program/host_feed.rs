@@ -15,8 +15,10 @@ use pto_wsp::graph::feed::{FeedSummary, FeedTask, NO_ORIGIN, feed};
 use pto_wsp::graph::storage::TaskGraphStorage;
 use pto_wsp::graph::types::Region;
 use pto_wsp::graph::{ExecDomain, TaskId};
+use pto_wsp::ir::DepsMode;
 use pto_wsp::ir::{Bindings, ExpandOptions, Module, expand, parse};
 use pto_wsp::kernels::KernelRegistry;
+use pto_wsp::program::read_only_tensors;
 use pto_wsp::{CompileOptions, compile, lower};
 
 use super::resolved;
@@ -70,8 +72,18 @@ impl pto_wsp::graph::feed::FeedHooks for Keys {
 }
 
 fn by_expander(m: &Module, b: &Bindings) -> (FeedSummary, TaskGraphStorage, Keys) {
-    let deps = lower(m).unwrap().config().deps;
+    by_expander_in(m, b, lower(m).unwrap().config().deps, &[])
+}
+
+/// [`by_expander`] under `deps`, the builder's read-only mask `read_only`.
+fn by_expander_in(
+    m: &Module,
+    b: &Bindings,
+    deps: DepsMode,
+    read_only: &[bool],
+) -> (FeedSummary, TaskGraphStorage, Keys) {
     let mut builder = GraphBuilder::new(deps);
+    builder.set_read_only(read_only);
     let mut keys = Keys::default();
     let s = feed(
         &resolved(m),
@@ -86,11 +98,21 @@ fn by_expander(m: &Module, b: &Bindings) -> (FeedSummary, TaskGraphStorage, Keys
 }
 
 fn by_bytecode(m: &Module, b: &Bindings) -> (FeedSummary, TaskGraphStorage, Keys) {
-    let deps = lower(m).unwrap().config().deps;
+    by_bytecode_in(m, b, lower(m).unwrap().config().deps, &[])
+}
+
+/// [`by_bytecode`] under `deps`, the builder's read-only mask `read_only`.
+fn by_bytecode_in(
+    m: &Module,
+    b: &Bindings,
+    deps: DepsMode,
+    read_only: &[bool],
+) -> (FeedSummary, TaskGraphStorage, Keys) {
     let bytes = pto_wsp::bytecode::encode(&resolved(m), &Default::default()).unwrap();
     let program = pto_wsp::bytecode::Program::decode(&bytes).unwrap();
     let bound = program.bind(b).unwrap();
     let mut builder = GraphBuilder::new(deps);
+    builder.set_read_only(read_only);
     let mut keys = Keys::default();
     let s = feed_bytecode(
         &program,
@@ -120,6 +142,7 @@ fn check_same_graph(name: &str, m: &Module, b: &Bindings) {
     assert_eq!(edges(&bg), edges(&xg), "{name}: edges");
     assert_eq!(bk.0, xk.0, "{name}: priorities and costs");
     assert_eq!(bs.expand.tasks, xs.expand.tasks, "{name}");
+    check_read_only_skip(name, m, b);
 
     // The independent reference: the expander's own task list, in index order.
     let x = expand(&resolved(m), b, &ExpandOptions::default()).unwrap();
@@ -154,6 +177,53 @@ fn check_same_graph(name: &str, m: &Module, b: &Bindings) {
             ),
             "{name}: task {i}"
         );
+    }
+}
+
+/// Reads of the tensors no task writes skip the map (`read_only_tensors`, what a program hands
+/// its builder): from either generator, in every inferring mode, the same tasks (regions kept)
+/// as a builder that tracks every tensor; the same edges in `exact`; in `overlap` and `hybrid`
+/// the same but for coverage marks' edges between reads of read-only tensors.
+fn check_read_only_skip(name: &str, m: &Module, b: &Bindings) {
+    let read_only = read_only_tensors(&resolved(m));
+    for deps in [DepsMode::Exact, DepsMode::Overlap, DepsMode::Hybrid] {
+        let (_, all, _) = by_expander_in(m, b, deps, &[]);
+        let (_, xg, _) = by_expander_in(m, b, deps, &read_only);
+        let (_, bg, _) = by_bytecode_in(m, b, deps, &read_only);
+        assert_eq!(edges(&bg), edges(&xg), "{name}: {deps:?}: masked edges");
+        for (g, by) in [(&xg, "expander"), (&bg, "bytecode")] {
+            assert_eq!(rows(g), rows(&all), "{name}: {deps:?}, {by}: tasks");
+            if deps == DepsMode::Exact {
+                assert_eq!(edges(g), edges(&all), "{name}: {deps:?}, {by}: edges");
+            } else {
+                only_marks_dropped(&all, &edges(g), &read_only, &format!("{name}: {deps:?}"));
+            }
+        }
+    }
+}
+
+/// The overlap maps' edges under the read-only mask are a subset of `all`'s, and each dropped
+/// edge joins two tasks that both read a read-only tensor (a coverage mark's edge; that the
+/// masked graph still orders every conflicting pair is checked against the brute-force oracle
+/// in the graph crate's `deps` tests).
+fn only_marks_dropped(
+    all: &TaskGraphStorage,
+    got: &BTreeSet<(u32, u32)>,
+    read_only: &[bool],
+    what: &str,
+) {
+    let every = edges(all);
+    assert!(
+        got.is_subset(&every),
+        "{what}: an edge the unmasked build lacks"
+    );
+    for &(p, s) in every.difference(got) {
+        let (a, b) = (all.io_of(TaskId(p)), all.io_of(TaskId(s)));
+        let read_only_reads = a.iter().any(|x| {
+            read_only.get(x.region.tensor as usize) == Some(&true)
+                && b.iter().any(|y| y.region.tensor == x.region.tensor)
+        });
+        assert!(read_only_reads, "{what}: edge {p} -> {s} dropped");
     }
 }
 
@@ -278,5 +348,93 @@ fn host_runs_count_the_same_tasks_with_either_generator() {
             "host_expander {host_expander}"
         );
         assert_eq!(stats.barriers, u64::from(s.barrier_tasks));
+    }
+}
+
+/// A layer in miniature: `W` is read by every task and written by none (read-only), `A` is
+/// written by one task and read by the others, `V` is read by three tasks and then written by a
+/// fourth (its write-after-read edges must stay).
+const READ_ONLY_MODULE: &str = "tensor W: f32[4, 4];
+tensor A: f32[4, 4];
+tensor V: f32[4, 4];
+tensor B: f32[4, 4];
+axis I = dense(3);
+kernel produce(in w: f32[?, ?], out a: f32[?, ?]);
+kernel consume(in a: f32[?, ?], in w: f32[?, ?], in v: f32[?, ?], out b: f32[?, ?]);
+kernel overwrite(in w: f32[?, ?], out v: f32[?, ?]);
+workload main() {
+    task produce(W[0 +: 4, 0 +: 4], A[0 +: 4, 0 +: 4]);
+    parallel_for i in I {
+        task consume(A[0 +: 4, 0 +: 4], W[0 +: 4, 0 +: 4], V[0 +: 4, 0 +: 4], B[i +: 1, 0 +: 4]);
+    }
+    task overwrite(W[0 +: 4, 0 +: 4], V[0 +: 4, 0 +: 4]);
+}
+schedule for main {
+    task_graph { deps DEPS; }
+}
+";
+
+/// The edges of `tasks` by brute force: for each task and region, a read waits for the last
+/// earlier writer of an intersecting box of its tensor, a write for that writer and every
+/// reader since it.
+fn brute_force_edges(tasks: &[pto_wsp::ir::ExpandedTask]) -> BTreeSet<(u32, u32)> {
+    let meets = |a: &pto_wsp::ir::ExpandedRegion, b: &pto_wsp::ir::ExpandedRegion| {
+        a.tensor == b.tensor
+            && (0..a.start.len())
+                .all(|d| a.start[d] < b.start[d] + b.size[d] && b.start[d] < a.start[d] + a.size[d])
+    };
+    let mut out = BTreeSet::new();
+    for (j, t) in tasks.iter().enumerate() {
+        for r in &t.regions {
+            let mut readers = Vec::new();
+            for i in (0..j).rev() {
+                let (mut wrote, mut read) = (false, false);
+                for q in tasks[i].regions.iter().filter(|q| meets(q, r)) {
+                    wrote |= q.access.writes();
+                    read |= q.access.reads();
+                }
+                if wrote {
+                    out.insert((i as u32, j as u32));
+                    break;
+                }
+                if read {
+                    readers.push(i as u32);
+                }
+            }
+            if r.access.writes() {
+                out.extend(readers.into_iter().map(|i| (i, j as u32)));
+            }
+        }
+    }
+    out
+}
+
+/// The read-only analysis marks exactly the tensor no task writes, and with its mask a tensor
+/// written by one task keeps its readers' edges and a write after reads keeps its
+/// write-after-read edges: the brute-force edges, from either generator, in every inferring
+/// mode, and in a host run (by count).
+#[test]
+fn read_only_tensors_skip_the_map_and_every_edge_stays() {
+    for (deps, word) in [
+        (DepsMode::Exact, "exact"),
+        (DepsMode::Overlap, "overlap"),
+        (DepsMode::Hybrid, "hybrid"),
+    ] {
+        let m = parse(&READ_ONLY_MODULE.replace("DEPS", word)).unwrap();
+        let b = Bindings::new();
+        let read_only = read_only_tensors(&resolved(&m));
+        assert_eq!(read_only, [true, false, false, false], "W only");
+        let x = expand(&resolved(&m), &b, &ExpandOptions::default()).unwrap();
+        let expected = brute_force_edges(&x.tasks);
+        // RAW on `A` (0 -> 1, 2, 3), WAR on `V` (1, 2, 3 -> 4): none through `W`.
+        assert!((1..4).all(|i| expected.contains(&(0, i)) && expected.contains(&(i, 4))));
+        let (_, xg, _) = by_expander_in(&m, &b, deps, &read_only);
+        let (_, bg, _) = by_bytecode_in(&m, &b, deps, &read_only);
+        assert_eq!(edges(&xg), expected, "{word}: expander");
+        assert_eq!(edges(&bg), expected, "{word}: bytecode");
+        for host_expander in [false, true] {
+            let s = compiled(&m, host_expander).execute(&b).unwrap();
+            assert_eq!(s.edges, expected.len() as u64, "{word}: host run");
+        }
     }
 }
