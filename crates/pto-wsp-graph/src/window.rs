@@ -325,18 +325,23 @@ mod tests {
         w.enter().unwrap();
     }
 
+    /// A seeded generator of numbers below its argument (a linear congruential step): the
+    /// random runs below, repeatable.
+    fn below(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |n| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        }
+    }
+
     /// Tasks admitted on reserved slots, with completions arriving while slots are held, leave
     /// the window, its verdicts and its counters exactly as entering task by task does (the
     /// oracle: a second window driven by `enter`).
     #[test]
     fn reserved_slots_observe_as_entering_one_by_one() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |n: u64| {
-            seed = seed
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (seed >> 33) % n
-        };
+        let mut next = below(0x9e37_79b9_7f4a_7c15);
         for mode in [WindowMode::Abort, WindowMode::Benchmark, WindowMode::Stall] {
             for capacity in 1..7 {
                 for max in [1, 2, 3, 8] {
@@ -392,13 +397,7 @@ mod tests {
     /// completed at once, kept by plain arithmetic), and so does the counters' in-flight mark.
     #[test]
     fn high_water_of_a_window_never_full_is_the_tasks_in_flight() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: u64| {
-            seed = seed
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (seed >> 33) % n
-        };
+        let mut next = below(0x2545_f491_4f6c_dd1d);
         for mode in [WindowMode::Abort, WindowMode::Benchmark, WindowMode::Stall] {
             for capacity in [16usize, 64, 1000] {
                 for max in [2, 8, 32] {
