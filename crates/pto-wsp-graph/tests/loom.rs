@@ -308,23 +308,31 @@ fn fifo_hand_off_exactly_once() {
     });
 }
 
+/// A window of `capacity` slots in mode `stall`.
+fn stall_window(capacity: usize) -> Arc<WindowState> {
+    Arc::new(WindowState::new(
+        capacity,
+        WindowMode::Stall,
+        Arc::new(Counters::new(1)),
+    ))
+}
+
+/// A submitter thread admitting one task into `w` (stalling while it is full).
+fn spawn_enter(w: &Arc<WindowState>) -> thread::JoinHandle<()> {
+    let w = w.clone();
+    thread::spawn(move || {
+        w.enter().unwrap();
+    })
+}
+
 /// A stalled submitter is always woken by the completion that frees a slot (loom reports a
 /// deadlock if a wakeup can be lost).
 #[test]
 fn window_stall_wakes() {
     model(|| {
-        let w = Arc::new(WindowState::new(
-            1,
-            WindowMode::Stall,
-            Arc::new(Counters::new(1)),
-        ));
+        let w = stall_window(1);
         w.enter().unwrap();
-        let submitter = {
-            let w = w.clone();
-            thread::spawn(move || {
-                w.enter().unwrap();
-            })
-        };
+        let submitter = spawn_enter(&w);
         w.leave();
         submitter.join().unwrap();
         assert_eq!(w.in_flight(), 1);
@@ -337,17 +345,8 @@ fn window_stall_wakes() {
 #[test]
 fn window_reserved_slots_given_back_wake() {
     model(|| {
-        let w = Arc::new(WindowState::new(
-            2,
-            WindowMode::Stall,
-            Arc::new(Counters::new(1)),
-        ));
-        let submitter = {
-            let w = w.clone();
-            thread::spawn(move || {
-                w.enter().unwrap();
-            })
-        };
+        let w = stall_window(2);
+        let submitter = spawn_enter(&w);
         let mut r = Reservation::default();
         w.reserve(&mut r, 2).unwrap();
         w.settle(&mut r);

@@ -549,14 +549,11 @@ mod tests {
         let mut reset = false;
         for round in 0..8 {
             let before = worn.base;
-            let want = edges_of_a_build(&mut FixedExactMap::new(cap), round);
+            let mut fresh = FixedExactMap::new(cap);
+            let want = edges_of_a_build(&mut fresh, round);
             assert!(!want.is_empty());
             assert_eq!(edges_of_a_build(&mut worn, round), want, "round {round}");
-            assert_eq!(worn.stats(), {
-                let mut fresh = FixedExactMap::new(cap);
-                edges_of_a_build(&mut fresh, round);
-                fresh.stats()
-            });
+            assert_eq!(worn.stats(), fresh.stats());
             worn.clear();
             if worn.base < before {
                 assert_eq!(worn.base, 1, "the base starts again");
@@ -573,9 +570,8 @@ mod tests {
         dense.clear();
         assert_eq!(dense.base, 1);
         assert!(dense.slots.iter().all(|s| s.stored == 0), "a zeroed table");
-        assert_eq!(edges_of_a_build(&mut dense, 1), {
-            edges_of_a_build(&mut FixedExactMap::new(64), 1)
-        });
+        let want = edges_of_a_build(&mut FixedExactMap::new(64), 1);
+        assert_eq!(edges_of_a_build(&mut dense, 1), want);
     }
 
     /// Distinct keys of [`edges_of_a_build`]'s round `round`.
