@@ -3,10 +3,8 @@
 //!
 //! A table (open addressing that probes the same place of the next 8-slot window, at most half
 //! full) of 8-byte slots — a 32-bit hash tag and an entry index — over a fixed pool of entries
-//! (key, last writer, reader: half a 64-byte cache line each, [`super::compact`]). All memory
-//! is reserved at construction, except what a key needs beyond its half line — a second
-//! reader's list and its chunks, a region of more than two used dimensions — which comes from
-//! pools with free lists (at most one list and one region per entry).
+//! (key, last writer, reader list: one 64-byte cache line each). All memory is reserved at
+//! construction, except reader-list chunks, which come from a pool with a free list.
 //!
 //! **Emptied without a write:** a slot stores its entry index plus the table's *base*, and one
 //! storing less than the base is empty. [`TensorMap::clear`] (every warm rebuild) raises the base
@@ -61,8 +59,7 @@
 //! recorded. Under a task window, [`TensorMap::retire_before`] frees the keys of completed tasks,
 //! so a capacity of a few times the window's distinct keys never fills.
 
-use super::compact::{InPlace, Keyed, Lists, LongKeys};
-use super::readers::ReaderPool;
+use super::readers::{ExactEntry, ReaderPool};
 use super::{MapFull, MapStats, TensorMap};
 use crate::types::{Access, EdgeKind, Region, SLOT_WINDOW, SLOT_WINDOW_BITS, TaskId};
 
@@ -117,6 +114,16 @@ impl Slot {
     }
 }
 
+/// A key and its entry in one 64-byte cache line: a hit touches the slot's line and this one.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct Keyed {
+    key: Region,
+    entry: ExactEntry,
+}
+
+const _: () = assert!(std::mem::size_of::<Keyed>() == 64);
+
 /// Exact-key TensorMap with a fixed capacity (see the module docs for what happens when full).
 #[derive(Debug)]
 pub struct FixedExactMap {
@@ -129,10 +136,6 @@ pub struct FixedExactMap {
     free: Vec<u32>,
     capacity: usize,
     pool: ReaderPool,
-    /// Reader lists of the keys with more than one reader since their last write.
-    lists: Lists,
-    /// Regions of the keys that do not fit an entry's half line.
-    long: LongKeys,
     /// Tasks older than this have completed.
     oldest: u32,
     /// `(task << 32) | entry` per access since `log_head`, in task order (unless `log_off`).
@@ -181,8 +184,6 @@ impl FixedExactMap {
             free: Vec::new(),
             capacity,
             pool: ReaderPool::new(),
-            lists: Lists::default(),
-            long: LongKeys::default(),
             oldest: 0,
             log: Vec::new(),
             log_head: 0,
@@ -227,7 +228,7 @@ impl FixedExactMap {
             if free[e] {
                 continue;
             }
-            let h = keyed.region(e as u32, &self.long).slot_hash();
+            let h = keyed.key.slot_hash();
             let mut i = h as usize & self.mask;
             while self.slots[i].live(base).is_some() {
                 i = next_slot(i, n);
@@ -251,32 +252,31 @@ impl FixedExactMap {
         self.capacity
     }
 
-    /// A new entry for `region` (`key` its in-place form).
-    #[inline(always)]
-    fn alloc(&mut self, key: InPlace, region: &Region) -> u32 {
+    #[inline]
+    fn alloc(&mut self, key: Region) -> u32 {
         // `high_water` is brought up to date where `live` falls (and in `stats`).
         self.stats.live += 1;
+        let keyed = Keyed {
+            key,
+            entry: ExactEntry::default(),
+        };
         if let Some(i) = self.free.pop() {
-            self.entries[i as usize] = Keyed::new(key, region, i, &mut self.long);
+            self.entries[i as usize] = keyed;
             i
         } else {
             assert!(
                 self.entries.len() < self.capacity,
                 "FixedExactMap is full: ask has_room before access"
             );
-            let i = self.entries.len() as u32;
-            self.entries
-                .push(Keyed::new(key, region, i, &mut self.long));
-            i
+            self.entries.push(keyed);
+            (self.entries.len() - 1) as u32
         }
     }
 
     /// Frees a live entry: its chunks, its table slot, its index.
     fn free_entry(&mut self, e: u32) {
         self.stats.high_water = self.stats.high_water.max(self.stats.live);
-        self.entries[e as usize]
-            .entry
-            .release(&mut self.pool, &mut self.lists);
+        self.entries[e as usize].entry.release(&mut self.pool);
         self.free.push(e);
         self.stats.live -= 1;
         self.remove_slot(e);
@@ -289,7 +289,7 @@ impl FixedExactMap {
         self.log.clear();
         self.log_head = 0;
         for e in 0..self.entries.len() as u32 {
-            let last = self.entries[e as usize].entry.last(&self.pool, &self.lists);
+            let last = self.entries[e as usize].entry.last(&self.pool);
             if last == NIL {
                 continue; // free
             }
@@ -310,8 +310,7 @@ impl FixedExactMap {
     /// the probe cluster (in [`next_slot`] order) move back when their home slot allows it.
     fn remove_slot(&mut self, entry: u32) {
         let (mask, n, base) = (self.mask, self.slots.len(), self.base);
-        let key = self.entries[entry as usize].region(entry, &self.long);
-        let mut i = key.slot_hash() as usize & mask;
+        let mut i = self.entries[entry as usize].key.slot_hash() as usize & mask;
         // Compared as stored: the entry's slot stores `entry + base`, an empty one less than
         // `base`.
         while self.slots[i].stored != entry + base {
@@ -373,16 +372,15 @@ impl TensorMap for FixedExactMap {
         let tag = h as u32;
         let (n, home, base) = (self.slots.len(), h as usize & self.mask, self.base);
         let mut i = home;
-        let key = InPlace::of(region);
         let e = loop {
             let s = self.slots[i];
             let Some(e) = s.live(base) else {
-                let e = self.alloc(key, region);
+                let e = self.alloc(*region);
                 self.slots[i] = Slot::new(tag, e, base);
                 self.stats.misses += 1;
                 break e;
             };
-            if s.tag == tag && self.entries[e as usize].matches(key, region, e, &self.long) {
+            if s.tag == tag && self.entries[e as usize].key == *region {
                 self.stats.hits += 1;
                 break e;
             }
@@ -390,13 +388,9 @@ impl TensorMap for FixedExactMap {
             // Counted in place: a step past the home slot is rare, and a register is not.
             self.stats.probes += 1;
         };
-        self.entries[e as usize].entry.apply(
-            task,
-            access,
-            (&mut self.pool, &mut self.lists),
-            self.oldest,
-            pred,
-        );
+        self.entries[e as usize]
+            .entry
+            .apply(task, access, &mut self.pool, self.oldest, pred);
         if !self.log_off {
             if self.log.len() - self.log_head < self.log_max {
                 self.log.push(((task.0 as u64) << 32) | e as u64);
@@ -462,7 +456,7 @@ impl TensorMap for FixedExactMap {
             }
             at += 1;
             let e = r as u32;
-            if self.entries[e as usize].entry.last(&self.pool, &self.lists) < oldest {
+            if self.entries[e as usize].entry.last(&self.pool) < oldest {
                 self.free_entry(e);
             }
         }
@@ -490,8 +484,6 @@ impl TensorMap for FixedExactMap {
         self.entries.clear();
         self.free.clear();
         self.pool.clear();
-        self.lists.clear();
-        self.long.clear();
         self.oldest = 0;
         self.log.clear();
         self.log_head = 0;

@@ -27,7 +27,6 @@
 //! - A map never reports `t` itself; it may report the same predecessor more than once (the
 //!   builder deduplicates).
 
-mod compact;
 mod dynamic;
 mod fixed;
 mod geometry;

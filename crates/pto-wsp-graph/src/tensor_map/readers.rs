@@ -78,12 +78,6 @@ impl ReaderPool {
         }
     }
 
-    /// Chunks made so far (in lists or free).
-    #[cfg(test)]
-    pub(crate) fn chunks_made(&self) -> usize {
-        self.chunks.len()
-    }
-
     /// Drops every chunk (keeping the allocation): every list must be forgotten with it.
     pub(crate) fn clear(&mut self) {
         self.chunks.clear();
@@ -223,17 +217,6 @@ impl ReaderList {
     }
 
     /// Empties the list (tombstone count included), returning its chunks to the pool.
-    /// The reader listed last (the newest), if any.
-    #[inline]
-    pub(crate) fn newest_reader(&self, pool: &ReaderPool) -> Option<u32> {
-        if self.newest != NIL {
-            let c = &pool.chunks[self.newest as usize];
-            Some(c.ids[c.fill as usize - 1])
-        } else {
-            self.inline[..self.inline_len()].last().copied()
-        }
-    }
-
     #[inline]
     pub(crate) fn clear(&mut self, pool: &mut ReaderPool) {
         if self.newest != NIL {
@@ -316,7 +299,6 @@ impl ExactEntry {
     }
 
     /// Frees the entry's chunks and empties it.
-    #[cfg(test)]
     pub(crate) fn release(&mut self, pool: &mut ReaderPool) {
         self.readers.clear(pool);
         self.writer = NIL;
@@ -324,10 +306,17 @@ impl ExactEntry {
 
     /// The newest task recorded (readers since the last write are newer than the writer), or
     /// `NIL` if none: the key is dead once it has completed.
-    #[cfg(test)]
     #[inline]
     pub(crate) fn last(&self, pool: &ReaderPool) -> u32 {
-        self.readers.newest_reader(pool).unwrap_or(self.writer)
+        let r = &self.readers;
+        if r.newest != NIL {
+            let c = &pool.chunks[r.newest as usize];
+            c.ids[c.fill as usize - 1]
+        } else if r.inline_len() > 0 {
+            r.inline[r.inline_len() - 1]
+        } else {
+            self.writer
+        }
     }
 }
 
