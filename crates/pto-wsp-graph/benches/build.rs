@@ -19,8 +19,13 @@
 //! through `finish_into`, as a runtime rebuilding the workload every step would). Every builder
 //! time includes the CSR fan-out (`finish` / `finish_into`). Prints ns/task, tasks/ms, edges per
 //! task and storage bytes per task and per edge.
+//!
+//! Two floors of the warm `exact fixed` build tell where its time goes past the caches
+//! (`PTO_BUILD_BENCH=input|no-graph N`, see `main`): reading its input alone, and building
+//! over the same map into a sink that keeps no task, so that no node, param, region or CSR is
+//! stored.
 
-use pto_wsp_graph::builder::{BuildStats, CollectEdges, GraphBuilder};
+use pto_wsp_graph::builder::{BuildStats, CollectEdges, EdgeSink, GraphBuilder};
 use pto_wsp_graph::storage::{StorageBytes, TaskGraphStorage, TaskNode};
 use pto_wsp_graph::tensor_map::{DynamicExactMap, FixedExactMap, OverlapMap, TensorMap};
 use pto_wsp_graph::types::{Access, ExecDomain, ExecPool, Region, TaskId, TaskIo};
@@ -163,7 +168,7 @@ trait Record {
     /// The task.
     fn task(&self) -> &Task;
     /// Adds the task's regions to the open task.
-    fn add_regions<M: TensorMap>(&self, b: &mut GraphBuilder<M>);
+    fn add_regions<M: TensorMap, S: EdgeSink>(&self, b: &mut GraphBuilder<M, S>);
 }
 
 /// Plain regions ([`GraphBuilder::add_access`]).
@@ -173,7 +178,7 @@ impl Record for Task {
         self
     }
     #[inline(always)]
-    fn add_regions<M: TensorMap>(&self, b: &mut GraphBuilder<M>) {
+    fn add_regions<M: TensorMap, S: EdgeSink>(&self, b: &mut GraphBuilder<M, S>) {
         for &(r, a) in &self.regions[..self.nregions] {
             b.add_access(r, a);
         }
@@ -187,7 +192,7 @@ impl Record for HashedTask {
         &self.task
     }
     #[inline(always)]
-    fn add_regions<M: TensorMap>(&self, b: &mut GraphBuilder<M>) {
+    fn add_regions<M: TensorMap, S: EdgeSink>(&self, b: &mut GraphBuilder<M, S>) {
         let t = &self.task;
         for (&(r, a), &h) in t.regions[..t.nregions].iter().zip(&self.hashes) {
             b.add_access_hashed(r, a, h);
@@ -196,7 +201,11 @@ impl Record for HashedTask {
 }
 
 /// The build loop.
-fn feed<M: TensorMap, R: Record>(b: &mut GraphBuilder<M>, tasks: &[R], window: Option<u32>) {
+fn feed<M: TensorMap, S: EdgeSink, R: Record>(
+    b: &mut GraphBuilder<M, S>,
+    tasks: &[R],
+    window: Option<u32>,
+) {
     for rec in tasks {
         let t = rec.task();
         let id = b.alloc_task(t.kernel, ExecDomain::HostCpu, t.pool, t.stream, t.target);
@@ -225,6 +234,66 @@ fn best_warm<M: TensorMap, R: Record>(
     build_warm(&mut b, &mut out, tasks, window); // the first build grows every buffer
     let (t, _) = best(|| build_warm(&mut b, &mut out, tasks, window));
     (t, out)
+}
+
+/// Best of `repeat` passes over the hashed records reading what [`feed`] reads of each (the
+/// kernel, each region's first start and its hash): the build's input alone.
+fn floor_input(tasks: &[HashedTask], repeat: usize) {
+    let mut best = Duration::MAX;
+    for _ in 0..repeat {
+        let t = Instant::now();
+        let mut sum = 0u64;
+        for h in tasks {
+            sum = sum.wrapping_add(h.task.kernel as u64);
+            for (&(r, _), &hash) in h.task.regions[..h.task.nregions].iter().zip(&h.hashes) {
+                sum = sum.wrapping_add(r.start[0] as u64 ^ hash);
+            }
+        }
+        black_box(sum);
+        best = best.min(t.elapsed());
+    }
+    eprintln!("input: best {:.1} ns/task", per_task(best, tasks.len()));
+}
+
+/// A sink that counts edges and keeps no task ([`EdgeSink::forgets_tasks`]): the builder then
+/// stores no node, param or region and lays out no CSR.
+#[derive(Default)]
+struct CountEdges(u64);
+
+impl EdgeSink for CountEdges {
+    fn edge(&mut self, _: TaskId, _: TaskId) {
+        self.0 += 1;
+    }
+    fn submitted(&mut self, _: TaskId) {}
+    fn forgets_tasks(&self) -> bool {
+        true
+    }
+}
+
+/// Best of `repeat` warm builds of `tasks` over the `exact fixed` row's map into
+/// [`CountEdges`] (the builder [`GraphBuilder::reset`] between builds): the build without
+/// its graph's storage.
+fn floor_no_graph(tasks: &[HashedTask], repeat: usize) {
+    let n = tasks.len();
+    let mut b = GraphBuilder::with_map(FixedExactMap::new(2 * n + 64), CountEdges::default());
+    let mut best = Duration::MAX;
+    for _ in 0..repeat {
+        let t = Instant::now();
+        feed(&mut b, tasks, None);
+        black_box(b.sink().0);
+        b.reset();
+        best = best.min(t.elapsed());
+    }
+    eprintln!(
+        "{} edges, no graph: best {:.1} ns/task",
+        b.sink().0,
+        per_task(best, n)
+    );
+}
+
+/// `d` in ns per task of `n`.
+fn per_task(d: Duration, n: usize) -> f64 {
+    d.as_nanos() as f64 / n as f64
 }
 
 /// No inference at all: a map that finds nothing.
@@ -264,7 +333,10 @@ fn best<R>(mut f: impl FnMut() -> R) -> (Duration, R) {
 fn main() {
     // `PTO_BUILD_BENCH=exact-fixed|exact-dyn|fixed-win|overlap N` runs one builder on N tasks a
     // few times (for profilers), nothing else; `PTO_BUILD_WARM=1` reuses one builder
-    // (`finish_into`), which also accepts `explicit`.
+    // (`finish_into`), which also accepts `explicit`. Two floors of the warm `exact fixed`
+    // build, for telling where its time goes: `input` reads the hashed records and builds
+    // nothing, `no-graph` builds over the same map into a sink that keeps no task (no nodes,
+    // params, regions or CSR are stored).
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with("--"))
@@ -274,6 +346,11 @@ fn main() {
         let all = llama_stream(n);
         let (plain, hashed) = (&all.tasks[..n], &all.hashed[..n]);
         let repeat = std::env::var("PTO_BUILD_REPEAT").map_or(5, |r| r.parse().expect("a count"));
+        match which.as_str() {
+            "input" => return floor_input(hashed, repeat),
+            "no-graph" => return floor_no_graph(hashed, repeat),
+            _ => {}
+        }
         if std::env::var("PTO_BUILD_WARM").is_ok_and(|w| w == "1") {
             fn warm<M: TensorMap, R: Record>(
                 tasks: &[R],
