@@ -62,13 +62,10 @@ struct Stream {
 }
 
 fn llama_stream(min_tasks: usize) -> Stream {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../examples/llama7b_layer.wsp"
-    );
-    let text = std::fs::read_to_string(path).expect("examples/llama7b_layer.wsp");
+    // Compiled in, so that a copied bench binary runs anywhere.
+    let text = include_str!("../../../examples/llama7b_layer.wsp");
     let module = pto_wsp_ir::resolve(
-        &pto_wsp_ir::parse(&text).expect("example parses"),
+        &pto_wsp_ir::parse(text).expect("example parses"),
         &Default::default(),
     )
     .expect("example resolves");
