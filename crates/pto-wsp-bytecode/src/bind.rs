@@ -57,6 +57,14 @@ pub struct Bound {
     pub(crate) flat_shapes: Vec<i64>,
 }
 
+impl Bound {
+    /// Every tensor's shape as bound (its extents, in tensor order; empty for a tensor without
+    /// one). The interpreter checks every region it hands out against these.
+    pub fn shapes(&self) -> &[Vec<i64>] {
+        &self.shapes
+    }
+}
+
 impl Program {
     /// Resolves `bindings` by name against this program (see the module docs).
     pub fn bind(&self, bindings: &Bindings) -> Result<Bound, BindError> {

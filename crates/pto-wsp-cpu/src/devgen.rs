@@ -394,6 +394,29 @@ pub trait DirectExec: Sync {
         io: &[TaskIo],
     ) -> Result<(), TaskFailure>;
 
+    /// Whether every region inside the tensor shapes `shapes` (as bound, in tensor order) is
+    /// inside its tensor for this executor too: then [`DirectExec::run_task_in_bounds`] may
+    /// skip any per-region check. Asked once per run. The default: no.
+    fn has_shapes(&self, shapes: &[Vec<i64>]) -> bool {
+        let _ = shapes;
+        false
+    }
+
+    /// [`DirectExec::run_task`] for a task whose regions are inside the shapes
+    /// [`DirectExec::has_shapes`] accepted (the interpreter checked them): an implementation
+    /// may skip its per-region check. The default runs [`DirectExec::run_task`].
+    #[inline]
+    fn run_task_in_bounds(
+        &self,
+        task: TaskId,
+        executor: usize,
+        kernel: u32,
+        params: &[u64],
+        io: &[TaskIo],
+    ) -> Result<(), TaskFailure> {
+        self.run_task(task, executor, kernel, params, io)
+    }
+
     /// The elements of the box `read` describes (row-major), for a computed read. Called only
     /// once every task generated before the read whose written box overlaps it has completed,
     /// and before any task generated after it runs (module docs, "Computed reads"). The
@@ -429,6 +452,22 @@ impl<S: TaskSource> DirectExec for KernelExec<'_, S> {
         io: &[TaskIo],
     ) -> Result<(), TaskFailure> {
         KernelExec::run_task(self, task, executor, kernel, params, io)
+    }
+
+    fn has_shapes(&self, shapes: &[Vec<i64>]) -> bool {
+        KernelExec::has_shapes(self, shapes)
+    }
+
+    #[inline]
+    fn run_task_in_bounds(
+        &self,
+        task: TaskId,
+        executor: usize,
+        kernel: u32,
+        params: &[u64],
+        io: &[TaskIo],
+    ) -> Result<(), TaskFailure> {
+        KernelExec::run_in_bounds(self, task, executor, kernel, params, io)
     }
 
     fn read(&self, read: &DataRead<'_>) -> Result<Vec<i64>, String> {
@@ -505,7 +544,7 @@ struct Scratch {
     free: Vec<u32>,
     io: Vec<TaskIo>,
     seen: VecDeque<u32>,
-    ready: VecDeque<u32>,
+    ready: VecDeque<Ready>,
     unsealed: VecDeque<(u32, u32)>,
     outbox: Vec<Vec<(u32, u32)>>,
     inbound: Vec<VecDeque<(u32, u32)>>,
@@ -596,6 +635,9 @@ struct Shared<'r, E: DirectExec> {
     program: &'r Program,
     bound: &'r Bound,
     exec: &'r E,
+    /// The executor's tensors have the bound shapes ([`DirectExec::has_shapes`], asked once
+    /// per run): the interpreter's regions need no check per task.
+    in_bounds: bool,
     config: DevGenConfig,
     executors: u32,
     /// `x mod executors`, the owner of a task or a tensor.
@@ -623,7 +665,7 @@ struct Shared<'r, E: DirectExec> {
     /// Accesses an executor sent for another's tensors, `(task id, access)` in id order:
     /// entry `to * E + from`.
     sent: Box<[CachePadded<Mutex<Vec<Sent>>>]>,
-    inboxes: Box<[CachePadded<Inbox>]>,
+    inboxes: Box<[CachePadded<Inbox<Ready>>]>,
     /// Per executor: what it kept from the tables' last run, taken when it starts and handed
     /// back in its [`Report`].
     scratch: Box<[CachePadded<Mutex<Scratch>>]>,
@@ -641,6 +683,11 @@ struct Shared<'r, E: DirectExec> {
     /// take it (module docs, "Computed reads"). With the executors that have yet to take it.
     reads: Mutex<std::collections::HashMap<u64, (Vec<i64>, u32)>>,
 }
+
+/// A ready own task as the ready queue and the inbox hold it: its id and its slot (the
+/// completing executor read the slot from the owner table; its owner need not look it up
+/// again).
+type Ready = (u32, u32);
 
 /// Edges one executor found into another's tasks: `(successor, predecessor)` ids.
 type Handed = Vec<(u32, u32)>;
@@ -780,7 +827,7 @@ struct Executor<'s, 'r, E: DirectExec> {
     io: Vec<TaskIo>,
     slots: Vec<Slot>,
     free: Vec<u32>,
-    ready: VecDeque<u32>,
+    ready: VecDeque<Ready>,
     /// Own tasks generated and not sealed yet (id, slot), oldest first: each waits until every
     /// other executor has inferred it ([`Shared::inferred`]).
     unsealed: VecDeque<(u32, u32)>,
@@ -1117,7 +1164,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             }
         }
         if sh.states.seal(TaskId(id)) {
-            ready.push_back(id);
+            ready.push_back((id, slot as u32));
         }
     }
 
@@ -1449,7 +1496,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         if e == 1 {
             // Wired above, nothing handed over.
             if self.sh.states.seal(TaskId(id)) {
-                self.ready.push_back(id);
+                self.ready.push_back((id, slot as u32));
             }
         } else {
             self.unsealed.push_back((id, slot as u32));
@@ -1673,7 +1720,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
 
     /// A ready own task: the local queue first, then the inbox.
     #[inline(always)]
-    fn next_ready(&mut self) -> Option<u32> {
+    fn next_ready(&mut self) -> Option<Ready> {
         if let Some(t) = self.ready.pop_front() {
             return Some(t);
         }
@@ -1734,18 +1781,24 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         }
     }
 
-    /// Runs own task `t` (ready), completes it and routes the successors it made ready.
-    fn run_one(&mut self, t: u32) -> Result<(), Stopped> {
+    /// Runs own task `t` (ready, in its slot), completes it and routes the successors it made
+    /// ready.
+    fn run_one(&mut self, (t, slot): Ready) -> Result<(), Stopped> {
         let sh = self.sh;
-        let (owner, slot) = sh.owners.get(t);
-        debug_assert_eq!(owner, self.me as usize);
+        let slot = slot as usize;
+        debug_assert_eq!(sh.owners.get(t), (self.me as usize, slot));
         let s = &self.slots[slot];
         debug_assert_eq!(s.id, t);
         if s.kernel != BARRIER_KERNEL {
             let start = sh.config.trace.then(|| sh.t0.elapsed().as_nanos() as u64);
-            let r = sh
-                .exec
-                .run_task(TaskId(t), self.me as usize, s.kernel, &s.params, &s.io);
+            let (task, me) = (TaskId(t), self.me as usize);
+            let r = if sh.in_bounds {
+                // Every region came from the interpreter, checked against the bound shapes.
+                sh.exec
+                    .run_task_in_bounds(task, me, s.kernel, &s.params, &s.io)
+            } else {
+                sh.exec.run_task(task, me, s.kernel, &s.params, &s.io)
+            };
             if let Some(start_ns) = start {
                 self.spans.push(Span {
                     // The expander's index, as the user knows the task (ids are per run).
@@ -1766,11 +1819,12 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         }
         let (me, ready, stats) = (self.me as usize, &mut self.ready, &mut self.stats);
         sh.states.complete(TaskId(t), |succ| {
-            let (o, _) = sh.owners.get(succ.0);
+            let (o, slot) = sh.owners.get(succ.0);
+            let entry = (succ.0, slot as u32);
             if o == me {
-                ready.push_back(succ.0);
+                ready.push_back(entry);
             } else {
-                sh.inboxes[o].push(succ.0);
+                sh.inboxes[o].push(entry);
                 sh.idle.notify(Some(o), |w| w == o);
                 stats.sent += 1;
             }
@@ -1999,6 +2053,7 @@ impl<'r, E: DirectExec> Shared<'r, E> {
             program,
             bound,
             exec,
+            in_bounds: exec.has_shapes(bound.shapes()),
             config: *config,
             executors: executors as u32,
             of: ModE::new(executors as u32),
@@ -2229,6 +2284,53 @@ mod tests {
                 "{n} tasks: held state for {} tasks under a window of {WINDOW}",
                 s.held_tasks_peak
             );
+        }
+    }
+
+    /// A store whose shapes are not the bound program's (here: `X` bound with 8 elements, the
+    /// store's with 4) gets every region checked per task again: the task of `X[4 +: 4]`, inside
+    /// the bound shape, fails before its (empty) kernel runs with the kernel executor's region
+    /// error, on 1 to 3 executors, walking and partitioned. With the store's own shapes the same
+    /// program runs.
+    #[test]
+    fn a_store_not_of_the_bound_shapes_checks_every_region() {
+        use pto_wsp_ir::Bindings;
+        use pto_wsp_kernels::{KernelRegistry, TensorStore};
+        let text = "symbol n: i64;\ntensor X: f32[n];\naxis I = dense(2);\n\
+                    kernel k(inout x: f32[4]);\n\
+                    workload main() { parallel_for i in I { task k(X[4 * i +: 4]); } }\n";
+        let m = pto_wsp_ir::parse(text).unwrap();
+        let p = program(text);
+        let bound = p.bind(&Bindings::new().symbol("n", 8i64)).unwrap();
+        let mut registry = KernelRegistry::new();
+        let id = registry.register("k", |_| Ok(()));
+        let (kernels, names) = (vec![Some(id)], vec!["k".to_string()]);
+        let source = pto_wsp_graph::storage::TaskGraphStorage::default();
+        for (n, fails) in [(4i64, true), (8, false)] {
+            let store = TensorStore::new(&m, &Bindings::new().symbol("n", n)).unwrap();
+            let exec = KernelExec::new(&source, &store, &registry, &kernels, &names, false);
+            for threads in 1..=3 {
+                let pool = WorkerPool::new(threads).unwrap();
+                for partition in [false, true] {
+                    let config = DevGenConfig {
+                        partition,
+                        ..DevGenConfig::default()
+                    };
+                    let r = pool.run_devgen(&p, &bound, &config, &exec);
+                    let what = format!("store of {n}, {threads} executors, {partition}");
+                    if !fails {
+                        assert_eq!(r.map(|s| s.tasks).ok(), Some(2), "{what}");
+                        continue;
+                    }
+                    match r {
+                        Err(ExecError::Kernel { task, message, .. }) => {
+                            assert_eq!(task, 1, "{what}");
+                            assert!(message.starts_with("region 0: "), "{what}: {message}");
+                        }
+                        other => panic!("{what}: {other:?}"),
+                    }
+                }
+            }
         }
     }
 

@@ -112,6 +112,17 @@ impl<'a, S: TaskSource> KernelExec<'a, S> {
         }
     }
 
+    /// A task of kernel `kernel` failed with `message`.
+    #[cold]
+    fn failure(&self, kernel: u32, message: String, panicked: bool) -> TaskFailure {
+        TaskFailure {
+            index: None,
+            kernel: self.name(kernel),
+            message,
+            panicked,
+        }
+    }
+
     fn name(&self, k: u32) -> String {
         self.names
             .get(k as usize)
@@ -133,23 +144,75 @@ impl<'a, S: TaskSource> KernelExec<'a, S> {
         if kernel == BARRIER_KERNEL {
             return Ok(());
         }
-        let fail = |message: String, panicked: bool| TaskFailure {
-            index: None,
-            kernel: self.name(kernel),
-            message,
-            panicked,
-        };
-        let Some(Some(id)) = self.kernels.get(kernel as usize).copied() else {
-            return Err(fail(
-                "no implementation is registered for this kernel".into(),
-                false,
-            ));
-        };
+        let id = self.kernel_id(kernel)?;
         for (i, r) in io.iter().enumerate() {
             self.store
                 .check_region(r)
-                .map_err(|e| fail(format!("region {i}: {e}"), false))?;
+                .map_err(|e| self.failure(kernel, format!("region {i}: {e}"), false))?;
         }
+        self.call(t, w, kernel, id, params, io)
+    }
+
+    /// Whether the store's tensors have exactly the shapes `shapes` (extents per tensor, in
+    /// tensor order): then a region checked against `shapes` is inside its tensor here, and
+    /// [`KernelExec::run_in_bounds`] may run it without checking it again.
+    pub(crate) fn has_shapes(&self, shapes: &[Vec<i64>]) -> bool {
+        let infos = self.store.infos();
+        infos.len() == shapes.len()
+            && infos.iter().zip(shapes).all(|(info, s)| {
+                info.shape.len() == s.len()
+                    && info
+                        .shape
+                        .iter()
+                        .zip(s)
+                        .all(|(&e, &b)| u64::try_from(b) == Ok(e))
+            })
+    }
+
+    /// [`KernelExec::run_task`] for regions known to be inside their tensors (checked against
+    /// shapes the store has, [`KernelExec::has_shapes`]): no region is checked again. (A region
+    /// outside its tensor would still not be touched out of bounds: views check their bounds
+    /// when made; it would fail inside the kernel rather than before it.)
+    pub(crate) fn run_in_bounds(
+        &self,
+        t: TaskId,
+        w: usize,
+        kernel: u32,
+        params: &[u64],
+        io: &[TaskIo],
+    ) -> Result<(), TaskFailure> {
+        if kernel == BARRIER_KERNEL {
+            return Ok(());
+        }
+        let id = self.kernel_id(kernel)?;
+        self.call(t, w, kernel, id, params, io)
+    }
+
+    /// The registry's id of module kernel `kernel`, or the task's failure.
+    #[inline]
+    fn kernel_id(&self, kernel: u32) -> Result<KernelId, TaskFailure> {
+        match self.kernels.get(kernel as usize).copied() {
+            Some(Some(id)) => Ok(id),
+            _ => Err(self.failure(
+                kernel,
+                "no implementation is registered for this kernel".into(),
+                false,
+            )),
+        }
+    }
+
+    /// Calls kernel `id` (module kernel `kernel`) for task `t` on worker `w`, its regions
+    /// checked; a returned error or a panic is the task's failure.
+    fn call(
+        &self,
+        t: TaskId,
+        w: usize,
+        kernel: u32,
+        id: KernelId,
+        params: &[u64],
+        io: &[TaskIo],
+    ) -> Result<(), TaskFailure> {
+        let fail = |message: String, panicked: bool| self.failure(kernel, message, panicked);
         if let Some(c) = &self.checker {
             c.begin(t.0, io)
                 .map_err(|e| fail(e.named(&self.store.info(e.tensor()).name), false))?;
@@ -244,5 +307,35 @@ impl<S: TaskSource> Exec for KernelExec<'_, S> {
             self.source
                 .with_task(t, &mut b, |n, p, io| self.run_task(t, w, n.kernel, p, io))
         })
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use pto_wsp_ir::Bindings;
+
+    /// `has_shapes` accepts exactly the store's shapes: every tensor, every extent, in order.
+    #[test]
+    fn has_shapes_is_exactly_the_stores_shapes() {
+        let text = "symbol n: i64;\ntensor A: f32[n, 3];\ntensor B: f32[5];\n\
+                    kernel k(in a: f32[1, 1]);\nworkload main() { task k(A[0 +: 1, 0 +: 1]); }\n";
+        let m = pto_wsp_ir::parse(text).unwrap();
+        let store = TensorStore::new(&m, &Bindings::new().symbol("n", 2i64)).unwrap();
+        let (registry, source) = (KernelRegistry::new(), TaskGraphStorage::default());
+        let exec = KernelExec::new(&source, &store, &registry, &[], &[], false);
+        // The oracle: the store's own shapes, as written in the text with n = 2.
+        assert!(exec.has_shapes(&[vec![2, 3], vec![5]]));
+        for other in [
+            vec![vec![3, 3], vec![5]],
+            vec![vec![2, 3], vec![4]],
+            vec![vec![2, 3, 1], vec![5]],
+            vec![vec![2], vec![5]],
+            vec![vec![2, 3]],
+            vec![vec![2, 3], vec![5], vec![1]],
+            vec![vec![-2, 3], vec![5]],
+        ] {
+            assert!(!exec.has_shapes(&other), "{other:?}");
+        }
     }
 }

@@ -27,22 +27,22 @@ pub(crate) mod thread {
     pub(crate) use std::thread::{Builder, JoinHandle, yield_now};
 }
 
-/// A multi-producer queue of task ids that one consumer drains: a device-generation executor's
-/// inbox (its completion notifications). Pushing happens before the pop that returns the value.
-/// A `crossbeam` injector, or under loom a mutex around a `VecDeque` (loom sees every push, pop
-/// and emptiness check).
+/// A multi-producer queue of task ids (or of entries naming one: `T`) that one consumer
+/// drains: a device-generation executor's inbox (its completion notifications). Pushing happens
+/// before the pop that returns the value. A `crossbeam` injector, or under loom a mutex around a
+/// `VecDeque` (loom sees every push, pop and emptiness check).
 #[derive(Debug, Default)]
-pub(crate) struct Inbox {
+pub(crate) struct Inbox<T = u32> {
     #[cfg(not(loom))]
-    q: crossbeam_deque::Injector<u32>,
+    q: crossbeam_deque::Injector<T>,
     #[cfg(loom)]
-    q: Mutex<std::collections::VecDeque<u32>>,
+    q: Mutex<std::collections::VecDeque<T>>,
 }
 
-impl Inbox {
+impl<T> Inbox<T> {
     /// Appends `v`.
     #[inline]
-    pub(crate) fn push(&self, v: u32) {
+    pub(crate) fn push(&self, v: T) {
         #[cfg(not(loom))]
         self.q.push(v);
         #[cfg(loom)]
@@ -51,7 +51,7 @@ impl Inbox {
 
     /// Takes the oldest value, if any.
     #[inline]
-    pub(crate) fn pop(&self) -> Option<u32> {
+    pub(crate) fn pop(&self) -> Option<T> {
         #[cfg(not(loom))]
         loop {
             match self.q.steal() {
