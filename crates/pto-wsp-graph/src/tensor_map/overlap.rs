@@ -222,7 +222,7 @@ struct Grid {
 /// access of it needs no box test and no equality test: its own write meets and is covered, its
 /// own reads have exactly its box, no record is listed anywhere (records come only from boxes
 /// of other extents), the tensor has no marks (they come from multi-cell reads) and no write
-/// is told to [`CellSeqs`] (see [`OverlapMap::untile`]).
+/// is told to [`CellSeqs`] (see [`OverlapMap::tiled_access`]).
 #[derive(Clone, Copy, Debug, Default)]
 struct Tile {
     /// The rank of the grid's first box.
@@ -989,11 +989,24 @@ impl OverlapMap {
     /// them if the cell has none, else joins or adds a read record as the general path would.
     /// Out of line and without the general scan's machinery (visit stamp, mark cover, covering
     /// writes): more than half of the LLaMA stream's accesses come here.
+    #[inline(never)]
+    fn read_one_cell<F: FnMut(TaskId, EdgeKind)>(
+        &mut self,
+        g: usize,
+        task: u32,
+        region: &Region,
+        key: CellKey,
+        pred: &mut F,
+    ) {
+        self.read_cell::<false, F>(g, task, region, key, pred);
+    }
+
+    /// [`Self::read_one_cell`]'s body, inlined into it and into [`Self::tiled_access`].
     ///
     /// `TILED`: the tensor is tiled and `region` a whole cell ([`Tile`]): the cell's own write
     /// meets it and its own reads have its box without a test, and no write list holds a record.
-    #[inline(never)]
-    fn read_one_cell<const TILED: bool, F: FnMut(TaskId, EdgeKind)>(
+    #[inline(always)]
+    fn read_cell<const TILED: bool, F: FnMut(TaskId, EdgeKind)>(
         &mut self,
         g: usize,
         task: u32,
@@ -1089,7 +1102,7 @@ impl OverlapMap {
     ///
     /// `TILED`: the tensor is tiled and `region` a whole cell ([`Tile`]): the cell's own reads
     /// have its box (met and covered without a test), the tensor has no marks and its writes
-    /// are not told to [`CellSeqs`] (see [`OverlapMap::untile`]).
+    /// are not told to [`CellSeqs`] (see [`OverlapMap::tiled_access`]).
     #[allow(clippy::too_many_arguments)]
     fn write_one_cell<const TILED: bool, F: FnMut(TaskId, EdgeKind)>(
         &mut self,
@@ -1289,15 +1302,43 @@ impl OverlapMap {
         }
     }
 
-    /// The tensor of grid `g` stops being tiled (an access other than one whole dense cell).
-    /// Its buckets already hold what the general paths would have left. Its writes so far were
-    /// not told to its [`CellSeqs`]: every mark of the tensor is made from now on (marks come
-    /// from multi-cell reads), so those writes are older than every mark, and the only question
-    /// asked of `CellSeqs` (whether a rectangle was written since a mark) has the same answer.
-    #[cold]
+    /// An access to a tiled tensor: a whole dense cell keeps it tiled and takes the one-cell
+    /// paths without box tests (true: done); anything else ends the tiling (false: the caller
+    /// takes the general paths).
+    #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    fn untile(&mut self, g: usize) {
-        self.grids[g].tiled = false;
+    fn tiled_access<F: FnMut(TaskId, EdgeKind)>(
+        &mut self,
+        g: usize,
+        task: u32,
+        region: &Region,
+        access: Access,
+        seq: u64,
+        pred: &mut F,
+    ) -> bool {
+        let grid = &self.grids[g];
+        let key = CellKey {
+            tensor: region.tensor,
+            cx: region.start[0] >> grid.shift[0],
+            cy: region.start[1] >> grid.shift[1],
+        };
+        if !(grid.tile.holds(region) && key.cx < DENSE_CELLS && key.cy < DENSE_CELLS) {
+            // The tiling ends. The buckets already hold what the general paths would have
+            // left. The writes so far were not told to `CellSeqs`: every mark of the tensor is
+            // made from now on (marks come from multi-cell reads), so those writes are older
+            // than every mark, and the only question asked of `CellSeqs` (whether cells were
+            // written since a mark) has the same answer.
+            self.grids[g].tiled = false;
+            return false;
+        }
+        if access.writes() {
+            let b = dense_bucket(grid, key);
+            let reads = access.reads();
+            self.write_one_cell::<true, F>(g, b, task, region, reads, key, seq, pred);
+        } else {
+            self.read_cell::<true, F>(g, task, region, key, pred);
+        }
+        true
     }
 
     fn next_stamp(&mut self) -> u32 {
@@ -1324,24 +1365,9 @@ impl TensorMap for OverlapMap {
         let writes = access.writes();
         self.seq += 1;
         let seq = self.seq;
-        let grid = &self.grids[g];
-        if grid.tiled {
-            // A tiled tensor (see `Tile`): a whole dense cell keeps it tiled and takes the
-            // one-cell paths without box tests; anything else ends it here.
-            let key = CellKey {
-                tensor: region.tensor,
-                cx: region.start[0] >> grid.shift[0],
-                cy: region.start[1] >> grid.shift[1],
-            };
-            if grid.tile.holds(region) && key.cx < DENSE_CELLS && key.cy < DENSE_CELLS {
-                if !writes {
-                    return self.read_one_cell::<true, F>(g, task.0, region, key, pred);
-                }
-                let b = dense_bucket(grid, key);
-                let reads = access.reads();
-                return self.write_one_cell::<true, F>(g, b, task.0, region, reads, key, seq, pred);
-            }
-            self.untile(g);
+        // A tiled tensor (see `Tile`): out of line, so that this inlined dispatch stays small.
+        if self.grids[g].tiled && self.tiled_access(g, task.0, region, access, seq, pred) {
+            return;
         }
         let range = cell_range(self.grids[g].shift, region);
         let (x0, x1, y0, y1) = range;
@@ -1355,7 +1381,7 @@ impl TensorMap for OverlapMap {
                 cy: y0,
             };
             if !writes {
-                return self.read_one_cell::<false, F>(g, task.0, region, key, pred);
+                return self.read_one_cell(g, task.0, region, key, pred);
             }
             let grid = &self.grids[g];
             if key.cx < DENSE_CELLS
