@@ -1043,7 +1043,7 @@ impl OverlapMap {
         }
         debug_assert!(!TILED || (bucket.lists_nothing() && grid.large_writes.is_empty()));
         // Most one-cell reads find both write lists empty: then nothing is set up for them.
-        if !TILED && !(bucket.writes.is_empty() && grid.large_writes.is_empty()) {
+        if !(TILED || (bucket.writes.is_empty() && grid.large_writes.is_empty())) {
             let mut read = ReadOne {
                 records,
                 groups,
