@@ -30,6 +30,13 @@
 //! follows the own write and the write lists, then joins or becomes the own reads (a read of
 //! another box in that cell gets a record as before).
 //!
+//! A tensor whose every access so far is exactly one whole cell of its grid (a tiled loop's
+//! tiles of the grid's first box, the same rank) is *tiled* (`Tile`): every box in its cells
+//! is the cell itself, so its accesses take the one-cell paths without box tests
+//! (`OverlapMap::tiled_access`) until the first other access ends that for the tensor. The
+//! buckets hold what the general one-cell paths leave, so this too changes the work, never the
+//! edges.
+//!
 //! A write drops every record its box covers (it follows each of them, so it stands in for them
 //! from now on); a record removed this way is freed at once and its cell references, tagged with
 //! an epoch, die lazily the next time a lookup passes (the covering write's own scan, for every
