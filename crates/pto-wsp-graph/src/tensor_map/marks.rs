@@ -58,6 +58,9 @@ pub struct Marks {
     /// A box containing every delegating mark's box (meaningful while `delegating > 0`): a
     /// write outside it meets none of them ([`Marks::war`] in O(1)).
     delegating_box: Region,
+    /// Where the last mark [`Marks::within`] found was in `list` (a hint: checked by sequence
+    /// number before use, so a stale one only costs the search it would have saved).
+    found: usize,
 }
 
 /// The smallest box containing `a` and `b` (same tensor).
@@ -78,17 +81,16 @@ fn union(a: &Region, b: &Region) -> Region {
 impl Marks {
     /// The newest mark whose box lies inside `region`, if any.
     #[inline]
-    pub fn within(&self, region: &Region) -> Option<Mark> {
+    pub fn within(&mut self, region: &Region) -> Option<Mark> {
         // Columns first: the marks of a prefix chain per column tile differ in their columns.
-        self.list
-            .iter()
-            .rev()
-            .find(|m| {
-                region.start[1] <= m.region.start[1]
-                    && m.region.end(1) <= region.end(1)
-                    && covers(region, &m.region)
-            })
-            .copied()
+        let i = self.list.iter().rposition(|m| {
+            region.start[1] <= m.region.start[1]
+                && m.region.end(1) <= region.end(1)
+                && covers(region, &m.region)
+        })?;
+        // The read that used the mark usually inserts its own next: `insert` finds it here.
+        self.found = i;
+        Some(self.list[i])
     }
 
     /// Records `mark`, whose task follows `used` (the mark its read used, if any; marks are
@@ -102,8 +104,12 @@ impl Marks {
     pub fn insert(&mut self, mark: Mark, used: Option<Mark>) -> bool {
         // The common case, a read extending the mark it used (a prefix chain): the new mark
         // takes the used one's place. Marks it contains stay (they cost list room, never order).
+        let at_hint = |u: &Mark| self.list.get(self.found).is_some_and(|m| m.seq == u.seq);
         if let Some(u) = used
-            && let Some(i) = self.list.iter().rposition(|m| m.seq == u.seq)
+            && let Some(i) = match at_hint(&u) {
+                true => Some(self.found),
+                false => self.list.iter().rposition(|m| m.seq == u.seq),
+            }
         {
             self.list[i] = mark;
             if mark.delegates != u.delegates {

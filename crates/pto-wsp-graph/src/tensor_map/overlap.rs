@@ -30,6 +30,13 @@
 //! follows the own write and the write lists, then joins or becomes the own reads (a read of
 //! another box in that cell gets a record as before).
 //!
+//! A tensor whose every access so far is exactly one whole cell of its grid (a tiled loop's
+//! tiles of the grid's first box, the same rank) is *tiled* (`Tile`): every box in its cells
+//! is the cell itself, so its accesses take the one-cell paths without box tests
+//! (`OverlapMap::tiled_access`) until the first other access ends that for the tensor. The
+//! buckets hold what the general one-cell paths leave, so this too changes the work, never the
+//! edges.
+//!
 //! A write drops every record its box covers (it follows each of them, so it stands in for them
 //! from now on); a record removed this way is freed at once and its cell references, tagged with
 //! an epoch, die lazily the next time a lookup passes (the covering write's own scan, for every
@@ -207,6 +214,58 @@ struct Grid {
     /// `dense[cx][cy]`: bucket of a cell with both coordinates below [`DENSE_CELLS`] (or `NIL`);
     /// rows grow on demand. Other cells go through the shared hash map.
     dense: Vec<Vec<u32>>,
+    /// Every access to the tensor since the grid chose its cell side was one whole cell of a
+    /// dense cell (see [`Tile`]); cleared by the first other access, until the next clear.
+    tiled: bool,
+    /// What a whole cell of this grid is.
+    tile: Tile,
+}
+
+/// A whole cell of a grid, as words of a [`Region`] (see [`Tile::holds`]).
+///
+/// Why: most tensors of a tiled stream (the LLaMA layer's normalised rows, its per-head
+/// queries, its FFN tiles) are only ever written and read a whole cell at a time. While that
+/// holds for a tensor, every box met in a cell is the cell itself (same rank too), so a one-cell
+/// access of it needs no box test and no equality test: its own write meets and is covered, its
+/// own reads have exactly its box, no record is listed anywhere (records come only from boxes
+/// of other extents), the tensor has no marks (they come from multi-cell reads) and no write
+/// is told to [`CellSeqs`] (see [`OverlapMap::tiled_access`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct Tile {
+    /// The rank of the grid's first box.
+    rank: u32,
+    /// Bits of `start[0] | start[1] << 32` that a whole cell's start leaves zero.
+    mask: u64,
+    /// `size[0] | size[1] << 32` of a whole cell.
+    size: u64,
+}
+
+/// `size[2] | size[3] << 32` past a rank of 2 ([`Region::new`]'s unit dimensions).
+const UNIT_SIZES: u64 = 1 | 1 << 32;
+
+impl Tile {
+    /// The whole cell of a grid with cell sides `1 << shift`, for boxes of rank `rank`.
+    fn new(shift: [u32; 2], rank: u32) -> Tile {
+        let side = |d: usize| 1u64 << shift[d];
+        Tile {
+            rank,
+            mask: (side(0) - 1) | (side(1) - 1) << 32,
+            size: side(0) | side(1) << 32,
+        }
+    }
+
+    /// Whether `r` is exactly one whole cell: aligned starts and the cell's sides in the first
+    /// two dimensions, start 0 and size 1 in the last two, the grid's rank. Branch-free.
+    #[inline(always)]
+    fn holds(&self, r: &Region) -> bool {
+        let w = |lo: u32, hi: u32| lo as u64 | (hi as u64) << 32;
+        ((w(r.start[0], r.start[1]) & self.mask)
+            | w(r.start[2], r.start[3])
+            | (w(r.size[0], r.size[1]) ^ self.size)
+            | (w(r.size[2], r.size[3]) ^ UNIT_SIZES)
+            | (r.rank ^ self.rank) as u64)
+            == 0
+    }
 }
 
 /// Columns of cells whose delegating marks [`WarRows`] tracks one by one.
@@ -837,6 +896,8 @@ impl OverlapMap {
     #[cold]
     #[inline(never)]
     fn new_grid_of(&mut self, r: &Region) -> usize {
+        // A map whose accesses all take the general path (tests) never tiles.
+        let tiled = !self.plain();
         let slot = if r.tensor < DENSE_TENSORS {
             let t = r.tensor as usize;
             if t >= self.dense.len() {
@@ -851,7 +912,7 @@ impl OverlapMap {
         if *slot == NIL {
             *slot = self.grids.len() as u32;
             self.grids.push(Grid {
-                shift,
+                fresh: true,
                 ..Grid::default()
             });
         }
@@ -859,6 +920,8 @@ impl OverlapMap {
         if grid.fresh {
             grid.fresh = false;
             grid.shift = shift;
+            grid.tiled = tiled;
+            grid.tile = Tile::new(shift, r.rank);
         }
         *slot as usize
     }
@@ -942,6 +1005,22 @@ impl OverlapMap {
         key: CellKey,
         pred: &mut F,
     ) {
+        self.read_cell::<false, F>(g, task, region, key, pred);
+    }
+
+    /// [`Self::read_one_cell`]'s body, inlined into it and into [`Self::tiled_access`].
+    ///
+    /// `TILED`: the tensor is tiled and `region` a whole cell ([`Tile`]): the cell's own write
+    /// meets it and its own reads have its box without a test, and no write list holds a record.
+    #[inline(always)]
+    fn read_cell<const TILED: bool, F: FnMut(TaskId, EdgeKind)>(
+        &mut self,
+        g: usize,
+        task: u32,
+        region: &Region,
+        key: CellKey,
+        pred: &mut F,
+    ) {
         let OverlapMap {
             records,
             cells,
@@ -960,7 +1039,7 @@ impl OverlapMap {
         let mut hit = false;
         let w = &bucket.own_w;
         if w.task != NIL {
-            if meets(&w.region, region) {
+            if TILED || meets(&w.region, region) {
                 hit = true;
                 if w.task != task {
                     pred(TaskId(w.task), EdgeKind::Raw);
@@ -969,8 +1048,9 @@ impl OverlapMap {
                 stats.probes += 1;
             }
         }
+        debug_assert!(!TILED || (bucket.lists_nothing() && grid.large_writes.is_empty()));
         // Most one-cell reads find both write lists empty: then nothing is set up for them.
-        if !(bucket.writes.is_empty() && grid.large_writes.is_empty()) {
+        if !(TILED || (bucket.writes.is_empty() && grid.large_writes.is_empty())) {
             let mut read = ReadOne {
                 records,
                 groups,
@@ -991,7 +1071,8 @@ impl OverlapMap {
             };
             stats.live += 1;
             stats.high_water = stats.high_water.max(stats.live);
-        } else if r.region == *region {
+        } else if TILED || r.region == *region {
+            debug_assert!(r.region == *region);
             if r.task != task {
                 r.earlier.push(TaskId(r.task), group_pool, *oldest_live);
                 r.task = task;
@@ -1025,8 +1106,12 @@ impl OverlapMap {
     /// the general path would meet only the cell's own write and reads and the tensor's marks,
     /// so this does only that and becomes the cell's own write (a tiled loop's output tile,
     /// most writes of the LLaMA stream).
+    ///
+    /// `TILED`: the tensor is tiled and `region` a whole cell ([`Tile`]): the cell's own reads
+    /// have its box (met and covered without a test), the tensor has no marks and its writes
+    /// are not told to [`CellSeqs`] (see [`OverlapMap::tiled_access`]).
     #[allow(clippy::too_many_arguments)]
-    fn write_one_cell<F: FnMut(TaskId, EdgeKind)>(
+    fn write_one_cell<const TILED: bool, F: FnMut(TaskId, EdgeKind)>(
         &mut self,
         g: usize,
         b: Option<u32>,
@@ -1078,13 +1163,14 @@ impl OverlapMap {
         };
         let r = &mut bucket.own_r;
         if r.task != NIL {
-            if meets(&r.region, region) {
+            if TILED || meets(&r.region, region) {
+                debug_assert!(!TILED || r.region == *region);
                 hit = true;
                 report_group(&r.earlier, group_pool, task, EdgeKind::War, pred);
                 if r.task != task {
                     pred(TaskId(r.task), EdgeKind::War);
                 }
-                if covers(region, &r.region) {
+                if TILED || covers(region, &r.region) {
                     r.earlier.clear(group_pool);
                     r.task = NIL;
                     stats.live -= 1;
@@ -1094,9 +1180,12 @@ impl OverlapMap {
             }
         }
         bucket.wseq = seq;
-        grid.seqs.set((key.cx, key.cx, key.cy, key.cy), seq);
         grid.last_write = seq;
-        if grid.war_rows.may_meet(region, (key.cy, key.cy)) {
+        debug_assert!(!TILED || (grid.marks.is_empty() && grid.war_rows.cols.is_empty()));
+        if !TILED {
+            grid.seqs.set((key.cx, key.cx, key.cy, key.cy), seq);
+        }
+        if !TILED && grid.war_rows.may_meet(region, (key.cy, key.cy)) {
             grid.marks.war(region, task, |t| {
                 hit = true;
                 pred(TaskId(t), EdgeKind::War);
@@ -1220,6 +1309,45 @@ impl OverlapMap {
         }
     }
 
+    /// An access to a tiled tensor: a whole dense cell keeps it tiled and takes the one-cell
+    /// paths without box tests (true: done); anything else ends the tiling (false: the caller
+    /// takes the general paths).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn tiled_access<F: FnMut(TaskId, EdgeKind)>(
+        &mut self,
+        g: usize,
+        task: u32,
+        region: &Region,
+        access: Access,
+        seq: u64,
+        pred: &mut F,
+    ) -> bool {
+        let grid = &self.grids[g];
+        let key = CellKey {
+            tensor: region.tensor,
+            cx: region.start[0] >> grid.shift[0],
+            cy: region.start[1] >> grid.shift[1],
+        };
+        if !(grid.tile.holds(region) && key.cx < DENSE_CELLS && key.cy < DENSE_CELLS) {
+            // The tiling ends. The buckets already hold what the general paths would have
+            // left. The writes so far were not told to `CellSeqs`: every mark of the tensor is
+            // made from now on (marks come from multi-cell reads), so those writes are older
+            // than every mark, and the only question asked of `CellSeqs` (whether cells were
+            // written since a mark) has the same answer.
+            self.grids[g].tiled = false;
+            return false;
+        }
+        if access.writes() {
+            let b = dense_bucket(grid, key);
+            let reads = access.reads();
+            self.write_one_cell::<true, F>(g, b, task, region, reads, key, seq, pred);
+        } else {
+            self.read_cell::<true, F>(g, task, region, key, pred);
+        }
+        true
+    }
+
     fn next_stamp(&mut self) -> u32 {
         self.stamp = self.stamp.wrapping_add(1);
         if self.stamp == 0 {
@@ -1244,6 +1372,10 @@ impl TensorMap for OverlapMap {
         let writes = access.writes();
         self.seq += 1;
         let seq = self.seq;
+        // A tiled tensor (see `Tile`): out of line, so that this inlined dispatch stays small.
+        if self.grids[g].tiled && self.tiled_access(g, task.0, region, access, seq, pred) {
+            return;
+        }
         let range = cell_range(self.grids[g].shift, region);
         let (x0, x1, y0, y1) = range;
         // One cell (most accesses): decided by two comparisons, the cell count only computed
@@ -1271,7 +1403,8 @@ impl TensorMap for OverlapMap {
                         && (bucket.own_w.task == NIL || covers(region, &bucket.own_w.region))
                 }) {
                     let reads = access.reads();
-                    return self.write_one_cell(g, b, task.0, region, reads, key, seq, pred);
+                    return self
+                        .write_one_cell::<false, F>(g, b, task.0, region, reads, key, seq, pred);
                 }
             }
         }
@@ -1545,8 +1678,58 @@ mod tests {
         prop::collection::vec(prop::collection::vec((region, access), 1..5), 1..160)
     }
 
+    /// A whole tile of [`tiles`]' grid, or (rarely) a box that ends a tensor's tiling: the
+    /// same box with a rank of 3 or a third dimension of 2 (built directly), a tile's half, a
+    /// column prefix, a row; on tensors 0 to 2 (tensor 2's first access may not be a tile).
+    fn tiled_stream() -> impl Strategy<Value = Vec<Vec<(Region, Access)>>> {
+        let access = prop_oneof![Just(Access::In), Just(Access::Out), Just(Access::InOut)];
+        let other = |t: u32, r: u32, c: u32, k: u32| {
+            let tile = tiles(t, r, 1, c, 1);
+            match k {
+                0 => Region { rank: 3, ..tile },
+                1 => {
+                    let mut deep = Region { rank: 3, ..tile };
+                    deep.size[2] = 2;
+                    deep
+                }
+                2 => Region::new_2d(t, r * 4, 2, c * 8, 8),
+                3 => tiles(t, 0, r + 1, c, 1),
+                _ => tiles(t, r, 1, 0, 4),
+            }
+        };
+        let region = prop_oneof![
+            40 => (0u32..3, 0u32..6, 0u32..4).prop_map(|(t, r, c)| tiles(t, r, 1, c, 1)),
+            1 => (0u32..3, 0u32..6, 0u32..4, 0u32..5).prop_map(move |(t, r, c, k)| other(t, r, c, k)),
+        ];
+        prop::collection::vec(prop::collection::vec((region, access), 1..4), 1..200)
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(256)))]
+
+        /// Tensors accessed a whole tile at a time take the tiled paths (no box tests) until
+        /// another box ends it: task by task, the predecessors (and why) the general path
+        /// finds.
+        #[test]
+        fn tiled_tensors_find_the_edges_of_the_general_path(tasks in tiled_stream()) {
+            let mut fast = OverlapMap::new();
+            let mut plain = OverlapMap {
+                plain: true,
+                ..OverlapMap::default()
+            };
+            for (t, regions) in tasks.iter().enumerate() {
+                let run = |m: &mut OverlapMap| {
+                    let mut got = Vec::new();
+                    for &(r, a) in regions {
+                        m.access(TaskId(t as u32), &r, a, &mut |p: TaskId, k| got.push((p.0, k)));
+                    }
+                    got.sort_unstable_by_key(|&(p, k)| (p, k as u8));
+                    got.dedup();
+                    got
+                };
+                prop_assert_eq!(run(&mut fast), run(&mut plain), "task {}", t);
+            }
+        }
 
         /// The fast paths (a read of one cell, a write of a fresh cell, a read joining a mark's
         /// record, writes that skip the marks when no delegating mark can be met) find, task
