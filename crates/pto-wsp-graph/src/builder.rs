@@ -23,8 +23,10 @@
 //!   live tasks are unchanged by it.
 //! - A sink that [`EdgeSink::forgets_tasks`] (a streamed run's) gets each task once, in
 //!   [`EdgeSink::publish`]: the builder then keeps no task once submitted (its node, params and
-//!   regions are staged in buffers reused by the next task, so they stay in the cache) and only
-//!   a dedup stamp per task after the completed prefix.
+//!   regions are staged in buffers reused by the next task, so they stay in the cache; a task
+//!   submitted in one call, [`GraphBuilder::submit_task`], has no staged node at all: it is
+//!   built at submission and handed to the sink) and only a dedup stamp per task after the
+//!   completed prefix.
 //! - Regions handed in already built ([`GraphBuilder::add_ios`]: a task's regions as one slice
 //!   in the builder's layout; [`GraphBuilder::submit_ios`]: the same at submission, read in
 //!   place when the sink forgets tasks) or with their slot hash ([`GraphBuilder::add_access_hashed`], so
@@ -123,6 +125,82 @@ fn pred_outside_seen(
         return false;
     }
     true
+}
+
+/// What a submission's inference borrows of the builder (split, so the task's regions may be
+/// the builder's own buffer or the caller's slice).
+struct Inference<'a, M, S> {
+    map: &'a mut M,
+    sink: &'a mut S,
+    /// The dedup stamps, from id `seen_base`.
+    seen: &'a mut Vec<u32>,
+    seen_old: &'a mut std::collections::HashSet<u32>,
+    seen_base: u32,
+    stats: &'a mut BuildStats,
+    /// The prefetch hints of the task's regions and how many regions got one.
+    hints: (&'a [u64; MAX_HINTS], usize),
+    explicit: &'a [u32],
+    read_only: &'a [bool],
+}
+
+/// Infers the edges into `task` from its regions `ios` and its explicit dependencies, reports
+/// each new one to the sink and counts it; returns the task's fan-in. `MASKED`: reads
+/// [`skips_map`] names skip the map. Nothing can fail here (the caller checked room first).
+#[inline(always)]
+fn infer<M: TensorMap, S: EdgeSink, const MASKED: bool>(
+    parts: Inference<'_, M, S>,
+    task: TaskId,
+    ios: &[TaskIo],
+) -> u32 {
+    let Inference {
+        map,
+        sink,
+        seen,
+        seen_old,
+        seen_base: base,
+        stats: st,
+        hints: (hints, nhints),
+        explicit,
+        read_only,
+    } = parts;
+    let cur = task.0;
+    let mut fanin = 0u32;
+    // Counted straight into the build's counters; the kind is a constant at every call site of
+    // the map, so each count is one add.
+    if !seen_old.is_empty() {
+        seen_old.clear();
+    }
+    let mut pred = |p: TaskId, kind: EdgeKind| {
+        // One compare for the common case, a held task: `FORGOTTEN` (`u32::MAX`) and ids below
+        // `base` both land past `seen` (ids held are below `u32::MAX`).
+        if let Some(s) = seen.get_mut(p.0.wrapping_sub(base) as usize) {
+            if *s == cur {
+                st.duplicates += 1;
+                return;
+            }
+            *s = cur;
+        } else if !pred_outside_seen(p, kind, st, seen_old) {
+            return;
+        }
+        fanin += 1;
+        *st.kind_mut(kind) += 1;
+        sink.edge(p, task);
+    };
+    // Hints go back only when every region got one (a map that gave some only would otherwise
+    // see them shifted onto the wrong regions), and a task of more than `MAX_HINTS` regions
+    // gets none.
+    let hinted = nhints == ios.len() && ios.len() <= MAX_HINTS;
+    for (k, io) in ios.iter().enumerate() {
+        if MASKED && skips_map(read_only, io) {
+            continue;
+        }
+        let hint = if hinted { hints.get(k).copied() } else { None };
+        map.access_hinted(task, &io.region, hint, io.access(), &mut pred);
+    }
+    for &d in explicit {
+        pred(TaskId(d), EdgeKind::Explicit);
+    }
+    fanin
 }
 
 /// How often [`GraphBuilder::submit`] asks its sink for [`EdgeSink::retire_hint`].
@@ -709,6 +787,28 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         }
     }
 
+    /// Whether `task`, of `nio` regions and `nparams` params, fits a node and the map (the
+    /// checks of [`GraphBuilder::submit_with`], for [`GraphBuilder::submit_staged`]).
+    #[inline]
+    fn check_counts(&self, task: TaskId, nio: usize, nparams: usize) -> Result<(), BuildError> {
+        if (nio | nparams) > u16::MAX as usize {
+            let (what, count) = if nio > u16::MAX as usize {
+                ("regions", nio)
+            } else {
+                ("params", nparams)
+            };
+            return Err(BuildError::TooMany { task, what, count });
+        }
+        if let Err(full) = self.map.has_room(nio) {
+            return Err(BuildError::TensorMapFull {
+                task,
+                capacity: full.capacity,
+                regions: nio,
+            });
+        }
+        Ok(())
+    }
+
     /// [`GraphBuilder::submit`], with the open task's regions in `ext` (none added to the
     /// builder) when it is `Some`; `MASKED`: reads [`skips_map`] names skip the map.
     #[inline]
@@ -817,6 +917,25 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         Ok(task)
     }
 
+    /// The end of [`GraphBuilder::submit_staged`]: the retire period's count, the task's count.
+    /// ([`GraphBuilder::submit_with`] keeps its own copy of this and of
+    /// [`GraphBuilder::check_counts`]: calling them there changed that instance's code, one
+    /// instruction per task more on the graph crate's `build` bench.)
+    #[inline]
+    fn after_submit(&mut self) {
+        self.retire_in -= 1;
+        if self.retire_in == 0 {
+            self.retire_in = RETIRE_EVERY;
+            if let Some(oldest_live) = self.sink.retire_hint() {
+                self.map.retire_before(oldest_live);
+                if self.staged {
+                    self.forget_before(oldest_live);
+                }
+            }
+        }
+        self.stats.tasks += 1;
+    }
+
     /// A whole task in one call: [`GraphBuilder::alloc_task`] with `head`,
     /// [`GraphBuilder::add_param`] for each param `params` pushes, [`GraphBuilder::add_explicit_dep`] for
     /// each of `deps`, then `before(id)` (the caller's hook: the task is filled and nothing of
@@ -826,8 +945,9 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
     ///
     /// Why: a generator that keeps its regions built (the bytecode interpreter) submits each
     /// task this way; for a builder whose sink [`EdgeSink::forgets_tasks`], with no task open,
-    /// the task is filled straight into the staged buffers, with none of the open task's checks
-    /// per call.
+    /// no task is opened: the params go to the staged buffer, the regions are read in place and
+    /// the node is built once, at submission, for the sink (no staged node written, read back
+    /// and cleared, none of the open task's checks).
     ///
     /// # Panics
     /// As [`GraphBuilder::alloc_task`].
@@ -859,36 +979,85 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         let hooked = filled
             .map_err(SubmitError::Build)
             .and_then(|()| before(task).map_err(SubmitError::Before));
-        if let Err(e) = hooked {
+        let r = hooked.and_then(|()| {
+            // The program's one-call submission, which sets a mask: always the instance that
+            // tests it (right with an empty mask too), so its callers inline one instance.
+            self.submit_staged::<true>(task, head, io)
+                .map_err(SubmitError::Build)
+        });
+        if r.is_err() {
             self.params.clear();
             self.explicit.clear();
-            return Err(e);
+            self.nhints = 0;
         }
-        self.tasks.push(TaskNode {
+        r
+    }
+
+    /// [`GraphBuilder::submit_task`] for a staged builder with no task open, its params and
+    /// explicit dependencies in place: the node is built here and handed to the sink, never
+    /// kept (no staged node, no open task). On error nothing reached the map or the sink.
+    /// Out of line, as `submit_with` is: inlined, it made `submit_task` large enough that the
+    /// interpreter's task statement stopped being inlined into its loop (measured: +21 per
+    /// task on a builder that keeps its tasks, the `build bc` column).
+    #[inline(never)]
+    fn submit_staged<const MASKED: bool>(
+        &mut self,
+        task: TaskId,
+        head: TaskHead,
+        io: &[TaskIo],
+    ) -> Result<TaskId, BuildError> {
+        for r in io {
+            if let Some(hint) = self.map.prefetch(&r.region) {
+                if let Some(h) = self.hints.get_mut(self.nhints) {
+                    *h = hint;
+                }
+                self.nhints += 1;
+            }
+        }
+        let nparams = self.params.len();
+        self.check_counts(task, io.len(), nparams)?;
+        self.seen.push(u32::MAX);
+        let fanin = infer::<M, S, MASKED>(
+            Inference {
+                map: &mut self.map,
+                sink: &mut self.sink,
+                seen: &mut self.seen,
+                seen_old: &mut self.seen_old,
+                seen_base: self.seen_base,
+                stats: &mut self.stats,
+                hints: (&self.hints, self.nhints),
+                explicit: &self.explicit,
+                read_only: &self.read_only,
+            },
+            task,
+            io,
+        );
+        self.explicit.clear();
+        self.nhints = 0;
+        let node = TaskNode {
             id: task,
             kernel: head.kernel,
             stream: head.stream,
             affinity: head.affinity.unwrap_or(NO_AFFINITY),
-            fanin: 0,
+            fanin,
             fanout_start: 0,
             fanout_count: 0,
             params_start: self.params_base as u32,
             io_start: self.io_base as u32,
-            params_count: 0,
-            io_count: 0,
+            params_count: nparams as u16,
+            io_count: io.len() as u16,
             tags: SchedTags::NONE,
             domain: head.domain,
             pool: pool_code(head.pool),
-        });
-        self.seen.push(u32::MAX);
-        self.open = true;
-        // The open task has no region: the direct case of `submit_ios`.
-        // The program's one-call submission, which sets a mask: always the instance that
-        // tests it (right with an empty mask too), so its callers inline one instance.
-        self.submit_direct::<true>(io).map_err(|e| {
-            self.abandon();
-            SubmitError::Build(e)
-        })
+        };
+        self.sink.publish(&node, &self.params, io);
+        self.sink.submitted(task);
+        // Written once, to the sink: the buffers are the next task's.
+        self.base += 1;
+        self.params_base += nparams;
+        self.params.clear();
+        self.after_submit();
+        Ok(task)
     }
 
     /// [`GraphBuilder::submit_task`] through the open task's calls (a builder that keeps its
