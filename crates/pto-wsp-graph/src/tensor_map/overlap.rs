@@ -1704,6 +1704,34 @@ mod tests {
         prop::collection::vec(prop::collection::vec((region, access), 1..4), 1..200)
     }
 
+    /// Task by task, the predecessors `tasks` find in a map and in one forced down the general
+    /// path (`plain`) are the same; with `kinds`, each with the same edge kinds too.
+    fn agrees_with_the_general_path(
+        tasks: &[Vec<(Region, Access)>],
+        kinds: bool,
+    ) -> Result<(), TestCaseError> {
+        let mut fast = OverlapMap::new();
+        let mut plain = OverlapMap {
+            plain: true,
+            ..OverlapMap::default()
+        };
+        for (t, regions) in tasks.iter().enumerate() {
+            let run = |m: &mut OverlapMap| {
+                let mut got = Vec::new();
+                for &(r, a) in regions {
+                    m.access(TaskId(t as u32), &r, a, &mut |p: TaskId, k| {
+                        got.push((p.0, if kinds { k as u8 } else { 0 }));
+                    });
+                }
+                got.sort_unstable();
+                got.dedup();
+                got
+            };
+            prop_assert_eq!(run(&mut fast), run(&mut plain), "task {}", t);
+        }
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(256)))]
 
@@ -1712,23 +1740,7 @@ mod tests {
         /// finds.
         #[test]
         fn tiled_tensors_find_the_edges_of_the_general_path(tasks in tiled_stream()) {
-            let mut fast = OverlapMap::new();
-            let mut plain = OverlapMap {
-                plain: true,
-                ..OverlapMap::default()
-            };
-            for (t, regions) in tasks.iter().enumerate() {
-                let run = |m: &mut OverlapMap| {
-                    let mut got = Vec::new();
-                    for &(r, a) in regions {
-                        m.access(TaskId(t as u32), &r, a, &mut |p: TaskId, k| got.push((p.0, k)));
-                    }
-                    got.sort_unstable_by_key(|&(p, k)| (p, k as u8));
-                    got.dedup();
-                    got
-                };
-                prop_assert_eq!(run(&mut fast), run(&mut plain), "task {}", t);
-            }
+            agrees_with_the_general_path(&tasks, true)?;
         }
 
         /// The fast paths (a read of one cell, a write of a fresh cell, a read joining a mark's
@@ -1736,23 +1748,7 @@ mod tests {
         /// by task, exactly the predecessors the general path finds.
         #[test]
         fn fast_paths_find_the_edges_of_the_general_path(tasks in stream()) {
-            let mut fast = OverlapMap::new();
-            let mut plain = OverlapMap {
-                plain: true,
-                ..OverlapMap::default()
-            };
-            for (t, regions) in tasks.iter().enumerate() {
-                let run = |m: &mut OverlapMap| {
-                    let mut got = Vec::new();
-                    for &(r, a) in regions {
-                        m.access(TaskId(t as u32), &r, a, &mut |p: TaskId, _| got.push(p.0));
-                    }
-                    got.sort_unstable();
-                    got.dedup();
-                    got
-                };
-                prop_assert_eq!(run(&mut fast), run(&mut plain), "task {}", t);
-            }
+            agrees_with_the_general_path(&tasks, false)?;
         }
     }
 }
