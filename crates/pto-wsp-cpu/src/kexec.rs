@@ -141,16 +141,7 @@ impl<'a, S: TaskSource> KernelExec<'a, S> {
         params: &[u64],
         io: &[TaskIo],
     ) -> Result<(), TaskFailure> {
-        if kernel == BARRIER_KERNEL {
-            return Ok(());
-        }
-        let id = self.kernel_id(kernel)?;
-        for (i, r) in io.iter().enumerate() {
-            self.store
-                .check_region(r)
-                .map_err(|e| self.failure(kernel, format!("region {i}: {e}"), false))?;
-        }
-        self.call(t, w, kernel, id, params, io)
+        self.run_checking::<true>(t, w, kernel, params, io)
     }
 
     /// Whether the store's tensors have exactly the shapes `shapes` (extents per tensor, in
@@ -181,10 +172,31 @@ impl<'a, S: TaskSource> KernelExec<'a, S> {
         params: &[u64],
         io: &[TaskIo],
     ) -> Result<(), TaskFailure> {
+        self.run_checking::<false>(t, w, kernel, params, io)
+    }
+
+    /// [`KernelExec::run_task`] (`CHECK`: each region checked against its tensor first) or
+    /// [`KernelExec::run_in_bounds`].
+    #[inline(always)]
+    fn run_checking<const CHECK: bool>(
+        &self,
+        t: TaskId,
+        w: usize,
+        kernel: u32,
+        params: &[u64],
+        io: &[TaskIo],
+    ) -> Result<(), TaskFailure> {
         if kernel == BARRIER_KERNEL {
             return Ok(());
         }
         let id = self.kernel_id(kernel)?;
+        if CHECK {
+            for (i, r) in io.iter().enumerate() {
+                self.store
+                    .check_region(r)
+                    .map_err(|e| self.failure(kernel, format!("region {i}: {e}"), false))?;
+            }
+        }
         self.call(t, w, kernel, id, params, io)
     }
 
