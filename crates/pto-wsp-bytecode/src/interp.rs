@@ -1977,16 +1977,6 @@ impl<'p> Interpreter<'p> {
                     source,
                 })?,
         };
-        // Zero cost for a sink that walks nothing: its `walker` is `None`, known at compile time.
-        if let Some(w) = sink.walker()
-            && self.boxes
-            && self.me.is_none()
-            && self.io_ok[ti]
-            && w.owners > 0
-            && target.map_or(index, |t| t) % w.owners != w.me
-        {
-            return self.foreign_task(ti, index, target, ps, sink);
-        }
         let mine = match self.me {
             None => true,
             Some(me) => self.owner(target, index) == me,
@@ -2051,58 +2041,11 @@ impl<'p> Interpreter<'p> {
         Ok((td.next_pc as usize, true))
     }
 
-    /// Another executor's task for a walking sink ([`TaskSink::walker`]): only its coordinates
-    /// and boxes are filled (no scalar argument, tier, pool or stream), the count and order
-    /// edges kept as for an own task, the boxes handed to [`TaskSink::foreign`].
-    #[inline(never)]
-    fn foreign_task(
-        &mut self,
-        ti: usize,
-        index: u32,
-        target: Option<u32>,
-        ps: &mut ProcState,
-        sink: &mut impl TaskSink,
-    ) -> R<(usize, bool)> {
-        let prog: &'p Program = self.prog;
-        let td: &'p TaskDesc = &prog.tasks[ti];
-        if !(td.linear && self.fill_linear::<false>(td, ti)) {
-            self.fill_general(td, index)?;
-            self.fill_boxes(td);
-        }
-        let Some(next) = index.checked_add(1) else {
-            return Err(InterpError::TooManyTasks.into());
-        };
-        self.count = next;
-        if !self.armed.is_empty() {
-            for before in self.armed.drain(..) {
-                sink.order_begin(before, index);
-            }
-        }
-        let csp = prog.csp;
-        if csp {
-            self.csp_edges_begin(ps, index, sink);
-        }
-        self.summary.tasks += 1;
-        let io = &self.ios[td.region_outs.start as usize..td.region_outs.end as usize];
-        if sink.foreign(index, target, io).is_break() {
-            return Ok((td.next_pc as usize, false));
-        }
-        if csp && !self.csp_edges.is_empty() {
-            for before in self.csp_edges.drain(..) {
-                sink.order(OrderEdge {
-                    before,
-                    after: index..index + 1,
-                });
-            }
-        }
-        Ok((td.next_pc as usize, true))
-    }
-
     /// Fills an own task with no tiers, no pool routing and no stream key: only the arguments
     /// to evaluate.
     #[inline(always)]
     fn fill_simple(&mut self, td: &'p TaskDesc, ti: usize, index: u32, pool: ExecPool) -> R<Meta> {
-        let general = !(td.linear && self.fill_linear::<true>(td, ti));
+        let general = !(td.linear && self.fill_linear(td, ti));
         if general {
             self.fill_general(td, index)?;
         }
@@ -2151,7 +2094,7 @@ impl<'p> Interpreter<'p> {
     #[inline]
     fn fill(&mut self, td: &'p TaskDesc, ti: usize, index: u32) -> R<Meta> {
         let prog = self.prog;
-        let general = !(td.linear && self.fill_linear::<true>(td, ti));
+        let general = !(td.linear && self.fill_linear(td, ti));
         if general {
             self.fill_general(td, index)?;
         }
@@ -2240,13 +2183,12 @@ impl<'p> Interpreter<'p> {
     }
 
     /// The fast path: every argument and bound is linear. `false` when something overflows or
-    /// is out of bounds (the general path then reports exactly what). Without `SCALARS` only
-    /// the coordinates (another executor's task for a walking sink).
+    /// is out of bounds (the general path then reports exactly what).
     #[inline(always)]
-    fn fill_linear<const SCALARS: bool>(&mut self, td: &TaskDesc, ti: usize) -> bool {
+    fn fill_linear(&mut self, td: &TaskDesc, ti: usize) -> bool {
         let prog = self.prog;
         let regs = &self.regs[..];
-        if SCALARS && td.scalar_lins.start != td.scalar_lins.end {
+        if td.scalar_lins.start != td.scalar_lins.end {
             let kd = &prog.kernels[usize::from(td.kernel)];
             let lins = &prog.lins[td.scalar_lins.start as usize..td.scalar_lins.end as usize];
             for (j, (l, &ty)) in lins.iter().zip(&kd.scalar_types).enumerate() {

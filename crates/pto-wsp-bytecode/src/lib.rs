@@ -33,7 +33,7 @@ pub use decode::DecodeError;
 pub use encode::{EncodeError, EncodeOptions, encode, supports};
 pub use interp::{ExecutorConfig, InterpError, Interpreter, RunSummary};
 pub use program::Program;
-pub use sink::{RegionRef, Task, TaskSink, Walker};
+pub use sink::{RegionRef, Task, TaskSink};
 
 /// What the crate's own tests start from: a module, resolved here as a front end would.
 #[cfg(test)]

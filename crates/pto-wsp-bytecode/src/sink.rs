@@ -151,15 +151,6 @@ impl<'a> Task<'a> {
     }
 }
 
-/// Which executor a walking sink is ([`TaskSink::walker`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Walker {
-    /// This executor (`0..owners`).
-    pub me: u32,
-    /// How many executors share the tasks (at least 1).
-    pub owners: u32,
-}
-
 /// Receives one executor's tasks and order edges as they are generated.
 ///
 /// # Order edges
@@ -184,25 +175,6 @@ pub trait TaskSink {
     #[inline]
     fn wants_boxes(&self) -> bool {
         false
-    }
-
-    /// Whether this sink walks every task as one executor of several (the device generator's
-    /// walking executors): `Some(w)` hands the tasks of executor `w.me` (a task belongs to
-    /// `target mod w.owners`, `index mod w.owners` without a target) to [`TaskSink::task`] and
-    /// the others', when the sink takes boxes and the statement has them, to
-    /// [`TaskSink::foreign`] with their boxes only (no [`Task`]: no scalar argument, tier, pool
-    /// or stream is evaluated for them). Read once per run. The default: `None`.
-    #[inline]
-    fn walker(&self) -> Option<Walker> {
-        None
-    }
-
-    /// Another executor's task under [`TaskSink::walker`]: its global index, dispatch target
-    /// and regions as boxes (as [`Task::io`] would hand them). [`ControlFlow::Break`] stops the
-    /// interpretation. The default ignores it.
-    fn foreign(&mut self, index: u32, target: Option<u32>, io: &[TaskIo]) -> ControlFlow<()> {
-        let _ = (index, target, io);
-        ControlFlow::Continue(())
     }
 
     /// An order edge whose later range starts at global index `after_start` (see the trait

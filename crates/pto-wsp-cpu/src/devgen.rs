@@ -252,7 +252,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
-use pto_wsp_bytecode::{Bound, ExecutorConfig, Interpreter, Program, Task, TaskSink, Walker};
+use pto_wsp_bytecode::{Bound, ExecutorConfig, Interpreter, Program, Task, TaskSink};
 use pto_wsp_graph::TaskId;
 use pto_wsp_graph::arena::{CHUNK, ChunkArena};
 use pto_wsp_graph::builder::{ExactMap, RETIRE_EVERY, skips_map};
@@ -1388,43 +1388,6 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         self.tick(own)
     }
 
-    /// Another executor's task handed as its boxes ([`TaskSink::foreign`]): as [`Executor::submit`]
-    /// does for it, with no task view.
-    #[inline]
-    fn submit_foreign(
-        &mut self,
-        index: u32,
-        target: Option<u32>,
-        boxes: &[TaskIo],
-    ) -> Result<(), Stopped> {
-        let owner = self.sh.of.of(target.unwrap_or(index));
-        let id = self.alloc()?;
-        if self.origins.user_tasks() != index {
-            return Err(self.stop(ExecError::Internal(format!(
-                "device generation: task index {} arrived as the {}th task",
-                index,
-                self.origins.user_tasks()
-            ))));
-        }
-        self.origins.push_user();
-        self.io.clear();
-        if self.producers.is_some() {
-            self.io.extend_from_slice(boxes);
-        } else {
-            let (of, me) = (self.sh.of, self.me);
-            self.io
-                .extend(boxes.iter().filter(|x| of.of(x.region.tensor) == me));
-        }
-        if let Err(full) = self.map.has_room(self.io.len()) {
-            return Err(self.stop(ExecError::Build(format!("task #{index}: {full}"))));
-        }
-        if let Some(p) = &mut self.producers {
-            p.record_io(TaskId(id), &self.io);
-        }
-        self.infer_foreign(id, owner);
-        self.tick(false)
-    }
-
     /// Task `id`'s regions into `self.io` (checked, and recorded as producers of computed
     /// tensors); an error names the task. Of another executor's task only the regions of this
     /// executor's tensors, the only ones it infers, unless producers are recorded (they need
@@ -1944,26 +1907,6 @@ impl<E: DirectExec> TaskSink for Executor<'_, '_, E> {
     #[inline]
     fn wants_boxes(&self) -> bool {
         true
-    }
-
-    /// Walking every task (not partitioned), this executor's are [`TaskSink::task`], the
-    /// others' [`TaskSink::foreign`]: boxes only.
-    #[inline]
-    fn walker(&self) -> Option<Walker> {
-        (!self.sh.partitioned).then_some(Walker {
-            me: self.me,
-            owners: self.sh.executors,
-        })
-    }
-
-    fn foreign(&mut self, index: u32, target: Option<u32>, io: &[TaskIo]) -> ControlFlow<()> {
-        if self.sh.aborted() {
-            return ControlFlow::Break(());
-        }
-        match self.submit_foreign(index, target, io) {
-            Ok(()) => ControlFlow::Continue(()),
-            Err(Stopped) => ControlFlow::Break(()),
-        }
     }
 
     fn task(&mut self, task: &Task<'_>) -> ControlFlow<()> {
