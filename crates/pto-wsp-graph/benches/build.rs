@@ -366,7 +366,7 @@ fn main() {
                 eprintln!(
                     "{} edges, best {:.1} ns/task",
                     out.edge_count(),
-                    best.as_nanos() as f64 / tasks.len() as f64
+                    per_task(best, tasks.len())
                 );
             }
             match which.as_str() {
@@ -415,7 +415,7 @@ fn main() {
     head("cold (fresh builder and graph each run)");
     for &n in &sizes {
         let (plain, hashed) = (&all.tasks[..n], &all.hashed[..n]);
-        let ns = |d: Duration| d.as_nanos() as f64 / n as f64;
+        let ns = |d: Duration| per_task(d, n);
         let cell = |d: Duration| format!("{:>5.1} ({:>4.0})", ns(d), 1e6 / ns(d));
         let (t_copy, _) = best(|| copy(plain));
         let (t_expl, _) = best(|| build(plain, NoMap, None));
@@ -489,7 +489,7 @@ fn quick(sizes: &[usize]) {
     );
     for &n in sizes {
         let (plain, hashed) = (&all.tasks[..n], &all.hashed[..n]);
-        let ns = |d: Duration| d.as_nanos() as f64 / n as f64;
+        let ns = |d: Duration| per_task(d, n);
         let (t_expl, _) = best(|| build(plain, NoMap, None));
         let (t_fixed, _) = best(|| build(hashed, FixedExactMap::new(2 * n + 64), None));
         let (t_win, _) = best(|| build(hashed, FixedExactMap::new(16 * 1024), Some(8192)));
