@@ -1379,13 +1379,53 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             ))));
         }
         self.origins.push_user();
-        self.regions(task, id, own)?;
-        if own {
-            self.infer_own(task, id);
-        } else {
-            self.infer_foreign(id, owner);
+        match task.io() {
+            // Another executor's task with boxes, when no producer is recorded: its boxes of
+            // this executor's tensors go to the map as the interpreter holds them (no copy).
+            Some(boxes) if !own && self.producers.is_none() => {
+                self.room_for_foreign(task, boxes)?;
+                self.infer_foreign(id, owner, Some(boxes));
+            }
+            _ => {
+                self.regions(task, id, own)?;
+                if own {
+                    self.infer_own(task, id);
+                } else {
+                    self.infer_foreign(id, owner, None);
+                }
+            }
         }
         self.tick(own)
+    }
+
+    /// [`Executor::regions`]' room check for another executor's task handed as `boxes`: the
+    /// map must have room for its boxes of this executor's tensors (when it has room for all
+    /// of them, it has room for those; else they are counted).
+    #[inline(always)]
+    fn room_for_foreign(&mut self, task: &Task<'_>, boxes: &[TaskIo]) -> Result<(), Stopped> {
+        if self.map.has_room(boxes.len()).is_ok() {
+            return Ok(());
+        }
+        self.room_for_foreign_counted(task, boxes)
+    }
+
+    /// [`Executor::room_for_foreign`] when the map has no room for every box.
+    #[cold]
+    #[inline(never)]
+    fn room_for_foreign_counted(
+        &mut self,
+        task: &Task<'_>,
+        boxes: &[TaskIo],
+    ) -> Result<(), Stopped> {
+        let (of, me) = (self.sh.of, self.me);
+        let n = boxes
+            .iter()
+            .filter(|x| of.of(x.region.tensor) == me)
+            .count();
+        match self.map.has_room(n) {
+            Ok(()) => Ok(()),
+            Err(full) => Err(self.stop(ExecError::Build(format!("task #{}: {full}", task.index)))),
+        }
     }
 
     /// Task `id`'s regions into `self.io` (checked, and recorded as producers of computed
@@ -1505,15 +1545,16 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         }
     }
 
-    /// Another executor's task `id` (its regions in `self.io`): infer its accesses of this
-    /// executor's tensors and queue the edges found for its owner (handed over at the next
-    /// [`Executor::publish`]).
-    #[inline]
-    fn infer_foreign(&mut self, id: u32, owner: u32) {
+    /// Another executor's task `id` (its regions in `boxes`, else in `self.io`): infer its
+    /// accesses of this executor's tensors and queue the edges found for its owner (handed over
+    /// at the next [`Executor::publish`]).
+    #[inline(always)]
+    fn infer_foreign(&mut self, id: u32, owner: u32, boxes: Option<&[TaskIo]>) {
         let me = self.me;
         let Executor {
             map, io, outbox, ..
         } = self;
+        let io: &[TaskIo] = boxes.unwrap_or(io);
         let out = &mut outbox[owner as usize];
         let mut hand = |p: TaskId, _: EdgeKind| out.push((id, p.0));
         let (of, read_only) = (self.sh.of, self.sh.read_only);
