@@ -2573,4 +2573,42 @@ mod tests {
             assert_eq!(s.tasks, 200 + 49);
         }
     }
+
+    /// A walking executor's map needs room only for another executor's task's accesses of its
+    /// own tensors. With two executors (`A` executor 0's tensor, `B` executor 1's), executor 1
+    /// holds two of `B`'s boxes when task #2, executor 0's, writes one box of each tensor: a
+    /// fixed map of three entries has room for its one box of `B` (not for both boxes: the
+    /// room is then counted), one of two entries has not, and the run's error names the task.
+    #[test]
+    fn a_fixed_map_has_room_for_another_executors_task_by_its_own_tensors() {
+        let p = program(
+            "tensor A: f32[4]; tensor B: f32[12]; axis I = dense(2);
+             kernel g(out b: f32[4]); kernel f(out a: f32[4], out b: f32[4]);
+             workload main() {
+                 parallel_for i in I { task g(B[i * 4 +: 4]); }
+                 task f(A[0 +: 4], B[8 +: 4]);
+             }
+             schedule for main { executors 64; dispatch round_robin(64); }",
+        );
+        let bound = p.bind(&pto_wsp_ir::Bindings::new()).unwrap();
+        let pool = WorkerPool::new(2).unwrap();
+        for (capacity, fits) in [(3, true), (2, false)] {
+            let config = DevGenConfig {
+                deps: DepsMode::Exact,
+                exact: ExactMap::Fixed(capacity),
+                partition: false,
+                ..DevGenConfig::default()
+            };
+            match pool.run_devgen(&p, &bound, &config, &NoopExec) {
+                Ok(s) => {
+                    assert!(fits, "capacity {capacity}: ran");
+                    assert_eq!(s.tasks, 3);
+                }
+                Err(e) => {
+                    assert!(!fits, "capacity {capacity}: {e}");
+                    assert!(e.to_string().contains("task #2"), "{e}");
+                }
+            }
+        }
+    }
 }
