@@ -261,6 +261,9 @@ pub struct StreamSink<'s> {
     reclaim_table: bool,
     /// The order checker and the mode it names, under `check_order`.
     order: Option<(OrderChecker, DepsMode)>,
+    /// `edges` or `order` is on: each edge is also shown to them ([`StreamSink::observe_edge`]).
+    /// One flag, so an edge of a run that records and checks nothing tests one byte.
+    observed: bool,
     /// Window slots reserved for the next submissions, and what was admitted on them.
     slots: Reservation,
 }
@@ -447,6 +450,19 @@ impl<'s> StreamSink<'s> {
         });
     }
 
+    /// Shows an edge to the edge list and the order checker, whichever is on (a test's or a
+    /// checked run's: out of line, off the edge's path).
+    #[cold]
+    #[inline(never)]
+    fn observe_edge(&mut self, pred: TaskId, succ: TaskId) {
+        if let Some(e) = &mut self.edges {
+            e.push((pred.0, succ.0));
+        }
+        if let Some((c, _)) = &mut self.order {
+            c.edge(pred);
+        }
+    }
+
     /// Admits the task being submitted into the window: on a slot reserved earlier if one is
     /// left, else by reserving up to [`WINDOW_BATCH`] slots at once (the module docs).
     #[inline]
@@ -482,18 +498,18 @@ impl<'s> StreamSink<'s> {
 impl EdgeSink for StreamSink<'_> {
     #[inline(always)]
     fn edge(&mut self, pred: TaskId, succ: TaskId) {
-        if let Some(e) = &mut self.edges {
-            e.push((pred.0, succ.0));
-        }
-        if let Some((c, _)) = &mut self.order {
-            c.edge(pred);
+        if self.observed {
+            self.observe_edge(pred, succ);
         }
         if pred.0 >= self.sealed_below {
             // Held in the batch being built: not sealed, so not completed.
             self.states
                 .add_edge_unsealed_in(&mut self.cursor, pred, succ);
             self.waits = true;
-        } else if self.states.add_edge_in(&mut self.cursor, pred, succ) {
+        } else if self
+            .states
+            .add_edge_in_inlined(&mut self.cursor, pred, succ)
+        {
             self.waits = true;
             self.outside = true;
         } else {
@@ -681,6 +697,7 @@ impl<'s> StreamSink<'s> {
             order: stream
                 .check_order
                 .then(|| (OrderChecker::new(), stream.deps)),
+            observed: stream.record_edges || stream.check_order,
             slots: Reservation::default(),
         }
     }
