@@ -164,18 +164,8 @@ fn build_warm<M: TensorMap, R: Record>(
 trait Record {
     /// The task.
     fn task(&self) -> &Task;
-    /// Reads the map ahead for the task's regions (records with hashes only).
-    fn read_ahead<M: TensorMap>(&self, map: &M, entry: bool) {
-        let _ = (map, entry);
-    }
     /// Adds the task's regions to the open task.
     fn add_regions<M: TensorMap, S: EdgeSink>(&self, b: &mut GraphBuilder<M, S>);
-}
-
-/// `PTO_BUILD_AHEAD=D`: the hashed records read ahead, slots `D` tasks ahead and entries `D/2`.
-fn read_ahead_depth() -> (usize, usize) {
-    let var = |v: &str| std::env::var(v).map_or(0, |d| d.parse().expect("a depth"));
-    (var("PTO_BUILD_AHEAD"), var("PTO_BUILD_AHEAD_ENTRY"))
 }
 
 /// Plain regions ([`GraphBuilder::add_access`]).
@@ -199,12 +189,6 @@ impl Record for HashedTask {
         &self.task
     }
     #[inline(always)]
-    fn read_ahead<M: TensorMap>(&self, map: &M, entry: bool) {
-        for &h in &self.hashes[..self.task.nregions] {
-            map.read_ahead(h, entry);
-        }
-    }
-    #[inline(always)]
     fn add_regions<M: TensorMap, S: EdgeSink>(&self, b: &mut GraphBuilder<M, S>) {
         let t = &self.task;
         for (&(r, a), &h) in t.regions[..t.nregions].iter().zip(&self.hashes) {
@@ -219,18 +203,7 @@ fn feed<M: TensorMap, S: EdgeSink, R: Record>(
     tasks: &[R],
     window: Option<u32>,
 ) {
-    let (ahead, entry_ahead) = read_ahead_depth();
-    for (i, rec) in tasks.iter().enumerate() {
-        if ahead > 0
-            && let Some(r) = tasks.get(i + ahead)
-        {
-            r.read_ahead(b.map(), false);
-        }
-        if entry_ahead > 0
-            && let Some(r) = tasks.get(i + entry_ahead)
-        {
-            r.read_ahead(b.map(), true);
-        }
+    for rec in tasks {
         let t = rec.task();
         let id = b.alloc_task(t.kernel, ExecDomain::HostCpu, t.pool, t.stream, t.target);
         for &p in &t.params[..t.nparams] {

@@ -423,23 +423,6 @@ impl TensorMap for FixedExactMap {
         Some(slot_hash)
     }
 
-    /// From [`PREFETCH_MIN_SLOTS`] on: the home slot, or the entry the home slot names.
-    #[inline]
-    fn read_ahead(&self, slot_hash: u64, entry: bool) {
-        if self.slots.len() < PREFETCH_MIN_SLOTS {
-            return;
-        }
-        let home = slot_hash as usize & self.mask;
-        if !entry {
-            crate::prefetch::prefetch_index(&self.slots, home);
-        } else if let Some(s) = self.slots.get(home)
-            && s.tag == slot_hash as u32
-            && let Some(e) = s.live(self.base)
-        {
-            crate::prefetch::prefetch_index(&self.entries, e as usize);
-        }
-    }
-
     fn has_room(&self, regions: usize) -> Result<(), MapFull> {
         // The bound first: a bounded map (the one that needs the answer) tests one number.
         if self.stats.live as usize + regions <= self.capacity || self.grows {

@@ -102,15 +102,6 @@ pub trait TensorMap {
         self.prefetch(region)
     }
 
-    /// Reads ahead for an access a few tasks later, given the key's [`Region::slot_hash`]:
-    /// `entry` false prefetches the key's home slot; `entry` true reads the home slot (which an
-    /// earlier call with `entry` false brought in) and prefetches the entry it names, if its tag
-    /// matches. Changes nothing observable. The default does nothing.
-    #[inline]
-    fn read_ahead(&self, slot_hash: u64, entry: bool) {
-        let _ = (slot_hash, entry);
-    }
-
     /// [`TensorMap::access`] given `hint`: `Some` of what [`TensorMap::prefetch`] returned for
     /// this very region (and no other: a map may trust it), or `None`. The default ignores it.
     #[inline]
@@ -203,13 +194,6 @@ impl TensorMap for AnyTensorMap {
             m.prefetch(region)
         } else {
             None
-        }
-    }
-
-    #[inline]
-    fn read_ahead(&self, slot_hash: u64, entry: bool) {
-        if let AnyTensorMap::Fixed(m) = self {
-            m.read_ahead(slot_hash, entry);
         }
     }
 
