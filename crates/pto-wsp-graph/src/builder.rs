@@ -1285,9 +1285,10 @@ impl<M: TensorMap> GraphBuilder<M, CollectEdges> {
 
 /// Lays the collected predecessor lists out as CSR fan-out, in one pass over the tasks: task
 /// `t`'s first successor is placed once every task before it has its count, and its
-/// predecessors (all earlier) then have their cursors, so each of its edges is written into its
-/// predecessor's list as `t` is passed. The sink's counts become the cursors; the layout is the
-/// same as counting first, then placing every edge.
+/// predecessors (all earlier: [`EdgeSink::edge`]'s contract) then have their cursors, so each of
+/// its edges is written into its predecessor's list as `t` is passed. The sink's counts become
+/// the cursors (a task past their end has no successor, and no cursor is needed for it); the
+/// layout is the same as counting first, then placing every edge.
 pub(crate) fn lay_out_fanout(
     tasks: &mut [TaskNode],
     sink: &mut CollectEdges,
@@ -1299,25 +1300,23 @@ pub(crate) fn lay_out_fanout(
         counts,
     } = sink;
     debug_assert_eq!(ends.len(), tasks.len());
-    // Every edge names an earlier task, so no count lies past the tasks: the zeros the growth
-    // added past them go, and the tasks no edge named get theirs.
-    counts.resize(tasks.len(), 0);
     fanout.clear();
     fanout.resize(preds.len(), TaskId(0));
     let mut at = 0u32;
-    let mut begin = 0usize;
+    let mut k = 0usize;
     for (succ, (t, &end)) in tasks.iter_mut().zip(ends.iter()).enumerate() {
-        let count = counts[succ];
-        counts[succ] = at;
+        let count = counts.get_mut(succ).map_or(0, |c| std::mem::replace(c, at));
         t.fanout_start = at;
         t.fanout_count = count;
         at += count;
-        for &p in &preds[begin..end as usize] {
-            let c = &mut counts[p as usize];
+        while k < end as usize {
+            let p = preds[k] as usize;
+            debug_assert!(p < succ, "an edge from task #{p} into earlier task #{succ}");
+            let c = &mut counts[p];
             fanout[*c as usize] = TaskId(succ as u32);
             *c += 1;
+            k += 1;
         }
-        begin = end as usize;
     }
 }
 
