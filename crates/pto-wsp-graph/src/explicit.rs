@@ -270,10 +270,9 @@ impl ExplicitBuilder<CollectEdges> {
     /// Ends the build: the nodes and the collected edges laid out as CSR fan-out (no params, no
     /// regions).
     pub fn finish(self) -> TaskGraphStorage {
-        let mut tasks = self.tasks;
+        let (mut tasks, mut sink) = (self.tasks, self.sink);
         let mut fanout = Vec::new();
-        let mut cursor = Vec::new();
-        crate::builder::lay_out_fanout(&mut tasks, &self.sink, &mut fanout, &mut cursor);
+        crate::builder::lay_out_fanout(&mut tasks, &mut sink, &mut fanout);
         TaskGraphStorage {
             tasks,
             fanout,
