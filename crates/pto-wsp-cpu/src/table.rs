@@ -538,4 +538,64 @@ mod tests {
             });
         });
     }
+
+    #[test]
+    fn tasks_written_in_place_read_back_across_chunks_and_reclaims() {
+        use pto_wsp_graph::types::{Access, Region};
+        // Tasks of 0..=6 regions and 0..=2 params (the straight-line copies, the general copy,
+        // runs that cross a chunk), the nodes past several chunks, with the completed prefix
+        // reclaimed now and then (the writer then looks its chunk up again). The oracle is a
+        // plain vector of what was pushed, read back through the table's own readers.
+        let table = TaskTable::new();
+        let mut w = table.writer().unwrap();
+        let mut want: Vec<(TaskNode, Vec<u64>, Vec<TaskIo>)> = Vec::new();
+        let mut live_from = 0usize;
+        for t in 0..3 * CHUNK + 11 {
+            let nio = (t * 5) % 7;
+            let io: Vec<TaskIo> = (0..nio)
+                .map(|k| {
+                    let r = Region::new((t + k) as u32, &[t as i64, k as i64], &[1, 2]).unwrap();
+                    TaskIo::new(r, if k % 2 == 0 { Access::In } else { Access::InOut })
+                })
+                .collect();
+            let params: Vec<u64> = (0..t % 3).map(|k| (t * 10 + k) as u64).collect();
+            let node = TaskNode {
+                id: TaskId(t as u32),
+                kernel: t as u32 % 5,
+                stream: 1,
+                // Whatever the caller had: the table writes its own offsets.
+                params_start: 999,
+                io_start: 999,
+                params_count: params.len() as u16,
+                io_count: io.len() as u16,
+                ..TaskNode::default()
+            };
+            w.push(&node, &params, &io);
+            want.push((node, params, io));
+            assert_eq!(table.len(), t + 1, "a task is published when pushed");
+            if t % 700 == 699 {
+                // SAFETY: one thread; nothing reads the tasks below `t` any more.
+                unsafe { w.reclaim_below(TaskId(t as u32)) };
+                live_from = t;
+            }
+        }
+        let (mut ps, mut ios) = (Vec::new(), Vec::new());
+        let (mut params_at, mut io_at) = (0usize, 0usize);
+        for (t, (node, params, io)) in want.iter().enumerate() {
+            if t >= live_from {
+                let got = table.node(TaskId(t as u32)).expect("published");
+                assert_eq!((got.id, got.kernel), (node.id, node.kernel), "task {t}");
+                assert_eq!(
+                    (got.params_start as usize, got.io_start as usize),
+                    (params_at, io_at),
+                    "task {t}: the table's offsets"
+                );
+                assert!(table.params(got, &mut ps) && table.io(got, &mut ios), "task {t}");
+                assert_eq!(&ps, params, "task {t}");
+                assert_eq!(&ios, io, "task {t}");
+            }
+            params_at += params.len();
+            io_at += io.len();
+        }
+    }
 }
