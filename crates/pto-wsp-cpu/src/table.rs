@@ -206,9 +206,9 @@ impl<T: Copy> Writer<'_, T> {
     }
 
     /// Looks up (allocating if needed) the chunk holding slot `i` (at or past the published
-    /// length) and caches it, with `at` pointing at slot `len` of it (slot `i`'s chunk starts at
-    /// or before `len` when `i < len + CHUNK` is in the next chunk: then `at` is computed from
-    /// `i` by the caller; see `extend_from_slice`).
+    /// length) and caches it: `end` past its last slot, `at` pointing at slot `len` as if that
+    /// chunk held it (so `at + (i - len)` is slot `i`; `at` itself is dereferenced only while
+    /// `len < end`, when it lies in the chunk).
     #[cold]
     fn grow(&mut self, i: usize) {
         let at = u32::try_from(i).expect("an append vector holds at most 2^32 elements");
@@ -555,7 +555,14 @@ mod tests {
             let io: Vec<TaskIo> = (0..nio)
                 .map(|k| {
                     let r = Region::new((t + k) as u32, &[t as i64, k as i64], &[1, 2]).unwrap();
-                    TaskIo::new(r, if k % 2 == 0 { Access::In } else { Access::InOut })
+                    TaskIo::new(
+                        r,
+                        if k % 2 == 0 {
+                            Access::In
+                        } else {
+                            Access::InOut
+                        },
+                    )
                 })
                 .collect();
             let params: Vec<u64> = (0..t % 3).map(|k| (t * 10 + k) as u64).collect();
@@ -590,7 +597,10 @@ mod tests {
                     (params_at, io_at),
                     "task {t}: the table's offsets"
                 );
-                assert!(table.params(got, &mut ps) && table.io(got, &mut ios), "task {t}");
+                assert!(
+                    table.params(got, &mut ps) && table.io(got, &mut ios),
+                    "task {t}"
+                );
                 assert_eq!(&ps, params, "task {t}");
                 assert_eq!(&ios, io, "task {t}");
             }
