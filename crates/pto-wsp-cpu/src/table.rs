@@ -22,7 +22,6 @@
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
-use std::ptr::NonNull;
 
 use pto_wsp_graph::TaskId;
 use pto_wsp_graph::arena::{CHUNK, ChunkArena};
@@ -119,20 +118,29 @@ impl<T: Copy> AppendVec<T> {
 
     /// The writer, if nobody else holds it.
     pub fn writer(&self) -> Option<Writer<'_, T>> {
-        (!self.writer.swap(true, Ordering::Acquire)).then_some(Writer {
+        (!self.writer.swap(true, Ordering::Acquire)).then(|| Writer {
             vec: self,
-            chunk: None,
+            len: self.len.load(Ordering::Relaxed),
+            end: 0,
+            at: std::ptr::null_mut(),
         })
     }
 }
 
 /// The one writer of an [`AppendVec`].
+///
+/// It keeps the published length and the chunk being filled as the end of its indices and a
+/// pointer to the slot at that length: room for `n` more is one compare, and the arena lookup
+/// is paid once per chunk, not once per push. The pointer is used only for slots from the
+/// published length on, which no reclamation frees.
 pub struct Writer<'a, T: Copy> {
     vec: &'a AppendVec<T>,
-    /// The chunk being filled, as its first index and a pointer to its first slot: the arena
-    /// lookup is paid once per chunk, not once per push. Used only for the slot at the
-    /// published length, which no reclamation frees.
-    chunk: Option<(usize, NonNull<UnsafeCell<MaybeUninit<T>>>)>,
+    /// The published length (this is its only writer).
+    len: usize,
+    /// One past the last index of the cached chunk (0: none cached).
+    end: usize,
+    /// Slot `len` of the cached chunk (when `len < end`).
+    at: *mut T,
 }
 
 // SAFETY: the chunk pointer is a cache of what `vec` holds (a writer on another thread reaches
@@ -143,19 +151,12 @@ impl<T: Copy> Writer<'_, T> {
     /// Appends `v` and publishes it; returns its index.
     #[inline]
     pub fn push(&mut self, v: T) -> usize {
-        let i = self.vec.len.load(Ordering::Relaxed);
-        let (first, base) = match self.chunk {
-            Some((first, base)) if i - first < CHUNK => (first, base),
-            _ => self.grow(i),
-        };
-        // SAFETY: `base` points at the `CHUNK` contiguous slots of the chunk of `first ..
-        // first + CHUNK`, which holds `i`. That chunk is alive: chunks are freed only when
-        // wholly below the published length (`reclaim_below` here and the table's reclaim of
-        // priority keys both cap at it), which is `i`. Slot `i` is not yet published, so no
-        // reader looks at it, and this is the only writer (`Writer` is unique), so nobody else
-        // writes it.
-        unsafe { (*(*base.as_ptr().add(i - first)).get()).write(v) };
-        self.vec.len.store(i + 1, Ordering::Release);
+        let i = self.len;
+        let p = self.slot();
+        // SAFETY: `slot` gave slot `i`: alive, not yet published (no reader looks at it), and
+        // this is its only writer (`Writer` is unique).
+        unsafe { p.write(v) };
+        self.advance(1);
         i
     }
 
@@ -168,37 +169,58 @@ impl<T: Copy> Writer<'_, T> {
         if vs.is_empty() {
             return;
         }
-        let start = self.vec.len.load(Ordering::Relaxed);
-        match self.chunk {
-            Some((first, base)) if start - first + vs.len() <= CHUNK => {
-                for (k, &v) in vs.iter().enumerate() {
-                    // SAFETY: as in `push`: slots `start ..` of the cached chunk are not yet
-                    // published and this is their only writer; they all lie in that chunk.
-                    unsafe { (*(*base.as_ptr().add(start - first + k)).get()).write(v) };
-                }
-            }
-            _ => {
-                for (k, &v) in vs.iter().enumerate() {
-                    let i = start + k;
-                    let (first, base) = match self.chunk {
-                        Some((first, base)) if i - first < CHUNK => (first, base),
-                        _ => self.grow(i),
-                    };
-                    // SAFETY: as in `push` (slot `i` is past the published length).
-                    unsafe { (*(*base.as_ptr().add(i - first)).get()).write(v) };
-                }
-            }
+        if self.len + vs.len() <= self.end {
+            // SAFETY: slots `len .. len + vs.len()` lie in the cached chunk (as in `push`).
+            unsafe { copy_small(vs, self.at) };
+            self.advance(vs.len());
+            return;
         }
-        self.vec.len.store(start + vs.len(), Ordering::Release);
+        let start = self.len;
+        for (k, &v) in vs.iter().enumerate() {
+            if start + k >= self.end {
+                self.grow(start + k);
+            }
+            // SAFETY: as in `push` (slot `start + k` is past the published length, in the
+            // chunk just cached). Published together below.
+            unsafe { self.at.wrapping_add(start + k - self.len).write(v) };
+        }
+        self.advance(vs.len());
     }
 
-    /// Looks up (allocating if needed) the chunk holding slot `i` and caches it.
+    /// A pointer to slot `len` of the cached chunk, growing the arena when `len` is past it.
+    #[inline(always)]
+    fn slot(&mut self) -> *mut T {
+        if self.len >= self.end {
+            self.grow(self.len);
+        }
+        self.at
+    }
+
+    /// Publishes the next `n` elements (written at [`Writer::slot`]'s pointer or in the cached chunk).
+    #[inline(always)]
+    fn advance(&mut self, n: usize) {
+        self.len += n;
+        // In bounds of the chunk or one past it.
+        self.at = self.at.wrapping_add(n);
+        self.vec.len.store(self.len, Ordering::Release);
+    }
+
+    /// Looks up (allocating if needed) the chunk holding slot `i` (at or past the published
+    /// length) and caches it: `end` past its last slot, `at` pointing at slot `len` as if that
+    /// chunk held it (so `at + (i - len)` is slot `i`; `at` itself is dereferenced only while
+    /// `len < end`, when it lies in the chunk).
     #[cold]
-    fn grow(&mut self, i: usize) -> (usize, NonNull<UnsafeCell<MaybeUninit<T>>>) {
+    fn grow(&mut self, i: usize) {
         let at = u32::try_from(i).expect("an append vector holds at most 2^32 elements");
-        let chunk = (i & !(CHUNK - 1), self.vec.slots.chunk_or_grow(at));
-        self.chunk = Some(chunk);
-        chunk
+        let first = i & !(CHUNK - 1);
+        let base = self.vec.slots.chunk_or_grow(at).as_ptr();
+        self.end = first + CHUNK;
+        // `UnsafeCell<MaybeUninit<T>>` has the layout of `T`. Slot `len` (in this chunk or the
+        // one before: only `wrapping` arithmetic, never dereferenced outside the chunk).
+        self.at = UnsafeCell::raw_get(base)
+            .cast::<T>()
+            .wrapping_add(self.len)
+            .wrapping_sub(first);
     }
 
     /// Frees the chunks wholly below element `below`.
@@ -206,10 +228,10 @@ impl<T: Copy> Writer<'_, T> {
     /// # Safety
     /// No thread reads an element below `below` any more (module docs).
     pub unsafe fn reclaim_below(&mut self, below: usize) {
-        let below = u32::try_from(below.min(self.vec.len.load(Ordering::Relaxed)))
+        let below = u32::try_from(below.min(self.len))
             .expect("an append vector holds at most 2^32 elements");
         // The cached chunk may be among those freed.
-        self.chunk = None;
+        self.end = 0;
         // SAFETY: the caller's promise; indices below `len` are never grown again.
         unsafe { self.vec.slots.reclaim_below(below) };
     }
@@ -316,6 +338,40 @@ impl TaskTable {
     }
 }
 
+/// Copies `src` to `dst` element by element for up to four elements (a task's regions: a
+/// copy of unknown length is a `memcpy` call, which costs more for so few).
+///
+/// # Safety
+/// `dst .. dst + src.len()` is valid for writes and does not overlap `src`.
+#[inline(always)]
+unsafe fn copy_small<T: Copy>(src: &[T], dst: *mut T) {
+    let s = src.as_ptr();
+    // SAFETY: the caller's promise; each index is below `src.len()`.
+    unsafe {
+        let one = |k: usize| std::ptr::copy_nonoverlapping(s.add(k), dst.add(k), 1);
+        match src.len() {
+            0 => {}
+            1 => one(0),
+            2 => {
+                one(0);
+                one(1);
+            }
+            3 => {
+                one(0);
+                one(1);
+                one(2);
+            }
+            4 => {
+                one(0);
+                one(1);
+                one(2);
+                one(3);
+            }
+            n => std::ptr::copy_nonoverlapping(s, dst, n),
+        }
+    }
+}
+
 /// The orchestrator's handle for appending tasks to a [`TaskTable`].
 pub(crate) struct TableWriter<'a> {
     nodes: Writer<'a, TaskNode>,
@@ -326,15 +382,34 @@ pub(crate) struct TableWriter<'a> {
 
 impl TableWriter<'_> {
     /// Appends a task; its node's `params_start` / `io_start` are rewritten to the table's.
-    #[inline]
+    ///
+    /// Inlined into the submission and written in place: one room check per vector (the arena
+    /// is looked up once per chunk), the regions copied by straight-line stores (a task has a
+    /// handful) and the node written with the table's offsets straight into its slot. Params,
+    /// then regions, then the node are published (release stores), so a reader that sees the
+    /// node sees the rest.
+    #[inline(always)]
     pub(crate) fn push(&mut self, node: &TaskNode, params: &[u64], io: &[TaskIo]) {
-        let mut n = *node;
-        n.params_start = self.params.vec.len() as u32;
-        n.io_start = self.io.vec.len() as u32;
+        let params_start = self.params.len as u32;
+        let io_start = self.io.len as u32;
         self.params.extend_from_slice(params);
         self.io.extend_from_slice(io);
-        let i = self.nodes.push(n);
-        debug_assert_eq!(i, node.id.index(), "tasks are published in id order");
+        let p = self.nodes.slot();
+        // SAFETY: `slot` gave slot `len` of the chunk being filled: alive, not yet published
+        // (no reader looks at it), and this is its only writer.
+        unsafe {
+            p.write(TaskNode {
+                params_start,
+                io_start,
+                ..*node
+            })
+        };
+        debug_assert_eq!(
+            self.nodes.len,
+            node.id.index(),
+            "tasks are published in id order"
+        );
+        self.nodes.advance(1);
     }
 
     /// Frees what the table holds for the tasks below `done_below` (nodes, params, regions,
@@ -462,5 +537,75 @@ mod tests {
                 }
             });
         });
+    }
+
+    #[test]
+    fn tasks_written_in_place_read_back_across_chunks_and_reclaims() {
+        use pto_wsp_graph::types::{Access, Region};
+        // Tasks of 0..=6 regions and 0..=2 params (the straight-line copies, the general copy,
+        // runs that cross a chunk), the nodes past several chunks, with the completed prefix
+        // reclaimed now and then (the writer then looks its chunk up again). The oracle is a
+        // plain vector of what was pushed, read back through the table's own readers.
+        let table = TaskTable::new();
+        let mut w = table.writer().unwrap();
+        let mut want: Vec<(TaskNode, Vec<u64>, Vec<TaskIo>)> = Vec::new();
+        let mut live_from = 0usize;
+        for t in 0..3 * CHUNK + 11 {
+            let nio = (t * 5) % 7;
+            let io: Vec<TaskIo> = (0..nio)
+                .map(|k| {
+                    let r = Region::new((t + k) as u32, &[t as i64, k as i64], &[1, 2]).unwrap();
+                    TaskIo::new(
+                        r,
+                        if k % 2 == 0 {
+                            Access::In
+                        } else {
+                            Access::InOut
+                        },
+                    )
+                })
+                .collect();
+            let params: Vec<u64> = (0..t % 3).map(|k| (t * 10 + k) as u64).collect();
+            let node = TaskNode {
+                id: TaskId(t as u32),
+                kernel: t as u32 % 5,
+                stream: 1,
+                // Whatever the caller had: the table writes its own offsets.
+                params_start: 999,
+                io_start: 999,
+                params_count: params.len() as u16,
+                io_count: io.len() as u16,
+                ..TaskNode::default()
+            };
+            w.push(&node, &params, &io);
+            want.push((node, params, io));
+            assert_eq!(table.len(), t + 1, "a task is published when pushed");
+            if t % 700 == 699 {
+                // SAFETY: one thread; nothing reads the tasks below `t` any more.
+                unsafe { w.reclaim_below(TaskId(t as u32)) };
+                live_from = t;
+            }
+        }
+        let (mut ps, mut ios) = (Vec::new(), Vec::new());
+        let (mut params_at, mut io_at) = (0usize, 0usize);
+        for (t, (node, params, io)) in want.iter().enumerate() {
+            if t >= live_from {
+                let got = table.node(TaskId(t as u32)).expect("published");
+                assert_eq!((got.id, got.kernel), (node.id, node.kernel), "task {t}");
+                assert_eq!(
+                    (got.params_start as usize, got.io_start as usize),
+                    (params_at, io_at),
+                    "task {t}: the table's offsets"
+                );
+                assert!(
+                    table.params(got, &mut ps) && table.io(got, &mut ios),
+                    "task {t}"
+                );
+                assert_eq!(&ps, params, "task {t}");
+                assert_eq!(&ios, io, "task {t}");
+            }
+            params_at += params.len();
+            io_at += io.len();
+        }
     }
 }
