@@ -17,8 +17,9 @@
 //!
 //! A mark may also *delegate*: a read that used a mark of a smaller box and becomes the mark of
 //! its own box is not listed in the cells wholly inside the used mark's box (so a prefix read
-//! touches the cells of its new tiles only, not the whole prefix). A delegating mark answers for
-//! that read's write-after-read duty: every write whose box intersects it waits for its task
+//! touches the cells of its new tiles only, not the whole prefix); the overlap map lists such a
+//! read in no cell at all and keeps no record of it. A delegating mark answers for that read's
+//! write-after-read duty: every write whose box intersects it waits for its task
 //! ([`Marks::war`]). So a delegating mark is removed only when a task that follows it takes its
 //! place (the next read of the chain) or a write covering its box follows it; never merely
 //! evicted, and never because its task completed: which marks exist, and so which edges they

@@ -59,7 +59,10 @@
 //! becomes the tensor's mark for its own box unless its box is the mark's (so readers of one
 //! box all wait for the first, not for each other in a chain). So a prefix read costs O(1)
 //! edges, however many tiles the prefix holds: every conflicting writer still happens before
-//! the reader, through the mark's task.
+//! the reader, through the mark's task. A read that becomes a *delegating* mark (one that used
+//! a mark of a smaller box: the prefix reads after the first) keeps no record and is listed in
+//! no cell: its mark answers every later write of its box until a task that follows the read
+//! replaces it or a write covering it drops it (see `OverlapMap::access_cells`).
 //!
 //! A write asks the marks for delegating readers (write after read) only where it may meet
 //! one: per column of cells, the rows of every delegating mark recorded since the last clear
