@@ -291,7 +291,10 @@ impl Held {
     /// Appends a task; the caller seals the batch once [`Held::is_full`] (so `len < BATCH` here).
     #[inline(always)]
     fn push(&mut self, task: (TaskId, bool)) {
-        debug_assert!(self.len < BATCH, "a full batch is sealed before the next push");
+        debug_assert!(
+            self.len < BATCH,
+            "a full batch is sealed before the next push"
+        );
         // The index is below `BATCH` (the batch is sealed when full): the mask only lets the
         // compiler drop the bounds check, and leaves the index unchanged.
         self.tasks[self.len % BATCH] = task;
