@@ -482,8 +482,6 @@ pub struct Interpreter<'p> {
     bad: Vec<u32>,
     /// Per task statement: its starts then its sizes (see `TaskDesc::coord_base`).
     coords: Vec<i64>,
-    /// Per task statement: its regions as the sink sees them.
-    outs: Vec<&'p [crate::sink::RegionOut]>,
     /// Every task statement's regions as boxes (indexed like `Program::region_outs`): tensor,
     /// rank and access set once; every coordinate is written here as it is into `coords` (once
     /// for constants, on register writes for start-only dimensions, per task for varying
@@ -582,13 +580,6 @@ impl<'p> Interpreter<'p> {
             dep_index: Vec::new(),
             bad: Vec::new(),
             coords: vec![0; prog.total_coords],
-            outs: prog
-                .tasks
-                .iter()
-                .map(|td| {
-                    &prog.region_outs[td.region_outs.start as usize..td.region_outs.end as usize]
-                })
-                .collect(),
             box_at: box_slots(prog),
             boxes: false,
             ios,
@@ -2019,10 +2010,9 @@ impl<'p> Interpreter<'p> {
                 priority: m.priority,
                 cost: m.cost,
                 params: &self.params[..td.scalars.len()],
-                regions: self.outs[ti],
-                coords: &self.coords
-                    [td.coord_base as usize..(td.coord_base + 2 * td.n_coords) as usize],
-                n_coords: td.n_coords,
+                desc: td,
+                region_outs: &prog.region_outs,
+                coords: &self.coords,
                 io: boxed
                     .then(|| &self.ios[td.region_outs.start as usize..td.region_outs.end as usize]),
             };

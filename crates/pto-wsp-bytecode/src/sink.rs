@@ -10,6 +10,7 @@
 //! scalar params, regions with access modes, pool, dispatch target, stream — is exactly what the
 //! reference expander reports for the same index.
 
+use crate::program::TaskDesc;
 use pto_wsp_ir::task_io::TaskIo;
 use pto_wsp_ir::{
     Access, DataRead, ExecPool, ExpandedRegion, ExpandedTask, OrderEdge, ReadRefused, Value,
@@ -60,10 +61,16 @@ pub struct Task<'a> {
     pub cost: Option<u64>,
     /// Scalar arguments in parameter order.
     pub params: &'a [Value],
-    pub(crate) regions: &'a [RegionOut],
-    /// The task's region starts, then its region sizes (`n_coords` each).
+    /// The task statement: where its regions are in `region_outs` and its coordinates in
+    /// `coords`.
+    pub(crate) desc: &'a TaskDesc,
+    /// The program's regions as the sink sees them, every statement's.
+    pub(crate) region_outs: &'a [RegionOut],
+    /// The interpreter's coordinates: from the statement's `coord_base`, the task's region
+    /// starts, then its region sizes (`n_coords` each). This and `region_outs` are whole, so
+    /// that building a task slices nothing (the accessors, which few sinks call, offset into
+    /// them).
     pub(crate) coords: &'a [i64],
-    pub(crate) n_coords: u32,
     /// The regions as boxes (see [`Task::io`]).
     pub(crate) io: Option<&'a [TaskIo]>,
 }
@@ -87,13 +94,23 @@ pub(crate) fn access_code(a: Access) -> u8 {
 impl<'a> Task<'a> {
     /// Number of region arguments.
     pub fn region_count(&self) -> usize {
-        self.regions.len()
+        self.outs().len()
+    }
+
+    /// This task's entries of `region_outs`.
+    fn outs(&self) -> &'a [RegionOut] {
+        let r = &self.desc.region_outs;
+        self.region_outs
+            .get(r.start as usize..r.end as usize)
+            .unwrap_or(&[])
     }
 
     /// Region argument `i` (in parameter order among tiles).
     pub fn region(&self, i: usize) -> Option<RegionRef<'a>> {
-        let r = self.regions.get(i)?;
-        let (off, rank, n) = (r.off as usize, r.rank as usize, self.n_coords as usize);
+        let r = self.outs().get(i)?;
+        let (base, n) = (self.desc.coord_base as usize, self.desc.n_coords as usize);
+        let rank = r.rank as usize;
+        let off = base + r.off as usize;
         Some(RegionRef {
             tensor: r.tensor,
             access: access_of(r.access),
@@ -114,9 +131,10 @@ impl<'a> Task<'a> {
 
     /// The region arguments in order.
     pub fn regions(&self) -> impl ExactSizeIterator<Item = RegionRef<'a>> + 'a {
-        let (regions, coords, n) = (self.regions, self.coords, self.n_coords as usize);
+        let (regions, coords, n) = (self.outs(), self.coords, self.desc.n_coords as usize);
+        let base = self.desc.coord_base as usize;
         regions.iter().map(move |r| {
-            let (off, rank) = (r.off as usize, r.rank as usize);
+            let (off, rank) = (base + r.off as usize, r.rank as usize);
             RegionRef {
                 tensor: r.tensor,
                 access: access_of(r.access),

@@ -231,7 +231,7 @@ pub struct StreamSink<'s> {
     /// Submitted tasks not sealed yet, when the engine takes ready tasks in batches, each with
     /// whether some edge it accepted comes from a task sealed before (which may complete at any
     /// time, so its seal must be the atomic one).
-    unsealed: Option<Vec<(TaskId, bool)>>,
+    unsealed: Option<Held>,
     /// Tasks from here on are submitted and not sealed (or not submitted yet): an edge from
     /// one is wired without an atomic read-modify-write ([`TaskStates::add_edge_unsealed_in`]).
     /// `u32::MAX` when seals are not batched (every producer may be sealed).
@@ -270,6 +270,54 @@ pub struct StreamSink<'s> {
 
 /// Most window slots the sink reserves at once (a seal batch's worth).
 const WINDOW_BATCH: usize = BATCH;
+
+/// The submitted tasks whose seal is deferred, each with whether its seal must be the atomic
+/// one: at most [`BATCH`], since the sink seals the batch as soon as it is full. Held in place,
+/// so a push is a store and the count's bump, with no room check against a capacity (a `Vec`'s
+/// push tests its capacity and keeps a path to grow).
+struct Held {
+    len: usize,
+    tasks: [(TaskId, bool); BATCH],
+}
+
+impl Held {
+    fn new() -> Held {
+        Held {
+            len: 0,
+            tasks: [(TaskId(0), false); BATCH],
+        }
+    }
+
+    /// Appends a task; the caller seals the batch once [`Held::is_full`] (so `len < BATCH` here).
+    #[inline(always)]
+    fn push(&mut self, task: (TaskId, bool)) {
+        debug_assert!(
+            self.len < BATCH,
+            "a full batch is sealed before the next push"
+        );
+        // The index is below `BATCH` (the batch is sealed when full): the mask only lets the
+        // compiler drop the bounds check, and leaves the index unchanged.
+        self.tasks[self.len % BATCH] = task;
+        self.len += 1;
+    }
+
+    #[inline(always)]
+    fn is_full(&self) -> bool {
+        self.len >= BATCH
+    }
+
+    fn as_slice(&self) -> &[(TaskId, bool)] {
+        &self.tasks[..self.len]
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [(TaskId, bool)] {
+        &mut self.tasks[..self.len]
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+}
 
 impl std::fmt::Debug for StreamSink<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -373,7 +421,7 @@ impl<'s> StreamSink<'s> {
         self.ready_held = false;
         // A task being wired now has producers that are sealed from here on.
         self.outside = true;
-        if let Some(&(last, _)) = unsealed.last()
+        if let Some(&(last, _)) = unsealed.as_slice().last()
             && self.sealed_below != u32::MAX
         {
             self.sealed_below = last.0 + 1;
@@ -387,14 +435,14 @@ impl<'s> StreamSink<'s> {
         // Newest first: a task whose every accepted producer is in this batch is sealed while
         // they all are still unsealed (none can have completed), so its count is set by a
         // plain store; the others take the atomic seal. The flag becomes "ready".
-        for e in unsealed.iter_mut().rev() {
+        for e in unsealed.as_mut_slice().iter_mut().rev() {
             e.1 = if e.1 {
                 states.seal_in(cursor, e.0)
             } else {
                 states.seal_unsealed_preds_in(cursor, e.0)
             };
         }
-        for &(t, found_ready) in unsealed.iter() {
+        for &(t, found_ready) in unsealed.as_slice() {
             if found_ready {
                 start.ready(t, |r| ready.push(r));
             }
@@ -547,7 +595,7 @@ impl EdgeSink for StreamSink<'_> {
             // on two threads a chain always has one (one task is ready at a time), and sealing
             // each task at once would let the running worker complete task `k` while this
             // thread wires `k + 1` to it, on the same state lines (what batches avoid).
-            if unsealed.len() >= BATCH
+            if unsealed.is_full()
                 || self.idle.all_asleep()
                 || (self.ready_held && self.idle.any_asleep())
             {
@@ -670,7 +718,7 @@ impl<'s> StreamSink<'s> {
             ready: Vec::with_capacity(BATCH),
             publish: hooks.publish,
             idle: hooks.idle,
-            unsealed: batch_seals.then(|| Vec::with_capacity(BATCH)),
+            unsealed: batch_seals.then(Held::new),
             // Only seals held in batches under `immediate` timing leave producers unsealed
             // while their consumers are wired.
             sealed_below: if batch_seals && matches!(stream.timing, Timing::Immediate) {
