@@ -211,16 +211,11 @@ fn infer<M: TensorMap, S: EdgeSink, const MASKED: bool>(
 pub const RETIRE_EVERY: u32 = 4096;
 
 /// The non-streaming sink: keeps each task's predecessors (CSR by successor) for
-/// [`GraphBuilder::finish`], and counts each task's successors as the edges come, so that
-/// `finish` lays the fan-out out in one pass over the tasks (no pass of its own to count them).
+/// [`GraphBuilder::finish`].
 #[derive(Clone, Debug, Default)]
 pub struct CollectEdges {
     preds: Vec<u32>,
     ends: Vec<u32>,
-    /// Per task id, how many edges named it as the predecessor so far; grown (with zeros) only
-    /// when an edge names a task past its end, so a task costs nothing here until it has a
-    /// successor.
-    counts: Vec<u32>,
 }
 
 impl CollectEdges {
@@ -229,30 +224,12 @@ impl CollectEdges {
     pub fn preds(&self) -> (&[u32], &[u32]) {
         (&self.preds, &self.ends)
     }
-
-    /// Counts an edge from `pred`, a task past the end of `counts`: grows it with zeros, at
-    /// least to its capacity and to twice its length (so the growths of a build add up to a
-    /// few times its tasks, and a reused sink's first growth allocates nothing).
-    #[cold]
-    #[inline(never)]
-    fn count_past_end(&mut self, pred: usize) {
-        let len = (pred + 1)
-            .max(2 * self.counts.len())
-            .max(self.counts.capacity())
-            .max(64);
-        self.counts.resize(len, 0);
-        self.counts[pred] += 1;
-    }
 }
 
 impl EdgeSink for CollectEdges {
     #[inline]
     fn edge(&mut self, pred: TaskId, _succ: TaskId) {
         self.preds.push(pred.0);
-        match self.counts.get_mut(pred.index()) {
-            Some(c) => *c += 1,
-            None => self.count_past_end(pred.index()),
-        }
     }
 
     #[inline]
@@ -263,7 +240,6 @@ impl EdgeSink for CollectEdges {
     fn clear(&mut self) {
         self.preds.clear();
         self.ends.clear();
-        self.counts.clear();
     }
 }
 
@@ -1261,8 +1237,9 @@ impl<M: TensorMap> GraphBuilder<M, CollectEdges> {
     /// # Panics
     /// If a task is open.
     pub fn finish(self) -> TaskGraphStorage {
-        let (mut g, mut sink) = self.finish_with_sink();
-        lay_out_fanout(&mut g.tasks, &mut sink, &mut g.fanout);
+        let (mut g, sink) = self.finish_with_sink();
+        let mut cursor = Vec::new();
+        lay_out_fanout(&mut g.tasks, &sink, &mut g.fanout, &mut cursor);
         g
     }
 
@@ -1278,141 +1255,41 @@ impl<M: TensorMap> GraphBuilder<M, CollectEdges> {
         std::mem::swap(&mut self.tasks, &mut out.tasks);
         std::mem::swap(&mut self.params, &mut out.params);
         std::mem::swap(&mut self.io, &mut out.io);
-        lay_out_fanout(&mut out.tasks, &mut self.sink, &mut out.fanout);
+        lay_out_fanout(&mut out.tasks, &self.sink, &mut out.fanout, &mut self.seen);
         self.reset();
     }
 }
 
-/// Lays the collected predecessor lists out as CSR fan-out, in one pass over the tasks: task
-/// `t`'s first successor is placed once every task before it has its count, and its
-/// predecessors (all earlier: [`EdgeSink::edge`]'s contract) then have their cursors, so each of
-/// its edges is written into its predecessor's list as `t` is passed. The sink's counts become
-/// the cursors (a task past their end has no successor, and no cursor is needed for it); the
-/// layout is the same as counting first, then placing every edge.
+/// Lays the collected predecessor lists out as CSR fan-out (`cursor` is scratch).
 pub(crate) fn lay_out_fanout(
     tasks: &mut [TaskNode],
-    sink: &mut CollectEdges,
+    sink: &CollectEdges,
     fanout: &mut Vec<TaskId>,
+    cursor: &mut Vec<u32>,
 ) {
-    let CollectEdges {
-        preds,
-        ends,
-        counts,
-    } = sink;
+    let (preds, ends) = (&sink.preds, &sink.ends);
     debug_assert_eq!(ends.len(), tasks.len());
+    cursor.clear();
+    cursor.resize(tasks.len(), 0);
+    for &p in preds {
+        cursor[p as usize] += 1;
+    }
+    let mut at = 0u32;
+    for (t, c) in tasks.iter_mut().zip(cursor.iter_mut()) {
+        t.fanout_start = at;
+        t.fanout_count = *c;
+        *c = at;
+        at += t.fanout_count;
+    }
     fanout.clear();
     fanout.resize(preds.len(), TaskId(0));
-    let mut at = 0u32;
-    let mut k = 0usize;
-    for (succ, (t, &end)) in tasks.iter_mut().zip(ends.iter()).enumerate() {
-        let count = counts.get_mut(succ).map_or(0, |c| std::mem::replace(c, at));
-        t.fanout_start = at;
-        t.fanout_count = count;
-        at += count;
-        while k < end as usize {
-            let p = preds[k] as usize;
-            debug_assert!(p < succ, "an edge from task #{p} into earlier task #{succ}");
-            let c = &mut counts[p];
+    let mut begin = 0usize;
+    for (succ, &end) in ends.iter().enumerate() {
+        for &p in &preds[begin..end as usize] {
+            let c = &mut cursor[p as usize];
             fanout[*c as usize] = TaskId(succ as u32);
             *c += 1;
-            k += 1;
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Random predecessor lists: task `s` names up to four distinct earlier tasks (a plain
-    /// linear congruential generator, so the test needs no crate).
-    fn random_preds(n: usize, seed: u64) -> Vec<Vec<u32>> {
-        let mut x = seed;
-        let mut next = move || {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (x >> 33) as usize
-        };
-        (0..n)
-            .map(|s| {
-                let mut p: Vec<u32> = (0..next() % 5)
-                    .filter(|_| s > 0)
-                    .map(|_| (next() % s) as u32)
-                    .collect();
-                p.sort_unstable();
-                p.dedup();
-                // The builder reports predecessors in inference order, not sorted.
-                p.reverse();
-                p
-            })
-            .collect()
-    }
-
-    /// The oracle: each task's successors, in increasing order, by brute force; the CSR that
-    /// lists them back to back in task order.
-    fn oracle(preds: &[Vec<u32>]) -> (Vec<(u32, u32)>, Vec<TaskId>) {
-        let (mut ranges, mut fanout) = (Vec::new(), Vec::new());
-        for p in 0..preds.len() {
-            let start = fanout.len() as u32;
-            for (s, ps) in preds.iter().enumerate() {
-                if ps.contains(&(p as u32)) {
-                    fanout.push(TaskId(s as u32));
-                }
-            }
-            ranges.push((start, fanout.len() as u32 - start));
-        }
-        (ranges, fanout)
-    }
-
-    /// Lays out `sink` over `n` fresh nodes and checks it against the oracle.
-    fn check(sink: &mut CollectEdges, preds: &[Vec<u32>]) {
-        let mut tasks = vec![TaskNode::default(); preds.len()];
-        let mut fanout = vec![TaskId(7); 3];
-        lay_out_fanout(&mut tasks, sink, &mut fanout);
-        let (ranges, want) = oracle(preds);
-        let got: Vec<(u32, u32)> = tasks
-            .iter()
-            .map(|t| (t.fanout_start, t.fanout_count))
-            .collect();
-        assert_eq!(got, ranges);
-        assert_eq!(fanout, want);
-    }
-
-    #[test]
-    fn fan_out_laid_out_in_one_pass_is_the_counted_csr() {
-        let mut sink = CollectEdges::default();
-        for (n, seed) in [(0, 1), (1, 2), (50, 3), (400, 4), (7, 5)] {
-            let preds = random_preds(n, seed);
-            // The builder's order: a task's edges, then the task submitted.
-            for (s, ps) in preds.iter().enumerate() {
-                for &p in ps {
-                    sink.edge(TaskId(p), TaskId(s as u32));
-                }
-                sink.submitted(TaskId(s as u32));
-            }
-            check(&mut sink, &preds);
-            sink.clear();
-        }
-    }
-
-    #[test]
-    fn edges_reported_in_any_order_of_submission_are_counted() {
-        let preds = random_preds(300, 9);
-        let mut sink = CollectEdges::default();
-        // Every edge first, then every task submitted: the counts grow past every task
-        // submitted when each edge comes.
-        let mut ends = Vec::new();
-        for (s, ps) in preds.iter().enumerate() {
-            for &p in ps {
-                sink.edge(TaskId(p), TaskId(s as u32));
-            }
-            ends.push(sink.preds.len() as u32);
-        }
-        for s in 0..preds.len() {
-            sink.submitted(TaskId(s as u32));
-        }
-        sink.ends = ends;
-        check(&mut sink, &preds);
+        begin = end as usize;
     }
 }

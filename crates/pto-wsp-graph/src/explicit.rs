@@ -270,9 +270,10 @@ impl ExplicitBuilder<CollectEdges> {
     /// Ends the build: the nodes and the collected edges laid out as CSR fan-out (no params, no
     /// regions).
     pub fn finish(self) -> TaskGraphStorage {
-        let (mut tasks, mut sink) = (self.tasks, self.sink);
+        let mut tasks = self.tasks;
         let mut fanout = Vec::new();
-        crate::builder::lay_out_fanout(&mut tasks, &mut sink, &mut fanout);
+        let mut cursor = Vec::new();
+        crate::builder::lay_out_fanout(&mut tasks, &self.sink, &mut fanout, &mut cursor);
         TaskGraphStorage {
             tasks,
             fanout,
