@@ -17,9 +17,8 @@
 //!
 //! A mark may also *delegate*: a read that used a mark of a smaller box and becomes the mark of
 //! its own box is not listed in the cells wholly inside the used mark's box (so a prefix read
-//! touches the cells of its new tiles only, not the whole prefix); the overlap map lists such a
-//! read in no cell at all and keeps no record of it. A delegating mark answers for that read's
-//! write-after-read duty: every write whose box intersects it waits for its task
+//! touches the cells of its new tiles only, not the whole prefix). A delegating mark answers for
+//! that read's write-after-read duty: every write whose box intersects it waits for its task
 //! ([`Marks::war`]). So a delegating mark is removed only when a task that follows it takes its
 //! place (the next read of the chain) or a write covering its box follows it; never merely
 //! evicted, and never because its task completed: which marks exist, and so which edges they
@@ -113,13 +112,10 @@ impl Marks {
             }
         {
             self.list[i] = mark;
-            match (u.delegates, mark.delegates) {
-                // A chain's second read, the first to delegate (`used` did not): one more
-                // delegating mark, no walk over the list.
-                (false, true) => self.add_delegating(&mark.region),
-                (true, true) => self.delegating_box = union(&self.delegating_box, &mark.region),
-                (true, false) => self.recount(),
-                (false, false) => {}
+            if mark.delegates != u.delegates {
+                self.recount();
+            } else if mark.delegates {
+                self.delegating_box = union(&self.delegating_box, &mark.region);
             }
             return true;
         }
@@ -145,21 +141,15 @@ impl Marks {
             }
         }
         if mark.delegates {
-            self.add_delegating(&mark.region);
+            self.delegating_box = if self.delegating == 0 {
+                mark.region
+            } else {
+                union(&self.delegating_box, &mark.region)
+            };
+            self.delegating += 1;
         }
         self.list.push(mark);
         true
-    }
-
-    /// Counts one more delegating mark, of box `region`.
-    #[inline]
-    fn add_delegating(&mut self, region: &Region) {
-        self.delegating_box = if self.delegating == 0 {
-            *region
-        } else {
-            union(&self.delegating_box, region)
-        };
-        self.delegating += 1;
     }
 
     /// A write of `region` by `task`: calls `pred(t)` for the task `t` of every delegating mark
