@@ -1422,6 +1422,13 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             .iter()
             .filter(|x| of.of(x.region.tensor) == me)
             .count();
+        self.room_for(task, n)
+    }
+
+    /// Whether the map has room for `n` more accesses of `task`; when full, the run stops with
+    /// an error naming the task.
+    #[inline(always)]
+    fn room_for(&mut self, task: &Task<'_>, n: usize) -> Result<(), Stopped> {
         match self.map.has_room(n) {
             Ok(()) => Ok(()),
             Err(full) => Err(self.stop(ExecError::Build(format!("task #{}: {full}", task.index)))),
@@ -1449,9 +1456,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         } else {
             self.regions_from_coords(task, every)?;
         }
-        if let Err(full) = self.map.has_room(self.io.len()) {
-            return Err(self.stop(ExecError::Build(format!("task #{}: {full}", task.index))));
-        }
+        self.room_for(task, self.io.len())?;
         if let Some(p) = &mut self.producers {
             p.record_io(TaskId(id), &self.io);
         }
