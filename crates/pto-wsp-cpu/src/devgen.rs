@@ -267,6 +267,7 @@ use pto_wsp_ir::{DataRead, DepsMode, OrderEdge, ReadRefused};
 use crate::datadep::{GenStats, Producers, read_ints};
 
 use crate::exec::{ExecError, NoopExec, TaskFailure};
+use crate::fifo::Fifo;
 use crate::idle::Idle;
 use crate::kexec::{KernelExec, TaskSource};
 use crate::pool::{WorkerPool, panic_message};
@@ -497,11 +498,22 @@ impl OwnerTable {
         }
     }
 
-    #[inline]
+    /// Records `(owner, slot)` of task `id`. The common case, a chunk already there, is inline;
+    /// making the chunk is out of line.
+    #[inline(always)]
     fn set(&self, id: u32, owner: u32, slot: u32) {
-        self.entries
-            .get_or_grow(id)
-            .store(owner << SLOT_BITS | slot, Ordering::Relaxed);
+        let v = owner << SLOT_BITS | slot;
+        match self.entries.try_get(id) {
+            Some(e) => e.store(v, Ordering::Relaxed),
+            None => self.set_growing(id, v),
+        }
+    }
+
+    /// [`OwnerTable::set`] into a chunk not made yet.
+    #[cold]
+    #[inline(never)]
+    fn set_growing(&self, id: u32, v: u32) {
+        self.entries.get_or_grow(id).store(v, Ordering::Relaxed);
     }
 
     /// `(owner, slot)` of a task whose owner has written it (see the module docs).
@@ -543,11 +555,11 @@ struct Scratch {
     slots: Vec<Slot>,
     free: Vec<u32>,
     io: Vec<TaskIo>,
-    seen: VecDeque<u32>,
-    ready: VecDeque<Ready>,
-    unsealed: VecDeque<(u32, u32)>,
+    seen: Vec<u32>,
+    ready: Fifo<Ready>,
+    unsealed: Fifo<(u32, u32)>,
     outbox: Vec<Vec<(u32, u32)>>,
-    inbound: Vec<VecDeque<(u32, u32)>>,
+    inbound: Vec<Fifo<(u32, u32)>>,
 }
 
 impl std::fmt::Debug for DevGenTables {
@@ -827,14 +839,14 @@ struct Executor<'s, 'r, E: DirectExec> {
     io: Vec<TaskIo>,
     slots: Vec<Slot>,
     free: Vec<u32>,
-    ready: VecDeque<Ready>,
+    ready: Fifo<Ready>,
     /// Own tasks generated and not sealed yet (id, slot), oldest first: each waits until every
     /// other executor has inferred it ([`Shared::inferred`]).
-    unsealed: VecDeque<(u32, u32)>,
+    unsealed: Fifo<(u32, u32)>,
     /// Per destination executor: edges found into its tasks, not yet handed over.
     outbox: Vec<Vec<(u32, u32)>>,
     /// Per source executor: edges it handed over into own tasks not yet sealed.
-    inbound: Vec<VecDeque<(u32, u32)>>,
+    inbound: Vec<Fifo<(u32, u32)>>,
     /// The last value stored in this executor's [`Shared::inferred`].
     published: u32,
     /// Partitioned generation: own tasks' accesses of this executor's tensors, `(id, slot,
@@ -905,8 +917,8 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         let e = sh.executors as usize;
         outbox.resize_with(e, Vec::new);
         outbox.iter_mut().for_each(Vec::clear);
-        inbound.resize_with(e, VecDeque::new);
-        inbound.iter_mut().for_each(VecDeque::clear);
+        inbound.resize_with(e, Fifo::default);
+        inbound.iter_mut().for_each(Fifo::clear);
         Executor {
             sh,
             me,
@@ -1163,7 +1175,9 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
                 wiring.wire(sh.states, TaskId(p), id);
             }
         }
-        if sh.states.seal(TaskId(id)) {
+        // Through the cursor: its cached task-state chunk is this task's (its edges were just
+        // wired through it), so the seal looks no chunk up.
+        if sh.states.seal_in(&mut wiring.cursor, TaskId(id)) {
             ready.push_back((id, slot as u32));
         }
     }
@@ -1185,7 +1199,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
             }
             for (x, q) in self.inbound.iter_mut().enumerate() {
                 if x != me {
-                    q.extend(lock(&sh.handed[me * e + x]).drain(..));
+                    q.append(&mut lock(&sh.handed[me * e + x]));
                 }
             }
             self.drained = w;
@@ -1540,7 +1554,7 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
         self.generated_own();
         if e == 1 {
             // Wired above, nothing handed over.
-            if self.sh.states.seal(TaskId(id)) {
+            if self.sh.states.seal_in(&mut self.wiring.cursor, TaskId(id)) {
                 self.ready.push_back((id, slot as u32));
             }
         } else {
@@ -1885,8 +1899,9 @@ impl<'s, 'r, E: DirectExec> Executor<'s, 'r, E> {
 /// The wiring of edges into own tasks: deduplication, counts, optional recording.
 struct Wiring {
     /// Per task id from `seen_base`: the own task being wired that last reported it as a
-    /// predecessor.
-    seen: VecDeque<u32>,
+    /// predecessor. A vector (an indexed load per edge, no ring arithmetic); the stamps of
+    /// done tasks are dropped from its front once they are at least half of it.
+    seen: Vec<u32>,
     seen_base: u32,
     /// Every task below this id is done: such a predecessor costs nothing and is not looked up
     /// (its state may be freed).
@@ -1938,12 +1953,16 @@ impl Wiring {
         }
     }
 
-    /// Every task below `done` is done: stop keeping stamps for them.
+    /// Every task below `done` is done: stop keeping stamps for them (dropped once they are
+    /// at least half of the stamps, so the moves cost at most one per stamp; a stamp kept
+    /// longer is still a correct one, and [`Wiring::done_below`] answers such a task).
     fn forget_before(&mut self, done: TaskId) {
         self.done_below = done.0;
         let n = (done.0.saturating_sub(self.seen_base) as usize).min(self.seen.len());
-        self.seen.drain(..n);
-        self.seen_base += n as u32;
+        if n * 2 >= self.seen.len() {
+            self.seen.drain(..n);
+            self.seen_base += n as u32;
+        }
     }
 }
 

@@ -29,7 +29,8 @@
 //! - [`baseline`]: the same shapes run without the runtime (a sequential loop, rayon), the
 //!   same-process baselines of `pto-wsp bench`.
 //! - `engine` (private): the worker loop shared by every kind of run; `idle` (private): spin,
-//!   then park; `ring` (private): batched publication of a streamed run's ready tasks.
+//!   then park; `ring` (private): batched publication of a streamed run's ready tasks; `fifo`
+//!   (private): the vector-backed queue of a device-generation executor's per-task queues.
 //! - `sync` (private): the crate's one door to atomics, locks and threads, loom's under
 //!   `--cfg loom`, where `loom_models` model-checks the ring, the idle / park / wake protocol
 //!   through the pool and the engine, and device generation's hand-over, seal and inboxes.
@@ -51,6 +52,7 @@ pub mod datadep;
 pub mod devgen;
 mod engine;
 pub mod exec;
+mod fifo;
 pub mod hb;
 mod idle;
 pub mod kexec;
