@@ -139,7 +139,7 @@ mod tests {
                         assert!(v.is_empty());
                     }
                     _ => {
-                        if next() % 50 == 0 {
+                        if next().is_multiple_of(50) {
                             f.clear();
                             d.clear();
                         }
