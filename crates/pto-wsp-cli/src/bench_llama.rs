@@ -196,8 +196,8 @@ impl Graphs {
         // already holds them. Each build grows a few arrays of megabytes by doubling; until the
         // allocator's freed blocks fit that sequence, a build takes fresh pages from the kernel
         // (up to thirty 2 MiB pages, each a fault that may wait for the kernel to assemble a
-        // huge page). Which build does, and how many do, depends on every array's size, not on
-        // the work: on the LLaMA layer two or three builds fault, and the third fault-free.
+        // huge page). Which builds do depends on every array's size, not on the work: on the
+        // LLaMA layer the first two or three builds of a process fault, the later ones do not.
         for _ in 0..WARM_BUILDS {
             let mut warm = GraphBuilder::new(mode);
             feed(
