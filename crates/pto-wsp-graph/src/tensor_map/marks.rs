@@ -112,10 +112,13 @@ impl Marks {
             }
         {
             self.list[i] = mark;
-            if mark.delegates != u.delegates {
-                self.recount();
-            } else if mark.delegates {
-                self.delegating_box = union(&self.delegating_box, &mark.region);
+            match (u.delegates, mark.delegates) {
+                // A chain's second read, the first to delegate (`used` did not): one more
+                // delegating mark, no walk over the list.
+                (false, true) => self.add_delegating(&mark.region),
+                (true, true) => self.delegating_box = union(&self.delegating_box, &mark.region),
+                (true, false) => self.recount(),
+                (false, false) => {}
             }
             return true;
         }
@@ -141,15 +144,21 @@ impl Marks {
             }
         }
         if mark.delegates {
-            self.delegating_box = if self.delegating == 0 {
-                mark.region
-            } else {
-                union(&self.delegating_box, &mark.region)
-            };
-            self.delegating += 1;
+            self.add_delegating(&mark.region);
         }
         self.list.push(mark);
         true
+    }
+
+    /// Counts one more delegating mark, of box `region`.
+    #[inline]
+    fn add_delegating(&mut self, region: &Region) {
+        self.delegating_box = if self.delegating == 0 {
+            *region
+        } else {
+            union(&self.delegating_box, region)
+        };
+        self.delegating += 1;
     }
 
     /// A write of `region` by `task`: calls `pred(t)` for the task `t` of every delegating mark

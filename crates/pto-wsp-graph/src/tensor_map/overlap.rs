@@ -448,6 +448,11 @@ pub struct OverlapMap {
     /// the marks every time), the reference the fast paths are checked against.
     #[cfg(test)]
     plain: bool,
+    /// Tests only: a read that becomes a delegating mark gets a record listed in its cells as
+    /// any read does (the edges before such reads went unlisted), the reference that unlisting
+    /// only drops edges other edges imply.
+    #[cfg(test)]
+    listed_marks: bool,
 }
 
 const NIL: u32 = u32::MAX;
@@ -751,6 +756,9 @@ struct MarkBox {
     mark_seq: u64,
     /// When no write touched the inner cells' rows since the mark, they are not visited at all.
     skip_inner: bool,
+    /// The read becomes a delegating mark, which answers for it to every later write of its
+    /// box: it has no record and is listed in no cell (see [`OverlapMap::access_cells`]).
+    unlisted: bool,
 }
 
 impl MarkBox {
@@ -766,6 +774,7 @@ impl MarkBox {
             delegate,
             mark_seq,
             skip_inner,
+            unlisted: false,
         }
     }
 
@@ -823,7 +832,7 @@ fn walk_cells<F: FnMut(TaskId, EdgeKind)>(
             if scan.writes {
                 bucket.writes.push(rf);
                 bucket.wseq = seq;
-            } else if !(mb.delegate && inner_cell) {
+            } else if !(mb.unlisted || mb.delegate && inner_cell) {
                 bucket.reads.push(rf);
             }
         }
@@ -870,6 +879,16 @@ impl OverlapMap {
             no_marks: true,
             ..OverlapMap::default()
         }
+    }
+
+    /// Whether a read that becomes a delegating mark still gets a record listed in its cells
+    /// (tests only, see `listed_marks`).
+    #[inline(always)]
+    fn listed_marks(&self) -> bool {
+        #[cfg(test)]
+        return self.listed_marks;
+        #[cfg(not(test))]
+        false
     }
 
     /// Whether every access takes the general path (tests only, see `plain`).
@@ -1216,9 +1235,24 @@ impl OverlapMap {
         let writes = access.writes();
         let seq = self.seq;
         let stamp = self.next_stamp();
+        let mut mb = MarkBox::new(&self.grids[g], cover, region, ncells);
+        // The read becomes the mark of its box, unless it is the box of the mark it used; it
+        // takes over the used mark's delegation.
+        let marks = !self.no_marks && !writes && ncells > 1;
+        let new_mark = marks && cover.is_none_or(|m| m.region != *region);
+        let delegates = mb.delegate || cover.is_some_and(|m| m.delegates);
+        // A read that becomes a delegating mark needs no record: every later write meeting its
+        // box meets the mark ([`Marks::war`]) until a task that follows the read replaces the
+        // mark (the next read of the chain, whose mark then answers) or a write covering the
+        // mark's box drops it (that write followed the read). A record listed in its cells
+        // would only give such writes an edge to the read that the mark's edge implies.
+        mb.unlisted = new_mark && delegates && ncells <= LARGE_CELLS && !self.listed_marks();
         // The new record (an inout records only its write: the write covers the read). It is
         // listed after each list is scanned, so the scan never meets it.
-        let rf = self.new_record(*region, task, seq);
+        let rf = match mb.unlisted {
+            true => Ref { rec: NIL, epoch: 0 },
+            false => self.new_record(*region, task, seq),
+        };
         let plain = self.plain();
         let OverlapMap {
             records,
@@ -1230,11 +1264,9 @@ impl OverlapMap {
             groups,
             group_pool,
             stats,
-            no_marks,
             ..
         } = self;
         let grid = &mut grids[g];
-        let mb = MarkBox::new(grid, cover, region, ncells);
         let mut scan = Scan {
             records,
             groups,
@@ -1279,20 +1311,20 @@ impl OverlapMap {
             }
         }
         let hit = scan.hit;
-        // The read becomes the mark of its box, unless it is the box of the mark it used; it
-        // takes over the used mark's delegation.
-        if !*no_marks && !writes && ncells > 1 && cover.is_none_or(|m| m.region != *region) {
+        if new_mark {
             let mark = Mark {
                 region: *region,
                 task,
                 seq,
-                delegates: mb.delegate || cover.is_some_and(|m| m.delegates),
+                delegates,
                 record: (rf.rec, rf.epoch),
             };
             if mark.delegates {
                 grid.war_rows.note(region, (range.2, range.3));
             }
             let recorded = grid.marks.insert(mark, cover);
+            // A delegating mark always has a used mark (the first read of a chain delegates
+            // nothing), which makes room for it.
             debug_assert!(recorded || !mark.delegates, "a used mark makes room");
         }
         if ncells > LARGE_CELLS {
@@ -1732,8 +1764,89 @@ mod tests {
         Ok(())
     }
 
+    /// Task by task, a map whose reads that become delegating marks go unlisted finds a subset
+    /// of the predecessors the same map finds with those reads listed in their cells
+    /// (`listed_marks`), and every predecessor it leaves out is an ancestor of the task through
+    /// the edges it found (so it orders every pair the listed map orders). With `general`, both
+    /// maps take the general path for every access.
+    fn unlisted_marks_drop_only_implied_edges(
+        tasks: &[Vec<(Region, Access)>],
+        general: bool,
+    ) -> Result<(), TestCaseError> {
+        let mut unlisted = OverlapMap {
+            plain: general,
+            ..OverlapMap::default()
+        };
+        let mut listed = OverlapMap {
+            plain: general,
+            listed_marks: true,
+            ..OverlapMap::default()
+        };
+        // Ancestors of each task through the unlisted map's edges.
+        let mut ancestors: Vec<std::collections::BTreeSet<u32>> = Vec::new();
+        for (t, regions) in tasks.iter().enumerate() {
+            let run = |m: &mut OverlapMap| {
+                let mut got = Vec::new();
+                for &(r, a) in regions {
+                    m.access(TaskId(t as u32), &r, a, &mut |p: TaskId, _| got.push(p.0));
+                }
+                got.sort_unstable();
+                got.dedup();
+                got
+            };
+            let (have, want) = (run(&mut unlisted), run(&mut listed));
+            let mut up = std::collections::BTreeSet::new();
+            for &p in &have {
+                prop_assert!(want.contains(&p), "task {}: edge from {} is new", t, p);
+                up.insert(p);
+                up.extend(ancestors[p as usize].iter().copied());
+            }
+            for &p in &want {
+                prop_assert!(up.contains(&p), "task {}: {} no longer before it", t, p);
+            }
+            ancestors.push(up);
+        }
+        Ok(())
+    }
+
+    /// Column prefixes of growing length on few columns, tiles written under them, rows and
+    /// boxes beside: long chains of delegating marks and the writes that meet them.
+    fn prefix_stream() -> impl Strategy<Value = Vec<Vec<(Region, Access)>>> {
+        let access = prop_oneof![Just(Access::In), Just(Access::Out), Just(Access::InOut)];
+        let region = prop_oneof![
+            3 => (0u32..8, 0u32..2).prop_map(|(r, c)| tiles(0, r, 1, c, 1)),
+            4 => (0u32..8, 0u32..2).prop_map(|(r, c)| tiles(0, 0, r + 1, c, 1)),
+            1 => (0u32..8, 1u32..3, 0u32..2).prop_map(|(r, n, c)| tiles(0, r, n, c, 1)),
+            1 => (0u32..8).prop_map(|r| tiles(0, r, 1, 0, 2)),
+            1 => (0u32..30, 1u32..12, 0u32..16, 1u32..12)
+                .prop_map(|(r, n, c, m)| Region::new_2d(0, r, n, c, m)),
+        ];
+        let one =
+            (region, access).prop_map(|(r, a)| (r, if r.size[0] > 4 { Access::In } else { a }));
+        prop::collection::vec(prop::collection::vec(one, 1..3), 1..120)
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(256)))]
+
+        /// Reads that become delegating marks have no record (the mark answers for them): only
+        /// edges that other edges imply go, on the fast paths and on the general path.
+        #[test]
+        fn unlisted_marks_keep_every_order(tasks in prefix_stream(), general in any::<bool>()) {
+            unlisted_marks_drop_only_implied_edges(&tasks, general)?;
+        }
+
+        /// The same over the general streams (single elements, large boxes, other tensors).
+        #[test]
+        fn unlisted_marks_keep_every_order_in_general_streams(tasks in stream()) {
+            unlisted_marks_drop_only_implied_edges(&tasks, false)?;
+        }
+
+        /// Column prefixes: the fast paths find the edges of the general path.
+        #[test]
+        fn prefix_chains_find_the_edges_of_the_general_path(tasks in prefix_stream()) {
+            agrees_with_the_general_path(&tasks, true)?;
+        }
 
         /// Tensors accessed a whole tile at a time take the tiled paths (no box tests) until
         /// another box ends it: task by task, the predecessors (and why) the general path
