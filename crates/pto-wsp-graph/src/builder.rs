@@ -826,8 +826,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         self.check_counts(task, nio, nparams)?;
         let cur = task.0;
         let mut fanin = 0u32;
-        // Sliced once, for the map and the sink (the map's accesses leave both vectors alone).
-        let ios = ext.unwrap_or(&self.io[io_at..]);
+        // Sliced before the map's accesses, which leave it alone.
         let params = &self.params[params_at..];
         {
             let (seen, seen_old, base) = (&mut self.seen, &mut self.seen_old, self.seen_base);
@@ -859,6 +858,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
             // `MAX_HINTS` regions gets none.
             let hinted = self.nhints == nio && nio <= MAX_HINTS;
             let hints = &self.hints;
+            let ios = ext.unwrap_or(&self.io[io_at..]);
             let read_only = &self.read_only;
             for (k, io) in ios.iter().enumerate() {
                 if MASKED && skips_map(read_only, io) {
@@ -879,6 +879,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         n.io_count = nio as u16;
         n.params_count = nparams as u16;
         // By reference: a copy right after these narrow stores stalls on store forwarding.
+        let ios = ext.unwrap_or(&self.io[io_at..]);
         self.sink.publish(n, params, ios);
         self.sink.submitted(task);
         self.open = false;
