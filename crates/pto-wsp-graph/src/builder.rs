@@ -198,7 +198,11 @@ fn infer<M: TensorMap, S: EdgeSink, const MASKED: bool>(
         if MASKED && skips_map(read_only, io) {
             continue;
         }
-        let hint = if hinted { Some(hints[k % MAX_HINTS]) } else { None };
+        let hint = if hinted {
+            Some(hints[k % MAX_HINTS])
+        } else {
+            None
+        };
         map.access_hinted(task, &io.region, hint, io.access(), &mut pred);
     }
     for &d in explicit {
@@ -864,7 +868,11 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
                 if MASKED && skips_map(read_only, io) {
                     continue;
                 }
-                let hint = if hinted { Some(hints[k % MAX_HINTS]) } else { None };
+                let hint = if hinted {
+                    Some(hints[k % MAX_HINTS])
+                } else {
+                    None
+                };
                 self.map
                     .access_hinted(task, &io.region, hint, io.access(), &mut pred);
             }

@@ -38,7 +38,8 @@ impl KeyModel {
 }
 
 /// What the map is: bounded (frees keys at a retire when more than half full), growable
-/// (doubles when the live keys reach its capacity) or unbounded without a capacity.
+/// (doubles when a new key comes while the live keys fill its capacity) or unbounded without a
+/// capacity.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Kind {
     Bounded,
@@ -71,10 +72,10 @@ impl Model {
 
     /// The predecessors an access must report, sorted.
     fn access(&mut self, t: u32, region: Region, access: Access) -> Vec<(u32, EdgeKind)> {
-        if self.kind == Kind::Growable && self.keys.len() >= self.capacity {
+        let hit = self.keys.contains_key(&region);
+        if self.kind == Kind::Growable && !hit && self.keys.len() >= self.capacity {
             self.capacity *= 2;
         }
-        let hit = self.keys.contains_key(&region);
         if hit {
             self.stats.hits += 1;
         } else {

@@ -35,10 +35,10 @@
 //! edge to a completed task), and reader chunks of completed tasks are returned to the pool when
 //! their list next grows, leaving a count.
 //!
-//! **Growable:** [`FixedExactMap::growable`] makes the same table without a bound: when the live
-//! keys reach the capacity it doubles (entries keep their indices; the slot table is rebuilt
-//! from the live keys), so it serves as the unbounded exact map of the host runtime at the speed
-//! of the bounded one. A growable map frees no key when tasks retire: a key whose tasks have all
+//! **Growable:** [`FixedExactMap::growable`] makes the same table without a bound: when a new
+//! key comes while the live keys fill the capacity it doubles (entries keep their indices; the
+//! slot table is rebuilt from the live keys), so it serves as the unbounded exact map of the host
+//! runtime at the speed of the bounded one. A growable map frees no key when tasks retire: a key whose tasks have all
 //! completed stays as a *tombstone* (its last writer's id and a count of completed readers, see
 //! [`super::readers`]), so later accesses count the edges a build without retiring finds and the
 //! inferred-edge count does not depend on timing. Its memory follows the number of distinct keys
@@ -196,8 +196,9 @@ impl FixedExactMap {
         }
     }
 
-    /// A map without a bound, starting with room for `initial` keys and doubling whenever the
-    /// live keys reach its capacity (see the module docs). [`TensorMap::has_room`] always agrees.
+    /// A map without a bound, starting with room for `initial` keys and doubling whenever a new
+    /// key comes while the live keys fill its capacity (see the module docs).
+    /// [`TensorMap::has_room`] always agrees.
     pub fn growable(initial: usize) -> FixedExactMap {
         let map = FixedExactMap::new(initial);
         FixedExactMap {
