@@ -198,11 +198,7 @@ fn infer<M: TensorMap, S: EdgeSink, const MASKED: bool>(
         if MASKED && skips_map(read_only, io) {
             continue;
         }
-        let hint = if hinted {
-            Some(hints[k % MAX_HINTS])
-        } else {
-            None
-        };
+        let hint = if hinted { hints.get(k).copied() } else { None };
         map.access_hinted(task, &io.region, hint, io.access(), &mut pred);
     }
     for &d in explicit {
@@ -771,7 +767,10 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
     fn submit_direct<const MASKED: bool>(&mut self, io: &[TaskIo]) -> Result<TaskId, BuildError> {
         for r in io {
             if let Some(hint) = self.map.prefetch(&r.region) {
-                self.keep_hint(hint);
+                if let Some(h) = self.hints.get_mut(self.nhints) {
+                    *h = hint;
+                }
+                self.nhints += 1;
             }
         }
         let r = self.submit_with::<MASKED>(Some(io));
@@ -992,7 +991,10 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
     ) -> Result<TaskId, BuildError> {
         for r in io {
             if let Some(hint) = self.map.prefetch(&r.region) {
-                self.keep_hint(hint);
+                if let Some(h) = self.hints.get_mut(self.nhints) {
+                    *h = hint;
+                }
+                self.nhints += 1;
             }
         }
         let nparams = self.params.len();

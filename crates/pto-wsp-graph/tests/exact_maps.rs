@@ -38,8 +38,7 @@ impl KeyModel {
 }
 
 /// What the map is: bounded (frees keys at a retire when more than half full), growable
-/// (doubles when a new key comes while the live keys fill its capacity) or unbounded without a
-/// capacity.
+/// (doubles when the live keys reach its capacity) or unbounded without a capacity.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Kind {
     Bounded,
@@ -72,10 +71,10 @@ impl Model {
 
     /// The predecessors an access must report, sorted.
     fn access(&mut self, t: u32, region: Region, access: Access) -> Vec<(u32, EdgeKind)> {
-        let hit = self.keys.contains_key(&region);
-        if self.kind == Kind::Growable && !hit && self.keys.len() >= self.capacity {
+        if self.kind == Kind::Growable && self.keys.len() >= self.capacity {
             self.capacity *= 2;
         }
+        let hit = self.keys.contains_key(&region);
         if hit {
             self.stats.hits += 1;
         } else {

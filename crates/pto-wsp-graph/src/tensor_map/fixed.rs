@@ -35,10 +35,10 @@
 //! edge to a completed task), and reader chunks of completed tasks are returned to the pool when
 //! their list next grows, leaving a count.
 //!
-//! **Growable:** [`FixedExactMap::growable`] makes the same table without a bound: when a new
-//! key comes while the live keys fill the capacity it doubles (entries keep their indices; the
-//! slot table is rebuilt from the live keys), so it serves as the unbounded exact map of the host
-//! runtime at the speed of the bounded one. A growable map frees no key when tasks retire: a key whose tasks have all
+//! **Growable:** [`FixedExactMap::growable`] makes the same table without a bound: when the live
+//! keys reach the capacity it doubles (entries keep their indices; the slot table is rebuilt
+//! from the live keys), so it serves as the unbounded exact map of the host runtime at the speed
+//! of the bounded one. A growable map frees no key when tasks retire: a key whose tasks have all
 //! completed stays as a *tombstone* (its last writer's id and a count of completed readers, see
 //! [`super::readers`]), so later accesses count the edges a build without retiring finds and the
 //! inferred-edge count does not depend on timing. Its memory follows the number of distinct keys
@@ -148,9 +148,8 @@ pub struct FixedExactMap {
     log_off: bool,
     /// Doubles instead of refusing when full ([`FixedExactMap::growable`]).
     grows: bool,
-    /// The live-key count at which an access that adds a key must grow the map first:
-    /// `capacity` for a growable map, never (`usize::MAX`) for a bounded one (so the insert
-    /// tests one number, not two; a hit tests none).
+    /// The live-key count at which an access must grow the map first: `capacity` for a growable
+    /// map, never (`usize::MAX`) for a bounded one (so an access tests one number, not two).
     grow_at: usize,
     stats: MapStats,
 }
@@ -196,9 +195,8 @@ impl FixedExactMap {
         }
     }
 
-    /// A map without a bound, starting with room for `initial` keys and doubling whenever a new
-    /// key comes while the live keys fill its capacity (see the module docs).
-    /// [`TensorMap::has_room`] always agrees.
+    /// A map without a bound, starting with room for `initial` keys and doubling whenever the
+    /// live keys reach its capacity (see the module docs). [`TensorMap::has_room`] always agrees.
     pub fn growable(initial: usize) -> FixedExactMap {
         let map = FixedExactMap::new(initial);
         FixedExactMap {
@@ -237,21 +235,6 @@ impl FixedExactMap {
             }
             self.slots[i] = Slot::new(h as u32, e as u32, base);
         }
-    }
-
-    /// Grows the map ([`FixedExactMap::grow`]) for a key of slot hash `slot_hash` that it does
-    /// not hold, and returns the slot the key goes to in the rebuilt table: the first empty one
-    /// of its probe sequence.
-    #[cold]
-    #[inline(never)]
-    fn grow_for(&mut self, slot_hash: u64) -> usize {
-        self.grow();
-        let (n, base) = (self.slots.len(), self.base);
-        let mut i = slot_hash as usize & self.mask;
-        while self.slots[i].live(base).is_some() {
-            i = next_slot(i, n);
-        }
-        i
     }
 
     /// Like [`FixedExactMap::new`], logging at most `records` accesses between retires (the
@@ -382,6 +365,9 @@ impl TensorMap for FixedExactMap {
         pred: &mut F,
     ) {
         debug_assert!(hint.is_none_or(|h| h == region.slot_hash()));
+        if self.stats.live as usize >= self.grow_at {
+            self.grow();
+        }
         let h = hint.unwrap_or_else(|| region.slot_hash());
         let tag = h as u32;
         let (n, home, base) = (self.slots.len(), h as usize & self.mask, self.base);
@@ -389,13 +375,8 @@ impl TensorMap for FixedExactMap {
         let e = loop {
             let s = self.slots[i];
             let Some(e) = s.live(base) else {
-                // Only a new key needs room: a growable map at its capacity doubles here (the
-                // key goes to its place in the rebuilt table), and a hit tests nothing.
-                if self.stats.live as usize >= self.grow_at {
-                    i = self.grow_for(h);
-                }
                 let e = self.alloc(*region);
-                self.slots[i] = Slot::new(tag, e, self.base);
+                self.slots[i] = Slot::new(tag, e, base);
                 self.stats.misses += 1;
                 break e;
             };
