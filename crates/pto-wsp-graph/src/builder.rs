@@ -608,6 +608,16 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         TaskId(id)
     }
 
+    /// Keeps `hint` for the open task's next region. Past [`MAX_HINTS`] regions it overwrites
+    /// an earlier one, which is never read: a task of more regions gets no hint back (so the
+    /// store needs no test).
+    #[inline(always)]
+    fn keep_hint(&mut self, hint: u64) {
+        let n = self.nhints;
+        self.hints[n % MAX_HINTS] = hint;
+        self.nhints = n + 1;
+    }
+
     #[inline]
     fn current(&self) -> TaskId {
         assert!(self.open, "no open task: call alloc_task first");
@@ -641,10 +651,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         let _ = self.current();
         // Hashed and prefetched now, as early as the builder can, for `submit` to pass back.
         if let Some(hint) = self.map.prefetch(&region) {
-            if let Some(h) = self.hints.get_mut(self.nhints) {
-                *h = hint;
-            }
-            self.nhints += 1;
+            self.keep_hint(hint);
         }
         self.io.push(TaskIo::new(region, access));
     }
@@ -659,10 +666,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         let _ = self.current();
         debug_assert_eq!(slot_hash, region.slot_hash(), "a region's carried hash");
         if let Some(hint) = self.map.prefetch_hashed(&region, slot_hash) {
-            if let Some(h) = self.hints.get_mut(self.nhints) {
-                *h = hint;
-            }
-            self.nhints += 1;
+            self.keep_hint(hint);
         }
         self.io.push(TaskIo::new(region, access));
     }
@@ -675,10 +679,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         let _ = self.current();
         for r in io {
             if let Some(hint) = self.map.prefetch(&r.region) {
-                if let Some(h) = self.hints.get_mut(self.nhints) {
-                    *h = hint;
-                }
-                self.nhints += 1;
+                self.keep_hint(hint);
             }
         }
         self.io.extend_from_slice(io);
@@ -828,6 +829,8 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         self.check_counts(task, nio, nparams)?;
         let cur = task.0;
         let mut fanin = 0u32;
+        // Sliced before the map's accesses, which leave it alone.
+        let params = &self.params[params_at..];
         {
             let (seen, seen_old, base) = (&mut self.seen, &mut self.seen_old, self.seen_base);
             // Counted straight into the build's counters (nothing can fail from here on); the
@@ -864,7 +867,11 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
                 if MASKED && skips_map(read_only, io) {
                     continue;
                 }
-                let hint = if hinted { hints.get(k).copied() } else { None };
+                let hint = if hinted {
+                    Some(hints[k % MAX_HINTS])
+                } else {
+                    None
+                };
                 self.map
                     .access_hinted(task, &io.region, hint, io.access(), &mut pred);
             }
@@ -880,7 +887,7 @@ impl<M: TensorMap, S: EdgeSink> GraphBuilder<M, S> {
         n.params_count = nparams as u16;
         // By reference: a copy right after these narrow stores stalls on store forwarding.
         let ios = ext.unwrap_or(&self.io[io_at..]);
-        self.sink.publish(n, &self.params[params_at..], ios);
+        self.sink.publish(n, params, ios);
         self.sink.submitted(task);
         self.open = false;
         if self.staged {

@@ -643,6 +643,34 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(pto_wsp_ir::soak::cases(32)))]
+
+    /// Tasks of more regions than the builder keeps hints for (up to 20: past the eighth, a
+    /// region's hint overwrites an earlier one, and such a task gets none back) build, over the
+    /// fixed map large enough to prefetch and over a growable one, whatever the entry point,
+    /// the graph the dynamic map builds from plain regions (which keeps no hint at all).
+    #[test]
+    fn tasks_of_more_regions_than_hints_build_what_the_dynamic_map_builds(
+        tasks in prop::collection::vec(
+            (
+                prop::collection::vec((region_strategy(), access_strategy()), 1..20),
+                prop::collection::vec(1u32..8, 0..2),
+            )
+                .prop_map(|(regions, explicit)| GenTask { regions, explicit }),
+            1..60,
+        ),
+    ) {
+        let want = build_entering(&tasks, DynamicExactMap::new(), Entry::Plain);
+        for entry in [Entry::Plain, Entry::Hashed, Entry::Batched, Entry::Mixed] {
+            let got = build_entering(&tasks, FixedExactMap::new(1 << 15), entry);
+            prop_assert_eq!(&got.0, &want.0, "large fixed map, entered {:?}", entry);
+            let got = build_entering(&tasks, FixedExactMap::growable(1), entry);
+            prop_assert_eq!(&got.0, &want.0, "growable map, entered {:?}", entry);
+        }
+    }
+}
+
 /// `tasks` with every access of tensor `t` made a read when bit `t` of `reads_only` is set.
 fn reading_only(tasks: &[GenTask], reads_only: u8) -> Vec<GenTask> {
     let mut out = tasks.to_vec();
