@@ -35,7 +35,10 @@ fn sched_stats() -> Vec<[u64; 3]> {
     ids.iter()
         .filter_map(|id| {
             let s = std::fs::read_to_string(format!("/proc/self/task/{id}/schedstat")).ok()?;
-            let v: Vec<u64> = s.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+            let v: Vec<u64> = s
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
             (v.len() >= 3).then(|| [v[0], v[1], v[2]])
         })
         .collect()
