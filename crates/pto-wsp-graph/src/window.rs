@@ -4,7 +4,7 @@
 //!
 //! The submitter calls [`WindowState::enter`] once per task before submitting it; completion
 //! calls [`WindowState::leave`] (or [`WindowState::leave_n`] for a batch). When the window is
-//! full, the mode decides: `stall` blocks the submitter until a completion frees a slot (it
+//! full, the mode decides: `stall` blocks the submitter until completions free room (below; it
 //! sleeps on a condition variable, never spins), `abort` returns a [`WindowError`], `benchmark`
 //! counts the overflow and admits the task anyway.
 //!
