@@ -4,9 +4,17 @@
 //!
 //! The submitter calls [`WindowState::enter`] once per task before submitting it; completion
 //! calls [`WindowState::leave`] (or [`WindowState::leave_n`] for a batch). When the window is
-//! full, the mode decides: `stall` blocks the submitter until a completion frees a slot (it
+//! full, the mode decides: `stall` blocks the submitter until completions free room (below; it
 //! sleeps on a condition variable, never spins), `abort` returns a [`WindowError`], `benchmark`
 //! counts the overflow and admits the task anyway.
+//!
+//! A stalled submitter resumes once an eighth of the window is free ([`resume_margin`]; for a
+//! window under 8 tasks, once one slot is): a submitter that outruns the completions would
+//! otherwise sleep and be woken for every batch of completions the workers report, one
+//! condition-variable round trip per batch on both sides, while the window stays full. Waiting
+//! for more room than one slot cannot deadlock: before a submitter stalls everything it
+//! submitted can run (the streamed sink publishes its held tasks first), and the tasks in flight
+//! depend only on earlier tasks, so they complete and the count falls to zero if need be.
 //!
 //! # Orderings and the no-lost-wakeup argument
 //!
@@ -18,7 +26,9 @@
 //! two fences, whichever comes second in their total order makes its side see the other's write.
 //! So either the completer sees the waiter (and notifies; since it must take the mutex first, the
 //! notification lands after the submitter is waiting), or the submitter sees the decrement (and
-//! does not wait). The fences are needed for loom, which models `SeqCst` *accesses* only as
+//! does not wait). With the resume margin the completer notifies when the count it leaves is
+//! below the resume level; every completion after the one that crosses it leaves a count below
+//! it too, so the argument holds for the crossing decrement or any later one. The fences are needed for loom, which models `SeqCst` *accesses* only as
 //! acquire/release (it reported a lost wakeup in the gate without them), and they make the
 //! argument independent of the accesses' own orderings. On the fast path (window not full,
 //! nobody stalled) entry is one compare-exchange and exit one `fetch_sub`, a fence and a load.
@@ -43,6 +53,12 @@ use pto_wsp_ir::WindowMode;
 
 use crate::counters::Counters;
 use crate::sync::{Arc, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering, fence, lock, wait};
+
+/// How many slots beyond one a stalled submitter waits to see free before it resumes: an eighth
+/// of a window of `capacity` (0 under 8 tasks, so a small window resumes on each completion).
+pub fn resume_margin(capacity: usize) -> usize {
+    capacity / 8
+}
 
 /// The task window refused a task (mode `abort`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -83,6 +99,8 @@ impl Reservation {
 #[derive(Debug)]
 pub struct WindowState {
     capacity: usize,
+    /// A stalled submitter waits while `in_flight >= resume_below` (the module docs).
+    resume_below: usize,
     mode: WindowMode,
     in_flight: AtomicUsize,
     waiters: AtomicUsize,
@@ -96,8 +114,10 @@ pub struct WindowState {
 impl WindowState {
     /// A window of `capacity` tasks (at least 1) in `mode`, counting into `counters`.
     pub fn new(capacity: usize, mode: WindowMode, counters: Arc<Counters>) -> WindowState {
+        let capacity = capacity.max(1);
         WindowState {
-            capacity: capacity.max(1),
+            capacity,
+            resume_below: capacity - resume_margin(capacity),
             mode,
             in_flight: AtomicUsize::new(0),
             waiters: AtomicUsize::new(0),
@@ -252,13 +272,14 @@ impl WindowState {
         self.counters.in_flight(now as u64);
     }
 
-    /// Block until the window is not full (or a completion woke us; the caller re-checks).
+    /// Block until the window has room to resume ([`resume_margin`]) or is closed (or a completion
+    /// woke us; the caller re-checks).
     fn wait_for_space(&self) {
         self.counters.window_stall();
         let mut g = lock(&self.lock);
         self.waiters.fetch_add(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        while self.in_flight.load(Ordering::SeqCst) >= self.capacity
+        while self.in_flight.load(Ordering::SeqCst) >= self.resume_below
             && !self.closed.load(Ordering::SeqCst)
         {
             g = wait(&self.space, g);
@@ -292,6 +313,7 @@ impl WindowState {
             return;
         }
         let before = self.in_flight.fetch_sub(n, Ordering::SeqCst);
+        let after = before.wrapping_sub(n);
         debug_assert!(
             before >= n,
             "window: {n} slots freed with {before} in flight"
@@ -300,7 +322,7 @@ impl WindowState {
             self.counters.completed(completed as u64);
         }
         fence(Ordering::SeqCst);
-        if self.waiters.load(Ordering::SeqCst) > 0 {
+        if after < self.resume_below && self.waiters.load(Ordering::SeqCst) > 0 {
             let _g = lock(&self.lock);
             self.space.notify_all();
         }

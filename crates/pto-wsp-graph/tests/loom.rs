@@ -339,6 +339,28 @@ fn window_stall_wakes() {
     });
 }
 
+/// A submitter stalled on a window of 8 (resume margin 1: it waits for two free slots) is woken
+/// by whichever of two completions, on two threads, leaves the count below the resume level;
+/// neither alone may be relied on (loom reports a deadlock if a wakeup can be lost).
+#[test]
+fn window_stall_resumes_after_the_margin() {
+    model(|| {
+        let w = stall_window(8);
+        for _ in 0..8 {
+            w.enter().unwrap();
+        }
+        let submitter = spawn_enter(&w);
+        let completer = {
+            let w = w.clone();
+            thread::spawn(move || w.leave())
+        };
+        w.leave();
+        completer.join().unwrap();
+        submitter.join().unwrap();
+        assert_eq!(w.in_flight(), 7);
+    });
+}
+
 /// Slots reserved and given back unused wake a submitter stalled meanwhile: one thread reserves
 /// both slots of a window of 2, uses one and settles; the other enters (stalling while both are
 /// held) and must be woken by the give-back.
