@@ -192,27 +192,8 @@ impl Graphs {
         })?;
         let mut edges = 0u64;
         let mut barriers = 0u64;
-        // Untimed builds first, so that the timed ones find the builder's arrays in a heap that
-        // already holds them. Each build grows a few arrays of megabytes by doubling; until the
-        // allocator's freed blocks fit that sequence, a build takes fresh pages from the kernel
-        // (up to thirty 2 MiB pages, each a fault that may wait for the kernel to assemble a
-        // huge page). Which builds do depends on every array's size, not on the work: on the
-        // LLaMA layer the first two or three builds of a process fault, the later ones do not.
-        for _ in 0..WARM_BUILDS {
-            let mut warm = GraphBuilder::new(mode);
-            feed(
-                res,
-                b,
-                &opts,
-                &mut warm,
-                &mut NoHooks,
-                ExecDomain::default(),
-            )
-            .map_err(|e| CliError::plain(format!("bench: build: {e}")))?;
-            drop(warm.finish());
-        }
-        let build_ns = best(repeat, || {
-            let t0 = Instant::now();
+        // One build: the expander fed into a fresh builder, finished into a graph.
+        let build = || {
             let mut builder = GraphBuilder::new(mode);
             let fed = feed(
                 res,
@@ -223,9 +204,22 @@ impl Graphs {
                 ExecDomain::default(),
             )
             .map_err(|e| CliError::plain(format!("bench: build: {e}")))?;
-            barriers = u64::from(fed.barrier_tasks);
-            let g = builder.finish();
+            Ok::<_, CliError>((builder.finish(), fed.barrier_tasks))
+        };
+        // Untimed builds first, so that the timed ones find the builder's arrays in a heap that
+        // already holds them. Each build grows a few arrays of megabytes by doubling; until the
+        // allocator's freed blocks fit that sequence, a build takes fresh pages from the kernel
+        // (up to thirty 2 MiB pages, each a fault that may wait for the kernel to assemble a
+        // huge page). Which builds do depends on every array's size, not on the work: on the
+        // LLaMA layer the first two or three builds of a process fault, the later ones do not.
+        for _ in 0..WARM_BUILDS {
+            drop(build()?);
+        }
+        let build_ns = best(repeat, || {
+            let t0 = Instant::now();
+            let (g, fed_barriers) = build()?;
             let dt = t0.elapsed();
+            barriers = u64::from(fed_barriers);
             edges = g.fanout.len() as u64;
             drop(g);
             Ok(dt)

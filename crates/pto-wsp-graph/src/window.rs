@@ -28,9 +28,10 @@
 //! notification lands after the submitter is waiting), or the submitter sees the decrement (and
 //! does not wait). With the resume margin the completer notifies when the count it leaves is
 //! below the resume level; every completion after the one that crosses it leaves a count below
-//! it too, so the argument holds for the crossing decrement or any later one. The fences are needed for loom, which models `SeqCst` *accesses* only as
-//! acquire/release (it reported a lost wakeup in the gate without them), and they make the
-//! argument independent of the accesses' own orderings. On the fast path (window not full,
+//! it too, so the argument holds for the crossing decrement or any later one. The fences are
+//! needed for loom, which models `SeqCst` *accesses* only as acquire/release (it reported a
+//! lost wakeup in the gate without them), and they make the argument independent of the
+//! accesses' own orderings. On the fast path (window not full,
 //! nobody stalled) entry is one compare-exchange and exit one `fetch_sub`, a fence and a load.
 //! The window is a pure count: it orders nothing else.
 //!
